@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! The vcuda wire format, shared by the guest library (`libvcuda.so`), the guest kernel
+//! module and the host backend.
+//!
+//! - [`wire`]: message, request, segment, reply and record headers, and the limits.
+//! - [`op`]: opcodes and the fixed part of every payload.
+//! - [`decode`]: checked, panic-free decoding of everything the host receives.
+//! - [`encode`]: builders for messages and replies.
+//! - [`status`]: `cudaError_t` codes, names and messages.
+//! - [`virtio`]: the virtio device (IDs, config space, chain layout).
+//! - [`ioctl`]: the `/dev/vcuda` ioctl ABI.
+//!
+//! All integers are little-endian; all structs are `#[repr(C)]` with compile-time size
+//! checks.
+
+#![cfg_attr(not(test), deny(missing_docs))]
+
+pub mod decode;
+pub mod encode;
+pub mod ioctl;
+pub mod op;
+pub mod status;
+pub mod virtio;
+pub mod wire;
+
+pub use decode::{DecodeError, RawRecord, RawRequest, Request};
+pub use encode::{MessageBuilder, ReplyBuilder};
+pub use op::*;
+pub use wire::*;
+
+#[cfg(test)]
+mod tests;

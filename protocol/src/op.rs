@@ -1,0 +1,608 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! Opcodes and the fixed part of each request and reply payload.
+//!
+//! Numeric codes are stable and never reused; a retired code stays here as a comment.
+//! Ranges: `0x00xx` session, `0x01xx` device, `0x02xx` memory, `0x03xx` streams, `0x04xx`
+//! events, `0x05xx` modules and launches, `0x10xx` cuBLAS, `0x11xx` cuRAND.
+//!
+//! Handles (streams, events, modules, functions) are opaque `u64` values chosen by the host;
+//! the host never treats a guest value as a pointer. Device pointers are `u64` device
+//! addresses; the host checks every one against the session's allocations.
+
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+
+macro_rules! opcodes {
+    ($($(#[$doc:meta])* $name:ident = $code:literal,)*) => {
+        /// A request's operation.
+        #[repr(u32)]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum Opcode {
+            $($(#[$doc])* $name = $code,)*
+        }
+
+        impl TryFrom<u32> for Opcode {
+            type Error = u32;
+
+            fn try_from(v: u32) -> Result<Self, u32> {
+                match v {
+                    $($code => Ok(Self::$name),)*
+                    other => Err(other),
+                }
+            }
+        }
+
+        impl Opcode {
+            /// Every opcode, in numeric order.
+            pub const ALL: &'static [Opcode] = &[$(Self::$name,)*];
+        }
+    };
+}
+
+opcodes! {
+    /// [`HelloReq`] -> [`HelloResp`]: version check; must be a session's first request.
+    Hello = 0x0001,
+    /// No payload, no reply payload: a round trip that does nothing.
+    Nop = 0x0002,
+
+    /// [`DeviceReq`] -> [`DeviceInfo`].
+    GetDeviceInfo = 0x0100,
+    /// [`DeviceReq`]: waits for all work on the device.
+    DeviceSynchronize = 0x0101,
+    /// [`DeviceReq`]: frees everything the session owns on the device and clears sticky errors.
+    DeviceReset = 0x0102,
+    /// [`DeviceReq`] -> [`MemGetInfoResp`].
+    MemGetInfo = 0x0103,
+    /// [`LimitReq`]: `cudaDeviceSetLimit`.
+    DeviceSetLimit = 0x0104,
+    /// [`LimitReq`] (value ignored) -> [`LimitResp`]: `cudaDeviceGetLimit`.
+    DeviceGetLimit = 0x0105,
+
+    /// [`MallocReq`] -> [`PtrResp`].
+    Malloc = 0x0200,
+    /// [`PtrReq`]: `cudaFree` (synchronizes the device first, as CUDA does).
+    Free = 0x0201,
+    /// [`MemcpyHtoDReq`] + one out segment of `width * height` bytes (rows packed).
+    MemcpyHtoD = 0x0202,
+    /// [`MemcpyDtoHReq`] + one in segment of `width * height` bytes (rows packed).
+    MemcpyDtoH = 0x0203,
+    /// [`MemcpyDtoDReq`].
+    MemcpyDtoD = 0x0204,
+    /// [`MemsetReq`].
+    Memset = 0x0205,
+
+    /// [`StreamCreateReq`] -> [`HandleResp`].
+    StreamCreate = 0x0300,
+    /// [`HandleReq`].
+    StreamDestroy = 0x0301,
+    /// [`HandleReq`].
+    StreamSynchronize = 0x0302,
+    /// [`HandleReq`]: status `cudaErrorNotReady` while work is pending.
+    StreamQuery = 0x0303,
+    /// [`StreamWaitEventReq`].
+    StreamWaitEvent = 0x0304,
+
+    /// [`EventCreateReq`] -> [`HandleResp`].
+    EventCreate = 0x0400,
+    /// [`HandleReq`].
+    EventDestroy = 0x0401,
+    /// [`EventRecordReq`].
+    EventRecord = 0x0402,
+    /// [`HandleReq`].
+    EventSynchronize = 0x0403,
+    /// [`HandleReq`]: status `cudaErrorNotReady` while the recorded work is pending.
+    EventQuery = 0x0404,
+    /// [`EventElapsedReq`] -> [`EventElapsedResp`].
+    EventElapsedTime = 0x0405,
+
+    /// [`ModuleLoadReq`] (+ one out segment with the image when `MODULE_HAS_DATA`)
+    /// -> [`ModuleLoadResp`].
+    ModuleLoad = 0x0500,
+    /// [`HandleReq`].
+    ModuleUnload = 0x0501,
+    /// [`FunctionGetReq`] + the kernel's mangled name -> [`FunctionGetResp`] + one
+    /// [`ParamInfo`] per parameter when the host knows the layout.
+    FunctionGet = 0x0502,
+    /// [`SymbolGetReq`] + the variable's mangled name -> [`SymbolGetResp`].
+    SymbolGet = 0x0503,
+    /// [`LaunchReq`] + the parameter buffer (`param_len` bytes).
+    Launch = 0x0504,
+    /// [`FuncSetAttributeReq`].
+    FuncSetAttribute = 0x0505,
+}
+
+/// Which executor a backend runs.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExecutorKind {
+    /// The CPU reference executor (PTX interpreter).
+    Cpu = 1,
+    /// The real GPU, through the CUDA driver.
+    Cuda = 2,
+}
+
+impl ExecutorKind {
+    /// Decodes an executor kind.
+    pub fn from_u32(v: u32) -> Option<Self> {
+        match v {
+            1 => Some(Self::Cpu),
+            2 => Some(Self::Cuda),
+            _ => None,
+        }
+    }
+}
+
+macro_rules! wire_struct {
+    ($(#[$doc:meta])* $name:ident, $size:literal { $($(#[$fdoc:meta])* $field:ident : $ty:ty,)* }) => {
+        $(#[$doc])*
+        #[repr(C)]
+        #[derive(Clone, Copy, Debug, PartialEq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+        pub struct $name {
+            $($(#[$fdoc])* pub $field: $ty,)*
+        }
+        const _: () = assert!(size_of::<$name>() == $size);
+
+        impl Default for $name {
+            fn default() -> Self {
+                <Self as zerocopy::FromZeros>::new_zeroed()
+            }
+        }
+    };
+}
+
+wire_struct!(
+    /// `Hello` request. Tail: the program's name (UTF-8, for logs).
+    HelloReq, 16 {
+        /// The CUDA runtime ABI the guest program uses, as `cudaRuntimeGetVersion` reports
+        /// it (e.g. 13000, 12040).
+        runtime_version: u32,
+        /// The guest process id (for logs).
+        pid: u32,
+        /// Zero.
+        flags: u32,
+        /// Zero.
+        reserved: u32,
+    }
+);
+
+wire_struct!(
+    /// `Hello` reply.
+    HelloResp, 40 {
+        /// The host's [`crate::PROTOCOL_VERSION`].
+        protocol_version: u32,
+        /// An [`ExecutorKind`] value.
+        executor: u32,
+        /// Devices the session can use.
+        device_count: u32,
+        /// What `cudaDriverGetVersion` reports (e.g. 13000).
+        driver_version: u32,
+        /// Largest data segment the host accepts.
+        max_segment_len: u64,
+        /// Largest out- or in-data area of one message.
+        max_data_len: u64,
+        /// `HELLO_FEATURE_*` bits.
+        features: u64,
+    }
+);
+
+wire_struct!(
+    /// A device index.
+    DeviceReq, 8 {
+        /// Device ordinal.
+        device: u32,
+        /// Zero.
+        reserved: u32,
+    }
+);
+
+/// Length of [`DeviceInfo::attrs`]: covers every `cudaDeviceAttr` of CUDA 12 and 13.
+pub const DEVICE_ATTR_COUNT: usize = 256;
+
+wire_struct!(
+    /// `GetDeviceInfo` reply: everything `cudaGetDeviceProperties` and
+    /// `cudaDeviceGetAttribute` report, independent of the guest's CUDA version. The guest
+    /// builds its version's `cudaDeviceProp` from it.
+    DeviceInfo, 1328 {
+        /// NUL-terminated device name.
+        name: [u8; 256],
+        /// Device UUID.
+        uuid: [u8; 16],
+        /// Locally unique id (zero on Linux).
+        luid: [u8; 8],
+        /// Bytes of device memory.
+        total_global_mem: u64,
+        /// `attrs[a]` is the value of `cudaDeviceAttr` `a`.
+        attrs: [i32; DEVICE_ATTR_COUNT],
+        /// Zero.
+        reserved: [u8; 16],
+    }
+);
+
+impl DeviceInfo {
+    /// The value of attribute `attr`, if it is in range.
+    pub fn attr(&self, attr: u32) -> Option<i32> {
+        self.attrs.get(attr as usize).copied()
+    }
+}
+
+wire_struct!(
+    /// `MemGetInfo` reply.
+    MemGetInfoResp, 16 {
+        /// Free bytes.
+        free: u64,
+        /// Total bytes.
+        total: u64,
+    }
+);
+
+wire_struct!(
+    /// `DeviceSetLimit` / `DeviceGetLimit` request.
+    LimitReq, 16 {
+        /// Device ordinal.
+        device: u32,
+        /// A `cudaLimit` value.
+        limit: u32,
+        /// The new value (set only).
+        value: u64,
+    }
+);
+
+wire_struct!(
+    /// `DeviceGetLimit` reply.
+    LimitResp, 8 {
+        /// The limit's value.
+        value: u64,
+    }
+);
+
+wire_struct!(
+    /// `Malloc` request.
+    MallocReq, 16 {
+        /// Device ordinal.
+        device: u32,
+        /// Zero.
+        flags: u32,
+        /// Bytes to allocate.
+        size: u64,
+    }
+);
+
+wire_struct!(
+    /// A device pointer.
+    PtrReq, 8 {
+        /// Device address.
+        ptr: u64,
+    }
+);
+
+wire_struct!(
+    /// A device pointer reply.
+    PtrResp, 8 {
+        /// Device address.
+        ptr: u64,
+    }
+);
+
+/// Copy flag: asynchronous with respect to the host (`cudaMemcpyAsync` and friends).
+pub const COPY_ASYNC: u32 = 1 << 0;
+
+wire_struct!(
+    /// `MemcpyHtoD` request: `height` rows of `width` bytes, the destination rows `dpitch`
+    /// apart. A 1-D copy has `height == 1`.
+    MemcpyHtoDReq, 48 {
+        /// Destination device address.
+        dst: u64,
+        /// Destination pitch (ignored when `height == 1`).
+        dpitch: u64,
+        /// Bytes per row.
+        width: u64,
+        /// Rows.
+        height: u64,
+        /// Stream handle.
+        stream: u64,
+        /// `COPY_*` flags.
+        flags: u32,
+        /// Zero.
+        reserved: u32,
+    }
+);
+
+wire_struct!(
+    /// `MemcpyDtoH` request: `height` rows of `width` bytes, the source rows `spitch` apart.
+    MemcpyDtoHReq, 48 {
+        /// Source device address.
+        src: u64,
+        /// Source pitch (ignored when `height == 1`).
+        spitch: u64,
+        /// Bytes per row.
+        width: u64,
+        /// Rows.
+        height: u64,
+        /// Stream handle.
+        stream: u64,
+        /// `COPY_*` flags.
+        flags: u32,
+        /// Zero.
+        reserved: u32,
+    }
+);
+
+wire_struct!(
+    /// `MemcpyDtoD` request.
+    MemcpyDtoDReq, 64 {
+        /// Destination device address.
+        dst: u64,
+        /// Destination pitch.
+        dpitch: u64,
+        /// Source device address.
+        src: u64,
+        /// Source pitch.
+        spitch: u64,
+        /// Bytes per row.
+        width: u64,
+        /// Rows.
+        height: u64,
+        /// Stream handle.
+        stream: u64,
+        /// `COPY_*` flags.
+        flags: u32,
+        /// Zero.
+        reserved: u32,
+    }
+);
+
+wire_struct!(
+    /// `Memset` request: sets `height` rows of `width` elements of `elem_size` bytes.
+    MemsetReq, 48 {
+        /// Destination device address.
+        dst: u64,
+        /// Destination pitch in bytes.
+        pitch: u64,
+        /// Elements per row.
+        width: u64,
+        /// Rows.
+        height: u64,
+        /// Stream handle.
+        stream: u64,
+        /// The value; its low `elem_size` bytes are stored.
+        value: u32,
+        /// 1, 2 or 4.
+        elem_size: u16,
+        /// `COPY_*` flags.
+        flags: u16,
+    }
+);
+
+/// The legacy default stream (`0` / `cudaStreamLegacy`).
+pub const STREAM_LEGACY: u64 = 0;
+
+wire_struct!(
+    /// `StreamCreate` request.
+    StreamCreateReq, 16 {
+        /// Device ordinal.
+        device: u32,
+        /// `cudaStreamDefault` (0) or `cudaStreamNonBlocking` (1).
+        flags: u32,
+        /// Priority (lower is higher priority).
+        priority: i32,
+        /// Zero.
+        reserved: u32,
+    }
+);
+
+wire_struct!(
+    /// A handle.
+    HandleReq, 8 {
+        /// The handle.
+        handle: u64,
+    }
+);
+
+wire_struct!(
+    /// A new handle.
+    HandleResp, 8 {
+        /// The handle.
+        handle: u64,
+    }
+);
+
+wire_struct!(
+    /// `StreamWaitEvent` request.
+    StreamWaitEventReq, 24 {
+        /// Stream handle.
+        stream: u64,
+        /// Event handle.
+        event: u64,
+        /// Zero.
+        flags: u32,
+        /// Zero.
+        reserved: u32,
+    }
+);
+
+wire_struct!(
+    /// `EventCreate` request.
+    EventCreateReq, 8 {
+        /// Device ordinal.
+        device: u32,
+        /// `cudaEvent*` creation flags.
+        flags: u32,
+    }
+);
+
+wire_struct!(
+    /// `EventRecord` request.
+    EventRecordReq, 24 {
+        /// Event handle.
+        event: u64,
+        /// Stream handle.
+        stream: u64,
+        /// `cudaEventRecordWithFlags` flags.
+        flags: u32,
+        /// Zero.
+        reserved: u32,
+    }
+);
+
+wire_struct!(
+    /// `EventElapsedTime` request.
+    EventElapsedReq, 16 {
+        /// Start event.
+        start: u64,
+        /// End event.
+        end: u64,
+    }
+);
+
+wire_struct!(
+    /// `EventElapsedTime` reply.
+    EventElapsedResp, 8 {
+        /// Milliseconds.
+        ms: f32,
+        /// Zero.
+        reserved: u32,
+    }
+);
+
+/// Module-load flag: the image follows as an out segment.
+pub const MODULE_HAS_DATA: u32 = 1 << 0;
+
+wire_struct!(
+    /// `ModuleLoad` request. Without [`MODULE_HAS_DATA`], the host looks the image up by
+    /// hash in its cache and answers `need_data = 1` if it does not have it.
+    ModuleLoadReq, 48 {
+        /// SHA-256 of the image.
+        hash: [u8; 32],
+        /// Bytes of the image.
+        size: u64,
+        /// `MODULE_*` flags.
+        flags: u32,
+        /// Zero.
+        reserved: u32,
+    }
+);
+
+wire_struct!(
+    /// `ModuleLoad` reply.
+    ModuleLoadResp, 16 {
+        /// Module handle (0 when `need_data`).
+        handle: u64,
+        /// 1: send the image.
+        need_data: u32,
+        /// Zero.
+        reserved: u32,
+    }
+);
+
+wire_struct!(
+    /// `FunctionGet` request; tail: the mangled name.
+    FunctionGetReq, 8 {
+        /// Module handle.
+        module: u64,
+    }
+);
+
+wire_struct!(
+    /// What `cudaFuncGetAttributes` reports, version independent.
+    FuncAttrs, 64 {
+        /// Static shared memory bytes.
+        shared_size_bytes: u64,
+        /// Constant memory bytes.
+        const_size_bytes: u64,
+        /// Local memory bytes per thread.
+        local_size_bytes: u64,
+        /// Most threads per block.
+        max_threads_per_block: i32,
+        /// Registers per thread.
+        num_regs: i32,
+        /// PTX ISA version x 10 (e.g. 90).
+        ptx_version: i32,
+        /// Binary (SASS) version x 10.
+        binary_version: i32,
+        /// Compiled with `-Xptxas --dlcm=ca`.
+        cache_mode_ca: i32,
+        /// Most dynamic shared memory bytes a launch may ask for.
+        max_dynamic_shared_size_bytes: i32,
+        /// Preferred shared memory carve-out, percent or -1.
+        preferred_shmem_carveout: i32,
+        /// Zero.
+        reserved: [i32; 3],
+    }
+);
+
+/// [`FunctionGetResp::n_params`] when the host does not know the layout.
+pub const PARAMS_UNKNOWN: u32 = u32::MAX;
+
+wire_struct!(
+    /// `FunctionGet` reply; tail: `n_params` [`ParamInfo`].
+    FunctionGetResp, 80 {
+        /// Function handle.
+        handle: u64,
+        /// Parameter count, or [`PARAMS_UNKNOWN`].
+        n_params: u32,
+        /// Total bytes of the parameter buffer.
+        param_size: u32,
+        /// Attributes.
+        attrs: FuncAttrs,
+    }
+);
+
+wire_struct!(
+    /// One kernel parameter's place in the parameter buffer.
+    ParamInfo, 8 {
+        /// Byte offset.
+        offset: u32,
+        /// Bytes.
+        size: u32,
+    }
+);
+
+wire_struct!(
+    /// `SymbolGet` request; tail: the mangled name.
+    SymbolGetReq, 8 {
+        /// Module handle.
+        module: u64,
+    }
+);
+
+wire_struct!(
+    /// `SymbolGet` reply.
+    SymbolGetResp, 16 {
+        /// Device address of the variable.
+        ptr: u64,
+        /// Bytes.
+        size: u64,
+    }
+);
+
+/// Largest kernel parameter buffer (CUDA 12.1+ allows 32764 bytes).
+pub const MAX_PARAM_LEN: u32 = 32764;
+
+wire_struct!(
+    /// `Launch` request; tail: the parameter buffer.
+    LaunchReq, 48 {
+        /// Function handle.
+        function: u64,
+        /// Stream handle.
+        stream: u64,
+        /// Grid dimensions.
+        grid: [u32; 3],
+        /// Block dimensions.
+        block: [u32; 3],
+        /// Dynamic shared memory bytes.
+        shared_mem: u32,
+        /// Bytes of parameter buffer in the tail.
+        param_len: u32,
+    }
+);
+
+wire_struct!(
+    /// `FuncSetAttribute` request.
+    FuncSetAttributeReq, 16 {
+        /// Function handle.
+        function: u64,
+        /// A `cudaFuncAttribute` value.
+        attr: u32,
+        /// The value.
+        value: i32,
+    }
+);

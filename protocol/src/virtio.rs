@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! The vcuda virtio device: IDs, configuration space and descriptor-chain layout.
+//!
+//! This module is the one place that defines them; `qemu-patches/` and `guest-driver/`
+//! mirror these numbers, and DEVICE.md at the repository root explains them.
+//!
+//! # Descriptor chains
+//!
+//! Each call is one chain on a request queue:
+//!
+//! ```text
+//! device-readable:  [ChainHeader][MessageHeader + requests][out data segments ...]
+//! device-writable:  [reply area: reply_capacity bytes][in data segments ...]
+//! ```
+//!
+//! The reply area receives a [`crate::ReplyHeader`] and its records; `used.len` is the number
+//! of bytes the device wrote in total. Out and in data segments are the program's own pinned
+//! pages, described page by page (contiguous pages merged), in the order the message's
+//! requests list their segments.
+
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+
+/// Virtio device ID of the vcuda device.
+pub const VIRTIO_ID_CUDA: u32 = 57;
+/// PCI device ID of a modern virtio device with that ID (vendor 0x1af4).
+pub const VIRTIO_CUDA_PCI_DEVICE_ID: u16 = 0x1040 + VIRTIO_ID_CUDA as u16;
+/// Default number of request queues.
+pub const DEFAULT_REQUEST_QUEUES: u32 = 2;
+/// Most request queues.
+pub const MAX_REQUEST_QUEUES: u32 = 16;
+/// Queue size the backend supports (QEMU 10 sets every queue to 1024).
+pub const QUEUE_SIZE: u16 = 1024;
+/// Most descriptors in one chain.
+pub const MAX_CHAIN_DESCRIPTORS: u32 = 1024;
+/// `b"VCUD"`: [`VirtioCudaConfig::magic`].
+pub const CONFIG_MAGIC: u32 = u32::from_le_bytes(*b"VCUD");
+
+/// The device's configuration space (read-only for the driver).
+#[repr(C)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
+)]
+pub struct VirtioCudaConfig {
+    /// [`CONFIG_MAGIC`].
+    pub magic: u32,
+    /// The backend's [`crate::PROTOCOL_VERSION`].
+    pub protocol_version: u32,
+    /// Number of request queues (queue `i` for `i < num_request_queues`).
+    pub num_request_queues: u32,
+    /// Most descriptors in one chain.
+    pub max_chain_descriptors: u32,
+    /// Largest control area of a message (header included).
+    pub max_ctrl_len: u32,
+    /// Zero.
+    pub reserved: u32,
+    /// Largest out- or in-data area of one message.
+    pub max_data_len: u64,
+}
+const _: () = assert!(size_of::<VirtioCudaConfig>() == 32);
+
+/// Size of the configuration space.
+pub const CONFIG_SIZE: usize = size_of::<VirtioCudaConfig>();
+
+/// What a chain asks for.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChainOp {
+    /// Deliver a message to session `session` and return its reply.
+    Submit = 0,
+    /// Create session `session` (the driver opened `/dev/vcuda`). No message follows.
+    OpenSession = 1,
+    /// Destroy session `session` and free all it owns (the file was released).
+    CloseSession = 2,
+}
+
+impl ChainOp {
+    /// Decodes a chain operation.
+    pub fn from_u32(v: u32) -> Option<Self> {
+        match v {
+            0 => Some(Self::Submit),
+            1 => Some(Self::OpenSession),
+            2 => Some(Self::CloseSession),
+            _ => None,
+        }
+    }
+}
+
+/// The first bytes of every chain's readable part.
+#[repr(C)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
+)]
+pub struct ChainHeader {
+    /// Session id, chosen by the driver, unique among its open sessions.
+    pub session: u64,
+    /// A [`ChainOp`] value.
+    pub op: u32,
+    /// Bytes of the writable reply area (before the in data segments).
+    pub reply_capacity: u32,
+}
+const _: () = assert!(size_of::<ChainHeader>() == 16);
+
+/// Smallest reply area a chain may offer.
+pub const MIN_REPLY_CAPACITY: u32 = 4096;

@@ -18,6 +18,10 @@ die() { log "error: $*"; exit 1; }
 # sha256 of the given files (or stdin), first 16 hex digits.
 short_hash() { cat "$@" | sha256sum | cut -c1-16; }
 
+# The code of a script without its comment and blank lines, for cache keys that survive edits of
+# comments.
+script_code() { grep -Ev '^[[:space:]]*(#|$)' "$1"; }
+
 # Runs apt-get as root, through sudo when needed.
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
@@ -29,18 +33,28 @@ apt_install() {
     done
     [ ${#missing[@]} -eq 0 ] && return 0
     log "installing ${missing[*]}"
-    apt_update_once
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-        -o Dir::Etc::SourceList="$APT_PRIVATE/sources.list" -o Dir::Etc::SourceParts=/dev/null \
-        -o Dir::State::Lists="$APT_PRIVATE/lists" "${missing[@]}" >&2
+    {
+        flock 9
+        apt_update_once
+        as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+            -o DPkg::Lock::Timeout=600 -o Dir::Etc::SourceList="$APT_PRIVATE/sources.list" \
+            -o Dir::Etc::SourceParts=/dev/null -o Dir::State::Lists="$APT_PRIVATE/lists" "${missing[@]}" >&2
+    } 9>"$(_apt_lock)"
 }
+
+# The private apt state is shared by scripts that build-all.sh runs in parallel: the callers of
+# apt-get below hold this lock.
+_apt_lock() { mkdir -p "$APT_PRIVATE"; echo "$APT_PRIVATE/.lock"; }
 
 # Downloads .deb files (bookworm suites, e.g. `seabios=1.16.3-2~bpo12+1`) into the current
 # directory without installing them (unpack with dpkg-deb -x).
 apt_download() {
-    apt_update_once
-    apt-get download -q -o Dir::Etc::SourceList="$APT_PRIVATE/sources.list" -o Dir::Etc::SourceParts=/dev/null \
-        -o Dir::State::Lists="$APT_PRIVATE/lists" "$@" >&2
+    {
+        flock 9
+        apt_update_once
+        apt-get download -q -o Dir::Etc::SourceList="$APT_PRIVATE/sources.list" -o Dir::Etc::SourceParts=/dev/null \
+            -o Dir::State::Lists="$APT_PRIVATE/lists" "$@" >&2
+    } 9>"$(_apt_lock)"
 }
 
 # A private apt configuration that sees bookworm, bookworm-updates, bookworm-security and
@@ -91,18 +105,31 @@ apt_new() {
         -o Dir::State::Lists="$APT_PRIVATE/lists-new" -o Dir::Cache="$APT_PRIVATE/cache-new"
         -o APT::Architecture=amd64)
     mkdir -p "$APT_PRIVATE/cache-new/archives/partial"
-    if [ -z "$(find "$APT_PRIVATE/lists-new" -maxdepth 1 -name .updated -mmin -60 \
-        -newer "$APT_PRIVATE/sources-new.list" 2>/dev/null)" ]; then
-        apt-get -q "${o[@]}" update >&2
-        touch "$APT_PRIVATE/lists-new/.updated"
-    fi
-    apt-get -q "${o[@]}" "$@"
+    {
+        flock 9
+        if [ -z "$(find "$APT_PRIVATE/lists-new" -maxdepth 1 -name .updated -mmin -60 \
+            -newer "$APT_PRIVATE/sources-new.list" 2>/dev/null)" ]; then
+            apt-get -q "${o[@]}" update >&2
+            touch "$APT_PRIVATE/lists-new/.updated"
+        fi
+        apt-get -q "${o[@]}" "$@"
+    } 9>"$(_apt_lock)"
 }
 
 # Fails loudly unless file $1 has the sha256 $2.
 check_sha256() {
     local got; got=$(sha256sum "$1" | cut -d' ' -f1)
-    [ "$got" = "$2" ] || die "sha256 mismatch for $1: expected $2, got $got (the pinned file changed upstream?)"
+    [ "$got" = "$2" ] || die "sha256 mismatch for $1: expected $2, got $got (the pinned file changed upstream, or
+    the download was cut short: delete the file to retry)"
+}
+
+# Prints NAME=VALUE on stdout so that `eval` reads it back (single-quoted when needed).
+emit_var() {
+    if [[ $2 =~ ^[A-Za-z0-9_./:=+,@%-]*$ ]]; then
+        printf '%s=%s\n' "$1" "$2"
+    else
+        printf "%s='%s'\n" "$1" "${2//\'/\'\\\'\'}"
+    fi
 }
 
 # Atomically publishes a finished build directory: build into "$1.tmp", then call this.

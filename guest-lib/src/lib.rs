@@ -1,2 +1,51 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
-//! libvcuda.so: a drop-in libcudart/libcublas/libcurand that forwards every call to a vcuda backend
+//! `libvcuda.so`: a drop-in replacement for `libcudart.so.13` and `libcudart.so.12`.
+//!
+//! Every CUDA runtime call an unmodified program makes is serialized in the vcuda wire
+//! format (`vcuda-protocol`) and sent over a [`transport`] (a Unix or TCP socket, or the
+//! `/dev/vcuda` virtio device inside a VM) to `vcuda-backend`, which replays it on a GPU or
+//! on the CPU reference executor.
+//!
+//! Layout:
+//! - [`entry`]: the `entry!` macros every export goes through (panic boundary, logging,
+//!   last-error bookkeeping) and the stubs for what is not implemented.
+//! - [`client`]: the process-wide connection to the backend (one session per process).
+//! - [`state`]: per-thread state (current device, last error, launch configurations).
+//! - [`registry`]: fat binaries, kernels and variables the program registers.
+//! - [`mirror`]: the guest's record of device and pinned host allocations.
+//! - `api/`: the implemented entry points, by family.
+//!
+//! Environment: `VCUDA_SOCKET` (backend address: a path or `tcp:HOST:PORT`),
+//! `VCUDA_TRANSPORT` (`socket`, `virtio` or `auto`), `VCUDA_LOG` (`error` ... `trace`; the
+//! library is silent without it).
+
+#![allow(non_snake_case, non_camel_case_types, non_upper_case_globals)]
+#![allow(clippy::missing_safety_doc)] // The exports' contract is the CUDA API's; see entry!.
+
+#[macro_use]
+pub mod entry;
+pub mod client;
+pub mod ffi;
+pub mod logging;
+pub mod mirror;
+pub mod props_gen;
+pub mod registry;
+pub mod state;
+pub mod transport;
+pub mod virtio;
+
+mod api {
+    pub mod device;
+    pub mod error;
+    pub mod launch;
+    pub mod memory;
+    pub mod stream;
+}
+
+mod stubs {
+    include!(concat!(env!("OUT_DIR"), "/stubs.rs"));
+}
+
+include!(concat!(env!("OUT_DIR"), "/symver.rs"));
+
+pub use entry::{Error, Result};

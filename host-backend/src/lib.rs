@@ -1,2 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
-//! The vcuda host backend: serves guest CUDA calls over a socket or vhost-user
+//! The vcuda host backend.
+//!
+//! Guests send CUDA calls as messages in the wire format of `vcuda-protocol`. Transports
+//! ([`socket`], and vhost-user for VMs) receive them and hand them to a [`session::Session`],
+//! one per guest process, which replays them on an [`executor::Executor`]: the CPU reference
+//! executor, or a real GPU.
+
+pub mod data;
+pub mod executor;
+pub mod session;
+pub mod socket;
+
+pub use session::{Backend, Session};

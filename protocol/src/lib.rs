@@ -15,6 +15,7 @@
 
 #![cfg_attr(not(test), deny(missing_docs))]
 
+pub mod attr;
 pub mod decode;
 pub mod encode;
 pub mod ioctl;

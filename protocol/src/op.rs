@@ -151,12 +151,18 @@ macro_rules! wire_struct {
 
 wire_struct!(
     /// `Hello` request. Tail: the program's name (UTF-8, for logs).
-    HelloReq, 16 {
+    HelloReq, 32 {
         /// The CUDA runtime ABI the guest program uses, as `cudaRuntimeGetVersion` reports
         /// it (e.g. 13000, 12040).
         runtime_version: u32,
         /// The guest process id (for logs).
         pid: u32,
+        /// Start of an address range the guest reserved for device allocations (0: none).
+        /// An executor that chooses device addresses itself places them there, so device
+        /// pointers never alias the guest's own memory.
+        va_base: u64,
+        /// Length of that range.
+        va_len: u64,
         /// Zero.
         flags: u32,
         /// Zero.

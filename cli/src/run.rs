@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! `vcuda run`.
+
+use std::io::{self, Read};
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::libdir;
+
+/// How long a private backend may take to start listening.
+const BACKEND_START_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// A backend started for one program; stopped when dropped.
+struct PrivateBackend {
+    child: Child,
+    _dir: tempfile::TempDir,
+    socket: PathBuf,
+}
+
+impl Drop for PrivateBackend {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn backend_exe() -> io::Result<PathBuf> {
+    if let Some(p) = std::env::var_os("VCUDA_BACKEND") {
+        return Ok(PathBuf::from(p));
+    }
+    let exe = std::env::current_exe()?;
+    let p = exe.with_file_name("vcuda-backend");
+    if p.exists() {
+        Ok(p)
+    } else {
+        Err(io::Error::other(format!(
+            "{} not found (set VCUDA_BACKEND)",
+            p.display()
+        )))
+    }
+}
+
+fn start_backend(executor: &str) -> io::Result<PrivateBackend> {
+    let dir = tempfile::Builder::new().prefix("vcuda-").tempdir()?;
+    let socket = dir.path().join("backend.sock");
+    let log = std::env::var("VCUDA_BACKEND_LOG").unwrap_or_else(|_| "warn".into());
+    let mut child = Command::new(backend_exe()?)
+        .args(["serve", "--socket"])
+        .arg(&socket)
+        .args(["--executor", executor])
+        .env("RUST_LOG", log)
+        .env_remove("VCUDA_SOCKET")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let start = Instant::now();
+    loop {
+        if UnixStream::connect(&socket).is_ok() {
+            break;
+        }
+        if let Some(st) = child.try_wait()? {
+            let mut err = String::new();
+            if let Some(mut e) = child.stderr.take() {
+                let _ = e.read_to_string(&mut err);
+            }
+            return Err(io::Error::other(format!(
+                "the backend exited ({st}):\n{}",
+                err.trim_end()
+            )));
+        }
+        if start.elapsed() > BACKEND_START_TIMEOUT {
+            let _ = child.kill();
+            return Err(io::Error::other(
+                "the backend did not start listening in time",
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // From here on its warnings go to our stderr.
+    if let Some(mut e) = child.stderr.take() {
+        std::thread::spawn(move || {
+            let _ = io::copy(&mut e, &mut io::stderr());
+        });
+    }
+    Ok(PrivateBackend {
+        child,
+        _dir: dir,
+        socket,
+    })
+}
+
+fn prepend(var: &str, dir: &Path) -> String {
+    match std::env::var(var) {
+        Ok(v) if !v.is_empty() => format!("{}:{v}", dir.display()),
+        _ => dir.display().to_string(),
+    }
+}
+
+/// Runs `program` through vcuda; returns its exit code (128 + signal if killed).
+pub fn run(executor: &str, program: &[String]) -> io::Result<u8> {
+    let lib_dir = libdir::lib_dir()?;
+    let backend = match std::env::var_os("VCUDA_SOCKET") {
+        Some(s) if !s.is_empty() => None,
+        _ => Some(start_backend(executor)?),
+    };
+    let mut cmd = Command::new(&program[0]);
+    cmd.args(&program[1..])
+        .env("LD_LIBRARY_PATH", prepend("LD_LIBRARY_PATH", &lib_dir))
+        .env("LD_PRELOAD", {
+            let lib = lib_dir.join("libvcuda.so");
+            match std::env::var("LD_PRELOAD") {
+                Ok(v) if !v.is_empty() => format!("{}:{v}", lib.display()),
+                _ => lib.display().to_string(),
+            }
+        });
+    if let Some(b) = &backend {
+        cmd.env("VCUDA_SOCKET", &b.socket);
+    }
+    // Let the program own the terminal's signals; we only wait for it.
+    let status = cmd
+        .status()
+        .map_err(|e| io::Error::new(e.kind(), format!("cannot run {}: {e}", program[0])))?;
+    drop(backend);
+    Ok(match (status.code(), status.signal()) {
+        (Some(c), _) => c as u8,
+        (None, Some(s)) => 128u8.wrapping_add(s as u8),
+        _ => 1,
+    })
+}

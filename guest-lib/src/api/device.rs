@@ -1,0 +1,248 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! Device management.
+
+use std::ffi::c_int;
+use std::sync::atomic::Ordering;
+
+use vcuda_protocol::{DeviceReq, LimitReq, LimitResp, MemGetInfoResp, Opcode};
+
+use crate::client::{self, Client};
+use crate::entry::{Error, Result};
+use crate::ffi::write_out;
+use crate::props_gen::{props12, props13};
+use crate::state;
+
+/// `cudaDeviceScheduleMask | cudaDeviceMapHost | cudaDeviceLmemResizeToMax | cudaDeviceSyncMemops`.
+const DEVICE_FLAGS: u32 = 0x07 | 0x08 | 0x10 | 0x80;
+
+fn current(c: &Client) -> Result<u32> {
+    c.check_device(state::device())
+}
+
+/// Synchronizes the current device (also what `cudaDeviceSynchronize` does).
+pub fn synchronize(c: &Client) -> Result<()> {
+    let device = current(c)?;
+    c.call(
+        Opcode::DeviceSynchronize,
+        &DeviceReq {
+            device,
+            reserved: 0,
+        },
+        &[],
+        &[],
+        &mut [],
+    )?;
+    Ok(())
+}
+
+fn reset(c: &Client) -> Result<()> {
+    let device = current(c)?;
+    c.call(
+        Opcode::DeviceReset,
+        &DeviceReq {
+            device,
+            reserved: 0,
+        },
+        &[],
+        &[],
+        &mut [],
+    )?;
+    // Everything the session owned on the device is gone.
+    c.generation.fetch_add(1, Ordering::Relaxed);
+    c.sticky.store(0, Ordering::Relaxed);
+    c.mirror.clear_device();
+    c.streams.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    c.events.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    state::set_last_error(0);
+    Ok(())
+}
+
+fn limit(c: &Client, limit: u32, value: Option<u64>) -> Result<u64> {
+    let device = current(c)?;
+    let req = LimitReq {
+        device,
+        limit,
+        value: value.unwrap_or(0),
+    };
+    match value {
+        Some(_) => c
+            .call(Opcode::DeviceSetLimit, &req, &[], &[], &mut [])
+            .map(|_| 0),
+        None => c
+            .call_fixed::<_, LimitResp>(Opcode::DeviceGetLimit, &req, &[], &[], &mut [])
+            .map(|r| r.value),
+    }
+}
+
+entry! {
+    fn cudaGetDeviceCount(count: *mut c_int) {
+        match client::client() {
+            Ok(c) => {
+                // SAFETY: output pointer from the caller, checked for null.
+                unsafe { write_out(count, c.device_count()) }
+            }
+            Err(e) => {
+                // SAFETY: as above; CUDA stores 0 when it fails.
+                let _ = unsafe { write_out(count, 0) };
+                Err(e)
+            }
+        }
+    }
+
+    fn cudaGetDevice(device: *mut c_int) {
+        // SAFETY: output pointer from the caller, checked for null.
+        unsafe { write_out(device, state::device()) }
+    }
+
+    fn cudaSetDevice(device: c_int) {
+        client::client()?.check_device(device)?;
+        state::set_device(device);
+        Ok(())
+    }
+
+    fn cudaSetDeviceFlags(flags: u32) {
+        let c = client::client()?;
+        if flags & !DEVICE_FLAGS != 0 || !matches!(flags & 0x07, 0 | 1 | 2 | 4) {
+            return Err(Error::INVALID_VALUE);
+        }
+        c.device_flags.lock().unwrap_or_else(|e| e.into_inner()).insert(state::device(), flags);
+        Ok(())
+    }
+
+    fn cudaGetDeviceFlags(flags: *mut u32) {
+        let c = client::client()?;
+        let f = c.device_flags.lock().unwrap_or_else(|e| e.into_inner()).get(&state::device()).copied().unwrap_or(0);
+        // SAFETY: output pointer from the caller, checked for null.
+        unsafe { write_out(flags, f) }
+    }
+
+    fn cudaGetDeviceProperties(prop: *mut crate::props_gen::cudaDeviceProp13, device: c_int) {
+        let p = props13(client::client()?.device_info(device)?);
+        // SAFETY: the CUDA 13 API passes a `cudaDeviceProp` of this layout (1008 bytes).
+        unsafe { write_out(prop, p) }
+    }
+
+    fn __v12_cudaGetDeviceProperties(prop: *mut crate::props_gen::cudaDeviceProp12, device: c_int) {
+        let p = props12(client::client()?.device_info(device)?);
+        // SAFETY: the CUDA 12 API passes a `cudaDeviceProp` of this layout (1032 bytes).
+        unsafe { write_out(prop, p) }
+    }
+
+    fn cudaGetDeviceProperties_v2(prop: *mut crate::props_gen::cudaDeviceProp12, device: c_int) {
+        let p = props12(client::client()?.device_info(device)?);
+        // SAFETY: `_v2` exists in CUDA 12 only, with the CUDA 12 layout (1032 bytes).
+        unsafe { write_out(prop, p) }
+    }
+
+    fn cudaDeviceGetAttribute(value: *mut c_int, attr: c_int, device: c_int) {
+        let info = client::client()?.device_info(device)?;
+        let v = u32::try_from(attr).ok().filter(|&a| a > 0).and_then(|a| info.attr(a)).ok_or(Error::INVALID_VALUE)?;
+        // SAFETY: output pointer from the caller, checked for null.
+        unsafe { write_out(value, v) }
+    }
+
+    fn cudaDeviceSynchronize() {
+        synchronize(client::client()?)
+    }
+
+    fn cudaThreadSynchronize() {
+        synchronize(client::client()?)
+    }
+
+    fn cudaDeviceReset() {
+        reset(client::client()?)
+    }
+
+    fn cudaThreadExit() {
+        reset(client::client()?)
+    }
+
+    fn cudaMemGetInfo(free: *mut usize, total: *mut usize) {
+        let c = client::client()?;
+        let device = current(c)?;
+        let r: MemGetInfoResp = c.call_fixed(Opcode::MemGetInfo, &DeviceReq { device, reserved: 0 }, &[], &[], &mut [])?;
+        // SAFETY: output pointers from the caller, checked for null.
+        unsafe {
+            write_out(free, r.free as usize)?;
+            write_out(total, r.total as usize)
+        }
+    }
+
+    fn cudaDeviceSetLimit(lim: c_int, value: usize) {
+        limit(client::client()?, lim as u32, Some(value as u64)).map(drop)
+    }
+
+    fn cudaThreadSetLimit(lim: c_int, value: usize) {
+        limit(client::client()?, lim as u32, Some(value as u64)).map(drop)
+    }
+
+    fn cudaDeviceGetLimit(value: *mut usize, lim: c_int) {
+        let v = limit(client::client()?, lim as u32, None)?;
+        // SAFETY: output pointer from the caller, checked for null.
+        unsafe { write_out(value, v as usize) }
+    }
+
+    fn cudaThreadGetLimit(value: *mut usize, lim: c_int) {
+        let v = limit(client::client()?, lim as u32, None)?;
+        // SAFETY: output pointer from the caller, checked for null.
+        unsafe { write_out(value, v as usize) }
+    }
+
+    fn cudaDeviceCanAccessPeer(can: *mut c_int, device: c_int, peer: c_int) {
+        let c = client::client()?;
+        c.check_device(device)?;
+        c.check_device(peer)?;
+        if device == peer {
+            return Err(Error::INVALID_DEVICE);
+        }
+        // SAFETY: output pointer from the caller, checked for null.
+        unsafe { write_out(can, 0) }
+    }
+
+    fn cudaDeviceGetStreamPriorityRange(least: *mut c_int, greatest: *mut c_int) {
+        client::client()?;
+        // SAFETY: output pointers from the caller; either may be null.
+        unsafe {
+            if !least.is_null() {
+                write_out(least, 0)?;
+            }
+            if !greatest.is_null() {
+                write_out(greatest, -5)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn cudaDeviceSetCacheConfig(config: c_int) {
+        client::client()?;
+        if !(0..=3).contains(&config) {
+            return Err(Error::INVALID_VALUE);
+        }
+        Ok(())
+    }
+
+    fn cudaThreadSetCacheConfig(config: c_int) {
+        client::client()?;
+        if !(0..=3).contains(&config) {
+            return Err(Error::INVALID_VALUE);
+        }
+        Ok(())
+    }
+
+    fn cudaDeviceGetCacheConfig(config: *mut c_int) {
+        client::client()?;
+        // SAFETY: output pointer from the caller, checked for null.
+        unsafe { write_out(config, 0) }
+    }
+
+    fn cudaThreadGetCacheConfig(config: *mut c_int) {
+        client::client()?;
+        // SAFETY: output pointer from the caller, checked for null.
+        unsafe { write_out(config, 0) }
+    }
+
+    fn cudaInitDevice(device: c_int, _device_flags: u32, _flags: u32) {
+        client::client()?.check_device(device).map(drop)
+    }
+
+}

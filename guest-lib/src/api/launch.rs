@@ -1,0 +1,243 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! Registration of fat binaries, kernels and variables, and kernel launches.
+//!
+//! Per launch, nvcc's stub calls `__cudaPushCallConfiguration`, `__cudaGetKernel` (first
+//! launch only; it must succeed without the backend, so the kernel handle is the host stub's
+//! address), `__cudaPopCallConfiguration` and `__cudaLaunchKernel` (CUDA 13) or
+//! `cudaLaunchKernel` (CUDA 12). A launch is checked here (known kernel, valid
+//! configuration, parameter layout) and sent without waiting; failures while it runs
+//! surface later, as on a GPU.
+
+use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
+
+use vcuda_protocol::{FuncSetAttributeReq, LaunchReq, MAX_PARAM_LEN, Opcode, attr};
+
+use super::stream::stream_handle;
+use crate::client::{self, Client};
+use crate::entry::{Error, Result};
+use crate::ffi::{cudaFuncAttributes, cudaStream_t, dim3, write_out};
+use crate::registry;
+use crate::state::{self, CallConfig};
+
+fn func(host_fun: *const c_void) -> Result<std::sync::Arc<registry::FuncReg>> {
+    registry::function(host_fun as usize).ok_or(Error::INVALID_DEVICE_FUNCTION)
+}
+
+fn check_config(c: &Client, grid: dim3, block: dim3, shmem: usize) -> Result<()> {
+    let info = c.device_info(state::device())?;
+    let a = |n| info.attr(n).unwrap_or(0) as u64;
+    let (g, b) = (grid.arr(), block.arr());
+    if g.contains(&0) || b.contains(&0) {
+        return Err(Error::INVALID_CONFIGURATION);
+    }
+    let bmax = [
+        a(attr::MAX_BLOCK_DIM_X),
+        a(attr::MAX_BLOCK_DIM_Y),
+        a(attr::MAX_BLOCK_DIM_Z),
+    ];
+    let gmax = [
+        a(attr::MAX_GRID_DIM_X),
+        a(attr::MAX_GRID_DIM_Y),
+        a(attr::MAX_GRID_DIM_Z),
+    ];
+    let threads: u64 = b.iter().map(|&v| u64::from(v)).product();
+    if threads > a(attr::MAX_THREADS_PER_BLOCK)
+        || b.iter().zip(bmax).any(|(&v, m)| u64::from(v) > m)
+        || g.iter().zip(gmax).any(|(&v, m)| u64::from(v) > m)
+    {
+        return Err(Error::INVALID_CONFIGURATION);
+    }
+    if shmem as u64 > a(attr::MAX_SHARED_MEMORY_PER_BLOCK_OPTIN) {
+        return Err(Error::INVALID_VALUE);
+    }
+    Ok(())
+}
+
+/// Launches `host_fun` with arguments `args` (one pointer per parameter).
+fn launch(
+    host_fun: *const c_void,
+    grid: dim3,
+    block: dim3,
+    args: *mut *mut c_void,
+    shmem: usize,
+    stream: cudaStream_t,
+    ptsz: bool,
+) -> Result<()> {
+    let c = client::client()?;
+    c.check_sticky()?;
+    let f = func(host_fun)?;
+    let loaded = f.load(c)?;
+    check_config(c, grid, block, shmem)?;
+    let stream = stream_handle(c, stream, ptsz)?;
+    if loaded.param_size > MAX_PARAM_LEN {
+        return Err(Error::INVALID_VALUE);
+    }
+    let mut params = vec![0u8; loaded.param_size as usize];
+    if !loaded.params.is_empty() && args.is_null() {
+        return Err(Error::INVALID_VALUE);
+    }
+    for (i, &(off, size)) in loaded.params.iter().enumerate() {
+        // SAFETY: CUDA's contract: `args` holds one pointer per kernel parameter.
+        let a = unsafe { *args.add(i) };
+        if a.is_null() {
+            return Err(Error::INVALID_VALUE);
+        }
+        let dst = params
+            .get_mut(off as usize..(off + size) as usize)
+            .ok_or(Error::INVALID_VALUE)?;
+        // SAFETY: `args[i]` points to the i-th argument, `size` bytes as the kernel declares.
+        dst.copy_from_slice(unsafe { std::slice::from_raw_parts(a.cast::<u8>(), size as usize) });
+    }
+    let req = LaunchReq {
+        function: loaded.handle,
+        stream,
+        grid: grid.arr(),
+        block: block.arr(),
+        shared_mem: shmem as u32,
+        param_len: params.len() as u32,
+    };
+    c.post(Opcode::Launch, &req, &params, &[])
+}
+
+fn to_cuda(a: &vcuda_protocol::FuncAttrs) -> cudaFuncAttributes {
+    cudaFuncAttributes {
+        sharedSizeBytes: a.shared_size_bytes as usize,
+        constSizeBytes: a.const_size_bytes as usize,
+        localSizeBytes: a.local_size_bytes as usize,
+        maxThreadsPerBlock: a.max_threads_per_block,
+        numRegs: a.num_regs,
+        ptxVersion: a.ptx_version,
+        binaryVersion: a.binary_version,
+        cacheModeCA: a.cache_mode_ca,
+        maxDynamicSharedSizeBytes: a.max_dynamic_shared_size_bytes,
+        preferredShmemCarveout: a.preferred_shmem_carveout,
+        ..Default::default()
+    }
+}
+
+fn c_string(p: *const c_char) -> Result<String> {
+    if p.is_null() {
+        return Err(Error::INVALID_VALUE);
+    }
+    // SAFETY: nvcc's registration code passes NUL-terminated names from the program image.
+    Ok(unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
+}
+
+entry_raw! {
+    fn __cudaRegisterFatBinary(wrapper: *mut c_void) -> *mut *mut c_void {
+        crate::logging::init();
+        registry::register_fatbin(wrapper)
+    }
+
+    fn __cudaRegisterFatBinaryEnd(_handle: *mut *mut c_void) -> () {}
+
+    fn __cudaUnregisterFatBinary(_handle: *mut *mut c_void) -> () {
+        // Modules go away with the session; the registry stays valid for late callers.
+    }
+
+    fn __cudaRegisterFunction(
+        handle: *mut *mut c_void,
+        host_fun: *const c_char,
+        device_fun: *mut c_char,
+        _device_name: *const c_char,
+        _thread_limit: c_int,
+        _tid: *mut c_void,
+        _bid: *mut c_void,
+        _bdim: *mut dim3,
+        _gdim: *mut dim3,
+        _wsize: *mut c_int,
+    ) -> () {
+        // SAFETY: `handle` is what __cudaRegisterFatBinary returned.
+        let Some(fb) = (unsafe { registry::fatbin(handle) }) else { return };
+        match c_string(device_fun) {
+            Ok(name) => registry::register_function(fb, host_fun as usize, name),
+            Err(_) => log::warn!("__cudaRegisterFunction without a name"),
+        }
+    }
+
+    fn __cudaRegisterVar(
+        handle: *mut *mut c_void,
+        host_var: *mut c_char,
+        device_address: *mut c_char,
+        _device_name: *const c_char,
+        _ext: c_int,
+        size: usize,
+        _constant: c_int,
+        _global: c_int,
+    ) -> () {
+        // SAFETY: `handle` is what __cudaRegisterFatBinary returned.
+        let Some(fb) = (unsafe { registry::fatbin(handle) }) else { return };
+        match c_string(device_address) {
+            Ok(name) => registry::register_var(fb, host_var as usize, name, size),
+            Err(_) => log::warn!("__cudaRegisterVar without a name"),
+        }
+    }
+
+    fn __cudaPushCallConfiguration(grid: dim3, block: dim3, shmem: usize, stream: cudaStream_t) -> c_uint {
+        state::push_config(CallConfig { grid, block, shmem, stream });
+        0
+    }
+
+    fn __cudaInitModule(_handle: *mut *mut c_void) -> c_char {
+        // Called before managed-variable accesses; modules load on first use anyway.
+        1
+    }
+}
+
+entry! {
+    fn __cudaPopCallConfiguration(grid: *mut dim3, block: *mut dim3, shmem: *mut usize, stream: *mut cudaStream_t) {
+        let cfg = state::pop_config().ok_or(Error::MISSING_CONFIGURATION)?;
+        // SAFETY: nvcc's stub passes pointers to its locals.
+        unsafe {
+            write_out(grid, cfg.grid)?;
+            write_out(block, cfg.block)?;
+            write_out(shmem, cfg.shmem)?;
+            write_out(stream, cfg.stream)
+        }
+    }
+
+    fn __cudaGetKernel(kernel: *mut *const c_void, host_fun: *const c_void) {
+        // The kernel handle is the host stub: no backend round trip, and the stub caches it.
+        func(host_fun)?;
+        // SAFETY: nvcc's stub passes a pointer to its static.
+        unsafe { write_out(kernel, host_fun) }
+    }
+
+    fn __cudaLaunchKernel(kernel: *const c_void, grid: dim3, block: dim3, args: *mut *mut c_void, shmem: usize, stream: cudaStream_t) {
+        launch(kernel, grid, block, args, shmem, stream, false)
+    }
+
+    fn __cudaLaunchKernel_ptsz(kernel: *const c_void, grid: dim3, block: dim3, args: *mut *mut c_void, shmem: usize, stream: cudaStream_t) {
+        launch(kernel, grid, block, args, shmem, stream, true)
+    }
+
+    fn cudaLaunchKernel(func: *const c_void, grid: dim3, block: dim3, args: *mut *mut c_void, shmem: usize, stream: cudaStream_t) {
+        launch(func, grid, block, args, shmem, stream, false)
+    }
+
+    fn cudaLaunchKernel_ptsz(func: *const c_void, grid: dim3, block: dim3, args: *mut *mut c_void, shmem: usize, stream: cudaStream_t) {
+        launch(func, grid, block, args, shmem, stream, true)
+    }
+
+    fn cudaFuncGetAttributes(attrs: *mut cudaFuncAttributes, host_fun: *const c_void) {
+        let c = client::client()?;
+        let f = func(host_fun)?.load(c)?;
+        // SAFETY: output pointer from the caller, checked for null.
+        unsafe { write_out(attrs, to_cuda(&f.attrs)) }
+    }
+
+    fn cudaFuncSetCacheConfig(host_fun: *const c_void, config: c_int) {
+        func(host_fun)?;
+        if !(0..=3).contains(&config) {
+            return Err(Error::INVALID_VALUE);
+        }
+        Ok(())
+    }
+
+    fn cudaFuncSetAttribute(host_fun: *const c_void, attribute: c_int, value: c_int) {
+        let c = client::client()?;
+        let f = func(host_fun)?.load(c)?;
+        let req = FuncSetAttributeReq { function: f.handle, attr: attribute as u32, value };
+        c.call(Opcode::FuncSetAttribute, &req, &[], &[], &mut []).map(drop)
+    }
+}

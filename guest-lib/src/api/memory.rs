@@ -1,0 +1,651 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! Memory: device allocations, copies, memsets, page-locked host memory, pointer queries
+//! and symbol copies.
+
+use std::ffi::{c_int, c_void};
+
+use vcuda_protocol::{
+    COPY_ASYNC, MAX_SEGMENT_LEN, MallocReq, MemcpyDtoDReq, MemcpyDtoHReq, MemcpyHtoDReq, MemsetReq,
+    Opcode, PtrReq, PtrResp,
+};
+
+use super::stream::stream_handle;
+use crate::client::{self, Client};
+use crate::entry::{Error, Result};
+use crate::ffi::{
+    cudaPointerAttributes, cudaStream_t, host_slice, host_slice_mut, memcpy_kind, memory_type,
+    write_out,
+};
+use crate::mirror::{Kind, Range};
+use crate::{registry, state};
+
+/// `cudaHostAllocPortable | cudaHostAllocMapped | cudaHostAllocWriteCombined`.
+const HOST_ALLOC_FLAGS: u32 = 0x1 | 0x2 | 0x4;
+/// `cudaHostAllocMapped` / `cudaHostRegisterMapped`.
+const MAPPED: u32 = 0x2;
+/// `cudaHostRegisterPortable | Mapped | IoMemory | ReadOnly`.
+const HOST_REGISTER_FLAGS: u32 = 0x1 | 0x2 | 0x4 | 0x8;
+
+fn malloc(c: &Client, size: usize) -> Result<u64> {
+    c.check_sticky()?;
+    let device = c.check_device(state::device())?;
+    let r: PtrResp = c.call_fixed(
+        Opcode::Malloc,
+        &MallocReq {
+            device,
+            flags: 0,
+            size: size as u64,
+        },
+        &[],
+        &[],
+        &mut [],
+    )?;
+    if r.ptr != 0 {
+        c.mirror.insert(Range {
+            base: r.ptr,
+            len: size as u64,
+            kind: Kind::Device,
+            device: device as i32,
+        });
+    }
+    Ok(r.ptr)
+}
+
+fn free(c: &Client, ptr: u64) -> Result<()> {
+    c.call(Opcode::Free, &PtrReq { ptr }, &[], &[], &mut [])?;
+    c.mirror.remove(ptr, |k| k == Kind::Device);
+    Ok(())
+}
+
+/// The direction of a copy, after resolving `cudaMemcpyDefault`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Dir {
+    H2H,
+    H2D,
+    D2H,
+    D2D,
+}
+
+fn direction(c: &Client, dst: u64, src: u64, kind: c_int) -> Result<Dir> {
+    Ok(match kind {
+        memcpy_kind::H2H => Dir::H2H,
+        memcpy_kind::H2D => Dir::H2D,
+        memcpy_kind::D2H => Dir::D2H,
+        memcpy_kind::D2D => Dir::D2D,
+        memcpy_kind::DEFAULT => match (c.mirror.is_device(dst), c.mirror.is_device(src)) {
+            (false, false) => Dir::H2H,
+            (true, false) => Dir::H2D,
+            (false, true) => Dir::D2H,
+            (true, true) => Dir::D2D,
+        },
+        _ => return Err(Error::INVALID_MEMCPY_DIRECTION),
+    })
+}
+
+/// A 2-D copy: `height` rows of `width` bytes.
+#[derive(Clone, Copy, Debug)]
+struct Copy2D {
+    dst: u64,
+    dpitch: u64,
+    src: u64,
+    spitch: u64,
+    width: u64,
+    height: u64,
+}
+
+impl Copy2D {
+    fn linear(dst: u64, src: u64, count: u64) -> Self {
+        Self {
+            dst,
+            dpitch: count,
+            src,
+            spitch: count,
+            width: count,
+            height: 1,
+        }
+    }
+
+    fn check(&self) -> Result<()> {
+        if self.height > 1 && (self.dpitch < self.width || self.spitch < self.width) {
+            return Err(Error::INVALID_PITCH);
+        }
+        Ok(())
+    }
+
+    /// Bytes spanned by one side: `(height - 1) * pitch + width`.
+    fn span(&self, pitch: u64) -> Result<u64> {
+        if self.height == 0 || self.width == 0 {
+            return Ok(0);
+        }
+        (self.height - 1)
+            .checked_mul(pitch)
+            .and_then(|v| v.checked_add(self.width))
+            .ok_or(Error::INVALID_VALUE)
+    }
+}
+
+/// Performs a copy. `stream`: `None` for the synchronous calls, which also order against
+/// all prior work (they are sent and waited for); `Some` for the async ones.
+fn memcpy(c: &Client, cp: Copy2D, kind: c_int, stream: Option<u64>) -> Result<()> {
+    c.check_sticky()?;
+    cp.check()?;
+    if cp.width == 0 || cp.height == 0 {
+        return Ok(());
+    }
+    let dir = direction(c, cp.dst, cp.src, kind)?;
+    let (sh, flags) = (
+        stream.unwrap_or(0),
+        if stream.is_some() { COPY_ASYNC } else { 0 },
+    );
+    match dir {
+        Dir::H2H => {
+            for row in 0..cp.height {
+                // SAFETY: the caller passes host buffers spanning the 2-D region (the API's
+                // contract); `copy` allows overlap.
+                unsafe {
+                    std::ptr::copy(
+                        (cp.src + row * cp.spitch) as *const u8,
+                        (cp.dst + row * cp.dpitch) as *mut u8,
+                        cp.width as usize,
+                    );
+                }
+            }
+            Ok(())
+        }
+        Dir::H2D => {
+            let span = cp.span(cp.spitch)?;
+            // SAFETY: the source is the caller's host buffer spanning `span` bytes.
+            let src = unsafe { host_slice(cp.src as *const c_void, span as usize)? };
+            let packed;
+            let bytes: &[u8] = if cp.height == 1 || cp.spitch == cp.width {
+                &src[..(cp.width * cp.height) as usize]
+            } else {
+                packed = src
+                    .chunks(cp.spitch as usize)
+                    .take(cp.height as usize)
+                    .flat_map(|r| &r[..cp.width as usize])
+                    .copied()
+                    .collect::<Vec<u8>>();
+                &packed
+            };
+            // Whole rows per request, at most MAX_SEGMENT_LEN bytes each (a row longer
+            // than that goes alone, split in column chunks).
+            let quiet = stream.is_some() && c.mirror.is_device_range(cp.dst, cp.span(cp.dpitch)?);
+            for (row0, rows, col0, w) in chunks(cp.width, cp.height) {
+                let mut part = Vec::new();
+                let data: &[u8] = if rows == 1 {
+                    let s = (row0 * cp.width + col0) as usize;
+                    &bytes[s..s + w as usize]
+                } else {
+                    part.extend_from_slice(
+                        &bytes[(row0 * cp.width) as usize..((row0 + rows) * cp.width) as usize],
+                    );
+                    &part
+                };
+                let req = MemcpyHtoDReq {
+                    dst: cp.dst + row0 * cp.dpitch + col0,
+                    dpitch: cp.dpitch,
+                    width: w,
+                    height: rows,
+                    stream: sh,
+                    flags,
+                    reserved: 0,
+                };
+                if quiet {
+                    c.post(Opcode::MemcpyHtoD, &req, &[], &[data])?;
+                } else {
+                    c.call(Opcode::MemcpyHtoD, &req, &[], &[data], &mut [])?;
+                }
+            }
+            Ok(())
+        }
+        Dir::D2H => {
+            let span = cp.span(cp.dpitch)?;
+            // SAFETY: the destination is the caller's host buffer spanning `span` bytes.
+            let dst = unsafe { host_slice_mut(cp.dst as *mut c_void, span as usize)? };
+            let direct = cp.height == 1 || cp.dpitch == cp.width;
+            for (row0, rows, col0, w) in chunks(cp.width, cp.height) {
+                let req = MemcpyDtoHReq {
+                    src: cp.src + row0 * cp.spitch + col0,
+                    spitch: cp.spitch,
+                    width: w,
+                    height: rows,
+                    stream: sh,
+                    flags,
+                    reserved: 0,
+                };
+                if direct {
+                    let s = (row0 * cp.dpitch + col0) as usize;
+                    let d = &mut dst[s..s + (w * rows) as usize];
+                    c.call(Opcode::MemcpyDtoH, &req, &[], &[], &mut [d])?;
+                } else {
+                    let mut tmp = vec![0u8; (w * rows) as usize];
+                    c.call(Opcode::MemcpyDtoH, &req, &[], &[], &mut [&mut tmp])?;
+                    for (i, r) in tmp.chunks(w as usize).enumerate() {
+                        let s = ((row0 + i as u64) * cp.dpitch + col0) as usize;
+                        dst[s..s + w as usize].copy_from_slice(r);
+                    }
+                }
+            }
+            Ok(())
+        }
+        Dir::D2D => {
+            let req = MemcpyDtoDReq {
+                dst: cp.dst,
+                dpitch: cp.dpitch,
+                src: cp.src,
+                spitch: cp.spitch,
+                width: cp.width,
+                height: cp.height,
+                stream: sh,
+                flags,
+                reserved: 0,
+            };
+            let ok = c.mirror.is_device_range(cp.dst, cp.span(cp.dpitch)?)
+                && c.mirror.is_device_range(cp.src, cp.span(cp.spitch)?);
+            if stream.is_some() && ok {
+                c.post(Opcode::MemcpyDtoD, &req, &[], &[])
+            } else {
+                c.call(Opcode::MemcpyDtoD, &req, &[], &[], &mut [])
+                    .map(drop)
+            }
+        }
+    }
+}
+
+/// Splits a `width x height` copy into requests of at most `MAX_SEGMENT_LEN` bytes:
+/// `(first row, rows, first column, columns)`.
+fn chunks(width: u64, height: u64) -> Vec<(u64, u64, u64, u64)> {
+    let max = MAX_SEGMENT_LEN;
+    let mut v = Vec::new();
+    if width > max {
+        for row in 0..height {
+            let mut col = 0;
+            while col < width {
+                let w = (width - col).min(max);
+                v.push((row, 1, col, w));
+                col += w;
+            }
+        }
+    } else {
+        let per = (max / width).max(1);
+        let mut row = 0;
+        while row < height {
+            let n = (height - row).min(per);
+            v.push((row, n, 0, width));
+            row += n;
+        }
+    }
+    v
+}
+
+fn memset(
+    c: &Client,
+    dst: u64,
+    pitch: u64,
+    value: u32,
+    width: u64,
+    height: u64,
+    stream: Option<u64>,
+) -> Result<()> {
+    c.check_sticky()?;
+    if width == 0 || height == 0 {
+        return Ok(());
+    }
+    if height > 1 && pitch < width {
+        return Err(Error::INVALID_PITCH);
+    }
+    let req = MemsetReq {
+        dst,
+        pitch,
+        width,
+        height,
+        stream: stream.unwrap_or(0),
+        value,
+        elem_size: 1,
+        flags: if stream.is_some() {
+            COPY_ASYNC as u16
+        } else {
+            0
+        },
+    };
+    let span = (height - 1)
+        .checked_mul(pitch)
+        .and_then(|v| v.checked_add(width))
+        .ok_or(Error::INVALID_VALUE)?;
+    // cudaMemset is asynchronous for device memory; only an unknown range needs the
+    // backend's verdict before returning.
+    if c.mirror.is_device_range(dst, span) {
+        c.post(Opcode::Memset, &req, &[], &[])
+    } else {
+        c.call(Opcode::Memset, &req, &[], &[], &mut []).map(drop)
+    }
+}
+
+fn host_alloc(c: &Client, ptr: *mut *mut c_void, size: usize, flags: u32) -> Result<()> {
+    if ptr.is_null() || flags & !HOST_ALLOC_FLAGS != 0 {
+        return Err(Error::INVALID_VALUE);
+    }
+    if flags & MAPPED != 0 {
+        // Device access to guest host memory is not available on this transport.
+        return Err(Error::NOT_SUPPORTED);
+    }
+    let p = if size == 0 {
+        std::ptr::null_mut()
+    } else {
+        // SAFETY: an anonymous private mapping at an address the kernel chooses.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                size,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(Error::MEMORY_ALLOCATION);
+        }
+        c.mirror.insert(Range {
+            base: p as u64,
+            len: size as u64,
+            kind: Kind::HostAlloc(flags),
+            device: state::device(),
+        });
+        p
+    };
+    // SAFETY: checked non-null above; the caller's output pointer.
+    unsafe { write_out(ptr, p) }
+}
+
+fn host_free(c: &Client, p: *mut c_void) -> Result<()> {
+    if p.is_null() {
+        return Ok(());
+    }
+    let r = c
+        .mirror
+        .remove(p as u64, |k| matches!(k, Kind::HostAlloc(_)))
+        .ok_or(Error::INVALID_VALUE)?;
+    // SAFETY: `r` is a mapping host_alloc made with this base and length; it is removed from
+    // the mirror, so it is unmapped once.
+    unsafe { libc::munmap(p, r.len as usize) };
+    Ok(())
+}
+
+fn symbol(c: &Client, symbol: *const c_void, count: usize, offset: usize) -> Result<u64> {
+    let v = registry::var(symbol as usize).ok_or(Error::INVALID_SYMBOL)?;
+    let (addr, size) = v.resolve(c)?;
+    match offset.checked_add(count) {
+        Some(end) if end as u64 <= size => Ok(addr + offset as u64),
+        _ => Err(Error::INVALID_VALUE),
+    }
+}
+
+entry! {
+    fn cudaMalloc(dev_ptr: *mut *mut c_void, size: usize) {
+        if dev_ptr.is_null() {
+            return Err(Error::INVALID_VALUE);
+        }
+        let p = malloc(client::client()?, size)?;
+        // SAFETY: checked non-null; the caller's output pointer.
+        unsafe { write_out(dev_ptr, p as *mut c_void) }
+    }
+
+    fn cudaMallocPitch(dev_ptr: *mut *mut c_void, pitch: *mut usize, width: usize, height: usize) {
+        if dev_ptr.is_null() || pitch.is_null() {
+            return Err(Error::INVALID_VALUE);
+        }
+        let c = client::client()?;
+        let info = c.device_info(state::device())?;
+        let align = info.attr(vcuda_protocol::attr::TEXTURE_PITCH_ALIGNMENT).unwrap_or(512).max(1) as usize;
+        let p = width.checked_next_multiple_of(align).ok_or(Error::INVALID_VALUE)?;
+        let size = p.checked_mul(height).ok_or(Error::MEMORY_ALLOCATION)?;
+        let ptr = malloc(c, size)?;
+        // SAFETY: checked non-null; the caller's output pointers.
+        unsafe {
+            write_out(pitch, p)?;
+            write_out(dev_ptr, ptr as *mut c_void)
+        }
+    }
+
+    fn cudaFree(dev_ptr: *mut c_void) {
+        let c = client::client()?;
+        c.check_sticky()?;
+        free(c, dev_ptr as u64)
+    }
+
+    fn cudaMemcpy(dst: *mut c_void, src: *const c_void, count: usize, kind: c_int) {
+        memcpy(client::client()?, Copy2D::linear(dst as u64, src as u64, count as u64), kind, None)
+    }
+
+    fn cudaMemcpy_ptds(dst: *mut c_void, src: *const c_void, count: usize, kind: c_int) {
+        memcpy(client::client()?, Copy2D::linear(dst as u64, src as u64, count as u64), kind, None)
+    }
+
+    fn cudaMemcpyAsync(dst: *mut c_void, src: *const c_void, count: usize, kind: c_int, stream: cudaStream_t) {
+        let c = client::client()?;
+        let s = stream_handle(c, stream, false)?;
+        memcpy(c, Copy2D::linear(dst as u64, src as u64, count as u64), kind, Some(s))
+    }
+
+    fn cudaMemcpyAsync_ptsz(dst: *mut c_void, src: *const c_void, count: usize, kind: c_int, stream: cudaStream_t) {
+        let c = client::client()?;
+        let s = stream_handle(c, stream, true)?;
+        memcpy(c, Copy2D::linear(dst as u64, src as u64, count as u64), kind, Some(s))
+    }
+
+    fn cudaMemcpy2D(dst: *mut c_void, dpitch: usize, src: *const c_void, spitch: usize, width: usize, height: usize, kind: c_int) {
+        let cp = Copy2D { dst: dst as u64, dpitch: dpitch as u64, src: src as u64, spitch: spitch as u64, width: width as u64, height: height as u64 };
+        memcpy(client::client()?, cp, kind, None)
+    }
+
+    fn cudaMemcpy2D_ptds(dst: *mut c_void, dpitch: usize, src: *const c_void, spitch: usize, width: usize, height: usize, kind: c_int) {
+        let cp = Copy2D { dst: dst as u64, dpitch: dpitch as u64, src: src as u64, spitch: spitch as u64, width: width as u64, height: height as u64 };
+        memcpy(client::client()?, cp, kind, None)
+    }
+
+    fn cudaMemcpy2DAsync(dst: *mut c_void, dpitch: usize, src: *const c_void, spitch: usize, width: usize, height: usize, kind: c_int, stream: cudaStream_t) {
+        let c = client::client()?;
+        let s = stream_handle(c, stream, false)?;
+        let cp = Copy2D { dst: dst as u64, dpitch: dpitch as u64, src: src as u64, spitch: spitch as u64, width: width as u64, height: height as u64 };
+        memcpy(c, cp, kind, Some(s))
+    }
+
+    fn cudaMemcpy2DAsync_ptsz(dst: *mut c_void, dpitch: usize, src: *const c_void, spitch: usize, width: usize, height: usize, kind: c_int, stream: cudaStream_t) {
+        let c = client::client()?;
+        let s = stream_handle(c, stream, true)?;
+        let cp = Copy2D { dst: dst as u64, dpitch: dpitch as u64, src: src as u64, spitch: spitch as u64, width: width as u64, height: height as u64 };
+        memcpy(c, cp, kind, Some(s))
+    }
+
+    fn cudaMemset(dev_ptr: *mut c_void, value: c_int, count: usize) {
+        memset(client::client()?, dev_ptr as u64, count as u64, value as u8 as u32, count as u64, 1, None)
+    }
+
+    fn cudaMemset_ptds(dev_ptr: *mut c_void, value: c_int, count: usize) {
+        memset(client::client()?, dev_ptr as u64, count as u64, value as u8 as u32, count as u64, 1, None)
+    }
+
+    fn cudaMemsetAsync(dev_ptr: *mut c_void, value: c_int, count: usize, stream: cudaStream_t) {
+        let c = client::client()?;
+        let s = stream_handle(c, stream, false)?;
+        memset(c, dev_ptr as u64, count as u64, value as u8 as u32, count as u64, 1, Some(s))
+    }
+
+    fn cudaMemsetAsync_ptsz(dev_ptr: *mut c_void, value: c_int, count: usize, stream: cudaStream_t) {
+        let c = client::client()?;
+        let s = stream_handle(c, stream, true)?;
+        memset(c, dev_ptr as u64, count as u64, value as u8 as u32, count as u64, 1, Some(s))
+    }
+
+    fn cudaMemset2D(dev_ptr: *mut c_void, pitch: usize, value: c_int, width: usize, height: usize) {
+        memset(client::client()?, dev_ptr as u64, pitch as u64, value as u8 as u32, width as u64, height as u64, None)
+    }
+
+    fn cudaMemset2DAsync(dev_ptr: *mut c_void, pitch: usize, value: c_int, width: usize, height: usize, stream: cudaStream_t) {
+        let c = client::client()?;
+        let s = stream_handle(c, stream, false)?;
+        memset(c, dev_ptr as u64, pitch as u64, value as u8 as u32, width as u64, height as u64, Some(s))
+    }
+
+    fn cudaMallocHost(ptr: *mut *mut c_void, size: usize) {
+        host_alloc(client::client()?, ptr, size, 0)
+    }
+
+    fn cudaHostAlloc(ptr: *mut *mut c_void, size: usize, flags: u32) {
+        host_alloc(client::client()?, ptr, size, flags)
+    }
+
+    fn cudaFreeHost(ptr: *mut c_void) {
+        host_free(client::client()?, ptr)
+    }
+
+    fn cudaHostRegister(ptr: *mut c_void, size: usize, flags: u32) {
+        let c = client::client()?;
+        if ptr.is_null() || size == 0 || flags & !HOST_REGISTER_FLAGS != 0 {
+            return Err(Error::INVALID_VALUE);
+        }
+        if flags & MAPPED != 0 {
+            return Err(Error::NOT_SUPPORTED);
+        }
+        if c.mirror.find(ptr as u64).is_some() {
+            return Err(Error(vcuda_protocol::status::HOST_MEMORY_ALREADY_REGISTERED));
+        }
+        c.mirror.insert(Range { base: ptr as u64, len: size as u64, kind: Kind::HostRegistered(flags), device: state::device() });
+        Ok(())
+    }
+
+    fn cudaHostUnregister(ptr: *mut c_void) {
+        let c = client::client()?;
+        c.mirror
+            .remove(ptr as u64, |k| matches!(k, Kind::HostRegistered(_)))
+            .map(drop)
+            .ok_or(Error(vcuda_protocol::status::HOST_MEMORY_NOT_REGISTERED))
+    }
+
+    fn cudaHostGetDevicePointer(dev_ptr: *mut *mut c_void, host: *mut c_void, _flags: u32) {
+        let c = client::client()?;
+        if dev_ptr.is_null() || c.mirror.find(host as u64).is_none() {
+            return Err(Error::INVALID_VALUE);
+        }
+        // Mapped (zero-copy) host memory needs the device to reach guest memory.
+        Err(Error::NOT_SUPPORTED)
+    }
+
+    fn cudaHostGetFlags(flags: *mut u32, host: *mut c_void) {
+        let c = client::client()?;
+        let f = match c.mirror.find(host as u64).map(|r| r.kind) {
+            Some(Kind::HostAlloc(f)) => f,
+            Some(Kind::HostRegistered(f)) => f,
+            _ => return Err(Error::INVALID_VALUE),
+        };
+        // SAFETY: output pointer from the caller, checked for null.
+        unsafe { write_out(flags, f) }
+    }
+
+    fn cudaPointerGetAttributes(attrs: *mut cudaPointerAttributes, ptr: *const c_void) {
+        let c = client::client()?;
+        let p = ptr as u64;
+        let a = match c.mirror.find(p) {
+            Some(r) if r.kind == Kind::Device => cudaPointerAttributes {
+                type_: memory_type::DEVICE,
+                device: r.device,
+                devicePointer: ptr as *mut c_void,
+                hostPointer: std::ptr::null_mut(),
+                reserved: [0; 8],
+            },
+            Some(r) => cudaPointerAttributes {
+                type_: memory_type::HOST,
+                device: r.device,
+                devicePointer: std::ptr::null_mut(),
+                hostPointer: ptr as *mut c_void,
+                reserved: [0; 8],
+            },
+            None => cudaPointerAttributes {
+                type_: memory_type::UNREGISTERED,
+                device: -2,
+                devicePointer: std::ptr::null_mut(),
+                hostPointer: ptr as *mut c_void,
+                reserved: [0; 8],
+            },
+        };
+        // SAFETY: output pointer from the caller, checked for null.
+        unsafe { write_out(attrs, a) }
+    }
+
+    fn cudaMemcpyToSymbol(sym: *const c_void, src: *const c_void, count: usize, offset: usize, kind: c_int) {
+        let c = client::client()?;
+        c.check_sticky()?;
+        if !matches!(kind, memcpy_kind::H2D | memcpy_kind::D2D | memcpy_kind::DEFAULT) {
+            return Err(Error::INVALID_MEMCPY_DIRECTION);
+        }
+        let addr = symbol(c, sym, count, offset)?;
+        memcpy(c, Copy2D::linear(addr, src as u64, count as u64), kind, None)
+    }
+
+    fn cudaMemcpyToSymbol_ptds(sym: *const c_void, src: *const c_void, count: usize, offset: usize, kind: c_int) {
+        let c = client::client()?;
+        c.check_sticky()?;
+        if !matches!(kind, memcpy_kind::H2D | memcpy_kind::D2D | memcpy_kind::DEFAULT) {
+            return Err(Error::INVALID_MEMCPY_DIRECTION);
+        }
+        let addr = symbol(c, sym, count, offset)?;
+        memcpy(c, Copy2D::linear(addr, src as u64, count as u64), kind, None)
+    }
+
+    fn cudaMemcpyFromSymbol(dst: *mut c_void, sym: *const c_void, count: usize, offset: usize, kind: c_int) {
+        let c = client::client()?;
+        c.check_sticky()?;
+        if !matches!(kind, memcpy_kind::D2H | memcpy_kind::D2D | memcpy_kind::DEFAULT) {
+            return Err(Error::INVALID_MEMCPY_DIRECTION);
+        }
+        let addr = symbol(c, sym, count, offset)?;
+        memcpy(c, Copy2D::linear(dst as u64, addr, count as u64), kind, None)
+    }
+
+    fn cudaMemcpyFromSymbol_ptds(dst: *mut c_void, sym: *const c_void, count: usize, offset: usize, kind: c_int) {
+        let c = client::client()?;
+        c.check_sticky()?;
+        if !matches!(kind, memcpy_kind::D2H | memcpy_kind::D2D | memcpy_kind::DEFAULT) {
+            return Err(Error::INVALID_MEMCPY_DIRECTION);
+        }
+        let addr = symbol(c, sym, count, offset)?;
+        memcpy(c, Copy2D::linear(dst as u64, addr, count as u64), kind, None)
+    }
+
+    fn cudaMemcpyToSymbolAsync(sym: *const c_void, src: *const c_void, count: usize, offset: usize, kind: c_int, stream: cudaStream_t) {
+        let c = client::client()?;
+        let s = stream_handle(c, stream, false)?;
+        if !matches!(kind, memcpy_kind::H2D | memcpy_kind::D2D | memcpy_kind::DEFAULT) {
+            return Err(Error::INVALID_MEMCPY_DIRECTION);
+        }
+        let addr = symbol(c, sym, count, offset)?;
+        memcpy(c, Copy2D::linear(addr, src as u64, count as u64), kind, Some(s))
+    }
+
+    fn cudaMemcpyFromSymbolAsync(dst: *mut c_void, sym: *const c_void, count: usize, offset: usize, kind: c_int, stream: cudaStream_t) {
+        let c = client::client()?;
+        let s = stream_handle(c, stream, false)?;
+        if !matches!(kind, memcpy_kind::D2H | memcpy_kind::D2D | memcpy_kind::DEFAULT) {
+            return Err(Error::INVALID_MEMCPY_DIRECTION);
+        }
+        let addr = symbol(c, sym, count, offset)?;
+        memcpy(c, Copy2D::linear(dst as u64, addr, count as u64), kind, Some(s))
+    }
+
+    fn cudaGetSymbolAddress(dev_ptr: *mut *mut c_void, sym: *const c_void) {
+        let c = client::client()?;
+        let addr = symbol(c, sym, 0, 0)?;
+        // SAFETY: output pointer from the caller, checked for null.
+        unsafe { write_out(dev_ptr, addr as *mut c_void) }
+    }
+
+    fn cudaGetSymbolSize(size: *mut usize, sym: *const c_void) {
+        let c = client::client()?;
+        let v = registry::var(sym as usize).ok_or(Error::INVALID_SYMBOL)?;
+        let (_, s) = v.resolve(c)?;
+        // SAFETY: output pointer from the caller, checked for null.
+        unsafe { write_out(size, s as usize) }
+    }
+}

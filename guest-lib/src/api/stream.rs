@@ -1,0 +1,302 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! Streams and events.
+
+use std::ffi::c_int;
+
+use vcuda_protocol::{
+    EventCreateReq, EventElapsedReq, EventElapsedResp, EventRecordReq, HandleReq, HandleResp,
+    Opcode, StreamCreateReq, StreamWaitEventReq,
+};
+
+use crate::client::{self, Client, EventInfo, StreamInfo};
+use crate::entry::{Error, Result};
+use crate::ffi::{STREAM_LEGACY, STREAM_PER_THREAD, cudaEvent_t, cudaStream_t, write_out};
+use crate::state;
+
+/// `cudaStreamNonBlocking`.
+const STREAM_NON_BLOCKING: u32 = 0x1;
+/// `cudaEventDefault | BlockingSync | DisableTiming | Interprocess`.
+const EVENT_FLAGS: u32 = 0x1 | 0x2 | 0x4;
+/// `cudaEventRecordExternal`.
+const EVENT_RECORD_FLAGS: u32 = 0x1;
+
+/// The backend handle for a `cudaStream_t`. `per_thread_default`: the `_ptsz` variants,
+/// where stream 0 means the calling thread's default stream.
+pub fn stream_handle(c: &Client, s: cudaStream_t, per_thread_default: bool) -> Result<u64> {
+    match s as usize {
+        0 if !per_thread_default => Ok(0),
+        STREAM_LEGACY => Ok(0),
+        0 | STREAM_PER_THREAD => per_thread_stream(c),
+        h => {
+            let h = h as u64;
+            if c.streams
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .contains_key(&h)
+            {
+                Ok(h)
+            } else {
+                Err(Error::INVALID_HANDLE)
+            }
+        }
+    }
+}
+
+/// The calling thread's per-thread default stream: a blocking stream made on first use
+/// (it synchronizes with the legacy default stream, as CUDA's does).
+fn per_thread_stream(c: &Client) -> Result<u64> {
+    let generation = c.generation();
+    if let Some(h) = state::per_thread_stream(generation) {
+        return Ok(h);
+    }
+    let device = c.check_device(state::device())?;
+    let r: HandleResp = c.call_fixed(
+        Opcode::StreamCreate,
+        &StreamCreateReq {
+            device,
+            flags: 0,
+            priority: 0,
+            reserved: 0,
+        },
+        &[],
+        &[],
+        &mut [],
+    )?;
+    state::set_per_thread_stream(generation, r.handle);
+    Ok(r.handle)
+}
+
+fn event_handle(c: &Client, e: cudaEvent_t) -> Result<u64> {
+    let h = e as u64;
+    if c.events
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .contains_key(&h)
+    {
+        Ok(h)
+    } else {
+        Err(Error::INVALID_HANDLE)
+    }
+}
+
+fn stream_create(p: *mut cudaStream_t, flags: u32, priority: c_int) -> Result<()> {
+    let c = client::client()?;
+    c.check_sticky()?;
+    if p.is_null() || flags & !STREAM_NON_BLOCKING != 0 {
+        return Err(Error::INVALID_VALUE);
+    }
+    let device = c.check_device(state::device())?;
+    let priority = priority.clamp(-5, 0);
+    let r: HandleResp = c.call_fixed(
+        Opcode::StreamCreate,
+        &StreamCreateReq {
+            device,
+            flags,
+            priority,
+            reserved: 0,
+        },
+        &[],
+        &[],
+        &mut [],
+    )?;
+    c.streams.lock().unwrap_or_else(|e| e.into_inner()).insert(
+        r.handle,
+        StreamInfo {
+            device: device as i32,
+            flags,
+            priority,
+        },
+    );
+    // SAFETY: checked non-null; the caller's output pointer.
+    unsafe { write_out(p, r.handle as cudaStream_t) }
+}
+
+fn stream_info(c: &Client, s: cudaStream_t) -> Result<StreamInfo> {
+    match s as usize {
+        0 | STREAM_LEGACY | STREAM_PER_THREAD => Ok(StreamInfo {
+            device: state::device(),
+            flags: 0,
+            priority: 0,
+        }),
+        h => c
+            .streams
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&(h as u64))
+            .copied()
+            .ok_or(Error::INVALID_HANDLE),
+    }
+}
+
+fn sync_stream(s: cudaStream_t, ptsz: bool) -> Result<()> {
+    let c = client::client()?;
+    let handle = stream_handle(c, s, ptsz)?;
+    c.call(
+        Opcode::StreamSynchronize,
+        &HandleReq { handle },
+        &[],
+        &[],
+        &mut [],
+    )
+    .map(drop)
+}
+
+fn query_stream(s: cudaStream_t, ptsz: bool) -> Result<()> {
+    let c = client::client()?;
+    let handle = stream_handle(c, s, ptsz)?;
+    c.call(
+        Opcode::StreamQuery,
+        &HandleReq { handle },
+        &[],
+        &[],
+        &mut [],
+    )
+    .map(drop)
+}
+
+fn wait_event(s: cudaStream_t, e: cudaEvent_t, flags: u32, ptsz: bool) -> Result<()> {
+    let c = client::client()?;
+    c.check_sticky()?;
+    let stream = stream_handle(c, s, ptsz)?;
+    let event = event_handle(c, e)?;
+    if flags & !1 != 0 {
+        return Err(Error::INVALID_VALUE);
+    }
+    c.post(
+        Opcode::StreamWaitEvent,
+        &StreamWaitEventReq {
+            stream,
+            event,
+            flags,
+            reserved: 0,
+        },
+        &[],
+        &[],
+    )
+}
+
+fn event_create(p: *mut cudaEvent_t, flags: u32) -> Result<()> {
+    let c = client::client()?;
+    c.check_sticky()?;
+    if p.is_null() || flags & !EVENT_FLAGS != 0 || (flags & 0x4 != 0 && flags & 0x2 == 0) {
+        return Err(Error::INVALID_VALUE);
+    }
+    let device = c.check_device(state::device())?;
+    let r: HandleResp = c.call_fixed(
+        Opcode::EventCreate,
+        &EventCreateReq { device, flags },
+        &[],
+        &[],
+        &mut [],
+    )?;
+    c.events.lock().unwrap_or_else(|e| e.into_inner()).insert(
+        r.handle,
+        EventInfo {
+            device: device as i32,
+            flags,
+        },
+    );
+    // SAFETY: checked non-null; the caller's output pointer.
+    unsafe { write_out(p, r.handle as cudaEvent_t) }
+}
+
+fn event_record(e: cudaEvent_t, s: cudaStream_t, flags: u32, ptsz: bool) -> Result<()> {
+    let c = client::client()?;
+    c.check_sticky()?;
+    let event = event_handle(c, e)?;
+    let stream = stream_handle(c, s, ptsz)?;
+    if flags & !EVENT_RECORD_FLAGS != 0 {
+        return Err(Error::INVALID_VALUE);
+    }
+    c.post(
+        Opcode::EventRecord,
+        &EventRecordReq {
+            event,
+            stream,
+            flags,
+            reserved: 0,
+        },
+        &[],
+        &[],
+    )
+}
+
+entry! {
+    fn cudaStreamCreate(p: *mut cudaStream_t) { stream_create(p, 0, 0) }
+    fn cudaStreamCreateWithFlags(p: *mut cudaStream_t, flags: u32) { stream_create(p, flags, 0) }
+    fn cudaStreamCreateWithPriority(p: *mut cudaStream_t, flags: u32, priority: c_int) { stream_create(p, flags, priority) }
+
+    fn cudaStreamDestroy(s: cudaStream_t) {
+        let c = client::client()?;
+        let handle = s as u64;
+        if c.streams.lock().unwrap_or_else(|e| e.into_inner()).remove(&handle).is_none() {
+            return Err(Error::INVALID_HANDLE);
+        }
+        c.call(Opcode::StreamDestroy, &HandleReq { handle }, &[], &[], &mut []).map(drop)
+    }
+
+    fn cudaStreamSynchronize(s: cudaStream_t) { sync_stream(s, false) }
+    fn cudaStreamSynchronize_ptsz(s: cudaStream_t) { sync_stream(s, true) }
+    fn cudaStreamQuery(s: cudaStream_t) { query_stream(s, false) }
+    fn cudaStreamQuery_ptsz(s: cudaStream_t) { query_stream(s, true) }
+    fn cudaStreamWaitEvent(s: cudaStream_t, e: cudaEvent_t, flags: u32) { wait_event(s, e, flags, false) }
+    fn cudaStreamWaitEvent_ptsz(s: cudaStream_t, e: cudaEvent_t, flags: u32) { wait_event(s, e, flags, true) }
+
+    fn cudaStreamGetFlags(s: cudaStream_t, flags: *mut u32) {
+        let i = stream_info(client::client()?, s)?;
+        // SAFETY: output pointer from the caller, checked for null.
+        unsafe { write_out(flags, i.flags) }
+    }
+
+    fn cudaStreamGetPriority(s: cudaStream_t, priority: *mut c_int) {
+        let i = stream_info(client::client()?, s)?;
+        // SAFETY: output pointer from the caller, checked for null.
+        unsafe { write_out(priority, i.priority) }
+    }
+
+    fn cudaStreamGetDevice(s: cudaStream_t, device: *mut c_int) {
+        let i = stream_info(client::client()?, s)?;
+        // SAFETY: output pointer from the caller, checked for null.
+        unsafe { write_out(device, i.device) }
+    }
+
+    fn cudaEventCreate(p: *mut cudaEvent_t) { event_create(p, 0) }
+    fn cudaEventCreateWithFlags(p: *mut cudaEvent_t, flags: u32) { event_create(p, flags) }
+
+    fn cudaEventDestroy(e: cudaEvent_t) {
+        let c = client::client()?;
+        let handle = e as u64;
+        if c.events.lock().unwrap_or_else(|e| e.into_inner()).remove(&handle).is_none() {
+            return Err(Error::INVALID_HANDLE);
+        }
+        c.call(Opcode::EventDestroy, &HandleReq { handle }, &[], &[], &mut []).map(drop)
+    }
+
+    fn cudaEventRecord(e: cudaEvent_t, s: cudaStream_t) { event_record(e, s, 0, false) }
+    fn cudaEventRecord_ptsz(e: cudaEvent_t, s: cudaStream_t) { event_record(e, s, 0, true) }
+    fn cudaEventRecordWithFlags(e: cudaEvent_t, s: cudaStream_t, flags: u32) { event_record(e, s, flags, false) }
+    fn cudaEventRecordWithFlags_ptsz(e: cudaEvent_t, s: cudaStream_t, flags: u32) { event_record(e, s, flags, true) }
+
+    fn cudaEventSynchronize(e: cudaEvent_t) {
+        let c = client::client()?;
+        let handle = event_handle(c, e)?;
+        c.call(Opcode::EventSynchronize, &HandleReq { handle }, &[], &[], &mut []).map(drop)
+    }
+
+    fn cudaEventQuery(e: cudaEvent_t) {
+        let c = client::client()?;
+        let handle = event_handle(c, e)?;
+        c.call(Opcode::EventQuery, &HandleReq { handle }, &[], &[], &mut []).map(drop)
+    }
+
+    fn cudaEventElapsedTime(ms: *mut f32, start: cudaEvent_t, end: cudaEvent_t) {
+        let c = client::client()?;
+        if ms.is_null() {
+            return Err(Error::INVALID_VALUE);
+        }
+        let (start, end) = (event_handle(c, start)?, event_handle(c, end)?);
+        let r: EventElapsedResp = c.call_fixed(Opcode::EventElapsedTime, &EventElapsedReq { start, end }, &[], &[], &mut [])?;
+        // SAFETY: checked non-null; the caller's output pointer.
+        unsafe { write_out(ms, r.ms) }
+    }
+}

@@ -1,0 +1,345 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! The process's session with the backend.
+//!
+//! Created on the first call that needs the backend (registration calls made before `main`
+//! never connect). All threads share it.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+use vcuda_protocol::status;
+use vcuda_protocol::{
+    DeviceInfo, DeviceReq, ExecutorKind, HelloReq, HelloResp, MSG_NO_WAIT, MessageBuilder, Opcode,
+    REQ_REPLY_ON_ERROR, RecordKind, SegmentDesc,
+};
+use zerocopy::{FromBytes, Immutable, IntoBytes};
+
+use crate::entry::{Error, Result};
+use crate::logging;
+use crate::mirror::Mirror;
+use crate::transport::{Address, Record, SocketTransport, Transport};
+
+/// What the library knows about a stream it created.
+#[derive(Debug, Clone, Copy)]
+pub struct StreamInfo {
+    /// Device.
+    pub device: i32,
+    /// Creation flags.
+    pub flags: u32,
+    /// Priority.
+    pub priority: i32,
+}
+
+/// What the library knows about an event it created.
+#[derive(Debug, Clone, Copy)]
+pub struct EventInfo {
+    /// Device.
+    pub device: i32,
+    /// Creation flags.
+    pub flags: u32,
+}
+
+/// The session.
+pub struct Client {
+    transport: Box<dyn Transport>,
+    /// The backend's hello.
+    pub hello: HelloResp,
+    seq: AtomicU64,
+    devices: Vec<OnceLock<Box<DeviceInfo>>>,
+    /// An asynchronous error not yet reported (0: none).
+    async_error: AtomicU32,
+    /// A sticky error: every call fails with it until `cudaDeviceReset` (0: none).
+    pub sticky: AtomicU32,
+    /// Bumped by `cudaDeviceReset`: handles cached under an older generation are stale.
+    pub generation: AtomicU64,
+    /// Streams this process created.
+    pub streams: Mutex<HashMap<u64, StreamInfo>>,
+    /// Events this process created.
+    pub events: Mutex<HashMap<u64, EventInfo>>,
+    /// Device and host allocations.
+    pub mirror: Mirror,
+    /// Device flags set by `cudaSetDeviceFlags`, per device.
+    pub device_flags: Mutex<HashMap<i32, u32>>,
+}
+
+static CLIENT: OnceLock<std::result::Result<Client, Error>> = OnceLock::new();
+
+/// The runtime ABI this library reports to the backend.
+pub const RUNTIME_VERSION: u32 = 13000;
+
+/// Bytes of address space reserved for device allocations of the CPU executor.
+const DEVICE_VA_LEN: u64 = 1 << 40;
+
+/// The session, connecting on first use.
+pub fn client() -> Result<&'static Client> {
+    CLIENT.get_or_init(Client::connect).as_ref().map_err(|e| *e)
+}
+
+/// The session if it is already connected.
+pub fn connected() -> Option<&'static Client> {
+    CLIENT.get().and_then(|c| c.as_ref().ok())
+}
+
+fn open_transport() -> std::io::Result<Box<dyn Transport>> {
+    let choice = std::env::var("VCUDA_TRANSPORT").unwrap_or_default();
+    let dev = std::path::Path::new(crate::virtio::DEVICE_PATH);
+    match choice.as_str() {
+        "virtio" => Ok(Box::new(crate::virtio::VirtioTransport::open()?)),
+        "socket" => Ok(Box::new(SocketTransport::connect(Address::from_env())?)),
+        _ if dev.exists() && std::env::var_os("VCUDA_SOCKET").is_none() => {
+            Ok(Box::new(crate::virtio::VirtioTransport::open()?))
+        }
+        _ => Ok(Box::new(SocketTransport::connect(Address::from_env())?)),
+    }
+}
+
+/// Reserves address space for device allocations, so device pointers never alias the
+/// program's own memory (the backend places CPU-executor allocations there).
+fn reserve_device_va() -> (u64, u64) {
+    // SAFETY: an anonymous PROT_NONE, MAP_NORESERVE mapping at an address the kernel
+    // chooses; it touches no existing mapping and is never unmapped.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            DEVICE_VA_LEN as usize,
+            libc::PROT_NONE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        (0, 0)
+    } else {
+        (p as u64, DEVICE_VA_LEN)
+    }
+}
+
+impl Client {
+    fn connect() -> std::result::Result<Client, Error> {
+        logging::init();
+        let transport = open_transport().map_err(|e| {
+            logging::alert(&format!(
+                "cannot reach the vcuda backend ({e}); set VCUDA_SOCKET or start `vcuda-backend serve`"
+            ));
+            Error::NO_DEVICE
+        })?;
+        log::info!("connected via {}", transport.describe());
+        let (va_base, va_len) = reserve_device_va();
+        let mut c = Client {
+            transport,
+            hello: HelloResp::default(),
+            seq: AtomicU64::new(1),
+            devices: Vec::new(),
+            async_error: AtomicU32::new(0),
+            sticky: AtomicU32::new(0),
+            generation: AtomicU64::new(1),
+            streams: Mutex::default(),
+            events: Mutex::default(),
+            mirror: Mirror::default(),
+            device_flags: Mutex::default(),
+        };
+        let name = std::env::args().next().unwrap_or_default();
+        let hello = HelloReq {
+            runtime_version: RUNTIME_VERSION,
+            pid: std::process::id(),
+            va_base,
+            va_len,
+            flags: 0,
+            reserved: 0,
+        };
+        let resp: HelloResp = c
+            .call_fixed(Opcode::Hello, &hello, name.as_bytes(), &[], &mut [])
+            .map_err(|e| {
+                logging::alert(&format!(
+                    "the vcuda backend refused the session (error {})",
+                    e.0
+                ));
+                e
+            })?;
+        if ExecutorKind::from_u32(resp.executor).is_none() {
+            return Err(Error::NO_DEVICE);
+        }
+        c.hello = resp;
+        c.devices = (0..resp.device_count).map(|_| OnceLock::new()).collect();
+        Ok(c)
+    }
+
+    fn next_seq(&self) -> u64 {
+        self.seq.fetch_add(1, Ordering::Relaxed)
+    }
+
+    fn segments(out: &[&[u8]], inp: &[&mut [u8]]) -> Vec<SegmentDesc> {
+        out.iter()
+            .map(|b| SegmentDesc::out(b.len() as u64))
+            .chain(inp.iter().map(|b| SegmentDesc::input(b.len() as u64)))
+            .collect()
+    }
+
+    /// Handles records that are not the awaited reply: device output and asynchronous
+    /// errors.
+    fn side_records(&self, recs: &[Record]) {
+        for r in recs {
+            match r.kind {
+                RecordKind::Stdout => {
+                    let mut o = std::io::stdout().lock();
+                    let _ = o.write_all(&r.payload);
+                    let _ = o.flush();
+                }
+                RecordKind::AsyncError => {
+                    log::debug!("asynchronous error {} from request {}", r.status, r.seq);
+                    self.note_error(r.status);
+                    let _ = self.async_error.compare_exchange(
+                        0,
+                        r.status,
+                        Ordering::Relaxed,
+                        Ordering::Relaxed,
+                    );
+                }
+                RecordKind::Reply => {}
+            }
+        }
+    }
+
+    fn note_error(&self, code: u32) {
+        if status::is_sticky(code) {
+            self.sticky.store(code, Ordering::Relaxed);
+        }
+    }
+
+    /// Takes the pending asynchronous error, if any.
+    pub fn take_async_error(&self) -> Option<Error> {
+        match self.async_error.swap(0, Ordering::Relaxed) {
+            0 => None,
+            e => Some(Error(e)),
+        }
+    }
+
+    /// Sends one request and waits for its reply; returns its payload. `out` are the
+    /// request's out segments, `inp` its in segments.
+    pub fn call<T: IntoBytes + Immutable + ?Sized>(
+        &self,
+        op: Opcode,
+        fixed: &T,
+        tail: &[u8],
+        out: &[&[u8]],
+        inp: &mut [&mut [u8]],
+    ) -> Result<Vec<u8>> {
+        let seq = self.next_seq();
+        let segs = Self::segments(out, inp);
+        let mut b = MessageBuilder::new();
+        b.push(op, 0, seq, &segs, fixed, tail);
+        let msg = b.finish(0);
+        let recs = self
+            .transport
+            .call(msg, out, inp, seq)
+            .map_err(|e| self.lost(e))?;
+        self.side_records(&recs);
+        let Some(r) = recs
+            .iter()
+            .find(|r| r.kind == RecordKind::Reply && r.seq == seq)
+        else {
+            return Err(Error::UNKNOWN);
+        };
+        if let Some(e) = self.take_async_error() {
+            return Err(e);
+        }
+        if r.status != status::SUCCESS {
+            self.note_error(r.status);
+            return Err(Error(r.status));
+        }
+        Ok(r.payload.clone())
+    }
+
+    /// Like [`Client::call`], decoding a fixed-size reply payload.
+    pub fn call_fixed<T: IntoBytes + Immutable + ?Sized, R: FromBytes>(
+        &self,
+        op: Opcode,
+        fixed: &T,
+        tail: &[u8],
+        out: &[&[u8]],
+        inp: &mut [&mut [u8]],
+    ) -> Result<R> {
+        let p = self.call(op, fixed, tail, out, inp)?;
+        R::read_from_prefix(&p)
+            .map(|(r, _)| r)
+            .map_err(|_| Error::UNKNOWN)
+    }
+
+    /// Sends a request flagged reply-on-error without waiting. Its failure, if any,
+    /// surfaces from a later call, like CUDA's asynchronous errors.
+    pub fn post<T: IntoBytes + Immutable + ?Sized>(
+        &self,
+        op: Opcode,
+        fixed: &T,
+        tail: &[u8],
+        out: &[&[u8]],
+    ) -> Result<()> {
+        if let Some(e) = self.take_async_error() {
+            return Err(e);
+        }
+        let seq = self.next_seq();
+        let segs = Self::segments(out, &[]);
+        let mut b = MessageBuilder::new();
+        b.push(op, REQ_REPLY_ON_ERROR, seq, &segs, fixed, tail);
+        let msg = b.finish(MSG_NO_WAIT);
+        let recs = self.transport.post(msg, out).map_err(|e| self.lost(e))?;
+        self.side_records(&recs);
+        Ok(())
+    }
+
+    fn lost(&self, e: std::io::Error) -> Error {
+        static ONCE: std::sync::Once = std::sync::Once::new();
+        ONCE.call_once(|| logging::alert(&format!("lost the vcuda backend: {e}")));
+        Error::UNKNOWN
+    }
+
+    /// Fails with the sticky error, if one happened.
+    pub fn check_sticky(&self) -> Result<()> {
+        match self.sticky.load(Ordering::Relaxed) {
+            0 => Ok(()),
+            e => Err(Error(e)),
+        }
+    }
+
+    /// Number of devices.
+    pub fn device_count(&self) -> i32 {
+        self.hello.device_count as i32
+    }
+
+    /// Checks a device ordinal.
+    pub fn check_device(&self, d: i32) -> Result<u32> {
+        if d >= 0 && d < self.device_count() {
+            Ok(d as u32)
+        } else {
+            Err(Error::INVALID_DEVICE)
+        }
+    }
+
+    /// A device's description (fetched once).
+    pub fn device_info(&self, d: i32) -> Result<&DeviceInfo> {
+        let i = self.check_device(d)?;
+        let slot = &self.devices[i as usize];
+        if let Some(info) = slot.get() {
+            return Ok(info);
+        }
+        let info: DeviceInfo = self.call_fixed(
+            Opcode::GetDeviceInfo,
+            &DeviceReq {
+                device: i,
+                reserved: 0,
+            },
+            &[],
+            &[],
+            &mut [],
+        )?;
+        Ok(slot.get_or_init(|| Box::new(info)))
+    }
+
+    /// The current generation (see [`Client::generation`]).
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Relaxed)
+    }
+}

@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! C types of the CUDA runtime API and helpers for raw pointers from C.
+
+use std::ffi::{c_int, c_void};
+
+use crate::entry::{Error, Result};
+
+/// `cudaError_t`.
+pub type cudaError_t = u32;
+/// `cudaStream_t`.
+pub type cudaStream_t = *mut c_void;
+/// `cudaEvent_t`.
+pub type cudaEvent_t = *mut c_void;
+
+/// `dim3`, passed by value exactly like the C struct.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct dim3 {
+    /// x.
+    pub x: u32,
+    /// y.
+    pub y: u32,
+    /// z.
+    pub z: u32,
+}
+
+impl dim3 {
+    /// As an array.
+    pub fn arr(self) -> [u32; 3] {
+        [self.x, self.y, self.z]
+    }
+}
+
+/// `cudaMemcpyKind`.
+pub mod memcpy_kind {
+    /// `cudaMemcpyHostToHost`.
+    pub const H2H: i32 = 0;
+    /// `cudaMemcpyHostToDevice`.
+    pub const H2D: i32 = 1;
+    /// `cudaMemcpyDeviceToHost`.
+    pub const D2H: i32 = 2;
+    /// `cudaMemcpyDeviceToDevice`.
+    pub const D2D: i32 = 3;
+    /// `cudaMemcpyDefault`.
+    pub const DEFAULT: i32 = 4;
+}
+
+/// `cudaStreamLegacy`.
+pub const STREAM_LEGACY: usize = 0x1;
+/// `cudaStreamPerThread`.
+pub const STREAM_PER_THREAD: usize = 0x2;
+
+/// `struct cudaFuncAttributes` (the same in CUDA 12 and 13).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct cudaFuncAttributes {
+    pub sharedSizeBytes: usize,
+    pub constSizeBytes: usize,
+    pub localSizeBytes: usize,
+    pub maxThreadsPerBlock: c_int,
+    pub numRegs: c_int,
+    pub ptxVersion: c_int,
+    pub binaryVersion: c_int,
+    pub cacheModeCA: c_int,
+    pub maxDynamicSharedSizeBytes: c_int,
+    pub preferredShmemCarveout: c_int,
+    pub clusterDimMustBeSet: c_int,
+    pub requiredClusterWidth: c_int,
+    pub requiredClusterHeight: c_int,
+    pub requiredClusterDepth: c_int,
+    pub clusterSchedulingPolicyPreference: c_int,
+    pub nonPortableClusterSizeAllowed: c_int,
+    pub reserved: [c_int; 16],
+}
+const _: () = assert!(size_of::<cudaFuncAttributes>() == 144);
+
+/// `struct cudaPointerAttributes`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct cudaPointerAttributes {
+    pub type_: c_int,
+    pub device: c_int,
+    pub devicePointer: *mut c_void,
+    pub hostPointer: *mut c_void,
+    pub reserved: [std::ffi::c_long; 8],
+}
+
+/// `cudaMemoryType`.
+pub mod memory_type {
+    /// Unregistered host memory.
+    pub const UNREGISTERED: i32 = 0;
+    /// Page-locked host memory.
+    pub const HOST: i32 = 1;
+    /// Device memory.
+    pub const DEVICE: i32 = 2;
+}
+
+/// Writes `v` through an output pointer from C, which may be null.
+///
+/// # Safety
+/// `p` is null or valid for writing a `T` (the CUDA API's contract for output parameters).
+pub unsafe fn write_out<T>(p: *mut T, v: T) -> Result<()> {
+    if p.is_null() {
+        return Err(Error::INVALID_VALUE);
+    }
+    // SAFETY: non-null, and valid for writes by the caller's contract.
+    unsafe { p.write_unaligned(v) };
+    Ok(())
+}
+
+/// A host byte range from C as a slice.
+///
+/// # Safety
+/// `p` is valid for reads of `len` bytes for `'a` (the API's contract for source buffers).
+pub unsafe fn host_slice<'a>(p: *const c_void, len: usize) -> Result<&'a [u8]> {
+    if len == 0 {
+        return Ok(&[]);
+    }
+    if p.is_null() {
+        return Err(Error::INVALID_VALUE);
+    }
+    // SAFETY: non-null; valid for `len` bytes by the caller's contract.
+    Ok(unsafe { std::slice::from_raw_parts(p.cast::<u8>(), len) })
+}
+
+/// A writable host byte range from C as a slice.
+///
+/// # Safety
+/// `p` is valid for writes of `len` bytes for `'a` and not otherwise accessed meanwhile.
+pub unsafe fn host_slice_mut<'a>(p: *mut c_void, len: usize) -> Result<&'a mut [u8]> {
+    if len == 0 {
+        return Ok(&mut []);
+    }
+    if p.is_null() {
+        return Err(Error::INVALID_VALUE);
+    }
+    // SAFETY: non-null; valid for `len` bytes by the caller's contract.
+    Ok(unsafe { std::slice::from_raw_parts_mut(p.cast::<u8>(), len) })
+}

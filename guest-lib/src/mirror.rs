@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! The library's record of allocations: device memory from `cudaMalloc`, page-locked host
+//! memory from `cudaMallocHost`/`cudaHostAlloc`, and ranges registered with
+//! `cudaHostRegister`. It answers `cudaPointerGetAttributes`, infers the direction of
+//! `cudaMemcpyDefault`, and lets asynchronous calls be checked locally so they need not
+//! wait for the backend.
+
+use std::collections::BTreeMap;
+use std::sync::RwLock;
+
+/// What kind of memory a range is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// Device memory.
+    Device,
+    /// Page-locked host memory the library allocated (`cudaHostAlloc` flags kept).
+    HostAlloc(u32),
+    /// Host memory the program registered (`cudaHostRegister` flags kept).
+    HostRegistered(u32),
+}
+
+/// One range.
+#[derive(Clone, Copy, Debug)]
+pub struct Range {
+    /// Start.
+    pub base: u64,
+    /// Length.
+    pub len: u64,
+    /// Kind.
+    pub kind: Kind,
+    /// Device that was current when it was made.
+    pub device: i32,
+}
+
+/// All ranges, by start address.
+#[derive(Default, Debug)]
+pub struct Mirror {
+    ranges: RwLock<BTreeMap<u64, Range>>,
+}
+
+impl Mirror {
+    /// Records a range.
+    pub fn insert(&self, r: Range) {
+        self.ranges
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(r.base, r);
+    }
+
+    /// Removes the range starting at `base` if it has a kind accepted by `pred`.
+    pub fn remove(&self, base: u64, pred: impl Fn(Kind) -> bool) -> Option<Range> {
+        let mut g = self.ranges.write().unwrap_or_else(|e| e.into_inner());
+        match g.get(&base) {
+            Some(r) if pred(r.kind) => g.remove(&base),
+            _ => None,
+        }
+    }
+
+    /// The range containing `addr`.
+    pub fn find(&self, addr: u64) -> Option<Range> {
+        let g = self.ranges.read().unwrap_or_else(|e| e.into_inner());
+        let (_, r) = g.range(..=addr).next_back()?;
+        (addr - r.base < r.len.max(1)).then_some(*r)
+    }
+
+    /// Whether `[addr, addr + len)` lies in one device allocation.
+    pub fn is_device_range(&self, addr: u64, len: u64) -> bool {
+        match self.find(addr) {
+            Some(r) if r.kind == Kind::Device => addr
+                .checked_add(len)
+                .is_some_and(|end| end <= r.base + r.len),
+            _ => false,
+        }
+    }
+
+    /// Whether `addr` is in device memory.
+    pub fn is_device(&self, addr: u64) -> bool {
+        matches!(self.find(addr), Some(r) if r.kind == Kind::Device)
+    }
+
+    /// Drops every device range (after `cudaDeviceReset`).
+    pub fn clear_device(&self) {
+        self.ranges
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|_, r| r.kind != Kind::Device);
+    }
+}

@@ -1,0 +1,292 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! Fat binaries, kernels and variables the program registers, and their backend handles.
+//!
+//! Registration happens in static constructors, before `main`, and never contacts the
+//! backend. A fat binary is sent to the backend on first use (keyed by its SHA-256, so the
+//! backend can reuse what another process already sent), and kernel and variable handles
+//! are looked up on first use. `cudaDeviceReset` invalidates them all (the client's
+//! generation changes) and they are loaded again on next use.
+
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use sha2::{Digest, Sha256};
+use vcuda_fatbin::ParamLayout;
+use vcuda_protocol::{
+    FuncAttrs, FunctionGetReq, FunctionGetResp, MODULE_HAS_DATA, ModuleLoadReq, ModuleLoadResp,
+    Opcode, PARAMS_UNKNOWN, ParamInfo, SymbolGetReq, SymbolGetResp,
+};
+use zerocopy::FromBytes;
+
+use crate::client::Client;
+use crate::entry::{Error, Result};
+
+/// A registered fat binary.
+pub struct FatbinReg {
+    wrapper: usize,
+    image: OnceLock<std::result::Result<Image, Error>>,
+    module: Mutex<Option<(u64, u64)>>,
+}
+
+/// A fat binary's bytes and what the library computed from them.
+pub struct Image {
+    /// The fat binary (in the program's image, alive until it unloads).
+    pub bytes: &'static [u8],
+    /// SHA-256 of `bytes`.
+    pub hash: [u8; 32],
+    /// Parameter layouts of its kernels.
+    pub layouts: HashMap<String, ParamLayout>,
+}
+
+impl FatbinReg {
+    /// The image, parsed on first use.
+    pub fn image(&self) -> Result<&Image> {
+        self.image
+            .get_or_init(|| {
+                // SAFETY: `wrapper` is the pointer nvcc's registration code passed to
+                // __cudaRegisterFatBinary: a wrapper in the program's read-only image that
+                // stays mapped until the program unloads it.
+                let bytes = unsafe {
+                    vcuda_fatbin::fatbin_from_wrapper::<'static>(self.wrapper as *const c_void)
+                }
+                .map_err(|e| {
+                    log::error!("cannot read a registered fat binary: {e}");
+                    Error(vcuda_protocol::status::INVALID_KERNEL_IMAGE)
+                })?;
+                let layouts = match vcuda_fatbin::parse(bytes) {
+                    Ok(f) => vcuda_fatbin::kernel_layouts(&f),
+                    Err(e) => {
+                        log::warn!(
+                            "cannot parse a fat binary ({e}); the backend's layouts will be used"
+                        );
+                        HashMap::new()
+                    }
+                };
+                Ok(Image {
+                    bytes,
+                    hash: Sha256::digest(bytes).into(),
+                    layouts,
+                })
+            })
+            .as_ref()
+            .map_err(|e| *e)
+    }
+
+    /// The backend's handle for this fat binary's module, loading it if needed.
+    pub fn module(&self, c: &Client) -> Result<u64> {
+        let generation = c.generation();
+        let mut g = self.module.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((gen_, h)) = *g {
+            if gen_ == generation {
+                return Ok(h);
+            }
+        }
+        let img = self.image()?;
+        let mut req = ModuleLoadReq {
+            hash: img.hash,
+            size: img.bytes.len() as u64,
+            flags: 0,
+            reserved: 0,
+        };
+        let mut resp: ModuleLoadResp = c.call_fixed(Opcode::ModuleLoad, &req, &[], &[], &mut [])?;
+        if resp.need_data != 0 {
+            req.flags = MODULE_HAS_DATA;
+            resp = c.call_fixed(Opcode::ModuleLoad, &req, &[], &[img.bytes], &mut [])?;
+        }
+        *g = Some((generation, resp.handle));
+        Ok(resp.handle)
+    }
+}
+
+/// A kernel as the backend knows it.
+#[derive(Clone, Debug)]
+pub struct LoadedFunc {
+    /// Backend handle.
+    pub handle: u64,
+    /// `(offset, size)` of each parameter.
+    pub params: Vec<(u32, u32)>,
+    /// Bytes of the parameter buffer.
+    pub param_size: u32,
+    /// Attributes.
+    pub attrs: FuncAttrs,
+}
+
+/// A registered kernel.
+pub struct FuncReg {
+    /// Its fat binary.
+    pub fatbin: Arc<FatbinReg>,
+    /// Mangled name.
+    pub name: String,
+    loaded: Mutex<Option<(u64, LoadedFunc)>>,
+}
+
+impl FuncReg {
+    /// The kernel's backend handle and layout, looked up if needed.
+    pub fn load(&self, c: &Client) -> Result<LoadedFunc> {
+        let generation = c.generation();
+        let mut g = self.loaded.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((gen_, f)) = &*g {
+            if *gen_ == generation {
+                return Ok(f.clone());
+            }
+        }
+        let module = self.fatbin.module(c)?;
+        let p = c.call(
+            Opcode::FunctionGet,
+            &FunctionGetReq { module },
+            self.name.as_bytes(),
+            &[],
+            &mut [],
+        )?;
+        let (resp, tail) = FunctionGetResp::read_from_prefix(&p).map_err(|_| Error::UNKNOWN)?;
+        let guest = self
+            .fatbin
+            .image()
+            .ok()
+            .and_then(|i| i.layouts.get(&self.name));
+        let (params, param_size) = match guest {
+            Some(l) => (
+                l.params.iter().map(|p| (p.offset, p.size)).collect(),
+                l.size,
+            ),
+            None if resp.n_params != PARAMS_UNKNOWN => {
+                let infos = <[ParamInfo]>::ref_from_bytes(tail).map_err(|_| Error::UNKNOWN)?;
+                if infos.len() != resp.n_params as usize {
+                    return Err(Error::UNKNOWN);
+                }
+                (
+                    infos.iter().map(|p| (p.offset, p.size)).collect(),
+                    resp.param_size,
+                )
+            }
+            None => {
+                log::error!("no parameter layout for kernel {}", self.name);
+                return Err(Error::INVALID_DEVICE_FUNCTION);
+            }
+        };
+        let f = LoadedFunc {
+            handle: resp.handle,
+            params,
+            param_size,
+            attrs: resp.attrs,
+        };
+        *g = Some((generation, f.clone()));
+        Ok(f)
+    }
+}
+
+/// A registered `__device__` or `__constant__` variable.
+pub struct VarReg {
+    /// Its fat binary.
+    pub fatbin: Arc<FatbinReg>,
+    /// Mangled name.
+    pub name: String,
+    /// Size the program registered.
+    pub size: usize,
+    addr: Mutex<Option<(u64, u64, u64)>>,
+}
+
+impl VarReg {
+    /// `(device address, size)`, looked up if needed.
+    pub fn resolve(&self, c: &Client) -> Result<(u64, u64)> {
+        let generation = c.generation();
+        let mut g = self.addr.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((gen_, a, s)) = *g {
+            if gen_ == generation {
+                return Ok((a, s));
+            }
+        }
+        let module = self.fatbin.module(c)?;
+        let r: SymbolGetResp = c.call_fixed(
+            Opcode::SymbolGet,
+            &SymbolGetReq { module },
+            self.name.as_bytes(),
+            &[],
+            &mut [],
+        )?;
+        *g = Some((generation, r.ptr, r.size));
+        Ok((r.ptr, r.size))
+    }
+}
+
+#[derive(Default)]
+struct Registry {
+    funcs: HashMap<usize, Arc<FuncReg>>,
+    vars: HashMap<usize, Arc<VarReg>>,
+}
+
+static REGISTRY: Mutex<Option<Registry>> = Mutex::new(None);
+
+fn with<R>(f: impl FnOnce(&mut Registry) -> R) -> R {
+    let mut g = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
+    f(g.get_or_insert_with(Registry::default))
+}
+
+/// Registers a fat binary; the returned pointer is the handle the program passes back.
+pub fn register_fatbin(wrapper: *mut c_void) -> *mut *mut c_void {
+    let reg = Arc::new(FatbinReg {
+        wrapper: wrapper as usize,
+        image: OnceLock::new(),
+        module: Mutex::new(None),
+    });
+    // Leaked on purpose: the program may use the handle until exit, even after
+    // __cudaUnregisterFatBinary.
+    Arc::into_raw(reg) as *mut *mut c_void
+}
+
+/// The fat binary behind a handle from [`register_fatbin`].
+///
+/// # Safety
+/// `handle` is null or a pointer [`register_fatbin`] returned.
+pub unsafe fn fatbin(handle: *mut *mut c_void) -> Option<Arc<FatbinReg>> {
+    if handle.is_null() {
+        return None;
+    }
+    let p = handle as *const FatbinReg;
+    // SAFETY: `p` came from Arc::into_raw and the Arc is never released, so it is alive;
+    // taking one more strong count before from_raw keeps the leaked one intact.
+    unsafe {
+        Arc::increment_strong_count(p);
+        Some(Arc::from_raw(p))
+    }
+}
+
+/// Registers a kernel under its host stub's address.
+pub fn register_function(fatbin: Arc<FatbinReg>, host_fun: usize, name: String) {
+    with(|r| {
+        r.funcs.insert(
+            host_fun,
+            Arc::new(FuncReg {
+                fatbin,
+                name,
+                loaded: Mutex::new(None),
+            }),
+        )
+    });
+}
+
+/// Registers a variable under its host shadow's address.
+pub fn register_var(fatbin: Arc<FatbinReg>, host_var: usize, name: String, size: usize) {
+    with(|r| {
+        r.vars.insert(
+            host_var,
+            Arc::new(VarReg {
+                fatbin,
+                name,
+                size,
+                addr: Mutex::new(None),
+            }),
+        )
+    });
+}
+
+/// The kernel registered for `host_fun`.
+pub fn function(host_fun: usize) -> Option<Arc<FuncReg>> {
+    with(|r| r.funcs.get(&host_fun).cloned())
+}
+
+/// The variable registered for `host_var`.
+pub fn var(host_var: usize) -> Option<Arc<VarReg>> {
+    with(|r| r.vars.get(&host_var).cloned())
+}

@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! The virtio transport: `/dev/vcuda`, the vcuda kernel module's device.
+//!
+//! Each call is one `VCUDA_IOC_SUBMIT` ioctl. The module copies the message in, pins the
+//! pages of every data segment (the program's own buffers: no copies), sends them to the
+//! host as guest-physical scatter-gather lists, sleeps until the reply, and copies the
+//! reply's records out. In data is already in the program's buffers when it returns.
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::fd::AsRawFd;
+
+use vcuda_protocol::decode::{decode_reply_header, split_records};
+use vcuda_protocol::ioctl::{VCUDA_IOC_INFO, VCUDA_IOC_SUBMIT, VcudaInfo, VcudaSeg, VcudaSubmit};
+use vcuda_protocol::{RecordKind, SegmentDir};
+use zerocopy::FromZeros;
+
+use crate::transport::{Record, Transport};
+
+/// The device node.
+pub const DEVICE_PATH: &str = "/dev/vcuda";
+
+/// Bytes of the reply buffer offered with every call.
+const REPLY_CAPACITY: usize = 64 << 10;
+
+/// The virtio transport.
+pub struct VirtioTransport {
+    file: File,
+    info: VcudaInfo,
+}
+
+impl VirtioTransport {
+    /// Opens `/dev/vcuda` (one session per open file).
+    pub fn open() -> io::Result<Self> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(DEVICE_PATH)?;
+        let mut info = VcudaInfo::new_zeroed();
+        // SAFETY: VCUDA_IOC_INFO writes one VcudaInfo through the pointer, which is valid
+        // and exclusively borrowed for the call.
+        let r = unsafe {
+            libc::ioctl(
+                file.as_raw_fd(),
+                VCUDA_IOC_INFO as _,
+                &mut info as *mut VcudaInfo,
+            )
+        };
+        if r < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Self { file, info })
+    }
+
+    fn submit(
+        &self,
+        msg: &[u8],
+        out: &[&[u8]],
+        inp: &mut [&mut [u8]],
+        seq: Option<u64>,
+    ) -> io::Result<Vec<Record>> {
+        let segs: Vec<VcudaSeg> = out
+            .iter()
+            .map(|b| VcudaSeg {
+                addr: b.as_ptr() as u64,
+                len: b.len() as u64,
+                dir: SegmentDir::Out as u32,
+                flags: 0,
+            })
+            .chain(inp.iter_mut().map(|b| VcudaSeg {
+                addr: b.as_mut_ptr() as u64,
+                len: b.len() as u64,
+                dir: SegmentDir::In as u32,
+                flags: 0,
+            }))
+            .collect();
+        let mut reply = vec![0u8; REPLY_CAPACITY];
+        let mut sub = VcudaSubmit {
+            ctrl_addr: msg.as_ptr() as u64,
+            ctrl_len: msg.len() as u32,
+            reply_cap: reply.len() as u32,
+            reply_addr: reply.as_mut_ptr() as u64,
+            segs_addr: segs.as_ptr() as u64,
+            n_segs: segs.len() as u32,
+            reply_len: 0,
+            flags: 0,
+        };
+        // SAFETY: every address in `sub` points into a live buffer of the stated length
+        // (`msg`, `reply`, `segs`, and the caller's segment buffers, borrowed for the whole
+        // call); the module reads out segments and writes in segments and `reply` only
+        // until the ioctl returns.
+        let r = unsafe {
+            libc::ioctl(
+                self.file.as_raw_fd(),
+                VCUDA_IOC_SUBMIT as _,
+                &mut sub as *mut VcudaSubmit,
+            )
+        };
+        if r < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let bad = |e: vcuda_protocol::DecodeError| {
+            io::Error::new(io::ErrorKind::InvalidData, e.to_string())
+        };
+        let reply = &reply[..(sub.reply_len as usize).min(reply.len())];
+        if reply.is_empty() && seq.is_none() {
+            return Ok(Vec::new());
+        }
+        let h = decode_reply_header(reply).map_err(bad)?;
+        let ctrl = reply
+            .get(size_of::<vcuda_protocol::ReplyHeader>()..)
+            .unwrap_or(&[]);
+        let ctrl = ctrl
+            .get(..h.ctrl_len as usize)
+            .ok_or_else(|| io::Error::from(io::ErrorKind::InvalidData))?;
+        let recs = split_records(&h, ctrl).map_err(bad)?;
+        Ok(recs
+            .iter()
+            .map(|r| Record {
+                kind: RecordKind::from_u16(r.header.kind).unwrap_or(RecordKind::Reply),
+                seq: r.header.seq,
+                status: r.header.status,
+                payload: r.payload.to_vec(),
+            })
+            .collect())
+    }
+}
+
+impl Transport for VirtioTransport {
+    fn call(
+        &self,
+        msg: &[u8],
+        out: &[&[u8]],
+        inp: &mut [&mut [u8]],
+        seq: u64,
+    ) -> io::Result<Vec<Record>> {
+        self.submit(msg, out, inp, Some(seq))
+    }
+
+    fn post(&self, msg: &[u8], out: &[&[u8]]) -> io::Result<Vec<Record>> {
+        self.submit(msg, out, &mut [], None)
+    }
+
+    fn describe(&self) -> String {
+        format!("{DEVICE_PATH} (session {})", self.info.session)
+    }
+}

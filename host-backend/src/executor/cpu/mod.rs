@@ -1,0 +1,560 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! The CPU reference executor: device memory in host memory, kernels interpreted from PTX.
+//!
+//! Everything a session issues runs in issue order on the session's thread. That order
+//! satisfies every ordering CUDA guarantees (stream order, the legacy default stream's
+//! implicit synchronization, events), so streams need no threads of their own; a kernel's
+//! blocks still run in parallel on the host's cores. Events are stamped when reached, which,
+//! with in-order execution, is when all work before them has completed.
+
+mod memory;
+mod module;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use vcuda_protocol::{
+    DeviceInfo, EventElapsedResp, ExecutorKind, LaunchReq, MemcpyDtoDReq, MemcpyDtoHReq,
+    MemcpyHtoDReq, MemsetReq, STREAM_LEGACY, attr,
+};
+
+pub use self::memory::{AllocKind, DeviceHeap, MemoryBudget};
+use self::module::Modules;
+use super::{ExecResult, Executor, ExecutorFactory, FunctionInfo, ModuleImage, Status};
+use crate::data::DataSegs;
+
+/// Settings of the CPU executor.
+#[derive(Debug, Clone)]
+pub struct CpuConfig {
+    /// Simulated device memory, shared by all sessions.
+    pub memory: u64,
+    /// Threads that run a kernel's blocks (0: one per host core).
+    pub threads: usize,
+}
+
+impl Default for CpuConfig {
+    fn default() -> Self {
+        Self {
+            memory: 16 << 30,
+            threads: 0,
+        }
+    }
+}
+
+/// Makes [`CpuExecutor`]s.
+#[derive(Debug)]
+pub struct CpuFactory {
+    config: CpuConfig,
+    budget: Arc<MemoryBudget>,
+    ptx_cache: Arc<module::PtxCache>,
+}
+
+impl CpuFactory {
+    /// A factory with `config`.
+    pub fn new(config: CpuConfig) -> Self {
+        let budget = MemoryBudget::new(config.memory);
+        Self {
+            config,
+            budget,
+            ptx_cache: Arc::default(),
+        }
+    }
+}
+
+impl ExecutorFactory for CpuFactory {
+    fn kind(&self) -> ExecutorKind {
+        ExecutorKind::Cpu
+    }
+
+    fn new_session(&self) -> ExecResult<Box<dyn Executor>> {
+        let threads = match self.config.threads {
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            n => n,
+        };
+        Ok(Box::new(CpuExecutor {
+            heap: DeviceHeap::new(self.budget.clone()),
+            streams: HashMap::new(),
+            events: HashMap::new(),
+            modules: Modules::new(self.ptx_cache.clone(), threads),
+            next_handle: 0x5ca1_0000,
+            limits: Limits::default(),
+            threads,
+        }))
+    }
+}
+
+/// `cudaStreamNonBlocking`.
+const STREAM_NON_BLOCKING: u32 = 1;
+/// `cudaEventBlockingSync | cudaEventDisableTiming | cudaEventInterprocess`.
+const EVENT_FLAGS: u32 = 0x1 | 0x2 | 0x4;
+/// `cudaEventDisableTiming`.
+const EVENT_DISABLE_TIMING: u32 = 0x2;
+/// `cudaEventInterprocess`.
+const EVENT_INTERPROCESS: u32 = 0x4;
+
+#[derive(Debug)]
+struct Stream {
+    _flags: u32,
+    _priority: i32,
+}
+
+#[derive(Debug)]
+struct Event {
+    flags: u32,
+    recorded: Option<Instant>,
+}
+
+/// `cudaLimit` values.
+#[derive(Debug)]
+struct Limits {
+    stack_size: u64,
+    printf_fifo: u64,
+    malloc_heap: u64,
+    sync_depth: u64,
+    pending_launches: u64,
+    l2_fetch: u64,
+    l2_persisting: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            stack_size: 1024,
+            printf_fifo: 1 << 20,
+            malloc_heap: 8 << 20,
+            sync_depth: 2,
+            pending_launches: 2048,
+            l2_fetch: 64,
+            l2_persisting: 0,
+        }
+    }
+}
+
+impl Limits {
+    fn slot(&mut self, limit: u32) -> ExecResult<&mut u64> {
+        Ok(match limit {
+            0 => &mut self.stack_size,
+            1 => &mut self.printf_fifo,
+            2 => &mut self.malloc_heap,
+            3 => &mut self.sync_depth,
+            4 => &mut self.pending_launches,
+            5 => &mut self.l2_fetch,
+            6 => &mut self.l2_persisting,
+            _ => return Err(Status::UNSUPPORTED_LIMIT),
+        })
+    }
+}
+
+/// One session on the CPU executor.
+#[derive(Debug)]
+pub struct CpuExecutor {
+    heap: DeviceHeap,
+    streams: HashMap<u64, Stream>,
+    events: HashMap<u64, Event>,
+    modules: Modules,
+    next_handle: u64,
+    limits: Limits,
+    threads: usize,
+}
+
+/// Name the CPU device reports.
+pub const DEVICE_NAME: &str = "vcuda CPU reference device";
+/// Compute capability the CPU device reports (the PTX it runs targets sm_90).
+pub const COMPUTE_CAPABILITY: (i32, i32) = (9, 0);
+/// What the CPU executor reports as the driver version.
+pub const DRIVER_VERSION: u32 = 13000;
+
+impl CpuExecutor {
+    fn new_handle(&mut self) -> u64 {
+        self.next_handle += 0x10;
+        self.next_handle
+    }
+
+    fn check_device(&self, device: u32) -> ExecResult<()> {
+        if device == 0 {
+            Ok(())
+        } else {
+            Err(Status::INVALID_DEVICE)
+        }
+    }
+
+    fn check_stream(&self, stream: u64) -> ExecResult<()> {
+        if stream == STREAM_LEGACY || self.streams.contains_key(&stream) {
+            Ok(())
+        } else {
+            Err(Status::INVALID_HANDLE)
+        }
+    }
+
+    fn device_info(&self) -> DeviceInfo {
+        let mut info = DeviceInfo::default();
+        let name = DEVICE_NAME.as_bytes();
+        info.name[..name.len()].copy_from_slice(name);
+        info.uuid = *b"vcuda-cpu-device";
+        info.total_global_mem = self.heap.budget().total();
+        let sms = self.threads.clamp(1, 1024) as i32;
+        let mut set = |a: u32, v: i32| {
+            if let Some(slot) = info.attrs.get_mut(a as usize) {
+                *slot = v;
+            }
+        };
+        use attr::*;
+        set(MAX_THREADS_PER_BLOCK, 1024);
+        set(MAX_BLOCK_DIM_X, 1024);
+        set(MAX_BLOCK_DIM_Y, 1024);
+        set(MAX_BLOCK_DIM_Z, 64);
+        set(MAX_GRID_DIM_X, i32::MAX);
+        set(MAX_GRID_DIM_Y, 65535);
+        set(MAX_GRID_DIM_Z, 65535);
+        set(MAX_SHARED_MEMORY_PER_BLOCK, 48 * 1024);
+        set(TOTAL_CONSTANT_MEMORY, 64 * 1024);
+        set(WARP_SIZE, 32);
+        set(MAX_PITCH, i32::MAX);
+        set(MAX_REGISTERS_PER_BLOCK, 65536);
+        set(CLOCK_RATE, 1_000_000);
+        set(TEXTURE_ALIGNMENT, 512);
+        set(GPU_OVERLAP, 1);
+        set(MULTI_PROCESSOR_COUNT, sms);
+        set(KERNEL_EXEC_TIMEOUT, 0);
+        set(INTEGRATED, 0);
+        set(CAN_MAP_HOST_MEMORY, 0);
+        set(COMPUTE_MODE, 0);
+        set(SURFACE_ALIGNMENT, 512);
+        set(CONCURRENT_KERNELS, 1);
+        set(ECC_ENABLED, 0);
+        set(PCI_BUS_ID, 0);
+        set(PCI_DEVICE_ID, 0);
+        set(TCC_DRIVER, 0);
+        set(MEMORY_CLOCK_RATE, 1_000_000);
+        set(GLOBAL_MEMORY_BUS_WIDTH, 64);
+        set(L2_CACHE_SIZE, 4 << 20);
+        set(MAX_THREADS_PER_MULTI_PROCESSOR, 2048);
+        set(ASYNC_ENGINE_COUNT, 1);
+        set(UNIFIED_ADDRESSING, 1);
+        set(PCI_DOMAIN_ID, 0);
+        set(TEXTURE_PITCH_ALIGNMENT, 32);
+        set(COMPUTE_CAPABILITY_MAJOR, COMPUTE_CAPABILITY.0);
+        set(COMPUTE_CAPABILITY_MINOR, COMPUTE_CAPABILITY.1);
+        set(STREAM_PRIORITIES_SUPPORTED, 1);
+        set(GLOBAL_L1_CACHE_SUPPORTED, 1);
+        set(LOCAL_L1_CACHE_SUPPORTED, 1);
+        set(MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, 228 * 1024);
+        set(MAX_REGISTERS_PER_MULTIPROCESSOR, 65536);
+        set(MANAGED_MEMORY, 0);
+        set(IS_MULTI_GPU_BOARD, 0);
+        set(MULTI_GPU_BOARD_GROUP_ID, 0);
+        set(SINGLE_TO_DOUBLE_PRECISION_PERF_RATIO, 2);
+        set(PAGEABLE_MEMORY_ACCESS, 0);
+        set(CONCURRENT_MANAGED_ACCESS, 0);
+        set(COMPUTE_PREEMPTION_SUPPORTED, 1);
+        set(CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM, 0);
+        set(COOPERATIVE_LAUNCH, 0);
+        set(MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, 227 * 1024);
+        set(CAN_FLUSH_REMOTE_WRITES, 0);
+        set(HOST_REGISTER_SUPPORTED, 0);
+        set(PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES, 0);
+        set(DIRECT_MANAGED_MEM_ACCESS_FROM_HOST, 0);
+        set(MAX_BLOCKS_PER_MULTIPROCESSOR, 32);
+        set(MAX_PERSISTING_L2_CACHE_SIZE, 0);
+        set(MAX_ACCESS_POLICY_WINDOW_SIZE, 0);
+        set(RESERVED_SHARED_MEMORY_PER_BLOCK, 1024);
+        set(SPARSE_CUDA_ARRAY_SUPPORTED, 0);
+        set(HOST_REGISTER_READ_ONLY_SUPPORTED, 0);
+        set(MEMORY_POOLS_SUPPORTED, 0);
+        set(GPUDIRECT_RDMASUPPORTED, 0);
+        set(CLUSTER_LAUNCH, 0);
+        set(DEFERRED_MAPPING_CUDA_ARRAY_SUPPORTED, 0);
+        set(NUMA_CONFIG, 0);
+        set(NUMA_ID, -1);
+        set(HOST_NUMA_ID, -1);
+        info
+    }
+}
+
+impl Executor for CpuExecutor {
+    fn set_address_range(&mut self, base: u64, len: u64) {
+        self.heap.set_range(base, len);
+    }
+
+    fn device_count(&self) -> u32 {
+        1
+    }
+
+    fn driver_version(&self) -> u32 {
+        DRIVER_VERSION
+    }
+
+    fn device_info(&mut self, device: u32) -> ExecResult<DeviceInfo> {
+        self.check_device(device)?;
+        Ok(CpuExecutor::device_info(self))
+    }
+
+    fn device_synchronize(&mut self, device: u32) -> ExecResult<()> {
+        self.check_device(device)
+    }
+
+    fn device_reset(&mut self, device: u32) -> ExecResult<()> {
+        self.check_device(device)?;
+        self.modules.clear(&mut self.heap);
+        self.heap.clear();
+        self.streams.clear();
+        self.events.clear();
+        self.limits = Limits::default();
+        Ok(())
+    }
+
+    fn mem_get_info(&mut self, device: u32) -> ExecResult<(u64, u64)> {
+        self.check_device(device)?;
+        let b = self.heap.budget();
+        Ok((b.free(), b.total()))
+    }
+
+    fn set_limit(&mut self, device: u32, limit: u32, value: u64) -> ExecResult<()> {
+        self.check_device(device)?;
+        *self.limits.slot(limit)? = value;
+        Ok(())
+    }
+
+    fn get_limit(&mut self, device: u32, limit: u32) -> ExecResult<u64> {
+        self.check_device(device)?;
+        Ok(*self.limits.slot(limit)?)
+    }
+
+    fn malloc(&mut self, device: u32, size: u64) -> ExecResult<u64> {
+        self.check_device(device)?;
+        self.heap.alloc(size, AllocKind::User)
+    }
+
+    fn free(&mut self, ptr: u64) -> ExecResult<()> {
+        self.heap.free(ptr, AllocKind::User)
+    }
+
+    fn memcpy_htod(&mut self, r: &MemcpyHtoDReq, src: &DataSegs<'_>) -> ExecResult<()> {
+        self.check_stream(r.stream)?;
+        let rows = Rows::new(r.dst, r.dpitch, r.width, r.height)?;
+        for (i, addr) in rows.iter() {
+            let dst = self.heap.bytes_mut(addr, r.width)?;
+            src.read_at(i * r.width, dst)
+                .map_err(|_| Status::INVALID_VALUE)?;
+        }
+        Ok(())
+    }
+
+    fn memcpy_dtoh(&mut self, r: &MemcpyDtoHReq, dst: &DataSegs<'_>) -> ExecResult<()> {
+        self.check_stream(r.stream)?;
+        let rows = Rows::new(r.src, r.spitch, r.width, r.height)?;
+        for (i, addr) in rows.iter() {
+            let src = self.heap.bytes(addr, r.width)?;
+            dst.write_at(i * r.width, src)
+                .map_err(|_| Status::INVALID_VALUE)?;
+        }
+        Ok(())
+    }
+
+    fn memcpy_dtod(&mut self, r: &MemcpyDtoDReq) -> ExecResult<()> {
+        self.check_stream(r.stream)?;
+        let d = Rows::new(r.dst, r.dpitch, r.width, r.height)?;
+        let s = Rows::new(r.src, r.spitch, r.width, r.height)?;
+        for ((_, da), (_, sa)) in d.iter().zip(s.iter()) {
+            self.heap.copy(da, sa, r.width)?;
+        }
+        Ok(())
+    }
+
+    fn memset(&mut self, r: &MemsetReq) -> ExecResult<()> {
+        self.check_stream(r.stream)?;
+        let es = u64::from(r.elem_size);
+        if !matches!(es, 1 | 2 | 4) {
+            return Err(Status::INVALID_VALUE);
+        }
+        let row_bytes = r.width.checked_mul(es).ok_or(Status::INVALID_VALUE)?;
+        let rows = Rows::new(r.dst, r.pitch, row_bytes, r.height)?;
+        let pattern = r.value.to_le_bytes();
+        for (_, addr) in rows.iter() {
+            if es > 1 && addr % es != 0 {
+                return Err(Status::INVALID_VALUE);
+            }
+            let bytes = self.heap.bytes_mut(addr, row_bytes)?;
+            match es {
+                1 => bytes.fill(pattern[0]),
+                _ => bytes
+                    .chunks_exact_mut(es as usize)
+                    .for_each(|c| c.copy_from_slice(&pattern[..es as usize])),
+            }
+        }
+        Ok(())
+    }
+
+    fn stream_create(&mut self, device: u32, flags: u32, priority: i32) -> ExecResult<u64> {
+        self.check_device(device)?;
+        if flags & !STREAM_NON_BLOCKING != 0 {
+            return Err(Status::INVALID_VALUE);
+        }
+        let h = self.new_handle();
+        self.streams.insert(
+            h,
+            Stream {
+                _flags: flags,
+                _priority: priority.clamp(-5, 0),
+            },
+        );
+        Ok(h)
+    }
+
+    fn stream_destroy(&mut self, stream: u64) -> ExecResult<()> {
+        self.streams
+            .remove(&stream)
+            .map(drop)
+            .ok_or(Status::INVALID_HANDLE)
+    }
+
+    fn stream_synchronize(&mut self, stream: u64) -> ExecResult<()> {
+        self.check_stream(stream)
+    }
+
+    fn stream_query(&mut self, stream: u64) -> ExecResult<()> {
+        self.check_stream(stream)
+    }
+
+    fn stream_wait_event(&mut self, stream: u64, event: u64, flags: u32) -> ExecResult<()> {
+        self.check_stream(stream)?;
+        if flags & !1 != 0 {
+            return Err(Status::INVALID_VALUE);
+        }
+        self.events
+            .get(&event)
+            .map(drop)
+            .ok_or(Status::INVALID_HANDLE)
+    }
+
+    fn event_create(&mut self, device: u32, flags: u32) -> ExecResult<u64> {
+        self.check_device(device)?;
+        if flags & !EVENT_FLAGS != 0
+            || (flags & EVENT_INTERPROCESS != 0 && flags & EVENT_DISABLE_TIMING == 0)
+        {
+            return Err(Status::INVALID_VALUE);
+        }
+        let h = self.new_handle();
+        self.events.insert(
+            h,
+            Event {
+                flags,
+                recorded: None,
+            },
+        );
+        Ok(h)
+    }
+
+    fn event_destroy(&mut self, event: u64) -> ExecResult<()> {
+        self.events
+            .remove(&event)
+            .map(drop)
+            .ok_or(Status::INVALID_HANDLE)
+    }
+
+    fn event_record(&mut self, event: u64, stream: u64, _flags: u32) -> ExecResult<()> {
+        self.check_stream(stream)?;
+        let e = self.events.get_mut(&event).ok_or(Status::INVALID_HANDLE)?;
+        e.recorded = Some(Instant::now());
+        Ok(())
+    }
+
+    fn event_synchronize(&mut self, event: u64) -> ExecResult<()> {
+        self.events
+            .get(&event)
+            .map(drop)
+            .ok_or(Status::INVALID_HANDLE)
+    }
+
+    fn event_query(&mut self, event: u64) -> ExecResult<()> {
+        self.events
+            .get(&event)
+            .map(drop)
+            .ok_or(Status::INVALID_HANDLE)
+    }
+
+    fn event_elapsed(&mut self, start: u64, end: u64) -> ExecResult<EventElapsedResp> {
+        let s = self.events.get(&start).ok_or(Status::INVALID_HANDLE)?;
+        let e = self.events.get(&end).ok_or(Status::INVALID_HANDLE)?;
+        if (s.flags | e.flags) & EVENT_DISABLE_TIMING != 0 {
+            return Err(Status::INVALID_HANDLE);
+        }
+        let (Some(t0), Some(t1)) = (s.recorded, e.recorded) else {
+            return Err(Status::INVALID_HANDLE);
+        };
+        let ms = if t1 >= t0 {
+            t1.duration_since(t0).as_secs_f64() * 1e3
+        } else {
+            -(t0.duration_since(t1).as_secs_f64() * 1e3)
+        };
+        Ok(EventElapsedResp {
+            ms: ms as f32,
+            reserved: 0,
+        })
+    }
+
+    fn module_load(&mut self, image: Arc<ModuleImage>) -> ExecResult<u64> {
+        let h = self.new_handle();
+        self.modules.load(h, &image, &mut self.heap)?;
+        Ok(h)
+    }
+
+    fn module_unload(&mut self, module: u64) -> ExecResult<()> {
+        self.modules.unload(module, &mut self.heap)
+    }
+
+    fn function_get(&mut self, module: u64, name: &str) -> ExecResult<FunctionInfo> {
+        let h = self.new_handle();
+        self.modules.function(module, name, h)
+    }
+
+    fn symbol_get(&mut self, module: u64, name: &str) -> ExecResult<(u64, u64)> {
+        self.modules.symbol(module, name)
+    }
+
+    fn launch(&mut self, req: &LaunchReq, params: &[u8]) -> ExecResult<()> {
+        self.check_stream(req.stream)?;
+        self.modules.launch(req, params, &self.heap)
+    }
+
+    fn func_set_attribute(&mut self, function: u64, attr: u32, value: i32) -> ExecResult<()> {
+        self.modules.set_attribute(function, attr, value)
+    }
+
+    fn take_stdout(&mut self) -> Vec<u8> {
+        self.modules.take_stdout()
+    }
+}
+
+/// The rows of a pitched copy: `height` rows of `width` bytes, `pitch` apart.
+struct Rows {
+    base: u64,
+    pitch: u64,
+    height: u64,
+}
+
+impl Rows {
+    fn new(base: u64, pitch: u64, width: u64, height: u64) -> ExecResult<Self> {
+        if height > 1 && pitch < width {
+            return Err(Status::INVALID_PITCH);
+        }
+        // The last row must be addressable without overflow.
+        if height > 0 {
+            (height - 1)
+                .checked_mul(pitch)
+                .and_then(|o| o.checked_add(width))
+                .and_then(|o| o.checked_add(base))
+                .ok_or(Status::INVALID_VALUE)?;
+        }
+        Ok(Self {
+            base,
+            pitch,
+            height,
+        })
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        (0..self.height).map(move |i| (i, self.base + i * self.pitch))
+    }
+}

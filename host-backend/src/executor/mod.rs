@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! Executors: what replays a session's CUDA calls.
+//!
+//! The session core ([`crate::session`]) decodes requests and calls an [`Executor`], one per
+//! session. Two implementations exist: [`cpu::CpuExecutor`], the reference executor that
+//! keeps device memory in host memory and interprets kernels' PTX, and the CUDA executor,
+//! which replays calls on a real GPU. An [`ExecutorFactory`] makes one executor per session
+//! and holds what sessions share (the device, module caches).
+//!
+//! Every argument an executor receives comes from the guest and is hostile: pointers,
+//! handles, sizes and offsets are checked against what the session owns.
+
+use std::fmt;
+use std::sync::Arc;
+
+use vcuda_protocol::status::{self, CudaStatus};
+use vcuda_protocol::{
+    DeviceInfo, EventElapsedResp, ExecutorKind, FuncAttrs, LaunchReq, MemcpyDtoDReq, MemcpyDtoHReq,
+    MemcpyHtoDReq, MemsetReq, ParamInfo,
+};
+
+use crate::data::DataSegs;
+
+pub mod cpu;
+
+/// A non-success `cudaError_t`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct Status(pub CudaStatus);
+
+impl Status {
+    /// `cudaErrorInvalidValue`.
+    pub const INVALID_VALUE: Status = Status(status::INVALID_VALUE);
+    /// `cudaErrorMemoryAllocation`.
+    pub const MEMORY_ALLOCATION: Status = Status(status::MEMORY_ALLOCATION);
+    /// `cudaErrorInvalidDevice`.
+    pub const INVALID_DEVICE: Status = Status(status::INVALID_DEVICE);
+    /// `cudaErrorInvalidDevicePointer`.
+    pub const INVALID_DEVICE_POINTER: Status = Status(status::INVALID_DEVICE_POINTER);
+    /// `cudaErrorInvalidResourceHandle`.
+    pub const INVALID_HANDLE: Status = Status(status::INVALID_RESOURCE_HANDLE);
+    /// `cudaErrorNotReady`.
+    pub const NOT_READY: Status = Status(status::NOT_READY);
+    /// `cudaErrorNotSupported`.
+    pub const NOT_SUPPORTED: Status = Status(status::NOT_SUPPORTED);
+    /// `cudaErrorInvalidDeviceFunction`.
+    pub const INVALID_DEVICE_FUNCTION: Status = Status(status::INVALID_DEVICE_FUNCTION);
+    /// `cudaErrorInvalidConfiguration`.
+    pub const INVALID_CONFIGURATION: Status = Status(status::INVALID_CONFIGURATION);
+    /// `cudaErrorInvalidSymbol`.
+    pub const INVALID_SYMBOL: Status = Status(status::INVALID_SYMBOL);
+    /// `cudaErrorInvalidKernelImage`.
+    pub const INVALID_KERNEL_IMAGE: Status = Status(status::INVALID_KERNEL_IMAGE);
+    /// `cudaErrorNoKernelImageForDevice`.
+    pub const NO_KERNEL_IMAGE: Status = Status(status::NO_KERNEL_IMAGE_FOR_DEVICE);
+    /// `cudaErrorUnsupportedLimit`.
+    pub const UNSUPPORTED_LIMIT: Status = Status(status::UNSUPPORTED_LIMIT);
+    /// `cudaErrorInvalidMemcpyDirection`.
+    pub const INVALID_PITCH: Status = Status(status::INVALID_PITCH_VALUE);
+    /// `cudaErrorIllegalAddress`.
+    pub const ILLEGAL_ADDRESS: Status = Status(status::ILLEGAL_ADDRESS);
+    /// `cudaErrorLaunchOutOfResources`.
+    pub const LAUNCH_OUT_OF_RESOURCES: Status = Status(status::LAUNCH_OUT_OF_RESOURCES);
+    /// `cudaErrorUnknown`.
+    pub const UNKNOWN: Status = Status(status::UNKNOWN);
+
+    /// The raw code.
+    pub fn code(self) -> CudaStatus {
+        self.0
+    }
+}
+
+impl fmt::Debug for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match status::describe(self.0) {
+            Some((name, _)) => write!(f, "{name}({})", self.0),
+            None => write!(f, "Status({})", self.0),
+        }
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self, f)
+    }
+}
+
+/// What executor calls return.
+pub type ExecResult<T> = Result<T, Status>;
+
+/// A module image the guest registered (a fat binary), shared between sessions by hash.
+#[derive(Debug)]
+pub struct ModuleImage {
+    /// SHA-256 of `bytes`.
+    pub hash: [u8; 32],
+    /// The image.
+    pub bytes: Vec<u8>,
+}
+
+/// What `FunctionGet` returns.
+#[derive(Debug, Clone, Default)]
+pub struct FunctionInfo {
+    /// The function handle.
+    pub handle: u64,
+    /// Attributes for `cudaFuncGetAttributes`.
+    pub attrs: FuncAttrs,
+    /// The parameter layout, when the executor knows it.
+    pub params: Option<Vec<ParamInfo>>,
+    /// Total parameter bytes (0 when unknown).
+    pub param_size: u32,
+}
+
+/// Makes executors, one per session.
+pub trait ExecutorFactory: Send + Sync {
+    /// Which kind this is.
+    fn kind(&self) -> ExecutorKind;
+    /// A fresh executor for a new session.
+    fn new_session(&self) -> ExecResult<Box<dyn Executor>>;
+}
+
+/// One session's view of the device(s). Calls arrive in the order the guest issued them.
+///
+/// Stream semantics: work on a stream runs in issue order; the legacy default stream
+/// (handle [`vcuda_protocol::STREAM_LEGACY`]) waits for, and is waited for by, every
+/// blocking stream. An executor may run everything in issue order, which satisfies every
+/// ordering CUDA guarantees.
+pub trait Executor: Send {
+    /// The address range `[base, base + len)` the guest reserved for device allocations
+    /// (see `HelloReq::va_base`). Executors that choose device addresses themselves place
+    /// allocations there; others ignore it. Called once, before any allocation.
+    fn set_address_range(&mut self, _base: u64, _len: u64) {}
+    /// Number of devices.
+    fn device_count(&self) -> u32;
+    /// What `cudaDriverGetVersion` reports.
+    fn driver_version(&self) -> u32;
+    /// Device properties and attributes.
+    fn device_info(&mut self, device: u32) -> ExecResult<DeviceInfo>;
+    /// Waits for all work on `device`.
+    fn device_synchronize(&mut self, device: u32) -> ExecResult<()>;
+    /// Frees everything the session owns on `device` and clears sticky errors.
+    fn device_reset(&mut self, device: u32) -> ExecResult<()>;
+    /// `(free, total)` bytes.
+    fn mem_get_info(&mut self, device: u32) -> ExecResult<(u64, u64)>;
+    /// `cudaDeviceSetLimit`.
+    fn set_limit(&mut self, device: u32, limit: u32, value: u64) -> ExecResult<()>;
+    /// `cudaDeviceGetLimit`.
+    fn get_limit(&mut self, device: u32, limit: u32) -> ExecResult<u64>;
+
+    /// Allocates device memory.
+    fn malloc(&mut self, device: u32, size: u64) -> ExecResult<u64>;
+    /// Frees device memory.
+    fn free(&mut self, ptr: u64) -> ExecResult<()>;
+    /// Host to device; `src` holds `width * height` bytes.
+    fn memcpy_htod(&mut self, req: &MemcpyHtoDReq, src: &DataSegs<'_>) -> ExecResult<()>;
+    /// Device to host; `dst` receives `width * height` bytes.
+    fn memcpy_dtoh(&mut self, req: &MemcpyDtoHReq, dst: &DataSegs<'_>) -> ExecResult<()>;
+    /// Device to device.
+    fn memcpy_dtod(&mut self, req: &MemcpyDtoDReq) -> ExecResult<()>;
+    /// Memset.
+    fn memset(&mut self, req: &MemsetReq) -> ExecResult<()>;
+
+    /// Creates a stream.
+    fn stream_create(&mut self, device: u32, flags: u32, priority: i32) -> ExecResult<u64>;
+    /// Destroys a stream (pending work still completes).
+    fn stream_destroy(&mut self, stream: u64) -> ExecResult<()>;
+    /// Waits for a stream.
+    fn stream_synchronize(&mut self, stream: u64) -> ExecResult<()>;
+    /// `Ok` when the stream is idle, `NOT_READY` otherwise.
+    fn stream_query(&mut self, stream: u64) -> ExecResult<()>;
+    /// Makes `stream` wait for `event`'s last record.
+    fn stream_wait_event(&mut self, stream: u64, event: u64, flags: u32) -> ExecResult<()>;
+
+    /// Creates an event.
+    fn event_create(&mut self, device: u32, flags: u32) -> ExecResult<u64>;
+    /// Destroys an event.
+    fn event_destroy(&mut self, event: u64) -> ExecResult<()>;
+    /// Records an event on a stream.
+    fn event_record(&mut self, event: u64, stream: u64, flags: u32) -> ExecResult<()>;
+    /// Waits for an event.
+    fn event_synchronize(&mut self, event: u64) -> ExecResult<()>;
+    /// `Ok` when the event has completed, `NOT_READY` otherwise.
+    fn event_query(&mut self, event: u64) -> ExecResult<()>;
+    /// Milliseconds between two completed events.
+    fn event_elapsed(&mut self, start: u64, end: u64) -> ExecResult<EventElapsedResp>;
+
+    /// Loads a module image; returns a module handle.
+    fn module_load(&mut self, image: Arc<ModuleImage>) -> ExecResult<u64>;
+    /// Unloads a module.
+    fn module_unload(&mut self, module: u64) -> ExecResult<()>;
+    /// Looks a kernel up by mangled name.
+    fn function_get(&mut self, module: u64, name: &str) -> ExecResult<FunctionInfo>;
+    /// Looks a module variable up by mangled name: `(device address, size)`.
+    fn symbol_get(&mut self, module: u64, name: &str) -> ExecResult<(u64, u64)>;
+    /// Launches a kernel.
+    fn launch(&mut self, req: &LaunchReq, params: &[u8]) -> ExecResult<()>;
+    /// `cudaFuncSetAttribute`.
+    fn func_set_attribute(&mut self, function: u64, attr: u32, value: i32) -> ExecResult<()>;
+
+    /// Takes the device-side `printf` output produced so far.
+    fn take_stdout(&mut self) -> Vec<u8>;
+}

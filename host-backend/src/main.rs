@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! `vcuda-backend`: serves vcuda guests.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use log::error;
+use vcuda_backend::Backend;
+use vcuda_backend::executor::ExecutorFactory;
+use vcuda_backend::executor::cpu::{CpuConfig, CpuFactory};
+use vcuda_backend::socket::{self, Listen, ServerConfig};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "vcuda-backend",
+    version,
+    about = "Serves CUDA calls from vcuda guests"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Serve the socket transport (development, containers, remote GPUs).
+    Serve {
+        /// Unix socket path, or tcp:HOST:PORT. Default: $XDG_RUNTIME_DIR/vcuda.sock, else
+        /// /tmp/vcuda-$UID.sock.
+        #[arg(long, env = "VCUDA_SOCKET")]
+        socket: Option<String>,
+        #[command(flatten)]
+        exec: ExecArgs,
+        /// Most concurrent sessions.
+        #[arg(long, default_value_t = 256)]
+        max_sessions: usize,
+    },
+}
+
+#[derive(clap::Args, Debug)]
+struct ExecArgs {
+    /// Which executor replays the calls.
+    #[arg(long, value_enum, default_value_t = ExecutorChoice::Auto, env = "VCUDA_EXECUTOR")]
+    executor: ExecutorChoice,
+    /// CPU executor: simulated device memory in MiB.
+    #[arg(long, default_value_t = 16384)]
+    cpu_memory_mib: u64,
+    /// CPU executor: threads that run kernel blocks (0: one per core).
+    #[arg(long, default_value_t = 0)]
+    cpu_threads: usize,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum ExecutorChoice {
+    /// The real GPU if one is usable, else the CPU executor.
+    Auto,
+    /// The CPU reference executor (PTX interpreter).
+    Cpu,
+    /// The real GPU through the CUDA driver.
+    Cuda,
+}
+
+fn make_factory(args: &ExecArgs) -> Result<Arc<dyn ExecutorFactory>, String> {
+    let cpu = || -> Arc<dyn ExecutorFactory> {
+        Arc::new(CpuFactory::new(CpuConfig {
+            memory: args.cpu_memory_mib.saturating_mul(1 << 20),
+            threads: args.cpu_threads,
+        }))
+    };
+    match args.executor {
+        ExecutorChoice::Cpu | ExecutorChoice::Auto => Ok(cpu()),
+        ExecutorChoice::Cuda => Err("the CUDA executor is not available in this build".into()),
+    }
+}
+
+fn main() -> ExitCode {
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Serve {
+            socket,
+            exec,
+            max_sessions,
+        } => {
+            let factory = match make_factory(&exec) {
+                Ok(f) => f,
+                Err(e) => {
+                    error!("{e}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            let listen = match socket {
+                Some(s) => Listen::parse(&s),
+                None => Listen::Unix(socket::default_socket_path()),
+            };
+            let backend = Backend::new(factory);
+            if let Err(e) = socket::serve(&listen, backend, ServerConfig { max_sessions }) {
+                error!("{e}");
+                return ExitCode::FAILURE;
+            }
+            ExitCode::SUCCESS
+        }
+    }
+}

@@ -1,0 +1,490 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! The session core: one per guest process, shared by every transport.
+//!
+//! A transport hands [`Session::handle`] a message (its control area and its out- and
+//! in-data areas as [`DataSegs`]) and sends back whatever reply records it produces. The
+//! session decodes each request, enforces the protocol's rules (hello first, sticky errors,
+//! reply-on-error requests) and calls its [`Executor`]. Nothing a guest sends can make it
+//! panic; a malformed request gets an error record.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use log::{debug, warn};
+use sha2::{Digest, Sha256};
+use vcuda_protocol::decode::{self, split_requests};
+use vcuda_protocol::status::{self, CudaStatus};
+use vcuda_protocol::*;
+use zerocopy::IntoBytes;
+
+use crate::data::DataSegs;
+use crate::executor::{ExecResult, Executor, ExecutorFactory, ModuleImage, Status};
+
+/// Module images shared by all sessions, keyed by SHA-256, bounded in total size.
+#[derive(Debug, Default)]
+pub struct ModuleCache {
+    inner: Mutex<ModuleCacheInner>,
+}
+
+#[derive(Debug, Default)]
+struct ModuleCacheInner {
+    map: HashMap<[u8; 32], (Arc<ModuleImage>, u64)>,
+    bytes: u64,
+    clock: u64,
+}
+
+/// Total bytes of module images kept for reuse by later sessions.
+pub const MODULE_CACHE_BYTES: u64 = 1 << 30;
+/// Largest module image accepted.
+pub const MAX_MODULE_LEN: u64 = MAX_SEGMENT_LEN;
+
+impl ModuleCache {
+    fn lock(&self) -> std::sync::MutexGuard<'_, ModuleCacheInner> {
+        // A panic while holding the lock cannot leave the map inconsistent (every update is
+        // a single insert or remove), so a poisoned lock is still usable.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The image with this hash, if cached.
+    pub fn get(&self, hash: &[u8; 32]) -> Option<Arc<ModuleImage>> {
+        let mut g = self.lock();
+        g.clock += 1;
+        let now = g.clock;
+        g.map.get_mut(hash).map(|(img, used)| {
+            *used = now;
+            img.clone()
+        })
+    }
+
+    /// Caches an image, evicting the least recently used ones beyond the size bound.
+    pub fn insert(&self, image: Arc<ModuleImage>) {
+        let mut g = self.lock();
+        g.clock += 1;
+        let now = g.clock;
+        let len = image.bytes.len() as u64;
+        if let Some((_, used)) = g.map.get_mut(&image.hash) {
+            *used = now;
+            return;
+        }
+        while g.bytes + len > MODULE_CACHE_BYTES && !g.map.is_empty() {
+            let oldest = g.map.iter().min_by_key(|(_, (_, u))| *u).map(|(h, _)| *h);
+            if let Some(h) = oldest {
+                if let Some((img, _)) = g.map.remove(&h) {
+                    g.bytes -= img.bytes.len() as u64;
+                }
+            }
+        }
+        g.bytes += len;
+        g.map.insert(image.hash, (image, now));
+    }
+}
+
+/// What every session of one backend shares.
+pub struct Backend {
+    factory: Arc<dyn ExecutorFactory>,
+    modules: ModuleCache,
+}
+
+impl std::fmt::Debug for Backend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Backend")
+            .field("executor", &self.factory.kind())
+            .finish()
+    }
+}
+
+impl Backend {
+    /// A backend running sessions on executors from `factory`.
+    pub fn new(factory: Arc<dyn ExecutorFactory>) -> Arc<Self> {
+        Arc::new(Self {
+            factory,
+            modules: ModuleCache::default(),
+        })
+    }
+
+    /// The executor kind.
+    pub fn kind(&self) -> ExecutorKind {
+        self.factory.kind()
+    }
+
+    /// Starts a session.
+    pub fn new_session(self: &Arc<Self>) -> ExecResult<Session> {
+        Ok(Session {
+            backend: self.clone(),
+            exec: self.factory.new_session()?,
+            hello: false,
+            sticky: None,
+            stdout: Vec::new(),
+            in_ranges: Vec::new(),
+            unsolicited_sent: false,
+        })
+    }
+}
+
+/// Most device-printf bytes a session buffers before dropping output (CUDA's default printf
+/// FIFO is 1 MiB and also drops what does not fit).
+pub const MAX_STDOUT_BUFFER: usize = 1 << 20;
+
+/// One guest process's state on the host.
+pub struct Session {
+    backend: Arc<Backend>,
+    exec: Box<dyn Executor>,
+    hello: bool,
+    sticky: Option<Status>,
+    stdout: Vec<u8>,
+    in_ranges: Vec<(u64, u64)>,
+    /// An asynchronous error went out in a reply the guest did not wait for; until the
+    /// guest waits for a reply again, further ones are not sent, so a flood of failing
+    /// reply-on-error requests cannot fill the connection while nobody reads it.
+    unsolicited_sent: bool,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("hello", &self.hello)
+            .field("sticky", &self.sticky)
+            .finish()
+    }
+}
+
+/// What a transport does after [`Session::handle`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Send the reply (it may be empty only if the guest waits for one).
+    Reply,
+    /// Send nothing: the guest is not waiting and nothing failed.
+    Silent,
+    /// The message was malformed; the reply holds one error record. Stream transports
+    /// should close the connection afterwards, since framing can no longer be trusted.
+    Malformed,
+}
+
+/// Sequence number used for a record about a message that could not be decoded.
+pub const SEQ_MALFORMED: u64 = u64::MAX;
+
+impl Session {
+    /// Handles one message.
+    ///
+    /// `ctrl` is the control area after the [`MessageHeader`], `out` the out-data area
+    /// (`header.out_len` bytes), `inp` the in-data area (`header.in_len` bytes). Records
+    /// go into `reply`, which the caller sends, along with the in data each record
+    /// produced (`in_len` bytes at the request's in offset), unless the outcome is
+    /// [`Outcome::Silent`]. `reply_capacity` bounds the reply's control area.
+    pub fn handle(
+        &mut self,
+        header: &MessageHeader,
+        ctrl: &[u8],
+        out: &DataSegs<'_>,
+        inp: &DataSegs<'_>,
+        reply: &mut ReplyBuilder,
+        reply_capacity: usize,
+    ) -> Outcome {
+        reply.clear();
+        self.in_ranges.clear();
+        let reqs = match split_requests(header, ctrl) {
+            Ok(r) if out.len() == header.out_len && inp.len() == header.in_len => r,
+            Ok(_) => {
+                warn!("message data areas disagree with its header");
+                reply.push(
+                    RecordKind::Reply,
+                    SEQ_MALFORMED,
+                    status::INVALID_VALUE,
+                    &[],
+                    0,
+                );
+                return Outcome::Malformed;
+            }
+            Err(e) => {
+                warn!("malformed message: {e}");
+                reply.push(
+                    RecordKind::Reply,
+                    SEQ_MALFORMED,
+                    status::INVALID_VALUE,
+                    &[],
+                    0,
+                );
+                return Outcome::Malformed;
+            }
+        };
+        let waiting = header.flags & MSG_NO_WAIT == 0;
+        if waiting {
+            self.unsolicited_sent = false;
+        }
+        let mut must_reply = waiting;
+        for raw in &reqs {
+            let quiet = raw.header.flags & REQ_REPLY_ON_ERROR != 0;
+            let (st, payload, in_len) = match self.run(raw, out, inp) {
+                Ok((payload, in_len)) => (status::SUCCESS, payload, in_len),
+                Err(s) => (s.code(), Vec::new(), 0),
+            };
+            if quiet && (st == status::SUCCESS || (!waiting && self.unsolicited_sent)) {
+                continue;
+            }
+            let kind = if quiet {
+                RecordKind::AsyncError
+            } else {
+                RecordKind::Reply
+            };
+            if reply.ctrl_bytes() + size_of::<RecordHeader>() + payload.len() > reply_capacity {
+                warn!("reply area of {reply_capacity} bytes too small; record dropped");
+                continue;
+            }
+            reply.push(kind, raw.header.seq, st, &[&payload], in_len);
+            if in_len > 0 {
+                self.in_ranges.push((raw.in_offset, in_len));
+            }
+            must_reply = true;
+        }
+        if must_reply {
+            if !waiting {
+                self.unsolicited_sent = true;
+            }
+            self.attach_stdout(reply, reply_capacity);
+            Outcome::Reply
+        } else {
+            // Keep printf output for the next reply, as CUDA prints at synchronization.
+            self.collect_stdout();
+            Outcome::Silent
+        }
+    }
+
+    /// The in-data ranges `(offset in the in-data area, length)` the last reply's records
+    /// produced, in record order. Stream transports send these bytes after the reply.
+    pub fn in_ranges(&self) -> &[(u64, u64)] {
+        &self.in_ranges
+    }
+
+    fn collect_stdout(&mut self) {
+        let more = self.exec.take_stdout();
+        let room = MAX_STDOUT_BUFFER.saturating_sub(self.stdout.len());
+        self.stdout.extend_from_slice(&more[..more.len().min(room)]);
+    }
+
+    fn attach_stdout(&mut self, reply: &mut ReplyBuilder, cap: usize) {
+        self.collect_stdout();
+        while !self.stdout.is_empty() {
+            let room = cap.saturating_sub(reply.ctrl_bytes() + size_of::<RecordHeader>());
+            let n = self.stdout.len().min(room).min(MAX_PAYLOAD_LEN as usize);
+            if n == 0 {
+                break;
+            }
+            reply.push(
+                RecordKind::Stdout,
+                0,
+                status::SUCCESS,
+                &[&self.stdout[..n]],
+                0,
+            );
+            self.stdout.drain(..n);
+        }
+    }
+
+    /// Decodes and executes one request: its reply payload and the in-data bytes it wrote.
+    fn run(
+        &mut self,
+        raw: &RawRequest<'_>,
+        out: &DataSegs<'_>,
+        inp: &DataSegs<'_>,
+    ) -> ExecResult<(Vec<u8>, u64)> {
+        let req = Request::decode(raw).map_err(|e| {
+            debug!("request {} rejected: {e}", raw.header.seq);
+            Status::INVALID_VALUE
+        })?;
+        if let Request::Hello(h, name) = &req {
+            return self.hello(h, name);
+        }
+        if !self.hello {
+            return Err(Status(status::INITIALIZATION_ERROR));
+        }
+        // After a sticky error only these still work, as with a corrupted CUDA context.
+        if let Some(s) = self.sticky {
+            if !matches!(
+                req,
+                Request::DeviceReset(_) | Request::GetDeviceInfo(_) | Request::Nop
+            ) {
+                return Err(s);
+            }
+        }
+        let r = self.dispatch(&req, raw, out, inp);
+        if let Err(s) = r {
+            if status::is_sticky(s.code()) {
+                self.sticky = Some(s);
+            }
+        }
+        r
+    }
+
+    fn hello(&mut self, h: &HelloReq, name: &[u8]) -> ExecResult<(Vec<u8>, u64)> {
+        debug!(
+            "hello from pid {} ({}), runtime {}",
+            h.pid,
+            String::from_utf8_lossy(name),
+            h.runtime_version
+        );
+        if !self.hello && h.va_len != 0 {
+            self.exec.set_address_range(h.va_base, h.va_len);
+        }
+        self.hello = true;
+        let resp = HelloResp {
+            protocol_version: u32::from(PROTOCOL_VERSION),
+            executor: self.backend.kind() as u32,
+            device_count: self.exec.device_count(),
+            driver_version: self.exec.driver_version(),
+            max_segment_len: MAX_SEGMENT_LEN,
+            max_data_len: MAX_DATA_LEN,
+            features: 0,
+        };
+        Ok((resp.as_bytes().to_vec(), 0))
+    }
+
+    fn dispatch(
+        &mut self,
+        req: &Request<'_>,
+        raw: &RawRequest<'_>,
+        out: &DataSegs<'_>,
+        inp: &DataSegs<'_>,
+    ) -> ExecResult<(Vec<u8>, u64)> {
+        let e = &mut self.exec;
+        let none = |r: ExecResult<()>| r.map(|()| (Vec::new(), 0));
+        let handle =
+            |r: ExecResult<u64>| r.map(|h| (HandleResp { handle: h }.as_bytes().to_vec(), 0));
+        let name = |n: &[u8]| {
+            std::str::from_utf8(n)
+                .map_err(|_| Status::INVALID_VALUE)
+                .map(str::to_owned)
+        };
+        match *req {
+            Request::Hello(..) => unreachable_hello(),
+            Request::Nop => Ok((Vec::new(), 0)),
+            Request::GetDeviceInfo(d) => {
+                e.device_info(d.device).map(|i| (i.as_bytes().to_vec(), 0))
+            }
+            Request::DeviceSynchronize(d) => none(e.device_synchronize(d.device)),
+            Request::DeviceReset(d) => {
+                let r = e.device_reset(d.device);
+                if r.is_ok() {
+                    self.sticky = None;
+                }
+                none(r)
+            }
+            Request::MemGetInfo(d) => e
+                .mem_get_info(d.device)
+                .map(|(free, total)| (MemGetInfoResp { free, total }.as_bytes().to_vec(), 0)),
+            Request::DeviceSetLimit(l) => none(e.set_limit(l.device, l.limit, l.value)),
+            Request::DeviceGetLimit(l) => e
+                .get_limit(l.device, l.limit)
+                .map(|value| (LimitResp { value }.as_bytes().to_vec(), 0)),
+            Request::Malloc(m) => e
+                .malloc(m.device, m.size)
+                .map(|ptr| (PtrResp { ptr }.as_bytes().to_vec(), 0)),
+            Request::Free(p) => none(e.free(p.ptr)),
+            Request::MemcpyHtoD(ref r) => {
+                let src = out
+                    .sub(raw.out_offset, raw.out_len)
+                    .map_err(|_| Status::INVALID_VALUE)?;
+                none(e.memcpy_htod(r, &src))
+            }
+            Request::MemcpyDtoH(ref r) => {
+                let dst = inp
+                    .sub(raw.in_offset, raw.in_len)
+                    .map_err(|_| Status::INVALID_VALUE)?;
+                e.memcpy_dtoh(r, &dst).map(|()| (Vec::new(), raw.in_len))
+            }
+            Request::MemcpyDtoD(ref r) => none(e.memcpy_dtod(r)),
+            Request::Memset(ref r) => none(e.memset(r)),
+            Request::StreamCreate(s) => handle(e.stream_create(s.device, s.flags, s.priority)),
+            Request::StreamDestroy(h) => none(e.stream_destroy(h.handle)),
+            Request::StreamSynchronize(h) => none(e.stream_synchronize(h.handle)),
+            Request::StreamQuery(h) => none(e.stream_query(h.handle)),
+            Request::StreamWaitEvent(w) => none(e.stream_wait_event(w.stream, w.event, w.flags)),
+            Request::EventCreate(c) => handle(e.event_create(c.device, c.flags)),
+            Request::EventDestroy(h) => none(e.event_destroy(h.handle)),
+            Request::EventRecord(r) => none(e.event_record(r.event, r.stream, r.flags)),
+            Request::EventSynchronize(h) => none(e.event_synchronize(h.handle)),
+            Request::EventQuery(h) => none(e.event_query(h.handle)),
+            Request::EventElapsedTime(t) => e
+                .event_elapsed(t.start, t.end)
+                .map(|r| (r.as_bytes().to_vec(), 0)),
+            Request::ModuleLoad(ref m) => {
+                let image = match self.backend.modules.get(&m.hash) {
+                    Some(img) => img,
+                    None if m.flags & MODULE_HAS_DATA == 0 => {
+                        let resp = ModuleLoadResp {
+                            handle: 0,
+                            need_data: 1,
+                            reserved: 0,
+                        };
+                        return Ok((resp.as_bytes().to_vec(), 0));
+                    }
+                    None => {
+                        if m.size > MAX_MODULE_LEN {
+                            return Err(Status::INVALID_VALUE);
+                        }
+                        let mut bytes = vec![0u8; m.size as usize];
+                        out.read_at(raw.out_offset, &mut bytes)
+                            .map_err(|_| Status::INVALID_VALUE)?;
+                        let hash: [u8; 32] = Sha256::digest(&bytes).into();
+                        if hash != m.hash {
+                            warn!("module image does not match its hash");
+                            return Err(Status::INVALID_VALUE);
+                        }
+                        let img = Arc::new(ModuleImage { hash, bytes });
+                        self.backend.modules.insert(img.clone());
+                        img
+                    }
+                };
+                let handle = e.module_load(image)?;
+                Ok((
+                    ModuleLoadResp {
+                        handle,
+                        need_data: 0,
+                        reserved: 0,
+                    }
+                    .as_bytes()
+                    .to_vec(),
+                    0,
+                ))
+            }
+            Request::ModuleUnload(h) => none(e.module_unload(h.handle)),
+            Request::FunctionGet(f, n) => {
+                let info = e.function_get(f.module, &name(n)?)?;
+                let params = info.params.as_deref().unwrap_or(&[]);
+                let resp = FunctionGetResp {
+                    handle: info.handle,
+                    n_params: info
+                        .params
+                        .as_ref()
+                        .map_or(PARAMS_UNKNOWN, |p| p.len() as u32),
+                    param_size: info.param_size,
+                    attrs: info.attrs,
+                };
+                let mut bytes = resp.as_bytes().to_vec();
+                bytes.extend_from_slice(params.as_bytes());
+                Ok((bytes, 0))
+            }
+            Request::SymbolGet(s, n) => e
+                .symbol_get(s.module, &name(n)?)
+                .map(|(ptr, size)| (SymbolGetResp { ptr, size }.as_bytes().to_vec(), 0)),
+            Request::Launch(ref l, params) => none(e.launch(l, params)),
+            Request::FuncSetAttribute(a) => none(e.func_set_attribute(a.function, a.attr, a.value)),
+        }
+    }
+}
+
+fn unreachable_hello() -> ExecResult<(Vec<u8>, u64)> {
+    // `run` answers Hello before dispatching; a second path here would be a bug, not a
+    // guest error, but still must not panic.
+    Err(Status::UNKNOWN)
+}
+
+/// The status of a message-level failure, for transports that reject a message before the
+/// session sees it.
+pub fn malformed_status() -> CudaStatus {
+    status::INVALID_VALUE
+}
+
+/// Checks a message header (for transports that read it separately).
+pub fn check_header(bytes: &[u8]) -> Result<MessageHeader, decode::DecodeError> {
+    decode::decode_message_header(bytes)
+}

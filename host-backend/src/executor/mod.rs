@@ -115,6 +115,13 @@ pub trait ExecutorFactory: Send + Sync {
     fn kind(&self) -> ExecutorKind;
     /// A fresh executor for a new session.
     fn new_session(&self) -> ExecResult<Box<dyn Executor>>;
+
+    /// The guest memory regions a vhost-user frontend shared changed: `regions` are their
+    /// host mappings `(address, length)` in this process, valid until the next call. An
+    /// executor that can make device DMA reach guest RAM directly (the CUDA executor pins
+    /// them with `cuMemHostRegister`) does so; the default does nothing. Data segments that
+    /// point into these regions then need no staging copy.
+    fn guest_memory_changed(&self, _regions: &[(usize, usize)]) {}
 }
 
 /// One session's view of the device(s). Calls arrive in the order the guest issued them.

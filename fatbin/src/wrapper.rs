@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! The `__fatBinC_Wrapper_t` that `__cudaRegisterFatBinary` receives.
+
+use std::{ffi::c_void, mem::align_of, ptr, slice};
+
+use crate::{FatbinError, fatbin_len, parse};
+
+/// Magic number of a fat binary wrapper (`FATBINC_MAGIC`).
+pub const WRAPPER_MAGIC: u32 = 0x4662_43B1;
+/// Wrapper version of one translation unit (`FATBINC_VERSION`).
+pub const WRAPPER_VERSION: u32 = 1;
+/// Wrapper version of a device-linked (`-rdc`) program (`FATBINC_LINK_VERSION`).
+pub const WRAPPER_LINK_VERSION: u32 = 2;
+
+/// `__fatBinC_Wrapper_t` from `fatbinary_section.h`.
+#[repr(C)]
+struct Wrapper {
+    magic: u32,
+    version: u32,
+    data: *const u64,
+    /// Version 1: an offline file name; version 2: the array of prelinked fat binaries.
+    _filename_or_fatbins: *const c_void,
+}
+
+const _: () = assert!(std::mem::size_of::<Wrapper>() == 24);
+
+/// Finds the fat binary that a `__cudaRegisterFatBinary` wrapper points to and returns its
+/// bytes, header included.
+///
+/// The length is the one the fat binary header declares (`header_size + fat_size`); nothing
+/// past it is read. A wrapper's `data` points at exactly one fat binary: CUDA 13 places
+/// another wrapper's fat binary right before or after it in `.nv_fatbin`, so following
+/// headers beyond the declared size would swallow fat binaries that belong to someone else.
+/// Before returning, the entry headers inside are walked (all within the declared length) and
+/// checked with [`parse`].
+///
+/// # Errors
+///
+/// A null or misaligned pointer, a bad wrapper magic or version (1 and 2 are accepted), a bad
+/// fat binary header, a size above [`crate::MAX_FATBIN_SIZE`], or malformed entry headers.
+///
+/// # Safety
+///
+/// `wrapper` must be null or point to a readable, 8-byte aligned 24-byte wrapper
+/// `{i32 magic; i32 version; const u64* data; void* filename_or_fatbins}` as nvcc emits in
+/// `.nvFatBinSegment`. When its magic and version are valid, `data` must be null or point to
+/// at least 16 readable bytes, and if those form a valid fat binary header, to the whole
+/// `header_size + fat_size` bytes it declares. That memory must not be written while the
+/// returned slice (lifetime `'a`, chosen by the caller) is alive. Registered fat binaries
+/// live in the program's read-only image until it unloads, so `'static` is right for them.
+pub unsafe fn fatbin_from_wrapper<'a>(wrapper: *const c_void) -> Result<&'a [u8], FatbinError> {
+    let wrapper = wrapper.cast::<Wrapper>();
+    if wrapper.is_null() {
+        return Err(FatbinError::NullPointer);
+    }
+    if !wrapper.is_aligned() {
+        return Err(FatbinError::BadPointer(wrapper as usize));
+    }
+    // SAFETY: the caller guarantees a non-null wrapper points to 24 readable bytes; it is
+    // aligned (checked above) and every bit pattern is a valid `Wrapper` (integers and raw
+    // pointers), so reading it is sound. Nothing is dereferenced yet.
+    let w = unsafe { ptr::read(wrapper) };
+    if w.magic != WRAPPER_MAGIC {
+        return Err(FatbinError::BadWrapperMagic(w.magic));
+    }
+    if w.version != WRAPPER_VERSION && w.version != WRAPPER_LINK_VERSION {
+        return Err(FatbinError::BadWrapperVersion(w.version));
+    }
+    let data = w.data.cast::<u8>();
+    if data.is_null() {
+        return Err(FatbinError::NullPointer);
+    }
+    if (data as usize) % align_of::<u64>() != 0 {
+        return Err(FatbinError::BadPointer(data as usize));
+    }
+    // SAFETY: with a valid magic and version the caller guarantees `data` points to at least
+    // 16 readable bytes, unchanged while we read; u8 has no alignment or validity needs.
+    let header = unsafe { slice::from_raw_parts(data, 16) };
+    let len = fatbin_len(header)?;
+    // fatbin_len caps len at MAX_FATBIN_SIZE (1 GiB), far below isize::MAX; the range must
+    // not wrap around the address space either.
+    if (data as usize).checked_add(len).is_none() {
+        return Err(FatbinError::BadPointer(data as usize));
+    }
+    // SAFETY: the header is valid (checked by fatbin_len), so the caller guarantees `len`
+    // readable bytes at `data`, not written for 'a; `len` <= 1 GiB < isize::MAX and the range
+    // does not wrap (checked above).
+    let bytes = unsafe { slice::from_raw_parts(data, len) };
+    parse(bytes)?;
+    Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Calls [`fatbin_from_wrapper`] on `w`; the tests keep `w.data` null or pointing at a
+    /// live array that holds every byte its header declares.
+    fn call(w: &Wrapper) -> Result<usize, FatbinError> {
+        // SAFETY: `w` is a live, aligned wrapper and its data pointer is valid (see above).
+        unsafe { fatbin_from_wrapper(ptr::from_ref(w).cast()) }.map(<[u8]>::len)
+    }
+
+    #[test]
+    fn rejects_bad_wrappers() {
+        // An 8-byte aligned fat binary: header + one 64-byte entry header with no payload.
+        let mut data = [0u64; 12];
+        data[0] = 0x0010_0001_ba55_ed50;
+        data[1] = 64;
+        data[2] = 0x0000_0040_0101_0002;
+        let mut w = Wrapper {
+            magic: WRAPPER_MAGIC,
+            version: 1,
+            data: data.as_ptr(),
+            _filename_or_fatbins: ptr::null(),
+        };
+        assert_eq!(call(&w).unwrap(), 80);
+        w.version = 3;
+        assert!(matches!(call(&w), Err(FatbinError::BadWrapperVersion(3))));
+        w.version = 2;
+        data[1] = 1 << 40; // rejected before the length is used
+        w.data = data.as_ptr();
+        assert!(matches!(call(&w), Err(FatbinError::TooLarge { .. })));
+        data[1] = 72; // more than the entries fill: the parse fails inside the declared bytes
+        w.data = data.as_ptr();
+        assert!(matches!(call(&w), Err(FatbinError::BadHeaderSize { .. })));
+        w.data = data[1..].as_ptr().cast::<u8>().wrapping_add(4).cast();
+        assert!(matches!(call(&w), Err(FatbinError::BadPointer(_))));
+        w.data = ptr::null();
+        assert!(matches!(call(&w), Err(FatbinError::NullPointer)));
+        w.magic = 0;
+        assert!(matches!(call(&w), Err(FatbinError::BadWrapperMagic(0))));
+        // SAFETY: a null wrapper is allowed by the contract.
+        let null = unsafe { fatbin_from_wrapper(ptr::null()) };
+        assert!(matches!(null, Err(FatbinError::NullPointer)));
+    }
+}

@@ -1,2 +1,228 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
-//! End-to-end tests: real nvcc-built CUDA programs through every vcuda transport
+//! Helpers for vcuda's end-to-end tests.
+//!
+//! The tests compile the CUDA programs in `tests/cuda/` with the CUDA 13.0 toolkit that
+//! `images/cuda-toolkit.sh` installs from PyPI (cached), and run them unchanged through
+//! `vcuda run`. They use the binaries of the same cargo profile (`target/<profile>/vcuda`,
+//! `vcuda-backend`, `libvcuda.so`): build the workspace first (`cargo build --workspace`),
+//! which `tests/run.sh` does.
+//!
+//! A program may start with header lines `// vcuda-test: KEY=VALUE`:
+//! `expect=TEXT` (a line the output must contain), `args=A B` (arguments),
+//! `libs=cublas,curand` (extra libraries to link), `nvcc=FLAGS` (extra nvcc flags).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+/// The repository root.
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ has a parent")
+        .to_path_buf()
+}
+
+/// The directory with the binaries of this test's cargo profile (`target/debug`, ...).
+pub fn bin_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("current_exe");
+    // target/<profile>/deps/<test binary>
+    exe.parent()
+        .and_then(Path::parent)
+        .expect("test binary in target/<profile>/deps")
+        .to_path_buf()
+}
+
+/// A workspace binary, which must have been built.
+pub fn bin(name: &str) -> PathBuf {
+    let p = bin_dir().join(name);
+    assert!(
+        p.exists(),
+        "{} is missing: run `cargo build --workspace` first (tests/run.sh does)",
+        p.display()
+    );
+    p
+}
+
+/// The CUDA toolkit root (`bin/nvcc`, `include/`, `lib/`): `$VCUDA_CUDA_ROOT`, or the one
+/// `images/cuda-toolkit.sh` installs. `None` when it cannot be had and `VCUDA_REQUIRE_CUDA`
+/// is unset (tests then skip with a message); CI sets it, so there a missing toolkit fails.
+pub fn toolkit() -> Option<&'static Path> {
+    static ROOT: OnceLock<Option<PathBuf>> = OnceLock::new();
+    ROOT.get_or_init(|| {
+        if let Some(r) = std::env::var_os("VCUDA_CUDA_ROOT") {
+            return Some(PathBuf::from(r));
+        }
+        let out = Command::new("bash")
+            .arg(repo_root().join("images/cuda-toolkit.sh"))
+            .output();
+        match out {
+            Ok(o) if o.status.success() => Some(PathBuf::from(
+                String::from_utf8_lossy(&o.stdout).trim().to_owned(),
+            )),
+            other => {
+                let msg = format!("the CUDA toolkit is unavailable: {other:?}");
+                assert!(std::env::var_os("VCUDA_REQUIRE_CUDA").is_none(), "{msg}");
+                eprintln!("skipping: {msg}");
+                None
+            }
+        }
+    })
+    .as_deref()
+}
+
+/// Header settings of a test program.
+#[derive(Debug, Default, Clone)]
+pub struct Spec {
+    /// Lines the output must contain.
+    pub expect: Vec<String>,
+    /// Arguments.
+    pub args: Vec<String>,
+    /// Extra libraries.
+    pub libs: Vec<String>,
+    /// Extra nvcc flags.
+    pub nvcc: Vec<String>,
+}
+
+/// Reads a program's `// vcuda-test:` header lines.
+pub fn spec(src: &Path) -> Spec {
+    let text = std::fs::read_to_string(src).unwrap_or_else(|e| panic!("{}: {e}", src.display()));
+    let mut s = Spec::default();
+    for line in text.lines().take_while(|l| l.starts_with("//")) {
+        let Some(kv) = line.strip_prefix("// vcuda-test:") else {
+            continue;
+        };
+        let kv = kv.trim();
+        let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+        match k.trim() {
+            "expect" => s.expect.push(v.to_owned()),
+            "args" => s.args.extend(v.split_whitespace().map(str::to_owned)),
+            "libs" => s.libs.extend(
+                v.split(',')
+                    .map(|l| l.trim().to_owned())
+                    .filter(|l| !l.is_empty()),
+            ),
+            "nvcc" => s.nvcc.extend(v.split_whitespace().map(str::to_owned)),
+            other => panic!("{}: unknown vcuda-test key {other}", src.display()),
+        }
+    }
+    s
+}
+
+/// The source of test program `name`.
+pub fn source(name: &str) -> PathBuf {
+    repo_root().join("tests/cuda").join(format!("{name}.cu"))
+}
+
+/// Every test program in `tests/cuda/`, by name.
+pub fn all_programs() -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(repo_root().join("tests/cuda"))
+        .expect("tests/cuda")
+        .flatten()
+        .filter_map(|e| {
+            e.file_name()
+                .to_str()?
+                .strip_suffix(".cu")
+                .map(str::to_owned)
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// Compiles test program `name` (if its binary is older than its sources) and returns the
+/// binary, or `None` if the toolkit is unavailable.
+pub fn build(name: &str) -> Option<PathBuf> {
+    let root = toolkit()?;
+    let src = source(name);
+    let out_dir = bin_dir().join("cuda-tests");
+    std::fs::create_dir_all(&out_dir).expect("create cuda-tests dir");
+    let exe = out_dir.join(name);
+    let common = repo_root().join("tests/cuda/common.h");
+    let newest = [&src, &common]
+        .iter()
+        .filter_map(|p| p.metadata().ok()?.modified().ok())
+        .max();
+    let fresh = exe
+        .metadata()
+        .and_then(|m| m.modified())
+        .ok()
+        .zip(newest)
+        .is_some_and(|(b, s)| b >= s);
+    if !fresh {
+        let s = spec(&src);
+        let tmp = out_dir.join(format!(".{name}.{}", std::process::id()));
+        let mut cmd = Command::new(root.join("bin/nvcc"));
+        cmd.args([
+            "-cudart=shared",
+            "-O2",
+            "-std=c++17",
+            "-gencode",
+            "arch=compute_90,code=[sm_90,compute_90]",
+        ])
+        .arg(format!("-I{}", repo_root().join("tests/cuda").display()))
+        .arg(format!("-L{}", root.join("lib").display()))
+        .args(&s.nvcc)
+        .arg(&src)
+        .arg("-o")
+        .arg(&tmp);
+        for l in &s.libs {
+            cmd.arg(format!("-l{l}"));
+        }
+        let o = cmd.output().expect("run nvcc");
+        assert!(
+            o.status.success(),
+            "nvcc failed for {name}:\n{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        std::fs::rename(&tmp, &exe).expect("rename test binary");
+    }
+    Some(exe)
+}
+
+/// Runs `program args` through `vcuda run --executor EXECUTOR`.
+pub fn vcuda_run(executor: &str, program: &Path, args: &[String]) -> Output {
+    Command::new(bin("vcuda"))
+        .args(["run", "--executor", executor, "--"])
+        .arg(program)
+        .args(args)
+        .env_remove("VCUDA_SOCKET")
+        .env("VCUDA_BACKEND", bin("vcuda-backend"))
+        .env("VCUDA_LIB_DIR", bin_dir())
+        .output()
+        .expect("run vcuda")
+}
+
+/// Builds and runs test program `name` on `executor`, checking its exit status, its `PASS`
+/// line and its expected output. Skips (returns) when the toolkit is unavailable.
+pub fn check_program(name: &str, executor: &str) {
+    let Some(exe) = build(name) else { return };
+    let s = spec(&source(name));
+    let o = vcuda_run(executor, &exe, &s.args);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    let show = || format!("--- stdout\n{stdout}--- stderr\n{stderr}");
+    assert!(
+        o.status.success(),
+        "{name} exited with {}\n{}",
+        o.status,
+        show()
+    );
+    assert!(
+        stdout.lines().any(|l| l == "PASS"),
+        "{name}: no PASS line\n{}",
+        show()
+    );
+    assert!(
+        !stdout.contains("FAIL"),
+        "{name}: FAIL in output\n{}",
+        show()
+    );
+    for e in &s.expect {
+        assert!(
+            stdout.lines().any(|l| l == e),
+            "{name}: expected line {e:?}\n{}",
+            show()
+        );
+    }
+}

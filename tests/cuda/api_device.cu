@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+// Device queries, attributes, flags, limits, versions and error strings.
+#include "common.h"
+
+int main() {
+    int n = -1;
+    CHECK(cudaGetDeviceCount(&n));
+    EXPECT(n >= 1);
+    int dev = -1;
+    CHECK(cudaGetDevice(&dev));
+    EXPECT(dev == 0);
+    EXPECT_ERR(cudaSetDevice(n), cudaErrorInvalidDevice);
+    EXPECT_ERR(cudaSetDevice(-1), cudaErrorInvalidDevice);
+    EXPECT(cudaGetLastError() == cudaErrorInvalidDevice);
+    EXPECT(cudaGetLastError() == cudaSuccess);
+    CHECK(cudaSetDevice(0));
+
+    cudaDeviceProp p;
+    memset(&p, 0xab, sizeof p);
+    CHECK(cudaGetDeviceProperties(&p, 0));
+    printf("device: %s cc %d.%d, %d SMs, warp %d, %zu MiB\n", p.name, p.major, p.minor,
+           p.multiProcessorCount, p.warpSize, p.totalGlobalMem >> 20);
+    EXPECT(strlen(p.name) > 0 && strlen(p.name) < sizeof p.name);
+    EXPECT(p.warpSize == 32);
+    EXPECT(p.maxThreadsPerBlock >= 512);
+    EXPECT(p.major >= 7);
+    EXPECT(p.totalGlobalMem > 0);
+    EXPECT(p.maxThreadsDim[0] >= 512 && p.maxGridSize[0] >= 65535);
+    EXPECT(p.sharedMemPerBlock >= 48 * 1024);
+    EXPECT_ERR(cudaGetDeviceProperties(&p, n), cudaErrorInvalidDevice);
+    EXPECT_ERR(cudaGetDeviceProperties(nullptr, 0), cudaErrorInvalidValue);
+
+    int v = 0;
+    CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrWarpSize, 0));
+    EXPECT(v == 32);
+    CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrComputeCapabilityMajor, 0));
+    EXPECT(v == p.major);
+    CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, 0));
+    EXPECT(v == p.multiProcessorCount);
+    CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrMaxThreadsPerBlock, 0));
+    EXPECT(v == p.maxThreadsPerBlock);
+    EXPECT_ERR(cudaDeviceGetAttribute(&v, (cudaDeviceAttr)100000, 0), cudaErrorInvalidValue);
+    EXPECT_ERR(cudaDeviceGetAttribute(&v, cudaDevAttrWarpSize, n), cudaErrorInvalidDevice);
+
+    unsigned flags = 123;
+    CHECK(cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync));
+    CHECK(cudaGetDeviceFlags(&flags));
+    EXPECT((flags & cudaDeviceScheduleMask) == cudaDeviceScheduleBlockingSync);
+    EXPECT_ERR(cudaSetDeviceFlags(0xffff0000u), cudaErrorInvalidValue);
+
+    size_t lim = 0;
+    CHECK(cudaDeviceGetLimit(&lim, cudaLimitPrintfFifoSize));
+    EXPECT(lim > 0);
+    CHECK(cudaDeviceSetLimit(cudaLimitPrintfFifoSize, 2 << 20));
+    CHECK(cudaDeviceGetLimit(&lim, cudaLimitPrintfFifoSize));
+    EXPECT(lim >= (2u << 20));
+    CHECK(cudaDeviceSetLimit(cudaLimitStackSize, 4096));
+
+    size_t fr = 0, tot = 0;
+    CHECK(cudaMemGetInfo(&fr, &tot));
+    EXPECT(tot > 0 && fr <= tot);
+
+    int rt = 0, drv = 0;
+    CHECK(cudaRuntimeGetVersion(&rt));
+    CHECK(cudaDriverGetVersion(&drv));
+    printf("runtime %d driver %d\n", rt, drv);
+    EXPECT(rt >= 12000 && drv >= 12000);
+
+    int lo = 1, hi = 1;
+    CHECK(cudaDeviceGetStreamPriorityRange(&lo, &hi));
+    EXPECT(lo == 0 && hi < 0);
+    int can = -1;
+    EXPECT_ERR(cudaDeviceCanAccessPeer(&can, 0, 0), cudaErrorInvalidDevice);
+
+    EXPECT(strcmp(cudaGetErrorString(cudaErrorMemoryAllocation), "out of memory") == 0);
+    EXPECT(strcmp(cudaGetErrorName(cudaErrorInvalidValue), "cudaErrorInvalidValue") == 0);
+    EXPECT(strcmp(cudaGetErrorName((cudaError_t)12345), "unrecognized error code") == 0);
+    EXPECT(strcmp(cudaGetErrorString(cudaSuccess), "no error") == 0);
+
+    CHECK(cudaDeviceSynchronize());
+    CHECK(cudaDeviceReset());
+    CHECK(cudaGetDeviceProperties(&p, 0));
+    EXPECT(cudaPeekAtLastError() == cudaSuccess);
+    return finish();
+}

@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! Every program in `tests/cuda/` runs unchanged through `vcuda run --executor cpu` and
+//! checks its own results.
+
+use vcuda_tests::{all_programs, check_program};
+
+macro_rules! programs {
+    ($($name:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $name() {
+                check_program(stringify!($name), "cpu");
+            }
+        )*
+
+        #[test]
+        fn every_program_has_a_test() {
+            let listed = [$(stringify!($name)),*];
+            let missing: Vec<_> = all_programs().into_iter().filter(|p| !listed.contains(&p.as_str())).collect();
+            assert!(missing.is_empty(), "add these to tests/tests/e2e.rs: {missing:?}");
+        }
+    };
+}
+
+programs!(
+    api_device,
+    api_memory,
+    api_streams,
+    dmath,
+    errors,
+    matmul,
+    params,
+    reduce,
+    saxpy,
+    scan_hist,
+    sumArray,
+    symbols,
+    templates,
+    threads,
+    vectorAdd,
+);

@@ -44,24 +44,45 @@ pub fn bin(name: &str) -> PathBuf {
     p
 }
 
-/// The CUDA toolkit root (`bin/nvcc`, `include/`, `lib/`): `$VCUDA_CUDA_ROOT`, or the one
-/// `images/cuda-toolkit.sh` installs. `None` when it cannot be had and `VCUDA_REQUIRE_CUDA`
-/// is unset (tests then skip with a message); CI sets it, so there a missing toolkit fails.
-pub fn toolkit() -> Option<&'static Path> {
-    static ROOT: OnceLock<Option<PathBuf>> = OnceLock::new();
-    ROOT.get_or_init(|| {
-        if let Some(r) = std::env::var_os("VCUDA_CUDA_ROOT") {
+/// Which CUDA toolkit builds a test program, and so which libcudart ABI it uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cuda {
+    /// CUDA 13.0 from PyPI: `libcudart.so.13`.
+    V13,
+    /// CUDA 12.4 assembled from Debian and PyPI: `libcudart.so.12`.
+    V12,
+}
+
+impl Cuda {
+    fn tag(self) -> &'static str {
+        match self {
+            Cuda::V13 => "13",
+            Cuda::V12 => "12",
+        }
+    }
+}
+
+/// The CUDA toolkit root (`bin/nvcc`, `include/`, `lib/`): `$VCUDA_CUDA_ROOT` (13) /
+/// `$VCUDA_CUDA12_ROOT`, or the one `images/cuda-toolkit.sh` / `images/cuda12-toolkit.sh`
+/// provides. `None` when it cannot be had and `VCUDA_REQUIRE_CUDA` is unset (tests then
+/// skip with a message); CI sets it, so there a missing toolkit fails.
+pub fn toolkit(v: Cuda) -> Option<&'static Path> {
+    static ROOTS: [OnceLock<Option<PathBuf>>; 2] = [OnceLock::new(), OnceLock::new()];
+    let (slot, var, script) = match v {
+        Cuda::V13 => (&ROOTS[0], "VCUDA_CUDA_ROOT", "images/cuda-toolkit.sh"),
+        Cuda::V12 => (&ROOTS[1], "VCUDA_CUDA12_ROOT", "images/cuda12-toolkit.sh"),
+    };
+    slot.get_or_init(|| {
+        if let Some(r) = std::env::var_os(var) {
             return Some(PathBuf::from(r));
         }
-        let out = Command::new("bash")
-            .arg(repo_root().join("images/cuda-toolkit.sh"))
-            .output();
+        let out = Command::new("bash").arg(repo_root().join(script)).output();
         match out {
             Ok(o) if o.status.success() => Some(PathBuf::from(
                 String::from_utf8_lossy(&o.stdout).trim().to_owned(),
             )),
             other => {
-                let msg = format!("the CUDA toolkit is unavailable: {other:?}");
+                let msg = format!("the CUDA {} toolkit is unavailable: {other:?}", v.tag());
                 assert!(std::env::var_os("VCUDA_REQUIRE_CUDA").is_none(), "{msg}");
                 eprintln!("skipping: {msg}");
                 None
@@ -130,12 +151,12 @@ pub fn all_programs() -> Vec<String> {
     v
 }
 
-/// Compiles test program `name` (if its binary is older than its sources) and returns the
-/// binary, or `None` if the toolkit is unavailable.
-pub fn build(name: &str) -> Option<PathBuf> {
-    let root = toolkit()?;
+/// Compiles test program `name` with toolkit `v` (if its binary is older than its sources)
+/// and returns the binary, or `None` if the toolkit is unavailable.
+pub fn build(name: &str, v: Cuda) -> Option<PathBuf> {
+    let root = toolkit(v)?;
     let src = source(name);
-    let out_dir = bin_dir().join("cuda-tests");
+    let out_dir = bin_dir().join(format!("cuda{}-tests", v.tag()));
     std::fs::create_dir_all(&out_dir).expect("create cuda-tests dir");
     let exe = out_dir.join(name);
     let common = repo_root().join("tests/cuda/common.h");
@@ -193,11 +214,19 @@ pub fn vcuda_run(executor: &str, program: &Path, args: &[String]) -> Output {
         .expect("run vcuda")
 }
 
-/// Builds and runs test program `name` on `executor`, checking its exit status, its `PASS`
-/// line and its expected output. Skips (returns) when the toolkit is unavailable.
-pub fn check_program(name: &str, executor: &str) {
-    let Some(exe) = build(name) else { return };
+/// Builds test program `name` with toolkit `v` and runs it on `executor`, checking its exit
+/// status, its `PASS` line and its expected output. Skips (returns) when the toolkit is
+/// unavailable, or for CUDA 12 when the program needs libraries that toolkit lacks.
+pub fn check_program(name: &str, v: Cuda, executor: &str) {
     let s = spec(&source(name));
+    if v == Cuda::V12 && !s.libs.is_empty() {
+        eprintln!(
+            "skipping: {name} links {:?}, which the CUDA 12.4 toolkit here lacks",
+            s.libs
+        );
+        return;
+    }
+    let Some(exe) = build(name, v) else { return };
     let o = vcuda_run(executor, &exe, &s.args);
     let stdout = String::from_utf8_lossy(&o.stdout);
     let stderr = String::from_utf8_lossy(&o.stderr);

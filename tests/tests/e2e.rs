@@ -1,15 +1,25 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
-//! Every program in `tests/cuda/` runs unchanged through `vcuda run --executor cpu` and
-//! checks its own results.
+//! Every program in `tests/cuda/`, built with CUDA 13.0 (libcudart.so.13) and with CUDA
+//! 12.4 (libcudart.so.12), runs unchanged through `vcuda run --executor cpu` and checks its
+//! own results.
 
-use vcuda_tests::{all_programs, check_program};
+use vcuda_tests::{Cuda, all_programs, check_program};
 
 macro_rules! programs {
     ($($name:ident),* $(,)?) => {
         $(
-            #[test]
-            fn $name() {
-                check_program(stringify!($name), "cpu");
+            mod $name {
+                use super::*;
+
+                #[test]
+                fn cuda13() {
+                    check_program(stringify!($name), Cuda::V13, "cpu");
+                }
+
+                #[test]
+                fn cuda12() {
+                    check_program(stringify!($name), Cuda::V12, "cpu");
+                }
             }
         )*
 

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0 OR MIT
+# Assembles a CUDA 12.4 nvcc (never installed into the system) to build test programs
+# against the libcudart.so.12 ABI. Prints the toolkit root.
+#
+# From Debian trixie non-free's nvidia-cuda-toolkit .deb (nvcc, cicc, ptxas, fatbinary,
+# nvlink, cudafe++) and the headers/libcudart/libdevice of PyPI's cu12 wheels.
+# libcudadevrt.a (only in the 934 MB nvidia-cuda-dev .deb) is an empty archive: enough
+# without -rdc. Every download is checked against the sha256 recorded here.
+source "$(dirname "$0")/lib.sh"
+
+DEB_URL=http://deb.debian.org/debian/pool/non-free/n/nvidia-cuda-toolkit/nvidia-cuda-toolkit_12.4.131~12.4.1-2_amd64.deb
+DEB_SHA=cd5fe85aee38d108b315f408a688641478f2402622a10c677478eb7a6c4e5319
+WHEELS=(
+    "nvidia-cuda-runtime-cu12==12.4.127 64403288fa2136ee8e467cdc9c9427e0434110899d07c779f25b5c068934faa5"
+    "nvidia-cuda-nvcc-cu12==12.4.131 e4c9a35435c3b0e36c6397c5696334c9ea6650e524736cbd1c5d345ea099bb04"
+)
+key=$(printf '%s\n' "$DEB_SHA" "${WHEELS[@]}" | short_hash)
+dir=$VCUDA_CACHE/cuda-12.4-$key
+root=$dir/root
+
+if [ ! -x "$root/bin/nvcc" ]; then
+    log "assembling CUDA 12.4 into $dir"
+    rm -rf "$dir.tmp" && mkdir -p "$dir.tmp"
+    t=$dir.tmp
+    curl -fsSL --retry 3 -o "$t/tk.deb" "$DEB_URL"
+    echo "$DEB_SHA  $t/tk.deb" | sha256sum -c --quiet || die "checksum mismatch: $DEB_URL"
+    dpkg-deb -x "$t/tk.deb" "$t/deb"
+    for w in "${WHEELS[@]}"; do
+        spec=${w% *} sha=${w#* }
+        python3 -m pip download -q --no-deps --disable-pip-version-check -d "$t/whl" "$spec" >&2
+        f=$(ls "$t"/whl/"$(echo "${spec%%==*}" | tr - _)"-*.whl)
+        echo "$sha  $f" | sha256sum -c --quiet || die "checksum mismatch: $spec"
+        python3 -m zipfile -e "$f" "$t/w/"
+    done
+    x=$t/deb/usr r=$t/root
+    mkdir -p "$r"/{bin,include,lib,nvvm/bin,nvvm/libdevice}
+    cp "$x/lib/nvidia-cuda-toolkit/bin/nvcc" "$x"/bin/{cudafe++,ptxas,fatbinary,nvlink,bin2c} "$r/bin/"
+    cp -r "$x/lib/nvidia-cuda-toolkit/bin/crt" "$r/bin/"
+    cp "$x/lib/nvidia-cuda-toolkit/bin/cicc" "$r/nvvm/bin/"
+    cp "$t/w/nvidia/cuda_nvcc/nvvm/libdevice/libdevice.10.bc" "$r/nvvm/libdevice/"
+    cp -rn "$t"/w/nvidia/cuda_runtime/include/* "$t"/w/nvidia/cuda_nvcc/include/* "$r/include/"
+    cp "$t/w/nvidia/cuda_runtime/lib/libcudart.so.12" "$r/lib/"
+    ln -sf libcudart.so.12 "$r/lib/libcudart.so"
+    ar rcs "$r/lib/libcudadevrt.a"
+    cat >"$r/bin/nvcc.profile" <<'EOP'
+TOP              = $(_HERE_)/..
+NVVMIR_LIBRARY_DIR = $(TOP)/nvvm/libdevice
+LD_LIBRARY_PATH += $(TOP)/lib:
+PATH            += $(TOP)/nvvm/bin:$(_HERE_):
+INCLUDES        +=  "-I$(TOP)/include" $(_SPACE_)
+LIBRARIES        =+ $(_SPACE_) "-L$(TOP)/lib"
+EOP
+    rm -rf "$t/tk.deb" "$t/deb" "$t/whl" "$t/w"
+    publish_dir "$dir"
+fi
+echo "$root"

@@ -1,2 +1,52 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
-//! A PTX parser and interpreter: runs CUDA kernels on the CPU
+//! A PTX parser and interpreter: runs CUDA kernels on the CPU.
+//!
+//! [`Module::parse`] turns the PTX text embedded in a fatbin into a pre-decoded, immutable
+//! [`Module`] (registers resolved to indices, branch targets to instruction indices, every
+//! instruction's types and modifiers to a specialized function). [`launch`] runs one of its
+//! kernels over a grid: blocks in parallel on OS threads, each block's threads as warps of 32
+//! lanes executing in lockstep, with divergence, barriers, atomics, warp shuffles/votes and device
+//! `printf`.
+//!
+//! # Memory model
+//!
+//! * `.global` and `.const` space (including module variables, see [`Module::globals`]) is the
+//!   flat device address space the executor owns, reached through [`DeviceMemory`]. Every access
+//!   is bounds-checked against the executor's regions.
+//! * Shared memory (static and dynamic) belongs to each block, local memory (including call frames
+//!   and the `__local_depot` stack) to each thread; both are owned by the interpreter.
+//! * Generic addresses: the executor's device addresses are used as they are. The interpreter
+//!   reserves these windows of the generic space, each [`WINDOW_SIZE`] bytes, well below the
+//!   executor's `0x7f00_0000_0000..` range:
+//!   [`SHARED_WINDOW`] (`0x1000_0000_0000`, the running block's shared memory),
+//!   [`LOCAL_WINDOW`] (`0x2000_0000_0000`, the running thread's local memory),
+//!   [`PARAM_WINDOW`] (`0x3000_0000_0000`, the kernel parameter buffer, read only: the address
+//!   of a `__grid_constant__` parameter) and [`FUNC_WINDOW`] (`0x4000_0000_0000`, function
+//!   addresses, not dereferenceable). The executor must not map device memory there.
+//!
+//! # Errors
+//!
+//! Nothing the guest supplies can panic the interpreter: malformed PTX gives a [`ParseError`],
+//! faults and unsupported instructions a [`KernelError`] (with [`KernelError::cuda_status`]).
+//! Unsupported instructions fail the launch only when executed.
+
+mod alu;
+mod ast;
+mod error;
+mod exec;
+mod float;
+mod ir;
+mod lexer;
+mod memory;
+mod module;
+mod parser;
+mod printf;
+mod types;
+
+pub use error::{KernelError, Location, ParseError};
+pub use exec::{LaunchConfig, LaunchOptions, LaunchStats, PrintfSink, StdoutSink, launch};
+pub use memory::{DeviceMemory, Region};
+pub use module::{
+    FUNC_WINDOW, GlobalId, GlobalInfo, GlobalSpace, KernelId, KernelInfo, LOCAL_WINDOW, Module,
+    PARAM_WINDOW, ParamInfo, Reloc, RelocTarget, SHARED_WINDOW, WINDOW_SIZE,
+};

@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! Parse and launch errors.
+
+use std::fmt;
+
+/// A syntax or semantic error in PTX text, with the 1-based position where it was found.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("PTX line {line}, column {col}: expected {expected}")]
+pub struct ParseError {
+    pub line: u32,
+    pub col: u32,
+    /// What the parser expected (or the problem found) at that position.
+    pub expected: String,
+}
+
+impl ParseError {
+    pub(crate) fn new(line: u32, col: u32, expected: impl Into<String>) -> Self {
+        Self {
+            line,
+            col,
+            expected: expected.into(),
+        }
+    }
+}
+
+/// Where a kernel fault happened.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Location {
+    /// `%ctaid` of the faulting thread.
+    pub block: [u32; 3],
+    /// `%tid` of the faulting thread.
+    pub thread: [u32; 3],
+    /// The PTX source line of the faulting instruction (0 if unknown).
+    pub line: u32,
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let [bx, by, bz] = self.block;
+        let [tx, ty, tz] = self.thread;
+        write!(
+            f,
+            "PTX line {}, block ({bx},{by},{bz}), thread ({tx},{ty},{tz})",
+            self.line
+        )
+    }
+}
+
+/// Why a launch failed. [`KernelError::cuda_status`] gives the matching `cudaError_t`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KernelError {
+    /// An access outside every memory region (global) or outside the block's shared memory or
+    /// the thread's local memory.
+    #[error("Illegal address {addr:#x} ({size}-byte {}) at {loc}", if *.write { "write" } else { "read" })]
+    IllegalAddress {
+        addr: u64,
+        size: u32,
+        write: bool,
+        loc: Location,
+    },
+    /// An access not aligned to its size.
+    #[error("Misaligned address {addr:#x} ({size}-byte access) at {loc}")]
+    MisalignedAddress { addr: u64, size: u32, loc: Location },
+    /// An instruction, operand form or external function the interpreter does not implement.
+    #[error("Unsupported instruction `{instruction}` at {loc}")]
+    Unsupported { instruction: String, loc: Location },
+    /// The kernel executed `trap`.
+    #[error("Kernel trap at {loc}")]
+    Trap { loc: Location },
+    /// The kernel executed `brkpt` (no debugger is attached).
+    #[error("Kernel breakpoint at {loc}")]
+    Breakpoint { loc: Location },
+    /// A device-side `assert` failed; `message` is the line CUDA prints.
+    #[error("{message}")]
+    Assert { message: String },
+    /// Call depth or local memory exceeded [`crate::LaunchOptions::max_local_bytes`].
+    #[error("Stack overflow at {loc}")]
+    StackOverflow { loc: Location },
+    /// All threads of a block wait at barriers that can never complete.
+    #[error("Barrier deadlock in block ({},{},{})", .block[0], .block[1], .block[2])]
+    Deadlock { block: [u32; 3] },
+    /// [`crate::LaunchOptions::instruction_limit`] was reached.
+    #[error("Instruction limit of {limit} reached")]
+    InstructionLimit { limit: u64 },
+    /// Bad grid or block dimensions for this kernel.
+    #[error("Invalid launch configuration: {0}")]
+    InvalidConfig(String),
+    /// The parameter buffer is smaller than the kernel's parameter block.
+    #[error("Parameter buffer has {got} bytes, the kernel needs {expected}")]
+    InvalidParams { expected: u32, got: usize },
+    /// Static plus dynamic shared memory exceeds the limit.
+    #[error("Shared memory of {requested} bytes exceeds the limit of {limit}")]
+    SharedMemoryTooLarge { requested: u64, limit: u64 },
+}
+
+impl KernelError {
+    /// The `cudaError_t` a CUDA runtime reports for this failure.
+    pub fn cuda_status(&self) -> u32 {
+        match self {
+            KernelError::IllegalAddress { .. } => 700,
+            KernelError::MisalignedAddress { .. } => 716,
+            KernelError::Unsupported { .. } | KernelError::Breakpoint { .. } => 715,
+            KernelError::Trap { .. } => 719,
+            KernelError::Assert { .. } => 710,
+            KernelError::StackOverflow { .. } => 714,
+            KernelError::Deadlock { .. } | KernelError::InstructionLimit { .. } => 702,
+            KernelError::InvalidConfig(_) => 9,
+            KernelError::InvalidParams { .. } | KernelError::SharedMemoryTooLarge { .. } => 1,
+        }
+    }
+}

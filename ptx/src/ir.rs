@@ -1,0 +1,277 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! The pre-decoded instruction form the interpreter executes.
+//!
+//! Registers are indices relative to their function's register window; every register holds a
+//! 64-bit pattern per lane (narrower values are kept zero-extended, predicates are 0 or 1).
+
+use crate::alu::{AluCtx, AluFn};
+
+pub(crate) type Reg = u32;
+/// The `_` sink destination.
+pub(crate) const SINK: Reg = u32::MAX;
+
+/// A source operand.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Src {
+    Reg(Reg),
+    /// `!%p` on a predicate register.
+    NotReg(Reg),
+    Imm(u64),
+    Sreg(Sreg),
+    /// The address of module symbol `n` (see `Module::syms`) plus an offset.
+    Sym(u32, i64),
+    /// A local-space address: this lane's current frame base plus the offset.
+    Local(u32),
+}
+
+/// Special registers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Sreg {
+    Tid(u8),
+    Ntid(u8),
+    Ctaid(u8),
+    Nctaid(u8),
+    Laneid,
+    Warpid,
+    Nwarpid,
+    Smid,
+    Nsmid,
+    Gridid,
+    LanemaskEq,
+    LanemaskLe,
+    LanemaskLt,
+    LanemaskGe,
+    LanemaskGt,
+    Clock,
+    ClockHi,
+    Clock64,
+    Globaltimer,
+    GlobaltimerLo,
+    GlobaltimerHi,
+    DynamicSmem,
+    TotalSmem,
+    Const(u32),
+}
+
+/// Memory state spaces as seen by `ld`/`st`/`atom`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Space {
+    Generic,
+    Global,
+    Shared,
+    Local,
+    Const,
+    /// Kernel parameters; addresses are in the param window of the generic space.
+    Param,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Addr {
+    pub base: Src,
+    pub off: i64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AtomOp {
+    Add,
+    FAdd,
+    Min,
+    Max,
+    Exch,
+    Cas,
+    And,
+    Or,
+    Xor,
+    Inc,
+    Dec,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ShflMode {
+    Up,
+    Down,
+    Bfly,
+    Idx,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum VoteMode {
+    All,
+    Any,
+    Uni,
+    Ballot,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ReduxOp {
+    Add,
+    Min,
+    Max,
+    And,
+    Or,
+    Xor,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BarKind {
+    Sync,
+    Arrive,
+    RedPopc,
+    RedAnd,
+    RedOr,
+}
+
+/// One argument copy of a `call`: caller frame bytes (or a value) into the callee frame.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum ArgCopy {
+    Frame { from: u32, to: u32, size: u32 },
+    Value { src: Src, to: u32, size: u32 },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Intrinsic {
+    Vprintf,
+    AssertFail,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) enum Op {
+    Alu {
+        f: AluFn,
+        ctx: AluCtx,
+        src: [Src; 4],
+        nsrc: u8,
+        dst: [Reg; 2],
+        ndst: u8,
+    },
+    Mov {
+        d: Reg,
+        a: Src,
+        mask: u64,
+    },
+    /// `mov.b64 d, {a, b}`: `n` elements of `bits` each, first element lowest.
+    Pack {
+        d: Reg,
+        srcs: [Src; 4],
+        n: u8,
+        bits: u8,
+    },
+    /// `mov.b64 {a, b}, s`.
+    Unpack {
+        ds: [Reg; 4],
+        n: u8,
+        bits: u8,
+        a: Src,
+    },
+    Ld {
+        space: Space,
+        size: u8,
+        sext: bool,
+        n: u8,
+        d: [Reg; 4],
+        addr: Addr,
+    },
+    St {
+        space: Space,
+        size: u8,
+        n: u8,
+        v: [Src; 4],
+        addr: Addr,
+    },
+    Atom {
+        space: Space,
+        op: AtomOp,
+        size: u8,
+        signed: bool,
+        d: Reg,
+        addr: Addr,
+        b: Src,
+        c: Src,
+    },
+    Cvta {
+        to: bool,
+        space: Space,
+        d: Reg,
+        a: Src,
+        mask: u64,
+    },
+    Isspacep {
+        space: Space,
+        d: Reg,
+        a: Src,
+    },
+    Bra {
+        target: u32,
+    },
+    Brx {
+        idx: Src,
+        targets: Box<[u32]>,
+    },
+    Call {
+        func: u32,
+        args: Box<[ArgCopy]>,
+        /// (callee frame offset, caller frame offset, size) copied back at `ret`.
+        rets: Box<[(u32, u32, u32)]>,
+    },
+    Intrinsic {
+        which: Intrinsic,
+        args: Box<[ArgCopy]>,
+        /// Caller frame offset of the return value, if any.
+        ret: Option<u32>,
+    },
+    Ret,
+    Exit,
+    Trap,
+    Brkpt,
+    Bar {
+        kind: BarKind,
+        id: Src,
+        count: Option<Src>,
+        pred: Src,
+        d: Reg,
+    },
+    Shfl {
+        mode: ShflMode,
+        d: Reg,
+        p: Reg,
+        a: Src,
+        b: Src,
+        c: Src,
+    },
+    Vote {
+        mode: VoteMode,
+        d: Reg,
+        a: Src,
+    },
+    Match {
+        all: bool,
+        d: Reg,
+        p: Reg,
+        a: Src,
+        mask64: bool,
+    },
+    Redux {
+        op: ReduxOp,
+        signed: bool,
+        d: Reg,
+        a: Src,
+    },
+    Activemask {
+        d: Reg,
+    },
+    Elect {
+        d: Reg,
+        p: Reg,
+    },
+    Fence,
+    Nop,
+    Unsupported(Box<str>),
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Inst {
+    pub op: Op,
+    /// `@%p` / `@!%p`.
+    pub guard: Option<(Reg, bool)>,
+    pub line: u32,
+}

@@ -1,0 +1,1100 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! [`Module`]: a parsed, decoded PTX module and its public metadata.
+
+use std::collections::HashMap;
+
+use crate::{
+    alu,
+    ast::{self, Init, Item, Linkage, Operand, Pos, Stmt, Value},
+    error::ParseError,
+    float::{f32_to_bf16, f32_to_f16},
+    ir::*,
+    parser,
+    types::Ty,
+};
+
+/// Base of the generic-address window for shared memory (4 GiB, one per block).
+pub const SHARED_WINDOW: u64 = 0x0000_1000_0000_0000;
+/// Base of the generic-address window for local memory (4 GiB, one per thread).
+pub const LOCAL_WINDOW: u64 = 0x0000_2000_0000_0000;
+/// Base of the generic-address window for kernel parameters (read only).
+pub const PARAM_WINDOW: u64 = 0x0000_3000_0000_0000;
+/// Base of the window for function addresses (`mov.u64 %rd, func`); not dereferenceable.
+pub const FUNC_WINDOW: u64 = 0x0000_4000_0000_0000;
+/// Size of each window.
+pub const WINDOW_SIZE: u64 = 1 << 32;
+
+/// Limit on decoded instructions and registers, against hostile input.
+const MAX_CODE: usize = 1 << 24;
+/// Limit on any single variable or frame size.
+const MAX_VAR_BYTES: u64 = 1 << 32;
+
+/// Index of a kernel in [`Module::kernels`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct KernelId(pub u32);
+
+/// Index of a module variable in [`Module::globals`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct GlobalId(pub u32);
+
+/// One kernel parameter as laid out in the parameter buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ParamInfo {
+    pub offset: u32,
+    pub size: u32,
+    pub align: u32,
+}
+
+/// A `.entry` function.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelInfo {
+    /// The (mangled) name.
+    pub name: String,
+    pub params: Vec<ParamInfo>,
+    /// Bytes of the parameter buffer: end of the last parameter, not rounded up.
+    pub param_size: u32,
+    /// Static shared memory per block, including module-scope `.shared` variables it uses.
+    pub static_shared: u32,
+    /// Local memory per thread for the kernel's own frame plus the deepest non-recursive call
+    /// chain.
+    pub local_bytes: u32,
+    pub reqntid: Option<[u32; 3]>,
+    pub maxntid: Option<[u32; 3]>,
+    pub minnctapersm: Option<u32>,
+    pub maxnreg: Option<u32>,
+    pub(crate) func: u32,
+    pub(crate) shared_base: u32,
+    pub(crate) dyn_align: u32,
+}
+
+/// State space of a module variable the executor owns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GlobalSpace {
+    Global,
+    Const,
+}
+
+/// What a relocation in an initializer points at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RelocTarget {
+    Global(GlobalId),
+    /// A function; its address is `FUNC_WINDOW + index` (not dereferenceable).
+    Function(u32),
+}
+
+/// An address stored in an initializer: `size` bytes at `offset` get the target's address plus
+/// `addend`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reloc {
+    pub offset: u64,
+    pub size: u32,
+    pub target: RelocTarget,
+    pub addend: i64,
+}
+
+/// A module-scope `.global` or `.const` variable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GlobalInfo {
+    pub name: String,
+    pub space: GlobalSpace,
+    pub size: u64,
+    pub align: u32,
+    /// Initial bytes (`size` long; zeros where not initialized or where a relocation goes).
+    pub init: Vec<u8>,
+    /// Addresses to patch into `init` (see [`GlobalInfo::initial_bytes`]).
+    pub relocs: Vec<Reloc>,
+    /// Declared `.extern` (defined elsewhere; never in a whole-program module).
+    pub is_extern: bool,
+    pub visible: bool,
+}
+
+impl GlobalInfo {
+    /// The initializer with relocations applied.
+    pub fn initial_bytes(&self, global_addr: &dyn Fn(GlobalId) -> u64) -> Vec<u8> {
+        let mut b = self.init.clone();
+        for r in &self.relocs {
+            let base = match r.target {
+                RelocTarget::Global(g) => global_addr(g),
+                RelocTarget::Function(f) => FUNC_WINDOW + f as u64,
+            };
+            let v = base.wrapping_add(r.addend as u64).to_le_bytes();
+            let (o, n) = (r.offset as usize, r.size as usize);
+            if let Some(dst) = b.get_mut(o..o.saturating_add(n)) {
+                dst.copy_from_slice(&v[..n.min(8)]);
+            }
+        }
+        b
+    }
+}
+
+/// What a symbol operand (`Src::Sym`) resolves to at launch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Sym {
+    Global(GlobalId),
+    /// Offset in the module-scope shared block.
+    SharedModule(u32),
+    /// Offset after the kernel's shared base.
+    SharedKernel(u32),
+    SharedDynamic,
+    Func(u32),
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Func {
+    pub name: String,
+    pub entry: u32,
+    pub nregs: u32,
+    pub frame_size: u32,
+    pub is_kernel: bool,
+    pub defined: bool,
+    pub intrinsic: Option<Intrinsic>,
+    /// Frame offsets and sizes of the formal parameters and return values.
+    pub params: Vec<(u32, u32)>,
+    pub rets: Vec<(u32, u32)>,
+    pub callees: Vec<u32>,
+    pub uses_module_shared: bool,
+}
+
+/// A parsed and decoded PTX module. Immutable, `Send + Sync`.
+#[derive(Debug)]
+pub struct Module {
+    pub(crate) code: Vec<Inst>,
+    pub(crate) funcs: Vec<Func>,
+    pub(crate) kernels: Vec<KernelInfo>,
+    pub(crate) globals: Vec<GlobalInfo>,
+    pub(crate) syms: Vec<Sym>,
+    version: Option<f64>,
+    target: Vec<String>,
+}
+
+impl Module {
+    /// Parses and decodes PTX text. Never panics.
+    pub fn parse(ptx: &str) -> Result<Module, ParseError> {
+        let ast = parser::parse(ptx)?;
+        Lower::lower(ast)
+    }
+
+    /// All `.entry` kernels, in source order (a kernel's [`KernelId`] is its index).
+    pub fn kernels(&self) -> &[KernelInfo] {
+        &self.kernels
+    }
+
+    pub fn kernel(&self, name: &str) -> Option<KernelId> {
+        self.kernels
+            .iter()
+            .position(|k| k.name == name)
+            .map(|i| KernelId(i as u32))
+    }
+
+    pub fn kernel_info(&self, id: KernelId) -> Option<&KernelInfo> {
+        self.kernels.get(id.0 as usize)
+    }
+
+    /// Every module-scope `.global` and `.const` variable (a [`GlobalId`] is its index).
+    pub fn globals(&self) -> &[GlobalInfo] {
+        &self.globals
+    }
+
+    pub fn global(&self, name: &str) -> Option<GlobalId> {
+        self.globals
+            .iter()
+            .position(|g| g.name == name)
+            .map(|i| GlobalId(i as u32))
+    }
+
+    /// The `.version` directive, if present.
+    pub fn version(&self) -> Option<f64> {
+        self.version
+    }
+
+    /// The `.target` list.
+    pub fn target(&self) -> &[String] {
+        &self.target
+    }
+
+    /// Number of decoded instructions.
+    pub fn instruction_count(&self) -> usize {
+        self.code.len()
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Lowering.
+
+fn perr(pos: Pos, what: impl Into<String>) -> ParseError {
+    ParseError::new(pos.line, pos.col, what)
+}
+
+fn align_up(v: u64, a: u64) -> u64 {
+    let a = a.max(1);
+    v.div_ceil(a).saturating_mul(a)
+}
+
+fn type_of(name: &str, pos: Pos) -> Result<Ty, ParseError> {
+    Ty::parse(name).ok_or_else(|| perr(pos, format!("a type, not `.{name}`")))
+}
+
+/// Size/alignment of a declared variable.
+fn var_layout(
+    ty: &str,
+    vec: u32,
+    dims: &[Option<u64>],
+    align: Option<u64>,
+    init_len: Option<u64>,
+    pos: Pos,
+) -> Result<(u64, u64, Ty), ParseError> {
+    let t = match ty {
+        "texref" | "samplerref" | "surfref" => Ty::B64,
+        _ => type_of(ty, pos)?,
+    };
+    let elem = t.size() as u64 * vec as u64;
+    let mut count = 1u64;
+    for (k, d) in dims.iter().enumerate() {
+        let n = match d {
+            Some(n) => *n,
+            // `x[]`: sized by the initializer (first dimension only), else 0 (extern).
+            None if k == 0 => init_len.map_or(0, |l| l.div_ceil(elem.max(1))),
+            None => 0,
+        };
+        count = count
+            .checked_mul(n)
+            .ok_or_else(|| perr(pos, "a smaller array"))?;
+    }
+    let size = elem
+        .checked_mul(count)
+        .filter(|s| *s <= MAX_VAR_BYTES)
+        .ok_or_else(|| perr(pos, "a smaller variable"))?;
+    let a = align.unwrap_or(elem).max(1);
+    if !a.is_power_of_two() || a > 1 << 16 {
+        return Err(perr(pos, "a power-of-two alignment"));
+    }
+    Ok((size, a, t))
+}
+
+#[derive(Debug, Clone, Copy)]
+enum ModSym {
+    Var(u32),
+    Func(u32),
+}
+
+/// A name visible in a function scope.
+#[derive(Debug, Clone, Copy)]
+enum Local {
+    /// A register (declaration id).
+    Reg(u32),
+    /// `%r<N>`: (first declaration id, count); registers are `decl + i`.
+    Range(u32, u32),
+    /// A `.local` variable or a `.param` in the frame at this offset.
+    Frame(u32),
+    /// A kernel parameter at this offset of the parameter buffer.
+    KParam(u32),
+    /// A function-scope shared or global symbol.
+    Sym(u32),
+    Label(u32),
+    /// A `.branchtargets` table.
+    Table(u32),
+}
+
+#[derive(Default)]
+struct Scope<'a> {
+    names: HashMap<&'a str, Local>,
+    ranges: Vec<(&'a str, Local)>,
+}
+
+struct Lower<'a> {
+    code: Vec<Inst>,
+    funcs: Vec<Func>,
+    func_names: HashMap<&'a str, u32>,
+    kernels: Vec<KernelInfo>,
+    globals: Vec<GlobalInfo>,
+    syms: Vec<Sym>,
+    modsyms: HashMap<&'a str, ModSym>,
+    module_shared: u64,
+    dyn_align: u64,
+}
+
+/// Per-function decoding state.
+struct FnState<'a> {
+    is_kernel: bool,
+    scopes: Vec<Scope<'a>>,
+    /// Declaration id counter; registers are allocated lazily on first use.
+    next_decl: u32,
+    reg_of_decl: HashMap<u32, Reg>,
+    decl_ty: HashMap<u32, Ty>,
+    nregs: u32,
+    cc: Option<Reg>,
+    frame: u64,
+    frame_max: u64,
+    labels: Vec<Option<u32>>,
+    tables: Vec<Vec<u32>>,
+    /// (instruction index, label ids) to patch after the body.
+    fixups: Vec<(usize, Vec<u32>)>,
+    kernel_shared: u64,
+    pending_label: Option<&'a str>,
+    callees: Vec<u32>,
+    uses_module_shared: bool,
+}
+
+enum DErr {
+    Parse(ParseError),
+    Unsupported(String),
+}
+
+impl From<ParseError> for DErr {
+    fn from(e: ParseError) -> Self {
+        DErr::Parse(e)
+    }
+}
+
+type DResult<T> = Result<T, DErr>;
+
+fn unsup<T>(what: impl Into<String>) -> DResult<T> {
+    Err(DErr::Unsupported(what.into()))
+}
+
+fn sreg(name: &str, comp: Option<&str>) -> Option<Sreg> {
+    let c = match comp {
+        Some("x") => 0,
+        Some("y") => 1,
+        Some("z") => 2,
+        Some(_) => 3,
+        None => 0,
+    };
+    let dim = |f: fn(u8) -> Sreg| if c < 3 { Some(f(c)) } else { None };
+    Some(match name {
+        "%tid" => return dim(Sreg::Tid),
+        "%ntid" => return dim(Sreg::Ntid),
+        "%ctaid" | "%clusterid" => return dim(Sreg::Ctaid),
+        "%nctaid" | "%nclusterid" => return dim(Sreg::Nctaid),
+        "%cluster_ctaid" => Sreg::Const(0),
+        "%cluster_nctaid" => Sreg::Const(1),
+        "%cluster_ctarank" | "%is_explicit_cluster" => Sreg::Const(0),
+        "%cluster_nctarank" => Sreg::Const(1),
+        "%laneid" => Sreg::Laneid,
+        "%warpid" => Sreg::Warpid,
+        "%nwarpid" => Sreg::Nwarpid,
+        "%smid" => Sreg::Smid,
+        "%nsmid" => Sreg::Nsmid,
+        "%gridid" => Sreg::Gridid,
+        "%lanemask_eq" => Sreg::LanemaskEq,
+        "%lanemask_le" => Sreg::LanemaskLe,
+        "%lanemask_lt" => Sreg::LanemaskLt,
+        "%lanemask_ge" => Sreg::LanemaskGe,
+        "%lanemask_gt" => Sreg::LanemaskGt,
+        "%clock" => Sreg::Clock,
+        "%clock_hi" => Sreg::ClockHi,
+        "%clock64" => Sreg::Clock64,
+        "%globaltimer" => Sreg::Globaltimer,
+        "%globaltimer_lo" => Sreg::GlobaltimerLo,
+        "%globaltimer_hi" => Sreg::GlobaltimerHi,
+        "%dynamic_smem_size" => Sreg::DynamicSmem,
+        "%total_smem_size" | "%aggr_smem_size" => Sreg::TotalSmem,
+        n if n.starts_with("%pm")
+            || n.starts_with("%envreg")
+            || n.starts_with("%reserved_smem")
+            || n == "%current_graph_exec" =>
+        {
+            Sreg::Const(0)
+        }
+        _ => return None,
+    })
+}
+
+/// Converts a literal to the bit pattern of `ty`.
+fn imm_bits(v: Value<'_>, ty: Ty) -> u64 {
+    let from_f64 = |f: f64| match ty {
+        Ty::F32 => (f as f32).to_bits() as u64,
+        Ty::F16 => f32_to_f16(f as f32) as u64,
+        Ty::BF16 => f32_to_bf16(f as f32) as u64,
+        Ty::F64 => f.to_bits(),
+        t => (f as i64) as u64 & t.mask(),
+    };
+    match v {
+        Value::Int(i) => match ty {
+            Ty::F32 | Ty::F64 | Ty::F16 | Ty::BF16 => from_f64(i as i64 as f64),
+            Ty::Pred => (i != 0) as u64,
+            t => i & t.mask(),
+        },
+        Value::F32(b) => match ty {
+            Ty::F64 | Ty::F16 | Ty::BF16 => from_f64(f32::from_bits(b) as f64),
+            _ => b as u64,
+        },
+        Value::F64(b) => match ty {
+            Ty::F32 | Ty::F16 | Ty::BF16 => from_f64(f64::from_bits(b)),
+            _ => b,
+        },
+        Value::Float(f) => from_f64(f),
+        Value::Addr { .. } => 0,
+    }
+}
+
+impl<'a> Lower<'a> {
+    fn lower(ast: ast::AstModule<'a>) -> Result<Module, ParseError> {
+        let mut l = Lower {
+            code: Vec::new(),
+            funcs: Vec::new(),
+            func_names: HashMap::new(),
+            kernels: Vec::new(),
+            globals: Vec::new(),
+            syms: Vec::new(),
+            modsyms: HashMap::new(),
+            module_shared: 0,
+            dyn_align: 16,
+        };
+        // Pass 1: module-scope variables and function signatures.
+        for item in &ast.items {
+            match item {
+                Item::Var(d) => l.module_var(d)?,
+                Item::Func(f) => l.declare_func(f)?,
+                Item::Alias(..) => {}
+            }
+        }
+        for item in &ast.items {
+            if let Item::Alias(a, b, pos) = item {
+                let target = *l
+                    .modsyms
+                    .get(b)
+                    .ok_or_else(|| perr(*pos, format!("a declared function `{b}`")))?;
+                l.modsyms.insert(a, target);
+                if let ModSym::Func(f) = target {
+                    l.func_names.insert(a, f);
+                }
+            }
+        }
+        // Pass 2: initializers (may reference any variable or function).
+        for item in &ast.items {
+            if let Item::Var(d) = item {
+                l.initializers(d)?;
+            }
+        }
+        // Pass 3: bodies.
+        for item in &ast.items {
+            if let Item::Func(f) = item {
+                if f.body.is_some() {
+                    l.define_func(f)?;
+                }
+            }
+        }
+        for inst in &mut l.code {
+            if let Op::Call { func, .. } = inst.op {
+                let f = &l.funcs[func as usize];
+                if !f.defined {
+                    inst.op = Op::Unsupported(
+                        format!("call of external function `{}`", f.name).into_boxed_str(),
+                    );
+                }
+            }
+        }
+        l.finish_kernels();
+        Ok(Module {
+            code: l.code,
+            funcs: l.funcs,
+            kernels: l.kernels,
+            globals: l.globals,
+            syms: l.syms,
+            version: ast.version,
+            target: ast.target.iter().map(|s| s.to_string()).collect(),
+        })
+    }
+
+    fn add_sym(&mut self, s: Sym) -> u32 {
+        self.syms.push(s);
+        (self.syms.len() - 1) as u32
+    }
+
+    fn alloc_shared(&mut self, size: u64, align: u64, pos: Pos) -> Result<u32, ParseError> {
+        let off = align_up(self.module_shared, align);
+        self.module_shared = off
+            .checked_add(size)
+            .filter(|e| *e <= u32::MAX as u64)
+            .ok_or_else(|| perr(pos, "less shared memory"))?;
+        Ok(off as u32)
+    }
+
+    fn module_var(&mut self, d: &ast::VarDecl<'a>) -> Result<(), ParseError> {
+        for n in &d.names {
+            let init_len = n.init.as_ref().map(|i| count_init(i) as u64);
+            let elem_ty = Ty::parse(d.ty).map_or(8, |t| t.size() as u64);
+            let (size, align, _) = var_layout(
+                d.ty,
+                d.vec,
+                &n.dims,
+                d.align,
+                init_len.map(|c| c * elem_ty),
+                n.pos,
+            )?;
+            let sym = match d.space {
+                "global" | "const" => {
+                    if let Some(ModSym::Var(s)) = self.modsyms.get(n.name) {
+                        // A re-declaration (e.g. `.extern` then definition): keep the first.
+                        if let Sym::Global(g) = self.syms[*s as usize] {
+                            let gi = &mut self.globals[g.0 as usize];
+                            gi.is_extern &= d.linkage == Linkage::Extern;
+                            gi.size = gi.size.max(size);
+                            gi.init.resize(gi.size as usize, 0);
+                        }
+                        continue;
+                    }
+                    let id = GlobalId(self.globals.len() as u32);
+                    self.globals.push(GlobalInfo {
+                        name: n.name.to_string(),
+                        space: if d.space == "global" {
+                            GlobalSpace::Global
+                        } else {
+                            GlobalSpace::Const
+                        },
+                        size,
+                        align: align as u32,
+                        init: vec![0; size as usize],
+                        relocs: Vec::new(),
+                        is_extern: d.linkage == Linkage::Extern,
+                        visible: d.linkage == Linkage::Visible,
+                    });
+                    Sym::Global(id)
+                }
+                "shared" => {
+                    if d.linkage == Linkage::Extern || n.dims.first() == Some(&None) {
+                        self.dyn_align = self.dyn_align.max(align);
+                        Sym::SharedDynamic
+                    } else {
+                        Sym::SharedModule(self.alloc_shared(size, align, n.pos)?)
+                    }
+                }
+                // .tex/.local at module scope and others: not addressable here.
+                _ => continue,
+            };
+            let s = self.add_sym(sym);
+            self.modsyms.insert(n.name, ModSym::Var(s));
+        }
+        Ok(())
+    }
+
+    fn initializers(&mut self, d: &ast::VarDecl<'a>) -> Result<(), ParseError> {
+        if !matches!(d.space, "global" | "const") {
+            return Ok(());
+        }
+        for n in &d.names {
+            let Some(init) = &n.init else { continue };
+            let Some(ModSym::Var(s)) = self.modsyms.get(n.name).copied() else {
+                continue;
+            };
+            let Sym::Global(g) = self.syms[s as usize] else {
+                continue;
+            };
+            let ty = type_of(d.ty, d.pos)?;
+            let mut vals = Vec::new();
+            flatten_init(init, &mut vals);
+            let es = ty.size() as u64;
+            let mut relocs = Vec::new();
+            let mut bytes = std::mem::take(&mut self.globals[g.0 as usize].init);
+            for (k, v) in vals.iter().enumerate() {
+                let off = k as u64 * es;
+                if off + es > bytes.len() as u64 {
+                    return Err(perr(n.pos, "no more initializers than elements"));
+                }
+                match *v {
+                    Value::Addr {
+                        name, offset, pos, ..
+                    } => {
+                        let target = match self.modsyms.get(name) {
+                            Some(ModSym::Var(s)) => match self.syms[*s as usize] {
+                                Sym::Global(t) => RelocTarget::Global(t),
+                                _ => return Err(perr(pos, "a global or function symbol")),
+                            },
+                            Some(ModSym::Func(f)) => RelocTarget::Function(*f),
+                            None => return Err(perr(pos, format!("a declared symbol `{name}`"))),
+                        };
+                        relocs.push(Reloc {
+                            offset: off,
+                            size: es as u32,
+                            target,
+                            addend: offset,
+                        });
+                    }
+                    v => {
+                        let b = imm_bits(v, ty).to_le_bytes();
+                        bytes[off as usize..(off + es) as usize].copy_from_slice(&b[..es as usize]);
+                    }
+                }
+            }
+            let gi = &mut self.globals[g.0 as usize];
+            gi.init = bytes;
+            gi.relocs = relocs;
+        }
+        Ok(())
+    }
+
+    /// Lays out `.param` declarations from `offset`: returns (offset, size) of each and the end.
+    fn layout_params(
+        ps: &[ast::ParamDecl<'a>],
+        mut offset: u64,
+    ) -> Result<(Vec<ParamInfo>, u64), ParseError> {
+        let mut out = Vec::new();
+        for p in ps {
+            let dims = p.array.map(|n| vec![Some(n)]).unwrap_or_default();
+            let (size, align, _) = var_layout(p.ty, p.vec, &dims, p.align, None, p.pos)?;
+            offset = align_up(offset, align);
+            out.push(ParamInfo {
+                offset: offset as u32,
+                size: size as u32,
+                align: align as u32,
+            });
+            offset = offset
+                .checked_add(size)
+                .filter(|e| *e <= u32::MAX as u64 / 2)
+                .ok_or_else(|| perr(p.pos, "smaller parameters"))?;
+        }
+        Ok((out, offset))
+    }
+
+    fn declare_func(&mut self, f: &ast::FuncDecl<'a>) -> Result<(), ParseError> {
+        if self.func_names.contains_key(f.name) {
+            return Ok(());
+        }
+        let (params, rets, end) = if f.is_entry {
+            let (p, _) = Self::layout_params(&f.params, 0)?;
+            (p, Vec::new(), 0)
+        } else {
+            let (r, e) = Self::layout_params(&f.rets, 0)?;
+            let (p, e) = Self::layout_params(&f.params, e)?;
+            (p, r, e)
+        };
+        let intrinsic = match f.name {
+            "vprintf" => Some(Intrinsic::Vprintf),
+            "__assertfail" => Some(Intrinsic::AssertFail),
+            _ => None,
+        };
+        let idx = self.funcs.len() as u32;
+        self.funcs.push(Func {
+            name: f.name.to_string(),
+            entry: 0,
+            nregs: 0,
+            frame_size: end as u32,
+            is_kernel: f.is_entry,
+            defined: false,
+            intrinsic,
+            params: params.iter().map(|p| (p.offset, p.size)).collect(),
+            rets: rets.iter().map(|p| (p.offset, p.size)).collect(),
+            callees: Vec::new(),
+            uses_module_shared: false,
+        });
+        self.func_names.insert(f.name, idx);
+        self.modsyms.insert(f.name, ModSym::Func(idx));
+        if f.is_entry {
+            let param_size = params.last().map_or(0, |p| p.offset + p.size);
+            self.kernels.push(KernelInfo {
+                name: f.name.to_string(),
+                params,
+                param_size,
+                static_shared: 0,
+                local_bytes: 0,
+                reqntid: f.perf.reqntid,
+                maxntid: f.perf.maxntid,
+                minnctapersm: f.perf.minnctapersm,
+                maxnreg: f.perf.maxnreg,
+                func: idx,
+                shared_base: 0,
+                dyn_align: 16,
+            });
+        }
+        Ok(())
+    }
+
+    fn define_func(&mut self, f: &ast::FuncDecl<'a>) -> Result<(), ParseError> {
+        let idx = self.func_names[f.name];
+        if self.funcs[idx as usize].defined {
+            return Err(perr(f.pos, format!("a single definition of `{}`", f.name)));
+        }
+        let mut st = FnState {
+            is_kernel: f.is_entry,
+            scopes: vec![Scope::default()],
+            next_decl: 0,
+            reg_of_decl: HashMap::new(),
+            decl_ty: HashMap::new(),
+            nregs: 0,
+            cc: None,
+            frame: self.funcs[idx as usize].frame_size as u64,
+            frame_max: self.funcs[idx as usize].frame_size as u64,
+            labels: Vec::new(),
+            tables: Vec::new(),
+            fixups: Vec::new(),
+            kernel_shared: 0,
+            pending_label: None,
+            callees: Vec::new(),
+            uses_module_shared: false,
+        };
+        // Parameters are visible by name.
+        if f.is_entry {
+            let params = self
+                .kernels
+                .iter()
+                .find(|k| k.func == idx)
+                .map(|k| k.params.clone());
+            for (p, info) in f.params.iter().zip(params.unwrap_or_default()) {
+                st.scopes[0]
+                    .names
+                    .insert(p.name, Local::KParam(info.offset));
+            }
+        } else {
+            let func = &self.funcs[idx as usize];
+            for (p, (off, _)) in f.rets.iter().zip(func.rets.clone()) {
+                st.scopes[0].names.insert(p.name, Local::Frame(off));
+            }
+            for (p, (off, _)) in f.params.iter().zip(func.params.clone()) {
+                if p.space == "reg" {
+                    let ty = type_of(p.ty, p.pos)?;
+                    let d = st.new_decl(ty);
+                    st.scopes[0].names.insert(p.name, Local::Reg(d));
+                } else {
+                    st.scopes[0].names.insert(p.name, Local::Frame(off));
+                }
+            }
+        }
+        let entry = self.code.len() as u32;
+        let body = f.body.as_deref().unwrap_or(&[]);
+        self.block(&mut st, body, false)?;
+        // Falling off the end returns.
+        self.push(Inst {
+            op: Op::Ret,
+            guard: None,
+            line: 0,
+        })?;
+        for (at, ids) in std::mem::take(&mut st.fixups) {
+            let pcs = ids
+                .iter()
+                .map(|&id| st.labels.get(id as usize).copied().flatten())
+                .collect::<Option<Vec<u32>>>();
+            let line = self.code[at].line;
+            let Some(pcs) = pcs else {
+                return Err(perr(Pos { line, col: 1 }, "a defined label"));
+            };
+            match &mut self.code[at].op {
+                Op::Bra { target } => *target = pcs[0],
+                Op::Brx { targets, .. } => *targets = pcs.into_boxed_slice(),
+                _ => {}
+            }
+        }
+        let func = &mut self.funcs[idx as usize];
+        func.entry = entry;
+        func.nregs = st.nregs;
+        func.frame_size = align_up(st.frame_max.max(st.frame), 16).min(u32::MAX as u64) as u32;
+        func.defined = true;
+        func.callees = st.callees;
+        func.uses_module_shared = st.uses_module_shared;
+        if f.is_entry {
+            if let Some(k) = self.kernels.iter_mut().find(|k| k.func == idx) {
+                k.static_shared = st.kernel_shared as u32;
+            }
+        }
+        Ok(())
+    }
+
+    fn push(&mut self, i: Inst) -> Result<(), ParseError> {
+        if self.code.len() >= MAX_CODE {
+            return Err(perr(Pos::default(), "a smaller module"));
+        }
+        self.code.push(i);
+        Ok(())
+    }
+
+    fn block(
+        &mut self,
+        st: &mut FnState<'a>,
+        stmts: &[Stmt<'a>],
+        nested: bool,
+    ) -> Result<(), ParseError> {
+        // Frame space of a block's `.local`/`.param` variables is reused after the block.
+        let frame_at_entry = st.frame;
+        if nested {
+            st.scopes.push(Scope::default());
+        }
+        // Labels are visible in their whole block.
+        for s in stmts {
+            if let Stmt::Label(name, pos) = s {
+                let id = st.labels.len() as u32;
+                st.labels.push(None);
+                if let Some(sc) = st.scopes.last_mut() {
+                    if let Some(Local::Label(_)) = sc.names.insert(name, Local::Label(id)) {
+                        return Err(perr(
+                            *pos,
+                            format!("a unique label, `{name}` is defined twice"),
+                        ));
+                    }
+                }
+            }
+        }
+        for s in stmts {
+            match s {
+                Stmt::Decl(d) => self.local_decl(st, d)?,
+                Stmt::Label(name, _) => {
+                    if let Some(Local::Label(id)) = st.lookup(name) {
+                        if let Some(slot) = st.labels.get_mut(id as usize) {
+                            *slot = Some(self.code.len() as u32);
+                        }
+                    }
+                    st.pending_label = Some(name);
+                    continue;
+                }
+                Stmt::BranchTargets(list) => {
+                    let mut ids = Vec::new();
+                    for (name, pos) in list {
+                        match st.lookup(name) {
+                            Some(Local::Label(id)) => ids.push(id),
+                            _ => return Err(perr(*pos, format!("a label `{name}`"))),
+                        }
+                    }
+                    let t = st.tables.len() as u32;
+                    st.tables.push(ids);
+                    if let Some(l) = st.pending_label {
+                        st.scopes
+                            .last_mut()
+                            .map(|sc| sc.names.insert(l, Local::Table(t)));
+                    }
+                }
+                Stmt::Inst(i) => {
+                    let line = i.pos.line;
+                    let guard = match i.guard {
+                        Some((g, neg, pos)) => Some((st.reg(g, pos)?, neg)),
+                        None => None,
+                    };
+                    let op = match self.inst(st, i) {
+                        Ok(op) => op,
+                        Err(DErr::Parse(e)) => return Err(e),
+                        Err(DErr::Unsupported(what)) => {
+                            let mut text = i.op.to_string();
+                            for m in &i.mods {
+                                text.push('.');
+                                text.push_str(m);
+                            }
+                            if !what.is_empty() {
+                                text.push_str(&format!(" ({what})"));
+                            }
+                            Op::Unsupported(text.into_boxed_str())
+                        }
+                    };
+                    self.push(Inst { op, guard, line })?;
+                }
+                Stmt::Block(b) => self.block(st, b, true)?,
+            }
+            st.pending_label = None;
+        }
+        if nested {
+            st.scopes.pop();
+            st.frame_max = st.frame_max.max(st.frame);
+            st.frame = frame_at_entry;
+        }
+        Ok(())
+    }
+
+    fn local_decl(&mut self, st: &mut FnState<'a>, d: &ast::VarDecl<'a>) -> Result<(), ParseError> {
+        for n in &d.names {
+            let local = match d.space {
+                "reg" => {
+                    if d.vec != 1 {
+                        return Err(perr(
+                            d.pos,
+                            "a scalar register (vector registers are not supported)",
+                        ));
+                    }
+                    let ty = type_of(d.ty, d.pos)?;
+                    if let Some(count) = n.range {
+                        let first = st.next_decl;
+                        st.next_decl = st
+                            .next_decl
+                            .checked_add(count)
+                            .ok_or_else(|| perr(n.pos, "fewer registers"))?;
+                        let sc = st.scopes.last_mut();
+                        sc.map(|sc| sc.ranges.push((n.name, Local::Range(first, count))));
+                        continue;
+                    }
+                    Local::Reg(st.new_decl(ty))
+                }
+                "local" | "param" => {
+                    let (size, align, _) = var_layout(d.ty, d.vec, &n.dims, d.align, None, n.pos)?;
+                    let off = align_up(st.frame, align);
+                    st.frame = off
+                        .checked_add(size)
+                        .filter(|e| *e <= u32::MAX as u64 / 2)
+                        .ok_or_else(|| perr(n.pos, "a smaller frame"))?;
+                    st.frame_max = st.frame_max.max(st.frame);
+                    Local::Frame(off as u32)
+                }
+                "shared" => {
+                    let (size, align, _) = var_layout(d.ty, d.vec, &n.dims, d.align, None, n.pos)?;
+                    let sym = if d.linkage == Linkage::Extern || n.dims.first() == Some(&None) {
+                        self.dyn_align = self.dyn_align.max(align);
+                        Sym::SharedDynamic
+                    } else if st.is_kernel {
+                        let off = align_up(st.kernel_shared, align);
+                        st.kernel_shared = off
+                            .checked_add(size)
+                            .filter(|e| *e <= u32::MAX as u64)
+                            .ok_or_else(|| perr(n.pos, "less shared memory"))?;
+                        Sym::SharedKernel(off as u32)
+                    } else {
+                        st.uses_module_shared = true;
+                        Sym::SharedModule(self.alloc_shared(size, align, n.pos)?)
+                    };
+                    Local::Sym(self.add_sym(sym))
+                }
+                "global" | "const" => {
+                    // Function-scope statics are module variables.
+                    let (size, align, _) = var_layout(d.ty, d.vec, &n.dims, d.align, None, n.pos)?;
+                    let id = GlobalId(self.globals.len() as u32);
+                    self.globals.push(GlobalInfo {
+                        name: n.name.to_string(),
+                        space: if d.space == "global" {
+                            GlobalSpace::Global
+                        } else {
+                            GlobalSpace::Const
+                        },
+                        size,
+                        align: align as u32,
+                        init: vec![0; size as usize],
+                        relocs: Vec::new(),
+                        is_extern: false,
+                        visible: false,
+                    });
+                    Local::Sym(self.add_sym(Sym::Global(id)))
+                }
+                _ => {
+                    return Err(perr(
+                        d.pos,
+                        format!("a known state space, not `.{}`", d.space),
+                    ));
+                }
+            };
+            st.scopes
+                .last_mut()
+                .map(|sc| sc.names.insert(n.name, local));
+        }
+        Ok(())
+    }
+
+    fn finish_kernels(&mut self) {
+        let nf = self.funcs.len();
+        for k in 0..self.kernels.len() {
+            let root = self.kernels[k].func as usize;
+            let mut seen = vec![false; nf];
+            let mut stack = vec![root];
+            let mut module_shared = false;
+            while let Some(f) = stack.pop() {
+                if std::mem::replace(&mut seen[f], true) {
+                    continue;
+                }
+                module_shared |= self.funcs[f].uses_module_shared;
+                stack.extend(self.funcs[f].callees.iter().map(|&c| c as usize));
+            }
+            let local =
+                self.funcs[root].frame_size as u64 + self.max_chain(root, &mut vec![false; nf]);
+            let kernel = &mut self.kernels[k];
+            let base = if module_shared {
+                align_up(self.module_shared, 16)
+            } else {
+                0
+            };
+            kernel.shared_base = base as u32;
+            kernel.static_shared = (base + kernel.static_shared as u64).min(u32::MAX as u64) as u32;
+            kernel.local_bytes = local.min(u32::MAX as u64) as u32;
+            kernel.dyn_align = self.dyn_align as u32;
+        }
+    }
+
+    /// Deepest frame sum over non-recursive call chains below `f`.
+    fn max_chain(&self, f: usize, on_path: &mut Vec<bool>) -> u64 {
+        on_path[f] = true;
+        let mut best = 0;
+        for &c in &self.funcs[f].callees {
+            let c = c as usize;
+            if !on_path[c] {
+                let d = self.funcs[c].frame_size as u64 + self.max_chain(c, on_path);
+                best = best.max(d);
+            }
+        }
+        on_path[f] = false;
+        best
+    }
+}
+
+fn count_init(i: &Init<'_>) -> usize {
+    match i {
+        Init::List(v) => v.iter().map(count_init).sum(),
+        Init::Value(_) => 1,
+    }
+}
+
+fn flatten_init<'a>(i: &Init<'a>, out: &mut Vec<Value<'a>>) {
+    match i {
+        Init::List(v) => v.iter().for_each(|x| flatten_init(x, out)),
+        Init::Value(v) => out.push(*v),
+    }
+}
+
+impl<'a> FnState<'a> {
+    fn new_decl(&mut self, ty: Ty) -> u32 {
+        let d = self.next_decl;
+        self.next_decl = self.next_decl.saturating_add(1);
+        self.decl_ty.insert(d, ty);
+        d
+    }
+
+    fn lookup(&self, name: &str) -> Option<Local> {
+        for sc in self.scopes.iter().rev() {
+            if let Some(l) = sc.names.get(name) {
+                return Some(*l);
+            }
+            if !sc.ranges.is_empty() {
+                let digits = name.len() - name.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+                if digits > 0 {
+                    let (prefix, num) = name.split_at(name.len() - digits);
+                    if let Ok(n) = num.parse::<u32>() {
+                        for (p, r) in sc.ranges.iter().rev() {
+                            if let Local::Range(first, count) = *r {
+                                if *p == prefix
+                                    && n < count
+                                    && (num == "0" || !num.starts_with('0'))
+                                {
+                                    return Some(Local::Reg(first + n));
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    fn alloc(&mut self, decl: u32) -> Result<Reg, ParseError> {
+        if let Some(r) = self.reg_of_decl.get(&decl) {
+            return Ok(*r);
+        }
+        let r = self.nregs;
+        if r as usize >= MAX_CODE {
+            return Err(perr(Pos::default(), "fewer registers"));
+        }
+        self.nregs += 1;
+        self.reg_of_decl.insert(decl, r);
+        Ok(r)
+    }
+
+    /// A register operand by name.
+    fn reg(&mut self, name: &str, pos: Pos) -> Result<Reg, ParseError> {
+        match self.lookup(name) {
+            Some(Local::Reg(d)) => self.alloc(d),
+            _ => Err(perr(pos, format!("a declared register, not `{name}`"))),
+        }
+    }
+
+    fn cc(&mut self) -> Reg {
+        if let Some(c) = self.cc {
+            return c;
+        }
+        let r = self.nregs;
+        self.nregs += 1;
+        self.cc = Some(r);
+        r
+    }
+}
+
+mod decode;

@@ -1,0 +1,233 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! Test support: a simple device memory, a kernel runner with typed arguments.
+#![allow(dead_code)]
+
+use std::sync::{
+    Mutex, RwLock,
+    atomic::{AtomicU8, AtomicU64, Ordering},
+};
+
+use vcuda_ptx::*;
+
+/// Device memory made of separately allocated host buffers at addresses from 0x7f00_0000_0000,
+/// with unmapped gaps between them.
+pub struct Mem {
+    allocs: RwLock<Vec<(u64, u64, Box<[AtomicU64]>)>>,
+    next: Mutex<u64>,
+}
+
+impl Default for Mem {
+    fn default() -> Self {
+        Mem {
+            allocs: RwLock::new(Vec::new()),
+            next: Mutex::new(0x7f00_0000_0000),
+        }
+    }
+}
+
+impl Mem {
+    pub fn alloc(&self, len: u64) -> u64 {
+        let mut next = self.next.lock().unwrap();
+        let base = *next;
+        *next = (base + len.max(1) + 4096 + 255) & !255;
+        let words = len.div_ceil(8).max(1) as usize;
+        let buf: Box<[AtomicU64]> = (0..words).map(|_| AtomicU64::new(0)).collect();
+        self.allocs.write().unwrap().push((base, len, buf));
+        base
+    }
+
+    fn byte(&self, addr: u64, f: impl FnOnce(&AtomicU8)) {
+        let allocs = self.allocs.read().unwrap();
+        let (base, _, buf) = allocs
+            .iter()
+            .find(|(b, l, _)| addr >= *b && addr < b + l)
+            .expect("host access to unmapped device memory");
+        let p = buf.as_ptr() as *mut u8;
+        // SAFETY: the offset is inside the allocation; byte atomics need no alignment.
+        f(unsafe { AtomicU8::from_ptr(p.add((addr - base) as usize)) });
+    }
+
+    pub fn write(&self, addr: u64, data: &[u8]) {
+        for (i, b) in data.iter().enumerate() {
+            self.byte(addr + i as u64, |a| a.store(*b, Ordering::Relaxed));
+        }
+    }
+
+    pub fn read(&self, addr: u64, len: usize) -> Vec<u8> {
+        let mut v = vec![0; len];
+        for (i, b) in v.iter_mut().enumerate() {
+            self.byte(addr + i as u64, |a| *b = a.load(Ordering::Relaxed));
+        }
+        v
+    }
+
+    pub fn upload(&self, data: &[u8]) -> u64 {
+        let a = self.alloc(data.len() as u64);
+        self.write(a, data);
+        a
+    }
+}
+
+// SAFETY: every region is a live boxed allocation that is never freed or moved while `Mem`
+// exists, and all accesses to it (here and in the interpreter) are atomic.
+unsafe impl DeviceMemory for Mem {
+    fn region(&self, addr: u64) -> Option<Region> {
+        let allocs = self.allocs.read().ok()?;
+        allocs
+            .iter()
+            .find(|(b, l, _)| addr >= *b && addr < b + l)
+            .map(|(b, l, buf)| Region {
+                base: *b,
+                len: *l,
+                host: buf.as_ptr() as *mut u8,
+            })
+    }
+}
+
+pub trait Pod: Copy {
+    fn to_bytes(v: &[Self]) -> Vec<u8>;
+    fn from_bytes(b: &[u8]) -> Vec<Self>;
+}
+
+macro_rules! pod {
+    ($($t:ty),*) => {$(
+        impl Pod for $t {
+            fn to_bytes(v: &[Self]) -> Vec<u8> {
+                v.iter().flat_map(|x| x.to_le_bytes()).collect()
+            }
+            fn from_bytes(b: &[u8]) -> Vec<Self> {
+                b.chunks_exact(std::mem::size_of::<$t>())
+                    .map(|c| <$t>::from_le_bytes(c.try_into().unwrap()))
+                    .collect()
+            }
+        }
+    )*};
+}
+pod!(u8, i8, u16, i16, u32, i32, u64, i64, f32, f64);
+
+/// A kernel argument.
+#[derive(Clone, Debug)]
+pub enum Arg {
+    I32(i32),
+    U32(u32),
+    I64(i64),
+    F32(f32),
+    F64(f64),
+    Ptr(u64),
+    Bytes(Vec<u8>),
+}
+
+impl Arg {
+    fn bytes(&self) -> Vec<u8> {
+        match self {
+            Arg::I32(v) => v.to_le_bytes().to_vec(),
+            Arg::U32(v) => v.to_le_bytes().to_vec(),
+            Arg::I64(v) => v.to_le_bytes().to_vec(),
+            Arg::F32(v) => v.to_le_bytes().to_vec(),
+            Arg::F64(v) => v.to_le_bytes().to_vec(),
+            Arg::Ptr(v) => v.to_le_bytes().to_vec(),
+            Arg::Bytes(b) => b.clone(),
+        }
+    }
+}
+
+/// A loaded module with its globals placed in device memory.
+pub struct Gpu {
+    pub module: Module,
+    pub mem: Mem,
+    pub globals: Vec<u64>,
+    pub out: Mutex<Vec<u8>>,
+    pub opts: LaunchOptions,
+}
+
+impl Gpu {
+    pub fn new(ptx: &str) -> Gpu {
+        let module = Module::parse(ptx).unwrap_or_else(|e| panic!("{e}"));
+        let mem = Mem::default();
+        let globals: Vec<u64> = module
+            .globals()
+            .iter()
+            .map(|g| mem.alloc(g.size.max(1)))
+            .collect();
+        for (g, a) in module.globals().iter().zip(&globals) {
+            let bytes = g.initial_bytes(&|id| globals[id.0 as usize]);
+            mem.write(*a, &bytes);
+        }
+        Gpu {
+            module,
+            mem,
+            globals,
+            out: Mutex::new(Vec::new()),
+            opts: LaunchOptions::default(),
+        }
+    }
+
+    pub fn buf<T: Pod>(&self, v: &[T]) -> u64 {
+        self.mem.upload(&T::to_bytes(v))
+    }
+
+    pub fn zeros(&self, bytes: usize) -> u64 {
+        self.mem.alloc(bytes as u64)
+    }
+
+    pub fn get<T: Pod>(&self, addr: u64, n: usize) -> Vec<T> {
+        T::from_bytes(&self.mem.read(addr, n * std::mem::size_of::<T>()))
+    }
+
+    pub fn global(&self, name: &str) -> u64 {
+        self.globals[self.module.global(name).expect("global").0 as usize]
+    }
+
+    pub fn params(&self, kernel: &str, args: &[Arg]) -> Vec<u8> {
+        let k = &self.module.kernels()[self.module.kernel(kernel).expect("kernel").0 as usize];
+        assert_eq!(k.params.len(), args.len(), "argument count of {kernel}");
+        let mut buf = vec![0u8; k.param_size as usize];
+        for (p, a) in k.params.iter().zip(args) {
+            let b = a.bytes();
+            assert_eq!(b.len(), p.size as usize, "size of an argument of {kernel}");
+            buf[p.offset as usize..][..b.len()].copy_from_slice(&b);
+        }
+        buf
+    }
+
+    pub fn try_launch(
+        &self,
+        kernel: &str,
+        grid: [u32; 3],
+        block: [u32; 3],
+        dyn_shared: u32,
+        args: &[Arg],
+    ) -> Result<LaunchStats, KernelError> {
+        let id = self.module.kernel(kernel).expect("kernel");
+        let params = self.params(kernel, args);
+        let cfg = LaunchConfig {
+            grid,
+            block,
+            dynamic_shared: dyn_shared,
+        };
+        launch(
+            &self.module,
+            id,
+            &cfg,
+            &params,
+            &|g| self.globals[g.0 as usize],
+            &self.mem,
+            &self.out,
+            &self.opts,
+        )
+    }
+
+    pub fn run(&self, kernel: &str, grid: u32, block: u32, args: &[Arg]) -> LaunchStats {
+        self.try_launch(kernel, [grid, 1, 1], [block, 1, 1], 0, args)
+            .unwrap_or_else(|e| panic!("{kernel}: {e}"))
+    }
+
+    pub fn printed(&self) -> String {
+        String::from_utf8(std::mem::take(&mut *self.out.lock().unwrap())).unwrap()
+    }
+}
+
+pub fn fixture(name: &str) -> String {
+    let p = format!("{}/tests/fixtures/{name}.ptx", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{p}: {e}"))
+}

@@ -29,6 +29,7 @@ int main() {
     CHECK(cudaMemcpyFromSymbol(tb, table, sizeof tb));
     EXPECT(tb[0] == 1 && tb[4] == 5 && tb[5] == 50 && tb[7] == 8);
     EXPECT_ERR(cudaMemcpyToSymbol(coef, c, sizeof c, 4), cudaErrorInvalidValue);
+    EXPECT(cudaGetLastError() == cudaErrorInvalidValue);
 
     size_t sz = 0;
     CHECK(cudaGetSymbolSize(&sz, coef));

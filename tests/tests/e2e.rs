@@ -8,6 +8,7 @@ use vcuda_tests::{Cuda, all_programs, check_program};
 macro_rules! programs {
     ($($name:ident),* $(,)?) => {
         $(
+            #[allow(non_snake_case)]
             mod $name {
                 use super::*;
 

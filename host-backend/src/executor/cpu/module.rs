@@ -1,84 +1,332 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
-//! Modules on the CPU executor: PTX taken from fat binaries, kernels and variables.
+//! Modules on the CPU executor: PTX taken from fat binaries, kernels and variables, and
+//! launches through the PTX interpreter.
 //!
-//! (Placeholder until the fatbin and PTX crates land: modules load, but have no kernels.)
+//! A module's PTX is parsed once per backend (cached by the image's SHA-256) and shared by
+//! sessions. Each session that loads it gets its own copy of the module's `.global` and
+//! `.const` variables in its device memory, so `cudaMemcpyToSymbol` and kernels see the same
+//! bytes.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-use vcuda_protocol::LaunchReq;
+use log::{debug, warn};
+use vcuda_protocol::{FuncAttrs, LaunchReq, ParamInfo};
+use vcuda_ptx::{DeviceMemory, GlobalId, KernelId, LaunchConfig, LaunchOptions, Region};
 
-use super::memory::DeviceHeap;
+use super::memory::{AllocKind, DeviceHeap};
 use crate::executor::{ExecResult, FunctionInfo, ModuleImage, Status};
+
+/// Parsed modules kept for reuse, at most this many.
+const PTX_CACHE_ENTRIES: usize = 256;
+/// Most modules one session may have loaded at once.
+const MAX_MODULES: usize = 4096;
+/// Most function handles one session may hold.
+const MAX_FUNCTIONS: usize = 1 << 16;
+/// Default dynamic shared memory limit per block (what CUDA allows without opting in).
+const DEFAULT_MAX_DYNAMIC_SHARED: u32 = 48 * 1024;
+/// The most shared memory a block may opt in to (sm_90).
+const MAX_SHARED_OPTIN: u32 = 227 * 1024;
+/// `cudaFuncAttributeMaxDynamicSharedMemorySize`.
+const ATTR_MAX_DYNAMIC_SHARED: u32 = 8;
+/// `cudaFuncAttributePreferredSharedMemoryCarveout`.
+const ATTR_CARVEOUT: u32 = 9;
+
+type Parsed = Result<Arc<vcuda_ptx::Module>, String>;
 
 /// Parsed PTX modules shared by all sessions, keyed by image hash.
 #[derive(Debug, Default)]
-pub struct PtxCache {}
+pub struct PtxCache {
+    map: Mutex<HashMap<[u8; 32], Parsed>>,
+}
 
-/// A session's loaded modules.
+impl PtxCache {
+    fn get(&self, image: &ModuleImage) -> Parsed {
+        let mut g = self.map.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(p) = g.get(&image.hash) {
+            return p.clone();
+        }
+        let parsed = parse_image(&image.bytes);
+        if g.len() >= PTX_CACHE_ENTRIES {
+            g.clear();
+        }
+        g.insert(image.hash, parsed.clone());
+        parsed
+    }
+}
+
+/// Finds the best PTX in a fat binary and parses it.
+fn parse_image(bytes: &[u8]) -> Parsed {
+    let fatbin = vcuda_fatbin::parse(bytes).map_err(|e| format!("not a fat binary: {e}"))?;
+    let entry = fatbin.best_ptx(u32::MAX).ok_or_else(|| {
+        "the fat binary has no PTX; the CPU executor interprets PTX, so build with \
+         -gencode arch=compute_XX,code=[sm_XX,compute_XX]"
+            .to_owned()
+    })?;
+    let text = entry.ptx_text().map_err(|e| format!("cannot read its PTX: {e}"))?;
+    let m = vcuda_ptx::Module::parse(&text).map_err(|e| format!("cannot parse its PTX: {e}"))?;
+    debug!("parsed PTX for sm_{}: {} kernels, {} globals", entry.arch, m.kernels().len(), m.globals().len());
+    Ok(Arc::new(m))
+}
+
+/// A module loaded in a session.
+#[derive(Debug)]
+struct Loaded {
+    ptx: Arc<vcuda_ptx::Module>,
+    /// Device address of each global (0 for extern ones), indexed by `GlobalId`.
+    addrs: Vec<u64>,
+}
+
+/// A function handle.
+#[derive(Debug, Clone, Copy)]
+struct Function {
+    module: u64,
+    kernel: KernelId,
+    max_dynamic_shared: u32,
+    carveout: i32,
+}
+
+/// Collects device printf output.
+struct Sink<'a>(&'a Mutex<Vec<u8>>);
+
+impl vcuda_ptx::PrintfSink for Sink<'_> {
+    fn print(&self, text: &[u8]) {
+        let mut g = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let room = super::super::super::session::MAX_STDOUT_BUFFER.saturating_sub(g.len());
+        g.extend_from_slice(&text[..text.len().min(room)]);
+    }
+}
+
+/// The session's device memory as the interpreter sees it.
+struct HeapMemory<'a>(&'a DeviceHeap);
+
+// SAFETY: `resolve` returns live allocations of the heap, which the launch borrows shared for
+// its whole duration: nothing can free or move them until `launch` returns, and the
+// interpreter accesses them only through atomic-width accesses.
+unsafe impl DeviceMemory for HeapMemory<'_> {
+    fn region(&self, addr: u64) -> Option<Region> {
+        self.0.resolve(addr).map(|r| Region { base: r.base, len: r.len, host: r.host })
+    }
+}
+
+/// A session's loaded modules and function handles.
 #[derive(Debug)]
 pub struct Modules {
-    _cache: Arc<PtxCache>,
-    _threads: usize,
-    loaded: HashMap<u64, Arc<ModuleImage>>,
-    stdout: Vec<u8>,
+    cache: Arc<PtxCache>,
+    threads: usize,
+    loaded: HashMap<u64, Loaded>,
+    functions: HashMap<u64, Function>,
+    by_kernel: HashMap<(u64, u32), u64>,
+    stdout: Mutex<Vec<u8>>,
+    /// Instruction budget of one launch (a GPU's watchdog, for runaway kernels).
+    pub instruction_limit: Option<u64>,
 }
 
 impl Modules {
+    /// No modules yet.
     pub fn new(cache: Arc<PtxCache>, threads: usize) -> Self {
         Self {
-            _cache: cache,
-            _threads: threads,
+            cache,
+            threads,
             loaded: HashMap::new(),
-            stdout: Vec::new(),
+            functions: HashMap::new(),
+            by_kernel: HashMap::new(),
+            stdout: Mutex::new(Vec::new()),
+            instruction_limit: Some(1 << 40),
         }
     }
 
-    pub fn clear(&mut self, _heap: &mut DeviceHeap) {
-        self.loaded.clear();
+    /// Unloads everything (device reset).
+    pub fn clear(&mut self, heap: &mut DeviceHeap) {
+        let handles: Vec<u64> = self.loaded.keys().copied().collect();
+        for h in handles {
+            let _ = self.unload(h, heap);
+        }
     }
 
-    pub fn load(
-        &mut self,
-        handle: u64,
-        image: &Arc<ModuleImage>,
-        _heap: &mut DeviceHeap,
-    ) -> ExecResult<()> {
-        self.loaded.insert(handle, image.clone());
+    /// Loads `image` as module `handle`.
+    pub fn load(&mut self, handle: u64, image: &Arc<ModuleImage>, heap: &mut DeviceHeap) -> ExecResult<()> {
+        if self.loaded.len() >= MAX_MODULES {
+            return Err(Status::MEMORY_ALLOCATION);
+        }
+        let ptx = self.cache.get(image).map_err(|e| {
+            warn!("cannot load a module: {e}");
+            Status::NO_KERNEL_IMAGE
+        })?;
+        let globals = ptx.globals();
+        let mut addrs = vec![0u64; globals.len()];
+        for (i, g) in globals.iter().enumerate() {
+            if g.is_extern {
+                continue;
+            }
+            match heap.alloc(g.size.max(1), AllocKind::Symbol) {
+                Ok(a) => addrs[i] = a,
+                Err(e) => {
+                    for &a in addrs.iter().filter(|&&a| a != 0) {
+                        let _ = heap.free(a, AllocKind::Symbol);
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        for (i, g) in globals.iter().enumerate() {
+            if addrs[i] == 0 {
+                continue;
+            }
+            let bytes = g.initial_bytes(&|id: GlobalId| addrs.get(id.0 as usize).copied().unwrap_or(0));
+            let n = bytes.len().min(g.size as usize) as u64;
+            heap.bytes_mut(addrs[i], n)?.copy_from_slice(&bytes[..n as usize]);
+        }
+        self.loaded.insert(handle, Loaded { ptx, addrs });
         Ok(())
     }
 
-    pub fn unload(&mut self, module: u64, _heap: &mut DeviceHeap) -> ExecResult<()> {
-        self.loaded
-            .remove(&module)
-            .map(drop)
-            .ok_or(Status::INVALID_HANDLE)
+    /// Unloads a module and frees its variables.
+    pub fn unload(&mut self, module: u64, heap: &mut DeviceHeap) -> ExecResult<()> {
+        let m = self.loaded.remove(&module).ok_or(Status::INVALID_HANDLE)?;
+        for a in m.addrs.into_iter().filter(|&a| a != 0) {
+            let _ = heap.free(a, AllocKind::Symbol);
+        }
+        self.functions.retain(|_, f| f.module != module);
+        self.by_kernel.retain(|(m, _), _| *m != module);
+        Ok(())
     }
 
-    pub fn function(&mut self, module: u64, _name: &str, _handle: u64) -> ExecResult<FunctionInfo> {
-        self.loaded.get(&module).ok_or(Status::INVALID_HANDLE)?;
-        Err(Status::INVALID_DEVICE_FUNCTION)
+    /// Looks a kernel up; `handle` is used if it is new.
+    pub fn function(&mut self, module: u64, name: &str, handle: u64) -> ExecResult<FunctionInfo> {
+        let m = self.loaded.get(&module).ok_or(Status::INVALID_HANDLE)?;
+        let kid = m.ptx.kernel(name).ok_or(Status::INVALID_DEVICE_FUNCTION)?;
+        let k = m.ptx.kernel_info(kid).ok_or(Status::INVALID_DEVICE_FUNCTION)?;
+        let handle = match self.by_kernel.get(&(module, kid.0)) {
+            Some(&h) => h,
+            None => {
+                if self.functions.len() >= MAX_FUNCTIONS {
+                    return Err(Status::MEMORY_ALLOCATION);
+                }
+                let f = Function {
+                    module,
+                    kernel: kid,
+                    max_dynamic_shared: DEFAULT_MAX_DYNAMIC_SHARED.saturating_sub(k.static_shared),
+                    carveout: -1,
+                };
+                self.functions.insert(handle, f);
+                self.by_kernel.insert((module, kid.0), handle);
+                handle
+            }
+        };
+        let f = self.functions[&handle];
+        let max_threads = k.reqntid.or(k.maxntid).map_or(1024, |d| d.iter().product::<u32>().min(1024));
+        let version = m.ptx.version().map_or(0, |v| (v * 10.0).round() as i32);
+        Ok(FunctionInfo {
+            handle,
+            attrs: FuncAttrs {
+                shared_size_bytes: u64::from(k.static_shared),
+                const_size_bytes: 0,
+                local_size_bytes: u64::from(k.local_bytes),
+                max_threads_per_block: max_threads as i32,
+                num_regs: k.maxnreg.map_or(32, |r| r as i32),
+                ptx_version: version,
+                binary_version: 90,
+                cache_mode_ca: 0,
+                max_dynamic_shared_size_bytes: f.max_dynamic_shared as i32,
+                preferred_shmem_carveout: f.carveout,
+                reserved: [0; 3],
+            },
+            params: Some(k.params.iter().map(|p| ParamInfo { offset: p.offset, size: p.size }).collect()),
+            param_size: k.param_size,
+        })
     }
 
-    pub fn symbol(&mut self, module: u64, _name: &str) -> ExecResult<(u64, u64)> {
-        self.loaded.get(&module).ok_or(Status::INVALID_HANDLE)?;
-        Err(Status::INVALID_SYMBOL)
+    /// A module variable's address and size.
+    pub fn symbol(&mut self, module: u64, name: &str) -> ExecResult<(u64, u64)> {
+        let m = self.loaded.get(&module).ok_or(Status::INVALID_HANDLE)?;
+        let id = m.ptx.global(name).ok_or(Status::INVALID_SYMBOL)?;
+        let g = &m.ptx.globals()[id.0 as usize];
+        match m.addrs.get(id.0 as usize) {
+            Some(&a) if a != 0 => Ok((a, g.size)),
+            _ => Err(Status::INVALID_SYMBOL),
+        }
     }
 
-    pub fn launch(
-        &mut self,
-        _req: &LaunchReq,
-        _params: &[u8],
-        _heap: &DeviceHeap,
-    ) -> ExecResult<()> {
-        Err(Status::INVALID_DEVICE_FUNCTION)
+    /// `cudaFuncSetAttribute`.
+    pub fn set_attribute(&mut self, function: u64, attr: u32, value: i32) -> ExecResult<()> {
+        let f = self.functions.get_mut(&function).ok_or(Status::INVALID_DEVICE_FUNCTION)?;
+        match attr {
+            ATTR_MAX_DYNAMIC_SHARED => {
+                let v = u32::try_from(value).map_err(|_| Status::INVALID_VALUE)?;
+                if v > MAX_SHARED_OPTIN {
+                    return Err(Status::INVALID_VALUE);
+                }
+                f.max_dynamic_shared = v;
+            }
+            ATTR_CARVEOUT => {
+                if !(-1..=100).contains(&value) {
+                    return Err(Status::INVALID_VALUE);
+                }
+                f.carveout = value;
+            }
+            _ => return Err(Status::INVALID_VALUE),
+        }
+        Ok(())
     }
 
-    pub fn set_attribute(&mut self, _function: u64, _attr: u32, _value: i32) -> ExecResult<()> {
-        Err(Status::INVALID_DEVICE_FUNCTION)
+    /// Runs a kernel to completion.
+    pub fn launch(&mut self, req: &LaunchReq, params: &[u8], heap: &DeviceHeap) -> ExecResult<()> {
+        let f = *self.functions.get(&req.function).ok_or(Status::INVALID_DEVICE_FUNCTION)?;
+        let m = self.loaded.get(&f.module).ok_or(Status::INVALID_DEVICE_FUNCTION)?;
+        let k = m.ptx.kernel_info(f.kernel).ok_or(Status::INVALID_DEVICE_FUNCTION)?;
+        if params.len() != k.param_size as usize {
+            debug!("{}: {} parameter bytes, the kernel takes {}", k.name, params.len(), k.param_size);
+            return Err(Status::INVALID_VALUE);
+        }
+        let threads: u64 = req.block.iter().map(|&b| u64::from(b)).product();
+        if req.grid.contains(&0) || req.block.contains(&0) || threads > 1024 || req.block[2] > 64 {
+            return Err(Status::INVALID_CONFIGURATION);
+        }
+        if req.grid[1] > 65535 || req.grid[2] > 65535 || req.grid[0] > i32::MAX as u32 {
+            return Err(Status::INVALID_CONFIGURATION);
+        }
+        if req.shared_mem > f.max_dynamic_shared {
+            return Err(Status::INVALID_VALUE);
+        }
+        let cfg = LaunchConfig { grid: req.grid, block: req.block, dynamic_shared: req.shared_mem };
+        let opts = LaunchOptions {
+            threads: self.threads,
+            instruction_limit: self.instruction_limit,
+            num_sms: self.threads.clamp(1, 1024) as u32,
+            ..LaunchOptions::default()
+        };
+        let addrs = &m.addrs;
+        let r = vcuda_ptx::launch(
+            &m.ptx,
+            f.kernel,
+            &cfg,
+            params,
+            &|g: GlobalId| addrs.get(g.0 as usize).copied().unwrap_or(0),
+            &HeapMemory(heap),
+            &Sink(&self.stdout),
+            &opts,
+        );
+        match r {
+            Ok(stats) => {
+                debug!(
+                    "{}: {} blocks, {} thread-instructions in {:?}",
+                    k.name, stats.blocks, stats.thread_instructions, stats.elapsed
+                );
+                Ok(())
+            }
+            Err(e) => {
+                if let vcuda_ptx::KernelError::Assert { message } = &e {
+                    Sink(&self.stdout).0.lock().unwrap_or_else(|e| e.into_inner()).extend_from_slice(format!("{message}\n").as_bytes());
+                }
+                warn!("kernel {} failed: {e}", k.name);
+                Err(Status(e.cuda_status()))
+            }
+        }
     }
 
+    /// Device printf output so far.
     pub fn take_stdout(&mut self) -> Vec<u8> {
-        std::mem::take(&mut self.stdout)
+        std::mem::take(self.stdout.get_mut().unwrap_or_else(|e| e.into_inner()))
     }
 }

@@ -521,13 +521,13 @@ macro_rules! load_int {
 load_int!(u8, u16, u32, u64, i8, i16, i32, i64);
 
 /// f32 registers.
-pub(crate) struct S32;
+pub(crate) struct Single;
 /// f64 registers.
-pub(crate) struct S64;
+pub(crate) struct Double;
 /// f16 registers (computed in f32).
-pub(crate) struct SH;
+pub(crate) struct Half;
 /// bf16 registers (computed in f32).
-pub(crate) struct SBH;
+pub(crate) struct Bfloat;
 
 /// Floating-point lane types.
 pub(crate) trait FStore: Load<C: FMath> {
@@ -536,7 +536,7 @@ pub(crate) trait FStore: Load<C: FMath> {
     const EXACT: bool;
 }
 
-impl Load for S32 {
+impl Load for Single {
     type C = f32;
     #[inline(always)]
     fn load(c: &AluCtx, x: u64) -> f32 {
@@ -544,7 +544,7 @@ impl Load for S32 {
         if c.ftz { ftz32(v) } else { v }
     }
 }
-impl FStore for S32 {
+impl FStore for Single {
     const EXACT: bool = true;
     #[inline(always)]
     fn store(c: &AluCtx, v: f32) -> u64 {
@@ -553,7 +553,7 @@ impl FStore for S32 {
         v.to_bits() as u64
     }
 }
-impl Load for S64 {
+impl Load for Double {
     type C = f64;
     #[inline(always)]
     fn load(c: &AluCtx, x: u64) -> f64 {
@@ -561,7 +561,7 @@ impl Load for S64 {
         if c.ftz { ftz64(v) } else { v }
     }
 }
-impl FStore for S64 {
+impl FStore for Double {
     const EXACT: bool = true;
     #[inline(always)]
     fn store(c: &AluCtx, v: f64) -> u64 {
@@ -569,14 +569,14 @@ impl FStore for S64 {
         v.to_bits()
     }
 }
-impl Load for SH {
+impl Load for Half {
     type C = f32;
     #[inline(always)]
     fn load(_: &AluCtx, x: u64) -> f32 {
         f16_to_f32(x as u16)
     }
 }
-impl FStore for SH {
+impl FStore for Half {
     const EXACT: bool = false;
     #[inline(always)]
     fn store(c: &AluCtx, v: f32) -> u64 {
@@ -584,14 +584,14 @@ impl FStore for SH {
         f64_to_small(v as f64, c.rnd, 5, 10) as u64
     }
 }
-impl Load for SBH {
+impl Load for Bfloat {
     type C = f32;
     #[inline(always)]
     fn load(_: &AluCtx, x: u64) -> f32 {
         bf16_to_f32(x as u16)
     }
 }
-impl FStore for SBH {
+impl FStore for Bfloat {
     const EXACT: bool = false;
     #[inline(always)]
     fn store(c: &AluCtx, v: f32) -> u64 {
@@ -944,10 +944,10 @@ macro_rules! by_load {
             Ty::S32 => Some(by_cmp!($f, i32, $op)),
             Ty::U64 | Ty::B64 => Some(by_cmp!($f, u64, $op)),
             Ty::S64 => Some(by_cmp!($f, i64, $op)),
-            Ty::F32 => Some(by_cmp!($f, S32, $op)),
-            Ty::F64 => Some(by_cmp!($f, S64, $op)),
-            Ty::F16 => Some(by_cmp!($f, SH, $op)),
-            Ty::BF16 => Some(by_cmp!($f, SBH, $op)),
+            Ty::F32 => Some(by_cmp!($f, Single, $op)),
+            Ty::F64 => Some(by_cmp!($f, Double, $op)),
+            Ty::F16 => Some(by_cmp!($f, Half, $op)),
+            Ty::BF16 => Some(by_cmp!($f, Bfloat, $op)),
             _ => None,
         }
     };
@@ -1026,7 +1026,7 @@ fn float_in(c: &AluCtx, x: u64, ty: Ty) -> f64 {
     match ty {
         Ty::F16 => f16_to_f32(x as u16) as f64,
         Ty::BF16 => bf16_to_f32(x as u16) as f64,
-        Ty::F32 => S32::load(c, x) as f64,
+        Ty::F32 => Single::load(c, x) as f64,
         _ => f64::from_bits(x),
     }
 }
@@ -1036,8 +1036,8 @@ fn float_out(c: &AluCtx, v: f64, ty: Ty, rnd: Rnd) -> u64 {
     match ty {
         Ty::F16 => f64_to_small(if c.sat { sat(v) } else { v }, rnd, 5, 10) as u64,
         Ty::BF16 => f64_to_small(if c.sat { sat(v) } else { v }, rnd, 8, 7) as u64,
-        Ty::F32 => S32::store(c, f64_to_f32(v, rnd)),
-        _ => S64::store(c, v),
+        Ty::F32 => Single::store(c, f64_to_f32(v, rnd)),
+        _ => Double::store(c, v),
     }
 }
 
@@ -1065,13 +1065,13 @@ fn cvt_if(c: &AluCtx, i: &[&Lanes; 4], o: &mut [Lanes; 2]) {
     map1(i, o, |x| {
         let v = int_in(x, c.sty);
         match c.dty {
-            Ty::F64 => S64::store(c, int_to_f64(v, c.rnd)),
+            Ty::F64 => Double::store(c, int_to_f64(v, c.rnd)),
             Ty::F32 => {
                 // Exact integer -> f32 rounding: i64 values need more than f64's 53 bits.
                 let r = v as f32;
                 let back = if r.is_finite() { r as i128 } else { v };
                 let err = (v > back) as i32 - (v < back) as i32;
-                S32::store(c, directed(r, err, c.rnd))
+                Single::store(c, directed(r, err, c.rnd))
             }
             t => float_out(c, v as f64, t, c.rnd),
         }
@@ -1110,7 +1110,7 @@ fn cvt_ff(c: &AluCtx, i: &[&Lanes; 4], o: &mut [Lanes; 2]) {
             return float_out(c, r, c.dty, Rnd::Rn);
         }
         if c.sty == Ty::F64 && c.dty == Ty::F64 {
-            return S64::store(c, v);
+            return Double::store(c, v);
         }
         float_out(c, v, c.dty, c.rnd)
     })
@@ -1121,7 +1121,7 @@ fn cvt_pack_x2(c: &AluCtx, i: &[&Lanes; 4], o: &mut [Lanes; 2]) {
     let (eb, mb) = if c.dty == Ty::BF16x2 { (8, 7) } else { (5, 10) };
     map2(i, o, |a, b| {
         let h = |x: u64| {
-            let v = S32::load(c, x) as f64;
+            let v = Single::load(c, x) as f64;
             let v = if c.sat { sat(v) } else { v };
             let v = if c.imm == 1 && v < 0.0 { 0.0 } else { v };
             f64_to_small(v, c.rnd, eb, mb) as u64
@@ -1170,13 +1170,13 @@ fn slct_int(c: &AluCtx, i: &[&Lanes; 4], o: &mut [Lanes; 2]) {
 
 fn slct_f32(c: &AluCtx, i: &[&Lanes; 4], o: &mut [Lanes; 2]) {
     let m = c.dty.mask();
-    map3(
-        i,
-        o,
-        |a, b, s| {
-            if S32::load(c, s) >= 0.0 { a & m } else { b & m }
-        },
-    )
+    map3(i, o, |a, b, s| {
+        if Single::load(c, s) >= 0.0 {
+            a & m
+        } else {
+            b & m
+        }
+    })
 }
 
 fn testp<S: FStore, const K: u8>(c: &AluCtx, i: &[&Lanes; 4], o: &mut [Lanes; 2]) {
@@ -1268,12 +1268,12 @@ fn float_kind(ty: Ty) -> bool {
 macro_rules! fsel2 {
     ($ty:expr, $op:expr) => {
         match $ty {
-            Ty::F32 => Some(fbin::<S32, $op> as AluFn),
-            Ty::F64 => Some(fbin::<S64, $op> as AluFn),
-            Ty::F16 => Some(fbin::<SH, $op> as AluFn),
-            Ty::BF16 => Some(fbin::<SBH, $op> as AluFn),
-            Ty::F16x2 => Some(fbin_x2::<SH, $op> as AluFn),
-            Ty::BF16x2 => Some(fbin_x2::<SBH, $op> as AluFn),
+            Ty::F32 => Some(fbin::<Single, $op> as AluFn),
+            Ty::F64 => Some(fbin::<Double, $op> as AluFn),
+            Ty::F16 => Some(fbin::<Half, $op> as AluFn),
+            Ty::BF16 => Some(fbin::<Bfloat, $op> as AluFn),
+            Ty::F16x2 => Some(fbin_x2::<Half, $op> as AluFn),
+            Ty::BF16x2 => Some(fbin_x2::<Bfloat, $op> as AluFn),
             _ => None,
         }
     };
@@ -1282,12 +1282,12 @@ macro_rules! fsel2 {
 macro_rules! fsel1 {
     ($ty:expr, $op:expr) => {
         match $ty {
-            Ty::F32 => Some(fun::<S32, $op> as AluFn),
-            Ty::F64 => Some(fun::<S64, $op> as AluFn),
-            Ty::F16 => Some(fun::<SH, $op> as AluFn),
-            Ty::BF16 => Some(fun::<SBH, $op> as AluFn),
-            Ty::F16x2 => Some(fun_x2::<SH, $op> as AluFn),
-            Ty::BF16x2 => Some(fun_x2::<SBH, $op> as AluFn),
+            Ty::F32 => Some(fun::<Single, $op> as AluFn),
+            Ty::F64 => Some(fun::<Double, $op> as AluFn),
+            Ty::F16 => Some(fun::<Half, $op> as AluFn),
+            Ty::BF16 => Some(fun::<Bfloat, $op> as AluFn),
+            Ty::F16x2 => Some(fun_x2::<Half, $op> as AluFn),
+            Ty::BF16x2 => Some(fun_x2::<Bfloat, $op> as AluFn),
             _ => None,
         }
     };
@@ -1462,7 +1462,7 @@ pub(crate) fn lookup(op: &str, mods: &[&str]) -> Result<Option<AluSpec>, String>
                     fsel1!(ty, U_NEG)
                 }
             } else if op == "abs" {
-                for_int!(ty, i1!(|c, a| (a as i128).abs() as T))
+                for_int!(ty, i1!(|c, a| (a as i128).unsigned_abs() as T))
             } else {
                 for_int!(ty, i1!(|c, a| a.wrapping_neg()))
             };
@@ -1676,8 +1676,8 @@ pub(crate) fn lookup(op: &str, mods: &[&str]) -> Result<Option<AluSpec>, String>
                 };
             }
             let f = match ty {
-                Ty::F32 => tp!(S32),
-                Ty::F64 => tp!(S64),
+                Ty::F32 => tp!(Single),
+                Ty::F64 => tp!(Double),
                 _ => return Err("testp type".into()),
             };
             spec(f, m.ctx(ty), &[Ty::Pred], &[ty])
@@ -1786,12 +1786,12 @@ fn carry(ty: Ty, sub: bool, cin: bool, cout: bool) -> Result<AluSpec, String> {
 
 fn fma_spec(ty: Ty, m: &Mods<'_>) -> Result<AluSpec, String> {
     let f: AluFn = match ty {
-        Ty::F32 => ffma::<S32>,
-        Ty::F64 => ffma::<S64>,
-        Ty::F16 => ffma::<SH>,
-        Ty::BF16 => ffma::<SBH>,
-        Ty::F16x2 => ffma_x2::<SH>,
-        Ty::BF16x2 => ffma_x2::<SBH>,
+        Ty::F32 => ffma::<Single>,
+        Ty::F64 => ffma::<Double>,
+        Ty::F16 => ffma::<Half>,
+        Ty::BF16 => ffma::<Bfloat>,
+        Ty::F16x2 => ffma_x2::<Half>,
+        Ty::BF16x2 => ffma_x2::<Bfloat>,
         _ => return Err("fma type".into()),
     };
     let mut ctx = m.ctx(ty);

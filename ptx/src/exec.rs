@@ -915,6 +915,8 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    // Operands, destinations and lanes are parallel small arrays indexed together.
+    #[allow(clippy::needless_range_loop)]
     fn run_warp(&mut self, w: &mut Warp) -> Result<(), KernelError> {
         let l = self.l;
         let code = &l.module.code;

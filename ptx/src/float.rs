@@ -358,7 +358,7 @@ mod tests {
         }
         assert_eq!(f32_to_bf16(1.0), 0x3f80);
         assert_eq!(bf16_to_f32(0x4040), 3.0);
-        assert_eq!(f32_to_bf16(1.00390625), 0x3f80); // tie to even
+        assert_eq!(f32_to_bf16(f32::from_bits(0x3f80_8000)), 0x3f80); // tie to even
     }
 
     #[test]

@@ -903,8 +903,9 @@ impl<'a> Lower<'a> {
                             .next_decl
                             .checked_add(count)
                             .ok_or_else(|| perr(n.pos, "fewer registers"))?;
-                        let sc = st.scopes.last_mut();
-                        sc.map(|sc| sc.ranges.push((n.name, Local::Range(first, count))));
+                        if let Some(sc) = st.scopes.last_mut() {
+                            sc.ranges.push((n.name, Local::Range(first, count)));
+                        }
                         continue;
                     }
                     Local::Reg(st.new_decl(ty))

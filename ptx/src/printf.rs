@@ -363,12 +363,12 @@ mod tests {
         let mut a = Vec::new();
         a.extend_from_slice(&(-42i32).to_le_bytes());
         a.extend_from_slice(&255u32.to_le_bytes());
-        a.extend_from_slice(&3.14159f64.to_le_bytes());
+        a.extend_from_slice(&3.25f64.to_le_bytes());
         a.extend_from_slice(&0x100u64.to_le_bytes());
         a.extend_from_slice(&(-7i64).to_le_bytes());
         assert_eq!(
             fmt("%d|%5x|%.2f|%s|%lld|%%", &a),
-            "-42|   ff|3.14|hello|-7|%"
+            "-42|   ff|3.25|hello|-7|%"
         );
         assert_eq!(fmt("[%-6d][%06d]", &a), "[-42   ][000255]");
         assert_eq!(

@@ -11,8 +11,11 @@ use vcuda_ptx::*;
 
 /// Device memory made of separately allocated host buffers at addresses from 0x7f00_0000_0000,
 /// with unmapped gaps between them.
+/// (device base, length, backing words).
+type Alloc = (u64, u64, Box<[AtomicU64]>);
+
 pub struct Mem {
-    allocs: RwLock<Vec<(u64, u64, Box<[AtomicU64]>)>>,
+    allocs: RwLock<Vec<Alloc>>,
     next: Mutex<u64>,
 }
 
@@ -230,4 +233,13 @@ impl Gpu {
 pub fn fixture(name: &str) -> String {
     let p = format!("{}/tests/fixtures/{name}.ptx", env!("CARGO_MANIFEST_DIR"));
     std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{p}: {e}"))
+}
+
+impl Gpu {
+    pub fn run_err(&self, kernel: &str, grid: u32, block: u32, args: &[Arg]) -> KernelError {
+        match self.try_launch(kernel, [grid, 1, 1], [block, 1, 1], 0, args) {
+            Ok(_) => panic!("{kernel} succeeded"),
+            Err(e) => e,
+        }
+    }
 }

@@ -1,0 +1,635 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! Hand-written PTX snippets per instruction family, run through `launch`.
+
+// Reference expressions spell out each term of the PTX computation.
+#![allow(clippy::identity_op, clippy::erasing_op)]
+
+mod common;
+use common::*;
+use vcuda_ptx::{KernelError, Module};
+
+/// A kernel `k(out, inp)` whose body sees `%rd63` = out + 64 * tid.x and `%rd61` = inp.
+fn kernel(decls: &str, body: &str) -> String {
+    format!(
+        ".version 9.0\n.target sm_90\n.address_size 64\n{decls}\n\
+         .visible .entry k(.param .u64 out, .param .u64 inp)\n{{\n\
+         .reg .pred %p<16>;\n.reg .b16 %h<16>;\n.reg .b32 %r<64>;\n.reg .b64 %rd<64>;\n\
+         .reg .f32 %f<32>;\n.reg .f64 %fd<16>;\n\
+         ld.param.u64 %rd60, [out];\nld.param.u64 %rd61, [inp];\nmov.u32 %r60, %tid.x;\n\
+         mul.wide.u32 %rd62, %r60, 64;\nadd.s64 %rd63, %rd60, %rd62;\n{body}\nret;\n}}\n"
+    )
+}
+
+/// Runs `k` with `threads` threads and returns the 16 u32 words of each thread's slot.
+fn run(src: &str, threads: u32, inp: &[u8]) -> Vec<Vec<u32>> {
+    let g = Gpu::new(src);
+    let out = g.zeros(threads as usize * 64);
+    let inp = g.mem.upload(if inp.is_empty() { &[0] } else { inp });
+    g.run("k", 1, threads, &[Arg::Ptr(out), Arg::Ptr(inp)]);
+    g.get::<u32>(out, threads as usize * 16)
+        .chunks(16)
+        .map(|c| c.to_vec())
+        .collect()
+}
+
+fn run1(body: &str) -> Vec<u32> {
+    run(&kernel("", body), 1, &[]).remove(0)
+}
+
+fn try_run(src: &str, threads: u32) -> Result<(), KernelError> {
+    let g = Gpu::new(src);
+    let out = g.zeros(threads as usize * 64);
+    g.try_launch(
+        "k",
+        [1, 1, 1],
+        [threads, 1, 1],
+        0,
+        &[Arg::Ptr(out), Arg::Ptr(out)],
+    )
+    .map(|_| ())
+}
+
+#[test]
+fn carry_chains_multiply_128() {
+    let (a, b) = (0xfedc_ba98_7654_3210u64, 0x0123_4567_89ab_cdefu64);
+    let r = run1(&format!(
+        "mov.u32 %r1, {}; mov.u32 %r2, {}; mov.u32 %r3, {}; mov.u32 %r4, {};\n\
+         mul.lo.u32 %r10, %r1, %r3;\n\
+         mul.hi.u32 %r11, %r1, %r3;\n\
+         mad.lo.cc.u32 %r11, %r1, %r4, %r11;\n\
+         madc.hi.u32 %r12, %r1, %r4, 0;\n\
+         mad.lo.cc.u32 %r11, %r2, %r3, %r11;\n\
+         madc.hi.cc.u32 %r12, %r2, %r3, %r12;\n\
+         madc.hi.u32 %r13, %r2, %r4, 0;\n\
+         mad.lo.cc.u32 %r12, %r2, %r4, %r12;\n\
+         addc.u32 %r13, %r13, 0;\n\
+         st.global.v4.u32 [%rd63], {{%r10, %r11, %r12, %r13}};\n\
+         mov.u32 %r20, -1; add.cc.u32 %r21, %r20, 1; addc.cc.u32 %r22, 0, 0; subc.u32 %r23, 5, 1;\n\
+         sub.cc.u32 %r24, 0, 1; subc.u32 %r25, 10, 0;\n\
+         st.global.v4.u32 [%rd63+16], {{%r21, %r22, %r23, %r25}};",
+        a as u32,
+        (a >> 32) as u32,
+        b as u32,
+        (b >> 32) as u32
+    ));
+    let p = a as u128 * b as u128;
+    assert_eq!(
+        &r[..4],
+        &[
+            p as u32,
+            (p >> 32) as u32,
+            (p >> 64) as u32,
+            (p >> 96) as u32
+        ]
+    );
+    assert_eq!(&r[4..8], &[0, 1, 4, 9]);
+}
+
+#[test]
+fn compare_select_and_predicates() {
+    let r = run1(
+        "mov.f32 %f1, 0f7FC00000; mov.f32 %f2, 0f3F800000;\n\
+         setp.lt.s32 %p1|%p2, -5, 3;\n\
+         setp.gtu.f32 %p3, %f1, %f2;\n\
+         setp.gt.f32 %p4, %f1, %f2;\n\
+         setp.ne.and.s32 %p5, 1, 2, !%p4;\n\
+         setp.eq.or.u32 %p6, 1, 2, %p4;\n\
+         setp.hi.s32 %p7, -1, 1;\n\
+         selp.u32 %r1, 10, 20, %p1; selp.u32 %r2, 10, 20, %p2;\n\
+         selp.u32 %r3, 1, 0, %p3; selp.u32 %r4, 1, 0, %p4; selp.u32 %r5, 1, 0, %p5;\n\
+         selp.u32 %r6, 1, 0, %p6; selp.u32 %r7, 1, 0, %p7;\n\
+         set.lt.u32.s32 %r8, 1, 2; set.ge.f32.f32 %f3, %f2, %f2; mov.b32 %r9, %f3;\n\
+         slct.s32.s32 %r10, 7, 8, -1; slct.u32.f32 %r11, 7, 8, %f2;\n\
+         not.pred %p8, %p1; selp.u32 %r12, 1, 0, %p8;\n\
+         xor.pred %p9, %p1, %p3; selp.u32 %r13, 1, 0, %p9;\n\
+         @!%p1 mov.u32 %r14, 99; @%p1 mov.u32 %r14, 77;\n\
+         testp.notanumber.f32 %p10, %f1; selp.u32 %r15, 1, 0, %p10;\n\
+         st.global.v4.u32 [%rd63], {%r1, %r2, %r3, %r4};\n\
+         st.global.v4.u32 [%rd63+16], {%r5, %r6, %r7, %r8};\n\
+         st.global.v4.u32 [%rd63+32], {%r9, %r10, %r11, %r12};\n\
+         st.global.v2.u32 [%rd63+48], {%r13, %r14}; st.global.u32 [%rd63+56], %r15;",
+    );
+    assert_eq!(
+        &r[..15],
+        &[
+            10,
+            20,
+            1,
+            0,
+            1,
+            0,
+            1,
+            u32::MAX,
+            1f32.to_bits(),
+            8,
+            7,
+            0,
+            0,
+            77,
+            1
+        ]
+    );
+}
+
+#[test]
+fn bit_manipulation() {
+    let r = run1(
+        "mov.u32 %r1, 0x12345678;\n\
+         prmt.b32 %r2, %r1, 0x9abcdef0, 0x7531;\n\
+         prmt.b32.ecl %r3, %r1, 0, 2;\n\
+         prmt.b32.rc16 %r4, %r1, 0, 1;\n\
+         lop3.b32 %r5, %r1, 0xff00ff00, 0x0f0f0f0f, 0xe8;\n\
+         bfe.u32 %r6, %r1, 8, 12; bfe.s32 %r7, 0x00f00000, 20, 4;\n\
+         bfi.b32 %r8, 0xab, %r1, 24, 8;\n\
+         bfind.u32 %r9, %r1; bfind.shiftamt.u32 %r10, %r1; brev.b32 %r11, %r1;\n\
+         shf.l.clamp.b32 %r12, %r1, 0x80000000, 4; shf.r.wrap.b32 %r13, %r1, 0xf, 36;\n\
+         dp4a.s32.u32 %r14, 0x01ff0203, 0x04030201, 100;\n\
+         dp2a.lo.u32.u32 %r15, 0x00020003, 0x00000504, 1;\n\
+         st.global.v4.u32 [%rd63], {%r2, %r3, %r4, %r5};\n\
+         st.global.v4.u32 [%rd63+16], {%r6, %r7, %r8, %r9};\n\
+         st.global.v4.u32 [%rd63+32], {%r10, %r11, %r12, %r13};\n\
+         st.global.v2.u32 [%rd63+48], {%r14, %r15};",
+    );
+    let x = 0x1234_5678u32;
+    let maj = |a: u32, b: u32, c: u32| (a & b) | (a & c) | (b & c);
+    assert_eq!(r[0], 0x9ade_1256, "prmt {:#x}", r[0]);
+    assert_eq!(r[1], 0x1234_3434);
+    assert_eq!(r[2], 0x1234_1234);
+    assert_eq!(r[3], maj(x, 0xff00_ff00, 0x0f0f_0f0f));
+    assert_eq!(&r[4..8], &[0x456, 0xffff_ffff, 0xab34_5678, 28]);
+    assert_eq!(
+        &r[8..12],
+        &[
+            3,
+            x.reverse_bits(),
+            (0x8000_0000u64 << 32 | x as u64)
+                .wrapping_shl(4)
+                .wrapping_shr(32) as u32,
+            ((0xfu64 << 32 | x as u64) >> 4) as u32
+        ]
+    );
+    assert_eq!(
+        r[12],
+        (100 + 3 * 1 + 2 * 2 - 3 + 4) as u32,
+        "signed bytes of a"
+    );
+    assert_eq!(r[13], 1 + 3 * 4 + 2 * 5);
+}
+
+#[test]
+fn conversions_and_rounding() {
+    let r = run1(
+        "mov.f64 %fd1, 0d3FB999999999999A;\n\
+         cvt.rn.f32.f64 %f1, %fd1; cvt.rz.f32.f64 %f2, %fd1; cvt.rm.f32.f64 %f3, %fd1; cvt.rp.f32.f64 %f4, %fd1;\n\
+         mov.f32 %f5, 0fC0200000;\n\
+         cvt.rni.s32.f32 %r1, %f5; cvt.rzi.s32.f32 %r2, %f5; cvt.rmi.s32.f32 %r3, %f5; cvt.rpi.s32.f32 %r4, %f5;\n\
+         cvt.rzi.u32.f32 %r5, %f5; cvt.sat.u8.s32 %r6, -3; cvt.s8.s32 %r7, 300; cvt.s32.s8 %r8, %r7;\n\
+         cvt.rn.f16.f32 %h1, %f5; cvt.f32.f16 %f6, %h1;\n\
+         cvt.rn.f16x2.f32 %r9, %f5, 0f3F800000;\n\
+         mov.b32 {%h2, %h3}, %r9; cvt.f32.f16 %f7, %h3;\n\
+         fma.rn.f16x2 %r10, %r9, %r9, %r9;\n\
+         add.rz.f32 %f8, 0f3F800000, 0f33800000;\n\
+         div.rp.f32 %f9, 0f3F800000, 0f40400000;\n\
+         st.global.v4.f32 [%rd63], {%f1, %f2, %f3, %f4};\n\
+         st.global.v4.u32 [%rd63+16], {%r1, %r2, %r3, %r4};\n\
+         st.global.v4.u32 [%rd63+32], {%r5, %r6, %r7, %r8};\n\
+         st.global.v4.f32 [%rd63+48], {%f6, %f7, %f8, %f9};",
+    );
+    let f = |i: usize| f32::from_bits(r[i]);
+    let tenth = 0.1f32;
+    assert_eq!(f(0), tenth);
+    assert_eq!(f(1), f32::from_bits(tenth.to_bits() - 1));
+    assert_eq!(f(2), f32::from_bits(tenth.to_bits() - 1));
+    assert_eq!(f(3), tenth);
+    assert_eq!(
+        &r[4..8],
+        &[-2i32 as u32, -2i32 as u32, -3i32 as u32, -2i32 as u32]
+    );
+    assert_eq!(&r[8..12], &[0, 0, 44, 44]);
+    assert_eq!(
+        (f(12), f(13)),
+        (-2.5, -2.5),
+        "the first cvt source is the high half"
+    );
+    assert_eq!(f(14), 1.0, "add.rz drops the tiny addend");
+    assert_eq!(
+        f(15),
+        f32::from_bits((1.0f32 / 3.0).to_bits()),
+        "1/3 rounds up to nearest already"
+    );
+}
+
+#[test]
+fn vectors_packing_and_generic_addresses() {
+    let src = kernel(
+        ".global .align 16 .b8 gbuf[256];",
+        ".shared .align 16 .b8 sh[64];\n.local .align 8 .b8 loc[16];\n\
+         mov.u64 %rd1, {%r60, %r60}; mov.b64 {%r1, %r2}, 0x1111222233334444;\n\
+         mov.u32 %r3, sh; cvta.shared.u64 %rd2, %rd0; mov.u64 %rd3, sh; cvta.shared.u64 %rd2, %rd3;\n\
+         st.u32 [%rd2+8], 0xabcd; ld.shared.u32 %r4, [%r3+8];\n\
+         mov.u64 %rd4, loc; cvta.local.u64 %rd5, %rd4; st.u64 [%rd5], %rd1; ld.local.u32 %r5, [loc+4];\n\
+         isspacep.shared %p1, %rd2; isspacep.local %p2, %rd2; isspacep.global %p3, %rd63;\n\
+         selp.u32 %r6, 1, 0, %p1; selp.u32 %r7, 1, 0, %p2; selp.u32 %r8, 1, 0, %p3;\n\
+         cvta.to.shared.u64 %rd6, %rd2; cvt.u32.u64 %r9, %rd6;\n\
+         mov.u64 %rd7, gbuf; mul.wide.u32 %rd8, %r60, 16; add.s64 %rd9, %rd7, %rd8;\n\
+         st.global.v2.u64 [%rd9+16], {%rd1, %rd1}; ld.global.v4.u32 {%r10, %r11, %r12, %r13}, [%rd9+16];\n\
+         mov.b32 %r14, {%h1, %h2}; mov.b16 %h3, 0x1234; mov.b32 %r15, {%h3, %h3};\n\
+         st.global.v4.u32 [%rd63], {%r1, %r2, %r4, %r5};\n\
+         st.global.v4.u32 [%rd63+16], {%r6, %r7, %r8, %r9};\n\
+         st.global.v4.u32 [%rd63+32], {%r10, %r11, %r12, %r13};\n\
+         st.global.u32 [%rd63+48], %r15;",
+    );
+    let r = run(&src, 3, &[]);
+    for (t, r) in r.iter().enumerate() {
+        let t = t as u32;
+        assert_eq!(
+            &r[..4],
+            &[0x3333_4444, 0x1111_2222, 0xabcd, t],
+            "thread {t}"
+        );
+        assert_eq!(&r[4..8], &[1, 0, 1, 0]);
+        assert_eq!(&r[8..13], &[t, t, t, t, 0x1234_1234]);
+    }
+}
+
+#[test]
+fn param_address_and_calls() {
+    let src = r#"
+.version 9.0
+.target sm_90
+.address_size 64
+.func (.param .b64 ret) twice_plus(.param .b32 a, .param .align 8 .b8 s[16])
+{
+    .reg .b32 %r<4>;
+    .reg .b64 %rd<4>;
+    ld.param.u32 %r1, [a];
+    ld.param.u64 %rd1, [s+8];
+    cvt.u64.u32 %rd2, %r1;
+    shl.b64 %rd2, %rd2, 1;
+    add.s64 %rd3, %rd2, %rd1;
+    st.param.b64 [ret], %rd3;
+    ret;
+}
+.visible .entry k(.param .u64 out, .param .align 8 .b8 big[24])
+{
+    .reg .pred %p<3>;
+    .reg .b32 %r<8>;
+    .reg .b64 %rd<12>;
+    ld.param.u64 %rd1, [out];
+    mov.u32 %r1, %tid.x;
+    mov.b64 %rd2, big;
+    cvta.param.u64 %rd3, %rd2;
+    ld.u64 %rd4, [%rd3+16];
+    ld.param.u32 %r2, [%rd2+8];
+    setp.lt.u32 %p1, %r1, 2;
+    @%p1 bra DONE;
+    {
+    .param .b32 a0;
+    .param .align 8 .b8 a1[16];
+    .param .b64 r0;
+    st.param.b32 [a0], %r1;
+    st.param.b64 [a1+8], %rd4;
+    call.uni (r0), twice_plus, (a0, a1);
+    ld.param.b64 %rd5, [r0];
+    }
+    mul.wide.u32 %rd6, %r1, 16;
+    add.s64 %rd7, %rd1, %rd6;
+    st.global.v2.u64 [%rd7], {%rd5, %rd4};
+    st.global.u32 [%rd7+8], %r2;
+    setp.eq.u32 %p2, %r1, 3;
+    @%p2 exit;
+    st.global.u32 [%rd7+12], 5;
+DONE:
+    ret;
+}
+"#;
+    let g = Gpu::new(src);
+    let out = g.zeros(6 * 16);
+    let mut big = vec![0u8; 24];
+    big[8..12].copy_from_slice(&77u32.to_le_bytes());
+    big[16..24].copy_from_slice(&1000u64.to_le_bytes());
+    g.run("k", 1, 6, &[Arg::Ptr(out), Arg::Bytes(big)]);
+    let o: Vec<u64> = g.get(out, 12);
+    for t in 0..6u64 {
+        if t < 2 {
+            assert_eq!(&o[t as usize * 2..t as usize * 2 + 2], &[0, 0]);
+        } else {
+            assert_eq!(o[t as usize * 2], 2 * t + 1000);
+            let hi = if t == 3 { 77 } else { 77 | (5 << 32) };
+            assert_eq!(o[t as usize * 2 + 1], hi, "thread {t}");
+        }
+    }
+}
+
+#[test]
+fn jump_table_and_loops() {
+    let src = kernel(
+        "",
+        "and.b32 %r1, %r60, 3; mov.u32 %r2, 0;\n\
+         ts: .branchtargets L0, L1, L2, L3;\n\
+         brx.idx %r1, ts;\n\
+         L0: add.u32 %r2, %r2, 1; bra.uni E;\n\
+         L1: add.u32 %r2, %r2, 10; bra.uni E;\n\
+         L2: add.u32 %r2, %r2, 100;\n\
+         L3: add.u32 %r2, %r2, 1000;\n\
+         E: mov.u32 %r3, 0; mov.u32 %r4, 0;\n\
+         LOOP: add.u32 %r4, %r4, %r3; add.u32 %r3, %r3, 1; setp.le.u32 %p1, %r3, %r60; @%p1 bra LOOP;\n\
+         activemask.b32 %r5;\n\
+         st.global.v4.u32 [%rd63], {%r1, %r2, %r4, %r5};",
+    );
+    let r = run(&src, 40, &[]);
+    for (t, r) in r.iter().enumerate() {
+        let want_sel = [1, 10, 1100, 1000][t % 4];
+        let full = if t < 32 { u32::MAX } else { 0xff };
+        assert_eq!(
+            &r[..4],
+            &[(t % 4) as u32, want_sel, (t * (t + 1) / 2) as u32, full],
+            "thread {t}"
+        );
+    }
+}
+
+#[test]
+fn named_barriers_producer_consumer() {
+    let src = kernel(
+        "",
+        ".shared .align 4 .b8 box[128];\n\
+         mov.u32 %r1, box; shr.u32 %r2, %r60, 5; and.b32 %r3, %r60, 31; shl.b32 %r4, %r3, 2; add.u32 %r5, %r1, %r4;\n\
+         setp.eq.u32 %p1, %r2, 1;\n\
+         @%p1 bra PRODUCER;\n\
+         bar.sync 1, 64;\n\
+         ld.shared.u32 %r6, [%r5];\n\
+         st.global.u32 [%rd63], %r6;\n\
+         bra.uni END;\n\
+         PRODUCER: mul.lo.u32 %r7, %r3, 3; st.shared.u32 [%r5], %r7;\n\
+         bar.arrive 1, 64;\n\
+         END: bar.red.popc.u32 %r8, 0, %p1; bar.red.or.pred %p2, 0, %p1; selp.u32 %r9, 1, 0, %p2;\n\
+         st.global.v2.u32 [%rd63+8], {%r8, %r9};",
+    );
+    let r = run(&src, 64, &[]);
+    for (t, r) in r.iter().enumerate() {
+        if t < 32 {
+            assert_eq!(r[0], t as u32 * 3);
+        }
+        assert_eq!(&r[2..4], &[32, 1], "thread {t}");
+    }
+}
+
+#[test]
+fn warp_misc_partial_masks() {
+    let src = kernel(
+        "",
+        "and.b32 %r1, %r60, 3; setp.lt.u32 %p1, %r60, 20;\n\
+         @!%p1 bra SKIP;\n\
+         elect.sync %r2|%p2, 0xffffffff; selp.u32 %r3, 1, 0, %p2;\n\
+         match.all.sync.b32 %r4|%p3, 7, 0xfffff; match.any.sync.b32 %r5, %r1, 0xfffff;\n\
+         redux.sync.min.u32 %r6, %r60, 0xfffff; redux.sync.xor.b32 %r7, %r60, 0xfffff;\n\
+         vote.sync.any.pred %p4, %p1, 0xfffff; vote.sync.uni.pred %p5, %p2, 0xfffff;\n\
+         selp.u32 %r8, 1, 0, %p4; selp.u32 %r9, 1, 0, %p5;\n\
+         shfl.sync.bfly.b32 %r10|%p6, %r60, 1, 0x101f, 0xfffff; selp.u32 %r11, 1, 0, %p6;\n\
+         shfl.sync.idx.b32 %r12, %r60, 3, 0x181f, 0xfffff;\n\
+         activemask.b32 %r13;\n\
+         st.global.v4.u32 [%rd63], {%r2, %r3, %r4, %r5};\n\
+         st.global.v4.u32 [%rd63+16], {%r6, %r7, %r8, %r9};\n\
+         st.global.v4.u32 [%rd63+32], {%r10, %r11, %r12, %r13};\n\
+         SKIP: bar.warp.sync -1;",
+    );
+    let r = run(&src, 32, &[]);
+    let mask = 0xfffffu32;
+    for (t, r) in r.iter().enumerate().take(20) {
+        let t = t as u32;
+        let any = (0..20)
+            .filter(|k| k % 4 == t % 4)
+            .fold(0u32, |m, k| m | 1 << k);
+        let xor = (0..20u32).fold(0, |a, k| a ^ k);
+        // bfly 1 within segments of 16 (c = 0x101f); idx 3 within segments of 8 (c = 0x181f).
+        let idx_src = (t & 0x18) | 3;
+        assert_eq!(&r[..4], &[0, (t == 0) as u32, mask, any], "lane {t}");
+        assert_eq!(&r[4..8], &[0, xor, 1, 0]);
+        assert_eq!(&r[8..12], &[t ^ 1, 1, idx_src, mask], "lane {t}");
+    }
+}
+
+#[test]
+fn atomics_generic_shared_and_red() {
+    let src = kernel(
+        ".global .align 8 .u64 g64;",
+        ".shared .align 8 .b8 s[16];\n\
+         mov.u64 %rd1, s; cvta.shared.u64 %rd2, %rd1;\n\
+         setp.eq.u32 %p1, %r60, 0; @%p1 st.shared.u32 [s], 0; bar.sync 0;\n\
+         atom.add.u32 %r1, [%rd2], 2;\n\
+         red.shared.max.s32 [s+4], %r60;\n\
+         atom.global.cas.b64 %rd3, [g64], 0, 1;\n\
+         red.global.add.u64 [g64], 10;\n\
+         atom.shared.inc.u32 %r2, [s+8], 5;\n\
+         bar.sync 0;\n\
+         ld.shared.v2.u32 {%r3, %r4}, [s]; ld.global.u64 %rd4, [g64];\n\
+         st.global.v4.u32 [%rd63], {%r1, %r3, %r4, %r2}; st.global.u64 [%rd63+16], %rd4;",
+    );
+    let r = run(&src, 16, &[]);
+    let mut olds: Vec<u32> = r.iter().map(|x| x[0]).collect();
+    olds.sort();
+    assert_eq!(olds, (0..16).map(|k| 2 * k).collect::<Vec<_>>());
+    // inc with limit 5 counts 0, 1, .., 5, 0, 1, ..
+    let mut incs: Vec<u32> = r.iter().map(|x| x[3]).collect();
+    incs.sort();
+    let mut want: Vec<u32> = (0..16).map(|k| k % 6).collect();
+    want.sort();
+    assert_eq!(incs, want);
+    for x in &r {
+        assert_eq!(&x[1..3], &[32, 15]);
+        assert_eq!(x[4] as u64 | (x[5] as u64) << 32, 161);
+    }
+}
+
+#[test]
+fn unsupported_reported_only_when_executed() {
+    let src = kernel(
+        ".extern .func foo(.param .b32 x);",
+        "setp.eq.u32 %p1, %r60, 7;\n\
+         @%p1 tex.2d.v4.f32.f32 {%f1, %f2, %f3, %f4}, [%rd1, {%f5, %f6}];\n\
+         st.global.u32 [%rd63], 1;",
+    );
+    assert!(try_run(&src, 4).is_ok());
+    let e = try_run(&src, 8).unwrap_err();
+    match &e {
+        KernelError::Unsupported { instruction, loc } => {
+            assert!(instruction.starts_with("tex.2d"), "{instruction}");
+            assert_eq!(loc.thread, [7, 0, 0]);
+        }
+        e => panic!("{e}"),
+    }
+    assert_eq!(e.cuda_status(), 715);
+    let src = kernel(
+        ".extern .func foo(.param .b32 x);",
+        "{ .param .b32 a; st.param.b32 [a], 1; call.uni foo, (a); }",
+    );
+    let e = try_run(&src, 1).unwrap_err();
+    assert!(
+        e.to_string().contains("call of external function `foo`"),
+        "{e}"
+    );
+}
+
+#[test]
+fn launch_failures() {
+    // A barrier that can never complete.
+    let e = try_run(&kernel("", "bar.sync 1, 64;"), 32).unwrap_err();
+    assert_eq!(e.cuda_status(), 702, "{e}");
+    // An infinite loop stops at the instruction limit.
+    let mut g = Gpu::new(&kernel("", "L: bra.uni L;"));
+    g.opts.instruction_limit = Some(100_000);
+    let e = g
+        .try_launch("k", [2, 1, 1], [64, 1, 1], 0, &[Arg::Ptr(0), Arg::Ptr(0)])
+        .unwrap_err();
+    assert!(matches!(e, KernelError::InstructionLimit { .. }), "{e}");
+    // Unbounded recursion overflows the stack.
+    let src = ".version 9.0\n.target sm_90\n.address_size 64\n\
+        .func f(.param .b64 x) { .local .b8 pad[256]; { .param .b64 y; st.param.b64 [y], 1; call f, (y); } ret; }\n\
+        .visible .entry k(.param .u64 out, .param .u64 inp) { { .param .b64 y; st.param.b64 [y], 1; call f, (y); } ret; }";
+    let e = try_run(src, 1).unwrap_err();
+    assert_eq!(e.cuda_status(), 714, "{e}");
+    // Local memory beyond the frame.
+    let e = try_run(&kernel("", ".local .b8 l[8]; ld.local.u32 %r1, [l+16];"), 1).unwrap_err();
+    assert_eq!(e.cuda_status(), 700, "{e}");
+    // Writes to const space and misaligned vectors.
+    let e = try_run(&kernel("", "ld.global.v2.u32 {%r1, %r2}, [%rd63+4];"), 1).unwrap_err();
+    assert_eq!(e.cuda_status(), 716, "{e}");
+    // Bad configurations.
+    let g = Gpu::new(&kernel("", ""));
+    for (grid, block) in [
+        ([1, 1, 1], [1025, 1, 1]),
+        ([0, 1, 1], [1, 1, 1]),
+        ([1, 1, 1], [1, 1, 65]),
+    ] {
+        let e = g
+            .try_launch("k", grid, block, 0, &[Arg::Ptr(0), Arg::Ptr(0)])
+            .unwrap_err();
+        assert_eq!(e.cuda_status(), 9);
+    }
+    let e = g
+        .try_launch(
+            "k",
+            [1, 1, 1],
+            [1, 1, 1],
+            1 << 20,
+            &[Arg::Ptr(0), Arg::Ptr(0)],
+        )
+        .unwrap_err();
+    assert!(matches!(e, KernelError::SharedMemoryTooLarge { .. }), "{e}");
+}
+
+#[test]
+fn module_metadata() {
+    let src = r#"
+.version 9.0
+.target sm_90
+.address_size 64
+.global .align 4 .u32 arr[4] = {1, 2, 3};
+.const .align 8 .f64 two = 0d4000000000000000;
+.global .align 8 .u64 ptrs[2] = {generic(arr)+4, arr};
+.const .align 4 .f32 fl[2] = {1.5, 0f40000000};
+.global .align 1 .b8 str[3] = {104, 105};
+.shared .align 8 .b8 modsh[24];
+.extern .shared .align 16 .b8 dyn[];
+.func (.param .b32 r) helper() { .reg .b32 %r1; mov.u32 %r1, modsh; st.param.b32 [r], %r1; ret; }
+.visible .entry k(.param .u8 a, .param .u64 b, .param .align 16 .b8 c[20], .param .u16 d) .reqntid 64, 2
+{
+    .local .align 8 .b8 depot[40];
+    .shared .align 4 .b8 own[100];
+    .reg .b32 %r<3>;
+    { .param .b32 r0; call.uni (r0), helper, (); ld.param.b32 %r1, [r0]; }
+    mov.u32 %r2, own;
+    ret;
+}
+.entry plain() .maxntid 256 .minnctapersm 2 { ret; }
+"#;
+    let m = Module::parse(src).unwrap();
+    let k = &m.kernels()[0];
+    let layout: Vec<(u32, u32, u32)> = k
+        .params
+        .iter()
+        .map(|p| (p.offset, p.size, p.align))
+        .collect();
+    assert_eq!(layout, [(0, 1, 1), (8, 8, 8), (16, 20, 16), (36, 2, 2)]);
+    assert_eq!(k.param_size, 38);
+    assert_eq!(k.reqntid, Some([64, 2, 1]));
+    assert_eq!(
+        k.static_shared,
+        32 + 100,
+        "module block (24 -> 32) plus its own"
+    );
+    assert!(k.local_bytes >= 40);
+    let p = &m.kernels()[1];
+    assert_eq!(
+        (p.maxntid, p.minnctapersm, p.static_shared),
+        (Some([256, 1, 1]), Some(2), 0)
+    );
+    let names: Vec<&str> = m.globals().iter().map(|g| g.name.as_str()).collect();
+    assert_eq!(names, ["arr", "two", "ptrs", "fl", "str"]);
+    let g = |n: &str| m.globals()[m.global(n).unwrap().0 as usize].clone();
+    assert_eq!(
+        g("arr").init,
+        [1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0]
+    );
+    assert_eq!(g("two").init, 2f64.to_le_bytes());
+    assert_eq!(g("two").space, vcuda_ptx::GlobalSpace::Const);
+    assert_eq!(
+        g("fl").init,
+        [1.5f32.to_le_bytes(), 2f32.to_le_bytes()].concat()
+    );
+    assert_eq!(g("str").init, [104, 105, 0]);
+    let ptrs = g("ptrs");
+    assert_eq!(ptrs.relocs.len(), 2);
+    let bytes = ptrs.initial_bytes(&|id| 0x7f00_0000_1000 + id.0 as u64);
+    assert_eq!(
+        u64::from_le_bytes(bytes[..8].try_into().unwrap()),
+        0x7f00_0000_1004
+    );
+    assert_eq!(
+        u64::from_le_bytes(bytes[8..].try_into().unwrap()),
+        0x7f00_0000_1000
+    );
+    // .reqntid must match the launch.
+    let gpu = Gpu::new(src);
+    let args = [
+        Arg::Bytes(vec![1]),
+        Arg::Ptr(0),
+        Arg::Bytes(vec![0; 20]),
+        Arg::Bytes(vec![0; 2]),
+    ];
+    assert_eq!(
+        gpu.try_launch("k", [1, 1, 1], [64, 1, 1], 0, &args)
+            .unwrap_err()
+            .cuda_status(),
+        9
+    );
+    gpu.try_launch("k", [1, 1, 1], [64, 2, 1], 0, &args)
+        .unwrap();
+}
+
+#[test]
+fn parse_errors_name_positions() {
+    let cases = [
+        (
+            ".version 9.0\n.entry k() {\n  mov.u32 %r1, 1;\n}",
+            3,
+            "a declared register",
+        ),
+        (
+            ".entry k() {\n.reg .b32 %r<2>;\n  bra NOWHERE;\n}",
+            3,
+            "a label",
+        ),
+        (".entry k() {\nA: ret;\nA: ret;\n}", 3, "unique label"),
+        (".entry k( {", 1, "`.param`"),
+        (".global .u32 x = {1, 2};", 1, "no more initializers"),
+        (".global .u33 x;", 1, "a type"),
+        (".entry k() { ret; ", 1, "`}`"),
+    ];
+    for (src, line, what) in cases {
+        let e = Module::parse(src).unwrap_err();
+        assert_eq!(e.line, line, "{src}: {e}");
+        assert!(e.to_string().contains(what), "{src}: {e}");
+    }
+}

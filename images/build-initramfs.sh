@@ -5,6 +5,7 @@
 # need (ldd-resolved, the ELF interpreter included).
 #
 #   images/build-initramfs.sh OUT.cpio.gz --init FILE [--add SRC:DEST ...] [--add-libs-for BINARY ...]
+#                             [--symlink TARGET:LINK ...] [--ld-path DIR ...]
 #
 #   --init FILE           becomes /init (made executable)
 #   --add SRC:DEST        copies a file or directory to DEST in the image (DEST ending in / means
@@ -12,6 +13,8 @@
 #   --add-libs-for BIN    copies the libraries BIN loads (as ldd resolves them on this machine) to
 #                         the same absolute paths in the image; directories outside the standard
 #                         library path go into the image's /etc/ld.so.conf and ld.so.cache
+#   --symlink TARGET:LINK creates the symbolic link LINK (an absolute path in the image) -> TARGET
+#   --ld-path DIR         adds DIR (a path in the image) to /etc/ld.so.conf and ld.so.cache
 #
 # BIN itself is not copied: --add it. The output is reproducible (sorted, owner 0, mtime 0).
 # Nothing is printed on stdout.
@@ -23,12 +26,14 @@ usage() { sed -n '2,/^$/s/^# \{0,1\}//p' "$0" >&2; exit 2; }
 [ $# -ge 1 ] || usage
 out=$1
 shift
-init= adds=() libsfor=()
+init= adds=() libsfor=() links=() ldpaths=()
 while [ $# -gt 0 ]; do
     case $1 in
     --init) [ $# -ge 2 ] || usage; init=$2; shift 2 ;;
     --add) [ $# -ge 2 ] || usage; adds+=("$2"); shift 2 ;;
     --add-libs-for) [ $# -ge 2 ] || usage; libsfor+=("$2"); shift 2 ;;
+    --symlink) [ $# -ge 2 ] || usage; links+=("$2"); shift 2 ;;
+    --ld-path) [ $# -ge 2 ] || usage; ldpaths+=("$2"); shift 2 ;;
     -h | --help) usage ;;
     *) die "unknown argument: $1" ;;
     esac
@@ -81,9 +86,16 @@ for a in "${adds[@]}"; do
     cp -a -L "$src" "$root/$dest"
 done
 
+for l in "${links[@]}"; do
+    target=${l%%:*} link=${l#*:}
+    [ "$target" != "$l" ] && [ -n "$link" ] || die "--symlink needs TARGET:LINK, got $l"
+    mkdir -p "$root/$(dirname "$link")"
+    ln -sfn "$target" "$root/$link"
+done
+
 # Libraries: copy each ldd-resolved path (and the interpreter) to the same path in the image.
 std_dirs=" /lib/x86_64-linux-gnu /usr/lib/x86_64-linux-gnu /lib /usr/lib /lib64 /usr/lib64 "
-extra_dirs=()
+extra_dirs=("${ldpaths[@]}")
 for bin in "${libsfor[@]}"; do
     [ -f "$bin" ] || die "no such binary: $bin"
     ldd_out=$(ldd "$bin" 2>&1) || {

@@ -52,7 +52,8 @@ apt_download() {
     {
         flock 9
         apt_update_once
-        apt-get download -q -o Dir::Etc::SourceList="$APT_PRIVATE/sources.list" -o Dir::Etc::SourceParts=/dev/null \
+        apt-get download -q -o APT::Sandbox::User=root -o Dir::Etc::SourceList="$APT_PRIVATE/sources.list" \
+            -o Dir::Etc::SourceParts=/dev/null \
             -o Dir::State::Lists="$APT_PRIVATE/lists" "$@" >&2
     } 9>"$(_apt_lock)"
 }
@@ -103,7 +104,7 @@ apt_new() {
     mkdir -p "$APT_PRIVATE/lists-new/partial"
     local o=(-o Dir::Etc::SourceList="$APT_PRIVATE/sources-new.list" -o Dir::Etc::SourceParts=/dev/null
         -o Dir::State::Lists="$APT_PRIVATE/lists-new" -o Dir::Cache="$APT_PRIVATE/cache-new"
-        -o APT::Architecture=amd64)
+        -o APT::Architecture=amd64 -o APT::Sandbox::User=root)
     mkdir -p "$APT_PRIVATE/cache-new/archives/partial"
     {
         flock 9

@@ -39,6 +39,7 @@ mod api {
     pub mod error;
     pub mod launch;
     pub mod memory;
+    pub mod misc;
     pub mod stream;
 }
 

@@ -36,6 +36,7 @@ macro_rules! programs {
 programs!(
     api_device,
     api_memory,
+    api_misc,
     api_streams,
     dmath,
     errors,

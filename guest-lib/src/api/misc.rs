@@ -1,0 +1,197 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! Calls that compose the core ones: host callbacks, stream-ordered allocation, occupancy,
+//! peer copies and device selection.
+
+use std::ffi::{c_char, c_int, c_void};
+
+use vcuda_protocol::{HandleReq, Opcode, PtrReq, attr};
+
+use super::stream::stream_handle;
+use crate::client;
+use crate::entry::{Error, Result};
+use crate::ffi::{cudaStream_t, write_out};
+use crate::mirror::Kind;
+use crate::props_gen::cudaDeviceProp13;
+use crate::{registry, state};
+
+/// `cudaHostFn_t`.
+type HostFn = Option<unsafe extern "C" fn(*mut c_void)>;
+/// `cudaStreamCallback_t`.
+type StreamCallback = Option<unsafe extern "C" fn(cudaStream_t, u32, *mut c_void)>;
+
+/// Waits for `stream` to reach this point: host work "enqueued" on a stream runs once
+/// everything before it has completed. vcuda runs it in the calling thread right then,
+/// which is one of the orders CUDA allows (the stream's later work waits for it).
+fn drain(s: cudaStream_t) -> Result<u32> {
+    let c = client::client()?;
+    let handle = stream_handle(c, s, false)?;
+    Ok(
+        match c.call(
+            Opcode::StreamSynchronize,
+            &HandleReq { handle },
+            &[],
+            &[],
+            &mut [],
+        ) {
+            Ok(_) => 0,
+            Err(e) => e.0,
+        },
+    )
+}
+
+fn occupancy(num_blocks: *mut c_int, func: *const c_void, block: c_int, smem: usize) -> Result<()> {
+    let c = client::client()?;
+    if block <= 0 {
+        return Err(Error::INVALID_VALUE);
+    }
+    let f = registry::function(func as usize)
+        .ok_or(Error::INVALID_DEVICE_FUNCTION)?
+        .load(c)?;
+    let info = c.device_info(state::device())?;
+    let a = |n| i64::from(info.attr(n).unwrap_or(0));
+    let block = i64::from(block);
+    if block > a(attr::MAX_THREADS_PER_BLOCK) {
+        // SAFETY: output pointer from the caller, checked for null.
+        return unsafe { write_out(num_blocks, 0) };
+    }
+    let warps = (block + 31) / 32;
+    let by_threads = a(attr::MAX_THREADS_PER_MULTI_PROCESSOR) / (warps * 32);
+    let regs = i64::from(f.attrs.num_regs.max(1)) * warps * 32;
+    let by_regs = if regs > 0 {
+        a(attr::MAX_REGISTERS_PER_MULTIPROCESSOR) / regs
+    } else {
+        i64::MAX
+    };
+    let shared =
+        f.attrs.shared_size_bytes as i64 + smem as i64 + a(attr::RESERVED_SHARED_MEMORY_PER_BLOCK);
+    let by_smem = if shared > 0 {
+        a(attr::MAX_SHARED_MEMORY_PER_MULTIPROCESSOR) / shared
+    } else {
+        i64::MAX
+    };
+    let n = by_threads
+        .min(by_regs)
+        .min(by_smem)
+        .min(a(attr::MAX_BLOCKS_PER_MULTIPROCESSOR))
+        .max(0);
+    // SAFETY: output pointer from the caller, checked for null.
+    unsafe { write_out(num_blocks, n as c_int) }
+}
+
+entry! {
+    fn cudaLaunchHostFunc(stream: cudaStream_t, func: HostFn, user_data: *mut c_void) {
+        let f = func.ok_or(Error::INVALID_VALUE)?;
+        let st = drain(stream)?;
+        if st != 0 {
+            return Err(Error(st));
+        }
+        // SAFETY: the program's host function, called with its own argument, as CUDA does.
+        unsafe { f(user_data) };
+        Ok(())
+    }
+
+    fn cudaStreamAddCallback(stream: cudaStream_t, cb: StreamCallback, user_data: *mut c_void, flags: u32) {
+        let f = cb.ok_or(Error::INVALID_VALUE)?;
+        if flags != 0 {
+            return Err(Error::INVALID_VALUE);
+        }
+        let st = drain(stream)?;
+        // SAFETY: the program's callback, called with the stream's status, as CUDA does.
+        unsafe { f(stream, st, user_data) };
+        Ok(())
+    }
+
+    fn cudaMallocAsync(dev_ptr: *mut *mut c_void, size: usize, stream: cudaStream_t) {
+        let c = client::client()?;
+        stream_handle(c, stream, false)?;
+        // The backend runs a session's calls in order, so an allocation made now is usable
+        // by everything later in any stream.
+        // SAFETY: forwarding the caller's output pointer.
+        match unsafe { crate::api::memory::cudaMalloc(dev_ptr, size) } {
+            0 => Ok(()),
+            e => Err(Error(e)),
+        }
+    }
+
+    fn cudaFreeAsync(dev_ptr: *mut c_void, stream: cudaStream_t) {
+        let c = client::client()?;
+        c.check_sticky()?;
+        stream_handle(c, stream, false)?;
+        let p = dev_ptr as u64;
+        if p == 0 {
+            return Ok(());
+        }
+        c.mirror.remove(p, |k| k == Kind::Device).ok_or(Error::INVALID_VALUE)?;
+        // Freed once the stream's earlier work has run: the backend's in-order execution.
+        c.post(Opcode::Free, &PtrReq { ptr: p }, &[], &[])
+    }
+
+    fn cudaOccupancyMaxActiveBlocksPerMultiprocessor(num_blocks: *mut c_int, func: *const c_void, block: c_int, smem: usize) {
+        occupancy(num_blocks, func, block, smem)
+    }
+
+    fn cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(num_blocks: *mut c_int, func: *const c_void, block: c_int, smem: usize, _flags: u32) {
+        occupancy(num_blocks, func, block, smem)
+    }
+
+    fn cudaMemcpyPeer(dst: *mut c_void, dst_dev: c_int, src: *const c_void, src_dev: c_int, count: usize) {
+        let c = client::client()?;
+        c.check_device(dst_dev)?;
+        c.check_device(src_dev)?;
+        // SAFETY: forwarding the caller's pointers.
+        match unsafe { crate::api::memory::cudaMemcpy(dst, src, count, crate::ffi::memcpy_kind::D2D) } {
+            0 => Ok(()),
+            e => Err(Error(e)),
+        }
+    }
+
+    fn cudaMemcpyPeerAsync(dst: *mut c_void, dst_dev: c_int, src: *const c_void, src_dev: c_int, count: usize, stream: cudaStream_t) {
+        let c = client::client()?;
+        c.check_device(dst_dev)?;
+        c.check_device(src_dev)?;
+        // SAFETY: forwarding the caller's pointers.
+        match unsafe { crate::api::memory::cudaMemcpyAsync(dst, src, count, crate::ffi::memcpy_kind::D2D, stream) } {
+            0 => Ok(()),
+            e => Err(Error(e)),
+        }
+    }
+
+    fn cudaDeviceGetPCIBusId(bus_id: *mut c_char, len: c_int, device: c_int) {
+        let info = client::client()?.device_info(device)?;
+        let a = |n| info.attr(n).unwrap_or(0);
+        let s = format!("{:04x}:{:02x}:{:02x}.0\0", a(attr::PCI_DOMAIN_ID), a(attr::PCI_BUS_ID), a(attr::PCI_DEVICE_ID));
+        if bus_id.is_null() || len <= 0 {
+            return Err(Error::INVALID_VALUE);
+        }
+        let n = s.len().min(len as usize);
+        // SAFETY: the caller's buffer of `len` bytes; at most `len` are written and the last
+        // one is a NUL.
+        unsafe {
+            std::ptr::copy_nonoverlapping(s.as_ptr(), bus_id.cast::<u8>(), n);
+            *bus_id.add(n - 1) = 0;
+        }
+        Ok(())
+    }
+
+    fn cudaChooseDevice(device: *mut c_int, prop: *const cudaDeviceProp13) {
+        let c = client::client()?;
+        if prop.is_null() {
+            return Err(Error::INVALID_VALUE);
+        }
+        // Every device is as good as another for vcuda's purposes; the first one that
+        // meets the requested compute capability wins, else device 0.
+        // SAFETY: the caller's CUDA 13 `cudaDeviceProp`; only the version fields are read.
+        let (major, minor) = unsafe { ((*prop).major, (*prop).minor) };
+        let mut best = 0;
+        for d in 0..c.device_count() {
+            let i = c.device_info(d)?;
+            let cc = (i.attr(attr::COMPUTE_CAPABILITY_MAJOR).unwrap_or(0), i.attr(attr::COMPUTE_CAPABILITY_MINOR).unwrap_or(0));
+            if cc >= (major, minor) {
+                best = d;
+                break;
+            }
+        }
+        // SAFETY: output pointer from the caller, checked for null.
+        unsafe { write_out(device, best) }
+    }
+}

@@ -31,6 +31,25 @@ pub(crate) struct AluCtx {
     pub sty: Ty,
 }
 
+impl AluCtx {
+    /// Round to nearest, no flush to zero, no saturation.
+    #[inline(always)]
+    fn is_plain(&self) -> bool {
+        self.rnd == Rnd::Rn && !self.ftz && !self.sat
+    }
+
+    /// This context with the plain-case fields as constants the compiler can fold.
+    #[inline(always)]
+    fn plain(&self) -> AluCtx {
+        AluCtx {
+            rnd: Rnd::Rn,
+            ftz: false,
+            sat: false,
+            ..*self
+        }
+    }
+}
+
 impl Default for AluCtx {
     fn default() -> Self {
         AluCtx {
@@ -628,11 +647,16 @@ pub(crate) trait FMath: Fp {
     fn is_normal(self) -> bool;
     fn is_infinite(self) -> bool;
     fn round_int(self, rnd: Rnd) -> Self;
+    fn fma_rn(a: Self, b: Self, c: Self) -> Self;
 }
 
 macro_rules! impl_fmath {
-    ($t:ty, $nan:expr) => {
+    ($t:ty, $nan:expr, $fma:path) => {
         impl FMath for $t {
+            #[inline(always)]
+            fn fma_rn(a: Self, b: Self, c: Self) -> Self {
+                $fma(a, b, c)
+            }
             const ONE: Self = 1.0;
             #[inline(always)]
             fn abs(self) -> Self {
@@ -693,8 +717,8 @@ macro_rules! impl_fmath {
         }
     };
 }
-impl_fmath!(f32, 0x7fff_ffff);
-impl_fmath!(f64, 0x7fff_ffff_ffff_ffff);
+impl_fmath!(f32, 0x7fff_ffff, crate::float::fma32);
+impl_fmath!(f64, 0x7fff_ffff_ffff_ffff, f64::mul_add);
 
 // Floating-point operation codes (const generic parameters).
 const F_ADD: u8 = 0;
@@ -752,6 +776,15 @@ fn fop2<F: FMath, const OP: u8>(exact: bool, c: &AluCtx, a: F, b: F) -> F {
 }
 
 fn fbin<S: FStore, const OP: u8>(c: &AluCtx, i: &[&Lanes; 4], o: &mut [Lanes; 2]) {
+    if c.is_plain() {
+        fbin_impl::<S, OP>(&c.plain(), i, o)
+    } else {
+        fbin_impl::<S, OP>(c, i, o)
+    }
+}
+
+#[inline(always)]
+fn fbin_impl<S: FStore, const OP: u8>(c: &AluCtx, i: &[&Lanes; 4], o: &mut [Lanes; 2]) {
     map2(i, o, |x, y| {
         S::store(
             c,
@@ -805,13 +838,11 @@ fn fun_x2<S: FStore, const OP: u8>(c: &AluCtx, i: &[&Lanes; 4], o: &mut [Lanes; 
 }
 
 fn ffma<S: FStore>(c: &AluCtx, i: &[&Lanes; 4], o: &mut [Lanes; 2]) {
-    if S::EXACT && c.rnd == Rnd::Rn && !c.ftz && !c.sat {
-        // The common case without the rounding-mode dispatch.
+    if S::EXACT && c.is_plain() {
+        // The common case: round to nearest without flush or saturation (constant-folded).
+        let c = &c.plain();
         map3(i, o, |x, y, z| {
-            S::store(
-                c,
-                <S::C as Fp>::fma(S::load(c, x), S::load(c, y), S::load(c, z)),
-            )
+            S::store(c, S::C::fma_rn(S::load(c, x), S::load(c, y), S::load(c, z)))
         })
     } else {
         map3(i, o, |x, y, z| {

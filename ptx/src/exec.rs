@@ -390,13 +390,23 @@ impl Warp {
         let n = l.nthreads.saturating_sub(first).min(32);
         self.full = if n == 32 { u32::MAX } else { (1u32 << n) - 1 };
         let [bx, by, _] = l.cfg.block;
+        let (mut x, mut y, mut z) = (first % bx, (first / bx) % by, first / (bx * by));
         for lane in 0..32 {
-            let t = first + lane as u32;
-            self.tid[0][lane] = t % bx;
-            self.tid[1][lane] = (t / bx) % by;
-            self.tid[2][lane] = t / (bx * by);
+            self.tid[0][lane] = x;
+            self.tid[1][lane] = y;
+            self.tid[2][lane] = z;
+            x += 1;
+            if x == bx {
+                x = 0;
+                y += 1;
+                if y == by {
+                    y = 0;
+                    z += 1;
+                }
+            }
         }
-        self.regs.clear();
+        // Registers start undefined in PTX; stale values from the previous block are not
+        // cleared (only a larger file is zero-extended).
         self.regs.resize(l.total_regs as usize * 32, 0);
         self.pc = func.entry;
         self.group = self.full;
@@ -580,13 +590,20 @@ struct Ctx<'a> {
     live: u32,
     insts: u64,
     winsts: u64,
+}
+
+/// Lane arrays for operands and results, reused across instructions.
+struct Scratch {
     ins: [Lanes; 4],
     out: [Lanes; 2],
+    addr: Lanes,
+    vals: [Lanes; 4],
 }
 
 struct Block<'a> {
     ctx: Ctx<'a>,
     warps: Vec<Warp>,
+    sc: Box<Scratch>,
 }
 
 enum Fault {
@@ -595,20 +612,113 @@ enum Fault {
     Stack,
 }
 
+#[inline(always)]
 fn rd(buf: &[u8], off: u64, size: u32) -> Option<u64> {
     let o = usize::try_from(off).ok()?;
-    let b = buf.get(o..o.checked_add(size as usize)?)?;
-    let mut v = [0u8; 8];
-    v[..b.len().min(8)].copy_from_slice(&b[..b.len().min(8)]);
-    Some(u64::from_le_bytes(v))
+    let end = o.checked_add(size as usize)?;
+    let b = buf.get(o..end)?;
+    Some(match size {
+        1 => b[0] as u64,
+        2 => u16::from_le_bytes(b.try_into().ok()?) as u64,
+        4 => u32::from_le_bytes(b.try_into().ok()?) as u64,
+        8 => u64::from_le_bytes(b.try_into().ok()?),
+        _ => return None,
+    })
 }
 
+#[inline(always)]
 fn wr(buf: &mut [u8], off: u64, size: u32, v: u64) -> Option<()> {
     let o = usize::try_from(off).ok()?;
-    let b = buf.get_mut(o..o.checked_add(size as usize)?)?;
-    let n = b.len().min(8);
-    b.copy_from_slice(&v.to_le_bytes()[..n]);
+    let end = o.checked_add(size as usize)?;
+    let b = buf.get_mut(o..end)?;
+    match size {
+        1 => b[0] = v as u8,
+        2 => b.copy_from_slice(&(v as u16).to_le_bytes()),
+        4 => b.copy_from_slice(&(v as u32).to_le_bytes()),
+        8 => b.copy_from_slice(&v.to_le_bytes()),
+        _ => return None,
+    }
     Some(())
+}
+
+/// Loads `SZ` bytes per active lane from a block-owned buffer (shared memory).
+#[inline(always)]
+fn ld_fixed<const SZ: usize>(
+    buf: &[u8],
+    base: &Lanes,
+    off: u64,
+    mask: u32,
+    sx: bool,
+    out: &mut Lanes,
+) -> Result<(), (usize, Fault)> {
+    for lane in lanes(mask) {
+        let a = base[lane].wrapping_add(off);
+        if a & (SZ as u64 - 1) != 0 {
+            return Err((
+                lane,
+                Fault::Misaligned {
+                    addr: a,
+                    size: SZ as u32,
+                },
+            ));
+        }
+        let b = usize::try_from(a)
+            .ok()
+            .and_then(|o| buf.get(o..o.checked_add(SZ)?));
+        let Some(b) = b else {
+            return Err((
+                lane,
+                Fault::Illegal {
+                    addr: a,
+                    size: SZ as u32,
+                    write: false,
+                },
+            ));
+        };
+        let mut x = [0u8; 8];
+        x[..SZ].copy_from_slice(b);
+        let v = u64::from_le_bytes(x);
+        out[lane] = if sx { sext(v, SZ as u8) } else { v };
+    }
+    Ok(())
+}
+
+/// Stores `SZ` bytes per active lane into a block-owned buffer (shared memory).
+#[inline(always)]
+fn st_fixed<const SZ: usize>(
+    buf: &mut [u8],
+    base: &Lanes,
+    off: u64,
+    mask: u32,
+    vals: &Lanes,
+) -> Result<(), (usize, Fault)> {
+    for lane in lanes(mask) {
+        let a = base[lane].wrapping_add(off);
+        if a & (SZ as u64 - 1) != 0 {
+            return Err((
+                lane,
+                Fault::Misaligned {
+                    addr: a,
+                    size: SZ as u32,
+                },
+            ));
+        }
+        let b = usize::try_from(a)
+            .ok()
+            .and_then(|o| buf.get_mut(o..o.checked_add(SZ)?));
+        let Some(b) = b else {
+            return Err((
+                lane,
+                Fault::Illegal {
+                    addr: a,
+                    size: SZ as u32,
+                    write: true,
+                },
+            ));
+        };
+        b.copy_from_slice(&vals[lane].to_le_bytes()[..SZ]);
+    }
+    Ok(())
 }
 
 fn sext(v: u64, bytes: u8) -> u64 {
@@ -630,10 +740,14 @@ impl<'a> Block<'a> {
                 live: 0,
                 insts: 0,
                 winsts: 0,
-                ins: [[0; 32]; 4],
-                out: [[0; 32]; 2],
             },
             warps: (0..nwarps).map(|_| Warp::new()).collect(),
+            sc: Box::new(Scratch {
+                ins: [[0; 32]; 4],
+                out: [[0; 32]; 2],
+                addr: [0; 32],
+                vals: [[0; 32]; 4],
+            }),
         }
     }
 
@@ -657,7 +771,7 @@ impl<'a> Block<'a> {
             for w in &mut self.warps {
                 if w.full & !w.exited & !w.blocked != 0 {
                     ran = true;
-                    self.ctx.run_warp(w)?;
+                    self.ctx.run_warp(w, &mut self.sc)?;
                 }
             }
             let released = self.release_barriers();
@@ -797,11 +911,20 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    #[inline]
     fn fill(&self, w: &Warp, s: &Src, out: &mut Lanes) {
         match *s {
             Src::Imm(v) => *out = [v; 32],
             Src::Sym(..) => *out = [self.val(w, s, 0); 32],
             Src::Reg(r) => *out = *w.reg(r),
+            Src::Sreg(Sreg::Tid(d)) => {
+                for (o, t) in out.iter_mut().zip(&w.tid[d as usize % 3]) {
+                    *o = *t as u64;
+                }
+            }
+            Src::Sreg(Sreg::Ntid(_) | Sreg::Ctaid(_) | Sreg::Nctaid(_) | Sreg::Const(_)) => {
+                *out = [self.val(w, s, 0); 32]
+            }
             _ => {
                 for (lane, o) in out.iter_mut().enumerate() {
                     *o = self.val(w, s, lane);
@@ -846,7 +969,11 @@ impl<'a> Ctx<'a> {
             },
             Space::Shared => rd(&self.shared, a, size).ok_or(ill),
             Space::Local => rd(&w.local[lane], a, size).ok_or(ill),
-            Space::Param => rd(self.l.params, a.wrapping_sub(PARAM_WINDOW), size).ok_or(ill),
+            Space::Param if a >= PARAM_WINDOW => {
+                rd(self.l.params, a.wrapping_sub(PARAM_WINDOW), size).ok_or(ill)
+            }
+            // `.param` variables of device functions and call sites live in the frame.
+            Space::Param => rd(&w.local[lane], a, size).ok_or(ill),
         }
     }
 
@@ -872,6 +999,7 @@ impl<'a> Ctx<'a> {
             Space::Global | Space::Generic => self.gmem.store(a, size, v).map_err(|_| ill),
             Space::Shared => wr(&mut self.shared, a, size, v).ok_or(ill),
             Space::Local => wr(&mut w.local[lane], a, size, v).ok_or(ill),
+            Space::Param if a < PARAM_WINDOW => wr(&mut w.local[lane], a, size, v).ok_or(ill),
             Space::Const | Space::Param => Err(ill),
         }
     }
@@ -917,7 +1045,7 @@ impl<'a> Ctx<'a> {
 
     // Operands, destinations and lanes are parallel small arrays indexed together.
     #[allow(clippy::needless_range_loop)]
-    fn run_warp(&mut self, w: &mut Warp) -> Result<(), KernelError> {
+    fn run_warp(&mut self, w: &mut Warp, sc: &mut Scratch) -> Result<(), KernelError> {
         let l = self.l;
         let code = &l.module.code;
         if w.dirty || w.group == 0 {
@@ -956,21 +1084,19 @@ impl<'a> Ctx<'a> {
                         let ns = (*nsrc as usize).min(4);
                         for k in 0..ns {
                             if !matches!(src[k], Src::Reg(_)) {
-                                let mut tmp = [0u64; 32];
-                                self.fill(w, &src[k], &mut tmp);
-                                self.ins[k] = tmp;
+                                self.fill(w, &src[k], &mut sc.ins[k]);
                             }
                         }
                         let mut refs: [&Lanes; 4] = [&ZERO; 4];
                         for k in 0..ns {
                             refs[k] = match src[k] {
                                 Src::Reg(r) => w.reg(r),
-                                _ => &self.ins[k],
+                                _ => &sc.ins[k],
                             };
                         }
-                        f(ctx, &refs, &mut self.out);
+                        f(ctx, &refs, &mut sc.out);
                         for k in 0..(*ndst as usize).min(2) {
-                            w.write(dst[k], mask, &self.out[k]);
+                            w.write(dst[k], mask, &sc.out[k]);
                         }
                     }
                     w.pc += 1;
@@ -979,19 +1105,19 @@ impl<'a> Ctx<'a> {
                     if mask != 0 {
                         match *a {
                             Src::Reg(r) => {
-                                let mut v = *w.reg(r);
-                                for x in &mut v {
-                                    *x &= *m;
+                                let v = &mut sc.ins[0];
+                                for (x, y) in v.iter_mut().zip(w.reg(r)) {
+                                    *x = *y & *m;
                                 }
-                                w.write(*d, mask, &v);
+                                w.write(*d, mask, v);
                             }
                             _ => {
-                                let mut v = [0u64; 32];
-                                self.fill(w, a, &mut v);
-                                for x in &mut v {
+                                let v = &mut sc.ins[0];
+                                self.fill(w, a, v);
+                                for x in v.iter_mut() {
                                     *x &= *m;
                                 }
-                                w.write(*d, mask, &v);
+                                w.write(*d, mask, v);
                             }
                         }
                     }
@@ -1034,27 +1160,64 @@ impl<'a> Ctx<'a> {
                     d,
                     addr,
                 } => {
-                    let (sz, n) = (*size as u32, (*n as usize).min(4));
-                    for lane in lanes(mask) {
-                        let a = self.val(w, &addr.base, lane).wrapping_add(addr.off as u64);
+                    if mask != 0 {
+                        let (sz, n) = (*size as u32, (*n as usize).min(4));
                         let total = sz * n as u32;
-                        if a % total as u64 != 0 {
-                            return Err(self.fault(
-                                Fault::Misaligned {
-                                    addr: a,
-                                    size: total,
-                                },
-                                w,
-                                lane,
-                                inst.line,
-                            ));
+                        let amask = total.next_power_of_two() as u64 - 1;
+                        if !matches!(addr.base, Src::Reg(_)) {
+                            self.fill(w, &addr.base, &mut sc.addr);
+                        }
+                        let base = match addr.base {
+                            Src::Reg(r) => w.reg(r),
+                            _ => &sc.addr,
+                        };
+                        if n == 1 && *space == Space::Shared {
+                            let off = addr.off as u64;
+                            let out = &mut sc.vals[0];
+                            let r = match sz {
+                                1 => ld_fixed::<1>(&self.shared, base, off, mask, *sx, out),
+                                2 => ld_fixed::<2>(&self.shared, base, off, mask, *sx, out),
+                                4 => ld_fixed::<4>(&self.shared, base, off, mask, *sx, out),
+                                _ => ld_fixed::<8>(&self.shared, base, off, mask, *sx, out),
+                            };
+                            if let Err((lane, f)) = r {
+                                return Err(self.fault(f, w, lane, inst.line));
+                            }
+                            w.write(d[0], mask, &sc.vals[0]);
+                            w.pc += 1;
+                            continue;
+                        }
+                        for lane in lanes(mask) {
+                            let a = base[lane].wrapping_add(addr.off as u64);
+                            if a & amask != 0 {
+                                return Err(self.fault(
+                                    Fault::Misaligned {
+                                        addr: a,
+                                        size: total,
+                                    },
+                                    w,
+                                    lane,
+                                    inst.line,
+                                ));
+                            }
+                            for k in 0..n {
+                                let ea = a.wrapping_add((k as u32 * sz) as u64);
+                                let v = match *space {
+                                    Space::Shared => {
+                                        rd(&self.shared, ea, sz).ok_or(Fault::Illegal {
+                                            addr: ea,
+                                            size: sz,
+                                            write: false,
+                                        })
+                                    }
+                                    sp => self.load(w, lane, sp, ea, sz),
+                                }
+                                .map_err(|f| self.fault(f, w, lane, inst.line))?;
+                                sc.vals[k][lane] = if *sx { sext(v, *size) } else { v };
+                            }
                         }
                         for k in 0..n {
-                            let ea = a.wrapping_add((k as u32 * sz) as u64);
-                            let v = self
-                                .load(w, lane, *space, ea, sz)
-                                .map_err(|f| self.fault(f, w, lane, inst.line))?;
-                            w.set(d[k], lane, if *sx { sext(v, *size) } else { v });
+                            w.write(d[k], mask, &sc.vals[k]);
                         }
                     }
                     w.pc += 1;
@@ -1066,26 +1229,57 @@ impl<'a> Ctx<'a> {
                     v,
                     addr,
                 } => {
-                    let (sz, n) = (*size as u32, (*n as usize).min(4));
-                    for lane in lanes(mask) {
-                        let a = self.val(w, &addr.base, lane).wrapping_add(addr.off as u64);
+                    if mask != 0 {
+                        let (sz, n) = (*size as u32, (*n as usize).min(4));
                         let total = sz * n as u32;
-                        if a % total as u64 != 0 {
-                            return Err(self.fault(
-                                Fault::Misaligned {
-                                    addr: a,
-                                    size: total,
-                                },
-                                w,
-                                lane,
-                                inst.line,
-                            ));
-                        }
+                        let amask = total.next_power_of_two() as u64 - 1;
+                        self.fill(w, &addr.base, &mut sc.addr);
                         for k in 0..n {
-                            let ea = a.wrapping_add((k as u32 * sz) as u64);
-                            let x = self.val(w, &v[k], lane);
-                            if let Err(f) = self.store(w, lane, *space, ea, sz, x) {
+                            self.fill(w, &v[k], &mut sc.vals[k]);
+                        }
+                        if n == 1 && *space == Space::Shared {
+                            let (off, base, vals) = (addr.off as u64, &sc.addr, &sc.vals[0]);
+                            let r = match sz {
+                                1 => st_fixed::<1>(&mut self.shared, base, off, mask, vals),
+                                2 => st_fixed::<2>(&mut self.shared, base, off, mask, vals),
+                                4 => st_fixed::<4>(&mut self.shared, base, off, mask, vals),
+                                _ => st_fixed::<8>(&mut self.shared, base, off, mask, vals),
+                            };
+                            if let Err((lane, f)) = r {
                                 return Err(self.fault(f, w, lane, inst.line));
+                            }
+                            w.pc += 1;
+                            continue;
+                        }
+                        for lane in lanes(mask) {
+                            let a = sc.addr[lane].wrapping_add(addr.off as u64);
+                            if a & amask != 0 {
+                                return Err(self.fault(
+                                    Fault::Misaligned {
+                                        addr: a,
+                                        size: total,
+                                    },
+                                    w,
+                                    lane,
+                                    inst.line,
+                                ));
+                            }
+                            for k in 0..n {
+                                let ea = a.wrapping_add((k as u32 * sz) as u64);
+                                let x = sc.vals[k][lane];
+                                let r = match *space {
+                                    Space::Shared => {
+                                        wr(&mut self.shared, ea, sz, x).ok_or(Fault::Illegal {
+                                            addr: ea,
+                                            size: sz,
+                                            write: true,
+                                        })
+                                    }
+                                    sp => self.store(w, lane, sp, ea, sz, x),
+                                };
+                                if let Err(f) = r {
+                                    return Err(self.fault(f, w, lane, inst.line));
+                                }
                             }
                         }
                     }
@@ -1283,8 +1477,8 @@ impl<'a> Ctx<'a> {
                     c,
                 } => {
                     if mask != 0 {
-                        let mut av = [0u64; 32];
-                        self.fill(w, a, &mut av);
+                        let av = &mut sc.addr;
+                        self.fill(w, a, av);
                         for lane in lanes(mask) {
                             let bv = self.val(w, b, lane) as u32 & 31;
                             let cv = self.val(w, c, lane) as u32;
@@ -1316,12 +1510,11 @@ impl<'a> Ctx<'a> {
                             } else {
                                 lane
                             };
-                            self.out[0][lane] = av[src] & 0xffff_ffff;
-                            self.out[1][lane] = ok as u64;
+                            sc.out[0][lane] = av[src] & 0xffff_ffff;
+                            sc.out[1][lane] = ok as u64;
                         }
-                        let o = self.out;
-                        w.write(*d, mask, &o[0]);
-                        w.write(*p, mask, &o[1]);
+                        w.write(*d, mask, &sc.out[0]);
+                        w.write(*p, mask, &sc.out[1]);
                     }
                     w.pc += 1;
                 }
@@ -1391,6 +1584,45 @@ impl<'a> Ctx<'a> {
                         };
                         for lane in lanes(mask) {
                             w.set(*d, lane, r as u64);
+                        }
+                    }
+                    w.pc += 1;
+                }
+                Op::CpAsync {
+                    dst,
+                    src,
+                    size,
+                    src_size,
+                } => {
+                    let sz = *size as u64;
+                    for lane in lanes(mask) {
+                        let da = self.val(w, &dst.base, lane).wrapping_add(dst.off as u64);
+                        let sa = self.val(w, &src.base, lane).wrapping_add(src.off as u64);
+                        let n = src_size
+                            .as_ref()
+                            .map_or(sz, |s| (self.val(w, s, lane) as u32 as u64).min(sz));
+                        for (a, size) in [(da, *size as u32), (sa, *size as u32)] {
+                            if a % sz != 0 {
+                                return Err(self.fault(
+                                    Fault::Misaligned { addr: a, size },
+                                    w,
+                                    lane,
+                                    inst.line,
+                                ));
+                            }
+                        }
+                        for k in 0..sz {
+                            let v = if k < n {
+                                self.load(w, lane, Space::Generic, sa.wrapping_add(k), 1)
+                                    .map_err(|f| self.fault(f, w, lane, inst.line))?
+                            } else {
+                                0
+                            };
+                            if let Err(f) =
+                                self.store(w, lane, Space::Shared, da.wrapping_add(k), 1, v)
+                            {
+                                return Err(self.fault(f, w, lane, inst.line));
+                            }
                         }
                     }
                     w.pc += 1;

@@ -37,12 +37,12 @@ pub(crate) trait Fp:
 }
 
 macro_rules! impl_fp {
-    ($t:ty, $u:ty) => {
+    ($t:ty, $fma:path) => {
         impl Fp for $t {
             const ZERO: Self = 0.0;
             #[inline(always)]
             fn fma(a: Self, b: Self, c: Self) -> Self {
-                a.mul_add(b, c)
+                $fma(a, b, c)
             }
             #[inline(always)]
             fn sqrt(self) -> Self {
@@ -72,8 +72,8 @@ macro_rules! impl_fp {
         }
     };
 }
-impl_fp!(f32, u32);
-impl_fp!(f64, u64);
+impl_fp!(f32, fma32);
+impl_fp!(f64, f64::mul_add);
 
 /// Adjusts the round-to-nearest result `r` toward the exact value, whose difference from `r`
 /// has sign `err` (-1, 0, 1), for directed rounding modes.
@@ -178,6 +178,34 @@ fn two_sum<F: Fp>(a: F, b: F) -> (F, F) {
     let s = a + b;
     let bb = s - a;
     (s, (a - (s - bb)) + (b - bb))
+}
+
+/// Correctly rounded f32 fused multiply-add without a libm call: the product is exact in f64,
+/// the sum is rounded to odd in f64, and rounding that to f32 is then correct (Boldo &
+/// Melquiond, "Emulation of FMA and correctly rounded sums: proved algorithms using rounding
+/// to odd"). With hardware FMA enabled at compile time this is the FMA instruction.
+#[inline(always)]
+pub(crate) fn fma32(a: f32, b: f32, c: f32) -> f32 {
+    if cfg!(any(target_feature = "fma", not(target_arch = "x86_64"))) {
+        return a.mul_add(b, c);
+    }
+    let p = a as f64 * b as f64;
+    let cd = c as f64;
+    let s = p + cd;
+    let bb = s - p;
+    let err = (p - (s - bb)) + (cd - bb);
+    let bits = s.to_bits();
+    let s = if err != 0.0 && s.is_finite() && bits & 1 == 0 {
+        // Move one ulp toward the exact value: that makes the last bit odd.
+        f64::from_bits(if (err > 0.0) == (s > 0.0) {
+            bits + 1
+        } else {
+            bits - 1
+        })
+    } else {
+        s
+    };
+    s as f32
 }
 
 #[inline(always)]
@@ -359,6 +387,35 @@ mod tests {
         assert_eq!(f32_to_bf16(1.0), 0x3f80);
         assert_eq!(bf16_to_f32(0x4040), 3.0);
         assert_eq!(f32_to_bf16(f32::from_bits(0x3f80_8000)), 0x3f80); // tie to even
+    }
+
+    #[test]
+    fn fma32_is_correctly_rounded() {
+        let mut x = 0x1234_5678u32;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            f32::from_bits((x & 0x3fff_ffff) | 0x3000_0000) * if x & 1 == 0 { 1.0 } else { -1.0 }
+        };
+        for _ in 0..200_000 {
+            let (a, b, c) = (next(), next(), next());
+            assert_eq!(
+                fma32(a, b, c).to_bits(),
+                a.mul_add(b, c).to_bits(),
+                "{a} {b} {c}"
+            );
+        }
+        // Hard cases: exact product halfway between floats, tiny addend decides.
+        let a = 1.0 + f32::EPSILON;
+        assert_eq!(fma32(a, a, -1.0), a.mul_add(a, -1.0));
+        assert_eq!(
+            fma32(1.0 + 2f32.powi(-12), 1.0 + 2f32.powi(-12), 2f32.powi(-60)),
+            (1.0 + 2f32.powi(-12)).mul_add(1.0 + 2f32.powi(-12), 2f32.powi(-60))
+        );
+        assert_eq!(fma32(f32::MAX, 2.0, -f32::MAX), f32::MAX);
+        assert!(fma32(f32::NAN, 1.0, 1.0).is_nan());
+        assert_eq!(fma32(1e-30, 1e-30, 0.0), 0.0);
     }
 
     #[test]

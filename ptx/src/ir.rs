@@ -259,6 +259,14 @@ pub(crate) enum Op {
     Activemask {
         d: Reg,
     },
+    /// `cp.async` global -> shared, performed synchronously: `size` bytes, of which those past
+    /// `src_size` are zero.
+    CpAsync {
+        dst: Addr,
+        src: Addr,
+        size: u8,
+        src_size: Option<Src>,
+    },
     Elect {
         d: Reg,
         p: Reg,

@@ -62,6 +62,12 @@ pub(crate) enum MemFault {
     HostMisaligned,
 }
 
+/// Whether `p` suits an atomic of `size` bytes (1, 2, 4 or 8; anything else never is).
+#[inline(always)]
+fn aligned(p: *mut u8, size: u32) -> bool {
+    matches!(size, 1 | 2 | 4 | 8) && (p as usize) & (size as usize - 1) == 0
+}
+
 impl<'m> GlobalMem<'m> {
     pub fn new(mem: &'m dyn DeviceMemory) -> Self {
         GlobalMem {
@@ -108,7 +114,7 @@ impl<'m> GlobalMem<'m> {
     /// Loads `size` (1, 2, 4, 8) bytes, zero-extended.
     pub fn load(&mut self, addr: u64, size: u32) -> Result<u64, MemFault> {
         let p = self.ptr(addr, size as u64)?;
-        if (p as usize) % size as usize != 0 {
+        if !aligned(p, size) {
             return Ok(self.load_bytes(p, size));
         }
         // SAFETY: `p..p+size` lies inside a region the executor guarantees valid for concurrent
@@ -138,7 +144,7 @@ impl<'m> GlobalMem<'m> {
     /// Stores the low `size` bytes of `v`.
     pub fn store(&mut self, addr: u64, size: u32, v: u64) -> Result<(), MemFault> {
         let p = self.ptr(addr, size as u64)?;
-        if (p as usize) % size as usize != 0 {
+        if !aligned(p, size) {
             for k in 0..size.min(8) as usize {
                 // SAFETY: as in `load_bytes`.
                 unsafe { AtomicU8::from_ptr(p.add(k)).store((v >> (8 * k)) as u8, Relaxed) };
@@ -168,7 +174,7 @@ impl<'m> GlobalMem<'m> {
         c: u64,
     ) -> Result<u64, MemFault> {
         let p = self.ptr(addr, size as u64)?;
-        if (p as usize) % size as usize != 0 {
+        if !aligned(p, size) {
             return Err(MemFault::HostMisaligned);
         }
         // SAFETY: inside a valid region (checked by `ptr`), aligned to `size` (checked above);

@@ -633,3 +633,26 @@ fn parse_errors_name_positions() {
         assert!(e.to_string().contains(what), "{src}: {e}");
     }
 }
+
+#[test]
+fn cp_async_is_a_synchronous_copy() {
+    let src = kernel(
+        "",
+        ".shared .align 16 .b8 s[512];\n\
+         mov.u32 %r1, s; shl.b32 %r2, %r60, 4; add.u32 %r3, %r1, %r2;\n\
+         mul.wide.u32 %rd1, %r60, 16; add.s64 %rd2, %rd61, %rd1;\n\
+         cp.async.cg.shared.global [%r3], [%rd2], 16, 12;\n\
+         cp.async.ca.shared.global [%r3+256], [%rd2], 4;\n\
+         cp.async.commit_group; cp.async.wait_group 0; bar.sync 0;\n\
+         ld.shared.v4.u32 {%r4, %r5, %r6, %r7}, [%r3]; ld.shared.u32 %r8, [%r3+256];\n\
+         st.global.v4.u32 [%rd63], {%r4, %r5, %r6, %r7}; st.global.u32 [%rd63+16], %r8;",
+    );
+    let inp: Vec<u8> = (0..4 * 16 * 4).map(|i| i as u8).collect();
+    let r = run(&src, 4, &inp);
+    for (t, r) in r.iter().enumerate() {
+        let w = |k: usize| {
+            u32::from_le_bytes(inp[t * 16 + k * 4..t * 16 + k * 4 + 4].try_into().unwrap())
+        };
+        assert_eq!(&r[..5], &[w(0), w(1), w(2), 0, w(0)], "thread {t}");
+    }
+}

@@ -428,6 +428,35 @@ impl<'a> Lower<'a> {
                     a: self.src(st, arg(args, 1)?, ty)?,
                 }
             }
+            "cp" if mods.first() == Some(&"async") => {
+                if has(mods, "commit_group") || has(mods, "wait_group") || has(mods, "wait_all") {
+                    return Ok(Op::Nop);
+                }
+                if mods
+                    .iter()
+                    .any(|m| m.starts_with("bulk") || m.starts_with("mbarrier"))
+                {
+                    return unsup("bulk or mbarrier cp.async");
+                }
+                let (_, dst) = self.addr(st, arg(args, 0)?, Space::Shared)?;
+                let (_, src) = self.addr(st, arg(args, 1)?, Space::Global)?;
+                let size = match arg(args, 2)? {
+                    Operand::Imm(Value::Int(n @ (4 | 8 | 16))) => *n as u8,
+                    _ => return unsup("cp.async size"),
+                };
+                let src_size = match args.get(3) {
+                    Some(o @ (Operand::Imm(_) | Operand::Name { .. })) => {
+                        Some(self.src(st, o, Ty::U32)?)
+                    }
+                    _ => None,
+                };
+                Op::CpAsync {
+                    dst,
+                    src,
+                    size,
+                    src_size,
+                }
+            }
             "activemask" => Op::Activemask {
                 d: self.dst(st, arg(args, 0)?)?,
             },

@@ -219,6 +219,9 @@ pub fn launch(
         reg_base[f] = total_regs;
         total_regs = total_regs.saturating_add(module.funcs[f].nregs);
         stack.extend(module.funcs[f].callees.iter().map(|&c| c as usize));
+        if module.funcs[f].indirect_calls {
+            stack.extend(module.addr_taken.iter().map(|&c| c as usize));
+        }
     }
     let nblocks = gx as u64 * gy as u64 * gz as u64;
     let l = Launch {
@@ -1380,7 +1383,7 @@ impl<'a> Ctx<'a> {
                     w.group = 0;
                     w.schedule(l);
                 }
-                Op::Call { func, args, .. } => self.call(w, mask, *func, args, inst.line)?,
+                Op::Call { target, args, .. } => self.call(w, mask, target, args, inst.line)?,
                 Op::Ret => self.ret(w, mask),
                 Op::Exit => {
                     w.exited |= mask;
@@ -1661,7 +1664,7 @@ impl<'a> Ctx<'a> {
         &mut self,
         w: &mut Warp,
         mask: u32,
-        func: u32,
+        target: &Src,
         args: &[ArgCopy],
         line: u32,
     ) -> Result<(), KernelError> {
@@ -1672,17 +1675,29 @@ impl<'a> Ctx<'a> {
             w.pc = ret_pc;
             return Ok(());
         }
-        let (Some(callee), Some(caller)) = (funcs.get(func as usize), funcs.get(w.func as usize))
-        else {
-            return Err(KernelError::Unsupported {
-                instruction: "call of an unknown function".into(),
-                loc: self.loc(w, mask.trailing_zeros() as usize, line),
-            });
-        };
-        let cb = l.reg_base.get(func as usize).copied().unwrap_or(0) as usize;
+        let caller_size = funcs.get(w.func as usize).map_or(0, |f| f.frame_size);
         for lane in lanes(mask) {
+            // Each lane may call a different function (virtual calls).
+            let fa = self.val(w, target, lane);
+            let func = fa.wrapping_sub(FUNC_WINDOW);
+            let callee = funcs.get(func as usize).filter(|f| {
+                fa >= FUNC_WINDOW
+                    && f.defined
+                    && !f.is_kernel
+                    && l.reg_base
+                        .get(func as usize)
+                        .is_some_and(|b| *b != u32::MAX)
+            });
+            let Some(callee) = callee else {
+                return Err(KernelError::Unsupported {
+                    instruction: format!("call through invalid function address {fa:#x}"),
+                    loc: self.loc(w, lane, line),
+                });
+            };
+            let func = func as u32;
+            let cb = l.reg_base[func as usize] as usize;
             let base = w.frame_base[lane];
-            let new_base = (base as u64 + caller.frame_size as u64).div_ceil(16) * 16;
+            let new_base = (base as u64 + caller_size as u64).div_ceil(16) * 16;
             let end = new_base + callee.frame_size as u64;
             if end > l.opts.max_local_bytes as u64 {
                 return Err(self.fault(Fault::Stack, w, lane, line));
@@ -1690,19 +1705,25 @@ impl<'a> Ctx<'a> {
             if (w.local[lane].len() as u64) < end {
                 w.local[lane].resize(end as usize, 0);
             }
-            for a in args {
+            for (a, &(to, fsize)) in args.iter().zip(&callee.params) {
                 match *a {
-                    ArgCopy::Frame { from, to, size } => {
+                    ArgCopy::Frame { from, size } => {
                         let loc = &mut w.local[lane];
+                        let n = size.min(fsize) as usize;
                         let src = base as usize + from as usize;
                         let dst = new_base as usize + to as usize;
-                        if src + size as usize <= loc.len() && dst + size as usize <= loc.len() {
-                            loc.copy_within(src..src + size as usize, dst);
+                        if src + n <= loc.len() && dst + n <= loc.len() {
+                            loc.copy_within(src..src + n, dst);
                         }
                     }
-                    ArgCopy::Value { src, to, size } => {
+                    ArgCopy::Value { src, size } => {
                         let v = self.val(w, &src, lane);
-                        wr(&mut w.local[lane], new_base + to as u64, size.min(8), v);
+                        wr(
+                            &mut w.local[lane],
+                            new_base + to as u64,
+                            size.min(fsize).min(8),
+                            v,
+                        );
                     }
                 }
             }
@@ -1750,17 +1771,24 @@ impl<'a> Ctx<'a> {
                 self.live = self.live.saturating_sub(1);
                 continue;
             };
+            let formal = l
+                .module
+                .funcs
+                .get(fr.func as usize)
+                .map(|f| &f.rets[..])
+                .unwrap_or(&[]);
             if let Some(Inst {
                 op: Op::Call { rets, .. },
                 ..
             }) = l.module.code.get(fr.call_pc as usize)
             {
                 let loc = &mut w.local[lane];
-                for &(from, to, size) in rets.iter() {
+                for (&(to, size), &(from, fsize)) in rets.iter().zip(formal) {
+                    let n = size.min(fsize) as usize;
                     let src = w.frame_base[lane] as usize + from as usize;
                     let dst = fr.caller_base as usize + to as usize;
-                    if src + size as usize <= loc.len() && dst + size as usize <= loc.len() {
-                        loc.copy_within(src..src + size as usize, dst);
+                    if src + n <= loc.len() && dst + n <= loc.len() {
+                        loc.copy_within(src..src + n, dst);
                     }
                 }
             }

@@ -121,11 +121,12 @@ pub(crate) enum BarKind {
     RedOr,
 }
 
-/// One argument copy of a `call`: caller frame bytes (or a value) into the callee frame.
+/// One actual argument of a `call`, in parameter order: bytes of the caller's frame (a call-site
+/// `.param`) or a value.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum ArgCopy {
-    Frame { from: u32, to: u32, size: u32 },
-    Value { src: Src, to: u32, size: u32 },
+    Frame { from: u32, size: u32 },
+    Value { src: Src, size: u32 },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -207,11 +208,14 @@ pub(crate) enum Op {
         idx: Src,
         targets: Box<[u32]>,
     },
+    /// A call of `func`, or through the function address in `target` (virtual functions).
+    /// Arguments go to the callee's formal parameters by position; at `ret` the callee's return
+    /// values are copied to the caller frame `(offset, size)`s in `rets`.
     Call {
-        func: u32,
+        func: Option<u32>,
+        target: Src,
         args: Box<[ArgCopy]>,
-        /// (callee frame offset, caller frame offset, size) copied back at `ret`.
-        rets: Box<[(u32, u32, u32)]>,
+        rets: Box<[(u32, u32)]>,
     },
     Intrinsic {
         which: Intrinsic,

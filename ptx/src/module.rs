@@ -153,6 +153,8 @@ pub(crate) struct Func {
     pub rets: Vec<(u32, u32)>,
     pub callees: Vec<u32>,
     pub uses_module_shared: bool,
+    /// Calls through function addresses (virtual functions).
+    pub indirect_calls: bool,
 }
 
 /// A parsed and decoded PTX module. Immutable, `Send + Sync`.
@@ -163,6 +165,8 @@ pub struct Module {
     pub(crate) kernels: Vec<KernelInfo>,
     pub(crate) globals: Vec<GlobalInfo>,
     pub(crate) syms: Vec<Sym>,
+    /// Functions whose address is taken (possible targets of indirect calls).
+    pub(crate) addr_taken: Vec<u32>,
     version: Option<f64>,
     target: Vec<String>,
 }
@@ -311,6 +315,7 @@ struct Lower<'a> {
     modsyms: HashMap<&'a str, ModSym>,
     module_shared: u64,
     dyn_align: u64,
+    addr_taken: Vec<u32>,
 }
 
 /// Per-function decoding state.
@@ -333,6 +338,9 @@ struct FnState<'a> {
     pending_label: Option<&'a str>,
     callees: Vec<u32>,
     uses_module_shared: bool,
+    indirect_calls: bool,
+    /// Sizes of frame variables by name (for call return values).
+    frame_sizes: HashMap<&'a str, u32>,
 }
 
 enum DErr {
@@ -440,6 +448,7 @@ impl<'a> Lower<'a> {
             modsyms: HashMap::new(),
             module_shared: 0,
             dyn_align: 16,
+            addr_taken: Vec::new(),
         };
         // Pass 1: module-scope variables and function signatures.
         for item in &ast.items {
@@ -476,7 +485,10 @@ impl<'a> Lower<'a> {
             }
         }
         for inst in &mut l.code {
-            if let Op::Call { func, .. } = inst.op {
+            if let Op::Call {
+                func: Some(func), ..
+            } = inst.op
+            {
                 let f = &l.funcs[func as usize];
                 if !f.defined {
                     inst.op = Op::Unsupported(
@@ -485,8 +497,28 @@ impl<'a> Lower<'a> {
                 }
             }
         }
+        let mut addr_taken: Vec<u32> = l
+            .syms
+            .iter()
+            .filter_map(|s| if let Sym::Func(f) = s { Some(*f) } else { None })
+            .chain(l.globals.iter().flat_map(|g| {
+                g.relocs.iter().filter_map(|r| match r.target {
+                    RelocTarget::Function(f) => Some(f),
+                    RelocTarget::Global(_) => None,
+                })
+            }))
+            .filter(|&f| {
+                l.funcs
+                    .get(f as usize)
+                    .is_some_and(|f| f.defined && !f.is_kernel)
+            })
+            .collect();
+        addr_taken.sort_unstable();
+        addr_taken.dedup();
+        l.addr_taken = addr_taken.clone();
         l.finish_kernels();
         Ok(Module {
+            addr_taken,
             code: l.code,
             funcs: l.funcs,
             kernels: l.kernels,
@@ -677,6 +709,7 @@ impl<'a> Lower<'a> {
             rets: rets.iter().map(|p| (p.offset, p.size)).collect(),
             callees: Vec::new(),
             uses_module_shared: false,
+            indirect_calls: false,
         });
         self.func_names.insert(f.name, idx);
         self.modsyms.insert(f.name, ModSym::Func(idx));
@@ -722,6 +755,8 @@ impl<'a> Lower<'a> {
             pending_label: None,
             callees: Vec::new(),
             uses_module_shared: false,
+            indirect_calls: false,
+            frame_sizes: HashMap::new(),
         };
         // Parameters are visible by name.
         if f.is_entry {
@@ -781,6 +816,7 @@ impl<'a> Lower<'a> {
         func.defined = true;
         func.callees = st.callees;
         func.uses_module_shared = st.uses_module_shared;
+        func.indirect_calls = st.indirect_calls;
         if f.is_entry {
             if let Some(k) = self.kernels.iter_mut().find(|k| k.func == idx) {
                 k.static_shared = st.kernel_shared as u32;
@@ -918,6 +954,7 @@ impl<'a> Lower<'a> {
                         .filter(|e| *e <= u32::MAX as u64 / 2)
                         .ok_or_else(|| perr(n.pos, "a smaller frame"))?;
                     st.frame_max = st.frame_max.max(st.frame);
+                    st.frame_sizes.insert(n.name, size as u32);
                     Local::Frame(off as u32)
                 }
                 "shared" => {
@@ -985,9 +1022,15 @@ impl<'a> Lower<'a> {
                 }
                 module_shared |= self.funcs[f].uses_module_shared;
                 stack.extend(self.funcs[f].callees.iter().map(|&c| c as usize));
+                if self.funcs[f].indirect_calls {
+                    stack.extend(self.addr_taken.iter().map(|&c| c as usize));
+                }
             }
-            let local =
-                self.funcs[root].frame_size as u64 + self.max_chain(root, &mut vec![false; nf]);
+            let local = (self.funcs[root].frame_size as u64).saturating_add(self.max_chain(
+                root,
+                &mut vec![0; nf],
+                &mut vec![0; nf],
+            ));
             let kernel = &mut self.kernels[k];
             let base = if module_shared {
                 align_up(self.module_shared, 16)
@@ -1001,18 +1044,23 @@ impl<'a> Lower<'a> {
         }
     }
 
-    /// Deepest frame sum over non-recursive call chains below `f`.
-    fn max_chain(&self, f: usize, on_path: &mut Vec<bool>) -> u64 {
-        on_path[f] = true;
+    /// Deepest frame sum over call chains below `f` (memoized; recursion is cut).
+    fn max_chain(&self, f: usize, state: &mut Vec<u8>, memo: &mut Vec<u64>) -> u64 {
+        match state[f] {
+            1 => return 0,
+            2 => return memo[f],
+            _ => {}
+        }
+        state[f] = 1;
         let mut best = 0;
         for &c in &self.funcs[f].callees {
             let c = c as usize;
-            if !on_path[c] {
-                let d = self.funcs[c].frame_size as u64 + self.max_chain(c, on_path);
-                best = best.max(d);
-            }
+            let d =
+                (self.funcs[c].frame_size as u64).saturating_add(self.max_chain(c, state, memo));
+            best = best.max(d);
         }
-        on_path[f] = false;
+        state[f] = 2;
+        memo[f] = best;
         best
     }
 }

@@ -308,23 +308,25 @@ fn reduce_shared_float() {
 
 #[test]
 fn reduce_warp_shuffle() {
-    let g = Gpu::new(&fixture("reduce"));
-    let n = 100_003usize;
-    let x: Vec<i32> = (0..n).map(|i| (i as i32 % 2001) - 1000).collect();
-    let (dx, out) = (g.buf(&x), g.buf(&[0i32]));
-    for (blocks, threads) in [(7, 256), (1, 96), (13, 1024)] {
-        g.mem.write(out, &[0; 4]);
-        g.run(
-            "reduceWarp",
-            blocks,
-            threads,
-            &[Arg::Ptr(dx), Arg::Ptr(out), Arg::I32(n as i32)],
-        );
-        assert_eq!(
-            g.get::<i32>(out, 1)[0],
-            x.iter().sum::<i32>(),
-            "{blocks}x{threads}"
-        );
+    for f in ["reduce", "debug/reduce-lineinfo"] {
+        let g = Gpu::new(&fixture(f));
+        let n = 100_003usize;
+        let x: Vec<i32> = (0..n).map(|i| (i as i32 % 2001) - 1000).collect();
+        let (dx, out) = (g.buf(&x), g.buf(&[0i32]));
+        for (blocks, threads) in [(7, 256), (1, 96), (13, 1024)] {
+            g.mem.write(out, &[0; 4]);
+            g.run(
+                "reduceWarp",
+                blocks,
+                threads,
+                &[Arg::Ptr(dx), Arg::Ptr(out), Arg::I32(n as i32)],
+            );
+            assert_eq!(
+                g.get::<i32>(out, 1)[0],
+                x.iter().sum::<i32>(),
+                "{blocks}x{threads}"
+            );
+        }
     }
 }
 
@@ -429,75 +431,81 @@ fn syncthreads_count_and_or() {
 
 #[test]
 fn warp_vote_match_shuffle() {
-    let g = Gpu::new(&fixture("warp"));
-    let v: Vec<i32> = (0..64).map(|i| (i * 37 % 101) - 20).collect();
-    let (dv, out) = (g.buf(&v), g.zeros(64 * 48));
-    g.run("warpVote", 1, 64, &[Arg::Ptr(dv), Arg::Ptr(out)]);
-    let o: Vec<u32> = g.get(out, 64 * 12);
-    for w in 0..2 {
-        let lanes = &v[w * 32..w * 32 + 32];
-        for l in 0..32 {
-            let t = w * 32 + l;
-            let x = lanes[l];
-            let ballot = |f: &dyn Fn(i32) -> bool| {
-                (0..32).fold(0u32, |m, k| m | ((f(lanes[k]) as u32) << k))
-            };
-            let want = [
-                lanes.iter().all(|&y| y > 0) as u32,
-                lanes.iter().any(|&y| y > 50) as u32,
-                ballot(&|y| y & 1 != 0),
-                1,
-                ballot(&|y| y & 3 == x & 3),
-                u32::MAX,
-                1,
-                lanes[(l * 7) & 31] as u32,
-                lanes[l ^ 5] as u32,
-                lanes.iter().fold(0u32, |a, &y| a.wrapping_add(y as u32)),
-                *lanes.iter().max().unwrap() as u32,
-                // width 8: within each 8-lane segment, lanes past the end keep their own value.
-                if (l % 8) + 3 < 8 {
-                    lanes[l + 3] as u32
-                } else {
-                    x as u32
-                },
-            ];
-            assert_eq!(&o[t * 12..t * 12 + 12], &want, "thread {t}");
+    for f in ["warp", "debug/warp"] {
+        let g = Gpu::new(&fixture(f));
+        let v: Vec<i32> = (0..64).map(|i| (i * 37 % 101) - 20).collect();
+        let (dv, out) = (g.buf(&v), g.zeros(64 * 48));
+        g.run("warpVote", 1, 64, &[Arg::Ptr(dv), Arg::Ptr(out)]);
+        let o: Vec<u32> = g.get(out, 64 * 12);
+        for w in 0..2 {
+            let lanes = &v[w * 32..w * 32 + 32];
+            for l in 0..32 {
+                let t = w * 32 + l;
+                let x = lanes[l];
+                let ballot = |f: &dyn Fn(i32) -> bool| {
+                    (0..32).fold(0u32, |m, k| m | ((f(lanes[k]) as u32) << k))
+                };
+                let want = [
+                    lanes.iter().all(|&y| y > 0) as u32,
+                    lanes.iter().any(|&y| y > 50) as u32,
+                    ballot(&|y| y & 1 != 0),
+                    1,
+                    ballot(&|y| y & 3 == x & 3),
+                    u32::MAX,
+                    1,
+                    lanes[(l * 7) & 31] as u32,
+                    lanes[l ^ 5] as u32,
+                    lanes.iter().fold(0u32, |a, &y| a.wrapping_add(y as u32)),
+                    *lanes.iter().max().unwrap() as u32,
+                    // width 8: within each 8-lane segment, lanes past the end keep their own value.
+                    if (l % 8) + 3 < 8 {
+                        lanes[l + 3] as u32
+                    } else {
+                        x as u32
+                    },
+                ];
+                assert_eq!(&o[t * 12..t * 12 + 12], &want, "thread {t}");
+            }
         }
     }
 }
 
 #[test]
 fn warp_ops_in_divergent_code() {
-    let g = Gpu::new(&fixture("warp"));
-    let v: Vec<i32> = (0..32).map(|i| (i * 5 % 11) as i32).collect();
-    let (dv, out) = (g.buf(&v), g.zeros(32 * 4));
-    g.run("warpDivergent", 1, 32, &[Arg::Ptr(dv), Arg::Ptr(out)]);
-    let o: Vec<i32> = g.get(out, 32);
-    let odd_sum: i32 = (1..32).step_by(2).map(|k| v[k]).sum();
-    let even_ballot = (0..32).step_by(2).filter(|&k| v[k] > 3).count() as i32;
-    let or_low = v[0] | v[2] | v[4] | v[6];
-    for t in 0..32 {
-        let r = if t & 1 == 1 {
-            odd_sum * 1000 + 16 + v[1] * 1_000_000
-        } else {
-            -even_ballot - if t < 8 { or_low * 100 } else { 0 }
-        };
-        assert_eq!(o[t], r + 31, "lane {t}");
+    for f in ["warp", "debug/warp"] {
+        let g = Gpu::new(&fixture(f));
+        let v: Vec<i32> = (0..32).map(|i| (i * 5 % 11) as i32).collect();
+        let (dv, out) = (g.buf(&v), g.zeros(32 * 4));
+        g.run("warpDivergent", 1, 32, &[Arg::Ptr(dv), Arg::Ptr(out)]);
+        let o: Vec<i32> = g.get(out, 32);
+        let odd_sum: i32 = (1..32).step_by(2).map(|k| v[k]).sum();
+        let even_ballot = (0..32).step_by(2).filter(|&k| v[k] > 3).count() as i32;
+        let or_low = v[0] | v[2] | v[4] | v[6];
+        for t in 0..32 {
+            let r = if t & 1 == 1 {
+                odd_sum * 1000 + 16 + v[1] * 1_000_000
+            } else {
+                -even_ballot - if t < 8 { or_low * 100 } else { 0 }
+            };
+            assert_eq!(o[t], r + 31, "lane {t}");
+        }
     }
 }
 
 #[test]
 fn recursion_under_divergence() {
-    let g = Gpu::new(&fixture("warp"));
-    let out = g.zeros(64 * 4);
-    g.run("recurse", 1, 64, &[Arg::Ptr(out)]);
-    fn fib(n: i32) -> i32 {
-        if n < 2 { n } else { fib(n - 1) + fib(n - 2) }
-    }
-    let o: Vec<i32> = g.get(out, 64);
-    let r = |t: usize| if t % 3 == 0 { fib((t % 15) as i32) } else { 0 };
-    for t in 0..64 {
-        assert_eq!(o[t], r(t) + r(t ^ 1), "thread {t}");
+    for f in ["warp", "debug/warp"] {
+        let g = Gpu::new(&fixture(f));
+        let out = g.zeros(64 * 4);
+        g.run("recurse", 1, 64, &[Arg::Ptr(out)]);
+        fn fib(n: i32) -> i32 {
+            if n < 2 { n } else { fib(n - 1) + fib(n - 2) }
+        }
+        let o: Vec<i32> = g.get(out, 64);
+        let r = |t: usize| if t % 3 == 0 { fib((t % 15) as i32) } else { 0 };
+        for t in 0..64 {
+            assert_eq!(o[t], r(t) + r(t ^ 1), "thread {t}");
+        }
     }
 }
 
@@ -957,33 +965,35 @@ fn template_kernels() {
 
 #[test]
 fn device_printf() {
-    let g = Gpu::new(&fixture("printf"));
-    g.run("sumPrint", 2, 64, &[]);
-    assert_eq!(g.printed(), "sum=500500\n");
-    assert_eq!(g.get::<i32>(g.global("total"), 1)[0], 500500);
-    let s = g.buf(b"hello\0");
-    g.run(
-        "printFormats",
-        1,
-        1,
-        &[Arg::I32(42), Arg::F64(3.14159), Arg::Ptr(s)],
-    );
-    assert_eq!(
-        g.printed(),
-        "i=42 u=42 x=2a X=2A o=52 c=C s=lit\n\
+    for f in ["printf", "debug/printf"] {
+        let g = Gpu::new(&fixture(f));
+        g.run("sumPrint", 2, 64, &[]);
+        assert_eq!(g.printed(), "sum=500500\n");
+        assert_eq!(g.get::<i32>(g.global("total"), 1)[0], 500500);
+        let s = g.buf(b"hello\0");
+        g.run(
+            "printFormats",
+            1,
+            1,
+            &[Arg::I32(42), Arg::F64(3.14159), Arg::Ptr(s)],
+        );
+        assert_eq!(
+            g.printed(),
+            "i=42 u=42 x=2a X=2A o=52 c=C s=lit\n\
          [   42] [42   ] [00042] [+42] [3.142] [  3.14e+00] [3.14159] [3.14159E+10]\n\
          ld=-5 lld=-1234567890123 lu=7 llu=18446744073709551615 % f=3.141590 p=0x1234\n\
          str=hello he|      ab|\n"
-    );
-    g.run("threadPrint", 3, 40, &[]);
-    let text = g.printed();
-    let mut lines: Vec<&str> = text.lines().collect();
-    lines.sort();
-    let mut want: Vec<String> = (0..3)
-        .flat_map(|b| (0..40).map(move |t| format!("block {b} thread {t}")))
-        .collect();
-    want.sort();
-    assert_eq!(lines, want);
+        );
+        g.run("threadPrint", 3, 40, &[]);
+        let text = g.printed();
+        let mut lines: Vec<&str> = text.lines().collect();
+        lines.sort();
+        let mut want: Vec<String> = (0..3)
+            .flat_map(|b| (0..40).map(move |t| format!("block {b} thread {t}")))
+            .collect();
+        want.sort();
+        assert_eq!(lines, want);
+    }
 }
 
 #[test]
@@ -1019,4 +1029,50 @@ fn assert_trap_and_faults() {
     assert_eq!(e.cuda_status(), 716, "{e}");
     let e = g.run_err("brkpt", 1, 1, &[]);
     assert_eq!(e.cuda_status(), 715, "{e}");
+}
+
+#[test]
+fn cub_block_reduce_and_scan() {
+    let g = Gpu::new(&fixture("cxx"));
+    let n = 4 * 128;
+    let x: Vec<i32> = (0..n).map(|i| (i as i32 * 31) % 17 - 8).collect();
+    let (dx, sums, scan) = (g.buf(&x), g.zeros(4 * 4), g.zeros(n * 4));
+    g.run("cubReduce", 4, 128, &[Arg::Ptr(dx), Arg::Ptr(sums)]);
+    g.run("cubScan", 4, 128, &[Arg::Ptr(dx), Arg::Ptr(scan)]);
+    let s: Vec<i32> = g.get(sums, 4);
+    let sc: Vec<i32> = g.get(scan, n);
+    for b in 0..4 {
+        let v = &x[b * 128..(b + 1) * 128];
+        assert_eq!(s[b], v.iter().sum::<i32>());
+        let mut acc = 0;
+        for t in 0..128 {
+            assert_eq!(sc[b * 128 + t], acc, "block {b} thread {t}");
+            acc += v[t];
+        }
+    }
+}
+
+#[test]
+fn cooperative_groups_reduce() {
+    let g = Gpu::new(&fixture("cxx"));
+    let x: Vec<f32> = (0..512).map(|i| (i % 9) as f32).collect();
+    let (dx, out) = (g.buf(&x), g.buf(&[0f32]));
+    g.run("cgReduce", 2, 256, &[Arg::Ptr(dx), Arg::Ptr(out)]);
+    assert_eq!(g.get::<f32>(out, 1)[0], x.iter().sum::<f32>());
+}
+
+#[test]
+fn virtual_functions() {
+    let g = Gpu::new(&fixture("cxx"));
+    let out = g.zeros(64 * 4);
+    g.run("virt", 1, 64, &[Arg::Ptr(out)]);
+    let o: Vec<f32> = g.get(out, 64);
+    for t in 0..64 {
+        let f = t as f32;
+        assert_eq!(
+            o[t],
+            if t & 1 == 1 { f * f } else { 3.0 * f * f },
+            "thread {t}"
+        );
+    }
 }

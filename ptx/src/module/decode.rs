@@ -663,19 +663,6 @@ impl<'a> Lower<'a> {
             Some(Operand::List(v)) => v,
             _ => &[],
         };
-        let f = match self.func_names.get(fname) {
-            Some(f) => *f,
-            None => {
-                return if st.lookup(fname).is_some() {
-                    unsup("indirect call")
-                } else {
-                    Err(DErr::Parse(perr(
-                        pos,
-                        format!("a declared function, not `{fname}`"),
-                    )))
-                };
-            }
-        };
         let frame_of = |st: &FnState<'a>, o: &Operand<'a>| -> Option<u32> {
             match o {
                 Operand::Name {
@@ -687,39 +674,24 @@ impl<'a> Lower<'a> {
                 _ => None,
             }
         };
-        let func = self.funcs[f as usize].clone();
-        if let Some(which) = func.intrinsic {
-            let mut a = Vec::new();
-            for (k, o) in actuals.iter().enumerate() {
-                let size = func.params.get(k).map_or(8, |p| p.1);
-                match frame_of(st, o) {
-                    Some(from) => a.push(ArgCopy::Frame { from, to: 0, size }),
-                    None => a.push(ArgCopy::Value {
-                        src: self.src(st, o, Ty::B64)?,
-                        to: 0,
-                        size,
-                    }),
+        let (func, target) = match self.func_names.get(fname) {
+            Some(f) => (Some(*f), Src::Imm(FUNC_WINDOW + *f as u64)),
+            None => match st.lookup(fname) {
+                Some(Local::Reg(d)) => (None, Src::Reg(st.alloc(d)?)),
+                _ => {
+                    return Err(DErr::Parse(perr(
+                        pos,
+                        format!("a declared function, not `{fname}`"),
+                    )));
                 }
-            }
-            let ret = rets.first().and_then(|o| frame_of(st, o));
-            return Ok(Op::Intrinsic {
-                which,
-                args: a.into_boxed_slice(),
-                ret,
-            });
-        }
-        if func.is_kernel {
-            return unsup("call of a kernel");
-        }
-        if actuals.len() != func.params.len() || rets.len() > func.rets.len() {
-            return unsup(format!("call of `{fname}` with a different signature"));
-        }
-        let formals = func.params.clone();
-        let formal_rets = func.rets.clone();
+            },
+        };
+        let formals = func.map(|f| self.funcs[f as usize].params.clone());
         let mut copies = Vec::new();
-        for (o, (to, size)) in actuals.iter().zip(formals) {
+        for (k, o) in actuals.iter().enumerate() {
+            let size = formals.as_ref().and_then(|p| p.get(k)).map_or(8, |p| p.1);
             match frame_of(st, o) {
-                Some(from) => copies.push(ArgCopy::Frame { from, to, size }),
+                Some(from) => copies.push(ArgCopy::Frame { from, size }),
                 None => {
                     let ty = match size {
                         1 => Ty::B8,
@@ -729,24 +701,45 @@ impl<'a> Lower<'a> {
                     };
                     copies.push(ArgCopy::Value {
                         src: self.src(st, o, ty)?,
-                        to,
                         size: size.min(8),
                     });
                 }
             }
         }
         let mut rs = Vec::new();
-        for (o, (from, size)) in rets.iter().zip(formal_rets) {
-            match frame_of(st, o) {
-                Some(to) => rs.push((from, to, size)),
-                None => return unsup("call return into a register"),
+        for o in rets {
+            match (frame_of(st, o), o) {
+                (Some(to), Operand::Name { name, .. }) => {
+                    let size = st.frame_sizes.get(name).copied().unwrap_or(8);
+                    rs.push((to, size));
+                }
+                _ => return unsup("call return into a register"),
             }
         }
-        if !st.callees.contains(&f) {
-            st.callees.push(f);
+        if let Some(f) = func {
+            let callee = &self.funcs[f as usize];
+            if let Some(which) = callee.intrinsic {
+                return Ok(Op::Intrinsic {
+                    which,
+                    args: copies.into_boxed_slice(),
+                    ret: rs.first().map(|r| r.0),
+                });
+            }
+            if callee.is_kernel {
+                return unsup("call of a kernel");
+            }
+            if actuals.len() != callee.params.len() || rets.len() > callee.rets.len() {
+                return unsup(format!("call of `{fname}` with a different signature"));
+            }
+            if !st.callees.contains(&f) {
+                st.callees.push(f);
+            }
+        } else {
+            st.indirect_calls = true;
         }
         Ok(Op::Call {
-            func: f,
+            func,
+            target,
             args: copies.into_boxed_slice(),
             rets: rs.into_boxed_slice(),
         })

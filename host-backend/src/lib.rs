@@ -10,5 +10,6 @@ pub mod data;
 pub mod executor;
 pub mod session;
 pub mod socket;
+pub mod vhost_user;
 
 pub use session::{Backend, Session};

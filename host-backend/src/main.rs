@@ -36,6 +36,20 @@ enum Command {
         #[arg(long, default_value_t = 256)]
         max_sessions: usize,
     },
+    /// Serve a VM through vhost-user (QEMU's vhost-user-cuda-pci device; see DEVICE.md).
+    VhostUser {
+        /// The vhost-user socket (QEMU: -chardev socket,id=ID,path=PATH).
+        #[arg(long)]
+        socket: std::path::PathBuf,
+        #[command(flatten)]
+        exec: ExecArgs,
+        /// Request queues; must equal QEMU's num-request-queues.
+        #[arg(long, default_value_t = vcuda_protocol::virtio::DEFAULT_REQUEST_QUEUES)]
+        queues: u32,
+        /// Most sessions (guest processes) per VM.
+        #[arg(long, default_value_t = 256)]
+        max_sessions: usize,
+    },
 }
 
 #[derive(clap::Args, Debug)]
@@ -100,6 +114,32 @@ fn main() -> ExitCode {
                 return ExitCode::FAILURE;
             }
             ExitCode::SUCCESS
+        }
+        Command::VhostUser {
+            socket,
+            exec,
+            queues,
+            max_sessions,
+        } => {
+            let factory = match make_factory(&exec) {
+                Ok(f) => f,
+                Err(e) => {
+                    error!("{e}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            let config = vcuda_backend::vhost_user::VhostUserConfig {
+                socket,
+                queues,
+                max_sessions,
+            };
+            match vcuda_backend::vhost_user::start_backend(config, factory) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    error!("{e}");
+                    ExitCode::FAILURE
+                }
+            }
         }
     }
 }

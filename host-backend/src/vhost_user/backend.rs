@@ -1,0 +1,421 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! The [`VhostUserBackend`] implementation: features, configuration space, memory table,
+//! vring events and the ring lifecycle (stop, restart, reset), around a [`Device`].
+//!
+//! # Threads
+//!
+//! vhost-user-backend runs one thread for the frontend's messages and, as
+//! [`VhostUserBackend::queues_per_thread`] asks here, one epoll thread per request queue.
+//! A queue thread pops every available chain, validates it and hands it to its session's
+//! worker ([`super::device`]); workers complete chains through a [`RingHandle`], which adds
+//! them to the used ring under the vring's lock and signals the call eventfd when the
+//! driver's event index asks for it.
+//!
+//! # Ring lifecycle
+//!
+//! Each queue counts the chains it popped and has not completed, and carries a generation
+//! number that every popped chain takes as its completion ticket.
+//! - `GET_VRING_BASE` ([`VhostUserBackend::stop_vring`]) waits (up to [`STOP_TIMEOUT`]) for
+//!   the queue's chains in flight, then bumps the generation, so a chain popped before is
+//!   not run if it has not started, writes no reply and never reaches the used ring, and
+//!   starts a new session epoch.
+//! - When a stopped queue runs again, its position tells a pause from a reset: QEMU restarts
+//!   a paused device where it stopped, a driver that reset the device starts over. A queue
+//!   that restarts elsewhere means the guest reset the device: every session opened before
+//!   the stop is destroyed.
+//! - `RESET_DEVICE` and the end of the connection destroy every session.
+
+use std::io;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use log::{debug, info, warn};
+use vcuda_protocol::PROTOCOL_VERSION;
+use vcuda_protocol::virtio::{CONFIG_MAGIC, MAX_CHAIN_DESCRIPTORS, QUEUE_SIZE, VirtioCudaConfig};
+use vcuda_protocol::{MAX_CTRL_LEN, MAX_DATA_LEN, MessageHeader};
+use vhost::vhost_user::message::{VhostUserProtocolFeatures, VhostUserVirtioFeatures};
+use vhost_user_backend::{VhostUserBackend, VringRwLock, VringT};
+use virtio_bindings::bindings::virtio_config::VIRTIO_F_VERSION_1;
+use virtio_bindings::bindings::virtio_ring::{
+    VIRTIO_RING_F_EVENT_IDX, VIRTIO_RING_F_INDIRECT_DESC,
+};
+use virtio_queue::{QueueOwnedT, QueueT};
+use vm_memory::{GuestAddressSpace, GuestMemoryAtomic, GuestMemoryBackend, GuestMemoryRegion};
+use vmm_sys_util::epoll::EventSet;
+use vmm_sys_util::event::{
+    EventConsumer, EventFlag, EventNotifier, new_event_consumer_and_notifier,
+};
+use zerocopy::IntoBytes;
+
+use super::chain::Mem;
+use super::device::{Completion, Device, DeviceConfig, UsedRing};
+use crate::executor::ExecutorFactory;
+
+/// The guest memory as vhost-user-backend shares it between threads.
+pub type AtomicMem = GuestMemoryAtomic<Mem>;
+/// A vring.
+pub type Vring = VringRwLock<AtomicMem>;
+
+/// How long `GET_VRING_BASE` waits for a queue's chains in flight.
+pub const STOP_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long the end of a connection waits for session workers to finish.
+pub const DISCONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The virtio features the device offers.
+pub const DEVICE_FEATURES: u64 = (1 << VIRTIO_F_VERSION_1)
+    | (1 << VIRTIO_RING_F_EVENT_IDX)
+    | (1 << VIRTIO_RING_F_INDIRECT_DESC)
+    | VhostUserVirtioFeatures::PROTOCOL_FEATURES.bits();
+
+/// The vhost-user protocol features the backend offers.
+pub fn protocol_features() -> VhostUserProtocolFeatures {
+    VhostUserProtocolFeatures::CONFIG
+        | VhostUserProtocolFeatures::REPLY_ACK
+        | VhostUserProtocolFeatures::MQ
+        | VhostUserProtocolFeatures::RESET_DEVICE
+}
+
+/// The configuration space for `queues` request queues.
+pub fn config_space(queues: u32) -> VirtioCudaConfig {
+    VirtioCudaConfig {
+        magic: CONFIG_MAGIC,
+        protocol_version: u32::from(PROTOCOL_VERSION),
+        num_request_queues: queues,
+        max_chain_descriptors: MAX_CHAIN_DESCRIPTORS,
+        max_ctrl_len: MAX_CTRL_LEN + size_of::<MessageHeader>() as u32,
+        reserved: 0,
+        max_data_len: MAX_DATA_LEN,
+    }
+}
+
+/// One request queue's bookkeeping.
+#[derive(Default)]
+struct QueueState {
+    /// Chains popped and not yet completed.
+    inflight: Mutex<usize>,
+    drained: Condvar,
+    /// Completion ticket of chains popped now.
+    generation: AtomicU64,
+    /// Held while a completion checks its ticket and touches the used ring, and while the
+    /// generation changes.
+    gate: Mutex<()>,
+    /// The vring, once seen (vrings live as long as the connection).
+    vring: Mutex<Option<Vring>>,
+    /// Where the queue stood when last stopped, until it runs again.
+    stopped_at: Mutex<Option<u16>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // These mutexes guard plain values that every critical section leaves consistent.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl QueueState {
+    /// Counts a popped chain in; its ticket.
+    fn begin(&self) -> u64 {
+        *lock(&self.inflight) += 1;
+        self.generation.load(Ordering::SeqCst)
+    }
+
+    /// Waits until no chain is in flight; false on timeout.
+    fn drain(&self, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        let mut n = lock(&self.inflight);
+        while *n > 0 {
+            let now = Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            n = match self.drained.wait_timeout(n, deadline - now) {
+                Ok((g, _)) => g,
+                Err(e) => e.into_inner().0,
+            };
+        }
+        true
+    }
+
+    /// Makes every chain popped so far unable to touch the used ring.
+    fn invalidate(&self) {
+        let _g = lock(&self.gate);
+        self.generation.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// Completes chains of one queue.
+pub struct RingHandle {
+    vring: Vring,
+    state: Arc<QueueState>,
+}
+
+impl UsedRing for RingHandle {
+    fn is_current(&self, ticket: u64) -> bool {
+        ticket == self.state.generation.load(Ordering::SeqCst)
+    }
+
+    fn complete(&self, head: u16, len: u32, ticket: u64) {
+        {
+            let _g = lock(&self.state.gate);
+            if ticket == self.state.generation.load(Ordering::SeqCst) {
+                match self.vring.add_used(head, len) {
+                    Ok(()) => {
+                        if self.vring.needs_notification().unwrap_or(true) {
+                            if let Err(e) = self.vring.signal_used_queue() {
+                                debug!("cannot signal the used queue: {e}");
+                            }
+                        }
+                    }
+                    Err(e) => warn!("cannot add chain {head} to the used ring: {e}"),
+                }
+            } else {
+                debug!("chain {head} completed after its ring stopped; dropped");
+            }
+        }
+        let mut n = lock(&self.state.inflight);
+        *n = n.saturating_sub(1);
+        if *n == 0 {
+            self.state.drained.notify_all();
+        }
+    }
+}
+
+/// The vcuda vhost-user backend for one connection (one VM).
+pub struct VhostUserCuda {
+    device: Device,
+    factory: Arc<dyn ExecutorFactory>,
+    queues: Vec<Arc<QueueState>>,
+    rings: Vec<Mutex<Option<Arc<RingHandle>>>>,
+    mem: AtomicMem,
+    event_idx: AtomicBool,
+    config: VirtioCudaConfig,
+}
+
+impl std::fmt::Debug for VhostUserCuda {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VhostUserCuda")
+            .field("queues", &self.queues.len())
+            .field("device", &self.device)
+            .finish()
+    }
+}
+
+impl VhostUserCuda {
+    /// A backend with `queues` request queues whose sessions run on `backend`; `mem` must
+    /// be the guest memory handed to the daemon.
+    pub fn new(
+        backend: Arc<crate::Backend>,
+        factory: Arc<dyn ExecutorFactory>,
+        queues: u32,
+        device: DeviceConfig,
+        mem: AtomicMem,
+    ) -> Self {
+        let n = queues as usize;
+        Self {
+            device: Device::new(backend, device),
+            factory,
+            queues: (0..n).map(|_| Arc::default()).collect(),
+            rings: (0..n).map(|_| Mutex::new(None)).collect(),
+            mem,
+            event_idx: AtomicBool::new(false),
+            config: config_space(queues),
+        }
+    }
+
+    /// The device core.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// The connection ended: chains in flight never reach the used ring, every session is
+    /// destroyed and the executor forgets the guest's memory.
+    pub fn disconnect(&self) {
+        for q in &self.queues {
+            q.invalidate();
+        }
+        let n = self.device.drop_all_sessions();
+        if !self.device.wait_idle(DISCONNECT_TIMEOUT) {
+            warn!("session workers still busy after the connection ended");
+        }
+        if n > 0 {
+            info!("connection ended; {n} sessions destroyed");
+        }
+        self.factory.guest_memory_changed(&[]);
+    }
+
+    fn ring(&self, index: usize, vring: &Vring) -> Option<Arc<RingHandle>> {
+        let state = self.queues.get(index)?;
+        let mut slot = lock(self.rings.get(index)?);
+        Some(
+            slot.get_or_insert_with(|| {
+                *lock(&state.vring) = Some(vring.clone());
+                Arc::new(RingHandle {
+                    vring: vring.clone(),
+                    state: state.clone(),
+                })
+            })
+            .clone(),
+        )
+    }
+
+    /// A stopped queue runs again (`now` is its position): if it restarted elsewhere, the
+    /// guest reset the device. Called with the vring locked, before popping, so no chain of
+    /// a restarted ring is handled before this check.
+    fn check_restart(&self, index: usize, now: u16) {
+        let Some(state) = self.queues.get(index) else {
+            return;
+        };
+        let Some(stopped) = lock(&state.stopped_at).take() else {
+            return;
+        };
+        if now != stopped {
+            let epoch = self.device.next_epoch();
+            let n = self.device.drop_sessions_before(epoch);
+            info!(
+                "queue {index} restarted at {now}, not {stopped}: device reset, {n} sessions destroyed"
+            );
+        }
+    }
+
+    fn process(&self, index: usize, vring: &Vring) {
+        let Some(ring) = self.ring(index, vring) else {
+            return;
+        };
+        let mem = self.mem.memory().into_inner();
+        let chains: Vec<_> = {
+            let mut v = vring.get_mut();
+            let queue = v.get_queue_mut();
+            if !queue.ready() {
+                // Kicks can come before the ring is set up, or after it stopped.
+                return;
+            }
+            self.check_restart(index, queue.next_avail());
+            match queue.iter(mem.clone()) {
+                Ok(iter) => iter.map(|c| (c, ring.state.begin())).collect(),
+                Err(e) => {
+                    debug!("queue {index} unusable: {e}");
+                    return;
+                }
+            }
+        };
+        let ring: Arc<dyn UsedRing> = ring;
+        for (chain, ticket) in chains {
+            let completion = Completion::new(ring.clone(), chain.head_index(), ticket);
+            self.device.handle_chain(&mem, chain, completion);
+        }
+    }
+}
+
+impl VhostUserBackend for VhostUserCuda {
+    type Bitmap = ();
+    type Vring = Vring;
+
+    fn num_queues(&self) -> usize {
+        self.queues.len()
+    }
+
+    fn max_queue_size(&self) -> usize {
+        usize::from(QUEUE_SIZE)
+    }
+
+    fn features(&self) -> u64 {
+        DEVICE_FEATURES
+    }
+
+    fn protocol_features(&self) -> VhostUserProtocolFeatures {
+        protocol_features()
+    }
+
+    fn set_event_idx(&self, enabled: bool) {
+        self.event_idx.store(enabled, Ordering::SeqCst);
+    }
+
+    fn get_config(&self, offset: u32, size: u32) -> Vec<u8> {
+        let bytes = self.config.as_bytes();
+        let start = offset as usize;
+        match start.checked_add(size as usize) {
+            Some(end) if end <= bytes.len() => bytes[start..end].to_vec(),
+            _ => {
+                warn!("config read {offset}+{size} outside the config space");
+                Vec::new()
+            }
+        }
+    }
+
+    fn reset_device(&self) {
+        for q in &self.queues {
+            q.invalidate();
+        }
+        let n = self.device.drop_all_sessions();
+        info!("device reset; {n} sessions destroyed");
+    }
+
+    fn update_memory(&self, mem: AtomicMem) -> io::Result<()> {
+        let guard = mem.memory();
+        let regions: Vec<(usize, usize)> = GuestMemoryBackend::iter(&*guard)
+            .map(|r| (r.as_ptr() as usize, r.len() as usize))
+            .collect();
+        debug!("guest memory: {} regions", regions.len());
+        self.factory.guest_memory_changed(&regions);
+        Ok(())
+    }
+
+    fn queues_per_thread(&self) -> Vec<u64> {
+        // One thread per queue (at most MAX_REQUEST_QUEUES = 16 < 64).
+        (0..self.queues.len()).map(|i| 1u64 << i).collect()
+    }
+
+    fn exit_event(&self, _thread_index: usize) -> Option<(EventConsumer, EventNotifier)> {
+        new_event_consumer_and_notifier(EventFlag::NONBLOCK).ok()
+    }
+
+    fn stop_vring(&self, queue_index: u32) -> io::Result<()> {
+        let index = queue_index as usize;
+        let Some(state) = self.queues.get(index) else {
+            return Ok(());
+        };
+        if !state.drain(STOP_TIMEOUT) {
+            warn!("queue {index} stopped with chains still running; they will not be completed");
+        }
+        state.invalidate();
+        self.device.next_epoch();
+        if let Some(v) = lock(&state.vring).as_ref() {
+            *lock(&state.stopped_at) = Some(v.queue_next_avail());
+        }
+        Ok(())
+    }
+
+    fn handle_event(
+        &self,
+        device_event: u16,
+        evset: EventSet,
+        vrings: &[Vring],
+        thread_id: usize,
+    ) -> io::Result<()> {
+        // Errors returned here end the queue's thread: never return one for guest input.
+        if evset != EventSet::IN {
+            warn!("queue event {evset:?} ignored");
+            return Ok(());
+        }
+        let Some(vring) = vrings.get(usize::from(device_event)) else {
+            return Ok(());
+        };
+        // One queue per thread: the thread index is the queue index.
+        let index = thread_id;
+        if self.event_idx.load(Ordering::SeqCst) {
+            // Keep going until no chain arrived while notifications were off.
+            loop {
+                if vring.disable_notification().is_err() {
+                    break;
+                }
+                self.process(index, vring);
+                match vring.enable_notification() {
+                    Ok(true) => continue,
+                    _ => break,
+                }
+            }
+        } else {
+            self.process(index, vring);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,608 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! The device core: the session table and chain dispatch, independent of the vhost-user
+//! protocol. [`super::backend`] feeds it chains popped from the vrings; the unit tests and
+//! the fuzz target feed it chains from a `MockSplitQueue`.
+//!
+//! # Threading
+//!
+//! The thread that pops a chain validates it ([`super::chain::parse`]) and then either
+//! answers it at once (malformed chain, unknown session, bad open or close) or hands it to
+//! the worker thread of the session it names, through that worker's channel. Each session
+//! has one worker, which owns the [`Session`], runs its chains one at a time in the order
+//! they were popped, writes the reply into the chain's reply area and completes the chain
+//! through its [`Completion`] (add to the used ring, notify the driver if needed). So a
+//! session's calls keep their order, a call that blocks (a stream synchronize) blocks only
+//! its own session, and queue threads never wait for an executor.
+//!
+//! With [`Threading::Inline`] the popping thread runs the session itself (for tests and the
+//! fuzz target, where determinism matters more than concurrency).
+
+use std::collections::HashMap;
+use std::ops::Deref;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use log::{debug, error, warn};
+use vcuda_protocol::status::{self, CudaStatus};
+use vcuda_protocol::virtio::ChainOp;
+use vcuda_protocol::{RecordKind, ReplyBuilder};
+use virtio_queue::DescriptorChain;
+
+use super::chain::{self, Area, Chain, Mem};
+use crate::data::DataSegs;
+use crate::session::{Backend, SEQ_MALFORMED, Session};
+
+/// Where completed chains go: a queue's used ring.
+pub trait UsedRing: Send + Sync {
+    /// Puts chain `head` in the used ring with `len` bytes written and notifies the driver
+    /// if it asked for it. `ticket` is what the transport attached to the chain when it was
+    /// popped ([`Completion::new`]); a transport uses it to drop completions of chains popped
+    /// before the ring was stopped.
+    fn complete(&self, head: u16, len: u32, ticket: u64);
+
+    /// Whether a chain popped with `ticket` may still be answered (its ring has not been
+    /// stopped since). A stale chain is not run and its buffers are not written.
+    fn is_current(&self, _ticket: u64) -> bool {
+        true
+    }
+}
+
+/// The obligation to return one chain to its used ring. Dropping it unfulfilled returns
+/// the chain with `len` 0, so no chain is ever lost, even if a worker dies.
+pub struct Completion {
+    ring: Arc<dyn UsedRing>,
+    head: u16,
+    ticket: u64,
+    done: bool,
+}
+
+impl std::fmt::Debug for Completion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Completion")
+            .field("head", &self.head)
+            .field("ticket", &self.ticket)
+            .finish()
+    }
+}
+
+impl Completion {
+    /// The obligation to return chain `head` to `ring`.
+    pub fn new(ring: Arc<dyn UsedRing>, head: u16, ticket: u64) -> Self {
+        Self {
+            ring,
+            head,
+            ticket,
+            done: false,
+        }
+    }
+
+    /// The chain's head descriptor index.
+    pub fn head(&self) -> u16 {
+        self.head
+    }
+
+    /// Whether the chain may still be answered ([`UsedRing::is_current`]).
+    pub fn is_current(&self) -> bool {
+        self.ring.is_current(self.ticket)
+    }
+
+    /// Returns the chain with `len` bytes written.
+    pub fn complete(mut self, len: u32) {
+        self.done = true;
+        self.ring.complete(self.head, len, self.ticket);
+    }
+}
+
+impl Drop for Completion {
+    fn drop(&mut self) {
+        if !self.done {
+            self.ring.complete(self.head, 0, self.ticket);
+        }
+    }
+}
+
+/// Where sessions run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Threading {
+    /// One worker thread per session (the daemon).
+    PerSession,
+    /// On the thread that hands in the chain (tests, fuzzing).
+    Inline,
+}
+
+/// Limits and threading of a [`Device`].
+#[derive(Clone, Debug)]
+pub struct DeviceConfig {
+    /// Most sessions (and session threads, closing ones included) at a time.
+    pub max_sessions: usize,
+    /// Where sessions run.
+    pub threading: Threading,
+}
+
+impl Default for DeviceConfig {
+    fn default() -> Self {
+        Self {
+            max_sessions: 256,
+            threading: Threading::PerSession,
+        }
+    }
+}
+
+/// Status of a chain for a session id that is not open (or whose session was lost).
+pub const NO_SESSION: CudaStatus = status::INITIALIZATION_ERROR;
+/// Status of a malformed chain, of opening an id in use and of closing an unknown id.
+pub const BAD_CHAIN: CudaStatus = status::INVALID_VALUE;
+/// Status of an open beyond [`DeviceConfig::max_sessions`].
+pub const TOO_MANY_SESSIONS: CudaStatus = status::MEMORY_ALLOCATION;
+
+enum Job {
+    Run {
+        mem: Arc<Mem>,
+        chain: Box<Chain>,
+        completion: Completion,
+    },
+    Shutdown,
+}
+
+/// A session's state as its worker holds it.
+struct Slot {
+    session: Option<Session>,
+    reply: ReplyBuilder,
+    ctrl: Vec<u8>,
+}
+
+impl Slot {
+    fn new() -> Self {
+        Self {
+            session: None,
+            reply: ReplyBuilder::new(),
+            ctrl: Vec::new(),
+        }
+    }
+}
+
+enum Worker {
+    Thread(Sender<Job>),
+    Inline(Box<Slot>),
+}
+
+struct Entry {
+    token: u64,
+    epoch: u64,
+    worker: Worker,
+}
+
+#[derive(Default)]
+struct Table {
+    sessions: HashMap<u64, Entry>,
+    next_token: u64,
+}
+
+struct Inner {
+    backend: Arc<Backend>,
+    config: DeviceConfig,
+    table: Mutex<Table>,
+    live: Mutex<usize>,
+    idle: Condvar,
+    epoch: AtomicU64,
+}
+
+impl Inner {
+    fn table(&self) -> MutexGuard<'_, Table> {
+        // Every update of the table is a single insert or remove: a poisoned lock still
+        // holds a consistent map.
+        self.table.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn live(&self) -> MutexGuard<'_, usize> {
+        self.live.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// What happens after a job.
+#[derive(PartialEq, Eq)]
+enum Flow {
+    Continue,
+    OpenFailed,
+    Closed,
+}
+
+/// The vcuda device's sessions, for one driver (one vhost-user connection).
+pub struct Device {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Device {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Device")
+            .field("sessions", &self.session_count())
+            .finish()
+    }
+}
+
+impl Device {
+    /// A device whose sessions run on `backend`.
+    pub fn new(backend: Arc<Backend>, config: DeviceConfig) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                backend,
+                config,
+                table: Mutex::default(),
+                live: Mutex::new(0),
+                idle: Condvar::new(),
+                epoch: AtomicU64::new(0),
+            }),
+        }
+    }
+
+    /// Open sessions.
+    pub fn session_count(&self) -> usize {
+        self.inner.table().sessions.len()
+    }
+
+    /// Session worker threads still running (closing ones included).
+    pub fn live_workers(&self) -> usize {
+        *self.inner.live()
+    }
+
+    /// Handles one chain popped from a request queue: validates it, then answers it or
+    /// hands it to its session. `mem` is the guest memory the chain was popped with.
+    pub fn handle_chain<M>(&self, mem: &Arc<Mem>, chain: DescriptorChain<M>, completion: Completion)
+    where
+        M: Deref<Target = Mem>,
+    {
+        let chain = match chain::parse(chain) {
+            Ok(c) => Box::new(c),
+            Err(rej) => {
+                debug!("chain {} rejected: {}", completion.head(), rej.error);
+                let len = error_reply(mem, &rej.reply, BAD_CHAIN, SEQ_MALFORMED);
+                completion.complete(len);
+                return;
+            }
+        };
+        let id = chain.header.session;
+        match chain.op {
+            ChainOp::OpenSession => self.open(id, mem, chain, completion),
+            ChainOp::CloseSession => {
+                let entry = self.inner.table().sessions.remove(&id);
+                match entry {
+                    Some(e) => self.send(e.worker, mem, chain, completion),
+                    None => {
+                        debug!("close of unknown session {id:#x}");
+                        completion.complete(error_reply(mem, &chain.reply, BAD_CHAIN, 0));
+                    }
+                }
+            }
+            ChainOp::Submit => {
+                let mut t = self.inner.table();
+                match t.sessions.get_mut(&id) {
+                    Some(Entry {
+                        worker: Worker::Thread(tx),
+                        ..
+                    }) => {
+                        if let Err(mpsc::SendError(job)) = tx.send(Job::Run {
+                            mem: mem.clone(),
+                            chain,
+                            completion,
+                        }) {
+                            // The worker is gone (it panicked outside a call): forget it.
+                            warn!("session {id:#x} lost its worker");
+                            t.sessions.remove(&id);
+                            drop(t);
+                            fail_job(job, NO_SESSION);
+                        }
+                    }
+                    Some(Entry {
+                        worker: Worker::Inline(slot),
+                        ..
+                    }) => {
+                        let (len, _) = run(&self.inner, slot, mem, &chain, completion.is_current());
+                        drop(t);
+                        completion.complete(len);
+                    }
+                    None => {
+                        drop(t);
+                        debug!("submit to unknown session {id:#x}");
+                        let len = error_reply(mem, &chain.reply, NO_SESSION, SEQ_MALFORMED);
+                        completion.complete(len);
+                    }
+                }
+            }
+        }
+    }
+
+    fn open(&self, id: u64, mem: &Arc<Mem>, chain: Box<Chain>, completion: Completion) {
+        let inner = &self.inner;
+        let mut t = inner.table();
+        if t.sessions.contains_key(&id) {
+            drop(t);
+            debug!("open of session {id:#x}, which is open");
+            completion.complete(error_reply(mem, &chain.reply, BAD_CHAIN, 0));
+            return;
+        }
+        let busy = match inner.config.threading {
+            Threading::PerSession => *inner.live(),
+            Threading::Inline => t.sessions.len(),
+        };
+        if busy >= inner.config.max_sessions {
+            drop(t);
+            warn!("session limit {} reached", inner.config.max_sessions);
+            completion.complete(error_reply(mem, &chain.reply, TOO_MANY_SESSIONS, 0));
+            return;
+        }
+        let token = t.next_token;
+        t.next_token += 1;
+        let epoch = inner.epoch.load(Ordering::SeqCst);
+        match inner.config.threading {
+            Threading::Inline => {
+                let mut slot = Box::new(Slot::new());
+                let (len, flow) = run(inner, &mut slot, mem, &chain, completion.is_current());
+                if flow == Flow::Continue {
+                    t.sessions.insert(
+                        id,
+                        Entry {
+                            token,
+                            epoch,
+                            worker: Worker::Inline(slot),
+                        },
+                    );
+                }
+                drop(t);
+                completion.complete(len);
+            }
+            Threading::PerSession => {
+                let (tx, rx) = mpsc::channel();
+                *inner.live() += 1;
+                let worker_inner = inner.clone();
+                let spawned = std::thread::Builder::new()
+                    .name(format!("vcuda-s{id:x}"))
+                    .spawn(move || worker_main(worker_inner, id, token, rx));
+                if let Err(e) = spawned {
+                    error!("cannot start a session thread: {e}");
+                    *inner.live() -= 1;
+                    drop(t);
+                    completion.complete(error_reply(mem, &chain.reply, TOO_MANY_SESSIONS, 0));
+                    return;
+                }
+                // The new worker has not read its channel yet, so this cannot fail.
+                let _ = tx.send(Job::Run {
+                    mem: mem.clone(),
+                    chain,
+                    completion,
+                });
+                t.sessions.insert(
+                    id,
+                    Entry {
+                        token,
+                        epoch,
+                        worker: Worker::Thread(tx),
+                    },
+                );
+            }
+        }
+    }
+
+    fn send(&self, worker: Worker, mem: &Arc<Mem>, chain: Box<Chain>, completion: Completion) {
+        match worker {
+            Worker::Thread(tx) => {
+                if let Err(mpsc::SendError(job)) = tx.send(Job::Run {
+                    mem: mem.clone(),
+                    chain,
+                    completion,
+                }) {
+                    fail_job(job, NO_SESSION);
+                }
+            }
+            Worker::Inline(mut slot) => {
+                let (len, _) = run(&self.inner, &mut slot, mem, &chain, completion.is_current());
+                completion.complete(len);
+            }
+        }
+    }
+
+    /// Starts a new epoch: sessions opened from now on belong to it. Returns the new epoch.
+    pub fn next_epoch(&self) -> u64 {
+        self.inner.epoch.fetch_add(1, Ordering::SeqCst) + 1
+    }
+
+    /// Destroys the sessions opened before epoch `epoch` (everything they own is freed once
+    /// their queued chains have run). Returns how many.
+    pub fn drop_sessions_before(&self, epoch: u64) -> usize {
+        let old: Vec<Entry> = {
+            let mut t = self.inner.table();
+            let ids: Vec<u64> = t
+                .sessions
+                .iter()
+                .filter(|(_, e)| e.epoch < epoch)
+                .map(|(id, _)| *id)
+                .collect();
+            ids.iter().filter_map(|id| t.sessions.remove(id)).collect()
+        };
+        let n = old.len();
+        for e in old {
+            if let Worker::Thread(tx) = e.worker {
+                let _ = tx.send(Job::Shutdown);
+            }
+        }
+        n
+    }
+
+    /// Destroys every session. Returns how many.
+    pub fn drop_all_sessions(&self) -> usize {
+        self.drop_sessions_before(u64::MAX)
+    }
+
+    /// Waits up to `timeout` for every session worker to end; true if they did.
+    pub fn wait_idle(&self, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        let mut live = self.inner.live();
+        while *live > 0 {
+            let now = Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            live = match self.inner.idle.wait_timeout(live, deadline - now) {
+                Ok((g, _)) => g,
+                Err(e) => e.into_inner().0,
+            };
+        }
+        true
+    }
+}
+
+impl Drop for Device {
+    fn drop(&mut self) {
+        // Workers hold the device's shared state; closing their channels ends them.
+        self.drop_all_sessions();
+    }
+}
+
+/// Ends a job that cannot run with an error reply.
+fn fail_job(job: Job, status: CudaStatus) {
+    if let Job::Run {
+        mem,
+        chain,
+        completion,
+    } = job
+    {
+        let len = error_reply(&mem, &chain.reply, status, SEQ_MALFORMED);
+        completion.complete(len);
+    }
+}
+
+struct LiveGuard(Arc<Inner>);
+
+impl Drop for LiveGuard {
+    fn drop(&mut self) {
+        let mut live = self.0.live();
+        *live = live.saturating_sub(1);
+        if *live == 0 {
+            self.0.idle.notify_all();
+        }
+    }
+}
+
+fn worker_main(inner: Arc<Inner>, id: u64, token: u64, rx: Receiver<Job>) {
+    let _live = LiveGuard(inner.clone());
+    let mut slot = Slot::new();
+    for job in rx {
+        let Job::Run {
+            mem,
+            chain,
+            completion,
+        } = job
+        else {
+            debug!("session {id:#x} dropped");
+            return;
+        };
+        let (len, flow) = run(&inner, &mut slot, &mem, &chain, completion.is_current());
+        completion.complete(len);
+        match flow {
+            Flow::Continue => {}
+            Flow::Closed => return,
+            Flow::OpenFailed => {
+                // Forget the id (unless it was closed and reopened meanwhile); chains still
+                // queued get errors until the channel closes.
+                let mut t = inner.table();
+                if t.sessions.get(&id).is_some_and(|e| e.token == token) {
+                    t.sessions.remove(&id);
+                }
+            }
+        }
+    }
+}
+
+/// Runs one chain on a session slot: the used length and what follows. A chain that is
+/// no longer `current` (its ring stopped meanwhile) is not run and nothing is written; an
+/// open or close still takes effect.
+fn run(inner: &Inner, slot: &mut Slot, mem: &Mem, chain: &Chain, current: bool) -> (u32, Flow) {
+    let none = Area::default();
+    let reply = if current { &chain.reply } else { &none };
+    match chain.op {
+        ChainOp::OpenSession => match inner.backend.new_session() {
+            Ok(s) => {
+                slot.session = Some(s);
+                (status_reply(mem, reply, status::SUCCESS), Flow::Continue)
+            }
+            Err(s) => {
+                warn!("cannot start a session: {s}");
+                (status_reply(mem, reply, s.code()), Flow::OpenFailed)
+            }
+        },
+        ChainOp::CloseSession => {
+            // Frees everything the session owns before the driver hears of it.
+            slot.session = None;
+            (status_reply(mem, reply, status::SUCCESS), Flow::Closed)
+        }
+        ChainOp::Submit if current => (submit(slot, mem, chain), Flow::Continue),
+        ChainOp::Submit => {
+            debug!("chain of a stopped ring dropped");
+            (0, Flow::Continue)
+        }
+    }
+}
+
+fn submit(slot: &mut Slot, mem: &Mem, chain: &Chain) -> u32 {
+    let Slot {
+        session,
+        reply,
+        ctrl,
+    } = slot;
+    let (Some(s), Some(msg)) = (session.as_mut(), chain.message.as_ref()) else {
+        return error_reply(mem, &chain.reply, NO_SESSION, SEQ_MALFORMED);
+    };
+    // ctrl_len <= MAX_CTRL_LEN (checked when the chain was parsed).
+    ctrl.clear();
+    ctrl.resize(msg.header.ctrl_len as usize, 0);
+    let (true, Some(out), Some(inp)) = (
+        msg.ctrl.read(mem, 0, ctrl),
+        msg.out.slices(mem),
+        msg.inp.slices(mem),
+    ) else {
+        return error_reply(mem, &chain.reply, BAD_CHAIN, SEQ_MALFORMED);
+    };
+    let (out, inp) = (DataSegs::new(out), DataSegs::new(inp));
+    let capacity = usize::try_from(chain.reply.len()).unwrap_or(usize::MAX);
+    let r = catch_unwind(AssertUnwindSafe(|| {
+        s.handle(&msg.header, ctrl, &out, &inp, reply, capacity)
+    }));
+    if r.is_err() {
+        error!("a session panicked; session dropped");
+        *session = None;
+        return error_reply(mem, &chain.reply, status::UNKNOWN, SEQ_MALFORMED);
+    }
+    let in_bytes = s
+        .in_ranges()
+        .iter()
+        .fold(0u64, |a, &(_, len)| a.saturating_add(len));
+    let written = write_reply(mem, &chain.reply, reply.finish());
+    u32::try_from(u64::from(written).saturating_add(in_bytes)).unwrap_or(u32::MAX)
+}
+
+/// Writes `bytes` (clipped) at the start of `area`; the bytes written.
+fn write_reply(mem: &Mem, area: &Area, bytes: &[u8]) -> u32 {
+    let n = usize::try_from(area.len()).map_or(bytes.len(), |cap| bytes.len().min(cap));
+    if area.write(mem, 0, &bytes[..n]) {
+        // n <= reply_capacity, a u32.
+        n as u32
+    } else {
+        0
+    }
+}
+
+/// A reply with one record `{seq, status}`; the bytes written (0 if `area` is too small).
+pub fn error_reply(mem: &Mem, area: &Area, st: CudaStatus, seq: u64) -> u32 {
+    if area.len() < chain::ERROR_REPLY_LEN {
+        return 0;
+    }
+    let mut b = ReplyBuilder::new();
+    b.push(RecordKind::Reply, seq, st, &[], 0);
+    write_reply(mem, area, b.finish())
+}
+
+fn status_reply(mem: &Mem, area: &Area, st: CudaStatus) -> u32 {
+    error_reply(mem, area, st, 0)
+}

@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! The vhost-user transport: serves the request queues of QEMU's `vhost-user-cuda-pci`
+//! device (DEVICE.md), reading and writing guest memory directly.
+//!
+//! - [`chain`]: validation of descriptor chains against guest memory.
+//! - [`device`]: the session table and chain dispatch (one worker thread per session).
+//! - [`backend`]: the `VhostUserBackend` implementation (features, config space, memory
+//!   table, vring events, ring stop/restart/reset).
+//! - [`Server`]: accepts one frontend connection at a time on a Unix socket and serves it;
+//!   a new connection (QEMU restarted or reconnected) starts from a clean state.
+//!
+//! Layout as in rust-vmm's vhost-device crates: `main.rs` parses arguments into a
+//! [`VhostUserConfig`] and calls [`start_backend`].
+
+pub mod backend;
+pub mod chain;
+pub mod device;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use log::{info, warn};
+use thiserror::Error;
+use vcuda_protocol::virtio::MAX_REQUEST_QUEUES;
+use vhost::vhost_user::{Error as VhostUserError, Listener};
+use vhost_user_backend::VhostUserDaemon;
+use vm_memory::{GuestMemoryAtomic, GuestMemoryMmap};
+
+pub use self::backend::VhostUserCuda;
+pub use self::device::{Device, DeviceConfig, Threading};
+use crate::executor::ExecutorFactory;
+use crate::session::Backend;
+
+/// Errors of the vhost-user transport.
+#[derive(Debug, Error)]
+pub enum Error {
+    /// The queue count is out of range.
+    #[error("Queue count {0} outside 1..={MAX_REQUEST_QUEUES}")]
+    BadQueueCount(u32),
+    /// The socket cannot be created.
+    #[error("Cannot listen on the vhost-user socket")]
+    Listen(#[source] VhostUserError),
+    /// The daemon cannot be created.
+    #[error("Cannot create the vhost-user daemon: {0}")]
+    Daemon(String),
+}
+
+/// Settings of the vhost-user transport.
+#[derive(Debug, Clone)]
+pub struct VhostUserConfig {
+    /// The Unix socket QEMU's chardev connects to.
+    pub socket: PathBuf,
+    /// Request queues; must equal QEMU's `num-request-queues`.
+    pub queues: u32,
+    /// Most sessions per connection.
+    pub max_sessions: usize,
+}
+
+/// How one connection ended.
+#[derive(Debug)]
+pub struct ConnectionEnd {
+    /// The daemon's error, if it ended with one other than a disconnect.
+    pub error: Option<String>,
+}
+
+/// Serves vhost-user connections on a socket, one at a time.
+pub struct Server {
+    listener: Listener,
+    config: VhostUserConfig,
+    backend: Arc<Backend>,
+    factory: Arc<dyn ExecutorFactory>,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("config", &self.config)
+            .finish()
+    }
+}
+
+impl Server {
+    /// Listens on `config.socket` (replacing a stale socket file).
+    pub fn new(config: VhostUserConfig, factory: Arc<dyn ExecutorFactory>) -> Result<Self, Error> {
+        if config.queues == 0 || config.queues > MAX_REQUEST_QUEUES {
+            return Err(Error::BadQueueCount(config.queues));
+        }
+        let listener = Listener::new(&config.socket, true).map_err(Error::Listen)?;
+        Ok(Self {
+            listener,
+            backend: Backend::new(factory.clone()),
+            factory,
+            config,
+        })
+    }
+
+    /// Waits for a frontend, serves it until it disconnects and cleans up after it: every
+    /// session of the connection is destroyed.
+    pub fn serve_one(&mut self) -> Result<ConnectionEnd, Error> {
+        let mem = GuestMemoryAtomic::new(GuestMemoryMmap::new());
+        let cuda = Arc::new(VhostUserCuda::new(
+            self.backend.clone(),
+            self.factory.clone(),
+            self.config.queues,
+            DeviceConfig {
+                max_sessions: self.config.max_sessions,
+                threading: Threading::PerSession,
+            },
+            mem.clone(),
+        ));
+        let mut daemon = VhostUserDaemon::new("vcuda-vhost".into(), cuda.clone(), mem)
+            .map_err(|e| Error::Daemon(e.to_string()))?;
+        let end = match daemon.start(&mut self.listener) {
+            Ok(()) => {
+                info!("vhost-user frontend connected");
+                let error = match daemon.wait() {
+                    Ok(())
+                    | Err(vhost_user_backend::Error::HandleRequest(
+                        VhostUserError::Disconnected | VhostUserError::PartialMessage,
+                    )) => None,
+                    Err(e) => Some(e.to_string()),
+                };
+                ConnectionEnd { error }
+            }
+            Err(e) => ConnectionEnd {
+                error: Some(e.to_string()),
+            },
+        };
+        for h in daemon.get_epoll_handlers() {
+            h.send_exit_event();
+        }
+        drop(daemon);
+        cuda.disconnect();
+        Ok(end)
+    }
+}
+
+/// Serves vhost-user connections on `config.socket` forever.
+pub fn start_backend(
+    config: VhostUserConfig,
+    factory: Arc<dyn ExecutorFactory>,
+) -> Result<(), Error> {
+    let mut server = Server::new(config, factory)?;
+    info!(
+        "vhost-user backend listening on {} ({} request queues)",
+        server.config.socket.display(),
+        server.config.queues
+    );
+    loop {
+        let end = server.serve_one()?;
+        match end.error {
+            None => info!("vhost-user frontend disconnected"),
+            Some(e) => warn!("vhost-user connection ended: {e}"),
+        }
+    }
+}

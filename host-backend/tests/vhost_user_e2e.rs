@@ -1,0 +1,323 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! The vhost-user backend end to end, without QEMU: the real server on a temporary socket in
+//! a thread, this test playing QEMU's part (the `vhost` crate's frontend, memfd-backed guest
+//! memory shared through SET_MEM_TABLE) and the guest driver's (split virtqueues in that
+//! memory, kicks and calls through eventfds).
+
+mod testutils;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use testutils::*;
+use vcuda_backend::executor::ExecutorFactory;
+use vcuda_backend::vhost_user::device::NO_SESSION;
+use vcuda_backend::vhost_user::{ConnectionEnd, Server, VhostUserConfig};
+use vcuda_protocol::status;
+use vcuda_protocol::virtio::{CONFIG_MAGIC, MAX_CHAIN_DESCRIPTORS};
+use vcuda_protocol::*;
+use zerocopy::IntoBytes;
+
+const RAM: u64 = 32 << 20;
+
+struct Rig {
+    _dir: tempfile::TempDir,
+    path: PathBuf,
+    server: Option<JoinHandle<Vec<ConnectionEnd>>>,
+}
+
+impl Rig {
+    /// A server for `connections` connections in turn, with `queues` queues.
+    fn new(factory: Arc<dyn ExecutorFactory>, queues: u32, connections: usize) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("vcuda.sock");
+        let mut server = Server::new(
+            VhostUserConfig {
+                socket: path.clone(),
+                queues,
+                max_sessions: 16,
+            },
+            factory,
+        )
+        .unwrap();
+        let server = std::thread::spawn(move || {
+            (0..connections)
+                .map(|_| server.serve_one().unwrap())
+                .collect()
+        });
+        Self {
+            _dir: dir,
+            path,
+            server: Some(server),
+        }
+    }
+
+    fn connect(&self, queues: usize) -> VhostClient {
+        VhostClient::connect(&self.path, queues, RAM)
+    }
+
+    /// Waits for the server to have served all its connections; each must end cleanly.
+    fn finish(mut self) {
+        let ends = self.server.take().unwrap().join().unwrap();
+        for e in ends {
+            assert!(e.error.is_none(), "{e:?}");
+        }
+    }
+}
+
+fn pattern(len: usize, seed: u8) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i as u8).wrapping_mul(13).wrapping_add(seed))
+        .collect()
+}
+
+fn free_mem(c: &mut VhostClient, q: usize, id: u64) -> u64 {
+    c.send(q, id, Msg::new().mem_get_info())
+        .ok()
+        .get::<MemGetInfoResp>()
+        .free
+}
+
+#[test]
+fn protocol_suite() {
+    let factory = TestFactory::new(Duration::ZERO);
+    let rig = Rig::new(factory.clone(), 2, 1);
+    let mut c = rig.connect(2);
+
+    // Config space and memory table.
+    assert_eq!(c.config.magic, CONFIG_MAGIC);
+    assert_eq!(c.config.num_request_queues, 2);
+    assert_eq!(c.config.max_chain_descriptors, MAX_CHAIN_DESCRIPTORS);
+    assert_eq!(c.config.protocol_version, u32::from(PROTOCOL_VERSION));
+
+    // Hello, on each queue.
+    assert_eq!(c.open(0, 0xa), 0);
+    // SET_MEM_TABLE is asynchronous; a completed chain proves it was applied.
+    let regions = factory.regions.lock().unwrap().clone();
+    assert_eq!(regions.len(), 2);
+    assert_eq!(regions.iter().map(|r| r.1 as u64).sum::<u64>(), RAM);
+    assert_eq!(c.open(1, 0xb), 0);
+    let r = c.send(0, 0xa, Msg::new().hello());
+    let h = r.ok().get::<HelloResp>();
+    assert_eq!(h.protocol_version, u32::from(PROTOCOL_VERSION));
+    assert_eq!(h.executor, ExecutorKind::Cpu as u32);
+    c.send(1, 0xb, Msg::new().hello()).ok();
+
+    // Malloc, then copies whose data spans many descriptors: 256 KiB in 4 KiB pieces goes
+    // through an indirect table; 40 KiB in 4 KiB pieces is a direct chain of 13.
+    let ptr = c
+        .send(0, 0xa, Msg::new().malloc(1 << 20))
+        .ok()
+        .get::<PtrResp>()
+        .ptr;
+    let data = pattern(256 << 10, 5);
+    let r = c.send(0, 0xa, Msg::new().htod(ptr, &data));
+    assert_eq!(r.statuses(), [0]);
+    let r = c.send(0, 0xa, Msg::new().dtoh(ptr, data.len() as u64));
+    assert_eq!(r.ok().in_len, data.len() as u64);
+    assert_eq!(r.in_data, data);
+    assert_eq!(r.used_len as usize, 64 + data.len());
+    c.spec.indirect_over = 64;
+    let small = pattern(40 << 10, 7);
+    let r = c.send(
+        0,
+        0xa,
+        Msg::new()
+            .htod(ptr + 8, &small)
+            .dtoh(ptr + 8, small.len() as u64),
+    );
+    assert_eq!(r.in_data, small);
+    c.spec.indirect_over = 16;
+
+    // Memset.
+    let r = c.send(0, 0xa, Msg::new().memset(ptr, 0x5a, 4096).dtoh(ptr, 4096));
+    assert_eq!(r.statuses(), [0, 0]);
+    assert!(r.in_data.iter().all(|&b| b == 0x5a));
+
+    // Streams and events.
+    let s = c
+        .send(0, 0xa, Msg::new().stream_create())
+        .ok()
+        .get::<HandleResp>()
+        .handle;
+    let r = c.send(0, 0xa, Msg::new().event_create().event_create());
+    let (e0, e1) = (
+        r.rec(1).get::<HandleResp>().handle,
+        r.rec(2).get::<HandleResp>().handle,
+    );
+    let r = c.send(
+        0,
+        0xa,
+        Msg::new()
+            .event_record(e0, s)
+            .memset(ptr, 1, 1 << 20)
+            .event_record(e1, s)
+            .on_handle(Opcode::EventSynchronize, e1)
+            .event_elapsed(e0, e1)
+            .on_handle(Opcode::StreamSynchronize, s)
+            .on_handle(Opcode::StreamQuery, s)
+            .on_handle(Opcode::EventDestroy, e0)
+            .on_handle(Opcode::EventDestroy, e1)
+            .on_handle(Opcode::StreamDestroy, s),
+    );
+    assert!(r.statuses().iter().all(|&s| s == 0), "{r:?}");
+    assert!(r.rec(5).get::<EventElapsedResp>().ms >= 0.0);
+
+    // Errors: a bad pointer, an unknown handle; the session goes on.
+    let r = c.send(
+        0,
+        0xa,
+        Msg::new()
+            .dtoh(0xdead_0000, 64)
+            .on_handle(Opcode::StreamSynchronize, 77)
+            .nop(),
+    );
+    assert_eq!(r.statuses()[0], status::INVALID_VALUE);
+    assert_ne!(r.statuses()[1], 0);
+    assert_eq!(r.statuses()[2], 0);
+
+    // Asynchronous errors: a fire-and-forget message gets an empty reply when all went
+    // well, and an AsyncError record when something failed.
+    let mut m = Msg::new();
+    m.raw(Opcode::Nop, REQ_REPLY_ON_ERROR, &[], &[], &[]);
+    let r = c.send_flags(0, 0xa, &mut m, MSG_NO_WAIT);
+    assert_eq!((r.used_len, r.records.len()), (32, 0));
+    let mut m = Msg::new();
+    m.raw(
+        Opcode::Free,
+        REQ_REPLY_ON_ERROR,
+        &[],
+        PtrReq { ptr: 0xdead }.as_bytes(),
+        &[],
+    );
+    let r = c.send_flags(0, 0xa, &mut m, MSG_NO_WAIT);
+    assert_eq!(r.records.len(), 1);
+    assert_eq!(r.records[0].kind, RecordKind::AsyncError as u16);
+    assert_ne!(r.records[0].status, 0);
+
+    // Sticky errors: a faulting launch poisons the session until DeviceReset.
+    let r = c.send(1, 0xb, Msg::new().launch(1, 0));
+    assert_eq!(r.statuses(), [status::ILLEGAL_ADDRESS]);
+    let r = c.send(1, 0xb, Msg::new().malloc(16).nop());
+    assert_eq!(r.statuses(), [status::ILLEGAL_ADDRESS, 0]);
+    // Session 0xa is not affected.
+    c.send(0, 0xa, Msg::new().malloc(16)).ok();
+    let r = c.send(1, 0xb, Msg::new().device_reset().malloc(16));
+    assert_eq!(r.statuses(), [0, 0]);
+
+    // Closing a session frees what it owns (seen from the other session).
+    let before = free_mem(&mut c, 0, 0xa);
+    c.send(1, 0xb, Msg::new().malloc(32 << 20)).ok();
+    assert!(free_mem(&mut c, 0, 0xa) <= before - (32 << 20));
+    assert_eq!(c.close(1, 0xb), 0);
+    assert!(free_mem(&mut c, 0, 0xa) >= before);
+    let r = c.send(1, 0xb, Msg::new().nop());
+    assert_eq!(r.statuses(), [NO_SESSION]);
+
+    // A malformed chain (a buffer beyond guest RAM) comes back empty; nothing else changes.
+    let laid = lay_out(
+        &c.ram.mem,
+        &mut c.bump,
+        &Call::submit(0xa, &[0; 32], &[], 0),
+        &c.spec,
+    );
+    let mut bufs = laid.bufs.clone();
+    bufs[0].addr = RAM + 4096;
+    let head = c.queues[0].add(&c.ram.mem, &bufs, None);
+    c.queues[0].kick();
+    assert_eq!(
+        c.queues[0].wait(&c.ram.mem, head, Duration::from_secs(10)),
+        Some(0)
+    );
+    c.send(0, 0xa, Msg::new().nop()).ok();
+
+    assert_eq!(c.close(0, 0xa), 0);
+    drop(c);
+    rig.finish();
+}
+
+#[test]
+fn a_blocking_call_does_not_stall_other_sessions() {
+    let rig = Rig::new(TestFactory::new(Duration::from_millis(500)), 2, 1);
+    let mut c = rig.connect(2);
+    for id in [1, 2, 3] {
+        assert_eq!(c.open(0, id), 0);
+        c.send(0, id, Msg::new().hello()).ok();
+    }
+    let mut m = Msg::new();
+    m.on_handle(Opcode::StreamSynchronize, STREAM_LEGACY);
+    let (ctrl, _) = m.finish(0);
+    let t0 = Instant::now();
+    let slow = c.submit(0, &Call::submit(1, &ctrl, &[], 0));
+    // Same queue and the other queue.
+    for (q, id) in [(0, 2), (1, 3), (0, 2)] {
+        let r = c.send(q, id, Msg::new().nop());
+        assert_eq!(r.statuses(), [0]);
+    }
+    assert!(
+        t0.elapsed() < Duration::from_millis(400),
+        "{:?}",
+        t0.elapsed()
+    );
+    let r = c.wait(slow);
+    assert_eq!(r.statuses(), [0]);
+    assert!(t0.elapsed() >= Duration::from_millis(500));
+    drop(c);
+    rig.finish();
+}
+
+#[test]
+fn pause_keeps_sessions_and_reset_drops_them() {
+    let rig = Rig::new(TestFactory::new(Duration::ZERO), 2, 1);
+    let mut c = rig.connect(2);
+    assert_eq!(c.open(0, 1), 0);
+    c.send(0, 1, Msg::new().hello()).ok();
+    let total = free_mem(&mut c, 0, 1);
+    c.send(0, 1, Msg::new().malloc(16 << 20)).ok();
+
+    // A pause (QEMU's stop/cont): rings stopped and restarted where they were.
+    let bases = c.stop_rings();
+    assert_ne!(bases[0], 0);
+    c.start_rings(&bases);
+    assert_eq!(free_mem(&mut c, 0, 1), total - (16 << 20));
+
+    // A guest reset: rings start over from 0; the old session is gone with its memory.
+    c.reset_rings();
+    let r = c.send(0, 1, Msg::new().nop());
+    assert_eq!(r.statuses(), [NO_SESSION]);
+    assert_eq!(c.open(1, 1), 0);
+    c.send(1, 1, Msg::new().hello()).ok();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while free_mem(&mut c, 1, 1) != total {
+        assert!(
+            Instant::now() < deadline,
+            "memory of the reset session not freed"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    drop(c);
+    rig.finish();
+}
+
+#[test]
+fn reconnect_starts_clean() {
+    let rig = Rig::new(TestFactory::new(Duration::ZERO), 1, 2);
+    let mut c = rig.connect(1);
+    assert_eq!(c.open(0, 1), 0);
+    c.send(0, 1, Msg::new().hello()).ok();
+    let total = free_mem(&mut c, 0, 1);
+    c.send(0, 1, Msg::new().malloc(64 << 20)).ok();
+    // Disconnect with the session open (QEMU killed).
+    drop(c);
+
+    let mut c = rig.connect(1);
+    let r = c.send(0, 1, Msg::new().nop());
+    assert_eq!(r.statuses(), [NO_SESSION]);
+    assert_eq!(c.open(0, 1), 0);
+    c.send(0, 1, Msg::new().hello()).ok();
+    assert_eq!(free_mem(&mut c, 0, 1), total);
+    drop(c);
+    rig.finish();
+}

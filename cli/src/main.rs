@@ -6,9 +6,13 @@
 //!   private `vcuda-backend` is started on a temporary socket for the program's lifetime.
 //! - `vcuda lib-dir`: prints the directory holding `libvcuda.so` and its soname links
 //!   (`libcudart.so.13`, `libcudart.so.12`), for `LD_LIBRARY_PATH`.
+//! - `vcuda vm run [--executor ...] [--memory M] [--smp N] [--timeout S] -- PROGRAM [ARGS]`:
+//!   runs PROGRAM inside a QEMU guest, through the vcuda kernel module and a private
+//!   `vcuda-backend vhost-user` (see guest-driver/README.md and images/README.md).
 
 mod libdir;
 mod run;
+mod vm;
 
 use std::process::ExitCode;
 
@@ -58,6 +62,59 @@ enum Command {
     },
     /// Print the directory holding libvcuda.so and its soname links.
     LibDir,
+    /// Run CUDA programs inside a virtual machine (QEMU + the vcuda kernel module).
+    Vm {
+        #[command(subcommand)]
+        command: VmCommand,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum VmCommand {
+    /// Boot a guest, run PROGRAM in it through /dev/vcuda, print its output, return its status.
+    ///
+    /// The guest image is built (or reused from ~/.cache/vcuda) with images/build-guest.sh,
+    /// or taken from VCUDA_IMAGE_DIR. Exit status: the program's; 124 on timeout; 125 if the
+    /// VM failed to run it.
+    Run {
+        /// Executor for the backend.
+        #[arg(long, value_enum, default_value_t = Executor::Auto)]
+        executor: Executor,
+        /// Guest RAM (MiB, or with an M/G suffix).
+        #[arg(long, default_value = "2G", value_parser = vm::parse_memory)]
+        memory: u64,
+        /// Guest CPUs.
+        #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=64))]
+        smp: u32,
+        /// Request queues of the device (default: one per guest CPU, at most 16).
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=16))]
+        queues: Option<u32>,
+        /// Stop the VM after this many seconds (boot included).
+        #[arg(long, default_value_t = 600)]
+        timeout: u64,
+        /// Accelerator: kvm if /dev/kvm works (auto), or force kvm or tcg.
+        #[arg(long, env = "VCUDA_VM_ACCEL", default_value = "auto",
+              value_parser = ["auto", "kvm", "tcg"])]
+        accel: String,
+        /// Set an environment variable for the program (repeatable). VCUDA_LOG is passed on.
+        #[arg(short = 'e', long = "env", value_name = "KEY=VALUE")]
+        env: Vec<String>,
+        /// Use the prebuilt image in DIR (images/build-guest.sh --out DIR).
+        #[arg(long, env = "VCUDA_IMAGE_DIR", value_name = "DIR")]
+        image_dir: Option<std::path::PathBuf>,
+        /// Write the guest's serial console (kernel log, init status) to FILE.
+        #[arg(long, value_name = "FILE")]
+        console_log: Option<std::path::PathBuf>,
+        /// Show the guest's serial console on stderr.
+        #[arg(short, long)]
+        verbose: bool,
+        /// After the program, unload the vcuda module in the guest; fail (125) if that fails.
+        #[arg(long)]
+        check_unload: bool,
+        /// The program and its arguments.
+        #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+        program: Vec<String>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -67,6 +124,36 @@ fn main() -> ExitCode {
         Command::LibDir => libdir::lib_dir().map(|d| {
             println!("{}", d.display());
             0
+        }),
+        Command::Vm {
+            command:
+                VmCommand::Run {
+                    executor,
+                    memory,
+                    smp,
+                    queues,
+                    timeout,
+                    accel,
+                    env,
+                    image_dir,
+                    console_log,
+                    verbose,
+                    check_unload,
+                    program,
+                },
+        } => vm::run(&vm::VmOptions {
+            executor: executor.as_str().to_owned(),
+            memory_mib: memory,
+            smp,
+            queues,
+            timeout: std::time::Duration::from_secs(timeout),
+            accel,
+            env,
+            image_dir,
+            console_log,
+            verbose,
+            check_unload,
+            program,
         }),
     };
     match r {

@@ -83,6 +83,12 @@ pub const VCUDA_IOC_INFO: u32 = ioc(IOC_READ, 2, size_of::<VcudaInfo>());
 /// Most segments in one submit.
 pub const VCUDA_MAX_SEGS: u32 = 256;
 
+/// The kernel module's mirror of this ABI (and of the chain header and config space), a
+/// `core`-only file the module compiles too; `tests::module_abi_matches` compares the two.
+#[cfg(test)]
+#[path = "../../guest-driver/abi.rs"]
+mod module_abi;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -92,5 +98,78 @@ mod tests {
         // _IOWR('V', 1, 48 bytes) and _IOR('V', 2, 48 bytes) as <asm-generic/ioctl.h> computes them.
         assert_eq!(VCUDA_IOC_SUBMIT, 0xc030_5601);
         assert_eq!(VCUDA_IOC_INFO, 0x8030_5602);
+    }
+
+    /// guest-driver/abi.rs (the module's definitions) agrees with this crate field by field.
+    #[test]
+    fn module_abi_matches() {
+        use core::mem::offset_of;
+
+        use super::module_abi as m;
+        use crate::virtio::{ChainHeader, ChainOp, VirtioCudaConfig};
+
+        macro_rules! same_layout {
+            ($ours:ty, $theirs:ty, [$($f:ident),*]) => {
+                assert_eq!(size_of::<$ours>(), size_of::<$theirs>(), stringify!($ours));
+                $(assert_eq!(
+                    offset_of!($ours, $f),
+                    offset_of!($theirs, $f),
+                    concat!(stringify!($ours), ".", stringify!($f))
+                );)*
+            };
+        }
+        same_layout!(VcudaSeg, m::VcudaSeg, [addr, len, dir, flags]);
+        same_layout!(
+            VcudaSubmit,
+            m::VcudaSubmit,
+            [
+                ctrl_addr, ctrl_len, reply_cap, reply_addr, segs_addr, n_segs, reply_len, flags
+            ]
+        );
+        same_layout!(
+            VcudaInfo,
+            m::VcudaInfo,
+            [config, session, max_segs, abi_version]
+        );
+        same_layout!(
+            VirtioCudaConfig,
+            m::VirtioCudaConfig,
+            [
+                magic,
+                protocol_version,
+                num_request_queues,
+                max_chain_descriptors,
+                max_ctrl_len,
+                reserved,
+                max_data_len
+            ]
+        );
+        same_layout!(ChainHeader, m::ChainHeader, [session, op, reply_capacity]);
+
+        assert_eq!(m::VCUDA_IOC_TYPE, u32::from(VCUDA_IOC_TYPE));
+        assert_eq!(m::VCUDA_IOC_SUBMIT, VCUDA_IOC_SUBMIT);
+        assert_eq!(m::VCUDA_IOC_INFO, VCUDA_IOC_INFO);
+        assert_eq!(m::VCUDA_ABI_VERSION, VCUDA_ABI_VERSION);
+        assert_eq!(m::VCUDA_MAX_SEGS, VCUDA_MAX_SEGS);
+        assert_eq!(m::SEG_OUT, crate::SegmentDir::Out as u32);
+        assert_eq!(m::SEG_IN, crate::SegmentDir::In as u32);
+        assert_eq!(m::CHAIN_OP_SUBMIT, ChainOp::Submit as u32);
+        assert_eq!(m::CHAIN_OP_OPEN_SESSION, ChainOp::OpenSession as u32);
+        assert_eq!(m::CHAIN_OP_CLOSE_SESSION, ChainOp::CloseSession as u32);
+        assert_eq!(m::VIRTIO_ID_CUDA, crate::virtio::VIRTIO_ID_CUDA);
+        assert_eq!(m::CONFIG_MAGIC, crate::virtio::CONFIG_MAGIC);
+        assert_eq!(m::MAX_REQUEST_QUEUES, crate::virtio::MAX_REQUEST_QUEUES);
+        assert_eq!(m::MIN_REPLY_CAPACITY, crate::virtio::MIN_REPLY_CAPACITY);
+        assert_eq!(m::PROTOCOL_VERSION, u32::from(crate::PROTOCOL_VERSION));
+        assert_eq!(m::REPLY_MAGIC, crate::REPLY_MAGIC);
+        assert_eq!(m::REPLY_HEADER_LEN, size_of::<crate::ReplyHeader>());
+        assert_eq!(
+            m::REPLY_HEADER_MAGIC_OFFSET,
+            offset_of!(crate::ReplyHeader, magic)
+        );
+        assert_eq!(
+            m::REPLY_HEADER_CTRL_LEN_OFFSET,
+            offset_of!(crate::ReplyHeader, ctrl_len)
+        );
     }
 }

@@ -1,0 +1,203 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Thin wrappers over the kernel interfaces that `kernel::` does not abstract: the C glue
+//! (`vcuda_glue.c`, for macros and static inlines), an IRQ-safe spinlock backend, a wait queue
+//! with a killable wait, and page helpers.
+
+use core::{
+    ffi::{c_int, c_uint, c_ulong, c_void},
+    marker::PhantomPinned,
+};
+
+use kernel::{
+    bindings,
+    prelude::*,
+    sync::{
+        lock::{Backend, Lock},
+        LockClassKey,
+    },
+    types::Opaque,
+};
+
+// The C glue (vcuda_glue.c). The bindgen-generated structs match the C headers, but some
+// contain zero-sized markers the improper_ctypes lint flags (the `bindings` crate allows it
+// too); only pointers to them cross the boundary. Pages travel as `*mut c_void`.
+#[allow(improper_ctypes)]
+extern "C" {
+    pub(crate) fn vcuda_glue_register(ctx: *mut c_void) -> c_int;
+    pub(crate) fn vcuda_glue_unregister();
+    pub(crate) fn vcuda_glue_own_fops(misc: *mut bindings::miscdevice);
+    pub(crate) fn vcuda_glue_find_vqs(
+        vdev: *mut bindings::virtio_device,
+        n: c_uint,
+        vqs: *mut *mut bindings::virtqueue,
+    ) -> c_int;
+    pub(crate) fn vcuda_glue_device_ready(vdev: *mut bindings::virtio_device);
+    pub(crate) fn vcuda_glue_del_vqs(vdev: *mut bindings::virtio_device);
+    pub(crate) fn vcuda_glue_set_priv(vdev: *mut bindings::virtio_device, p: *mut c_void);
+    pub(crate) fn vcuda_glue_cread32(vdev: *mut bindings::virtio_device, offset: c_uint) -> u32;
+    pub(crate) fn vcuda_glue_cread64(vdev: *mut bindings::virtio_device, offset: c_uint) -> u64;
+    pub(crate) fn vcuda_glue_has_feature(vdev: *mut bindings::virtio_device, fbit: c_uint)
+        -> bool;
+    fn vcuda_glue_spin_lock_irqsave(lock: *mut bindings::spinlock_t) -> c_ulong;
+    fn vcuda_glue_spin_unlock_irqrestore(lock: *mut bindings::spinlock_t, flags: c_ulong);
+    fn vcuda_glue_spin_trylock_irqsave(lock: *mut bindings::spinlock_t, flags: *mut c_ulong)
+        -> bool;
+    fn vcuda_glue_fatal_signal_pending() -> bool;
+    fn vcuda_glue_page_to_phys(page: *mut c_void) -> u64;
+    fn vcuda_glue_kaddr_to_page(addr: *const c_void) -> *mut c_void;
+    pub(crate) fn vcuda_glue_sg_set_page(
+        sg: *mut bindings::scatterlist,
+        page: *mut c_void,
+        len: c_uint,
+        offset: c_uint,
+    );
+    pub(crate) fn vcuda_glue_alloc_wq() -> *mut bindings::workqueue_struct;
+}
+
+/// Backend of a spinlock taken with `spin_lock_irqsave`: the virtqueue callbacks run in hard
+/// interrupt context and take the same locks as the submitting threads.
+pub(crate) struct IrqSpinLockBackend;
+
+/// A spinlock that disables local interrupts while held.
+pub(crate) type IrqSpinLock<T> = Lock<T, IrqSpinLockBackend>;
+
+// SAFETY: `spin_lock_irqsave` gives exclusive ownership until `spin_unlock_irqrestore`, and
+// `relock` (the trait's default) calls `lock` again, the same method.
+unsafe impl Backend for IrqSpinLockBackend {
+    type State = bindings::spinlock_t;
+    type GuardState = c_ulong;
+
+    unsafe fn init(
+        ptr: *mut Self::State,
+        name: *const kernel::ffi::c_char,
+        key: *mut bindings::lock_class_key,
+    ) {
+        // SAFETY: The caller guarantees `ptr` is valid for writes and `name`/`key` live forever.
+        unsafe { bindings::__spin_lock_init(ptr, name, key) }
+    }
+
+    unsafe fn lock(ptr: *mut Self::State) -> Self::GuardState {
+        // SAFETY: The caller guarantees the lock was initialised by `init`.
+        unsafe { vcuda_glue_spin_lock_irqsave(ptr) }
+    }
+
+    unsafe fn try_lock(ptr: *mut Self::State) -> Option<Self::GuardState> {
+        let mut flags = 0;
+        // SAFETY: The caller guarantees the lock was initialised; `flags` is a valid out pointer.
+        unsafe { vcuda_glue_spin_trylock_irqsave(ptr, &mut flags) }.then_some(flags)
+    }
+
+    unsafe fn unlock(ptr: *mut Self::State, flags: &Self::GuardState) {
+        // SAFETY: The caller owns the lock; `flags` came from the matching `lock`.
+        unsafe { vcuda_glue_spin_unlock_irqrestore(ptr, *flags) }
+    }
+
+    unsafe fn assert_is_held(ptr: *mut Self::State) {
+        // SAFETY: The caller guarantees the lock was initialised.
+        unsafe { bindings::spin_assert_is_held(ptr) }
+    }
+}
+
+/// A `wait_queue_head`: threads sleep on it, interrupt handlers wake them.
+#[pin_data]
+pub(crate) struct WaitQueue {
+    #[pin]
+    head: Opaque<bindings::wait_queue_head>,
+    #[pin]
+    _pin: PhantomPinned,
+}
+
+// SAFETY: A wait queue head is designed for use from any thread and interrupt context.
+unsafe impl Send for WaitQueue {}
+// SAFETY: As above: every operation takes the wait queue's own lock.
+unsafe impl Sync for WaitQueue {}
+
+impl WaitQueue {
+    /// A new, empty wait queue.
+    pub(crate) fn new(name: &'static CStr, key: Pin<&'static LockClassKey>) -> impl PinInit<Self> {
+        pin_init!(Self {
+            // SAFETY: `slot` is valid for writes during the call; `name` and `key` are static.
+            head <- Opaque::ffi_init(|slot| unsafe {
+                bindings::__init_waitqueue_head(slot, name.as_char_ptr(), key.as_ptr())
+            }),
+            _pin: PhantomPinned,
+        })
+    }
+
+    /// Wakes every sleeper. Callable from any context, interrupts included.
+    pub(crate) fn wake_all(&self) {
+        // SAFETY: `head` was initialised by `new` and is pinned.
+        unsafe {
+            bindings::__wake_up(
+                self.head.get(),
+                bindings::TASK_NORMAL,
+                0,
+                core::ptr::null_mut(),
+            )
+        };
+    }
+
+    /// Sleeps until `cond()` holds (returns `true`) or a fatal signal is pending (returns
+    /// `false`). Other signals do not interrupt the sleep: a call the device has accepted
+    /// cannot be cancelled, so only a dying process gives up waiting.
+    ///
+    /// `cond` is evaluated after the task is queued and marked sleeping, so a wake-up between
+    /// the check and `schedule()` is not lost; the waker must make `cond` true before
+    /// [`WaitQueue::wake_all`].
+    pub(crate) fn wait_killable(&self, mut cond: impl FnMut() -> bool) -> bool {
+        loop {
+            let wait = Opaque::<bindings::wait_queue_entry>::uninit();
+            // SAFETY: `wait` is valid stack memory that stays in place until `finish_wait`.
+            unsafe { bindings::init_wait(wait.get()) };
+            // SAFETY: `head` is initialised and pinned; `wait` is initialised.
+            unsafe {
+                bindings::prepare_to_wait(
+                    self.head.get(),
+                    wait.get(),
+                    bindings::TASK_KILLABLE as c_int,
+                )
+            };
+            let done = cond();
+            // SAFETY: No preconditions.
+            let killed = !done && unsafe { vcuda_glue_fatal_signal_pending() };
+            if !done && !killed {
+                // SAFETY: The task is queued on `head`; a wake-up or a fatal signal resumes it.
+                unsafe { bindings::schedule() };
+            }
+            // SAFETY: `wait` was added to `head` by `prepare_to_wait` above.
+            unsafe { bindings::finish_wait(self.head.get(), wait.get()) };
+            if done {
+                return true;
+            }
+            if killed {
+                return false;
+            }
+        }
+    }
+}
+
+/// The guest-physical address of a page.
+///
+/// # Safety
+///
+/// `page` must point to a valid `struct page`.
+pub(crate) unsafe fn page_to_phys(page: *mut c_void) -> u64 {
+    // SAFETY: Guaranteed by the caller.
+    unsafe { vcuda_glue_page_to_phys(page) }
+}
+
+/// The page behind a kernel virtual address from kmalloc or vmalloc.
+///
+/// # Safety
+///
+/// `addr` must lie in a live kmalloc or vmalloc allocation.
+pub(crate) unsafe fn kaddr_to_page(addr: *const u8) -> *mut c_void {
+    // SAFETY: Guaranteed by the caller.
+    unsafe { vcuda_glue_kaddr_to_page(addr.cast()) }
+}
+
+/// Sleeps for about `ms` milliseconds (device removal only; never on the data path).
+pub(crate) fn msleep(ms: u32) {
+    // SAFETY: Process context (callers: probe/remove paths).
+    unsafe { bindings::msleep(ms) };
+}

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0 OR MIT
+# Builds the vcuda guest kernel module (guest-driver/) against the pinned guest kernel
+# (build-kernel.sh, built first if needed) and caches it by key:
+#
+#   eval "$(images/build-module.sh)"      # MODULE=<cache>/module-<key>/vcuda.ko, and the
+#                                         # kernel's KDIR=, BZIMAGE=, KMAKE=, KPATH=
+#
+# The key hashes the kernel build directory's name (itself a hash of the kernel's inputs), this
+# script's code and every file of guest-driver/ that goes into the build. The build runs in a
+# private copy of guest-driver/, so the source tree stays clean. A warm kernel makes a changed
+# module build in seconds.
+source "$(dirname "$0")/lib.sh"
+exec 3>&1 1>&2
+
+kvars=$("$REPO_ROOT/images/build-kernel.sh")
+eval "$kvars"
+src=$REPO_ROOT/guest-driver
+files=("$src"/Kbuild "$src"/*.rs "$src"/*.c)
+key=$(short_hash <(echo "$KDIR") <(script_code "$0") "${files[@]}")
+dir=$VCUDA_CACHE/module-$key
+if [ ! -f "$dir/vcuda.ko" ]; then
+    rm -rf "$dir.tmp"
+    mkdir -p "$dir.tmp/build"
+    cp "${files[@]}" "$dir.tmp/build/"
+    log "building vcuda.ko against $KDIR"
+    # shellcheck disable=SC2086
+    PATH="$KPATH:$PATH" make -s -C "$KDIR" M="$dir.tmp/build" $KMAKE modules >&2 ||
+        die "the module does not build (output above)"
+    cp "$dir.tmp/build/vcuda.ko" "$dir.tmp/vcuda.ko"
+    rm -rf "$dir.tmp/build"
+    publish_dir "$dir"
+    log "built $dir/vcuda.ko"
+fi
+{
+    emit_var MODULE "$dir/vcuda.ko"
+    printf '%s\n' "$kvars"
+} >&3

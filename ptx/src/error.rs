@@ -73,7 +73,8 @@ pub enum KernelError {
     /// A device-side `assert` failed; `message` is the line CUDA prints.
     #[error("{message}")]
     Assert { message: String },
-    /// Call depth or local memory exceeded [`crate::LaunchOptions::max_local_bytes`].
+    /// Local memory or call depth exceeded [`crate::LaunchOptions::max_local_bytes`] or
+    /// [`crate::LaunchOptions::max_call_depth`].
     #[error("Stack overflow at {loc}")]
     StackOverflow { loc: Location },
     /// All threads of a block wait at barriers that can never complete.
@@ -88,6 +89,9 @@ pub enum KernelError {
     /// The parameter buffer is smaller than the kernel's parameter block.
     #[error("Parameter buffer has {got} bytes, the kernel needs {expected}")]
     InvalidParams { expected: u32, got: usize },
+    /// The kernel needs more local memory or registers than the launch may use.
+    #[error("Too many resources requested for launch: {0}")]
+    OutOfResources(String),
     /// Static plus dynamic shared memory exceeds the limit.
     #[error("Shared memory of {requested} bytes exceeds the limit of {limit}")]
     SharedMemoryTooLarge { requested: u64, limit: u64 },
@@ -105,6 +109,7 @@ impl KernelError {
             KernelError::StackOverflow { .. } => 714,
             KernelError::Deadlock { .. } | KernelError::InstructionLimit { .. } => 702,
             KernelError::InvalidConfig(_) => 9,
+            KernelError::OutOfResources(_) => 701,
             KernelError::InvalidParams { .. } | KernelError::SharedMemoryTooLarge { .. } => 1,
         }
     }

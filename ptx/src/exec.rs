@@ -44,6 +44,10 @@ pub struct LaunchOptions {
     pub instruction_limit: Option<u64>,
     /// Local memory (stack) per thread, including call frames.
     pub max_local_bytes: u32,
+    /// Nested calls per thread.
+    pub max_call_depth: u32,
+    /// Register file of one block (8 bytes per register per thread).
+    pub max_register_bytes: u64,
     /// Static plus dynamic shared memory per block (227 KiB on sm_90).
     pub max_shared_bytes: u32,
     /// Value of `%nsmid` (132 on an H100 SXM).
@@ -56,6 +60,8 @@ impl Default for LaunchOptions {
             threads: 0,
             instruction_limit: None,
             max_local_bytes: 1 << 20,
+            max_call_depth: 4096,
+            max_register_bytes: 256 << 20,
             max_shared_bytes: 227 * 1024,
             num_sms: 132,
         }
@@ -222,6 +228,19 @@ pub fn launch(
         if module.funcs[f].indirect_calls {
             stack.extend(module.addr_taken.iter().map(|&c| c as usize));
         }
+    }
+    let frame = module.funcs[k.func as usize].frame_size;
+    if frame > opts.max_local_bytes {
+        return Err(KernelError::OutOfResources(format!(
+            "{frame} bytes of local memory per thread (limit {})",
+            opts.max_local_bytes
+        )));
+    }
+    let reg_bytes = total_regs as u64 * 8 * nthreads.div_ceil(32) * 32;
+    if reg_bytes > opts.max_register_bytes {
+        return Err(KernelError::OutOfResources(format!(
+            "{total_regs} registers per thread"
+        )));
     }
     let nblocks = gx as u64 * gy as u64 * gz as u64;
     let l = Launch {
@@ -425,8 +444,13 @@ impl Warp {
         self.frame_base = [0; 32];
         let fs = func.frame_size as usize;
         for loc in &mut self.local {
-            loc.clear();
-            loc.resize(fs, 0);
+            if fs > 1 << 16 {
+                // Large frames: fresh zeroed allocations, whose pages the OS maps lazily.
+                *loc = vec![0; fs];
+            } else {
+                loc.clear();
+                loc.resize(fs, 0);
+            }
         }
         self.any_frames = false;
         self.dirty = false;
@@ -1699,7 +1723,9 @@ impl<'a> Ctx<'a> {
             let base = w.frame_base[lane];
             let new_base = (base as u64 + caller_size as u64).div_ceil(16) * 16;
             let end = new_base + callee.frame_size as u64;
-            if end > l.opts.max_local_bytes as u64 {
+            if end > l.opts.max_local_bytes as u64
+                || w.frames[lane].len() >= l.opts.max_call_depth as usize
+            {
                 return Err(self.fault(Fault::Stack, w, lane, line));
             }
             if (w.local[lane].len() as u64) < end {

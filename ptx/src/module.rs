@@ -26,6 +26,8 @@ pub const WINDOW_SIZE: u64 = 1 << 32;
 
 /// Limit on decoded instructions and registers, against hostile input.
 const MAX_CODE: usize = 1 << 24;
+/// Limit on registers per function.
+const MAX_REGS: u32 = 1 << 18;
 /// Limit on any single variable or frame size.
 const MAX_VAR_BYTES: u64 = 1 << 32;
 
@@ -99,7 +101,9 @@ pub struct GlobalInfo {
     pub space: GlobalSpace,
     pub size: u64,
     pub align: u32,
-    /// Initial bytes (`size` long; zeros where not initialized or where a relocation goes).
+    /// The initialized prefix of the variable (at most `size` bytes; zeros where a relocation
+    /// goes). Bytes from `init.len()` to `size` are zero: a large uninitialized array costs
+    /// nothing here.
     pub init: Vec<u8>,
     /// Addresses to patch into `init` (see [`GlobalInfo::initial_bytes`]).
     pub relocs: Vec<Reloc>,
@@ -109,7 +113,7 @@ pub struct GlobalInfo {
 }
 
 impl GlobalInfo {
-    /// The initializer with relocations applied.
+    /// The initialized prefix with relocations applied (the rest of the variable is zero).
     pub fn initial_bytes(&self, global_addr: &dyn Fn(GlobalId) -> u64) -> Vec<u8> {
         let mut b = self.init.clone();
         for r in &self.relocs {
@@ -563,7 +567,6 @@ impl<'a> Lower<'a> {
                             let gi = &mut self.globals[g.0 as usize];
                             gi.is_extern &= d.linkage == Linkage::Extern;
                             gi.size = gi.size.max(size);
-                            gi.init.resize(gi.size as usize, 0);
                         }
                         continue;
                     }
@@ -577,7 +580,7 @@ impl<'a> Lower<'a> {
                         },
                         size,
                         align: align as u32,
-                        init: vec![0; size as usize],
+                        init: Vec::new(),
                         relocs: Vec::new(),
                         is_extern: d.linkage == Linkage::Extern,
                         visible: d.linkage == Linkage::Visible,
@@ -618,12 +621,13 @@ impl<'a> Lower<'a> {
             flatten_init(init, &mut vals);
             let es = ty.size() as u64;
             let mut relocs = Vec::new();
-            let mut bytes = std::mem::take(&mut self.globals[g.0 as usize].init);
+            let size = self.globals[g.0 as usize].size;
+            if vals.len() as u64 * es > size {
+                return Err(perr(n.pos, "no more initializers than elements"));
+            }
+            let mut bytes = vec![0u8; vals.len() * es as usize];
             for (k, v) in vals.iter().enumerate() {
                 let off = k as u64 * es;
-                if off + es > bytes.len() as u64 {
-                    return Err(perr(n.pos, "no more initializers than elements"));
-                }
                 match *v {
                     Value::Addr {
                         name, offset, pos, ..
@@ -988,7 +992,7 @@ impl<'a> Lower<'a> {
                         },
                         size,
                         align: align as u32,
-                        init: vec![0; size as usize],
+                        init: Vec::new(),
                         relocs: Vec::new(),
                         is_extern: false,
                         visible: false,
@@ -1119,8 +1123,8 @@ impl<'a> FnState<'a> {
             return Ok(*r);
         }
         let r = self.nregs;
-        if r as usize >= MAX_CODE {
-            return Err(perr(Pos::default(), "fewer registers"));
+        if r >= MAX_REGS {
+            return Err(perr(Pos::default(), "fewer registers in one function"));
         }
         self.nregs += 1;
         self.reg_of_decl.insert(decl, r);

@@ -489,6 +489,16 @@ fn launch_failures() {
         .visible .entry k(.param .u64 out, .param .u64 inp) { { .param .b64 y; st.param.b64 [y], 1; call f, (y); } ret; }";
     let e = try_run(src, 1).unwrap_err();
     assert_eq!(e.cuda_status(), 714, "{e}");
+    // A kernel frame over the local memory limit cannot launch.
+    let e = try_run(
+        &kernel(
+            "",
+            ".local .align 8 .b8 big[2000000]; st.local.u32 [big], 1;",
+        ),
+        1,
+    )
+    .unwrap_err();
+    assert_eq!(e.cuda_status(), 701, "{e}");
     // Local memory beyond the frame.
     let e = try_run(&kernel("", ".local .b8 l[8]; ld.local.u32 %r1, [l+16];"), 1).unwrap_err();
     assert_eq!(e.cuda_status(), 700, "{e}");
@@ -568,17 +578,17 @@ fn module_metadata() {
     let names: Vec<&str> = m.globals().iter().map(|g| g.name.as_str()).collect();
     assert_eq!(names, ["arr", "two", "ptrs", "fl", "str"]);
     let g = |n: &str| m.globals()[m.global(n).unwrap().0 as usize].clone();
-    assert_eq!(
-        g("arr").init,
-        [1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0]
-    );
+    // Only the initialized prefix is stored; the rest is zero.
+    assert_eq!(g("arr").init, [1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0]);
+    assert_eq!(g("arr").size, 16);
     assert_eq!(g("two").init, 2f64.to_le_bytes());
     assert_eq!(g("two").space, vcuda_ptx::GlobalSpace::Const);
     assert_eq!(
         g("fl").init,
         [1.5f32.to_le_bytes(), 2f32.to_le_bytes()].concat()
     );
-    assert_eq!(g("str").init, [104, 105, 0]);
+    assert_eq!(g("str").init, [104, 105]);
+    assert_eq!(g("str").size, 3);
     let ptrs = g("ptrs");
     assert_eq!(ptrs.relocs.len(), 2);
     let bytes = ptrs.initial_bytes(&|id| 0x7f00_0000_1000 + id.0 as u64);
@@ -590,6 +600,9 @@ fn module_metadata() {
         u64::from_le_bytes(bytes[8..].try_into().unwrap()),
         0x7f00_0000_1000
     );
+    // Large uninitialized variables cost no memory at parse time.
+    let huge = Module::parse(".global .align 8 .b8 huge[4000000000];").unwrap();
+    assert!(huge.globals()[0].init.is_empty() && huge.globals()[0].size == 4_000_000_000);
     // .reqntid must match the launch.
     let gpu = Gpu::new(src);
     let args = [

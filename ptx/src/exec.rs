@@ -1082,6 +1082,11 @@ impl<'a> Ctx<'a> {
         while w.group != 0 {
             if w.pc >= w.threshold {
                 w.schedule(l);
+                // Counted against the slice too, so scheduling can never spin.
+                budget -= 1;
+                if budget == 0 {
+                    break;
+                }
                 continue;
             }
             let Some(inst) = code.get(w.pc as usize) else {

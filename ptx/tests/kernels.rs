@@ -967,7 +967,7 @@ fn template_kernels() {
 fn device_printf() {
     for f in ["printf", "debug/printf"] {
         let g = Gpu::new(&fixture(f));
-        g.run("sumPrint", 2, 64, &[]);
+        g.run("sumPrint", 2, 64, &[Arg::I32(1000)]);
         assert_eq!(g.printed(), "sum=500500\n");
         assert_eq!(g.get::<i32>(g.global("total"), 1)[0], 500500);
         let s = g.buf(b"hello\0");

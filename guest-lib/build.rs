@@ -34,6 +34,23 @@ const LIBS: &[Lib] = &[
         node: "libcudart.so.12",
         stub: "cudart",
     },
+    // cuBLAS and cuRAND are whole libraries of their own (apps link them directly, and they
+    // do not call libcudart): the same file exports them under their own nodes.
+    Lib {
+        file: "cublas13.names",
+        node: "libcublas.so.13",
+        stub: "cublas",
+    },
+    Lib {
+        file: "cublas12.names",
+        node: "libcublas.so.12",
+        stub: "cublas",
+    },
+    Lib {
+        file: "curand10.names",
+        node: "libcurand.so.10",
+        stub: "curand",
+    },
 ];
 
 fn read_names(dir: &Path, file: &str) -> BTreeSet<String> {
@@ -159,7 +176,8 @@ fn main() {
     let map = out.join("vcuda.map");
     fs::write(
         &map,
-        "libcudart.so.12 { };\nlibcudart.so.13 { } libcudart.so.12;\n",
+        "libcudart.so.12 { };\nlibcudart.so.13 { } libcudart.so.12;\n\
+         libcublas.so.12 { };\nlibcublas.so.13 { } libcublas.so.12;\nlibcurand.so.10 { };\n",
     )
     .unwrap();
     println!(

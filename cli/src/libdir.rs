@@ -7,6 +7,29 @@ use std::path::{Path, PathBuf};
 /// The names programs load libvcuda.so by.
 pub const SONAMES: &[&str] = &["libcudart.so.13", "libcudart.so.12"];
 
+mod shims {
+    include!(concat!(env!("OUT_DIR"), "/shims.rs"));
+}
+
+/// The libraries that get a shim of their own with the right SONAME (`libcublas.so.13`,
+/// `libcublas.so.12`, `libcurand.so.10`; see cli/build.rs): it forwards every call to
+/// libvcuda.so.
+pub use shims::SHIMS;
+
+/// Writes the soname shims into `dir` unless they are there already.
+fn install_shims(dir: &Path) -> io::Result<()> {
+    for (name, bytes) in SHIMS {
+        let path = dir.join(name);
+        if std::fs::read(&path).is_ok_and(|b| b == *bytes) {
+            continue;
+        }
+        let tmp = dir.join(format!(".{name}.{}", std::process::id()));
+        std::fs::write(&tmp, bytes)?;
+        std::fs::rename(&tmp, &path)?;
+    }
+    Ok(())
+}
+
 fn exe_dir() -> io::Result<PathBuf> {
     let exe = std::env::current_exe()?;
     exe.parent()
@@ -69,5 +92,6 @@ pub fn lib_dir() -> io::Result<PathBuf> {
             std::fs::rename(&tmp, &link)?;
         }
     }
+    install_shims(&dir)?;
     Ok(dir)
 }

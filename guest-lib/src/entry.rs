@@ -90,6 +90,11 @@ impl FfiReturn for u32 {
         status::UNKNOWN
     }
 }
+impl FfiReturn for usize {
+    fn on_panic() -> Self {
+        0
+    }
+}
 impl FfiReturn for i32 {
     fn on_panic() -> Self {
         -1
@@ -176,6 +181,30 @@ macro_rules! entry_stub {
                 stringify!($name),
                 vcuda_protocol::status::NOT_SUPPORTED,
                 true,
+            )
+        }
+    };
+    (cublas, $name:ident) => {
+        #[doc = concat!("`", stringify!($name), "`: not supported; returns `CUBLAS_STATUS_NOT_SUPPORTED`.")]
+        #[unsafe(no_mangle)]
+        pub extern "C" fn $name() -> u32 {
+            $crate::entry::stub(
+                stringify!($name),
+                vcuda_protocol::lib::BLAS_NOT_SUPPORTED,
+                false,
+            )
+        }
+    };
+    // cuRAND has no "not supported" status; `CURAND_STATUS_INTERNAL_ERROR` says the library
+    // cannot do it without blaming the caller's arguments or generator.
+    (curand, $name:ident) => {
+        #[doc = concat!("`", stringify!($name), "`: not supported; returns `CURAND_STATUS_INTERNAL_ERROR`.")]
+        #[unsafe(no_mangle)]
+        pub extern "C" fn $name() -> u32 {
+            $crate::entry::stub(
+                stringify!($name),
+                vcuda_protocol::lib::RAND_INTERNAL_ERROR,
+                false,
             )
         }
     };

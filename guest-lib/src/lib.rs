@@ -35,6 +35,8 @@ pub mod transport;
 pub mod virtio;
 
 mod api {
+    pub mod cublas;
+    pub mod curand;
     pub mod device;
     pub mod error;
     pub mod launch;

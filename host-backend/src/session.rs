@@ -468,7 +468,39 @@ impl Session {
                 .map(|(ptr, size)| (SymbolGetResp { ptr, size }.as_bytes().to_vec(), 0)),
             Request::Launch(ref l, params) => none(e.launch(l, params)),
             Request::FuncSetAttribute(a) => none(e.func_set_attribute(a.function, a.attr, a.value)),
+            Request::BlasCreate(c) => handle(e.blas_create(c.device)),
+            Request::BlasDestroy(h) => none(e.blas_destroy(h.handle)),
+            Request::BlasCall(ref c) => e
+                .blas_call(c)
+                .map(|value| (BlasCallResp { value }.as_bytes().to_vec(), 0))
+                .map_err(|s| posted_library_error(raw, s)),
+            Request::RandCreate(c) => handle(e.rand_create(c.rng_type, c.flags)),
+            Request::RandDestroy(h) => none(e.rand_destroy(h.handle)),
+            Request::RandSet(ref r) => none(e.rand_set(r)),
+            Request::RandGenerate(ref g) => {
+                let dst = inp
+                    .sub(raw.in_offset, raw.in_len)
+                    .map_err(|_| Status::INVALID_VALUE)?;
+                e.rand_generate(g, &dst)
+                    .map(|n| (Vec::new(), n))
+                    .map_err(|s| posted_library_error(raw, s))
+            }
         }
+    }
+}
+
+/// A library call the guest posted without waiting fails as an asynchronous CUDA error
+/// (the guest reports it from a later runtime call), so a library status must not travel
+/// there: it would read as an unrelated `cudaError_t`. The guest checks the arguments of
+/// what it posts, so this is a memory fault (already a CUDA code) or an operation the
+/// executor cannot do.
+fn posted_library_error(raw: &RawRequest<'_>, s: Status) -> Status {
+    let posted = raw.header.flags & REQ_REPLY_ON_ERROR != 0;
+    match s.code() {
+        _ if !posted => s,
+        status::ILLEGAL_ADDRESS | status::MISALIGNED_ADDRESS => s,
+        lib::BLAS_NOT_SUPPORTED => Status::NOT_SUPPORTED,
+        _ => Status(status::LAUNCH_FAILURE),
     }
 }
 

@@ -237,6 +237,13 @@ pub enum Request<'a> {
     SymbolGet(SymbolGetReq, &'a [u8]),
     Launch(LaunchReq, &'a [u8]),
     FuncSetAttribute(FuncSetAttributeReq),
+    BlasCreate(BlasCreateReq),
+    BlasDestroy(HandleReq),
+    BlasCall(BlasCallReq),
+    RandCreate(RandCreateReq),
+    RandDestroy(HandleReq),
+    RandSet(RandSetReq),
+    RandGenerate(RandGenerateReq),
 }
 
 /// Longest kernel or variable name accepted.
@@ -373,11 +380,42 @@ impl<'a> Request<'a> {
                 Request::Launch(r, tail)
             }
             O::FuncSetAttribute => Request::FuncSetAttribute(fixed("FuncSetAttribute", p)?),
+            O::BlasCreate => Request::BlasCreate(fixed("BlasCreate", p)?),
+            O::BlasDestroy => Request::BlasDestroy(fixed("BlasDestroy", p)?),
+            O::BlasCall => Request::BlasCall(fixed("BlasCall", p)?),
+            O::RandCreate => Request::RandCreate(fixed("RandCreate", p)?),
+            O::RandDestroy => Request::RandDestroy(fixed("RandDestroy", p)?),
+            O::RandSet => Request::RandSet(fixed("RandSet", p)?),
+            O::RandGenerate => {
+                let r: RandGenerateReq = fixed("RandGenerate", p)?;
+                let elem = lib::dist::elem_size(r.dist)
+                    .ok_or(DecodeError::Inconsistent("distribution"))?;
+                let bytes =
+                    r.n.checked_mul(elem)
+                        .ok_or(DecodeError::Inconsistent("RandGenerate length"))?;
+                if r.flags & lib::RAND_TO_HOST != 0 {
+                    // The output fills in segments only.
+                    limit("host generator output", bytes, MAX_DATA_LEN)?;
+                    if s.iter().any(|s| s.direction() != Some(SegmentDir::In))
+                        || raw.in_len != bytes
+                    {
+                        return Err(DecodeError::BadSegments("RandGenerate"));
+                    }
+                } else {
+                    segs("RandGenerate", s, 0, 0)?;
+                }
+                Request::RandGenerate(r)
+            }
         })
         .and_then(|r| {
             // Only the copy and module opcodes carry data.
             match op {
-                O::MemcpyHtoD | O::MemcpyDtoH | O::ModuleLoad | O::Hello | O::Nop => Ok(r),
+                O::MemcpyHtoD
+                | O::MemcpyDtoH
+                | O::ModuleLoad
+                | O::Hello
+                | O::Nop
+                | O::RandGenerate => Ok(r),
                 _ => no_segs("request").map(|_| r),
             }
         })

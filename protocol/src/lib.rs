@@ -9,6 +9,7 @@
 //! - [`status`]: `cudaError_t` codes, names and messages.
 //! - [`virtio`]: the virtio device (IDs, config space, chain layout).
 //! - [`ioctl`]: the `/dev/vcuda` ioctl ABI.
+//! - [`blas`]: argument checks of cuBLAS operations.
 //!
 //! All integers are little-endian; all structs are `#[repr(C)]` with compile-time size
 //! checks.
@@ -16,6 +17,7 @@
 #![cfg_attr(not(test), deny(missing_docs))]
 
 pub mod attr;
+pub mod blas;
 pub mod decode;
 pub mod encode;
 pub mod ioctl;
@@ -31,3 +33,5 @@ pub use wire::*;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_lib;

@@ -649,3 +649,29 @@ entry! {
         unsafe { write_out(size, s as usize) }
     }
 }
+
+/// A 2-D copy for the cuBLAS vector and matrix transfers (`cublasSetMatrix` and friends):
+/// `height` rows of `width` bytes, `spitch` and `dpitch` bytes apart. `stream`: `None` for
+/// a synchronous copy, `Some` for an asynchronous one on that stream.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn copy_2d(
+    dst: u64,
+    dpitch: u64,
+    src: u64,
+    spitch: u64,
+    width: u64,
+    height: u64,
+    kind: c_int,
+    stream: Option<u64>,
+) -> Result<()> {
+    let c = client::client()?;
+    let cp = Copy2D {
+        dst,
+        dpitch,
+        src,
+        spitch,
+        width,
+        height,
+    };
+    memcpy(c, cp, kind, stream)
+}

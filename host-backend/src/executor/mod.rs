@@ -15,8 +15,8 @@ use std::sync::Arc;
 
 use vcuda_protocol::status::{self, CudaStatus};
 use vcuda_protocol::{
-    DeviceInfo, EventElapsedResp, ExecutorKind, FuncAttrs, LaunchReq, MemcpyDtoDReq, MemcpyDtoHReq,
-    MemcpyHtoDReq, MemsetReq, ParamInfo,
+    BlasCallReq, DeviceInfo, EventElapsedResp, ExecutorKind, FuncAttrs, LaunchReq, MemcpyDtoDReq,
+    MemcpyDtoHReq, MemcpyHtoDReq, MemsetReq, ParamInfo, RandGenerateReq, RandSetReq, lib,
 };
 
 use crate::data::DataSegs;
@@ -204,4 +204,39 @@ pub trait Executor: Send {
 
     /// Takes the device-side `printf` output produced so far.
     fn take_stdout(&mut self) -> Vec<u8>;
+
+    // cuBLAS and cuRAND (`vcuda_protocol::lib`). These return library statuses
+    // (`cublasStatus_t`, `curandStatus_t`) as [`Status`] values, and `ILLEGAL_ADDRESS` for
+    // a device memory fault. The defaults say the executor has no such library.
+
+    /// Creates a cuBLAS handle on `device`.
+    fn blas_create(&mut self, _device: u32) -> ExecResult<u64> {
+        Err(Status(lib::BLAS_NOT_SUPPORTED))
+    }
+    /// Destroys a cuBLAS handle.
+    fn blas_destroy(&mut self, _handle: u64) -> ExecResult<()> {
+        Err(Status(lib::BLAS_NOT_INITIALIZED))
+    }
+    /// Runs one cuBLAS operation on the handle's stream; returns the scalar result of a
+    /// host-pointer-mode reduction (zero otherwise).
+    fn blas_call(&mut self, _req: &BlasCallReq) -> ExecResult<[u8; 16]> {
+        Err(Status(lib::BLAS_NOT_SUPPORTED))
+    }
+    /// Creates a cuRAND generator (`curandRngType_t`; `lib::RAND_HOST` for a host one).
+    fn rand_create(&mut self, _rng_type: u32, _flags: u32) -> ExecResult<u64> {
+        Err(Status(lib::RAND_INITIALIZATION_FAILED))
+    }
+    /// Destroys a cuRAND generator.
+    fn rand_destroy(&mut self, _handle: u64) -> ExecResult<()> {
+        Err(Status(lib::RAND_NOT_INITIALIZED))
+    }
+    /// Sets a generator's seed, offset, ordering or dimensions.
+    fn rand_set(&mut self, _req: &RandSetReq) -> ExecResult<()> {
+        Err(Status(lib::RAND_NOT_INITIALIZED))
+    }
+    /// Generates `req.n` numbers into device memory, or into `out` (`n` times the element
+    /// size, with `lib::RAND_TO_HOST`); returns the bytes written to `out`.
+    fn rand_generate(&mut self, _req: &RandGenerateReq, _out: &DataSegs<'_>) -> ExecResult<u64> {
+        Err(Status(lib::RAND_NOT_INITIALIZED))
+    }
 }

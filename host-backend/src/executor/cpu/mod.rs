@@ -7,16 +7,18 @@
 //! blocks still run in parallel on the host's cores. Events are stamped when reached, which,
 //! with in-order execution, is when all work before them has completed.
 
+mod blas;
 mod memory;
 mod module;
+mod rand;
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
 use vcuda_protocol::{
-    DeviceInfo, EventElapsedResp, ExecutorKind, LaunchReq, MemcpyDtoDReq, MemcpyDtoHReq,
-    MemcpyHtoDReq, MemsetReq, STREAM_LEGACY, attr,
+    BlasCallReq, DeviceInfo, EventElapsedResp, ExecutorKind, LaunchReq, MemcpyDtoDReq,
+    MemcpyDtoHReq, MemcpyHtoDReq, MemsetReq, RandGenerateReq, RandSetReq, STREAM_LEGACY, attr, lib,
 };
 
 pub use self::memory::{AllocKind, DeviceHeap, MemoryBudget};
@@ -80,6 +82,8 @@ impl ExecutorFactory for CpuFactory {
             next_handle: 0x5ca1_0000,
             limits: Limits::default(),
             threads,
+            blas: blas::Blas::default(),
+            rand: rand::Rand::default(),
         }))
     }
 }
@@ -156,6 +160,8 @@ pub struct CpuExecutor {
     next_handle: u64,
     limits: Limits,
     threads: usize,
+    blas: blas::Blas,
+    rand: rand::Rand,
 }
 
 /// Name the CPU device reports.
@@ -301,6 +307,8 @@ impl Executor for CpuExecutor {
         self.streams.clear();
         self.events.clear();
         self.limits = Limits::default();
+        self.blas.clear();
+        self.rand.clear();
         Ok(())
     }
 
@@ -524,6 +532,65 @@ impl Executor for CpuExecutor {
 
     fn take_stdout(&mut self) -> Vec<u8> {
         self.modules.take_stdout()
+    }
+
+    fn blas_create(&mut self, device: u32) -> ExecResult<u64> {
+        self.check_device(device)
+            .map_err(|_| Status(lib::BLAS_INVALID_VALUE))?;
+        Ok(self.blas.create())
+    }
+
+    fn blas_destroy(&mut self, handle: u64) -> ExecResult<()> {
+        self.blas.destroy(handle)
+    }
+
+    fn blas_call(&mut self, req: &BlasCallReq) -> ExecResult<[u8; 16]> {
+        self.check_stream(req.stream)
+            .map_err(|_| Status(lib::BLAS_EXECUTION_FAILED))?;
+        self.blas.call(&mut self.heap, req)
+    }
+
+    fn rand_create(&mut self, rng_type: u32, flags: u32) -> ExecResult<u64> {
+        self.rand.create(rng_type, flags & lib::RAND_HOST != 0)
+    }
+
+    fn rand_destroy(&mut self, handle: u64) -> ExecResult<()> {
+        self.rand.destroy(handle)
+    }
+
+    fn rand_set(&mut self, req: &RandSetReq) -> ExecResult<()> {
+        self.rand.set(req.handle, req.what, req.value)
+    }
+
+    fn rand_generate(&mut self, req: &RandGenerateReq, out: &DataSegs<'_>) -> ExecResult<u64> {
+        self.check_stream(req.stream)
+            .map_err(|_| Status(lib::RAND_LAUNCH_FAILURE))?;
+        let to_host = req.flags & lib::RAND_TO_HOST != 0;
+        if self.rand.is_host(req.handle)? != to_host {
+            return Err(Status(lib::RAND_TYPE_ERROR));
+        }
+        let len = lib::dist::elem_size(req.dist)
+            .and_then(|e| e.checked_mul(req.n))
+            .ok_or(Status(lib::RAND_TYPE_ERROR))?;
+        // Check the destination before advancing the generator.
+        if !to_host {
+            self.heap
+                .bytes_mut(req.dst, len)
+                .map_err(|_| Status(vcuda_protocol::status::ILLEGAL_ADDRESS))?;
+        }
+        let bytes = self.rand.generate(req)?;
+        if to_host {
+            out.write_at(0, &bytes)
+                .map_err(|_| Status(lib::RAND_LAUNCH_FAILURE))?;
+            Ok(bytes.len() as u64)
+        } else {
+            let dst = self
+                .heap
+                .bytes_mut(req.dst, len)
+                .map_err(|_| Status(vcuda_protocol::status::ILLEGAL_ADDRESS))?;
+            dst.copy_from_slice(&bytes);
+            Ok(0)
+        }
     }
 }
 

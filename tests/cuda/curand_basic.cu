@@ -193,6 +193,9 @@ int main() {
     test_poisson();
     test_sobol();
     check(cudaDeviceSynchronize() == cudaSuccess, "no pending CUDA error");
-    printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
+    if (failures)
+        printf("FAIL: %d failure(s)\n", failures);
+    else
+        printf("PASS\n");
     return failures ? 1 : 0;
 }

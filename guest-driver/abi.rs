@@ -134,8 +134,17 @@ pub const REPLY_HEADER_LEN: usize = 32;
 pub const REPLY_HEADER_MAGIC_OFFSET: usize = 0;
 /// Offset of `ReplyHeader::ctrl_len` (bytes of records after the header).
 pub const REPLY_HEADER_CTRL_LEN_OFFSET: usize = 12;
+/// Offset of `ReplyHeader::n_records`.
+pub const REPLY_HEADER_N_RECORDS_OFFSET: usize = 8;
 /// `b"VCUR"` little-endian: `ReplyHeader::magic`.
 pub const REPLY_MAGIC: u32 = u32::from_le_bytes(*b"VCUR");
+/// Size of a reply record's header (`vcuda_protocol::RecordHeader`).
+pub const RECORD_HEADER_LEN: usize = 32;
+/// Offset of `RecordHeader::status`.
+pub const RECORD_STATUS_OFFSET: usize = 8;
+/// `cudaErrorMemoryAllocation`: the device's status for an `OpenSession` beyond its session
+/// limit.
+pub const STATUS_MEMORY_ALLOCATION: u32 = 2;
 
 const _: () = {
     assert!(size_of::<VcudaSeg>() == 24);

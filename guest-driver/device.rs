@@ -47,10 +47,12 @@ use crate::{
     abi::{
         ChainHeader, VcudaSeg, VcudaSubmit, VirtioCudaConfig, CHAIN_OP_CLOSE_SESSION,
         CHAIN_OP_OPEN_SESSION, CHAIN_OP_SUBMIT, CONFIG_MAGIC, MAX_REQUEST_QUEUES,
-        MIN_REPLY_CAPACITY, PROTOCOL_VERSION, REPLY_HEADER_CTRL_LEN_OFFSET, REPLY_HEADER_LEN,
-        REPLY_HEADER_MAGIC_OFFSET, REPLY_MAGIC, SEG_IN, SEG_OUT, VCUDA_MAX_SEGS,
+        MIN_REPLY_CAPACITY, PROTOCOL_VERSION, RECORD_HEADER_LEN, RECORD_STATUS_OFFSET,
+        REPLY_HEADER_CTRL_LEN_OFFSET, REPLY_HEADER_LEN, REPLY_HEADER_MAGIC_OFFSET,
+        REPLY_HEADER_N_RECORDS_OFFSET, REPLY_MAGIC, SEG_IN, SEG_OUT, STATUS_MEMORY_ALLOCATION,
+        VCUDA_MAX_SEGS,
     },
-    sys::{self, IrqSpinLock, WaitQueue},
+    sys::{self, Chunk, IrqSpinLock, WaitQueue},
 };
 
 /// Largest message the module accepts, whatever the device offers.
@@ -498,13 +500,18 @@ impl Session {
     ///
     /// # Errors
     ///
-    /// As [`VDev::call`].
+    /// `EMFILE` (the device's session limit is reached), `EIO` (the device refused the session
+    /// otherwise), and those of [`VDev::call`].
     pub(crate) fn open(dev: Arc<VDev>) -> Result<Arc<Session>> {
         let id = dev.next_session.fetch_add(1, Relaxed);
         let s = Arc::new(Session { id, dev }, GFP_KERNEL)?;
         let req = Request::control(&s.dev, id, CHAIN_OP_OPEN_SESSION, Some(s.clone()), PENDING)?;
         s.dev.call(&req)?;
-        Ok(s)
+        match req.first_status() {
+            None | Some(0) => Ok(s),
+            Some(STATUS_MEMORY_ALLOCATION) => Err(EMFILE),
+            Some(_) => Err(EIO),
+        }
     }
 }
 
@@ -539,6 +546,8 @@ struct Bufs {
     /// Pinned user pages.
     pages: KVVec<*mut c_void>,
     pins: KVec<PinRange>,
+    /// Data copied through kernel memory instead (see [`Bounce`]).
+    bounce: Option<Bounce>,
     /// The scatterlists: `[head][out data][reply][in data]`, each sublist end-marked. Only
     /// `virtqueue_add_sgs` uses them (reads; the `UnsafeCell` allows its `*mut` view).
     sg: UnsafeCell<KVVec<bindings::scatterlist>>,
@@ -546,8 +555,23 @@ struct Bufs {
     lists: [(usize, usize); 4],
 }
 
-impl Drop for Bufs {
-    fn drop(&mut self) {
+/// A call's data in kernel chunks, for user buffers whose pages are too scattered to fit the
+/// device's descriptor limit: out data is copied in before the call, in data is copied out
+/// after it (only if the caller is still there). In chunks start with the user's current
+/// bytes, so bytes the device does not write come back unchanged.
+struct Bounce {
+    out: KVec<Chunk>,
+    inp: KVec<Chunk>,
+    /// The in segments (address, length), in order.
+    in_segs: KVec<(u64, u64)>,
+}
+
+/// Largest bounce chunk: 2^10 pages (4 MiB).
+const MAX_CHUNK_ORDER: u32 = 10;
+
+impl Bufs {
+    /// Unpins every pinned page (device-writable ones marked dirty).
+    fn unpin(&mut self) {
         for p in &self.pins {
             let pages = self.pages[p.start..p.start + p.count].as_mut_ptr().cast();
             // SAFETY: These pages were pinned by `pin_user_pages_fast` (FOLL_PIN) and are
@@ -561,6 +585,167 @@ impl Drop for Bufs {
                 }
             }
         }
+        self.pins.clear();
+        self.pages.clear();
+    }
+
+    /// Pins the segments' pages: out segments first, then in segments, each in the caller's
+    /// order. On failure `pins` describes what is pinned (and `unpin`/drop releases it).
+    fn pin(&mut self, segs: &[VcudaSeg], pages_total: usize) -> Result {
+        self.pages = KVVec::from_elem(ptr::null_mut(), pages_total, GFP_KERNEL)?;
+        let mut next = 0;
+        for dir in [SEG_OUT, SEG_IN] {
+            for s in segs.iter().filter(|s| s.dir == dir && s.len > 0) {
+                let first = (s.addr / PAGE_SIZE as u64) as usize;
+                let count = ((s.addr + s.len).div_ceil(PAGE_SIZE as u64) as usize) - first;
+                self.pins.push(PinRange { start: next, count: 0, write: dir == SEG_IN }, GFP_KERNEL)?;
+                let flags = if dir == SEG_IN { bindings::FOLL_WRITE } else { 0 };
+                let mut got = 0;
+                while got < count {
+                    let chunk = (count - got).min(1 << 16);
+                    // SAFETY: `pages[next + got..]` has room for `chunk` pointers;
+                    // pin_user_pages_fast checks that the range is user memory.
+                    let r = unsafe {
+                        bindings::pin_user_pages_fast(
+                            ((first + got) * PAGE_SIZE) as _,
+                            chunk as _,
+                            flags as _,
+                            self.pages[next + got..].as_mut_ptr().cast(),
+                        )
+                    };
+                    if r <= 0 {
+                        return Err(if r < 0 { Error::from_errno(r) } else { EFAULT });
+                    }
+                    got += r as usize;
+                    if let Some(p) = self.pins.last_mut() {
+                        p.count = got;
+                    }
+                }
+                next += count;
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds the pinned pages to the out (1) and in (3) lists.
+    fn map_pinned(&self, segs: &[VcudaSeg], sgb: &mut SgBuilder) -> Result {
+        let mut pi = 0;
+        for (dir, list) in [(SEG_OUT, 1), (SEG_IN, 3)] {
+            for s in segs.iter().filter(|s| s.dir == dir && s.len > 0) {
+                let mut addr = s.addr as usize;
+                let end = (s.addr + s.len) as usize;
+                while addr < end {
+                    let off = addr % PAGE_SIZE;
+                    let len = (PAGE_SIZE - off).min(end - addr);
+                    sgb.add(list, self.pages[pi], off, len)?;
+                    pi += 1;
+                    addr += len;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Copies the segments into bounce chunks (in segments too, see [`Bounce`]) and adds the
+    /// chunks to the out (1) and in (3) lists.
+    fn bounce(&mut self, segs: &[VcudaSeg], totals: [u64; 2], sgb: &mut SgBuilder) -> Result {
+        let mut b = Bounce {
+            out: alloc_chunks(totals[0])?,
+            inp: alloc_chunks(totals[1])?,
+            in_segs: KVec::new(),
+        };
+        for s in segs.iter().filter(|s| s.dir == SEG_IN && s.len > 0) {
+            b.in_segs.push((s.addr, s.len), GFP_KERNEL)?;
+        }
+        for (dir, chunks) in [(SEG_OUT, &b.out), (SEG_IN, &b.inp)] {
+            let mut cur = ChunkCursor::new(chunks);
+            for s in segs.iter().filter(|s| s.dir == dir && s.len > 0) {
+                cur.copy_from_user(s.addr, s.len)?;
+            }
+        }
+        for (list, chunks, total) in [(1, &b.out, totals[0]), (3, &b.inp, totals[1])] {
+            let mut left = total as usize;
+            for c in chunks.iter() {
+                let n = c.len().min(left);
+                sgb.add(list, c.page(), 0, n)?;
+                left -= n;
+            }
+        }
+        self.bounce = Some(b);
+        Ok(())
+    }
+}
+
+/// Allocates chunks for `total` bytes, as large as the allocator gives them.
+fn alloc_chunks(total: u64) -> Result<KVec<Chunk>> {
+    let mut v = KVec::new();
+    let mut left = total as usize;
+    let mut max_order = MAX_CHUNK_ORDER;
+    while left > 0 {
+        let pages = left.div_ceil(PAGE_SIZE);
+        let fit = usize::BITS - (pages - 1).leading_zeros();
+        let order = fit.min(max_order);
+        match Chunk::alloc(order) {
+            Some(c) => {
+                left -= c.len().min(left);
+                v.push(c, GFP_KERNEL)?;
+            }
+            None if order > 0 => max_order = order - 1,
+            None => return Err(ENOMEM),
+        }
+    }
+    Ok(v)
+}
+
+/// Walks a chunk list as one byte stream.
+struct ChunkCursor<'a> {
+    chunks: &'a [Chunk],
+    i: usize,
+    off: usize,
+}
+
+impl<'a> ChunkCursor<'a> {
+    fn new(chunks: &'a [Chunk]) -> Self {
+        Self { chunks, i: 0, off: 0 }
+    }
+
+    /// The next `len` bytes of the stream, piece by piece (kernel address, length).
+    fn pieces(&mut self, mut len: u64, mut f: impl FnMut(*mut u8, usize) -> Result) -> Result {
+        while len > 0 {
+            let c = self.chunks.get(self.i).ok_or(EINVAL)?;
+            let n = (c.len() - self.off).min(len as usize);
+            // SAFETY: `off + n <= c.len()`: inside the chunk.
+            f(unsafe { c.as_ptr().add(self.off) }, n)?;
+            self.off += n;
+            len -= n as u64;
+            if self.off == c.len() {
+                self.i += 1;
+                self.off = 0;
+            }
+        }
+        Ok(())
+    }
+
+    fn copy_from_user(&mut self, addr: u64, len: u64) -> Result {
+        let mut r = UserSlice::new(UserPtr::from_addr(addr as usize), len as usize).reader();
+        self.pieces(len, |p, n| {
+            // SAFETY: `p..p + n` lies in a chunk this request owns and nothing else uses yet.
+            r.read_raw(unsafe { core::slice::from_raw_parts_mut(p.cast(), n) })
+        })
+    }
+
+    fn copy_to_user(&mut self, addr: u64, len: u64) -> Result {
+        let mut w = UserSlice::new(UserPtr::from_addr(addr as usize), len as usize).writer();
+        self.pieces(len, |p, n| {
+            // SAFETY: `p..p + n` lies in a chunk the device is done with.
+            w.write_slice(unsafe { core::slice::from_raw_parts(p, n) })
+        })
+    }
+}
+
+impl Drop for Bufs {
+    fn drop(&mut self) {
+        self.unpin();
     }
 }
 
@@ -636,6 +821,13 @@ impl SgBuilder {
         )?;
         self.total += 1;
         Ok(())
+    }
+
+    /// Forgets the data lists (1 and 3).
+    fn clear_data(&mut self) {
+        self.lists[1].clear();
+        self.lists[3].clear();
+        self.total = self.lists[0].len() + self.lists[2].len();
     }
 
     /// Appends a kernel buffer (kmalloc or vmalloc memory) to list `list`.
@@ -723,6 +915,7 @@ impl Request {
             reply,
             pages: KVVec::new(),
             pins: KVec::new(),
+            bounce: None,
             sg: UnsafeCell::new(sg),
             lists,
         };
@@ -764,7 +957,7 @@ impl Request {
             }
             let end = s.addr.checked_add(s.len).ok_or(EINVAL)?;
             let total = if s.dir == SEG_OUT { &mut out_total } else { &mut in_total };
-            *total += s.len;
+            *total = total.saturating_add(s.len);
             if *total > lim.max_data {
                 return Err(E2BIG);
             }
@@ -789,65 +982,26 @@ impl Request {
         let mut bufs = Bufs {
             head,
             reply,
-            pages: KVVec::from_elem(ptr::null_mut(), pages_total, GFP_KERNEL)?,
-            pins: KVec::with_capacity(n, GFP_KERNEL)?,
+            pages: KVVec::new(),
+            pins: KVec::new(),
+            bounce: None,
             sg: UnsafeCell::new(KVVec::new()),
             lists: [(0, 0); 4],
         };
-
-        // Pin: out segments first, then in segments, each in the caller's order. A failure
-        // leaves `bufs.pins` describing what is pinned, and dropping `bufs` unpins it.
-        let mut next = 0;
-        for dir in [SEG_OUT, SEG_IN] {
-            for s in segs.iter().filter(|s| s.dir == dir && s.len > 0) {
-                let first = (s.addr / PAGE_SIZE as u64) as usize;
-                let count = ((s.addr + s.len).div_ceil(PAGE_SIZE as u64) as usize) - first;
-                bufs.pins.push(PinRange { start: next, count: 0, write: dir == SEG_IN },
-                    GFP_KERNEL)?;
-                let flags = if dir == SEG_IN { bindings::FOLL_WRITE } else { 0 };
-                let mut got = 0;
-                while got < count {
-                    let chunk = (count - got).min(1 << 16);
-                    // SAFETY: `bufs.pages[next + got..]` has room for `chunk` pointers;
-                    // pin_user_pages_fast checks that the range is user memory.
-                    let r = unsafe {
-                        bindings::pin_user_pages_fast(
-                            ((first + got) * PAGE_SIZE) as _,
-                            chunk as _,
-                            flags as _,
-                            bufs.pages[next + got..].as_mut_ptr().cast(),
-                        )
-                    };
-                    if r <= 0 {
-                        return Err(if r < 0 { Error::from_errno(r) } else { EFAULT });
-                    }
-                    got += r as usize;
-                    if let Some(p) = bufs.pins.last_mut() {
-                        p.count = got;
-                    }
-                }
-                next += count;
-            }
-        }
-
-        // Scatter-gather lists: [head][out pages][reply][in pages].
+        // Scatter-gather lists: [head][out data][reply][in data].
         let mut sgb = SgBuilder::new(lim.max_desc);
         sgb.add_kernel(0, &bufs.head)?;
         sgb.add_kernel(2, &bufs.reply)?;
-        let mut pi = 0;
-        for dir in [SEG_OUT, SEG_IN] {
-            let list = if dir == SEG_OUT { 1 } else { 3 };
-            for s in segs.iter().filter(|s| s.dir == dir && s.len > 0) {
-                let mut addr = s.addr as usize;
-                let end = (s.addr + s.len) as usize;
-                while addr < end {
-                    let off = addr % PAGE_SIZE;
-                    let len = (PAGE_SIZE - off).min(end - addr);
-                    sgb.add(list, bufs.pages[pi], off, len)?;
-                    pi += 1;
-                    addr += len;
-                }
+        bufs.pin(&segs, pages_total)?;
+        match bufs.map_pinned(&segs, &mut sgb) {
+            Ok(()) => {}
+            Err(e) if e == E2BIG => {
+                // Too scattered for the device's descriptor limit: copy instead.
+                sgb.clear_data();
+                bufs.unpin();
+                bufs.bounce(&segs, [out_total, in_total], &mut sgb)?;
             }
+            Err(e) => return Err(e),
         }
         let descs = sgb.total;
         let (sg, lists) = sgb.finish()?;
@@ -875,6 +1029,36 @@ impl Request {
             }
         }
         (out, n_out, (n - n_out as usize) as c_uint)
+    }
+
+    /// After a `DONE` call whose data went through bounce chunks: copies the in data to the
+    /// caller's in segments (in order, as the device would have written them).
+    ///
+    /// # Errors
+    ///
+    /// `EFAULT` if an in segment is not writable.
+    pub(crate) fn copy_back(&self) -> Result {
+        let Some(b) = &self.bufs.bounce else {
+            return Ok(());
+        };
+        let mut cur = ChunkCursor::new(&b.inp);
+        for &(addr, len) in b.in_segs.iter() {
+            cur.copy_to_user(addr, len)?;
+        }
+        Ok(())
+    }
+
+    /// The status of the reply's first record, if the reply has one.
+    fn first_status(&self) -> Option<u32> {
+        let r = self.reply();
+        let word = |o: usize| Some(u32::from_le_bytes(r.get(o..o + 4)?.try_into().ok()?));
+        if r.len() < REPLY_HEADER_LEN + RECORD_HEADER_LEN
+            || word(REPLY_HEADER_MAGIC_OFFSET)? != REPLY_MAGIC
+            || word(REPLY_HEADER_N_RECORDS_OFFSET)? == 0
+        {
+            return None;
+        }
+        word(REPLY_HEADER_LEN + RECORD_STATUS_OFFSET)
     }
 
     /// The reply bytes the device wrote, once the request is `DONE`: the written part of the

@@ -52,6 +52,8 @@ extern "C" {
         offset: c_uint,
     );
     pub(crate) fn vcuda_glue_alloc_wq() -> *mut bindings::workqueue_struct;
+    fn vcuda_glue_alloc_chunk(order: c_uint) -> *mut c_void;
+    fn vcuda_glue_page_address(page: *mut c_void) -> *mut u8;
 }
 
 /// Backend of a spinlock taken with `spin_lock_irqsave`: the virtqueue callbacks run in hard
@@ -200,4 +202,47 @@ pub(crate) unsafe fn kaddr_to_page(addr: *const u8) -> *mut c_void {
 pub(crate) fn msleep(ms: u32) {
     // SAFETY: Process context (callers: probe/remove paths).
     unsafe { bindings::msleep(ms) };
+}
+
+/// `2^order` physically contiguous pages, freed on drop.
+pub(crate) struct Chunk {
+    page: *mut c_void,
+    order: u32,
+}
+
+// SAFETY: The pages belong to this value alone; they may be used and freed from any thread.
+unsafe impl Send for Chunk {}
+// SAFETY: `&Chunk` gives no access to the contents (see `as_ptr`).
+unsafe impl Sync for Chunk {}
+
+impl Chunk {
+    /// Tries to allocate `2^order` pages (no retries, no warning on failure).
+    pub(crate) fn alloc(order: u32) -> Option<Self> {
+        // SAFETY: No preconditions.
+        let page = unsafe { vcuda_glue_alloc_chunk(order) };
+        (!page.is_null()).then_some(Self { page, order })
+    }
+
+    /// Bytes.
+    pub(crate) fn len(&self) -> usize {
+        kernel::page::PAGE_SIZE << self.order
+    }
+
+    /// The first page.
+    pub(crate) fn page(&self) -> *mut c_void {
+        self.page
+    }
+
+    /// The kernel address of the contents (`len()` bytes; the guest kernel has no highmem).
+    pub(crate) fn as_ptr(&self) -> *mut u8 {
+        // SAFETY: `page` is a live allocation of ours.
+        unsafe { vcuda_glue_page_address(self.page) }
+    }
+}
+
+impl Drop for Chunk {
+    fn drop(&mut self) {
+        // SAFETY: Allocated by `alloc` with this order; nothing uses it any more.
+        unsafe { bindings::__free_pages(self.page.cast(), self.order) };
+    }
 }

@@ -50,6 +50,8 @@ struct page *vcuda_glue_kaddr_to_page(const void *addr);
 void vcuda_glue_sg_set_page(struct scatterlist *sg, struct page *page, unsigned int len,
 			    unsigned int offset);
 struct workqueue_struct *vcuda_glue_alloc_wq(void);
+struct page *vcuda_glue_alloc_chunk(unsigned int order);
+void *vcuda_glue_page_address(struct page *page);
 
 /* The Rust module state, set while the driver is registered. */
 static void *vcuda_ctx;
@@ -217,4 +219,18 @@ void vcuda_glue_sg_set_page(struct scatterlist *sg, struct page *page, unsigned 
 struct workqueue_struct *vcuda_glue_alloc_wq(void)
 {
 	return alloc_workqueue("vcuda", WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
+}
+
+/*
+ * Bounce chunks: physically contiguous, without retries or allocation-failure warnings (the
+ * caller falls back to smaller orders). The __GFP_* flags and page_address() are macros.
+ */
+struct page *vcuda_glue_alloc_chunk(unsigned int order)
+{
+	return alloc_pages(GFP_KERNEL | __GFP_NORETRY | __GFP_NOWARN, order);
+}
+
+void *vcuda_glue_page_address(struct page *page)
+{
+	return page_address(page);
 }

@@ -213,7 +213,8 @@ impl MiscDevice for Session {
 /// # Errors
 ///
 /// `EFAULT` (the argument, message, segment table or reply buffer is not accessible; for the
-/// reply buffer the call has then already run), `ENODEV` (the device is gone), `EINTR` (the
+/// reply buffer, and for in segments of a call that went through bounce buffers, the call has
+/// then already run), `ENODEV` (the device is gone), `EINTR` (the
 /// process is being killed), and the validation errors of [`Request::for_submit`] (`EINVAL`,
 /// `E2BIG`, `ENOMEM`).
 fn submit(session: Arc<Session>, arg: usize) -> Result<isize> {
@@ -221,6 +222,7 @@ fn submit(session: Arc<Session>, arg: usize) -> Result<isize> {
         UserSlice::new(UserPtr::from_addr(arg), size_of::<VcudaSubmit>()).reader().read()?;
     let req = Request::for_submit(&session, &sub)?;
     session.dev.call(&req)?;
+    req.copy_back()?;
     let reply = req.reply();
     let len = reply.len().min(sub.reply_cap as usize);
     UserSlice::new(UserPtr::from_addr(sub.reply_addr as usize), len)

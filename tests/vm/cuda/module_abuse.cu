@@ -1,0 +1,462 @@
+// vcuda-vm-test: expect=module-abuse: PASS
+// vcuda-vm-test: vm=--check-unload
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+// Kernel-module tests, run inside the guest (tests/vm/run.sh): bad ioctl input on /dev/vcuda
+// (huge, overlapping and unmapped segments, too many segments, bad flags and lengths),
+// concurrent raw calls, processes killed in the middle of a large copy and of a stream
+// synchronize, a non-fatal signal during a call, process exit with calls in flight; then the
+// module must still work, every pinned page must be unpinned (/proc/vmstat), and the runner
+// unloads the module (vcuda vm run --check-unload).
+//
+// The raw ioctls use their own /dev/vcuda file (their own device session); the CUDA calls go
+// through libvcuda.so as in any program.
+#include <cuda_runtime.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <vector>
+
+// The ioctl ABI (protocol/src/ioctl.rs, guest-driver/abi.rs).
+struct vcuda_seg {
+    uint64_t addr, len;
+    uint32_t dir, flags;
+};
+struct vcuda_submit {
+    uint64_t ctrl_addr;
+    uint32_t ctrl_len, reply_cap;
+    uint64_t reply_addr, segs_addr;
+    uint32_t n_segs, reply_len;
+    uint64_t flags;
+};
+struct vcuda_config {
+    uint32_t magic, protocol_version, num_request_queues, max_chain_descriptors, max_ctrl_len,
+        reserved;
+    uint64_t max_data_len;
+};
+struct vcuda_info {
+    vcuda_config config;
+    uint64_t session;
+    uint32_t max_segs, abi_version;
+};
+static_assert(sizeof(vcuda_seg) == 24, "vcuda_seg");
+static_assert(sizeof(vcuda_submit) == 48, "vcuda_submit");
+static_assert(sizeof(vcuda_info) == 48, "vcuda_info");
+#define VCUDA_IOC_SUBMIT _IOWR('V', 1, struct vcuda_submit)
+#define VCUDA_IOC_INFO _IOR('V', 2, struct vcuda_info)
+enum { SEG_OUT = 1, SEG_IN = 2 };
+
+static int failures;
+#define CHECK(cond, ...)                                                                     \
+    do {                                                                                     \
+        if (!(cond)) {                                                                       \
+            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                             \
+            fprintf(stderr, __VA_ARGS__);                                                    \
+            fputc('\n', stderr);                                                             \
+            failures++;                                                                      \
+        }                                                                                    \
+    } while (0)
+#define CUDA_OK(x)                                                                           \
+    do {                                                                                     \
+        cudaError_t e_ = (x);                                                                \
+        CHECK(e_ == cudaSuccess, "%s: %s", #x, cudaGetErrorString(e_));                      \
+    } while (0)
+
+static vcuda_info info;
+static const size_t PAGE = 4096;
+
+// A one-request message: Nop (wire.rs / op.rs). Its reply has one record for seq 1.
+struct nop_msg {
+    uint32_t magic;
+    uint16_t version, flags;
+    uint32_t n_requests, ctrl_len;
+    uint64_t out_len, in_len;
+    uint32_t rmagic;
+    uint16_t rversion, rflags;
+    uint32_t opcode, payload_len;
+    uint64_t seq;
+    uint32_t n_segments, reserved;
+};
+static_assert(sizeof(nop_msg) == 64, "nop_msg");
+
+static nop_msg make_nop() {
+    nop_msg m;
+    memset(&m, 0, sizeof m);
+    memcpy(&m.magic, "VCUM", 4);
+    m.version = 1;
+    m.n_requests = 1;
+    m.ctrl_len = 32;
+    memcpy(&m.rmagic, "VCUQ", 4);
+    m.rversion = 1;
+    m.opcode = 2;  // Nop
+    m.seq = 1;
+    return m;
+}
+
+// Submits `m` with `segs`; returns 0 or -errno. `reply_len` gets the reply length.
+static int submit(int fd, const void *msg, uint32_t len, vcuda_seg *segs, uint32_t n,
+                  uint32_t *reply_len = nullptr, void *reply = nullptr, uint32_t cap = 65536,
+                  uint64_t flags = 0) {
+    static thread_local std::vector<uint8_t> buf(65536);
+    vcuda_submit s;
+    memset(&s, 0, sizeof s);
+    s.ctrl_addr = (uintptr_t)msg;
+    s.ctrl_len = len;
+    s.reply_cap = cap;
+    s.reply_addr = reply ? (uintptr_t)reply : (uintptr_t)buf.data();
+    s.segs_addr = (uintptr_t)segs;
+    s.n_segs = n;
+    s.flags = flags;
+    int r = ioctl(fd, VCUDA_IOC_SUBMIT, &s);
+    if (r < 0) return -errno;
+    if (reply_len) *reply_len = s.reply_len;
+    if (!reply && s.reply_len >= 4 && memcmp(buf.data(), "VCUR", 4) != 0) return -1000;
+    return 0;
+}
+
+static int open_dev() {
+    int fd = open("/dev/vcuda", O_RDWR | O_CLOEXEC);
+    if (fd < 0) {
+        perror("open /dev/vcuda");
+        exit(2);
+    }
+    return fd;
+}
+
+static void test_info(int fd) {
+    CHECK(ioctl(fd, VCUDA_IOC_INFO, &info) == 0, "VCUDA_IOC_INFO: %s", strerror(errno));
+    CHECK(memcmp(&info.config.magic, "VCUD", 4) == 0, "config magic");
+    CHECK(info.abi_version == 1, "abi_version %u", info.abi_version);
+    CHECK(info.max_segs == 256, "max_segs %u", info.max_segs);
+    CHECK(info.session != 0, "session id 0");
+    CHECK(info.config.max_data_len > 0 && info.config.max_ctrl_len >= 4096, "limits");
+    printf("info: %u queues, %u descriptors, ctrl %u, data %llu, session %llu\n",
+           info.config.num_request_queues, info.config.max_chain_descriptors,
+           info.config.max_ctrl_len, (unsigned long long)info.config.max_data_len,
+           (unsigned long long)info.session);
+    int fd2 = open_dev();
+    vcuda_info i2;
+    CHECK(ioctl(fd2, VCUDA_IOC_INFO, &i2) == 0 && i2.session != info.session,
+          "second open has its own session");
+    close(fd2);
+}
+
+static void test_bad_input(int fd) {
+    nop_msg m = make_nop();
+    uint32_t rl = 0;
+    CHECK(submit(fd, &m, sizeof m, nullptr, 0, &rl) == 0 && rl >= 64, "nop: reply %u", rl);
+
+    CHECK(ioctl(fd, _IO('V', 99)) < 0 && errno == ENOTTY, "unknown ioctl: %d", errno);
+    CHECK(ioctl(fd, VCUDA_IOC_SUBMIT, (void *)8) < 0 && errno == EFAULT, "bad arg pointer");
+    CHECK(submit(fd, &m, sizeof m, nullptr, 0, nullptr, nullptr, 65536, 1) == -EINVAL,
+          "flags");
+    CHECK(submit(fd, &m, 0, nullptr, 0) == -EINVAL, "empty message");
+    CHECK(submit(fd, &m, sizeof m, nullptr, 0, nullptr, nullptr, 100) == -EINVAL,
+          "small reply buffer");
+    std::vector<uint8_t> big(info.config.max_ctrl_len + 1);
+    CHECK(submit(fd, big.data(), big.size(), nullptr, 0) == -E2BIG, "message too long");
+
+    // Unmapped memory.
+    void *gone = mmap(nullptr, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    munmap(gone, 1 << 20);
+    CHECK(submit(fd, gone, sizeof m, nullptr, 0) == -EFAULT, "unmapped message");
+    vcuda_seg s1 = {(uintptr_t)gone, 8192, SEG_OUT, 0};
+    CHECK(submit(fd, &m, sizeof m, &s1, 1) == -EFAULT, "unmapped out segment");
+    s1.dir = SEG_IN;
+    CHECK(submit(fd, &m, sizeof m, &s1, 1) == -EFAULT, "unmapped in segment");
+    CHECK(submit(fd, &m, sizeof m, (vcuda_seg *)gone, 1) == -EFAULT, "unmapped segment table");
+    vcuda_seg kseg = {0xffff888000000000ull, 4096, SEG_OUT, 0};
+    CHECK(submit(fd, &m, sizeof m, &kseg, 1) == -EFAULT, "kernel address");
+    vcuda_seg nseg = {0, 4096, SEG_IN, 0};
+    CHECK(submit(fd, &m, sizeof m, &nseg, 1) == -EFAULT, "null address");
+    CHECK(submit(fd, &m, sizeof m, nullptr, 0, nullptr, gone) == -EFAULT, "unmapped reply");
+
+    // A read-only mapping can be read (out) but not written (in).
+    void *ro = mmap(nullptr, 16384, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    vcuda_seg rs = {(uintptr_t)ro, 16384, SEG_OUT, 0};
+    CHECK(submit(fd, &m, sizeof m, &rs, 1) == 0, "read-only out segment");
+    rs.dir = SEG_IN;
+    CHECK(submit(fd, &m, sizeof m, &rs, 1) == -EFAULT, "read-only in segment");
+    munmap(ro, 16384);
+
+    // Bad segment fields and sizes.
+    std::vector<uint8_t> buf(1 << 20, 1);
+    vcuda_seg bs = {(uintptr_t)buf.data(), 4096, 3, 0};
+    CHECK(submit(fd, &m, sizeof m, &bs, 1) == -EINVAL, "bad direction");
+    bs.dir = SEG_OUT;
+    bs.flags = 1;
+    CHECK(submit(fd, &m, sizeof m, &bs, 1) == -EINVAL, "segment flags");
+    vcuda_seg wrap = {~0ull - 100, 4096, SEG_OUT, 0};
+    CHECK(submit(fd, &m, sizeof m, &wrap, 1) == -EINVAL, "address overflow");
+    vcuda_seg huge = {(uintptr_t)buf.data(), info.config.max_data_len + 1, SEG_OUT, 0};
+    CHECK(submit(fd, &m, sizeof m, &huge, 1) == -E2BIG, "huge segment");
+    huge.len = 1ull << 62;
+    huge.dir = SEG_IN;
+    CHECK(submit(fd, &m, sizeof m, &huge, 1) == -E2BIG, "enormous segment");
+    vcuda_seg two[2] = {{(uintptr_t)buf.data(), info.config.max_data_len / 2 + 1, SEG_OUT, 0},
+                        {(uintptr_t)buf.data(), info.config.max_data_len / 2 + 1, SEG_OUT, 0}};
+    CHECK(submit(fd, &m, sizeof m, two, 2) == -E2BIG, "segments over max_data_len together");
+    std::vector<vcuda_seg> many(info.max_segs + 1, vcuda_seg{(uintptr_t)buf.data(), 16, SEG_OUT, 0});
+    CHECK(submit(fd, &m, sizeof m, many.data(), many.size()) == -E2BIG, "too many segments");
+    CHECK(submit(fd, &m, sizeof m, many.data(), info.max_segs) == 0, "max segments");
+
+    // Overlapping segments, out and in over the same pages, zero-length, unaligned.
+    vcuda_seg ov[] = {
+        {(uintptr_t)buf.data(), 65536, SEG_OUT, 0},
+        {(uintptr_t)buf.data() + 4096, 16384, SEG_IN, 0},
+        {(uintptr_t)buf.data(), 65536, SEG_OUT, 0},
+        {(uintptr_t)buf.data() + 8191, 3, SEG_IN, 0},
+        {(uintptr_t)buf.data() + 100, 0, SEG_IN, 0},
+        {(uintptr_t)buf.data() + 1, 200000, SEG_IN, 0},
+    };
+    CHECK(submit(fd, &m, sizeof m, ov, sizeof ov / sizeof ov[0]) == 0, "overlapping segments");
+    std::vector<vcuda_seg> same(info.max_segs, vcuda_seg{(uintptr_t)buf.data() + 10, 100, SEG_IN, 0});
+    CHECK(submit(fd, &m, sizeof m, same.data(), same.size()) == 0, "one page pinned 256 times");
+
+    // Scattered pages: every other page of a buffer (no merging).
+    std::vector<vcuda_seg> sc;
+    for (uint32_t i = 0; i < 100; i++)
+        sc.push_back(vcuda_seg{(uintptr_t)buf.data() + 2 * i * 4096 + 4096 - ((uintptr_t)buf.data() % 4096), 4096, SEG_IN, 0});
+    CHECK(submit(fd, &m, sizeof m, sc.data(), sc.size()) == 0, "scattered pages");
+
+    // A large buffer: its pages fit the device's descriptor limit, or (scattered) the module
+    // copies through kernel chunks.
+    size_t large = 32u << 20;
+    if (large > info.config.max_data_len) large = info.config.max_data_len;
+    uint8_t *lb = (uint8_t *)mmap(nullptr, large, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    for (size_t i = 0; i < large; i++) lb[i] = (uint8_t)(i * 7 + (i >> 12));
+    vcuda_seg ls = {(uintptr_t)lb + 3, large - 3, SEG_IN, 0};
+    int r = submit(fd, &m, sizeof m, &ls, 1);
+    CHECK(r == 0, "large in segment: %d", r);
+    // The device wrote nothing (Nop): every byte is as it was, pinned or bounced.
+    size_t bad = 0;
+    for (size_t i = 0; i < large; i++) bad += lb[i] != (uint8_t)(i * 7 + (i >> 12));
+    CHECK(bad == 0, "large in segment: %zu bytes changed", bad);
+    ls.dir = SEG_OUT;
+    CHECK(submit(fd, &m, sizeof m, &ls, 1) == 0, "large out segment");
+    munmap(lb, large);
+    CHECK(submit(fd, &m, sizeof m, nullptr, 0) == 0, "nop after bad input");
+}
+
+struct burst_arg {
+    int fd;
+    int n;
+    int errors;
+};
+
+static void *burst(void *p) {
+    burst_arg *a = (burst_arg *)p;
+    nop_msg m = make_nop();
+    std::vector<uint8_t> buf(3 * 4096 + 17);
+    for (int i = 0; i < a->n; i++) {
+        vcuda_seg s[2] = {{(uintptr_t)buf.data(), buf.size(), SEG_OUT, 0},
+                          {(uintptr_t)buf.data() + 5, 4000, SEG_IN, 0}};
+        if (submit(a->fd, &m, sizeof m, s, i % 3) != 0) a->errors++;
+    }
+    return nullptr;
+}
+
+// Many threads, shared and private files; more calls than a ring holds descriptors (leaked
+// descriptors would stall this).
+static void test_concurrency(int fd) {
+    const int T = 8;
+    pthread_t th[T];
+    burst_arg args[T];
+    for (int i = 0; i < T; i++) {
+        args[i] = {i % 2 ? fd : open_dev(), 400, 0};
+        pthread_create(&th[i], nullptr, burst, &args[i]);
+    }
+    for (int i = 0; i < T; i++) {
+        pthread_join(th[i], nullptr);
+        CHECK(args[i].errors == 0, "thread %d: %d failed calls", i, args[i].errors);
+        if (i % 2 == 0) close(args[i].fd);
+    }
+    // Sessions are closed: more opens than the backend allows at once (256) all work.
+    for (int i = 0; i < 300; i++) {
+        int f = open("/dev/vcuda", O_RDWR);
+        CHECK(f >= 0, "open %d: %s", i, strerror(errno));
+        if (f < 0) break;
+        close(f);
+    }
+}
+
+__global__ void spin(unsigned long long n, float *out) {
+    float x = threadIdx.x;
+    for (unsigned long long i = 0; i < n; i++) x = x * 0.999f + 1.0f;
+    if (threadIdx.x == 0) out[0] = x;
+}
+
+static double now() {
+    timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+// Iterations of `spin` that take about `seconds` on this backend.
+static unsigned long long calibrate(double seconds) {
+    float *d;
+    CUDA_OK(cudaMalloc(&d, 4));
+    unsigned long long n = 20000;
+    double t = 0;
+    for (;;) {
+        double t0 = now();
+        spin<<<1, 32>>>(n, d);
+        CUDA_OK(cudaDeviceSynchronize());
+        t = now() - t0;
+        if (t > 0.2 || n > (1ull << 40)) break;
+        n *= 4;
+    }
+    cudaFree(d);
+    unsigned long long r = (unsigned long long)(n * seconds / t);
+    return r < 1000 ? 1000 : r;
+}
+
+static bool data_round_trip(size_t bytes, unsigned seed) {
+    std::vector<uint32_t> h(bytes / 4), back(bytes / 4);
+    for (size_t i = 0; i < h.size(); i++) h[i] = (uint32_t)(i * 2654435761u + seed);
+    void *d = nullptr;
+    if (cudaMalloc(&d, bytes) != cudaSuccess) return false;
+    bool ok = cudaMemcpy(d, h.data(), bytes, cudaMemcpyHostToDevice) == cudaSuccess &&
+              cudaMemcpy(back.data(), d, bytes, cudaMemcpyDeviceToHost) == cudaSuccess &&
+              back == h;
+    cudaFree(d);
+    return ok;
+}
+
+// Forks a child running `body`, kills it after `delay` seconds, reaps it.
+template <typename F>
+static void kill_child_after(const char *what, double delay, F body) {
+    fflush(nullptr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        body();
+        _exit(0);
+    }
+    usleep((useconds_t)(delay * 1e6));
+    kill(pid, SIGKILL);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "%s: child was not killed (status %#x)",
+          what, st);
+}
+
+static volatile sig_atomic_t usr1_seen;
+static void on_usr1(int) { usr1_seen++; }
+
+static void test_signals(unsigned long long spin_1s) {
+    // SIGKILL while large copies are in flight.
+    for (double delay : {0.3, 0.7, 1.1}) {
+        kill_child_after("copy", delay, [] {
+            for (;;) data_round_trip(16u << 20, 7);
+        });
+    }
+    // SIGKILL during a synchronize on a long kernel.
+    kill_child_after("synchronize", 0.5, [spin_1s] {
+        float *d;
+        cudaMalloc(&d, 4);
+        spin<<<1, 32>>>(spin_1s * 3, d);
+        cudaDeviceSynchronize();
+        fprintf(stderr, "the synchronize returned before the kill\n");
+    });
+    // Process exit (exit_group kills the other threads) with calls in flight.
+    fflush(nullptr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        pthread_t th[4];
+        for (int i = 0; i < 4; i++)
+            pthread_create(&th[i], nullptr, [](void *) -> void * {
+                for (;;) data_round_trip(4u << 20, 3);
+                return nullptr;
+            }, nullptr);
+        usleep(600000);
+        _exit(0);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "exit with calls in flight: status %#x", st);
+
+    // A handled signal does not interrupt a call: the synchronize completes normally.
+    fflush(nullptr);
+    pid = fork();
+    if (pid == 0) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_usr1;  // no SA_RESTART: an interruptible wait would fail
+        sigaction(SIGUSR1, &sa, nullptr);
+        float *d;
+        if (cudaMalloc(&d, 4) != cudaSuccess) _exit(3);
+        spin<<<1, 32>>>(spin_1s * 2, d);
+        cudaError_t e = cudaDeviceSynchronize();
+        bool ok = e == cudaSuccess && data_round_trip(1 << 20, 9);
+        fprintf(stderr, "usr1: %d signals, synchronize: %s\n", (int)usr1_seen,
+                cudaGetErrorString(e));
+        _exit(ok && usr1_seen > 0 ? 0 : 4);
+    }
+    for (int i = 0; i < 10; i++) {
+        usleep(150000);
+        kill(pid, SIGUSR1);
+    }
+    waitpid(pid, &st, 0);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "handled signal during a call: status %#x", st);
+}
+
+static long vmstat(const char *key) {
+    FILE *f = fopen("/proc/vmstat", "r");
+    if (!f) return -1;
+    char k[128];
+    long v, r = -1;
+    while (fscanf(f, "%127s %ld", k, &v) == 2)
+        if (strcmp(k, key) == 0) r = v;
+    fclose(f);
+    return r;
+}
+
+int main() {
+    setvbuf(stdout, nullptr, _IOLBF, 0);
+    int fd = open_dev();
+    test_info(fd);
+    test_bad_input(fd);
+    printf("bad input: done\n");
+    test_concurrency(fd);
+    printf("concurrency: done\n");
+
+    CHECK(data_round_trip(8u << 20, 1), "CUDA round trip before the kills");
+    unsigned long long spin_1s = calibrate(1.0);
+    printf("spin: %llu iterations a second\n", spin_1s);
+    test_signals(spin_1s);
+    printf("signals: done\n");
+
+    // Everything still works.
+    CHECK(data_round_trip(8u << 20, 2), "CUDA round trip after the kills");
+    nop_msg m = make_nop();
+    CHECK(submit(fd, &m, sizeof m, nullptr, 0) == 0, "raw call after the kills");
+    close(fd);
+
+    // Every page pinned is unpinned once the device returned the abandoned calls.
+    long acq = 0, rel = 0;
+    for (int i = 0; i < 300; i++) {
+        acq = vmstat("nr_foll_pin_acquired");
+        rel = vmstat("nr_foll_pin_released");
+        if (acq == rel) break;
+        usleep(100000);
+    }
+    printf("pins: %ld acquired, %ld released\n", acq, rel);
+    CHECK(acq > 0 && acq == rel, "pins leaked: %ld acquired, %ld released", acq, rel);
+
+    if (failures) {
+        printf("module-abuse: %d FAILED\n", failures);
+        return 1;
+    }
+    printf("module-abuse: PASS\n");
+    return 0;
+}

@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0 OR MIT
+# The VM tests: CUDA programs built with nvcc run unchanged inside a QEMU guest, through
+# libvcuda.so, the vcuda kernel module (/dev/vcuda) and `vcuda-backend vhost-user` on the CPU
+# executor, via `vcuda vm run --executor cpu`; and the kernel-module tests
+# (tests/vm/cuda/module_abuse.cu: bad ioctl input, processes killed mid-call, pin leak check,
+# rmmod afterwards).
+#
+#   tests/vm/run.sh            # builds what it needs, runs everything, exits non-zero on failure
+#
+# Builds: the vcuda CLI, vcuda-backend and libvcuda.so (cargo, profile $VCUDA_VM_PROFILE,
+# default debug, in $CARGO_TARGET_DIR or target/); the guest image (images/build-guest.sh:
+# kernel, QEMU, module, initramfs; cached in ~/.cache/vcuda, cold ~20 min, warm seconds); the
+# test programs (CUDA 13.0 from images/cuda-toolkit.sh, and CUDA 12.4 from
+# images/cuda12-toolkit.sh for a libcudart.so.12 subset; cached next to the cargo outputs).
+#
+# Programs: every tests/cuda/*.cu (their `// vcuda-test:` headers: expect=, args=, libs=,
+# nvcc=) and every tests/vm/cuda/*.cu (`// vcuda-vm-test:` headers: the same keys plus
+# vm=FLAGS for `vcuda vm run`). A program passes if it exits 0 and prints every expect= line.
+#
+# Environment: VCUDA_VM_TESTS (a grep -E pattern selecting programs by name),
+# VCUDA_VM_TIMEOUT (per program, default 300 s), VCUDA_IMAGE_DIR (use a prebuilt image),
+# VCUDA_VM_CUDA12=0 (skip the CUDA 12 builds), VCUDA_VM_KEEP (keep the logs directory).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+repo=$(pwd)
+start_all=$SECONDS
+
+log() { printf '[vm-tests] %s\n' "$*" >&2; }
+
+profile=${VCUDA_VM_PROFILE:-debug}
+target=${CARGO_TARGET_DIR:-$repo/target}
+cargo_flags=()
+[ "$profile" = release ] && cargo_flags+=(--release)
+[ "$profile" = debug ] || [ "$profile" = release ] || { log "VCUDA_VM_PROFILE must be debug or release"; exit 2; }
+log "building vcuda, vcuda-backend and libvcuda.so ($profile)"
+cargo build "${cargo_flags[@]}" -p vcuda-cli -p vcuda-backend -p vcuda-guest >&2
+vcuda=$target/$profile/vcuda
+lib_dir=$("$vcuda" lib-dir)
+
+t=$SECONDS
+if [ -z "${VCUDA_IMAGE_DIR:-}" ]; then
+    log "building or reusing the guest image"
+    guest_env=$(bash images/build-guest.sh --lib-dir "$lib_dir")
+    VCUDA_IMAGE_DIR=$(sed -n 's/^GUEST_DIR=//p' <<<"$guest_env")
+    export VCUDA_IMAGE_DIR
+fi
+log "guest image: $VCUDA_IMAGE_DIR ($((SECONDS - t)) s)"
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/vcuda-vm-tests.XXXXXX")
+cleanup() { [ -n "${VCUDA_VM_KEEP:-}" ] && log "logs kept in $work" || rm -rf "$work"; }
+trap cleanup EXIT
+
+# Header lines of a program: "KEY=VALUE" for each `// <tag>: KEY=VALUE` at the top.
+header() {
+    local src=$1 tag=$2
+    sed -n '/^\/\//!q; s|^// '"$tag"': *||p' "$src"
+}
+values() { sed -n "s/^$1=//p"; }
+
+# Builds program $1 (source) with toolkit root $2 into $3; reuses a binary newer than its sources.
+build() {
+    local src=$1 root=$2 exe=$3 tag=$4
+    local h libs nvcc_flags
+    if [ -x "$exe" ] && [ "$exe" -nt "$src" ] && [ "$exe" -nt tests/cuda/common.h ]; then
+        return 0
+    fi
+    h=$(header "$src" "$tag")
+    libs=$(values libs <<<"$h" | tr ',' '\n' | sed 's/^ *//; s/ *$//; /^$/d; s/^/-l/' | tr '\n' ' ')
+    nvcc_flags=$(values nvcc <<<"$h" | tr '\n' ' ')
+    mkdir -p "$(dirname "$exe")"
+    # shellcheck disable=SC2086
+    "$root/bin/nvcc" -cudart=shared -O2 -std=c++17 -gencode 'arch=compute_90,code=[sm_90,compute_90]' \
+        -I"$repo/tests/cuda" -L"$root/lib" $nvcc_flags "$src" -o "$exe.tmp" $libs &&
+        mv "$exe.tmp" "$exe"
+}
+
+cuda13=${VCUDA_CUDA_ROOT:-$(bash images/cuda-toolkit.sh)}
+cuda12=
+if [ "${VCUDA_VM_CUDA12:-1}" != 0 ]; then
+    cuda12=${VCUDA_CUDA12_ROOT:-$(bash images/cuda12-toolkit.sh 2>/dev/null || true)}
+    [ -n "$cuda12" ] || log "warning: the CUDA 12.4 toolkit is unavailable; skipping the libcudart.so.12 builds"
+fi
+bins=$target/vm-tests
+
+# name|source|toolkit|header tag
+cases=()
+for src in tests/cuda/*.cu; do
+    n=$(basename "$src" .cu)
+    cases+=("$n|$src|$cuda13|vcuda-test")
+done
+# A libcudart.so.12 subset (the soname link in the guest, CUDA 12 structure layouts).
+if [ -n "$cuda12" ]; then
+    for n in vectorAdd api_memory api_streams; do
+        [ -f "tests/cuda/$n.cu" ] && cases+=("$n-cuda12|tests/cuda/$n.cu|$cuda12|vcuda-test")
+    done
+fi
+for src in tests/vm/cuda/*.cu; do
+    cases+=("$(basename "$src" .cu)|$src|$cuda13|vcuda-vm-test")
+done
+
+timeout_s=${VCUDA_VM_TIMEOUT:-300}
+pass=() fail=()
+for c in "${cases[@]}"; do
+    IFS='|' read -r name src root tag <<<"$c"
+    if [ -n "${VCUDA_VM_TESTS:-}" ] && ! grep -qE "$VCUDA_VM_TESTS" <<<"$name"; then
+        continue
+    fi
+    exe=$bins/$name
+    if ! build "$src" "$root" "$exe" "$tag" 2>"$work/$name.nvcc"; then
+        log "FAIL $name: nvcc failed:"
+        sed 's/^/    /' "$work/$name.nvcc" >&2
+        fail+=("$name")
+        continue
+    fi
+    h=$(header "$src" "$tag")
+    mapfile -t expects < <(values expect <<<"$h")
+    read -r -a args <<<"$(values args <<<"$h" | tr '\n' ' ')"
+    read -r -a vmflags <<<"$(values vm <<<"$h" | tr '\n' ' ')"
+    t=$SECONDS
+    set +e
+    "$vcuda" vm run --executor cpu --timeout "$timeout_s" --console-log "$work/$name.console" \
+        "${vmflags[@]}" -- "$exe" "${args[@]}" >"$work/$name.out" 2>"$work/$name.err"
+    rc=$?
+    set -e
+    why=
+    [ $rc -eq 0 ] || why="exit status $rc"
+    for e in "${expects[@]}"; do
+        [ -z "$e" ] || grep -qF -- "$e" "$work/$name.out" || why="${why:+$why; }missing output line: $e"
+    done
+    if grep -qE 'BUG:|WARNING:|Oops|Call Trace|general protection' "$work/$name.console"; then
+        why="${why:+$why; }kernel warning on the guest console"
+    fi
+    if [ -z "$why" ]; then
+        log "ok   $name ($((SECONDS - t)) s)"
+        pass+=("$name")
+    else
+        log "FAIL $name ($((SECONDS - t)) s): $why"
+        for f in out err console; do
+            [ -s "$work/$name.$f" ] || continue
+            echo "    --- $f (last 30 lines)" >&2
+            tail -n 30 "$work/$name.$f" | sed 's/^/    | /' >&2
+        done
+        fail+=("$name")
+    fi
+done
+
+log "${#pass[@]} passed, ${#fail[@]} failed, $((SECONDS - start_all)) s in all"
+if [ ${#fail[@]} -gt 0 ]; then
+    log "failed: ${fail[*]}"
+    exit 1
+fi

@@ -1,0 +1,286 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! What device memory a session owns, so every guest pointer is checked before use.
+//!
+//! Device pointers are the driver's own addresses and pass through to the guest unchanged.
+//! In one backend process every session's memory lives in one unified address space, so the
+//! driver alone would happily copy from another session's allocation (or from a registered
+//! host range): every copy, memset and free is first checked here against the allocations
+//! of the calling session, and a range must lie inside one of them.
+
+use std::collections::BTreeMap;
+
+use crate::executor::{ExecResult, Status};
+
+/// Who may free an allocation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Owner {
+    /// `cudaMalloc`: the guest frees it.
+    User,
+    /// A module variable (`__device__`, `__constant__`), keyed by module image hash: it goes
+    /// away with its module.
+    Module([u8; 32]),
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Alloc {
+    len: u64,
+    owner: Owner,
+}
+
+/// A session's device allocations, by base address.
+#[derive(Debug, Default)]
+pub struct Allocations {
+    map: BTreeMap<u64, Alloc>,
+    user_bytes: u64,
+}
+
+impl Allocations {
+    /// Records `[base, base + len)`. Overlapping an existing range is refused (the driver
+    /// never returns overlapping allocations; module variables may be looked up twice).
+    pub fn insert(&mut self, base: u64, len: u64, owner: Owner) -> ExecResult<()> {
+        let end = base.checked_add(len).ok_or(Status::INVALID_VALUE)?;
+        if len == 0 {
+            return Err(Status::INVALID_VALUE);
+        }
+        if let Some(a) = self.map.get(&base) {
+            return if a.len == len && a.owner == owner {
+                Ok(())
+            } else {
+                Err(Status::INVALID_VALUE)
+            };
+        }
+        let before = self.map.range(..base).next_back();
+        let after = self.map.range(base..).next();
+        if before.is_some_and(|(&b, a)| b + a.len > base) || after.is_some_and(|(&b, _)| b < end)
+        {
+            return Err(Status::INVALID_VALUE);
+        }
+        self.map.insert(base, Alloc { len, owner });
+        if owner == Owner::User {
+            self.user_bytes += len;
+        }
+        Ok(())
+    }
+
+    /// Forgets the user allocation starting exactly at `base`; its length.
+    pub fn remove_user(&mut self, base: u64) -> ExecResult<u64> {
+        match self.map.get(&base) {
+            Some(a) if a.owner == Owner::User => {
+                let len = a.len;
+                self.map.remove(&base);
+                self.user_bytes -= len;
+                Ok(len)
+            }
+            _ => Err(Status::INVALID_DEVICE_POINTER),
+        }
+    }
+
+    /// Forgets the variables of module `hash`.
+    pub fn remove_module(&mut self, hash: &[u8; 32]) {
+        self.map.retain(|_, a| a.owner != Owner::Module(*hash));
+    }
+
+    /// Forgets everything.
+    pub fn clear(&mut self) {
+        self.map.clear();
+        self.user_bytes = 0;
+    }
+
+    /// Checks that `[addr, addr + len)` lies inside one allocation (`len` 0: always fine).
+    pub fn check(&self, addr: u64, len: u64) -> ExecResult<()> {
+        if len == 0 {
+            return Ok(());
+        }
+        let (&base, a) = self
+            .map
+            .range(..=addr)
+            .next_back()
+            .ok_or(Status::INVALID_VALUE)?;
+        let off = addr - base;
+        match off.checked_add(len) {
+            Some(end) if end <= a.len => Ok(()),
+            _ => Err(Status::INVALID_VALUE),
+        }
+    }
+
+    /// Checks a pitched region (see [`Region`]).
+    pub fn check_region(&self, r: &Region) -> ExecResult<()> {
+        self.check(r.base, r.span())
+    }
+
+    /// Bytes the guest allocated with `cudaMalloc` and has not freed.
+    pub fn user_bytes(&self) -> u64 {
+        self.user_bytes
+    }
+
+    /// Number of tracked ranges.
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// Whether nothing is tracked.
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    /// The user allocations' base addresses.
+    pub fn user_bases(&self) -> Vec<u64> {
+        self.map
+            .iter()
+            .filter(|(_, a)| a.owner == Owner::User)
+            .map(|(&b, _)| b)
+            .collect()
+    }
+}
+
+/// A pitched device region: `height` rows of `width` bytes, `pitch` bytes apart, from
+/// `base`. Host data for it is always packed (rows `width` apart).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Region {
+    /// First byte.
+    pub base: u64,
+    /// Distance between rows (only meaningful when `height > 1`).
+    pub pitch: u64,
+    /// Bytes per row.
+    pub width: u64,
+    /// Rows.
+    pub height: u64,
+}
+
+impl Region {
+    /// A region, checked: `pitch >= width` when there are several rows, and no address of it
+    /// overflows.
+    pub fn new(base: u64, pitch: u64, width: u64, height: u64) -> ExecResult<Self> {
+        let pitch = if height <= 1 { width } else { pitch };
+        if height > 1 && pitch < width {
+            return Err(Status::INVALID_PITCH);
+        }
+        let r = Self {
+            base,
+            pitch,
+            width,
+            height,
+        };
+        r.checked_span()
+            .and_then(|s| base.checked_add(s))
+            .ok_or(Status::INVALID_VALUE)?;
+        width.checked_mul(height).ok_or(Status::INVALID_VALUE)?;
+        Ok(r)
+    }
+
+    fn checked_span(&self) -> Option<u64> {
+        if self.width == 0 || self.height == 0 {
+            return Some(0);
+        }
+        (self.height - 1)
+            .checked_mul(self.pitch)?
+            .checked_add(self.width)
+    }
+
+    /// Bytes from the first to the last byte touched: `(height - 1) * pitch + width`.
+    pub fn span(&self) -> u64 {
+        // `new` checked that this does not overflow.
+        self.checked_span().unwrap_or(u64::MAX)
+    }
+
+    /// Bytes of the packed host data: `width * height`.
+    pub fn packed_len(&self) -> u64 {
+        self.width * self.height
+    }
+
+    /// Whether the rows are back to back, so the region is one linear range.
+    pub fn is_contiguous(&self) -> bool {
+        self.height <= 1 || self.pitch == self.width
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const A: u64 = 0x7f00_0000_0000;
+
+    #[test]
+    fn ranges_must_lie_in_one_allocation() {
+        let mut m = Allocations::default();
+        m.insert(A, 1000, Owner::User).unwrap();
+        m.insert(A + 1000, 24, Owner::User).unwrap();
+        m.check(A, 1000).unwrap();
+        m.check(A + 999, 1).unwrap();
+        m.check(A + 5, 0).unwrap();
+        m.check(0, 0).unwrap();
+        // Crossing into the neighbour, past the end, before the start, wrapping.
+        assert_eq!(m.check(A + 999, 2), Err(Status::INVALID_VALUE));
+        assert_eq!(m.check(A + 1000, 25), Err(Status::INVALID_VALUE));
+        assert_eq!(m.check(A - 1, 1), Err(Status::INVALID_VALUE));
+        assert_eq!(m.check(A + 10, u64::MAX), Err(Status::INVALID_VALUE));
+        assert_eq!(m.check(u64::MAX, 1), Err(Status::INVALID_VALUE));
+        assert_eq!(m.user_bytes(), 1024);
+    }
+
+    #[test]
+    fn another_sessions_pointer_is_rejected() {
+        let mut mine = Allocations::default();
+        let mut theirs = Allocations::default();
+        mine.insert(A, 4096, Owner::User).unwrap();
+        theirs.insert(A + 0x20_0000, 4096, Owner::User).unwrap();
+        assert_eq!(mine.check(A + 0x20_0000, 16), Err(Status::INVALID_VALUE));
+        assert_eq!(
+            mine.remove_user(A + 0x20_0000),
+            Err(Status::INVALID_DEVICE_POINTER)
+        );
+        theirs.check(A + 0x20_0000, 16).unwrap();
+    }
+
+    #[test]
+    fn free_only_user_bases() {
+        let mut m = Allocations::default();
+        let h = [7u8; 32];
+        m.insert(A, 64, Owner::User).unwrap();
+        m.insert(A + 4096, 16, Owner::Module(h)).unwrap();
+        // Looking a variable up again is fine; a conflicting overlap is not.
+        m.insert(A + 4096, 16, Owner::Module(h)).unwrap();
+        assert_eq!(
+            m.insert(A + 4100, 16, Owner::User),
+            Err(Status::INVALID_VALUE)
+        );
+        assert_eq!(m.insert(A + 32, 64, Owner::User), Err(Status::INVALID_VALUE));
+        assert_eq!(m.remove_user(A + 1), Err(Status::INVALID_DEVICE_POINTER));
+        assert_eq!(m.remove_user(A + 4096), Err(Status::INVALID_DEVICE_POINTER));
+        assert_eq!(m.remove_user(A), Ok(64));
+        assert_eq!(m.remove_user(A), Err(Status::INVALID_DEVICE_POINTER));
+        m.check(A + 4096, 16).unwrap();
+        m.remove_module(&h);
+        assert_eq!(m.check(A + 4096, 16), Err(Status::INVALID_VALUE));
+        assert!(m.is_empty());
+    }
+
+    #[test]
+    fn regions() {
+        let r = Region::new(A, 256, 100, 3).unwrap();
+        assert_eq!(r.span(), 612);
+        assert_eq!(r.packed_len(), 300);
+        assert!(!r.is_contiguous());
+        assert!(Region::new(A, 100, 100, 3).unwrap().is_contiguous());
+        // One row: the pitch is ignored.
+        let one = Region::new(A, 0, 100, 1).unwrap();
+        assert!(one.is_contiguous());
+        assert_eq!(one.span(), 100);
+        assert_eq!(Region::new(A, 50, 100, 2), Err(Status::INVALID_PITCH));
+        assert_eq!(
+            Region::new(u64::MAX - 10, 256, 100, 1),
+            Err(Status::INVALID_VALUE)
+        );
+        assert_eq!(
+            Region::new(A, u64::MAX / 2, 100, 4),
+            Err(Status::INVALID_VALUE)
+        );
+        assert_eq!(Region::new(A, 0, 0, 0).unwrap().span(), 0);
+
+        let mut m = Allocations::default();
+        m.insert(A, 612, Owner::User).unwrap();
+        m.check_region(&r).unwrap();
+        let r2 = Region::new(A, 257, 100, 3).unwrap();
+        assert_eq!(m.check_region(&r2), Err(Status::INVALID_VALUE));
+    }
+}

@@ -1,0 +1,765 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! Every CUDA driver call the executor makes, as thin wrappers over cudarc's `sys` layer.
+//!
+//! cudarc loads `libcuda.so.1` on first use and panics if it, or a symbol, is missing.
+//! [`load`] therefore runs first: it checks the library with `is_culib_present`, checks
+//! that every entry point in [`REQUIRED`] exists, then initializes the driver. A test scans
+//! this file for `sys::cu*` calls and fails if one is in neither [`REQUIRED`] nor
+//! [`OPTIONAL`], so a new call cannot slip past the check.
+//!
+//! Wrappers that take a driver handle (context, stream, event, module, function, device or
+//! host pointer) are `unsafe`: the caller guarantees the handle is live (it came from the
+//! session's tables, which drop an entry before destroying its object) and that the
+//! session's context is current. The driver validates everything else and reports misuse as
+//! an error, not undefined behavior.
+
+use std::ffi::{CStr, c_uint, c_void};
+use std::mem::MaybeUninit;
+
+use cudarc::driver::sys::{
+    self, CUcontext, CUdevice, CUdevice_attribute, CUdeviceptr, CUevent, CUfunction,
+    CUfunction_attribute, CUlimit, CUmemorytype, CUmodule, CUresult, CUstream,
+};
+
+use super::error::{InitError, MIN_DRIVER_VERSION};
+
+/// A raw driver result.
+pub type DrvResult<T> = Result<T, CUresult>;
+
+fn ok(r: CUresult) -> DrvResult<()> {
+    match r {
+        CUresult::CUDA_SUCCESS => Ok(()),
+        e => Err(e),
+    }
+}
+
+/// Entry points the executor cannot run without (CUDA 13.0 binding names).
+pub const REQUIRED: &[&str] = &[
+    "cuInit",
+    "cuDriverGetVersion",
+    "cuGetErrorName",
+    "cuDeviceGetCount",
+    "cuDeviceGet",
+    "cuDeviceGetName",
+    "cuDeviceGetUuid_v2",
+    "cuDeviceTotalMem_v2",
+    "cuDeviceGetAttribute",
+    "cuDevicePrimaryCtxRetain",
+    "cuDevicePrimaryCtxRelease_v2",
+    "cuCtxCreate_v4",
+    "cuCtxDestroy_v2",
+    "cuCtxSetCurrent",
+    "cuCtxSynchronize",
+    "cuCtxSetLimit",
+    "cuCtxGetLimit",
+    "cuMemGetInfo_v2",
+    "cuMemAlloc_v2",
+    "cuMemFree_v2",
+    "cuMemHostAlloc",
+    "cuMemFreeHost",
+    "cuMemHostRegister_v2",
+    "cuMemHostUnregister",
+    "cuMemcpyHtoDAsync_v2",
+    "cuMemcpyDtoHAsync_v2",
+    "cuMemcpyDtoDAsync_v2",
+    "cuMemcpy2DAsync_v2",
+    "cuMemsetD8Async",
+    "cuMemsetD16Async",
+    "cuMemsetD32Async",
+    "cuMemsetD2D8Async",
+    "cuMemsetD2D16Async",
+    "cuMemsetD2D32Async",
+    "cuStreamCreateWithPriority",
+    "cuStreamDestroy_v2",
+    "cuStreamSynchronize",
+    "cuStreamQuery",
+    "cuStreamWaitEvent",
+    "cuEventCreate",
+    "cuEventDestroy_v2",
+    "cuEventRecord",
+    "cuEventRecordWithFlags",
+    "cuEventSynchronize",
+    "cuEventQuery",
+    "cuEventElapsedTime_v2",
+    "cuModuleLoadData",
+    "cuModuleUnload",
+    "cuModuleGetFunction",
+    "cuModuleGetGlobal_v2",
+    "cuFuncGetAttribute",
+    "cuFuncSetAttribute",
+    "cuLaunchKernel",
+];
+
+/// Entry points used when present: `cuFuncGetParamInfo` (driver 12.4+) gives kernel
+/// parameter layouts; without it the guest's own layout is used.
+pub const OPTIONAL: &[&str] = &["cuFuncGetParamInfo"];
+
+/// What [`load`] found.
+#[derive(Debug, Clone, Copy)]
+pub struct Loaded {
+    /// `cuDriverGetVersion`.
+    pub version: i32,
+    /// Devices present.
+    pub device_count: i32,
+    /// Whether `cuFuncGetParamInfo` exists.
+    pub param_info: bool,
+}
+
+fn has_symbol(name: &str) -> bool {
+    // SAFETY: only called after `is_culib_present` returned true, so `culib` finds a
+    // library and does not panic. `get` looks the symbol up with dlsym; we never call
+    // through the pointer it returns (the type is only what dlsym's result is read as).
+    unsafe {
+        sys::culib()
+            .get::<unsafe extern "C" fn()>(name.as_bytes())
+            .is_ok()
+    }
+}
+
+/// The driver's name for a result (`CUDA_ERROR_NO_DEVICE`).
+pub fn error_name(r: CUresult) -> &'static str {
+    let mut p = std::ptr::null();
+    // SAFETY: `p` is a valid out pointer; on success the driver points it at a static
+    // NUL-terminated string.
+    let r2 = unsafe { sys::cuGetErrorName(r, &mut p) };
+    if r2 != CUresult::CUDA_SUCCESS || p.is_null() {
+        return "unknown CUDA error";
+    }
+    // SAFETY: the driver returned a pointer to a static C string (it lives as long as the
+    // library, which is never unloaded).
+    unsafe { CStr::from_ptr(p) }
+        .to_str()
+        .unwrap_or("unknown CUDA error")
+}
+
+/// Finds and initializes the driver, or says what is missing.
+pub fn load() -> Result<Loaded, InitError> {
+    // SAFETY: `is_culib_present` only tries to dlopen the candidate library names (and
+    // closes what it opened); it has no other preconditions.
+    if !unsafe { sys::is_culib_present() } {
+        return Err(InitError::NoLibrary);
+    }
+    for &symbol in REQUIRED {
+        if !has_symbol(symbol) {
+            return Err(InitError::MissingSymbol { symbol });
+        }
+    }
+    // SAFETY: cuInit takes flags (must be 0) and nothing else.
+    match unsafe { sys::cuInit(0) } {
+        CUresult::CUDA_SUCCESS => {}
+        CUresult::CUDA_ERROR_STUB_LIBRARY => return Err(InitError::StubLibrary),
+        r @ CUresult::CUDA_ERROR_NO_DEVICE => return Err(InitError::NoDevice(error_name(r))),
+        r => {
+            return Err(InitError::Driver {
+                call: "cuInit",
+                name: error_name(r),
+            });
+        }
+    }
+    let mut version = 0;
+    // SAFETY: valid out pointer.
+    ok(unsafe { sys::cuDriverGetVersion(&mut version) }).map_err(|r| InitError::Driver {
+        call: "cuDriverGetVersion",
+        name: error_name(r),
+    })?;
+    if version < MIN_DRIVER_VERSION {
+        return Err(InitError::DriverTooOld { found: version });
+    }
+    let mut device_count = 0;
+    // SAFETY: valid out pointer; the driver is initialized.
+    ok(unsafe { sys::cuDeviceGetCount(&mut device_count) }).map_err(|r| InitError::Driver {
+        call: "cuDeviceGetCount",
+        name: error_name(r),
+    })?;
+    if device_count < 1 {
+        return Err(InitError::NoDevice("cuDeviceGetCount reports 0"));
+    }
+    Ok(Loaded {
+        version,
+        device_count,
+        param_info: OPTIONAL.iter().all(|s| has_symbol(s)),
+    })
+}
+
+/// The device with this ordinal.
+pub fn device_get(ordinal: i32) -> DrvResult<CUdevice> {
+    let mut d = 0;
+    // SAFETY: valid out pointer; the driver validates the ordinal.
+    ok(unsafe { sys::cuDeviceGet(&mut d, ordinal) })?;
+    Ok(d)
+}
+
+/// The device's name.
+pub fn device_name(dev: CUdevice) -> DrvResult<Vec<u8>> {
+    let mut buf = [0 as std::ffi::c_char; 256];
+    // SAFETY: the buffer holds `len` bytes; the driver NUL-terminates within it. `dev`
+    // is a plain integer the driver validates.
+    ok(unsafe { sys::cuDeviceGetName(buf.as_mut_ptr(), buf.len() as i32, dev) })?;
+    Ok(buf
+        .iter()
+        .take_while(|&&c| c != 0)
+        .map(|&c| c as u8)
+        .collect())
+}
+
+/// The device's UUID.
+pub fn device_uuid(dev: CUdevice) -> DrvResult<[u8; 16]> {
+    let mut u = MaybeUninit::<sys::CUuuid>::zeroed();
+    // SAFETY: valid out pointer to a `CUuuid` (16 bytes, zero-initialized).
+    ok(unsafe { sys::cuDeviceGetUuid_v2(u.as_mut_ptr(), dev) })?;
+    // SAFETY: zero-initialized, then written by the driver; all bit patterns are valid.
+    let u = unsafe { u.assume_init() };
+    Ok(u.bytes.map(|c| c as u8))
+}
+
+/// Bytes of device memory.
+pub fn device_total_mem(dev: CUdevice) -> DrvResult<u64> {
+    let mut n = 0usize;
+    // SAFETY: valid out pointer.
+    ok(unsafe { sys::cuDeviceTotalMem_v2(&mut n, dev) })?;
+    Ok(n as u64)
+}
+
+/// One device attribute.
+pub fn device_attribute(dev: CUdevice, a: CUdevice_attribute) -> DrvResult<i32> {
+    let mut v = 0;
+    // SAFETY: valid out pointer; `a` is a valid enum value.
+    ok(unsafe { sys::cuDeviceGetAttribute(&mut v, a, dev) })?;
+    Ok(v)
+}
+
+/// Retains the device's primary context.
+pub fn primary_ctx_retain(dev: CUdevice) -> DrvResult<CUcontext> {
+    let mut c = std::ptr::null_mut();
+    // SAFETY: valid out pointer.
+    ok(unsafe { sys::cuDevicePrimaryCtxRetain(&mut c, dev) })?;
+    Ok(c)
+}
+
+/// Releases the device's primary context.
+///
+/// # Safety
+///
+/// Pairs with one successful [`primary_ctx_retain`]; nothing uses the context afterwards.
+pub unsafe fn primary_ctx_release(dev: CUdevice) -> DrvResult<()> {
+    // SAFETY: the caller's contract.
+    ok(unsafe { sys::cuDevicePrimaryCtxRelease_v2(dev) })
+}
+
+/// Creates a context on `dev` (scheduling left to the driver) and makes it current.
+pub fn ctx_create(dev: CUdevice) -> DrvResult<CUcontext> {
+    let mut c = std::ptr::null_mut();
+    let mut params = sys::CUctxCreateParams {
+        execAffinityParams: std::ptr::null_mut(),
+        numExecAffinityParams: 0,
+        cigParams: std::ptr::null_mut(),
+    };
+    // SAFETY: valid out pointer; `params` asks for no affinity and no CIG (null pointers
+    // with zero counts), flags 0 = CU_CTX_SCHED_AUTO.
+    ok(unsafe { sys::cuCtxCreate_v4(&mut c, &mut params, 0, dev) })?;
+    Ok(c)
+}
+
+/// Destroys a context and everything in it.
+///
+/// # Safety
+///
+/// `ctx` came from [`ctx_create`] and is not used afterwards.
+pub unsafe fn ctx_destroy(ctx: CUcontext) -> DrvResult<()> {
+    // SAFETY: the caller's contract.
+    ok(unsafe { sys::cuCtxDestroy_v2(ctx) })
+}
+
+/// Makes `ctx` current on the calling thread.
+///
+/// # Safety
+///
+/// `ctx` is live (or null, which unbinds).
+pub unsafe fn ctx_set_current(ctx: CUcontext) -> DrvResult<()> {
+    // SAFETY: the caller's contract.
+    ok(unsafe { sys::cuCtxSetCurrent(ctx) })
+}
+
+/// Waits for all work in the current context.
+pub fn ctx_synchronize() -> DrvResult<()> {
+    // SAFETY: no arguments; without a current context the driver returns an error.
+    ok(unsafe { sys::cuCtxSynchronize() })
+}
+
+/// `cuCtxSetLimit` on the current context.
+pub fn ctx_set_limit(limit: CUlimit, value: usize) -> DrvResult<()> {
+    // SAFETY: plain values.
+    ok(unsafe { sys::cuCtxSetLimit(limit, value) })
+}
+
+/// `cuCtxGetLimit` on the current context.
+pub fn ctx_get_limit(limit: CUlimit) -> DrvResult<usize> {
+    let mut v = 0usize;
+    // SAFETY: valid out pointer.
+    ok(unsafe { sys::cuCtxGetLimit(&mut v, limit) })?;
+    Ok(v)
+}
+
+/// `(free, total)` device memory.
+pub fn mem_get_info() -> DrvResult<(u64, u64)> {
+    let (mut f, mut t) = (0usize, 0usize);
+    // SAFETY: valid out pointers.
+    ok(unsafe { sys::cuMemGetInfo_v2(&mut f, &mut t) })?;
+    Ok((f as u64, t as u64))
+}
+
+/// Allocates device memory in the current context.
+pub fn mem_alloc(size: usize) -> DrvResult<CUdeviceptr> {
+    let mut p = 0;
+    // SAFETY: valid out pointer.
+    ok(unsafe { sys::cuMemAlloc_v2(&mut p, size) })?;
+    Ok(p)
+}
+
+/// Frees device memory.
+///
+/// # Safety
+///
+/// `ptr` is a live allocation of the current context, not used afterwards.
+pub unsafe fn mem_free(ptr: CUdeviceptr) -> DrvResult<()> {
+    // SAFETY: the caller's contract.
+    ok(unsafe { sys::cuMemFree_v2(ptr) })
+}
+
+/// Allocates `len` bytes of page-locked host memory (portable: pinned for every context).
+pub fn mem_host_alloc(len: usize) -> DrvResult<*mut u8> {
+    let mut p = std::ptr::null_mut();
+    // SAFETY: valid out pointer.
+    ok(unsafe { sys::cuMemHostAlloc(&mut p, len, sys::CU_MEMHOSTALLOC_PORTABLE) })?;
+    Ok(p.cast())
+}
+
+/// Frees page-locked host memory.
+///
+/// # Safety
+///
+/// `p` came from [`mem_host_alloc`], no copy uses it any more, and it is not used
+/// afterwards.
+pub unsafe fn mem_free_host(p: *mut u8) -> DrvResult<()> {
+    // SAFETY: the caller's contract.
+    ok(unsafe { sys::cuMemFreeHost(p.cast()) })
+}
+
+/// Pins `[p, p + len)` for DMA.
+///
+/// # Safety
+///
+/// The range is mapped memory of this process and stays mapped until
+/// [`mem_host_unregister`].
+pub unsafe fn mem_host_register(p: *mut u8, len: usize, flags: c_uint) -> DrvResult<()> {
+    // SAFETY: the caller's contract.
+    ok(unsafe { sys::cuMemHostRegister_v2(p.cast(), len, flags) })
+}
+
+/// Unpins a range pinned with [`mem_host_register`].
+///
+/// # Safety
+///
+/// `p` is the start of a registered range; no copy uses it any more.
+pub unsafe fn mem_host_unregister(p: *mut u8) -> DrvResult<()> {
+    // SAFETY: the caller's contract.
+    ok(unsafe { sys::cuMemHostUnregister(p.cast()) })
+}
+
+/// Host to device.
+///
+/// # Safety
+///
+/// `src` is readable for `len` bytes until the copy has consumed it (pageable memory:
+/// until this returns; pinned memory: until the stream reaches the copy); `stream` is live;
+/// `[dst, dst + len)` is device memory of the current context.
+pub unsafe fn memcpy_htod(dst: CUdeviceptr, src: *const u8, len: usize, s: CUstream) -> DrvResult<()> {
+    // SAFETY: the caller's contract.
+    ok(unsafe { sys::cuMemcpyHtoDAsync_v2(dst, src.cast(), len, s) })
+}
+
+/// Device to host.
+///
+/// # Safety
+///
+/// `dst` is writable for `len` bytes and nothing else accesses it until the copy is
+/// complete; `stream` is live; `[src, src + len)` is device memory of the current context.
+pub unsafe fn memcpy_dtoh(dst: *mut u8, src: CUdeviceptr, len: usize, s: CUstream) -> DrvResult<()> {
+    // SAFETY: the caller's contract.
+    ok(unsafe { sys::cuMemcpyDtoHAsync_v2(dst.cast(), src, len, s) })
+}
+
+/// Device to device.
+///
+/// # Safety
+///
+/// Both ranges are device memory of the current context; `stream` is live.
+pub unsafe fn memcpy_dtod(dst: CUdeviceptr, src: CUdeviceptr, len: usize, s: CUstream) -> DrvResult<()> {
+    // SAFETY: the caller's contract.
+    ok(unsafe { sys::cuMemcpyDtoDAsync_v2(dst, src, len, s) })
+}
+
+/// One end of a 2-D copy.
+#[derive(Debug, Clone, Copy)]
+pub enum End {
+    /// Host memory.
+    Host(*mut u8),
+    /// Device memory.
+    Device(CUdeviceptr),
+}
+
+/// A 2-D copy: `height` rows of `width` bytes.
+#[derive(Debug, Clone, Copy)]
+pub struct Copy2D {
+    /// Source.
+    pub src: End,
+    /// Source pitch.
+    pub spitch: usize,
+    /// Destination.
+    pub dst: End,
+    /// Destination pitch.
+    pub dpitch: usize,
+    /// Bytes per row.
+    pub width: usize,
+    /// Rows.
+    pub height: usize,
+}
+
+/// `cuMemcpy2DAsync`.
+///
+/// # Safety
+///
+/// Every row of both ends is valid memory of its kind, as for [`memcpy_htod`] and
+/// [`memcpy_dtoh`]; `stream` is live.
+pub unsafe fn memcpy_2d(c: &Copy2D, s: CUstream) -> DrvResult<()> {
+    // SAFETY: an all-zero CUDA_MEMCPY2D is valid (null pointers, zero sizes); every
+    // field the copy reads is set below.
+    let mut p: sys::CUDA_MEMCPY2D = unsafe { MaybeUninit::zeroed().assume_init() };
+    match c.src {
+        End::Host(h) => {
+            p.srcMemoryType = CUmemorytype::CU_MEMORYTYPE_HOST;
+            p.srcHost = h.cast::<c_void>();
+        }
+        End::Device(d) => {
+            p.srcMemoryType = CUmemorytype::CU_MEMORYTYPE_DEVICE;
+            p.srcDevice = d;
+        }
+    }
+    match c.dst {
+        End::Host(h) => {
+            p.dstMemoryType = CUmemorytype::CU_MEMORYTYPE_HOST;
+            p.dstHost = h.cast::<c_void>();
+        }
+        End::Device(d) => {
+            p.dstMemoryType = CUmemorytype::CU_MEMORYTYPE_DEVICE;
+            p.dstDevice = d;
+        }
+    }
+    p.srcPitch = c.spitch;
+    p.dstPitch = c.dpitch;
+    p.WidthInBytes = c.width;
+    p.Height = c.height;
+    // SAFETY: the descriptor is fully initialized; the caller vouches for the memory.
+    ok(unsafe { sys::cuMemcpy2DAsync_v2(&p, s) })
+}
+
+/// A memset: `height` rows of `width` elements of `elem` bytes (1, 2 or 4), `pitch` bytes
+/// apart.
+///
+/// # Safety
+///
+/// The rows are device memory of the current context; `stream` is live.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn memset(
+    dst: CUdeviceptr,
+    pitch: usize,
+    value: u32,
+    elem: u16,
+    width: usize,
+    height: usize,
+    s: CUstream,
+) -> DrvResult<()> {
+    let linear = height <= 1 || pitch == width * usize::from(elem);
+    let n = width * height;
+    // SAFETY: the caller's contract; the driver checks alignment.
+    ok(unsafe {
+        match (elem, linear) {
+            (1, true) => sys::cuMemsetD8Async(dst, value as u8, n, s),
+            (2, true) => sys::cuMemsetD16Async(dst, value as u16, n, s),
+            (4, true) => sys::cuMemsetD32Async(dst, value, n, s),
+            (1, false) => sys::cuMemsetD2D8Async(dst, pitch, value as u8, width, height, s),
+            (2, false) => sys::cuMemsetD2D16Async(dst, pitch, value as u16, width, height, s),
+            (4, false) => sys::cuMemsetD2D32Async(dst, pitch, value, width, height, s),
+            _ => CUresult::CUDA_ERROR_INVALID_VALUE,
+        }
+    })
+}
+
+/// Creates a stream in the current context.
+pub fn stream_create(flags: c_uint, priority: i32) -> DrvResult<CUstream> {
+    let mut s = std::ptr::null_mut();
+    // SAFETY: valid out pointer; the driver validates flags and clamps the priority.
+    ok(unsafe { sys::cuStreamCreateWithPriority(&mut s, flags, priority) })?;
+    Ok(s)
+}
+
+/// Destroys a stream (its pending work still completes).
+///
+/// # Safety
+///
+/// `s` is a live stream, not used afterwards.
+pub unsafe fn stream_destroy(s: CUstream) -> DrvResult<()> {
+    // SAFETY: the caller's contract.
+    ok(unsafe { sys::cuStreamDestroy_v2(s) })
+}
+
+/// Waits for a stream.
+///
+/// # Safety
+///
+/// `s` is live (or null: the legacy default stream of the current context).
+pub unsafe fn stream_synchronize(s: CUstream) -> DrvResult<()> {
+    // SAFETY: the caller's contract.
+    ok(unsafe { sys::cuStreamSynchronize(s) })
+}
+
+/// `Ok` when the stream is idle, `Err(CUDA_ERROR_NOT_READY)` while work is pending.
+///
+/// # Safety
+///
+/// As for [`stream_synchronize`].
+pub unsafe fn stream_query(s: CUstream) -> DrvResult<()> {
+    // SAFETY: the caller's contract.
+    ok(unsafe { sys::cuStreamQuery(s) })
+}
+
+/// Makes `s` wait for `e`.
+///
+/// # Safety
+///
+/// Both are live (the stream may be null).
+pub unsafe fn stream_wait_event(s: CUstream, e: CUevent, flags: c_uint) -> DrvResult<()> {
+    // SAFETY: the caller's contract.
+    ok(unsafe { sys::cuStreamWaitEvent(s, e, flags) })
+}
+
+/// Creates an event in the current context.
+pub fn event_create(flags: c_uint) -> DrvResult<CUevent> {
+    let mut e = std::ptr::null_mut();
+    // SAFETY: valid out pointer; the driver validates the flags.
+    ok(unsafe { sys::cuEventCreate(&mut e, flags) })?;
+    Ok(e)
+}
+
+/// Destroys an event.
+///
+/// # Safety
+///
+/// `e` is live and not used afterwards.
+pub unsafe fn event_destroy(e: CUevent) -> DrvResult<()> {
+    // SAFETY: the caller's contract.
+    ok(unsafe { sys::cuEventDestroy_v2(e) })
+}
+
+/// Records `e` on `s`.
+///
+/// # Safety
+///
+/// Both are live (the stream may be null).
+pub unsafe fn event_record(e: CUevent, s: CUstream, flags: c_uint) -> DrvResult<()> {
+    // SAFETY: the caller's contract.
+    ok(unsafe {
+        if flags == 0 {
+            sys::cuEventRecord(e, s)
+        } else {
+            sys::cuEventRecordWithFlags(e, s, flags)
+        }
+    })
+}
+
+/// Waits for an event.
+///
+/// # Safety
+///
+/// `e` is live.
+pub unsafe fn event_synchronize(e: CUevent) -> DrvResult<()> {
+    // SAFETY: the caller's contract.
+    ok(unsafe { sys::cuEventSynchronize(e) })
+}
+
+/// `Ok` when the event completed, `Err(CUDA_ERROR_NOT_READY)` otherwise.
+///
+/// # Safety
+///
+/// `e` is live.
+pub unsafe fn event_query(e: CUevent) -> DrvResult<()> {
+    // SAFETY: the caller's contract.
+    ok(unsafe { sys::cuEventQuery(e) })
+}
+
+/// Milliseconds between two completed events.
+///
+/// # Safety
+///
+/// Both are live.
+pub unsafe fn event_elapsed(start: CUevent, end: CUevent) -> DrvResult<f32> {
+    let mut ms = 0f32;
+    // SAFETY: the caller's contract; valid out pointer.
+    ok(unsafe { sys::cuEventElapsedTime_v2(&mut ms, start, end) })?;
+    Ok(ms)
+}
+
+/// Loads a module image (fat binary, cubin or NUL-terminated PTX) into the current context.
+///
+/// # Safety
+///
+/// `image` points to a well-formed image ([`super::image::check`]) that stays alive and
+/// unchanged during the call, 8-byte aligned.
+pub unsafe fn module_load_data(image: *const u8) -> DrvResult<CUmodule> {
+    let mut m = std::ptr::null_mut();
+    // SAFETY: the caller's contract; valid out pointer.
+    ok(unsafe { sys::cuModuleLoadData(&mut m, image.cast()) })?;
+    Ok(m)
+}
+
+/// Unloads a module.
+///
+/// # Safety
+///
+/// `m` is live; nothing uses it or its functions afterwards.
+pub unsafe fn module_unload(m: CUmodule) -> DrvResult<()> {
+    // SAFETY: the caller's contract.
+    ok(unsafe { sys::cuModuleUnload(m) })
+}
+
+/// A kernel by mangled name.
+///
+/// # Safety
+///
+/// `m` is live.
+pub unsafe fn module_get_function(m: CUmodule, name: &CStr) -> DrvResult<CUfunction> {
+    let mut f = std::ptr::null_mut();
+    // SAFETY: the caller's contract; `name` is NUL-terminated; valid out pointer.
+    ok(unsafe { sys::cuModuleGetFunction(&mut f, m, name.as_ptr()) })?;
+    Ok(f)
+}
+
+/// A module variable by mangled name: `(address, size)`.
+///
+/// # Safety
+///
+/// `m` is live.
+pub unsafe fn module_get_global(m: CUmodule, name: &CStr) -> DrvResult<(CUdeviceptr, usize)> {
+    let (mut p, mut n) = (0, 0usize);
+    // SAFETY: the caller's contract; `name` is NUL-terminated; valid out pointers.
+    ok(unsafe { sys::cuModuleGetGlobal_v2(&mut p, &mut n, m, name.as_ptr()) })?;
+    Ok((p, n))
+}
+
+/// One function attribute.
+///
+/// # Safety
+///
+/// `f` is live.
+pub unsafe fn func_get_attribute(f: CUfunction, a: CUfunction_attribute) -> DrvResult<i32> {
+    let mut v = 0;
+    // SAFETY: the caller's contract; valid out pointer.
+    ok(unsafe { sys::cuFuncGetAttribute(&mut v, a, f) })?;
+    Ok(v)
+}
+
+/// Sets a function attribute.
+///
+/// # Safety
+///
+/// `f` is live.
+pub unsafe fn func_set_attribute(f: CUfunction, a: CUfunction_attribute, v: i32) -> DrvResult<()> {
+    // SAFETY: the caller's contract.
+    ok(unsafe { sys::cuFuncSetAttribute(f, a, v) })
+}
+
+/// `(offset, size)` of parameter `index`; `Err(CUDA_ERROR_INVALID_VALUE)` past the last.
+///
+/// # Safety
+///
+/// `f` is live and [`Loaded::param_info`] said the entry point exists.
+pub unsafe fn func_param_info(f: CUfunction, index: usize) -> DrvResult<(usize, usize)> {
+    let (mut off, mut size) = (0usize, 0usize);
+    // SAFETY: the caller's contract; valid out pointers.
+    ok(unsafe { sys::cuFuncGetParamInfo(f, index, &mut off, &mut size) })?;
+    Ok((off, size))
+}
+
+/// `CU_LAUNCH_PARAM_BUFFER_POINTER`.
+pub const LAUNCH_PARAM_BUFFER_POINTER: *mut c_void = 1 as *mut c_void;
+/// `CU_LAUNCH_PARAM_BUFFER_SIZE`.
+pub const LAUNCH_PARAM_BUFFER_SIZE: *mut c_void = 2 as *mut c_void;
+/// `CU_LAUNCH_PARAM_END`.
+pub const LAUNCH_PARAM_END: *mut c_void = std::ptr::null_mut();
+
+/// Launches a kernel.
+///
+/// # Safety
+///
+/// `f` and `s` are live; `params` (if not null) holds one pointer per kernel parameter,
+/// each readable for that parameter's size; `extra` (if not null) is a
+/// `CU_LAUNCH_PARAM_END`-terminated list whose buffer is readable for its stated size.
+/// Exactly one of the two is non-null unless the kernel has no parameters.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn launch_kernel(
+    f: CUfunction,
+    grid: [u32; 3],
+    block: [u32; 3],
+    shared: u32,
+    s: CUstream,
+    params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+) -> DrvResult<()> {
+    // SAFETY: the caller's contract.
+    ok(unsafe {
+        sys::cuLaunchKernel(
+            f, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared, s, params, extra,
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every `sys::cu*` call in the executor is checked by `load` (or optional).
+    #[test]
+    fn every_driver_call_is_checked_at_load() {
+        let sources = [
+            include_str!("driver.rs"),
+            include_str!("mod.rs"),
+            include_str!("staging.rs"),
+        ];
+        let mut seen = 0;
+        for src in sources {
+            for (i, _) in src.match_indices("sys::cu") {
+                let name: String = src[i + 5..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                if name == "culib" {
+                    continue;
+                }
+                seen += 1;
+                assert!(
+                    REQUIRED.contains(&name.as_str()) || OPTIONAL.contains(&name.as_str()),
+                    "{name} is called but not checked by driver::load"
+                );
+            }
+        }
+        assert!(seen > 40);
+    }
+
+    #[test]
+    fn loading_without_a_driver_is_an_error_not_a_panic() {
+        match load() {
+            Ok(l) => eprintln!("driver {} with {} device(s)", l.version, l.device_count),
+            Err(e) => eprintln!("skipping: no GPU ({e})"),
+        }
+    }
+}

@@ -1,0 +1,516 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! Tests of the CUDA executor on a real GPU. Each one skips (with a message) where no
+//! usable GPU exists, so they never fail for lack of one; the GPU-free parts are tested in
+//! their own modules.
+
+use std::sync::Arc;
+
+use sha2::{Digest, Sha256};
+use vcuda_protocol::{
+    COPY_ASYNC, LaunchReq, MemcpyDtoDReq, MemcpyDtoHReq, MemcpyHtoDReq, MemsetReq, ParamInfo,
+    attr,
+};
+use vm_memory::VolatileSlice;
+
+use super::*;
+
+fn factory() -> Option<CudaFactory> {
+    match CudaFactory::new(CudaConfig {
+        // Small windows, so modest copies exercise the pipeline.
+        staging_chunk: 64 << 10,
+        staging_depth: 3,
+        ..CudaConfig::default()
+    }) {
+        Ok(f) => Some(f),
+        Err(e) => {
+            eprintln!("skipping: no GPU ({e})");
+            None
+        }
+    }
+}
+
+macro_rules! gpu {
+    () => {
+        match factory() {
+            Some(f) => f,
+            None => return,
+        }
+    };
+}
+
+#[test]
+fn without_a_gpu_the_factory_says_what_is_missing() {
+    match CudaFactory::new(CudaConfig::default()) {
+        Ok(f) => eprintln!("GPU present: {:?}", f.device_info().attr(attr::MULTI_PROCESSOR_COUNT)),
+        Err(e) => {
+            let m = e.to_string();
+            eprintln!("skipping: no GPU ({m})");
+            assert!(m.starts_with("CUDA executor unavailable: "), "{m}");
+        }
+    }
+}
+
+fn htod(dst: u64, width: u64, height: u64, dpitch: u64, flags: u32) -> MemcpyHtoDReq {
+    MemcpyHtoDReq {
+        dst,
+        dpitch,
+        width,
+        height,
+        stream: 0,
+        flags,
+        reserved: 0,
+    }
+}
+
+fn dtoh(src: u64, width: u64, height: u64, spitch: u64) -> MemcpyDtoHReq {
+    MemcpyDtoHReq {
+        src,
+        spitch,
+        width,
+        height,
+        stream: 0,
+        flags: 0,
+        reserved: 0,
+    }
+}
+
+fn pattern(n: usize, seed: u8) -> Vec<u8> {
+    (0..n)
+        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
+        .collect()
+}
+
+#[test]
+fn device_info_is_real() {
+    let f = gpu!();
+    let i = f.device_info();
+    assert_ne!(i.name[0], 0);
+    assert!(i.total_global_mem > 1 << 30);
+    assert!(i.attr(attr::COMPUTE_CAPABILITY_MAJOR).unwrap() >= 5);
+    assert_eq!(i.attr(attr::WARP_SIZE), Some(32));
+    assert!(i.attr(attr::MAX_THREADS_PER_BLOCK).unwrap() >= 1024);
+    assert_eq!(i.attr(attr::CAN_MAP_HOST_MEMORY), Some(0));
+}
+
+#[test]
+fn copies_round_trip_through_every_path() {
+    let f = gpu!();
+    let mut e = f.new_executor().unwrap();
+    // Small (driver staging), several windows (pipelined staging), not a window multiple.
+    for &n in &[1usize, 4096, SMALL_COPY as usize, 1 << 20, (1 << 20) + 12345] {
+        let p = e.malloc(0, n as u64).unwrap();
+        let mut data = pattern(n, n as u8);
+        for flags in [0, COPY_ASYNC] {
+            e.memcpy_htod(&htod(p, n as u64, 1, 0, flags), &DataSegs::from_slice(&mut data))
+                .unwrap();
+            let mut back = vec![0u8; n];
+            e.memcpy_dtoh(&dtoh(p, n as u64, 1, 0), &DataSegs::from_slice(&mut back))
+                .unwrap();
+            assert!(back == data, "{n} bytes, flags {flags}");
+        }
+        e.free(p).unwrap();
+    }
+}
+
+#[test]
+fn pieces_and_pitches() {
+    let f = gpu!();
+    let mut e = f.new_executor().unwrap();
+    let (w, h, pitch) = (1000u64, 300u64, 1024u64);
+    let p = e.malloc(0, pitch * h).unwrap();
+    e.memset(&MemsetReq {
+        dst: p,
+        pitch: 0,
+        width: pitch * h,
+        height: 1,
+        stream: 0,
+        value: 0xee,
+        elem_size: 1,
+        flags: 0,
+    })
+    .unwrap();
+    // Packed source in three uneven pieces.
+    let data = pattern((w * h) as usize, 7);
+    let (mut a, mut b, mut c) = (
+        data[..777].to_vec(),
+        data[777..200_001].to_vec(),
+        data[200_001..].to_vec(),
+    );
+    let src = DataSegs::new(vec![
+        VolatileSlice::from(&mut a[..]),
+        VolatileSlice::from(&mut b[..]),
+        VolatileSlice::from(&mut c[..]),
+    ]);
+    e.memcpy_htod(&htod(p, w, h, pitch, 0), &src).unwrap();
+    // The whole pitched allocation: rows in place, padding untouched.
+    let mut all = vec![0u8; (pitch * h) as usize];
+    e.memcpy_dtoh(&dtoh(p, pitch * h, 1, 0), &DataSegs::from_slice(&mut all))
+        .unwrap();
+    for row in 0..h as usize {
+        let r = &all[row * pitch as usize..(row + 1) * pitch as usize];
+        assert_eq!(&r[..w as usize], &data[row * w as usize..(row + 1) * w as usize]);
+        assert!(r[w as usize..].iter().all(|&x| x == 0xee));
+    }
+    // And back out pitched, into two pieces.
+    let mut x = vec![0u8; 5];
+    let mut y = vec![0u8; (w * h - 5) as usize];
+    let dst = DataSegs::new(vec![
+        VolatileSlice::from(&mut x[..]),
+        VolatileSlice::from(&mut y[..]),
+    ]);
+    e.memcpy_dtoh(&dtoh(p, w, h, pitch), &dst).unwrap();
+    assert_eq!(&x[..], &data[..5]);
+    assert!(y[..] == data[5..]);
+    // Device to device, pitched to packed.
+    let q = e.malloc(0, w * h).unwrap();
+    e.memcpy_dtod(&MemcpyDtoDReq {
+        dst: q,
+        dpitch: w,
+        src: p,
+        spitch: pitch,
+        width: w,
+        height: h,
+        stream: 0,
+        flags: 0,
+        reserved: 0,
+    })
+    .unwrap();
+    let mut back = vec![0u8; (w * h) as usize];
+    e.memcpy_dtoh(&dtoh(q, w * h, 1, 0), &DataSegs::from_slice(&mut back))
+        .unwrap();
+    assert!(back == data);
+}
+
+#[test]
+fn memsets() {
+    let f = gpu!();
+    let mut e = f.new_executor().unwrap();
+    let p = e.malloc(0, 4096).unwrap();
+    for (es, value) in [(1u16, 0xabu32), (2, 0xbeef), (4, 0xdead_beef)] {
+        e.memset(&MemsetReq {
+            dst: p,
+            pitch: 0,
+            width: 4096 / u64::from(es),
+            height: 1,
+            stream: 0,
+            value,
+            elem_size: es,
+            flags: 0,
+        })
+        .unwrap();
+        let mut b = vec![0u8; 4096];
+        e.memcpy_dtoh(&dtoh(p, 4096, 1, 0), &DataSegs::from_slice(&mut b))
+            .unwrap();
+        let want = &value.to_le_bytes()[..es as usize];
+        assert!(b.chunks(es as usize).all(|c| c == want), "{es}");
+    }
+    // Misaligned 32-bit memset, and one past the end.
+    let bad = MemsetReq {
+        dst: p + 2,
+        pitch: 0,
+        width: 4,
+        height: 1,
+        stream: 0,
+        value: 0,
+        elem_size: 4,
+        flags: 0,
+    };
+    assert_eq!(e.memset(&bad), Err(Status::INVALID_VALUE));
+    let past = MemsetReq {
+        dst: p,
+        width: 4097,
+        elem_size: 1,
+        ..bad
+    };
+    assert_eq!(e.memset(&past), Err(Status::INVALID_VALUE));
+}
+
+#[test]
+fn sessions_cannot_touch_each_others_memory() {
+    let f = gpu!();
+    let mut a = f.new_executor().unwrap();
+    let mut b = f.new_executor().unwrap();
+    let pa = a.malloc(0, 4096).unwrap();
+    let mut buf = vec![0u8; 16];
+    assert_eq!(
+        b.memcpy_dtoh(&dtoh(pa, 16, 1, 0), &DataSegs::from_slice(&mut buf)),
+        Err(Status::INVALID_VALUE)
+    );
+    assert_eq!(
+        b.memcpy_htod(&htod(pa, 16, 1, 0, 0), &DataSegs::from_slice(&mut buf)),
+        Err(Status::INVALID_VALUE)
+    );
+    assert_eq!(b.free(pa), Err(Status::INVALID_VALUE));
+    assert_eq!(a.free(pa + 1), Err(Status::INVALID_VALUE));
+    // Past the end of one's own allocation.
+    assert_eq!(
+        a.memcpy_dtoh(&dtoh(pa + 4090, 16, 1, 0), &DataSegs::from_slice(&mut buf)),
+        Err(Status::INVALID_VALUE)
+    );
+    a.free(pa).unwrap();
+    assert_eq!(a.free(pa), Err(Status::INVALID_VALUE));
+}
+
+#[test]
+fn streams_and_events() {
+    let f = gpu!();
+    let mut e = f.new_executor().unwrap();
+    let s = e.stream_create(0, 1, 0).unwrap();
+    let (t0, t1) = (e.event_create(0, 0).unwrap(), e.event_create(0, 0).unwrap());
+    let n = 64u64 << 20;
+    let p = e.malloc(0, n).unwrap();
+    e.event_record(t0, s, 0).unwrap();
+    e.memset(&MemsetReq {
+        dst: p,
+        pitch: 0,
+        width: n / 4,
+        height: 1,
+        stream: s,
+        value: 1,
+        elem_size: 4,
+        flags: COPY_ASYNC as u16,
+    })
+    .unwrap();
+    e.event_record(t1, s, 0).unwrap();
+    // Elapsed time before completion is NOT_READY or a number; after, a number.
+    e.event_synchronize(t1).unwrap();
+    assert_eq!(e.event_query(t1), Ok(()));
+    assert_eq!(e.stream_query(s), Ok(()));
+    let ms = e.event_elapsed(t0, t1).unwrap().ms;
+    assert!(ms >= 0.0, "{ms}");
+    e.stream_wait_event(STREAM_LEGACY, t1, 0).unwrap();
+    e.stream_synchronize(STREAM_LEGACY).unwrap();
+    // Handles are checked.
+    assert_eq!(e.stream_query(t0), Err(Status::INVALID_HANDLE));
+    assert_eq!(e.event_query(s), Err(Status::INVALID_HANDLE));
+    e.stream_destroy(s).unwrap();
+    assert_eq!(e.stream_destroy(s), Err(Status::INVALID_HANDLE));
+    let untimed = e.event_create(0, 2).unwrap();
+    e.event_record(untimed, STREAM_LEGACY, 0).unwrap();
+    e.event_synchronize(untimed).unwrap();
+    assert!(e.event_elapsed(t0, untimed).is_err());
+}
+
+/// A fat binary holding one PTX entry.
+fn ptx_fatbin(ptx: &str) -> Arc<ModuleImage> {
+    let mut payload = ptx.as_bytes().to_vec();
+    payload.push(0);
+    payload.resize(payload.len().next_multiple_of(8), 0);
+    let mut h = vec![0u8; 64];
+    h[0..2].copy_from_slice(&1u16.to_le_bytes());
+    h[4..8].copy_from_slice(&64u32.to_le_bytes());
+    h[8..16].copy_from_slice(&(payload.len() as u64).to_le_bytes());
+    h[0x18..0x1a].copy_from_slice(&0u16.to_le_bytes());
+    h[0x1a..0x1c].copy_from_slice(&7u16.to_le_bytes());
+    h[0x1c..0x20].copy_from_slice(&50u32.to_le_bytes());
+    h[0x28..0x30].copy_from_slice(&0x11u64.to_le_bytes());
+    h.extend(payload);
+    let mut bytes = 0xBA55_ED50u32.to_le_bytes().to_vec();
+    bytes.extend_from_slice(&1u16.to_le_bytes());
+    bytes.extend_from_slice(&16u16.to_le_bytes());
+    bytes.extend_from_slice(&(h.len() as u64).to_le_bytes());
+    bytes.extend(h);
+    let hash = Sha256::digest(&bytes).into();
+    Arc::new(ModuleImage { hash, bytes })
+}
+
+const PTX: &str = r#"
+.version 7.0
+.target sm_50
+.address_size 64
+
+.visible .global .align 4 .u32 counter;
+
+.visible .entry add1(.param .u64 p, .param .u32 n)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<6>;
+    .reg .b64 %rd<5>;
+    .reg .f32 %f<3>;
+    ld.param.u64 %rd1, [p];
+    ld.param.u32 %r2, [n];
+    mov.u32 %r3, %ctaid.x;
+    mov.u32 %r4, %ntid.x;
+    mov.u32 %r5, %tid.x;
+    mad.lo.s32 %r1, %r3, %r4, %r5;
+    setp.ge.s32 %p1, %r1, %r2;
+    @%p1 bra DONE;
+    cvta.to.global.u64 %rd2, %rd1;
+    mul.wide.s32 %rd3, %r1, 4;
+    add.s64 %rd4, %rd2, %rd3;
+    ld.global.f32 %f1, [%rd4];
+    add.f32 %f2, %f1, 0f3F800000;
+    st.global.f32 [%rd4], %f2;
+DONE:
+    ret;
+}
+
+.visible .entry crash()
+{
+    .reg .b64 %rd<2>;
+    mov.u64 %rd1, 0;
+    st.global.u32 [%rd1], 1;
+    ret;
+}
+"#;
+
+#[test]
+fn modules_launches_and_sticky_errors() {
+    let f = gpu!();
+    let mut e = f.new_executor().unwrap();
+    let img = ptx_fatbin(PTX);
+    let m = e.module_load(img.clone()).unwrap();
+    let m2 = e.module_load(img).unwrap();
+    assert_ne!(m, m2);
+    let k = e.function_get(m, "add1").unwrap();
+    assert_eq!(
+        k.params.as_deref(),
+        Some(
+            &[
+                ParamInfo { offset: 0, size: 8 },
+                ParamInfo { offset: 8, size: 4 }
+            ][..]
+        )
+    );
+    assert_eq!(k.param_size, 12);
+    assert!(k.attrs.max_threads_per_block > 0);
+    assert_eq!(e.function_get(m, "add1").unwrap().handle, k.handle);
+    assert_eq!(
+        e.function_get(m, "nope").unwrap_err(),
+        Status::INVALID_DEVICE_FUNCTION
+    );
+    let (sym, size) = e.symbol_get(m, "counter").unwrap();
+    assert_eq!(size, 4);
+    assert_eq!(e.symbol_get(m, "nope"), Err(Status::INVALID_SYMBOL));
+    // Module variables can be copied to, not freed.
+    let mut four = 7u32.to_le_bytes();
+    e.memcpy_htod(&htod(sym, 4, 1, 0, 0), &DataSegs::from_slice(&mut four))
+        .unwrap();
+    assert_eq!(e.free(sym), Err(Status::INVALID_VALUE));
+
+    let n = 1000u32;
+    let p = e.malloc(0, u64::from(n) * 4).unwrap();
+    let mut data: Vec<u8> = (0..n).flat_map(|i| (i as f32).to_le_bytes()).collect();
+    e.memcpy_htod(&htod(p, data.len() as u64, 1, 0, 0), &DataSegs::from_slice(&mut data))
+        .unwrap();
+    let mut params = p.to_le_bytes().to_vec();
+    params.extend_from_slice(&n.to_le_bytes());
+    let launch = LaunchReq {
+        function: k.handle,
+        stream: 0,
+        grid: [n.div_ceil(128), 1, 1],
+        block: [128, 1, 1],
+        shared_mem: 0,
+        param_len: params.len() as u32,
+    };
+    e.launch(&launch, &params).unwrap();
+    // Too short a parameter buffer, zero-sized grid, unknown function.
+    assert_eq!(
+        e.launch(
+            &LaunchReq {
+                param_len: 8,
+                ..launch
+            },
+            &params[..8]
+        ),
+        Err(Status::INVALID_VALUE)
+    );
+    assert_eq!(
+        e.launch(
+            &LaunchReq {
+                grid: [0, 1, 1],
+                ..launch
+            },
+            &params
+        ),
+        Err(Status::INVALID_CONFIGURATION)
+    );
+    assert_eq!(
+        e.launch(
+            &LaunchReq {
+                function: m,
+                ..launch
+            },
+            &params
+        ),
+        Err(Status::INVALID_DEVICE_FUNCTION)
+    );
+    let mut back = vec![0u8; data.len()];
+    e.memcpy_dtoh(&dtoh(p, back.len() as u64, 1, 0), &DataSegs::from_slice(&mut back))
+        .unwrap();
+    for (i, c) in back.chunks(4).enumerate() {
+        assert_eq!(f32::from_le_bytes(c.try_into().unwrap()), i as f32 + 1.0);
+    }
+    e.module_unload(m2).unwrap();
+    // Still loaded through `m`.
+    e.launch(&launch, &params).unwrap();
+    e.device_synchronize(0).unwrap();
+
+    // A faulting kernel ruins this session only.
+    let mut other = f.new_executor().unwrap();
+    let q = other.malloc(0, 64).unwrap();
+    let crash = e.function_get(m, "crash").unwrap();
+    e.launch(
+        &LaunchReq {
+            function: crash.handle,
+            grid: [1, 1, 1],
+            block: [1, 1, 1],
+            param_len: 0,
+            ..launch
+        },
+        &[],
+    )
+    .unwrap();
+    let err = e.device_synchronize(0).unwrap_err();
+    assert!(vcuda_protocol::status::is_sticky(err.code()), "{err:?}");
+    other.device_synchronize(0).unwrap();
+    other.free(q).unwrap();
+    e.device_reset(0).unwrap();
+    assert_eq!(e.function_get(m, "add1").unwrap_err(), Status::INVALID_HANDLE);
+    let p = e.malloc(0, 64).unwrap();
+    e.free(p).unwrap();
+}
+
+#[test]
+fn pinned_guest_memory_is_used_directly() {
+    let f = gpu!();
+    // Stand-in for guest RAM: a page-aligned anonymous mapping.
+    let len = 8 << 20;
+    let mut ram = vec![0u8; len + 4096];
+    let off = ram.as_ptr().align_offset(4096);
+    let base = ram[off..].as_mut_ptr() as usize;
+    f.guest_memory_changed(&[(base, len)]);
+    assert!(f.shared.pinned.read().unwrap().contains(base, len));
+    let mut e = f.new_executor().unwrap();
+    let p = e.malloc(0, len as u64).unwrap();
+    let guest = &mut ram[off..off + len];
+    guest.copy_from_slice(&pattern(len, 3));
+    let want = guest.to_vec();
+    for flags in [0, COPY_ASYNC] {
+        e.memcpy_htod(&htod(p, len as u64, 1, 0, flags), &DataSegs::from_slice(guest))
+            .unwrap();
+        guest.fill(0);
+        e.memcpy_dtoh(&dtoh(p, len as u64, 1, 0), &DataSegs::from_slice(guest))
+            .unwrap();
+        assert!(*guest == want[..]);
+    }
+    drop(e);
+    f.guest_memory_changed(&[]);
+    assert!(f.shared.pinned.read().unwrap().is_empty());
+}
+
+#[test]
+fn limits_and_reset() {
+    let f = gpu!();
+    let mut e = f.new_executor().unwrap();
+    e.set_limit(0, 1, 4 << 20).unwrap();
+    assert_eq!(e.get_limit(0, 1), Ok(4 << 20));
+    assert_eq!(e.get_limit(0, 99), Err(Status::UNSUPPORTED_LIMIT));
+    assert_eq!(e.malloc(1, 16), Err(Status::INVALID_DEVICE));
+    assert_eq!(e.malloc(0, 0), Ok(0));
+    let (free, total) = e.mem_get_info(0).unwrap();
+    assert!(free <= total && total > 0);
+    let s = e.stream_create(0, 0, 0).unwrap();
+    e.device_reset(0).unwrap();
+    assert_eq!(e.stream_query(s), Err(Status::INVALID_HANDLE));
+}

@@ -1,0 +1,316 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! Copies and memsets (see the module documentation of [`super`] for the strategy).
+
+use std::collections::VecDeque;
+
+use cudarc::driver::sys::{CUresult, CUstream};
+use vcuda_protocol::{COPY_ASYNC, MemcpyDtoDReq, MemcpyDtoHReq, MemcpyHtoDReq, MemsetReq};
+use vm_memory::VolatileSlice;
+
+use super::allocs::Region;
+use super::driver::{self, Copy2D, DrvResult, End};
+use super::error::to_status;
+use super::guest_mem::Placement;
+use super::plan::{Span, spans, windows};
+use super::{CudaExecutor, SMALL_COPY};
+use crate::data::DataSegs;
+use crate::executor::{ExecResult, Status};
+
+/// Issues the host-to-device copy of `span`, whose packed bytes start at `host`.
+///
+/// # Safety
+///
+/// `host` is readable for `span.bytes(r.width)` bytes until the copy has consumed them (see
+/// [`driver::memcpy_htod`]); the device side lies in memory of the current context.
+unsafe fn issue_htod(r: &Region, span: Span, host: *const u8, s: CUstream) -> DrvResult<()> {
+    match span {
+        // SAFETY: the caller's contract.
+        Span::Linear { dev, len, .. } => unsafe { driver::memcpy_htod(dev, host, len as usize, s) },
+        Span::Rows { dev, rows, .. } => {
+            let c = Copy2D {
+                src: End::Host(host.cast_mut()),
+                spitch: r.width as usize,
+                dst: End::Device(dev),
+                dpitch: r.pitch as usize,
+                width: r.width as usize,
+                height: rows as usize,
+            };
+            // SAFETY: the caller's contract; the host side is `rows` packed rows.
+            unsafe { driver::memcpy_2d(&c, s) }
+        }
+    }
+}
+
+/// Issues the device-to-host copy of `span` into packed bytes starting at `host`.
+///
+/// # Safety
+///
+/// `host` is writable for `span.bytes(r.width)` bytes and untouched until the copy is
+/// complete; the device side lies in memory of the current context.
+unsafe fn issue_dtoh(r: &Region, span: Span, host: *mut u8, s: CUstream) -> DrvResult<()> {
+    match span {
+        // SAFETY: the caller's contract.
+        Span::Linear { dev, len, .. } => unsafe { driver::memcpy_dtoh(host, dev, len as usize, s) },
+        Span::Rows { dev, rows, .. } => {
+            let c = Copy2D {
+                src: End::Device(dev),
+                spitch: r.pitch as usize,
+                dst: End::Host(host),
+                dpitch: r.width as usize,
+                width: r.width as usize,
+                height: rows as usize,
+            };
+            // SAFETY: the caller's contract; the host side is `rows` packed rows.
+            unsafe { driver::memcpy_2d(&c, s) }
+        }
+    }
+}
+
+/// Calls `f(offset, piece)` for each piece of `segs` (their packed offsets).
+fn pieces<'a>(segs: &DataSegs<'a>) -> impl Iterator<Item = (u64, VolatileSlice<'a>)> + '_ {
+    segs.parts().iter().scan(0u64, |at, p| {
+        let off = *at;
+        *at += p.len() as u64;
+        Some((off, *p))
+    })
+}
+
+/// Waits for `s`, keeping the first error.
+fn finish(first: DrvResult<()>, s: CUstream) -> ExecResult<()> {
+    // SAFETY: `s` is a live stream of the current context (our callers' invariant).
+    let waited = unsafe { driver::stream_synchronize(s) };
+    first.and(waited).map_err(to_status)
+}
+
+impl CudaExecutor {
+    pub(super) fn htod(&mut self, r: &MemcpyHtoDReq, src: &DataSegs<'_>) -> ExecResult<()> {
+        let region = Region::new(r.dst, r.dpitch, r.width, r.height)?;
+        let total = region.packed_len();
+        if total == 0 {
+            return Ok(());
+        }
+        let src = src.sub(0, total).map_err(|_| Status::INVALID_VALUE)?;
+        self.allocs.check_region(&region)?;
+        let s = self.cu_stream(r.stream)?;
+        let sync = r.flags & COPY_ASYNC == 0;
+        self.bind()?;
+        let shared = self.shared.clone();
+        let pinned = shared.pinned.read().unwrap_or_else(|e| e.into_inner());
+        let placement = pinned.placement(src.parts());
+        // SAFETY (stream_query): `s` is live in our context.
+        let idle = || unsafe { driver::stream_query(s) } == Ok(());
+        match placement {
+            Placement::Pinned if sync || idle() => {
+                // Straight from guest RAM; the DMA must finish before the guest gets its
+                // pages back, so wait for it (also on error: earlier pieces may be in
+                // flight). The read lock keeps the pinning in place meanwhile.
+                let r = pieces(&src).try_for_each(|(at, p)| {
+                    spans(&region, at, p.len() as u64)
+                        .into_iter()
+                        .try_for_each(|sp| {
+                            let host = p.ptr_guard().as_ptr().wrapping_add((sp.packed() - at) as usize);
+                            // SAFETY: `host` lies in the piece (spans stay inside
+                            // `[at, at + len)`), pinned guest RAM that stays mapped and pinned
+                            // while we hold the read lock, until `finish` has waited for the
+                            // DMA; the device side was checked against our allocations.
+                            unsafe { issue_htod(&region, sp, host, s) }
+                        })
+                });
+                return finish(r, s);
+            }
+            Placement::Pageable if total <= SMALL_COPY => {
+                drop(pinned);
+                let r = pieces(&src).try_for_each(|(at, p)| {
+                    spans(&region, at, p.len() as u64)
+                        .into_iter()
+                        .try_for_each(|sp| {
+                            let host = p.ptr_guard().as_ptr().wrapping_add((sp.packed() - at) as usize);
+                            // SAFETY: pageable memory, which the driver copies out before
+                            // returning; the piece is valid for this call; the device side
+                            // was checked.
+                            unsafe { issue_htod(&region, sp, host, s) }
+                        })
+                });
+                r.map_err(to_status)?;
+            }
+            _ => {
+                drop(pinned);
+                self.htod_staged(&region, &src, s)?;
+            }
+        }
+        if sync {
+            // cudaMemcpy returns once the copy is done, reporting earlier failures too.
+            finish(Ok(()), s)?;
+        }
+        Ok(())
+    }
+
+    /// Host to device through the staging buffers: gather a window, start its DMA, move on.
+    fn htod_staged(&mut self, region: &Region, src: &DataSegs<'_>, s: CUstream) -> ExecResult<()> {
+        let chunk = self.pool.chunk() as u64;
+        for (off, len) in windows(region, chunk) {
+            let i = self.pool.next_index();
+            let buf = self.pool.get(i)?;
+            buf.wait()?;
+            src.read_at(off, &mut buf.bytes_mut()[..len as usize])
+                .map_err(|_| Status::INVALID_VALUE)?;
+            for sp in spans(region, off, len) {
+                let host = buf.ptr().wrapping_add((sp.packed() - off) as usize);
+                // SAFETY: `host` lies in the buffer (the window is at most `chunk` bytes);
+                // the buffer is not touched again before its event (recorded below) says the
+                // DMA finished; the device side was checked.
+                unsafe { issue_htod(region, sp, host, s) }.map_err(to_status)?;
+            }
+            // SAFETY: `s` is live in our context.
+            unsafe { buf.record(s) }?;
+        }
+        Ok(())
+    }
+
+    pub(super) fn dtoh(&mut self, r: &MemcpyDtoHReq, dst: &DataSegs<'_>) -> ExecResult<()> {
+        let region = Region::new(r.src, r.spitch, r.width, r.height)?;
+        let total = region.packed_len();
+        if total == 0 {
+            return Ok(());
+        }
+        let dst = dst.sub(0, total).map_err(|_| Status::INVALID_VALUE)?;
+        self.allocs.check_region(&region)?;
+        let s = self.cu_stream(r.stream)?;
+        self.bind()?;
+        let shared = self.shared.clone();
+        let pinned = shared.pinned.read().unwrap_or_else(|e| e.into_inner());
+        let placement = pinned.placement(dst.parts());
+        if placement == Placement::Pinned || (placement == Placement::Pageable && total <= SMALL_COPY)
+        {
+            // Straight into the destination (pinned guest RAM, or pageable memory the
+            // driver writes before returning); wait either way, so the data is complete
+            // when the reply goes out, and earlier failures surface here.
+            let r = pieces(&dst).try_for_each(|(at, p)| {
+                spans(&region, at, p.len() as u64)
+                    .into_iter()
+                    .try_for_each(|sp| {
+                        let host = p
+                            .ptr_guard_mut()
+                            .as_ptr()
+                            .wrapping_add((sp.packed() - at) as usize);
+                        // SAFETY: `host` lies in the piece, writable memory valid for this
+                        // call (pinned guest RAM stays pinned under the read lock); `finish`
+                        // waits for the DMA before we return; the device side was checked.
+                        unsafe { issue_dtoh(&region, sp, host, s) }
+                    })
+            });
+            let done = finish(r, s);
+            drop(pinned);
+            return done;
+        }
+        drop(pinned);
+        self.dtoh_staged(&region, &dst, s)
+    }
+
+    /// Device to host through the staging buffers: up to `depth` windows in flight; the
+    /// oldest is copied out to the destination when its DMA is done.
+    fn dtoh_staged(&mut self, region: &Region, dst: &DataSegs<'_>, s: CUstream) -> ExecResult<()> {
+        let chunk = self.pool.chunk() as u64;
+        let depth = self.pool.depth();
+        let mut in_flight: VecDeque<(usize, u64, u64)> = VecDeque::with_capacity(depth);
+        let drain_one = |pool: &mut super::staging::Pool,
+                         (i, off, len): (usize, u64, u64)|
+         -> ExecResult<()> {
+            let buf = pool.get(i)?;
+            buf.wait()?;
+            dst.write_at(off, &buf.bytes_mut()[..len as usize])
+                .map_err(|_| Status::INVALID_VALUE)
+        };
+        for (off, len) in windows(region, chunk) {
+            if in_flight.len() == depth {
+                // The rotation's next buffer is the oldest one in flight.
+                if let Some(w) = in_flight.pop_front() {
+                    drain_one(&mut self.pool, w)?;
+                }
+            }
+            let i = self.pool.next_index();
+            let buf = self.pool.get(i)?;
+            buf.wait()?;
+            for sp in spans(region, off, len) {
+                let host = buf.ptr().wrapping_add((sp.packed() - off) as usize);
+                // SAFETY: `host` lies in the buffer; nothing reads it before its event says
+                // the DMA finished; the device side was checked.
+                unsafe { issue_dtoh(region, sp, host, s) }.map_err(to_status)?;
+            }
+            // SAFETY: `s` is live in our context.
+            unsafe { buf.record(s) }?;
+            in_flight.push_back((i, off, len));
+        }
+        while let Some(w) = in_flight.pop_front() {
+            drain_one(&mut self.pool, w)?;
+        }
+        Ok(())
+    }
+
+    pub(super) fn dtod(&mut self, r: &MemcpyDtoDReq) -> ExecResult<()> {
+        let d = Region::new(r.dst, r.dpitch, r.width, r.height)?;
+        let src = Region::new(r.src, r.spitch, r.width, r.height)?;
+        if d.packed_len() == 0 {
+            return Ok(());
+        }
+        self.allocs.check_region(&d)?;
+        self.allocs.check_region(&src)?;
+        let s = self.cu_stream(r.stream)?;
+        self.bind()?;
+        // SAFETY: both regions lie in allocations of this session's context (checked
+        // above); `s` is live. Device-to-device copies never wait for the host.
+        let r = unsafe {
+            if d.is_contiguous() && src.is_contiguous() {
+                driver::memcpy_dtod(d.base, src.base, d.packed_len() as usize, s)
+            } else {
+                driver::memcpy_2d(
+                    &Copy2D {
+                        src: End::Device(src.base),
+                        spitch: src.pitch as usize,
+                        dst: End::Device(d.base),
+                        dpitch: d.pitch as usize,
+                        width: d.width as usize,
+                        height: d.height as usize,
+                    },
+                    s,
+                )
+            }
+        };
+        r.map_err(to_status)
+    }
+
+    pub(super) fn memset_impl(&mut self, r: &MemsetReq) -> ExecResult<()> {
+        let es = u64::from(r.elem_size);
+        if !matches!(es, 1 | 2 | 4) {
+            return Err(Status::INVALID_VALUE);
+        }
+        let row = r.width.checked_mul(es).ok_or(Status::INVALID_VALUE)?;
+        let region = Region::new(r.dst, r.pitch, row, r.height)?;
+        if region.packed_len() == 0 {
+            return Ok(());
+        }
+        if r.dst % es != 0 || region.pitch % es != 0 {
+            return Err(Status::INVALID_VALUE);
+        }
+        self.allocs.check_region(&region)?;
+        let s = self.cu_stream(r.stream)?;
+        self.bind()?;
+        // SAFETY: the region lies in an allocation of this session's context (checked
+        // above), rows aligned to the element size; `s` is live.
+        unsafe {
+            driver::memset(
+                region.base,
+                region.pitch as usize,
+                r.value,
+                r.elem_size,
+                r.width as usize,
+                region.height as usize,
+                s,
+            )
+        }
+        .map_err(|e| match e {
+            CUresult::CUDA_ERROR_INVALID_VALUE => Status::INVALID_VALUE,
+            e => to_status(e),
+        })
+    }
+}

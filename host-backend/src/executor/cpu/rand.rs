@@ -11,17 +11,21 @@
 //!   normal doubles match cuRAND exactly; normal floats match to a few ulps (cuRAND uses
 //!   the GPU's fast `logf`/`sincospif`).
 //! - Philox4x32-10: 65536 subsequences; block `b` of four words is counter `b / 65536` of
-//!   subsequence `b mod 65536`. Words and uniform floats match exactly.
+//!   subsequence `b mod 65536`. Words, uniform floats, uniform and normal doubles match
+//!   exactly.
 //! - Sobol32 / Sobol64: Joe and Kuo's direction numbers, Gray-code order, dimension-major
 //!   output; words, uniform floats and doubles match exactly, for up to
 //!   [`MAX_SOBOL_DIMENSIONS`] dimensions.
-//! - MRG32k3a: L'Ecuyer's generator with 4096 subsequences `2^76` apart; MT19937 (also
-//!   used for MTGP32): the reference Mersenne Twister. These have the documented
-//!   distributions but not cuRAND's parallel layouts.
+//! - MRG32k3a: 81920 subsequences `2^76` apart; words, uniform floats and doubles and
+//!   normal doubles match exactly.
+//! - MT19937 (also used for MTGP32): the reference Mersenne Twister seeded with
+//!   `init_genrand(seed)`, one stream. cuRAND interleaves 65536 streams whose first is this
+//!   one (its output 0 matches) and whose others start at jump-ahead points not reproduced
+//!   here, nor are MTGP32's parameter sets: the distribution is right, the numbers differ.
 //!
 //! Normal numbers use Box-Muller on pairs (pseudo-random) or the inverse normal CDF
-//! (quasi-random); log-normal is `exp` of normal; Poisson uses Knuth's product method for
-//! small lambda and a rounded normal approximation with continuity correction above 64.
+//! (quasi-random); log-normal is `exp` of normal; a Poisson count is the inverse of the
+//! Poisson CDF at one uniform (its normal approximation for lambda of 500 and more).
 
 use std::collections::HashMap;
 
@@ -232,6 +236,19 @@ trait Streams {
     fn block(&self) -> u64;
     /// Words `[index, index + out.len())` of stream `thread`.
     fn words(&mut self, thread: u64, index: u64, out: &mut [u32]);
+    /// How words become numbers.
+    fn conv(&self) -> Conv {
+        Conv::Bits
+    }
+}
+
+/// How a pseudo-random engine's words become numbers, as cuRAND converts them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Conv {
+    /// 32 random bits: floats from one word, doubles from two (`_curand_uniform_double_hq`).
+    Bits,
+    /// MRG32k3a's `z` in `[1, m1]`: every number from one `z` scaled by `MRG32K3A_NORM`.
+    Mrg,
 }
 
 const TWO_POW_32_INV: f32 = 2.328_306_4e-10;
@@ -433,7 +450,14 @@ fn pseudo<E: Streams>(
     out: &mut Vec<u8>,
 ) {
     let b = e.block();
+    let conv = e.conv();
     let (outs, words) = match d {
+        _ if conv == Conv::Mrg => match d {
+            dist::NORMAL_F32 | dist::NORMAL_F64 | dist::LOG_NORMAL_F32 | dist::LOG_NORMAL_F64 => {
+                (2, 2)
+            }
+            _ => (1, 1),
+        },
         dist::BITS32 | dist::UNIFORM_F32 | dist::POISSON => (b, b),
         // Doubles take two words each: a stream yields a block's worth of them at a time.
         dist::UNIFORM_F64 => (b, 2 * b),
@@ -453,25 +477,40 @@ fn pseudo<E: Streams>(
         e.words(thread, (q / threads) * words, &mut w);
         let mut bits: Vec<u32> = Vec::new();
         vals.clear();
-        match d {
-            dist::BITS32 => bits.extend_from_slice(&w),
-            dist::UNIFORM_F32 => vals.extend(w.iter().map(|&x| f64::from(uniform_f32(x)))),
-            dist::UNIFORM_F64 => vals.extend(w.chunks(2).map(|c| uniform_f64_hq(c[0], c[1]))),
-            dist::NORMAL_F32 | dist::LOG_NORMAL_F32 => {
-                for c in w.chunks(2) {
-                    let (s, co) =
-                        box_muller(f64::from(uniform_f32(c[0])), f64::from(uniform_f32(c[1])));
-                    vals.extend([s, co]);
+        if conv == Conv::Mrg {
+            let unit = |z: u32| f64::from(z) * MRG_NORM;
+            match d {
+                dist::BITS32 => {
+                    bits.extend(w.iter().map(|&z| (f64::from(z) * MRG_BITS_NORM) as u32))
+                }
+                dist::UNIFORM_F32 | dist::UNIFORM_F64 => vals.extend(w.iter().map(|&z| unit(z))),
+                dist::POISSON => bits.extend(w.iter().map(|&z| poisson(mean, unit(z)))),
+                _ => {
+                    let (s, c) = box_muller(unit(w[0]), unit(w[1]));
+                    vals.extend([s, c]);
                 }
             }
-            dist::NORMAL_F64 | dist::LOG_NORMAL_F64 => {
-                for c in w.chunks(4) {
-                    let (s, co) =
-                        box_muller(uniform_f64_hq(c[0], c[1]), uniform_f64_hq(c[2], c[3]));
-                    vals.extend([s, co]);
+        } else {
+            match d {
+                dist::BITS32 => bits.extend_from_slice(&w),
+                dist::UNIFORM_F32 => vals.extend(w.iter().map(|&x| f64::from(uniform_f32(x)))),
+                dist::UNIFORM_F64 => vals.extend(w.chunks(2).map(|c| uniform_f64_hq(c[0], c[1]))),
+                dist::NORMAL_F32 | dist::LOG_NORMAL_F32 => {
+                    for c in w.chunks(2) {
+                        let (s, co) =
+                            box_muller(f64::from(uniform_f32(c[0])), f64::from(uniform_f32(c[1])));
+                        vals.extend([s, co]);
+                    }
                 }
+                dist::NORMAL_F64 | dist::LOG_NORMAL_F64 => {
+                    for c in w.chunks(4) {
+                        let (s, co) =
+                            box_muller(uniform_f64_hq(c[0], c[1]), uniform_f64_hq(c[2], c[3]));
+                        vals.extend([s, co]);
+                    }
+                }
+                _ => bits.extend(w.iter().map(|&x| poisson(mean, f64::from(uniform_f32(x))))),
             }
-            _ => bits.extend(w.iter().map(|&x| poisson(mean, f64::from(uniform_f32(x))))),
         }
         let count = bits.len().max(vals.len());
         for i in skip..count {
@@ -675,25 +714,37 @@ impl Streams for Philox {
     }
 }
 
-/// MRG32k3a (L'Ecuyer), 4096 subsequences `2^76` steps apart.
+/// MRG32k3a (L'Ecuyer), seeded as `curand_init` does, in 81920 subsequences `2^76` steps
+/// apart. Its words are the generator's raw outputs `z` in `[1, m1]`; [`Conv::Mrg`] turns
+/// them into numbers as cuRAND does.
 #[derive(Debug)]
 struct Mrg {
-    streams: Vec<([u64; 6], u64)>,
+    /// Per stream: its initial state, its state now and the index of the next word.
+    streams: Vec<([u64; 6], [u64; 6], u64)>,
+    /// `jumps[j]`: the two components' matrices advancing `2^j` steps.
+    jumps: Vec<(Mat3, Mat3)>,
 }
 
+const MRG_THREADS: u64 = 81920;
+
+/// A 3 x 3 matrix mod m1 or m2.
+type Mat3 = [[u64; 3]; 3];
 const MRG_M1: u64 = 4_294_967_087;
 const MRG_M2: u64 = 4_294_944_443;
 const MRG_A1: [[u64; 3]; 3] = [[0, 1, 0], [0, 0, 1], [MRG_M1 - 810_728, 1_403_580, 0]];
 const MRG_A2: [[u64; 3]; 3] = [[0, 1, 0], [0, 0, 1], [MRG_M2 - 1_370_589, 0, 527_612]];
+/// cuRAND's `MRG32K3A_NORM`: 1 / (m1 + 1).
+const MRG_NORM: f64 = 2.328_306_549_837_829e-10;
+/// cuRAND's `MRG32K3A_BITS_NORM`: scales `z` to 32 bits.
+const MRG_BITS_NORM: f64 = 1.000_000_048_662;
 
 fn mat_mul(a: &[[u64; 3]; 3], b: &[[u64; 3]; 3], m: u64) -> [[u64; 3]; 3] {
     let mut r = [[0u64; 3]; 3];
     for i in 0..3 {
         for j in 0..3 {
-            let mut s = 0u128;
-            for k in 0..3 {
-                s += u128::from(a[i][k]) * u128::from(b[k][j]);
-            }
+            let s: u128 = (0..3)
+                .map(|k| u128::from(a[i][k]) * u128::from(b[k][j]))
+                .sum();
             r[i][j] = (s % u128::from(m)) as u64;
         }
     }
@@ -709,43 +760,36 @@ fn mat_vec(a: &[[u64; 3]; 3], v: &[u64], m: u64) -> [u64; 3] {
     r
 }
 
-fn mat_pow2(a: &[[u64; 3]; 3], e: u32, m: u64) -> [[u64; 3]; 3] {
-    let mut r = *a;
-    for _ in 0..e {
-        r = mat_mul(&r, &r, m);
-    }
-    r
-}
-
 impl Mrg {
     fn new(seed: u64) -> Self {
-        // curand_init's seeding of MRG32k3a.
-        let s0 = (seed as u32 ^ 0x55555555) as u64;
-        let s1 = ((seed >> 32) as u32 ^ 0xaaaaaaaa) as u64;
-        let mut s = [
-            12345u64 * s0 % MRG_M1,
-            12345u64 * s1 % MRG_M1,
-            12345u64 % MRG_M1,
-            12345u64 * s0 % MRG_M2,
-            12345u64 * s1 % MRG_M2,
-            12345u64 % MRG_M2,
-        ];
-        if s[..3].iter().all(|&x| x == 0) {
-            s[0] = 12345;
+        let mut s = [12345u64; 6];
+        if seed != 0 {
+            let x1 = u64::from(seed as u32 ^ 0x5555_5555);
+            let x2 = u64::from((seed >> 32) as u32 ^ 0xaaaa_aaaa);
+            s = [
+                12345 * x1 % MRG_M1,
+                12345 * x2 % MRG_M1,
+                12345 * x1 % MRG_M1,
+                12345 * x2 % MRG_M2,
+                12345 * x1 % MRG_M2,
+                12345 * x2 % MRG_M2,
+            ];
         }
-        if s[3..].iter().all(|&x| x == 0) {
-            s[3] = 12345;
+        let mut jumps = Vec::with_capacity(77);
+        let (mut j1, mut j2) = (MRG_A1, MRG_A2);
+        for _ in 0..77 {
+            jumps.push((j1, j2));
+            (j1, j2) = (mat_mul(&j1, &j1, MRG_M1), mat_mul(&j2, &j2, MRG_M2));
         }
-        let j1 = mat_pow2(&MRG_A1, 76, MRG_M1);
-        let j2 = mat_pow2(&MRG_A2, 76, MRG_M2);
-        let mut streams = Vec::with_capacity(XORWOW_THREADS as usize);
-        for _ in 0..XORWOW_THREADS {
-            streams.push((s, 0));
-            let a = mat_vec(&j1, &s[..3], MRG_M1);
-            let b = mat_vec(&j2, &s[3..], MRG_M2);
+        let (sub1, sub2) = jumps[76];
+        let mut streams = Vec::with_capacity(MRG_THREADS as usize);
+        for _ in 0..MRG_THREADS {
+            streams.push((s, s, 0));
+            let a = mat_vec(&sub1, &s[..3], MRG_M1);
+            let b = mat_vec(&sub2, &s[3..], MRG_M2);
             s = [a[0], a[1], a[2], b[0], b[1], b[2]];
         }
-        Self { streams }
+        Self { streams, jumps }
     }
 
     fn next(s: &mut [u64; 6]) -> u32 {
@@ -753,30 +797,36 @@ impl Mrg {
         let p1 = ((w(1_403_580, s[1]) + w(MRG_M1 - 810_728, s[0])) % u128::from(MRG_M1)) as u64;
         let p2 = ((w(527_612, s[5]) + w(MRG_M2 - 1_370_589, s[3])) % u128::from(MRG_M2)) as u64;
         *s = [s[1], s[2], p1, s[4], s[5], p2];
-        let v = (p1 + MRG_M1 - p2) % MRG_M1;
-        // A value in (0, 1) scaled to 32 bits.
-        let x = if v == 0 { MRG_M1 } else { v } as f64 / (MRG_M1 as f64 + 1.0);
-        (x * 4_294_967_296.0) as u32
+        // In [1, m1]: never 0, so every conversion stays inside (0, 1].
+        (if p1 <= p2 { p1 + MRG_M1 - p2 } else { p1 - p2 }) as u32
     }
 }
 
 impl Streams for Mrg {
     fn threads(&self) -> u64 {
-        XORWOW_THREADS
+        MRG_THREADS
     }
     fn block(&self) -> u64 {
         1
     }
+    fn conv(&self) -> Conv {
+        Conv::Mrg
+    }
     fn words(&mut self, thread: u64, index: u64, out: &mut [u32]) {
-        let Some((s, at)) = self.streams.get_mut(thread as usize) else {
+        let Some((init, s, at)) = self.streams.get_mut(thread as usize) else {
             return;
         };
+        if index < *at {
+            // Going back (a distribution with another layout): restart the stream.
+            (*s, *at) = (*init, 0);
+        }
         if index > *at {
-            let (mut skip, mut j) = (index - *at, 0u32);
-            while skip > 0 && j < 64 {
+            let (mut skip, mut j) = (index - *at, 0usize);
+            while skip > 0 && j < self.jumps.len() {
                 if skip & 1 != 0 {
-                    let a = mat_vec(&mat_pow2(&MRG_A1, j, MRG_M1), &s[..3], MRG_M1);
-                    let b = mat_vec(&mat_pow2(&MRG_A2, j, MRG_M2), &s[3..], MRG_M2);
+                    let (m1, m2) = &self.jumps[j];
+                    let a = mat_vec(m1, &s[..3], MRG_M1);
+                    let b = mat_vec(m2, &s[3..], MRG_M2);
                     *s = [a[0], a[1], a[2], b[0], b[1], b[2]];
                 }
                 skip >>= 1;
@@ -1458,6 +1508,19 @@ mod tests {
                 0x3ffd50e49657caf7
             ]
         );
+    }
+
+    #[test]
+    fn mrg32k3a_matches_curand() {
+        let w = u32s(&gen_(rng::MRG32K3A, 1, 0, dist::BITS32, 81921));
+        assert_eq!(w[..4], [3379073520, 653317650, 4012281984, 4237272334]);
+        assert_eq!(w[81920], 2521876100);
+        let f = u32s(&gen_(rng::MRG32K3A, 1, 0, dist::UNIFORM_F32, 4));
+        assert_eq!(f, [0x3f496892, 0x3e1bc358, 0x3f6f2691, 0x3f7c8fa5]);
+        let d = u64s(&gen_(rng::MRG32K3A, 1, 0, dist::UNIFORM_F64, 2));
+        assert_eq!(d, [0x3fe92d123e0dcbe5, 0x3fc3786b09654f63]);
+        let d = u64s(&gen_(rng::MRG32K3A, 1, 0, dist::NORMAL_F64, 2));
+        assert_eq!(d, [0xbfd714f307ceeb21, 0xbfe2ebc6fa79b86d]);
     }
 
     #[test]

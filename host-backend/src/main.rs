@@ -5,10 +5,11 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use log::error;
+use log::{error, info};
 use vcuda_backend::Backend;
 use vcuda_backend::executor::ExecutorFactory;
 use vcuda_backend::executor::cpu::{CpuConfig, CpuFactory};
+use vcuda_backend::executor::cuda::{CudaConfig, CudaFactory};
 use vcuda_backend::socket::{self, Listen, ServerConfig};
 
 #[derive(Parser, Debug)]
@@ -63,6 +64,24 @@ struct ExecArgs {
     /// CPU executor: threads that run kernel blocks (0: one per core).
     #[arg(long, default_value_t = 0)]
     cpu_threads: usize,
+    /// CUDA executor: the GPU to serve (guests see it as device 0).
+    #[arg(long, default_value_t = 0, env = "VCUDA_CUDA_DEVICE")]
+    cuda_device: u32,
+    /// CUDA executor: pinned staging buffer size in KiB.
+    #[arg(long, default_value_t = 4096)]
+    cuda_staging_kib: usize,
+    /// CUDA executor: pinned staging buffers per session.
+    #[arg(long, default_value_t = 4)]
+    cuda_staging_buffers: usize,
+    /// CUDA executor: capture device printf (this process's stdout) and return it to the
+    /// guest while one session is live.
+    #[arg(
+        long,
+        env = "VCUDA_CUDA_CAPTURE_PRINTF",
+        action = clap::ArgAction::SetTrue,
+        value_parser = clap::builder::BoolishValueParser::new()
+    )]
+    cuda_capture_printf: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -82,9 +101,27 @@ fn make_factory(args: &ExecArgs) -> Result<Arc<dyn ExecutorFactory>, String> {
             threads: args.cpu_threads,
         }))
     };
+    let cuda = || {
+        CudaFactory::new(CudaConfig {
+            device: args.cuda_device,
+            staging_chunk: args.cuda_staging_kib.saturating_mul(1 << 10),
+            staging_depth: args.cuda_staging_buffers,
+            capture_printf: args.cuda_capture_printf,
+        })
+    };
     match args.executor {
-        ExecutorChoice::Cpu | ExecutorChoice::Auto => Ok(cpu()),
-        ExecutorChoice::Cuda => Err("the CUDA executor is not available in this build".into()),
+        ExecutorChoice::Cpu => Ok(cpu()),
+        ExecutorChoice::Cuda => Ok(Arc::new(cuda().map_err(|e| e.to_string())?)),
+        ExecutorChoice::Auto => match cuda() {
+            Ok(f) => {
+                info!("executor: cuda (auto)");
+                Ok(Arc::new(f))
+            }
+            Err(e) => {
+                info!("executor: cpu (auto; {e})");
+                Ok(cpu())
+            }
+        },
     }
 }
 

@@ -22,6 +22,7 @@ use vcuda_protocol::{
 use crate::data::DataSegs;
 
 pub mod cpu;
+pub mod cuda;
 
 /// A non-success `cudaError_t`.
 #[derive(Clone, Copy, PartialEq, Eq)]

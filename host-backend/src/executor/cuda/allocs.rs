@@ -31,7 +31,6 @@ struct Alloc {
 #[derive(Debug, Default)]
 pub struct Allocations {
     map: BTreeMap<u64, Alloc>,
-    user_bytes: u64,
 }
 
 impl Allocations {
@@ -51,14 +50,10 @@ impl Allocations {
         }
         let before = self.map.range(..base).next_back();
         let after = self.map.range(base..).next();
-        if before.is_some_and(|(&b, a)| b + a.len > base) || after.is_some_and(|(&b, _)| b < end)
-        {
+        if before.is_some_and(|(&b, a)| b + a.len > base) || after.is_some_and(|(&b, _)| b < end) {
             return Err(Status::INVALID_VALUE);
         }
         self.map.insert(base, Alloc { len, owner });
-        if owner == Owner::User {
-            self.user_bytes += len;
-        }
         Ok(())
     }
 
@@ -68,10 +63,9 @@ impl Allocations {
             Some(a) if a.owner == Owner::User => {
                 let len = a.len;
                 self.map.remove(&base);
-                self.user_bytes -= len;
                 Ok(len)
             }
-            _ => Err(Status::INVALID_DEVICE_POINTER),
+            _ => Err(Status::INVALID_VALUE),
         }
     }
 
@@ -83,7 +77,6 @@ impl Allocations {
     /// Forgets everything.
     pub fn clear(&mut self) {
         self.map.clear();
-        self.user_bytes = 0;
     }
 
     /// Checks that `[addr, addr + len)` lies inside one allocation (`len` 0: always fine).
@@ -108,28 +101,14 @@ impl Allocations {
         self.check(r.base, r.span())
     }
 
-    /// Bytes the guest allocated with `cudaMalloc` and has not freed.
-    pub fn user_bytes(&self) -> u64 {
-        self.user_bytes
-    }
-
     /// Number of tracked ranges.
-    pub fn len(&self) -> usize {
+    pub fn count(&self) -> usize {
         self.map.len()
     }
 
-    /// Whether nothing is tracked.
-    pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
-    }
-
-    /// The user allocations' base addresses.
-    pub fn user_bases(&self) -> Vec<u64> {
-        self.map
-            .iter()
-            .filter(|(_, a)| a.owner == Owner::User)
-            .map(|(&b, _)| b)
-            .collect()
+    /// Whether a user allocation starts exactly at `base`.
+    pub fn is_user_base(&self, base: u64) -> bool {
+        self.map.get(&base).is_some_and(|a| a.owner == Owner::User)
     }
 }
 
@@ -215,7 +194,7 @@ mod tests {
         assert_eq!(m.check(A - 1, 1), Err(Status::INVALID_VALUE));
         assert_eq!(m.check(A + 10, u64::MAX), Err(Status::INVALID_VALUE));
         assert_eq!(m.check(u64::MAX, 1), Err(Status::INVALID_VALUE));
-        assert_eq!(m.user_bytes(), 1024);
+        assert_eq!(m.count(), 2);
     }
 
     #[test]
@@ -225,10 +204,7 @@ mod tests {
         mine.insert(A, 4096, Owner::User).unwrap();
         theirs.insert(A + 0x20_0000, 4096, Owner::User).unwrap();
         assert_eq!(mine.check(A + 0x20_0000, 16), Err(Status::INVALID_VALUE));
-        assert_eq!(
-            mine.remove_user(A + 0x20_0000),
-            Err(Status::INVALID_DEVICE_POINTER)
-        );
+        assert_eq!(mine.remove_user(A + 0x20_0000), Err(Status::INVALID_VALUE));
         theirs.check(A + 0x20_0000, 16).unwrap();
     }
 
@@ -244,15 +220,19 @@ mod tests {
             m.insert(A + 4100, 16, Owner::User),
             Err(Status::INVALID_VALUE)
         );
-        assert_eq!(m.insert(A + 32, 64, Owner::User), Err(Status::INVALID_VALUE));
-        assert_eq!(m.remove_user(A + 1), Err(Status::INVALID_DEVICE_POINTER));
-        assert_eq!(m.remove_user(A + 4096), Err(Status::INVALID_DEVICE_POINTER));
+        assert_eq!(
+            m.insert(A + 32, 64, Owner::User),
+            Err(Status::INVALID_VALUE)
+        );
+        assert!(!m.is_user_base(A + 1) && !m.is_user_base(A + 4096) && m.is_user_base(A));
+        assert_eq!(m.remove_user(A + 1), Err(Status::INVALID_VALUE));
+        assert_eq!(m.remove_user(A + 4096), Err(Status::INVALID_VALUE));
         assert_eq!(m.remove_user(A), Ok(64));
-        assert_eq!(m.remove_user(A), Err(Status::INVALID_DEVICE_POINTER));
+        assert_eq!(m.remove_user(A), Err(Status::INVALID_VALUE));
         m.check(A + 4096, 16).unwrap();
         m.remove_module(&h);
         assert_eq!(m.check(A + 4096, 16), Err(Status::INVALID_VALUE));
-        assert!(m.is_empty());
+        assert_eq!(m.count(), 0);
     }
 
     #[test]

@@ -39,11 +39,6 @@ impl PinnedRanges {
         &self.ranges
     }
 
-    /// Whether no range is pinned.
-    pub fn is_empty(&self) -> bool {
-        self.ranges.is_empty()
-    }
-
     /// Whether `[addr, addr + len)` lies inside one pinned range.
     pub fn contains(&self, addr: usize, len: usize) -> bool {
         let i = self.ranges.partition_point(|&(a, _)| a <= addr);
@@ -112,7 +107,7 @@ mod tests {
     #[test]
     fn placement_of_pieces() {
         let mut guest = vec![0u8; 8192];
-        let mut heap = vec![0u8; 64];
+        let mut heap = [0u8; 64];
         let base = guest.as_ptr() as usize;
         let r = PinnedRanges::new(vec![(base, 4096)]);
         let (lo, hi) = guest.split_at_mut(4096);

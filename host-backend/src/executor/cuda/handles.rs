@@ -83,18 +83,8 @@ impl<T> HandleTable<T> {
     }
 
     /// Number of live handles.
-    pub fn len(&self) -> usize {
+    pub fn count(&self) -> usize {
         self.map.len()
-    }
-
-    /// Whether no handle is live.
-    pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
-    }
-
-    /// The live entries.
-    pub fn iter(&self) -> impl Iterator<Item = (&u64, &T)> {
-        self.map.iter()
     }
 }
 
@@ -119,7 +109,7 @@ mod tests {
         let c = t.insert("c").unwrap();
         assert!(c != a && c != b);
         t.clear();
-        assert!(t.is_empty());
+        assert_eq!(t.count(), 0);
         assert!(t.insert("d").unwrap() > c);
     }
 

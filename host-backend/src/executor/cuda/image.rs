@@ -36,28 +36,41 @@ pub enum ImageError {
     },
 }
 
+/// What [`check`] learned about an image.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ImageInfo {
+    /// Some code calls `vprintf` (device `printf`).
+    pub uses_printf: bool,
+}
+
 /// Checks `image` (see the module documentation).
-pub fn check(image: &[u8]) -> Result<(), ImageError> {
+pub fn check(image: &[u8]) -> Result<ImageInfo, ImageError> {
     let fb = vcuda_fatbin::parse(image)?;
     if fb.containers.len() != 1 || fb.containers[0].offset != 0 {
         return Err(ImageError::Containers(fb.containers.len()));
     }
+    let mut info = ImageInfo::default();
     for (i, e) in fb.entries().enumerate() {
-        match e.kind {
+        let data = match e.kind {
             EntryKind::Ptx => {
-                if !e.data()?.contains(&0) {
+                let d = e.data()?;
+                if !d.contains(&0) {
                     return Err(ImageError::PtxUnterminated(i));
                 }
+                d
             }
             EntryKind::Cubin => {
-                check_elf(&e.data()?).map_err(|what| ImageError::Elf { entry: i, what })?
+                let d = e.data()?;
+                check_elf(&d).map_err(|what| ImageError::Elf { entry: i, what })?;
+                d
             }
             // LTO-IR and unknown kinds: the loader skips what it cannot run; only their
             // bounds matter, and `parse` checked those.
-            _ => {}
-        }
+            _ => continue,
+        };
+        info.uses_printf |= data.windows(7).any(|w| w == b"vprintf");
     }
-    Ok(())
+    Ok(info)
 }
 
 fn u16_at(b: &[u8], at: u64) -> Option<u64> {
@@ -262,7 +275,7 @@ mod tests {
         rel[8..16].copy_from_slice(&((1u64 << 32) | 1).to_le_bytes());
 
         let mut b = vec![0u8; 64];
-        let mut place = |data: &[u8], b: &mut Vec<u8>| {
+        let place = |data: &[u8], b: &mut Vec<u8>| {
             let off = b.len() as u64;
             b.extend_from_slice(data);
             off
@@ -331,7 +344,10 @@ mod tests {
     fn a_well_formed_image_passes() {
         check_elf(&elf()).unwrap();
         let ptx = b".version 9.0\n.target sm_90\n\0\0\0\0";
-        check(&fatbin(&[(2, &elf()), (1, ptx)])).unwrap();
+        let info = check(&fatbin(&[(2, &elf()), (1, ptx)])).unwrap();
+        assert!(!info.uses_printf);
+        let printf = b".extern .func (.param .b32 r) vprintf (.param .b64 f, .param .b64 a);\0\0";
+        assert!(check(&fatbin(&[(1, printf)])).unwrap().uses_printf);
     }
 
     #[test]
@@ -416,6 +432,73 @@ mod tests {
             }
             let _ = check(&b);
             let _ = check_elf(&b[16 + 64..]);
+        }
+    }
+}
+
+/// Real nvcc output must pass.
+#[cfg(test)]
+mod real {
+    /// `tests/cuda/vectorAdd.cu` as `nvcc -fatbin -gencode arch=compute_90,code=[sm_90,compute_90]`
+    /// (see `testdata/README.md`).
+    const IMAGES: &[(&str, &[u8])] = &[
+        (
+            "13.0 (cubin, zstd PTX)",
+            include_bytes!("testdata/vectorAdd-13.0.fatbin"),
+        ),
+        (
+            "13.0 -Xfatbin -compress-all (zstd cubin)",
+            include_bytes!("testdata/vectorAdd-13.0-compress-all.fatbin"),
+        ),
+        (
+            "13.0 -G",
+            include_bytes!("testdata/vectorAdd-13.0-G.fatbin"),
+        ),
+        (
+            "12.4 -Xfatbin -compress-all (LZ4)",
+            include_bytes!("testdata/vectorAdd-12.4-compress-all.fatbin"),
+        ),
+    ];
+
+    #[test]
+    fn nvcc_fat_binaries_pass() {
+        for (what, bytes) in IMAGES {
+            let info = super::check(bytes).unwrap_or_else(|e| panic!("{what}: {e}"));
+            assert!(!info.uses_printf, "{what}");
+            let fb = vcuda_fatbin::parse(bytes).unwrap();
+            assert!(
+                fb.entries()
+                    .any(|e| e.kind == vcuda_fatbin::EntryKind::Cubin),
+                "{what}"
+            );
+        }
+    }
+
+    #[test]
+    fn printf_is_found_in_compressed_code() {
+        let img = include_bytes!("testdata/sumArray-13.0-compress-all.fatbin");
+        assert!(super::check(img).unwrap().uses_printf);
+    }
+
+    /// More images: every fat binary in each file of `$VCUDA_TEST_FATBINS` (a directory)
+    /// must pass.
+    #[test]
+    fn fat_binaries_from_the_environment_pass() {
+        let Some(dir) = std::env::var_os("VCUDA_TEST_FATBINS") else {
+            eprintln!("skipping: VCUDA_TEST_FATBINS not set");
+            return;
+        };
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if !p.is_file() {
+                continue;
+            }
+            let b = std::fs::read(&p).unwrap();
+            let fb = vcuda_fatbin::parse(&b).unwrap();
+            for c in &fb.containers {
+                super::check(c.bytes)
+                    .unwrap_or_else(|e| panic!("{}@{}: {e}", p.display(), c.offset));
+            }
         }
     }
 }

@@ -72,10 +72,13 @@
 //! # Device printf
 //!
 //! On a GPU, `printf` in a kernel is written by the driver to the backend process's stdout
-//! when the context synchronizes; it is not returned to the guest ([`Executor::take_stdout`]
-//! stays empty). `vcuda run` discards its private backend's stdout, so such output is lost
-//! there. Capturing it per session would need the driver to write into a per-context sink,
-//! which it does not offer.
+//! when the context synchronizes; the driver offers no per-context sink. By default it stays
+//! there (`vcuda run` discards its private backend's stdout, so it is lost).
+//! With [`CudaConfig::capture_printf`] (`--cuda-capture-printf`, or
+//! `VCUDA_CUDA_CAPTURE_PRINTF=1` in the environment of `vcuda run`) the backend's stdout is
+//! captured ([`printf`]) and returned to the guest in the reply of the request that
+//! flushed it, while exactly one session is live; with several, it goes to the backend's
+//! stderr instead of to a guest that may not have produced it.
 //!
 //! # Extending (cuBLAS, cuRAND)
 //!
@@ -93,11 +96,13 @@ mod guest_mem;
 mod handles;
 mod image;
 mod plan;
+mod printf;
 mod staging;
 mod transfer;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::ffi::{CString, c_void};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use cudarc::driver::sys::{
@@ -106,13 +111,13 @@ use cudarc::driver::sys::{
 };
 use log::{debug, info, warn};
 use vcuda_protocol::{
-    DeviceInfo, EventElapsedResp, ExecutorKind, FuncAttrs, LaunchReq, MAX_PARAM_LEN,
-    MemcpyDtoDReq, MemcpyDtoHReq, MemcpyHtoDReq, MemsetReq, ParamInfo, STREAM_LEGACY,
+    DeviceInfo, EventElapsedResp, ExecutorKind, FuncAttrs, LaunchReq, MAX_PARAM_LEN, MemcpyDtoDReq,
+    MemcpyDtoHReq, MemcpyHtoDReq, MemsetReq, ParamInfo, STREAM_LEGACY,
 };
 
 use self::allocs::{Allocations, Owner};
-pub use self::error::{InitError, MIN_DRIVER_VERSION};
 use self::error::to_status;
+pub use self::error::{InitError, MIN_DRIVER_VERSION};
 use self::guest_mem::PinnedRanges;
 use self::handles::{HandleTable, Kind};
 use super::{ExecResult, Executor, ExecutorFactory, FunctionInfo, ModuleImage, Status};
@@ -137,6 +142,8 @@ pub struct CudaConfig {
     pub staging_chunk: usize,
     /// Staging buffers per session.
     pub staging_depth: usize,
+    /// Capture device `printf` (the backend's stdout) and return it to the guest.
+    pub capture_printf: bool,
 }
 
 impl Default for CudaConfig {
@@ -145,6 +152,7 @@ impl Default for CudaConfig {
             device: 0,
             staging_chunk: 4 << 20,
             staging_depth: 4,
+            capture_printf: false,
         }
     }
 }
@@ -170,15 +178,22 @@ struct Shared {
     /// their DMA has finished; re-pinning takes the write lock.
     pinned: RwLock<PinnedRanges>,
     registrar: Mutex<Registrar>,
-    /// Hashes of module images that passed [`image::check`].
-    checked: Mutex<HashSet<[u8; 32]>>,
+    /// Module images that passed [`image::check`], by hash.
+    checked: Mutex<HashMap<[u8; 32], image::ImageInfo>>,
+    /// Device printf capture, when on.
+    printf: Option<&'static printf::Capture>,
+    /// Live sessions.
+    sessions: AtomicUsize,
 }
 
 impl Shared {
+    /// Pins the new regions and unpins those gone; regions present before and after (same
+    /// address and length: memory hot-plug adds regions) stay pinned.
     fn set_guest_memory(&self, regions: &[(usize, usize)]) {
         let mut pinned = self.pinned.write().unwrap_or_else(|e| e.into_inner());
         let mut reg = self.registrar.lock().unwrap_or_else(|e| e.into_inner());
-        if regions.is_empty() && pinned.is_empty() {
+        let wanted = PinnedRanges::new(regions.to_vec());
+        if wanted.ranges() == pinned.ranges() {
             return;
         }
         let ctx = match reg.ctx {
@@ -199,28 +214,41 @@ impl Shared {
             warn!("cannot pin guest memory ({})", driver::error_name(e));
             return;
         }
-        for &(addr, _) in pinned.ranges() {
+        let mut kept = Vec::new();
+        for &(addr, len) in pinned.ranges() {
+            if wanted.ranges().contains(&(addr, len)) {
+                kept.push((addr, len));
+                continue;
+            }
             // SAFETY: `addr` starts a range we registered; the write lock guarantees no
             // copy is using it; the transport keeps it mapped until this call returns.
             if let Err(e) = unsafe { driver::mem_host_unregister(addr as *mut u8) } {
-                warn!("unpinning guest memory at {addr:#x}: {}", driver::error_name(e));
+                warn!(
+                    "unpinning guest memory at {addr:#x}: {}",
+                    driver::error_name(e)
+                );
             }
         }
-        let mut ok = Vec::new();
-        for &(addr, len) in regions.iter().filter(|r| r.1 > 0) {
+        for &(addr, len) in wanted.ranges() {
+            if kept.contains(&(addr, len)) {
+                continue;
+            }
             // SAFETY: the transport guarantees the region is mapped in this process until
-            // the next call, which unpins it first.
-            match unsafe { driver::mem_host_register(addr as *mut u8, len, GUEST_REGISTER_FLAGS) }
-            {
-                Ok(()) => ok.push((addr, len)),
+            // the next call, which unpins it first if it is gone by then.
+            match unsafe { driver::mem_host_register(addr as *mut u8, len, GUEST_REGISTER_FLAGS) } {
+                Ok(()) => kept.push((addr, len)),
                 Err(e) => warn!(
                     "cannot pin guest memory {addr:#x}+{len:#x} ({}); copies through it will be staged",
                     driver::error_name(e)
                 ),
             }
         }
-        debug!("pinned {} of {} guest memory regions", ok.len(), regions.len());
-        *pinned = PinnedRanges::new(ok);
+        debug!(
+            "pinned {} of {} guest memory regions",
+            kept.len(),
+            wanted.ranges().len()
+        );
+        *pinned = PinnedRanges::new(kept);
         // SAFETY: unbinding (null) is always allowed; sessions bind their own context.
         let _ = unsafe { driver::ctx_set_current(std::ptr::null_mut()) };
     }
@@ -310,6 +338,17 @@ impl CudaFactory {
         if !loaded.param_info {
             info!("driver lacks cuFuncGetParamInfo: kernel layouts come from the guest");
         }
+        let printf = if config.capture_printf {
+            match printf::Capture::global() {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    warn!("cannot capture device printf ({e}); it goes to stdout");
+                    None
+                }
+            }
+        } else {
+            None
+        };
         Ok(Self {
             shared: Arc::new(Shared {
                 config,
@@ -319,6 +358,8 @@ impl CudaFactory {
                 pinned: RwLock::default(),
                 registrar: Mutex::default(),
                 checked: Mutex::default(),
+                printf,
+                sessions: AtomicUsize::new(0),
             }),
         })
     }
@@ -403,16 +444,21 @@ pub struct CudaExecutor {
     params_dirty: usize,
     /// Reused `kernelParams` array.
     arg_ptrs: Vec<*mut c_void>,
+    /// A call since the last [`Executor::take_stdout`] may have flushed device printf.
+    may_print: bool,
+    /// A module the session loaded calls `printf` (collecting output costs a round trip
+    /// through the capture thread, so sessions without one skip it).
+    uses_printf: bool,
 }
 
 impl std::fmt::Debug for CudaExecutor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CudaExecutor")
             .field("ctx", &self.ctx)
-            .field("allocations", &self.allocs.len())
-            .field("streams", &self.streams.len())
-            .field("events", &self.events.len())
-            .field("modules", &self.modules.len())
+            .field("allocations", &self.allocs.count())
+            .field("streams", &self.streams.count())
+            .field("events", &self.events.count())
+            .field("modules", &self.modules.count())
             .finish()
     }
 }
@@ -438,6 +484,21 @@ impl Drop for CudaExecutor {
                 }
             }
         }
+        // Destroying the context flushed its printf output: keep it from the next session.
+        if self.shared.printf.is_some() && self.uses_printf {
+            self.may_print = true;
+            let out = self.take_stdout();
+            stderr_dump(&out);
+        }
+        self.shared.sessions.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Device output no guest may see, to the backend's stderr.
+fn stderr_dump(out: &[u8]) {
+    use std::io::Write;
+    if !out.is_empty() {
+        let _ = std::io::stderr().write_all(out);
     }
 }
 
@@ -448,6 +509,7 @@ impl CudaExecutor {
             to_status(e)
         })?;
         let pool = staging::Pool::new(shared.config.staging_chunk, shared.config.staging_depth);
+        shared.sessions.fetch_add(1, Ordering::Relaxed);
         Ok(Self {
             shared,
             ctx: Some(ctx),
@@ -462,6 +524,8 @@ impl CudaExecutor {
             params: Box::new(ParamBuf([0; PARAM_BUF_LEN])),
             params_dirty: 0,
             arg_ptrs: Vec::new(),
+            may_print: false,
+            uses_printf: false,
         })
     }
 
@@ -469,7 +533,8 @@ impl CudaExecutor {
     /// (cuBLAS, cuRAND) that run in the session's context.
     pub fn cu_context(&self) -> ExecResult<CUcontext> {
         self.bind()?;
-        self.ctx.ok_or(Status(vcuda_protocol::status::DEVICE_UNINITIALIZED))
+        self.ctx
+            .ok_or(Status(vcuda_protocol::status::DEVICE_UNINITIALIZED))
     }
 
     /// The driver stream behind a guest stream handle (null: the legacy default stream).
@@ -535,8 +600,10 @@ impl CudaExecutor {
 
     fn function_attrs(raw: CUfunction) -> FuncAttrs {
         use CUfunction_attribute::*;
-        // SAFETY (for the closure's calls): `raw` is a live function of the current context.
-        let get = |a| unsafe { driver::func_get_attribute(raw, a) }.unwrap_or(0);
+        let get = |a| {
+            // SAFETY: `raw` is a live function of the current context.
+            unsafe { driver::func_get_attribute(raw, a) }.unwrap_or(0)
+        };
         FuncAttrs {
             shared_size_bytes: get(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES) as u64,
             const_size_bytes: get(CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES) as u64,
@@ -581,6 +648,28 @@ impl CudaExecutor {
             }
         }
         None
+    }
+
+    /// Grid and block within the device's limits, as the runtime checks before launching
+    /// (`cudaErrorInvalidConfiguration`; the driver would say `CUDA_ERROR_INVALID_VALUE`).
+    fn check_launch_config(&self, req: &LaunchReq) -> ExecResult<()> {
+        use vcuda_protocol::attr::*;
+        let a = |n| self.shared.info.attr(n).unwrap_or(0).max(0) as u64;
+        let block_max = [a(MAX_BLOCK_DIM_X), a(MAX_BLOCK_DIM_Y), a(MAX_BLOCK_DIM_Z)];
+        let grid_max = [a(MAX_GRID_DIM_X), a(MAX_GRID_DIM_Y), a(MAX_GRID_DIM_Z)];
+        let threads: u64 = req.block.iter().map(|&b| u64::from(b)).product();
+        let over = |dims: &[u32; 3], max: &[u64; 3]| {
+            dims.iter()
+                .zip(max)
+                .any(|(&d, &m)| d == 0 || u64::from(d) > m)
+        };
+        if over(&req.block, &block_max)
+            || over(&req.grid, &grid_max)
+            || threads > a(MAX_THREADS_PER_BLOCK)
+        {
+            return Err(Status::INVALID_CONFIGURATION);
+        }
+        Ok(())
     }
 
     fn drop_module_functions(&mut self, module: u64) {
@@ -638,11 +727,13 @@ impl Executor for CudaExecutor {
     fn device_synchronize(&mut self, device: u32) -> ExecResult<()> {
         self.check_device(device)?;
         self.bind()?;
+        self.may_print = true;
         driver::ctx_synchronize().map_err(to_status)
     }
 
     fn device_reset(&mut self, device: u32) -> ExecResult<()> {
         self.check_device(device)?;
+        self.may_print = true;
         self.reset_context()
     }
 
@@ -690,10 +781,13 @@ impl Executor for CudaExecutor {
         if ptr == 0 {
             return Ok(());
         }
-        if !self.allocs.user_bases().contains(&ptr) {
+        if !self.allocs.is_user_base(ptr) {
             return Err(Status::INVALID_VALUE);
         }
         self.bind()?;
+        // cudaFree waits for the device first, reporting earlier failures.
+        self.may_print = true;
+        driver::ctx_synchronize().map_err(to_status)?;
         // SAFETY: `ptr` is a live user allocation of this session's context (checked
         // above); it leaves the table right after, so it is freed once.
         unsafe { driver::mem_free(ptr) }.map_err(to_status)?;
@@ -701,10 +795,12 @@ impl Executor for CudaExecutor {
     }
 
     fn memcpy_htod(&mut self, req: &MemcpyHtoDReq, src: &DataSegs<'_>) -> ExecResult<()> {
+        self.may_print = true;
         self.htod(req, src)
     }
 
     fn memcpy_dtoh(&mut self, req: &MemcpyDtoHReq, dst: &DataSegs<'_>) -> ExecResult<()> {
+        self.may_print = true;
         self.dtoh(req, dst)
     }
 
@@ -739,6 +835,7 @@ impl Executor for CudaExecutor {
     fn stream_synchronize(&mut self, stream: u64) -> ExecResult<()> {
         let s = self.cu_stream(stream)?;
         self.bind()?;
+        self.may_print = true;
         // SAFETY: a live stream of our context (or the null stream).
         unsafe { driver::stream_synchronize(s) }.map_err(to_status)
     }
@@ -797,6 +894,7 @@ impl Executor for CudaExecutor {
     fn event_synchronize(&mut self, event: u64) -> ExecResult<()> {
         let (e, _) = self.event(event)?;
         self.bind()?;
+        self.may_print = true;
         // SAFETY: a live event of our context.
         unsafe { driver::event_synchronize(e) }.map_err(to_status)
     }
@@ -829,18 +927,23 @@ impl Executor for CudaExecutor {
             .checked
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .contains(&hash);
-        if !known {
-            if let Err(e) = image::check(&image.bytes) {
-                warn!("module image refused: {e}");
-                return Err(Status::INVALID_KERNEL_IMAGE);
+            .get(&hash)
+            .copied();
+        let info = match known {
+            Some(i) => i,
+            None => {
+                let i = image::check(&image.bytes).map_err(|e| {
+                    warn!("module image refused: {e}");
+                    Status::INVALID_KERNEL_IMAGE
+                })?;
+                self.shared
+                    .checked
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(hash, i);
+                i
             }
-            self.shared
-                .checked
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(hash);
-        }
+        };
         // The loader wants the image 8-byte aligned; copy it if the allocator did not.
         let aligned: Vec<u64>;
         let ptr = if image.bytes.as_ptr().align_offset(8) == 0 {
@@ -859,6 +962,7 @@ impl Executor for CudaExecutor {
             aligned.as_ptr().cast::<u8>()
         };
         self.bind()?;
+        self.may_print = true;
         // SAFETY: the image passed `image::check` (its declared sizes lie inside the bytes);
         // it is 8-byte aligned and outlives the call (`image` or `aligned` is held).
         let raw = unsafe { driver::module_load_data(ptr) }.map_err(to_status)?;
@@ -871,6 +975,7 @@ impl Executor for CudaExecutor {
             }
         };
         self.loaded.insert(hash, LoadedModule { raw, refs: 1 });
+        self.uses_printf |= info.uses_printf;
         Ok(h)
     }
 
@@ -888,6 +993,7 @@ impl Executor for CudaExecutor {
         self.loaded.remove(&hash);
         self.allocs.remove_module(&hash);
         self.bind()?;
+        self.may_print = true;
         // SAFETY: the last handle to this module is gone and its functions and variables
         // left the tables above, so nothing uses it afterwards.
         unsafe { driver::module_unload(raw) }.map_err(to_status)
@@ -933,11 +1039,10 @@ impl Executor for CudaExecutor {
         let cname = CString::new(name).map_err(|_| Status::INVALID_SYMBOL)?;
         self.bind()?;
         // SAFETY: a live module of our context.
-        let (ptr, size) =
-            unsafe { driver::module_get_global(m, &cname) }.map_err(|e| match e {
-                CUresult::CUDA_ERROR_NOT_FOUND => Status::INVALID_SYMBOL,
-                e => to_status(e),
-            })?;
+        let (ptr, size) = unsafe { driver::module_get_global(m, &cname) }.map_err(|e| match e {
+            CUresult::CUDA_ERROR_NOT_FOUND => Status::INVALID_SYMBOL,
+            e => to_status(e),
+        })?;
         if size > 0 {
             self.allocs.insert(ptr, size as u64, Owner::Module(hash))?;
         }
@@ -946,13 +1051,12 @@ impl Executor for CudaExecutor {
 
     fn launch(&mut self, req: &LaunchReq, params: &[u8]) -> ExecResult<()> {
         let stream = self.cu_stream(req.stream)?;
-        if req.grid.contains(&0) || req.block.contains(&0) {
-            return Err(Status::INVALID_CONFIGURATION);
-        }
+        self.check_launch_config(req)?;
         if params.len() > PARAM_BUF_LEN || params.len() != req.param_len as usize {
             return Err(Status::INVALID_VALUE);
         }
         self.bind()?;
+        self.may_print = true;
         let f = self
             .functions
             .get(req.function)
@@ -1013,10 +1117,7 @@ impl Executor for CudaExecutor {
                 extra_ptr,
             )
         }
-        .map_err(|e| match e {
-            CUresult::CUDA_ERROR_INVALID_VALUE => Status::INVALID_CONFIGURATION,
-            e => to_status(e),
-        })
+        .map_err(to_status)
     }
 
     fn func_set_attribute(&mut self, function: u64, attr: u32, value: i32) -> ExecResult<()> {
@@ -1037,8 +1138,20 @@ impl Executor for CudaExecutor {
     }
 
     fn take_stdout(&mut self) -> Vec<u8> {
-        // Device printf goes to the backend's stdout (see the module documentation).
-        Vec::new()
+        // See "Device printf" in the module documentation.
+        let Some(capture) = self.shared.printf else {
+            return Vec::new();
+        };
+        if !std::mem::take(&mut self.may_print) || !self.uses_printf {
+            return Vec::new();
+        }
+        let out = capture.collect();
+        if self.shared.sessions.load(Ordering::Relaxed) == 1 {
+            out
+        } else {
+            stderr_dump(&out);
+            Vec::new()
+        }
     }
 }
 

@@ -42,7 +42,8 @@ impl Span {
     }
 
     /// Bytes the span moves.
-    pub fn bytes(&self, width: u64) -> u64 {
+    #[cfg(test)]
+    fn bytes(&self, width: u64) -> u64 {
         match *self {
             Span::Linear { len, .. } => len,
             Span::Rows { rows, .. } => rows * width,
@@ -175,7 +176,13 @@ mod tests {
         replay(&r, &[(0, 3), (3, 24), (27, 43)]);
         replay(&r, &(0..70).map(|i| (i, 1)).collect::<Vec<_>>());
         replay(&r, &[(0, 10), (10, 20), (30, 40)]);
-        replay(&r, &[(5, 10)].into_iter().chain([(0, 5), (15, 55)]).collect::<Vec<_>>());
+        replay(
+            &r,
+            &[(5, 10)]
+                .into_iter()
+                .chain([(0, 5), (15, 55)])
+                .collect::<Vec<_>>(),
+        );
     }
 
     #[test]
@@ -198,7 +205,10 @@ mod tests {
     fn windows_hold_whole_rows_when_they_fit() {
         let r = Region::new(0, 4096, 1000, 100).unwrap();
         let w: Vec<_> = windows(&r, 4096).collect();
-        assert!(w.iter().all(|&(o, l)| o % 1000 == 0 && l % 1000 == 0 && l <= 4096));
+        assert!(
+            w.iter()
+                .all(|&(o, l)| o % 1000 == 0 && l % 1000 == 0 && l <= 4096)
+        );
         assert_eq!(w.iter().map(|x| x.1).sum::<u64>(), 100_000);
         // Every window is then a single 2-D copy.
         assert!(w.iter().all(|&(o, l)| spans(&r, o, l).len() == 1));

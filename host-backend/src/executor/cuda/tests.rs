@@ -7,8 +7,7 @@ use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 use vcuda_protocol::{
-    COPY_ASYNC, LaunchReq, MemcpyDtoDReq, MemcpyDtoHReq, MemcpyHtoDReq, MemsetReq, ParamInfo,
-    attr,
+    COPY_ASYNC, LaunchReq, MemcpyDtoDReq, MemcpyDtoHReq, MemcpyHtoDReq, MemsetReq, ParamInfo, attr,
 };
 use vm_memory::VolatileSlice;
 
@@ -41,7 +40,10 @@ macro_rules! gpu {
 #[test]
 fn without_a_gpu_the_factory_says_what_is_missing() {
     match CudaFactory::new(CudaConfig::default()) {
-        Ok(f) => eprintln!("GPU present: {:?}", f.device_info().attr(attr::MULTI_PROCESSOR_COUNT)),
+        Ok(f) => eprintln!(
+            "GPU present: {:?}",
+            f.device_info().attr(attr::MULTI_PROCESSOR_COUNT)
+        ),
         Err(e) => {
             let m = e.to_string();
             eprintln!("skipping: no GPU ({m})");
@@ -74,9 +76,16 @@ fn dtoh(src: u64, width: u64, height: u64, spitch: u64) -> MemcpyDtoHReq {
     }
 }
 
+/// Bytes that never repeat with a short period (so a stale staging window shows).
 fn pattern(n: usize, seed: u8) -> Vec<u8> {
+    let mut x = 0x9e37_79b9_7f4a_7c15u64 ^ u64::from(seed);
     (0..n)
-        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 24) as u8
+        })
         .collect()
 }
 
@@ -97,12 +106,21 @@ fn copies_round_trip_through_every_path() {
     let f = gpu!();
     let mut e = f.new_executor().unwrap();
     // Small (driver staging), several windows (pipelined staging), not a window multiple.
-    for &n in &[1usize, 4096, SMALL_COPY as usize, 1 << 20, (1 << 20) + 12345] {
+    for &n in &[
+        1usize,
+        4096,
+        SMALL_COPY as usize,
+        1 << 20,
+        (1 << 20) + 12345,
+    ] {
         let p = e.malloc(0, n as u64).unwrap();
         let mut data = pattern(n, n as u8);
         for flags in [0, COPY_ASYNC] {
-            e.memcpy_htod(&htod(p, n as u64, 1, 0, flags), &DataSegs::from_slice(&mut data))
-                .unwrap();
+            e.memcpy_htod(
+                &htod(p, n as u64, 1, 0, flags),
+                &DataSegs::from_slice(&mut data),
+            )
+            .unwrap();
             let mut back = vec![0u8; n];
             e.memcpy_dtoh(&dtoh(p, n as u64, 1, 0), &DataSegs::from_slice(&mut back))
                 .unwrap();
@@ -148,11 +166,14 @@ fn pieces_and_pitches() {
         .unwrap();
     for row in 0..h as usize {
         let r = &all[row * pitch as usize..(row + 1) * pitch as usize];
-        assert_eq!(&r[..w as usize], &data[row * w as usize..(row + 1) * w as usize]);
+        assert_eq!(
+            &r[..w as usize],
+            &data[row * w as usize..(row + 1) * w as usize]
+        );
         assert!(r[w as usize..].iter().all(|&x| x == 0xee));
     }
     // And back out pitched, into two pieces.
-    let mut x = vec![0u8; 5];
+    let mut x = [0u8; 5];
     let mut y = vec![0u8; (w * h - 5) as usize];
     let dst = DataSegs::new(vec![
         VolatileSlice::from(&mut x[..]),
@@ -391,8 +412,11 @@ fn modules_launches_and_sticky_errors() {
     let n = 1000u32;
     let p = e.malloc(0, u64::from(n) * 4).unwrap();
     let mut data: Vec<u8> = (0..n).flat_map(|i| (i as f32).to_le_bytes()).collect();
-    e.memcpy_htod(&htod(p, data.len() as u64, 1, 0, 0), &DataSegs::from_slice(&mut data))
-        .unwrap();
+    e.memcpy_htod(
+        &htod(p, data.len() as u64, 1, 0, 0),
+        &DataSegs::from_slice(&mut data),
+    )
+    .unwrap();
     let mut params = p.to_le_bytes().to_vec();
     params.extend_from_slice(&n.to_le_bytes());
     let launch = LaunchReq {
@@ -436,8 +460,11 @@ fn modules_launches_and_sticky_errors() {
         Err(Status::INVALID_DEVICE_FUNCTION)
     );
     let mut back = vec![0u8; data.len()];
-    e.memcpy_dtoh(&dtoh(p, back.len() as u64, 1, 0), &DataSegs::from_slice(&mut back))
-        .unwrap();
+    e.memcpy_dtoh(
+        &dtoh(p, back.len() as u64, 1, 0),
+        &DataSegs::from_slice(&mut back),
+    )
+    .unwrap();
     for (i, c) in back.chunks(4).enumerate() {
         assert_eq!(f32::from_le_bytes(c.try_into().unwrap()), i as f32 + 1.0);
     }
@@ -466,7 +493,10 @@ fn modules_launches_and_sticky_errors() {
     other.device_synchronize(0).unwrap();
     other.free(q).unwrap();
     e.device_reset(0).unwrap();
-    assert_eq!(e.function_get(m, "add1").unwrap_err(), Status::INVALID_HANDLE);
+    assert_eq!(
+        e.function_get(m, "add1").unwrap_err(),
+        Status::INVALID_HANDLE
+    );
     let p = e.malloc(0, 64).unwrap();
     e.free(p).unwrap();
 }
@@ -487,16 +517,26 @@ fn pinned_guest_memory_is_used_directly() {
     guest.copy_from_slice(&pattern(len, 3));
     let want = guest.to_vec();
     for flags in [0, COPY_ASYNC] {
-        e.memcpy_htod(&htod(p, len as u64, 1, 0, flags), &DataSegs::from_slice(guest))
-            .unwrap();
+        e.memcpy_htod(
+            &htod(p, len as u64, 1, 0, flags),
+            &DataSegs::from_slice(guest),
+        )
+        .unwrap();
         guest.fill(0);
         e.memcpy_dtoh(&dtoh(p, len as u64, 1, 0), &DataSegs::from_slice(guest))
             .unwrap();
         assert!(*guest == want[..]);
     }
     drop(e);
+    // A region added: the first stays pinned, the second joins; then both go.
+    let mut more = vec![0u8; 2 * 4096];
+    let off2 = more.as_ptr().align_offset(4096);
+    let base2 = more[off2..].as_mut_ptr() as usize;
+    f.guest_memory_changed(&[(base, len), (base2, 4096)]);
+    assert!(f.shared.pinned.read().unwrap().contains(base2, 4096));
+    assert!(f.shared.pinned.read().unwrap().contains(base, len));
     f.guest_memory_changed(&[]);
-    assert!(f.shared.pinned.read().unwrap().is_empty());
+    assert!(f.shared.pinned.read().unwrap().ranges().is_empty());
 }
 
 #[test]

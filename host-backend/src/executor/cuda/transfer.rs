@@ -67,7 +67,9 @@ unsafe fn issue_dtoh(r: &Region, span: Span, host: *mut u8, s: CUstream) -> DrvR
 }
 
 /// Calls `f(offset, piece)` for each piece of `segs` (their packed offsets).
-fn pieces<'a>(segs: &DataSegs<'a>) -> impl Iterator<Item = (u64, VolatileSlice<'a>)> + '_ {
+fn pieces<'s, 'a: 's>(
+    segs: &'s DataSegs<'a>,
+) -> impl Iterator<Item = (u64, VolatileSlice<'a>)> + 's {
     segs.parts().iter().scan(0u64, |at, p| {
         let off = *at;
         *at += p.len() as u64;
@@ -94,11 +96,15 @@ impl CudaExecutor {
         let s = self.cu_stream(r.stream)?;
         let sync = r.flags & COPY_ASYNC == 0;
         self.bind()?;
+        // Held to the end: no piece may become pinned (and so DMA'd late) or unpinned
+        // (while a DMA uses it) meanwhile.
         let shared = self.shared.clone();
         let pinned = shared.pinned.read().unwrap_or_else(|e| e.into_inner());
         let placement = pinned.placement(src.parts());
-        // SAFETY (stream_query): `s` is live in our context.
-        let idle = || unsafe { driver::stream_query(s) } == Ok(());
+        let idle = || {
+            // SAFETY: `s` is a live stream of our context (or the null stream).
+            unsafe { driver::stream_query(s) }.is_ok()
+        };
         match placement {
             Placement::Pinned if sync || idle() => {
                 // Straight from guest RAM; the DMA must finish before the guest gets its
@@ -108,7 +114,10 @@ impl CudaExecutor {
                     spans(&region, at, p.len() as u64)
                         .into_iter()
                         .try_for_each(|sp| {
-                            let host = p.ptr_guard().as_ptr().wrapping_add((sp.packed() - at) as usize);
+                            let host = p
+                                .ptr_guard()
+                                .as_ptr()
+                                .wrapping_add((sp.packed() - at) as usize);
                             // SAFETY: `host` lies in the piece (spans stay inside
                             // `[at, at + len)`), pinned guest RAM that stays mapped and pinned
                             // while we hold the read lock, until `finish` has waited for the
@@ -119,12 +128,14 @@ impl CudaExecutor {
                 return finish(r, s);
             }
             Placement::Pageable if total <= SMALL_COPY => {
-                drop(pinned);
                 let r = pieces(&src).try_for_each(|(at, p)| {
                     spans(&region, at, p.len() as u64)
                         .into_iter()
                         .try_for_each(|sp| {
-                            let host = p.ptr_guard().as_ptr().wrapping_add((sp.packed() - at) as usize);
+                            let host = p
+                                .ptr_guard()
+                                .as_ptr()
+                                .wrapping_add((sp.packed() - at) as usize);
                             // SAFETY: pageable memory, which the driver copies out before
                             // returning; the piece is valid for this call; the device side
                             // was checked.
@@ -133,10 +144,7 @@ impl CudaExecutor {
                 });
                 r.map_err(to_status)?;
             }
-            _ => {
-                drop(pinned);
-                self.htod_staged(&region, &src, s)?;
-            }
+            _ => self.htod_staged(&region, &src, s)?,
         }
         if sync {
             // cudaMemcpy returns once the copy is done, reporting earlier failures too.
@@ -177,10 +185,12 @@ impl CudaExecutor {
         self.allocs.check_region(&region)?;
         let s = self.cu_stream(r.stream)?;
         self.bind()?;
+        // Held to the end, as for host to device.
         let shared = self.shared.clone();
         let pinned = shared.pinned.read().unwrap_or_else(|e| e.into_inner());
         let placement = pinned.placement(dst.parts());
-        if placement == Placement::Pinned || (placement == Placement::Pageable && total <= SMALL_COPY)
+        if placement == Placement::Pinned
+            || (placement == Placement::Pageable && total <= SMALL_COPY)
         {
             // Straight into the destination (pinned guest RAM, or pageable memory the
             // driver writes before returning); wait either way, so the data is complete
@@ -199,11 +209,8 @@ impl CudaExecutor {
                         unsafe { issue_dtoh(&region, sp, host, s) }
                     })
             });
-            let done = finish(r, s);
-            drop(pinned);
-            return done;
+            return finish(r, s);
         }
-        drop(pinned);
         self.dtoh_staged(&region, &dst, s)
     }
 
@@ -213,14 +220,13 @@ impl CudaExecutor {
         let chunk = self.pool.chunk() as u64;
         let depth = self.pool.depth();
         let mut in_flight: VecDeque<(usize, u64, u64)> = VecDeque::with_capacity(depth);
-        let drain_one = |pool: &mut super::staging::Pool,
-                         (i, off, len): (usize, u64, u64)|
-         -> ExecResult<()> {
-            let buf = pool.get(i)?;
-            buf.wait()?;
-            dst.write_at(off, &buf.bytes_mut()[..len as usize])
-                .map_err(|_| Status::INVALID_VALUE)
-        };
+        let drain_one =
+            |pool: &mut super::staging::Pool, (i, off, len): (usize, u64, u64)| -> ExecResult<()> {
+                let buf = pool.get(i)?;
+                buf.wait()?;
+                dst.write_at(off, &buf.bytes_mut()[..len as usize])
+                    .map_err(|_| Status::INVALID_VALUE)
+            };
         for (off, len) in windows(region, chunk) {
             if in_flight.len() == depth {
                 // The rotation's next buffer is the oldest one in flight.

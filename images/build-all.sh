@@ -3,7 +3,7 @@
 # Builds every image piece, stage by stage; with -j the steps of a stage run in parallel.
 #
 #   images/build-all.sh [-j]
-#   eval "$(images/build-all.sh -j)"      # QEMU=, QEMU_FIRMWARE=, KDIR=, BZIMAGE=, KMAKE=, KPATH=
+#   eval "$(images/build-all.sh -j)"      # QEMU=, QEMU_FIRMWARE=, KDIR=, BZIMAGE=, KMAKE=, KPATH=, MODULE=
 #
 # Each step's log goes to $VCUDA_CACHE/logs/<step>.log; the VAR=value lines the steps print are
 # collected in $VCUDA_CACHE/images.env and printed on stdout. A step of a later stage sees the
@@ -14,9 +14,11 @@ source "$(dirname "$0")/lib.sh"
 exec 3>&1 1>&2
 
 # One line per stage: "step=script ..." (scripts in images/, each printing VAR=value lines).
-# The kernel module and the full test initramfs will be later stages.
+# The guest initramfs (build-guest.sh) also needs libvcuda.so from cargo: `vcuda vm run` and
+# tests/vm/run.sh build it.
 STAGES=(
     "kernel=build-kernel.sh qemu=build-qemu.sh"
+    "module=build-module.sh"
 )
 
 parallel=

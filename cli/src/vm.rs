@@ -531,6 +531,16 @@ impl Drop for Guard {
     }
 }
 
+/// In a child between fork and exec: be killed if this process dies (even by SIGKILL), so that
+/// no QEMU or backend outlives `vcuda vm run`.
+fn die_with_parent() -> io::Result<()> {
+    // SAFETY: prctl(PR_SET_PDEATHSIG) takes no pointers; async-signal-safe.
+    if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// Whether some process listens on the Unix socket `path` (from /proc/net/unix), so that a
 /// connection succeeds without us connecting (a vhost-user backend serves one connection).
 fn unix_listening(path: &Path) -> bool {
@@ -702,8 +712,13 @@ pub fn run(opts: &VmOptions) -> io::Result<u8> {
     // The backend.
     let queues = opts.queues.unwrap_or(opts.smp.clamp(1, 16));
     let socket = tmp.path().join("vhost-user.sock");
+    let mut backend_cmd = Command::new(backend_exe()?);
+    // SAFETY: Between fork and exec the closure only calls prctl (async-signal-safe).
+    unsafe {
+        backend_cmd.pre_exec(die_with_parent);
+    }
     let mut backend = Guard::new(
-        Command::new(backend_exe()?)
+        backend_cmd
             .arg("vhost-user")
             .arg("--socket")
             .arg(&socket)
@@ -802,10 +817,11 @@ pub fn run(opts: &VmOptions) -> io::Result<u8> {
         .stderr(Stdio::inherit())
         .process_group(0);
     let fds = [out_w.as_raw_fd(), err_w.as_raw_fd(), con_w.as_raw_fd()];
-    // SAFETY: Between fork and exec the closure only calls dup2 (async-signal-safe); dup2
-    // clears close-on-exec on the copies.
+    // SAFETY: Between fork and exec the closure only calls prctl and dup2 (async-signal-safe);
+    // dup2 clears close-on-exec on the copies.
     unsafe {
         qemu_cmd.pre_exec(move || {
+            die_with_parent()?;
             for (i, fd) in fds.iter().enumerate() {
                 if libc::dup2(*fd, 3 + i as libc::c_int) < 0 {
                     return Err(io::Error::last_os_error());

@@ -1,0 +1,204 @@
+// vcuda-vm-test: expect=module-unbind: PASS
+// vcuda-vm-test: vm=--check-unload
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+// Kernel-module tests of device removal, run inside the guest (tests/vm/run.sh):
+// 1. unbinding the driver (sysfs) while a process waits in a long synchronize and another
+//    file is open: the waiter is released (its call fails), open files get ENODEV, nothing
+//    leaks (pins); binding again gives a working device;
+// 2. exiting while a killed process's call is still running on the host, so that the runner's
+//    `rmmod` (vcuda vm run --check-unload) detaches with a chain in flight.
+#include <cuda_runtime.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+struct vcuda_info {
+    uint32_t cfg[6];
+    uint64_t max_data_len, session;
+    uint32_t max_segs, abi_version;
+};
+static_assert(sizeof(vcuda_info) == 48, "vcuda_info");
+#define VCUDA_IOC_INFO _IOR('V', 2, struct vcuda_info)
+
+static int failures;
+#define CHECK(cond, ...)                                                                     \
+    do {                                                                                     \
+        if (!(cond)) {                                                                       \
+            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                             \
+            fprintf(stderr, __VA_ARGS__);                                                    \
+            fputc('\n', stderr);                                                             \
+            failures++;                                                                      \
+        }                                                                                    \
+    } while (0)
+
+__global__ void spin(unsigned long long n, float *out) {
+    float x = threadIdx.x;
+    for (unsigned long long i = 0; i < n; i++) x = x * 0.999f + 1.0f;
+    if (threadIdx.x == 0) out[0] = x;
+}
+
+static double now() {
+    timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+static unsigned long long spin_per_second() {
+    float *d;
+    if (cudaMalloc(&d, 4) != cudaSuccess) return 1000000;
+    unsigned long long n = 20000;
+    double t = 0;
+    for (;;) {
+        double t0 = now();
+        spin<<<1, 32>>>(n, d);
+        cudaDeviceSynchronize();
+        t = now() - t0;
+        if (t > 0.2 || n > (1ull << 40)) break;
+        n *= 4;
+    }
+    cudaFree(d);
+    return (unsigned long long)(n / t);
+}
+
+static bool round_trip() {
+    std::vector<int> h(1 << 18), r(h.size());
+    for (size_t i = 0; i < h.size(); i++) h[i] = (int)(i * 31 + 7);
+    void *d;
+    bool ok = cudaMalloc(&d, h.size() * 4) == cudaSuccess &&
+              cudaMemcpy(d, h.data(), h.size() * 4, cudaMemcpyHostToDevice) == cudaSuccess &&
+              cudaMemcpy(r.data(), d, h.size() * 4, cudaMemcpyDeviceToHost) == cudaSuccess &&
+              r == h;
+    cudaFree(d);
+    return ok;
+}
+
+// Runs `f` in a fresh process (its own libvcuda session); returns its exit status.
+template <typename F>
+static int in_child(F f) {
+    fflush(nullptr);
+    pid_t pid = fork();
+    if (pid == 0) _exit(f());
+    int st = 0;
+    waitpid(pid, &st, 0);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static std::string bound_device() {
+    DIR *d = opendir("/sys/bus/virtio/drivers/vcuda");
+    if (!d) return "";
+    std::string name;
+    while (dirent *e = readdir(d))
+        if (strncmp(e->d_name, "virtio", 6) == 0) name = e->d_name;
+    closedir(d);
+    return name;
+}
+
+static bool write_file(const char *path, const std::string &s) {
+    int fd = open(path, O_WRONLY);
+    if (fd < 0) return false;
+    bool ok = write(fd, s.data(), s.size()) == (ssize_t)s.size();
+    close(fd);
+    return ok;
+}
+
+static long vmstat(const char *key) {
+    FILE *f = fopen("/proc/vmstat", "r");
+    if (!f) return -1;
+    char k[128];
+    long v, r = -1;
+    while (fscanf(f, "%127s %ld", k, &v) == 2)
+        if (strcmp(k, key) == 0) r = v;
+    fclose(f);
+    return r;
+}
+
+int main(int argc, char **argv) {
+    setvbuf(stdout, nullptr, _IOLBF, 0);
+    // Everything here runs in child processes: the parent keeps no libvcuda session across
+    // the unbind.
+    unsigned long long rate = 0;
+    {
+        int p[2];
+        if (pipe(p) != 0) return 2;
+        int st = in_child([&] {
+            unsigned long long r = spin_per_second();
+            return write(p[1], &r, sizeof r) == sizeof r && round_trip() ? 0 : 1;
+        });
+        CHECK(st == 0 && read(p[0], &rate, sizeof rate) == sizeof rate, "first round trip");
+        close(p[0]);
+        close(p[1]);
+    }
+    printf("spin: %llu iterations a second\n", rate);
+
+    std::string dev = bound_device();
+    CHECK(!dev.empty(), "no device bound to the vcuda driver");
+    int idle = open("/dev/vcuda", O_RDWR);
+    CHECK(idle >= 0, "open: %s", strerror(errno));
+
+    // 1. Unbind under a waiter.
+    fflush(nullptr);
+    pid_t waiter = fork();
+    if (waiter == 0) {
+        float *d;
+        if (cudaMalloc(&d, 4) != cudaSuccess) _exit(10);
+        spin<<<1, 32>>>(rate * 30, d);
+        cudaError_t e = cudaDeviceSynchronize();
+        fprintf(stderr, "waiter: synchronize returned %s\n", cudaGetErrorString(e));
+        _exit(e == cudaSuccess ? 11 : 0);
+    }
+    usleep(1500000);
+    double t0 = now();
+    CHECK(write_file("/sys/bus/virtio/drivers/vcuda/unbind", dev), "unbind: %s", strerror(errno));
+    printf("unbind took %.1f s\n", now() - t0);
+    int st = 0;
+    waitpid(waiter, &st, 0);
+    CHECK(WIFEXITED(st) || WIFSIGNALED(st), "waiter");
+    printf("waiter: %s %d\n", WIFEXITED(st) ? "exit" : "signal",
+           WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+    CHECK(!WIFEXITED(st) || WEXITSTATUS(st) != 11, "the waiter's call succeeded after unbind");
+    vcuda_info info;
+    CHECK(ioctl(idle, VCUDA_IOC_INFO, &info) == 0, "INFO on a file of a removed device");
+    CHECK(open("/dev/vcuda", O_RDWR) < 0 && errno == ENODEV, "open without a device: %s",
+          strerror(errno));
+    close(idle);
+    long acq = vmstat("nr_foll_pin_acquired"), rel = vmstat("nr_foll_pin_released");
+    CHECK(acq == rel, "pins after unbind: %ld acquired, %ld released", acq, rel);
+
+    CHECK(write_file("/sys/bus/virtio/drivers/vcuda/bind", dev), "bind: %s", strerror(errno));
+    CHECK(in_child([] { return round_trip() ? 0 : 1; }) == 0, "round trip after rebind");
+    printf("rebind: done\n");
+
+    // 2. Leave a killed process's call running on the host; the runner unloads the module.
+    fflush(nullptr);
+    pid_t victim = fork();
+    if (victim == 0) {
+        float *d;
+        cudaMalloc(&d, 4);
+        spin<<<1, 32>>>(rate * 30, d);
+        cudaDeviceSynchronize();
+        _exit(0);
+    }
+    usleep(1000000);
+    kill(victim, SIGKILL);
+    waitpid(victim, &st, 0);
+    CHECK(WIFSIGNALED(st), "victim not killed");
+
+    if (failures) {
+        printf("module-unbind: %d FAILED\n", failures);
+        return 1;
+    }
+    printf("module-unbind: PASS\n");
+    return 0;
+}

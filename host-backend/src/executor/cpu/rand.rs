@@ -140,22 +140,26 @@ impl Rand {
             set::OFFSET => g.offset = value,
             set::ORDERING => {
                 let v = u32::try_from(value).map_err(|_| status(RAND_OUT_OF_RANGE))?;
+                // What cuRAND accepts (measured): the seeded ordering for XORWOW only, the
+                // dynamic one not for host generators.
                 let ok = if g.kind.quasi() {
                     v == ordering::QUASI_DEFAULT
                 } else {
-                    matches!(
-                        v,
+                    match v {
                         ordering::PSEUDO_BEST
-                            | ordering::PSEUDO_DEFAULT
-                            | ordering::PSEUDO_SEEDED
-                            | ordering::PSEUDO_LEGACY
-                            | ordering::PSEUDO_DYNAMIC
-                    )
+                        | ordering::PSEUDO_DEFAULT
+                        | ordering::PSEUDO_LEGACY => true,
+                        ordering::PSEUDO_SEEDED => g.kind == Kind::Xorwow,
+                        ordering::PSEUDO_DYNAMIC => !g.host,
+                        _ => false,
+                    }
                 };
                 if !ok {
                     return Err(status(RAND_OUT_OF_RANGE));
                 }
-                // Every pseudo-random ordering gives the default layout here.
+                // Every pseudo-random ordering gives the default layout here (cuRAND's
+                // best and legacy orderings are that layout too; its seeded and dynamic
+                // ones differ).
                 g.ordering = v;
             }
             set::DIMENSIONS if g.kind.quasi() => {
@@ -1580,6 +1584,19 @@ mod tests {
         assert_eq!(r.create(999, false), Err(status(RAND_TYPE_ERROR)));
         let h = r.create(rng::SOBOL32, false).unwrap();
         assert_eq!(r.set(h, set::SEED, 1), Err(status(RAND_TYPE_ERROR)));
+        assert_eq!(
+            r.set(h, set::ORDERING, u64::from(ordering::PSEUDO_DEFAULT)),
+            Err(status(RAND_OUT_OF_RANGE))
+        );
+        let ph = r.create(rng::PHILOX, true).unwrap();
+        for (o, ok) in [
+            (ordering::PSEUDO_LEGACY, true),
+            (ordering::PSEUDO_SEEDED, false),
+            (ordering::PSEUDO_DYNAMIC, false),
+            (ordering::QUASI_DEFAULT, false),
+        ] {
+            assert_eq!(r.set(ph, set::ORDERING, u64::from(o)).is_ok(), ok, "{o}");
+        }
         assert_eq!(
             r.set(h, set::DIMENSIONS, u64::from(MAX_SOBOL_DIMENSIONS) + 1),
             Err(status(RAND_OUT_OF_RANGE))

@@ -52,6 +52,9 @@ fn start_backend(executor: &str) -> io::Result<PrivateBackend> {
         .arg(&socket)
         .args(["--executor", executor])
         .env("RUST_LOG", log)
+        // The private backend serves one program: the CUDA executor may hand the GPU's
+        // device printf output back to it.
+        .env("VCUDA_CUDA_CAPTURE_PRINTF", "1")
         .env_remove("VCUDA_SOCKET")
         .stdin(Stdio::null())
         .stdout(Stdio::null())

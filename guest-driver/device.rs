@@ -24,15 +24,11 @@
 //!   buffer and no callback runs), completes what the device returned, detaches the rest
 //!   (their waiters get `ENODEV`), and destroys the workqueue, dropping every abandoned request.
 
-use core::{
-    cell::UnsafeCell,
-    ffi::{c_uint, c_void},
-    mem::size_of,
-    ptr,
-};
+use core::{cell::UnsafeCell, mem::size_of, ptr};
 
 use kernel::{
     bindings,
+    ffi::{c_int, c_uint, c_ulong, c_void},
     page::PAGE_SIZE,
     prelude::*,
     sync::{
@@ -157,8 +153,11 @@ impl VDev {
         }
         let queues = config.num_request_queues;
         if queues == 0 || queues > MAX_REQUEST_QUEUES || config.max_chain_descriptors < 3 {
-            pr_warn!("bad device configuration ({} queues, {} descriptors)\n",
-                queues, config.max_chain_descriptors);
+            pr_warn!(
+                "bad device configuration ({} queues, {} descriptors)\n",
+                queues,
+                config.max_chain_descriptors
+            );
             return Err(ENODEV);
         }
         let limits = Limits {
@@ -552,8 +551,11 @@ struct Bufs {
     /// `virtqueue_add_sgs` uses them (reads; the `UnsafeCell` allows its `*mut` view).
     sg: UnsafeCell<KVVec<bindings::scatterlist>>,
     /// (start, count) of the four sublists in `sg`.
-    lists: [(usize, usize); 4],
+    lists: SgLists,
 }
+
+/// (start, count) of the four scatterlist sublists `[head][out data][reply][in data]`.
+type SgLists = [(usize, usize); 4];
 
 /// A call's data in kernel chunks, for user buffers whose pages are too scattered to fit the
 /// device's descriptor limit: out data is copied in before the call, in data is copied out
@@ -579,9 +581,9 @@ impl Bufs {
             // it). Device-writable pages are marked dirty.
             unsafe {
                 if p.write {
-                    bindings::unpin_user_pages_dirty_lock(pages, p.count as _, true);
+                    bindings::unpin_user_pages_dirty_lock(pages, p.count as c_ulong, true);
                 } else {
-                    bindings::unpin_user_pages(pages, p.count as _);
+                    bindings::unpin_user_pages(pages, p.count as c_ulong);
                 }
             }
         }
@@ -598,8 +600,19 @@ impl Bufs {
             for s in segs.iter().filter(|s| s.dir == dir && s.len > 0) {
                 let first = (s.addr / PAGE_SIZE as u64) as usize;
                 let count = ((s.addr + s.len).div_ceil(PAGE_SIZE as u64) as usize) - first;
-                self.pins.push(PinRange { start: next, count: 0, write: dir == SEG_IN }, GFP_KERNEL)?;
-                let flags = if dir == SEG_IN { bindings::FOLL_WRITE } else { 0 };
+                self.pins.push(
+                    PinRange {
+                        start: next,
+                        count: 0,
+                        write: dir == SEG_IN,
+                    },
+                    GFP_KERNEL,
+                )?;
+                let flags = if dir == SEG_IN {
+                    bindings::FOLL_WRITE
+                } else {
+                    0
+                };
                 let mut got = 0;
                 while got < count {
                     let chunk = (count - got).min(1 << 16);
@@ -607,9 +620,9 @@ impl Bufs {
                     // pin_user_pages_fast checks that the range is user memory.
                     let r = unsafe {
                         bindings::pin_user_pages_fast(
-                            ((first + got) * PAGE_SIZE) as _,
-                            chunk as _,
-                            flags as _,
+                            ((first + got) * PAGE_SIZE) as c_ulong,
+                            chunk as c_int,
+                            flags as c_uint,
                             self.pages[next + got..].as_mut_ptr().cast(),
                         )
                     };
@@ -706,7 +719,11 @@ struct ChunkCursor<'a> {
 
 impl<'a> ChunkCursor<'a> {
     fn new(chunks: &'a [Chunk]) -> Self {
-        Self { chunks, i: 0, off: 0 }
+        Self {
+            chunks,
+            i: 0,
+            off: 0,
+        }
     }
 
     /// The next `len` bytes of the stream, piece by piece (kernel address, length).
@@ -816,7 +833,12 @@ impl SgBuilder {
             return Err(E2BIG);
         }
         self.lists[list].push(
-            Entry { page, offset: offset as u32, len: len as u32, phys },
+            Entry {
+                page,
+                offset: offset as u32,
+                len: len as u32,
+                phys,
+            },
             GFP_KERNEL,
         )?;
         self.total += 1;
@@ -846,7 +868,7 @@ impl SgBuilder {
     }
 
     /// Writes the scatterlists.
-    fn finish(self) -> Result<(KVVec<bindings::scatterlist>, [(usize, usize); 4])> {
+    fn finish(self) -> Result<(KVVec<bindings::scatterlist>, SgLists)> {
         // SAFETY: An all-zero scatterlist is valid (and `sg_init_table` re-initialises it).
         let zero: bindings::scatterlist = unsafe { core::mem::zeroed() };
         let mut sg = KVVec::from_elem(zero, self.total, GFP_KERNEL)?;
@@ -879,8 +901,12 @@ fn chain_header(session: u64, op: u32, reply_capacity: u32) -> [u8; size_of::<Ch
 }
 
 impl Request {
-    fn new(bufs: Bufs, descs: usize, session: Option<Arc<Session>>, state: u32)
-        -> Result<Arc<Request>> {
+    fn new(
+        bufs: Bufs,
+        descs: usize,
+        session: Option<Arc<Session>>,
+        state: u32,
+    ) -> Result<Arc<Request>> {
         Arc::pin_init(
             pin_init!(Request {
                 work <- new_work!("vcuda_reap"),
@@ -956,27 +982,35 @@ impl Request {
                 return Err(EINVAL);
             }
             let end = s.addr.checked_add(s.len).ok_or(EINVAL)?;
-            let total = if s.dir == SEG_OUT { &mut out_total } else { &mut in_total };
+            let total = if s.dir == SEG_OUT {
+                &mut out_total
+            } else {
+                &mut in_total
+            };
             *total = total.saturating_add(s.len);
             if *total > lim.max_data {
                 return Err(E2BIG);
             }
             if s.len > 0 {
-                pages_total += (end.div_ceil(PAGE_SIZE as u64) - s.addr / PAGE_SIZE as u64) as usize;
+                pages_total +=
+                    (end.div_ceil(PAGE_SIZE as u64) - s.addr / PAGE_SIZE as u64) as usize;
             }
             segs.push(s, GFP_KERNEL)?;
         }
 
         // The head: ChainHeader + message.
         let reply_area = (sub.reply_cap as usize).min(MAX_REPLY_AREA.max(lim.max_ctrl as usize));
-        let mut head = KVVec::with_capacity(size_of::<ChainHeader>() + sub.ctrl_len as usize,
-            GFP_KERNEL)?;
+        let mut head =
+            KVVec::with_capacity(size_of::<ChainHeader>() + sub.ctrl_len as usize, GFP_KERNEL)?;
         head.extend_from_slice(
             &chain_header(session.id, CHAIN_OP_SUBMIT, reply_area as u32),
             GFP_KERNEL,
         )?;
-        UserSlice::new(UserPtr::from_addr(sub.ctrl_addr as usize), sub.ctrl_len as usize)
-            .read_all(&mut head, GFP_KERNEL)?;
+        UserSlice::new(
+            UserPtr::from_addr(sub.ctrl_addr as usize),
+            sub.ctrl_len as usize,
+        )
+        .read_all(&mut head, GFP_KERNEL)?;
         let reply = KVVec::from_elem(0u8, reply_area, GFP_KERNEL)?;
 
         let mut bufs = Bufs {
@@ -1068,7 +1102,8 @@ impl Request {
         let used = (self.used_len.load(Relaxed) as usize).min(area.len());
         let mut n = used;
         if used >= REPLY_HEADER_LEN {
-            let word = |o: usize| u32::from_le_bytes([area[o], area[o + 1], area[o + 2], area[o + 3]]);
+            let word =
+                |o: usize| u32::from_le_bytes([area[o], area[o + 1], area[o + 2], area[o + 3]]);
             if word(REPLY_HEADER_MAGIC_OFFSET) == REPLY_MAGIC {
                 let stated = REPLY_HEADER_LEN + word(REPLY_HEADER_CTRL_LEN_OFFSET) as usize;
                 n = n.min(stated);

@@ -3,13 +3,11 @@
 //! (`vcuda_glue.c`, for macros and static inlines), an IRQ-safe spinlock backend, a wait queue
 //! with a killable wait, and page helpers.
 
-use core::{
-    ffi::{c_int, c_uint, c_ulong, c_void},
-    marker::PhantomPinned,
-};
+use core::marker::PhantomPinned;
 
 use kernel::{
     bindings,
+    ffi::{c_int, c_uint, c_ulong, c_void},
     prelude::*,
     sync::{
         lock::{Backend, Lock},
@@ -36,12 +34,13 @@ extern "C" {
     pub(crate) fn vcuda_glue_set_priv(vdev: *mut bindings::virtio_device, p: *mut c_void);
     pub(crate) fn vcuda_glue_cread32(vdev: *mut bindings::virtio_device, offset: c_uint) -> u32;
     pub(crate) fn vcuda_glue_cread64(vdev: *mut bindings::virtio_device, offset: c_uint) -> u64;
-    pub(crate) fn vcuda_glue_has_feature(vdev: *mut bindings::virtio_device, fbit: c_uint)
-        -> bool;
+    pub(crate) fn vcuda_glue_has_feature(vdev: *mut bindings::virtio_device, fbit: c_uint) -> bool;
     fn vcuda_glue_spin_lock_irqsave(lock: *mut bindings::spinlock_t) -> c_ulong;
     fn vcuda_glue_spin_unlock_irqrestore(lock: *mut bindings::spinlock_t, flags: c_ulong);
-    fn vcuda_glue_spin_trylock_irqsave(lock: *mut bindings::spinlock_t, flags: *mut c_ulong)
-        -> bool;
+    fn vcuda_glue_spin_trylock_irqsave(
+        lock: *mut bindings::spinlock_t,
+        flags: *mut c_ulong,
+    ) -> bool;
     fn vcuda_glue_fatal_signal_pending() -> bool;
     fn vcuda_glue_page_to_phys(page: *mut c_void) -> u64;
     fn vcuda_glue_kaddr_to_page(addr: *const c_void) -> *mut c_void;

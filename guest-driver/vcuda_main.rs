@@ -11,10 +11,11 @@
 //! See `README.md` in this directory for the design (memory ownership, concurrency, signals),
 //! and `device.rs` for the data path.
 
-use core::{ffi::c_int, ffi::c_void, mem::size_of};
+use core::mem::size_of;
 
 use kernel::{
     bindings,
+    ffi::{c_int, c_void},
     fs::File,
     ioctl::{_IOR, _IOWR},
     miscdevice::{MiscDevice, MiscDeviceOptions, MiscDeviceRegistration},
@@ -115,7 +116,7 @@ unsafe fn dev_slot<'a>(ctx: *mut c_void) -> &'a Mutex<Option<Arc<VDev>>> {
     let m = ctx.cast::<VcudaModule>();
     // SAFETY: `dev` is initialised before the driver is registered and lives until after it
     // is unregistered. Only the field is referenced, not the (maybe partly built) module.
-    unsafe { &*(&raw const (*m).dev) }
+    unsafe { &(*m).dev }
 }
 
 /// Virtio `probe`, called by the C glue.
@@ -189,7 +190,8 @@ impl MiscDevice for Session {
     fn open(_file: &File, misc: &MiscDeviceRegistration<Self>) -> Result<Arc<Session>> {
         // SAFETY: This module registers exactly one misc device, the `misc` field of the
         // (pinned, live) `VcudaModule`.
-        let module = unsafe { &*kernel::container_of!(core::ptr::from_ref(misc), VcudaModule, misc) };
+        let module =
+            unsafe { &*kernel::container_of!(core::ptr::from_ref(misc), VcudaModule, misc) };
         let dev = module.dev.lock().clone().ok_or(ENODEV)?;
         Session::open(dev)
     }
@@ -218,8 +220,9 @@ impl MiscDevice for Session {
 /// process is being killed), and the validation errors of [`Request::for_submit`] (`EINVAL`,
 /// `E2BIG`, `ENOMEM`).
 fn submit(session: Arc<Session>, arg: usize) -> Result<isize> {
-    let sub: VcudaSubmit =
-        UserSlice::new(UserPtr::from_addr(arg), size_of::<VcudaSubmit>()).reader().read()?;
+    let sub: VcudaSubmit = UserSlice::new(UserPtr::from_addr(arg), size_of::<VcudaSubmit>())
+        .reader()
+        .read()?;
     let req = Request::for_submit(&session, &sub)?;
     session.dev.call(&req)?;
     req.copy_back()?;

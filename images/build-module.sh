@@ -10,6 +10,9 @@
 # script's code and every file of guest-driver/ that goes into the build. The build runs in a
 # private copy of guest-driver/, so the source tree stays clean. A warm kernel makes a changed
 # module build in seconds.
+#
+#   images/build-module.sh --check        # lint only: clippy (the kernel's CLIPPY=1 lints) and
+#                                         # compiler warnings are errors; prints nothing
 source "$(dirname "$0")/lib.sh"
 exec 3>&1 1>&2
 
@@ -17,6 +20,23 @@ kvars=$("$REPO_ROOT/images/build-kernel.sh")
 eval "$kvars"
 src=$REPO_ROOT/guest-driver
 files=("$src"/Kbuild "$src"/*.rs "$src"/*.c)
+
+if [ "${1:-}" = --check ]; then
+    # clippy-driver of the kernel's rustc (bookworm-security).
+    apt_install rust-web-clippy
+    tmp=$(mktemp -d "${TMPDIR:-/tmp}/vcuda-module-check.XXXXXX")
+    trap 'rm -rf "$tmp"' EXIT
+    cp "${files[@]}" "$tmp/"
+    # shellcheck disable=SC2086
+    out=$(PATH="$KPATH:$PATH" make -s -C "$KDIR" M="$tmp" $KMAKE CLIPPY=1 CLIPPY_DRIVER=/usr/bin/clippy-driver \
+        modules 2>&1) || { printf '%s\n' "$out"; die "the module does not build"; }
+    if grep -qiE 'warning|error' <<<"$out"; then
+        printf '%s\n' "$out"
+        die "the module has warnings (above)"
+    fi
+    log "guest-driver: no clippy or compiler warnings"
+    exit 0
+fi
 key=$(short_hash <(echo "$KDIR") <(script_code "$0") "${files[@]}")
 dir=$VCUDA_CACHE/module-$key
 if [ ! -f "$dir/vcuda.ko" ]; then

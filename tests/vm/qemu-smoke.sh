@@ -7,13 +7,14 @@
 #   tests/vm/qemu-smoke.sh [--no-guest]
 #
 # Without a guest kernel (--no-guest, or none cached) QEMU runs firmware only: the check is the
-# start-up handshake (features acked, QEMU still up after a few seconds, the device in
-# `info pci`). With the guest kernel (images/build-kernel.sh, used when cached; BZIMAGE=
+# start-up handshake (the backend answers GET_FEATURES and GET_PROTOCOL_FEATURES, QEMU shows the
+# backend's features as the device's host features, the device is in `info pci` and
+# `info qtree`, QEMU is still up after a few seconds). With the guest kernel (images/build-kernel.sh, used when cached; BZIMAGE=
 # overrides) and tests/vm/smoke-init: the guest must see the PCI device; with a vcuda.ko
 # (VCUDA_MODULE=, else the newest $VCUDA_CACHE/module-*/vcuda.ko) the driver binds, QEMU starts
 # the device (the backend sees the memory table) and two open/close pairs of /dev/vcuda make
 # OpenSession/CloseSession round trips. Exits non-zero on any failure; kills what it started.
-# Environment: SMOKE_TIMEOUT (default 120 s), CARGO_TARGET_DIR, VCUDA_BACKEND (a built binary).
+# Environment: SMOKE_TIMEOUT (default 120 s), SMOKE_KEEP=1 (keep the logs), CARGO_TARGET_DIR, VCUDA_BACKEND (a built binary).
 source "$(dirname "$0")/../../images/lib.sh"
 
 guest=auto
@@ -41,9 +42,11 @@ module=${VCUDA_MODULE:-$(ls -t "$VCUDA_CACHE"/module-*/vcuda.ko 2>/dev/null | he
 work=$(mktemp -d)
 backend_pid= qemu_pid=
 cleanup() {
-    [ -n "$qemu_pid" ] && kill "$qemu_pid" 2>/dev/null && wait "$qemu_pid" 2>/dev/null
-    [ -n "$backend_pid" ] && kill "$backend_pid" 2>/dev/null && wait "$backend_pid" 2>/dev/null
-    rm -rf "$work"
+    local rc=$?
+    if [ -n "$qemu_pid" ]; then kill "$qemu_pid" 2>/dev/null || true; wait "$qemu_pid" 2>/dev/null || true; fi
+    if [ -n "$backend_pid" ]; then kill "$backend_pid" 2>/dev/null || true; wait "$backend_pid" 2>/dev/null || true; fi
+    if [ -n "${SMOKE_KEEP:-}" ]; then log "logs kept in $work"; else rm -rf "$work"; fi
+    exit "$rc"
 }
 trap cleanup EXIT
 fail() {
@@ -91,9 +94,10 @@ fi
     </dev/null >"$work/qemu.log" 2>&1 &
 qemu_pid=$!
 
-# The start-up handshake (GET_FEATURES ... SET_FEATURES, GET_CONFIG) happens at realize.
+# The start-up handshake at realize: GET_FEATURES, GET_PROTOCOL_FEATURES, SET_PROTOCOL_FEATURES,
+# GET_QUEUE_NUM, SET_OWNER, ... (SET_FEATURES and the rings come when the driver sets DRIVER_OK).
 wait_for "vhost-user frontend connected" 20 "$work/backend.log" || fail "QEMU did not connect"
-wait_for "virtio features acked" 20 "$work/backend.log" || fail "no features acked"
+wait_for "GET_PROTOCOL_FEATURES" 20 "$work/backend.log" || fail "no protocol feature negotiation"
 monitor() {
     python3 - "$work/monitor" "$1" <<'PY'
 import socket, sys, time
@@ -117,13 +121,19 @@ PY
 }
 monitor "info pci" >"$work/pci.txt" || fail "no monitor"
 grep -qi "1af4:1079" "$work/pci.txt" || fail "the device is not in info pci: $(cat "$work/pci.txt")"
-log "handshake done; device 1af4:1079 present"
+# QEMU took the backend's feature offer (GET_FEATURES) as the device's host features.
+monitor "info virtio-status /machine/peripheral-anon/device[0]/virtio-backend" >"$work/status.txt"
+for f in VIRTIO_F_VERSION_1 VIRTIO_RING_F_EVENT_IDX VIRTIO_RING_F_INDIRECT_DESC; do
+    grep -q "$f" "$work/status.txt" || fail "host features lack $f: $(cat "$work/status.txt")"
+done
+grep -q "num_vqs: *2" "$work/status.txt" || fail "not 2 queues: $(cat "$work/status.txt")"
+log "handshake done; device 1af4:1079 present with the backend's features"
 
 if [ -z "$bzimage" ]; then
     sleep 3
     kill -0 "$qemu_pid" 2>/dev/null || fail "QEMU exited"
     monitor "info qtree" | grep -q vhost-user-cuda || fail "no vhost-user-cuda in info qtree"
-    grep -qi "panicked\|error" "$work/backend.log" && fail "backend errors"
+    grep -q "panicked\|ERROR" "$work/backend.log" && fail "backend errors"
     log "ok: QEMU and the backend negotiated (no guest)"
     exit 0
 fi
@@ -132,6 +142,7 @@ wait_for "SMOKE: done" "${SMOKE_TIMEOUT:-120}" "$work/console.log" || fail "the 
 grep -q "SMOKE: pci-device=yes" "$work/console.log" || fail "the guest does not see the device"
 if [ -n "$module" ]; then
     grep -q "SMOKE: driver=bound" "$work/console.log" || fail "the driver did not bind"
+    wait_for "virtio features acked" 5 "$work/backend.log" || fail "no SET_FEATURES after DRIVER_OK"
     wait_for "guest memory:" 5 "$work/backend.log" || fail "no memory table after DRIVER_OK"
     [ "$(grep -c "SMOKE: open-close=ok" "$work/console.log")" = 2 ] || fail "open/close of /dev/vcuda failed"
     [ "$(grep -c "session .* opened" "$work/backend.log")" = 2 ] || fail "the backend did not open 2 sessions"

@@ -8,7 +8,8 @@
 #
 #   tests/vm/run.sh            # builds what it needs, runs everything, exits non-zero on failure
 #
-# Builds: the vcuda CLI, vcuda-backend and libvcuda.so (cargo, profile $VCUDA_VM_PROFILE,
+# Lints the kernel module (images/build-module.sh --check). Builds: the vcuda CLI,
+# vcuda-backend and libvcuda.so (cargo, profile $VCUDA_VM_PROFILE,
 # default debug, in $CARGO_TARGET_DIR or target/); the guest image (images/build-guest.sh:
 # kernel, QEMU, module, initramfs; cached in ~/.cache/vcuda, cold ~20 min, warm seconds); the
 # test programs (CUDA 13.0 from images/cuda-toolkit.sh, and CUDA 12.4 from
@@ -40,6 +41,8 @@ lib_dir=$("$vcuda" lib-dir)
 
 t=$SECONDS
 if [ -z "${VCUDA_IMAGE_DIR:-}" ]; then
+    log "linting the kernel module (clippy, warnings are errors)"
+    bash images/build-module.sh --check
     log "building or reusing the guest image"
     guest_env=$(bash images/build-guest.sh --lib-dir "$lib_dir")
     VCUDA_IMAGE_DIR=$(sed -n 's/^GUEST_DIR=//p' <<<"$guest_env")

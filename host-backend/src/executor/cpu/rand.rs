@@ -7,17 +7,16 @@
 //! output bit for bit:
 //!
 //! - XORWOW: 4096 subsequences `2^67` apart (skip-ahead by GF(2) matrix powers); output `p`
-//!   comes from subsequence `p mod 4096`. 32-bit words, uniform floats and doubles and
-//!   normal doubles match cuRAND exactly; normal floats match to a few ulps (cuRAND uses
-//!   the GPU's fast `logf`/`sincospif`).
+//!   comes from subsequence `p mod 4096`.
 //! - Philox4x32-10: 65536 subsequences; block `b` of four words is counter `b / 65536` of
-//!   subsequence `b mod 65536`. Words, uniform floats, uniform and normal doubles match
-//!   exactly.
+//!   subsequence `b mod 65536`.
+//! - MRG32k3a: 81920 subsequences `2^76` apart.
+//!
+//!   For these three, 32-bit words, uniform and normal floats and doubles (and so
+//!   log-normal ones) match cuRAND exactly, offsets included.
 //! - Sobol32 / Sobol64: Joe and Kuo's direction numbers, Gray-code order, dimension-major
-//!   output; words, uniform floats and doubles match exactly, for up to
-//!   [`MAX_SOBOL_DIMENSIONS`] dimensions.
-//! - MRG32k3a: 81920 subsequences `2^76` apart; words, uniform floats and doubles and
-//!   normal doubles match exactly.
+//!   output, for up to [`MAX_SOBOL_DIMENSIONS`] dimensions; words, 64-bit words, uniform
+//!   floats and doubles match exactly, normals (another inverse CDF) within 2 ulps.
 //! - MT19937 (also used for MTGP32): the reference Mersenne Twister seeded with
 //!   `init_genrand(seed)`, one stream. cuRAND interleaves 65536 streams whose first is this
 //!   one (its output 0 matches) and whose others start at jump-ahead points not reproduced
@@ -271,6 +270,14 @@ fn uniform_f64_hq(x: u32, y: u32) -> f64 {
     z as f64 * TWO_POW_53_INV + TWO_POW_53_INV / 2.0
 }
 
+/// cuRAND's single-precision Box-Muller, in `f32` arithmetic as its host generator does.
+fn box_muller_f32(x: u32, y: u32) -> (f32, f32) {
+    let (u, v) = (uniform_f32(x), uniform_f32(y));
+    let s = (-2.0f32 * u.ln()).sqrt();
+    let a = 2.0f32 * std::f32::consts::PI * v;
+    (s * a.sin(), s * a.cos())
+}
+
 fn box_muller(u: f64, v: f64) -> (f64, f64) {
     let s = (-2.0 * u.ln()).sqrt();
     let (sin, cos) = (2.0 * std::f64::consts::PI * v).sin_cos();
@@ -489,6 +496,12 @@ fn pseudo<E: Streams>(
                 }
                 dist::UNIFORM_F32 | dist::UNIFORM_F64 => vals.extend(w.iter().map(|&z| unit(z))),
                 dist::POISSON => bits.extend(w.iter().map(|&z| poisson(mean, unit(z)))),
+                dist::NORMAL_F32 | dist::LOG_NORMAL_F32 => {
+                    let (u, v) = (unit(w[0]) as f32, unit(w[1]) as f32);
+                    let s = (-2.0f32 * u.ln()).sqrt();
+                    let a = 2.0f32 * std::f32::consts::PI * v;
+                    vals.extend([f64::from(s * a.sin()), f64::from(s * a.cos())]);
+                }
                 _ => {
                     let (s, c) = box_muller(unit(w[0]), unit(w[1]));
                     vals.extend([s, c]);
@@ -501,9 +514,8 @@ fn pseudo<E: Streams>(
                 dist::UNIFORM_F64 => vals.extend(w.chunks(2).map(|c| uniform_f64_hq(c[0], c[1]))),
                 dist::NORMAL_F32 | dist::LOG_NORMAL_F32 => {
                     for c in w.chunks(2) {
-                        let (s, co) =
-                            box_muller(f64::from(uniform_f32(c[0])), f64::from(uniform_f32(c[1])));
-                        vals.extend([s, co]);
+                        let (s, co) = box_muller_f32(c[0], c[1]);
+                        vals.extend([f64::from(s), f64::from(co)]);
                     }
                 }
                 dist::NORMAL_F64 | dist::LOG_NORMAL_F64 => {
@@ -527,11 +539,13 @@ fn pseudo<E: Streams>(
                 dist::UNIFORM_F32 => out.extend_from_slice(&(vals[i] as f32).to_le_bytes()),
                 dist::UNIFORM_F64 => out.extend_from_slice(&vals[i].to_le_bytes()),
                 dist::NORMAL_F32 => {
-                    out.extend_from_slice(&((mean + stddev * vals[i]) as f32).to_le_bytes())
+                    let v = mean as f32 + stddev as f32 * vals[i] as f32;
+                    out.extend_from_slice(&v.to_le_bytes())
                 }
                 dist::NORMAL_F64 => out.extend_from_slice(&(mean + stddev * vals[i]).to_le_bytes()),
                 dist::LOG_NORMAL_F32 => {
-                    out.extend_from_slice(&((mean + stddev * vals[i]).exp() as f32).to_le_bytes())
+                    let v = (mean as f32 + stddev as f32 * vals[i] as f32).exp();
+                    out.extend_from_slice(&v.to_le_bytes())
                 }
                 _ => out.extend_from_slice(&(mean + stddev * vals[i]).exp().to_le_bytes()),
             }
@@ -1022,14 +1036,19 @@ impl<W: SobolWord> Sobol<W> {
                     dist::BITS64 => x.le(out),
                     dist::UNIFORM_F32 => out.extend_from_slice(&x.unit_f32().to_le_bytes()),
                     dist::UNIFORM_F64 => out.extend_from_slice(&x.unit_f64().to_le_bytes()),
-                    dist::NORMAL_F32 => out.extend_from_slice(
-                        &((mean + stddev * norm_inv(x.unit_f64())) as f32).to_le_bytes(),
-                    ),
+                    // Single precision starts from the single-precision uniform, as
+                    // cuRAND does (so the middle point is exactly 0).
+                    dist::NORMAL_F32 => {
+                        let n = norm_inv(f64::from(x.unit_f32())) as f32;
+                        out.extend_from_slice(&(mean as f32 + stddev as f32 * n).to_le_bytes())
+                    }
                     dist::NORMAL_F64 => out
                         .extend_from_slice(&(mean + stddev * norm_inv(x.unit_f64())).to_le_bytes()),
-                    dist::LOG_NORMAL_F32 => out.extend_from_slice(
-                        &((mean + stddev * norm_inv(x.unit_f64())).exp() as f32).to_le_bytes(),
-                    ),
+                    dist::LOG_NORMAL_F32 => {
+                        let n = norm_inv(f64::from(x.unit_f32())) as f32;
+                        let v = (mean as f32 + stddev as f32 * n).exp();
+                        out.extend_from_slice(&v.to_le_bytes())
+                    }
                     dist::LOG_NORMAL_F64 => out.extend_from_slice(
                         &(mean + stddev * norm_inv(x.unit_f64())).exp().to_le_bytes(),
                     ),
@@ -1462,16 +1481,8 @@ mod tests {
                 0xbfd853de628f3853
             ]
         );
-        // Normal floats: cuRAND's single-precision Box-Muller is not reproduced bit for
-        // bit; the values agree to a few ulps.
         let f = u32s(&gen_(rng::XORWOW, 1, 0, dist::NORMAL_F32, 8));
-        for (got, want) in f
-            .iter()
-            .zip([0x3f47ede2u32, 0xbfe69a1d, 0xbe8fcb62, 0x3f104497])
-        {
-            let (g, w) = (f32::from_bits(*got), f32::from_bits(want));
-            assert!((g - w).abs() <= 4e-6 * w.abs().max(1.0), "{g} vs {w}");
-        }
+        assert_eq!(f[..4], [0x3f47ede2, 0xbfe69a1d, 0xbe8fcb62, 0x3f104497]);
     }
 
     #[test]
@@ -1492,6 +1503,22 @@ mod tests {
         assert_eq!(w[..4], [291079082, 4281912557, 1355451987, 683243834]);
         let f = u32s(&gen_(rng::PHILOX, 1, 0, dist::UNIFORM_F32, 8));
         assert_eq!(f[..4], [0x3e0242cd, 0x3f5a7cf1, 0x3e880321, 0x3f4bca47]);
+        let f = u32s(&gen_(rng::PHILOX, 1, 0, dist::NORMAL_F32, 8));
+        assert_eq!(
+            f,
+            [
+                0xbfcee929, 0x3f9d54f7, 0xbfc7bfca, 0x3eede2da, 0x3f118648, 0xbe926102, 0x3e82393a,
+                0x3f27c73e
+            ]
+        );
+        let f = u32s(&gen_(rng::MRG32K3A, 1, 0, dist::NORMAL_F32, 8));
+        assert_eq!(
+            f,
+            [
+                0xbeb8a79d, 0xbf175e36, 0xbfdbf901, 0xbf66d00b, 0x3eb01397, 0x3e09011f, 0x3e0d46e8,
+                0x3db75649
+            ]
+        );
         let d = u64s(&gen_(rng::PHILOX, 1, 0, dist::UNIFORM_F64, 8));
         assert_eq!(
             d[..4],
@@ -1541,6 +1568,33 @@ mod tests {
                 3959422976, 2885681152, 2751463424, 1677721600, 2483027968, 1409286144, 3959422976,
                 738197504, 3288334336, 2214592512
             ]
+        );
+        // Quasi-random normals: another inverse normal CDF than cuRAND's, within 2 ulps.
+        let f = u32s(&gen_(rng::SOBOL32, 1, 0, dist::NORMAL_F32, 8));
+        let want = [
+            0xc0cad08cu32,
+            0,
+            0x3f2cab5c,
+            0xbf2cab5c,
+            0xbea324b3,
+            0x3f933ea6,
+            0x3ea324b3,
+            0xbf933ea6,
+        ];
+        assert!(
+            f.iter().zip(want).all(|(g, w)| g.abs_diff(w) <= 2),
+            "{f:x?}"
+        );
+        let d = u64s(&gen_(rng::SOBOL32, 1, 0, dist::NORMAL_F64, 4));
+        let want = [
+            0xc0195a1198fcf3d7u64,
+            0x3df40d931ff62706,
+            0x3fe5956b8784e3d9,
+            0xbfe5956b872030ba,
+        ];
+        assert!(
+            d.iter().zip(want).all(|(g, w)| g.abs_diff(w) <= 2),
+            "{d:x?}"
         );
         let f = u32s(&gen_(rng::SOBOL32, 1, 0, dist::UNIFORM_F32, 4));
         assert_eq!(f, [0x2f000000, 0x3f000000, 0x3f400000, 0x3e800000]);

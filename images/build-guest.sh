@@ -64,13 +64,17 @@ eval "$("$REPO_ROOT/images/build-module.sh")"   # also the kernel's KDIR, BZIMAG
 # The C/C++ runtime of dynamically linked CUDA programs (host paths, as ldd resolves them).
 runtime=()
 for soname in libstdc++.so.6 libgcc_s.so.1 libm.so.6 libc.so.6 libpthread.so.0 libdl.so.2 librt.so.1; do
-    p=$(/sbin/ldconfig -p | awk -v n="$soname" '$1 == n && /x86-64/ { print $NF; exit }')
+    # (awk reads everything: an early exit would kill ldconfig with SIGPIPE under pipefail)
+    p=$(/sbin/ldconfig -p | awk -v n="$soname" '$1 == n && /x86-64/ && !found { print $NF; found = 1 }')
     [ -n "$p" ] || die "cannot find $soname on this machine (install libstdc++6)"
     runtime+=("$p")
 done
 
-busybox=/bin/busybox
-file -L "$busybox" 2>/dev/null | grep -q 'statically linked' || busybox=$VCUDA_CACHE/busybox-static/bin/busybox
+busybox=/bin/busybox   # the one build-initramfs.sh uses
+case $(file -L "$busybox" 2>/dev/null) in
+*'statically linked'*) ;;
+*) busybox=$VCUDA_CACHE/busybox-static/bin/busybox ;;
+esac
 key_inputs=("$REPO_ROOT/images/guest/init" "$MODULE" "$lib" "$REPO_ROOT/images/build-initramfs.sh" "${shims[@]}")
 [ -f "$busybox" ] && key_inputs+=("$busybox")
 key=$(short_hash <(script_code "$0") <(printf '%s\n' "$BZIMAGE" "${names[@]}" "${shims[@]##*/}" "${runtime[@]}") \

@@ -62,6 +62,14 @@ static void test_gemm_ex_half(cublasHandle_t h) {
             ok &= fabsf(C[i + j * m] - s) < 1e-4f;
         }
     check(ok, "gemmEx f16 x f16 -> f32");
+    // A combination an executor may lack (bf16 inputs): either it runs, or cuBLAS says
+    // CUBLAS_STATUS_NOT_SUPPORTED right away; never a success that fails later.
+    cublasStatus_t st = cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &one, dA, CUDA_R_16BF,
+                                     m, dB, CUDA_R_16BF, k, &zero, dC, CUDA_R_32F, m,
+                                     CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    check(st == CUBLAS_STATUS_NOT_SUPPORTED ||
+              (st == CUBLAS_STATUS_SUCCESS && cudaDeviceSynchronize() == cudaSuccess),
+          "gemmEx bf16: runs or is CUBLAS_STATUS_NOT_SUPPORTED");
     cudaFree(dA);
     cudaFree(dB);
     cudaFree(dC);

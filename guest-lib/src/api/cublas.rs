@@ -451,6 +451,23 @@ fn ex_scalar_size(compute: c_int, tc: u32) -> Result<usize, u32> {
     })
 }
 
+/// The `GemmEx` type combinations every executor runs: one real or complex type
+/// throughout with its own compute type, or half inputs with a half or float output.
+fn common_ex(ta: u32, tb: u32, tc: u32, compute: c_int) -> bool {
+    let c32 = matches!(compute, 68 | 69 | 74 | 75 | 77);
+    let c64 = matches!(compute, 70 | 71);
+    let same = ta == tb && tb == tc;
+    match ta {
+        R32 | C32 => same && c32,
+        R64 | C64 => same && c64,
+        dtype::R_16F => {
+            tb == dtype::R_16F
+                && (tc == R32 && c32 || tc == dtype::R_16F && (c32 || matches!(compute, 64 | 65)))
+        }
+        _ => false,
+    }
+}
+
 /// Runs a GEMM: `types` = (A, B, C, compute), `batch` = (count, strides) for strided
 /// batches, `array` for the pointer-array form.
 fn gemm(
@@ -486,6 +503,11 @@ fn gemm(
         }
         if f == func::GEMM_BATCHED && r.batch == 0 {
             return validate(r);
+        }
+        // Uncommon type combinations wait for the backend's verdict, so one it cannot run
+        // fails here (CUBLAS_STATUS_NOT_SUPPORTED) instead of asynchronously.
+        if compute != 0 && !common_ex(ta, tb, tc, compute) {
+            return c.wait().map(drop);
         }
         c.post()
     })

@@ -32,7 +32,7 @@ use kernel::{
     page::PAGE_SIZE,
     prelude::*,
     sync::{
-        atomic::{Acquire, Atomic, Full, Relaxed},
+        atomic::{Acquire, Atomic, Full, Relaxed, Release},
         Arc,
     },
     uaccess::{UserPtr, UserSlice},
@@ -367,6 +367,11 @@ impl VDev {
         }
     }
 
+    /// Queue 0: `OpenSession` and `CloseSession` (the device handles a queue in order).
+    fn control_queue(&self) -> Result<&Queue> {
+        self.queues.first().map(|q| &**q).ok_or(ENODEV)
+    }
+
     /// The queue of the current CPU.
     fn pick_queue(&self) -> Result<&Queue> {
         // SAFETY: No preconditions.
@@ -376,7 +381,7 @@ impl VDev {
     }
 
     /// Puts a request's chain on a ring and kicks the device. The ring takes a reference.
-    fn submit(&self, q: &Queue, req: &Arc<Request>) -> Result {
+    pub(crate) fn submit(&self, q: &Queue, req: &Arc<Request>) -> Result {
         let (mut sgs, n_out, n_in) = req.sg_lists();
         let descs = req.descs;
         let token = Arc::into_raw(req.clone());
@@ -453,15 +458,10 @@ impl VDev {
         }
     }
 
-    /// Submits a request without waiting (it is created `ABANDONED`).
-    fn post(&self, req: Arc<Request>) -> Result {
-        self.submit(self.pick_queue()?, &req)
-    }
-
-    /// Posts `CloseSession` for `id`.
+    /// Posts `CloseSession` for `id` on queue 0 (created `ABANDONED`: nobody waits).
     fn close_session(&self, id: u64) {
-        let r = Request::control(self, id, CHAIN_OP_CLOSE_SESSION, None, ABANDONED)
-            .and_then(|req| self.post(req));
+        let r = Request::control(self, id, CHAIN_OP_CLOSE_SESSION, ABANDONED)
+            .and_then(|req| self.submit(self.control_queue()?, &req));
         if let Err(e) = r {
             pr_debug!("session {}: close not sent ({:?})\n", id, e);
         }
@@ -488,34 +488,110 @@ fn read_config(vdev: *mut bindings::virtio_device) -> VirtioCudaConfig {
     }
 }
 
+/// `Session::opened`: `OpenSession` could not be queued (nothing to close).
+const OPEN_UNSENT: i32 = 2;
+/// `Session::opened`: the outcome of `OpenSession` is not claimed yet.
+const OPEN_PENDING: i32 = 1;
+
 /// An open `/dev/vcuda`: one device session.
+///
+/// `OpenSession` is queued when the file is opened but not waited for there (`open` runs under
+/// the misc devices' global mutex): the first call waits for it instead ([`Session::ready`]).
+/// `OpenSession` and `CloseSession` always go to queue 0, which the device handles in order,
+/// and calls only start once the open is done, so the device sees open, calls, close in that
+/// order.
 pub(crate) struct Session {
     pub(crate) id: u64,
     pub(crate) dev: Arc<VDev>,
+    /// The `OpenSession` chain. Like a waiting thread, the session owes the ring's reference
+    /// back once the chain leaves `PENDING`; whoever moves `opened` off `OPEN_PENDING` takes it.
+    open_req: Arc<Request>,
+    /// `OPEN_UNSENT`, `OPEN_PENDING`, then 0 (open) or a negative errno.
+    opened: Atomic<i32>,
 }
 
 impl Session {
-    /// Opens a session on `dev` (sends `OpenSession` and waits for it).
+    /// Creates a session on `dev` and queues its `OpenSession` (without waiting).
     ///
     /// # Errors
     ///
-    /// `EMFILE` (the device's session limit is reached), `EIO` (the device refused the session
-    /// otherwise), and those of [`VDev::call`].
+    /// `ENOMEM`; `ENODEV` (device gone); `EINTR` (fatal signal while queue 0 was full).
     pub(crate) fn open(dev: Arc<VDev>) -> Result<Arc<Session>> {
         let id = dev.next_session.fetch_add(1, Relaxed);
-        let s = Arc::new(Session { id, dev }, GFP_KERNEL)?;
-        let req = Request::control(&s.dev, id, CHAIN_OP_OPEN_SESSION, Some(s.clone()), PENDING)?;
-        s.dev.call(&req)?;
-        match req.first_status() {
-            None | Some(0) => Ok(s),
-            Some(STATUS_MEMORY_ALLOCATION) => Err(EMFILE),
-            Some(_) => Err(EIO),
+        let open_req = Request::control(&dev, id, CHAIN_OP_OPEN_SESSION, PENDING)?;
+        let s = Arc::new(
+            Session {
+                id,
+                dev,
+                open_req,
+                opened: Atomic::new(OPEN_UNSENT),
+            },
+            GFP_KERNEL,
+        )?;
+        s.dev.submit(s.dev.control_queue()?, &s.open_req)?;
+        s.opened.store(OPEN_PENDING, Release);
+        Ok(s)
+    }
+
+    /// Waits until the device has opened the session.
+    ///
+    /// # Errors
+    ///
+    /// `EMFILE` (the device's session limit was reached), `EIO` (the device refused the
+    /// session otherwise), `ENODEV` (device gone), `EINTR` (fatal signal while waiting).
+    pub(crate) fn ready(&self) -> Result {
+        loop {
+            match self.opened.load(Acquire) {
+                0 => return Ok(()),
+                OPEN_PENDING => {}
+                OPEN_UNSENT => return Err(ENODEV),
+                e => return Err(Error::from_errno(e)),
+            }
+            let q = self.dev.control_queue()?;
+            if !q
+                .wait
+                .wait_killable(|| self.open_req.state.load(Acquire) != PENDING)
+            {
+                return Err(EINTR);
+            }
+            let res = match self.open_req.state.load(Acquire) {
+                DONE => match self.open_req.first_status() {
+                    None | Some(0) => 0,
+                    Some(STATUS_MEMORY_ALLOCATION) => EMFILE.to_errno(),
+                    Some(_) => EIO.to_errno(),
+                },
+                _ => ENODEV.to_errno(),
+            };
+            if self.opened.cmpxchg(OPEN_PENDING, res, Full).is_ok() {
+                // SAFETY: The chain left PENDING, so the completion path passed the ring's
+                // reference (`Arc::into_raw` in `submit`) to the session; the compare-exchange
+                // above lets exactly one thread take it.
+                drop(unsafe { Arc::from_raw(Arc::as_ptr(&self.open_req)) });
+            }
         }
     }
 }
 
 impl Drop for Session {
     fn drop(&mut self) {
+        match self.opened.load(Acquire) {
+            OPEN_UNSENT => return,
+            OPEN_PENDING => {
+                // Unclaimed: abandon the chain to the completion path, or, if it is back
+                // already, take the ring's reference here (`&mut self`: no `ready` runs).
+                if self
+                    .open_req
+                    .state
+                    .cmpxchg(PENDING, ABANDONED, Full)
+                    .is_err()
+                {
+                    // SAFETY: The chain left PENDING (not by us), so its ring reference is
+                    // the session's, and nobody claimed it.
+                    drop(unsafe { Arc::from_raw(Arc::as_ptr(&self.open_req)) });
+                }
+            }
+            _ => {}
+        }
         self.dev.close_session(self.id);
     }
 }
@@ -921,13 +997,7 @@ impl Request {
     }
 
     /// A chain without message or data: `OpenSession`/`CloseSession`.
-    fn control(
-        dev: &VDev,
-        id: u64,
-        op: u32,
-        session: Option<Arc<Session>>,
-        state: u32,
-    ) -> Result<Arc<Request>> {
+    fn control(dev: &VDev, id: u64, op: u32, state: u32) -> Result<Arc<Request>> {
         let mut head = KVVec::new();
         head.extend_from_slice(&chain_header(id, op, MIN_REPLY_CAPACITY), GFP_KERNEL)?;
         let reply = KVVec::from_elem(0u8, MIN_REPLY_CAPACITY as usize, GFP_KERNEL)?;
@@ -945,7 +1015,7 @@ impl Request {
             sg: UnsafeCell::new(sg),
             lists,
         };
-        Self::new(bufs, descs, session, state)
+        Self::new(bufs, descs, None, state)
     }
 
     /// Builds the chain of a `VCUDA_IOC_SUBMIT`: copies the message in, pins the segments.

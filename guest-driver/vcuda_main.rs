@@ -182,7 +182,7 @@ unsafe extern "C" fn vcuda_rs_vq_done(dev: *mut c_void, index: u32) {
 impl MiscDevice for Session {
     type Ptr = Arc<Session>;
 
-    /// Opens a device session.
+    /// Opens a device session (queues `OpenSession`; the first call waits for it).
     ///
     /// # Errors
     ///
@@ -214,7 +214,8 @@ impl MiscDevice for Session {
 ///
 /// # Errors
 ///
-/// `EFAULT` (the argument, message, segment table or reply buffer is not accessible; for the
+/// `EMFILE`/`EIO` (the device refused the session: see [`Session::ready`]), `EFAULT` (the
+/// argument, message, segment table or reply buffer is not accessible; for the
 /// reply buffer, and for in segments of a call that went through bounce buffers, the call has
 /// then already run), `ENODEV` (the device is gone), `EINTR` (the
 /// process is being killed), and the validation errors of [`Request::for_submit`] (`EINVAL`,
@@ -223,6 +224,7 @@ fn submit(session: Arc<Session>, arg: usize) -> Result<isize> {
     let sub: VcudaSubmit = UserSlice::new(UserPtr::from_addr(arg), size_of::<VcudaSubmit>())
         .reader()
         .read()?;
+    session.ready()?;
     let req = Request::for_submit(&session, &sub)?;
     session.dev.call(&req)?;
     req.copy_back()?;

@@ -281,13 +281,35 @@ static void test_concurrency(int fd) {
         CHECK(args[i].errors == 0, "thread %d: %d failed calls", i, args[i].errors);
         if (i % 2 == 0) close(args[i].fd);
     }
-    // Sessions are closed: more opens than the backend allows at once (256) all work.
+    // Sessions are closed: more open/call/close cycles than the backend allows sessions at
+    // once (256) all work.
+    nop_msg m = make_nop();
     for (int i = 0; i < 300; i++) {
         int f = open("/dev/vcuda", O_RDWR);
         CHECK(f >= 0, "open %d: %s", i, strerror(errno));
         if (f < 0) break;
+        CHECK(submit(f, &m, sizeof m, nullptr, 0) == 0, "call on file %d", i);
         close(f);
     }
+    // More sessions at once than the backend allows: the calls of the extra ones fail with
+    // EMFILE (the device refused the session), the others work.
+    std::vector<int> fds;
+    for (int i = 0; i < 300; i++) fds.push_back(open("/dev/vcuda", O_RDWR));
+    int ok = 0, emfile = 0, other = 0;
+    for (int f : fds) {
+        int r = f < 0 ? -errno : submit(f, &m, sizeof m, nullptr, 0);
+        if (r == 0) ok++;
+        else if (r == -EMFILE) emfile++;
+        else other++;
+    }
+    printf("300 sessions at once: %d ok, %d EMFILE, %d other\n", ok, emfile, other);
+    CHECK(ok >= 200 && emfile > 0 && other == 0, "session limit: %d ok, %d EMFILE, %d other", ok,
+          emfile, other);
+    for (int f : fds)
+        if (f >= 0) close(f);
+    int f = open("/dev/vcuda", O_RDWR);
+    CHECK(f >= 0 && submit(f, &m, sizeof m, nullptr, 0) == 0, "call after the session limit");
+    close(f);
 }
 
 __global__ void spin(unsigned long long n, float *out) {

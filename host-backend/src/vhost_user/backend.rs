@@ -318,11 +318,17 @@ impl VhostUserBackend for VhostUserCuda {
     }
 
     fn features(&self) -> u64 {
+        debug!("GET_FEATURES");
         DEVICE_FEATURES
     }
 
     fn protocol_features(&self) -> VhostUserProtocolFeatures {
+        debug!("GET_PROTOCOL_FEATURES");
         protocol_features()
+    }
+
+    fn acked_features(&self, features: u64) {
+        info!("virtio features acked: {features:#x}");
     }
 
     fn set_event_idx(&self, enabled: bool) {
@@ -330,6 +336,7 @@ impl VhostUserBackend for VhostUserCuda {
     }
 
     fn get_config(&self, offset: u32, size: u32) -> Vec<u8> {
+        debug!("GET_CONFIG {offset}+{size}");
         let bytes = self.config.as_bytes();
         let start = offset as usize;
         match start.checked_add(size as usize) {
@@ -354,7 +361,11 @@ impl VhostUserBackend for VhostUserCuda {
         let regions: Vec<(usize, usize)> = GuestMemoryBackend::iter(&*guard)
             .map(|r| (r.as_ptr() as usize, r.len() as usize))
             .collect();
-        debug!("guest memory: {} regions", regions.len());
+        info!(
+            "guest memory: {} regions, {} MiB",
+            regions.len(),
+            regions.iter().map(|r| r.1).sum::<usize>() >> 20
+        );
         self.factory.guest_memory_changed(&regions);
         Ok(())
     }

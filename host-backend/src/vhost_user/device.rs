@@ -524,6 +524,7 @@ fn run(inner: &Inner, slot: &mut Slot, mem: &Mem, chain: &Chain, current: bool) 
     match chain.op {
         ChainOp::OpenSession => match inner.backend.new_session() {
             Ok(s) => {
+                debug!("session {:#x} opened", chain.header.session);
                 slot.session = Some(s);
                 (status_reply(mem, reply, status::SUCCESS), Flow::Continue)
             }
@@ -535,6 +536,7 @@ fn run(inner: &Inner, slot: &mut Slot, mem: &Mem, chain: &Chain, current: bool) 
         ChainOp::CloseSession => {
             // Frees everything the session owns before the driver hears of it.
             slot.session = None;
+            debug!("session {:#x} closed", chain.header.session);
             (status_reply(mem, reply, status::SUCCESS), Flow::Closed)
         }
         ChainOp::Submit if current => (submit(slot, mem, chain), Flow::Continue),

@@ -1199,6 +1199,27 @@ impl VhostClient {
         }
     }
 
+    /// Posts a call laid out before (its buffers reused as they are) and kicks.
+    pub fn post(&mut self, q: usize, laid: &Laid, indirect: Option<u64>) -> u16 {
+        let queue = &mut self.queues[q];
+        let head = queue.add(&self.ram.mem, &laid.bufs, indirect);
+        queue.kick();
+        head
+    }
+
+    /// Waits for chain `head` of queue `q`: its `used.len`.
+    pub fn wait_used(&mut self, q: usize, head: u16) -> u32 {
+        self.queues[q]
+            .wait(&self.ram.mem, head, self.timeout)
+            .unwrap_or_else(|| panic!("chain {head} on queue {q} never completed"))
+    }
+
+    /// The status of the first record in a laid-out call's reply area.
+    pub fn first_status(&self, laid: &Laid) -> u32 {
+        let at = laid.reply.0 + size_of::<ReplyHeader>() as u64 + 8;
+        self.ram.mem.read_obj(GuestAddress(at)).unwrap()
+    }
+
     /// Waits for a posted call.
     pub fn wait(&mut self, p: Pending) -> Reply {
         let len = self.queues[p.queue]

@@ -1,6 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 // vcuda-vm-test: expect=module-abuse: PASS
 // vcuda-vm-test: vm=--check-unload
-// SPDX-License-Identifier: Apache-2.0 OR MIT
 // Kernel-module tests, run inside the guest (tests/vm/run.sh): bad ioctl input on /dev/vcuda
 // (huge, overlapping and unmapped segments, too many segments, bad flags and lengths),
 // concurrent raw calls, processes killed in the middle of a large copy and of a stream

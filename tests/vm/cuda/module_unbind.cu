@@ -1,6 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 // vcuda-vm-test: expect=module-unbind: PASS
 // vcuda-vm-test: vm=--check-unload
-// SPDX-License-Identifier: Apache-2.0 OR MIT
 // Kernel-module tests of device removal, run inside the guest (tests/vm/run.sh):
 // 1. unbinding the driver (sysfs) while a process waits in a long synchronize and another
 //    file is open: the waiter is released (its call fails), open files get ENODEV, nothing

@@ -1,6 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
 // vcuda-vm-test: expect=vm-stress: PASS
 // vcuda-vm-test: vm=--smp 4 --check-unload
-// SPDX-License-Identifier: Apache-2.0 OR MIT
 // Many calls in flight from many threads and processes at once, through /dev/vcuda: each of
 // several processes runs threads that each own a stream and loop over async copies (small,
 // and large enough to exceed the device's descriptor limit when the pages are scattered),

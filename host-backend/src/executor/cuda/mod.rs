@@ -89,6 +89,7 @@
 //! [`driver::REQUIRED`]-style checks of their own libraries.
 
 mod allocs;
+mod blas;
 mod device_info;
 mod driver;
 mod error;
@@ -96,6 +97,7 @@ mod guest_mem;
 mod handles;
 mod image;
 mod plan;
+mod rand;
 mod printf;
 mod staging;
 mod transfer;
@@ -449,6 +451,10 @@ pub struct CudaExecutor {
     /// A module the session loaded calls `printf` (collecting output costs a round trip
     /// through the capture thread, so sessions without one skip it).
     uses_printf: bool,
+    /// cuBLAS handles (`blas.rs`).
+    blas: blas::Handles,
+    /// cuRAND generators (`rand.rs`).
+    rand: rand::Generators,
 }
 
 impl std::fmt::Debug for CudaExecutor {
@@ -471,6 +477,8 @@ unsafe impl Send for CudaExecutor {}
 
 impl Drop for CudaExecutor {
     fn drop(&mut self) {
+        self.blas_release();
+        self.rand_release();
         if let Some(ctx) = self.ctx.take() {
             // SAFETY: our context, live until destroyed here; the staging buffers are
             // freed while it is current; destroying the context frees everything else it
@@ -526,6 +534,8 @@ impl CudaExecutor {
             arg_ptrs: Vec::new(),
             may_print: false,
             uses_printf: false,
+            blas: blas::Handles::default(),
+            rand: rand::Generators::default(),
         })
     }
 
@@ -569,6 +579,9 @@ impl CudaExecutor {
 
     /// Destroys the context and everything in it, then makes a fresh one.
     fn reset_context(&mut self) -> ExecResult<()> {
+        // Library handles hold resources in the context: release them while it lives.
+        self.blas_release();
+        self.rand_release();
         if let Some(ctx) = self.ctx.take() {
             // SAFETY: our context; the staging buffers are freed while it is current (best
             // effort: a broken context frees them when destroyed); every other object dies
@@ -1152,6 +1165,40 @@ impl Executor for CudaExecutor {
             stderr_dump(&out);
             Vec::new()
         }
+    }
+
+    fn blas_create(&mut self, device: u32) -> ExecResult<u64> {
+        self.check_device(device)
+            .map_err(|_| Status(vcuda_protocol::lib::BLAS_INVALID_VALUE))?;
+        self.blas_create_impl()
+    }
+
+    fn blas_destroy(&mut self, handle: u64) -> ExecResult<()> {
+        self.blas_destroy_impl(handle)
+    }
+
+    fn blas_call(&mut self, req: &vcuda_protocol::BlasCallReq) -> ExecResult<[u8; 16]> {
+        self.blas_call_impl(req)
+    }
+
+    fn rand_create(&mut self, rng_type: u32, flags: u32) -> ExecResult<u64> {
+        self.rand_create_impl(rng_type, flags & vcuda_protocol::lib::RAND_HOST != 0)
+    }
+
+    fn rand_destroy(&mut self, handle: u64) -> ExecResult<()> {
+        self.rand_destroy_impl(handle)
+    }
+
+    fn rand_set(&mut self, req: &vcuda_protocol::RandSetReq) -> ExecResult<()> {
+        self.rand_set_impl(req)
+    }
+
+    fn rand_generate(
+        &mut self,
+        req: &vcuda_protocol::RandGenerateReq,
+        out: &DataSegs<'_>,
+    ) -> ExecResult<u64> {
+        self.rand_generate_impl(req, out)
     }
 }
 

@@ -1,0 +1,584 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! cuBLAS on the GPU: the real library through cudarc's `cublas` bindings.
+//!
+//! One cuBLAS handle per guest handle, created in the session's context. Every call binds
+//! the context, sets the handle's stream (the guest's stream of the call, mapped through
+//! the session's stream table), pointer mode and math mode, and checks the full extent of
+//! every operand (vectors, matrices, device scalars and results) against the session's
+//! allocations before cuBLAS sees a pointer, as the CPU executor does.
+//!
+//! Routines: every level-1 routine (through the `*Ex` entry points, for all four types),
+//! GEMM, strided-batched GEMM and their `Ex` forms (every type combination cuBLAS
+//! accepts), and GEMV (`f32`, `f64`). The others (GER, SYMV, TRSV, SYMM, SYRK, TRSM, GEAM,
+//! pointer-array batches, batched LU) answer `CUBLAS_STATUS_NOT_SUPPORTED` here for now;
+//! the guest waits for GEMM forms it does not know every executor runs.
+//!
+//! libcublas is loaded at run time: without it, `blas_create` answers
+//! `CUBLAS_STATUS_NOT_SUPPORTED` and nothing else is reachable.
+
+use std::collections::HashMap;
+use std::ffi::{c_int, c_void};
+use std::sync::OnceLock;
+
+use cudarc::cublas::sys as cb;
+use log::warn;
+use vcuda_protocol::blas::{self as check, OP_C, OP_N, OP_T};
+use vcuda_protocol::lib::{
+    BLAS_DEVICE_POINTERS, BLAS_EXECUTION_FAILED, BLAS_NOT_INITIALIZED, BLAS_NOT_SUPPORTED, dtype,
+    func,
+};
+use vcuda_protocol::{BlasCallReq, status};
+
+use super::CudaExecutor;
+use crate::executor::{ExecResult, Status};
+
+const UNSUPPORTED: Status = Status(BLAS_NOT_SUPPORTED);
+const FAULT: Status = Status(status::ILLEGAL_ADDRESS);
+
+/// Whether libcublas can be loaded (checked once; cudarc panics on a missing library).
+fn available() -> bool {
+    static PRESENT: OnceLock<bool> = OnceLock::new();
+    // SAFETY: only tries to open the library.
+    *PRESENT.get_or_init(|| unsafe { cb::is_culib_present() })
+}
+
+/// The session's cuBLAS handles (raw `cublasHandle_t`s, owned here).
+#[derive(Debug, Default)]
+pub(super) struct Handles {
+    map: HashMap<u64, usize>,
+    next: u64,
+}
+
+fn ok(s: cb::cublasStatus_t) -> ExecResult<()> {
+    if s == cb::cublasStatus_t::CUBLAS_STATUS_SUCCESS {
+        Ok(())
+    } else {
+        Err(Status(s as u32))
+    }
+}
+
+fn op(v: u32) -> cb::cublasOperation_t {
+    match v {
+        OP_T => cb::cublasOperation_t::CUBLAS_OP_T,
+        OP_C => cb::cublasOperation_t::CUBLAS_OP_C,
+        _ => cb::cublasOperation_t::CUBLAS_OP_N,
+    }
+}
+
+fn data_type(v: u32) -> ExecResult<cb::cudaDataType> {
+    use cb::cudaDataType::*;
+    Ok(match v {
+        dtype::R_32F => CUDA_R_32F,
+        dtype::R_64F => CUDA_R_64F,
+        dtype::R_16F => CUDA_R_16F,
+        dtype::C_32F => CUDA_C_32F,
+        dtype::C_64F => CUDA_C_64F,
+        6 => CUDA_C_16F,
+        14 => CUDA_R_16BF,
+        15 => CUDA_C_16BF,
+        3 => CUDA_R_8I,
+        10 => CUDA_R_32I,
+        _ => return Err(UNSUPPORTED),
+    })
+}
+
+fn compute_type(v: u32) -> ExecResult<cb::cublasComputeType_t> {
+    use cb::cublasComputeType_t::*;
+    Ok(match v {
+        64 => CUBLAS_COMPUTE_16F,
+        65 => CUBLAS_COMPUTE_16F_PEDANTIC,
+        68 => CUBLAS_COMPUTE_32F,
+        69 => CUBLAS_COMPUTE_32F_PEDANTIC,
+        74 => CUBLAS_COMPUTE_32F_FAST_16F,
+        75 => CUBLAS_COMPUTE_32F_FAST_16BF,
+        77 => CUBLAS_COMPUTE_32F_FAST_TF32,
+        78 => CUBLAS_COMPUTE_32F_EMULATED_16BFX9,
+        70 => CUBLAS_COMPUTE_64F,
+        71 => CUBLAS_COMPUTE_64F_PEDANTIC,
+        72 => CUBLAS_COMPUTE_32I,
+        73 => CUBLAS_COMPUTE_32I_PEDANTIC,
+        _ => return Err(UNSUPPORTED),
+    })
+}
+
+fn math_mode(v: u32) -> cb::cublasMath_t {
+    use cb::cublasMath_t::*;
+    match v & 0xf {
+        1 => CUBLAS_TENSOR_OP_MATH,
+        2 => CUBLAS_PEDANTIC_MATH,
+        3 => CUBLAS_TF32_TENSOR_OP_MATH,
+        4 => CUBLAS_FP32_EMULATED_BF16X9_MATH,
+        _ => CUBLAS_DEFAULT_MATH,
+    }
+}
+
+/// Bytes of an element of a `cudaDataType` the plain routines use.
+fn size_of_type(t: u32) -> Option<u64> {
+    match t {
+        dtype::R_16F | 14 => Some(2),
+        dtype::R_32F | 6 | 15 | 10 => Some(4),
+        dtype::R_64F | dtype::C_32F => Some(8),
+        dtype::C_64F => Some(16),
+        3 => Some(1),
+        _ => None,
+    }
+}
+
+/// The real type of a type's `asum`/`nrm2` results.
+fn real_of(t: u32) -> u32 {
+    match t {
+        dtype::C_32F => dtype::R_32F,
+        dtype::C_64F => dtype::R_64F,
+        t => t,
+    }
+}
+
+fn vec_extent(n: i64, inc: i64) -> u64 {
+    if n <= 0 {
+        0
+    } else {
+        (n as u64 - 1)
+            .saturating_mul(inc.unsigned_abs())
+            .saturating_add(1)
+    }
+}
+
+fn mat_extent(rows: i64, cols: i64, ld: i64) -> u64 {
+    if rows <= 0 || cols <= 0 {
+        0
+    } else {
+        (cols as u64 - 1)
+            .saturating_mul(ld as u64)
+            .saturating_add(rows as u64)
+    }
+}
+
+fn int(v: i64) -> c_int {
+    // `check::validate` bounds sizes, leading dimensions and strides by `i32::MAX`.
+    v.clamp(i64::from(c_int::MIN), i64::from(c_int::MAX)) as c_int
+}
+
+impl CudaExecutor {
+    /// Checks `elems` elements of `size` bytes at `addr` (nothing to check when empty).
+    fn blas_range(&self, addr: u64, elems: u64, size: u64) -> ExecResult<()> {
+        if elems == 0 {
+            return Ok(());
+        }
+        let len = elems.checked_mul(size).ok_or(FAULT)?;
+        self.check_device_range(addr, len).map_err(|_| FAULT)
+    }
+
+    pub(super) fn blas_create_impl(&mut self) -> ExecResult<u64> {
+        if !available() {
+            return Err(UNSUPPORTED);
+        }
+        self.cu_context()?;
+        let mut h: cb::cublasHandle_t = std::ptr::null_mut();
+        // SAFETY: the session's context is current; `h` is a valid out-pointer.
+        ok(unsafe { cb::cublasCreate_v2(&mut h) })?;
+        self.blas.next += 1;
+        let id = 0xb1a5_0000_0000 | self.blas.next;
+        self.blas.map.insert(id, h as usize);
+        Ok(id)
+    }
+
+    pub(super) fn blas_destroy_impl(&mut self, handle: u64) -> ExecResult<()> {
+        let h = self
+            .blas
+            .map
+            .remove(&handle)
+            .ok_or(Status(BLAS_NOT_INITIALIZED))?;
+        self.cu_context()?;
+        // SAFETY: a handle we created in this context and remove from the table here.
+        ok(unsafe { cb::cublasDestroy_v2(h as cb::cublasHandle_t) })
+    }
+
+    /// Destroys every handle (before the context goes away).
+    pub(super) fn blas_release(&mut self) {
+        if self.blas.map.is_empty() {
+            return;
+        }
+        let bound = self.cu_context().is_ok();
+        for (_, h) in self.blas.map.drain() {
+            if bound {
+                // SAFETY: our handle, destroyed once, with its context current.
+                let s = unsafe { cb::cublasDestroy_v2(h as cb::cublasHandle_t) };
+                if s != cb::cublasStatus_t::CUBLAS_STATUS_SUCCESS {
+                    warn!("cublasDestroy: {s:?}");
+                }
+            }
+        }
+    }
+
+    pub(super) fn blas_call_impl(&mut self, r: &BlasCallReq) -> ExecResult<[u8; 16]> {
+        let h = *self
+            .blas
+            .map
+            .get(&r.handle)
+            .ok_or(Status(BLAS_NOT_INITIALIZED))? as cb::cublasHandle_t;
+        check::validate(r).map_err(Status)?;
+        let stream = self
+            .cu_stream(r.stream)
+            .map_err(|_| Status(BLAS_EXECUTION_FAILED))?;
+        self.cu_context()?;
+        let device = r.flags & BLAS_DEVICE_POINTERS != 0;
+        let mode = if device {
+            cb::cublasPointerMode_t::CUBLAS_POINTER_MODE_DEVICE
+        } else {
+            cb::cublasPointerMode_t::CUBLAS_POINTER_MODE_HOST
+        };
+        // SAFETY: our handle with its context current; the stream belongs to the session.
+        unsafe {
+            ok(cb::cublasSetStream_v2(h, stream.cast()))?;
+            ok(cb::cublasSetPointerMode_v2(h, mode))?;
+            ok(cb::cublasSetMathMode(h, math_mode(r.math_mode)))?;
+        }
+        let mut call = Call {
+            exec: self,
+            r,
+            h,
+            device,
+            result: [0; 16],
+        };
+        call.run()?;
+        Ok(call.result)
+    }
+}
+
+/// One call being checked and run.
+struct Call<'a> {
+    exec: &'a CudaExecutor,
+    r: &'a BlasCallReq,
+    h: cb::cublasHandle_t,
+    device: bool,
+    /// A host-pointer-mode result.
+    result: [u8; 16],
+}
+
+impl Call<'_> {
+    /// A scalar argument of `size` bytes: a pointer to its value in the request (host
+    /// mode), or its checked device address.
+    fn scalar(&self, field: &[u8; 16], size: u64) -> ExecResult<*const c_void> {
+        if self.device {
+            let addr = u64::from_le_bytes(field[..8].try_into().unwrap_or_default());
+            self.exec.blas_range(addr, 1, size)?;
+            Ok(addr as *const c_void)
+        } else {
+            Ok(field.as_ptr().cast())
+        }
+    }
+
+    /// Where a result of `size` bytes goes: the local buffer or the checked device address.
+    fn out(&mut self, size: u64) -> ExecResult<*mut c_void> {
+        if self.device {
+            self.exec.blas_range(self.r.result, 1, size)?;
+            Ok(self.r.result as *mut c_void)
+        } else {
+            Ok(self.result.as_mut_ptr().cast())
+        }
+    }
+
+    fn vector(&self, addr: u64, n: i64, inc: i64, size: u64) -> ExecResult<*mut c_void> {
+        self.exec.blas_range(addr, vec_extent(n, inc), size)?;
+        Ok(addr as *mut c_void)
+    }
+
+    fn matrix(
+        &self,
+        addr: u64,
+        rows: i64,
+        cols: i64,
+        ld: i64,
+        size: u64,
+    ) -> ExecResult<*mut c_void> {
+        self.exec
+            .blas_range(addr, mat_extent(rows, cols, ld), size)?;
+        Ok(addr as *mut c_void)
+    }
+
+    fn run(&mut self) -> ExecResult<()> {
+        let r = *self.r;
+        let size = size_of_type(r.type_a).ok_or(UNSUPPORTED)?;
+        let (t, h) = (data_type(r.type_a)?, self.h);
+        let (n, ix, iy) = (int(r.n), int(r.incx), int(r.incy));
+        match r.func {
+            func::ASUM | func::NRM2 | func::IAMAX | func::IAMIN => {
+                let empty = r.n <= 0 || r.incx <= 0;
+                let x = if empty {
+                    std::ptr::null_mut()
+                } else {
+                    self.vector(r.x, r.n, r.incx, size)?
+                };
+                let (rt, rsize) = match r.func {
+                    func::IAMAX | func::IAMIN => (dtype::R_32F, 4),
+                    _ => {
+                        let rt = real_of(r.type_a);
+                        (rt, size_of_type(rt).ok_or(UNSUPPORTED)?)
+                    }
+                };
+                let out = self.out(rsize)?;
+                if empty {
+                    // cuBLAS answers 0 without reading x.
+                    if !self.device {
+                        return Ok(());
+                    }
+                }
+                let rt = data_type(rt)?;
+                // SAFETY: every pointer was checked to cover what the routine touches;
+                // the handle's context is current.
+                ok(unsafe {
+                    match r.func {
+                        func::ASUM => cb::cublasAsumEx(h, n, x, t, ix, out, rt, rt),
+                        func::NRM2 => cb::cublasNrm2Ex(h, n, x, t, ix, out, rt, rt),
+                        func::IAMAX => cb::cublasIamaxEx(h, n, x, t, ix, out.cast()),
+                        _ => cb::cublasIaminEx(h, n, x, t, ix, out.cast()),
+                    }
+                })
+            }
+            func::DOT | func::DOTC => {
+                let x = self.vector(r.x, r.n, r.incx, size)?;
+                let y = self.vector(r.y, r.n, r.incy, size)?;
+                let out = self.out(size)?;
+                // SAFETY: as above.
+                ok(unsafe {
+                    if r.func == func::DOT {
+                        cb::cublasDotEx(h, n, x, t, ix, y, t, iy, out, t, t)
+                    } else {
+                        cb::cublasDotcEx(h, n, x, t, ix, y, t, iy, out, t, t)
+                    }
+                })
+            }
+            func::AXPY | func::COPY | func::SWAP | func::ROT => {
+                if r.n <= 0 {
+                    return Ok(());
+                }
+                let x = self.vector(r.x, r.n, r.incx, size)?;
+                let y = self.vector(r.y, r.n, r.incy, size)?;
+                let (a, s) = match r.func {
+                    func::AXPY => (self.scalar(&r.alpha, size)?, std::ptr::null()),
+                    func::ROT if check::is_complex(r.type_a) => return Err(UNSUPPORTED),
+                    func::ROT => (self.scalar(&r.alpha, size)?, self.scalar(&r.beta, size)?),
+                    _ => (std::ptr::null(), std::ptr::null()),
+                };
+                // SAFETY: both vectors and the scalars the routine reads were checked
+                // above; the handle's context is current.
+                ok(unsafe {
+                    match r.func {
+                        func::AXPY => cb::cublasAxpyEx(h, n, a, t, x, t, ix, y, t, iy, t),
+                        func::COPY => cb::cublasCopyEx(h, n, x, t, ix, y, t, iy),
+                        func::SWAP => cb::cublasSwapEx(h, n, x, t, ix, y, t, iy),
+                        _ => cb::cublasRotEx(h, n, x, t, ix, y, t, iy, a, s, t, t),
+                    }
+                })
+            }
+            func::SCAL => {
+                if r.n <= 0 || r.incx <= 0 {
+                    return Ok(());
+                }
+                let x = self.vector(r.x, r.n, r.incx, size)?;
+                // csscal / zdscal: a real scalar of the vector's precision.
+                let at = if check::is_complex(r.type_a) && !check::is_complex(r.type_b) {
+                    real_of(r.type_a)
+                } else {
+                    r.type_a
+                };
+                let a = self.scalar(&r.alpha, size_of_type(at).ok_or(UNSUPPORTED)?)?;
+                // SAFETY: as above.
+                ok(unsafe { cb::cublasScalEx(h, n, a, data_type(at)?, x, t, ix, t) })
+            }
+            func::GEMV => {
+                let (xl, yl) = if r.trans_a == OP_N {
+                    (r.n, r.m)
+                } else {
+                    (r.m, r.n)
+                };
+                let a = self.matrix(r.a, r.m, r.n, r.lda, size)?;
+                let x = self.vector(r.x, xl, r.incx, size)?;
+                let y = self.vector(r.y, yl, r.incy, size)?;
+                let al = self.scalar(&r.alpha, size)?;
+                let be = self.scalar(&r.beta, size)?;
+                let (m, lda, ta) = (int(r.m), int(r.lda), op(r.trans_a));
+                // SAFETY: as above; the element type matches the routine.
+                ok(unsafe {
+                    match r.type_a {
+                        dtype::R_32F => cb::cublasSgemv_v2(
+                            h,
+                            ta,
+                            m,
+                            n,
+                            al.cast(),
+                            a.cast(),
+                            lda,
+                            x.cast(),
+                            ix,
+                            be.cast(),
+                            y.cast(),
+                            iy,
+                        ),
+                        dtype::R_64F => cb::cublasDgemv_v2(
+                            h,
+                            ta,
+                            m,
+                            n,
+                            al.cast(),
+                            a.cast(),
+                            lda,
+                            x.cast(),
+                            ix,
+                            be.cast(),
+                            y.cast(),
+                            iy,
+                        ),
+                        _ => return Err(UNSUPPORTED),
+                    }
+                })
+            }
+            func::GEMM => self.gemm(),
+            _ => Err(UNSUPPORTED),
+        }
+    }
+
+    /// GEMM and strided-batched GEMM through the `Ex` entry points.
+    fn gemm(&mut self) -> ExecResult<()> {
+        let r = *self.r;
+        let (sa, sb, sc) = (
+            size_of_type(r.type_a).ok_or(UNSUPPORTED)?,
+            size_of_type(r.type_b).ok_or(UNSUPPORTED)?,
+            size_of_type(r.type_c).ok_or(UNSUPPORTED)?,
+        );
+        // The plain routines' compute type, else the request's.
+        let compute = match (r.compute, r.type_a) {
+            (0, dtype::R_64F | dtype::C_64F) => 70,
+            (0, _) => 68,
+            (c, _) => c,
+        };
+        // Scalars are of the compute type's precision (complex for complex outputs).
+        let ssize = match compute {
+            64 | 65 => 2,
+            70 | 71 | 79 => 8,
+            _ => 4,
+        } * if check::is_complex(r.type_c) { 2 } else { 1 };
+        let (ar, ac) = if r.trans_a == OP_N {
+            (r.m, r.k)
+        } else {
+            (r.k, r.m)
+        };
+        let (br, bc) = if r.trans_b == OP_N {
+            (r.k, r.n)
+        } else {
+            (r.n, r.k)
+        };
+        let count = if r.batch == 0 { 1 } else { r.batch };
+        for i in 0..count {
+            let at = |base: u64, stride: i64, size: u64| -> ExecResult<u64> {
+                let off = i128::from(i) * i128::from(stride) * i128::from(size);
+                u64::try_from(i128::from(base) + off).map_err(|_| FAULT)
+            };
+            self.matrix(at(r.a, r.stride_a, sa)?, ar, ac, r.lda, sa)?;
+            self.matrix(at(r.b, r.stride_b, sb)?, br, bc, r.ldb, sb)?;
+            self.matrix(at(r.c, r.stride_c, sc)?, r.m, r.n, r.ldc, sc)?;
+        }
+        let al = self.scalar(&r.alpha, ssize)?;
+        let be = self.scalar(&r.beta, ssize)?;
+        let (ta, tb, tc) = (
+            data_type(r.type_a)?,
+            data_type(r.type_b)?,
+            data_type(r.type_c)?,
+        );
+        let ct = compute_type(compute)?;
+        let algo = cb::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT;
+        let (m, n, k) = (int(r.m), int(r.n), int(r.k));
+        let (a, b, c) = (
+            r.a as *const c_void,
+            r.b as *const c_void,
+            r.c as *mut c_void,
+        );
+        // SAFETY: every matrix of the batch was checked above; the handle's context is
+        // current.
+        ok(unsafe {
+            if r.batch == 0 {
+                cb::cublasGemmEx(
+                    self.h,
+                    op(r.trans_a),
+                    op(r.trans_b),
+                    m,
+                    n,
+                    k,
+                    al,
+                    a,
+                    ta,
+                    int(r.lda),
+                    b,
+                    tb,
+                    int(r.ldb),
+                    be,
+                    c,
+                    tc,
+                    int(r.ldc),
+                    ct,
+                    algo,
+                )
+            } else {
+                cb::cublasGemmStridedBatchedEx(
+                    self.h,
+                    op(r.trans_a),
+                    op(r.trans_b),
+                    m,
+                    n,
+                    k,
+                    al,
+                    a,
+                    ta,
+                    int(r.lda),
+                    r.stride_a,
+                    b,
+                    tb,
+                    int(r.ldb),
+                    r.stride_b,
+                    be,
+                    c,
+                    tc,
+                    int(r.ldc),
+                    r.stride_c,
+                    int(r.batch),
+                    ct,
+                    algo,
+                )
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn guest_values_map_to_cublas_enums_or_fail() {
+        assert_eq!(
+            data_type(dtype::R_16F).ok(),
+            Some(cb::cudaDataType::CUDA_R_16F)
+        );
+        assert_eq!(data_type(99).err(), Some(UNSUPPORTED));
+        assert_eq!(
+            compute_type(77).ok(),
+            Some(cb::cublasComputeType_t::CUBLAS_COMPUTE_32F_FAST_TF32)
+        );
+        assert_eq!(compute_type(0).err(), Some(UNSUPPORTED));
+        assert_eq!(op(7), cb::cublasOperation_t::CUBLAS_OP_N);
+        assert_eq!(
+            math_mode(3 | 16),
+            cb::cublasMath_t::CUBLAS_TF32_TENSOR_OP_MATH
+        );
+    }
+
+    #[test]
+    fn extents_cover_strided_operands() {
+        assert_eq!(vec_extent(0, 5), 0);
+        assert_eq!(vec_extent(4, -3), 10);
+        assert_eq!(mat_extent(3, 2, 5), 8);
+        assert_eq!(mat_extent(0, 2, 5), 0);
+        assert_eq!(real_of(dtype::C_64F), dtype::R_64F);
+        assert_eq!(size_of_type(dtype::C_32F), Some(8));
+    }
+}

@@ -1,0 +1,236 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! cuRAND on the GPU: the real library through cudarc's `curand` bindings.
+//!
+//! One cuRAND generator per guest generator, created in the session's context: a device
+//! generator (`curandCreateGenerator`) writes device memory on the stream of the call, after
+//! the destination's full extent is checked against the session's allocations; a host
+//! generator (`curandCreateGeneratorHost`) fills a host buffer that goes back in the
+//! request's in segments. libcurand is loaded at run time: without it, creating a generator
+//! answers `CURAND_STATUS_INITIALIZATION_FAILED`.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use cudarc::curand::sys as cr;
+use log::warn;
+use vcuda_protocol::lib::{
+    RAND_INITIALIZATION_FAILED, RAND_NOT_INITIALIZED, RAND_OUT_OF_RANGE, RAND_TO_HOST,
+    RAND_TYPE_ERROR, dist, set,
+};
+use vcuda_protocol::{RandGenerateReq, RandSetReq, status};
+
+use super::CudaExecutor;
+use crate::data::DataSegs;
+use crate::executor::{ExecResult, Status};
+
+/// Whether libcurand can be loaded (checked once; cudarc panics on a missing library).
+fn available() -> bool {
+    static PRESENT: OnceLock<bool> = OnceLock::new();
+    // SAFETY: only tries to open the library.
+    *PRESENT.get_or_init(|| unsafe { cr::is_culib_present() })
+}
+
+/// The session's generators: raw `curandGenerator_t`s (owned here) and whether each is a
+/// host generator.
+#[derive(Debug, Default)]
+pub(super) struct Generators {
+    map: HashMap<u64, (usize, bool)>,
+    next: u64,
+}
+
+fn ok(s: cr::curandStatus_t) -> ExecResult<()> {
+    if s == cr::curandStatus_t::CURAND_STATUS_SUCCESS {
+        Ok(())
+    } else {
+        Err(Status(s as u32))
+    }
+}
+
+fn rng_type(v: u32) -> ExecResult<cr::curandRngType_t> {
+    use cr::curandRngType_t::*;
+    Ok(match v {
+        100 => CURAND_RNG_PSEUDO_DEFAULT,
+        101 => CURAND_RNG_PSEUDO_XORWOW,
+        121 => CURAND_RNG_PSEUDO_MRG32K3A,
+        141 => CURAND_RNG_PSEUDO_MTGP32,
+        142 => CURAND_RNG_PSEUDO_MT19937,
+        161 => CURAND_RNG_PSEUDO_PHILOX4_32_10,
+        200 => CURAND_RNG_QUASI_DEFAULT,
+        201 => CURAND_RNG_QUASI_SOBOL32,
+        202 => CURAND_RNG_QUASI_SCRAMBLED_SOBOL32,
+        203 => CURAND_RNG_QUASI_SOBOL64,
+        204 => CURAND_RNG_QUASI_SCRAMBLED_SOBOL64,
+        _ => return Err(Status(RAND_TYPE_ERROR)),
+    })
+}
+
+fn ordering(v: u64) -> ExecResult<cr::curandOrdering_t> {
+    use cr::curandOrdering_t::*;
+    Ok(match v {
+        100 => CURAND_ORDERING_PSEUDO_BEST,
+        101 => CURAND_ORDERING_PSEUDO_DEFAULT,
+        102 => CURAND_ORDERING_PSEUDO_SEEDED,
+        103 => CURAND_ORDERING_PSEUDO_LEGACY,
+        104 => CURAND_ORDERING_PSEUDO_DYNAMIC,
+        201 => CURAND_ORDERING_QUASI_DEFAULT,
+        _ => return Err(Status(RAND_OUT_OF_RANGE)),
+    })
+}
+
+impl CudaExecutor {
+    fn generator(&self, handle: u64) -> ExecResult<(cr::curandGenerator_t, bool)> {
+        self.rand
+            .map
+            .get(&handle)
+            .map(|&(g, host)| (g as cr::curandGenerator_t, host))
+            .ok_or(Status(RAND_NOT_INITIALIZED))
+    }
+
+    pub(super) fn rand_create_impl(&mut self, rng: u32, host: bool) -> ExecResult<u64> {
+        if !available() {
+            return Err(Status(RAND_INITIALIZATION_FAILED));
+        }
+        let t = rng_type(rng)?;
+        self.cu_context()?;
+        let mut g: cr::curandGenerator_t = std::ptr::null_mut();
+        // SAFETY: the session's context is current; `g` is a valid out-pointer.
+        ok(unsafe {
+            if host {
+                cr::curandCreateGeneratorHost(&mut g, t)
+            } else {
+                cr::curandCreateGenerator(&mut g, t)
+            }
+        })?;
+        self.rand.next += 1;
+        let id = 0x7a4d_0000_0000 | self.rand.next;
+        self.rand.map.insert(id, (g as usize, host));
+        Ok(id)
+    }
+
+    pub(super) fn rand_destroy_impl(&mut self, handle: u64) -> ExecResult<()> {
+        let (g, _) = self.generator(handle)?;
+        self.rand.map.remove(&handle);
+        self.cu_context()?;
+        // SAFETY: a generator we created in this context, removed from the table here.
+        ok(unsafe { cr::curandDestroyGenerator(g) })
+    }
+
+    /// Destroys every generator (before the context goes away).
+    pub(super) fn rand_release(&mut self) {
+        if self.rand.map.is_empty() {
+            return;
+        }
+        let bound = self.cu_context().is_ok();
+        for (_, (g, _)) in self.rand.map.drain() {
+            if bound {
+                // SAFETY: our generator, destroyed once, with its context current.
+                let s = unsafe { cr::curandDestroyGenerator(g as cr::curandGenerator_t) };
+                if s != cr::curandStatus_t::CURAND_STATUS_SUCCESS {
+                    warn!("curandDestroyGenerator: {s:?}");
+                }
+            }
+        }
+    }
+
+    pub(super) fn rand_set_impl(&mut self, r: &RandSetReq) -> ExecResult<()> {
+        let (g, _) = self.generator(r.handle)?;
+        self.cu_context()?;
+        // SAFETY: our generator with its context current; every value is by value.
+        ok(unsafe {
+            match r.what {
+                set::SEED => cr::curandSetPseudoRandomGeneratorSeed(g, r.value),
+                set::OFFSET => cr::curandSetGeneratorOffset(g, r.value),
+                set::ORDERING => cr::curandSetGeneratorOrdering(g, ordering(r.value)?),
+                set::DIMENSIONS => {
+                    let d = u32::try_from(r.value).map_err(|_| Status(RAND_OUT_OF_RANGE))?;
+                    cr::curandSetQuasiRandomGeneratorDimensions(g, d)
+                }
+                _ => return Err(Status(RAND_OUT_OF_RANGE)),
+            }
+        })
+    }
+
+    pub(super) fn rand_generate_impl(
+        &mut self,
+        r: &RandGenerateReq,
+        out: &DataSegs<'_>,
+    ) -> ExecResult<u64> {
+        let (g, host) = self.generator(r.handle)?;
+        let to_host = r.flags & RAND_TO_HOST != 0;
+        if host != to_host {
+            return Err(Status(RAND_TYPE_ERROR));
+        }
+        let elem = dist::elem_size(r.dist).ok_or(Status(RAND_TYPE_ERROR))?;
+        let bytes = r.n.checked_mul(elem).ok_or(Status(RAND_OUT_OF_RANGE))?;
+        let n = usize::try_from(r.n).map_err(|_| Status(RAND_OUT_OF_RANGE))?;
+        // A host generator writes into an 8-byte-aligned buffer we own; a device one into
+        // the checked destination.
+        let mut buf: Vec<u64> = Vec::new();
+        let dst: *mut u8 = if host {
+            buf.resize(bytes.div_ceil(8) as usize, 0);
+            buf.as_mut_ptr().cast()
+        } else {
+            if bytes > 0 {
+                self.check_device_range(r.dst, bytes)
+                    .map_err(|_| Status(status::ILLEGAL_ADDRESS))?;
+            }
+            r.dst as *mut u8
+        };
+        let stream = self.cu_stream(r.stream)?;
+        self.cu_context()?;
+        let (mean, sd) = (r.mean, r.stddev);
+        // SAFETY: our generator with its context current; `dst` covers `n` elements of
+        // the distribution's size (our buffer, or device memory the session owns, checked
+        // above); the stream belongs to the session.
+        ok(unsafe {
+            if !host {
+                ok(cr::curandSetStream(g, stream.cast()))?;
+            }
+            match r.dist {
+                dist::BITS32 => cr::curandGenerate(g, dst.cast(), n),
+                dist::BITS64 => cr::curandGenerateLongLong(g, dst.cast(), n),
+                dist::UNIFORM_F32 => cr::curandGenerateUniform(g, dst.cast(), n),
+                dist::UNIFORM_F64 => cr::curandGenerateUniformDouble(g, dst.cast(), n),
+                dist::NORMAL_F32 => {
+                    cr::curandGenerateNormal(g, dst.cast(), n, mean as f32, sd as f32)
+                }
+                dist::NORMAL_F64 => cr::curandGenerateNormalDouble(g, dst.cast(), n, mean, sd),
+                dist::LOG_NORMAL_F32 => {
+                    cr::curandGenerateLogNormal(g, dst.cast(), n, mean as f32, sd as f32)
+                }
+                dist::LOG_NORMAL_F64 => {
+                    cr::curandGenerateLogNormalDouble(g, dst.cast(), n, mean, sd)
+                }
+                dist::POISSON => cr::curandGeneratePoisson(g, dst.cast(), n, mean),
+                _ => return Err(Status(RAND_TYPE_ERROR)),
+            }
+        })?;
+        if !host {
+            return Ok(0);
+        }
+        // SAFETY: `buf` holds at least `bytes` initialized bytes.
+        let data = unsafe { std::slice::from_raw_parts(buf.as_ptr().cast::<u8>(), bytes as usize) };
+        out.write_at(0, data)
+            .map_err(|_| Status(RAND_OUT_OF_RANGE))?;
+        Ok(bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn guest_values_map_to_curand_enums_or_fail() {
+        assert_eq!(
+            rng_type(161).ok(),
+            Some(cr::curandRngType_t::CURAND_RNG_PSEUDO_PHILOX4_32_10)
+        );
+        assert_eq!(rng_type(7).err(), Some(Status(RAND_TYPE_ERROR)));
+        assert_eq!(
+            ordering(201).ok(),
+            Some(cr::curandOrdering_t::CURAND_ORDERING_QUASI_DEFAULT)
+        );
+        assert_eq!(ordering(5).err(), Some(Status(RAND_OUT_OF_RANGE)));
+    }
+}

@@ -97,8 +97,8 @@ mod guest_mem;
 mod handles;
 mod image;
 mod plan;
-mod rand;
 mod printf;
+mod rand;
 mod staging;
 mod transfer;
 

@@ -9,9 +9,10 @@
 //!
 //! Routines: every level-1 routine (through the `*Ex` entry points, for all four types),
 //! GEMM, strided-batched GEMM and their `Ex` forms (every type combination cuBLAS
-//! accepts), and GEMV (`f32`, `f64`). The others (GER, SYMV, TRSV, SYMM, SYRK, TRSM, GEAM,
-//! pointer-array batches, batched LU) answer `CUBLAS_STATUS_NOT_SUPPORTED` here for now;
-//! the guest waits for GEMM forms it does not know every executor runs.
+//! accepts), and GEMV, GER, SYMV, TRSV, SYMM, SYRK, TRSM and GEAM in single and double
+//! precision. Complex level-2/3 routines, pointer-array batches (their pointers live in
+//! device memory and would need reading back to be checked) and batched LU answer
+//! `CUBLAS_STATUS_NOT_SUPPORTED` here for now.
 //!
 //! libcublas is loaded at run time: without it, `blas_create` answers
 //! `CUBLAS_STATUS_NOT_SUPPORTED` and nothing else is reachable.
@@ -62,6 +63,30 @@ fn op(v: u32) -> cb::cublasOperation_t {
         OP_T => cb::cublasOperation_t::CUBLAS_OP_T,
         OP_C => cb::cublasOperation_t::CUBLAS_OP_C,
         _ => cb::cublasOperation_t::CUBLAS_OP_N,
+    }
+}
+
+fn fill(v: u32) -> cb::cublasFillMode_t {
+    if v == check::FILL_UPPER {
+        cb::cublasFillMode_t::CUBLAS_FILL_MODE_UPPER
+    } else {
+        cb::cublasFillMode_t::CUBLAS_FILL_MODE_LOWER
+    }
+}
+
+fn side(v: u32) -> cb::cublasSideMode_t {
+    if v == check::SIDE_RIGHT {
+        cb::cublasSideMode_t::CUBLAS_SIDE_RIGHT
+    } else {
+        cb::cublasSideMode_t::CUBLAS_SIDE_LEFT
+    }
+}
+
+fn diag(v: u32) -> cb::cublasDiagType_t {
+    if v == check::DIAG_UNIT {
+        cb::cublasDiagType_t::CUBLAS_DIAG_UNIT
+    } else {
+        cb::cublasDiagType_t::CUBLAS_DIAG_NON_UNIT
     }
 }
 
@@ -434,7 +459,110 @@ impl Call<'_> {
                 })
             }
             func::GEMM => self.gemm(),
+            func::GER
+            | func::SYMV
+            | func::TRSV
+            | func::SYMM
+            | func::SYRK
+            | func::TRSM
+            | func::GEAM => match r.type_a {
+                dtype::R_32F => self.level23::<f32>(),
+                dtype::R_64F => self.level23::<f64>(),
+                _ => Err(UNSUPPORTED),
+            },
             _ => Err(UNSUPPORTED),
+        }
+    }
+
+    /// GER, SYMV, TRSV, SYMM, SYRK, TRSM and GEAM in single or double precision.
+    fn level23<T: Real>(&mut self) -> ExecResult<()> {
+        let r = *self.r;
+        let sz = size_of::<T>() as u64;
+        let h = self.h;
+        let (m, n, k) = (int(r.m), int(r.n), int(r.k));
+        let (lda, ldb, ldc) = (int(r.lda), int(r.ldb), int(r.ldc));
+        let (ix, iy) = (int(r.incx), int(r.incy));
+        let al = || self.scalar(&r.alpha, sz).map(|p| p.cast::<T>());
+        let be = || self.scalar(&r.beta, sz).map(|p| p.cast::<T>());
+        let ka = if r.side == check::SIDE_LEFT { r.m } else { r.n };
+        // SAFETY (every arm): each operand's full extent was checked just before, the
+        // scalars are checked device addresses or our request's bytes, the element type
+        // matches the routine, and the handle's context is current.
+        match r.func {
+            func::GER => {
+                let x = self.vector(r.x, r.m, r.incx, sz)?.cast::<T>();
+                let y = self.vector(r.y, r.n, r.incy, sz)?.cast::<T>();
+                let a = self.matrix(r.a, r.m, r.n, r.lda, sz)?.cast::<T>();
+                let al = al()?;
+                // SAFETY: see above.
+                ok(unsafe { T::ger(h, m, n, al, x, ix, y, iy, a, lda) })
+            }
+            func::SYMV => {
+                let a = self.matrix(r.a, r.n, r.n, r.lda, sz)?.cast::<T>();
+                let x = self.vector(r.x, r.n, r.incx, sz)?.cast::<T>();
+                let y = self.vector(r.y, r.n, r.incy, sz)?.cast::<T>();
+                let (al, be) = (al()?, be()?);
+                // SAFETY: see above.
+                ok(unsafe { T::symv(h, fill(r.uplo), n, al, a, lda, x, ix, be, y, iy) })
+            }
+            func::TRSV => {
+                let a = self.matrix(r.a, r.n, r.n, r.lda, sz)?.cast::<T>();
+                let x = self.vector(r.x, r.n, r.incx, sz)?.cast::<T>();
+                let (u, t, d) = (fill(r.uplo), op(r.trans_a), diag(r.diag));
+                // SAFETY: see above.
+                ok(unsafe { T::trsv(h, u, t, d, n, a, lda, x, ix) })
+            }
+            func::SYMM => {
+                let a = self.matrix(r.a, ka, ka, r.lda, sz)?.cast::<T>();
+                let b = self.matrix(r.b, r.m, r.n, r.ldb, sz)?.cast::<T>();
+                let c = self.matrix(r.c, r.m, r.n, r.ldc, sz)?.cast::<T>();
+                let (al, be) = (al()?, be()?);
+                let (sd, u) = (side(r.side), fill(r.uplo));
+                // SAFETY: see above.
+                ok(unsafe { T::symm(h, sd, u, m, n, al, a, lda, b, ldb, be, c, ldc) })
+            }
+            func::SYRK => {
+                let (ar, ac) = if r.trans_a == OP_N {
+                    (r.n, r.k)
+                } else {
+                    (r.k, r.n)
+                };
+                let a = self.matrix(r.a, ar, ac, r.lda, sz)?.cast::<T>();
+                let c = self.matrix(r.c, r.n, r.n, r.ldc, sz)?.cast::<T>();
+                let (al, be) = (al()?, be()?);
+                let (u, t) = (fill(r.uplo), op(r.trans_a));
+                // SAFETY: see above.
+                ok(unsafe { T::syrk(h, u, t, n, k, al, a, lda, be, c, ldc) })
+            }
+            func::TRSM => {
+                let a = self.matrix(r.a, ka, ka, r.lda, sz)?.cast::<T>();
+                let b = self.matrix(r.b, r.m, r.n, r.ldb, sz)?.cast::<T>();
+                let al = al()?;
+                let (sd, u, t, d) = (side(r.side), fill(r.uplo), op(r.trans_a), diag(r.diag));
+                // SAFETY: see above.
+                ok(unsafe { T::trsm(h, sd, u, t, d, m, n, al, a, lda, b, ldb) })
+            }
+            _ => {
+                // GEAM: A and B are both checked (cuBLAS may read them whatever the
+                // scalars are in device pointer mode).
+                let (ar, ac) = if r.trans_a == OP_N {
+                    (r.m, r.n)
+                } else {
+                    (r.n, r.m)
+                };
+                let (br, bc) = if r.trans_b == OP_N {
+                    (r.m, r.n)
+                } else {
+                    (r.n, r.m)
+                };
+                let a = self.matrix(r.a, ar, ac, r.lda, sz)?.cast::<T>();
+                let b = self.matrix(r.b, br, bc, r.ldb, sz)?.cast::<T>();
+                let c = self.matrix(r.c, r.m, r.n, r.ldc, sz)?.cast::<T>();
+                let (al, be) = (al()?, be()?);
+                let (ta, tb) = (op(r.trans_a), op(r.trans_b));
+                // SAFETY: see above.
+                ok(unsafe { T::geam(h, ta, tb, m, n, al, a, lda, be, b, ldb, c, ldc) })
+            }
         }
     }
 
@@ -548,6 +676,252 @@ impl Call<'_> {
         })
     }
 }
+
+/// The typed cuBLAS routines of one real precision.
+trait Real: Sized {
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn ger(
+        h: cb::cublasHandle_t,
+        m: c_int,
+        n: c_int,
+        alpha: *const Self,
+        x: *const Self,
+        incx: c_int,
+        y: *const Self,
+        incy: c_int,
+        a: *mut Self,
+        lda: c_int,
+    ) -> cb::cublasStatus_t;
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn symv(
+        h: cb::cublasHandle_t,
+        uplo: cb::cublasFillMode_t,
+        n: c_int,
+        alpha: *const Self,
+        a: *const Self,
+        lda: c_int,
+        x: *const Self,
+        incx: c_int,
+        beta: *const Self,
+        y: *mut Self,
+        incy: c_int,
+    ) -> cb::cublasStatus_t;
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn trsv(
+        h: cb::cublasHandle_t,
+        uplo: cb::cublasFillMode_t,
+        trans: cb::cublasOperation_t,
+        diag: cb::cublasDiagType_t,
+        n: c_int,
+        a: *const Self,
+        lda: c_int,
+        x: *mut Self,
+        incx: c_int,
+    ) -> cb::cublasStatus_t;
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn symm(
+        h: cb::cublasHandle_t,
+        side: cb::cublasSideMode_t,
+        uplo: cb::cublasFillMode_t,
+        m: c_int,
+        n: c_int,
+        alpha: *const Self,
+        a: *const Self,
+        lda: c_int,
+        b: *const Self,
+        ldb: c_int,
+        beta: *const Self,
+        c: *mut Self,
+        ldc: c_int,
+    ) -> cb::cublasStatus_t;
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn syrk(
+        h: cb::cublasHandle_t,
+        uplo: cb::cublasFillMode_t,
+        trans: cb::cublasOperation_t,
+        n: c_int,
+        k: c_int,
+        alpha: *const Self,
+        a: *const Self,
+        lda: c_int,
+        beta: *const Self,
+        c: *mut Self,
+        ldc: c_int,
+    ) -> cb::cublasStatus_t;
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn trsm(
+        h: cb::cublasHandle_t,
+        side: cb::cublasSideMode_t,
+        uplo: cb::cublasFillMode_t,
+        trans: cb::cublasOperation_t,
+        diag: cb::cublasDiagType_t,
+        m: c_int,
+        n: c_int,
+        alpha: *const Self,
+        a: *const Self,
+        lda: c_int,
+        b: *mut Self,
+        ldb: c_int,
+    ) -> cb::cublasStatus_t;
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn geam(
+        h: cb::cublasHandle_t,
+        ta: cb::cublasOperation_t,
+        tb: cb::cublasOperation_t,
+        m: c_int,
+        n: c_int,
+        alpha: *const Self,
+        a: *const Self,
+        lda: c_int,
+        beta: *const Self,
+        b: *const Self,
+        ldb: c_int,
+        c: *mut Self,
+        ldc: c_int,
+    ) -> cb::cublasStatus_t;
+}
+
+macro_rules! real {
+    ($t:ty, $ger:ident, $symv:ident, $trsv:ident, $symm:ident, $syrk:ident, $trsm:ident, $geam:ident) => {
+        impl Real for $t {
+            unsafe fn ger(
+                h: cb::cublasHandle_t,
+                m: c_int,
+                n: c_int,
+                alpha: *const Self,
+                x: *const Self,
+                incx: c_int,
+                y: *const Self,
+                incy: c_int,
+                a: *mut Self,
+                lda: c_int,
+            ) -> cb::cublasStatus_t {
+                // SAFETY: the caller's contract (checked operands, current context).
+                unsafe { cb::$ger(h, m, n, alpha, x, incx, y, incy, a, lda) }
+            }
+            unsafe fn symv(
+                h: cb::cublasHandle_t,
+                uplo: cb::cublasFillMode_t,
+                n: c_int,
+                alpha: *const Self,
+                a: *const Self,
+                lda: c_int,
+                x: *const Self,
+                incx: c_int,
+                beta: *const Self,
+                y: *mut Self,
+                incy: c_int,
+            ) -> cb::cublasStatus_t {
+                // SAFETY: as above.
+                unsafe { cb::$symv(h, uplo, n, alpha, a, lda, x, incx, beta, y, incy) }
+            }
+            unsafe fn trsv(
+                h: cb::cublasHandle_t,
+                uplo: cb::cublasFillMode_t,
+                trans: cb::cublasOperation_t,
+                diag: cb::cublasDiagType_t,
+                n: c_int,
+                a: *const Self,
+                lda: c_int,
+                x: *mut Self,
+                incx: c_int,
+            ) -> cb::cublasStatus_t {
+                // SAFETY: as above.
+                unsafe { cb::$trsv(h, uplo, trans, diag, n, a, lda, x, incx) }
+            }
+            unsafe fn symm(
+                h: cb::cublasHandle_t,
+                side: cb::cublasSideMode_t,
+                uplo: cb::cublasFillMode_t,
+                m: c_int,
+                n: c_int,
+                alpha: *const Self,
+                a: *const Self,
+                lda: c_int,
+                b: *const Self,
+                ldb: c_int,
+                beta: *const Self,
+                c: *mut Self,
+                ldc: c_int,
+            ) -> cb::cublasStatus_t {
+                // SAFETY: as above.
+                unsafe { cb::$symm(h, side, uplo, m, n, alpha, a, lda, b, ldb, beta, c, ldc) }
+            }
+            unsafe fn syrk(
+                h: cb::cublasHandle_t,
+                uplo: cb::cublasFillMode_t,
+                trans: cb::cublasOperation_t,
+                n: c_int,
+                k: c_int,
+                alpha: *const Self,
+                a: *const Self,
+                lda: c_int,
+                beta: *const Self,
+                c: *mut Self,
+                ldc: c_int,
+            ) -> cb::cublasStatus_t {
+                // SAFETY: as above.
+                unsafe { cb::$syrk(h, uplo, trans, n, k, alpha, a, lda, beta, c, ldc) }
+            }
+            unsafe fn trsm(
+                h: cb::cublasHandle_t,
+                side: cb::cublasSideMode_t,
+                uplo: cb::cublasFillMode_t,
+                trans: cb::cublasOperation_t,
+                diag: cb::cublasDiagType_t,
+                m: c_int,
+                n: c_int,
+                alpha: *const Self,
+                a: *const Self,
+                lda: c_int,
+                b: *mut Self,
+                ldb: c_int,
+            ) -> cb::cublasStatus_t {
+                // SAFETY: as above.
+                unsafe { cb::$trsm(h, side, uplo, trans, diag, m, n, alpha, a, lda, b, ldb) }
+            }
+            unsafe fn geam(
+                h: cb::cublasHandle_t,
+                ta: cb::cublasOperation_t,
+                tb: cb::cublasOperation_t,
+                m: c_int,
+                n: c_int,
+                alpha: *const Self,
+                a: *const Self,
+                lda: c_int,
+                beta: *const Self,
+                b: *const Self,
+                ldb: c_int,
+                c: *mut Self,
+                ldc: c_int,
+            ) -> cb::cublasStatus_t {
+                // SAFETY: as above.
+                unsafe { cb::$geam(h, ta, tb, m, n, alpha, a, lda, beta, b, ldb, c, ldc) }
+            }
+        }
+    };
+}
+
+real!(
+    f32,
+    cublasSger_v2,
+    cublasSsymv_v2,
+    cublasStrsv_v2,
+    cublasSsymm_v2,
+    cublasSsyrk_v2,
+    cublasStrsm_v2,
+    cublasSgeam
+);
+real!(
+    f64,
+    cublasDger_v2,
+    cublasDsymv_v2,
+    cublasDtrsv_v2,
+    cublasDsymm_v2,
+    cublasDsyrk_v2,
+    cublasDtrsm_v2,
+    cublasDgeam
+);
 
 #[cfg(test)]
 mod tests {

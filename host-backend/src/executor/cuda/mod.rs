@@ -84,9 +84,9 @@
 //!
 //! Library calls belong in this module too (they need the session's context and streams):
 //! [`CudaExecutor::cu_context`], [`CudaExecutor::cu_stream`] and
-//! [`CudaExecutor::check_device_range`] are the seam. Enable cudarc's `cublas`/`curand`
-//! features in the workspace `Cargo.toml` and add their entry points to
-//! [`driver::REQUIRED`]-style checks of their own libraries.
+//! [`CudaExecutor::check_device_range`] are the seam. `blas.rs` and `rand.rs` use it for
+//! cuBLAS and cuRAND (cudarc's `cublas`/`curand` features, libraries loaded at run time and
+//! checked once before first use).
 
 mod allocs;
 mod blas;

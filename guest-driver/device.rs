@@ -20,9 +20,11 @@
 //! - A [`Session`] is owned by its open file and by each request of it; when the last of them
 //!   goes, a `CloseSession` chain is posted, so the device sees the close after every chain of
 //!   the session, whichever queues they used.
-//! - [`VDev::remove`] lets chains drain (briefly), resets the device (after which it touches no
-//!   buffer and no callback runs), completes what the device returned, detaches the rest
-//!   (their waiters get `ENODEV`), and destroys the workqueue, dropping every abandoned request.
+//! - [`VDev::remove`] lets chains drain (briefly), resets the device (after which no callback
+//!   runs and no chain is taken), completes what the device returned, detaches the rest (their
+//!   waiters get `ENODEV`), and destroys the workqueue, dropping every abandoned request. A
+//!   detached chain with in segments is never freed: a call still running on the host may
+//!   write them after the reset (DEVICE.md), so its pages stay pinned (a counted leak).
 
 use core::{cell::UnsafeCell, mem::size_of, ptr};
 
@@ -66,7 +68,8 @@ const REMOVE_DRAIN_MS: u32 = 2000;
 const PENDING: u32 = 0;
 /// The device returned the chain.
 const DONE: u32 = 1;
-/// The device was removed before it returned the chain.
+/// The device was removed before it returned the chain; the ring's reference stays with the
+/// removal path (`finish`), not the waiter.
 const DETACHED: u32 = 2;
 /// Nobody waits: the ring's reference is dropped by the workqueue once the device returns it.
 const ABANDONED: u32 = 3;
@@ -129,6 +132,8 @@ pub(crate) struct VDev {
     next_session: Atomic<u64>,
     /// Reaps abandoned requests; null after removal.
     wq: Atomic<*mut bindings::workqueue_struct>,
+    /// Chains kept forever at removal (see `finish`).
+    kept: Atomic<u64>,
 }
 
 // SAFETY: `vdev` is only dereferenced in probe/remove (serialised by the driver core); the
@@ -197,6 +202,7 @@ impl VDev {
                     queues: qs,
                     next_session: Atomic::new(1),
                     wq: Atomic::new(wq),
+                    kept: Atomic::new(0),
                 },
                 GFP_KERNEL,
             )?)
@@ -240,8 +246,9 @@ impl VDev {
             sys::msleep(10);
             waited += 10;
         }
-        // SAFETY: `vdev` is bound to us. After the reset the device uses no buffer and no
-        // virtqueue callback runs (virtio-pci synchronises its interrupt vectors).
+        // SAFETY: `vdev` is bound to us. After the reset no virtqueue callback runs
+        // (virtio-pci synchronises its interrupt vectors) and the device takes no chain; a call
+        // it is still running may write its in segments (see `finish`).
         unsafe { bindings::virtio_reset_device(self.vdev) };
         for q in &self.queues {
             let mut n = 0;
@@ -281,6 +288,13 @@ impl VDev {
         unsafe {
             sys::vcuda_glue_set_priv(self.vdev, ptr::null_mut());
             sys::vcuda_glue_del_vqs(self.vdev);
+        }
+        let kept = self.kept.load(Relaxed);
+        if kept > 0 {
+            pr_warn!(
+                "{} calls were still running on the host at removal; their in buffers stay allocated\n",
+                kept
+            );
         }
         let wq = self.wq.xchg(ptr::null_mut(), Full);
         if !wq.is_null() {
@@ -341,9 +355,26 @@ impl VDev {
     /// just taken off it; the ring's reference passes to this function.
     unsafe fn finish(&self, token: *mut c_void, len: u32, how: u32) {
         let req = token.cast::<Request>().cast_const();
-        // SAFETY: The ring's reference keeps the request alive until the state changes below.
+        // SAFETY: The ring's reference keeps the request alive until it is passed on below.
         let r = unsafe { &*req };
         r.used_len.store(len, Relaxed);
+        if how == DETACHED {
+            // The device never returned the chain. A waiter gets ENODEV and leaves the ring's
+            // reference here (the state tells it so); so does an abandoned chain.
+            let keep = r.writes_guest_memory();
+            let _ = r.state.cmpxchg(PENDING, DETACHED, Full);
+            // SAFETY: The ring's reference is ours (see above).
+            let arc = unsafe { Arc::from_raw(req) };
+            if keep {
+                // A call still running on the host may write its in segments after the reset
+                // (DEVICE.md, "Reset"): keep those pages pinned (or chunks allocated) forever.
+                self.kept.fetch_add(1, Relaxed);
+                core::mem::forget(arc);
+            } else {
+                self.reap(arc);
+            }
+            return;
+        }
         if r.state.cmpxchg(PENDING, how, Full).is_ok() {
             // The waiter owns the ring's reference now and may free the request at once:
             // do not touch it again.
@@ -351,7 +382,12 @@ impl VDev {
         }
         // Abandoned: drop the ring's reference in process context.
         // SAFETY: The ring's reference is ours (see above).
-        let arc = unsafe { Arc::from_raw(req) };
+        self.reap(unsafe { Arc::from_raw(req) });
+    }
+
+    /// Drops a request reference in process context (on the workqueue), whatever the context
+    /// of the caller.
+    fn reap(&self, arc: Arc<Request>) {
         let wq = self.wq.load(Acquire);
         if wq.is_null() {
             // Unreachable: the workqueue outlives every ring. Leaking beats freeing (and
@@ -449,13 +485,14 @@ impl VDev {
             // The ring's reference now belongs to the completion path.
             return Err(EINTR);
         }
-        // SAFETY: The state left PENDING, so the completion path passed the ring's reference
+        if req.state.load(Acquire) != DONE {
+            // DETACHED: the device was removed; the removal keeps the ring's reference.
+            return Err(ENODEV);
+        }
+        // SAFETY: The state moved to DONE, so the completion path passed the ring's reference
         // (`Arc::into_raw` in `submit`) to us.
         drop(unsafe { Arc::from_raw(Arc::as_ptr(req)) });
-        match req.state.load(Acquire) {
-            DONE => Ok(()),
-            _ => Err(ENODEV),
-        }
+        Ok(())
     }
 
     /// Posts `CloseSession` for `id` on queue 0 (created `ABANDONED`: nobody waits).
@@ -554,18 +591,17 @@ impl Session {
             {
                 return Err(EINTR);
             }
-            let res = match self.open_req.state.load(Acquire) {
-                DONE => match self.open_req.first_status() {
-                    None | Some(0) => 0,
-                    Some(STATUS_MEMORY_ALLOCATION) => EMFILE.to_errno(),
-                    Some(_) => EIO.to_errno(),
-                },
-                _ => ENODEV.to_errno(),
+            let done = self.open_req.state.load(Acquire) == DONE;
+            let res = match (done, self.open_req.first_status()) {
+                (false, _) => ENODEV.to_errno(),
+                (true, None | Some(0)) => 0,
+                (true, Some(STATUS_MEMORY_ALLOCATION)) => EMFILE.to_errno(),
+                (true, Some(_)) => EIO.to_errno(),
             };
-            if self.opened.cmpxchg(OPEN_PENDING, res, Full).is_ok() {
-                // SAFETY: The chain left PENDING, so the completion path passed the ring's
+            if self.opened.cmpxchg(OPEN_PENDING, res, Full).is_ok() && done {
+                // SAFETY: The chain moved to DONE, so the completion path passed the ring's
                 // reference (`Arc::into_raw` in `submit`) to the session; the compare-exchange
-                // above lets exactly one thread take it.
+                // above lets exactly one thread take it. (DETACHED: removal keeps it.)
                 drop(unsafe { Arc::from_raw(Arc::as_ptr(&self.open_req)) });
             }
         }
@@ -579,14 +615,9 @@ impl Drop for Session {
             OPEN_PENDING => {
                 // Unclaimed: abandon the chain to the completion path, or, if it is back
                 // already, take the ring's reference here (`&mut self`: no `ready` runs).
-                if self
-                    .open_req
-                    .state
-                    .cmpxchg(PENDING, ABANDONED, Full)
-                    .is_err()
-                {
-                    // SAFETY: The chain left PENDING (not by us), so its ring reference is
-                    // the session's, and nobody claimed it.
+                if let Err(DONE) = self.open_req.state.cmpxchg(PENDING, ABANDONED, Full) {
+                    // SAFETY: The chain moved to DONE (not by us), so its ring reference is
+                    // the session's, and nobody claimed it. (DETACHED: removal keeps it.)
                     drop(unsafe { Arc::from_raw(Arc::as_ptr(&self.open_req)) });
                 }
             }
@@ -1150,6 +1181,13 @@ impl Request {
             cur.copy_to_user(addr, len)?;
         }
         Ok(())
+    }
+
+    /// Whether the device may write guest memory besides the reply area (in segments, pinned
+    /// or bounced).
+    fn writes_guest_memory(&self) -> bool {
+        self.bufs.pins.iter().any(|p| p.write)
+            || self.bufs.bounce.as_ref().is_some_and(|b| !b.inp.is_empty())
     }
 
     /// The status of the reply's first record, if the reply has one.

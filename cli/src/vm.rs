@@ -670,10 +670,10 @@ pub fn run(opts: &VmOptions) -> io::Result<u8> {
         env.push((k.to_owned(), v.to_owned()));
     }
     for k in ["VCUDA_LOG"] {
-        if let Ok(v) = std::env::var(k) {
-            if !env.iter().any(|(n, _)| n == k) {
-                env.push((k.to_owned(), v));
-            }
+        if let Ok(v) = std::env::var(k)
+            && !env.iter().any(|(n, _)| n == k)
+        {
+            env.push((k.to_owned(), v));
         }
     }
 
@@ -764,7 +764,7 @@ pub fn run(opts: &VmOptions) -> io::Result<u8> {
     let (err_r, err_w) = pipe()?;
     let (con_r, con_w) = pipe()?;
     let mem = format!("{}M", opts.memory_mib);
-    let mut append = String::from("console=ttyS0 panic=-1 quiet");
+    let mut append = String::from("console=ttyS0 panic=-1 loglevel=5");
     if opts.check_unload {
         append += " vcuda.check_unload=1";
     }

@@ -19,7 +19,8 @@
 //!   its kernel buffers. That never happens in interrupt context.
 //! - A [`Session`] is owned by its open file and by each request of it; when the last of them
 //!   goes, a `CloseSession` chain is posted, so the device sees the close after every chain of
-//!   the session, whichever queues they used.
+//!   the session, whichever queues they used. Its `OpenSession` chain is owned like a request
+//!   whose waiter is the session (see [`Session`]).
 //! - [`VDev::remove`] lets chains drain (briefly), resets the device (after which no callback
 //!   runs and no chain is taken), completes what the device returned, detaches the rest (their
 //!   waiters get `ENODEV`), and destroys the workqueue, dropping every abandoned request. A

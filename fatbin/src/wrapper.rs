@@ -70,7 +70,7 @@ pub unsafe fn fatbin_from_wrapper<'a>(wrapper: *const c_void) -> Result<&'a [u8]
     if data.is_null() {
         return Err(FatbinError::NullPointer);
     }
-    if (data as usize) % align_of::<u64>() != 0 {
+    if !(data as usize).is_multiple_of(align_of::<u64>()) {
         return Err(FatbinError::BadPointer(data as usize));
     }
     // SAFETY: with a valid magic and version the caller guarantees `data` points to at least

@@ -152,12 +152,11 @@ impl Client {
         };
         let resp: HelloResp = c
             .call_fixed(Opcode::Hello, &hello, name.as_bytes(), &[], &mut [])
-            .map_err(|e| {
+            .inspect_err(|e| {
                 logging::alert(&format!(
                     "the vcuda backend refused the session (error {})",
                     e.0
                 ));
-                e
             })?;
         if ExecutorKind::from_u32(resp.executor).is_none() {
             return Err(Error::NO_DEVICE);
@@ -336,6 +335,11 @@ impl Client {
             &mut [],
         )?;
         Ok(slot.get_or_init(|| Box::new(info)))
+    }
+
+    /// Most data bytes one request should carry on this transport.
+    pub fn max_request_data(&self) -> u64 {
+        self.transport.max_request_data()
     }
 
     /// The current generation (see [`Client::generation`]).

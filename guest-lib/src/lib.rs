@@ -7,7 +7,7 @@
 //! on the CPU reference executor.
 //!
 //! Layout:
-//! - [`entry`]: the `entry!` macros every export goes through (panic boundary, logging,
+//! - `entry`: the `entry!` macros every export goes through (panic boundary, logging,
 //!   last-error bookkeeping) and the stubs for what is not implemented.
 //! - [`client`]: the process-wide connection to the backend (one session per process).
 //! - [`state`]: per-thread state (current device, last error, launch configurations).

@@ -77,10 +77,10 @@ impl FatbinReg {
     pub fn module(&self, c: &Client) -> Result<u64> {
         let generation = c.generation();
         let mut g = self.module.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((gen_, h)) = *g {
-            if gen_ == generation {
-                return Ok(h);
-            }
+        if let Some((gen_, h)) = *g
+            && gen_ == generation
+        {
+            return Ok(h);
         }
         let img = self.image()?;
         let mut req = ModuleLoadReq {
@@ -126,10 +126,10 @@ impl FuncReg {
     pub fn load(&self, c: &Client) -> Result<LoadedFunc> {
         let generation = c.generation();
         let mut g = self.loaded.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((gen_, f)) = &*g {
-            if *gen_ == generation {
-                return Ok(f.clone());
-            }
+        if let Some((gen_, f)) = &*g
+            && *gen_ == generation
+        {
+            return Ok(f.clone());
         }
         let module = self.fatbin.module(c)?;
         let p = c.call(
@@ -192,10 +192,10 @@ impl VarReg {
     pub fn resolve(&self, c: &Client) -> Result<(u64, u64)> {
         let generation = c.generation();
         let mut g = self.addr.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((gen_, a, s)) = *g {
-            if gen_ == generation {
-                return Ok((a, s));
-            }
+        if let Some((gen_, a, s)) = *g
+            && gen_ == generation
+        {
+            return Ok((a, s));
         }
         let module = self.fatbin.module(c)?;
         let r: SymbolGetResp = c.call_fixed(

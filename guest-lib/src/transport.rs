@@ -49,6 +49,13 @@ pub trait Transport: Send + Sync {
 
     /// A short description for logs.
     fn describe(&self) -> String;
+
+    /// Most data bytes one request should carry. Larger copies are split into several
+    /// requests; the virtio transport keeps each within one descriptor chain so the
+    /// program's pages are used in place.
+    fn max_request_data(&self) -> u64 {
+        vcuda_protocol::MAX_SEGMENT_LEN
+    }
 }
 
 /// Where the socket transport connects.

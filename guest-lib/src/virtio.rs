@@ -141,6 +141,13 @@ impl Transport for VirtioTransport {
         self.submit(msg, out, &mut [], None)
     }
 
+    fn max_request_data(&self) -> u64 {
+        // A chain holds the header, the message and the reply area besides the data; a
+        // buffer that starts mid-page spans one page more than its length.
+        let descs = u64::from(self.info.config.max_chain_descriptors).clamp(8, 1 << 16);
+        ((descs - 4) * 4096).min(vcuda_protocol::MAX_SEGMENT_LEN)
+    }
+
     fn describe(&self) -> String {
         format!("{DEVICE_PATH} (session {})", self.info.session)
     }

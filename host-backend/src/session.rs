@@ -68,10 +68,10 @@ impl ModuleCache {
         }
         while g.bytes + len > MODULE_CACHE_BYTES && !g.map.is_empty() {
             let oldest = g.map.iter().min_by_key(|(_, (_, u))| *u).map(|(h, _)| *h);
-            if let Some(h) = oldest {
-                if let Some((img, _)) = g.map.remove(&h) {
-                    g.bytes -= img.bytes.len() as u64;
-                }
+            if let Some(h) = oldest
+                && let Some((img, _)) = g.map.remove(&h)
+            {
+                g.bytes -= img.bytes.len() as u64;
             }
         }
         g.bytes += len;
@@ -298,19 +298,19 @@ impl Session {
             return Err(Status(status::INITIALIZATION_ERROR));
         }
         // After a sticky error only these still work, as with a corrupted CUDA context.
-        if let Some(s) = self.sticky {
-            if !matches!(
+        if let Some(s) = self.sticky
+            && !matches!(
                 req,
                 Request::DeviceReset(_) | Request::GetDeviceInfo(_) | Request::Nop
-            ) {
-                return Err(s);
-            }
+            )
+        {
+            return Err(s);
         }
         let r = self.dispatch(&req, raw, out, inp);
-        if let Err(s) = r {
-            if status::is_sticky(s.code()) {
-                self.sticky = Some(s);
-            }
+        if let Err(s) = r
+            && status::is_sticky(s.code())
+        {
+            self.sticky = Some(s);
         }
         r
     }

@@ -218,7 +218,7 @@ pub const HOST_REGISTER_READ_ONLY_SUPPORTED: u32 = 113;
 pub const TIMELINE_SEMAPHORE_INTEROP_SUPPORTED: u32 = 114;
 /// `cudaDevAttrMemoryPoolsSupported`: Device supports using the cudaMallocAsync and cudaMemPool family of APIs.
 pub const MEMORY_POOLS_SUPPORTED: u32 = 115;
-/// `cudaDevAttrGPUDirectRDMASupported`: Device supports GPUDirect RDMA APIs, like nvidia_p2p_get_pages (see https://docs.nvidia.com/cuda/gpudirect-rdma for more information).
+/// `cudaDevAttrGPUDirectRDMASupported`: Device supports GPUDirect RDMA APIs, like nvidia_p2p_get_pages (see the GPUDirect RDMA documentation).
 pub const GPUDIRECT_RDMASUPPORTED: u32 = 116;
 /// `cudaDevAttrGPUDirectRDMAFlushWritesOptions`: The returned attribute shall be interpreted as a bitmask, where the individual bits are listed in the cudaFlushGPUDirectRDMAWritesOptions enum.
 pub const GPUDIRECT_RDMAFLUSH_WRITES_OPTIONS: u32 = 117;

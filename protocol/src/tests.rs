@@ -230,13 +230,12 @@ proptest! {
         let mut msg = b.finish(0).to_vec();
         let i = idx % msg.len();
         msg[i] = val;
-        if let Ok(h) = decode::decode_message_header(&msg) {
-            if let Ok(reqs) = split_requests(&h, &msg[32..]) {
+        if let Ok(h) = decode::decode_message_header(&msg)
+            && let Ok(reqs) = split_requests(&h, &msg[32..]) {
                 for r in &reqs {
                     let _ = Request::decode(r);
                 }
             }
-        }
     }
 
     #[test]

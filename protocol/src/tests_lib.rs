@@ -199,8 +199,8 @@ proptest! {
             let i = i % msg.len();
             msg[i] = v;
         }
-        if let Ok(h) = decode::decode_message_header(&msg) {
-            if let Ok(reqs) = split_requests(&h, &msg[32..]) {
+        if let Ok(h) = decode::decode_message_header(&msg)
+            && let Ok(reqs) = split_requests(&h, &msg[32..]) {
                 for r in &reqs {
                     if let Ok(Request::RandGenerate(g)) = Request::decode(r) {
                         // Whatever decodes has consistent lengths.
@@ -213,7 +213,6 @@ proptest! {
                     }
                 }
             }
-        }
     }
 
     #[test]

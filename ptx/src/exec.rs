@@ -168,21 +168,21 @@ pub fn launch(
     if gx == 0 || gy == 0 || gz == 0 || gx > i32::MAX as u32 || gy > 65535 || gz > 65535 {
         return Err(KernelError::InvalidConfig(format!("grid {gx}x{gy}x{gz}")));
     }
-    if let Some(r) = k.reqntid {
-        if r != cfg.block {
-            return Err(KernelError::InvalidConfig(format!(
-                "block {bx}x{by}x{bz} but .reqntid {}x{}x{}",
-                r[0], r[1], r[2]
-            )));
-        }
+    if let Some(r) = k.reqntid
+        && r != cfg.block
+    {
+        return Err(KernelError::InvalidConfig(format!(
+            "block {bx}x{by}x{bz} but .reqntid {}x{}x{}",
+            r[0], r[1], r[2]
+        )));
     }
-    if let Some(m) = k.maxntid {
-        if nthreads > m[0] as u64 * m[1] as u64 * m[2] as u64 {
-            return Err(KernelError::InvalidConfig(format!(
-                "{nthreads} threads exceed .maxntid {}x{}x{}",
-                m[0], m[1], m[2]
-            )));
-        }
+    if let Some(m) = k.maxntid
+        && nthreads > m[0] as u64 * m[1] as u64 * m[2] as u64
+    {
+        return Err(KernelError::InvalidConfig(format!(
+            "{nthreads} threads exceed .maxntid {}x{}x{}",
+            m[0], m[1], m[2]
+        )));
     }
     if params.len() < k.param_size as usize {
         return Err(KernelError::InvalidParams {
@@ -311,10 +311,10 @@ fn worker(l: &Launch<'_>) {
             .fetch_add(std::mem::take(&mut b.ctx.winsts), Ordering::Relaxed);
         if let Err(e) = r {
             l.abort.store(true, Ordering::Relaxed);
-            if let Ok(mut slot) = l.error.lock() {
-                if slot.as_ref().is_none_or(|(b, _)| id < *b) {
-                    *slot = Some((id, e));
-                }
+            if let Ok(mut slot) = l.error.lock()
+                && slot.as_ref().is_none_or(|(b, _)| id < *b)
+            {
+                *slot = Some((id, e));
             }
             break;
         }
@@ -475,10 +475,10 @@ impl Warp {
 
     #[inline(always)]
     fn set(&mut self, r: Reg, lane: usize, v: u64) {
-        if r != SINK {
-            if let Some(x) = self.regs.get_mut((self.rb + r as usize) * 32 + lane) {
-                *x = v;
-            }
+        if r != SINK
+            && let Some(x) = self.regs.get_mut((self.rb + r as usize) * 32 + lane)
+        {
+            *x = v;
         }
     }
 
@@ -813,14 +813,13 @@ impl<'a> Block<'a> {
             if l.abort.load(Ordering::Relaxed) {
                 return Ok(());
             }
-            if let Some(limit) = l.opts.instruction_limit {
-                if l.insts
+            if let Some(limit) = l.opts.instruction_limit
+                && l.insts
                     .load(Ordering::Relaxed)
                     .saturating_add(self.ctx.insts)
                     > limit
-                {
-                    return Err(KernelError::InstructionLimit { limit });
-                }
+            {
+                return Err(KernelError::InstructionLimit { limit });
             }
         }
     }
@@ -1330,7 +1329,7 @@ impl<'a> Ctx<'a> {
                     let sz = *size as u32;
                     for lane in lanes(mask) {
                         let a = self.val(w, &addr.base, lane).wrapping_add(addr.off as u64);
-                        if a % sz as u64 != 0 {
+                        if !a.is_multiple_of(sz as u64) {
                             return Err(self.fault(
                                 Fault::Misaligned { addr: a, size: sz },
                                 w,

@@ -482,10 +482,10 @@ impl<'a> Lower<'a> {
         }
         // Pass 3: bodies.
         for item in &ast.items {
-            if let Item::Func(f) = item {
-                if f.body.is_some() {
-                    l.define_func(f)?;
-                }
+            if let Item::Func(f) = item
+                && f.body.is_some()
+            {
+                l.define_func(f)?;
             }
         }
         for inst in &mut l.code {
@@ -821,10 +821,10 @@ impl<'a> Lower<'a> {
         func.callees = st.callees;
         func.uses_module_shared = st.uses_module_shared;
         func.indirect_calls = st.indirect_calls;
-        if f.is_entry {
-            if let Some(k) = self.kernels.iter_mut().find(|k| k.func == idx) {
-                k.static_shared = st.kernel_shared as u32;
-            }
+        if f.is_entry
+            && let Some(k) = self.kernels.iter_mut().find(|k| k.func == idx)
+        {
+            k.static_shared = st.kernel_shared as u32;
         }
         Ok(())
     }
@@ -853,13 +853,13 @@ impl<'a> Lower<'a> {
             if let Stmt::Label(name, pos) = s {
                 let id = st.labels.len() as u32;
                 st.labels.push(None);
-                if let Some(sc) = st.scopes.last_mut() {
-                    if let Some(Local::Label(_)) = sc.names.insert(name, Local::Label(id)) {
-                        return Err(perr(
-                            *pos,
-                            format!("a unique label, `{name}` is defined twice"),
-                        ));
-                    }
+                if let Some(sc) = st.scopes.last_mut()
+                    && let Some(Local::Label(_)) = sc.names.insert(name, Local::Label(id))
+                {
+                    return Err(perr(
+                        *pos,
+                        format!("a unique label, `{name}` is defined twice"),
+                    ));
                 }
             }
         }
@@ -867,10 +867,10 @@ impl<'a> Lower<'a> {
             match s {
                 Stmt::Decl(d) => self.local_decl(st, d)?,
                 Stmt::Label(name, _) => {
-                    if let Some(Local::Label(id)) = st.lookup(name) {
-                        if let Some(slot) = st.labels.get_mut(id as usize) {
-                            *slot = Some(self.code.len() as u32);
-                        }
+                    if let Some(Local::Label(id)) = st.lookup(name)
+                        && let Some(slot) = st.labels.get_mut(id as usize)
+                    {
+                        *slot = Some(self.code.len() as u32);
                     }
                     st.pending_label = Some(name);
                     continue;
@@ -1102,13 +1102,12 @@ impl<'a> FnState<'a> {
                     let (prefix, num) = name.split_at(name.len() - digits);
                     if let Ok(n) = num.parse::<u32>() {
                         for (p, r) in sc.ranges.iter().rev() {
-                            if let Local::Range(first, count) = *r {
-                                if *p == prefix
-                                    && n < count
-                                    && (num == "0" || !num.starts_with('0'))
-                                {
-                                    return Some(Local::Reg(first + n));
-                                }
+                            if let Local::Range(first, count) = *r
+                                && *p == prefix
+                                && n < count
+                                && (num == "0" || !num.starts_with('0'))
+                            {
+                                return Some(Local::Reg(first + n));
                             }
                         }
                     }

@@ -776,11 +776,11 @@ impl<'a> Parser<'a> {
             Tok::Ident(name) => {
                 self.bump();
                 let mut comp = None;
-                if let Tok::Dot(c) = self.peek() {
-                    if !self.tok().space_before {
-                        self.bump();
-                        comp = Some(c);
-                    }
+                if let Tok::Dot(c) = self.peek()
+                    && !self.tok().space_before
+                {
+                    self.bump();
+                    comp = Some(c);
                 }
                 let offset = self.offset()?;
                 Operand::Name {

@@ -502,7 +502,13 @@ fn recursion_under_divergence() {
             if n < 2 { n } else { fib(n - 1) + fib(n - 2) }
         }
         let o: Vec<i32> = g.get(out, 64);
-        let r = |t: usize| if t % 3 == 0 { fib((t % 15) as i32) } else { 0 };
+        let r = |t: usize| {
+            if t.is_multiple_of(3) {
+                fib((t % 15) as i32)
+            } else {
+                0
+            }
+        };
         for t in 0..64 {
             assert_eq!(o[t], r(t) + r(t ^ 1), "thread {t}");
         }

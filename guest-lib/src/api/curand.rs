@@ -152,10 +152,10 @@ fn generate(g: G, out: *mut c_void, n: usize, d: u32, mean: f64, stddev: f64) ->
         if (d == dist::BITS32 && st.bits64()) || (d == dist::BITS64 && !st.bits64()) {
             return Err(RAND_TYPE_ERROR);
         }
-        if st.quasi() && n as u64 % st.dims != 0 {
+        if st.quasi() && !(n as u64).is_multiple_of(st.dims) {
             return Err(RAND_LENGTH_NOT_MULTIPLE);
         }
-        if !st.quasi() && normal && n % 2 != 0 {
+        if !st.quasi() && normal && !n.is_multiple_of(2) {
             return Err(RAND_LENGTH_NOT_MULTIPLE);
         }
         if d == dist::POISSON && (mean.is_nan() || mean <= 0.0) {

@@ -9,10 +9,12 @@ use crate::client;
 use crate::ffi::{cudaError_t, write_out};
 use crate::state;
 
+/// A status code with its NUL-terminated name and message.
+type CStrEntry = (u32, &'static [u8], &'static [u8]);
+
 /// NUL-terminated copies of the status table's strings, made once.
-fn cstr_table() -> &'static [(u32, &'static [u8], &'static [u8])] {
-    static T: std::sync::OnceLock<Vec<(u32, &'static [u8], &'static [u8])>> =
-        std::sync::OnceLock::new();
+fn cstr_table() -> &'static [CStrEntry] {
+    static T: std::sync::OnceLock<Vec<CStrEntry>> = std::sync::OnceLock::new();
     T.get_or_init(|| {
         status::TABLE
             .iter()

@@ -168,10 +168,10 @@ fn memcpy(c: &Client, cp: Copy2D, kind: c_int, stream: Option<u64>) -> Result<()
                     .collect::<Vec<u8>>();
                 &packed
             };
-            // Whole rows per request, at most MAX_SEGMENT_LEN bytes each (a row longer
+            // Whole rows per request, at most the transport's limit each (a row longer
             // than that goes alone, split in column chunks).
             let quiet = stream.is_some() && c.mirror.is_device_range(cp.dst, cp.span(cp.dpitch)?);
-            for (row0, rows, col0, w) in chunks(cp.width, cp.height) {
+            for (row0, rows, col0, w) in chunks(cp.width, cp.height, c.max_request_data()) {
                 let mut part = Vec::new();
                 let data: &[u8] = if rows == 1 {
                     let s = (row0 * cp.width + col0) as usize;
@@ -204,7 +204,7 @@ fn memcpy(c: &Client, cp: Copy2D, kind: c_int, stream: Option<u64>) -> Result<()
             // SAFETY: the destination is the caller's host buffer spanning `span` bytes.
             let dst = unsafe { host_slice_mut(cp.dst as *mut c_void, span as usize)? };
             let direct = cp.height == 1 || cp.dpitch == cp.width;
-            for (row0, rows, col0, w) in chunks(cp.width, cp.height) {
+            for (row0, rows, col0, w) in chunks(cp.width, cp.height, c.max_request_data()) {
                 let req = MemcpyDtoHReq {
                     src: cp.src + row0 * cp.spitch + col0,
                     spitch: cp.spitch,
@@ -253,10 +253,10 @@ fn memcpy(c: &Client, cp: Copy2D, kind: c_int, stream: Option<u64>) -> Result<()
     }
 }
 
-/// Splits a `width x height` copy into requests of at most `MAX_SEGMENT_LEN` bytes:
-/// `(first row, rows, first column, columns)`.
-fn chunks(width: u64, height: u64) -> Vec<(u64, u64, u64, u64)> {
-    let max = MAX_SEGMENT_LEN;
+/// Splits a `width x height` copy into requests of at most `max` bytes (the transport's
+/// limit, at most `MAX_SEGMENT_LEN`): `(first row, rows, first column, columns)`.
+fn chunks(width: u64, height: u64, max: u64) -> Vec<(u64, u64, u64, u64)> {
+    let max = max.clamp(4096, MAX_SEGMENT_LEN);
     let mut v = Vec::new();
     if width > max {
         for row in 0..height {
@@ -674,4 +674,43 @@ pub(crate) fn copy_2d(
         height,
     };
     memcpy(c, cp, kind, stream)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every byte of the region is covered exactly once, in order, within the limit.
+    fn covers(width: u64, height: u64, max: u64) {
+        let mut next = (0u64, 0u64);
+        for (row, rows, col, w) in chunks(width, height, max) {
+            assert!(
+                rows * w <= max.max(4096),
+                "{width}x{height} max {max}: chunk too big"
+            );
+            assert_eq!((row, col), next, "{width}x{height} max {max}: gap");
+            next = if rows > 1 || col + w == width {
+                (row + rows, 0)
+            } else {
+                (row, col + w)
+            };
+        }
+        assert_eq!(next, (height, 0));
+    }
+
+    #[test]
+    fn chunking_covers_everything() {
+        for &(w, h) in &[
+            (1, 1),
+            (100, 37),
+            (5000, 3),
+            (1 << 20, 9),
+            (3 << 20, 2),
+            (4096 * 1020 + 7, 1),
+        ] {
+            for max in [4096, 4096 * 1020, MAX_SEGMENT_LEN] {
+                covers(w, h, max);
+            }
+        }
+    }
 }

@@ -159,10 +159,10 @@ impl UsedRing for RingHandle {
             if ticket == self.state.generation.load(Ordering::SeqCst) {
                 match self.vring.add_used(head, len) {
                     Ok(()) => {
-                        if self.vring.needs_notification().unwrap_or(true) {
-                            if let Err(e) = self.vring.signal_used_queue() {
-                                debug!("cannot signal the used queue: {e}");
-                            }
+                        if self.vring.needs_notification().unwrap_or(true)
+                            && let Err(e) = self.vring.signal_used_queue()
+                        {
+                            debug!("cannot signal the used queue: {e}");
                         }
                     }
                     Err(e) => warn!("cannot add chain {head} to the used ring: {e}"),

@@ -160,7 +160,7 @@ impl Ctx<'_> {
         if elems == 0 {
             return Ok(NonNull::<u64>::dangling().as_ptr().cast());
         }
-        if addr % align != 0 {
+        if !addr.is_multiple_of(align) {
             return Err(MISALIGNED);
         }
         let bytes = elems.checked_mul(size).ok_or(FAULT)?;

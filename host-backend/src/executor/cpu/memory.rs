@@ -130,12 +130,12 @@ impl DeviceHeap {
     }
 
     /// Places future allocations in `[base, base + len)`, the range the guest reserved, if
-    /// nothing is allocated yet and the range is sane (aligned, at least [`MIN_RANGE`],
+    /// nothing is allocated yet and the range is sane (aligned, at least `MIN_RANGE`,
     /// inside the 47-bit user address space). Otherwise keeps the default range.
     pub fn set_range(&mut self, base: u64, len: u64) {
         let end = base.checked_add(len);
         let ok = self.allocs.is_empty()
-            && base % 0x10000 == 0
+            && base.is_multiple_of(0x10000)
             && base >= 0x1_0000_0000
             && len >= MIN_RANGE
             && end.is_some_and(|e| e <= 0x8000_0000_0000);

@@ -63,9 +63,16 @@ fn parse_image(bytes: &[u8]) -> Parsed {
          -gencode arch=compute_XX,code=[sm_XX,compute_XX]"
             .to_owned()
     })?;
-    let text = entry.ptx_text().map_err(|e| format!("cannot read its PTX: {e}"))?;
+    let text = entry
+        .ptx_text()
+        .map_err(|e| format!("cannot read its PTX: {e}"))?;
     let m = vcuda_ptx::Module::parse(&text).map_err(|e| format!("cannot parse its PTX: {e}"))?;
-    debug!("parsed PTX for sm_{}: {} kernels, {} globals", entry.arch, m.kernels().len(), m.globals().len());
+    debug!(
+        "parsed PTX for sm_{}: {} kernels, {} globals",
+        entry.arch,
+        m.kernels().len(),
+        m.globals().len()
+    );
     Ok(Arc::new(m))
 }
 
@@ -105,7 +112,11 @@ struct HeapMemory<'a>(&'a DeviceHeap);
 // interpreter accesses them only through atomic-width accesses.
 unsafe impl DeviceMemory for HeapMemory<'_> {
     fn region(&self, addr: u64) -> Option<Region> {
-        self.0.resolve(addr).map(|r| Region { base: r.base, len: r.len, host: r.host })
+        self.0.resolve(addr).map(|r| Region {
+            base: r.base,
+            len: r.len,
+            host: r.host,
+        })
     }
 }
 
@@ -145,7 +156,12 @@ impl Modules {
     }
 
     /// Loads `image` as module `handle`.
-    pub fn load(&mut self, handle: u64, image: &Arc<ModuleImage>, heap: &mut DeviceHeap) -> ExecResult<()> {
+    pub fn load(
+        &mut self,
+        handle: u64,
+        image: &Arc<ModuleImage>,
+        heap: &mut DeviceHeap,
+    ) -> ExecResult<()> {
         if self.loaded.len() >= MAX_MODULES {
             return Err(Status::MEMORY_ALLOCATION);
         }
@@ -173,9 +189,11 @@ impl Modules {
             if addrs[i] == 0 {
                 continue;
             }
-            let bytes = g.initial_bytes(&|id: GlobalId| addrs.get(id.0 as usize).copied().unwrap_or(0));
+            let bytes =
+                g.initial_bytes(&|id: GlobalId| addrs.get(id.0 as usize).copied().unwrap_or(0));
             let n = bytes.len().min(g.size as usize) as u64;
-            heap.bytes_mut(addrs[i], n)?.copy_from_slice(&bytes[..n as usize]);
+            heap.bytes_mut(addrs[i], n)?
+                .copy_from_slice(&bytes[..n as usize]);
         }
         self.loaded.insert(handle, Loaded { ptx, addrs });
         Ok(())
@@ -196,7 +214,10 @@ impl Modules {
     pub fn function(&mut self, module: u64, name: &str, handle: u64) -> ExecResult<FunctionInfo> {
         let m = self.loaded.get(&module).ok_or(Status::INVALID_HANDLE)?;
         let kid = m.ptx.kernel(name).ok_or(Status::INVALID_DEVICE_FUNCTION)?;
-        let k = m.ptx.kernel_info(kid).ok_or(Status::INVALID_DEVICE_FUNCTION)?;
+        let k = m
+            .ptx
+            .kernel_info(kid)
+            .ok_or(Status::INVALID_DEVICE_FUNCTION)?;
         let handle = match self.by_kernel.get(&(module, kid.0)) {
             Some(&h) => h,
             None => {
@@ -215,7 +236,10 @@ impl Modules {
             }
         };
         let f = self.functions[&handle];
-        let max_threads = k.reqntid.or(k.maxntid).map_or(1024, |d| d.iter().product::<u32>().min(1024));
+        let max_threads = k
+            .reqntid
+            .or(k.maxntid)
+            .map_or(1024, |d| d.iter().product::<u32>().min(1024));
         let version = m.ptx.version().map_or(0, |v| (v * 10.0).round() as i32);
         Ok(FunctionInfo {
             handle,
@@ -232,7 +256,15 @@ impl Modules {
                 preferred_shmem_carveout: f.carveout,
                 reserved: [0; 3],
             },
-            params: Some(k.params.iter().map(|p| ParamInfo { offset: p.offset, size: p.size }).collect()),
+            params: Some(
+                k.params
+                    .iter()
+                    .map(|p| ParamInfo {
+                        offset: p.offset,
+                        size: p.size,
+                    })
+                    .collect(),
+            ),
             param_size: k.param_size,
         })
     }
@@ -250,7 +282,10 @@ impl Modules {
 
     /// `cudaFuncSetAttribute`.
     pub fn set_attribute(&mut self, function: u64, attr: u32, value: i32) -> ExecResult<()> {
-        let f = self.functions.get_mut(&function).ok_or(Status::INVALID_DEVICE_FUNCTION)?;
+        let f = self
+            .functions
+            .get_mut(&function)
+            .ok_or(Status::INVALID_DEVICE_FUNCTION)?;
         match attr {
             ATTR_MAX_DYNAMIC_SHARED => {
                 let v = u32::try_from(value).map_err(|_| Status::INVALID_VALUE)?;
@@ -272,11 +307,25 @@ impl Modules {
 
     /// Runs a kernel to completion.
     pub fn launch(&mut self, req: &LaunchReq, params: &[u8], heap: &DeviceHeap) -> ExecResult<()> {
-        let f = *self.functions.get(&req.function).ok_or(Status::INVALID_DEVICE_FUNCTION)?;
-        let m = self.loaded.get(&f.module).ok_or(Status::INVALID_DEVICE_FUNCTION)?;
-        let k = m.ptx.kernel_info(f.kernel).ok_or(Status::INVALID_DEVICE_FUNCTION)?;
+        let f = *self
+            .functions
+            .get(&req.function)
+            .ok_or(Status::INVALID_DEVICE_FUNCTION)?;
+        let m = self
+            .loaded
+            .get(&f.module)
+            .ok_or(Status::INVALID_DEVICE_FUNCTION)?;
+        let k = m
+            .ptx
+            .kernel_info(f.kernel)
+            .ok_or(Status::INVALID_DEVICE_FUNCTION)?;
         if params.len() != k.param_size as usize {
-            debug!("{}: {} parameter bytes, the kernel takes {}", k.name, params.len(), k.param_size);
+            debug!(
+                "{}: {} parameter bytes, the kernel takes {}",
+                k.name,
+                params.len(),
+                k.param_size
+            );
             return Err(Status::INVALID_VALUE);
         }
         let threads: u64 = req.block.iter().map(|&b| u64::from(b)).product();
@@ -289,7 +338,11 @@ impl Modules {
         if req.shared_mem > f.max_dynamic_shared {
             return Err(Status::INVALID_VALUE);
         }
-        let cfg = LaunchConfig { grid: req.grid, block: req.block, dynamic_shared: req.shared_mem };
+        let cfg = LaunchConfig {
+            grid: req.grid,
+            block: req.block,
+            dynamic_shared: req.shared_mem,
+        };
         let opts = LaunchOptions {
             threads: self.threads,
             instruction_limit: self.instruction_limit,
@@ -317,7 +370,11 @@ impl Modules {
             }
             Err(e) => {
                 if let vcuda_ptx::KernelError::Assert { message } = &e {
-                    Sink(&self.stdout).0.lock().unwrap_or_else(|e| e.into_inner()).extend_from_slice(format!("{message}\n").as_bytes());
+                    Sink(&self.stdout)
+                        .0
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .extend_from_slice(format!("{message}\n").as_bytes());
                 }
                 warn!("kernel {} failed: {e}", k.name);
                 Err(Status(e.cuda_status()))

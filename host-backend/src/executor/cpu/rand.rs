@@ -417,10 +417,10 @@ impl Generator {
             dist::NORMAL_F32 | dist::NORMAL_F64 | dist::LOG_NORMAL_F32 | dist::LOG_NORMAL_F64
         );
         if self.kind.quasi() {
-            if n % u64::from(self.dims) != 0 {
+            if !n.is_multiple_of(u64::from(self.dims)) {
                 return Err(status(RAND_LENGTH_NOT_MULTIPLE));
             }
-        } else if normal && n % 2 != 0 {
+        } else if normal && !n.is_multiple_of(2) {
             return Err(status(RAND_LENGTH_NOT_MULTIPLE));
         }
         if (d == dist::BITS64) != (self.kind == Kind::Sobol64)

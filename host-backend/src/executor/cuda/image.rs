@@ -206,7 +206,7 @@ pub fn check_elf(b: &[u8]) -> Result<(), &'static str> {
 }
 
 fn check_symtab(b: &[u8], s: &Section, sections: &[Section]) -> Result<(), &'static str> {
-    if s.entsize != 24 || s.size % 24 != 0 {
+    if s.entsize != 24 || !s.size.is_multiple_of(24) {
         return Err("bad symbol table entry size");
     }
     let strtab = sections[s.link as usize];
@@ -230,7 +230,7 @@ fn check_symtab(b: &[u8], s: &Section, sections: &[Section]) -> Result<(), &'sta
 
 fn check_relocs(b: &[u8], s: &Section, sections: &[Section]) -> Result<(), &'static str> {
     let entsize = if s.kind == SHT_RELA { 24 } else { 16 };
-    if s.entsize != entsize || s.size % entsize != 0 {
+    if s.entsize != entsize || !s.size.is_multiple_of(entsize) {
         return Err("bad relocation entry size");
     }
     let symtab = sections[s.link as usize];

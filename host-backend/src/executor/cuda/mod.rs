@@ -2,7 +2,7 @@
 //! The CUDA executor: replays a session's calls on a real GPU through the CUDA driver API.
 //!
 //! Built on cudarc's result/`sys` layer with the driver loaded at run time
-//! ([`driver::load`]), so the backend builds and starts on machines without a GPU:
+//! (`driver::load`), so the backend builds and starts on machines without a GPU:
 //! [`CudaFactory::new`] then fails with one message naming what is missing (no
 //! `libcuda.so.1`, no device, a driver too old), and `--executor auto` falls back to the CPU
 //! executor.
@@ -21,9 +21,9 @@
 //! # Handles and pointers
 //!
 //! Streams, events, modules and functions are opaque handles from per-session
-//! [`handles::HandleTable`]s, never host pointers. Device pointers are the driver's own
+//! `handles::HandleTable`s, never host pointers. Device pointers are the driver's own
 //! addresses and pass through unchanged, but every one is checked against the session's
-//! allocations ([`allocs::Allocations`]) before a copy, memset or free touches it: in one
+//! allocations (`allocs::Allocations`) before a copy, memset or free touches it: in one
 //! process all contexts share a unified address space, so the driver alone would copy from
 //! another session's memory. Pointers inside kernel parameters cannot be checked; the
 //! per-session context is what keeps a kernel from reaching other sessions' memory.
@@ -45,17 +45,17 @@
 //!   stream's earlier work;
 //! - pageable pieces and at most [`SMALL_COPY`] bytes: the driver's own pageable path
 //!   (`cuMemcpyHtoDAsync` consumes pageable memory before returning; device to host waits);
-//! - otherwise through the session's pinned staging buffers ([`staging`]), pipelined;
+//! - otherwise through the session's pinned staging buffers (`staging`), pipelined;
 //!   host-to-device copies then stay asynchronous.
 //!
 //! Synchronous host-to-device copies (`cudaMemcpy`) wait for their stream before replying,
 //! which also reports errors of earlier asynchronous work, as CUDA does. Device-to-host
 //! copies always complete before the reply. 2-D copies become `cuMemcpy2DAsync` calls
-//! ([`plan`]); memsets `cuMemsetD{8,16,32}[2D]Async`.
+//! (`plan`); memsets `cuMemsetD{8,16,32}[2D]Async`.
 //!
 //! # Modules and launches
 //!
-//! The guest sends its fat binary (keyed by SHA-256). It is checked ([`image::check`]) and
+//! The guest sends its fat binary (keyed by SHA-256). It is checked (`image::check`) and
 //! loaded whole with `cuModuleLoadData`; a session loads each image once, however many
 //! module handles refer to it. Kernels come from `cuModuleGetFunction`, their attributes
 //! from `cuFuncGetAttribute` and their parameter layout from `cuFuncGetParamInfo` (driver
@@ -65,7 +65,7 @@
 //!
 //! # Errors
 //!
-//! Driver results map to runtime statuses one to one ([`error::cuda_status`]). Sticky
+//! Driver results map to runtime statuses one to one (`error::cuda_status`). Sticky
 //! errors (700 and friends) are remembered by the session, which fails later calls until
 //! `cudaDeviceReset`; the broken context keeps failing on its own too.
 //!
@@ -76,7 +76,7 @@
 //! there (`vcuda run` discards its private backend's stdout, so it is lost).
 //! With [`CudaConfig::capture_printf`] (`--cuda-capture-printf`, or
 //! `VCUDA_CUDA_CAPTURE_PRINTF=1` in the environment of `vcuda run`) the backend's stdout is
-//! captured ([`printf`]) and returned to the guest in the reply of the request that
+//! captured (`printf`) and returned to the guest in the reply of the request that
 //! flushed it, while exactly one session is live; with several, it goes to the backend's
 //! stderr instead of to a guest that may not have produced it.
 //!

@@ -295,7 +295,7 @@ impl CudaExecutor {
         if region.packed_len() == 0 {
             return Ok(());
         }
-        if r.dst % es != 0 || region.pitch % es != 0 {
+        if !r.dst.is_multiple_of(es) || region.pitch % es != 0 {
             return Err(Status::INVALID_VALUE);
         }
         self.allocs.check_region(&region)?;

@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! Fuzzes a whole backend session on the CPU executor. After a valid hello and an
+//! allocation, the input is read as a batch of requests with fuzzed opcodes, flags,
+//! segments and payloads (structure-aware, so most inputs reach the executors), or, when
+//! its first byte is odd, as a raw message. Nothing may panic, and the session must still
+//! answer a well-formed call afterwards.
+#![no_main]
+
+use std::sync::{Arc, OnceLock};
+
+use libfuzzer_sys::fuzz_target;
+use vcuda_backend::data::DataSegs;
+use vcuda_backend::executor::cpu::{CpuConfig, CpuFactory};
+use vcuda_backend::session::Outcome;
+use vcuda_backend::{Backend, Session};
+use vcuda_protocol::decode::decode_message_header;
+use vcuda_protocol::{HelloReq, MallocReq, MessageBuilder, Opcode, ReplyBuilder, SegmentDesc};
+
+fn backend() -> &'static Arc<Backend> {
+    static B: OnceLock<Arc<Backend>> = OnceLock::new();
+    B.get_or_init(|| {
+        Backend::new(Arc::new(CpuFactory::new(CpuConfig { memory: 64 << 20, threads: 1 })))
+    })
+}
+
+fn send(session: &mut Session, msg: &[u8], out: &mut Vec<u8>) -> Option<Outcome> {
+    let h = decode_message_header(msg).ok()?;
+    let ctrl = msg.get(32..)?;
+    let ctrl = &ctrl[..(h.ctrl_len as usize).min(ctrl.len())];
+    out.resize(h.out_len as usize, 0xa5);
+    let mut inp = vec![0u8; h.in_len as usize];
+    let mut reply = ReplyBuilder::new();
+    Some(session.handle(
+        &h,
+        ctrl,
+        &DataSegs::from_slice(out),
+        &DataSegs::from_slice(&mut inp),
+        &mut reply,
+        usize::MAX,
+    ))
+}
+
+/// Reads bytes off the front of the input.
+struct Input<'a>(&'a [u8]);
+
+impl Input<'_> {
+    fn byte(&mut self) -> u8 {
+        let (b, rest) = self.0.split_first().map_or((0, &[][..]), |(b, r)| (*b, r));
+        self.0 = rest;
+        b
+    }
+    fn bytes(&mut self, n: usize) -> &[u8] {
+        let n = n.min(self.0.len());
+        let (a, b) = self.0.split_at(n);
+        self.0 = b;
+        a
+    }
+}
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(mut session) = backend().new_session() else { return };
+    let mut b = MessageBuilder::new();
+    b.push(Opcode::Hello, 0, 1, &[], &HelloReq::default(), b"fuzz");
+    b.push(Opcode::Malloc, 0, 2, &[], &MallocReq { device: 0, flags: 0, size: 4096 }, &[]);
+    let hello = b.finish(0).to_vec();
+    let mut out = Vec::new();
+    assert_eq!(send(&mut session, &hello, &mut out), Some(Outcome::Reply));
+
+    let mut input = Input(data);
+    if input.byte() & 1 == 1 {
+        let _ = send(&mut session, input.0, &mut out);
+    } else {
+        let mut b = MessageBuilder::new();
+        for seq in 0..(input.byte() % 8) {
+            let op = Opcode::ALL[input.byte() as usize % Opcode::ALL.len()];
+            let flags = u16::from(input.byte() & 1);
+            let segs: Vec<SegmentDesc> = (0..input.byte() % 3)
+                .map(|_| {
+                    let len = u64::from(input.byte()) * 16;
+                    if input.byte() & 1 == 0 { SegmentDesc::out(len) } else { SegmentDesc::input(len) }
+                })
+                .collect();
+            let n = input.byte() as usize;
+            let payload = input.bytes(n).to_vec();
+            b.push(op, flags, u64::from(seq) + 10, &segs, &payload[..], &[]);
+        }
+        let msg = b.finish(u16::from(input.byte() & 1)).to_vec();
+        let _ = send(&mut session, &msg, &mut out);
+    }
+    // The session still works.
+    let mut b = MessageBuilder::new();
+    b.push(Opcode::Nop, 0, 99, &[], &[] as &[u8], &[]);
+    let nop = b.finish(0).to_vec();
+    assert!(send(&mut session, &nop, &mut out).is_some());
+});

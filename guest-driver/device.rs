@@ -21,11 +21,15 @@
 //!   goes, a `CloseSession` chain is posted, so the device sees the close after every chain of
 //!   the session, whichever queues they used. Its `OpenSession` chain is owned like a request
 //!   whose waiter is the session (see [`Session`]).
-//! - [`VDev::remove`] lets chains drain (briefly), resets the device (after which no callback
-//!   runs and no chain is taken), completes what the device returned, detaches the rest (their
-//!   waiters get `ENODEV`), and destroys the workqueue, dropping every abandoned request. A
-//!   detached chain with in segments is never freed: a call still running on the host may
-//!   write them after the reset (DEVICE.md), so its pages stay pinned (a counted leak).
+//! - [`VDev::remove`] lets chains drain (briefly), closes the rings to new chains, resets the
+//!   device (after which no callback runs and no chain is taken), completes what the device
+//!   returned, detaches the rest (their waiters get `ENODEV`), and destroys the workqueue,
+//!   dropping every abandoned request. A detached chain is never freed: a call still running
+//!   on the host at the reset goes on, and writes its in segments (DEVICE.md, "Reset"), and
+//!   a device might write its reply area too when it returns (vcuda's backend no longer
+//!   does); the driver cannot tell which chains the device took, so every buffer of a
+//!   detached chain stays allocated and its pages stay pinned (a counted leak). Freeing them
+//!   let a late reply land in whatever the kernel put there next.
 
 use core::{cell::UnsafeCell, mem::size_of, ptr};
 
@@ -70,7 +74,7 @@ const PENDING: u32 = 0;
 /// The device returned the chain.
 const DONE: u32 = 1;
 /// The device was removed before it returned the chain; the ring's reference stays with the
-/// removal path (`finish`), not the waiter.
+/// removal path (`finish`), which keeps it forever, not the waiter.
 const DETACHED: u32 = 2;
 /// Nobody waits: the ring's reference is dropped by the workqueue once the device returns it.
 const ABANDONED: u32 = 3;
@@ -98,8 +102,11 @@ pub(crate) struct Queue {
 
 /// The virtqueue; only touched under the queue lock.
 struct Ring {
-    /// Null once the device is being removed.
+    /// Null once the device is removed (after the reset and the detach).
     vq: *mut bindings::virtqueue,
+    /// Set by `remove` before the reset: no chain is added any more (every chain on the ring
+    /// was made available before the reset, so the device may have taken it).
+    closed: bool,
     /// Chains on the ring.
     in_flight: usize,
 }
@@ -110,8 +117,11 @@ unsafe impl Send for Ring {}
 impl Queue {
     fn new(vq: *mut bindings::virtqueue) -> impl PinInit<Self> {
         pin_init!(Self {
-            ring <- IrqSpinLock::new(Ring { vq, in_flight: 0 }, c"vcuda_ring",
-                kernel::static_lock_class!()),
+            ring <- IrqSpinLock::new(
+                Ring { vq, closed: false, in_flight: 0 },
+                c"vcuda_ring",
+                kernel::static_lock_class!(),
+            ),
             wait <- WaitQueue::new(c"vcuda_wait", kernel::static_lock_class!()),
             completions: Atomic::new(0),
         })
@@ -133,7 +143,7 @@ pub(crate) struct VDev {
     next_session: Atomic<u64>,
     /// Reaps abandoned requests; null after removal.
     wq: Atomic<*mut bindings::workqueue_struct>,
-    /// Chains kept forever at removal (see `finish`).
+    /// Chains kept forever at removal (detached: see `finish`).
     kept: Atomic<u64>,
 }
 
@@ -247,9 +257,15 @@ impl VDev {
             sys::msleep(10);
             waited += 10;
         }
+        // From here on `submit` adds nothing, so every chain detached below was on the ring
+        // before the reset (and is kept, see `finish`); callbacks still complete chains.
+        for q in &self.queues {
+            q.ring.lock().closed = true;
+        }
         // SAFETY: `vdev` is bound to us. After the reset no virtqueue callback runs
-        // (virtio-pci synchronises its interrupt vectors) and the device takes no chain; a call
-        // it is still running may write its in segments (see `finish`).
+        // (virtio-pci synchronises its interrupt vectors), the device takes no chain and puts
+        // none in a used ring; a call it is still running may write that chain's writable
+        // buffers when it returns (see `finish`).
         unsafe { bindings::virtio_reset_device(self.vdev) };
         for q in &self.queues {
             let mut n = 0;
@@ -257,6 +273,10 @@ impl VDev {
                 let mut ring = q.ring.lock();
                 let vq = ring.vq;
                 if !vq.is_null() {
+                    // What the device returned before the reset: complete chains, which it
+                    // no longer touches. (With CONFIG_VIRTIO_HARDEN_NOTIFICATION the reset
+                    // breaks the virtqueue and this returns nothing: they are detached below,
+                    // and kept, like the rest.)
                     loop {
                         let mut len: c_uint = 0;
                         // SAFETY: `vq` is live; the lock is held.
@@ -264,10 +284,12 @@ impl VDev {
                         if token.is_null() {
                             break;
                         }
-                        // SAFETY: Every token on our rings is a request reference (`submit`).
+                        // SAFETY: Every token on our rings is a request reference (`submit`),
+                        // and each comes off the ring once.
                         unsafe { self.finish(token, len, DONE) };
                         n += 1;
                     }
+                    // The rest: the device may have taken them, and may still write them.
                     loop {
                         // SAFETY: `vq` is live, the device is reset; the lock is held.
                         let token = unsafe { bindings::virtqueue_detach_unused_buf(vq) };
@@ -293,7 +315,7 @@ impl VDev {
         let kept = self.kept.load(Relaxed);
         if kept > 0 {
             pr_warn!(
-                "{} calls were still running on the host at removal; their in buffers stay allocated\n",
+                "{} chains were not returned by the device before its reset; their buffers stay allocated\n",
                 kept
             );
         }
@@ -348,7 +370,8 @@ impl VDev {
         }
     }
 
-    /// Completes one returned chain.
+    /// Completes one chain taken off a ring: `DONE` (the device returned it) or `DETACHED`
+    /// (removal, after the reset: the device never returned it, and the request is kept).
     ///
     /// # Safety
     ///
@@ -361,19 +384,13 @@ impl VDev {
         r.used_len.store(len, Relaxed);
         if how == DETACHED {
             // The device never returned the chain. A waiter gets ENODEV and leaves the ring's
-            // reference here (the state tells it so); so does an abandoned chain.
-            let keep = r.writes_guest_memory();
+            // reference here (the state tells it so); so does an abandoned chain. The device
+            // may have taken the chain before the reset, and a call still running then writes
+            // its in segments (DEVICE.md, "Reset") and maybe its reply area when
+            // it returns, any time later: keep the ring's reference, and with it every buffer
+            // and pinned page of the request, forever. Nothing the device may write is freed.
             let _ = r.state.cmpxchg(PENDING, DETACHED, Full);
-            // SAFETY: The ring's reference is ours (see above).
-            let arc = unsafe { Arc::from_raw(req) };
-            if keep {
-                // A call still running on the host may write its in segments after the reset
-                // (DEVICE.md, "Reset"): keep those pages pinned (or chunks allocated) forever.
-                self.kept.fetch_add(1, Relaxed);
-                core::mem::forget(arc);
-            } else {
-                self.reap(arc);
-            }
+            self.kept.fetch_add(1, Relaxed);
             return;
         }
         if r.state.cmpxchg(PENDING, how, Full).is_ok() {
@@ -428,7 +445,7 @@ impl VDev {
             let seen = q.completions.load(Acquire);
             let mut ring = q.ring.lock();
             let vq = ring.vq;
-            if vq.is_null() {
+            if vq.is_null() || ring.closed {
                 drop(ring);
                 reclaim();
                 return Err(ENODEV);
@@ -1182,13 +1199,6 @@ impl Request {
             cur.copy_to_user(addr, len)?;
         }
         Ok(())
-    }
-
-    /// Whether the device may write guest memory besides the reply area (in segments, pinned
-    /// or bounced).
-    fn writes_guest_memory(&self) -> bool {
-        self.bufs.pins.iter().any(|p| p.write)
-            || self.bufs.bounce.as_ref().is_some_and(|b| !b.inp.is_empty())
     }
 
     /// The status of the reply's first record, if the reply has one.

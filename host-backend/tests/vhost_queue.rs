@@ -582,6 +582,45 @@ fn chains_of_a_stopped_ring_are_not_run() {
 }
 
 #[test]
+fn a_call_whose_ring_stops_while_it_runs_writes_no_reply() {
+    let rig = rig();
+    let mut q = MockQueue::new(&rig.mem);
+    rig.open(&mut q, 1);
+    let mut m = Msg::new();
+    m.malloc(4096);
+    let (ctrl, _) = m.finish(0);
+    let laid = lay_out(
+        &rig.mem,
+        &mut q.bump,
+        &Call::submit(1, &ctrl, &[], 0),
+        &ChainSpec::default(),
+    );
+    let head = q.push(&laid.bufs);
+    // The check before the call passes; the ring stops while the call runs (a driver reset
+    // under a long kernel), so its reply must not be written: the driver may have reused
+    // the reply area since.
+    rig.ring.stop_after(1);
+    for c in q.pop_all(&rig.mem) {
+        let ring: Arc<dyn vcuda_backend::vhost_user::device::UsedRing> = rig.ring.clone();
+        rig.dev
+            .handle_chain(&rig.mem, c, Completion::new(ring, head, 0));
+    }
+    rig.ring.wait(head);
+    let mut reply = vec![0u8; 64];
+    rig.mem
+        .read_slice(&mut reply, GuestAddress(laid.reply.0))
+        .unwrap();
+    assert!(
+        reply.iter().all(|&b| b == 0xee),
+        "reply area written after the stop"
+    );
+    rig.ring.stop(0);
+    let r = rig.send(&mut q, 1, Msg::new().mem_get_info());
+    let info = r.ok().get::<MemGetInfoResp>();
+    assert!(info.free < info.total, "the call did not run");
+}
+
+#[test]
 fn epochs_select_sessions_to_drop() {
     let rig = rig();
     let mut q = MockQueue::new(&rig.mem);

@@ -19,9 +19,15 @@
 # nvcc=) and every tests/vm/cuda/*.cu (`// vcuda-vm-test:` headers: the same keys plus
 # vm=FLAGS for `vcuda vm run`). A program passes if it exits 0 and prints every expect= line.
 #
-# Environment: VCUDA_VM_TESTS (a grep -E pattern selecting programs by name),
-# VCUDA_VM_TIMEOUT (per program, default 300 s), VCUDA_IMAGE_DIR (use a prebuilt image),
-# VCUDA_VM_CUDA12=0 (skip the CUDA 12 builds), VCUDA_VM_KEEP (keep the logs directory).
+# Environment: VCUDA_VM_TESTS (a grep -E pattern selecting programs by name, e.g.
+# VCUDA_VM_TESTS='^module_unbind$' for one test), VCUDA_VM_TIMEOUT (per program, default
+# 300 s), VCUDA_IMAGE_DIR (use a prebuilt image), VCUDA_VM_CUDA12=0 (skip the CUDA 12 builds),
+# VCUDA_VM_KEEP (keep the logs directory of every program).
+#
+# A failed program's logs are kept in $CARGO_TARGET_DIR/vm-logs/ (default target/vm-logs/):
+# NAME.console (the guest's whole serial console: kernel log, oopses), NAME.out, NAME.err
+# (the program's output, the backend's and QEMU's messages); their paths are printed, with
+# the console from the first kernel warning on. A program that passes removes its old ones.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 repo=$(pwd)
@@ -85,6 +91,8 @@ if [ "${VCUDA_VM_CUDA12:-1}" != 0 ]; then
     [ -n "$cuda12" ] || log "warning: the CUDA 12.4 toolkit is unavailable; skipping the libcudart.so.12 builds"
 fi
 bins=$target/vm-tests
+vm_logs=$target/vm-logs
+kernel_warning='BUG:|WARNING:|Oops|Call Trace|general protection|Kernel panic'
 
 # name|source|toolkit|header tag
 cases=()
@@ -110,6 +118,7 @@ for c in "${cases[@]}"; do
         continue
     fi
     exe=$bins/$name
+    rm -f "$vm_logs/$name".{console,out,err}
     if ! build "$src" "$root" "$exe" "$tag" 2>"$work/$name.nvcc"; then
         log "FAIL $name: nvcc failed:"
         sed 's/^/    /' "$work/$name.nvcc" >&2
@@ -131,7 +140,7 @@ for c in "${cases[@]}"; do
     for e in "${expects[@]}"; do
         [ -z "$e" ] || grep -qF -- "$e" "$work/$name.out" || why="${why:+$why; }missing output line: $e"
     done
-    if grep -qE 'BUG:|WARNING:|Oops|Call Trace|general protection' "$work/$name.console"; then
+    if grep -qE "$kernel_warning" "$work/$name.console"; then
         why="${why:+$why; }kernel warning on the guest console"
     fi
     if [ -z "$why" ]; then
@@ -144,12 +153,26 @@ for c in "${cases[@]}"; do
             echo "    --- $f (last 30 lines)" >&2
             tail -n 30 "$work/$name.$f" | sed 's/^/    | /' >&2
         done
+        # The kernel's report, which the last lines above may miss (an oops followed by a
+        # hang), from a little before the first warning.
+        first=$(grep -m 1 -nE "$kernel_warning" "$work/$name.console" | cut -d: -f1 || true)
+        if [ -n "$first" ]; then
+            from=$((first > 10 ? first - 10 : 1))
+            echo "    --- console lines $from-$((from + 149)) (from just before the first kernel warning)" >&2
+            sed -n "$from,$((from + 149))s/^/    | /p" "$work/$name.console" >&2
+        fi
+        mkdir -p "$vm_logs"
+        for f in console out err; do
+            [ -f "$work/$name.$f" ] || continue
+            cp "$work/$name.$f" "$vm_logs/$name.$f"
+            echo "    full $f: $vm_logs/$name.$f" >&2
+        done
         fail+=("$name")
     fi
 done
 
 log "${#pass[@]} passed, ${#fail[@]} failed, $((SECONDS - start_all)) s in all"
 if [ ${#fail[@]} -gt 0 ]; then
-    log "failed: ${fail[*]}"
+    log "failed: ${fail[*]} (logs: $vm_logs/)"
     exit 1
 fi

@@ -153,6 +153,17 @@ impl UsedRing for RingHandle {
         ticket == self.state.generation.load(Ordering::SeqCst)
     }
 
+    fn write_if_current(&self, ticket: u64, write: &mut dyn FnMut()) -> bool {
+        // `invalidate` takes the gate too, so the ring cannot stop between the check and
+        // the write.
+        let _g = lock(&self.state.gate);
+        let current = ticket == self.state.generation.load(Ordering::SeqCst);
+        if current {
+            write();
+        }
+        current
+    }
+
     fn complete(&self, head: u16, len: u32, ticket: u64) {
         {
             let _g = lock(&self.state.gate);

@@ -48,6 +48,18 @@ pub trait UsedRing: Send + Sync {
     fn is_current(&self, _ticket: u64) -> bool {
         true
     }
+
+    /// Runs `write` (which writes the chain's reply area) only if the chain popped with
+    /// `ticket` is still current, and keeps the ring from stopping meanwhile, so that no
+    /// reply lands in guest memory after the driver reset the device (it may have reused
+    /// that memory). Whether `write` ran.
+    fn write_if_current(&self, ticket: u64, write: &mut dyn FnMut()) -> bool {
+        let current = self.is_current(ticket);
+        if current {
+            write();
+        }
+        current
+    }
 }
 
 /// The obligation to return one chain to its used ring. Dropping it unfulfilled returns
@@ -87,6 +99,19 @@ impl Completion {
     /// Whether the chain may still be answered ([`UsedRing::is_current`]).
     pub fn is_current(&self) -> bool {
         self.ring.is_current(self.ticket)
+    }
+
+    /// Runs `write` if the chain may still be answered, with the ring held running
+    /// ([`UsedRing::write_if_current`]); what it returned, or 0 if it did not run.
+    pub fn write_if_current(&self, write: impl FnOnce() -> u32) -> u32 {
+        let mut write = Some(write);
+        let mut len = 0;
+        self.ring.write_if_current(self.ticket, &mut || {
+            if let Some(w) = write.take() {
+                len = w();
+            }
+        });
+        len
     }
 
     /// Returns the chain with `len` bytes written.
@@ -299,7 +324,7 @@ impl Device {
                         worker: Worker::Inline(slot),
                         ..
                     }) => {
-                        let (len, _) = run(&self.inner, slot, mem, &chain, completion.is_current());
+                        let (len, _) = run(&self.inner, slot, mem, &chain, &completion);
                         drop(t);
                         completion.complete(len);
                     }
@@ -339,7 +364,7 @@ impl Device {
         match inner.config.threading {
             Threading::Inline => {
                 let mut slot = Box::new(Slot::new());
-                let (len, flow) = run(inner, &mut slot, mem, &chain, completion.is_current());
+                let (len, flow) = run(inner, &mut slot, mem, &chain, &completion);
                 if flow == Flow::Continue {
                     t.sessions.insert(
                         id,
@@ -397,7 +422,7 @@ impl Device {
                 }
             }
             Worker::Inline(mut slot) => {
-                let (len, _) = run(&self.inner, &mut slot, mem, &chain, completion.is_current());
+                let (len, _) = run(&self.inner, &mut slot, mem, &chain, &completion);
                 completion.complete(len);
             }
         }
@@ -498,7 +523,7 @@ fn worker_main(inner: Arc<Inner>, id: u64, token: u64, rx: Receiver<Job>) {
             debug!("session {id:#x} dropped");
             return;
         };
-        let (len, flow) = run(&inner, &mut slot, &mem, &chain, completion.is_current());
+        let (len, flow) = run(&inner, &mut slot, &mem, &chain, &completion);
         completion.complete(len);
         match flow {
             Flow::Continue => {}
@@ -516,9 +541,17 @@ fn worker_main(inner: Arc<Inner>, id: u64, token: u64, rx: Receiver<Job>) {
 }
 
 /// Runs one chain on a session slot: the used length and what follows. A chain that is
-/// no longer `current` (its ring stopped meanwhile) is not run and nothing is written; an
-/// open or close still takes effect.
-fn run(inner: &Inner, slot: &mut Slot, mem: &Mem, chain: &Chain, current: bool) -> (u32, Flow) {
+/// no longer current (its ring stopped meanwhile) is not run and nothing is written; an
+/// open or close still takes effect. A call whose ring stops while it runs does not write
+/// its reply.
+fn run(
+    inner: &Inner,
+    slot: &mut Slot,
+    mem: &Mem,
+    chain: &Chain,
+    completion: &Completion,
+) -> (u32, Flow) {
+    let current = completion.is_current();
     let none = Area::default();
     let reply = if current { &chain.reply } else { &none };
     match chain.op {
@@ -539,7 +572,7 @@ fn run(inner: &Inner, slot: &mut Slot, mem: &Mem, chain: &Chain, current: bool) 
             debug!("session {:#x} closed", chain.header.session);
             (status_reply(mem, reply, status::SUCCESS), Flow::Closed)
         }
-        ChainOp::Submit if current => (submit(slot, mem, chain), Flow::Continue),
+        ChainOp::Submit if current => (submit(slot, mem, chain, completion), Flow::Continue),
         ChainOp::Submit => {
             debug!("chain of a stopped ring dropped");
             (0, Flow::Continue)
@@ -547,7 +580,7 @@ fn run(inner: &Inner, slot: &mut Slot, mem: &Mem, chain: &Chain, current: bool) 
     }
 }
 
-fn submit(slot: &mut Slot, mem: &Mem, chain: &Chain) -> u32 {
+fn submit(slot: &mut Slot, mem: &Mem, chain: &Chain, completion: &Completion) -> u32 {
     let Slot {
         session,
         reply,
@@ -580,7 +613,9 @@ fn submit(slot: &mut Slot, mem: &Mem, chain: &Chain) -> u32 {
         .in_ranges()
         .iter()
         .fold(0u64, |a, &(_, len)| a.saturating_add(len));
-    let written = write_reply(mem, &chain.reply, reply.finish());
+    // The ring may have stopped while the call ran (a driver reset under a long kernel): the
+    // driver may have reused the reply area since, so nothing is written then.
+    let written = completion.write_if_current(|| write_reply(mem, &chain.reply, reply.finish()));
     u32::try_from(u64::from(written).saturating_add(in_bytes)).unwrap_or(u32::MAX)
 }
 

@@ -652,6 +652,8 @@ pub struct MockRing {
     done: Mutex<Vec<(u16, u32, u64)>>,
     cv: Condvar,
     first_current: AtomicU64,
+    /// If nonzero: the ring stops at this many more `is_current` checks.
+    stop_in: AtomicU64,
 }
 
 impl UsedRing for MockRing {
@@ -661,6 +663,13 @@ impl UsedRing for MockRing {
     }
 
     fn is_current(&self, ticket: u64) -> bool {
+        let left = self.stop_in.load(Ordering::SeqCst);
+        if left > 0 {
+            self.stop_in.store(left - 1, Ordering::SeqCst);
+            if left == 1 {
+                self.stop(u64::MAX);
+            }
+        }
         ticket >= self.first_current.load(Ordering::SeqCst)
     }
 }
@@ -669,6 +678,12 @@ impl MockRing {
     /// Makes tickets below `ticket` stale (a ring stop).
     pub fn stop(&self, ticket: u64) {
         self.first_current.store(ticket, Ordering::SeqCst);
+    }
+
+    /// Stops the ring (every ticket stale) at the `checks`-th `is_current` check from now:
+    /// `stop_after(1)` lets the next check pass and stops the ring right after it.
+    pub fn stop_after(&self, checks: u64) {
+        self.stop_in.store(checks + 1, Ordering::SeqCst);
     }
 
     /// Waits for chain `head`'s completion: its length.

@@ -3,9 +3,11 @@
 // vcuda-vm-test: vm=--check-unload
 // Kernel-module tests of device removal, run inside the guest (tests/vm/run.sh):
 // 1. unbinding the driver (sysfs) while a process waits for a copy queued (on the host) behind
-//    another thread's long kernel, and another file is open: the waiter is released (its call fails), open files get
-//    ENODEV, the copy's in pages stay pinned (the host may still write them) and nothing else
-//    does; binding again gives a working device;
+//    another thread's long kernel, and another file is open: the waiter is released (its call
+//    fails), open files get ENODEV, the copy's in pages stay pinned (the host may still write
+//    them) and nothing else does; when the kernel ends on the host, after the reset, the host
+//    writes that call's reply, which must not land in memory the module freed (watched in
+//    pipe pages); binding again gives a working device;
 // 2. exiting while a killed process's call is still running on the host, so that the runner's
 //    `rmmod` (vcuda vm run --check-unload) detaches with a chain in flight.
 #include <cuda_runtime.h>
@@ -115,6 +117,49 @@ static bool write_file(const char *path, const std::string &s) {
     return ok;
 }
 
+// A call still running on the host at a device reset goes on until it returns, and then writes
+// its in segments (DEVICE.md, Reset) and its reply area, so the module must not free them.
+// Kernel buffers the module frees go back to the page allocator's unmovable free lists, where
+// pipe pages come from: fills pipes with 256 MiB of pages (so that whatever the module freed
+// at the reset is very likely among them), waits until `deadline`, and reads them back looking
+// for a reply header at the start of a page (where reply areas start). Returns the number of
+// pages that got one, or -1.
+static long watch_freed_memory(double deadline) {
+    const uint32_t reply_magic = 0x52554356;  // "VCUR": REPLY_MAGIC, protocol/src/wire.rs
+    const int n_pipes = 256, pipe_bytes = 1 << 20;
+    static char page[4096];
+    memset(page, 0x5a, sizeof page);
+    std::vector<int> rd, wr;
+    size_t held = 0;
+    for (int i = 0; i < n_pipes; i++) {
+        int p[2];
+        if (pipe2(p, O_NONBLOCK) != 0) break;
+        rd.push_back(p[0]);
+        wr.push_back(p[1]);
+        fcntl(p[1], F_SETPIPE_SZ, pipe_bytes);
+        while (write(p[1], page, sizeof page) == (ssize_t)sizeof page) held += sizeof page;
+    }
+    double t0 = now();
+    if (now() < deadline) usleep((useconds_t)((deadline - now()) * 1e6));
+    long hits = 0;
+    for (int fd : rd) {
+        char buf[4096];
+        while (read(fd, buf, sizeof buf) == (ssize_t)sizeof buf) {
+            if (memcmp(buf, &reply_magic, 4) == 0) {
+                fprintf(stderr, "a reply header appeared in a page of a pipe\n");
+                hits++;
+            }
+        }
+    }
+    for (size_t i = 0; i < rd.size(); i++) {
+        close(rd[i]);
+        close(wr[i]);
+    }
+    printf("watched %zu MiB of pipe pages for %.1f s: %ld late replies\n", held >> 20,
+           now() - t0, hits);
+    return held >= (64u << 20) ? hits : -1;
+}
+
 static long vmstat(const char *key) {
     FILE *f = fopen("/proc/vmstat", "r");
     if (!f) return -1;
@@ -150,11 +195,14 @@ int main(int argc, char **argv) {
     CHECK(idle >= 0, "open: %s", strerror(errno));
 
     // 1. Unbind under a waiter.
+    // Long enough to outlast the unbind (2 s drain, then the backend gives each stopped queue
+    // 10 s) and the filling of the pipes that watch for its late reply.
+    static const int long_kernel_s = 40;
     fflush(nullptr);
     long acq0 = vmstat("nr_foll_pin_acquired"), rel0 = vmstat("nr_foll_pin_released");
     pid_t waiter = fork();
     if (waiter == 0) {
-        // One thread launches a 30 s kernel; another then copies 1 MiB device-to-host. Both
+        // One thread launches a 40 s kernel; another then copies 1 MiB device-to-host. Both
         // chains are on the host when the device is reset (the copy, with 256 pinned in
         // pages, queued behind the kernel in the session).
         static float *d;
@@ -164,7 +212,7 @@ int main(int argc, char **argv) {
         memset(h, 1, 1 << 20);
         pthread_t th;
         pthread_create(&th, nullptr, [](void *r) -> void * {
-            spin<<<1, 32>>>(*(unsigned long long *)r * 30, d);
+            spin<<<1, 32>>>(*(unsigned long long *)r * long_kernel_s, d);
             cudaDeviceSynchronize();
             return nullptr;
         }, &rate);
@@ -173,6 +221,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "waiter: copy returned %s\n", cudaGetErrorString(e));
         _exit(e == cudaSuccess ? 11 : 0);
     }
+    double launched = now();
     usleep(1500000);
     double t0 = now();
     CHECK(write_file("/sys/bus/virtio/drivers/vcuda/unbind", dev), "unbind: %s", strerror(errno));
@@ -192,6 +241,10 @@ int main(int argc, char **argv) {
     long acq = vmstat("nr_foll_pin_acquired") - acq0, rel = vmstat("nr_foll_pin_released") - rel0;
     printf("pins during the unbind: %ld acquired, %ld released\n", acq, rel);
     CHECK(acq - rel == 256, "pins kept after unbind: %ld, want 256", acq - rel);
+    // The waiter's kernel ends on the host meanwhile (allowing for a slower host).
+    long late = watch_freed_memory(launched + 1 + long_kernel_s * 1.25);
+    CHECK(late >= 0, "could not fill the pipes");
+    CHECK(late <= 0, "the host wrote %ld replies into memory the module had freed", late);
 
     CHECK(write_file("/sys/bus/virtio/drivers/vcuda/bind", dev), "bind: %s", strerror(errno));
     CHECK(in_child([] { return round_trip() ? 0 : 1; }) == 0, "round trip after rebind");

@@ -41,6 +41,7 @@ programs!(
     cublas_basic,
     cublas_extra,
     curand_basic,
+    curand_device,
     dmath,
     errors,
     matmul,

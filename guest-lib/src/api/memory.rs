@@ -650,6 +650,16 @@ entry! {
     }
 }
 
+/// `cudaMalloc` for the libraries' own device objects (cuRAND's discrete distributions).
+pub(crate) fn device_malloc(size: usize) -> Result<u64> {
+    malloc(client::client()?, size)
+}
+
+/// `cudaFree` of a [`device_malloc`] allocation.
+pub(crate) fn device_free(ptr: u64) -> Result<()> {
+    free(client::client()?, ptr)
+}
+
 /// A 2-D copy for the cuBLAS vector and matrix transfers (`cublasSetMatrix` and friends):
 /// `height` rows of `width` bytes, `spitch` and `dpitch` bytes apart. `stream`: `None` for
 /// a synchronous copy, `Some` for an asynchronous one on that stream.

@@ -548,11 +548,14 @@ fn a_blocked_session_does_not_stall_others_and_order_is_kept() {
     assert!(rig.dev.wait_idle(Duration::from_secs(5)));
 }
 
-#[test]
-fn chains_of_a_stopped_ring_are_not_run() {
-    let rig = rig();
-    let mut q = MockQueue::new(&rig.mem);
-    rig.open(&mut q, 1);
+/// Submits a 4 KiB `cudaMalloc` to session 1 with ticket 0 (the ring's stop decided by
+/// `stop`, called before the chain is handed in); the reply area's first bytes once the chain
+/// completed, and the used length.
+fn malloc_with_ticket_0(
+    rig: &Rig,
+    q: &mut MockQueue<'_>,
+    stop: impl FnOnce(&MockRing),
+) -> (Vec<u8>, u32) {
     let mut m = Msg::new();
     m.malloc(4096);
     let (ctrl, _) = m.finish(0);
@@ -563,17 +566,27 @@ fn chains_of_a_stopped_ring_are_not_run() {
         &ChainSpec::default(),
     );
     let head = q.push(&laid.bufs);
-    rig.ring.stop(1);
+    stop(&rig.ring);
     for c in q.pop_all(&rig.mem) {
         let ring: Arc<dyn vcuda_backend::vhost_user::device::UsedRing> = rig.ring.clone();
         rig.dev
             .handle_chain(&rig.mem, c, Completion::new(ring, head, 0));
     }
-    assert_eq!(rig.ring.wait(head), 0);
+    let len = rig.ring.wait(head);
     let mut reply = vec![0u8; 64];
     rig.mem
         .read_slice(&mut reply, GuestAddress(laid.reply.0))
         .unwrap();
+    (reply, len)
+}
+
+#[test]
+fn chains_of_a_stopped_ring_are_not_run() {
+    let rig = rig();
+    let mut q = MockQueue::new(&rig.mem);
+    rig.open(&mut q, 1);
+    let (reply, len) = malloc_with_ticket_0(&rig, &mut q, |r| r.stop(1));
+    assert_eq!(len, 0);
     assert!(reply.iter().all(|&b| b == 0xee), "reply area written");
     rig.ring.stop(0);
     let r = rig.send(&mut q, 1, Msg::new().mem_get_info());
@@ -586,30 +599,10 @@ fn a_call_whose_ring_stops_while_it_runs_writes_no_reply() {
     let rig = rig();
     let mut q = MockQueue::new(&rig.mem);
     rig.open(&mut q, 1);
-    let mut m = Msg::new();
-    m.malloc(4096);
-    let (ctrl, _) = m.finish(0);
-    let laid = lay_out(
-        &rig.mem,
-        &mut q.bump,
-        &Call::submit(1, &ctrl, &[], 0),
-        &ChainSpec::default(),
-    );
-    let head = q.push(&laid.bufs);
     // The check before the call passes; the ring stops while the call runs (a driver reset
     // under a long kernel), so its reply must not be written: the driver may have reused
     // the reply area since.
-    rig.ring.stop_after(1);
-    for c in q.pop_all(&rig.mem) {
-        let ring: Arc<dyn vcuda_backend::vhost_user::device::UsedRing> = rig.ring.clone();
-        rig.dev
-            .handle_chain(&rig.mem, c, Completion::new(ring, head, 0));
-    }
-    rig.ring.wait(head);
-    let mut reply = vec![0u8; 64];
-    rig.mem
-        .read_slice(&mut reply, GuestAddress(laid.reply.0))
-        .unwrap();
+    let (reply, _) = malloc_with_ticket_0(&rig, &mut q, |r| r.stop_after(1));
     assert!(
         reply.iter().all(|&b| b == 0xee),
         "reply area written after the stop"

@@ -86,14 +86,15 @@ static std::vector<double> fetch_f32(const float *d, int n) {
     return std::vector<double>(h.begin(), h.end());
 }
 
-// Mean within 5 standard errors, variance within 10% (N = 8192 samples).
+// Mean within 5 standard errors, variance within 10% (N = 8192 samples). The figures are
+// printed only on failure: native runs (tests/gpu/run.sh compares outputs) draw from
+// NVIDIA's own tables.
 static void check_moments(const std::vector<double> &v, double mean, double var, const char *what) {
     double m, s2;
     stats(v, &m, &s2);
-    char line[256];
-    snprintf(line, sizeof line, "%s: mean %.4f (want %.4f), variance %.4f (want %.4f)", what, m,
-             mean, s2, var);
-    check(fabs(m - mean) <= 5 * sqrt(var / v.size()) && fabs(s2 - var) <= 0.1 * var, line);
+    bool ok = fabs(m - mean) <= 5 * sqrt(var / v.size()) && fabs(s2 - var) <= 0.1 * var;
+    if (!ok) printf("%s: mean %.4f (want %.4f), variance %.4f (want %.4f)\n", what, m, mean, s2, var);
+    check(ok, what);
 }
 
 int main() {

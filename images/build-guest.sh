@@ -81,6 +81,7 @@ key=$(short_hash <(script_code "$0") <(printf '%s\n' "$BZIMAGE" "${names[@]}" "$
     "${key_inputs[@]}" "${runtime[@]}")
 dir=$VCUDA_CACHE/guest-$key
 
+cache_lock guest
 if [ ! -f "$dir/image.env" ]; then
     rm -rf "$dir.tmp" && mkdir -p "$dir.tmp"
     args=(--init "$REPO_ROOT/images/guest/init" --add "$MODULE:/lib/modules/vcuda.ko"

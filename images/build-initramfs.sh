@@ -45,6 +45,7 @@ done
 busybox=/bin/busybox
 if ! { [ -x "$busybox" ] && file -L "$busybox" | grep -q 'statically linked'; }; then
     bbdir=$VCUDA_CACHE/busybox-static
+    cache_lock busybox
     if [ ! -x "$bbdir/bin/busybox" ]; then
         rm -rf "$bbdir.tmp" && mkdir -p "$bbdir.tmp/deb"
         (cd "$bbdir.tmp/deb" && apt_download busybox-static) || die "cannot download busybox-static"

@@ -39,6 +39,7 @@ if [ "${1:-}" = --check ]; then
 fi
 key=$(short_hash <(echo "$KDIR") <(script_code "$0") "${files[@]}")
 dir=$VCUDA_CACHE/module-$key
+cache_lock module
 if [ ! -f "$dir/vcuda.ko" ]; then
     rm -rf "$dir.tmp"
     mkdir -p "$dir.tmp/build"

@@ -133,5 +133,16 @@ emit_var() {
     fi
 }
 
+# Serialises the builders of one kind of cache entry across processes (CI builds the images
+# in the background while the VM tests build what they need, into the same "$dir.tmp"): an
+# exclusive lock on $VCUDA_CACHE/.$1.lock, held until the calling script exits. Take it
+# before checking whether the entry exists, so a waiter finds the other's result.
+cache_lock() {
+    mkdir -p "$VCUDA_CACHE"
+    local fd
+    exec {fd}>"$VCUDA_CACHE/.$1.lock"
+    flock "$fd"
+}
+
 # Atomically publishes a finished build directory: build into "$1.tmp", then call this.
 publish_dir() { rm -rf "$1"; mv "$1.tmp" "$1"; }

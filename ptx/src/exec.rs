@@ -668,6 +668,32 @@ fn wr(buf: &mut [u8], off: u64, size: u32, v: u64) -> Option<()> {
     Some(())
 }
 
+/// Where an `SZ`-byte access of `lane` at `a` lies in a block-owned buffer of `len` bytes:
+/// its offset, or the lane's fault (misaligned, or outside the buffer).
+#[inline(always)]
+fn fixed_offset<const SZ: usize>(
+    lane: usize,
+    a: u64,
+    len: usize,
+    write: bool,
+) -> Result<usize, (usize, Fault)> {
+    let size = SZ as u32;
+    if a & (SZ as u64 - 1) != 0 {
+        return Err((lane, Fault::Misaligned { addr: a, size }));
+    }
+    match usize::try_from(a) {
+        Ok(o) if o.checked_add(SZ).is_some_and(|end| end <= len) => Ok(o),
+        _ => Err((
+            lane,
+            Fault::Illegal {
+                addr: a,
+                size,
+                write,
+            },
+        )),
+    }
+}
+
 /// Loads `SZ` bytes per active lane from a block-owned buffer (shared memory).
 #[inline(always)]
 fn ld_fixed<const SZ: usize>(
@@ -679,31 +705,9 @@ fn ld_fixed<const SZ: usize>(
     out: &mut Lanes,
 ) -> Result<(), (usize, Fault)> {
     for lane in lanes(mask) {
-        let a = base[lane].wrapping_add(off);
-        if a & (SZ as u64 - 1) != 0 {
-            return Err((
-                lane,
-                Fault::Misaligned {
-                    addr: a,
-                    size: SZ as u32,
-                },
-            ));
-        }
-        let b = usize::try_from(a)
-            .ok()
-            .and_then(|o| buf.get(o..o.checked_add(SZ)?));
-        let Some(b) = b else {
-            return Err((
-                lane,
-                Fault::Illegal {
-                    addr: a,
-                    size: SZ as u32,
-                    write: false,
-                },
-            ));
-        };
+        let o = fixed_offset::<SZ>(lane, base[lane].wrapping_add(off), buf.len(), false)?;
         let mut x = [0u8; 8];
-        x[..SZ].copy_from_slice(b);
+        x[..SZ].copy_from_slice(&buf[o..o + SZ]);
         let v = u64::from_le_bytes(x);
         out[lane] = if sx { sext(v, SZ as u8) } else { v };
     }
@@ -720,30 +724,8 @@ fn st_fixed<const SZ: usize>(
     vals: &Lanes,
 ) -> Result<(), (usize, Fault)> {
     for lane in lanes(mask) {
-        let a = base[lane].wrapping_add(off);
-        if a & (SZ as u64 - 1) != 0 {
-            return Err((
-                lane,
-                Fault::Misaligned {
-                    addr: a,
-                    size: SZ as u32,
-                },
-            ));
-        }
-        let b = usize::try_from(a)
-            .ok()
-            .and_then(|o| buf.get_mut(o..o.checked_add(SZ)?));
-        let Some(b) = b else {
-            return Err((
-                lane,
-                Fault::Illegal {
-                    addr: a,
-                    size: SZ as u32,
-                    write: true,
-                },
-            ));
-        };
-        b.copy_from_slice(&vals[lane].to_le_bytes()[..SZ]);
+        let o = fixed_offset::<SZ>(lane, base[lane].wrapping_add(off), buf.len(), true)?;
+        buf[o..o + SZ].copy_from_slice(&vals[lane].to_le_bytes()[..SZ]);
     }
     Ok(())
 }

@@ -67,11 +67,13 @@ header() {
 }
 values() { sed -n "s/^$1=//p"; }
 
-# Builds program $1 (source) with toolkit root $2 into $3; reuses a binary newer than its sources.
+# Builds program $1 (source) with toolkit root $2 into $3; reuses a binary newer than its
+# sources (the program and the shared headers).
 build() {
     local src=$1 root=$2 exe=$3 tag=$4
     local h libs nvcc_flags
-    if [ -x "$exe" ] && [ "$exe" -nt "$src" ] && [ "$exe" -nt tests/cuda/common.h ]; then
+    if [ -x "$exe" ] && [ "$exe" -nt "$src" ] && [ "$exe" -nt tests/cuda/common.h ] &&
+        [ "$exe" -nt tests/vm/cuda/vm_test.h ]; then
         return 0
     fi
     h=$(header "$src" "$tag")

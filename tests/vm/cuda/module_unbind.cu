@@ -28,53 +28,7 @@
 #include <string>
 #include <vector>
 
-struct vcuda_info {
-    uint32_t cfg[6];
-    uint64_t max_data_len, session;
-    uint32_t max_segs, abi_version;
-};
-static_assert(sizeof(vcuda_info) == 48, "vcuda_info");
-#define VCUDA_IOC_INFO _IOR('V', 2, struct vcuda_info)
-
-static int failures;
-#define CHECK(cond, ...)                                                                     \
-    do {                                                                                     \
-        if (!(cond)) {                                                                       \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                             \
-            fprintf(stderr, __VA_ARGS__);                                                    \
-            fputc('\n', stderr);                                                             \
-            failures++;                                                                      \
-        }                                                                                    \
-    } while (0)
-
-__global__ void spin(unsigned long long n, float *out) {
-    float x = threadIdx.x;
-    for (unsigned long long i = 0; i < n; i++) x = x * 0.999f + 1.0f;
-    if (threadIdx.x == 0) out[0] = x;
-}
-
-static double now() {
-    timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec * 1e-9;
-}
-
-static unsigned long long spin_per_second() {
-    float *d;
-    if (cudaMalloc(&d, 4) != cudaSuccess) return 1000000;
-    unsigned long long n = 20000;
-    double t = 0;
-    for (;;) {
-        double t0 = now();
-        spin<<<1, 32>>>(n, d);
-        cudaDeviceSynchronize();
-        t = now() - t0;
-        if (t > 0.2 || n > (1ull << 40)) break;
-        n *= 4;
-    }
-    cudaFree(d);
-    return (unsigned long long)(n / t);
-}
+#include "vm_test.h"
 
 static bool round_trip() {
     std::vector<int> h(1 << 18), r(h.size());
@@ -158,17 +112,6 @@ static long watch_freed_memory(double deadline) {
     printf("watched %zu MiB of pipe pages for %.1f s: %ld late replies\n", held >> 20,
            now() - t0, hits);
     return held >= (64u << 20) ? hits : -1;
-}
-
-static long vmstat(const char *key) {
-    FILE *f = fopen("/proc/vmstat", "r");
-    if (!f) return -1;
-    char k[128];
-    long v, r = -1;
-    while (fscanf(f, "%127s %ld", k, &v) == 2)
-        if (strcmp(k, key) == 0) r = v;
-    fclose(f);
-    return r;
 }
 
 int main(int argc, char **argv) {

@@ -77,6 +77,51 @@ fn pieces<'s, 'a: 's>(
     })
 }
 
+/// Issues the copies of `region` straight from the pieces of `src`, without staging.
+///
+/// # Safety
+///
+/// Every piece must stay valid until the driver has read it: pageable memory (copied
+/// before the driver returns), or pinned memory kept pinned until the caller has waited
+/// for `s`. The device side must have been checked against the session's allocations.
+unsafe fn htod_direct(region: &Region, src: &DataSegs<'_>, s: CUstream) -> DrvResult<()> {
+    pieces(src).try_for_each(|(at, p)| {
+        spans(region, at, p.len() as u64)
+            .into_iter()
+            .try_for_each(|sp| {
+                let host = p
+                    .ptr_guard()
+                    .as_ptr()
+                    .wrapping_add((sp.packed() - at) as usize);
+                // SAFETY: `host` lies in the piece (spans stay inside `[at, at + len)`); the
+                // rest is the caller's contract.
+                unsafe { issue_htod(region, sp, host, s) }
+            })
+    })
+}
+
+/// Issues the copies of `region` straight into the pieces of `dst`, without staging.
+///
+/// # Safety
+///
+/// Every piece must be writable memory that stays valid (and pinned memory pinned) until
+/// the caller has waited for `s`. The device side must have been checked against the
+/// session's allocations.
+unsafe fn dtoh_direct(region: &Region, dst: &DataSegs<'_>, s: CUstream) -> DrvResult<()> {
+    pieces(dst).try_for_each(|(at, p)| {
+        spans(region, at, p.len() as u64)
+            .into_iter()
+            .try_for_each(|sp| {
+                let host = p
+                    .ptr_guard_mut()
+                    .as_ptr()
+                    .wrapping_add((sp.packed() - at) as usize);
+                // SAFETY: `host` lies in the piece; the rest is the caller's contract.
+                unsafe { issue_dtoh(region, sp, host, s) }
+            })
+    })
+}
+
 /// Waits for `s`, keeping the first error.
 fn finish(first: DrvResult<()>, s: CUstream) -> ExecResult<()> {
     // SAFETY: `s` is a live stream of the current context (our callers' invariant).
@@ -110,38 +155,14 @@ impl CudaExecutor {
                 // Straight from guest RAM; the DMA must finish before the guest gets its
                 // pages back, so wait for it (also on error: earlier pieces may be in
                 // flight). The read lock keeps the pinning in place meanwhile.
-                let r = pieces(&src).try_for_each(|(at, p)| {
-                    spans(&region, at, p.len() as u64)
-                        .into_iter()
-                        .try_for_each(|sp| {
-                            let host = p
-                                .ptr_guard()
-                                .as_ptr()
-                                .wrapping_add((sp.packed() - at) as usize);
-                            // SAFETY: `host` lies in the piece (spans stay inside
-                            // `[at, at + len)`), pinned guest RAM that stays mapped and pinned
-                            // while we hold the read lock, until `finish` has waited for the
-                            // DMA; the device side was checked against our allocations.
-                            unsafe { issue_htod(&region, sp, host, s) }
-                        })
-                });
+                // SAFETY: pinned guest RAM stays mapped and pinned while we hold the read
+                // lock, until `finish` has waited for the DMA.
+                let r = unsafe { htod_direct(&region, &src, s) };
                 return finish(r, s);
             }
             Placement::Pageable if total <= SMALL_COPY => {
-                let r = pieces(&src).try_for_each(|(at, p)| {
-                    spans(&region, at, p.len() as u64)
-                        .into_iter()
-                        .try_for_each(|sp| {
-                            let host = p
-                                .ptr_guard()
-                                .as_ptr()
-                                .wrapping_add((sp.packed() - at) as usize);
-                            // SAFETY: pageable memory, which the driver copies out before
-                            // returning; the piece is valid for this call; the device side
-                            // was checked.
-                            unsafe { issue_htod(&region, sp, host, s) }
-                        })
-                });
+                // SAFETY: pageable memory, which the driver copies out before returning.
+                let r = unsafe { htod_direct(&region, &src, s) };
                 r.map_err(to_status)?;
             }
             _ => self.htod_staged(&region, &src, s)?,
@@ -195,20 +216,9 @@ impl CudaExecutor {
             // Straight into the destination (pinned guest RAM, or pageable memory the
             // driver writes before returning); wait either way, so the data is complete
             // when the reply goes out, and earlier failures surface here.
-            let r = pieces(&dst).try_for_each(|(at, p)| {
-                spans(&region, at, p.len() as u64)
-                    .into_iter()
-                    .try_for_each(|sp| {
-                        let host = p
-                            .ptr_guard_mut()
-                            .as_ptr()
-                            .wrapping_add((sp.packed() - at) as usize);
-                        // SAFETY: `host` lies in the piece, writable memory valid for this
-                        // call (pinned guest RAM stays pinned under the read lock); `finish`
-                        // waits for the DMA before we return; the device side was checked.
-                        unsafe { issue_dtoh(&region, sp, host, s) }
-                    })
-            });
+            // SAFETY: pinned guest RAM stays pinned under the read lock, and pageable memory
+            // is written before the driver returns; `finish` waits for the DMA either way.
+            let r = unsafe { dtoh_direct(&region, &dst, s) };
             return finish(r, s);
         }
         self.dtoh_staged(&region, &dst, s)

@@ -284,6 +284,11 @@ fn poisson_histogram(lambda: f64) -> SquareHistogram {
     SquareHistogram { shift, v, k }
 }
 
+/// Bytes of [`poisson_image`].
+fn poisson_image_len(hist: Option<&SquareHistogram>) -> usize {
+    48 + hist.map_or(0, |h| 72 + 12 * h.v.len())
+}
+
 /// The device image of a Poisson distribution at device address `base`: a
 /// `curandDiscreteDistribution_st` (48 bytes), then for the histogram method its
 /// `curandDistributionM2Shift_st` (32), `curandHistogramM2_st` (40), `V` (doubles) and `K`
@@ -347,9 +352,10 @@ fn create_poisson(lambda: f64, out: *mut *mut c_void) -> Result<(), u32> {
     }
     client()?;
     let hist = (lambda <= POISSON_TABLE_MAX_LAMBDA).then(|| poisson_histogram(lambda));
-    let size = poisson_image(lambda, 0, hist.as_ref()).len();
+    let size = poisson_image_len(hist.as_ref());
     let base = device_malloc(size).map_err(|_| RAND_ALLOCATION_FAILED)?;
     let img = poisson_image(lambda, base, hist.as_ref());
+    debug_assert_eq!(img.len(), size);
     let len = img.len() as u64;
     if let Err(e) = copy_2d(
         base,
@@ -558,6 +564,7 @@ mod tests {
         let base = 0x7000_0000_0000;
         let img = poisson_image(3.0, base, Some(&h));
         assert_eq!(img.len() as u64, 120 + 12 * n);
+        assert_eq!(img.len(), poisson_image_len(Some(&h)));
         let u64_at = |o: usize| u64::from_le_bytes(img[o..o + 8].try_into().unwrap());
         let u32_at = |o: usize| u32::from_le_bytes(img[o..o + 4].try_into().unwrap());
         assert_eq!(u64_at(8), base + 48, "M2");

@@ -164,7 +164,7 @@ fn main() {
             queues: 1,
             max_sessions: 4,
         },
-        factory,
+        Backend::new(factory),
     )
     .unwrap();
     let server = std::thread::spawn(move || server.serve_one().unwrap());

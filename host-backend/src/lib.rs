@@ -8,6 +8,7 @@
 
 pub mod data;
 pub mod executor;
+pub mod modules;
 pub mod session;
 pub mod socket;
 pub mod vhost_user;

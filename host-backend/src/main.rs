@@ -170,7 +170,7 @@ fn main() -> ExitCode {
                 queues,
                 max_sessions,
             };
-            match vcuda_backend::vhost_user::start_backend(config, factory) {
+            match vcuda_backend::vhost_user::start_backend(config, Backend::new(factory)) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     error!("{e}");

@@ -7,77 +7,17 @@
 //! reply-on-error requests) and calls its [`Executor`]. Nothing a guest sends can make it
 //! panic; a malformed request gets an error record.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use log::{debug, warn};
-use sha2::{Digest, Sha256};
 use vcuda_protocol::decode::{self, split_requests};
 use vcuda_protocol::status::{self, CudaStatus};
 use vcuda_protocol::*;
 use zerocopy::IntoBytes;
 
 use crate::data::DataSegs;
-use crate::executor::{ExecResult, Executor, ExecutorFactory, ModuleImage, Status};
-
-/// Module images shared by all sessions, keyed by SHA-256, bounded in total size.
-#[derive(Debug, Default)]
-pub struct ModuleCache {
-    inner: Mutex<ModuleCacheInner>,
-}
-
-#[derive(Debug, Default)]
-struct ModuleCacheInner {
-    map: HashMap<[u8; 32], (Arc<ModuleImage>, u64)>,
-    bytes: u64,
-    clock: u64,
-}
-
-/// Total bytes of module images kept for reuse by later sessions.
-pub const MODULE_CACHE_BYTES: u64 = 1 << 30;
-/// Largest module image accepted.
-pub const MAX_MODULE_LEN: u64 = MAX_SEGMENT_LEN;
-
-impl ModuleCache {
-    fn lock(&self) -> std::sync::MutexGuard<'_, ModuleCacheInner> {
-        // A panic while holding the lock cannot leave the map inconsistent (every update is
-        // a single insert or remove), so a poisoned lock is still usable.
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// The image with this hash, if cached.
-    pub fn get(&self, hash: &[u8; 32]) -> Option<Arc<ModuleImage>> {
-        let mut g = self.lock();
-        g.clock += 1;
-        let now = g.clock;
-        g.map.get_mut(hash).map(|(img, used)| {
-            *used = now;
-            img.clone()
-        })
-    }
-
-    /// Caches an image, evicting the least recently used ones beyond the size bound.
-    pub fn insert(&self, image: Arc<ModuleImage>) {
-        let mut g = self.lock();
-        g.clock += 1;
-        let now = g.clock;
-        let len = image.bytes.len() as u64;
-        if let Some((_, used)) = g.map.get_mut(&image.hash) {
-            *used = now;
-            return;
-        }
-        while g.bytes + len > MODULE_CACHE_BYTES && !g.map.is_empty() {
-            let oldest = g.map.iter().min_by_key(|(_, (_, u))| *u).map(|(h, _)| *h);
-            if let Some(h) = oldest
-                && let Some((img, _)) = g.map.remove(&h)
-            {
-                g.bytes -= img.bytes.len() as u64;
-            }
-        }
-        g.bytes += len;
-        g.map.insert(image.hash, (image, now));
-    }
-}
+use crate::executor::{ExecResult, Executor, ExecutorFactory, MAX_STDOUT_BUFFER, Status};
+use crate::modules::ModuleCache;
 
 /// What every session of one backend shares.
 pub struct Backend {
@@ -107,6 +47,12 @@ impl Backend {
         self.factory.kind()
     }
 
+    /// The guest memory a vhost-user frontend shared changed (see
+    /// [`ExecutorFactory::guest_memory_changed`]).
+    pub fn guest_memory_changed(&self, regions: &[(usize, usize)]) {
+        self.factory.guest_memory_changed(regions);
+    }
+
     /// Starts a session.
     pub fn new_session(self: &Arc<Self>) -> ExecResult<Session> {
         Ok(Session {
@@ -120,10 +66,6 @@ impl Backend {
         })
     }
 }
-
-/// Most device-printf bytes a session buffers before dropping output (CUDA's default printf
-/// FIFO is 1 MiB and also drops what does not fit).
-pub const MAX_STDOUT_BUFFER: usize = 1 << 20;
 
 /// One guest process's state on the host.
 pub struct Session {
@@ -301,7 +243,7 @@ impl Session {
         if let Some(s) = self.sticky
             && !matches!(
                 req,
-                Request::DeviceReset(_) | Request::GetDeviceInfo(_) | Request::Nop
+                Request::DeviceReset(_) | Request::GetDeviceInfo(_) | Request::Nop(_)
             )
         {
             return Err(s);
@@ -335,7 +277,7 @@ impl Session {
             max_data_len: MAX_DATA_LEN,
             features: 0,
         };
-        Ok((resp.as_bytes().to_vec(), 0))
+        Ok(reply::<ops::Hello>(resp))
     }
 
     fn dispatch(
@@ -346,9 +288,7 @@ impl Session {
         inp: &DataSegs<'_>,
     ) -> ExecResult<(Vec<u8>, u64)> {
         let e = &mut self.exec;
-        let none = |r: ExecResult<()>| r.map(|()| (Vec::new(), 0));
-        let handle =
-            |r: ExecResult<u64>| r.map(|h| (HandleResp { handle: h }.as_bytes().to_vec(), 0));
+        let handle = |h: u64| HandleResp { handle: h };
         let name = |n: &[u8]| {
             std::str::from_utf8(n)
                 .map_err(|_| Status::INVALID_VALUE)
@@ -356,34 +296,36 @@ impl Session {
         };
         match *req {
             Request::Hello(..) => unreachable_hello(),
-            Request::Nop => Ok((Vec::new(), 0)),
-            Request::GetDeviceInfo(d) => {
-                e.device_info(d.device).map(|i| (i.as_bytes().to_vec(), 0))
+            Request::Nop(()) => done::<ops::Nop>(Ok(())),
+            Request::GetDeviceInfo(d) => e.device_info(d.device).map(reply::<ops::GetDeviceInfo>),
+            Request::DeviceSynchronize(d) => {
+                done::<ops::DeviceSynchronize>(e.device_synchronize(d.device))
             }
-            Request::DeviceSynchronize(d) => none(e.device_synchronize(d.device)),
             Request::DeviceReset(d) => {
                 let r = e.device_reset(d.device);
                 if r.is_ok() {
                     self.sticky = None;
                 }
-                none(r)
+                done::<ops::DeviceReset>(r)
             }
             Request::MemGetInfo(d) => e
                 .mem_get_info(d.device)
-                .map(|(free, total)| (MemGetInfoResp { free, total }.as_bytes().to_vec(), 0)),
-            Request::DeviceSetLimit(l) => none(e.set_limit(l.device, l.limit, l.value)),
+                .map(|(free, total)| reply::<ops::MemGetInfo>(MemGetInfoResp { free, total })),
+            Request::DeviceSetLimit(l) => {
+                done::<ops::DeviceSetLimit>(e.set_limit(l.device, l.limit, l.value))
+            }
             Request::DeviceGetLimit(l) => e
                 .get_limit(l.device, l.limit)
-                .map(|value| (LimitResp { value }.as_bytes().to_vec(), 0)),
+                .map(|value| reply::<ops::DeviceGetLimit>(LimitResp { value })),
             Request::Malloc(m) => e
                 .malloc(m.device, m.size)
-                .map(|ptr| (PtrResp { ptr }.as_bytes().to_vec(), 0)),
-            Request::Free(p) => none(e.free(p.ptr)),
+                .map(|ptr| reply::<ops::Malloc>(PtrResp { ptr })),
+            Request::Free(p) => done::<ops::Free>(e.free(p.ptr)),
             Request::MemcpyHtoD(ref r) => {
                 let src = out
                     .sub(raw.out_offset, raw.out_len)
                     .map_err(|_| Status::INVALID_VALUE)?;
-                none(e.memcpy_htod(r, &src))
+                done::<ops::MemcpyHtoD>(e.memcpy_htod(r, &src))
             }
             Request::MemcpyDtoH(ref r) => {
                 let dst = inp
@@ -391,62 +333,39 @@ impl Session {
                     .map_err(|_| Status::INVALID_VALUE)?;
                 e.memcpy_dtoh(r, &dst).map(|()| (Vec::new(), raw.in_len))
             }
-            Request::MemcpyDtoD(ref r) => none(e.memcpy_dtod(r)),
-            Request::Memset(ref r) => none(e.memset(r)),
-            Request::StreamCreate(s) => handle(e.stream_create(s.device, s.flags, s.priority)),
-            Request::StreamDestroy(h) => none(e.stream_destroy(h.handle)),
-            Request::StreamSynchronize(h) => none(e.stream_synchronize(h.handle)),
-            Request::StreamQuery(h) => none(e.stream_query(h.handle)),
-            Request::StreamWaitEvent(w) => none(e.stream_wait_event(w.stream, w.event, w.flags)),
-            Request::EventCreate(c) => handle(e.event_create(c.device, c.flags)),
-            Request::EventDestroy(h) => none(e.event_destroy(h.handle)),
-            Request::EventRecord(r) => none(e.event_record(r.event, r.stream, r.flags)),
-            Request::EventSynchronize(h) => none(e.event_synchronize(h.handle)),
-            Request::EventQuery(h) => none(e.event_query(h.handle)),
+            Request::MemcpyDtoD(ref r) => done::<ops::MemcpyDtoD>(e.memcpy_dtod(r)),
+            Request::Memset(ref r) => done::<ops::Memset>(e.memset(r)),
+            Request::StreamCreate(s) => e
+                .stream_create(s.device, s.flags, s.priority)
+                .map(|h| reply::<ops::StreamCreate>(handle(h))),
+            Request::StreamDestroy(h) => done::<ops::StreamDestroy>(e.stream_destroy(h.handle)),
+            Request::StreamSynchronize(h) => {
+                done::<ops::StreamSynchronize>(e.stream_synchronize(h.handle))
+            }
+            Request::StreamQuery(h) => done::<ops::StreamQuery>(e.stream_query(h.handle)),
+            Request::StreamWaitEvent(w) => {
+                done::<ops::StreamWaitEvent>(e.stream_wait_event(w.stream, w.event, w.flags))
+            }
+            Request::EventCreate(c) => e
+                .event_create(c.device, c.flags)
+                .map(|h| reply::<ops::EventCreate>(handle(h))),
+            Request::EventDestroy(h) => done::<ops::EventDestroy>(e.event_destroy(h.handle)),
+            Request::EventRecord(r) => {
+                done::<ops::EventRecord>(e.event_record(r.event, r.stream, r.flags))
+            }
+            Request::EventSynchronize(h) => {
+                done::<ops::EventSynchronize>(e.event_synchronize(h.handle))
+            }
+            Request::EventQuery(h) => done::<ops::EventQuery>(e.event_query(h.handle)),
             Request::EventElapsedTime(t) => e
                 .event_elapsed(t.start, t.end)
-                .map(|r| (r.as_bytes().to_vec(), 0)),
-            Request::ModuleLoad(ref m) => {
-                let image = match self.backend.modules.get(&m.hash) {
-                    Some(img) => img,
-                    None if m.flags & MODULE_HAS_DATA == 0 => {
-                        let resp = ModuleLoadResp {
-                            handle: 0,
-                            need_data: 1,
-                            reserved: 0,
-                        };
-                        return Ok((resp.as_bytes().to_vec(), 0));
-                    }
-                    None => {
-                        if m.size > MAX_MODULE_LEN {
-                            return Err(Status::INVALID_VALUE);
-                        }
-                        let mut bytes = vec![0u8; m.size as usize];
-                        out.read_at(raw.out_offset, &mut bytes)
-                            .map_err(|_| Status::INVALID_VALUE)?;
-                        let hash: [u8; 32] = Sha256::digest(&bytes).into();
-                        if hash != m.hash {
-                            warn!("module image does not match its hash");
-                            return Err(Status::INVALID_VALUE);
-                        }
-                        let img = Arc::new(ModuleImage { hash, bytes });
-                        self.backend.modules.insert(img.clone());
-                        img
-                    }
-                };
-                let handle = e.module_load(image)?;
-                Ok((
-                    ModuleLoadResp {
-                        handle,
-                        need_data: 0,
-                        reserved: 0,
-                    }
-                    .as_bytes()
-                    .to_vec(),
-                    0,
-                ))
-            }
-            Request::ModuleUnload(h) => none(e.module_unload(h.handle)),
+                .map(reply::<ops::EventElapsedTime>),
+            Request::ModuleLoad(ref m) => self
+                .backend
+                .modules
+                .load(e.as_mut(), m, out, raw)
+                .map(reply::<ops::ModuleLoad>),
+            Request::ModuleUnload(h) => done::<ops::ModuleUnload>(e.module_unload(h.handle)),
             Request::FunctionGet(f, n) => {
                 let info = e.function_get(f.module, &name(n)?)?;
                 let params = info.params.as_deref().unwrap_or(&[]);
@@ -459,24 +378,31 @@ impl Session {
                     param_size: info.param_size,
                     attrs: info.attrs,
                 };
-                let mut bytes = resp.as_bytes().to_vec();
+                // The reply's tail: one `ParamInfo` per parameter.
+                let (mut bytes, _) = reply::<ops::FunctionGet>(resp);
                 bytes.extend_from_slice(params.as_bytes());
                 Ok((bytes, 0))
             }
             Request::SymbolGet(s, n) => e
                 .symbol_get(s.module, &name(n)?)
-                .map(|(ptr, size)| (SymbolGetResp { ptr, size }.as_bytes().to_vec(), 0)),
-            Request::Launch(ref l, params) => none(e.launch(l, params)),
-            Request::FuncSetAttribute(a) => none(e.func_set_attribute(a.function, a.attr, a.value)),
-            Request::BlasCreate(c) => handle(e.blas_create(c.device)),
-            Request::BlasDestroy(h) => none(e.blas_destroy(h.handle)),
+                .map(|(ptr, size)| reply::<ops::SymbolGet>(SymbolGetResp { ptr, size })),
+            Request::Launch(ref l, params) => done::<ops::Launch>(e.launch(l, params)),
+            Request::FuncSetAttribute(a) => {
+                done::<ops::FuncSetAttribute>(e.func_set_attribute(a.function, a.attr, a.value))
+            }
+            Request::BlasCreate(c) => e
+                .blas_create(c.device)
+                .map(|h| reply::<ops::BlasCreate>(handle(h))),
+            Request::BlasDestroy(h) => done::<ops::BlasDestroy>(e.blas_destroy(h.handle)),
             Request::BlasCall(ref c) => e
                 .blas_call(c)
-                .map(|value| (BlasCallResp { value }.as_bytes().to_vec(), 0))
+                .map(|value| reply::<ops::BlasCall>(BlasCallResp { value }))
                 .map_err(|s| posted_library_error(raw, s)),
-            Request::RandCreate(c) => handle(e.rand_create(c.rng_type, c.flags)),
-            Request::RandDestroy(h) => none(e.rand_destroy(h.handle)),
-            Request::RandSet(ref r) => none(e.rand_set(r)),
+            Request::RandCreate(c) => e
+                .rand_create(c.rng_type, c.flags)
+                .map(|h| reply::<ops::RandCreate>(handle(h))),
+            Request::RandDestroy(h) => done::<ops::RandDestroy>(e.rand_destroy(h.handle)),
+            Request::RandSet(ref r) => done::<ops::RandSet>(e.rand_set(r)),
             Request::RandGenerate(ref g) => {
                 let dst = inp
                     .sub(raw.in_offset, raw.in_len)
@@ -487,6 +413,17 @@ impl Session {
             }
         }
     }
+}
+
+/// The reply of operation `O`: its fixed reply struct, no in data. Naming the operation
+/// ties the struct to it at compile time.
+fn reply<O: Op>(resp: O::Resp) -> (Vec<u8>, u64) {
+    (resp.as_bytes().to_vec(), 0)
+}
+
+/// The reply of an operation `O` that answers with nothing but its status.
+fn done<O: Op<Resp = ()>>(r: ExecResult<()>) -> ExecResult<(Vec<u8>, u64)> {
+    r.map(|()| reply::<O>(()))
 }
 
 /// A library call the guest posted without waiting fails as an asynchronous CUDA error

@@ -12,6 +12,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use testutils::*;
+use vcuda_backend::Backend;
 use vcuda_backend::executor::ExecutorFactory;
 use vcuda_backend::vhost_user::device::NO_SESSION;
 use vcuda_backend::vhost_user::{ConnectionEnd, Server, VhostUserConfig};
@@ -39,7 +40,7 @@ impl Rig {
                 queues,
                 max_sessions: 16,
             },
-            factory,
+            Backend::new(factory),
         )
         .unwrap();
         let server = std::thread::spawn(move || {

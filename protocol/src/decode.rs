@@ -53,7 +53,7 @@ pub enum DecodeError {
     Inconsistent(&'static str),
 }
 
-fn take<'a, T: FromBytes>(
+pub(crate) fn take<'a, T: FromBytes>(
     what: &'static str,
     bytes: &'a [u8],
 ) -> Result<(T, &'a [u8]), DecodeError> {
@@ -64,7 +64,7 @@ fn take<'a, T: FromBytes>(
     })
 }
 
-fn limit(what: &'static str, value: u64, limit: u64) -> Result<(), DecodeError> {
+pub(crate) fn limit(what: &'static str, value: u64, limit: u64) -> Result<(), DecodeError> {
     if value > limit {
         Err(DecodeError::TooLarge { what, value, limit })
     } else {
@@ -202,223 +202,113 @@ pub fn split_requests<'a>(
     Ok(out)
 }
 
-/// A decoded request payload. Tails (names, parameter buffers) borrow from the message.
-#[derive(Debug, Clone, PartialEq)]
-#[allow(missing_docs)]
-pub enum Request<'a> {
-    Hello(HelloReq, &'a [u8]),
-    Nop,
-    GetDeviceInfo(DeviceReq),
-    DeviceSynchronize(DeviceReq),
-    DeviceReset(DeviceReq),
-    MemGetInfo(DeviceReq),
-    DeviceSetLimit(LimitReq),
-    DeviceGetLimit(LimitReq),
-    Malloc(MallocReq),
-    Free(PtrReq),
-    MemcpyHtoD(MemcpyHtoDReq),
-    MemcpyDtoH(MemcpyDtoHReq),
-    MemcpyDtoD(MemcpyDtoDReq),
-    Memset(MemsetReq),
-    StreamCreate(StreamCreateReq),
-    StreamDestroy(HandleReq),
-    StreamSynchronize(HandleReq),
-    StreamQuery(HandleReq),
-    StreamWaitEvent(StreamWaitEventReq),
-    EventCreate(EventCreateReq),
-    EventDestroy(HandleReq),
-    EventRecord(EventRecordReq),
-    EventSynchronize(HandleReq),
-    EventQuery(HandleReq),
-    EventElapsedTime(EventElapsedReq),
-    ModuleLoad(ModuleLoadReq),
-    ModuleUnload(HandleReq),
-    FunctionGet(FunctionGetReq, &'a [u8]),
-    SymbolGet(SymbolGetReq, &'a [u8]),
-    Launch(LaunchReq, &'a [u8]),
-    FuncSetAttribute(FuncSetAttributeReq),
-    BlasCreate(BlasCreateReq),
-    BlasDestroy(HandleReq),
-    BlasCall(BlasCallReq),
-    RandCreate(RandCreateReq),
-    RandDestroy(HandleReq),
-    RandSet(RandSetReq),
-    RandGenerate(RandGenerateReq),
-}
+pub use crate::op::Request;
+pub use crate::table::MAX_NAME_LEN;
 
-/// Longest kernel or variable name accepted.
-pub const MAX_NAME_LEN: usize = 4096;
-
-fn fixed<T: FromBytes>(what: &'static str, payload: &[u8]) -> Result<T, DecodeError> {
-    let (v, rest) = take::<T>(what, payload)?;
-    if rest.is_empty() {
-        Ok(v)
-    } else {
-        Err(DecodeError::Trailing(what))
-    }
-}
-
-fn name_tail<'a, T: FromBytes>(
-    what: &'static str,
-    payload: &'a [u8],
-) -> Result<(T, &'a [u8]), DecodeError> {
-    let (v, rest) = take::<T>(what, payload)?;
-    limit("name length", rest.len() as u64, MAX_NAME_LEN as u64)?;
-    if rest.is_empty() || rest.contains(&0) {
-        return Err(DecodeError::Inconsistent("name"));
-    }
-    Ok((v, rest))
-}
-
-/// Checks that a request's segments are exactly `outs` out segments and `ins` in segments.
-fn segs(what: &'static str, s: &[SegmentDesc], outs: usize, ins: usize) -> Result<(), DecodeError> {
-    let o = s
+/// Counts a request's out and in segments.
+fn seg_counts(raw: &RawRequest<'_>) -> (usize, usize) {
+    let outs = raw
+        .segments
         .iter()
         .filter(|s| s.direction() == Some(SegmentDir::Out))
         .count();
-    let i = s
-        .iter()
-        .filter(|s| s.direction() == Some(SegmentDir::In))
-        .count();
-    if o == outs && i == ins {
-        Ok(())
-    } else {
-        Err(DecodeError::BadSegments(what))
-    }
+    (outs, raw.segments.len() - outs)
 }
 
-impl<'a> Request<'a> {
-    /// Decodes a request's payload, checking that its segments fit the opcode.
-    pub fn decode(raw: &RawRequest<'a>) -> Result<Self, DecodeError> {
-        let op = Opcode::try_from(raw.header.opcode).map_err(DecodeError::UnknownOpcode)?;
-        let p = raw.payload;
-        let s = &raw.segments[..];
-        use Opcode as O;
-        let no_segs = |what| segs(what, s, 0, 0);
-        Ok(match op {
-            O::Hello => {
-                no_segs("Hello")?;
-                let (h, tail) = take::<HelloReq>("Hello", p)?;
-                limit("program name", tail.len() as u64, MAX_NAME_LEN as u64)?;
-                Request::Hello(h, tail)
+/// The segment checks of the operations that carry data (rows of the table in
+/// [`crate::op`]). Each gets the decoded fixed part, the tail and the raw request.
+pub(crate) mod checks {
+    use super::*;
+
+    fn shape(
+        what: &'static str,
+        raw: &RawRequest<'_>,
+        outs: usize,
+        ins: usize,
+    ) -> Result<(), DecodeError> {
+        if seg_counts(raw) == (outs, ins) {
+            Ok(())
+        } else {
+            Err(DecodeError::BadSegments(what))
+        }
+    }
+
+    /// One out segment holding the packed rows.
+    pub(crate) fn packed_out(
+        r: &MemcpyHtoDReq,
+        _: &[u8],
+        raw: &RawRequest<'_>,
+    ) -> Result<(), DecodeError> {
+        shape("MemcpyHtoD", raw, 1, 0)?;
+        if Some(raw.out_len) != r.width.checked_mul(r.height) {
+            return Err(DecodeError::BadSegments("MemcpyHtoD"));
+        }
+        Ok(())
+    }
+
+    /// One in segment for the packed rows.
+    pub(crate) fn packed_in(
+        r: &MemcpyDtoHReq,
+        _: &[u8],
+        raw: &RawRequest<'_>,
+    ) -> Result<(), DecodeError> {
+        shape("MemcpyDtoH", raw, 0, 1)?;
+        if Some(raw.in_len) != r.width.checked_mul(r.height) {
+            return Err(DecodeError::BadSegments("MemcpyDtoH"));
+        }
+        Ok(())
+    }
+
+    /// The image as one out segment when [`MODULE_HAS_DATA`], else nothing.
+    pub(crate) fn module_image(
+        r: &ModuleLoadReq,
+        _: &[u8],
+        raw: &RawRequest<'_>,
+    ) -> Result<(), DecodeError> {
+        if r.flags & MODULE_HAS_DATA != 0 {
+            shape("ModuleLoad", raw, 1, 0)?;
+            if raw.out_len != r.size {
+                return Err(DecodeError::BadSegments("ModuleLoad"));
             }
-            O::Nop => {
-                no_segs("Nop")?;
-                if !p.is_empty() {
-                    return Err(DecodeError::Trailing("Nop"));
-                }
-                Request::Nop
+            Ok(())
+        } else {
+            shape("ModuleLoad", raw, 0, 0)
+        }
+    }
+
+    /// No segments; the tail is exactly `param_len` bytes.
+    pub(crate) fn launch_params(
+        r: &LaunchReq,
+        params: &[u8],
+        raw: &RawRequest<'_>,
+    ) -> Result<(), DecodeError> {
+        shape("Launch", raw, 0, 0)?;
+        if params.len() != r.param_len as usize {
+            return Err(DecodeError::Inconsistent("parameter length"));
+        }
+        Ok(())
+    }
+
+    /// A host generator's output fills in segments only (`n * element size` bytes in
+    /// all); a device generator carries no data.
+    pub(crate) fn rand_output(
+        r: &RandGenerateReq,
+        _: &[u8],
+        raw: &RawRequest<'_>,
+    ) -> Result<(), DecodeError> {
+        let elem = lib::dist::elem_size(r.dist).ok_or(DecodeError::Inconsistent("distribution"))?;
+        let bytes =
+            r.n.checked_mul(elem)
+                .ok_or(DecodeError::Inconsistent("RandGenerate length"))?;
+        if r.flags & lib::RAND_TO_HOST != 0 {
+            limit("host generator output", bytes, MAX_DATA_LEN)?;
+            if seg_counts(raw).0 != 0 || raw.in_len != bytes {
+                return Err(DecodeError::BadSegments("RandGenerate"));
             }
-            O::GetDeviceInfo => Request::GetDeviceInfo(fixed("GetDeviceInfo", p)?),
-            O::DeviceSynchronize => Request::DeviceSynchronize(fixed("DeviceSynchronize", p)?),
-            O::DeviceReset => Request::DeviceReset(fixed("DeviceReset", p)?),
-            O::MemGetInfo => Request::MemGetInfo(fixed("MemGetInfo", p)?),
-            O::DeviceSetLimit => Request::DeviceSetLimit(fixed("DeviceSetLimit", p)?),
-            O::DeviceGetLimit => Request::DeviceGetLimit(fixed("DeviceGetLimit", p)?),
-            O::Malloc => Request::Malloc(fixed("Malloc", p)?),
-            O::Free => Request::Free(fixed("Free", p)?),
-            O::MemcpyHtoD => {
-                let r: MemcpyHtoDReq = fixed("MemcpyHtoD", p)?;
-                segs("MemcpyHtoD", s, 1, 0)?;
-                if Some(raw.out_len) != r.width.checked_mul(r.height) {
-                    return Err(DecodeError::BadSegments("MemcpyHtoD"));
-                }
-                Request::MemcpyHtoD(r)
-            }
-            O::MemcpyDtoH => {
-                let r: MemcpyDtoHReq = fixed("MemcpyDtoH", p)?;
-                segs("MemcpyDtoH", s, 0, 1)?;
-                if Some(raw.in_len) != r.width.checked_mul(r.height) {
-                    return Err(DecodeError::BadSegments("MemcpyDtoH"));
-                }
-                Request::MemcpyDtoH(r)
-            }
-            O::MemcpyDtoD => Request::MemcpyDtoD(fixed("MemcpyDtoD", p)?),
-            O::Memset => Request::Memset(fixed("Memset", p)?),
-            O::StreamCreate => Request::StreamCreate(fixed("StreamCreate", p)?),
-            O::StreamDestroy => Request::StreamDestroy(fixed("StreamDestroy", p)?),
-            O::StreamSynchronize => Request::StreamSynchronize(fixed("StreamSynchronize", p)?),
-            O::StreamQuery => Request::StreamQuery(fixed("StreamQuery", p)?),
-            O::StreamWaitEvent => Request::StreamWaitEvent(fixed("StreamWaitEvent", p)?),
-            O::EventCreate => Request::EventCreate(fixed("EventCreate", p)?),
-            O::EventDestroy => Request::EventDestroy(fixed("EventDestroy", p)?),
-            O::EventRecord => Request::EventRecord(fixed("EventRecord", p)?),
-            O::EventSynchronize => Request::EventSynchronize(fixed("EventSynchronize", p)?),
-            O::EventQuery => Request::EventQuery(fixed("EventQuery", p)?),
-            O::EventElapsedTime => Request::EventElapsedTime(fixed("EventElapsedTime", p)?),
-            O::ModuleLoad => {
-                let r: ModuleLoadReq = fixed("ModuleLoad", p)?;
-                if r.flags & MODULE_HAS_DATA != 0 {
-                    segs("ModuleLoad", s, 1, 0)?;
-                    if raw.out_len != r.size {
-                        return Err(DecodeError::BadSegments("ModuleLoad"));
-                    }
-                } else {
-                    segs("ModuleLoad", s, 0, 0)?;
-                }
-                Request::ModuleLoad(r)
-            }
-            O::ModuleUnload => Request::ModuleUnload(fixed("ModuleUnload", p)?),
-            O::FunctionGet => {
-                let (r, name) = name_tail("FunctionGet", p)?;
-                Request::FunctionGet(r, name)
-            }
-            O::SymbolGet => {
-                let (r, name) = name_tail("SymbolGet", p)?;
-                Request::SymbolGet(r, name)
-            }
-            O::Launch => {
-                let (r, tail) = take::<LaunchReq>("Launch", p)?;
-                limit(
-                    "parameter length",
-                    u64::from(r.param_len),
-                    u64::from(MAX_PARAM_LEN),
-                )?;
-                if tail.len() != r.param_len as usize {
-                    return Err(DecodeError::Inconsistent("parameter length"));
-                }
-                Request::Launch(r, tail)
-            }
-            O::FuncSetAttribute => Request::FuncSetAttribute(fixed("FuncSetAttribute", p)?),
-            O::BlasCreate => Request::BlasCreate(fixed("BlasCreate", p)?),
-            O::BlasDestroy => Request::BlasDestroy(fixed("BlasDestroy", p)?),
-            O::BlasCall => Request::BlasCall(fixed("BlasCall", p)?),
-            O::RandCreate => Request::RandCreate(fixed("RandCreate", p)?),
-            O::RandDestroy => Request::RandDestroy(fixed("RandDestroy", p)?),
-            O::RandSet => Request::RandSet(fixed("RandSet", p)?),
-            O::RandGenerate => {
-                let r: RandGenerateReq = fixed("RandGenerate", p)?;
-                let elem = lib::dist::elem_size(r.dist)
-                    .ok_or(DecodeError::Inconsistent("distribution"))?;
-                let bytes =
-                    r.n.checked_mul(elem)
-                        .ok_or(DecodeError::Inconsistent("RandGenerate length"))?;
-                if r.flags & lib::RAND_TO_HOST != 0 {
-                    // The output fills in segments only.
-                    limit("host generator output", bytes, MAX_DATA_LEN)?;
-                    if s.iter().any(|s| s.direction() != Some(SegmentDir::In))
-                        || raw.in_len != bytes
-                    {
-                        return Err(DecodeError::BadSegments("RandGenerate"));
-                    }
-                } else {
-                    segs("RandGenerate", s, 0, 0)?;
-                }
-                Request::RandGenerate(r)
-            }
-        })
-        .and_then(|r| {
-            // Only the copy and module opcodes carry data.
-            match op {
-                O::MemcpyHtoD
-                | O::MemcpyDtoH
-                | O::ModuleLoad
-                | O::Hello
-                | O::Nop
-                | O::RandGenerate => Ok(r),
-                _ => no_segs("request").map(|_| r),
-            }
-        })
+            Ok(())
+        } else {
+            shape("RandGenerate", raw, 0, 0)
+        }
     }
 }
 

@@ -4,6 +4,7 @@
 use zerocopy::{Immutable, IntoBytes};
 
 use crate::op::Opcode;
+use crate::table::Op;
 use crate::wire::*;
 
 /// Builds a message: a header followed by requests. Reuse one builder to avoid allocations.
@@ -100,6 +101,18 @@ impl MessageBuilder {
         self.buf.extend_from_slice(fixed);
         self.buf.extend_from_slice(tail);
         self.n_requests += 1;
+    }
+
+    /// Appends a request of operation `O`: its fixed part `req`, then `tail`.
+    pub fn push_op<O: Op>(
+        &mut self,
+        flags: u16,
+        seq: u64,
+        segments: &[SegmentDesc],
+        req: &O::Req,
+        tail: &[u8],
+    ) {
+        self.push(O::CODE, flags, seq, segments, req, tail);
     }
 
     /// Fills in the header and returns the whole control area (header included).

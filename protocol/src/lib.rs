@@ -3,13 +3,15 @@
 //! module and the host backend.
 //!
 //! - [`wire`]: message, request, segment, reply and record headers, and the limits.
-//! - [`op`]: opcodes and the fixed part of every payload.
+//! - [`op`]: the table of operations (opcodes, [`ops`] types tying each to its request
+//!   and reply structs, the decoded [`Request`]) and the fixed part of every payload.
 //! - [`decode`]: checked, panic-free decoding of everything the host receives.
 //! - [`encode`]: builders for messages and replies.
 //! - [`status`]: `cudaError_t` codes, names and messages.
 //! - [`virtio`]: the virtio device (IDs, config space, chain layout).
 //! - [`ioctl`]: the `/dev/vcuda` ioctl ABI.
 //! - [`blas`]: argument checks of cuBLAS operations.
+//! - [`region`]: guest-supplied pitched regions and BLAS extents, checked once for all.
 //!
 //! All integers are little-endian; all structs are `#[repr(C)]` with compile-time size
 //! checks.
@@ -22,13 +24,16 @@ pub mod decode;
 pub mod encode;
 pub mod ioctl;
 pub mod op;
+pub mod region;
 pub mod status;
+mod table;
 pub mod virtio;
 pub mod wire;
 
-pub use decode::{DecodeError, RawRecord, RawRequest, Request};
+pub use decode::{DecodeError, RawRecord, RawRequest};
 pub use encode::{MessageBuilder, ReplyBuilder};
 pub use op::*;
+pub use table::Op;
 pub use wire::*;
 
 #[cfg(test)]

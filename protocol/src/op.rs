@@ -11,121 +11,99 @@
 
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
-macro_rules! opcodes {
-    ($($(#[$doc:meta])* $name:ident = $code:literal,)*) => {
-        /// A request's operation.
-        #[repr(u32)]
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-        pub enum Opcode {
-            $($(#[$doc])* $name = $code,)*
-        }
+use crate::decode::checks;
+use crate::table::{Name, Params, ProgramName, operations};
 
-        impl TryFrom<u32> for Opcode {
-            type Error = u32;
-
-            fn try_from(v: u32) -> Result<Self, u32> {
-                match v {
-                    $($code => Ok(Self::$name),)*
-                    other => Err(other),
-                }
-            }
-        }
-
-        impl Opcode {
-            /// Every opcode, in numeric order.
-            pub const ALL: &'static [Opcode] = &[$(Self::$name,)*];
-        }
-    };
-}
-
-opcodes! {
+// One row per operation: `Name = code, Request => Reply [, tail Kind] [, check fn];`
+// (see `crate::table`). Adding an operation end to end: ARCHITECTURE.md, "Adding a call".
+operations! {
     /// [`HelloReq`] -> [`HelloResp`]: version check; must be a session's first request.
-    Hello = 0x0001,
+    Hello = 0x0001, HelloReq => HelloResp, tail ProgramName;
     /// No payload, no reply payload: a round trip that does nothing.
-    Nop = 0x0002,
+    Nop = 0x0002, () => ();
 
     /// [`DeviceReq`] -> [`DeviceInfo`].
-    GetDeviceInfo = 0x0100,
+    GetDeviceInfo = 0x0100, DeviceReq => DeviceInfo;
     /// [`DeviceReq`]: waits for all work on the device.
-    DeviceSynchronize = 0x0101,
+    DeviceSynchronize = 0x0101, DeviceReq => ();
     /// [`DeviceReq`]: frees everything the session owns on the device and clears sticky errors.
-    DeviceReset = 0x0102,
+    DeviceReset = 0x0102, DeviceReq => ();
     /// [`DeviceReq`] -> [`MemGetInfoResp`].
-    MemGetInfo = 0x0103,
+    MemGetInfo = 0x0103, DeviceReq => MemGetInfoResp;
     /// [`LimitReq`]: `cudaDeviceSetLimit`.
-    DeviceSetLimit = 0x0104,
+    DeviceSetLimit = 0x0104, LimitReq => ();
     /// [`LimitReq`] (value ignored) -> [`LimitResp`]: `cudaDeviceGetLimit`.
-    DeviceGetLimit = 0x0105,
+    DeviceGetLimit = 0x0105, LimitReq => LimitResp;
 
     /// [`MallocReq`] -> [`PtrResp`].
-    Malloc = 0x0200,
+    Malloc = 0x0200, MallocReq => PtrResp;
     /// [`PtrReq`]: `cudaFree` (synchronizes the device first, as CUDA does).
-    Free = 0x0201,
+    Free = 0x0201, PtrReq => ();
     /// [`MemcpyHtoDReq`] + one out segment of `width * height` bytes (rows packed).
-    MemcpyHtoD = 0x0202,
+    MemcpyHtoD = 0x0202, MemcpyHtoDReq => (), check checks::packed_out;
     /// [`MemcpyDtoHReq`] + one in segment of `width * height` bytes (rows packed).
-    MemcpyDtoH = 0x0203,
+    MemcpyDtoH = 0x0203, MemcpyDtoHReq => (), check checks::packed_in;
     /// [`MemcpyDtoDReq`].
-    MemcpyDtoD = 0x0204,
+    MemcpyDtoD = 0x0204, MemcpyDtoDReq => ();
     /// [`MemsetReq`].
-    Memset = 0x0205,
+    Memset = 0x0205, MemsetReq => ();
 
     /// [`StreamCreateReq`] -> [`HandleResp`].
-    StreamCreate = 0x0300,
+    StreamCreate = 0x0300, StreamCreateReq => HandleResp;
     /// [`HandleReq`].
-    StreamDestroy = 0x0301,
+    StreamDestroy = 0x0301, HandleReq => ();
     /// [`HandleReq`].
-    StreamSynchronize = 0x0302,
+    StreamSynchronize = 0x0302, HandleReq => ();
     /// [`HandleReq`]: status `cudaErrorNotReady` while work is pending.
-    StreamQuery = 0x0303,
+    StreamQuery = 0x0303, HandleReq => ();
     /// [`StreamWaitEventReq`].
-    StreamWaitEvent = 0x0304,
+    StreamWaitEvent = 0x0304, StreamWaitEventReq => ();
 
     /// [`EventCreateReq`] -> [`HandleResp`].
-    EventCreate = 0x0400,
+    EventCreate = 0x0400, EventCreateReq => HandleResp;
     /// [`HandleReq`].
-    EventDestroy = 0x0401,
+    EventDestroy = 0x0401, HandleReq => ();
     /// [`EventRecordReq`].
-    EventRecord = 0x0402,
+    EventRecord = 0x0402, EventRecordReq => ();
     /// [`HandleReq`].
-    EventSynchronize = 0x0403,
+    EventSynchronize = 0x0403, HandleReq => ();
     /// [`HandleReq`]: status `cudaErrorNotReady` while the recorded work is pending.
-    EventQuery = 0x0404,
+    EventQuery = 0x0404, HandleReq => ();
     /// [`EventElapsedReq`] -> [`EventElapsedResp`].
-    EventElapsedTime = 0x0405,
+    EventElapsedTime = 0x0405, EventElapsedReq => EventElapsedResp;
 
     /// [`ModuleLoadReq`] (+ one out segment with the image when `MODULE_HAS_DATA`)
     /// -> [`ModuleLoadResp`].
-    ModuleLoad = 0x0500,
+    ModuleLoad = 0x0500, ModuleLoadReq => ModuleLoadResp, check checks::module_image;
     /// [`HandleReq`].
-    ModuleUnload = 0x0501,
+    ModuleUnload = 0x0501, HandleReq => ();
     /// [`FunctionGetReq`] + the kernel's mangled name -> [`FunctionGetResp`] + one
     /// [`ParamInfo`] per parameter when the host knows the layout.
-    FunctionGet = 0x0502,
+    FunctionGet = 0x0502, FunctionGetReq => FunctionGetResp, tail Name;
     /// [`SymbolGetReq`] + the variable's mangled name -> [`SymbolGetResp`].
-    SymbolGet = 0x0503,
+    SymbolGet = 0x0503, SymbolGetReq => SymbolGetResp, tail Name;
     /// [`LaunchReq`] + the parameter buffer (`param_len` bytes).
-    Launch = 0x0504,
+    Launch = 0x0504, LaunchReq => (), tail Params, check checks::launch_params;
     /// [`FuncSetAttributeReq`].
-    FuncSetAttribute = 0x0505,
+    FuncSetAttribute = 0x0505, FuncSetAttributeReq => ();
 
     /// [`BlasCreateReq`] -> [`HandleResp`]: a cuBLAS handle. Library requests answer with
     /// a library status (see [`lib`]).
-    BlasCreate = 0x1000,
+    BlasCreate = 0x1000, BlasCreateReq => HandleResp;
     /// [`HandleReq`]: destroys a cuBLAS handle.
-    BlasDestroy = 0x1001,
+    BlasDestroy = 0x1001, HandleReq => ();
     /// [`BlasCallReq`] -> [`BlasCallResp`]: one cuBLAS operation.
-    BlasCall = 0x1002,
+    BlasCall = 0x1002, BlasCallReq => BlasCallResp;
 
     /// [`RandCreateReq`] -> [`HandleResp`]: a cuRAND generator.
-    RandCreate = 0x1100,
+    RandCreate = 0x1100, RandCreateReq => HandleResp;
     /// [`HandleReq`]: destroys a cuRAND generator.
-    RandDestroy = 0x1101,
+    RandDestroy = 0x1101, HandleReq => ();
     /// [`RandSetReq`]: sets a generator's seed, offset, ordering or dimensions.
-    RandSet = 0x1102,
+    RandSet = 0x1102, RandSetReq => ();
     /// [`RandGenerateReq`] (+ in segments of `n * element size` bytes in all for a host
     /// generator, [`lib::RAND_TO_HOST`]): fills memory with random numbers.
-    RandGenerate = 0x1103,
+    RandGenerate = 0x1103, RandGenerateReq => (), check checks::rand_output;
 }
 
 /// Which executor a backend runs.

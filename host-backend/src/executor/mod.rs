@@ -28,6 +28,12 @@ pub mod cuda;
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Status(pub CudaStatus);
 
+impl From<vcuda_protocol::region::RegionError> for Status {
+    fn from(e: vcuda_protocol::region::RegionError) -> Self {
+        Status(e.status())
+    }
+}
+
 impl Status {
     /// `cudaErrorInvalidValue`.
     pub const INVALID_VALUE: Status = Status(status::INVALID_VALUE);
@@ -109,6 +115,10 @@ pub struct FunctionInfo {
     /// Total parameter bytes (0 when unknown).
     pub param_size: u32,
 }
+
+/// Most device-printf bytes a session buffers before dropping output (CUDA's default printf
+/// FIFO is 1 MiB and also drops what does not fit).
+pub const MAX_STDOUT_BUFFER: usize = 1 << 20;
 
 /// Makes executors, one per session.
 pub trait ExecutorFactory: Send + Sync {

@@ -50,7 +50,6 @@ use zerocopy::IntoBytes;
 
 use super::chain::Mem;
 use super::device::{Completion, Device, DeviceConfig, UsedRing};
-use crate::executor::ExecutorFactory;
 
 /// The guest memory as vhost-user-backend shares it between threads.
 pub type AtomicMem = GuestMemoryAtomic<Mem>;
@@ -193,7 +192,7 @@ impl UsedRing for RingHandle {
 /// The vcuda vhost-user backend for one connection (one VM).
 pub struct VhostUserCuda {
     device: Device,
-    factory: Arc<dyn ExecutorFactory>,
+    backend: Arc<crate::Backend>,
     queues: Vec<Arc<QueueState>>,
     rings: Vec<Mutex<Option<Arc<RingHandle>>>>,
     mem: AtomicMem,
@@ -215,15 +214,14 @@ impl VhostUserCuda {
     /// be the guest memory handed to the daemon.
     pub fn new(
         backend: Arc<crate::Backend>,
-        factory: Arc<dyn ExecutorFactory>,
         queues: u32,
         device: DeviceConfig,
         mem: AtomicMem,
     ) -> Self {
         let n = queues as usize;
         Self {
-            device: Device::new(backend, device),
-            factory,
+            device: Device::new(backend.clone(), device),
+            backend,
             queues: (0..n).map(|_| Arc::default()).collect(),
             rings: (0..n).map(|_| Mutex::new(None)).collect(),
             mem,
@@ -250,7 +248,7 @@ impl VhostUserCuda {
         if n > 0 {
             info!("connection ended; {n} sessions destroyed");
         }
-        self.factory.guest_memory_changed(&[]);
+        self.backend.guest_memory_changed(&[]);
     }
 
     fn ring(&self, index: usize, vring: &Vring) -> Option<Arc<RingHandle>> {
@@ -377,7 +375,7 @@ impl VhostUserBackend for VhostUserCuda {
             regions.len(),
             regions.iter().map(|r| r.1).sum::<usize>() >> 20
         );
-        self.factory.guest_memory_changed(&regions);
+        self.backend.guest_memory_changed(&regions);
         Ok(())
     }
 

@@ -28,7 +28,6 @@ use vm_memory::{GuestMemoryAtomic, GuestMemoryMmap};
 
 pub use self::backend::VhostUserCuda;
 pub use self::device::{Device, DeviceConfig, Threading};
-use crate::executor::ExecutorFactory;
 use crate::session::Backend;
 
 /// Errors of the vhost-user transport.
@@ -68,7 +67,6 @@ pub struct Server {
     listener: Listener,
     config: VhostUserConfig,
     backend: Arc<Backend>,
-    factory: Arc<dyn ExecutorFactory>,
 }
 
 impl std::fmt::Debug for Server {
@@ -80,16 +78,16 @@ impl std::fmt::Debug for Server {
 }
 
 impl Server {
-    /// Listens on `config.socket` (replacing a stale socket file).
-    pub fn new(config: VhostUserConfig, factory: Arc<dyn ExecutorFactory>) -> Result<Self, Error> {
+    /// Listens on `config.socket` (replacing a stale socket file); sessions run on
+    /// `backend`.
+    pub fn new(config: VhostUserConfig, backend: Arc<Backend>) -> Result<Self, Error> {
         if config.queues == 0 || config.queues > MAX_REQUEST_QUEUES {
             return Err(Error::BadQueueCount(config.queues));
         }
         let listener = Listener::new(&config.socket, true).map_err(Error::Listen)?;
         Ok(Self {
             listener,
-            backend: Backend::new(factory.clone()),
-            factory,
+            backend,
             config,
         })
     }
@@ -100,7 +98,6 @@ impl Server {
         let mem = GuestMemoryAtomic::new(GuestMemoryMmap::new());
         let cuda = Arc::new(VhostUserCuda::new(
             self.backend.clone(),
-            self.factory.clone(),
             self.config.queues,
             DeviceConfig {
                 max_sessions: self.config.max_sessions,
@@ -136,11 +133,8 @@ impl Server {
 }
 
 /// Serves vhost-user connections on `config.socket` forever.
-pub fn start_backend(
-    config: VhostUserConfig,
-    factory: Arc<dyn ExecutorFactory>,
-) -> Result<(), Error> {
-    let mut server = Server::new(config, factory)?;
+pub fn start_backend(config: VhostUserConfig, backend: Arc<Backend>) -> Result<(), Error> {
+    let mut server = Server::new(config, backend)?;
     info!(
         "vhost-user backend listening on {} ({} request queues)",
         server.config.socket.display(),

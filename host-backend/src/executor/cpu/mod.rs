@@ -23,6 +23,8 @@ use vcuda_protocol::{
 
 pub use self::memory::{AllocKind, DeviceHeap, MemoryBudget};
 use self::module::Modules;
+use vcuda_protocol::region::{self, Region};
+
 use super::{ExecResult, Executor, ExecutorFactory, FunctionInfo, ModuleImage, Status};
 use crate::data::DataSegs;
 
@@ -340,8 +342,8 @@ impl Executor for CpuExecutor {
 
     fn memcpy_htod(&mut self, r: &MemcpyHtoDReq, src: &DataSegs<'_>) -> ExecResult<()> {
         self.check_stream(r.stream)?;
-        let rows = Rows::new(r.dst, r.dpitch, r.width, r.height)?;
-        for (i, addr) in rows.iter() {
+        let rows = Region::new(r.dst, r.dpitch, r.width, r.height)?;
+        for (i, addr) in rows.rows() {
             let dst = self.heap.bytes_mut(addr, r.width)?;
             src.read_at(i * r.width, dst)
                 .map_err(|_| Status::INVALID_VALUE)?;
@@ -351,8 +353,8 @@ impl Executor for CpuExecutor {
 
     fn memcpy_dtoh(&mut self, r: &MemcpyDtoHReq, dst: &DataSegs<'_>) -> ExecResult<()> {
         self.check_stream(r.stream)?;
-        let rows = Rows::new(r.src, r.spitch, r.width, r.height)?;
-        for (i, addr) in rows.iter() {
+        let rows = Region::new(r.src, r.spitch, r.width, r.height)?;
+        for (i, addr) in rows.rows() {
             let src = self.heap.bytes(addr, r.width)?;
             dst.write_at(i * r.width, src)
                 .map_err(|_| Status::INVALID_VALUE)?;
@@ -362,9 +364,9 @@ impl Executor for CpuExecutor {
 
     fn memcpy_dtod(&mut self, r: &MemcpyDtoDReq) -> ExecResult<()> {
         self.check_stream(r.stream)?;
-        let d = Rows::new(r.dst, r.dpitch, r.width, r.height)?;
-        let s = Rows::new(r.src, r.spitch, r.width, r.height)?;
-        for ((_, da), (_, sa)) in d.iter().zip(s.iter()) {
+        let d = Region::new(r.dst, r.dpitch, r.width, r.height)?;
+        let s = Region::new(r.src, r.spitch, r.width, r.height)?;
+        for ((_, da), (_, sa)) in d.rows().zip(s.rows()) {
             self.heap.copy(da, sa, r.width)?;
         }
         Ok(())
@@ -373,13 +375,10 @@ impl Executor for CpuExecutor {
     fn memset(&mut self, r: &MemsetReq) -> ExecResult<()> {
         self.check_stream(r.stream)?;
         let es = u64::from(r.elem_size);
-        if !matches!(es, 1 | 2 | 4) {
-            return Err(Status::INVALID_VALUE);
-        }
-        let row_bytes = r.width.checked_mul(es).ok_or(Status::INVALID_VALUE)?;
-        let rows = Rows::new(r.dst, r.pitch, row_bytes, r.height)?;
+        let row_bytes = region::memset_row_bytes(r.width, es)?;
+        let rows = Region::new(r.dst, r.pitch, row_bytes, r.height)?;
         let pattern = r.value.to_le_bytes();
-        for (_, addr) in rows.iter() {
+        for (_, addr) in rows.rows() {
             if es > 1 && addr % es != 0 {
                 return Err(Status::INVALID_VALUE);
             }
@@ -591,37 +590,5 @@ impl Executor for CpuExecutor {
             dst.copy_from_slice(&bytes);
             Ok(0)
         }
-    }
-}
-
-/// The rows of a pitched copy: `height` rows of `width` bytes, `pitch` apart.
-struct Rows {
-    base: u64,
-    pitch: u64,
-    height: u64,
-}
-
-impl Rows {
-    fn new(base: u64, pitch: u64, width: u64, height: u64) -> ExecResult<Self> {
-        if height > 1 && pitch < width {
-            return Err(Status::INVALID_PITCH);
-        }
-        // The last row must be addressable without overflow.
-        if height > 0 {
-            (height - 1)
-                .checked_mul(pitch)
-                .and_then(|o| o.checked_add(width))
-                .and_then(|o| o.checked_add(base))
-                .ok_or(Status::INVALID_VALUE)?;
-        }
-        Ok(Self {
-            base,
-            pitch,
-            height,
-        })
-    }
-
-    fn iter(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
-        (0..self.height).map(move |i| (i, self.base + i * self.pitch))
     }
 }

@@ -99,7 +99,7 @@ struct Sink<'a>(&'a Mutex<Vec<u8>>);
 impl vcuda_ptx::PrintfSink for Sink<'_> {
     fn print(&self, text: &[u8]) {
         let mut g = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        let room = super::super::super::session::MAX_STDOUT_BUFFER.saturating_sub(g.len());
+        let room = crate::executor::MAX_STDOUT_BUFFER.saturating_sub(g.len());
         g.extend_from_slice(&text[..text.len().min(room)]);
     }
 }

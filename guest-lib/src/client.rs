@@ -11,10 +11,10 @@ use std::sync::{Mutex, OnceLock};
 
 use vcuda_protocol::status;
 use vcuda_protocol::{
-    DeviceInfo, DeviceReq, ExecutorKind, HelloReq, HelloResp, MSG_NO_WAIT, MessageBuilder, Opcode,
-    REQ_REPLY_ON_ERROR, RecordKind, SegmentDesc,
+    DeviceInfo, DeviceReq, ExecutorKind, HelloReq, HelloResp, MSG_NO_WAIT, MessageBuilder, Op,
+    REQ_REPLY_ON_ERROR, RecordKind, SegmentDesc, ops,
 };
-use zerocopy::{FromBytes, Immutable, IntoBytes};
+use zerocopy::FromBytes;
 
 use crate::entry::{Error, Result};
 use crate::logging;
@@ -151,7 +151,7 @@ impl Client {
             reserved: 0,
         };
         let resp: HelloResp = c
-            .call_fixed(Opcode::Hello, &hello, name.as_bytes(), &[], &mut [])
+            .call_with::<ops::Hello>(&hello, name.as_bytes(), &[], &mut [])
             .inspect_err(|e| {
                 logging::alert(&format!(
                     "the vcuda backend refused the session (error {})",
@@ -216,12 +216,31 @@ impl Client {
         }
     }
 
-    /// Sends one request and waits for its reply; returns its payload. `out` are the
-    /// request's out segments, `inp` its in segments.
-    pub fn call<T: IntoBytes + Immutable + ?Sized>(
+    /// Sends one request of operation `O` (no tail, no data) and waits for its reply.
+    pub fn call<O: Op>(&self, req: &O::Req) -> Result<O::Resp> {
+        self.call_with::<O>(req, &[], &[], &mut [])
+    }
+
+    /// Sends one request of operation `O` with a payload tail, out segments `out` and in
+    /// segments `inp`, and waits for its reply.
+    pub fn call_with<O: Op>(
         &self,
-        op: Opcode,
-        fixed: &T,
+        req: &O::Req,
+        tail: &[u8],
+        out: &[&[u8]],
+        inp: &mut [&mut [u8]],
+    ) -> Result<O::Resp> {
+        let p = self.call_raw::<O>(req, tail, out, inp)?;
+        O::Resp::read_from_prefix(&p)
+            .map(|(r, _)| r)
+            .map_err(|_| Error::UNKNOWN)
+    }
+
+    /// Like [`Client::call_with`], returning the whole reply payload: the reply struct
+    /// and whatever follows it.
+    pub fn call_raw<O: Op>(
+        &self,
+        req: &O::Req,
         tail: &[u8],
         out: &[&[u8]],
         inp: &mut [&mut [u8]],
@@ -229,7 +248,7 @@ impl Client {
         let seq = self.next_seq();
         let segs = Self::segments(out, inp);
         let mut b = MessageBuilder::new();
-        b.push(op, 0, seq, &segs, fixed, tail);
+        b.push_op::<O>(0, seq, &segs, req, tail);
         let msg = b.finish(0);
         let recs = self
             .transport
@@ -252,37 +271,22 @@ impl Client {
         Ok(r.payload.clone())
     }
 
-    /// Like [`Client::call`], decoding a fixed-size reply payload.
-    pub fn call_fixed<T: IntoBytes + Immutable + ?Sized, R: FromBytes>(
-        &self,
-        op: Opcode,
-        fixed: &T,
-        tail: &[u8],
-        out: &[&[u8]],
-        inp: &mut [&mut [u8]],
-    ) -> Result<R> {
-        let p = self.call(op, fixed, tail, out, inp)?;
-        R::read_from_prefix(&p)
-            .map(|(r, _)| r)
-            .map_err(|_| Error::UNKNOWN)
+    /// Sends a request of operation `O` (no tail, no data) flagged reply-on-error without
+    /// waiting. Its failure, if any, surfaces from a later call, like CUDA's asynchronous
+    /// errors.
+    pub fn post<O: Op>(&self, req: &O::Req) -> Result<()> {
+        self.post_with::<O>(req, &[], &[])
     }
 
-    /// Sends a request flagged reply-on-error without waiting. Its failure, if any,
-    /// surfaces from a later call, like CUDA's asynchronous errors.
-    pub fn post<T: IntoBytes + Immutable + ?Sized>(
-        &self,
-        op: Opcode,
-        fixed: &T,
-        tail: &[u8],
-        out: &[&[u8]],
-    ) -> Result<()> {
+    /// Like [`Client::post`], with a payload tail and out segments.
+    pub fn post_with<O: Op>(&self, req: &O::Req, tail: &[u8], out: &[&[u8]]) -> Result<()> {
         if let Some(e) = self.take_async_error() {
             return Err(e);
         }
         let seq = self.next_seq();
         let segs = Self::segments(out, &[]);
         let mut b = MessageBuilder::new();
-        b.push(op, REQ_REPLY_ON_ERROR, seq, &segs, fixed, tail);
+        b.push_op::<O>(REQ_REPLY_ON_ERROR, seq, &segs, req, tail);
         let msg = b.finish(MSG_NO_WAIT);
         let recs = self.transport.post(msg, out).map_err(|e| self.lost(e))?;
         self.side_records(&recs);
@@ -324,16 +328,10 @@ impl Client {
         if let Some(info) = slot.get() {
             return Ok(info);
         }
-        let info: DeviceInfo = self.call_fixed(
-            Opcode::GetDeviceInfo,
-            &DeviceReq {
-                device: i,
-                reserved: 0,
-            },
-            &[],
-            &[],
-            &mut [],
-        )?;
+        let info = self.call::<ops::GetDeviceInfo>(&DeviceReq {
+            device: i,
+            reserved: 0,
+        })?;
         Ok(slot.get_or_init(|| Box::new(info)))
     }
 

@@ -15,7 +15,7 @@ use sha2::{Digest, Sha256};
 use vcuda_fatbin::ParamLayout;
 use vcuda_protocol::{
     FuncAttrs, FunctionGetReq, FunctionGetResp, MODULE_HAS_DATA, ModuleLoadReq, ModuleLoadResp,
-    Opcode, PARAMS_UNKNOWN, ParamInfo, SymbolGetReq, SymbolGetResp,
+    PARAMS_UNKNOWN, ParamInfo, SymbolGetReq, SymbolGetResp, ops,
 };
 use zerocopy::FromBytes;
 
@@ -89,10 +89,10 @@ impl FatbinReg {
             flags: 0,
             reserved: 0,
         };
-        let mut resp: ModuleLoadResp = c.call_fixed(Opcode::ModuleLoad, &req, &[], &[], &mut [])?;
+        let mut resp: ModuleLoadResp = c.call::<ops::ModuleLoad>(&req)?;
         if resp.need_data != 0 {
             req.flags = MODULE_HAS_DATA;
-            resp = c.call_fixed(Opcode::ModuleLoad, &req, &[], &[img.bytes], &mut [])?;
+            resp = c.call_with::<ops::ModuleLoad>(&req, &[], &[img.bytes], &mut [])?;
         }
         *g = Some((generation, resp.handle));
         Ok(resp.handle)
@@ -132,8 +132,7 @@ impl FuncReg {
             return Ok(f.clone());
         }
         let module = self.fatbin.module(c)?;
-        let p = c.call(
-            Opcode::FunctionGet,
+        let p = c.call_raw::<ops::FunctionGet>(
             &FunctionGetReq { module },
             self.name.as_bytes(),
             &[],
@@ -198,8 +197,7 @@ impl VarReg {
             return Ok((a, s));
         }
         let module = self.fatbin.module(c)?;
-        let r: SymbolGetResp = c.call_fixed(
-            Opcode::SymbolGet,
+        let r: SymbolGetResp = c.call_with::<ops::SymbolGet>(
             &SymbolGetReq { module },
             self.name.as_bytes(),
             &[],

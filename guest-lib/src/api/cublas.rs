@@ -15,7 +15,7 @@ use std::sync::Mutex;
 
 use vcuda_protocol::blas::validate;
 use vcuda_protocol::lib::{BLAS_DEVICE_POINTERS, BLAS_NOT_SUPPORTED, dtype, func};
-use vcuda_protocol::{BlasCallReq, BlasCallResp, BlasCreateReq, HandleReq, HandleResp, Opcode};
+use vcuda_protocol::{BlasCallReq, BlasCallResp, BlasCreateReq, HandleReq, HandleResp, ops};
 
 use super::memory::copy_2d;
 use super::stream::stream_handle;
@@ -162,18 +162,13 @@ impl Call {
     /// Posts an operation with no host result.
     fn post(&self) -> Result<(), u32> {
         validate(&self.r)?;
-        self.c
-            .post(Opcode::BlasCall, &self.r, &[], &[])
-            .map_err(blas_err)
+        self.c.post::<ops::BlasCall>(&self.r).map_err(blas_err)
     }
 
     /// Sends a call and waits for it (for results the host needs).
     fn wait(&self) -> Result<[u8; 16], u32> {
         validate(&self.r)?;
-        let r: BlasCallResp = self
-            .c
-            .call_fixed(Opcode::BlasCall, &self.r, &[], &[], &mut [])
-            .map_err(blas_err)?;
+        let r: BlasCallResp = self.c.call::<ops::BlasCall>(&self.r).map_err(blas_err)?;
         Ok(r.value)
     }
 
@@ -1285,7 +1280,7 @@ entry_raw! {
             let c = client::client().map_err(|_| NOT_INITIALIZED)?;
             let device = c.check_device(state::device()).map_err(|_| NOT_INITIALIZED)?;
             let r: HandleResp = c
-                .call_fixed(Opcode::BlasCreate, &BlasCreateReq { device, reserved: 0 }, &[], &[], &mut [])
+                .call::<ops::BlasCreate>(&BlasCreateReq { device, reserved: 0 })
                 .map_err(|e| if e.0 == BLAS_NOT_SUPPORTED { BLAS_NOT_SUPPORTED } else { NOT_INITIALIZED })?;
             let st = HandleState { stream: 0, pointer_mode: 0, math_mode: 0, atomics: 0 };
             with_handles(|m| m.insert(r.handle, st));
@@ -1300,8 +1295,7 @@ entry_raw! {
             with_handles(|m| m.remove(&(h as u64))).ok_or(NOT_INITIALIZED)?;
             let c = client::client().map_err(|_| NOT_INITIALIZED)?;
             // Destroying waits for the handle's work, as cuBLAS does.
-            c.call(Opcode::BlasDestroy, &HandleReq { handle: h as u64 }, &[], &[], &mut [])
-                .map(drop)
+            c.call::<ops::BlasDestroy>(&HandleReq { handle: h as u64 })
                 .map_err(blas_err)
         })
     }

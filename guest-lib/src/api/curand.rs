@@ -24,8 +24,8 @@ use vcuda_protocol::lib::{
     RAND_OUT_OF_RANGE, RAND_TO_HOST, RAND_TYPE_ERROR, dist, set,
 };
 use vcuda_protocol::{
-    HandleReq, HandleResp, MAX_DATA_LEN, MAX_SEGMENT_LEN, Opcode, RandCreateReq, RandGenerateReq,
-    RandSetReq,
+    HandleReq, HandleResp, MAX_DATA_LEN, MAX_SEGMENT_LEN, RandCreateReq, RandGenerateReq,
+    RandSetReq, ops,
 };
 
 use super::memory::{copy_2d, device_free, device_malloc};
@@ -114,9 +114,7 @@ fn create(out: *mut G, rng_type: c_uint, host: bool) -> u32 {
             device,
             reserved: 0,
         };
-        let r: HandleResp = c
-            .call_fixed(Opcode::RandCreate, &req, &[], &[], &mut [])
-            .map_err(rand_err)?;
+        let r: HandleResp = c.call::<ops::RandCreate>(&req).map_err(rand_err)?;
         let st = GenState {
             rng_type,
             host,
@@ -140,8 +138,7 @@ fn set_param(g: G, what: u32, value: u64) -> u32 {
             reserved: 0,
             value,
         };
-        c.call(Opcode::RandSet, &req, &[], &[], &mut [])
-            .map_err(rand_err)?;
+        c.call::<ops::RandSet>(&req).map_err(rand_err)?;
         if what == set::DIMENSIONS {
             with_gens(|m| m.insert(g as u64, GenState { dims: value, ..st }));
         }
@@ -190,9 +187,7 @@ fn generate(g: G, out: *mut c_void, n: usize, d: u32, mean: f64, stddev: f64) ->
             stddev,
         };
         if !st.host {
-            return c
-                .post(Opcode::RandGenerate, &req, &[], &[])
-                .map_err(rand_err);
+            return c.post::<ops::RandGenerate>(&req).map_err(rand_err);
         }
         if bytes > MAX_DATA_LEN {
             return Err(RAND_ALLOCATION_FAILED);
@@ -202,8 +197,7 @@ fn generate(g: G, out: *mut c_void, n: usize, d: u32, mean: f64, stddev: f64) ->
         // SAFETY: a host generator writes `n` elements to the caller's host buffer.
         let dst = unsafe { std::slice::from_raw_parts_mut(out.cast::<u8>(), bytes as usize) };
         let mut segs: Vec<&mut [u8]> = dst.chunks_mut(MAX_SEGMENT_LEN as usize).collect();
-        c.call(Opcode::RandGenerate, &req, &[], &[], &mut segs)
-            .map(drop)
+        c.call_with::<ops::RandGenerate>(&req, &[], &[], &mut segs)
             .map_err(rand_err)
     })
 }
@@ -410,8 +404,7 @@ entry_raw! {
         run(|| {
             with_gens(|m| m.remove(&(g as u64))).ok_or(RAND_NOT_INITIALIZED)?;
             let c = client()?;
-            c.call(Opcode::RandDestroy, &HandleReq { handle: g as u64 }, &[], &[], &mut [])
-                .map(drop)
+            c.call::<ops::RandDestroy>(&HandleReq { handle: g as u64 })
                 .map_err(rand_err)
         })
     }

@@ -4,7 +4,7 @@
 use std::ffi::c_int;
 use std::sync::atomic::Ordering;
 
-use vcuda_protocol::{DeviceReq, LimitReq, LimitResp, MemGetInfoResp, Opcode};
+use vcuda_protocol::{DeviceReq, LimitReq, MemGetInfoResp, ops};
 
 use crate::client::{self, Client};
 use crate::entry::{Error, Result};
@@ -22,31 +22,19 @@ fn current(c: &Client) -> Result<u32> {
 /// Synchronizes the current device (also what `cudaDeviceSynchronize` does).
 pub fn synchronize(c: &Client) -> Result<()> {
     let device = current(c)?;
-    c.call(
-        Opcode::DeviceSynchronize,
-        &DeviceReq {
-            device,
-            reserved: 0,
-        },
-        &[],
-        &[],
-        &mut [],
-    )?;
+    c.call::<ops::DeviceSynchronize>(&DeviceReq {
+        device,
+        reserved: 0,
+    })?;
     Ok(())
 }
 
 fn reset(c: &Client) -> Result<()> {
     let device = current(c)?;
-    c.call(
-        Opcode::DeviceReset,
-        &DeviceReq {
-            device,
-            reserved: 0,
-        },
-        &[],
-        &[],
-        &mut [],
-    )?;
+    c.call::<ops::DeviceReset>(&DeviceReq {
+        device,
+        reserved: 0,
+    })?;
     // Everything the session owned on the device is gone.
     c.generation.fetch_add(1, Ordering::Relaxed);
     c.sticky.store(0, Ordering::Relaxed);
@@ -65,12 +53,8 @@ fn limit(c: &Client, limit: u32, value: Option<u64>) -> Result<u64> {
         value: value.unwrap_or(0),
     };
     match value {
-        Some(_) => c
-            .call(Opcode::DeviceSetLimit, &req, &[], &[], &mut [])
-            .map(|_| 0),
-        None => c
-            .call_fixed::<_, LimitResp>(Opcode::DeviceGetLimit, &req, &[], &[], &mut [])
-            .map(|r| r.value),
+        Some(_) => c.call::<ops::DeviceSetLimit>(&req).map(|_| 0),
+        None => c.call::<ops::DeviceGetLimit>(&req).map(|r| r.value),
     }
 }
 
@@ -160,7 +144,7 @@ entry! {
     fn cudaMemGetInfo(free: *mut usize, total: *mut usize) {
         let c = client::client()?;
         let device = current(c)?;
-        let r: MemGetInfoResp = c.call_fixed(Opcode::MemGetInfo, &DeviceReq { device, reserved: 0 }, &[], &[], &mut [])?;
+        let r: MemGetInfoResp = c.call::<ops::MemGetInfo>(&DeviceReq { device, reserved: 0 })?;
         // SAFETY: output pointers from the caller, checked for null.
         unsafe {
             write_out(free, r.free as usize)?;

@@ -10,7 +10,7 @@
 
 use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
 
-use vcuda_protocol::{FuncSetAttributeReq, LaunchReq, MAX_PARAM_LEN, Opcode, attr};
+use vcuda_protocol::{FuncSetAttributeReq, LaunchReq, MAX_PARAM_LEN, attr, ops};
 
 use super::stream::stream_handle;
 use crate::client::{self, Client};
@@ -96,7 +96,7 @@ fn launch(
         shared_mem: shmem as u32,
         param_len: params.len() as u32,
     };
-    c.post(Opcode::Launch, &req, &params, &[])
+    c.post_with::<ops::Launch>(&req, &params, &[])
 }
 
 fn to_cuda(a: &vcuda_protocol::FuncAttrs) -> cudaFuncAttributes {
@@ -238,6 +238,6 @@ entry! {
         let c = client::client()?;
         let f = func(host_fun)?.load(c)?;
         let req = FuncSetAttributeReq { function: f.handle, attr: attribute as u32, value };
-        c.call(Opcode::FuncSetAttribute, &req, &[], &[], &mut []).map(drop)
+        c.call::<ops::FuncSetAttribute>(&req)
     }
 }

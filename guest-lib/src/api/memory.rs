@@ -4,9 +4,10 @@
 
 use std::ffi::{c_int, c_void};
 
+use vcuda_protocol::region::Region;
 use vcuda_protocol::{
     COPY_ASYNC, MAX_SEGMENT_LEN, MallocReq, MemcpyDtoDReq, MemcpyDtoHReq, MemcpyHtoDReq, MemsetReq,
-    Opcode, PtrReq, PtrResp,
+    PtrReq, PtrResp, ops,
 };
 
 use super::stream::stream_handle;
@@ -29,17 +30,11 @@ const HOST_REGISTER_FLAGS: u32 = 0x1 | 0x2 | 0x4 | 0x8;
 fn malloc(c: &Client, size: usize) -> Result<u64> {
     c.check_sticky()?;
     let device = c.check_device(state::device())?;
-    let r: PtrResp = c.call_fixed(
-        Opcode::Malloc,
-        &MallocReq {
-            device,
-            flags: 0,
-            size: size as u64,
-        },
-        &[],
-        &[],
-        &mut [],
-    )?;
+    let r: PtrResp = c.call::<ops::Malloc>(&MallocReq {
+        device,
+        flags: 0,
+        size: size as u64,
+    })?;
     if r.ptr != 0 {
         c.mirror.insert(Range {
             base: r.ptr,
@@ -52,7 +47,7 @@ fn malloc(c: &Client, size: usize) -> Result<u64> {
 }
 
 fn free(c: &Client, ptr: u64) -> Result<()> {
-    c.call(Opcode::Free, &PtrReq { ptr }, &[], &[], &mut [])?;
+    c.call::<ops::Free>(&PtrReq { ptr })?;
     c.mirror.remove(ptr, |k| k == Kind::Device);
     Ok(())
 }
@@ -105,23 +100,22 @@ impl Copy2D {
         }
     }
 
+    /// Checks both sides (pitches, and every byte addressable).
     fn check(&self) -> Result<()> {
-        if self.height > 1 && (self.dpitch < self.width || self.spitch < self.width) {
-            return Err(Error::INVALID_PITCH);
-        }
+        self.side(self.dst, self.dpitch)?;
+        self.side(self.src, self.spitch)?;
         Ok(())
     }
 
-    /// Bytes spanned by one side: `(height - 1) * pitch + width`.
-    fn span(&self, pitch: u64) -> Result<u64> {
-        if self.height == 0 || self.width == 0 {
-            return Ok(0);
-        }
-        (self.height - 1)
-            .checked_mul(pitch)
-            .and_then(|v| v.checked_add(self.width))
-            .ok_or(Error::INVALID_VALUE)
+    /// One side of the copy as a checked region.
+    fn side(&self, base: u64, pitch: u64) -> Result<Region> {
+        region(base, pitch, self.width, self.height)
     }
+}
+
+/// A checked pitched region (see [`vcuda_protocol::region`]).
+fn region(base: u64, pitch: u64, width: u64, height: u64) -> Result<Region> {
+    Region::new(base, pitch, width, height).map_err(|e| Error(e.status()))
 }
 
 /// Performs a copy. `stream`: `None` for the synchronous calls, which also order against
@@ -153,7 +147,7 @@ fn memcpy(c: &Client, cp: Copy2D, kind: c_int, stream: Option<u64>) -> Result<()
             Ok(())
         }
         Dir::H2D => {
-            let span = cp.span(cp.spitch)?;
+            let span = cp.side(cp.src, cp.spitch)?.span();
             // SAFETY: the source is the caller's host buffer spanning `span` bytes.
             let src = unsafe { host_slice(cp.src as *const c_void, span as usize)? };
             let packed;
@@ -170,7 +164,9 @@ fn memcpy(c: &Client, cp: Copy2D, kind: c_int, stream: Option<u64>) -> Result<()
             };
             // Whole rows per request, at most the transport's limit each (a row longer
             // than that goes alone, split in column chunks).
-            let quiet = stream.is_some() && c.mirror.is_device_range(cp.dst, cp.span(cp.dpitch)?);
+            let quiet = stream.is_some()
+                && c.mirror
+                    .is_device_range(cp.dst, cp.side(cp.dst, cp.dpitch)?.span());
             for (row0, rows, col0, w) in chunks(cp.width, cp.height, c.max_request_data()) {
                 let mut part = Vec::new();
                 let data: &[u8] = if rows == 1 {
@@ -192,15 +188,15 @@ fn memcpy(c: &Client, cp: Copy2D, kind: c_int, stream: Option<u64>) -> Result<()
                     reserved: 0,
                 };
                 if quiet {
-                    c.post(Opcode::MemcpyHtoD, &req, &[], &[data])?;
+                    c.post_with::<ops::MemcpyHtoD>(&req, &[], &[data])?;
                 } else {
-                    c.call(Opcode::MemcpyHtoD, &req, &[], &[data], &mut [])?;
+                    c.call_with::<ops::MemcpyHtoD>(&req, &[], &[data], &mut [])?;
                 }
             }
             Ok(())
         }
         Dir::D2H => {
-            let span = cp.span(cp.dpitch)?;
+            let span = cp.side(cp.dst, cp.dpitch)?.span();
             // SAFETY: the destination is the caller's host buffer spanning `span` bytes.
             let dst = unsafe { host_slice_mut(cp.dst as *mut c_void, span as usize)? };
             let direct = cp.height == 1 || cp.dpitch == cp.width;
@@ -217,10 +213,10 @@ fn memcpy(c: &Client, cp: Copy2D, kind: c_int, stream: Option<u64>) -> Result<()
                 if direct {
                     let s = (row0 * cp.dpitch + col0) as usize;
                     let d = &mut dst[s..s + (w * rows) as usize];
-                    c.call(Opcode::MemcpyDtoH, &req, &[], &[], &mut [d])?;
+                    c.call_with::<ops::MemcpyDtoH>(&req, &[], &[], &mut [d])?;
                 } else {
                     let mut tmp = vec![0u8; (w * rows) as usize];
-                    c.call(Opcode::MemcpyDtoH, &req, &[], &[], &mut [&mut tmp])?;
+                    c.call_with::<ops::MemcpyDtoH>(&req, &[], &[], &mut [&mut tmp])?;
                     for (i, r) in tmp.chunks(w as usize).enumerate() {
                         let s = ((row0 + i as u64) * cp.dpitch + col0) as usize;
                         dst[s..s + w as usize].copy_from_slice(r);
@@ -241,13 +237,15 @@ fn memcpy(c: &Client, cp: Copy2D, kind: c_int, stream: Option<u64>) -> Result<()
                 flags,
                 reserved: 0,
             };
-            let ok = c.mirror.is_device_range(cp.dst, cp.span(cp.dpitch)?)
-                && c.mirror.is_device_range(cp.src, cp.span(cp.spitch)?);
+            let ok = c
+                .mirror
+                .is_device_range(cp.dst, cp.side(cp.dst, cp.dpitch)?.span())
+                && c.mirror
+                    .is_device_range(cp.src, cp.side(cp.src, cp.spitch)?.span());
             if stream.is_some() && ok {
-                c.post(Opcode::MemcpyDtoD, &req, &[], &[])
+                c.post::<ops::MemcpyDtoD>(&req)
             } else {
-                c.call(Opcode::MemcpyDtoD, &req, &[], &[], &mut [])
-                    .map(drop)
+                c.call::<ops::MemcpyDtoD>(&req)
             }
         }
     }
@@ -289,11 +287,9 @@ fn memset(
     stream: Option<u64>,
 ) -> Result<()> {
     c.check_sticky()?;
-    if width == 0 || height == 0 {
+    let r = region(dst, pitch, width, height)?;
+    if r.is_empty() {
         return Ok(());
-    }
-    if height > 1 && pitch < width {
-        return Err(Error::INVALID_PITCH);
     }
     let req = MemsetReq {
         dst,
@@ -309,16 +305,12 @@ fn memset(
             0
         },
     };
-    let span = (height - 1)
-        .checked_mul(pitch)
-        .and_then(|v| v.checked_add(width))
-        .ok_or(Error::INVALID_VALUE)?;
     // cudaMemset is asynchronous for device memory; only an unknown range needs the
     // backend's verdict before returning.
-    if c.mirror.is_device_range(dst, span) {
-        c.post(Opcode::Memset, &req, &[], &[])
+    if c.mirror.is_device_range(dst, r.span()) {
+        c.post::<ops::Memset>(&req)
     } else {
-        c.call(Opcode::Memset, &req, &[], &[], &mut []).map(drop)
+        c.call::<ops::Memset>(&req)
     }
 }
 

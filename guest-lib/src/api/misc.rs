@@ -4,7 +4,7 @@
 
 use std::ffi::{c_char, c_int, c_void};
 
-use vcuda_protocol::{HandleReq, Opcode, PtrReq, attr};
+use vcuda_protocol::{HandleReq, PtrReq, attr, ops};
 
 use super::stream::stream_handle;
 use crate::client;
@@ -26,13 +26,7 @@ fn drain(s: cudaStream_t) -> Result<u32> {
     let c = client::client()?;
     let handle = stream_handle(c, s, false)?;
     Ok(
-        match c.call(
-            Opcode::StreamSynchronize,
-            &HandleReq { handle },
-            &[],
-            &[],
-            &mut [],
-        ) {
+        match c.call::<ops::StreamSynchronize>(&HandleReq { handle }) {
             Ok(_) => 0,
             Err(e) => e.0,
         },
@@ -123,7 +117,7 @@ entry! {
         }
         c.mirror.remove(p, |k| k == Kind::Device).ok_or(Error::INVALID_VALUE)?;
         // Freed once the stream's earlier work has run: the backend's in-order execution.
-        c.post(Opcode::Free, &PtrReq { ptr: p }, &[], &[])
+        c.post::<ops::Free>(&PtrReq { ptr: p })
     }
 
     fn cudaOccupancyMaxActiveBlocksPerMultiprocessor(num_blocks: *mut c_int, func: *const c_void, block: c_int, smem: usize) {

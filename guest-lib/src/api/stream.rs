@@ -5,7 +5,7 @@ use std::ffi::c_int;
 
 use vcuda_protocol::{
     EventCreateReq, EventElapsedReq, EventElapsedResp, EventRecordReq, HandleReq, HandleResp,
-    Opcode, StreamCreateReq, StreamWaitEventReq,
+    StreamCreateReq, StreamWaitEventReq, ops,
 };
 
 use crate::client::{self, Client, EventInfo, StreamInfo};
@@ -50,18 +50,12 @@ fn per_thread_stream(c: &Client) -> Result<u64> {
         return Ok(h);
     }
     let device = c.check_device(state::device())?;
-    let r: HandleResp = c.call_fixed(
-        Opcode::StreamCreate,
-        &StreamCreateReq {
-            device,
-            flags: 0,
-            priority: 0,
-            reserved: 0,
-        },
-        &[],
-        &[],
-        &mut [],
-    )?;
+    let r: HandleResp = c.call::<ops::StreamCreate>(&StreamCreateReq {
+        device,
+        flags: 0,
+        priority: 0,
+        reserved: 0,
+    })?;
     state::set_per_thread_stream(generation, r.handle);
     Ok(r.handle)
 }
@@ -87,18 +81,12 @@ fn stream_create(p: *mut cudaStream_t, flags: u32, priority: c_int) -> Result<()
     }
     let device = c.check_device(state::device())?;
     let priority = priority.clamp(-5, 0);
-    let r: HandleResp = c.call_fixed(
-        Opcode::StreamCreate,
-        &StreamCreateReq {
-            device,
-            flags,
-            priority,
-            reserved: 0,
-        },
-        &[],
-        &[],
-        &mut [],
-    )?;
+    let r: HandleResp = c.call::<ops::StreamCreate>(&StreamCreateReq {
+        device,
+        flags,
+        priority,
+        reserved: 0,
+    })?;
     c.streams.lock().unwrap_or_else(|e| e.into_inner()).insert(
         r.handle,
         StreamInfo {
@@ -131,27 +119,13 @@ fn stream_info(c: &Client, s: cudaStream_t) -> Result<StreamInfo> {
 fn sync_stream(s: cudaStream_t, ptsz: bool) -> Result<()> {
     let c = client::client()?;
     let handle = stream_handle(c, s, ptsz)?;
-    c.call(
-        Opcode::StreamSynchronize,
-        &HandleReq { handle },
-        &[],
-        &[],
-        &mut [],
-    )
-    .map(drop)
+    c.call::<ops::StreamSynchronize>(&HandleReq { handle })
 }
 
 fn query_stream(s: cudaStream_t, ptsz: bool) -> Result<()> {
     let c = client::client()?;
     let handle = stream_handle(c, s, ptsz)?;
-    c.call(
-        Opcode::StreamQuery,
-        &HandleReq { handle },
-        &[],
-        &[],
-        &mut [],
-    )
-    .map(drop)
+    c.call::<ops::StreamQuery>(&HandleReq { handle })
 }
 
 fn wait_event(s: cudaStream_t, e: cudaEvent_t, flags: u32, ptsz: bool) -> Result<()> {
@@ -162,17 +136,12 @@ fn wait_event(s: cudaStream_t, e: cudaEvent_t, flags: u32, ptsz: bool) -> Result
     if flags & !1 != 0 {
         return Err(Error::INVALID_VALUE);
     }
-    c.post(
-        Opcode::StreamWaitEvent,
-        &StreamWaitEventReq {
-            stream,
-            event,
-            flags,
-            reserved: 0,
-        },
-        &[],
-        &[],
-    )
+    c.post::<ops::StreamWaitEvent>(&StreamWaitEventReq {
+        stream,
+        event,
+        flags,
+        reserved: 0,
+    })
 }
 
 fn event_create(p: *mut cudaEvent_t, flags: u32) -> Result<()> {
@@ -182,13 +151,7 @@ fn event_create(p: *mut cudaEvent_t, flags: u32) -> Result<()> {
         return Err(Error::INVALID_VALUE);
     }
     let device = c.check_device(state::device())?;
-    let r: HandleResp = c.call_fixed(
-        Opcode::EventCreate,
-        &EventCreateReq { device, flags },
-        &[],
-        &[],
-        &mut [],
-    )?;
+    let r: HandleResp = c.call::<ops::EventCreate>(&EventCreateReq { device, flags })?;
     c.events.lock().unwrap_or_else(|e| e.into_inner()).insert(
         r.handle,
         EventInfo {
@@ -208,17 +171,12 @@ fn event_record(e: cudaEvent_t, s: cudaStream_t, flags: u32, ptsz: bool) -> Resu
     if flags & !EVENT_RECORD_FLAGS != 0 {
         return Err(Error::INVALID_VALUE);
     }
-    c.post(
-        Opcode::EventRecord,
-        &EventRecordReq {
-            event,
-            stream,
-            flags,
-            reserved: 0,
-        },
-        &[],
-        &[],
-    )
+    c.post::<ops::EventRecord>(&EventRecordReq {
+        event,
+        stream,
+        flags,
+        reserved: 0,
+    })
 }
 
 entry! {
@@ -232,7 +190,7 @@ entry! {
         if c.streams.lock().unwrap_or_else(|e| e.into_inner()).remove(&handle).is_none() {
             return Err(Error::INVALID_HANDLE);
         }
-        c.call(Opcode::StreamDestroy, &HandleReq { handle }, &[], &[], &mut []).map(drop)
+        c.call::<ops::StreamDestroy>(&HandleReq { handle })
     }
 
     fn cudaStreamSynchronize(s: cudaStream_t) { sync_stream(s, false) }
@@ -269,7 +227,7 @@ entry! {
         if c.events.lock().unwrap_or_else(|e| e.into_inner()).remove(&handle).is_none() {
             return Err(Error::INVALID_HANDLE);
         }
-        c.call(Opcode::EventDestroy, &HandleReq { handle }, &[], &[], &mut []).map(drop)
+        c.call::<ops::EventDestroy>(&HandleReq { handle })
     }
 
     fn cudaEventRecord(e: cudaEvent_t, s: cudaStream_t) { event_record(e, s, 0, false) }
@@ -280,13 +238,13 @@ entry! {
     fn cudaEventSynchronize(e: cudaEvent_t) {
         let c = client::client()?;
         let handle = event_handle(c, e)?;
-        c.call(Opcode::EventSynchronize, &HandleReq { handle }, &[], &[], &mut []).map(drop)
+        c.call::<ops::EventSynchronize>(&HandleReq { handle })
     }
 
     fn cudaEventQuery(e: cudaEvent_t) {
         let c = client::client()?;
         let handle = event_handle(c, e)?;
-        c.call(Opcode::EventQuery, &HandleReq { handle }, &[], &[], &mut []).map(drop)
+        c.call::<ops::EventQuery>(&HandleReq { handle })
     }
 
     fn cudaEventElapsedTime(ms: *mut f32, start: cudaEvent_t, end: cudaEvent_t) {
@@ -295,7 +253,7 @@ entry! {
             return Err(Error::INVALID_VALUE);
         }
         let (start, end) = (event_handle(c, start)?, event_handle(c, end)?);
-        let r: EventElapsedResp = c.call_fixed(Opcode::EventElapsedTime, &EventElapsedReq { start, end }, &[], &[], &mut [])?;
+        let r: EventElapsedResp = c.call::<ops::EventElapsedTime>(&EventElapsedReq { start, end })?;
         // SAFETY: checked non-null; the caller's output pointer.
         unsafe { write_out(ms, r.ms) }
     }

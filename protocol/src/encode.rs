@@ -3,8 +3,7 @@
 
 use zerocopy::{Immutable, IntoBytes};
 
-use crate::op::Opcode;
-use crate::table::Op;
+use crate::operations::{Op, Opcode};
 use crate::wire::*;
 
 /// Builds a message: a header followed by requests. Reuse one builder to avoid allocations.

@@ -3,8 +3,9 @@
 //! module and the host backend.
 //!
 //! - [`wire`]: message, request, segment, reply and record headers, and the limits.
-//! - [`op`]: the table of operations (opcodes, [`ops`] types tying each to its request
-//!   and reply structs, the decoded [`Request`]) and the fixed part of every payload.
+//! - [`operations`]: the table of operations: [`Opcode`], the [`ops`] types tying each to
+//!   its request and reply structs ([`Op`]), the decoded [`Request`].
+//! - [`op`]: the fixed part of every payload.
 //! - [`decode`]: checked, panic-free decoding of everything the host receives.
 //! - [`encode`]: builders for messages and replies.
 //! - [`status`]: `cudaError_t` codes, names and messages.
@@ -20,10 +21,12 @@
 
 pub mod attr;
 pub mod blas;
+mod checks;
 pub mod decode;
 pub mod encode;
 pub mod ioctl;
 pub mod op;
+pub mod operations;
 pub mod region;
 pub mod status;
 mod table;
@@ -33,7 +36,7 @@ pub mod wire;
 pub use decode::{DecodeError, RawRecord, RawRequest};
 pub use encode::{MessageBuilder, ReplyBuilder};
 pub use op::*;
-pub use table::Op;
+pub use operations::*;
 pub use wire::*;
 
 #[cfg(test)]

@@ -1,33 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
-//! The machinery behind the one table of operations in [`crate::op`].
+//! The machinery behind the one table of operations in [`crate::operations`].
 //!
 //! Each row of `operations!` names an operation's code, its request struct, its reply
 //! struct, the tail its payload may carry after the request struct, and the check of its
 //! data segments. From the rows the macro generates:
 //! - [`crate::Opcode`], the numeric codes (`TryFrom<u32>`, [`crate::Opcode::ALL`],
 //!   [`crate::Opcode::name`]);
-//! - [`crate::ops`], one type per operation implementing [`Op`], so a caller names an
+//! - [`crate::ops`], one type per operation implementing [`crate::Op`], so a caller names an
 //!   operation once (`client.call::<ops::Memset>(&req)`) and the compiler ties its
 //!   request and reply types to it;
 //! - [`crate::Request`], the decoded request, and [`crate::Request::decode`], which checks
 //!   the payload's length, the tail and the segments of every operation.
 
-use std::fmt::Debug;
-
-use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
-
 use crate::decode::{DecodeError, RawRequest, limit};
-use crate::op::{MAX_PARAM_LEN, Opcode};
-
-/// One operation of the wire format: its code and the structs it sends and answers with.
-pub trait Op {
-    /// The opcode.
-    const CODE: Opcode;
-    /// The fixed part of the request payload.
-    type Req: FromBytes + IntoBytes + Immutable + KnownLayout + Debug;
-    /// The fixed part of the reply payload (`()`: none).
-    type Resp: FromBytes + IntoBytes + Immutable + KnownLayout + Debug;
-}
+use crate::op::MAX_PARAM_LEN;
+use crate::wire::MAX_NAME_LEN;
 
 /// What may follow a request's fixed part in its payload. The decoded tail borrows from
 /// the message.
@@ -35,9 +22,6 @@ pub trait TailKind {
     /// Checks the bytes after the fixed part.
     fn check(what: &'static str, tail: &[u8]) -> Result<(), DecodeError>;
 }
-
-/// Longest kernel or variable name accepted.
-pub const MAX_NAME_LEN: usize = 4096;
 
 /// The program's name, for logs: any bytes, at most [`MAX_NAME_LEN`].
 #[derive(Debug)]
@@ -95,8 +79,8 @@ pub(crate) fn no_data<T>(_: &T, _: &[u8], raw: &RawRequest<'_>) -> Result<(), De
     }
 }
 
-/// Generates the opcode enum, the [`Op`] types, the decoded request and its decoder from
-/// the table in [`crate::op`]. A row:
+/// Generates the opcode enum, the `Op` types, the decoded request and its decoder from
+/// the table in `operations.rs` (where `Op` must be in scope). A row:
 ///
 /// ```text
 /// /// docs
@@ -158,8 +142,8 @@ macro_rules! operations {
                 #[derive(Debug)]
                 pub enum $name {}
 
-                impl $crate::table::Op for $name {
-                    const CODE: super::Opcode = super::Opcode::$name;
+                impl Op for $name {
+                    const CODE: Opcode = Opcode::$name;
                     type Req = $req;
                     type Resp = $resp;
                 }

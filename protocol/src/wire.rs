@@ -236,3 +236,6 @@ pub struct RecordHeader {
     pub in_len: u64,
 }
 const _: () = assert!(size_of::<RecordHeader>() == 32);
+
+/// Longest kernel or variable name accepted.
+pub const MAX_NAME_LEN: usize = 4096;

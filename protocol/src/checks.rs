@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! The segment checks of the operations that carry data, named by their rows in
+//! [`crate::operations`]. Each gets the decoded fixed part, the tail and the raw request.
+
+use crate::decode::{DecodeError, RawRequest, limit};
+use crate::op::*;
+use crate::wire::*;
+
+/// Counts a request's out and in segments.
+fn seg_counts(raw: &RawRequest<'_>) -> (usize, usize) {
+    let outs = raw
+        .segments
+        .iter()
+        .filter(|s| s.direction() == Some(SegmentDir::Out))
+        .count();
+    (outs, raw.segments.len() - outs)
+}
+
+fn shape(
+    what: &'static str,
+    raw: &RawRequest<'_>,
+    outs: usize,
+    ins: usize,
+) -> Result<(), DecodeError> {
+    if seg_counts(raw) == (outs, ins) {
+        Ok(())
+    } else {
+        Err(DecodeError::BadSegments(what))
+    }
+}
+
+/// One out segment holding the packed rows.
+pub(crate) fn packed_out(
+    r: &MemcpyHtoDReq,
+    _: &[u8],
+    raw: &RawRequest<'_>,
+) -> Result<(), DecodeError> {
+    shape("MemcpyHtoD", raw, 1, 0)?;
+    if Some(raw.out_len) != r.width.checked_mul(r.height) {
+        return Err(DecodeError::BadSegments("MemcpyHtoD"));
+    }
+    Ok(())
+}
+
+/// One in segment for the packed rows.
+pub(crate) fn packed_in(
+    r: &MemcpyDtoHReq,
+    _: &[u8],
+    raw: &RawRequest<'_>,
+) -> Result<(), DecodeError> {
+    shape("MemcpyDtoH", raw, 0, 1)?;
+    if Some(raw.in_len) != r.width.checked_mul(r.height) {
+        return Err(DecodeError::BadSegments("MemcpyDtoH"));
+    }
+    Ok(())
+}
+
+/// The image as one out segment when [`MODULE_HAS_DATA`], else nothing.
+pub(crate) fn module_image(
+    r: &ModuleLoadReq,
+    _: &[u8],
+    raw: &RawRequest<'_>,
+) -> Result<(), DecodeError> {
+    if r.flags & MODULE_HAS_DATA != 0 {
+        shape("ModuleLoad", raw, 1, 0)?;
+        if raw.out_len != r.size {
+            return Err(DecodeError::BadSegments("ModuleLoad"));
+        }
+        Ok(())
+    } else {
+        shape("ModuleLoad", raw, 0, 0)
+    }
+}
+
+/// No segments; the tail is exactly `param_len` bytes.
+pub(crate) fn launch_params(
+    r: &LaunchReq,
+    params: &[u8],
+    raw: &RawRequest<'_>,
+) -> Result<(), DecodeError> {
+    shape("Launch", raw, 0, 0)?;
+    if params.len() != r.param_len as usize {
+        return Err(DecodeError::Inconsistent("parameter length"));
+    }
+    Ok(())
+}
+
+/// A host generator's output fills in segments only (`n * element size` bytes in
+/// all); a device generator carries no data.
+pub(crate) fn rand_output(
+    r: &RandGenerateReq,
+    _: &[u8],
+    raw: &RawRequest<'_>,
+) -> Result<(), DecodeError> {
+    let elem = lib::dist::elem_size(r.dist).ok_or(DecodeError::Inconsistent("distribution"))?;
+    let bytes =
+        r.n.checked_mul(elem)
+            .ok_or(DecodeError::Inconsistent("RandGenerate length"))?;
+    if r.flags & lib::RAND_TO_HOST != 0 {
+        limit("host generator output", bytes, MAX_DATA_LEN)?;
+        if seg_counts(raw).0 != 0 || raw.in_len != bytes {
+            return Err(DecodeError::BadSegments("RandGenerate"));
+        }
+        Ok(())
+    } else {
+        shape("RandGenerate", raw, 0, 0)
+    }
+}

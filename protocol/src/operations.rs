@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! The table of operations: one row per call of the wire format.
+//!
+//! Numeric codes are stable and never reused; a retired code stays here as a comment.
+//! Ranges: `0x00xx` session, `0x01xx` device, `0x02xx` memory, `0x03xx` streams, `0x04xx`
+//! events, `0x05xx` modules and launches, `0x10xx` cuBLAS, `0x11xx` cuRAND. The structs
+//! the rows name are in [`crate::op`]; the macro that turns the rows into [`Opcode`],
+//! [`ops`], [`Request`] and its decoder is in `table.rs`.
+
+use std::fmt::Debug;
+
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+
+use crate::checks;
+use crate::op::*;
+use crate::table::{Name, Params, ProgramName, operations};
+
+/// One operation of the wire format: its code and the structs it sends and answers with.
+pub trait Op {
+    /// The opcode.
+    const CODE: Opcode;
+    /// The fixed part of the request payload.
+    type Req: FromBytes + IntoBytes + Immutable + KnownLayout + Debug;
+    /// The fixed part of the reply payload (`()`: none).
+    type Resp: FromBytes + IntoBytes + Immutable + KnownLayout + Debug;
+}
+
+// One row per operation: `Name = code, Request => Reply [, tail Kind] [, check fn];`
+// (see `crate::table`). Adding an operation end to end: ARCHITECTURE.md, "Adding a call".
+operations! {
+    /// [`HelloReq`] -> [`HelloResp`]: version check; must be a session's first request.
+    Hello = 0x0001, HelloReq => HelloResp, tail ProgramName;
+    /// No payload, no reply payload: a round trip that does nothing.
+    Nop = 0x0002, () => ();
+
+    /// [`DeviceReq`] -> [`DeviceInfo`].
+    GetDeviceInfo = 0x0100, DeviceReq => DeviceInfo;
+    /// [`DeviceReq`]: waits for all work on the device.
+    DeviceSynchronize = 0x0101, DeviceReq => ();
+    /// [`DeviceReq`]: frees everything the session owns on the device and clears sticky errors.
+    DeviceReset = 0x0102, DeviceReq => ();
+    /// [`DeviceReq`] -> [`MemGetInfoResp`].
+    MemGetInfo = 0x0103, DeviceReq => MemGetInfoResp;
+    /// [`LimitReq`]: `cudaDeviceSetLimit`.
+    DeviceSetLimit = 0x0104, LimitReq => ();
+    /// [`LimitReq`] (value ignored) -> [`LimitResp`]: `cudaDeviceGetLimit`.
+    DeviceGetLimit = 0x0105, LimitReq => LimitResp;
+
+    /// [`MallocReq`] -> [`PtrResp`].
+    Malloc = 0x0200, MallocReq => PtrResp;
+    /// [`PtrReq`]: `cudaFree` (synchronizes the device first, as CUDA does).
+    Free = 0x0201, PtrReq => ();
+    /// [`MemcpyHtoDReq`] + one out segment of `width * height` bytes (rows packed).
+    MemcpyHtoD = 0x0202, MemcpyHtoDReq => (), check checks::packed_out;
+    /// [`MemcpyDtoHReq`] + one in segment of `width * height` bytes (rows packed).
+    MemcpyDtoH = 0x0203, MemcpyDtoHReq => (), check checks::packed_in;
+    /// [`MemcpyDtoDReq`].
+    MemcpyDtoD = 0x0204, MemcpyDtoDReq => ();
+    /// [`MemsetReq`].
+    Memset = 0x0205, MemsetReq => ();
+
+    /// [`StreamCreateReq`] -> [`HandleResp`].
+    StreamCreate = 0x0300, StreamCreateReq => HandleResp;
+    /// [`HandleReq`].
+    StreamDestroy = 0x0301, HandleReq => ();
+    /// [`HandleReq`].
+    StreamSynchronize = 0x0302, HandleReq => ();
+    /// [`HandleReq`]: status `cudaErrorNotReady` while work is pending.
+    StreamQuery = 0x0303, HandleReq => ();
+    /// [`StreamWaitEventReq`].
+    StreamWaitEvent = 0x0304, StreamWaitEventReq => ();
+
+    /// [`EventCreateReq`] -> [`HandleResp`].
+    EventCreate = 0x0400, EventCreateReq => HandleResp;
+    /// [`HandleReq`].
+    EventDestroy = 0x0401, HandleReq => ();
+    /// [`EventRecordReq`].
+    EventRecord = 0x0402, EventRecordReq => ();
+    /// [`HandleReq`].
+    EventSynchronize = 0x0403, HandleReq => ();
+    /// [`HandleReq`]: status `cudaErrorNotReady` while the recorded work is pending.
+    EventQuery = 0x0404, HandleReq => ();
+    /// [`EventElapsedReq`] -> [`EventElapsedResp`].
+    EventElapsedTime = 0x0405, EventElapsedReq => EventElapsedResp;
+
+    /// [`ModuleLoadReq`] (+ one out segment with the image when `MODULE_HAS_DATA`)
+    /// -> [`ModuleLoadResp`].
+    ModuleLoad = 0x0500, ModuleLoadReq => ModuleLoadResp, check checks::module_image;
+    /// [`HandleReq`].
+    ModuleUnload = 0x0501, HandleReq => ();
+    /// [`FunctionGetReq`] + the kernel's mangled name -> [`FunctionGetResp`] + one
+    /// [`ParamInfo`] per parameter when the host knows the layout.
+    FunctionGet = 0x0502, FunctionGetReq => FunctionGetResp, tail Name;
+    /// [`SymbolGetReq`] + the variable's mangled name -> [`SymbolGetResp`].
+    SymbolGet = 0x0503, SymbolGetReq => SymbolGetResp, tail Name;
+    /// [`LaunchReq`] + the parameter buffer (`param_len` bytes).
+    Launch = 0x0504, LaunchReq => (), tail Params, check checks::launch_params;
+    /// [`FuncSetAttributeReq`].
+    FuncSetAttribute = 0x0505, FuncSetAttributeReq => ();
+
+    /// [`BlasCreateReq`] -> [`HandleResp`]: a cuBLAS handle. Library requests answer with
+    /// a library status (see [`lib`]).
+    BlasCreate = 0x1000, BlasCreateReq => HandleResp;
+    /// [`HandleReq`]: destroys a cuBLAS handle.
+    BlasDestroy = 0x1001, HandleReq => ();
+    /// [`BlasCallReq`] -> [`BlasCallResp`]: one cuBLAS operation.
+    BlasCall = 0x1002, BlasCallReq => BlasCallResp;
+
+    /// [`RandCreateReq`] -> [`HandleResp`]: a cuRAND generator.
+    RandCreate = 0x1100, RandCreateReq => HandleResp;
+    /// [`HandleReq`]: destroys a cuRAND generator.
+    RandDestroy = 0x1101, HandleReq => ();
+    /// [`RandSetReq`]: sets a generator's seed, offset, ordering or dimensions.
+    RandSet = 0x1102, RandSetReq => ();
+    /// [`RandGenerateReq`] (+ in segments of `n * element size` bytes in all for a host
+    /// generator, [`lib::RAND_TO_HOST`]): fills memory with random numbers.
+    RandGenerate = 0x1103, RandGenerateReq => (), check checks::rand_output;
+}

@@ -66,7 +66,8 @@ entry! {
                 unsafe { write_out(count, c.device_count()) }
             }
             Err(e) => {
-                // SAFETY: as above; CUDA stores 0 when it fails.
+                // SAFETY: output pointer from the caller, checked for null by `write_out`;
+                // CUDA stores 0 when it fails.
                 let _ = unsafe { write_out(count, 0) };
                 Err(e)
             }

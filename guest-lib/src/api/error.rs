@@ -66,7 +66,7 @@ entry! {
     }
 
     fn __v12_cudaRuntimeGetVersion(version: *mut c_int) {
-        // SAFETY: as above.
+        // SAFETY: output pointer from the caller, checked for null by `write_out`.
         unsafe { write_out(version, 12040) }
     }
 

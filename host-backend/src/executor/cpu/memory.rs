@@ -47,7 +47,8 @@ struct Allocation {
 // only dereferenced under the heap's borrow rules or, during a launch, through atomic
 // accesses by the interpreter.
 unsafe impl Send for Allocation {}
-// SAFETY: as above; shared references only give out the pointer, never a `&mut`.
+// SAFETY: `Allocation` owns its buffer exclusively and a shared reference only gives out
+// the pointer, never a `&mut`; reads through it during a launch are atomic accesses.
 unsafe impl Sync for Allocation {}
 
 impl Drop for Allocation {

@@ -9,7 +9,7 @@
 //! it, unpins, and copies the reply out.
 //!
 //! See `README.md` in this directory for the design (memory ownership, concurrency, signals),
-//! and `device.rs` for the data path.
+//! and `device.rs` (with its `device_*.rs` submodules) for the data path.
 
 use core::mem::size_of;
 

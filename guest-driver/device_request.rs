@@ -1,0 +1,274 @@
+// SPDX-License-Identifier: GPL-2.0
+//! One call's request: building its descriptor chain, and reading its reply.
+//!
+//! A [`Request`] is shared (`Arc`) by the submitting thread and, while its chain is on a ring,
+//! the ring (see the ownership rules in `device.rs`). After construction only its state and
+//! used length change (`device_completion.rs`); the reply area and in data are read only once
+//! the request is `DONE`.
+
+use core::{cell::UnsafeCell, mem::size_of, ptr};
+
+use kernel::{
+    bindings,
+    ffi::c_uint,
+    page::PAGE_SIZE,
+    prelude::*,
+    sync::{
+        atomic::{Atomic, Relaxed},
+        Arc,
+    },
+    uaccess::{UserPtr, UserSlice},
+    workqueue::{impl_has_work, new_work, Work},
+};
+
+use super::{bounce::ChunkCursor, bufs::Bufs, sg::SgBuilder, Session, VDev, PENDING};
+use crate::abi::{
+    ChainHeader, VcudaSeg, VcudaSubmit, CHAIN_OP_SUBMIT, MIN_REPLY_CAPACITY, RECORD_HEADER_LEN,
+    RECORD_STATUS_OFFSET, REPLY_HEADER_CTRL_LEN_OFFSET, REPLY_HEADER_LEN,
+    REPLY_HEADER_MAGIC_OFFSET, REPLY_HEADER_N_RECORDS_OFFSET, REPLY_MAGIC, SEG_IN, SEG_OUT,
+    VCUDA_MAX_SEGS,
+};
+
+/// Largest reply area the module allocates.
+const MAX_REPLY_AREA: usize = 4 << 20;
+
+/// One call: a descriptor chain and its completion.
+#[pin_data]
+pub(crate) struct Request {
+    #[pin]
+    work: Work<Request>,
+    pub(super) state: Atomic<u32>,
+    pub(super) used_len: Atomic<u32>,
+    bufs: Bufs,
+    /// Descriptors the chain uses (without indirect tables).
+    pub(super) descs: usize,
+    /// Keeps the session open until the device has returned this chain.
+    _session: Option<Arc<Session>>,
+}
+
+// SAFETY: The raw pointers are to pinned pages and kernel buffers the request owns; they may be
+// used and released from any thread (release happens in process context only, see the
+// module docs).
+unsafe impl Send for Request {}
+// SAFETY: After construction only atomics are mutated, and `sg` is read by one
+// `virtqueue_add_sgs` call under the queue lock; the reply area is read after completion.
+unsafe impl Sync for Request {}
+
+impl_has_work! {
+    impl HasWork<Self> for Request { self.work }
+}
+
+fn chain_header(session: u64, op: u32, reply_capacity: u32) -> [u8; size_of::<ChainHeader>()] {
+    let mut h = [0u8; size_of::<ChainHeader>()];
+    h[0..8].copy_from_slice(&session.to_le_bytes());
+    h[8..12].copy_from_slice(&op.to_le_bytes());
+    h[12..16].copy_from_slice(&reply_capacity.to_le_bytes());
+    h
+}
+
+impl Request {
+    fn new(
+        bufs: Bufs,
+        descs: usize,
+        session: Option<Arc<Session>>,
+        state: u32,
+    ) -> Result<Arc<Request>> {
+        Arc::pin_init(
+            pin_init!(Request {
+                work <- new_work!("vcuda_reap"),
+                state: Atomic::new(state),
+                used_len: Atomic::new(0),
+                bufs,
+                descs,
+                _session: session,
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// A chain without message or data: `OpenSession`/`CloseSession`.
+    pub(super) fn control(dev: &VDev, id: u64, op: u32, state: u32) -> Result<Arc<Request>> {
+        let mut head = KVVec::new();
+        head.extend_from_slice(&chain_header(id, op, MIN_REPLY_CAPACITY), GFP_KERNEL)?;
+        let reply = KVVec::from_elem(0u8, MIN_REPLY_CAPACITY as usize, GFP_KERNEL)?;
+        let mut sgb = SgBuilder::new(dev.limits.max_desc);
+        sgb.add_kernel(0, &head)?;
+        sgb.add_kernel(2, &reply)?;
+        let descs = sgb.total;
+        let (sg, lists) = sgb.finish()?;
+        let bufs = Bufs {
+            head,
+            reply,
+            pages: KVVec::new(),
+            pins: KVec::new(),
+            bounce: None,
+            sg: UnsafeCell::new(sg),
+            lists,
+        };
+        Self::new(bufs, descs, None, state)
+    }
+
+    /// Builds the chain of a `VCUDA_IOC_SUBMIT`: copies the message in, pins the segments.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` (non-zero flags, empty message, reply buffer under 4096 bytes, bad segment
+    /// direction or flags, address overflow), `E2BIG` (message over `max_ctrl_len`, more than
+    /// `VCUDA_MAX_SEGS` segments, out or in data over `max_data_len`, more descriptors than
+    /// `max_chain_descriptors`), `EFAULT` (unreadable message or segment table, pages that
+    /// cannot be pinned), `ENOMEM`.
+    pub(crate) fn for_submit(session: &Arc<Session>, sub: &VcudaSubmit) -> Result<Arc<Request>> {
+        let dev = &*session.dev;
+        let lim = dev.limits;
+        if sub.flags != 0 || sub.ctrl_len == 0 || sub.reply_cap < MIN_REPLY_CAPACITY {
+            return Err(EINVAL);
+        }
+        if sub.ctrl_len > lim.max_ctrl || sub.n_segs > VCUDA_MAX_SEGS {
+            return Err(E2BIG);
+        }
+
+        // The segment table.
+        let n = sub.n_segs as usize;
+        let mut segs = KVec::with_capacity(n, GFP_KERNEL)?;
+        let mut rd = UserSlice::new(
+            UserPtr::from_addr(sub.segs_addr as usize),
+            n * size_of::<VcudaSeg>(),
+        )
+        .reader();
+        let (mut out_total, mut in_total, mut pages_total) = (0u64, 0u64, 0usize);
+        for _ in 0..n {
+            let s: VcudaSeg = rd.read()?;
+            if s.flags != 0 || (s.dir != SEG_OUT && s.dir != SEG_IN) {
+                return Err(EINVAL);
+            }
+            let end = s.addr.checked_add(s.len).ok_or(EINVAL)?;
+            let total = if s.dir == SEG_OUT {
+                &mut out_total
+            } else {
+                &mut in_total
+            };
+            *total = total.saturating_add(s.len);
+            if *total > lim.max_data {
+                return Err(E2BIG);
+            }
+            if s.len > 0 {
+                pages_total +=
+                    (end.div_ceil(PAGE_SIZE as u64) - s.addr / PAGE_SIZE as u64) as usize;
+            }
+            segs.push(s, GFP_KERNEL)?;
+        }
+
+        // The head: ChainHeader + message.
+        let reply_area = (sub.reply_cap as usize).min(MAX_REPLY_AREA.max(lim.max_ctrl as usize));
+        let mut head =
+            KVVec::with_capacity(size_of::<ChainHeader>() + sub.ctrl_len as usize, GFP_KERNEL)?;
+        head.extend_from_slice(
+            &chain_header(session.id, CHAIN_OP_SUBMIT, reply_area as u32),
+            GFP_KERNEL,
+        )?;
+        UserSlice::new(
+            UserPtr::from_addr(sub.ctrl_addr as usize),
+            sub.ctrl_len as usize,
+        )
+        .read_all(&mut head, GFP_KERNEL)?;
+        let reply = KVVec::from_elem(0u8, reply_area, GFP_KERNEL)?;
+
+        let mut bufs = Bufs {
+            head,
+            reply,
+            pages: KVVec::new(),
+            pins: KVec::new(),
+            bounce: None,
+            sg: UnsafeCell::new(KVVec::new()),
+            lists: [(0, 0); 4],
+        };
+        // Scatter-gather lists: [head][out data][reply][in data].
+        let mut sgb = SgBuilder::new(lim.max_desc);
+        sgb.add_kernel(0, &bufs.head)?;
+        sgb.add_kernel(2, &bufs.reply)?;
+        bufs.pin(&segs, pages_total)?;
+        match bufs.map_pinned(&segs, &mut sgb) {
+            Ok(()) => {}
+            Err(e) if e == E2BIG => {
+                // Too scattered for the device's descriptor limit: copy instead.
+                sgb.clear_data();
+                bufs.unpin();
+                bufs.bounce(&segs, [out_total, in_total], &mut sgb)?;
+            }
+            Err(e) => return Err(e),
+        }
+        let descs = sgb.total;
+        let (sg, lists) = sgb.finish()?;
+        bufs.sg = UnsafeCell::new(sg);
+        bufs.lists = lists;
+        Self::new(bufs, descs, Some(session.clone()), PENDING)
+    }
+
+    /// The non-empty sublists for `virtqueue_add_sgs`: (pointers, out count, in count).
+    pub(super) fn sg_lists(&self) -> ([*mut bindings::scatterlist; 4], c_uint, c_uint) {
+        // SAFETY: `sg` is not resized after construction; only its entries are viewed as
+        // `*mut` for the duration of one `virtqueue_add_sgs`.
+        let base = unsafe { (*self.bufs.sg.get()).as_mut_ptr() };
+        let mut out = [ptr::null_mut(); 4];
+        let (mut n, mut n_out) = (0, 0);
+        for (i, &(start, count)) in self.bufs.lists.iter().enumerate() {
+            if count == 0 {
+                continue;
+            }
+            // SAFETY: `start` is in bounds of the `sg` allocation.
+            out[n] = unsafe { base.add(start) };
+            n += 1;
+            if i < 2 {
+                n_out += 1;
+            }
+        }
+        (out, n_out, (n - n_out as usize) as c_uint)
+    }
+
+    /// After a `DONE` call whose data went through bounce chunks: copies the in data to the
+    /// caller's in segments (in order, as the device would have written them).
+    ///
+    /// # Errors
+    ///
+    /// `EFAULT` if an in segment is not writable.
+    pub(crate) fn copy_back(&self) -> Result {
+        let Some(b) = &self.bufs.bounce else {
+            return Ok(());
+        };
+        let mut cur = ChunkCursor::new(&b.inp);
+        for &(addr, len) in b.in_segs.iter() {
+            cur.copy_to_user(addr, len)?;
+        }
+        Ok(())
+    }
+
+    /// The status of the reply's first record, if the reply has one.
+    pub(super) fn first_status(&self) -> Option<u32> {
+        let r = self.reply();
+        let word = |o: usize| Some(u32::from_le_bytes(r.get(o..o + 4)?.try_into().ok()?));
+        if r.len() < REPLY_HEADER_LEN + RECORD_HEADER_LEN
+            || word(REPLY_HEADER_MAGIC_OFFSET)? != REPLY_MAGIC
+            || word(REPLY_HEADER_N_RECORDS_OFFSET)? == 0
+        {
+            return None;
+        }
+        word(REPLY_HEADER_LEN + RECORD_STATUS_OFFSET)
+    }
+
+    /// The reply bytes the device wrote, once the request is `DONE`: the written part of the
+    /// reply area, cut to the length its `ReplyHeader` states when it has one.
+    pub(crate) fn reply(&self) -> &[u8] {
+        let area = self.bufs.reply.as_slice();
+        let used = (self.used_len.load(Relaxed) as usize).min(area.len());
+        let mut n = used;
+        if used >= REPLY_HEADER_LEN {
+            let word =
+                |o: usize| u32::from_le_bytes([area[o], area[o + 1], area[o + 2], area[o + 3]]);
+            if word(REPLY_HEADER_MAGIC_OFFSET) == REPLY_MAGIC {
+                let stated = REPLY_HEADER_LEN + word(REPLY_HEADER_CTRL_LEN_OFFSET) as usize;
+                n = n.min(stated);
+            }
+        }
+        &area[..n]
+    }
+}

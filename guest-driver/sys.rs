@@ -110,7 +110,8 @@ pub(crate) struct WaitQueue {
 
 // SAFETY: A wait queue head is designed for use from any thread and interrupt context.
 unsafe impl Send for WaitQueue {}
-// SAFETY: As above: every operation takes the wait queue's own lock.
+// SAFETY: A wait queue head may be shared between threads and interrupt context: every
+// operation on it takes the wait queue's own lock.
 unsafe impl Sync for WaitQueue {}
 
 impl WaitQueue {

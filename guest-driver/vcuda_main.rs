@@ -49,14 +49,17 @@ module! {
 const _: () = assert!(VCUDA_IOC_SUBMIT == _IOWR::<VcudaSubmit>(VCUDA_IOC_TYPE, 1));
 const _: () = assert!(VCUDA_IOC_INFO == _IOR::<VcudaInfo>(VCUDA_IOC_TYPE, 2));
 
-// SAFETY: `#[repr(C)]` structs of integers without padding (sizes asserted in abi.rs): every
-// bit pattern is valid and every byte is initialised.
+// SAFETY: `VcudaSubmit` is a `#[repr(C)]` struct of integers without padding (size
+// asserted in abi.rs): every bit pattern is valid.
 unsafe impl FromBytes for VcudaSubmit {}
-// SAFETY: As above.
+// SAFETY: `VcudaSeg` is a `#[repr(C)]` struct of integers without padding (size asserted
+// in abi.rs): every bit pattern is valid.
 unsafe impl FromBytes for VcudaSeg {}
-// SAFETY: As above.
+// SAFETY: `VcudaInfo` is a `#[repr(C)]` struct of integers without padding (size asserted
+// in abi.rs): every byte is initialised.
 unsafe impl AsBytes for VcudaInfo {}
-// SAFETY: As above.
+// SAFETY: `VirtioCudaConfig` is a `#[repr(C)]` struct of integers without padding (size
+// asserted in abi.rs): every byte is initialised.
 unsafe impl AsBytes for VirtioCudaConfig {}
 
 /// The module: the virtio driver, `/dev/vcuda`, and the bound device.

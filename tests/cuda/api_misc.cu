@@ -1,8 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
-// Host callbacks, stream-ordered allocation, occupancy, peer copies, PCI bus id, and an
-// entry point vcuda does not implement (it must fail honestly, never fake success).
+// Host callbacks, stream-ordered allocation, occupancy, peer copies, PCI bus id, profiler
+// markers, and an entry point vcuda does not implement (it must fail honestly, never fake
+// success).
 #include <vector>
 #include "common.h"
+
+// cuda_profiler_api.h (not in the toolkit wheels the tests build with) declares these.
+extern "C" cudaError_t cudaProfilerStart(void);
+extern "C" cudaError_t cudaProfilerStop(void);
 
 __global__ void fill(int *p, int v, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -42,6 +47,10 @@ int main() {
     int min_grid = 0, block_size = 0;
     CHECK(cudaOccupancyMaxPotentialBlockSize(&min_grid, &block_size, fill, 0, 0));
     EXPECT(block_size >= 32 && block_size <= 1024 && min_grid >= 1);
+
+    // Profiler markers succeed (nothing to profile, but never an error).
+    CHECK(cudaProfilerStart());
+    CHECK(cudaProfilerStop());
 
     char bus[32];
     CHECK(cudaDeviceGetPCIBusId(bus, sizeof bus, 0));

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
 //! Calls that compose the core ones: host callbacks, stream-ordered allocation, occupancy,
-//! peer copies and device selection.
+//! peer copies, device selection and the profiler markers.
 
 use std::ffi::{c_char, c_int, c_void};
 
@@ -165,6 +165,16 @@ entry! {
             *bus_id.add(n - 1) = 0;
         }
         Ok(())
+    }
+
+    // Profiler markers: vcuda has no profiler to start, so they only make sure the runtime
+    // is initialized (which is what they do first in CUDA) and succeed.
+    fn cudaProfilerStart() {
+        client::client().map(drop)
+    }
+
+    fn cudaProfilerStop() {
+        client::client().map(drop)
     }
 
     fn cudaChooseDevice(device: *mut c_int, prop: *const cudaDeviceProp13) {

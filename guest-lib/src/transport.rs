@@ -11,9 +11,9 @@ use std::io::{self, IoSlice, Read};
 use std::net::{Shutdown, TcpStream};
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixStream;
-use std::path::PathBuf;
 #[cfg(test)]
 use std::path::Path;
+use std::path::PathBuf;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -118,10 +118,8 @@ pub fn check_backend_uid(backend: u32, own: u32, allowed: Option<&str>) -> io::R
     if backend == own || backend == 0 {
         return Ok(());
     }
-    if let Some(a) = allowed {
-        if a.trim().parse::<u32>().ok() == Some(backend) {
-            return Ok(());
-        }
+    if allowed.and_then(|a| a.trim().parse::<u32>().ok()) == Some(backend) {
+        return Ok(());
     }
     Err(io::Error::new(
         io::ErrorKind::PermissionDenied,
@@ -394,7 +392,10 @@ mod tests {
             default_socket_path(Some(OsStr::new(""))),
             Path::new("/run/vcuda/vcuda.sock")
         );
-        assert_eq!(default_socket_path(None), Path::new("/run/vcuda/vcuda.sock"));
+        assert_eq!(
+            default_socket_path(None),
+            Path::new("/run/vcuda/vcuda.sock")
+        );
     }
 
     #[test]
@@ -411,7 +412,10 @@ mod tests {
     }
 
     fn socket_path(tag: &str) -> PathBuf {
-        std::env::temp_dir().join(format!("vcuda-guest-test-{}-{tag}.sock", std::process::id()))
+        std::env::temp_dir().join(format!(
+            "vcuda-guest-test-{}-{tag}.sock",
+            std::process::id()
+        ))
     }
 
     #[test]

@@ -193,11 +193,12 @@ impl AccessPolicy {
 
 /// Whether user `uid` is listed as a member of group `g` (supplementary membership).
 fn user_in_group(uid: u32, g: Gid) -> bool {
-    let (Ok(Some(user)), Ok(Some(group))) = (User::from_uid(Uid::from_raw(uid)), Group::from_gid(g))
+    let (Ok(Some(user)), Ok(Some(group))) =
+        (User::from_uid(Uid::from_raw(uid)), Group::from_gid(g))
     else {
         return false;
     };
-    user.gid == g || group.mem.iter().any(|m| *m == user.name)
+    user.gid == g || group.mem.contains(&user.name)
 }
 
 /// Resolves `--socket-group GROUP` (a name or a number).

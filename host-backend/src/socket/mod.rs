@@ -24,8 +24,8 @@ mod limits;
 
 pub use access::{
     AccessPolicy, PeerCred, SOCKET_DIR_NAME, SOCKET_FILE_NAME, bind_unix, bind_unix_private,
-    check_tcp_listen, default_socket_path, default_socket_path_for, peer_cred,
-    prepare_socket_dir, resolve_group,
+    check_tcp_listen, default_socket_path, default_socket_path_for, peer_cred, prepare_socket_dir,
+    resolve_group,
 };
 pub use limits::{Bounds, Closer, LogLimiter, PeerKey, Refusal, Ticket, Tracker};
 
@@ -180,7 +180,9 @@ pub fn serve(listen: &Listen, backend: Arc<Backend>, config: ServerConfig) -> io
                 let cred = match peer_cred(&s) {
                     Ok(c) => c,
                     Err(e) => {
-                        LIMITER.warn(format_args!("connection refused: no peer credentials ({e})"));
+                        LIMITER.warn(format_args!(
+                            "connection refused: no peer credentials ({e})"
+                        ));
                         continue;
                     }
                 };
@@ -191,7 +193,13 @@ pub fn serve(listen: &Listen, backend: Arc<Backend>, config: ServerConfig) -> io
                     ));
                     continue;
                 }
-                spawn(s, PeerKey::Uid(cred.uid), &backend, &tracker, config.timeouts);
+                spawn(
+                    s,
+                    PeerKey::Uid(cred.uid),
+                    &backend,
+                    &tracker,
+                    config.timeouts,
+                );
             }
         }
         Listen::Tcp(addr) => {
@@ -212,7 +220,13 @@ pub fn serve(listen: &Listen, backend: Arc<Backend>, config: ServerConfig) -> io
                 };
                 let Ok(peer) = s.peer_addr() else { continue };
                 let _ = s.set_nodelay(true);
-                spawn(s, PeerKey::Ip(peer.ip()), &backend, &tracker, config.timeouts);
+                spawn(
+                    s,
+                    PeerKey::Ip(peer.ip()),
+                    &backend,
+                    &tracker,
+                    config.timeouts,
+                );
             }
         }
     }
@@ -222,10 +236,10 @@ pub fn serve(listen: &Listen, backend: Arc<Backend>, config: ServerConfig) -> io
 /// Binds the Unix socket of `config`: its directory private when `config.private_dir`, the
 /// file 0600 (0660 with the access policy's group).
 fn listen_unix(path: &std::path::Path, config: &ServerConfig) -> io::Result<UnixListener> {
-    if config.private_dir {
-        if let Some(dir) = path.parent() {
-            prepare_socket_dir(dir, config.access.group)?;
-        }
+    if config.private_dir
+        && let Some(dir) = path.parent()
+    {
+        prepare_socket_dir(dir, config.access.group)?;
     }
     bind_unix_private(path, config.access.group)
 }
@@ -310,7 +324,12 @@ impl<S: Conn> Read for TimedReader<'_, S> {
         };
         self.stream.set_read_timeout(t)?;
         match self.stream.read(buf) {
-            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
                 Err(timed_out(self.what))
             }
             r => r,
@@ -319,7 +338,10 @@ impl<S: Conn> Read for TimedReader<'_, S> {
 }
 
 fn timed_out(what: &str) -> io::Error {
-    io::Error::new(io::ErrorKind::TimedOut, format!("timed out waiting for {what}"))
+    io::Error::new(
+        io::ErrorKind::TimedOut,
+        format!("timed out waiting for {what}"),
+    )
 }
 
 /// Reads exactly `len` bytes into `buf`, which grows only as bytes arrive (never by what a

@@ -44,6 +44,8 @@ fn backend_exe() -> io::Result<PathBuf> {
 }
 
 fn start_backend(executor: &str) -> io::Result<PrivateBackend> {
+    // mkdtemp: a fresh directory with an unpredictable name, mode 0700, so no other user
+    // can take the socket's place or connect to it.
     let dir = tempfile::Builder::new().prefix("vcuda-").tempdir()?;
     let socket = dir.path().join("backend.sock");
     let log = std::env::var("VCUDA_BACKEND_LOG").unwrap_or_else(|_| "warn".into());

@@ -241,8 +241,10 @@ impl LogLimiter {
     /// Logs `msg` as a warning if [`LogLimiter::allow`] lets it through.
     pub fn warn(&self, msg: std::fmt::Arguments<'_>) {
         match self.allow() {
-            Some(0) => log::warn!("{msg}"),
-            Some(n) => log::warn!("{msg} ({n} similar lines suppressed)"),
+            Some(0) => log::warn!(target: "vcuda_backend::socket", "{msg}"),
+            Some(n) => {
+                log::warn!(target: "vcuda_backend::socket", "{msg} ({n} similar lines suppressed)")
+            }
             None => {}
         }
     }

@@ -421,7 +421,11 @@ pub fn serve_connection_with<S: Conn>(
             stream: &mut stream,
             idle: Some(timeouts.message),
             deadline,
-            what: "the rest of a message",
+            what: if greeted {
+                "the rest of a message"
+            } else {
+                "the rest of the first message (Hello)"
+            },
         };
         r.read_exact(&mut hdr[1..])?;
         let header = match check_header(&hdr) {

@@ -2,6 +2,7 @@
 //! `vcuda run`.
 
 use std::io::{self, Read};
+use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
@@ -43,8 +44,18 @@ fn backend_exe() -> io::Result<PathBuf> {
     }
 }
 
+/// Like mkdtemp: a fresh directory (created, never reused) with an unpredictable name and
+/// mode 0700, so no other user can take the socket's place or connect to it. (tempfile's
+/// default mode would be 0777 less the umask.)
+fn private_dir() -> io::Result<tempfile::TempDir> {
+    tempfile::Builder::new()
+        .prefix("vcuda-")
+        .permissions(std::fs::Permissions::from_mode(0o700))
+        .tempdir()
+}
+
 fn start_backend(executor: &str) -> io::Result<PrivateBackend> {
-    let dir = tempfile::Builder::new().prefix("vcuda-").tempdir()?;
+    let dir = private_dir()?;
     let socket = dir.path().join("backend.sock");
     let log = std::env::var("VCUDA_BACKEND_LOG").unwrap_or_else(|_| "warn".into());
     let mut child = Command::new(backend_exe()?)
@@ -133,4 +144,19 @@ pub fn run(executor: &str, program: &[String]) -> io::Result<u8> {
         (None, Some(s)) => 128u8.wrapping_add(s as u8),
         _ => 1,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::MetadataExt;
+
+    use super::*;
+
+    #[test]
+    fn private_backend_dir_is_0700() {
+        let a = private_dir().unwrap();
+        let b = private_dir().unwrap();
+        assert_ne!(a.path(), b.path());
+        assert_eq!(std::fs::metadata(a.path()).unwrap().mode() & 0o7777, 0o700);
+    }
 }

@@ -293,10 +293,18 @@ impl Client {
         Ok(())
     }
 
+    /// A transport error. When the connection to the backend is lost for good (the
+    /// transport then fails every later call), this call and every later one fail with the
+    /// sticky `cudaErrorDevicesUnavailable`. Logged once.
     fn lost(&self, e: std::io::Error) -> Error {
         static ONCE: std::sync::Once = std::sync::Once::new();
         ONCE.call_once(|| logging::alert(&format!("lost the vcuda backend: {e}")));
-        Error::UNKNOWN
+        if !self.transport.is_broken() {
+            return Error::UNKNOWN;
+        }
+        self.sticky
+            .store(status::DEVICES_UNAVAILABLE, Ordering::Relaxed);
+        Error(status::DEVICES_UNAVAILABLE)
     }
 
     /// Fails with the sticky error, if one happened.

@@ -7,11 +7,15 @@
 //! pins the pages and passes them to the host as scatter-gather lists. Both carry the same
 //! wire format.
 
-use std::io::{self, IoSlice, Read, Write};
-use std::net::TcpStream;
+use std::io::{self, IoSlice, Read};
+use std::net::{Shutdown, TcpStream};
+use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixStream;
+#[cfg(test)]
+use std::path::Path;
 use std::path::PathBuf;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use vcuda_protocol::decode::{decode_reply_header, split_records};
 use vcuda_protocol::{RecordKind, ReplyHeader};
@@ -50,6 +54,11 @@ pub trait Transport: Send + Sync {
     /// A short description for logs.
     fn describe(&self) -> String;
 
+    /// Whether the connection to the backend is lost for good: every later call fails.
+    fn is_broken(&self) -> bool {
+        false
+    }
+
     /// Most data bytes one request should carry. Larger copies are split into several
     /// requests; the virtio transport keeps each within one descriptor chain so the
     /// program's pages are used in place.
@@ -68,20 +77,28 @@ pub enum Address {
 }
 
 impl Address {
-    /// `VCUDA_SOCKET`, else `$XDG_RUNTIME_DIR/vcuda.sock`, else `/tmp/vcuda-$UID.sock`
-    /// (the backend's default too).
+    /// `VCUDA_SOCKET`, else `$XDG_RUNTIME_DIR/vcuda/vcuda.sock`, else
+    /// `/run/vcuda/vcuda.sock` (a backend run by root); the backend's defaults too. Never a
+    /// predictable path in a shared directory such as `/tmp`.
     pub fn from_env() -> Self {
         match std::env::var("VCUDA_SOCKET") {
             Ok(s) if !s.is_empty() => match s.strip_prefix("tcp:") {
                 Some(a) => Address::Tcp(a.to_owned()),
                 None => Address::Unix(PathBuf::from(s)),
             },
-            _ => Address::Unix(match std::env::var_os("XDG_RUNTIME_DIR") {
-                Some(d) if !d.is_empty() => PathBuf::from(d).join("vcuda.sock"),
-                // SAFETY: getuid has no preconditions and cannot fail.
-                _ => PathBuf::from(format!("/tmp/vcuda-{}.sock", unsafe { libc::getuid() })),
-            }),
+            _ => Address::Unix(default_socket_path(
+                std::env::var_os("XDG_RUNTIME_DIR").as_deref(),
+            )),
         }
+    }
+}
+
+/// The default socket for a given `$XDG_RUNTIME_DIR`: `$XDG_RUNTIME_DIR/vcuda/vcuda.sock`,
+/// else `/run/vcuda/vcuda.sock`.
+pub fn default_socket_path(xdg_runtime_dir: Option<&std::ffi::OsStr>) -> PathBuf {
+    match xdg_runtime_dir {
+        Some(d) if !d.is_empty() => PathBuf::from(d).join("vcuda/vcuda.sock"),
+        _ => PathBuf::from("/run/vcuda/vcuda.sock"),
     }
 }
 
@@ -94,39 +111,144 @@ impl std::fmt::Display for Address {
     }
 }
 
-trait Stream: Read + Write + Send {}
-impl<T: Read + Write + Send> Stream for T {}
+/// Checks the uid a Unix-socket backend runs as (`SO_PEERCRED`): the library's own uid,
+/// root, or the uid `allowed` names (`VCUDA_ALLOW_BACKEND_UID`). Anyone else could have
+/// created the socket first to receive the program's calls and data.
+pub fn check_backend_uid(backend: u32, own: u32, allowed: Option<&str>) -> io::Result<()> {
+    if backend == own || backend == 0 {
+        return Ok(());
+    }
+    if allowed.and_then(|a| a.trim().parse::<u32>().ok()) == Some(backend) {
+        return Ok(());
+    }
+    Err(io::Error::new(
+        io::ErrorKind::PermissionDenied,
+        format!(
+            "the backend socket belongs to a process of uid {backend}, not this user ({own}) \
+             or root; refusing to send it anything (set VCUDA_ALLOW_BACKEND_UID={backend} if \
+             you trust it)"
+        ),
+    ))
+}
+
+/// The uid of the process at the other end of a Unix stream.
+fn peer_uid(s: &UnixStream) -> io::Result<u32> {
+    let mut cred = libc::ucred {
+        pid: 0,
+        uid: 0,
+        gid: 0,
+    };
+    let mut len = size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: `s` is an open socket for the call's duration; `cred` and `len` are valid,
+    // writable, and `len` holds the size of `cred`, the most the kernel writes for
+    // SO_PEERCRED.
+    let r = unsafe {
+        libc::getsockopt(
+            s.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&raw mut cred).cast(),
+            &mut len,
+        )
+    };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(cred.uid)
+}
+
+/// A connected stream socket.
+enum Conn {
+    Unix(UnixStream),
+    Tcp(TcpStream),
+}
+
+impl Conn {
+    fn fd(&self) -> RawFd {
+        match self {
+            Conn::Unix(s) => s.as_raw_fd(),
+            Conn::Tcp(s) => s.as_raw_fd(),
+        }
+    }
+}
+
+impl Read for Conn {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Conn::Unix(s) => s.read(buf),
+            Conn::Tcp(s) => s.read(buf),
+        }
+    }
+}
 
 /// The socket transport. One connection per process; calls from many threads take turns
 /// on it (the backend runs a session's calls in order anyway).
+///
+/// Writes use `sendmsg(MSG_NOSIGNAL)`, so a backend that went away is an error, never a
+/// SIGPIPE that kills the program. After any I/O error the stream's framing is lost: the
+/// transport is broken and every later call fails at once.
 pub struct SocketTransport {
     addr: Address,
-    stream: Mutex<Box<dyn Stream>>,
+    stream: Mutex<Conn>,
+    broken: AtomicBool,
 }
 
 impl SocketTransport {
-    /// Connects.
+    /// Connects; on a Unix socket, first checks who serves it ([`check_backend_uid`]).
     pub fn connect(addr: Address) -> io::Result<Self> {
-        let stream: Box<dyn Stream> = match &addr {
-            Address::Unix(p) => Box::new(UnixStream::connect(p)?),
+        let stream = match &addr {
+            Address::Unix(p) => {
+                let s = UnixStream::connect(p)?;
+                // SAFETY: geteuid has no preconditions and cannot fail.
+                let own = unsafe { libc::geteuid() };
+                let allowed = std::env::var("VCUDA_ALLOW_BACKEND_UID").ok();
+                check_backend_uid(peer_uid(&s)?, own, allowed.as_deref())?;
+                Conn::Unix(s)
+            }
             Address::Tcp(a) => {
                 let s = TcpStream::connect(a)?;
                 s.set_nodelay(true)?;
-                Box::new(s)
+                Conn::Tcp(s)
             }
         };
         Ok(Self {
             addr,
             stream: Mutex::new(stream),
+            broken: AtomicBool::new(false),
         })
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Box<dyn Stream>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Conn> {
         self.stream.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Runs `f` on the stream unless the transport is broken; breaks it on error.
+    fn with_stream<T>(&self, f: impl FnOnce(&mut Conn) -> io::Result<T>) -> io::Result<T> {
+        let mut s = self.lock();
+        if self.broken.load(Ordering::Relaxed) {
+            return Err(io::Error::new(
+                io::ErrorKind::NotConnected,
+                "the connection to the backend was lost earlier",
+            ));
+        }
+        let r = f(&mut s);
+        if r.is_err() {
+            self.broken.store(true, Ordering::Relaxed);
+            let _ = match &*s {
+                Conn::Unix(u) => u.shutdown(Shutdown::Both),
+                Conn::Tcp(t) => t.shutdown(Shutdown::Both),
+            };
+        }
+        r
     }
 }
 
-fn write_all_vectored(s: &mut dyn Stream, msg: &[u8], out: &[&[u8]]) -> io::Result<()> {
+/// Most iovecs one `sendmsg` takes here (Linux's IOV_MAX is 1024).
+const MAX_IOV: usize = 1024;
+
+/// Sends `msg` then every out buffer with `sendmsg(MSG_NOSIGNAL)`: a closed peer is an
+/// `EPIPE` error, not a signal.
+fn send_all(fd: RawFd, msg: &[u8], out: &[&[u8]]) -> io::Result<()> {
     let mut iov: Vec<IoSlice<'_>> = Vec::with_capacity(1 + out.len());
     iov.push(IoSlice::new(msg));
     iov.extend(
@@ -136,20 +258,34 @@ fn write_all_vectored(s: &mut dyn Stream, msg: &[u8], out: &[&[u8]]) -> io::Resu
     );
     let mut bufs = &mut iov[..];
     while !bufs.is_empty() {
-        match s.write_vectored(bufs) {
-            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-            Ok(n) => IoSlice::advance_slices(&mut bufs, n),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
+        let n = bufs.len().min(MAX_IOV);
+        // SAFETY: an all-zero msghdr is valid (no name, no control data).
+        let mut hdr: libc::msghdr = unsafe { std::mem::zeroed() };
+        // IoSlice is ABI-compatible with struct iovec on Unix; the kernel only reads them.
+        hdr.msg_iov = bufs.as_ptr() as *mut libc::iovec;
+        hdr.msg_iovlen = n as _;
+        // SAFETY: `fd` is the open socket the caller holds locked; `hdr` points to `n`
+        // iovecs that describe live, readable buffers borrowed for this call.
+        let r = unsafe { libc::sendmsg(fd, &hdr, libc::MSG_NOSIGNAL) };
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
         }
+        if r == 0 {
+            return Err(io::ErrorKind::WriteZero.into());
+        }
+        IoSlice::advance_slices(&mut bufs, r as usize);
     }
-    s.flush()
+    Ok(())
 }
 
 /// Reads one reply frame; in data of records for `seq` goes into `inp` in order, the rest
 /// is discarded. Returns the records and whether one of them answered `seq`.
 fn read_reply(
-    s: &mut dyn Stream,
+    s: &mut impl Read,
     seq: Option<u64>,
     inp: &mut [&mut [u8]],
     in_pos: &mut (usize, usize),
@@ -205,32 +341,121 @@ impl Transport for SocketTransport {
         inp: &mut [&mut [u8]],
         seq: u64,
     ) -> io::Result<Vec<Record>> {
-        let mut s = self.lock();
-        write_all_vectored(&mut **s, msg, out)?;
-        let mut all = Vec::new();
-        let mut pos = (0, 0);
-        loop {
-            let (recs, answered) = read_reply(&mut **s, Some(seq), inp, &mut pos)?;
-            all.extend(recs);
-            if answered {
-                return Ok(all);
+        self.with_stream(|s| {
+            send_all(s.fd(), msg, out)?;
+            let mut all = Vec::new();
+            let mut pos = (0, 0);
+            loop {
+                let (recs, answered) = read_reply(s, Some(seq), inp, &mut pos)?;
+                all.extend(recs);
+                if answered {
+                    return Ok(all);
+                }
+                if all.iter().any(|r| r.seq == u64::MAX) {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        "the backend rejected a message",
+                    ));
+                }
             }
-            if all.iter().any(|r| r.seq == u64::MAX) {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    "the backend rejected a message",
-                ));
-            }
-        }
+        })
     }
 
     fn post(&self, msg: &[u8], out: &[&[u8]]) -> io::Result<Vec<Record>> {
-        let mut s = self.lock();
-        write_all_vectored(&mut **s, msg, out)?;
+        self.with_stream(|s| send_all(s.fd(), msg, out))?;
         Ok(Vec::new())
     }
 
     fn describe(&self) -> String {
         format!("socket {}", self.addr)
+    }
+
+    fn is_broken(&self) -> bool {
+        self.broken.load(Ordering::Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::net::UnixListener;
+
+    use super::*;
+
+    #[test]
+    fn default_path_is_never_in_tmp() {
+        use std::ffi::OsStr;
+        assert_eq!(
+            default_socket_path(Some(OsStr::new("/run/user/7"))),
+            Path::new("/run/user/7/vcuda/vcuda.sock")
+        );
+        assert_eq!(
+            default_socket_path(Some(OsStr::new(""))),
+            Path::new("/run/vcuda/vcuda.sock")
+        );
+        assert_eq!(
+            default_socket_path(None),
+            Path::new("/run/vcuda/vcuda.sock")
+        );
+    }
+
+    #[test]
+    fn backend_uid_must_be_ours_or_root_or_allowed() {
+        assert!(check_backend_uid(1000, 1000, None).is_ok());
+        assert!(check_backend_uid(0, 1000, None).is_ok());
+        let e = check_backend_uid(1001, 1000, None).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::PermissionDenied);
+        assert!(e.to_string().contains("uid 1001"), "{e}");
+        assert!(e.to_string().contains("VCUDA_ALLOW_BACKEND_UID"), "{e}");
+        assert!(check_backend_uid(1001, 1000, Some("1001")).is_ok());
+        assert!(check_backend_uid(1001, 1000, Some("1002")).is_err());
+        assert!(check_backend_uid(1001, 1000, Some("x")).is_err());
+    }
+
+    fn socket_path(tag: &str) -> PathBuf {
+        std::env::temp_dir().join(format!(
+            "vcuda-guest-test-{}-{tag}.sock",
+            std::process::id()
+        ))
+    }
+
+    #[test]
+    fn own_backend_passes_the_peer_check() {
+        let path = socket_path("peer");
+        let _ = std::fs::remove_file(&path);
+        let l = UnixListener::bind(&path).unwrap();
+        let t = SocketTransport::connect(Address::Unix(path.clone()));
+        let _ = std::fs::remove_file(&path);
+        drop(l);
+        assert!(t.is_ok());
+    }
+
+    /// A backend that dies mid-copy: the write fails with an error instead of raising
+    /// SIGPIPE (restored to its default action here, as in a C program, so a regression
+    /// kills this test binary), and every later call fails at once.
+    #[test]
+    fn lost_backend_is_an_error_not_sigpipe() {
+        // SAFETY: SIG_DFL is a valid disposition for SIGPIPE; no handler is involved.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+        let path = socket_path("lost");
+        let _ = std::fs::remove_file(&path);
+        let l = UnixListener::bind(&path).unwrap();
+        let backend = std::thread::spawn(move || {
+            let (mut s, _) = l.accept().unwrap();
+            let mut buf = [0u8; 4096];
+            let _ = s.read(&mut buf);
+            // Dies mid-copy.
+        });
+        let t = SocketTransport::connect(Address::Unix(path.clone())).unwrap();
+        let _ = std::fs::remove_file(&path);
+        let data = vec![7u8; 64 << 20];
+        let e = t.post(b"hdr", &[&data]).unwrap_err();
+        backend.join().unwrap();
+        assert!(t.is_broken(), "{e}");
+        let e = t.call(b"x", &[], &mut [], 1).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::NotConnected);
+        // A write on the socket itself would have raised SIGPIPE; the flag stays set.
+        let c = UnixStream::pair().unwrap();
+        drop(c.1);
+        assert!(send_all(c.0.as_raw_fd(), b"x", &[]).is_err());
     }
 }

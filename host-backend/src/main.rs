@@ -3,6 +3,7 @@
 
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use log::{error, info};
@@ -10,7 +11,7 @@ use vcuda_backend::Backend;
 use vcuda_backend::executor::ExecutorFactory;
 use vcuda_backend::executor::cpu::{CpuConfig, CpuFactory};
 use vcuda_backend::executor::cuda::{CudaConfig, CudaFactory};
-use vcuda_backend::socket::{self, Listen, ServerConfig};
+use vcuda_backend::socket::{self, AccessPolicy, Listen, ServerConfig, Timeouts};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -27,15 +28,14 @@ struct Cli {
 enum Command {
     /// Serve the socket transport (development, containers, remote GPUs).
     Serve {
-        /// Unix socket path, or tcp:HOST:PORT. Default: $XDG_RUNTIME_DIR/vcuda.sock, else
-        /// /tmp/vcuda-$UID.sock.
+        /// Unix socket path, or tcp:HOST:PORT. Default: $XDG_RUNTIME_DIR/vcuda/vcuda.sock,
+        /// else /run/vcuda/vcuda.sock for root (the directory is created mode 0700).
         #[arg(long, env = "VCUDA_SOCKET")]
         socket: Option<String>,
         #[command(flatten)]
         exec: ExecArgs,
-        /// Most concurrent sessions.
-        #[arg(long, default_value_t = 256)]
-        max_sessions: usize,
+        #[command(flatten)]
+        server: ServerArgs,
     },
     /// Serve a VM through vhost-user (QEMU's vhost-user-cuda-pci device; see DEVICE.md).
     VhostUser {
@@ -82,6 +82,59 @@ struct ExecArgs {
         value_parser = clap::builder::BoolishValueParser::new()
     )]
     cuda_capture_printf: bool,
+}
+
+#[derive(clap::Args, Debug)]
+struct ServerArgs {
+    /// Most concurrent sessions.
+    #[arg(long, default_value_t = 256)]
+    max_sessions: usize,
+    /// Most connections per peer uid (Unix socket) or address (TCP).
+    #[arg(long, default_value_t = 64)]
+    max_sessions_per_peer: usize,
+    /// Most connections that have not sent their Hello yet; when full, the oldest is closed.
+    #[arg(long, default_value_t = 32)]
+    max_pending: usize,
+    /// Milliseconds a new connection has to send its complete Hello.
+    #[arg(long, default_value_t = 10_000)]
+    handshake_timeout_ms: u64,
+    /// Milliseconds a started message may stall between two reads (and a reply between
+    /// two writes); sessions may idle between messages.
+    #[arg(long, default_value_t = 30_000)]
+    message_timeout_ms: u64,
+    /// A peer uid to serve on the Unix socket (repeatable). Default: this backend's uid
+    /// and root.
+    #[arg(long = "allow-uid", value_name = "UID")]
+    allow_uid: Vec<u32>,
+    /// Make the Unix socket 0660 with this group (its directory 0710) and serve the
+    /// group's members too.
+    #[arg(long, value_name = "GROUP")]
+    socket_group: Option<String>,
+    /// Serve TCP on a non-loopback address: without authentication or encryption, anyone
+    /// who can reach the port can use the GPU and the memory of its sessions.
+    #[arg(long)]
+    insecure_tcp: bool,
+}
+
+impl ServerArgs {
+    fn config(&self, private_dir: bool) -> Result<ServerConfig, String> {
+        let mut access = AccessPolicy::with_uids(&self.allow_uid);
+        if let Some(g) = &self.socket_group {
+            access.group = Some(socket::resolve_group(g)?);
+        }
+        Ok(ServerConfig {
+            max_sessions: self.max_sessions,
+            max_sessions_per_peer: self.max_sessions_per_peer,
+            max_pending: self.max_pending,
+            timeouts: Timeouts {
+                handshake: Duration::from_millis(self.handshake_timeout_ms),
+                message: Duration::from_millis(self.message_timeout_ms),
+            },
+            access,
+            private_dir,
+            insecure_tcp: self.insecure_tcp,
+        })
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -132,8 +185,33 @@ fn main() -> ExitCode {
         Command::Serve {
             socket,
             exec,
-            max_sessions,
+            server,
         } => {
+            let (listen, private_dir) = match socket {
+                Some(s) => (Listen::parse(&s), false),
+                None => match socket::default_socket_path() {
+                    Ok(p) => (Listen::Unix(p), true),
+                    Err(e) => {
+                        error!("{e}");
+                        return ExitCode::FAILURE;
+                    }
+                },
+            };
+            let config = match server.config(private_dir) {
+                Ok(c) => c,
+                Err(e) => {
+                    error!("{e}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            if let (Listen::Tcp(addr), false) = (&listen, config.insecure_tcp) {
+                // Refuse before the executor (maybe a GPU context) starts; serve warns
+                // about an insecure address.
+                if let Err(e) = socket::check_tcp_listen(addr, false) {
+                    error!("{e}");
+                    return ExitCode::FAILURE;
+                }
+            }
             let factory = match make_factory(&exec) {
                 Ok(f) => f,
                 Err(e) => {
@@ -141,12 +219,8 @@ fn main() -> ExitCode {
                     return ExitCode::FAILURE;
                 }
             };
-            let listen = match socket {
-                Some(s) => Listen::parse(&s),
-                None => Listen::Unix(socket::default_socket_path()),
-            };
             let backend = Backend::new(factory);
-            if let Err(e) = socket::serve(&listen, backend, ServerConfig { max_sessions }) {
+            if let Err(e) = socket::serve(&listen, backend, config) {
                 error!("{e}");
                 return ExitCode::FAILURE;
             }

@@ -191,6 +191,12 @@ impl Session {
         }
     }
 
+    /// Whether the guest's `Hello` succeeded (transports close connections that do not
+    /// start with one).
+    pub fn has_hello(&self) -> bool {
+        self.hello
+    }
+
     /// The in-data ranges `(offset in the in-data area, length)` the last reply's records
     /// produced, in record order. Stream transports send these bytes after the reply.
     pub fn in_ranges(&self) -> &[(u64, u64)] {

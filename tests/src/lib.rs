@@ -154,8 +154,19 @@ pub fn all_programs() -> Vec<String> {
 /// Compiles test program `name` with toolkit `v` (if its binary is older than its sources)
 /// and returns the binary, or `None` if the toolkit is unavailable.
 pub fn build(name: &str, v: Cuda) -> Option<PathBuf> {
+    build_source(&source(name), v)
+}
+
+/// Compiles the CUDA program `src` (a `NAME.cu` anywhere, including `tests/cuda/common.h`)
+/// with toolkit `v` if its binary is older than its sources, and returns the binary, or
+/// `None` if the toolkit is unavailable.
+pub fn build_source(src: &Path, v: Cuda) -> Option<PathBuf> {
     let root = toolkit(v)?;
-    let src = source(name);
+    let name = src
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .expect("a NAME.cu source");
+    let src = src.to_path_buf();
     let out_dir = bin_dir().join(format!("cuda{}-tests", v.tag()));
     std::fs::create_dir_all(&out_dir).expect("create cuda-tests dir");
     let exe = out_dir.join(name);

@@ -1,0 +1,528 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! The socket transport: one session per connection, on a Unix socket or TCP (for a GPU on
+//! another machine).
+//!
+//! Framing on the stream, guest to host: `[MessageHeader][control area][out data]`; host to
+//! guest: `[ReplyHeader][records][in data of each record, in record order]`. A message
+//! flagged `MSG_NO_WAIT` gets no reply unless one of its requests failed.
+
+use std::io::{self, IoSlice, Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::PathBuf;
+use std::sync::{Arc, LazyLock};
+use std::time::{Duration, Instant};
+
+use log::{debug, error, info};
+use vcuda_protocol::{MessageHeader, ReplyBuilder};
+
+use crate::data::DataSegs;
+use crate::session::{Backend, Outcome, Session, check_header};
+
+mod access;
+mod limits;
+
+pub use access::{
+    AccessPolicy, PeerCred, SOCKET_DIR_NAME, SOCKET_FILE_NAME, bind_unix, bind_unix_private,
+    check_tcp_listen, default_socket_path, default_socket_path_for, peer_cred, prepare_socket_dir,
+    resolve_group,
+};
+pub use limits::{Bounds, Closer, LogLimiter, PeerKey, Refusal, Ticket, Tracker};
+
+/// Where the socket transport listens.
+#[derive(Debug, Clone)]
+pub enum Listen {
+    /// A Unix socket path.
+    Unix(PathBuf),
+    /// A TCP address (`host:port`).
+    Tcp(String),
+}
+
+impl Listen {
+    /// Parses `tcp:HOST:PORT` or a path.
+    pub fn parse(s: &str) -> Self {
+        match s.strip_prefix("tcp:") {
+            Some(addr) => Listen::Tcp(addr.to_owned()),
+            None => Listen::Unix(PathBuf::from(s)),
+        }
+    }
+}
+
+/// How long a peer may keep the backend waiting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeouts {
+    /// The first message (the `Hello`) must have arrived completely this long after the
+    /// connection was accepted.
+    pub handshake: Duration,
+    /// Once a message has started, each further read must bring bytes within this long;
+    /// each reply write must make progress within it too. A session may stay idle between
+    /// messages for as long as it likes.
+    pub message: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Self {
+            handshake: Duration::from_secs(10),
+            message: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Limits and access rules of the socket server.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Most concurrent sessions (connections past their `Hello`).
+    pub max_sessions: usize,
+    /// Most connections per peer uid (Unix) or address (TCP).
+    pub max_sessions_per_peer: usize,
+    /// Most connections that have not completed their `Hello`; when full, the oldest is
+    /// closed to make room.
+    pub max_pending: usize,
+    /// Timeouts.
+    pub timeouts: Timeouts,
+    /// Which Unix peers are served (and the socket's group).
+    pub access: AccessPolicy,
+    /// Create the socket's directory (mode 0700, or 0710 with a group) and check that this
+    /// user owns it: for the default path.
+    pub private_dir: bool,
+    /// Serve TCP on a non-loopback address (no authentication or encryption).
+    pub insecure_tcp: bool,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            max_sessions: 256,
+            max_sessions_per_peer: 64,
+            max_pending: 32,
+            timeouts: Timeouts::default(),
+            access: AccessPolicy::own_uid_and_root(),
+            private_dir: false,
+            insecure_tcp: false,
+        }
+    }
+}
+
+/// Log lines about refused, timed-out and malformed connections: a flood of them cannot
+/// flood the log.
+static LIMITER: LazyLock<LogLimiter> =
+    LazyLock::new(|| LogLimiter::new(20, Duration::from_secs(10)));
+
+/// A connected stream the server can time out and close from another thread.
+pub trait Conn: Read + Write + Send + 'static {
+    /// `set_read_timeout` of the socket.
+    fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()>;
+    /// `set_write_timeout` of the socket.
+    fn set_write_timeout(&self, t: Option<Duration>) -> io::Result<()>;
+    /// A handle that shuts the connection down.
+    fn closer(&self) -> io::Result<Closer>;
+}
+
+impl Conn for UnixStream {
+    fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+        UnixStream::set_read_timeout(self, t)
+    }
+    fn set_write_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+        UnixStream::set_write_timeout(self, t)
+    }
+    fn closer(&self) -> io::Result<Closer> {
+        let s = self.try_clone()?;
+        Ok(Box::new(move || {
+            let _ = s.shutdown(Shutdown::Both);
+        }))
+    }
+}
+
+impl Conn for TcpStream {
+    fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+        TcpStream::set_read_timeout(self, t)
+    }
+    fn set_write_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+        TcpStream::set_write_timeout(self, t)
+    }
+    fn closer(&self) -> io::Result<Closer> {
+        let s = self.try_clone()?;
+        Ok(Box::new(move || {
+            let _ = s.shutdown(Shutdown::Both);
+        }))
+    }
+}
+
+/// Serves `backend` on `listen` until the process ends.
+pub fn serve(listen: &Listen, backend: Arc<Backend>, config: ServerConfig) -> io::Result<()> {
+    let tracker = Tracker::new(Bounds {
+        max_sessions: config.max_sessions,
+        max_per_peer: config.max_sessions_per_peer,
+        max_pending: config.max_pending,
+    });
+    match listen {
+        Listen::Unix(path) => {
+            let listener = listen_unix(path, &config)?;
+            info!(
+                "serving {:?} executor on {} (uids {:?}{})",
+                backend.kind(),
+                path.display(),
+                config.access.allowed_uids,
+                match config.access.group {
+                    Some(g) => format!(", group {g}"),
+                    None => String::new(),
+                }
+            );
+            for stream in listener.incoming() {
+                let s = match stream {
+                    Ok(s) => s,
+                    Err(e) => {
+                        LIMITER.warn(format_args!("accept: {e}"));
+                        continue;
+                    }
+                };
+                let cred = match peer_cred(&s) {
+                    Ok(c) => c,
+                    Err(e) => {
+                        LIMITER.warn(format_args!(
+                            "connection refused: no peer credentials ({e})"
+                        ));
+                        continue;
+                    }
+                };
+                if !config.access.allows(&cred) {
+                    LIMITER.warn(format_args!(
+                        "connection from uid {} (pid {}) refused: not an allowed uid (--allow-uid, --socket-group)",
+                        cred.uid, cred.pid
+                    ));
+                    continue;
+                }
+                spawn(
+                    s,
+                    PeerKey::Uid(cred.uid),
+                    &backend,
+                    &tracker,
+                    config.timeouts,
+                );
+            }
+        }
+        Listen::Tcp(addr) => {
+            check_tcp_listen(addr, config.insecure_tcp).map_err(io::Error::other)?;
+            let listener = TcpListener::bind(addr)?;
+            info!(
+                "serving {:?} executor on tcp:{}",
+                backend.kind(),
+                listener.local_addr()?
+            );
+            for stream in listener.incoming() {
+                let s = match stream {
+                    Ok(s) => s,
+                    Err(e) => {
+                        LIMITER.warn(format_args!("accept: {e}"));
+                        continue;
+                    }
+                };
+                let Ok(peer) = s.peer_addr() else { continue };
+                let _ = s.set_nodelay(true);
+                spawn(
+                    s,
+                    PeerKey::Ip(peer.ip()),
+                    &backend,
+                    &tracker,
+                    config.timeouts,
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Binds the Unix socket of `config`: its directory private when `config.private_dir`, the
+/// file 0600 (0660 with the access policy's group).
+fn listen_unix(path: &std::path::Path, config: &ServerConfig) -> io::Result<UnixListener> {
+    if config.private_dir
+        && let Some(dir) = path.parent()
+    {
+        prepare_socket_dir(dir, config.access.group)?;
+    }
+    bind_unix_private(path, config.access.group)
+}
+
+fn spawn<S: Conn>(
+    stream: S,
+    peer: PeerKey,
+    backend: &Arc<Backend>,
+    tracker: &Arc<Tracker>,
+    timeouts: Timeouts,
+) {
+    let closer = match stream.closer() {
+        Ok(c) => c,
+        Err(e) => {
+            LIMITER.warn(format_args!("connection from {peer} dropped: {e}"));
+            return;
+        }
+    };
+    let closer: Closer = Box::new(move || {
+        LIMITER.warn(format_args!(
+            "too many connections without a Hello; closing the oldest (from {peer})"
+        ));
+        closer();
+    });
+    let ticket = match tracker.admit(peer, closer) {
+        Ok(t) => t,
+        Err(e) => {
+            LIMITER.warn(format_args!("connection from {peer} refused: {e}"));
+            return;
+        }
+    };
+    let backend = backend.clone();
+    let r = std::thread::Builder::new()
+        .name("vcuda-session".into())
+        .spawn(move || {
+            // A bug in a session must not take the daemon or other sessions down.
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                serve_connection_with(stream, &backend, timeouts, Some(ticket))
+            }));
+            match r {
+                Ok(Ok(())) => debug!("session from {peer} closed"),
+                Ok(Err(e))
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::TimedOut
+                            | io::ErrorKind::InvalidData
+                            | io::ErrorKind::PermissionDenied
+                    ) =>
+                {
+                    LIMITER.warn(format_args!("connection from {peer} closed: {e}"))
+                }
+                Ok(Err(e)) => debug!("session from {peer} ended: {e}"),
+                Err(_) => error!("session thread panicked; session dropped"),
+            }
+        });
+    if let Err(e) = r {
+        error!("cannot start a session thread: {e}");
+    }
+}
+
+/// Reads from a stream with timeouts: each read waits at most `idle` (if set) and never
+/// past `deadline` (if set).
+struct TimedReader<'a, S: Conn> {
+    stream: &'a mut S,
+    idle: Option<Duration>,
+    deadline: Option<Instant>,
+    what: &'static str,
+}
+
+impl<S: Conn> Read for TimedReader<'_, S> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let left = match self.deadline {
+            Some(d) => match d.checked_duration_since(Instant::now()) {
+                Some(l) if !l.is_zero() => Some(l),
+                _ => return Err(timed_out(self.what)),
+            },
+            None => None,
+        };
+        let t = match (self.idle, left) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self.stream.set_read_timeout(t)?;
+        match self.stream.read(buf) {
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
+                Err(timed_out(self.what))
+            }
+            r => r,
+        }
+    }
+}
+
+fn timed_out(what: &str) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::TimedOut,
+        format!("timed out waiting for {what}"),
+    )
+}
+
+/// Reads exactly `len` bytes into `buf`, which grows only as bytes arrive (never by what a
+/// header announces), so a peer that promises much and sends little holds little memory.
+fn read_growing<R: Read>(r: &mut R, buf: &mut Vec<u8>, len: usize) -> io::Result<()> {
+    buf.clear();
+    r.by_ref().take(len as u64).read_to_end(buf)?;
+    if buf.len() == len {
+        Ok(())
+    } else {
+        Err(io::ErrorKind::UnexpectedEof.into())
+    }
+}
+
+/// Buffers above this size are released after each message, so idle sessions hold little.
+const KEEP_BUFFER: usize = 1 << 20;
+
+/// The in-data area of a complete message: `len` zeroed bytes. Large areas come fresh from
+/// the allocator (calloc: untouched zero pages, not a memset), small ones reuse `buf`.
+fn in_area(buf: &mut Vec<u8>, len: usize) {
+    if len <= KEEP_BUFFER && len <= buf.capacity() {
+        buf.clear();
+        buf.resize(len, 0);
+    } else {
+        *buf = vec![0u8; len];
+    }
+}
+
+fn release_if_large(buf: &mut Vec<u8>) {
+    if buf.capacity() > KEEP_BUFFER {
+        *buf = Vec::new();
+    }
+}
+
+/// Runs one session on a connected stream until the peer closes it, with the default
+/// [`Timeouts`] and no connection bounds. Everything the session owns is freed when this
+/// returns.
+pub fn serve_connection<S: Conn>(stream: S, backend: &Arc<Backend>) -> io::Result<()> {
+    serve_connection_with(stream, backend, Timeouts::default(), None)
+}
+
+/// Runs one session on a connected stream until the peer closes it, a timeout expires or
+/// framing is lost. The first message must be a successful `Hello` and arrive within
+/// `timeouts.handshake`; it promotes `ticket` to a session. The session's executor is
+/// created only then.
+pub fn serve_connection_with<S: Conn>(
+    mut stream: S,
+    backend: &Arc<Backend>,
+    timeouts: Timeouts,
+    mut ticket: Option<Ticket>,
+) -> io::Result<()> {
+    stream.set_write_timeout(Some(timeouts.message))?;
+    let hello_deadline = Instant::now() + timeouts.handshake;
+    let mut session: Option<Session> = None;
+    let mut hdr = [0u8; size_of::<MessageHeader>()];
+    let (mut ctrl, mut out, mut inp) = (Vec::new(), Vec::new(), Vec::new());
+    let mut reply = ReplyBuilder::new();
+    loop {
+        let greeted = session.as_ref().is_some_and(Session::has_hello);
+        let deadline = (!greeted).then_some(hello_deadline);
+        // Between messages a session may idle; a message that has started must flow.
+        let mut first = TimedReader {
+            stream: &mut stream,
+            idle: None,
+            deadline,
+            what: "the first message (Hello)",
+        };
+        loop {
+            match first.read(&mut hdr[..1]) {
+                Ok(0) => return Ok(()),
+                Ok(_) => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let mut r = TimedReader {
+            stream: &mut stream,
+            idle: Some(timeouts.message),
+            deadline,
+            what: if greeted {
+                "the rest of a message"
+            } else {
+                "the rest of the first message (Hello)"
+            },
+        };
+        r.read_exact(&mut hdr[1..])?;
+        let header = match check_header(&hdr) {
+            Ok(h) => h,
+            Err(e) => {
+                // Framing is lost: answer once and hang up.
+                reply.clear();
+                reply.push(
+                    vcuda_protocol::RecordKind::Reply,
+                    crate::session::SEQ_MALFORMED,
+                    crate::session::malformed_status(),
+                    &[],
+                    0,
+                );
+                let _ = stream.write_all(reply.finish());
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("bad message header: {e}"),
+                ));
+            }
+        };
+        // Lengths are bounded by check_header (MAX_CTRL_LEN, MAX_DATA_LEN), and the buffers
+        // grow only as the bytes arrive.
+        read_growing(&mut r, &mut ctrl, header.ctrl_len as usize)?;
+        read_growing(&mut r, &mut out, header.out_len as usize)?;
+        if session.is_none() {
+            // A complete first message: the connection takes a session slot now.
+            if let Some(t) = &mut ticket {
+                t.promote()
+                    .map_err(|e| io::Error::new(io::ErrorKind::PermissionDenied, e.to_string()))?;
+            }
+            let s = backend
+                .new_session()
+                .map_err(|s| io::Error::other(format!("cannot start a session: {s}")))?;
+            session = Some(s);
+        }
+        let Some(session) = session.as_mut() else {
+            return Err(io::Error::other("no session"));
+        };
+        in_area(&mut inp, header.in_len as usize);
+        let outcome = {
+            let out_segs = DataSegs::from_slice(&mut out);
+            let in_segs = DataSegs::from_slice(&mut inp);
+            session.handle(&header, &ctrl, &out_segs, &in_segs, &mut reply, usize::MAX)
+        };
+        if outcome != Outcome::Silent {
+            let mut iov = vec![IoSlice::new(reply.finish())];
+            for &(off, len) in session.in_ranges() {
+                // Ranges come from split_requests and lie inside `inp` (in_len bytes).
+                if let Some(s) = inp.get(off as usize..(off + len) as usize) {
+                    iov.push(IoSlice::new(s));
+                }
+            }
+            write_all_vectored(&mut stream, &mut iov)?;
+        }
+        release_if_large(&mut ctrl);
+        release_if_large(&mut out);
+        release_if_large(&mut inp);
+        if outcome == Outcome::Malformed {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "malformed message",
+            ));
+        }
+        if !session.has_hello() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "the first message was not a successful Hello",
+            ));
+        }
+    }
+}
+
+fn write_all_vectored<S: Write>(stream: &mut S, mut bufs: &mut [IoSlice<'_>]) -> io::Result<()> {
+    while !bufs.is_empty() {
+        match stream.write_vectored(bufs) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => IoSlice::advance_slices(&mut bufs, n),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    stream.flush()
+}
+
+/// Connects to a backend (for tests and tools).
+pub fn connect(listen: &Listen) -> io::Result<Box<dyn ReadWrite>> {
+    Ok(match listen {
+        Listen::Unix(p) => Box::new(UnixStream::connect(p)?),
+        Listen::Tcp(a) => {
+            let s = TcpStream::connect(a)?;
+            s.set_nodelay(true)?;
+            Box::new(s)
+        }
+    })
+}
+
+/// A byte stream.
+pub trait ReadWrite: Read + Write + Send {}
+impl<T: Read + Write + Send> ReadWrite for T {}

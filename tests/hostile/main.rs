@@ -1,0 +1,432 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! Hostile and broken clients against a real `vcuda-backend serve` (see README.md here):
+//! resource bounds, timeouts, access control, and a program whose backend dies mid-copy.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use vcuda_protocol::decode::{decode_reply_header, split_records};
+use vcuda_protocol::{
+    HelloReq, MESSAGE_MAGIC, MessageBuilder, MessageHeader, PROTOCOL_VERSION, ReplyHeader, ops,
+    status,
+};
+use vcuda_tests::{Cuda, bin, bin_dir, build_source, repo_root};
+use zerocopy::IntoBytes;
+
+const MIB: u64 = 1 << 20;
+
+/// A `vcuda-backend serve` on the CPU executor, killed when dropped.
+struct Backend {
+    child: Child,
+    _dir: tempfile::TempDir,
+    socket: PathBuf,
+    log: PathBuf,
+}
+
+impl Backend {
+    /// Starts one on a socket in a fresh directory, with `args` after the defaults (1 s
+    /// handshake and message timeouts).
+    fn start(args: &[&str]) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join("backend.sock");
+        let b = Self::spawn(dir, socket, args, true);
+        wait_for_socket(&b);
+        b
+    }
+
+    fn spawn(dir: tempfile::TempDir, socket: PathBuf, args: &[&str], explicit: bool) -> Self {
+        let log = dir.path().join("backend.log");
+        let mut cmd = Command::new(bin("vcuda-backend"));
+        cmd.args(["serve", "--executor", "cpu", "--cpu-memory-mib", "1024"]);
+        if explicit {
+            cmd.arg("--socket").arg(&socket);
+        }
+        for flag in ["--handshake-timeout-ms", "--message-timeout-ms"] {
+            if !args.contains(&flag) {
+                cmd.args([flag, "1000"]);
+            }
+        }
+        let child = cmd
+            .args(args)
+            .env_remove("VCUDA_SOCKET")
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        Self {
+            child,
+            _dir: dir,
+            socket,
+            log,
+        }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Resident memory of the backend, in bytes.
+    fn rss(&self) -> u64 {
+        let s = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
+        let kib: u64 = s
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap();
+        kib * 1024
+    }
+
+    fn connect(&self) -> UnixStream {
+        let s = UnixStream::connect(&self.socket).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        s
+    }
+}
+
+impl Drop for Backend {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn wait_for_socket(b: &Backend) {
+    let start = Instant::now();
+    while UnixStream::connect(&b.socket).is_err() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "the backend did not start:\n{}",
+            b.log()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Sends a `Hello` and returns its status, or the I/O error that ended the exchange.
+fn hello(s: &mut UnixStream) -> std::io::Result<u32> {
+    let mut b = MessageBuilder::new();
+    let req = HelloReq {
+        runtime_version: 13000,
+        pid: std::process::id(),
+        va_base: 0,
+        va_len: 0,
+        flags: 0,
+        reserved: 0,
+    };
+    b.push_op::<ops::Hello>(0, 1, &[], &req, b"hostile");
+    s.write_all(b.finish(0))?;
+    let mut hdr = [0u8; size_of::<ReplyHeader>()];
+    s.read_exact(&mut hdr)?;
+    let h = decode_reply_header(&hdr).map_err(std::io::Error::other)?;
+    let mut ctrl = vec![0u8; h.ctrl_len as usize];
+    s.read_exact(&mut ctrl)?;
+    let recs = split_records(&h, &ctrl).map_err(std::io::Error::other)?;
+    let mut rest = vec![0u8; h.in_len as usize];
+    s.read_exact(&mut rest)?;
+    Ok(recs.first().map_or(u32::MAX, |r| r.header.status))
+}
+
+/// A message header announcing `out_len` bytes of out data (and a small control area).
+fn claim(out_len: u64) -> MessageHeader {
+    MessageHeader {
+        magic: MESSAGE_MAGIC,
+        version: PROTOCOL_VERSION,
+        flags: 0,
+        n_requests: 1,
+        ctrl_len: 64,
+        out_len,
+        in_len: 0,
+    }
+}
+
+/// Waits until the backend closes `s` (end of file or reset); returns when, or panics
+/// after `limit`.
+fn wait_closed(s: &mut UnixStream, limit: Duration) -> Instant {
+    s.set_read_timeout(Some(limit)).unwrap();
+    let mut buf = [0u8; 4096];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => return Instant::now(),
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return Instant::now(),
+            Err(e) => panic!("still open after {limit:?}: {e}"),
+        }
+    }
+}
+
+#[test]
+fn huge_claims_then_silence() {
+    let b = Backend::start(&[
+        "--handshake-timeout-ms",
+        "1500",
+        "--message-timeout-ms",
+        "1500",
+    ]);
+    std::thread::sleep(Duration::from_millis(200));
+    let before = b.rss();
+    let sent = Instant::now();
+    let mut conns: Vec<UnixStream> = (0..12)
+        .map(|_| {
+            let mut s = b.connect();
+            s.write_all(claim(256 * MIB).as_bytes()).unwrap();
+            s
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    let during = b.rss();
+    eprintln!(
+        "12 connections announcing 256 MiB each: backend RSS {:.1} MiB before, {:.1} MiB \
+         while they wait (+{:.1} MiB)",
+        before as f64 / MIB as f64,
+        during as f64 / MIB as f64,
+        (during as f64 - before as f64) / MIB as f64
+    );
+    assert!(
+        during < before + 16 * MIB,
+        "RSS grew from {before} to {during}"
+    );
+    for s in &mut conns {
+        let t = wait_closed(s, Duration::from_secs(6)) - sent;
+        assert!(t >= Duration::from_millis(1400), "closed after {t:?}");
+    }
+    let t = sent.elapsed();
+    eprintln!("all 12 closed {t:?} after the headers (handshake timeout 1.5 s)");
+    assert!(t < Duration::from_secs(5));
+    assert!(b.log().contains("timed out"), "{}", b.log());
+}
+
+#[test]
+fn stalled_message_after_hello() {
+    let b = Backend::start(&["--message-timeout-ms", "800"]);
+    let mut s = b.connect();
+    assert_eq!(hello(&mut s).unwrap(), status::SUCCESS);
+    // An idle session may stay idle past both timeouts.
+    std::thread::sleep(Duration::from_millis(2000));
+    assert_eq!(hello(&mut s).unwrap(), status::SUCCESS);
+    // A message that starts and stalls is cut off.
+    let before = b.rss();
+    s.write_all(claim(256 * MIB).as_bytes()).unwrap();
+    s.write_all(&[0u8; 64]).unwrap();
+    s.write_all(&vec![0u8; MIB as usize]).unwrap();
+    let sent = Instant::now();
+    std::thread::sleep(Duration::from_millis(300));
+    let during = b.rss();
+    let t = wait_closed(&mut s, Duration::from_secs(5)) - sent;
+    eprintln!(
+        "a session announcing 256 MiB, sending 1 MiB, then stalling: RSS +{:.1} MiB, \
+         closed after {t:?} (message timeout 0.8 s)",
+        (during as f64 - before as f64) / MIB as f64
+    );
+    assert!(during < before + 16 * MIB);
+    assert!(
+        t >= Duration::from_millis(700) && t < Duration::from_secs(3),
+        "{t:?}"
+    );
+}
+
+#[test]
+fn idle_connections_do_not_lock_out() {
+    let b = Backend::start(&[
+        "--handshake-timeout-ms",
+        "60000",
+        "--max-pending",
+        "16",
+        "--max-sessions",
+        "8",
+    ]);
+    let mut idle: Vec<UnixStream> = (0..300).map(|_| b.connect()).collect();
+    let start = Instant::now();
+    let mut s = b.connect();
+    assert_eq!(hello(&mut s).unwrap(), status::SUCCESS, "{}", b.log());
+    let t = start.elapsed();
+    // Most idle connections were closed to make room.
+    let mut closed = 0;
+    for c in &mut idle {
+        c.set_nonblocking(true).unwrap();
+        let mut buf = [0u8; 1];
+        match c.read(&mut buf) {
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            _ => closed += 1,
+        }
+    }
+    eprintln!(
+        "300 idle connections: a real client's Hello succeeded after {t:?}; {closed} idle \
+         ones were closed"
+    );
+    assert!(t < Duration::from_secs(5));
+    assert!(closed >= 300 - 16, "{closed}");
+}
+
+#[test]
+fn per_peer_bound() {
+    let b = Backend::start(&["--max-sessions-per-peer", "3"]);
+    let mut live: Vec<UnixStream> = (0..3)
+        .map(|_| {
+            let mut s = b.connect();
+            assert_eq!(hello(&mut s).unwrap(), status::SUCCESS);
+            s
+        })
+        .collect();
+    let mut extra = b.connect();
+    assert!(hello(&mut extra).is_err());
+    live.pop();
+    std::thread::sleep(Duration::from_millis(200));
+    let mut again = b.connect();
+    assert_eq!(hello(&mut again).unwrap(), status::SUCCESS);
+    assert!(b.log().contains("connections already"), "{}", b.log());
+}
+
+#[test]
+fn disallowed_uid_is_refused() {
+    // The list replaces the default (this uid and root), so this test's uid is not in it.
+    let b = Backend::start(&["--allow-uid", "4242"]);
+    let mut s = b.connect();
+    assert!(hello(&mut s).is_err());
+    std::thread::sleep(Duration::from_millis(100));
+    let log = b.log();
+    assert!(log.contains("not an allowed uid"), "{log}");
+}
+
+#[test]
+fn default_socket_is_private() {
+    let dir = tempfile::tempdir().unwrap();
+    let xdg = dir.path().to_path_buf();
+    let socket = xdg.join("vcuda/vcuda.sock");
+    let log = xdg.join("backend.log");
+    let child = Command::new(bin("vcuda-backend"))
+        .args(["serve", "--executor", "cpu"])
+        .env_remove("VCUDA_SOCKET")
+        .env("XDG_RUNTIME_DIR", &xdg)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let b = Backend {
+        child,
+        _dir: dir,
+        socket: socket.clone(),
+        log,
+    };
+    wait_for_socket(&b);
+    let d = std::fs::symlink_metadata(xdg.join("vcuda")).unwrap();
+    let f = std::fs::symlink_metadata(&socket).unwrap();
+    eprintln!(
+        "{}: dir {:o}, socket {:o}",
+        socket.display(),
+        d.mode() & 0o7777,
+        f.mode() & 0o7777
+    );
+    assert!(d.is_dir());
+    assert_eq!(d.mode() & 0o7777, 0o700);
+    assert!(f.file_type().is_socket());
+    assert_eq!(f.mode() & 0o7777, 0o600);
+}
+
+#[test]
+fn no_default_socket_without_xdg_runtime_dir_for_users() {
+    if std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
+    {
+        eprintln!("skipping: running as root, whose default is /run/vcuda/vcuda.sock");
+        return;
+    }
+    let o = Command::new(bin("vcuda-backend"))
+        .args(["serve", "--executor", "cpu"])
+        .env_remove("VCUDA_SOCKET")
+        .env_remove("XDG_RUNTIME_DIR")
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("XDG_RUNTIME_DIR"));
+}
+
+#[test]
+fn tcp_beyond_loopback_needs_insecure_flag() {
+    let o = Command::new(bin("vcuda-backend"))
+        .args(["serve", "--executor", "cpu", "--socket", "tcp:0.0.0.0:0"])
+        .env_remove("VCUDA_SOCKET")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    assert!(err.contains("--insecure-tcp"), "{err}");
+    let dir = tempfile::tempdir().unwrap();
+    let b = Backend::spawn(
+        dir,
+        PathBuf::new(),
+        &["--socket", "tcp:0.0.0.0:0", "--insecure-tcp"],
+        false,
+    );
+    let start = Instant::now();
+    while !b.log().contains("serving") {
+        assert!(start.elapsed() < Duration::from_secs(20), "{}", b.log());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(b.log().contains("INSECURE"), "{}", b.log());
+}
+
+#[test]
+fn malformed_frames_are_logged_once_per_connection() {
+    let b = Backend::start(&[]);
+    for _ in 0..60 {
+        let mut s = b.connect();
+        s.write_all(&[0xAB; 32]).unwrap();
+        // Answered once (a malformed record), then closed.
+        wait_closed(&mut s, Duration::from_secs(5));
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    let log = b.log();
+    let lines = log
+        .lines()
+        .filter(|l| l.contains("bad message header"))
+        .count();
+    eprintln!("60 connections sending garbage: {lines} log lines");
+    assert!((1..=20).contains(&lines), "{log}");
+}
+
+#[test]
+fn backend_killed_mid_copy() {
+    let src = repo_root().join("tests/hostile/killed_mid_copy.cu");
+    let Some(exe) = build_source(&src, Cuda::V13) else {
+        return;
+    };
+    let mut b = Backend::start(&[]);
+    let mut prog = Command::new(bin("vcuda"))
+        .args(["run", "--"])
+        .arg(&exe)
+        .env("VCUDA_SOCKET", &b.socket)
+        .env("VCUDA_LIB_DIR", bin_dir())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(prog.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "READY", "{}", b.log());
+    std::thread::sleep(Duration::from_millis(300));
+    b.child.kill().unwrap();
+    let _ = b.child.wait();
+    let mut rest = String::new();
+    out.read_to_string(&mut rest).unwrap();
+    let st = prog.wait().unwrap();
+    let mut err = String::new();
+    prog.stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    eprintln!("program after the backend was killed: {st}\n{rest}{err}");
+    assert_eq!(st.code(), Some(2), "{rest}{err}");
+    assert!(rest.contains("ERROR cudaErrorDevicesUnavailable"), "{rest}");
+    assert!(rest.contains("AGAIN cudaErrorDevicesUnavailable"), "{rest}");
+}

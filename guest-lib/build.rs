@@ -2,9 +2,9 @@
 //! Generates the export table of libvcuda.so.
 //!
 //! - `symbols/*.names` list every function the real libraries export, one per line.
-//! - Functions implemented in `src/api/` are found by their `fn NAME(` lines inside
-//!   `entry!` blocks; every other listed name gets a generated stub that returns a
-//!   not-supported error.
+//! - Functions implemented in `src/api/` (and its subdirectories) are found by their
+//!   `fn NAME(` lines inside `entry!` blocks; every other listed name gets a generated stub
+//!   that returns a not-supported error.
 //! - Each export gets GNU symbol versions with `.symver`: the CUDA 13 names under the
 //!   default node `libcudart.so.13`, the CUDA 12 names under `libcudart.so.12` (see
 //!   ../shared/facts/cuda-abi.md), so apps built against either runtime load this file.
@@ -65,19 +65,30 @@ fn read_names(dir: &Path, file: &str) -> BTreeSet<String> {
         .collect()
 }
 
-/// Names of the functions `src/api/*.rs` implement, with the file that defines each.
+/// The `.rs` files under `dir`, recursively, sorted.
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    println!("cargo:rerun-if-changed={}", dir.display());
+    let mut out = Vec::new();
+    for e in fs::read_dir(dir).expect("read src/api").flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(rust_files(&p));
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Names of the functions `src/api/**.rs` implement, with the file (relative to `src/api`)
+/// that defines each.
 fn implemented(api: &Path) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
-    println!("cargo:rerun-if-changed={}", api.display());
-    let mut files: Vec<_> = fs::read_dir(api)
-        .expect("src/api")
-        .flatten()
-        .map(|e| e.path())
-        .collect();
-    files.sort();
-    for f in files {
+    for f in rust_files(api) {
         println!("cargo:rerun-if-changed={}", f.display());
         let text = fs::read_to_string(&f).expect("read api file");
+        let file = f.strip_prefix(api).unwrap().to_string_lossy().into_owned();
         for line in text.lines() {
             let t = line.trim_start();
             if let Some(rest) = t.strip_prefix("fn ") {
@@ -91,7 +102,7 @@ fn implemented(api: &Path) -> BTreeMap<String, String> {
                     || name.starts_with("cublas")
                     || name.starts_with("curand")
                 {
-                    out.insert(name, f.file_name().unwrap().to_string_lossy().into_owned());
+                    out.insert(name, file.clone());
                 }
             }
         }

@@ -16,7 +16,7 @@ use vcuda_protocol::{
 };
 use zerocopy::FromBytes;
 
-use crate::entry::{Error, Result};
+use crate::error::{Error, Result};
 use crate::logging;
 use crate::mirror::Mirror;
 use crate::transport::{Address, Record, SocketTransport, Transport};

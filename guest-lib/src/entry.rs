@@ -5,6 +5,9 @@
 //! - `entry!` for functions returning `cudaError_t`: the body returns [`Result<()>`]; an
 //!   error is recorded as the thread's last error (except `cudaErrorNotReady`, which CUDA
 //!   does not treat as an error) and returned.
+//! - `entry_lib!` for cuBLAS and cuRAND functions returning their status: the body returns
+//!   `Result<(), E>` for the library's error type `E` (see [`crate::error`]), which
+//!   converts into the status.
 //! - `entry_raw!` for everything else: the body returns the C return value.
 //! - `entry_stub!` for names the library exports but does not implement: they return a
 //!   not-supported status and log one line (when `VCUDA_LOG` asks).
@@ -17,51 +20,16 @@ use std::sync::Mutex;
 
 use vcuda_protocol::status;
 
+use crate::error::Result;
 use crate::ffi::cudaError_t;
 use crate::state;
-
-/// A CUDA runtime error (a non-zero `cudaError_t`).
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub struct Error(pub cudaError_t);
-
-impl Error {
-    /// `cudaErrorInvalidValue`.
-    pub const INVALID_VALUE: Error = Error(status::INVALID_VALUE);
-    /// `cudaErrorInvalidDevice`.
-    pub const INVALID_DEVICE: Error = Error(status::INVALID_DEVICE);
-    /// `cudaErrorInvalidResourceHandle`.
-    pub const INVALID_HANDLE: Error = Error(status::INVALID_RESOURCE_HANDLE);
-    /// `cudaErrorInvalidDeviceFunction`.
-    pub const INVALID_DEVICE_FUNCTION: Error = Error(status::INVALID_DEVICE_FUNCTION);
-    /// `cudaErrorInvalidConfiguration`.
-    pub const INVALID_CONFIGURATION: Error = Error(status::INVALID_CONFIGURATION);
-    /// `cudaErrorInvalidSymbol`.
-    pub const INVALID_SYMBOL: Error = Error(status::INVALID_SYMBOL);
-    /// `cudaErrorInvalidMemcpyDirection`.
-    pub const INVALID_MEMCPY_DIRECTION: Error = Error(status::INVALID_MEMCPY_DIRECTION);
-    /// `cudaErrorInvalidPitchValue`.
-    pub const INVALID_PITCH: Error = Error(status::INVALID_PITCH_VALUE);
-    /// `cudaErrorMemoryAllocation`.
-    pub const MEMORY_ALLOCATION: Error = Error(status::MEMORY_ALLOCATION);
-    /// `cudaErrorNotSupported`.
-    pub const NOT_SUPPORTED: Error = Error(status::NOT_SUPPORTED);
-    /// `cudaErrorNoDevice`.
-    pub const NO_DEVICE: Error = Error(status::NO_DEVICE);
-    /// `cudaErrorMissingConfiguration`.
-    pub const MISSING_CONFIGURATION: Error = Error(status::MISSING_CONFIGURATION);
-    /// `cudaErrorUnknown`.
-    pub const UNKNOWN: Error = Error(status::UNKNOWN);
-}
-
-/// Results of the library's internals.
-pub type Result<T> = std::result::Result<T, Error>;
 
 /// Runs an entry point's body behind a panic boundary and does the last-error bookkeeping.
 pub fn api(name: &'static str, f: impl FnOnce() -> Result<()>) -> cudaError_t {
     log::trace!("{name}");
     let code = match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(())) => status::SUCCESS,
-        Ok(Err(Error(code))) => code,
+        Ok(Err(e)) => e.into(),
         Err(_) => {
             log::error!("{name}: internal error (panic); returning cudaErrorUnknown");
             status::UNKNOWN
@@ -125,6 +93,16 @@ pub fn raw<R: FfiReturn>(name: &'static str, f: impl FnOnce() -> R) -> R {
     })
 }
 
+/// Runs a cuBLAS or cuRAND entry point's body behind a panic boundary and converts its error
+/// into the library's status (0 on success). A panic returns what [`raw`] returns for a
+/// `u32`.
+pub fn lib<E>(name: &'static str, f: impl FnOnce() -> std::result::Result<(), E>) -> u32
+where
+    u32: From<E>,
+{
+    raw(name, || f().map_or_else(u32::from, |()| 0))
+}
+
 static STUB_LOGGED: Mutex<Option<HashSet<&'static str>>> = Mutex::new(None);
 
 /// What a stub does: log once per name, record and return `code`.
@@ -151,6 +129,23 @@ macro_rules! entry {
         #[unsafe(no_mangle)]
         pub unsafe extern "C" fn $name($($arg: $ty),*) -> $crate::ffi::cudaError_t {
             $crate::entry::api(stringify!($name), move || -> $crate::Result<()> { $body })
+        }
+    )*};
+}
+
+/// Defines exported cuBLAS or cuRAND functions returning their status. Each body is a block
+/// returning `Result<(), E>`, written `fn NAME(ARGS) -> Result<(), E> { ... }`, where the
+/// status type (`cublasStatus_t`, `curandStatus_t`: `u32`) converts from `E`.
+#[macro_export]
+macro_rules! entry_lib {
+    ($(
+        $(#[$m:meta])*
+        fn $name:ident($($arg:ident : $ty:ty),* $(,)?) -> Result<(), $err:ty> $body:block
+    )*) => {$(
+        $(#[$m])*
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name($($arg: $ty),*) -> u32 {
+            $crate::entry::lib(stringify!($name), move || -> ::std::result::Result<(), $err> { $body })
         }
     )*};
 }

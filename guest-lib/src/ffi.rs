@@ -3,10 +3,9 @@
 
 use std::ffi::{c_int, c_void};
 
-use crate::entry::{Error, Result};
+use crate::error::{Error, Result};
+pub use crate::error::{cublasStatus_t, cudaError_t, curandStatus_t};
 
-/// `cudaError_t`.
-pub type cudaError_t = u32;
 /// `cudaStream_t`.
 pub type cudaStream_t = *mut c_void;
 /// `cudaEvent_t`.

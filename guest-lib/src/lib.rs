@@ -7,6 +7,8 @@
 //! on the CPU reference executor.
 //!
 //! Layout:
+//! - [`error`]: the internal errors ([`Error`] for the runtime, with the cuBLAS and cuRAND
+//!   statuses) and their conversions into the C status types.
 //! - `entry`: the `entry!` macros every export goes through (panic boundary, logging,
 //!   last-error bookkeeping) and the stubs for what is not implemented.
 //! - [`client`]: the process-wide connection to the backend (one session per process).
@@ -25,6 +27,7 @@
 #[macro_use]
 pub mod entry;
 pub mod client;
+pub mod error;
 pub mod ffi;
 pub mod logging;
 pub mod mirror;
@@ -51,4 +54,4 @@ mod stubs {
 
 include!(concat!(env!("OUT_DIR"), "/symver.rs"));
 
-pub use entry::{Error, Result};
+pub use error::{Error, Result};

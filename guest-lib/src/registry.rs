@@ -20,7 +20,7 @@ use vcuda_protocol::{
 use zerocopy::FromBytes;
 
 use crate::client::Client;
-use crate::entry::{Error, Result};
+use crate::error::{Error, Result};
 
 /// A registered fat binary.
 pub struct FatbinReg {

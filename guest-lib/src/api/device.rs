@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use vcuda_protocol::{DeviceReq, LimitReq, MemGetInfoResp, ops};
 
 use crate::client::{self, Client};
-use crate::entry::{Error, Result};
+use crate::error::{Error, Result};
 use crate::ffi::write_out;
 use crate::props_gen::{props12, props13};
 use crate::state;

@@ -14,7 +14,7 @@ use vcuda_protocol::{FuncSetAttributeReq, LaunchReq, MAX_PARAM_LEN, attr, ops};
 
 use super::stream::stream_handle;
 use crate::client::{self, Client};
-use crate::entry::{Error, Result};
+use crate::error::{Error, Result};
 use crate::ffi::{cudaFuncAttributes, cudaStream_t, dim3, write_out};
 use crate::registry;
 use crate::state::{self, CallConfig};

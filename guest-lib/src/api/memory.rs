@@ -12,7 +12,7 @@ use vcuda_protocol::{
 
 use super::stream::stream_handle;
 use crate::client::{self, Client};
-use crate::entry::{Error, Result};
+use crate::error::{Error, Result};
 use crate::ffi::{
     cudaPointerAttributes, cudaStream_t, host_slice, host_slice_mut, memcpy_kind, memory_type,
     write_out,

@@ -8,7 +8,7 @@ use vcuda_protocol::{HandleReq, PtrReq, attr, ops};
 
 use super::stream::stream_handle;
 use crate::client;
-use crate::entry::{Error, Result};
+use crate::error::{Error, Result};
 use crate::ffi::{cudaStream_t, write_out};
 use crate::mirror::Kind;
 use crate::props_gen::cudaDeviceProp13;

@@ -9,7 +9,7 @@ use vcuda_protocol::{
 };
 
 use crate::client::{self, Client, EventInfo, StreamInfo};
-use crate::entry::{Error, Result};
+use crate::error::{Error, Result};
 use crate::ffi::{STREAM_LEGACY, STREAM_PER_THREAD, cudaEvent_t, cudaStream_t, write_out};
 use crate::state;
 

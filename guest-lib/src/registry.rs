@@ -86,10 +86,20 @@ impl FatbinReg {
         let mut req = ModuleLoadReq {
             hash: img.hash,
             size: img.bytes.len() as u64,
-            flags: 0,
+            flags: MODULE_HAS_DATA,
             reserved: 0,
         };
-        let mut resp: ModuleLoadResp = c.call::<ops::ModuleLoad>(&req)?;
+        // The backend takes an offer by hash alone only for an image this process sent
+        // before (a reload after `cudaDeviceReset`), so the first load sends the bytes.
+        let mut resp = if g.is_some() {
+            req.flags = 0;
+            c.call::<ops::ModuleLoad>(&req)?
+        } else {
+            ModuleLoadResp {
+                need_data: 1,
+                ..Default::default()
+            }
+        };
         if resp.need_data != 0 {
             req.flags = MODULE_HAS_DATA;
             resp = c.call_with::<ops::ModuleLoad>(&req, &[], &[img.bytes], &mut [])?;

@@ -1,9 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
 //! Module images: the cache every session of a backend shares, and the `ModuleLoad`
-//! handshake (a guest first offers an image's hash; it sends the image only when the
-//! backend does not hold it yet).
+//! handshake.
+//!
+//! A guest may offer an image by hash alone, but the backend only takes that offer for an
+//! image *this session* has sent before (e.g. loading it again after `cudaDeviceReset`):
+//! whether another session loaded an image is never visible to a session, so the shared
+//! cache tells one tenant nothing about another's programs. The cache saves the work of
+//! keeping one copy of the bytes per session; it keeps only images that loaded.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use log::warn;
@@ -30,6 +35,34 @@ struct ModuleCacheInner {
 pub const MODULE_CACHE_BYTES: u64 = 1 << 30;
 /// Largest module image accepted.
 pub const MAX_MODULE_LEN: u64 = MAX_SEGMENT_LEN;
+
+/// Most images one session is remembered to have sent; beyond it the oldest are
+/// forgotten (the guest then sends them again).
+pub const MAX_SENT_IMAGES: usize = 4096;
+
+/// The images one session has sent (proved it holds), by hash.
+#[derive(Debug, Default)]
+pub struct SentImages {
+    set: HashSet<[u8; 32]>,
+    order: std::collections::VecDeque<[u8; 32]>,
+}
+
+impl SentImages {
+    fn contains(&self, hash: &[u8; 32]) -> bool {
+        self.set.contains(hash)
+    }
+
+    fn insert(&mut self, hash: [u8; 32]) {
+        if self.set.insert(hash) {
+            self.order.push_back(hash);
+            if self.order.len() > MAX_SENT_IMAGES
+                && let Some(old) = self.order.pop_front()
+            {
+                self.set.remove(&old);
+            }
+        }
+    }
+}
 
 impl ModuleCache {
     fn lock(&self) -> std::sync::MutexGuard<'_, ModuleCacheInner> {
@@ -71,46 +104,152 @@ impl ModuleCache {
         g.map.insert(image.hash, (image, now));
     }
 
-    /// Handles a `ModuleLoad`: finds the image by hash, or takes it from the request's
-    /// out data (checking its hash) and caches it, then loads it on `exec`. Without the
-    /// image and without a cached copy, the reply asks the guest for the data.
+    /// Handles a `ModuleLoad`: takes the image from the request's out data (checking its
+    /// hash), or, for an offer by hash alone, from the cache when this session sent it
+    /// before; then loads it on `exec` and caches it once it loaded. Otherwise the reply
+    /// asks the guest for the data.
     pub fn load(
         &self,
         exec: &mut dyn Executor,
+        sent: &mut SentImages,
         m: &ModuleLoadReq,
         out: &DataSegs<'_>,
         raw: &RawRequest<'_>,
     ) -> ExecResult<ModuleLoadResp> {
-        let image = match self.get(&m.hash) {
-            Some(img) => img,
-            None if m.flags & MODULE_HAS_DATA == 0 => {
-                return Ok(ModuleLoadResp {
-                    handle: 0,
-                    need_data: 1,
-                    reserved: 0,
-                });
-            }
-            None => {
-                if m.size > MAX_MODULE_LEN {
-                    return Err(Status::INVALID_VALUE);
-                }
-                let mut bytes = vec![0u8; m.size as usize];
-                out.read_at(raw.out_offset, &mut bytes)
-                    .map_err(|_| Status::INVALID_VALUE)?;
-                let hash: [u8; 32] = Sha256::digest(&bytes).into();
-                if hash != m.hash {
-                    warn!("module image does not match its hash");
-                    return Err(Status::INVALID_VALUE);
-                }
-                let img = Arc::new(ModuleImage { hash, bytes });
-                self.insert(img.clone());
-                img
-            }
+        let need_data = ModuleLoadResp {
+            handle: 0,
+            need_data: 1,
+            reserved: 0,
         };
+        let image = if m.flags & MODULE_HAS_DATA == 0 {
+            if !sent.contains(&m.hash) {
+                return Ok(need_data);
+            }
+            match self.get(&m.hash) {
+                Some(img) => img,
+                None => return Ok(need_data),
+            }
+        } else {
+            if m.size > MAX_MODULE_LEN {
+                return Err(Status::INVALID_VALUE);
+            }
+            let mut bytes = vec![0u8; m.size as usize];
+            out.read_at(raw.out_offset, &mut bytes)
+                .map_err(|_| Status::INVALID_VALUE)?;
+            let hash: [u8; 32] = Sha256::digest(&bytes).into();
+            if hash != m.hash {
+                warn!("module image does not match its hash");
+                return Err(Status::INVALID_VALUE);
+            }
+            sent.insert(hash);
+            // Another session's copy of the same bytes, if any, so the executor's caches
+            // keyed by image see one image.
+            self.get(&hash)
+                .unwrap_or_else(|| Arc::new(ModuleImage { hash, bytes }))
+        };
+        let handle = exec.module_load(image.clone())?;
+        self.insert(image);
         Ok(ModuleLoadResp {
-            handle: exec.module_load(image)?,
+            handle,
             need_data: 0,
             reserved: 0,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use vcuda_protocol::decode::{decode_reply_header, split_records};
+    use vcuda_protocol::*;
+    use zerocopy::FromBytes;
+
+    use crate::data::DataSegs;
+    use crate::executor::cpu::{CpuConfig, CpuFactory};
+    use crate::session::{Backend, Session};
+
+    const IMAGE: &[u8] = include_bytes!("executor/cuda/testdata/vectorAdd-13.0.fatbin");
+
+    /// Sends one `ModuleLoad` (with `data` as its image, or by hash alone) and returns the
+    /// reply's status and payload.
+    fn load(s: &mut Session, hash: [u8; 32], data: Option<&[u8]>) -> (u32, ModuleLoadResp) {
+        let mut b = MessageBuilder::new();
+        b.push_op::<ops::Hello>(0, 1, &[], &HelloReq::default(), b"t");
+        let req = ModuleLoadReq {
+            hash,
+            size: data.map_or(0, |d| d.len() as u64),
+            flags: if data.is_some() { MODULE_HAS_DATA } else { 0 },
+            reserved: 0,
+        };
+        let segs: Vec<SegmentDesc> = data
+            .iter()
+            .map(|d| SegmentDesc::out(d.len() as u64))
+            .collect();
+        b.push_op::<ops::ModuleLoad>(0, 2, &segs, &req, &[]);
+        let msg = b.finish(0).to_vec();
+        let header = decode::decode_message_header(&msg).unwrap();
+        let mut out = data.unwrap_or_default().to_vec();
+        let mut inp = Vec::new();
+        let mut reply = ReplyBuilder::new();
+        s.handle(
+            &header,
+            &msg[size_of::<MessageHeader>()..],
+            &DataSegs::from_slice(&mut out),
+            &DataSegs::from_slice(&mut inp),
+            &mut reply,
+            usize::MAX,
+        );
+        let bytes = reply.finish().to_vec();
+        let h = decode_reply_header(&bytes).unwrap();
+        let recs = split_records(&h, &bytes[size_of::<ReplyHeader>()..]).unwrap();
+        let r = recs.iter().find(|r| r.header.seq == 2).unwrap();
+        let resp = ModuleLoadResp::read_from_prefix(r.payload)
+            .map(|(r, _)| r)
+            .unwrap_or_default();
+        (r.header.status, resp)
+    }
+
+    fn hash(b: &[u8]) -> [u8; 32] {
+        use sha2::{Digest, Sha256};
+        Sha256::digest(b).into()
+    }
+
+    fn backend() -> std::sync::Arc<Backend> {
+        Backend::new(std::sync::Arc::new(CpuFactory::new(CpuConfig {
+            memory: 16 << 20,
+            threads: 1,
+        })))
+    }
+
+    #[test]
+    fn a_session_learns_nothing_of_another_sessions_images() {
+        let b = backend();
+        let (mut a, mut other) = (b.new_session().unwrap(), b.new_session().unwrap());
+        let h = hash(IMAGE);
+        let (st, r) = load(&mut a, h, Some(IMAGE));
+        assert_eq!((st, r.need_data), (status::SUCCESS, 0));
+        // The image is cached, but only the session that sent it may load it by hash.
+        assert_eq!(load(&mut other, h, None).1.need_data, 1);
+        let (st, r) = load(&mut a, h, None);
+        assert_eq!((st, r.need_data), (status::SUCCESS, 0));
+        assert_ne!(r.handle, 0);
+        // Once the other session sends the bytes itself, it may.
+        assert_eq!(load(&mut other, h, Some(IMAGE)).0, status::SUCCESS);
+        assert_eq!(load(&mut other, h, None).1.need_data, 0);
+    }
+
+    #[test]
+    fn an_image_that_fails_to_load_is_not_kept() {
+        let b = backend();
+        let mut s = b.new_session().unwrap();
+        let junk = b"not a fat binary".as_slice();
+        let h = hash(junk);
+        assert_ne!(load(&mut s, h, Some(junk)).0, status::SUCCESS);
+        // Offered again by hash, the backend has nothing to load and asks for the bytes.
+        assert_eq!(load(&mut s, h, None).1.need_data, 1);
+        // A hash that does not match the bytes is refused.
+        assert_eq!(
+            load(&mut s, hash(b"other"), Some(IMAGE)).0,
+            status::INVALID_VALUE
+        );
     }
 }

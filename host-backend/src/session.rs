@@ -17,7 +17,7 @@ use zerocopy::IntoBytes;
 
 use crate::data::DataSegs;
 use crate::executor::{ExecResult, Executor, ExecutorFactory, MAX_STDOUT_BUFFER, Status};
-use crate::modules::ModuleCache;
+use crate::modules::{ModuleCache, SentImages};
 
 /// What every session of one backend shares.
 pub struct Backend {
@@ -63,6 +63,7 @@ impl Backend {
             stdout: Vec::new(),
             in_ranges: Vec::new(),
             unsolicited_sent: false,
+            sent_images: SentImages::default(),
         })
     }
 }
@@ -79,6 +80,8 @@ pub struct Session {
     /// guest waits for a reply again, further ones are not sent, so a flood of failing
     /// reply-on-error requests cannot fill the connection while nobody reads it.
     unsolicited_sent: bool,
+    /// The module images this session has sent (see [`crate::modules`]).
+    sent_images: SentImages,
 }
 
 impl std::fmt::Debug for Session {
@@ -369,7 +372,7 @@ impl Session {
             Request::ModuleLoad(ref m) => self
                 .backend
                 .modules
-                .load(e.as_mut(), m, out, raw)
+                .load(e.as_mut(), &mut self.sent_images, m, out, raw)
                 .map(reply::<ops::ModuleLoad>),
             Request::ModuleUnload(h) => done::<ops::ModuleUnload>(e.module_unload(h.handle)),
             Request::FunctionGet(f, n) => {

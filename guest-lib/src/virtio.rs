@@ -9,6 +9,7 @@
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use vcuda_protocol::decode::{decode_reply_header, split_records};
 use vcuda_protocol::ioctl::{VCUDA_IOC_INFO, VCUDA_IOC_SUBMIT, VcudaInfo, VcudaSeg, VcudaSubmit};
@@ -27,6 +28,18 @@ const REPLY_CAPACITY: usize = 64 << 10;
 pub struct VirtioTransport {
     file: File,
     info: VcudaInfo,
+    /// The device went away (unplugged, unbound, or its virtqueue broke): every later call
+    /// fails without trying.
+    broken: AtomicBool,
+}
+
+/// Whether an ioctl error means the device is gone for good: `ENODEV` (removed or
+/// unbound), `EIO` (broken virtqueue or refused session), `ESHUTDOWN`.
+fn device_gone(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::ENODEV | libc::EIO | libc::ESHUTDOWN)
+    )
 }
 
 impl VirtioTransport {
@@ -49,7 +62,11 @@ impl VirtioTransport {
         if r < 0 {
             return Err(io::Error::last_os_error());
         }
-        Ok(Self { file, info })
+        Ok(Self {
+            file,
+            info,
+            broken: AtomicBool::new(false),
+        })
     }
 
     fn submit(
@@ -59,6 +76,9 @@ impl VirtioTransport {
         inp: &mut [&mut [u8]],
         seq: Option<u64>,
     ) -> io::Result<Vec<Record>> {
+        if self.broken.load(Ordering::Relaxed) {
+            return Err(io::ErrorKind::NotConnected.into());
+        }
         let segs: Vec<VcudaSeg> = out
             .iter()
             .map(|b| VcudaSeg {
@@ -97,7 +117,11 @@ impl VirtioTransport {
             )
         };
         if r < 0 {
-            return Err(io::Error::last_os_error());
+            let e = io::Error::last_os_error();
+            if device_gone(&e) {
+                self.broken.store(true, Ordering::Relaxed);
+            }
+            return Err(e);
         }
         let bad = |e: vcuda_protocol::DecodeError| {
             io::Error::new(io::ErrorKind::InvalidData, e.to_string())
@@ -150,5 +174,30 @@ impl Transport for VirtioTransport {
 
     fn describe(&self) -> String {
         format!("{DEVICE_PATH} (session {})", self.info.session)
+    }
+
+    fn is_broken(&self) -> bool {
+        self.broken.load(Ordering::Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_vanished_device_breaks_the_transport() {
+        for errno in [libc::ENODEV, libc::EIO, libc::ESHUTDOWN] {
+            assert!(device_gone(&io::Error::from_raw_os_error(errno)));
+        }
+        for errno in [
+            libc::EINTR,
+            libc::ENOMEM,
+            libc::E2BIG,
+            libc::EFAULT,
+            libc::EINVAL,
+        ] {
+            assert!(!device_gone(&io::Error::from_raw_os_error(errno)));
+        }
     }
 }

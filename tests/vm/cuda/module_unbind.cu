@@ -162,7 +162,10 @@ int main(int argc, char **argv) {
         usleep(500000);
         cudaError_t e = cudaMemcpy(h, d, 1 << 20, cudaMemcpyDeviceToHost);
         fprintf(stderr, "waiter: copy returned %s\n", cudaGetErrorString(e));
-        _exit(e == cudaSuccess ? 11 : 0);
+        // The device is gone for good: every later call fails the same way, at once.
+        cudaError_t later = cudaMemset(d, 0, 4);
+        fprintf(stderr, "waiter: a later call returned %s\n", cudaGetErrorString(later));
+        _exit(e == cudaSuccess ? 11 : later != cudaErrorDevicesUnavailable ? 12 : 0);
     }
     double launched = now();
     usleep(1500000);
@@ -175,6 +178,7 @@ int main(int argc, char **argv) {
     printf("waiter: %s %d\n", WIFEXITED(st) ? "exit" : "signal",
            WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
     CHECK(!WIFEXITED(st) || WEXITSTATUS(st) != 11, "the waiter's call succeeded after unbind");
+    CHECK(!WIFEXITED(st) || WEXITSTATUS(st) != 12, "a call after the device left was not refused");
     vcuda_info info;
     CHECK(ioctl(idle, VCUDA_IOC_INFO, &info) == 0, "INFO on a file of a removed device");
     CHECK(open("/dev/vcuda", O_RDWR) < 0 && errno == ENODEV, "open without a device: %s",

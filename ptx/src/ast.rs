@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
-//! The syntax tree the parser produces; `module.rs` lowers it to the executable form.
+//! The syntax tree the parser produces; `module/lower.rs` lowers it to the executable form.
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Pos {

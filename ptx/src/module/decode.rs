@@ -1,7 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
 //! Decoding of single instructions into [`Op`]s.
 
-use super::*;
+use super::{
+    FUNC_WINDOW, PARAM_WINDOW, Sym,
+    lower::{DErr, DResult, Lower, ModSym, imm_bits, perr, unsup},
+    scope::{FnState, Local, sreg},
+};
+use crate::{
+    alu,
+    ast::{self, Operand, Pos, Value},
+    ir::*,
+    types::Ty,
+};
 
 fn space_of(mods: &[&str]) -> Option<Space> {
     for m in mods {

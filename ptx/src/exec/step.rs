@@ -1,0 +1,640 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! The instruction loop: runs one warp's current group of lanes through the decoded code until
+//! the group empties, blocks or uses up its time slice. ALU instructions are one call to their
+//! pre-decoded function; memory, control flow and warp-collective instructions (barriers,
+//! shuffles, votes, match, redux) are interpreted here.
+
+use std::sync::atomic::Ordering;
+
+use super::{
+    Ctx, SLICE, Scratch, ZERO,
+    access::{Fault, ld_fixed, rd, sext, st_fixed, wr},
+    warp::{BarWait, Warp, lanes},
+};
+use crate::{
+    alu::Lanes,
+    error::KernelError,
+    ir::*,
+    module::{LOCAL_WINDOW, SHARED_WINDOW},
+};
+
+impl<'a> Ctx<'a> {
+    // Operands, destinations and lanes are parallel small arrays indexed together.
+    #[allow(clippy::needless_range_loop)]
+    pub(super) fn run_warp(&mut self, w: &mut Warp, sc: &mut Scratch) -> Result<(), KernelError> {
+        let l = self.l;
+        let code = &l.module.code;
+        if w.dirty || w.group == 0 {
+            w.schedule(l);
+        }
+        let mut budget = SLICE;
+        while w.group != 0 {
+            if w.pc >= w.threshold {
+                w.schedule(l);
+                // Counted against the slice too, so scheduling can never spin.
+                budget -= 1;
+                if budget == 0 {
+                    break;
+                }
+                continue;
+            }
+            let Some(inst) = code.get(w.pc as usize) else {
+                return Err(KernelError::Unsupported {
+                    instruction: "execution past the end of the code".into(),
+                    loc: self.loc(w, w.group.trailing_zeros() as usize, 0),
+                });
+            };
+            let group = w.group;
+            let mut mask = group;
+            if let Some((g, neg)) = inst.guard {
+                let p = w.pred_mask(g);
+                mask &= if neg { !p } else { p };
+            }
+            self.insts += group.count_ones() as u64;
+            self.winsts += 1;
+            match &inst.op {
+                Op::Alu {
+                    f,
+                    ctx,
+                    src,
+                    nsrc,
+                    dst,
+                    ndst,
+                } => {
+                    if mask != 0 {
+                        let ns = (*nsrc as usize).min(4);
+                        for k in 0..ns {
+                            if !matches!(src[k], Src::Reg(_)) {
+                                self.fill(w, &src[k], &mut sc.ins[k]);
+                            }
+                        }
+                        let mut refs: [&Lanes; 4] = [&ZERO; 4];
+                        for k in 0..ns {
+                            refs[k] = match src[k] {
+                                Src::Reg(r) => w.reg(r),
+                                _ => &sc.ins[k],
+                            };
+                        }
+                        f(ctx, &refs, &mut sc.out);
+                        for k in 0..(*ndst as usize).min(2) {
+                            w.write(dst[k], mask, &sc.out[k]);
+                        }
+                    }
+                    w.pc += 1;
+                }
+                Op::Mov { d, a, mask: m } => {
+                    if mask != 0 {
+                        match *a {
+                            Src::Reg(r) => {
+                                let v = &mut sc.ins[0];
+                                for (x, y) in v.iter_mut().zip(w.reg(r)) {
+                                    *x = *y & *m;
+                                }
+                                w.write(*d, mask, v);
+                            }
+                            _ => {
+                                let v = &mut sc.ins[0];
+                                self.fill(w, a, v);
+                                for x in v.iter_mut() {
+                                    *x &= *m;
+                                }
+                                w.write(*d, mask, v);
+                            }
+                        }
+                    }
+                    w.pc += 1;
+                }
+                Op::Pack { d, srcs, n, bits } => {
+                    let em = if *bits >= 64 {
+                        u64::MAX
+                    } else {
+                        (1u64 << bits) - 1
+                    };
+                    for lane in lanes(mask) {
+                        let mut v = 0u64;
+                        for k in 0..(*n as usize).min(4) {
+                            v |= (self.val(w, &srcs[k], lane) & em) << (k as u32 * *bits as u32);
+                        }
+                        w.set(*d, lane, v);
+                    }
+                    w.pc += 1;
+                }
+                Op::Unpack { ds, n, bits, a } => {
+                    let em = if *bits >= 64 {
+                        u64::MAX
+                    } else {
+                        (1u64 << bits) - 1
+                    };
+                    for lane in lanes(mask) {
+                        let v = self.val(w, a, lane);
+                        for k in 0..(*n as usize).min(4) {
+                            w.set(ds[k], lane, (v >> (k as u32 * *bits as u32)) & em);
+                        }
+                    }
+                    w.pc += 1;
+                }
+                Op::Ld {
+                    space,
+                    size,
+                    sext: sx,
+                    n,
+                    d,
+                    addr,
+                } => {
+                    if mask != 0 {
+                        let (sz, n) = (*size as u32, (*n as usize).min(4));
+                        let total = sz * n as u32;
+                        let amask = total.next_power_of_two() as u64 - 1;
+                        if !matches!(addr.base, Src::Reg(_)) {
+                            self.fill(w, &addr.base, &mut sc.addr);
+                        }
+                        let base = match addr.base {
+                            Src::Reg(r) => w.reg(r),
+                            _ => &sc.addr,
+                        };
+                        if n == 1 && *space == Space::Shared {
+                            let off = addr.off as u64;
+                            let out = &mut sc.vals[0];
+                            let r = match sz {
+                                1 => ld_fixed::<1>(&self.shared, base, off, mask, *sx, out),
+                                2 => ld_fixed::<2>(&self.shared, base, off, mask, *sx, out),
+                                4 => ld_fixed::<4>(&self.shared, base, off, mask, *sx, out),
+                                _ => ld_fixed::<8>(&self.shared, base, off, mask, *sx, out),
+                            };
+                            if let Err((lane, f)) = r {
+                                return Err(self.fault(f, w, lane, inst.line));
+                            }
+                            w.write(d[0], mask, &sc.vals[0]);
+                            w.pc += 1;
+                            continue;
+                        }
+                        for lane in lanes(mask) {
+                            let a = base[lane].wrapping_add(addr.off as u64);
+                            if a & amask != 0 {
+                                return Err(self.fault(
+                                    Fault::Misaligned {
+                                        addr: a,
+                                        size: total,
+                                    },
+                                    w,
+                                    lane,
+                                    inst.line,
+                                ));
+                            }
+                            for k in 0..n {
+                                let ea = a.wrapping_add((k as u32 * sz) as u64);
+                                let v = match *space {
+                                    Space::Shared => {
+                                        rd(&self.shared, ea, sz).ok_or(Fault::Illegal {
+                                            addr: ea,
+                                            size: sz,
+                                            write: false,
+                                        })
+                                    }
+                                    sp => self.load(w, lane, sp, ea, sz),
+                                }
+                                .map_err(|f| self.fault(f, w, lane, inst.line))?;
+                                sc.vals[k][lane] = if *sx { sext(v, *size) } else { v };
+                            }
+                        }
+                        for k in 0..n {
+                            w.write(d[k], mask, &sc.vals[k]);
+                        }
+                    }
+                    w.pc += 1;
+                }
+                Op::St {
+                    space,
+                    size,
+                    n,
+                    v,
+                    addr,
+                } => {
+                    if mask != 0 {
+                        let (sz, n) = (*size as u32, (*n as usize).min(4));
+                        let total = sz * n as u32;
+                        let amask = total.next_power_of_two() as u64 - 1;
+                        self.fill(w, &addr.base, &mut sc.addr);
+                        for k in 0..n {
+                            self.fill(w, &v[k], &mut sc.vals[k]);
+                        }
+                        if n == 1 && *space == Space::Shared {
+                            let (off, base, vals) = (addr.off as u64, &sc.addr, &sc.vals[0]);
+                            let r = match sz {
+                                1 => st_fixed::<1>(&mut self.shared, base, off, mask, vals),
+                                2 => st_fixed::<2>(&mut self.shared, base, off, mask, vals),
+                                4 => st_fixed::<4>(&mut self.shared, base, off, mask, vals),
+                                _ => st_fixed::<8>(&mut self.shared, base, off, mask, vals),
+                            };
+                            if let Err((lane, f)) = r {
+                                return Err(self.fault(f, w, lane, inst.line));
+                            }
+                            w.pc += 1;
+                            continue;
+                        }
+                        for lane in lanes(mask) {
+                            let a = sc.addr[lane].wrapping_add(addr.off as u64);
+                            if a & amask != 0 {
+                                return Err(self.fault(
+                                    Fault::Misaligned {
+                                        addr: a,
+                                        size: total,
+                                    },
+                                    w,
+                                    lane,
+                                    inst.line,
+                                ));
+                            }
+                            for k in 0..n {
+                                let ea = a.wrapping_add((k as u32 * sz) as u64);
+                                let x = sc.vals[k][lane];
+                                let r = match *space {
+                                    Space::Shared => {
+                                        wr(&mut self.shared, ea, sz, x).ok_or(Fault::Illegal {
+                                            addr: ea,
+                                            size: sz,
+                                            write: true,
+                                        })
+                                    }
+                                    sp => self.store(w, lane, sp, ea, sz, x),
+                                };
+                                if let Err(f) = r {
+                                    return Err(self.fault(f, w, lane, inst.line));
+                                }
+                            }
+                        }
+                    }
+                    w.pc += 1;
+                }
+                Op::Atom {
+                    space,
+                    op,
+                    size,
+                    signed,
+                    d,
+                    addr,
+                    b,
+                    c,
+                } => {
+                    let sz = *size as u32;
+                    for lane in lanes(mask) {
+                        let a = self.val(w, &addr.base, lane).wrapping_add(addr.off as u64);
+                        if !a.is_multiple_of(sz as u64) {
+                            return Err(self.fault(
+                                Fault::Misaligned { addr: a, size: sz },
+                                w,
+                                lane,
+                                inst.line,
+                            ));
+                        }
+                        let (bv, cv) = (self.val(w, b, lane), self.val(w, c, lane));
+                        match self.atomic(w, lane, *space, a, sz, *op, *signed, bv, cv) {
+                            Ok(old) => w.set(*d, lane, old),
+                            Err(f) => return Err(self.fault(f, w, lane, inst.line)),
+                        }
+                    }
+                    w.pc += 1;
+                }
+                Op::Cvta {
+                    to,
+                    space,
+                    d,
+                    a,
+                    mask: m,
+                } => {
+                    let (base, win) = match space {
+                        Space::Shared => (SHARED_WINDOW, true),
+                        Space::Local => (LOCAL_WINDOW, true),
+                        _ => (0, false),
+                    };
+                    for lane in lanes(mask) {
+                        let v = self.val(w, a, lane);
+                        let r = if !win {
+                            v
+                        } else if *to {
+                            v.wrapping_sub(base)
+                        } else {
+                            v.wrapping_add(base)
+                        };
+                        w.set(*d, lane, r & m);
+                    }
+                    w.pc += 1;
+                }
+                Op::Isspacep { space, d, a } => {
+                    for lane in lanes(mask) {
+                        let (s, _) = Self::classify(self.val(w, a, lane));
+                        let r = match space {
+                            Space::Global | Space::Const => s == Space::Global,
+                            s2 => s == *s2,
+                        };
+                        w.set(*d, lane, r as u64);
+                    }
+                    w.pc += 1;
+                }
+                Op::Bra { target } => {
+                    if mask == group {
+                        w.pc = *target;
+                    } else if mask == 0 {
+                        w.pc += 1;
+                    } else {
+                        let fall = w.pc + 1;
+                        w.diverge(l, mask, *target, fall);
+                    }
+                }
+                Op::Brx { idx, targets } => {
+                    let fall = w.pc + 1;
+                    for lane in lanes(group) {
+                        w.lane_pc[lane] = fall;
+                    }
+                    for lane in lanes(mask) {
+                        let i = self.val(w, idx, lane) as u32 as usize;
+                        match targets.get(i) {
+                            Some(t) => w.lane_pc[lane] = *t,
+                            None => {
+                                return Err(KernelError::Unsupported {
+                                    instruction: format!("brx.idx index {i} out of range"),
+                                    loc: self.loc(w, lane, inst.line),
+                                });
+                            }
+                        }
+                    }
+                    w.group = 0;
+                    w.schedule(l);
+                }
+                Op::Call { target, args, .. } => self.call(w, mask, target, args, inst.line)?,
+                Op::Ret => self.ret(w, mask),
+                Op::Exit => {
+                    w.exited |= mask;
+                    self.live -= mask.count_ones().min(self.live);
+                    w.group &= !mask;
+                    w.pc += 1;
+                    if w.group == 0 {
+                        w.schedule(l);
+                    }
+                }
+                Op::Trap | Op::Brkpt | Op::Unsupported(_) => {
+                    if mask != 0 {
+                        let loc = self.loc(w, mask.trailing_zeros() as usize, inst.line);
+                        return Err(match &inst.op {
+                            Op::Trap => KernelError::Trap { loc },
+                            Op::Brkpt => KernelError::Breakpoint { loc },
+                            Op::Unsupported(s) => KernelError::Unsupported {
+                                instruction: s.to_string(),
+                                loc,
+                            },
+                            _ => KernelError::Trap { loc },
+                        });
+                    }
+                    w.pc += 1;
+                }
+                Op::Intrinsic { which, args, ret } => {
+                    for lane in lanes(mask) {
+                        self.intrinsic(w, lane, *which, args, *ret, inst.line)?;
+                    }
+                    w.pc += 1;
+                }
+                Op::Bar {
+                    kind,
+                    id,
+                    count,
+                    pred,
+                    d,
+                } => {
+                    if mask != 0 {
+                        let first = mask.trailing_zeros() as usize;
+                        let bid = (self.val(w, id, first) & 15) as usize;
+                        let cnt = count.as_ref().map(|c| self.val(w, c, first) as u32);
+                        let n = mask.count_ones();
+                        let bar = &mut self.bars[bid];
+                        if let Some(c) = cnt {
+                            bar.expected = c;
+                        }
+                        if bar.arrived == 0 {
+                            bar.and = true;
+                        }
+                        bar.arrived += n;
+                        let k = match kind {
+                            BarKind::Arrive => 255,
+                            BarKind::Sync => 0,
+                            BarKind::RedPopc => 1,
+                            BarKind::RedAnd => 2,
+                            BarKind::RedOr => 3,
+                        };
+                        if k != 255 {
+                            for lane in lanes(mask) {
+                                if k != 0 {
+                                    let p = self.val(w, pred, lane) & 1 != 0;
+                                    let bar = &mut self.bars[bid];
+                                    bar.popc += p as u32;
+                                    bar.and &= p;
+                                    bar.or |= p;
+                                }
+                                w.bar_wait[lane] = BarWait {
+                                    id: bid as u8,
+                                    kind: k,
+                                    dst: if *d == SINK {
+                                        u32::MAX
+                                    } else {
+                                        (w.rb + *d as usize) as u32
+                                    },
+                                };
+                                w.lane_pc[lane] = w.pc + 1;
+                            }
+                            w.blocked |= mask;
+                            w.group &= !mask;
+                        }
+                    }
+                    w.pc += 1;
+                    if w.group == 0 {
+                        w.schedule(l);
+                    }
+                }
+                Op::Shfl {
+                    mode,
+                    d,
+                    p,
+                    a,
+                    b,
+                    c,
+                } => {
+                    if mask != 0 {
+                        let av = &mut sc.addr;
+                        self.fill(w, a, av);
+                        for lane in lanes(mask) {
+                            let bv = self.val(w, b, lane) as u32 & 31;
+                            let cv = self.val(w, c, lane) as u32;
+                            let seg = (cv >> 8) & 31;
+                            let clamp = cv & 31;
+                            let ln = lane as i32;
+                            let max_lane = ((lane as u32 & seg) | (clamp & !seg)) as i32;
+                            let min_lane = (lane as u32 & seg) as i32;
+                            let (j, ok) = match mode {
+                                ShflMode::Up => {
+                                    let j = ln - bv as i32;
+                                    (j, j >= max_lane)
+                                }
+                                ShflMode::Down => {
+                                    let j = ln + bv as i32;
+                                    (j, j <= max_lane)
+                                }
+                                ShflMode::Bfly => {
+                                    let j = ln ^ bv as i32;
+                                    (j, j <= max_lane)
+                                }
+                                ShflMode::Idx => {
+                                    let j = min_lane | (bv & !seg) as i32;
+                                    (j, j <= max_lane)
+                                }
+                            };
+                            let src = if ok && (0..32).contains(&j) {
+                                j as usize
+                            } else {
+                                lane
+                            };
+                            sc.out[0][lane] = av[src] & 0xffff_ffff;
+                            sc.out[1][lane] = ok as u64;
+                        }
+                        w.write(*d, mask, &sc.out[0]);
+                        w.write(*p, mask, &sc.out[1]);
+                    }
+                    w.pc += 1;
+                }
+                Op::Vote { mode, d, a } => {
+                    if mask != 0 {
+                        let mut ballot = 0u32;
+                        for lane in lanes(mask) {
+                            ballot |= ((self.val(w, a, lane) & 1) as u32) << lane;
+                        }
+                        let r = match mode {
+                            VoteMode::Ballot => ballot as u64,
+                            VoteMode::All => (ballot == mask) as u64,
+                            VoteMode::Any => (ballot != 0) as u64,
+                            VoteMode::Uni => (ballot == 0 || ballot == mask) as u64,
+                        };
+                        for lane in lanes(mask) {
+                            w.set(*d, lane, r);
+                        }
+                    }
+                    w.pc += 1;
+                }
+                Op::Match {
+                    all,
+                    d,
+                    p,
+                    a,
+                    mask64,
+                } => {
+                    if mask != 0 {
+                        let vm = if *mask64 { u64::MAX } else { 0xffff_ffff };
+                        let mut v = [0u64; 32];
+                        self.fill(w, a, &mut v);
+                        let first = v[mask.trailing_zeros() as usize] & vm;
+                        let same_all = lanes(mask).all(|l| v[l] & vm == first);
+                        for lane in lanes(mask) {
+                            let m = if *all {
+                                if same_all { mask } else { 0 }
+                            } else {
+                                lanes(mask)
+                                    .filter(|&k| v[k] & vm == v[lane] & vm)
+                                    .fold(0u32, |m, k| m | 1 << k)
+                            };
+                            w.set(*d, lane, m as u64);
+                            w.set(*p, lane, same_all as u64);
+                        }
+                    }
+                    w.pc += 1;
+                }
+                Op::Redux { op, signed, d, a } => {
+                    if mask != 0 {
+                        let mut v = [0u64; 32];
+                        self.fill(w, a, &mut v);
+                        let vals = lanes(mask).map(|l| v[l] as u32);
+                        let r: u32 = match (op, signed) {
+                            (ReduxOp::Add, _) => vals.fold(0u32, |x, y| x.wrapping_add(y)),
+                            (ReduxOp::Min, false) => vals.min().unwrap_or(0),
+                            (ReduxOp::Max, false) => vals.max().unwrap_or(0),
+                            (ReduxOp::Min, true) => {
+                                vals.map(|x| x as i32).min().unwrap_or(0) as u32
+                            }
+                            (ReduxOp::Max, true) => {
+                                vals.map(|x| x as i32).max().unwrap_or(0) as u32
+                            }
+                            (ReduxOp::And, _) => vals.fold(u32::MAX, |x, y| x & y),
+                            (ReduxOp::Or, _) => vals.fold(0, |x, y| x | y),
+                            (ReduxOp::Xor, _) => vals.fold(0, |x, y| x ^ y),
+                        };
+                        for lane in lanes(mask) {
+                            w.set(*d, lane, r as u64);
+                        }
+                    }
+                    w.pc += 1;
+                }
+                Op::CpAsync {
+                    dst,
+                    src,
+                    size,
+                    src_size,
+                } => {
+                    let sz = *size as u64;
+                    for lane in lanes(mask) {
+                        let da = self.val(w, &dst.base, lane).wrapping_add(dst.off as u64);
+                        let sa = self.val(w, &src.base, lane).wrapping_add(src.off as u64);
+                        let n = src_size
+                            .as_ref()
+                            .map_or(sz, |s| (self.val(w, s, lane) as u32 as u64).min(sz));
+                        for (a, size) in [(da, *size as u32), (sa, *size as u32)] {
+                            if a % sz != 0 {
+                                return Err(self.fault(
+                                    Fault::Misaligned { addr: a, size },
+                                    w,
+                                    lane,
+                                    inst.line,
+                                ));
+                            }
+                        }
+                        for k in 0..sz {
+                            let v = if k < n {
+                                self.load(w, lane, Space::Generic, sa.wrapping_add(k), 1)
+                                    .map_err(|f| self.fault(f, w, lane, inst.line))?
+                            } else {
+                                0
+                            };
+                            if let Err(f) =
+                                self.store(w, lane, Space::Shared, da.wrapping_add(k), 1, v)
+                            {
+                                return Err(self.fault(f, w, lane, inst.line));
+                            }
+                        }
+                    }
+                    w.pc += 1;
+                }
+                Op::Activemask { d } => {
+                    for lane in lanes(mask) {
+                        w.set(*d, lane, group as u64);
+                    }
+                    w.pc += 1;
+                }
+                Op::Elect { d, p } => {
+                    if mask != 0 {
+                        let leader = mask.trailing_zeros() as usize;
+                        for lane in lanes(mask) {
+                            w.set(*d, lane, leader as u64);
+                            w.set(*p, lane, (lane == leader) as u64);
+                        }
+                    }
+                    w.pc += 1;
+                }
+                Op::Fence => {
+                    std::sync::atomic::fence(Ordering::SeqCst);
+                    w.pc += 1;
+                }
+                Op::Nop => w.pc += 1,
+            }
+            budget -= 1;
+            if budget == 0 {
+                break;
+            }
+        }
+        Ok(())
+    }
+}

@@ -669,3 +669,14 @@ fn cp_async_is_a_synchronous_copy() {
         assert_eq!(&r[..5], &[w(0), w(1), w(2), 0, w(0)], "thread {t}");
     }
 }
+
+#[test]
+fn predefined_identifiers() {
+    // `warpSize` compiles to the predefined identifier WARP_SZ.
+    let r = run1(
+        "mov.u32 %r1, WARP_SZ; rem.u32 %r2, 70, WARP_SZ;\n\
+         mov.u32 %r3, %cluster_nctarank; mov.u32 %r4, %is_explicit_cluster;\n\
+         st.global.v4.u32 [%rd63], {%r1, %r2, %r3, %r4};",
+    );
+    assert_eq!(&r[..4], &[32, 6, 1, 0]);
+}

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
-// Device queries, attributes, flags, limits, versions and error strings.
+// Device queries, attributes, flags, limits, versions and error strings; warpSize in a
+// kernel (nvcc writes the predefined identifier WARP_SZ for it).
 #include "common.h"
+
+__global__ void warp_size(int *out) { out[threadIdx.x] = warpSize * 1000 + threadIdx.x % warpSize; }
 
 int main() {
     int n = -1;
@@ -81,5 +84,12 @@ int main() {
     CHECK(cudaDeviceReset());
     CHECK(cudaGetDeviceProperties(&p, 0));
     EXPECT(cudaPeekAtLastError() == cudaSuccess);
+
+    int *w, hw[64];
+    CHECK(cudaMalloc(&w, sizeof hw));
+    warp_size<<<1, 64>>>(w);
+    CHECK(cudaMemcpy(hw, w, sizeof hw, cudaMemcpyDeviceToHost));
+    for (int i = 0; i < 64; i++) EXPECT(hw[i] == p.warpSize * 1000 + i % p.warpSize);
+    CHECK(cudaFree(w));
     return finish();
 }

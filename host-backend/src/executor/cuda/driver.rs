@@ -8,10 +8,12 @@
 //! [`OPTIONAL`], so a new call cannot slip past the check.
 //!
 //! Wrappers that take a driver handle (context, stream, event, module, function, device or
-//! host pointer) are `unsafe`: the caller guarantees the handle is live (it came from the
-//! session's tables, which drop an entry before destroying its object) and that the
+//! host pointer) are `unsafe`: the caller guarantees the handle is live and that the
 //! session's context is current. The driver validates everything else and reports misuse as
-//! an error, not undefined behavior.
+//! an error, not undefined behavior. For contexts, streams, events, modules, kernels and
+//! pinned buffers the caller is `owned.rs`, whose types keep their handles live and free
+//! them on drop; the rest of the executor calls these wrappers directly only where the
+//! contract is about memory (copies, memsets, device and registered host memory).
 
 use std::ffi::{CStr, c_uint, c_void};
 use std::mem::MaybeUninit;
@@ -242,7 +244,8 @@ pub fn primary_ctx_retain(dev: CUdevice) -> DrvResult<CUcontext> {
 ///
 /// Pairs with one successful [`primary_ctx_retain`]; nothing uses the context afterwards.
 pub unsafe fn primary_ctx_release(dev: CUdevice) -> DrvResult<()> {
-    // SAFETY: the caller's contract.
+    // SAFETY: `dev` holds a retain from `primary_ctx_retain` that this call gives back, and the
+    // caller uses the context no more.
     ok(unsafe { sys::cuDevicePrimaryCtxRelease_v2(dev) })
 }
 
@@ -266,7 +269,8 @@ pub fn ctx_create(dev: CUdevice) -> DrvResult<CUcontext> {
 ///
 /// `ctx` came from [`ctx_create`] and is not used afterwards.
 pub unsafe fn ctx_destroy(ctx: CUcontext) -> DrvResult<()> {
-    // SAFETY: the caller's contract.
+    // SAFETY: `ctx` came from `ctx_create` and is destroyed once; the caller uses neither it nor
+    // anything made in it afterwards.
     ok(unsafe { sys::cuCtxDestroy_v2(ctx) })
 }
 
@@ -276,7 +280,8 @@ pub unsafe fn ctx_destroy(ctx: CUcontext) -> DrvResult<()> {
 ///
 /// `ctx` is live (or null, which unbinds).
 pub unsafe fn ctx_set_current(ctx: CUcontext) -> DrvResult<()> {
-    // SAFETY: the caller's contract.
+    // SAFETY: `ctx` is a live context or null (unbinds), as the caller guarantees; the call only
+    // stores it in the thread's current-context slot.
     ok(unsafe { sys::cuCtxSetCurrent(ctx) })
 }
 
@@ -322,7 +327,8 @@ pub fn mem_alloc(size: usize) -> DrvResult<CUdeviceptr> {
 ///
 /// `ptr` is a live allocation of the current context, not used afterwards.
 pub unsafe fn mem_free(ptr: CUdeviceptr) -> DrvResult<()> {
-    // SAFETY: the caller's contract.
+    // SAFETY: `ptr` is a live allocation of the current context that nothing uses afterwards
+    // (the caller's guarantee), so it is freed once.
     ok(unsafe { sys::cuMemFree_v2(ptr) })
 }
 
@@ -341,7 +347,8 @@ pub fn mem_host_alloc(len: usize) -> DrvResult<*mut u8> {
 /// `p` came from [`mem_host_alloc`], no copy uses it any more, and it is not used
 /// afterwards.
 pub unsafe fn mem_free_host(p: *mut u8) -> DrvResult<()> {
-    // SAFETY: the caller's contract.
+    // SAFETY: `p` came from `mem_host_alloc`, no copy uses it any more and it is not used
+    // afterwards (the caller's guarantee), so it is freed once.
     ok(unsafe { sys::cuMemFreeHost(p.cast()) })
 }
 
@@ -352,7 +359,8 @@ pub unsafe fn mem_free_host(p: *mut u8) -> DrvResult<()> {
 /// The range is mapped memory of this process and stays mapped until
 /// [`mem_host_unregister`].
 pub unsafe fn mem_host_register(p: *mut u8, len: usize, flags: c_uint) -> DrvResult<()> {
-    // SAFETY: the caller's contract.
+    // SAFETY: the caller guarantees `[p, p + len)` is mapped memory of this process until it
+    // is unregistered, so the driver may pin it and DMA to and from it.
     ok(unsafe { sys::cuMemHostRegister_v2(p.cast(), len, flags) })
 }
 
@@ -362,7 +370,8 @@ pub unsafe fn mem_host_register(p: *mut u8, len: usize, flags: c_uint) -> DrvRes
 ///
 /// `p` is the start of a registered range; no copy uses it any more.
 pub unsafe fn mem_host_unregister(p: *mut u8) -> DrvResult<()> {
-    // SAFETY: the caller's contract.
+    // SAFETY: `p` starts a range registered with `mem_host_register` and no copy uses it any
+    // more (the caller's guarantee).
     ok(unsafe { sys::cuMemHostUnregister(p.cast()) })
 }
 
@@ -379,7 +388,8 @@ pub unsafe fn memcpy_htod(
     len: usize,
     s: CUstream,
 ) -> DrvResult<()> {
-    // SAFETY: the caller's contract.
+    // SAFETY: `src` is readable for `len` bytes until the copy has consumed them, `[dst, dst +
+    // len)` is device memory of the current context and `s` is live (the caller's guarantee).
     ok(unsafe { sys::cuMemcpyHtoDAsync_v2(dst, src.cast(), len, s) })
 }
 
@@ -395,7 +405,9 @@ pub unsafe fn memcpy_dtoh(
     len: usize,
     s: CUstream,
 ) -> DrvResult<()> {
-    // SAFETY: the caller's contract.
+    // SAFETY: `dst` is writable for `len` bytes and untouched until the copy is complete,
+    // `[src, src + len)` is device memory of the current context and `s` is live (the
+    // caller's guarantee).
     ok(unsafe { sys::cuMemcpyDtoHAsync_v2(dst.cast(), src, len, s) })
 }
 
@@ -410,7 +422,8 @@ pub unsafe fn memcpy_dtod(
     len: usize,
     s: CUstream,
 ) -> DrvResult<()> {
-    // SAFETY: the caller's contract.
+    // SAFETY: both ranges are device memory of the current context and `s` is live (the
+    // caller's guarantee); no host memory is involved.
     ok(unsafe { sys::cuMemcpyDtoDAsync_v2(dst, src, len, s) })
 }
 
@@ -496,7 +509,9 @@ pub unsafe fn memset(
 ) -> DrvResult<()> {
     let linear = height <= 1 || pitch == width * usize::from(elem);
     let n = width * height;
-    // SAFETY: the caller's contract; the driver checks alignment.
+    // SAFETY: the rows are device memory of the current context and `s` is live (the caller's
+    // guarantee); out-of-range element sizes never reach the driver; the driver checks
+    // alignment.
     ok(unsafe {
         match (elem, linear) {
             (1, true) => sys::cuMemsetD8Async(dst, value as u8, n, s),
@@ -524,7 +539,7 @@ pub fn stream_create(flags: c_uint, priority: i32) -> DrvResult<CUstream> {
 ///
 /// `s` is a live stream, not used afterwards.
 pub unsafe fn stream_destroy(s: CUstream) -> DrvResult<()> {
-    // SAFETY: the caller's contract.
+    // SAFETY: `s` is a live stream that the caller uses no more, so it is destroyed once.
     ok(unsafe { sys::cuStreamDestroy_v2(s) })
 }
 
@@ -534,7 +549,8 @@ pub unsafe fn stream_destroy(s: CUstream) -> DrvResult<()> {
 ///
 /// `s` is live (or null: the legacy default stream of the current context).
 pub unsafe fn stream_synchronize(s: CUstream) -> DrvResult<()> {
-    // SAFETY: the caller's contract.
+    // SAFETY: `s` is a live stream or null (the current context's legacy stream), as the
+    // caller guarantees.
     ok(unsafe { sys::cuStreamSynchronize(s) })
 }
 
@@ -544,7 +560,8 @@ pub unsafe fn stream_synchronize(s: CUstream) -> DrvResult<()> {
 ///
 /// As for [`stream_synchronize`].
 pub unsafe fn stream_query(s: CUstream) -> DrvResult<()> {
-    // SAFETY: the caller's contract.
+    // SAFETY: `s` is a live stream or null (the current context's legacy stream), as the
+    // caller guarantees.
     ok(unsafe { sys::cuStreamQuery(s) })
 }
 
@@ -554,7 +571,7 @@ pub unsafe fn stream_query(s: CUstream) -> DrvResult<()> {
 ///
 /// Both are live (the stream may be null).
 pub unsafe fn stream_wait_event(s: CUstream, e: CUevent, flags: c_uint) -> DrvResult<()> {
-    // SAFETY: the caller's contract.
+    // SAFETY: `e` is a live event and `s` a live stream or null, as the caller guarantees.
     ok(unsafe { sys::cuStreamWaitEvent(s, e, flags) })
 }
 
@@ -572,7 +589,7 @@ pub fn event_create(flags: c_uint) -> DrvResult<CUevent> {
 ///
 /// `e` is live and not used afterwards.
 pub unsafe fn event_destroy(e: CUevent) -> DrvResult<()> {
-    // SAFETY: the caller's contract.
+    // SAFETY: `e` is a live event that the caller uses no more, so it is destroyed once.
     ok(unsafe { sys::cuEventDestroy_v2(e) })
 }
 
@@ -582,7 +599,8 @@ pub unsafe fn event_destroy(e: CUevent) -> DrvResult<()> {
 ///
 /// Both are live (the stream may be null).
 pub unsafe fn event_record(e: CUevent, s: CUstream, flags: c_uint) -> DrvResult<()> {
-    // SAFETY: the caller's contract.
+    // SAFETY: `e` is a live event and `s` a live stream or null, as the caller guarantees;
+    // `flags` are passed to the driver, which validates them.
     ok(unsafe {
         if flags == 0 {
             sys::cuEventRecord(e, s)
@@ -598,7 +616,7 @@ pub unsafe fn event_record(e: CUevent, s: CUstream, flags: c_uint) -> DrvResult<
 ///
 /// `e` is live.
 pub unsafe fn event_synchronize(e: CUevent) -> DrvResult<()> {
-    // SAFETY: the caller's contract.
+    // SAFETY: `e` is a live event, as the caller guarantees.
     ok(unsafe { sys::cuEventSynchronize(e) })
 }
 
@@ -608,7 +626,7 @@ pub unsafe fn event_synchronize(e: CUevent) -> DrvResult<()> {
 ///
 /// `e` is live.
 pub unsafe fn event_query(e: CUevent) -> DrvResult<()> {
-    // SAFETY: the caller's contract.
+    // SAFETY: `e` is a live event, as the caller guarantees.
     ok(unsafe { sys::cuEventQuery(e) })
 }
 
@@ -619,7 +637,8 @@ pub unsafe fn event_query(e: CUevent) -> DrvResult<()> {
 /// Both are live.
 pub unsafe fn event_elapsed(start: CUevent, end: CUevent) -> DrvResult<f32> {
     let mut ms = 0f32;
-    // SAFETY: the caller's contract; valid out pointer.
+    // SAFETY: `start` and `end` are live events, as the caller guarantees; `ms` is a valid
+    // out pointer.
     ok(unsafe { sys::cuEventElapsedTime_v2(&mut ms, start, end) })?;
     Ok(ms)
 }
@@ -632,7 +651,8 @@ pub unsafe fn event_elapsed(start: CUevent, end: CUevent) -> DrvResult<f32> {
 /// unchanged during the call, 8-byte aligned.
 pub unsafe fn module_load_data(image: *const u8) -> DrvResult<CUmodule> {
     let mut m = std::ptr::null_mut();
-    // SAFETY: the caller's contract; valid out pointer.
+    // SAFETY: `image` is a well-formed, 8-byte aligned image that stays alive and unchanged
+    // during the call (the caller's guarantee); `m` is a valid out pointer.
     ok(unsafe { sys::cuModuleLoadData(&mut m, image.cast()) })?;
     Ok(m)
 }
@@ -643,7 +663,8 @@ pub unsafe fn module_load_data(image: *const u8) -> DrvResult<CUmodule> {
 ///
 /// `m` is live; nothing uses it or its functions afterwards.
 pub unsafe fn module_unload(m: CUmodule) -> DrvResult<()> {
-    // SAFETY: the caller's contract.
+    // SAFETY: `m` is a live module that the caller, its functions and its variables use no
+    // more, so it is unloaded once.
     ok(unsafe { sys::cuModuleUnload(m) })
 }
 
@@ -654,7 +675,8 @@ pub unsafe fn module_unload(m: CUmodule) -> DrvResult<()> {
 /// `m` is live.
 pub unsafe fn module_get_function(m: CUmodule, name: &CStr) -> DrvResult<CUfunction> {
     let mut f = std::ptr::null_mut();
-    // SAFETY: the caller's contract; `name` is NUL-terminated; valid out pointer.
+    // SAFETY: `m` is a live module (the caller's guarantee); `name` is NUL-terminated;
+    // `f` is a valid out pointer.
     ok(unsafe { sys::cuModuleGetFunction(&mut f, m, name.as_ptr()) })?;
     Ok(f)
 }
@@ -666,7 +688,8 @@ pub unsafe fn module_get_function(m: CUmodule, name: &CStr) -> DrvResult<CUfunct
 /// `m` is live.
 pub unsafe fn module_get_global(m: CUmodule, name: &CStr) -> DrvResult<(CUdeviceptr, usize)> {
     let (mut p, mut n) = (0, 0usize);
-    // SAFETY: the caller's contract; `name` is NUL-terminated; valid out pointers.
+    // SAFETY: `m` is a live module (the caller's guarantee); `name` is NUL-terminated;
+    // `p` and `n` are valid out pointers.
     ok(unsafe { sys::cuModuleGetGlobal_v2(&mut p, &mut n, m, name.as_ptr()) })?;
     Ok((p, n))
 }
@@ -678,7 +701,7 @@ pub unsafe fn module_get_global(m: CUmodule, name: &CStr) -> DrvResult<(CUdevice
 /// `f` is live.
 pub unsafe fn func_get_attribute(f: CUfunction, a: CUfunction_attribute) -> DrvResult<i32> {
     let mut v = 0;
-    // SAFETY: the caller's contract; valid out pointer.
+    // SAFETY: `f` is a live function (the caller's guarantee); `v` is a valid out pointer.
     ok(unsafe { sys::cuFuncGetAttribute(&mut v, a, f) })?;
     Ok(v)
 }
@@ -689,7 +712,8 @@ pub unsafe fn func_get_attribute(f: CUfunction, a: CUfunction_attribute) -> DrvR
 ///
 /// `f` is live.
 pub unsafe fn func_set_attribute(f: CUfunction, a: CUfunction_attribute, v: i32) -> DrvResult<()> {
-    // SAFETY: the caller's contract.
+    // SAFETY: `f` is a live function (the caller's guarantee); the driver validates the
+    // attribute and value.
     ok(unsafe { sys::cuFuncSetAttribute(f, a, v) })
 }
 
@@ -700,7 +724,8 @@ pub unsafe fn func_set_attribute(f: CUfunction, a: CUfunction_attribute, v: i32)
 /// `f` is live and [`Loaded::param_info`] said the entry point exists.
 pub unsafe fn func_param_info(f: CUfunction, index: usize) -> DrvResult<(usize, usize)> {
     let (mut off, mut size) = (0usize, 0usize);
-    // SAFETY: the caller's contract; valid out pointers.
+    // SAFETY: `f` is a live function and the entry point exists (the caller's guarantee,
+    // so cudarc finds the symbol); `off` and `size` are valid out pointers.
     ok(unsafe { sys::cuFuncGetParamInfo(f, index, &mut off, &mut size) })?;
     Ok((off, size))
 }
@@ -732,7 +757,9 @@ pub unsafe fn launch_kernel(
     params: *mut *mut c_void,
     extra: *mut *mut c_void,
 ) -> DrvResult<()> {
-    // SAFETY: the caller's contract.
+    // SAFETY: `f` and `s` are live, and `params`/`extra` are as the caller guarantees: one
+    // readable pointer per parameter, or a terminated list naming a buffer readable for its
+    // stated size.
     ok(unsafe {
         sys::cuLaunchKernel(
             f, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared, s, params, extra,
@@ -750,7 +777,12 @@ mod tests {
         let sources = [
             include_str!("driver.rs"),
             include_str!("mod.rs"),
+            include_str!("device.rs"),
+            include_str!("modules.rs"),
+            include_str!("owned.rs"),
             include_str!("staging.rs"),
+            include_str!("streams.rs"),
+            include_str!("transfer.rs"),
         ];
         let mut seen = 0;
         for src in sources {

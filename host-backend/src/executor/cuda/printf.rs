@@ -203,7 +203,7 @@ mod tests {
             // is a pipe).
             unsafe { libc::puts(c"first".as_ptr()) };
             let a = c.collect();
-            // SAFETY: as above.
+            // SAFETY: a NUL-terminated literal, alive for the call; puts only reads it.
             unsafe { libc::puts(c"second".as_ptr()) };
             let b = c.collect();
             let empty = c.collect();

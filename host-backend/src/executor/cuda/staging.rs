@@ -16,10 +16,8 @@
 //! pinned memory per session, allocated only when a session copies more than
 //! [`super::SMALL_COPY`] bytes of pageable memory.
 
-use cudarc::driver::sys::{CUevent, CUstream};
-
-use super::driver;
 use super::error::to_status;
+use super::owned::{Context, Event, HostBuffer, StreamRef};
 use crate::executor::ExecResult;
 
 /// `CU_EVENT_DISABLE_TIMING`: the cheapest kind of event.
@@ -28,43 +26,38 @@ const EVENT_DISABLE_TIMING: u32 = 0x2;
 /// One pinned buffer and the event that says when its last DMA finished.
 #[derive(Debug)]
 pub struct Buffer {
-    ptr: *mut u8,
-    len: usize,
-    event: CUevent,
+    /// Declared before `host`, so it is destroyed first when the buffer drops.
+    event: Event,
+    host: HostBuffer,
     pending: bool,
 }
 
 impl Buffer {
     /// Start of the buffer.
     pub fn ptr(&self) -> *mut u8 {
-        self.ptr
+        self.host.as_mut_ptr()
     }
 
     /// The whole buffer as bytes. Only call after [`Buffer::wait`]: no DMA may be using it.
     pub fn bytes_mut(&mut self) -> &mut [u8] {
-        // SAFETY: `ptr` is a live allocation of `len` bytes owned by this buffer; the
-        // exclusive borrow and the caller's wait rule out other accesses.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+        // SAFETY: `host` is a live allocation of `size()` bytes owned by this buffer (freed
+        // only when it drops, which the borrow prevents); the exclusive borrow and the
+        // caller's wait rule out other accesses.
+        unsafe { std::slice::from_raw_parts_mut(self.host.as_mut_ptr(), self.host.size()) }
     }
 
     /// Waits until the buffer's last DMA has finished.
     pub fn wait(&mut self) -> ExecResult<()> {
         if self.pending {
-            // SAFETY: the event is live (owned by this buffer).
-            unsafe { driver::event_synchronize(self.event) }.map_err(to_status)?;
+            self.event.synchronize().map_err(to_status)?;
             self.pending = false;
         }
         Ok(())
     }
 
     /// Marks the DMAs issued so far on `stream` as the buffer's last use.
-    ///
-    /// # Safety
-    ///
-    /// `stream` is live in the buffer's context (which is current).
-    pub unsafe fn record(&mut self, stream: CUstream) -> ExecResult<()> {
-        // SAFETY: the event is live; the stream per the caller's contract.
-        unsafe { driver::event_record(self.event, stream, 0) }.map_err(to_status)?;
+    pub fn record(&mut self, stream: StreamRef<'_>) -> ExecResult<()> {
+        self.event.record(stream, 0).map_err(to_status)?;
         self.pending = true;
         Ok(())
     }
@@ -107,23 +100,16 @@ impl Pool {
         i
     }
 
-    /// Buffer `i` (`i < depth`), allocated in the current context if needed. It may still
-    /// be in use by a DMA: call [`Buffer::wait`] before touching its bytes.
-    pub fn get(&mut self, i: usize) -> ExecResult<&mut Buffer> {
+    /// Buffer `i` (`i < depth`), allocated in `ctx` if needed. It may still be in use by a
+    /// DMA: call [`Buffer::wait`] before touching its bytes.
+    pub fn get(&mut self, ctx: &Context, i: usize) -> ExecResult<&mut Buffer> {
         while self.bufs.len() <= i {
-            let ptr = driver::mem_host_alloc(self.chunk).map_err(to_status)?;
-            let event = match driver::event_create(EVENT_DISABLE_TIMING) {
-                Ok(e) => e,
-                Err(e) => {
-                    // SAFETY: just allocated, never used.
-                    let _ = unsafe { driver::mem_free_host(ptr) };
-                    return Err(to_status(e));
-                }
-            };
+            let host = ctx.host_alloc(self.chunk).map_err(to_status)?;
+            // If this fails, dropping `host` frees it again.
+            let event = ctx.event_create(EVENT_DISABLE_TIMING).map_err(to_status)?;
             self.bufs.push(Buffer {
-                ptr,
-                len: self.chunk,
                 event,
+                host,
                 pending: false,
             });
         }
@@ -133,20 +119,15 @@ impl Pool {
     /// Frees every buffer after its DMAs finish. The session's context must be current.
     pub fn release(&mut self) {
         for mut b in self.bufs.drain(..) {
+            // Once the DMAs finished (or the context is broken, when no DMA will run any
+            // more), dropping the buffer destroys its event, then frees its memory.
             let _ = b.wait();
-            // SAFETY: the buffer's DMAs have finished (or the context is broken, when no
-            // DMA will run any more); event and memory are owned by the buffer and freed
-            // once, here.
-            unsafe {
-                let _ = driver::event_destroy(b.event);
-                let _ = driver::mem_free_host(b.ptr);
-            }
         }
         self.next = 0;
     }
 
     /// Forgets the buffers without freeing them: for when their context was destroyed,
-    /// which freed them.
+    /// which freed them (their owned handles see that and make no driver call).
     pub fn forget(&mut self) {
         self.bufs.clear();
         self.next = 0;

@@ -7,11 +7,13 @@ use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 use vcuda_protocol::{
-    COPY_ASYNC, LaunchReq, MemcpyDtoDReq, MemcpyDtoHReq, MemcpyHtoDReq, MemsetReq, ParamInfo, attr,
+    COPY_ASYNC, LaunchReq, MemcpyDtoDReq, MemcpyDtoHReq, MemcpyHtoDReq, MemsetReq, ParamInfo,
+    STREAM_LEGACY, attr,
 };
 use vm_memory::VolatileSlice;
 
 use super::*;
+use crate::executor::ExecutorFactory;
 
 fn factory() -> Option<CudaFactory> {
     match CudaFactory::new(CudaConfig {

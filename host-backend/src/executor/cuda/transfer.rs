@@ -11,8 +11,11 @@ use super::allocs::Region;
 use super::driver::{self, Copy2D, DrvResult, End};
 use super::error::to_status;
 use super::guest_mem::Placement;
+use super::owned::{Context, StreamRef};
 use super::plan::{Span, spans, windows};
-use super::{CudaExecutor, SMALL_COPY};
+use super::staging::Pool;
+use super::streams::stream_ref;
+use super::{CudaExecutor, SMALL_COPY, context_of};
 use crate::data::DataSegs;
 use crate::executor::{ExecResult, Status};
 
@@ -21,10 +24,13 @@ use crate::executor::{ExecResult, Status};
 /// # Safety
 ///
 /// `host` is readable for `span.bytes(r.width)` bytes until the copy has consumed them (see
-/// [`driver::memcpy_htod`]); the device side lies in memory of the current context.
+/// [`driver::memcpy_htod`]); the device side lies in memory of the current context; `s` is
+/// a live stream of that context (or null).
 unsafe fn issue_htod(r: &Region, span: Span, host: *const u8, s: CUstream) -> DrvResult<()> {
     match span {
-        // SAFETY: the caller's contract.
+        // SAFETY: a linear span is `len` packed bytes: `host` is readable for them and
+        // `[dev, dev + len)` is device memory of the current context (the caller's
+        // contract, with `span.bytes` = `len`); `s` is live.
         Span::Linear { dev, len, .. } => unsafe { driver::memcpy_htod(dev, host, len as usize, s) },
         Span::Rows { dev, rows, .. } => {
             let c = Copy2D {
@@ -35,7 +41,9 @@ unsafe fn issue_htod(r: &Region, span: Span, host: *const u8, s: CUstream) -> Dr
                 width: r.width as usize,
                 height: rows as usize,
             };
-            // SAFETY: the caller's contract; the host side is `rows` packed rows.
+            // SAFETY: the host side is `rows` packed rows of `width` bytes, readable per the
+            // caller's contract (`span.bytes` = `rows * width`); the device side is `rows`
+            // rows `pitch` apart in memory of the current context; `s` is live.
             unsafe { driver::memcpy_2d(&c, s) }
         }
     }
@@ -46,10 +54,13 @@ unsafe fn issue_htod(r: &Region, span: Span, host: *const u8, s: CUstream) -> Dr
 /// # Safety
 ///
 /// `host` is writable for `span.bytes(r.width)` bytes and untouched until the copy is
-/// complete; the device side lies in memory of the current context.
+/// complete; the device side lies in memory of the current context; `s` is a live stream
+/// of that context (or null).
 unsafe fn issue_dtoh(r: &Region, span: Span, host: *mut u8, s: CUstream) -> DrvResult<()> {
     match span {
-        // SAFETY: the caller's contract.
+        // SAFETY: a linear span is `len` packed bytes: `host` is writable for them and left
+        // alone until the copy completes, and `[dev, dev + len)` is device memory of the
+        // current context (the caller's contract, with `span.bytes` = `len`); `s` is live.
         Span::Linear { dev, len, .. } => unsafe { driver::memcpy_dtoh(host, dev, len as usize, s) },
         Span::Rows { dev, rows, .. } => {
             let c = Copy2D {
@@ -60,7 +71,10 @@ unsafe fn issue_dtoh(r: &Region, span: Span, host: *mut u8, s: CUstream) -> DrvR
                 width: r.width as usize,
                 height: rows as usize,
             };
-            // SAFETY: the caller's contract; the host side is `rows` packed rows.
+            // SAFETY: the host side is `rows` packed rows of `width` bytes, writable and
+            // untouched until the copy completes per the caller's contract (`span.bytes` =
+            // `rows * width`); the device side is `rows` rows `pitch` apart in memory of the
+            // current context; `s` is live.
             unsafe { driver::memcpy_2d(&c, s) }
         }
     }
@@ -83,8 +97,9 @@ fn pieces<'s, 'a: 's>(
 ///
 /// Every piece must stay valid until the driver has read it: pageable memory (copied
 /// before the driver returns), or pinned memory kept pinned until the caller has waited
-/// for `s`. The device side must have been checked against the session's allocations.
-unsafe fn htod_direct(region: &Region, src: &DataSegs<'_>, s: CUstream) -> DrvResult<()> {
+/// for `s`. The device side must have been checked against the session's allocations, and
+/// the session's context must be current.
+unsafe fn htod_direct(region: &Region, src: &DataSegs<'_>, s: StreamRef<'_>) -> DrvResult<()> {
     pieces(src).try_for_each(|(at, p)| {
         spans(region, at, p.len() as u64)
             .into_iter()
@@ -93,9 +108,11 @@ unsafe fn htod_direct(region: &Region, src: &DataSegs<'_>, s: CUstream) -> DrvRe
                     .ptr_guard()
                     .as_ptr()
                     .wrapping_add((sp.packed() - at) as usize);
-                // SAFETY: `host` lies in the piece (spans stay inside `[at, at + len)`); the
-                // rest is the caller's contract.
-                unsafe { issue_htod(region, sp, host, s) }
+                // SAFETY: `host` starts the span's bytes inside the piece (spans stay inside
+                // `[at, at + len)`), which stays readable as the caller guarantees; the
+                // device side was checked and the context is current (the caller's
+                // contract); `s` borrows a live stream of the session (or is the legacy one).
+                unsafe { issue_htod(region, sp, host, s.raw()) }
             })
     })
 }
@@ -106,8 +123,8 @@ unsafe fn htod_direct(region: &Region, src: &DataSegs<'_>, s: CUstream) -> DrvRe
 ///
 /// Every piece must be writable memory that stays valid (and pinned memory pinned) until
 /// the caller has waited for `s`. The device side must have been checked against the
-/// session's allocations.
-unsafe fn dtoh_direct(region: &Region, dst: &DataSegs<'_>, s: CUstream) -> DrvResult<()> {
+/// session's allocations, and the session's context must be current.
+unsafe fn dtoh_direct(region: &Region, dst: &DataSegs<'_>, s: StreamRef<'_>) -> DrvResult<()> {
     pieces(dst).try_for_each(|(at, p)| {
         spans(region, at, p.len() as u64)
             .into_iter()
@@ -116,16 +133,18 @@ unsafe fn dtoh_direct(region: &Region, dst: &DataSegs<'_>, s: CUstream) -> DrvRe
                     .ptr_guard_mut()
                     .as_ptr()
                     .wrapping_add((sp.packed() - at) as usize);
-                // SAFETY: `host` lies in the piece; the rest is the caller's contract.
-                unsafe { issue_dtoh(region, sp, host, s) }
+                // SAFETY: `host` starts the span's bytes inside the piece, which stays
+                // writable and untouched until the caller has waited for `s` (the caller's
+                // contract); the device side was checked and the context is current; `s`
+                // borrows a live stream of the session (or is the legacy one).
+                unsafe { issue_dtoh(region, sp, host, s.raw()) }
             })
     })
 }
 
 /// Waits for `s`, keeping the first error.
-fn finish(first: DrvResult<()>, s: CUstream) -> ExecResult<()> {
-    // SAFETY: `s` is a live stream of the current context (our callers' invariant).
-    let waited = unsafe { driver::stream_synchronize(s) };
+fn finish(first: DrvResult<()>, s: StreamRef<'_>) -> ExecResult<()> {
+    let waited = s.synchronize();
     first.and(waited).map_err(to_status)
 }
 
@@ -138,7 +157,7 @@ impl CudaExecutor {
         }
         let src = src.sub(0, total).map_err(|_| Status::INVALID_VALUE)?;
         self.allocs.check_region(&region)?;
-        let s = self.cu_stream(r.stream)?;
+        let s = stream_ref(&self.streams, r.stream)?;
         let sync = r.flags & COPY_ASYNC == 0;
         self.bind()?;
         // Held to the end: no piece may become pinned (and so DMA'd late) or unpinned
@@ -146,52 +165,30 @@ impl CudaExecutor {
         let shared = self.shared.clone();
         let pinned = shared.pinned.read().unwrap_or_else(|e| e.into_inner());
         let placement = pinned.placement(src.parts());
-        let idle = || {
-            // SAFETY: `s` is a live stream of our context (or the null stream).
-            unsafe { driver::stream_query(s) }.is_ok()
-        };
+        let idle = || s.query().is_ok();
         match placement {
             Placement::Pinned if sync || idle() => {
                 // Straight from guest RAM; the DMA must finish before the guest gets its
                 // pages back, so wait for it (also on error: earlier pieces may be in
                 // flight). The read lock keeps the pinning in place meanwhile.
-                // SAFETY: pinned guest RAM stays mapped and pinned while we hold the read
-                // lock, until `finish` has waited for the DMA.
+                // SAFETY: every piece is pinned guest RAM (`placement`), which stays mapped
+                // and pinned while we hold the read lock, until `finish` has waited for the
+                // DMA; the region was checked and the context bound above.
                 let r = unsafe { htod_direct(&region, &src, s) };
                 return finish(r, s);
             }
             Placement::Pageable if total <= SMALL_COPY => {
-                // SAFETY: pageable memory, which the driver copies out before returning.
+                // SAFETY: every piece is pageable memory, which the driver copies out before
+                // `cuMemcpyHtoDAsync` returns, and `src` outlives this call; the region was
+                // checked and the context bound above.
                 let r = unsafe { htod_direct(&region, &src, s) };
                 r.map_err(to_status)?;
             }
-            _ => self.htod_staged(&region, &src, s)?,
+            _ => htod_staged(&mut self.pool, context_of(&self.ctx)?, &region, &src, s)?,
         }
         if sync {
             // cudaMemcpy returns once the copy is done, reporting earlier failures too.
             finish(Ok(()), s)?;
-        }
-        Ok(())
-    }
-
-    /// Host to device through the staging buffers: gather a window, start its DMA, move on.
-    fn htod_staged(&mut self, region: &Region, src: &DataSegs<'_>, s: CUstream) -> ExecResult<()> {
-        let chunk = self.pool.chunk() as u64;
-        for (off, len) in windows(region, chunk) {
-            let i = self.pool.next_index();
-            let buf = self.pool.get(i)?;
-            buf.wait()?;
-            src.read_at(off, &mut buf.bytes_mut()[..len as usize])
-                .map_err(|_| Status::INVALID_VALUE)?;
-            for sp in spans(region, off, len) {
-                let host = buf.ptr().wrapping_add((sp.packed() - off) as usize);
-                // SAFETY: `host` lies in the buffer (the window is at most `chunk` bytes);
-                // the buffer is not touched again before its event (recorded below) says the
-                // DMA finished; the device side was checked.
-                unsafe { issue_htod(region, sp, host, s) }.map_err(to_status)?;
-            }
-            // SAFETY: `s` is live in our context.
-            unsafe { buf.record(s) }?;
         }
         Ok(())
     }
@@ -204,7 +201,7 @@ impl CudaExecutor {
         }
         let dst = dst.sub(0, total).map_err(|_| Status::INVALID_VALUE)?;
         self.allocs.check_region(&region)?;
-        let s = self.cu_stream(r.stream)?;
+        let s = stream_ref(&self.streams, r.stream)?;
         self.bind()?;
         // Held to the end, as for host to device.
         let shared = self.shared.clone();
@@ -216,51 +213,14 @@ impl CudaExecutor {
             // Straight into the destination (pinned guest RAM, or pageable memory the
             // driver writes before returning); wait either way, so the data is complete
             // when the reply goes out, and earlier failures surface here.
-            // SAFETY: pinned guest RAM stays pinned under the read lock, and pageable memory
-            // is written before the driver returns; `finish` waits for the DMA either way.
+            // SAFETY: pinned guest RAM stays mapped and pinned under the read lock, and
+            // pageable memory is written before the driver returns; `finish` waits for the
+            // DMA either way, and `dst` outlives this call. The region was checked and the
+            // context bound above.
             let r = unsafe { dtoh_direct(&region, &dst, s) };
             return finish(r, s);
         }
-        self.dtoh_staged(&region, &dst, s)
-    }
-
-    /// Device to host through the staging buffers: up to `depth` windows in flight; the
-    /// oldest is copied out to the destination when its DMA is done.
-    fn dtoh_staged(&mut self, region: &Region, dst: &DataSegs<'_>, s: CUstream) -> ExecResult<()> {
-        let chunk = self.pool.chunk() as u64;
-        let depth = self.pool.depth();
-        let mut in_flight: VecDeque<(usize, u64, u64)> = VecDeque::with_capacity(depth);
-        let drain_one =
-            |pool: &mut super::staging::Pool, (i, off, len): (usize, u64, u64)| -> ExecResult<()> {
-                let buf = pool.get(i)?;
-                buf.wait()?;
-                dst.write_at(off, &buf.bytes_mut()[..len as usize])
-                    .map_err(|_| Status::INVALID_VALUE)
-            };
-        for (off, len) in windows(region, chunk) {
-            if in_flight.len() == depth {
-                // The rotation's next buffer is the oldest one in flight.
-                if let Some(w) = in_flight.pop_front() {
-                    drain_one(&mut self.pool, w)?;
-                }
-            }
-            let i = self.pool.next_index();
-            let buf = self.pool.get(i)?;
-            buf.wait()?;
-            for sp in spans(region, off, len) {
-                let host = buf.ptr().wrapping_add((sp.packed() - off) as usize);
-                // SAFETY: `host` lies in the buffer; nothing reads it before its event says
-                // the DMA finished; the device side was checked.
-                unsafe { issue_dtoh(region, sp, host, s) }.map_err(to_status)?;
-            }
-            // SAFETY: `s` is live in our context.
-            unsafe { buf.record(s) }?;
-            in_flight.push_back((i, off, len));
-        }
-        while let Some(w) = in_flight.pop_front() {
-            drain_one(&mut self.pool, w)?;
-        }
-        Ok(())
+        dtoh_staged(&mut self.pool, context_of(&self.ctx)?, &region, &dst, s)
     }
 
     pub(super) fn dtod(&mut self, r: &MemcpyDtoDReq) -> ExecResult<()> {
@@ -271,10 +231,11 @@ impl CudaExecutor {
         }
         self.allocs.check_region(&d)?;
         self.allocs.check_region(&src)?;
-        let s = self.cu_stream(r.stream)?;
+        let s = stream_ref(&self.streams, r.stream)?.raw();
         self.bind()?;
         // SAFETY: both regions lie in allocations of this session's context (checked
-        // above); `s` is live. Device-to-device copies never wait for the host.
+        // above), which is current (bound above); `s` borrows a live stream of the session
+        // (or is null, the legacy stream). No host memory is involved.
         let r = unsafe {
             if d.is_contiguous() && src.is_contiguous() {
                 driver::memcpy_dtod(d.base, src.base, d.packed_len() as usize, s)
@@ -309,10 +270,11 @@ impl CudaExecutor {
             return Err(Status::INVALID_VALUE);
         }
         self.allocs.check_region(&region)?;
-        let s = self.cu_stream(r.stream)?;
+        let s = stream_ref(&self.streams, r.stream)?.raw();
         self.bind()?;
         // SAFETY: the region lies in an allocation of this session's context (checked
-        // above), rows aligned to the element size; `s` is live.
+        // above), which is current (bound above), rows aligned to the element size; `s`
+        // borrows a live stream of the session (or is null, the legacy stream).
         unsafe {
             driver::memset(
                 region.base,
@@ -329,4 +291,80 @@ impl CudaExecutor {
             e => to_status(e),
         })
     }
+}
+
+/// Host to device through the staging buffers: gather a window, start its DMA, move on.
+/// The session's context `ctx` is current and the region was checked.
+fn htod_staged(
+    pool: &mut Pool,
+    ctx: &Context,
+    region: &Region,
+    src: &DataSegs<'_>,
+    s: StreamRef<'_>,
+) -> ExecResult<()> {
+    let chunk = pool.chunk() as u64;
+    for (off, len) in windows(region, chunk) {
+        let i = pool.next_index();
+        let buf = pool.get(ctx, i)?;
+        buf.wait()?;
+        src.read_at(off, &mut buf.bytes_mut()[..len as usize])
+            .map_err(|_| Status::INVALID_VALUE)?;
+        for sp in spans(region, off, len) {
+            let host = buf.ptr().wrapping_add((sp.packed() - off) as usize);
+            // SAFETY: `host` starts the span's bytes inside the buffer (the window is at
+            // most `chunk` bytes), which lives in the pool and is not touched again before
+            // its event (recorded below) says the DMA finished; the device side was
+            // checked and the context is current (this function's contract); `s` borrows
+            // a live stream of the session (or is the legacy one).
+            unsafe { issue_htod(region, sp, host, s.raw()) }.map_err(to_status)?;
+        }
+        buf.record(s)?;
+    }
+    Ok(())
+}
+
+/// Device to host through the staging buffers: up to `depth` windows in flight; the
+/// oldest is copied out to the destination when its DMA is done. The session's context
+/// `ctx` is current and the region was checked.
+fn dtoh_staged(
+    pool: &mut Pool,
+    ctx: &Context,
+    region: &Region,
+    dst: &DataSegs<'_>,
+    s: StreamRef<'_>,
+) -> ExecResult<()> {
+    let chunk = pool.chunk() as u64;
+    let depth = pool.depth();
+    let mut in_flight: VecDeque<(usize, u64, u64)> = VecDeque::with_capacity(depth);
+    let drain_one = |pool: &mut Pool, (i, off, len): (usize, u64, u64)| -> ExecResult<()> {
+        let buf = pool.get(ctx, i)?;
+        buf.wait()?;
+        dst.write_at(off, &buf.bytes_mut()[..len as usize])
+            .map_err(|_| Status::INVALID_VALUE)
+    };
+    for (off, len) in windows(region, chunk) {
+        if in_flight.len() == depth {
+            // The rotation's next buffer is the oldest one in flight.
+            if let Some(w) = in_flight.pop_front() {
+                drain_one(pool, w)?;
+            }
+        }
+        let i = pool.next_index();
+        let buf = pool.get(ctx, i)?;
+        buf.wait()?;
+        for sp in spans(region, off, len) {
+            let host = buf.ptr().wrapping_add((sp.packed() - off) as usize);
+            // SAFETY: `host` starts the span's bytes inside the buffer, which lives in the
+            // pool and is not read before its event (recorded below) says the DMA
+            // finished; the device side was checked and the context is current; `s`
+            // borrows a live stream of the session (or is the legacy one).
+            unsafe { issue_dtoh(region, sp, host, s.raw()) }.map_err(to_status)?;
+        }
+        buf.record(s)?;
+        in_flight.push_back((i, off, len));
+    }
+    while let Some(w) = in_flight.pop_front() {
+        drain_one(pool, w)?;
+    }
+    Ok(())
 }

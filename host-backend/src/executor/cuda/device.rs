@@ -1,0 +1,247 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! Device setup: the factory that opens the GPU ([`CudaFactory`]), the state its sessions
+//! share ([`Shared`]), and pinning guest RAM in the device's primary context.
+
+use std::collections::HashMap;
+use std::sync::atomic::AtomicUsize;
+use std::sync::{Arc, Mutex, RwLock};
+
+use cudarc::driver::sys::{CUdevice, CUdevice_attribute};
+use log::{debug, info, warn};
+use vcuda_protocol::{DeviceInfo, ExecutorKind};
+
+use super::guest_mem::PinnedRanges;
+use super::owned::{Context, PrimaryContext};
+use super::{
+    CudaConfig, CudaExecutor, GUEST_REGISTER_FLAGS, InitError, device_info, driver, image, printf,
+};
+use crate::executor::{ExecResult, Executor, ExecutorFactory};
+
+/// The primary context, retained while guest RAM is pinned in it.
+#[derive(Debug, Default)]
+struct Registrar {
+    ctx: Option<PrimaryContext>,
+}
+
+/// What every session of one factory shares.
+#[derive(Debug)]
+pub(super) struct Shared {
+    pub(super) config: CudaConfig,
+    pub(super) device: CUdevice,
+    pub(super) driver: driver::Loaded,
+    pub(super) info: DeviceInfo,
+    /// Pinned guest RAM. Copies that DMA straight from or to it hold the read lock until
+    /// their DMA has finished; re-pinning takes the write lock.
+    pub(super) pinned: RwLock<PinnedRanges>,
+    registrar: Mutex<Registrar>,
+    /// Module images that passed [`image::check`], by hash.
+    pub(super) checked: Mutex<HashMap<[u8; 32], image::ImageInfo>>,
+    /// Device printf capture, when on.
+    pub(super) printf: Option<&'static printf::Capture>,
+    /// Live sessions.
+    pub(super) sessions: AtomicUsize,
+}
+
+impl Shared {
+    /// Pins the new regions and unpins those gone; regions present before and after (same
+    /// address and length: memory hot-plug adds regions) stay pinned.
+    fn set_guest_memory(&self, regions: &[(usize, usize)]) {
+        let mut pinned = self.pinned.write().unwrap_or_else(|e| e.into_inner());
+        let mut reg = self.registrar.lock().unwrap_or_else(|e| e.into_inner());
+        let wanted = PinnedRanges::new(regions.to_vec());
+        if wanted.ranges() == pinned.ranges() {
+            return;
+        }
+        let ctx = match &mut reg.ctx {
+            Some(c) => c,
+            None => match PrimaryContext::retain(self.device) {
+                Ok(c) => reg.ctx.insert(c),
+                Err(e) => {
+                    warn!(
+                        "cannot pin guest memory ({}); copies will be staged",
+                        driver::error_name(e)
+                    );
+                    return;
+                }
+            },
+        };
+        // Sessions bind their own context; the guard unbinds this one at the end.
+        let _bound = match ctx.bind_scoped() {
+            Ok(g) => g,
+            Err(e) => {
+                warn!("cannot pin guest memory ({})", driver::error_name(e));
+                return;
+            }
+        };
+        let mut kept = Vec::new();
+        for &(addr, len) in pinned.ranges() {
+            if wanted.ranges().contains(&(addr, len)) {
+                kept.push((addr, len));
+                continue;
+            }
+            // SAFETY: `addr` starts a range we registered (it is in `pinned`); the write
+            // lock guarantees no copy is using it; the transport keeps it mapped until this
+            // call returns.
+            if let Err(e) = unsafe { driver::mem_host_unregister(addr as *mut u8) } {
+                warn!(
+                    "unpinning guest memory at {addr:#x}: {}",
+                    driver::error_name(e)
+                );
+            }
+        }
+        for &(addr, len) in wanted.ranges() {
+            if kept.contains(&(addr, len)) {
+                continue;
+            }
+            // SAFETY: the transport guarantees `[addr, addr + len)` is mapped in this process
+            // until the next call, which unpins it first if it is gone by then.
+            match unsafe { driver::mem_host_register(addr as *mut u8, len, GUEST_REGISTER_FLAGS) } {
+                Ok(()) => kept.push((addr, len)),
+                Err(e) => warn!(
+                    "cannot pin guest memory {addr:#x}+{len:#x} ({}); copies through it will be staged",
+                    driver::error_name(e)
+                ),
+            }
+        }
+        debug!(
+            "pinned {} of {} guest memory regions",
+            kept.len(),
+            wanted.ranges().len()
+        );
+        *pinned = PinnedRanges::new(kept);
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        let reg = self.registrar.get_mut().unwrap_or_else(|e| e.into_inner());
+        if let Some(ctx) = reg.ctx.take() {
+            let pinned = self.pinned.get_mut().unwrap_or_else(|e| e.into_inner());
+            let bound = ctx.bind_scoped();
+            for &(addr, _) in pinned.ranges() {
+                // SAFETY: `addr` starts a range registered by `set_guest_memory` and
+                // unregistered once, here; no session is left (each holds an
+                // `Arc<Shared>`), so no copy uses it.
+                let _ = unsafe { driver::mem_host_unregister(addr as *mut u8) };
+            }
+            // Unbind, then release the retain (`ctx`'s drop).
+            drop(bound);
+            drop(ctx);
+        }
+    }
+}
+
+/// The device as an [`device_info::AttrSource`].
+struct DriverAttrs(CUdevice);
+
+impl device_info::AttrSource for DriverAttrs {
+    fn name(&self) -> Vec<u8> {
+        driver::device_name(self.0).unwrap_or_default()
+    }
+    fn uuid(&self) -> [u8; 16] {
+        driver::device_uuid(self.0).unwrap_or_default()
+    }
+    fn total_mem(&self) -> u64 {
+        driver::device_total_mem(self.0).unwrap_or_default()
+    }
+    fn attribute(&self, a: CUdevice_attribute) -> Option<i32> {
+        driver::device_attribute(self.0, a).ok()
+    }
+}
+
+/// Makes [`CudaExecutor`]s on one GPU.
+#[derive(Debug)]
+pub struct CudaFactory {
+    pub(super) shared: Arc<Shared>,
+}
+
+impl CudaFactory {
+    /// Loads the driver and opens the device, or says what is missing.
+    pub fn new(config: CudaConfig) -> Result<Self, InitError> {
+        let loaded = driver::load()?;
+        let count = loaded.device_count as u32;
+        if config.device >= count {
+            return Err(InitError::BadOrdinal {
+                ordinal: config.device,
+                count,
+            });
+        }
+        let drv = |call| {
+            move |e| InitError::Driver {
+                call,
+                name: driver::error_name(e),
+            }
+        };
+        let device = driver::device_get(config.device as i32).map_err(drv("cuDeviceGet"))?;
+        // A device that cannot host a context (prohibited compute mode, fallen off the bus)
+        // fails here rather than in the first session.
+        let _ = Context::create(device)
+            .map_err(drv("cuCtxCreate"))?
+            .destroy();
+        let info = device_info::fill(&DriverAttrs(device));
+        let name_len = info.name.iter().position(|&c| c == 0).unwrap_or(0);
+        info!(
+            "CUDA executor: device {} ({}), {} MiB, compute capability {}.{}, driver {}.{}",
+            config.device,
+            String::from_utf8_lossy(&info.name[..name_len]),
+            info.total_global_mem >> 20,
+            info.attr(vcuda_protocol::attr::COMPUTE_CAPABILITY_MAJOR)
+                .unwrap_or(0),
+            info.attr(vcuda_protocol::attr::COMPUTE_CAPABILITY_MINOR)
+                .unwrap_or(0),
+            loaded.version / 1000,
+            loaded.version % 1000 / 10,
+        );
+        if !loaded.param_info {
+            info!("driver lacks cuFuncGetParamInfo: kernel layouts come from the guest");
+        }
+        let printf = if config.capture_printf {
+            match printf::Capture::global() {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    warn!("cannot capture device printf ({e}); it goes to stdout");
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        Ok(Self {
+            shared: Arc::new(Shared {
+                config,
+                device,
+                driver: loaded,
+                info,
+                pinned: RwLock::default(),
+                registrar: Mutex::default(),
+                checked: Mutex::default(),
+                printf,
+                sessions: AtomicUsize::new(0),
+            }),
+        })
+    }
+
+    /// What guests see of the device.
+    pub fn device_info(&self) -> &DeviceInfo {
+        &self.shared.info
+    }
+
+    /// A new session's executor, as its concrete type.
+    pub fn new_executor(&self) -> ExecResult<CudaExecutor> {
+        CudaExecutor::new(self.shared.clone())
+    }
+}
+
+impl ExecutorFactory for CudaFactory {
+    fn kind(&self) -> ExecutorKind {
+        ExecutorKind::Cuda
+    }
+
+    fn new_session(&self) -> ExecResult<Box<dyn Executor>> {
+        Ok(Box::new(self.new_executor()?))
+    }
+
+    fn guest_memory_changed(&self, regions: &[(usize, usize)]) {
+        self.shared.set_guest_memory(regions);
+    }
+}

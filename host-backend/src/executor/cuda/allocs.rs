@@ -9,6 +9,8 @@
 
 use std::collections::BTreeMap;
 
+use vcuda_protocol::region::Region;
+
 use crate::executor::{ExecResult, Status};
 
 /// Who may free an allocation.
@@ -98,7 +100,7 @@ impl Allocations {
 
     /// Checks a pitched region (see [`Region`]).
     pub fn check_region(&self, r: &Region) -> ExecResult<()> {
-        self.check(r.base, r.span())
+        self.check(r.base(), r.span())
     }
 
     /// Number of tracked ranges.
@@ -109,67 +111,6 @@ impl Allocations {
     /// Whether a user allocation starts exactly at `base`.
     pub fn is_user_base(&self, base: u64) -> bool {
         self.map.get(&base).is_some_and(|a| a.owner == Owner::User)
-    }
-}
-
-/// A pitched device region: `height` rows of `width` bytes, `pitch` bytes apart, from
-/// `base`. Host data for it is always packed (rows `width` apart).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Region {
-    /// First byte.
-    pub base: u64,
-    /// Distance between rows (only meaningful when `height > 1`).
-    pub pitch: u64,
-    /// Bytes per row.
-    pub width: u64,
-    /// Rows.
-    pub height: u64,
-}
-
-impl Region {
-    /// A region, checked: `pitch >= width` when there are several rows, and no address of it
-    /// overflows.
-    pub fn new(base: u64, pitch: u64, width: u64, height: u64) -> ExecResult<Self> {
-        let pitch = if height <= 1 { width } else { pitch };
-        if height > 1 && pitch < width {
-            return Err(Status::INVALID_PITCH);
-        }
-        let r = Self {
-            base,
-            pitch,
-            width,
-            height,
-        };
-        r.checked_span()
-            .and_then(|s| base.checked_add(s))
-            .ok_or(Status::INVALID_VALUE)?;
-        width.checked_mul(height).ok_or(Status::INVALID_VALUE)?;
-        Ok(r)
-    }
-
-    fn checked_span(&self) -> Option<u64> {
-        if self.width == 0 || self.height == 0 {
-            return Some(0);
-        }
-        (self.height - 1)
-            .checked_mul(self.pitch)?
-            .checked_add(self.width)
-    }
-
-    /// Bytes from the first to the last byte touched: `(height - 1) * pitch + width`.
-    pub fn span(&self) -> u64 {
-        // `new` checked that this does not overflow.
-        self.checked_span().unwrap_or(u64::MAX)
-    }
-
-    /// Bytes of the packed host data: `width * height`.
-    pub fn packed_len(&self) -> u64 {
-        self.width * self.height
-    }
-
-    /// Whether the rows are back to back, so the region is one linear range.
-    pub fn is_contiguous(&self) -> bool {
-        self.height <= 1 || self.pitch == self.width
     }
 }
 
@@ -237,26 +178,9 @@ mod tests {
 
     #[test]
     fn regions() {
+        // Regions themselves are tested with `vcuda_protocol::region`; here, that a region
+        // must lie in one allocation from its base to its last byte.
         let r = Region::new(A, 256, 100, 3).unwrap();
-        assert_eq!(r.span(), 612);
-        assert_eq!(r.packed_len(), 300);
-        assert!(!r.is_contiguous());
-        assert!(Region::new(A, 100, 100, 3).unwrap().is_contiguous());
-        // One row: the pitch is ignored.
-        let one = Region::new(A, 0, 100, 1).unwrap();
-        assert!(one.is_contiguous());
-        assert_eq!(one.span(), 100);
-        assert_eq!(Region::new(A, 50, 100, 2), Err(Status::INVALID_PITCH));
-        assert_eq!(
-            Region::new(u64::MAX - 10, 256, 100, 1),
-            Err(Status::INVALID_VALUE)
-        );
-        assert_eq!(
-            Region::new(A, u64::MAX / 2, 100, 4),
-            Err(Status::INVALID_VALUE)
-        );
-        assert_eq!(Region::new(A, 0, 0, 0).unwrap().span(), 0);
-
         let mut m = Allocations::default();
         m.insert(A, 612, Owner::User).unwrap();
         m.check_region(&r).unwrap();

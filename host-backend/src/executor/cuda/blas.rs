@@ -28,6 +28,7 @@ use vcuda_protocol::lib::{
     BLAS_DEVICE_POINTERS, BLAS_EXECUTION_FAILED, BLAS_NOT_INITIALIZED, BLAS_NOT_SUPPORTED, dtype,
     func,
 };
+use vcuda_protocol::region::{matrix_extent, vector_extent};
 use vcuda_protocol::{BlasCallReq, status};
 
 use super::CudaExecutor;
@@ -158,26 +159,6 @@ fn real_of(t: u32) -> u32 {
     }
 }
 
-fn vec_extent(n: i64, inc: i64) -> u64 {
-    if n <= 0 {
-        0
-    } else {
-        (n as u64 - 1)
-            .saturating_mul(inc.unsigned_abs())
-            .saturating_add(1)
-    }
-}
-
-fn mat_extent(rows: i64, cols: i64, ld: i64) -> u64 {
-    if rows <= 0 || cols <= 0 {
-        0
-    } else {
-        (cols as u64 - 1)
-            .saturating_mul(ld as u64)
-            .saturating_add(rows as u64)
-    }
-}
-
 fn int(v: i64) -> c_int {
     // `check::validate` bounds sizes, leading dimensions and strides by `i32::MAX`.
     v.clamp(i64::from(c_int::MIN), i64::from(c_int::MAX)) as c_int
@@ -304,7 +285,8 @@ impl Call<'_> {
     }
 
     fn vector(&self, addr: u64, n: i64, inc: i64, size: u64) -> ExecResult<*mut c_void> {
-        self.exec.blas_range(addr, vec_extent(n, inc), size)?;
+        self.exec
+            .blas_range(addr, vector_extent(n, inc).ok_or(FAULT)?, size)?;
         Ok(addr as *mut c_void)
     }
 
@@ -317,7 +299,7 @@ impl Call<'_> {
         size: u64,
     ) -> ExecResult<*mut c_void> {
         self.exec
-            .blas_range(addr, mat_extent(rows, cols, ld), size)?;
+            .blas_range(addr, matrix_extent(rows, cols, ld).ok_or(FAULT)?, size)?;
         Ok(addr as *mut c_void)
     }
 
@@ -364,7 +346,9 @@ impl Call<'_> {
                 let x = self.vector(r.x, r.n, r.incx, size)?;
                 let y = self.vector(r.y, r.n, r.incy, size)?;
                 let out = self.out(size)?;
-                // SAFETY: as above.
+                // SAFETY: `x` and `y` were checked (`self.vector`) to cover `n` elements at their
+                // strides in this session's memory, `out` is a checked device address or this
+                // call's result buffer, and the handle's context is current.
                 ok(unsafe {
                     if r.func == func::DOT {
                         cb::cublasDotEx(h, n, x, t, ix, y, t, iy, out, t, t)
@@ -408,7 +392,9 @@ impl Call<'_> {
                     r.type_a
                 };
                 let a = self.scalar(&r.alpha, size_of_type(at).ok_or(UNSUPPORTED)?)?;
-                // SAFETY: as above.
+                // SAFETY: `x` was checked (`self.vector`) to cover `n` elements `incx` apart; `a` is
+                // a checked device address or the request's scalar bytes of type `at`; the
+                // handle's context is current.
                 ok(unsafe { cb::cublasScalEx(h, n, a, data_type(at)?, x, t, ix, t) })
             }
             func::GEMV => {
@@ -423,7 +409,9 @@ impl Call<'_> {
                 let al = self.scalar(&r.alpha, size)?;
                 let be = self.scalar(&r.beta, size)?;
                 let (m, lda, ta) = (int(r.m), int(r.lda), op(r.trans_a));
-                // SAFETY: as above; the element type matches the routine.
+                // SAFETY: `A` (m x n, lda), `x` and `y` (their op-dependent lengths) were checked
+                // just above; the scalars are checked device addresses or the request's bytes;
+                // the element type matches the routine; the handle's context is current.
                 ok(unsafe {
                     match r.type_a {
                         dtype::R_32F => cb::cublasSgemv_v2(
@@ -494,7 +482,8 @@ impl Call<'_> {
                 let y = self.vector(r.y, r.n, r.incy, sz)?.cast::<T>();
                 let a = self.matrix(r.a, r.m, r.n, r.lda, sz)?.cast::<T>();
                 let al = al()?;
-                // SAFETY: see above.
+                // SAFETY: `x` (m), `y` (n) and `A` (m x n, lda) were checked just above; `al` is a
+                // checked scalar of type `T`; the handle's context is current.
                 ok(unsafe { T::ger(h, m, n, al, x, ix, y, iy, a, lda) })
             }
             func::SYMV => {
@@ -502,14 +491,16 @@ impl Call<'_> {
                 let x = self.vector(r.x, r.n, r.incx, sz)?.cast::<T>();
                 let y = self.vector(r.y, r.n, r.incy, sz)?.cast::<T>();
                 let (al, be) = (al()?, be()?);
-                // SAFETY: see above.
+                // SAFETY: `A` (n x n, lda), `x` and `y` (n each) were checked just above; the
+                // scalars are checked; the handle's context is current.
                 ok(unsafe { T::symv(h, fill(r.uplo), n, al, a, lda, x, ix, be, y, iy) })
             }
             func::TRSV => {
                 let a = self.matrix(r.a, r.n, r.n, r.lda, sz)?.cast::<T>();
                 let x = self.vector(r.x, r.n, r.incx, sz)?.cast::<T>();
                 let (u, t, d) = (fill(r.uplo), op(r.trans_a), diag(r.diag));
-                // SAFETY: see above.
+                // SAFETY: `A` (n x n, lda) and `x` (n, incx) were checked just above; the handle's
+                // context is current.
                 ok(unsafe { T::trsv(h, u, t, d, n, a, lda, x, ix) })
             }
             func::SYMM => {
@@ -518,7 +509,8 @@ impl Call<'_> {
                 let c = self.matrix(r.c, r.m, r.n, r.ldc, sz)?.cast::<T>();
                 let (al, be) = (al()?, be()?);
                 let (sd, u) = (side(r.side), fill(r.uplo));
-                // SAFETY: see above.
+                // SAFETY: `A` (ka x ka, lda), `B` and `C` (m x n, ldb/ldc) were checked just above;
+                // the scalars are checked; the handle's context is current.
                 ok(unsafe { T::symm(h, sd, u, m, n, al, a, lda, b, ldb, be, c, ldc) })
             }
             func::SYRK => {
@@ -531,7 +523,8 @@ impl Call<'_> {
                 let c = self.matrix(r.c, r.n, r.n, r.ldc, sz)?.cast::<T>();
                 let (al, be) = (al()?, be()?);
                 let (u, t) = (fill(r.uplo), op(r.trans_a));
-                // SAFETY: see above.
+                // SAFETY: `A` (ar x ac, lda) and `C` (n x n, ldc) were checked just above; the
+                // scalars are checked; the handle's context is current.
                 ok(unsafe { T::syrk(h, u, t, n, k, al, a, lda, be, c, ldc) })
             }
             func::TRSM => {
@@ -539,7 +532,8 @@ impl Call<'_> {
                 let b = self.matrix(r.b, r.m, r.n, r.ldb, sz)?.cast::<T>();
                 let al = al()?;
                 let (sd, u, t, d) = (side(r.side), fill(r.uplo), op(r.trans_a), diag(r.diag));
-                // SAFETY: see above.
+                // SAFETY: `A` (ka x ka, lda) and `B` (m x n, ldb) were checked just above; `al` is
+                // checked; the handle's context is current.
                 ok(unsafe { T::trsm(h, sd, u, t, d, m, n, al, a, lda, b, ldb) })
             }
             _ => {
@@ -560,7 +554,8 @@ impl Call<'_> {
                 let c = self.matrix(r.c, r.m, r.n, r.ldc, sz)?.cast::<T>();
                 let (al, be) = (al()?, be()?);
                 let (ta, tb) = (op(r.trans_a), op(r.trans_b));
-                // SAFETY: see above.
+                // SAFETY: `A` and `B` (their op-dependent shapes) and `C` (m x n) were checked just
+                // above; the scalars are checked; the handle's context is current.
                 ok(unsafe { T::geam(h, ta, tb, m, n, al, a, lda, be, b, ldb, c, ldc) })
             }
         }
@@ -812,7 +807,9 @@ macro_rules! real {
                 y: *mut Self,
                 incy: c_int,
             ) -> cb::cublasStatus_t {
-                // SAFETY: as above.
+                // SAFETY: the caller's contract for this trait method: every operand pointer covers
+                // what the routine reads and writes (checked against the session's
+                // allocations), the scalars are valid, the handle's context is current.
                 unsafe { cb::$symv(h, uplo, n, alpha, a, lda, x, incx, beta, y, incy) }
             }
             unsafe fn trsv(
@@ -826,7 +823,9 @@ macro_rules! real {
                 x: *mut Self,
                 incx: c_int,
             ) -> cb::cublasStatus_t {
-                // SAFETY: as above.
+                // SAFETY: the caller's contract for this trait method: every operand pointer covers
+                // what the routine reads and writes (checked against the session's
+                // allocations), the scalars are valid, the handle's context is current.
                 unsafe { cb::$trsv(h, uplo, trans, diag, n, a, lda, x, incx) }
             }
             unsafe fn symm(
@@ -844,7 +843,9 @@ macro_rules! real {
                 c: *mut Self,
                 ldc: c_int,
             ) -> cb::cublasStatus_t {
-                // SAFETY: as above.
+                // SAFETY: the caller's contract for this trait method: every operand pointer covers
+                // what the routine reads and writes (checked against the session's
+                // allocations), the scalars are valid, the handle's context is current.
                 unsafe { cb::$symm(h, side, uplo, m, n, alpha, a, lda, b, ldb, beta, c, ldc) }
             }
             unsafe fn syrk(
@@ -860,7 +861,9 @@ macro_rules! real {
                 c: *mut Self,
                 ldc: c_int,
             ) -> cb::cublasStatus_t {
-                // SAFETY: as above.
+                // SAFETY: the caller's contract for this trait method: every operand pointer covers
+                // what the routine reads and writes (checked against the session's
+                // allocations), the scalars are valid, the handle's context is current.
                 unsafe { cb::$syrk(h, uplo, trans, n, k, alpha, a, lda, beta, c, ldc) }
             }
             unsafe fn trsm(
@@ -877,7 +880,9 @@ macro_rules! real {
                 b: *mut Self,
                 ldb: c_int,
             ) -> cb::cublasStatus_t {
-                // SAFETY: as above.
+                // SAFETY: the caller's contract for this trait method: every operand pointer covers
+                // what the routine reads and writes (checked against the session's
+                // allocations), the scalars are valid, the handle's context is current.
                 unsafe { cb::$trsm(h, side, uplo, trans, diag, m, n, alpha, a, lda, b, ldb) }
             }
             unsafe fn geam(
@@ -895,7 +900,9 @@ macro_rules! real {
                 c: *mut Self,
                 ldc: c_int,
             ) -> cb::cublasStatus_t {
-                // SAFETY: as above.
+                // SAFETY: the caller's contract for this trait method: every operand pointer covers
+                // what the routine reads and writes (checked against the session's
+                // allocations), the scalars are valid, the handle's context is current.
                 unsafe { cb::$geam(h, ta, tb, m, n, alpha, a, lda, beta, b, ldb, c, ldc) }
             }
         }
@@ -948,10 +955,10 @@ mod tests {
 
     #[test]
     fn extents_cover_strided_operands() {
-        assert_eq!(vec_extent(0, 5), 0);
-        assert_eq!(vec_extent(4, -3), 10);
-        assert_eq!(mat_extent(3, 2, 5), 8);
-        assert_eq!(mat_extent(0, 2, 5), 0);
+        assert_eq!(vector_extent(0, 5), Some(0));
+        assert_eq!(vector_extent(4, -3), Some(10));
+        assert_eq!(matrix_extent(3, 2, 5), Some(8));
+        assert_eq!(matrix_extent(0, 2, 5), Some(0));
         assert_eq!(real_of(dtype::C_64F), dtype::R_64F);
         assert_eq!(size_of_type(dtype::C_32F), Some(8));
     }

@@ -7,7 +7,7 @@
 //! `cuMemcpy2DAsync`), a partial last row. Staging windows hold whole rows when a row fits,
 //! so a pitched copy costs one 2-D copy per window.
 
-use super::allocs::Region;
+use vcuda_protocol::region::Region;
 
 /// One driver copy between packed host bytes and the device.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,22 +55,22 @@ impl Span {
 /// `r.packed_len()`.
 pub fn spans(r: &Region, off: u64, len: u64) -> Vec<Span> {
     let mut v = Vec::new();
-    if len == 0 || r.width == 0 {
+    if len == 0 || r.width() == 0 {
         return v;
     }
     if r.is_contiguous() {
         v.push(Span::Linear {
             packed: off,
-            dev: r.base + off,
+            dev: r.base() + off,
             len,
         });
         return v;
     }
-    let dev = |packed: u64| r.base + packed / r.width * r.pitch + packed % r.width;
+    let dev = |packed: u64| r.base() + packed / r.width() * r.pitch() + packed % r.width();
     let (mut at, end) = (off, off + len);
-    let col = at % r.width;
+    let col = at % r.width();
     if col != 0 {
-        let n = (r.width - col).min(end - at);
+        let n = (r.width() - col).min(end - at);
         v.push(Span::Linear {
             packed: at,
             dev: dev(at),
@@ -78,13 +78,13 @@ pub fn spans(r: &Region, off: u64, len: u64) -> Vec<Span> {
         });
         at += n;
     }
-    let rows = (end - at) / r.width;
+    let rows = (end - at) / r.width();
     match rows {
         0 => {}
         1 => v.push(Span::Linear {
             packed: at,
             dev: dev(at),
-            len: r.width,
+            len: r.width(),
         }),
         _ => v.push(Span::Rows {
             packed: at,
@@ -92,7 +92,7 @@ pub fn spans(r: &Region, off: u64, len: u64) -> Vec<Span> {
             rows,
         }),
     }
-    at += rows * r.width;
+    at += rows * r.width();
     if at < end {
         v.push(Span::Linear {
             packed: at,
@@ -107,10 +107,10 @@ pub fn spans(r: &Region, off: u64, len: u64) -> Vec<Span> {
 /// whole rows when a row fits in `chunk` and the rows are not contiguous anyway.
 pub fn windows(r: &Region, chunk: u64) -> impl Iterator<Item = (u64, u64)> {
     let total = r.packed_len();
-    let step = if r.is_contiguous() || r.width > chunk {
+    let step = if r.is_contiguous() || r.width() > chunk {
         chunk
     } else {
-        chunk / r.width * r.width
+        chunk / r.width() * r.width()
     }
     .max(1);
     (0..total.div_ceil(step)).map(move |i| {
@@ -134,25 +134,25 @@ mod tests {
             let mut expect = off;
             for s in sp {
                 assert_eq!(s.packed(), expect, "spans out of order");
-                expect += s.bytes(r.width);
+                expect += s.bytes(r.width());
                 match s {
                     Span::Linear { packed, dev, len } => {
                         for i in 0..len {
                             let p = packed + i;
-                            let want = r.base + p / r.width * r.pitch + p % r.width;
+                            let want = r.base() + p / r.width() * r.pitch() + p % r.width();
                             assert_eq!(dev + i, want);
-                            hits[(dev + i - r.base) as usize] += 1;
+                            hits[(dev + i - r.base()) as usize] += 1;
                         }
                     }
                     Span::Rows { packed, dev, rows } => {
-                        assert_eq!(packed % r.width, 0);
+                        assert_eq!(packed % r.width(), 0);
                         assert!(rows >= 2);
                         for row in 0..rows {
-                            for c in 0..r.width {
-                                let p = packed + row * r.width + c;
-                                let d = dev + row * r.pitch + c;
-                                assert_eq!(d, r.base + p / r.width * r.pitch + p % r.width);
-                                hits[(d - r.base) as usize] += 1;
+                            for c in 0..r.width() {
+                                let p = packed + row * r.width() + c;
+                                let d = dev + row * r.pitch() + c;
+                                assert_eq!(d, r.base() + p / r.width() * r.pitch() + p % r.width());
+                                hits[(d - r.base()) as usize] += 1;
                             }
                         }
                     }
@@ -163,7 +163,7 @@ mod tests {
         }
         assert_eq!(covered, r.packed_len());
         for (i, &h) in hits.iter().enumerate() {
-            let in_row = (i as u64 % r.pitch) < r.width;
+            let in_row = (i as u64 % r.pitch()) < r.width();
             assert_eq!(h, u32::from(in_row), "byte {i}");
         }
     }

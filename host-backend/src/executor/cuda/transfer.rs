@@ -7,7 +7,6 @@ use cudarc::driver::sys::{CUresult, CUstream};
 use vcuda_protocol::{COPY_ASYNC, MemcpyDtoDReq, MemcpyDtoHReq, MemcpyHtoDReq, MemsetReq};
 use vm_memory::VolatileSlice;
 
-use super::allocs::Region;
 use super::driver::{self, Copy2D, DrvResult, End};
 use super::error::to_status;
 use super::guest_mem::Placement;
@@ -18,12 +17,13 @@ use super::streams::stream_ref;
 use super::{CudaExecutor, SMALL_COPY, context_of};
 use crate::data::DataSegs;
 use crate::executor::{ExecResult, Status};
+use vcuda_protocol::region::{self, Region};
 
 /// Issues the host-to-device copy of `span`, whose packed bytes start at `host`.
 ///
 /// # Safety
 ///
-/// `host` is readable for `span.bytes(r.width)` bytes until the copy has consumed them (see
+/// `host` is readable for `span.bytes(r.width())` bytes until the copy has consumed them (see
 /// [`driver::memcpy_htod`]); the device side lies in memory of the current context; `s` is
 /// a live stream of that context (or null).
 unsafe fn issue_htod(r: &Region, span: Span, host: *const u8, s: CUstream) -> DrvResult<()> {
@@ -35,10 +35,10 @@ unsafe fn issue_htod(r: &Region, span: Span, host: *const u8, s: CUstream) -> Dr
         Span::Rows { dev, rows, .. } => {
             let c = Copy2D {
                 src: End::Host(host.cast_mut()),
-                spitch: r.width as usize,
+                spitch: r.width() as usize,
                 dst: End::Device(dev),
-                dpitch: r.pitch as usize,
-                width: r.width as usize,
+                dpitch: r.pitch() as usize,
+                width: r.width() as usize,
                 height: rows as usize,
             };
             // SAFETY: the host side is `rows` packed rows of `width` bytes, readable per the
@@ -53,7 +53,7 @@ unsafe fn issue_htod(r: &Region, span: Span, host: *const u8, s: CUstream) -> Dr
 ///
 /// # Safety
 ///
-/// `host` is writable for `span.bytes(r.width)` bytes and untouched until the copy is
+/// `host` is writable for `span.bytes(r.width())` bytes and untouched until the copy is
 /// complete; the device side lies in memory of the current context; `s` is a live stream
 /// of that context (or null).
 unsafe fn issue_dtoh(r: &Region, span: Span, host: *mut u8, s: CUstream) -> DrvResult<()> {
@@ -65,10 +65,10 @@ unsafe fn issue_dtoh(r: &Region, span: Span, host: *mut u8, s: CUstream) -> DrvR
         Span::Rows { dev, rows, .. } => {
             let c = Copy2D {
                 src: End::Device(dev),
-                spitch: r.pitch as usize,
+                spitch: r.pitch() as usize,
                 dst: End::Host(host),
-                dpitch: r.width as usize,
-                width: r.width as usize,
+                dpitch: r.width() as usize,
+                width: r.width() as usize,
                 height: rows as usize,
             };
             // SAFETY: the host side is `rows` packed rows of `width` bytes, writable and
@@ -238,16 +238,16 @@ impl CudaExecutor {
         // (or is null, the legacy stream). No host memory is involved.
         let r = unsafe {
             if d.is_contiguous() && src.is_contiguous() {
-                driver::memcpy_dtod(d.base, src.base, d.packed_len() as usize, s)
+                driver::memcpy_dtod(d.base(), src.base(), d.packed_len() as usize, s)
             } else {
                 driver::memcpy_2d(
                     &Copy2D {
-                        src: End::Device(src.base),
-                        spitch: src.pitch as usize,
-                        dst: End::Device(d.base),
-                        dpitch: d.pitch as usize,
-                        width: d.width as usize,
-                        height: d.height as usize,
+                        src: End::Device(src.base()),
+                        spitch: src.pitch() as usize,
+                        dst: End::Device(d.base()),
+                        dpitch: d.pitch() as usize,
+                        width: d.width() as usize,
+                        height: d.height() as usize,
                     },
                     s,
                 )
@@ -258,15 +258,12 @@ impl CudaExecutor {
 
     pub(super) fn memset_impl(&mut self, r: &MemsetReq) -> ExecResult<()> {
         let es = u64::from(r.elem_size);
-        if !matches!(es, 1 | 2 | 4) {
-            return Err(Status::INVALID_VALUE);
-        }
-        let row = r.width.checked_mul(es).ok_or(Status::INVALID_VALUE)?;
+        let row = region::memset_row_bytes(r.width, es)?;
         let region = Region::new(r.dst, r.pitch, row, r.height)?;
         if region.packed_len() == 0 {
             return Ok(());
         }
-        if !r.dst.is_multiple_of(es) || region.pitch % es != 0 {
+        if !r.dst.is_multiple_of(es) || region.pitch() % es != 0 {
             return Err(Status::INVALID_VALUE);
         }
         self.allocs.check_region(&region)?;
@@ -277,12 +274,12 @@ impl CudaExecutor {
         // borrows a live stream of the session (or is null, the legacy stream).
         unsafe {
             driver::memset(
-                region.base,
-                region.pitch as usize,
+                region.base(),
+                region.pitch() as usize,
                 r.value,
                 r.elem_size,
                 r.width as usize,
-                region.height as usize,
+                region.height() as usize,
                 s,
             )
         }

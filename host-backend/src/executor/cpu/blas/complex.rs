@@ -51,15 +51,10 @@ macro_rules! complex_elem {
             fn re(self) -> f64 {
                 f64::from(self[0])
             }
-            unsafe fn asum(n: c_int, x: *const Self, incx: c_int) -> f64 {
-                // SAFETY: the caller checked `x`'s extent.
-                f64::from(unsafe { $asum(n, x, incx) })
-            }
-            unsafe fn nrm2(n: c_int, x: *const Self, incx: c_int) -> f64 {
-                // SAFETY: `Elem`'s contract: the caller resolved every pointer to cover what the routine
-                // touches at its stride or leading dimension, with no Rust reference to those bytes alive.
-                f64::from(unsafe { $nrm2(n, x, incx) })
-            }
+            common_routines!(
+                pointer, $asum, $nrm2, $axpy, $scal, $copy, $swap, $iamax, $gemv, $trsv, $gemm,
+                $symm, $syrk, $trsm
+            );
             unsafe fn dot(
                 n: c_int,
                 x: *const Self,
@@ -80,30 +75,9 @@ macro_rules! complex_elem {
                 };
                 out
             }
-            unsafe fn axpy(n: c_int, a: Self, x: *const Self, ix: c_int, y: *mut Self, iy: c_int) {
-                // SAFETY: `Elem`'s contract: the caller resolved every pointer to cover what the routine
-                // touches at its stride or leading dimension, with no Rust reference to those bytes alive.
-                unsafe { $axpy(n, &a, x, ix, y, iy) }
-            }
-            unsafe fn scal(n: c_int, a: Self, x: *mut Self, incx: c_int) {
-                // SAFETY: `Elem`'s contract: the caller resolved every pointer to cover what the routine
-                // touches at its stride or leading dimension, with no Rust reference to those bytes alive.
-                unsafe { $scal(n, &a, x, incx) }
-            }
             unsafe fn scal_real(n: c_int, a: f64, x: *mut Self, incx: c_int) {
-                // SAFETY: `Elem`'s contract: the caller resolved every pointer to cover what the routine
-                // touches at its stride or leading dimension, with no Rust reference to those bytes alive.
+                // SAFETY: the pointers cover what the routine touches (`Elem`'s contract).
                 unsafe { $rscal(n, a as $r, x, incx) }
-            }
-            unsafe fn copy(n: c_int, x: *const Self, ix: c_int, y: *mut Self, iy: c_int) {
-                // SAFETY: `Elem`'s contract: the caller resolved every pointer to cover what the routine
-                // touches at its stride or leading dimension, with no Rust reference to those bytes alive.
-                unsafe { $copy(n, x, ix, y, iy) }
-            }
-            unsafe fn swap(n: c_int, x: *mut Self, ix: c_int, y: *mut Self, iy: c_int) {
-                // SAFETY: `Elem`'s contract: the caller resolved every pointer to cover what the routine
-                // touches at its stride or leading dimension, with no Rust reference to those bytes alive.
-                unsafe { $swap(n, x, ix, y, iy) }
             }
             unsafe fn rot(
                 _n: c_int,
@@ -114,43 +88,6 @@ macro_rules! complex_elem {
                 _c: f64,
                 _s: f64,
             ) {
-            }
-            unsafe fn iamax(n: c_int, x: *const Self, incx: c_int) -> c_int {
-                // SAFETY: `Elem`'s contract: the caller resolved every pointer to cover what the routine
-                // touches at its stride or leading dimension, with no Rust reference to those bytes alive.
-                unsafe { $iamax(n, x, incx) }
-            }
-            unsafe fn gemv(
-                t: u32,
-                m: c_int,
-                n: c_int,
-                alpha: Self,
-                a: *const Self,
-                lda: c_int,
-                x: *const Self,
-                incx: c_int,
-                beta: Self,
-                y: *mut Self,
-                incy: c_int,
-            ) {
-                // SAFETY: `Elem`'s contract: the caller resolved every pointer to cover what the routine
-                // touches at its stride or leading dimension, with no Rust reference to those bytes alive.
-                unsafe {
-                    $gemv(
-                        CblasColMajor,
-                        trans(t),
-                        m,
-                        n,
-                        &alpha,
-                        a,
-                        lda,
-                        x,
-                        incx,
-                        &beta,
-                        y,
-                        incy,
-                    )
-                }
             }
             unsafe fn ger(
                 m: c_int,
@@ -164,8 +101,7 @@ macro_rules! complex_elem {
                 lda: c_int,
                 conj: bool,
             ) {
-                // SAFETY: `Elem`'s contract: the caller resolved every pointer to cover what the routine
-                // touches at its stride or leading dimension, with no Rust reference to those bytes alive.
+                // SAFETY: the pointers cover what the routine touches (`Elem`'s contract).
                 unsafe {
                     if conj {
                         $gerc(CblasColMajor, m, n, &alpha, x, incx, y, incy, a, lda)
@@ -188,164 +124,6 @@ macro_rules! complex_elem {
             ) -> Option<()> {
                 // CBLAS has no complex symmetric (only Hermitian) matrix-vector product.
                 None
-            }
-            unsafe fn trsv(
-                u: u32,
-                t: u32,
-                d: u32,
-                n: c_int,
-                a: *const Self,
-                lda: c_int,
-                x: *mut Self,
-                incx: c_int,
-            ) {
-                // SAFETY: `Elem`'s contract: the caller resolved every pointer to cover what the routine
-                // touches at its stride or leading dimension, with no Rust reference to those bytes alive.
-                unsafe {
-                    $trsv(
-                        CblasColMajor,
-                        uplo(u),
-                        trans(t),
-                        diag(d),
-                        n,
-                        a,
-                        lda,
-                        x,
-                        incx,
-                    )
-                }
-            }
-            unsafe fn gemm(
-                ta: u32,
-                tb: u32,
-                m: c_int,
-                n: c_int,
-                k: c_int,
-                alpha: Self,
-                a: *const Self,
-                lda: c_int,
-                b: *const Self,
-                ldb: c_int,
-                beta: Self,
-                c: *mut Self,
-                ldc: c_int,
-            ) {
-                // SAFETY: `Elem`'s contract: the caller resolved every pointer to cover what the routine
-                // touches at its stride or leading dimension, with no Rust reference to those bytes alive.
-                unsafe {
-                    $gemm(
-                        CblasColMajor,
-                        trans(ta),
-                        trans(tb),
-                        m,
-                        n,
-                        k,
-                        &alpha,
-                        a,
-                        lda,
-                        b,
-                        ldb,
-                        &beta,
-                        c,
-                        ldc,
-                    )
-                }
-            }
-            unsafe fn symm(
-                s: u32,
-                u: u32,
-                m: c_int,
-                n: c_int,
-                alpha: Self,
-                a: *const Self,
-                lda: c_int,
-                b: *const Self,
-                ldb: c_int,
-                beta: Self,
-                c: *mut Self,
-                ldc: c_int,
-            ) {
-                // SAFETY: `Elem`'s contract: the caller resolved every pointer to cover what the routine
-                // touches at its stride or leading dimension, with no Rust reference to those bytes alive.
-                unsafe {
-                    $symm(
-                        CblasColMajor,
-                        side(s),
-                        uplo(u),
-                        m,
-                        n,
-                        &alpha,
-                        a,
-                        lda,
-                        b,
-                        ldb,
-                        &beta,
-                        c,
-                        ldc,
-                    )
-                }
-            }
-            unsafe fn syrk(
-                u: u32,
-                t: u32,
-                n: c_int,
-                k: c_int,
-                alpha: Self,
-                a: *const Self,
-                lda: c_int,
-                beta: Self,
-                c: *mut Self,
-                ldc: c_int,
-            ) {
-                // SAFETY: `Elem`'s contract: the caller resolved every pointer to cover what the routine
-                // touches at its stride or leading dimension, with no Rust reference to those bytes alive.
-                unsafe {
-                    $syrk(
-                        CblasColMajor,
-                        uplo(u),
-                        trans(t),
-                        n,
-                        k,
-                        &alpha,
-                        a,
-                        lda,
-                        &beta,
-                        c,
-                        ldc,
-                    )
-                }
-            }
-            unsafe fn trsm(
-                s: u32,
-                u: u32,
-                t: u32,
-                d: u32,
-                m: c_int,
-                n: c_int,
-                alpha: Self,
-                a: *const Self,
-                lda: c_int,
-                b: *mut Self,
-                ldb: c_int,
-            ) {
-                // SAFETY: `Elem`'s contract: the caller resolved every pointer to cover what the routine
-                // touches at its stride or leading dimension, with no Rust reference to those bytes alive.
-                unsafe {
-                    $trsm(
-                        CblasColMajor,
-                        side(s),
-                        uplo(u),
-                        trans(t),
-                        diag(d),
-                        m,
-                        n,
-                        &alpha,
-                        a,
-                        lda,
-                        b,
-                        ldb,
-                    )
-                }
             }
             unsafe fn getrf(
                 n: c_int,
@@ -370,8 +148,7 @@ macro_rules! complex_elem {
                 info: *mut c_int,
             ) {
                 let t = t as c_char;
-                // SAFETY: `Elem`'s contract: the caller resolved every pointer to cover what the routine
-                // touches at its stride or leading dimension, with no Rust reference to those bytes alive.
+                // SAFETY: the pointers cover what the routine touches (`Elem`'s contract).
                 unsafe {
                     lapack_sys::$getrs(&t, &n, &nrhs, a.cast(), &lda, ipiv, b.cast(), &ldb, info)
                 }

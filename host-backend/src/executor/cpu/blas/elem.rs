@@ -164,6 +164,237 @@ pub(super) trait Elem: Copy + PartialEq + 'static {
     );
 }
 
+/// A CBLAS scalar argument: the real routines take it by value, the complex ones by pointer.
+macro_rules! cblas_scalar {
+    (value, $v:expr) => {
+        $v
+    };
+    (pointer, $v:expr) => {
+        &$v
+    };
+}
+
+/// The [`Elem`] routines whose real and complex CBLAS bindings differ only in how a scalar
+/// is passed (`$pass`: `value` or `pointer`), for one element type.
+macro_rules! common_routines {
+    ($pass:ident, $asum:ident, $nrm2:ident, $axpy:ident, $scal:ident, $copy:ident, $swap:ident, $iamax:ident, $gemv:ident, $trsv:ident, $gemm:ident, $symm:ident, $syrk:ident, $trsm:ident) => {
+        unsafe fn asum(n: c_int, x: *const Self, incx: c_int) -> f64 {
+            // SAFETY: the caller checked `x`'s extent.
+            f64::from(unsafe { $asum(n, x, incx) })
+        }
+        unsafe fn nrm2(n: c_int, x: *const Self, incx: c_int) -> f64 {
+            // SAFETY: the pointers cover what the routine touches (`Elem`'s contract).
+            f64::from(unsafe { $nrm2(n, x, incx) })
+        }
+        unsafe fn axpy(n: c_int, a: Self, x: *const Self, ix: c_int, y: *mut Self, iy: c_int) {
+            // SAFETY: the pointers cover what the routine touches (`Elem`'s contract).
+            unsafe { $axpy(n, cblas_scalar!($pass, a), x, ix, y, iy) }
+        }
+        unsafe fn scal(n: c_int, a: Self, x: *mut Self, incx: c_int) {
+            // SAFETY: the pointers cover what the routine touches (`Elem`'s contract).
+            unsafe { $scal(n, cblas_scalar!($pass, a), x, incx) }
+        }
+        unsafe fn copy(n: c_int, x: *const Self, ix: c_int, y: *mut Self, iy: c_int) {
+            // SAFETY: the pointers cover what the routine touches (`Elem`'s contract).
+            unsafe { $copy(n, x, ix, y, iy) }
+        }
+        unsafe fn swap(n: c_int, x: *mut Self, ix: c_int, y: *mut Self, iy: c_int) {
+            // SAFETY: the pointers cover what the routine touches (`Elem`'s contract).
+            unsafe { $swap(n, x, ix, y, iy) }
+        }
+        unsafe fn iamax(n: c_int, x: *const Self, incx: c_int) -> c_int {
+            // SAFETY: the pointers cover what the routine touches (`Elem`'s contract).
+            unsafe { $iamax(n, x, incx) }
+        }
+        unsafe fn gemv(
+            t: u32,
+            m: c_int,
+            n: c_int,
+            alpha: Self,
+            a: *const Self,
+            lda: c_int,
+            x: *const Self,
+            incx: c_int,
+            beta: Self,
+            y: *mut Self,
+            incy: c_int,
+        ) {
+            // SAFETY: the pointers cover what the routine touches (`Elem`'s contract).
+            unsafe {
+                $gemv(
+                    CblasColMajor,
+                    trans(t),
+                    m,
+                    n,
+                    cblas_scalar!($pass, alpha),
+                    a,
+                    lda,
+                    x,
+                    incx,
+                    cblas_scalar!($pass, beta),
+                    y,
+                    incy,
+                )
+            }
+        }
+        unsafe fn trsv(
+            u: u32,
+            t: u32,
+            d: u32,
+            n: c_int,
+            a: *const Self,
+            lda: c_int,
+            x: *mut Self,
+            incx: c_int,
+        ) {
+            // SAFETY: the pointers cover what the routine touches (`Elem`'s contract).
+            unsafe {
+                $trsv(
+                    CblasColMajor,
+                    uplo(u),
+                    trans(t),
+                    diag(d),
+                    n,
+                    a,
+                    lda,
+                    x,
+                    incx,
+                )
+            }
+        }
+        unsafe fn gemm(
+            ta: u32,
+            tb: u32,
+            m: c_int,
+            n: c_int,
+            k: c_int,
+            alpha: Self,
+            a: *const Self,
+            lda: c_int,
+            b: *const Self,
+            ldb: c_int,
+            beta: Self,
+            c: *mut Self,
+            ldc: c_int,
+        ) {
+            // SAFETY: the pointers cover what the routine touches (`Elem`'s contract).
+            unsafe {
+                $gemm(
+                    CblasColMajor,
+                    trans(ta),
+                    trans(tb),
+                    m,
+                    n,
+                    k,
+                    cblas_scalar!($pass, alpha),
+                    a,
+                    lda,
+                    b,
+                    ldb,
+                    cblas_scalar!($pass, beta),
+                    c,
+                    ldc,
+                )
+            }
+        }
+        unsafe fn symm(
+            s: u32,
+            u: u32,
+            m: c_int,
+            n: c_int,
+            alpha: Self,
+            a: *const Self,
+            lda: c_int,
+            b: *const Self,
+            ldb: c_int,
+            beta: Self,
+            c: *mut Self,
+            ldc: c_int,
+        ) {
+            // SAFETY: the pointers cover what the routine touches (`Elem`'s contract).
+            unsafe {
+                $symm(
+                    CblasColMajor,
+                    side(s),
+                    uplo(u),
+                    m,
+                    n,
+                    cblas_scalar!($pass, alpha),
+                    a,
+                    lda,
+                    b,
+                    ldb,
+                    cblas_scalar!($pass, beta),
+                    c,
+                    ldc,
+                )
+            }
+        }
+        unsafe fn syrk(
+            u: u32,
+            t: u32,
+            n: c_int,
+            k: c_int,
+            alpha: Self,
+            a: *const Self,
+            lda: c_int,
+            beta: Self,
+            c: *mut Self,
+            ldc: c_int,
+        ) {
+            // SAFETY: the pointers cover what the routine touches (`Elem`'s contract).
+            unsafe {
+                $syrk(
+                    CblasColMajor,
+                    uplo(u),
+                    trans(t),
+                    n,
+                    k,
+                    cblas_scalar!($pass, alpha),
+                    a,
+                    lda,
+                    cblas_scalar!($pass, beta),
+                    c,
+                    ldc,
+                )
+            }
+        }
+        unsafe fn trsm(
+            s: u32,
+            u: u32,
+            t: u32,
+            d: u32,
+            m: c_int,
+            n: c_int,
+            alpha: Self,
+            a: *const Self,
+            lda: c_int,
+            b: *mut Self,
+            ldb: c_int,
+        ) {
+            // SAFETY: the pointers cover what the routine touches (`Elem`'s contract).
+            unsafe {
+                $trsm(
+                    CblasColMajor,
+                    side(s),
+                    uplo(u),
+                    trans(t),
+                    diag(d),
+                    m,
+                    n,
+                    cblas_scalar!($pass, alpha),
+                    a,
+                    lda,
+                    b,
+                    ldb,
+                )
+            }
+        }
+    };
+}
+
+pub(super) use {cblas_scalar, common_routines};
+
 macro_rules! real_elem {
     ($t:ty, $asum:ident, $nrm2:ident, $dot:ident, $axpy:ident, $scal:ident, $copy:ident,
      $swap:ident, $rot:ident, $iamax:ident, $gemv:ident, $ger:ident, $symv:ident,
@@ -203,15 +434,10 @@ macro_rules! real_elem {
             fn re(self) -> f64 {
                 f64::from(self)
             }
-            unsafe fn asum(n: c_int, x: *const Self, incx: c_int) -> f64 {
-                // SAFETY: the caller checked `x`'s extent.
-                f64::from(unsafe { $asum(n, x, incx) })
-            }
-            unsafe fn nrm2(n: c_int, x: *const Self, incx: c_int) -> f64 {
-                // SAFETY: `Elem`'s contract: the caller resolved every pointer to cover what the routine
-                // touches at its stride or leading dimension, with no Rust reference to those bytes alive.
-                f64::from(unsafe { $nrm2(n, x, incx) })
-            }
+            common_routines!(
+                value, $asum, $nrm2, $axpy, $scal, $copy, $swap, $iamax, $gemv, $trsv, $gemm,
+                $symm, $syrk, $trsm
+            );
             unsafe fn dot(
                 n: c_int,
                 x: *const Self,
@@ -220,34 +446,12 @@ macro_rules! real_elem {
                 iy: c_int,
                 _c: bool,
             ) -> Self {
-                // SAFETY: `Elem`'s contract: the caller resolved every pointer to cover what the routine
-                // touches at its stride or leading dimension, with no Rust reference to those bytes alive.
+                // SAFETY: the pointers cover what the routine touches (`Elem`'s contract).
                 unsafe { $dot(n, x, ix, y, iy) }
             }
-            unsafe fn axpy(n: c_int, a: Self, x: *const Self, ix: c_int, y: *mut Self, iy: c_int) {
-                // SAFETY: `Elem`'s contract: the caller resolved every pointer to cover what the routine
-                // touches at its stride or leading dimension, with no Rust reference to those bytes alive.
-                unsafe { $axpy(n, a, x, ix, y, iy) }
-            }
-            unsafe fn scal(n: c_int, a: Self, x: *mut Self, incx: c_int) {
-                // SAFETY: `Elem`'s contract: the caller resolved every pointer to cover what the routine
-                // touches at its stride or leading dimension, with no Rust reference to those bytes alive.
-                unsafe { $scal(n, a, x, incx) }
-            }
             unsafe fn scal_real(n: c_int, a: f64, x: *mut Self, incx: c_int) {
-                // SAFETY: `Elem`'s contract: the caller resolved every pointer to cover what the routine
-                // touches at its stride or leading dimension, with no Rust reference to those bytes alive.
+                // SAFETY: the pointers cover what the routine touches (`Elem`'s contract).
                 unsafe { $scal(n, a as $t, x, incx) }
-            }
-            unsafe fn copy(n: c_int, x: *const Self, ix: c_int, y: *mut Self, iy: c_int) {
-                // SAFETY: `Elem`'s contract: the caller resolved every pointer to cover what the routine
-                // touches at its stride or leading dimension, with no Rust reference to those bytes alive.
-                unsafe { $copy(n, x, ix, y, iy) }
-            }
-            unsafe fn swap(n: c_int, x: *mut Self, ix: c_int, y: *mut Self, iy: c_int) {
-                // SAFETY: `Elem`'s contract: the caller resolved every pointer to cover what the routine
-                // touches at its stride or leading dimension, with no Rust reference to those bytes alive.
-                unsafe { $swap(n, x, ix, y, iy) }
             }
             unsafe fn rot(
                 n: c_int,
@@ -258,46 +462,8 @@ macro_rules! real_elem {
                 c: f64,
                 s: f64,
             ) {
-                // SAFETY: `Elem`'s contract: the caller resolved every pointer to cover what the routine
-                // touches at its stride or leading dimension, with no Rust reference to those bytes alive.
+                // SAFETY: the pointers cover what the routine touches (`Elem`'s contract).
                 unsafe { $rot(n, x, ix, y, iy, c as $t, s as $t) }
-            }
-            unsafe fn iamax(n: c_int, x: *const Self, incx: c_int) -> c_int {
-                // SAFETY: `Elem`'s contract: the caller resolved every pointer to cover what the routine
-                // touches at its stride or leading dimension, with no Rust reference to those bytes alive.
-                unsafe { $iamax(n, x, incx) }
-            }
-            unsafe fn gemv(
-                t: u32,
-                m: c_int,
-                n: c_int,
-                alpha: Self,
-                a: *const Self,
-                lda: c_int,
-                x: *const Self,
-                incx: c_int,
-                beta: Self,
-                y: *mut Self,
-                incy: c_int,
-            ) {
-                // SAFETY: `Elem`'s contract: the caller resolved every pointer to cover what the routine
-                // touches at its stride or leading dimension, with no Rust reference to those bytes alive.
-                unsafe {
-                    $gemv(
-                        CblasColMajor,
-                        trans(t),
-                        m,
-                        n,
-                        alpha,
-                        a,
-                        lda,
-                        x,
-                        incx,
-                        beta,
-                        y,
-                        incy,
-                    )
-                }
             }
             unsafe fn ger(
                 m: c_int,
@@ -311,8 +477,7 @@ macro_rules! real_elem {
                 lda: c_int,
                 _conj: bool,
             ) {
-                // SAFETY: `Elem`'s contract: the caller resolved every pointer to cover what the routine
-                // touches at its stride or leading dimension, with no Rust reference to those bytes alive.
+                // SAFETY: the pointers cover what the routine touches (`Elem`'s contract).
                 unsafe { $ger(CblasColMajor, m, n, alpha, x, incx, y, incy, a, lda) }
             }
             unsafe fn symv(
@@ -327,8 +492,7 @@ macro_rules! real_elem {
                 y: *mut Self,
                 incy: c_int,
             ) -> Option<()> {
-                // SAFETY: `Elem`'s contract: the caller resolved every pointer to cover what the routine
-                // touches at its stride or leading dimension, with no Rust reference to those bytes alive.
+                // SAFETY: the pointers cover what the routine touches (`Elem`'s contract).
                 unsafe {
                     $symv(
                         CblasColMajor,
@@ -345,164 +509,6 @@ macro_rules! real_elem {
                     )
                 };
                 Some(())
-            }
-            unsafe fn trsv(
-                u: u32,
-                t: u32,
-                d: u32,
-                n: c_int,
-                a: *const Self,
-                lda: c_int,
-                x: *mut Self,
-                incx: c_int,
-            ) {
-                // SAFETY: `Elem`'s contract: the caller resolved every pointer to cover what the routine
-                // touches at its stride or leading dimension, with no Rust reference to those bytes alive.
-                unsafe {
-                    $trsv(
-                        CblasColMajor,
-                        uplo(u),
-                        trans(t),
-                        diag(d),
-                        n,
-                        a,
-                        lda,
-                        x,
-                        incx,
-                    )
-                }
-            }
-            unsafe fn gemm(
-                ta: u32,
-                tb: u32,
-                m: c_int,
-                n: c_int,
-                k: c_int,
-                alpha: Self,
-                a: *const Self,
-                lda: c_int,
-                b: *const Self,
-                ldb: c_int,
-                beta: Self,
-                c: *mut Self,
-                ldc: c_int,
-            ) {
-                // SAFETY: `Elem`'s contract: the caller resolved every pointer to cover what the routine
-                // touches at its stride or leading dimension, with no Rust reference to those bytes alive.
-                unsafe {
-                    $gemm(
-                        CblasColMajor,
-                        trans(ta),
-                        trans(tb),
-                        m,
-                        n,
-                        k,
-                        alpha,
-                        a,
-                        lda,
-                        b,
-                        ldb,
-                        beta,
-                        c,
-                        ldc,
-                    )
-                }
-            }
-            unsafe fn symm(
-                s: u32,
-                u: u32,
-                m: c_int,
-                n: c_int,
-                alpha: Self,
-                a: *const Self,
-                lda: c_int,
-                b: *const Self,
-                ldb: c_int,
-                beta: Self,
-                c: *mut Self,
-                ldc: c_int,
-            ) {
-                // SAFETY: `Elem`'s contract: the caller resolved every pointer to cover what the routine
-                // touches at its stride or leading dimension, with no Rust reference to those bytes alive.
-                unsafe {
-                    $symm(
-                        CblasColMajor,
-                        side(s),
-                        uplo(u),
-                        m,
-                        n,
-                        alpha,
-                        a,
-                        lda,
-                        b,
-                        ldb,
-                        beta,
-                        c,
-                        ldc,
-                    )
-                }
-            }
-            unsafe fn syrk(
-                u: u32,
-                t: u32,
-                n: c_int,
-                k: c_int,
-                alpha: Self,
-                a: *const Self,
-                lda: c_int,
-                beta: Self,
-                c: *mut Self,
-                ldc: c_int,
-            ) {
-                // SAFETY: `Elem`'s contract: the caller resolved every pointer to cover what the routine
-                // touches at its stride or leading dimension, with no Rust reference to those bytes alive.
-                unsafe {
-                    $syrk(
-                        CblasColMajor,
-                        uplo(u),
-                        trans(t),
-                        n,
-                        k,
-                        alpha,
-                        a,
-                        lda,
-                        beta,
-                        c,
-                        ldc,
-                    )
-                }
-            }
-            unsafe fn trsm(
-                s: u32,
-                u: u32,
-                t: u32,
-                d: u32,
-                m: c_int,
-                n: c_int,
-                alpha: Self,
-                a: *const Self,
-                lda: c_int,
-                b: *mut Self,
-                ldb: c_int,
-            ) {
-                // SAFETY: `Elem`'s contract: the caller resolved every pointer to cover what the routine
-                // touches at its stride or leading dimension, with no Rust reference to those bytes alive.
-                unsafe {
-                    $trsm(
-                        CblasColMajor,
-                        side(s),
-                        uplo(u),
-                        trans(t),
-                        diag(d),
-                        m,
-                        n,
-                        alpha,
-                        a,
-                        lda,
-                        b,
-                        ldb,
-                    )
-                }
             }
             unsafe fn getrf(
                 n: c_int,
@@ -527,8 +533,7 @@ macro_rules! real_elem {
                 info: *mut c_int,
             ) {
                 let t = t as c_char;
-                // SAFETY: `Elem`'s contract: the caller resolved every pointer to cover what the routine
-                // touches at its stride or leading dimension, with no Rust reference to those bytes alive.
+                // SAFETY: the pointers cover what the routine touches (`Elem`'s contract).
                 unsafe { lapack_sys::$getrs(&t, &n, &nrhs, a, &lda, ipiv, b, &ldb, info) }
             }
         }

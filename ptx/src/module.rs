@@ -221,5 +221,6 @@ impl Module {
 }
 
 mod decode;
+mod layout;
 mod lower;
 mod scope;

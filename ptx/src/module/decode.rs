@@ -3,7 +3,8 @@
 
 use super::{
     FUNC_WINDOW, PARAM_WINDOW, Sym,
-    lower::{DErr, DResult, Lower, ModSym, imm_bits, perr, unsup},
+    layout::perr,
+    lower::{DErr, DResult, Lower, ModSym, imm_bits, unsup},
     scope::{FnState, Local, sreg},
 };
 use crate::{

@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
 //! Lowering a parsed module into a [`Module`]: module-scope variables, their initializers and
 //! relocations, shared-memory and parameter layout, function signatures and bodies (blocks,
-//! labels, branch fixups), and the per-kernel totals (static shared memory, local memory).
+//! labels, branch fixups, function-scope declarations), and the per-kernel totals (static
+//! shared memory, local memory).
 
 use std::collections::HashMap;
 
 use super::{
-    Func, GlobalId, GlobalInfo, GlobalSpace, KernelInfo, MAX_CODE, MAX_VAR_BYTES, Module,
-    ParamInfo, Reloc, RelocTarget, Sym,
+    Func, GlobalId, GlobalInfo, GlobalSpace, KernelInfo, MAX_CODE, Module, ParamInfo, Reloc,
+    RelocTarget, Sym,
+    layout::{align_up, perr, type_of, var_layout},
     scope::{FnState, Local, Scope},
 };
 use crate::{
@@ -17,56 +19,6 @@ use crate::{
     ir::*,
     types::Ty,
 };
-
-pub(super) fn perr(pos: Pos, what: impl Into<String>) -> ParseError {
-    ParseError::new(pos.line, pos.col, what)
-}
-
-pub(super) fn align_up(v: u64, a: u64) -> u64 {
-    let a = a.max(1);
-    v.div_ceil(a).saturating_mul(a)
-}
-
-pub(super) fn type_of(name: &str, pos: Pos) -> Result<Ty, ParseError> {
-    Ty::parse(name).ok_or_else(|| perr(pos, format!("a type, not `.{name}`")))
-}
-
-/// Size/alignment of a declared variable.
-pub(super) fn var_layout(
-    ty: &str,
-    vec: u32,
-    dims: &[Option<u64>],
-    align: Option<u64>,
-    init_len: Option<u64>,
-    pos: Pos,
-) -> Result<(u64, u64, Ty), ParseError> {
-    let t = match ty {
-        "texref" | "samplerref" | "surfref" => Ty::B64,
-        _ => type_of(ty, pos)?,
-    };
-    let elem = t.size() as u64 * vec as u64;
-    let mut count = 1u64;
-    for (k, d) in dims.iter().enumerate() {
-        let n = match d {
-            Some(n) => *n,
-            // `x[]`: sized by the initializer (first dimension only), else 0 (extern).
-            None if k == 0 => init_len.map_or(0, |l| l.div_ceil(elem.max(1))),
-            None => 0,
-        };
-        count = count
-            .checked_mul(n)
-            .ok_or_else(|| perr(pos, "a smaller array"))?;
-    }
-    let size = elem
-        .checked_mul(count)
-        .filter(|s| *s <= MAX_VAR_BYTES)
-        .ok_or_else(|| perr(pos, "a smaller variable"))?;
-    let a = align.unwrap_or(elem).max(1);
-    if !a.is_power_of_two() || a > 1 << 16 {
-        return Err(perr(pos, "a power-of-two alignment"));
-    }
-    Ok((size, a, t))
-}
 
 /// What a module-scope name refers to.
 #[derive(Debug, Clone, Copy)]
@@ -694,5 +646,98 @@ fn flatten_init<'a>(i: &Init<'a>, out: &mut Vec<Value<'a>>) {
     match i {
         Init::List(v) => v.iter().for_each(|x| flatten_init(x, out)),
         Init::Value(v) => out.push(*v),
+    }
+}
+
+impl<'a> Lower<'a> {
+    pub(super) fn local_decl(
+        &mut self,
+        st: &mut FnState<'a>,
+        d: &ast::VarDecl<'a>,
+    ) -> Result<(), ParseError> {
+        for n in &d.names {
+            let local = match d.space {
+                "reg" => {
+                    if d.vec != 1 {
+                        return Err(perr(
+                            d.pos,
+                            "a scalar register (vector registers are not supported)",
+                        ));
+                    }
+                    let ty = type_of(d.ty, d.pos)?;
+                    if let Some(count) = n.range {
+                        let first = st.next_decl;
+                        st.next_decl = st
+                            .next_decl
+                            .checked_add(count)
+                            .ok_or_else(|| perr(n.pos, "fewer registers"))?;
+                        if let Some(sc) = st.scopes.last_mut() {
+                            sc.ranges.push((n.name, Local::Range(first, count)));
+                        }
+                        continue;
+                    }
+                    Local::Reg(st.new_decl(ty))
+                }
+                "local" | "param" => {
+                    let (size, align, _) = var_layout(d.ty, d.vec, &n.dims, d.align, None, n.pos)?;
+                    let off = align_up(st.frame, align);
+                    st.frame = off
+                        .checked_add(size)
+                        .filter(|e| *e <= u32::MAX as u64 / 2)
+                        .ok_or_else(|| perr(n.pos, "a smaller frame"))?;
+                    st.frame_max = st.frame_max.max(st.frame);
+                    st.frame_sizes.insert(n.name, size as u32);
+                    Local::Frame(off as u32)
+                }
+                "shared" => {
+                    let (size, align, _) = var_layout(d.ty, d.vec, &n.dims, d.align, None, n.pos)?;
+                    let sym = if d.linkage == Linkage::Extern || n.dims.first() == Some(&None) {
+                        self.dyn_align = self.dyn_align.max(align);
+                        Sym::SharedDynamic
+                    } else if st.is_kernel {
+                        let off = align_up(st.kernel_shared, align);
+                        st.kernel_shared = off
+                            .checked_add(size)
+                            .filter(|e| *e <= u32::MAX as u64)
+                            .ok_or_else(|| perr(n.pos, "less shared memory"))?;
+                        Sym::SharedKernel(off as u32)
+                    } else {
+                        st.uses_module_shared = true;
+                        Sym::SharedModule(self.alloc_shared(size, align, n.pos)?)
+                    };
+                    Local::Sym(self.add_sym(sym))
+                }
+                "global" | "const" => {
+                    // Function-scope statics are module variables.
+                    let (size, align, _) = var_layout(d.ty, d.vec, &n.dims, d.align, None, n.pos)?;
+                    let id = GlobalId(self.globals.len() as u32);
+                    self.globals.push(GlobalInfo {
+                        name: n.name.to_string(),
+                        space: if d.space == "global" {
+                            GlobalSpace::Global
+                        } else {
+                            GlobalSpace::Const
+                        },
+                        size,
+                        align: align as u32,
+                        init: Vec::new(),
+                        relocs: Vec::new(),
+                        is_extern: false,
+                        visible: false,
+                    });
+                    Local::Sym(self.add_sym(Sym::Global(id)))
+                }
+                _ => {
+                    return Err(perr(
+                        d.pos,
+                        format!("a known state space, not `.{}`", d.space),
+                    ));
+                }
+            };
+            st.scopes
+                .last_mut()
+                .map(|sc| sc.names.insert(n.name, local));
+        }
+        Ok(())
     }
 }

@@ -1,16 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
 //! Function-scope names: the scopes of a function body ([`Local`]: registers, register ranges,
-//! frame variables, parameters, labels, branch tables), lazy register allocation, function-scope
-//! declarations, and the special register names (`%tid`, `%laneid`, ...).
+//! frame variables, parameters, labels, branch tables), lazy register allocation, and the
+//! special register names (`%tid`, `%laneid`, ...).
 
 use std::collections::HashMap;
 
-use super::{
-    GlobalId, GlobalInfo, GlobalSpace, MAX_REGS, Sym,
-    lower::{Lower, align_up, perr, type_of, var_layout},
-};
+use super::{MAX_REGS, layout::perr};
 use crate::{
-    ast::{self, Linkage, Pos},
+    ast::Pos,
     error::ParseError,
     ir::{Reg, Sreg},
     types::Ty,
@@ -128,99 +125,6 @@ impl<'a> FnState<'a> {
         self.nregs += 1;
         self.cc = Some(r);
         r
-    }
-}
-
-impl<'a> Lower<'a> {
-    pub(super) fn local_decl(
-        &mut self,
-        st: &mut FnState<'a>,
-        d: &ast::VarDecl<'a>,
-    ) -> Result<(), ParseError> {
-        for n in &d.names {
-            let local = match d.space {
-                "reg" => {
-                    if d.vec != 1 {
-                        return Err(perr(
-                            d.pos,
-                            "a scalar register (vector registers are not supported)",
-                        ));
-                    }
-                    let ty = type_of(d.ty, d.pos)?;
-                    if let Some(count) = n.range {
-                        let first = st.next_decl;
-                        st.next_decl = st
-                            .next_decl
-                            .checked_add(count)
-                            .ok_or_else(|| perr(n.pos, "fewer registers"))?;
-                        if let Some(sc) = st.scopes.last_mut() {
-                            sc.ranges.push((n.name, Local::Range(first, count)));
-                        }
-                        continue;
-                    }
-                    Local::Reg(st.new_decl(ty))
-                }
-                "local" | "param" => {
-                    let (size, align, _) = var_layout(d.ty, d.vec, &n.dims, d.align, None, n.pos)?;
-                    let off = align_up(st.frame, align);
-                    st.frame = off
-                        .checked_add(size)
-                        .filter(|e| *e <= u32::MAX as u64 / 2)
-                        .ok_or_else(|| perr(n.pos, "a smaller frame"))?;
-                    st.frame_max = st.frame_max.max(st.frame);
-                    st.frame_sizes.insert(n.name, size as u32);
-                    Local::Frame(off as u32)
-                }
-                "shared" => {
-                    let (size, align, _) = var_layout(d.ty, d.vec, &n.dims, d.align, None, n.pos)?;
-                    let sym = if d.linkage == Linkage::Extern || n.dims.first() == Some(&None) {
-                        self.dyn_align = self.dyn_align.max(align);
-                        Sym::SharedDynamic
-                    } else if st.is_kernel {
-                        let off = align_up(st.kernel_shared, align);
-                        st.kernel_shared = off
-                            .checked_add(size)
-                            .filter(|e| *e <= u32::MAX as u64)
-                            .ok_or_else(|| perr(n.pos, "less shared memory"))?;
-                        Sym::SharedKernel(off as u32)
-                    } else {
-                        st.uses_module_shared = true;
-                        Sym::SharedModule(self.alloc_shared(size, align, n.pos)?)
-                    };
-                    Local::Sym(self.add_sym(sym))
-                }
-                "global" | "const" => {
-                    // Function-scope statics are module variables.
-                    let (size, align, _) = var_layout(d.ty, d.vec, &n.dims, d.align, None, n.pos)?;
-                    let id = GlobalId(self.globals.len() as u32);
-                    self.globals.push(GlobalInfo {
-                        name: n.name.to_string(),
-                        space: if d.space == "global" {
-                            GlobalSpace::Global
-                        } else {
-                            GlobalSpace::Const
-                        },
-                        size,
-                        align: align as u32,
-                        init: Vec::new(),
-                        relocs: Vec::new(),
-                        is_extern: false,
-                        visible: false,
-                    });
-                    Local::Sym(self.add_sym(Sym::Global(id)))
-                }
-                _ => {
-                    return Err(perr(
-                        d.pos,
-                        format!("a known state space, not `.{}`", d.space),
-                    ));
-                }
-            };
-            st.scopes
-                .last_mut()
-                .map(|sc| sc.names.insert(n.name, local));
-        }
-        Ok(())
     }
 }
 

@@ -29,17 +29,34 @@ fn shape(
     }
 }
 
+/// Exactly one segment, of direction `dir` and `len` bytes (`None`, a length that
+/// overflowed, is never right).
+fn one_segment(
+    what: &'static str,
+    raw: &RawRequest<'_>,
+    dir: SegmentDir,
+    len: Option<u64>,
+) -> Result<(), DecodeError> {
+    let (outs, ins, have) = match dir {
+        SegmentDir::Out => (1, 0, raw.out_len),
+        SegmentDir::In => (0, 1, raw.in_len),
+    };
+    shape(what, raw, outs, ins)?;
+    if Some(have) == len {
+        Ok(())
+    } else {
+        Err(DecodeError::BadSegments(what))
+    }
+}
+
 /// One out segment holding the packed rows.
 pub(crate) fn packed_out(
     r: &MemcpyHtoDReq,
     _: &[u8],
     raw: &RawRequest<'_>,
 ) -> Result<(), DecodeError> {
-    shape("MemcpyHtoD", raw, 1, 0)?;
-    if Some(raw.out_len) != r.width.checked_mul(r.height) {
-        return Err(DecodeError::BadSegments("MemcpyHtoD"));
-    }
-    Ok(())
+    let len = r.width.checked_mul(r.height);
+    one_segment("MemcpyHtoD", raw, SegmentDir::Out, len)
 }
 
 /// One in segment for the packed rows.
@@ -48,11 +65,8 @@ pub(crate) fn packed_in(
     _: &[u8],
     raw: &RawRequest<'_>,
 ) -> Result<(), DecodeError> {
-    shape("MemcpyDtoH", raw, 0, 1)?;
-    if Some(raw.in_len) != r.width.checked_mul(r.height) {
-        return Err(DecodeError::BadSegments("MemcpyDtoH"));
-    }
-    Ok(())
+    let len = r.width.checked_mul(r.height);
+    one_segment("MemcpyDtoH", raw, SegmentDir::In, len)
 }
 
 /// The image as one out segment when [`MODULE_HAS_DATA`], else nothing.
@@ -62,11 +76,7 @@ pub(crate) fn module_image(
     raw: &RawRequest<'_>,
 ) -> Result<(), DecodeError> {
     if r.flags & MODULE_HAS_DATA != 0 {
-        shape("ModuleLoad", raw, 1, 0)?;
-        if raw.out_len != r.size {
-            return Err(DecodeError::BadSegments("ModuleLoad"));
-        }
-        Ok(())
+        one_segment("ModuleLoad", raw, SegmentDir::Out, Some(r.size))
     } else {
         shape("ModuleLoad", raw, 0, 0)
     }

@@ -1,17 +1,26 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
-//! The batched LU routines: `getrfBatched` and `getrsBatched`.
+//! The batched LU routines on the CPU: `getrfBatched` (LAPACK's `getrf`, or an LU without
+//! pivoting for a null pivot array) and `getrsBatched` (LAPACK's `getrs`).
 
-use super::*;
+use std::ffi::c_int;
+
+use vcuda_protocol::blas::{OP_N, OP_T};
+use vcuda_protocol::lib::BLAS_EXECUTION_FAILED;
+
+use super::elem::Elem;
+use super::extent::offset;
+use super::{Ctx, int};
+use crate::executor::{ExecResult, Status};
 
 /// LU factorization without pivoting (`getrfBatched` with a null pivot array).
 ///
 /// # Safety
 /// `a` must cover an `n x n` matrix with leading dimension `lda`.
-pub(super) unsafe fn lu_no_pivot<T: Elem>(n: i64, a: *mut T, lda: i64) -> i32 {
+unsafe fn lu_no_pivot<T: Elem>(n: i64, a: *mut T, lda: i64) -> i32 {
     let idx = |i: i64, j: i64| (i + j * lda) as usize;
     let mut info = 0;
     for k in 0..n {
-        // SAFETY: every index is inside the n x n matrix (the caller's contract).
+        // SAFETY: (k, k) is inside the n x n matrix `a` covers (the caller's contract).
         let p = unsafe { a.add(idx(k, k)).read() };
         if p == T::zero() {
             if info == 0 {
@@ -22,8 +31,8 @@ pub(super) unsafe fn lu_no_pivot<T: Elem>(n: i64, a: *mut T, lda: i64) -> i32 {
         // 1 / p, computed as conj(p) / |p|^2 for complex types.
         let inv = recip(p);
         for i in k + 1..n {
-            // SAFETY: (i, k) and the row/column indices below lie inside the n x n matrix
-            // the caller guarantees.
+            // SAFETY: i, j and k are below n, so every index is inside the n x n matrix
+            // `a` covers (the caller's contract).
             unsafe {
                 let l = a.add(idx(i, k)).read().mul(inv);
                 a.add(idx(i, k)).write(l);
@@ -38,7 +47,7 @@ pub(super) unsafe fn lu_no_pivot<T: Elem>(n: i64, a: *mut T, lda: i64) -> i32 {
     info
 }
 
-pub(super) fn neg<T: Elem>(v: T) -> T {
+fn neg<T: Elem>(v: T) -> T {
     let mut b = [0u8; 16];
     v.store(&mut b);
     let h = T::REAL_SIZE;
@@ -49,7 +58,7 @@ pub(super) fn neg<T: Elem>(v: T) -> T {
     T::load(&b)
 }
 
-pub(super) fn recip<T: Elem>(v: T) -> T {
+fn recip<T: Elem>(v: T) -> T {
     let mut b = [0u8; 16];
     v.store(&mut b);
     if T::REAL_SIZE == 4 {
@@ -80,6 +89,8 @@ pub(super) fn recip<T: Elem>(v: T) -> T {
     T::load(&b)
 }
 
+/// LU-factors every `n x n` matrix of the pointer array at `a`, pivots to `x` (none if
+/// null), each matrix's `info` to `y`.
 pub(super) fn getrf_batched<T: Elem>(cx: &mut Ctx<'_>) -> ExecResult<()> {
     let r = *cx.r;
     let mats = cx.pointer_array(r.a, r.batch)?;
@@ -98,7 +109,8 @@ pub(super) fn getrf_batched<T: Elem>(cx: &mut Ctx<'_>) -> ExecResult<()> {
         checked.push((a, piv, info));
     }
     for (a, piv, info) in checked {
-        // SAFETY: the matrix, pivot and info extents were checked above.
+        // SAFETY: `matrix` and `raw` checked the matrix (n x n, lda), its n pivots and its
+        // info word above.
         unsafe {
             match piv {
                 Some(p) if r.n > 0 => T::getrf(int(r.n), a, int(r.lda), p, info),
@@ -110,6 +122,8 @@ pub(super) fn getrf_batched<T: Elem>(cx: &mut Ctx<'_>) -> ExecResult<()> {
     Ok(())
 }
 
+/// Solves `op(A_i) X_i = B_i` for every pair of the pointer arrays at `a` and `b`, with
+/// the pivots at `x` (the identity if null).
 pub(super) fn getrs_batched<T: Elem>(cx: &mut Ctx<'_>) -> ExecResult<[u8; 16]> {
     let r = *cx.r;
     let a_mats = cx.pointer_array(r.a, r.batch)?;
@@ -135,9 +149,10 @@ pub(super) fn getrs_batched<T: Elem>(cx: &mut Ctx<'_>) -> ExecResult<[u8; 16]> {
     if r.n > 0 && r.k > 0 {
         for (a, b, piv) in checked {
             let mut info = 0;
-            // SAFETY: the matrix, right-hand side and pivot extents were checked above;
-            // pivots come from getrf (1-based, in range) or are the identity; LAPACK checks
-            // its arguments and reports through `info`.
+            // SAFETY: `matrix` and `raw` checked A (n x n, lda), B (n x k, ldb) and the n
+            // pivots above (or they are the local identity); pivots come from getrf
+            // (1-based, in range) or are the identity; LAPACK checks its arguments and
+            // reports through `info`, a local.
             unsafe {
                 T::getrs(
                     t,

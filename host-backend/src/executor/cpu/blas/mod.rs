@@ -16,26 +16,33 @@
 //! memory. Semantics follow cuBLAS: reductions of `n <= 0` (or `incx <= 0`) give 0,
 //! `iamax`/`iamin` are 1-based, `beta == 0` never reads C.
 //!
-//! Layout: this module resolves operands ([`Ctx`]) and dispatches; `elem` (the [`Elem`]
-//! trait, real types) and `complex` bind the CBLAS/LAPACK routines per element type;
-//! `level` runs levels 1 to 3, GEMM and GEAM; `lapack` the batched LU routines; `ex` the
-//! mixed-precision `GemmEx` combinations.
+//! The modules: [`extent`] checks operands against device memory, [`elem`] binds each
+//! element type to its CBLAS and LAPACK routines, [`level1`], [`level2`] and [`level3`]
+//! run the BLAS levels, [`lapack`] the batched LU routines and [`gemm_ex`] the
+//! mixed-precision GEMM.
+
+mod elem;
+mod extent;
+mod gemm_ex;
+mod lapack;
+mod level1;
+mod level2;
+mod level3;
 
 use std::collections::HashSet;
-use std::ffi::{c_char, c_int};
-use std::ptr::NonNull;
+use std::ffi::c_int;
 
-use cblas_sys::*;
-use half::f16;
-use vcuda_protocol::blas::{self as check, OP_C, OP_N, OP_T};
+use vcuda_protocol::blas::{self as check, OP_N};
 use vcuda_protocol::lib::{
-    BLAS_DEVICE_POINTERS, BLAS_EXECUTION_FAILED, BLAS_NOT_INITIALIZED, BLAS_NOT_SUPPORTED, dtype,
-    func,
+    BLAS_DEVICE_POINTERS, BLAS_NOT_INITIALIZED, BLAS_NOT_SUPPORTED, dtype, func,
 };
-use vcuda_protocol::{BlasCallReq, region, status};
+use vcuda_protocol::{BlasCallReq, status};
 
 use super::memory::DeviceHeap;
 use crate::executor::{ExecResult, Status};
+
+use elem::Elem;
+pub use elem::{C32, C64};
 
 // The CBLAS and LAPACK symbols `cblas-sys` and `lapack-sys` declare come from OpenBLAS.
 #[link(name = "openblas")]
@@ -98,7 +105,7 @@ impl Blas {
         check::validate(r).map_err(Status)?;
         let mut cx = Ctx { heap, r };
         if matches!(r.func, func::GEMM | func::GEMM_BATCHED) && is_ex(r) {
-            return gemm_ex(&mut cx).map(|()| [0; 16]);
+            return gemm_ex::gemm_ex(&mut cx).map(|()| [0; 16]);
         }
         match r.type_a {
             dtype::R_32F => run::<f32>(&mut cx),
@@ -115,28 +122,34 @@ fn is_ex(r: &BlasCallReq) -> bool {
     r.compute != 0 || r.type_a != r.type_b || r.type_a != r.type_c
 }
 
+/// Runs a request whose element type is `T`.
+fn run<T: Elem>(cx: &mut Ctx<'_>) -> ExecResult<[u8; 16]> {
+    let done = |()| [0u8; 16];
+    match cx.r.func {
+        func::ASUM | func::NRM2 => level1::asum_nrm2::<T>(cx),
+        func::IAMAX | func::IAMIN => level1::iamax_iamin::<T>(cx),
+        func::DOT | func::DOTC => level1::dot::<T>(cx),
+        func::AXPY | func::COPY | func::SWAP | func::ROT => level1::two_vectors::<T>(cx).map(done),
+        func::SCAL => level1::scal::<T>(cx).map(done),
+        func::GEMV => level2::gemv::<T>(cx).map(done),
+        func::GER => level2::ger::<T>(cx).map(done),
+        func::SYMV => level2::symv::<T>(cx).map(done),
+        func::TRSV => level2::trsv::<T>(cx).map(done),
+        func::GEMM | func::GEMM_BATCHED => level3::gemm::<T>(cx).map(done),
+        func::SYMM => level3::symm::<T>(cx).map(done),
+        func::SYRK => level3::syrk::<T>(cx).map(done),
+        func::TRSM => level3::trsm::<T>(cx).map(done),
+        func::GEAM => level3::geam::<T>(cx).map(done),
+        func::GETRF_BATCHED => lapack::getrf_batched::<T>(cx).map(done),
+        func::GETRS_BATCHED => lapack::getrs_batched::<T>(cx),
+        _ => Err(UNSUPPORTED),
+    }
+}
+
 /// One call's view of the heap.
 struct Ctx<'a> {
     heap: &'a mut DeviceHeap,
     r: &'a BlasCallReq,
-}
-
-/// Elements spanned by a strided vector ([`region::vector_extent`]); an extent beyond the
-/// address space faults.
-fn vec_extent(n: i64, inc: i64) -> ExecResult<u64> {
-    region::vector_extent(n, inc).ok_or(FAULT)
-}
-
-/// Elements spanned by a column-major matrix ([`region::matrix_extent`]); an extent beyond
-/// the address space faults.
-fn mat_extent(rows: i64, cols: i64, ld: i64) -> ExecResult<u64> {
-    region::matrix_extent(rows, cols, ld).ok_or(FAULT)
-}
-
-/// `base + index * stride` elements of `size` bytes, as a device address.
-fn offset(base: u64, index: i64, stride: i64, size: u64) -> ExecResult<u64> {
-    let off = i128::from(index) * i128::from(stride) * i128::from(size);
-    u64::try_from(i128::from(base) + off).map_err(|_| FAULT)
 }
 
 fn int(v: i64) -> c_int {
@@ -144,40 +157,18 @@ fn int(v: i64) -> c_int {
     v.clamp(i64::from(c_int::MIN), i64::from(c_int::MAX)) as c_int
 }
 
+/// Rows and columns of the stored `op(X)` of an `rows x cols` result.
+fn stored(t: u32, rows: i64, cols: i64) -> (i64, i64) {
+    if t == OP_N {
+        (rows, cols)
+    } else {
+        (cols, rows)
+    }
+}
+
 impl Ctx<'_> {
     fn device_ptrs(&self) -> bool {
         self.r.flags & BLAS_DEVICE_POINTERS != 0
-    }
-
-    /// The host address of `elems` elements of `size` bytes at device address `addr`,
-    /// checked to lie in one allocation and to be aligned to `align`.
-    fn raw(&self, addr: u64, elems: u64, size: u64, align: u64) -> ExecResult<*mut u8> {
-        if elems == 0 {
-            return Ok(NonNull::<u64>::dangling().as_ptr().cast());
-        }
-        if !addr.is_multiple_of(align) {
-            return Err(MISALIGNED);
-        }
-        let bytes = elems.checked_mul(size).ok_or(FAULT)?;
-        let a = self.heap.resolve(addr).ok_or(FAULT)?;
-        let off = addr - a.base;
-        match off.checked_add(bytes) {
-            // SAFETY: `off + bytes <= a.len`, so the pointer stays inside the allocation.
-            Some(end) if end <= a.len => Ok(unsafe { a.host.add(off as usize) }),
-            _ => Err(FAULT),
-        }
-    }
-
-    fn ptr<T: Elem>(&self, addr: u64, elems: u64) -> ExecResult<*mut T> {
-        self.raw(addr, elems, T::SIZE, T::ALIGN).map(|p| p.cast())
-    }
-
-    fn vector<T: Elem>(&self, addr: u64, n: i64, inc: i64) -> ExecResult<*mut T> {
-        self.ptr(addr, vec_extent(n, inc)?)
-    }
-
-    fn matrix<T: Elem>(&self, addr: u64, rows: i64, cols: i64, ld: i64) -> ExecResult<*mut T> {
-        self.ptr(addr, mat_extent(rows, cols, ld)?)
     }
 
     /// A scalar argument of `size` bytes: the value in host pointer mode, read from device
@@ -226,47 +217,5 @@ impl Ctx<'_> {
     }
 }
 
-fn trans(t: u32) -> CBLAS_TRANSPOSE {
-    match t {
-        OP_T => CblasTrans,
-        OP_C => CblasConjTrans,
-        _ => CblasNoTrans,
-    }
-}
-
-fn uplo(u: u32) -> CBLAS_UPLO {
-    if u == check::FILL_UPPER {
-        CblasUpper
-    } else {
-        CblasLower
-    }
-}
-
-fn side(s: u32) -> CBLAS_SIDE {
-    if s == check::SIDE_RIGHT {
-        CblasRight
-    } else {
-        CblasLeft
-    }
-}
-
-fn diag(d: u32) -> CBLAS_DIAG {
-    if d == check::DIAG_UNIT {
-        CblasUnit
-    } else {
-        CblasNonUnit
-    }
-}
-
-mod complex;
-mod elem;
-mod ex;
-mod lapack;
-mod level;
 #[cfg(test)]
 mod tests;
-
-use self::elem::*;
-use self::ex::*;
-use self::lapack::*;
-use self::level::*;

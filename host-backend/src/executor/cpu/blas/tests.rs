@@ -1,5 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
-//! Every routine against a naive reference on the simulated device memory.
+//! Tests of the CPU cuBLAS: every routine against a naive reference on the simulated
+//! device memory.
+
+use half::f16;
+use vcuda_protocol::blas::OP_T;
 
 use super::*;
 use crate::executor::cpu::memory::{AllocKind, MemoryBudget};

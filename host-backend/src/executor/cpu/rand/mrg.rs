@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
-//! MRG32k3a: 81920 subsequences `2^76` apart, skip-ahead by 3x3 matrix powers modulo
-//! its two moduli.
+//! The MRG32k3a generator and its matrix skip-ahead.
 
-use super::*;
+use super::streams::{Conv, Streams};
 
 /// MRG32k3a (L'Ecuyer), seeded as `curand_init` does, in 81920 subsequences `2^76` steps
 /// apart. Its words are the generator's raw outputs `z` in `[1, m1]`; [`Conv::Mrg`] turns
@@ -10,25 +9,25 @@ use super::*;
 #[derive(Debug)]
 pub(super) struct Mrg {
     /// Per stream: its initial state, its state now and the index of the next word.
-    pub(super) streams: Vec<([u64; 6], [u64; 6], u64)>,
+    streams: Vec<([u64; 6], [u64; 6], u64)>,
     /// `jumps[j]`: the two components' matrices advancing `2^j` steps.
-    pub(super) jumps: Vec<(Mat3, Mat3)>,
+    jumps: Vec<(Mat3, Mat3)>,
 }
 
-pub(super) const MRG_THREADS: u64 = 81920;
+const MRG_THREADS: u64 = 81920;
 
 /// A 3 x 3 matrix mod m1 or m2.
-pub(super) type Mat3 = [[u64; 3]; 3];
-pub(super) const MRG_M1: u64 = 4_294_967_087;
-pub(super) const MRG_M2: u64 = 4_294_944_443;
-pub(super) const MRG_A1: [[u64; 3]; 3] = [[0, 1, 0], [0, 0, 1], [MRG_M1 - 810_728, 1_403_580, 0]];
-pub(super) const MRG_A2: [[u64; 3]; 3] = [[0, 1, 0], [0, 0, 1], [MRG_M2 - 1_370_589, 0, 527_612]];
+type Mat3 = [[u64; 3]; 3];
+const MRG_M1: u64 = 4_294_967_087;
+const MRG_M2: u64 = 4_294_944_443;
+const MRG_A1: [[u64; 3]; 3] = [[0, 1, 0], [0, 0, 1], [MRG_M1 - 810_728, 1_403_580, 0]];
+const MRG_A2: [[u64; 3]; 3] = [[0, 1, 0], [0, 0, 1], [MRG_M2 - 1_370_589, 0, 527_612]];
 /// cuRAND's `MRG32K3A_NORM`: 1 / (m1 + 1).
 pub(super) const MRG_NORM: f64 = 2.328_306_549_837_829e-10;
 /// cuRAND's `MRG32K3A_BITS_NORM`: scales `z` to 32 bits.
 pub(super) const MRG_BITS_NORM: f64 = 1.000_000_048_662;
 
-pub(super) fn mat_mul(a: &[[u64; 3]; 3], b: &[[u64; 3]; 3], m: u64) -> [[u64; 3]; 3] {
+fn mat_mul(a: &[[u64; 3]; 3], b: &[[u64; 3]; 3], m: u64) -> [[u64; 3]; 3] {
     let mut r = [[0u64; 3]; 3];
     for i in 0..3 {
         for j in 0..3 {
@@ -41,7 +40,7 @@ pub(super) fn mat_mul(a: &[[u64; 3]; 3], b: &[[u64; 3]; 3], m: u64) -> [[u64; 3]
     r
 }
 
-pub(super) fn mat_vec(a: &[[u64; 3]; 3], v: &[u64], m: u64) -> [u64; 3] {
+fn mat_vec(a: &[[u64; 3]; 3], v: &[u64], m: u64) -> [u64; 3] {
     let mut r = [0u64; 3];
     for i in 0..3 {
         let s: u128 = (0..3).map(|k| u128::from(a[i][k]) * u128::from(v[k])).sum();
@@ -82,7 +81,7 @@ impl Mrg {
         Self { streams, jumps }
     }
 
-    pub(super) fn next(s: &mut [u64; 6]) -> u32 {
+    fn next(s: &mut [u64; 6]) -> u32 {
         let w = |a: u64, x: u64| u128::from(a) * u128::from(x);
         let p1 = ((w(1_403_580, s[1]) + w(MRG_M1 - 810_728, s[0])) % u128::from(MRG_M1)) as u64;
         let p2 = ((w(527_612, s[5]) + w(MRG_M2 - 1_370_589, s[3])) % u128::from(MRG_M2)) as u64;

@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
-//! MT19937 (also used for MTGP32): the reference Mersenne Twister, one stream.
+//! The MT19937 Mersenne Twister (also serving MTGP32).
 
-use super::*;
+use super::streams::Streams;
 
 /// The reference MT19937 (Matsumoto and Nishimura), one stream.
 #[derive(Debug)]
 pub(super) struct Mt19937 {
-    pub(super) mt: [u32; 624],
-    pub(super) i: usize,
-    pub(super) at: u64,
+    mt: [u32; 624],
+    i: usize,
+    at: u64,
 }
 
 impl Mt19937 {
@@ -23,7 +23,7 @@ impl Mt19937 {
         Self { mt, i: 624, at: 0 }
     }
 
-    pub(super) fn next(&mut self) -> u32 {
+    fn next(&mut self) -> u32 {
         if self.i >= 624 {
             for k in 0..624 {
                 let y = (self.mt[k] & 0x8000_0000) | (self.mt[(k + 1) % 624] & 0x7fff_ffff);

@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
-//! Philox4x32-10: 65536 subsequences, four words per counter.
+//! The Philox4x32-10 generator.
 
-use super::*;
+use super::streams::Streams;
 
 /// Philox4x32-10 (Salmon et al.), counter-based.
 #[derive(Debug)]
 pub(super) struct Philox {
-    pub(super) key: [u32; 2],
+    key: [u32; 2],
 }
 
-pub(super) const PHILOX_THREADS: u64 = 65536;
+const PHILOX_THREADS: u64 = 65536;
 
 impl Philox {
     pub(super) fn new(seed: u64) -> Self {
@@ -18,7 +18,7 @@ impl Philox {
         }
     }
 
-    pub(super) fn block(&self, ctr: [u32; 4]) -> [u32; 4] {
+    fn block(&self, ctr: [u32; 4]) -> [u32; 4] {
         let (mut c, mut k) = (ctr, self.key);
         for _ in 0..10 {
             let p0 = u64::from(0xD251_1F53u32) * u64::from(c[0]);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
-//! Known-answer vectors recorded from NVIDIA's `libcurand.so.10` (10.4.0) host
-//! generators, seed 1234.
+//! Tests of the cuRAND generators: known-answer vectors recorded from NVIDIA's
+//! `libcurand.so.10` (10.4.0) host generators, seed 1234.
 
 use super::*;
 

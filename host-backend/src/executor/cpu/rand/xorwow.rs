@@ -1,23 +1,22 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
-//! XORWOW, cuRAND's default pseudo-random generator: 4096 subsequences `2^67` apart
-//! (skip-ahead by GF(2) matrix powers).
+//! The XORWOW generator and its GF(2) skip-ahead.
 
-use super::*;
+use super::streams::Streams;
 
 /// XORWOW (Marsaglia), seeded and split into subsequences as `curand_init` does.
 #[derive(Debug)]
 pub(super) struct Xorwow {
     /// Per stream: its initial state, its state and `d` now, and the index of the next word.
-    pub(super) streams: Vec<([u32; 5], [u32; 5], u32, u64)>,
+    streams: Vec<([u32; 5], [u32; 5], u32, u64)>,
     /// The initial `d`.
-    pub(super) d0: u32,
+    d0: u32,
     /// `jumps[j]` advances the state `2^j` steps (160 columns of 5 words each).
-    pub(super) jumps: Vec<Vec<[u32; 5]>>,
+    jumps: Vec<Vec<[u32; 5]>>,
 }
 
-pub(super) const XORWOW_THREADS: u64 = 4096;
+const XORWOW_THREADS: u64 = 4096;
 
-pub(super) fn xorwow_step(v: &mut [u32; 5]) {
+fn xorwow_step(v: &mut [u32; 5]) {
     let t = v[0] ^ (v[0] >> 2);
     v[0] = v[1];
     v[1] = v[2];
@@ -27,7 +26,7 @@ pub(super) fn xorwow_step(v: &mut [u32; 5]) {
 }
 
 /// Applies a GF(2) matrix given by its columns.
-pub(super) fn apply(m: &[[u32; 5]], v: &[u32; 5]) -> [u32; 5] {
+fn apply(m: &[[u32; 5]], v: &[u32; 5]) -> [u32; 5] {
     let mut r = [0u32; 5];
     for (j, col) in m.iter().enumerate() {
         if v[j / 32] >> (j % 32) & 1 != 0 {

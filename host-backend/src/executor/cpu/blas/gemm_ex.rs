@@ -1,10 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
-//! `cublasGemmEx` and friends for mixed and reduced-precision type combinations.
+//! `cublasGemmEx` and friends on the CPU: GEMM over mixed element types (half-precision
+//! inputs) with a `cublasComputeType_t`, computed in `f32`.
 
-use super::*;
+use half::f16;
+use vcuda_protocol::lib::{dtype, func};
+
+use super::elem::{C32, C64, Elem};
+use super::extent::{mat_extent, offset};
+use super::level3::{gemm, gemm_operands};
+use super::{Ctx, UNSUPPORTED, compute, int, stored};
+use crate::executor::ExecResult;
 
 /// A matrix of `GemmEx` operands converted to `f32` or `f64`.
-pub(super) fn load_matrix<W: Copy>(
+fn load_matrix<W: Copy>(
     cx: &Ctx<'_>,
     t: u32,
     addr: u64,
@@ -19,7 +27,8 @@ pub(super) fn load_matrix<W: Copy>(
     for j in 0..cols {
         for i in 0..rows {
             let off = ((i + j * ld) as u64 * size) as usize;
-            // SAFETY: (i, j) is inside the checked extent.
+            // SAFETY: (i, j) is inside the `rows x cols` matrix (leading dimension `ld`,
+            // elements of `size` bytes) whose extent `raw` checked.
             let b = unsafe { std::slice::from_raw_parts(p.add(off), size as usize) };
             out.push(conv(b));
         }
@@ -27,7 +36,7 @@ pub(super) fn load_matrix<W: Copy>(
     Ok(out)
 }
 
-pub(super) fn type_size(t: u32) -> Option<u64> {
+fn type_size(t: u32) -> Option<u64> {
     match t {
         dtype::R_16F => Some(2),
         dtype::R_32F => Some(4),
@@ -37,7 +46,7 @@ pub(super) fn type_size(t: u32) -> Option<u64> {
     }
 }
 
-pub(super) fn to_f32(t: u32) -> impl Fn(&[u8]) -> f32 {
+fn to_f32(t: u32) -> impl Fn(&[u8]) -> f32 {
     move |b: &[u8]| match t {
         dtype::R_16F => f16::from_le_bytes([b[0], b[1]]).to_f32(),
         _ => f32::from_le_bytes(b[..4].try_into().unwrap_or_default()),
@@ -131,7 +140,8 @@ pub(super) fn gemm_ex(cx: &mut Ctx<'_>) -> ExecResult<()> {
         } else {
             load_matrix(cx, r.type_c, c, r.m, r.n, r.ldc, to_f32(r.type_c))?
         };
-        // SAFETY: dense local buffers of the right sizes (`ld` = rows of each).
+        // SAFETY: `am`, `bm` and `cm` are dense local buffers of the stored op(A), op(B)
+        // and C, their leading dimensions the rows of each.
         unsafe {
             f32::gemm(
                 r.trans_a,
@@ -159,7 +169,9 @@ pub(super) fn gemm_ex(cx: &mut Ctx<'_>) -> ExecResult<()> {
                 } else {
                     &v.to_le_bytes()
                 };
-                // SAFETY: inside C's checked extent.
+                // SAFETY: (i, j) is inside C (m x n, leading dimension ldc, `csize`-byte
+                // elements), whose extent `raw` checked just above; `bytes` is a local of
+                // `csize` bytes and cannot overlap device memory.
                 unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), p.add(off), bytes.len()) };
             }
         }

@@ -22,10 +22,6 @@ const MRG_M1: u64 = 4_294_967_087;
 const MRG_M2: u64 = 4_294_944_443;
 const MRG_A1: [[u64; 3]; 3] = [[0, 1, 0], [0, 0, 1], [MRG_M1 - 810_728, 1_403_580, 0]];
 const MRG_A2: [[u64; 3]; 3] = [[0, 1, 0], [0, 0, 1], [MRG_M2 - 1_370_589, 0, 527_612]];
-/// cuRAND's `MRG32K3A_NORM`: 1 / (m1 + 1).
-pub(super) const MRG_NORM: f64 = 2.328_306_549_837_829e-10;
-/// cuRAND's `MRG32K3A_BITS_NORM`: scales `z` to 32 bits.
-pub(super) const MRG_BITS_NORM: f64 = 1.000_000_048_662;
 
 fn mat_mul(a: &[[u64; 3]; 3], b: &[[u64; 3]; 3], m: u64) -> [[u64; 3]; 3] {
     let mut r = [[0u64; 3]; 3];

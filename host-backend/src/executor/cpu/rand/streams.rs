@@ -5,7 +5,6 @@
 use vcuda_protocol::lib::dist;
 
 use super::distributions::{box_muller, box_muller_f32, poisson, uniform_f32, uniform_f64_hq};
-use super::mrg::{MRG_BITS_NORM, MRG_NORM};
 
 /// A pseudo-random engine as cuRAND lays it out: `threads()` independent word streams;
 /// unit `q` of a distribution comes from stream `q mod threads()`.
@@ -20,6 +19,11 @@ pub(super) trait Streams {
         Conv::Bits
     }
 }
+
+/// cuRAND's `MRG32K3A_NORM`: 1 / (m1 + 1).
+const MRG_NORM: f64 = 2.328_306_549_837_829e-10;
+/// cuRAND's `MRG32K3A_BITS_NORM`: scales `z` to 32 bits.
+const MRG_BITS_NORM: f64 = 1.000_000_048_662;
 
 /// How a pseudo-random engine's words become numbers, as cuRAND converts them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

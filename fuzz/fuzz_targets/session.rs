@@ -19,7 +19,7 @@ use vcuda_protocol::{HelloReq, MallocReq, MessageBuilder, Opcode, ReplyBuilder, 
 fn backend() -> &'static Arc<Backend> {
     static B: OnceLock<Arc<Backend>> = OnceLock::new();
     B.get_or_init(|| {
-        Backend::new(Arc::new(CpuFactory::new(CpuConfig { memory: 64 << 20, threads: 1 })))
+        Backend::new(Arc::new(CpuFactory::new(CpuConfig { memory: 64 << 20, threads: 1, ..Default::default() })))
     })
 }
 

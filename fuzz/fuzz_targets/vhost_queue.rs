@@ -44,6 +44,7 @@ fn backend() -> &'static Arc<Backend> {
         Backend::new(Arc::new(CpuFactory::new(CpuConfig {
             memory: 64 << 20,
             threads: 1,
+            ..Default::default()
         })))
     })
 }

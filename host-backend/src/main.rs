@@ -64,6 +64,10 @@ struct ExecArgs {
     /// CPU executor: threads that run kernel blocks (0: one per core).
     #[arg(long, default_value_t = 0)]
     cpu_threads: usize,
+    /// Fail a kernel launch still running after SECONDS with cudaErrorLaunchTimeout, like a
+    /// GPU watchdog (CPU executor; default: no limit, like a GPU without one).
+    #[arg(long, value_name = "SECONDS")]
+    kernel_timeout: Option<f64>,
     /// CUDA executor: the GPU to serve (guests see it as device 0).
     #[arg(long, default_value_t = 0, env = "VCUDA_CUDA_DEVICE")]
     cuda_device: u32,
@@ -152,6 +156,10 @@ fn make_factory(args: &ExecArgs) -> Result<Arc<dyn ExecutorFactory>, String> {
         Arc::new(CpuFactory::new(CpuConfig {
             memory: args.cpu_memory_mib.saturating_mul(1 << 20),
             threads: args.cpu_threads,
+            kernel_timeout: args
+                .kernel_timeout
+                .filter(|s| s.is_finite() && *s > 0.0)
+                .map(std::time::Duration::from_secs_f64),
         }))
     };
     let cuda = || {

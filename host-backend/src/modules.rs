@@ -217,6 +217,7 @@ mod tests {
         Backend::new(std::sync::Arc::new(CpuFactory::new(CpuConfig {
             memory: 16 << 20,
             threads: 1,
+            ..Default::default()
         })))
     }
 

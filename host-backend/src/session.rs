@@ -16,7 +16,7 @@ use vcuda_protocol::*;
 use zerocopy::IntoBytes;
 
 use crate::data::DataSegs;
-use crate::executor::{ExecResult, Executor, ExecutorFactory, MAX_STDOUT_BUFFER, Status};
+use crate::executor::{Cancel, ExecResult, Executor, ExecutorFactory, MAX_STDOUT_BUFFER, Status};
 use crate::modules::{ModuleCache, SentImages};
 
 /// What every session of one backend shares.
@@ -55,9 +55,18 @@ impl Backend {
 
     /// Starts a session.
     pub fn new_session(self: &Arc<Self>) -> ExecResult<Session> {
+        self.new_session_with(Cancel::default())
+    }
+
+    /// Starts a session whose running work stops once `cancel` is cancelled: the
+    /// transport cancels it when the session's connection or device file goes away while a
+    /// call runs.
+    pub fn new_session_with(self: &Arc<Self>, cancel: Cancel) -> ExecResult<Session> {
+        let mut exec = self.factory.new_session()?;
+        exec.set_cancel(cancel);
         Ok(Session {
             backend: self.clone(),
-            exec: self.factory.new_session()?,
+            exec,
             hello: false,
             sticky: None,
             stdout: Vec::new(),

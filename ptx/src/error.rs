@@ -80,6 +80,12 @@ pub enum KernelError {
     /// All threads of a block wait at barriers that can never complete.
     #[error("Barrier deadlock in block ({},{},{})", .block[0], .block[1], .block[2])]
     Deadlock { block: [u32; 3] },
+    /// The launch ran longer than [`crate::LaunchOptions::time_limit`].
+    #[error("Launch timed out after {limit_ms} ms")]
+    Timeout { limit_ms: u64 },
+    /// [`crate::LaunchOptions::cancel`] was cancelled: the launch's session ended.
+    #[error("Launch cancelled")]
+    Cancelled,
     /// [`crate::LaunchOptions::instruction_limit`] was reached.
     #[error("Instruction limit of {limit} reached")]
     InstructionLimit { limit: u64 },
@@ -107,7 +113,10 @@ impl KernelError {
             KernelError::Trap { .. } => 719,
             KernelError::Assert { .. } => 710,
             KernelError::StackOverflow { .. } => 714,
-            KernelError::Deadlock { .. } | KernelError::InstructionLimit { .. } => 702,
+            KernelError::Deadlock { .. }
+            | KernelError::InstructionLimit { .. }
+            | KernelError::Timeout { .. } => 702,
+            KernelError::Cancelled => 719,
             KernelError::InvalidConfig(_) => 9,
             KernelError::OutOfResources(_) => 701,
             KernelError::InvalidParams { .. } | KernelError::SharedMemoryTooLarge { .. } => 1,

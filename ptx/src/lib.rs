@@ -44,7 +44,7 @@ mod printf;
 mod types;
 
 pub use error::{KernelError, Location, ParseError};
-pub use exec::{LaunchConfig, LaunchOptions, LaunchStats, PrintfSink, StdoutSink, launch};
+pub use exec::{Cancel, LaunchConfig, LaunchOptions, LaunchStats, PrintfSink, StdoutSink, launch};
 pub use memory::{DeviceMemory, Region};
 pub use module::{
     FUNC_WINDOW, GlobalId, GlobalInfo, GlobalSpace, KernelId, KernelInfo, LOCAL_WINDOW, Module,

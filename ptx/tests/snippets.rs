@@ -680,3 +680,56 @@ fn predefined_identifiers() {
     );
     assert_eq!(&r[..4], &[32, 6, 1, 0]);
 }
+
+#[test]
+fn runaway_launches_stop_on_time_and_on_cancel() {
+    use std::time::{Duration, Instant};
+
+    use vcuda_ptx::Cancel;
+
+    // An endless kernel stops at the time limit with cudaErrorLaunchTimeout.
+    let mut g = Gpu::new(&kernel("", "L: bra.uni L;"));
+    g.opts.time_limit = Some(Duration::from_millis(200));
+    let t = Instant::now();
+    let e = g
+        .try_launch("k", [4, 1, 1], [64, 1, 1], 0, &[Arg::Ptr(0), Arg::Ptr(0)])
+        .unwrap_err();
+    assert!(matches!(e, KernelError::Timeout { limit_ms: 200 }), "{e}");
+    assert_eq!(e.cuda_status(), 702);
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    // So does a grid of 2^31 - 1 blocks that each end at once.
+    let mut g = Gpu::new(&kernel("", ""));
+    g.opts.time_limit = Some(Duration::from_millis(200));
+    let t = Instant::now();
+    let e = g
+        .try_launch(
+            "k",
+            [i32::MAX as u32, 1, 1],
+            [1, 1, 1],
+            0,
+            &[Arg::Ptr(0), Arg::Ptr(0)],
+        )
+        .unwrap_err();
+    assert!(matches!(e, KernelError::Timeout { .. }), "{e}");
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    // Cancelling from another thread stops an endless kernel.
+    let mut g = Gpu::new(&kernel("", "L: bra.uni L;"));
+    let cancel = Cancel::default();
+    g.opts.cancel = Some(cancel.clone());
+    let t = Instant::now();
+    let e = std::thread::scope(|s| {
+        s.spawn(|| {
+            std::thread::sleep(Duration::from_millis(100));
+            cancel.cancel();
+        });
+        g.try_launch("k", [4, 1, 1], [64, 1, 1], 0, &[Arg::Ptr(0), Arg::Ptr(0)])
+            .unwrap_err()
+    });
+    assert!(matches!(e, KernelError::Cancelled), "{e}");
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    // A cancelled token fails every later launch at once.
+    let e = g
+        .try_launch("k", [1, 1, 1], [1, 1, 1], 0, &[Arg::Ptr(0), Arg::Ptr(0)])
+        .unwrap_err();
+    assert!(matches!(e, KernelError::Cancelled), "{e}");
+}

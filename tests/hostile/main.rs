@@ -430,3 +430,99 @@ fn backend_killed_mid_copy() {
     assert!(rest.contains("ERROR cudaErrorDevicesUnavailable"), "{rest}");
     assert!(rest.contains("AGAIN cudaErrorDevicesUnavailable"), "{rest}");
 }
+
+/// The backend's CPU time (user + system) so far.
+fn cpu_time(pid: u32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // Fields after the command name (which may hold spaces) start after the last ')'.
+    let f: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..].split(' ').collect();
+    let ticks: u64 = f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap();
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    Duration::from_millis(ticks * 1000 / hz)
+}
+
+/// Starts `endless_kernel` against `b` (with vcuda's libraries first on its library path)
+/// and waits for its READY line.
+fn start_endless(b: &Backend) -> Option<(Child, BufReader<std::process::ChildStdout>)> {
+    let src = repo_root().join("tests/hostile/endless_kernel.cu");
+    let exe = build_source(&src, Cuda::V13)?;
+    // The program itself, not `vcuda run` (killing that would leave the program running).
+    let lib_dir = Command::new(bin("vcuda"))
+        .arg("lib-dir")
+        .env("VCUDA_LIB_DIR", bin_dir())
+        .output()
+        .unwrap();
+    assert!(lib_dir.status.success());
+    let lib_dir = String::from_utf8(lib_dir.stdout).unwrap();
+    let mut prog = Command::new(&exe)
+        .env("VCUDA_SOCKET", &b.socket)
+        .env("LD_LIBRARY_PATH", lib_dir.trim())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(prog.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "READY", "{}", b.log());
+    Some((prog, out))
+}
+
+#[test]
+fn endless_kernel_times_out() {
+    let b = Backend::start(&["--kernel-timeout", "1"]);
+    let t = Instant::now();
+    let Some((mut prog, mut out)) = start_endless(&b) else {
+        return;
+    };
+    let mut rest = String::new();
+    out.read_to_string(&mut rest).unwrap();
+    let st = prog.wait().unwrap();
+    eprintln!(
+        "endless kernel with --kernel-timeout 1: {st} after {:?}",
+        t.elapsed()
+    );
+    assert!(
+        rest.contains("SYNC cudaErrorLaunchTimeout"),
+        "{rest}\n{}",
+        b.log()
+    );
+    assert_eq!(st.code(), Some(2));
+    assert!(t.elapsed() < Duration::from_secs(30), "{:?}", t.elapsed());
+}
+
+#[test]
+fn a_killed_programs_kernel_stops() {
+    let b = Backend::start(&[]);
+    let Some((mut prog, _out)) = start_endless(&b) else {
+        return;
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    // The kernel keeps the backend busy while the program lives...
+    let busy0 = cpu_time(b.child.id());
+    std::thread::sleep(Duration::from_millis(500));
+    let busy = cpu_time(b.child.id()) - busy0;
+    prog.kill().unwrap();
+    let _ = prog.wait();
+    let killed = Instant::now();
+    // ... and stops soon after it dies.
+    std::thread::sleep(Duration::from_millis(500));
+    let idle0 = cpu_time(b.child.id());
+    std::thread::sleep(Duration::from_millis(1000));
+    let idle = cpu_time(b.child.id()) - idle0;
+    eprintln!(
+        "backend CPU time: {busy:?} in 0.5 s with the kernel running, {idle:?} in 1 s from \
+         {:?} after the kill",
+        Duration::from_millis(500)
+    );
+    assert!(
+        busy >= Duration::from_millis(200),
+        "the kernel did not run: {busy:?}"
+    );
+    assert!(
+        idle <= Duration::from_millis(100),
+        "still busy after the kill: {idle:?}"
+    );
+    assert!(killed.elapsed() < Duration::from_secs(10));
+}

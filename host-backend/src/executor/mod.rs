@@ -116,6 +116,10 @@ pub struct FunctionInfo {
     pub param_size: u32,
 }
 
+/// Stops a session's running work from another thread (its connection closed, its device
+/// file was released): see [`Executor::set_cancel`].
+pub use vcuda_ptx::Cancel;
+
 /// Most device-printf bytes a session buffers before dropping output (CUDA's default printf
 /// FIFO is 1 MiB and also drops what does not fit).
 pub const MAX_STDOUT_BUFFER: usize = 1 << 20;
@@ -142,6 +146,10 @@ pub trait ExecutorFactory: Send + Sync {
 /// blocking stream. An executor may run everything in issue order, which satisfies every
 /// ordering CUDA guarantees.
 pub trait Executor: Send {
+    /// The session's cancellation token: once it is cancelled (the session ended while a
+    /// call runs), running and later launches and copies stop as soon as they can. The
+    /// default ignores it (the CUDA executor ends work by destroying its context).
+    fn set_cancel(&mut self, _cancel: Cancel) {}
     /// The address range `[base, base + len)` the guest reserved for device allocations
     /// (see `HelloReq::va_base`). Executors that choose device addresses themselves place
     /// allocations there; others ignore it. Called once, before any allocation.

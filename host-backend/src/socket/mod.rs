@@ -8,6 +8,7 @@
 
 use std::io::{self, IoSlice, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;
 use std::sync::{Arc, LazyLock};
@@ -17,6 +18,7 @@ use log::{debug, error, info};
 use vcuda_protocol::{MessageHeader, ReplyBuilder};
 
 use crate::data::DataSegs;
+use crate::executor::Cancel;
 use crate::session::{Backend, Outcome, Session, check_header};
 
 mod access;
@@ -110,7 +112,7 @@ static LIMITER: LazyLock<LogLimiter> =
     LazyLock::new(|| LogLimiter::new(20, Duration::from_secs(10)));
 
 /// A connected stream the server can time out and close from another thread.
-pub trait Conn: Read + Write + Send + 'static {
+pub trait Conn: Read + Write + Send + AsFd + 'static {
     /// `set_read_timeout` of the socket.
     fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()>;
     /// `set_write_timeout` of the socket.
@@ -396,6 +398,7 @@ pub fn serve_connection_with<S: Conn>(
     stream.set_write_timeout(Some(timeouts.message))?;
     let hello_deadline = Instant::now() + timeouts.handshake;
     let mut session: Option<Session> = None;
+    let mut _hangup: Option<HangupWatch> = None;
     let mut hdr = [0u8; size_of::<MessageHeader>()];
     let (mut ctrl, mut out, mut inp) = (Vec::new(), Vec::new(), Vec::new());
     let mut reply = ReplyBuilder::new();
@@ -457,10 +460,15 @@ pub fn serve_connection_with<S: Conn>(
                 t.promote()
                     .map_err(|e| io::Error::new(io::ErrorKind::PermissionDenied, e.to_string()))?;
             }
+            let cancel = Cancel::default();
             let s = backend
-                .new_session()
+                .new_session_with(cancel.clone())
                 .map_err(|s| io::Error::other(format!("cannot start a session: {s}")))?;
             session = Some(s);
+            _hangup = Some(HangupWatch::start(
+                stream.as_fd().try_clone_to_owned()?,
+                cancel,
+            )?);
         }
         let Some(session) = session.as_mut() else {
             return Err(io::Error::other("no session"));
@@ -495,6 +503,64 @@ pub fn serve_connection_with<S: Conn>(
                 io::ErrorKind::InvalidData,
                 "the first message was not a successful Hello",
             ));
+        }
+    }
+}
+
+/// Cancels a session's running work when its peer hangs up in the middle of a call (a
+/// program killed while its kernel runs): a thread that sleeps in `poll` on the connection
+/// for a peer shutdown (`POLLRDHUP`; it never reads) and on a pipe that closes when the
+/// session ends. The session thread itself is busy in the call and cannot notice.
+struct HangupWatch {
+    done: Option<OwnedFd>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl HangupWatch {
+    fn start(conn: OwnedFd, cancel: Cancel) -> io::Result<Self> {
+        use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+
+        let (done_rd, done_wr) = nix::unistd::pipe().map_err(io::Error::from)?;
+        let thread = std::thread::Builder::new()
+            .name("vcuda-hangup".into())
+            .spawn(move || {
+                // Linux's peer-shutdown event (nix does not name it, so its `revents` of
+                // the socket read as unknown flags: the wake-up is told apart by the pipe).
+                let rdhup = PollFlags::from_bits_retain(libc::POLLRDHUP);
+                let mut fds = [
+                    PollFd::new(conn.as_fd(), rdhup),
+                    PollFd::new(done_rd.as_fd(), PollFlags::POLLIN),
+                ];
+                loop {
+                    match poll(&mut fds, PollTimeout::NONE) {
+                        Err(nix::errno::Errno::EINTR) => {}
+                        Err(e) => {
+                            debug!("hang-up watch: {e}");
+                            return;
+                        }
+                        Ok(_) => break,
+                    }
+                }
+                // The session ended (its end of the pipe closed): nothing to stop.
+                if fds[1].revents().is_some_and(|r| !r.is_empty()) {
+                    return;
+                }
+                debug!("peer hung up; stopping the session's work");
+                cancel.cancel();
+            })?;
+        Ok(Self {
+            done: Some(done_wr),
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for HangupWatch {
+    fn drop(&mut self) {
+        // Closing the pipe's write end wakes the thread.
+        drop(self.done.take());
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
         }
     }
 }

@@ -33,6 +33,7 @@ use virtio_queue::DescriptorChain;
 
 use super::chain::{self, Area, Chain, Mem};
 use crate::data::DataSegs;
+use crate::executor::Cancel;
 use crate::session::{Backend, SEQ_MALFORMED, Session};
 
 /// Where completed chains go: a queue's used ring.
@@ -177,14 +178,17 @@ struct Slot {
     session: Option<Session>,
     reply: ReplyBuilder,
     ctrl: Vec<u8>,
+    /// Stops the session's running work; the table's [`Entry`] holds a clone.
+    cancel: Cancel,
 }
 
 impl Slot {
-    fn new() -> Self {
+    fn new(cancel: Cancel) -> Self {
         Self {
             session: None,
             reply: ReplyBuilder::new(),
             ctrl: Vec::new(),
+            cancel,
         }
     }
 }
@@ -198,6 +202,9 @@ struct Entry {
     token: u64,
     epoch: u64,
     worker: Worker,
+    /// Cancelled when the session is closed or dropped, so a call it is running (an
+    /// endless kernel) ends and the worker can get to the close.
+    cancel: Cancel,
 }
 
 #[derive(Default)]
@@ -294,7 +301,10 @@ impl Device {
             ChainOp::CloseSession => {
                 let entry = self.inner.table().sessions.remove(&id);
                 match entry {
-                    Some(e) => self.send(e.worker, mem, chain, completion),
+                    Some(e) => {
+                        e.cancel.cancel();
+                        self.send(e.worker, mem, chain, completion)
+                    }
                     None => {
                         debug!("close of unknown session {id:#x}");
                         completion.complete(error_reply(mem, &chain.reply, BAD_CHAIN, 0));
@@ -363,7 +373,8 @@ impl Device {
         let epoch = inner.epoch.load(Ordering::SeqCst);
         match inner.config.threading {
             Threading::Inline => {
-                let mut slot = Box::new(Slot::new());
+                let cancel = Cancel::default();
+                let mut slot = Box::new(Slot::new(cancel.clone()));
                 let (len, flow) = run(inner, &mut slot, mem, &chain, &completion);
                 if flow == Flow::Continue {
                     t.sessions.insert(
@@ -372,6 +383,7 @@ impl Device {
                             token,
                             epoch,
                             worker: Worker::Inline(slot),
+                            cancel,
                         },
                     );
                 }
@@ -382,9 +394,11 @@ impl Device {
                 let (tx, rx) = mpsc::channel();
                 *inner.live() += 1;
                 let worker_inner = inner.clone();
+                let cancel = Cancel::default();
+                let worker_cancel = cancel.clone();
                 let spawned = std::thread::Builder::new()
                     .name(format!("vcuda-s{id:x}"))
-                    .spawn(move || worker_main(worker_inner, id, token, rx));
+                    .spawn(move || worker_main(worker_inner, id, token, rx, worker_cancel));
                 if let Err(e) = spawned {
                     error!("cannot start a session thread: {e}");
                     *inner.live() -= 1;
@@ -404,6 +418,7 @@ impl Device {
                         token,
                         epoch,
                         worker: Worker::Thread(tx),
+                        cancel,
                     },
                 );
             }
@@ -448,6 +463,7 @@ impl Device {
         };
         let n = old.len();
         for e in old {
+            e.cancel.cancel();
             if let Worker::Thread(tx) = e.worker {
                 let _ = tx.send(Job::Shutdown);
             }
@@ -510,9 +526,9 @@ impl Drop for LiveGuard {
     }
 }
 
-fn worker_main(inner: Arc<Inner>, id: u64, token: u64, rx: Receiver<Job>) {
+fn worker_main(inner: Arc<Inner>, id: u64, token: u64, rx: Receiver<Job>, cancel: Cancel) {
     let _live = LiveGuard(inner.clone());
-    let mut slot = Slot::new();
+    let mut slot = Slot::new(cancel);
     for job in rx {
         let Job::Run {
             mem,
@@ -555,7 +571,7 @@ fn run(
     let none = Area::default();
     let reply = if current { &chain.reply } else { &none };
     match chain.op {
-        ChainOp::OpenSession => match inner.backend.new_session() {
+        ChainOp::OpenSession => match inner.backend.new_session_with(slot.cancel.clone()) {
             Ok(s) => {
                 debug!("session {:#x} opened", chain.header.session);
                 slot.session = Some(s);
@@ -585,6 +601,7 @@ fn submit(slot: &mut Slot, mem: &Mem, chain: &Chain, completion: &Completion) ->
         session,
         reply,
         ctrl,
+        ..
     } = slot;
     let (Some(s), Some(msg)) = (session.as_mut(), chain.message.as_ref()) else {
         return error_reply(mem, &chain.reply, NO_SESSION, SEQ_MALFORMED);

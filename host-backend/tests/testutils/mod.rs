@@ -715,6 +715,7 @@ pub fn cpu_factory() -> Arc<CpuFactory> {
     Arc::new(CpuFactory::new(CpuConfig {
         memory: 256 << 20,
         threads: 1,
+        ..Default::default()
     }))
 }
 

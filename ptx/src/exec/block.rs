@@ -87,6 +87,7 @@ impl<'a> Block<'a> {
             if l.abort.load(Ordering::Relaxed) {
                 return Ok(());
             }
+            l.check_stop()?;
             if let Some(limit) = l.opts.instruction_limit
                 && l.insts
                     .load(Ordering::Relaxed)

@@ -14,7 +14,7 @@
 
 use std::{
     sync::{
-        Mutex,
+        Arc, Mutex,
         atomic::{AtomicBool, AtomicU64, Ordering},
     },
     time::{Duration, Instant, SystemTime},
@@ -57,7 +57,38 @@ pub struct LaunchOptions {
     pub max_shared_bytes: u32,
     /// Value of `%nsmid` (132 on an H100 SXM).
     pub num_sms: u32,
+    /// Fail with [`KernelError::Timeout`] once this much wall time has passed (a GPU
+    /// watchdog; none by default, as on a GPU without one).
+    pub time_limit: Option<Duration>,
+    /// Fail with [`KernelError::Cancelled`] once this is cancelled (the session ended).
+    pub cancel: Option<Cancel>,
 }
+
+/// Stops running launches from another thread: a launch given a clone of it fails with
+/// [`KernelError::Cancelled`] soon after [`Cancel::cancel`] (at its next block or scheduling
+/// round).
+#[derive(Debug, Clone, Default)]
+pub struct Cancel(Arc<AtomicBool>);
+
+impl Cancel {
+    /// Cancels every launch that holds a clone of this, now and later.
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether [`Cancel::cancel`] was called.
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+impl PartialEq for Cancel {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for Cancel {}
 
 impl Default for LaunchOptions {
     fn default() -> Self {
@@ -69,6 +100,8 @@ impl Default for LaunchOptions {
             max_register_bytes: 256 << 20,
             max_shared_bytes: 227 * 1024,
             num_sms: 132,
+            time_limit: None,
+            cancel: None,
         }
     }
 }
@@ -305,6 +338,10 @@ fn worker(l: &Launch<'_>) {
         if l.abort.load(Ordering::Relaxed) {
             break;
         }
+        if let Err(e) = l.check_stop() {
+            l.fail(u64::MAX, e);
+            break;
+        }
         let id = l.next_block.fetch_add(1, Ordering::Relaxed);
         if id >= l.nblocks {
             break;
@@ -315,14 +352,37 @@ fn worker(l: &Launch<'_>) {
         l.winsts
             .fetch_add(std::mem::take(&mut b.ctx.winsts), Ordering::Relaxed);
         if let Err(e) = r {
-            l.abort.store(true, Ordering::Relaxed);
-            if let Ok(mut slot) = l.error.lock()
-                && slot.as_ref().is_none_or(|(b, _)| id < *b)
-            {
-                *slot = Some((id, e));
-            }
+            l.fail(id, e);
             break;
         }
+    }
+}
+
+impl Launch<'_> {
+    /// Records the failure of block `id` (the lowest block's error wins) and stops the
+    /// other workers.
+    fn fail(&self, id: u64, e: KernelError) {
+        self.abort.store(true, Ordering::Relaxed);
+        if let Ok(mut slot) = self.error.lock()
+            && slot.as_ref().is_none_or(|(b, _)| id < *b)
+        {
+            *slot = Some((id, e));
+        }
+    }
+
+    /// Whether the launch must stop: cancelled, or past its time limit.
+    pub(super) fn check_stop(&self) -> Result<(), KernelError> {
+        if self.opts.cancel.as_ref().is_some_and(Cancel::is_cancelled) {
+            return Err(KernelError::Cancelled);
+        }
+        if let Some(limit) = self.opts.time_limit
+            && self.start.elapsed() > limit
+        {
+            return Err(KernelError::Timeout {
+                limit_ms: limit.as_millis() as u64,
+            });
+        }
+        Ok(())
     }
 }
 

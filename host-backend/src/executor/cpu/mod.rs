@@ -35,6 +35,9 @@ pub struct CpuConfig {
     pub memory: u64,
     /// Threads that run a kernel's blocks (0: one per host core).
     pub threads: usize,
+    /// Wall time after which a launch fails with `cudaErrorLaunchTimeout` (a GPU watchdog;
+    /// none by default, like a GPU without a display).
+    pub kernel_timeout: Option<std::time::Duration>,
 }
 
 impl Default for CpuConfig {
@@ -42,6 +45,7 @@ impl Default for CpuConfig {
         Self {
             memory: 16 << 30,
             threads: 0,
+            kernel_timeout: None,
         }
     }
 }
@@ -80,7 +84,7 @@ impl ExecutorFactory for CpuFactory {
             heap: DeviceHeap::new(self.budget.clone()),
             streams: HashMap::new(),
             events: HashMap::new(),
-            modules: Modules::new(self.ptx_cache.clone(), threads),
+            modules: Modules::new(self.ptx_cache.clone(), threads, self.config.kernel_timeout),
             next_handle: 0x5ca1_0000,
             limits: Limits::default(),
             threads,
@@ -281,6 +285,10 @@ impl CpuExecutor {
 }
 
 impl Executor for CpuExecutor {
+    fn set_cancel(&mut self, cancel: super::Cancel) {
+        self.modules.cancel = Some(cancel);
+    }
+
     fn set_address_range(&mut self, base: u64, len: u64) {
         self.heap.set_range(base, len);
     }

@@ -9,10 +9,11 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use log::{debug, warn};
 use vcuda_protocol::{FuncAttrs, LaunchReq, ParamInfo};
-use vcuda_ptx::{DeviceMemory, GlobalId, KernelId, LaunchConfig, LaunchOptions, Region};
+use vcuda_ptx::{Cancel, DeviceMemory, GlobalId, KernelId, LaunchConfig, LaunchOptions, Region};
 
 use super::memory::{AllocKind, DeviceHeap};
 use crate::executor::{ExecResult, FunctionInfo, ModuleImage, Status};
@@ -129,13 +130,17 @@ pub struct Modules {
     functions: HashMap<u64, Function>,
     by_kernel: HashMap<(u64, u32), u64>,
     stdout: Mutex<Vec<u8>>,
-    /// Instruction budget of one launch (a GPU's watchdog, for runaway kernels).
+    /// Instruction budget of one launch (a last resort against runaway kernels).
     pub instruction_limit: Option<u64>,
+    /// Wall-time budget of one launch (`--kernel-timeout`).
+    pub time_limit: Option<Duration>,
+    /// The session's cancellation token (see [`crate::executor::Executor::set_cancel`]).
+    pub cancel: Option<Cancel>,
 }
 
 impl Modules {
     /// No modules yet.
-    pub fn new(cache: Arc<PtxCache>, threads: usize) -> Self {
+    pub fn new(cache: Arc<PtxCache>, threads: usize, time_limit: Option<Duration>) -> Self {
         Self {
             cache,
             threads,
@@ -144,6 +149,8 @@ impl Modules {
             by_kernel: HashMap::new(),
             stdout: Mutex::new(Vec::new()),
             instruction_limit: Some(1 << 40),
+            time_limit,
+            cancel: None,
         }
     }
 
@@ -346,6 +353,8 @@ impl Modules {
         let opts = LaunchOptions {
             threads: self.threads,
             instruction_limit: self.instruction_limit,
+            time_limit: self.time_limit,
+            cancel: self.cancel.clone(),
             num_sms: self.threads.clamp(1, 1024) as u32,
             ..LaunchOptions::default()
         };
@@ -376,7 +385,11 @@ impl Modules {
                         .unwrap_or_else(|e| e.into_inner())
                         .extend_from_slice(format!("{message}\n").as_bytes());
                 }
-                warn!("kernel {} failed: {e}", k.name);
+                if matches!(e, vcuda_ptx::KernelError::Cancelled) {
+                    debug!("kernel {} stopped: its session ended", k.name);
+                } else {
+                    warn!("kernel {} failed: {e}", k.name);
+                }
                 Err(Status(e.cuda_status()))
             }
         }

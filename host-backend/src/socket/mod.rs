@@ -309,6 +309,26 @@ struct TimedReader<'a, S: Conn> {
     idle: Option<Duration>,
     deadline: Option<Instant>,
     what: &'static str,
+    /// The read timeout last set on the socket (`None`: not set by this reader yet), so a
+    /// message read in many pieces costs one `setsockopt`, not one per read.
+    applied: Option<Option<Duration>>,
+}
+
+impl<'a, S: Conn> TimedReader<'a, S> {
+    fn new(
+        stream: &'a mut S,
+        idle: Option<Duration>,
+        deadline: Option<Instant>,
+        what: &'static str,
+    ) -> Self {
+        Self {
+            stream,
+            idle,
+            deadline,
+            what,
+            applied: None,
+        }
+    }
 }
 
 impl<S: Conn> Read for TimedReader<'_, S> {
@@ -324,7 +344,10 @@ impl<S: Conn> Read for TimedReader<'_, S> {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        self.stream.set_read_timeout(t)?;
+        if self.applied != Some(t) {
+            self.stream.set_read_timeout(t)?;
+            self.applied = Some(t);
+        }
         match self.stream.read(buf) {
             Err(e)
                 if matches!(
@@ -358,23 +381,21 @@ fn read_growing<R: Read>(r: &mut R, buf: &mut Vec<u8>, len: usize) -> io::Result
     }
 }
 
-/// Buffers above this size are released after each message, so idle sessions hold little.
+/// A session keeps its message buffers between messages (a stream of large copies reuses
+/// them); buffers above this size go back to the allocator once the session has been idle
+/// for [`IDLE_RELEASE`], so idle sessions hold little.
 const KEEP_BUFFER: usize = 1 << 20;
+/// How long a session with large buffers may idle before they are released.
+const IDLE_RELEASE: Duration = Duration::from_secs(1);
 
-/// The in-data area of a complete message: `len` zeroed bytes. Large areas come fresh from
-/// the allocator (calloc: untouched zero pages, not a memset), small ones reuse `buf`.
+/// The in-data area of a complete message: `len` zeroed bytes, reusing `buf`'s memory
+/// when it is large enough, else fresh from the allocator (calloc: untouched zero pages).
 fn in_area(buf: &mut Vec<u8>, len: usize) {
-    if len <= KEEP_BUFFER && len <= buf.capacity() {
+    if len <= buf.capacity() {
         buf.clear();
         buf.resize(len, 0);
     } else {
         *buf = vec![0u8; len];
-    }
-}
-
-fn release_if_large(buf: &mut Vec<u8>) {
-    if buf.capacity() > KEEP_BUFFER {
-        *buf = Vec::new();
     }
 }
 
@@ -405,31 +426,38 @@ pub fn serve_connection_with<S: Conn>(
     loop {
         let greeted = session.as_ref().is_some_and(Session::has_hello);
         let deadline = (!greeted).then_some(hello_deadline);
-        // Between messages a session may idle; a message that has started must flow.
-        let mut first = TimedReader {
-            stream: &mut stream,
-            idle: None,
-            deadline,
-            what: "the first message (Hello)",
-        };
+        // Between messages a session may idle (then its large buffers go back after
+        // IDLE_RELEASE); a message that has started must flow.
+        let large = [&ctrl, &out, &inp]
+            .iter()
+            .any(|b| b.capacity() > KEEP_BUFFER);
+        let mut idle = large.then_some(IDLE_RELEASE);
         loop {
+            let mut first =
+                TimedReader::new(&mut stream, idle, deadline, "the first message (Hello)");
             match first.read(&mut hdr[..1]) {
                 Ok(0) => return Ok(()),
                 Ok(_) => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::TimedOut && idle.is_some() && greeted => {
+                    for b in [&mut ctrl, &mut out, &mut inp] {
+                        *b = Vec::new();
+                    }
+                    idle = None;
+                }
                 Err(e) => return Err(e),
             }
         }
-        let mut r = TimedReader {
-            stream: &mut stream,
-            idle: Some(timeouts.message),
+        let mut r = TimedReader::new(
+            &mut stream,
+            Some(timeouts.message),
             deadline,
-            what: if greeted {
+            if greeted {
                 "the rest of a message"
             } else {
                 "the rest of the first message (Hello)"
             },
-        };
+        );
         r.read_exact(&mut hdr[1..])?;
         let header = match check_header(&hdr) {
             Ok(h) => h,
@@ -489,9 +517,6 @@ pub fn serve_connection_with<S: Conn>(
             }
             write_all_vectored(&mut stream, &mut iov)?;
         }
-        release_if_large(&mut ctrl);
-        release_if_large(&mut out);
-        release_if_large(&mut inp);
         if outcome == Outcome::Malformed {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidData,

@@ -8,6 +8,7 @@
 
 pub mod data;
 pub mod executor;
+pub mod log_limit;
 pub mod modules;
 pub mod session;
 pub mod socket;

@@ -8,8 +8,9 @@
 //! panic; a malformed request gets an error record.
 
 use std::sync::Arc;
+use std::time::Duration;
 
-use log::{debug, warn};
+use log::debug;
 use vcuda_protocol::decode::{self, split_requests};
 use vcuda_protocol::status::{self, CudaStatus};
 use vcuda_protocol::*;
@@ -17,6 +18,7 @@ use zerocopy::IntoBytes;
 
 use crate::data::DataSegs;
 use crate::executor::{Cancel, ExecResult, Executor, ExecutorFactory, MAX_STDOUT_BUFFER, Status};
+use crate::log_limit::LogLimiter;
 use crate::modules::{ModuleCache, SentImages};
 
 /// What every session of one backend shares.
@@ -73,6 +75,7 @@ impl Backend {
             in_ranges: Vec::new(),
             unsolicited_sent: false,
             sent_images: SentImages::default(),
+            log_limit: LogLimiter::new(module_path!(), 10, Duration::from_secs(10)),
         })
     }
 }
@@ -91,6 +94,8 @@ pub struct Session {
     unsolicited_sent: bool,
     /// The module images this session has sent (see [`crate::modules`]).
     sent_images: SentImages,
+    /// The session's warnings about malformed input, a burst at a time.
+    log_limit: LogLimiter,
 }
 
 impl std::fmt::Debug for Session {
@@ -139,7 +144,8 @@ impl Session {
         let reqs = match split_requests(header, ctrl) {
             Ok(r) if out.len() == header.out_len && inp.len() == header.in_len => r,
             Ok(_) => {
-                warn!("message data areas disagree with its header");
+                self.log_limit
+                    .warn(format_args!("message data areas disagree with its header"));
                 reply.push(
                     RecordKind::Reply,
                     SEQ_MALFORMED,
@@ -150,7 +156,7 @@ impl Session {
                 return Outcome::Malformed;
             }
             Err(e) => {
-                warn!("malformed message: {e}");
+                self.log_limit.warn(format_args!("malformed message: {e}"));
                 reply.push(
                     RecordKind::Reply,
                     SEQ_MALFORMED,
@@ -181,7 +187,9 @@ impl Session {
                 RecordKind::Reply
             };
             if reply.ctrl_bytes() + size_of::<RecordHeader>() + payload.len() > reply_capacity {
-                warn!("reply area of {reply_capacity} bytes too small; record dropped");
+                self.log_limit.warn(format_args!(
+                    "reply area of {reply_capacity} bytes too small; record dropped"
+                ));
                 continue;
             }
             reply.push(kind, raw.header.seq, st, &[&payload], in_len);

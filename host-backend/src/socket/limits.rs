@@ -1,13 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
 //! Connection bounds of the socket transport: sessions in all, per peer (uid or address),
-//! and connections that have not completed their `Hello` yet; plus rate-limited logging of
-//! refusals, so a flood of connections cannot flood the log either.
+//! and connections that have not completed their `Hello` yet (refusals are logged through
+//! [`crate::log_limit`], so a flood of connections cannot flood the log either).
 
 use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
 /// Who is at the other end of a connection, for per-peer bounds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -198,61 +196,9 @@ impl Drop for Ticket {
     }
 }
 
-/// Lets at most `burst` log lines through per `window`; counts the rest and reports how
-/// many were dropped with the next line let through.
-#[derive(Debug)]
-pub struct LogLimiter {
-    burst: u64,
-    window: Duration,
-    start: Instant,
-    /// Index of the current window and lines let through in it.
-    slot: Mutex<(u64, u64)>,
-    suppressed: AtomicU64,
-}
-
-impl LogLimiter {
-    /// `burst` lines per `window`.
-    pub fn new(burst: u64, window: Duration) -> Self {
-        Self {
-            burst,
-            window,
-            start: Instant::now(),
-            slot: Mutex::new((0, 0)),
-            suppressed: AtomicU64::new(0),
-        }
-    }
-
-    /// Whether a line may be logged now; `Some(n)`: yes, and `n` lines were dropped since
-    /// the last one let through.
-    pub fn allow(&self) -> Option<u64> {
-        let w = (self.start.elapsed().as_nanos() / self.window.as_nanos().max(1)) as u64;
-        let mut slot = self.slot.lock().unwrap_or_else(|e| e.into_inner());
-        if slot.0 != w {
-            *slot = (w, 0);
-        }
-        if slot.1 >= self.burst {
-            self.suppressed.fetch_add(1, Ordering::Relaxed);
-            return None;
-        }
-        slot.1 += 1;
-        Some(self.suppressed.swap(0, Ordering::Relaxed))
-    }
-
-    /// Logs `msg` as a warning if [`LogLimiter::allow`] lets it through.
-    pub fn warn(&self, msg: std::fmt::Arguments<'_>) {
-        match self.allow() {
-            Some(0) => log::warn!(target: "vcuda_backend::socket", "{msg}"),
-            Some(n) => {
-                log::warn!(target: "vcuda_backend::socket", "{msg} ({n} similar lines suppressed)")
-            }
-            None => {}
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use std::sync::atomic::AtomicUsize;
+    use std::sync::atomic::{AtomicUsize, Ordering};
 
     use super::*;
 
@@ -320,19 +266,5 @@ mod tests {
         // The peer's count is released too.
         let _d = t.admit(PeerKey::Uid(1), closer()).unwrap();
         let _e = t.admit(PeerKey::Uid(1), closer()).unwrap();
-    }
-
-    #[test]
-    fn limiter_lets_a_burst_through() {
-        let l = LogLimiter::new(2, Duration::from_secs(3600));
-        assert_eq!(l.allow(), Some(0));
-        assert_eq!(l.allow(), Some(0));
-        assert_eq!(l.allow(), None);
-        assert_eq!(l.allow(), None);
-        let l = LogLimiter::new(1, Duration::from_millis(1));
-        assert_eq!(l.allow(), Some(0));
-        assert_eq!(l.allow(), None);
-        std::thread::sleep(Duration::from_millis(3));
-        assert_eq!(l.allow(), Some(1));
     }
 }

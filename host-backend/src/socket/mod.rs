@@ -29,7 +29,9 @@ pub use access::{
     check_tcp_listen, default_socket_path, default_socket_path_for, peer_cred, prepare_socket_dir,
     resolve_group,
 };
-pub use limits::{Bounds, Closer, LogLimiter, PeerKey, Refusal, Ticket, Tracker};
+pub use limits::{Bounds, Closer, PeerKey, Refusal, Ticket, Tracker};
+
+use crate::log_limit::LogLimiter;
 
 /// Where the socket transport listens.
 #[derive(Debug, Clone)]
@@ -109,7 +111,7 @@ impl Default for ServerConfig {
 /// Log lines about refused, timed-out and malformed connections: a flood of them cannot
 /// flood the log.
 static LIMITER: LazyLock<LogLimiter> =
-    LazyLock::new(|| LogLimiter::new(20, Duration::from_secs(10)));
+    LazyLock::new(|| LogLimiter::new(module_path!(), 20, Duration::from_secs(10)));
 
 /// A connected stream the server can time out and close from another thread.
 pub trait Conn: Read + Write + Send + AsFd + 'static {

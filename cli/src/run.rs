@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
 //! `vcuda run`.
 
-use std::io::{self, Read};
+use std::io::{self, BufRead, Read};
 use std::os::unix::fs::PermissionsExt;
-use std::os::unix::net::UnixStream;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::sync::mpsc::RecvTimeoutError;
+use std::time::Duration;
 
 use crate::libdir;
 
@@ -59,7 +59,7 @@ fn start_backend(executor: &str) -> io::Result<PrivateBackend> {
     let socket = dir.path().join("backend.sock");
     let log = std::env::var("VCUDA_BACKEND_LOG").unwrap_or_else(|_| "warn".into());
     let mut child = Command::new(backend_exe()?)
-        .args(["serve", "--socket"])
+        .args(["serve", "--notify-ready", "--socket"])
         .arg(&socket)
         .args(["--executor", executor])
         .env("RUST_LOG", log)
@@ -68,15 +68,27 @@ fn start_backend(executor: &str) -> io::Result<PrivateBackend> {
         .env("VCUDA_CUDA_CAPTURE_PRINTF", "1")
         .env_remove("VCUDA_SOCKET")
         .stdin(Stdio::null())
-        .stdout(Stdio::null())
+        .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()?;
-    let start = Instant::now();
-    loop {
-        if UnixStream::connect(&socket).is_ok() {
-            break;
-        }
-        if let Some(st) = child.try_wait()? {
+    // The backend says `ready` on stdout once its socket accepts connections (then nothing
+    // more; the rest of its stdout is drained so it can never block on it).
+    let (tx, rx) = std::sync::mpsc::channel();
+    if let Some(out) = child.stdout.take() {
+        std::thread::spawn(move || {
+            let mut out = io::BufReader::new(out);
+            let mut line = String::new();
+            let ready = out.read_line(&mut line).is_ok() && line.trim_end() == "ready";
+            let _ = tx.send(ready);
+            let _ = io::copy(&mut out, &mut io::sink());
+        });
+    }
+    match rx.recv_timeout(BACKEND_START_TIMEOUT) {
+        Ok(true) => {}
+        Ok(false) | Err(RecvTimeoutError::Disconnected) => {
+            // It exited (or said something else): stop it and show why.
+            let _ = child.kill();
+            let st = child.wait()?;
             let mut err = String::new();
             if let Some(mut e) = child.stderr.take() {
                 let _ = e.read_to_string(&mut err);
@@ -86,13 +98,12 @@ fn start_backend(executor: &str) -> io::Result<PrivateBackend> {
                 err.trim_end()
             )));
         }
-        if start.elapsed() > BACKEND_START_TIMEOUT {
+        Err(RecvTimeoutError::Timeout) => {
             let _ = child.kill();
             return Err(io::Error::other(
                 "the backend did not start listening in time",
             ));
         }
-        std::thread::sleep(Duration::from_millis(5));
     }
     // From here on its warnings go to our stderr.
     if let Some(mut e) = child.stderr.take() {

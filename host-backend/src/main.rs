@@ -118,6 +118,9 @@ struct ServerArgs {
     /// who can reach the port can use the GPU and the memory of its sessions.
     #[arg(long)]
     insecure_tcp: bool,
+    /// Print `ready` on stdout once the socket accepts connections.
+    #[arg(long)]
+    notify_ready: bool,
 }
 
 impl ServerArgs {
@@ -137,6 +140,7 @@ impl ServerArgs {
             access,
             private_dir,
             insecure_tcp: self.insecure_tcp,
+            notify_ready: self.notify_ready,
         })
     }
 }

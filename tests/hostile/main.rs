@@ -526,3 +526,28 @@ fn a_killed_programs_kernel_stops() {
     );
     assert!(killed.elapsed() < Duration::from_secs(10));
 }
+
+#[test]
+fn ready_is_said_once_the_socket_accepts() {
+    // What `vcuda run` waits for instead of polling the socket.
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("ready.sock");
+    let mut child = Command::new(bin("vcuda-backend"))
+        .args(["serve", "--executor", "cpu", "--notify-ready", "--socket"])
+        .arg(&socket)
+        .env_remove("VCUDA_SOCKET")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let connected = UnixStream::connect(&socket);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(line, "ready\n");
+    assert!(connected.is_ok(), "{connected:?}");
+}

@@ -92,6 +92,9 @@ pub struct ServerConfig {
     pub private_dir: bool,
     /// Serve TCP on a non-loopback address (no authentication or encryption).
     pub insecure_tcp: bool,
+    /// Print `ready` on stdout once the socket accepts connections, so whoever started the
+    /// backend waits for that line instead of polling (`vcuda run` does).
+    pub notify_ready: bool,
 }
 
 impl Default for ServerConfig {
@@ -104,6 +107,7 @@ impl Default for ServerConfig {
             access: AccessPolicy::own_uid_and_root(),
             private_dir: false,
             insecure_tcp: false,
+            notify_ready: false,
         }
     }
 }
@@ -173,6 +177,7 @@ pub fn serve(listen: &Listen, backend: Arc<Backend>, config: ServerConfig) -> io
                     None => String::new(),
                 }
             );
+            notify_ready(&config)?;
             for stream in listener.incoming() {
                 let s = match stream {
                     Ok(s) => s,
@@ -214,6 +219,7 @@ pub fn serve(listen: &Listen, backend: Arc<Backend>, config: ServerConfig) -> io
                 backend.kind(),
                 listener.local_addr()?
             );
+            notify_ready(&config)?;
             for stream in listener.incoming() {
                 let s = match stream {
                     Ok(s) => s,
@@ -532,6 +538,16 @@ pub fn serve_connection_with<S: Conn>(
             ));
         }
     }
+}
+
+/// Says `ready` on stdout (see [`ServerConfig::notify_ready`]).
+fn notify_ready(config: &ServerConfig) -> io::Result<()> {
+    if config.notify_ready {
+        let mut o = io::stdout().lock();
+        o.write_all(b"ready\n")?;
+        o.flush()?;
+    }
+    Ok(())
 }
 
 /// Cancels a session's running work when its peer hangs up in the middle of a call (a

@@ -127,35 +127,27 @@ pub trait Conn: Read + Write + Send + AsFd + 'static {
     fn closer(&self) -> io::Result<Closer>;
 }
 
-impl Conn for UnixStream {
-    fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
-        UnixStream::set_read_timeout(self, t)
-    }
-    fn set_write_timeout(&self, t: Option<Duration>) -> io::Result<()> {
-        UnixStream::set_write_timeout(self, t)
-    }
-    fn closer(&self) -> io::Result<Closer> {
-        let s = self.try_clone()?;
-        Ok(Box::new(move || {
-            let _ = s.shutdown(Shutdown::Both);
-        }))
-    }
+/// `Conn` for the standard library's socket streams, which have the same methods.
+macro_rules! impl_conn {
+    ($($t:ty),*) => {$(
+        impl Conn for $t {
+            fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+                <$t>::set_read_timeout(self, t)
+            }
+            fn set_write_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+                <$t>::set_write_timeout(self, t)
+            }
+            fn closer(&self) -> io::Result<Closer> {
+                let s = self.try_clone()?;
+                Ok(Box::new(move || {
+                    let _ = s.shutdown(Shutdown::Both);
+                }))
+            }
+        }
+    )*};
 }
 
-impl Conn for TcpStream {
-    fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
-        TcpStream::set_read_timeout(self, t)
-    }
-    fn set_write_timeout(&self, t: Option<Duration>) -> io::Result<()> {
-        TcpStream::set_write_timeout(self, t)
-    }
-    fn closer(&self) -> io::Result<Closer> {
-        let s = self.try_clone()?;
-        Ok(Box::new(move || {
-            let _ = s.shutdown(Shutdown::Both);
-        }))
-    }
-}
+impl_conn!(UnixStream, TcpStream);
 
 /// Serves `backend` on `listen` until the process ends.
 pub fn serve(listen: &Listen, backend: Arc<Backend>, config: ServerConfig) -> io::Result<()> {

@@ -54,6 +54,9 @@ impl Default for CpuConfig {
 #[derive(Debug)]
 pub struct CpuFactory {
     config: CpuConfig,
+    /// Threads that run a launch's blocks: `config.threads`, or the host's cores, read
+    /// once (the standard library reads the cgroup CPU quota on every query).
+    threads: usize,
     budget: Arc<MemoryBudget>,
     ptx_cache: Arc<module::PtxCache>,
 }
@@ -62,8 +65,13 @@ impl CpuFactory {
     /// A factory with `config`.
     pub fn new(config: CpuConfig) -> Self {
         let budget = MemoryBudget::new(config.memory);
+        let threads = match config.threads {
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            n => n,
+        };
         Self {
             config,
+            threads,
             budget,
             ptx_cache: Arc::default(),
         }
@@ -76,10 +84,7 @@ impl ExecutorFactory for CpuFactory {
     }
 
     fn new_session(&self) -> ExecResult<Box<dyn Executor>> {
-        let threads = match self.config.threads {
-            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
-            n => n,
-        };
+        let threads = self.threads;
         Ok(Box::new(CpuExecutor {
             heap: DeviceHeap::new(self.budget.clone()),
             streams: HashMap::new(),

@@ -69,6 +69,14 @@ impl Life {
         }
     }
 
+    /// Takes a handle out of its owner for destruction: `Some` exactly once, while the
+    /// handle was created and its context still exists (afterwards the slot is null, so a
+    /// second release does nothing; a handle that died with its context is not destroyed).
+    fn take<T>(&self, slot: &mut *mut T) -> Option<*mut T> {
+        let raw = std::mem::replace(slot, std::ptr::null_mut());
+        (!raw.is_null() && self.check().is_ok()).then_some(raw)
+    }
+
     /// Marks the context destroyed (before it is).
     fn end(&self) {
         self.0.store(false, Ordering::Release);
@@ -254,11 +262,9 @@ impl Stream {
     }
 
     fn release(&mut self) -> DrvResult<()> {
-        let raw = std::mem::replace(&mut self.raw, std::ptr::null_mut());
-        if raw.is_null() || self.life.check().is_err() {
-            // Never created, already destroyed, or died with its context.
+        let Some(raw) = self.life.take(&mut self.raw) else {
             return Ok(());
-        }
+        };
         // SAFETY: `raw` came from `stream_create` in a context that still exists (`life`),
         // and is destroyed once (nulled above).
         unsafe { driver::stream_destroy(raw) }
@@ -342,10 +348,9 @@ impl Event {
     }
 
     fn release(&mut self) -> DrvResult<()> {
-        let raw = std::mem::replace(&mut self.raw, std::ptr::null_mut());
-        if raw.is_null() || self.life.check().is_err() {
+        let Some(raw) = self.life.take(&mut self.raw) else {
             return Ok(());
-        }
+        };
         // SAFETY: `raw` came from `event_create` in a context that still exists, and is
         // destroyed once (nulled above).
         unsafe { driver::event_destroy(raw) }
@@ -412,10 +417,9 @@ impl HostBuffer {
     }
 
     fn release(&mut self) -> DrvResult<()> {
-        let ptr = std::mem::replace(&mut self.ptr, std::ptr::null_mut());
-        if ptr.is_null() || self.life.check().is_err() {
+        let Some(ptr) = self.life.take(&mut self.ptr) else {
             return Ok(());
-        }
+        };
         // SAFETY: `ptr` came from `mem_host_alloc` in a context that still exists and is
         // freed once (nulled above). No copy uses it any more: the owner waits for the DMAs
         // that use a buffer before dropping it (`staging::Pool::release`).
@@ -447,10 +451,9 @@ impl Module {
     }
 
     fn release(&mut self) -> DrvResult<()> {
-        let raw = std::mem::replace(&mut self.raw, std::ptr::null_mut());
-        if raw.is_null() || self.life.check().is_err() {
+        let Some(raw) = self.life.take(&mut self.raw) else {
             return Ok(());
-        }
+        };
         // SAFETY: `raw` came from `module_load_data` in a context that still exists and is
         // unloaded once (nulled above). Its kernels hold an `Rc` of the module, so none is
         // left when this runs.

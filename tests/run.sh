@@ -9,6 +9,8 @@ bash scripts/setup.sh
 export VCUDA_REQUIRE_CUDA=1
 cargo build --workspace --all-targets
 cargo test --workspace
+# The CUDA executor against a mock libcuda.so.1 (no GPU here): waits, cancellation, start-up.
+bash tests/gpu/mock/run.sh
 if [ -x tests/vm/run.sh ] && [ "${VCUDA_SKIP_VM:-0}" != 1 ]; then
     bash tests/vm/run.sh
 fi

@@ -23,6 +23,8 @@ use crate::data::DataSegs;
 
 pub mod cpu;
 pub mod cuda;
+#[cfg(test)]
+mod testing;
 
 /// A non-success `cudaError_t`.
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -38,7 +39,7 @@ typedef struct Alloc {
     struct Alloc *next;
 } Alloc;
 
-enum { OP_COPY, OP_MEMSET, OP_EVENT, OP_ADD1 };
+enum { OP_COPY, OP_MEMSET, OP_EVENT, OP_ADD1, OP_ENDLESS };
 typedef struct Op {
     int kind;
     unsigned char *dst;
@@ -129,9 +130,10 @@ static void run(Op *o) {
     free(o->owned);
 }
 
-// Runs queued work, up to and including the record of `upto` if given.
+// Runs queued work, up to and including the record of `upto` if given. An endless kernel
+// never finishes: the work from it on stays queued until the context is destroyed.
 static void flush(CUcontext c, CUevent upto) {
-    while (c->head) {
+    while (c->head && c->head->kind != OP_ENDLESS) {
         Op *o = c->head;
         c->head = o->next;
         if (!c->head) c->tail = NULL;
@@ -140,6 +142,17 @@ static void flush(CUcontext c, CUevent upto) {
         free(o);
         if (last) return;
     }
+}
+
+// A blocking wait behind an endless kernel: a real driver would never return; the mock
+// gives up after a while, so a test that waits this way fails instead of hanging.
+static int stuck(CUcontext c) {
+    if (!c->head || c->head->kind != OP_ENDLESS) return 0;
+    fprintf(stderr, "mock libcuda: blocking wait behind an endless kernel\n");
+    pthread_mutex_unlock(&L);
+    sleep(5);
+    pthread_mutex_lock(&L);
+    return 1;
 }
 
 static void drop_queue(CUcontext c) {
@@ -295,6 +308,7 @@ EXPORT CUresult cuCtxSetCurrent(CUcontext c) {
 EXPORT CUresult cuCtxSynchronize(void) {
     ENTER
     flush(cur, NULL);
+    if (stuck(cur)) FAIL(CUDA_ERROR_LAUNCH_TIMEOUT);
     r_ = cur->sticky;
     LEAVE
 }
@@ -507,6 +521,7 @@ EXPORT CUresult cuStreamSynchronize(CUstream s) {
     ENTER
     if (!stream_ok(s)) FAIL(CUDA_ERROR_INVALID_HANDLE);
     flush(cur, NULL);
+    if (stuck(cur)) FAIL(CUDA_ERROR_LAUNCH_TIMEOUT);
     r_ = cur->sticky;
     LEAVE
 }
@@ -568,7 +583,10 @@ EXPORT CUresult cuEventSynchronize(CUevent e) {
     ENTER
     if (!e || e->ctx != cur) FAIL(CUDA_ERROR_INVALID_HANDLE);
     if (e->pending) flush(cur, e);
-    while (e->pending) flush(cur, e);
+    while (e->pending) {
+        flush(cur, e);
+        if (stuck(cur)) FAIL(CUDA_ERROR_LAUNCH_TIMEOUT);
+    }
     r_ = cur->sticky;
     LEAVE
 }
@@ -671,6 +689,9 @@ EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned 
         FAIL(CUDA_ERROR_INVALID_VALUE);
     if (!strcmp(f->name, "crash")) {
         cur->sticky = CUDA_ERROR_ILLEGAL_ADDRESS;
+    } else if (!strcmp(f->name, "endless")) {
+        Op o = {.kind = OP_ENDLESS};
+        push(o);
     } else if (!strcmp(f->name, "add1")) {
         CUdeviceptr p;
         int n;

@@ -8,7 +8,7 @@
 //! bytes.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use log::{debug, warn};
@@ -36,23 +36,51 @@ const ATTR_CARVEOUT: u32 = 9;
 type Parsed = Result<Arc<vcuda_ptx::Module>, String>;
 
 /// Parsed PTX modules shared by all sessions, keyed by image hash.
+///
+/// The map's lock is held only to find or add an entry: the parse itself runs outside it,
+/// once per image (later loads of an image being parsed wait for that parse, loads of other
+/// images do not). Only modules that parsed are kept.
 #[derive(Debug, Default)]
 pub struct PtxCache {
-    map: Mutex<HashMap<[u8; 32], Parsed>>,
+    map: Mutex<HashMap<[u8; 32], Arc<OnceLock<Parsed>>>>,
 }
 
 impl PtxCache {
     fn get(&self, image: &ModuleImage) -> Parsed {
-        let mut g = self.map.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(p) = g.get(&image.hash) {
-            return p.clone();
+        let cell = {
+            let mut g = self.lock();
+            if let Some(c) = g.get(&image.hash) {
+                c.clone()
+            } else {
+                if g.len() >= PTX_CACHE_ENTRIES {
+                    // Parses in flight keep their own cell.
+                    g.clear();
+                }
+                let c = Arc::new(OnceLock::new());
+                g.insert(image.hash, c.clone());
+                c
+            }
+        };
+        let parsed = cell.get_or_init(|| parse_image(&image.bytes)).clone();
+        if parsed.is_err() {
+            // A later load parses again (and fails again): no failed image is kept.
+            let mut g = self.lock();
+            if g.get(&image.hash).is_some_and(|c| Arc::ptr_eq(c, &cell)) {
+                g.remove(&image.hash);
+            }
         }
-        let parsed = parse_image(&image.bytes);
-        if g.len() >= PTX_CACHE_ENTRIES {
-            g.clear();
-        }
-        g.insert(image.hash, parsed.clone());
         parsed
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<[u8; 32], Arc<OnceLock<Parsed>>>> {
+        // Every update is a single insert, remove or clear: a poisoned map is consistent.
+        self.map.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Number of parsed modules kept.
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.lock().len()
     }
 }
 
@@ -398,5 +426,64 @@ impl Modules {
     /// Device printf output so far.
     pub fn take_stdout(&mut self) -> Vec<u8> {
         std::mem::take(self.stdout.get_mut().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::*;
+    use crate::executor::testing::ptx_fatbin;
+
+    fn kernels(n: usize) -> String {
+        let mut s = String::from(".version 7.0\n.target sm_50\n.address_size 64\n");
+        for i in 0..n {
+            s += &format!(
+                ".visible .entry k{i}(.param .u64 p)\n{{\n.reg .b64 %rd<3>;\n\
+                 ld.param.u64 %rd1, [p];\nadd.s64 %rd2, %rd1, {i};\nret;\n}}\n"
+            );
+        }
+        s
+    }
+
+    #[test]
+    fn parsed_modules_are_shared_and_failed_ones_not_kept() {
+        let cache = PtxCache::default();
+        let good = ptx_fatbin(&kernels(2));
+        let a = cache.get(&good).unwrap();
+        let b = cache.get(&good).unwrap();
+        assert!(Arc::ptr_eq(&a, &b));
+        assert_eq!(cache.len(), 1);
+        let bad = ptx_fatbin(".version 7.0\n.target sm_50\nnot ptx at all");
+        assert!(
+            cache
+                .get(&bad)
+                .unwrap_err()
+                .contains("cannot parse its PTX")
+        );
+        assert_eq!(cache.len(), 1);
+    }
+
+    /// A large module parsing in one session does not hold up another session's load.
+    #[test]
+    fn parses_do_not_wait_for_each_other() {
+        let cache = Arc::new(PtxCache::default());
+        let big = ptx_fatbin(&kernels(20_000));
+        let small = ptx_fatbin(&kernels(1));
+        let start = Instant::now();
+        let c = cache.clone();
+        let t = std::thread::spawn(move || {
+            c.get(&big).unwrap();
+            start.elapsed()
+        });
+        std::thread::sleep(Duration::from_millis(20));
+        cache.get(&small).unwrap();
+        let small_done = start.elapsed();
+        let big_done = t.join().unwrap();
+        assert!(
+            small_done < big_done,
+            "the small module waited for the big one: {small_done:?} vs {big_done:?}"
+        );
     }
 }

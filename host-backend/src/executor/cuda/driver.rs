@@ -73,14 +73,12 @@ pub const REQUIRED: &[&str] = &[
     "cuMemsetD2D32Async",
     "cuStreamCreateWithPriority",
     "cuStreamDestroy_v2",
-    "cuStreamSynchronize",
     "cuStreamQuery",
     "cuStreamWaitEvent",
     "cuEventCreate",
     "cuEventDestroy_v2",
     "cuEventRecord",
     "cuEventRecordWithFlags",
-    "cuEventSynchronize",
     "cuEventQuery",
     "cuEventElapsedTime_v2",
     "cuModuleLoadData",
@@ -543,17 +541,6 @@ pub unsafe fn stream_destroy(s: CUstream) -> DrvResult<()> {
     ok(unsafe { sys::cuStreamDestroy_v2(s) })
 }
 
-/// Waits for a stream.
-///
-/// # Safety
-///
-/// `s` is live (or null: the legacy default stream of the current context).
-pub unsafe fn stream_synchronize(s: CUstream) -> DrvResult<()> {
-    // SAFETY: `s` is a live stream or null (the current context's legacy stream), as the
-    // caller guarantees.
-    ok(unsafe { sys::cuStreamSynchronize(s) })
-}
-
 /// `Ok` when the stream is idle, `Err(CUDA_ERROR_NOT_READY)` while work is pending.
 ///
 /// # Safety
@@ -608,16 +595,6 @@ pub unsafe fn event_record(e: CUevent, s: CUstream, flags: c_uint) -> DrvResult<
             sys::cuEventRecordWithFlags(e, s, flags)
         }
     })
-}
-
-/// Waits for an event.
-///
-/// # Safety
-///
-/// `e` is live.
-pub unsafe fn event_synchronize(e: CUevent) -> DrvResult<()> {
-    // SAFETY: `e` is a live event, as the caller guarantees.
-    ok(unsafe { sys::cuEventSynchronize(e) })
 }
 
 /// `Ok` when the event completed, `Err(CUDA_ERROR_NOT_READY)` otherwise.

@@ -82,6 +82,11 @@ impl<T> HandleTable<T> {
         self.map.clear();
     }
 
+    /// Every live object.
+    pub fn values(&self) -> impl Iterator<Item = &T> {
+        self.map.values()
+    }
+
     /// Number of live handles.
     pub fn count(&self) -> usize {
         self.map.len()

@@ -67,6 +67,20 @@
 //! from that layout, or, if the driver cannot tell it, as a `CU_LAUNCH_PARAM_BUFFER_POINTER`
 //! extra padded to the largest parameter size so the driver never reads past it.
 //!
+//! # Waiting, and sessions that end
+//!
+//! The executor never blocks in `cuStreamSynchronize`, `cuEventSynchronize` or
+//! `cuCtxSynchronize` while work may still run: it polls (`wait`), checking the session's
+//! cancellation token ([`Executor::set_cancel`]). When a session ends while its work runs
+//! (its connection closed, the guest released it, the device was reset), the wait stops and
+//! the session's context is destroyed at once (`CudaExecutor::abandon`), before anything a
+//! pending DMA may touch goes away; dropping a cancelled session waits for nothing either.
+//! On a GPU, destroying a context ends its kernels; that the driver does so promptly for
+//! every kind of runaway kernel is the driver's promise, not ours, and a worker process per
+//! tenant (killed on cancel) would make it ours. cuBLAS and cuRAND calls block inside those
+//! libraries and are not interrupted. There is no `--kernel-timeout` on this executor: the
+//! driver does not say when a kernel started, only when the work before a wait finished.
+//!
 //! # Errors
 //!
 //! Driver results map to runtime statuses one to one (`error::cuda_status`). Sticky
@@ -117,6 +131,7 @@ mod rand;
 mod staging;
 mod streams;
 mod transfer;
+mod wait;
 
 use std::collections::HashMap;
 use std::ffi::c_void;
@@ -203,6 +218,8 @@ pub struct CudaExecutor {
     blas: blas::Handles,
     /// cuRAND generators (`rand.rs`).
     rand: rand::Generators,
+    /// How the session waits for the GPU: polling, and stopping when cancelled (`wait`).
+    wait: wait::Wait,
 }
 
 impl std::fmt::Debug for CudaExecutor {
@@ -227,6 +244,10 @@ unsafe impl Send for CudaExecutor {}
 
 impl Drop for CudaExecutor {
     fn drop(&mut self) {
+        if self.wait.is_cancelled() {
+            // The session ended while its work may still run: wait for nothing.
+            self.abandon();
+        }
         self.blas_release();
         self.rand_release();
         if let Some(ctx) = self.ctx.take() {
@@ -234,11 +255,12 @@ impl Drop for CudaExecutor {
             // context frees everything else it holds (memory, streams, events, modules),
             // whose owned handles then drop with `self` without driver calls.
             if ctx.bind().is_ok() {
-                self.pool.release();
+                self.pool.release(&self.wait);
             }
             if let Err(e) = ctx.destroy() {
                 warn!("destroying a session's context: {}", driver::error_name(e));
             }
+            self.pool.forget();
         }
         // Destroying the context flushed its printf output: keep it from the next session.
         if self.shared.printf.is_some() && self.uses_printf {
@@ -284,6 +306,7 @@ impl CudaExecutor {
             uses_printf: false,
             blas: blas::Handles::default(),
             rand: rand::Generators::default(),
+            wait: wait::Wait::default(),
         })
     }
 
@@ -322,6 +345,45 @@ impl CudaExecutor {
         }
     }
 
+    /// Waits until the session's work on every stream is done (polling, see `wait`), then
+    /// synchronizes the context to collect errors of work outside those streams.
+    fn wait_device(&self) -> ExecResult<()> {
+        let legacy = std::iter::once(owned::StreamRef::Legacy);
+        let created = self.streams.values().map(owned::StreamRef::Created);
+        for s in legacy.chain(created) {
+            s.synchronize(&self.wait)?;
+        }
+        driver::ctx_synchronize().map_err(to_status)
+    }
+
+    /// Passes `r` on; first, if the session was cancelled, abandons the context (see
+    /// [`CudaExecutor::abandon`]). Every call that waits for the GPU ends with this, while
+    /// what a still-pending DMA may touch is still valid.
+    fn settle<T>(&mut self, r: ExecResult<T>) -> ExecResult<T> {
+        if self.wait.is_cancelled() && self.ctx.is_some() {
+            self.abandon();
+        }
+        r
+    }
+
+    /// Destroys the session's context at once, without waiting for its work: the session
+    /// ended (its connection closed, the guest released it) while a kernel or copy may
+    /// still run. On a GPU, destroying the context stops its kernels and DMAs; cuBLAS
+    /// handles and cuRAND generators, whose destruction would synchronize, are dropped
+    /// without it. The session has no context afterwards; its later calls fail.
+    fn abandon(&mut self) {
+        if let Some(ctx) = self.ctx.take() {
+            warn!("session ended while its GPU work ran: destroying its context");
+            if let Err(e) = ctx.destroy() {
+                warn!("destroying a session's context: {}", driver::error_name(e));
+            }
+        }
+        self.pool.forget();
+        // With no context, these forget their handles instead of destroying them.
+        self.blas_release();
+        self.rand_release();
+    }
+
     /// Destroys the context and everything in it, then makes a fresh one.
     fn reset_context(&mut self) -> ExecResult<()> {
         // Library handles hold resources in the context: release them while it lives.
@@ -332,7 +394,7 @@ impl CudaExecutor {
             // broken context frees them when destroyed); every other object dies with the
             // context, and its owned handle is dropped below without a driver call.
             if ctx.bind().is_ok() {
-                self.pool.release();
+                self.pool.release(&self.wait);
             }
             let _ = ctx.destroy();
         }
@@ -374,6 +436,10 @@ fn cu_limit(limit: u32) -> ExecResult<CUlimit> {
 }
 
 impl Executor for CudaExecutor {
+    fn set_cancel(&mut self, cancel: super::Cancel) {
+        self.wait.set_cancel(cancel);
+    }
+
     fn device_count(&self) -> u32 {
         1
     }
@@ -391,7 +457,8 @@ impl Executor for CudaExecutor {
         self.check_device(device)?;
         self.bind()?;
         self.may_print = true;
-        driver::ctx_synchronize().map_err(to_status)
+        let r = self.wait_device();
+        self.settle(r)
     }
 
     fn device_reset(&mut self, device: u32) -> ExecResult<()> {
@@ -451,7 +518,8 @@ impl Executor for CudaExecutor {
         self.bind()?;
         // cudaFree waits for the device first, reporting earlier failures.
         self.may_print = true;
-        driver::ctx_synchronize().map_err(to_status)?;
+        let r = self.wait_device();
+        self.settle(r)?;
         // SAFETY: `ptr` is the base of a live user allocation of this session's context
         // (checked above; the context, current since `bind`, is the one it was allocated
         // in); it leaves the table right after, so it is freed once, and the device is idle

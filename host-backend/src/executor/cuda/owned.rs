@@ -50,6 +50,7 @@ use cudarc::driver::sys::{
 use log::warn;
 
 use super::driver::{self, DrvResult, Loaded};
+use super::wait::{Wait, Waited};
 
 /// Whether a context still exists; shared by the context and everything made in it.
 #[derive(Debug, Clone)]
@@ -308,18 +309,16 @@ impl StreamRef<'_> {
         }
     }
 
-    /// Waits for the stream's work.
-    pub fn synchronize(self) -> DrvResult<()> {
-        self.check()?;
-        // SAFETY: a stream whose context exists (checked) and which the borrow keeps from
-        // being destroyed, or null (the current context's legacy stream).
-        unsafe { driver::stream_synchronize(self.raw()) }
+    /// Waits for the stream's work, polling (see `wait`).
+    pub fn synchronize(self, wait: &Wait) -> Result<(), Waited> {
+        wait.until(|| self.query())
     }
 
     /// `Ok` when the stream is idle, `Err(CUDA_ERROR_NOT_READY)` while work is pending.
     pub fn query(self) -> DrvResult<()> {
         self.check()?;
-        // SAFETY: a live stream (checked, and borrowed) or null, as for `synchronize`.
+        // SAFETY: a stream whose context exists (checked) and which the borrow keeps from
+        // being destroyed, or null (the current context's legacy stream).
         unsafe { driver::stream_query(self.raw()) }
     }
 
@@ -327,7 +326,7 @@ impl StreamRef<'_> {
     pub fn wait_event(self, event: &Event, flags: c_uint) -> DrvResult<()> {
         self.check()?;
         event.life.check()?;
-        // SAFETY: the stream is live or null, as for `synchronize`; the event's context
+        // SAFETY: the stream is live or null, as for `query`; the event's context
         // exists (checked) and the borrow keeps the event from being destroyed.
         unsafe { driver::stream_wait_event(self.raw(), event.raw, flags) }
     }
@@ -365,11 +364,9 @@ impl Event {
         unsafe { driver::event_record(self.raw, stream.raw(), flags) }
     }
 
-    /// Waits for the event.
-    pub fn synchronize(&self) -> DrvResult<()> {
-        self.life.check()?;
-        // SAFETY: the event's context exists (checked) and `&self` keeps the event alive.
-        unsafe { driver::event_synchronize(self.raw) }
+    /// Waits for the event, polling (see `wait`).
+    pub fn synchronize(&self, wait: &Wait) -> Result<(), Waited> {
+        wait.until(|| self.query())
     }
 
     /// `Ok` when the event completed, `Err(CUDA_ERROR_NOT_READY)` otherwise.
@@ -585,7 +582,11 @@ mod tests {
         };
         life.end();
         let gone = Err(CUresult::CUDA_ERROR_CONTEXT_IS_DESTROYED);
-        assert_eq!(StreamRef::Created(&stream).synchronize(), gone);
+        let waited = StreamRef::Created(&stream).synchronize(&Wait::default());
+        assert_eq!(
+            waited,
+            Err(Waited::Failed(CUresult::CUDA_ERROR_CONTEXT_IS_DESTROYED))
+        );
         assert_eq!(event.query(), gone);
         assert_eq!(module.global(c"x").map(drop), gone);
         assert_eq!(module.function(c"k").map(drop), gone);

@@ -18,6 +18,7 @@
 
 use super::error::to_status;
 use super::owned::{Context, Event, HostBuffer, StreamRef};
+use super::wait::Wait;
 use crate::executor::ExecResult;
 
 /// `CU_EVENT_DISABLE_TIMING`: the cheapest kind of event.
@@ -47,9 +48,9 @@ impl Buffer {
     }
 
     /// Waits until the buffer's last DMA has finished.
-    pub fn wait(&mut self) -> ExecResult<()> {
+    pub fn wait(&mut self, wait: &Wait) -> ExecResult<()> {
         if self.pending {
-            self.event.synchronize().map_err(to_status)?;
+            self.event.synchronize(wait)?;
             self.pending = false;
         }
         Ok(())
@@ -117,11 +118,16 @@ impl Pool {
     }
 
     /// Frees every buffer after its DMAs finish. The session's context must be current.
-    pub fn release(&mut self) {
-        for mut b in self.bufs.drain(..) {
+    /// If the wait is cancelled, the buffers still in use stay: the caller destroys the
+    /// context next, which frees them, and then [`Pool::forget`]s them.
+    pub fn release(&mut self, wait: &Wait) {
+        while let Some(mut b) = self.bufs.pop() {
             // Once the DMAs finished (or the context is broken, when no DMA will run any
             // more), dropping the buffer destroys its event, then frees its memory.
-            let _ = b.wait();
+            if b.wait(wait).is_err() && wait.is_cancelled() {
+                self.bufs.push(b);
+                return;
+            }
         }
         self.next = 0;
     }

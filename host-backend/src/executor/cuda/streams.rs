@@ -63,7 +63,8 @@ impl CudaExecutor {
         let s = stream_ref(&self.streams, stream)?;
         self.bind()?;
         self.may_print = true;
-        s.synchronize().map_err(to_status)
+        let r = s.synchronize(&self.wait).map_err(Status::from);
+        self.settle(r)
     }
 
     pub(super) fn stream_query_impl(&mut self, stream: u64) -> ExecResult<()> {
@@ -128,7 +129,8 @@ impl CudaExecutor {
         let (e, _) = self.events.get(event)?;
         self.bind()?;
         self.may_print = true;
-        e.synchronize().map_err(to_status)
+        let r = e.synchronize(&self.wait).map_err(Status::from);
+        self.settle(r)
     }
 
     pub(super) fn event_query_impl(&mut self, event: u64) -> ExecResult<()> {

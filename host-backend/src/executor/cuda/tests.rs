@@ -3,9 +3,6 @@
 //! usable GPU exists, so they never fail for lack of one; the GPU-free parts are tested in
 //! their own modules.
 
-use std::sync::Arc;
-
-use sha2::{Digest, Sha256};
 use vcuda_protocol::{
     COPY_ASYNC, LaunchReq, MemcpyDtoDReq, MemcpyDtoHReq, MemcpyHtoDReq, MemsetReq, ParamInfo,
     STREAM_LEGACY, attr,
@@ -14,6 +11,7 @@ use vm_memory::VolatileSlice;
 
 use super::*;
 use crate::executor::ExecutorFactory;
+use crate::executor::testing::ptx_fatbin;
 
 fn factory() -> Option<CudaFactory> {
     match CudaFactory::new(CudaConfig {
@@ -315,28 +313,6 @@ fn streams_and_events() {
 }
 
 /// A fat binary holding one PTX entry.
-fn ptx_fatbin(ptx: &str) -> Arc<ModuleImage> {
-    let mut payload = ptx.as_bytes().to_vec();
-    payload.push(0);
-    payload.resize(payload.len().next_multiple_of(8), 0);
-    let mut h = vec![0u8; 64];
-    h[0..2].copy_from_slice(&1u16.to_le_bytes());
-    h[4..8].copy_from_slice(&64u32.to_le_bytes());
-    h[8..16].copy_from_slice(&(payload.len() as u64).to_le_bytes());
-    h[0x18..0x1a].copy_from_slice(&0u16.to_le_bytes());
-    h[0x1a..0x1c].copy_from_slice(&7u16.to_le_bytes());
-    h[0x1c..0x20].copy_from_slice(&50u32.to_le_bytes());
-    h[0x28..0x30].copy_from_slice(&0x11u64.to_le_bytes());
-    h.extend(payload);
-    let mut bytes = 0xBA55_ED50u32.to_le_bytes().to_vec();
-    bytes.extend_from_slice(&1u16.to_le_bytes());
-    bytes.extend_from_slice(&16u16.to_le_bytes());
-    bytes.extend_from_slice(&(h.len() as u64).to_le_bytes());
-    bytes.extend(h);
-    let hash = Sha256::digest(&bytes).into();
-    Arc::new(ModuleImage { hash, bytes })
-}
-
 const PTX: &str = r#"
 .version 7.0
 .target sm_50
@@ -374,6 +350,12 @@ DONE:
     mov.u64 %rd1, 0;
     st.global.u32 [%rd1], 1;
     ret;
+}
+
+.visible .entry endless()
+{
+LOOP:
+    bra.uni LOOP;
 }
 "#;
 
@@ -555,4 +537,79 @@ fn limits_and_reset() {
     let s = e.stream_create(0, 0, 0).unwrap();
     e.device_reset(0).unwrap();
     assert_eq!(e.stream_query(s), Err(Status::INVALID_HANDLE));
+}
+
+/// Launches `endless` on the legacy stream of a fresh session, which then gets cancelled
+/// `after` it started `wait`ing; returns how long the wait took and its result, and checks
+/// that the session lost its context and drops at once.
+fn cancel_while(
+    f: &CudaFactory,
+    wait: impl FnOnce(&mut CudaExecutor) -> ExecResult<()>,
+) -> ExecResult<()> {
+    let mut e = f.new_executor().unwrap();
+    let cancel = crate::executor::Cancel::default();
+    e.set_cancel(cancel.clone());
+    let m = e.module_load(ptx_fatbin(PTX)).unwrap();
+    let k = e.function_get(m, "endless").unwrap();
+    let launch = LaunchReq {
+        function: k.handle,
+        stream: STREAM_LEGACY,
+        grid: [1, 1, 1],
+        block: [1, 1, 1],
+        shared_mem: 0,
+        param_len: 0,
+    };
+    e.launch(&launch, &[]).unwrap();
+    let t = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        cancel.cancel();
+    });
+    let start = std::time::Instant::now();
+    let r = wait(&mut e);
+    let took = start.elapsed();
+    t.join().unwrap();
+    // 200 ms to the cancel, then at most a millisecond of polling; the mock driver's
+    // blocking waits take 5 s behind an endless kernel, so a blocking wait shows.
+    assert!(took < std::time::Duration::from_secs(3), "took {took:?}");
+    // The context is gone: nothing more runs in this session.
+    assert_eq!(
+        e.malloc(0, 16),
+        Err(Status(vcuda_protocol::status::DEVICE_UNINITIALIZED))
+    );
+    let start = std::time::Instant::now();
+    drop(e);
+    assert!(start.elapsed() < std::time::Duration::from_secs(3));
+    r
+}
+
+#[test]
+fn a_session_that_ends_stops_waiting_for_its_endless_kernel() {
+    let f = gpu!();
+    let failed = Err(Status(vcuda_protocol::status::LAUNCH_FAILURE));
+    assert_eq!(cancel_while(&f, |e| e.device_synchronize(0)), failed);
+    assert_eq!(
+        cancel_while(&f, |e| e.stream_synchronize(STREAM_LEGACY)),
+        failed
+    );
+    // A copy queued behind the kernel, into pageable memory (the direct path) and through
+    // the staging buffers.
+    for n in [4096usize, 256 << 10] {
+        let r = cancel_while(&f, |e| {
+            let p = e.malloc(0, n as u64)?;
+            let mut back = vec![0u8; n];
+            e.memcpy_dtoh(&dtoh(p, n as u64, 1, 0), &DataSegs::from_slice(&mut back))
+        });
+        assert_eq!(r, failed, "{n} bytes");
+    }
+    let r = cancel_while(&f, |e| {
+        let ev = e.event_create(0, 0)?;
+        e.event_record(ev, STREAM_LEGACY, 0)?;
+        e.event_synchronize(ev)
+    });
+    assert_eq!(r, failed);
+    // Other sessions are unaffected.
+    let mut other = f.new_executor().unwrap();
+    let q = other.malloc(0, 64).unwrap();
+    other.device_synchronize(0).unwrap();
+    other.free(q).unwrap();
 }

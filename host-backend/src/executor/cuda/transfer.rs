@@ -14,6 +14,7 @@ use super::owned::{Context, StreamRef};
 use super::plan::{Span, spans, windows};
 use super::staging::Pool;
 use super::streams::stream_ref;
+use super::wait::{Wait, Waited};
 use super::{CudaExecutor, SMALL_COPY, context_of};
 use crate::data::DataSegs;
 use crate::executor::{ExecResult, Status};
@@ -142,10 +143,15 @@ unsafe fn dtoh_direct(region: &Region, dst: &DataSegs<'_>, s: StreamRef<'_>) -> 
     })
 }
 
-/// Waits for `s`, keeping the first error.
-fn finish(first: DrvResult<()>, s: StreamRef<'_>) -> ExecResult<()> {
-    let waited = s.synchronize();
-    first.and(waited).map_err(to_status)
+/// Waits for `s`, keeping the first error. If the wait is cancelled, DMAs may still be
+/// pending: the caller must [`CudaExecutor::settle`] before the memory they use goes away.
+fn finish(first: DrvResult<()>, s: StreamRef<'_>, wait: &Wait) -> ExecResult<()> {
+    let waited = s.synchronize(wait);
+    match (first, waited) {
+        (_, Err(Waited::Cancelled)) => Err(Waited::Cancelled.into()),
+        (Err(e), _) => Err(to_status(e)),
+        (Ok(()), w) => w.map_err(Status::from),
+    }
 }
 
 impl CudaExecutor {
@@ -175,7 +181,9 @@ impl CudaExecutor {
                 // and pinned while we hold the read lock, until `finish` has waited for the
                 // DMA; the region was checked and the context bound above.
                 let r = unsafe { htod_direct(&region, &src, s) };
-                return finish(r, s);
+                let r = finish(r, s, &self.wait);
+                // Still under the read lock: a cancelled wait tears the context down first.
+                return self.settle(r);
             }
             Placement::Pageable if total <= SMALL_COPY => {
                 // SAFETY: every piece is pageable memory, which the driver copies out before
@@ -184,12 +192,19 @@ impl CudaExecutor {
                 let r = unsafe { htod_direct(&region, &src, s) };
                 r.map_err(to_status)?;
             }
-            _ => htod_staged(&mut self.pool, context_of(&self.ctx)?, &region, &src, s)?,
+            _ => {
+                let ctx = context_of(&self.ctx)?;
+                let r = htod_staged(&mut self.pool, ctx, &region, &src, s, &self.wait);
+                self.settle(r)?;
+            }
         }
         if sync {
             // cudaMemcpy returns once the copy is done, reporting earlier failures too.
-            finish(Ok(()), s)?;
+            let s = stream_ref(&self.streams, r.stream)?;
+            let r = finish(Ok(()), s, &self.wait);
+            self.settle(r)?;
         }
+        drop(pinned);
         Ok(())
     }
 
@@ -218,9 +233,13 @@ impl CudaExecutor {
             // DMA either way, and `dst` outlives this call. The region was checked and the
             // context bound above.
             let r = unsafe { dtoh_direct(&region, &dst, s) };
-            return finish(r, s);
+            let r = finish(r, s, &self.wait);
+            // Still under the read lock: a cancelled wait tears the context down first.
+            return self.settle(r);
         }
-        dtoh_staged(&mut self.pool, context_of(&self.ctx)?, &region, &dst, s)
+        let ctx = context_of(&self.ctx)?;
+        let r = dtoh_staged(&mut self.pool, ctx, &region, &dst, s, &self.wait);
+        self.settle(r)
     }
 
     pub(super) fn dtod(&mut self, r: &MemcpyDtoDReq) -> ExecResult<()> {
@@ -298,12 +317,13 @@ fn htod_staged(
     region: &Region,
     src: &DataSegs<'_>,
     s: StreamRef<'_>,
+    wait: &Wait,
 ) -> ExecResult<()> {
     let chunk = pool.chunk() as u64;
     for (off, len) in windows(region, chunk) {
         let i = pool.next_index();
         let buf = pool.get(ctx, i)?;
-        buf.wait()?;
+        buf.wait(wait)?;
         src.read_at(off, &mut buf.bytes_mut()[..len as usize])
             .map_err(|_| Status::INVALID_VALUE)?;
         for sp in spans(region, off, len) {
@@ -329,13 +349,14 @@ fn dtoh_staged(
     region: &Region,
     dst: &DataSegs<'_>,
     s: StreamRef<'_>,
+    wait: &Wait,
 ) -> ExecResult<()> {
     let chunk = pool.chunk() as u64;
     let depth = pool.depth();
     let mut in_flight: VecDeque<(usize, u64, u64)> = VecDeque::with_capacity(depth);
     let drain_one = |pool: &mut Pool, (i, off, len): (usize, u64, u64)| -> ExecResult<()> {
         let buf = pool.get(ctx, i)?;
-        buf.wait()?;
+        buf.wait(wait)?;
         dst.write_at(off, &buf.bytes_mut()[..len as usize])
             .map_err(|_| Status::INVALID_VALUE)
     };
@@ -348,7 +369,7 @@ fn dtoh_staged(
         }
         let i = pool.next_index();
         let buf = pool.get(ctx, i)?;
-        buf.wait()?;
+        buf.wait(wait)?;
         for sp in spans(region, off, len) {
             let host = buf.ptr().wrapping_add((sp.packed() - off) as usize);
             // SAFETY: `host` starts the span's bytes inside the buffer, which lives in the

@@ -269,6 +269,41 @@ fn a_blocking_call_does_not_stall_other_sessions() {
     rig.finish();
 }
 
+/// A session closed, or dropped by a device reset, while a call of it runs: the call is
+/// cancelled (its worker is free again at once), not run to its end.
+#[test]
+fn ending_a_session_cancels_its_running_call() {
+    let rig = Rig::new(TestFactory::new(Duration::from_secs(60)), 2, 1);
+    let mut c = rig.connect(2);
+    let mut m = Msg::new();
+    m.on_handle(Opcode::StreamSynchronize, STREAM_LEGACY);
+    let (ctrl, _) = m.finish(0);
+
+    // Closed by the guest.
+    assert_eq!(c.open(0, 1), 0);
+    c.send(0, 1, Msg::new().hello()).ok();
+    let t0 = Instant::now();
+    let slow = c.submit(0, &Call::submit(1, &ctrl, &[], 0));
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(c.close(1, 1), 0);
+    let r = c.wait(slow);
+    assert_eq!(r.statuses(), [status::LAUNCH_FAILURE]);
+    assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
+
+    // Dropped with its connection (QEMU killed): the connection's end cancels it, so the
+    // server is done long before the call's 60 s (and before `DISCONNECT_TIMEOUT`, after
+    // which it would give up on the worker). A device reset cancels the same way, once
+    // the rings' stop has waited `STOP_TIMEOUT` for chains in flight (a pause keeps them).
+    assert_eq!(c.open(0, 2), 0);
+    c.send(0, 2, Msg::new().hello()).ok();
+    let t0 = Instant::now();
+    let _slow = c.submit(0, &Call::submit(2, &ctrl, &[], 0));
+    std::thread::sleep(Duration::from_millis(100));
+    drop(c);
+    rig.finish();
+    assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+}
+
 #[test]
 fn pause_keeps_sessions_and_reset_drops_them() {
     let rig = Rig::new(TestFactory::new(Duration::ZERO), 2, 1);

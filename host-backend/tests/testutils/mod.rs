@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use vcuda_backend::data::DataSegs;
 use vcuda_backend::executor::cpu::{CpuConfig, CpuFactory};
 use vcuda_backend::executor::{
-    ExecResult, Executor, ExecutorFactory, FunctionInfo, ModuleImage, Status,
+    Cancel, ExecResult, Executor, ExecutorFactory, FunctionInfo, ModuleImage, Status,
 };
 use vcuda_backend::vhost_user::device::UsedRing;
 use vcuda_protocol::decode::{decode_reply_header, split_records};
@@ -719,8 +719,9 @@ pub fn cpu_factory() -> Arc<CpuFactory> {
     }))
 }
 
-/// The CPU executor, except that `StreamSynchronize` first sleeps `slow_sync` and every
-/// `Launch` faults with `cudaErrorIllegalAddress` (a sticky error).
+/// The CPU executor, except that `StreamSynchronize` first sleeps `slow_sync` (ending early
+/// with `cudaErrorLaunchFailure` if the session is cancelled, as a real executor's waits do)
+/// and every `Launch` faults with `cudaErrorIllegalAddress` (a sticky error).
 pub struct TestFactory {
     inner: Arc<CpuFactory>,
     /// How long a stream synchronize sleeps.
@@ -748,6 +749,7 @@ impl ExecutorFactory for TestFactory {
         Ok(Box::new(TestExecutor {
             inner: self.inner.new_session()?,
             slow_sync: self.slow_sync,
+            cancel: None,
         }))
     }
     fn guest_memory_changed(&self, regions: &[(usize, usize)]) {
@@ -758,9 +760,14 @@ impl ExecutorFactory for TestFactory {
 struct TestExecutor {
     inner: Box<dyn Executor>,
     slow_sync: Duration,
+    cancel: Option<Cancel>,
 }
 
 impl Executor for TestExecutor {
+    fn set_cancel(&mut self, cancel: Cancel) {
+        self.cancel = Some(cancel.clone());
+        self.inner.set_cancel(cancel)
+    }
     fn set_address_range(&mut self, base: u64, len: u64) {
         self.inner.set_address_range(base, len)
     }
@@ -813,7 +820,13 @@ impl Executor for TestExecutor {
         self.inner.stream_destroy(stream)
     }
     fn stream_synchronize(&mut self, stream: u64) -> ExecResult<()> {
-        std::thread::sleep(self.slow_sync);
+        let end = Instant::now() + self.slow_sync;
+        while Instant::now() < end {
+            if self.cancel.as_ref().is_some_and(Cancel::is_cancelled) {
+                return Err(Status(status::LAUNCH_FAILURE));
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
         self.inner.stream_synchronize(stream)
     }
     fn stream_query(&mut self, stream: u64) -> ExecResult<()> {

@@ -306,21 +306,12 @@ pub fn launch(
             .map_or(0, |d| d.as_nanos() as u64),
     };
     let cores = if opts.threads == 0 {
-        std::thread::available_parallelism().map_or(1, |n| n.get())
+        pool::cores()
     } else {
         opts.threads
     };
     let workers = (cores as u64).min(nblocks).max(1) as usize;
-    if workers == 1 {
-        worker(&l);
-    } else {
-        std::thread::scope(|s| {
-            for _ in 1..workers {
-                s.spawn(|| worker(&l));
-            }
-            worker(&l);
-        });
-    }
+    pool::run(workers, &|| worker(&l));
     if let Some((_, e)) = l.error.lock().ok().and_then(|mut e| e.take()) {
         return Err(e);
     }
@@ -421,5 +412,6 @@ mod access;
 mod block;
 mod call;
 mod operand;
+mod pool;
 mod step;
 mod warp;

@@ -65,7 +65,8 @@ struct ExecArgs {
     #[arg(long, default_value_t = 0)]
     cpu_threads: usize,
     /// Fail a kernel launch still running after SECONDS with cudaErrorLaunchTimeout, like a
-    /// GPU watchdog (CPU executor; default: no limit, like a GPU without one).
+    /// GPU watchdog (default: no limit, like a GPU without one). CUDA executor: any wait for
+    /// a session's GPU work that lasts longer fails so, and ends the session's context.
     #[arg(long, value_name = "SECONDS")]
     kernel_timeout: Option<f64>,
     /// CUDA executor: the GPU to serve (guests see it as device 0).
@@ -156,14 +157,15 @@ enum ExecutorChoice {
 }
 
 fn make_factory(args: &ExecArgs) -> Result<Arc<dyn ExecutorFactory>, String> {
+    let kernel_timeout = args
+        .kernel_timeout
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .map(std::time::Duration::from_secs_f64);
     let cpu = || -> Arc<dyn ExecutorFactory> {
         Arc::new(CpuFactory::new(CpuConfig {
             memory: args.cpu_memory_mib.saturating_mul(1 << 20),
             threads: args.cpu_threads,
-            kernel_timeout: args
-                .kernel_timeout
-                .filter(|s| s.is_finite() && *s > 0.0)
-                .map(std::time::Duration::from_secs_f64),
+            kernel_timeout,
         }))
     };
     let cuda = || {
@@ -172,6 +174,7 @@ fn make_factory(args: &ExecArgs) -> Result<Arc<dyn ExecutorFactory>, String> {
             staging_chunk: args.cuda_staging_kib.saturating_mul(1 << 10),
             staging_depth: args.cuda_staging_buffers,
             capture_printf: args.cuda_capture_printf,
+            kernel_timeout,
         })
     };
     match args.executor {

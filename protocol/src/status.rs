@@ -845,6 +845,8 @@ pub fn is_sticky(code: CudaStatus) -> bool {
             | LAUNCH_TIMEOUT
             | ECCUNCORRECTABLE
             | CONTEXT_IS_DESTROYED
+            | CONTAINED
+            | TENSOR_MEMORY_LEAK
     )
 }
 

@@ -78,8 +78,10 @@
 //! On a GPU, destroying a context ends its kernels; that the driver does so promptly for
 //! every kind of runaway kernel is the driver's promise, not ours, and a worker process per
 //! tenant (killed on cancel) would make it ours. cuBLAS and cuRAND calls block inside those
-//! libraries and are not interrupted. There is no `--kernel-timeout` on this executor: the
-//! driver does not say when a kernel started, only when the work before a wait finished.
+//! libraries and are not interrupted. `--kernel-timeout` works the same way: a wait for the
+//! session's GPU work that lasts longer fails with `cudaErrorLaunchTimeout` (sticky) and the
+//! context is destroyed; the driver does not say when a kernel started, so what is timed
+//! is the wait, which includes the work queued before the kernel.
 //!
 //! # Errors
 //!
@@ -176,6 +178,10 @@ pub struct CudaConfig {
     pub staging_depth: usize,
     /// Capture device `printf` (the backend's stdout) and return it to the guest.
     pub capture_printf: bool,
+    /// Fail any wait for a session's GPU work that lasts longer with
+    /// `cudaErrorLaunchTimeout` and end the session's context (`--kernel-timeout`; none by
+    /// default, like a GPU without a watchdog).
+    pub kernel_timeout: Option<std::time::Duration>,
 }
 
 impl Default for CudaConfig {
@@ -185,6 +191,7 @@ impl Default for CudaConfig {
             staging_chunk: 4 << 20,
             staging_depth: 4,
             capture_printf: false,
+            kernel_timeout: None,
         }
     }
 }
@@ -287,6 +294,7 @@ impl CudaExecutor {
             to_status(e)
         })?;
         let pool = staging::Pool::new(shared.config.staging_chunk, shared.config.staging_depth);
+        let wait = wait::Wait::new(shared.config.kernel_timeout);
         shared.sessions.fetch_add(1, Ordering::Relaxed);
         Ok(Self {
             shared,
@@ -306,7 +314,7 @@ impl CudaExecutor {
             uses_printf: false,
             blas: blas::Handles::default(),
             rand: rand::Generators::default(),
-            wait: wait::Wait::default(),
+            wait,
         })
     }
 
@@ -360,7 +368,8 @@ impl CudaExecutor {
     /// [`CudaExecutor::abandon`]). Every call that waits for the GPU ends with this, while
     /// what a still-pending DMA may touch is still valid.
     fn settle<T>(&mut self, r: ExecResult<T>) -> ExecResult<T> {
-        if self.wait.is_cancelled() && self.ctx.is_some() {
+        let timed_out = self.wait.take_timed_out();
+        if (timed_out || self.wait.is_cancelled()) && self.ctx.is_some() {
             self.abandon();
         }
         r
@@ -368,12 +377,13 @@ impl CudaExecutor {
 
     /// Destroys the session's context at once, without waiting for its work: the session
     /// ended (its connection closed, the guest released it) while a kernel or copy may
-    /// still run. On a GPU, destroying the context stops its kernels and DMAs; cuBLAS
+    /// still run, or a wait outlasted `--kernel-timeout` (the session then answers the
+    /// sticky `cudaErrorLaunchTimeout` until `cudaDeviceReset` gives it a new context). On a GPU, destroying the context stops its kernels and DMAs; cuBLAS
     /// handles and cuRAND generators, whose destruction would synchronize, are dropped
     /// without it. The session has no context afterwards; its later calls fail.
     fn abandon(&mut self) {
         if let Some(ctx) = self.ctx.take() {
-            warn!("session ended while its GPU work ran: destroying its context");
+            warn!("a session's GPU work was cancelled or timed out: destroying its context");
             if let Err(e) = ctx.destroy() {
                 warn!("destroying a session's context: {}", driver::error_name(e));
             }

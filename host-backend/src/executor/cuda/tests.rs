@@ -613,3 +613,42 @@ fn a_session_that_ends_stops_waiting_for_its_endless_kernel() {
     other.device_synchronize(0).unwrap();
     other.free(q).unwrap();
 }
+
+#[test]
+fn a_wait_past_the_kernel_timeout_fails_and_reset_recovers() {
+    let Ok(f) = CudaFactory::new(CudaConfig {
+        kernel_timeout: Some(std::time::Duration::from_millis(300)),
+        ..CudaConfig::default()
+    }) else {
+        eprintln!("skipping: no GPU");
+        return;
+    };
+    let mut e = f.new_executor().unwrap();
+    let m = e.module_load(ptx_fatbin(PTX)).unwrap();
+    let k = e.function_get(m, "endless").unwrap();
+    let launch = LaunchReq {
+        function: k.handle,
+        stream: STREAM_LEGACY,
+        grid: [1, 1, 1],
+        block: [1, 1, 1],
+        shared_mem: 0,
+        param_len: 0,
+    };
+    e.launch(&launch, &[]).unwrap();
+    let start = std::time::Instant::now();
+    let err = e.device_synchronize(0).unwrap_err();
+    assert_eq!(err, Status(vcuda_protocol::status::LAUNCH_TIMEOUT));
+    assert!(vcuda_protocol::status::is_sticky(err.code()));
+    let took = start.elapsed();
+    assert!(took >= std::time::Duration::from_millis(300), "{took:?}");
+    assert!(took < std::time::Duration::from_secs(3), "{took:?}");
+    // The context is gone until the guest resets the device.
+    assert_eq!(
+        e.malloc(0, 16),
+        Err(Status(vcuda_protocol::status::DEVICE_UNINITIALIZED))
+    );
+    e.device_reset(0).unwrap();
+    let p = e.malloc(0, 16).unwrap();
+    e.device_synchronize(0).unwrap();
+    e.free(p).unwrap();
+}

@@ -8,7 +8,9 @@
 //! executor waits by polling `cuStreamQuery`/`cuEventQuery` instead, and checks the
 //! session's cancellation token between polls. When it is cancelled, the wait returns
 //! [`Waited::Cancelled`] and the executor destroys the session's context before anything
-//! the GPU might still write to is released (`CudaExecutor::settle`).
+//! the GPU might still write to is released (`CudaExecutor::settle`). With a time limit
+//! (`--kernel-timeout`), a wait that lasts longer ends with [`Waited::TimedOut`], and the
+//! executor destroys the context the same way.
 //!
 //! # Cost
 //!
@@ -19,6 +21,7 @@
 //! thousand wake-ups per second. The driver's own default (`CU_CTX_SCHED_AUTO`) also spins,
 //! then yields.
 
+use std::cell::Cell;
 use std::time::{Duration, Instant};
 
 use cudarc::driver::sys::CUresult;
@@ -45,6 +48,8 @@ pub enum Waited {
     Failed(CUresult),
     /// The session was cancelled while the work was still running.
     Cancelled,
+    /// The work outlasted the time limit.
+    TimedOut,
 }
 
 impl From<CUresult> for Waited {
@@ -60,17 +65,34 @@ impl From<Waited> for Status {
         match w {
             Waited::Failed(e) => to_status(e),
             Waited::Cancelled => Status(status::LAUNCH_FAILURE),
+            Waited::TimedOut => Status(status::LAUNCH_TIMEOUT),
         }
     }
 }
 
-/// A session's way of waiting: polls, checking its cancellation token.
+/// A session's way of waiting: polls, checking its cancellation token and time limit.
 #[derive(Debug, Clone, Default)]
 pub struct Wait {
     cancel: Option<Cancel>,
+    limit: Option<Duration>,
+    /// A wait timed out since [`Wait::take_timed_out`] last looked.
+    timed_out: Cell<bool>,
 }
 
 impl Wait {
+    /// Waits that fail after `limit`, if given.
+    pub fn new(limit: Option<Duration>) -> Self {
+        Self {
+            limit,
+            ..Self::default()
+        }
+    }
+
+    /// Whether a wait timed out since the last call (and forgets it).
+    pub fn take_timed_out(&self) -> bool {
+        self.timed_out.replace(false)
+    }
+
     /// Waits checking `cancel`.
     pub fn set_cancel(&mut self, cancel: Cancel) {
         self.cancel = Some(cancel);
@@ -95,6 +117,10 @@ impl Wait {
                 return Err(Waited::Cancelled);
             }
             let waited = start.elapsed();
+            if self.limit.is_some_and(|l| waited > l) {
+                self.timed_out.set(true);
+                return Err(Waited::TimedOut);
+            }
             if waited < SPIN {
                 std::hint::spin_loop();
             } else if waited < YIELD {
@@ -128,6 +154,21 @@ mod tests {
         assert_eq!(polls.get(), 5);
         let r = w.until(|| Err(CUresult::CUDA_ERROR_ILLEGAL_ADDRESS));
         assert_eq!(r, Err(Waited::Failed(CUresult::CUDA_ERROR_ILLEGAL_ADDRESS)));
+    }
+
+    #[test]
+    fn a_wait_past_the_limit_times_out_once() {
+        let w = Wait::new(Some(Duration::from_millis(20)));
+        let start = Instant::now();
+        let r = w.until(|| Err(CUresult::CUDA_ERROR_NOT_READY));
+        assert_eq!(r, Err(Waited::TimedOut));
+        assert!(start.elapsed() >= Duration::from_millis(20));
+        assert!(w.take_timed_out());
+        assert!(!w.take_timed_out());
+        assert_eq!(
+            Status::from(Waited::TimedOut),
+            Status(status::LAUNCH_TIMEOUT)
+        );
     }
 
     #[test]

@@ -47,8 +47,16 @@ fn available() -> bool {
 /// The session's cuBLAS handles (raw `cublasHandle_t`s, owned here).
 #[derive(Debug, Default)]
 pub(super) struct Handles {
-    map: HashMap<u64, usize>,
+    map: HashMap<u64, Handle>,
     next: u64,
+}
+
+/// A cuBLAS handle and the stream it was last set to. `cublasSetStream` resets the
+/// handle's workspace, so it is called only when a call names another stream.
+#[derive(Debug, Clone, Copy)]
+struct Handle {
+    raw: usize,
+    stream: Option<usize>,
 }
 
 fn ok(s: cb::cublasStatus_t) -> ExecResult<()> {
@@ -184,7 +192,13 @@ impl CudaExecutor {
         ok(unsafe { cb::cublasCreate_v2(&mut h) })?;
         self.blas.next += 1;
         let id = 0xb1a5_0000_0000 | self.blas.next;
-        self.blas.map.insert(id, h as usize);
+        self.blas.map.insert(
+            id,
+            Handle {
+                raw: h as usize,
+                stream: None,
+            },
+        );
         Ok(id)
     }
 
@@ -196,7 +210,7 @@ impl CudaExecutor {
             .ok_or(Status(BLAS_NOT_INITIALIZED))?;
         self.cu_context()?;
         // SAFETY: a handle we created in this context and remove from the table here.
-        ok(unsafe { cb::cublasDestroy_v2(h as cb::cublasHandle_t) })
+        ok(unsafe { cb::cublasDestroy_v2(h.raw as cb::cublasHandle_t) })
     }
 
     /// Destroys every handle (before the context goes away).
@@ -208,7 +222,7 @@ impl CudaExecutor {
         for (_, h) in self.blas.map.drain() {
             if bound {
                 // SAFETY: our handle, destroyed once, with its context current.
-                let s = unsafe { cb::cublasDestroy_v2(h as cb::cublasHandle_t) };
+                let s = unsafe { cb::cublasDestroy_v2(h.raw as cb::cublasHandle_t) };
                 if s != cb::cublasStatus_t::CUBLAS_STATUS_SUCCESS {
                     warn!("cublasDestroy: {s:?}");
                 }
@@ -217,25 +231,32 @@ impl CudaExecutor {
     }
 
     pub(super) fn blas_call_impl(&mut self, r: &BlasCallReq) -> ExecResult<[u8; 16]> {
-        let h = *self
+        let handle = *self
             .blas
             .map
             .get(&r.handle)
-            .ok_or(Status(BLAS_NOT_INITIALIZED))? as cb::cublasHandle_t;
+            .ok_or(Status(BLAS_NOT_INITIALIZED))?;
+        let h = handle.raw as cb::cublasHandle_t;
         check::validate(r).map_err(Status)?;
         let stream = self
             .cu_stream(r.stream)
             .map_err(|_| Status(BLAS_EXECUTION_FAILED))?;
         self.cu_context()?;
+        if handle.stream != Some(stream as usize) {
+            // SAFETY: our handle with its context current; the stream belongs to the session.
+            ok(unsafe { cb::cublasSetStream_v2(h, stream.cast()) })?;
+            if let Some(e) = self.blas.map.get_mut(&r.handle) {
+                e.stream = Some(stream as usize);
+            }
+        }
         let device = r.flags & BLAS_DEVICE_POINTERS != 0;
         let mode = if device {
             cb::cublasPointerMode_t::CUBLAS_POINTER_MODE_DEVICE
         } else {
             cb::cublasPointerMode_t::CUBLAS_POINTER_MODE_HOST
         };
-        // SAFETY: our handle with its context current; the stream belongs to the session.
+        // SAFETY: our handle with its context current; the modes are by value.
         unsafe {
-            ok(cb::cublasSetStream_v2(h, stream.cast()))?;
             ok(cb::cublasSetPointerMode_v2(h, mode))?;
             ok(cb::cublasSetMathMode(h, math_mode(r.math_mode)))?;
         }

@@ -14,6 +14,8 @@ pub fn ptx_fatbin(ptx: &str) -> Arc<ModuleImage> {
     payload.resize(payload.len().next_multiple_of(8), 0);
     let mut h = vec![0u8; 64];
     h[0..2].copy_from_slice(&1u16.to_le_bytes());
+    // The entry version nvcc writes.
+    h[2..4].copy_from_slice(&0x0101u16.to_le_bytes());
     h[4..8].copy_from_slice(&64u32.to_le_bytes());
     h[8..16].copy_from_slice(&(payload.len() as u64).to_le_bytes());
     h[0x18..0x1a].copy_from_slice(&0u16.to_le_bytes());

@@ -625,6 +625,27 @@ EXPORT CUresult cuModuleLoadData(CUmodule *m, const void *image) {
     LEAVE
 }
 
+// With the error-log options the executor passes (and checks them): an image whose PTX
+// says "does_not_compile" fails with a log, as a real JIT would.
+EXPORT CUresult cuModuleLoadDataEx(CUmodule *m, const void *image, unsigned n, CUjit_option *opts,
+                                   void **vals) {
+    char *log = NULL;
+    size_t log_len = 0;
+    for (unsigned i = 0; i < n; i++) {
+        if (opts[i] == CU_JIT_ERROR_LOG_BUFFER) log = vals[i];
+        else if (opts[i] == CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES) log_len = (size_t)vals[i];
+        else return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (n && (!log || !log_len)) return CUDA_ERROR_INVALID_VALUE;
+    uint64_t len = 0; // a fat binary: 16-byte header, then `len` bytes
+    memcpy(&len, (const char *)image + 8, 8);
+    if (len < (1u << 30) && memmem(image, 16 + len, "does_not_compile", 16)) {
+        if (log) snprintf(log, log_len, "ptxas fatal   : mock: 'does_not_compile' is not PTX");
+        return CUDA_ERROR_INVALID_PTX;
+    }
+    return cuModuleLoadData(m, image);
+}
+
 EXPORT CUresult cuModuleUnload(CUmodule m) {
     ENTER
     if (!m || m->ctx != cur) FAIL(CUDA_ERROR_INVALID_HANDLE);

@@ -81,7 +81,7 @@ pub const REQUIRED: &[&str] = &[
     "cuEventRecordWithFlags",
     "cuEventQuery",
     "cuEventElapsedTime_v2",
-    "cuModuleLoadData",
+    "cuModuleLoadDataEx",
     "cuModuleUnload",
     "cuModuleGetFunction",
     "cuModuleGetGlobal_v2",
@@ -620,18 +620,45 @@ pub unsafe fn event_elapsed(start: CUevent, end: CUevent) -> DrvResult<f32> {
     Ok(ms)
 }
 
+/// Bytes of the JIT compiler's error log kept when a module fails to load.
+pub const JIT_LOG_LEN: usize = 16 << 10;
+
 /// Loads a module image (fat binary, cubin or NUL-terminated PTX) into the current context.
+/// On failure the JIT compiler's error log (PTX that does not compile) is logged.
 ///
 /// # Safety
 ///
 /// `image` points to a well-formed image ([`super::image::check`]) that stays alive and
 /// unchanged during the call, 8-byte aligned.
 pub unsafe fn module_load_data(image: *const u8) -> DrvResult<CUmodule> {
+    use sys::CUjit_option::{CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
     let mut m = std::ptr::null_mut();
+    let mut log = vec![0u8; JIT_LOG_LEN];
+    let mut options = [CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES];
+    // The driver reads option values as pointer-sized words: a pointer, then a size.
+    let mut values: [*mut c_void; 2] = [log.as_mut_ptr().cast(), JIT_LOG_LEN as *mut c_void];
     // SAFETY: `image` is a well-formed, 8-byte aligned image that stays alive and unchanged
-    // during the call (the caller's guarantee); `m` is a valid out pointer.
-    ok(unsafe { sys::cuModuleLoadData(&mut m, image.cast()) })?;
-    Ok(m)
+    // during the call (the caller's guarantee); `m` is a valid out pointer; the two options
+    // and their values are matching arrays of 2, and the log buffer holds the size given.
+    let r = ok(unsafe {
+        sys::cuModuleLoadDataEx(
+            &mut m,
+            image.cast(),
+            options.len() as c_uint,
+            options.as_mut_ptr(),
+            values.as_mut_ptr(),
+        )
+    });
+    if r.is_err() {
+        let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
+        if end > 0 {
+            log::warn!(
+                "the driver could not load a module: {}",
+                String::from_utf8_lossy(&log[..end]).trim_end()
+            );
+        }
+    }
+    r.map(|()| m)
 }
 
 /// Unloads a module.

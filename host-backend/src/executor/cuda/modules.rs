@@ -222,6 +222,13 @@ impl CudaExecutor {
         self.allocs.remove_module(&hash);
         self.bind()?;
         self.may_print = true;
+        // Launches of its kernels may still be queued: let them finish first. (A failed
+        // wait still unloads, unless it ended the context: then the module is gone too.)
+        let waited = self.wait_device();
+        self.settle(waited).or_else(|e| match self.ctx {
+            Some(_) => Ok(()),
+            None => Err(e),
+        })?;
         // The last handle to this module is gone and its kernels left the table above, so
         // this is the last reference (otherwise the last kernel's drop unloads it).
         match Rc::into_inner(m.module) {

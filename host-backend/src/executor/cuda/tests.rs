@@ -652,3 +652,14 @@ fn a_wait_past_the_kernel_timeout_fails_and_reset_recovers() {
     e.device_synchronize(0).unwrap();
     e.free(p).unwrap();
 }
+
+#[test]
+fn a_module_that_does_not_compile_fails_to_load() {
+    let f = gpu!();
+    let mut e = f.new_executor().unwrap();
+    let bad = ptx_fatbin(".version 7.0\n.target sm_50\n.address_size 64\ndoes_not_compile\n");
+    let err = e.module_load(bad).unwrap_err();
+    assert_eq!(err, Status(vcuda_protocol::status::INVALID_PTX), "{err:?}");
+    // The session goes on.
+    e.module_load(ptx_fatbin(PTX)).unwrap();
+}

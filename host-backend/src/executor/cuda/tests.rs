@@ -511,6 +511,28 @@ fn pinned_guest_memory_is_used_directly() {
             .unwrap();
         assert!(*guest == want[..]);
     }
+    // Scattered 4 KiB guest pages (in reverse order), as a descriptor chain brings them:
+    // staged rather than a DMA per page, with the same result.
+    let pages = || -> Vec<VolatileSlice<'_>> {
+        let base = base as *mut u8;
+        (0..len / 4096)
+            .rev()
+            // SAFETY: each page lies inside `ram`, which outlives the slices; the slices
+            // are disjoint and used one copy at a time.
+            .map(|i| unsafe { VolatileSlice::new(base.add(i * 4096), 4096) })
+            .collect()
+    };
+    e.memcpy_htod(&htod(p, len as u64, 1, 0, 0), &DataSegs::new(pages()))
+        .unwrap();
+    let mut back = vec![0u8; len];
+    e.memcpy_dtoh(&dtoh(p, len as u64, 1, 0), &DataSegs::from_slice(&mut back))
+        .unwrap();
+    let reversed: Vec<u8> = want.chunks(4096).rev().flatten().copied().collect();
+    assert!(back == reversed);
+    guest.fill(0);
+    e.memcpy_dtoh(&dtoh(p, len as u64, 1, 0), &DataSegs::new(pages()))
+        .unwrap();
+    assert!(ram[off..off + len] == want[..]);
     drop(e);
     // A region added: the first stays pinned, the second joins; then both go.
     let mut more = vec![0u8; 2 * 4096];

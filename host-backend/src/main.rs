@@ -69,6 +69,11 @@ struct ExecArgs {
     /// a session's GPU work that lasts longer fails so, and ends the session's context.
     #[arg(long, value_name = "SECONDS")]
     kernel_timeout: Option<f64>,
+    /// CUDA executor: serve several sessions at once even where kernels can reach this
+    /// process's pageable memory (HMM or ATS on), which lets one session's kernels read
+    /// another's data; without it such a GPU serves one session at a time.
+    #[arg(long)]
+    allow_pageable_access: bool,
     /// CUDA executor: the GPU to serve (guests see it as device 0).
     #[arg(long, default_value_t = 0, env = "VCUDA_CUDA_DEVICE")]
     cuda_device: u32,
@@ -175,6 +180,7 @@ fn make_factory(args: &ExecArgs) -> Result<Arc<dyn ExecutorFactory>, String> {
             staging_depth: args.cuda_staging_buffers,
             capture_printf: args.cuda_capture_printf,
             kernel_timeout,
+            allow_pageable_access: args.allow_pageable_access,
         })
     };
     match args.executor {

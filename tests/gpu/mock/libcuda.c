@@ -15,7 +15,8 @@
 //    synchronization fail with CUDA_ERROR_ILLEGAL_ADDRESS (sticky); other names do nothing;
 //    "nope" does not exist. Module variables: any name but "nope", 4 bytes each.
 // Environment: VCUDA_MOCK_INIT=<CUresult> makes cuInit fail; VCUDA_MOCK_VERSION=<n> sets
-// cuDriverGetVersion. Built with -DVCUDA_MOCK_OLD it lacks cuEventElapsedTime_v2.
+// cuDriverGetVersion; VCUDA_MOCK_HMM=1 reports pageable memory access (HMM). Built with
+// -DVCUDA_MOCK_OLD it lacks cuEventElapsedTime_v2.
 #define _GNU_SOURCE
 #include <cuda.h>
 #include <pthread.h>
@@ -233,6 +234,7 @@ EXPORT CUresult cuDeviceGetAttribute(int *v, CUdevice_attribute a, CUdevice d) {
     case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X: *v = 0x7fffffff; break;
     case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y: case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z: *v = 65535; break;
     case CU_DEVICE_ATTRIBUTE_WARP_SIZE: *v = 32; break;
+    case CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS: *v = getenv("VCUDA_MOCK_HMM") != NULL; break;
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *v = 9; break;
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *v = 0; break;
     case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: *v = 49152; break;

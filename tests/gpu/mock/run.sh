@@ -43,6 +43,11 @@ if grep -q "skipping: no GPU" "$DIR/test.log"; then
     exit 1
 fi
 
+echo "== a device whose kernels reach pageable memory (HMM)"
+LD_LIBRARY_PATH=$DIR/ok VCUDA_MOCK=1 VCUDA_MOCK_HMM=1 cargo test -q -p vcuda-backend --lib \
+    executor::cuda::tests::pageable_access -- --test-threads=1 --nocapture 2>&1 | tee "$DIR/hmm.log"
+grep -q "sessions are exclusive" "$DIR/hmm.log" || { echo "FAIL: HMM not seen" >&2; exit 1; }
+
 echo "== start-up failures"
 cargo build -q -p vcuda-backend
 BACKEND=$CARGO_TARGET_DIR/debug/vcuda-backend

@@ -40,6 +40,9 @@ pub(super) struct Shared {
     pub(super) printf: Option<&'static printf::Capture>,
     /// Live sessions.
     pub(super) sessions: AtomicUsize,
+    /// One session at a time: kernels can reach pageable host memory (HMM or ATS), so a
+    /// session's kernels could read another's data in this process.
+    pub(super) exclusive: bool,
 }
 
 impl Shared {
@@ -192,6 +195,24 @@ impl CudaFactory {
             loaded.version / 1000,
             loaded.version % 1000 / 10,
         );
+        // With HMM (the open kernel modules' default on recent drivers) or ATS, any kernel can
+        // dereference any address of this process: guest RAM, other sessions' buffers. Then
+        // serve one session at a time, as a GPU in exclusive-process mode does, unless told.
+        let pageable = driver::device_attribute(
+            device,
+            CUdevice_attribute::CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS,
+        ) == Ok(1);
+        let exclusive = pageable && !config.allow_pageable_access;
+        if exclusive {
+            warn!(
+                "kernels on this GPU can reach pageable host memory (HMM/ATS): serving one \
+                 session at a time, others get cudaErrorDevicesUnavailable. Disable HMM \
+                 (nvidia_uvm uvm_disable_hmm=1) or pass --allow-pageable-access (only for \
+                 tenants that trust each other)"
+            );
+        } else if pageable {
+            warn!("kernels can reach this process's pageable memory; sessions are not isolated");
+        }
         if !loaded.param_info {
             info!("driver lacks cuFuncGetParamInfo: kernel layouts come from the guest");
         }
@@ -217,6 +238,7 @@ impl CudaFactory {
                 checked: Mutex::default(),
                 printf,
                 sessions: AtomicUsize::new(0),
+                exclusive,
             }),
         })
     }
@@ -224,6 +246,11 @@ impl CudaFactory {
     /// What guests see of the device.
     pub fn device_info(&self) -> &DeviceInfo {
         &self.shared.info
+    }
+
+    /// Whether sessions are served one at a time (see [`CudaFactory::new`]).
+    pub fn is_exclusive(&self) -> bool {
+        self.shared.exclusive
     }
 
     /// A new session's executor, as its concrete type.

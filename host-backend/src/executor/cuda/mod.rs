@@ -182,6 +182,9 @@ pub struct CudaConfig {
     /// `cudaErrorLaunchTimeout` and end the session's context (`--kernel-timeout`; none by
     /// default, like a GPU without a watchdog).
     pub kernel_timeout: Option<std::time::Duration>,
+    /// Serve several sessions at once even where kernels can reach the backend's pageable
+    /// memory (`--allow-pageable-access`; see [`CudaFactory::new`]).
+    pub allow_pageable_access: bool,
 }
 
 impl Default for CudaConfig {
@@ -192,6 +195,7 @@ impl Default for CudaConfig {
             staging_depth: 4,
             capture_printf: false,
             kernel_timeout: None,
+            allow_pageable_access: false,
         }
     }
 }
@@ -275,7 +279,7 @@ impl Drop for CudaExecutor {
             let out = self.take_stdout();
             stderr_dump(&out);
         }
-        self.shared.sessions.fetch_sub(1, Ordering::Relaxed);
+        self.shared.sessions.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -289,13 +293,29 @@ fn stderr_dump(out: &[u8]) {
 
 impl CudaExecutor {
     fn new(shared: Arc<Shared>) -> ExecResult<Self> {
+        // The slot is taken first, so two sessions cannot both see an idle exclusive GPU.
+        if shared.exclusive {
+            if shared
+                .sessions
+                .compare_exchange(0, 1, Ordering::AcqRel, Ordering::Relaxed)
+                .is_err()
+            {
+                warn!(
+                    "refusing a second session: kernels on this GPU can reach the backend's \
+                     pageable memory (see --allow-pageable-access)"
+                );
+                return Err(Status(vcuda_protocol::status::DEVICES_UNAVAILABLE));
+            }
+        } else {
+            shared.sessions.fetch_add(1, Ordering::AcqRel);
+        }
         let ctx = Context::create(shared.device).map_err(|e| {
             warn!("cannot create a CUDA context: {}", driver::error_name(e));
+            shared.sessions.fetch_sub(1, Ordering::AcqRel);
             to_status(e)
         })?;
         let pool = staging::Pool::new(shared.config.staging_chunk, shared.config.staging_depth);
         let wait = wait::Wait::new(shared.config.kernel_timeout);
-        shared.sessions.fetch_add(1, Ordering::Relaxed);
         Ok(Self {
             shared,
             ctx: Some(ctx),

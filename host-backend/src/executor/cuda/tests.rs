@@ -685,3 +685,33 @@ fn a_module_that_does_not_compile_fails_to_load() {
     // The session goes on.
     e.module_load(ptx_fatbin(PTX)).unwrap();
 }
+
+/// Where kernels can reach pageable host memory (HMM; `VCUDA_MOCK_HMM=1` on the mock), one
+/// session at a time unless allowed; elsewhere, sessions run side by side.
+#[test]
+fn pageable_access_makes_sessions_exclusive_unless_allowed() {
+    let f = gpu!();
+    let a = f.new_executor().unwrap();
+    if f.is_exclusive() {
+        eprintln!("the device reports pageable memory access: sessions are exclusive");
+        assert_eq!(
+            f.new_executor().map(drop),
+            Err(Status(vcuda_protocol::status::DEVICES_UNAVAILABLE))
+        );
+        drop(a);
+        let b = f.new_executor().unwrap();
+        drop(b);
+        let allowed = CudaFactory::new(CudaConfig {
+            allow_pageable_access: true,
+            ..CudaConfig::default()
+        })
+        .unwrap();
+        assert!(!allowed.is_exclusive());
+        let (_x, _y) = (
+            allowed.new_executor().unwrap(),
+            allowed.new_executor().unwrap(),
+        );
+    } else {
+        let _b = f.new_executor().unwrap();
+    }
+}

@@ -46,6 +46,7 @@ programs!(
     errors,
     matmul,
     params,
+    per_thread,
     reduce,
     saxpy,
     scan_hist,

@@ -374,6 +374,81 @@ fn symbol(c: &Client, symbol: *const c_void, count: usize, offset: usize) -> Res
     }
 }
 
+/// Which stream a call names: none (synchronous), or a `cudaStream_t` with whether `0`
+/// means the per-thread default stream (the `_ptsz` variants).
+type On = Option<(cudaStream_t, bool)>;
+
+fn stream_of(c: &Client, on: On) -> Result<Option<u64>> {
+    on.map(|(s, per_thread)| stream_handle(c, s, per_thread))
+        .transpose()
+}
+
+/// `cudaMemcpyToSymbol[Async]`.
+fn to_symbol(
+    sym: *const c_void,
+    src: *const c_void,
+    count: usize,
+    offset: usize,
+    kind: c_int,
+    on: On,
+) -> Result<()> {
+    let c = client::client()?;
+    c.check_sticky()?;
+    let s = stream_of(c, on)?;
+    if !matches!(
+        kind,
+        memcpy_kind::H2D | memcpy_kind::D2D | memcpy_kind::DEFAULT
+    ) {
+        return Err(Error::INVALID_MEMCPY_DIRECTION);
+    }
+    let addr = symbol(c, sym, count, offset)?;
+    memcpy(c, Copy2D::linear(addr, src as u64, count as u64), kind, s)
+}
+
+/// `cudaMemcpyFromSymbol[Async]`.
+fn from_symbol(
+    dst: *mut c_void,
+    sym: *const c_void,
+    count: usize,
+    offset: usize,
+    kind: c_int,
+    on: On,
+) -> Result<()> {
+    let c = client::client()?;
+    c.check_sticky()?;
+    let s = stream_of(c, on)?;
+    if !matches!(
+        kind,
+        memcpy_kind::D2H | memcpy_kind::D2D | memcpy_kind::DEFAULT
+    ) {
+        return Err(Error::INVALID_MEMCPY_DIRECTION);
+    }
+    let addr = symbol(c, sym, count, offset)?;
+    memcpy(c, Copy2D::linear(dst as u64, addr, count as u64), kind, s)
+}
+
+/// `cudaMemset2D[Async]`.
+fn memset_2d(
+    dev_ptr: *mut c_void,
+    pitch: usize,
+    value: c_int,
+    width: usize,
+    height: usize,
+    on: On,
+) -> Result<()> {
+    let c = client::client()?;
+    let s = stream_of(c, on)?;
+    memset(
+        c,
+        dev_ptr as u64,
+        pitch as u64,
+        value as u8 as u32,
+        width as u64,
+        height as u64,
+        s,
+    )
+}
+
 entry! {
     fn cudaMalloc(dev_ptr: *mut *mut c_void, size: usize) {
         if dev_ptr.is_null() {
@@ -472,13 +547,19 @@ entry! {
     }
 
     fn cudaMemset2D(dev_ptr: *mut c_void, pitch: usize, value: c_int, width: usize, height: usize) {
-        memset(client::client()?, dev_ptr as u64, pitch as u64, value as u8 as u32, width as u64, height as u64, None)
+        memset_2d(dev_ptr, pitch, value, width, height, None)
+    }
+
+    fn cudaMemset2D_ptds(dev_ptr: *mut c_void, pitch: usize, value: c_int, width: usize, height: usize) {
+        memset_2d(dev_ptr, pitch, value, width, height, None)
     }
 
     fn cudaMemset2DAsync(dev_ptr: *mut c_void, pitch: usize, value: c_int, width: usize, height: usize, stream: cudaStream_t) {
-        let c = client::client()?;
-        let s = stream_handle(c, stream, false)?;
-        memset(c, dev_ptr as u64, pitch as u64, value as u8 as u32, width as u64, height as u64, Some(s))
+        memset_2d(dev_ptr, pitch, value, width, height, Some((stream, false)))
+    }
+
+    fn cudaMemset2DAsync_ptsz(dev_ptr: *mut c_void, pitch: usize, value: c_int, width: usize, height: usize, stream: cudaStream_t) {
+        memset_2d(dev_ptr, pitch, value, width, height, Some((stream, true)))
     }
 
     fn cudaMallocHost(ptr: *mut *mut c_void, size: usize) {
@@ -567,63 +648,35 @@ entry! {
     }
 
     fn cudaMemcpyToSymbol(sym: *const c_void, src: *const c_void, count: usize, offset: usize, kind: c_int) {
-        let c = client::client()?;
-        c.check_sticky()?;
-        if !matches!(kind, memcpy_kind::H2D | memcpy_kind::D2D | memcpy_kind::DEFAULT) {
-            return Err(Error::INVALID_MEMCPY_DIRECTION);
-        }
-        let addr = symbol(c, sym, count, offset)?;
-        memcpy(c, Copy2D::linear(addr, src as u64, count as u64), kind, None)
+        to_symbol(sym, src, count, offset, kind, None)
     }
 
     fn cudaMemcpyToSymbol_ptds(sym: *const c_void, src: *const c_void, count: usize, offset: usize, kind: c_int) {
-        let c = client::client()?;
-        c.check_sticky()?;
-        if !matches!(kind, memcpy_kind::H2D | memcpy_kind::D2D | memcpy_kind::DEFAULT) {
-            return Err(Error::INVALID_MEMCPY_DIRECTION);
-        }
-        let addr = symbol(c, sym, count, offset)?;
-        memcpy(c, Copy2D::linear(addr, src as u64, count as u64), kind, None)
+        to_symbol(sym, src, count, offset, kind, None)
     }
 
     fn cudaMemcpyFromSymbol(dst: *mut c_void, sym: *const c_void, count: usize, offset: usize, kind: c_int) {
-        let c = client::client()?;
-        c.check_sticky()?;
-        if !matches!(kind, memcpy_kind::D2H | memcpy_kind::D2D | memcpy_kind::DEFAULT) {
-            return Err(Error::INVALID_MEMCPY_DIRECTION);
-        }
-        let addr = symbol(c, sym, count, offset)?;
-        memcpy(c, Copy2D::linear(dst as u64, addr, count as u64), kind, None)
+        from_symbol(dst, sym, count, offset, kind, None)
     }
 
     fn cudaMemcpyFromSymbol_ptds(dst: *mut c_void, sym: *const c_void, count: usize, offset: usize, kind: c_int) {
-        let c = client::client()?;
-        c.check_sticky()?;
-        if !matches!(kind, memcpy_kind::D2H | memcpy_kind::D2D | memcpy_kind::DEFAULT) {
-            return Err(Error::INVALID_MEMCPY_DIRECTION);
-        }
-        let addr = symbol(c, sym, count, offset)?;
-        memcpy(c, Copy2D::linear(dst as u64, addr, count as u64), kind, None)
+        from_symbol(dst, sym, count, offset, kind, None)
     }
 
     fn cudaMemcpyToSymbolAsync(sym: *const c_void, src: *const c_void, count: usize, offset: usize, kind: c_int, stream: cudaStream_t) {
-        let c = client::client()?;
-        let s = stream_handle(c, stream, false)?;
-        if !matches!(kind, memcpy_kind::H2D | memcpy_kind::D2D | memcpy_kind::DEFAULT) {
-            return Err(Error::INVALID_MEMCPY_DIRECTION);
-        }
-        let addr = symbol(c, sym, count, offset)?;
-        memcpy(c, Copy2D::linear(addr, src as u64, count as u64), kind, Some(s))
+        to_symbol(sym, src, count, offset, kind, Some((stream, false)))
+    }
+
+    fn cudaMemcpyToSymbolAsync_ptsz(sym: *const c_void, src: *const c_void, count: usize, offset: usize, kind: c_int, stream: cudaStream_t) {
+        to_symbol(sym, src, count, offset, kind, Some((stream, true)))
     }
 
     fn cudaMemcpyFromSymbolAsync(dst: *mut c_void, sym: *const c_void, count: usize, offset: usize, kind: c_int, stream: cudaStream_t) {
-        let c = client::client()?;
-        let s = stream_handle(c, stream, false)?;
-        if !matches!(kind, memcpy_kind::D2H | memcpy_kind::D2D | memcpy_kind::DEFAULT) {
-            return Err(Error::INVALID_MEMCPY_DIRECTION);
-        }
-        let addr = symbol(c, sym, count, offset)?;
-        memcpy(c, Copy2D::linear(dst as u64, addr, count as u64), kind, Some(s))
+        from_symbol(dst, sym, count, offset, kind, Some((stream, false)))
+    }
+
+    fn cudaMemcpyFromSymbolAsync_ptsz(dst: *mut c_void, sym: *const c_void, count: usize, offset: usize, kind: c_int, stream: cudaStream_t) {
+        from_symbol(dst, sym, count, offset, kind, Some((stream, true)))
     }
 
     fn cudaGetSymbolAddress(dev_ptr: *mut *mut c_void, sym: *const c_void) {

@@ -62,6 +62,9 @@ fn start_backend(executor: &str) -> io::Result<PrivateBackend> {
         .args(["serve", "--notify-ready", "--socket"])
         .arg(&socket)
         .args(["--executor", executor])
+        // One program, which may hold all of the executor's memory (the default share
+        // protects tenants of a shared backend from each other).
+        .args(["--session-mem-limit", "100%"])
         .env("RUST_LOG", log)
         // The private backend serves one program: the CUDA executor may hand the GPU's
         // device printf output back to it.

@@ -727,6 +727,9 @@ pub fn run(opts: &VmOptions) -> io::Result<u8> {
                 &opts.executor,
                 "--queues",
                 &queues.to_string(),
+                // A private backend for one VM: its programs may use all the memory.
+                "--session-mem-limit",
+                "100%",
             ])
             .env(
                 "RUST_LOG",

@@ -9,6 +9,7 @@
 pub mod data;
 pub mod executor;
 pub mod log_limit;
+pub mod memsize;
 pub mod modules;
 pub mod session;
 pub mod socket;

@@ -11,6 +11,7 @@ use vcuda_backend::Backend;
 use vcuda_backend::executor::ExecutorFactory;
 use vcuda_backend::executor::cpu::{CpuConfig, CpuFactory};
 use vcuda_backend::executor::cuda::{CudaConfig, CudaFactory};
+use vcuda_backend::memsize::MemSize;
 use vcuda_backend::socket::{self, AccessPolicy, Listen, ServerConfig, Timeouts};
 
 #[derive(Parser, Debug)]
@@ -58,9 +59,18 @@ struct ExecArgs {
     /// Which executor replays the calls.
     #[arg(long, value_enum, default_value_t = ExecutorChoice::Auto, env = "VCUDA_EXECUTOR")]
     executor: ExecutorChoice,
-    /// CPU executor: simulated device memory in MiB.
-    #[arg(long, default_value_t = 16384)]
-    cpu_memory_mib: u64,
+    /// CPU executor: simulated device memory shared by all sessions, as a size (512M, 8G)
+    /// or a share of this host's memory (its cgroup's limit if lower).
+    #[arg(long, value_name = "SIZE", default_value = "50%")]
+    cpu_memory: MemSize,
+    /// CPU executor: the same in MiB (older spelling; overrides --cpu-memory).
+    #[arg(long, hide = true)]
+    cpu_memory_mib: Option<u64>,
+    /// Device memory one session may hold, as a size or a share of the executor's memory
+    /// (the CPU executor's total, or the GPU's). The default lets no session take more
+    /// than half, so one program cannot starve the others.
+    #[arg(long, value_name = "SIZE", default_value = "50%")]
+    session_mem_limit: MemSize,
     /// CPU executor: threads that run kernel blocks (0: one per core).
     #[arg(long, default_value_t = 0)]
     cpu_threads: usize,
@@ -167,8 +177,23 @@ fn make_factory(args: &ExecArgs) -> Result<Arc<dyn ExecutorFactory>, String> {
         .filter(|s| s.is_finite() && *s > 0.0)
         .map(std::time::Duration::from_secs_f64);
     let cpu = || -> Arc<dyn ExecutorFactory> {
+        let memory = match args.cpu_memory_mib {
+            Some(mib) => mib.saturating_mul(1 << 20),
+            None => {
+                // Without /proc, assume 16 GiB.
+                let host = vcuda_backend::memsize::host_memory().unwrap_or(16 << 30);
+                args.cpu_memory.of(host)
+            }
+        };
+        let session_limit = args.session_mem_limit.of(memory);
+        info!(
+            "CPU executor: {} MiB of simulated device memory, at most {} MiB per session",
+            memory >> 20,
+            session_limit >> 20
+        );
         Arc::new(CpuFactory::new(CpuConfig {
-            memory: args.cpu_memory_mib.saturating_mul(1 << 20),
+            memory,
+            session_limit,
             threads: args.cpu_threads,
             kernel_timeout,
         }))
@@ -181,6 +206,7 @@ fn make_factory(args: &ExecArgs) -> Result<Arc<dyn ExecutorFactory>, String> {
             capture_printf: args.cuda_capture_printf,
             kernel_timeout,
             allow_pageable_access: args.allow_pageable_access,
+            session_mem_limit: args.session_mem_limit,
         })
     };
     match args.executor {

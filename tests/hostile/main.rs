@@ -11,11 +11,11 @@ use std::time::{Duration, Instant};
 
 use vcuda_protocol::decode::{decode_reply_header, split_records};
 use vcuda_protocol::{
-    HelloReq, MESSAGE_MAGIC, MessageBuilder, MessageHeader, PROTOCOL_VERSION, ReplyHeader, ops,
-    status,
+    DeviceReq, HelloReq, MESSAGE_MAGIC, MallocReq, MemGetInfoResp, MessageBuilder, MessageHeader,
+    PROTOCOL_VERSION, PtrResp, ReplyHeader, ops, status,
 };
 use vcuda_tests::{Cuda, bin, bin_dir, build_source, repo_root};
-use zerocopy::IntoBytes;
+use zerocopy::{FromBytes, IntoBytes};
 
 const MIB: u64 = 1 << 20;
 
@@ -130,6 +130,55 @@ fn hello(s: &mut UnixStream) -> std::io::Result<u32> {
     let mut rest = vec![0u8; h.in_len as usize];
     s.read_exact(&mut rest)?;
     Ok(recs.first().map_or(u32::MAX, |r| r.header.status))
+}
+
+/// Reads one reply: the status and payload of each record.
+fn read_reply(s: &mut UnixStream) -> std::io::Result<Vec<(u32, Vec<u8>)>> {
+    let mut hdr = [0u8; size_of::<ReplyHeader>()];
+    s.read_exact(&mut hdr)?;
+    let h = decode_reply_header(&hdr).map_err(std::io::Error::other)?;
+    let mut ctrl = vec![0u8; h.ctrl_len as usize];
+    s.read_exact(&mut ctrl)?;
+    let recs = split_records(&h, &ctrl).map_err(std::io::Error::other)?;
+    let mut rest = vec![0u8; h.in_len as usize];
+    s.read_exact(&mut rest)?;
+    Ok(recs
+        .iter()
+        .map(|r| (r.header.status, r.payload.to_vec()))
+        .collect())
+}
+
+/// `n` `Malloc`s of `size` bytes in one message: how many succeeded before the first
+/// failure, and its status (0 if none failed).
+fn mallocs(s: &mut UnixStream, n: usize, size: u64) -> (usize, u32) {
+    let mut b = MessageBuilder::new();
+    let req = MallocReq {
+        device: 0,
+        flags: 0,
+        size,
+    };
+    for i in 0..n {
+        b.push_op::<ops::Malloc>(0, 100 + i as u64, &[], &req, &[]);
+    }
+    s.write_all(b.finish(0)).unwrap();
+    let recs = read_reply(s).unwrap();
+    let ok = recs
+        .iter()
+        .take_while(|(st, p)| {
+            *st == 0 && p.len() >= 8 && PtrResp::read_from_prefix(p).is_ok_and(|(r, _)| r.ptr != 0)
+        })
+        .count();
+    (ok, recs.get(ok).map_or(0, |r| r.0))
+}
+
+/// `cudaMemGetInfo` as the session sees it: `(free, total)`.
+fn mem_info(s: &mut UnixStream) -> (u64, u64) {
+    let mut b = MessageBuilder::new();
+    b.push_op::<ops::MemGetInfo>(0, 99, &[], &DeviceReq::default(), &[]);
+    s.write_all(b.finish(0)).unwrap();
+    let recs = read_reply(s).unwrap();
+    let (r, _) = MemGetInfoResp::read_from_prefix(&recs[0].1).unwrap();
+    (r.free, r.total)
 }
 
 /// A message header announcing `out_len` bytes of out data (and a small control area).
@@ -550,4 +599,51 @@ fn ready_is_said_once_the_socket_accepts() {
     let _ = child.wait();
     assert_eq!(line, "ready\n");
     assert!(connected.is_ok(), "{connected:?}");
+}
+
+#[test]
+fn a_session_is_held_to_its_memory_limit() {
+    let b = Backend::start(&["--cpu-memory", "256M", "--session-mem-limit", "64M"]);
+    let (mut a, mut other) = (b.connect(), b.connect());
+    assert_eq!(hello(&mut a).unwrap(), 0);
+    assert_eq!(hello(&mut other).unwrap(), 0);
+    assert_eq!(mem_info(&mut a), (64 * MIB, 64 * MIB));
+    // 16 MiB at a time: three fit in 64 MiB with their bookkeeping, the fourth does not.
+    let (ok, st) = mallocs(&mut a, 8, 16 * MIB);
+    eprintln!("16 MiB allocations granted under a 64 MiB limit: {ok}, then status {st}");
+    assert_eq!((ok, st), (3, status::MEMORY_ALLOCATION));
+    let (free, total) = mem_info(&mut a);
+    assert_eq!(total, 64 * MIB);
+    assert!(free < 16 * MIB, "{free}");
+    // Another session still gets its own share.
+    assert_eq!(mallocs(&mut other, 3, 16 * MIB), (3, 0));
+}
+
+#[test]
+fn a_million_tiny_allocations_are_charged_what_they_cost() {
+    let b = Backend::start(&["--cpu-memory", "512M", "--session-mem-limit", "64M"]);
+    let mut s = b.connect();
+    assert_eq!(hello(&mut s).unwrap(), 0);
+    let before = b.rss();
+    let start = Instant::now();
+    let (mut granted, mut tried) = (0, 0);
+    while tried < 1_000_000 {
+        let (ok, st) = mallocs(&mut s, 4000, 1);
+        granted += ok;
+        tried += 4000;
+        if st != 0 {
+            assert_eq!(st, status::MEMORY_ALLOCATION);
+            break;
+        }
+    }
+    let grown = b.rss().saturating_sub(before);
+    eprintln!(
+        "1-byte allocations: {granted} granted of {tried} tried in {:?} under a 64 MiB limit; \
+         backend RSS grew {} MiB",
+        start.elapsed(),
+        grown / MIB
+    );
+    assert!(granted < 100_000, "{granted}");
+    // The limit plus the transport's message buffers and some slack.
+    assert!(grown < 64 * MIB + 48 * MIB, "RSS grew {} MiB", grown / MIB);
 }

@@ -8,7 +8,7 @@
 //! with in-order execution, is when all work before them has completed.
 
 mod blas;
-mod memory;
+pub mod memory;
 mod module;
 mod rand;
 
@@ -31,8 +31,11 @@ use crate::data::DataSegs;
 /// Settings of the CPU executor.
 #[derive(Debug, Clone)]
 pub struct CpuConfig {
-    /// Simulated device memory, shared by all sessions.
+    /// Simulated device memory, shared by all sessions (charged at each allocation's
+    /// footprint, see `memory::charge`).
     pub memory: u64,
+    /// Most of it one session may hold.
+    pub session_limit: u64,
     /// Threads that run a kernel's blocks (0: one per host core).
     pub threads: usize,
     /// Wall time after which a launch fails with `cudaErrorLaunchTimeout` (a GPU watchdog;
@@ -44,6 +47,7 @@ impl Default for CpuConfig {
     fn default() -> Self {
         Self {
             memory: 16 << 30,
+            session_limit: u64::MAX,
             threads: 0,
             kernel_timeout: None,
         }
@@ -86,7 +90,7 @@ impl ExecutorFactory for CpuFactory {
     fn new_session(&self) -> ExecResult<Box<dyn Executor>> {
         let threads = self.threads;
         Ok(Box::new(CpuExecutor {
-            heap: DeviceHeap::new(self.budget.clone()),
+            heap: DeviceHeap::new(self.budget.clone(), self.config.session_limit),
             streams: HashMap::new(),
             events: HashMap::new(),
             modules: Modules::new(self.ptx_cache.clone(), threads, self.config.kernel_timeout),
@@ -209,7 +213,7 @@ impl CpuExecutor {
         let name = DEVICE_NAME.as_bytes();
         info.name[..name.len()].copy_from_slice(name);
         info.uuid = *b"vcuda-cpu-device";
-        info.total_global_mem = self.heap.budget().total();
+        info.total_global_mem = self.heap.info().1;
         let sms = self.threads.clamp(1, 1024) as i32;
         let mut set = |a: u32, v: i32| {
             if let Some(slot) = info.attrs.get_mut(a as usize) {
@@ -329,8 +333,7 @@ impl Executor for CpuExecutor {
 
     fn mem_get_info(&mut self, device: u32) -> ExecResult<(u64, u64)> {
         self.check_device(device)?;
-        let b = self.heap.budget();
-        Ok((b.free(), b.total()))
+        Ok(self.heap.info())
     }
 
     fn set_limit(&mut self, device: u32, limit: u32, value: u64) -> ExecResult<()> {

@@ -43,6 +43,8 @@ pub(super) struct Shared {
     /// One session at a time: kernels can reach pageable host memory (HMM or ATS), so a
     /// session's kernels could read another's data in this process.
     pub(super) exclusive: bool,
+    /// Bytes of device memory one session may hold.
+    pub(super) session_limit: u64,
 }
 
 impl Shared {
@@ -213,6 +215,11 @@ impl CudaFactory {
         } else if pageable {
             warn!("kernels can reach this process's pageable memory; sessions are not isolated");
         }
+        let session_limit = config.session_mem_limit.of(info.total_global_mem);
+        info!(
+            "each session may hold {} MiB of device memory",
+            session_limit >> 20
+        );
         if !loaded.param_info {
             info!("driver lacks cuFuncGetParamInfo: kernel layouts come from the guest");
         }
@@ -239,6 +246,7 @@ impl CudaFactory {
                 printf,
                 sessions: AtomicUsize::new(0),
                 exclusive,
+                session_limit,
             }),
         })
     }

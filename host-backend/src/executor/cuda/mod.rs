@@ -185,6 +185,23 @@ pub struct CudaConfig {
     /// Serve several sessions at once even where kernels can reach the backend's pageable
     /// memory (`--allow-pageable-access`; see [`CudaFactory::new`]).
     pub allow_pageable_access: bool,
+    /// Device memory one session may hold (a share of the device's memory by default).
+    pub session_mem_limit: crate::memsize::MemSize,
+}
+
+/// Large allocations are charged whole 2 MiB pages (the driver maps them so) ...
+pub const LARGE_PAGE: u64 = 2 << 20;
+/// ... small ones 512-byte units (the driver sub-allocates them from shared pages).
+pub const SMALL_UNIT: u64 = 512;
+
+/// What a `cudaMalloc` of `size` bytes is charged against the session's limit.
+pub fn charge(size: u64) -> Option<u64> {
+    let unit = if size >= LARGE_PAGE {
+        LARGE_PAGE
+    } else {
+        SMALL_UNIT
+    };
+    size.checked_next_multiple_of(unit)
 }
 
 impl Default for CudaConfig {
@@ -196,6 +213,7 @@ impl Default for CudaConfig {
             capture_printf: false,
             kernel_timeout: None,
             allow_pageable_access: false,
+            session_mem_limit: crate::memsize::MemSize::Percent(100),
         }
     }
 }
@@ -231,6 +249,8 @@ pub struct CudaExecutor {
     rand: rand::Generators,
     /// How the session waits for the GPU: polling, and stopping when cancelled (`wait`).
     wait: wait::Wait,
+    /// Bytes of device memory charged to the session ([`charge`] of each allocation).
+    charged: u64,
 }
 
 impl std::fmt::Debug for CudaExecutor {
@@ -335,6 +355,7 @@ impl CudaExecutor {
             blas: blas::Handles::default(),
             rand: rand::Generators::default(),
             wait,
+            charged: 0,
         })
     }
 
@@ -430,6 +451,7 @@ impl CudaExecutor {
         }
         self.pool.forget();
         self.allocs.clear();
+        self.charged = 0;
         self.streams.clear();
         self.events.clear();
         self.modules.clear();
@@ -500,7 +522,11 @@ impl Executor for CudaExecutor {
     fn mem_get_info(&mut self, device: u32) -> ExecResult<(u64, u64)> {
         self.check_device(device)?;
         self.bind()?;
-        driver::mem_get_info().map_err(to_status)
+        // The session's view: its limit, and what it may still allocate of it.
+        let (free, total) = driver::mem_get_info().map_err(to_status)?;
+        let limit = self.shared.session_limit.min(total as u64);
+        let free = limit.saturating_sub(self.charged).min(free as u64);
+        Ok((free, limit))
     }
 
     fn set_limit(&mut self, device: u32, limit: u32, value: u64) -> ExecResult<()> {
@@ -526,6 +552,10 @@ impl Executor for CudaExecutor {
             return Ok(0);
         }
         let n = usize::try_from(size).map_err(|_| Status::MEMORY_ALLOCATION)?;
+        let charged = charge(size)
+            .and_then(|c| self.charged.checked_add(c))
+            .filter(|&c| c <= self.shared.session_limit)
+            .ok_or(Status::MEMORY_ALLOCATION)?;
         self.bind()?;
         let ptr = driver::mem_alloc(n).map_err(to_status)?;
         if let Err(e) = self.allocs.insert(ptr, size, Owner::User) {
@@ -535,6 +565,7 @@ impl Executor for CudaExecutor {
             let _ = unsafe { driver::mem_free(ptr) };
             return Err(e);
         }
+        self.charged = charged;
         Ok(ptr)
     }
 
@@ -555,7 +586,9 @@ impl Executor for CudaExecutor {
         // in); it leaves the table right after, so it is freed once, and the device is idle
         // (synchronized above), so no work still uses it.
         unsafe { driver::mem_free(ptr) }.map_err(to_status)?;
-        self.allocs.remove_user(ptr).map(drop)
+        let len = self.allocs.remove_user(ptr)?;
+        self.charged = self.charged.saturating_sub(charge(len).unwrap_or(0));
+        Ok(())
     }
 
     fn memcpy_htod(&mut self, req: &MemcpyHtoDReq, src: &DataSegs<'_>) -> ExecResult<()> {

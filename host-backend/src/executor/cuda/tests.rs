@@ -715,3 +715,33 @@ fn pageable_access_makes_sessions_exclusive_unless_allowed() {
         let _b = f.new_executor().unwrap();
     }
 }
+
+#[test]
+fn a_session_is_held_to_its_memory_limit() {
+    let Ok(f) = CudaFactory::new(CudaConfig {
+        session_mem_limit: crate::memsize::MemSize::Bytes(8 << 20),
+        ..CudaConfig::default()
+    }) else {
+        eprintln!("skipping: no GPU");
+        return;
+    };
+    let mut e = f.new_executor().unwrap();
+    assert_eq!(e.mem_get_info(0).unwrap(), (8 << 20, 8 << 20));
+    let a = e.malloc(0, 3 << 20).unwrap(); // charged 4 MiB (2 MiB pages)
+    let b = e.malloc(0, 4 << 20).unwrap();
+    assert_eq!(e.malloc(0, 1), Err(Status::MEMORY_ALLOCATION));
+    assert_eq!(e.mem_get_info(0).unwrap(), (0, 8 << 20));
+    // Another session has its own limit.
+    let mut other = f.new_executor().unwrap();
+    let c = other.malloc(0, 8 << 20).unwrap();
+    e.free(a).unwrap();
+    assert_eq!(e.mem_get_info(0).unwrap().0, 4 << 20);
+    let small = e.malloc(0, 100).unwrap(); // charged 512 bytes
+    assert_eq!(e.mem_get_info(0).unwrap().0, (4 << 20) - 512);
+    for p in [b, small] {
+        e.free(p).unwrap();
+    }
+    other.free(c).unwrap();
+    assert_eq!(charge(1), Some(512));
+    assert_eq!(charge((2 << 20) + 1), Some(4 << 20));
+}

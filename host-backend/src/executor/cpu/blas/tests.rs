@@ -19,7 +19,7 @@ impl Env {
         let mut blas = Blas::default();
         let h = blas.create();
         Self {
-            heap: DeviceHeap::new(MemoryBudget::new(1 << 26)),
+            heap: DeviceHeap::new(MemoryBudget::new(1 << 26), u64::MAX),
             blas,
             h,
         }

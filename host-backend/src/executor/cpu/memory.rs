@@ -130,11 +130,11 @@ impl Drop for Allocation {
             // SAFETY: `ptr` came from `alloc_zeroed(layout)` and is freed exactly once, here.
             Backing::Heap(layout) => unsafe { alloc::dealloc(self.ptr.as_ptr(), layout) },
             Backing::Map(len) => {
+                let ptr = self.ptr.cast::<c_void>();
                 // SAFETY: `ptr` is the start of our mapping of `len` bytes, unmapped once,
                 // here; nothing refers to it any more (the allocation is being dropped).
-                if let Err(e) =
-                    unsafe { nix::sys::mman::munmap(self.ptr.cast::<c_void>(), len.get()) }
-                {
+                let r = unsafe { nix::sys::mman::munmap(ptr, len.get()) };
+                if let Err(e) = r {
                     log::warn!("unmapping simulated device memory: {e}");
                 }
             }

@@ -524,8 +524,8 @@ impl Executor for CudaExecutor {
         self.bind()?;
         // The session's view: its limit, and what it may still allocate of it.
         let (free, total) = driver::mem_get_info().map_err(to_status)?;
-        let limit = self.shared.session_limit.min(total as u64);
-        let free = limit.saturating_sub(self.charged).min(free as u64);
+        let limit = self.shared.session_limit.min(total);
+        let free = limit.saturating_sub(self.charged).min(free);
         Ok((free, limit))
     }
 

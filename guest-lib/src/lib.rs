@@ -17,9 +17,12 @@
 //! - [`mirror`]: the guest's record of device and pinned host allocations.
 //! - `api/`: the implemented entry points, by family.
 //!
+//! - [`tls`]: mutual TLS to a TCP backend.
+//!
 //! Environment: `VCUDA_SOCKET` (backend address: a path or `tcp:HOST:PORT`),
-//! `VCUDA_TRANSPORT` (`socket`, `virtio` or `auto`), `VCUDA_LOG` (`error` ... `trace`; the
-//! library is silent without it).
+//! `VCUDA_TLS_CERT`/`VCUDA_TLS_KEY`/`VCUDA_TLS_CA` (mutual TLS on TCP; `VCUDA_TLS_SERVER_NAME`
+//! overrides the name checked), `VCUDA_TRANSPORT` (`socket`, `virtio` or `auto`), `VCUDA_LOG`
+//! (`error` ... `trace`; the library is silent without it).
 
 #![allow(non_snake_case, non_camel_case_types, non_upper_case_globals)]
 #![allow(clippy::missing_safety_doc)] // The exports' contract is the CUDA API's; see entry!.
@@ -34,6 +37,7 @@ pub mod mirror;
 pub mod props_gen;
 pub mod registry;
 pub mod state;
+pub mod tls;
 pub mod transport;
 pub mod virtio;
 

@@ -7,7 +7,7 @@
 //! pins the pages and passes them to the host as scatter-gather lists. Both carry the same
 //! wire format.
 
-use std::io::{self, IoSlice, Read};
+use std::io::{self, IoSlice, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixStream;
@@ -19,6 +19,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use vcuda_protocol::decode::{decode_reply_header, split_records};
 use vcuda_protocol::{RecordKind, ReplyHeader};
+
+use crate::tls::{TlsEnv, TlsStream};
 
 /// One record of a reply, owned.
 #[derive(Debug, Clone)]
@@ -161,14 +163,34 @@ fn peer_uid(s: &UnixStream) -> io::Result<u32> {
 enum Conn {
     Unix(UnixStream),
     Tcp(TcpStream),
+    /// TCP with mutual TLS (`crate::tls`).
+    Tls(Box<TlsStream>),
 }
 
 impl Conn {
-    fn fd(&self) -> RawFd {
+    /// Sends `msg` then every out buffer; never raises SIGPIPE.
+    fn send(&mut self, msg: &[u8], out: &[&[u8]]) -> io::Result<()> {
         match self {
-            Conn::Unix(s) => s.as_raw_fd(),
-            Conn::Tcp(s) => s.as_raw_fd(),
+            Conn::Unix(s) => send_all(s.as_raw_fd(), msg, out),
+            Conn::Tcp(s) => send_all(s.as_raw_fd(), msg, out),
+            Conn::Tls(s) => {
+                // rustls seals records of up to 16 KiB as it goes and writes them through
+                // `NoSigPipe`.
+                s.write_all(msg)?;
+                for b in out {
+                    s.write_all(b)?;
+                }
+                s.flush()
+            }
         }
+    }
+
+    fn shutdown(&self) {
+        let _ = match self {
+            Conn::Unix(u) => u.shutdown(Shutdown::Both),
+            Conn::Tcp(t) => t.shutdown(Shutdown::Both),
+            Conn::Tls(t) => t.sock.0.shutdown(Shutdown::Both),
+        };
     }
 }
 
@@ -177,6 +199,7 @@ impl Read for Conn {
         match self {
             Conn::Unix(s) => s.read(buf),
             Conn::Tcp(s) => s.read(buf),
+            Conn::Tls(s) => s.read(buf),
         }
     }
 }
@@ -206,9 +229,13 @@ impl SocketTransport {
                 Conn::Unix(s)
             }
             Address::Tcp(a) => {
+                let tls = TlsEnv::from_env()?;
                 let s = TcpStream::connect(a)?;
                 s.set_nodelay(true)?;
-                Conn::Tcp(s)
+                match tls {
+                    Some(t) => Conn::Tls(Box::new(t.connect(a, s)?)),
+                    None => Conn::Tcp(s),
+                }
             }
         };
         Ok(Self {
@@ -234,10 +261,7 @@ impl SocketTransport {
         let r = f(&mut s);
         if r.is_err() {
             self.broken.store(true, Ordering::Relaxed);
-            let _ = match &*s {
-                Conn::Unix(u) => u.shutdown(Shutdown::Both),
-                Conn::Tcp(t) => t.shutdown(Shutdown::Both),
-            };
+            s.shutdown();
         }
         r
     }
@@ -342,7 +366,7 @@ impl Transport for SocketTransport {
         seq: u64,
     ) -> io::Result<Vec<Record>> {
         self.with_stream(|s| {
-            send_all(s.fd(), msg, out)?;
+            s.send(msg, out)?;
             let mut all = Vec::new();
             let mut pos = (0, 0);
             loop {
@@ -362,7 +386,7 @@ impl Transport for SocketTransport {
     }
 
     fn post(&self, msg: &[u8], out: &[&[u8]]) -> io::Result<Vec<Record>> {
-        self.with_stream(|s| send_all(s.fd(), msg, out))?;
+        self.with_stream(|s| s.send(msg, out))?;
         Ok(Vec::new())
     }
 

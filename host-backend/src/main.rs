@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
 //! `vcuda-backend`: serves vcuda guests.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
@@ -130,10 +131,17 @@ struct ServerArgs {
     /// group's members too.
     #[arg(long, value_name = "GROUP")]
     socket_group: Option<String>,
-    /// Serve TCP on a non-loopback address: without authentication or encryption, anyone
-    /// who can reach the port can use the GPU and the memory of its sessions.
-    #[arg(long)]
-    insecure_tcp: bool,
+    /// TCP with mutual TLS: this server's certificate chain (PEM). Needs --tls-key and
+    /// --tls-client-ca; required to listen on a non-loopback address.
+    #[arg(long, value_name = "PEM", requires_all = ["tls_key", "tls_client_ca"])]
+    tls_cert: Option<PathBuf>,
+    /// TCP with mutual TLS: the private key of --tls-cert (PEM).
+    #[arg(long, value_name = "PEM", requires_all = ["tls_cert", "tls_client_ca"])]
+    tls_key: Option<PathBuf>,
+    /// TCP with mutual TLS: the CA that client certificates must chain to (PEM); clients
+    /// without such a certificate are never served.
+    #[arg(long, value_name = "PEM", requires_all = ["tls_cert", "tls_key"])]
+    tls_client_ca: Option<PathBuf>,
     /// Print `ready` on stdout once the socket accepts connections.
     #[arg(long)]
     notify_ready: bool,
@@ -155,7 +163,17 @@ impl ServerArgs {
             },
             access,
             private_dir,
-            insecure_tcp: self.insecure_tcp,
+            tls: match (&self.tls_cert, &self.tls_key, &self.tls_client_ca) {
+                (Some(cert), Some(key), Some(client_ca)) => Some(
+                    socket::tls::server_config(&socket::tls::TlsFiles {
+                        cert,
+                        key,
+                        client_ca,
+                    })
+                    .map_err(|e| e.to_string())?,
+                ),
+                _ => None,
+            },
             notify_ready: self.notify_ready,
         })
     }
@@ -251,10 +269,9 @@ fn main() -> ExitCode {
                     return ExitCode::FAILURE;
                 }
             };
-            if let (Listen::Tcp(addr), false) = (&listen, config.insecure_tcp) {
-                // Refuse before the executor (maybe a GPU context) starts; serve warns
-                // about an insecure address.
-                if let Err(e) = socket::check_tcp_listen(addr, false) {
+            if let Listen::Tcp(addr) = &listen {
+                // Refuse before the executor (maybe a GPU context) starts.
+                if let Err(e) = socket::check_tcp_listen(addr, config.tls.is_some()) {
                     error!("{e}");
                     return ExitCode::FAILURE;
                 }

@@ -108,8 +108,15 @@ fn wait_for_socket(b: &Backend) {
     }
 }
 
+mod tls;
+
 /// Sends a `Hello` and returns its status, or the I/O error that ended the exchange.
-fn hello(s: &mut UnixStream) -> std::io::Result<u32> {
+fn hello(s: &mut (impl Read + Write)) -> std::io::Result<u32> {
+    hello_rw(s)
+}
+
+/// [`hello`] on any stream.
+fn hello_rw(s: &mut (impl Read + Write)) -> std::io::Result<u32> {
     let mut b = MessageBuilder::new();
     let req = HelloReq {
         runtime_version: 13000,
@@ -396,31 +403,6 @@ fn no_default_socket_without_xdg_runtime_dir_for_users() {
         .unwrap();
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("XDG_RUNTIME_DIR"));
-}
-
-#[test]
-fn tcp_beyond_loopback_needs_insecure_flag() {
-    let o = Command::new(bin("vcuda-backend"))
-        .args(["serve", "--executor", "cpu", "--socket", "tcp:0.0.0.0:0"])
-        .env_remove("VCUDA_SOCKET")
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(!o.status.success(), "{err}");
-    assert!(err.contains("--insecure-tcp"), "{err}");
-    let dir = tempfile::tempdir().unwrap();
-    let b = Backend::spawn(
-        dir,
-        PathBuf::new(),
-        &["--socket", "tcp:0.0.0.0:0", "--insecure-tcp"],
-        false,
-    );
-    let start = Instant::now();
-    while !b.log().contains("serving") {
-        assert!(start.elapsed() < Duration::from_secs(20), "{}", b.log());
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert!(b.log().contains("INSECURE"), "{}", b.log());
 }
 
 #[test]

@@ -11,7 +11,6 @@ use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, PermissionsExt}
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 
-use log::warn;
 use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
 use nix::sys::stat::{Mode, umask};
 use nix::unistd::{Gid, Group, Uid, User, chown};
@@ -213,9 +212,9 @@ pub fn resolve_group(name: &str) -> Result<Gid, String> {
     }
 }
 
-/// Checks that TCP address `addr` may be served: loopback only, unless `insecure` (TCP has
-/// no authentication or encryption yet), which is logged loudly.
-pub fn check_tcp_listen(addr: &str, insecure: bool) -> Result<(), String> {
+/// Checks that TCP address `addr` may be served: any address with mutual TLS (`tls`),
+/// else loopback only (with a warning: any local user can connect).
+pub fn check_tcp_listen(addr: &str, tls: bool) -> Result<(), String> {
     let addrs: Vec<_> = addr
         .to_socket_addrs()
         .map_err(|e| format!("cannot resolve {addr}: {e}"))?
@@ -225,22 +224,18 @@ pub fn check_tcp_listen(addr: &str, insecure: bool) -> Result<(), String> {
         .map(|a| a.ip())
         .filter(|ip| !ip.is_loopback())
         .collect();
+    if tls {
+        return Ok(());
+    }
     if exposed.is_empty() {
         return Ok(());
     }
-    if !insecure {
-        return Err(format!(
-            "refusing to listen on tcp:{addr}: it is not a loopback address, and the TCP \
-             transport has no authentication or encryption (anyone who can reach it could run \
-             code on this GPU and read other sessions' data). Use a Unix socket, tunnel it \
-             (ssh -L), or pass --insecure-tcp on a trusted network"
-        ));
-    }
-    warn!(
-        "INSECURE: serving tcp:{addr} ({exposed:?}) without authentication or encryption \
-         (--insecure-tcp): anyone who can reach this port can use the GPU"
-    );
-    Ok(())
+    Err(format!(
+        "refusing to listen on tcp:{addr} ({exposed:?}): it is not a loopback address, and \
+         without mutual TLS anyone who can reach it could run code on this GPU and read \
+         other sessions' data. Give --tls-cert, --tls-key and --tls-client-ca (see \
+         SECURITY.md), or use a Unix socket"
+    ))
 }
 
 #[cfg(test)]
@@ -316,11 +311,11 @@ mod tests {
     }
 
     #[test]
-    fn tcp_is_loopback_only_unless_insecure() {
+    fn tcp_is_loopback_only_without_tls() {
         assert!(check_tcp_listen("127.0.0.1:0", false).is_ok());
         assert!(check_tcp_listen("[::1]:0", false).is_ok());
         let e = check_tcp_listen("0.0.0.0:7777", false).unwrap_err();
-        assert!(e.contains("--insecure-tcp"), "{e}");
+        assert!(e.contains("--tls-client-ca"), "{e}");
         assert!(check_tcp_listen("0.0.0.0:7777", true).is_ok());
     }
 }

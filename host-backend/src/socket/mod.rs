@@ -23,6 +23,7 @@ use crate::session::{Backend, Outcome, Session, check_header};
 
 mod access;
 mod limits;
+pub mod tls;
 
 pub use access::{
     AccessPolicy, PeerCred, SOCKET_DIR_NAME, SOCKET_FILE_NAME, bind_unix, bind_unix_private,
@@ -90,8 +91,8 @@ pub struct ServerConfig {
     /// Create the socket's directory (mode 0700, or 0710 with a group) and check that this
     /// user owns it: for the default path.
     pub private_dir: bool,
-    /// Serve TCP on a non-loopback address (no authentication or encryption).
-    pub insecure_tcp: bool,
+    /// Mutual TLS on TCP (`--tls-*`): required for a non-loopback address.
+    pub tls: Option<Arc<rustls::ServerConfig>>,
     /// Print `ready` on stdout once the socket accepts connections, so whoever started the
     /// backend waits for that line instead of polling (`vcuda run` does).
     pub notify_ready: bool,
@@ -106,7 +107,7 @@ impl Default for ServerConfig {
             timeouts: Timeouts::default(),
             access: AccessPolicy::own_uid_and_root(),
             private_dir: false,
-            insecure_tcp: false,
+            tls: None,
             notify_ready: false,
         }
     }
@@ -196,6 +197,7 @@ pub fn serve(listen: &Listen, backend: Arc<Backend>, config: ServerConfig) -> io
                 }
                 spawn(
                     s,
+                    Ok,
                     PeerKey::Uid(cred.uid),
                     &backend,
                     &tracker,
@@ -204,12 +206,23 @@ pub fn serve(listen: &Listen, backend: Arc<Backend>, config: ServerConfig) -> io
             }
         }
         Listen::Tcp(addr) => {
-            check_tcp_listen(addr, config.insecure_tcp).map_err(io::Error::other)?;
+            check_tcp_listen(addr, config.tls.is_some()).map_err(io::Error::other)?;
+            if config.tls.is_none() {
+                log::warn!(
+                    "serving tcp:{addr} without TLS: any local user can connect; prefer the \
+                     Unix socket, or --tls-cert/--tls-key/--tls-client-ca"
+                );
+            }
             let listener = TcpListener::bind(addr)?;
             info!(
-                "serving {:?} executor on tcp:{}",
+                "serving {:?} executor on tcp:{}{}",
                 backend.kind(),
-                listener.local_addr()?
+                listener.local_addr()?,
+                if config.tls.is_some() {
+                    " (mutual TLS)"
+                } else {
+                    ""
+                }
             );
             notify_ready(&config)?;
             for stream in listener.incoming() {
@@ -222,13 +235,16 @@ pub fn serve(listen: &Listen, backend: Arc<Backend>, config: ServerConfig) -> io
                 };
                 let Ok(peer) = s.peer_addr() else { continue };
                 let _ = s.set_nodelay(true);
-                spawn(
-                    s,
-                    PeerKey::Ip(peer.ip()),
-                    &backend,
-                    &tracker,
-                    config.timeouts,
-                );
+                let key = PeerKey::Ip(peer.ip());
+                match &config.tls {
+                    Some(tls) => {
+                        let tls = tls.clone();
+                        let deadline = Instant::now() + config.timeouts.handshake;
+                        let accept = move |s| tls::TlsConn::accept(tls, s, deadline);
+                        spawn(s, accept, key, &backend, &tracker, config.timeouts);
+                    }
+                    None => spawn(s, Ok, key, &backend, &tracker, config.timeouts),
+                }
             }
         }
     }
@@ -246,8 +262,12 @@ fn listen_unix(path: &std::path::Path, config: &ServerConfig) -> io::Result<Unix
     bind_unix_private(path, config.access.group)
 }
 
-fn spawn<S: Conn>(
+/// Serves a new connection on a thread of its own: first `prepare` (a TLS handshake, or
+/// nothing), then the session. The connection holds a pending slot of `tracker` until its
+/// `Hello`.
+fn spawn<S: Conn, T: Conn>(
     stream: S,
+    prepare: impl FnOnce(S) -> io::Result<T> + Send + 'static,
     peer: PeerKey,
     backend: &Arc<Backend>,
     tracker: &Arc<Tracker>,
@@ -279,6 +299,7 @@ fn spawn<S: Conn>(
         .spawn(move || {
             // A bug in a session must not take the daemon or other sessions down.
             let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let stream = prepare(stream)?;
                 serve_connection_with(stream, &backend, timeouts, Some(ticket))
             }));
             match r {
@@ -289,6 +310,7 @@ fn spawn<S: Conn>(
                         io::ErrorKind::TimedOut
                             | io::ErrorKind::InvalidData
                             | io::ErrorKind::PermissionDenied
+                            | io::ErrorKind::UnexpectedEof
                     ) =>
                 {
                     LIMITER.warn(format_args!("connection from {peer} closed: {e}"))

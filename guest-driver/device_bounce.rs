@@ -47,7 +47,7 @@ impl Bufs {
             in_segs: KVec::new(),
         };
         for s in segs.iter().filter(|s| s.dir == SEG_IN && s.len > 0) {
-            b.in_segs.push((s.addr, s.len), GFP_KERNEL)?;
+            b.in_segs.push((s.addr, s.len), GFP_KERNEL_ACCOUNT)?;
         }
         for (dir, chunks) in [(SEG_OUT, &b.out), (SEG_IN, &b.inp)] {
             let mut cur = ChunkCursor::new(chunks);
@@ -80,7 +80,7 @@ fn alloc_chunks(total: u64) -> Result<KVec<Chunk>> {
         match Chunk::alloc(order) {
             Some(c) => {
                 left -= c.len().min(left);
-                v.push(c, GFP_KERNEL)?;
+                v.push(c, GFP_KERNEL_ACCOUNT)?;
             }
             None if order > 0 => max_order = order - 1,
             None => return Err(ENOMEM),

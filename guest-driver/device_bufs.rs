@@ -19,7 +19,10 @@ use super::{
     bounce::Bounce,
     sg::{SgBuilder, SgLists},
 };
-use crate::abi::{VcudaSeg, SEG_IN, SEG_OUT};
+use crate::{
+    abi::{VcudaSeg, SEG_IN, SEG_OUT},
+    sys::PinCharge,
+};
 
 /// A range of `Bufs::pages` pinned by one `pin_user_pages_fast` sequence.
 pub(super) struct PinRange {
@@ -37,6 +40,8 @@ pub(super) struct Bufs {
     /// Pinned user pages.
     pub(super) pages: KVVec<*mut c_void>,
     pub(super) pins: KVec<PinRange>,
+    /// The pinned pages' charge to the caller's locked-memory limit.
+    pub(super) charge: Option<PinCharge>,
     /// Data copied through kernel memory instead (see [`Bounce`]).
     pub(super) bounce: Option<Bounce>,
     /// The scatterlists: `[head][out data][reply][in data]`, each sublist end-marked. Only
@@ -64,12 +69,22 @@ impl Bufs {
         }
         self.pins.clear();
         self.pages.clear();
+        self.charge = None;
+    }
+
+    /// Charges `pages_total` pages to the caller's locked-memory limit (`RLIMIT_MEMLOCK`)
+    /// for [`Bufs::pin`]. `false`: over the limit; the call's data must go through bounce
+    /// chunks instead (charged to the caller's memory cgroup), as with a program whose
+    /// limit is small.
+    pub(super) fn charge_pins(&mut self, pages_total: usize) -> Result<bool> {
+        self.charge = PinCharge::new(pages_total)?;
+        Ok(self.charge.is_some())
     }
 
     /// Pins the segments' pages: out segments first, then in segments, each in the caller's
     /// order. On failure `pins` describes what is pinned (and `unpin`/drop releases it).
     pub(super) fn pin(&mut self, segs: &[VcudaSeg], pages_total: usize) -> Result {
-        self.pages = KVVec::from_elem(ptr::null_mut(), pages_total, GFP_KERNEL)?;
+        self.pages = KVVec::from_elem(ptr::null_mut(), pages_total, GFP_KERNEL_ACCOUNT)?;
         let mut next = 0;
         for dir in [SEG_OUT, SEG_IN] {
             for s in segs.iter().filter(|s| s.dir == dir && s.len > 0) {

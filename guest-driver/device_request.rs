@@ -6,7 +6,12 @@
 //! used length change (`device_completion.rs`); the reply area and in data are read only once
 //! the request is `DONE`.
 
-use core::{cell::UnsafeCell, mem::size_of, ptr};
+use core::{
+    cell::UnsafeCell,
+    mem::size_of,
+    ptr,
+    sync::atomic::{AtomicBool, Ordering},
+};
 
 use kernel::{
     bindings,
@@ -101,6 +106,7 @@ impl Request {
             reply,
             pages: KVVec::new(),
             pins: KVec::new(),
+            charge: None,
             bounce: None,
             sg: UnsafeCell::new(sg),
             lists,
@@ -129,7 +135,7 @@ impl Request {
 
         // The segment table.
         let n = sub.n_segs as usize;
-        let mut segs = KVec::with_capacity(n, GFP_KERNEL)?;
+        let mut segs = KVec::with_capacity(n, GFP_KERNEL_ACCOUNT)?;
         let mut rd = UserSlice::new(
             UserPtr::from_addr(sub.segs_addr as usize),
             n * size_of::<VcudaSeg>(),
@@ -155,13 +161,13 @@ impl Request {
                 pages_total +=
                     (end.div_ceil(PAGE_SIZE as u64) - s.addr / PAGE_SIZE as u64) as usize;
             }
-            segs.push(s, GFP_KERNEL)?;
+            segs.push(s, GFP_KERNEL_ACCOUNT)?;
         }
 
         // The head: ChainHeader + message.
         let reply_area = (sub.reply_cap as usize).min(MAX_REPLY_AREA.max(lim.max_ctrl as usize));
         let mut head =
-            KVVec::with_capacity(size_of::<ChainHeader>() + sub.ctrl_len as usize, GFP_KERNEL)?;
+            KVVec::with_capacity(size_of::<ChainHeader>() + sub.ctrl_len as usize, GFP_KERNEL_ACCOUNT)?;
         head.extend_from_slice(
             &chain_header(session.id, CHAIN_OP_SUBMIT, reply_area as u32),
             GFP_KERNEL,
@@ -170,14 +176,15 @@ impl Request {
             UserPtr::from_addr(sub.ctrl_addr as usize),
             sub.ctrl_len as usize,
         )
-        .read_all(&mut head, GFP_KERNEL)?;
-        let reply = KVVec::from_elem(0u8, reply_area, GFP_KERNEL)?;
+        .read_all(&mut head, GFP_KERNEL_ACCOUNT)?;
+        let reply = KVVec::from_elem(0u8, reply_area, GFP_KERNEL_ACCOUNT)?;
 
         let mut bufs = Bufs {
             head,
             reply,
             pages: KVVec::new(),
             pins: KVec::new(),
+            charge: None,
             bounce: None,
             sg: UnsafeCell::new(KVVec::new()),
             lists: [(0, 0); 4],
@@ -186,16 +193,22 @@ impl Request {
         let mut sgb = SgBuilder::new(lim.max_desc);
         sgb.add_kernel(0, &bufs.head)?;
         sgb.add_kernel(2, &bufs.reply)?;
-        bufs.pin(&segs, pages_total)?;
-        match bufs.map_pinned(&segs, &mut sgb) {
-            Ok(()) => {}
-            Err(e) if e == E2BIG => {
-                // Too scattered for the device's descriptor limit: copy instead.
-                sgb.clear_data();
-                bufs.unpin();
-                bufs.bounce(&segs, [out_total, in_total], &mut sgb)?;
+        if !bufs.charge_pins(pages_total)? {
+            // Pinning would pass the caller's RLIMIT_MEMLOCK: copy instead.
+            note_memlock_fallback();
+            bufs.bounce(&segs, [out_total, in_total], &mut sgb)?;
+        } else {
+            bufs.pin(&segs, pages_total)?;
+            match bufs.map_pinned(&segs, &mut sgb) {
+                Ok(()) => {}
+                Err(e) if e == E2BIG => {
+                    // Too scattered for the device's descriptor limit: copy instead.
+                    sgb.clear_data();
+                    bufs.unpin();
+                    bufs.bounce(&segs, [out_total, in_total], &mut sgb)?;
+                }
+                Err(e) => return Err(e),
             }
-            Err(e) => return Err(e),
         }
         let descs = sgb.total;
         let (sg, lists) = sgb.finish()?;
@@ -270,5 +283,14 @@ impl Request {
             }
         }
         &area[..n]
+    }
+}
+
+/// Says once per boot that a call's pages were copied rather than pinned because the caller's
+/// locked-memory limit was reached.
+fn note_memlock_fallback() {
+    static SAID: AtomicBool = AtomicBool::new(false);
+    if !SAID.swap(true, Ordering::Relaxed) {
+        pr_info!("vcuda: a call would pass its process's RLIMIT_MEMLOCK; copying its data through kernel buffers instead of pinning\n");
     }
 }

@@ -106,7 +106,7 @@ impl SgBuilder {
     pub(super) fn finish(self) -> Result<(KVVec<bindings::scatterlist>, SgLists)> {
         // SAFETY: An all-zero scatterlist is valid (and `sg_init_table` re-initialises it).
         let zero: bindings::scatterlist = unsafe { core::mem::zeroed() };
-        let mut sg = KVVec::from_elem(zero, self.total, GFP_KERNEL)?;
+        let mut sg = KVVec::from_elem(zero, self.total, GFP_KERNEL_ACCOUNT)?;
         let mut lists = [(0, 0); 4];
         let mut at = 0;
         for (i, list) in self.lists.iter().enumerate() {

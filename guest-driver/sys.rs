@@ -52,6 +52,8 @@ extern "C" {
     );
     pub(crate) fn vcuda_glue_alloc_wq() -> *mut bindings::workqueue_struct;
     fn vcuda_glue_alloc_chunk(order: c_uint) -> *mut c_void;
+    fn vcuda_glue_charge_pinned(npages: c_ulong, err: *mut c_int) -> *mut c_void;
+    fn vcuda_glue_uncharge_pinned(mm: *mut c_void, npages: c_ulong);
     fn vcuda_glue_page_address(page: *mut c_void) -> *mut u8;
 }
 
@@ -244,5 +246,44 @@ impl Drop for Chunk {
     fn drop(&mut self) {
         // SAFETY: Allocated by `alloc` with this order; nothing uses it any more.
         unsafe { bindings::__free_pages(self.page.cast(), self.order) };
+    }
+}
+
+/// Pages charged to a process's locked-memory limit (`RLIMIT_MEMLOCK`) while they are
+/// pinned; uncharged on drop, even from another process's context.
+pub(crate) struct PinCharge {
+    mm: *mut c_void,
+    pages: usize,
+}
+
+// SAFETY: `mm` is a referenced `mm_struct` (mmgrab), usable from any thread; the charge is
+// given back once, on drop.
+unsafe impl Send for PinCharge {}
+// SAFETY: `&PinCharge` gives no access to the mm.
+unsafe impl Sync for PinCharge {}
+
+impl PinCharge {
+    /// Charges `pages` to the current process. `Ok(None)`: over its limit (without
+    /// `CAP_IPC_LOCK`), so the caller must not pin them.
+    pub(crate) fn new(pages: usize) -> Result<Option<Self>> {
+        let mut err: c_int = 0;
+        // SAFETY: Process context (a file operation of the calling process); `err` is a
+        // valid out pointer.
+        let mm = unsafe { vcuda_glue_charge_pinned(pages as c_ulong, &mut err) };
+        if !mm.is_null() {
+            return Ok(Some(Self { mm, pages }));
+        }
+        match Error::from_errno(err) {
+            e if e == ENOMEM => Ok(None),
+            e => Err(e),
+        }
+    }
+}
+
+impl Drop for PinCharge {
+    fn drop(&mut self) {
+        // SAFETY: `mm` came from `vcuda_glue_charge_pinned` with these pages charged, and is
+        // uncharged and released once, here. Requests are dropped in process context.
+        unsafe { vcuda_glue_uncharge_pinned(self.mm, self.pages as c_ulong) };
     }
 }

@@ -13,6 +13,7 @@
 #include <linux/miscdevice.h>
 #include <linux/mm.h>
 #include <linux/module.h>
+#include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
 #include <linux/scatterlist.h>
 #include <linux/spinlock.h>
@@ -52,6 +53,8 @@ void vcuda_glue_sg_set_page(struct scatterlist *sg, struct page *page, unsigned 
 struct workqueue_struct *vcuda_glue_alloc_wq(void);
 struct page *vcuda_glue_alloc_chunk(unsigned int order);
 void *vcuda_glue_page_address(struct page *page);
+void *vcuda_glue_charge_pinned(unsigned long npages, int *err);
+void vcuda_glue_uncharge_pinned(void *p, unsigned long npages);
 
 /* The Rust module state, set while the driver is registered. */
 static void *vcuda_ctx;
@@ -223,11 +226,47 @@ struct workqueue_struct *vcuda_glue_alloc_wq(void)
 
 /*
  * Bounce chunks: physically contiguous, without retries or allocation-failure warnings (the
- * caller falls back to smaller orders). The __GFP_* flags and page_address() are macros.
+ * caller falls back to smaller orders), charged to the caller's memory cgroup. The __GFP_*
+ * flags and page_address() are macros.
  */
 struct page *vcuda_glue_alloc_chunk(unsigned int order)
 {
-	return alloc_pages(GFP_KERNEL | __GFP_NORETRY | __GFP_NOWARN, order);
+	return alloc_pages(GFP_KERNEL_ACCOUNT | __GFP_NORETRY | __GFP_NOWARN, order);
+}
+
+/*
+ * Pinned pages count against the caller's RLIMIT_MEMLOCK (its mm's locked_vm), as VFIO's
+ * and RDMA's do; CAP_IPC_LOCK lifts the limit. Returns the mm, referenced, to uncharge
+ * later from any context that may sleep; NULL with *err set (-ENOMEM: over the limit).
+ */
+void *vcuda_glue_charge_pinned(unsigned long npages, int *err)
+{
+	struct mm_struct *mm = current->mm;
+	int r;
+
+	if (!mm) {
+		*err = -ESRCH;
+		return NULL;
+	}
+	r = account_locked_vm(mm, npages, true);
+	if (r) {
+		*err = r;
+		return NULL;
+	}
+	mmgrab(mm);
+	return mm;
+}
+
+void vcuda_glue_uncharge_pinned(void *p, unsigned long npages)
+{
+	struct mm_struct *mm = p;
+
+	/* An exited process's counters go with its mm. */
+	if (mmget_not_zero(mm)) {
+		account_locked_vm(mm, npages, false);
+		mmput(mm);
+	}
+	mmdrop(mm);
 }
 
 void *vcuda_glue_page_address(struct page *page)

@@ -23,6 +23,8 @@ const SHIMS: &[(&str, &str, u32)] = &[
     ("libcublas.so.13", "cublas13.names", 15),
     ("libcublas.so.12", "cublas12.names", 15),
     ("libcurand.so.10", "curand10.names", 999),
+    // CUDA_ERROR_NOT_SUPPORTED.
+    ("libcuda.so.1", "cuda1.names", 801),
 ];
 
 fn names(path: &Path) -> Vec<String> {

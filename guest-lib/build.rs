@@ -51,6 +51,13 @@ const LIBS: &[Lib] = &[
         node: "libcurand.so.10",
         stub: "curand",
     },
+    // The driver API (libcuda.so.1): every name of CUDA 13.0's cuda.h (and cudaProfiler.h),
+    // the versioned `_v2`/`_ptsz` names and the legacy ones, as NVIDIA's file exports.
+    Lib {
+        file: "cuda1.names",
+        node: "libcuda.so.1",
+        stub: "cuda",
+    },
 ];
 
 fn read_names(dir: &Path, file: &str) -> BTreeSet<String> {
@@ -96,7 +103,11 @@ fn implemented(api: &Path) -> BTreeMap<String, String> {
                     .chars()
                     .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
                     .collect();
-                if name.starts_with("cuda")
+                // cuda*, cublas*, curand*, and the driver API's cuXxx.
+                let driver = name.starts_with("cu")
+                    && name[2..].starts_with(|c: char| c.is_ascii_uppercase());
+                if driver
+                    || name.starts_with("cuda")
                     || name.starts_with("__cuda")
                     || name.starts_with("__v12_")
                     || name.starts_with("cublas")
@@ -188,7 +199,8 @@ fn main() {
     fs::write(
         &map,
         "libcudart.so.12 { };\nlibcudart.so.13 { } libcudart.so.12;\n\
-         libcublas.so.12 { };\nlibcublas.so.13 { } libcublas.so.12;\nlibcurand.so.10 { };\n",
+         libcublas.so.12 { };\nlibcublas.so.13 { } libcublas.so.12;\nlibcurand.so.10 { };\n\
+         libcuda.so.1 { };\n",
     )
     .unwrap();
     println!(

@@ -190,6 +190,13 @@ macro_rules! entry_stub {
             )
         }
     };
+    (cuda, $name:ident) => {
+        #[doc = concat!("`", stringify!($name), "`: not supported; returns `CUDA_ERROR_NOT_SUPPORTED`.")]
+        #[unsafe(no_mangle)]
+        pub extern "C" fn $name() -> u32 {
+            $crate::entry::stub(stringify!($name), vcuda_protocol::status::NOT_SUPPORTED, false)
+        }
+    };
     // cuRAND has no "not supported" status; `CURAND_STATUS_INTERNAL_ERROR` says the library
     // cannot do it without blaming the caller's arguments or generator.
     (curand, $name:ident) => {

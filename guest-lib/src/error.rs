@@ -157,3 +157,58 @@ mod tests {
         assert_eq!(cudaError_t::from(Error::UNKNOWN), status::UNKNOWN);
     }
 }
+
+/// A CUDA driver API error (a non-zero `CUresult`).
+///
+/// The driver and the runtime number their errors alike (`CUDA_ERROR_OUT_OF_MEMORY` = 2 =
+/// `cudaErrorMemoryAllocation`, ...), so a runtime [`Error`] converts by value, except for
+/// the few codes only the runtime has, which become what the driver reports in their place.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct CuError(pub u32);
+
+impl CuError {
+    /// `CUDA_ERROR_INVALID_VALUE`.
+    pub const INVALID_VALUE: CuError = CuError(1);
+    /// `CUDA_ERROR_NOT_INITIALIZED`.
+    pub const NOT_INITIALIZED: CuError = CuError(3);
+    /// `CUDA_ERROR_NO_DEVICE`.
+    pub const NO_DEVICE: CuError = CuError(100);
+    /// `CUDA_ERROR_INVALID_DEVICE`.
+    pub const INVALID_DEVICE: CuError = CuError(101);
+    /// `CUDA_ERROR_INVALID_IMAGE`.
+    pub const INVALID_IMAGE: CuError = CuError(200);
+    /// `CUDA_ERROR_INVALID_CONTEXT`.
+    pub const INVALID_CONTEXT: CuError = CuError(201);
+    /// `CUDA_ERROR_NO_BINARY_FOR_GPU`.
+    pub const NO_BINARY_FOR_GPU: CuError = CuError(209);
+    /// `CUDA_ERROR_INVALID_HANDLE`.
+    pub const INVALID_HANDLE: CuError = CuError(400);
+    /// `CUDA_ERROR_NOT_FOUND`.
+    pub const NOT_FOUND: CuError = CuError(500);
+    /// `CUDA_ERROR_NOT_SUPPORTED`.
+    pub const NOT_SUPPORTED: CuError = CuError(801);
+}
+
+impl From<Error> for CuError {
+    fn from(e: Error) -> CuError {
+        CuError(match e.0 {
+            // The runtime's own codes for what the driver calls an invalid value
+            // (configuration, pitch, device pointer, copy direction) or a name not found
+            // (device function, symbol).
+            status::INVALID_CONFIGURATION
+            | status::INVALID_PITCH_VALUE
+            | 17
+            | status::INVALID_MEMCPY_DIRECTION => 1,
+            status::INVALID_DEVICE_FUNCTION | status::INVALID_SYMBOL => 500,
+            c if crate::cu_names::name(c).is_some() => c,
+            c if c < 100 => 1,
+            _ => 999,
+        })
+    }
+}
+
+impl From<CuError> for u32 {
+    fn from(e: CuError) -> u32 {
+        e.0
+    }
+}

@@ -30,6 +30,7 @@
 #[macro_use]
 pub mod entry;
 pub mod client;
+pub mod cu_names;
 pub mod error;
 pub mod ffi;
 pub mod logging;
@@ -45,6 +46,7 @@ mod api {
     pub mod cublas;
     pub mod curand;
     pub mod device;
+    pub mod driver;
     pub mod error;
     pub mod launch;
     pub mod memory;

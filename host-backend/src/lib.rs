@@ -13,6 +13,7 @@ pub mod memsize;
 pub mod modules;
 pub mod session;
 pub mod socket;
+pub mod stdout;
 pub mod vhost_user;
 
 pub use session::{Backend, Session};

@@ -239,6 +239,12 @@ pub fn check_program(name: &str, v: Cuda, executor: &str) {
     }
     let Some(exe) = build(name, v) else { return };
     let o = vcuda_run(executor, &exe, &s.args);
+    check_output(name, &s, &o);
+}
+
+/// Checks what test program `name` (with header `s`) printed and how it exited: status 0,
+/// a `PASS` line, no `FAIL`, and every expected line.
+pub fn check_output(name: &str, s: &Spec, o: &Output) {
     let stdout = String::from_utf8_lossy(&o.stdout);
     let stderr = String::from_utf8_lossy(&o.stderr);
     let show = || format!("--- stdout\n{stdout}--- stderr\n{stderr}");

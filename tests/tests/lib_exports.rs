@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
 //! libvcuda.so exports every libcublas.so.13 name under `libcublas.so.13` (default) and
-//! `libcublas.so.12`, and every libcurand.so.10 name under `libcurand.so.10`; `vcuda lib-dir`
-//! provides `libcublas.so.13`, `libcublas.so.12` and `libcurand.so.10` shims whose SONAME is
-//! their name and which export every name under their own version node.
+//! `libcublas.so.12`, every libcurand.so.10 name under `libcurand.so.10` and every driver
+//! API name (cuda.h) under `libcuda.so.1`; `vcuda lib-dir` provides `libcublas.so.13`,
+//! `libcublas.so.12`, `libcurand.so.10` and `libcuda.so.1` shims whose SONAME is their name
+//! and which export every name under their own version node.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -57,6 +58,7 @@ fn libvcuda_exports_cublas_and_curand() {
         ("cublas13.names", "@@libcublas.so.13"),
         ("cublas12.names", "@libcublas.so.12"),
         ("curand10.names", "@@libcurand.so.10"),
+        ("cuda1.names", "@@libcuda.so.1"),
     ] {
         let m = missing(&ex, list, version);
         assert!(m.is_empty(), "missing {version}: {m:?}");
@@ -72,6 +74,7 @@ fn lib_dir_shims_have_the_real_sonames() {
         ("libcublas.so.13", "cublas13.names"),
         ("libcublas.so.12", "cublas12.names"),
         ("libcurand.so.10", "curand10.names"),
+        ("libcuda.so.1", "cuda1.names"),
     ] {
         let lib = dir.join(file);
         let o = Command::new("readelf")

@@ -557,7 +557,8 @@ pub fn serve_connection_with<S: Conn>(
 /// Says `ready` on stdout (see [`ServerConfig::notify_ready`]).
 fn notify_ready(config: &ServerConfig) -> io::Result<()> {
     if config.notify_ready {
-        let mut o = io::stdout().lock();
+        // The real stdout, even while device printf is being captured.
+        let mut o = crate::stdout::original()?;
         o.write_all(b"ready\n")?;
         o.flush()?;
     }

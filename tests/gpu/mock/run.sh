@@ -79,6 +79,11 @@ out=$(LD_LIBRARY_PATH=/nonexistent timeout 3 "$BACKEND" serve --executor auto \
     --socket "$DIR/b.sock" 2>&1 || true)
 grep -q "executor: cpu (auto" <<<"$out" || { echo "FAIL: auto did not fall back: $out" >&2; exit 1; }
 echo "ok: auto falls back to cpu"
+# With device printf captured, the readiness line still reaches the real stdout.
+out=$(LD_LIBRARY_PATH=$DIR/ok timeout 5 "$BACKEND" serve --executor cuda --cuda-capture-printf \
+    --notify-ready --socket "$DIR/r.sock" 2>/dev/null | head -1 || true)
+[ "$out" = ready ] || { echo "FAIL: no ready line with printf capture: '$out'" >&2; exit 1; }
+echo "ok: ready is said on stdout while printf is captured"
 
 if [ $HARNESS = 1 ]; then
     echo "== harness against the mock (programs whose kernels may do nothing)"

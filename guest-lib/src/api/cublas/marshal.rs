@@ -33,7 +33,7 @@ pub(super) const C32: u32 = dtype::C_32F;
 /// `CUDA_C_64F`.
 pub(super) const C64: u32 = dtype::C_64F;
 
-fn elem_size(t: u32) -> usize {
+pub(super) fn elem_size(t: u32) -> usize {
     match t {
         dtype::R_16F => 2,
         R32 => 4,

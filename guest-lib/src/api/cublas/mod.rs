@@ -13,6 +13,7 @@
 //! `entry_lib!` turns into the `cublasStatus_t`); [`handle`] keeps the handles' state and
 //! [`marshal`] builds and sends the requests.
 
+mod ex;
 mod handle;
 mod marshal;
 

@@ -276,8 +276,8 @@ unsafe impl Send for CudaExecutor {}
 impl Drop for CudaExecutor {
     fn drop(&mut self) {
         if self.wait.is_cancelled() {
-            // The session ended while its work may still run: wait for nothing.
-            self.abandon();
+            // The session ended (its program is gone): wait for none of its work.
+            self.abandon(false);
         }
         self.blas_release();
         self.rand_release();
@@ -411,7 +411,7 @@ impl CudaExecutor {
     fn settle<T>(&mut self, r: ExecResult<T>) -> ExecResult<T> {
         let timed_out = self.wait.take_timed_out();
         if (timed_out || self.wait.is_cancelled()) && self.ctx.is_some() {
-            self.abandon();
+            self.abandon(true);
         }
         r
     }
@@ -419,12 +419,16 @@ impl CudaExecutor {
     /// Destroys the session's context at once, without waiting for its work: the session
     /// ended (its connection closed, the guest released it) while a kernel or copy may
     /// still run, or a wait outlasted `--kernel-timeout` (the session then answers the
-    /// sticky `cudaErrorLaunchTimeout` until `cudaDeviceReset` gives it a new context). On a GPU, destroying the context stops its kernels and DMAs; cuBLAS
-    /// handles and cuRAND generators, whose destruction would synchronize, are dropped
-    /// without it. The session has no context afterwards; its later calls fail.
-    fn abandon(&mut self) {
+    /// sticky `cudaErrorLaunchTimeout` until `cudaDeviceReset` gives it a new context). On
+    /// a GPU, destroying the context stops its kernels and DMAs; cuBLAS handles and cuRAND
+    /// generators, whose destruction would synchronize, are dropped without it. The session
+    /// has no context afterwards; its later calls fail. `mid_call`: a call was waiting
+    /// (logged), rather than the session simply ending.
+    fn abandon(&mut self, mid_call: bool) {
         if let Some(ctx) = self.ctx.take() {
-            warn!("a session's GPU work was cancelled or timed out: destroying its context");
+            if mid_call {
+                warn!("a session's GPU work was cancelled or timed out: destroying its context");
+            }
             if let Err(e) = ctx.destroy() {
                 warn!("destroying a session's context: {}", driver::error_name(e));
             }

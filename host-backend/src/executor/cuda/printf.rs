@@ -56,6 +56,8 @@ impl Capture {
     }
 
     fn install() -> io::Result<Capture> {
+        // What the backend itself prints keeps going to the real stdout.
+        crate::stdout::save();
         let mut fds = [0; 2];
         // SAFETY: `fds` is an array of two ints, as pipe2 requires.
         if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {

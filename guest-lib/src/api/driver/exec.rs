@@ -1,0 +1,426 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! Streams, events, modules, functions and launches.
+
+use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
+use std::sync::Arc;
+
+use sha2::{Digest, Sha256};
+use vcuda_protocol::{
+    FuncAttrs, FuncSetAttributeReq, FunctionGetReq, FunctionGetResp, HandleReq, LaunchReq,
+    MAX_PARAM_LEN, MODULE_HAS_DATA, ModuleLoadReq, PARAMS_UNKNOWN, ParamInfo, SymbolGetReq,
+    SymbolGetResp, ops,
+};
+use zerocopy::FromBytes;
+
+use super::context::{current, disown, own};
+use super::memory::CUdeviceptr;
+use super::{out, rt};
+use crate::api::stream::{
+    cudaEventCreateWithFlags, cudaEventDestroy, cudaEventElapsedTime, cudaEventQuery,
+    cudaEventRecord, cudaEventRecordWithFlags, cudaEventSynchronize, cudaStreamCreateWithPriority,
+    cudaStreamDestroy, cudaStreamQuery, cudaStreamSynchronize, cudaStreamWaitEvent, stream_handle,
+};
+use crate::client::{self, Client};
+use crate::error::CuError;
+use crate::ffi::{cudaEvent_t, cudaStream_t};
+
+/// A loaded module: the backend's handle and the functions looked up in it.
+pub struct Module {
+    handle: u64,
+    functions: std::sync::Mutex<Vec<Arc<Function>>>,
+}
+
+/// `CUfunction`: a kernel of a [`Module`].
+pub struct Function {
+    handle: u64,
+    params: Vec<(u32, u32)>,
+    param_size: u32,
+    attrs: FuncAttrs,
+}
+
+fn session() -> Result<&'static Client, CuError> {
+    current()?;
+    let c = client::client()?;
+    c.check_sticky()?;
+    Ok(c)
+}
+
+/// The size of a module image: a fat binary (header and payload), an ELF cubin (up to its
+/// section headers), or NUL-terminated PTX text.
+///
+/// # Safety
+///
+/// `image` points to a readable image of one of those kinds.
+unsafe fn image_len(image: *const u8) -> Result<usize, CuError> {
+    // SAFETY: every image is at least 16 bytes or NUL-terminated text (the caller's
+    // contract); each read below stays within what the header read so far describes.
+    unsafe {
+        let magic = image.cast::<u32>().read_unaligned();
+        if magic == 0xBA55_ED50 {
+            let size = image.add(8).cast::<u64>().read_unaligned();
+            return usize::try_from(size)
+                .ok()
+                .and_then(|s| s.checked_add(16))
+                .filter(|&s| s <= vcuda_protocol::MAX_SEGMENT_LEN as usize)
+                .ok_or(CuError::INVALID_IMAGE);
+        }
+        if magic == 0x464C_457F {
+            // The CPU executor runs PTX, not machine code.
+            return Err(CuError::NO_BINARY_FOR_GPU);
+        }
+        Ok(CStr::from_ptr(image.cast::<c_char>())
+            .to_bytes_with_nul()
+            .len())
+    }
+}
+
+/// A fat binary holding `ptx` (text with its NUL) as its one PTX entry.
+fn ptx_fatbin(ptx: &[u8]) -> Vec<u8> {
+    let mut payload = ptx.to_vec();
+    payload.resize(payload.len().next_multiple_of(8), 0);
+    let mut h = vec![0u8; 64];
+    h[0..2].copy_from_slice(&1u16.to_le_bytes()); // PTX
+    h[2..4].copy_from_slice(&0x0101u16.to_le_bytes());
+    h[4..8].copy_from_slice(&64u32.to_le_bytes());
+    h[8..16].copy_from_slice(&(payload.len() as u64).to_le_bytes());
+    h[0x1c..0x20].copy_from_slice(&90u32.to_le_bytes()); // sm_90
+    h.extend(payload);
+    let mut f = 0xBA55_ED50u32.to_le_bytes().to_vec();
+    f.extend_from_slice(&1u16.to_le_bytes());
+    f.extend_from_slice(&16u16.to_le_bytes());
+    f.extend_from_slice(&(h.len() as u64).to_le_bytes());
+    f.extend(h);
+    f
+}
+
+fn load(pmod: *mut *mut Module, image: *const c_void) -> Result<(), CuError> {
+    let c = session()?;
+    if image.is_null() {
+        return Err(CuError::INVALID_VALUE);
+    }
+    // SAFETY: the driver API's contract: `image` is a module image.
+    let len = unsafe { image_len(image.cast()) }?;
+    // SAFETY: `len` bytes of the image are readable (computed from the image itself).
+    let bytes = unsafe { std::slice::from_raw_parts(image.cast::<u8>(), len) };
+    let wrapped;
+    let bytes = if bytes.starts_with(&0xBA55_ED50u32.to_le_bytes()) {
+        bytes
+    } else {
+        wrapped = ptx_fatbin(bytes);
+        &wrapped
+    };
+    let req = ModuleLoadReq {
+        hash: Sha256::digest(bytes).into(),
+        size: bytes.len() as u64,
+        flags: MODULE_HAS_DATA,
+        reserved: 0,
+    };
+    let resp = c.call_with::<ops::ModuleLoad>(&req, &[], &[bytes], &mut [])?;
+    let m = Box::into_raw(Box::new(Module {
+        handle: resp.handle,
+        functions: std::sync::Mutex::default(),
+    }));
+    own(|o| o.modules.push(m as usize))?;
+    // SAFETY: the caller's output pointer.
+    unsafe { out(pmod, m) }
+}
+
+/// Unloads a module made by [`load`] (once).
+pub fn unload(m: usize) {
+    // SAFETY: `m` came from `Box::into_raw` in `load` and its owner gives it up once.
+    let m = unsafe { Box::from_raw(m as *mut Module) };
+    if let Ok(c) = client::client() {
+        let _ = c.call::<ops::ModuleUnload>(&HandleReq { handle: m.handle });
+    }
+}
+
+/// The module behind a `CUmodule` of the current context.
+fn module<'a>(m: *mut Module) -> Result<&'a Module, CuError> {
+    let ok = !m.is_null() && {
+        let mut found = false;
+        own(|o| found = o.modules.contains(&(m as usize)))?;
+        found
+    };
+    if !ok {
+        return Err(CuError::INVALID_HANDLE);
+    }
+    // SAFETY: a live module of the current context (checked above); it is freed only by
+    // `cuModuleUnload` or the context's destruction, which the caller must not race.
+    Ok(unsafe { &*m })
+}
+
+/// The function behind a `CUfunction`.
+fn function<'a>(f: *const Function) -> Result<&'a Function, CuError> {
+    // SAFETY: the driver API's contract: a function handle from cuModuleGetFunction whose
+    // module is still loaded (its `Arc` lives in the module's list).
+    unsafe { f.as_ref() }.ok_or(CuError::INVALID_HANDLE)
+}
+
+fn c_name(name: *const c_char) -> Result<&'static str, CuError> {
+    if name.is_null() {
+        return Err(CuError::INVALID_VALUE);
+    }
+    // SAFETY: a NUL-terminated string (the driver API's contract).
+    unsafe { CStr::from_ptr(name) }
+        .to_str()
+        .map_err(|_| CuError::NOT_FOUND)
+}
+
+fn launch(
+    f: *const Function,
+    grid: [u32; 3],
+    block: [u32; 3],
+    shmem: c_uint,
+    stream: cudaStream_t,
+    args: *mut *mut c_void,
+    extra: *mut *mut c_void,
+) -> Result<(), CuError> {
+    let c = session()?;
+    let f = function(f)?;
+    if grid.contains(&0) || block.contains(&0) {
+        return Err(CuError::INVALID_VALUE);
+    }
+    if f.param_size > MAX_PARAM_LEN {
+        return Err(CuError::INVALID_VALUE);
+    }
+    let mut params = vec![0u8; f.param_size as usize];
+    if !args.is_null() {
+        for (i, &(off, size)) in f.params.iter().enumerate() {
+            // SAFETY: the driver API's contract: one pointer per kernel parameter.
+            let a = unsafe { *args.add(i) };
+            if a.is_null() {
+                return Err(CuError::INVALID_VALUE);
+            }
+            let dst = params
+                .get_mut(off as usize..(off + size) as usize)
+                .ok_or(CuError::INVALID_VALUE)?;
+            // SAFETY: `a` points to the argument, `size` bytes as the kernel declares.
+            dst.copy_from_slice(unsafe {
+                std::slice::from_raw_parts(a.cast::<u8>(), size as usize)
+            });
+        }
+    } else if !extra.is_null() {
+        // CU_LAUNCH_PARAM_BUFFER_POINTER (1), _SIZE (2), _END (0) pairs.
+        let (mut buf, mut len) = (std::ptr::null::<u8>(), None);
+        let mut i = 0;
+        loop {
+            // SAFETY: the driver API's contract: a list of (key, value) ending with END.
+            let key = unsafe { *extra.add(i) } as usize;
+            match key {
+                0 => break,
+                // SAFETY: as above; a key is followed by its value.
+                1 => buf = unsafe { *extra.add(i + 1) }.cast(),
+                // SAFETY: as above; the value points to a size_t.
+                2 => len = Some(unsafe { *(*extra.add(i + 1)).cast::<usize>() }),
+                _ => return Err(CuError::INVALID_VALUE),
+            }
+            i += 2;
+        }
+        let len = len.ok_or(CuError::INVALID_VALUE)?;
+        if buf.is_null() || len < f.param_size as usize {
+            return Err(CuError::INVALID_VALUE);
+        }
+        // SAFETY: the caller's buffer of `len` >= param_size bytes.
+        params.copy_from_slice(unsafe { std::slice::from_raw_parts(buf, f.param_size as usize) });
+    } else if !f.params.is_empty() {
+        return Err(CuError::INVALID_VALUE);
+    }
+    let req = LaunchReq {
+        function: f.handle,
+        stream: stream_handle(c, stream, false)?,
+        grid,
+        block,
+        shared_mem: shmem,
+        param_len: params.len() as u32,
+    };
+    c.post_with::<ops::Launch>(&req, &params, &[])?;
+    Ok(())
+}
+
+entry_lib! {
+    fn cuStreamCreate(s: *mut cudaStream_t, flags: c_uint) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: forwarding the caller's output pointer.
+        rt(unsafe { cudaStreamCreateWithPriority(s, flags, 0) })?;
+        // SAFETY: written just above.
+        own(|o| o.streams.push(unsafe { *s } as usize))
+    }
+
+    fn cuStreamCreateWithPriority(s: *mut cudaStream_t, flags: c_uint, priority: c_int) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: forwarding the caller's output pointer.
+        rt(unsafe { cudaStreamCreateWithPriority(s, flags, priority) })?;
+        // SAFETY: written just above.
+        own(|o| o.streams.push(unsafe { *s } as usize))
+    }
+
+    fn cuStreamDestroy_v2(s: cudaStream_t) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: the runtime checks the handle.
+        rt(unsafe { cudaStreamDestroy(s) })?;
+        disown(|o| o.streams.retain(|&x| x != s as usize));
+        Ok(())
+    }
+
+    fn cuStreamSynchronize(s: cudaStream_t) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: the runtime checks the handle.
+        rt(unsafe { cudaStreamSynchronize(s) })
+    }
+
+    fn cuStreamQuery(s: cudaStream_t) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: the runtime checks the handle.
+        rt(unsafe { cudaStreamQuery(s) })
+    }
+
+    fn cuStreamWaitEvent(s: cudaStream_t, e: cudaEvent_t, flags: c_uint) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: the runtime checks the handles.
+        rt(unsafe { cudaStreamWaitEvent(s, e, flags) })
+    }
+
+    fn cuEventCreate(e: *mut cudaEvent_t, flags: c_uint) -> Result<(), CuError> {
+        current()?;
+        // CU_EVENT_* and cudaEvent* flags have the same values.
+        // SAFETY: forwarding the caller's output pointer.
+        rt(unsafe { cudaEventCreateWithFlags(e, flags) })?;
+        // SAFETY: written just above.
+        own(|o| o.events.push(unsafe { *e } as usize))
+    }
+
+    fn cuEventDestroy_v2(e: cudaEvent_t) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: the runtime checks the handle.
+        rt(unsafe { cudaEventDestroy(e) })?;
+        disown(|o| o.events.retain(|&x| x != e as usize));
+        Ok(())
+    }
+
+    fn cuEventRecord(e: cudaEvent_t, s: cudaStream_t) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: the runtime checks the handles.
+        rt(unsafe { cudaEventRecord(e, s) })
+    }
+
+    fn cuEventRecordWithFlags(e: cudaEvent_t, s: cudaStream_t, flags: c_uint) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: the runtime checks the handles.
+        rt(unsafe { cudaEventRecordWithFlags(e, s, flags) })
+    }
+
+    fn cuEventQuery(e: cudaEvent_t) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: the runtime checks the handle.
+        rt(unsafe { cudaEventQuery(e) })
+    }
+
+    fn cuEventSynchronize(e: cudaEvent_t) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: the runtime checks the handle.
+        rt(unsafe { cudaEventSynchronize(e) })
+    }
+
+    fn cuEventElapsedTime_v2(ms: *mut f32, start: cudaEvent_t, end: cudaEvent_t) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: forwarding the caller's output pointer; the runtime checks the handles.
+        rt(unsafe { cudaEventElapsedTime(ms, start, end) })
+    }
+
+    fn cuModuleLoadData(m: *mut *mut Module, image: *const c_void) -> Result<(), CuError> {
+        load(m, image)
+    }
+
+    fn cuModuleLoadDataEx(m: *mut *mut Module, image: *const c_void, _n: c_uint, _opts: *mut c_int, _vals: *mut *mut c_void) -> Result<(), CuError> {
+        // JIT options (log buffers, optimization level) ask for nothing the backend needs;
+        // its JIT log stays on the backend.
+        load(m, image)
+    }
+
+    fn cuModuleUnload(m: *mut Module) -> Result<(), CuError> {
+        module(m)?;
+        disown(|o| o.modules.retain(|&x| x != m as usize));
+        unload(m as usize);
+        Ok(())
+    }
+
+    fn cuModuleGetFunction(pf: *mut *const Function, m: *mut Module, name: *const c_char) -> Result<(), CuError> {
+        let c = session()?;
+        let m = module(m)?;
+        let name = c_name(name)?;
+        let p = c.call_raw::<ops::FunctionGet>(&FunctionGetReq { module: m.handle }, name.as_bytes(), &[], &mut [])?;
+        let (resp, tail) = FunctionGetResp::read_from_prefix(&p).map_err(|_| CuError(999))?;
+        if resp.n_params == PARAMS_UNKNOWN {
+            log::error!("no parameter layout for kernel {name}");
+            return Err(CuError::NOT_SUPPORTED);
+        }
+        let infos = <[ParamInfo]>::ref_from_bytes(tail).map_err(|_| CuError(999))?;
+        let f = Arc::new(Function {
+            handle: resp.handle,
+            params: infos.iter().map(|p| (p.offset, p.size)).collect(),
+            param_size: resp.param_size,
+            attrs: resp.attrs,
+        });
+        let ptr = Arc::as_ptr(&f);
+        m.functions.lock().unwrap_or_else(|e| e.into_inner()).push(f);
+        // SAFETY: the caller's output pointer; the function lives as long as its module.
+        unsafe { out(pf, ptr) }
+    }
+
+    fn cuModuleGetGlobal_v2(dptr: *mut CUdeviceptr, bytes: *mut usize, m: *mut Module, name: *const c_char) -> Result<(), CuError> {
+        let c = session()?;
+        let m = module(m)?;
+        let name = c_name(name)?;
+        let r: SymbolGetResp = c.call_with::<ops::SymbolGet>(&SymbolGetReq { module: m.handle }, name.as_bytes(), &[], &mut [])?;
+        if !dptr.is_null() {
+            // SAFETY: the caller's output pointer (non-null).
+            unsafe { out(dptr, r.ptr)? };
+        }
+        if !bytes.is_null() {
+            // SAFETY: the caller's output pointer (non-null).
+            unsafe { out(bytes, r.size as usize)? };
+        }
+        Ok(())
+    }
+
+    fn cuFuncGetAttribute(v: *mut c_int, attrib: c_int, f: *const Function) -> Result<(), CuError> {
+        let a = &function(f)?.attrs;
+        let value = match attrib {
+            0 => a.max_threads_per_block,
+            1 => a.shared_size_bytes as c_int,
+            2 => a.const_size_bytes as c_int,
+            3 => a.local_size_bytes as c_int,
+            4 => a.num_regs,
+            5 => a.ptx_version,
+            6 => a.binary_version,
+            7 => a.cache_mode_ca,
+            8 => a.max_dynamic_shared_size_bytes,
+            9 => a.preferred_shmem_carveout,
+            10..=19 => 0,
+            _ => return Err(CuError::INVALID_VALUE),
+        };
+        // SAFETY: the caller's output pointer.
+        unsafe { out(v, value) }
+    }
+
+    fn cuFuncSetAttribute(f: *const Function, attrib: c_int, value: c_int) -> Result<(), CuError> {
+        let c = session()?;
+        let f = function(f)?;
+        let req = FuncSetAttributeReq { function: f.handle, attr: attrib as u32, value };
+        c.call::<ops::FuncSetAttribute>(&req)?;
+        Ok(())
+    }
+
+    fn cuFuncGetParamInfo(f: *const Function, index: usize, offset: *mut usize, size: *mut usize) -> Result<(), CuError> {
+        let &(o, s) = function(f)?.params.get(index).ok_or(CuError::INVALID_VALUE)?;
+        // SAFETY: the caller's output pointers.
+        unsafe {
+            out(offset, o as usize)?;
+            out(size, s as usize)
+        }
+    }
+
+    fn cuLaunchKernel(f: *const Function, gx: c_uint, gy: c_uint, gz: c_uint, bx: c_uint, by: c_uint, bz: c_uint, shmem: c_uint, s: cudaStream_t, args: *mut *mut c_void, extra: *mut *mut c_void) -> Result<(), CuError> {
+        launch(f, [gx, gy, gz], [bx, by, bz], shmem, s, args, extra)
+    }
+}

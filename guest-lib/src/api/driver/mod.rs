@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! The CUDA driver API (`libcuda.so.1`), over the same session as the runtime.
+//!
+//! A process has one session with the backend, shared by libcudart, libcuda, libcublas and
+//! libcurand: device pointers, streams (`CUstream` is `cudaStream_t`) and events are the
+//! same values in both APIs. Most driver calls are the runtime's calls with the driver's
+//! error numbering ([`CuError`]).
+//!
+//! # Contexts
+//!
+//! Contexts live in the library (`context`): the backend has one device per session, and
+//! every context of a process shares it. `cuCtxCreate` makes a context current on the
+//! calling thread; memory, streams, events and modules made while it is current belong to
+//! it and are freed when it is destroyed, as the driver does. Unlike separate contexts on a
+//! GPU, contexts here share one address space (a pointer from one works in another) and one
+//! sticky-error state: a fault in one fails the others too, until the last created context
+//! is destroyed, which resets the session. The primary context is a context like the others that is never
+//! destroyed; the runtime's calls use the session directly, so a context from
+//! `cuCtxGetCurrent` works with the runtime, as in CUDA.
+//!
+//! # What is not here yet
+//!
+//! `cuLink*`, `cuLibrary*`, `cuGetProcAddress`, graphs, arrays and textures, managed and
+//! virtual memory, IPC, cooperative and `cuLaunchKernelEx` launches: every name of `cuda.h`
+//! is exported, and those return `CUDA_ERROR_NOT_SUPPORTED`.
+
+pub mod context;
+pub mod exec;
+pub mod memory;
+
+use crate::error::CuError;
+
+/// The driver's result for a runtime entry point's return value.
+fn rt(code: u32) -> Result<(), CuError> {
+    match code {
+        0 => Ok(()),
+        c => Err(crate::error::Error(c).into()),
+    }
+}
+
+/// Writes `v` through a driver API output pointer (`CUDA_ERROR_INVALID_VALUE` if null).
+///
+/// # Safety
+///
+/// `p` is null or valid for a write of `T`.
+unsafe fn out<T>(p: *mut T, v: T) -> Result<(), CuError> {
+    if p.is_null() {
+        return Err(CuError::INVALID_VALUE);
+    }
+    // SAFETY: non-null (checked) and valid for writes (the caller's guarantee).
+    unsafe { p.write(v) };
+    Ok(())
+}

@@ -43,6 +43,7 @@ programs!(
     curand_basic,
     curand_device,
     dmath,
+    driver_api,
     errors,
     matmul,
     params,

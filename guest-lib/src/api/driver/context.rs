@@ -329,6 +329,15 @@ entry_lib! {
         unsafe { out(device, 0) }
     }
 
+    fn cuCtxGetDevice_v2(device: *mut c_int, ctx: CUcontext) -> Result<(), CuError> {
+        let h = if ctx.is_null() { current()? } else { ctx as usize };
+        if !with(|m| m.contains_key(&h)) {
+            return Err(CuError::INVALID_CONTEXT);
+        }
+        // SAFETY: the caller's output pointer.
+        unsafe { out(device, 0) }
+    }
+
     fn cuCtxGetFlags(flags: *mut c_uint) -> Result<(), CuError> {
         let c = current()?;
         let f = with(|m| m.get(&c).map_or(0, |c| c.flags));
@@ -347,6 +356,16 @@ entry_lib! {
 
     fn cuCtxSynchronize() -> Result<(), CuError> {
         current()?;
+        // SAFETY: no arguments.
+        rt(unsafe { cudaDeviceSynchronize() })
+    }
+
+    fn cuCtxSynchronize_v2(ctx: CUcontext) -> Result<(), CuError> {
+        // Contexts share the session: synchronizing one waits for all of them.
+        let h = if ctx.is_null() { current()? } else { ctx as usize };
+        if !with(|m| m.contains_key(&h)) {
+            return Err(CuError::INVALID_CONTEXT);
+        }
         // SAFETY: no arguments.
         rt(unsafe { cudaDeviceSynchronize() })
     }

@@ -20,13 +20,17 @@
 //!
 //! # What is not here yet
 //!
-//! `cuLink*`, `cuLibrary*`, `cuGetProcAddress`, graphs, arrays and textures, managed and
+//! `cuLink*`, `cuLibrary*`, graphs, arrays and textures, managed and
 //! virtual memory, IPC, cooperative and `cuLaunchKernelEx` launches: every name of `cuda.h`
-//! is exported, and those return `CUDA_ERROR_NOT_SUPPORTED`.
+//! is exported, and those return `CUDA_ERROR_NOT_SUPPORTED`. `cuGetProcAddress` (and the
+//! runtime's `cudaGetDriverEntryPoint`) hand out this library's own entry points, the
+//! variant each CUDA version declared (`procs`).
 
 pub mod context;
 pub mod exec;
 pub mod memory;
+pub mod procs;
+mod procs_gen;
 
 use crate::error::CuError;
 

@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+// The CUDA driver API as a JIT-compiling program uses it: libcuda.so.1 opened at run time,
+// entry points found with cuGetProcAddress_v2 (as cuda-python does) and with the runtime's
+// cudaGetDriverEntryPoint, a module loaded from PTX text, launches with kernelParams and
+// with a packed `extra` buffer, and pointers and streams shared with the runtime.
+#include <cuda.h>
+#include <cudaTypedefs.h>
+#include <dlfcn.h>
+#include "common.h"
+
+static const char *PTX = R"(
+.version 7.0
+.target sm_50
+.address_size 64
+.visible .global .align 4 .u32 launches;
+.visible .entry scale_add(.param .u64 p, .param .f32 a, .param .u32 n)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<6>;
+    .reg .b64 %rd<4>;
+    .reg .f32 %f<4>;
+    ld.param.u64 %rd1, [p];
+    ld.param.f32 %f1, [a];
+    ld.param.u32 %r2, [n];
+    mov.u32 %r3, %ctaid.x;
+    mov.u32 %r4, %ntid.x;
+    mov.u32 %r5, %tid.x;
+    mad.lo.s32 %r1, %r3, %r4, %r5;
+    setp.ge.u32 %p1, %r1, %r2;
+    @%p1 bra DONE;
+    mul.wide.u32 %rd2, %r1, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    ld.global.f32 %f2, [%rd3];
+    fma.rn.f32 %f3, %f2, %f1, 0f3F800000;
+    st.global.f32 [%rd3], %f3;
+DONE:
+    ret;
+}
+)";
+
+typedef CUresult (*GetProc)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
+static GetProc get_proc;
+
+template <typename F> static F sym(const char *name) {
+    void *p = nullptr;
+    CUdriverProcAddressQueryResult q;
+    // The variants of this program's cuda.h (13.0, or 12.4 for the CUDA 12 build).
+    CUresult r = get_proc(name, &p, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &q);
+    if (r != CUDA_SUCCESS || q != CU_GET_PROC_ADDRESS_SUCCESS || !p) {
+        printf("FAIL: cuGetProcAddress(%s) -> %d/%d\n", name, (int)r, (int)q);
+        exit(1);
+    }
+    return (F)p;
+}
+
+#define CU(call)                                                                             \
+    do {                                                                                     \
+        CUresult r_ = (call);                                                                \
+        if (r_ != CUDA_SUCCESS) {                                                            \
+            printf("FAIL: %s:%d: %s -> %d\n", __FILE__, __LINE__, #call, (int)r_);           \
+            exit(1);                                                                         \
+        }                                                                                    \
+    } while (0)
+
+int main() {
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW);
+    if (!lib) {
+        printf("FAIL: dlopen libcuda.so.1: %s\n", dlerror());
+        return 1;
+    }
+    get_proc = (GetProc)dlsym(lib, "cuGetProcAddress_v2");
+    EXPECT(get_proc != nullptr);
+    auto cuInit_ = sym<decltype(&cuInit)>("cuInit");
+    auto cuDeviceGet_ = sym<decltype(&cuDeviceGet)>("cuDeviceGet");
+    auto cuDeviceGetName_ = sym<decltype(&cuDeviceGetName)>("cuDeviceGetName");
+    auto cuDeviceGetAttribute_ = sym<decltype(&cuDeviceGetAttribute)>("cuDeviceGetAttribute");
+    auto cuDevicePrimaryCtxRetain_ = sym<decltype(&cuDevicePrimaryCtxRetain)>("cuDevicePrimaryCtxRetain");
+    auto cuCtxSetCurrent_ = sym<decltype(&cuCtxSetCurrent)>("cuCtxSetCurrent");
+    auto cuCtxGetCurrent_ = sym<decltype(&cuCtxGetCurrent)>("cuCtxGetCurrent");
+    auto cuModuleLoadData_ = sym<decltype(&cuModuleLoadData)>("cuModuleLoadData");
+    auto cuModuleGetFunction_ = sym<decltype(&cuModuleGetFunction)>("cuModuleGetFunction");
+    auto cuModuleGetGlobal_ = sym<decltype(&cuModuleGetGlobal)>("cuModuleGetGlobal");
+    auto cuFuncGetParamInfo_ = sym<decltype(&cuFuncGetParamInfo)>("cuFuncGetParamInfo");
+    auto cuMemAlloc_ = sym<decltype(&cuMemAlloc)>("cuMemAlloc");
+    auto cuMemFree_ = sym<decltype(&cuMemFree)>("cuMemFree");
+    auto cuMemcpyHtoD_ = sym<decltype(&cuMemcpyHtoD)>("cuMemcpyHtoD");
+    auto cuMemcpyDtoH_ = sym<decltype(&cuMemcpyDtoH)>("cuMemcpyDtoH");
+    auto cuMemsetD32_ = sym<decltype(&cuMemsetD32)>("cuMemsetD32");
+    auto cuLaunchKernel_ = sym<decltype(&cuLaunchKernel)>("cuLaunchKernel");
+#if CUDA_VERSION >= 13000
+    // At 13.0, cuCtxSynchronize is the variant that names its context.
+    auto cuCtxSynchronize_ = sym<PFN_cuCtxSynchronize_v13000>("cuCtxSynchronize");
+#define CTX_SYNC() cuCtxSynchronize_(nullptr)
+#else
+    auto cuCtxSynchronize_ = sym<decltype(&cuCtxSynchronize)>("cuCtxSynchronize");
+#define CTX_SYNC() cuCtxSynchronize_()
+#endif
+    auto cuGetErrorName_ = sym<decltype(&cuGetErrorName)>("cuGetErrorName");
+    auto cuModuleUnload_ = sym<decltype(&cuModuleUnload)>("cuModuleUnload");
+
+    CU(cuInit_(0));
+    CUdevice dev;
+    CU(cuDeviceGet_(&dev, 0));
+    char name[256];
+    CU(cuDeviceGetName_(name, sizeof name, dev));
+    int warp = 0;
+    CU(cuDeviceGetAttribute_(&warp, CU_DEVICE_ATTRIBUTE_WARP_SIZE, dev));
+    EXPECT(warp == 32);
+    CUcontext ctx, cur;
+    CU(cuDevicePrimaryCtxRetain_(&ctx, dev));
+    CU(cuCtxSetCurrent_(ctx));
+    CU(cuCtxGetCurrent_(&cur));
+    EXPECT(cur == ctx);
+
+    CUmodule mod;
+    CU(cuModuleLoadData_(&mod, PTX));
+    CUfunction f;
+    CU(cuModuleGetFunction_(&f, mod, "scale_add"));
+    size_t off = 0, size = 0;
+    CU(cuFuncGetParamInfo_(f, 1, &off, &size));
+    EXPECT(off == 8 && size == 4);
+    CUfunction none;
+    EXPECT(cuModuleGetFunction_(&none, mod, "nope") == CUDA_ERROR_NOT_FOUND);
+    CUdeviceptr launches;
+    size_t lsize;
+    CU(cuModuleGetGlobal_(&launches, &lsize, mod, "launches"));
+    EXPECT(lsize == 4);
+
+    const unsigned n = 1000;
+    float h[n];
+    for (unsigned i = 0; i < n; i++) h[i] = (float)i;
+    CUdeviceptr d;
+    CU(cuMemAlloc_(&d, n * sizeof(float)));
+    CU(cuMemcpyHtoD_(d, h, sizeof h));
+    // kernelParams: one pointer per parameter.
+    float a = 2.0f;
+    unsigned nn = n;
+    void *params[] = {&d, &a, &nn};
+    CU(cuLaunchKernel_(f, (n + 127) / 128, 1, 1, 128, 1, 1, 0, nullptr, params, nullptr));
+    // extra: the packed parameter buffer, on a stream made by the runtime.
+    cudaStream_t s;
+    CHECK(cudaStreamCreate(&s));
+    struct {
+        CUdeviceptr p;
+        float a;
+        unsigned n;
+    } packed = {d, 0.5f, n};
+    size_t packed_size = sizeof packed;
+    void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &packed, CU_LAUNCH_PARAM_BUFFER_SIZE,
+                     &packed_size, CU_LAUNCH_PARAM_END};
+    CU(cuLaunchKernel_(f, (n + 127) / 128, 1, 1, 128, 1, 1, 0, (CUstream)s, nullptr, extra));
+    CHECK(cudaStreamSynchronize(s));
+    CU(CTX_SYNC());
+    float back[n];
+    // The driver's pointer works with the runtime.
+    CHECK(cudaMemcpy(back, (void *)d, sizeof back, cudaMemcpyDeviceToHost));
+    int bad = 0;
+    for (unsigned i = 0; i < n; i++)
+        if (back[i] != (i * 2.0f + 1.0f) * 0.5f + 1.0f) bad++;
+    EXPECT(bad == 0);
+    CU(cuMemsetD32_(d, 0x3f800000u, n));
+    CU(cuMemcpyDtoH_(back, d, sizeof back));
+    EXPECT(back[0] == 1.0f && back[n - 1] == 1.0f);
+
+    // The runtime's route to the same entry points.
+    void *p = nullptr;
+    cudaDriverEntryPointQueryResult q;
+    CHECK(cudaGetDriverEntryPoint("cuMemAlloc", &p, cudaEnableDefault, &q));
+    EXPECT(q == cudaDriverEntryPointSuccess && p == (void *)cuMemAlloc_);
+    EXPECT(cudaGetDriverEntryPoint("cuNoSuchFunction", &p, cudaEnableDefault, &q) != cudaSuccess);
+    EXPECT(q == cudaDriverEntryPointSymbolNotFound);
+    cudaGetLastError();
+
+    const char *en = nullptr;
+    CU(cuGetErrorName_(CUDA_ERROR_OUT_OF_MEMORY, &en));
+    EXPECT(en && strcmp(en, "CUDA_ERROR_OUT_OF_MEMORY") == 0);
+    EXPECT(cuGetErrorName_((CUresult)12345, &en) == CUDA_ERROR_INVALID_VALUE);
+    // An entry point vcuda does not implement says so.
+    auto graph_create = sym<decltype(&cuGraphCreate)>("cuGraphCreate");
+    CUgraph g;
+    EXPECT(graph_create(&g, 0) == CUDA_ERROR_NOT_SUPPORTED);
+
+    CU(cuMemFree_(d));
+    CU(cuModuleUnload_(mod));
+    CHECK(cudaStreamDestroy(s));
+    return finish();
+}

@@ -75,7 +75,7 @@ unsafe fn image_len(image: *const u8) -> Result<usize, CuError> {
 }
 
 /// A fat binary holding `ptx` (text with its NUL) as its one PTX entry.
-fn ptx_fatbin(ptx: &[u8]) -> Vec<u8> {
+pub fn ptx_fatbin(ptx: &[u8]) -> Vec<u8> {
     let mut payload = ptx.to_vec();
     payload.resize(payload.len().next_multiple_of(8), 0);
     let mut h = vec![0u8; 64];
@@ -422,5 +422,120 @@ entry_lib! {
 
     fn cuLaunchKernel(f: *const Function, gx: c_uint, gy: c_uint, gz: c_uint, bx: c_uint, by: c_uint, bz: c_uint, shmem: c_uint, s: cudaStream_t, args: *mut *mut c_void, extra: *mut *mut c_void) -> Result<(), CuError> {
         launch(f, [gx, gy, gz], [bx, by, bz], shmem, s, args, extra)
+    }
+}
+
+// The library API (`cuLibrary*`, CUDA 12): a library is a module loaded for the whole
+// process, a kernel the function it holds; cuda-python's `cuda.core` and Numba load code
+// this way. `CUlibrary` is a `CUmodule` here and `CUkernel` a `CUfunction`, which
+// `cuLaunchKernel` takes either way (as on CUDA 12).
+entry_lib! {
+    fn cuLibraryLoadData(lib: *mut *mut Module, code: *const c_void, _jit_opts: *mut c_int, _jit_vals: *mut *mut c_void, _n_jit: c_uint, _lib_opts: *mut c_int, _lib_vals: *mut *mut c_void, _n_lib: c_uint) -> Result<(), CuError> {
+        load(lib, code)
+    }
+
+    fn cuLibraryUnload(lib: *mut Module) -> Result<(), CuError> {
+        module(lib)?;
+        disown(|o| o.modules.retain(|&x| x != lib as usize));
+        unload(lib as usize);
+        Ok(())
+    }
+
+    fn cuLibraryGetModule(m: *mut *mut Module, lib: *mut Module) -> Result<(), CuError> {
+        module(lib)?;
+        // SAFETY: the caller's output pointer.
+        unsafe { out(m, lib) }
+    }
+
+    fn cuLibraryGetKernel(k: *mut *const Function, lib: *mut Module, name: *const c_char) -> Result<(), CuError> {
+        // SAFETY: the same contract as cuModuleGetFunction's.
+        match unsafe { cuModuleGetFunction(k, lib, name) } {
+            0 => Ok(()),
+            e => Err(CuError(e)),
+        }
+    }
+
+    fn cuKernelGetFunction(f: *mut *const Function, k: *const Function) -> Result<(), CuError> {
+        function(k)?;
+        // SAFETY: the caller's output pointer.
+        unsafe { out(f, k) }
+    }
+
+    fn cuLibraryGetGlobal(dptr: *mut CUdeviceptr, bytes: *mut usize, lib: *mut Module, name: *const c_char) -> Result<(), CuError> {
+        // SAFETY: the same contract as cuModuleGetGlobal's.
+        match unsafe { cuModuleGetGlobal_v2(dptr, bytes, lib, name) } {
+            0 => Ok(()),
+            e => Err(CuError(e)),
+        }
+    }
+
+    fn cuKernelGetAttribute(v: *mut c_int, attrib: c_int, k: *const Function, _dev: c_int) -> Result<(), CuError> {
+        // SAFETY: the same contract as cuFuncGetAttribute's.
+        match unsafe { cuFuncGetAttribute(v, attrib, k) } {
+            0 => Ok(()),
+            e => Err(CuError(e)),
+        }
+    }
+
+    fn cuKernelSetAttribute(attrib: c_int, value: c_int, k: *const Function, _dev: c_int) -> Result<(), CuError> {
+        // SAFETY: the same contract as cuFuncSetAttribute's.
+        match unsafe { cuFuncSetAttribute(k, attrib, value) } {
+            0 => Ok(()),
+            e => Err(CuError(e)),
+        }
+    }
+}
+
+/// `CUlaunchAttribute`: an id, padding, and a 64-byte value.
+#[repr(C)]
+pub struct CUlaunchAttribute {
+    id: u32,
+    pad: [u8; 4],
+    value: [u8; 64],
+}
+
+/// `CUlaunchConfig`.
+#[repr(C)]
+pub struct CUlaunchConfig {
+    grid: [c_uint; 3],
+    block: [c_uint; 3],
+    shared_mem: c_uint,
+    stream: cudaStream_t,
+    attrs: *const CUlaunchAttribute,
+    num_attrs: c_uint,
+}
+
+/// Whether a launch may ignore `a` and run as a plain launch: hints (access policy,
+/// priority, memory synchronization domains, carveout, scheduling), and clusters of one
+/// block. Cooperative launches, clusters and programmatic dependencies are not supported.
+fn plain_launch_attribute(a: &CUlaunchAttribute) -> bool {
+    let word =
+        |i: usize| u32::from_le_bytes(a.value[i * 4..i * 4 + 4].try_into().unwrap_or_default());
+    match a.id {
+        0 | 1 | 3 | 5 | 8 | 9 | 10 | 14 | 16 => true,
+        // Cooperative: allowed when off.
+        2 => word(0) == 0,
+        // Cluster dimensions: 1x1x1 (or unset) only.
+        4 | 11 => (0..3).all(|i| word(i) <= 1),
+        _ => false,
+    }
+}
+
+entry_lib! {
+    fn cuLaunchKernelEx(config: *const CUlaunchConfig, f: *const Function, args: *mut *mut c_void, extra: *mut *mut c_void) -> Result<(), CuError> {
+        // SAFETY: the caller's launch configuration, checked for null.
+        let cfg = unsafe { config.as_ref() }.ok_or(CuError::INVALID_VALUE)?;
+        if cfg.num_attrs > 0 {
+            if cfg.attrs.is_null() {
+                return Err(CuError::INVALID_VALUE);
+            }
+            // SAFETY: `num_attrs` attributes at `attrs` (the driver API's contract).
+            let attrs = unsafe { std::slice::from_raw_parts(cfg.attrs, cfg.num_attrs as usize) };
+            if let Some(a) = attrs.iter().find(|a| !plain_launch_attribute(a)) {
+                log::warn!("cuLaunchKernelEx: launch attribute {} is not supported", a.id);
+                return Err(CuError::NOT_SUPPORTED);
+            }
+        }
+        launch(f, cfg.grid, cfg.block, cfg.shared_mem, cfg.stream, args, extra)
     }
 }

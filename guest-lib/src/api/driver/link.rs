@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! The JIT linker (`cuLink*`): what programs link is PTX (Numba, cuda-python's `cuda.core`
+//! without nvJitLink), and the "cubin" the link completes with is a fat binary holding that
+//! PTX, which `cuModuleLoadData`/`cuLibraryLoadData` take and the backend compiles (the
+//! CUDA executor) or interprets (the CPU executor). One PTX input, or one fat binary, links;
+//! several PTX modules calling into each other need a PTX linker the backends do not have
+//! yet, and cubins, objects and libraries hold machine code: those answer
+//! `CUDA_ERROR_NOT_SUPPORTED` with the reason in the error log.
+
+use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
+
+use super::exec::ptx_fatbin;
+use super::out;
+use crate::error::CuError;
+
+/// `CUjitInputType`.
+const INPUT_PTX: c_int = 1;
+const INPUT_FATBINARY: c_int = 2;
+/// `CUjit_option`: the error log buffer and its size.
+const ERROR_LOG_BUFFER: c_int = 5;
+const ERROR_LOG_BUFFER_SIZE_BYTES: c_int = 6;
+const INFO_LOG_BUFFER: c_int = 3;
+const INFO_LOG_BUFFER_SIZE_BYTES: c_int = 4;
+
+/// A link in progress (`CUlinkState`).
+pub struct LinkState {
+    inputs: Vec<(c_int, Vec<u8>)>,
+    output: Vec<u8>,
+    error_log: Option<(*mut c_char, usize)>,
+}
+
+/// The log buffers among JIT `options`: each is cleared, and the error log is kept to write
+/// the reason a link fails into.
+///
+/// # Safety
+///
+/// `options` and `values` are null or hold `n` entries each (the driver API's contract).
+unsafe fn log_buffers(
+    n: c_uint,
+    options: *const c_int,
+    values: *const *mut c_void,
+) -> Option<(*mut c_char, usize)> {
+    if options.is_null() || values.is_null() {
+        return None;
+    }
+    // SAFETY: `n` entries each (the caller's contract).
+    let (opts, vals) = unsafe {
+        (
+            std::slice::from_raw_parts(options, n as usize),
+            std::slice::from_raw_parts(values, n as usize),
+        )
+    };
+    let find = |o: c_int| opts.iter().position(|&x| x == o).map(|i| vals[i]);
+    for (buf, size) in [
+        (INFO_LOG_BUFFER, INFO_LOG_BUFFER_SIZE_BYTES),
+        (ERROR_LOG_BUFFER, ERROR_LOG_BUFFER_SIZE_BYTES),
+    ] {
+        if let (Some(b), Some(s)) = (find(buf), find(size))
+            && !b.is_null()
+            && s as usize > 0
+        {
+            // SAFETY: a caller's log buffer of at least one byte.
+            unsafe { *b.cast::<c_char>() = 0 };
+        }
+    }
+    match (find(ERROR_LOG_BUFFER), find(ERROR_LOG_BUFFER_SIZE_BYTES)) {
+        (Some(b), Some(s)) if !b.is_null() && s as usize > 0 => Some((b.cast(), s as usize)),
+        _ => None,
+    }
+}
+
+impl LinkState {
+    fn fail(&self, why: &str) -> CuError {
+        if let Some((buf, len)) = self.error_log {
+            let n = why.len().min(len - 1);
+            // SAFETY: the caller's error log buffer of `len` bytes, still valid while the
+            // link state lives (the driver API's contract); we write n + 1 <= len bytes.
+            unsafe {
+                std::ptr::copy_nonoverlapping(why.as_ptr().cast::<c_char>(), buf, n);
+                *buf.add(n) = 0;
+            }
+        }
+        log::warn!("cuLinkComplete: {why}");
+        CuError::NOT_SUPPORTED
+    }
+
+    fn add(&mut self, kind: c_int, data: &[u8]) -> Result<(), CuError> {
+        match kind {
+            INPUT_PTX | INPUT_FATBINARY => {
+                self.inputs.push((kind, data.to_vec()));
+                Ok(())
+            }
+            _ => Err(self
+                .fail("vcuda links PTX and fat binaries only (no cubins, objects or libraries)")),
+        }
+    }
+}
+
+fn state<'a>(s: *mut LinkState) -> Result<&'a mut LinkState, CuError> {
+    // SAFETY: a state from cuLinkCreate not yet destroyed (the driver API's contract).
+    unsafe { s.as_mut() }.ok_or(CuError::INVALID_HANDLE)
+}
+
+entry_lib! {
+    fn cuLinkCreate_v2(n: c_uint, options: *mut c_int, values: *mut *mut c_void, st: *mut *mut LinkState) -> Result<(), CuError> {
+        super::context::current()?;
+        // SAFETY: the driver API's contract for the option arrays.
+        let error_log = unsafe { log_buffers(n, options, values) };
+        let s = Box::into_raw(Box::new(LinkState { inputs: Vec::new(), output: Vec::new(), error_log }));
+        // SAFETY: the caller's output pointer.
+        unsafe { out(st, s) }
+    }
+
+    fn cuLinkAddData_v2(st: *mut LinkState, kind: c_int, data: *mut c_void, size: usize, _name: *const c_char, _n: c_uint, _options: *mut c_int, _values: *mut *mut c_void) -> Result<(), CuError> {
+        let s = state(st)?;
+        if data.is_null() || size == 0 {
+            return Err(CuError::INVALID_VALUE);
+        }
+        // SAFETY: `size` readable bytes at `data` (the driver API's contract).
+        let bytes = unsafe { std::slice::from_raw_parts(data.cast::<u8>(), size) };
+        s.add(kind, bytes)
+    }
+
+    fn cuLinkAddFile_v2(st: *mut LinkState, kind: c_int, path: *const c_char, _n: c_uint, _options: *mut c_int, _values: *mut *mut c_void) -> Result<(), CuError> {
+        let s = state(st)?;
+        if path.is_null() {
+            return Err(CuError::INVALID_VALUE);
+        }
+        // SAFETY: a NUL-terminated path (the driver API's contract).
+        let p = unsafe { CStr::from_ptr(path) }.to_string_lossy().into_owned();
+        let bytes = std::fs::read(&p).map_err(|_| CuError(301))?; // CUDA_ERROR_FILE_NOT_FOUND
+        s.add(kind, &bytes)
+    }
+
+    fn cuLinkComplete(st: *mut LinkState, cubin: *mut *mut c_void, size: *mut usize) -> Result<(), CuError> {
+        let s = state(st)?;
+        let out_bytes = match s.inputs.as_slice() {
+            [(INPUT_FATBINARY, f)] => f.clone(),
+            [(INPUT_PTX, ptx)] => {
+                let mut text = ptx.clone();
+                if text.last() != Some(&0) {
+                    text.push(0);
+                }
+                ptx_fatbin(&text)
+            }
+            [] => return Err(CuError::INVALID_VALUE),
+            _ => return Err(s.fail("vcuda cannot link several modules together yet")),
+        };
+        s.output = out_bytes;
+        // SAFETY: the caller's output pointers; the image lives until cuLinkDestroy.
+        unsafe {
+            out(cubin, s.output.as_mut_ptr().cast())?;
+            out(size, s.output.len())
+        }
+    }
+
+    fn cuLinkDestroy(st: *mut LinkState) -> Result<(), CuError> {
+        state(st)?;
+        // SAFETY: from Box::into_raw in cuLinkCreate, destroyed once (the driver API's
+        // contract).
+        drop(unsafe { Box::from_raw(st) });
+        Ok(())
+    }
+}

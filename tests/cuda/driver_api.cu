@@ -6,6 +6,7 @@
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <dlfcn.h>
+#include <unistd.h>
 #include "common.h"
 
 static const char *PTX = R"(
@@ -179,6 +180,83 @@ int main() {
     auto graph_create = sym<decltype(&cuGraphCreate)>("cuGraphCreate");
     CUgraph g;
     EXPECT(graph_create(&g, 0) == CUDA_ERROR_NOT_SUPPORTED);
+
+    // Address ranges and pointer attributes of driver allocations.
+    auto cuMemGetAddressRange_ = sym<decltype(&cuMemGetAddressRange)>("cuMemGetAddressRange");
+    auto cuPointerGetAttribute_ = sym<decltype(&cuPointerGetAttribute)>("cuPointerGetAttribute");
+    CUdeviceptr base;
+    size_t range;
+    CU(cuMemGetAddressRange_(&base, &range, d + 100));
+    EXPECT(base == d && range == n * sizeof(float));
+    unsigned mtype = 0;
+    CU(cuPointerGetAttribute_(&mtype, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, d));
+    EXPECT(mtype == CU_MEMORYTYPE_DEVICE);
+    int major = 0, minor = -1;
+    auto cuDeviceComputeCapability_ = sym<decltype(&cuDeviceComputeCapability)>("cuDeviceComputeCapability");
+    CU(cuDeviceComputeCapability_(&major, &minor, dev));
+    EXPECT(major >= 5 && minor >= 0);
+
+    // A host function in stream order.
+    auto cuLaunchHostFunc_ = sym<decltype(&cuLaunchHostFunc)>("cuLaunchHostFunc");
+    static int host_calls = 0;
+    CU(cuLaunchHostFunc_((CUstream)s, [](void *p) { ++*(int *)p; }, &host_calls));
+    CHECK(cudaStreamSynchronize(s));
+    EXPECT(host_calls == 1);
+
+    // The JIT linker and the library API, as cuda-python's cuda.core uses them, and an
+    // extended launch.
+    auto cuLinkCreate_ = sym<decltype(&cuLinkCreate)>("cuLinkCreate");
+    auto cuLinkAddData_ = sym<decltype(&cuLinkAddData)>("cuLinkAddData");
+    auto cuLinkComplete_ = sym<decltype(&cuLinkComplete)>("cuLinkComplete");
+    auto cuLinkDestroy_ = sym<decltype(&cuLinkDestroy)>("cuLinkDestroy");
+    auto cuLibraryLoadData_ = sym<decltype(&cuLibraryLoadData)>("cuLibraryLoadData");
+    auto cuLibraryGetKernel_ = sym<decltype(&cuLibraryGetKernel)>("cuLibraryGetKernel");
+    auto cuLibraryUnload_ = sym<decltype(&cuLibraryUnload)>("cuLibraryUnload");
+    auto cuLaunchKernelEx_ = sym<decltype(&cuLaunchKernelEx)>("cuLaunchKernelEx");
+    CUlinkState link;
+    CU(cuLinkCreate_(0, nullptr, nullptr, &link));
+    CU(cuLinkAddData_(link, CU_JIT_INPUT_PTX, (void *)PTX, strlen(PTX) + 1, "k.ptx", 0, nullptr, nullptr));
+    void *image = nullptr;
+    size_t image_size = 0;
+    CU(cuLinkComplete_(link, &image, &image_size));
+    EXPECT(image && image_size > 0);
+    CUlibrary library;
+    CU(cuLibraryLoadData_(&library, image, nullptr, nullptr, 0, nullptr, nullptr, 0));
+    CU(cuLinkDestroy_(link));
+    CUkernel kernel;
+    CU(cuLibraryGetKernel_(&kernel, library, "scale_add"));
+    CU(cuMemsetD32_(d, 0, n));
+    CUlaunchAttribute attr;
+    memset(&attr, 0, sizeof attr);
+    attr.id = CU_LAUNCH_ATTRIBUTE_PRIORITY;
+    CUlaunchConfig cfg = {};
+    cfg.gridDimX = (n + 127) / 128;
+    cfg.gridDimY = cfg.gridDimZ = 1;
+    cfg.blockDimX = 128;
+    cfg.blockDimY = cfg.blockDimZ = 1;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    float three = 3.0f;
+    void *params2[] = {&d, &three, &nn};
+    CU(cuLaunchKernelEx_(&cfg, (CUfunction)kernel, params2, nullptr));
+    CU(cuMemcpyDtoH_(back, d, sizeof back));
+    EXPECT(back[0] == 1.0f && back[n - 1] == 1.0f);
+    // Cooperative launches are not available: said, not faked.
+    attr.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+    attr.value.cooperative = 1;
+    EXPECT(cuLaunchKernelEx_(&cfg, (CUfunction)kernel, params2, nullptr) == CUDA_ERROR_NOT_SUPPORTED);
+    CU(cuLibraryUnload_(library));
+
+    // A module from a file.
+    auto cuModuleLoad_ = sym<decltype(&cuModuleLoad)>("cuModuleLoad");
+    char path[] = "/tmp/vcuda-driver-api-XXXXXX";
+    int fd = mkstemp(path);
+    EXPECT(fd >= 0 && write(fd, PTX, strlen(PTX)) == (ssize_t)strlen(PTX));
+    close(fd);
+    CUmodule from_file;
+    CU(cuModuleLoad_(&from_file, path));
+    unlink(path);
+    CU(cuModuleUnload_(from_file));
 
     CU(cuMemFree_(d));
     CU(cuModuleUnload_(mod));

@@ -28,6 +28,7 @@
 
 pub mod context;
 pub mod exec;
+pub mod extra;
 pub mod link;
 pub mod memory;
 pub mod procs;

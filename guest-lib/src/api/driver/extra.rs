@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! The rest of what driver API users commonly call: address ranges and pointer attributes,
+//! host functions on streams, cache configuration, PCI bus ids, compute capability and
+//! module files.
+
+use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
+
+use super::context::current;
+use super::exec::Module;
+use super::memory::CUdeviceptr;
+use super::{out, rt};
+use crate::client;
+use crate::error::CuError;
+use crate::ffi::cudaStream_t;
+use crate::mirror::Kind;
+
+/// `CUpointer_attribute` values answered.
+const POINTER_ATTRIBUTE_CONTEXT: c_int = 1;
+const POINTER_ATTRIBUTE_MEMORY_TYPE: c_int = 2;
+const POINTER_ATTRIBUTE_DEVICE_POINTER: c_int = 3;
+const POINTER_ATTRIBUTE_HOST_POINTER: c_int = 4;
+const POINTER_ATTRIBUTE_IS_MANAGED: c_int = 8;
+const POINTER_ATTRIBUTE_DEVICE_ORDINAL: c_int = 9;
+const POINTER_ATTRIBUTE_RANGE_START_ADDR: c_int = 11;
+const POINTER_ATTRIBUTE_RANGE_SIZE: c_int = 12;
+const POINTER_ATTRIBUTE_MAPPED: c_int = 13;
+/// `CUmemorytype`.
+const MEMORYTYPE_HOST: c_uint = 1;
+const MEMORYTYPE_DEVICE: c_uint = 2;
+
+type HostFn = Option<unsafe extern "C" fn(*mut c_void)>;
+
+entry_lib! {
+    fn cuMemGetAddressRange_v2(base: *mut CUdeviceptr, size: *mut usize, ptr: CUdeviceptr) -> Result<(), CuError> {
+        current()?;
+        let c = client::client()?;
+        let r = c
+            .mirror
+            .find(ptr)
+            .filter(|r| r.kind == Kind::Device)
+            .ok_or(CuError::NOT_FOUND)?;
+        // SAFETY: the caller's output pointers, each optional.
+        unsafe {
+            if !base.is_null() {
+                out(base, r.base)?;
+            }
+            if !size.is_null() {
+                out(size, r.len as usize)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn cuPointerGetAttribute(data: *mut c_void, attr: c_int, ptr: CUdeviceptr) -> Result<(), CuError> {
+        current()?;
+        let c = client::client()?;
+        let r = c.mirror.find(ptr).ok_or(CuError::INVALID_VALUE)?;
+        let device = r.kind == Kind::Device;
+        // SAFETY: `data` points to storage of the attribute's type (the driver API's
+        // contract): a context, unsigned int, pointer, int or size_t.
+        unsafe {
+            match attr {
+                POINTER_ATTRIBUTE_CONTEXT => out(data.cast::<*mut c_void>(), super::context::current()? as *mut c_void),
+                POINTER_ATTRIBUTE_MEMORY_TYPE => out(data.cast::<c_uint>(), if device { MEMORYTYPE_DEVICE } else { MEMORYTYPE_HOST }),
+                POINTER_ATTRIBUTE_DEVICE_POINTER if device => out(data.cast::<u64>(), ptr),
+                POINTER_ATTRIBUTE_HOST_POINTER if !device => out(data.cast::<u64>(), ptr),
+                POINTER_ATTRIBUTE_IS_MANAGED | POINTER_ATTRIBUTE_MAPPED => out(data.cast::<c_int>(), 0),
+                POINTER_ATTRIBUTE_DEVICE_ORDINAL => out(data.cast::<c_int>(), r.device),
+                POINTER_ATTRIBUTE_RANGE_START_ADDR => out(data.cast::<u64>(), r.base),
+                POINTER_ATTRIBUTE_RANGE_SIZE => out(data.cast::<usize>(), r.len as usize),
+                _ => Err(CuError::INVALID_VALUE),
+            }
+        }
+    }
+
+    fn cuLaunchHostFunc(s: cudaStream_t, f: HostFn, data: *mut c_void) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: the program's host function and argument, run in stream order.
+        rt(unsafe { crate::api::misc::cudaLaunchHostFunc(s, f, data) })
+    }
+
+    fn cuCtxSetCacheConfig(config: c_int) -> Result<(), CuError> {
+        current()?;
+        // CUfunc_cache and cudaFuncCache number alike.
+        // SAFETY: by value.
+        rt(unsafe { crate::api::device::cudaDeviceSetCacheConfig(config) })
+    }
+
+    fn cuCtxGetCacheConfig(config: *mut c_int) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: forwarding the caller's output pointer.
+        rt(unsafe { crate::api::device::cudaDeviceGetCacheConfig(config) })
+    }
+
+    fn cuDeviceGetPCIBusId(bus_id: *mut c_char, len: c_int, dev: c_int) -> Result<(), CuError> {
+        // SAFETY: forwarding the caller's buffer.
+        rt(unsafe { crate::api::misc::cudaDeviceGetPCIBusId(bus_id, len, dev) })
+    }
+
+    fn cuDeviceComputeCapability(major: *mut c_int, minor: *mut c_int, dev: c_int) -> Result<(), CuError> {
+        let c = client::client()?;
+        let info = c.device_info(dev).map_err(|_| CuError::INVALID_DEVICE)?;
+        let a = |n| info.attr(n).unwrap_or(0);
+        // SAFETY: the caller's output pointers.
+        unsafe {
+            out(major, a(vcuda_protocol::attr::COMPUTE_CAPABILITY_MAJOR))?;
+            out(minor, a(vcuda_protocol::attr::COMPUTE_CAPABILITY_MINOR))
+        }
+    }
+
+    fn cuModuleLoad(m: *mut *mut Module, path: *const c_char) -> Result<(), CuError> {
+        if path.is_null() {
+            return Err(CuError::INVALID_VALUE);
+        }
+        // SAFETY: a NUL-terminated path (the driver API's contract).
+        let p = unsafe { CStr::from_ptr(path) }.to_string_lossy().into_owned();
+        let mut bytes = std::fs::read(&p).map_err(|_| CuError(301))?; // CUDA_ERROR_FILE_NOT_FOUND
+        // PTX text must end with its NUL; fat binaries are kept 8-byte aligned.
+        bytes.push(0);
+        let mut aligned = vec![0u64; bytes.len().div_ceil(8)];
+        // SAFETY: `aligned` holds at least `bytes.len()` bytes.
+        unsafe {
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), aligned.as_mut_ptr().cast::<u8>(), bytes.len())
+        };
+        // SAFETY: the same contract as cuModuleLoadData's, with a buffer that lives for the
+        // call.
+        match unsafe { super::exec::cuModuleLoadData(m, aligned.as_ptr().cast()) } {
+            0 => Ok(()),
+            e => Err(CuError(e)),
+        }
+    }
+}

@@ -467,7 +467,11 @@ impl Call<'_> {
                     }
                 })
             }
-            func::GEMM => self.gemm(),
+            func::GEMM | func::GEMM_BATCHED => self.gemm(),
+            func::GETRF_BATCHED | func::GETRS_BATCHED => {
+                self.result = self.exec.blas_lu(self.r, self.h)?;
+                Ok(())
+            }
             func::GER
             | func::SYMV
             | func::TRSV
@@ -613,7 +617,19 @@ impl Call<'_> {
             (r.n, r.k)
         };
         let count = if r.batch == 0 { 1 } else { r.batch };
-        for i in 0..count {
+        if r.func == func::GEMM_BATCHED {
+            // Arrays of matrix pointers, in device memory: every matrix they name is
+            // checked before cuBLAS reads the same arrays.
+            let arrays = [r.a, r.b, r.c].map(|p| self.exec.pointer_array(p, r.batch, r.stream));
+            let [pa, pb, pc] = arrays;
+            let (pa, pb, pc) = (pa?, pb?, pc?);
+            for i in 0..pa.len() {
+                self.matrix(pa[i], ar, ac, r.lda, sa)?;
+                self.matrix(pb[i], br, bc, r.ldb, sb)?;
+                self.matrix(pc[i], r.m, r.n, r.ldc, sc)?;
+            }
+        }
+        for i in (0..count).filter(|_| r.func != func::GEMM_BATCHED) {
             let at = |base: u64, stride: i64, size: u64| -> ExecResult<u64> {
                 let off = i128::from(i) * i128::from(stride) * i128::from(size);
                 u64::try_from(i128::from(base) + off).map_err(|_| FAULT)
@@ -640,7 +656,30 @@ impl Call<'_> {
         // SAFETY: every matrix of the batch was checked above; the handle's context is
         // current.
         ok(unsafe {
-            if r.batch == 0 {
+            if r.func == func::GEMM_BATCHED {
+                cb::cublasGemmBatchedEx(
+                    self.h,
+                    op(r.trans_a),
+                    op(r.trans_b),
+                    m,
+                    n,
+                    k,
+                    al,
+                    a.cast(),
+                    ta,
+                    int(r.lda),
+                    b.cast(),
+                    tb,
+                    int(r.ldb),
+                    be,
+                    c.cast(),
+                    tc,
+                    int(r.ldc),
+                    int(r.batch),
+                    ct,
+                    algo,
+                )
+            } else if r.batch == 0 {
                 cb::cublasGemmEx(
                     self.h,
                     op(r.trans_a),

@@ -118,6 +118,7 @@
 
 mod allocs;
 mod blas;
+mod blas_lu;
 mod device;
 mod device_info;
 mod driver;

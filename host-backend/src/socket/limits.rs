@@ -66,8 +66,20 @@ struct State {
     next_id: u64,
     per_peer: HashMap<PeerKey, usize>,
     /// Pending connections, oldest first.
-    pending: VecDeque<(u64, Closer)>,
+    pending: VecDeque<(u64, PeerKey, Closer)>,
     sessions: usize,
+}
+
+impl State {
+    /// One connection of `peer` fewer.
+    fn release(&mut self, peer: PeerKey) {
+        if let Some(n) = self.per_peer.get_mut(&peer) {
+            *n -= 1;
+            if *n == 0 {
+                self.per_peer.remove(&peer);
+            }
+        }
+    }
 }
 
 /// Tracks the connections of one server.
@@ -107,14 +119,17 @@ impl Tracker {
             return Err(Refusal::PerPeer(peer, n));
         }
         while st.pending.len() >= self.bounds.max_pending.max(1) {
-            if let Some((_, evict)) = st.pending.pop_front() {
+            if let Some((_, evicted, evict)) = st.pending.pop_front() {
+                // The connection is closed now: it no longer counts against its peer,
+                // even before its thread notices.
+                st.release(evicted);
                 evict();
             }
         }
         *st.per_peer.entry(peer).or_default() += 1;
         st.next_id += 1;
         let id = st.next_id;
-        st.pending.push_back((id, close));
+        st.pending.push_back((id, peer, close));
         Ok(Ticket {
             tracker: self.clone(),
             id,
@@ -166,7 +181,7 @@ impl Ticket {
         }
         let t = self.tracker.clone();
         let mut st = t.lock();
-        let Some(i) = st.pending.iter().position(|(id, _)| *id == self.id) else {
+        let Some(i) = st.pending.iter().position(|(id, _, _)| *id == self.id) else {
             return Err(Refusal::Evicted);
         };
         if st.sessions >= t.bounds.max_sessions {
@@ -182,16 +197,18 @@ impl Ticket {
 impl Drop for Ticket {
     fn drop(&mut self) {
         let mut st = self.tracker.lock();
-        if self.promoted {
+        let counted = if self.promoted {
             st.sessions -= 1;
-        } else if let Some(i) = st.pending.iter().position(|(id, _)| *id == self.id) {
+            true
+        } else if let Some(i) = st.pending.iter().position(|(id, _, _)| *id == self.id) {
             st.pending.remove(i);
-        }
-        if let Some(n) = st.per_peer.get_mut(&self.peer) {
-            *n -= 1;
-            if *n == 0 {
-                st.per_peer.remove(&self.peer);
-            }
+            true
+        } else {
+            // Evicted: its peer's count was released then.
+            false
+        };
+        if counted {
+            st.release(self.peer);
         }
     }
 }
@@ -266,5 +283,32 @@ mod tests {
         // The peer's count is released too.
         let _d = t.admit(PeerKey::Uid(1), closer()).unwrap();
         let _e = t.admit(PeerKey::Uid(1), closer()).unwrap();
+    }
+
+    /// A flood of connections that are evicted while their threads are still busy does
+    /// not use up the peer's bound: an evicted connection stops counting at once.
+    #[test]
+    fn evicted_connections_stop_counting_at_once() {
+        let t = Tracker::new(Bounds {
+            max_sessions: 8,
+            max_per_peer: 4,
+            max_pending: 2,
+        });
+        let (closed, closer) = counter();
+        let peer = PeerKey::Uid(1000);
+        // Tickets kept alive: their threads have not noticed the eviction yet.
+        let held: Vec<Ticket> = (0..10).map(|_| t.admit(peer, closer()).unwrap()).collect();
+        assert_eq!(closed.load(Ordering::SeqCst), 8);
+        assert_eq!(t.pending(), 2);
+        let mut last = t.admit(peer, closer()).unwrap();
+        last.promote().unwrap();
+        assert_eq!(t.sessions(), 1);
+        drop(held);
+        assert_eq!(t.pending(), 0);
+        drop(last);
+        assert_eq!(t.sessions(), 0);
+        // Every count came back exactly: the peer has its whole bound again.
+        let again: Vec<Ticket> = (0..2).map(|_| t.admit(peer, closer()).unwrap()).collect();
+        assert_eq!(again.len(), 2);
     }
 }

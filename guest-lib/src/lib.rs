@@ -51,6 +51,7 @@ mod api {
     pub mod launch;
     pub mod memory;
     pub mod misc;
+    pub mod pool;
     pub mod stream;
 }
 

@@ -46,6 +46,7 @@ programs!(
     driver_api,
     errors,
     matmul,
+    mempool,
     params,
     per_thread,
     reduce,

@@ -26,7 +26,8 @@ pub fn synchronize(c: &Client) -> Result<()> {
         device,
         reserved: 0,
     })?;
-    Ok(())
+    // Memory pools give back what they keep beyond their release thresholds.
+    super::pool::on_sync(c, None)
 }
 
 fn reset(c: &Client) -> Result<()> {
@@ -37,6 +38,7 @@ fn reset(c: &Client) -> Result<()> {
     })?;
     // Everything the session owned on the device is gone.
     c.generation.fetch_add(1, Ordering::Relaxed);
+    super::pool::on_reset();
     c.sticky.store(0, Ordering::Relaxed);
     c.mirror.clear_device();
     c.streams.lock().unwrap_or_else(|e| e.into_inner()).clear();

@@ -46,6 +46,24 @@ fn malloc(c: &Client, size: usize) -> Result<u64> {
     Ok(r.ptr)
 }
 
+/// A device allocation of `size` bytes (for the memory pools).
+pub(crate) fn malloc_device(c: &Client, size: usize) -> Result<u64> {
+    malloc(c, size)
+}
+
+/// Frees a device allocation now (for the memory pools).
+pub(crate) fn free_device(c: &Client, ptr: u64) -> Result<()> {
+    free(c, ptr)
+}
+
+/// Frees a device allocation once the session's earlier calls have run, without waiting.
+pub(crate) fn free_device_posted(c: &Client, ptr: u64) -> Result<()> {
+    c.mirror
+        .remove(ptr, |k| k == Kind::Device)
+        .ok_or(Error::INVALID_VALUE)?;
+    c.post::<ops::Free>(&PtrReq { ptr })
+}
+
 fn free(c: &Client, ptr: u64) -> Result<()> {
     c.call::<ops::Free>(&PtrReq { ptr })?;
     c.mirror.remove(ptr, |k| k == Kind::Device);
@@ -479,7 +497,10 @@ entry! {
     fn cudaFree(dev_ptr: *mut c_void) {
         let c = client::client()?;
         c.check_sticky()?;
-        free(c, dev_ptr as u64)
+        free(c, dev_ptr as u64)?;
+        // A block of a memory pool leaves its pool.
+        super::pool::on_free(dev_ptr as u64);
+        Ok(())
     }
 
     fn cudaMemcpy(dst: *mut c_void, src: *const c_void, count: usize, kind: c_int) {

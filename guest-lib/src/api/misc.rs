@@ -4,13 +4,12 @@
 
 use std::ffi::{c_char, c_int, c_void};
 
-use vcuda_protocol::{HandleReq, PtrReq, attr, ops};
+use vcuda_protocol::{HandleReq, attr, ops};
 
 use super::stream::stream_handle;
 use crate::client;
 use crate::error::{Error, Result};
 use crate::ffi::{cudaStream_t, write_out};
-use crate::mirror::Kind;
 use crate::props_gen::cudaDeviceProp13;
 use crate::{registry, state};
 
@@ -93,31 +92,6 @@ entry! {
         // SAFETY: the program's callback, called with the stream's status, as CUDA does.
         unsafe { f(stream, st, user_data) };
         Ok(())
-    }
-
-    fn cudaMallocAsync(dev_ptr: *mut *mut c_void, size: usize, stream: cudaStream_t) {
-        let c = client::client()?;
-        stream_handle(c, stream, false)?;
-        // The backend runs a session's calls in order, so an allocation made now is usable
-        // by everything later in any stream.
-        // SAFETY: forwarding the caller's output pointer.
-        match unsafe { crate::api::memory::cudaMalloc(dev_ptr, size) } {
-            0 => Ok(()),
-            e => Err(Error(e)),
-        }
-    }
-
-    fn cudaFreeAsync(dev_ptr: *mut c_void, stream: cudaStream_t) {
-        let c = client::client()?;
-        c.check_sticky()?;
-        stream_handle(c, stream, false)?;
-        let p = dev_ptr as u64;
-        if p == 0 {
-            return Ok(());
-        }
-        c.mirror.remove(p, |k| k == Kind::Device).ok_or(Error::INVALID_VALUE)?;
-        // Freed once the stream's earlier work has run: the backend's in-order execution.
-        c.post::<ops::Free>(&PtrReq { ptr: p })
     }
 
     fn cudaOccupancyMaxActiveBlocksPerMultiprocessor(num_blocks: *mut c_int, func: *const c_void, block: c_int, smem: usize) {

@@ -119,7 +119,8 @@ fn stream_info(c: &Client, s: cudaStream_t) -> Result<StreamInfo> {
 fn sync_stream(s: cudaStream_t, ptsz: bool) -> Result<()> {
     let c = client::client()?;
     let handle = stream_handle(c, s, ptsz)?;
-    c.call::<ops::StreamSynchronize>(&HandleReq { handle })
+    c.call::<ops::StreamSynchronize>(&HandleReq { handle })?;
+    super::pool::on_sync(c, Some(handle))
 }
 
 fn query_stream(s: cudaStream_t, ptsz: bool) -> Result<()> {

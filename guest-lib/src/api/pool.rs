@@ -1,0 +1,498 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! Stream-ordered memory pools: `cudaMallocAsync`/`cudaFreeAsync`, the device's default and
+//! current pool, created pools, their attributes and trimming.
+//!
+//! Pools are bookkeeping in the library over the session's ordinary allocations. A block
+//! freed with `cudaFreeAsync` stays reserved in its pool and is handed out again by a later
+//! allocation on the same stream (stream order makes that safe), or on any stream once a
+//! synchronization has covered the free (the freeing stream's, or the device's). At each
+//! synchronization, free blocks beyond the pool's release threshold (0 by default) go back
+//! to the device, as CUDA does; `cudaMemPoolTrimTo` does so at once. A destroyed pool's
+//! outstanding blocks are freed when the program frees them.
+
+use std::collections::HashMap;
+use std::ffi::{c_int, c_void};
+use std::sync::Mutex;
+
+use super::stream::stream_handle;
+use crate::client::{self, Client};
+use crate::error::{Error, Result};
+use crate::ffi::{cudaStream_t, write_out};
+
+/// `cudaMemPool_t`.
+pub type cudaMemPool_t = *mut c_void;
+
+/// Allocations are rounded to this.
+const GRANULE: u64 = 512;
+
+/// `cudaMemPoolAttr`.
+/// (1 to 3 are the reuse policies: `FollowEventDependencies`, `AllowOpportunistic`,
+/// `AllowInternalDependencies`; kept and reported, reuse here being always safe.)
+const REUSE_FOLLOW_EVENT_DEPENDENCIES: c_int = 1;
+const REUSE_ALLOW_INTERNAL_DEPENDENCIES: c_int = 3;
+const RELEASE_THRESHOLD: c_int = 4;
+const RESERVED_MEM_CURRENT: c_int = 5;
+const RESERVED_MEM_HIGH: c_int = 6;
+const USED_MEM_CURRENT: c_int = 7;
+const USED_MEM_HIGH: c_int = 8;
+
+/// `cudaMemAllocationTypePinned`, `cudaMemLocationTypeDevice`, `cudaMemAccessFlagsProtReadWrite`.
+const ALLOCATION_PINNED: c_int = 1;
+const LOCATION_DEVICE: c_int = 1;
+const ACCESS_READ_WRITE: c_int = 3;
+
+/// `cudaMemLocation`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct cudaMemLocation {
+    ty: c_int,
+    id: c_int,
+}
+
+/// `cudaMemPoolProps`.
+#[repr(C)]
+pub struct cudaMemPoolProps {
+    alloc_type: c_int,
+    handle_types: c_int,
+    location: cudaMemLocation,
+    win32_security_attributes: *mut c_void,
+    max_size: usize,
+    usage: u16,
+    reserved: [u8; 54],
+}
+
+/// `cudaMemAccessDesc`.
+#[repr(C)]
+pub struct cudaMemAccessDesc {
+    location: cudaMemLocation,
+    flags: c_int,
+}
+
+/// A block freed into its pool: reusable on `stream`, or anywhere once `settled`.
+#[derive(Debug, Clone, Copy)]
+struct Block {
+    ptr: u64,
+    size: u64,
+    stream: u64,
+    settled: bool,
+}
+
+#[derive(Debug, Default)]
+struct Pool {
+    reuse: [c_int; 3],
+    threshold: u64,
+    max_size: u64,
+    reserved: u64,
+    reserved_high: u64,
+    used: u64,
+    used_high: u64,
+    free: Vec<Block>,
+    /// Blocks handed out: pointer -> size.
+    live: HashMap<u64, u64>,
+    destroyed: bool,
+}
+
+impl Pool {
+    fn new(max_size: u64) -> Self {
+        Pool {
+            reuse: [1, 1, 1],
+            max_size,
+            ..Pool::default()
+        }
+    }
+
+    fn note_high(&mut self) {
+        self.reserved_high = self.reserved_high.max(self.reserved);
+        self.used_high = self.used_high.max(self.used);
+    }
+}
+
+#[derive(Debug, Default)]
+struct Pools {
+    map: HashMap<usize, Pool>,
+    default: usize,
+    current: usize,
+}
+
+static POOLS: Mutex<Option<Pools>> = Mutex::new(None);
+
+fn with<R>(f: impl FnOnce(&mut Pools) -> R) -> R {
+    let mut g = POOLS.lock().unwrap_or_else(|e| e.into_inner());
+    let p = g.get_or_insert_with(|| {
+        let h = new_handle();
+        let mut m = HashMap::new();
+        m.insert(h, Pool::new(0));
+        Pools {
+            map: m,
+            default: h,
+            current: h,
+        }
+    });
+    f(p)
+}
+
+/// A unique handle value (a heap cell's address, kept for the process's life).
+fn new_handle() -> usize {
+    Box::into_raw(Box::new(0u8)) as usize
+}
+
+fn device_zero(c: &Client, device: c_int) -> Result<()> {
+    c.check_device(device).map(drop)
+}
+
+/// Returns free blocks beyond each pool's release threshold to the device (at a
+/// synchronization); `stream`: the backend stream just synchronized (`None`: the device).
+pub fn on_sync(c: &Client, stream: Option<u64>) -> Result<()> {
+    let mut g = POOLS.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(pools) = g.as_mut() else {
+        return Ok(());
+    };
+    for pool in pools.map.values_mut() {
+        for b in &mut pool.free {
+            if stream.is_none_or(|s| s == b.stream) {
+                b.settled = true;
+            }
+        }
+        let mut out = Vec::new();
+        while pool.reserved > pool.threshold {
+            let Some(i) = pool.free.iter().position(|b| b.settled) else {
+                break;
+            };
+            let b = pool.free.swap_remove(i);
+            pool.reserved -= b.size;
+            out.push(b);
+        }
+        for b in out {
+            super::memory::free_device(c, b.ptr)?;
+        }
+    }
+    pools.map.retain(|_, p| !(p.destroyed && p.live.is_empty()));
+    Ok(())
+}
+
+/// `cudaFree` of a pool's block: it leaves the pool's accounts.
+pub fn on_free(ptr: u64) {
+    let mut g = POOLS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(pools) = g.as_mut() {
+        for p in pools.map.values_mut() {
+            if let Some(size) = p.live.remove(&ptr) {
+                p.used -= size;
+                p.reserved -= size;
+            }
+        }
+    }
+}
+
+/// `cudaDeviceReset`: every pool's memory is gone.
+pub fn on_reset() {
+    let mut g = POOLS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(pools) = g.as_mut() {
+        pools.map.retain(|_, p| !p.destroyed);
+        for p in pools.map.values_mut() {
+            p.free.clear();
+            p.live.clear();
+            (p.reserved, p.used) = (0, 0);
+        }
+    }
+}
+
+fn alloc(pool: usize, size: usize, stream: cudaStream_t) -> Result<u64> {
+    let c = client::client()?;
+    c.check_sticky()?;
+    let s = stream_handle(c, stream, false)?;
+    if size == 0 {
+        return Ok(0);
+    }
+    let want = (size as u64)
+        .checked_next_multiple_of(GRANULE)
+        .ok_or(Error::MEMORY_ALLOCATION)?;
+    with(|pools| {
+        let p = pools
+            .map
+            .get_mut(&pool)
+            .filter(|p| !p.destroyed)
+            .ok_or(Error::INVALID_VALUE)?;
+        // A free block of about the size, this stream's or settled.
+        let reusable = p.free.iter().position(|b| {
+            b.size >= want && b.size <= want.saturating_mul(2) && (b.stream == s || b.settled)
+        });
+        let (ptr, got) = match reusable {
+            Some(i) => {
+                let b = p.free.swap_remove(i);
+                (b.ptr, b.size)
+            }
+            None => {
+                if p.max_size != 0 && p.reserved.saturating_add(want) > p.max_size {
+                    return Err(Error::MEMORY_ALLOCATION);
+                }
+                let ptr = super::memory::malloc_device(c, want as usize)?;
+                p.reserved += want;
+                (ptr, want)
+            }
+        };
+        p.used += got;
+        p.live.insert(ptr, got);
+        p.note_high();
+        Ok(ptr)
+    })
+}
+
+fn pool_of(h: cudaMemPool_t) -> Result<usize> {
+    let h = h as usize;
+    with(|p| p.map.get(&h).filter(|p| !p.destroyed).map(|_| h)).ok_or(Error::INVALID_VALUE)
+}
+
+fn check_location(c: &Client, l: &cudaMemLocation) -> Result<()> {
+    if l.ty != LOCATION_DEVICE {
+        return Err(Error::INVALID_VALUE);
+    }
+    device_zero(c, l.id)
+}
+
+entry! {
+    fn cudaMallocAsync(dev_ptr: *mut *mut c_void, size: usize, stream: cudaStream_t) {
+        let pool = with(|p| p.current);
+        let ptr = alloc(pool, size, stream)?;
+        // SAFETY: the caller's output pointer, checked for null.
+        unsafe { write_out(dev_ptr, ptr as *mut c_void) }
+    }
+
+    fn cudaMallocFromPoolAsync(dev_ptr: *mut *mut c_void, size: usize, pool: cudaMemPool_t, stream: cudaStream_t) {
+        let ptr = alloc(pool_of(pool)?, size, stream)?;
+        // SAFETY: the caller's output pointer, checked for null.
+        unsafe { write_out(dev_ptr, ptr as *mut c_void) }
+    }
+
+    fn cudaFreeAsync(dev_ptr: *mut c_void, stream: cudaStream_t) {
+        let c = client::client()?;
+        c.check_sticky()?;
+        let s = stream_handle(c, stream, false)?;
+        let ptr = dev_ptr as u64;
+        if ptr == 0 {
+            return Ok(());
+        }
+        let pooled = with(|pools| {
+            for p in pools.map.values_mut() {
+                if let Some(size) = p.live.remove(&ptr) {
+                    p.used -= size;
+                    if p.destroyed {
+                        p.reserved -= size;
+                        return Some(false);
+                    }
+                    p.free.push(Block { ptr, size, stream: s, settled: false });
+                    return Some(true);
+                }
+            }
+            None
+        });
+        match pooled {
+            Some(true) => Ok(()),
+            // Not from a live pool (cudaMalloc'd, or its pool was destroyed): freed once
+            // the stream's earlier work has run, the backend running calls in order.
+            _ => super::memory::free_device_posted(c, ptr),
+        }
+    }
+
+    fn cudaDeviceGetDefaultMemPool(pool: *mut cudaMemPool_t, device: c_int) {
+        device_zero(client::client()?, device)?;
+        // SAFETY: the caller's output pointer, checked for null.
+        unsafe { write_out(pool, with(|p| p.default) as cudaMemPool_t) }
+    }
+
+    fn cudaDeviceGetMemPool(pool: *mut cudaMemPool_t, device: c_int) {
+        device_zero(client::client()?, device)?;
+        // SAFETY: the caller's output pointer, checked for null.
+        unsafe { write_out(pool, with(|p| p.current) as cudaMemPool_t) }
+    }
+
+    fn cudaDeviceSetMemPool(device: c_int, pool: cudaMemPool_t) {
+        device_zero(client::client()?, device)?;
+        let h = pool_of(pool)?;
+        with(|p| p.current = h);
+        Ok(())
+    }
+
+    fn cudaMemGetDefaultMemPool(pool: *mut cudaMemPool_t, location: *mut cudaMemLocation, ty: c_int) {
+        let c = client::client()?;
+        // SAFETY: the caller's location, checked for null.
+        let l = unsafe { location.as_ref() }.ok_or(Error::INVALID_VALUE)?;
+        check_location(c, l)?;
+        if ty != ALLOCATION_PINNED {
+            return Err(Error::NOT_SUPPORTED);
+        }
+        // SAFETY: the caller's output pointer, checked for null.
+        unsafe { write_out(pool, with(|p| p.default) as cudaMemPool_t) }
+    }
+
+    fn cudaMemGetMemPool(pool: *mut cudaMemPool_t, location: *mut cudaMemLocation, ty: c_int) {
+        let c = client::client()?;
+        // SAFETY: the caller's location, checked for null.
+        let l = unsafe { location.as_ref() }.ok_or(Error::INVALID_VALUE)?;
+        check_location(c, l)?;
+        if ty != ALLOCATION_PINNED {
+            return Err(Error::NOT_SUPPORTED);
+        }
+        // SAFETY: the caller's output pointer, checked for null.
+        unsafe { write_out(pool, with(|p| p.current) as cudaMemPool_t) }
+    }
+
+    fn cudaMemSetMemPool(location: *mut cudaMemLocation, ty: c_int, pool: cudaMemPool_t) {
+        let c = client::client()?;
+        // SAFETY: the caller's location, checked for null.
+        let l = unsafe { location.as_ref() }.ok_or(Error::INVALID_VALUE)?;
+        check_location(c, l)?;
+        if ty != ALLOCATION_PINNED {
+            return Err(Error::NOT_SUPPORTED);
+        }
+        let h = pool_of(pool)?;
+        with(|p| p.current = h);
+        Ok(())
+    }
+
+    fn cudaMemPoolCreate(pool: *mut cudaMemPool_t, props: *const cudaMemPoolProps) {
+        let c = client::client()?;
+        // SAFETY: the caller's properties, checked for null.
+        let pr = unsafe { props.as_ref() }.ok_or(Error::INVALID_VALUE)?;
+        if pool.is_null() || pr.alloc_type != ALLOCATION_PINNED || !pr.win32_security_attributes.is_null() {
+            return Err(Error::INVALID_VALUE);
+        }
+        check_location(c, &pr.location)?;
+        if pr.handle_types != 0 {
+            // Shareable handles (IPC) are not available.
+            return Err(Error::NOT_SUPPORTED);
+        }
+        let h = new_handle();
+        with(|p| p.map.insert(h, Pool::new(pr.max_size as u64)));
+        // SAFETY: the caller's output pointer (checked non-null above).
+        unsafe { write_out(pool, h as cudaMemPool_t) }
+    }
+
+    fn cudaMemPoolDestroy(pool: cudaMemPool_t) {
+        let c = client::client()?;
+        let h = pool_of(pool)?;
+        let (blocks, empty) = with(|pools| {
+            if h == pools.default {
+                return Err(Error::INVALID_VALUE);
+            }
+            if pools.current == h {
+                pools.current = pools.default;
+            }
+            let p = pools.map.get_mut(&h).ok_or(Error::INVALID_VALUE)?;
+            p.destroyed = true;
+            Ok((std::mem::take(&mut p.free), p.live.is_empty()))
+        })?;
+        // Free blocks go back now; outstanding ones when the program frees them.
+        for b in &blocks {
+            super::memory::free_device(c, b.ptr)?;
+        }
+        with(|pools| {
+            if let Some(p) = pools.map.get_mut(&h) {
+                p.reserved -= blocks.iter().map(|b| b.size).sum::<u64>();
+            }
+            if empty {
+                pools.map.remove(&h);
+            }
+        });
+        Ok(())
+    }
+
+    fn cudaMemPoolTrimTo(pool: cudaMemPool_t, min_keep: usize) {
+        let c = client::client()?;
+        let h = pool_of(pool)?;
+        let blocks = with(|pools| {
+            let p = pools.map.get_mut(&h)?;
+            let mut out = Vec::new();
+            // Largest first: fewest frees to get under the mark.
+            p.free.sort_by_key(|b| std::cmp::Reverse(b.size));
+            while p.reserved > min_keep as u64 && !p.free.is_empty() {
+                let b = p.free.remove(0);
+                p.reserved -= b.size;
+                out.push(b);
+            }
+            Some(out)
+        })
+        .ok_or(Error::INVALID_VALUE)?;
+        for b in blocks {
+            super::memory::free_device(c, b.ptr)?;
+        }
+        Ok(())
+    }
+
+    fn cudaMemPoolSetAttribute(pool: cudaMemPool_t, attr: c_int, value: *mut c_void) {
+        let h = pool_of(pool)?;
+        if value.is_null() {
+            return Err(Error::INVALID_VALUE);
+        }
+        with(|pools| {
+            let p = pools.map.get_mut(&h).ok_or(Error::INVALID_VALUE)?;
+            // SAFETY: `value` points to the attribute's type (int or cuuint64_t), the API's
+            // contract; checked non-null above.
+            unsafe {
+                match attr {
+                    REUSE_FOLLOW_EVENT_DEPENDENCIES..=REUSE_ALLOW_INTERNAL_DEPENDENCIES => {
+                        p.reuse[(attr - 1) as usize] = *value.cast::<c_int>();
+                    }
+                    RELEASE_THRESHOLD => p.threshold = *value.cast::<u64>(),
+                    // Only resetting the high-water marks (to the current value) is allowed.
+                    RESERVED_MEM_HIGH if *value.cast::<u64>() == 0 => p.reserved_high = p.reserved,
+                    USED_MEM_HIGH if *value.cast::<u64>() == 0 => p.used_high = p.used,
+                    _ => return Err(Error::INVALID_VALUE),
+                }
+            }
+            Ok(())
+        })
+    }
+
+    fn cudaMemPoolGetAttribute(pool: cudaMemPool_t, attr: c_int, value: *mut c_void) {
+        let h = pool_of(pool)?;
+        if value.is_null() {
+            return Err(Error::INVALID_VALUE);
+        }
+        with(|pools| {
+            let p = pools.map.get(&h).ok_or(Error::INVALID_VALUE)?;
+            // SAFETY: as for cudaMemPoolSetAttribute.
+            unsafe {
+                match attr {
+                    REUSE_FOLLOW_EVENT_DEPENDENCIES..=REUSE_ALLOW_INTERNAL_DEPENDENCIES => {
+                        *value.cast::<c_int>() = p.reuse[(attr - 1) as usize];
+                    }
+                    RELEASE_THRESHOLD => *value.cast::<u64>() = p.threshold,
+                    RESERVED_MEM_CURRENT => *value.cast::<u64>() = p.reserved,
+                    RESERVED_MEM_HIGH => *value.cast::<u64>() = p.reserved_high,
+                    USED_MEM_CURRENT => *value.cast::<u64>() = p.used,
+                    USED_MEM_HIGH => *value.cast::<u64>() = p.used_high,
+                    _ => return Err(Error::INVALID_VALUE),
+                }
+            }
+            Ok(())
+        })
+    }
+
+    fn cudaMemPoolSetAccess(pool: cudaMemPool_t, descs: *const cudaMemAccessDesc, count: usize) {
+        let c = client::client()?;
+        pool_of(pool)?;
+        if count > 0 && descs.is_null() {
+            return Err(Error::INVALID_VALUE);
+        }
+        // One device: its own pools are always read-write for it.
+        for i in 0..count {
+            // SAFETY: `count` descriptors at `descs` (the API's contract).
+            let d = unsafe { &*descs.add(i) };
+            check_location(c, &d.location)?;
+            if d.flags != ACCESS_READ_WRITE {
+                return Err(Error::INVALID_VALUE);
+            }
+        }
+        Ok(())
+    }
+
+    fn cudaMemPoolGetAccess(flags: *mut c_int, pool: cudaMemPool_t, location: *mut cudaMemLocation) {
+        let c = client::client()?;
+        pool_of(pool)?;
+        // SAFETY: the caller's location, checked for null.
+        let l = unsafe { location.as_ref() }.ok_or(Error::INVALID_VALUE)?;
+        check_location(c, l)?;
+        // SAFETY: the caller's output pointer, checked for null.
+        unsafe { write_out(flags, ACCESS_READ_WRITE) }
+    }
+}

@@ -45,6 +45,7 @@ programs!(
     dmath,
     driver_api,
     errors,
+    launch_ex,
     matmul,
     mempool,
     params,

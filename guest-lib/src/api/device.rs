@@ -175,6 +175,33 @@ entry! {
         unsafe { write_out(value, v as usize) }
     }
 
+    fn cudaDeviceEnablePeerAccess(peer: c_int, flags: u32) {
+        let c = client::client()?;
+        if flags != 0 {
+            return Err(Error::INVALID_VALUE);
+        }
+        // One device: the only candidate is the current device itself, which CUDA refuses.
+        c.check_device(peer)?;
+        Err(Error::INVALID_DEVICE)
+    }
+
+    fn cudaDeviceDisablePeerAccess(peer: c_int) {
+        let c = client::client()?;
+        c.check_device(peer)?;
+        Err(Error::INVALID_DEVICE)
+    }
+
+    fn cudaDeviceGetP2PAttribute(value: *mut c_int, _attr: c_int, src: c_int, dst: c_int) {
+        let c = client::client()?;
+        c.check_device(src)?;
+        c.check_device(dst)?;
+        if value.is_null() {
+            return Err(Error::INVALID_VALUE);
+        }
+        // One device: src == dst, which CUDA refuses.
+        Err(Error::INVALID_DEVICE)
+    }
+
     fn cudaDeviceCanAccessPeer(can: *mut c_int, device: c_int, peer: c_int) {
         let c = client::client()?;
         c.check_device(device)?;

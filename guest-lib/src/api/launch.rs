@@ -241,3 +241,93 @@ entry! {
         c.call::<ops::FuncSetAttribute>(&req)
     }
 }
+
+/// `cudaLaunchConfig_t`.
+#[repr(C)]
+pub struct cudaLaunchConfig_t {
+    grid: dim3,
+    block: dim3,
+    dynamic_smem: usize,
+    stream: cudaStream_t,
+    attrs: *const crate::api::driver::exec::CUlaunchAttribute,
+    num_attrs: u32,
+}
+
+fn launch_ex(
+    config: *const cudaLaunchConfig_t,
+    func: *const c_void,
+    args: *mut *mut c_void,
+    ptsz: bool,
+) -> Result<()> {
+    // SAFETY: the caller's configuration, checked for null.
+    let cfg = unsafe { config.as_ref() }.ok_or(Error::INVALID_VALUE)?;
+    if cfg.num_attrs > 0 {
+        if cfg.attrs.is_null() {
+            return Err(Error::INVALID_VALUE);
+        }
+        // SAFETY: `num_attrs` attributes at `attrs` (the API's contract).
+        let attrs = unsafe { std::slice::from_raw_parts(cfg.attrs, cfg.num_attrs as usize) };
+        if let Some(a) = attrs
+            .iter()
+            .find(|a| !crate::api::driver::exec::plain_launch_attribute(a))
+        {
+            log::warn!(
+                "cudaLaunchKernelEx: launch attribute {} is not supported",
+                a.id
+            );
+            return Err(Error::NOT_SUPPORTED);
+        }
+    }
+    launch(
+        func,
+        cfg.grid,
+        cfg.block,
+        args,
+        cfg.dynamic_smem,
+        cfg.stream,
+        ptsz,
+    )
+}
+
+/// Kernel names as C strings, kept for the process's life (`cudaFuncGetName`).
+static NAMES: std::sync::Mutex<Option<std::collections::HashMap<usize, std::ffi::CString>>> =
+    std::sync::Mutex::new(None);
+
+/// The driver-API function of each kernel handed out by `cudaGetFuncBySymbol`.
+static FUNCTIONS: std::sync::Mutex<Option<std::collections::HashMap<(usize, u64), usize>>> =
+    std::sync::Mutex::new(None);
+
+entry! {
+    fn cudaLaunchKernelExC(config: *const cudaLaunchConfig_t, func: *const c_void, args: *mut *mut c_void) {
+        launch_ex(config, func, args, false)
+    }
+
+    fn cudaLaunchKernelExC_ptsz(config: *const cudaLaunchConfig_t, func: *const c_void, args: *mut *mut c_void) {
+        launch_ex(config, func, args, true)
+    }
+
+    fn cudaFuncGetName(name: *mut *const c_char, func: *const c_void) {
+        let f = registry::function(func as usize).ok_or(Error::INVALID_DEVICE_FUNCTION)?;
+        let mut g = NAMES.lock().unwrap_or_else(|e| e.into_inner());
+        let s = g
+            .get_or_insert_with(Default::default)
+            .entry(func as usize)
+            .or_insert_with(|| std::ffi::CString::new(f.name.clone()).unwrap_or_default());
+        // SAFETY: the caller's output pointer, checked for null; the string lives on.
+        unsafe { write_out(name, s.as_ptr()) }
+    }
+
+    fn cudaGetFuncBySymbol(out: *mut *const c_void, func: *const c_void) {
+        let c = client::client()?;
+        let f = registry::function(func as usize).ok_or(Error::INVALID_DEVICE_FUNCTION)?;
+        let loaded = f.load(c)?;
+        let mut g = FUNCTIONS.lock().unwrap_or_else(|e| e.into_inner());
+        // One per kernel and session generation (a device reset reloads modules).
+        let p = *g
+            .get_or_insert_with(Default::default)
+            .entry((func as usize, c.generation()))
+            .or_insert_with(|| crate::api::driver::exec::from_loaded(&loaded) as usize);
+        // SAFETY: the caller's output pointer, checked for null.
+        unsafe { write_out(out, p as *const c_void) }
+    }
+}

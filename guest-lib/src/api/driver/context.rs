@@ -71,9 +71,19 @@ fn with<R>(f: impl FnOnce(&mut HashMap<usize, Ctx>) -> R) -> R {
     f(map)
 }
 
+/// The calling thread's current context: the one it set, else the primary context once the
+/// process has a session (the runtime makes the primary context current on the threads that
+/// use it, so driver calls work after runtime calls, as in CUDA); 0 if none.
+fn current_raw() -> usize {
+    match CURRENT.get() {
+        0 if client::connected().is_some() => primary(),
+        c => c,
+    }
+}
+
 /// The current context, which must exist (`CUDA_ERROR_INVALID_CONTEXT` otherwise).
 pub fn current() -> Result<usize, CuError> {
-    let c = CURRENT.get();
+    let c = current_raw();
     if c != 0 && with(|m| m.contains_key(&c)) {
         Ok(c)
     } else {
@@ -299,7 +309,7 @@ entry_lib! {
 
     fn cuCtxGetCurrent(pctx: *mut CUcontext) -> Result<(), CuError> {
         // SAFETY: the caller's output pointer.
-        unsafe { out(pctx, CURRENT.get() as CUcontext) }
+        unsafe { out(pctx, current_raw() as CUcontext) }
     }
 
     fn cuCtxPushCurrent_v2(ctx: CUcontext) -> Result<(), CuError> {
@@ -307,7 +317,7 @@ entry_lib! {
         if !with(|m| m.contains_key(&h)) {
             return Err(CuError::INVALID_CONTEXT);
         }
-        STACK.with_borrow_mut(|s| s.push(CURRENT.get()));
+        STACK.with_borrow_mut(|s| s.push(current_raw()));
         CURRENT.set(h);
         Ok(())
     }

@@ -30,6 +30,17 @@ pub struct Module {
     functions: std::sync::Mutex<Vec<Arc<Function>>>,
 }
 
+/// The driver's view (`cudaFunction_t`) of a kernel the runtime registered: made once per
+/// kernel and kept for the process's life (`cudaGetFuncBySymbol`).
+pub(crate) fn from_loaded(f: &crate::registry::LoadedFunc) -> *const Function {
+    Box::into_raw(Box::new(Function {
+        handle: f.handle,
+        params: f.params.clone(),
+        param_size: f.param_size,
+        attrs: f.attrs,
+    }))
+}
+
 /// `CUfunction`: a kernel of a [`Module`].
 pub struct Function {
     handle: u64,
@@ -486,10 +497,12 @@ entry_lib! {
     }
 }
 
-/// `CUlaunchAttribute`: an id, padding, and a 64-byte value.
+/// `CUlaunchAttribute` (and the runtime's `cudaLaunchAttribute`, laid out and numbered
+/// alike): an id, padding, and a 64-byte value.
 #[repr(C)]
 pub struct CUlaunchAttribute {
-    id: u32,
+    /// The attribute.
+    pub id: u32,
     pad: [u8; 4],
     value: [u8; 64],
 }
@@ -508,7 +521,7 @@ pub struct CUlaunchConfig {
 /// Whether a launch may ignore `a` and run as a plain launch: hints (access policy,
 /// priority, memory synchronization domains, carveout, scheduling), and clusters of one
 /// block. Cooperative launches, clusters and programmatic dependencies are not supported.
-fn plain_launch_attribute(a: &CUlaunchAttribute) -> bool {
+pub(crate) fn plain_launch_attribute(a: &CUlaunchAttribute) -> bool {
     let word =
         |i: usize| u32::from_le_bytes(a.value[i * 4..i * 4 + 4].try_into().unwrap_or_default());
     match a.id {

@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+// cudaLaunchKernelEx with launch attributes, kernel names, a runtime kernel launched through
+// the driver API (cudaGetFuncBySymbol + cuLaunchKernel from cudaGetDriverEntryPoint), and
+// the single device's peer-access answers.
+#include <cuda.h>
+#include <cstring>
+#include "common.h"
+
+__global__ void add_k(int *p, int n, int k) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) p[i] += k;
+}
+
+static bool all_equal(const int *d, int n, int v) {
+    int h[1024];
+    CHECK(cudaMemcpy(h, d, n * sizeof(int), cudaMemcpyDeviceToHost));
+    for (int i = 0; i < n; i++)
+        if (h[i] != v) return false;
+    return true;
+}
+
+int main() {
+    const int n = 1024;
+    int *d;
+    CHECK(cudaMalloc(&d, n * sizeof(int)));
+    CHECK(cudaMemset(d, 0, n * sizeof(int)));
+
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(n / 128);
+    cfg.blockDim = dim3(128);
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributePriority;
+    attr[0].val.priority = 0;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    CHECK(cudaLaunchKernelEx(&cfg, add_k, d, n, 5));
+    CHECK(cudaDeviceSynchronize());
+    EXPECT(all_equal(d, n, 5));
+    // Cooperative launches and clusters are not available: said, not faked.
+    attr[0].id = cudaLaunchAttributeCooperative;
+    attr[0].val.cooperative = 1;
+    EXPECT_ERR(cudaLaunchKernelEx(&cfg, add_k, d, n, 1), cudaErrorNotSupported);
+    cudaGetLastError();
+
+    const char *name = nullptr;
+    CHECK(cudaFuncGetName(&name, (const void *)add_k));
+    EXPECT(name && strstr(name, "add_k") != nullptr);
+
+    // The runtime's kernel, launched through the driver API.
+    cudaFunction_t f;
+    CHECK(cudaGetFuncBySymbol(&f, (const void *)add_k));
+    void *p = nullptr;
+    cudaDriverEntryPointQueryResult q;
+    CHECK(cudaGetDriverEntryPoint("cuLaunchKernel", &p, cudaEnableDefault, &q));
+    auto launch = (decltype(&cuLaunchKernel))p;
+    int nn = n, k = 2;
+    void *args[] = {&d, &nn, &k};
+    EXPECT(launch((CUfunction)f, n / 128, 1, 1, 128, 1, 1, 0, nullptr, args, nullptr) == CUDA_SUCCESS);
+    CHECK(cudaDeviceSynchronize());
+    EXPECT(all_equal(d, n, 7));
+
+    // One device: no peers.
+    int can = -1;
+    EXPECT_ERR(cudaDeviceCanAccessPeer(&can, 0, 0), cudaErrorInvalidDevice);
+    EXPECT_ERR(cudaDeviceEnablePeerAccess(0, 0), cudaErrorInvalidDevice);
+    EXPECT_ERR(cudaDeviceEnablePeerAccess(1, 0), cudaErrorInvalidDevice);
+    cudaGetLastError();
+
+    CHECK(cudaFree(d));
+    return finish();
+}

@@ -7,7 +7,7 @@
 //! pins the pages and passes them to the host as scatter-gather lists. Both carry the same
 //! wire format.
 
-use std::io::{self, IoSlice, Read, Write};
+use std::io::{self, BufReader, IoSlice, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixStream;
@@ -212,7 +212,9 @@ impl Read for Conn {
 /// transport is broken and every later call fails at once.
 pub struct SocketTransport {
     addr: Address,
-    stream: Mutex<Conn>,
+    /// The connection, with replies read through a buffer: a small reply (header, records
+    /// and small in data) takes one `read`, large in data goes straight to its buffer.
+    stream: Mutex<BufReader<Conn>>,
     broken: AtomicBool,
 }
 
@@ -240,17 +242,20 @@ impl SocketTransport {
         };
         Ok(Self {
             addr,
-            stream: Mutex::new(stream),
+            stream: Mutex::new(BufReader::with_capacity(READ_BUFFER, stream)),
             broken: AtomicBool::new(false),
         })
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Conn> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, BufReader<Conn>> {
         self.stream.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Runs `f` on the stream unless the transport is broken; breaks it on error.
-    fn with_stream<T>(&self, f: impl FnOnce(&mut Conn) -> io::Result<T>) -> io::Result<T> {
+    fn with_stream<T>(
+        &self,
+        f: impl FnOnce(&mut BufReader<Conn>) -> io::Result<T>,
+    ) -> io::Result<T> {
         let mut s = self.lock();
         if self.broken.load(Ordering::Relaxed) {
             return Err(io::Error::new(
@@ -261,11 +266,14 @@ impl SocketTransport {
         let r = f(&mut s);
         if r.is_err() {
             self.broken.store(true, Ordering::Relaxed);
-            s.shutdown();
+            s.get_ref().shutdown();
         }
         r
     }
 }
+
+/// Bytes of replies read ahead.
+const READ_BUFFER: usize = 16 << 10;
 
 /// Most iovecs one `sendmsg` takes here (Linux's IOV_MAX is 1024).
 const MAX_IOV: usize = 1024;
@@ -366,7 +374,7 @@ impl Transport for SocketTransport {
         seq: u64,
     ) -> io::Result<Vec<Record>> {
         self.with_stream(|s| {
-            s.send(msg, out)?;
+            s.get_mut().send(msg, out)?;
             let mut all = Vec::new();
             let mut pos = (0, 0);
             loop {
@@ -386,7 +394,7 @@ impl Transport for SocketTransport {
     }
 
     fn post(&self, msg: &[u8], out: &[&[u8]]) -> io::Result<Vec<Record>> {
-        self.with_stream(|s| s.send(msg, out))?;
+        self.with_stream(|s| s.get_mut().send(msg, out))?;
         Ok(Vec::new())
     }
 

@@ -332,9 +332,17 @@ fn per_peer_bound() {
     let mut extra = b.connect();
     assert!(hello(&mut extra).is_err());
     live.pop();
-    std::thread::sleep(Duration::from_millis(200));
-    let mut again = b.connect();
-    assert_eq!(hello(&mut again).unwrap(), status::SUCCESS);
+    // Served again once the backend has seen that session end (at once, unless this
+    // machine is loaded).
+    let start = Instant::now();
+    loop {
+        let mut again = b.connect();
+        if hello(&mut again).is_ok_and(|s| s == status::SUCCESS) {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(10), "{}", b.log());
+        std::thread::sleep(Duration::from_millis(50));
+    }
     assert!(b.log().contains("connections already"), "{}", b.log());
 }
 

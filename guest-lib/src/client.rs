@@ -62,6 +62,8 @@ pub struct Client {
     pub mirror: Mirror,
     /// Device flags set by `cudaSetDeviceFlags`, per device.
     pub device_flags: Mutex<HashMap<i32, u32>>,
+    /// Host memory shared with the backend.
+    pub shared: crate::shared::Shared,
 }
 
 static CLIENT: OnceLock<std::result::Result<Client, Error>> = OnceLock::new();
@@ -140,6 +142,7 @@ impl Client {
             events: Mutex::default(),
             mirror: Mirror::default(),
             device_flags: Mutex::default(),
+            shared: crate::shared::Shared::default(),
         };
         let name = std::env::args().next().unwrap_or_default();
         let hello = HelloReq {
@@ -254,7 +257,33 @@ impl Client {
             .transport
             .call(msg, out, inp, seq)
             .map_err(|e| self.lost(e))?;
-        self.side_records(&recs);
+        self.finish_call(&recs, seq)
+    }
+
+    /// Sends one request of operation `O` (no tail, no data) with the file descriptor `fd`
+    /// passed beside it, and waits for its reply (see [`Transport::call_with_fd`]).
+    pub fn call_fd<O: Op>(&self, req: &O::Req, fd: std::os::fd::RawFd) -> Result<O::Resp> {
+        let seq = self.next_seq();
+        let mut b = MessageBuilder::new();
+        b.push_op::<O>(0, seq, &[], req, &[]);
+        let msg = b.finish(0);
+        let recs = self
+            .transport
+            .call_with_fd(msg, fd, seq)
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::Unsupported => Error::NOT_SUPPORTED,
+                _ => self.lost(e),
+            })?;
+        self.finish_call(&recs, seq).and_then(|p| {
+            O::Resp::read_from_prefix(&p)
+                .map(|(r, _)| r)
+                .map_err(|_| Error::UNKNOWN)
+        })
+    }
+
+    /// The payload of the reply to `seq` among `recs`, after handling the other records.
+    fn finish_call(&self, recs: &[Record], seq: u64) -> Result<Vec<u8>> {
+        self.side_records(recs);
         let Some(r) = recs
             .iter()
             .find(|r| r.kind == RecordKind::Reply && r.seq == seq)

@@ -15,6 +15,7 @@
 //! - [`state`]: per-thread state (current device, last error, launch configurations).
 //! - [`registry`]: fat binaries, kernels and variables the program registers.
 //! - [`mirror`]: the guest's record of device and pinned host allocations.
+//! - [`shared`]: page-locked host memory shared with a backend on the same host.
 //! - `api/`: the implemented entry points, by family.
 //!
 //! - [`tls`]: mutual TLS to a TCP backend.
@@ -37,6 +38,7 @@ pub mod logging;
 pub mod mirror;
 pub mod props_gen;
 pub mod registry;
+pub mod shared;
 pub mod state;
 pub mod tls;
 pub mod transport;

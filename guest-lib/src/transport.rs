@@ -53,6 +53,13 @@ pub trait Transport: Send + Sync {
     /// consumed (copied or sent) before this returns.
     fn post(&self, msg: &[u8], out: &[&[u8]]) -> io::Result<Vec<Record>>;
 
+    /// Like [`Transport::call`] for a message with no data, passing the file descriptor
+    /// `fd` along with it (`SCM_RIGHTS`). Only a Unix socket can.
+    fn call_with_fd(&self, msg: &[u8], fd: RawFd, seq: u64) -> io::Result<Vec<Record>> {
+        let _ = (msg, fd, seq);
+        Err(io::ErrorKind::Unsupported.into())
+    }
+
     /// A short description for logs.
     fn describe(&self) -> String;
 
@@ -171,8 +178,8 @@ impl Conn {
     /// Sends `msg` then every out buffer; never raises SIGPIPE.
     fn send(&mut self, msg: &[u8], out: &[&[u8]]) -> io::Result<()> {
         match self {
-            Conn::Unix(s) => send_all(s.as_raw_fd(), msg, out),
-            Conn::Tcp(s) => send_all(s.as_raw_fd(), msg, out),
+            Conn::Unix(s) => send_all(s.as_raw_fd(), msg, out, None),
+            Conn::Tcp(s) => send_all(s.as_raw_fd(), msg, out, None),
             Conn::Tls(s) => {
                 // rustls seals records of up to 16 KiB as it goes and writes them through
                 // `NoSigPipe`.
@@ -279,8 +286,8 @@ const READ_BUFFER: usize = 16 << 10;
 const MAX_IOV: usize = 1024;
 
 /// Sends `msg` then every out buffer with `sendmsg(MSG_NOSIGNAL)`: a closed peer is an
-/// `EPIPE` error, not a signal.
-fn send_all(fd: RawFd, msg: &[u8], out: &[&[u8]]) -> io::Result<()> {
+/// `EPIPE` error, not a signal. `pass` goes along with the first byte (`SCM_RIGHTS`).
+fn send_all(fd: RawFd, msg: &[u8], out: &[&[u8]], mut pass: Option<RawFd>) -> io::Result<()> {
     let mut iov: Vec<IoSlice<'_>> = Vec::with_capacity(1 + out.len());
     iov.push(IoSlice::new(msg));
     iov.extend(
@@ -296,6 +303,24 @@ fn send_all(fd: RawFd, msg: &[u8], out: &[&[u8]]) -> io::Result<()> {
         // IoSlice is ABI-compatible with struct iovec on Unix; the kernel only reads them.
         hdr.msg_iov = bufs.as_ptr() as *mut libc::iovec;
         hdr.msg_iovlen = n as _;
+        // Room for one cmsghdr holding one descriptor, aligned for cmsghdr.
+        let mut cbuf = [0u64; 4];
+        if let Some(p) = pass {
+            // SAFETY: CMSG_SPACE only computes a size.
+            let space = unsafe { libc::CMSG_SPACE(size_of::<RawFd>() as u32) } as usize;
+            debug_assert!(space <= size_of_val(&cbuf));
+            hdr.msg_control = cbuf.as_mut_ptr().cast();
+            hdr.msg_controllen = space as _;
+            // SAFETY: msg_control points to `space` zeroed, aligned bytes, enough for one
+            // header (CMSG_FIRSTHDR is non-null) and one descriptor of data.
+            unsafe {
+                let c = libc::CMSG_FIRSTHDR(&hdr);
+                (*c).cmsg_level = libc::SOL_SOCKET;
+                (*c).cmsg_type = libc::SCM_RIGHTS;
+                (*c).cmsg_len = libc::CMSG_LEN(size_of::<RawFd>() as u32) as _;
+                libc::CMSG_DATA(c).cast::<RawFd>().write_unaligned(p);
+            }
+        }
         // SAFETY: `fd` is the open socket the caller holds locked; `hdr` points to `n`
         // iovecs that describe live, readable buffers borrowed for this call.
         let r = unsafe { libc::sendmsg(fd, &hdr, libc::MSG_NOSIGNAL) };
@@ -309,6 +334,8 @@ fn send_all(fd: RawFd, msg: &[u8], out: &[&[u8]]) -> io::Result<()> {
         if r == 0 {
             return Err(io::ErrorKind::WriteZero.into());
         }
+        // The descriptor went with the first bytes.
+        pass = None;
         IoSlice::advance_slices(&mut bufs, r as usize);
     }
     Ok(())
@@ -375,21 +402,20 @@ impl Transport for SocketTransport {
     ) -> io::Result<Vec<Record>> {
         self.with_stream(|s| {
             s.get_mut().send(msg, out)?;
-            let mut all = Vec::new();
-            let mut pos = (0, 0);
-            loop {
-                let (recs, answered) = read_reply(s, Some(seq), inp, &mut pos)?;
-                all.extend(recs);
-                if answered {
-                    return Ok(all);
-                }
-                if all.iter().any(|r| r.seq == u64::MAX) {
-                    return Err(io::Error::new(
-                        io::ErrorKind::InvalidData,
-                        "the backend rejected a message",
-                    ));
-                }
-            }
+            wait_reply(s, inp, seq)
+        })
+    }
+
+    fn call_with_fd(&self, msg: &[u8], fd: RawFd, seq: u64) -> io::Result<Vec<Record>> {
+        if !matches!(self.lock().get_ref(), Conn::Unix(_)) {
+            return Err(io::ErrorKind::Unsupported.into());
+        }
+        self.with_stream(|s| {
+            let Conn::Unix(u) = s.get_ref() else {
+                return Err(io::ErrorKind::Unsupported.into());
+            };
+            send_all(u.as_raw_fd(), msg, &[], Some(fd))?;
+            wait_reply(s, &mut [], seq)
         })
     }
 
@@ -404,6 +430,25 @@ impl Transport for SocketTransport {
 
     fn is_broken(&self) -> bool {
         self.broken.load(Ordering::Relaxed)
+    }
+}
+
+/// Reads reply frames until one answers `seq`; returns every record read.
+fn wait_reply(s: &mut impl Read, inp: &mut [&mut [u8]], seq: u64) -> io::Result<Vec<Record>> {
+    let mut all = Vec::new();
+    let mut pos = (0, 0);
+    loop {
+        let (recs, answered) = read_reply(s, Some(seq), inp, &mut pos)?;
+        all.extend(recs);
+        if answered {
+            return Ok(all);
+        }
+        if all.iter().any(|r| r.seq == u64::MAX) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "the backend rejected a message",
+            ));
+        }
     }
 }
 
@@ -488,6 +533,6 @@ mod tests {
         // A write on the socket itself would have raised SIGPIPE; the flag stays set.
         let c = UnixStream::pair().unwrap();
         drop(c.1);
-        assert!(send_all(c.0.as_raw_fd(), b"x", &[]).is_err());
+        assert!(send_all(c.0.as_raw_fd(), b"x", &[], None).is_err());
     }
 }

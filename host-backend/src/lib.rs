@@ -12,6 +12,7 @@ pub mod log_limit;
 pub mod memsize;
 pub mod modules;
 pub mod session;
+pub mod shared;
 pub mod socket;
 pub mod stdout;
 pub mod vhost_user;

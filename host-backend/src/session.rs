@@ -20,6 +20,7 @@ use crate::data::DataSegs;
 use crate::executor::{Cancel, ExecResult, Executor, ExecutorFactory, MAX_STDOUT_BUFFER, Status};
 use crate::log_limit::LogLimiter;
 use crate::modules::{ModuleCache, SentImages};
+use crate::shared::SharedRegions;
 
 /// What every session of one backend shares.
 pub struct Backend {
@@ -75,6 +76,8 @@ impl Backend {
             in_ranges: Vec::new(),
             unsolicited_sent: false,
             sent_images: SentImages::default(),
+            shared: SharedRegions::default(),
+            passes_fds: false,
             log_limit: LogLimiter::new(module_path!(), 10, Duration::from_secs(10)),
         })
     }
@@ -96,6 +99,10 @@ pub struct Session {
     sent_images: SentImages,
     /// The session's warnings about malformed input, a burst at a time.
     log_limit: LogLimiter,
+    /// Memory the guest shares with the backend (see [`crate::shared`]).
+    shared: SharedRegions,
+    /// Whether the transport passes file descriptors (see [`Session::pass_fds`]).
+    passes_fds: bool,
 }
 
 impl std::fmt::Debug for Session {
@@ -211,6 +218,32 @@ impl Session {
         }
     }
 
+    /// The transport passes file descriptors with messages (a Unix socket): the guest may
+    /// share memory ([`HELLO_FEATURE_SHARED_MEMORY`]); the descriptors of each message are
+    /// given with [`Session::handle_with_fds`].
+    pub fn pass_fds(&mut self) {
+        self.passes_fds = true;
+    }
+
+    /// [`Session::handle`] for a message that came with file descriptors (closed afterwards
+    /// unless a request took them).
+    #[allow(clippy::too_many_arguments)]
+    pub fn handle_with_fds(
+        &mut self,
+        header: &MessageHeader,
+        ctrl: &[u8],
+        out: &DataSegs<'_>,
+        inp: &DataSegs<'_>,
+        reply: &mut ReplyBuilder,
+        reply_capacity: usize,
+        fds: Vec<std::os::fd::OwnedFd>,
+    ) -> Outcome {
+        self.shared.offer(fds);
+        let r = self.handle(header, ctrl, out, inp, reply, reply_capacity);
+        self.shared.end_message();
+        r
+    }
+
     /// Whether the guest's `Hello` succeeded (transports close connections that do not
     /// start with one).
     pub fn has_hello(&self) -> bool {
@@ -301,7 +334,11 @@ impl Session {
             driver_version: self.exec.driver_version(),
             max_segment_len: MAX_SEGMENT_LEN,
             max_data_len: MAX_DATA_LEN,
-            features: 0,
+            features: if self.passes_fds {
+                HELLO_FEATURE_SHARED_MEMORY
+            } else {
+                0
+            },
         };
         Ok(reply::<ops::Hello>(resp))
     }
@@ -358,6 +395,25 @@ impl Session {
                     .sub(raw.in_offset, raw.in_len)
                     .map_err(|_| Status::INVALID_VALUE)?;
                 e.memcpy_dtoh(r, &dst).map(|()| (Vec::new(), raw.in_len))
+            }
+            Request::ShareMemory(r) => {
+                if !self.passes_fds {
+                    return Err(Status(status::NOT_SUPPORTED));
+                }
+                self.shared
+                    .share(r.len)
+                    .map(|h| reply::<ops::ShareMemory>(handle(h)))
+            }
+            Request::UnshareMemory(h) => done::<ops::UnshareMemory>(self.shared.unshare(h.handle)),
+            Request::MemcpyHtoDShared(ref r) => {
+                let len = r.width.checked_mul(r.height).ok_or(Status::INVALID_VALUE)?;
+                let src = self.shared.segs(r.region, r.offset, len)?;
+                done::<ops::MemcpyHtoDShared>(e.memcpy_htod(&r.copy(), &src))
+            }
+            Request::MemcpyDtoHShared(ref r) => {
+                let len = r.width.checked_mul(r.height).ok_or(Status::INVALID_VALUE)?;
+                let dst = self.shared.segs(r.region, r.offset, len)?;
+                done::<ops::MemcpyDtoHShared>(e.memcpy_dtoh(&r.copy(), &dst))
             }
             Request::MemcpyDtoD(ref r) => done::<ops::MemcpyDtoD>(e.memcpy_dtod(r)),
             Request::Memset(ref r) => done::<ops::Memset>(e.memset(r)),

@@ -189,6 +189,104 @@ wire_struct!(
 /// Copy flag: asynchronous with respect to the host (`cudaMemcpyAsync` and friends).
 pub const COPY_ASYNC: u32 = 1 << 0;
 
+/// `Hello` feature: the transport passes file descriptors (a Unix socket), so the guest may
+/// share memory with the host ([`ShareMemoryReq`]).
+pub const HELLO_FEATURE_SHARED_MEMORY: u64 = 1 << 0;
+
+wire_struct!(
+    /// `ShareMemory` request: maps the memory file passed with the message (`SCM_RIGHTS` on a
+    /// Unix socket: a sealed memfd) into the session. Replies with the region's handle.
+    ShareMemoryReq, 16 {
+        /// Bytes to map from the file's start (the file must be at least this long and
+        /// sealed against shrinking).
+        len: u64,
+        /// Zero.
+        flags: u32,
+        /// Zero.
+        reserved: u32,
+    }
+);
+
+wire_struct!(
+    /// `MemcpyHtoDShared` request: a [`MemcpyHtoDReq`] whose packed source rows are in a
+    /// shared region (`region`, from `ShareMemory`) at `offset`, not in a data segment.
+    MemcpyHtoDSharedReq, 64 {
+        /// Destination device address.
+        dst: u64,
+        /// Destination pitch (ignored when `height == 1`).
+        dpitch: u64,
+        /// Bytes per row.
+        width: u64,
+        /// Rows.
+        height: u64,
+        /// Stream handle.
+        stream: u64,
+        /// `COPY_*` flags.
+        flags: u32,
+        /// Zero.
+        reserved: u32,
+        /// The shared region.
+        region: u64,
+        /// Offset of the source in the region.
+        offset: u64,
+    }
+);
+
+impl MemcpyHtoDSharedReq {
+    /// The copy, as a [`MemcpyHtoDReq`].
+    pub fn copy(&self) -> MemcpyHtoDReq {
+        MemcpyHtoDReq {
+            dst: self.dst,
+            dpitch: self.dpitch,
+            width: self.width,
+            height: self.height,
+            stream: self.stream,
+            flags: self.flags,
+            reserved: 0,
+        }
+    }
+}
+
+wire_struct!(
+    /// `MemcpyDtoHShared` request: a [`MemcpyDtoHReq`] whose packed destination rows are in
+    /// a shared region (`region`, from `ShareMemory`) at `offset`, not in a data segment.
+    MemcpyDtoHSharedReq, 64 {
+        /// Source device address.
+        src: u64,
+        /// Source pitch (ignored when `height == 1`).
+        spitch: u64,
+        /// Bytes per row.
+        width: u64,
+        /// Rows.
+        height: u64,
+        /// Stream handle.
+        stream: u64,
+        /// `COPY_*` flags.
+        flags: u32,
+        /// Zero.
+        reserved: u32,
+        /// The shared region.
+        region: u64,
+        /// Offset of the destination in the region.
+        offset: u64,
+    }
+);
+
+impl MemcpyDtoHSharedReq {
+    /// The copy, as a [`MemcpyDtoHReq`].
+    pub fn copy(&self) -> MemcpyDtoHReq {
+        MemcpyDtoHReq {
+            src: self.src,
+            spitch: self.spitch,
+            width: self.width,
+            height: self.height,
+            stream: self.stream,
+            flags: self.flags,
+            reserved: 0,
+        }
+    }
+}
+
 wire_struct!(
     /// `MemcpyHtoD` request: `height` rows of `width` bytes, the destination rows `dpitch`
     /// apart. A 1-D copy has `height == 1`.

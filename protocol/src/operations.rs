@@ -58,6 +58,15 @@ operations! {
     MemcpyDtoD = 0x0204, MemcpyDtoDReq => ();
     /// [`MemsetReq`].
     Memset = 0x0205, MemsetReq => ();
+    /// [`ShareMemoryReq`] + a memory file passed beside the message -> [`HandleResp`]: the
+    /// guest shares memory with the host (socket transport on one host).
+    ShareMemory = 0x0206, ShareMemoryReq => HandleResp;
+    /// [`HandleReq`]: unmaps a shared region.
+    UnshareMemory = 0x0207, HandleReq => ();
+    /// [`MemcpyHtoDSharedReq`]: a host-to-device copy from a shared region.
+    MemcpyHtoDShared = 0x0208, MemcpyHtoDSharedReq => ();
+    /// [`MemcpyDtoHSharedReq`]: a device-to-host copy into a shared region.
+    MemcpyDtoHShared = 0x0209, MemcpyDtoHSharedReq => ();
 
     /// [`StreamCreateReq`] -> [`HandleResp`].
     StreamCreate = 0x0300, StreamCreateReq => HandleResp;

@@ -108,6 +108,7 @@ fn wait_for_socket(b: &Backend) {
     }
 }
 
+mod shared;
 mod tls;
 
 /// Sends a `Hello` and returns its status, or the I/O error that ended the exchange.

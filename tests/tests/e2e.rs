@@ -50,6 +50,7 @@ programs!(
     mempool,
     params,
     per_thread,
+    pinned,
     reduce,
     saxpy,
     scan_hist,
@@ -59,3 +60,35 @@ programs!(
     threads,
     vectorAdd,
 );
+
+/// Over the Unix socket, page-locked memory is shared with the backend and copies name it
+/// instead of carrying it; with `VCUDA_SHARED_MEMORY=0` the same program copies inline.
+/// Both must give the program's results.
+#[test]
+fn pinned_memory_is_shared_over_the_unix_socket() {
+    use vcuda_tests::{bin, bin_dir, build, check_output, source, spec};
+    let Some(exe) = build("pinned", Cuda::V13) else {
+        return;
+    };
+    let s = spec(&source("pinned"));
+    let shared_line = "bytes of page-locked memory shared with the backend";
+    for (setting, shared) in [("1", true), ("0", false)] {
+        let o = std::process::Command::new(bin("vcuda"))
+            .args(["run", "--executor", "cpu", "--"])
+            .arg(&exe)
+            .env_remove("VCUDA_SOCKET")
+            .env("VCUDA_BACKEND", bin("vcuda-backend"))
+            .env("VCUDA_LIB_DIR", bin_dir())
+            .env("VCUDA_LOG", "debug")
+            .env("VCUDA_SHARED_MEMORY", setting)
+            .output()
+            .expect("run vcuda");
+        check_output("pinned", &s, &o);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(
+            stderr.matches(shared_line).count(),
+            if shared { 2 + 1 + 64 } else { 0 },
+            "VCUDA_SHARED_MEMORY={setting}: regions shared\n{stderr}"
+        );
+    }
+}

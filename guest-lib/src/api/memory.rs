@@ -18,6 +18,7 @@ use crate::ffi::{
     write_out,
 };
 use crate::mirror::{Kind, Range};
+use crate::shared::{self, HostCopy};
 use crate::{registry, state};
 
 /// `cudaHostAllocPortable | cudaHostAllocMapped | cudaHostAllocWriteCombined`.
@@ -165,6 +166,22 @@ fn memcpy(c: &Client, cp: Copy2D, kind: c_int, stream: Option<u64>) -> Result<()
             Ok(())
         }
         Dir::H2D => {
+            let quiet = stream.is_some()
+                && c.mirror
+                    .is_device_range(cp.dst, cp.side(cp.dst, cp.dpitch)?.span());
+            let hc = HostCopy {
+                dev: cp.dst,
+                dev_pitch: cp.dpitch,
+                host: cp.src,
+                host_pitch: cp.spitch,
+                width: cp.width,
+                height: cp.height,
+                stream: sh,
+                flags,
+            };
+            if shared::htod(c, &hc, quiet)? {
+                return Ok(());
+            }
             let span = cp.side(cp.src, cp.spitch)?.span();
             // SAFETY: the source is the caller's host buffer spanning `span` bytes.
             let src = unsafe { host_slice(cp.src as *const c_void, span as usize)? };
@@ -182,9 +199,6 @@ fn memcpy(c: &Client, cp: Copy2D, kind: c_int, stream: Option<u64>) -> Result<()
             };
             // Whole rows per request, at most the transport's limit each (a row longer
             // than that goes alone, split in column chunks).
-            let quiet = stream.is_some()
-                && c.mirror
-                    .is_device_range(cp.dst, cp.side(cp.dst, cp.dpitch)?.span());
             for (row0, rows, col0, w) in chunks(cp.width, cp.height, c.max_request_data()) {
                 let mut part = Vec::new();
                 let data: &[u8] = if rows == 1 {
@@ -214,6 +228,22 @@ fn memcpy(c: &Client, cp: Copy2D, kind: c_int, stream: Option<u64>) -> Result<()
             Ok(())
         }
         Dir::D2H => {
+            let hc = HostCopy {
+                dev: cp.src,
+                dev_pitch: cp.spitch,
+                host: cp.dst,
+                host_pitch: cp.dpitch,
+                width: cp.width,
+                height: cp.height,
+                stream: sh,
+                flags,
+            };
+            let quiet = stream.is_some()
+                && c.mirror
+                    .is_device_range(cp.src, cp.side(cp.src, cp.spitch)?.span());
+            if shared::dtoh(c, &hc, quiet)? {
+                return Ok(());
+            }
             let span = cp.side(cp.dst, cp.dpitch)?.span();
             // SAFETY: the destination is the caller's host buffer spanning `span` bytes.
             let dst = unsafe { host_slice_mut(cp.dst as *mut c_void, span as usize)? };
@@ -342,6 +372,14 @@ fn host_alloc(c: &Client, ptr: *mut *mut c_void, size: usize, flags: u32) -> Res
     }
     let p = if size == 0 {
         std::ptr::null_mut()
+    } else if let Some(p) = shared::alloc(c, size) {
+        c.mirror.insert(Range {
+            base: p as u64,
+            len: size as u64,
+            kind: Kind::HostAlloc(flags),
+            device: state::device(),
+        });
+        p
     } else {
         // SAFETY: an anonymous private mapping at an address the kernel chooses.
         let p = unsafe {
@@ -377,6 +415,9 @@ fn host_free(c: &Client, p: *mut c_void) -> Result<()> {
         .mirror
         .remove(p as u64, |k| matches!(k, Kind::HostAlloc(_)))
         .ok_or(Error::INVALID_VALUE)?;
+    if shared::free(c, p) {
+        return Ok(());
+    }
     // SAFETY: `r` is a mapping host_alloc made with this base and length; it is removed from
     // the mirror, so it is unmapped once.
     unsafe { libc::munmap(p, r.len as usize) };

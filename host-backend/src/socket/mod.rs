@@ -126,6 +126,78 @@ pub trait Conn: Read + Write + Send + AsFd + 'static {
     fn set_write_timeout(&self, t: Option<Duration>) -> io::Result<()>;
     /// A handle that shuts the connection down.
     fn closer(&self) -> io::Result<Closer>;
+    /// Whether file descriptors can come with messages (a Unix socket).
+    fn passes_fds(&self) -> bool {
+        false
+    }
+    /// Reads like `read`, adding the file descriptors that came with the bytes (at most
+    /// [`MAX_FDS_PER_READ`]; the kernel closes any beyond) to `fds`.
+    fn read_with_fds(&mut self, buf: &mut [u8], fds: &mut Vec<OwnedFd>) -> io::Result<usize> {
+        let _ = fds;
+        self.read(buf)
+    }
+}
+
+/// Most file descriptors taken from one read.
+pub const MAX_FDS_PER_READ: usize = 4;
+
+/// `recvmsg` on a Unix stream, keeping the `SCM_RIGHTS` descriptors that came along.
+///
+/// There is room for [`MAX_FDS_PER_READ`]; the kernel closes any beyond (and says so with
+/// `MSG_CTRUNC`, which is why this reads the control area itself: nix refuses to walk a
+/// truncated one, and the descriptors that did arrive must still be owned and closed).
+fn recv_with_fds(s: &UnixStream, buf: &mut [u8], fds: &mut Vec<OwnedFd>) -> io::Result<usize> {
+    use std::os::fd::{AsRawFd, FromRawFd};
+
+    const FD_BYTES: u32 = (MAX_FDS_PER_READ * size_of::<libc::c_int>()) as u32;
+    // u64s keep the control area aligned for `cmsghdr`.
+    let mut space = [0u64; 16];
+    // SAFETY: CMSG_SPACE only computes a size.
+    let space_len = unsafe { libc::CMSG_SPACE(FD_BYTES) } as usize;
+    debug_assert!(space_len <= size_of_val(&space));
+    let mut iov = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    // SAFETY: an all-zero msghdr is valid (no name, no buffers); the fields are set below.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = space.as_mut_ptr().cast();
+    msg.msg_controllen = space_len as _;
+    // SAFETY: `msg` points at `buf` (through `iov`) and at `space`, both live and writable
+    // for the lengths given.
+    let n = unsafe { libc::recvmsg(s.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `msg` is the header recvmsg filled in; CMSG_FIRSTHDR/CMSG_NXTHDR stay inside
+    // its control area (msg_controllen is what the kernel wrote) or return null.
+    let mut c = unsafe { libc::CMSG_FIRSTHDR(&msg) };
+    while !c.is_null() {
+        // SAFETY: a non-null header inside the control area.
+        let h = unsafe { &*c };
+        if h.cmsg_level == libc::SOL_SOCKET && h.cmsg_type == libc::SCM_RIGHTS {
+            // SAFETY: the data of the header `c`.
+            let data = unsafe { libc::CMSG_DATA(c) };
+            let head = data as usize - c as usize;
+            let count = (h.cmsg_len as usize).saturating_sub(head) / size_of::<libc::c_int>();
+            for i in 0..count.min(MAX_FDS_PER_READ) {
+                // SAFETY: the kernel wrote `count` descriptors at `data` (cmsg_len covers
+                // them), possibly unaligned.
+                let fd = unsafe { data.cast::<libc::c_int>().add(i).read_unaligned() };
+                // SAFETY: the kernel just installed `fd` in this process for us; nothing
+                // else owns it.
+                fds.push(unsafe { OwnedFd::from_raw_fd(fd) });
+            }
+        }
+        // SAFETY: as for CMSG_FIRSTHDR.
+        c = unsafe { libc::CMSG_NXTHDR(&msg, c) };
+    }
+    if msg.msg_flags & libc::MSG_CTRUNC != 0 {
+        debug!("more than {MAX_FDS_PER_READ} file descriptors with one message: the rest closed");
+    }
+    Ok(n as usize)
 }
 
 /// `Conn` for the standard library's socket streams, which have the same methods.
@@ -144,11 +216,44 @@ macro_rules! impl_conn {
                     let _ = s.shutdown(Shutdown::Both);
                 }))
             }
+            fn passes_fds(&self) -> bool {
+                FdConn::passes(self)
+            }
+            fn read_with_fds(
+                &mut self,
+                buf: &mut [u8],
+                fds: &mut Vec<OwnedFd>,
+            ) -> io::Result<usize> {
+                FdConn::recv(self, buf, fds)
+            }
         }
     )*};
 }
 
 impl_conn!(UnixStream, TcpStream);
+
+/// A Unix stream passes file descriptors.
+impl FdConn for UnixStream {
+    fn passes(&self) -> bool {
+        true
+    }
+    fn recv(&mut self, buf: &mut [u8], fds: &mut Vec<OwnedFd>) -> io::Result<usize> {
+        recv_with_fds(self, buf, fds)
+    }
+}
+
+impl FdConn for TcpStream {}
+
+/// What [`Conn`]'s descriptor methods do for the standard library's streams.
+trait FdConn: Read {
+    fn passes(&self) -> bool {
+        false
+    }
+    fn recv(&mut self, buf: &mut [u8], fds: &mut Vec<OwnedFd>) -> io::Result<usize> {
+        let _ = fds;
+        self.read(buf)
+    }
+}
 
 /// Serves `backend` on `listen` until the process ends.
 pub fn serve(listen: &Listen, backend: Arc<Backend>, config: ServerConfig) -> io::Result<()> {
@@ -353,8 +458,13 @@ impl<'a, S: Conn> TimedReader<'a, S> {
     }
 }
 
-impl<S: Conn> Read for TimedReader<'_, S> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+impl<S: Conn> TimedReader<'_, S> {
+    /// Like `read`, keeping file descriptors that come along (see [`Conn::read_with_fds`]).
+    fn read_with_fds(&mut self, buf: &mut [u8], fds: &mut Vec<OwnedFd>) -> io::Result<usize> {
+        self.timed(|s| s.read_with_fds(buf, fds))
+    }
+
+    fn timed(&mut self, f: impl FnOnce(&mut S) -> io::Result<usize>) -> io::Result<usize> {
         let left = match self.deadline {
             Some(d) => match d.checked_duration_since(Instant::now()) {
                 Some(l) if !l.is_zero() => Some(l),
@@ -370,7 +480,7 @@ impl<S: Conn> Read for TimedReader<'_, S> {
             self.stream.set_read_timeout(t)?;
             self.applied = Some(t);
         }
-        match self.stream.read(buf) {
+        match f(self.stream) {
             Err(e)
                 if matches!(
                     e.kind(),
@@ -381,6 +491,12 @@ impl<S: Conn> Read for TimedReader<'_, S> {
             }
             r => r,
         }
+    }
+}
+
+impl<S: Conn> Read for TimedReader<'_, S> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.timed(|s| s.read(buf))
     }
 }
 
@@ -445,6 +561,7 @@ pub fn serve_connection_with<S: Conn>(
     let mut hdr = [0u8; size_of::<MessageHeader>()];
     let (mut ctrl, mut out, mut inp) = (Vec::new(), Vec::new(), Vec::new());
     let mut reply = ReplyBuilder::new();
+    let mut fds = Vec::new();
     loop {
         let greeted = session.as_ref().is_some_and(Session::has_hello);
         let deadline = (!greeted).then_some(hello_deadline);
@@ -457,7 +574,9 @@ pub fn serve_connection_with<S: Conn>(
         loop {
             let mut first =
                 TimedReader::new(&mut stream, idle, deadline, "the first message (Hello)");
-            match first.read(&mut hdr[..1]) {
+            // A message's file descriptors come with its first byte.
+            fds.clear();
+            match first.read_with_fds(&mut hdr[..1], &mut fds) {
                 Ok(0) => return Ok(()),
                 Ok(_) => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -515,6 +634,11 @@ pub fn serve_connection_with<S: Conn>(
                 .new_session_with(cancel.clone())
                 .map_err(|s| io::Error::other(format!("cannot start a session: {s}")))?;
             session = Some(s);
+            if stream.passes_fds()
+                && let Some(s) = session.as_mut()
+            {
+                s.pass_fds();
+            }
             _hangup = Some(HangupWatch::start(
                 stream.as_fd().try_clone_to_owned()?,
                 cancel,
@@ -527,7 +651,15 @@ pub fn serve_connection_with<S: Conn>(
         let outcome = {
             let out_segs = DataSegs::from_slice(&mut out);
             let in_segs = DataSegs::from_slice(&mut inp);
-            session.handle(&header, &ctrl, &out_segs, &in_segs, &mut reply, usize::MAX)
+            session.handle_with_fds(
+                &header,
+                &ctrl,
+                &out_segs,
+                &in_segs,
+                &mut reply,
+                usize::MAX,
+                std::mem::take(&mut fds),
+            )
         };
         if outcome != Outcome::Silent {
             let mut iov = vec![IoSlice::new(reply.finish())];

@@ -1,0 +1,272 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! Page-locked host memory shared with the backend (the socket transport on one host).
+//!
+//! Where the backend says its transport passes file descriptors
+//! ([`HELLO_FEATURE_SHARED_MEMORY`]: a Unix socket), `cudaMallocHost`/`cudaHostAlloc` memory
+//! is a sealed memfd, populated at once as real pinned memory is, mapped here and passed to
+//! the backend (`ShareMemory`), which maps it too. Copies between it and the device then
+//! name `(region, offset)` and carry no bytes: the backend copies straight between this
+//! memory and device memory. `VCUDA_SHARED_MEMORY=0` turns it off (plain anonymous memory,
+//! copied inline like pageable memory).
+
+use std::collections::BTreeMap;
+use std::ffi::c_void;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::RwLock;
+
+use vcuda_protocol::{
+    HELLO_FEATURE_SHARED_MEMORY, HandleReq, HandleResp, MemcpyDtoHSharedReq, MemcpyHtoDSharedReq,
+    ShareMemoryReq, ops,
+};
+
+use crate::client::Client;
+use crate::error::Result;
+
+/// One shared region.
+#[derive(Clone, Copy, Debug)]
+struct Region {
+    len: u64,
+    handle: u64,
+}
+
+/// The process's shared regions, by start address.
+#[derive(Default, Debug)]
+pub struct Shared {
+    regions: RwLock<BTreeMap<u64, Region>>,
+}
+
+impl Shared {
+    /// The region holding all of `[addr, addr + len)`: its handle and the offset of `addr`.
+    fn find(&self, addr: u64, len: u64) -> Option<(u64, u64)> {
+        let g = self.regions.read().unwrap_or_else(|e| e.into_inner());
+        let (&base, r) = g.range(..=addr).next_back()?;
+        let off = addr - base;
+        (off.checked_add(len)? <= r.len).then_some((r.handle, off))
+    }
+}
+
+/// Whether this session can share memory with its backend.
+fn enabled(c: &Client) -> bool {
+    c.hello.features & HELLO_FEATURE_SHARED_MEMORY != 0
+        && std::env::var("VCUDA_SHARED_MEMORY").as_deref() != Ok("0")
+}
+
+/// `size` bytes of page-locked memory shared with the backend, or `None` where that is not
+/// possible (then the caller allocates plain memory).
+pub(crate) fn alloc(c: &Client, size: usize) -> Option<*mut c_void> {
+    if size == 0 || !enabled(c) {
+        return None;
+    }
+    match try_alloc(c, size) {
+        Ok(p) => Some(p),
+        Err(e) => {
+            log::debug!("shared host memory of {size} bytes not available: {e}");
+            None
+        }
+    }
+}
+
+fn try_alloc(c: &Client, size: usize) -> std::io::Result<*mut c_void> {
+    let err = std::io::Error::last_os_error;
+    // SAFETY: a name with its NUL and valid flags; the result is checked.
+    let raw = unsafe {
+        libc::memfd_create(
+            c"vcuda-pinned".as_ptr(),
+            libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING,
+        )
+    };
+    if raw < 0 {
+        return Err(err());
+    }
+    // SAFETY: memfd_create just returned this descriptor; nothing else owns it.
+    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+    // SAFETY: plain calls on our own descriptor.
+    unsafe {
+        if libc::ftruncate(fd.as_raw_fd(), size as libc::off_t) != 0 {
+            return Err(err());
+        }
+        let seals = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_SEAL;
+        if libc::fcntl(fd.as_raw_fd(), libc::F_ADD_SEALS, seals) != 0 {
+            return Err(err());
+        }
+    }
+    // SAFETY: a new shared mapping of our memfd at an address the kernel chooses.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            size,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            fd.as_raw_fd(),
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(err());
+    }
+    // Populate every page now, as pinning does (the backend copies only populated pages).
+    // SAFETY: `p` is our fresh mapping of `size` bytes.
+    if unsafe { libc::madvise(p, size, libc::MADV_POPULATE_WRITE) } != 0 {
+        for off in (0..size).step_by(4096) {
+            // SAFETY: inside the fresh, writable mapping.
+            unsafe { p.cast::<u8>().add(off).write_volatile(0) };
+        }
+    }
+    let req = ShareMemoryReq {
+        len: size as u64,
+        flags: 0,
+        reserved: 0,
+    };
+    match c.call_fd::<ops::ShareMemory>(&req, fd.as_raw_fd()) {
+        Ok(HandleResp { handle }) => {
+            log::debug!(
+                "{size} bytes of page-locked memory shared with the backend (region {handle})"
+            );
+            c.shared
+                .regions
+                .write()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(
+                    p as u64,
+                    Region {
+                        len: size as u64,
+                        handle,
+                    },
+                );
+            Ok(p)
+        }
+        Err(e) => {
+            // SAFETY: the mapping made above, not handed out.
+            unsafe { libc::munmap(p, size) };
+            Err(std::io::Error::other(format!(
+                "ShareMemory failed ({})",
+                e.0
+            )))
+        }
+    }
+}
+
+/// Frees shared memory at `p` (the start of a region): unmaps it here and in the backend.
+/// Returns whether `p` was shared memory.
+pub(crate) fn free(c: &Client, p: *mut c_void) -> bool {
+    let r = c
+        .shared
+        .regions
+        .write()
+        .unwrap_or_else(|e| e.into_inner())
+        .remove(&(p as u64));
+    let Some(r) = r else { return false };
+    // The backend's earlier calls ran in order, so nothing uses the region any more.
+    if let Err(e) = c.post::<ops::UnshareMemory>(&HandleReq { handle: r.handle }) {
+        log::debug!("UnshareMemory: {}", e.0);
+    }
+    // SAFETY: the mapping `try_alloc` made for this region, removed from the table above
+    // so it is unmapped once.
+    unsafe { libc::munmap(p, r.len as usize) };
+    true
+}
+
+/// A 2-D copy between host and device memory: `height` rows of `width` bytes.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct HostCopy {
+    /// Device address.
+    pub dev: u64,
+    /// Device pitch.
+    pub dev_pitch: u64,
+    /// Host address.
+    pub host: u64,
+    /// Host pitch.
+    pub host_pitch: u64,
+    /// Bytes per row.
+    pub width: u64,
+    /// Rows.
+    pub height: u64,
+    /// Stream handle.
+    pub stream: u64,
+    /// `COPY_*` flags.
+    pub flags: u32,
+}
+
+impl HostCopy {
+    /// The shared region and offset of the host side, if it is packed rows in one region.
+    fn region(&self, c: &Client) -> Option<(u64, u64)> {
+        if self.height != 1 && self.host_pitch != self.width {
+            return None;
+        }
+        c.shared
+            .find(self.host, self.width.checked_mul(self.height)?)
+    }
+}
+
+/// Copies host to device without carrying the bytes when the source is shared memory.
+/// `posted`: send without waiting (an asynchronous copy the library checked). Returns
+/// whether it did the copy.
+pub(crate) fn htod(c: &Client, cp: &HostCopy, posted: bool) -> Result<bool> {
+    let Some((region, offset)) = cp.region(c) else {
+        return Ok(false);
+    };
+    let req = MemcpyHtoDSharedReq {
+        dst: cp.dev,
+        dpitch: cp.dev_pitch,
+        width: cp.width,
+        height: cp.height,
+        stream: cp.stream,
+        flags: cp.flags,
+        reserved: 0,
+        region,
+        offset,
+    };
+    if posted {
+        c.post::<ops::MemcpyHtoDShared>(&req)?;
+    } else {
+        c.call::<ops::MemcpyHtoDShared>(&req)?;
+    }
+    Ok(true)
+}
+
+/// Copies device to host without carrying the bytes when the destination is shared
+/// memory (see [`htod`]).
+pub(crate) fn dtoh(c: &Client, cp: &HostCopy, posted: bool) -> Result<bool> {
+    let Some((region, offset)) = cp.region(c) else {
+        return Ok(false);
+    };
+    let req = MemcpyDtoHSharedReq {
+        src: cp.dev,
+        spitch: cp.dev_pitch,
+        width: cp.width,
+        height: cp.height,
+        stream: cp.stream,
+        flags: cp.flags,
+        reserved: 0,
+        region,
+        offset,
+    };
+    if posted {
+        c.post::<ops::MemcpyDtoHShared>(&req)?;
+    } else {
+        c.call::<ops::MemcpyDtoHShared>(&req)?;
+    }
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn find_needs_the_whole_range_in_one_region() {
+        let s = Shared::default();
+        s.regions.write().unwrap().insert(
+            0x1000,
+            Region {
+                len: 0x100,
+                handle: 7,
+            },
+        );
+        assert_eq!(s.find(0x1000, 0x100), Some((7, 0)));
+        assert_eq!(s.find(0x1010, 0x10), Some((7, 0x10)));
+        assert_eq!(s.find(0x1010, 0xf1), None);
+        assert_eq!(s.find(0xfff, 1), None);
+        assert_eq!(s.find(0x1010, u64::MAX), None);
+    }
+}

@@ -1,0 +1,292 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! Memory a guest process shares with the backend (the socket transport on one host).
+//!
+//! The library creates page-locked host memory (`cudaMallocHost`, `cudaHostAlloc`) as a
+//! sealed memfd and passes it over the Unix socket (`SCM_RIGHTS`) with a `ShareMemory`
+//! request; copies to and from it then name `(region, offset)` instead of carrying the
+//! bytes, and the executor copies straight between the mapping and device memory: one copy,
+//! as pinned memory is meant to be.
+//!
+//! Everything about the file is the guest's and may be hostile. A region is mapped only if
+//! the file is a regular shmem file (not hugetlbfs, whose faults can raise `SIGBUS` when
+//! the pool runs dry) sealed against shrinking (so no access past its end can `SIGBUS`)
+//! and at least as long as the request says. Every access is checked against the
+//! region's length, and a copy touches only pages the guest has already populated
+//! (`mincore`): the backend never allocates the guest's memory on its behalf. The file
+//! descriptor is closed once mapped; the mapping goes away with the region or the session.
+
+use std::collections::HashMap;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::ptr::NonNull;
+
+use log::debug;
+use vm_memory::VolatileSlice;
+
+use crate::data::DataSegs;
+use crate::executor::{ExecResult, Status};
+
+/// Most regions one session may map.
+pub const MAX_REGIONS: usize = 4096;
+/// Most bytes one session may map in all.
+pub const MAX_SHARED_BYTES: u64 = 1 << 40;
+
+/// `HUGETLBFS_MAGIC` from `linux/magic.h`.
+const HUGETLBFS_MAGIC: i64 = 0x9584_58f6;
+
+/// One mapped region.
+struct Mapping {
+    ptr: NonNull<libc::c_void>,
+    len: usize,
+}
+
+// SAFETY: the mapping is plain shared memory owned by this struct; it may be used and
+// unmapped from any thread.
+unsafe impl Send for Mapping {}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: `ptr`/`len` are exactly the mapping `map` created, unmapped only here.
+        unsafe { libc::munmap(self.ptr.as_ptr(), self.len) };
+    }
+}
+
+/// A session's shared regions.
+#[derive(Default)]
+pub struct SharedRegions {
+    regions: HashMap<u64, Mapping>,
+    next: u64,
+    total: u64,
+    /// File descriptors that came with the message being handled.
+    pending: Vec<OwnedFd>,
+}
+
+impl std::fmt::Debug for SharedRegions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedRegions")
+            .field("regions", &self.regions.len())
+            .field("bytes", &self.total)
+            .finish()
+    }
+}
+
+impl SharedRegions {
+    /// Hands over the file descriptors that came with the next message; those its requests
+    /// do not take are closed by [`SharedRegions::end_message`].
+    pub fn offer(&mut self, fds: Vec<OwnedFd>) {
+        self.pending = fds;
+    }
+
+    /// Closes the descriptors no request took.
+    pub fn end_message(&mut self) {
+        self.pending.clear();
+    }
+
+    /// Maps `len` bytes of the first descriptor that came with the message; returns the
+    /// region's handle.
+    pub fn share(&mut self, len: u64) -> ExecResult<u64> {
+        if self.pending.is_empty() {
+            debug!("ShareMemory without a file descriptor");
+            return Err(Status::INVALID_VALUE);
+        }
+        let fd = self.pending.remove(0);
+        if self.regions.len() >= MAX_REGIONS
+            || self
+                .total
+                .checked_add(len)
+                .is_none_or(|t| t > MAX_SHARED_BYTES)
+        {
+            return Err(Status::MEMORY_ALLOCATION);
+        }
+        let m = map(&fd, len)?;
+        self.next += 1;
+        self.total += len;
+        self.regions.insert(self.next, m);
+        Ok(self.next)
+    }
+
+    /// Unmaps a region.
+    pub fn unshare(&mut self, handle: u64) -> ExecResult<()> {
+        let m = self.regions.remove(&handle).ok_or(Status::INVALID_VALUE)?;
+        self.total -= m.len as u64;
+        Ok(())
+    }
+
+    /// `len` bytes at `offset` of a region, every page of them already populated by the
+    /// guest.
+    pub fn segs(&self, handle: u64, offset: u64, len: u64) -> ExecResult<DataSegs<'_>> {
+        let m = self.regions.get(&handle).ok_or(Status::INVALID_VALUE)?;
+        match offset.checked_add(len) {
+            Some(end) if end <= m.len as u64 => {}
+            _ => return Err(Status::INVALID_VALUE),
+        }
+        if len == 0 {
+            return Ok(DataSegs::default());
+        }
+        check_populated(m, offset as usize, len as usize)?;
+        // SAFETY: `[offset, offset + len)` lies inside the live mapping (checked above),
+        // which outlives the returned slice (it borrows `self`). The guest may write the
+        // memory concurrently, which VolatileSlice's accessors allow for.
+        let s = unsafe {
+            VolatileSlice::new(
+                m.ptr.as_ptr().cast::<u8>().add(offset as usize),
+                len as usize,
+            )
+        };
+        Ok(DataSegs::new(vec![s]))
+    }
+}
+
+/// Checks the file and maps it shared, read-write.
+fn map(fd: &OwnedFd, len: u64) -> ExecResult<Mapping> {
+    let bad = |why: &str| {
+        debug!("ShareMemory refused: {why}");
+        Status::INVALID_VALUE
+    };
+    let len_usize = usize::try_from(len).map_err(|_| bad("too long"))?;
+    if len == 0 {
+        return Err(bad("empty"));
+    }
+    let st = nix::sys::stat::fstat(fd).map_err(|e| bad(&format!("fstat: {e}")))?;
+    if st.st_mode & libc::S_IFMT != libc::S_IFREG {
+        return Err(bad("not a regular file"));
+    }
+    if (st.st_size as u64) < len {
+        return Err(bad("file shorter than the region"));
+    }
+    let fs = nix::sys::statfs::fstatfs(fd).map_err(|e| bad(&format!("fstatfs: {e}")))?;
+    if fs.filesystem_type().0 as i64 == HUGETLBFS_MAGIC {
+        return Err(bad("hugetlbfs file"));
+    }
+    // SAFETY: F_GET_SEALS takes no argument and only reads the descriptor's state.
+    let seals = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GET_SEALS) };
+    if seals < 0 || seals & libc::F_SEAL_SHRINK == 0 {
+        return Err(bad("not sealed against shrinking"));
+    }
+    // SAFETY: a new shared mapping of a file we checked, at an address the kernel chooses;
+    // it overlaps nothing else and is unmapped only by `Mapping::drop`.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len_usize,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED | libc::MAP_NORESERVE,
+            fd.as_raw_fd(),
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(bad(&format!("mmap: {}", std::io::Error::last_os_error())));
+    }
+    let ptr = NonNull::new(p).ok_or_else(|| bad("mmap returned null"))?;
+    Ok(Mapping {
+        ptr,
+        len: len_usize,
+    })
+}
+
+/// Fails unless every page of `[offset, offset + len)` is resident: the backend must not
+/// allocate (and be charged for) memory that the guest never touched.
+fn check_populated(m: &Mapping, offset: usize, len: usize) -> ExecResult<()> {
+    let page = page_size();
+    let start = offset / page * page;
+    let end = offset + len;
+    let pages = (end - start).div_ceil(page);
+    let mut vec = vec![0u8; pages];
+    // SAFETY: `start` is page-aligned and `[start, end)` lies inside the mapping; `vec`
+    // has one byte per page of that range, as mincore writes.
+    let r = unsafe {
+        libc::mincore(
+            m.ptr.as_ptr().cast::<u8>().add(start).cast(),
+            end - start,
+            vec.as_mut_ptr(),
+        )
+    };
+    if r != 0 || vec.iter().any(|b| b & 1 == 0) {
+        debug!("shared copy touches pages the guest has not populated");
+        return Err(Status::INVALID_VALUE);
+    }
+    Ok(())
+}
+
+fn page_size() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    match unsafe { libc::sysconf(libc::_SC_PAGESIZE) } {
+        n if n > 0 => n as usize,
+        _ => 4096,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    use super::*;
+
+    fn memfd(len: u64, seals: i32) -> OwnedFd {
+        let fd = nix::sys::memfd::memfd_create(
+            "vcuda-test",
+            nix::sys::memfd::MFdFlags::MFD_CLOEXEC | nix::sys::memfd::MFdFlags::MFD_ALLOW_SEALING,
+        )
+        .unwrap();
+        nix::unistd::ftruncate(&fd, len as i64).unwrap();
+        if seals != 0 {
+            let seals = nix::fcntl::SealFlag::from_bits_truncate(seals);
+            nix::fcntl::fcntl(&fd, nix::fcntl::FcntlArg::F_ADD_SEALS(seals)).unwrap();
+        }
+        fd
+    }
+
+    #[test]
+    fn a_sealed_memfd_is_shared_and_checked() {
+        let fd = memfd(8192, libc::F_SEAL_SHRINK | libc::F_SEAL_GROW);
+        let mut f = std::fs::File::from(fd.try_clone().unwrap());
+        f.write_all(&[7u8; 8192]).unwrap();
+        let mut s = SharedRegions::default();
+        s.offer(vec![fd]);
+        let h = s.share(8192).unwrap();
+        s.end_message();
+        let segs = s.segs(h, 4000, 200).unwrap();
+        let mut b = [0u8; 200];
+        segs.read_at(0, &mut b).unwrap();
+        assert_eq!(b, [7u8; 200]);
+        assert_eq!(s.segs(h, 8000, 193).unwrap_err(), Status::INVALID_VALUE);
+        assert_eq!(s.segs(h, u64::MAX, 2).unwrap_err(), Status::INVALID_VALUE);
+        assert_eq!(s.segs(h + 1, 0, 1).unwrap_err(), Status::INVALID_VALUE);
+        s.unshare(h).unwrap();
+        assert!(s.segs(h, 0, 1).is_err());
+        assert!(s.unshare(h).is_err());
+    }
+
+    #[test]
+    fn unsealed_short_or_missing_files_are_refused() {
+        let mut s = SharedRegions::default();
+        assert!(s.share(4096).is_err(), "no descriptor");
+        s.offer(vec![memfd(4096, 0)]);
+        assert!(s.share(4096).is_err(), "not sealed");
+        s.offer(vec![memfd(4096, libc::F_SEAL_SHRINK)]);
+        assert!(s.share(8192).is_err(), "shorter than claimed");
+        s.offer(vec![memfd(4096, libc::F_SEAL_SHRINK)]);
+        assert!(s.share(0).is_err(), "empty");
+        let (a, _b) = std::os::unix::net::UnixStream::pair().unwrap();
+        s.offer(vec![OwnedFd::from(a)]);
+        assert!(s.share(4096).is_err(), "a socket");
+        let dir = tempfile::tempdir().unwrap();
+        let f = std::fs::File::create(dir.path().join("f")).unwrap();
+        f.set_len(4096).unwrap();
+        s.offer(vec![OwnedFd::from(f)]);
+        assert!(s.share(4096).is_err(), "a file on disk cannot be sealed");
+    }
+
+    #[test]
+    fn pages_the_guest_never_touched_are_not_copied() {
+        let fd = memfd(3 * 4096, libc::F_SEAL_SHRINK);
+        let mut f = std::fs::File::from(fd.try_clone().unwrap());
+        f.write_all(&[1u8; 4096]).unwrap();
+        let mut s = SharedRegions::default();
+        s.offer(vec![fd]);
+        let h = s.share(3 * 4096).unwrap();
+        assert!(s.segs(h, 0, 4096).is_ok());
+        assert_eq!(s.segs(h, 0, 4097).unwrap_err(), Status::INVALID_VALUE);
+        assert_eq!(s.segs(h, 8192, 1).unwrap_err(), Status::INVALID_VALUE);
+    }
+}

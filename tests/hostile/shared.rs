@@ -1,0 +1,211 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! Memory shared over the Unix socket (`ShareMemory`, `SCM_RIGHTS`): the backend checks
+//! every descriptor and region a client names, closes the descriptors no request takes,
+//! and unmaps a session's regions when it ends.
+
+use std::io::{IoSlice, Write};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::unix::net::UnixStream;
+
+use nix::sys::memfd::{MFdFlags, memfd_create};
+use nix::sys::socket::{ControlMessage, MsgFlags, sendmsg};
+use vcuda_protocol::{
+    HandleReq, HandleResp, MallocReq, MemcpyHtoDSharedReq, MessageBuilder, PtrResp, ShareMemoryReq,
+    ops, status,
+};
+use zerocopy::FromBytes;
+
+use super::{Backend, hello, read_reply};
+
+/// Sends `msg` with `fds` attached to its first byte.
+fn send_with_fds(s: &mut UnixStream, msg: &[u8], fds: &[RawFd]) {
+    let iov = [IoSlice::new(msg)];
+    let cmsg = [ControlMessage::ScmRights(fds)];
+    let cmsgs: &[ControlMessage<'_>] = if fds.is_empty() { &[] } else { &cmsg };
+    let n = sendmsg::<()>(s.as_raw_fd(), &iov, cmsgs, MsgFlags::empty(), None).unwrap();
+    s.write_all(&msg[n..]).unwrap();
+}
+
+/// A memfd of `len` bytes with `seals`, its first `touched` bytes written.
+fn memfd(len: u64, seals: i32, touched: usize) -> OwnedFd {
+    let fd = memfd_create(
+        "vcuda-hostile",
+        MFdFlags::MFD_CLOEXEC | MFdFlags::MFD_ALLOW_SEALING,
+    )
+    .unwrap();
+    nix::unistd::ftruncate(&fd, len as i64).unwrap();
+    nix::unistd::write(&fd, &vec![9u8; touched]).unwrap();
+    if seals != 0 {
+        let seals = nix::fcntl::SealFlag::from_bits_truncate(seals);
+        nix::fcntl::fcntl(&fd, nix::fcntl::FcntlArg::F_ADD_SEALS(seals)).unwrap();
+    }
+    fd
+}
+
+/// `ShareMemory` of `len` bytes with `fds` beside it: the status and handle.
+fn share(s: &mut UnixStream, len: u64, fds: &[RawFd]) -> (u32, u64) {
+    let mut b = MessageBuilder::new();
+    let req = ShareMemoryReq {
+        len,
+        flags: 0,
+        reserved: 0,
+    };
+    b.push_op::<ops::ShareMemory>(0, 2, &[], &req, &[]);
+    send_with_fds(s, b.finish(0), fds);
+    let r = read_reply(s).unwrap();
+    let handle = HandleResp::read_from_prefix(&r[0].1).map_or(0, |(h, _)| h.handle);
+    (r[0].0, handle)
+}
+
+/// A host-to-device copy of `len` bytes at `offset` of `region` into `dst`: its status.
+fn copy_in(s: &mut UnixStream, dst: u64, region: u64, offset: u64, len: u64) -> u32 {
+    let mut b = MessageBuilder::new();
+    let req = MemcpyHtoDSharedReq {
+        dst,
+        dpitch: 0,
+        width: len,
+        height: 1,
+        stream: 0,
+        flags: 0,
+        reserved: 0,
+        region,
+        offset,
+    };
+    b.push_op::<ops::MemcpyHtoDShared>(0, 3, &[], &req, &[]);
+    s.write_all(b.finish(0)).unwrap();
+    read_reply(s).unwrap()[0].0
+}
+
+fn malloc(s: &mut UnixStream, size: u64) -> u64 {
+    let mut b = MessageBuilder::new();
+    let req = MallocReq {
+        device: 0,
+        flags: 0,
+        size,
+    };
+    b.push_op::<ops::Malloc>(0, 4, &[], &req, &[]);
+    s.write_all(b.finish(0)).unwrap();
+    let r = read_reply(s).unwrap();
+    assert_eq!(r[0].0, status::SUCCESS);
+    PtrResp::read_from_prefix(&r[0].1).unwrap().0.ptr
+}
+
+/// How many descriptors the backend holds open.
+fn open_fds(b: &Backend) -> usize {
+    std::fs::read_dir(format!("/proc/{}/fd", b.child.id()))
+        .unwrap()
+        .count()
+}
+
+/// How many of the backend's mappings are of our memfds.
+fn shared_mappings(b: &Backend) -> usize {
+    std::fs::read_to_string(format!("/proc/{}/maps", b.child.id()))
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains("memfd:vcuda-hostile"))
+        .count()
+}
+
+#[test]
+fn shared_memory_is_checked_and_released() {
+    let b = Backend::start(&[]);
+    let idle_fds = open_fds(&b);
+    let mut s = b.connect();
+    assert_eq!(hello(&mut s).unwrap(), status::SUCCESS);
+    let fds_before = open_fds(&b);
+    let seals = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW;
+
+    // Descriptors and lengths the backend must refuse.
+    assert_eq!(share(&mut s, 4096, &[]).0, status::INVALID_VALUE, "no file");
+    let unsealed = memfd(4096, 0, 4096);
+    assert_eq!(
+        share(&mut s, 4096, &[unsealed.as_raw_fd()]).0,
+        status::INVALID_VALUE,
+        "a file that can shrink under the backend"
+    );
+    let short = memfd(4096, seals, 4096);
+    assert_eq!(
+        share(&mut s, 1 << 30, &[short.as_raw_fd()]).0,
+        status::INVALID_VALUE,
+        "a region longer than its file"
+    );
+    let (sock, _peer) = UnixStream::pair().unwrap();
+    assert_eq!(
+        share(&mut s, 4096, &[sock.as_raw_fd()]).0,
+        status::INVALID_VALUE,
+        "a socket"
+    );
+    // Many descriptors with one request: the backend keeps none of them.
+    let many: Vec<OwnedFd> = (0..64).map(|_| memfd(4096, seals, 0)).collect();
+    let raw: Vec<RawFd> = many.iter().map(AsRawFd::as_raw_fd).collect();
+    let mut m = MessageBuilder::new();
+    let req = MallocReq {
+        device: 0,
+        flags: 0,
+        size: 16,
+    };
+    m.push_op::<ops::Malloc>(0, 5, &[], &req, &[]);
+    send_with_fds(&mut s, m.finish(0), &raw);
+    assert_eq!(read_reply(&mut s).unwrap()[0].0, status::SUCCESS);
+    assert_eq!(
+        open_fds(&b),
+        fds_before,
+        "the backend kept descriptors it did not take"
+    );
+
+    // A good region of three pages, only the first written by the client.
+    let good = memfd(3 * 4096, seals, 4096);
+    let (st, region) = share(&mut s, 3 * 4096, &[good.as_raw_fd()]);
+    assert_eq!(st, status::SUCCESS);
+    assert_eq!(open_fds(&b), fds_before, "a mapped file stays open");
+    assert_eq!(shared_mappings(&b), 1);
+    let dev = malloc(&mut s, 3 * 4096);
+    assert_eq!(copy_in(&mut s, dev, region, 0, 4096), status::SUCCESS);
+    assert_eq!(
+        copy_in(&mut s, dev, region, 0, 4097),
+        status::INVALID_VALUE,
+        "a page the client never populated"
+    );
+    assert_eq!(
+        copy_in(&mut s, dev, region, 3 * 4096 - 1, 2),
+        status::INVALID_VALUE,
+        "past the region's end"
+    );
+    assert_eq!(
+        copy_in(&mut s, dev, region, u64::MAX, 2),
+        status::INVALID_VALUE
+    );
+    assert_eq!(
+        copy_in(&mut s, dev, region + 1, 0, 1),
+        status::INVALID_VALUE,
+        "a region the session does not have"
+    );
+
+    // Unsharing, and the end of the session, unmap.
+    let mut u = MessageBuilder::new();
+    u.push_op::<ops::UnshareMemory>(0, 6, &[], &HandleReq { handle: region }, &[]);
+    s.write_all(u.finish(0)).unwrap();
+    assert_eq!(read_reply(&mut s).unwrap()[0].0, status::SUCCESS);
+    assert_eq!(shared_mappings(&b), 0);
+    assert_eq!(
+        copy_in(&mut s, dev, region, 0, 1),
+        status::INVALID_VALUE,
+        "an unshared region"
+    );
+    let again = memfd(4096, seals, 4096);
+    assert_eq!(share(&mut s, 4096, &[again.as_raw_fd()]).0, status::SUCCESS);
+    assert_eq!(shared_mappings(&b), 1);
+    drop(s);
+    let start = std::time::Instant::now();
+    // The session's regions are unmapped, and the backend holds what it held idle.
+    while shared_mappings(&b) != 0 || open_fds(&b) > idle_fds {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(10),
+            "the session's regions or descriptors outlived it: {} mappings, {} descriptors \
+             (had {idle_fds} idle)",
+            shared_mappings(&b),
+            open_fds(&b)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}

@@ -8,11 +8,17 @@
 //! name `(region, offset)` and carry no bytes: the backend copies straight between this
 //! memory and device memory. `VCUDA_SHARED_MEMORY=0` turns it off (plain anonymous memory,
 //! copied inline like pageable memory).
+//!
+//! Copies of pageable memory of [`STAGE_MIN`] bytes or more go through a staging region
+//! shared the same way (grown on demand up to [`STAGE_MAX`], one per process): the library
+//! copies the bytes in (or out) and the backend copies between the staging region and
+//! device memory, two plain copies instead of a trip through the socket's buffers.
 
 use std::collections::BTreeMap;
 use std::ffi::c_void;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::sync::RwLock;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, RwLock};
 
 use vcuda_protocol::{
     HELLO_FEATURE_SHARED_MEMORY, HandleReq, HandleResp, MemcpyDtoHSharedReq, MemcpyHtoDSharedReq,
@@ -33,6 +39,24 @@ struct Region {
 #[derive(Default, Debug)]
 pub struct Shared {
     regions: RwLock<BTreeMap<u64, Region>>,
+    /// The staging region for pageable copies, once one was needed.
+    staging: Mutex<Option<Staging>>,
+    /// Making a staging region failed once: pageable copies stay inline.
+    no_staging: AtomicBool,
+}
+
+/// Smallest pageable copy that goes through the staging region.
+pub const STAGE_MIN: u64 = 32 << 10;
+/// Largest staging region; longer copies go through it a piece at a time.
+pub const STAGE_MAX: usize = 16 << 20;
+
+/// A shared region the library copies pageable memory through.
+#[derive(Debug)]
+struct Staging {
+    /// Address of the mapping (a number, so the client stays `Sync`).
+    addr: usize,
+    len: usize,
+    handle: u64,
 }
 
 impl Shared {
@@ -67,6 +91,24 @@ pub(crate) fn alloc(c: &Client, size: usize) -> Option<*mut c_void> {
 }
 
 fn try_alloc(c: &Client, size: usize) -> std::io::Result<*mut c_void> {
+    let (p, handle) = map_shared(c, size)?;
+    log::debug!("{size} bytes of page-locked memory shared with the backend (region {handle})");
+    c.shared
+        .regions
+        .write()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(
+            p as u64,
+            Region {
+                len: size as u64,
+                handle,
+            },
+        );
+    Ok(p)
+}
+
+/// `size` bytes of populated memory shared with the backend: the mapping and its region.
+fn map_shared(c: &Client, size: usize) -> std::io::Result<(*mut c_void, u64)> {
     let err = std::io::Error::last_os_error;
     // SAFETY: a name with its NUL and valid flags; the result is checked.
     let raw = unsafe {
@@ -118,23 +160,7 @@ fn try_alloc(c: &Client, size: usize) -> std::io::Result<*mut c_void> {
         reserved: 0,
     };
     match c.call_fd::<ops::ShareMemory>(&req, fd.as_raw_fd()) {
-        Ok(HandleResp { handle }) => {
-            log::debug!(
-                "{size} bytes of page-locked memory shared with the backend (region {handle})"
-            );
-            c.shared
-                .regions
-                .write()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(
-                    p as u64,
-                    Region {
-                        len: size as u64,
-                        handle,
-                    },
-                );
-            Ok(p)
-        }
+        Ok(HandleResp { handle }) => Ok((p, handle)),
         Err(e) => {
             // SAFETY: the mapping made above, not handed out.
             unsafe { libc::munmap(p, size) };
@@ -144,6 +170,16 @@ fn try_alloc(c: &Client, size: usize) -> std::io::Result<*mut c_void> {
             )))
         }
     }
+}
+
+/// Unmaps a region here and in the backend.
+fn unmap_shared(c: &Client, p: *mut c_void, len: usize, handle: u64) {
+    // The backend's earlier calls ran in order, so nothing uses the region any more.
+    if let Err(e) = c.post::<ops::UnshareMemory>(&HandleReq { handle }) {
+        log::debug!("UnshareMemory: {}", e.0);
+    }
+    // SAFETY: a mapping `map_shared` made, no longer in any table, so unmapped once.
+    unsafe { libc::munmap(p, len) };
 }
 
 /// Frees shared memory at `p` (the start of a region): unmaps it here and in the backend.
@@ -156,13 +192,7 @@ pub(crate) fn free(c: &Client, p: *mut c_void) -> bool {
         .unwrap_or_else(|e| e.into_inner())
         .remove(&(p as u64));
     let Some(r) = r else { return false };
-    // The backend's earlier calls ran in order, so nothing uses the region any more.
-    if let Err(e) = c.post::<ops::UnshareMemory>(&HandleReq { handle: r.handle }) {
-        log::debug!("UnshareMemory: {}", e.0);
-    }
-    // SAFETY: the mapping `try_alloc` made for this region, removed from the table above
-    // so it is unmapped once.
-    unsafe { libc::munmap(p, r.len as usize) };
+    unmap_shared(c, p, r.len as usize, r.handle);
     true
 }
 
@@ -247,6 +277,117 @@ pub(crate) fn dtoh(c: &Client, cp: &HostCopy, posted: bool) -> Result<bool> {
         c.call::<ops::MemcpyDtoHShared>(&req)?;
     }
     Ok(true)
+}
+
+/// Runs `f` with the staging region, at least `want` bytes of it (up to [`STAGE_MAX`]),
+/// made or grown first; `None` where a copy of `want` bytes should stay inline (short, no
+/// sharing, another thread staging, or no region could be made).
+fn with_staging<R>(
+    c: &Client,
+    want: u64,
+    f: impl FnOnce(&mut [u8], u64) -> Result<R>,
+) -> Result<Option<R>> {
+    if want < STAGE_MIN || !enabled(c) || c.shared.no_staging.load(Ordering::Relaxed) {
+        return Ok(None);
+    }
+    // Another thread staging its own copy: this one goes inline rather than wait.
+    let Ok(mut g) = c.shared.staging.try_lock() else {
+        return Ok(None);
+    };
+    let need = want.min(STAGE_MAX as u64) as usize;
+    if g.as_ref().is_none_or(|st| st.len < need) {
+        if let Some(old) = g.take() {
+            unmap_shared(c, old.addr as *mut c_void, old.len, old.handle);
+        }
+        let len = need.next_power_of_two().min(STAGE_MAX);
+        match map_shared(c, len) {
+            Ok((p, handle)) => {
+                log::debug!(
+                    "{len} bytes of staging memory shared with the backend (region {handle})"
+                );
+                *g = Some(Staging {
+                    addr: p as usize,
+                    len,
+                    handle,
+                });
+            }
+            Err(e) => {
+                log::debug!("no staging region of {len} bytes: {e}; pageable copies stay inline");
+                c.shared.no_staging.store(true, Ordering::Relaxed);
+                return Ok(None);
+            }
+        }
+    }
+    let Some(st) = g.as_ref() else {
+        return Ok(None);
+    };
+    // SAFETY: the staging mapping is live while it is in the table, and the lock held here
+    // makes this thread its only user; the backend touches it only during this thread's
+    // calls naming it.
+    let mem = unsafe { std::slice::from_raw_parts_mut(st.addr as *mut u8, st.len) };
+    f(mem, st.handle).map(Some)
+}
+
+/// Copies pageable host memory to the device through the staging region: `src` is the
+/// host side, `cp.host_pitch` apart from its start. Returns whether it did the copy.
+pub(crate) fn htod_staged(c: &Client, cp: &HostCopy, src: &[u8]) -> Result<bool> {
+    let total = cp.width.saturating_mul(cp.height);
+    let done = with_staging(c, total, |stage, region| {
+        for (row0, rows, col0, w) in
+            crate::api::memory::chunks(cp.width, cp.height, stage.len() as u64)
+        {
+            for i in 0..rows {
+                let s = ((row0 + i) * cp.host_pitch + col0) as usize;
+                let d = (i * w) as usize;
+                stage[d..d + w as usize].copy_from_slice(&src[s..s + w as usize]);
+            }
+            let req = MemcpyHtoDSharedReq {
+                dst: cp.dev + row0 * cp.dev_pitch + col0,
+                dpitch: cp.dev_pitch,
+                width: w,
+                height: rows,
+                stream: cp.stream,
+                flags: cp.flags,
+                reserved: 0,
+                region,
+                offset: 0,
+            };
+            c.call::<ops::MemcpyHtoDShared>(&req)?;
+        }
+        Ok(())
+    })?;
+    Ok(done.is_some())
+}
+
+/// Copies device memory to pageable host memory through the staging region (see
+/// [`htod_staged`]).
+pub(crate) fn dtoh_staged(c: &Client, cp: &HostCopy, dst: &mut [u8]) -> Result<bool> {
+    let total = cp.width.saturating_mul(cp.height);
+    let done = with_staging(c, total, |stage, region| {
+        for (row0, rows, col0, w) in
+            crate::api::memory::chunks(cp.width, cp.height, stage.len() as u64)
+        {
+            let req = MemcpyDtoHSharedReq {
+                src: cp.dev + row0 * cp.dev_pitch + col0,
+                spitch: cp.dev_pitch,
+                width: w,
+                height: rows,
+                stream: cp.stream,
+                flags: cp.flags,
+                reserved: 0,
+                region,
+                offset: 0,
+            };
+            c.call::<ops::MemcpyDtoHShared>(&req)?;
+            for i in 0..rows {
+                let d = ((row0 + i) * cp.host_pitch + col0) as usize;
+                let s = (i * w) as usize;
+                dst[d..d + w as usize].copy_from_slice(&stage[s..s + w as usize]);
+            }
+        }
+        Ok(())
+    })?;
+    Ok(done.is_some())
 }
 
 #[cfg(test)]

@@ -50,6 +50,7 @@ programs!(
     mempool,
     params,
     per_thread,
+    pageable,
     pinned,
     reduce,
     saxpy,
@@ -62,33 +63,48 @@ programs!(
 );
 
 /// Over the Unix socket, page-locked memory is shared with the backend and copies name it
-/// instead of carrying it; with `VCUDA_SHARED_MEMORY=0` the same program copies inline.
-/// Both must give the program's results.
+/// instead of carrying it, and large pageable copies go through one shared staging region;
+/// with `VCUDA_SHARED_MEMORY=0` the same programs copy inline. Both must give the programs'
+/// results.
 #[test]
-fn pinned_memory_is_shared_over_the_unix_socket() {
+fn host_memory_is_shared_over_the_unix_socket() {
     use vcuda_tests::{bin, bin_dir, build, check_output, source, spec};
-    let Some(exe) = build("pinned", Cuda::V13) else {
-        return;
-    };
-    let s = spec(&source("pinned"));
-    let shared_line = "bytes of page-locked memory shared with the backend";
-    for (setting, shared) in [("1", true), ("0", false)] {
-        let o = std::process::Command::new(bin("vcuda"))
-            .args(["run", "--executor", "cpu", "--"])
-            .arg(&exe)
-            .env_remove("VCUDA_SOCKET")
-            .env("VCUDA_BACKEND", bin("vcuda-backend"))
-            .env("VCUDA_LIB_DIR", bin_dir())
-            .env("VCUDA_LOG", "debug")
-            .env("VCUDA_SHARED_MEMORY", setting)
-            .output()
-            .expect("run vcuda");
-        check_output("pinned", &s, &o);
-        let stderr = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(
-            stderr.matches(shared_line).count(),
-            if shared { 2 + 1 + 64 } else { 0 },
-            "VCUDA_SHARED_MEMORY={setting}: regions shared\n{stderr}"
-        );
+    // (program, debug line of each region shared, how many regions)
+    let cases = [
+        (
+            "pinned",
+            "bytes of page-locked memory shared with the backend",
+            2 + 1 + 64,
+        ),
+        (
+            "pageable",
+            "bytes of staging memory shared with the backend",
+            1,
+        ),
+    ];
+    for (name, line, regions) in cases {
+        let Some(exe) = build(name, Cuda::V13) else {
+            return;
+        };
+        let s = spec(&source(name));
+        for (setting, shared) in [("1", true), ("0", false)] {
+            let o = std::process::Command::new(bin("vcuda"))
+                .args(["run", "--executor", "cpu", "--"])
+                .arg(&exe)
+                .env_remove("VCUDA_SOCKET")
+                .env("VCUDA_BACKEND", bin("vcuda-backend"))
+                .env("VCUDA_LIB_DIR", bin_dir())
+                .env("VCUDA_LOG", "debug")
+                .env("VCUDA_SHARED_MEMORY", setting)
+                .output()
+                .expect("run vcuda");
+            check_output(name, &s, &o);
+            let stderr = String::from_utf8_lossy(&o.stderr);
+            assert_eq!(
+                stderr.matches(line).count(),
+                if shared { regions } else { 0 },
+                "{name} with VCUDA_SHARED_MEMORY={setting}: regions shared\n{stderr}"
+            );
+        }
     }
 }

@@ -185,6 +185,9 @@ fn memcpy(c: &Client, cp: Copy2D, kind: c_int, stream: Option<u64>) -> Result<()
             let span = cp.side(cp.src, cp.spitch)?.span();
             // SAFETY: the source is the caller's host buffer spanning `span` bytes.
             let src = unsafe { host_slice(cp.src as *const c_void, span as usize)? };
+            if shared::htod_staged(c, &hc, src)? {
+                return Ok(());
+            }
             let packed;
             let bytes: &[u8] = if cp.height == 1 || cp.spitch == cp.width {
                 &src[..(cp.width * cp.height) as usize]
@@ -247,6 +250,9 @@ fn memcpy(c: &Client, cp: Copy2D, kind: c_int, stream: Option<u64>) -> Result<()
             let span = cp.side(cp.dst, cp.dpitch)?.span();
             // SAFETY: the destination is the caller's host buffer spanning `span` bytes.
             let dst = unsafe { host_slice_mut(cp.dst as *mut c_void, span as usize)? };
+            if shared::dtoh_staged(c, &hc, dst)? {
+                return Ok(());
+            }
             let direct = cp.height == 1 || cp.dpitch == cp.width;
             for (row0, rows, col0, w) in chunks(cp.width, cp.height, c.max_request_data()) {
                 let req = MemcpyDtoHReq {
@@ -301,7 +307,7 @@ fn memcpy(c: &Client, cp: Copy2D, kind: c_int, stream: Option<u64>) -> Result<()
 
 /// Splits a `width x height` copy into requests of at most `max` bytes (the transport's
 /// limit, at most `MAX_SEGMENT_LEN`): `(first row, rows, first column, columns)`.
-fn chunks(width: u64, height: u64, max: u64) -> Vec<(u64, u64, u64, u64)> {
+pub(crate) fn chunks(width: u64, height: u64, max: u64) -> Vec<(u64, u64, u64, u64)> {
     let max = max.clamp(4096, MAX_SEGMENT_LEN);
     let mut v = Vec::new();
     if width > max {

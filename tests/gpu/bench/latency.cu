@@ -1,17 +1,63 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
 // Small-call latency: the mean time of one call (microseconds) over many, for calls that
 // need a reply from the device side (stream/event queries, tiny copies, launch + sync) and
-// for calls a remoting layer may send without waiting (memset, launch).
+// for calls a remoting layer may send without waiting (memset, launch). The same run
+// measures the floor of any remoting over a local socket, a 64-byte ping-pong over a Unix
+// socket pair with a thread echoing, and prints each call's ratio to it (`ratio_lat_*`).
+#include <sys/socket.h>
+#include <unistd.h>
+#include <thread>
 #include "bench.h"
 
 __global__ void empty() {}
+
+static double pingpong_us = 0;
 
 template <class F>
 static void measure(const char *name, int n, F f) {
     f();  // warm up
     double t0 = now_us();
     for (int i = 0; i < n; i++) f();
-    bench(name, (now_us() - t0) / n, "us");
+    double us = (now_us() - t0) / n;
+    bench(name, us, "us");
+    if (pingpong_us > 0) {
+        std::string r = std::string("ratio_") + name;
+        bench(r.c_str(), us / pingpong_us, "x_pingpong");
+    }
+}
+
+// Reads or writes exactly `len` bytes; false on end of file or error.
+static bool full(int fd, char *p, size_t len, bool wr) {
+    while (len) {
+        ssize_t k = wr ? write(fd, p, len) : read(fd, p, len);
+        if (k <= 0) return false;
+        p += k;
+        len -= (size_t)k;
+    }
+    return true;
+}
+
+// Mean round trip of 64 bytes over a Unix socket pair to a thread that echoes them.
+static double pingpong(int n) {
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) return 0;
+    std::thread echo([fd = sv[1]] {
+        char b[64];
+        while (full(fd, b, sizeof b, false) && full(fd, b, sizeof b, true)) {
+        }
+    });
+    char b[64] = {};
+    double us = 0;
+    for (int round = 0; round < 2; round++) {  // the first round warms up
+        double t0 = now_us();
+        for (int i = 0; i < n; i++)
+            if (!full(sv[0], b, sizeof b, true) || !full(sv[0], b, sizeof b, false)) break;
+        us = (now_us() - t0) / n;
+    }
+    close(sv[0]);
+    echo.join();
+    close(sv[1]);
+    return us;
 }
 
 int main(int argc, char **argv) {
@@ -25,6 +71,8 @@ int main(int argc, char **argv) {
     CHECK(cudaMalloc(&d, 4));
     CHECK(cudaEventRecord(ev, s));
     CHECK(cudaStreamSynchronize(s));
+    pingpong_us = pingpong(n);
+    bench("lat_unix_pingpong_64B", pingpong_us, "us");
 
     measure("lat_cudaGetDevice", n, [&] { CHECK(cudaGetDevice(&dev)); });
     measure("lat_cudaStreamQuery", n, [&] { CHECK(cudaStreamQuery(s)); });

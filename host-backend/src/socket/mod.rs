@@ -436,14 +436,16 @@ struct TimedReader<'a, S: Conn> {
     idle: Option<Duration>,
     deadline: Option<Instant>,
     what: &'static str,
-    /// The read timeout last set on the socket (`None`: not set by this reader yet), so a
-    /// message read in many pieces costs one `setsockopt`, not one per read.
-    applied: Option<Option<Duration>>,
+    /// The read timeout last set on the socket (`None`: not set yet), kept by the
+    /// connection so that messages read in many pieces, one after another, cost no
+    /// `setsockopt` while the timeout stays the same.
+    applied: &'a mut Option<Option<Duration>>,
 }
 
 impl<'a, S: Conn> TimedReader<'a, S> {
     fn new(
         stream: &'a mut S,
+        applied: &'a mut Option<Option<Duration>>,
         idle: Option<Duration>,
         deadline: Option<Instant>,
         what: &'static str,
@@ -453,7 +455,7 @@ impl<'a, S: Conn> TimedReader<'a, S> {
             idle,
             deadline,
             what,
-            applied: None,
+            applied,
         }
     }
 }
@@ -476,9 +478,9 @@ impl<S: Conn> TimedReader<'_, S> {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        if self.applied != Some(t) {
+        if *self.applied != Some(t) {
             self.stream.set_read_timeout(t)?;
-            self.applied = Some(t);
+            *self.applied = Some(t);
         }
         match f(self.stream) {
             Err(e)
@@ -562,6 +564,7 @@ pub fn serve_connection_with<S: Conn>(
     let (mut ctrl, mut out, mut inp) = (Vec::new(), Vec::new(), Vec::new());
     let mut reply = ReplyBuilder::new();
     let mut fds = Vec::new();
+    let mut applied = None;
     loop {
         let greeted = session.as_ref().is_some_and(Session::has_hello);
         let deadline = (!greeted).then_some(hello_deadline);
@@ -570,27 +573,45 @@ pub fn serve_connection_with<S: Conn>(
         let large = [&ctrl, &out, &inp]
             .iter()
             .any(|b| b.capacity() > KEEP_BUFFER);
-        let mut idle = large.then_some(IDLE_RELEASE);
-        loop {
-            let mut first =
-                TimedReader::new(&mut stream, idle, deadline, "the first message (Hello)");
-            // A message's file descriptors come with its first byte.
+        let mut release = large;
+        // Between messages the socket keeps the message timeout (or the shorter idle
+        // release), so that steady traffic costs no `setsockopt`; a greeted session that
+        // times out here just waits again.
+        let got = loop {
+            let idle = if release {
+                IDLE_RELEASE.min(timeouts.message)
+            } else {
+                timeouts.message
+            };
+            let mut first = TimedReader::new(
+                &mut stream,
+                &mut applied,
+                Some(idle),
+                deadline,
+                "the first message (Hello)",
+            );
+            // A message's file descriptors come with its first bytes (the library attaches
+            // them to the write that starts the message; the kernel ends a read after the
+            // bytes that carried them, so none of the next message's come along).
             fds.clear();
-            match first.read_with_fds(&mut hdr[..1], &mut fds) {
+            match first.read_with_fds(&mut hdr, &mut fds) {
                 Ok(0) => return Ok(()),
-                Ok(_) => break,
+                Ok(n) => break n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) if e.kind() == io::ErrorKind::TimedOut && idle.is_some() && greeted => {
-                    for b in [&mut ctrl, &mut out, &mut inp] {
-                        *b = Vec::new();
+                Err(e) if e.kind() == io::ErrorKind::TimedOut && greeted => {
+                    if release {
+                        for b in [&mut ctrl, &mut out, &mut inp] {
+                            *b = Vec::new();
+                        }
+                        release = false;
                     }
-                    idle = None;
                 }
                 Err(e) => return Err(e),
             }
-        }
+        };
         let mut r = TimedReader::new(
             &mut stream,
+            &mut applied,
             Some(timeouts.message),
             deadline,
             if greeted {
@@ -599,7 +620,7 @@ pub fn serve_connection_with<S: Conn>(
                 "the rest of the first message (Hello)"
             },
         );
-        r.read_exact(&mut hdr[1..])?;
+        r.read_exact(&mut hdr[got..])?;
         let header = match check_header(&hdr) {
             Ok(h) => h,
             Err(e) => {

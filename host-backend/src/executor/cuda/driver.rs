@@ -132,8 +132,27 @@ pub fn error_name(r: CUresult) -> &'static str {
         .unwrap_or("unknown CUDA error")
 }
 
+/// The names NVIDIA's driver is installed under (the runtime's name, and the development
+/// link).
+const DRIVER_NAMES: [&str; 2] = ["libcuda.so.1", "libcuda.so"];
+
+/// Whether the dynamic linker finds the driver under one of [`DRIVER_NAMES`]. A quick
+/// look before cudarc's own search, which tries dozens of candidate names (for every
+/// platform and version) and costs milliseconds at every start where there is no driver.
+fn driver_installed() -> bool {
+    DRIVER_NAMES.iter().any(|name| {
+        // SAFETY: loading the driver runs no initialisers with preconditions of ours
+        // (NVIDIA's and vcuda's libcuda.so.1 both initialise lazily, in cuInit); the
+        // handle is closed at once.
+        unsafe { libloading::Library::new(*name) }.is_ok()
+    })
+}
+
 /// Finds and initializes the driver, or says what is missing.
 pub fn load() -> Result<Loaded, InitError> {
+    if !driver_installed() {
+        return Err(InitError::NoLibrary);
+    }
     // SAFETY: `is_culib_present` only tries to dlopen the candidate library names (and
     // closes what it opened); it has no other preconditions.
     if !unsafe { sys::is_culib_present() } {

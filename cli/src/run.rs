@@ -2,17 +2,15 @@
 //! `vcuda run`.
 
 use std::io::{self, BufRead, Read};
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::UnixListener;
+use std::os::unix::process::CommandExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::RecvTimeoutError;
-use std::time::Duration;
 
 use crate::libdir;
-
-/// How long a private backend may take to start listening.
-const BACKEND_START_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// A backend started for one program; stopped when dropped.
 struct PrivateBackend {
@@ -23,8 +21,11 @@ struct PrivateBackend {
 
 impl Drop for PrivateBackend {
     fn drop(&mut self) {
+        // SIGKILL: nothing of the backend's is worth waiting for. It is not reaped here
+        // (that would wait for the kernel to tear down its address space, a millisecond
+        // or more on the program's critical path); this process exits right after, and
+        // init reaps it.
         let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -54,13 +55,25 @@ fn private_dir() -> io::Result<tempfile::TempDir> {
         .tempdir()
 }
 
+/// The descriptor the backend inherits its listening socket as (`--socket fd:3`), the
+/// first after stdio, as in systemd's socket activation.
+const LISTEN_FD: i32 = 3;
+
+/// Starts a backend for one program. The socket is bound here and handed over (socket
+/// activation), so the program starts at once: its connection waits in the socket's
+/// backlog until the backend, starting meanwhile, accepts it. Should the backend fail to
+/// start, the socket closes with it (this process keeps no copy), the program's calls fail
+/// with `cudaErrorDevicesUnavailable`, and the backend's own message is shown.
 fn start_backend(executor: &str) -> io::Result<PrivateBackend> {
     let dir = private_dir()?;
     let socket = dir.path().join("backend.sock");
+    let listener = UnixListener::bind(&socket)?;
+    std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))?;
+    let fd = listener.as_raw_fd();
     let log = std::env::var("VCUDA_BACKEND_LOG").unwrap_or_else(|_| "warn".into());
-    let mut child = Command::new(backend_exe()?)
-        .args(["serve", "--notify-ready", "--socket"])
-        .arg(&socket)
+    let mut cmd = Command::new(backend_exe()?);
+    cmd.args(["serve", "--notify-ready", "--socket"])
+        .arg(format!("fd:{LISTEN_FD}"))
         .args(["--executor", executor])
         // One program, which may hold all of the executor's memory (the default share
         // protects tenants of a shared backend from each other).
@@ -72,48 +85,59 @@ fn start_backend(executor: &str) -> io::Result<PrivateBackend> {
         .env_remove("VCUDA_SOCKET")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()?;
-    // The backend says `ready` on stdout once its socket accepts connections (then nothing
-    // more; the rest of its stdout is drained so it can never block on it).
-    let (tx, rx) = std::sync::mpsc::channel();
-    if let Some(out) = child.stdout.take() {
-        std::thread::spawn(move || {
-            let mut out = io::BufReader::new(out);
-            let mut line = String::new();
-            let ready = out.read_line(&mut line).is_ok() && line.trim_end() == "ready";
-            let _ = tx.send(ready);
-            let _ = io::copy(&mut out, &mut io::sink());
-        });
-    }
-    match rx.recv_timeout(BACKEND_START_TIMEOUT) {
-        Ok(true) => {}
-        Ok(false) | Err(RecvTimeoutError::Disconnected) => {
-            // It exited (or said something else): stop it and show why.
-            let _ = child.kill();
-            let st = child.wait()?;
-            let mut err = String::new();
-            if let Some(mut e) = child.stderr.take() {
-                let _ = e.read_to_string(&mut err);
+        .stderr(Stdio::piped());
+    // SAFETY: between fork and exec the closure only calls dup2, fcntl and prctl
+    // (async-signal-safe) on descriptors this process owns.
+    unsafe {
+        cmd.pre_exec(move || {
+            // dup2 onto itself would keep close-on-exec, so clear it then.
+            let r = if fd == LISTEN_FD {
+                libc::fcntl(fd, libc::F_SETFD, 0)
+            } else {
+                libc::dup2(fd, LISTEN_FD)
+            };
+            if r < 0 {
+                return Err(io::Error::last_os_error());
             }
-            return Err(io::Error::other(format!(
-                "the backend exited ({st}):\n{}",
-                err.trim_end()
-            )));
-        }
-        Err(RecvTimeoutError::Timeout) => {
-            let _ = child.kill();
-            return Err(io::Error::other(
-                "the backend did not start listening in time",
-            ));
-        }
-    }
-    // From here on its warnings go to our stderr.
-    if let Some(mut e) = child.stderr.take() {
-        std::thread::spawn(move || {
-            let _ = io::copy(&mut e, &mut io::stderr());
+            // Not outlive this process, even if it is killed.
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
         });
     }
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| io::Error::new(e.kind(), format!("cannot start vcuda-backend: {e}")))?;
+    drop(listener);
+    // The backend says `ready` on stdout once it accepts (then nothing more; the rest is
+    // drained so it can never block on it). Until then its stderr is held back; if it
+    // stops without `ready`, that is shown as the reason. After it, its warnings go to
+    // our stderr.
+    let (out, err) = (child.stdout.take(), child.stderr.take());
+    std::thread::spawn(move || {
+        let mut ready = false;
+        let mut out = out.map(io::BufReader::new);
+        if let Some(o) = out.as_mut() {
+            let mut line = String::new();
+            ready = o.read_line(&mut line).is_ok() && line.trim_end() == "ready";
+        }
+        if let Some(mut e) = err {
+            if ready {
+                let _ = io::copy(&mut e, &mut io::stderr());
+            } else {
+                let mut msg = String::new();
+                let _ = e.read_to_string(&mut msg);
+                match msg.trim_end() {
+                    "" => eprintln!("vcuda: the backend did not start (it said nothing)"),
+                    m => eprintln!("vcuda: the backend did not start:\n{m}"),
+                }
+            }
+        }
+        if let Some(mut o) = out {
+            let _ = io::copy(&mut o, &mut io::sink());
+        }
+    });
     Ok(PrivateBackend {
         child,
         _dir: dir,

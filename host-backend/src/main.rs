@@ -30,8 +30,10 @@ struct Cli {
 enum Command {
     /// Serve the socket transport (development, containers, remote GPUs).
     Serve {
-        /// Unix socket path, or tcp:HOST:PORT. Default: $XDG_RUNTIME_DIR/vcuda/vcuda.sock,
-        /// else /run/vcuda/vcuda.sock for root (the directory is created mode 0700).
+        /// Unix socket path, tcp:HOST:PORT, or fd:N (an inherited listening Unix socket, as
+        /// socket activation hands over; `vcuda run` uses it). Default:
+        /// $XDG_RUNTIME_DIR/vcuda/vcuda.sock, else /run/vcuda/vcuda.sock for root (the
+        /// directory is created mode 0700).
         #[arg(long, env = "VCUDA_SOCKET")]
         socket: Option<String>,
         #[command(flatten)]

@@ -108,3 +108,31 @@ fn host_memory_is_shared_over_the_unix_socket() {
         }
     }
 }
+
+/// `vcuda run` starts the program while its backend starts (the socket is bound first and
+/// handed over). A backend that never starts fails the program's CUDA calls cleanly (as
+/// where there is no driver), and `vcuda run` says that the backend did not start.
+#[test]
+fn a_backend_that_does_not_start_fails_the_program_cleanly() {
+    use vcuda_tests::{bin, bin_dir, build};
+    let Some(exe) = build("api_device", Cuda::V13) else {
+        return;
+    };
+    let o = std::process::Command::new(bin("vcuda"))
+        .args(["run", "--executor", "cpu", "--"])
+        .arg(&exe)
+        .env_remove("VCUDA_SOCKET")
+        .env("VCUDA_BACKEND", "/bin/false")
+        .env("VCUDA_LIB_DIR", bin_dir())
+        .output()
+        .expect("run vcuda");
+    let (out, err) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert!(!o.status.success(), "{out}{err}");
+    assert!(err.contains("the backend did not start"), "{err}");
+    // As where CUDA finds no driver: the first call fails with cudaErrorNoDevice.
+    assert!(out.contains("cudaErrorNoDevice"), "{out}{err}");
+    assert!(err.contains("cannot reach the vcuda backend"), "{err}");
+}

@@ -41,14 +41,20 @@ pub enum Listen {
     Unix(PathBuf),
     /// A TCP address (`host:port`).
     Tcp(String),
+    /// A listening Unix socket inherited as this file descriptor (socket activation:
+    /// `vcuda run` binds the socket and starts its program while the backend starts).
+    Fd(i32),
 }
 
 impl Listen {
-    /// Parses `tcp:HOST:PORT` or a path.
+    /// Parses `tcp:HOST:PORT`, `fd:N` or a path.
     pub fn parse(s: &str) -> Self {
-        match s.strip_prefix("tcp:") {
-            Some(addr) => Listen::Tcp(addr.to_owned()),
-            None => Listen::Unix(PathBuf::from(s)),
+        if let Some(addr) = s.strip_prefix("tcp:") {
+            return Listen::Tcp(addr.to_owned());
+        }
+        match s.strip_prefix("fd:").map(str::parse::<i32>) {
+            Some(Ok(fd)) if fd >= 0 => Listen::Fd(fd),
+            _ => Listen::Unix(PathBuf::from(s)),
         }
     }
 }
@@ -263,12 +269,19 @@ pub fn serve(listen: &Listen, backend: Arc<Backend>, config: ServerConfig) -> io
         max_pending: config.max_pending,
     });
     match listen {
-        Listen::Unix(path) => {
-            let listener = listen_unix(path, &config)?;
+        Listen::Unix(_) | Listen::Fd(_) => {
+            let (listener, name) = match listen {
+                Listen::Unix(path) => (listen_unix(path, &config)?, path.display().to_string()),
+                Listen::Fd(fd) => (
+                    inherited_listener(*fd)?,
+                    format!("inherited socket fd {fd}"),
+                ),
+                Listen::Tcp(_) => unreachable!("matched above"),
+            };
             info!(
                 "serving {:?} executor on {} (uids {:?}{})",
                 backend.kind(),
-                path.display(),
+                name,
                 config.access.allowed_uids,
                 match config.access.group {
                     Some(g) => format!(", group {g}"),
@@ -354,6 +367,40 @@ pub fn serve(listen: &Listen, backend: Arc<Backend>, config: ServerConfig) -> io
         }
     }
     Ok(())
+}
+
+/// The listening Unix stream socket inherited as `fd` (checked: a socket, listening, Unix,
+/// stream), owned from here on.
+fn inherited_listener(fd: i32) -> io::Result<UnixListener> {
+    use nix::sys::socket::{AddressFamily, SockType, getsockname, getsockopt, sockopt};
+    use std::os::fd::{BorrowedFd, FromRawFd};
+
+    let bad = |why: String| io::Error::new(io::ErrorKind::InvalidInput, format!("fd:{fd}: {why}"));
+    // SAFETY: fcntl(F_GETFD) only asks whether `fd` is open.
+    if unsafe { libc::fcntl(fd, libc::F_GETFD) } < 0 {
+        return Err(bad("not an open file descriptor".into()));
+    }
+    // SAFETY: `fd` is open (checked above) and stays open while borrowed here.
+    let b = unsafe { BorrowedFd::borrow_raw(fd) };
+    let stream =
+        getsockopt(&b, sockopt::SockType).map_err(|e| bad(format!("not a socket ({e})")))?;
+    let listening = getsockopt(&b, sockopt::AcceptConn).map_err(|e| bad(e.to_string()))?;
+    let family = getsockname::<nix::sys::socket::UnixAddr>(fd)
+        .ok()
+        .map(|_| AddressFamily::Unix);
+    if stream != SockType::Stream || !listening || family != Some(AddressFamily::Unix) {
+        return Err(bad("not a listening Unix stream socket".into()));
+    }
+    // SAFETY: checked to be an open listening socket; the caller hands it over (it was
+    // inherited for this purpose), and nothing else in this process uses it.
+    let l = unsafe { UnixListener::from_raw_fd(fd) };
+    // The descriptor was inherited without close-on-exec; sessions never exec, but keep
+    // it from leaking anyway.
+    let _ = nix::fcntl::fcntl(
+        &l,
+        nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
+    );
+    Ok(l)
 }
 
 /// Binds the Unix socket of `config`: its directory private when `config.private_dir`, the
@@ -792,6 +839,7 @@ fn write_all_vectored<S: Write>(stream: &mut S, mut bufs: &mut [IoSlice<'_>]) ->
 pub fn connect(listen: &Listen) -> io::Result<Box<dyn ReadWrite>> {
     Ok(match listen {
         Listen::Unix(p) => Box::new(UnixStream::connect(p)?),
+        Listen::Fd(_) => return Err(io::ErrorKind::Unsupported.into()),
         Listen::Tcp(a) => {
             let s = TcpStream::connect(a)?;
             s.set_nodelay(true)?;
@@ -803,3 +851,29 @@ pub fn connect(listen: &Listen) -> io::Result<Box<dyn ReadWrite>> {
 /// A byte stream.
 pub trait ReadWrite: Read + Write + Send {}
 impl<T: Read + Write + Send> ReadWrite for T {}
+
+#[cfg(test)]
+mod tests {
+    use std::os::fd::{AsRawFd, IntoRawFd};
+
+    use super::*;
+
+    #[test]
+    fn an_inherited_descriptor_must_be_a_listening_unix_stream_socket() {
+        assert!(matches!(Listen::parse("fd:3"), Listen::Fd(3)));
+        assert!(matches!(Listen::parse("fd:x"), Listen::Unix(_)));
+        assert!(inherited_listener(1 << 20).is_err(), "not open");
+        let f = tempfile::tempfile().unwrap();
+        assert!(inherited_listener(f.as_raw_fd()).is_err(), "a file");
+        let (a, _b) = UnixStream::pair().unwrap();
+        assert!(inherited_listener(a.as_raw_fd()).is_err(), "connected");
+        let t = TcpListener::bind("127.0.0.1:0").unwrap();
+        assert!(inherited_listener(t.as_raw_fd()).is_err(), "TCP");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s");
+        let fd = UnixListener::bind(&path).unwrap().into_raw_fd();
+        let l = inherited_listener(fd).unwrap();
+        let _c = UnixStream::connect(&path).unwrap();
+        assert!(l.accept().is_ok());
+    }
+}

@@ -260,6 +260,40 @@ impl Client {
         self.finish_call(&recs, seq)
     }
 
+    /// Runs calls of operation `O` (no tail, no data) as a pipeline (see
+    /// [`Transport::call_pipelined`]): `next(i)` makes request `i` (`None`: no more),
+    /// `done(i)` runs once request `i` succeeded. `next(i)` comes after `done(i - 2)`, so
+    /// two buffers alternate. The first failure stops the pipeline and is returned.
+    pub fn call_pipelined<O: Op>(
+        &self,
+        mut next: impl FnMut(usize) -> Option<O::Req>,
+        mut done: impl FnMut(usize),
+    ) -> Result<()> {
+        let mut first_err = None;
+        let mut make = |i: usize| {
+            let req = next(i)?;
+            let seq = self.next_seq();
+            let mut b = MessageBuilder::new();
+            b.push_op::<O>(0, seq, &[], &req, &[]);
+            Some((b.finish(0).to_vec(), seq))
+        };
+        let mut take = |i: usize, seq: u64, recs: Vec<Record>| match self.finish_call(&recs, seq) {
+            Ok(_) if first_err.is_none() => {
+                done(i);
+                true
+            }
+            Ok(_) => false,
+            Err(e) => {
+                first_err.get_or_insert(e);
+                false
+            }
+        };
+        self.transport
+            .call_pipelined(&mut make, &mut take)
+            .map_err(|e| self.lost(e))?;
+        first_err.map_or(Ok(()), Err)
+    }
+
     /// Sends one request of operation `O` (no tail, no data) with the file descriptor `fd`
     /// passed beside it, and waits for its reply (see [`Transport::call_with_fd`]).
     pub fn call_fd<O: Op>(&self, req: &O::Req, fd: std::os::fd::RawFd) -> Result<O::Resp> {

@@ -328,33 +328,61 @@ fn with_staging<R>(
     f(mem, st.handle).map(Some)
 }
 
+/// The most bytes of one piece of a staged copy: the whole copy if short, else about a
+/// quarter of it, between 1 MiB and half the largest staging region, so that two pieces
+/// alternate in the region while the library fills (or drains) one and the backend copies
+/// the other.
+fn piece_len(total: u64) -> u64 {
+    if total < 2 << 20 {
+        total
+    } else {
+        (total / 4).clamp(1 << 20, STAGE_MAX as u64 / 2)
+    }
+}
+
+/// The pieces of a staged copy, each at most `piece` bytes, or `None` where the copy should
+/// stay inline: one of several pieces could fail after others were copied, unless the
+/// whole device range is known to be allocated (a copy fails as a whole, as in CUDA).
+fn pieces(c: &Client, cp: &HostCopy, piece: u64) -> Option<Vec<(u64, u64, u64, u64)>> {
+    let v = crate::api::memory::chunks(cp.width, cp.height, piece);
+    let span = (cp.height - 1)
+        .checked_mul(cp.dev_pitch)?
+        .checked_add(cp.width)?;
+    (v.len() == 1 || c.mirror.is_device_range(cp.dev, span)).then_some(v)
+}
+
 /// Copies pageable host memory to the device through the staging region: `src` is the
 /// host side, `cp.host_pitch` apart from its start. Returns whether it did the copy.
 pub(crate) fn htod_staged(c: &Client, cp: &HostCopy, src: &[u8]) -> Result<bool> {
     let total = cp.width.saturating_mul(cp.height);
-    let done = with_staging(c, total, |stage, region| {
-        for (row0, rows, col0, w) in
-            crate::api::memory::chunks(cp.width, cp.height, stage.len() as u64)
-        {
-            for i in 0..rows {
-                let s = ((row0 + i) * cp.host_pitch + col0) as usize;
-                let d = (i * w) as usize;
-                stage[d..d + w as usize].copy_from_slice(&src[s..s + w as usize]);
-            }
-            let req = MemcpyHtoDSharedReq {
-                dst: cp.dev + row0 * cp.dev_pitch + col0,
-                dpitch: cp.dev_pitch,
-                width: w,
-                height: rows,
-                stream: cp.stream,
-                flags: cp.flags,
-                reserved: 0,
-                region,
-                offset: 0,
-            };
-            c.call::<ops::MemcpyHtoDShared>(&req)?;
-        }
-        Ok(())
+    let piece = piece_len(total);
+    let Some(pieces) = pieces(c, cp, piece) else {
+        return Ok(false);
+    };
+    let done = with_staging(c, total.min(2 * piece), |stage, region| {
+        c.call_pipelined::<ops::MemcpyHtoDShared>(
+            |i| {
+                let &(row0, rows, col0, w) = pieces.get(i)?;
+                let at = (i % 2) as u64 * piece;
+                for r in 0..rows {
+                    let s = ((row0 + r) * cp.host_pitch + col0) as usize;
+                    let d = (at + r * w) as usize;
+                    stage[d..d + w as usize].copy_from_slice(&src[s..s + w as usize]);
+                }
+                Some(MemcpyHtoDSharedReq {
+                    dst: cp.dev + row0 * cp.dev_pitch + col0,
+                    dpitch: cp.dev_pitch,
+                    width: w,
+                    height: rows,
+                    stream: cp.stream,
+                    flags: cp.flags,
+                    reserved: 0,
+                    region,
+                    offset: at,
+                })
+            },
+            |_| {},
+        )
     })?;
     Ok(done.is_some())
 }
@@ -363,29 +391,36 @@ pub(crate) fn htod_staged(c: &Client, cp: &HostCopy, src: &[u8]) -> Result<bool>
 /// [`htod_staged`]).
 pub(crate) fn dtoh_staged(c: &Client, cp: &HostCopy, dst: &mut [u8]) -> Result<bool> {
     let total = cp.width.saturating_mul(cp.height);
-    let done = with_staging(c, total, |stage, region| {
-        for (row0, rows, col0, w) in
-            crate::api::memory::chunks(cp.width, cp.height, stage.len() as u64)
-        {
-            let req = MemcpyDtoHSharedReq {
-                src: cp.dev + row0 * cp.dev_pitch + col0,
-                spitch: cp.dev_pitch,
-                width: w,
-                height: rows,
-                stream: cp.stream,
-                flags: cp.flags,
-                reserved: 0,
-                region,
-                offset: 0,
-            };
-            c.call::<ops::MemcpyDtoHShared>(&req)?;
-            for i in 0..rows {
-                let d = ((row0 + i) * cp.host_pitch + col0) as usize;
-                let s = (i * w) as usize;
-                dst[d..d + w as usize].copy_from_slice(&stage[s..s + w as usize]);
-            }
-        }
-        Ok(())
+    let piece = piece_len(total);
+    let Some(pieces) = pieces(c, cp, piece) else {
+        return Ok(false);
+    };
+    let done = with_staging(c, total.min(2 * piece), |stage, region| {
+        c.call_pipelined::<ops::MemcpyDtoHShared>(
+            |i| {
+                let &(row0, rows, col0, w) = pieces.get(i)?;
+                Some(MemcpyDtoHSharedReq {
+                    src: cp.dev + row0 * cp.dev_pitch + col0,
+                    spitch: cp.dev_pitch,
+                    width: w,
+                    height: rows,
+                    stream: cp.stream,
+                    flags: cp.flags,
+                    reserved: 0,
+                    region,
+                    offset: (i % 2) as u64 * piece,
+                })
+            },
+            |i| {
+                let (row0, rows, col0, w) = pieces[i];
+                let at = (i % 2) as u64 * piece;
+                for r in 0..rows {
+                    let d = ((row0 + r) * cp.host_pitch + col0) as usize;
+                    let s = (at + r * w) as usize;
+                    dst[d..d + w as usize].copy_from_slice(&stage[s..s + w as usize]);
+                }
+            },
+        )
     })?;
     Ok(done.is_some())
 }

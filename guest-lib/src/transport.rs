@@ -60,6 +60,27 @@ pub trait Transport: Send + Sync {
         Err(io::ErrorKind::Unsupported.into())
     }
 
+    /// Runs a pipeline of calls with no data: `next(i)` makes call `i` (its message and
+    /// seq, or `None` when there are no more) and `done(i, seq, records)` takes its reply
+    /// (returning `false` stops making calls). A transport may send call `i + 1` before the
+    /// reply to call `i` arrives, so that making it overlaps the backend's work on call
+    /// `i`; `next(i)` always comes after `done(i - 2)`. This one runs them one at a time.
+    fn call_pipelined(
+        &self,
+        next: &mut dyn FnMut(usize) -> Option<(Vec<u8>, u64)>,
+        done: &mut dyn FnMut(usize, u64, Vec<Record>) -> bool,
+    ) -> io::Result<()> {
+        let mut i = 0;
+        while let Some((msg, seq)) = next(i) {
+            let recs = self.call(&msg, &[], &mut [], seq)?;
+            if !done(i, seq, recs) {
+                break;
+            }
+            i += 1;
+        }
+        Ok(())
+    }
+
     /// A short description for logs.
     fn describe(&self) -> String;
 
@@ -422,6 +443,39 @@ impl Transport for SocketTransport {
     fn post(&self, msg: &[u8], out: &[&[u8]]) -> io::Result<Vec<Record>> {
         self.with_stream(|s| s.get_mut().send(msg, out))?;
         Ok(Vec::new())
+    }
+
+    /// Two calls in flight: call `i + 1` is made and sent while the backend works on
+    /// call `i` (the backend answers in order).
+    fn call_pipelined(
+        &self,
+        next: &mut dyn FnMut(usize) -> Option<(Vec<u8>, u64)>,
+        done: &mut dyn FnMut(usize, u64, Vec<Record>) -> bool,
+    ) -> io::Result<()> {
+        self.with_stream(|s| {
+            let mut in_flight = std::collections::VecDeque::with_capacity(2);
+            let (mut i, mut more) = (0, true);
+            loop {
+                if more && in_flight.len() < 2 {
+                    match next(i) {
+                        Some((msg, seq)) => {
+                            s.get_mut().send(&msg, &[])?;
+                            in_flight.push_back((i, seq));
+                            i += 1;
+                            continue;
+                        }
+                        None => more = false,
+                    }
+                }
+                let Some((j, seq)) = in_flight.pop_front() else {
+                    return Ok(());
+                };
+                let recs = wait_reply(s, &mut [], seq)?;
+                if !done(j, seq, recs) {
+                    more = false;
+                }
+            }
+        })
     }
 
     fn describe(&self) -> String {

@@ -3,7 +3,8 @@
 // enough to go through vcuda's staging region on a Unix socket: larger than that region
 // (several pieces), 2-D copies with pitched host rows and rows longer than the region,
 // asynchronous copies on a stream with a kernel between, odd sizes and offsets, and four
-// threads copying at once (only one can hold the region; the others copy inline).
+// threads copying at once (only one can hold the region; the others copy inline), and
+// copies that fail as a whole.
 #include <thread>
 #include <vector>
 #include "common.h"
@@ -138,6 +139,22 @@ int main() {
         EXPECT_ERR(cudaMemcpy(h.data(), d, h.size(), cudaMemcpyDeviceToHost),
                    cudaErrorInvalidValue);
         cudaGetLastError();
+        CHECK(cudaFree(d));
+    }
+    // Longer than its device allocation, by the last of several pieces: the copy fails as
+    // a whole, and nothing of it lands.
+    {
+        const size_t n = 8u << 20;
+        std::vector<unsigned char> h(n, 7), back(n, 1);
+        unsigned char *d = nullptr;
+        CHECK(cudaMalloc(&d, 6u << 20));
+        CHECK(cudaMemset(d, 0, 6u << 20));
+        EXPECT_ERR(cudaMemcpy(d, h.data(), n, cudaMemcpyHostToDevice), cudaErrorInvalidValue);
+        EXPECT_ERR(cudaMemcpy(back.data(), d, n, cudaMemcpyDeviceToHost), cudaErrorInvalidValue);
+        cudaGetLastError();
+        unsigned char first = 9;
+        CHECK(cudaMemcpy(&first, d, 1, cudaMemcpyDeviceToHost));
+        EXPECT(first == 0 && back[0] == 1);
         CHECK(cudaFree(d));
     }
     return finish();

@@ -552,7 +552,7 @@ impl Executor for CpuExecutor {
     fn blas_create(&mut self, device: u32) -> ExecResult<u64> {
         self.check_device(device)
             .map_err(|_| Status(lib::BLAS_INVALID_VALUE))?;
-        Ok(self.blas.create())
+        self.blas.create()
     }
 
     fn blas_destroy(&mut self, handle: u64) -> ExecResult<()> {

@@ -10,7 +10,12 @@
 
 use std::ffi::{c_char, c_int};
 
-use cblas_sys::*;
+use cblas_sys::{
+    CBLAS_DIAG, CBLAS_SIDE, CBLAS_TRANSPOSE, CBLAS_UPLO, CblasColMajor, CblasConjTrans, CblasLeft,
+    CblasLower, CblasNoTrans, CblasNonUnit, CblasRight, CblasTrans, CblasUnit, CblasUpper,
+};
+
+use super::lazy::*;
 use vcuda_protocol::blas::{self as check, OP_C, OP_T};
 
 /// Single-precision complex, as CBLAS and cuBLAS lay it out.
@@ -671,7 +676,7 @@ macro_rules! routines {
         unsafe fn getrf(n: c_int, a: *mut Self, lda: c_int, ipiv: *mut c_int, info: *mut c_int) {
             // SAFETY: the caller checked that `a` covers an `n x n` matrix with leading
             // dimension `lda`, `ipiv` `n` integers and `info` one; the scalars are locals.
-            unsafe { lapack_sys::$getrf(&n, &n, a.cast(), &lda, ipiv, info) }
+            unsafe { $getrf(&n, &n, a.cast(), &lda, ipiv, info) }
         }
         unsafe fn getrs(
             t: u8,
@@ -688,7 +693,7 @@ macro_rules! routines {
             // SAFETY: the caller checked that `a` covers an `n x n` matrix, `b` an
             // `n x nrhs` one, with their leading dimensions, `ipiv` `n` integers and
             // `info` one; the scalars are locals.
-            unsafe { lapack_sys::$getrs(&t, &n, &nrhs, a.cast(), &lda, ipiv, b.cast(), &ldb, info) }
+            unsafe { $getrs(&t, &n, &nrhs, a.cast(), &lda, ipiv, b.cast(), &ldb, info) }
         }
     };
 }

@@ -25,6 +25,7 @@ mod elem;
 mod extent;
 mod gemm_ex;
 mod lapack;
+mod lazy;
 mod level1;
 mod level2;
 mod level3;
@@ -43,10 +44,6 @@ use crate::executor::{ExecResult, Status};
 
 use elem::Elem;
 pub use elem::{C32, C64};
-
-// The CBLAS and LAPACK symbols `cblas-sys` and `lapack-sys` declare come from OpenBLAS.
-#[link(name = "openblas")]
-unsafe extern "C" {}
 
 const FAULT: Status = Status(status::ILLEGAL_ADDRESS);
 const MISALIGNED: Status = Status(status::MISALIGNED_ADDRESS);
@@ -75,12 +72,15 @@ pub struct Blas {
 }
 
 impl Blas {
-    /// A new handle.
-    pub fn create(&mut self) -> u64 {
+    /// A new handle; fails when OpenBLAS cannot be loaded (see [`lazy`]).
+    pub fn create(&mut self) -> ExecResult<u64> {
+        if !lazy::available() {
+            return Err(Status(BLAS_NOT_INITIALIZED));
+        }
         self.next += 1;
         let h = 0xb1a5_0000_0000 | self.next;
         self.handles.insert(h);
-        h
+        Ok(h)
     }
 
     /// Destroys a handle.

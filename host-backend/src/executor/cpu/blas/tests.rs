@@ -17,7 +17,7 @@ struct Env {
 impl Env {
     fn new() -> Self {
         let mut blas = Blas::default();
-        let h = blas.create();
+        let h = blas.create().expect("OpenBLAS (libopenblas0) loads");
         Self {
             heap: DeviceHeap::new(MemoryBudget::new(1 << 26), u64::MAX),
             blas,

@@ -400,11 +400,18 @@ impl Session {
                 if !self.passes_fds {
                     return Err(Status(status::NOT_SUPPORTED));
                 }
-                self.shared
-                    .share(r.len)
-                    .map(|h| reply::<ops::ShareMemory>(handle(h)))
+                let h = self.shared.share(r.len)?;
+                if let Some((addr, len)) = self.shared.range(h) {
+                    e.host_memory_shared(addr, len);
+                }
+                Ok(reply::<ops::ShareMemory>(handle(h)))
             }
-            Request::UnshareMemory(h) => done::<ops::UnshareMemory>(self.shared.unshare(h.handle)),
+            Request::UnshareMemory(h) => {
+                if let Some((addr, _)) = self.shared.range(h.handle) {
+                    e.host_memory_unshared(addr);
+                }
+                done::<ops::UnshareMemory>(self.shared.unshare(h.handle))
+            }
             Request::MemcpyHtoDShared(ref r) => {
                 let len = r.width.checked_mul(r.height).ok_or(Status::INVALID_VALUE)?;
                 let src = self.shared.segs(r.region, r.offset, len)?;

@@ -104,6 +104,13 @@ impl SharedRegions {
         Ok(self.next)
     }
 
+    /// Where a region is mapped in this process: `(address, length)`.
+    pub fn range(&self, handle: u64) -> Option<(usize, usize)> {
+        self.regions
+            .get(&handle)
+            .map(|m| (m.ptr.as_ptr() as usize, m.len))
+    }
+
     /// Unmaps a region.
     pub fn unshare(&mut self, handle: u64) -> ExecResult<()> {
         let m = self.regions.remove(&handle).ok_or(Status::INVALID_VALUE)?;

@@ -226,6 +226,20 @@ pub trait Executor: Send {
     /// Takes the device-side `printf` output produced so far.
     fn take_stdout(&mut self) -> Vec<u8>;
 
+    /// The guest shared `[addr, addr + len)` (memory mapped in this process, see
+    /// [`crate::shared`]) with the session; copies to and from it name it. It stays mapped
+    /// until [`Executor::host_memory_unshared`] or until after the executor is dropped. An
+    /// executor may pin it, so that copies move straight between it and the device.
+    fn host_memory_shared(&mut self, addr: usize, len: usize) {
+        let _ = (addr, len);
+    }
+
+    /// The region shared at `addr` is about to be unmapped: the executor stops using it
+    /// (unpins it) before returning.
+    fn host_memory_unshared(&mut self, addr: usize) {
+        let _ = addr;
+    }
+
     // cuBLAS and cuRAND (`vcuda_protocol::lib`). These return library statuses
     // (`cublasStatus_t`, `curandStatus_t`) as [`Status`] values, and `ILLEGAL_ADDRESS` for
     // a device memory fault. The defaults say the executor has no such library.

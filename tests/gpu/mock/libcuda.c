@@ -400,7 +400,7 @@ EXPORT CUresult cuMemFreeHost(void *p) {
 
 EXPORT CUresult cuMemHostRegister_v2(void *p, size_t n, unsigned flags) {
     ENTER
-    if (flags != CU_MEMHOSTREGISTER_PORTABLE || !p || !n) FAIL(CUDA_ERROR_INVALID_VALUE);
+    if ((flags & ~(unsigned)CU_MEMHOSTREGISTER_PORTABLE) || !p || !n) FAIL(CUDA_ERROR_INVALID_VALUE);
     for (Alloc *a = allocs; a; a = a->next)
         if (a->kind == A_REG && (uintptr_t)p < a->base + a->len && a->base < (uintptr_t)p + n)
             FAIL(CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED);

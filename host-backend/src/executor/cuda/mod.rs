@@ -252,6 +252,10 @@ pub struct CudaExecutor {
     wait: wait::Wait,
     /// Bytes of device memory charged to the session ([`charge`] of each allocation).
     charged: u64,
+    /// Memory the guest shares with the session (`ShareMemory`): `(address, length)`.
+    host_shared: Vec<(usize, usize)>,
+    /// Those ranges pinned in the current context: copies DMA straight to and from them.
+    host_pinned: guest_mem::PinnedRanges,
 }
 
 impl std::fmt::Debug for CudaExecutor {
@@ -288,6 +292,11 @@ impl Drop for CudaExecutor {
             // whose owned handles then drop with `self` without driver calls.
             if ctx.bind().is_ok() {
                 self.pool.release(&self.wait);
+                if !self.wait.is_cancelled() {
+                    // (A cancelled session's context may be wedged: destroying it drops
+                    // the pinning without a call that could wait on it.)
+                    self.unpin_host();
+                }
             }
             if let Err(e) = ctx.destroy() {
                 warn!("destroying a session's context: {}", driver::error_name(e));
@@ -357,6 +366,8 @@ impl CudaExecutor {
             rand: rand::Generators::default(),
             wait,
             charged: 0,
+            host_shared: Vec::new(),
+            host_pinned: guest_mem::PinnedRanges::default(),
         })
     }
 
@@ -451,6 +462,7 @@ impl CudaExecutor {
             // context, and its owned handle is dropped below without a driver call.
             if ctx.bind().is_ok() {
                 self.pool.release(&self.wait);
+                self.unpin_host();
             }
             let _ = ctx.destroy();
         }
@@ -466,7 +478,45 @@ impl CudaExecutor {
         self.params_dirty = PARAM_BUF_LEN;
         let ctx = Context::create(self.shared.device).map_err(to_status)?;
         self.ctx = Some(ctx);
+        // The old context's pinning went with it: pin the shared memory in the new one.
+        self.host_pinned = guest_mem::PinnedRanges::default();
+        for (addr, len) in self.host_shared.clone() {
+            self.pin_host(addr, len);
+        }
         Ok(())
+    }
+
+    /// Unpins all shared memory pinned in the current context (which must be bound); no
+    /// copy may be running (this holds `&mut self`).
+    fn unpin_host(&mut self) {
+        for &(addr, _) in self.host_pinned.ranges() {
+            // SAFETY: `addr` starts a range `pin_host` pinned in this context, which the
+            // caller bound; no copy is running.
+            let _ = unsafe { driver::mem_host_unregister(addr as *mut u8) };
+        }
+        self.host_pinned = guest_mem::PinnedRanges::default();
+    }
+
+    /// Pins shared memory `[addr, addr + len)` in the session's context (not portable: no
+    /// other context's copies may use it); on failure, copies through it are staged.
+    fn pin_host(&mut self, addr: usize, len: usize) {
+        if self.bind().is_err() {
+            return;
+        }
+        // SAFETY: the session keeps the range mapped until `host_memory_unshared`, which
+        // unpins it first, or until after this executor and its context (whose destruction
+        // drops the pinning) are gone.
+        match unsafe { driver::mem_host_register(addr as *mut u8, len, 0) } {
+            Ok(()) => {
+                let mut r = self.host_pinned.ranges().to_vec();
+                r.push((addr, len));
+                self.host_pinned = guest_mem::PinnedRanges::new(r);
+            }
+            Err(e) => log::debug!(
+                "shared memory {addr:#x}+{len:#x} not pinned ({}); copies through it are staged",
+                driver::error_name(e)
+            ),
+        }
     }
 }
 
@@ -680,6 +730,31 @@ impl Executor for CudaExecutor {
 
     fn func_set_attribute(&mut self, function: u64, attr: u32, value: i32) -> ExecResult<()> {
         self.func_set_attribute_impl(function, attr, value)
+    }
+
+    fn host_memory_shared(&mut self, addr: usize, len: usize) {
+        self.host_shared.push((addr, len));
+        self.pin_host(addr, len);
+    }
+
+    fn host_memory_unshared(&mut self, addr: usize) {
+        self.host_shared.retain(|&(a, _)| a != addr);
+        let ranges = self.host_pinned.ranges();
+        if ranges.iter().any(|&(a, _)| a == addr) {
+            let kept = ranges.iter().copied().filter(|&(a, _)| a != addr).collect();
+            self.host_pinned = guest_mem::PinnedRanges::new(kept);
+            if self.bind().is_ok() {
+                // SAFETY: `addr` starts a range `pin_host` pinned in this context; copies
+                // straight from pinned memory wait for their DMA before returning, so none
+                // uses it now.
+                if let Err(e) = unsafe { driver::mem_host_unregister(addr as *mut u8) } {
+                    warn!(
+                        "unpinning shared memory at {addr:#x}: {}",
+                        driver::error_name(e)
+                    );
+                }
+            }
+        }
     }
 
     fn take_stdout(&mut self) -> Vec<u8> {

@@ -486,6 +486,51 @@ fn modules_launches_and_sticky_errors() {
 }
 
 #[test]
+fn shared_host_memory_is_pinned_in_the_session_context() {
+    let f = gpu!();
+    // Stand-in for memory a program shares over the Unix socket (a memfd mapping).
+    let len = 4 << 20;
+    let mut mem = vec![0u8; len + 4096];
+    let off = mem.as_ptr().align_offset(4096);
+    let base = mem[off..].as_mut_ptr() as usize;
+    let mut e = f.new_executor().unwrap();
+    e.host_memory_shared(base, len);
+    assert!(e.host_pinned.contains(base, len), "pinned on sharing");
+    let p = e.malloc(0, len as u64).unwrap();
+    let shared = &mut mem[off..off + len];
+    shared.copy_from_slice(&pattern(len, 5));
+    let want = shared.to_vec();
+    for flags in [0, COPY_ASYNC] {
+        e.memcpy_htod(
+            &htod(p, len as u64, 1, 0, flags),
+            &DataSegs::from_slice(shared),
+        )
+        .unwrap();
+        shared.fill(0);
+        e.memcpy_dtoh(&dtoh(p, len as u64, 1, 0), &DataSegs::from_slice(shared))
+            .unwrap();
+        assert!(*shared == want[..]);
+    }
+    // A reset makes a new context: the memory is pinned in it again.
+    e.device_reset(0).unwrap();
+    assert!(
+        e.host_pinned.contains(base, len),
+        "pinned again after a reset"
+    );
+    let p = e.malloc(0, len as u64).unwrap();
+    e.memcpy_htod(&htod(p, len as u64, 1, 0, 0), &DataSegs::from_slice(shared))
+        .unwrap();
+    e.host_memory_unshared(base);
+    assert!(e.host_pinned.ranges().is_empty(), "unpinned on unsharing");
+    assert!(e.host_shared.is_empty());
+    // Copies through it are still right (now staged).
+    shared.fill(0);
+    e.memcpy_dtoh(&dtoh(p, len as u64, 1, 0), &DataSegs::from_slice(shared))
+        .unwrap();
+    assert!(*shared == want[..]);
+}
+
+#[test]
 fn pinned_guest_memory_is_used_directly() {
     let f = gpu!();
     // Stand-in for guest RAM: a page-aligned anonymous mapping.

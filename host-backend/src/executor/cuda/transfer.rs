@@ -170,7 +170,11 @@ impl CudaExecutor {
         // (while a DMA uses it) meanwhile.
         let shared = self.shared.clone();
         let pinned = shared.pinned.read().unwrap_or_else(|e| e.into_inner());
-        let placement = pinned.placement(src.parts());
+        let placement = match pinned.placement(src.parts()) {
+            // Not guest RAM: perhaps memory the guest shares with the session.
+            Placement::Pageable => self.host_pinned.placement(src.parts()),
+            p => p,
+        };
         let idle = || s.query().is_ok();
         match placement {
             Placement::Pinned if sync || idle() => {
@@ -178,8 +182,10 @@ impl CudaExecutor {
                 // pages back, so wait for it (also on error: earlier pieces may be in
                 // flight). The read lock keeps the pinning in place meanwhile.
                 // SAFETY: every piece is pinned guest RAM (`placement`), which stays mapped
-                // and pinned while we hold the read lock, until `finish` has waited for the
-                // DMA; the region was checked and the context bound above.
+                // and pinned while we hold the read lock, or pinned shared memory, which only
+                // `host_memory_unshared` (needing `&mut self`, held here) unpins; either way
+                // until `finish` has waited for the DMA. The region was checked and the
+                // context bound above.
                 let r = unsafe { htod_direct(&region, &src, s) };
                 let r = finish(r, s, &self.wait);
                 // Still under the read lock: a cancelled wait tears the context down first.
@@ -221,15 +227,19 @@ impl CudaExecutor {
         // Held to the end, as for host to device.
         let shared = self.shared.clone();
         let pinned = shared.pinned.read().unwrap_or_else(|e| e.into_inner());
-        let placement = pinned.placement(dst.parts());
+        let placement = match pinned.placement(dst.parts()) {
+            Placement::Pageable => self.host_pinned.placement(dst.parts()),
+            p => p,
+        };
         if placement == Placement::Pinned
             || (placement == Placement::Pageable && total <= SMALL_COPY)
         {
             // Straight into the destination (pinned guest RAM, or pageable memory the
             // driver writes before returning); wait either way, so the data is complete
             // when the reply goes out, and earlier failures surface here.
-            // SAFETY: pinned guest RAM stays mapped and pinned under the read lock, and
-            // pageable memory is written before the driver returns; `finish` waits for the
+            // SAFETY: pinned guest RAM stays mapped and pinned under the read lock, pinned
+            // shared memory while `&mut self` is held, and pageable memory is written
+            // before the driver returns; `finish` waits for the
             // DMA either way, and `dst` outlives this call. The region was checked and the
             // context bound above.
             let r = unsafe { dtoh_direct(&region, &dst, s) };

@@ -166,6 +166,7 @@ fn memcpy(c: &Client, cp: Copy2D, kind: c_int, stream: Option<u64>) -> Result<()
             Ok(())
         }
         Dir::H2D => {
+            check_device_span(c, cp.dst, cp.side(cp.dst, cp.dpitch)?.span())?;
             let quiet = stream.is_some()
                 && c.mirror
                     .is_device_range(cp.dst, cp.side(cp.dst, cp.dpitch)?.span());
@@ -231,6 +232,7 @@ fn memcpy(c: &Client, cp: Copy2D, kind: c_int, stream: Option<u64>) -> Result<()
             Ok(())
         }
         Dir::D2H => {
+            check_device_span(c, cp.src, cp.side(cp.src, cp.spitch)?.span())?;
             let hc = HostCopy {
                 dev: cp.src,
                 dev_pitch: cp.spitch,
@@ -302,6 +304,18 @@ fn memcpy(c: &Client, cp: Copy2D, kind: c_int, stream: Option<u64>) -> Result<()
                 c.call::<ops::MemcpyDtoD>(&req)
             }
         }
+    }
+}
+
+/// Fails a copy whose device side starts in an allocation the library knows and runs past
+/// its end, before any of it is sent: a copy split into several requests (the transport's
+/// limit, staging pieces) must fail as a whole, as in CUDA, not after its first pieces.
+fn check_device_span(c: &Client, addr: u64, span: u64) -> Result<()> {
+    match c.mirror.find(addr) {
+        Some(r) if r.kind == Kind::Device && !c.mirror.is_device_range(addr, span) => {
+            Err(Error::INVALID_VALUE)
+        }
+        _ => Ok(()),
     }
 }
 

@@ -16,6 +16,7 @@ use std::path::Path;
 use std::path::PathBuf;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use vcuda_protocol::decode::{decode_reply_header, split_records};
 use vcuda_protocol::{RecordKind, ReplyHeader};
@@ -225,9 +226,62 @@ impl Conn {
 impl Read for Conn {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match self {
-            Conn::Unix(s) => s.read(buf),
+            Conn::Unix(s) => {
+                if let Some(n) = spin_read(s, buf, spin_budget())? {
+                    return Ok(n);
+                }
+                s.read(buf)
+            }
             Conn::Tcp(s) => s.read(buf),
             Conn::Tls(s) => s.read(buf),
+        }
+    }
+}
+
+/// Default of `VCUDA_SPIN_US`.
+const DEFAULT_SPIN_US: u64 = 100;
+
+/// How long a wait for the backend spins before it sleeps: `VCUDA_SPIN_US` microseconds
+/// (default [`DEFAULT_SPIN_US`]; 0: never). Like CUDA's default scheduling, which spins
+/// while it waits for the GPU: a reply that comes within it costs no sleep and wake-up
+/// (tens of microseconds on a virtual CPU); a longer wait costs that much CPU time once.
+fn spin_budget() -> Duration {
+    static SPIN: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
+    *SPIN.get_or_init(|| {
+        let us = std::env::var("VCUDA_SPIN_US")
+            .ok()
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(DEFAULT_SPIN_US);
+        Duration::from_micros(us.min(1_000_000))
+    })
+}
+
+/// Reads without blocking until bytes come or `budget` has passed: `Some(n)` bytes read
+/// (0 at end of file), `None` if nothing came (then the caller blocks).
+fn spin_read(s: &UnixStream, buf: &mut [u8], budget: Duration) -> io::Result<Option<usize>> {
+    if budget.is_zero() || buf.is_empty() {
+        return Ok(None);
+    }
+    let start = std::time::Instant::now();
+    loop {
+        // SAFETY: `buf` is valid for writes of its length; MSG_DONTWAIT never blocks.
+        let n = unsafe {
+            libc::recv(
+                s.as_raw_fd(),
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+                libc::MSG_DONTWAIT,
+            )
+        };
+        if n >= 0 {
+            return Ok(Some(n as usize));
+        }
+        let e = io::Error::last_os_error();
+        match e.kind() {
+            io::ErrorKind::WouldBlock if start.elapsed() < budget => std::hint::spin_loop(),
+            io::ErrorKind::WouldBlock => return Ok(None),
+            io::ErrorKind::Interrupted => {}
+            _ => return Err(e),
         }
     }
 }
@@ -511,6 +565,21 @@ mod tests {
     use std::os::unix::net::UnixListener;
 
     use super::*;
+
+    #[test]
+    fn a_wait_spins_then_gives_up_or_reads() {
+        let (a, mut b) = UnixStream::pair().unwrap();
+        let mut buf = [0u8; 8];
+        let t = std::time::Instant::now();
+        assert_eq!(spin_read(&a, &mut buf, Duration::from_millis(2)).unwrap(), None);
+        assert!(t.elapsed() >= Duration::from_millis(2));
+        assert_eq!(spin_read(&a, &mut buf, Duration::ZERO).unwrap(), None);
+        b.write_all(b"hi").unwrap();
+        assert_eq!(spin_read(&a, &mut buf, Duration::from_millis(2)).unwrap(), Some(2));
+        assert_eq!(&buf[..2], b"hi");
+        drop(b);
+        assert_eq!(spin_read(&a, &mut buf, Duration::from_millis(2)).unwrap(), Some(0));
+    }
 
     #[test]
     fn default_path_is_never_in_tmp() {

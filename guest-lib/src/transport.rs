@@ -571,14 +571,23 @@ mod tests {
         let (a, mut b) = UnixStream::pair().unwrap();
         let mut buf = [0u8; 8];
         let t = std::time::Instant::now();
-        assert_eq!(spin_read(&a, &mut buf, Duration::from_millis(2)).unwrap(), None);
+        assert_eq!(
+            spin_read(&a, &mut buf, Duration::from_millis(2)).unwrap(),
+            None
+        );
         assert!(t.elapsed() >= Duration::from_millis(2));
         assert_eq!(spin_read(&a, &mut buf, Duration::ZERO).unwrap(), None);
         b.write_all(b"hi").unwrap();
-        assert_eq!(spin_read(&a, &mut buf, Duration::from_millis(2)).unwrap(), Some(2));
+        assert_eq!(
+            spin_read(&a, &mut buf, Duration::from_millis(2)).unwrap(),
+            Some(2)
+        );
         assert_eq!(&buf[..2], b"hi");
         drop(b);
-        assert_eq!(spin_read(&a, &mut buf, Duration::from_millis(2)).unwrap(), Some(0));
+        assert_eq!(
+            spin_read(&a, &mut buf, Duration::from_millis(2)).unwrap(),
+            Some(0)
+        );
     }
 
     #[test]

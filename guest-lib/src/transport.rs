@@ -256,9 +256,31 @@ fn spin_budget() -> Duration {
     })
 }
 
-/// Reads without blocking until bytes come or `budget` has passed: `Some(n)` bytes read
-/// (0 at end of file), `None` if nothing came (then the caller blocks).
+/// The program's scheduling choice (`cudaSetDeviceFlags`' `cudaDeviceSchedule*` bits:
+/// 0 auto, 1 spin, 2 yield, 4 blocking sync), which shapes [`spin_read`].
+static SCHEDULE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// Most a `cudaDeviceScheduleSpin` wait spins before it sleeps anyway.
+const SPIN_SCHEDULE_MAX: Duration = Duration::from_millis(10);
+
+/// Sets how waits for the backend behave, from `cudaSetDeviceFlags`' scheduling bits:
+/// auto spins `VCUDA_SPIN_US`; spin spins longer (up to 10 ms); yield gives the core away
+/// between polls; blocking sync sleeps at once.
+pub fn set_schedule(flags: u32) {
+    SCHEDULE.store(flags & 0x07, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Reads without blocking until bytes come or the spin budget (`budget`, as the program's
+/// scheduling choice shapes it) has passed: `Some(n)` bytes read (0 at end of file), `None`
+/// if nothing came (then the caller blocks).
 fn spin_read(s: &UnixStream, buf: &mut [u8], budget: Duration) -> io::Result<Option<usize>> {
+    let schedule = SCHEDULE.load(std::sync::atomic::Ordering::Relaxed);
+    let (budget, yield_core) = match schedule {
+        4 => (Duration::ZERO, false),
+        1 => (budget.max(SPIN_SCHEDULE_MAX), false),
+        2 => (budget, true),
+        _ => (budget, false),
+    };
     if budget.is_zero() || buf.is_empty() {
         return Ok(None);
     }
@@ -278,7 +300,13 @@ fn spin_read(s: &UnixStream, buf: &mut [u8], budget: Duration) -> io::Result<Opt
         }
         let e = io::Error::last_os_error();
         match e.kind() {
-            io::ErrorKind::WouldBlock if start.elapsed() < budget => std::hint::spin_loop(),
+            io::ErrorKind::WouldBlock if start.elapsed() < budget => {
+                if yield_core {
+                    std::thread::yield_now();
+                } else {
+                    std::hint::spin_loop();
+                }
+            }
             io::ErrorKind::WouldBlock => return Ok(None),
             io::ErrorKind::Interrupted => {}
             _ => return Err(e),
@@ -583,6 +611,14 @@ mod tests {
             Some(2)
         );
         assert_eq!(&buf[..2], b"hi");
+        // cudaDeviceScheduleBlockingSync: no spin at all (one test, as the choice is
+        // process-wide).
+        set_schedule(4);
+        let t = std::time::Instant::now();
+        let r = spin_read(&a, &mut buf, Duration::from_millis(50)).unwrap();
+        set_schedule(0);
+        assert_eq!(r, None);
+        assert!(t.elapsed() < Duration::from_millis(50));
         drop(b);
         assert_eq!(
             spin_read(&a, &mut buf, Duration::from_millis(2)).unwrap(),

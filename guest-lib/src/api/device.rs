@@ -93,6 +93,7 @@ entry! {
             return Err(Error::INVALID_VALUE);
         }
         c.device_flags.lock().unwrap_or_else(|e| e.into_inner()).insert(state::device(), flags);
+        crate::transport::set_schedule(flags);
         Ok(())
     }
 

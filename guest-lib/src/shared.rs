@@ -215,9 +215,51 @@ pub(crate) struct HostCopy {
     pub stream: u64,
     /// `COPY_*` flags.
     pub flags: u32,
+    /// The whole device side lies in one allocation the library knows.
+    pub dev_allocated: bool,
 }
 
+/// A piece of a copy: `(first row, rows, first column, columns)`.
+type Piece = (u64, u64, u64, u64);
+
 impl HostCopy {
+    /// The whole copy as one piece.
+    fn whole(&self) -> Piece {
+        (0, self.height, 0, self.width)
+    }
+
+    /// The host-to-device request for piece `p`, its host side at `(region, offset)`.
+    fn htod_req(&self, p: Piece, region: u64, offset: u64) -> MemcpyHtoDSharedReq {
+        let (row0, rows, col0, w) = p;
+        MemcpyHtoDSharedReq {
+            dst: self.dev + row0 * self.dev_pitch + col0,
+            dpitch: self.dev_pitch,
+            width: w,
+            height: rows,
+            stream: self.stream,
+            flags: self.flags,
+            reserved: 0,
+            region,
+            offset,
+        }
+    }
+
+    /// The device-to-host request for piece `p`, its host side at `(region, offset)`.
+    fn dtoh_req(&self, p: Piece, region: u64, offset: u64) -> MemcpyDtoHSharedReq {
+        let (row0, rows, col0, w) = p;
+        MemcpyDtoHSharedReq {
+            src: self.dev + row0 * self.dev_pitch + col0,
+            spitch: self.dev_pitch,
+            width: w,
+            height: rows,
+            stream: self.stream,
+            flags: self.flags,
+            reserved: 0,
+            region,
+            offset,
+        }
+    }
+
     /// The shared region and offset of the host side, if it is packed rows in one region.
     fn region(&self, c: &Client) -> Option<(u64, u64)> {
         if self.height != 1 && self.host_pitch != self.width {
@@ -235,23 +277,7 @@ pub(crate) fn htod(c: &Client, cp: &HostCopy, posted: bool) -> Result<bool> {
     let Some((region, offset)) = cp.region(c) else {
         return Ok(false);
     };
-    let req = MemcpyHtoDSharedReq {
-        dst: cp.dev,
-        dpitch: cp.dev_pitch,
-        width: cp.width,
-        height: cp.height,
-        stream: cp.stream,
-        flags: cp.flags,
-        reserved: 0,
-        region,
-        offset,
-    };
-    if posted {
-        c.post::<ops::MemcpyHtoDShared>(&req)?;
-    } else {
-        c.call::<ops::MemcpyHtoDShared>(&req)?;
-    }
-    Ok(true)
+    send::<ops::MemcpyHtoDShared>(c, &cp.htod_req(cp.whole(), region, offset), posted)
 }
 
 /// Copies device to host without carrying the bytes when the destination is shared
@@ -260,21 +286,15 @@ pub(crate) fn dtoh(c: &Client, cp: &HostCopy, posted: bool) -> Result<bool> {
     let Some((region, offset)) = cp.region(c) else {
         return Ok(false);
     };
-    let req = MemcpyDtoHSharedReq {
-        src: cp.dev,
-        spitch: cp.dev_pitch,
-        width: cp.width,
-        height: cp.height,
-        stream: cp.stream,
-        flags: cp.flags,
-        reserved: 0,
-        region,
-        offset,
-    };
+    send::<ops::MemcpyDtoHShared>(c, &cp.dtoh_req(cp.whole(), region, offset), posted)
+}
+
+/// Posts or calls one request with no reply payload; `Ok(true)` once sent (or done).
+fn send<O: vcuda_protocol::Op<Resp = ()>>(c: &Client, req: &O::Req, posted: bool) -> Result<bool> {
     if posted {
-        c.post::<ops::MemcpyDtoHShared>(&req)?;
+        c.post::<O>(req)?;
     } else {
-        c.call::<ops::MemcpyDtoHShared>(&req)?;
+        c.call::<O>(req)?;
     }
     Ok(true)
 }
@@ -343,12 +363,9 @@ fn piece_len(total: u64) -> u64 {
 /// The pieces of a staged copy, each at most `piece` bytes, or `None` where the copy should
 /// stay inline: one of several pieces could fail after others were copied, unless the
 /// whole device range is known to be allocated (a copy fails as a whole, as in CUDA).
-fn pieces(c: &Client, cp: &HostCopy, piece: u64) -> Option<Vec<(u64, u64, u64, u64)>> {
+fn pieces(cp: &HostCopy, piece: u64) -> Option<Vec<Piece>> {
     let v = crate::api::memory::chunks(cp.width, cp.height, piece);
-    let span = (cp.height - 1)
-        .checked_mul(cp.dev_pitch)?
-        .checked_add(cp.width)?;
-    (v.len() == 1 || c.mirror.is_device_range(cp.dev, span)).then_some(v)
+    (v.len() == 1 || cp.dev_allocated).then_some(v)
 }
 
 /// Copies pageable host memory to the device through the staging region: `src` is the
@@ -356,30 +373,21 @@ fn pieces(c: &Client, cp: &HostCopy, piece: u64) -> Option<Vec<(u64, u64, u64, u
 pub(crate) fn htod_staged(c: &Client, cp: &HostCopy, src: &[u8]) -> Result<bool> {
     let total = cp.width.saturating_mul(cp.height);
     let piece = piece_len(total);
-    let Some(pieces) = pieces(c, cp, piece) else {
+    let Some(pieces) = pieces(cp, piece) else {
         return Ok(false);
     };
     let done = with_staging(c, total.min(2 * piece), |stage, region| {
         c.call_pipelined::<ops::MemcpyHtoDShared>(
             |i| {
-                let &(row0, rows, col0, w) = pieces.get(i)?;
+                let &p = pieces.get(i)?;
+                let (row0, rows, col0, w) = p;
                 let at = (i % 2) as u64 * piece;
                 for r in 0..rows {
                     let s = ((row0 + r) * cp.host_pitch + col0) as usize;
                     let d = (at + r * w) as usize;
                     stage[d..d + w as usize].copy_from_slice(&src[s..s + w as usize]);
                 }
-                Some(MemcpyHtoDSharedReq {
-                    dst: cp.dev + row0 * cp.dev_pitch + col0,
-                    dpitch: cp.dev_pitch,
-                    width: w,
-                    height: rows,
-                    stream: cp.stream,
-                    flags: cp.flags,
-                    reserved: 0,
-                    region,
-                    offset: at,
-                })
+                Some(cp.htod_req(p, region, at))
             },
             |_| {},
         )
@@ -392,24 +400,14 @@ pub(crate) fn htod_staged(c: &Client, cp: &HostCopy, src: &[u8]) -> Result<bool>
 pub(crate) fn dtoh_staged(c: &Client, cp: &HostCopy, dst: &mut [u8]) -> Result<bool> {
     let total = cp.width.saturating_mul(cp.height);
     let piece = piece_len(total);
-    let Some(pieces) = pieces(c, cp, piece) else {
+    let Some(pieces) = pieces(cp, piece) else {
         return Ok(false);
     };
     let done = with_staging(c, total.min(2 * piece), |stage, region| {
         c.call_pipelined::<ops::MemcpyDtoHShared>(
             |i| {
-                let &(row0, rows, col0, w) = pieces.get(i)?;
-                Some(MemcpyDtoHSharedReq {
-                    src: cp.dev + row0 * cp.dev_pitch + col0,
-                    spitch: cp.dev_pitch,
-                    width: w,
-                    height: rows,
-                    stream: cp.stream,
-                    flags: cp.flags,
-                    reserved: 0,
-                    region,
-                    offset: (i % 2) as u64 * piece,
-                })
+                let &p = pieces.get(i)?;
+                Some(cp.dtoh_req(p, region, (i % 2) as u64 * piece))
             },
             |i| {
                 let (row0, rows, col0, w) = pieces[i];

@@ -166,10 +166,8 @@ fn memcpy(c: &Client, cp: Copy2D, kind: c_int, stream: Option<u64>) -> Result<()
             Ok(())
         }
         Dir::H2D => {
-            check_device_span(c, cp.dst, cp.side(cp.dst, cp.dpitch)?.span())?;
-            let quiet = stream.is_some()
-                && c.mirror
-                    .is_device_range(cp.dst, cp.side(cp.dst, cp.dpitch)?.span());
+            let dev_allocated = check_device_span(c, cp.dst, cp.side(cp.dst, cp.dpitch)?.span())?;
+            let quiet = stream.is_some() && dev_allocated;
             let hc = HostCopy {
                 dev: cp.dst,
                 dev_pitch: cp.dpitch,
@@ -179,6 +177,7 @@ fn memcpy(c: &Client, cp: Copy2D, kind: c_int, stream: Option<u64>) -> Result<()
                 height: cp.height,
                 stream: sh,
                 flags,
+                dev_allocated,
             };
             if shared::htod(c, &hc, quiet)? {
                 return Ok(());
@@ -232,7 +231,7 @@ fn memcpy(c: &Client, cp: Copy2D, kind: c_int, stream: Option<u64>) -> Result<()
             Ok(())
         }
         Dir::D2H => {
-            check_device_span(c, cp.src, cp.side(cp.src, cp.spitch)?.span())?;
+            let dev_allocated = check_device_span(c, cp.src, cp.side(cp.src, cp.spitch)?.span())?;
             let hc = HostCopy {
                 dev: cp.src,
                 dev_pitch: cp.spitch,
@@ -242,10 +241,9 @@ fn memcpy(c: &Client, cp: Copy2D, kind: c_int, stream: Option<u64>) -> Result<()
                 height: cp.height,
                 stream: sh,
                 flags,
+                dev_allocated,
             };
-            let quiet = stream.is_some()
-                && c.mirror
-                    .is_device_range(cp.src, cp.side(cp.src, cp.spitch)?.span());
+            let quiet = stream.is_some() && dev_allocated;
             if shared::dtoh(c, &hc, quiet)? {
                 return Ok(());
             }
@@ -307,15 +305,20 @@ fn memcpy(c: &Client, cp: Copy2D, kind: c_int, stream: Option<u64>) -> Result<()
     }
 }
 
-/// Fails a copy whose device side starts in an allocation the library knows and runs past
-/// its end, before any of it is sent: a copy split into several requests (the transport's
-/// limit, staging pieces) must fail as a whole, as in CUDA, not after its first pieces.
-fn check_device_span(c: &Client, addr: u64, span: u64) -> Result<()> {
+/// Whether `[addr, addr + span)` lies in one device allocation the library knows; fails a
+/// copy whose device side starts in one and runs past its end, before any of it is sent: a
+/// copy split into several requests (the transport's limit, staging pieces) must fail as a
+/// whole, as in CUDA, not after its first pieces.
+fn check_device_span(c: &Client, addr: u64, span: u64) -> Result<bool> {
     match c.mirror.find(addr) {
-        Some(r) if r.kind == Kind::Device && !c.mirror.is_device_range(addr, span) => {
-            Err(Error::INVALID_VALUE)
+        Some(r) if r.kind == Kind::Device => {
+            if c.mirror.is_device_range(addr, span) {
+                Ok(true)
+            } else {
+                Err(Error::INVALID_VALUE)
+            }
         }
-        _ => Ok(()),
+        _ => Ok(false),
     }
 }
 

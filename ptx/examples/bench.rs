@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
-//! Interpretation speed on a few kernels, in thread-instructions per second.
+//! The CPU executor's kernels side by side: compiled to native code, interpreted, and (with
+//! `--cref`) the same computations in C with OpenMP (bench/cpu-kernels.c), in one run on the
+//! same cores, with the ratios.
 //!
-//!     cargo run --release -p vcuda-ptx --example bench [-- THREADS [FILTER]]
+//!     bash bench/cpu-executor.sh            # builds the C reference, runs this
+//!     cargo run --release -p vcuda-ptx --example bench [-- --cref PATH] [--only NAME]
 //!
-//! THREADS 0 (default) uses every core; with 1 the rate is per-thread CPU time, which stays
-//! meaningful on a loaded machine.
+//! Times are wall seconds, the best of three runs after a warm-up (interpreted: best of two).
 
 use std::{
     sync::atomic::{AtomicU64, Ordering},
@@ -34,6 +36,16 @@ impl Arena {
             .used
             .fetch_add((bytes as u64 + 255) & !255, Ordering::Relaxed);
         BASE + off
+    }
+
+    fn fill_u8(&self, addr: u64, n: usize, f: impl Fn(usize) -> u8) {
+        for i in 0..n {
+            let a = addr - BASE + i as u64;
+            let w = &self.words[(a / 8) as usize];
+            let shift = (a % 8) * 8;
+            w.fetch_and(!(0xffu64 << shift), Ordering::Relaxed);
+            w.fetch_or((f(i) as u64) << shift, Ordering::Relaxed);
+        }
     }
 
     fn fill_f32(&self, addr: u64, n: usize, f: impl Fn(usize) -> f32) {
@@ -69,33 +81,57 @@ fn params(words: &[u64], layout: &[(u32, u32)]) -> Vec<u8> {
     p
 }
 
-/// CPU time of the calling thread in seconds (Linux; falls back to wall time elsewhere).
-/// The machine may be shared, so single-threaded rates use this rather than wall time.
-fn thread_cpu() -> Option<f64> {
-    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-    let ns: f64 = s.split_whitespace().next()?.parse().ok()?;
-    Some(ns * 1e-9)
+/// Best wall time of `runs` runs of `f` after one warm-up.
+fn best(runs: usize, f: &mut dyn FnMut()) -> f64 {
+    f();
+    (0..runs)
+        .map(|_| {
+            let t = Instant::now();
+            f();
+            t.elapsed().as_secs_f64()
+        })
+        .fold(f64::MAX, f64::min)
+}
+
+/// Runs the C reference and returns its times by kernel name.
+fn c_reference(path: &str) -> Vec<(String, f64)> {
+    let out = std::process::Command::new(path)
+        .output()
+        .unwrap_or_else(|e| panic!("{path}: {e}"));
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let (k, v) = l.split_once(' ')?;
+            Some((k.to_string(), v.trim().parse().ok()?))
+        })
+        .collect()
 }
 
 fn main() {
-    let threads: usize = std::env::args()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let filter = std::env::args().nth(2).unwrap_or_default();
-    let basic = Module::parse(include_str!("../tests/fixtures/basic.ptx")).expect("basic.ptx");
-    let reduce = Module::parse(include_str!("../tests/fixtures/reduce.ptx")).expect("reduce.ptx");
-    let mem = Arena::new(64 << 20);
-    let sink = std::sync::Mutex::new(Vec::new());
-    let opts = LaunchOptions {
-        threads,
-        ..LaunchOptions::default()
+    let args: Vec<String> = std::env::args().collect();
+    let flag = |name: &str| {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1).cloned())
     };
-    let n = 1 << 20;
-    let (a, b, c) = (mem.alloc(n * 4), mem.alloc(n * 4), mem.alloc(n * 4));
-    mem.fill_f32(a, n, |i| i as f32);
-    mem.fill_f32(b, n, |i| 1.0 - i as f32);
-    let dim = 256usize;
+    let only = flag("--only").unwrap_or_default();
+    let cref = flag("--cref").map(|p| c_reference(&p)).unwrap_or_default();
+    let fixture = |f: &str| {
+        let p = format!("{}/tests/fixtures/{f}.ptx", env!("CARGO_MANIFEST_DIR"));
+        Module::parse(&std::fs::read_to_string(&p).expect("fixture")).expect("PTX")
+    };
+    let (basic, reduce, stencil) = (fixture("basic"), fixture("reduce"), fixture("stencil"));
+    let mem = Arena::new(300 << 20);
+    let sink = std::sync::Mutex::new(Vec::new());
+    let vec_n = 1usize << 24;
+    let (a, b, c) = (
+        mem.alloc(vec_n * 4),
+        mem.alloc(vec_n * 4),
+        mem.alloc(vec_n * 4),
+    );
+    mem.fill_f32(a, vec_n, |i| (i % 1000) as f32);
+    mem.fill_f32(b, vec_n, |i| 1.0 - (i % 77) as f32);
+    let dim = 512usize;
     let (ma, mb, mc) = (
         mem.alloc(dim * dim * 4),
         mem.alloc(dim * dim * 4),
@@ -103,6 +139,14 @@ fn main() {
     );
     mem.fill_f32(ma, dim * dim, |i| (i % 7) as f32);
     mem.fill_f32(mb, dim * dim, |i| (i % 5) as f32);
+    let (sw, sh) = (2048usize, 2048usize);
+    let (sin, sout) = (mem.alloc(sw * sh * 4), mem.alloc(sw * sh * 4));
+    mem.fill_f32(sin, sw * sh, |i| (i % 13) as f32);
+    let hist_n = 1usize << 24;
+    let (hd, bins) = (mem.alloc(hist_n), mem.alloc(256 * 4));
+    mem.fill_u8(hd, hist_n, |i| {
+        ((i as u32).wrapping_mul(2654435761) >> 24) as u8
+    });
     let out = mem.alloc(8);
 
     let layout = |m: &Module, k: &str| -> Vec<(u32, u32)> {
@@ -113,81 +157,91 @@ fn main() {
             .map(|p| (p.offset, p.size))
             .collect()
     };
-    type Case<'a> = (&'a str, &'a Module, &'a str, LaunchConfig, Vec<u8>);
+    let cfg = |grid: [u32; 3], block: [u32; 3], dynamic_shared: u32| LaunchConfig {
+        grid,
+        block,
+        dynamic_shared,
+    };
+    type Case<'a> = (&'a str, &'a str, &'a Module, &'a str, LaunchConfig, Vec<u8>);
     let cases: Vec<Case<'_>> = vec![
         (
-            "vectorAdd (1M floats)",
+            "vectorAdd",
+            "vectorAdd, 2^24 floats",
             &basic,
             "vectorAdd",
-            LaunchConfig {
-                grid: [(n / 256) as u32, 1, 1],
-                block: [256, 1, 1],
-                dynamic_shared: 0,
-            },
-            params(&[a, b, c, n as u64], &layout(&basic, "vectorAdd")),
+            cfg([(vec_n / 256) as u32, 1, 1], [256, 1, 1], 0),
+            params(&[a, b, c, vec_n as u64], &layout(&basic, "vectorAdd")),
         ),
         (
-            "tiled matmul (256x256, 16x16 tiles)",
+            "sgemm",
+            "SGEMM 512x512, 16x16 tiles",
             &basic,
             "matmul",
-            LaunchConfig {
-                grid: [16, 16, 1],
-                block: [16, 16, 1],
-                dynamic_shared: 0,
-            },
+            cfg([32, 32, 1], [16, 16, 1], 0),
             params(
                 &[ma, mb, mc, dim as u64, dim as u64, dim as u64],
                 &layout(&basic, "matmul"),
             ),
         ),
         (
-            "reduction, warp shuffles (1M ints)",
-            &reduce,
-            "reduceWarp",
-            LaunchConfig {
-                grid: [256, 1, 1],
-                block: [256, 1, 1],
-                dynamic_shared: 0,
-            },
-            params(&[a, out, n as u64], &layout(&reduce, "reduceWarp")),
-        ),
-        (
-            "reduction, shared memory tree (1M floats)",
+            "reduction",
+            "shared-memory tree reduction, 2^24 floats",
             &reduce,
             "reduceShared",
-            LaunchConfig {
-                grid: [(n / 512) as u32, 1, 1],
-                block: [256, 1, 1],
-                dynamic_shared: 1024,
-            },
-            params(&[a, out, n as u64], &layout(&reduce, "reduceShared")),
+            cfg([(vec_n / 512) as u32, 1, 1], [256, 1, 1], 1024),
+            params(&[a, out, vec_n as u64], &layout(&reduce, "reduceShared")),
+        ),
+        (
+            "stencil",
+            "5-point stencil 2048x2048",
+            &stencil,
+            "jacobi",
+            cfg([(sw / 16) as u32, (sh / 16) as u32, 1], [16, 16, 1], 0),
+            params(
+                &[sin, sout, sw as u64, sh as u64],
+                &layout(&stencil, "jacobi"),
+            ),
+        ),
+        (
+            "histogram",
+            "histogram, shared atomics, 2^24 bytes",
+            &reduce,
+            "histogram",
+            cfg([1024, 1, 1], [256, 1, 1], 0),
+            params(&[hd, hist_n as u64, bins], &layout(&reduce, "histogram")),
         ),
     ];
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    println!("{cores} cores; wall seconds, best of 3 (interpreted: best of 2) after a warm-up\n");
     println!(
-        "{:<42} {:>14} {:>10} {:>16}",
-        "kernel", "thread-insts", "seconds", "thread-insts/s"
+        "| kernel | C (gcc -O2 -fopenmp) | compiled | interpreted | compiled / C | interpreted / C | interpreted / compiled |"
     );
-    for (label, m, k, cfg, p) in cases.into_iter().filter(|c| c.0.contains(&filter)) {
+    println!("|---|---:|---:|---:|---:|---:|---:|");
+    for (key, label, m, k, cfg, p) in cases.into_iter().filter(|c| c.0.contains(&only)) {
         let id = m.kernel(k).expect("kernel");
-        // Warm up once, then take the best of three.
-        let run = || launch(m, id, &cfg, &p, &|_| 0, &mem, &sink, &opts).expect("launch");
-        run();
-        let mut best = f64::MAX;
-        let mut insts = 0;
-        for _ in 0..3 {
-            let (t, c) = (Instant::now(), thread_cpu());
-            let s = run();
-            // With one worker the launch runs on this thread: its CPU time is exact.
-            let dt = match (threads == 1, c, thread_cpu()) {
-                (true, Some(a), Some(b)) => b - a,
-                _ => t.elapsed().as_secs_f64(),
+        let time = |jit: bool, runs: usize| {
+            let opts = LaunchOptions {
+                jit,
+                ..LaunchOptions::default()
             };
-            best = best.min(dt);
-            insts = s.thread_instructions;
-        }
+            let mut compiled = false;
+            let t = best(runs, &mut || {
+                let s = launch(m, id, &cfg, &p, &|_| 0, &mem, &sink, &opts).expect("launch");
+                compiled = s.compiled;
+            });
+            assert_eq!(compiled, jit, "{k}: compiled = {compiled}");
+            t
+        };
+        let tc = time(true, 3);
+        let ti = time(false, 2);
+        let c = cref.iter().find(|(n, _)| n == key).map(|(_, t)| *t);
+        let ratio = |x: f64| c.map_or("-".to_string(), |c| format!("{:.1}x", x / c));
         println!(
-            "{label:<42} {insts:>14} {best:>10.4} {:>16.3e}",
-            insts as f64 / best
+            "| {label} | {} | {tc:.4} | {ti:.4} | {} | {} | {:.1}x |",
+            c.map_or("-".to_string(), |c| format!("{c:.4}")),
+            ratio(tc),
+            ratio(ti),
+            ti / tc
         );
     }
 }

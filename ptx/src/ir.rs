@@ -4,7 +4,7 @@
 //! Registers are indices relative to their function's register window; every register holds a
 //! 64-bit pattern per lane (narrower values are kept zero-extended, predicates are 0 or 1).
 
-use crate::alu::{AluCtx, AluFn};
+use crate::alu::{AluCtx, AluFn, native::Native};
 
 pub(crate) type Reg = u32;
 /// The `_` sink destination.
@@ -140,6 +140,8 @@ pub(crate) enum Op {
     Alu {
         f: AluFn,
         ctx: AluCtx,
+        /// The form the compiler emits inline, if any (else it calls `f`).
+        native: Option<Native>,
         src: [Src; 4],
         nsrc: u8,
         dst: [Reg; 2],
@@ -171,6 +173,9 @@ pub(crate) enum Op {
         n: u8,
         d: [Reg; 4],
         addr: Addr,
+        /// `.volatile`: on shared memory, the mark of warp-synchronous code (lanes that read
+        /// each other's writes without a barrier), which only lockstep execution runs right.
+        volatile: bool,
     },
     St {
         space: Space,
@@ -178,6 +183,7 @@ pub(crate) enum Op {
         n: u8,
         v: [Src; 4],
         addr: Addr,
+        volatile: bool,
     },
     Atom {
         space: Space,

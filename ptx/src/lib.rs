@@ -36,6 +36,7 @@ mod error;
 mod exec;
 mod float;
 mod ir;
+mod jit;
 mod lexer;
 mod memory;
 mod module;

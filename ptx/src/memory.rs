@@ -111,6 +111,18 @@ impl<'m> GlobalMem<'m> {
         Ok(r.host.wrapping_add(off as usize))
     }
 
+    /// The region holding `size` bytes at `addr` (device base, length, host address), for
+    /// the compiled code's inline region check.
+    pub(crate) fn region_of(&mut self, addr: u64, size: u64) -> Option<(u64, u64, *mut u8)> {
+        let p = self.ptr(addr, size).ok()?;
+        let r = self.mem.region(addr)?;
+        Some((
+            r.base,
+            r.len,
+            p.wrapping_sub(addr.wrapping_sub(r.base) as usize),
+        ))
+    }
+
     /// Loads `size` (1, 2, 4, 8) bytes, zero-extended.
     pub fn load(&mut self, addr: u64, size: u32) -> Result<u64, MemFault> {
         let p = self.ptr(addr, size as u64)?;

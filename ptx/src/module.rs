@@ -167,6 +167,8 @@ pub struct Module {
     pub(crate) addr_taken: Vec<u32>,
     version: Option<f64>,
     target: Vec<String>,
+    /// Kernels compiled to native code, on first launch.
+    pub(crate) jit: crate::jit::Cache,
 }
 
 impl Module {

@@ -162,16 +162,29 @@ fn try_all_kernels(m: &Module) {
             block,
             dynamic_shared: 256,
         };
-        let _ = vcuda_ptx::launch(
-            m,
-            vcuda_ptx::KernelId(i as u32),
-            &cfg,
-            &params,
-            &|_| buf,
-            &mem,
-            &out,
-            &opts,
-        );
+        // Interpreted, then compiled from the same memory: neither may panic or crash on
+        // mutated PTX. (Their memory is not compared: garbage parameters make threads race on
+        // one buffer, so results legitimately depend on the order threads run in.)
+        let run = |jit: bool| {
+            let before = mem.snapshot();
+            let r = vcuda_ptx::launch(
+                m,
+                vcuda_ptx::KernelId(i as u32),
+                &cfg,
+                &params,
+                &|_| buf,
+                &mem,
+                &out,
+                &LaunchOptions {
+                    jit,
+                    ..opts.clone()
+                },
+            );
+            mem.restore(&before);
+            r
+        };
+        let _ = run(false);
+        let _ = run(true);
     }
 }
 

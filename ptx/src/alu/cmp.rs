@@ -10,20 +10,20 @@ use super::{
 use crate::types::Ty;
 
 // Comparison codes.
-const C_EQ: u8 = 0;
-const C_NE: u8 = 1;
-const C_LT: u8 = 2;
-const C_LE: u8 = 3;
-const C_GT: u8 = 4;
-const C_GE: u8 = 5;
-const C_EQU: u8 = 6;
-const C_NEU: u8 = 7;
-const C_LTU: u8 = 8;
-const C_LEU: u8 = 9;
-const C_GTU: u8 = 10;
-const C_GEU: u8 = 11;
-const C_NUM: u8 = 12;
-const C_NAN: u8 = 13;
+pub(crate) const C_EQ: u8 = 0;
+pub(crate) const C_NE: u8 = 1;
+pub(crate) const C_LT: u8 = 2;
+pub(crate) const C_LE: u8 = 3;
+pub(crate) const C_GT: u8 = 4;
+pub(crate) const C_GE: u8 = 5;
+pub(crate) const C_EQU: u8 = 6;
+pub(crate) const C_NEU: u8 = 7;
+pub(crate) const C_LTU: u8 = 8;
+pub(crate) const C_LEU: u8 = 9;
+pub(crate) const C_GTU: u8 = 10;
+pub(crate) const C_GEU: u8 = 11;
+pub(crate) const C_NUM: u8 = 12;
+pub(crate) const C_NAN: u8 = 13;
 
 #[inline(always)]
 fn cmp<T: PartialOrd, const OP: u8>(a: T, b: T) -> bool {
@@ -123,7 +123,7 @@ macro_rules! by_load {
     };
 }
 
-fn cmp_code(w: &str, ty: Ty) -> Option<(u8, Ty)> {
+pub(super) fn cmp_code(w: &str, ty: Ty) -> Option<(u8, Ty)> {
     let unsigned = |t: Ty| match t {
         Ty::S8 | Ty::B8 => Ty::U8,
         Ty::S16 | Ty::B16 => Ty::U16,

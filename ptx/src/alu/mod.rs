@@ -333,11 +333,12 @@ macro_rules! wide_mad {
 }
 
 // Declared after the lane macros above, which `decode` uses.
-mod cmp;
+pub(crate) mod cmp;
 mod cvt;
 mod decode;
 mod fp;
 mod int;
+pub(crate) mod native;
 #[cfg(test)]
 mod tests;
 

@@ -62,6 +62,9 @@ pub struct LaunchOptions {
     pub time_limit: Option<Duration>,
     /// Fail with [`KernelError::Cancelled`] once this is cancelled (the session ended).
     pub cancel: Option<Cancel>,
+    /// Run kernels compiled to native code where the compiler handles them (the default);
+    /// `false` interprets every kernel.
+    pub jit: bool,
 }
 
 /// Stops running launches from another thread: a launch given a clone of it fails with
@@ -102,6 +105,7 @@ impl Default for LaunchOptions {
             num_sms: 132,
             time_limit: None,
             cancel: None,
+            jit: true,
         }
     }
 }
@@ -115,6 +119,8 @@ pub struct LaunchStats {
     pub warp_instructions: u64,
     pub blocks: u64,
     pub elapsed: Duration,
+    /// Whether the kernel ran compiled to native code (else interpreted).
+    pub compiled: bool,
 }
 
 /// Receives device `printf` output, one call per `printf` per thread.
@@ -146,28 +152,28 @@ const SLICE: u32 = 4096;
 const ZERO: Lanes = [0; 32];
 const MAX_THREADS: u32 = 1024;
 
-struct Launch<'a> {
-    module: &'a Module,
-    kernel: &'a KernelInfo,
-    cfg: LaunchConfig,
-    params: &'a [u8],
-    syms: Vec<u64>,
+pub(crate) struct Launch<'a> {
+    pub(crate) module: &'a Module,
+    pub(crate) kernel: &'a KernelInfo,
+    pub(crate) cfg: LaunchConfig,
+    pub(crate) params: &'a [u8],
+    pub(crate) syms: Vec<u64>,
     /// Register window base per function (u32::MAX if unreachable).
-    reg_base: Vec<u32>,
-    total_regs: u32,
-    nthreads: u32,
-    nblocks: u64,
-    shared_size: u32,
-    mem: &'a dyn DeviceMemory,
-    out: &'a dyn PrintfSink,
-    opts: &'a LaunchOptions,
-    next_block: AtomicU64,
-    abort: AtomicBool,
-    error: Mutex<Option<(u64, KernelError)>>,
-    insts: AtomicU64,
-    winsts: AtomicU64,
-    start: Instant,
-    timer0: u64,
+    pub(crate) reg_base: Vec<u32>,
+    pub(crate) total_regs: u32,
+    pub(crate) nthreads: u32,
+    pub(crate) nblocks: u64,
+    pub(crate) shared_size: u32,
+    pub(crate) mem: &'a dyn DeviceMemory,
+    pub(crate) out: &'a dyn PrintfSink,
+    pub(crate) opts: &'a LaunchOptions,
+    pub(crate) next_block: AtomicU64,
+    pub(crate) abort: AtomicBool,
+    pub(crate) error: Mutex<Option<(u64, KernelError)>>,
+    pub(crate) insts: AtomicU64,
+    pub(crate) winsts: AtomicU64,
+    pub(crate) start: Instant,
+    pub(crate) timer0: u64,
 }
 
 /// Runs `kernel` over the whole grid. Returns when every block has finished or one failed.
@@ -311,7 +317,14 @@ pub fn launch(
         opts.threads
     };
     let workers = (cores as u64).min(nblocks).max(1) as usize;
-    pool::run(workers, &|| worker(&l));
+    let compiled = opts
+        .jit
+        .then(|| crate::jit::get(module, kernel.0))
+        .flatten();
+    match &compiled {
+        Some(c) => pool::run(workers, &|| crate::jit::worker(&l, c)),
+        None => pool::run(workers, &|| worker(&l)),
+    }
     if let Some((_, e)) = l.error.lock().ok().and_then(|mut e| e.take()) {
         return Err(e);
     }
@@ -320,6 +333,7 @@ pub fn launch(
         warp_instructions: l.winsts.load(Ordering::Relaxed),
         blocks: nblocks,
         elapsed: start.elapsed(),
+        compiled: compiled.is_some(),
     })
 }
 
@@ -352,7 +366,7 @@ fn worker(l: &Launch<'_>) {
 impl Launch<'_> {
     /// Records the failure of block `id` (the lowest block's error wins) and stops the
     /// other workers.
-    fn fail(&self, id: u64, e: KernelError) {
+    pub(crate) fn fail(&self, id: u64, e: KernelError) {
         self.abort.store(true, Ordering::Relaxed);
         if let Ok(mut slot) = self.error.lock()
             && slot.as_ref().is_none_or(|(b, _)| id < *b)
@@ -362,7 +376,7 @@ impl Launch<'_> {
     }
 
     /// Whether the launch must stop: cancelled, or past its time limit.
-    pub(super) fn check_stop(&self) -> Result<(), KernelError> {
+    pub(crate) fn check_stop(&self) -> Result<(), KernelError> {
         if self.opts.cancel.as_ref().is_some_and(Cancel::is_cancelled) {
             return Err(KernelError::Cancelled);
         }

@@ -60,6 +60,7 @@ impl<'a> Ctx<'a> {
                     nsrc,
                     dst,
                     ndst,
+                    ..
                 } => {
                     if mask != 0 {
                         let ns = (*nsrc as usize).min(4);
@@ -140,6 +141,7 @@ impl<'a> Ctx<'a> {
                     n,
                     d,
                     addr,
+                    ..
                 } => {
                     if mask != 0 {
                         let (sz, n) = (*size as u32, (*n as usize).min(4));
@@ -209,6 +211,7 @@ impl<'a> Ctx<'a> {
                     n,
                     v,
                     addr,
+                    ..
                 } => {
                     if mask != 0 {
                         let (sz, n) = (*size as u32, (*n as usize).min(4));

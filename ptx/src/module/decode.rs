@@ -193,7 +193,7 @@ impl<'a> Lower<'a> {
         let mods = i.mods.as_slice();
         let args = i.args.as_slice();
         match alu::lookup(i.op, mods) {
-            Ok(Some(spec)) => return self.alu(st, spec, args),
+            Ok(Some(spec)) => return self.alu(st, spec, args, alu::native::native(i.op, mods)),
             Ok(None) => {}
             Err(e) => return unsup(e),
         }
@@ -283,6 +283,7 @@ impl<'a> Lower<'a> {
                     n: n as u8,
                     v,
                     addr,
+                    volatile: has(mods, "volatile"),
                 }
             }
             "atom" | "red" => self.atom(st, i.op == "red", mods, args)?,
@@ -492,6 +493,7 @@ impl<'a> Lower<'a> {
         st: &mut FnState<'a>,
         spec: alu::AluSpec,
         args: &[Operand<'a>],
+        native: Option<alu::native::Native>,
     ) -> DResult<Op> {
         let Some((first, rest)) = args.split_first() else {
             return unsup("missing operands");
@@ -544,6 +546,7 @@ impl<'a> Lower<'a> {
         Ok(Op::Alu {
             f: spec.f,
             ctx,
+            native,
             src,
             nsrc: ns as u8,
             dst,
@@ -581,6 +584,7 @@ impl<'a> Lower<'a> {
             n: n as u8,
             d,
             addr,
+            volatile: has(mods, "volatile"),
         })
     }
 

@@ -178,6 +178,7 @@ impl<'a> Lower<'a> {
             syms: l.syms,
             version: ast.version,
             target: ast.target.iter().map(|s| s.to_string()).collect(),
+            jit: Default::default(),
         })
     }
 

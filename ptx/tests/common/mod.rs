@@ -64,6 +64,28 @@ impl Mem {
         v
     }
 
+    /// Every allocation's bytes.
+    pub fn snapshot(&self) -> Vec<Vec<u8>> {
+        let spans: Vec<(u64, u64)> = self
+            .allocs
+            .read()
+            .unwrap()
+            .iter()
+            .map(|(b, l, _)| (*b, *l))
+            .collect();
+        spans
+            .into_iter()
+            .map(|(b, l)| self.read(b, l as usize))
+            .collect()
+    }
+
+    pub fn restore(&self, snap: &[Vec<u8>]) {
+        let spans: Vec<u64> = self.allocs.read().unwrap().iter().map(|a| a.0).collect();
+        for (b, bytes) in spans.into_iter().zip(snap) {
+            self.write(b, bytes);
+        }
+    }
+
     pub fn upload(&self, data: &[u8]) -> u64 {
         let a = self.alloc(data.len() as u64);
         self.write(a, data);
@@ -141,6 +163,12 @@ pub struct Gpu {
     pub globals: Vec<u64>,
     pub out: Mutex<Vec<u8>>,
     pub opts: LaunchOptions,
+    /// With `opts.jit`, run every launch interpreted first and check that the compiled run
+    /// gives the same result, memory and output (off for kernels whose result depends on
+    /// the order threads run in).
+    pub differential: bool,
+    /// Launches that ran compiled.
+    pub compiled: std::sync::atomic::AtomicU32,
 }
 
 impl Gpu {
@@ -162,6 +190,8 @@ impl Gpu {
             globals,
             out: Mutex::new(Vec::new()),
             opts: LaunchOptions::default(),
+            differential: true,
+            compiled: Default::default(),
         }
     }
 
@@ -208,16 +238,77 @@ impl Gpu {
             block,
             dynamic_shared: dyn_shared,
         };
-        launch(
-            &self.module,
-            id,
-            &cfg,
-            &params,
-            &|g| self.globals[g.0 as usize],
-            &self.mem,
-            &self.out,
-            &self.opts,
-        )
+        let go = |opts: &LaunchOptions| {
+            launch(
+                &self.module,
+                id,
+                &cfg,
+                &params,
+                &|g| self.globals[g.0 as usize],
+                &self.mem,
+                &self.out,
+                opts,
+            )
+        };
+        if !(self.opts.jit && self.differential) {
+            let r = go(&self.opts);
+            if r.as_ref().is_ok_and(|s| s.compiled) {
+                self.compiled.fetch_add(1, Ordering::Relaxed);
+            }
+            return r;
+        }
+        // Differential run: interpreted, then compiled from the same memory.
+        let before = self.mem.snapshot();
+        let printed = std::mem::take(&mut *self.out.lock().unwrap());
+        let interp = LaunchOptions {
+            jit: false,
+            ..self.opts.clone()
+        };
+        let want = go(&interp);
+        let want_mem = self.mem.snapshot();
+        let want_out = std::mem::replace(&mut *self.out.lock().unwrap(), printed.clone());
+        self.mem.restore(&before);
+        let got = go(&self.opts);
+        let compiled = got.as_ref().is_ok_and(|s| s.compiled);
+        if compiled {
+            self.compiled.fetch_add(1, Ordering::Relaxed);
+        }
+        let got_out = self.out.lock().unwrap()[printed.len()..].to_vec();
+        assert_eq!(
+            got.as_ref().map(|_| ()).map_err(|e| e.to_string()),
+            want.as_ref().map(|_| ()).map_err(|e| e.to_string()),
+            "{kernel}: compiled and interpreted results differ"
+        );
+        if got.is_ok() {
+            let got_mem = self.mem.snapshot();
+            for (k, (g, w)) in got_mem.iter().zip(&want_mem).enumerate() {
+                if let Some(i) = (0..g.len()).find(|&i| g[i] != w[i]) {
+                    panic!(
+                        "{kernel}: compiled and interpreted memory differ in allocation {k} at byte {i}: {} vs {}",
+                        g[i], w[i]
+                    );
+                }
+            }
+            // Blocks run in parallel: compare the printed lines as sets.
+            let lines = |b: &[u8]| {
+                let mut v: Vec<String> = String::from_utf8_lossy(b)
+                    .lines()
+                    .map(String::from)
+                    .collect();
+                v.sort();
+                v
+            };
+            assert!(
+                lines(&got_out) == lines(&want_out),
+                "{kernel}: printf output differs"
+            );
+        }
+        got
+    }
+
+    /// How many launches ran compiled.
+    pub fn compiled_launches(&self) -> u32 {
+        self.compiled.load(Ordering::Relaxed)
     }
 
     pub fn run(&self, kernel: &str, grid: u32, block: u32, args: &[Arg]) -> LaunchStats {

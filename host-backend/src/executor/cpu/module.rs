@@ -164,6 +164,8 @@ pub struct Modules {
     pub time_limit: Option<Duration>,
     /// The session's cancellation token (see [`crate::executor::Executor::set_cancel`]).
     pub cancel: Option<Cancel>,
+    /// Run kernels compiled to native code (`VCUDA_CPU_JIT=0` interprets them all).
+    jit: bool,
 }
 
 impl Modules {
@@ -179,6 +181,7 @@ impl Modules {
             instruction_limit: Some(1 << 40),
             time_limit,
             cancel: None,
+            jit: std::env::var("VCUDA_CPU_JIT").map_or(true, |v| v != "0"),
         }
     }
 
@@ -384,6 +387,7 @@ impl Modules {
             time_limit: self.time_limit,
             cancel: self.cancel.clone(),
             num_sms: self.threads.clamp(1, 1024) as u32,
+            jit: self.jit,
             ..LaunchOptions::default()
         };
         let addrs = &m.addrs;

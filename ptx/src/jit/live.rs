@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! Register liveness over a kernel's instructions.
+
+use crate::ir::{Inst, Op, SINK, Src};
+
+/// Registers live on entry to each instruction (bitsets of `nregs` bits), by backward
+/// dataflow over the kernel's control flow: a barrier spills only what is live after it.
+pub(super) fn live_in(code: &[Inst], nregs: u32) -> Vec<Vec<u64>> {
+    let words = (nregs as usize).div_ceil(64).max(1);
+    let set = |s: &mut Vec<u64>, r: u32| {
+        if r < nregs {
+            s[r as usize / 64] |= 1 << (r % 64);
+        }
+    };
+    // Uses and (killing) definitions per instruction.
+    let mut uses = vec![vec![0u64; words]; code.len()];
+    let mut defs = vec![vec![0u64; words]; code.len()];
+    for (pc, i) in code.iter().enumerate() {
+        let (u, d) = (&mut uses[pc], &mut defs[pc]);
+        let use_src = |u: &mut Vec<u64>, s: &Src| {
+            if let Src::Reg(r) | Src::NotReg(r) = s {
+                set(u, *r);
+            }
+        };
+        let mut dl: Vec<u32> = Vec::new();
+        match &i.op {
+            Op::Alu {
+                src,
+                nsrc,
+                dst,
+                ndst,
+                ..
+            } => {
+                src.iter().take(*nsrc as usize).for_each(|s| use_src(u, s));
+                dl.extend(dst.iter().take(*ndst as usize));
+            }
+            Op::Mov { d: x, a, .. } | Op::Cvta { d: x, a, .. } => {
+                use_src(u, a);
+                dl.push(*x);
+            }
+            Op::Pack { d: x, srcs, n, .. } => {
+                srcs.iter().take(*n as usize).for_each(|s| use_src(u, s));
+                dl.push(*x);
+            }
+            Op::Unpack { ds, n, a, .. } => {
+                use_src(u, a);
+                dl.extend(ds.iter().take(*n as usize));
+            }
+            Op::Ld { d: ds, n, addr, .. } => {
+                use_src(u, &addr.base);
+                dl.extend(ds.iter().take((*n).max(1) as usize));
+            }
+            Op::St { v, n, addr, .. } => {
+                use_src(u, &addr.base);
+                v.iter()
+                    .take((*n).max(1) as usize)
+                    .for_each(|s| use_src(u, s));
+            }
+            Op::Atom {
+                d: x, addr, b, c, ..
+            } => {
+                use_src(u, &addr.base);
+                use_src(u, b);
+                use_src(u, c);
+                dl.push(*x);
+            }
+            _ => {}
+        }
+        if let Some((g, _)) = i.guard {
+            set(u, g);
+        } else {
+            for r in dl {
+                if r != SINK {
+                    set(d, r);
+                }
+            }
+        }
+    }
+    let succ = |pc: usize| -> [Option<usize>; 2] {
+        let next = (pc + 1 < code.len()).then_some(pc + 1);
+        let guarded = code[pc].guard.is_some();
+        match code[pc].op {
+            Op::Bra { target } => [Some(target as usize), if guarded { next } else { None }],
+            Op::Exit | Op::Ret => [if guarded { next } else { None }, None],
+            _ => [next, None],
+        }
+    };
+    let mut live = vec![vec![0u64; words]; code.len()];
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for pc in (0..code.len()).rev() {
+            let mut out = vec![0u64; words];
+            for s in succ(pc).into_iter().flatten() {
+                if let Some(l) = live.get(s) {
+                    for (o, x) in out.iter_mut().zip(l) {
+                        *o |= x;
+                    }
+                }
+            }
+            for w in 0..words {
+                let v = uses[pc][w] | (out[w] & !defs[pc][w]);
+                if v != live[pc][w] {
+                    live[pc][w] = v;
+                    changed = true;
+                }
+            }
+        }
+    }
+    live
+}

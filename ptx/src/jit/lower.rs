@@ -1,0 +1,845 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! Translation of one kernel's decoded instructions into a Cranelift function that runs one
+//! thread: `fn(tc: *mut ThreadCtx, regs: *mut u64, resume: u32) -> u32`.
+//!
+//! PTX registers become Cranelift variables (all 64 bits wide, as in the interpreter). At a
+//! `bar.sync` the thread stores every register to `regs`, records the barrier and a resume
+//! point, and returns [`AT_BARRIER`]; called again with that resume point it reloads them and
+//! goes on after the barrier. The block runner ([`super::run_block`]) calls each thread until
+//! all have exited, releasing barriers between rounds, so a block needs no stacks or
+//! coroutines. Loads and stores check the region inline (shared, local and parameter
+//! buffers, and the last global region used) and call [`rt::h_ptr`] otherwise. ALU
+//! instructions with a [`Native`] form are inline; the others call their interpreter function.
+
+#![allow(clippy::needless_range_loop)] // operand arrays indexed by position, as in the IR
+
+use std::collections::{BTreeSet, HashMap};
+
+use cranelift_codegen::ir::{
+    AbiParam, Block, InstBuilder, MemFlagsData, Signature, StackSlotData, StackSlotKind, Type,
+    Value,
+    condcodes::IntCC,
+    types::{F32, F64, I8, I16, I32, I64},
+};
+use cranelift_frontend::{FunctionBuilder, Switch, Variable};
+
+use super::{
+    live::live_in,
+    rt::{self, AT_BARRIER, EXITED, FAULTED, STOPPED, off},
+};
+use crate::{
+    alu::native::Native,
+    ir::{BarKind, Inst, Op, SINK, Space, Src, Sreg},
+    module::{LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW},
+};
+
+/// Why a kernel is not compiled (it then runs interpreted).
+pub(crate) type Reject = String;
+
+/// Checks that every instruction of `code` (one kernel's body) can be compiled.
+pub(super) fn check(code: &[Inst], nregs: u32, nsyms: usize) -> Result<(), Reject> {
+    let reg_ok = |s: &Src| match s {
+        Src::Reg(r) | Src::NotReg(r) => *r < nregs,
+        Src::Sym(i, _) => (*i as usize) < nsyms,
+        _ => true,
+    };
+    for i in code {
+        let ok = match &i.op {
+            Op::Alu { src, .. } => src.iter().all(reg_ok),
+            Op::Mov { .. }
+            | Op::Pack { .. }
+            | Op::Unpack { .. }
+            | Op::Cvta { .. }
+            | Op::Exit
+            | Op::Ret
+            | Op::Fence
+            | Op::Nop
+            | Op::Atom { .. } => true,
+            Op::Bra { target } => (*target as usize) < code.len(),
+            Op::Ld {
+                volatile, space, ..
+            }
+            | Op::St {
+                volatile, space, ..
+            } => {
+                if *volatile && matches!(space, Space::Shared | Space::Generic) {
+                    return Err("volatile shared memory (warp-synchronous code)".into());
+                }
+                true
+            }
+            Op::Bar {
+                kind: BarKind::Sync,
+                id: Src::Imm(_),
+                count: None,
+                d,
+                ..
+            } => *d == SINK,
+            op => return Err(op_name(op).to_string()),
+        };
+        if !ok {
+            return Err("operands".into());
+        }
+        if let Some((g, _)) = i.guard
+            && g >= nregs
+        {
+            return Err("guard register".into());
+        }
+    }
+    Ok(())
+}
+
+fn op_name(op: &Op) -> &'static str {
+    match op {
+        Op::Brx { .. } => "brx.idx",
+        Op::Call { .. } => "call",
+        Op::Intrinsic { .. } => "printf/assert",
+        Op::Trap => "trap",
+        Op::Brkpt => "brkpt",
+        Op::Bar { .. } => "bar other than bar.sync with a constant id",
+        Op::Shfl { .. } => "shfl",
+        Op::Vote { .. } => "vote",
+        Op::Match { .. } => "match",
+        Op::Redux { .. } => "redux",
+        Op::Activemask { .. } => "activemask",
+        Op::CpAsync { .. } => "cp.async",
+        Op::Elect { .. } => "elect",
+        Op::Isspacep { .. } => "isspacep",
+        Op::Unsupported(_) => "an unsupported instruction",
+        _ => "instruction",
+    }
+}
+
+/// Helper signatures, imported once per function.
+struct Helpers {
+    ptr: cranelift_codegen::ir::SigRef,
+    atom: cranelift_codegen::ir::SigRef,
+    alu: cranelift_codegen::ir::SigRef,
+    sreg: cranelift_codegen::ir::SigRef,
+    poll: cranelift_codegen::ir::SigRef,
+}
+
+pub(super) struct Lower<'a, 'b> {
+    pub b: FunctionBuilder<'b>,
+    /// The kernel's instructions (`code[0]` is its entry).
+    pub code: &'a [Inst],
+    pub vars: Vec<Variable>,
+    pub tc: Value,
+    pub regs: Value,
+    pub ic: Variable,
+    pub tmp: Variable,
+    blocks: HashMap<usize, Block>,
+    leaders: Vec<usize>,
+    helpers: Helpers,
+    /// Resume points: instruction index after each barrier.
+    pub resumes: Vec<usize>,
+    /// Registers live at each resume point: what a barrier saves and a resume reloads.
+    saved: Vec<Vec<u32>>,
+}
+
+fn sig(cc: cranelift_codegen::isa::CallConv, params: &[Type], ret: Option<Type>) -> Signature {
+    let mut s = Signature::new(cc);
+    s.params.extend(params.iter().map(|t| AbiParam::new(*t)));
+    if let Some(r) = ret {
+        s.returns.push(AbiParam::new(r));
+    }
+    s
+}
+
+const FLAGS: MemFlagsData = MemFlagsData::trusted();
+
+impl<'a, 'b> Lower<'a, 'b> {
+    /// Emits the whole function into `b`.
+    pub(super) fn build(
+        mut b: FunctionBuilder<'b>,
+        code: &'a [Inst],
+        nregs: u32,
+        cc: cranelift_codegen::isa::CallConv,
+    ) -> Result<(), Reject> {
+        let entry = b.create_block();
+        b.append_block_params_for_function_params(entry);
+        b.switch_to_block(entry);
+        let p = b.block_params(entry).to_vec();
+        let (tc, regs, resume) = (p[0], p[1], p[2]);
+        let vars: Vec<Variable> = (0..nregs).map(|_| b.declare_var(I64)).collect();
+        let ic = b.declare_var(I64);
+        let tmp = b.declare_var(I64);
+        let helpers = Helpers {
+            ptr: b.import_signature(sig(cc, &[I64, I32, I64, I32, I32], Some(I64))),
+            atom: b.import_signature(sig(cc, &[I64, I32, I64, I64, I64], Some(I64))),
+            alu: b.import_signature(sig(cc, &[I64, I64, I64, I64, I64, I64], None)),
+            sreg: b.import_signature(sig(cc, &[I64, I32], Some(I64))),
+            poll: b.import_signature(sig(cc, &[I64], Some(I32))),
+        };
+        // Basic-block leaders: the entry, branch targets, and what follows a branch, an exit
+        // or a barrier.
+        let mut lead = BTreeSet::new();
+        lead.insert(0usize);
+        for (pc, i) in code.iter().enumerate() {
+            match i.op {
+                Op::Bra { target } => {
+                    lead.insert(target as usize);
+                    lead.insert(pc + 1);
+                }
+                Op::Exit | Op::Ret | Op::Bar { .. } => {
+                    lead.insert(pc + 1);
+                }
+                _ => {}
+            }
+        }
+        lead.retain(|&l| l < code.len());
+        let leaders: Vec<usize> = lead.into_iter().collect();
+        let blocks = leaders.iter().map(|&l| (l, b.create_block())).collect();
+        let mut lw = Lower {
+            b,
+            code,
+            vars,
+            tc,
+            regs,
+            ic,
+            tmp,
+            blocks,
+            leaders,
+            helpers,
+            resumes: Vec::new(),
+            saved: Vec::new(),
+        };
+        let live = live_in(code, nregs);
+        for (pc, i) in code.iter().enumerate() {
+            if let Op::Bar { .. } = i.op
+                && pc + 1 < code.len()
+            {
+                lw.resumes.push(pc + 1);
+                let l = &live[pc + 1];
+                lw.saved.push(
+                    (0..nregs)
+                        .filter(|r| l[*r as usize / 64] >> (r % 64) & 1 != 0)
+                        .collect(),
+                );
+            }
+        }
+        lw.prologue(resume);
+        lw.body()?;
+        lw.b.seal_all_blocks();
+        Ok(())
+    }
+
+    fn block_at(&self, pc: usize) -> Block {
+        self.blocks[&pc]
+    }
+
+    fn prologue(&mut self, resume: Value) {
+        let start = self.b.create_block();
+        let ic0 = self.b.ins().load(I64, FLAGS, self.tc, off::ICOUNT);
+        self.b.def_var(self.ic, ic0);
+        let zero = self.b.ins().iconst(I64, 0);
+        self.b.def_var(self.tmp, zero);
+        let mut sw = Switch::new();
+        let resumes = self.resumes.clone();
+        let mut reload = Vec::new();
+        for (k, _) in resumes.iter().enumerate() {
+            let blk = self.b.create_block();
+            sw.set_entry(k as u128 + 1, blk);
+            reload.push(blk);
+        }
+        sw.emit(&mut self.b, resume, start);
+        // A fresh thread: registers start at zero.
+        self.b.switch_to_block(start);
+        for v in self.vars.clone() {
+            self.b.def_var(v, zero);
+        }
+        let first = self.block_at(0);
+        self.b.ins().jump(first, &[]);
+        for (k, blk) in reload.into_iter().enumerate() {
+            self.b.switch_to_block(blk);
+            for v in self.vars.clone() {
+                self.b.def_var(v, zero);
+            }
+            for r in self.saved[k].clone() {
+                let x = self.b.ins().load(I64, FLAGS, self.regs, (r * 8) as i32);
+                self.b.def_var(self.vars[r as usize], x);
+            }
+            let target = self.block_at(resumes[k]);
+            self.b.ins().jump(target, &[]);
+        }
+    }
+
+    /// Instructions from leader `pc` to the next leader.
+    fn run_len(&self, pc: usize) -> u64 {
+        let i = self.leaders.partition_point(|&l| l <= pc);
+        let next = self.leaders.get(i).copied().unwrap_or(self.code.len());
+        (next - pc) as u64
+    }
+
+    fn body(&mut self) -> Result<(), Reject> {
+        let mut open = false;
+        for pc in 0..self.code.len() {
+            if let Some(&blk) = self.blocks.get(&pc) {
+                if open {
+                    self.b.ins().jump(blk, &[]);
+                }
+                self.b.switch_to_block(blk);
+                let n = self.run_len(pc);
+                let ic = self.b.use_var(self.ic);
+                let ic = self.b.ins().iadd_imm_s(ic, n as i64);
+                self.b.def_var(self.ic, ic);
+                open = true;
+            }
+            if !open {
+                // Unreachable code after a terminator, before the next leader.
+                continue;
+            }
+            let inst = &self.code[pc];
+            let next = self.b.create_block();
+            if let Some((g, neg)) = inst.guard {
+                let p = self.b.use_var(self.vars[g as usize]);
+                let p = self.b.ins().band_imm_u(p, 1);
+                let doit = self.b.create_block();
+                if neg {
+                    self.b.ins().brif(p, next, &[], doit, &[]);
+                } else {
+                    self.b.ins().brif(p, doit, &[], next, &[]);
+                }
+                self.b.switch_to_block(doit);
+            }
+            let falls = self.inst(pc, inst)?;
+            if falls {
+                self.b.ins().jump(next, &[]);
+            }
+            self.b.switch_to_block(next);
+            open = true;
+        }
+        if open {
+            self.exit(EXITED);
+        }
+        Ok(())
+    }
+
+    fn store_ic(&mut self) {
+        let ic = self.b.use_var(self.ic);
+        self.b.ins().store(FLAGS, ic, self.tc, off::ICOUNT);
+    }
+
+    fn exit(&mut self, status: u32) {
+        self.store_ic();
+        let s = self.b.ins().iconst(I32, status as i64);
+        self.b.ins().return_(&[s]);
+    }
+
+    /// Emits one instruction; false when it does not fall through.
+    fn inst(&mut self, pc: usize, inst: &Inst) -> Result<bool, Reject> {
+        match &inst.op {
+            Op::Alu {
+                native,
+                ctx,
+                src,
+                nsrc,
+                dst,
+                ndst,
+                ..
+            } => {
+                let n = (*nsrc as usize).min(4);
+                let vals: Vec<Value> = (0..n).map(|k| self.src(&src[k])).collect();
+                let plain = ctx.rnd == crate::float::Rnd::Rn && !ctx.ftz && !ctx.sat
+                    || native
+                        .is_some_and(|n| matches!(n, Native::CvtFI { .. } | Native::CvtFF { .. }));
+                let out = match native {
+                    Some(nat) if plain && !ctx.ftz && !ctx.sat => self.native(*nat, ctx.imm, &vals),
+                    _ => None,
+                };
+                let (r0, r1) = match out {
+                    Some(r) => r,
+                    None => self.alu_call(inst, &vals),
+                };
+                self.def(dst[0], r0);
+                if *ndst >= 2
+                    && let Some(r1) = r1
+                {
+                    self.def(dst[1], r1);
+                }
+            }
+            Op::Mov { d, a, mask } => {
+                let v = self.src(a);
+                let v = self.mask(v, *mask);
+                self.def(*d, v);
+            }
+            Op::Pack { d, srcs, n, bits } => {
+                let em = if *bits >= 64 {
+                    u64::MAX
+                } else {
+                    (1u64 << bits) - 1
+                };
+                let mut acc = self.b.ins().iconst(I64, 0);
+                for k in 0..(*n as usize).min(4) {
+                    let v = self.src(&srcs[k]);
+                    let v = self.mask(v, em);
+                    let v = self.b.ins().ishl_imm_u(v, (k as u32 * *bits as u32) as i64);
+                    acc = self.b.ins().bor(acc, v);
+                }
+                self.def(*d, acc);
+            }
+            Op::Unpack { ds, n, bits, a } => {
+                let em = if *bits >= 64 {
+                    u64::MAX
+                } else {
+                    (1u64 << bits) - 1
+                };
+                let v = self.src(a);
+                for k in 0..(*n as usize).min(4) {
+                    let x = self.b.ins().ushr_imm_u(v, (k as u32 * *bits as u32) as i64);
+                    let x = self.mask(x, em);
+                    self.def(ds[k], x);
+                }
+            }
+            Op::Cvta {
+                to,
+                space,
+                d,
+                a,
+                mask,
+            } => {
+                let v = self.src(a);
+                let base = match space {
+                    Space::Shared => SHARED_WINDOW,
+                    Space::Local => LOCAL_WINDOW,
+                    _ => 0,
+                };
+                let r = if base == 0 {
+                    v
+                } else if *to {
+                    self.b.ins().iadd_imm_s(v, (base as i64).wrapping_neg())
+                } else {
+                    self.b.ins().iadd_imm_s(v, base as i64)
+                };
+                let r = self.mask(r, *mask);
+                self.def(*d, r);
+            }
+            Op::Ld {
+                space,
+                size,
+                sext,
+                n,
+                d,
+                addr,
+                ..
+            } => {
+                let n = (*n as usize).clamp(1, 4);
+                let a = self.src(&addr.base);
+                let a = self.b.ins().iadd_imm_s(a, addr.off);
+                let p = self.ptr(*space, a, *size as u32 * n as u32, false, inst.line);
+                let ty = int_type(*size as u32);
+                for k in 0..n {
+                    let v =
+                        self.b
+                            .ins()
+                            .load(ty, MemFlagsData::new(), p, (k * *size as usize) as i32);
+                    let v = if ty == I64 {
+                        v
+                    } else if *sext {
+                        self.b.ins().sextend(I64, v)
+                    } else {
+                        self.b.ins().uextend(I64, v)
+                    };
+                    self.def(d[k], v);
+                }
+            }
+            Op::St {
+                space,
+                size,
+                n,
+                v,
+                addr,
+                ..
+            } => {
+                let n = (*n as usize).clamp(1, 4);
+                let a = self.src(&addr.base);
+                let a = self.b.ins().iadd_imm_s(a, addr.off);
+                let vals: Vec<Value> = (0..n).map(|k| self.src(&v[k])).collect();
+                let p = self.ptr(*space, a, *size as u32 * n as u32, true, inst.line);
+                let ty = int_type(*size as u32);
+                for (k, x) in vals.into_iter().enumerate() {
+                    let x = if ty == I64 {
+                        x
+                    } else {
+                        self.b.ins().ireduce(ty, x)
+                    };
+                    self.b
+                        .ins()
+                        .store(MemFlagsData::new(), x, p, (k * *size as usize) as i32);
+                }
+            }
+            Op::Atom {
+                space,
+                op,
+                size,
+                signed,
+                d,
+                addr,
+                b,
+                c,
+            } => {
+                let a = self.src(&addr.base);
+                let a = self.b.ins().iadd_imm_s(a, addr.off);
+                let (bv, cv) = (self.src(b), self.src(c));
+                let opi = rt::ATOM_OPS.iter().position(|o| o == op).unwrap_or(0) as u32;
+                let packed = rt::space_code(*space)
+                    | opi << 4
+                    | (*size as u32) << 8
+                    | (*signed as u32) << 16;
+                let packed = self.b.ins().iconst(I32, packed as i64);
+                let f = self
+                    .b
+                    .ins()
+                    .iconst(I64, rt::h_atom as *const () as usize as i64);
+                let call =
+                    self.b
+                        .ins()
+                        .call_indirect(self.helpers.atom, f, &[self.tc, packed, a, bv, cv]);
+                let old = self.b.inst_results(call)[0];
+                let fault = self.b.ins().load(I32, FLAGS, self.tc, off::FAULT);
+                self.fault_if(fault, inst.line);
+                self.def(*d, old);
+            }
+            Op::Bra { target } => {
+                let t = *target as usize;
+                let Some(&blk) = self.blocks.get(&t) else {
+                    return Err("branch target".into());
+                };
+                if t <= pc {
+                    // A loop's back edge: poll now and then.
+                    let ic = self.b.use_var(self.ic);
+                    let at = self.b.ins().load(I64, FLAGS, self.tc, off::POLL_AT);
+                    let due = self.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, ic, at);
+                    let poll = self.b.create_block();
+                    self.b.ins().brif(due, poll, &[], blk, &[]);
+                    self.b.switch_to_block(poll);
+                    self.b.set_cold_block(poll);
+                    self.store_ic();
+                    let f = self
+                        .b
+                        .ins()
+                        .iconst(I64, rt::h_poll as *const () as usize as i64);
+                    let call = self.b.ins().call_indirect(self.helpers.poll, f, &[self.tc]);
+                    let stop = self.b.inst_results(call)[0];
+                    let halt = self.b.create_block();
+                    self.b.ins().brif(stop, halt, &[], blk, &[]);
+                    self.b.switch_to_block(halt);
+                    self.b.set_cold_block(halt);
+                    self.exit(STOPPED);
+                } else {
+                    self.b.ins().jump(blk, &[]);
+                }
+                return Ok(false);
+            }
+            Op::Exit | Op::Ret => {
+                self.exit(EXITED);
+                return Ok(false);
+            }
+            Op::Bar { id, .. } => {
+                let Src::Imm(bid) = id else {
+                    return Err("barrier id".into());
+                };
+                let k = self.resumes.iter().position(|&r| r == pc + 1);
+                let Some(k) = k else {
+                    // A barrier as the last instruction: nothing follows.
+                    self.exit(EXITED);
+                    return Ok(false);
+                };
+                for r in self.saved[k].clone() {
+                    let x = self.b.use_var(self.vars[r as usize]);
+                    self.b.ins().store(FLAGS, x, self.regs, (r * 8) as i32);
+                }
+                let bid = self.b.ins().iconst(I32, (*bid & 15) as i64);
+                self.b.ins().store(FLAGS, bid, self.tc, off::BAR);
+                let rp = self.b.ins().iconst(I32, k as i64 + 1);
+                self.b.ins().store(FLAGS, rp, self.tc, off::RESUME);
+                self.exit(AT_BARRIER);
+                return Ok(false);
+            }
+            Op::Fence | Op::Nop => {}
+            _ => return Err("instruction".into()),
+        }
+        Ok(true)
+    }
+
+    fn def(&mut self, r: u32, v: Value) {
+        if r != SINK
+            && let Some(var) = self.vars.get(r as usize)
+        {
+            self.b.def_var(*var, v);
+        }
+    }
+
+    pub(super) fn mask(&mut self, v: Value, m: u64) -> Value {
+        if m == u64::MAX {
+            v
+        } else {
+            self.b.ins().band_imm_u(v, m as i64)
+        }
+    }
+
+    fn tc_u32(&mut self, offset: i32) -> Value {
+        let v = self.b.ins().load(I32, FLAGS, self.tc, offset);
+        self.b.ins().uextend(I64, v)
+    }
+
+    fn src(&mut self, s: &Src) -> Value {
+        match *s {
+            Src::Reg(r) => self.b.use_var(self.vars[r as usize]),
+            Src::NotReg(r) => {
+                let v = self.b.use_var(self.vars[r as usize]);
+                let v = self.b.ins().band_imm_u(v, 1);
+                self.b.ins().bxor_imm_u(v, 1)
+            }
+            Src::Imm(v) => self.b.ins().iconst(I64, v as i64),
+            Src::Sym(i, o) => {
+                let syms = self.b.ins().load(I64, FLAGS, self.tc, off::SYMS);
+                let v = self
+                    .b
+                    .ins()
+                    .load(I64, FLAGS, syms, (i as i32).wrapping_mul(8));
+                self.b.ins().iadd_imm_s(v, o)
+            }
+            Src::Local(o) => self.b.ins().iconst(I64, o as i64),
+            Src::Sreg(sr) => self.sreg(sr),
+        }
+    }
+
+    fn sreg(&mut self, s: Sreg) -> Value {
+        let d = |x: u8| (x as i32 % 3) * 4;
+        match s {
+            Sreg::Tid(x) => self.tc_u32(off::TID + d(x)),
+            Sreg::Ntid(x) => self.tc_u32(off::NTID + d(x)),
+            Sreg::Ctaid(x) => self.tc_u32(off::CTAID + d(x)),
+            Sreg::Nctaid(x) => self.tc_u32(off::NCTAID + d(x)),
+            Sreg::Laneid => {
+                let l = self.tc_u32(off::LINEAR);
+                self.b.ins().band_imm_u(l, 31)
+            }
+            Sreg::Warpid => {
+                let l = self.tc_u32(off::LINEAR);
+                self.b.ins().ushr_imm_u(l, 5)
+            }
+            Sreg::Nwarpid => self.b.ins().iconst(I64, 64),
+            Sreg::Smid => self.tc_u32(off::SMID),
+            Sreg::Nsmid => self.tc_u32(off::NSMID),
+            Sreg::Gridid => self.b.ins().iconst(I64, 1),
+            Sreg::LanemaskEq
+            | Sreg::LanemaskLe
+            | Sreg::LanemaskLt
+            | Sreg::LanemaskGe
+            | Sreg::LanemaskGt => {
+                let l = self.tc_u32(off::LINEAR);
+                let lane = self.b.ins().band_imm_u(l, 31);
+                let one = self.b.ins().iconst(I64, 1);
+                let two = self.b.ins().iconst(I64, 2);
+                let eq = self.b.ins().ishl(one, lane);
+                let le2 = self.b.ins().ishl(two, lane);
+                let r = match s {
+                    Sreg::LanemaskEq => eq,
+                    Sreg::LanemaskLe => self.b.ins().iadd_imm_s(le2, -1),
+                    Sreg::LanemaskLt => self.b.ins().iadd_imm_s(eq, -1),
+                    Sreg::LanemaskGe => {
+                        let lt = self.b.ins().iadd_imm_s(eq, -1);
+                        self.b.ins().bnot(lt)
+                    }
+                    _ => {
+                        let le = self.b.ins().iadd_imm_s(le2, -1);
+                        self.b.ins().bnot(le)
+                    }
+                };
+                self.b.ins().band_imm_u(r, 0xffff_ffff)
+            }
+            Sreg::DynamicSmem => self.tc_u32(off::DYN_SMEM),
+            Sreg::TotalSmem => self.tc_u32(off::TOTAL_SMEM),
+            Sreg::Const(v) => self.b.ins().iconst(I64, v as i64),
+            Sreg::Clock
+            | Sreg::ClockHi
+            | Sreg::Clock64
+            | Sreg::Globaltimer
+            | Sreg::GlobaltimerLo
+            | Sreg::GlobaltimerHi => {
+                let code = match s {
+                    Sreg::Clock => 0,
+                    Sreg::ClockHi => 1,
+                    Sreg::Clock64 => 2,
+                    Sreg::Globaltimer => 3,
+                    Sreg::GlobaltimerLo => 4,
+                    _ => 5,
+                };
+                let code = self.b.ins().iconst(I32, code);
+                let f = self
+                    .b
+                    .ins()
+                    .iconst(I64, rt::h_sreg as *const () as usize as i64);
+                let call = self
+                    .b
+                    .ins()
+                    .call_indirect(self.helpers.sreg, f, &[self.tc, code]);
+                self.b.inst_results(call)[0]
+            }
+        }
+    }
+
+    /// A cold exit taken when `cond` (i32 or i8, non-zero) holds: records `line` and returns
+    /// [`FAULTED`] (the helper that detected the fault filled in the rest).
+    fn fault_if(&mut self, cond: Value, line: u32) {
+        let bad = self.b.create_block();
+        let ok = self.b.create_block();
+        self.b.ins().brif(cond, bad, &[], ok, &[]);
+        self.b.switch_to_block(bad);
+        self.b.set_cold_block(bad);
+        let l = self.b.ins().iconst(I32, line as i64);
+        self.b.ins().store(FLAGS, l, self.tc, off::FAULT_LINE);
+        self.exit(FAULTED);
+        self.b.switch_to_block(ok);
+    }
+
+    /// The host address of `size` bytes at `a` in `space`: inline when it lies in the
+    /// buffer the space's fast path knows, else through [`rt::h_ptr`] (a fault exits).
+    fn ptr(&mut self, space: Space, a: Value, size: u32, write: bool, line: u32) -> Value {
+        let align = (size as u64).next_power_of_two();
+        let (base_off, len_off, rebase) = match space {
+            Space::Shared => (off::SHARED, off::SHARED_LEN, 0u64),
+            Space::Local => (off::LOCAL, off::LOCAL_LEN, 0),
+            Space::Param if !write => (off::PARAMS, off::PARAMS_LEN, PARAM_WINDOW),
+            Space::Param => (off::LOCAL, off::LOCAL_LEN, 0),
+            _ => (off::G_HOST, off::G_LEN, u64::MAX),
+        };
+        let o = if rebase == u64::MAX {
+            let gb = self.b.ins().load(I64, FLAGS, self.tc, off::G_BASE);
+            self.b.ins().isub(a, gb)
+        } else if rebase != 0 {
+            self.b.ins().iadd_imm_s(a, (rebase as i64).wrapping_neg())
+        } else {
+            a
+        };
+        let len = self.b.ins().load(I64, FLAGS, self.tc, len_off);
+        // Inside: o + size <= len, computed without overflow as o <= len - size and
+        // len >= size; and aligned.
+        let lim = self.b.ins().iadd_imm_s(len, -(size as i64));
+        let big = self
+            .b
+            .ins()
+            .icmp_imm_u(IntCC::UnsignedGreaterThanOrEqual, len, size as i64);
+        let fits = self.b.ins().icmp(IntCC::UnsignedLessThanOrEqual, o, lim);
+        let mis = self.b.ins().band_imm_u(a, (align - 1) as i64);
+        let al = self.b.ins().icmp_imm_u(IntCC::Equal, mis, 0);
+        let c = self.b.ins().band(big, fits);
+        let c = self.b.ins().band(c, al);
+        let fast = self.b.create_block();
+        let slow = self.b.create_block();
+        let join = self.b.create_block();
+        self.b.ins().brif(c, fast, &[], slow, &[]);
+        self.b.switch_to_block(fast);
+        let base = self.b.ins().load(I64, FLAGS, self.tc, base_off);
+        let p = self.b.ins().iadd(base, o);
+        self.b.def_var(self.tmp, p);
+        self.b.ins().jump(join, &[]);
+        self.b.switch_to_block(slow);
+        self.b.set_cold_block(slow);
+        let sc = self.b.ins().iconst(I32, rt::space_code(space) as i64);
+        let sz = self.b.ins().iconst(I32, size as i64);
+        let wr = self.b.ins().iconst(I32, write as i64);
+        let f = self
+            .b
+            .ins()
+            .iconst(I64, rt::h_ptr as *const () as usize as i64);
+        let call = self
+            .b
+            .ins()
+            .call_indirect(self.helpers.ptr, f, &[self.tc, sc, a, sz, wr]);
+        let p = self.b.inst_results(call)[0];
+        self.b.def_var(self.tmp, p);
+        let null = self.b.ins().icmp_imm_u(IntCC::Equal, p, 0);
+        let bad = self.b.create_block();
+        self.b.ins().brif(null, bad, &[], join, &[]);
+        self.b.switch_to_block(bad);
+        self.b.set_cold_block(bad);
+        let l = self.b.ins().iconst(I32, line as i64);
+        self.b.ins().store(FLAGS, l, self.tc, off::FAULT_LINE);
+        self.exit(FAULTED);
+        self.b.switch_to_block(join);
+        self.b.use_var(self.tmp)
+    }
+
+    /// Calls the instruction's interpreter function for one lane.
+    fn alu_call(&mut self, inst: &Inst, vals: &[Value]) -> (Value, Option<Value>) {
+        let slot =
+            self.b
+                .create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 16, 3));
+        let out = self.b.ins().stack_addr(I64, slot, 0);
+        let zero = self.b.ins().iconst(I64, 0);
+        let mut args = vec![
+            self.b
+                .ins()
+                .iconst(I64, inst as *const Inst as usize as i64),
+        ];
+        for k in 0..4 {
+            args.push(vals.get(k).copied().unwrap_or(zero));
+        }
+        args.push(out);
+        let f = self
+            .b
+            .ins()
+            .iconst(I64, rt::h_alu as *const () as usize as i64);
+        self.b.ins().call_indirect(self.helpers.alu, f, &args);
+        let r0 = self.b.ins().stack_load(I64, I64, slot, 0);
+        let r1 = self.b.ins().stack_load(I64, I64, slot, 8);
+        (r0, Some(r1))
+    }
+
+    /// A constant of integer type `ty` (narrow constants are stored zero-extended).
+    pub(super) fn iconst(&mut self, ty: Type, v: i64) -> Value {
+        let bits = ty.bits();
+        let v = if bits >= 64 {
+            v
+        } else {
+            v & ((1i64 << bits) - 1)
+        };
+        self.b.ins().iconst(ty, v)
+    }
+
+    pub(super) fn narrow(&mut self, v: Value, bits: u8) -> Value {
+        match bits {
+            64 => v,
+            _ => self.b.ins().ireduce(int_type(bits as u32 / 8), v),
+        }
+    }
+
+    pub(super) fn widen(&mut self, v: Value, signed: bool) -> Value {
+        if self.b.func.dfg.value_type(v) == I64 {
+            v
+        } else if signed {
+            self.b.ins().sextend(I64, v)
+        } else {
+            self.b.ins().uextend(I64, v)
+        }
+    }
+
+    pub(super) fn as_float(&mut self, v: Value, f64: bool) -> Value {
+        if f64 {
+            self.b.ins().bitcast(F64, MemFlagsData::new(), v)
+        } else {
+            let n = self.b.ins().ireduce(I32, v);
+            self.b.ins().bitcast(F32, MemFlagsData::new(), n)
+        }
+    }
+
+    pub(super) fn float_bits(&mut self, v: Value) -> Value {
+        if self.b.func.dfg.value_type(v) == F64 {
+            self.b.ins().bitcast(I64, MemFlagsData::new(), v)
+        } else {
+            let n = self.b.ins().bitcast(I32, MemFlagsData::new(), v);
+            self.b.ins().uextend(I64, n)
+        }
+    }
+}
+
+pub(super) fn int_type(bytes: u32) -> Type {
+    match bytes {
+        1 => I8,
+        2 => I16,
+        4 => I32,
+        _ => I64,
+    }
+}

@@ -1,0 +1,371 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! What compiled kernels see at run time: [`ThreadCtx`], one thread's view of its block, and
+//! the helpers they call for what is not inline (region look-ups, atomics, ALU operations
+//! without a native form, clocks, polling). The JIT's `unsafe` code lives here and in
+//! [`super::Code`].
+
+use std::{mem::offset_of, sync::atomic::Ordering};
+
+use super::Env;
+use crate::{
+    alu::Lanes,
+    ir::{AtomOp, Inst, Op, Space},
+    memory::{MemFault, atomic_apply},
+    module::{FUNC_WINDOW, LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, WINDOW_SIZE},
+};
+
+/// Status a compiled kernel returns.
+pub(crate) const EXITED: u32 = 0;
+pub(crate) const AT_BARRIER: u32 = 1;
+pub(crate) const FAULTED: u32 = 2;
+pub(crate) const STOPPED: u32 = 3;
+
+/// Fault kinds in [`ThreadCtx::fault`].
+pub(crate) const FAULT_ILLEGAL: u32 = 1;
+pub(crate) const FAULT_MISALIGNED: u32 = 2;
+
+/// Space codes the compiled code passes to [`h_ptr`] and [`h_atom`].
+pub(crate) fn space_code(s: Space) -> u32 {
+    match s {
+        Space::Generic => 0,
+        Space::Global => 1,
+        Space::Shared => 2,
+        Space::Local => 3,
+        Space::Const => 4,
+        Space::Param => 5,
+    }
+}
+
+fn space_of(code: u32) -> Space {
+    match code {
+        1 => Space::Global,
+        2 => Space::Shared,
+        3 => Space::Local,
+        4 => Space::Const,
+        5 => Space::Param,
+        _ => Space::Generic,
+    }
+}
+
+pub(crate) const ATOM_OPS: [AtomOp; 11] = [
+    AtomOp::Add,
+    AtomOp::FAdd,
+    AtomOp::Min,
+    AtomOp::Max,
+    AtomOp::Exch,
+    AtomOp::Cas,
+    AtomOp::And,
+    AtomOp::Or,
+    AtomOp::Xor,
+    AtomOp::Inc,
+    AtomOp::Dec,
+];
+
+/// One thread's state as compiled code reads it (field offsets are baked into the code).
+#[repr(C)]
+pub(crate) struct ThreadCtx {
+    pub shared: *mut u8,
+    pub shared_len: u64,
+    pub local: *mut u8,
+    pub local_len: u64,
+    pub params: *const u8,
+    pub params_len: u64,
+    pub syms: *const u64,
+    /// One-entry cache of the global region last used: device base, length, host address.
+    pub g_base: u64,
+    pub g_len: u64,
+    pub g_host: *mut u8,
+    pub tid: [u32; 3],
+    pub ntid: [u32; 3],
+    pub ctaid: [u32; 3],
+    pub nctaid: [u32; 3],
+    /// Index of the thread in its block (x fastest).
+    pub linear: u32,
+    pub smid: u32,
+    pub nsmid: u32,
+    pub dyn_smem: u32,
+    pub total_smem: u32,
+    /// Barrier the thread waits on, and where it resumes, after [`AT_BARRIER`].
+    pub bar: u32,
+    pub resume: u32,
+    pub fault: u32,
+    pub fault_size: u32,
+    pub fault_write: u32,
+    pub fault_line: u32,
+    pub _pad: u32,
+    pub fault_addr: u64,
+    /// Thread-instructions executed so far (stored at every return).
+    pub icount: u64,
+    /// The compiled code calls [`h_poll`] at a loop's back edge once `icount` reaches this.
+    pub poll_at: u64,
+    pub env: *mut Env<'static>,
+}
+
+/// Byte offsets of [`ThreadCtx`] fields, for the code generator.
+pub(crate) mod off {
+    use super::*;
+    pub const SHARED: i32 = offset_of!(ThreadCtx, shared) as i32;
+    pub const SHARED_LEN: i32 = offset_of!(ThreadCtx, shared_len) as i32;
+    pub const LOCAL: i32 = offset_of!(ThreadCtx, local) as i32;
+    pub const LOCAL_LEN: i32 = offset_of!(ThreadCtx, local_len) as i32;
+    pub const PARAMS: i32 = offset_of!(ThreadCtx, params) as i32;
+    pub const PARAMS_LEN: i32 = offset_of!(ThreadCtx, params_len) as i32;
+    pub const SYMS: i32 = offset_of!(ThreadCtx, syms) as i32;
+    pub const G_BASE: i32 = offset_of!(ThreadCtx, g_base) as i32;
+    pub const G_LEN: i32 = offset_of!(ThreadCtx, g_len) as i32;
+    pub const G_HOST: i32 = offset_of!(ThreadCtx, g_host) as i32;
+    pub const TID: i32 = offset_of!(ThreadCtx, tid) as i32;
+    pub const NTID: i32 = offset_of!(ThreadCtx, ntid) as i32;
+    pub const CTAID: i32 = offset_of!(ThreadCtx, ctaid) as i32;
+    pub const NCTAID: i32 = offset_of!(ThreadCtx, nctaid) as i32;
+    pub const LINEAR: i32 = offset_of!(ThreadCtx, linear) as i32;
+    pub const SMID: i32 = offset_of!(ThreadCtx, smid) as i32;
+    pub const NSMID: i32 = offset_of!(ThreadCtx, nsmid) as i32;
+    pub const DYN_SMEM: i32 = offset_of!(ThreadCtx, dyn_smem) as i32;
+    pub const TOTAL_SMEM: i32 = offset_of!(ThreadCtx, total_smem) as i32;
+    pub const BAR: i32 = offset_of!(ThreadCtx, bar) as i32;
+    pub const RESUME: i32 = offset_of!(ThreadCtx, resume) as i32;
+    pub const FAULT: i32 = offset_of!(ThreadCtx, fault) as i32;
+    pub const FAULT_LINE: i32 = offset_of!(ThreadCtx, fault_line) as i32;
+    pub const ICOUNT: i32 = offset_of!(ThreadCtx, icount) as i32;
+    pub const POLL_AT: i32 = offset_of!(ThreadCtx, poll_at) as i32;
+}
+
+impl ThreadCtx {
+    pub(crate) fn new() -> ThreadCtx {
+        ThreadCtx {
+            shared: std::ptr::null_mut(),
+            shared_len: 0,
+            local: std::ptr::null_mut(),
+            local_len: 0,
+            params: std::ptr::null(),
+            params_len: 0,
+            syms: std::ptr::null(),
+            g_base: 0,
+            g_len: 0,
+            g_host: std::ptr::null_mut(),
+            tid: [0; 3],
+            ntid: [0; 3],
+            ctaid: [0; 3],
+            nctaid: [0; 3],
+            linear: 0,
+            smid: 0,
+            nsmid: 0,
+            dyn_smem: 0,
+            total_smem: 0,
+            bar: 0,
+            resume: 0,
+            fault: 0,
+            fault_size: 0,
+            fault_write: 0,
+            fault_line: 0,
+            _pad: 0,
+            fault_addr: 0,
+            icount: 0,
+            poll_at: 0,
+            env: std::ptr::null_mut(),
+        }
+    }
+
+    fn set_fault(&mut self, kind: u32, addr: u64, size: u32, write: bool) {
+        self.fault = kind;
+        self.fault_addr = addr;
+        self.fault_size = size;
+        self.fault_write = write as u32;
+    }
+}
+
+/// `buf[off..off + size]` as a pointer, if inside.
+fn inside(buf: *mut u8, len: u64, off: u64, size: u64) -> Option<*mut u8> {
+    (off < len && size <= len - off && !buf.is_null()).then(|| buf.wrapping_add(off as usize))
+}
+
+/// Where `size` bytes at `addr` in `space` live, or null after recording the fault. Fills the
+/// global region cache.
+pub(crate) extern "C" fn h_ptr(
+    tc: *mut ThreadCtx,
+    space: u32,
+    addr: u64,
+    size: u32,
+    write: u32,
+) -> *mut u8 {
+    // SAFETY: compiled code passes the ThreadCtx the runner lent it for this call; nothing
+    // else references it while the thread runs.
+    let tc = unsafe { &mut *tc };
+    let write = write != 0;
+    let align = (size as u64).next_power_of_two();
+    if addr & (align - 1) != 0 {
+        tc.set_fault(FAULT_MISALIGNED, addr, size, write);
+        return std::ptr::null_mut();
+    }
+    let (space, a) = match space_of(space) {
+        Space::Generic => classify(addr),
+        s => (s, addr),
+    };
+    let size64 = size as u64;
+    let p = match space {
+        Space::Global | Space::Generic | Space::Const if !(write && space == Space::Const) => {
+            // SAFETY: the runner sets `env` to its live Env before running compiled code.
+            let env = unsafe { &mut *tc.env };
+            env.gmem.region_of(a, size64).map(|(base, len, host)| {
+                let end = base.saturating_add(len);
+                if end <= SHARED_WINDOW || base >= FUNC_WINDOW + WINDOW_SIZE {
+                    tc.g_base = base;
+                    tc.g_len = len;
+                    tc.g_host = host;
+                }
+                host.wrapping_add(a.wrapping_sub(base) as usize)
+            })
+        }
+        Space::Shared => inside(tc.shared, tc.shared_len, a, size64),
+        Space::Local => inside(tc.local, tc.local_len, a, size64),
+        Space::Param if a >= PARAM_WINDOW && !write => inside(
+            tc.params as *mut u8,
+            tc.params_len,
+            a - PARAM_WINDOW,
+            size64,
+        ),
+        Space::Param if a < PARAM_WINDOW => inside(tc.local, tc.local_len, a, size64),
+        _ => None,
+    };
+    match p {
+        Some(p) => p,
+        None => {
+            tc.set_fault(FAULT_ILLEGAL, addr, size, write);
+            std::ptr::null_mut()
+        }
+    }
+}
+
+fn classify(addr: u64) -> (Space, u64) {
+    if (SHARED_WINDOW..SHARED_WINDOW + WINDOW_SIZE).contains(&addr) {
+        (Space::Shared, addr - SHARED_WINDOW)
+    } else if (LOCAL_WINDOW..LOCAL_WINDOW + WINDOW_SIZE).contains(&addr) {
+        (Space::Local, addr - LOCAL_WINDOW)
+    } else if (PARAM_WINDOW..PARAM_WINDOW + WINDOW_SIZE).contains(&addr) {
+        (Space::Param, addr)
+    } else {
+        (Space::Global, addr)
+    }
+}
+
+/// An atomic read-modify-write; returns the old value (0 after recording a fault).
+/// `packed`: space code | op index << 4 | size << 8 | signed << 16.
+pub(crate) extern "C" fn h_atom(tc: *mut ThreadCtx, packed: u32, addr: u64, b: u64, c: u64) -> u64 {
+    // SAFETY: as in `h_ptr`.
+    let tc = unsafe { &mut *tc };
+    let op = ATOM_OPS[((packed >> 4) & 0xf) as usize % ATOM_OPS.len()];
+    let size = (packed >> 8) & 0xff;
+    let signed = (packed >> 16) & 1 != 0;
+    if size == 0 || !addr.is_multiple_of(size as u64) {
+        tc.set_fault(FAULT_MISALIGNED, addr, size, true);
+        return 0;
+    }
+    let (space, a) = match space_of(packed & 0xf) {
+        Space::Generic => classify(addr),
+        s => (s, addr),
+    };
+    let buf = match space {
+        Space::Global | Space::Generic => {
+            // SAFETY: as in `h_ptr`.
+            let env = unsafe { &mut *tc.env };
+            return match env.gmem.atomic(a, size, op, signed, b, c) {
+                Ok(v) => v,
+                Err(MemFault::HostMisaligned) => {
+                    tc.set_fault(FAULT_MISALIGNED, addr, size, true);
+                    0
+                }
+                Err(MemFault::Illegal) => {
+                    tc.set_fault(FAULT_ILLEGAL, addr, size, true);
+                    0
+                }
+            };
+        }
+        Space::Shared => inside(tc.shared, tc.shared_len, a, size as u64),
+        Space::Local => inside(tc.local, tc.local_len, a, size as u64),
+        _ => None,
+    };
+    let Some(p) = buf else {
+        tc.set_fault(FAULT_ILLEGAL, addr, size, true);
+        return 0;
+    };
+    // Shared and local memory belong to the block, whose threads run one at a time on this
+    // OS thread: a plain read-modify-write is atomic.
+    let mut x = [0u8; 8];
+    let n = (size as usize).min(8);
+    // SAFETY: `inside` checked that `p..p + size` lies in the block's buffer.
+    unsafe { std::ptr::copy_nonoverlapping(p, x.as_mut_ptr(), n) };
+    let old = u64::from_le_bytes(x);
+    let new = atomic_apply(op, size, signed, old, b, c).to_le_bytes();
+    // SAFETY: as above.
+    unsafe { std::ptr::copy_nonoverlapping(new.as_ptr(), p, n) };
+    old
+}
+
+/// Runs the `AluFn` of ALU instruction `inst` for one thread: `out[0..2]` gets its results.
+pub(crate) extern "C" fn h_alu(inst: *const Inst, a: u64, b: u64, c: u64, d: u64, out: *mut u64) {
+    // SAFETY: `inst` points into the module's code, which outlives its compiled kernels.
+    let inst = unsafe { &*inst };
+    let Op::Alu { f, ctx, .. } = &inst.op else {
+        return;
+    };
+    let mut ins: [Lanes; 4] = [[0; 32]; 4];
+    ins[0][0] = a;
+    ins[1][0] = b;
+    ins[2][0] = c;
+    ins[3][0] = d;
+    let mut o: [Lanes; 2] = [[0; 32]; 2];
+    f(ctx, &[&ins[0], &ins[1], &ins[2], &ins[3]], &mut o);
+    // SAFETY: compiled code passes a 16-byte stack slot.
+    unsafe {
+        *out = o[0][0];
+        *out.add(1) = o[1][0];
+    }
+}
+
+/// Special registers that are not constants of the block: codes 0 %clock, 1 %clock_hi,
+/// 2 %clock64, 3 %globaltimer, 4 %globaltimer_lo, 5 %globaltimer_hi.
+pub(crate) extern "C" fn h_sreg(tc: *mut ThreadCtx, code: u32) -> u64 {
+    // SAFETY: as in `h_ptr`.
+    let env = unsafe { &*(*tc).env };
+    let l = env.l;
+    let el = l.start.elapsed().as_nanos() as u64;
+    let t = l.timer0.wrapping_add(el);
+    match code {
+        0 => el & 0xffff_ffff,
+        1 => (el >> 32) & 0xffff_ffff,
+        2 => el,
+        3 => t,
+        4 => t & 0xffff_ffff,
+        _ => t >> 32,
+    }
+}
+
+/// Called at loop back edges every so many instructions: 1 when the launch must stop
+/// (cancelled, timed out, over its instruction limit, or another block failed).
+pub(crate) extern "C" fn h_poll(tc: *mut ThreadCtx) -> u32 {
+    // SAFETY: as in `h_ptr`.
+    let tc = unsafe { &mut *tc };
+    tc.poll_at = tc.icount.saturating_add(super::POLL_INTERVAL);
+    // SAFETY: as in `h_ptr`.
+    let env = unsafe { &mut *tc.env };
+    let l = env.l;
+    if l.abort.load(Ordering::Relaxed) {
+        return 1;
+    }
+    if let Err(e) = l.check_stop() {
+        env.stop = Some(e);
+        return 1;
+    }
+    if let Some(limit) = l.opts.instruction_limit
+        && l.insts
+            .load(Ordering::Relaxed)
+            .saturating_add(env.block_insts)
+            .saturating_add(tc.icount)
+            > limit
+    {
+        env.stop = Some(crate::error::KernelError::InstructionLimit { limit });
+        return 1;
+    }
+    0
+}

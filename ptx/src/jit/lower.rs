@@ -25,7 +25,7 @@ use cranelift_frontend::{FunctionBuilder, Switch, Variable};
 
 use super::{
     live::live_in,
-    rt::{self, AT_BARRIER, EXITED, FAULTED, STOPPED, off},
+    rt::{self, EXITED, FAULTED, ROUND, STOPPED, off},
 };
 use crate::{
     alu::native::Native,
@@ -110,6 +110,15 @@ fn op_name(op: &Op) -> &'static str {
 }
 
 /// Helper signatures, imported once per function.
+#[derive(Clone, Copy)]
+struct Inv {
+    shared: Value,
+    shared_len: Value,
+    params: Value,
+    params_len: Value,
+    syms: Value,
+}
+
 struct Helpers {
     ptr: cranelift_codegen::ir::SigRef,
     atom: cranelift_codegen::ir::SigRef,
@@ -124,9 +133,25 @@ pub(super) struct Lower<'a, 'b> {
     pub code: &'a [Inst],
     pub vars: Vec<Variable>,
     pub tc: Value,
-    pub regs: Value,
     pub ic: Variable,
     pub tmp: Variable,
+    /// The thread being run (its index in the block), its saved registers, its local
+    /// memory, its `%tid`.
+    t: Variable,
+    regs_t: Variable,
+    local_t: Variable,
+    tid: [Variable; 3],
+    /// The global region cache, in registers (reloaded after `h_ptr` refills it).
+    gb: Variable,
+    gl: Variable,
+    gh: Variable,
+    poll_at: Variable,
+    /// Block-invariant values loaded once per call.
+    inv: Inv,
+    /// Marks the current thread done / waiting and moves to the next one.
+    next_thread: Block,
+    frame: u32,
+    nregs: u32,
     blocks: HashMap<usize, Block>,
     leaders: Vec<usize>,
     helpers: Helpers,
@@ -148,27 +173,38 @@ fn sig(cc: cranelift_codegen::isa::CallConv, params: &[Type], ret: Option<Type>)
 const FLAGS: MemFlagsData = MemFlagsData::trusted();
 
 impl<'a, 'b> Lower<'a, 'b> {
-    /// Emits the whole function into `b`.
+    /// Emits the whole function into `b`: one call runs every runnable thread of the block
+    /// until it exits or reaches a barrier (a round), `frame` bytes of local memory each.
     pub(super) fn build(
         mut b: FunctionBuilder<'b>,
         code: &'a [Inst],
         nregs: u32,
+        frame: u32,
         cc: cranelift_codegen::isa::CallConv,
     ) -> Result<(), Reject> {
         let entry = b.create_block();
         b.append_block_params_for_function_params(entry);
         b.switch_to_block(entry);
-        let p = b.block_params(entry).to_vec();
-        let (tc, regs, resume) = (p[0], p[1], p[2]);
+        let tc = b.block_params(entry)[0];
         let vars: Vec<Variable> = (0..nregs).map(|_| b.declare_var(I64)).collect();
-        let ic = b.declare_var(I64);
-        let tmp = b.declare_var(I64);
+        let mut var = || b.declare_var(I64);
+        let (ic, tmp, t, regs_t, local_t) = (var(), var(), var(), var(), var());
+        let tid = [var(), var(), var()];
+        let (gb, gl, gh, poll_at) = (var(), var(), var(), var());
         let helpers = Helpers {
             ptr: b.import_signature(sig(cc, &[I64, I32, I64, I32, I32], Some(I64))),
             atom: b.import_signature(sig(cc, &[I64, I32, I64, I64, I64], Some(I64))),
             alu: b.import_signature(sig(cc, &[I64, I64, I64, I64, I64, I64], None)),
             sreg: b.import_signature(sig(cc, &[I64, I32], Some(I64))),
             poll: b.import_signature(sig(cc, &[I64], Some(I32))),
+        };
+        let ld = |b: &mut FunctionBuilder<'_>, o: i32| b.ins().load(I64, FLAGS, tc, o);
+        let inv = Inv {
+            shared: ld(&mut b, off::SHARED),
+            shared_len: ld(&mut b, off::SHARED_LEN),
+            params: ld(&mut b, off::PARAMS),
+            params_len: ld(&mut b, off::PARAMS_LEN),
+            syms: ld(&mut b, off::SYMS),
         };
         // Basic-block leaders: the entry, branch targets, and what follows a branch, an exit
         // or a barrier.
@@ -189,14 +225,26 @@ impl<'a, 'b> Lower<'a, 'b> {
         lead.retain(|&l| l < code.len());
         let leaders: Vec<usize> = lead.into_iter().collect();
         let blocks = leaders.iter().map(|&l| (l, b.create_block())).collect();
+        let next_thread = b.create_block();
         let mut lw = Lower {
             b,
             code,
             vars,
             tc,
-            regs,
             ic,
             tmp,
+            t,
+            regs_t,
+            local_t,
+            tid,
+            gb,
+            gl,
+            gh,
+            poll_at,
+            inv,
+            next_thread,
+            frame,
+            nregs,
             blocks,
             leaders,
             helpers,
@@ -217,7 +265,7 @@ impl<'a, 'b> Lower<'a, 'b> {
                 );
             }
         }
-        lw.prologue(resume);
+        lw.prologue();
         lw.body()?;
         lw.b.seal_all_blocks();
         Ok(())
@@ -227,12 +275,103 @@ impl<'a, 'b> Lower<'a, 'b> {
         self.blocks[&pc]
     }
 
-    fn prologue(&mut self, resume: Value) {
-        let start = self.b.create_block();
-        let ic0 = self.b.ins().load(I64, FLAGS, self.tc, off::ICOUNT);
+    fn ld_tc(&mut self, ty: Type, o: i32) -> Value {
+        self.b.ins().load(ty, FLAGS, self.tc, o)
+    }
+
+    /// Reloads the global region cache after a helper refilled it.
+    fn reload_region(&mut self) {
+        for (v, o) in [
+            (self.gb, off::G_BASE),
+            (self.gl, off::G_LEN),
+            (self.gh, off::G_HOST),
+        ] {
+            let x = self.ld_tc(I64, o);
+            self.b.def_var(v, x);
+        }
+    }
+
+    /// The round: a loop over the block's threads, dispatching each runnable one to its
+    /// start or to the resume point after the barrier it waited on.
+    fn prologue(&mut self) {
+        let ic0 = self.ld_tc(I64, off::ICOUNT);
         self.b.def_var(self.ic, ic0);
+        let pa = self.ld_tc(I64, off::POLL_AT);
+        self.b.def_var(self.poll_at, pa);
+        self.reload_region();
         let zero = self.b.ins().iconst(I64, 0);
         self.b.def_var(self.tmp, zero);
+        self.b.def_var(self.t, zero);
+        for v in [
+            self.regs_t,
+            self.local_t,
+            self.tid[0],
+            self.tid[1],
+            self.tid[2],
+        ] {
+            self.b.def_var(v, zero);
+        }
+        let n = self.ld_tc(I32, off::N);
+        let n = self.b.ins().uextend(I64, n);
+        let (state, resume, regs, local) = (
+            self.ld_tc(I64, off::STATE),
+            self.ld_tc(I64, off::RESUMES),
+            self.ld_tc(I64, off::REGS),
+            self.ld_tc(I64, off::LOCAL_BASE),
+        );
+        let tids = [
+            self.ld_tc(I64, off::TIDS),
+            self.ld_tc(I64, off::TIDS + 8),
+            self.ld_tc(I64, off::TIDS + 16),
+        ];
+        let head = self.b.create_block();
+        self.b.ins().jump(head, &[]);
+
+        // next_thread: t += 1.
+        self.b.switch_to_block(self.next_thread);
+        let t = self.b.use_var(self.t);
+        let t1 = self.b.ins().iadd_imm_s(t, 1);
+        self.b.def_var(self.t, t1);
+        self.b.ins().jump(head, &[]);
+
+        // head: done with the round, or the next runnable thread.
+        self.b.switch_to_block(head);
+        let t = self.b.use_var(self.t);
+        let more = self.b.ins().icmp(IntCC::UnsignedLessThan, t, n);
+        let check = self.b.create_block();
+        let done = self.b.create_block();
+        self.b.ins().brif(more, check, &[], done, &[]);
+        self.b.switch_to_block(done);
+        self.store_ic();
+        let s = self.b.ins().iconst(I32, ROUND as i64);
+        self.b.ins().return_(&[s]);
+
+        self.b.switch_to_block(check);
+        let sp = self.b.ins().iadd(state, t);
+        let st = self.b.ins().load(I8, FLAGS, sp, 0);
+        let run = self.b.create_block();
+        self.b.ins().brif(st, self.next_thread, &[], run, &[]);
+
+        self.b.switch_to_block(run);
+        let t32 = self.b.ins().ireduce(I32, t);
+        self.b.ins().store(FLAGS, t32, self.tc, off::CUR);
+        let lt = self.b.ins().imul_imm_s(t, self.frame as i64);
+        let lt = self.b.ins().iadd(local, lt);
+        self.b.ins().store(FLAGS, lt, self.tc, off::LOCAL);
+        self.b.def_var(self.local_t, lt);
+        let rt_ = self.b.ins().imul_imm_s(t, self.nregs.max(1) as i64 * 8);
+        let rt_ = self.b.ins().iadd(regs, rt_);
+        self.b.def_var(self.regs_t, rt_);
+        let t4 = self.b.ins().ishl_imm_u(t, 2);
+        for d in 0..3 {
+            let p = self.b.ins().iadd(tids[d], t4);
+            let v = self.b.ins().load(I32, FLAGS, p, 0);
+            let v = self.b.ins().uextend(I64, v);
+            self.b.def_var(self.tid[d], v);
+        }
+        let rp = self.b.ins().iadd(resume, t4);
+        let rs = self.b.ins().load(I32, FLAGS, rp, 0);
+        let start = self.b.create_block();
         let mut sw = Switch::new();
         let resumes = self.resumes.clone();
         let mut reload = Vec::new();
@@ -241,7 +380,7 @@ impl<'a, 'b> Lower<'a, 'b> {
             sw.set_entry(k as u128 + 1, blk);
             reload.push(blk);
         }
-        sw.emit(&mut self.b, resume, start);
+        sw.emit(&mut self.b, rs, start);
         // A fresh thread: registers start at zero.
         self.b.switch_to_block(start);
         for v in self.vars.clone() {
@@ -254,13 +393,24 @@ impl<'a, 'b> Lower<'a, 'b> {
             for v in self.vars.clone() {
                 self.b.def_var(v, zero);
             }
+            let regs_t = self.b.use_var(self.regs_t);
             for r in self.saved[k].clone() {
-                let x = self.b.ins().load(I64, FLAGS, self.regs, (r * 8) as i32);
+                let x = self.b.ins().load(I64, FLAGS, regs_t, (r * 8) as i32);
                 self.b.def_var(self.vars[r as usize], x);
             }
             let target = self.block_at(resumes[k]);
             self.b.ins().jump(target, &[]);
         }
+    }
+
+    /// Records the current thread's new state and goes on with the next thread.
+    fn thread_stops(&mut self, state: u8) {
+        let sp = self.ld_tc(I64, off::STATE);
+        let t = self.b.use_var(self.t);
+        let sp = self.b.ins().iadd(sp, t);
+        let v = self.b.ins().iconst(I8, state as i64);
+        self.b.ins().store(FLAGS, v, sp, 0);
+        self.b.ins().jump(self.next_thread, &[]);
     }
 
     /// Instructions from leader `pc` to the next leader.
@@ -319,7 +469,12 @@ impl<'a, 'b> Lower<'a, 'b> {
         self.b.ins().store(FLAGS, ic, self.tc, off::ICOUNT);
     }
 
+    /// Ends the current thread ([`EXITED`]) or the whole call (any other status).
     fn exit(&mut self, status: u32) {
+        if status == EXITED {
+            self.thread_stops(super::DONE);
+            return;
+        }
         self.store_ic();
         let s = self.b.ins().iconst(I32, status as i64);
         self.b.ins().return_(&[s]);
@@ -507,7 +662,7 @@ impl<'a, 'b> Lower<'a, 'b> {
                 if t <= pc {
                     // A loop's back edge: poll now and then.
                     let ic = self.b.use_var(self.ic);
-                    let at = self.b.ins().load(I64, FLAGS, self.tc, off::POLL_AT);
+                    let at = self.b.use_var(self.poll_at);
                     let due = self.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, ic, at);
                     let poll = self.b.create_block();
                     self.b.ins().brif(due, poll, &[], blk, &[]);
@@ -520,6 +675,8 @@ impl<'a, 'b> Lower<'a, 'b> {
                         .iconst(I64, rt::h_poll as *const () as usize as i64);
                     let call = self.b.ins().call_indirect(self.helpers.poll, f, &[self.tc]);
                     let stop = self.b.inst_results(call)[0];
+                    let pa = self.ld_tc(I64, off::POLL_AT);
+                    self.b.def_var(self.poll_at, pa);
                     let halt = self.b.create_block();
                     self.b.ins().brif(stop, halt, &[], blk, &[]);
                     self.b.switch_to_block(halt);
@@ -544,15 +701,22 @@ impl<'a, 'b> Lower<'a, 'b> {
                     self.exit(EXITED);
                     return Ok(false);
                 };
+                let regs_t = self.b.use_var(self.regs_t);
                 for r in self.saved[k].clone() {
                     let x = self.b.use_var(self.vars[r as usize]);
-                    self.b.ins().store(FLAGS, x, self.regs, (r * 8) as i32);
+                    self.b.ins().store(FLAGS, x, regs_t, (r * 8) as i32);
                 }
+                let t = self.b.use_var(self.t);
+                let t4 = self.b.ins().ishl_imm_u(t, 2);
+                let bars = self.ld_tc(I64, off::BARS);
+                let bp = self.b.ins().iadd(bars, t4);
                 let bid = self.b.ins().iconst(I32, (*bid & 15) as i64);
-                self.b.ins().store(FLAGS, bid, self.tc, off::BAR);
-                let rp = self.b.ins().iconst(I32, k as i64 + 1);
-                self.b.ins().store(FLAGS, rp, self.tc, off::RESUME);
-                self.exit(AT_BARRIER);
+                self.b.ins().store(FLAGS, bid, bp, 0);
+                let res = self.ld_tc(I64, off::RESUMES);
+                let rp = self.b.ins().iadd(res, t4);
+                let k1 = self.b.ins().iconst(I32, k as i64 + 1);
+                self.b.ins().store(FLAGS, k1, rp, 0);
+                self.thread_stops(super::WAIT);
                 return Ok(false);
             }
             Op::Fence | Op::Nop => {}
@@ -592,7 +756,7 @@ impl<'a, 'b> Lower<'a, 'b> {
             }
             Src::Imm(v) => self.b.ins().iconst(I64, v as i64),
             Src::Sym(i, o) => {
-                let syms = self.b.ins().load(I64, FLAGS, self.tc, off::SYMS);
+                let syms = self.inv.syms;
                 let v = self
                     .b
                     .ins()
@@ -607,16 +771,16 @@ impl<'a, 'b> Lower<'a, 'b> {
     fn sreg(&mut self, s: Sreg) -> Value {
         let d = |x: u8| (x as i32 % 3) * 4;
         match s {
-            Sreg::Tid(x) => self.tc_u32(off::TID + d(x)),
+            Sreg::Tid(x) => self.b.use_var(self.tid[x as usize % 3]),
             Sreg::Ntid(x) => self.tc_u32(off::NTID + d(x)),
             Sreg::Ctaid(x) => self.tc_u32(off::CTAID + d(x)),
             Sreg::Nctaid(x) => self.tc_u32(off::NCTAID + d(x)),
             Sreg::Laneid => {
-                let l = self.tc_u32(off::LINEAR);
+                let l = self.b.use_var(self.t);
                 self.b.ins().band_imm_u(l, 31)
             }
             Sreg::Warpid => {
-                let l = self.tc_u32(off::LINEAR);
+                let l = self.b.use_var(self.t);
                 self.b.ins().ushr_imm_u(l, 5)
             }
             Sreg::Nwarpid => self.b.ins().iconst(I64, 64),
@@ -628,7 +792,7 @@ impl<'a, 'b> Lower<'a, 'b> {
             | Sreg::LanemaskLt
             | Sreg::LanemaskGe
             | Sreg::LanemaskGt => {
-                let l = self.tc_u32(off::LINEAR);
+                let l = self.b.use_var(self.t);
                 let lane = self.b.ins().band_imm_u(l, 31);
                 let one = self.b.ins().iconst(I64, 1);
                 let two = self.b.ins().iconst(I64, 2);
@@ -698,40 +862,40 @@ impl<'a, 'b> Lower<'a, 'b> {
     /// buffer the space's fast path knows, else through [`rt::h_ptr`] (a fault exits).
     fn ptr(&mut self, space: Space, a: Value, size: u32, write: bool, line: u32) -> Value {
         let align = (size as u64).next_power_of_two();
-        let (base_off, len_off, rebase) = match space {
-            Space::Shared => (off::SHARED, off::SHARED_LEN, 0u64),
-            Space::Local => (off::LOCAL, off::LOCAL_LEN, 0),
-            Space::Param if !write => (off::PARAMS, off::PARAMS_LEN, PARAM_WINDOW),
-            Space::Param => (off::LOCAL, off::LOCAL_LEN, 0),
-            _ => (off::G_HOST, off::G_LEN, u64::MAX),
+        let global = !matches!(space, Space::Shared | Space::Local | Space::Param);
+        let frame = self.b.ins().iconst(I64, self.frame as i64);
+        let (base, len, o) = match space {
+            Space::Shared => (self.inv.shared, self.inv.shared_len, a),
+            Space::Param if !write => {
+                let o = self
+                    .b
+                    .ins()
+                    .iadd_imm_s(a, (PARAM_WINDOW as i64).wrapping_neg());
+                (self.inv.params, self.inv.params_len, o)
+            }
+            Space::Local | Space::Param => (self.b.use_var(self.local_t), frame, a),
+            _ => {
+                let gb = self.b.use_var(self.gb);
+                let o = self.b.ins().isub(a, gb);
+                (self.b.use_var(self.gh), self.b.use_var(self.gl), o)
+            }
         };
-        let o = if rebase == u64::MAX {
-            let gb = self.b.ins().load(I64, FLAGS, self.tc, off::G_BASE);
-            self.b.ins().isub(a, gb)
-        } else if rebase != 0 {
-            self.b.ins().iadd_imm_s(a, (rebase as i64).wrapping_neg())
-        } else {
-            a
-        };
-        let len = self.b.ins().load(I64, FLAGS, self.tc, len_off);
-        // Inside: o + size <= len, computed without overflow as o <= len - size and
-        // len >= size; and aligned.
-        let lim = self.b.ins().iadd_imm_s(len, -(size as i64));
-        let big = self
+        // Inside: o < len and len - o >= size (no overflow); and aligned.
+        let lt = self.b.ins().icmp(IntCC::UnsignedLessThan, o, len);
+        let room = self.b.ins().isub(len, o);
+        let fits = self
             .b
             .ins()
-            .icmp_imm_u(IntCC::UnsignedGreaterThanOrEqual, len, size as i64);
-        let fits = self.b.ins().icmp(IntCC::UnsignedLessThanOrEqual, o, lim);
+            .icmp_imm_u(IntCC::UnsignedGreaterThanOrEqual, room, size as i64);
         let mis = self.b.ins().band_imm_u(a, (align - 1) as i64);
         let al = self.b.ins().icmp_imm_u(IntCC::Equal, mis, 0);
-        let c = self.b.ins().band(big, fits);
+        let c = self.b.ins().band(lt, fits);
         let c = self.b.ins().band(c, al);
         let fast = self.b.create_block();
         let slow = self.b.create_block();
         let join = self.b.create_block();
         self.b.ins().brif(c, fast, &[], slow, &[]);
         self.b.switch_to_block(fast);
-        let base = self.b.ins().load(I64, FLAGS, self.tc, base_off);
         let p = self.b.ins().iadd(base, o);
         self.b.def_var(self.tmp, p);
         self.b.ins().jump(join, &[]);
@@ -750,6 +914,9 @@ impl<'a, 'b> Lower<'a, 'b> {
             .call_indirect(self.helpers.ptr, f, &[self.tc, sc, a, sz, wr]);
         let p = self.b.inst_results(call)[0];
         self.b.def_var(self.tmp, p);
+        if global {
+            self.reload_region();
+        }
         let null = self.b.ins().icmp_imm_u(IntCC::Equal, p, 0);
         let bad = self.b.create_block();
         self.b.ins().brif(null, bad, &[], join, &[]);

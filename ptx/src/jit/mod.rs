@@ -21,7 +21,7 @@ use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{Linkage, Module as _};
 
-use self::rt::{AT_BARRIER, EXITED, FAULT_MISALIGNED, FAULTED, ThreadCtx};
+use self::rt::{FAULT_MISALIGNED, FAULTED, ROUND, ThreadCtx};
 use crate::{
     error::{KernelError, Location},
     exec::Launch,
@@ -37,7 +37,7 @@ pub(crate) mod rt;
 /// Thread-instructions between two polls of the launch's stop conditions.
 pub(crate) const POLL_INTERVAL: u64 = 1 << 20;
 
-type KernelFn = extern "C" fn(*mut ThreadCtx, *mut u64, u32) -> u32;
+type KernelFn = extern "C" fn(*mut ThreadCtx) -> u32;
 
 /// Executable memory holding one compiled kernel.
 struct Code(Option<JITModule>);
@@ -70,12 +70,43 @@ pub(crate) struct Compiled {
 }
 
 impl Compiled {
-    fn call(&self, tc: &mut ThreadCtx, regs: &mut [u64], resume: u32) -> u32 {
-        if regs.len() < self.nregs as usize {
+    /// Runs a round of the block `b` describes.
+    fn call(&self, b: &mut Block) -> u32 {
+        let n = b.state.len();
+        let nregs = (self.nregs as usize).max(1);
+        if b.resumes.len() < n
+            || b.bars.len() < n
+            || b.regs.len() < n * nregs
+            || b.local.len() < n * self.frame as usize
+            || b.tids.iter().any(|t| t.len() < n)
+        {
             return FAULTED;
         }
-        (self.entry)(tc, regs.as_mut_ptr(), resume)
+        let tc = &mut b.tc;
+        tc.n = n as u32;
+        tc.state = b.state.as_mut_ptr();
+        tc.resumes = b.resumes.as_mut_ptr();
+        tc.bars = b.bars.as_mut_ptr();
+        tc.regs = b.regs.as_mut_ptr();
+        tc.local_base = b.local.as_mut_ptr();
+        tc.local_len = self.frame as u64;
+        tc.tids = [b.tids[0].as_ptr(), b.tids[1].as_ptr(), b.tids[2].as_ptr()];
+        tc.shared = b.shared.as_mut_ptr();
+        tc.shared_len = b.shared.len() as u64;
+        (self.entry)(tc)
     }
+}
+
+/// A worker's buffers for the block it runs: what [`ThreadCtx`] points into.
+struct Block {
+    tc: ThreadCtx,
+    state: Vec<u8>,
+    resumes: Vec<u32>,
+    bars: Vec<u32>,
+    regs: Vec<u64>,
+    local: Vec<u8>,
+    shared: Vec<u8>,
+    tids: [Vec<u32>; 3],
 }
 
 /// Compiled kernels of a module, by kernel index (`None`: runs interpreted).
@@ -154,14 +185,12 @@ fn compile(m: &Module, k: &KernelInfo) -> Result<Compiled, String> {
     let mut ctx = jm.make_context();
     let cc = jm.target_config().default_call_conv;
     ctx.func.signature.call_conv = cc;
-    for t in [I64, I64, I32] {
-        ctx.func.signature.params.push(AbiParam::new(t));
-    }
+    ctx.func.signature.params.push(AbiParam::new(I64));
     ctx.func.signature.returns.push(AbiParam::new(I32));
     let mut fbc = FunctionBuilderContext::new();
     {
         let b = FunctionBuilder::new(&mut ctx.func, &mut fbc);
-        lower::Lower::build(b, &local, func.nregs, cc)?;
+        lower::Lower::build(b, &local, func.nregs, func.frame_size, cc)?;
     }
     let id = jm
         .declare_function("kernel", Linkage::Local, &ctx.func.signature)
@@ -171,8 +200,8 @@ fn compile(m: &Module, k: &KernelInfo) -> Result<Compiled, String> {
     jm.clear_context(&mut ctx);
     jm.finalize_definitions().map_err(|e| e.to_string())?;
     let p = jm.get_finalized_function(id);
-    // SAFETY: `p` is the finalized code of a function with exactly this signature (three
-    // parameters i64, i64, i32 returning i32 in the platform's default calling convention).
+    // SAFETY: `p` is the finalized code of a function with exactly this signature (one i64
+    // parameter, returning i32, in the platform's default calling convention).
     let entry: KernelFn = unsafe { std::mem::transmute::<*const u8, KernelFn>(p) };
     Ok(Compiled {
         entry,
@@ -195,7 +224,6 @@ pub(crate) struct Env<'a> {
 pub(crate) fn worker(l: &Launch<'_>, c: &Compiled) {
     let n = l.nthreads as usize;
     let nregs = (c.nregs as usize).max(1);
-    let frame = c.frame as usize;
     let mut env = Box::new(Env {
         l,
         gmem: GlobalMem::new(l.mem),
@@ -203,28 +231,33 @@ pub(crate) fn worker(l: &Launch<'_>, c: &Compiled) {
         block_insts: 0,
     });
     let envp: *mut Env<'_> = &mut *env;
-    let mut tcs: Vec<ThreadCtx> = (0..n).map(|_| ThreadCtx::new()).collect();
-    let mut regs = vec![0u64; n * nregs];
-    let mut local = vec![0u8; n * frame];
-    let mut shared = vec![0u8; l.shared_size as usize];
     let [bx, by, _] = l.cfg.block;
-    for (t, tc) in tcs.iter_mut().enumerate() {
-        let t32 = t as u32;
-        tc.tid = [t32 % bx, (t32 / bx) % by, t32 / (bx * by)];
-        tc.ntid = l.cfg.block;
-        tc.nctaid = l.cfg.grid;
-        tc.linear = t32;
-        tc.nsmid = l.opts.num_sms;
-        tc.dyn_smem = l.cfg.dynamic_shared;
-        tc.total_smem = l.shared_size;
-        tc.params = l.params.as_ptr();
-        tc.params_len = l.params.len() as u64;
-        tc.syms = l.syms.as_ptr();
-        tc.local = local.as_mut_ptr().wrapping_add(t * frame);
-        tc.local_len = frame as u64;
-        tc.env = envp.cast();
+    let mut tids: [Vec<u32>; 3] = Default::default();
+    for t in 0..n as u32 {
+        tids[0].push(t % bx);
+        tids[1].push((t / bx) % by);
+        tids[2].push(t / (bx * by));
     }
-    let mut state = vec![0u8; n];
+    let mut b = Block {
+        tc: ThreadCtx::new(),
+        state: vec![0; n],
+        resumes: vec![0; n],
+        bars: vec![0; n],
+        regs: vec![0; n * nregs],
+        local: vec![0; n * c.frame as usize],
+        shared: vec![0; l.shared_size as usize],
+        tids,
+    };
+    let tc = &mut b.tc;
+    tc.ntid = l.cfg.block;
+    tc.nctaid = l.cfg.grid;
+    tc.nsmid = l.opts.num_sms;
+    tc.dyn_smem = l.cfg.dynamic_shared;
+    tc.total_smem = l.shared_size;
+    tc.params = l.params.as_ptr();
+    tc.params_len = l.params.len() as u64;
+    tc.syms = l.syms.as_ptr();
+    tc.env = envp.cast();
     loop {
         if l.abort.load(Ordering::Relaxed) {
             break;
@@ -237,7 +270,7 @@ pub(crate) fn worker(l: &Launch<'_>, c: &Compiled) {
         if id >= l.nblocks {
             break;
         }
-        let r = run_block(l, c, id, envp, &mut tcs, &mut regs, &mut shared, &mut state);
+        let r = run_block(l, c, id, envp, &mut b);
         // SAFETY: no compiled code is running; `envp` points at the live `env` box.
         let insts = unsafe { std::mem::take(&mut (*envp).block_insts) };
         l.insts.fetch_add(insts, Ordering::Relaxed);
@@ -250,20 +283,15 @@ pub(crate) fn worker(l: &Launch<'_>, c: &Compiled) {
     drop(env);
 }
 
-const RUN: u8 = 0;
-const WAIT: u8 = 1;
-const DONE: u8 = 2;
+pub(crate) const WAIT: u8 = 1;
+pub(crate) const DONE: u8 = 2;
 
-#[allow(clippy::too_many_arguments)]
 fn run_block(
     l: &Launch<'_>,
     c: &Compiled,
     id: u64,
     envp: *mut Env<'_>,
-    tcs: &mut [ThreadCtx],
-    regs: &mut [u64],
-    shared: &mut [u8],
-    state: &mut [u8],
+    b: &mut Block,
 ) -> Result<(), KernelError> {
     let [gx, gy, _] = l.cfg.grid;
     let ctaid = [
@@ -271,85 +299,70 @@ fn run_block(
         ((id / gx as u64) % gy as u64) as u32,
         (id / (gx as u64 * gy as u64)) as u32,
     ];
-    shared.fill(0);
-    let smid = (id % l.opts.num_sms.max(1) as u64) as u32;
-    for tc in tcs.iter_mut() {
-        tc.ctaid = ctaid;
-        tc.smid = smid;
-        tc.shared = shared.as_mut_ptr();
-        tc.shared_len = shared.len() as u64;
-        tc.icount = 0;
-        tc.poll_at = POLL_INTERVAL;
-        tc.resume = 0;
-        tc.fault = 0;
-    }
-    state.fill(RUN);
-    let nregs = (c.nregs as usize).max(1);
-    let mut live = tcs.len();
-    let mut started = vec![false; tcs.len()];
-    let mut waiting = [0usize; 16];
+    b.shared.fill(0);
+    b.state.fill(0);
+    b.resumes.fill(0);
+    b.tc.ctaid = ctaid;
+    b.tc.smid = (id % l.opts.num_sms.max(1) as u64) as u32;
+    b.tc.icount = 0;
+    b.tc.poll_at = POLL_INTERVAL;
+    b.tc.fault = 0;
     loop {
-        for (t, tc) in tcs.iter_mut().enumerate() {
-            if state[t] != RUN {
-                continue;
+        let r = c.call(b);
+        // SAFETY: the compiled code has returned; nothing else uses `envp` now.
+        let env = unsafe { &mut *envp };
+        env.block_insts += std::mem::take(&mut b.tc.icount);
+        b.tc.poll_at = POLL_INTERVAL;
+        match r {
+            ROUND => {}
+            FAULTED => {
+                let t = b.tc.cur as usize;
+                let tid = [0, 1, 2].map(|d| b.tids[d].get(t).copied().unwrap_or(0));
+                let loc = Location {
+                    block: ctaid,
+                    thread: tid,
+                    line: b.tc.fault_line,
+                };
+                let (addr, size) = (b.tc.fault_addr, b.tc.fault_size);
+                return Err(if b.tc.fault == FAULT_MISALIGNED {
+                    KernelError::MisalignedAddress { addr, size, loc }
+                } else {
+                    KernelError::IllegalAddress {
+                        addr,
+                        size,
+                        write: b.tc.fault_write != 0,
+                        loc,
+                    }
+                });
             }
-            let resume = if started[t] { tc.resume } else { 0 };
-            started[t] = true;
-            let before = tc.icount;
-            let r = c.call(tc, &mut regs[t * nregs..(t + 1) * nregs], resume);
-            // SAFETY: the compiled code has returned; nothing else uses `envp` now.
-            let env = unsafe { &mut *envp };
-            env.block_insts += tc.icount - before.min(tc.icount);
-            match r {
-                EXITED => {
-                    state[t] = DONE;
-                    live -= 1;
-                }
-                AT_BARRIER => {
-                    state[t] = WAIT;
-                    waiting[(tc.bar & 15) as usize] += 1;
-                }
-                FAULTED => {
-                    let loc = Location {
-                        block: ctaid,
-                        thread: tc.tid,
-                        line: tc.fault_line,
-                    };
-                    let (addr, size) = (tc.fault_addr, tc.fault_size);
-                    return Err(if tc.fault == FAULT_MISALIGNED {
-                        KernelError::MisalignedAddress { addr, size, loc }
-                    } else {
-                        KernelError::IllegalAddress {
-                            addr,
-                            size,
-                            write: tc.fault_write != 0,
-                            loc,
-                        }
-                    });
-                }
-                _ => {
-                    return match env.stop.take() {
-                        Some(e) => Err(e),
-                        None => Ok(()),
-                    };
-                }
+            _ => {
+                return match env.stop.take() {
+                    Some(e) => Err(e),
+                    None => Ok(()),
+                };
             }
         }
+        // Release the barriers every live thread waits on.
+        let live = b.state.iter().filter(|&&s| s != DONE).count();
         if live == 0 {
             return Ok(());
         }
+        let mut waiting = [0usize; 16];
+        for (s, bar) in b.state.iter().zip(&b.bars) {
+            if *s == WAIT {
+                waiting[(bar & 15) as usize] += 1;
+            }
+        }
         let mut released = false;
-        for (b, w) in waiting.iter_mut().enumerate() {
-            if *w == 0 || *w < live {
-                continue;
-            }
-            for (t, tc) in tcs.iter().enumerate() {
-                if state[t] == WAIT && (tc.bar & 15) as usize == b {
-                    state[t] = RUN;
+        for (id, w) in waiting.iter().enumerate() {
+            if *w != 0 && *w >= live {
+                for (s, bar) in b.state.iter_mut().zip(&b.bars) {
+                    if *s == WAIT && (bar & 15) as usize == id {
+                        *s = 0;
+                    }
                 }
+                released = true;
             }
-            *w = 0;
-            released = true;
         }
         if !released {
             return Err(KernelError::Deadlock { block: ctaid });

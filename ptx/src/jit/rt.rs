@@ -14,10 +14,13 @@ use crate::{
     module::{FUNC_WINDOW, LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, WINDOW_SIZE},
 };
 
-/// Status a compiled kernel returns.
-pub(crate) const EXITED: u32 = 0;
-pub(crate) const AT_BARRIER: u32 = 1;
+/// Status a compiled kernel returns: every runnable thread ran to its exit or a barrier.
+pub(crate) const ROUND: u32 = 0;
+/// Not returned: what a thread's `exit` means inside the generated code.
+pub(crate) const EXITED: u32 = 1;
+/// The thread [`ThreadCtx::cur`] faulted (details in the fault fields).
 pub(crate) const FAULTED: u32 = 2;
+/// [`h_poll`] asked the launch to stop.
 pub(crate) const STOPPED: u32 = 3;
 
 /// Fault kinds in [`ThreadCtx::fault`].
@@ -61,13 +64,26 @@ pub(crate) const ATOM_OPS: [AtomOp; 11] = [
     AtomOp::Dec,
 ];
 
-/// One thread's state as compiled code reads it (field offsets are baked into the code).
+/// A block's state as compiled code reads it (field offsets are baked into the code); the
+/// per-thread parts are arrays indexed by the thread's index in the block.
 #[repr(C)]
 pub(crate) struct ThreadCtx {
     pub shared: *mut u8,
     pub shared_len: u64,
+    /// The current thread's local memory (set by the code as it switches threads).
     pub local: *mut u8,
     pub local_len: u64,
+    pub local_base: *mut u8,
+    /// Per thread: run state (0 runnable, 1 at a barrier, 2 exited), resume point, barrier
+    /// id, saved registers, and `%tid.x/y/z`.
+    pub state: *mut u8,
+    pub resumes: *mut u32,
+    pub bars: *mut u32,
+    pub regs: *mut u64,
+    pub tids: [*const u32; 3],
+    /// Threads in the block, and the one running.
+    pub n: u32,
+    pub cur: u32,
     pub params: *const u8,
     pub params_len: u64,
     pub syms: *const u64,
@@ -75,24 +91,17 @@ pub(crate) struct ThreadCtx {
     pub g_base: u64,
     pub g_len: u64,
     pub g_host: *mut u8,
-    pub tid: [u32; 3],
     pub ntid: [u32; 3],
     pub ctaid: [u32; 3],
     pub nctaid: [u32; 3],
-    /// Index of the thread in its block (x fastest).
-    pub linear: u32,
     pub smid: u32,
     pub nsmid: u32,
     pub dyn_smem: u32,
     pub total_smem: u32,
-    /// Barrier the thread waits on, and where it resumes, after [`AT_BARRIER`].
-    pub bar: u32,
-    pub resume: u32,
     pub fault: u32,
     pub fault_size: u32,
     pub fault_write: u32,
     pub fault_line: u32,
-    pub _pad: u32,
     pub fault_addr: u64,
     /// Thread-instructions executed so far (stored at every return).
     pub icount: u64,
@@ -107,24 +116,27 @@ pub(crate) mod off {
     pub const SHARED: i32 = offset_of!(ThreadCtx, shared) as i32;
     pub const SHARED_LEN: i32 = offset_of!(ThreadCtx, shared_len) as i32;
     pub const LOCAL: i32 = offset_of!(ThreadCtx, local) as i32;
-    pub const LOCAL_LEN: i32 = offset_of!(ThreadCtx, local_len) as i32;
     pub const PARAMS: i32 = offset_of!(ThreadCtx, params) as i32;
     pub const PARAMS_LEN: i32 = offset_of!(ThreadCtx, params_len) as i32;
     pub const SYMS: i32 = offset_of!(ThreadCtx, syms) as i32;
     pub const G_BASE: i32 = offset_of!(ThreadCtx, g_base) as i32;
     pub const G_LEN: i32 = offset_of!(ThreadCtx, g_len) as i32;
     pub const G_HOST: i32 = offset_of!(ThreadCtx, g_host) as i32;
-    pub const TID: i32 = offset_of!(ThreadCtx, tid) as i32;
+    pub const LOCAL_BASE: i32 = offset_of!(ThreadCtx, local_base) as i32;
+    pub const STATE: i32 = offset_of!(ThreadCtx, state) as i32;
+    pub const RESUMES: i32 = offset_of!(ThreadCtx, resumes) as i32;
+    pub const BARS: i32 = offset_of!(ThreadCtx, bars) as i32;
+    pub const REGS: i32 = offset_of!(ThreadCtx, regs) as i32;
+    pub const TIDS: i32 = offset_of!(ThreadCtx, tids) as i32;
+    pub const N: i32 = offset_of!(ThreadCtx, n) as i32;
+    pub const CUR: i32 = offset_of!(ThreadCtx, cur) as i32;
     pub const NTID: i32 = offset_of!(ThreadCtx, ntid) as i32;
     pub const CTAID: i32 = offset_of!(ThreadCtx, ctaid) as i32;
     pub const NCTAID: i32 = offset_of!(ThreadCtx, nctaid) as i32;
-    pub const LINEAR: i32 = offset_of!(ThreadCtx, linear) as i32;
     pub const SMID: i32 = offset_of!(ThreadCtx, smid) as i32;
     pub const NSMID: i32 = offset_of!(ThreadCtx, nsmid) as i32;
     pub const DYN_SMEM: i32 = offset_of!(ThreadCtx, dyn_smem) as i32;
     pub const TOTAL_SMEM: i32 = offset_of!(ThreadCtx, total_smem) as i32;
-    pub const BAR: i32 = offset_of!(ThreadCtx, bar) as i32;
-    pub const RESUME: i32 = offset_of!(ThreadCtx, resume) as i32;
     pub const FAULT: i32 = offset_of!(ThreadCtx, fault) as i32;
     pub const FAULT_LINE: i32 = offset_of!(ThreadCtx, fault_line) as i32;
     pub const ICOUNT: i32 = offset_of!(ThreadCtx, icount) as i32;
@@ -138,28 +150,31 @@ impl ThreadCtx {
             shared_len: 0,
             local: std::ptr::null_mut(),
             local_len: 0,
+            local_base: std::ptr::null_mut(),
+            state: std::ptr::null_mut(),
+            resumes: std::ptr::null_mut(),
+            bars: std::ptr::null_mut(),
+            regs: std::ptr::null_mut(),
+            tids: [std::ptr::null(); 3],
+            n: 0,
+            cur: 0,
             params: std::ptr::null(),
             params_len: 0,
             syms: std::ptr::null(),
             g_base: 0,
             g_len: 0,
             g_host: std::ptr::null_mut(),
-            tid: [0; 3],
             ntid: [0; 3],
             ctaid: [0; 3],
             nctaid: [0; 3],
-            linear: 0,
             smid: 0,
             nsmid: 0,
             dyn_smem: 0,
             total_smem: 0,
-            bar: 0,
-            resume: 0,
             fault: 0,
             fault_size: 0,
             fault_write: 0,
             fault_line: 0,
-            _pad: 0,
             fault_addr: 0,
             icount: 0,
             poll_at: 0,

@@ -1,15 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
 //! Translation of one kernel's decoded instructions into a Cranelift function that runs one
-//! thread: `fn(tc: *mut ThreadCtx, regs: *mut u64, resume: u32) -> u32`.
+//! round of a block: `fn(tc: *mut ThreadCtx) -> u32`.
 //!
-//! PTX registers become Cranelift variables (all 64 bits wide, as in the interpreter). At a
-//! `bar.sync` the thread stores every register to `regs`, records the barrier and a resume
-//! point, and returns [`AT_BARRIER`]; called again with that resume point it reloads them and
-//! goes on after the barrier. The block runner ([`super::run_block`]) calls each thread until
-//! all have exited, releasing barriers between rounds, so a block needs no stacks or
-//! coroutines. Loads and stores check the region inline (shared, local and parameter
-//! buffers, and the last global region used) and call [`rt::h_ptr`] otherwise. ALU
-//! instructions with a [`Native`] form are inline; the others call their interpreter function.
+//! The function loops over the block's threads; each runnable one starts at the kernel's
+//! entry or at the resume point after the barrier it waited on, and runs until it exits or
+//! reaches a `bar.sync`. There it stores the registers live after the barrier (see
+//! [`live_in`]) to its slot of the saved-register array, records the barrier id and resume
+//! point, and the loop goes on with the next thread. The block runner
+//! ([`super::run_block`]) releases barriers between rounds, so a block needs no stacks or
+//! coroutines. PTX registers become Cranelift variables (all 64 bits wide, as in the
+//! interpreter). Loads and stores check the region inline (shared, local and parameter
+//! buffers, and the last global region used, kept in registers) and call [`rt::h_ptr`]
+//! otherwise. ALU instructions with a [`Native`] form are inline (`alu.rs`); the others call
+//! their interpreter function.
 
 #![allow(clippy::needless_range_loop)] // operand arrays indexed by position, as in the IR
 

@@ -693,6 +693,7 @@ fn double_math() {
             );
         }
     }
+    assert!(g.compiled_launches() > 0, "double_math runs compiled");
 }
 
 #[test]
@@ -929,6 +930,10 @@ fn big_and_grid_constant_params() {
     for t in 0..64 {
         assert_eq!(o[t], 11 + big[t] + 5);
     }
+    assert!(
+        g.compiled_launches() > 0,
+        "big_and_grid_constant_params runs compiled"
+    );
 }
 
 #[test]
@@ -1026,6 +1031,7 @@ fn device_printf() {
             .collect();
         want.sort();
         assert_eq!(lines, want);
+        assert!(g.compiled_launches() >= 3, "printf kernels run compiled");
     }
 }
 

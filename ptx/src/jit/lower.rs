@@ -32,7 +32,7 @@ use super::{
 };
 use crate::{
     alu::native::Native,
-    ir::{BarKind, Inst, Op, SINK, Space, Src, Sreg},
+    ir::{ArgCopy, BarKind, Inst, Op, SINK, Space, Src, Sreg},
     module::{LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW},
 };
 
@@ -57,7 +57,16 @@ pub(super) fn check(code: &[Inst], nregs: u32, nsyms: usize) -> Result<(), Rejec
             | Op::Ret
             | Op::Fence
             | Op::Nop
+            | Op::Trap
+            | Op::Brkpt
             | Op::Atom { .. } => true,
+            Op::Intrinsic { args, .. } => {
+                args.len() <= 8
+                    && args.iter().all(|a| match a {
+                        ArgCopy::Value { src, .. } => reg_ok(src),
+                        ArgCopy::Frame { .. } => true,
+                    })
+            }
             Op::Bra { target } => (*target as usize) < code.len(),
             Op::Ld {
                 volatile, space, ..
@@ -128,6 +137,7 @@ struct Helpers {
     alu: cranelift_codegen::ir::SigRef,
     sreg: cranelift_codegen::ir::SigRef,
     poll: cranelift_codegen::ir::SigRef,
+    intrinsic: cranelift_codegen::ir::SigRef,
 }
 
 pub(super) struct Lower<'a, 'b> {
@@ -200,6 +210,7 @@ impl<'a, 'b> Lower<'a, 'b> {
             alu: b.import_signature(sig(cc, &[I64, I64, I64, I64, I64, I64], None)),
             sreg: b.import_signature(sig(cc, &[I64, I32], Some(I64))),
             poll: b.import_signature(sig(cc, &[I64], Some(I32))),
+            intrinsic: b.import_signature(sig(cc, &[I64, I64, I64], Some(I32))),
         };
         let ld = |b: &mut FunctionBuilder<'_>, o: i32| b.ins().load(I64, FLAGS, tc, o);
         let inv = Inv {
@@ -583,7 +594,8 @@ impl<'a, 'b> Lower<'a, 'b> {
                 let n = (*n as usize).clamp(1, 4);
                 let a = self.src(&addr.base);
                 let a = self.b.ins().iadd_imm_s(a, addr.off);
-                let p = self.ptr(*space, a, *size as u32 * n as u32, false, inst.line);
+                let space = frame_space(*space, &addr.base);
+                let p = self.ptr(space, a, *size as u32 * n as u32, false, inst.line);
                 let ty = int_type(*size as u32);
                 for k in 0..n {
                     let v =
@@ -612,7 +624,8 @@ impl<'a, 'b> Lower<'a, 'b> {
                 let a = self.src(&addr.base);
                 let a = self.b.ins().iadd_imm_s(a, addr.off);
                 let vals: Vec<Value> = (0..n).map(|k| self.src(&v[k])).collect();
-                let p = self.ptr(*space, a, *size as u32 * n as u32, true, inst.line);
+                let space = frame_space(*space, &addr.base);
+                let p = self.ptr(space, a, *size as u32 * n as u32, true, inst.line);
                 let ty = int_type(*size as u32);
                 for (k, x) in vals.into_iter().enumerate() {
                     let x = if ty == I64 {
@@ -723,6 +736,64 @@ impl<'a, 'b> Lower<'a, 'b> {
                 return Ok(false);
             }
             Op::Fence | Op::Nop => {}
+            Op::Trap | Op::Brkpt => {
+                let kind = if matches!(inst.op, Op::Trap) {
+                    rt::FAULT_TRAP
+                } else {
+                    rt::FAULT_BRKPT
+                };
+                let k = self.b.ins().iconst(I32, kind as i64);
+                self.b.ins().store(FLAGS, k, self.tc, off::FAULT);
+                let l = self.b.ins().iconst(I32, inst.line as i64);
+                self.b.ins().store(FLAGS, l, self.tc, off::FAULT_LINE);
+                self.exit(FAULTED);
+                return Ok(false);
+            }
+            Op::Intrinsic { args, .. } => {
+                let slot = self.b.create_sized_stack_slot(StackSlotData::new(
+                    StackSlotKind::ExplicitSlot,
+                    64,
+                    3,
+                ));
+                for (k, a) in args.iter().enumerate().take(8) {
+                    let v = match *a {
+                        ArgCopy::Value { src, .. } => self.src(&src),
+                        ArgCopy::Frame { from, size } => {
+                            let sz = [8u32, 4, 2, 1]
+                                .into_iter()
+                                .find(|&s| s <= size.clamp(1, 8))
+                                .unwrap_or(1);
+                            let a = self.b.ins().iconst(I64, from as i64);
+                            let p = self.ptr(Space::Local, a, sz, false, inst.line);
+                            let x = self.b.ins().load(int_type(sz), MemFlagsData::new(), p, 0);
+                            self.widen(x, false)
+                        }
+                    };
+                    self.b.ins().stack_store(I64, v, slot, (k * 8) as i32);
+                }
+                let ap = self.b.ins().stack_addr(I64, slot, 0);
+                let ip = self
+                    .b
+                    .ins()
+                    .iconst(I64, inst as *const Inst as usize as i64);
+                let f = self
+                    .b
+                    .ins()
+                    .iconst(I64, rt::h_intrinsic as *const () as usize as i64);
+                let call =
+                    self.b
+                        .ins()
+                        .call_indirect(self.helpers.intrinsic, f, &[self.tc, ip, ap]);
+                let r = self.b.inst_results(call)[0];
+                let bad = self.b.create_block();
+                let ok = self.b.create_block();
+                self.b.ins().brif(r, bad, &[], ok, &[]);
+                self.b.switch_to_block(bad);
+                self.b.set_cold_block(bad);
+                self.store_ic();
+                self.b.ins().return_(&[r]);
+                self.b.switch_to_block(ok);
+            }
             _ => return Err("instruction".into()),
         }
         Ok(true)
@@ -1002,6 +1073,15 @@ impl<'a, 'b> Lower<'a, 'b> {
             let n = self.b.ins().bitcast(I32, MemFlagsData::new(), v);
             self.b.ins().uextend(I64, n)
         }
+    }
+}
+
+/// `.param` accesses at frame offsets (a device function's parameters, call-site slots) are
+/// local-memory accesses.
+fn frame_space(space: Space, base: &Src) -> Space {
+    match (space, base) {
+        (Space::Param, Src::Local(_)) => Space::Local,
+        (s, _) => s,
     }
 }
 

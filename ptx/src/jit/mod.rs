@@ -3,10 +3,12 @@
 //! time with barriers as resume points ([`lower`]), the interpreter's semantics kept by
 //! sharing its ALU functions for everything not emitted inline.
 //!
-//! A kernel is compiled on its first launch and cached in its [`Module`]. Kernels using what
-//! the compiler does not handle (warp-level operations, calls, printf/assert, traps, indirect
-//! branches, volatile shared memory as warp-synchronous code uses it, ...) run interpreted;
-//! the reason is logged once per kernel.
+//! A kernel is compiled on its first launch and cached in its [`Module`]: its direct calls
+//! are expanded in place ([`inline`]), then [`lower`] emits one function running a round of
+//! a block. Kernels using what the compiler does not handle (warp-level operations,
+//! recursive or indirect calls, indirect branches, volatile shared memory as
+//! warp-synchronous code uses it, ...) run interpreted; the reason is logged once per
+//! kernel.
 
 use std::{
     collections::HashMap,
@@ -21,7 +23,9 @@ use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{Linkage, Module as _};
 
-use self::rt::{FAULT_MISALIGNED, FAULTED, ROUND, ThreadCtx};
+use self::rt::{
+    FAULT_BRKPT, FAULT_ILLEGAL, FAULT_MISALIGNED, FAULT_TRAP, FAULTED, ROUND, ThreadCtx,
+};
 use crate::{
     error::{KernelError, Location},
     exec::Launch,
@@ -30,6 +34,7 @@ use crate::{
 };
 
 mod alu;
+mod inline;
 mod live;
 mod lower;
 pub(crate) mod rt;
@@ -141,31 +146,10 @@ pub(crate) fn get(m: &Module, k: u32) -> Option<Arc<Compiled>> {
 }
 
 fn compile(m: &Module, k: &KernelInfo) -> Result<Compiled, String> {
-    let func = m.funcs.get(k.func as usize).ok_or("no function")?;
-    let start = func.entry as usize;
-    let end = m
-        .funcs
-        .iter()
-        .map(|f| f.entry as usize)
-        .filter(|&e| e > start)
-        .min()
-        .unwrap_or(m.code.len())
-        .min(m.code.len());
-    let code = m.code.get(start..end).ok_or("code range")?;
-    // Branch targets are absolute; rebase them by checking they stay inside the kernel.
-    let mut local = Vec::with_capacity(code.len());
-    for i in code {
-        let mut i = i.clone();
-        if let crate::ir::Op::Bra { target } = &mut i.op {
-            let t = (*target as usize)
-                .checked_sub(start)
-                .filter(|&t| t < code.len())
-                .ok_or("branch out of the kernel")?;
-            *target = t as u32;
-        }
-        local.push(i);
-    }
-    lower::check(&local, func.nregs, m.syms.len())?;
+    let flat = inline::flatten(m, k.func as usize)?;
+    lower::check(&flat.code, flat.nregs, m.syms.len())?;
+    let (nregs, frame) = (flat.nregs, flat.frame);
+    let local = flat.code;
     // The instructions the compiled code points at (ALU functions) must live as long as it.
     let local: Box<[crate::ir::Inst]> = local.into_boxed_slice();
 
@@ -190,7 +174,7 @@ fn compile(m: &Module, k: &KernelInfo) -> Result<Compiled, String> {
     let mut fbc = FunctionBuilderContext::new();
     {
         let b = FunctionBuilder::new(&mut ctx.func, &mut fbc);
-        lower::Lower::build(b, &local, func.nregs, func.frame_size, cc)?;
+        lower::Lower::build(b, &local, nregs, frame, cc)?;
     }
     let id = jm
         .declare_function("kernel", Linkage::Local, &ctx.func.signature)
@@ -205,8 +189,8 @@ fn compile(m: &Module, k: &KernelInfo) -> Result<Compiled, String> {
     let entry: KernelFn = unsafe { std::mem::transmute::<*const u8, KernelFn>(p) };
     Ok(Compiled {
         entry,
-        nregs: func.nregs,
-        frame: func.frame_size,
+        nregs,
+        frame,
         _code: Code(Some(jm)),
         _insts: local,
     })
@@ -324,15 +308,22 @@ fn run_block(
                     line: b.tc.fault_line,
                 };
                 let (addr, size) = (b.tc.fault_addr, b.tc.fault_size);
-                return Err(if b.tc.fault == FAULT_MISALIGNED {
-                    KernelError::MisalignedAddress { addr, size, loc }
-                } else {
-                    KernelError::IllegalAddress {
+                return Err(match b.tc.fault {
+                    FAULT_MISALIGNED => KernelError::MisalignedAddress { addr, size, loc },
+                    FAULT_TRAP => KernelError::Trap { loc },
+                    FAULT_BRKPT => KernelError::Breakpoint { loc },
+                    FAULT_ILLEGAL => KernelError::IllegalAddress {
                         addr,
                         size,
                         write: b.tc.fault_write != 0,
                         loc,
-                    }
+                    },
+                    _ => KernelError::IllegalAddress {
+                        addr,
+                        size,
+                        write: b.tc.fault_write != 0,
+                        loc,
+                    },
                 });
             }
             _ => {

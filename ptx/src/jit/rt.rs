@@ -384,3 +384,113 @@ pub(crate) extern "C" fn h_poll(tc: *mut ThreadCtx) -> u32 {
     }
     0
 }
+
+/// Fault kinds beyond memory faults.
+pub(crate) const FAULT_TRAP: u32 = 3;
+pub(crate) const FAULT_BRKPT: u32 = 4;
+
+/// A `size`-byte read at generic address `addr` for the current thread, if mapped.
+fn read_generic(tc: &mut ThreadCtx, addr: u64, size: u32) -> Option<u64> {
+    let p = h_ptr(tc, 0, addr, size, 0);
+    if p.is_null() {
+        tc.fault = 0;
+        return None;
+    }
+    let mut x = [0u8; 8];
+    // SAFETY: `h_ptr` returned a pointer to `size` (at most 8) readable bytes.
+    unsafe { std::ptr::copy_nonoverlapping(p, x.as_mut_ptr(), (size as usize).min(8)) };
+    Some(u64::from_le_bytes(x))
+}
+
+fn read_string(tc: &mut ThreadCtx, addr: u64, max: usize) -> Option<Vec<u8>> {
+    let mut s = Vec::new();
+    for k in 0..max as u64 {
+        let b = read_generic(tc, addr.wrapping_add(k), 1)? as u8;
+        if b == 0 {
+            break;
+        }
+        s.push(b);
+    }
+    Some(s)
+}
+
+/// `vprintf` and `__assertfail` for the current thread: `args` holds the values of the
+/// call's arguments. Returns 0, or [`FAULTED`] / [`STOPPED`] with the fault or the
+/// assertion recorded.
+pub(crate) extern "C" fn h_intrinsic(
+    tc: *mut ThreadCtx,
+    inst: *const Inst,
+    args: *const u64,
+) -> u32 {
+    // SAFETY: as in `h_ptr`; `inst` points into the compiled kernel's instructions, `args`
+    // at a stack slot of 8 values.
+    let (tc, inst, av) = unsafe { (&mut *tc, &*inst, std::slice::from_raw_parts(args, 8)) };
+    let Op::Intrinsic { which, ret, .. } = &inst.op else {
+        return 0;
+    };
+    let arg = |k: usize| av.get(k).copied().unwrap_or(0);
+    match which {
+        crate::ir::Intrinsic::Vprintf => {
+            let Some(fmt) = read_string(tc, arg(0), 1 << 16) else {
+                tc.set_fault(FAULT_ILLEGAL, arg(0), 1, false);
+                return FAULTED;
+            };
+            struct A<'t> {
+                tc: &'t mut ThreadCtx,
+                base: u64,
+            }
+            impl crate::printf::Args for A<'_> {
+                fn arg(&mut self, offset: u64, size: u32) -> Option<u64> {
+                    read_generic(self.tc, self.base.wrapping_add(offset), size)
+                }
+                fn string(&mut self, addr: u64, max: usize) -> Option<Vec<u8>> {
+                    read_string(self.tc, addr, max)
+                }
+            }
+            let mut a = A { tc, base: arg(1) };
+            let Some((text, n)) = crate::printf::format(&fmt, &mut a) else {
+                tc.set_fault(FAULT_ILLEGAL, arg(1), 8, false);
+                return FAULTED;
+            };
+            // SAFETY: as in `h_ptr`.
+            let env = unsafe { &*tc.env };
+            env.l.out.print(&text);
+            if let Some(r) = ret
+                && let Some(p) = inside(tc.local, tc.local_len, *r as u64, 4)
+            {
+                // SAFETY: `inside` checked the 4 bytes lie in this thread's local memory.
+                unsafe { std::ptr::copy_nonoverlapping(n.to_le_bytes().as_ptr(), p, 4) };
+            }
+            0
+        }
+        crate::ir::Intrinsic::AssertFail => {
+            let mut s = |a: u64| {
+                read_string(tc, a, 4096)
+                    .map(|v| String::from_utf8_lossy(&v).into_owned())
+                    .unwrap_or_default()
+            };
+            let (msg, file, func) = (s(arg(0)), s(arg(1)), s(arg(3)));
+            let t = tc.cur as usize;
+            let tid = tc.tids.map(|p| {
+                if t < tc.n as usize {
+                    // SAFETY: `tids` point at arrays of `n` entries, and `t < n`.
+                    unsafe { *p.add(t) }
+                } else {
+                    0
+                }
+            });
+            let [bx, by, bz] = tc.ctaid;
+            let message = format!(
+                "{file}:{}: {func}: block: [{bx},{by},{bz}], thread: [{},{},{}] Assertion `{msg}` failed.",
+                arg(2) as u32,
+                tid[0],
+                tid[1],
+                tid[2]
+            );
+            // SAFETY: as in `h_ptr`.
+            let env = unsafe { &mut *tc.env };
+            env.stop = Some(crate::error::KernelError::Assert { message });
+            STOPPED
+        }
+    }
+}

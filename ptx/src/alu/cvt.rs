@@ -115,6 +115,14 @@ fn cvt_fi(c: &AluCtx, i: &[&Lanes; 4], o: &mut [Lanes; 2]) {
 fn cvt_ff(c: &AluCtx, i: &[&Lanes; 4], o: &mut [Lanes; 2]) {
     map1(i, o, |x| {
         let v = float_in(c, x, c.sty);
+        if c.rint && v.is_nan() {
+            // Rounding to an integral value gives the canonical NaN, as on the GPU.
+            return match c.dty {
+                Ty::F64 => 0x7fff_ffff_ffff_ffff,
+                Ty::F32 => 0x7fff_ffff,
+                _ => float_out(c, v, c.dty, Rnd::Rn),
+            };
+        }
         if c.rint {
             // Same-size rounding to an integral value.
             let r = match c.sty {

@@ -337,7 +337,10 @@ fn ffma<S: FStore>(c: &AluCtx, i: &[&Lanes; 4], o: &mut [Lanes; 2]) {
         // The common case: round to nearest without flush or saturation (constant-folded).
         let c = &c.plain();
         map3(i, o, |x, y, z| {
-            S::store(c, S::C::fma_rn(S::load(c, x), S::load(c, y), S::load(c, z)))
+            let r = S::C::fma_rn(S::load(c, x), S::load(c, y), S::load(c, z));
+            // A NaN result is the canonical NaN, as on the GPU (and whatever the host's
+            // fused multiply-add propagates).
+            S::store(c, if r.is_nan() { S::C::canonical_nan() } else { r })
         })
     } else {
         map3(i, o, |x, y, z| {
@@ -347,7 +350,7 @@ fn ffma<S: FStore>(c: &AluCtx, i: &[&Lanes; 4], o: &mut [Lanes; 2]) {
             } else {
                 S::C::from_f64(a.to_f64().mul_add(b.to_f64(), d.to_f64()))
             };
-            S::store(c, r)
+            S::store(c, if r.is_nan() { S::C::canonical_nan() } else { r })
         })
     }
 }

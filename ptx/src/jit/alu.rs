@@ -211,7 +211,11 @@ impl Lower<'_, '_> {
                             FOp::Div => self.b.ins().fdiv(a, b),
                             FOp::Fma => {
                                 let c = self.as_float(arg(2)?, f64);
-                                self.b.ins().fma(a, b, c)
+                                let r = self.b.ins().fma(a, b, c);
+                                // The GPU's (and the interpreter's) canonical NaN.
+                                let nan = self.b.ins().fcmp(FloatCC::Unordered, r, r);
+                                let canon = self.canonical_nan(f64);
+                                self.b.ins().select(nan, canon, r)
                             }
                             FOp::Min | FOp::Max => self.fminmax(op == FOp::Min, a, b, f64),
                             _ => return None,
@@ -262,6 +266,14 @@ impl Lower<'_, '_> {
                     (true, false) => self.b.ins().fdemote(F32, x),
                     _ => x,
                 };
+                let r = if round.is_some() {
+                    // Rounding to an integral value gives the canonical NaN.
+                    let nan = self.b.ins().fcmp(FloatCC::Unordered, r, r);
+                    let canon = self.canonical_nan(dst64);
+                    self.b.ins().select(nan, canon, r)
+                } else {
+                    r
+                };
                 (self.float_bits(r), None)
             }
         })
@@ -289,14 +301,19 @@ impl Lower<'_, '_> {
         let r = self.b.ins().select(bn, a, m);
         let r = self.b.ins().select(an, b, r);
         let both = self.b.ins().band(an, bn);
-        let canon = if f64 {
+        let canon = self.canonical_nan(f64);
+        self.b.ins().select(both, canon, r)
+    }
+
+    /// The canonical NaN (all payload bits set) as an f32 or f64 value.
+    fn canonical_nan(&mut self, f64: bool) -> Value {
+        if f64 {
             let bits = self.b.ins().iconst(I64, 0x7fff_ffff_ffff_ffff_u64 as i64);
             self.b.ins().bitcast(F64, MemFlagsData::new(), bits)
         } else {
             let bits = self.b.ins().iconst(I32, 0x7fff_ffff);
             self.b.ins().bitcast(F32, MemFlagsData::new(), bits)
-        };
-        self.b.ins().select(both, canon, r)
+        }
     }
 
     /// Integer division and remainder as the interpreter defines them: x / 0 is all ones,

@@ -483,6 +483,13 @@ fn launch_failures() {
         .try_launch("k", [2, 1, 1], [64, 1, 1], 0, &[Arg::Ptr(0), Arg::Ptr(0)])
         .unwrap_err();
     assert!(matches!(e, KernelError::InstructionLimit { .. }), "{e}");
+    // So does one around a barrier (compiled: a round per iteration, checked between rounds).
+    let mut g = Gpu::new(&kernel("", "L: bar.sync 0; bra.uni L;"));
+    g.opts.instruction_limit = Some(100_000);
+    let e = g
+        .try_launch("k", [2, 1, 1], [64, 1, 1], 0, &[Arg::Ptr(0), Arg::Ptr(0)])
+        .unwrap_err();
+    assert!(matches!(e, KernelError::InstructionLimit { .. }), "{e}");
     // Unbounded recursion overflows the stack.
     let src = ".version 9.0\n.target sm_90\n.address_size 64\n\
         .func f(.param .b64 x) { .local .b8 pad[256]; { .param .b64 y; st.param.b64 [y], 1; call f, (y); } ret; }\n\

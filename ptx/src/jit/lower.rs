@@ -32,8 +32,8 @@ use super::{
 };
 use crate::{
     alu::native::Native,
-    ir::{ArgCopy, BarKind, Inst, Op, SINK, Space, Src, Sreg},
-    module::{LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW},
+    ir::{ArgCopy, BarKind, Inst, Op, SINK, Space, Src},
+    module::{LOCAL_WINDOW, SHARED_WINDOW},
 };
 
 /// Why a kernel is not compiled (it then runs interpreted).
@@ -123,21 +123,21 @@ fn op_name(op: &Op) -> &'static str {
 
 /// Helper signatures, imported once per function.
 #[derive(Clone, Copy)]
-struct Inv {
-    shared: Value,
-    shared_len: Value,
-    params: Value,
-    params_len: Value,
-    syms: Value,
+pub(super) struct Inv {
+    pub(super) shared: Value,
+    pub(super) shared_len: Value,
+    pub(super) params: Value,
+    pub(super) params_len: Value,
+    pub(super) syms: Value,
 }
 
-struct Helpers {
-    ptr: cranelift_codegen::ir::SigRef,
-    atom: cranelift_codegen::ir::SigRef,
-    alu: cranelift_codegen::ir::SigRef,
-    sreg: cranelift_codegen::ir::SigRef,
-    poll: cranelift_codegen::ir::SigRef,
-    intrinsic: cranelift_codegen::ir::SigRef,
+pub(super) struct Helpers {
+    pub(super) ptr: cranelift_codegen::ir::SigRef,
+    pub(super) atom: cranelift_codegen::ir::SigRef,
+    pub(super) alu: cranelift_codegen::ir::SigRef,
+    pub(super) sreg: cranelift_codegen::ir::SigRef,
+    pub(super) poll: cranelift_codegen::ir::SigRef,
+    pub(super) intrinsic: cranelift_codegen::ir::SigRef,
 }
 
 pub(super) struct Lower<'a, 'b> {
@@ -147,27 +147,29 @@ pub(super) struct Lower<'a, 'b> {
     pub vars: Vec<Variable>,
     pub tc: Value,
     pub ic: Variable,
-    pub tmp: Variable,
+    pub(super) tmp: Variable,
     /// The thread being run (its index in the block), its saved registers, its local
     /// memory, its `%tid`.
-    t: Variable,
+    pub(super) t: Variable,
     regs_t: Variable,
-    local_t: Variable,
-    tid: [Variable; 3],
+    pub(super) local_t: Variable,
+    pub(super) tid: [Variable; 3],
     /// The global region cache, in registers (reloaded after `h_ptr` refills it).
-    gb: Variable,
-    gl: Variable,
-    gh: Variable,
+    pub(super) gb: Variable,
+    pub(super) gl: Variable,
+    pub(super) gh: Variable,
     poll_at: Variable,
     /// Block-invariant values loaded once per call.
-    inv: Inv,
+    pub(super) inv: Inv,
+    /// Precomputed access limits (see `mem.rs`) of shared memory and parameters by size.
+    pub(super) lims: Vec<(Space, u32, Value)>,
     /// Marks the current thread done / waiting and moves to the next one.
     next_thread: Block,
-    frame: u32,
+    pub(super) frame: u32,
     nregs: u32,
     blocks: HashMap<usize, Block>,
     leaders: Vec<usize>,
-    helpers: Helpers,
+    pub(super) helpers: Helpers,
     /// Resume points: instruction index after each barrier.
     pub resumes: Vec<usize>,
     /// Registers live at each resume point: what a barrier saves and a resume reloads.
@@ -183,7 +185,7 @@ fn sig(cc: cranelift_codegen::isa::CallConv, params: &[Type], ret: Option<Type>)
     s
 }
 
-const FLAGS: MemFlagsData = MemFlagsData::trusted();
+pub(super) const FLAGS: MemFlagsData = MemFlagsData::trusted();
 
 impl<'a, 'b> Lower<'a, 'b> {
     /// Emits the whole function into `b`: one call runs every runnable thread of the block
@@ -256,6 +258,7 @@ impl<'a, 'b> Lower<'a, 'b> {
             gh,
             poll_at,
             inv,
+            lims: Vec::new(),
             next_thread,
             frame,
             nregs,
@@ -294,7 +297,7 @@ impl<'a, 'b> Lower<'a, 'b> {
     }
 
     /// Reloads the global region cache after a helper refilled it.
-    fn reload_region(&mut self) {
+    pub(super) fn reload_region(&mut self) {
         for (v, o) in [
             (self.gb, off::G_BASE),
             (self.gl, off::G_LEN),
@@ -310,6 +313,15 @@ impl<'a, 'b> Lower<'a, 'b> {
     fn prologue(&mut self) {
         let ic0 = self.ld_tc(I64, off::ICOUNT);
         self.b.def_var(self.ic, ic0);
+        for size in super::mem::SIZES {
+            for (space, len) in [
+                (Space::Shared, self.inv.shared_len),
+                (Space::Param, self.inv.params_len),
+            ] {
+                let lim = self.limit(len, size);
+                self.lims.push((space, size, lim));
+            }
+        }
         let pa = self.ld_tc(I64, off::POLL_AT);
         self.b.def_var(self.poll_at, pa);
         self.reload_region();
@@ -484,7 +496,7 @@ impl<'a, 'b> Lower<'a, 'b> {
     }
 
     /// Ends the current thread ([`EXITED`]) or the whole call (any other status).
-    fn exit(&mut self, status: u32) {
+    pub(super) fn exit(&mut self, status: u32) {
         if status == EXITED {
             self.thread_stops(super::DONE);
             return;
@@ -815,107 +827,9 @@ impl<'a, 'b> Lower<'a, 'b> {
         }
     }
 
-    fn tc_u32(&mut self, offset: i32) -> Value {
+    pub(super) fn tc_u32(&mut self, offset: i32) -> Value {
         let v = self.b.ins().load(I32, FLAGS, self.tc, offset);
         self.b.ins().uextend(I64, v)
-    }
-
-    fn src(&mut self, s: &Src) -> Value {
-        match *s {
-            Src::Reg(r) => self.b.use_var(self.vars[r as usize]),
-            Src::NotReg(r) => {
-                let v = self.b.use_var(self.vars[r as usize]);
-                let v = self.b.ins().band_imm_u(v, 1);
-                self.b.ins().bxor_imm_u(v, 1)
-            }
-            Src::Imm(v) => self.b.ins().iconst(I64, v as i64),
-            Src::Sym(i, o) => {
-                let syms = self.inv.syms;
-                let v = self
-                    .b
-                    .ins()
-                    .load(I64, FLAGS, syms, (i as i32).wrapping_mul(8));
-                self.b.ins().iadd_imm_s(v, o)
-            }
-            Src::Local(o) => self.b.ins().iconst(I64, o as i64),
-            Src::Sreg(sr) => self.sreg(sr),
-        }
-    }
-
-    fn sreg(&mut self, s: Sreg) -> Value {
-        let d = |x: u8| (x as i32 % 3) * 4;
-        match s {
-            Sreg::Tid(x) => self.b.use_var(self.tid[x as usize % 3]),
-            Sreg::Ntid(x) => self.tc_u32(off::NTID + d(x)),
-            Sreg::Ctaid(x) => self.tc_u32(off::CTAID + d(x)),
-            Sreg::Nctaid(x) => self.tc_u32(off::NCTAID + d(x)),
-            Sreg::Laneid => {
-                let l = self.b.use_var(self.t);
-                self.b.ins().band_imm_u(l, 31)
-            }
-            Sreg::Warpid => {
-                let l = self.b.use_var(self.t);
-                self.b.ins().ushr_imm_u(l, 5)
-            }
-            Sreg::Nwarpid => self.b.ins().iconst(I64, 64),
-            Sreg::Smid => self.tc_u32(off::SMID),
-            Sreg::Nsmid => self.tc_u32(off::NSMID),
-            Sreg::Gridid => self.b.ins().iconst(I64, 1),
-            Sreg::LanemaskEq
-            | Sreg::LanemaskLe
-            | Sreg::LanemaskLt
-            | Sreg::LanemaskGe
-            | Sreg::LanemaskGt => {
-                let l = self.b.use_var(self.t);
-                let lane = self.b.ins().band_imm_u(l, 31);
-                let one = self.b.ins().iconst(I64, 1);
-                let two = self.b.ins().iconst(I64, 2);
-                let eq = self.b.ins().ishl(one, lane);
-                let le2 = self.b.ins().ishl(two, lane);
-                let r = match s {
-                    Sreg::LanemaskEq => eq,
-                    Sreg::LanemaskLe => self.b.ins().iadd_imm_s(le2, -1),
-                    Sreg::LanemaskLt => self.b.ins().iadd_imm_s(eq, -1),
-                    Sreg::LanemaskGe => {
-                        let lt = self.b.ins().iadd_imm_s(eq, -1);
-                        self.b.ins().bnot(lt)
-                    }
-                    _ => {
-                        let le = self.b.ins().iadd_imm_s(le2, -1);
-                        self.b.ins().bnot(le)
-                    }
-                };
-                self.b.ins().band_imm_u(r, 0xffff_ffff)
-            }
-            Sreg::DynamicSmem => self.tc_u32(off::DYN_SMEM),
-            Sreg::TotalSmem => self.tc_u32(off::TOTAL_SMEM),
-            Sreg::Const(v) => self.b.ins().iconst(I64, v as i64),
-            Sreg::Clock
-            | Sreg::ClockHi
-            | Sreg::Clock64
-            | Sreg::Globaltimer
-            | Sreg::GlobaltimerLo
-            | Sreg::GlobaltimerHi => {
-                let code = match s {
-                    Sreg::Clock => 0,
-                    Sreg::ClockHi => 1,
-                    Sreg::Clock64 => 2,
-                    Sreg::Globaltimer => 3,
-                    Sreg::GlobaltimerLo => 4,
-                    _ => 5,
-                };
-                let code = self.b.ins().iconst(I32, code);
-                let f = self
-                    .b
-                    .ins()
-                    .iconst(I64, rt::h_sreg as *const () as usize as i64);
-                let call = self
-                    .b
-                    .ins()
-                    .call_indirect(self.helpers.sreg, f, &[self.tc, code]);
-                self.b.inst_results(call)[0]
-            }
-        }
     }
 
     /// A cold exit taken when `cond` (i32 or i8, non-zero) holds: records `line` and returns
@@ -930,103 +844,6 @@ impl<'a, 'b> Lower<'a, 'b> {
         self.b.ins().store(FLAGS, l, self.tc, off::FAULT_LINE);
         self.exit(FAULTED);
         self.b.switch_to_block(ok);
-    }
-
-    /// The host address of `size` bytes at `a` in `space`: inline when it lies in the
-    /// buffer the space's fast path knows, else through [`rt::h_ptr`] (a fault exits).
-    fn ptr(&mut self, space: Space, a: Value, size: u32, write: bool, line: u32) -> Value {
-        let align = (size as u64).next_power_of_two();
-        let global = !matches!(space, Space::Shared | Space::Local | Space::Param);
-        let frame = self.b.ins().iconst(I64, self.frame as i64);
-        let (base, len, o) = match space {
-            Space::Shared => (self.inv.shared, self.inv.shared_len, a),
-            Space::Param if !write => {
-                let o = self
-                    .b
-                    .ins()
-                    .iadd_imm_s(a, (PARAM_WINDOW as i64).wrapping_neg());
-                (self.inv.params, self.inv.params_len, o)
-            }
-            Space::Local | Space::Param => (self.b.use_var(self.local_t), frame, a),
-            _ => {
-                let gb = self.b.use_var(self.gb);
-                let o = self.b.ins().isub(a, gb);
-                (self.b.use_var(self.gh), self.b.use_var(self.gl), o)
-            }
-        };
-        // Inside: o < len and len - o >= size (no overflow); and aligned.
-        let lt = self.b.ins().icmp(IntCC::UnsignedLessThan, o, len);
-        let room = self.b.ins().isub(len, o);
-        let fits = self
-            .b
-            .ins()
-            .icmp_imm_u(IntCC::UnsignedGreaterThanOrEqual, room, size as i64);
-        let mis = self.b.ins().band_imm_u(a, (align - 1) as i64);
-        let al = self.b.ins().icmp_imm_u(IntCC::Equal, mis, 0);
-        let c = self.b.ins().band(lt, fits);
-        let c = self.b.ins().band(c, al);
-        let fast = self.b.create_block();
-        let slow = self.b.create_block();
-        let join = self.b.create_block();
-        self.b.ins().brif(c, fast, &[], slow, &[]);
-        self.b.switch_to_block(fast);
-        let p = self.b.ins().iadd(base, o);
-        self.b.def_var(self.tmp, p);
-        self.b.ins().jump(join, &[]);
-        self.b.switch_to_block(slow);
-        self.b.set_cold_block(slow);
-        let sc = self.b.ins().iconst(I32, rt::space_code(space) as i64);
-        let sz = self.b.ins().iconst(I32, size as i64);
-        let wr = self.b.ins().iconst(I32, write as i64);
-        let f = self
-            .b
-            .ins()
-            .iconst(I64, rt::h_ptr as *const () as usize as i64);
-        let call = self
-            .b
-            .ins()
-            .call_indirect(self.helpers.ptr, f, &[self.tc, sc, a, sz, wr]);
-        let p = self.b.inst_results(call)[0];
-        self.b.def_var(self.tmp, p);
-        if global {
-            self.reload_region();
-        }
-        let null = self.b.ins().icmp_imm_u(IntCC::Equal, p, 0);
-        let bad = self.b.create_block();
-        self.b.ins().brif(null, bad, &[], join, &[]);
-        self.b.switch_to_block(bad);
-        self.b.set_cold_block(bad);
-        let l = self.b.ins().iconst(I32, line as i64);
-        self.b.ins().store(FLAGS, l, self.tc, off::FAULT_LINE);
-        self.exit(FAULTED);
-        self.b.switch_to_block(join);
-        self.b.use_var(self.tmp)
-    }
-
-    /// Calls the instruction's interpreter function for one lane.
-    fn alu_call(&mut self, inst: &Inst, vals: &[Value]) -> (Value, Option<Value>) {
-        let slot =
-            self.b
-                .create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 16, 3));
-        let out = self.b.ins().stack_addr(I64, slot, 0);
-        let zero = self.b.ins().iconst(I64, 0);
-        let mut args = vec![
-            self.b
-                .ins()
-                .iconst(I64, inst as *const Inst as usize as i64),
-        ];
-        for k in 0..4 {
-            args.push(vals.get(k).copied().unwrap_or(zero));
-        }
-        args.push(out);
-        let f = self
-            .b
-            .ins()
-            .iconst(I64, rt::h_alu as *const () as usize as i64);
-        self.b.ins().call_indirect(self.helpers.alu, f, &args);
-        let r0 = self.b.ins().stack_load(I64, I64, slot, 0);
-        let r1 = self.b.ins().stack_load(I64, I64, slot, 8);
-        (r0, Some(r1))
     }
 
     /// A constant of integer type `ty` (narrow constants are stored zero-extended).

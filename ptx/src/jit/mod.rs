@@ -37,6 +37,8 @@ mod alu;
 mod inline;
 mod live;
 mod lower;
+mod mem;
+mod operand;
 pub(crate) mod rt;
 
 /// Thread-instructions between two polls of the launch's stop conditions.
@@ -362,5 +364,14 @@ fn run_block(
             return Ok(());
         }
         l.check_stop()?;
+        // A loop around a barrier polls here, between rounds.
+        if let Some(limit) = l.opts.instruction_limit
+            && l.insts
+                .load(Ordering::Relaxed)
+                .saturating_add(env.block_insts)
+                > limit
+        {
+            return Err(KernelError::InstructionLimit { limit });
+        }
     }
 }

@@ -224,7 +224,10 @@ pub(crate) extern "C" fn h_ptr(
             let env = unsafe { &mut *tc.env };
             env.gmem.region_of(a, size64).map(|(base, len, host)| {
                 let end = base.saturating_add(len);
-                if end <= SHARED_WINDOW || base >= FUNC_WINDOW + WINDOW_SIZE {
+                // The compiled check needs a 32-byte aligned base (see `mem.rs`).
+                if (end <= SHARED_WINDOW || base >= FUNC_WINDOW + WINDOW_SIZE)
+                    && base.is_multiple_of(32)
+                {
                     tc.g_base = base;
                     tc.g_len = len;
                     tc.g_host = host;

@@ -1,0 +1,171 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! Memory access in compiled code: the inline region and alignment check with its slow path
+//! through [`rt::h_ptr`], and the call of an ALU instruction's interpreter function.
+//!
+//! The inline check of an access of `size` bytes (alignment `2^k`, the next power of two) at
+//! offset `o` into a buffer of `len` bytes is one comparison: `o.rotate_right(k) < lim` with
+//! `lim = (len - size) >> k + 1` (0 when `len < size`). A misaligned offset rotates its low
+//! bits to the top and fails, an aligned one compares `o / 2^k` with the last aligned start.
+//! Shared memory and kernel parameters have their limits computed once per call, local
+//! memory at compile time, the cached global region per access.
+
+use cranelift_codegen::ir::{
+    InstBuilder, StackSlotData, StackSlotKind, Value,
+    condcodes::IntCC,
+    types::{I32, I64},
+};
+
+use super::{
+    lower::{FLAGS, Lower},
+    rt::{self, FAULTED, off},
+};
+use crate::{
+    ir::{Inst, Space},
+    module::PARAM_WINDOW,
+};
+
+/// Access sizes whose limits are precomputed (vector accesses included).
+pub(super) const SIZES: [u32; 8] = [1, 2, 4, 8, 12, 16, 24, 32];
+
+/// `log2` of the alignment an access of `size` bytes needs.
+fn align_shift(size: u32) -> u32 {
+    size.next_power_of_two().trailing_zeros()
+}
+
+/// The limit for `size`-byte accesses into a buffer of `len` bytes (see the module docs).
+pub(super) fn limit_of(len: u64, size: u32) -> u64 {
+    match len.checked_sub(size as u64) {
+        Some(x) => (x >> align_shift(size)) + 1,
+        None => 0,
+    }
+}
+
+impl Lower<'_, '_> {
+    /// The precomputed limit of `space` for `size`-byte accesses, or one computed here.
+    fn lim(&mut self, space: Space, size: u32) -> Value {
+        if let Some(&(_, _, v)) = self.lims.iter().find(|l| l.0 == space && l.1 == size) {
+            return v;
+        }
+        let len = match space {
+            Space::Shared => self.inv.shared_len,
+            _ => self.inv.params_len,
+        };
+        self.limit(len, size)
+    }
+
+    /// Emits the limit for `size`-byte accesses into a buffer of `len` bytes.
+    pub(super) fn limit(&mut self, len: Value, size: u32) -> Value {
+        let big = self
+            .b
+            .ins()
+            .icmp_imm_u(IntCC::UnsignedGreaterThanOrEqual, len, size as i64);
+        let x = self.b.ins().iadd_imm_s(len, -(size as i64));
+        let x = self.b.ins().ushr_imm_u(x, align_shift(size) as i64);
+        let x = self.b.ins().iadd_imm_s(x, 1);
+        let zero = self.b.ins().iconst(I64, 0);
+        self.b.ins().select(big, x, zero)
+    }
+
+    /// The host address of `size` bytes at `a` in `space`: inline when it lies in the
+    /// buffer the space's fast path knows, else through [`rt::h_ptr`] (a fault exits).
+    pub(super) fn ptr(
+        &mut self,
+        space: Space,
+        a: Value,
+        size: u32,
+        write: bool,
+        line: u32,
+    ) -> Value {
+        let global = !matches!(space, Space::Shared | Space::Local | Space::Param);
+        let (base, o, lim) = match space {
+            Space::Shared => (self.inv.shared, a, self.lim(Space::Shared, size)),
+            Space::Param if !write => {
+                let o = self
+                    .b
+                    .ins()
+                    .iadd_imm_s(a, (PARAM_WINDOW as i64).wrapping_neg());
+                (self.inv.params, o, self.lim(Space::Param, size))
+            }
+            Space::Local | Space::Param => {
+                let lim = self
+                    .b
+                    .ins()
+                    .iconst(I64, limit_of(self.frame as u64, size) as i64);
+                (self.b.use_var(self.local_t), a, lim)
+            }
+            _ => {
+                // The cached region's base is 32-byte aligned (see `h_ptr`), so the
+                // offset's alignment is the address's.
+                let gb = self.b.use_var(self.gb);
+                let o = self.b.ins().isub(a, gb);
+                let gl = self.b.use_var(self.gl);
+                let lim = self.limit(gl, size);
+                (self.b.use_var(self.gh), o, lim)
+            }
+        };
+        let r = self.b.ins().rotr_imm_u(o, align_shift(size) as i64);
+        let c = self.b.ins().icmp(IntCC::UnsignedLessThan, r, lim);
+        let fast = self.b.create_block();
+        let slow = self.b.create_block();
+        let join = self.b.create_block();
+        self.b.ins().brif(c, fast, &[], slow, &[]);
+        self.b.switch_to_block(fast);
+        let p = self.b.ins().iadd(base, o);
+        self.b.def_var(self.tmp, p);
+        self.b.ins().jump(join, &[]);
+        self.b.switch_to_block(slow);
+        self.b.set_cold_block(slow);
+        let sc = self.b.ins().iconst(I32, rt::space_code(space) as i64);
+        let sz = self.b.ins().iconst(I32, size as i64);
+        let wr = self.b.ins().iconst(I32, write as i64);
+        let f = self
+            .b
+            .ins()
+            .iconst(I64, rt::h_ptr as *const () as usize as i64);
+        let call = self
+            .b
+            .ins()
+            .call_indirect(self.helpers.ptr, f, &[self.tc, sc, a, sz, wr]);
+        let p = self.b.inst_results(call)[0];
+        self.b.def_var(self.tmp, p);
+        if global {
+            self.reload_region();
+        }
+        let null = self.b.ins().icmp_imm_u(IntCC::Equal, p, 0);
+        let bad = self.b.create_block();
+        self.b.ins().brif(null, bad, &[], join, &[]);
+        self.b.switch_to_block(bad);
+        self.b.set_cold_block(bad);
+        let l = self.b.ins().iconst(I32, line as i64);
+        self.b.ins().store(FLAGS, l, self.tc, off::FAULT_LINE);
+        self.exit(FAULTED);
+        self.b.switch_to_block(join);
+        self.b.use_var(self.tmp)
+    }
+
+    /// Calls the instruction's interpreter function for one lane.
+    pub(super) fn alu_call(&mut self, inst: &Inst, vals: &[Value]) -> (Value, Option<Value>) {
+        let slot =
+            self.b
+                .create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 16, 3));
+        let out = self.b.ins().stack_addr(I64, slot, 0);
+        let zero = self.b.ins().iconst(I64, 0);
+        let mut args = vec![
+            self.b
+                .ins()
+                .iconst(I64, inst as *const Inst as usize as i64),
+        ];
+        for k in 0..4 {
+            args.push(vals.get(k).copied().unwrap_or(zero));
+        }
+        args.push(out);
+        let f = self
+            .b
+            .ins()
+            .iconst(I64, rt::h_alu as *const () as usize as i64);
+        self.b.ins().call_indirect(self.helpers.alu, f, &args);
+        let r0 = self.b.ins().stack_load(I64, I64, slot, 0);
+        let r1 = self.b.ins().stack_load(I64, I64, slot, 8);
+        (r0, Some(r1))
+    }
+}

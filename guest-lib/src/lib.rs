@@ -45,11 +45,15 @@ pub mod transport;
 pub mod virtio;
 
 mod api {
+    pub mod capture;
     pub mod cublas;
     pub mod curand;
     pub mod device;
     pub mod driver;
     pub mod error;
+    pub mod graph;
+    pub mod graph_exec;
+    pub mod graph_node;
     pub mod launch;
     pub mod memory;
     pub mod misc;

@@ -57,8 +57,8 @@ int main() {
     EXPECT(strlen(bus) == 12 && bus[4] == ':' && bus[7] == ':');
 
     // Unimplemented: an honest error, recorded as the last error.
-    cudaGraph_t g;
-    EXPECT_ERR(cudaGraphCreate(&g, 0), cudaErrorNotSupported);
+    cudaIpcMemHandle_t ipc;
+    EXPECT_ERR(cudaIpcGetMemHandle(&ipc, e), cudaErrorNotSupported);
     EXPECT(cudaGetLastError() == cudaErrorNotSupported);
 
     CHECK(cudaFree(e));

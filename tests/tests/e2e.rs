@@ -45,6 +45,7 @@ programs!(
     dmath,
     driver_api,
     errors,
+    graphs,
     launch_ex,
     matmul,
     mempool,

@@ -130,10 +130,12 @@ entry! {
     }
 
     fn cudaDeviceSynchronize() {
+        super::capture::check_device_sync()?;
         synchronize(client::client()?)
     }
 
     fn cudaThreadSynchronize() {
+        super::capture::check_device_sync()?;
         synchronize(client::client()?)
     }
 

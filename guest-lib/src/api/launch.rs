@@ -12,7 +12,8 @@ use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
 
 use vcuda_protocol::{FuncSetAttributeReq, LaunchReq, MAX_PARAM_LEN, attr, ops};
 
-use super::stream::stream_handle;
+use super::graph::{Kernel, Kind};
+use super::stream::capture_stream_handle;
 use crate::client::{self, Client};
 use crate::error::{Error, Result};
 use crate::ffi::{cudaFuncAttributes, cudaStream_t, dim3, write_out};
@@ -53,25 +54,25 @@ fn check_config(c: &Client, grid: dim3, block: dim3, shmem: usize) -> Result<()>
     Ok(())
 }
 
-/// Launches `host_fun` with arguments `args` (one pointer per parameter).
-fn launch(
+/// Checks a launch of `host_fun` (a registered kernel, a valid configuration `(grid,
+/// block, dynamic shared memory)`) and returns the kernel's backend handle and layout.
+pub(crate) fn prepare(
+    c: &Client,
     host_fun: *const c_void,
-    grid: dim3,
-    block: dim3,
-    args: *mut *mut c_void,
-    shmem: usize,
-    stream: cudaStream_t,
-    ptsz: bool,
-) -> Result<()> {
-    let c = client::client()?;
-    c.check_sticky()?;
+    (grid, block, shmem): (dim3, dim3, u32),
+) -> Result<registry::LoadedFunc> {
     let f = func(host_fun)?;
     let loaded = f.load(c)?;
-    check_config(c, grid, block, shmem)?;
-    let stream = stream_handle(c, stream, ptsz)?;
+    check_config(c, grid, block, shmem as usize)?;
     if loaded.param_size > MAX_PARAM_LEN {
         return Err(Error::INVALID_VALUE);
     }
+    Ok(loaded)
+}
+
+/// Packs a launch's arguments (`args`: one pointer per parameter) into the kernel's
+/// parameter buffer.
+pub(crate) fn pack(loaded: &registry::LoadedFunc, args: *mut *mut c_void) -> Result<Vec<u8>> {
     let mut params = vec![0u8; loaded.param_size as usize];
     if !loaded.params.is_empty() && args.is_null() {
         return Err(Error::INVALID_VALUE);
@@ -88,12 +89,69 @@ fn launch(
         // SAFETY: `args[i]` points to the i-th argument, `size` bytes as the kernel declares.
         dst.copy_from_slice(unsafe { std::slice::from_raw_parts(a.cast::<u8>(), size as usize) });
     }
+    Ok(params)
+}
+
+/// Sends a launch of `host_fun` with packed parameters on backend stream `stream`, without
+/// waiting (a graph's kernel node).
+pub(crate) fn post(
+    c: &Client,
+    host_fun: usize,
+    (grid, block, shmem): (dim3, dim3, u32),
+    stream: u64,
+    params: &[u8],
+) -> Result<()> {
+    let loaded = func(host_fun as *const c_void)?.load(c)?;
+    if params.len() != loaded.param_size as usize {
+        return Err(Error::INVALID_VALUE);
+    }
     let req = LaunchReq {
         function: loaded.handle,
         stream,
         grid: grid.arr(),
         block: block.arr(),
-        shared_mem: shmem as u32,
+        shared_mem: shmem,
+        param_len: params.len() as u32,
+    };
+    c.post_with::<ops::Launch>(&req, params, &[])
+}
+
+/// Launches `host_fun` with arguments `args` (one pointer per parameter), or adds it to the
+/// graph `stream` captures.
+fn launch(
+    host_fun: *const c_void,
+    grid: dim3,
+    block: dim3,
+    args: *mut *mut c_void,
+    shmem: usize,
+    stream: cudaStream_t,
+    ptsz: bool,
+) -> Result<()> {
+    let c = client::client()?;
+    c.check_sticky()?;
+    let shmem = u32::try_from(shmem).map_err(|_| Error::INVALID_VALUE)?;
+    let cfg = (grid, block, shmem);
+    let loaded = prepare(c, host_fun, cfg)?;
+    let stream = capture_stream_handle(c, stream, ptsz)?;
+    let params = pack(&loaded, args)?;
+    let captured = super::capture::add(stream, || {
+        let k = Kernel::new(
+            host_fun as usize,
+            cfg,
+            params.clone(),
+            loaded.params.clone(),
+        );
+        Ok(Kind::Kernel(k))
+    })?;
+    if captured {
+        return Ok(());
+    }
+    let req = LaunchReq {
+        function: loaded.handle,
+        stream,
+        grid: grid.arr(),
+        block: block.arr(),
+        shared_mem: shmem,
         param_len: params.len() as u32,
     };
     c.post_with::<ops::Launch>(&req, &params, &[])

@@ -10,7 +10,8 @@ use vcuda_protocol::{
     PtrReq, PtrResp, ops,
 };
 
-use super::stream::stream_handle;
+use super::graph::{Copy3D, Kind as NodeKind, Memset};
+use super::stream::{capture_stream_handle, stream_handle};
 use crate::client::{self, Client};
 use crate::error::{Error, Result};
 use crate::ffi::{
@@ -144,6 +145,22 @@ fn memcpy(c: &Client, cp: Copy2D, kind: c_int, stream: Option<u64>) -> Result<()
     cp.check()?;
     if cp.width == 0 || cp.height == 0 {
         return Ok(());
+    }
+    match stream {
+        None => super::capture::check_legacy_sync(c)?,
+        Some(s) => {
+            let node = || {
+                let (d, s, e) = (
+                    (cp.dst, cp.dpitch),
+                    (cp.src, cp.spitch),
+                    (cp.width, cp.height),
+                );
+                Ok(NodeKind::Memcpy(Copy3D::new_2d(d, s, e, kind)?))
+            };
+            if super::capture::add(s, node)? {
+                return Ok(());
+            }
+        }
     }
     let dir = direction(c, cp.dst, cp.src, kind)?;
     let (sh, flags) = (
@@ -357,10 +374,42 @@ fn memset(
     height: u64,
     stream: Option<u64>,
 ) -> Result<()> {
+    memset_elems(c, dst, pitch, value, 1, width, height, stream)
+}
+
+/// A memset of `height` rows of `width` elements of `elem` (1, 2 or 4) bytes, `pitch`
+/// bytes apart, or, on a capturing stream, a memset node.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn memset_elems(
+    c: &Client,
+    dst: u64,
+    pitch: u64,
+    value: u32,
+    elem: u32,
+    width: u64,
+    height: u64,
+    stream: Option<u64>,
+) -> Result<()> {
     c.check_sticky()?;
-    let r = region(dst, pitch, width, height)?;
+    let row = width
+        .checked_mul(u64::from(elem))
+        .ok_or(Error::INVALID_VALUE)?;
+    let r = region(dst, pitch, row, height)?;
     if r.is_empty() {
         return Ok(());
+    }
+    match stream {
+        None => super::capture::check_legacy_sync(c)?,
+        Some(s) => {
+            let node = || {
+                Ok(NodeKind::Memset(Memset::new(
+                    dst, pitch, value, elem, width, height,
+                )?))
+            };
+            if super::capture::add(s, node)? {
+                return Ok(());
+            }
+        }
     }
     let req = MemsetReq {
         dst,
@@ -369,7 +418,7 @@ fn memset(
         height,
         stream: stream.unwrap_or(0),
         value,
-        elem_size: 1,
+        elem_size: elem as u16,
         flags: if stream.is_some() {
             COPY_ASYNC as u16
         } else {
@@ -519,7 +568,9 @@ fn memset_2d(
     on: On,
 ) -> Result<()> {
     let c = client::client()?;
-    let s = stream_of(c, on)?;
+    let s = on
+        .map(|(s, per_thread)| capture_stream_handle(c, s, per_thread))
+        .transpose()?;
     memset(
         c,
         dev_ptr as u64,
@@ -536,6 +587,7 @@ entry! {
         if dev_ptr.is_null() {
             return Err(Error::INVALID_VALUE);
         }
+        super::capture::check_unsafe()?;
         let p = malloc(client::client()?, size)?;
         // SAFETY: checked non-null; the caller's output pointer.
         unsafe { write_out(dev_ptr, p as *mut c_void) }
@@ -546,6 +598,7 @@ entry! {
             return Err(Error::INVALID_VALUE);
         }
         let c = client::client()?;
+        super::capture::check_unsafe()?;
         let info = c.device_info(state::device())?;
         let align = info.attr(vcuda_protocol::attr::TEXTURE_PITCH_ALIGNMENT).unwrap_or(512).max(1) as usize;
         let p = width.checked_next_multiple_of(align).ok_or(Error::INVALID_VALUE)?;
@@ -561,6 +614,7 @@ entry! {
     fn cudaFree(dev_ptr: *mut c_void) {
         let c = client::client()?;
         c.check_sticky()?;
+        super::capture::check_unsafe()?;
         free(c, dev_ptr as u64)?;
         // A block of a memory pool leaves its pool.
         super::pool::on_free(dev_ptr as u64);
@@ -577,13 +631,13 @@ entry! {
 
     fn cudaMemcpyAsync(dst: *mut c_void, src: *const c_void, count: usize, kind: c_int, stream: cudaStream_t) {
         let c = client::client()?;
-        let s = stream_handle(c, stream, false)?;
+        let s = capture_stream_handle(c, stream, false)?;
         memcpy(c, Copy2D::linear(dst as u64, src as u64, count as u64), kind, Some(s))
     }
 
     fn cudaMemcpyAsync_ptsz(dst: *mut c_void, src: *const c_void, count: usize, kind: c_int, stream: cudaStream_t) {
         let c = client::client()?;
-        let s = stream_handle(c, stream, true)?;
+        let s = capture_stream_handle(c, stream, true)?;
         memcpy(c, Copy2D::linear(dst as u64, src as u64, count as u64), kind, Some(s))
     }
 
@@ -599,14 +653,14 @@ entry! {
 
     fn cudaMemcpy2DAsync(dst: *mut c_void, dpitch: usize, src: *const c_void, spitch: usize, width: usize, height: usize, kind: c_int, stream: cudaStream_t) {
         let c = client::client()?;
-        let s = stream_handle(c, stream, false)?;
+        let s = capture_stream_handle(c, stream, false)?;
         let cp = Copy2D { dst: dst as u64, dpitch: dpitch as u64, src: src as u64, spitch: spitch as u64, width: width as u64, height: height as u64 };
         memcpy(c, cp, kind, Some(s))
     }
 
     fn cudaMemcpy2DAsync_ptsz(dst: *mut c_void, dpitch: usize, src: *const c_void, spitch: usize, width: usize, height: usize, kind: c_int, stream: cudaStream_t) {
         let c = client::client()?;
-        let s = stream_handle(c, stream, true)?;
+        let s = capture_stream_handle(c, stream, true)?;
         let cp = Copy2D { dst: dst as u64, dpitch: dpitch as u64, src: src as u64, spitch: spitch as u64, width: width as u64, height: height as u64 };
         memcpy(c, cp, kind, Some(s))
     }
@@ -621,13 +675,13 @@ entry! {
 
     fn cudaMemsetAsync(dev_ptr: *mut c_void, value: c_int, count: usize, stream: cudaStream_t) {
         let c = client::client()?;
-        let s = stream_handle(c, stream, false)?;
+        let s = capture_stream_handle(c, stream, false)?;
         memset(c, dev_ptr as u64, count as u64, value as u8 as u32, count as u64, 1, Some(s))
     }
 
     fn cudaMemsetAsync_ptsz(dev_ptr: *mut c_void, value: c_int, count: usize, stream: cudaStream_t) {
         let c = client::client()?;
-        let s = stream_handle(c, stream, true)?;
+        let s = capture_stream_handle(c, stream, true)?;
         memset(c, dev_ptr as u64, count as u64, value as u8 as u32, count as u64, 1, Some(s))
     }
 

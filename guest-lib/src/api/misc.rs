@@ -6,30 +6,57 @@ use std::ffi::{c_char, c_int, c_void};
 
 use vcuda_protocol::{HandleReq, attr, ops};
 
-use super::stream::stream_handle;
-use crate::client;
+use super::stream::{capture_stream_handle, stream_handle};
+use crate::client::{self, Client};
 use crate::error::{Error, Result};
 use crate::ffi::{cudaStream_t, write_out};
 use crate::props_gen::cudaDeviceProp13;
 use crate::{registry, state};
 
-/// `cudaHostFn_t`.
-type HostFn = Option<unsafe extern "C" fn(*mut c_void)>;
+/// `cudaHostFn_t` (non-null).
+type HostFn = unsafe extern "C" fn(*mut c_void);
 /// `cudaStreamCallback_t`.
 type StreamCallback = Option<unsafe extern "C" fn(cudaStream_t, u32, *mut c_void)>;
 
 /// Waits for `stream` to reach this point: host work "enqueued" on a stream runs once
 /// everything before it has completed. vcuda runs it in the calling thread right then,
 /// which is one of the orders CUDA allows (the stream's later work waits for it).
-fn drain(s: cudaStream_t) -> Result<u32> {
+fn drain(c: &Client, handle: u64) -> u32 {
+    match c.call::<ops::StreamSynchronize>(&HandleReq { handle }) {
+        Ok(_) => 0,
+        Err(e) => e.0,
+    }
+}
+
+/// Runs host function `f` in stream order on backend stream `stream` (see [`drain`]).
+pub(crate) fn host_call(c: &Client, stream: u64, f: HostFn, user_data: *mut c_void) -> Result<()> {
+    let st = drain(c, stream);
+    if st != 0 {
+        return Err(Error(st));
+    }
+    // SAFETY: the program's host function, called with its own argument, as CUDA does.
+    unsafe { f(user_data) };
+    Ok(())
+}
+
+/// `cudaLaunchHostFunc`: runs `func`, or adds it to the graph `stream` captures.
+fn launch_host_func(
+    stream: cudaStream_t,
+    func: Option<HostFn>,
+    user_data: *mut c_void,
+    ptsz: bool,
+) -> Result<()> {
+    let f = func.ok_or(Error::INVALID_VALUE)?;
     let c = client::client()?;
-    let handle = stream_handle(c, s, false)?;
-    Ok(
-        match c.call::<ops::StreamSynchronize>(&HandleReq { handle }) {
-            Ok(_) => 0,
-            Err(e) => e.0,
-        },
-    )
+    let s = capture_stream_handle(c, stream, ptsz)?;
+    let host = super::graph::Host {
+        func: f,
+        data: user_data as usize,
+    };
+    if super::capture::add(s, || Ok(super::graph::Kind::Host(host)))? {
+        return Ok(());
+    }
+    host_call(c, s, f, user_data)
 }
 
 fn occupancy(num_blocks: *mut c_int, func: *const c_void, block: c_int, smem: usize) -> Result<()> {
@@ -72,15 +99,12 @@ fn occupancy(num_blocks: *mut c_int, func: *const c_void, block: c_int, smem: us
 }
 
 entry! {
-    fn cudaLaunchHostFunc(stream: cudaStream_t, func: HostFn, user_data: *mut c_void) {
-        let f = func.ok_or(Error::INVALID_VALUE)?;
-        let st = drain(stream)?;
-        if st != 0 {
-            return Err(Error(st));
-        }
-        // SAFETY: the program's host function, called with its own argument, as CUDA does.
-        unsafe { f(user_data) };
-        Ok(())
+    fn cudaLaunchHostFunc(stream: cudaStream_t, func: Option<HostFn>, user_data: *mut c_void) {
+        launch_host_func(stream, func, user_data, false)
+    }
+
+    fn cudaLaunchHostFunc_ptsz(stream: cudaStream_t, func: Option<HostFn>, user_data: *mut c_void) {
+        launch_host_func(stream, func, user_data, true)
     }
 
     fn cudaStreamAddCallback(stream: cudaStream_t, cb: StreamCallback, user_data: *mut c_void, flags: u32) {
@@ -88,7 +112,8 @@ entry! {
         if flags != 0 {
             return Err(Error::INVALID_VALUE);
         }
-        let st = drain(stream)?;
+        let c = client::client()?;
+        let st = drain(c, stream_handle(c, stream, false)?);
         // SAFETY: the program's callback, called with the stream's status, as CUDA does.
         unsafe { f(stream, st, user_data) };
         Ok(())

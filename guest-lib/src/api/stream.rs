@@ -20,9 +20,32 @@ const EVENT_FLAGS: u32 = 0x1 | 0x2 | 0x4;
 /// `cudaEventRecordExternal`.
 const EVENT_RECORD_FLAGS: u32 = 0x1;
 
-/// The backend handle for a `cudaStream_t`. `per_thread_default`: the `_ptsz` variants,
-/// where stream 0 means the calling thread's default stream.
+/// The backend handle for a `cudaStream_t`, for work that cannot be captured into a graph.
+/// `per_thread_default`: the `_ptsz` variants, where stream 0 means the calling thread's
+/// default stream.
+///
+/// Fails on a capturing stream (`cudaErrorStreamCaptureUnsupported`, invalidating its
+/// capture) and on the legacy stream while a blocking stream captures
+/// (`cudaErrorStreamCaptureImplicit`), as CUDA does: see [`super::capture`].
 pub fn stream_handle(c: &Client, s: cudaStream_t, per_thread_default: bool) -> Result<u64> {
+    let h = resolve(c, s, per_thread_default)?;
+    super::capture::check_uncaptured(c, h)?;
+    Ok(h)
+}
+
+/// The backend handle for a `cudaStream_t`, for work that a capturing stream records into
+/// its graph (the caller asks [`super::capture::add`]). Fails on the legacy stream while a
+/// blocking stream captures.
+pub fn capture_stream_handle(c: &Client, s: cudaStream_t, per_thread_default: bool) -> Result<u64> {
+    let h = resolve(c, s, per_thread_default)?;
+    if h == 0 {
+        super::capture::check_legacy(c)?;
+    }
+    Ok(h)
+}
+
+/// The backend handle for a `cudaStream_t`, with no capture checks.
+pub(crate) fn resolve(c: &Client, s: cudaStream_t, per_thread_default: bool) -> Result<u64> {
     match s as usize {
         0 if !per_thread_default => Ok(0),
         STREAM_LEGACY => Ok(0),
@@ -60,7 +83,7 @@ fn per_thread_stream(c: &Client) -> Result<u64> {
     Ok(r.handle)
 }
 
-fn event_handle(c: &Client, e: cudaEvent_t) -> Result<u64> {
+pub(crate) fn event_handle(c: &Client, e: cudaEvent_t) -> Result<u64> {
     let h = e as u64;
     if c.events
         .lock()
@@ -132,15 +155,38 @@ fn query_stream(s: cudaStream_t, ptsz: bool) -> Result<()> {
 fn wait_event(s: cudaStream_t, e: cudaEvent_t, flags: u32, ptsz: bool) -> Result<()> {
     let c = client::client()?;
     c.check_sticky()?;
-    let stream = stream_handle(c, s, ptsz)?;
+    let stream = capture_stream_handle(c, s, ptsz)?;
     let event = event_handle(c, e)?;
     if flags & !1 != 0 {
         return Err(Error::INVALID_VALUE);
+    }
+    if super::capture::wait_event(stream, event, flags)? {
+        return Ok(());
     }
     c.post::<ops::StreamWaitEvent>(&StreamWaitEventReq {
         stream,
         event,
         flags,
+        reserved: 0,
+    })
+}
+
+/// Makes backend stream `stream` wait for `event` (posted).
+pub(crate) fn post_wait(c: &Client, stream: u64, event: u64) -> Result<()> {
+    c.post::<ops::StreamWaitEvent>(&StreamWaitEventReq {
+        stream,
+        event,
+        flags: 0,
+        reserved: 0,
+    })
+}
+
+/// Records `event` on backend stream `stream` (posted).
+pub(crate) fn post_record(c: &Client, event: u64, stream: u64) -> Result<()> {
+    c.post::<ops::EventRecord>(&EventRecordReq {
+        event,
+        stream,
+        flags: 0,
         reserved: 0,
     })
 }
@@ -168,9 +214,12 @@ fn event_record(e: cudaEvent_t, s: cudaStream_t, flags: u32, ptsz: bool) -> Resu
     let c = client::client()?;
     c.check_sticky()?;
     let event = event_handle(c, e)?;
-    let stream = stream_handle(c, s, ptsz)?;
+    let stream = capture_stream_handle(c, s, ptsz)?;
     if flags & !EVENT_RECORD_FLAGS != 0 {
         return Err(Error::INVALID_VALUE);
+    }
+    if super::capture::record_event(event, stream, flags & EVENT_RECORD_FLAGS != 0)? {
+        return Ok(());
     }
     c.post::<ops::EventRecord>(&EventRecordReq {
         event,
@@ -239,12 +288,14 @@ entry! {
     fn cudaEventSynchronize(e: cudaEvent_t) {
         let c = client::client()?;
         let handle = event_handle(c, e)?;
+        super::capture::check_event(handle)?;
         c.call::<ops::EventSynchronize>(&HandleReq { handle })
     }
 
     fn cudaEventQuery(e: cudaEvent_t) {
         let c = client::client()?;
         let handle = event_handle(c, e)?;
+        super::capture::check_event(handle)?;
         c.call::<ops::EventQuery>(&HandleReq { handle })
     }
 
@@ -254,6 +305,8 @@ entry! {
             return Err(Error::INVALID_VALUE);
         }
         let (start, end) = (event_handle(c, start)?, event_handle(c, end)?);
+        super::capture::check_event(start)?;
+        super::capture::check_event(end)?;
         let r: EventElapsedResp = c.call::<ops::EventElapsedTime>(&EventElapsedReq { start, end })?;
         // SAFETY: checked non-null; the caller's output pointer.
         unsafe { write_out(ms, r.ms) }

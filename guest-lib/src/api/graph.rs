@@ -1,0 +1,744 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! CUDA graphs: graphs and their nodes, built explicitly (`cudaGraphAdd*Node`) or by stream
+//! capture ([`super::capture`]).
+//!
+//! A graph lives in the library only: a registry maps the opaque handles the program holds
+//! (`cudaGraph_t`, `cudaGraphNode_t`, `cudaGraphExec_t`: ids that are never reused, never
+//! pointers the library dereferences) to graphs, nodes and executable graphs. A node keeps
+//! a copy of what it runs: a kernel node its configuration and its parameter bytes (packed
+//! at add or capture time with the launch path's own layout code), a copy node its
+//! `cudaMemcpy3DParms`, a memset node its `cudaMemsetParams`, a host node its function and
+//! argument; a child-graph node owns a clone of the child. Instantiation and replay are in
+//! [`super::graph_exec`].
+//!
+//! Node kinds: kernel, memcpy (linear memory; CUDA arrays are not supported), memset,
+//! host, empty, child graph, event record and event wait.
+
+use std::collections::{HashMap, HashSet};
+use std::ffi::{c_int, c_uint, c_void};
+use std::sync::Mutex;
+
+use vcuda_protocol::status;
+
+use super::graph_exec::Exec;
+use crate::client;
+use crate::error::{Error, Result};
+use crate::ffi::{cudaEvent_t, write_out};
+
+/// `cudaGraph_t`.
+pub type cudaGraph_t = *mut c_void;
+/// `cudaGraphNode_t`.
+pub type cudaGraphNode_t = *mut c_void;
+/// `cudaGraphExec_t`.
+pub type cudaGraphExec_t = *mut c_void;
+
+/// `cudaGraphNodeType`.
+pub mod node_type {
+    /// `cudaGraphNodeTypeKernel`.
+    pub const KERNEL: u32 = 0;
+    /// `cudaGraphNodeTypeMemcpy`.
+    pub const MEMCPY: u32 = 1;
+    /// `cudaGraphNodeTypeMemset`.
+    pub const MEMSET: u32 = 2;
+    /// `cudaGraphNodeTypeHost`.
+    pub const HOST: u32 = 3;
+    /// `cudaGraphNodeTypeGraph`.
+    pub const GRAPH: u32 = 4;
+    /// `cudaGraphNodeTypeEmpty`.
+    pub const EMPTY: u32 = 5;
+    /// `cudaGraphNodeTypeWaitEvent`.
+    pub const WAIT_EVENT: u32 = 6;
+    /// `cudaGraphNodeTypeEventRecord`.
+    pub const EVENT_RECORD: u32 = 7;
+}
+
+pub(crate) use super::graph_node::{Copy3D, Host, Kernel, Kind, Memset};
+pub use super::graph_node::{
+    cudaHostNodeParams, cudaKernelNodeParams, cudaMemcpy3DParms, cudaMemsetParams,
+};
+
+pub(crate) struct GraphObj {
+    /// Nodes, in the order they were added.
+    pub nodes: Vec<u64>,
+    /// The child-graph node that owns this graph.
+    owner: Option<u64>,
+    /// For a clone: original node -> its copy here.
+    cloned_from: HashMap<u64, u64>,
+}
+
+pub(crate) struct NodeObj {
+    pub graph: u64,
+    pub kind: Kind,
+    /// The nodes this one depends on (edges `dep -> this`), in the order added.
+    pub deps: Vec<u64>,
+}
+
+/// Every graph, node and executable graph of the process.
+#[derive(Default)]
+pub(crate) struct Registry {
+    next: u64,
+    pub graphs: HashMap<u64, GraphObj>,
+    pub nodes: HashMap<u64, NodeObj>,
+    pub execs: HashMap<u64, Exec>,
+}
+
+impl Registry {
+    /// A new handle: distinct from every earlier one, never 0.
+    pub(crate) fn id(&mut self) -> u64 {
+        self.next += 0x10;
+        0x7600_0000_0000 + self.next
+    }
+
+    fn new_graph(&mut self, owner: Option<u64>) -> u64 {
+        let id = self.id();
+        self.graphs.insert(
+            id,
+            GraphObj {
+                nodes: Vec::new(),
+                owner,
+                cloned_from: HashMap::new(),
+            },
+        );
+        id
+    }
+
+    pub(crate) fn graph(&self, g: u64) -> Result<&GraphObj> {
+        self.graphs.get(&g).ok_or(Error::INVALID_VALUE)
+    }
+
+    pub(crate) fn node(&self, n: u64) -> Result<&NodeObj> {
+        self.nodes.get(&n).ok_or(Error::INVALID_VALUE)
+    }
+
+    fn node_mut(&mut self, n: u64) -> Result<&mut NodeObj> {
+        self.nodes.get_mut(&n).ok_or(Error::INVALID_VALUE)
+    }
+
+    /// Adds a node to `g` after `deps` (distinct nodes of `g`).
+    pub(crate) fn add(&mut self, g: u64, kind: Kind, deps: &[u64]) -> Result<u64> {
+        self.graph(g)?;
+        for (i, d) in deps.iter().enumerate() {
+            if self.node(*d)?.graph != g || deps[..i].contains(d) {
+                return Err(Error::INVALID_VALUE);
+            }
+        }
+        let id = self.id();
+        if let Kind::Child(child) = kind
+            && let Some(c) = self.graphs.get_mut(&child)
+        {
+            c.owner = Some(id);
+        }
+        self.nodes.insert(
+            id,
+            NodeObj {
+                graph: g,
+                kind,
+                deps: deps.to_vec(),
+            },
+        );
+        self.graphs
+            .get_mut(&g)
+            .ok_or(Error::INVALID_VALUE)?
+            .nodes
+            .push(id);
+        Ok(id)
+    }
+
+    /// A deep copy of graph `g` (child graphs included), owned by `owner`.
+    fn clone_graph(&mut self, g: u64, owner: Option<u64>) -> Result<u64> {
+        let order = self.graph(g)?.nodes.clone();
+        let copy = self.new_graph(owner);
+        let mut map = HashMap::new();
+        for n in order {
+            let node = self.node(n)?;
+            let (kind, deps) = (node.kind.clone(), node.deps.clone());
+            let kind = match kind {
+                Kind::Child(child) => Kind::Child(self.clone_graph(child, None)?),
+                k => k,
+            };
+            let deps: Vec<u64> = deps.iter().map(|d| map[d]).collect();
+            let id = self.add(copy, kind, &deps)?;
+            map.insert(n, id);
+        }
+        if let Some(c) = self.graphs.get_mut(&copy) {
+            c.cloned_from = map;
+        }
+        Ok(copy)
+    }
+
+    /// Removes graph `g`, its nodes and their child graphs.
+    pub(crate) fn destroy_graph(&mut self, g: u64) {
+        let Some(graph) = self.graphs.remove(&g) else {
+            return;
+        };
+        for n in graph.nodes {
+            if let Some(NodeObj {
+                kind: Kind::Child(child),
+                ..
+            }) = self.nodes.remove(&n)
+            {
+                self.destroy_graph(child);
+            }
+        }
+    }
+
+    /// The nodes of `g` without dependencies.
+    fn roots(&self, g: u64) -> Result<Vec<u64>> {
+        Ok(self
+            .graph(g)?
+            .nodes
+            .iter()
+            .copied()
+            .filter(|n| self.nodes.get(n).is_some_and(|x| x.deps.is_empty()))
+            .collect())
+    }
+
+    /// The edges of `g` as `(from, to)`.
+    fn edges(&self, g: u64) -> Result<Vec<(u64, u64)>> {
+        let mut v = Vec::new();
+        for &n in &self.graph(g)?.nodes {
+            for &d in &self.node(n)?.deps {
+                v.push((d, n));
+            }
+        }
+        Ok(v)
+    }
+
+    /// The nodes that depend on `n`.
+    fn dependents(&self, n: u64) -> Result<Vec<u64>> {
+        let g = self.node(n)?.graph;
+        Ok(self
+            .graph(g)?
+            .nodes
+            .iter()
+            .copied()
+            .filter(|m| self.nodes.get(m).is_some_and(|x| x.deps.contains(&n)))
+            .collect())
+    }
+
+    /// `tail` and every node they depend on, directly or not.
+    pub(crate) fn ancestors(&self, tail: &[u64]) -> HashSet<u64> {
+        let mut seen: HashSet<u64> = HashSet::new();
+        let mut todo: Vec<u64> = tail.to_vec();
+        while let Some(n) = todo.pop() {
+            if seen.insert(n)
+                && let Some(node) = self.nodes.get(&n)
+            {
+                todo.extend(&node.deps);
+            }
+        }
+        seen
+    }
+}
+
+static REGISTRY: Mutex<Option<Registry>> = Mutex::new(None);
+
+/// Runs `f` on the registry. `f` must not call back into CUDA entry points (the lock is
+/// held): replays copy what they need and run without it.
+pub(crate) fn with<R>(f: impl FnOnce(&mut Registry) -> R) -> R {
+    let mut g = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
+    f(g.get_or_insert_with(Registry::default))
+}
+
+/// A new empty graph (for stream capture).
+pub(crate) fn create() -> u64 {
+    with(|r| r.new_graph(None))
+}
+
+/// Destroys a graph (a capture's, when the capture fails).
+pub(crate) fn destroy(g: u64) {
+    with(|r| r.destroy_graph(g));
+}
+
+/// A node array from C (`n` handles; null only if `n` is 0).
+fn handles(p: *const cudaGraphNode_t, n: usize) -> Result<Vec<u64>> {
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    if p.is_null() {
+        return Err(Error::INVALID_VALUE);
+    }
+    // SAFETY: the caller's array of `n` node handles (the API's contract).
+    Ok(unsafe { std::slice::from_raw_parts(p, n) }
+        .iter()
+        .map(|&h| h as u64)
+        .collect())
+}
+
+/// Checks that optional edge data (`n` entries of 8 bytes) is all default (zero): vcuda
+/// has only full-completion edges.
+fn check_edge_data(p: *const u8, n: usize) -> Result<()> {
+    if p.is_null() || n == 0 {
+        return Ok(());
+    }
+    // SAFETY: the caller's array of `n` `cudaGraphEdgeData` (8 bytes each).
+    let bytes =
+        unsafe { std::slice::from_raw_parts(p, n.checked_mul(8).ok_or(Error::INVALID_VALUE)?) };
+    if bytes.iter().all(|&b| b == 0) {
+        Ok(())
+    } else {
+        Err(Error::NOT_SUPPORTED)
+    }
+}
+
+/// Writes a list of handles in CUDA's query convention: with `out` null, the count; else
+/// up to `*num` entries (the rest of `*num` nulled) and the number written.
+fn fill(out: *mut cudaGraphNode_t, num: *mut usize, items: &[u64]) -> Result<()> {
+    fill_pairs(
+        out,
+        std::ptr::null_mut(),
+        std::ptr::null_mut(),
+        num,
+        items,
+        |&n| (n, 0),
+    )
+}
+
+/// `fill` for up to two parallel arrays and optional zeroed edge data.
+fn fill_pairs<T>(
+    a: *mut cudaGraphNode_t,
+    b: *mut cudaGraphNode_t,
+    edge_data: *mut u8,
+    num: *mut usize,
+    items: &[T],
+    f: impl Fn(&T) -> (u64, u64),
+) -> Result<()> {
+    if num.is_null() {
+        return Err(Error::INVALID_VALUE);
+    }
+    if a.is_null() {
+        if !edge_data.is_null() {
+            return Err(Error::INVALID_VALUE);
+        }
+        // SAFETY: checked non-null; the caller's count.
+        return unsafe { write_out(num, items.len()) };
+    }
+    // SAFETY: checked non-null; the caller's capacity.
+    let cap = unsafe { *num };
+    for i in 0..cap {
+        let (x, y) = items.get(i).map_or((0, 0), &f);
+        // SAFETY: the caller's arrays hold `*num` entries (the API's contract).
+        unsafe {
+            *a.add(i) = x as cudaGraphNode_t;
+            if !b.is_null() {
+                *b.add(i) = y as cudaGraphNode_t;
+            }
+            if !edge_data.is_null() {
+                std::ptr::write_bytes(edge_data.add(i * 8), 0, 8);
+            }
+        }
+    }
+    // SAFETY: checked non-null.
+    unsafe { write_out(num, cap.min(items.len())) }
+}
+
+/// Adds a node made from the caller's parameters.
+fn add_node(
+    out: *mut cudaGraphNode_t,
+    g: cudaGraph_t,
+    deps: *const cudaGraphNode_t,
+    ndeps: usize,
+    kind: impl FnOnce() -> Result<Kind>,
+) -> Result<()> {
+    if out.is_null() {
+        return Err(Error::INVALID_VALUE);
+    }
+    let deps = handles(deps, ndeps)?;
+    let kind = kind()?;
+    let id = with(|r| r.add(g as u64, kind, &deps))?;
+    // SAFETY: checked non-null; the caller's output pointer.
+    unsafe { write_out(out, id as cudaGraphNode_t) }
+}
+
+/// Reads the caller's parameter struct.
+fn read<'a, T>(p: *const T) -> Result<&'a T> {
+    // SAFETY: the caller's parameters (the API's contract), checked for null.
+    unsafe { p.as_ref() }.ok_or(Error::INVALID_VALUE)
+}
+
+/// Replaces a node's parameters, which must be of the same kind.
+fn set_kind(node: cudaGraphNode_t, kind: Kind) -> Result<()> {
+    with(|r| {
+        let n = r.node_mut(node as u64)?;
+        if n.kind.type_code() != kind.type_code() {
+            return Err(Error::INVALID_VALUE);
+        }
+        n.kind = kind;
+        Ok(())
+    })
+}
+
+/// Reads a node's parameters.
+fn get_kind<R>(node: cudaGraphNode_t, f: impl FnOnce(&Kind) -> Option<R>) -> Result<R> {
+    with(|r| f(&r.node(node as u64)?.kind).ok_or(Error::INVALID_VALUE))
+}
+
+fn event(e: cudaEvent_t) -> Result<u64> {
+    super::stream::event_handle(client::client()?, e)
+}
+
+fn add_dependencies(
+    g: cudaGraph_t,
+    from: *const cudaGraphNode_t,
+    to: *const cudaGraphNode_t,
+    n: usize,
+) -> Result<()> {
+    let (from, to) = (handles(from, n)?, handles(to, n)?);
+    with(|r| {
+        let g = g as u64;
+        for (&a, &b) in from.iter().zip(&to) {
+            if a == b || r.node(a)?.graph != g || r.node(b)?.graph != g {
+                return Err(Error::INVALID_VALUE);
+            }
+            if r.node(b)?.deps.contains(&a) {
+                return Err(Error::INVALID_VALUE);
+            }
+        }
+        for (&a, &b) in from.iter().zip(&to) {
+            r.node_mut(b)?.deps.push(a);
+        }
+        Ok(())
+    })
+}
+
+fn remove_dependencies(
+    g: cudaGraph_t,
+    from: *const cudaGraphNode_t,
+    to: *const cudaGraphNode_t,
+    n: usize,
+) -> Result<()> {
+    let (from, to) = (handles(from, n)?, handles(to, n)?);
+    with(|r| {
+        let g = g as u64;
+        for (&a, &b) in from.iter().zip(&to) {
+            let nb = r.node(b)?;
+            if nb.graph != g || !nb.deps.contains(&a) {
+                return Err(Error::INVALID_VALUE);
+            }
+        }
+        for (&a, &b) in from.iter().zip(&to) {
+            r.node_mut(b)?.deps.retain(|&d| d != a);
+        }
+        Ok(())
+    })
+}
+
+fn get_edges(
+    g: cudaGraph_t,
+    from: *mut cudaGraphNode_t,
+    to: *mut cudaGraphNode_t,
+    edge_data: *mut u8,
+    num: *mut usize,
+) -> Result<()> {
+    if from.is_null() != to.is_null() {
+        return Err(Error::INVALID_VALUE);
+    }
+    let edges = with(|r| r.edges(g as u64))?;
+    fill_pairs(from, to, edge_data, num, &edges, |&e| e)
+}
+
+fn node_deps(
+    node: cudaGraphNode_t,
+    out: *mut cudaGraphNode_t,
+    edge_data: *mut u8,
+    num: *mut usize,
+) -> Result<()> {
+    let deps = with(|r| r.node(node as u64).map(|n| n.deps.clone()))?;
+    fill_pairs(out, std::ptr::null_mut(), edge_data, num, &deps, |&n| {
+        (n, 0)
+    })
+}
+
+fn node_dependents(
+    node: cudaGraphNode_t,
+    out: *mut cudaGraphNode_t,
+    edge_data: *mut u8,
+    num: *mut usize,
+) -> Result<()> {
+    let v = with(|r| r.dependents(node as u64))?;
+    fill_pairs(out, std::ptr::null_mut(), edge_data, num, &v, |&n| (n, 0))
+}
+
+entry! {
+    fn cudaGraphCreate(out: *mut cudaGraph_t, flags: c_uint) {
+        if out.is_null() || flags != 0 {
+            return Err(Error::INVALID_VALUE);
+        }
+        let g = create();
+        // SAFETY: checked non-null; the caller's output pointer.
+        unsafe { write_out(out, g as cudaGraph_t) }
+    }
+
+    fn cudaGraphDestroy(g: cudaGraph_t) {
+        with(|r| {
+            if r.graph(g as u64)?.owner.is_some() {
+                // A child graph belongs to its node.
+                return Err(Error::INVALID_VALUE);
+            }
+            r.destroy_graph(g as u64);
+            Ok(())
+        })
+    }
+
+    fn cudaGraphClone(out: *mut cudaGraph_t, g: cudaGraph_t) {
+        if out.is_null() {
+            return Err(Error::INVALID_VALUE);
+        }
+        let copy = with(|r| r.clone_graph(g as u64, None))?;
+        // SAFETY: checked non-null; the caller's output pointer.
+        unsafe { write_out(out, copy as cudaGraph_t) }
+    }
+
+    fn cudaGraphNodeFindInClone(out: *mut cudaGraphNode_t, node: cudaGraphNode_t, clone: cudaGraph_t) {
+        let n = with(|r| r.graph(clone as u64)?.cloned_from.get(&(node as u64)).copied().ok_or(Error::INVALID_VALUE))?;
+        // SAFETY: the caller's output pointer, checked for null.
+        unsafe { write_out(out, n as cudaGraphNode_t) }
+    }
+
+    fn cudaGraphAddKernelNode(out: *mut cudaGraphNode_t, g: cudaGraph_t, deps: *const cudaGraphNode_t, ndeps: usize, p: *const cudaKernelNodeParams) {
+        add_node(out, g, deps, ndeps, || Ok(Kind::Kernel(Kernel::from_c(read(p)?)?)))
+    }
+
+    fn cudaGraphAddMemcpyNode(out: *mut cudaGraphNode_t, g: cudaGraph_t, deps: *const cudaGraphNode_t, ndeps: usize, p: *const cudaMemcpy3DParms) {
+        add_node(out, g, deps, ndeps, || Ok(Kind::Memcpy(Copy3D::from_c(read(p)?)?)))
+    }
+
+    fn cudaGraphAddMemcpyNode1D(out: *mut cudaGraphNode_t, g: cudaGraph_t, deps: *const cudaGraphNode_t, ndeps: usize, dst: *mut c_void, src: *const c_void, count: usize, kind: c_int) {
+        add_node(out, g, deps, ndeps, || Ok(Kind::Memcpy(Copy3D::linear(dst as u64, src as u64, count as u64, kind)?)))
+    }
+
+    fn cudaGraphAddMemsetNode(out: *mut cudaGraphNode_t, g: cudaGraph_t, deps: *const cudaGraphNode_t, ndeps: usize, p: *const cudaMemsetParams) {
+        add_node(out, g, deps, ndeps, || Ok(Kind::Memset(Memset::from_c(read(p)?)?)))
+    }
+
+    fn cudaGraphAddHostNode(out: *mut cudaGraphNode_t, g: cudaGraph_t, deps: *const cudaGraphNode_t, ndeps: usize, p: *const cudaHostNodeParams) {
+        add_node(out, g, deps, ndeps, || Ok(Kind::Host(Host::from_c(read(p)?)?)))
+    }
+
+    fn cudaGraphAddEmptyNode(out: *mut cudaGraphNode_t, g: cudaGraph_t, deps: *const cudaGraphNode_t, ndeps: usize) {
+        add_node(out, g, deps, ndeps, || Ok(Kind::Empty))
+    }
+
+    fn cudaGraphAddChildGraphNode(out: *mut cudaGraphNode_t, g: cudaGraph_t, deps: *const cudaGraphNode_t, ndeps: usize, child: cudaGraph_t) {
+        if out.is_null() || child == g {
+            return Err(Error::INVALID_VALUE);
+        }
+        let deps = handles(deps, ndeps)?;
+        let id = with(|r| {
+            r.graph(g as u64)?;
+            let copy = r.clone_graph(child as u64, None)?;
+            r.add(g as u64, Kind::Child(copy), &deps).inspect_err(|_| r.destroy_graph(copy))
+        })?;
+        // SAFETY: checked non-null; the caller's output pointer.
+        unsafe { write_out(out, id as cudaGraphNode_t) }
+    }
+
+    fn cudaGraphAddEventRecordNode(out: *mut cudaGraphNode_t, g: cudaGraph_t, deps: *const cudaGraphNode_t, ndeps: usize, e: cudaEvent_t) {
+        add_node(out, g, deps, ndeps, || Ok(Kind::EventRecord(event(e)?)))
+    }
+
+    fn cudaGraphAddEventWaitNode(out: *mut cudaGraphNode_t, g: cudaGraph_t, deps: *const cudaGraphNode_t, ndeps: usize, e: cudaEvent_t) {
+        add_node(out, g, deps, ndeps, || Ok(Kind::EventWait(event(e)?)))
+    }
+
+    fn cudaGraphChildGraphNodeGetGraph(node: cudaGraphNode_t, out: *mut cudaGraph_t) {
+        let g = get_kind(node, |k| match k { Kind::Child(g) => Some(*g), _ => None })?;
+        // SAFETY: the caller's output pointer, checked for null.
+        unsafe { write_out(out, g as cudaGraph_t) }
+    }
+
+    fn cudaGraphEventRecordNodeGetEvent(node: cudaGraphNode_t, out: *mut cudaEvent_t) {
+        let e = get_kind(node, |k| match k { Kind::EventRecord(e) => Some(*e), _ => None })?;
+        // SAFETY: the caller's output pointer, checked for null.
+        unsafe { write_out(out, e as cudaEvent_t) }
+    }
+
+    fn cudaGraphEventWaitNodeGetEvent(node: cudaGraphNode_t, out: *mut cudaEvent_t) {
+        let e = get_kind(node, |k| match k { Kind::EventWait(e) => Some(*e), _ => None })?;
+        // SAFETY: the caller's output pointer, checked for null.
+        unsafe { write_out(out, e as cudaEvent_t) }
+    }
+
+    fn cudaGraphEventRecordNodeSetEvent(node: cudaGraphNode_t, e: cudaEvent_t) {
+        set_kind(node, Kind::EventRecord(event(e)?))
+    }
+
+    fn cudaGraphEventWaitNodeSetEvent(node: cudaGraphNode_t, e: cudaEvent_t) {
+        set_kind(node, Kind::EventWait(event(e)?))
+    }
+
+    fn cudaGraphKernelNodeGetParams(node: cudaGraphNode_t, out: *mut cudaKernelNodeParams) {
+        let p = get_kind(node, |k| match k { Kind::Kernel(k) => Some(k.to_c()), _ => None })?;
+        // SAFETY: the caller's output pointer, checked for null; `kernelParams` points into
+        // the node, valid until its parameters change (as in CUDA).
+        unsafe { write_out(out, p) }
+    }
+
+    fn cudaGraphKernelNodeSetParams(node: cudaGraphNode_t, p: *const cudaKernelNodeParams) {
+        set_kind(node, Kind::Kernel(Kernel::from_c(read(p)?)?))
+    }
+
+    fn cudaGraphMemcpyNodeGetParams(node: cudaGraphNode_t, out: *mut cudaMemcpy3DParms) {
+        let p = get_kind(node, |k| match k { Kind::Memcpy(cp) => Some(cp.to_c()), _ => None })?;
+        // SAFETY: the caller's output pointer, checked for null.
+        unsafe { write_out(out, p) }
+    }
+
+    fn cudaGraphMemcpyNodeSetParams(node: cudaGraphNode_t, p: *const cudaMemcpy3DParms) {
+        set_kind(node, Kind::Memcpy(Copy3D::from_c(read(p)?)?))
+    }
+
+    fn cudaGraphMemcpyNodeSetParams1D(node: cudaGraphNode_t, dst: *mut c_void, src: *const c_void, count: usize, kind: c_int) {
+        set_kind(node, Kind::Memcpy(Copy3D::linear(dst as u64, src as u64, count as u64, kind)?))
+    }
+
+    fn cudaGraphMemsetNodeGetParams(node: cudaGraphNode_t, out: *mut cudaMemsetParams) {
+        let p = get_kind(node, |k| match k { Kind::Memset(m) => Some(m.to_c()), _ => None })?;
+        // SAFETY: the caller's output pointer, checked for null.
+        unsafe { write_out(out, p) }
+    }
+
+    fn cudaGraphMemsetNodeSetParams(node: cudaGraphNode_t, p: *const cudaMemsetParams) {
+        set_kind(node, Kind::Memset(Memset::from_c(read(p)?)?))
+    }
+
+    fn cudaGraphHostNodeGetParams(node: cudaGraphNode_t, out: *mut cudaHostNodeParams) {
+        let p = get_kind(node, |k| match k {
+            Kind::Host(h) => Some(h.to_c()),
+            _ => None,
+        })?;
+        // SAFETY: the caller's output pointer, checked for null.
+        unsafe { write_out(out, p) }
+    }
+
+    fn cudaGraphHostNodeSetParams(node: cudaGraphNode_t, p: *const cudaHostNodeParams) {
+        set_kind(node, Kind::Host(Host::from_c(read(p)?)?))
+    }
+
+    fn cudaGraphNodeGetType(node: cudaGraphNode_t, out: *mut u32) {
+        let t = with(|r| r.node(node as u64).map(|n| n.kind.type_code()))?;
+        // SAFETY: the caller's output pointer, checked for null.
+        unsafe { write_out(out, t) }
+    }
+
+    fn cudaGraphDestroyNode(node: cudaGraphNode_t) {
+        with(|r| {
+            let n = node as u64;
+            let g = r.node(n)?.graph;
+            if let Some(NodeObj { kind: Kind::Child(child), .. }) = r.nodes.remove(&n) {
+                r.destroy_graph(child);
+            }
+            if let Some(graph) = r.graphs.get_mut(&g) {
+                graph.nodes.retain(|&m| m != n);
+                for m in graph.nodes.clone() {
+                    if let Some(x) = r.nodes.get_mut(&m) {
+                        x.deps.retain(|&d| d != n);
+                    }
+                }
+            }
+            Ok(())
+        })
+    }
+
+    fn cudaGraphGetNodes(g: cudaGraph_t, out: *mut cudaGraphNode_t, num: *mut usize) {
+        let nodes = with(|r| r.graph(g as u64).map(|x| x.nodes.clone()))?;
+        fill(out, num, &nodes)
+    }
+
+    fn cudaGraphGetRootNodes(g: cudaGraph_t, out: *mut cudaGraphNode_t, num: *mut usize) {
+        let roots = with(|r| r.roots(g as u64))?;
+        fill(out, num, &roots)
+    }
+
+    fn cudaGraphGetEdges(g: cudaGraph_t, from: *mut cudaGraphNode_t, to: *mut cudaGraphNode_t, edge_data: *mut u8, num: *mut usize) {
+        get_edges(g, from, to, edge_data, num)
+    }
+
+    fn __v12_cudaGraphGetEdges(g: cudaGraph_t, from: *mut cudaGraphNode_t, to: *mut cudaGraphNode_t, num: *mut usize) {
+        get_edges(g, from, to, std::ptr::null_mut(), num)
+    }
+
+    fn cudaGraphGetEdges_v2(g: cudaGraph_t, from: *mut cudaGraphNode_t, to: *mut cudaGraphNode_t, edge_data: *mut u8, num: *mut usize) {
+        get_edges(g, from, to, edge_data, num)
+    }
+
+    fn cudaGraphAddDependencies(g: cudaGraph_t, from: *const cudaGraphNode_t, to: *const cudaGraphNode_t, edge_data: *const u8, n: usize) {
+        check_edge_data(edge_data, n)?;
+        add_dependencies(g, from, to, n)
+    }
+
+    fn __v12_cudaGraphAddDependencies(g: cudaGraph_t, from: *const cudaGraphNode_t, to: *const cudaGraphNode_t, n: usize) {
+        add_dependencies(g, from, to, n)
+    }
+
+    fn cudaGraphAddDependencies_v2(g: cudaGraph_t, from: *const cudaGraphNode_t, to: *const cudaGraphNode_t, edge_data: *const u8, n: usize) {
+        check_edge_data(edge_data, n)?;
+        add_dependencies(g, from, to, n)
+    }
+
+    fn cudaGraphRemoveDependencies(g: cudaGraph_t, from: *const cudaGraphNode_t, to: *const cudaGraphNode_t, edge_data: *const u8, n: usize) {
+        check_edge_data(edge_data, n)?;
+        remove_dependencies(g, from, to, n)
+    }
+
+    fn __v12_cudaGraphRemoveDependencies(g: cudaGraph_t, from: *const cudaGraphNode_t, to: *const cudaGraphNode_t, n: usize) {
+        remove_dependencies(g, from, to, n)
+    }
+
+    fn cudaGraphRemoveDependencies_v2(g: cudaGraph_t, from: *const cudaGraphNode_t, to: *const cudaGraphNode_t, edge_data: *const u8, n: usize) {
+        check_edge_data(edge_data, n)?;
+        remove_dependencies(g, from, to, n)
+    }
+
+    fn cudaGraphNodeGetDependencies(node: cudaGraphNode_t, out: *mut cudaGraphNode_t, edge_data: *mut u8, num: *mut usize) {
+        node_deps(node, out, edge_data, num)
+    }
+
+    fn __v12_cudaGraphNodeGetDependencies(node: cudaGraphNode_t, out: *mut cudaGraphNode_t, num: *mut usize) {
+        node_deps(node, out, std::ptr::null_mut(), num)
+    }
+
+    fn cudaGraphNodeGetDependencies_v2(node: cudaGraphNode_t, out: *mut cudaGraphNode_t, edge_data: *mut u8, num: *mut usize) {
+        node_deps(node, out, edge_data, num)
+    }
+
+    fn cudaGraphNodeGetDependentNodes(node: cudaGraphNode_t, out: *mut cudaGraphNode_t, edge_data: *mut u8, num: *mut usize) {
+        node_dependents(node, out, edge_data, num)
+    }
+
+    fn __v12_cudaGraphNodeGetDependentNodes(node: cudaGraphNode_t, out: *mut cudaGraphNode_t, num: *mut usize) {
+        node_dependents(node, out, std::ptr::null_mut(), num)
+    }
+
+    fn cudaGraphNodeGetDependentNodes_v2(node: cudaGraphNode_t, out: *mut cudaGraphNode_t, edge_data: *mut u8, num: *mut usize) {
+        node_dependents(node, out, edge_data, num)
+    }
+}
+
+/// Parameters for the executable-graph setters (`cudaGraphExec*NodeSetParams`).
+pub(crate) fn kernel_from_c(p: *const cudaKernelNodeParams) -> Result<Kind> {
+    Ok(Kind::Kernel(Kernel::from_c(read(p)?)?))
+}
+
+/// See [`kernel_from_c`].
+pub(crate) fn memcpy_from_c(p: *const cudaMemcpy3DParms) -> Result<Kind> {
+    Ok(Kind::Memcpy(Copy3D::from_c(read(p)?)?))
+}
+
+/// See [`kernel_from_c`].
+pub(crate) fn memcpy_1d(dst: u64, src: u64, count: u64, kind: c_int) -> Result<Kind> {
+    Ok(Kind::Memcpy(Copy3D::linear(dst, src, count, kind)?))
+}
+
+/// See [`kernel_from_c`].
+pub(crate) fn memset_from_c(p: *const cudaMemsetParams) -> Result<Kind> {
+    Ok(Kind::Memset(Memset::from_c(read(p)?)?))
+}
+
+/// See [`kernel_from_c`].
+pub(crate) fn host_from_c(p: *const cudaHostNodeParams) -> Result<Kind> {
+    Ok(Kind::Host(Host::from_c(read(p)?)?))
+}
+
+/// `cudaErrorIllegalState`.
+pub(crate) const ILLEGAL_STATE: Error = Error(status::ILLEGAL_STATE);

@@ -1,0 +1,413 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! Executable graphs: instantiation, parameter updates and launches.
+//!
+//! `cudaGraphInstantiate` checks the graph (a cycle fails) and flattens it into one
+//! topological order, child graphs inlined, each step a copy of its node's parameters (the
+//! executable graph does not change when its graph does). `cudaGraphLaunch(exec, stream)`
+//! replays the steps in that order on `stream` through the same code as the calls they
+//! stand for: kernels, device-side copies and memsets are posted, copies from and to host
+//! memory go as `cudaMemcpyAsync` does, host nodes run as `cudaLaunchHostFunc` does, and
+//! event nodes record and wait on `stream`. Since one stream runs them in a dependency
+//! order, every edge of the graph is honoured.
+//!
+//! A launch costs one message per node (posted: no round trip each); sending a whole graph
+//! in one message, and running its independent branches concurrently, is future work.
+//!
+//! `cudaGraphExecUpdate` accepts a graph of the same topology (the same node count, node
+//! types and edges, nodes paired in the order they were added, child graphs alike) and
+//! takes its parameters; anything else fails with `cudaErrorGraphExecUpdateFailure` and the
+//! reason in `cudaGraphExecUpdateResultInfo`.
+
+use std::collections::{HashMap, VecDeque};
+use std::ffi::{c_int, c_void};
+use std::sync::Arc;
+
+use vcuda_protocol::status;
+
+use super::graph::{
+    self, Kind, Registry, cudaGraph_t, cudaGraphExec_t, cudaGraphNode_t, cudaHostNodeParams,
+    cudaKernelNodeParams, cudaMemcpy3DParms, cudaMemsetParams, with,
+};
+use super::stream::stream_handle;
+use crate::client::{self, Client};
+use crate::error::{Error, Result};
+use crate::ffi::{cudaStream_t, write_out};
+
+/// `cudaGraphInstantiateFlagAutoFreeOnLaunch`.
+const FLAG_AUTO_FREE_ON_LAUNCH: u64 = 1;
+/// `cudaGraphInstantiateFlagUpload`.
+const FLAG_UPLOAD: u64 = 2;
+/// `cudaGraphInstantiateFlagDeviceLaunch`.
+const FLAG_DEVICE_LAUNCH: u64 = 4;
+/// `cudaGraphInstantiateFlagUseNodePriority`.
+const FLAG_USE_NODE_PRIORITY: u64 = 8;
+
+/// `cudaGraphExecUpdateResult`: `ErrorTopologyChanged`, `ErrorNodeTypeChanged`.
+const UPDATE_TOPOLOGY_CHANGED: u32 = 2;
+const UPDATE_NODE_TYPE_CHANGED: u32 = 3;
+/// `cudaGraphInstantiateInvalidStructure`.
+const INSTANTIATE_INVALID_STRUCTURE: u32 = 2;
+
+/// `cudaGraphExecUpdateResultInfo`.
+#[repr(C)]
+pub struct cudaGraphExecUpdateResultInfo {
+    result: u32,
+    error_node: cudaGraphNode_t,
+    error_from_node: cudaGraphNode_t,
+}
+
+/// `cudaGraphInstantiateParams`.
+#[repr(C)]
+pub struct cudaGraphInstantiateParams {
+    flags: u64,
+    upload_stream: cudaStream_t,
+    err_node_out: cudaGraphNode_t,
+    result_out: u32,
+}
+
+/// One step of a launch: a node's parameters, and the node it came from.
+#[derive(Clone)]
+pub(crate) struct Step {
+    origin: u64,
+    kind: Kind,
+}
+
+/// A graph's topology: per node (in the order added) its type, its dependencies (indices,
+/// sorted) and, for a child-graph node, the child's.
+#[derive(PartialEq, Eq, Debug)]
+struct Shape(Vec<(u32, Vec<usize>, Option<Shape>)>);
+
+/// An executable graph.
+pub(crate) struct Exec {
+    steps: Arc<Vec<Step>>,
+    shape: Shape,
+    flags: u64,
+}
+
+fn shape(r: &Registry, g: u64) -> Result<Shape> {
+    let nodes = &r.graph(g)?.nodes;
+    let index: HashMap<u64, usize> = nodes.iter().enumerate().map(|(i, &n)| (n, i)).collect();
+    let mut v = Vec::with_capacity(nodes.len());
+    for n in nodes {
+        let node = r.node(*n)?;
+        let mut deps = node
+            .deps
+            .iter()
+            .map(|d| index.get(d).copied().ok_or(Error::INVALID_VALUE))
+            .collect::<Result<Vec<usize>>>()?;
+        deps.sort_unstable();
+        let child = match node.kind {
+            Kind::Child(c) => Some(shape(r, c)?),
+            _ => None,
+        };
+        v.push((node.kind.type_code(), deps, child));
+    }
+    Ok(Shape(v))
+}
+
+/// Appends the steps of graph `g` in a topological order (ties in the order nodes were
+/// added, so graphs of the same shape give the same order); fails on a cycle.
+fn flatten(r: &Registry, g: u64, s: &Shape, steps: &mut Vec<Step>) -> Result<()> {
+    let nodes = &r.graph(g)?.nodes;
+    let n = s.0.len();
+    let mut indegree: Vec<usize> = s.0.iter().map(|(_, d, _)| d.len()).collect();
+    let mut dependents = vec![Vec::new(); n];
+    for (i, (_, deps, _)) in s.0.iter().enumerate() {
+        for &d in deps {
+            dependents[d].push(i);
+        }
+    }
+    let mut ready: VecDeque<usize> = (0..n).filter(|&i| indegree[i] == 0).collect();
+    let mut order = Vec::with_capacity(n);
+    while let Some(i) = ready.pop_front() {
+        order.push(i);
+        for &j in &dependents[i] {
+            indegree[j] -= 1;
+            if indegree[j] == 0 {
+                ready.push_back(j);
+            }
+        }
+    }
+    if order.len() != n {
+        return Err(Error::INVALID_VALUE);
+    }
+    for i in order {
+        let id = nodes[i];
+        match &r.node(id)?.kind {
+            Kind::Empty => {}
+            Kind::Child(c) => {
+                let cs = s.0[i].2.as_ref().ok_or(Error::INVALID_VALUE)?;
+                flatten(r, *c, cs, steps)?;
+            }
+            k => steps.push(Step {
+                origin: id,
+                kind: k.clone(),
+            }),
+        }
+    }
+    Ok(())
+}
+
+/// The steps and shape of graph `g`.
+fn compile(r: &Registry, g: u64) -> Result<(Vec<Step>, Shape)> {
+    let s = shape(r, g)?;
+    let mut steps = Vec::new();
+    flatten(r, g, &s, &mut steps)?;
+    Ok((steps, s))
+}
+
+fn instantiate(out: *mut cudaGraphExec_t, g: cudaGraph_t, flags: u64, upload: bool) -> Result<()> {
+    let known =
+        FLAG_AUTO_FREE_ON_LAUNCH | FLAG_UPLOAD | FLAG_DEVICE_LAUNCH | FLAG_USE_NODE_PRIORITY;
+    if out.is_null() || flags & !known != 0 || (flags & FLAG_UPLOAD != 0 && !upload) {
+        return Err(Error::INVALID_VALUE);
+    }
+    if flags & FLAG_DEVICE_LAUNCH != 0 {
+        return Err(Error::NOT_SUPPORTED);
+    }
+    let id = with(|r| {
+        let (steps, shape) = compile(r, g as u64)?;
+        let id = r.id();
+        let exec = Exec {
+            steps: Arc::new(steps),
+            shape,
+            flags,
+        };
+        r.execs.insert(id, exec);
+        Ok(id)
+    })?;
+    // SAFETY: checked non-null; the caller's output pointer.
+    unsafe { write_out(out, id as cudaGraphExec_t) }
+}
+
+/// Why `new` cannot update an executable graph of shape `old`: `(result, node, from)`.
+fn mismatch(r: &Registry, g: u64, old: &Shape, new: &Shape) -> (u32, u64, u64) {
+    let nodes = r.graph(g).map(|x| x.nodes.clone()).unwrap_or_default();
+    if old.0.len() != new.0.len() {
+        return (UPDATE_TOPOLOGY_CHANGED, 0, 0);
+    }
+    for (i, (a, b)) in old.0.iter().zip(&new.0).enumerate() {
+        let node = nodes.get(i).copied().unwrap_or(0);
+        if a.0 != b.0 {
+            return (UPDATE_NODE_TYPE_CHANGED, node, 0);
+        }
+        if a.1 != b.1 {
+            let from =
+                b.1.iter()
+                    .chain(&a.1)
+                    .find(|d| !(a.1.contains(d) && b.1.contains(d)));
+            let from = from.and_then(|&d| nodes.get(d)).copied().unwrap_or(0);
+            return (UPDATE_TOPOLOGY_CHANGED, node, from);
+        }
+        if a.2 != b.2 {
+            return (UPDATE_TOPOLOGY_CHANGED, node, 0);
+        }
+    }
+    (UPDATE_TOPOLOGY_CHANGED, 0, 0)
+}
+
+fn update(
+    exec: cudaGraphExec_t,
+    g: cudaGraph_t,
+    info: *mut cudaGraphExecUpdateResultInfo,
+) -> Result<()> {
+    let (result, node, from) = with(|r| {
+        let (steps, new) = compile(r, g as u64)?;
+        let e = r.execs.get(&(exec as u64)).ok_or(Error::INVALID_VALUE)?;
+        if e.shape != new {
+            return Ok(mismatch(r, g as u64, &e.shape, &new));
+        }
+        // The same shape flattens in the same order: step i stands for the same node.
+        let steps = steps
+            .into_iter()
+            .zip(e.steps.iter())
+            .map(|(s, old)| Step {
+                origin: old.origin,
+                kind: s.kind,
+            })
+            .collect();
+        let e = r
+            .execs
+            .get_mut(&(exec as u64))
+            .ok_or(Error::INVALID_VALUE)?;
+        e.steps = Arc::new(steps);
+        Ok::<_, Error>((0, 0, 0))
+    })?;
+    if !info.is_null() {
+        let i = cudaGraphExecUpdateResultInfo {
+            result,
+            error_node: node as cudaGraphNode_t,
+            error_from_node: from as cudaGraphNode_t,
+        };
+        // SAFETY: checked non-null; the caller's output struct.
+        unsafe { write_out(info, i) }?;
+    }
+    if result == 0 {
+        Ok(())
+    } else {
+        Err(Error(status::GRAPH_EXEC_UPDATE_FAILURE))
+    }
+}
+
+/// Runs one step on backend stream `s`.
+fn run(c: &Client, s: u64, kind: &Kind) -> Result<()> {
+    match kind {
+        Kind::Kernel(k) => super::launch::post(c, k.func, (k.grid, k.block, k.shmem), s, &k.params),
+        Kind::Memcpy(cp) => {
+            for z in 0..cp.extent[2] {
+                let (dst, src) = (cp.dst.at(0, z), cp.src.at(0, z));
+                let (w, h) = (cp.extent[0], cp.extent[1]);
+                super::memory::copy_2d(
+                    dst,
+                    cp.dst.pitch,
+                    src,
+                    cp.src.pitch,
+                    w,
+                    h,
+                    cp.kind,
+                    Some(s),
+                )?;
+            }
+            Ok(())
+        }
+        Kind::Memset(m) => super::memory::memset_elems(
+            c,
+            m.dst,
+            m.pitch,
+            m.value,
+            m.elem,
+            m.width,
+            m.height,
+            Some(s),
+        ),
+        Kind::Host(h) => super::misc::host_call(c, s, h.func, h.data as *mut c_void),
+        Kind::EventRecord(e) => super::stream::post_record(c, *e, s),
+        Kind::EventWait(e) => super::stream::post_wait(c, s, *e),
+        Kind::Empty | Kind::Child(_) => Ok(()),
+    }
+}
+
+/// `cudaGraphLaunch`: replays the steps on `stream`, in order. A capturing stream fails
+/// (`cudaErrorStreamCaptureUnsupported`): graphs are not captured as child graphs.
+fn launch(exec: cudaGraphExec_t, stream: cudaStream_t, ptsz: bool) -> Result<()> {
+    let c = client::client()?;
+    c.check_sticky()?;
+    let steps = with(|r| r.execs.get(&(exec as u64)).map(|e| e.steps.clone()))
+        .ok_or(Error::INVALID_VALUE)?;
+    let s = stream_handle(c, stream, ptsz)?;
+    // The registry is not locked here: host nodes may call into CUDA.
+    for step in steps.iter() {
+        run(c, s, &step.kind)?;
+    }
+    Ok(())
+}
+
+/// Replaces the parameters of `node`'s step in `exec` (same node type only).
+fn exec_set(exec: cudaGraphExec_t, node: cudaGraphNode_t, kind: Result<Kind>) -> Result<()> {
+    let kind = kind?;
+    with(|r| {
+        let e = r
+            .execs
+            .get_mut(&(exec as u64))
+            .ok_or(Error::INVALID_VALUE)?;
+        let steps = Arc::make_mut(&mut e.steps);
+        let step = steps
+            .iter_mut()
+            .find(|s| s.origin == node as u64)
+            .ok_or(Error::INVALID_VALUE)?;
+        if step.kind.type_code() != kind.type_code() {
+            return Err(Error::INVALID_VALUE);
+        }
+        step.kind = kind;
+        Ok(())
+    })
+}
+
+fn upload(exec: cudaGraphExec_t, stream: cudaStream_t, ptsz: bool) -> Result<()> {
+    let c = client::client()?;
+    stream_handle(c, stream, ptsz)?;
+    // Nothing to upload: the steps live in the library until launched.
+    with(|r| r.execs.contains_key(&(exec as u64)))
+        .then_some(())
+        .ok_or(Error::INVALID_VALUE)
+}
+
+fn instantiate_with_params(
+    out: *mut cudaGraphExec_t,
+    g: cudaGraph_t,
+    p: *mut cudaGraphInstantiateParams,
+    ptsz: bool,
+) -> Result<()> {
+    // SAFETY: the caller's parameters, checked for null.
+    let p = unsafe { p.as_mut() }.ok_or(Error::INVALID_VALUE)?;
+    let r = instantiate(out, g, p.flags, true);
+    p.err_node_out = std::ptr::null_mut();
+    p.result_out = match r {
+        Ok(()) => 0,
+        Err(e) if e == Error::INVALID_VALUE && !out.is_null() => INSTANTIATE_INVALID_STRUCTURE,
+        Err(_) => 1,
+    };
+    r?;
+    if p.flags & FLAG_UPLOAD != 0 {
+        // Nothing to upload; the stream must be valid.
+        stream_handle(client::client()?, p.upload_stream, ptsz)?;
+    }
+    Ok(())
+}
+
+entry! {
+    fn cudaGraphInstantiate(out: *mut cudaGraphExec_t, g: cudaGraph_t, flags: u64) {
+        instantiate(out, g, flags, false)
+    }
+
+    fn cudaGraphInstantiateWithFlags(out: *mut cudaGraphExec_t, g: cudaGraph_t, flags: u64) {
+        instantiate(out, g, flags, false)
+    }
+
+    fn cudaGraphInstantiateWithParams(out: *mut cudaGraphExec_t, g: cudaGraph_t, p: *mut cudaGraphInstantiateParams) {
+        instantiate_with_params(out, g, p, false)
+    }
+
+    fn cudaGraphInstantiateWithParams_ptsz(out: *mut cudaGraphExec_t, g: cudaGraph_t, p: *mut cudaGraphInstantiateParams) {
+        instantiate_with_params(out, g, p, true)
+    }
+
+    fn cudaGraphExecGetFlags(exec: cudaGraphExec_t, flags: *mut u64) {
+        let f = with(|r| r.execs.get(&(exec as u64)).map(|e| e.flags)).ok_or(Error::INVALID_VALUE)?;
+        // SAFETY: the caller's output pointer, checked for null.
+        unsafe { write_out(flags, f) }
+    }
+
+    fn cudaGraphExecDestroy(exec: cudaGraphExec_t) {
+        with(|r| r.execs.remove(&(exec as u64))).map(drop).ok_or(Error::INVALID_VALUE)
+    }
+
+    fn cudaGraphLaunch(exec: cudaGraphExec_t, stream: cudaStream_t) { launch(exec, stream, false) }
+    fn cudaGraphLaunch_ptsz(exec: cudaGraphExec_t, stream: cudaStream_t) { launch(exec, stream, true) }
+    fn cudaGraphUpload(exec: cudaGraphExec_t, stream: cudaStream_t) { upload(exec, stream, false) }
+    fn cudaGraphUpload_ptsz(exec: cudaGraphExec_t, stream: cudaStream_t) { upload(exec, stream, true) }
+
+    fn cudaGraphExecUpdate(exec: cudaGraphExec_t, g: cudaGraph_t, info: *mut cudaGraphExecUpdateResultInfo) {
+        update(exec, g, info)
+    }
+
+    fn cudaGraphExecKernelNodeSetParams(exec: cudaGraphExec_t, node: cudaGraphNode_t, p: *const cudaKernelNodeParams) {
+        exec_set(exec, node, graph::kernel_from_c(p))
+    }
+
+    fn cudaGraphExecMemcpyNodeSetParams(exec: cudaGraphExec_t, node: cudaGraphNode_t, p: *const cudaMemcpy3DParms) {
+        exec_set(exec, node, graph::memcpy_from_c(p))
+    }
+
+    fn cudaGraphExecMemcpyNodeSetParams1D(exec: cudaGraphExec_t, node: cudaGraphNode_t, dst: *mut c_void, src: *const c_void, count: usize, kind: c_int) {
+        exec_set(exec, node, graph::memcpy_1d(dst as u64, src as u64, count as u64, kind))
+    }
+
+    fn cudaGraphExecMemsetNodeSetParams(exec: cudaGraphExec_t, node: cudaGraphNode_t, p: *const cudaMemsetParams) {
+        exec_set(exec, node, graph::memset_from_c(p))
+    }
+
+    fn cudaGraphExecHostNodeSetParams(exec: cudaGraphExec_t, node: cudaGraphNode_t, p: *const cudaHostNodeParams) {
+        exec_set(exec, node, graph::host_from_c(p))
+    }
+}

@@ -161,6 +161,8 @@ pub(super) struct Lower<'a, 'b> {
     poll_at: Variable,
     /// Block-invariant values loaded once per call.
     pub(super) inv: Inv,
+    /// Register values made from floats by `float_bits`, and the floats.
+    floats: HashMap<Value, (Value, bool)>,
     /// Precomputed access limits (see `mem.rs`) of shared memory and parameters by size.
     pub(super) lims: Vec<(Space, u32, Value)>,
     /// Marks the current thread done / waiting and moves to the next one.
@@ -259,6 +261,7 @@ impl<'a, 'b> Lower<'a, 'b> {
             poll_at,
             inv,
             lims: Vec::new(),
+            floats: HashMap::new(),
             next_thread,
             frame,
             nregs,
@@ -875,6 +878,13 @@ impl<'a, 'b> Lower<'a, 'b> {
     }
 
     pub(super) fn as_float(&mut self, v: Value, f64: bool) -> Value {
+        // The float this register value was made from, if it was made here: no round trip
+        // through an integer register.
+        if let Some(&(f, is64)) = self.floats.get(&v)
+            && is64 == f64
+        {
+            return f;
+        }
         if f64 {
             self.b.ins().bitcast(F64, MemFlagsData::new(), v)
         } else {
@@ -884,12 +894,15 @@ impl<'a, 'b> Lower<'a, 'b> {
     }
 
     pub(super) fn float_bits(&mut self, v: Value) -> Value {
-        if self.b.func.dfg.value_type(v) == F64 {
+        let is64 = self.b.func.dfg.value_type(v) == F64;
+        let bits = if is64 {
             self.b.ins().bitcast(I64, MemFlagsData::new(), v)
         } else {
             let n = self.b.ins().bitcast(I32, MemFlagsData::new(), v);
             self.b.ins().uextend(I64, n)
-        }
+        };
+        self.floats.insert(bits, (v, is64));
+        bits
     }
 }
 

@@ -399,10 +399,29 @@ impl Client {
         if let Some(info) = slot.get() {
             return Ok(info);
         }
-        let info = self.call::<ops::GetDeviceInfo>(&DeviceReq {
+        let mut info = self.call::<ops::GetDeviceInfo>(&DeviceReq {
             device: i,
             reserved: 0,
         })?;
+        // Mapped and managed memory work where the session maps shared memory for kernels
+        // (not what the executor's device could do on its own); the host must not touch
+        // managed memory while kernels run (see `crate::shared`).
+        let maps = i32::from(crate::shared::maps(self));
+        for (a, v) in [
+            (vcuda_protocol::attr::CAN_MAP_HOST_MEMORY, maps),
+            (vcuda_protocol::attr::MANAGED_MEMORY, maps),
+            (vcuda_protocol::attr::CONCURRENT_MANAGED_ACCESS, 0),
+            (vcuda_protocol::attr::PAGEABLE_MEMORY_ACCESS, 0),
+            (
+                vcuda_protocol::attr::PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES,
+                0,
+            ),
+            (vcuda_protocol::attr::DIRECT_MANAGED_MEM_ACCESS_FROM_HOST, 0),
+        ] {
+            if let Some(slot) = info.attrs.get_mut(a as usize) {
+                *slot = v;
+            }
+        }
         Ok(slot.get_or_init(|| Box::new(info)))
     }
 

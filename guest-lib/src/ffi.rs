@@ -92,6 +92,8 @@ pub mod memory_type {
     pub const HOST: i32 = 1;
     /// Device memory.
     pub const DEVICE: i32 = 2;
+    /// Managed memory.
+    pub const MANAGED: i32 = 3;
 }
 
 /// Writes `v` through an output pointer from C, which may be null.

@@ -55,6 +55,7 @@ mod api {
     pub mod graph_exec;
     pub mod graph_node;
     pub mod launch;
+    pub mod managed;
     pub mod memory;
     pub mod misc;
     pub mod pool;

@@ -17,6 +17,8 @@ pub enum Kind {
     HostAlloc(u32),
     /// Host memory the program registered (`cudaHostRegister` flags kept).
     HostRegistered(u32),
+    /// Managed memory (`cudaMallocManaged`): host memory kernels reach at its own address.
+    Managed,
 }
 
 /// One range.

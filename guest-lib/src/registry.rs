@@ -9,6 +9,7 @@
 
 use std::collections::HashMap;
 use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use sha2::{Digest, Sha256};
@@ -27,6 +28,9 @@ pub struct FatbinReg {
     wrapper: usize,
     image: OnceLock<std::result::Result<Image, Error>>,
     module: Mutex<Option<(u64, u64)>>,
+    /// It declares `__managed__` variables, which vcuda does not support: its kernels and
+    /// variables fail with `cudaErrorNotSupported` instead of running on a private copy.
+    managed_vars: AtomicBool,
 }
 
 /// A fat binary's bytes and what the library computed from them.
@@ -75,6 +79,10 @@ impl FatbinReg {
 
     /// The backend's handle for this fat binary's module, loading it if needed.
     pub fn module(&self, c: &Client) -> Result<u64> {
+        if self.managed_vars.load(Ordering::Relaxed) {
+            log::error!("this module declares __managed__ variables, which vcuda does not support");
+            return Err(Error::NOT_SUPPORTED);
+        }
         let generation = c.generation();
         let mut g = self.module.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((gen_, h)) = *g
@@ -237,6 +245,7 @@ pub fn register_fatbin(wrapper: *mut c_void) -> *mut *mut c_void {
         wrapper: wrapper as usize,
         image: OnceLock::new(),
         module: Mutex::new(None),
+        managed_vars: AtomicBool::new(false),
     });
     // Leaked on purpose: the program may use the handle until exit, even after
     // __cudaUnregisterFatBinary.
@@ -275,6 +284,12 @@ pub fn register_function(fatbin: Arc<FatbinReg>, host_fun: usize, name: String) 
 }
 
 /// Registers a variable under its host shadow's address.
+/// Notes that a fat binary declares a `__managed__` variable (see
+/// [`FatbinReg::module`]).
+pub fn register_managed_var(fatbin: &FatbinReg) {
+    fatbin.managed_vars.store(true, Ordering::Relaxed);
+}
+
 pub fn register_var(fatbin: Arc<FatbinReg>, host_var: usize, name: String, size: usize) {
     with(|r| {
         r.vars.insert(

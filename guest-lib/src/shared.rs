@@ -9,6 +9,13 @@
 //! memory and device memory. `VCUDA_SHARED_MEMORY=0` turns it off (plain anonymous memory,
 //! copied inline like pageable memory).
 //!
+//! Where the session can also map shared memory for kernels
+//! ([`HELLO_FEATURE_MAP_HOST_MEMORY`]), every page-locked allocation is exposed to kernels
+//! at its own address (`MapHostMemory`), as CUDA with unified addressing maps all
+//! page-locked memory: `cudaHostGetDevicePointer` returns the host pointer. Managed memory
+//! (`cudaMallocManaged`) is made the same way: one copy of the data, shared by the program
+//! and its kernels.
+//!
 //! Copies of pageable memory of [`STAGE_MIN`] bytes or more go through a staging region
 //! shared the same way (grown on demand up to [`STAGE_MAX`], one per process): the library
 //! copies the bytes in (or out) and the backend copies between the staging region and
@@ -21,18 +28,20 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, RwLock};
 
 use vcuda_protocol::{
-    HELLO_FEATURE_SHARED_MEMORY, HandleReq, HandleResp, MemcpyDtoHSharedReq, MemcpyHtoDSharedReq,
-    ShareMemoryReq, ops,
+    HELLO_FEATURE_MAP_HOST_MEMORY, HELLO_FEATURE_SHARED_MEMORY, HandleReq, HandleResp,
+    MapHostMemoryReq, MemcpyDtoHSharedReq, MemcpyHtoDSharedReq, PtrReq, ShareMemoryReq, ops,
 };
 
 use crate::client::Client;
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// One shared region.
 #[derive(Clone, Copy, Debug)]
 struct Region {
     len: u64,
     handle: u64,
+    /// Exposed to kernels at its own address (`MapHostMemory`).
+    mapped: bool,
 }
 
 /// The process's shared regions, by start address.
@@ -67,12 +76,78 @@ impl Shared {
         let off = addr - base;
         (off.checked_add(len)? <= r.len).then_some((r.handle, off))
     }
+
+    /// Whether `addr` lies in a region kernels can reach at its own address.
+    fn is_mapped(&self, addr: u64) -> bool {
+        let g = self.regions.read().unwrap_or_else(|e| e.into_inner());
+        g.range(..=addr)
+            .next_back()
+            .is_some_and(|(&base, r)| r.mapped && addr - base < r.len)
+    }
 }
 
 /// Whether this session can share memory with its backend.
 fn enabled(c: &Client) -> bool {
     c.hello.features & HELLO_FEATURE_SHARED_MEMORY != 0
         && std::env::var("VCUDA_SHARED_MEMORY").as_deref() != Ok("0")
+}
+
+/// Whether kernels of this session can reach shared memory at its own address: mapped
+/// (zero-copy) host memory and managed memory work.
+pub(crate) fn maps(c: &Client) -> bool {
+    enabled(c) && c.hello.features & HELLO_FEATURE_MAP_HOST_MEMORY != 0
+}
+
+/// The device pointer of host address `addr`: itself, where it lies in page-locked or
+/// managed memory that kernels can reach (unified addressing).
+pub(crate) fn device_pointer(c: &Client, addr: u64) -> Option<u64> {
+    c.shared.is_mapped(addr).then_some(addr)
+}
+
+/// Exposes the region `handle`, mapped here at `p` for `len` bytes, to kernels at `p`.
+fn map_for_device(c: &Client, p: *mut c_void, len: usize, handle: u64) -> Result<()> {
+    c.call::<ops::MapHostMemory>(&MapHostMemoryReq {
+        region: handle,
+        offset: 0,
+        len: len as u64,
+        addr: p as u64,
+    })
+}
+
+/// `size` bytes of managed memory (`cudaMallocManaged`): shared with the backend and
+/// exposed to kernels at the same address. `cudaErrorNotSupported` where the session
+/// cannot map memory for kernels (TCP, a VM, `VCUDA_SHARED_MEMORY=0`).
+pub(crate) fn alloc_managed(c: &Client, size: usize) -> Result<*mut c_void> {
+    if !maps(c) {
+        return Err(Error::NOT_SUPPORTED);
+    }
+    let (p, handle) = map_shared(c, size).map_err(|e| {
+        log::debug!("managed memory of {size} bytes not available: {e}");
+        Error::MEMORY_ALLOCATION
+    })?;
+    if let Err(e) = map_for_device(c, p, size, handle) {
+        log::debug!("managed memory at {p:?} not mapped for kernels: {}", e.0);
+        unmap_shared(c, p, size, handle);
+        return Err(Error::MEMORY_ALLOCATION);
+    }
+    log::debug!("{size} bytes of managed memory shared with the backend (region {handle})");
+    insert(c, p, size, handle, true);
+    Ok(p)
+}
+
+fn insert(c: &Client, p: *mut c_void, size: usize, handle: u64, mapped: bool) {
+    c.shared
+        .regions
+        .write()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(
+            p as u64,
+            Region {
+                len: size as u64,
+                handle,
+                mapped,
+            },
+        );
 }
 
 /// `size` bytes of page-locked memory shared with the backend, or `None` where that is not
@@ -93,17 +168,18 @@ pub(crate) fn alloc(c: &Client, size: usize) -> Option<*mut c_void> {
 fn try_alloc(c: &Client, size: usize) -> std::io::Result<*mut c_void> {
     let (p, handle) = map_shared(c, size)?;
     log::debug!("{size} bytes of page-locked memory shared with the backend (region {handle})");
-    c.shared
-        .regions
-        .write()
-        .unwrap_or_else(|e| e.into_inner())
-        .insert(
-            p as u64,
-            Region {
-                len: size as u64,
-                handle,
-            },
-        );
+    // With unified addressing all page-locked memory is mapped for the device. Where that
+    // fails (an address the backend cannot expose), the memory still serves copies.
+    let mapped = maps(c)
+        && map_for_device(c, p, size, handle)
+            .map_err(|e| {
+                log::debug!(
+                    "page-locked memory at {p:?} not mapped for kernels: {}",
+                    e.0
+                )
+            })
+            .is_ok();
+    insert(c, p, size, handle, mapped);
     Ok(p)
 }
 
@@ -172,7 +248,7 @@ fn map_shared(c: &Client, size: usize) -> std::io::Result<(*mut c_void, u64)> {
     }
 }
 
-/// Unmaps a region here and in the backend.
+/// Unmaps a region here and in the backend (which first stops kernels reaching it).
 fn unmap_shared(c: &Client, p: *mut c_void, len: usize, handle: u64) {
     // The backend's earlier calls ran in order, so nothing uses the region any more.
     if let Err(e) = c.post::<ops::UnshareMemory>(&HandleReq { handle }) {
@@ -192,6 +268,11 @@ pub(crate) fn free(c: &Client, p: *mut c_void) -> bool {
         .unwrap_or_else(|e| e.into_inner())
         .remove(&(p as u64));
     let Some(r) = r else { return false };
+    if r.mapped
+        && let Err(e) = c.post::<ops::UnmapHostMemory>(&PtrReq { ptr: p as u64 })
+    {
+        log::debug!("UnmapHostMemory: {}", e.0);
+    }
     unmap_shared(c, p, r.len as usize, r.handle);
     true
 }
@@ -435,6 +516,7 @@ mod tests {
             Region {
                 len: 0x100,
                 handle: 7,
+                mapped: true,
             },
         );
         assert_eq!(s.find(0x1000, 0x100), Some((7, 0)));
@@ -442,5 +524,6 @@ mod tests {
         assert_eq!(s.find(0x1010, 0xf1), None);
         assert_eq!(s.find(0xfff, 1), None);
         assert_eq!(s.find(0x1010, u64::MAX), None);
+        assert!(s.is_mapped(0x10ff) && !s.is_mapped(0x1100) && !s.is_mapped(0xfff));
     }
 }

@@ -7,6 +7,7 @@
 //! reply-on-error requests) and calls its [`Executor`]. Nothing a guest sends can make it
 //! panic; a malformed request gets an error record.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -77,6 +78,7 @@ impl Backend {
             unsolicited_sent: false,
             sent_images: SentImages::default(),
             shared: SharedRegions::default(),
+            mapped: BTreeMap::new(),
             passes_fds: false,
             log_limit: LogLimiter::new(module_path!(), 10, Duration::from_secs(10)),
         })
@@ -101,6 +103,8 @@ pub struct Session {
     log_limit: LogLimiter,
     /// Memory the guest shares with the backend (see [`crate::shared`]).
     shared: SharedRegions,
+    /// Shared memory exposed to kernels (`MapHostMemory`): device address -> region.
+    mapped: BTreeMap<u64, u64>,
     /// Whether the transport passes file descriptors (see [`Session::pass_fds`]).
     passes_fds: bool,
 }
@@ -334,10 +338,10 @@ impl Session {
             driver_version: self.exec.driver_version(),
             max_segment_len: MAX_SEGMENT_LEN,
             max_data_len: MAX_DATA_LEN,
-            features: if self.passes_fds {
-                HELLO_FEATURE_SHARED_MEMORY
-            } else {
-                0
+            features: match (self.passes_fds, self.exec.can_map_host_memory()) {
+                (false, _) => 0,
+                (true, false) => HELLO_FEATURE_SHARED_MEMORY,
+                (true, true) => HELLO_FEATURE_SHARED_MEMORY | HELLO_FEATURE_MAP_HOST_MEMORY,
             },
         };
         Ok(reply::<ops::Hello>(resp))
@@ -407,10 +411,39 @@ impl Session {
                 Ok(reply::<ops::ShareMemory>(handle(h)))
             }
             Request::UnshareMemory(h) => {
+                // Kernels stop reaching the region before it is unmapped.
+                let gone: Vec<u64> = self
+                    .mapped
+                    .iter()
+                    .filter(|&(_, &r)| r == h.handle)
+                    .map(|(&a, _)| a)
+                    .collect();
+                for a in gone {
+                    self.mapped.remove(&a);
+                    let _ = e.host_memory_unmap(a);
+                }
                 if let Some((addr, _)) = self.shared.range(h.handle) {
                     e.host_memory_unshared(addr);
                 }
                 done::<ops::UnshareMemory>(self.shared.unshare(h.handle))
+            }
+            Request::MapHostMemory(r) => {
+                if !self.passes_fds || !e.can_map_host_memory() {
+                    return Err(Status::NOT_SUPPORTED);
+                }
+                // In bounds, and every page already populated by the guest: kernels must
+                // not make the backend allocate the guest's memory.
+                let host = self.shared.host_range(r.region, r.offset, r.len)?;
+                if self.mapped.len() >= crate::shared::MAX_REGIONS {
+                    return Err(Status::MEMORY_ALLOCATION);
+                }
+                e.host_memory_map(r.addr, host, r.len as usize)?;
+                self.mapped.insert(r.addr, r.region);
+                done::<ops::MapHostMemory>(Ok(()))
+            }
+            Request::UnmapHostMemory(p) => {
+                self.mapped.remove(&p.ptr).ok_or(Status::INVALID_VALUE)?;
+                done::<ops::UnmapHostMemory>(e.host_memory_unmap(p.ptr))
             }
             Request::MemcpyHtoDShared(ref r) => {
                 let len = r.width.checked_mul(r.height).ok_or(Status::INVALID_VALUE)?;

@@ -118,6 +118,18 @@ impl SharedRegions {
         Ok(())
     }
 
+    /// The address in this process of `len` bytes at `offset` of a region, every page of
+    /// them already populated by the guest (for exposing them to kernels).
+    pub fn host_range(&self, handle: u64, offset: u64, len: u64) -> ExecResult<usize> {
+        let m = self.regions.get(&handle).ok_or(Status::INVALID_VALUE)?;
+        match offset.checked_add(len) {
+            Some(end) if len > 0 && end <= m.len as u64 => {}
+            _ => return Err(Status::INVALID_VALUE),
+        }
+        check_populated(m, offset as usize, len as usize)?;
+        Ok(m.ptr.as_ptr() as usize + offset as usize)
+    }
+
     /// `len` bytes at `offset` of a region, every page of them already populated by the
     /// guest.
     pub fn segs(&self, handle: u64, offset: u64, len: u64) -> ExecResult<DataSegs<'_>> {

@@ -193,6 +193,29 @@ pub const COPY_ASYNC: u32 = 1 << 0;
 /// share memory with the host ([`ShareMemoryReq`]).
 pub const HELLO_FEATURE_SHARED_MEMORY: u64 = 1 << 0;
 
+/// `Hello` feature: the session can expose shared memory to kernels at the guest's own
+/// addresses ([`MapHostMemoryReq`]): mapped (zero-copy) host memory and managed memory.
+pub const HELLO_FEATURE_MAP_HOST_MEMORY: u64 = 1 << 1;
+
+wire_struct!(
+    /// `MapHostMemory` request: exposes `len` bytes at `offset` of a shared region
+    /// (`region`, from `ShareMemory`) to kernels at device address `addr` (the guest's
+    /// address of that memory: with unified addressing a mapped host pointer is its device
+    /// pointer). The range must not overlap device allocations, other mapped ranges or the
+    /// executor's reserved windows. `UnmapHostMemory` ([`PtrReq`] with `addr`) removes it;
+    /// unsharing the region or ending the session removes it too.
+    MapHostMemoryReq, 32 {
+        /// The shared region.
+        region: u64,
+        /// Offset of the range in the region.
+        offset: u64,
+        /// Bytes.
+        len: u64,
+        /// Device address of the range's first byte.
+        addr: u64,
+    }
+);
+
 wire_struct!(
     /// `ShareMemory` request: maps the memory file passed with the message (`SCM_RIGHTS` on a
     /// Unix socket: a sealed memfd) into the session. Replies with the region's handle.

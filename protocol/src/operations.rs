@@ -67,6 +67,11 @@ operations! {
     MemcpyHtoDShared = 0x0208, MemcpyHtoDSharedReq => ();
     /// [`MemcpyDtoHSharedReq`]: a device-to-host copy into a shared region.
     MemcpyDtoHShared = 0x0209, MemcpyDtoHSharedReq => ();
+    /// [`MapHostMemoryReq`]: kernels reach part of a shared region at a device address
+    /// (mapped host memory, managed memory).
+    MapHostMemory = 0x020A, MapHostMemoryReq => ();
+    /// [`PtrReq`]: removes the mapped range that starts at `ptr`.
+    UnmapHostMemory = 0x020B, PtrReq => ();
 
     /// [`StreamCreateReq`] -> [`HandleResp`].
     StreamCreate = 0x0300, StreamCreateReq => HandleResp;

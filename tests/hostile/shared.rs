@@ -10,8 +10,8 @@ use std::os::unix::net::UnixStream;
 use nix::sys::memfd::{MFdFlags, memfd_create};
 use nix::sys::socket::{ControlMessage, MsgFlags, sendmsg};
 use vcuda_protocol::{
-    HandleReq, HandleResp, MallocReq, MemcpyHtoDSharedReq, MessageBuilder, PtrResp, ShareMemoryReq,
-    ops, status,
+    HandleReq, HandleResp, MallocReq, MapHostMemoryReq, MemcpyHtoDSharedReq, MemsetReq,
+    MessageBuilder, PtrReq, PtrResp, ShareMemoryReq, ops, status,
 };
 use zerocopy::FromBytes;
 
@@ -97,6 +97,19 @@ fn open_fds(b: &Backend) -> usize {
         .count()
 }
 
+/// The backend's descriptor count once it settles at `want` (other threads may hold a
+/// descriptor for a moment: a session ending, a file read), or what it is after 5 s.
+fn settled_fds(b: &Backend, want: usize) -> usize {
+    let t = std::time::Instant::now();
+    loop {
+        let n = open_fds(b);
+        if n == want || t.elapsed() > std::time::Duration::from_secs(5) {
+            return n;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 /// How many of the backend's mappings are of our memfds.
 fn shared_mappings(b: &Backend) -> usize {
     std::fs::read_to_string(format!("/proc/{}/maps", b.child.id()))
@@ -112,6 +125,8 @@ fn shared_memory_is_checked_and_released() {
     let idle_fds = open_fds(&b);
     let mut s = b.connect();
     assert_eq!(hello(&mut s).unwrap(), status::SUCCESS);
+    // Once the new session's thread has settled.
+    std::thread::sleep(std::time::Duration::from_millis(200));
     let fds_before = open_fds(&b);
     let seals = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW;
 
@@ -148,7 +163,7 @@ fn shared_memory_is_checked_and_released() {
     send_with_fds(&mut s, m.finish(0), &raw);
     assert_eq!(read_reply(&mut s).unwrap()[0].0, status::SUCCESS);
     assert_eq!(
-        open_fds(&b),
+        settled_fds(&b, fds_before),
         fds_before,
         "the backend kept descriptors it did not take"
     );
@@ -157,7 +172,11 @@ fn shared_memory_is_checked_and_released() {
     let good = memfd(3 * 4096, seals, 4096);
     let (st, region) = share(&mut s, 3 * 4096, &[good.as_raw_fd()]);
     assert_eq!(st, status::SUCCESS);
-    assert_eq!(open_fds(&b), fds_before, "a mapped file stays open");
+    assert_eq!(
+        settled_fds(&b, fds_before),
+        fds_before,
+        "a mapped file stays open"
+    );
     assert_eq!(shared_mappings(&b), 1);
     let dev = malloc(&mut s, 3 * 4096);
     assert_eq!(copy_in(&mut s, dev, region, 0, 4096), status::SUCCESS);
@@ -208,4 +227,157 @@ fn shared_memory_is_checked_and_released() {
         );
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
+}
+
+/// `MapHostMemory`: `len` bytes at `offset` of `region` at device address `addr`.
+fn map(s: &mut UnixStream, region: u64, offset: u64, len: u64, addr: u64) -> u32 {
+    let mut b = MessageBuilder::new();
+    let req = MapHostMemoryReq {
+        region,
+        offset,
+        len,
+        addr,
+    };
+    b.push_op::<ops::MapHostMemory>(0, 7, &[], &req, &[]);
+    s.write_all(b.finish(0)).unwrap();
+    read_reply(s).unwrap()[0].0
+}
+
+/// `UnmapHostMemory` of the range at `addr`.
+fn unmap(s: &mut UnixStream, addr: u64) -> u32 {
+    let mut b = MessageBuilder::new();
+    b.push_op::<ops::UnmapHostMemory>(0, 8, &[], &PtrReq { ptr: addr }, &[]);
+    s.write_all(b.finish(0)).unwrap();
+    read_reply(s).unwrap()[0].0
+}
+
+/// A device-side memset of `len` bytes at `dst` to `value`: its status.
+fn memset(s: &mut UnixStream, dst: u64, len: u64, value: u32) -> u32 {
+    let mut b = MessageBuilder::new();
+    let req = MemsetReq {
+        dst,
+        pitch: len,
+        width: len,
+        height: 1,
+        stream: 0,
+        value,
+        elem_size: 1,
+        flags: 0,
+    };
+    b.push_op::<ops::Memset>(0, 9, &[], &req, &[]);
+    s.write_all(b.finish(0)).unwrap();
+    read_reply(s).unwrap()[0].0
+}
+
+/// The first byte of page `page` of a memfd, as the client sees it.
+fn byte_at(fd: &OwnedFd, page: i64) -> u8 {
+    let mut b = [0u8; 1];
+    nix::sys::uio::pread(fd, &mut b, page * 4096).unwrap();
+    b[0]
+}
+
+#[test]
+fn mapped_host_memory_is_checked_and_released() {
+    let b = Backend::start(&[]);
+    let mut s = b.connect();
+    assert_eq!(hello(&mut s).unwrap(), status::SUCCESS);
+    let seals = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW;
+    // Three pages, the first two written by the client.
+    let fd = memfd(3 * 4096, seals, 2 * 4096);
+    let (st, region) = share(&mut s, 3 * 4096, &[fd.as_raw_fd()]);
+    assert_eq!(st, status::SUCCESS);
+    let dev = malloc(&mut s, 4096);
+    // Outside the default device range, the PTX windows and user space's end.
+    let at: u64 = 0x6000_0000_0000;
+    assert_eq!(map(&mut s, region, 0, 4096, at), status::SUCCESS);
+
+    // The backend writes the client's memory in place through the device address.
+    assert_eq!(memset(&mut s, at + 1, 4095, 7), status::SUCCESS);
+    assert_eq!(byte_at(&fd, 0), 9);
+    let mut page = [0u8; 4096];
+    nix::sys::uio::pread(&fd, &mut page, 0).unwrap();
+    assert!(page[1..].iter().all(|&v| v == 7));
+    assert_eq!(
+        memset(&mut s, at + 4095, 2, 7),
+        status::INVALID_VALUE,
+        "past the mapped range"
+    );
+
+    let bad = status::INVALID_VALUE;
+    let cases: [(&str, u64, u64, u64, u64); 12] = [
+        ("overlaps a mapped range", region, 4096, 4096, at + 2048),
+        ("overlaps it from below", region, 4096, 4096, at - 2048),
+        ("the same address again", region, 4096, 4096, at),
+        ("a device allocation", region, 4096, 4096, dev),
+        (
+            "the device heap's range",
+            region,
+            4096,
+            4096,
+            0x7f00_0000_0000,
+        ),
+        (
+            "the shared-memory window",
+            region,
+            4096,
+            4096,
+            0x1000_0000_1000,
+        ),
+        ("the parameter window", region, 4096, 4096, 0x3000_0000_0000),
+        (
+            "beyond user space",
+            region,
+            4096,
+            4096,
+            0xffff_0000_0000_0000,
+        ),
+        ("an unknown region", region + 1, 0, 4096, at + 0x10000),
+        (
+            "past the region's end",
+            region,
+            2 * 4096,
+            2 * 4096,
+            at + 0x10000,
+        ),
+        (
+            "a page never populated",
+            region,
+            2 * 4096,
+            4096,
+            at + 0x10000,
+        ),
+        (
+            "an offset that overflows",
+            region,
+            u64::MAX,
+            2,
+            at + 0x10000,
+        ),
+    ];
+    for (what, r, off, len, addr) in cases {
+        assert_eq!(map(&mut s, r, off, len, addr), bad, "{what}");
+    }
+    assert_eq!(map(&mut s, region, 4096, 0, at + 0x10000), bad, "empty");
+    assert_eq!(map(&mut s, region, 4096, 4096, 0), bad, "null");
+    assert_eq!(byte_at(&fd, 1), 9, "refused mappings wrote nothing");
+
+    // Unmapping: unknown addresses are refused; an unmapped range is no longer reachable.
+    assert_eq!(unmap(&mut s, at + 1), bad, "not the start of a range");
+    assert_eq!(unmap(&mut s, at), status::SUCCESS);
+    assert_eq!(unmap(&mut s, at), bad, "twice");
+    assert_eq!(memset(&mut s, at, 1, 1), bad, "an unmapped range");
+
+    // Unsharing a region removes its mapped ranges first.
+    assert_eq!(map(&mut s, region, 4096, 4096, at), status::SUCCESS);
+    let mut u = MessageBuilder::new();
+    u.push_op::<ops::UnshareMemory>(0, 6, &[], &HandleReq { handle: region }, &[]);
+    s.write_all(u.finish(0)).unwrap();
+    assert_eq!(read_reply(&mut s).unwrap()[0].0, status::SUCCESS);
+    assert_eq!(shared_mappings(&b), 0);
+    assert_eq!(
+        memset(&mut s, at, 1, 1),
+        bad,
+        "a range of an unshared region"
+    );
+    assert_eq!(unmap(&mut s, at), bad);
 }

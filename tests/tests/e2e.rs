@@ -47,6 +47,8 @@ programs!(
     errors,
     graphs,
     launch_ex,
+    managed,
+    mapped,
     matmul,
     mempool,
     params,
@@ -107,6 +109,37 @@ fn host_memory_is_shared_over_the_unix_socket() {
                 "{name} with VCUDA_SHARED_MEMORY={setting}: regions shared\n{stderr}"
             );
         }
+    }
+}
+
+/// Mapped and managed memory need memory shared with the backend: with
+/// `VCUDA_SHARED_MEMORY=0` the device says it cannot map host memory and has no managed
+/// memory, and the programs check the errors CUDA gives then.
+#[test]
+fn mapped_and_managed_memory_need_shared_memory() {
+    use vcuda_tests::{bin, bin_dir, build, check_output, source, spec};
+    let cases = [
+        ("mapped", "this device cannot map host memory"),
+        ("managed", "this device has no managed memory"),
+    ];
+    for (name, line) in cases {
+        let Some(exe) = build(name, Cuda::V13) else {
+            return;
+        };
+        let o = std::process::Command::new(bin("vcuda"))
+            .args(["run", "--executor", "cpu", "--"])
+            .arg(&exe)
+            .env_remove("VCUDA_SOCKET")
+            .env("VCUDA_BACKEND", bin("vcuda-backend"))
+            .env("VCUDA_LIB_DIR", bin_dir())
+            .env("VCUDA_SHARED_MEMORY", "0")
+            .output()
+            .expect("run vcuda");
+        check_output(name, &spec(&source(name)), &o);
+        assert!(
+            String::from_utf8_lossy(&o.stdout).contains(line),
+            "{name}: {line:?} expected"
+        );
     }
 }
 

@@ -231,6 +231,30 @@ entry_raw! {
         }
     }
 
+    fn __cudaRegisterManagedVar(
+        handle: *mut *mut c_void,
+        host_var_ptr: *mut *mut c_void,
+        _device_address: *mut c_char,
+        _device_name: *const c_char,
+        _ext: c_int,
+        size: usize,
+        _constant: c_int,
+        _global: c_int,
+    ) -> () {
+        // `__managed__` variables are not supported: the module's kernels fail to launch
+        // with cudaErrorNotSupported (see `registry::FatbinReg::module`). The host side
+        // gets zeroed memory of its own, so host code reading the variable does not crash.
+        // SAFETY: `handle` is what __cudaRegisterFatBinary returned.
+        let Some(fb) = (unsafe { registry::fatbin(handle) }) else { return };
+        registry::register_managed_var(&fb);
+        if !host_var_ptr.is_null() {
+            let mem: &'static mut [u64] = Vec::leak(vec![0u64; size.div_ceil(8).max(1)]);
+            // SAFETY: nvcc passes the address of the variable's host pointer, which the
+            // runtime fills in at registration.
+            unsafe { *host_var_ptr = mem.as_mut_ptr().cast() };
+        }
+    }
+
     fn __cudaPushCallConfiguration(grid: dim3, block: dim3, shmem: usize, stream: cudaStream_t) -> c_uint {
         state::push_config(CallConfig { grid, block, shmem, stream });
         0

@@ -67,6 +67,9 @@ pub(crate) fn free_device_posted(c: &Client, ptr: u64) -> Result<()> {
 }
 
 fn free(c: &Client, ptr: u64) -> Result<()> {
+    if super::managed::free(c, ptr)? {
+        return Ok(());
+    }
     c.call::<ops::Free>(&PtrReq { ptr })?;
     c.mirror.remove(ptr, |k| k == Kind::Device);
     Ok(())
@@ -438,10 +441,9 @@ fn host_alloc(c: &Client, ptr: *mut *mut c_void, size: usize, flags: u32) -> Res
     if ptr.is_null() || flags & !HOST_ALLOC_FLAGS != 0 {
         return Err(Error::INVALID_VALUE);
     }
-    if flags & MAPPED != 0 {
-        // Device access to guest host memory is not available on this transport.
-        return Err(Error::NOT_SUPPORTED);
-    }
+    // `cudaHostAllocMapped` memory is mapped for kernels where the session can (see
+    // `shared::maps`); elsewhere it is plain page-locked memory and
+    // `cudaHostGetDevicePointer` fails, as on a device that cannot map host memory.
     let p = if size == 0 {
         std::ptr::null_mut()
     } else if let Some(p) = shared::alloc(c, size) {
@@ -736,18 +738,24 @@ entry! {
             .ok_or(Error(vcuda_protocol::status::HOST_MEMORY_NOT_REGISTERED))
     }
 
-    fn cudaHostGetDevicePointer(dev_ptr: *mut *mut c_void, host: *mut c_void, _flags: u32) {
+    fn cudaHostGetDevicePointer(dev_ptr: *mut *mut c_void, host: *mut c_void, flags: u32) {
         let c = client::client()?;
-        if dev_ptr.is_null() || c.mirror.find(host as u64).is_none() {
+        if dev_ptr.is_null() || flags != 0 || c.mirror.find(host as u64).is_none() {
             return Err(Error::INVALID_VALUE);
         }
-        // Mapped (zero-copy) host memory needs the device to reach guest memory.
-        Err(Error::NOT_SUPPORTED)
+        // With unified addressing the device pointer is the host pointer. Memory kernels
+        // cannot reach (no mapping on this transport, or registered memory the library
+        // could not share) fails as where CUDA did not map it for the device.
+        let d = shared::device_pointer(c, host as u64).ok_or(Error::MEMORY_ALLOCATION)?;
+        // SAFETY: output pointer from the caller, checked for null.
+        unsafe { write_out(dev_ptr, d as *mut c_void) }
     }
 
     fn cudaHostGetFlags(flags: *mut u32, host: *mut c_void) {
         let c = client::client()?;
         let f = match c.mirror.find(host as u64).map(|r| r.kind) {
+            // Memory mapped for kernels says so, as with unified addressing.
+            Some(Kind::HostAlloc(f)) if shared::device_pointer(c, host as u64).is_some() => f | MAPPED,
             Some(Kind::HostAlloc(f)) => f,
             Some(Kind::HostRegistered(f)) => f,
             _ => return Err(Error::INVALID_VALUE),
@@ -767,10 +775,17 @@ entry! {
                 hostPointer: std::ptr::null_mut(),
                 reserved: [0; 8],
             },
+            Some(r) if r.kind == Kind::Managed => cudaPointerAttributes {
+                type_: memory_type::MANAGED,
+                device: r.device,
+                devicePointer: ptr as *mut c_void,
+                hostPointer: ptr as *mut c_void,
+                reserved: [0; 8],
+            },
             Some(r) => cudaPointerAttributes {
                 type_: memory_type::HOST,
                 device: r.device,
-                devicePointer: std::ptr::null_mut(),
+                devicePointer: shared::device_pointer(c, p).map_or(std::ptr::null_mut(), |d| d as *mut c_void),
                 hostPointer: ptr as *mut c_void,
                 reserved: [0; 8],
             },

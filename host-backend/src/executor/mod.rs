@@ -240,6 +240,30 @@ pub trait Executor: Send {
         let _ = addr;
     }
 
+    /// Whether kernels can reach shared host memory at a device address the guest names
+    /// ([`Executor::host_memory_map`]).
+    fn can_map_host_memory(&self) -> bool {
+        false
+    }
+
+    /// Exposes `[host, host + len)`, part of a region shared with
+    /// [`Executor::host_memory_shared`], to kernels at device address `addr`: kernels and
+    /// device-side copies then read and write that memory in place. Fails if the range
+    /// overlaps device memory, another mapped range, or addresses the executor reserves.
+    /// The memory stays mapped in this process until [`Executor::host_memory_unmap`]
+    /// (the session calls it before unsharing the region).
+    fn host_memory_map(&mut self, addr: u64, host: usize, len: usize) -> ExecResult<()> {
+        let _ = (addr, host, len);
+        Err(Status::NOT_SUPPORTED)
+    }
+
+    /// Removes the mapped range that starts at device address `addr`; the executor stops
+    /// using its memory before returning.
+    fn host_memory_unmap(&mut self, addr: u64) -> ExecResult<()> {
+        let _ = addr;
+        Err(Status::INVALID_VALUE)
+    }
+
     // cuBLAS and cuRAND (`vcuda_protocol::lib`). These return library statuses
     // (`cublasStatus_t`, `curandStatus_t`) as [`Status`] values, and `ILLEGAL_ADDRESS` for
     // a device memory fault. The defaults say the executor has no such library.

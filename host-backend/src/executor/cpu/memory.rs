@@ -44,6 +44,14 @@ pub const ALLOC_OVERHEAD: u64 = 256;
 pub const MAP_THRESHOLD: u64 = 64 << 10;
 /// The page size mappings are rounded to.
 const PAGE: u64 = 4096;
+/// Most host ranges one session may map into its device address space.
+pub const MAX_MAPPED: usize = 4096;
+/// Device addresses the PTX executor reserves for its windows (shared, local, parameter
+/// and function addresses); no mapped range may reach into them.
+const WINDOWS: std::ops::Range<u64> =
+    vcuda_ptx::SHARED_WINDOW..vcuda_ptx::FUNC_WINDOW + vcuda_ptx::WINDOW_SIZE;
+/// End of the user address space of a guest process (47 bits).
+const USER_END: u64 = 0x8000_0000_0000;
 
 /// What an allocation of `size` bytes is charged (`None`: more than the address space).
 pub fn charge(size: u64) -> Option<u64> {
@@ -181,10 +189,27 @@ impl MemoryBudget {
     }
 }
 
+/// Host memory shared by the guest and exposed at a device address (mapped host memory,
+/// managed memory): owned by the session's shared regions, not by the heap.
+#[derive(Debug)]
+struct Mapped {
+    host: NonNull<u8>,
+    len: u64,
+}
+
+// SAFETY: a `Mapped` only names memory the session's shared regions keep mapped until it is
+// removed (the session unmaps it from the heap before unsharing); it is used like an
+// allocation's buffer.
+unsafe impl Send for Mapped {}
+// SAFETY: as for `Send`; shared references only give out the pointer.
+unsafe impl Sync for Mapped {}
+
 /// One session's device memory.
 #[derive(Debug)]
 pub struct DeviceHeap {
     allocs: BTreeMap<u64, Allocation>,
+    /// Host ranges exposed at device addresses, by device address.
+    mapped: BTreeMap<u64, Mapped>,
     next: u64,
     start: u64,
     end: u64,
@@ -211,6 +236,7 @@ impl DeviceHeap {
     pub fn new(budget: Arc<MemoryBudget>, limit: u64) -> Self {
         Self {
             allocs: BTreeMap::new(),
+            mapped: BTreeMap::new(),
             next: HEAP_BASE,
             start: HEAP_BASE,
             end: HEAP_END,
@@ -313,7 +339,53 @@ impl DeviceHeap {
         Ok(())
     }
 
-    /// Frees every allocation.
+    /// Exposes `len` bytes of host memory at `host` at device address `addr`. The range
+    /// must lie in the guest's user address space, outside the range reserved for
+    /// allocations, the PTX windows, every allocation and every other mapped range.
+    ///
+    /// # Safety
+    ///
+    /// `[host, host + len)` is readable and writable memory that stays mapped until
+    /// [`DeviceHeap::unmap_host`] removes it (or the heap is dropped).
+    pub unsafe fn map_host(&mut self, addr: u64, host: *mut u8, len: u64) -> ExecResult<()> {
+        let end = addr.checked_add(len).ok_or(Status::INVALID_VALUE)?;
+        let overlaps = |r: &std::ops::Range<u64>| addr < r.end && r.start < end;
+        let reserved = self.start..self.end;
+        if len == 0
+            || addr == 0
+            || end > USER_END
+            || overlaps(&WINDOWS)
+            || overlaps(&reserved)
+            || self
+                .allocs
+                .range(..end)
+                .next_back()
+                .is_some_and(|(&b, a)| overlaps(&(b..(b + a.len).next_multiple_of(ALIGN) + GUARD)))
+            || self
+                .mapped
+                .range(..end)
+                .next_back()
+                .is_some_and(|(&b, m)| overlaps(&(b..b + m.len)))
+        {
+            return Err(Status::INVALID_VALUE);
+        }
+        if self.mapped.len() >= MAX_MAPPED {
+            return Err(Status::MEMORY_ALLOCATION);
+        }
+        let host = NonNull::new(host).ok_or(Status::INVALID_VALUE)?;
+        self.mapped.insert(addr, Mapped { host, len });
+        Ok(())
+    }
+
+    /// Removes the mapped range starting at `addr`; its memory is no longer used.
+    pub fn unmap_host(&mut self, addr: u64) -> ExecResult<()> {
+        self.mapped
+            .remove(&addr)
+            .map(drop)
+            .ok_or(Status::INVALID_VALUE)
+    }
+
+    /// Frees every allocation (mapped ranges stay: they belong to the guest's memory).
     pub fn clear(&mut self) {
         self.allocs.clear();
         self.budget.release(self.charged);
@@ -321,13 +393,26 @@ impl DeviceHeap {
         self.next = self.start;
     }
 
-    /// The allocation containing `addr`.
+    /// The allocation or mapped range containing `addr`.
     pub fn resolve(&self, addr: u64) -> Option<Resolved> {
-        let (&base, a) = self.allocs.range(..=addr).next_back()?;
-        (addr - base < a.len).then_some(Resolved {
-            base,
-            len: a.len,
-            host: a.ptr.as_ptr(),
+        let alloc = self
+            .allocs
+            .range(..=addr)
+            .next_back()
+            .and_then(|(&base, a)| {
+                (addr - base < a.len).then_some(Resolved {
+                    base,
+                    len: a.len,
+                    host: a.ptr.as_ptr(),
+                })
+            });
+        alloc.or_else(|| {
+            let (&base, m) = self.mapped.range(..=addr).next_back()?;
+            (addr - base < m.len).then_some(Resolved {
+                base,
+                len: m.len,
+                host: m.host.as_ptr(),
+            })
         })
     }
 
@@ -349,8 +434,12 @@ impl DeviceHeap {
             return Ok(&mut []);
         }
         let (r, off) = self.range(addr, len)?;
-        // SAFETY: the range is inside one live allocation (checked by `range`), and `&mut
-        // self` excludes every other access to the heap's memory for the slice's lifetime.
+        // SAFETY: the range is inside one live allocation or mapped range (checked by
+        // `range`), and `&mut self` excludes every other access by the backend for the
+        // slice's lifetime. A mapped range is the guest's shared memory, which the guest
+        // process may also write: any byte value is a valid `u8`, and nothing the backend
+        // decides depends on the bytes staying put (the guest must not race its kernels,
+        // as on a GPU).
         Ok(unsafe { std::slice::from_raw_parts_mut(r.host.add(off), len as usize) })
     }
 
@@ -360,9 +449,10 @@ impl DeviceHeap {
             return Ok(&[]);
         }
         let (r, off) = self.range(addr, len)?;
-        // SAFETY: inside one live allocation; shared borrows of the heap never coexist with
-        // writes (writes need `&mut self`, and kernels run only while the executor holds the
-        // heap exclusively).
+        // SAFETY: inside one live allocation or mapped range; shared borrows of the heap never
+        // coexist with the backend's writes (writes need `&mut self`, and kernels run only
+        // while the executor holds the heap exclusively). The guest may write a mapped
+        // range meanwhile: see `bytes_mut`.
         Ok(unsafe { std::slice::from_raw_parts(r.host.add(off), len as usize) })
     }
 
@@ -373,8 +463,9 @@ impl DeviceHeap {
         }
         let (d, doff) = self.range(dst, len)?;
         let (s, soff) = self.range(src, len)?;
-        // SAFETY: both ranges are inside live allocations (checked above); `ptr::copy`
-        // allows overlap; `&mut self` excludes concurrent access.
+        // SAFETY: both ranges are inside live allocations or mapped ranges (checked above);
+        // `ptr::copy` allows overlap; `&mut self` excludes concurrent access by the backend
+        // (the guest's own writes to a mapped range: see `bytes_mut`).
         unsafe { std::ptr::copy(s.host.add(soff), d.host.add(doff), len as usize) };
         Ok(())
     }
@@ -457,6 +548,48 @@ mod tests {
             Err(Status::MEMORY_ALLOCATION)
         );
         assert_eq!(c.info(), (1 << 20, 1 << 20));
+    }
+
+    #[test]
+    fn mapped_host_ranges_resolve_and_are_checked() {
+        let mut h = DeviceHeap::new(MemoryBudget::new(1 << 20), u64::MAX);
+        let a = h.alloc(100, AllocKind::User).unwrap();
+        let mut buf = vec![0u8; 8192];
+        let p = buf.as_mut_ptr();
+        let at = 0x7e00_0000_0000;
+        // SAFETY: `buf` outlives every use of the heap's mapping below.
+        let map = |h: &mut DeviceHeap, addr: u64, len: u64| unsafe { h.map_host(addr, p, len) };
+        map(&mut h, at, 8192).unwrap();
+        h.bytes_mut(at + 8, 4).unwrap().copy_from_slice(&[5; 4]);
+        h.copy(a, at + 8, 4).unwrap();
+        assert_eq!(h.bytes(a, 4).unwrap(), &[5; 4]);
+        assert!(h.bytes(at + 8190, 4).is_err(), "past the mapped range");
+        let bad = Err(Status::INVALID_VALUE);
+        assert_eq!(map(&mut h, at + 4096, 4096), bad, "overlaps a mapped range");
+        assert_eq!(map(&mut h, at - 4096, 4097), bad, "overlaps from below");
+        assert_eq!(map(&mut h, a, 64), bad, "an allocation");
+        assert_eq!(
+            map(&mut h, HEAP_BASE + (1 << 30), 64),
+            bad,
+            "the heap's range"
+        );
+        assert_eq!(
+            map(&mut h, vcuda_ptx::LOCAL_WINDOW + 64, 64),
+            bad,
+            "a window"
+        );
+        assert_eq!(map(&mut h, USER_END - 64, 128), bad, "beyond user space");
+        assert_eq!(map(&mut h, u64::MAX - 4, 64), bad, "overflow");
+        assert_eq!(map(&mut h, 0, 64), bad, "null");
+        assert_eq!(map(&mut h, at + 8192, 0), bad, "empty");
+        map(&mut h, at + 8192, 64).unwrap();
+        h.clear();
+        assert!(h.resolve(at).is_some(), "mapped ranges survive a reset");
+        h.unmap_host(at).unwrap();
+        assert!(h.resolve(at).is_none());
+        assert_eq!(h.unmap_host(at), bad);
+        drop(h);
+        drop(buf);
     }
 
     fn rss() -> u64 {

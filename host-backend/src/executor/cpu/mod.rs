@@ -347,6 +347,21 @@ impl Executor for CpuExecutor {
         Ok(*self.limits.slot(limit)?)
     }
 
+    fn can_map_host_memory(&self) -> bool {
+        true
+    }
+
+    fn host_memory_map(&mut self, addr: u64, host: usize, len: usize) -> ExecResult<()> {
+        // SAFETY: the session passes part of a shared region it keeps mapped until it
+        // calls `host_memory_unmap` for this range (before unsharing the region, or when
+        // the session ends after the executor is dropped).
+        unsafe { self.heap.map_host(addr, host as *mut u8, len as u64) }
+    }
+
+    fn host_memory_unmap(&mut self, addr: u64) -> ExecResult<()> {
+        self.heap.unmap_host(addr)
+    }
+
     fn malloc(&mut self, device: u32, size: u64) -> ExecResult<u64> {
         self.check_device(device)?;
         self.heap.alloc(size, AllocKind::User)

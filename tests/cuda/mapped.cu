@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+// Mapped (zero-copy) host memory: kernels read and write page-locked host memory in place,
+// through cudaHostGetDevicePointer (equal to the host pointer with unified addressing) or the
+// host pointer itself, with no cudaMemcpy; host writes between launches are seen by the next
+// kernel; atomics; flags and pointer attributes; cudaHostRegister(Mapped) where supported.
+// Where the device cannot map host memory (canMapHostMemory 0), cudaHostAllocMapped still
+// gives page-locked memory and cudaHostGetDevicePointer fails.
+#include "common.h"
+
+__global__ void twice_plus_one(int *out, const int *in, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = in[i] * 2 + 1;
+}
+
+__global__ void count(unsigned *counter, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) atomicAdd(counter, 1u);
+}
+
+int main() {
+    int can = -1;
+    CHECK(cudaDeviceGetAttribute(&can, cudaDevAttrCanMapHostMemory, 0));
+    cudaDeviceProp prop;
+    CHECK(cudaGetDeviceProperties(&prop, 0));
+    EXPECT(prop.canMapHostMemory == can);
+    EXPECT(prop.unifiedAddressing == 1);
+    const int N = 100000;
+    const size_t bytes = N * sizeof(int);
+    int *in = nullptr, *out = nullptr;
+    CHECK(cudaHostAlloc(&in, bytes, cudaHostAllocMapped));
+    CHECK(cudaHostAlloc(&out, bytes, cudaHostAllocMapped | cudaHostAllocPortable));
+    for (int i = 0; i < N; i++) in[i] = i;
+
+    if (!can) {
+        printf("this device cannot map host memory\n");
+        int *d = nullptr;
+        EXPECT_ERR(cudaHostGetDevicePointer((void **)&d, in, 0), cudaErrorMemoryAllocation);
+        cudaGetLastError();
+        // Still page-locked memory for copies.
+        int *dev = nullptr;
+        CHECK(cudaMalloc(&dev, bytes));
+        CHECK(cudaMemcpy(dev, in, bytes, cudaMemcpyHostToDevice));
+        CHECK(cudaMemcpy(out, dev, bytes, cudaMemcpyDeviceToHost));
+        EXPECT(memcmp(in, out, bytes) == 0);
+        CHECK(cudaFree(dev));
+        CHECK(cudaFreeHost(in));
+        CHECK(cudaFreeHost(out));
+        return finish();
+    }
+
+    // Through the device pointers.
+    int *din = nullptr, *dout = nullptr;
+    CHECK(cudaHostGetDevicePointer((void **)&din, in, 0));
+    CHECK(cudaHostGetDevicePointer((void **)&dout, out, 0));
+    EXPECT(din == in && dout == out);
+    int *mid = nullptr;
+    CHECK(cudaHostGetDevicePointer((void **)&mid, in + 10, 0));
+    EXPECT(mid == in + 10);
+    twice_plus_one<<<(N + 255) / 256, 256>>>(dout, din, N);
+    CHECK(cudaGetLastError());
+    CHECK(cudaDeviceSynchronize());
+    int bad = 0;
+    for (int i = 0; i < N; i++)
+        if (out[i] != i * 2 + 1) bad++;
+    EXPECT(bad == 0);
+
+    // The host writes again; the next kernel sees it (no copy, no stale data).
+    for (int i = 0; i < N; i++) in[i] = N - i;
+    twice_plus_one<<<(N + 255) / 256, 256>>>(out, in, N);  // host pointers: unified addressing
+    CHECK(cudaDeviceSynchronize());
+    bad = 0;
+    for (int i = 0; i < N; i++)
+        if (out[i] != (N - i) * 2 + 1) bad++;
+    EXPECT(bad == 0);
+
+    // cudaMallocHost memory is mapped too (unified addressing), and atomics work on it.
+    unsigned *counter = nullptr;
+    CHECK(cudaMallocHost(&counter, sizeof(unsigned)));
+    *counter = 5;
+    count<<<40, 256>>>(counter, 10000);
+    CHECK(cudaDeviceSynchronize());
+    EXPECT(*counter == 10005);
+
+    // Copies between device memory and mapped memory still work.
+    int *dev = nullptr;
+    CHECK(cudaMalloc(&dev, bytes));
+    CHECK(cudaMemcpy(dev, in, bytes, cudaMemcpyHostToDevice));
+    CHECK(cudaMemset(out, 0, bytes));
+    CHECK(cudaMemcpy(out, dev, bytes, cudaMemcpyDefault));
+    EXPECT(memcmp(in, out, bytes) == 0);
+
+    // Flags and attributes.
+    unsigned flags = 0;
+    CHECK(cudaHostGetFlags(&flags, in));
+    EXPECT(flags & cudaHostAllocMapped);
+    CHECK(cudaHostGetFlags(&flags, out));
+    EXPECT((flags & (cudaHostAllocMapped | cudaHostAllocPortable)) ==
+           (cudaHostAllocMapped | cudaHostAllocPortable));
+    cudaPointerAttributes a;
+    CHECK(cudaPointerGetAttributes(&a, in + 5));
+    EXPECT(a.type == cudaMemoryTypeHost);
+    EXPECT(a.devicePointer == in + 5 && a.hostPointer == in + 5);
+    CHECK(cudaPointerGetAttributes(&a, counter));
+    EXPECT(a.type == cudaMemoryTypeHost && a.devicePointer == counter);
+
+    // Errors: flags must be 0; pageable memory has no device pointer.
+    int *p = nullptr;
+    EXPECT_ERR(cudaHostGetDevicePointer((void **)&p, in, 1), cudaErrorInvalidValue);
+    int *pageable = (int *)malloc(4096);
+    EXPECT_ERR(cudaHostGetDevicePointer((void **)&p, pageable, 0), cudaErrorInvalidValue);
+    cudaGetLastError();
+
+    // Registered memory, mapped where the runtime can map it.
+    cudaError_t e = cudaHostRegister(pageable, 4096, cudaHostRegisterMapped);
+    if (e == cudaSuccess) {
+        CHECK(cudaHostGetDevicePointer((void **)&p, pageable, 0));
+        for (int i = 0; i < 1024; i++) pageable[i] = i;
+        twice_plus_one<<<4, 256>>>(p, p, 1024);
+        CHECK(cudaDeviceSynchronize());
+        bad = 0;
+        for (int i = 0; i < 1024; i++)
+            if (pageable[i] != i * 2 + 1) bad++;
+        EXPECT(bad == 0);
+        CHECK(cudaHostUnregister(pageable));
+    } else {
+        EXPECT(e == cudaErrorNotSupported);
+        cudaGetLastError();
+        printf("cudaHostRegister(cudaHostRegisterMapped) not supported here\n");
+    }
+    free(pageable);
+
+    CHECK(cudaFree(dev));
+    CHECK(cudaFreeHost(counter));
+    CHECK(cudaFreeHost(in));
+    CHECK(cudaFreeHost(out));
+    // Freed memory is no longer mapped.
+    EXPECT_ERR(cudaHostGetDevicePointer((void **)&p, in, 0), cudaErrorInvalidValue);
+    cudaGetLastError();
+    return finish();
+}

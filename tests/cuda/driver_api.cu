@@ -258,6 +258,42 @@ int main() {
     unlink(path);
     CU(cuModuleUnload_(from_file));
 
+    // Managed and mapped memory where the device supports them (the CPU executor over a
+    // Unix socket), and the honest refusal where it does not.
+    auto cuMemAllocManaged_ = sym<decltype(&cuMemAllocManaged)>("cuMemAllocManaged");
+    auto cuMemHostAlloc_ = sym<decltype(&cuMemHostAlloc)>("cuMemHostAlloc");
+    auto cuMemHostGetDevicePointer_ =
+        sym<decltype(&cuMemHostGetDevicePointer)>("cuMemHostGetDevicePointer");
+    auto cuMemHostGetFlags_ = sym<decltype(&cuMemHostGetFlags)>("cuMemHostGetFlags");
+    auto cuMemFreeHost_ = sym<decltype(&cuMemFreeHost)>("cuMemFreeHost");
+    int managed = -1, can_map = -1;
+    CU(cuDeviceGetAttribute_(&managed, CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY, dev));
+    CU(cuDeviceGetAttribute_(&can_map, CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY, dev));
+    CUdeviceptr m;
+    if (managed) {
+        CU(cuMemAllocManaged_(&m, n * sizeof(float), CU_MEM_ATTACH_GLOBAL));
+        float *mh = (float *)m;
+        for (unsigned i = 0; i < n; ++i) mh[i] = (float)i;
+        CU(cuMemcpyDtoH_(back, m, sizeof back));
+        EXPECT(back[0] == 0.0f && back[n - 1] == (float)(n - 1));
+        CU(cuMemFree_(m));
+    } else {
+        EXPECT(cuMemAllocManaged_(&m, 64, CU_MEM_ATTACH_GLOBAL) == CUDA_ERROR_NOT_SUPPORTED);
+    }
+    void *hp = nullptr;
+    CU(cuMemHostAlloc_(&hp, 4096, CU_MEMHOSTALLOC_DEVICEMAP));
+    unsigned hflags = 0;
+    CU(cuMemHostGetFlags_(&hflags, hp));
+    EXPECT(hflags & CU_MEMHOSTALLOC_DEVICEMAP || !can_map);
+    CUdeviceptr hd = 0;
+    CUresult hr = cuMemHostGetDevicePointer_(&hd, hp, 0);
+    if (can_map) {
+        EXPECT(hr == CUDA_SUCCESS && hd == (CUdeviceptr)hp);
+    } else {
+        EXPECT(hr != CUDA_SUCCESS);
+    }
+    CU(cuMemFreeHost_(hp));
+
     CU(cuMemFree_(d));
     CU(cuModuleUnload_(mod));
     CHECK(cudaStreamDestroy(s));

@@ -7,9 +7,10 @@ use vcuda_protocol::{COPY_ASYNC, MemsetReq, ops};
 
 use super::context::{current, disown, own};
 use super::{out, rt};
+use crate::api::managed::cudaMallocManaged;
 use crate::api::memory::{
-    cudaFree, cudaFreeHost, cudaHostAlloc, cudaHostRegister, cudaHostUnregister, cudaMalloc,
-    cudaMemcpy2DAsync, cudaMemcpyAsync,
+    cudaFree, cudaFreeHost, cudaHostAlloc, cudaHostGetDevicePointer, cudaHostGetFlags,
+    cudaHostRegister, cudaHostUnregister, cudaMalloc, cudaMemcpy2DAsync, cudaMemcpyAsync,
 };
 use crate::api::stream::stream_handle;
 use crate::client;
@@ -235,6 +236,35 @@ entry_lib! {
 
     fn cuMemAllocHost_v2(pp: *mut *mut c_void, size: usize) -> Result<(), CuError> {
         host_alloc(pp, size, 0)
+    }
+
+    fn cuMemHostGetDevicePointer_v2(pdptr: *mut CUdeviceptr, p: *mut c_void, flags: c_uint) -> Result<(), CuError> {
+        current()?;
+        let mut d: *mut c_void = std::ptr::null_mut();
+        // SAFETY: a valid output pointer; the runtime checks `p` against its host memory.
+        rt(unsafe { cudaHostGetDevicePointer(&mut d, p, flags) })?;
+        // SAFETY: the caller's output pointer (checked).
+        unsafe { out(pdptr, d as u64) }
+    }
+
+    fn cuMemHostGetFlags(pflags: *mut c_uint, p: *mut c_void) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: the runtime checks both pointers (CU_MEMHOSTALLOC_* equal cudaHostAlloc*).
+        rt(unsafe { cudaHostGetFlags(pflags, p) })
+    }
+
+    fn cuMemAllocManaged(dptr: *mut CUdeviceptr, size: usize, flags: c_uint) -> Result<(), CuError> {
+        current()?;
+        if size == 0 {
+            return Err(CuError::INVALID_VALUE);
+        }
+        let mut p: *mut c_void = std::ptr::null_mut();
+        // CU_MEM_ATTACH_GLOBAL/HOST equal cudaMemAttachGlobal/Host.
+        // SAFETY: a valid output pointer.
+        rt(unsafe { cudaMallocManaged(&mut p, size, flags) })?;
+        own(|o| o.allocs.push(p as u64))?;
+        // SAFETY: the caller's output pointer.
+        unsafe { out(dptr, p as u64) }
     }
 
     fn cuMemFreeHost(p: *mut c_void) -> Result<(), CuError> {

@@ -12,7 +12,7 @@ use crate::{
     error::KernelError,
     ir::{AtomOp, Space},
     memory::{MemFault, atomic_apply},
-    module::{LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, WINDOW_SIZE},
+    module::PARAM_WINDOW,
 };
 
 pub(super) enum Fault {
@@ -132,18 +132,6 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    pub(super) fn classify(addr: u64) -> (Space, u64) {
-        if (SHARED_WINDOW..SHARED_WINDOW + WINDOW_SIZE).contains(&addr) {
-            (Space::Shared, addr - SHARED_WINDOW)
-        } else if (LOCAL_WINDOW..LOCAL_WINDOW + WINDOW_SIZE).contains(&addr) {
-            (Space::Local, addr - LOCAL_WINDOW)
-        } else if (PARAM_WINDOW..PARAM_WINDOW + WINDOW_SIZE).contains(&addr) {
-            (Space::Param, addr)
-        } else {
-            (Space::Global, addr)
-        }
-    }
-
     pub(super) fn load(
         &mut self,
         w: &Warp,
@@ -158,7 +146,7 @@ impl<'a> Ctx<'a> {
             write: false,
         };
         let (space, a) = match space {
-            Space::Generic => Self::classify(addr),
+            Space::Generic => super::classify(addr),
             s => (s, addr),
         };
         match space {
@@ -191,7 +179,7 @@ impl<'a> Ctx<'a> {
             write: true,
         };
         let (space, a) = match space {
-            Space::Generic => Self::classify(addr),
+            Space::Generic => super::classify(addr),
             s => (s, addr),
         };
         match space {
@@ -222,7 +210,7 @@ impl<'a> Ctx<'a> {
             write: true,
         };
         let (space, a) = match space {
-            Space::Generic => Self::classify(addr),
+            Space::Generic => super::classify(addr),
             s => (s, addr),
         };
         let rmw = |buf: &mut [u8]| -> Option<u64> {

@@ -27,8 +27,12 @@ use self::{
 use crate::{
     alu::Lanes,
     error::{KernelError, Location},
+    ir::Space,
     memory::{DeviceMemory, GlobalMem},
-    module::{FUNC_WINDOW, GlobalId, KernelId, KernelInfo, Module, Sym},
+    module::{
+        FUNC_WINDOW, GlobalId, KernelId, KernelInfo, LOCAL_WINDOW, Module, PARAM_WINDOW,
+        SHARED_WINDOW, Sym, WINDOW_SIZE,
+    },
 };
 
 /// Grid and block shape of a launch.
@@ -337,33 +341,69 @@ pub fn launch(
     })
 }
 
+/// The state space and offset a generic address falls in (the shared, local and parameter
+/// windows; everything else is global).
+pub(crate) fn classify(addr: u64) -> (Space, u64) {
+    if (SHARED_WINDOW..SHARED_WINDOW + WINDOW_SIZE).contains(&addr) {
+        (Space::Shared, addr - SHARED_WINDOW)
+    } else if (LOCAL_WINDOW..LOCAL_WINDOW + WINDOW_SIZE).contains(&addr) {
+        (Space::Local, addr - LOCAL_WINDOW)
+    } else if (PARAM_WINDOW..PARAM_WINDOW + WINDOW_SIZE).contains(&addr) {
+        (Space::Param, addr)
+    } else {
+        (Space::Global, addr)
+    }
+}
+
 fn worker(l: &Launch<'_>) {
     let mut b = Block::new(l);
-    loop {
-        if l.abort.load(Ordering::Relaxed) {
-            break;
-        }
-        if let Err(e) = l.check_stop() {
-            l.fail(u64::MAX, e);
-            break;
-        }
-        let id = l.next_block.fetch_add(1, Ordering::Relaxed);
-        if id >= l.nblocks {
-            break;
-        }
+    while let Some(id) = l.claim_block() {
         let r = b.run(id);
-        l.insts
-            .fetch_add(std::mem::take(&mut b.ctx.insts), Ordering::Relaxed);
-        l.winsts
-            .fetch_add(std::mem::take(&mut b.ctx.winsts), Ordering::Relaxed);
-        if let Err(e) = r {
-            l.fail(id, e);
+        let (insts, winsts) = (
+            std::mem::take(&mut b.ctx.insts),
+            std::mem::take(&mut b.ctx.winsts),
+        );
+        if !l.block_done(id, r, insts, winsts) {
             break;
         }
     }
 }
 
 impl Launch<'_> {
+    /// The next block for a worker to run; `None` once the grid is done or the launch
+    /// must stop (another block failed, cancelled, past its time limit).
+    pub(crate) fn claim_block(&self) -> Option<u64> {
+        if self.abort.load(Ordering::Relaxed) {
+            return None;
+        }
+        if let Err(e) = self.check_stop() {
+            self.fail(u64::MAX, e);
+            return None;
+        }
+        let id = self.next_block.fetch_add(1, Ordering::Relaxed);
+        (id < self.nblocks).then_some(id)
+    }
+
+    /// Counts what block `id` executed and records its failure; `false` if it failed (the
+    /// worker stops).
+    pub(crate) fn block_done(
+        &self,
+        id: u64,
+        r: Result<(), KernelError>,
+        insts: u64,
+        winsts: u64,
+    ) -> bool {
+        self.insts.fetch_add(insts, Ordering::Relaxed);
+        self.winsts.fetch_add(winsts, Ordering::Relaxed);
+        match r {
+            Ok(()) => true,
+            Err(e) => {
+                self.fail(id, e);
+                false
+            }
+        }
+    }
+
     /// Records the failure of block `id` (the lowest block's error wins) and stops the
     /// other workers.
     pub(crate) fn fail(&self, id: u64, e: KernelError) {

@@ -325,7 +325,7 @@ impl<'a> Ctx<'a> {
                 }
                 Op::Isspacep { space, d, a } => {
                     for lane in lanes(mask) {
-                        let (s, _) = Self::classify(self.val(w, a, lane));
+                        let (s, _) = super::classify(self.val(w, a, lane));
                         let r = match space {
                             Space::Global | Space::Const => s == Space::Global,
                             s2 => s == *s2,

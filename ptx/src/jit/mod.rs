@@ -244,25 +244,11 @@ pub(crate) fn worker(l: &Launch<'_>, c: &Compiled) {
     tc.params_len = l.params.len() as u64;
     tc.syms = l.syms.as_ptr();
     tc.env = envp.cast();
-    loop {
-        if l.abort.load(Ordering::Relaxed) {
-            break;
-        }
-        if let Err(e) = l.check_stop() {
-            l.fail(u64::MAX, e);
-            break;
-        }
-        let id = l.next_block.fetch_add(1, Ordering::Relaxed);
-        if id >= l.nblocks {
-            break;
-        }
+    while let Some(id) = l.claim_block() {
         let r = run_block(l, c, id, envp, &mut b);
         // SAFETY: no compiled code is running; `envp` points at the live `env` box.
         let insts = unsafe { std::mem::take(&mut (*envp).block_insts) };
-        l.insts.fetch_add(insts, Ordering::Relaxed);
-        l.winsts.fetch_add(insts / 32, Ordering::Relaxed);
-        if let Err(e) = r {
-            l.fail(id, e);
+        if !l.block_done(id, r, insts, insts / 32) {
             break;
         }
     }

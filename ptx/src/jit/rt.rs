@@ -11,7 +11,7 @@ use crate::{
     alu::Lanes,
     ir::{AtomOp, Inst, Op, Space},
     memory::{MemFault, atomic_apply},
-    module::{FUNC_WINDOW, LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, WINDOW_SIZE},
+    module::{FUNC_WINDOW, PARAM_WINDOW, SHARED_WINDOW, WINDOW_SIZE},
 };
 
 /// Status a compiled kernel returns: every runnable thread ran to its exit or a barrier.
@@ -214,7 +214,7 @@ pub(crate) extern "C" fn h_ptr(
         return std::ptr::null_mut();
     }
     let (space, a) = match space_of(space) {
-        Space::Generic => classify(addr),
+        Space::Generic => crate::exec::classify(addr),
         s => (s, addr),
     };
     let size64 = size as u64;
@@ -255,18 +255,6 @@ pub(crate) extern "C" fn h_ptr(
     }
 }
 
-fn classify(addr: u64) -> (Space, u64) {
-    if (SHARED_WINDOW..SHARED_WINDOW + WINDOW_SIZE).contains(&addr) {
-        (Space::Shared, addr - SHARED_WINDOW)
-    } else if (LOCAL_WINDOW..LOCAL_WINDOW + WINDOW_SIZE).contains(&addr) {
-        (Space::Local, addr - LOCAL_WINDOW)
-    } else if (PARAM_WINDOW..PARAM_WINDOW + WINDOW_SIZE).contains(&addr) {
-        (Space::Param, addr)
-    } else {
-        (Space::Global, addr)
-    }
-}
-
 /// An atomic read-modify-write; returns the old value (0 after recording a fault).
 /// `packed`: space code | op index << 4 | size << 8 | signed << 16.
 pub(crate) extern "C" fn h_atom(tc: *mut ThreadCtx, packed: u32, addr: u64, b: u64, c: u64) -> u64 {
@@ -280,7 +268,7 @@ pub(crate) extern "C" fn h_atom(tc: *mut ThreadCtx, packed: u32, addr: u64, b: u
         return 0;
     }
     let (space, a) = match space_of(packed & 0xf) {
-        Space::Generic => classify(addr),
+        Space::Generic => crate::exec::classify(addr),
         s => (s, addr),
     };
     let buf = match space {

@@ -740,3 +740,15 @@ fn runaway_launches_stop_on_time_and_on_cancel() {
         .unwrap_err();
     assert!(matches!(e, KernelError::Cancelled), "{e}");
 }
+
+#[test]
+fn kernels_too_large_to_compile_run_interpreted() {
+    // Code generation grows with the kernel's size, and kernels come from the guest: past a
+    // bound, a kernel runs interpreted (and still runs).
+    let body = "add.s32 %r1, %r1, 1;\n".repeat(70_000) + "st.global.u32 [%rd63], %r1;";
+    let g = Gpu::new(&kernel("", &format!("mov.u32 %r1, 0;\n{body}")));
+    let out = g.zeros(64);
+    let s = g.run("k", 1, 1, &[Arg::Ptr(out), Arg::Ptr(out)]);
+    assert!(!s.compiled);
+    assert_eq!(g.get::<u32>(out, 1)[0], 70_000);
+}

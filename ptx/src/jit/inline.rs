@@ -14,8 +14,11 @@ use crate::{
     module::Module,
 };
 
-/// Upper bounds for an expanded kernel.
-const MAX_INSTS: usize = 1 << 18;
+/// Upper bounds for an expanded kernel (larger ones run interpreted): code generation and
+/// liveness grow with instructions times registers, and kernels come from the guest.
+const MAX_INSTS: usize = 1 << 16;
+/// Most instruction-register pairs (bits of the liveness sets: 16 MiB).
+const MAX_LIVENESS_BITS: u64 = 1 << 27;
 const MAX_FRAME: u32 = 64 << 10;
 const MAX_DEPTH: usize = 32;
 
@@ -63,6 +66,9 @@ pub(super) fn flatten(m: &Module, kernel: usize) -> Result<Flat, Reject> {
         stack: Vec::new(),
     };
     cx.expand(kernel, 0, 0, false)?;
+    if cx.out.len() as u64 * u64::from(cx.nregs) > MAX_LIVENESS_BITS {
+        return Err("kernel too large to compile (instructions times registers)".into());
+    }
     Ok(Flat {
         code: cx.out,
         nregs: cx.nregs,

@@ -12,5 +12,5 @@ cargo test --workspace
 # The CUDA executor against a mock libcuda.so.1 (no GPU here): waits, cancellation, start-up.
 bash tests/gpu/mock/run.sh
 if [ -x tests/vm/run.sh ] && [ "${VCUDA_SKIP_VM:-0}" != 1 ]; then
-    bash tests/vm/run.sh
+    VCUDA_VM_BUILT=1 bash tests/vm/run.sh
 fi

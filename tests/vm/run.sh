@@ -22,7 +22,8 @@
 # Environment: VCUDA_VM_TESTS (a grep -E pattern selecting programs by name, e.g.
 # VCUDA_VM_TESTS='^module_unbind$' for one test), VCUDA_VM_TIMEOUT (per program, default
 # 300 s), VCUDA_IMAGE_DIR (use a prebuilt image), VCUDA_VM_CUDA12=0 (skip the CUDA 12 builds),
-# VCUDA_VM_KEEP (keep the logs directory of every program).
+# VCUDA_VM_BUILT=1 (tests/run.sh: its debug workspace build is fresh, so skip the
+# three-package build), VCUDA_VM_KEEP (keep the logs directory of every program).
 #
 # A failed program's logs are kept in $CARGO_TARGET_DIR/vm-logs/ (default target/vm-logs/):
 # NAME.console (the guest's whole serial console: kernel log, oopses), NAME.out, NAME.err
@@ -40,8 +41,14 @@ target=${CARGO_TARGET_DIR:-$repo/target}
 cargo_flags=()
 [ "$profile" = release ] && cargo_flags+=(--release)
 [ "$profile" = debug ] || [ "$profile" = release ] || { log "VCUDA_VM_PROFILE must be debug or release"; exit 2; }
-log "building vcuda, vcuda-backend and libvcuda.so ($profile)"
-cargo build "${cargo_flags[@]}" -p vcuda-cli -p vcuda-backend -p vcuda-guest >&2
+if [ "${VCUDA_VM_BUILT:-0}" = 1 ] && [ "$profile" = debug ]; then
+    # tests/run.sh has just built the whole workspace; building three packages alone would
+    # resolve features without the dev-dependencies and compile a second copy of the backend.
+    log "using the workspace build of vcuda, vcuda-backend and libvcuda.so"
+else
+    log "building vcuda, vcuda-backend and libvcuda.so ($profile)"
+    cargo build "${cargo_flags[@]}" -p vcuda-cli -p vcuda-backend -p vcuda-guest >&2
+fi
 vcuda=$target/$profile/vcuda
 lib_dir=$("$vcuda" lib-dir)
 

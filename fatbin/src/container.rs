@@ -471,6 +471,26 @@ impl<'a> Fatbin<'a> {
             })
     }
 
+    /// The PTX translation units to link for a device of `max_arch`: from each container
+    /// that has PTX at or below it, every PTX entry of the highest such arch. A fat binary
+    /// from nvcc gives one unit; a device-linked (`-rdc`) program's image followed by its
+    /// units' prelinked fat binaries (what vcuda's library registers) gives one per
+    /// translation unit, and a JIT link of several PTX inputs puts them in one container.
+    pub fn ptx_units(&self, max_arch: u32) -> Vec<&Entry<'a>> {
+        let mut out = Vec::new();
+        for c in &self.containers {
+            let ptx = || {
+                c.entries
+                    .iter()
+                    .filter(|e| e.kind == EntryKind::Ptx && e.arch <= max_arch)
+            };
+            if let Some(best) = ptx().map(|e| e.arch).max() {
+                out.extend(ptx().filter(|e| e.arch == best));
+            }
+        }
+        out
+    }
+
     /// The cubin that runs on `arch`: an exact match if any, else the highest-arch cubin of
     /// the same major version below it (SASS is compatible within a major version), never an
     /// arch-specific (`sm_XXa`) cubin for another arch.

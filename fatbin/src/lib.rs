@@ -5,8 +5,9 @@
 //! wrapper (`.nvFatBinSegment`) whose `data` field points at a fat binary (`.nv_fatbin`). This
 //! crate turns that into something the rest of vcuda can use:
 //!
-//! * [`fatbin_from_wrapper`] (the only `unsafe` function) finds the bytes and their length in the
-//!   guest process, trusting nothing but the headers it checks.
+//! * [`fatbin_from_wrapper`] finds the bytes and their length in the guest process, trusting
+//!   nothing but the headers it checks, and [`prelinked_fatbins`] the per-unit fat binaries
+//!   (with their PTX) of a device-linked `-rdc` program (the only `unsafe` functions).
 //! * [`parse`] splits one or more concatenated fat binaries into [`Entry`]s (PTX, cubin ELF,
 //!   LTO-IR), and [`Entry::data`] / [`Entry::ptx_text`] decompress them (LZ4 raw block or zstd
 //!   frame) with every size bounded.
@@ -49,7 +50,10 @@ pub use container::{
     MAX_DECOMPRESSED_SIZE, MAX_FATBIN_SIZE, fatbin_len, parse,
 };
 pub use layout::{LayoutError, LayoutSource, Param, ParamLayout, kernel_layouts};
-pub use wrapper::{WRAPPER_LINK_VERSION, WRAPPER_MAGIC, WRAPPER_VERSION, fatbin_from_wrapper};
+pub use wrapper::{
+    MAX_PRELINKED, WRAPPER_LINK_VERSION, WRAPPER_MAGIC, WRAPPER_VERSION, fatbin_from_wrapper,
+    prelinked_fatbins,
+};
 
 /// Largest kernel parameter buffer accepted anywhere in this crate: 64 KiB, the size of
 /// constant bank 0 (CUDA 12.1+ allows 32764 bytes of parameters).

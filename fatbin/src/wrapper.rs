@@ -19,7 +19,7 @@ struct Wrapper {
     version: u32,
     data: *const u64,
     /// Version 1: an offline file name; version 2: the array of prelinked fat binaries.
-    _filename_or_fatbins: *const c_void,
+    filename_or_fatbins: *const c_void,
 }
 
 const _: () = assert!(std::mem::size_of::<Wrapper>() == 24);
@@ -49,6 +49,18 @@ const _: () = assert!(std::mem::size_of::<Wrapper>() == 24);
 /// returned slice (lifetime `'a`, chosen by the caller) is alive. Registered fat binaries
 /// live in the program's read-only image until it unloads, so `'static` is right for them.
 pub unsafe fn fatbin_from_wrapper<'a>(wrapper: *const c_void) -> Result<&'a [u8], FatbinError> {
+    // SAFETY: the caller's contract.
+    let w = unsafe { read_wrapper(wrapper) }?;
+    // SAFETY: the caller's contract covers `data` (see above).
+    unsafe { fatbin_at(w.data.cast::<u8>()) }
+}
+
+/// Reads the wrapper at `wrapper`, checking its magic and version.
+///
+/// # Safety
+///
+/// As [`fatbin_from_wrapper`]: `wrapper` is null or points to a readable 24-byte wrapper.
+unsafe fn read_wrapper(wrapper: *const c_void) -> Result<Wrapper, FatbinError> {
     let wrapper = wrapper.cast::<Wrapper>();
     if wrapper.is_null() {
         return Err(FatbinError::NullPointer);
@@ -66,7 +78,17 @@ pub unsafe fn fatbin_from_wrapper<'a>(wrapper: *const c_void) -> Result<&'a [u8]
     if w.version != WRAPPER_VERSION && w.version != WRAPPER_LINK_VERSION {
         return Err(FatbinError::BadWrapperVersion(w.version));
     }
-    let data = w.data.cast::<u8>();
+    Ok(w)
+}
+
+/// The fat binary whose header is at `data`, checked with [`parse`].
+///
+/// # Safety
+///
+/// `data` is null or points to at least 16 readable bytes, and if those form a valid fat
+/// binary header, to the whole `header_size + fat_size` bytes it declares, unchanged for
+/// `'a`.
+unsafe fn fatbin_at<'a>(data: *const u8) -> Result<&'a [u8], FatbinError> {
     if data.is_null() {
         return Err(FatbinError::NullPointer);
     }
@@ -88,6 +110,56 @@ pub unsafe fn fatbin_from_wrapper<'a>(wrapper: *const c_void) -> Result<&'a [u8]
     let bytes = unsafe { slice::from_raw_parts(data, len) };
     parse(bytes)?;
     Ok(bytes)
+}
+
+/// Most prelinked fat binaries followed from one link wrapper (one per translation unit).
+pub const MAX_PRELINKED: usize = 1 << 16;
+
+/// The prelinked fat binaries of a device-linked (`-rdc`) program: one per translation unit,
+/// each holding that unit's relocatable cubin and its PTX. A version-2 wrapper's data is the
+/// device-linked image (cubins only, no PTX); nvcc's link stub fills its second field with
+/// a NULL-terminated array of pointers to the units' fat binaries before it registers the
+/// wrapper. A version-1 wrapper has none (an empty list).
+///
+/// # Errors
+///
+/// A bad wrapper (as [`fatbin_from_wrapper`]), a misaligned array, more than
+/// [`MAX_PRELINKED`] entries, or a unit whose fat binary is malformed.
+///
+/// # Safety
+///
+/// As [`fatbin_from_wrapper`]; for a version-2 wrapper, its second field is null or points to
+/// a readable, NULL-terminated array of pointers, each to a fat binary as `data` must be.
+pub unsafe fn prelinked_fatbins<'a>(wrapper: *const c_void) -> Result<Vec<&'a [u8]>, FatbinError> {
+    // SAFETY: the caller's contract.
+    let w = unsafe { read_wrapper(wrapper) }?;
+    if w.version != WRAPPER_LINK_VERSION || w.filename_or_fatbins.is_null() {
+        return Ok(Vec::new());
+    }
+    let list = w.filename_or_fatbins.cast::<*const u8>();
+    if !list.is_aligned() {
+        return Err(FatbinError::BadPointer(list as usize));
+    }
+    let mut out = Vec::new();
+    for i in 0..=MAX_PRELINKED {
+        // SAFETY: the caller guarantees a NULL-terminated array: every index up to and
+        // including the terminator is readable, and we stop at the terminator. `i` stays
+        // far below isize::MAX / 8.
+        let unit = unsafe { ptr::read(list.add(i)) };
+        if unit.is_null() {
+            return Ok(out);
+        }
+        if i == MAX_PRELINKED {
+            break;
+        }
+        // SAFETY: each array element points to a fat binary (the caller's contract).
+        out.push(unsafe { fatbin_at(unit) }?);
+    }
+    // More units than any program has: a corrupt or hostile list.
+    Err(FatbinError::TooLarge {
+        size: MAX_PRELINKED as u64 + 1,
+        limit: MAX_PRELINKED as u64,
+    })
 }
 
 #[cfg(test)]
@@ -112,7 +184,7 @@ mod tests {
             magic: WRAPPER_MAGIC,
             version: 1,
             data: data.as_ptr(),
-            _filename_or_fatbins: ptr::null(),
+            filename_or_fatbins: ptr::null(),
         };
         assert_eq!(call(&w).unwrap(), 80);
         w.version = 3;
@@ -133,5 +205,36 @@ mod tests {
         // SAFETY: a null wrapper is allowed by the contract.
         let null = unsafe { fatbin_from_wrapper(ptr::null()) };
         assert!(matches!(null, Err(FatbinError::NullPointer)));
+    }
+
+    #[test]
+    fn prelinked_units_are_followed_to_the_terminator() {
+        let mut data = [0u64; 10];
+        data[0] = 0x0010_0001_ba55_ed50;
+        data[1] = 64;
+        data[2] = 0x0000_0040_0101_0002;
+        let unit = data.as_ptr().cast::<u8>();
+        let list = [unit, unit, ptr::null()];
+        let mut w = Wrapper {
+            magic: WRAPPER_MAGIC,
+            version: WRAPPER_LINK_VERSION,
+            data: data.as_ptr(),
+            filename_or_fatbins: list.as_ptr().cast(),
+        };
+        let units = |w: &Wrapper| {
+            // SAFETY: `w` is live and aligned, `list` is NULL-terminated and each element
+            // points at `data`, which holds every byte its header declares.
+            unsafe { prelinked_fatbins(ptr::from_ref(w).cast()) }
+        };
+        let got = units(&w).unwrap();
+        assert_eq!(got.iter().map(|u| u.len()).collect::<Vec<_>>(), [80, 80]);
+        w.version = WRAPPER_VERSION;
+        assert!(units(&w).unwrap().is_empty());
+        w.version = WRAPPER_LINK_VERSION;
+        w.filename_or_fatbins = ptr::null();
+        assert!(units(&w).unwrap().is_empty());
+        let bad = [data[1..].as_ptr().cast::<u8>(), ptr::null()];
+        w.filename_or_fatbins = bad.as_ptr().cast();
+        assert!(matches!(units(&w), Err(FatbinError::BadMagic { .. })));
     }
 }

@@ -7,6 +7,7 @@
 //! are looked up on first use. `cudaDeviceReset` invalidates them all (the client's
 //! generation changes) and they are loaded again on next use.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -35,8 +36,11 @@ pub struct FatbinReg {
 
 /// A fat binary's bytes and what the library computed from them.
 pub struct Image {
-    /// The fat binary (in the program's image, alive until it unloads).
-    pub bytes: &'static [u8],
+    /// The fat binary (in the program's image, alive until it unloads); for a device-linked
+    /// (`-rdc`) program, the linked image followed by every unit's prelinked fat binary
+    /// (their PTX is what the CPU executor links, and what a GPU without a matching cubin
+    /// JIT-links).
+    pub bytes: Cow<'static, [u8]>,
     /// SHA-256 of `bytes`.
     pub hash: [u8; 32],
     /// Parameter layouts of its kernels.
@@ -58,7 +62,26 @@ impl FatbinReg {
                     log::error!("cannot read a registered fat binary: {e}");
                     Error(vcuda_protocol::status::INVALID_KERNEL_IMAGE)
                 })?;
-                let layouts = match vcuda_fatbin::parse(bytes) {
+                // SAFETY: as above; nvcc's link stub fills the unit list before it registers
+                // a version-2 wrapper, and the units live in the program's image too.
+                let units = unsafe {
+                    vcuda_fatbin::prelinked_fatbins::<'static>(self.wrapper as *const c_void)
+                }
+                .map_err(|e| {
+                    log::error!("cannot read the units of a device-linked fat binary: {e}");
+                    Error(vcuda_protocol::status::INVALID_KERNEL_IMAGE)
+                })?;
+                let bytes = if units.is_empty() {
+                    Cow::Borrowed(bytes)
+                } else {
+                    // Fat binary sizes are multiples of 8, so each one stays aligned.
+                    let mut all = bytes.to_vec();
+                    for u in units {
+                        all.extend_from_slice(u);
+                    }
+                    Cow::Owned(all)
+                };
+                let layouts = match vcuda_fatbin::parse(&bytes) {
                     Ok(f) => vcuda_fatbin::kernel_layouts(&f),
                     Err(e) => {
                         log::warn!(
@@ -68,8 +91,8 @@ impl FatbinReg {
                     }
                 };
                 Ok(Image {
+                    hash: Sha256::digest(&bytes).into(),
                     bytes,
-                    hash: Sha256::digest(bytes).into(),
                     layouts,
                 })
             })
@@ -110,7 +133,7 @@ impl FatbinReg {
         };
         if resp.need_data != 0 {
             req.flags = MODULE_HAS_DATA;
-            resp = c.call_with::<ops::ModuleLoad>(&req, &[], &[img.bytes], &mut [])?;
+            resp = c.call_with::<ops::ModuleLoad>(&req, &[], &[&img.bytes], &mut [])?;
         }
         *g = Some((generation, resp.handle));
         Ok(resp.handle)

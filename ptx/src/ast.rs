@@ -83,6 +83,7 @@ pub(crate) struct Perf {
 #[derive(Debug, Clone)]
 pub(crate) struct FuncDecl<'a> {
     pub pos: Pos,
+    pub linkage: Linkage,
     pub is_entry: bool,
     pub name: &'a str,
     pub rets: Vec<ParamDecl<'a>>,

@@ -238,7 +238,7 @@ impl<'a> Parser<'a> {
                     let linkage = self.linkage();
                     match self.peek() {
                         Tok::Dot("entry") | Tok::Dot("func") => {
-                            let f = self.function()?;
+                            let f = self.function(linkage)?;
                             m.items.push(Item::Func(f));
                         }
                         Tok::Dot(_) => {
@@ -568,7 +568,7 @@ impl<'a> Parser<'a> {
         })
     }
 
-    fn function(&mut self) -> PResult<FuncDecl<'a>> {
+    fn function(&mut self, linkage: Linkage) -> PResult<FuncDecl<'a>> {
         let pos = self.pos();
         let is_entry = self.dot("`.entry` or `.func`")? == "entry";
         let mut rets = Vec::new();
@@ -588,6 +588,7 @@ impl<'a> Parser<'a> {
                     self.bump();
                     return Ok(FuncDecl {
                         pos,
+                        linkage,
                         is_entry,
                         name,
                         rets,
@@ -630,6 +631,7 @@ impl<'a> Parser<'a> {
         let body = self.block()?;
         Ok(FuncDecl {
             pos,
+            linkage,
             is_entry,
             name,
             rets,

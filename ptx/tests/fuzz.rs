@@ -201,6 +201,22 @@ proptest! {
     }
 
     #[test]
+    fn linking_mutated_units_never_panics(
+        a in 0usize..7,
+        b in 0usize..7,
+        muts in prop::collection::vec(mutation(), 1..4),
+    ) {
+        // Two units, one mutated: names clash, declarations disagree, definitions repeat.
+        let srcs = sources();
+        let x = apply(&srcs[a % srcs.len()], &muts);
+        let y = srcs[b % srcs.len()].replace(".visible", ".weak");
+        if let Ok(m) = Module::link(&[&x, &y]) {
+            try_all_kernels(&m);
+        }
+        let _ = Module::link(&[&y, &x, &y]);
+    }
+
+    #[test]
     fn random_text_never_panics(s in "\\PC{0,200}") {
         let _ = Module::parse(&s);
         let _ = Module::parse(&format!(".version 9.0\n.entry k() {{\n{s}\n}}"));

@@ -9,7 +9,9 @@
 //!
 //! A program may start with header lines `// vcuda-test: KEY=VALUE`:
 //! `expect=TEXT` (a line the output must contain), `args=A B` (arguments),
-//! `libs=cublas,curand` (extra libraries to link), `nvcc=FLAGS` (extra nvcc flags).
+//! `libs=cublas,curand` (extra libraries to link), `nvcc=FLAGS` (extra nvcc flags),
+//! `srcs=DIR/FILE.cu,...` (more translation units, relative to `tests/cuda/`; kept in
+//! subdirectories so they are not programs themselves).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -103,6 +105,8 @@ pub struct Spec {
     pub libs: Vec<String>,
     /// Extra nvcc flags.
     pub nvcc: Vec<String>,
+    /// More sources (relative to `tests/cuda/`).
+    pub srcs: Vec<String>,
 }
 
 /// Reads a program's `// vcuda-test:` header lines.
@@ -124,6 +128,11 @@ pub fn spec(src: &Path) -> Spec {
                     .filter(|l| !l.is_empty()),
             ),
             "nvcc" => s.nvcc.extend(v.split_whitespace().map(str::to_owned)),
+            "srcs" => s.srcs.extend(
+                v.split(',')
+                    .map(|l| l.trim().to_owned())
+                    .filter(|l| !l.is_empty()),
+            ),
             other => panic!("{}: unknown vcuda-test key {other}", src.display()),
         }
     }
@@ -171,8 +180,15 @@ pub fn build_source(src: &Path, v: Cuda) -> Option<PathBuf> {
     std::fs::create_dir_all(&out_dir).expect("create cuda-tests dir");
     let exe = out_dir.join(name);
     let common = repo_root().join("tests/cuda/common.h");
-    let newest = [&src, &common]
+    let s = spec(&src);
+    let extra: Vec<PathBuf> = s
+        .srcs
         .iter()
+        .map(|f| repo_root().join("tests/cuda").join(f))
+        .collect();
+    let newest = [&src, &common]
+        .into_iter()
+        .chain(&extra)
         .filter_map(|p| p.metadata().ok()?.modified().ok())
         .max();
     let fresh = exe
@@ -182,7 +198,6 @@ pub fn build_source(src: &Path, v: Cuda) -> Option<PathBuf> {
         .zip(newest)
         .is_some_and(|(b, s)| b >= s);
     if !fresh {
-        let s = spec(&src);
         let tmp = out_dir.join(format!(".{name}.{}", std::process::id()));
         let mut cmd = Command::new(root.join("bin/nvcc"));
         cmd.args([
@@ -196,6 +211,7 @@ pub fn build_source(src: &Path, v: Cuda) -> Option<PathBuf> {
         .arg(format!("-L{}", root.join("lib").display()))
         .args(&s.nvcc)
         .arg(&src)
+        .args(&extra)
         .arg("-o")
         .arg(&tmp);
         for l in &s.libs {

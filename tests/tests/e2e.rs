@@ -55,6 +55,7 @@ programs!(
     per_thread,
     pageable,
     pinned,
+    rdc,
     reduce,
     saxpy,
     scan_hist,

@@ -16,7 +16,7 @@
 # images/cuda12-toolkit.sh for a libcudart.so.12 subset; cached next to the cargo outputs).
 #
 # Programs: every tests/cuda/*.cu (their `// vcuda-test:` headers: expect=, args=, libs=,
-# nvcc=) and every tests/vm/cuda/*.cu (`// vcuda-vm-test:` headers: the same keys plus
+# nvcc=, srcs=) and every tests/vm/cuda/*.cu (`// vcuda-vm-test:` headers: the same keys plus
 # vm=FLAGS for `vcuda vm run`). A program passes if it exits 0 and prints every expect= line.
 #
 # Environment: VCUDA_VM_TESTS (a grep -E pattern selecting programs by name, e.g.
@@ -78,18 +78,25 @@ values() { sed -n "s/^$1=//p"; }
 # sources (the program and the shared headers).
 build() {
     local src=$1 root=$2 exe=$3 tag=$4
-    local h libs nvcc_flags
-    if [ -x "$exe" ] && [ "$exe" -nt "$src" ] && [ "$exe" -nt tests/cuda/common.h ] &&
-        [ "$exe" -nt tests/vm/cuda/vm_test.h ]; then
+    local h libs nvcc_flags srcs
+    h=$(header "$src" "$tag")
+    srcs=()
+    while read -r f; do
+        [ -n "$f" ] && srcs+=("$repo/tests/cuda/$f")
+    done < <(values srcs <<<"$h" | tr ',' '\n' | sed 's/^ *//; s/ *$//')
+    local newer=1 f
+    for f in "$src" tests/cuda/common.h tests/vm/cuda/vm_test.h "${srcs[@]}"; do
+        [ "$exe" -nt "$f" ] || newer=0
+    done
+    if [ -x "$exe" ] && [ "$newer" = 1 ]; then
         return 0
     fi
-    h=$(header "$src" "$tag")
     libs=$(values libs <<<"$h" | tr ',' '\n' | sed 's/^ *//; s/ *$//; /^$/d; s/^/-l/' | tr '\n' ' ')
     nvcc_flags=$(values nvcc <<<"$h" | tr '\n' ' ')
     mkdir -p "$(dirname "$exe")"
     # shellcheck disable=SC2086
     "$root/bin/nvcc" -cudart=shared -O2 -std=c++17 -gencode 'arch=compute_90,code=[sm_90,compute_90]' \
-        -I"$repo/tests/cuda" -L"$root/lib" $nvcc_flags "$src" -o "$exe.tmp" $libs &&
+        -I"$repo/tests/cuda" -L"$root/lib" $nvcc_flags "$src" "${srcs[@]}" -o "$exe.tmp" $libs &&
         mv "$exe.tmp" "$exe"
 }
 

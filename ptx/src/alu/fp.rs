@@ -241,12 +241,15 @@ pub(super) const U_SQRT_APPROX: u8 = 11;
 #[inline(always)]
 fn fop2<F: FMath, const OP: u8>(exact: bool, c: &AluCtx, a: F, b: F) -> F {
     let rnd = if exact { c.rnd } else { Rnd::Rn };
+    // A NaN result of arithmetic is the canonical NaN, as on the GPU (the host's NaN
+    // propagation keeps an input's payload and sign, which differs between x87/SSE forms).
+    let canon = |r: F| if r.is_nan() { F::canonical_nan() } else { r };
     match OP {
-        F_ADD => add_r(a, b, rnd),
-        F_SUB => add_r(a, -b, rnd),
-        F_MUL => mul_r(a, b, rnd),
-        F_DIV => div_r(a, b, rnd),
-        F_DIV_APPROX => a / b,
+        F_ADD => canon(add_r(a, b, rnd)),
+        F_SUB => canon(add_r(a, -b, rnd)),
+        F_MUL => canon(mul_r(a, b, rnd)),
+        F_DIV => canon(div_r(a, b, rnd)),
+        F_DIV_APPROX => canon(a / b),
         F_MIN | F_MAX => {
             if a.is_nan() || b.is_nan() {
                 if c.imm == 1 || (a.is_nan() && b.is_nan()) {
@@ -302,9 +305,10 @@ pub(super) fn fbin_x2<S: FStore, const OP: u8>(c: &AluCtx, i: &[&Lanes; 4], o: &
 #[inline(always)]
 fn fop1<F: FMath, const OP: u8>(exact: bool, c: &AluCtx, a: F) -> F {
     let rnd = if exact { c.rnd } else { Rnd::Rn };
-    match OP {
-        U_ABS => a.abs(),
-        U_NEG => -a,
+    let r = match OP {
+        // Sign operations keep a NaN's payload, as on the GPU.
+        U_ABS => return a.abs(),
+        U_NEG => return -a,
         U_SQRT => sqrt_r(a, rnd),
         U_SQRT_APPROX => a.sqrt(),
         U_RSQRT => F::ONE / a.sqrt(),
@@ -315,7 +319,9 @@ fn fop1<F: FMath, const OP: u8>(exact: bool, c: &AluCtx, a: F) -> F {
         U_LG2 => a.log2(),
         U_EX2 => a.exp2(),
         _ => a.tanh(),
-    }
+    };
+    // Arithmetic gives the canonical NaN (see `fop2`).
+    if r.is_nan() { F::canonical_nan() } else { r }
 }
 
 pub(super) fn fun<S: FStore, const OP: u8>(c: &AluCtx, i: &[&Lanes; 4], o: &mut [Lanes; 2]) {

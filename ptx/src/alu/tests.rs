@@ -159,6 +159,25 @@ fn float_ops() {
         run("min", &["f32"], &[f32b(f32::NAN), f32b(1.0)])[0],
         f32b(1.0)
     );
+    // Arithmetic producing a NaN gives the canonical NaN whatever the inputs' sign and
+    // payload; sign operations keep them.
+    let neg_nan = 0xffc0_1234u32 as u64;
+    for (op, mods) in [
+        ("add", &["rn", "f32"][..]),
+        ("sub", &["f32"][..]),
+        ("mul", &["rz", "f32"][..]),
+        ("div", &["rn", "f32"][..]),
+    ] {
+        assert_eq!(run(op, mods, &[f32b(1.0), neg_nan])[0], 0x7fff_ffff, "{op}");
+        assert_eq!(run(op, mods, &[neg_nan, f32b(1.0)])[0], 0x7fff_ffff, "{op}");
+    }
+    assert_eq!(run("sqrt", &["rn", "f32"], &[f32b(-1.0)])[0], 0x7fff_ffff);
+    assert_eq!(
+        run("sub", &["f64"], &[0xfff8_0000_0000_0001, 0])[0],
+        0x7fff_ffff_ffff_ffff
+    );
+    assert_eq!(run("neg", &["f32"], &[neg_nan])[0], 0x7fc0_1234);
+    assert_eq!(run("abs", &["f32"], &[neg_nan])[0], 0x7fc0_1234);
     assert_eq!(run("max", &["f32"], &[f32b(-0.0), f32b(0.0)])[0], f32b(0.0));
     assert_eq!(
         run("min", &["f32"], &[f32b(0.0), f32b(-0.0)])[0],

@@ -193,29 +193,42 @@ impl Lower<'_, '_> {
                 let r = match op {
                     FOp::Neg => self.b.ins().fneg(a),
                     FOp::Abs => self.b.ins().fabs(a),
-                    FOp::Sqrt => self.b.ins().sqrt(a),
+                    FOp::Sqrt => {
+                        let r = self.b.ins().sqrt(a);
+                        self.canonicalize(r, f64)
+                    }
                     FOp::Rcp => {
                         let one = if f64 {
                             self.b.ins().f64const(1.0)
                         } else {
                             self.b.ins().f32const(1.0)
                         };
-                        self.b.ins().fdiv(one, a)
+                        let r = self.b.ins().fdiv(one, a);
+                        self.canonicalize(r, f64)
                     }
                     _ => {
                         let b = self.as_float(arg(1)?, f64);
                         match op {
-                            FOp::Add => self.b.ins().fadd(a, b),
-                            FOp::Sub => self.b.ins().fsub(a, b),
-                            FOp::Mul => self.b.ins().fmul(a, b),
-                            FOp::Div => self.b.ins().fdiv(a, b),
+                            FOp::Add => {
+                                let r = self.b.ins().fadd(a, b);
+                                self.canonicalize(r, f64)
+                            }
+                            FOp::Sub => {
+                                let r = self.b.ins().fsub(a, b);
+                                self.canonicalize(r, f64)
+                            }
+                            FOp::Mul => {
+                                let r = self.b.ins().fmul(a, b);
+                                self.canonicalize(r, f64)
+                            }
+                            FOp::Div => {
+                                let r = self.b.ins().fdiv(a, b);
+                                self.canonicalize(r, f64)
+                            }
                             FOp::Fma => {
                                 let c = self.as_float(arg(2)?, f64);
                                 let r = self.b.ins().fma(a, b, c);
-                                // The GPU's (and the interpreter's) canonical NaN.
-                                let nan = self.b.ins().fcmp(FloatCC::Unordered, r, r);
-                                let canon = self.canonical_nan(f64);
-                                self.b.ins().select(nan, canon, r)
+                                self.canonicalize(r, f64)
                             }
                             FOp::Min | FOp::Max => self.fminmax(op == FOp::Min, a, b, f64),
                             _ => return None,
@@ -303,6 +316,14 @@ impl Lower<'_, '_> {
         let both = self.b.ins().band(an, bn);
         let canon = self.canonical_nan(f64);
         self.b.ins().select(both, canon, r)
+    }
+
+    /// `r`, or the canonical NaN if `r` is a NaN: the GPU's (and the interpreter's) result
+    /// of arithmetic that produces a NaN, whatever NaN the host's instruction propagated.
+    fn canonicalize(&mut self, r: Value, f64: bool) -> Value {
+        let nan = self.b.ins().fcmp(FloatCC::Unordered, r, r);
+        let canon = self.canonical_nan(f64);
+        self.b.ins().select(nan, canon, r)
     }
 
     /// The canonical NaN (all payload bits set) as an f32 or f64 value.

@@ -60,6 +60,23 @@ pub(super) fn unsup<T>(what: impl Into<String>) -> DResult<T> {
     Err(DErr::Unsupported(what.into()))
 }
 
+/// The module-scope names a unit declares with external linkage.
+fn external_names<'a>(ast: &ast::AstModule<'a>) -> std::collections::HashSet<&'a str> {
+    let mut out = std::collections::HashSet::new();
+    for item in &ast.items {
+        match item {
+            Item::Var(d) if d.linkage != Linkage::None => {
+                out.extend(d.names.iter().map(|n| n.name));
+            }
+            Item::Func(f) if f.linkage != Linkage::None => {
+                out.insert(f.name);
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
 /// Converts a literal to the bit pattern of `ty`.
 pub(super) fn imm_bits(v: Value<'_>, ty: Ty) -> u64 {
     let from_f64 = |f: f64| match ty {
@@ -90,6 +107,16 @@ pub(super) fn imm_bits(v: Value<'_>, ty: Ty) -> u64 {
 
 impl<'a> Lower<'a> {
     pub(super) fn lower(ast: ast::AstModule<'a>) -> Result<Module, ParseError> {
+        Self::link(vec![ast])
+    }
+
+    /// Lowers one or more translation units into one module, as `nvlink` links the
+    /// relocatable device code of a program (`-rdc`): names with external linkage
+    /// (`.visible`, `.extern`, `.weak`, `.common`) are shared by every unit, an `.extern`
+    /// declaration resolves to the definition in whichever unit has it, a `.weak` function
+    /// defined in several units keeps its first definition, and names without linkage stay
+    /// private to their unit (two units may each have their own).
+    pub(super) fn link(units: Vec<ast::AstModule<'a>>) -> Result<Module, ParseError> {
         let mut l = Lower {
             code: Vec::new(),
             funcs: Vec::new(),
@@ -102,38 +129,76 @@ impl<'a> Lower<'a> {
             dyn_align: 16,
             addr_taken: Vec::new(),
         };
+        // Names with external linkage, shared by every unit.
+        let mut shared_syms: HashMap<&'a str, ModSym> = HashMap::new();
+        let mut shared_funcs: HashMap<&'a str, u32> = HashMap::new();
+        // Each unit's view: its private names and the shared ones it declares.
+        let mut scopes = Vec::with_capacity(units.len());
         // Pass 1: module-scope variables and function signatures.
-        for item in &ast.items {
-            match item {
-                Item::Var(d) => l.module_var(d)?,
-                Item::Func(f) => l.declare_func(f)?,
-                Item::Alias(..) => {}
-            }
-        }
-        for item in &ast.items {
-            if let Item::Alias(a, b, pos) = item {
-                let target = *l
-                    .modsyms
-                    .get(b)
-                    .ok_or_else(|| perr(*pos, format!("a declared function `{b}`")))?;
-                l.modsyms.insert(a, target);
-                if let ModSym::Func(f) = target {
-                    l.func_names.insert(a, f);
+        for ast in &units {
+            let external = external_names(ast);
+            l.modsyms = shared_syms
+                .iter()
+                .filter(|(n, _)| external.contains(*n))
+                .map(|(n, s)| (*n, *s))
+                .collect();
+            l.func_names = shared_funcs
+                .iter()
+                .filter(|(n, _)| external.contains(*n))
+                .map(|(n, f)| (*n, *f))
+                .collect();
+            for item in &ast.items {
+                match item {
+                    Item::Var(d) => l.module_var(d)?,
+                    Item::Func(f) => l.declare_func(f)?,
+                    Item::Alias(..) => {}
                 }
             }
+            for item in &ast.items {
+                if let Item::Alias(a, b, pos) = item {
+                    let target = *l
+                        .modsyms
+                        .get(b)
+                        .ok_or_else(|| perr(*pos, format!("a declared function `{b}`")))?;
+                    l.modsyms.insert(a, target);
+                    if let ModSym::Func(f) = target {
+                        l.func_names.insert(a, f);
+                    }
+                }
+            }
+            for name in &external {
+                if let Some(s) = l.modsyms.get(name) {
+                    shared_syms.insert(name, *s);
+                }
+                if let Some(f) = l.func_names.get(name) {
+                    shared_funcs.insert(name, *f);
+                }
+            }
+            scopes.push((
+                std::mem::take(&mut l.modsyms),
+                std::mem::take(&mut l.func_names),
+            ));
         }
         // Pass 2: initializers (may reference any variable or function).
-        for item in &ast.items {
-            if let Item::Var(d) = item {
-                l.initializers(d)?;
+        for (ast, scope) in units.iter().zip(&mut scopes) {
+            l.modsyms = std::mem::take(&mut scope.0);
+            for item in &ast.items {
+                if let Item::Var(d) = item {
+                    l.initializers(d)?;
+                }
             }
+            scope.0 = std::mem::take(&mut l.modsyms);
         }
         // Pass 3: bodies.
-        for item in &ast.items {
-            if let Item::Func(f) = item
-                && f.body.is_some()
-            {
-                l.define_func(f)?;
+        for (ast, scope) in units.iter().zip(&mut scopes) {
+            l.modsyms = std::mem::take(&mut scope.0);
+            l.func_names = std::mem::take(&mut scope.1);
+            for item in &ast.items {
+                if let Item::Func(f) = item
+                    && f.body.is_some()
+                {
+                    l.define_func(f)?;
+                }
             }
         }
         for inst in &mut l.code {
@@ -176,8 +241,11 @@ impl<'a> Lower<'a> {
             kernels: l.kernels,
             globals: l.globals,
             syms: l.syms,
-            version: ast.version,
-            target: ast.target.iter().map(|s| s.to_string()).collect(),
+            version: units.iter().filter_map(|u| u.version).reduce(f64::max),
+            target: units
+                .first()
+                .map(|u| u.target.iter().map(|s| s.to_string()).collect())
+                .unwrap_or_default(),
             jit: Default::default(),
         })
     }
@@ -394,6 +462,11 @@ impl<'a> Lower<'a> {
     fn define_func(&mut self, f: &ast::FuncDecl<'a>) -> Result<(), ParseError> {
         let idx = self.func_names[f.name];
         if self.funcs[idx as usize].defined {
+            if f.linkage == Linkage::Weak {
+                // Another unit's definition of the same weak function (an inline function
+                // or template instance every unit that uses it carries) wins.
+                return Ok(());
+            }
             return Err(perr(f.pos, format!("a single definition of `{}`", f.name)));
         }
         let mut st = FnState {

@@ -173,7 +173,10 @@ pub struct Gpu {
 
 impl Gpu {
     pub fn new(ptx: &str) -> Gpu {
-        let module = Module::parse(ptx).unwrap_or_else(|e| panic!("{e}"));
+        Gpu::from_module(Module::parse(ptx).unwrap_or_else(|e| panic!("{e}")))
+    }
+
+    pub fn from_module(module: Module) -> Gpu {
         let mem = Mem::default();
         let globals: Vec<u64> = module
             .globals()

@@ -87,15 +87,25 @@ unsafe fn image_len(image: *const u8) -> Result<usize, CuError> {
 
 /// A fat binary holding `ptx` (text with its NUL) as its one PTX entry.
 pub fn ptx_fatbin(ptx: &[u8]) -> Vec<u8> {
-    let mut payload = ptx.to_vec();
-    payload.resize(payload.len().next_multiple_of(8), 0);
-    let mut h = vec![0u8; 64];
-    h[0..2].copy_from_slice(&1u16.to_le_bytes()); // PTX
-    h[2..4].copy_from_slice(&0x0101u16.to_le_bytes());
-    h[4..8].copy_from_slice(&64u32.to_le_bytes());
-    h[8..16].copy_from_slice(&(payload.len() as u64).to_le_bytes());
-    h[0x1c..0x20].copy_from_slice(&90u32.to_le_bytes()); // sm_90
-    h.extend(payload);
+    ptx_units_fatbin(&[ptx])
+}
+
+/// A fat binary holding each of `units` (PTX text, NUL-terminated) as a PTX entry for the
+/// same arch: translation units the backend links together.
+pub fn ptx_units_fatbin(units: &[&[u8]]) -> Vec<u8> {
+    let mut h = Vec::new();
+    for ptx in units {
+        let mut payload = ptx.to_vec();
+        payload.resize(payload.len().next_multiple_of(8), 0);
+        let mut e = vec![0u8; 64];
+        e[0..2].copy_from_slice(&1u16.to_le_bytes()); // PTX
+        e[2..4].copy_from_slice(&0x0101u16.to_le_bytes());
+        e[4..8].copy_from_slice(&64u32.to_le_bytes());
+        e[8..16].copy_from_slice(&(payload.len() as u64).to_le_bytes());
+        e[0x1c..0x20].copy_from_slice(&90u32.to_le_bytes()); // sm_90
+        h.extend(e);
+        h.extend(payload);
+    }
     let mut f = 0xBA55_ED50u32.to_le_bytes().to_vec();
     f.extend_from_slice(&1u16.to_le_bytes());
     f.extend_from_slice(&16u16.to_le_bytes());

@@ -2,14 +2,15 @@
 //! The JIT linker (`cuLink*`): what programs link is PTX (Numba, cuda-python's `cuda.core`
 //! without nvJitLink), and the "cubin" the link completes with is a fat binary holding that
 //! PTX, which `cuModuleLoadData`/`cuLibraryLoadData` take and the backend compiles (the
-//! CUDA executor) or interprets (the CPU executor). One PTX input, or one fat binary, links;
-//! several PTX modules calling into each other need a PTX linker the backends do not have
-//! yet, and cubins, objects and libraries hold machine code: those answer
+//! CUDA executor) or interprets (the CPU executor). One fat binary passes through as it is;
+//! otherwise every PTX input, and the PTX of every fat binary input, becomes one PTX entry
+//! of the output, and the backend links those units (`.extern` functions and variables
+//! resolve across them). Cubins, objects and libraries hold machine code: those answer
 //! `CUDA_ERROR_NOT_SUPPORTED` with the reason in the error log.
 
 use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
 
-use super::exec::ptx_fatbin;
+use super::exec::ptx_units_fatbin;
 use super::out;
 use crate::error::CuError;
 
@@ -136,15 +137,36 @@ entry_lib! {
         let s = state(st)?;
         let out_bytes = match s.inputs.as_slice() {
             [(INPUT_FATBINARY, f)] => f.clone(),
-            [(INPUT_PTX, ptx)] => {
-                let mut text = ptx.clone();
-                if text.last() != Some(&0) {
-                    text.push(0);
-                }
-                ptx_fatbin(&text)
-            }
             [] => return Err(CuError::INVALID_VALUE),
-            _ => return Err(s.fail("vcuda cannot link several modules together yet")),
+            inputs => {
+                let mut units: Vec<Vec<u8>> = Vec::new();
+                for (kind, data) in inputs {
+                    if *kind == INPUT_PTX {
+                        let mut text = data.clone();
+                        if text.last() != Some(&0) {
+                            text.push(0);
+                        }
+                        units.push(text);
+                        continue;
+                    }
+                    let fb = vcuda_fatbin::parse(data)
+                        .map_err(|e| s.fail(&format!("a fat binary input is malformed: {e}")))?;
+                    let ptx = fb.ptx_units(u32::MAX);
+                    if ptx.is_empty() {
+                        return Err(s.fail("a fat binary input has no PTX to link"));
+                    }
+                    for e in ptx {
+                        let text = e
+                            .ptx_text()
+                            .map_err(|e| s.fail(&format!("cannot read a PTX entry: {e}")))?;
+                        let mut text = text.into_owned().into_bytes();
+                        text.push(0);
+                        units.push(text);
+                    }
+                }
+                let refs: Vec<&[u8]> = units.iter().map(Vec::as_slice).collect();
+                ptx_units_fatbin(&refs)
+            }
         };
         s.output = out_bytes;
         // SAFETY: the caller's output pointers; the image lives until cuLinkDestroy.

@@ -84,21 +84,34 @@ impl PtxCache {
     }
 }
 
-/// Finds the best PTX in a fat binary and parses it.
+/// Finds the best PTX in a fat binary and parses it; several translation units (a
+/// device-linked `-rdc` program, or a JIT link of several PTX inputs) are linked.
 fn parse_image(bytes: &[u8]) -> Parsed {
     let fatbin = vcuda_fatbin::parse(bytes).map_err(|e| format!("not a fat binary: {e}"))?;
-    let entry = fatbin.best_ptx(u32::MAX).ok_or_else(|| {
-        "the fat binary has no PTX; the CPU executor interprets PTX, so build with \
-         -gencode arch=compute_XX,code=[sm_XX,compute_XX]"
-            .to_owned()
-    })?;
-    let text = entry
-        .ptx_text()
+    let units = fatbin.ptx_units(u32::MAX);
+    if units.is_empty() {
+        return Err(
+            "the fat binary has no PTX; the CPU executor interprets PTX, so build with \
+             -gencode arch=compute_XX,code=[sm_XX,compute_XX]"
+                .to_owned(),
+        );
+    }
+    let texts = units
+        .iter()
+        .map(|e| e.ptx_text())
+        .collect::<Result<Vec<_>, _>>()
         .map_err(|e| format!("cannot read its PTX: {e}"))?;
-    let m = vcuda_ptx::Module::parse(&text).map_err(|e| format!("cannot parse its PTX: {e}"))?;
+    let m = if let [text] = texts.as_slice() {
+        vcuda_ptx::Module::parse(text).map_err(|e| format!("cannot parse its PTX: {e}"))?
+    } else {
+        let texts: Vec<&str> = texts.iter().map(|t| t.as_ref()).collect();
+        vcuda_ptx::Module::link(&texts)
+            .map_err(|e| format!("cannot link its {} PTX units: {e}", texts.len()))?
+    };
     debug!(
-        "parsed PTX for sm_{}: {} kernels, {} globals",
-        entry.arch,
+        "parsed PTX ({} units, sm_{}): {} kernels, {} globals",
+        units.len(),
+        units[0].arch,
         m.kernels().len(),
         m.globals().len()
     );

@@ -91,8 +91,15 @@ pub const REQUIRED: &[&str] = &[
 ];
 
 /// Entry points used when present: `cuFuncGetParamInfo` (driver 12.4+) gives kernel
-/// parameter layouts; without it the guest's own layout is used.
-pub const OPTIONAL: &[&str] = &["cuFuncGetParamInfo"];
+/// parameter layouts (without it the guest's own layout is used), and the JIT linker links
+/// the PTX units of a device-linked program whose linked image the device cannot run.
+pub const OPTIONAL: &[&str] = &[
+    "cuFuncGetParamInfo",
+    "cuLinkCreate_v2",
+    "cuLinkAddData_v2",
+    "cuLinkComplete",
+    "cuLinkDestroy",
+];
 
 /// What [`load`] found.
 #[derive(Debug, Clone, Copy)]
@@ -103,6 +110,8 @@ pub struct Loaded {
     pub device_count: i32,
     /// Whether `cuFuncGetParamInfo` exists.
     pub param_info: bool,
+    /// Whether the JIT linker (`cuLink*`) exists.
+    pub linker: bool,
 }
 
 fn has_symbol(name: &str) -> bool {
@@ -196,7 +205,8 @@ pub fn load() -> Result<Loaded, InitError> {
     Ok(Loaded {
         version,
         device_count,
-        param_info: OPTIONAL.iter().all(|s| has_symbol(s)),
+        param_info: has_symbol("cuFuncGetParamInfo"),
+        linker: OPTIONAL[1..].iter().all(|s| has_symbol(s)),
     })
 }
 
@@ -678,6 +688,79 @@ pub unsafe fn module_load_data(image: *const u8) -> DrvResult<CUmodule> {
         }
     }
     r.map(|()| m)
+}
+
+/// Links PTX translation units (relocatable device code, `-rdc`) with the driver's JIT
+/// linker and loads the result into the current context. On failure the linker's error log
+/// is logged.
+///
+/// # Safety
+///
+/// A context is current and [`Loaded::linker`] said the entry points exist. Each unit is
+/// NUL-terminated PTX.
+pub unsafe fn module_link_ptx(units: &[&[u8]]) -> DrvResult<CUmodule> {
+    use sys::CUjit_option::{CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+    let mut log = vec![0u8; JIT_LOG_LEN];
+    let mut options = [CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES];
+    let mut values: [*mut c_void; 2] = [log.as_mut_ptr().cast(), JIT_LOG_LEN as *mut c_void];
+    let mut state = std::ptr::null_mut();
+    // SAFETY: matching option and value arrays of 2; the log buffer holds the size given and
+    // outlives the link state (destroyed below, before `log` drops).
+    ok(unsafe {
+        sys::cuLinkCreate_v2(
+            options.len() as c_uint,
+            options.as_mut_ptr(),
+            values.as_mut_ptr(),
+            &mut state,
+        )
+    })?;
+    let linked = (|| {
+        for (i, unit) in units.iter().enumerate() {
+            if unit.last() != Some(&0) {
+                return Err(CUresult::CUDA_ERROR_INVALID_PTX);
+            }
+            let name = format!("unit{i}\0");
+            // SAFETY: `state` is the live link state; `unit` is NUL-terminated PTX of the
+            // given size and `name` a NUL-terminated string, both alive during the call,
+            // which copies them; no per-input options.
+            ok(unsafe {
+                sys::cuLinkAddData_v2(
+                    state,
+                    sys::CUjitInputType::CU_JIT_INPUT_PTX,
+                    unit.as_ptr().cast_mut().cast(),
+                    unit.len(),
+                    name.as_ptr().cast(),
+                    0,
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                )
+            })?;
+        }
+        let mut cubin = std::ptr::null_mut();
+        let mut size = 0usize;
+        // SAFETY: `state` is live; the out pointers are valid. The cubin it returns lives
+        // until the state is destroyed, which happens after the load below.
+        ok(unsafe { sys::cuLinkComplete(state, &mut cubin, &mut size) })?;
+        let mut m = std::ptr::null_mut();
+        // SAFETY: `cubin` is the linker's own image, alive until cuLinkDestroy below; a
+        // context is current (the caller's guarantee); `m` is a valid out pointer.
+        ok(unsafe {
+            sys::cuModuleLoadDataEx(&mut m, cubin, 0, std::ptr::null_mut(), std::ptr::null_mut())
+        })?;
+        Ok(m)
+    })();
+    // SAFETY: `state` came from cuLinkCreate and is destroyed once.
+    let _ = unsafe { sys::cuLinkDestroy(state) };
+    if linked.is_err() {
+        let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
+        if end > 0 {
+            log::warn!(
+                "the driver could not link the PTX units of a module: {}",
+                String::from_utf8_lossy(&log[..end]).trim_end()
+            );
+        }
+    }
+    linked
 }
 
 /// Unloads a module.

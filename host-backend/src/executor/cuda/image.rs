@@ -3,13 +3,14 @@
 //!
 //! `cuModuleLoadData` takes a bare pointer: the driver learns the image's size from the
 //! image itself, so a lying header would have it read (and, for relocations, patch) past
-//! the buffer. The guest sends exactly one fat binary (what `__cudaRegisterFatBinary`
-//! received); before loading, its container and entry headers must lie inside the bytes we
+//! the buffer. The guest sends what `__cudaRegisterFatBinary` received; before loading, its container and entry headers must lie inside the bytes we
 //! hold ([`vcuda_fatbin::parse`]), compressed entries must decompress to their declared size,
 //! PTX must be NUL-terminated, and every cubin must be an ELF64 whose header tables,
 //! sections, string tables, symbols and relocations stay inside the cubin. This bounds what
 //! the driver reads; the driver's own parsers still see guest-chosen content (see the
-//! executor's security notes).
+//! executor's security notes). A device-linked (`-rdc`) program's image is several fat
+//! binaries: the driver gets the first (the linked image), or the PTX units of the rest
+//! through the JIT linker; each one is checked the same way.
 
 use thiserror::Error;
 use vcuda_fatbin::{EntryKind, FatbinError};
@@ -20,7 +21,7 @@ pub enum ImageError {
     /// The fat binary container is malformed.
     #[error("Bad fat binary")]
     Fatbin(#[from] FatbinError),
-    /// Not exactly one fat binary.
+    /// No fat binary at the start, or more than [`MAX_CONTAINERS`].
     #[error("{0} fat binaries in one image")]
     Containers(usize),
     /// A PTX entry without its terminating NUL.
@@ -36,20 +37,33 @@ pub enum ImageError {
     },
 }
 
+/// Most fat binaries in one image: a device-linked program's image is followed by one
+/// prelinked fat binary per translation unit.
+pub const MAX_CONTAINERS: usize = 4096;
+
 /// What [`check`] learned about an image.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ImageInfo {
     /// Some code calls `vprintf` (device `printf`).
     pub uses_printf: bool,
+    /// Fat binaries in the image: more than one for a device-linked (`-rdc`) program (the
+    /// linked image, then each unit's relocatable code and PTX).
+    pub containers: usize,
 }
 
 /// Checks `image` (see the module documentation).
 pub fn check(image: &[u8]) -> Result<ImageInfo, ImageError> {
     let fb = vcuda_fatbin::parse(image)?;
-    if fb.containers.len() != 1 || fb.containers[0].offset != 0 {
+    if fb.containers.is_empty()
+        || fb.containers.len() > MAX_CONTAINERS
+        || fb.containers[0].offset != 0
+    {
         return Err(ImageError::Containers(fb.containers.len()));
     }
-    let mut info = ImageInfo::default();
+    let mut info = ImageInfo {
+        containers: fb.containers.len(),
+        ..Default::default()
+    };
     for (i, e) in fb.entries().enumerate() {
         let data = match e.kind {
             EntryKind::Ptx => {
@@ -399,10 +413,16 @@ mod tests {
         let ok = fatbin(&[(2, &elf())]);
         // The fat binary claims more bytes than we hold.
         assert!(check(&ok[..ok.len() - 8]).is_err());
-        // Two fat binaries in one image.
+        // Two fat binaries in one image (a device-linked program): both checked.
         let mut two = ok.clone();
         two.extend_from_slice(&ok);
-        assert!(matches!(check(&two), Err(ImageError::Containers(2))));
+        assert_eq!(check(&two).unwrap().containers, 2);
+        two.extend_from_slice(&fatbin(&[(2, &[1u8; 64])]));
+        assert!(matches!(check(&two), Err(ImageError::Elf { entry: 2, .. })));
+        // Leading padding: the driver would read the padding as the header.
+        let mut padded = vec![0u8; 8];
+        padded.extend_from_slice(&ok);
+        assert!(matches!(check(&padded), Err(ImageError::Containers(1))));
         // PTX without its NUL.
         assert!(matches!(
             check(&fatbin(&[(1, b".version 9.0\n\x20\x20\x20")])),

@@ -138,6 +138,25 @@ impl CudaExecutor {
         self.function_names.retain(|(m, _), _| *m != module);
     }
 
+    /// The NUL-terminated PTX units of a device-linked image, for this device's arch.
+    fn ptx_units(&self, image: &[u8]) -> Vec<Vec<u8>> {
+        use vcuda_protocol::attr::{COMPUTE_CAPABILITY_MAJOR, COMPUTE_CAPABILITY_MINOR};
+        let a = |n| self.shared.info.attr(n).unwrap_or(0).max(0) as u32;
+        let arch = a(COMPUTE_CAPABILITY_MAJOR) * 10 + a(COMPUTE_CAPABILITY_MINOR);
+        let Ok(fb) = vcuda_fatbin::parse(image) else {
+            return Vec::new();
+        };
+        fb.ptx_units(arch)
+            .iter()
+            .filter_map(|e| e.ptx_text().ok())
+            .map(|t| {
+                let mut v = t.into_owned().into_bytes();
+                v.push(0);
+                v
+            })
+            .collect()
+    }
+
     pub(super) fn module_load_impl(&mut self, image: Arc<ModuleImage>) -> ExecResult<u64> {
         let hash = image.hash;
         if let Some(m) = self.loaded.get_mut(&hash) {
@@ -192,7 +211,26 @@ impl CudaExecutor {
         // SAFETY: `ctx` was made current just above. The image passed `image::check` (its
         // declared sizes lie inside the bytes); `ptr` is 8-byte aligned and outlives the
         // call (`image` or `aligned` holds the bytes, unchanged, until this function ends).
-        let module = unsafe { ctx.module_load(ptr) }.map_err(to_status)?;
+        let module = match unsafe { ctx.module_load(ptr) } {
+            Ok(m) => m,
+            // A device-linked program whose linked image (the first fat binary) has no code
+            // for this device: link its units' PTX, as the runtime would JIT it.
+            Err(e) if info.containers > 1 => {
+                let units = self.ptx_units(&image.bytes);
+                debug!(
+                    "the linked image did not load ({}); JIT-linking {} PTX units",
+                    driver::error_name(e),
+                    units.len()
+                );
+                let refs: Vec<&[u8]> = units.iter().map(Vec::as_slice).collect();
+                if refs.is_empty() {
+                    return Err(to_status(e));
+                }
+                ctx.module_link_ptx(&self.shared.driver, &refs)
+                    .map_err(to_status)?
+            }
+            Err(e) => return Err(to_status(e)),
+        };
         // If the table refuses a handle, dropping `module` unloads it again.
         let h = self.modules.insert(hash)?;
         self.loaded.insert(

@@ -180,6 +180,22 @@ impl Context {
             life: self.life.clone(),
         })
     }
+
+    /// Links PTX units of relocatable device code and loads the result into this context.
+    /// This context must be current ([`Context::bind`]) and `loaded.linker` true; each unit
+    /// is NUL-terminated PTX.
+    pub fn module_link_ptx(&self, loaded: &Loaded, units: &[&[u8]]) -> DrvResult<Module> {
+        if !loaded.linker || units.iter().any(|u| u.last() != Some(&0)) {
+            return Err(CUresult::CUDA_ERROR_NOT_SUPPORTED);
+        }
+        // SAFETY: the linker's entry points exist (checked above), the units are
+        // NUL-terminated (checked above), and the caller made this context current.
+        let raw = unsafe { driver::module_link_ptx(units) }?;
+        Ok(Module {
+            raw,
+            life: self.life.clone(),
+        })
+    }
 }
 
 impl Drop for Context {

@@ -57,6 +57,7 @@ mod api {
     pub mod launch;
     pub mod managed;
     pub mod memory;
+    pub mod memory3d;
     pub mod misc;
     pub mod pool;
     pub mod stream;

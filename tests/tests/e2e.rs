@@ -49,6 +49,7 @@ programs!(
     launch_ex,
     managed,
     mapped,
+    memory3d,
     matmul,
     mempool,
     params,

@@ -27,42 +27,42 @@ pub struct cudaKernelNodeParams {
 #[repr(C)]
 #[derive(Clone, Copy, Default)]
 pub struct cudaPos {
-    x: usize,
-    y: usize,
-    z: usize,
+    pub(crate) x: usize,
+    pub(crate) y: usize,
+    pub(crate) z: usize,
 }
 
 /// `struct cudaPitchedPtr`.
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct cudaPitchedPtr {
-    ptr: *mut c_void,
-    pitch: usize,
-    xsize: usize,
-    ysize: usize,
+    pub(crate) ptr: *mut c_void,
+    pub(crate) pitch: usize,
+    pub(crate) xsize: usize,
+    pub(crate) ysize: usize,
 }
 
 /// `struct cudaExtent`.
 #[repr(C)]
 #[derive(Clone, Copy, Default)]
 pub struct cudaExtent {
-    width: usize,
-    height: usize,
-    depth: usize,
+    pub(crate) width: usize,
+    pub(crate) height: usize,
+    pub(crate) depth: usize,
 }
 
 /// `struct cudaMemcpy3DParms`.
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct cudaMemcpy3DParms {
-    src_array: *mut c_void,
-    src_pos: cudaPos,
-    src_ptr: cudaPitchedPtr,
-    dst_array: *mut c_void,
-    dst_pos: cudaPos,
-    dst_ptr: cudaPitchedPtr,
-    extent: cudaExtent,
-    kind: c_int,
+    pub(crate) src_array: *mut c_void,
+    pub(crate) src_pos: cudaPos,
+    pub(crate) src_ptr: cudaPitchedPtr,
+    pub(crate) dst_array: *mut c_void,
+    pub(crate) dst_pos: cudaPos,
+    pub(crate) dst_ptr: cudaPitchedPtr,
+    pub(crate) extent: cudaExtent,
+    pub(crate) kind: c_int,
 }
 
 /// `struct cudaMemsetParams`.

@@ -48,6 +48,23 @@ fn malloc(c: &Client, size: usize) -> Result<u64> {
     Ok(r.ptr)
 }
 
+/// A pitched allocation of `height` rows of `width` bytes (`cudaMallocPitch`,
+/// `cudaMalloc3D`): the pointer and the pitch, a multiple of the device's texture pitch
+/// alignment.
+pub(crate) fn malloc_pitch(c: &Client, width: usize, height: usize) -> Result<(u64, usize)> {
+    super::capture::check_unsafe()?;
+    let info = c.device_info(state::device())?;
+    let align = info
+        .attr(vcuda_protocol::attr::TEXTURE_PITCH_ALIGNMENT)
+        .unwrap_or(512)
+        .max(1) as usize;
+    let p = width
+        .checked_next_multiple_of(align)
+        .ok_or(Error::INVALID_VALUE)?;
+    let size = p.checked_mul(height).ok_or(Error::MEMORY_ALLOCATION)?;
+    Ok((malloc(c, size)?, p))
+}
+
 /// A device allocation of `size` bytes (for the memory pools).
 pub(crate) fn malloc_device(c: &Client, size: usize) -> Result<u64> {
     malloc(c, size)
@@ -509,7 +526,7 @@ fn symbol(c: &Client, symbol: *const c_void, count: usize, offset: usize) -> Res
 
 /// Which stream a call names: none (synchronous), or a `cudaStream_t` with whether `0`
 /// means the per-thread default stream (the `_ptsz` variants).
-type On = Option<(cudaStream_t, bool)>;
+pub(crate) type On = Option<(cudaStream_t, bool)>;
 
 fn stream_of(c: &Client, on: On) -> Result<Option<u64>> {
     on.map(|(s, per_thread)| stream_handle(c, s, per_thread))
@@ -561,7 +578,7 @@ fn from_symbol(
 }
 
 /// `cudaMemset2D[Async]`.
-fn memset_2d(
+pub(crate) fn memset_2d(
     dev_ptr: *mut c_void,
     pitch: usize,
     value: c_int,
@@ -599,13 +616,7 @@ entry! {
         if dev_ptr.is_null() || pitch.is_null() {
             return Err(Error::INVALID_VALUE);
         }
-        let c = client::client()?;
-        super::capture::check_unsafe()?;
-        let info = c.device_info(state::device())?;
-        let align = info.attr(vcuda_protocol::attr::TEXTURE_PITCH_ALIGNMENT).unwrap_or(512).max(1) as usize;
-        let p = width.checked_next_multiple_of(align).ok_or(Error::INVALID_VALUE)?;
-        let size = p.checked_mul(height).ok_or(Error::MEMORY_ALLOCATION)?;
-        let ptr = malloc(c, size)?;
+        let (ptr, p) = malloc_pitch(client::client()?, width, height)?;
         // SAFETY: checked non-null; the caller's output pointers.
         unsafe {
             write_out(pitch, p)?;

@@ -1,0 +1,173 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! Three-dimensional memory: `cudaMalloc3D`, `cudaMemcpy3D[Async]`, `cudaMemcpy3DPeer[Async]`
+//! and `cudaMemset3D[Async]` (and their per-thread default stream variants) over pitched
+//! linear memory. A 3-D copy or memset is one 2-D operation per slice, in order on the same
+//! stream; a capturing stream records a 3-D copy as one memcpy node. CUDA arrays are not
+//! supported (`cudaErrorNotSupported`).
+
+use std::ffi::{c_int, c_void};
+
+use super::graph::{Copy3D, Kind as NodeKind};
+use super::graph_node::{cudaExtent, cudaMemcpy3DParms, cudaPitchedPtr, cudaPos};
+use super::memory::{On, copy_2d, malloc_pitch, memset_2d};
+use super::stream::capture_stream_handle;
+use crate::client::{self, Client};
+use crate::error::{Error, Result};
+use crate::ffi::{cudaStream_t, memcpy_kind, write_out};
+
+/// `struct cudaMemcpy3DPeerParms`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct cudaMemcpy3DPeerParms {
+    src_array: *mut c_void,
+    src_pos: cudaPos,
+    src_ptr: cudaPitchedPtr,
+    src_device: c_int,
+    dst_array: *mut c_void,
+    dst_pos: cudaPos,
+    dst_ptr: cudaPitchedPtr,
+    dst_device: c_int,
+    extent: cudaExtent,
+}
+
+/// A 3-D copy on `on` (`None`: synchronous).
+fn memcpy_3d(p: *const cudaMemcpy3DParms, on: On) -> Result<()> {
+    // SAFETY: the caller's parameter block (the API's contract); null is checked.
+    let p = unsafe { p.as_ref() }.ok_or(Error::INVALID_VALUE)?;
+    let cp = Copy3D::from_c(p)?;
+    let c = client::client()?;
+    c.check_sticky()?;
+    let stream = match on {
+        Some((s, per_thread)) => Some(capture_stream_handle(c, s, per_thread)?),
+        None => None,
+    };
+    if let Some(s) = stream
+        && super::capture::add(s, || Ok(NodeKind::Memcpy(cp)))?
+    {
+        return Ok(());
+    }
+    run(&cp, stream)
+}
+
+/// Runs `cp` as one 2-D copy per slice.
+fn run(cp: &Copy3D, stream: Option<u64>) -> Result<()> {
+    for z in 0..cp.extent[2] {
+        copy_2d(
+            cp.dst.at(0, z),
+            cp.dst.pitch,
+            cp.src.at(0, z),
+            cp.src.pitch,
+            cp.extent[0],
+            cp.extent[1],
+            cp.kind,
+            stream,
+        )?;
+    }
+    Ok(())
+}
+
+/// A 3-D copy between devices: one device here, so both must name it (or a valid ordinal).
+fn memcpy_3d_peer(p: *const cudaMemcpy3DPeerParms, on: On) -> Result<()> {
+    // SAFETY: as in `memcpy_3d`.
+    let p = unsafe { p.as_ref() }.ok_or(Error::INVALID_VALUE)?;
+    let c = client::client()?;
+    for d in [p.src_device, p.dst_device] {
+        check_device(c, d)?;
+    }
+    let q = cudaMemcpy3DParms {
+        src_array: p.src_array,
+        src_pos: p.src_pos,
+        src_ptr: p.src_ptr,
+        dst_array: p.dst_array,
+        dst_pos: p.dst_pos,
+        dst_ptr: p.dst_ptr,
+        extent: p.extent,
+        kind: memcpy_kind::DEFAULT,
+    };
+    memcpy_3d(&q, on)
+}
+
+fn check_device(c: &Client, d: c_int) -> Result<()> {
+    c.check_device(d).map(|_| ())
+}
+
+/// `cudaMemset3D[Async]`: `extent.depth` slices of `extent.height` rows of `extent.width`
+/// bytes, `pitch` apart within a slice and `pitch * ysize` apart between slices.
+fn memset_3d(p: cudaPitchedPtr, value: c_int, e: cudaExtent, on: On) -> Result<()> {
+    if e.width == 0 || e.height == 0 || e.depth == 0 {
+        return Ok(());
+    }
+    if e.height > 1 && p.pitch < e.width || e.depth > 1 && p.ysize < e.height {
+        return Err(Error::INVALID_VALUE);
+    }
+    let slice = p.pitch.checked_mul(p.ysize).ok_or(Error::INVALID_VALUE)?;
+    for z in 0..e.depth {
+        let off = slice.checked_mul(z).ok_or(Error::INVALID_VALUE)?;
+        let ptr = (p.ptr as usize)
+            .checked_add(off)
+            .ok_or(Error::INVALID_VALUE)?;
+        memset_2d(ptr as *mut c_void, p.pitch, value, e.width, e.height, on)?;
+    }
+    Ok(())
+}
+
+entry! {
+    fn cudaMalloc3D(out: *mut cudaPitchedPtr, e: cudaExtent) {
+        if out.is_null() {
+            return Err(Error::INVALID_VALUE);
+        }
+        let rows = e.height.checked_mul(e.depth).ok_or(Error::MEMORY_ALLOCATION)?;
+        let (ptr, pitch) = malloc_pitch(client::client()?, e.width, rows)?;
+        let p = cudaPitchedPtr { ptr: ptr as *mut c_void, pitch, xsize: e.width, ysize: e.height };
+        // SAFETY: checked non-null; the caller's output pointer.
+        unsafe { write_out(out, p) }
+    }
+
+    fn cudaMemcpy3D(p: *const cudaMemcpy3DParms) {
+        memcpy_3d(p, None)
+    }
+
+    fn cudaMemcpy3D_ptds(p: *const cudaMemcpy3DParms) {
+        memcpy_3d(p, None)
+    }
+
+    fn cudaMemcpy3DAsync(p: *const cudaMemcpy3DParms, stream: cudaStream_t) {
+        memcpy_3d(p, Some((stream, false)))
+    }
+
+    fn cudaMemcpy3DAsync_ptsz(p: *const cudaMemcpy3DParms, stream: cudaStream_t) {
+        memcpy_3d(p, Some((stream, true)))
+    }
+
+    fn cudaMemcpy3DPeer(p: *const cudaMemcpy3DPeerParms) {
+        memcpy_3d_peer(p, None)
+    }
+
+    fn cudaMemcpy3DPeer_ptds(p: *const cudaMemcpy3DPeerParms) {
+        memcpy_3d_peer(p, None)
+    }
+
+    fn cudaMemcpy3DPeerAsync(p: *const cudaMemcpy3DPeerParms, stream: cudaStream_t) {
+        memcpy_3d_peer(p, Some((stream, false)))
+    }
+
+    fn cudaMemcpy3DPeerAsync_ptsz(p: *const cudaMemcpy3DPeerParms, stream: cudaStream_t) {
+        memcpy_3d_peer(p, Some((stream, true)))
+    }
+
+    fn cudaMemset3D(p: cudaPitchedPtr, value: c_int, e: cudaExtent) {
+        memset_3d(p, value, e, None)
+    }
+
+    fn cudaMemset3D_ptds(p: cudaPitchedPtr, value: c_int, e: cudaExtent) {
+        memset_3d(p, value, e, None)
+    }
+
+    fn cudaMemset3DAsync(p: cudaPitchedPtr, value: c_int, e: cudaExtent, stream: cudaStream_t) {
+        memset_3d(p, value, e, Some((stream, false)))
+    }
+
+    fn cudaMemset3DAsync_ptsz(p: cudaPitchedPtr, value: c_int, e: cudaExtent, stream: cudaStream_t) {
+        memset_3d(p, value, e, Some((stream, true)))
+    }
+}

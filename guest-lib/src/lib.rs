@@ -45,6 +45,7 @@ pub mod transport;
 pub mod virtio;
 
 mod api {
+    pub mod attrs;
     pub mod capture;
     pub mod cublas;
     pub mod curand;

@@ -60,6 +60,7 @@ programs!(
     reduce,
     saxpy,
     scan_hist,
+    stream_attrs,
     sumArray,
     symbols,
     templates,

@@ -240,6 +240,7 @@ entry! {
         if c.streams.lock().unwrap_or_else(|e| e.into_inner()).remove(&handle).is_none() {
             return Err(Error::INVALID_HANDLE);
         }
+        super::attrs::forget_stream(c, handle);
         c.call::<ops::StreamDestroy>(&HandleReq { handle })
     }
 

@@ -1,0 +1,341 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! Stream attributes and identity, and the configuration calls whose settings are hints:
+//! `cudaStreamGetAttribute`/`SetAttribute`/`CopyAttributes`, `cudaStreamGetId`, shared memory
+//! bank configuration, `cudaCtxResetPersistingL2Cache`, `cudaSetValidDevices`,
+//! `cudaDeviceGetByPCIBusId`, `cudaOccupancyAvailableDynamicSMemPerBlock` and the deprecated
+//! `cudaSetDoubleFor*`.
+//!
+//! The executors have no L2 persistence, memory synchronization domains or stream priorities
+//! to honour, so these attributes are what CUDA documents them to be, hints: they are
+//! validated as CUDA validates them, kept per stream, and read back; they change nothing
+//! about how work runs (as on a GPU whose persisting L2 size is 0, which the device reports).
+
+use std::collections::HashMap;
+use std::ffi::{c_char, c_int, c_void};
+use std::sync::{Mutex, OnceLock};
+
+use vcuda_protocol::attr;
+
+use super::stream::resolve;
+use crate::client::{self, Client};
+use crate::error::{Error, Result};
+use crate::ffi::{cudaStream_t, write_out};
+use crate::{registry, state};
+
+/// `cudaLaunchAttributeID` values valid for streams.
+const ACCESS_POLICY_WINDOW: c_int = 1;
+const SYNCHRONIZATION_POLICY: c_int = 3;
+const PRIORITY: c_int = 8;
+const MEM_SYNC_DOMAIN_MAP: c_int = 9;
+const MEM_SYNC_DOMAIN: c_int = 10;
+
+/// `cudaSyncPolicyAuto` .. `cudaSyncPolicyBlockingSync`.
+const SYNC_POLICIES: std::ops::RangeInclusive<u32> = 1..=4;
+/// `cudaSharedMemBankSizeFourByte`: the bank size of every device since Maxwell.
+const BANK_SIZE_FOUR_BYTE: c_int = 1;
+
+/// `union cudaLaunchAttributeValue` (`cudaStreamAttrValue`): 64 bytes.
+#[repr(C, align(8))]
+#[derive(Clone, Copy, PartialEq)]
+pub struct cudaLaunchAttributeValue([u8; 64]);
+
+impl cudaLaunchAttributeValue {
+    fn u32_at(&self, at: usize) -> u32 {
+        u32::from_le_bytes(self.0[at..at + 4].try_into().unwrap_or_default())
+    }
+
+    fn u64_at(&self, at: usize) -> u64 {
+        u64::from_le_bytes(self.0[at..at + 8].try_into().unwrap_or_default())
+    }
+
+    fn from_u32s(words: &[u32]) -> Self {
+        let mut v = [0u8; 64];
+        for (i, w) in words.iter().enumerate() {
+            v[i * 4..i * 4 + 4].copy_from_slice(&w.to_le_bytes());
+        }
+        Self(v)
+    }
+}
+
+/// A stream's attributes that differ from the defaults.
+type Attrs = HashMap<c_int, cudaLaunchAttributeValue>;
+
+fn table() -> &'static Mutex<HashMap<(u64, u64), Attrs>> {
+    static T: OnceLock<Mutex<HashMap<(u64, u64), Attrs>>> = OnceLock::new();
+    T.get_or_init(Default::default)
+}
+
+/// Forgets a destroyed stream's attributes (its handle may be reused).
+pub(crate) fn forget_stream(c: &Client, handle: u64) {
+    table()
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .remove(&(c.generation(), handle));
+}
+
+/// The default value of a stream attribute.
+fn default_value(s: cudaStream_t, id: c_int) -> Result<cudaLaunchAttributeValue> {
+    Ok(match id {
+        // base 0, 0 bytes, hit ratio 0, hitProp/missProp cudaAccessPropertyNormal (0).
+        ACCESS_POLICY_WINDOW | MEM_SYNC_DOMAIN => cudaLaunchAttributeValue([0; 64]),
+        SYNCHRONIZATION_POLICY => cudaLaunchAttributeValue::from_u32s(&[1]),
+        // default domain 0, remote domain 1 (as CUDA initializes it).
+        MEM_SYNC_DOMAIN_MAP => {
+            let mut v = [0u8; 64];
+            v[1] = 1;
+            cudaLaunchAttributeValue(v)
+        }
+        PRIORITY => {
+            let mut p: c_int = 0;
+            // SAFETY: a valid out pointer; the stream is the caller's.
+            match unsafe { super::stream::cudaStreamGetPriority(s, &mut p) } {
+                0 => {}
+                e => return Err(Error(e)),
+            }
+            cudaLaunchAttributeValue::from_u32s(&[p as u32])
+        }
+        _ => return Err(Error::INVALID_VALUE),
+    })
+}
+
+/// Checks a value as CUDA does for the attribute.
+fn check_value(c: &Client, id: c_int, v: &cudaLaunchAttributeValue) -> Result<()> {
+    match id {
+        ACCESS_POLICY_WINDOW => {
+            // { void* base_ptr; size_t num_bytes; float hitRatio; int hitProp; int missProp; }
+            let bytes = v.u64_at(8);
+            let ratio = f32::from_bits(v.u32_at(16));
+            let (hit, miss) = (v.u32_at(20), v.u32_at(24));
+            let info = c.device_info(state::device())?;
+            let max = info
+                .attr(attr::MAX_ACCESS_POLICY_WINDOW_SIZE)
+                .unwrap_or(0)
+                .max(0) as u64;
+            // missProp may not be cudaAccessPropertyPersisting (2).
+            if !(0.0..=1.0).contains(&ratio) || hit > 2 || miss > 1 || bytes > max {
+                return Err(Error::INVALID_VALUE);
+            }
+        }
+        SYNCHRONIZATION_POLICY if !SYNC_POLICIES.contains(&v.u32_at(0)) => {
+            return Err(Error::INVALID_VALUE);
+        }
+        MEM_SYNC_DOMAIN if v.u32_at(0) > 1 => return Err(Error::INVALID_VALUE),
+        PRIORITY | SYNCHRONIZATION_POLICY | MEM_SYNC_DOMAIN | MEM_SYNC_DOMAIN_MAP => {}
+        _ => return Err(Error::INVALID_VALUE),
+    }
+    Ok(())
+}
+
+fn get_attribute(
+    s: cudaStream_t,
+    id: c_int,
+    out: *mut cudaLaunchAttributeValue,
+    per_thread: bool,
+) -> Result<()> {
+    let c = client::client()?;
+    let h = resolve(c, s, per_thread)?;
+    let stored = table()
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(&(c.generation(), h))
+        .and_then(|a| a.get(&id).copied());
+    let v = match stored {
+        Some(v) => v,
+        None => default_value(s, id)?,
+    };
+    // SAFETY: the caller's output pointer (checked for null by write_out).
+    unsafe { write_out(out, v) }
+}
+
+fn set_attribute(
+    s: cudaStream_t,
+    id: c_int,
+    value: *const cudaLaunchAttributeValue,
+    per_thread: bool,
+) -> Result<()> {
+    let c = client::client()?;
+    let h = resolve(c, s, per_thread)?;
+    // SAFETY: the caller's input (the API's contract); null is checked.
+    let v = unsafe { value.as_ref() }
+        .copied()
+        .ok_or(Error::INVALID_VALUE)?;
+    check_value(c, id, &v)?;
+    table()
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .entry((c.generation(), h))
+        .or_default()
+        .insert(id, v);
+    Ok(())
+}
+
+fn copy_attributes(dst: cudaStream_t, src: cudaStream_t, per_thread: bool) -> Result<()> {
+    let c = client::client()?;
+    let (d, s) = (resolve(c, dst, per_thread)?, resolve(c, src, per_thread)?);
+    let g = c.generation();
+    let mut t = table().lock().unwrap_or_else(|e| e.into_inner());
+    match t.get(&(g, s)).cloned() {
+        Some(a) => t.insert((g, d), a),
+        None => t.remove(&(g, d)),
+    };
+    Ok(())
+}
+
+fn stream_id(s: cudaStream_t, out: *mut u64, per_thread: bool) -> Result<()> {
+    let c = client::client()?;
+    let h = resolve(c, s, per_thread)?;
+    // SAFETY: the caller's output pointer (checked for null by write_out).
+    unsafe { write_out(out, h) }
+}
+
+/// Parses `[domain:]bus:device[.function]` (hexadecimal), as `cudaDeviceGetPCIBusId` writes.
+fn parse_bus_id(s: &str) -> Option<(i64, i64, i64)> {
+    let s = s.trim();
+    let (s, _function) = s.split_once('.').unwrap_or((s, "0"));
+    let parts: Vec<&str> = s.split(':').collect();
+    let hex = |p: &str| i64::from_str_radix(p, 16).ok();
+    match parts.as_slice() {
+        [d, b, v] => Some((hex(d)?, hex(b)?, hex(v)?)),
+        [b, v] => Some((0, hex(b)?, hex(v)?)),
+        _ => None,
+    }
+}
+
+entry! {
+    fn cudaStreamGetAttribute(s: cudaStream_t, id: c_int, out: *mut cudaLaunchAttributeValue) {
+        get_attribute(s, id, out, false)
+    }
+
+    fn cudaStreamGetAttribute_ptsz(s: cudaStream_t, id: c_int, out: *mut cudaLaunchAttributeValue) {
+        get_attribute(s, id, out, true)
+    }
+
+    fn cudaStreamSetAttribute(s: cudaStream_t, id: c_int, value: *const cudaLaunchAttributeValue) {
+        set_attribute(s, id, value, false)
+    }
+
+    fn cudaStreamSetAttribute_ptsz(s: cudaStream_t, id: c_int, value: *const cudaLaunchAttributeValue) {
+        set_attribute(s, id, value, true)
+    }
+
+    fn cudaStreamCopyAttributes(dst: cudaStream_t, src: cudaStream_t) {
+        copy_attributes(dst, src, false)
+    }
+
+    fn cudaStreamCopyAttributes_ptsz(dst: cudaStream_t, src: cudaStream_t) {
+        copy_attributes(dst, src, true)
+    }
+
+    fn cudaStreamGetId(s: cudaStream_t, id: *mut u64) {
+        stream_id(s, id, false)
+    }
+
+    fn cudaStreamGetId_ptsz(s: cudaStream_t, id: *mut u64) {
+        stream_id(s, id, true)
+    }
+
+    fn cudaDeviceGetSharedMemConfig(config: *mut c_int) {
+        client::client()?;
+        // SAFETY: the caller's output pointer (checked for null by write_out).
+        unsafe { write_out(config, BANK_SIZE_FOUR_BYTE) }
+    }
+
+    fn cudaDeviceSetSharedMemConfig(config: c_int) {
+        client::client()?;
+        // Default, four-byte and eight-byte banks; the bank size is fixed (the setting has no
+        // effect, as CUDA documents for such devices).
+        if !(0..=2).contains(&config) {
+            return Err(Error::INVALID_VALUE);
+        }
+        Ok(())
+    }
+
+    fn cudaFuncSetSharedMemConfig(host_fun: *const c_void, config: c_int) {
+        client::client()?;
+        registry::function(host_fun as usize).ok_or(Error::INVALID_DEVICE_FUNCTION)?;
+        if !(0..=2).contains(&config) {
+            return Err(Error::INVALID_VALUE);
+        }
+        Ok(())
+    }
+
+    fn cudaCtxResetPersistingL2Cache() {
+        // No line is ever persisting (the persisting L2 size is 0).
+        client::client().map(drop)
+    }
+
+    fn cudaSetValidDevices(devices: *mut c_int, len: c_int) {
+        let c = client::client()?;
+        if len < 0 || (len > 0 && devices.is_null()) {
+            return Err(Error::INVALID_VALUE);
+        }
+        // SAFETY: `len` readable ints (the API's contract), checked non-null above.
+        let list = if len == 0 { &[][..] } else { unsafe { std::slice::from_raw_parts(devices, len as usize) } };
+        for &d in list {
+            c.check_device(d)?;
+        }
+        Ok(())
+    }
+
+    fn cudaSetDoubleForDevice(d: *mut f64) {
+        // Deprecated: doubles need no conversion on any supported device.
+        if d.is_null() { Err(Error::INVALID_VALUE) } else { Ok(()) }
+    }
+
+    fn cudaSetDoubleForHost(d: *mut f64) {
+        if d.is_null() { Err(Error::INVALID_VALUE) } else { Ok(()) }
+    }
+
+    fn cudaDeviceGetByPCIBusId(device: *mut c_int, bus_id: *const c_char) {
+        let c = client::client()?;
+        if bus_id.is_null() || device.is_null() {
+            return Err(Error::INVALID_VALUE);
+        }
+        // SAFETY: a NUL-terminated string (the API's contract), checked non-null.
+        let s = unsafe { std::ffi::CStr::from_ptr(bus_id) }.to_str().map_err(|_| Error::INVALID_VALUE)?;
+        let want = parse_bus_id(s).ok_or(Error::INVALID_VALUE)?;
+        for d in 0..c.device_count() {
+            let info = c.device_info(d)?;
+            let a = |n| i64::from(info.attr(n).unwrap_or(-1));
+            if (a(attr::PCI_DOMAIN_ID), a(attr::PCI_BUS_ID), a(attr::PCI_DEVICE_ID)) == want {
+                // SAFETY: checked non-null; the caller's output pointer.
+                return unsafe { write_out(device, d) };
+            }
+        }
+        Err(Error::INVALID_DEVICE)
+    }
+
+    fn cudaOccupancyAvailableDynamicSMemPerBlock(out: *mut usize, func: *const c_void, num_blocks: c_int, block: c_int) {
+        let c = client::client()?;
+        if num_blocks <= 0 || block <= 0 {
+            return Err(Error::INVALID_VALUE);
+        }
+        let f = registry::function(func as usize).ok_or(Error::INVALID_DEVICE_FUNCTION)?.load(c)?;
+        let info = c.device_info(state::device())?;
+        let a = |n| i64::from(info.attr(n).unwrap_or(0).max(0));
+        if i64::from(block) > a(attr::MAX_THREADS_PER_BLOCK) {
+            return Err(Error::INVALID_VALUE);
+        }
+        // Each of `num_blocks` blocks on one multiprocessor gets an equal share, less its
+        // reserved and static shared memory, at most the per-block opt-in limit.
+        let per_block = a(attr::MAX_SHARED_MEMORY_PER_MULTIPROCESSOR) / i64::from(num_blocks)
+            - a(attr::RESERVED_SHARED_MEMORY_PER_BLOCK)
+            - f.attrs.shared_size_bytes as i64;
+        let avail = per_block.clamp(0, a(attr::MAX_SHARED_MEMORY_PER_BLOCK_OPTIN) - f.attrs.shared_size_bytes as i64).max(0);
+        // SAFETY: the caller's output pointer (checked for null by write_out).
+        unsafe { write_out(out, avail as usize) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_bus_id;
+
+    #[test]
+    fn bus_ids_parse_as_cuda_writes_them() {
+        assert_eq!(parse_bus_id("0000:65:00.0"), Some((0, 0x65, 0)));
+        assert_eq!(parse_bus_id("65:1f"), Some((0, 0x65, 0x1f)));
+        assert_eq!(parse_bus_id("zz:00.0"), None);
+        assert_eq!(parse_bus_id("1:2:3:4"), None);
+    }
+}

@@ -44,6 +44,7 @@ programs!(
     curand_device,
     dmath,
     driver_api,
+    driver_link,
     errors,
     graphs,
     launch_ex,

@@ -519,11 +519,12 @@ pub struct CUlaunchAttribute {
 
 /// `CUlaunchConfig`.
 #[repr(C)]
+#[derive(Clone, Copy)]
 pub struct CUlaunchConfig {
     grid: [c_uint; 3],
     block: [c_uint; 3],
     shared_mem: c_uint,
-    stream: cudaStream_t,
+    pub(crate) stream: cudaStream_t,
     attrs: *const CUlaunchAttribute,
     num_attrs: c_uint,
 }

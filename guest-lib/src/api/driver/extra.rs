@@ -28,7 +28,7 @@ const POINTER_ATTRIBUTE_MAPPED: c_int = 13;
 const MEMORYTYPE_HOST: c_uint = 1;
 const MEMORYTYPE_DEVICE: c_uint = 2;
 
-type HostFn = Option<unsafe extern "C" fn(*mut c_void)>;
+pub(crate) type HostFn = Option<unsafe extern "C" fn(*mut c_void)>;
 
 entry_lib! {
     fn cuMemGetAddressRange_v2(base: *mut CUdeviceptr, size: *mut usize, ptr: CUdeviceptr) -> Result<(), CuError> {

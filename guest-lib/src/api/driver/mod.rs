@@ -33,6 +33,7 @@ pub mod link;
 pub mod memory;
 pub mod procs;
 mod procs_gen;
+pub mod ptsz;
 
 use crate::error::CuError;
 

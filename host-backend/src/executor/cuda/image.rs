@@ -49,6 +49,9 @@ pub struct ImageInfo {
     /// Fat binaries in the image: more than one for a device-linked (`-rdc`) program (the
     /// linked image, then each unit's relocatable code and PTX).
     pub containers: usize,
+    /// PTX translation units to link ([`vcuda_fatbin::Fatbin::ptx_units`]): more than one in
+    /// a JIT link's output of several PTX inputs, which the driver cannot load as it is.
+    pub ptx_units: usize,
 }
 
 /// Checks `image` (see the module documentation).
@@ -62,6 +65,7 @@ pub fn check(image: &[u8]) -> Result<ImageInfo, ImageError> {
     }
     let mut info = ImageInfo {
         containers: fb.containers.len(),
+        ptx_units: fb.ptx_units(u32::MAX).len(),
         ..Default::default()
     };
     for (i, e) in fb.entries().enumerate() {

@@ -208,10 +208,20 @@ impl CudaExecutor {
         let ctx = context_of(&self.ctx)?;
         ctx.bind().map_err(to_status)?;
         self.may_print = true;
-        // SAFETY: `ctx` was made current just above. The image passed `image::check` (its
-        // declared sizes lie inside the bytes); `ptr` is 8-byte aligned and outlives the
-        // call (`image` or `aligned` holds the bytes, unchanged, until this function ends).
-        let module = match unsafe { ctx.module_load(ptr) } {
+        // One fat binary holding several PTX units (vcuda's JIT link of several PTX inputs):
+        // the driver would compile one of them alone, so link them.
+        let loaded = if info.containers == 1 && info.ptx_units > 1 {
+            let units = self.ptx_units(&image.bytes);
+            let refs: Vec<&[u8]> = units.iter().map(Vec::as_slice).collect();
+            ctx.module_link_ptx(&self.shared.driver, &refs)
+        } else {
+            // SAFETY: `ctx` was made current just above. The image passed `image::check`
+            // (its declared sizes lie inside the bytes); `ptr` is 8-byte aligned and outlives
+            // the call (`image` or `aligned` holds the bytes, unchanged, until this function
+            // ends).
+            unsafe { ctx.module_load(ptr) }
+        };
+        let module = match loaded {
             Ok(m) => m,
             // A device-linked program whose linked image (the first fat binary) has no code
             // for this device: link its units' PTX, as the runtime would JIT it.

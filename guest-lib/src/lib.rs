@@ -61,6 +61,7 @@ mod api {
     pub mod memory3d;
     pub mod misc;
     pub mod pool;
+    pub mod ptsz;
     pub mod stream;
 }
 

@@ -2,8 +2,9 @@
 // vcuda-test: nvcc=--default-stream per-thread
 // A program built with the per-thread default stream: nvcc turns its runtime calls into
 // the _ptsz/_ptds variants (symbol copies, 2-D memsets, async copies and memsets, launches,
-// stream synchronization), each thread gets its own default stream, and results are the
-// same as with the legacy stream.
+// stream synchronization, stream-ordered allocation, stream queries and callbacks, driver
+// entry points), each thread gets its own default stream, and results are the same as with
+// the legacy stream.
 #include <thread>
 #include "common.h"
 
@@ -53,6 +54,30 @@ static int run(int seed) {
     int got = 0;
     CHECK(cudaMemcpyFromSymbol(&got, bias, sizeof got));
     EXPECT(got == seed);
+    // Stream-ordered allocation, stream queries and callbacks on the default stream.
+    float *a = nullptr;
+    CHECK(cudaMallocAsync(&a, 4096, 0));
+    CHECK(cudaMemsetAsync(a, 0, 4096, 0));
+    CHECK(cudaFreeAsync(a, 0));
+    unsigned flags = 99;
+    int prio = 99, dev = -1;
+    CHECK(cudaStreamGetFlags(0, &flags));
+    CHECK(cudaStreamGetPriority(0, &prio));
+#if CUDART_VERSION >= 12080
+    CHECK(cudaStreamGetDevice(0, &dev));
+#else
+    dev = 0;
+#endif
+    EXPECT(flags == 0 && prio == 0 && dev == 0);
+    static thread_local int called;
+    called = 0;
+    CHECK(cudaStreamAddCallback(0, [](cudaStream_t, cudaError_t, void *p) { *(int *)p = 1; }, &called, 0));
+    CHECK(cudaStreamSynchronize(0));
+    EXPECT(called == 1);
+    void *fn = nullptr;
+    cudaDriverEntryPointQueryResult q;
+    CHECK(cudaGetDriverEntryPoint("cuMemcpyHtoDAsync", &fn, cudaEnableDefault, &q));
+    EXPECT(fn != nullptr && q == cudaDriverEntryPointSuccess);
     free(h);
     CHECK(cudaFree(d));
     return 0;

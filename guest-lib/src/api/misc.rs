@@ -16,7 +16,7 @@ use crate::{registry, state};
 /// `cudaHostFn_t` (non-null).
 type HostFn = unsafe extern "C" fn(*mut c_void);
 /// `cudaStreamCallback_t`.
-type StreamCallback = Option<unsafe extern "C" fn(cudaStream_t, u32, *mut c_void)>;
+pub(crate) type StreamCallback = Option<unsafe extern "C" fn(cudaStream_t, u32, *mut c_void)>;
 
 /// Waits for `stream` to reach this point: host work "enqueued" on a stream runs once
 /// everything before it has completed. vcuda runs it in the calling thread right then,

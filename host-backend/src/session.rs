@@ -509,6 +509,9 @@ impl Session {
                 .symbol_get(s.module, &name(n)?)
                 .map(|(ptr, size)| reply::<ops::SymbolGet>(SymbolGetResp { ptr, size })),
             Request::Launch(ref l, params) => done::<ops::Launch>(e.launch(l, params)),
+            Request::LaunchCooperative(ref l, params) => {
+                done::<ops::LaunchCooperative>(e.launch_cooperative(l, params))
+            }
             Request::FuncSetAttribute(a) => {
                 done::<ops::FuncSetAttribute>(e.func_set_attribute(a.function, a.attr, a.value))
             }

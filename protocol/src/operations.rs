@@ -111,6 +111,9 @@ operations! {
     Launch = 0x0504, LaunchReq => (), tail Params, check checks::launch_params;
     /// [`FuncSetAttributeReq`].
     FuncSetAttribute = 0x0505, FuncSetAttributeReq => ();
+    /// [`LaunchReq`] + the parameter buffer: a cooperative launch (every block resident at
+    /// once, with a grid workspace for cooperative groups' grid barrier).
+    LaunchCooperative = 0x0506, LaunchReq => (), tail Params, check checks::launch_params;
 
     /// [`BlasCreateReq`] -> [`HandleResp`]: a cuBLAS handle. Library requests answer with
     /// a library status (see [`lib`]).

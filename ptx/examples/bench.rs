@@ -161,6 +161,7 @@ fn main() {
         grid,
         block,
         dynamic_shared,
+        grid_workspace: 0,
     };
     type Case<'a> = (&'a str, &'a str, &'a Module, &'a str, LaunchConfig, Vec<u8>);
     let cases: Vec<Case<'_>> = vec![

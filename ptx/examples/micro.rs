@@ -59,6 +59,7 @@ fn main() {
             grid: [1, 1, 1],
             block: [256, 1, 1],
             dynamic_shared: 0,
+            grid_workspace: 0,
         };
         let opts = LaunchOptions {
             threads: 1,

@@ -50,6 +50,10 @@ pub(crate) enum Sreg {
     GlobaltimerHi,
     DynamicSmem,
     TotalSmem,
+    /// `%envreg1` / `%envreg2`: the high and low words of a cooperative launch's grid
+    /// workspace (what cooperative groups' `grid.sync()` reads).
+    GridWorkspaceHi,
+    GridWorkspaceLo,
     Const(u32),
 }
 

@@ -45,7 +45,10 @@ mod printf;
 mod types;
 
 pub use error::{KernelError, Location, ParseError};
-pub use exec::{Cancel, LaunchConfig, LaunchOptions, LaunchStats, PrintfSink, StdoutSink, launch};
+pub use exec::{
+    Cancel, GRID_WORKSPACE_SIZE, LaunchConfig, LaunchOptions, LaunchStats, MAX_COOPERATIVE_BLOCKS,
+    PrintfSink, StdoutSink, launch,
+};
 pub use memory::{DeviceMemory, Region};
 pub use module::{
     FUNC_WINDOW, GlobalId, GlobalInfo, GlobalSpace, KernelId, KernelInfo, LOCAL_WINDOW, Module,

@@ -161,6 +161,7 @@ fn try_all_kernels(m: &Module) {
             grid: [2, 1, 1],
             block,
             dynamic_shared: 256,
+            grid_workspace: 0,
         };
         // Interpreted, then compiled from the same memory: neither may panic or crash on
         // mutated PTX. (Their memory is not compared: garbage parameters make threads race on

@@ -36,9 +36,24 @@ int main() {
     CHECK(cudaLaunchKernelEx(&cfg, add_k, d, n, 5));
     CHECK(cudaDeviceSynchronize());
     EXPECT(all_equal(d, n, 5));
-    // Cooperative launches and clusters are not available: said, not faked.
+    // A cooperative launch where the device supports them (tests/cuda/cooperative.cu
+    // covers grid-wide synchronization); clusters are not available: said, not faked.
+    int coop = 0;
+    CHECK(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, 0));
     attr[0].id = cudaLaunchAttributeCooperative;
     attr[0].val.cooperative = 1;
+    if (coop) {
+        CHECK(cudaLaunchKernelEx(&cfg, add_k, d, n, 1));
+        CHECK(cudaDeviceSynchronize());
+        EXPECT(all_equal(d, n, 6));
+        CHECK(cudaLaunchKernelEx(&cfg, add_k, d, n, -1));
+    } else {
+        EXPECT_ERR(cudaLaunchKernelEx(&cfg, add_k, d, n, 1), cudaErrorNotSupported);
+    }
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = 2;
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
     EXPECT_ERR(cudaLaunchKernelEx(&cfg, add_k, d, n, 1), cudaErrorNotSupported);
     cudaGetLastError();
 

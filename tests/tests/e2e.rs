@@ -38,6 +38,7 @@ programs!(
     api_memory,
     api_misc,
     api_streams,
+    cooperative,
     cublas_basic,
     cublas_extra,
     curand_basic,

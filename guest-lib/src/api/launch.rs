@@ -127,6 +127,21 @@ fn launch(
     stream: cudaStream_t,
     ptsz: bool,
 ) -> Result<()> {
+    launch_as(host_fun, grid, block, args, shmem, stream, ptsz, false)
+}
+
+/// [`launch`], cooperatively if `cooperative` (every block resident at once).
+#[allow(clippy::too_many_arguments)]
+fn launch_as(
+    host_fun: *const c_void,
+    grid: dim3,
+    block: dim3,
+    args: *mut *mut c_void,
+    shmem: usize,
+    stream: cudaStream_t,
+    ptsz: bool,
+    cooperative: bool,
+) -> Result<()> {
     let c = client::client()?;
     c.check_sticky()?;
     let shmem = u32::try_from(shmem).map_err(|_| Error::INVALID_VALUE)?;
@@ -134,6 +149,25 @@ fn launch(
     let loaded = prepare(c, host_fun, cfg)?;
     let stream = capture_stream_handle(c, stream, ptsz)?;
     let params = pack(&loaded, args)?;
+    if cooperative {
+        super::misc::check_cooperative(c, &loaded.attrs, grid.arr(), block.arr(), shmem)?;
+        // Graph kernel nodes here have no cooperative attribute: refuse rather than
+        // capture a launch whose blocks could not wait for each other.
+        if super::capture::add(stream, || {
+            Err(Error(vcuda_protocol::status::STREAM_CAPTURE_UNSUPPORTED))
+        })? {
+            return Ok(());
+        }
+        let req = LaunchReq {
+            function: loaded.handle,
+            stream,
+            grid: grid.arr(),
+            block: block.arr(),
+            shared_mem: shmem,
+            param_len: params.len() as u32,
+        };
+        return c.post_with::<ops::LaunchCooperative>(&req, &params, &[]);
+    }
     let captured = super::capture::add(stream, || {
         let k = Kernel::new(
             host_fun as usize,
@@ -301,6 +335,14 @@ entry! {
         launch(func, grid, block, args, shmem, stream, true)
     }
 
+    fn cudaLaunchCooperativeKernel(func: *const c_void, grid: dim3, block: dim3, args: *mut *mut c_void, shmem: usize, stream: cudaStream_t) {
+        launch_as(func, grid, block, args, shmem, stream, false, true)
+    }
+
+    fn cudaLaunchCooperativeKernel_ptsz(func: *const c_void, grid: dim3, block: dim3, args: *mut *mut c_void, shmem: usize, stream: cudaStream_t) {
+        launch_as(func, grid, block, args, shmem, stream, true, true)
+    }
+
     fn cudaFuncGetAttributes(attrs: *mut cudaFuncAttributes, host_fun: *const c_void) {
         let c = client::client()?;
         let f = func(host_fun)?.load(c)?;
@@ -360,7 +402,12 @@ fn launch_ex(
             return Err(Error::NOT_SUPPORTED);
         }
     }
-    launch(
+    let cooperative = cfg.num_attrs > 0
+        // SAFETY: as above.
+        && crate::api::driver::exec::cooperative_requested(unsafe {
+            std::slice::from_raw_parts(cfg.attrs, cfg.num_attrs as usize)
+        });
+    launch_as(
         func,
         cfg.grid,
         cfg.block,
@@ -368,6 +415,7 @@ fn launch_ex(
         cfg.dynamic_smem,
         cfg.stream,
         ptsz,
+        cooperative,
     )
 }
 

@@ -67,35 +67,66 @@ fn occupancy(num_blocks: *mut c_int, func: *const c_void, block: c_int, smem: us
     let f = registry::function(func as usize)
         .ok_or(Error::INVALID_DEVICE_FUNCTION)?
         .load(c)?;
+    let n = max_active_blocks(c, &f.attrs, i64::from(block), smem as i64)?;
+    // SAFETY: output pointer from the caller, checked for null.
+    unsafe { write_out(num_blocks, n as c_int) }
+}
+
+/// Blocks of `block` threads and `smem` bytes of dynamic shared memory of a kernel with
+/// `attrs` that one multiprocessor holds at once (the occupancy calculator).
+pub(crate) fn max_active_blocks(
+    c: &Client,
+    attrs: &vcuda_protocol::FuncAttrs,
+    block: i64,
+    smem: i64,
+) -> Result<i64> {
     let info = c.device_info(state::device())?;
     let a = |n| i64::from(info.attr(n).unwrap_or(0));
-    let block = i64::from(block);
     if block > a(attr::MAX_THREADS_PER_BLOCK) {
-        // SAFETY: output pointer from the caller, checked for null.
-        return unsafe { write_out(num_blocks, 0) };
+        return Ok(0);
     }
     let warps = (block + 31) / 32;
     let by_threads = a(attr::MAX_THREADS_PER_MULTI_PROCESSOR) / (warps * 32);
-    let regs = i64::from(f.attrs.num_regs.max(1)) * warps * 32;
+    let regs = i64::from(attrs.num_regs.max(1)) * warps * 32;
     let by_regs = if regs > 0 {
         a(attr::MAX_REGISTERS_PER_MULTIPROCESSOR) / regs
     } else {
         i64::MAX
     };
-    let shared =
-        f.attrs.shared_size_bytes as i64 + smem as i64 + a(attr::RESERVED_SHARED_MEMORY_PER_BLOCK);
+    let shared = attrs.shared_size_bytes as i64 + smem + a(attr::RESERVED_SHARED_MEMORY_PER_BLOCK);
     let by_smem = if shared > 0 {
         a(attr::MAX_SHARED_MEMORY_PER_MULTIPROCESSOR) / shared
     } else {
         i64::MAX
     };
-    let n = by_threads
+    Ok(by_threads
         .min(by_regs)
         .min(by_smem)
         .min(a(attr::MAX_BLOCKS_PER_MULTIPROCESSOR))
-        .max(0);
-    // SAFETY: output pointer from the caller, checked for null.
-    unsafe { write_out(num_blocks, n as c_int) }
+        .max(0))
+}
+
+/// Checks a cooperative launch of `grid` blocks against what the device holds at once
+/// (`cudaErrorCooperativeLaunchTooLarge`), and that the device supports them.
+pub(crate) fn check_cooperative(
+    c: &Client,
+    attrs: &vcuda_protocol::FuncAttrs,
+    grid: [u32; 3],
+    block: [u32; 3],
+    smem: u32,
+) -> Result<()> {
+    let info = c.device_info(state::device())?;
+    if info.attr(attr::COOPERATIVE_LAUNCH).unwrap_or(0) == 0 {
+        return Err(Error::NOT_SUPPORTED);
+    }
+    let threads: i64 = block.iter().map(|&b| i64::from(b)).product();
+    let per_sm = max_active_blocks(c, attrs, threads, i64::from(smem))?;
+    let sms = i64::from(info.attr(attr::MULTI_PROCESSOR_COUNT).unwrap_or(0).max(0));
+    let blocks: i64 = grid.iter().map(|&g| i64::from(g)).product();
+    if blocks > per_sm * sms {
+        return Err(Error(vcuda_protocol::status::COOPERATIVE_LAUNCH_TOO_LARGE));
+    }
+    Ok(())
 }
 
 entry! {

@@ -220,6 +220,13 @@ pub trait Executor: Send {
     fn symbol_get(&mut self, module: u64, name: &str) -> ExecResult<(u64, u64)>;
     /// Launches a kernel.
     fn launch(&mut self, req: &LaunchReq, params: &[u8]) -> ExecResult<()>;
+    /// Launches a kernel cooperatively: every block resident at once, so blocks may wait for
+    /// each other (cooperative groups' grid barrier); a grid larger than the device can hold
+    /// at once fails with `cudaErrorCooperativeLaunchTooLarge`.
+    fn launch_cooperative(&mut self, req: &LaunchReq, params: &[u8]) -> ExecResult<()> {
+        let _ = (req, params);
+        Err(Status::NOT_SUPPORTED)
+    }
     /// `cudaFuncSetAttribute`.
     fn func_set_attribute(&mut self, function: u64, attr: u32, value: i32) -> ExecResult<()>;
 

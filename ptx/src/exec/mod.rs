@@ -42,7 +42,19 @@ pub struct LaunchConfig {
     pub block: [u32; 3],
     /// Bytes of dynamic (`extern __shared__`) shared memory per block.
     pub dynamic_shared: u32,
+    /// A cooperative launch's grid workspace (0: not cooperative): device memory of at
+    /// least [`GRID_WORKSPACE_SIZE`] zeroed bytes that `%envreg1`/`%envreg2` point to and
+    /// cooperative groups' grid barrier counts in. Every block of a cooperative launch runs
+    /// at once, on a thread of its own, so blocks can wait for each other; such a grid may
+    /// have at most [`MAX_COOPERATIVE_BLOCKS`] blocks.
+    pub grid_workspace: u64,
 }
+
+/// Bytes of a cooperative launch's grid workspace (`{u32 size; u32 barrier;}`).
+pub const GRID_WORKSPACE_SIZE: u64 = 8;
+
+/// Most blocks of a cooperative launch (each runs on a thread of its own).
+pub const MAX_COOPERATIVE_BLOCKS: u64 = 1024;
 
 /// Tuning and limits for a launch.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -291,6 +303,25 @@ pub fn launch(
         )));
     }
     let nblocks = gx as u64 * gy as u64 * gz as u64;
+    if cfg.grid_workspace != 0 {
+        if nblocks > MAX_COOPERATIVE_BLOCKS {
+            return Err(KernelError::InvalidConfig(format!(
+                "a cooperative grid of {nblocks} blocks (at most {MAX_COOPERATIVE_BLOCKS})"
+            )));
+        }
+        // Every block is resident at once: the register files, local frames and shared
+        // memory of all of them together stay within one block's register budget.
+        let per_block = reg_bytes
+            .saturating_add(u64::from(frame).saturating_mul(nthreads))
+            .saturating_add(shared);
+        if per_block.saturating_mul(nblocks) > opts.max_register_bytes {
+            return Err(KernelError::OutOfResources(format!(
+                "{nblocks} resident blocks of {per_block} bytes of registers, local and \
+                 shared memory (limit {} in all)",
+                opts.max_register_bytes
+            )));
+        }
+    }
     let l = Launch {
         module,
         kernel: k,
@@ -325,9 +356,15 @@ pub fn launch(
         .jit
         .then(|| crate::jit::get(module, kernel.0))
         .flatten();
-    match &compiled {
-        Some(c) => pool::run(workers, &|| crate::jit::worker(&l, c)),
-        None => pool::run(workers, &|| worker(&l)),
+    let work = || match &compiled {
+        Some(c) => crate::jit::worker(&l, c),
+        None => worker(&l),
+    };
+    if cfg.grid_workspace != 0 {
+        // Cooperative: every block at once (each worker takes one block and finishes).
+        pool::run_dedicated(nblocks as usize, &work);
+    } else {
+        pool::run(workers, &work);
     }
     if let Some((_, e)) = l.error.lock().ok().and_then(|mut e| e.take()) {
         return Err(e);
@@ -363,13 +400,18 @@ fn worker(l: &Launch<'_>) {
             std::mem::take(&mut b.ctx.insts),
             std::mem::take(&mut b.ctx.winsts),
         );
-        if !l.block_done(id, r, insts, winsts) {
+        if !l.block_done(id, r, insts, winsts) || l.cooperative() {
             break;
         }
     }
 }
 
 impl Launch<'_> {
+    /// A cooperative launch: each worker runs one block (the blocks wait for each other).
+    pub(crate) fn cooperative(&self) -> bool {
+        self.cfg.grid_workspace != 0
+    }
+
     /// The next block for a worker to run; `None` once the grid is done or the launch
     /// must stop (another block failed, cancelled, past its time limit).
     pub(crate) fn claim_block(&self) -> Option<u64> {

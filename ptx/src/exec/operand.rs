@@ -36,6 +36,8 @@ impl<'a> Ctx<'a> {
             Sreg::GlobaltimerHi => l.timer0.wrapping_add(elapsed()) >> 32,
             Sreg::DynamicSmem => l.cfg.dynamic_shared as u64,
             Sreg::TotalSmem => l.shared_size as u64,
+            Sreg::GridWorkspaceHi => l.cfg.grid_workspace >> 32,
+            Sreg::GridWorkspaceLo => l.cfg.grid_workspace & 0xffff_ffff,
             Sreg::Const(v) => v as u64,
         }
     }

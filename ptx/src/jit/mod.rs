@@ -248,7 +248,7 @@ pub(crate) fn worker(l: &Launch<'_>, c: &Compiled) {
         let r = run_block(l, c, id, envp, &mut b);
         // SAFETY: no compiled code is running; `envp` points at the live `env` box.
         let insts = unsafe { std::mem::take(&mut (*envp).block_insts) };
-        if !l.block_done(id, r, insts, insts / 32) {
+        if !l.block_done(id, r, insts, insts / 32) || l.cooperative() {
             break;
         }
     }

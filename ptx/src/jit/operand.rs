@@ -89,14 +89,18 @@ impl Lower<'_, '_> {
             | Sreg::Clock64
             | Sreg::Globaltimer
             | Sreg::GlobaltimerLo
-            | Sreg::GlobaltimerHi => {
+            | Sreg::GlobaltimerHi
+            | Sreg::GridWorkspaceHi
+            | Sreg::GridWorkspaceLo => {
                 let code = match s {
                     Sreg::Clock => 0,
                     Sreg::ClockHi => 1,
                     Sreg::Clock64 => 2,
                     Sreg::Globaltimer => 3,
                     Sreg::GlobaltimerLo => 4,
-                    _ => 5,
+                    Sreg::GlobaltimerHi => 5,
+                    Sreg::GridWorkspaceHi => 6,
+                    _ => 7,
                 };
                 let code = self.b.ins().iconst(I32, code);
                 let f = self

@@ -343,7 +343,9 @@ pub(crate) extern "C" fn h_sreg(tc: *mut ThreadCtx, code: u32) -> u64 {
         2 => el,
         3 => t,
         4 => t & 0xffff_ffff,
-        _ => t >> 32,
+        5 => t >> 32,
+        6 => l.cfg.grid_workspace >> 32,
+        _ => l.cfg.grid_workspace & 0xffff_ffff,
     }
 }
 

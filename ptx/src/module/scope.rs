@@ -167,6 +167,8 @@ pub(super) fn sreg(name: &str, comp: Option<&str>) -> Option<Sreg> {
         "%total_smem_size" | "%aggr_smem_size" => Sreg::TotalSmem,
         // The predefined constant nvcc writes for `warpSize`.
         "WARP_SZ" => Sreg::Const(32),
+        "%envreg1" => Sreg::GridWorkspaceHi,
+        "%envreg2" => Sreg::GridWorkspaceLo,
         n if n.starts_with("%pm")
             || n.starts_with("%envreg")
             || n.starts_with("%reserved_smem")

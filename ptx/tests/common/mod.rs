@@ -169,6 +169,8 @@ pub struct Gpu {
     pub differential: bool,
     /// Launches that ran compiled.
     pub compiled: std::sync::atomic::AtomicU32,
+    /// Set to make launches cooperative, with this grid workspace.
+    pub grid_workspace: std::sync::atomic::AtomicU64,
 }
 
 impl Gpu {
@@ -195,6 +197,7 @@ impl Gpu {
             opts: LaunchOptions::default(),
             differential: true,
             compiled: Default::default(),
+            grid_workspace: Default::default(),
         }
     }
 
@@ -240,6 +243,9 @@ impl Gpu {
             grid,
             block,
             dynamic_shared: dyn_shared,
+            grid_workspace: self
+                .grid_workspace
+                .load(std::sync::atomic::Ordering::Relaxed),
         };
         let go = |opts: &LaunchOptions| {
             launch(

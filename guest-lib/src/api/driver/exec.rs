@@ -187,6 +187,7 @@ fn c_name(name: *const c_char) -> Result<&'static str, CuError> {
         .map_err(|_| CuError::NOT_FOUND)
 }
 
+#[allow(clippy::too_many_arguments)]
 fn launch(
     f: *const Function,
     grid: [u32; 3],
@@ -195,11 +196,15 @@ fn launch(
     stream: cudaStream_t,
     args: *mut *mut c_void,
     extra: *mut *mut c_void,
+    cooperative: bool,
 ) -> Result<(), CuError> {
     let c = session()?;
     let f = function(f)?;
     if grid.contains(&0) || block.contains(&0) {
         return Err(CuError::INVALID_VALUE);
+    }
+    if cooperative {
+        crate::api::misc::check_cooperative(c, &f.attrs, grid, block, shmem)?;
     }
     if f.param_size > MAX_PARAM_LEN {
         return Err(CuError::INVALID_VALUE);
@@ -254,7 +259,11 @@ fn launch(
         shared_mem: shmem,
         param_len: params.len() as u32,
     };
-    c.post_with::<ops::Launch>(&req, &params, &[])?;
+    if cooperative {
+        c.post_with::<ops::LaunchCooperative>(&req, &params, &[])?;
+    } else {
+        c.post_with::<ops::Launch>(&req, &params, &[])?;
+    }
     Ok(())
 }
 
@@ -442,7 +451,11 @@ entry_lib! {
     }
 
     fn cuLaunchKernel(f: *const Function, gx: c_uint, gy: c_uint, gz: c_uint, bx: c_uint, by: c_uint, bz: c_uint, shmem: c_uint, s: cudaStream_t, args: *mut *mut c_void, extra: *mut *mut c_void) -> Result<(), CuError> {
-        launch(f, [gx, gy, gz], [bx, by, bz], shmem, s, args, extra)
+        launch(f, [gx, gy, gz], [bx, by, bz], shmem, s, args, extra, false)
+    }
+
+    fn cuLaunchCooperativeKernel(f: *const Function, gx: c_uint, gy: c_uint, gz: c_uint, bx: c_uint, by: c_uint, bz: c_uint, shmem: c_uint, s: cudaStream_t, args: *mut *mut c_void) -> Result<(), CuError> {
+        launch(f, [gx, gy, gz], [bx, by, bz], shmem, s, args, std::ptr::null_mut(), true)
     }
 }
 
@@ -529,20 +542,26 @@ pub struct CUlaunchConfig {
     num_attrs: c_uint,
 }
 
-/// Whether a launch may ignore `a` and run as a plain launch: hints (access policy,
-/// priority, memory synchronization domains, carveout, scheduling), and clusters of one
-/// block. Cooperative launches, clusters and programmatic dependencies are not supported.
+/// Whether a launch handles `a`: hints (access policy, priority, memory synchronization
+/// domains, carveout, scheduling), the cooperative flag (see [`cooperative_requested`]), and
+/// clusters of one block. Clusters and programmatic dependencies are not supported.
 pub(crate) fn plain_launch_attribute(a: &CUlaunchAttribute) -> bool {
     let word =
         |i: usize| u32::from_le_bytes(a.value[i * 4..i * 4 + 4].try_into().unwrap_or_default());
     match a.id {
-        0 | 1 | 3 | 5 | 8 | 9 | 10 | 14 | 16 => true,
-        // Cooperative: allowed when off.
-        2 => word(0) == 0,
+        0..=3 | 5 | 8 | 9 | 10 | 14 | 16 => true,
         // Cluster dimensions: 1x1x1 (or unset) only.
         4 | 11 => (0..3).all(|i| word(i) <= 1),
         _ => false,
     }
+}
+
+/// Whether the attributes ask for a cooperative launch (`CU_LAUNCH_ATTRIBUTE_COOPERATIVE`
+/// with a non-zero value).
+pub(crate) fn cooperative_requested(attrs: &[CUlaunchAttribute]) -> bool {
+    attrs
+        .iter()
+        .any(|a| a.id == 2 && a.value[..4] != [0, 0, 0, 0])
 }
 
 entry_lib! {
@@ -560,6 +579,11 @@ entry_lib! {
                 return Err(CuError::NOT_SUPPORTED);
             }
         }
-        launch(f, cfg.grid, cfg.block, cfg.shared_mem, cfg.stream, args, extra)
+        let cooperative = cfg.num_attrs > 0
+            // SAFETY: as above.
+            && cooperative_requested(unsafe {
+                std::slice::from_raw_parts(cfg.attrs, cfg.num_attrs as usize)
+            });
+        launch(f, cfg.grid, cfg.block, cfg.shared_mem, cfg.stream, args, extra, cooperative)
     }
 }

@@ -182,6 +182,12 @@ entry_lib! {
         done(unsafe { super::memory::cuMemsetD2D32_v2(dst, pitch, v, w, h) })
     }
 
+    fn cuLaunchCooperativeKernel_ptsz(f: *const Function, gx: c_uint, gy: c_uint, gz: c_uint, bx: c_uint, by: c_uint, bz: c_uint, shmem: c_uint, s: cudaStream_t, args: *mut *mut c_void) -> Result<(), CuError> {
+        let s = per_thread(s);
+        // SAFETY: forwarding the caller's arguments to the cuLaunchCooperativeKernel entry point.
+        done(unsafe { super::exec::cuLaunchCooperativeKernel(f, gx, gy, gz, bx, by, bz, shmem, s, args) })
+    }
+
     fn cuLaunchKernelEx_ptsz(config: *const CUlaunchConfig, f: *const Function, args: *mut *mut c_void, extra: *mut *mut c_void) -> Result<(), CuError> {
         // SAFETY: the caller's launch configuration, checked for null.
         let mut cfg = *unsafe { config.as_ref() }.ok_or(CuError::INVALID_VALUE)?;

@@ -270,7 +270,7 @@ impl CpuExecutor {
         set(CONCURRENT_MANAGED_ACCESS, 0);
         set(COMPUTE_PREEMPTION_SUPPORTED, 1);
         set(CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM, 0);
-        set(COOPERATIVE_LAUNCH, 0);
+        set(COOPERATIVE_LAUNCH, 1);
         set(MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, 227 * 1024);
         set(CAN_FLUSH_REMOTE_WRITES, 0);
         set(HOST_REGISTER_SUPPORTED, 0);
@@ -553,7 +553,29 @@ impl Executor for CpuExecutor {
 
     fn launch(&mut self, req: &LaunchReq, params: &[u8]) -> ExecResult<()> {
         self.check_stream(req.stream)?;
-        self.modules.launch(req, params, &self.heap)
+        self.modules.launch(req, params, &self.heap, 0)
+    }
+
+    fn launch_cooperative(&mut self, req: &LaunchReq, params: &[u8]) -> ExecResult<()> {
+        self.check_stream(req.stream)?;
+        let blocks: u64 = req.grid.iter().map(|&g| u64::from(g)).product();
+        if blocks > vcuda_ptx::MAX_COOPERATIVE_BLOCKS {
+            return Err(Status(vcuda_protocol::status::COOPERATIVE_LAUNCH_TOO_LARGE));
+        }
+        // The grid workspace: private to this launch, zeroed, freed after it.
+        let size = vcuda_ptx::GRID_WORKSPACE_SIZE;
+        let ws = self.heap.alloc(size, memory::AllocKind::Symbol)?;
+        let r = match self.heap.bytes_mut(ws, size) {
+            Ok(b) => {
+                b.fill(0);
+                self.modules.launch(req, params, &self.heap, ws)
+            }
+            Err(e) => Err(e),
+        };
+        if let Err(e) = self.heap.free(ws, memory::AllocKind::Symbol) {
+            log::warn!("freeing a cooperative launch's workspace: {e:?}");
+        }
+        r
     }
 
     fn func_set_attribute(&mut self, function: u64, attr: u32, value: i32) -> ExecResult<()> {

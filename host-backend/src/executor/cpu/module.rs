@@ -356,8 +356,15 @@ impl Modules {
         Ok(())
     }
 
-    /// Runs a kernel to completion.
-    pub fn launch(&mut self, req: &LaunchReq, params: &[u8], heap: &DeviceHeap) -> ExecResult<()> {
+    /// Runs a kernel to completion; a non-zero `grid_workspace` makes it a cooperative
+    /// launch (every block at once) with that workspace.
+    pub fn launch(
+        &mut self,
+        req: &LaunchReq,
+        params: &[u8],
+        heap: &DeviceHeap,
+        grid_workspace: u64,
+    ) -> ExecResult<()> {
         let f = *self
             .functions
             .get(&req.function)
@@ -393,6 +400,7 @@ impl Modules {
             grid: req.grid,
             block: req.block,
             dynamic_shared: req.shared_mem,
+            grid_workspace,
         };
         let opts = LaunchOptions {
             threads: self.threads,

@@ -177,7 +177,7 @@ pub const CU_ATTRS: [CUdevice_attribute; 147] = [
 ];
 
 /// Capabilities a guest cannot use through vcuda, reported as 0: mapped or managed host
-/// memory (the GPU cannot reach guest memory), cooperative launches, shareable memory-pool
+/// memory (the GPU cannot reach guest memory), shareable memory-pool
 /// handles and host memory pools, IPC and GPUDirect RDMA (no protocol operations for them).
 /// Stream-ordered memory pools themselves are the guest library's, so the device's answer
 /// stands.
@@ -191,7 +191,6 @@ pub const NOT_FORWARDED: &[u32] = &[
     attr::CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM,
     attr::HOST_NATIVE_ATOMIC_SUPPORTED,
     attr::ONLY_PARTIAL_HOST_NATIVE_ATOMIC_SUPPORTED,
-    attr::COOPERATIVE_LAUNCH,
     attr::RESERVED96,
     attr::MEMORY_POOL_SUPPORTED_HANDLE_TYPES,
     attr::HOST_MEMORY_POOLS_SUPPORTED,

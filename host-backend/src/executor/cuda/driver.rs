@@ -99,6 +99,7 @@ pub const OPTIONAL: &[&str] = &[
     "cuLinkAddData_v2",
     "cuLinkComplete",
     "cuLinkDestroy",
+    "cuLaunchCooperativeKernel",
 ];
 
 /// What [`load`] found.
@@ -112,6 +113,8 @@ pub struct Loaded {
     pub param_info: bool,
     /// Whether the JIT linker (`cuLink*`) exists.
     pub linker: bool,
+    /// Whether `cuLaunchCooperativeKernel` exists.
+    pub cooperative: bool,
 }
 
 fn has_symbol(name: &str) -> bool {
@@ -206,7 +209,8 @@ pub fn load() -> Result<Loaded, InitError> {
         version,
         device_count,
         param_info: has_symbol("cuFuncGetParamInfo"),
-        linker: OPTIONAL[1..].iter().all(|s| has_symbol(s)),
+        linker: OPTIONAL[1..5].iter().all(|s| has_symbol(s)),
+        cooperative: has_symbol("cuLaunchCooperativeKernel"),
     })
 }
 
@@ -869,6 +873,29 @@ pub unsafe fn launch_kernel(
     ok(unsafe {
         sys::cuLaunchKernel(
             f, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared, s, params, extra,
+        )
+    })
+}
+
+/// `cuLaunchCooperativeKernel`: every block resident at once (a grid larger than the device
+/// holds fails with `CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE`).
+///
+/// # Safety
+///
+/// As [`launch_kernel`] with `params` only (cooperative launches take no `extra` list), and
+/// [`Loaded::cooperative`] said the entry point exists.
+pub unsafe fn launch_cooperative_kernel(
+    f: CUfunction,
+    grid: [u32; 3],
+    block: [u32; 3],
+    shared: u32,
+    s: CUstream,
+    params: *mut *mut c_void,
+) -> DrvResult<()> {
+    // SAFETY: as the caller guarantees (see above).
+    ok(unsafe {
+        sys::cuLaunchCooperativeKernel(
+            f, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared, s, params,
         )
     })
 }

@@ -725,7 +725,11 @@ impl Executor for CudaExecutor {
     }
 
     fn launch(&mut self, req: &LaunchReq, params: &[u8]) -> ExecResult<()> {
-        self.launch_impl(req, params)
+        self.launch_impl(req, params, false)
+    }
+
+    fn launch_cooperative(&mut self, req: &LaunchReq, params: &[u8]) -> ExecResult<()> {
+        self.launch_impl(req, params, true)
     }
 
     fn func_set_attribute(&mut self, function: u64, attr: u32, value: i32) -> ExecResult<()> {

@@ -337,7 +337,12 @@ impl CudaExecutor {
         Ok((ptr, size as u64))
     }
 
-    pub(super) fn launch_impl(&mut self, req: &LaunchReq, params: &[u8]) -> ExecResult<()> {
+    pub(super) fn launch_impl(
+        &mut self,
+        req: &LaunchReq,
+        params: &[u8],
+        cooperative: bool,
+    ) -> ExecResult<()> {
         let stream = stream_ref(&self.streams, req.stream)?;
         self.check_launch_config(req)?;
         if params.len() > PARAM_BUF_LEN || params.len() != req.param_len as usize {
@@ -387,6 +392,24 @@ impl CudaExecutor {
                 (std::ptr::null_mut(), extra.as_mut_ptr())
             }
         };
+        if cooperative {
+            if !extra_ptr.is_null() {
+                // cuLaunchCooperativeKernel takes kernelParams only, which need the layout.
+                return Err(Status::NOT_SUPPORTED);
+            }
+            // SAFETY: our context is current (bound above); every `args[i]` points inside
+            // the parameter buffer with its parameter's bytes in bounds (checked above);
+            // buffer and `args` outlive the call, and the driver copies parameters first.
+            return unsafe {
+                f.kernel.launch_cooperative(
+                    &self.shared.driver,
+                    (req.grid, req.block, req.shared_mem),
+                    stream,
+                    kernel_params,
+                )
+            }
+            .map_err(to_status);
+        }
         // SAFETY: our context is current (bound above). With a layout, every `args[i]`
         // points inside the parameter buffer with its parameter's bytes in bounds (checked
         // above). Without one, the extra list names the buffer, which is PARAM_BUF_LEN (the

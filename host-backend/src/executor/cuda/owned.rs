@@ -566,6 +566,31 @@ impl Kernel {
         // stream is null); the caller vouches for `params` and `extra`.
         unsafe { driver::launch_kernel(self.raw, grid, block, shared, stream.raw(), params, extra) }
     }
+
+    /// Launches this kernel cooperatively (`params` only, no `extra` list).
+    ///
+    /// # Safety
+    ///
+    /// As [`Kernel::launch`] with `extra` null.
+    pub unsafe fn launch_cooperative(
+        &self,
+        loaded: &Loaded,
+        cfg: ([u32; 3], [u32; 3], u32),
+        stream: StreamRef<'_>,
+        params: *mut *mut c_void,
+    ) -> DrvResult<()> {
+        if !loaded.cooperative {
+            return Err(CUresult::CUDA_ERROR_NOT_SUPPORTED);
+        }
+        self.check()?;
+        stream.check()?;
+        let (grid, block, shared) = cfg;
+        // SAFETY: the function and stream are live (checked, and borrowed); the entry point
+        // exists (checked above); the caller vouches for `params`.
+        unsafe {
+            driver::launch_cooperative_kernel(self.raw, grid, block, shared, stream.raw(), params)
+        }
+    }
 }
 
 #[cfg(test)]

@@ -752,3 +752,24 @@ fn kernels_too_large_to_compile_run_interpreted() {
     assert!(!s.compiled);
     assert_eq!(g.get::<u32>(out, 1)[0], 70_000);
 }
+
+#[test]
+fn shared_and_local_addresses_wrap_at_32_bits() {
+    // `[%r + 68]` with %r = -64 (as a 32-bit register) is offset 4, as on the GPU; the
+    // differential harness runs it interpreted and compiled.
+    let src = kernel(
+        ".shared .align 16 .b8 sh[64];",
+        ".local .align 8 .b8 loc[16];\n\
+         mov.u32 %r3, sh; st.shared.u32 [%r3+4], 0x1234; st.shared.u32 [%r3+8], 0x5678;\n\
+         mov.u32 %r5, -64; add.s32 %r5, %r5, %r3; ld.shared.u32 %r4, [%r5+68];\n\
+         mov.u32 %r6, -72; ld.shared.u32 %r7, [%r6+80];\n\
+         cvt.u64.u32 %rd4, %r5; ld.shared.u32 %r8, [%rd4+68];\n\
+         mov.u32 %r9, loc; st.local.u32 [%r9+12], 0x9abc; add.s32 %r10, %r9, -16;\n\
+         ld.local.u32 %r11, [%r10+28];\n\
+         st.u32 [%rd63], %r4; st.u32 [%rd63+4], %r7; st.u32 [%rd63+8], %r8; st.u32 [%rd63+12], %r11;",
+    );
+    let r = run(&src, 4, &[]);
+    for t in r {
+        assert_eq!(&t[..4], &[0x1234, 0x5678, 0x1234, 0x9abc]);
+    }
+}

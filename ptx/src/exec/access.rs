@@ -87,7 +87,8 @@ pub(super) fn ld_fixed<const SZ: usize>(
     out: &mut Lanes,
 ) -> Result<(), (usize, Fault)> {
     for lane in lanes(mask) {
-        let o = fixed_offset::<SZ>(lane, base[lane].wrapping_add(off), buf.len(), false)?;
+        let a = base[lane].wrapping_add(off) & 0xffff_ffff;
+        let o = fixed_offset::<SZ>(lane, a, buf.len(), false)?;
         let mut x = [0u8; 8];
         x[..SZ].copy_from_slice(&buf[o..o + SZ]);
         let v = u64::from_le_bytes(x);
@@ -106,10 +107,22 @@ pub(super) fn st_fixed<const SZ: usize>(
     vals: &Lanes,
 ) -> Result<(), (usize, Fault)> {
     for lane in lanes(mask) {
-        let o = fixed_offset::<SZ>(lane, base[lane].wrapping_add(off), buf.len(), true)?;
+        let a = base[lane].wrapping_add(off) & 0xffff_ffff;
+        let o = fixed_offset::<SZ>(lane, a, buf.len(), true)?;
         buf[o..o + SZ].copy_from_slice(&vals[lane].to_le_bytes()[..SZ]);
     }
     Ok(())
+}
+
+/// An address in an explicit state space: shared and local addresses are 32 bits wide on
+/// the GPU, so arithmetic on them wraps there (`[%r+68]` with `%r` = -64 is shared offset 4,
+/// not 2^32 + 4).
+#[inline(always)]
+pub(crate) fn window_addr(space: Space, addr: u64) -> u64 {
+    match space {
+        Space::Shared | Space::Local => addr & 0xffff_ffff,
+        _ => addr,
+    }
 }
 
 pub(super) fn sext(v: u64, bytes: u8) -> u64 {
@@ -147,7 +160,7 @@ impl<'a> Ctx<'a> {
         };
         let (space, a) = match space {
             Space::Generic => super::classify(addr),
-            s => (s, addr),
+            s => (s, window_addr(s, addr)),
         };
         match space {
             Space::Global | Space::Const | Space::Generic => match self.gmem.load(a, size) {
@@ -180,7 +193,7 @@ impl<'a> Ctx<'a> {
         };
         let (space, a) = match space {
             Space::Generic => super::classify(addr),
-            s => (s, addr),
+            s => (s, window_addr(s, addr)),
         };
         match space {
             Space::Global | Space::Generic => self.gmem.store(a, size, v).map_err(|_| ill),
@@ -211,7 +224,7 @@ impl<'a> Ctx<'a> {
         };
         let (space, a) = match space {
             Space::Generic => super::classify(addr),
-            s => (s, addr),
+            s => (s, window_addr(s, addr)),
         };
         let rmw = |buf: &mut [u8]| -> Option<u64> {
             let old = rd(buf, a, size)?;

@@ -505,6 +505,7 @@ impl Ctx<'_> {
 }
 
 mod access;
+pub(crate) use access::window_addr;
 mod block;
 mod call;
 mod operand;

@@ -77,6 +77,12 @@ impl Lower<'_, '_> {
         line: u32,
     ) -> Value {
         let global = !matches!(space, Space::Shared | Space::Local | Space::Param);
+        // Shared and local addresses are 32 bits wide: arithmetic on them wraps.
+        let a = if matches!(space, Space::Shared | Space::Local) {
+            self.b.ins().band_imm_u(a, 0xffff_ffff)
+        } else {
+            a
+        };
         let (base, o, lim) = match space {
             Space::Shared => (self.inv.shared, a, self.lim(Space::Shared, size)),
             Space::Param if !write => {

@@ -215,7 +215,7 @@ pub(crate) extern "C" fn h_ptr(
     }
     let (space, a) = match space_of(space) {
         Space::Generic => crate::exec::classify(addr),
-        s => (s, addr),
+        s => (s, crate::exec::window_addr(s, addr)),
     };
     let size64 = size as u64;
     let p = match space {
@@ -269,7 +269,7 @@ pub(crate) extern "C" fn h_atom(tc: *mut ThreadCtx, packed: u32, addr: u64, b: u
     }
     let (space, a) = match space_of(packed & 0xf) {
         Space::Generic => crate::exec::classify(addr),
-        s => (s, addr),
+        s => (s, crate::exec::window_addr(s, addr)),
     };
     let buf = match space {
         Space::Global | Space::Generic => {

@@ -56,6 +56,11 @@ enum Command {
         /// Executor for the private backend (ignored when VCUDA_SOCKET names a running one).
         #[arg(long, value_enum, default_value_t = Executor::Auto)]
         executor: Executor,
+        /// CPU executor: the memory checker (the backend's --memcheck): kernel accesses
+        /// outside an allocation fail, even a few bytes past its end where a GPU would let
+        /// them read padding, and each fault is reported with the nearest allocation.
+        #[arg(long)]
+        memcheck: bool,
         /// The program and its arguments.
         #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
         program: Vec<String>,
@@ -120,7 +125,11 @@ enum VmCommand {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let r = match cli.command {
-        Command::Run { executor, program } => run::run(executor.as_str(), &program),
+        Command::Run {
+            executor,
+            memcheck,
+            program,
+        } => run::run(executor.as_str(), memcheck, &program),
         Command::LibDir => libdir::lib_dir().map(|d| {
             println!("{}", d.display());
             0

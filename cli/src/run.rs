@@ -2,7 +2,7 @@
 //! `vcuda run`.
 
 use std::io::{self, BufRead, Read};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixListener;
 use std::os::unix::process::CommandExt;
@@ -17,6 +17,9 @@ struct PrivateBackend {
     child: Child,
     _dir: tempfile::TempDir,
     socket: PathBuf,
+    /// Our own descriptor of the backend's stderr pipe, to see whether the thread copying
+    /// it has caught up.
+    stderr: Option<std::os::fd::OwnedFd>,
 }
 
 impl Drop for PrivateBackend {
@@ -26,6 +29,19 @@ impl Drop for PrivateBackend {
         // or more on the program's critical path); this process exits right after, and
         // init reaps it.
         let _ = self.child.kill();
+        // What the backend already said (a kernel's fault, say) still reaches our stderr:
+        // wait, briefly, until the copying thread has drained the pipe.
+        if let Some(fd) = &self.stderr {
+            for _ in 0..100 {
+                let mut pending: libc::c_int = 0;
+                // SAFETY: FIONREAD on a pipe descriptor we own writes one int.
+                let r = unsafe { libc::ioctl(fd.as_raw_fd(), libc::FIONREAD, &mut pending) };
+                if r != 0 || pending <= 0 {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        }
     }
 }
 
@@ -64,7 +80,7 @@ const LISTEN_FD: i32 = 3;
 /// backlog until the backend, starting meanwhile, accepts it. Should the backend fail to
 /// start, the socket closes with it (this process keeps no copy), the program's calls fail
 /// with `cudaErrorDevicesUnavailable`, and the backend's own message is shown.
-fn start_backend(executor: &str) -> io::Result<PrivateBackend> {
+fn start_backend(executor: &str, memcheck: bool) -> io::Result<PrivateBackend> {
     let dir = private_dir()?;
     let socket = dir.path().join("backend.sock");
     let listener = UnixListener::bind(&socket)?;
@@ -81,6 +97,7 @@ fn start_backend(executor: &str) -> io::Result<PrivateBackend> {
         // One program: a session that spins briefly between its calls answers the next
         // one without a wake-up, at up to 50 us of a core per gap.
         .args(["--spin-us", "50"])
+        .args(memcheck.then_some("--memcheck"))
         .env("RUST_LOG", log)
         // The private backend serves one program: the CUDA executor may hand the GPU's
         // device printf output back to it.
@@ -118,6 +135,9 @@ fn start_backend(executor: &str) -> io::Result<PrivateBackend> {
     // stops without `ready`, that is shown as the reason. After it, its warnings go to
     // our stderr.
     let (out, err) = (child.stdout.take(), child.stderr.take());
+    let stderr = err
+        .as_ref()
+        .and_then(|e| e.as_fd().try_clone_to_owned().ok());
     std::thread::spawn(move || {
         let mut ready = false;
         let mut out = out.map(io::BufReader::new);
@@ -145,6 +165,7 @@ fn start_backend(executor: &str) -> io::Result<PrivateBackend> {
         child,
         _dir: dir,
         socket,
+        stderr,
     })
 }
 
@@ -156,11 +177,19 @@ fn prepend(var: &str, dir: &Path) -> String {
 }
 
 /// Runs `program` through vcuda; returns its exit code (128 + signal if killed).
-pub fn run(executor: &str, program: &[String]) -> io::Result<u8> {
+pub fn run(executor: &str, memcheck: bool, program: &[String]) -> io::Result<u8> {
     let lib_dir = libdir::lib_dir()?;
     let backend = match std::env::var_os("VCUDA_SOCKET") {
-        Some(s) if !s.is_empty() => None,
-        _ => Some(start_backend(executor)?),
+        Some(s) if !s.is_empty() => {
+            if memcheck {
+                eprintln!(
+                    "vcuda: --memcheck applies to a private backend; the one VCUDA_SOCKET names \
+                     checks memory if it was started with --memcheck"
+                );
+            }
+            None
+        }
+        _ => Some(start_backend(executor, memcheck)?),
     };
     let mut cmd = Command::new(&program[0]);
     cmd.args(&program[1..])

@@ -82,6 +82,12 @@ struct ExecArgs {
     /// a session's GPU work that lasts longer fails so, and ends the session's context.
     #[arg(long, value_name = "SECONDS")]
     kernel_timeout: Option<f64>,
+    /// CPU executor: the memory checker. A kernel's access outside its allocations fails
+    /// with cudaErrorIllegalAddress even where a GPU would let it read an allocation's
+    /// padding (a few bytes past its end), and the fault is logged with the kernel, the PTX
+    /// line, the address and the nearest allocation.
+    #[arg(long, env = "VCUDA_MEMCHECK", value_parser = clap::builder::FalseyValueParser::new())]
+    memcheck: bool,
     /// CUDA executor: serve several sessions at once even where kernels can reach this
     /// process's pageable memory (HMM or ATS on), which lets one session's kernels read
     /// another's data; without it such a GPU serves one session at a time.
@@ -222,6 +228,7 @@ fn make_factory(args: &ExecArgs) -> Result<Arc<dyn ExecutorFactory>, String> {
             session_limit,
             threads: args.cpu_threads,
             kernel_timeout,
+            memcheck: args.memcheck,
         }))
     };
     let cuda = || {

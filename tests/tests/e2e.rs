@@ -54,6 +54,7 @@ programs!(
     memory3d,
     matmul,
     mempool,
+    neighbours,
     params,
     per_thread,
     pageable,
@@ -174,4 +175,37 @@ fn a_backend_that_does_not_start_fails_the_program_cleanly() {
     // As where CUDA finds no driver: the first call fails with cudaErrorNoDevice.
     assert!(out.contains("cudaErrorNoDevice"), "{out}{err}");
     assert!(err.contains("cannot reach the vcuda backend"), "{err}");
+}
+
+/// The memory checker: an access a few bytes past an allocation's end, which a GPU (and
+/// vcuda by default) lets a kernel make, fails with `vcuda run --memcheck`, and the backend
+/// reports the nearest allocation.
+#[test]
+fn the_memory_checker_faults_where_a_gpu_reads_padding() {
+    use vcuda_tests::{bin, bin_dir, build};
+    let Some(exe) = build("neighbours", Cuda::V13) else {
+        return;
+    };
+    let o = std::process::Command::new(bin("vcuda"))
+        .args(["run", "--executor", "cpu", "--memcheck", "--"])
+        .arg(&exe)
+        .arg("memcheck")
+        .env_remove("VCUDA_SOCKET")
+        .env("VCUDA_BACKEND", bin("vcuda-backend"))
+        .env("VCUDA_LIB_DIR", bin_dir())
+        .output()
+        .expect("run vcuda");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert!(o.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("memcheck: cudaErrorIllegalAddress"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("nearest allocation") && stderr.contains("bytes after the end of it"),
+        "{stderr}"
+    );
 }

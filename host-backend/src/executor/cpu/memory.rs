@@ -218,7 +218,13 @@ pub struct DeviceHeap {
     limit: u64,
     /// Bytes charged for the session's allocations.
     charged: u64,
+    /// What a kernel reads and writes in the padding after an allocation (see
+    /// [`DeviceHeap::padding`]): shared by every gap, its contents unspecified.
+    pad: Box<[std::sync::atomic::AtomicU64]>,
 }
+
+/// Bytes of [`DeviceHeap::pad`]: the longest gap after an allocation, plus alignment slack.
+const PAD_LEN: u64 = ALIGN + GUARD + 32;
 
 /// A device range resolved to host memory.
 #[derive(Debug, Clone, Copy)]
@@ -243,7 +249,58 @@ impl DeviceHeap {
             budget,
             limit,
             charged: 0,
+            pad: (0..PAD_LEN / 8)
+                .map(|_| std::sync::atomic::AtomicU64::new(0))
+                .collect(),
         }
+    }
+
+    /// The padding after an allocation that contains `addr`, if any: the bytes from its end
+    /// to the next 512-byte boundary and the guard gap after it. On a GPU, allocations are
+    /// carved out of 2 MiB pages, so a kernel reading a little past a buffer's end (or a
+    /// little before the next buffer's start) reads the page's padding or a neighbour
+    /// instead of faulting; a kernel here sees the padding as memory of unspecified
+    /// contents (one buffer shared by every gap of the heap). The memory checker
+    /// (`--memcheck`) does not use this: there such accesses fault.
+    pub fn padding(&self, addr: u64) -> Option<Resolved> {
+        let (&base, a) = self.allocs.range(..=addr).next_back()?;
+        let end = base.checked_add(a.len)?;
+        let gap_end = end.next_multiple_of(ALIGN).checked_add(GUARD)?;
+        if !(end..gap_end).contains(&addr) {
+            return None;
+        }
+        // The next allocation may start right at `gap_end` (never before).
+        let len = gap_end - end;
+        // Host and device addresses agree modulo 16 (`Region`'s alignment rule).
+        let pad = self.pad.as_ptr().cast::<u8>().cast_mut();
+        // `len + 15 + 8 <= PAD_LEN`: the region fits in the buffer.
+        let host = pad
+            .wrapping_add(pad.align_offset(16))
+            .wrapping_add((end % 16) as usize);
+        Some(Resolved {
+            base: end,
+            len,
+            host,
+        })
+    }
+
+    /// The allocation nearest to `addr` (for the memory checker's reports): its base and
+    /// length.
+    pub fn nearest(&self, addr: u64) -> Option<(u64, u64)> {
+        let before = self.allocs.range(..=addr).next_back();
+        let after = self.allocs.range(addr..).next();
+        let dist = |(&b, a): (&u64, &Allocation)| {
+            if addr < b {
+                b - addr
+            } else {
+                addr.saturating_sub(b + a.len)
+            }
+        };
+        [before, after]
+            .into_iter()
+            .flatten()
+            .min_by_key(|&x| dist(x))
+            .map(|(&b, a)| (b, a.len))
     }
 
     /// Places future allocations in `[base, base + len)`, the range the guest reserved, if
@@ -485,6 +542,26 @@ impl Drop for DeviceHeap {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn padding_follows_each_allocation_up_to_the_next() {
+        let budget = MemoryBudget::new(1 << 20);
+        let mut h = DeviceHeap::new(budget, u64::MAX);
+        let a = h.alloc(100, AllocKind::User).unwrap();
+        let b = h.alloc(100, AllocKind::User).unwrap();
+        // Not inside an allocation: no padding.
+        assert!(h.padding(a).is_none() && h.padding(a + 99).is_none());
+        assert!(h.padding(a - 1).is_none());
+        let p = h.padding(a + 100).unwrap();
+        assert_eq!(p.base, a + 100);
+        assert_eq!(p.base + p.len, (a + 100).next_multiple_of(ALIGN) + GUARD);
+        assert!(p.base + p.len <= b);
+        assert_eq!(p.host as u64 % 16, p.base % 16);
+        assert!(h.padding(b - 1).is_some_and(|q| q.base == a + 100));
+        // Nearest allocations for reports.
+        assert_eq!(h.nearest(a + 120), Some((a, 100)));
+        assert_eq!(h.nearest(b - 3), Some((b, 100)));
+    }
 
     #[test]
     fn alloc_resolve_free() {

@@ -41,6 +41,10 @@ pub struct CpuConfig {
     /// Wall time after which a launch fails with `cudaErrorLaunchTimeout` (a GPU watchdog;
     /// none by default, like a GPU without a display).
     pub kernel_timeout: Option<std::time::Duration>,
+    /// The memory checker: a kernel's access outside its allocations faults, even in the
+    /// padding a GPU would let it read (see `DeviceHeap::padding`), and the fault is logged
+    /// with the nearest allocation.
+    pub memcheck: bool,
 }
 
 impl Default for CpuConfig {
@@ -50,6 +54,7 @@ impl Default for CpuConfig {
             session_limit: u64::MAX,
             threads: 0,
             kernel_timeout: None,
+            memcheck: false,
         }
     }
 }
@@ -93,7 +98,12 @@ impl ExecutorFactory for CpuFactory {
             heap: DeviceHeap::new(self.budget.clone(), self.config.session_limit),
             streams: HashMap::new(),
             events: HashMap::new(),
-            modules: Modules::new(self.ptx_cache.clone(), threads, self.config.kernel_timeout),
+            modules: Modules::new(
+                self.ptx_cache.clone(),
+                threads,
+                self.config.kernel_timeout,
+                self.config.memcheck,
+            ),
             next_handle: 0x5ca1_0000,
             limits: Limits::default(),
             threads,

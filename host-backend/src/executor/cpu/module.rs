@@ -147,14 +147,24 @@ impl vcuda_ptx::PrintfSink for Sink<'_> {
 }
 
 /// The session's device memory as the interpreter sees it.
-struct HeapMemory<'a>(&'a DeviceHeap);
+struct HeapMemory<'a> {
+    heap: &'a DeviceHeap,
+    /// The memory checker: no padding after allocations.
+    strict: bool,
+}
 
-// SAFETY: `resolve` returns live allocations of the heap, which the launch borrows shared for
-// its whole duration: nothing can free or move them until `launch` returns, and the
-// interpreter accesses them only through atomic-width accesses.
+// SAFETY: `resolve` returns live allocations of the heap, and `padding` the heap's padding
+// buffer (atomics, so writes through a shared borrow are allowed), which the launch borrows
+// shared for its whole duration: nothing can free or move them until `launch` returns, and
+// the interpreter accesses them only through atomic-width accesses.
 unsafe impl DeviceMemory for HeapMemory<'_> {
     fn region(&self, addr: u64) -> Option<Region> {
-        self.0.resolve(addr).map(|r| Region {
+        let r = self.heap.resolve(addr);
+        let r = match r {
+            None if !self.strict => self.heap.padding(addr),
+            r => r,
+        };
+        r.map(|r| Region {
             base: r.base,
             len: r.len,
             host: r.host,
@@ -179,11 +189,18 @@ pub struct Modules {
     pub cancel: Option<Cancel>,
     /// Run kernels compiled to native code (`VCUDA_CPU_JIT=0` interprets them all).
     jit: bool,
+    /// The memory checker (`--memcheck`).
+    memcheck: bool,
 }
 
 impl Modules {
     /// No modules yet.
-    pub fn new(cache: Arc<PtxCache>, threads: usize, time_limit: Option<Duration>) -> Self {
+    pub fn new(
+        cache: Arc<PtxCache>,
+        threads: usize,
+        time_limit: Option<Duration>,
+        memcheck: bool,
+    ) -> Self {
         Self {
             cache,
             threads,
@@ -195,6 +212,7 @@ impl Modules {
             time_limit,
             cancel: None,
             jit: std::env::var("VCUDA_CPU_JIT").map_or(true, |v| v != "0"),
+            memcheck,
         }
     }
 
@@ -418,7 +436,10 @@ impl Modules {
             &cfg,
             params,
             &|g: GlobalId| addrs.get(g.0 as usize).copied().unwrap_or(0),
-            &HeapMemory(heap),
+            &HeapMemory {
+                heap,
+                strict: self.memcheck,
+            },
             &Sink(&self.stdout),
             &opts,
         );
@@ -440,6 +461,19 @@ impl Modules {
                 }
                 if matches!(e, vcuda_ptx::KernelError::Cancelled) {
                     debug!("kernel {} stopped: its session ended", k.name);
+                } else if let vcuda_ptx::KernelError::IllegalAddress { addr, .. } = &e
+                    && let Some((base, len)) = heap.nearest(*addr)
+                {
+                    let (dir, by) = if *addr < base {
+                        ("before", base - addr)
+                    } else {
+                        ("after the end of", addr.saturating_sub(base + len))
+                    };
+                    warn!(
+                        "kernel {} failed: {e}; the nearest allocation is {base:#x} ({len} \
+                         bytes), {by} bytes {dir} it",
+                        k.name
+                    );
                 } else {
                     warn!("kernel {} failed: {e}", k.name);
                 }

@@ -57,6 +57,16 @@ int main() {
     EXPECT_ERR(cudaLaunchKernelEx(&cfg, add_k, d, n, 1), cudaErrorNotSupported);
     cudaGetLastError();
 
+#if CUDART_VERSION >= 12040
+    // The kernel's parameter layout.
+    size_t off = 99, size = 99;
+    CHECK(cudaFuncGetParamInfo((const void *)add_k, 1, &off, &size));
+    EXPECT(off == 8 && size == 4);
+    CHECK(cudaFuncGetParamInfo((const void *)add_k, 0, &off, &size));
+    EXPECT(off == 0 && size == 8);
+    EXPECT_ERR(cudaFuncGetParamInfo((const void *)add_k, 3, &off, &size), cudaErrorInvalidValue);
+    cudaGetLastError();
+#endif
     const char *name = nullptr;
     CHECK(cudaFuncGetName(&name, (const void *)add_k));
     EXPECT(name && strstr(name, "add_k") != nullptr);

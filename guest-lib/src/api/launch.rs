@@ -343,6 +343,20 @@ entry! {
         launch_as(func, grid, block, args, shmem, stream, true, true)
     }
 
+    fn cudaFuncGetParamInfo(host_fun: *const c_void, index: usize, offset: *mut usize, size: *mut usize) {
+        let c = client::client()?;
+        let f = func(host_fun)?.load(c)?;
+        let &(off, len) = f.params.get(index).ok_or(Error::INVALID_VALUE)?;
+        if offset.is_null() || size.is_null() {
+            return Err(Error::INVALID_VALUE);
+        }
+        // SAFETY: the caller's output pointers, checked for null.
+        unsafe {
+            write_out(offset, off as usize)?;
+            write_out(size, len as usize)
+        }
+    }
+
     fn cudaFuncGetAttributes(attrs: *mut cudaFuncAttributes, host_fun: *const c_void) {
         let c = client::client()?;
         let f = func(host_fun)?.load(c)?;

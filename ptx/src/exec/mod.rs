@@ -362,7 +362,14 @@ pub fn launch(
     };
     if cfg.grid_workspace != 0 {
         // Cooperative: every block at once (each worker takes one block and finishes).
-        pool::run_dedicated(nblocks as usize, &work);
+        pool::run_dedicated(nblocks as usize, &work, &|| {
+            l.fail(
+                0,
+                KernelError::OutOfResources(
+                    "a thread for every block of a cooperative launch".into(),
+                ),
+            )
+        });
     } else {
         pool::run(workers, &work);
     }

@@ -58,17 +58,19 @@ pub fn run(n: usize, work: &(dyn Fn() + Sync)) {
 
 /// Runs `work` on `n` threads of their own at once (the caller's and `n - 1` new ones), for
 /// work whose instances wait for each other (a cooperative launch's blocks); the shared
-/// pool's threads may all be busy elsewhere, so it is not used.
-pub fn run_dedicated(n: usize, work: &(dyn Fn() + Sync)) {
+/// pool's threads may all be busy elsewhere, so it is not used. If the system refuses a
+/// thread, `refused` is called first (it must make the running instances stop: they would
+/// wait for the missing one forever).
+pub fn run_dedicated(n: usize, work: &(dyn Fn() + Sync), refused: &dyn Fn()) {
     std::thread::scope(|s| {
         for _ in 1..n {
             let spawned = std::thread::Builder::new()
                 .name("vcuda-ptx-coop".into())
                 .spawn_scoped(s, work);
             if spawned.is_err() {
-                // Out of threads: the blocks that run will wait for the missing ones until
-                // the launch's time limit or cancellation stops them.
                 log::warn!("cannot start a thread for a cooperative block");
+                refused();
+                break;
             }
         }
         work();

@@ -22,6 +22,8 @@ const MAX_ENTRY_HEADER_SIZE: u32 = 64 * 1024;
 pub const MAX_FATBIN_SIZE: u64 = 1 << 30;
 /// Largest decompressed entry produced by [`Entry::data`], 256 MiB.
 pub const MAX_DECOMPRESSED_SIZE: u64 = 256 << 20;
+/// Most PTX translation units linked into one module ([`Fatbin::ptx_units`]).
+pub const MAX_LINK_UNITS: usize = 4096;
 /// LZ4 cannot expand more than 255:1 (plus a few bytes of slack for tiny inputs).
 const LZ4_MAX_RATIO: u64 = 255;
 
@@ -248,6 +250,16 @@ pub struct Entry<'a> {
 }
 
 impl<'a> Entry<'a> {
+    /// Bytes of the contents once decompressed, as declared (the payload's length when it
+    /// is stored uncompressed).
+    pub fn contents_size(&self) -> u64 {
+        if self.flags.contains(EntryFlags::LZ4) || self.flags.contains(EntryFlags::ZSTD) {
+            self.decompressed_size
+        } else {
+            self.payload.len() as u64
+        }
+    }
+
     fn parse(bytes: &'a [u8], offset: usize, end: usize) -> Result<(Self, usize)> {
         let avail = (end - offset) as u64;
         let trunc = |need: u64| FatbinError::Truncated {
@@ -472,11 +484,18 @@ impl<'a> Fatbin<'a> {
     }
 
     /// The PTX translation units to link for a device of `max_arch`: from each container
-    /// that has PTX at or below it, every PTX entry of the highest such arch. A fat binary
+    /// that has PTX at or below it, the PTX entries of the highest such arch (those built for
+    /// that exact arch or family, `sm_90a`, only where nothing generic is there). A fat binary
     /// from nvcc gives one unit; a device-linked (`-rdc`) program's image followed by its
     /// units' prelinked fat binaries (what vcuda's library registers) gives one per
     /// translation unit, and a JIT link of several PTX inputs puts them in one container.
-    pub fn ptx_units(&self, max_arch: u32) -> Vec<&Entry<'a>> {
+    ///
+    /// # Errors
+    ///
+    /// [`FatbinError::TooLarge`] for more than [`MAX_LINK_UNITS`] units, or units whose
+    /// declared contents add up to more than [`MAX_DECOMPRESSED_SIZE`] (before anything is
+    /// decompressed).
+    pub fn ptx_units(&self, max_arch: u32) -> Result<Vec<&Entry<'a>>> {
         let mut out = Vec::new();
         for c in &self.containers {
             let ptx = || {
@@ -484,11 +503,32 @@ impl<'a> Fatbin<'a> {
                     .iter()
                     .filter(|e| e.kind == EntryKind::Ptx && e.arch <= max_arch)
             };
-            if let Some(best) = ptx().map(|e| e.arch).max() {
-                out.extend(ptx().filter(|e| e.arch == best));
+            let Some(best) = ptx().map(|e| e.arch).max() else {
+                continue;
+            };
+            let specific = |e: &Entry<'_>| {
+                e.flags.contains(EntryFlags::ARCH_SPECIFIC)
+                    || e.flags.contains(EntryFlags::FAMILY_SPECIFIC)
+            };
+            let generic = ptx().any(|e| e.arch == best && !specific(e));
+            out.extend(ptx().filter(|e| e.arch == best && (!generic || !specific(e))));
+            if out.len() > MAX_LINK_UNITS {
+                return Err(FatbinError::TooLarge {
+                    size: out.len() as u64,
+                    limit: MAX_LINK_UNITS as u64,
+                });
             }
         }
-        out
+        let total = out
+            .iter()
+            .fold(0u64, |t, e| t.saturating_add(e.contents_size()));
+        if total > MAX_DECOMPRESSED_SIZE {
+            return Err(FatbinError::TooLarge {
+                size: total,
+                limit: MAX_DECOMPRESSED_SIZE,
+            });
+        }
+        Ok(out)
     }
 
     /// The cubin that runs on `arch`: an exact match if any, else the highest-arch cubin of

@@ -47,7 +47,7 @@ mod wrapper;
 
 pub use container::{
     Compression, Container, Entry, EntryFlags, EntryKind, FATBIN_MAGIC, Fatbin, FatbinError,
-    MAX_DECOMPRESSED_SIZE, MAX_FATBIN_SIZE, fatbin_len, parse,
+    MAX_DECOMPRESSED_SIZE, MAX_FATBIN_SIZE, MAX_LINK_UNITS, fatbin_len, parse,
 };
 pub use layout::{LayoutError, LayoutSource, Param, ParamLayout, kernel_layouts};
 pub use wrapper::{

@@ -93,6 +93,8 @@ const TEMPLATES: &[Tpl] = &[
     ("add.sat.f32 D, A, B", F, [F, F, F]),
     ("ex2.approx.ftz.f32 D, A", F, [F, F, F]),
     ("add.rn.f64 D, A, B", FD, [FD, FD, FD]),
+    ("sub.rn.f64 D, A, B", FD, [FD, FD, FD]),
+    ("rcp.rn.f64 D, A", FD, [FD, FD, FD]),
     ("mul.rn.f64 D, A, B", FD, [FD, FD, FD]),
     ("fma.rn.f64 D, A, B, C", FD, [FD, FD, FD]),
     ("div.rn.f64 D, A, B", FD, [FD, FD, FD]),

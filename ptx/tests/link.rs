@@ -94,9 +94,42 @@ fn two_definitions_of_a_visible_name_fail() {
     let b = unit_b();
     let e = Module::link(&[&b, &b]).unwrap_err();
     assert!(
-        e.to_string().contains("single definition of `scale`"),
+        e.to_string().contains("single definition of `counter`"),
         "{e}"
     );
+    // Functions too.
+    let f = format!(
+        "{HEADER}.visible .func (.param .b32 r) f(.param .b32 x)\n{{\n.reg .b32 %r<2>;\n\
+         ld.param.u32 %r1, [x];\nst.param.u32 [r], %r1;\nret;\n}}\n"
+    );
+    let e = Module::link(&[&f, &f]).unwrap_err();
+    assert!(e.to_string().contains("single definition of `f`"), "{e}");
+}
+
+#[test]
+fn a_strong_definition_wins_over_a_weak_one_in_any_order() {
+    let def = |linkage: &str, k: u32| {
+        format!(
+            "{HEADER}{linkage} .func (.param .b32 r) pick(.param .b32 x)\n{{\n\
+             .reg .b32 %r<2>;\nmov.u32 %r1, {k};\nst.param.u32 [r], %r1;\nret;\n}}\n"
+        )
+    };
+    let kernel = format!(
+        "{HEADER}.extern .func (.param .b32 r) pick(.param .b32 x);\n\
+         .visible .entry k(.param .u64 out)\n{{\n.reg .b32 %r<4>;\n.reg .b64 %rd<4>;\n\
+         ld.param.u64 %rd1, [out];\n\
+         {{\n.param .b32 p0;\n.param .b32 r0;\nst.param.b32 [p0], 0;\n\
+         call.uni (r0), pick, (p0);\nld.param.b32 %r1, [r0];\n}}\n\
+         st.global.u32 [%rd1], %r1;\nret;\n}}\n"
+    );
+    let (weak, strong) = (def(".weak", 1), def(".visible", 2));
+    for units in [[&kernel, &weak, &strong], [&kernel, &strong, &weak]] {
+        let units: Vec<&str> = units.iter().map(|s| s.as_str()).collect();
+        let g = Gpu::from_module(Module::link(&units).unwrap_or_else(|e| panic!("{e}")));
+        let out = g.zeros(4);
+        g.run("k", 1, 1, &[Arg::Ptr(out)]);
+        assert_eq!(g.get::<u32>(out, 1), vec![2]);
+    }
 }
 
 #[test]

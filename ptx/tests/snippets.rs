@@ -766,10 +766,16 @@ fn shared_and_local_addresses_wrap_at_32_bits() {
          cvt.u64.u32 %rd4, %r5; ld.shared.u32 %r8, [%rd4+68];\n\
          mov.u32 %r9, loc; st.local.u32 [%r9+12], 0x9abc; add.s32 %r10, %r9, -16;\n\
          ld.local.u32 %r11, [%r10+28];\n\
-         st.u32 [%rd63], %r4; st.u32 [%rd63+4], %r7; st.u32 [%rd63+8], %r8; st.u32 [%rd63+12], %r11;",
+         st.shared.u32 [%r3+12], 0x9999; ld.shared.v2.u32 {%r12, %r13}, [%r5+72];\n\
+         st.shared.v2.u32 [%r5+80], {%r13, %r12}; ld.shared.u32 %r14, [%r3+20];\n\
+         st.u32 [%rd63], %r4; st.u32 [%rd63+4], %r7; st.u32 [%rd63+8], %r8; st.u32 [%rd63+12], %r11;\n\
+         st.u32 [%rd63+16], %r12; st.u32 [%rd63+20], %r13; st.u32 [%rd63+24], %r14;",
     );
     let r = run(&src, 4, &[]);
     for t in r {
-        assert_eq!(&t[..4], &[0x1234, 0x5678, 0x1234, 0x9abc]);
+        assert_eq!(
+            &t[..7],
+            &[0x1234, 0x5678, 0x1234, 0x9abc, 0x5678, 0x9999, 0x5678]
+        );
     }
 }

@@ -41,7 +41,7 @@ fn check_config(c: &Client, grid: dim3, block: dim3, shmem: usize) -> Result<()>
         a(attr::MAX_GRID_DIM_Y),
         a(attr::MAX_GRID_DIM_Z),
     ];
-    let threads: u64 = b.iter().map(|&v| u64::from(v)).product();
+    let threads = b.iter().fold(1u64, |a, &v| a.saturating_mul(u64::from(v)));
     if threads > a(attr::MAX_THREADS_PER_BLOCK)
         || b.iter().zip(bmax).any(|(&v, m)| u64::from(v) > m)
         || g.iter().zip(gmax).any(|(&v, m)| u64::from(v) > m)

@@ -119,10 +119,14 @@ pub(crate) fn check_cooperative(
     if info.attr(attr::COOPERATIVE_LAUNCH).unwrap_or(0) == 0 {
         return Err(Error::NOT_SUPPORTED);
     }
-    let threads: i64 = block.iter().map(|&b| i64::from(b)).product();
+    let threads = block
+        .iter()
+        .fold(1i64, |a, &b| a.saturating_mul(i64::from(b)));
     let per_sm = max_active_blocks(c, attrs, threads, i64::from(smem))?;
     let sms = i64::from(info.attr(attr::MULTI_PROCESSOR_COUNT).unwrap_or(0).max(0));
-    let blocks: i64 = grid.iter().map(|&g| i64::from(g)).product();
+    let blocks = grid
+        .iter()
+        .fold(1i64, |a, &g| a.saturating_mul(i64::from(g)));
     if blocks > per_sm * sms {
         return Err(Error(vcuda_protocol::status::COOPERATIVE_LAUNCH_TOO_LARGE));
     }

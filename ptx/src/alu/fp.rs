@@ -138,6 +138,26 @@ pub(crate) trait FMath: Fp {
     fn sign_bit(self) -> bool;
     fn copysign(self, s: Self) -> Self;
     fn canonical_nan() -> Self;
+    /// The NaN an arithmetic instruction gives when its result `r` is a NaN, as the GPU
+    /// does (PTX ISA): single precision gives an unspecified NaN (the canonical one here, as
+    /// the hardware does); double precision keeps NaN payloads: the first NaN input, quiet,
+    /// or the canonical NaN when none of the inputs was a NaN (`inf - inf`).
+    #[inline(always)]
+    fn arith_nan(r: Self, inputs: &[Self]) -> Self {
+        if !r.is_nan() {
+            return r;
+        }
+        if Self::KEEPS_PAYLOAD
+            && let Some(&n) = inputs.iter().find(|x| x.is_nan())
+        {
+            return n.quiet();
+        }
+        Self::canonical_nan()
+    }
+    /// Whether NaN payloads propagate ([`FMath::arith_nan`]).
+    const KEEPS_PAYLOAD: bool;
+    /// This NaN with its quiet bit set.
+    fn quiet(self) -> Self;
     fn is_subnormal(self) -> bool;
     fn is_normal(self) -> bool;
     fn is_infinite(self) -> bool;
@@ -146,8 +166,13 @@ pub(crate) trait FMath: Fp {
 }
 
 macro_rules! impl_fmath {
-    ($t:ty, $nan:expr, $fma:path) => {
+    ($t:ty, $nan:expr, $fma:path, $keeps:expr, $quiet:expr) => {
         impl FMath for $t {
+            const KEEPS_PAYLOAD: bool = $keeps;
+            #[inline(always)]
+            fn quiet(self) -> Self {
+                <$t>::from_bits(self.to_bits() | $quiet)
+            }
             #[inline(always)]
             fn fma_rn(a: Self, b: Self, c: Self) -> Self {
                 $fma(a, b, c)
@@ -212,8 +237,14 @@ macro_rules! impl_fmath {
         }
     };
 }
-impl_fmath!(f32, 0x7fff_ffff, crate::float::fma32);
-impl_fmath!(f64, 0x7fff_ffff_ffff_ffff, f64::mul_add);
+impl_fmath!(f32, 0x7fff_ffff, crate::float::fma32, false, 0x0040_0000);
+impl_fmath!(
+    f64,
+    0x7fff_ffff_ffff_ffff,
+    f64::mul_add,
+    true,
+    0x0008_0000_0000_0000
+);
 
 // Floating-point operation codes (const generic parameters).
 pub(super) const F_ADD: u8 = 0;
@@ -241,9 +272,9 @@ pub(super) const U_SQRT_APPROX: u8 = 11;
 #[inline(always)]
 fn fop2<F: FMath, const OP: u8>(exact: bool, c: &AluCtx, a: F, b: F) -> F {
     let rnd = if exact { c.rnd } else { Rnd::Rn };
-    // A NaN result of arithmetic is the canonical NaN, as on the GPU (the host's NaN
-    // propagation keeps an input's payload and sign, which differs between x87/SSE forms).
-    let canon = |r: F| if r.is_nan() { F::canonical_nan() } else { r };
+    // A NaN result is the GPU's (`FMath::arith_nan`), whatever the host's instruction or
+    // the software rounding propagated (`sub` negates `b` first, flipping its sign).
+    let canon = |r: F| F::arith_nan(r, &[a, b]);
     match OP {
         F_ADD => canon(add_r(a, b, rnd)),
         F_SUB => canon(add_r(a, -b, rnd)),
@@ -320,8 +351,13 @@ fn fop1<F: FMath, const OP: u8>(exact: bool, c: &AluCtx, a: F) -> F {
         U_EX2 => a.exp2(),
         _ => a.tanh(),
     };
-    // Arithmetic gives the canonical NaN (see `fop2`).
-    if r.is_nan() { F::canonical_nan() } else { r }
+    // The GPU's NaN (see `fop2`); the approximate reciprocals (`rcp.approx.ftz.f64`,
+    // `rsqrt.approx`) give the canonical NaN for doubles too.
+    if matches!(OP, U_RCP_APPROX | U_RSQRT) {
+        if r.is_nan() { F::canonical_nan() } else { r }
+    } else {
+        F::arith_nan(r, &[a])
+    }
 }
 
 pub(super) fn fun<S: FStore, const OP: u8>(c: &AluCtx, i: &[&Lanes; 4], o: &mut [Lanes; 2]) {
@@ -343,10 +379,10 @@ fn ffma<S: FStore>(c: &AluCtx, i: &[&Lanes; 4], o: &mut [Lanes; 2]) {
         // The common case: round to nearest without flush or saturation (constant-folded).
         let c = &c.plain();
         map3(i, o, |x, y, z| {
-            let r = S::C::fma_rn(S::load(c, x), S::load(c, y), S::load(c, z));
-            // A NaN result is the canonical NaN, as on the GPU (and whatever the host's
-            // fused multiply-add propagates).
-            S::store(c, if r.is_nan() { S::C::canonical_nan() } else { r })
+            let (a, b, d) = (S::load(c, x), S::load(c, y), S::load(c, z));
+            let r = S::C::fma_rn(a, b, d);
+            // A NaN result is the GPU's (whatever the host's fused multiply-add propagates).
+            S::store(c, S::C::arith_nan(r, &[a, b, d]))
         })
     } else {
         map3(i, o, |x, y, z| {
@@ -356,7 +392,7 @@ fn ffma<S: FStore>(c: &AluCtx, i: &[&Lanes; 4], o: &mut [Lanes; 2]) {
             } else {
                 S::C::from_f64(a.to_f64().mul_add(b.to_f64(), d.to_f64()))
             };
-            S::store(c, if r.is_nan() { S::C::canonical_nan() } else { r })
+            S::store(c, S::C::arith_nan(r, &[a, b, d]))
         })
     }
 }

@@ -159,8 +159,10 @@ fn float_ops() {
         run("min", &["f32"], &[f32b(f32::NAN), f32b(1.0)])[0],
         f32b(1.0)
     );
-    // Arithmetic producing a NaN gives the canonical NaN whatever the inputs' sign and
-    // payload; sign operations keep them.
+    // Single-precision arithmetic producing a NaN gives the canonical NaN whatever the
+    // inputs' sign and payload; double precision keeps the first NaN input's payload (PTX
+    // ISA: "NaN payloads are supported for double-precision instructions"), quiet; sign
+    // operations keep them.
     let neg_nan = 0xffc0_1234u32 as u64;
     for (op, mods) in [
         ("add", &["rn", "f32"][..]),
@@ -172,8 +174,39 @@ fn float_ops() {
         assert_eq!(run(op, mods, &[neg_nan, f32b(1.0)])[0], 0x7fff_ffff, "{op}");
     }
     assert_eq!(run("sqrt", &["rn", "f32"], &[f32b(-1.0)])[0], 0x7fff_ffff);
+    let d = |x: f64| x.to_bits();
+    let snan = 0xfff0_0000_0000_0001u64;
+    for (op, mods) in [
+        ("add", &["rn", "f64"][..]),
+        ("sub", &["f64"][..]),
+        ("mul", &["rm", "f64"][..]),
+        ("div", &["rn", "f64"][..]),
+    ] {
+        assert_eq!(
+            run(op, mods, &[d(1.0), snan])[0],
+            0xfff8_0000_0000_0001,
+            "{op}"
+        );
+        assert_eq!(
+            run(op, mods, &[0x7ff8_0000_0000_00aa, snan])[0],
+            0x7ff8_0000_0000_00aa
+        );
+    }
+    // A NaN no input carried (inf - inf): the canonical NaN.
     assert_eq!(
-        run("sub", &["f64"], &[0xfff8_0000_0000_0001, 0])[0],
+        run("sub", &["f64"], &[d(f64::INFINITY), d(f64::INFINITY)])[0],
+        0x7fff_ffff_ffff_ffff
+    );
+    assert_eq!(
+        run(
+            "fma",
+            &["rn", "f64"],
+            &[d(2.0), d(3.0), 0x7ff8_0000_0000_0042]
+        )[0],
+        0x7ff8_0000_0000_0042
+    );
+    assert_eq!(
+        run("sqrt", &["rn", "f64"], &[d(-1.0)])[0],
         0x7fff_ffff_ffff_ffff
     );
     assert_eq!(run("neg", &["f32"], &[neg_nan])[0], 0x7fc0_1234);

@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 
 use super::{
     Ctx, SLICE, Scratch, ZERO,
-    access::{Fault, ld_fixed, rd, sext, st_fixed, wr},
+    access::{Fault, ld_fixed, rd, sext, st_fixed, window_addr, wr},
     warp::{BarWait, Warp, lanes},
 };
 use crate::{
@@ -171,7 +171,7 @@ impl<'a> Ctx<'a> {
                             continue;
                         }
                         for lane in lanes(mask) {
-                            let a = base[lane].wrapping_add(addr.off as u64);
+                            let a = window_addr(*space, base[lane].wrapping_add(addr.off as u64));
                             if a & amask != 0 {
                                 return Err(self.fault(
                                     Fault::Misaligned {
@@ -236,7 +236,8 @@ impl<'a> Ctx<'a> {
                             continue;
                         }
                         for lane in lanes(mask) {
-                            let a = sc.addr[lane].wrapping_add(addr.off as u64);
+                            let a =
+                                window_addr(*space, sc.addr[lane].wrapping_add(addr.off as u64));
                             if a & amask != 0 {
                                 return Err(self.fault(
                                     Fault::Misaligned {

@@ -195,7 +195,7 @@ impl Lower<'_, '_> {
                     FOp::Abs => self.b.ins().fabs(a),
                     FOp::Sqrt => {
                         let r = self.b.ins().sqrt(a);
-                        self.canonicalize(r, f64)
+                        self.canonicalize(r, f64, &[a])
                     }
                     FOp::Rcp => {
                         let one = if f64 {
@@ -204,31 +204,31 @@ impl Lower<'_, '_> {
                             self.b.ins().f32const(1.0)
                         };
                         let r = self.b.ins().fdiv(one, a);
-                        self.canonicalize(r, f64)
+                        self.canonicalize(r, f64, &[a])
                     }
                     _ => {
                         let b = self.as_float(arg(1)?, f64);
                         match op {
                             FOp::Add => {
                                 let r = self.b.ins().fadd(a, b);
-                                self.canonicalize(r, f64)
+                                self.canonicalize(r, f64, &[a, b])
                             }
                             FOp::Sub => {
                                 let r = self.b.ins().fsub(a, b);
-                                self.canonicalize(r, f64)
+                                self.canonicalize(r, f64, &[a, b])
                             }
                             FOp::Mul => {
                                 let r = self.b.ins().fmul(a, b);
-                                self.canonicalize(r, f64)
+                                self.canonicalize(r, f64, &[a, b])
                             }
                             FOp::Div => {
                                 let r = self.b.ins().fdiv(a, b);
-                                self.canonicalize(r, f64)
+                                self.canonicalize(r, f64, &[a, b])
                             }
                             FOp::Fma => {
                                 let c = self.as_float(arg(2)?, f64);
                                 let r = self.b.ins().fma(a, b, c);
-                                self.canonicalize(r, f64)
+                                self.canonicalize(r, f64, &[a, b, c])
                             }
                             FOp::Min | FOp::Max => self.fminmax(op == FOp::Min, a, b, f64),
                             _ => return None,
@@ -318,12 +318,22 @@ impl Lower<'_, '_> {
         self.b.ins().select(both, canon, r)
     }
 
-    /// `r`, or the canonical NaN if `r` is a NaN: the GPU's (and the interpreter's) result
-    /// of arithmetic that produces a NaN, whatever NaN the host's instruction propagated.
-    fn canonicalize(&mut self, r: Value, f64: bool) -> Value {
+    /// `r`, or the GPU's NaN if `r` is a NaN (as the interpreter's `FMath::arith_nan`): the
+    /// canonical NaN for single precision; for double precision the first NaN input, quiet,
+    /// else the canonical NaN (PTX keeps double-precision NaN payloads).
+    fn canonicalize(&mut self, r: Value, f64: bool, inputs: &[Value]) -> Value {
         let nan = self.b.ins().fcmp(FloatCC::Unordered, r, r);
-        let canon = self.canonical_nan(f64);
-        self.b.ins().select(nan, canon, r)
+        let mut v = self.canonical_nan(f64);
+        if f64 {
+            for &x in inputs.iter().rev() {
+                let bits = self.b.ins().bitcast(I64, MemFlagsData::new(), x);
+                let q = self.b.ins().bor_imm_u(bits, 0x0008_0000_0000_0000);
+                let q = self.b.ins().bitcast(F64, MemFlagsData::new(), q);
+                let x_nan = self.b.ins().fcmp(FloatCC::Unordered, x, x);
+                v = self.b.ins().select(x_nan, q, v);
+            }
+        }
+        self.b.ins().select(nan, v, r)
     }
 
     /// The canonical NaN (all payload bits set) as an f32 or f64 value.

@@ -137,15 +137,14 @@ impl<'a> Lower<'a> {
         // Pass 1: module-scope variables and function signatures.
         for ast in &units {
             let external = external_names(ast);
-            l.modsyms = shared_syms
+            // The shared names this unit declares (linear in the unit's own names).
+            l.modsyms = external
                 .iter()
-                .filter(|(n, _)| external.contains(*n))
-                .map(|(n, s)| (*n, *s))
+                .filter_map(|n| shared_syms.get(n).map(|s| (*n, *s)))
                 .collect();
-            l.func_names = shared_funcs
+            l.func_names = external
                 .iter()
-                .filter(|(n, _)| external.contains(*n))
-                .map(|(n, f)| (*n, *f))
+                .filter_map(|n| shared_funcs.get(n).map(|f| (*n, *f)))
                 .collect();
             for item in &ast.items {
                 match item {
@@ -189,16 +188,22 @@ impl<'a> Lower<'a> {
             }
             scope.0 = std::mem::take(&mut l.modsyms);
         }
-        // Pass 3: bodies.
-        for (ast, scope) in units.iter().zip(&mut scopes) {
-            l.modsyms = std::mem::take(&mut scope.0);
-            l.func_names = std::mem::take(&mut scope.1);
-            for item in &ast.items {
-                if let Item::Func(f) = item
-                    && f.body.is_some()
-                {
-                    l.define_func(f)?;
+        // Pass 3: bodies, strong definitions first: a `.weak` function is defined by the
+        // first unit that has it, unless some unit defines it strongly (as `nvlink` picks).
+        for weak in [false, true] {
+            for (ast, scope) in units.iter().zip(&mut scopes) {
+                l.modsyms = std::mem::take(&mut scope.0);
+                l.func_names = std::mem::take(&mut scope.1);
+                for item in &ast.items {
+                    if let Item::Func(f) = item
+                        && f.body.is_some()
+                        && (f.linkage == Linkage::Weak) == weak
+                    {
+                        l.define_func(f)?;
+                    }
                 }
+                scope.0 = std::mem::take(&mut l.modsyms);
+                scope.1 = std::mem::take(&mut l.func_names);
             }
         }
         for inst in &mut l.code {
@@ -287,7 +292,16 @@ impl<'a> Lower<'a> {
                         // A re-declaration (e.g. `.extern` then definition): keep the first.
                         if let Sym::Global(g) = self.syms[*s as usize] {
                             let gi = &mut self.globals[g.0 as usize];
+                            let strong = |l| matches!(l, Linkage::Visible | Linkage::None);
+                            if strong(d.linkage) && gi.visible {
+                                // Two strong definitions (in one unit or two).
+                                return Err(perr(
+                                    n.pos,
+                                    format!("a single definition of `{}`", n.name),
+                                ));
+                            }
                             gi.is_extern &= d.linkage == Linkage::Extern;
+                            gi.visible |= d.linkage == Linkage::Visible;
                             gi.size = gi.size.max(size);
                         }
                         continue;

@@ -151,7 +151,9 @@ entry_lib! {
                     }
                     let fb = vcuda_fatbin::parse(data)
                         .map_err(|e| s.fail(&format!("a fat binary input is malformed: {e}")))?;
-                    let ptx = fb.ptx_units(u32::MAX);
+                    let ptx = fb
+                        .ptx_units(u32::MAX)
+                        .map_err(|e| s.fail(&format!("too much PTX to link: {e}")))?;
                     if ptx.is_empty() {
                         return Err(s.fail("a fat binary input has no PTX to link"));
                     }

@@ -286,7 +286,10 @@ impl CpuExecutor {
         set(HOST_REGISTER_SUPPORTED, 0);
         set(PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES, 0);
         set(DIRECT_MANAGED_MEM_ACCESS_FROM_HOST, 0);
-        set(MAX_BLOCKS_PER_MULTIPROCESSOR, 32);
+        // A cooperative grid (SMs x blocks per SM at most) stays within what the executor
+        // runs at once.
+        let coop = vcuda_ptx::MAX_COOPERATIVE_BLOCKS as i32;
+        set(MAX_BLOCKS_PER_MULTIPROCESSOR, (coop / sms).clamp(1, 32));
         set(MAX_PERSISTING_L2_CACHE_SIZE, 0);
         set(MAX_ACCESS_POLICY_WINDOW_SIZE, 0);
         set(RESERVED_SHARED_MEMORY_PER_BLOCK, 1024);
@@ -568,7 +571,11 @@ impl Executor for CpuExecutor {
 
     fn launch_cooperative(&mut self, req: &LaunchReq, params: &[u8]) -> ExecResult<()> {
         self.check_stream(req.stream)?;
-        let blocks: u64 = req.grid.iter().map(|&g| u64::from(g)).product();
+        // Saturating: the dimensions are the guest's (three u32s overflow a u64).
+        let blocks = req
+            .grid
+            .iter()
+            .fold(1u64, |a, &g| a.saturating_mul(u64::from(g)));
         if blocks > vcuda_ptx::MAX_COOPERATIVE_BLOCKS {
             return Err(Status(vcuda_protocol::status::COOPERATIVE_LAUNCH_TOO_LARGE));
         }

@@ -88,7 +88,9 @@ impl PtxCache {
 /// device-linked `-rdc` program, or a JIT link of several PTX inputs) are linked.
 fn parse_image(bytes: &[u8]) -> Parsed {
     let fatbin = vcuda_fatbin::parse(bytes).map_err(|e| format!("not a fat binary: {e}"))?;
-    let units = fatbin.ptx_units(u32::MAX);
+    let units = fatbin
+        .ptx_units(u32::MAX)
+        .map_err(|e| format!("too much PTX to link: {e}"))?;
     if units.is_empty() {
         return Err(
             "the fat binary has no PTX; the CPU executor interprets PTX, so build with \
@@ -404,7 +406,10 @@ impl Modules {
             );
             return Err(Status::INVALID_VALUE);
         }
-        let threads: u64 = req.block.iter().map(|&b| u64::from(b)).product();
+        let threads = req
+            .block
+            .iter()
+            .fold(1u64, |a, &b| a.saturating_mul(u64::from(b)));
         if req.grid.contains(&0) || req.block.contains(&0) || threads > 1024 || req.block[2] > 64 {
             return Err(Status::INVALID_CONFIGURATION);
         }

@@ -65,7 +65,7 @@ pub fn check(image: &[u8]) -> Result<ImageInfo, ImageError> {
     }
     let mut info = ImageInfo {
         containers: fb.containers.len(),
-        ptx_units: fb.ptx_units(u32::MAX).len(),
+        ptx_units: fb.ptx_units(u32::MAX)?.len(),
         ..Default::default()
     };
     for (i, e) in fb.entries().enumerate() {

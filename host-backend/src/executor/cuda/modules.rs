@@ -118,7 +118,10 @@ impl CudaExecutor {
         let a = |n| self.shared.info.attr(n).unwrap_or(0).max(0) as u64;
         let block_max = [a(MAX_BLOCK_DIM_X), a(MAX_BLOCK_DIM_Y), a(MAX_BLOCK_DIM_Z)];
         let grid_max = [a(MAX_GRID_DIM_X), a(MAX_GRID_DIM_Y), a(MAX_GRID_DIM_Z)];
-        let threads: u64 = req.block.iter().map(|&b| u64::from(b)).product();
+        let threads = req
+            .block
+            .iter()
+            .fold(1u64, |a, &b| a.saturating_mul(u64::from(b)));
         let over = |dims: &[u32; 3], max: &[u64; 3]| {
             dims.iter()
                 .zip(max)
@@ -139,20 +142,22 @@ impl CudaExecutor {
     }
 
     /// The NUL-terminated PTX units of a device-linked image, for this device's arch.
-    fn ptx_units(&self, image: &[u8]) -> Vec<Vec<u8>> {
+    fn ptx_units(&self, image: &[u8]) -> Result<Vec<Vec<u8>>, Status> {
         use vcuda_protocol::attr::{COMPUTE_CAPABILITY_MAJOR, COMPUTE_CAPABILITY_MINOR};
         let a = |n| self.shared.info.attr(n).unwrap_or(0).max(0) as u32;
         let arch = a(COMPUTE_CAPABILITY_MAJOR) * 10 + a(COMPUTE_CAPABILITY_MINOR);
-        let Ok(fb) = vcuda_fatbin::parse(image) else {
-            return Vec::new();
+        let refused = |e: vcuda_fatbin::FatbinError| {
+            warn!("cannot link the module's PTX units: {e}");
+            Status::INVALID_KERNEL_IMAGE
         };
+        let fb = vcuda_fatbin::parse(image).map_err(refused)?;
         fb.ptx_units(arch)
+            .map_err(refused)?
             .iter()
-            .filter_map(|e| e.ptx_text().ok())
-            .map(|t| {
-                let mut v = t.into_owned().into_bytes();
+            .map(|e| {
+                let mut v = e.ptx_text().map_err(refused)?.into_owned().into_bytes();
                 v.push(0);
-                v
+                Ok(v)
             })
             .collect()
     }
@@ -211,7 +216,7 @@ impl CudaExecutor {
         // One fat binary holding several PTX units (vcuda's JIT link of several PTX inputs):
         // the driver would compile one of them alone, so link them.
         let loaded = if info.containers == 1 && info.ptx_units > 1 {
-            let units = self.ptx_units(&image.bytes);
+            let units = self.ptx_units(&image.bytes)?;
             let refs: Vec<&[u8]> = units.iter().map(Vec::as_slice).collect();
             ctx.module_link_ptx(&self.shared.driver, &refs)
         } else {
@@ -226,7 +231,7 @@ impl CudaExecutor {
             // A device-linked program whose linked image (the first fat binary) has no code
             // for this device: link its units' PTX, as the runtime would JIT it.
             Err(e) if info.containers > 1 => {
-                let units = self.ptx_units(&image.bytes);
+                let units = self.ptx_units(&image.bytes)?;
                 debug!(
                     "the linked image did not load ({}); JIT-linking {} PTX units",
                     driver::error_name(e),

@@ -11,6 +11,9 @@ cargo build --workspace --all-targets
 cargo test --workspace
 # The CUDA executor against a mock libcuda.so.1 (no GPU here): waits, cancellation, start-up.
 bash tests/gpu/mock/run.sh
+# Caffe (images/build-caffe.sh, cached by key) unchanged through vcuda run: device_query and
+# LeNet's `caffe time`.
+bash tests/caffe/run.sh
 if [ -x tests/vm/run.sh ] && [ "${VCUDA_SKIP_VM:-0}" != 1 ]; then
     VCUDA_VM_BUILT=1 bash tests/vm/run.sh
 fi

@@ -16,8 +16,7 @@
 #
 # Suites: vectorAdd (tests/cuda/vectorAdd.cu), tests (every tests/cuda program), caffe
 # (LeNet and AlexNet `caffe time`; images/build-caffe.sh builds Caffe, cached, ~10 min cold).
-# The VM transport cannot run the caffe suite yet: `vcuda vm run` brings only the program and
-# its libraries into the guest, not the model files.
+# In the VM the caffe suite's model files go into the guest with `vcuda vm run --add`.
 #
 # Native runs need an NVIDIA GPU and driver (`nvidia-smi -L` lists one); without them the
 # table compares the transports with each other and says so. Programs are built with the
@@ -85,17 +84,20 @@ benches() {
     caffe)
         prefix=$(bash images/build-caffe.sh 2>/dev/null | tail -1) ||
             die "Caffe does not build (bash images/build-caffe.sh)"
-        printf 'caffe LeNet\t%s time -model %s -gpu 0 -iterations 10\n' "$prefix/bin/caffe" \
-            "$prefix/share/caffe/examples/mnist/lenet.prototxt"
-        printf 'caffe AlexNet\t%s time -model %s -gpu 0 -iterations 2\n' "$prefix/bin/caffe" \
-            "$prefix/share/caffe/models/bvlc_alexnet/deploy.prototxt"
+        # A third field: `vcuda vm run` options (the model file the guest needs).
+        local lenet=$prefix/examples/mnist/lenet.prototxt
+        local alexnet=$prefix/models/bvlc_alexnet/deploy.prototxt
+        printf 'caffe LeNet\t%s time -model %s -gpu 0 -iterations 10\t--add %s\n' \
+            "$prefix/bin/caffe" "$lenet" "$lenet"
+        printf 'caffe AlexNet\t%s time -model %s -gpu 0 -iterations 2\t--add %s\n' \
+            "$prefix/bin/caffe" "$alexnet" "$alexnet"
         ;;
     *) die "unknown suite $suite (vectorAdd, tests, caffe)" ;;
     esac
 }
 
 i=0
-while IFS=$'\t' read -r name command; do
+while IFS=$'\t' read -r name command vm_opts; do
     i=$((i + 1))
     args=(--warmup "$warmup" --export-json "$out/$i.json" --style basic)
     variants=()
@@ -106,7 +108,7 @@ while IFS=$'\t' read -r name command; do
     for t in "${ts[@]}"; do
         case $t in
         socket) variants+=(-n socket "$vcuda run --executor $executor -- $command") ;;
-        vm) variants+=(-n vm "$vcuda vm run --executor $executor -- $command") ;;
+        vm) variants+=(-n vm "$vcuda vm run --executor $executor ${vm_opts:-} -- $command") ;;
         *) die "unknown transport $t" ;;
         esac
     done

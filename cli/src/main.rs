@@ -116,6 +116,10 @@ enum VmCommand {
         /// After the program, unload the vcuda module in the guest; fail (125) if that fails.
         #[arg(long)]
         check_unload: bool,
+        /// Copy the file SRC into the guest at DEST (default: the same absolute path), for
+        /// the data files a program reads (repeatable).
+        #[arg(long = "add", value_name = "SRC[:DEST]")]
+        add: Vec<String>,
         /// The program and its arguments.
         #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
         program: Vec<String>,
@@ -148,6 +152,7 @@ fn main() -> ExitCode {
                     console_log,
                     verbose,
                     check_unload,
+                    add,
                     program,
                 },
         } => vm::run(&vm::VmOptions {
@@ -162,6 +167,7 @@ fn main() -> ExitCode {
             console_log,
             verbose,
             check_unload,
+            add,
             program,
         }),
     };

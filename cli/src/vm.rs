@@ -74,6 +74,8 @@ pub struct VmOptions {
     pub verbose: bool,
     /// After the program, unload the module in the guest; fail if that does not work.
     pub check_unload: bool,
+    /// Files to copy into the guest: `SRC` or `SRC:DEST`.
+    pub add: Vec<String>,
     /// The program and its arguments.
     pub program: Vec<String>,
 }
@@ -391,6 +393,30 @@ fn run_script(program: &str, args: &[String], env: &[(String, String)], lib_path
     s
 }
 
+/// A `--add SRC[:DEST]` file: its host path and its absolute guest path (SRC's absolute path
+/// when DEST is not given).
+fn added_file(arg: &str) -> io::Result<(PathBuf, String)> {
+    let (src, dest) = match arg.split_once(':') {
+        Some((s, d)) => (PathBuf::from(s), Some(d.to_owned())),
+        None => (PathBuf::from(arg), None),
+    };
+    let abs = fs::canonicalize(&src)
+        .map_err(|e| io::Error::new(e.kind(), format!("--add {}: {e}", src.display())))?;
+    if !abs.is_file() {
+        return Err(io::Error::other(format!(
+            "--add {}: not a regular file (directories are not copied)",
+            src.display()
+        )));
+    }
+    let dest = dest.unwrap_or_else(|| abs.to_string_lossy().into_owned());
+    if !dest.starts_with('/') || dest.split('/').any(|c| c == "..") {
+        return Err(io::Error::other(format!(
+            "--add {arg}: the guest path must be absolute, without '..'"
+        )));
+    }
+    Ok((abs, dest))
+}
+
 /// Builds the initrd: the base image, padded to 4 bytes, then the run archive.
 fn build_initrd(
     out: &Path,
@@ -399,6 +425,7 @@ fn build_initrd(
     guest_program: &str,
     script: &str,
     libs: &[PathBuf],
+    extra: &[(PathBuf, String)],
 ) -> io::Result<()> {
     let mut f = BufWriter::new(File::create(out)?);
     let base_len = io::copy(&mut File::open(&image.initramfs)?, &mut f)?;
@@ -416,6 +443,9 @@ fn build_initrd(
     for l in libs {
         let dest = l.to_string_lossy().into_owned();
         add(&mut cpio, l, &dest)?;
+    }
+    for (src, dest) in extra {
+        add(&mut cpio, src, dest)?;
     }
     cpio.file(
         "/vcuda/run",
@@ -707,7 +737,21 @@ pub fn run(opts: &VmOptions) -> io::Result<u8> {
 
     let tmp = tempfile::Builder::new().prefix("vcuda-vm-").tempdir()?;
     let initrd = tmp.path().join("initrd");
-    build_initrd(&initrd, &image, &program, &guest_program, &script, &libs)?;
+    let extra = opts
+        .add
+        .iter()
+        .map(String::as_str)
+        .map(added_file)
+        .collect::<io::Result<Vec<_>>>()?;
+    build_initrd(
+        &initrd,
+        &image,
+        &program,
+        &guest_program,
+        &script,
+        &libs,
+        &extra,
+    )?;
 
     // The backend.
     let queues = opts.queues.unwrap_or(opts.smp.clamp(1, 16));

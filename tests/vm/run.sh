@@ -187,6 +187,33 @@ for c in "${cases[@]}"; do
     fi
 done
 
+# Caffe's LeNet `caffe time` in the guest, its model file brought in with --add (Caffe from
+# images/build-caffe.sh, which tests/caffe/run.sh built or found cached; skipped with
+# VCUDA_SKIP_CAFFE=1, or when VCUDA_VM_TESTS selects programs).
+if [ "${VCUDA_SKIP_CAFFE:-0}" != 1 ] && [ -z "${VCUDA_VM_TESTS:-}" ]; then
+    t=$SECONDS
+    caffe=$(bash images/build-caffe.sh 2>"$work/caffe.build" | tail -1) || caffe=
+    if [ -z "$caffe" ]; then
+        log "FAIL caffe_lenet: images/build-caffe.sh failed:"
+        tail -n 20 "$work/caffe.build" | sed 's/^/    | /' >&2
+        fail+=(caffe_lenet)
+    else
+        model=$caffe/examples/mnist/lenet.prototxt
+        rc=0
+        "$vcuda" vm run --executor cpu --timeout "$timeout_s" --add "$model" -- \
+            "$caffe/bin/caffe" time -gpu 0 -iterations 2 -model "$model" \
+            >"$work/caffe.out" 2>&1 || rc=$?
+        if [ $rc -eq 0 ] && grep -q "Average Forward-Backward" "$work/caffe.out"; then
+            log "ok   caffe_lenet ($((SECONDS - t)) s): $(grep -o 'Average Forward-Backward: .*' "$work/caffe.out")"
+            pass+=(caffe_lenet)
+        else
+            log "FAIL caffe_lenet ($((SECONDS - t)) s): exit status $rc; last lines:"
+            tail -n 30 "$work/caffe.out" | sed 's/^/    | /' >&2
+            fail+=(caffe_lenet)
+        fi
+    fi
+fi
+
 log "${#pass[@]} passed, ${#fail[@]} failed, $((SECONDS - start_all)) s in all"
 if [ ${#fail[@]} -gt 0 ]; then
     log "failed: ${fail[*]} (logs: $vm_logs/)"

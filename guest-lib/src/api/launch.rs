@@ -151,24 +151,13 @@ fn launch_as(
     let params = pack(&loaded, args)?;
     if cooperative {
         super::misc::check_cooperative(c, &loaded.attrs, grid.arr(), block.arr(), shmem)?;
-        // Graph kernel nodes here have no cooperative attribute: refuse rather than
-        // capture a launch whose blocks could not wait for each other.
-        if super::capture::add(stream, || {
-            Err(Error(vcuda_protocol::status::STREAM_CAPTURE_UNSUPPORTED))
-        })? {
-            return Ok(());
-        }
-        let req = LaunchReq {
-            function: loaded.handle,
-            stream,
-            grid: grid.arr(),
-            block: block.arr(),
-            shared_mem: shmem,
-            param_len: params.len() as u32,
-        };
-        return c.post_with::<ops::LaunchCooperative>(&req, &params, &[]);
     }
     let captured = super::capture::add(stream, || {
+        if cooperative {
+            // Graph kernel nodes here have no cooperative attribute: refuse rather than
+            // capture a launch whose blocks could not wait for each other.
+            return Err(Error(vcuda_protocol::status::STREAM_CAPTURE_UNSUPPORTED));
+        }
         let k = Kernel::new(
             host_fun as usize,
             cfg,
@@ -188,7 +177,11 @@ fn launch_as(
         shared_mem: shmem,
         param_len: params.len() as u32,
     };
-    c.post_with::<ops::Launch>(&req, &params, &[])
+    if cooperative {
+        c.post_with::<ops::LaunchCooperative>(&req, &params, &[])
+    } else {
+        c.post_with::<ops::Launch>(&req, &params, &[])
+    }
 }
 
 fn to_cuda(a: &vcuda_protocol::FuncAttrs) -> cudaFuncAttributes {

@@ -6,19 +6,11 @@
 
 use std::ffi::{c_char, c_int, c_void};
 
+use super::driver::ptsz::per_thread;
 use super::misc::StreamCallback;
 use super::pool::cudaMemPool_t;
 use crate::error::{Error, Result};
-use crate::ffi::{STREAM_PER_THREAD, cudaStream_t};
-
-/// Stream 0 names the calling thread's default stream in a `_ptsz` call.
-fn per_thread(s: cudaStream_t) -> cudaStream_t {
-    if s.is_null() {
-        STREAM_PER_THREAD as cudaStream_t
-    } else {
-        s
-    }
-}
+use crate::ffi::cudaStream_t;
 
 /// A base entry point's result.
 fn done(r: u32) -> Result<()> {

@@ -16,7 +16,7 @@ use crate::error::CuError;
 use crate::ffi::{STREAM_PER_THREAD, cudaEvent_t, cudaStream_t};
 
 /// Stream 0 names the calling thread's default stream in a `_ptsz` call.
-fn per_thread(s: cudaStream_t) -> cudaStream_t {
+pub(crate) fn per_thread(s: cudaStream_t) -> cudaStream_t {
     if s.is_null() {
         STREAM_PER_THREAD as cudaStream_t
     } else {

@@ -42,6 +42,7 @@ mod memory;
 mod module;
 mod parser;
 mod printf;
+mod texture;
 mod types;
 
 pub use error::{KernelError, Location, ParseError};
@@ -50,6 +51,7 @@ pub use exec::{
     PrintfSink, StdoutSink, launch,
 };
 pub use memory::{DeviceMemory, Region};
+pub use texture::{AddressMode, ChannelKind, FilterMode, TexObject};
 pub use module::{
     FUNC_WINDOW, GlobalId, GlobalInfo, GlobalSpace, KernelId, KernelInfo, LOCAL_WINDOW, Module,
     PARAM_WINDOW, ParamInfo, Reloc, RelocTarget, SHARED_WINDOW, WINDOW_SIZE,

@@ -36,6 +36,13 @@ pub struct Region {
 pub unsafe trait DeviceMemory: Sync {
     /// The region containing device address `addr`, or `None` if it is unmapped.
     fn region(&self, addr: u64) -> Option<Region>;
+
+    /// The texture or surface object a kernel names by `handle`, or `None` if the program
+    /// has none by that handle. Texels are read and written through [`Self::region`].
+    fn texture(&self, handle: u64) -> Option<crate::TexObject> {
+        let _ = handle;
+        None
+    }
 }
 
 #[derive(Clone, Copy)]

@@ -153,14 +153,25 @@ impl Client {
             flags: 0,
             reserved: 0,
         };
-        let resp: HelloResp = c
-            .call_with::<ops::Hello>(&hello, name.as_bytes(), &[], &mut [])
-            .inspect_err(|e| {
+        let resp: HelloResp = match c.call_with::<ops::Hello>(&hello, name.as_bytes(), &[], &mut [])
+        {
+            Ok(r) => r,
+            // The connection closed before the session started (a backend that exited
+            // with the connection still queued): as if no backend were reachable.
+            Err(_) if c.transport.is_broken() => {
+                logging::alert(
+                    "cannot reach the vcuda backend (it closed the connection before the session started)",
+                );
+                return Err(Error::NO_DEVICE);
+            }
+            Err(e) => {
                 logging::alert(&format!(
                     "the vcuda backend refused the session (error {})",
                     e.0
                 ));
-            })?;
+                return Err(e);
+            }
+        };
         if ExecutorKind::from_u32(resp.executor).is_none() {
             return Err(Error::NO_DEVICE);
         }

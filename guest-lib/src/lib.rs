@@ -45,6 +45,7 @@ pub mod transport;
 pub mod virtio;
 
 mod api {
+    pub mod array;
     pub mod attrs;
     pub mod capture;
     pub mod cublas;
@@ -63,6 +64,7 @@ mod api {
     pub mod pool;
     pub mod ptsz;
     pub mod stream;
+    pub mod texture;
 }
 
 mod stubs {

@@ -455,6 +455,17 @@ impl Session {
                 let dst = self.shared.segs(r.region, r.offset, len)?;
                 done::<ops::MemcpyDtoHShared>(e.memcpy_dtoh(&r.copy(), &dst))
             }
+            Request::ArrayCreate(ref r) => e
+                .array_create(r)
+                .map(|h| reply::<ops::ArrayCreate>(handle(h))),
+            Request::ArrayDestroy(h) => done::<ops::ArrayDestroy>(e.array_destroy(h.handle)),
+            Request::MemcpyArray(ref r) => done::<ops::MemcpyArray>(e.memcpy_array(r)),
+            Request::TexObjectCreate(ref r) => e
+                .tex_object_create(r)
+                .map(|h| reply::<ops::TexObjectCreate>(handle(h))),
+            Request::TexObjectDestroy(h) => {
+                done::<ops::TexObjectDestroy>(e.tex_object_destroy(h.handle))
+            }
             Request::MemcpyDtoD(ref r) => done::<ops::MemcpyDtoD>(e.memcpy_dtod(r)),
             Request::Memset(ref r) => done::<ops::Memset>(e.memset(r)),
             Request::StreamCreate(s) => e

@@ -632,6 +632,139 @@ wire_struct!(
     }
 );
 
+// Arrays, textures and surfaces.
+
+/// `cudaChannelFormatKindSigned`.
+pub const CHANNEL_SIGNED: u32 = 0;
+/// `cudaChannelFormatKindUnsigned`.
+pub const CHANNEL_UNSIGNED: u32 = 1;
+/// `cudaChannelFormatKindFloat`.
+pub const CHANNEL_FLOAT: u32 = 2;
+
+/// `cudaArraySurfaceLoadStore`: surfaces may view the array.
+pub const ARRAY_SURFACE_LOAD_STORE: u32 = 0x02;
+/// `cudaArrayTextureGather`: `tex2Dgather` may read the array.
+pub const ARRAY_TEXTURE_GATHER: u32 = 0x08;
+
+/// Largest width, height or depth of an array (the executors may allow less).
+pub const MAX_ARRAY_DIM: u64 = 1 << 17;
+
+wire_struct!(
+    /// The texel format of an array or texture: `cudaChannelFormatDesc`.
+    ChannelFormat, 8 {
+        /// Bits of channels x, y, z, w (0 for an absent channel).
+        bits: [u8; 4],
+        /// A `CHANNEL_*` kind.
+        kind: u32,
+    }
+);
+
+wire_struct!(
+    /// `ArrayCreate` request: a CUDA array of `width` x `height` x `depth` texels (`height`
+    /// and `depth` 0 for fewer dimensions, as `cudaMalloc3DArray` takes them).
+    ArrayCreateReq, 40 {
+        /// Device ordinal.
+        device: u32,
+        /// `ARRAY_*` flags.
+        flags: u32,
+        /// The texel format.
+        format: ChannelFormat,
+        /// Width in texels.
+        width: u64,
+        /// Height in texels (0: a 1-D array).
+        height: u64,
+        /// Depth in texels (0: a 1-D or 2-D array).
+        depth: u64,
+    }
+);
+
+/// `MemcpyArrayReq::flags`: the copy goes from linear device memory into the array.
+pub const ARRAY_COPY_TO_ARRAY: u32 = 1 << 0;
+/// `MemcpyArrayReq::flags`: the guest does not wait (stream ordered).
+pub const ARRAY_COPY_ASYNC: u32 = 1 << 1;
+
+wire_struct!(
+    /// `MemcpyArray` request: copies a box between an array and linear device memory.
+    MemcpyArrayReq, 96 {
+        /// Array handle.
+        array: u64,
+        /// The box's origin in the array: x in bytes, y and z in texels.
+        x: u64,
+        /// Row.
+        y: u64,
+        /// Slice.
+        z: u64,
+        /// Device address of the box in linear memory.
+        ptr: u64,
+        /// Bytes from one row to the next in linear memory.
+        pitch: u64,
+        /// Rows from one slice to the next in linear memory.
+        rows: u64,
+        /// Bytes per row of the box.
+        width: u64,
+        /// Rows of the box.
+        height: u64,
+        /// Slices of the box.
+        depth: u64,
+        /// Stream handle.
+        stream: u64,
+        /// `ARRAY_COPY_*` flags.
+        flags: u32,
+        /// Zero.
+        reserved: u32,
+    }
+);
+
+/// `TexObjectCreateReq::resource`: a CUDA array.
+pub const RESOURCE_ARRAY: u32 = 0;
+/// `TexObjectCreateReq::resource`: linear device memory (1-D).
+pub const RESOURCE_LINEAR: u32 = 2;
+/// `TexObjectCreateReq::resource`: pitched 2-D device memory.
+pub const RESOURCE_PITCH2D: u32 = 3;
+
+/// `TexObjectCreateReq::flags`: a surface object (otherwise a texture object).
+pub const TEX_SURFACE: u32 = 1 << 0;
+/// `TexObjectCreateReq::flags`: normalized coordinates.
+pub const TEX_NORMALIZED_COORDS: u32 = 1 << 1;
+/// `TexObjectCreateReq::flags`: `cudaReadModeNormalizedFloat`.
+pub const TEX_READ_NORMALIZED_FLOAT: u32 = 1 << 2;
+/// `TexObjectCreateReq::flags`: sRGB to linear conversion.
+pub const TEX_SRGB: u32 = 1 << 3;
+/// `TexObjectCreateReq::flags`: linear filtering (otherwise point).
+pub const TEX_FILTER_LINEAR: u32 = 1 << 4;
+
+wire_struct!(
+    /// `TexObjectCreate` request: a texture or surface object over an array or device memory.
+    TexObjectCreateReq, 104 {
+        /// Device ordinal.
+        device: u32,
+        /// A `RESOURCE_*` type.
+        resource: u32,
+        /// The array handle (`RESOURCE_ARRAY`).
+        array: u64,
+        /// Device address of texel 0 (`RESOURCE_LINEAR`, `RESOURCE_PITCH2D`).
+        ptr: u64,
+        /// The texel format (linear and pitched memory; an array has its own).
+        format: ChannelFormat,
+        /// Bytes (`RESOURCE_LINEAR`).
+        size: u64,
+        /// Width in texels (`RESOURCE_PITCH2D`).
+        width: u64,
+        /// Height in texels (`RESOURCE_PITCH2D`).
+        height: u64,
+        /// Bytes from one row to the next (`RESOURCE_PITCH2D`).
+        pitch: u64,
+        /// `cudaTextureAddressMode` per coordinate.
+        address: [u32; 3],
+        /// `TEX_*` flags.
+        flags: u32,
+        /// The border color.
+        border: [f32; 4],
+        /// Zero.
+        reserved: [u32; 2],
+    }
+);
+
 /// cuBLAS and cuRAND: constants shared by the guest library and the executors.
 ///
 /// A library request's reply carries the library's status (`cublasStatus_t` for `Blas*`,

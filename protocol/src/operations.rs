@@ -73,6 +73,18 @@ operations! {
     /// [`PtrReq`]: removes the mapped range that starts at `ptr`.
     UnmapHostMemory = 0x020B, PtrReq => ();
 
+    /// [`ArrayCreateReq`] -> [`HandleResp`]: a CUDA array.
+    ArrayCreate = 0x020C, ArrayCreateReq => HandleResp;
+    /// [`HandleReq`]: destroys an array (synchronizes the device first, as `cudaFree` does).
+    ArrayDestroy = 0x020D, HandleReq => ();
+    /// [`MemcpyArrayReq`]: a copy between an array and linear device memory.
+    MemcpyArray = 0x020E, MemcpyArrayReq => ();
+    /// [`TexObjectCreateReq`] -> [`HandleResp`]: a texture or surface object; its handle is
+    /// what kernels take.
+    TexObjectCreate = 0x020F, TexObjectCreateReq => HandleResp;
+    /// [`HandleReq`]: destroys a texture or surface object.
+    TexObjectDestroy = 0x0210, HandleReq => ();
+
     /// [`StreamCreateReq`] -> [`HandleResp`].
     StreamCreate = 0x0300, StreamCreateReq => HandleResp;
     /// [`HandleReq`].

@@ -2,8 +2,8 @@
 //! Three-dimensional memory: `cudaMalloc3D`, `cudaMemcpy3D[Async]`, `cudaMemcpy3DPeer[Async]`
 //! and `cudaMemset3D[Async]` (and their per-thread default stream variants) over pitched
 //! linear memory. A 3-D copy or memset is one 2-D operation per slice, in order on the same
-//! stream; a capturing stream records a 3-D copy as one memcpy node. CUDA arrays are not
-//! supported (`cudaErrorNotSupported`).
+//! stream; a capturing stream records a 3-D copy as one memcpy node. Copies with a CUDA
+//! array on either side are `super::array`'s (not captured).
 
 use std::ffi::{c_int, c_void};
 
@@ -34,6 +34,9 @@ pub struct cudaMemcpy3DPeerParms {
 fn memcpy_3d(p: *const cudaMemcpy3DParms, on: On) -> Result<()> {
     // SAFETY: the caller's parameter block (the API's contract); null is checked.
     let p = unsafe { p.as_ref() }.ok_or(Error::INVALID_VALUE)?;
+    if !p.src_array.is_null() || !p.dst_array.is_null() {
+        return super::array::copy_3d(p, on);
+    }
     let cp = Copy3D::from_c(p)?;
     let c = client::client()?;
     c.check_sticky()?;

@@ -15,12 +15,14 @@ use std::sync::Arc;
 
 use vcuda_protocol::status::{self, CudaStatus};
 use vcuda_protocol::{
-    BlasCallReq, DeviceInfo, EventElapsedResp, ExecutorKind, FuncAttrs, LaunchReq, MemcpyDtoDReq,
-    MemcpyDtoHReq, MemcpyHtoDReq, MemsetReq, ParamInfo, RandGenerateReq, RandSetReq, lib,
+    ArrayCreateReq, BlasCallReq, DeviceInfo, EventElapsedResp, ExecutorKind, FuncAttrs, LaunchReq,
+    MemcpyArrayReq, MemcpyDtoDReq, MemcpyDtoHReq, MemcpyHtoDReq, MemsetReq, ParamInfo,
+    RandGenerateReq, RandSetReq, TexObjectCreateReq, lib,
 };
 
 use crate::data::DataSegs;
 
+pub mod array;
 pub mod cpu;
 pub mod cuda;
 #[cfg(test)]
@@ -185,6 +187,32 @@ pub trait Executor: Send {
     fn memcpy_dtod(&mut self, req: &MemcpyDtoDReq) -> ExecResult<()>;
     /// Memset.
     fn memset(&mut self, req: &MemsetReq) -> ExecResult<()>;
+
+    /// Creates a CUDA array; returns its handle.
+    fn array_create(&mut self, req: &ArrayCreateReq) -> ExecResult<u64> {
+        let _ = req;
+        Err(Status::NOT_SUPPORTED)
+    }
+    /// Destroys an array (after the work that uses it, as `cudaFreeArray` does).
+    fn array_destroy(&mut self, array: u64) -> ExecResult<()> {
+        let _ = array;
+        Err(Status::INVALID_VALUE)
+    }
+    /// Copies a box between an array and linear device memory.
+    fn memcpy_array(&mut self, req: &MemcpyArrayReq) -> ExecResult<()> {
+        let _ = req;
+        Err(Status::INVALID_VALUE)
+    }
+    /// Creates a texture or surface object; returns the handle kernels take.
+    fn tex_object_create(&mut self, req: &TexObjectCreateReq) -> ExecResult<u64> {
+        let _ = req;
+        Err(Status::NOT_SUPPORTED)
+    }
+    /// Destroys a texture or surface object.
+    fn tex_object_destroy(&mut self, handle: u64) -> ExecResult<()> {
+        let _ = handle;
+        Err(Status::INVALID_VALUE)
+    }
 
     /// Creates a stream.
     fn stream_create(&mut self, device: u32, flags: u32, priority: i32) -> ExecResult<u64>;

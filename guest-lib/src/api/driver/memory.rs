@@ -105,6 +105,36 @@ fn copy_2d(p: *const CUDA_MEMCPY2D, stream: Option<cudaStream_t>) -> Result<(), 
     current()?;
     // SAFETY: the caller's descriptor, checked for null.
     let p = unsafe { p.as_ref() }.ok_or(CuError::INVALID_VALUE)?;
+    if super::texture::is_array_copy(p.src_memory_type, p.dst_memory_type) {
+        let ptr = |ty: u32, host: usize, dev: u64| {
+            if ty == MEMORYTYPE_HOST {
+                host as u64
+            } else {
+                dev
+            }
+        };
+        return super::texture::copy_2d_array(
+            (
+                p.src_memory_type,
+                ptr(p.src_memory_type, p.src_host as usize, p.src_device),
+                p.src_array,
+                p.src_x_in_bytes,
+                p.src_y,
+                p.src_pitch,
+            ),
+            (
+                p.dst_memory_type,
+                ptr(p.dst_memory_type, p.dst_host as usize, p.dst_device),
+                p.dst_array,
+                p.dst_x_in_bytes,
+                p.dst_y,
+                p.dst_pitch,
+            ),
+            p.width_in_bytes,
+            p.height,
+            stream,
+        );
+    }
     let side = |ty: u32, host: usize, dev: u64, x: usize, y: usize, pitch: usize| {
         let base = match ty {
             MEMORYTYPE_HOST => host as u64,

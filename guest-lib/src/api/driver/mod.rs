@@ -34,6 +34,7 @@ pub mod memory;
 pub mod procs;
 mod procs_gen;
 pub mod ptsz;
+pub mod texture;
 
 use crate::error::CuError;
 

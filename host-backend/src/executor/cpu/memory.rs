@@ -67,6 +67,8 @@ pub enum AllocKind {
     User,
     /// A module variable: freed with its module.
     Symbol,
+    /// A CUDA array: freed with `cudaFreeArray`.
+    Array,
 }
 
 /// Where an allocation's bytes come from.

@@ -11,6 +11,7 @@ mod blas;
 pub mod memory;
 mod module;
 mod rand;
+mod texture;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -109,6 +110,7 @@ impl ExecutorFactory for CpuFactory {
             threads,
             blas: blas::Blas::default(),
             rand: rand::Rand::default(),
+            textures: texture::Textures::default(),
         }))
     }
 }
@@ -187,6 +189,7 @@ pub struct CpuExecutor {
     threads: usize,
     blas: blas::Blas,
     rand: rand::Rand,
+    textures: texture::Textures,
 }
 
 /// Name the CPU device reports.
@@ -265,6 +268,47 @@ impl CpuExecutor {
         set(UNIFIED_ADDRESSING, 1);
         set(PCI_DOMAIN_ID, 0);
         set(TEXTURE_PITCH_ALIGNMENT, 32);
+        {
+            use crate::executor::array::{MAX_1D_WIDTH, MAX_2D, MAX_3D, MAX_LINEAR_TEXELS};
+            let (w1, (w2, h2), e3) = (
+                MAX_1D_WIDTH as i32,
+                (MAX_2D.0 as i32, MAX_2D.1 as i32),
+                MAX_3D as i32,
+            );
+            for a in [
+                MAX_TEXTURE1_DWIDTH,
+                MAX_SURFACE1_DWIDTH,
+                MAX_TEXTURE2_DWIDTH,
+                MAX_SURFACE2_DWIDTH,
+            ] {
+                set(
+                    a,
+                    if a == MAX_TEXTURE1_DWIDTH || a == MAX_SURFACE1_DWIDTH {
+                        w1
+                    } else {
+                        w2
+                    },
+                );
+            }
+            set(MAX_TEXTURE2_DHEIGHT, h2);
+            set(MAX_SURFACE2_DHEIGHT, h2);
+            for a in [
+                MAX_TEXTURE3_DWIDTH,
+                MAX_TEXTURE3_DHEIGHT,
+                MAX_TEXTURE3_DDEPTH,
+                MAX_SURFACE3_DWIDTH,
+                MAX_SURFACE3_DHEIGHT,
+                MAX_SURFACE3_DDEPTH,
+            ] {
+                set(a, e3);
+            }
+            set(MAX_TEXTURE1_DLINEAR_WIDTH, MAX_LINEAR_TEXELS as i32);
+            set(MAX_TEXTURE2_DLINEAR_WIDTH, w2);
+            set(MAX_TEXTURE2_DLINEAR_HEIGHT, 65_000);
+            set(MAX_TEXTURE2_DLINEAR_PITCH, 2_097_120);
+            set(MAX_TEXTURE2_DGATHER_WIDTH, 32768);
+            set(MAX_TEXTURE2_DGATHER_HEIGHT, 32768);
+        }
         set(COMPUTE_CAPABILITY_MAJOR, COMPUTE_CAPABILITY.0);
         set(COMPUTE_CAPABILITY_MINOR, COMPUTE_CAPABILITY.1);
         set(STREAM_PRIORITIES_SUPPORTED, 1);
@@ -341,6 +385,7 @@ impl Executor for CpuExecutor {
         self.limits = Limits::default();
         self.blas.clear();
         self.rand.clear();
+        self.textures = texture::Textures::default();
         Ok(())
     }
 
@@ -404,6 +449,33 @@ impl Executor for CpuExecutor {
                 .map_err(|_| Status::INVALID_VALUE)?;
         }
         Ok(())
+    }
+
+    fn array_create(&mut self, r: &vcuda_protocol::ArrayCreateReq) -> ExecResult<u64> {
+        self.check_device(r.device)?;
+        let h = self.new_handle();
+        self.textures.array_create(&mut self.heap, r, h)?;
+        Ok(h)
+    }
+
+    fn array_destroy(&mut self, array: u64) -> ExecResult<()> {
+        self.textures.array_destroy(&mut self.heap, array)
+    }
+
+    fn memcpy_array(&mut self, r: &vcuda_protocol::MemcpyArrayReq) -> ExecResult<()> {
+        self.check_stream(r.stream)?;
+        self.textures.memcpy(&mut self.heap, r)
+    }
+
+    fn tex_object_create(&mut self, r: &vcuda_protocol::TexObjectCreateReq) -> ExecResult<u64> {
+        self.check_device(r.device)?;
+        let h = self.new_handle();
+        self.textures.object_create(&self.heap, r, h)?;
+        Ok(h)
+    }
+
+    fn tex_object_destroy(&mut self, handle: u64) -> ExecResult<()> {
+        self.textures.object_destroy(handle)
     }
 
     fn memcpy_dtod(&mut self, r: &MemcpyDtoDReq) -> ExecResult<()> {
@@ -566,7 +638,8 @@ impl Executor for CpuExecutor {
 
     fn launch(&mut self, req: &LaunchReq, params: &[u8]) -> ExecResult<()> {
         self.check_stream(req.stream)?;
-        self.modules.launch(req, params, &self.heap, 0)
+        self.modules
+            .launch(req, params, &self.heap, &self.textures.objects, 0)
     }
 
     fn launch_cooperative(&mut self, req: &LaunchReq, params: &[u8]) -> ExecResult<()> {
@@ -585,7 +658,8 @@ impl Executor for CpuExecutor {
         let r = match self.heap.bytes_mut(ws, size) {
             Ok(b) => {
                 b.fill(0);
-                self.modules.launch(req, params, &self.heap, ws)
+                self.modules
+                    .launch(req, params, &self.heap, &self.textures.objects, ws)
             }
             Err(e) => Err(e),
         };

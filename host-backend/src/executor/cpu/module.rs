@@ -151,6 +151,8 @@ impl vcuda_ptx::PrintfSink for Sink<'_> {
 /// The session's device memory as the interpreter sees it.
 struct HeapMemory<'a> {
     heap: &'a DeviceHeap,
+    /// The session's texture and surface objects.
+    textures: &'a HashMap<u64, vcuda_ptx::TexObject>,
     /// The memory checker: no padding after allocations.
     strict: bool,
 }
@@ -171,6 +173,10 @@ unsafe impl DeviceMemory for HeapMemory<'_> {
             len: r.len,
             host: r.host,
         })
+    }
+
+    fn texture(&self, handle: u64) -> Option<vcuda_ptx::TexObject> {
+        self.textures.get(&handle).copied()
     }
 }
 
@@ -383,6 +389,7 @@ impl Modules {
         req: &LaunchReq,
         params: &[u8],
         heap: &DeviceHeap,
+        textures: &HashMap<u64, vcuda_ptx::TexObject>,
         grid_workspace: u64,
     ) -> ExecResult<()> {
         let f = *self
@@ -443,6 +450,7 @@ impl Modules {
             &|g: GlobalId| addrs.get(g.0 as usize).copied().unwrap_or(0),
             &HeapMemory {
                 heap,
+                textures,
                 strict: self.memcheck,
             },
             &Sink(&self.stdout),

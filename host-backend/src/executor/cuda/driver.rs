@@ -24,14 +24,15 @@ use cudarc::driver::sys::{
 };
 
 use super::error::{InitError, MIN_DRIVER_VERSION};
+use super::ffi;
 
 /// A raw driver result.
 pub type DrvResult<T> = Result<T, CUresult>;
 
-fn ok(r: CUresult) -> DrvResult<()> {
+fn ok(r: u32) -> DrvResult<()> {
     match r {
-        CUresult::CUDA_SUCCESS => Ok(()),
-        e => Err(e),
+        0 => Ok(()),
+        e => Err(super::error::result(e)),
     }
 }
 
@@ -100,6 +101,13 @@ pub const OPTIONAL: &[&str] = &[
     "cuLinkComplete",
     "cuLinkDestroy",
     "cuLaunchCooperativeKernel",
+    "cuArray3DCreate_v2",
+    "cuArrayDestroy",
+    "cuMemcpy3DAsync_v2",
+    "cuTexObjectCreate",
+    "cuTexObjectDestroy",
+    "cuSurfObjectCreate",
+    "cuSurfObjectDestroy",
 ];
 
 /// What [`load`] found.
@@ -115,6 +123,8 @@ pub struct Loaded {
     pub linker: bool,
     /// Whether `cuLaunchCooperativeKernel` exists.
     pub cooperative: bool,
+    /// Whether the array, texture and surface object calls exist.
+    pub textures: bool,
 }
 
 fn has_symbol(name: &str) -> bool {
@@ -133,8 +143,8 @@ pub fn error_name(r: CUresult) -> &'static str {
     let mut p = std::ptr::null();
     // SAFETY: `p` is a valid out pointer; on success the driver points it at a static
     // NUL-terminated string.
-    let r2 = unsafe { sys::cuGetErrorName(r, &mut p) };
-    if r2 != CUresult::CUDA_SUCCESS || p.is_null() {
+    let r2 = unsafe { ffi::cuGetErrorName(r, &mut p) };
+    if r2 != 0 || p.is_null() {
         return "unknown CUDA error";
     }
     // SAFETY: the driver returned a pointer to a static C string (it lives as long as the
@@ -176,11 +186,13 @@ pub fn load() -> Result<Loaded, InitError> {
         }
     }
     // SAFETY: cuInit takes flags (must be 0) and nothing else.
-    match unsafe { sys::cuInit(0) } {
-        CUresult::CUDA_SUCCESS => {}
-        CUresult::CUDA_ERROR_STUB_LIBRARY => return Err(InitError::StubLibrary),
-        r @ CUresult::CUDA_ERROR_NO_DEVICE => return Err(InitError::NoDevice(error_name(r))),
-        r => {
+    match ok(unsafe { ffi::cuInit(0) }).err() {
+        None => {}
+        Some(CUresult::CUDA_ERROR_STUB_LIBRARY) => return Err(InitError::StubLibrary),
+        Some(r @ CUresult::CUDA_ERROR_NO_DEVICE) => {
+            return Err(InitError::NoDevice(error_name(r)));
+        }
+        Some(r) => {
             return Err(InitError::Driver {
                 call: "cuInit",
                 name: error_name(r),
@@ -189,7 +201,7 @@ pub fn load() -> Result<Loaded, InitError> {
     }
     let mut version = 0;
     // SAFETY: valid out pointer.
-    ok(unsafe { sys::cuDriverGetVersion(&mut version) }).map_err(|r| InitError::Driver {
+    ok(unsafe { ffi::cuDriverGetVersion(&mut version) }).map_err(|r| InitError::Driver {
         call: "cuDriverGetVersion",
         name: error_name(r),
     })?;
@@ -198,7 +210,7 @@ pub fn load() -> Result<Loaded, InitError> {
     }
     let mut device_count = 0;
     // SAFETY: valid out pointer; the driver is initialized.
-    ok(unsafe { sys::cuDeviceGetCount(&mut device_count) }).map_err(|r| InitError::Driver {
+    ok(unsafe { ffi::cuDeviceGetCount(&mut device_count) }).map_err(|r| InitError::Driver {
         call: "cuDeviceGetCount",
         name: error_name(r),
     })?;
@@ -211,6 +223,7 @@ pub fn load() -> Result<Loaded, InitError> {
         param_info: has_symbol("cuFuncGetParamInfo"),
         linker: OPTIONAL[1..5].iter().all(|s| has_symbol(s)),
         cooperative: has_symbol("cuLaunchCooperativeKernel"),
+        textures: OPTIONAL[6..].iter().all(|s| has_symbol(s)),
     })
 }
 
@@ -218,7 +231,7 @@ pub fn load() -> Result<Loaded, InitError> {
 pub fn device_get(ordinal: i32) -> DrvResult<CUdevice> {
     let mut d = 0;
     // SAFETY: valid out pointer; the driver validates the ordinal.
-    ok(unsafe { sys::cuDeviceGet(&mut d, ordinal) })?;
+    ok(unsafe { ffi::cuDeviceGet(&mut d, ordinal) })?;
     Ok(d)
 }
 
@@ -227,7 +240,7 @@ pub fn device_name(dev: CUdevice) -> DrvResult<Vec<u8>> {
     let mut buf = [0 as std::ffi::c_char; 256];
     // SAFETY: the buffer holds `len` bytes; the driver NUL-terminates within it. `dev`
     // is a plain integer the driver validates.
-    ok(unsafe { sys::cuDeviceGetName(buf.as_mut_ptr(), buf.len() as i32, dev) })?;
+    ok(unsafe { ffi::cuDeviceGetName(buf.as_mut_ptr(), buf.len() as i32, dev) })?;
     Ok(buf
         .iter()
         .take_while(|&&c| c != 0)
@@ -239,7 +252,7 @@ pub fn device_name(dev: CUdevice) -> DrvResult<Vec<u8>> {
 pub fn device_uuid(dev: CUdevice) -> DrvResult<[u8; 16]> {
     let mut u = MaybeUninit::<sys::CUuuid>::zeroed();
     // SAFETY: valid out pointer to a `CUuuid` (16 bytes, zero-initialized).
-    ok(unsafe { sys::cuDeviceGetUuid_v2(u.as_mut_ptr(), dev) })?;
+    ok(unsafe { ffi::cuDeviceGetUuid_v2(u.as_mut_ptr(), dev) })?;
     // SAFETY: zero-initialized, then written by the driver; all bit patterns are valid.
     let u = unsafe { u.assume_init() };
     Ok(u.bytes.map(|c| c as u8))
@@ -249,7 +262,7 @@ pub fn device_uuid(dev: CUdevice) -> DrvResult<[u8; 16]> {
 pub fn device_total_mem(dev: CUdevice) -> DrvResult<u64> {
     let mut n = 0usize;
     // SAFETY: valid out pointer.
-    ok(unsafe { sys::cuDeviceTotalMem_v2(&mut n, dev) })?;
+    ok(unsafe { ffi::cuDeviceTotalMem_v2(&mut n, dev) })?;
     Ok(n as u64)
 }
 
@@ -257,7 +270,7 @@ pub fn device_total_mem(dev: CUdevice) -> DrvResult<u64> {
 pub fn device_attribute(dev: CUdevice, a: CUdevice_attribute) -> DrvResult<i32> {
     let mut v = 0;
     // SAFETY: valid out pointer; `a` is a valid enum value.
-    ok(unsafe { sys::cuDeviceGetAttribute(&mut v, a, dev) })?;
+    ok(unsafe { ffi::cuDeviceGetAttribute(&mut v, a, dev) })?;
     Ok(v)
 }
 
@@ -265,7 +278,7 @@ pub fn device_attribute(dev: CUdevice, a: CUdevice_attribute) -> DrvResult<i32> 
 pub fn primary_ctx_retain(dev: CUdevice) -> DrvResult<CUcontext> {
     let mut c = std::ptr::null_mut();
     // SAFETY: valid out pointer.
-    ok(unsafe { sys::cuDevicePrimaryCtxRetain(&mut c, dev) })?;
+    ok(unsafe { ffi::cuDevicePrimaryCtxRetain(&mut c, dev) })?;
     Ok(c)
 }
 
@@ -277,7 +290,7 @@ pub fn primary_ctx_retain(dev: CUdevice) -> DrvResult<CUcontext> {
 pub unsafe fn primary_ctx_release(dev: CUdevice) -> DrvResult<()> {
     // SAFETY: `dev` holds a retain from `primary_ctx_retain` that this call gives back, and the
     // caller uses the context no more.
-    ok(unsafe { sys::cuDevicePrimaryCtxRelease_v2(dev) })
+    ok(unsafe { ffi::cuDevicePrimaryCtxRelease_v2(dev) })
 }
 
 /// Creates a context on `dev` (scheduling left to the driver) and makes it current.
@@ -290,7 +303,7 @@ pub fn ctx_create(dev: CUdevice) -> DrvResult<CUcontext> {
     };
     // SAFETY: valid out pointer; `params` asks for no affinity and no CIG (null pointers
     // with zero counts), flags 0 = CU_CTX_SCHED_AUTO.
-    ok(unsafe { sys::cuCtxCreate_v4(&mut c, &mut params, 0, dev) })?;
+    ok(unsafe { ffi::cuCtxCreate_v4(&mut c, &mut params, 0, dev) })?;
     Ok(c)
 }
 
@@ -302,7 +315,7 @@ pub fn ctx_create(dev: CUdevice) -> DrvResult<CUcontext> {
 pub unsafe fn ctx_destroy(ctx: CUcontext) -> DrvResult<()> {
     // SAFETY: `ctx` came from `ctx_create` and is destroyed once; the caller uses neither it nor
     // anything made in it afterwards.
-    ok(unsafe { sys::cuCtxDestroy_v2(ctx) })
+    ok(unsafe { ffi::cuCtxDestroy_v2(ctx) })
 }
 
 /// Makes `ctx` current on the calling thread.
@@ -313,26 +326,26 @@ pub unsafe fn ctx_destroy(ctx: CUcontext) -> DrvResult<()> {
 pub unsafe fn ctx_set_current(ctx: CUcontext) -> DrvResult<()> {
     // SAFETY: `ctx` is a live context or null (unbinds), as the caller guarantees; the call only
     // stores it in the thread's current-context slot.
-    ok(unsafe { sys::cuCtxSetCurrent(ctx) })
+    ok(unsafe { ffi::cuCtxSetCurrent(ctx) })
 }
 
 /// Waits for all work in the current context.
 pub fn ctx_synchronize() -> DrvResult<()> {
     // SAFETY: no arguments; without a current context the driver returns an error.
-    ok(unsafe { sys::cuCtxSynchronize() })
+    ok(unsafe { ffi::cuCtxSynchronize() })
 }
 
 /// `cuCtxSetLimit` on the current context.
 pub fn ctx_set_limit(limit: CUlimit, value: usize) -> DrvResult<()> {
     // SAFETY: plain values.
-    ok(unsafe { sys::cuCtxSetLimit(limit, value) })
+    ok(unsafe { ffi::cuCtxSetLimit(limit, value) })
 }
 
 /// `cuCtxGetLimit` on the current context.
 pub fn ctx_get_limit(limit: CUlimit) -> DrvResult<usize> {
     let mut v = 0usize;
     // SAFETY: valid out pointer.
-    ok(unsafe { sys::cuCtxGetLimit(&mut v, limit) })?;
+    ok(unsafe { ffi::cuCtxGetLimit(&mut v, limit) })?;
     Ok(v)
 }
 
@@ -340,7 +353,7 @@ pub fn ctx_get_limit(limit: CUlimit) -> DrvResult<usize> {
 pub fn mem_get_info() -> DrvResult<(u64, u64)> {
     let (mut f, mut t) = (0usize, 0usize);
     // SAFETY: valid out pointers.
-    ok(unsafe { sys::cuMemGetInfo_v2(&mut f, &mut t) })?;
+    ok(unsafe { ffi::cuMemGetInfo_v2(&mut f, &mut t) })?;
     Ok((f as u64, t as u64))
 }
 
@@ -348,7 +361,7 @@ pub fn mem_get_info() -> DrvResult<(u64, u64)> {
 pub fn mem_alloc(size: usize) -> DrvResult<CUdeviceptr> {
     let mut p = 0;
     // SAFETY: valid out pointer.
-    ok(unsafe { sys::cuMemAlloc_v2(&mut p, size) })?;
+    ok(unsafe { ffi::cuMemAlloc_v2(&mut p, size) })?;
     Ok(p)
 }
 
@@ -360,14 +373,14 @@ pub fn mem_alloc(size: usize) -> DrvResult<CUdeviceptr> {
 pub unsafe fn mem_free(ptr: CUdeviceptr) -> DrvResult<()> {
     // SAFETY: `ptr` is a live allocation of the current context that nothing uses afterwards
     // (the caller's guarantee), so it is freed once.
-    ok(unsafe { sys::cuMemFree_v2(ptr) })
+    ok(unsafe { ffi::cuMemFree_v2(ptr) })
 }
 
 /// Allocates `len` bytes of page-locked host memory (portable: pinned for every context).
 pub fn mem_host_alloc(len: usize) -> DrvResult<*mut u8> {
     let mut p = std::ptr::null_mut();
     // SAFETY: valid out pointer.
-    ok(unsafe { sys::cuMemHostAlloc(&mut p, len, sys::CU_MEMHOSTALLOC_PORTABLE) })?;
+    ok(unsafe { ffi::cuMemHostAlloc(&mut p, len, sys::CU_MEMHOSTALLOC_PORTABLE) })?;
     Ok(p.cast())
 }
 
@@ -380,7 +393,7 @@ pub fn mem_host_alloc(len: usize) -> DrvResult<*mut u8> {
 pub unsafe fn mem_free_host(p: *mut u8) -> DrvResult<()> {
     // SAFETY: `p` came from `mem_host_alloc`, no copy uses it any more and it is not used
     // afterwards (the caller's guarantee), so it is freed once.
-    ok(unsafe { sys::cuMemFreeHost(p.cast()) })
+    ok(unsafe { ffi::cuMemFreeHost(p.cast()) })
 }
 
 /// Pins `[p, p + len)` for DMA.
@@ -392,7 +405,7 @@ pub unsafe fn mem_free_host(p: *mut u8) -> DrvResult<()> {
 pub unsafe fn mem_host_register(p: *mut u8, len: usize, flags: c_uint) -> DrvResult<()> {
     // SAFETY: the caller guarantees `[p, p + len)` is mapped memory of this process until it
     // is unregistered, so the driver may pin it and DMA to and from it.
-    ok(unsafe { sys::cuMemHostRegister_v2(p.cast(), len, flags) })
+    ok(unsafe { ffi::cuMemHostRegister_v2(p.cast(), len, flags) })
 }
 
 /// Unpins a range pinned with [`mem_host_register`].
@@ -403,7 +416,7 @@ pub unsafe fn mem_host_register(p: *mut u8, len: usize, flags: c_uint) -> DrvRes
 pub unsafe fn mem_host_unregister(p: *mut u8) -> DrvResult<()> {
     // SAFETY: `p` starts a range registered with `mem_host_register` and no copy uses it any
     // more (the caller's guarantee).
-    ok(unsafe { sys::cuMemHostUnregister(p.cast()) })
+    ok(unsafe { ffi::cuMemHostUnregister(p.cast()) })
 }
 
 /// Host to device.
@@ -421,7 +434,7 @@ pub unsafe fn memcpy_htod(
 ) -> DrvResult<()> {
     // SAFETY: `src` is readable for `len` bytes until the copy has consumed them, `[dst, dst +
     // len)` is device memory of the current context and `s` is live (the caller's guarantee).
-    ok(unsafe { sys::cuMemcpyHtoDAsync_v2(dst, src.cast(), len, s) })
+    ok(unsafe { ffi::cuMemcpyHtoDAsync_v2(dst, src.cast(), len, s) })
 }
 
 /// Device to host.
@@ -439,7 +452,7 @@ pub unsafe fn memcpy_dtoh(
     // SAFETY: `dst` is writable for `len` bytes and untouched until the copy is complete,
     // `[src, src + len)` is device memory of the current context and `s` is live (the
     // caller's guarantee).
-    ok(unsafe { sys::cuMemcpyDtoHAsync_v2(dst.cast(), src, len, s) })
+    ok(unsafe { ffi::cuMemcpyDtoHAsync_v2(dst.cast(), src, len, s) })
 }
 
 /// Device to device.
@@ -455,7 +468,7 @@ pub unsafe fn memcpy_dtod(
 ) -> DrvResult<()> {
     // SAFETY: both ranges are device memory of the current context and `s` is live (the
     // caller's guarantee); no host memory is involved.
-    ok(unsafe { sys::cuMemcpyDtoDAsync_v2(dst, src, len, s) })
+    ok(unsafe { ffi::cuMemcpyDtoDAsync_v2(dst, src, len, s) })
 }
 
 /// One end of a 2-D copy.
@@ -519,7 +532,7 @@ pub unsafe fn memcpy_2d(c: &Copy2D, s: CUstream) -> DrvResult<()> {
     p.WidthInBytes = c.width;
     p.Height = c.height;
     // SAFETY: the descriptor is fully initialized; the caller vouches for the memory.
-    ok(unsafe { sys::cuMemcpy2DAsync_v2(&p, s) })
+    ok(unsafe { ffi::cuMemcpy2DAsync_v2(&p, s) })
 }
 
 /// A memset: `height` rows of `width` elements of `elem` bytes (1, 2 or 4), `pitch` bytes
@@ -545,13 +558,13 @@ pub unsafe fn memset(
     // alignment.
     ok(unsafe {
         match (elem, linear) {
-            (1, true) => sys::cuMemsetD8Async(dst, value as u8, n, s),
-            (2, true) => sys::cuMemsetD16Async(dst, value as u16, n, s),
-            (4, true) => sys::cuMemsetD32Async(dst, value, n, s),
-            (1, false) => sys::cuMemsetD2D8Async(dst, pitch, value as u8, width, height, s),
-            (2, false) => sys::cuMemsetD2D16Async(dst, pitch, value as u16, width, height, s),
-            (4, false) => sys::cuMemsetD2D32Async(dst, pitch, value, width, height, s),
-            _ => CUresult::CUDA_ERROR_INVALID_VALUE,
+            (1, true) => ffi::cuMemsetD8Async(dst, value as u8, n, s),
+            (2, true) => ffi::cuMemsetD16Async(dst, value as u16, n, s),
+            (4, true) => ffi::cuMemsetD32Async(dst, value, n, s),
+            (1, false) => ffi::cuMemsetD2D8Async(dst, pitch, value as u8, width, height, s),
+            (2, false) => ffi::cuMemsetD2D16Async(dst, pitch, value as u16, width, height, s),
+            (4, false) => ffi::cuMemsetD2D32Async(dst, pitch, value, width, height, s),
+            _ => CUresult::CUDA_ERROR_INVALID_VALUE as u32,
         }
     })
 }
@@ -560,7 +573,7 @@ pub unsafe fn memset(
 pub fn stream_create(flags: c_uint, priority: i32) -> DrvResult<CUstream> {
     let mut s = std::ptr::null_mut();
     // SAFETY: valid out pointer; the driver validates flags and clamps the priority.
-    ok(unsafe { sys::cuStreamCreateWithPriority(&mut s, flags, priority) })?;
+    ok(unsafe { ffi::cuStreamCreateWithPriority(&mut s, flags, priority) })?;
     Ok(s)
 }
 
@@ -571,7 +584,7 @@ pub fn stream_create(flags: c_uint, priority: i32) -> DrvResult<CUstream> {
 /// `s` is a live stream, not used afterwards.
 pub unsafe fn stream_destroy(s: CUstream) -> DrvResult<()> {
     // SAFETY: `s` is a live stream that the caller uses no more, so it is destroyed once.
-    ok(unsafe { sys::cuStreamDestroy_v2(s) })
+    ok(unsafe { ffi::cuStreamDestroy_v2(s) })
 }
 
 /// `Ok` when the stream is idle, `Err(CUDA_ERROR_NOT_READY)` while work is pending.
@@ -582,7 +595,7 @@ pub unsafe fn stream_destroy(s: CUstream) -> DrvResult<()> {
 pub unsafe fn stream_query(s: CUstream) -> DrvResult<()> {
     // SAFETY: `s` is a live stream or null (the current context's legacy stream), as the
     // caller guarantees.
-    ok(unsafe { sys::cuStreamQuery(s) })
+    ok(unsafe { ffi::cuStreamQuery(s) })
 }
 
 /// Makes `s` wait for `e`.
@@ -592,14 +605,14 @@ pub unsafe fn stream_query(s: CUstream) -> DrvResult<()> {
 /// Both are live (the stream may be null).
 pub unsafe fn stream_wait_event(s: CUstream, e: CUevent, flags: c_uint) -> DrvResult<()> {
     // SAFETY: `e` is a live event and `s` a live stream or null, as the caller guarantees.
-    ok(unsafe { sys::cuStreamWaitEvent(s, e, flags) })
+    ok(unsafe { ffi::cuStreamWaitEvent(s, e, flags) })
 }
 
 /// Creates an event in the current context.
 pub fn event_create(flags: c_uint) -> DrvResult<CUevent> {
     let mut e = std::ptr::null_mut();
     // SAFETY: valid out pointer; the driver validates the flags.
-    ok(unsafe { sys::cuEventCreate(&mut e, flags) })?;
+    ok(unsafe { ffi::cuEventCreate(&mut e, flags) })?;
     Ok(e)
 }
 
@@ -610,7 +623,7 @@ pub fn event_create(flags: c_uint) -> DrvResult<CUevent> {
 /// `e` is live and not used afterwards.
 pub unsafe fn event_destroy(e: CUevent) -> DrvResult<()> {
     // SAFETY: `e` is a live event that the caller uses no more, so it is destroyed once.
-    ok(unsafe { sys::cuEventDestroy_v2(e) })
+    ok(unsafe { ffi::cuEventDestroy_v2(e) })
 }
 
 /// Records `e` on `s`.
@@ -623,9 +636,9 @@ pub unsafe fn event_record(e: CUevent, s: CUstream, flags: c_uint) -> DrvResult<
     // `flags` are passed to the driver, which validates them.
     ok(unsafe {
         if flags == 0 {
-            sys::cuEventRecord(e, s)
+            ffi::cuEventRecord(e, s)
         } else {
-            sys::cuEventRecordWithFlags(e, s, flags)
+            ffi::cuEventRecordWithFlags(e, s, flags)
         }
     })
 }
@@ -637,7 +650,7 @@ pub unsafe fn event_record(e: CUevent, s: CUstream, flags: c_uint) -> DrvResult<
 /// `e` is live.
 pub unsafe fn event_query(e: CUevent) -> DrvResult<()> {
     // SAFETY: `e` is a live event, as the caller guarantees.
-    ok(unsafe { sys::cuEventQuery(e) })
+    ok(unsafe { ffi::cuEventQuery(e) })
 }
 
 /// Milliseconds between two completed events.
@@ -649,7 +662,7 @@ pub unsafe fn event_elapsed(start: CUevent, end: CUevent) -> DrvResult<f32> {
     let mut ms = 0f32;
     // SAFETY: `start` and `end` are live events, as the caller guarantees; `ms` is a valid
     // out pointer.
-    ok(unsafe { sys::cuEventElapsedTime_v2(&mut ms, start, end) })?;
+    ok(unsafe { ffi::cuEventElapsedTime_v2(&mut ms, start, end) })?;
     Ok(ms)
 }
 
@@ -674,7 +687,7 @@ pub unsafe fn module_load_data(image: *const u8) -> DrvResult<CUmodule> {
     // during the call (the caller's guarantee); `m` is a valid out pointer; the two options
     // and their values are matching arrays of 2, and the log buffer holds the size given.
     let r = ok(unsafe {
-        sys::cuModuleLoadDataEx(
+        ffi::cuModuleLoadDataEx(
             &mut m,
             image.cast(),
             options.len() as c_uint,
@@ -711,7 +724,7 @@ pub unsafe fn module_link_ptx(units: &[&[u8]]) -> DrvResult<CUmodule> {
     // SAFETY: matching option and value arrays of 2; the log buffer holds the size given and
     // outlives the link state (destroyed below, before `log` drops).
     ok(unsafe {
-        sys::cuLinkCreate_v2(
+        ffi::cuLinkCreate_v2(
             options.len() as c_uint,
             options.as_mut_ptr(),
             values.as_mut_ptr(),
@@ -728,7 +741,7 @@ pub unsafe fn module_link_ptx(units: &[&[u8]]) -> DrvResult<CUmodule> {
             // given size and `name` a NUL-terminated string, both alive during the call,
             // which copies them; no per-input options.
             ok(unsafe {
-                sys::cuLinkAddData_v2(
+                ffi::cuLinkAddData_v2(
                     state,
                     sys::CUjitInputType::CU_JIT_INPUT_PTX,
                     unit.as_ptr().cast_mut().cast(),
@@ -744,17 +757,17 @@ pub unsafe fn module_link_ptx(units: &[&[u8]]) -> DrvResult<CUmodule> {
         let mut size = 0usize;
         // SAFETY: `state` is live; the out pointers are valid. The cubin it returns lives
         // until the state is destroyed, which happens after the load below.
-        ok(unsafe { sys::cuLinkComplete(state, &mut cubin, &mut size) })?;
+        ok(unsafe { ffi::cuLinkComplete(state, &mut cubin, &mut size) })?;
         let mut m = std::ptr::null_mut();
         // SAFETY: `cubin` is the linker's own image, alive until cuLinkDestroy below; a
         // context is current (the caller's guarantee); `m` is a valid out pointer.
         ok(unsafe {
-            sys::cuModuleLoadDataEx(&mut m, cubin, 0, std::ptr::null_mut(), std::ptr::null_mut())
+            ffi::cuModuleLoadDataEx(&mut m, cubin, 0, std::ptr::null_mut(), std::ptr::null_mut())
         })?;
         Ok(m)
     })();
     // SAFETY: `state` came from cuLinkCreate and is destroyed once.
-    let _ = unsafe { sys::cuLinkDestroy(state) };
+    let _ = unsafe { ffi::cuLinkDestroy(state) };
     if linked.is_err() {
         let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
         if end > 0 {
@@ -775,7 +788,7 @@ pub unsafe fn module_link_ptx(units: &[&[u8]]) -> DrvResult<CUmodule> {
 pub unsafe fn module_unload(m: CUmodule) -> DrvResult<()> {
     // SAFETY: `m` is a live module that the caller, its functions and its variables use no
     // more, so it is unloaded once.
-    ok(unsafe { sys::cuModuleUnload(m) })
+    ok(unsafe { ffi::cuModuleUnload(m) })
 }
 
 /// A kernel by mangled name.
@@ -787,7 +800,7 @@ pub unsafe fn module_get_function(m: CUmodule, name: &CStr) -> DrvResult<CUfunct
     let mut f = std::ptr::null_mut();
     // SAFETY: `m` is a live module (the caller's guarantee); `name` is NUL-terminated;
     // `f` is a valid out pointer.
-    ok(unsafe { sys::cuModuleGetFunction(&mut f, m, name.as_ptr()) })?;
+    ok(unsafe { ffi::cuModuleGetFunction(&mut f, m, name.as_ptr()) })?;
     Ok(f)
 }
 
@@ -800,7 +813,7 @@ pub unsafe fn module_get_global(m: CUmodule, name: &CStr) -> DrvResult<(CUdevice
     let (mut p, mut n) = (0, 0usize);
     // SAFETY: `m` is a live module (the caller's guarantee); `name` is NUL-terminated;
     // `p` and `n` are valid out pointers.
-    ok(unsafe { sys::cuModuleGetGlobal_v2(&mut p, &mut n, m, name.as_ptr()) })?;
+    ok(unsafe { ffi::cuModuleGetGlobal_v2(&mut p, &mut n, m, name.as_ptr()) })?;
     Ok((p, n))
 }
 
@@ -812,7 +825,7 @@ pub unsafe fn module_get_global(m: CUmodule, name: &CStr) -> DrvResult<(CUdevice
 pub unsafe fn func_get_attribute(f: CUfunction, a: CUfunction_attribute) -> DrvResult<i32> {
     let mut v = 0;
     // SAFETY: `f` is a live function (the caller's guarantee); `v` is a valid out pointer.
-    ok(unsafe { sys::cuFuncGetAttribute(&mut v, a, f) })?;
+    ok(unsafe { ffi::cuFuncGetAttribute(&mut v, a, f) })?;
     Ok(v)
 }
 
@@ -824,7 +837,7 @@ pub unsafe fn func_get_attribute(f: CUfunction, a: CUfunction_attribute) -> DrvR
 pub unsafe fn func_set_attribute(f: CUfunction, a: CUfunction_attribute, v: i32) -> DrvResult<()> {
     // SAFETY: `f` is a live function (the caller's guarantee); the driver validates the
     // attribute and value.
-    ok(unsafe { sys::cuFuncSetAttribute(f, a, v) })
+    ok(unsafe { ffi::cuFuncSetAttribute(f, a, v) })
 }
 
 /// `(offset, size)` of parameter `index`; `Err(CUDA_ERROR_INVALID_VALUE)` past the last.
@@ -836,7 +849,7 @@ pub unsafe fn func_param_info(f: CUfunction, index: usize) -> DrvResult<(usize, 
     let (mut off, mut size) = (0usize, 0usize);
     // SAFETY: `f` is a live function and the entry point exists (the caller's guarantee,
     // so cudarc finds the symbol); `off` and `size` are valid out pointers.
-    ok(unsafe { sys::cuFuncGetParamInfo(f, index, &mut off, &mut size) })?;
+    ok(unsafe { ffi::cuFuncGetParamInfo(f, index, &mut off, &mut size) })?;
     Ok((off, size))
 }
 
@@ -871,7 +884,7 @@ pub unsafe fn launch_kernel(
     // readable pointer per parameter, or a terminated list naming a buffer readable for its
     // stated size.
     ok(unsafe {
-        sys::cuLaunchKernel(
+        ffi::cuLaunchKernel(
             f, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared, s, params, extra,
         )
     })
@@ -894,9 +907,83 @@ pub unsafe fn launch_cooperative_kernel(
 ) -> DrvResult<()> {
     // SAFETY: as the caller guarantees (see above).
     ok(unsafe {
-        sys::cuLaunchCooperativeKernel(
+        ffi::cuLaunchCooperativeKernel(
             f, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared, s, params,
         )
+    })
+}
+
+/// `cuArray3DCreate`: a CUDA array.
+///
+/// Needs the session's context current and [`Loaded::textures`].
+pub fn array_create(desc: &sys::CUDA_ARRAY3D_DESCRIPTOR) -> DrvResult<sys::CUarray> {
+    let mut a = std::ptr::null_mut();
+    // SAFETY: valid out pointer and descriptor; the driver validates the descriptor.
+    ok(unsafe { ffi::cuArray3DCreate_v2(&mut a, desc) })?;
+    Ok(a)
+}
+
+/// `cuArrayDestroy`.
+///
+/// # Safety
+///
+/// `a` is a live array of the current context, destroyed once, and no pending work uses it.
+pub unsafe fn array_destroy(a: sys::CUarray) -> DrvResult<()> {
+    // SAFETY: the caller's contract.
+    ok(unsafe { ffi::cuArrayDestroy(a) })
+}
+
+/// `cuMemcpy3DAsync`: a copy between an array and device memory.
+///
+/// # Safety
+///
+/// The array is live, the device range every row of the copy touches lies in allocations
+/// of the current context, and `s` is live.
+pub unsafe fn memcpy_3d(p: &sys::CUDA_MEMCPY3D, s: CUstream) -> DrvResult<()> {
+    // SAFETY: the caller's contract; the descriptor is fully initialized.
+    ok(unsafe { ffi::cuMemcpy3DAsync_v2(p, s) })
+}
+
+/// `cuTexObjectCreate` (no resource view).
+///
+/// # Safety
+///
+/// The resource names a live array or device memory of the current context.
+pub unsafe fn tex_object_create(
+    res: &sys::CUDA_RESOURCE_DESC,
+    tex: &sys::CUDA_TEXTURE_DESC,
+) -> DrvResult<sys::CUtexObject> {
+    let mut t = 0;
+    // SAFETY: valid out pointer and descriptors; the caller vouches for the resource.
+    ok(unsafe { ffi::cuTexObjectCreate(&mut t, res, tex, std::ptr::null()) })?;
+    Ok(t)
+}
+
+/// `cuSurfObjectCreate`.
+///
+/// # Safety
+///
+/// The resource names a live array of the current context.
+pub unsafe fn surf_object_create(res: &sys::CUDA_RESOURCE_DESC) -> DrvResult<sys::CUsurfObject> {
+    let mut t = 0;
+    // SAFETY: valid out pointer and descriptor; the caller vouches for the resource.
+    ok(unsafe { ffi::cuSurfObjectCreate(&mut t, res) })?;
+    Ok(t)
+}
+
+/// `cuTexObjectDestroy` or `cuSurfObjectDestroy`.
+///
+/// # Safety
+///
+/// `h` is a live object of that kind of the current context, destroyed once.
+pub unsafe fn tex_object_destroy(h: u64, surface: bool) -> DrvResult<()> {
+    // SAFETY: the caller's contract.
+    ok(unsafe {
+        if surface {
+            ffi::cuSurfObjectDestroy(h)
+        } else {
+            ffi::cuTexObjectDestroy(h)
+        }
     })
 }
 
@@ -904,7 +991,8 @@ pub unsafe fn launch_cooperative_kernel(
 mod tests {
     use super::*;
 
-    /// Every `sys::cu*` call in the executor is checked by `load` (or optional).
+    /// Every driver call in the executor goes through `ffi` (a `u32` result), is declared
+    /// there, and is checked by `load` (or optional).
     #[test]
     fn every_driver_call_is_checked_at_load() {
         let sources = [
@@ -919,7 +1007,18 @@ mod tests {
         ];
         let mut seen = 0;
         for src in sources {
+            // cudarc's own wrappers return its `CUresult` enum: never called.
             for (i, _) in src.match_indices("sys::cu") {
+                let name: String = src[i + 5..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                assert!(
+                    !name[2..].starts_with(|c: char| c.is_ascii_uppercase()),
+                    "{name} is called through cudarc's binding, not `ffi`"
+                );
+            }
+            for (i, _) in src.match_indices("ffi::cu") {
                 let name: String = src[i + 5..]
                     .chars()
                     .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
@@ -932,6 +1031,10 @@ mod tests {
                 assert!(
                     REQUIRED.contains(&name.as_str()) || OPTIONAL.contains(&name.as_str()),
                     "{name} is called but not checked by driver::load"
+                );
+                assert!(
+                    include_str!("ffi.rs").contains(&format!("fn {name}(")),
+                    "{name} is not declared in ffi.rs"
                 );
             }
         }

@@ -192,8 +192,24 @@ pub enum InitError {
 /// `cuEventElapsedTime_v2`, the newest entry point the CUDA 13.0 bindings call.
 pub const MIN_DRIVER_VERSION: i32 = 12080;
 
-/// Every `CUresult` of the CUDA 13.0 bindings, for tests.
-#[cfg(test)]
+/// A driver's raw result as a `CUresult`: the code itself where the bindings know it,
+/// `CUDA_ERROR_UNKNOWN` (logged once per code) for a code a newer driver added.
+pub fn result(code: u32) -> CUresult {
+    if let Some(&r) = ALL_RESULTS.iter().find(|&&r| r as u32 == code) {
+        return r;
+    }
+    static SEEN: std::sync::Mutex<Vec<u32>> = std::sync::Mutex::new(Vec::new());
+    let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
+    if !seen.contains(&code) && seen.len() < 64 {
+        seen.push(code);
+        log::warn!(
+            "the driver returned result {code}, which this build does not know; reported as CUDA_ERROR_UNKNOWN"
+        );
+    }
+    CUresult::CUDA_ERROR_UNKNOWN
+}
+
+/// Every `CUresult` of the CUDA 13.0 bindings.
 pub const ALL_RESULTS: &[CUresult] = {
     use CUresult::*;
     &[
@@ -304,6 +320,18 @@ pub const ALL_RESULTS: &[CUresult] = {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Raw results become `CUresult`s without ever holding a value the enum lacks.
+    #[test]
+    fn raw_results_are_checked_before_they_become_enums() {
+        for &r in ALL_RESULTS {
+            assert_eq!(result(r as u32), r);
+        }
+        // Codes a newer driver may add (CUDA 13.1+), and nonsense.
+        for code in [226 + 1000, 930, 12345, u32::MAX] {
+            assert_eq!(result(code), CUresult::CUDA_ERROR_UNKNOWN);
+        }
+    }
 
     #[test]
     fn numbering_matches_the_runtime_except_two() {

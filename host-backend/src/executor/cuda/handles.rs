@@ -23,6 +23,8 @@ pub enum Kind {
     Module = 0x4d4f,
     /// Functions.
     Function = 0x4655,
+    /// CUDA arrays.
+    Array = 0x4152,
 }
 
 /// Bits of a handle below the tag.

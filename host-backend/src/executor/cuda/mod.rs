@@ -123,6 +123,7 @@ mod device;
 mod device_info;
 mod driver;
 mod error;
+mod ffi;
 mod guest_mem;
 mod handles;
 mod image;
@@ -133,6 +134,7 @@ mod printf;
 mod rand;
 mod staging;
 mod streams;
+mod texture;
 mod transfer;
 mod wait;
 
@@ -256,6 +258,8 @@ pub struct CudaExecutor {
     host_shared: Vec<(usize, usize)>,
     /// Those ranges pinned in the current context: copies DMA straight to and from them.
     host_pinned: guest_mem::PinnedRanges,
+    /// CUDA arrays, texture and surface objects (`texture.rs`).
+    textures: texture::Textures,
 }
 
 impl std::fmt::Debug for CudaExecutor {
@@ -368,6 +372,7 @@ impl CudaExecutor {
             charged: 0,
             host_shared: Vec::new(),
             host_pinned: guest_mem::PinnedRanges::default(),
+            textures: texture::Textures::default(),
         })
     }
 
@@ -475,6 +480,7 @@ impl CudaExecutor {
         self.loaded.clear();
         self.functions.clear();
         self.function_names.clear();
+        self.textures.clear();
         self.params_dirty = PARAM_BUF_LEN;
         let ctx = Context::create(self.shared.device).map_err(to_status)?;
         self.ctx = Some(ctx);
@@ -658,6 +664,26 @@ impl Executor for CudaExecutor {
 
     fn memcpy_dtod(&mut self, req: &MemcpyDtoDReq) -> ExecResult<()> {
         self.dtod(req)
+    }
+
+    fn array_create(&mut self, req: &vcuda_protocol::ArrayCreateReq) -> ExecResult<u64> {
+        self.array_create_impl(req)
+    }
+
+    fn array_destroy(&mut self, array: u64) -> ExecResult<()> {
+        self.array_destroy_impl(array)
+    }
+
+    fn memcpy_array(&mut self, req: &vcuda_protocol::MemcpyArrayReq) -> ExecResult<()> {
+        self.memcpy_array_impl(req)
+    }
+
+    fn tex_object_create(&mut self, req: &vcuda_protocol::TexObjectCreateReq) -> ExecResult<u64> {
+        self.tex_object_create_impl(req)
+    }
+
+    fn tex_object_destroy(&mut self, handle: u64) -> ExecResult<()> {
+        self.tex_object_destroy_impl(handle)
     }
 
     fn memset(&mut self, req: &MemsetReq) -> ExecResult<()> {

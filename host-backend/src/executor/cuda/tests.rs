@@ -681,6 +681,58 @@ fn a_session_that_ends_stops_waiting_for_its_endless_kernel() {
     other.free(q).unwrap();
 }
 
+/// A copy from pinned guest RAM queued behind an endless kernel waits without the
+/// guest-memory lock: the frontend's memory table update (and every other session's copy)
+/// goes through meanwhile.
+#[test]
+fn an_endless_kernel_does_not_hold_the_guest_memory_lock() {
+    let f = gpu!();
+    let len = 1 << 20;
+    let mut ram = vec![0u8; len + 4096];
+    let off = ram.as_ptr().align_offset(4096);
+    let base = ram[off..].as_mut_ptr() as usize;
+    f.guest_memory_changed(&[(base, len)]);
+    let mut e = f.new_executor().unwrap();
+    let cancel = crate::executor::Cancel::default();
+    e.set_cancel(cancel.clone());
+    let m = e.module_load(ptx_fatbin(PTX)).unwrap();
+    let k = e.function_get(m, "endless").unwrap();
+    let launch = LaunchReq {
+        function: k.handle,
+        stream: STREAM_LEGACY,
+        grid: [1, 1, 1],
+        block: [1, 1, 1],
+        shared_mem: 0,
+        param_len: 0,
+    };
+    e.launch(&launch, &[]).unwrap();
+    let p = e.malloc(0, 4096).unwrap();
+    let copy = std::thread::spawn(move || {
+        let guest = &mut ram[off..off + 4096];
+        let r = e.memcpy_htod(&htod(p, 4096, 1, 0, 0), &DataSegs::from_slice(guest));
+        drop(e);
+        r
+    });
+    // Ends the session after 2 s whatever happens, so a lock held across the wait makes
+    // this test fail instead of hang.
+    let watchdog = {
+        let cancel = cancel.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_secs(2));
+            cancel.cancel();
+        })
+    };
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let start = std::time::Instant::now();
+    f.guest_memory_changed(&[]);
+    let took = start.elapsed();
+    cancel.cancel();
+    let r = copy.join().unwrap();
+    watchdog.join().unwrap();
+    assert!(took < std::time::Duration::from_secs(1), "took {took:?}");
+    assert!(r.is_err());
+}
+
 #[test]
 fn a_wait_past_the_kernel_timeout_fails_and_reset_recovers() {
     let Ok(f) = CudaFactory::new(CudaConfig {

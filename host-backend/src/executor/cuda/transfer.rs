@@ -155,6 +155,40 @@ fn finish(first: DrvResult<()>, s: StreamRef<'_>, wait: &Wait) -> ExecResult<()>
 }
 
 impl CudaExecutor {
+    /// Where `segs` live, as the copies see it (briefly under the guest-memory lock).
+    fn placement(&self, segs: &DataSegs<'_>) -> Placement {
+        let pinned = self.shared.pinned.read().unwrap_or_else(|e| e.into_inner());
+        match pinned.placement(segs.parts()) {
+            Placement::Pageable => self.host_pinned.placement(segs.parts()),
+            p => p,
+        }
+    }
+
+    /// Waits (polling, cancellable) for the work a copy on `stream` would queue behind:
+    /// that stream's, or every stream's for the legacy stream, which waits for the
+    /// blocking ones.
+    fn drain_ahead(&mut self, stream: u64) -> ExecResult<()> {
+        let r = if stream == vcuda_protocol::STREAM_LEGACY {
+            self.wait_device()
+        } else {
+            stream_ref(&self.streams, stream).and_then(|s| finish(Ok(()), s, &self.wait))
+        };
+        self.settle(r)
+    }
+
+    /// Whether a copy on `stream` would start at once (nothing queued ahead of it), so a
+    /// direct DMA holds the guest-memory lock only for its own duration.
+    fn nothing_ahead(&self, stream: u64) -> bool {
+        let idle = |s: StreamRef<'_>| s.query().is_ok();
+        match stream_ref(&self.streams, stream) {
+            Ok(s @ StreamRef::Legacy) => {
+                idle(s) && self.streams.values().all(|c| idle(StreamRef::Created(c)))
+            }
+            Ok(s) => idle(s),
+            Err(_) => false,
+        }
+    }
+
     pub(super) fn htod(&mut self, r: &MemcpyHtoDReq, src: &DataSegs<'_>) -> ExecResult<()> {
         let region = Region::new(r.dst, r.dpitch, r.width, r.height)?;
         let total = region.packed_len();
@@ -163,9 +197,15 @@ impl CudaExecutor {
         }
         let src = src.sub(0, total).map_err(|_| Status::INVALID_VALUE)?;
         self.allocs.check_region(&region)?;
-        let s = stream_ref(&self.streams, r.stream)?;
         let sync = r.flags & COPY_ASYNC == 0;
         self.bind()?;
+        if self.placement(&src) == Placement::Pinned && sync {
+            // A direct DMA holds the guest-memory lock until it is done: first wait, without
+            // the lock, for what is queued ahead of it (perhaps a kernel that never ends),
+            // so the lock is never held across the guest's work.
+            self.drain_ahead(r.stream)?;
+        }
+        let s = stream_ref(&self.streams, r.stream)?;
         // Held to the end: no piece may become pinned (and so DMA'd late) or unpinned
         // (while a DMA uses it) meanwhile.
         let shared = self.shared.clone();
@@ -175,9 +215,9 @@ impl CudaExecutor {
             Placement::Pageable => self.host_pinned.placement(src.parts()),
             p => p,
         };
-        let idle = || s.query().is_ok();
+        let idle = self.nothing_ahead(r.stream);
         match placement {
-            Placement::Pinned if sync || idle() => {
+            Placement::Pinned if idle => {
                 // Straight from guest RAM; the DMA must finish before the guest gets its
                 // pages back, so wait for it (also on error: earlier pieces may be in
                 // flight). The read lock keeps the pinning in place meanwhile.
@@ -222,8 +262,12 @@ impl CudaExecutor {
         }
         let dst = dst.sub(0, total).map_err(|_| Status::INVALID_VALUE)?;
         self.allocs.check_region(&region)?;
-        let s = stream_ref(&self.streams, r.stream)?;
         self.bind()?;
+        if self.placement(&dst) == Placement::Pinned {
+            // As for host to device: never hold the lock while earlier work runs.
+            self.drain_ahead(r.stream)?;
+        }
+        let s = stream_ref(&self.streams, r.stream)?;
         // Held to the end, as for host to device.
         let shared = self.shared.clone();
         let pinned = shared.pinned.read().unwrap_or_else(|e| e.into_inner());
@@ -231,7 +275,8 @@ impl CudaExecutor {
             Placement::Pageable => self.host_pinned.placement(dst.parts()),
             p => p,
         };
-        if placement == Placement::Pinned
+        let idle = self.nothing_ahead(r.stream);
+        if (placement == Placement::Pinned && idle)
             || (placement == Placement::Pageable && total <= SMALL_COPY)
         {
             // Straight into the destination (pinned guest RAM, or pageable memory the

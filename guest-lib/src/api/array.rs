@@ -1,0 +1,650 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! CUDA arrays: `cudaMallocArray`, `cudaMalloc3DArray`, `cudaFreeArray`, their queries, and
+//! copies into and out of them (`cudaMemcpy2DToArray`, `cudaMemcpy2DFromArray`,
+//! `cudaMemcpyToArray`, ..., and `cudaMemcpy3D` with an array on either side).
+//!
+//! The backend owns an array's memory and layout; the library keeps its shape (for the
+//! queries and to turn element positions into bytes). A copy between an array and device
+//! memory is one `MemcpyArray` request. A copy between an array and host memory goes
+//! through a temporary device buffer (the host copy as the linear copies do it, then one
+//! `MemcpyArray`), so its async variants wait for the copy. Array copies are not captured
+//! into graphs: on a capturing stream they fail with `cudaErrorStreamCaptureUnsupported`.
+//! Layered, cube-map, sparse and mipmapped arrays are not supported.
+
+use std::collections::HashMap;
+use std::ffi::{c_int, c_uint, c_void};
+use std::sync::{LazyLock, Mutex};
+
+use vcuda_protocol::{
+    ARRAY_COPY_ASYNC, ARRAY_COPY_TO_ARRAY, ArrayCreateReq, ChannelFormat, HandleReq, HandleResp,
+    MemcpyArrayReq, STREAM_LEGACY, ops, status,
+};
+
+use super::graph_node::cudaExtent;
+use super::memory::{On, copy_2d, free_device, malloc_device};
+use crate::client::{self, Client};
+use crate::error::{Error, Result};
+use crate::ffi::{cudaStream_t, memcpy_kind, write_out};
+use crate::state;
+
+/// `cudaArray_t`: the backend's array handle.
+pub type cudaArray_t = *mut c_void;
+
+/// `struct cudaChannelFormatDesc`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct cudaChannelFormatDesc {
+    pub(crate) x: c_int,
+    pub(crate) y: c_int,
+    pub(crate) z: c_int,
+    pub(crate) w: c_int,
+    pub(crate) f: c_int,
+}
+
+/// `cudaErrorInvalidChannelDescriptor`.
+const INVALID_CHANNEL: Error = Error(status::INVALID_CHANNEL_DESCRIPTOR);
+
+impl cudaChannelFormatDesc {
+    /// The wire form (the backend checks the combination).
+    pub(crate) fn to_wire(self) -> Result<ChannelFormat> {
+        let bits = |v: c_int| u8::try_from(v).map_err(|_| INVALID_CHANNEL);
+        Ok(ChannelFormat {
+            bits: [bits(self.x)?, bits(self.y)?, bits(self.z)?, bits(self.w)?],
+            kind: u32::try_from(self.f).map_err(|_| INVALID_CHANNEL)?,
+        })
+    }
+
+    /// Bytes per texel.
+    pub(crate) fn texel_bytes(&self) -> u64 {
+        [self.x, self.y, self.z, self.w]
+            .iter()
+            .map(|&b| b.max(0) as u64)
+            .sum::<u64>()
+            / 8
+    }
+}
+
+/// What the library keeps of an array.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ArrayInfo {
+    pub desc: cudaChannelFormatDesc,
+    /// As created (0 for absent dimensions).
+    pub extent: [u64; 3],
+    pub flags: u32,
+}
+
+impl ArrayInfo {
+    fn texel(&self) -> u64 {
+        self.desc.texel_bytes()
+    }
+}
+
+static ARRAYS: LazyLock<Mutex<HashMap<u64, ArrayInfo>>> = LazyLock::new(Mutex::default);
+
+fn arrays() -> std::sync::MutexGuard<'static, HashMap<u64, ArrayInfo>> {
+    ARRAYS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The shape of array `a`.
+pub(crate) fn info(a: cudaArray_t) -> Result<ArrayInfo> {
+    arrays()
+        .get(&(a as u64))
+        .copied()
+        .ok_or(Error::INVALID_HANDLE)
+}
+
+/// Creates an array; returns its handle.
+pub(crate) fn create(desc: cudaChannelFormatDesc, extent: [u64; 3], flags: u32) -> Result<u64> {
+    let c = client::client()?;
+    c.check_sticky()?;
+    super::capture::check_unsafe()?;
+    let device = c.check_device(state::device())?;
+    let r: HandleResp = c.call::<ops::ArrayCreate>(&ArrayCreateReq {
+        device,
+        flags,
+        format: desc.to_wire()?,
+        width: extent[0],
+        height: extent[1],
+        depth: extent[2],
+    })?;
+    arrays().insert(
+        r.handle,
+        ArrayInfo {
+            desc,
+            extent,
+            flags,
+        },
+    );
+    Ok(r.handle)
+}
+
+/// Destroys an array (null: nothing).
+pub(crate) fn destroy(a: u64) -> Result<()> {
+    if a == 0 {
+        return Ok(());
+    }
+    let c = client::client()?;
+    super::capture::check_unsafe()?;
+    if !arrays().contains_key(&a) {
+        return Err(Error::INVALID_HANDLE);
+    }
+    c.call::<ops::ArrayDestroy>(&HandleReq { handle: a })?;
+    arrays().remove(&a);
+    Ok(())
+}
+
+/// The linear side of an array copy: `ptr`, `pitch` bytes between rows, `rows` rows between
+/// slices.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Linear {
+    pub ptr: u64,
+    pub pitch: u64,
+    pub rows: u64,
+}
+
+/// A box of an array: origin (x in bytes, y, z in texels) and size (width in bytes).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ArrayBox {
+    pub array: u64,
+    pub origin: [u64; 3],
+    pub size: [u64; 3],
+}
+
+/// Copies `b` between its array and `lin` (`to_array`: into the array). `kind` is the
+/// `cudaMemcpyKind` as the caller gave it (host or device for the linear side); `stream`
+/// `None` for the synchronous calls.
+pub(crate) fn copy(
+    c: &Client,
+    b: ArrayBox,
+    lin: Linear,
+    to_array: bool,
+    kind: c_int,
+    stream: Option<u64>,
+) -> Result<()> {
+    c.check_sticky()?;
+    if b.size.contains(&0) {
+        return Ok(());
+    }
+    let device_side = match kind {
+        memcpy_kind::D2D => true,
+        memcpy_kind::H2D if to_array => false,
+        memcpy_kind::D2H if !to_array => false,
+        memcpy_kind::DEFAULT => c.mirror.is_device(lin.ptr),
+        _ => return Err(Error::INVALID_MEMCPY_DIRECTION),
+    };
+    if device_side {
+        return request(c, b, lin, to_array, stream);
+    }
+    if lin.ptr == 0 {
+        return Err(Error::INVALID_VALUE);
+    }
+    // Through a packed device buffer.
+    let [w, h, d] = b.size;
+    let slice = w.checked_mul(h).ok_or(Error::INVALID_VALUE)?;
+    let total = slice.checked_mul(d).ok_or(Error::INVALID_VALUE)?;
+    let tmp = malloc_device(
+        c,
+        usize::try_from(total).map_err(|_| Error::MEMORY_ALLOCATION)?,
+    )?;
+    let packed = Linear {
+        ptr: tmp,
+        pitch: w,
+        rows: h,
+    };
+    let host_slice = lin
+        .pitch
+        .checked_mul(lin.rows)
+        .ok_or(Error::INVALID_VALUE)?;
+    let host_at = |z: u64| {
+        host_slice
+            .checked_mul(z)
+            .and_then(|o| lin.ptr.checked_add(o))
+            .ok_or(Error::INVALID_VALUE)
+    };
+    let r = (|| {
+        if to_array {
+            for z in 0..d {
+                let src = host_at(z)?;
+                copy_2d(
+                    tmp + z * slice,
+                    w,
+                    src,
+                    lin.pitch,
+                    w,
+                    h,
+                    memcpy_kind::H2D,
+                    stream,
+                )?;
+            }
+            request(c, b, packed, true, stream)
+        } else {
+            request(c, b, packed, false, stream)?;
+            for z in 0..d {
+                let dst = host_at(z)?;
+                copy_2d(
+                    dst,
+                    lin.pitch,
+                    tmp + z * slice,
+                    w,
+                    w,
+                    h,
+                    memcpy_kind::D2H,
+                    stream,
+                )?;
+            }
+            Ok(())
+        }
+    })();
+    // cudaFree waits for the work that uses the buffer.
+    let f = free_device(c, tmp);
+    r.and(f)
+}
+
+/// One `MemcpyArray` request.
+fn request(
+    c: &Client,
+    b: ArrayBox,
+    lin: Linear,
+    to_array: bool,
+    stream: Option<u64>,
+) -> Result<()> {
+    let mut flags = if to_array { ARRAY_COPY_TO_ARRAY } else { 0 };
+    if stream.is_some() {
+        flags |= ARRAY_COPY_ASYNC;
+    }
+    let req = MemcpyArrayReq {
+        array: b.array,
+        x: b.origin[0],
+        y: b.origin[1],
+        z: b.origin[2],
+        ptr: lin.ptr,
+        pitch: lin.pitch,
+        rows: lin.rows,
+        width: b.size[0],
+        height: b.size[1],
+        depth: b.size[2],
+        stream: stream.unwrap_or(STREAM_LEGACY),
+        flags,
+        reserved: 0,
+    };
+    if stream.is_some() {
+        c.post::<ops::MemcpyArray>(&req)
+    } else {
+        c.call::<ops::MemcpyArray>(&req)
+    }
+}
+
+/// The stream a call names, for work that cannot be captured.
+fn stream_of(c: &Client, on: On) -> Result<Option<u64>> {
+    on.map(|(s, per_thread)| super::stream::stream_handle(c, s, per_thread))
+        .transpose()
+}
+
+/// `cudaMemcpy2DToArray` and `cudaMemcpy2DFromArray`: `height` rows of `width` bytes at
+/// (`w_offset` bytes, `h_offset`).
+#[allow(clippy::too_many_arguments)]
+fn copy_2d_array(
+    a: cudaArray_t,
+    w_offset: usize,
+    h_offset: usize,
+    ptr: u64,
+    pitch: usize,
+    width: usize,
+    height: usize,
+    to_array: bool,
+    kind: c_int,
+    on: On,
+) -> Result<()> {
+    let c = client::client()?;
+    info(a)?;
+    if height > 1 && pitch < width {
+        return Err(Error::INVALID_PITCH);
+    }
+    let stream = stream_of(c, on)?;
+    let b = ArrayBox {
+        array: a as u64,
+        origin: [w_offset as u64, h_offset as u64, 0],
+        size: [width as u64, height as u64, 1],
+    };
+    let lin = Linear {
+        ptr,
+        pitch: pitch.max(width) as u64,
+        rows: height as u64,
+    };
+    copy(c, b, lin, to_array, kind, stream)
+}
+
+/// The deprecated `cudaMemcpyToArray` / `cudaMemcpyFromArray`: `count` bytes from
+/// (`w_offset`, `h_offset`) on, row after row.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn copy_linear_array(
+    a: cudaArray_t,
+    w_offset: usize,
+    h_offset: usize,
+    ptr: u64,
+    count: usize,
+    to_array: bool,
+    kind: c_int,
+    on: On,
+) -> Result<()> {
+    let c = client::client()?;
+    let i = info(a)?;
+    let stream = stream_of(c, on)?;
+    let row = i.extent[0].saturating_mul(i.texel());
+    let (mut x, mut y, mut left, mut p) = (w_offset as u64, h_offset as u64, count as u64, ptr);
+    if x > row {
+        return Err(Error::INVALID_VALUE);
+    }
+    while left > 0 {
+        // The rest of this row, or whole rows at once from a row start.
+        let (width, height) = if x == 0 && left >= row && row > 0 {
+            (row, left / row)
+        } else {
+            ((row - x).min(left), 1)
+        };
+        if width == 0 {
+            return Err(Error::INVALID_VALUE);
+        }
+        let b = ArrayBox {
+            array: a as u64,
+            origin: [x, y, 0],
+            size: [width, height, 1],
+        };
+        copy(
+            c,
+            b,
+            Linear {
+                ptr: p,
+                pitch: width,
+                rows: height,
+            },
+            to_array,
+            kind,
+            stream,
+        )?;
+        let n = width * height;
+        left -= n;
+        p = p.checked_add(n).ok_or(Error::INVALID_VALUE)?;
+        x += width;
+        if x == row {
+            x = 0;
+        }
+        y += if height > 1 {
+            height
+        } else {
+            u64::from(x == 0)
+        };
+    }
+    Ok(())
+}
+
+/// Array to array, through a device buffer.
+#[allow(clippy::too_many_arguments)]
+fn array_to_array(
+    dst: cudaArray_t,
+    dst_origin: [u64; 2],
+    src: cudaArray_t,
+    src_origin: [u64; 2],
+    width: u64,
+    height: u64,
+    kind: c_int,
+) -> Result<()> {
+    let c = client::client()?;
+    info(dst)?;
+    info(src)?;
+    if !matches!(kind, memcpy_kind::D2D | memcpy_kind::DEFAULT) {
+        return Err(Error::INVALID_MEMCPY_DIRECTION);
+    }
+    if width == 0 || height == 0 {
+        return Ok(());
+    }
+    let total = width.checked_mul(height).ok_or(Error::INVALID_VALUE)?;
+    let tmp = malloc_device(
+        c,
+        usize::try_from(total).map_err(|_| Error::MEMORY_ALLOCATION)?,
+    )?;
+    let lin = Linear {
+        ptr: tmp,
+        pitch: width,
+        rows: height,
+    };
+    let bx = |a: cudaArray_t, o: [u64; 2]| ArrayBox {
+        array: a as u64,
+        origin: [o[0], o[1], 0],
+        size: [width, height, 1],
+    };
+    let r = copy(c, bx(src, src_origin), lin, false, memcpy_kind::D2D, None)
+        .and_then(|()| copy(c, bx(dst, dst_origin), lin, true, memcpy_kind::D2D, None));
+    let f = free_device(c, tmp);
+    r.and(f)
+}
+
+/// `cudaMemcpy3D[Async]` with an array on one side (`src_array` / `dst_array`). Positions
+/// and the extent are in the array's texels, the linear side's position in bytes.
+pub(crate) fn copy_3d(p: &super::graph_node::cudaMemcpy3DParms, on: On) -> Result<()> {
+    let c = client::client()?;
+    let stream = stream_of(c, on)?;
+    let (a, apos, side, spos, to_array) = match (p.src_array.is_null(), p.dst_array.is_null()) {
+        (true, false) => (p.dst_array, p.dst_pos, p.src_ptr, p.src_pos, true),
+        (false, true) => (p.src_array, p.src_pos, p.dst_ptr, p.dst_pos, false),
+        (false, false) => {
+            // Both arrays: through a device buffer, slice by slice (2-D arrays only).
+            if p.extent.depth > 1 {
+                return Err(Error::NOT_SUPPORTED);
+            }
+            let ts = info(p.src_array)?.texel();
+            let td = info(p.dst_array)?.texel();
+            if ts != td {
+                return Err(Error::INVALID_VALUE);
+            }
+            return array_to_array(
+                p.dst_array,
+                [p.dst_pos.x as u64 * td, p.dst_pos.y as u64],
+                p.src_array,
+                [p.src_pos.x as u64 * ts, p.src_pos.y as u64],
+                p.extent.width as u64 * ts,
+                p.extent.height as u64,
+                p.kind,
+            );
+        }
+        (true, true) => return Err(Error::INVALID_VALUE),
+    };
+    let texel = info(a)?.texel();
+    let width = (p.extent.width as u64)
+        .checked_mul(texel)
+        .ok_or(Error::INVALID_VALUE)?;
+    let e = &p.extent;
+    let b = ArrayBox {
+        array: a as u64,
+        origin: [
+            (apos.x as u64)
+                .checked_mul(texel)
+                .ok_or(Error::INVALID_VALUE)?,
+            apos.y as u64,
+            apos.z as u64,
+        ],
+        size: [width, e.height as u64, e.depth as u64],
+    };
+    let pitch = side.pitch as u64;
+    let rows = side.ysize as u64;
+    // The linear side's position: x in bytes, y rows, z slices.
+    let off = (spos.z as u64)
+        .checked_mul(rows)
+        .and_then(|r| r.checked_add(spos.y as u64))
+        .and_then(|r| r.checked_mul(pitch))
+        .and_then(|o| o.checked_add(spos.x as u64))
+        .ok_or(Error::INVALID_VALUE)?;
+    let ptr = (side.ptr as u64)
+        .checked_add(off)
+        .ok_or(Error::INVALID_VALUE)?;
+    if side.ptr.is_null() || (e.height > 1 || e.depth > 1) && pitch < width {
+        return Err(Error::INVALID_VALUE);
+    }
+    let lin = Linear {
+        ptr,
+        pitch: pitch.max(width),
+        rows: rows.max(e.height as u64),
+    };
+    copy(c, b, lin, to_array, p.kind, stream)
+}
+
+/// Writes what the caller asked for of an array's description.
+fn get_info(
+    desc: *mut cudaChannelFormatDesc,
+    extent: *mut cudaExtent,
+    flags: *mut c_uint,
+    a: cudaArray_t,
+) -> Result<()> {
+    let i = info(a)?;
+    // SAFETY: the caller's output pointers, each written only when non-null.
+    unsafe {
+        if !desc.is_null() {
+            write_out(desc, i.desc)?;
+        }
+        if !extent.is_null() {
+            let e = cudaExtent {
+                width: i.extent[0] as usize,
+                height: i.extent[1] as usize,
+                depth: i.extent[2] as usize,
+            };
+            write_out(extent, e)?;
+        }
+        if !flags.is_null() {
+            write_out(flags, i.flags)?;
+        }
+    }
+    Ok(())
+}
+
+fn out_array(out: *mut cudaArray_t, h: u64) -> Result<()> {
+    // SAFETY: the caller's output pointer (checked for null by `write_out`).
+    unsafe { write_out(out, h as cudaArray_t) }
+}
+
+fn read_desc(desc: *const cudaChannelFormatDesc) -> Result<cudaChannelFormatDesc> {
+    // SAFETY: the caller's descriptor (the API's contract); null is checked.
+    unsafe { desc.as_ref() }
+        .copied()
+        .ok_or(Error::INVALID_VALUE)
+}
+
+entry_raw! {
+    fn cudaCreateChannelDesc(x: c_int, y: c_int, z: c_int, w: c_int, f: c_int) -> cudaChannelFormatDesc {
+        cudaChannelFormatDesc { x, y, z, w, f }
+    }
+}
+
+entry! {
+    fn cudaMallocArray(out: *mut cudaArray_t, desc: *const cudaChannelFormatDesc, width: usize, height: usize, flags: c_uint) {
+        if out.is_null() {
+            return Err(Error::INVALID_VALUE);
+        }
+        let h = create(read_desc(desc)?, [width as u64, height as u64, 0], flags)?;
+        out_array(out, h)
+    }
+
+    fn cudaMalloc3DArray(out: *mut cudaArray_t, desc: *const cudaChannelFormatDesc, e: cudaExtent, flags: c_uint) {
+        if out.is_null() {
+            return Err(Error::INVALID_VALUE);
+        }
+        let h = create(read_desc(desc)?, [e.width as u64, e.height as u64, e.depth as u64], flags)?;
+        out_array(out, h)
+    }
+
+    fn cudaFreeArray(a: cudaArray_t) {
+        destroy(a as u64)
+    }
+
+    fn cudaArrayGetInfo(desc: *mut cudaChannelFormatDesc, extent: *mut cudaExtent, flags: *mut c_uint, a: cudaArray_t) {
+        get_info(desc, extent, flags, a)
+    }
+
+    fn cudaGetChannelDesc(desc: *mut cudaChannelFormatDesc, a: cudaArray_t) {
+        if desc.is_null() {
+            return Err(Error::INVALID_VALUE);
+        }
+        get_info(desc, std::ptr::null_mut(), std::ptr::null_mut(), a)
+    }
+
+    fn cudaMemcpy2DToArray(dst: cudaArray_t, w_offset: usize, h_offset: usize, src: *const c_void, spitch: usize, width: usize, height: usize, kind: c_int) {
+        copy_2d_array(dst, w_offset, h_offset, src as u64, spitch, width, height, true, kind, None)
+    }
+
+    fn cudaMemcpy2DToArray_ptds(dst: cudaArray_t, w_offset: usize, h_offset: usize, src: *const c_void, spitch: usize, width: usize, height: usize, kind: c_int) {
+        copy_2d_array(dst, w_offset, h_offset, src as u64, spitch, width, height, true, kind, None)
+    }
+
+    fn cudaMemcpy2DToArrayAsync(dst: cudaArray_t, w_offset: usize, h_offset: usize, src: *const c_void, spitch: usize, width: usize, height: usize, kind: c_int, stream: cudaStream_t) {
+        copy_2d_array(dst, w_offset, h_offset, src as u64, spitch, width, height, true, kind, Some((stream, false)))
+    }
+
+    fn cudaMemcpy2DToArrayAsync_ptsz(dst: cudaArray_t, w_offset: usize, h_offset: usize, src: *const c_void, spitch: usize, width: usize, height: usize, kind: c_int, stream: cudaStream_t) {
+        copy_2d_array(dst, w_offset, h_offset, src as u64, spitch, width, height, true, kind, Some((stream, true)))
+    }
+
+    fn cudaMemcpy2DFromArray(dst: *mut c_void, dpitch: usize, src: cudaArray_t, w_offset: usize, h_offset: usize, width: usize, height: usize, kind: c_int) {
+        copy_2d_array(src, w_offset, h_offset, dst as u64, dpitch, width, height, false, kind, None)
+    }
+
+    fn cudaMemcpy2DFromArray_ptds(dst: *mut c_void, dpitch: usize, src: cudaArray_t, w_offset: usize, h_offset: usize, width: usize, height: usize, kind: c_int) {
+        copy_2d_array(src, w_offset, h_offset, dst as u64, dpitch, width, height, false, kind, None)
+    }
+
+    fn cudaMemcpy2DFromArrayAsync(dst: *mut c_void, dpitch: usize, src: cudaArray_t, w_offset: usize, h_offset: usize, width: usize, height: usize, kind: c_int, stream: cudaStream_t) {
+        copy_2d_array(src, w_offset, h_offset, dst as u64, dpitch, width, height, false, kind, Some((stream, false)))
+    }
+
+    fn cudaMemcpy2DFromArrayAsync_ptsz(dst: *mut c_void, dpitch: usize, src: cudaArray_t, w_offset: usize, h_offset: usize, width: usize, height: usize, kind: c_int, stream: cudaStream_t) {
+        copy_2d_array(src, w_offset, h_offset, dst as u64, dpitch, width, height, false, kind, Some((stream, true)))
+    }
+
+    fn cudaMemcpyToArray(dst: cudaArray_t, w_offset: usize, h_offset: usize, src: *const c_void, count: usize, kind: c_int) {
+        copy_linear_array(dst, w_offset, h_offset, src as u64, count, true, kind, None)
+    }
+
+    fn cudaMemcpyToArray_ptds(dst: cudaArray_t, w_offset: usize, h_offset: usize, src: *const c_void, count: usize, kind: c_int) {
+        copy_linear_array(dst, w_offset, h_offset, src as u64, count, true, kind, None)
+    }
+
+    fn cudaMemcpyToArrayAsync(dst: cudaArray_t, w_offset: usize, h_offset: usize, src: *const c_void, count: usize, kind: c_int, stream: cudaStream_t) {
+        copy_linear_array(dst, w_offset, h_offset, src as u64, count, true, kind, Some((stream, false)))
+    }
+
+    fn cudaMemcpyToArrayAsync_ptsz(dst: cudaArray_t, w_offset: usize, h_offset: usize, src: *const c_void, count: usize, kind: c_int, stream: cudaStream_t) {
+        copy_linear_array(dst, w_offset, h_offset, src as u64, count, true, kind, Some((stream, true)))
+    }
+
+    fn cudaMemcpyFromArray(dst: *mut c_void, src: cudaArray_t, w_offset: usize, h_offset: usize, count: usize, kind: c_int) {
+        copy_linear_array(src, w_offset, h_offset, dst as u64, count, false, kind, None)
+    }
+
+    fn cudaMemcpyFromArray_ptds(dst: *mut c_void, src: cudaArray_t, w_offset: usize, h_offset: usize, count: usize, kind: c_int) {
+        copy_linear_array(src, w_offset, h_offset, dst as u64, count, false, kind, None)
+    }
+
+    fn cudaMemcpyFromArrayAsync(dst: *mut c_void, src: cudaArray_t, w_offset: usize, h_offset: usize, count: usize, kind: c_int, stream: cudaStream_t) {
+        copy_linear_array(src, w_offset, h_offset, dst as u64, count, false, kind, Some((stream, false)))
+    }
+
+    fn cudaMemcpyFromArrayAsync_ptsz(dst: *mut c_void, src: cudaArray_t, w_offset: usize, h_offset: usize, count: usize, kind: c_int, stream: cudaStream_t) {
+        copy_linear_array(src, w_offset, h_offset, dst as u64, count, false, kind, Some((stream, true)))
+    }
+
+    fn cudaMemcpy2DArrayToArray(dst: cudaArray_t, w_dst: usize, h_dst: usize, src: cudaArray_t, w_src: usize, h_src: usize, width: usize, height: usize, kind: c_int) {
+        array_to_array(dst, [w_dst as u64, h_dst as u64], src, [w_src as u64, h_src as u64], width as u64, height as u64, kind)
+    }
+
+    fn cudaMemcpy2DArrayToArray_ptds(dst: cudaArray_t, w_dst: usize, h_dst: usize, src: cudaArray_t, w_src: usize, h_src: usize, width: usize, height: usize, kind: c_int) {
+        array_to_array(dst, [w_dst as u64, h_dst as u64], src, [w_src as u64, h_src as u64], width as u64, height as u64, kind)
+    }
+}
+
+impl crate::entry::FfiReturn for cudaChannelFormatDesc {
+    fn on_panic() -> Self {
+        // cudaChannelFormatKindNone.
+        cudaChannelFormatDesc {
+            f: 3,
+            ..Default::default()
+        }
+    }
+}

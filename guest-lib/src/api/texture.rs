@@ -1,0 +1,252 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! Texture and surface objects: `cudaCreateTextureObject`, `cudaCreateSurfaceObject`, their
+//! destruction and descriptor queries.
+//!
+//! The backend creates the object and answers the handle kernels take (on a GPU, the
+//! driver's own `CUtexObject`). Textures view an array, linear memory or pitched 2-D memory;
+//! surfaces view an array created with `cudaArraySurfaceLoadStore`. Mipmapped arrays,
+//! resource views, anisotropy and mipmap settings are not supported: a descriptor that asks
+//! for them fails with `cudaErrorNotSupported`.
+
+use std::collections::HashMap;
+use std::ffi::{c_int, c_uint, c_void};
+use std::sync::{LazyLock, Mutex};
+
+use vcuda_protocol::{
+    ChannelFormat, HandleReq, HandleResp, RESOURCE_ARRAY, RESOURCE_LINEAR, RESOURCE_PITCH2D,
+    TEX_FILTER_LINEAR, TEX_NORMALIZED_COORDS, TEX_READ_NORMALIZED_FLOAT, TEX_SRGB, TEX_SURFACE,
+    TexObjectCreateReq, ops,
+};
+
+use super::array::{cudaArray_t, cudaChannelFormatDesc};
+use crate::client;
+use crate::error::{Error, Result};
+use crate::ffi::write_out;
+use crate::state;
+
+/// `cudaResourceType` values.
+pub(crate) const RES_ARRAY: c_int = 0;
+const RES_MIPMAPPED_ARRAY: c_int = 1;
+pub(crate) const RES_LINEAR: c_int = 2;
+pub(crate) const RES_PITCH2D: c_int = 3;
+
+/// The part of `struct cudaResourceDesc` CUDA 12 and 13 share (CUDA 13 appends a reserved
+/// area and a flags word): the type and the union's members.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct cudaResourceDesc {
+    pub(crate) res_type: c_int,
+    /// `array.array` / `linear.devPtr` / `pitch2D.devPtr`.
+    pub(crate) ptr: *mut c_void,
+    pub(crate) desc: cudaChannelFormatDesc,
+    /// `linear.sizeInBytes` / `pitch2D.width`.
+    pub(crate) size_or_width: usize,
+    /// `pitch2D.height`.
+    pub(crate) height: usize,
+    /// `pitch2D.pitchInBytes`.
+    pub(crate) pitch: usize,
+}
+
+/// `struct cudaTextureDesc` (CUDA 12 and 13).
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct cudaTextureDesc {
+    pub(crate) address_mode: [c_int; 3],
+    pub(crate) filter_mode: c_int,
+    pub(crate) read_mode: c_int,
+    pub(crate) srgb: c_int,
+    pub(crate) border_color: [f32; 4],
+    pub(crate) normalized_coords: c_int,
+    pub(crate) max_anisotropy: c_uint,
+    pub(crate) mipmap_filter_mode: c_int,
+    pub(crate) mipmap_level_bias: f32,
+    pub(crate) min_mipmap_level_clamp: f32,
+    pub(crate) max_mipmap_level_clamp: f32,
+    pub(crate) disable_trilinear_optimization: c_int,
+    pub(crate) seamless_cubemap: c_int,
+}
+
+/// What the library keeps of an object, for the descriptor queries.
+#[derive(Clone, Copy)]
+struct Object {
+    res: cudaResourceDesc,
+    tex: Option<cudaTextureDesc>,
+}
+
+// SAFETY: the raw pointers in the descriptors are device addresses and array handles, plain
+// numbers here; nothing dereferences them.
+unsafe impl Send for Object {}
+
+static OBJECTS: LazyLock<Mutex<HashMap<u64, Object>>> = LazyLock::new(Mutex::default);
+
+fn objects() -> std::sync::MutexGuard<'static, HashMap<u64, Object>> {
+    OBJECTS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The resource part of a request.
+fn resource(r: &cudaResourceDesc, req: &mut TexObjectCreateReq) -> Result<()> {
+    match r.res_type {
+        RES_ARRAY => {
+            super::array::info(r.ptr as cudaArray_t)?;
+            req.resource = RESOURCE_ARRAY;
+            req.array = r.ptr as u64;
+        }
+        RES_LINEAR => {
+            req.resource = RESOURCE_LINEAR;
+            req.ptr = r.ptr as u64;
+            req.format = r.desc.to_wire()?;
+            req.size = r.size_or_width as u64;
+        }
+        RES_PITCH2D => {
+            req.resource = RESOURCE_PITCH2D;
+            req.ptr = r.ptr as u64;
+            req.format = r.desc.to_wire()?;
+            req.width = r.size_or_width as u64;
+            req.height = r.height as u64;
+            req.pitch = r.pitch as u64;
+        }
+        RES_MIPMAPPED_ARRAY => return Err(Error::NOT_SUPPORTED),
+        _ => return Err(Error::INVALID_VALUE),
+    }
+    Ok(())
+}
+
+/// The sampler part of a request.
+fn sampler(t: &cudaTextureDesc, req: &mut TexObjectCreateReq) -> Result<()> {
+    if t.max_anisotropy > 1
+        || t.mipmap_filter_mode != 0
+        || t.mipmap_level_bias != 0.0
+        || t.min_mipmap_level_clamp != 0.0
+        || t.max_mipmap_level_clamp != 0.0
+    {
+        return Err(Error::NOT_SUPPORTED);
+    }
+    for (d, &m) in req.address.iter_mut().zip(&t.address_mode) {
+        *d = u32::try_from(m).map_err(|_| Error::INVALID_VALUE)?;
+    }
+    req.flags |= match t.filter_mode {
+        0 => 0,
+        1 => TEX_FILTER_LINEAR,
+        _ => return Err(Error::INVALID_VALUE),
+    };
+    req.flags |= match t.read_mode {
+        0 => 0,
+        1 => TEX_READ_NORMALIZED_FLOAT,
+        _ => return Err(Error::INVALID_VALUE),
+    };
+    if t.srgb != 0 {
+        req.flags |= TEX_SRGB;
+    }
+    if t.normalized_coords != 0 {
+        req.flags |= TEX_NORMALIZED_COORDS;
+    }
+    req.border = t.border_color;
+    Ok(())
+}
+
+/// Creates an object; returns its handle.
+pub(crate) fn create(res: &cudaResourceDesc, tex: Option<&cudaTextureDesc>) -> Result<u64> {
+    let c = client::client()?;
+    c.check_sticky()?;
+    let mut req = TexObjectCreateReq {
+        device: c.check_device(state::device())?,
+        format: ChannelFormat::default(),
+        ..Default::default()
+    };
+    resource(res, &mut req)?;
+    match tex {
+        Some(t) => sampler(t, &mut req)?,
+        None => {
+            if res.res_type != RES_ARRAY {
+                return Err(Error::INVALID_VALUE);
+            }
+            req.flags = TEX_SURFACE;
+        }
+    }
+    let r: HandleResp = c.call::<ops::TexObjectCreate>(&req)?;
+    objects().insert(
+        r.handle,
+        Object {
+            res: *res,
+            tex: tex.copied(),
+        },
+    );
+    Ok(r.handle)
+}
+
+/// Destroys an object (0: nothing). `surface` says which kind the caller names.
+pub(crate) fn destroy(h: u64, surface: bool) -> Result<()> {
+    if h == 0 {
+        return Ok(());
+    }
+    let c = client::client()?;
+    match objects().get(&h) {
+        Some(o) if o.tex.is_none() == surface => {}
+        _ => return Err(Error::INVALID_VALUE),
+    }
+    c.call::<ops::TexObjectDestroy>(&HandleReq { handle: h })?;
+    objects().remove(&h);
+    Ok(())
+}
+
+fn object(h: u64, surface: bool) -> Result<Object> {
+    objects()
+        .get(&h)
+        .copied()
+        .filter(|o| o.tex.is_none() == surface)
+        .ok_or(Error::INVALID_VALUE)
+}
+
+fn read<T: Copy>(p: *const T) -> Result<T> {
+    // SAFETY: the caller's descriptor (the API's contract); null is checked.
+    unsafe { p.as_ref() }.copied().ok_or(Error::INVALID_VALUE)
+}
+
+entry! {
+    fn cudaCreateTextureObject(out: *mut u64, res: *const cudaResourceDesc, tex: *const cudaTextureDesc, view: *const c_void) {
+        if out.is_null() {
+            return Err(Error::INVALID_VALUE);
+        }
+        if !view.is_null() {
+            return Err(Error::NOT_SUPPORTED);
+        }
+        let h = create(&read(res)?, Some(&read(tex)?))?;
+        // SAFETY: checked non-null; the caller's output pointer.
+        unsafe { write_out(out, h) }
+    }
+
+    fn cudaDestroyTextureObject(h: u64) {
+        destroy(h, false)
+    }
+
+    fn cudaCreateSurfaceObject(out: *mut u64, res: *const cudaResourceDesc) {
+        if out.is_null() {
+            return Err(Error::INVALID_VALUE);
+        }
+        let h = create(&read(res)?, None)?;
+        // SAFETY: checked non-null; the caller's output pointer.
+        unsafe { write_out(out, h) }
+    }
+
+    fn cudaDestroySurfaceObject(h: u64) {
+        destroy(h, true)
+    }
+
+    fn cudaGetTextureObjectResourceDesc(out: *mut cudaResourceDesc, h: u64) {
+        let o = object(h, false)?;
+        // SAFETY: the caller's output pointer (checked for null by `write_out`).
+        unsafe { write_out(out, o.res) }
+    }
+
+    fn cudaGetTextureObjectTextureDesc(out: *mut cudaTextureDesc, h: u64) {
+        let o = object(h, false)?;
+        // SAFETY: as above.
+        unsafe { write_out(out, o.tex.unwrap_or_default()) }
+    }
+
+    fn cudaGetSurfaceObjectResourceDesc(out: *mut cudaResourceDesc, h: u64) {
+        let o = object(h, true)?;
+        // SAFETY: as above.
+        unsafe { write_out(out, o.res) }
+    }
+}

@@ -1,0 +1,364 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! CUDA arrays, texture and surface objects: the checks both executors share.
+//!
+//! Everything here comes from the guest: formats, extents, boxes and sampler settings are
+//! validated before an executor allocates or copies anything.
+
+use vcuda_protocol::status;
+use vcuda_protocol::{
+    ARRAY_COPY_ASYNC, ARRAY_COPY_TO_ARRAY, ARRAY_SURFACE_LOAD_STORE, ARRAY_TEXTURE_GATHER,
+    ArrayCreateReq, CHANNEL_FLOAT, CHANNEL_SIGNED, CHANNEL_UNSIGNED, ChannelFormat, MemcpyArrayReq,
+    RESOURCE_ARRAY, RESOURCE_LINEAR, RESOURCE_PITCH2D, TEX_FILTER_LINEAR, TEX_NORMALIZED_COORDS,
+    TEX_READ_NORMALIZED_FLOAT, TEX_SRGB, TEX_SURFACE, TexObjectCreateReq,
+};
+use vcuda_ptx::{AddressMode, ChannelKind, FilterMode};
+
+use super::{ExecResult, Status};
+
+/// Widest 1-D array (`cudaDevAttrMaxTexture1DWidth` on sm_90).
+pub const MAX_1D_WIDTH: u64 = 131_072;
+/// Largest 2-D array (`cudaDevAttrMaxTexture2DWidth` x `Height` on sm_90).
+pub const MAX_2D: (u64, u64) = (131_072, 65_536);
+/// Largest 3-D array edge (`cudaDevAttrMaxTexture3DWidth` on sm_90).
+pub const MAX_3D: u64 = 16_384;
+/// Most texels of a texture over linear memory (`cudaDevAttrMaxTexture1DLinearWidth`).
+pub const MAX_LINEAR_TEXELS: u64 = 1 << 28;
+/// Alignment of a texture's base address (`cudaDevAttrTextureAlignment`).
+pub const TEXTURE_ALIGNMENT: u64 = 512;
+/// Alignment of a pitched texture's pitch (`cudaDevAttrTexturePitchAlignment`).
+pub const TEXTURE_PITCH_ALIGNMENT: u64 = 32;
+
+/// `cudaErrorInvalidChannelDescriptor`.
+const INVALID_CHANNEL: Status = Status(status::INVALID_CHANNEL_DESCRIPTOR);
+
+/// A checked texel format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Format {
+    /// How channels read.
+    pub kind: ChannelKind,
+    /// Bits per channel x, y, z, w.
+    pub bits: [u8; 4],
+    /// Channels (1, 2 or 4).
+    pub channels: u32,
+    /// Bytes per channel.
+    pub channel_bytes: u64,
+}
+
+impl Format {
+    /// Checks a guest's channel format: 1, 2 or 4 channels of equal size, present ones
+    /// first; 8, 16 or 32-bit integers or 16 or 32-bit floats.
+    pub fn check(f: &ChannelFormat) -> ExecResult<Format> {
+        let kind = match f.kind {
+            CHANNEL_SIGNED => ChannelKind::Signed,
+            CHANNEL_UNSIGNED => ChannelKind::Unsigned,
+            CHANNEL_FLOAT => ChannelKind::Float,
+            _ => return Err(INVALID_CHANNEL),
+        };
+        let channels = f.bits.iter().take_while(|&&b| b != 0).count();
+        let b = f.bits[0];
+        if channels == 0
+            || channels == 3
+            || f.bits[channels..].iter().any(|&x| x != 0)
+            || f.bits[..channels].iter().any(|&x| x != b)
+        {
+            return Err(INVALID_CHANNEL);
+        }
+        let ok = match kind {
+            ChannelKind::Float => matches!(b, 16 | 32),
+            _ => matches!(b, 8 | 16 | 32),
+        };
+        if !ok {
+            return Err(INVALID_CHANNEL);
+        }
+        Ok(Format {
+            kind,
+            bits: f.bits,
+            channels: channels as u32,
+            channel_bytes: u64::from(b / 8),
+        })
+    }
+
+    /// Bytes per texel.
+    pub fn texel_bytes(&self) -> u64 {
+        self.channel_bytes * u64::from(self.channels)
+    }
+}
+
+/// A checked array shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ArrayShape {
+    /// Texel format.
+    pub format: Format,
+    /// 1, 2 or 3.
+    pub dims: u8,
+    /// Width in texels.
+    pub width: u64,
+    /// Height in texels (1 for a 1-D array).
+    pub height: u64,
+    /// Depth in texels (1 for fewer dimensions).
+    pub depth: u64,
+    /// `ARRAY_*` flags.
+    pub flags: u32,
+}
+
+impl ArrayShape {
+    /// Checks an `ArrayCreate` request. Layered, cube-map and sparse arrays are not
+    /// supported.
+    pub fn check(r: &ArrayCreateReq) -> ExecResult<ArrayShape> {
+        if r.flags & !(ARRAY_SURFACE_LOAD_STORE | ARRAY_TEXTURE_GATHER) != 0 {
+            return Err(Status::NOT_SUPPORTED);
+        }
+        let format = Format::check(&r.format)?;
+        let (dims, ok) = match (r.width, r.height, r.depth) {
+            (w, 0, 0) => (1, w <= MAX_1D_WIDTH),
+            (w, h, 0) => (2, w <= MAX_2D.0 && h <= MAX_2D.1),
+            (w, h, d) => (3, w <= MAX_3D && h <= MAX_3D && d <= MAX_3D && h != 0),
+        };
+        if r.width == 0 || !ok {
+            return Err(Status::INVALID_VALUE);
+        }
+        Ok(ArrayShape {
+            format,
+            dims,
+            width: r.width,
+            height: r.height.max(1),
+            depth: r.depth.max(1),
+            flags: r.flags,
+        })
+    }
+
+    /// Bytes of one row.
+    pub fn row_bytes(&self) -> u64 {
+        self.width * self.format.texel_bytes()
+    }
+
+    /// Bytes of the whole array, packed (bounded by the dimension limits: < 2^50).
+    pub fn bytes(&self) -> u64 {
+        self.row_bytes() * self.height * self.depth
+    }
+
+    /// Checks that a copy's box lies inside the array and that its linear side is
+    /// consistent; returns the bytes the linear side spans from `ptr`.
+    pub fn check_box(&self, r: &MemcpyArrayReq) -> ExecResult<u64> {
+        if r.flags & !(ARRAY_COPY_TO_ARRAY | ARRAY_COPY_ASYNC) != 0 || r.reserved != 0 {
+            return Err(Status::INVALID_VALUE);
+        }
+        let inside = |o: u64, n: u64, total: u64| o.checked_add(n).is_some_and(|e| e <= total);
+        if !inside(r.x, r.width, self.row_bytes())
+            || !inside(r.y, r.height, self.height)
+            || !inside(r.z, r.depth, self.depth)
+        {
+            return Err(Status::INVALID_VALUE);
+        }
+        if r.width == 0 || r.height == 0 || r.depth == 0 {
+            return Ok(0);
+        }
+        if r.pitch < r.width || (r.depth > 1 && r.rows < r.height) {
+            return Err(Status::INVALID_PITCH);
+        }
+        // The last byte of the linear side: ((depth-1)*rows + height-1)*pitch + width.
+        // Saturating: rows and pitch are the guest's; a saturated span fails the range
+        // check of the executor.
+        let last_row = (r.depth - 1)
+            .saturating_mul(r.rows)
+            .saturating_add(r.height - 1);
+        Ok(last_row.saturating_mul(r.pitch).saturating_add(r.width))
+    }
+}
+
+/// The checked settings of a texture or surface object.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Sampler {
+    /// A surface object.
+    pub surface: bool,
+    /// Address modes.
+    pub address: [AddressMode; 3],
+    /// Filtering.
+    pub filter: FilterMode,
+    /// `cudaReadModeNormalizedFloat`.
+    pub normalized_float: bool,
+    /// Normalized coordinates.
+    pub normalized_coords: bool,
+    /// sRGB.
+    pub srgb: bool,
+    /// Border color.
+    pub border: [f32; 4],
+}
+
+impl Sampler {
+    /// Checks the sampler part of a `TexObjectCreate` request.
+    pub fn check(r: &TexObjectCreateReq) -> ExecResult<Sampler> {
+        let known = TEX_SURFACE
+            | TEX_NORMALIZED_COORDS
+            | TEX_READ_NORMALIZED_FLOAT
+            | TEX_SRGB
+            | TEX_FILTER_LINEAR;
+        if r.flags & !known != 0 || r.reserved != [0; 2] {
+            return Err(Status::INVALID_VALUE);
+        }
+        if !matches!(
+            r.resource,
+            RESOURCE_ARRAY | RESOURCE_LINEAR | RESOURCE_PITCH2D
+        ) {
+            return Err(Status::INVALID_VALUE);
+        }
+        let mut address = [AddressMode::Wrap; 3];
+        for (a, &m) in address.iter_mut().zip(&r.address) {
+            *a = match m {
+                0 => AddressMode::Wrap,
+                1 => AddressMode::Clamp,
+                2 => AddressMode::Mirror,
+                3 => AddressMode::Border,
+                _ => return Err(Status::INVALID_VALUE),
+            };
+        }
+        Ok(Sampler {
+            surface: r.flags & TEX_SURFACE != 0,
+            address,
+            filter: if r.flags & TEX_FILTER_LINEAR != 0 {
+                FilterMode::Linear
+            } else {
+                FilterMode::Point
+            },
+            normalized_float: r.flags & TEX_READ_NORMALIZED_FLOAT != 0,
+            normalized_coords: r.flags & TEX_NORMALIZED_COORDS != 0,
+            srgb: r.flags & TEX_SRGB != 0,
+            border: r.border,
+        })
+    }
+}
+
+/// The memory a texture over linear or pitched device memory views: `(texels wide, rows,
+/// pitch, bytes spanned from ptr)`. Checks CUDA's alignment rules and limits.
+pub fn linear_extent(r: &TexObjectCreateReq, f: &Format) -> ExecResult<(u64, u64, u64, u64)> {
+    if !r.ptr.is_multiple_of(TEXTURE_ALIGNMENT) || r.ptr == 0 {
+        return Err(Status::INVALID_VALUE);
+    }
+    let texel = f.texel_bytes();
+    match r.resource {
+        RESOURCE_LINEAR => {
+            let texels = r.size / texel;
+            if texels == 0 || texels > MAX_LINEAR_TEXELS {
+                return Err(Status::INVALID_VALUE);
+            }
+            Ok((texels, 1, r.size, texels * texel))
+        }
+        RESOURCE_PITCH2D => {
+            if r.width == 0
+                || r.height == 0
+                || r.width > MAX_2D.0
+                || r.height > MAX_2D.1
+                || !r.pitch.is_multiple_of(TEXTURE_PITCH_ALIGNMENT)
+                || r.pitch < r.width * texel
+            {
+                return Err(Status::INVALID_VALUE);
+            }
+            let span = (r.height - 1)
+                .checked_mul(r.pitch)
+                .and_then(|s| s.checked_add(r.width * texel))
+                .ok_or(Status::INVALID_VALUE)?;
+            Ok((r.width, r.height, r.pitch, span))
+        }
+        _ => Err(Status::INVALID_VALUE),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fmt(bits: [u8; 4], kind: u32) -> ChannelFormat {
+        ChannelFormat { bits, kind }
+    }
+
+    #[test]
+    fn formats_are_checked_as_cuda_does() {
+        assert!(Format::check(&fmt([32, 0, 0, 0], CHANNEL_FLOAT)).is_ok());
+        assert!(Format::check(&fmt([8, 8, 8, 8], CHANNEL_UNSIGNED)).is_ok());
+        assert_eq!(
+            Format::check(&fmt([8, 8, 8, 8], CHANNEL_UNSIGNED)).map(|f| f.texel_bytes()),
+            Ok(4)
+        );
+        for bad in [
+            fmt([0; 4], CHANNEL_FLOAT),
+            fmt([8, 8, 8, 0], CHANNEL_UNSIGNED),
+            fmt([8, 16, 0, 0], CHANNEL_UNSIGNED),
+            fmt([8, 0, 8, 0], CHANNEL_UNSIGNED),
+            fmt([8, 0, 0, 0], CHANNEL_FLOAT),
+            fmt([64, 0, 0, 0], CHANNEL_SIGNED),
+            fmt([32, 0, 0, 0], 7),
+        ] {
+            assert_eq!(Format::check(&bad), Err(INVALID_CHANNEL), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn boxes_stay_inside_the_array() {
+        let shape = ArrayShape::check(&ArrayCreateReq {
+            format: fmt([32, 0, 0, 0], CHANNEL_FLOAT),
+            width: 16,
+            height: 8,
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!((shape.dims, shape.row_bytes(), shape.bytes()), (2, 64, 512));
+        let ok = MemcpyArrayReq {
+            x: 4,
+            y: 2,
+            width: 60,
+            height: 6,
+            depth: 1,
+            pitch: 64,
+            ..Default::default()
+        };
+        assert_eq!(shape.check_box(&ok), Ok(5 * 64 + 60));
+        for bad in [
+            MemcpyArrayReq { x: 8, ..ok },
+            MemcpyArrayReq { y: 3, ..ok },
+            MemcpyArrayReq { z: 1, ..ok },
+            MemcpyArrayReq { x: u64::MAX, ..ok },
+            MemcpyArrayReq {
+                flags: 1 << 9,
+                ..ok
+            },
+        ] {
+            assert_eq!(shape.check_box(&bad), Err(Status::INVALID_VALUE), "{bad:?}");
+        }
+        assert_eq!(
+            shape.check_box(&MemcpyArrayReq { pitch: 8, ..ok }),
+            Err(Status::INVALID_PITCH)
+        );
+        // Guest-sized pitches saturate rather than overflow.
+        let huge = MemcpyArrayReq {
+            pitch: u64::MAX,
+            ..ok
+        };
+        assert_eq!(shape.check_box(&huge), Ok(u64::MAX));
+    }
+
+    #[test]
+    fn array_extents_have_limits() {
+        let req = |width, height, depth| ArrayCreateReq {
+            format: fmt([8, 0, 0, 0], CHANNEL_UNSIGNED),
+            width,
+            height,
+            depth,
+            ..Default::default()
+        };
+        assert_eq!(ArrayShape::check(&req(4, 0, 0)).map(|s| s.dims), Ok(1));
+        assert_eq!(ArrayShape::check(&req(4, 4, 4)).map(|s| s.dims), Ok(3));
+        for (w, h, d) in [
+            (0, 1, 1),
+            (4, 0, 4),
+            (MAX_1D_WIDTH + 1, 0, 0),
+            (MAX_3D + 1, 2, 2),
+        ] {
+            assert_eq!(ArrayShape::check(&req(w, h, d)), Err(Status::INVALID_VALUE));
+        }
+        let layered = ArrayCreateReq {
+            flags: 1,
+            ..req(4, 4, 4)
+        };
+        assert_eq!(ArrayShape::check(&layered), Err(Status::NOT_SUPPORTED));
+    }
+}

@@ -1,0 +1,309 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! CUDA arrays, texture and surface objects on the GPU.
+//!
+//! Arrays are `CUarray`s behind [`HandleTable`] handles, charged to the session like
+//! allocations. Texture and surface objects are the driver's own `CUtexObject` /
+//! `CUsurfObject` values, which is what kernels take as parameters; the session keeps the
+//! set it created, so it only destroys its own. Everything dies with the context on reset.
+
+use std::collections::HashMap;
+use std::mem::MaybeUninit;
+
+use cudarc::driver::sys::{
+    self, CUaddress_mode, CUarray_format, CUfilter_mode, CUmemorytype, CUresourcetype,
+};
+use vcuda_protocol::region::Region;
+use vcuda_protocol::{
+    ARRAY_COPY_TO_ARRAY, ARRAY_SURFACE_LOAD_STORE, ARRAY_TEXTURE_GATHER, ArrayCreateReq,
+    MemcpyArrayReq, RESOURCE_ARRAY, RESOURCE_LINEAR, TexObjectCreateReq,
+};
+use vcuda_ptx::{AddressMode, ChannelKind, FilterMode};
+
+use super::handles::{HandleTable, Kind};
+use super::streams::stream_ref;
+use super::{CudaExecutor, charge, driver, to_status};
+use crate::executor::array::{ArrayShape, Format, Sampler, linear_extent};
+use crate::executor::{ExecResult, Status};
+
+/// Most texture and surface objects a session holds at once.
+pub const MAX_OBJECTS: usize = 65_536;
+
+/// `CUDA_ARRAY3D_SURFACE_LDST`.
+const ARRAY3D_SURFACE_LDST: u32 = 0x02;
+/// `CUDA_ARRAY3D_TEXTURE_GATHER`.
+const ARRAY3D_TEXTURE_GATHER: u32 = 0x40;
+/// `CU_TRSF_READ_AS_INTEGER`.
+const TRSF_READ_AS_INTEGER: u32 = 0x01;
+/// `CU_TRSF_NORMALIZED_COORDINATES`.
+const TRSF_NORMALIZED_COORDINATES: u32 = 0x02;
+/// `CU_TRSF_SRGB`.
+const TRSF_SRGB: u32 = 0x10;
+
+/// One array.
+#[derive(Debug)]
+pub(super) struct Array {
+    raw: sys::CUarray,
+    shape: ArrayShape,
+    /// Bytes charged to the session.
+    charged: u64,
+}
+
+/// A session's arrays and objects.
+#[derive(Debug)]
+pub(super) struct Textures {
+    arrays: HandleTable<Array>,
+    /// Object handle -> whether it is a surface.
+    objects: HashMap<u64, bool>,
+}
+
+impl Default for Textures {
+    fn default() -> Self {
+        Self {
+            arrays: HandleTable::new(Kind::Array),
+            objects: HashMap::new(),
+        }
+    }
+}
+
+impl Textures {
+    /// Forgets everything (the context that held it is gone).
+    pub(super) fn clear(&mut self) {
+        self.arrays.clear();
+        self.objects.clear();
+    }
+}
+
+/// The driver's array format for a checked format.
+fn array_format(f: &Format) -> CUarray_format {
+    use CUarray_format::*;
+    match (f.kind, f.channel_bytes) {
+        (ChannelKind::Unsigned, 1) => CU_AD_FORMAT_UNSIGNED_INT8,
+        (ChannelKind::Unsigned, 2) => CU_AD_FORMAT_UNSIGNED_INT16,
+        (ChannelKind::Unsigned, _) => CU_AD_FORMAT_UNSIGNED_INT32,
+        (ChannelKind::Signed, 1) => CU_AD_FORMAT_SIGNED_INT8,
+        (ChannelKind::Signed, 2) => CU_AD_FORMAT_SIGNED_INT16,
+        (ChannelKind::Signed, _) => CU_AD_FORMAT_SIGNED_INT32,
+        (ChannelKind::Float, 2) => CU_AD_FORMAT_HALF,
+        (ChannelKind::Float, _) => CU_AD_FORMAT_FLOAT,
+    }
+}
+
+fn address_mode(m: AddressMode) -> CUaddress_mode {
+    match m {
+        AddressMode::Wrap => CUaddress_mode::CU_TR_ADDRESS_MODE_WRAP,
+        AddressMode::Clamp => CUaddress_mode::CU_TR_ADDRESS_MODE_CLAMP,
+        AddressMode::Mirror => CUaddress_mode::CU_TR_ADDRESS_MODE_MIRROR,
+        AddressMode::Border => CUaddress_mode::CU_TR_ADDRESS_MODE_BORDER,
+    }
+}
+
+impl CudaExecutor {
+    fn check_textures(&self) -> ExecResult<()> {
+        if self.shared.driver.textures {
+            Ok(())
+        } else {
+            Err(Status::NOT_SUPPORTED)
+        }
+    }
+
+    pub(super) fn array_create_impl(&mut self, r: &ArrayCreateReq) -> ExecResult<u64> {
+        self.check_device(r.device)?;
+        self.check_textures()?;
+        let shape = ArrayShape::check(r)?;
+        let cost = charge(shape.bytes()).ok_or(Status::MEMORY_ALLOCATION)?;
+        let charged = self
+            .charged
+            .checked_add(cost)
+            .filter(|&c| c <= self.shared.session_limit)
+            .ok_or(Status::MEMORY_ALLOCATION)?;
+        let mut flags = 0;
+        if shape.flags & ARRAY_SURFACE_LOAD_STORE != 0 {
+            flags |= ARRAY3D_SURFACE_LDST;
+        }
+        if shape.flags & ARRAY_TEXTURE_GATHER != 0 {
+            flags |= ARRAY3D_TEXTURE_GATHER;
+        }
+        let desc = sys::CUDA_ARRAY3D_DESCRIPTOR {
+            Width: shape.width as usize,
+            Height: if shape.dims >= 2 {
+                shape.height as usize
+            } else {
+                0
+            },
+            Depth: if shape.dims == 3 {
+                shape.depth as usize
+            } else {
+                0
+            },
+            Format: array_format(&shape.format),
+            NumChannels: shape.format.channels,
+            Flags: flags,
+        };
+        self.bind()?;
+        let raw = driver::array_create(&desc).map_err(to_status)?;
+        let h = self.textures.arrays.insert(Array {
+            raw,
+            shape,
+            charged: cost,
+        });
+        if h.is_err() {
+            // SAFETY: created just above in the current context, never given out.
+            let _ = unsafe { driver::array_destroy(raw) };
+        }
+        self.charged = charged;
+        h
+    }
+
+    pub(super) fn array_destroy_impl(&mut self, h: u64) -> ExecResult<()> {
+        self.textures.arrays.get(h)?;
+        self.bind()?;
+        // cudaFreeArray waits for the device first, as cudaFree does.
+        self.may_print = true;
+        let r = self.wait_device();
+        self.settle(r)?;
+        let a = self.textures.arrays.remove(h)?;
+        // SAFETY: a live array of this session's context (it was in the table, and leaves
+        // it now, so it is destroyed once); the device is idle, so no work uses it.
+        unsafe { driver::array_destroy(a.raw) }.map_err(to_status)?;
+        self.charged = self.charged.saturating_sub(a.charged);
+        Ok(())
+    }
+
+    pub(super) fn memcpy_array_impl(&mut self, r: &MemcpyArrayReq) -> ExecResult<()> {
+        let a = self.textures.arrays.get(r.array)?;
+        let span = a.shape.check_box(r)?;
+        if span == 0 {
+            return Ok(());
+        }
+        // The rows of the linear side: (depth - 1) slices of `rows` rows, then `height`.
+        let rows = (r.depth - 1)
+            .checked_mul(r.rows)
+            .and_then(|n| n.checked_add(r.height))
+            .ok_or(Status::INVALID_VALUE)?;
+        let lin = Region::new(r.ptr, r.pitch, r.width, rows)?;
+        self.allocs.check_region(&lin)?;
+        let raw = a.raw;
+        let s = stream_ref(&self.streams, r.stream)?.raw();
+        // SAFETY: an all-zero CUDA_MEMCPY3D is valid (null handles, zero sizes); every
+        // field the copy reads is set below.
+        let mut p: sys::CUDA_MEMCPY3D = unsafe { MaybeUninit::zeroed().assume_init() };
+        let to_array = r.flags & ARRAY_COPY_TO_ARRAY != 0;
+        let (x, y, z) = (r.x as usize, r.y as usize, r.z as usize);
+        if to_array {
+            p.srcMemoryType = CUmemorytype::CU_MEMORYTYPE_DEVICE;
+            p.srcDevice = r.ptr;
+            p.srcPitch = r.pitch as usize;
+            p.srcHeight = r.rows.max(r.height) as usize;
+            p.dstMemoryType = CUmemorytype::CU_MEMORYTYPE_ARRAY;
+            p.dstArray = raw;
+            (p.dstXInBytes, p.dstY, p.dstZ) = (x, y, z);
+        } else {
+            p.srcMemoryType = CUmemorytype::CU_MEMORYTYPE_ARRAY;
+            p.srcArray = raw;
+            (p.srcXInBytes, p.srcY, p.srcZ) = (x, y, z);
+            p.dstMemoryType = CUmemorytype::CU_MEMORYTYPE_DEVICE;
+            p.dstDevice = r.ptr;
+            p.dstPitch = r.pitch as usize;
+            p.dstHeight = r.rows.max(r.height) as usize;
+        }
+        p.WidthInBytes = r.width as usize;
+        p.Height = r.height as usize;
+        p.Depth = r.depth as usize;
+        self.bind()?;
+        // SAFETY: the array is live (in the table), the box lies inside it (`check_box`),
+        // the linear side's rows lie in the session's allocations (checked above), all of
+        // the current context; `s` borrows a live stream of the session (or the legacy one).
+        // Both ends are device memory: stream order is all the copy needs.
+        unsafe { driver::memcpy_3d(&p, s) }.map_err(to_status)
+    }
+
+    pub(super) fn tex_object_create_impl(&mut self, r: &TexObjectCreateReq) -> ExecResult<u64> {
+        self.check_device(r.device)?;
+        self.check_textures()?;
+        let s = Sampler::check(r)?;
+        if self.textures.objects.len() >= MAX_OBJECTS {
+            return Err(Status::MEMORY_ALLOCATION);
+        }
+        // SAFETY: an all-zero CUDA_RESOURCE_DESC is valid (resType 0 = array, null handle,
+        // flags 0); the fields of the chosen type are set below.
+        let mut res: sys::CUDA_RESOURCE_DESC = unsafe { MaybeUninit::zeroed().assume_init() };
+        let mut read_as_integer = !s.normalized_float;
+        if r.resource == RESOURCE_ARRAY {
+            let a = self.textures.arrays.get(r.array)?;
+            if s.surface && a.shape.flags & ARRAY_SURFACE_LOAD_STORE == 0 {
+                return Err(Status::INVALID_VALUE);
+            }
+            res.resType = CUresourcetype::CU_RESOURCE_TYPE_ARRAY;
+            res.res.array =
+                sys::CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_1 { hArray: a.raw };
+        } else {
+            if s.surface {
+                return Err(Status::INVALID_VALUE);
+            }
+            let f = Format::check(&r.format)?;
+            let (width, height, pitch, span) = linear_extent(r, &f)?;
+            self.allocs
+                .check_region(&Region::new(r.ptr, span, span, 1)?)?;
+            if f.kind == ChannelKind::Float {
+                read_as_integer = false;
+            }
+            if r.resource == RESOURCE_LINEAR {
+                res.resType = CUresourcetype::CU_RESOURCE_TYPE_LINEAR;
+                res.res.linear = sys::CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_3 {
+                    devPtr: r.ptr,
+                    format: array_format(&f),
+                    numChannels: f.channels,
+                    sizeInBytes: span as usize,
+                };
+            } else {
+                res.resType = CUresourcetype::CU_RESOURCE_TYPE_PITCH2D;
+                res.res.pitch2D = sys::CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_4 {
+                    devPtr: r.ptr,
+                    format: array_format(&f),
+                    numChannels: f.channels,
+                    width: width as usize,
+                    height: height as usize,
+                    pitchInBytes: pitch as usize,
+                };
+            }
+        }
+        self.bind()?;
+        let h = if s.surface {
+            // SAFETY: the resource is a live array of this session's context (checked).
+            unsafe { driver::surf_object_create(&res) }
+        } else {
+            // SAFETY: an all-zero CUDA_TEXTURE_DESC is valid (wrap, point, no flags).
+            let mut t: sys::CUDA_TEXTURE_DESC = unsafe { MaybeUninit::zeroed().assume_init() };
+            t.addressMode = s.address.map(address_mode);
+            t.filterMode = match s.filter {
+                FilterMode::Point => CUfilter_mode::CU_TR_FILTER_MODE_POINT,
+                FilterMode::Linear => CUfilter_mode::CU_TR_FILTER_MODE_LINEAR,
+            };
+            t.flags = if read_as_integer {
+                TRSF_READ_AS_INTEGER
+            } else {
+                0
+            } | if s.normalized_coords {
+                TRSF_NORMALIZED_COORDINATES
+            } else {
+                0
+            } | if s.srgb { TRSF_SRGB } else { 0 };
+            t.borderColor = s.border;
+            // SAFETY: the resource is a live array or lies in the session's allocations
+            // (checked above), of the current context.
+            unsafe { driver::tex_object_create(&res, &t) }
+        }
+        .map_err(to_status)?;
+        self.textures.objects.insert(h, s.surface);
+        Ok(h)
+    }
+
+    pub(super) fn tex_object_destroy_impl(&mut self, h: u64) -> ExecResult<()> {
+        let surface = *self.textures.objects.get(&h).ok_or(Status::INVALID_VALUE)?;
+        self.bind()?;
+        self.textures.objects.remove(&h);
+        // SAFETY: an object this session created in its context (it was in the set, and
+        // leaves it now, so it is destroyed once).
+        unsafe { driver::tex_object_destroy(h, surface) }.map_err(to_status)
+    }
+}

@@ -125,7 +125,8 @@ pub(crate) enum Operand<'a> {
     Not(Box<Operand<'a>>),
     /// `[base+offset]`; anything more complex is `Bracket`.
     Addr(Box<Operand<'a>>),
-    Bracket,
+    /// `[a, {x, y}]` (texture and surface operands) or any other bracketed list.
+    Bracket(Vec<Operand<'a>>),
     /// `{a, b}`.
     Vec(Vec<Operand<'a>>),
     /// `(a, b)` in `call`.

@@ -58,6 +58,15 @@ pub enum KernelError {
         write: bool,
         loc: Location,
     },
+    /// A texture or surface instruction named a handle that is no texture object (for a
+    /// texture instruction) or surface object (for a surface instruction).
+    #[error("Invalid {} object {handle:#x} in `{instruction}` at {loc}", if *.surface { "surface" } else { "texture" })]
+    InvalidHandle {
+        handle: u64,
+        surface: bool,
+        instruction: String,
+        loc: Location,
+    },
     /// An access not aligned to its size.
     #[error("Misaligned address {addr:#x} ({size}-byte access) at {loc}")]
     MisalignedAddress { addr: u64, size: u32, loc: Location },
@@ -107,7 +116,7 @@ impl KernelError {
     /// The `cudaError_t` a CUDA runtime reports for this failure.
     pub fn cuda_status(&self) -> u32 {
         match self {
-            KernelError::IllegalAddress { .. } => 700,
+            KernelError::IllegalAddress { .. } | KernelError::InvalidHandle { .. } => 700,
             KernelError::MisalignedAddress { .. } => 716,
             KernelError::Unsupported { .. } | KernelError::Breakpoint { .. } => 715,
             KernelError::Trap { .. } => 719,

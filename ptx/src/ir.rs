@@ -139,6 +139,62 @@ pub(crate) enum Intrinsic {
     AssertFail,
 }
 
+/// What a surface access does out of range (`.trap`, `.clamp`, `.zero`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SurfMode {
+    Trap,
+    Clamp,
+    Zero,
+}
+
+/// A texture fetch: `tex.{1d,2d,3d}.v4` or, with `gather`, `tld4.{r,g,b,a}.2d.v4`.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct TexOp {
+    /// Coordinates used: 1, 2 or 3.
+    pub dims: u8,
+    /// `.s32` coordinates: integer texel indices (no filtering, zero out of range).
+    pub int_coords: bool,
+    /// `tld4`: the channel (0..4) gathered from the four texels of the bilinear footprint.
+    pub gather: Option<u8>,
+    pub d: [Reg; 4],
+    /// The `d|p` residency predicate (always true here).
+    pub p: Reg,
+    pub handle: Src,
+    pub coords: [Src; 3],
+}
+
+/// An unformatted surface load or store: `suld.b` / `sust.b`.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct SurfOp {
+    pub store: bool,
+    pub dims: u8,
+    /// Bytes per element (1, 2, 4, 8).
+    pub size: u8,
+    /// Elements (1, 2, 4).
+    pub n: u8,
+    pub mode: SurfMode,
+    /// Destinations of a load.
+    pub d: [Reg; 4],
+    /// Values of a store.
+    pub v: [Src; 4],
+    pub handle: Src,
+    /// x in bytes, y and z in texels.
+    pub coords: [Src; 3],
+}
+
+/// What `txq` / `suq` asks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TexQuery {
+    Width,
+    Height,
+    Depth,
+    ChannelDataType,
+    ChannelOrder,
+    NormalizedCoords,
+    FilterMode,
+    AddrMode(u8),
+}
+
 #[derive(Debug, Clone)]
 pub(crate) enum Op {
     Alu {
@@ -287,6 +343,15 @@ pub(crate) enum Op {
     },
     Fence,
     Nop,
+    Tex(Box<TexOp>),
+    Surf(Box<SurfOp>),
+    /// `txq` (`surface` false) or `suq`.
+    TexQuery {
+        surface: bool,
+        what: TexQuery,
+        d: Reg,
+        handle: Src,
+    },
     Unsupported(Box<str>),
 }
 

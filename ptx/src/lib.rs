@@ -15,6 +15,9 @@
 //!   is bounds-checked against the executor's regions.
 //! * Shared memory (static and dynamic) belongs to each block, local memory (including call frames
 //!   and the `__local_depot` stack) to each thread; both are owned by the interpreter.
+//! * Texture and surface objects are handles (kernel parameters) that
+//!   [`DeviceMemory::texture`] resolves to a [`TexObject`]; their texels are device memory,
+//!   read and written with the same region checks. Kernels using them run interpreted.
 //! * Generic addresses: the executor's device addresses are used as they are. The interpreter
 //!   reserves these windows of the generic space, each [`WINDOW_SIZE`] bytes, well below the
 //!   executor's `0x7f00_0000_0000..` range:
@@ -42,6 +45,7 @@ mod memory;
 mod module;
 mod parser;
 mod printf;
+mod sampler;
 mod texture;
 mod types;
 
@@ -51,8 +55,8 @@ pub use exec::{
     PrintfSink, StdoutSink, launch,
 };
 pub use memory::{DeviceMemory, Region};
-pub use texture::{AddressMode, ChannelKind, FilterMode, TexObject};
 pub use module::{
     FUNC_WINDOW, GlobalId, GlobalInfo, GlobalSpace, KernelId, KernelInfo, LOCAL_WINDOW, Module,
     PARAM_WINDOW, ParamInfo, Reloc, RelocTarget, SHARED_WINDOW, WINDOW_SIZE,
 };
+pub use texture::{AddressMode, ChannelKind, FilterMode, TexObject};

@@ -249,3 +249,4 @@ mod decode;
 mod layout;
 mod lower;
 mod scope;
+mod texture;

@@ -752,13 +752,14 @@ impl<'a> Parser<'a> {
                     {
                         Operand::Addr(Box::new(list.remove(0)))
                     } else {
-                        Operand::Bracket
+                        Operand::Bracket(list)
                     },
                 );
             }
             Tok::Punct(b'{') => {
                 self.bump();
-                return Ok(Operand::Vec(self.operand_list(b'}')?));
+                // `{a, b, c, d}|p` (texture fetches with a residency predicate) pairs below.
+                Operand::Vec(self.operand_list(b'}')?)
             }
             Tok::Punct(b'(') if !matches!(self.peek_at(1), Tok::Int(_) | Tok::Punct(b'-')) => {
                 self.bump();

@@ -55,6 +55,13 @@ const TOKENS: &[&str] = &[
     "st.shared.u64",
     "atom.global.add.u32",
     "shfl.sync.idx.b32",
+    "tex.2d.v4.f32.f32",
+    "tex.1d.v4.s32.s32",
+    "tld4.g.2d.v4.f32.f32",
+    "suld.b.2d.v4.b8.clamp",
+    "sust.b.3d.b64.zero",
+    "txq.width.b32",
+    "suq.depth.b32",
     "$L__BB0_1",
     "$L__BB0_1:",
     "\n",
@@ -71,10 +78,12 @@ const TOKENS: &[&str] = &[
 ];
 
 fn sources() -> Vec<String> {
-    let mut v: Vec<String> = ["basic", "reduce", "warp", "atomics", "params", "printf"]
-        .iter()
-        .map(|f| fixture(f))
-        .collect();
+    let mut v: Vec<String> = [
+        "basic", "reduce", "warp", "atomics", "params", "printf", "textures",
+    ]
+    .iter()
+    .map(|f| fixture(f))
+    .collect();
     // Keep each case fast: the big math fixture is cut to its first kernels.
     let math = fixture("math");
     v.push(math.lines().take(400).collect::<Vec<_>>().join("\n"));
@@ -140,6 +149,28 @@ fn mutation() -> impl Strategy<Value = Mutation> {
 fn try_all_kernels(m: &Module) {
     let mem = Mem::default();
     let buf = mem.alloc(4096);
+    // Pointer parameters double as a handle: a texture over the same buffer.
+    mem.set_texture(
+        buf,
+        vcuda_ptx::TexObject {
+            surface: false,
+            base: buf,
+            dims: 2,
+            width: 16,
+            height: 16,
+            depth: 1,
+            pitch: 256,
+            slice_pitch: 4096,
+            kind: vcuda_ptx::ChannelKind::Float,
+            bits: [32, 32, 32, 32],
+            address: [vcuda_ptx::AddressMode::Wrap; 3],
+            filter: vcuda_ptx::FilterMode::Linear,
+            normalized_float: false,
+            normalized_coords: true,
+            srgb: false,
+            border: [0.0; 4],
+        },
+    );
     let out = std::sync::Mutex::new(Vec::new());
     let opts = LaunchOptions {
         threads: 1,
@@ -193,7 +224,7 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
 
     #[test]
-    fn mutated_ptx_never_panics(which in 0usize..7, muts in prop::collection::vec(mutation(), 1..4)) {
+    fn mutated_ptx_never_panics(which in 0usize..8, muts in prop::collection::vec(mutation(), 1..4)) {
         let srcs = sources();
         let src = apply(&srcs[which % srcs.len()], &muts);
         if let Ok(m) = Module::parse(&src) {
@@ -203,8 +234,8 @@ proptest! {
 
     #[test]
     fn linking_mutated_units_never_panics(
-        a in 0usize..7,
-        b in 0usize..7,
+        a in 0usize..8,
+        b in 0usize..8,
         muts in prop::collection::vec(mutation(), 1..4),
     ) {
         // Two units, one mutated: names clash, declarations disagree, definitions repeat.

@@ -36,7 +36,7 @@ fn vector_add() {
 #[test]
 fn all_fixtures_parse() {
     for f in [
-        "basic", "reduce", "warp", "atomics", "math", "params", "printf",
+        "basic", "reduce", "warp", "atomics", "math", "params", "printf", "textures",
     ] {
         let m = vcuda_ptx::Module::parse(&fixture(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
         assert!(!m.kernels().is_empty(), "{f}");

@@ -67,6 +67,8 @@ programs!(
     sumArray,
     symbols,
     templates,
+    textures,
+    driver_textures,
     threads,
     vectorAdd,
 );

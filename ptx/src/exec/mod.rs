@@ -518,4 +518,5 @@ mod call;
 mod operand;
 mod pool;
 mod step;
+mod texture;
 mod warp;

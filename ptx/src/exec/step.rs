@@ -633,6 +633,23 @@ impl<'a> Ctx<'a> {
                     w.pc += 1;
                 }
                 Op::Nop => w.pc += 1,
+                Op::Tex(op) => {
+                    self.exec_tex(w, mask, op, inst.line)?;
+                    w.pc += 1;
+                }
+                Op::Surf(op) => {
+                    self.exec_surf(w, mask, op, inst.line)?;
+                    w.pc += 1;
+                }
+                Op::TexQuery {
+                    surface,
+                    what,
+                    d,
+                    handle,
+                } => {
+                    self.exec_tex_query(w, mask, (*surface, *what, *d, handle), inst.line)?;
+                    w.pc += 1;
+                }
             }
             budget -= 1;
             if budget == 0 {

@@ -116,6 +116,7 @@ fn op_name(op: &Op) -> &'static str {
         Op::CpAsync { .. } => "cp.async",
         Op::Elect { .. } => "elect",
         Op::Isspacep { .. } => "isspacep",
+        Op::Tex(_) | Op::Surf(_) | Op::TexQuery { .. } => "texture and surface instructions",
         Op::Unsupported(_) => "an unsupported instruction",
         _ => "instruction",
     }

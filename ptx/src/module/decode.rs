@@ -476,6 +476,9 @@ impl<'a> Lower<'a> {
                 let (d, p) = self.dst_pair(st, arg(args, 0)?)?;
                 Op::Elect { d, p }
             }
+            "tex" | "tld4" => self.tex(st, i.op == "tld4", mods, args)?,
+            "suld" | "sust" => self.surf(st, i.op == "sust", mods, args)?,
+            "txq" | "suq" => self.tex_query(st, i.op == "suq", mods, args)?,
             _ => return unsup(""),
         })
     }

@@ -17,6 +17,8 @@ type Alloc = (u64, u64, Box<[AtomicU64]>);
 pub struct Mem {
     allocs: RwLock<Vec<Alloc>>,
     next: Mutex<u64>,
+    /// Texture and surface objects by handle.
+    textures: RwLock<Vec<(u64, TexObject)>>,
 }
 
 impl Default for Mem {
@@ -24,11 +26,25 @@ impl Default for Mem {
         Mem {
             allocs: RwLock::new(Vec::new()),
             next: Mutex::new(0x7f00_0000_0000),
+            textures: RwLock::new(Vec::new()),
         }
     }
 }
 
 impl Mem {
+    /// Registers a texture or surface object; returns its handle (as CUDA, never 0).
+    pub fn add_texture(&self, t: TexObject) -> u64 {
+        let mut v = self.textures.write().unwrap();
+        let handle = 0x100 + v.len() as u64 * 0x10;
+        v.push((handle, t));
+        handle
+    }
+
+    /// Registers a texture or surface object under a chosen handle.
+    pub fn set_texture(&self, handle: u64, t: TexObject) {
+        self.textures.write().unwrap().insert(0, (handle, t));
+    }
+
     pub fn alloc(&self, len: u64) -> u64 {
         let mut next = self.next.lock().unwrap();
         let base = *next;
@@ -106,6 +122,11 @@ unsafe impl DeviceMemory for Mem {
                 len: *l,
                 host: buf.as_ptr() as *mut u8,
             })
+    }
+
+    fn texture(&self, handle: u64) -> Option<TexObject> {
+        let v = self.textures.read().ok()?;
+        v.iter().find(|(h, _)| *h == handle).map(|(_, t)| *t)
     }
 }
 

@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! Texture and surface instructions (`tex`, `tld4`, `txq`, `suld.b`, `sust.b`, `suq`): the
+//! handle of each lane resolved through [`DeviceMemory::texture`](crate::DeviceMemory), texels
+//! read and written through the launch's [`GlobalMem`](crate::memory::GlobalMem) (region
+//! checks, atomic accesses), the sampling itself in [`crate::sampler`].
+
+use super::{
+    Ctx,
+    access::Fault,
+    warp::{Warp, lanes},
+};
+use crate::{
+    error::KernelError,
+    ir::{SurfOp, TexOp, TexQuery},
+    sampler::{Coords, SurfFault, Unmapped},
+    texture::TexObject,
+};
+
+/// The object last resolved in an instruction (handles are nearly always warp-uniform).
+type Last = Option<(u64, TexObject)>;
+
+impl<'a> Ctx<'a> {
+    /// The object `handle` names, if it is a surface exactly when `surface`.
+    fn object(&self, last: &mut Last, handle: u64, surface: bool) -> Option<TexObject> {
+        if let Some((h, t)) = last
+            && *h == handle
+        {
+            return Some(*t);
+        }
+        let t = self
+            .l
+            .mem
+            .texture(handle)
+            .filter(|t| t.surface == surface)?;
+        *last = Some((handle, t));
+        Some(t)
+    }
+
+    fn bad_handle(
+        &self,
+        handle: u64,
+        surface: bool,
+        instruction: &str,
+        w: &Warp,
+        lane: usize,
+        line: u32,
+    ) -> KernelError {
+        KernelError::InvalidHandle {
+            handle,
+            surface,
+            instruction: instruction.into(),
+            loc: self.loc(w, lane, line),
+        }
+    }
+
+    pub(super) fn exec_tex(
+        &mut self,
+        w: &mut Warp,
+        mask: u32,
+        op: &TexOp,
+        line: u32,
+    ) -> Result<(), KernelError> {
+        let name = if op.gather.is_some() { "tld4" } else { "tex" };
+        let mut last = None;
+        for lane in lanes(mask) {
+            let h = self.val(w, &op.handle, lane);
+            let Some(t) = self.object(&mut last, h, false) else {
+                return Err(self.bad_handle(h, false, name, w, lane, line));
+            };
+            let c = op.coords.map(|s| self.val(w, &s, lane) as u32);
+            let coords = if op.int_coords {
+                Coords::Int(c.map(|v| v as i32))
+            } else {
+                Coords::Float(c.map(f32::from_bits))
+            };
+            let gmem = &mut self.gmem;
+            let mut load =
+                |a: u64, s: u32| gmem.load(a, s).map_err(|_| Unmapped { addr: a, size: s });
+            let r = t
+                .sample(op.dims as usize, coords, op.gather, &mut load)
+                .map_err(|u| {
+                    self.fault(
+                        Fault::Illegal {
+                            addr: u.addr,
+                            size: u.size,
+                            write: false,
+                        },
+                        w,
+                        lane,
+                        line,
+                    )
+                })?;
+            for (d, v) in op.d.iter().zip(r) {
+                w.set(*d, lane, v as u64);
+            }
+            w.set(op.p, lane, 1);
+        }
+        Ok(())
+    }
+
+    pub(super) fn exec_surf(
+        &mut self,
+        w: &mut Warp,
+        mask: u32,
+        op: &SurfOp,
+        line: u32,
+    ) -> Result<(), KernelError> {
+        let name = if op.store { "sust" } else { "suld" };
+        let (size, n) = (op.size as u32, (op.n as usize).min(4));
+        let total = size * n as u32;
+        let mut last = None;
+        for lane in lanes(mask) {
+            let h = self.val(w, &op.handle, lane);
+            let Some(t) = self.object(&mut last, h, true) else {
+                return Err(self.bad_handle(h, true, name, w, lane, line));
+            };
+            let c = op.coords.map(|s| self.val(w, &s, lane) as u32 as i32);
+            let addr = match t.surf_addr(op.dims as usize, size, c, op.mode) {
+                Ok(a) => a,
+                Err(SurfFault::OutOfRange(addr)) => {
+                    let f = Fault::Illegal {
+                        addr,
+                        size: total,
+                        write: op.store,
+                    };
+                    return Err(self.fault(f, w, lane, line));
+                }
+                Err(SurfFault::Misaligned(addr)) => {
+                    let f = Fault::Misaligned { addr, size };
+                    return Err(self.fault(f, w, lane, line));
+                }
+            };
+            for k in 0..n {
+                let Some(base) = addr else {
+                    if !op.store {
+                        w.set(op.d[k], lane, 0);
+                    }
+                    continue;
+                };
+                let a = base.wrapping_add(k as u64 * size as u64);
+                let ill = Fault::Illegal {
+                    addr: a,
+                    size,
+                    write: op.store,
+                };
+                if op.store {
+                    let v = self.val(w, &op.v[k], lane);
+                    if self.gmem.store(a, size, v).is_err() {
+                        return Err(self.fault(ill, w, lane, line));
+                    }
+                } else {
+                    match self.gmem.load(a, size) {
+                        Ok(v) => w.set(op.d[k], lane, v),
+                        Err(_) => return Err(self.fault(ill, w, lane, line)),
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn exec_tex_query(
+        &mut self,
+        w: &mut Warp,
+        mask: u32,
+        (surface, what, d, handle): (bool, TexQuery, u32, &crate::ir::Src),
+        line: u32,
+    ) -> Result<(), KernelError> {
+        let name = if surface { "suq" } else { "txq" };
+        let mut last = None;
+        for lane in lanes(mask) {
+            let h = self.val(w, handle, lane);
+            let Some(t) = self.object(&mut last, h, surface) else {
+                return Err(self.bad_handle(h, surface, name, w, lane, line));
+            };
+            w.set(d, lane, t.query(what) as u64);
+        }
+        Ok(())
+    }
+}

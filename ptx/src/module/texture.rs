@@ -1,0 +1,273 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! Decoding of the texture and surface instructions: `tex`, `tld4`, `txq`, `suld.b`, `sust.b`
+//! and `suq`, in the forms nvcc emits for CUDA's texture and surface object intrinsics (the
+//! handle in a `.u64` register). Mipmapped, layered, cube and multisample geometries,
+//! explicit samplers, offsets, depth compare, `.f16x2` results and formatted `sust.p` decode
+//! as unsupported instructions (they fail the launch when executed).
+
+use super::{
+    lower::{DResult, Lower, unsup},
+    scope::{FnState, Local},
+};
+use crate::{
+    ast::{Operand, Value},
+    ir::*,
+    types::Ty,
+};
+
+fn has(mods: &[&str], w: &str) -> bool {
+    mods.contains(&w)
+}
+
+/// The geometry modifier: 1, 2 or 3 dimensions, or unsupported.
+fn geometry(mods: &[&str]) -> DResult<u8> {
+    for m in mods {
+        match *m {
+            "1d" => return Ok(1),
+            "2d" => return Ok(2),
+            "3d" => return Ok(3),
+            "a1d" | "a2d" => return unsup("layered textures and surfaces"),
+            "cube" | "acube" => return unsup("cube textures"),
+            "2dms" | "a2dms" => return unsup("multisample textures"),
+            _ => {}
+        }
+    }
+    unsup("texture geometry")
+}
+
+impl<'a> Lower<'a> {
+    /// The texture or surface object operand: a register holding the handle, or a constant.
+    fn handle(&mut self, st: &mut FnState<'a>, o: &Operand<'a>) -> DResult<Src> {
+        match o {
+            Operand::Name {
+                name,
+                comp: None,
+                offset: 0,
+                ..
+            } if matches!(st.lookup(name), Some(Local::Reg(_))) => self.src(st, o, Ty::U64),
+            Operand::Imm(Value::Int(v)) => Ok(Src::Imm(*v)),
+            _ => unsup("texture or surface reference operand (only object handles in registers)"),
+        }
+    }
+
+    /// `[handle, {c0, c1, ...}]`: the handle and the first `dims` coordinates.
+    fn tex_operands(
+        &mut self,
+        st: &mut FnState<'a>,
+        o: &Operand<'a>,
+        dims: u8,
+        cty: Ty,
+    ) -> DResult<(Src, [Src; 3])> {
+        let Operand::Bracket(list) = o else {
+            return unsup("texture operand form");
+        };
+        let [h, c] = list.as_slice() else {
+            return unsup("explicit sampler or texture operand form");
+        };
+        let handle = self.handle(st, h)?;
+        let cs: Vec<&Operand<'a>> = match c {
+            Operand::Vec(v) => v.iter().collect(),
+            o => vec![o],
+        };
+        // 3-D coordinates come as a 4-vector whose last element is ignored.
+        let want = if dims == 3 { 4 } else { dims as usize };
+        if cs.len() != want && cs.len() != dims as usize {
+            return unsup("coordinate count");
+        }
+        let mut coords = [Src::Imm(0); 3];
+        for (k, o) in cs.iter().take(dims as usize).enumerate() {
+            coords[k] = self.src(st, o, cty)?;
+        }
+        Ok((handle, coords))
+    }
+
+    fn dst4(&mut self, st: &mut FnState<'a>, o: &Operand<'a>, n: usize) -> DResult<[Reg; 4]> {
+        let Operand::Vec(ds) = o else {
+            return unsup("destination vector");
+        };
+        if ds.len() != n {
+            return unsup("destination vector length");
+        }
+        let mut d = [SINK; 4];
+        for (k, o) in ds.iter().enumerate() {
+            d[k] = self.dst(st, o)?;
+        }
+        Ok(d)
+    }
+
+    /// `tex.geom.v4.dtype.ctype d{|p}, [a, c]` and `tld4.comp.2d.v4.dtype.f32 d{|p}, [a, c]`.
+    pub(super) fn tex(
+        &mut self,
+        st: &mut FnState<'a>,
+        gather: bool,
+        mods: &[&str],
+        args: &[Operand<'a>],
+    ) -> DResult<Op> {
+        if has(mods, "level") || has(mods, "grad") || has(mods, "base") {
+            return unsup("mipmapped textures");
+        }
+        let dims = geometry(mods)?;
+        if !has(mods, "v4") {
+            return unsup("texture result other than .v4");
+        }
+        let types: Vec<Ty> = mods.iter().filter_map(|m| Ty::parse(m)).collect();
+        let [dty, cty] = types.as_slice() else {
+            return unsup("texture types");
+        };
+        if !matches!(dty, Ty::F32 | Ty::S32 | Ty::U32) {
+            return unsup("texture result type");
+        }
+        let int_coords = match cty {
+            Ty::F32 => false,
+            Ty::S32 => true,
+            _ => return unsup("texture coordinate type"),
+        };
+        let comp = if gather {
+            let c = mods.iter().find_map(|m| match *m {
+                "r" => Some(0),
+                "g" => Some(1),
+                "b" => Some(2),
+                "a" => Some(3),
+                _ => None,
+            });
+            if dims != 2 || int_coords || c.is_none() {
+                return unsup("tld4 form");
+            }
+            c
+        } else {
+            None
+        };
+        if args.len() != 2 {
+            return unsup("offset or depth-compare operands");
+        }
+        let (d, p) = match &args[0] {
+            Operand::Pair(a, b) => (self.dst4(st, a, 4)?, self.dst(st, b)?),
+            o => (self.dst4(st, o, 4)?, SINK),
+        };
+        let (handle, coords) = self.tex_operands(st, &args[1], dims, *cty)?;
+        Ok(Op::Tex(Box::new(TexOp {
+            dims,
+            int_coords,
+            gather: comp,
+            d,
+            p,
+            handle,
+            coords,
+        })))
+    }
+
+    /// `suld.b.geom{.vN}.btype.mode d, [a, c]` and `sust.b.geom{.vN}.btype.mode [a, c], v`.
+    pub(super) fn surf(
+        &mut self,
+        st: &mut FnState<'a>,
+        store: bool,
+        mods: &[&str],
+        args: &[Operand<'a>],
+    ) -> DResult<Op> {
+        if has(mods, "p") {
+            return unsup("formatted surface stores");
+        }
+        if !has(mods, "b") {
+            return unsup("surface access form");
+        }
+        let dims = geometry(mods)?;
+        let n: u8 = if has(mods, "v4") {
+            4
+        } else if has(mods, "v2") {
+            2
+        } else {
+            1
+        };
+        let size: u8 = match mods.iter().rev().find_map(|m| Ty::parse(m)) {
+            Some(Ty::B8) => 1,
+            Some(Ty::B16) => 2,
+            Some(Ty::B32) => 4,
+            Some(Ty::B64) => 8,
+            _ => return unsup("surface data type"),
+        };
+        let mode = if has(mods, "clamp") {
+            SurfMode::Clamp
+        } else if has(mods, "zero") {
+            SurfMode::Zero
+        } else {
+            SurfMode::Trap
+        };
+        let [a0, a1] = args else {
+            return unsup("surface operands");
+        };
+        let ety = match size {
+            1 => Ty::B8,
+            2 => Ty::B16,
+            4 => Ty::B32,
+            _ => Ty::B64,
+        };
+        let (addr, data) = if store { (a0, a1) } else { (a1, a0) };
+        let (handle, coords) = self.tex_operands(st, addr, dims, Ty::S32)?;
+        let mut d = [SINK; 4];
+        let mut v = [Src::Imm(0); 4];
+        let items: Vec<&Operand<'a>> = match data {
+            Operand::Vec(xs) => xs.iter().collect(),
+            o => vec![o],
+        };
+        if items.len() != n as usize {
+            return unsup("surface vector length");
+        }
+        for (k, o) in items.into_iter().enumerate() {
+            if store {
+                v[k] = self.src(st, o, ety)?;
+            } else {
+                d[k] = self.dst(st, o)?;
+            }
+        }
+        Ok(Op::Surf(Box::new(SurfOp {
+            store,
+            dims,
+            size,
+            n,
+            mode,
+            d,
+            v,
+            handle,
+            coords,
+        })))
+    }
+
+    /// `txq.query.b32 d, [a]` and `suq.query.b32 d, [a]`.
+    pub(super) fn tex_query(
+        &mut self,
+        st: &mut FnState<'a>,
+        surface: bool,
+        mods: &[&str],
+        args: &[Operand<'a>],
+    ) -> DResult<Op> {
+        if has(mods, "level") {
+            return unsup("mipmapped textures");
+        }
+        let what = match mods.first().copied() {
+            Some("width") => TexQuery::Width,
+            Some("height") => TexQuery::Height,
+            Some("depth") => TexQuery::Depth,
+            Some("channel_data_type") => TexQuery::ChannelDataType,
+            Some("channel_order") => TexQuery::ChannelOrder,
+            Some("normalized_coords") if !surface => TexQuery::NormalizedCoords,
+            Some("filter_mode") if !surface => TexQuery::FilterMode,
+            Some("addr_mode_0") if !surface => TexQuery::AddrMode(0),
+            Some("addr_mode_1") if !surface => TexQuery::AddrMode(1),
+            Some("addr_mode_2") if !surface => TexQuery::AddrMode(2),
+            _ => return unsup("query"),
+        };
+        let [d, a] = args else {
+            return unsup("query operands");
+        };
+        let handle = match a {
+            Operand::Addr(h) => self.handle(st, h)?,
+            _ => return unsup("query operand form"),
+        };
+        Ok(Op::TexQuery {
+            surface,
+            what,
+            d: self.dst(st, d)?,
+            handle,
+        })
+    }
+}

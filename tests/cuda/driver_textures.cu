@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+// CUDA arrays, texture and surface objects through the driver API, as a program that mixes
+// the runtime's kernels with driver calls does: cuArray3DCreate, cuMemcpy2D and cuMemcpy3D
+// with CU_MEMORYTYPE_ARRAY, cuMemcpyHtoA/AtoH, cuArray3DGetDescriptor, cuTexObjectCreate
+// (normalized floats from 8-bit texels without CU_TRSF_READ_AS_INTEGER), cuSurfObjectCreate,
+// and a kernel launched with cuLaunchKernel that reads the one and writes the other.
+#include <cuda.h>
+#include <dlfcn.h>
+#include "common.h"
+
+__global__ void scale(cudaTextureObject_t t, cudaSurfaceObject_t s, int w, int h) {
+    int x = threadIdx.x, y = blockIdx.x;
+    if (x < w && y < h) {
+        float4 v = tex2D<float4>(t, x + 0.5f, y + 0.5f);
+        surf2Dwrite(v.x + v.y + v.z + v.w, s, x * (int)sizeof(float), y);
+    }
+}
+
+#define CU(call)                                                                             \
+    do {                                                                                     \
+        CUresult r_ = (call);                                                                \
+        if (r_ != CUDA_SUCCESS) {                                                            \
+            printf("FAIL: %s:%d: %s -> %d\n", __FILE__, __LINE__, #call, (int)r_);           \
+            exit(1);                                                                         \
+        }                                                                                    \
+    } while (0)
+
+static void *lib;
+template <typename F> static F sym(const char *name) {
+    void *p = dlsym(lib, name);
+    if (!p) {
+        printf("FAIL: dlsym %s\n", name);
+        exit(1);
+    }
+    return (F)p;
+}
+// cuda.h defines the short names as their _v2 versions; look those up.
+#define SYM(f, name) auto f##_ = sym<decltype(&f)>(name)
+
+int main() {
+    CHECK(cudaFree(0));  // the runtime's context, current for the driver calls too
+    lib = dlopen("libcuda.so.1", RTLD_NOW);
+    if (!lib) {
+        printf("FAIL: dlopen libcuda.so.1: %s\n", dlerror());
+        return 1;
+    }
+    SYM(cuArray3DCreate, "cuArray3DCreate_v2");
+    SYM(cuArray3DGetDescriptor, "cuArray3DGetDescriptor_v2");
+    SYM(cuArrayDestroy, "cuArrayDestroy");
+    SYM(cuMemcpy2D, "cuMemcpy2D_v2");
+    SYM(cuMemcpy3D, "cuMemcpy3D_v2");
+    SYM(cuMemcpyHtoA, "cuMemcpyHtoA_v2");
+    SYM(cuMemcpyAtoH, "cuMemcpyAtoH_v2");
+    SYM(cuTexObjectCreate, "cuTexObjectCreate");
+    SYM(cuTexObjectDestroy, "cuTexObjectDestroy");
+    SYM(cuSurfObjectCreate, "cuSurfObjectCreate");
+    SYM(cuSurfObjectDestroy, "cuSurfObjectDestroy");
+    SYM(cuLaunchKernel, "cuLaunchKernel");
+    SYM(cuCtxSynchronize, "cuCtxSynchronize");
+
+    const int W = 12, H = 5;
+    static unsigned char rgba[H][W][4];
+    for (int y = 0; y < H; y++)
+        for (int x = 0; x < W; x++)
+            for (int k = 0; k < 4; k++) rgba[y][x][k] = (unsigned char)(x * 20 + y * 7 + k * 31);
+
+    CUDA_ARRAY3D_DESCRIPTOR d = {};
+    d.Width = W;
+    d.Height = H;
+    d.Format = CU_AD_FORMAT_UNSIGNED_INT8;
+    d.NumChannels = 4;
+    CUarray src;
+    CU(cuArray3DCreate_(&src, &d));
+    CUDA_ARRAY3D_DESCRIPTOR q = {};
+    CU(cuArray3DGetDescriptor_(&q, src));
+    EXPECT(q.Width == W && q.Height == H && q.Depth == 0 && q.Format == CU_AD_FORMAT_UNSIGNED_INT8 &&
+           q.NumChannels == 4 && q.Flags == 0);
+    // Rows 0-2 with cuMemcpy2D, rows 3-4 with cuMemcpyHtoA (a byte offset into the array).
+    CUDA_MEMCPY2D c = {};
+    c.srcMemoryType = CU_MEMORYTYPE_HOST;
+    c.srcHost = rgba;
+    c.srcPitch = W * 4;
+    c.dstMemoryType = CU_MEMORYTYPE_ARRAY;
+    c.dstArray = src;
+    c.WidthInBytes = W * 4;
+    c.Height = 3;
+    CU(cuMemcpy2D_(&c));
+    CU(cuMemcpyHtoA_(src, 3 * W * 4, rgba[3], 2 * W * 4));
+    unsigned char back[H][W][4] = {};
+    CU(cuMemcpyAtoH_(back, src, 0, sizeof back));
+    EXPECT(memcmp(back, rgba, sizeof back) == 0);
+
+    CUDA_ARRAY3D_DESCRIPTOR sd = {};
+    sd.Width = W;
+    sd.Height = H;
+    sd.Format = CU_AD_FORMAT_FLOAT;
+    sd.NumChannels = 1;
+    sd.Flags = CUDA_ARRAY3D_SURFACE_LDST;
+    CUarray dst;
+    CU(cuArray3DCreate_(&dst, &sd));
+
+    CUDA_RESOURCE_DESC rd = {};
+    rd.resType = CU_RESOURCE_TYPE_ARRAY;
+    rd.res.array.hArray = src;
+    CUDA_TEXTURE_DESC td = {};
+    td.addressMode[0] = td.addressMode[1] = CU_TR_ADDRESS_MODE_CLAMP;
+    td.filterMode = CU_TR_FILTER_MODE_POINT;
+    td.flags = 0;  // 8-bit texels read as floats in [0, 1]
+    CUtexObject tex;
+    CU(cuTexObjectCreate_(&tex, &rd, &td, nullptr));
+    CUDA_RESOURCE_DESC rs = {};
+    rs.resType = CU_RESOURCE_TYPE_ARRAY;
+    rs.res.array.hArray = dst;
+    CUsurfObject surf;
+    CU(cuSurfObjectCreate_(&surf, &rs));
+
+    CUfunction f;
+    CHECK(cudaGetFuncBySymbol(&f, (const void *)scale));
+    int w = W, h = H;
+    void *args[] = {&tex, &surf, &w, &h};
+    CU(cuLaunchKernel_(f, H, 1, 1, W, 1, 1, 0, nullptr, args, nullptr));
+    CU(cuCtxSynchronize_());
+
+    static float out[H][W];
+    CUDA_MEMCPY3D m = {};
+    m.srcMemoryType = CU_MEMORYTYPE_ARRAY;
+    m.srcArray = dst;
+    m.dstMemoryType = CU_MEMORYTYPE_HOST;
+    m.dstHost = out;
+    m.dstPitch = W * sizeof(float);
+    m.dstHeight = H;
+    m.WidthInBytes = W * sizeof(float);
+    m.Height = H;
+    m.Depth = 1;
+    CU(cuMemcpy3D_(&m));
+    for (int y = 0; y < H; y++)
+        for (int x = 0; x < W; x++) {
+            float want = 0;
+            for (int k = 0; k < 4; k++) want += rgba[y][x][k] / 255.0f;
+            EXPECT(close_enough(out[y][x], want));
+        }
+
+    CU(cuTexObjectDestroy_(tex));
+    CU(cuSurfObjectDestroy_(surf));
+    CU(cuArrayDestroy_(src));
+    CU(cuArrayDestroy_(dst));
+    EXPECT(cuArrayDestroy_(dst) != CUDA_SUCCESS);
+    return finish();
+}

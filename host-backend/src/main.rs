@@ -93,6 +93,12 @@ struct ExecArgs {
     /// another's data; without it such a GPU serves one session at a time.
     #[arg(long)]
     allow_pageable_access: bool,
+    /// CUDA executor over vhost-user: register (pin) all of the guest's RAM with the
+    /// driver so copies from it are one DMA instead of staged. It pins every guest page at
+    /// connect and must not be used with virtio-balloon, free page reporting, virtio-mem
+    /// or discard (the driver would keep old pages pinned behind new guest memory).
+    #[arg(long)]
+    register_guest_memory: bool,
     /// CUDA executor: the GPU to serve (guests see it as device 0).
     #[arg(long, default_value_t = 0, env = "VCUDA_CUDA_DEVICE")]
     cuda_device: u32,
@@ -240,6 +246,7 @@ fn make_factory(args: &ExecArgs) -> Result<Arc<dyn ExecutorFactory>, String> {
             kernel_timeout,
             allow_pageable_access: args.allow_pageable_access,
             session_mem_limit: args.session_mem_limit,
+            register_guest_memory: args.register_guest_memory,
         })
     };
     match args.executor {

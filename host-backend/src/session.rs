@@ -463,8 +463,12 @@ impl Session {
             Request::TexObjectCreate(ref r) => e
                 .tex_object_create(r)
                 .map(|h| reply::<ops::TexObjectCreate>(handle(h))),
-            Request::TexObjectDestroy(h) => {
-                done::<ops::TexObjectDestroy>(e.tex_object_destroy(h.handle))
+            Request::TexObjectDestroy(r) => {
+                if r.flags & !TEX_SURFACE != 0 || r.reserved != 0 {
+                    return Err(Status::INVALID_VALUE);
+                }
+                let surface = r.flags & TEX_SURFACE != 0;
+                done::<ops::TexObjectDestroy>(e.tex_object_destroy(r.handle, surface))
             }
             Request::MemcpyDtoD(ref r) => done::<ops::MemcpyDtoD>(e.memcpy_dtod(r)),
             Request::Memset(ref r) => done::<ops::Memset>(e.memset(r)),

@@ -765,6 +765,19 @@ wire_struct!(
     }
 );
 
+wire_struct!(
+    /// `TexObjectDestroy` request. Texture and surface objects are numbered apart (on a
+    /// GPU the two kinds may share values), so the request says which kind it names.
+    TexObjectDestroyReq, 16 {
+        /// The handle.
+        handle: u64,
+        /// `TEX_SURFACE` for a surface object; otherwise 0.
+        flags: u32,
+        /// Zero.
+        reserved: u32,
+    }
+);
+
 /// cuBLAS and cuRAND: constants shared by the guest library and the executors.
 ///
 /// A library request's reply carries the library's status (`cublasStatus_t` for `Blas*`,

@@ -82,8 +82,8 @@ operations! {
     /// [`TexObjectCreateReq`] -> [`HandleResp`]: a texture or surface object; its handle is
     /// what kernels take.
     TexObjectCreate = 0x020F, TexObjectCreateReq => HandleResp;
-    /// [`HandleReq`]: destroys a texture or surface object.
-    TexObjectDestroy = 0x0210, HandleReq => ();
+    /// [`TexObjectDestroyReq`]: destroys a texture or surface object.
+    TexObjectDestroy = 0x0210, TexObjectDestroyReq => ();
 
     /// [`StreamCreateReq`] -> [`HandleResp`].
     StreamCreate = 0x0300, StreamCreateReq => HandleResp;

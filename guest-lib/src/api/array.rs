@@ -162,6 +162,10 @@ pub(crate) fn copy(
     stream: Option<u64>,
 ) -> Result<()> {
     c.check_sticky()?;
+    if stream.is_none() {
+        // A synchronous copy is the legacy stream's: not while a blocking stream captures.
+        super::capture::check_legacy_sync(c)?;
+    }
     if b.size.contains(&0) {
         return Ok(());
     }
@@ -378,7 +382,7 @@ pub(crate) fn copy_linear_array(
     Ok(())
 }
 
-/// Array to array, through a device buffer.
+/// Array to array, through a device buffer, on `stream` (`None`: synchronous).
 #[allow(clippy::too_many_arguments)]
 fn array_to_array(
     dst: cudaArray_t,
@@ -388,6 +392,7 @@ fn array_to_array(
     width: u64,
     height: u64,
     kind: c_int,
+    stream: Option<u64>,
 ) -> Result<()> {
     let c = client::client()?;
     info(dst)?;
@@ -413,8 +418,8 @@ fn array_to_array(
         origin: [o[0], o[1], 0],
         size: [width, height, 1],
     };
-    let r = copy(c, bx(src, src_origin), lin, false, memcpy_kind::D2D, None)
-        .and_then(|()| copy(c, bx(dst, dst_origin), lin, true, memcpy_kind::D2D, None));
+    let r = copy(c, bx(src, src_origin), lin, false, memcpy_kind::D2D, stream)
+        .and_then(|()| copy(c, bx(dst, dst_origin), lin, true, memcpy_kind::D2D, stream));
     let f = free_device(c, tmp);
     r.and(f)
 }
@@ -428,8 +433,8 @@ pub(crate) fn copy_3d(p: &super::graph_node::cudaMemcpy3DParms, on: On) -> Resul
         (true, false) => (p.dst_array, p.dst_pos, p.src_ptr, p.src_pos, true),
         (false, true) => (p.src_array, p.src_pos, p.dst_ptr, p.dst_pos, false),
         (false, false) => {
-            // Both arrays: through a device buffer, slice by slice (2-D arrays only).
-            if p.extent.depth > 1 {
+            // Both arrays: through a device buffer, one slice at z = 0 only.
+            if p.extent.depth > 1 || p.src_pos.z != 0 || p.dst_pos.z != 0 {
                 return Err(Error::NOT_SUPPORTED);
             }
             let ts = info(p.src_array)?.texel();
@@ -445,6 +450,7 @@ pub(crate) fn copy_3d(p: &super::graph_node::cudaMemcpy3DParms, on: On) -> Resul
                 p.extent.width as u64 * ts,
                 p.extent.height as u64,
                 p.kind,
+                stream,
             );
         }
         (true, true) => return Err(Error::INVALID_VALUE),
@@ -477,7 +483,10 @@ pub(crate) fn copy_3d(p: &super::graph_node::cudaMemcpy3DParms, on: On) -> Resul
     let ptr = (side.ptr as u64)
         .checked_add(off)
         .ok_or(Error::INVALID_VALUE)?;
-    if side.ptr.is_null() || (e.height > 1 || e.depth > 1) && pitch < width {
+    if side.ptr.is_null()
+        || (e.height > 1 || e.depth > 1) && pitch < width
+        || e.depth > 1 && rows < e.height as u64
+    {
         return Err(Error::INVALID_VALUE);
     }
     let lin = Linear {
@@ -631,11 +640,11 @@ entry! {
     }
 
     fn cudaMemcpy2DArrayToArray(dst: cudaArray_t, w_dst: usize, h_dst: usize, src: cudaArray_t, w_src: usize, h_src: usize, width: usize, height: usize, kind: c_int) {
-        array_to_array(dst, [w_dst as u64, h_dst as u64], src, [w_src as u64, h_src as u64], width as u64, height as u64, kind)
+        array_to_array(dst, [w_dst as u64, h_dst as u64], src, [w_src as u64, h_src as u64], width as u64, height as u64, kind, None)
     }
 
     fn cudaMemcpy2DArrayToArray_ptds(dst: cudaArray_t, w_dst: usize, h_dst: usize, src: cudaArray_t, w_src: usize, h_src: usize, width: usize, height: usize, kind: c_int) {
-        array_to_array(dst, [w_dst as u64, h_dst as u64], src, [w_src as u64, h_src as u64], width as u64, height as u64, kind)
+        array_to_array(dst, [w_dst as u64, h_dst as u64], src, [w_src as u64, h_src as u64], width as u64, height as u64, kind, None)
     }
 }
 

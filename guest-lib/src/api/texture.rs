@@ -13,9 +13,9 @@ use std::ffi::{c_int, c_uint, c_void};
 use std::sync::{LazyLock, Mutex};
 
 use vcuda_protocol::{
-    ChannelFormat, HandleReq, HandleResp, RESOURCE_ARRAY, RESOURCE_LINEAR, RESOURCE_PITCH2D,
+    ChannelFormat, HandleResp, RESOURCE_ARRAY, RESOURCE_LINEAR, RESOURCE_PITCH2D,
     TEX_FILTER_LINEAR, TEX_NORMALIZED_COORDS, TEX_READ_NORMALIZED_FLOAT, TEX_SRGB, TEX_SURFACE,
-    TexObjectCreateReq, ops,
+    TexObjectCreateReq, TexObjectDestroyReq, ops,
 };
 
 use super::array::{cudaArray_t, cudaChannelFormatDesc};
@@ -77,9 +77,10 @@ struct Object {
 // numbers here; nothing dereferences them.
 unsafe impl Send for Object {}
 
-static OBJECTS: LazyLock<Mutex<HashMap<u64, Object>>> = LazyLock::new(Mutex::default);
+/// Objects by (is a surface, handle): a GPU numbers the two kinds apart.
+static OBJECTS: LazyLock<Mutex<HashMap<(bool, u64), Object>>> = LazyLock::new(Mutex::default);
 
-fn objects() -> std::sync::MutexGuard<'static, HashMap<u64, Object>> {
+fn objects() -> std::sync::MutexGuard<'static, HashMap<(bool, u64), Object>> {
     OBJECTS.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -165,7 +166,7 @@ pub(crate) fn create(res: &cudaResourceDesc, tex: Option<&cudaTextureDesc>) -> R
     }
     let r: HandleResp = c.call::<ops::TexObjectCreate>(&req)?;
     objects().insert(
-        r.handle,
+        (tex.is_none(), r.handle),
         Object {
             res: *res,
             tex: tex.copied(),
@@ -180,20 +181,22 @@ pub(crate) fn destroy(h: u64, surface: bool) -> Result<()> {
         return Ok(());
     }
     let c = client::client()?;
-    match objects().get(&h) {
-        Some(o) if o.tex.is_none() == surface => {}
-        _ => return Err(Error::INVALID_VALUE),
+    if !objects().contains_key(&(surface, h)) {
+        return Err(Error::INVALID_VALUE);
     }
-    c.call::<ops::TexObjectDestroy>(&HandleReq { handle: h })?;
-    objects().remove(&h);
+    c.call::<ops::TexObjectDestroy>(&TexObjectDestroyReq {
+        handle: h,
+        flags: if surface { TEX_SURFACE } else { 0 },
+        reserved: 0,
+    })?;
+    objects().remove(&(surface, h));
     Ok(())
 }
 
 fn object(h: u64, surface: bool) -> Result<Object> {
     objects()
-        .get(&h)
+        .get(&(surface, h))
         .copied()
-        .filter(|o| o.tex.is_none() == surface)
         .ok_or(Error::INVALID_VALUE)
 }
 

@@ -23,6 +23,11 @@ pub const MAX_2D: (u64, u64) = (131_072, 65_536);
 pub const MAX_3D: u64 = 16_384;
 /// Most texels of a texture over linear memory (`cudaDevAttrMaxTexture1DLinearWidth`).
 pub const MAX_LINEAR_TEXELS: u64 = 1 << 28;
+/// Largest texture over pitched memory: width, height, pitch in bytes
+/// (`cudaDevAttrMaxTexture2DLinear*` on sm_90).
+pub const MAX_PITCH2D: (u64, u64, u64) = (131_072, 65_000, 2_097_120);
+/// Largest array that `tex2Dgather` may read (`cudaDevAttrMaxTexture2DGather*`).
+pub const MAX_GATHER: u64 = 32_768;
 /// Alignment of a texture's base address (`cudaDevAttrTextureAlignment`).
 pub const TEXTURE_ALIGNMENT: u64 = 512;
 /// Alignment of a pitched texture's pitch (`cudaDevAttrTexturePitchAlignment`).
@@ -114,7 +119,9 @@ impl ArrayShape {
             (w, h, 0) => (2, w <= MAX_2D.0 && h <= MAX_2D.1),
             (w, h, d) => (3, w <= MAX_3D && h <= MAX_3D && d <= MAX_3D && h != 0),
         };
-        if r.width == 0 || !ok {
+        let gather_ok = r.flags & ARRAY_TEXTURE_GATHER == 0
+            || (dims == 2 && r.width <= MAX_GATHER && r.height <= MAX_GATHER);
+        if r.width == 0 || !ok || !gather_ok {
             return Err(Status::INVALID_VALUE);
         }
         Ok(ArrayShape {
@@ -148,6 +155,11 @@ impl ArrayShape {
             || !inside(r.y, r.height, self.height)
             || !inside(r.z, r.depth, self.depth)
         {
+            return Err(Status::INVALID_VALUE);
+        }
+        // The driver's rule: byte offsets and widths in whole texels.
+        let texel = self.format.texel_bytes();
+        if !r.x.is_multiple_of(texel) || !r.width.is_multiple_of(texel) {
             return Err(Status::INVALID_VALUE);
         }
         if r.width == 0 || r.height == 0 || r.depth == 0 {
@@ -246,8 +258,9 @@ pub fn linear_extent(r: &TexObjectCreateReq, f: &Format) -> ExecResult<(u64, u64
         RESOURCE_PITCH2D => {
             if r.width == 0
                 || r.height == 0
-                || r.width > MAX_2D.0
-                || r.height > MAX_2D.1
+                || r.width > MAX_PITCH2D.0
+                || r.height > MAX_PITCH2D.1
+                || r.pitch > MAX_PITCH2D.2
                 || !r.pitch.is_multiple_of(TEXTURE_PITCH_ALIGNMENT)
                 || r.pitch < r.width * texel
             {

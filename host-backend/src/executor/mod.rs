@@ -208,9 +208,9 @@ pub trait Executor: Send {
         let _ = req;
         Err(Status::NOT_SUPPORTED)
     }
-    /// Destroys a texture or surface object.
-    fn tex_object_destroy(&mut self, handle: u64) -> ExecResult<()> {
-        let _ = handle;
+    /// Destroys a texture object, or a surface object if `surface`.
+    fn tex_object_destroy(&mut self, handle: u64, surface: bool) -> ExecResult<()> {
+        let _ = (handle, surface);
         Err(Status::INVALID_VALUE)
     }
 

@@ -196,6 +196,10 @@ pub struct VhostUserCuda {
     queues: Vec<Arc<QueueState>>,
     rings: Vec<Mutex<Option<Arc<RingHandle>>>>,
     mem: AtomicMem,
+    /// The guest memory map the executor was last told about, kept mapped until the
+    /// executor has been told about the next one (it may have registered these pages with
+    /// the driver, and unregisters them only then).
+    told: Mutex<Option<Arc<Mem>>>,
     event_idx: AtomicBool,
     config: VirtioCudaConfig,
 }
@@ -225,6 +229,7 @@ impl VhostUserCuda {
             queues: (0..n).map(|_| Arc::default()).collect(),
             rings: (0..n).map(|_| Mutex::new(None)).collect(),
             mem,
+            told: Mutex::new(None),
             event_idx: AtomicBool::new(false),
             config: config_space(queues),
         }
@@ -249,6 +254,7 @@ impl VhostUserCuda {
             info!("connection ended; {n} sessions destroyed");
         }
         self.backend.guest_memory_changed(&[]);
+        *lock(&self.told) = None;
     }
 
     fn ring(&self, index: usize, vring: &Vring) -> Option<Arc<RingHandle>> {
@@ -375,7 +381,10 @@ impl VhostUserBackend for VhostUserCuda {
             regions.len(),
             regions.iter().map(|r| r.1).sum::<usize>() >> 20
         );
+        // The old map stays mapped (held in `told`) until the executor has moved off it.
+        let mut told = lock(&self.told);
         self.backend.guest_memory_changed(&regions);
+        *told = Some(guard.into_inner());
         Ok(())
     }
 

@@ -29,7 +29,7 @@ const MEMORYTYPE_UNIFIED: u32 = 4;
 const ARRAY3D_LAYERED: c_uint = 0x01;
 const ARRAY3D_SURFACE_LDST: c_uint = 0x02;
 const ARRAY3D_CUBEMAP: c_uint = 0x04;
-const ARRAY3D_TEXTURE_GATHER: c_uint = 0x40;
+const ARRAY3D_TEXTURE_GATHER: c_uint = 0x08;
 
 /// `CU_TRSF_READ_AS_INTEGER`, `_NORMALIZED_COORDINATES`, `_SRGB`.
 const TRSF_READ_AS_INTEGER: c_uint = 0x01;
@@ -166,12 +166,9 @@ fn create(d: &CUDA_ARRAY3D_DESCRIPTOR) -> Result<u64, CuError> {
     if d.flags & !known != 0 {
         return Err(CuError::NOT_SUPPORTED);
     }
-    // cudaArrayLayered (1), SurfaceLoadStore (2) and Cubemap (4) have the driver's values;
-    // cudaArrayTextureGather is 8.
-    let mut flags = d.flags & (ARRAY3D_LAYERED | ARRAY3D_SURFACE_LDST | ARRAY3D_CUBEMAP);
-    if d.flags & ARRAY3D_TEXTURE_GATHER != 0 {
-        flags |= 0x08;
-    }
+    // cudaArrayLayered (1), SurfaceLoadStore (2), Cubemap (4) and TextureGather (8) have
+    // the driver's values.
+    let flags = d.flags;
     let desc = channel_desc(d.format, d.num_channels)?;
     Ok(array::create(
         desc,
@@ -184,10 +181,7 @@ fn descriptor(a: cudaArray_t) -> Result<CUDA_ARRAY3D_DESCRIPTOR, CuError> {
     current()?;
     let i = array::info(a).map_err(|_| CuError::INVALID_HANDLE)?;
     let (format, num_channels) = array_format(&i.desc);
-    let mut flags = i.flags & (ARRAY3D_LAYERED | ARRAY3D_SURFACE_LDST | ARRAY3D_CUBEMAP);
-    if i.flags & 0x08 != 0 {
-        flags |= ARRAY3D_TEXTURE_GATHER;
-    }
+    let flags = i.flags;
     Ok(CUDA_ARRAY3D_DESCRIPTOR {
         width: i.extent[0] as usize,
         height: i.extent[1] as usize,
@@ -228,6 +222,11 @@ fn copy_ends(
             MEMORYTYPE_HOST | MEMORYTYPE_DEVICE | MEMORYTYPE_UNIFIED => e.ptr,
             _ => return Err(CuError::INVALID_VALUE),
         };
+        // As the driver: a pitch narrower than a row, or slices shorter than the copy's
+        // rows, are errors.
+        if (size[1] > 1 || size[2] > 1) && e.pitch < size[0] || size[2] > 1 && e.rows < size[1] {
+            return Err(CuError::INVALID_VALUE);
+        }
         let rows = e.rows.max(size[1]);
         let off =
             e.z.checked_mul(rows)
@@ -246,12 +245,11 @@ fn copy_ends(
         origin: [e.x as u64, e.y as u64, e.z as u64],
         size: size.map(|n| n as u64),
     };
-    let kind = |e: &End| {
-        if e.ty == MEMORYTYPE_HOST {
-            memcpy_kind::H2D
-        } else {
-            memcpy_kind::D2D
-        }
+    // CU_MEMORYTYPE_UNIFIED: host or device memory, as the pointer says.
+    let kind = |e: &End| match e.ty {
+        MEMORYTYPE_HOST => memcpy_kind::H2D,
+        MEMORYTYPE_UNIFIED => memcpy_kind::DEFAULT,
+        _ => memcpy_kind::D2D,
     };
     match (src.ty == MEMORYTYPE_ARRAY, dst.ty == MEMORYTYPE_ARRAY) {
         (false, true) => {
@@ -259,10 +257,10 @@ fn copy_ends(
             Ok(array::copy(c, boxed(&dst), linear(&src)?, true, k, stream)?)
         }
         (true, false) => {
-            let k = if dst.ty == MEMORYTYPE_HOST {
-                memcpy_kind::D2H
-            } else {
-                memcpy_kind::D2D
+            let k = match dst.ty {
+                MEMORYTYPE_HOST => memcpy_kind::D2H,
+                MEMORYTYPE_UNIFIED => memcpy_kind::DEFAULT,
+                _ => memcpy_kind::D2D,
             };
             Ok(array::copy(
                 c,

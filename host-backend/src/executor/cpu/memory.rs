@@ -529,6 +529,52 @@ impl DeviceHeap {
         Ok(())
     }
 
+    /// Copies `height` rows of `width` bytes between two pitched device ranges, each inside
+    /// one allocation (checked once for all rows). The ranges must not overlap.
+    pub fn copy_2d(
+        &mut self,
+        (dst, dpitch): (u64, u64),
+        (src, spitch): (u64, u64),
+        width: u64,
+        height: u64,
+    ) -> ExecResult<()> {
+        if width == 0 || height == 0 {
+            return Ok(());
+        }
+        let span = |pitch: u64| {
+            (height - 1)
+                .checked_mul(pitch)
+                .and_then(|s| s.checked_add(width))
+                .ok_or(Status::INVALID_VALUE)
+        };
+        if (height > 1 && (dpitch < width || spitch < width)) || width > isize::MAX as u64 {
+            return Err(Status::INVALID_VALUE);
+        }
+        let (dspan, sspan) = (span(dpitch)?, span(spitch)?);
+        let (d, doff) = self.range(dst, dspan)?;
+        let (s, soff) = self.range(src, sspan)?;
+        if d.base == s.base
+            && doff as u64 + dspan > soff as u64
+            && soff as u64 + sspan > doff as u64
+        {
+            return Err(Status::INVALID_VALUE);
+        }
+        for row in 0..height {
+            // SAFETY: every row lies inside its checked range (`row * pitch + width` is at
+            // most the span), both inside live allocations or mapped ranges; the ranges do
+            // not overlap (checked above), and `&mut self` excludes concurrent access by the
+            // backend (the guest's own writes to a mapped range: see `bytes_mut`).
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    s.host.add(soff + (row * spitch) as usize),
+                    d.host.add(doff + (row * dpitch) as usize),
+                    width as usize,
+                );
+            }
+        }
+        Ok(())
+    }
+
     /// Bytes charged to this session ([`charge`] of each allocation).
     pub fn charged(&self) -> u64 {
         self.charged

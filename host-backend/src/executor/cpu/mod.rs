@@ -474,8 +474,8 @@ impl Executor for CpuExecutor {
         Ok(h)
     }
 
-    fn tex_object_destroy(&mut self, handle: u64) -> ExecResult<()> {
-        self.textures.object_destroy(handle)
+    fn tex_object_destroy(&mut self, handle: u64, surface: bool) -> ExecResult<()> {
+        self.textures.object_destroy(handle, surface)
     }
 
     fn memcpy_dtod(&mut self, r: &MemcpyDtoDReq) -> ExecResult<()> {

@@ -56,30 +56,29 @@ impl Textures {
     /// Frees an array. Objects that view it stay (as on a GPU, using them afterwards is
     /// undefined): their texels are unmapped and reading them faults.
     pub fn array_destroy(&mut self, heap: &mut DeviceHeap, handle: u64) -> ExecResult<()> {
-        let a = self.arrays.remove(&handle).ok_or(Status::INVALID_VALUE)?;
+        let a = self.arrays.remove(&handle).ok_or(Status::INVALID_HANDLE)?;
         heap.free(a.addr, AllocKind::Array)
     }
 
     /// Copies a box between an array and linear device memory.
     pub fn memcpy(&self, heap: &mut DeviceHeap, r: &MemcpyArrayReq) -> ExecResult<()> {
-        let a = self.arrays.get(&r.array).ok_or(Status::INVALID_VALUE)?;
+        let a = self.arrays.get(&r.array).ok_or(Status::INVALID_HANDLE)?;
         let span = a.shape.check_box(r)?;
         if span == 0 {
             return Ok(());
         }
-        // The whole linear side lies in one allocation (checked once, not per row).
+        // The whole linear side lies in one allocation (checked once, not per slice).
         heap.bytes(r.ptr, span)?;
         let row = a.shape.row_bytes();
+        // One 2-D copy per slice (at most the array's depth): ranges checked once each.
         for z in 0..r.depth {
-            for y in 0..r.height {
-                // In bounds: checked by `check_box` and the span check above.
-                let arr = a.addr + ((r.z + z) * a.shape.height + r.y + y) * row + r.x;
-                let lin = r.ptr + (z * r.rows + y) * r.pitch;
-                if r.flags & ARRAY_COPY_TO_ARRAY != 0 {
-                    heap.copy(arr, lin, r.width)?;
-                } else {
-                    heap.copy(lin, arr, r.width)?;
-                }
+            // In bounds: checked by `check_box` and the span check above.
+            let arr = (a.addr + ((r.z + z) * a.shape.height + r.y) * row + r.x, row);
+            let lin = (r.ptr + z * r.rows * r.pitch, r.pitch);
+            if r.flags & ARRAY_COPY_TO_ARRAY != 0 {
+                heap.copy_2d(arr, lin, r.width, r.height)?;
+            } else {
+                heap.copy_2d(lin, arr, r.width, r.height)?;
             }
         }
         Ok(())
@@ -97,7 +96,7 @@ impl Textures {
             return Err(Status::MEMORY_ALLOCATION);
         }
         let view = if r.resource == RESOURCE_ARRAY {
-            let a = self.arrays.get(&r.array).ok_or(Status::INVALID_VALUE)?;
+            let a = self.arrays.get(&r.array).ok_or(Status::INVALID_HANDLE)?;
             if s.surface && a.shape.flags & ARRAY_SURFACE_LOAD_STORE == 0 {
                 return Err(Status::INVALID_VALUE);
             }
@@ -155,12 +154,15 @@ impl Textures {
         Ok(())
     }
 
-    /// Destroys a texture or surface object.
-    pub fn object_destroy(&mut self, handle: u64) -> ExecResult<()> {
-        self.objects
-            .remove(&handle)
-            .map(|_| ())
-            .ok_or(Status::INVALID_VALUE)
+    /// Destroys a texture object, or a surface object if `surface`.
+    pub fn object_destroy(&mut self, handle: u64, surface: bool) -> ExecResult<()> {
+        match self.objects.get(&handle) {
+            Some(o) if o.surface == surface => {
+                self.objects.remove(&handle);
+                Ok(())
+            }
+            _ => Err(Status::INVALID_VALUE),
+        }
     }
 }
 
@@ -238,10 +240,15 @@ mod tests {
         assert_eq!(t.memcpy(&mut h, &outside), Err(Status::INVALID_VALUE));
         assert_eq!(
             t.memcpy(&mut h, &MemcpyArrayReq { array: 8, ..copy }),
+            Err(Status::INVALID_HANDLE)
+        );
+        // Offsets and widths in whole texels (4 bytes here).
+        assert_eq!(
+            t.memcpy(&mut h, &MemcpyArrayReq { x: 2, ..copy }),
             Err(Status::INVALID_VALUE)
         );
         t.array_destroy(&mut h, 7).unwrap();
-        assert_eq!(t.array_destroy(&mut h, 7), Err(Status::INVALID_VALUE));
+        assert_eq!(t.array_destroy(&mut h, 7), Err(Status::INVALID_HANDLE));
     }
 
     #[test]
@@ -306,7 +313,9 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(t.object_create(&h, &surf, 5), Err(Status::INVALID_VALUE));
-        t.object_destroy(1).unwrap();
-        assert_eq!(t.object_destroy(1), Err(Status::INVALID_VALUE));
+        // A texture is not destroyed as a surface.
+        assert_eq!(t.object_destroy(1, true), Err(Status::INVALID_VALUE));
+        t.object_destroy(1, false).unwrap();
+        assert_eq!(t.object_destroy(1, false), Err(Status::INVALID_VALUE));
     }
 }

@@ -50,11 +50,22 @@ pub(super) struct Shared {
 impl Shared {
     /// Pins the new regions and unpins those gone; regions present before and after (same
     /// address and length: memory hot-plug adds regions) stay pinned.
+    ///
+    /// Registering all of a guest's RAM takes seconds, so it happens outside the lock the
+    /// copy path takes: new regions are registered first (copies meanwhile use the old
+    /// table), the table is swapped under the write lock (which waits only for the DMAs
+    /// in flight, never for guest work: see `transfer.rs`), and the regions gone are
+    /// unregistered after, when no copy can reach them any more. The transport keeps every
+    /// region mapped until the call after the one that removed it.
     fn set_guest_memory(&self, regions: &[(usize, usize)]) {
-        let mut pinned = self.pinned.write().unwrap_or_else(|e| e.into_inner());
         let mut reg = self.registrar.lock().unwrap_or_else(|e| e.into_inner());
         let wanted = PinnedRanges::new(regions.to_vec());
-        if wanted.ranges() == pinned.ranges() {
+        let old = self
+            .pinned
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        if wanted.ranges() == old.ranges() {
             return;
         }
         let ctx = match &mut reg.ctx {
@@ -78,28 +89,18 @@ impl Shared {
                 return;
             }
         };
-        let mut kept = Vec::new();
-        for &(addr, len) in pinned.ranges() {
-            if wanted.ranges().contains(&(addr, len)) {
-                kept.push((addr, len));
-                continue;
-            }
-            // SAFETY: `addr` starts a range we registered (it is in `pinned`); the write
-            // lock guarantees no copy is using it; the transport keeps it mapped until this
-            // call returns.
-            if let Err(e) = unsafe { driver::mem_host_unregister(addr as *mut u8) } {
-                warn!(
-                    "unpinning guest memory at {addr:#x}: {}",
-                    driver::error_name(e)
-                );
-            }
-        }
+        let mut kept: Vec<(usize, usize)> = old
+            .ranges()
+            .iter()
+            .copied()
+            .filter(|r| wanted.ranges().contains(r))
+            .collect();
         for &(addr, len) in wanted.ranges() {
             if kept.contains(&(addr, len)) {
                 continue;
             }
             // SAFETY: the transport guarantees `[addr, addr + len)` is mapped in this process
-            // until the next call, which unpins it first if it is gone by then.
+            // until the call after the one that removes it, which unpins it first.
             match unsafe { driver::mem_host_register(addr as *mut u8, len, GUEST_REGISTER_FLAGS) } {
                 Ok(()) => kept.push((addr, len)),
                 Err(e) => warn!(
@@ -113,7 +114,25 @@ impl Shared {
             kept.len(),
             wanted.ranges().len()
         );
-        *pinned = PinnedRanges::new(kept);
+        let gone: Vec<(usize, usize)> = old
+            .ranges()
+            .iter()
+            .copied()
+            .filter(|r| !kept.contains(r))
+            .collect();
+        // The swap: waits for the copies in flight, whose DMAs use the old table.
+        *self.pinned.write().unwrap_or_else(|e| e.into_inner()) = PinnedRanges::new(kept);
+        for (addr, _) in gone {
+            // SAFETY: `addr` starts a range we registered (it was in the table); no copy
+            // can use it any more (the table no longer has it, and the copies that did
+            // finished before the swap); the transport keeps it mapped until the next call.
+            if let Err(e) = unsafe { driver::mem_host_unregister(addr as *mut u8) } {
+                warn!(
+                    "unpinning guest memory at {addr:#x}: {}",
+                    driver::error_name(e)
+                );
+            }
+        }
     }
 }
 
@@ -277,6 +296,10 @@ impl ExecutorFactory for CudaFactory {
     }
 
     fn guest_memory_changed(&self, regions: &[(usize, usize)]) {
-        self.shared.set_guest_memory(regions);
+        // Without the opt-in, only an empty table (the connection's end) is applied, which
+        // unpins nothing because nothing was pinned.
+        if self.shared.config.register_guest_memory || regions.is_empty() {
+            self.shared.set_guest_memory(regions);
+        }
     }
 }

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
-//! Every CUDA driver call the executor makes, as thin wrappers over cudarc's `sys` layer.
+//! Every CUDA driver call the executor makes, as thin wrappers over the entry points of
+//! [`super::ffi`] (cudarc's types, our own `u32`-returning function pointers).
 //!
-//! cudarc loads `libcuda.so.1` on first use and panics if it, or a symbol, is missing.
-//! [`load`] therefore runs first: it checks the library with `is_culib_present`, checks
+//! [`load`] runs first: it checks the library with cudarc's `is_culib_present`, checks
 //! that every entry point in [`REQUIRED`] exists, then initializes the driver. A test scans
-//! this file for `sys::cu*` calls and fails if one is in neither [`REQUIRED`] nor
-//! [`OPTIONAL`], so a new call cannot slip past the check.
+//! the executor for `ffi::cu*` calls and fails if one is in neither [`REQUIRED`] nor
+//! [`OPTIONAL`], or not declared in `ffi.rs`, or if cudarc's enum-returning `sys::cu*`
+//! wrappers are called anywhere, so a new call cannot slip past the checks.
 //!
 //! Wrappers that take a driver handle (context, stream, event, module, function, device or
 //! host pointer) are `unsafe`: the caller guarantees the handle is live and that the
@@ -504,33 +505,32 @@ pub struct Copy2D {
 /// Every row of both ends is valid memory of its kind, as for [`memcpy_htod`] and
 /// [`memcpy_dtoh`]; `stream` is live.
 pub unsafe fn memcpy_2d(c: &Copy2D, s: CUstream) -> DrvResult<()> {
-    // SAFETY: an all-zero CUDA_MEMCPY2D is valid (null pointers, zero sizes); every
-    // field the copy reads is set below.
-    let mut p: sys::CUDA_MEMCPY2D = unsafe { MaybeUninit::zeroed().assume_init() };
-    match c.src {
-        End::Host(h) => {
-            p.srcMemoryType = CUmemorytype::CU_MEMORYTYPE_HOST;
-            p.srcHost = h.cast::<c_void>();
-        }
-        End::Device(d) => {
-            p.srcMemoryType = CUmemorytype::CU_MEMORYTYPE_DEVICE;
-            p.srcDevice = d;
-        }
-    }
-    match c.dst {
-        End::Host(h) => {
-            p.dstMemoryType = CUmemorytype::CU_MEMORYTYPE_HOST;
-            p.dstHost = h.cast::<c_void>();
-        }
-        End::Device(d) => {
-            p.dstMemoryType = CUmemorytype::CU_MEMORYTYPE_DEVICE;
-            p.dstDevice = d;
-        }
-    }
-    p.srcPitch = c.spitch;
-    p.dstPitch = c.dpitch;
-    p.WidthInBytes = c.width;
-    p.Height = c.height;
+    // Every field spelled out: cudarc's `CUmemorytype` is an enum without a 0 value, so a
+    // zeroed descriptor would not be a valid value.
+    let end = |e: &End| match *e {
+        End::Host(h) => (CUmemorytype::CU_MEMORYTYPE_HOST, h.cast::<c_void>(), 0),
+        End::Device(d) => (CUmemorytype::CU_MEMORYTYPE_DEVICE, std::ptr::null_mut(), d),
+    };
+    let (src_type, src_host, src_device) = end(&c.src);
+    let (dst_type, dst_host, dst_device) = end(&c.dst);
+    let p = sys::CUDA_MEMCPY2D {
+        srcXInBytes: 0,
+        srcY: 0,
+        srcMemoryType: src_type,
+        srcHost: src_host,
+        srcDevice: src_device,
+        srcArray: std::ptr::null_mut(),
+        srcPitch: c.spitch,
+        dstXInBytes: 0,
+        dstY: 0,
+        dstMemoryType: dst_type,
+        dstHost: dst_host,
+        dstDevice: dst_device,
+        dstArray: std::ptr::null_mut(),
+        dstPitch: c.dpitch,
+        WidthInBytes: c.width,
+        Height: c.height,
+    };
     // SAFETY: the descriptor is fully initialized; the caller vouches for the memory.
     ok(unsafe { ffi::cuMemcpy2DAsync_v2(&p, s) })
 }
@@ -1004,6 +1004,10 @@ mod tests {
             include_str!("staging.rs"),
             include_str!("streams.rs"),
             include_str!("transfer.rs"),
+            include_str!("texture.rs"),
+            include_str!("guest_mem.rs"),
+            include_str!("wait.rs"),
+            include_str!("printf.rs"),
         ];
         let mut seen = 0;
         for src in sources {

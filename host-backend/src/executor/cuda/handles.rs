@@ -85,6 +85,11 @@ impl<T> HandleTable<T> {
     }
 
     /// Every live object.
+    /// Every handle with its object.
+    pub fn iter(&self) -> impl Iterator<Item = (&u64, &T)> {
+        self.map.iter()
+    }
+
     pub fn values(&self) -> impl Iterator<Item = &T> {
         self.map.values()
     }

@@ -190,6 +190,12 @@ pub struct CudaConfig {
     pub allow_pageable_access: bool,
     /// Device memory one session may hold (a share of the device's memory by default).
     pub session_mem_limit: crate::memsize::MemSize,
+    /// Register (pin) all of a vhost-user guest's RAM with the driver, so copies from it
+    /// are one DMA instead of staged (`--register-guest-memory`). Off by default: it pins
+    /// every guest page at connect (and again for seconds after each memory table change),
+    /// and it is unsafe with virtio-balloon, free page reporting, virtio-mem or discard,
+    /// where the guest address of a page the driver keeps pinned gets new backing.
+    pub register_guest_memory: bool,
 }
 
 /// Large allocations are charged whole 2 MiB pages (the driver maps them so) ...
@@ -217,6 +223,7 @@ impl Default for CudaConfig {
             kernel_timeout: None,
             allow_pageable_access: false,
             session_mem_limit: crate::memsize::MemSize::Percent(100),
+            register_guest_memory: false,
         }
     }
 }
@@ -260,6 +267,9 @@ pub struct CudaExecutor {
     host_pinned: guest_mem::PinnedRanges,
     /// CUDA arrays, texture and surface objects (`texture.rs`).
     textures: texture::Textures,
+    /// Streams created with `cudaStreamNonBlocking` (they do not wait for the legacy
+    /// stream, nor it for them).
+    non_blocking: std::collections::HashSet<u64>,
 }
 
 impl std::fmt::Debug for CudaExecutor {
@@ -373,6 +383,7 @@ impl CudaExecutor {
             host_shared: Vec::new(),
             host_pinned: guest_mem::PinnedRanges::default(),
             textures: texture::Textures::default(),
+            non_blocking: std::collections::HashSet::new(),
         })
     }
 
@@ -481,6 +492,7 @@ impl CudaExecutor {
         self.functions.clear();
         self.function_names.clear();
         self.textures.clear();
+        self.non_blocking.clear();
         self.params_dirty = PARAM_BUF_LEN;
         let ctx = Context::create(self.shared.device).map_err(to_status)?;
         self.ctx = Some(ctx);
@@ -682,8 +694,8 @@ impl Executor for CudaExecutor {
         self.tex_object_create_impl(req)
     }
 
-    fn tex_object_destroy(&mut self, handle: u64) -> ExecResult<()> {
-        self.tex_object_destroy_impl(handle)
+    fn tex_object_destroy(&mut self, handle: u64, surface: bool) -> ExecResult<()> {
+        self.tex_object_destroy_impl(handle, surface)
     }
 
     fn memset(&mut self, req: &MemsetReq) -> ExecResult<()> {

@@ -50,11 +50,16 @@ impl CudaExecutor {
             .stream_create(flags, priority)
             .map_err(to_status)?;
         // If the table refuses it, dropping `s` destroys the stream again.
-        self.streams.insert(s)
+        let h = self.streams.insert(s)?;
+        if flags & STREAM_NON_BLOCKING != 0 {
+            self.non_blocking.insert(h);
+        }
+        Ok(h)
     }
 
     pub(super) fn stream_destroy_impl(&mut self, stream: u64) -> ExecResult<()> {
         let s = self.streams.remove(stream)?;
+        self.non_blocking.remove(&stream);
         self.bind()?;
         s.destroy().map_err(to_status)
     }

@@ -18,6 +18,7 @@ fn factory() -> Option<CudaFactory> {
         // Small windows, so modest copies exercise the pipeline.
         staging_chunk: 64 << 10,
         staging_depth: 3,
+        register_guest_memory: true,
         ..CudaConfig::default()
     }) {
         Ok(f) => Some(f),
@@ -590,6 +591,22 @@ fn pinned_guest_memory_is_used_directly() {
     assert!(f.shared.pinned.read().unwrap().ranges().is_empty());
 }
 
+/// Guest RAM is registered only with `--register-guest-memory`: otherwise copies from it
+/// are staged and nothing is pinned.
+#[test]
+fn guest_memory_is_registered_only_on_request() {
+    let Ok(f) = CudaFactory::new(CudaConfig::default()) else {
+        eprintln!("skipping: no GPU");
+        return;
+    };
+    let ram = vec![0u8; 2 * 4096];
+    let off = ram.as_ptr().align_offset(4096);
+    let base = ram[off..].as_ptr() as usize;
+    f.guest_memory_changed(&[(base, 4096)]);
+    assert!(f.shared.pinned.read().unwrap().ranges().is_empty());
+    f.guest_memory_changed(&[]);
+}
+
 #[test]
 fn limits_and_reset() {
     let f = gpu!();
@@ -686,51 +703,71 @@ fn a_session_that_ends_stops_waiting_for_its_endless_kernel() {
 /// goes through meanwhile.
 #[test]
 fn an_endless_kernel_does_not_hold_the_guest_memory_lock() {
-    let f = gpu!();
-    let len = 1 << 20;
-    let mut ram = vec![0u8; len + 4096];
-    let off = ram.as_ptr().align_offset(4096);
-    let base = ram[off..].as_mut_ptr() as usize;
-    f.guest_memory_changed(&[(base, len)]);
-    let mut e = f.new_executor().unwrap();
-    let cancel = crate::executor::Cancel::default();
-    e.set_cancel(cancel.clone());
-    let m = e.module_load(ptx_fatbin(PTX)).unwrap();
-    let k = e.function_get(m, "endless").unwrap();
-    let launch = LaunchReq {
-        function: k.handle,
-        stream: STREAM_LEGACY,
-        grid: [1, 1, 1],
-        block: [1, 1, 1],
-        shared_mem: 0,
-        param_len: 0,
-    };
-    e.launch(&launch, &[]).unwrap();
-    let p = e.malloc(0, 4096).unwrap();
-    let copy = std::thread::spawn(move || {
-        let guest = &mut ram[off..off + 4096];
-        let r = e.memcpy_htod(&htod(p, 4096, 1, 0, 0), &DataSegs::from_slice(guest));
-        drop(e);
-        r
-    });
-    // Ends the session after 2 s whatever happens, so a lock held across the wait makes
-    // this test fail instead of hang.
-    let watchdog = {
-        let cancel = cancel.clone();
-        std::thread::spawn(move || {
-            std::thread::sleep(std::time::Duration::from_secs(2));
-            cancel.cancel();
-        })
-    };
-    std::thread::sleep(std::time::Duration::from_millis(200));
-    let start = std::time::Instant::now();
-    f.guest_memory_changed(&[]);
-    let took = start.elapsed();
-    cancel.cancel();
-    let r = copy.join().unwrap();
-    watchdog.join().unwrap();
-    assert!(took < std::time::Duration::from_secs(1), "took {took:?}");
-    assert!(r.is_err());
+    // One contiguous pinned page (a direct DMA), then 64 scattered pages (staged).
+    for pages in [1, 64] {
+        let f = gpu!();
+        let len = 1 << 20;
+        let mut ram = vec![0u8; len + 4096];
+        let off = ram.as_ptr().align_offset(4096);
+        let base = ram[off..].as_mut_ptr() as usize;
+        f.guest_memory_changed(&[(base, len)]);
+        let mut e = f.new_executor().unwrap();
+        let cancel = crate::executor::Cancel::default();
+        e.set_cancel(cancel.clone());
+        let m = e.module_load(ptx_fatbin(PTX)).unwrap();
+        let k = e.function_get(m, "endless").unwrap();
+        let launch = LaunchReq {
+            function: k.handle,
+            stream: STREAM_LEGACY,
+            grid: [1, 1, 1],
+            block: [1, 1, 1],
+            shared_mem: 0,
+            param_len: 0,
+        };
+        e.launch(&launch, &[]).unwrap();
+        let n = pages * 4096;
+        let p = e.malloc(0, n as u64).unwrap();
+        let copy = std::thread::spawn(move || {
+            let guest = &mut ram[off..off + len];
+            let segs = if pages == 1 {
+                DataSegs::from_slice(&mut guest[..4096])
+            } else {
+                // Every other page, backwards: scattered pieces, as a descriptor chain.
+                let base = guest.as_mut_ptr();
+                let slices = (0..pages)
+                    .rev()
+                    // SAFETY: each page lies inside `guest`, which outlives the slices; the
+                    // slices are disjoint.
+                    .map(|i| unsafe { VolatileSlice::new(base.add(i * 2 * 4096), 4096) })
+                    .collect();
+                DataSegs::new(slices)
+            };
+            let r = e.memcpy_htod(&htod(p, n as u64, 1, 0, 0), &segs);
+            drop(e);
+            r
+        });
+        // Ends the session after 2 s whatever happens, so a lock held across the wait
+        // makes this test fail instead of hang.
+        let watchdog = {
+            let cancel = cancel.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(std::time::Duration::from_secs(2));
+                cancel.cancel();
+            })
+        };
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let start = std::time::Instant::now();
+        f.guest_memory_changed(&[]);
+        let took = start.elapsed();
+        cancel.cancel();
+        let r = copy.join().unwrap();
+        watchdog.join().unwrap();
+        assert!(
+            took < std::time::Duration::from_secs(1),
+            "{pages} pages: took {took:?}"
+        );
+        assert!(r.is_err());
+    }
 }
 
 #[test]

@@ -6,7 +6,7 @@
 //! `CUsurfObject` values, which is what kernels take as parameters; the session keeps the
 //! set it created, so it only destroys its own. Everything dies with the context on reset.
 
-use std::collections::HashMap;
+use std::collections::HashSet;
 use std::mem::MaybeUninit;
 
 use cudarc::driver::sys::{
@@ -30,8 +30,8 @@ pub const MAX_OBJECTS: usize = 65_536;
 
 /// `CUDA_ARRAY3D_SURFACE_LDST`.
 const ARRAY3D_SURFACE_LDST: u32 = 0x02;
-/// `CUDA_ARRAY3D_TEXTURE_GATHER`.
-const ARRAY3D_TEXTURE_GATHER: u32 = 0x40;
+/// `CUDA_ARRAY3D_TEXTURE_GATHER` (the runtime's `cudaArrayTextureGather` has the same value).
+const ARRAY3D_TEXTURE_GATHER: u32 = 0x08;
 /// `CU_TRSF_READ_AS_INTEGER`.
 const TRSF_READ_AS_INTEGER: u32 = 0x01;
 /// `CU_TRSF_NORMALIZED_COORDINATES`.
@@ -52,15 +52,15 @@ pub(super) struct Array {
 #[derive(Debug)]
 pub(super) struct Textures {
     arrays: HandleTable<Array>,
-    /// Object handle -> whether it is a surface.
-    objects: HashMap<u64, bool>,
+    /// The objects by (is a surface, handle): the driver numbers the two kinds apart.
+    objects: HashSet<(bool, u64)>,
 }
 
 impl Default for Textures {
     fn default() -> Self {
         Self {
             arrays: HandleTable::new(Kind::Array),
-            objects: HashMap::new(),
+            objects: HashSet::new(),
         }
     }
 }
@@ -146,11 +146,11 @@ impl CudaExecutor {
             shape,
             charged: cost,
         });
-        if h.is_err() {
+        match h {
+            Ok(_) => self.charged = charged,
             // SAFETY: created just above in the current context, never given out.
-            let _ = unsafe { driver::array_destroy(raw) };
+            Err(_) => drop(unsafe { driver::array_destroy(raw) }),
         }
-        self.charged = charged;
         h
     }
 
@@ -184,31 +184,42 @@ impl CudaExecutor {
         self.allocs.check_region(&lin)?;
         let raw = a.raw;
         let s = stream_ref(&self.streams, r.stream)?.raw();
-        // SAFETY: an all-zero CUDA_MEMCPY3D is valid (null handles, zero sizes); every
-        // field the copy reads is set below.
-        let mut p: sys::CUDA_MEMCPY3D = unsafe { MaybeUninit::zeroed().assume_init() };
         let to_array = r.flags & ARRAY_COPY_TO_ARRAY != 0;
         let (x, y, z) = (r.x as usize, r.y as usize, r.z as usize);
-        if to_array {
-            p.srcMemoryType = CUmemorytype::CU_MEMORYTYPE_DEVICE;
-            p.srcDevice = r.ptr;
-            p.srcPitch = r.pitch as usize;
-            p.srcHeight = r.rows.max(r.height) as usize;
-            p.dstMemoryType = CUmemorytype::CU_MEMORYTYPE_ARRAY;
-            p.dstArray = raw;
-            (p.dstXInBytes, p.dstY, p.dstZ) = (x, y, z);
-        } else {
-            p.srcMemoryType = CUmemorytype::CU_MEMORYTYPE_ARRAY;
-            p.srcArray = raw;
-            (p.srcXInBytes, p.srcY, p.srcZ) = (x, y, z);
-            p.dstMemoryType = CUmemorytype::CU_MEMORYTYPE_DEVICE;
-            p.dstDevice = r.ptr;
-            p.dstPitch = r.pitch as usize;
-            p.dstHeight = r.rows.max(r.height) as usize;
-        }
-        p.WidthInBytes = r.width as usize;
-        p.Height = r.height as usize;
-        p.Depth = r.depth as usize;
+        let (pitch, rows) = (r.pitch as usize, r.rows.max(r.height) as usize);
+        // Every field spelled out: cudarc's `CUmemorytype` is an enum without a 0 value,
+        // so a zeroed descriptor would not be a valid value.
+        let (array, device) = (
+            CUmemorytype::CU_MEMORYTYPE_ARRAY,
+            CUmemorytype::CU_MEMORYTYPE_DEVICE,
+        );
+        let p = sys::CUDA_MEMCPY3D {
+            srcXInBytes: if to_array { 0 } else { x },
+            srcY: if to_array { 0 } else { y },
+            srcZ: if to_array { 0 } else { z },
+            srcLOD: 0,
+            srcMemoryType: if to_array { device } else { array },
+            srcHost: std::ptr::null(),
+            srcDevice: if to_array { r.ptr } else { 0 },
+            srcArray: if to_array { std::ptr::null_mut() } else { raw },
+            reserved0: std::ptr::null_mut(),
+            srcPitch: if to_array { pitch } else { 0 },
+            srcHeight: if to_array { rows } else { 0 },
+            dstXInBytes: if to_array { x } else { 0 },
+            dstY: if to_array { y } else { 0 },
+            dstZ: if to_array { z } else { 0 },
+            dstLOD: 0,
+            dstMemoryType: if to_array { array } else { device },
+            dstHost: std::ptr::null_mut(),
+            dstDevice: if to_array { 0 } else { r.ptr },
+            dstArray: if to_array { raw } else { std::ptr::null_mut() },
+            reserved1: std::ptr::null_mut(),
+            dstPitch: if to_array { 0 } else { pitch },
+            dstHeight: if to_array { 0 } else { rows },
+            WidthInBytes: r.width as usize,
+            Height: r.height as usize,
+            Depth: r.depth as usize,
+        };
         self.bind()?;
         // SAFETY: the array is live (in the table), the box lies inside it (`check_box`),
         // the linear side's rows lie in the session's allocations (checked above), all of
@@ -232,6 +243,9 @@ impl CudaExecutor {
             let a = self.textures.arrays.get(r.array)?;
             if s.surface && a.shape.flags & ARRAY_SURFACE_LOAD_STORE == 0 {
                 return Err(Status::INVALID_VALUE);
+            }
+            if a.shape.format.kind == ChannelKind::Float {
+                read_as_integer = false;
             }
             res.resType = CUresourcetype::CU_RESOURCE_TYPE_ARRAY;
             res.res.array =
@@ -294,14 +308,16 @@ impl CudaExecutor {
             unsafe { driver::tex_object_create(&res, &t) }
         }
         .map_err(to_status)?;
-        self.textures.objects.insert(h, s.surface);
+        self.textures.objects.insert((s.surface, h));
         Ok(h)
     }
 
-    pub(super) fn tex_object_destroy_impl(&mut self, h: u64) -> ExecResult<()> {
-        let surface = *self.textures.objects.get(&h).ok_or(Status::INVALID_VALUE)?;
+    pub(super) fn tex_object_destroy_impl(&mut self, h: u64, surface: bool) -> ExecResult<()> {
+        if !self.textures.objects.contains(&(surface, h)) {
+            return Err(Status::INVALID_VALUE);
+        }
         self.bind()?;
-        self.textures.objects.remove(&h);
+        self.textures.objects.remove(&(surface, h));
         // SAFETY: an object this session created in its context (it was in the set, and
         // leaves it now, so it is destroyed once).
         unsafe { driver::tex_object_destroy(h, surface) }.map_err(to_status)

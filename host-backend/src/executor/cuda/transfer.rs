@@ -164,29 +164,39 @@ impl CudaExecutor {
         }
     }
 
-    /// Waits (polling, cancellable) for the work a copy on `stream` would queue behind:
-    /// that stream's, or every stream's for the legacy stream, which waits for the
-    /// blocking ones.
+    /// The streams whose earlier work a copy on `stream` queues behind: the stream itself,
+    /// and with the legacy default stream's semantics, the legacy stream for a blocking
+    /// stream, every blocking stream for the legacy stream (non-blocking streams wait for
+    /// neither).
+    fn ahead_of(&self, stream: u64) -> ExecResult<Vec<StreamRef<'_>>> {
+        let mut v = vec![stream_ref(&self.streams, stream)?];
+        if stream == vcuda_protocol::STREAM_LEGACY {
+            v.extend(
+                self.streams
+                    .iter()
+                    .filter(|(h, _)| !self.non_blocking.contains(h))
+                    .map(|(_, s)| StreamRef::Created(s)),
+            );
+        } else if !self.non_blocking.contains(&stream) {
+            v.push(StreamRef::Legacy);
+        }
+        Ok(v)
+    }
+
+    /// Waits (polling, cancellable) for the work a copy on `stream` would queue behind.
     fn drain_ahead(&mut self, stream: u64) -> ExecResult<()> {
-        let r = if stream == vcuda_protocol::STREAM_LEGACY {
-            self.wait_device()
-        } else {
-            stream_ref(&self.streams, stream).and_then(|s| finish(Ok(()), s, &self.wait))
-        };
+        let r = self.ahead_of(stream).and_then(|v| {
+            v.into_iter()
+                .try_for_each(|s| finish(Ok(()), s, &self.wait))
+        });
         self.settle(r)
     }
 
     /// Whether a copy on `stream` would start at once (nothing queued ahead of it), so a
     /// direct DMA holds the guest-memory lock only for its own duration.
     fn nothing_ahead(&self, stream: u64) -> bool {
-        let idle = |s: StreamRef<'_>| s.query().is_ok();
-        match stream_ref(&self.streams, stream) {
-            Ok(s @ StreamRef::Legacy) => {
-                idle(s) && self.streams.values().all(|c| idle(StreamRef::Created(c)))
-            }
-            Ok(s) => idle(s),
-            Err(_) => false,
-        }
+        self.ahead_of(stream)
+            .is_ok_and(|v| v.into_iter().all(|s| s.query().is_ok()))
     }
 
     pub(super) fn htod(&mut self, r: &MemcpyHtoDReq, src: &DataSegs<'_>) -> ExecResult<()> {
@@ -206,31 +216,34 @@ impl CudaExecutor {
             self.drain_ahead(r.stream)?;
         }
         let s = stream_ref(&self.streams, r.stream)?;
-        // Held to the end: no piece may become pinned (and so DMA'd late) or unpinned
-        // (while a DMA uses it) meanwhile.
-        let shared = self.shared.clone();
-        let pinned = shared.pinned.read().unwrap_or_else(|e| e.into_inner());
-        let placement = match pinned.placement(src.parts()) {
-            // Not guest RAM: perhaps memory the guest shares with the session.
-            Placement::Pageable => self.host_pinned.placement(src.parts()),
-            p => p,
-        };
-        let idle = self.nothing_ahead(r.stream);
-        match placement {
-            Placement::Pinned if idle => {
+        let placement = {
+            // Held while a DMA straight from guest RAM runs: no piece may become pinned (and
+            // so DMA'd late) or unpinned (while a DMA uses it) meanwhile. Released before
+            // anything else waits for the GPU (staged copies never DMA guest RAM).
+            let shared = self.shared.clone();
+            let pinned = shared.pinned.read().unwrap_or_else(|e| e.into_inner());
+            let placement = match pinned.placement(src.parts()) {
+                // Not guest RAM: perhaps memory the guest shares with the session.
+                Placement::Pageable => self.host_pinned.placement(src.parts()),
+                p => p,
+            };
+            if placement == Placement::Pinned && self.nothing_ahead(r.stream) {
                 // Straight from guest RAM; the DMA must finish before the guest gets its
                 // pages back, so wait for it (also on error: earlier pieces may be in
-                // flight). The read lock keeps the pinning in place meanwhile.
+                // flight); nothing is queued ahead of it, so the wait is the DMA's own.
                 // SAFETY: every piece is pinned guest RAM (`placement`), which stays mapped
-                // and pinned while we hold the read lock, or pinned shared memory, which only
-                // `host_memory_unshared` (needing `&mut self`, held here) unpins; either way
-                // until `finish` has waited for the DMA. The region was checked and the
-                // context bound above.
+                // and pinned while we hold the read lock, or pinned shared memory, which
+                // only `host_memory_unshared` (needing `&mut self`, held here) unpins;
+                // either way until `finish` has waited for the DMA. The region was checked
+                // and the context bound above.
                 let r = unsafe { htod_direct(&region, &src, s) };
                 let r = finish(r, s, &self.wait);
                 // Still under the read lock: a cancelled wait tears the context down first.
                 return self.settle(r);
             }
+            placement
+        };
+        match placement {
             Placement::Pageable if total <= SMALL_COPY => {
                 // SAFETY: every piece is pageable memory, which the driver copies out before
                 // `cuMemcpyHtoDAsync` returns, and `src` outlives this call; the region was
@@ -250,7 +263,6 @@ impl CudaExecutor {
             let r = finish(Ok(()), s, &self.wait);
             self.settle(r)?;
         }
-        drop(pinned);
         Ok(())
     }
 
@@ -268,28 +280,36 @@ impl CudaExecutor {
             self.drain_ahead(r.stream)?;
         }
         let s = stream_ref(&self.streams, r.stream)?;
-        // Held to the end, as for host to device.
-        let shared = self.shared.clone();
-        let pinned = shared.pinned.read().unwrap_or_else(|e| e.into_inner());
-        let placement = match pinned.placement(dst.parts()) {
-            Placement::Pageable => self.host_pinned.placement(dst.parts()),
-            p => p,
+        let placement = {
+            // As for host to device: held only while a DMA into guest RAM runs.
+            let shared = self.shared.clone();
+            let pinned = shared.pinned.read().unwrap_or_else(|e| e.into_inner());
+            let placement = match pinned.placement(dst.parts()) {
+                Placement::Pageable => self.host_pinned.placement(dst.parts()),
+                p => p,
+            };
+            if placement == Placement::Pinned && self.nothing_ahead(r.stream) {
+                // Straight into pinned memory; wait, so the data is complete when the reply
+                // goes out.
+                // SAFETY: pinned guest RAM stays mapped and pinned under the read lock,
+                // pinned shared memory while `&mut self` is held; `finish` waits for the DMA,
+                // and `dst` outlives this call. The region was checked and the context bound
+                // above.
+                let r = unsafe { dtoh_direct(&region, &dst, s) };
+                let r = finish(r, s, &self.wait);
+                // Still under the read lock: a cancelled wait tears the context down first.
+                return self.settle(r);
+            }
+            placement
         };
-        let idle = self.nothing_ahead(r.stream);
-        if (placement == Placement::Pinned && idle)
-            || (placement == Placement::Pageable && total <= SMALL_COPY)
-        {
-            // Straight into the destination (pinned guest RAM, or pageable memory the
-            // driver writes before returning); wait either way, so the data is complete
-            // when the reply goes out, and earlier failures surface here.
-            // SAFETY: pinned guest RAM stays mapped and pinned under the read lock, pinned
-            // shared memory while `&mut self` is held, and pageable memory is written
-            // before the driver returns; `finish` waits for the
-            // DMA either way, and `dst` outlives this call. The region was checked and the
+        if placement == Placement::Pageable && total <= SMALL_COPY {
+            // Straight into pageable memory, which the driver writes before returning; wait
+            // either way, so earlier failures surface here.
+            // SAFETY: pageable memory is written before the driver returns; `finish` waits
+            // for the copy, and `dst` outlives this call. The region was checked and the
             // context bound above.
             let r = unsafe { dtoh_direct(&region, &dst, s) };
             let r = finish(r, s, &self.wait);
-            // Still under the read lock: a cancelled wait tears the context down first.
             return self.settle(r);
         }
         let ctx = context_of(&self.ctx)?;

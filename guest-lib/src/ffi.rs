@@ -84,6 +84,18 @@ pub struct cudaPointerAttributes {
     pub reserved: [std::ffi::c_long; 8],
 }
 
+/// CUDA 12's `struct cudaPointerAttributes` (CUDA 13 appended `reserved`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct cudaPointerAttributesV12 {
+    pub type_: c_int,
+    pub device: c_int,
+    pub devicePointer: *mut c_void,
+    pub hostPointer: *mut c_void,
+}
+const _: () = assert!(size_of::<cudaPointerAttributesV12>() == 24);
+const _: () = assert!(size_of::<cudaPointerAttributes>() == 88);
+
 /// `cudaMemoryType`.
 pub mod memory_type {
     /// Unregistered host memory.

@@ -10,14 +10,13 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use sha2::{Digest, Sha256};
 use vcuda_fatbin::ParamLayout;
 use vcuda_protocol::{
-    FuncAttrs, FunctionGetReq, FunctionGetResp, MODULE_HAS_DATA, ModuleLoadReq, ModuleLoadResp,
-    PARAMS_UNKNOWN, ParamInfo, SymbolGetReq, SymbolGetResp, ops,
+    FuncAttrs, FunctionGetReq, FunctionGetResp, HandleReq, MODULE_HAS_DATA, ModuleLoadReq,
+    ModuleLoadResp, PARAMS_UNKNOWN, ParamInfo, SymbolBindReq, SymbolGetReq, SymbolGetResp, ops,
 };
 use zerocopy::FromBytes;
 
@@ -29,9 +28,16 @@ pub struct FatbinReg {
     wrapper: usize,
     image: OnceLock<std::result::Result<Image, Error>>,
     module: Mutex<Option<(u64, u64)>>,
-    /// It declares `__managed__` variables, which vcuda does not support: its kernels and
-    /// variables fail with `cudaErrorNotSupported` instead of running on a private copy.
-    managed_vars: AtomicBool,
+    /// Its `__managed__` variables: moved to managed memory when the module loads.
+    managed: Mutex<Vec<ManagedVar>>,
+}
+
+/// A `__managed__` variable.
+struct ManagedVar {
+    /// Where nvcc's host code reads the variable's address (`__nv_managed_data__`).
+    host_var_ptr: usize,
+    name: String,
+    size: usize,
 }
 
 /// A fat binary's bytes and what the library computed from them.
@@ -100,12 +106,12 @@ impl FatbinReg {
             .map_err(|e| *e)
     }
 
-    /// The backend's handle for this fat binary's module, loading it if needed.
+    /// The backend's handle for this fat binary's module, loading it if needed. A module
+    /// with `__managed__` variables gets each one in managed memory, which the backend
+    /// initializes from the module and its kernels use in place; nvcc's host code finds it
+    /// through the pointer this fills in. Where managed memory is not supported (TCP, a
+    /// VM, the CUDA executor), such a module fails to load with `cudaErrorNotSupported`.
     pub fn module(&self, c: &Client) -> Result<u64> {
-        if self.managed_vars.load(Ordering::Relaxed) {
-            log::error!("this module declares __managed__ variables, which vcuda does not support");
-            return Err(Error::NOT_SUPPORTED);
-        }
         let generation = c.generation();
         let mut g = self.module.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((gen_, h)) = *g
@@ -135,8 +141,38 @@ impl FatbinReg {
             req.flags = MODULE_HAS_DATA;
             resp = c.call_with::<ops::ModuleLoad>(&req, &[], &[&img.bytes], &mut [])?;
         }
+        self.bind_managed(c, resp.handle).inspect_err(|e| {
+            log::error!(
+                "this module declares __managed__ variables, which need managed memory ({}); \
+                 its kernels cannot run",
+                e.0
+            );
+            let _ = c.call::<ops::ModuleUnload>(&HandleReq {
+                handle: resp.handle,
+            });
+        })?;
         *g = Some((generation, resp.handle));
         Ok(resp.handle)
+    }
+
+    /// Moves the module's `__managed__` variables to managed memory (a fresh allocation
+    /// per load) and points the program's host code at it.
+    fn bind_managed(&self, c: &Client, module: u64) -> Result<()> {
+        let vars = self.managed.lock().unwrap_or_else(|e| e.into_inner());
+        for v in vars.iter() {
+            let p = crate::api::managed::alloc_for_var(v.size)?;
+            let req = SymbolBindReq {
+                module,
+                addr: p,
+                size: v.size as u64,
+            };
+            c.call_with::<ops::SymbolBind>(&req, v.name.as_bytes(), &[], &mut [])?;
+            // SAFETY: nvcc passes the address of the variable's host pointer (a static in
+            // the program's image) to __cudaRegisterManagedVar, which lives as long as the
+            // registration; its host code reads the variable through it.
+            unsafe { *(v.host_var_ptr as *mut u64) = p };
+        }
+        Ok(())
     }
 }
 
@@ -268,7 +304,7 @@ pub fn register_fatbin(wrapper: *mut c_void) -> *mut *mut c_void {
         wrapper: wrapper as usize,
         image: OnceLock::new(),
         module: Mutex::new(None),
-        managed_vars: AtomicBool::new(false),
+        managed: Mutex::new(Vec::new()),
     });
     // Leaked on purpose: the program may use the handle until exit, even after
     // __cudaUnregisterFatBinary.
@@ -307,10 +343,18 @@ pub fn register_function(fatbin: Arc<FatbinReg>, host_fun: usize, name: String) 
 }
 
 /// Registers a variable under its host shadow's address.
-/// Notes that a fat binary declares a `__managed__` variable (see
-/// [`FatbinReg::module`]).
-pub fn register_managed_var(fatbin: &FatbinReg) {
-    fatbin.managed_vars.store(true, Ordering::Relaxed);
+/// Registers a `__managed__` variable: `host_var_ptr` is where nvcc's host code reads its
+/// address (see [`FatbinReg::module`]).
+pub fn register_managed_var(fatbin: &FatbinReg, host_var_ptr: usize, name: String, size: usize) {
+    fatbin
+        .managed
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(ManagedVar {
+            host_var_ptr,
+            name,
+            size,
+        });
 }
 
 pub fn register_var(fatbin: Arc<FatbinReg>, host_var: usize, name: String, size: usize) {

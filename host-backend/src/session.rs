@@ -523,6 +523,9 @@ impl Session {
             Request::SymbolGet(s, n) => e
                 .symbol_get(s.module, &name(n)?)
                 .map(|(ptr, size)| reply::<ops::SymbolGet>(SymbolGetResp { ptr, size })),
+            Request::SymbolBind(r, n) => {
+                done::<ops::SymbolBind>(e.symbol_bind(r.module, &name(n)?, r.addr, r.size))
+            }
             Request::Launch(ref l, params) => done::<ops::Launch>(e.launch(l, params)),
             Request::LaunchCooperative(ref l, params) => {
                 done::<ops::LaunchCooperative>(e.launch_cooperative(l, params))

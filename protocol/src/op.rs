@@ -590,6 +590,19 @@ wire_struct!(
 );
 
 wire_struct!(
+    /// `SymbolBind` request; tail: the variable's name.
+    SymbolBindReq, 24 {
+        /// Module handle.
+        module: u64,
+        /// Where the variable lives from now on: memory mapped for kernels
+        /// (`MapHostMemory`), `size` bytes.
+        addr: u64,
+        /// The variable's size.
+        size: u64,
+    }
+);
+
+wire_struct!(
     /// `SymbolGet` reply.
     SymbolGetResp, 16 {
         /// Device address of the variable.

@@ -123,6 +123,10 @@ operations! {
     Launch = 0x0504, LaunchReq => (), tail Params, check checks::launch_params;
     /// [`FuncSetAttributeReq`].
     FuncSetAttribute = 0x0505, FuncSetAttributeReq => ();
+    /// [`SymbolBindReq`] + the variable's name: a `__managed__` variable moves to memory the
+    /// program and the backend share: its initial contents are copied there, and kernels,
+    /// `SymbolGet` and copies use it from then on.
+    SymbolBind = 0x0507, SymbolBindReq => (), tail Name;
     /// [`LaunchReq`] + the parameter buffer: a cooperative launch (every block resident at
     /// once, with a grid workspace for cooperative groups' grid barrier).
     LaunchCooperative = 0x0506, LaunchReq => (), tail Params, check checks::launch_params;

@@ -50,6 +50,7 @@ programs!(
     graphs,
     launch_ex,
     managed,
+    managed_vars,
     mapped,
     memory3d,
     matmul,

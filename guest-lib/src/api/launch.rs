@@ -261,19 +261,26 @@ entry_raw! {
     fn __cudaRegisterManagedVar(
         handle: *mut *mut c_void,
         host_var_ptr: *mut *mut c_void,
-        _device_address: *mut c_char,
+        device_address: *mut c_char,
         _device_name: *const c_char,
         _ext: c_int,
         size: usize,
         _constant: c_int,
         _global: c_int,
     ) -> () {
-        // `__managed__` variables are not supported: the module's kernels fail to launch
-        // with cudaErrorNotSupported (see `registry::FatbinReg::module`). The host side
-        // gets zeroed memory of its own, so host code reading the variable does not crash.
+        // The variable moves to managed memory when its module loads (which
+        // __cudaInitModule does before the host code's first access): see
+        // `registry::FatbinReg::module`. Until then, and where managed memory is not
+        // supported, the host side gets zeroed memory of its own, so host code reading
+        // the variable does not crash.
         // SAFETY: `handle` is what __cudaRegisterFatBinary returned.
         let Some(fb) = (unsafe { registry::fatbin(handle) }) else { return };
-        registry::register_managed_var(&fb);
+        match c_string(device_address) {
+            Ok(name) if !host_var_ptr.is_null() => {
+                registry::register_managed_var(&fb, host_var_ptr as usize, name, size)
+            }
+            _ => log::warn!("__cudaRegisterManagedVar without a name or host pointer"),
+        }
         if !host_var_ptr.is_null() {
             let mem: &'static mut [u64] = Vec::leak(vec![0u64; size.div_ceil(8).max(1)]);
             // SAFETY: nvcc passes the address of the variable's host pointer, which the
@@ -287,8 +294,16 @@ entry_raw! {
         0
     }
 
-    fn __cudaInitModule(_handle: *mut *mut c_void) -> c_char {
-        // Called before managed-variable accesses; modules load on first use anyway.
+    fn __cudaInitModule(handle: *mut *mut c_void) -> c_char {
+        // nvcc's host code calls this before its first access to a `__managed__` variable:
+        // load the module now, which moves the variables to managed memory. On failure
+        // (logged) the host code keeps its private zeroed copy.
+        // SAFETY: `handle` is what __cudaRegisterFatBinary returned.
+        if let Some(fb) = unsafe { registry::fatbin(handle) }
+            && let Ok(c) = crate::client::client()
+        {
+            let _ = fb.module(c);
+        }
         1
     }
 }

@@ -51,6 +51,14 @@ mod location {
 const ADVISE_SET_PREFERRED_LOCATION: c_int = 3;
 const ADVISE_SET_ACCESSED_BY: c_int = 5;
 
+/// Managed memory for a `__managed__` variable of `size` bytes (see
+/// `registry::FatbinReg::module`).
+pub(crate) fn alloc_for_var(size: usize) -> Result<u64> {
+    let mut p: *mut c_void = std::ptr::null_mut();
+    malloc_managed(&mut p, size.max(1), ATTACH_GLOBAL)?;
+    Ok(p as u64)
+}
+
 fn malloc_managed(dev_ptr: *mut *mut c_void, size: usize, flags: u32) -> Result<()> {
     let c = client::client()?;
     c.check_sticky()?;

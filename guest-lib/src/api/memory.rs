@@ -15,8 +15,8 @@ use super::stream::{capture_stream_handle, stream_handle};
 use crate::client::{self, Client};
 use crate::error::{Error, Result};
 use crate::ffi::{
-    cudaPointerAttributes, cudaStream_t, host_slice, host_slice_mut, memcpy_kind, memory_type,
-    write_out,
+    cudaPointerAttributes, cudaPointerAttributesV12, cudaStream_t, host_slice, host_slice_mut,
+    memcpy_kind, memory_type, write_out,
 };
 use crate::mirror::{Kind, Range};
 use crate::shared::{self, HostCopy};
@@ -524,6 +524,43 @@ fn symbol(c: &Client, symbol: *const c_void, count: usize, offset: usize) -> Res
     }
 }
 
+/// What `cudaPointerGetAttributes` says about `ptr`.
+fn pointer_attributes(ptr: *const c_void) -> Result<cudaPointerAttributes> {
+    let c = client::client()?;
+    let p = ptr as u64;
+    Ok(match c.mirror.find(p) {
+        Some(r) if r.kind == Kind::Device => cudaPointerAttributes {
+            type_: memory_type::DEVICE,
+            device: r.device,
+            devicePointer: ptr as *mut c_void,
+            hostPointer: std::ptr::null_mut(),
+            reserved: [0; 8],
+        },
+        Some(r) if r.kind == Kind::Managed => cudaPointerAttributes {
+            type_: memory_type::MANAGED,
+            device: r.device,
+            devicePointer: ptr as *mut c_void,
+            hostPointer: ptr as *mut c_void,
+            reserved: [0; 8],
+        },
+        Some(r) => cudaPointerAttributes {
+            type_: memory_type::HOST,
+            device: r.device,
+            devicePointer: shared::device_pointer(c, p)
+                .map_or(std::ptr::null_mut(), |d| d as *mut c_void),
+            hostPointer: ptr as *mut c_void,
+            reserved: [0; 8],
+        },
+        None => cudaPointerAttributes {
+            type_: memory_type::UNREGISTERED,
+            device: -2,
+            devicePointer: std::ptr::null_mut(),
+            hostPointer: ptr as *mut c_void,
+            reserved: [0; 8],
+        },
+    })
+}
+
 /// Which stream a call names: none (synchronous), or a `cudaStream_t` with whether `0`
 /// means the per-thread default stream (the `_ptsz` variants).
 pub(crate) type On = Option<(cudaStream_t, bool)>;
@@ -776,39 +813,21 @@ entry! {
     }
 
     fn cudaPointerGetAttributes(attrs: *mut cudaPointerAttributes, ptr: *const c_void) {
-        let c = client::client()?;
-        let p = ptr as u64;
-        let a = match c.mirror.find(p) {
-            Some(r) if r.kind == Kind::Device => cudaPointerAttributes {
-                type_: memory_type::DEVICE,
-                device: r.device,
-                devicePointer: ptr as *mut c_void,
-                hostPointer: std::ptr::null_mut(),
-                reserved: [0; 8],
-            },
-            Some(r) if r.kind == Kind::Managed => cudaPointerAttributes {
-                type_: memory_type::MANAGED,
-                device: r.device,
-                devicePointer: ptr as *mut c_void,
-                hostPointer: ptr as *mut c_void,
-                reserved: [0; 8],
-            },
-            Some(r) => cudaPointerAttributes {
-                type_: memory_type::HOST,
-                device: r.device,
-                devicePointer: shared::device_pointer(c, p).map_or(std::ptr::null_mut(), |d| d as *mut c_void),
-                hostPointer: ptr as *mut c_void,
-                reserved: [0; 8],
-            },
-            None => cudaPointerAttributes {
-                type_: memory_type::UNREGISTERED,
-                device: -2,
-                devicePointer: std::ptr::null_mut(),
-                hostPointer: ptr as *mut c_void,
-                reserved: [0; 8],
-            },
-        };
+        let a = pointer_attributes(ptr)?;
         // SAFETY: output pointer from the caller, checked for null.
+        unsafe { write_out(attrs, a) }
+    }
+
+    fn __v12_cudaPointerGetAttributes(attrs: *mut cudaPointerAttributesV12, ptr: *const c_void) {
+        let a = pointer_attributes(ptr)?;
+        let a = cudaPointerAttributesV12 {
+            type_: a.type_,
+            device: a.device,
+            devicePointer: a.devicePointer,
+            hostPointer: a.hostPointer,
+        };
+        // SAFETY: output pointer from the caller (CUDA 12's 24-byte struct), checked for
+        // null.
         unsafe { write_out(attrs, a) }
     }
 

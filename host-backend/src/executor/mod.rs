@@ -246,6 +246,13 @@ pub trait Executor: Send {
     fn function_get(&mut self, module: u64, name: &str) -> ExecResult<FunctionInfo>;
     /// Looks a module variable up by mangled name: `(device address, size)`.
     fn symbol_get(&mut self, module: u64, name: &str) -> ExecResult<(u64, u64)>;
+    /// Moves module variable `name` (`size` bytes) to `addr`, memory mapped for kernels
+    /// with [`Executor::host_memory_map`]: copies its current contents there, and kernels,
+    /// [`Executor::symbol_get`] and copies use it from then on (`__managed__` variables).
+    fn symbol_bind(&mut self, module: u64, name: &str, addr: u64, size: u64) -> ExecResult<()> {
+        let _ = (module, name, addr, size);
+        Err(Status::NOT_SUPPORTED)
+    }
     /// Launches a kernel.
     fn launch(&mut self, req: &LaunchReq, params: &[u8]) -> ExecResult<()>;
     /// Launches a kernel cooperatively: every block resident at once, so blocks may wait for

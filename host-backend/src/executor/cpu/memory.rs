@@ -475,6 +475,17 @@ impl DeviceHeap {
         })
     }
 
+    /// Whether `[addr, addr + len)` lies inside one mapped host range (not an allocation).
+    pub fn is_mapped_host(&self, addr: u64, len: u64) -> bool {
+        self.mapped
+            .range(..=addr)
+            .next_back()
+            .is_some_and(|(&base, m)| {
+                addr.checked_add(len)
+                    .is_some_and(|end| end <= base.saturating_add(m.len))
+            })
+    }
+
     /// Checks that `[addr, addr + len)` lies in one allocation; returns its host offset
     /// base and the offset of `addr` in it.
     fn range(&self, addr: u64, len: u64) -> ExecResult<(Resolved, usize)> {

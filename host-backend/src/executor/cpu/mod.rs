@@ -636,6 +636,10 @@ impl Executor for CpuExecutor {
         self.modules.symbol(module, name)
     }
 
+    fn symbol_bind(&mut self, module: u64, name: &str, addr: u64, size: u64) -> ExecResult<()> {
+        self.modules.bind(module, name, addr, size, &mut self.heap)
+    }
+
     fn launch(&mut self, req: &LaunchReq, params: &[u8]) -> ExecResult<()> {
         self.check_stream(req.stream)?;
         self.modules

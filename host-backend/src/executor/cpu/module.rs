@@ -357,6 +357,34 @@ impl Modules {
         }
     }
 
+    /// Moves a module variable to `addr` (see `Executor::symbol_bind`). The new home must be
+    /// a mapped host range (`DeviceHeap::map_host`), not device memory the module or the
+    /// program could free; the variable's storage in the module stays allocated, unused.
+    pub fn bind(
+        &mut self,
+        module: u64,
+        name: &str,
+        addr: u64,
+        size: u64,
+        heap: &mut DeviceHeap,
+    ) -> ExecResult<()> {
+        let m = self.loaded.get_mut(&module).ok_or(Status::INVALID_HANDLE)?;
+        let id = m.ptx.global(name).ok_or(Status::INVALID_SYMBOL)?;
+        let g = &m.ptx.globals()[id.0 as usize];
+        let old = match m.addrs.get(id.0 as usize) {
+            Some(&a) if a != 0 => a,
+            _ => return Err(Status::INVALID_SYMBOL),
+        };
+        if size != g.size || !heap.is_mapped_host(addr, size) {
+            return Err(Status::INVALID_VALUE);
+        }
+        if old != addr {
+            heap.copy(addr, old, size)?;
+            m.addrs[id.0 as usize] = addr;
+        }
+        Ok(())
+    }
+
     /// `cudaFuncSetAttribute`.
     pub fn set_attribute(&mut self, function: u64, attr: u32, value: i32) -> ExecResult<()> {
         let f = self
@@ -535,6 +563,43 @@ mod tests {
                 .contains("cannot parse its PTX")
         );
         assert_eq!(cache.len(), 1);
+    }
+
+    /// A `__managed__` variable moves only to mapped host memory of its exact size, taking
+    /// its initial value along.
+    #[test]
+    fn module_variables_bind_only_to_mapped_host_memory() {
+        use super::super::memory::{DeviceHeap, MemoryBudget};
+        let ptx = ".version 7.0\n.target sm_50\n.address_size 64\n\
+                   .global .attribute(.managed) .align 4 .u32 counter = 5;\n";
+        let mut heap = DeviceHeap::new(MemoryBudget::new(1 << 20), u64::MAX);
+        heap.set_range(0x7f00_0000_0000, 1 << 30);
+        let mut m = Modules::new(Arc::default(), 1, None, false);
+        m.load(1, &ptx_fatbin(ptx), &mut heap).unwrap();
+        let (old, size) = m.symbol(1, "counter").unwrap();
+        assert_eq!(size, 4);
+        let dev = heap.alloc(4, AllocKind::User).unwrap();
+        assert_eq!(
+            m.bind(1, "counter", dev, 4, &mut heap),
+            Err(Status::INVALID_VALUE)
+        );
+        let mut host = vec![0u32; 2];
+        let addr = host.as_mut_ptr() as u64;
+        // SAFETY: `host` outlives the heap's use of it (unmapped below).
+        unsafe { heap.map_host(addr, host.as_mut_ptr().cast(), 8) }.unwrap();
+        assert_eq!(
+            m.bind(1, "counter", addr, 8, &mut heap),
+            Err(Status::INVALID_VALUE)
+        );
+        assert_eq!(
+            m.bind(1, "nope", addr, 4, &mut heap),
+            Err(Status::INVALID_SYMBOL)
+        );
+        m.bind(1, "counter", addr, 4, &mut heap).unwrap();
+        assert_eq!(m.symbol(1, "counter").unwrap(), (addr, 4));
+        assert_ne!(old, addr);
+        heap.unmap_host(addr).unwrap();
+        assert_eq!(host[0], 5);
     }
 
     /// A large module parsing in one session does not hold up another session's load.

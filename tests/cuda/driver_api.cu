@@ -177,9 +177,13 @@ int main() {
     EXPECT(en && strcmp(en, "CUDA_ERROR_OUT_OF_MEMORY") == 0);
     EXPECT(cuGetErrorName_((CUresult)12345, &en) == CUDA_ERROR_INVALID_VALUE);
     // An entry point vcuda does not implement says so.
-    auto graph_create = sym<decltype(&cuGraphCreate)>("cuGraphCreate");
-    CUgraph g;
-    EXPECT(graph_create(&g, 0) == CUDA_ERROR_NOT_SUPPORTED);
+    auto mipmapped = sym<decltype(&cuMipmappedArrayCreate)>("cuMipmappedArrayCreate");
+    CUmipmappedArray mm;
+    CUDA_ARRAY3D_DESCRIPTOR md = {};
+    md.Width = 4;
+    md.Format = CU_AD_FORMAT_FLOAT;
+    md.NumChannels = 1;
+    EXPECT(mipmapped(&mm, &md, 2) == CUDA_ERROR_NOT_SUPPORTED);
 
     // Address ranges and pointer attributes of driver allocations.
     auto cuMemGetAddressRange_ = sym<decltype(&cuMemGetAddressRange)>("cuMemGetAddressRange");

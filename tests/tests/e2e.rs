@@ -69,6 +69,7 @@ programs!(
     symbols,
     templates,
     textures,
+    driver_graphs,
     driver_textures,
     threads,
     vectorAdd,

@@ -252,7 +252,10 @@ fn update(
 /// Runs one step on backend stream `s`.
 fn run(c: &Client, s: u64, kind: &Kind) -> Result<()> {
     match kind {
-        Kind::Kernel(k) => super::launch::post(c, k.func, (k.grid, k.block, k.shmem), s, &k.params),
+        Kind::Kernel(k) => match k.backend {
+            Some(h) => super::launch::post_handle(c, h, (k.grid, k.block, k.shmem), s, &k.params),
+            None => super::launch::post(c, k.func, (k.grid, k.block, k.shmem), s, &k.params),
+        },
         Kind::Memcpy(cp) => {
             for z in 0..cp.extent[2] {
                 let (dst, src) = (cp.dst.at(0, z), cp.src.at(0, z));

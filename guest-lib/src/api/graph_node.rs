@@ -89,6 +89,9 @@ pub struct cudaHostNodeParams {
 /// parameter bytes.
 pub(crate) struct Kernel {
     pub func: usize,
+    /// For a kernel launched through the driver API (`func` is then its `CUfunction`):
+    /// the backend's function handle, launched as it is.
+    pub backend: Option<u64>,
     pub grid: dim3,
     pub block: dim3,
     pub shmem: u32,
@@ -110,12 +113,28 @@ impl Kernel {
         let argv = layout.iter().map(|&(off, _)| base + off as usize).collect();
         Self {
             func,
+            backend: None,
             grid,
             block,
             shmem,
             params,
             layout,
             argv,
+        }
+    }
+
+    /// A kernel node for a driver-API launch of `func` (a `CUfunction`), whose backend
+    /// handle is `handle`.
+    pub(crate) fn driver(
+        func: usize,
+        handle: u64,
+        cfg: (dim3, dim3, u32),
+        params: Vec<u8>,
+        layout: Vec<(u32, u32)>,
+    ) -> Self {
+        Self {
+            backend: Some(handle),
+            ..Self::new(func, cfg, params, layout)
         }
     }
 
@@ -151,12 +170,15 @@ impl Kernel {
 
 impl Clone for Kernel {
     fn clone(&self) -> Self {
-        Self::new(
-            self.func,
-            (self.grid, self.block, self.shmem),
-            self.params.to_vec(),
-            self.layout.clone(),
-        )
+        Self {
+            backend: self.backend,
+            ..Self::new(
+                self.func,
+                (self.grid, self.block, self.shmem),
+                self.params.to_vec(),
+                self.layout.clone(),
+            )
+        }
     }
 }
 

@@ -105,8 +105,19 @@ pub(crate) fn post(
     if params.len() != loaded.param_size as usize {
         return Err(Error::INVALID_VALUE);
     }
+    post_handle(c, loaded.handle, (grid, block, shmem), stream, params)
+}
+
+/// Posts a launch of the backend's function `handle` (a graph's driver-API kernel node).
+pub(crate) fn post_handle(
+    c: &Client,
+    handle: u64,
+    (grid, block, shmem): (dim3, dim3, u32),
+    stream: u64,
+    params: &[u8],
+) -> Result<()> {
     let req = LaunchReq {
-        function: loaded.handle,
+        function: handle,
         stream,
         grid: grid.arr(),
         block: block.arr(),

@@ -18,7 +18,7 @@ use super::{out, rt};
 use crate::api::stream::{
     cudaEventCreateWithFlags, cudaEventDestroy, cudaEventElapsedTime, cudaEventQuery,
     cudaEventRecord, cudaEventRecordWithFlags, cudaEventSynchronize, cudaStreamCreateWithPriority,
-    cudaStreamDestroy, cudaStreamQuery, cudaStreamSynchronize, cudaStreamWaitEvent, stream_handle,
+    cudaStreamDestroy, cudaStreamQuery, cudaStreamSynchronize, cudaStreamWaitEvent,
 };
 use crate::client::{self, Client};
 use crate::error::CuError;
@@ -251,9 +251,35 @@ fn launch(
     } else if !f.params.is_empty() {
         return Err(CuError::INVALID_VALUE);
     }
+    let stream = crate::api::stream::capture_stream_handle(c, stream, false)?;
+    let captured = crate::api::capture::add(stream, || {
+        if cooperative {
+            // As the runtime's: a graph kernel node here has no cooperative attribute.
+            return Err(crate::error::Error(
+                vcuda_protocol::status::STREAM_CAPTURE_UNSUPPORTED,
+            ));
+        }
+        let d3 = |v: [u32; 3]| crate::ffi::dim3 {
+            x: v[0],
+            y: v[1],
+            z: v[2],
+        };
+        Ok(crate::api::graph::Kind::Kernel(
+            crate::api::graph::Kernel::driver(
+                f as *const Function as usize,
+                f.handle,
+                (d3(grid), d3(block), shmem),
+                params.clone(),
+                f.params.clone(),
+            ),
+        ))
+    })?;
+    if captured {
+        return Ok(());
+    }
     let req = LaunchReq {
         function: f.handle,
-        stream: stream_handle(c, stream, false)?,
+        stream,
         grid,
         block,
         shared_mem: shmem,

@@ -29,6 +29,7 @@
 pub mod context;
 pub mod exec;
 pub mod extra;
+pub mod graph;
 pub mod link;
 pub mod memory;
 pub mod procs;

@@ -30,6 +30,9 @@ pub struct FatbinReg {
     module: Mutex<Option<(u64, u64)>>,
     /// Its `__managed__` variables: moved to managed memory when the module loads.
     managed: Mutex<Vec<ManagedVar>>,
+    /// The generation in which loading failed, and why: not retried (with the image sent
+    /// again) at every launch.
+    failed: Mutex<Option<(u64, Error)>>,
 }
 
 /// A `__managed__` variable.
@@ -38,6 +41,10 @@ struct ManagedVar {
     host_var_ptr: usize,
     name: String,
     size: usize,
+    /// Its managed memory, allocated at the first load and kept for the process: a reload
+    /// (after `cudaDeviceReset`) binds the module to the same memory, so the address nvcc's
+    /// host code cached stays right.
+    addr: Option<u64>,
 }
 
 /// A fat binary's bytes and what the library computed from them.
@@ -119,6 +126,25 @@ impl FatbinReg {
         {
             return Ok(h);
         }
+        let mut failed = self.failed.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((gen_, e)) = *failed
+            && gen_ == generation
+        {
+            return Err(e);
+        }
+        let has_managed = !self
+            .managed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_empty();
+        if has_managed && !crate::shared::maps(c) {
+            log::error!(
+                "this module declares __managed__ variables, which need managed memory (a Unix \
+                 socket to a CPU-executor backend); its kernels cannot run"
+            );
+            *failed = Some((generation, Error::NOT_SUPPORTED));
+            return Err(Error::NOT_SUPPORTED);
+        }
         let img = self.image()?;
         let mut req = ModuleLoadReq {
             hash: img.hash,
@@ -141,26 +167,36 @@ impl FatbinReg {
             req.flags = MODULE_HAS_DATA;
             resp = c.call_with::<ops::ModuleLoad>(&req, &[], &[&img.bytes], &mut [])?;
         }
-        self.bind_managed(c, resp.handle).inspect_err(|e| {
+        if let Err(e) = self.bind_managed(c, resp.handle) {
             log::error!(
-                "this module declares __managed__ variables, which need managed memory ({}); \
-                 its kernels cannot run",
+                "cannot put this module's __managed__ variables in managed memory ({}); its \
+                 kernels cannot run",
                 e.0
             );
             let _ = c.call::<ops::ModuleUnload>(&HandleReq {
                 handle: resp.handle,
             });
-        })?;
+            *failed = Some((generation, e));
+            return Err(e);
+        }
         *g = Some((generation, resp.handle));
         Ok(resp.handle)
     }
 
-    /// Moves the module's `__managed__` variables to managed memory (a fresh allocation
-    /// per load) and points the program's host code at it.
+    /// Moves the module's `__managed__` variables to their managed memory (allocated at the
+    /// first load) and points the program's host code at it.
     fn bind_managed(&self, c: &Client, module: u64) -> Result<()> {
-        let vars = self.managed.lock().unwrap_or_else(|e| e.into_inner());
-        for v in vars.iter() {
-            let p = crate::api::managed::alloc_for_var(v.size)?;
+        let mut vars = self.managed.lock().unwrap_or_else(|e| e.into_inner());
+        for v in vars.iter_mut() {
+            let p = match v.addr {
+                Some(p) => p,
+                None => {
+                    let p = crate::api::managed::alloc_for_var(v.size)?;
+                    v.addr = Some(p);
+                    with(|r| r.managed.insert(p, v.size));
+                    p
+                }
+            };
             let req = SymbolBindReq {
                 module,
                 addr: p,
@@ -289,6 +325,9 @@ impl VarReg {
 struct Registry {
     funcs: HashMap<usize, Arc<FuncReg>>,
     vars: HashMap<usize, Arc<VarReg>>,
+    /// The managed memory of `__managed__` variables: address -> size. nvcc's host code
+    /// names such a variable by this address in the symbol calls.
+    managed: HashMap<u64, usize>,
 }
 
 static REGISTRY: Mutex<Option<Registry>> = Mutex::new(None);
@@ -305,6 +344,7 @@ pub fn register_fatbin(wrapper: *mut c_void) -> *mut *mut c_void {
         image: OnceLock::new(),
         module: Mutex::new(None),
         managed: Mutex::new(Vec::new()),
+        failed: Mutex::new(None),
     });
     // Leaked on purpose: the program may use the handle until exit, even after
     // __cudaUnregisterFatBinary.
@@ -354,6 +394,7 @@ pub fn register_managed_var(fatbin: &FatbinReg, host_var_ptr: usize, name: Strin
             host_var_ptr,
             name,
             size,
+            addr: None,
         });
 }
 
@@ -379,4 +420,9 @@ pub fn function(host_fun: usize) -> Option<Arc<FuncReg>> {
 /// The variable registered for `host_var`.
 pub fn var(host_var: usize) -> Option<Arc<VarReg>> {
     with(|r| r.vars.get(&host_var).cloned())
+}
+
+/// The size of the `__managed__` variable whose managed memory starts at `addr`.
+pub fn managed_var(addr: u64) -> Option<usize> {
+    with(|r| r.managed.get(&addr).copied())
 }

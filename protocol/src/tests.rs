@@ -279,6 +279,7 @@ fn every_operation_decodes_its_own_request() {
                     op,
                     Opcode::FunctionGet
                         | Opcode::SymbolGet
+                        | Opcode::SymbolBind
                         | Opcode::RandGenerate
                         | Opcode::MemcpyHtoD
                         | Opcode::MemcpyDtoH

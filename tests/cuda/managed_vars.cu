@@ -57,6 +57,17 @@ int main() {
     CHECK(cudaDeviceSynchronize());
     EXPECT(table[1] == (1 * 1.5f + 3) * 1.5f - 1);
     EXPECT(counter == 1002);
+    // The symbol calls name a managed variable too.
+    int v = 7, w = 0;
+    CHECK(cudaMemcpyToSymbol(counter, &v, sizeof v));
+    EXPECT(counter == 7);
+    CHECK(cudaMemcpyFromSymbol(&w, counter, sizeof w));
+    EXPECT(w == 7);
+    void *sa = nullptr;
+    size_t ss = 0;
+    CHECK(cudaGetSymbolAddress(&sa, table));
+    CHECK(cudaGetSymbolSize(&ss, table));
+    EXPECT(sa == (void *)&table[0] && ss == sizeof table);
     // The variable's address is managed memory.
     cudaPointerAttributes attr;
     CHECK(cudaPointerGetAttributes(&attr, &counter));

@@ -516,12 +516,22 @@ fn host_free(c: &Client, p: *mut c_void) -> Result<()> {
 }
 
 fn symbol(c: &Client, symbol: *const c_void, count: usize, offset: usize) -> Result<u64> {
-    let v = registry::var(symbol as usize).ok_or(Error::INVALID_SYMBOL)?;
-    let (addr, size) = v.resolve(c)?;
+    let (addr, size) = symbol_range(c, symbol)?;
     match offset.checked_add(count) {
         Some(end) if end as u64 <= size => Ok(addr + offset as u64),
         _ => Err(Error::INVALID_VALUE),
     }
+}
+
+/// A variable's device address and size: a `__device__`/`__constant__` variable by its
+/// host shadow, a `__managed__` one by its managed memory (what nvcc's host code passes).
+fn symbol_range(c: &Client, symbol: *const c_void) -> Result<(u64, u64)> {
+    if let Some(v) = registry::var(symbol as usize) {
+        return v.resolve(c);
+    }
+    registry::managed_var(symbol as u64)
+        .map(|size| (symbol as u64, size as u64))
+        .ok_or(Error::INVALID_SYMBOL)
 }
 
 /// What `cudaPointerGetAttributes` says about `ptr`.
@@ -872,8 +882,7 @@ entry! {
 
     fn cudaGetSymbolSize(size: *mut usize, sym: *const c_void) {
         let c = client::client()?;
-        let v = registry::var(sym as usize).ok_or(Error::INVALID_SYMBOL)?;
-        let (_, s) = v.resolve(c)?;
+        let (_, s) = symbol_range(c, sym)?;
         // SAFETY: output pointer from the caller, checked for null.
         unsafe { write_out(size, s as usize) }
     }

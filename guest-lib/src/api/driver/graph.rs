@@ -90,6 +90,9 @@ entry_lib! {
 
     fn cuMemAllocAsync(dptr: *mut CUdeviceptr, size: usize, s: cudaStream_t) -> Result<(), CuError> {
         current()?;
+        if size == 0 {
+            return Err(CuError::INVALID_VALUE);
+        }
         // SAFETY: forwarding the caller's output pointer (a CUdeviceptr is pointer-sized).
         rt(unsafe { cudaMallocAsync(dptr.cast(), size, s) })?;
         // SAFETY: written just above.

@@ -541,7 +541,7 @@ impl DeviceHeap {
     }
 
     /// Copies `height` rows of `width` bytes between two pitched device ranges, each inside
-    /// one allocation (checked once for all rows). The ranges must not overlap.
+    /// one allocation (checked once for all rows), row after row.
     pub fn copy_2d(
         &mut self,
         (dst, dpitch): (u64, u64),
@@ -564,19 +564,14 @@ impl DeviceHeap {
         let (dspan, sspan) = (span(dpitch)?, span(spitch)?);
         let (d, doff) = self.range(dst, dspan)?;
         let (s, soff) = self.range(src, sspan)?;
-        if d.base == s.base
-            && doff as u64 + dspan > soff as u64
-            && soff as u64 + sspan > doff as u64
-        {
-            return Err(Status::INVALID_VALUE);
-        }
         for row in 0..height {
             // SAFETY: every row lies inside its checked range (`row * pitch + width` is at
-            // most the span), both inside live allocations or mapped ranges; the ranges do
-            // not overlap (checked above), and `&mut self` excludes concurrent access by the
-            // backend (the guest's own writes to a mapped range: see `bytes_mut`).
+            // most the span), both inside live allocations or mapped ranges (which may
+            // overlap: two device ranges can map the same shared memory, so `ptr::copy`);
+            // `&mut self` excludes concurrent access by the backend (the guest's own writes
+            // to a mapped range: see `bytes_mut`).
             unsafe {
-                std::ptr::copy_nonoverlapping(
+                std::ptr::copy(
                     s.host.add(soff + (row * spitch) as usize),
                     d.host.add(doff + (row * dpitch) as usize),
                     width as usize,

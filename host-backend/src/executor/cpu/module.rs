@@ -126,6 +126,9 @@ struct Loaded {
     ptx: Arc<vcuda_ptx::Module>,
     /// Device address of each global (0 for extern ones), indexed by `GlobalId`.
     addrs: Vec<u64>,
+    /// The module's own storage of its globals (freed with it); differs from `addrs` for
+    /// the variables `bind` moved.
+    allocs: Vec<u64>,
 }
 
 /// A function handle.
@@ -272,14 +275,15 @@ impl Modules {
             heap.bytes_mut(addrs[i], n)?
                 .copy_from_slice(&bytes[..n as usize]);
         }
-        self.loaded.insert(handle, Loaded { ptx, addrs });
+        let allocs = addrs.clone();
+        self.loaded.insert(handle, Loaded { ptx, addrs, allocs });
         Ok(())
     }
 
     /// Unloads a module and frees its variables.
     pub fn unload(&mut self, module: u64, heap: &mut DeviceHeap) -> ExecResult<()> {
         let m = self.loaded.remove(&module).ok_or(Status::INVALID_HANDLE)?;
-        for a in m.addrs.into_iter().filter(|&a| a != 0) {
+        for a in m.allocs.into_iter().filter(|&a| a != 0) {
             let _ = heap.free(a, AllocKind::Symbol);
         }
         self.functions.retain(|_, f| f.module != module);

@@ -250,6 +250,13 @@ impl CudaExecutor {
                 // checked and the context bound above.
                 let r = unsafe { htod_direct(&region, &src, s) };
                 r.map_err(to_status)?;
+                if self.shared.config.register_guest_memory && !sync {
+                    // Guest RAM being registered or unregistered (`set_guest_memory`) is in
+                    // no table, yet the driver may treat it as pinned and read it after
+                    // returning: wait for the copy before the guest gets its buffer back.
+                    let r = finish(Ok(()), s, &self.wait);
+                    self.settle(r)?;
+                }
             }
             _ => {
                 let ctx = context_of(&self.ctx)?;

@@ -26,6 +26,8 @@ pub(crate) struct VarDecl<'a> {
     pub vec: u32,
     pub ty: &'a str,
     pub names: Vec<DeclName<'a>>,
+    /// `.attribute(.managed)`: a `__managed__` variable.
+    pub managed: bool,
 }
 
 #[derive(Debug, Clone)]

@@ -104,6 +104,8 @@ pub struct GlobalInfo {
     /// Declared `.extern` (defined elsewhere; never in a whole-program module).
     pub is_extern: bool,
     pub visible: bool,
+    /// Declared `.attribute(.managed)` (a `__managed__` variable).
+    pub managed: bool,
 }
 
 impl GlobalInfo {

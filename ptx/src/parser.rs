@@ -274,6 +274,7 @@ impl<'a> Parser<'a> {
         let mut align = None;
         let mut vec = 1;
         let mut ty = None;
+        let mut managed = false;
         while let Tok::Dot(d) = self.peek() {
             self.bump();
             match d {
@@ -284,8 +285,10 @@ impl<'a> Parser<'a> {
                 "attribute" => {
                     self.expect_punct(b'(')?;
                     while !self.eat_punct(b')') {
-                        if matches!(self.peek(), Tok::Eof) {
-                            return self.err("`)`");
+                        match self.peek() {
+                            Tok::Eof => return self.err("`)`"),
+                            Tok::Dot("managed") => managed = true,
+                            _ => {}
                         }
                         self.bump();
                     }
@@ -340,6 +343,7 @@ impl<'a> Parser<'a> {
             vec,
             ty,
             names,
+            managed,
         })
     }
 

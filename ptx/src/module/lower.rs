@@ -320,6 +320,7 @@ impl<'a> Lower<'a> {
                         relocs: Vec::new(),
                         is_extern: d.linkage == Linkage::Extern,
                         visible: d.linkage == Linkage::Visible,
+                        managed: d.managed,
                     });
                     Sym::Global(id)
                 }
@@ -812,6 +813,7 @@ impl<'a> Lower<'a> {
                         relocs: Vec::new(),
                         is_extern: false,
                         visible: false,
+                        managed: d.managed,
                     });
                     Local::Sym(self.add_sym(Sym::Global(id)))
                 }

@@ -379,7 +379,8 @@ impl Modules {
             Some(&a) if a != 0 => a,
             _ => return Err(Status::INVALID_SYMBOL),
         };
-        if size != g.size || !heap.is_mapped_host(addr, size) {
+        // Only `__managed__` variables move, and only to the session's own mapped memory.
+        if !g.managed || size != g.size || !heap.is_mapped_host(addr, size) {
             return Err(Status::INVALID_VALUE);
         }
         if old != addr {
@@ -575,7 +576,8 @@ mod tests {
     fn module_variables_bind_only_to_mapped_host_memory() {
         use super::super::memory::{DeviceHeap, MemoryBudget};
         let ptx = ".version 7.0\n.target sm_50\n.address_size 64\n\
-                   .global .attribute(.managed) .align 4 .u32 counter = 5;\n";
+                   .global .attribute(.managed) .align 4 .u32 counter = 5;\n\
+                   .visible .global .align 4 .u32 plain = 6;\n";
         let mut heap = DeviceHeap::new(MemoryBudget::new(1 << 20), u64::MAX);
         heap.set_range(0x7f00_0000_0000, 1 << 30);
         let mut m = Modules::new(Arc::default(), 1, None, false);
@@ -598,6 +600,11 @@ mod tests {
         assert_eq!(
             m.bind(1, "nope", addr, 4, &mut heap),
             Err(Status::INVALID_SYMBOL)
+        );
+        // A variable that is not `__managed__` stays where it is.
+        assert_eq!(
+            m.bind(1, "plain", addr, 4, &mut heap),
+            Err(Status::INVALID_VALUE)
         );
         m.bind(1, "counter", addr, 4, &mut heap).unwrap();
         assert_eq!(m.symbol(1, "counter").unwrap(), (addr, 4));

@@ -20,6 +20,9 @@ struct PrivateBackend {
     /// Our own descriptor of the backend's stderr pipe, to see whether the thread copying
     /// it has caught up.
     stderr: Option<std::os::fd::OwnedFd>,
+    /// Says when the thread watching the backend has decided whether it started (and, if
+    /// not, has said why).
+    reported: std::sync::mpsc::Receiver<()>,
 }
 
 impl Drop for PrivateBackend {
@@ -28,7 +31,15 @@ impl Drop for PrivateBackend {
         // (that would wait for the kernel to tear down its address space, a millisecond
         // or more on the program's critical path); this process exits right after, and
         // init reaps it.
+        let exited = matches!(self.child.try_wait(), Ok(Some(_)));
         let _ = self.child.kill();
+        if exited {
+            // It stopped by itself: the watching thread says why ("did not start") once it
+            // has read the backend's stderr to its end, which is there already.
+            let _ = self
+                .reported
+                .recv_timeout(std::time::Duration::from_millis(500));
+        }
         // What the backend already said (a kernel's fault, say) still reaches our stderr:
         // wait, briefly, until the copying thread has drained the pipe.
         if let Some(fd) = &self.stderr {
@@ -138,6 +149,7 @@ fn start_backend(executor: &str, memcheck: bool) -> io::Result<PrivateBackend> {
     let stderr = err
         .as_ref()
         .and_then(|e| e.as_fd().try_clone_to_owned().ok());
+    let (tx, reported) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let mut ready = false;
         let mut out = out.map(io::BufReader::new);
@@ -147,6 +159,7 @@ fn start_backend(executor: &str, memcheck: bool) -> io::Result<PrivateBackend> {
         }
         if let Some(mut e) = err {
             if ready {
+                let _ = tx.send(());
                 let _ = io::copy(&mut e, &mut io::stderr());
             } else {
                 let mut msg = String::new();
@@ -157,6 +170,7 @@ fn start_backend(executor: &str, memcheck: bool) -> io::Result<PrivateBackend> {
                 }
             }
         }
+        let _ = tx.send(());
         if let Some(mut o) = out {
             let _ = io::copy(&mut o, &mut io::sink());
         }
@@ -166,6 +180,7 @@ fn start_backend(executor: &str, memcheck: bool) -> io::Result<PrivateBackend> {
         _dir: dir,
         socket,
         stderr,
+        reported,
     })
 }
 

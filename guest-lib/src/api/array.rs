@@ -21,7 +21,7 @@ use vcuda_protocol::{
 };
 
 use super::graph_node::cudaExtent;
-use super::memory::{On, copy_2d, free_device, malloc_device};
+use super::memory::{On, copy_2d, free_device, malloc_device, stream_of};
 use crate::client::{self, Client};
 use crate::error::{Error, Result};
 use crate::ffi::{cudaStream_t, memcpy_kind, write_out};
@@ -276,12 +276,6 @@ fn request(
     } else {
         c.call::<ops::MemcpyArray>(&req)
     }
-}
-
-/// The stream a call names, for work that cannot be captured.
-fn stream_of(c: &Client, on: On) -> Result<Option<u64>> {
-    on.map(|(s, per_thread)| super::stream::stream_handle(c, s, per_thread))
-        .transpose()
 }
 
 /// `cudaMemcpy2DToArray` and `cudaMemcpy2DFromArray`: `height` rows of `width` bytes at

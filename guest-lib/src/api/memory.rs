@@ -575,7 +575,8 @@ fn pointer_attributes(ptr: *const c_void) -> Result<cudaPointerAttributes> {
 /// means the per-thread default stream (the `_ptsz` variants).
 pub(crate) type On = Option<(cudaStream_t, bool)>;
 
-fn stream_of(c: &Client, on: On) -> Result<Option<u64>> {
+/// The stream a call names, for work that cannot be captured (`None`: synchronous).
+pub(crate) fn stream_of(c: &Client, on: On) -> Result<Option<u64>> {
     on.map(|(s, per_thread)| stream_handle(c, s, per_thread))
         .transpose()
 }

@@ -623,16 +623,8 @@ fn limits_and_reset() {
     assert_eq!(e.stream_query(s), Err(Status::INVALID_HANDLE));
 }
 
-/// Launches `endless` on the legacy stream of a fresh session, which then gets cancelled
-/// `after` it started `wait`ing; returns how long the wait took and its result, and checks
-/// that the session lost its context and drops at once.
-fn cancel_while(
-    f: &CudaFactory,
-    wait: impl FnOnce(&mut CudaExecutor) -> ExecResult<()>,
-) -> ExecResult<()> {
-    let mut e = f.new_executor().unwrap();
-    let cancel = crate::executor::Cancel::default();
-    e.set_cancel(cancel.clone());
+/// Launches the test module's `endless` kernel (one thread) on the legacy stream of `e`.
+fn launch_endless(e: &mut CudaExecutor) {
     let m = e.module_load(ptx_fatbin(PTX)).unwrap();
     let k = e.function_get(m, "endless").unwrap();
     let launch = LaunchReq {
@@ -644,6 +636,19 @@ fn cancel_while(
         param_len: 0,
     };
     e.launch(&launch, &[]).unwrap();
+}
+
+/// Launches `endless` on the legacy stream of a fresh session, which then gets cancelled
+/// `after` it started `wait`ing; returns how long the wait took and its result, and checks
+/// that the session lost its context and drops at once.
+fn cancel_while(
+    f: &CudaFactory,
+    wait: impl FnOnce(&mut CudaExecutor) -> ExecResult<()>,
+) -> ExecResult<()> {
+    let mut e = f.new_executor().unwrap();
+    let cancel = crate::executor::Cancel::default();
+    e.set_cancel(cancel.clone());
+    launch_endless(&mut e);
     let t = std::thread::spawn(move || {
         std::thread::sleep(std::time::Duration::from_millis(200));
         cancel.cancel();
@@ -714,17 +719,7 @@ fn an_endless_kernel_does_not_hold_the_guest_memory_lock() {
         let mut e = f.new_executor().unwrap();
         let cancel = crate::executor::Cancel::default();
         e.set_cancel(cancel.clone());
-        let m = e.module_load(ptx_fatbin(PTX)).unwrap();
-        let k = e.function_get(m, "endless").unwrap();
-        let launch = LaunchReq {
-            function: k.handle,
-            stream: STREAM_LEGACY,
-            grid: [1, 1, 1],
-            block: [1, 1, 1],
-            shared_mem: 0,
-            param_len: 0,
-        };
-        e.launch(&launch, &[]).unwrap();
+        launch_endless(&mut e);
         let n = pages * 4096;
         let p = e.malloc(0, n as u64).unwrap();
         let copy = std::thread::spawn(move || {
@@ -780,17 +775,7 @@ fn a_wait_past_the_kernel_timeout_fails_and_reset_recovers() {
         return;
     };
     let mut e = f.new_executor().unwrap();
-    let m = e.module_load(ptx_fatbin(PTX)).unwrap();
-    let k = e.function_get(m, "endless").unwrap();
-    let launch = LaunchReq {
-        function: k.handle,
-        stream: STREAM_LEGACY,
-        grid: [1, 1, 1],
-        block: [1, 1, 1],
-        shared_mem: 0,
-        param_len: 0,
-    };
-    e.launch(&launch, &[]).unwrap();
+    launch_endless(&mut e);
     let start = std::time::Instant::now();
     let err = e.device_synchronize(0).unwrap_err();
     assert_eq!(err, Status(vcuda_protocol::status::LAUNCH_TIMEOUT));

@@ -108,6 +108,8 @@ fn start_backend(executor: &str, memcheck: bool) -> io::Result<PrivateBackend> {
         // One program: a session that spins briefly between its calls answers the next
         // one without a wake-up, at up to 50 us of a core per gap.
         .args(["--spin-us", "50"])
+        // One program of this user: its sessions need no worker processes of their own.
+        .args(["--isolation", "thread"])
         .args(memcheck.then_some("--memcheck"))
         .env("RUST_LOG", log)
         // The private backend serves one program: the CUDA executor may hand the GPU's

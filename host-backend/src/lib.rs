@@ -11,10 +11,12 @@ pub mod executor;
 pub mod log_limit;
 pub mod memsize;
 pub mod modules;
+pub mod sandbox;
 pub mod session;
 pub mod shared;
 pub mod socket;
 pub mod stdout;
 pub mod vhost_user;
+pub mod worker;
 
 pub use session::{Backend, Session};

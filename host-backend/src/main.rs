@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
 //! `vcuda-backend`: serves vcuda guests.
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -13,7 +14,9 @@ use vcuda_backend::executor::ExecutorFactory;
 use vcuda_backend::executor::cpu::{CpuConfig, CpuFactory};
 use vcuda_backend::executor::cuda::{CudaConfig, CudaFactory};
 use vcuda_backend::memsize::MemSize;
-use vcuda_backend::socket::{self, AccessPolicy, Listen, ServerConfig, Timeouts};
+use vcuda_backend::socket::{self, AccessPolicy, Listen, ServerConfig, Sessions, Timeouts};
+use vcuda_backend::worker::{self, ParentLink, Workers};
+use vcuda_protocol::ExecutorKind;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -55,13 +58,52 @@ enum Command {
         #[arg(long, default_value_t = 256)]
         max_sessions: usize,
     },
+    /// A per-tenant worker process (started by the backend itself; see --isolation).
+    #[command(hide = true)]
+    Worker {
+        /// What the worker does.
+        #[arg(long, value_enum)]
+        role: WorkerRole,
+        /// The executor the backend chose.
+        #[arg(long, value_enum)]
+        executor: ExecutorChoice,
+        /// The backend's own arguments (its subcommand and options).
+        #[arg(last = true)]
+        args: Vec<OsString>,
+    },
 }
 
-#[derive(clap::Args, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum WorkerRole {
+    Socket,
+    VhostUser,
+    Probe,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Isolation {
+    /// `process` for the CUDA executor, `thread` for the CPU executor.
+    Auto,
+    /// Each session (socket connection) or VM (vhost-user connection) in a sandboxed
+    /// worker process of its own, killed when it ends or wedges.
+    Process,
+    /// Every session on a thread of the backend process.
+    Thread,
+}
+
+#[derive(clap::Args, Debug, Clone)]
 struct ExecArgs {
     /// Which executor replays the calls.
     #[arg(long, value_enum, default_value_t = ExecutorChoice::Auto, env = "VCUDA_EXECUTOR")]
     executor: ExecutorChoice,
+    /// Where sessions run: `process` gives each socket client or VM a sandboxed worker
+    /// process (seccomp, not dumpable, killed when its session ends or wedges), so a kernel
+    /// that reaches pageable memory or a fault that corrupts the process only hurts its own
+    /// tenant; `thread` runs every session in this process. `auto`: process for the CUDA
+    /// executor, thread for the CPU executor (whose simulated device memory is then shared
+    /// by all sessions; in a worker each has its own --cpu-memory).
+    #[arg(long, value_enum, default_value_t = Isolation::Auto, env = "VCUDA_ISOLATION")]
+    isolation: Isolation,
     /// CPU executor: simulated device memory shared by all sessions, as a size (512M, 8G)
     /// or a share of this host's memory (its cgroup's limit if lower).
     #[arg(long, value_name = "SIZE", default_value = "50%")]
@@ -210,6 +252,14 @@ enum ExecutorChoice {
 }
 
 fn make_factory(args: &ExecArgs) -> Result<Arc<dyn ExecutorFactory>, String> {
+    make_factory_for(args, false)
+}
+
+/// The executor factory; `tenant_process` in a worker process (one tenant).
+fn make_factory_for(
+    args: &ExecArgs,
+    tenant_process: bool,
+) -> Result<Arc<dyn ExecutorFactory>, String> {
     let kernel_timeout = args
         .kernel_timeout
         .filter(|s| s.is_finite() && *s > 0.0)
@@ -247,6 +297,7 @@ fn make_factory(args: &ExecArgs) -> Result<Arc<dyn ExecutorFactory>, String> {
             allow_pageable_access: args.allow_pageable_access,
             session_mem_limit: args.session_mem_limit,
             register_guest_memory: args.register_guest_memory,
+            tenant_process,
         })
     };
     match args.executor {
@@ -265,10 +316,181 @@ fn make_factory(args: &ExecArgs) -> Result<Arc<dyn ExecutorFactory>, String> {
     }
 }
 
+/// Where sessions run, decided at start.
+enum Plan {
+    /// In this process.
+    InProcess(Arc<dyn ExecutorFactory>),
+    /// In worker processes.
+    Workers(Workers),
+}
+
+/// Chooses between in-process sessions and worker processes (`--isolation`). The backend
+/// itself never loads the CUDA driver when its sessions run in workers: a probe worker
+/// checks that the executor starts.
+fn plan(exec: &ExecArgs) -> Result<Plan, String> {
+    let workers = |kind| {
+        Workers::new(kind, std::env::args_os().skip(1).collect())
+            .map_err(|e| format!("cannot find this program to start workers: {e}"))
+    };
+    let cpu_workers = || -> Result<Plan, String> {
+        info!("CPU executor: each session in a worker process with its own --cpu-memory");
+        Ok(Plan::Workers(workers(ExecutorKind::Cpu)?))
+    };
+    match (exec.isolation, exec.executor) {
+        (Isolation::Thread, _) | (Isolation::Auto, ExecutorChoice::Cpu) => {
+            make_factory(exec).map(Plan::InProcess)
+        }
+        (Isolation::Process, ExecutorChoice::Cpu) => cpu_workers(),
+        (_, choice) => {
+            let w = workers(ExecutorKind::Cuda)?;
+            match w.probe() {
+                Ok(pageable) => {
+                    if choice == ExecutorChoice::Auto {
+                        info!("executor: cuda (auto)");
+                    }
+                    info!(
+                        "CUDA executor: each session in a sandboxed worker process{}",
+                        if pageable {
+                            " (kernels can reach pageable memory, HMM/ATS: only their own \
+                             worker's)"
+                        } else {
+                            ""
+                        }
+                    );
+                    Ok(Plan::Workers(w))
+                }
+                Err(e) if choice == ExecutorChoice::Cuda => Err(e),
+                Err(e) => {
+                    info!("executor: cpu (auto; {e})");
+                    let mut cpu = ExecArgs::clone(exec);
+                    cpu.executor = ExecutorChoice::Cpu;
+                    match exec.isolation {
+                        Isolation::Process => cpu_workers(),
+                        _ => make_factory(&cpu).map(Plan::InProcess),
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A worker process's main (see `vcuda_backend::worker`).
+fn worker_main(role: WorkerRole, executor: ExecutorChoice, args: Vec<OsString>) -> ExitCode {
+    let fail = |e: &dyn std::fmt::Display| {
+        error!("{e}");
+        ExitCode::FAILURE
+    };
+    let mut link = match ParentLink::take() {
+        Ok(l) => l,
+        Err(e) => return fail(&e),
+    };
+    let cli =
+        match Cli::try_parse_from(std::iter::once(OsString::from("vcuda-backend")).chain(args)) {
+            Ok(c) => c,
+            Err(e) => return fail(&e),
+        };
+    let (mut exec, server, vhost) = match cli.command {
+        Command::Serve { exec, server, .. } => (exec, Some(server), None),
+        Command::VhostUser {
+            socket,
+            exec,
+            queues,
+            max_sessions,
+        } => (
+            exec,
+            None,
+            Some(vcuda_backend::vhost_user::VhostUserConfig {
+                socket,
+                queues,
+                max_sessions,
+            }),
+        ),
+        Command::Worker { .. } => return fail(&"a worker cannot start workers"),
+    };
+    exec.executor = executor;
+    if role == WorkerRole::Probe {
+        let factory = match make_factory_for(&exec, true) {
+            Ok(f) => f,
+            Err(e) => return fail(&e),
+        };
+        let pageable = factory.pageable_access();
+        drop(factory);
+        return match link.say(&format!("cuda pageable={}", u8::from(pageable))) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => fail(&e),
+        };
+    }
+    // Before the executor (and the driver) start, and before anything is read from the
+    // tenant.
+    if let Err(e) = vcuda_backend::sandbox::enter() {
+        return fail(&e);
+    }
+    let handed = match worker::take_stdin() {
+        Ok(fd) => fd,
+        Err(e) => return fail(&e),
+    };
+    let factory = match make_factory_for(&exec, true) {
+        Ok(f) => f,
+        Err(e) => return fail(&e),
+    };
+    let backend = Backend::new(factory);
+    let r = match (role, server, vhost) {
+        (WorkerRole::Socket, Some(server), _) => match server.config(false) {
+            Ok(config) => {
+                socket::serve_worker(handed, &backend, &config, link).map_err(|e| e.to_string())
+            }
+            Err(e) => Err(e),
+        },
+        (WorkerRole::VhostUser, _, Some(config)) => {
+            vcuda_backend::vhost_user::serve_worker(config, backend, handed, link)
+                .map_err(|e| e.to_string())
+        }
+        _ => Err("the worker's role does not match the backend's command".into()),
+    };
+    match r {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            log::debug!("worker ends: {e}");
+            // A session that ended with a timeout or a malformed message is not the
+            // worker's failure.
+            ExitCode::SUCCESS
+        }
+    }
+}
+
+/// The log filter without `RUST_LOG`: Cranelift says what it compiles at `info`.
+const DEFAULT_LOG: &str = "info,cranelift_jit=warn,cranelift_codegen=warn";
+
+fn init_log(worker: bool) {
+    let mut b =
+        env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(DEFAULT_LOG));
+    if worker {
+        use std::io::Write;
+        let pid = std::process::id();
+        b.format(move |buf, r| {
+            writeln!(
+                buf,
+                "[{} {:5} {} worker {pid}] {}",
+                buf.timestamp(),
+                r.level(),
+                r.target(),
+                r.args()
+            )
+        });
+    }
+    b.init();
+}
+
 fn main() -> ExitCode {
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
+    let is_worker = std::env::args_os().nth(1).is_some_and(|a| a == "worker");
+    init_log(is_worker);
     let cli = Cli::parse();
     match cli.command {
+        Command::Worker {
+            role,
+            executor,
+            args,
+        } => worker_main(role, executor, args),
         Command::Serve {
             socket,
             exec,
@@ -298,15 +520,15 @@ fn main() -> ExitCode {
                     return ExitCode::FAILURE;
                 }
             }
-            let factory = match make_factory(&exec) {
-                Ok(f) => f,
+            let sessions = match plan(&exec) {
+                Ok(Plan::InProcess(f)) => Sessions::Threads(Backend::new(f)),
+                Ok(Plan::Workers(w)) => Sessions::Workers(Arc::new(w)),
                 Err(e) => {
                     error!("{e}");
                     return ExitCode::FAILURE;
                 }
             };
-            let backend = Backend::new(factory);
-            if let Err(e) = socket::serve(&listen, backend, config) {
+            if let Err(e) = socket::serve(&listen, sessions, config) {
                 error!("{e}");
                 return ExitCode::FAILURE;
             }
@@ -318,19 +540,22 @@ fn main() -> ExitCode {
             queues,
             max_sessions,
         } => {
-            let factory = match make_factory(&exec) {
-                Ok(f) => f,
-                Err(e) => {
-                    error!("{e}");
-                    return ExitCode::FAILURE;
-                }
-            };
             let config = vcuda_backend::vhost_user::VhostUserConfig {
                 socket,
                 queues,
                 max_sessions,
             };
-            match vcuda_backend::vhost_user::start_backend(config, Backend::new(factory)) {
+            let r = match plan(&exec) {
+                Ok(Plan::InProcess(f)) => {
+                    vcuda_backend::vhost_user::start_backend(config, Backend::new(f))
+                        .map_err(|e| e.to_string())
+                }
+                Ok(Plan::Workers(w)) => {
+                    vcuda_backend::vhost_user::start_workers(config, w).map_err(|e| e.to_string())
+                }
+                Err(e) => Err(e),
+            };
+            match r {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     error!("{e}");

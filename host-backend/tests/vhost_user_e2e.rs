@@ -358,3 +358,88 @@ fn reconnect_starts_clean() {
     drop(c);
     rig.finish();
 }
+
+/// The live (not zombie) children of `pid`.
+fn children(pid: u32) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|c| {
+            std::fs::read_to_string(format!("/proc/{c}/stat")).is_ok_and(|s| {
+                let rest = s.rsplit_once(')').map_or("", |(_, r)| r);
+                let mut f = rest.split_whitespace();
+                let state = f.next();
+                state != Some("Z") && f.next() == Some(pid.to_string().as_str())
+            })
+        })
+        .collect()
+}
+
+#[test]
+fn each_vm_connection_gets_a_fresh_sandboxed_worker_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("vcuda.sock");
+    /// Kills the backend (and with it its worker) however the test ends.
+    struct Killed(std::process::Child);
+    impl Drop for Killed {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let backend = Killed(
+        std::process::Command::new(env!("CARGO_BIN_EXE_vcuda-backend"))
+            .arg("vhost-user")
+            .arg("--socket")
+            .arg(&path)
+            .args(["--queues", "1", "--executor", "cpu", "--cpu-memory", "256M"])
+            .args(["--isolation", "process"])
+            .env("RUST_LOG", "warn")
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let pid = backend.0.id();
+    let wait_worker = |not: Option<u32>| {
+        let start = Instant::now();
+        loop {
+            let c = children(pid);
+            if c.len() == 1 && Some(c[0]) != not {
+                return c[0];
+            }
+            assert!(start.elapsed() < Duration::from_secs(10), "workers: {c:?}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    let first = wait_worker(None);
+    let mut c = VhostClient::connect(&path, 1, RAM);
+    assert_eq!(c.open(0, 1), 0);
+    c.send(0, 1, Msg::new().hello()).ok();
+    let free = free_mem(&mut c, 0, 1);
+    let ptr = c
+        .send(0, 1, Msg::new().malloc(1 << 20))
+        .ok()
+        .get::<PtrResp>()
+        .ptr;
+    let data = pattern(64 << 10, 3);
+    assert_eq!(c.send(0, 1, Msg::new().htod(ptr, &data)).statuses(), [0]);
+    let r = c.send(0, 1, Msg::new().dtoh(ptr, data.len() as u64));
+    assert_eq!(r.ok().in_len, data.len() as u64);
+    assert_eq!(r.in_data, data);
+    let status = std::fs::read_to_string(format!("/proc/{first}/status")).unwrap();
+    assert!(status.contains("Seccomp:\t2"), "{status}");
+    // The VM goes away: its worker exits and a new one waits for the next VM, which finds
+    // nothing of the first.
+    drop(c);
+    let second = wait_worker(Some(first));
+    assert!(!std::path::Path::new(&format!("/proc/{first}")).exists());
+    let mut c = VhostClient::connect(&path, 1, RAM);
+    assert_eq!(c.send(0, 1, Msg::new().nop()).statuses(), [NO_SESSION]);
+    assert_eq!(c.open(0, 1), 0);
+    c.send(0, 1, Msg::new().hello()).ok();
+    assert_eq!(free_mem(&mut c, 0, 1), free);
+    drop(c);
+    let _ = second;
+    drop(backend);
+}

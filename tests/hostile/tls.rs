@@ -120,11 +120,12 @@ fn free_port() -> u16 {
         .port()
 }
 
-/// A TLS backend on a loopback port.
-fn tls_backend(pki: &Pki) -> (Backend, u16) {
+/// A TLS backend on a loopback port, with `extra` arguments.
+fn tls_backend(pki: &Pki, extra: &[&str]) -> (Backend, u16) {
     let port = free_port();
     let mut args = vec!["--socket".to_string(), format!("tcp:127.0.0.1:{port}")];
     args.extend(pki.backend_args());
+    args.extend(extra.iter().map(|a| a.to_string()));
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let b = Backend::spawn(tempfile::tempdir().unwrap(), PathBuf::new(), &args, false);
     let start = Instant::now();
@@ -145,10 +146,21 @@ fn tls_hello(port: u16, config: Arc<rustls::ClientConfig>) -> std::io::Result<u3
     hello_rw(&mut tls)
 }
 
+/// Sessions on the backend's threads, and in worker processes (which make the TLS
+/// handshake themselves).
+const ISOLATIONS: [&[&str]; 2] = [&["--isolation", "thread"], &["--isolation", "process"]];
+
 #[test]
 fn tcp_serves_only_clients_with_a_certificate_from_its_ca() {
+    for isolation in ISOLATIONS {
+        eprintln!("{isolation:?}");
+        only_clients_with_a_certificate_from_its_ca(isolation);
+    }
+}
+
+fn only_clients_with_a_certificate_from_its_ca(isolation: &[&str]) {
     let pki = Pki::new();
-    let (b, port) = tls_backend(&pki);
+    let (b, port) = tls_backend(&pki, isolation);
     // A tenant with its certificate: served.
     assert_eq!(
         tls_hello(port, pki.client("ca.pem", Some("client"))).unwrap(),
@@ -229,12 +241,19 @@ fn a_program_runs_over_mutual_tls() {
     let Some(exe) = build("vectorAdd", Cuda::V13) else {
         return;
     };
+    for isolation in ISOLATIONS {
+        eprintln!("{isolation:?}");
+        runs_over_mutual_tls(&exe, isolation);
+    }
+}
+
+fn runs_over_mutual_tls(exe: &Path, isolation: &[&str]) {
     let pki = Pki::new();
-    let (b, port) = tls_backend(&pki);
+    let (b, port) = tls_backend(&pki, isolation);
     let ok = run_over_tls(
         &pki,
         port,
-        &exe,
+        exe,
         &[
             ("VCUDA_TLS_CERT", "client.pem"),
             ("VCUDA_TLS_KEY", "client.key"),
@@ -249,7 +268,7 @@ fn a_program_runs_over_mutual_tls() {
         b.log()
     );
     // Without its certificate the program gets a CUDA error, and says why.
-    let refused = run_over_tls(&pki, port, &exe, &[("VCUDA_TLS_CA", "ca.pem")]);
+    let refused = run_over_tls(&pki, port, exe, &[("VCUDA_TLS_CA", "ca.pem")]);
     let err = String::from_utf8_lossy(&refused.stderr);
     assert!(!refused.status.success());
     assert!(err.contains("VCUDA_TLS_CERT"), "{err}");

@@ -82,7 +82,12 @@ fn wait_idle(pid: u32) {
             })
             .unwrap_or(false)
     };
-    while busy() && start.elapsed() < Duration::from_secs(10) {
+    // With worker processes (the CUDA executor's default), the previous program's worker.
+    let workers = || {
+        std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+            .is_ok_and(|c| !c.trim().is_empty())
+    };
+    while (busy() || workers()) && start.elapsed() < Duration::from_secs(10) {
         std::thread::sleep(Duration::from_millis(10));
     }
 }

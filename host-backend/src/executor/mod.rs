@@ -141,6 +141,11 @@ pub trait ExecutorFactory: Send + Sync {
     /// them with `cuMemHostRegister`) does so; the default does nothing. Data segments that
     /// point into these regions then need no staging copy.
     fn guest_memory_changed(&self, _regions: &[(usize, usize)]) {}
+
+    /// Whether kernels can reach this process's pageable memory (HMM or ATS on a GPU).
+    fn pageable_access(&self) -> bool {
+        false
+    }
 }
 
 /// One session's view of the device(s). Calls arrive in the order the guest issued them.

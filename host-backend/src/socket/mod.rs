@@ -20,6 +20,7 @@ use vcuda_protocol::{MessageHeader, ReplyBuilder};
 use crate::data::DataSegs;
 use crate::executor::Cancel;
 use crate::session::{Backend, Outcome, Session, check_header};
+use crate::worker::{ParentLink, Role, Workers};
 
 mod access;
 mod limits;
@@ -297,8 +298,59 @@ trait FdConn: Read {
     }
 }
 
-/// Serves `backend` on `listen` until the process ends.
-pub fn serve(listen: &Listen, backend: Arc<Backend>, config: ServerConfig) -> io::Result<()> {
+/// Where the server's sessions run.
+#[derive(Debug, Clone)]
+pub enum Sessions {
+    /// On threads of this process (`--isolation thread`).
+    Threads(Arc<Backend>),
+    /// Each in a worker process of its own (`--isolation process`; see [`crate::worker`]).
+    Workers(Arc<Workers>),
+}
+
+impl Sessions {
+    fn kind(&self) -> vcuda_protocol::ExecutorKind {
+        match self {
+            Sessions::Threads(b) => b.kind(),
+            Sessions::Workers(w) => w.kind(),
+        }
+    }
+
+    fn isolation(&self) -> &'static str {
+        match self {
+            Sessions::Threads(_) => "",
+            Sessions::Workers(_) => ", a worker process per session",
+        }
+    }
+}
+
+/// What lets a connection's first message start a session: its place among the server's
+/// bounds ([`Ticket`]), or, in a worker process, the backend's answer over the worker's
+/// link.
+#[derive(Debug)]
+pub enum Admission {
+    /// The connection's place in this process's [`Tracker`].
+    Ticket(Ticket),
+    /// The backend that started this worker holds the bounds.
+    Parent(ParentLink),
+}
+
+impl Admission {
+    fn promote(&mut self) -> io::Result<()> {
+        let refused = |why: String| io::Error::new(io::ErrorKind::PermissionDenied, why);
+        match self {
+            Admission::Ticket(t) => t.promote().map_err(|e| refused(e.to_string())),
+            Admission::Parent(link) => match link.admit()? {
+                true => Ok(()),
+                false => Err(refused(
+                    "the backend refused the session (its bounds)".into(),
+                )),
+            },
+        }
+    }
+}
+
+/// Serves on `listen` until the process ends.
+pub fn serve(listen: &Listen, sessions: Sessions, config: ServerConfig) -> io::Result<()> {
     let tracker = Tracker::new(Bounds {
         max_sessions: config.max_sessions,
         max_per_peer: config.max_sessions_per_peer,
@@ -315,14 +367,15 @@ pub fn serve(listen: &Listen, backend: Arc<Backend>, config: ServerConfig) -> io
                 Listen::Tcp(_) => unreachable!("matched above"),
             };
             info!(
-                "serving {:?} executor on {} (uids {:?}{})",
-                backend.kind(),
+                "serving {:?} executor on {} (uids {:?}{}{})",
+                sessions.kind(),
                 name,
                 config.access.allowed_uids,
                 match config.access.group {
                     Some(g) => format!(", group {g}"),
                     None => String::new(),
-                }
+                },
+                sessions.isolation()
             );
             notify_ready(&config)?;
             for stream in listener.incoming() {
@@ -349,14 +402,13 @@ pub fn serve(listen: &Listen, backend: Arc<Backend>, config: ServerConfig) -> io
                     ));
                     continue;
                 }
-                spawn(
-                    s,
-                    Ok,
-                    PeerKey::Uid(cred.uid),
-                    &backend,
-                    &tracker,
-                    config.timeouts,
-                );
+                let key = PeerKey::Uid(cred.uid);
+                match &sessions {
+                    Sessions::Threads(backend) => {
+                        spawn(s, Ok, key, backend, &tracker, config.timeouts)
+                    }
+                    Sessions::Workers(w) => spawn_worker(s, key, w, &tracker),
+                }
             }
         }
         Listen::Tcp(addr) => {
@@ -369,14 +421,15 @@ pub fn serve(listen: &Listen, backend: Arc<Backend>, config: ServerConfig) -> io
             }
             let listener = TcpListener::bind(addr)?;
             info!(
-                "serving {:?} executor on tcp:{}{}",
-                backend.kind(),
+                "serving {:?} executor on tcp:{}{}{}",
+                sessions.kind(),
                 listener.local_addr()?,
                 if config.tls.is_some() {
                     " (mutual TLS)"
                 } else {
                     ""
-                }
+                },
+                sessions.isolation()
             );
             notify_ready(&config)?;
             for stream in listener.incoming() {
@@ -390,14 +443,22 @@ pub fn serve(listen: &Listen, backend: Arc<Backend>, config: ServerConfig) -> io
                 let Ok(peer) = s.peer_addr() else { continue };
                 let _ = s.set_nodelay(true);
                 let key = PeerKey::Ip(peer.ip());
+                let backend = match &sessions {
+                    Sessions::Threads(b) => b,
+                    Sessions::Workers(w) => {
+                        // The worker makes the TLS handshake itself.
+                        spawn_worker(s, key, w, &tracker);
+                        continue;
+                    }
+                };
                 match &config.tls {
                     Some(tls) => {
                         let tls = tls.clone();
                         let deadline = Instant::now() + config.timeouts.handshake;
                         let accept = move |s| tls::TlsConn::accept(tls, s, deadline);
-                        spawn(s, accept, key, &backend, &tracker, config.timeouts);
+                        spawn(s, accept, key, backend, &tracker, config.timeouts);
                     }
-                    None => spawn(s, Ok, key, &backend, &tracker, config.timeouts),
+                    None => spawn(s, Ok, key, backend, &tracker, config.timeouts),
                 }
             }
         }
@@ -488,28 +549,150 @@ fn spawn<S: Conn, T: Conn>(
             // A bug in a session must not take the daemon or other sessions down.
             let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 let stream = prepare(stream)?;
-                serve_connection_with(stream, &backend, timeouts, Some(ticket))
+                serve_connection_with(stream, &backend, timeouts, Some(Admission::Ticket(ticket)))
             }));
             match r {
-                Ok(Ok(())) => debug!("session from {peer} closed"),
-                Ok(Err(e))
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::TimedOut
-                            | io::ErrorKind::InvalidData
-                            | io::ErrorKind::PermissionDenied
-                            | io::ErrorKind::UnexpectedEof
-                    ) =>
-                {
-                    LIMITER.warn(format_args!("connection from {peer} closed: {e}"))
-                }
-                Ok(Err(e)) => debug!("session from {peer} ended: {e}"),
+                Ok(r) => log_end(&peer, r),
                 Err(_) => error!("session thread panicked; session dropped"),
             }
         });
     if let Err(e) = r {
         error!("cannot start a session thread: {e}");
     }
+}
+
+/// Logs how a connection ended: what a client did wrong (timeouts, malformed messages,
+/// refusals, failed TLS handshakes) as a rate-limited warning.
+fn log_end(peer: &dyn std::fmt::Display, r: io::Result<()>) {
+    match r {
+        Ok(()) => debug!("session from {peer} closed"),
+        Err(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::TimedOut
+                    | io::ErrorKind::InvalidData
+                    | io::ErrorKind::PermissionDenied
+                    | io::ErrorKind::UnexpectedEof
+            ) =>
+        {
+            LIMITER.warn(format_args!("connection from {peer} closed: {e}"))
+        }
+        Err(e) => debug!("session from {peer} ended: {e}"),
+    }
+}
+
+/// Serves a new connection in a worker process of its own ([`crate::worker`]): the
+/// connection holds a pending slot of `tracker` until the worker asks to start its session,
+/// and its place until the worker has exited.
+fn spawn_worker<S: Conn + Into<OwnedFd>>(
+    stream: S,
+    peer: PeerKey,
+    workers: &Arc<Workers>,
+    tracker: &Arc<Tracker>,
+) {
+    let prepared = stream
+        .closer()
+        .and_then(|c| Ok((c, stream.as_fd().try_clone_to_owned()?)));
+    let (closer, watch) = match prepared {
+        Ok(p) => p,
+        Err(e) => {
+            LIMITER.warn(format_args!("connection from {peer} dropped: {e}"));
+            return;
+        }
+    };
+    let closer: Closer = Box::new(move || {
+        LIMITER.warn(format_args!(
+            "too many connections without a Hello; closing the oldest (from {peer})"
+        ));
+        closer();
+    });
+    let mut ticket = match tracker.admit(peer, closer) {
+        Ok(t) => t,
+        Err(e) => {
+            LIMITER.warn(format_args!("connection from {peer} refused: {e}"));
+            return;
+        }
+    };
+    let worker = match workers.spawn(Role::Socket, Some(stream.into())) {
+        Ok(w) => w,
+        Err(e) => {
+            error!("cannot start a worker process for {peer}: {e}");
+            return;
+        }
+    };
+    let grace = workers.grace();
+    let r = std::thread::Builder::new()
+        .name("vcuda-worker".into())
+        .spawn(move || {
+            let pid = worker.pid();
+            debug!("worker {pid} serves {peer}");
+            let admit = || match ticket.promote() {
+                Ok(()) => true,
+                Err(e) => {
+                    LIMITER.warn(format_args!("session from {peer} refused: {e}"));
+                    false
+                }
+            };
+            match worker.supervise(Some(watch), grace, admit) {
+                Ok(st) if st.success() => debug!("worker {pid} ({peer}) exited"),
+                Ok(st) => LIMITER.warn(format_args!("worker {pid} ({peer}) ended: {st}")),
+                Err(e) => error!("supervising worker {pid}: {e}"),
+            }
+        });
+    if let Err(e) = r {
+        // The worker is killed with this process; it cannot be supervised now.
+        error!("cannot start a thread to supervise a worker: {e}");
+    }
+}
+
+/// In a worker process: serves the one connection the backend handed over (see
+/// [`crate::worker`]), a Unix or TCP stream (with a TLS handshake first if `config.tls`),
+/// and logs how it ended.
+pub fn serve_worker(
+    conn: OwnedFd,
+    backend: &Arc<Backend>,
+    config: &ServerConfig,
+    mut link: ParentLink,
+) -> io::Result<()> {
+    use nix::sys::socket::{AddressFamily, SockaddrLike, SockaddrStorage, getsockname};
+    use std::os::fd::AsRawFd;
+
+    let family = getsockname::<SockaddrStorage>(conn.as_raw_fd())
+        .map_err(io::Error::from)?
+        .family();
+    let admission = Some(Admission::Parent(link.try_clone()?));
+    let mut peer = String::from("the client");
+    let r = match family {
+        Some(AddressFamily::Unix) => {
+            let s = UnixStream::from(conn);
+            if let Ok(c) = peer_cred(&s) {
+                peer = PeerKey::Uid(c.uid).to_string();
+            }
+            serve_connection_with(s, backend, config.timeouts, admission)
+        }
+        Some(AddressFamily::Inet | AddressFamily::Inet6) => {
+            let s = TcpStream::from(conn);
+            let _ = s.set_nodelay(true);
+            if let Ok(a) = s.peer_addr() {
+                peer = PeerKey::Ip(a.ip()).to_string();
+            }
+            match &config.tls {
+                Some(tls) => {
+                    let deadline = Instant::now() + config.timeouts.handshake;
+                    tls::TlsConn::accept(tls.clone(), s, deadline)
+                        .and_then(|t| serve_connection_with(t, backend, config.timeouts, admission))
+                }
+                None => serve_connection_with(s, backend, config.timeouts, admission),
+            }
+        }
+        _ => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "the worker's connection is neither a Unix nor a TCP stream",
+        )),
+    };
+    link.ended();
+    log_end(&peer, r);
+    Ok(())
 }
 
 /// Reads from a stream with timeouts: each read waits at most `idle` (if set) and never
@@ -631,13 +814,13 @@ pub fn serve_connection<S: Conn>(stream: S, backend: &Arc<Backend>) -> io::Resul
 
 /// Runs one session on a connected stream until the peer closes it, a timeout expires or
 /// framing is lost. The first message must be a successful `Hello` and arrive within
-/// `timeouts.handshake`; it promotes `ticket` to a session. The session's executor is
+/// `timeouts.handshake`; it promotes `admission` to a session. The session's executor is
 /// created only then.
 pub fn serve_connection_with<S: Conn>(
     mut stream: S,
     backend: &Arc<Backend>,
     timeouts: Timeouts,
-    mut ticket: Option<Ticket>,
+    mut admission: Option<Admission>,
 ) -> io::Result<()> {
     stream.set_write_timeout(Some(timeouts.message))?;
     let hello_deadline = Instant::now() + timeouts.handshake;
@@ -732,9 +915,8 @@ pub fn serve_connection_with<S: Conn>(
         read_growing(&mut r, &mut out, header.out_len as usize)?;
         if session.is_none() {
             // A complete first message: the connection takes a session slot now.
-            if let Some(t) = &mut ticket {
-                t.promote()
-                    .map_err(|e| io::Error::new(io::ErrorKind::PermissionDenied, e.to_string()))?;
+            if let Some(a) = &mut admission {
+                a.promote()?;
             }
             let cancel = Cancel::default();
             let s = backend

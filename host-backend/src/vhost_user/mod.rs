@@ -18,6 +18,7 @@ pub mod device;
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use log::{info, warn};
 use thiserror::Error;
@@ -29,6 +30,7 @@ use vm_memory::{GuestMemoryAtomic, GuestMemoryMmap};
 pub use self::backend::VhostUserCuda;
 pub use self::device::{Device, DeviceConfig, Threading};
 use crate::session::Backend;
+use crate::worker::{ParentLink, Role, Workers};
 
 /// Errors of the vhost-user transport.
 #[derive(Debug, Error)]
@@ -92,9 +94,32 @@ impl Server {
         })
     }
 
+    /// Serves connections on `listener`, a listening Unix socket this server owns (a worker
+    /// process's, handed over by the backend; its file is not removed at the end).
+    pub fn from_listener(
+        listener: std::os::unix::net::UnixListener,
+        config: VhostUserConfig,
+        backend: Arc<Backend>,
+    ) -> Result<Self, Error> {
+        if config.queues == 0 || config.queues > MAX_REQUEST_QUEUES {
+            return Err(Error::BadQueueCount(config.queues));
+        }
+        Ok(Self {
+            listener: Listener::from(listener),
+            backend,
+            config,
+        })
+    }
+
     /// Waits for a frontend, serves it until it disconnects and cleans up after it: every
     /// session of the connection is destroyed.
     pub fn serve_one(&mut self) -> Result<ConnectionEnd, Error> {
+        self.serve_one_then(|| {})
+    }
+
+    /// [`Server::serve_one`], calling `disconnected` once the frontend is gone, before the
+    /// clean-up.
+    pub fn serve_one_then(&mut self, disconnected: impl FnOnce()) -> Result<ConnectionEnd, Error> {
         let mem = GuestMemoryAtomic::new(GuestMemoryMmap::new());
         let cuda = Arc::new(VhostUserCuda::new(
             self.backend.clone(),
@@ -123,6 +148,7 @@ impl Server {
                 error: Some(e.to_string()),
             },
         };
+        disconnected();
         for h in daemon.get_epoll_handlers() {
             h.send_exit_event();
         }
@@ -130,6 +156,74 @@ impl Server {
         cuda.disconnect();
         Ok(end)
     }
+}
+
+/// Serves vhost-user connections on `config.socket` forever, each in a worker process of
+/// its own (see [`crate::worker`]): one VM is one tenant.
+pub fn start_workers(config: VhostUserConfig, workers: Workers) -> Result<(), Error> {
+    use std::os::fd::{AsRawFd, BorrowedFd};
+
+    if config.queues == 0 || config.queues > MAX_REQUEST_QUEUES {
+        return Err(Error::BadQueueCount(config.queues));
+    }
+    let listener = Listener::new(&config.socket, true).map_err(Error::Listen)?;
+    info!(
+        "vhost-user backend listening on {} ({} request queues, {:?} executor, a worker \
+         process per connection)",
+        config.socket.display(),
+        config.queues,
+        workers.kind()
+    );
+    loop {
+        // SAFETY: the listener stays open for the whole loop.
+        let fd = unsafe { BorrowedFd::borrow_raw(listener.as_raw_fd()) }.try_clone_to_owned();
+        let started = Instant::now();
+        let r = fd.and_then(|fd| workers.spawn(Role::VhostUser, Some(fd)));
+        let ok = match r {
+            Ok(w) => {
+                let pid = w.pid();
+                match w.supervise(None, workers.grace(), || false) {
+                    Ok(st) if st.success() => {
+                        info!("vhost-user worker {pid} exited");
+                        true
+                    }
+                    Ok(st) => {
+                        warn!("vhost-user worker {pid} ended: {st}");
+                        false
+                    }
+                    Err(e) => {
+                        warn!("supervising vhost-user worker {pid}: {e}");
+                        false
+                    }
+                }
+            }
+            Err(e) => {
+                warn!("cannot start a vhost-user worker: {e}");
+                false
+            }
+        };
+        // A worker that keeps failing at once must not make this loop spin.
+        if !ok && started.elapsed() < Duration::from_secs(1) {
+            std::thread::sleep(Duration::from_secs(1));
+        }
+    }
+}
+
+/// In a worker process: serves one frontend from `listener` (handed over by the backend),
+/// saying on `link` when it disconnected.
+pub fn serve_worker(
+    config: VhostUserConfig,
+    backend: Arc<Backend>,
+    listener: std::os::fd::OwnedFd,
+    mut link: ParentLink,
+) -> Result<(), Error> {
+    let mut server = Server::from_listener(listener.into(), config, backend)?;
+    let end = server.serve_one_then(|| link.ended())?;
+    match end.error {
+        None => info!("vhost-user frontend disconnected"),
+        Some(e) => warn!("vhost-user connection ended: {e}"),
+    }
+    Ok(())
 }
 
 /// Serves vhost-user connections on `config.socket` forever.

@@ -79,6 +79,18 @@ out=$(LD_LIBRARY_PATH=/nonexistent timeout 3 "$BACKEND" serve --executor auto \
     --socket "$DIR/b.sock" 2>&1 || true)
 grep -q "executor: cpu (auto" <<<"$out" || { echo "FAIL: auto did not fall back: $out" >&2; exit 1; }
 echo "ok: auto falls back to cpu"
+# Kernels that reach pageable memory (HMM): each tenant in its own worker process by
+# default; with --isolation thread one session at a time.
+out=$(LD_LIBRARY_PATH=$DIR/ok VCUDA_MOCK_HMM=1 timeout 3 "$BACKEND" serve --executor cuda \
+    --socket "$DIR/h.sock" 2>&1 || true)
+grep -q "pageable memory, HMM/ATS: only their own worker's" <<<"$out" \
+    || { echo "FAIL: HMM with workers: $out" >&2; exit 1; }
+echo "ok: HMM: a worker process per session"
+out=$(LD_LIBRARY_PATH=$DIR/ok VCUDA_MOCK_HMM=1 timeout 3 "$BACKEND" serve --executor cuda \
+    --isolation thread --socket "$DIR/t.sock" 2>&1 || true)
+grep -q "serving one session at a time" <<<"$out" \
+    || { echo "FAIL: HMM in one process: $out" >&2; exit 1; }
+echo "ok: HMM: one session at a time in one process"
 # With device printf captured, the readiness line still reaches the real stdout.
 out=$(LD_LIBRARY_PATH=$DIR/ok timeout 5 "$BACKEND" serve --executor cuda --cuda-capture-printf \
     --notify-ready --socket "$DIR/r.sock" 2>/dev/null | head -1 || true)

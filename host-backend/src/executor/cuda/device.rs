@@ -43,6 +43,8 @@ pub(super) struct Shared {
     /// One session at a time: kernels can reach pageable host memory (HMM or ATS), so a
     /// session's kernels could read another's data in this process.
     pub(super) exclusive: bool,
+    /// Kernels can reach the process's pageable memory (HMM or ATS).
+    pub(super) pageable: bool,
     /// Bytes of device memory one session may hold.
     pub(super) session_limit: u64,
 }
@@ -223,8 +225,10 @@ impl CudaFactory {
             device,
             CUdevice_attribute::CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS,
         ) == Ok(1);
-        let exclusive = pageable && !config.allow_pageable_access;
-        if exclusive {
+        let exclusive = pageable && !config.allow_pageable_access && !config.tenant_process;
+        if pageable && config.tenant_process {
+            info!("kernels can reach this worker's pageable memory: its own tenant's only");
+        } else if exclusive {
             warn!(
                 "kernels on this GPU can reach pageable host memory (HMM/ATS): serving one \
                  session at a time, others get cudaErrorDevicesUnavailable. Disable HMM \
@@ -265,6 +269,7 @@ impl CudaFactory {
                 printf,
                 sessions: AtomicUsize::new(0),
                 exclusive,
+                pageable,
                 session_limit,
             }),
         })
@@ -280,6 +285,12 @@ impl CudaFactory {
         self.shared.exclusive
     }
 
+    /// Whether kernels can reach this process's pageable memory (HMM or ATS:
+    /// `CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS`).
+    pub fn pageable_access(&self) -> bool {
+        self.shared.pageable
+    }
+
     /// A new session's executor, as its concrete type.
     pub fn new_executor(&self) -> ExecResult<CudaExecutor> {
         CudaExecutor::new(self.shared.clone())
@@ -287,6 +298,10 @@ impl CudaFactory {
 }
 
 impl ExecutorFactory for CudaFactory {
+    fn pageable_access(&self) -> bool {
+        self.shared.pageable
+    }
+
     fn kind(&self) -> ExecutorKind {
         ExecutorKind::Cuda
     }

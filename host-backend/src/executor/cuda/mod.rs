@@ -196,6 +196,10 @@ pub struct CudaConfig {
     /// and it is unsafe with virtio-balloon, free page reporting, virtio-mem or discard,
     /// where the guest address of a page the driver keeps pinned gets new backing.
     pub register_guest_memory: bool,
+    /// This process serves one tenant (a worker process of `--isolation process`): kernels
+    /// that reach its pageable memory reach only that tenant's data, so sessions are never
+    /// made exclusive for it.
+    pub tenant_process: bool,
 }
 
 /// Large allocations are charged whole 2 MiB pages (the driver maps them so) ...
@@ -224,6 +228,7 @@ impl Default for CudaConfig {
             allow_pageable_access: false,
             session_mem_limit: crate::memsize::MemSize::Percent(100),
             register_guest_memory: false,
+            tenant_process: false,
         }
     }
 }

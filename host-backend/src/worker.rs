@@ -1,0 +1,347 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! Per-tenant worker processes (`--isolation process`, the default for the CUDA executor).
+//!
+//! A CUDA context does not isolate tenants of one process: where kernels can reach pageable
+//! memory (HMM, ATS) they read any address of the process, and faults such as 700 or
+//! 716–719 leave the whole process in an undefined state. So each tenant gets a process of
+//! its own, in the style of firecracker's jailer:
+//!
+//! - **Socket transport:** the backend accepts a connection, checks the peer and the
+//!   connection bounds, and starts a worker (this program again, `vcuda-backend worker
+//!   --role socket … -- ARGS`, with the backend's own arguments) that receives the
+//!   connection as its standard input and serves that one session: TLS handshake, `Hello`,
+//!   executor, everything. Calls go straight from the client to the worker; the backend
+//!   is not on the data path.
+//! - **vhost-user:** one VM is one tenant. The worker receives the listening socket, accepts
+//!   one frontend and serves it; when the VM disconnects the worker exits and the backend
+//!   starts a fresh one for the next connection.
+//!
+//! Every worker enters [`crate::sandbox`] before it touches the driver, dies with the
+//! backend (`PR_SET_PDEATHSIG`), and is reaped by a supervising thread of the backend,
+//! which also kills it ([`TEARDOWN_GRACE`] after its client hung up, or after it said its
+//! connection ended) if it does not exit by itself: a kernel that never ends, a wedged
+//! context or a library call that does not return cannot hold the tenant's GPU resources.
+//!
+//! The worker and the backend talk over a socket pair (the worker's standard output), one
+//! byte at a time: [`ADMIT`] asks whether a new session may start (the backend holds the
+//! session bounds; it answers [`ADMITTED`] or [`REFUSED`]), [`ENDED`] says the connection is
+//! over. A worker's own standard output is its standard error (device `printf` it does not
+//! capture lands in the backend's log).
+
+use std::ffi::OsString;
+use std::io::{self, Read, Write};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use log::{debug, warn};
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+use vcuda_protocol::ExecutorKind;
+
+/// Worker to backend: a session wants to start.
+pub const ADMIT: u8 = b'H';
+/// Backend to worker: the session may start.
+pub const ADMITTED: u8 = b'Y';
+/// Backend to worker: the session bounds are full.
+pub const REFUSED: u8 = b'N';
+/// Worker to backend: the connection ended; the worker is tearing its session down.
+pub const ENDED: u8 = b'E';
+
+/// How long a worker may take to exit once its client hung up or its connection ended,
+/// before the backend kills it.
+pub const TEARDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// What a worker does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// Serves one socket connection (its standard input).
+    Socket,
+    /// Serves one vhost-user frontend from the listening socket (its standard input).
+    VhostUser,
+    /// Starts the CUDA executor, says whether it works, and exits (the backend itself never
+    /// loads the driver when its sessions run in workers).
+    Probe,
+}
+
+impl Role {
+    /// The name on the worker's command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Socket => "socket",
+            Role::VhostUser => "vhost-user",
+            Role::Probe => "probe",
+        }
+    }
+}
+
+/// Starts worker processes: this program, with the backend's own arguments.
+#[derive(Debug, Clone)]
+pub struct Workers {
+    exe: PathBuf,
+    kind: ExecutorKind,
+    args: Vec<OsString>,
+    grace: Duration,
+}
+
+impl Workers {
+    /// Workers running executor `kind`, started with `args` (the backend's arguments after
+    /// the program name: the subcommand and its options).
+    pub fn new(kind: ExecutorKind, args: Vec<OsString>) -> io::Result<Self> {
+        Ok(Self {
+            exe: std::env::current_exe()?,
+            kind,
+            args,
+            grace: TEARDOWN_GRACE,
+        })
+    }
+
+    /// The executor kind.
+    pub fn kind(&self) -> ExecutorKind {
+        self.kind
+    }
+
+    /// How long a worker may take to exit after its session ended.
+    pub fn grace(&self) -> Duration {
+        self.grace
+    }
+
+    /// Starts a worker in `role` with `stdin` (a connection or a listening socket).
+    pub fn spawn(&self, role: Role, stdin: Option<OwnedFd>) -> io::Result<Worker> {
+        let (link, theirs) = UnixStream::pair()?;
+        let mut cmd = Command::new(&self.exe);
+        cmd.arg("worker")
+            .args(["--role", role.as_str(), "--executor"])
+            .arg(match self.kind {
+                ExecutorKind::Cpu => "cpu",
+                ExecutorKind::Cuda => "cuda",
+            })
+            .arg("--")
+            .args(&self.args)
+            .stdin(stdin.map_or_else(Stdio::null, Stdio::from))
+            .stdout(Stdio::from(OwnedFd::from(theirs)))
+            .stderr(Stdio::inherit());
+        let parent = std::process::id();
+        // SAFETY: between fork and exec the closure only calls prctl and getppid
+        // (async-signal-safe) and allocates nothing on success.
+        unsafe {
+            cmd.pre_exec(move || {
+                // The worker dies with the backend (with the thread that started it: the
+                // accept loop, which lives as long as the backend).
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                // The backend may have died before the line above.
+                if libc::getppid() as u32 != parent {
+                    return Err(io::Error::from_raw_os_error(libc::ESRCH));
+                }
+                Ok(())
+            });
+        }
+        let child = cmd.spawn()?;
+        Ok(Worker { child, link })
+    }
+
+    /// Starts the CUDA executor in a probe worker: `Ok(pageable)` (whether kernels can reach
+    /// pageable memory) if it works, else why not (the worker's own log says more).
+    pub fn probe(&self) -> Result<bool, String> {
+        let mut w = self
+            .spawn(Role::Probe, None)
+            .map_err(|e| format!("cannot start a worker process: {e}"))?;
+        let mut said = String::new();
+        let _ = (&w.link).take(256).read_to_string(&mut said);
+        let st = w.child.wait().map_err(|e| e.to_string())?;
+        match said.trim().strip_prefix("cuda pageable=") {
+            Some(p) if st.success() => Ok(p == "1"),
+            _ => Err(format!(
+                "the CUDA executor did not start in a worker ({st})"
+            )),
+        }
+    }
+}
+
+/// A running worker.
+#[derive(Debug)]
+pub struct Worker {
+    child: Child,
+    link: UnixStream,
+}
+
+impl Worker {
+    /// Its process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Serves the worker's requests until it exits, and reaps it: `admit` answers each
+    /// [`ADMIT`]. Once `hangup` (the worker's connection, watched for a peer shutdown and
+    /// never read) hangs up, or the worker says [`ENDED`] or closes its link, it has `grace`
+    /// to exit before it is killed.
+    pub fn supervise(
+        mut self,
+        hangup: Option<OwnedFd>,
+        grace: Duration,
+        mut admit: impl FnMut() -> bool,
+    ) -> io::Result<ExitStatus> {
+        let pid = self.pid();
+        let mut hangup = hangup;
+        let mut link_open = true;
+        let mut deadline: Option<Instant> = None;
+        self.link.set_nonblocking(true)?;
+        let rdhup = PollFlags::from_bits_retain(libc::POLLRDHUP);
+        loop {
+            if let Some(st) = self.child.try_wait()? {
+                return Ok(st);
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                warn!(
+                    "worker {pid} still runs {} s after its session ended; killing it",
+                    grace.as_secs_f32()
+                );
+                let _ = self.child.kill();
+                return self.child.wait();
+            }
+            let (link_ev, hangup_ev) = {
+                let mut fds = Vec::with_capacity(2);
+                if link_open {
+                    fds.push(PollFd::new(self.link.as_fd(), PollFlags::POLLIN));
+                }
+                if let Some(h) = &hangup {
+                    fds.push(PollFd::new(h.as_fd(), rdhup));
+                }
+                // Without a deadline, sleep until something happens (an exiting worker
+                // closes its link); with one, look at the clock and the child often.
+                let timeout = if deadline.is_none() && link_open {
+                    PollTimeout::NONE
+                } else {
+                    PollTimeout::from(100u8)
+                };
+                match poll(&mut fds, timeout) {
+                    Ok(_) | Err(nix::errno::Errno::EINTR) => {}
+                    Err(e) => return Err(e.into()),
+                }
+                // nix does not name Linux's POLLRDHUP: `revents` is `None` for a peer
+                // shutdown (unknown bits), `Some(empty)` for no event.
+                let ev = |i: usize| {
+                    fds.get(i)
+                        .is_some_and(|f| f.revents().is_none_or(|r| !r.is_empty()))
+                };
+                if link_open {
+                    (ev(0), ev(1))
+                } else {
+                    (false, ev(0))
+                }
+            };
+            if hangup_ev {
+                debug!("worker {pid}: its client hung up");
+                hangup = None;
+                deadline.get_or_insert(Instant::now() + grace);
+            }
+            if link_ev {
+                let mut buf = [0u8; 16];
+                match (&self.link).read(&mut buf) {
+                    Ok(0) => {
+                        link_open = false;
+                        deadline.get_or_insert(Instant::now() + grace);
+                    }
+                    Ok(n) => {
+                        for &b in &buf[..n] {
+                            match b {
+                                ADMIT => {
+                                    let a = if admit() { ADMITTED } else { REFUSED };
+                                    let _ = (&self.link).write_all(&[a]);
+                                }
+                                ENDED => {
+                                    deadline.get_or_insert(Instant::now() + grace);
+                                }
+                                _ => {
+                                    warn!("worker {pid} said something unknown; killing it");
+                                    deadline = Some(Instant::now());
+                                }
+                            }
+                        }
+                    }
+                    Err(e)
+                        if matches!(
+                            e.kind(),
+                            io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+                        ) => {}
+                    Err(_) => {
+                        link_open = false;
+                        deadline.get_or_insert(Instant::now() + grace);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A worker's side of its link to the backend.
+#[derive(Debug)]
+pub struct ParentLink(UnixStream);
+
+impl ParentLink {
+    /// In a worker: takes the link from standard output (where [`Workers::spawn`] put it)
+    /// and makes standard output a copy of standard error.
+    pub fn take() -> io::Result<Self> {
+        let out = io::stdout();
+        let fd = nix::fcntl::fcntl(out.as_fd(), nix::fcntl::FcntlArg::F_DUPFD_CLOEXEC(3))?;
+        // SAFETY: fcntl just made `fd`, a descriptor this process owns and nothing else uses.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let ty = nix::sys::socket::getsockopt(&fd, nix::sys::socket::sockopt::SockType);
+        if ty != Ok(nix::sys::socket::SockType::Stream) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "a worker is started by vcuda-backend itself (its standard output must be the \
+                 backend's link)",
+            ));
+        }
+        // SAFETY: dup2 of two descriptors that stay open (2 is inherited) onto fd 1, which
+        // only the standard library's stdout uses; nothing is buffered in it yet.
+        if unsafe { libc::dup2(libc::STDERR_FILENO, libc::STDOUT_FILENO) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Self(UnixStream::from(fd)))
+    }
+
+    /// Asks the backend whether a new session may start.
+    pub fn admit(&mut self) -> io::Result<bool> {
+        self.0.write_all(&[ADMIT])?;
+        let mut b = [0u8];
+        self.0.read_exact(&mut b)?;
+        Ok(b[0] == ADMITTED)
+    }
+
+    /// Says the connection ended (the backend then gives the worker [`TEARDOWN_GRACE`]).
+    pub fn ended(&mut self) {
+        let _ = self.0.write_all(&[ENDED]);
+    }
+
+    /// Says one line (a probe's result).
+    pub fn say(&mut self, line: &str) -> io::Result<()> {
+        self.0.write_all(line.as_bytes())?;
+        self.0.write_all(b"\n")
+    }
+
+    /// Another handle on the link.
+    pub fn try_clone(&self) -> io::Result<Self> {
+        self.0.try_clone().map(Self)
+    }
+}
+
+/// In a worker: takes what the backend handed over as standard input (a connection or a
+/// listening socket), leaving `/dev/null` in its place.
+pub fn take_stdin() -> io::Result<OwnedFd> {
+    let stdin = io::stdin();
+    let fd = nix::fcntl::fcntl(stdin.as_fd(), nix::fcntl::FcntlArg::F_DUPFD_CLOEXEC(3))?;
+    // SAFETY: fcntl just made `fd`, a descriptor this process owns and nothing else uses.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let null = std::fs::File::open("/dev/null")?;
+    // SAFETY: dup2 of an open descriptor onto fd 0, which nothing reads.
+    if unsafe { libc::dup2(null.as_raw_fd(), libc::STDIN_FILENO) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(fd)
+}

@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! `--isolation process`: each session in a sandboxed worker process of its own, reaped
+//! when it ends and killed when it wedges (host-backend/src/worker.rs).
+
+use super::*;
+
+/// The live processes whose parent is `pid`.
+fn children(pid: u32) -> Vec<u32> {
+    let mut v = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(child) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat")) else {
+            continue;
+        };
+        // "pid (comm) state ppid ...": the command may hold spaces, so from its last ')'.
+        let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+        let mut f = rest.split_whitespace();
+        let (state, ppid) = (f.next(), f.next().and_then(|p| p.parse::<u32>().ok()));
+        if ppid == Some(pid) && state != Some("Z") {
+            v.push(child);
+        }
+    }
+    v
+}
+
+/// Waits until `pid` has `n` children (at most `limit`); returns them.
+fn wait_children(b: &Backend, n: usize, limit: Duration) -> Vec<u32> {
+    let start = Instant::now();
+    loop {
+        let c = children(b.child.id());
+        if c.len() == n {
+            return c;
+        }
+        assert!(
+            start.elapsed() < limit,
+            "{} workers, {n} expected\n{}",
+            c.len(),
+            b.log()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Waits for the worker of the connection that saw the socket up (started a little after
+/// it) to be gone.
+fn settled(b: &Backend) {
+    let start = Instant::now();
+    while children(b.child.id()).is_empty() && start.elapsed() < Duration::from_secs(2) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    wait_children(b, 0, Duration::from_secs(5));
+}
+
+fn status_field(pid: u32, field: &str) -> String {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    s.lines()
+        .find_map(|l| l.strip_prefix(field))
+        .map(|v| v.trim().to_string())
+        .unwrap_or_default()
+}
+
+#[test]
+fn each_session_runs_in_its_own_sandboxed_worker() {
+    let b = Backend::start(&["--isolation", "process"]);
+    settled(&b);
+    let mut sessions: Vec<UnixStream> = (0..2)
+        .map(|_| {
+            let mut s = b.connect();
+            assert_eq!(hello(&mut s).unwrap(), status::SUCCESS, "{}", b.log());
+            assert_eq!(mallocs(&mut s, 4, MIB), (4, 0));
+            s
+        })
+        .collect();
+    let workers = wait_children(&b, 2, Duration::from_secs(5));
+    for w in &workers {
+        let cmdline = std::fs::read(format!("/proc/{w}/cmdline")).unwrap();
+        let args: Vec<&[u8]> = cmdline.split(|&c| c == 0).collect();
+        assert_eq!(args.get(1).copied(), Some(&b"worker"[..]), "{args:?}");
+        // The seccomp filter (mode 2) and no new privileges.
+        assert_eq!(status_field(*w, "Seccomp:"), "2", "worker {w}");
+        assert_eq!(status_field(*w, "NoNewPrivs:"), "1", "worker {w}");
+        eprintln!("worker {w}: seccomp filter, no new privileges");
+    }
+    // Each session's memory lives in its own worker, not in the backend.
+    let in_backend = b.rss();
+    eprintln!("backend resident: {} MiB", in_backend / MIB);
+    // A session's end ends its worker, and only its.
+    drop(sessions.pop());
+    let left = wait_children(&b, 1, Duration::from_secs(5));
+    assert!(workers.contains(&left[0]));
+    assert_eq!(mallocs(&mut sessions[0], 1, MIB), (1, 0));
+    drop(sessions.pop());
+    wait_children(&b, 0, Duration::from_secs(5));
+}
+
+#[test]
+fn a_worker_that_does_not_exit_is_killed() {
+    let b = Backend::start(&["--isolation", "process"]);
+    settled(&b);
+    let mut s = b.connect();
+    assert_eq!(hello(&mut s).unwrap(), status::SUCCESS, "{}", b.log());
+    let w = wait_children(&b, 1, Duration::from_secs(5))[0];
+    // A worker that cannot finish (as one stuck in the driver): stopped.
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(w as i32),
+        nix::sys::signal::Signal::SIGSTOP,
+    )
+    .unwrap();
+    let start = Instant::now();
+    drop(s);
+    wait_children(&b, 0, Duration::from_secs(15));
+    let took = start.elapsed();
+    eprintln!(
+        "the stopped worker was killed {:.1} s after its client left",
+        took.as_secs_f32()
+    );
+    assert!(took >= Duration::from_secs(4), "{took:?}");
+    assert!(
+        !std::path::Path::new(&format!("/proc/{w}")).exists(),
+        "not reaped"
+    );
+    assert!(b.log().contains("killing it"), "{}", b.log());
+}
+
+#[test]
+fn connection_bounds_hold_for_workers() {
+    let b = Backend::start(&[
+        "--isolation",
+        "process",
+        "--max-sessions",
+        "2",
+        "--max-sessions-per-peer",
+        "3",
+    ]);
+    settled(&b);
+    let mut live: Vec<UnixStream> = (0..2)
+        .map(|_| {
+            let mut s = b.connect();
+            assert_eq!(hello(&mut s).unwrap(), status::SUCCESS, "{}", b.log());
+            s
+        })
+        .collect();
+    // The per-peer bound (two sessions and one pending connection): refused before any
+    // worker starts.
+    let mut third = b.connect();
+    let mut fourth = b.connect();
+    assert!(hello(&mut fourth).is_err());
+    // The session bound: the worker asks the backend, which says no.
+    assert!(hello(&mut third).is_err());
+    drop((third, fourth));
+    live.pop();
+    let start = Instant::now();
+    loop {
+        let mut again = b.connect();
+        if hello(&mut again).is_ok_and(|s| s == status::SUCCESS) {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(10), "{}", b.log());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let log = b.log();
+    assert!(log.contains("session limit 2 reached"), "{log}");
+    assert!(log.contains("connections already"), "{log}");
+}

@@ -15,7 +15,9 @@
 //    synchronization fail with CUDA_ERROR_ILLEGAL_ADDRESS (sticky); other names do nothing;
 //    "nope" does not exist. Module variables: any name but "nope", 4 bytes each.
 // Environment: VCUDA_MOCK_INIT=<CUresult> makes cuInit fail; VCUDA_MOCK_VERSION=<n> sets
-// cuDriverGetVersion; VCUDA_MOCK_HMM=1 reports pageable memory access (HMM). Built with
+// cuDriverGetVersion; VCUDA_MOCK_HMM=1 reports pageable memory access (HMM). A kernel named
+// `crash` fails its context with a sticky error, `endless` never ends; vcuda_mock_dma_copies()
+// counts copies from or to page-locked memory (one DMA each on a GPU). Built with
 // -DVCUDA_MOCK_OLD it lacks cuEventElapsedTime_v2.
 #define _GNU_SOURCE
 #include <cuda.h>
@@ -67,6 +69,8 @@ struct CUfunc_st { CUcontext ctx; char name[64]; };
 
 static Alloc *allocs;
 static __thread CUcontext cur;
+// Copies whose host side is page-locked: each is one DMA on a real GPU.
+static unsigned long dma_copies;
 static struct CUctx_st primary;
 
 static void complain(const char *what, uintptr_t p, size_t n) {
@@ -173,6 +177,14 @@ static void drop_queue(CUcontext c) {
     if (cur->sticky) { r_ = cur->sticky; goto out; }
 #define FAIL(code) do { r_ = (code); goto out; } while (0)
 #define LEAVE out: pthread_mutex_unlock(&L); return r_;
+
+// Not a driver entry point: how many DMA copies were issued so far (tests read it).
+EXPORT unsigned long vcuda_mock_dma_copies(void) {
+    pthread_mutex_lock(&L);
+    unsigned long n = dma_copies;
+    pthread_mutex_unlock(&L);
+    return n;
+}
 
 EXPORT CUresult cuInit(unsigned flags) {
     const char *e = getenv("VCUDA_MOCK_INIT");
@@ -426,6 +438,7 @@ static CUresult copy(unsigned char *dst, int dst_host, size_t dpitch, const unsi
     Op o = {.kind = OP_COPY, .dst = dst, .src = src, .width = width, .height = height,
             .dpitch = dpitch, .spitch = spitch};
     size_t sspan = (height - 1) * spitch + width, dspan = (height - 1) * dpitch + width;
+    if ((src_host && pinned(src, sspan)) || (dst_host && pinned(dst, dspan))) dma_copies++;
     if (src_host && !pinned(src, sspan)) {
         o.owned = malloc(width * height);
         for (size_t r = 0; r < height; r++) memcpy(o.owned + r * width, src + r * spitch, width);

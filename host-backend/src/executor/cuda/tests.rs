@@ -531,6 +531,23 @@ fn shared_host_memory_is_pinned_in_the_session_context() {
     assert!(*shared == want[..]);
 }
 
+/// With the mock driver (tests/gpu/mock), how many DMA copies it has seen.
+fn mock_dma_copies() -> Option<u64> {
+    // SAFETY: the driver library is already loaded (RTLD_NOLOAD); the mock's counter takes
+    // no arguments and returns an unsigned long. A real driver lacks the symbol.
+    unsafe {
+        let lib = libloading::os::unix::Library::open(
+            Some("libcuda.so.1"),
+            libc::RTLD_NOLOAD | libloading::os::unix::RTLD_NOW,
+        )
+        .ok()?;
+        let f = lib
+            .get::<unsafe extern "C" fn() -> std::ffi::c_ulong>(b"vcuda_mock_dma_copies\0")
+            .ok()?;
+        Some(f() as u64)
+    }
+}
+
 #[test]
 fn pinned_guest_memory_is_used_directly() {
     let f = gpu!();
@@ -568,8 +585,18 @@ fn pinned_guest_memory_is_used_directly() {
             .map(|i| unsafe { VolatileSlice::new(base.add(i * 4096), 4096) })
             .collect()
     };
+    let dmas = mock_dma_copies();
     e.memcpy_htod(&htod(p, len as u64, 1, 0, 0), &DataSegs::new(pages()))
         .unwrap();
+    if let (Some(before), Some(after)) = (dmas, mock_dma_copies()) {
+        // Through the 64 KiB staging buffers: 128 DMAs, not one per page (2048).
+        eprintln!("{} DMAs for 2048 scattered pages", after - before);
+        assert!(
+            after - before <= (len / (64 << 10)) as u64 + 4,
+            "{}",
+            after - before
+        );
+    }
     let mut back = vec![0u8; len];
     e.memcpy_dtoh(&dtoh(p, len as u64, 1, 0), &DataSegs::from_slice(&mut back))
         .unwrap();

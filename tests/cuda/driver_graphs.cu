@@ -3,7 +3,10 @@
 // and PyTorch use them: cuMemAllocAsync from the default pool, cuStreamBeginCapture_v2 of
 // driver launches and copies, cuStreamIsCapturing, cuStreamEndCapture, cuGraphGetNodes,
 // cuGraphInstantiateWithFlags, cuGraphUpload, cuGraphLaunch replayed three times,
-// cuMemFreeAsync, and the pool's release threshold and trim.
+// cuMemFreeAsync, and the pool's release threshold and trim. Then a graph built node by
+// node: memset, kernel (both CUDA_KERNEL_NODE_PARAMS layouts), memcpy and host nodes,
+// dependencies added afterwards, edges, root nodes and node types, cloned, instantiated
+// and launched twice.
 #include <cuda.h>
 #include <dlfcn.h>
 #include "common.h"
@@ -32,6 +35,123 @@ template <typename F> static F sym(const char *name) {
     return (F)p;
 }
 #define SYM(f, name) auto f##_ = sym<decltype(&f)>(name)
+
+static int host_calls;
+static void CUDA_CB count_call(void *p) { *(int *)p += 1; }
+
+// The explicit graph-building calls.
+static void explicit_graph(CUfunction f, CUstream s) {
+    SYM(cuGraphCreate, "cuGraphCreate");
+    SYM(cuGraphAddMemsetNode, "cuGraphAddMemsetNode");
+    SYM(cuGraphAddKernelNode, "cuGraphAddKernelNode_v2");
+    SYM(cuGraphAddMemcpyNode, "cuGraphAddMemcpyNode");
+    SYM(cuGraphAddHostNode, "cuGraphAddHostNode");
+    SYM(cuGraphAddEmptyNode, "cuGraphAddEmptyNode");
+    SYM(cuGraphGetRootNodes, "cuGraphGetRootNodes");
+    SYM(cuGraphNodeGetType, "cuGraphNodeGetType");
+    SYM(cuGraphClone, "cuGraphClone");
+    SYM(cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags");
+    SYM(cuGraphLaunch, "cuGraphLaunch");
+    SYM(cuGraphExecDestroy, "cuGraphExecDestroy");
+    SYM(cuGraphDestroy, "cuGraphDestroy");
+    SYM(cuStreamSynchronize, "cuStreamSynchronize");
+    SYM(cuCtxGetCurrent, "cuCtxGetCurrent");
+    SYM(cuMemAlloc, "cuMemAlloc_v2");
+    SYM(cuMemFree, "cuMemFree_v2");
+    typedef CUresult (*AddKernelV1)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t,
+                                    const CUDA_KERNEL_NODE_PARAMS_v1 *);
+    typedef CUresult (*AddDepsV1)(CUgraph, const CUgraphNode *, const CUgraphNode *, size_t);
+    auto add_kernel_v1 = sym<AddKernelV1>("cuGraphAddKernelNode");
+    auto add_deps_v1 = sym<AddDepsV1>("cuGraphAddDependencies");
+    // (CUDA 12.3+; the headers before 13.0 name the older form cuGraphGetEdges.)
+    typedef CUresult (*GetEdgesV2)(CUgraph, CUgraphNode *, CUgraphNode *, void *, size_t *);
+    auto cuGraphGetEdges_ = sym<GetEdgesV2>("cuGraphGetEdges_v2");
+
+    const int n = 4096;
+    CUcontext ctx;
+    CU(cuCtxGetCurrent_(&ctx));
+    CUdeviceptr y;
+    CU(cuMemAlloc_(&y, n * sizeof(float)));
+    static float hy[n];
+    CUgraph g;
+    CU(cuGraphCreate_(&g, 0));
+    // y = 1.0 (as 32-bit words) -> y = 2y + 1 -> y = 0.5y + 0 -> host -> count.
+    CUDA_MEMSET_NODE_PARAMS ms = {};
+    ms.dst = y;
+    ms.value = 0x3f800000u;
+    ms.elementSize = 4;
+    ms.width = n;
+    ms.height = 1;
+    CUgraphNode set, k1, k2, copy, call, empty;
+    CU(cuGraphAddMemsetNode_(&set, g, nullptr, 0, &ms, ctx));
+    float a = 2.0f, b = 1.0f, half = 0.5f, zero = 0.0f;
+    int nn = n;
+    void *args1[] = {&y, &a, &b, &nn};
+    CUDA_KERNEL_NODE_PARAMS kp = {};
+    kp.func = f;
+    kp.gridDimX = n / 256;
+    kp.gridDimY = kp.gridDimZ = 1;
+    kp.blockDimX = 256;
+    kp.blockDimY = kp.blockDimZ = 1;
+    kp.kernelParams = args1;
+    // Without dependencies; the edge from the memset is added below.
+    CU(cuGraphAddKernelNode_(&k1, g, nullptr, 0, &kp));
+    CU(add_deps_v1(g, &set, &k1, 1));
+    void *args2[] = {&y, &half, &zero, &nn};
+    CUDA_KERNEL_NODE_PARAMS_v1 kp1 = {};
+    kp1.func = f;
+    kp1.gridDimX = n / 256;
+    kp1.gridDimY = kp1.gridDimZ = 1;
+    kp1.blockDimX = 256;
+    kp1.blockDimY = kp1.blockDimZ = 1;
+    kp1.kernelParams = args2;
+    CU(add_kernel_v1(&k2, g, &k1, 1, &kp1));
+    CUDA_MEMCPY3D cp = {};
+    cp.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+    cp.srcDevice = y;
+    cp.dstMemoryType = CU_MEMORYTYPE_HOST;
+    cp.dstHost = hy;
+    cp.WidthInBytes = n * sizeof(float);
+    cp.Height = 1;
+    cp.Depth = 1;
+    CU(cuGraphAddMemcpyNode_(&copy, g, &k2, 1, &cp, ctx));
+    CUDA_HOST_NODE_PARAMS hp = {count_call, &host_calls};
+    CU(cuGraphAddHostNode_(&call, g, &copy, 1, &hp));
+    CU(cuGraphAddEmptyNode_(&empty, g, &call, 1));
+
+    size_t edges = 0, roots = 0;
+    CU(cuGraphGetEdges_(g, nullptr, nullptr, nullptr, &edges));
+    EXPECT(edges == 5);
+    CU(cuGraphGetRootNodes_(g, nullptr, &roots));
+    EXPECT(roots == 1);
+    CUgraphNode root;
+    roots = 1;
+    CU(cuGraphGetRootNodes_(g, &root, &roots));
+    EXPECT(root == set);
+    CUgraphNodeType t;
+    CU(cuGraphNodeGetType_(k2, &t));
+    EXPECT(t == CU_GRAPH_NODE_TYPE_KERNEL);
+    CU(cuGraphNodeGetType_(copy, &t));
+    EXPECT(t == CU_GRAPH_NODE_TYPE_MEMCPY);
+    CU(cuGraphNodeGetType_(call, &t));
+    EXPECT(t == CU_GRAPH_NODE_TYPE_HOST);
+
+    CUgraph c;
+    CU(cuGraphClone_(&c, g));
+    CU(cuGraphDestroy_(g));
+    CUgraphExec e;
+    CU(cuGraphInstantiateWithFlags_(&e, c, 0));
+    for (int k = 0; k < 2; k++) {
+        memset(hy, 0, sizeof hy);
+        CU(cuGraphLaunch_(e, s));
+        CU(cuStreamSynchronize_(s));
+        for (int i = 0; i < n; i++) EXPECT(hy[i] == 1.5f);
+    }
+    EXPECT(host_calls == 2);
+    CU(cuGraphExecDestroy_(e));
+    CU(cuGraphDestroy_(c));
+    CU(cuMemFree_(y));
+}
 
 int main() {
     CHECK(cudaFree(0));
@@ -105,6 +225,8 @@ int main() {
     CU(cuGraphDestroy_(g));
     CU(cuMemFreeAsync_(x, s));
     CU(cuStreamSynchronize_(s));
+
+    explicit_graph(f, s);
 
     CUmemoryPool pool;
     CU(cuDeviceGetDefaultMemPool_(&pool, 0));

@@ -333,7 +333,7 @@ fn fill_pairs<T>(
 }
 
 /// Adds a node made from the caller's parameters.
-fn add_node(
+pub(crate) fn add_node(
     out: *mut cudaGraphNode_t,
     g: cudaGraph_t,
     deps: *const cudaGraphNode_t,

@@ -187,25 +187,13 @@ fn c_name(name: *const c_char) -> Result<&'static str, CuError> {
         .map_err(|_| CuError::NOT_FOUND)
 }
 
-#[allow(clippy::too_many_arguments)]
-fn launch(
-    f: *const Function,
-    grid: [u32; 3],
-    block: [u32; 3],
-    shmem: c_uint,
-    stream: cudaStream_t,
+/// A launch's parameter bytes from `kernelParams` (`args`) or a `CU_LAUNCH_PARAM_*` list
+/// (`extra`), laid out as `f` declares them.
+pub(super) fn pack_params(
+    f: &Function,
     args: *mut *mut c_void,
     extra: *mut *mut c_void,
-    cooperative: bool,
-) -> Result<(), CuError> {
-    let c = session()?;
-    let f = function(f)?;
-    if grid.contains(&0) || block.contains(&0) {
-        return Err(CuError::INVALID_VALUE);
-    }
-    if cooperative {
-        crate::api::misc::check_cooperative(c, &f.attrs, grid, block, shmem)?;
-    }
+) -> Result<Vec<u8>, CuError> {
     if f.param_size > MAX_PARAM_LEN {
         return Err(CuError::INVALID_VALUE);
     }
@@ -251,6 +239,60 @@ fn launch(
     } else if !f.params.is_empty() {
         return Err(CuError::INVALID_VALUE);
     }
+    Ok(params)
+}
+
+/// A graph kernel node for `f` (`cuGraphAddKernelNode`): its parameters copied now.
+pub(super) fn kernel_node(
+    f: *const Function,
+    grid: [u32; 3],
+    block: [u32; 3],
+    shmem: c_uint,
+    args: *mut *mut c_void,
+    extra: *mut *mut c_void,
+) -> Result<crate::api::graph::Kind, CuError> {
+    session()?;
+    let f = function(f)?;
+    if grid.contains(&0) || block.contains(&0) {
+        return Err(CuError::INVALID_VALUE);
+    }
+    let params = pack_params(f, args, extra)?;
+    let d3 = |v: [u32; 3]| crate::ffi::dim3 {
+        x: v[0],
+        y: v[1],
+        z: v[2],
+    };
+    Ok(crate::api::graph::Kind::Kernel(
+        crate::api::graph::Kernel::driver(
+            f as *const Function as usize,
+            f.handle,
+            (d3(grid), d3(block), shmem),
+            params,
+            f.params.clone(),
+        ),
+    ))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn launch(
+    f: *const Function,
+    grid: [u32; 3],
+    block: [u32; 3],
+    shmem: c_uint,
+    stream: cudaStream_t,
+    args: *mut *mut c_void,
+    extra: *mut *mut c_void,
+    cooperative: bool,
+) -> Result<(), CuError> {
+    let c = session()?;
+    let f = function(f)?;
+    if grid.contains(&0) || block.contains(&0) {
+        return Err(CuError::INVALID_VALUE);
+    }
+    if cooperative {
+        crate::api::misc::check_cooperative(c, &f.attrs, grid, block, shmem)?;
+    }
+    let params = pack_params(f, args, extra)?;
     let stream = crate::api::stream::capture_stream_handle(c, stream, false)?;
     let captured = crate::api::capture::add(stream, || {
         if cooperative {

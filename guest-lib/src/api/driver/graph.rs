@@ -4,7 +4,10 @@
 //! is a `cudaGraph_t`, a `CUmemoryPool` a `cudaMemPool_t`): `cuStreamBeginCapture`,
 //! `cuStreamEndCapture`, `cuStreamIsCapturing`, `cuGraphCreate`/`Destroy`/`GetNodes`,
 //! `cuGraphInstantiateWithFlags`, `cuGraphUpload`, `cuGraphLaunch`, `cuGraphExecDestroy`,
-//! `cuMemAllocAsync`, `cuMemFreeAsync`, `cuMemAllocFromPoolAsync` and the memory pool calls.
+//! `cuMemAllocAsync`, `cuMemFreeAsync`, `cuMemAllocFromPoolAsync` and the memory pool calls;
+//! and the explicit graph-building calls: kernel (a `CUfunction`), memset, memcpy (linear
+//! memory), host, empty, child-graph and event nodes, dependencies and edges, node types,
+//! clone, destroy.
 
 use std::ffi::{c_int, c_uint, c_void};
 
@@ -12,6 +15,7 @@ use super::context::{current, disown, own};
 use super::memory::CUdeviceptr;
 use super::rt;
 use crate::api::capture::{cudaStreamBeginCapture, cudaStreamEndCapture, cudaStreamIsCapturing};
+use crate::api::graph as g;
 use crate::api::graph::{
     cudaGraph_t, cudaGraphCreate, cudaGraphDestroy, cudaGraphExec_t, cudaGraphGetNodes,
     cudaGraphNode_t,
@@ -19,13 +23,59 @@ use crate::api::graph::{
 use crate::api::graph_exec::{
     cudaGraphExecDestroy, cudaGraphInstantiateWithFlags, cudaGraphLaunch, cudaGraphUpload,
 };
+use crate::api::graph_node::{cudaHostNodeParams, cudaMemsetParams};
 use crate::api::pool::{
     cudaDeviceGetDefaultMemPool, cudaDeviceGetMemPool, cudaDeviceSetMemPool, cudaFreeAsync,
     cudaMallocAsync, cudaMallocFromPoolAsync, cudaMemPool_t, cudaMemPoolCreate, cudaMemPoolDestroy,
     cudaMemPoolGetAttribute, cudaMemPoolProps, cudaMemPoolSetAttribute, cudaMemPoolTrimTo,
 };
 use crate::error::CuError;
-use crate::ffi::cudaStream_t;
+use crate::ffi::{cudaEvent_t, cudaStream_t};
+
+/// `CUDA_KERNEL_NODE_PARAMS` (the CUDA 10 layout, `cuGraphAddKernelNode`).
+#[repr(C)]
+pub struct CUDA_KERNEL_NODE_PARAMS {
+    func: *const super::exec::Function,
+    grid: [c_uint; 3],
+    block: [c_uint; 3],
+    shared_mem: c_uint,
+    kernel_params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+}
+
+/// `CUDA_KERNEL_NODE_PARAMS_v2` (CUDA 12, `cuGraphAddKernelNode_v2`): also a `CUkernel`
+/// (used when `func` is null) and a context.
+#[repr(C)]
+pub struct CUDA_KERNEL_NODE_PARAMS_v2 {
+    v1: CUDA_KERNEL_NODE_PARAMS,
+    kern: *const super::exec::Function,
+    ctx: *mut c_void,
+}
+
+fn kernel_node(
+    out: *mut cudaGraphNode_t,
+    graph: cudaGraph_t,
+    deps: *const cudaGraphNode_t,
+    ndeps: usize,
+    p: &CUDA_KERNEL_NODE_PARAMS,
+    func: *const super::exec::Function,
+) -> Result<(), CuError> {
+    let kind = super::exec::kernel_node(
+        func,
+        p.grid,
+        p.block,
+        p.shared_mem,
+        p.kernel_params,
+        p.extra,
+    )?;
+    Ok(g::add_node(out, graph, deps, ndeps, || Ok(kind))?)
+}
+
+/// The caller's parameter struct.
+fn params<'a, T>(p: *const T) -> Result<&'a T, CuError> {
+    // SAFETY: the caller's parameters (the API's contract), checked for null.
+    unsafe { p.as_ref() }.ok_or(CuError::INVALID_VALUE)
+}
 
 entry_lib! {
     fn cuStreamBeginCapture_v2(s: cudaStream_t, mode: u32) -> Result<(), CuError> {
@@ -154,5 +204,144 @@ entry_lib! {
     fn cuMemPoolGetAttribute(pool: cudaMemPool_t, attr: c_int, value: *mut c_void) -> Result<(), CuError> {
         // SAFETY: as above.
         rt(unsafe { cudaMemPoolGetAttribute(pool, attr, value) })
+    }
+}
+
+// Explicit graph building: the graph objects are the runtime's (`crate::api::graph`), with
+// the driver's parameter structs translated where they differ.
+entry_lib! {
+    fn cuGraphAddKernelNode(out: *mut cudaGraphNode_t, graph: cudaGraph_t, deps: *const cudaGraphNode_t, ndeps: usize, p: *const CUDA_KERNEL_NODE_PARAMS) -> Result<(), CuError> {
+        let p = params(p)?;
+        kernel_node(out, graph, deps, ndeps, p, p.func)
+    }
+
+    fn cuGraphAddKernelNode_v2(out: *mut cudaGraphNode_t, graph: cudaGraph_t, deps: *const cudaGraphNode_t, ndeps: usize, p: *const CUDA_KERNEL_NODE_PARAMS_v2) -> Result<(), CuError> {
+        let p = params(p)?;
+        let f = if p.v1.func.is_null() { p.kern } else { p.v1.func };
+        kernel_node(out, graph, deps, ndeps, &p.v1, f)
+    }
+
+    fn cuGraphAddMemsetNode(out: *mut cudaGraphNode_t, graph: cudaGraph_t, deps: *const cudaGraphNode_t, ndeps: usize, p: *const cudaMemsetParams, _ctx: *mut c_void) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: CUDA_MEMSET_NODE_PARAMS has cudaMemsetParams' layout (a CUdeviceptr where
+        // the runtime has a pointer); the runtime checks it.
+        rt(unsafe { g::cudaGraphAddMemsetNode(out, graph, deps, ndeps, p) })
+    }
+
+    fn cuGraphAddMemcpyNode(out: *mut cudaGraphNode_t, graph: cudaGraph_t, deps: *const cudaGraphNode_t, ndeps: usize, p: *const super::texture::CUDA_MEMCPY3D, _ctx: *mut c_void) -> Result<(), CuError> {
+        current()?;
+        let cp = super::texture::graph_copy(p)?;
+        Ok(g::add_node(out, graph, deps, ndeps, || Ok(g::Kind::Memcpy(cp)))?)
+    }
+
+    fn cuGraphAddHostNode(out: *mut cudaGraphNode_t, graph: cudaGraph_t, deps: *const cudaGraphNode_t, ndeps: usize, p: *const cudaHostNodeParams) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: CUDA_HOST_NODE_PARAMS has cudaHostNodeParams' layout; the runtime checks it.
+        rt(unsafe { g::cudaGraphAddHostNode(out, graph, deps, ndeps, p) })
+    }
+
+    fn cuGraphAddEmptyNode(out: *mut cudaGraphNode_t, graph: cudaGraph_t, deps: *const cudaGraphNode_t, ndeps: usize) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: forwarding the caller's pointers; the runtime checks them.
+        rt(unsafe { g::cudaGraphAddEmptyNode(out, graph, deps, ndeps) })
+    }
+
+    fn cuGraphAddChildGraphNode(out: *mut cudaGraphNode_t, graph: cudaGraph_t, deps: *const cudaGraphNode_t, ndeps: usize, child: cudaGraph_t) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: forwarding the caller's pointers; the runtime checks them.
+        rt(unsafe { g::cudaGraphAddChildGraphNode(out, graph, deps, ndeps, child) })
+    }
+
+    fn cuGraphAddEventRecordNode(out: *mut cudaGraphNode_t, graph: cudaGraph_t, deps: *const cudaGraphNode_t, ndeps: usize, e: cudaEvent_t) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: forwarding the caller's pointers; a CUevent is a cudaEvent_t.
+        rt(unsafe { g::cudaGraphAddEventRecordNode(out, graph, deps, ndeps, e) })
+    }
+
+    fn cuGraphAddEventWaitNode(out: *mut cudaGraphNode_t, graph: cudaGraph_t, deps: *const cudaGraphNode_t, ndeps: usize, e: cudaEvent_t) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: as for cuGraphAddEventRecordNode.
+        rt(unsafe { g::cudaGraphAddEventWaitNode(out, graph, deps, ndeps, e) })
+    }
+
+    fn cuGraphAddDependencies(graph: cudaGraph_t, from: *const cudaGraphNode_t, to: *const cudaGraphNode_t, n: usize) -> Result<(), CuError> {
+        // SAFETY: forwarding the caller's arrays of `n` nodes; the runtime checks them.
+        rt(unsafe { g::cudaGraphAddDependencies(graph, from, to, std::ptr::null(), n) })
+    }
+
+    fn cuGraphAddDependencies_v2(graph: cudaGraph_t, from: *const cudaGraphNode_t, to: *const cudaGraphNode_t, edge_data: *const u8, n: usize) -> Result<(), CuError> {
+        // SAFETY: as for cuGraphAddDependencies (edge data has the runtime's layout).
+        rt(unsafe { g::cudaGraphAddDependencies(graph, from, to, edge_data, n) })
+    }
+
+    fn cuGraphRemoveDependencies(graph: cudaGraph_t, from: *const cudaGraphNode_t, to: *const cudaGraphNode_t, n: usize) -> Result<(), CuError> {
+        // SAFETY: as for cuGraphAddDependencies.
+        rt(unsafe { g::cudaGraphRemoveDependencies(graph, from, to, std::ptr::null(), n) })
+    }
+
+    fn cuGraphRemoveDependencies_v2(graph: cudaGraph_t, from: *const cudaGraphNode_t, to: *const cudaGraphNode_t, edge_data: *const u8, n: usize) -> Result<(), CuError> {
+        // SAFETY: as for cuGraphAddDependencies_v2.
+        rt(unsafe { g::cudaGraphRemoveDependencies(graph, from, to, edge_data, n) })
+    }
+
+    fn cuGraphGetEdges(graph: cudaGraph_t, from: *mut cudaGraphNode_t, to: *mut cudaGraphNode_t, num: *mut usize) -> Result<(), CuError> {
+        // SAFETY: forwarding the caller's output arrays and count.
+        rt(unsafe { g::cudaGraphGetEdges(graph, from, to, std::ptr::null_mut(), num) })
+    }
+
+    fn cuGraphGetEdges_v2(graph: cudaGraph_t, from: *mut cudaGraphNode_t, to: *mut cudaGraphNode_t, edge_data: *mut u8, num: *mut usize) -> Result<(), CuError> {
+        // SAFETY: as for cuGraphGetEdges.
+        rt(unsafe { g::cudaGraphGetEdges(graph, from, to, edge_data, num) })
+    }
+
+    fn cuGraphGetRootNodes(graph: cudaGraph_t, out: *mut cudaGraphNode_t, num: *mut usize) -> Result<(), CuError> {
+        // SAFETY: forwarding the caller's output array and count.
+        rt(unsafe { g::cudaGraphGetRootNodes(graph, out, num) })
+    }
+
+    fn cuGraphNodeGetDependencies(node: cudaGraphNode_t, out: *mut cudaGraphNode_t, num: *mut usize) -> Result<(), CuError> {
+        // SAFETY: as for cuGraphGetRootNodes.
+        rt(unsafe { g::cudaGraphNodeGetDependencies(node, out, std::ptr::null_mut(), num) })
+    }
+
+    fn cuGraphNodeGetDependencies_v2(node: cudaGraphNode_t, out: *mut cudaGraphNode_t, edge_data: *mut u8, num: *mut usize) -> Result<(), CuError> {
+        // SAFETY: as for cuGraphGetRootNodes.
+        rt(unsafe { g::cudaGraphNodeGetDependencies(node, out, edge_data, num) })
+    }
+
+    fn cuGraphNodeGetDependentNodes(node: cudaGraphNode_t, out: *mut cudaGraphNode_t, num: *mut usize) -> Result<(), CuError> {
+        // SAFETY: as for cuGraphGetRootNodes.
+        rt(unsafe { g::cudaGraphNodeGetDependentNodes(node, out, std::ptr::null_mut(), num) })
+    }
+
+    fn cuGraphNodeGetDependentNodes_v2(node: cudaGraphNode_t, out: *mut cudaGraphNode_t, edge_data: *mut u8, num: *mut usize) -> Result<(), CuError> {
+        // SAFETY: as for cuGraphGetRootNodes.
+        rt(unsafe { g::cudaGraphNodeGetDependentNodes(node, out, edge_data, num) })
+    }
+
+    fn cuGraphNodeGetType(node: cudaGraphNode_t, out: *mut u32) -> Result<(), CuError> {
+        // SAFETY: forwarding the caller's output pointer; CUgraphNodeType has
+        // cudaGraphNodeType's values.
+        rt(unsafe { g::cudaGraphNodeGetType(node, out) })
+    }
+
+    fn cuGraphDestroyNode(node: cudaGraphNode_t) -> Result<(), CuError> {
+        // SAFETY: the runtime checks the handle.
+        rt(unsafe { g::cudaGraphDestroyNode(node) })
+    }
+
+    fn cuGraphClone(out: *mut cudaGraph_t, graph: cudaGraph_t) -> Result<(), CuError> {
+        // SAFETY: forwarding the caller's output pointer.
+        rt(unsafe { g::cudaGraphClone(out, graph) })
+    }
+
+    fn cuGraphNodeFindInClone(out: *mut cudaGraphNode_t, node: cudaGraphNode_t, clone: cudaGraph_t) -> Result<(), CuError> {
+        // SAFETY: forwarding the caller's output pointer.
+        rt(unsafe { g::cudaGraphNodeFindInClone(out, node, clone) })
+    }
+
+    fn cuGraphChildGraphNodeGetGraph(node: cudaGraphNode_t, out: *mut cudaGraph_t) -> Result<(), CuError> {
+        // SAFETY: forwarding the caller's output pointer.
+        rt(unsafe { g::cudaGraphChildGraphNodeGetGraph(node, out) })
     }
 }

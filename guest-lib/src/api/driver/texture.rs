@@ -323,6 +323,60 @@ fn copy_3d(p: *const CUDA_MEMCPY3D, stream: Option<cudaStream_t>) -> Result<(), 
     Err(CuError::NOT_SUPPORTED)
 }
 
+/// A `CUDA_MEMCPY3D` between linear memory as the runtime's copy-node parameters
+/// (`cuGraphAddMemcpyNode`); copies with an array or a mipmap level are not supported there.
+pub(super) fn graph_copy(p: *const CUDA_MEMCPY3D) -> Result<crate::api::graph::Copy3D, CuError> {
+    use crate::api::graph_node::{cudaExtent, cudaMemcpy3DParms, cudaPitchedPtr, cudaPos};
+    // SAFETY: the caller's descriptor, checked for null.
+    let p = unsafe { p.as_ref() }.ok_or(CuError::INVALID_VALUE)?;
+    if p.src_lod != 0 || p.dst_lod != 0 || is_array_copy(p.src_memory_type, p.dst_memory_type) {
+        return Err(CuError::NOT_SUPPORTED);
+    }
+    let ptr = |ty, host: usize, dev: CUdeviceptr| match ty {
+        MEMORYTYPE_HOST => Ok(host),
+        MEMORYTYPE_DEVICE | MEMORYTYPE_UNIFIED => Ok(dev as usize),
+        _ => Err(CuError::INVALID_VALUE),
+    };
+    let side = |ptr: usize, pitch: usize, rows: usize| cudaPitchedPtr {
+        ptr: ptr as *mut c_void,
+        pitch: if pitch == 0 { p.width_in_bytes } else { pitch },
+        xsize: p.width_in_bytes,
+        ysize: if rows == 0 { p.height } else { rows },
+    };
+    let params = cudaMemcpy3DParms {
+        src_array: std::ptr::null_mut(),
+        src_pos: cudaPos {
+            x: p.src_x_in_bytes,
+            y: p.src_y,
+            z: p.src_z,
+        },
+        src_ptr: side(
+            ptr(p.src_memory_type, p.src_host as usize, p.src_device)?,
+            p.src_pitch,
+            p.src_height,
+        ),
+        dst_array: std::ptr::null_mut(),
+        dst_pos: cudaPos {
+            x: p.dst_x_in_bytes,
+            y: p.dst_y,
+            z: p.dst_z,
+        },
+        dst_ptr: side(
+            ptr(p.dst_memory_type, p.dst_host as usize, p.dst_device)?,
+            p.dst_pitch,
+            p.dst_height,
+        ),
+        extent: cudaExtent {
+            width: p.width_in_bytes,
+            height: p.height,
+            depth: p.depth,
+        },
+        // cudaMemcpyDefault: the direction from the addresses, as the driver does.
+        kind: 4,
+    };
+    Ok(crate::api::graph::Copy3D::from_c(&params)?)
+}
+
 /// The synchronous driver copies complete before returning.
 fn sync_if(r: Result<(), CuError>, stream: Option<cudaStream_t>) -> Result<(), CuError> {
     r?;

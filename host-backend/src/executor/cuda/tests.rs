@@ -542,9 +542,9 @@ fn mock_dma_copies() -> Option<u64> {
         )
         .ok()?;
         let f = lib
-            .get::<unsafe extern "C" fn() -> std::ffi::c_ulong>(b"vcuda_mock_dma_copies\0")
+            .get::<unsafe extern "C" fn() -> u64>(b"vcuda_mock_dma_copies\0")
             .ok()?;
-        Some(f() as u64)
+        Some(f())
     }
 }
 

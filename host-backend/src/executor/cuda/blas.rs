@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
-//! cuBLAS on the GPU: the real library through cudarc's `cublas` bindings.
+//! cuBLAS on the GPU: the real library, called through [`super::lib_ffi::cublas`] (cudarc's
+//! `cublas` types, our own `u32`-returning entry points).
 //!
 //! One cuBLAS handle per guest handle, created in the session's context. Every call binds
 //! the context, sets the handle's stream (the guest's stream of the call, mapped through
@@ -15,11 +16,12 @@
 //! `CUBLAS_STATUS_NOT_SUPPORTED` here for now.
 //!
 //! libcublas is loaded at run time: without it, `blas_create` answers
-//! `CUBLAS_STATUS_NOT_SUPPORTED` and nothing else is reachable.
+//! `CUBLAS_STATUS_NOT_SUPPORTED` and nothing else is reachable (an entry point the library
+//! lacks answers the same). A status this build does not know is reported as
+//! `CUBLAS_STATUS_INTERNAL_ERROR`.
 
 use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
-use std::sync::OnceLock;
 
 use cudarc::cublas::sys as cb;
 use log::warn;
@@ -32,6 +34,7 @@ use vcuda_protocol::region::{matrix_extent, vector_extent};
 use vcuda_protocol::{BlasCallReq, status};
 
 use super::CudaExecutor;
+use super::lib_ffi::cublas;
 use crate::executor::{ExecResult, Status};
 
 #[path = "blas_gemm.rs"]
@@ -39,13 +42,6 @@ mod gemm;
 
 const UNSUPPORTED: Status = Status(BLAS_NOT_SUPPORTED);
 const FAULT: Status = Status(status::ILLEGAL_ADDRESS);
-
-/// Whether libcublas can be loaded (checked once; cudarc panics on a missing library).
-fn available() -> bool {
-    static PRESENT: OnceLock<bool> = OnceLock::new();
-    // SAFETY: only tries to open the library.
-    *PRESENT.get_or_init(|| unsafe { cb::is_culib_present() })
-}
 
 /// The session's cuBLAS handles (raw `cublasHandle_t`s, owned here).
 #[derive(Debug, Default)]
@@ -62,11 +58,12 @@ struct Handle {
     stream: Option<usize>,
 }
 
-fn ok(s: cb::cublasStatus_t) -> ExecResult<()> {
-    if s == cb::cublasStatus_t::CUBLAS_STATUS_SUCCESS {
-        Ok(())
-    } else {
-        Err(Status(s as u32))
+/// A raw cuBLAS status as a result (one this build does not know is
+/// `CUBLAS_STATUS_INTERNAL_ERROR`).
+fn ok(s: u32) -> ExecResult<()> {
+    match cublas::status(s) {
+        cb::cublasStatus_t::CUBLAS_STATUS_SUCCESS => Ok(()),
+        s => Err(Status(s as u32)),
     }
 }
 
@@ -186,13 +183,13 @@ impl CudaExecutor {
     }
 
     pub(super) fn blas_create_impl(&mut self) -> ExecResult<u64> {
-        if !available() {
+        if !cublas::present() {
             return Err(UNSUPPORTED);
         }
         self.cu_context()?;
         let mut h: cb::cublasHandle_t = std::ptr::null_mut();
         // SAFETY: the session's context is current; `h` is a valid out-pointer.
-        ok(unsafe { cb::cublasCreate_v2(&mut h) })?;
+        ok(unsafe { cublas::cublasCreate_v2(&mut h) })?;
         self.blas.next += 1;
         let id = 0xb1a5_0000_0000 | self.blas.next;
         self.blas.map.insert(
@@ -213,7 +210,7 @@ impl CudaExecutor {
             .ok_or(Status(BLAS_NOT_INITIALIZED))?;
         self.cu_context()?;
         // SAFETY: a handle we created in this context and remove from the table here.
-        ok(unsafe { cb::cublasDestroy_v2(h.raw as cb::cublasHandle_t) })
+        ok(unsafe { cublas::cublasDestroy_v2(h.raw as cb::cublasHandle_t) })
     }
 
     /// Destroys every handle (before the context goes away).
@@ -225,7 +222,8 @@ impl CudaExecutor {
         for (_, h) in self.blas.map.drain() {
             if bound {
                 // SAFETY: our handle, destroyed once, with its context current.
-                let s = unsafe { cb::cublasDestroy_v2(h.raw as cb::cublasHandle_t) };
+                let s = unsafe { cublas::cublasDestroy_v2(h.raw as cb::cublasHandle_t) };
+                let s = cublas::status(s);
                 if s != cb::cublasStatus_t::CUBLAS_STATUS_SUCCESS {
                     warn!("cublasDestroy: {s:?}");
                 }
@@ -247,7 +245,7 @@ impl CudaExecutor {
         self.cu_context()?;
         if handle.stream != Some(stream as usize) {
             // SAFETY: our handle with its context current; the stream belongs to the session.
-            ok(unsafe { cb::cublasSetStream_v2(h, stream.cast()) })?;
+            ok(unsafe { cublas::cublasSetStream_v2(h, stream.cast()) })?;
             if let Some(e) = self.blas.map.get_mut(&r.handle) {
                 e.stream = Some(stream as usize);
             }
@@ -260,8 +258,8 @@ impl CudaExecutor {
         };
         // SAFETY: our handle with its context current; the modes are by value.
         unsafe {
-            ok(cb::cublasSetPointerMode_v2(h, mode))?;
-            ok(cb::cublasSetMathMode(h, math_mode(r.math_mode)))?;
+            ok(cublas::cublasSetPointerMode_v2(h, mode))?;
+            ok(cublas::cublasSetMathMode(h, math_mode(r.math_mode)))?;
         }
         let mut call = Call {
             exec: self,
@@ -359,10 +357,10 @@ impl Call<'_> {
                 // the handle's context is current.
                 ok(unsafe {
                     match r.func {
-                        func::ASUM => cb::cublasAsumEx(h, n, x, t, ix, out, rt, rt),
-                        func::NRM2 => cb::cublasNrm2Ex(h, n, x, t, ix, out, rt, rt),
-                        func::IAMAX => cb::cublasIamaxEx(h, n, x, t, ix, out.cast()),
-                        _ => cb::cublasIaminEx(h, n, x, t, ix, out.cast()),
+                        func::ASUM => cublas::cublasAsumEx(h, n, x, t, ix, out, rt, rt),
+                        func::NRM2 => cublas::cublasNrm2Ex(h, n, x, t, ix, out, rt, rt),
+                        func::IAMAX => cublas::cublasIamaxEx(h, n, x, t, ix, out.cast()),
+                        _ => cublas::cublasIaminEx(h, n, x, t, ix, out.cast()),
                     }
                 })
             }
@@ -375,9 +373,9 @@ impl Call<'_> {
                 // call's result buffer, and the handle's context is current.
                 ok(unsafe {
                     if r.func == func::DOT {
-                        cb::cublasDotEx(h, n, x, t, ix, y, t, iy, out, t, t)
+                        cublas::cublasDotEx(h, n, x, t, ix, y, t, iy, out, t, t)
                     } else {
-                        cb::cublasDotcEx(h, n, x, t, ix, y, t, iy, out, t, t)
+                        cublas::cublasDotcEx(h, n, x, t, ix, y, t, iy, out, t, t)
                     }
                 })
             }
@@ -397,10 +395,10 @@ impl Call<'_> {
                 // above; the handle's context is current.
                 ok(unsafe {
                     match r.func {
-                        func::AXPY => cb::cublasAxpyEx(h, n, a, t, x, t, ix, y, t, iy, t),
-                        func::COPY => cb::cublasCopyEx(h, n, x, t, ix, y, t, iy),
-                        func::SWAP => cb::cublasSwapEx(h, n, x, t, ix, y, t, iy),
-                        _ => cb::cublasRotEx(h, n, x, t, ix, y, t, iy, a, s, t, t),
+                        func::AXPY => cublas::cublasAxpyEx(h, n, a, t, x, t, ix, y, t, iy, t),
+                        func::COPY => cublas::cublasCopyEx(h, n, x, t, ix, y, t, iy),
+                        func::SWAP => cublas::cublasSwapEx(h, n, x, t, ix, y, t, iy),
+                        _ => cublas::cublasRotEx(h, n, x, t, ix, y, t, iy, a, s, t, t),
                     }
                 })
             }
@@ -419,7 +417,7 @@ impl Call<'_> {
                 // SAFETY: `x` was checked (`self.vector`) to cover `n` elements `incx` apart; `a` is
                 // a checked device address or the request's scalar bytes of type `at`; the
                 // handle's context is current.
-                ok(unsafe { cb::cublasScalEx(h, n, a, data_type(at)?, x, t, ix, t) })
+                ok(unsafe { cublas::cublasScalEx(h, n, a, data_type(at)?, x, t, ix, t) })
             }
             func::GEMV => {
                 let (xl, yl) = if r.trans_a == OP_N {
@@ -438,7 +436,7 @@ impl Call<'_> {
                 // the element type matches the routine; the handle's context is current.
                 ok(unsafe {
                     match r.type_a {
-                        dtype::R_32F => cb::cublasSgemv_v2(
+                        dtype::R_32F => cublas::cublasSgemv_v2(
                             h,
                             ta,
                             m,
@@ -452,7 +450,7 @@ impl Call<'_> {
                             y.cast(),
                             iy,
                         ),
-                        dtype::R_64F => cb::cublasDgemv_v2(
+                        dtype::R_64F => cublas::cublasDgemv_v2(
                             h,
                             ta,
                             m,
@@ -590,7 +588,7 @@ impl Call<'_> {
     }
 }
 
-/// The typed cuBLAS routines of one real precision.
+/// The typed cuBLAS routines of one real precision (each returns the raw status).
 trait Real: Sized {
     #[allow(clippy::too_many_arguments)]
     unsafe fn ger(
@@ -604,7 +602,7 @@ trait Real: Sized {
         incy: c_int,
         a: *mut Self,
         lda: c_int,
-    ) -> cb::cublasStatus_t;
+    ) -> u32;
     #[allow(clippy::too_many_arguments)]
     unsafe fn symv(
         h: cb::cublasHandle_t,
@@ -618,7 +616,7 @@ trait Real: Sized {
         beta: *const Self,
         y: *mut Self,
         incy: c_int,
-    ) -> cb::cublasStatus_t;
+    ) -> u32;
     #[allow(clippy::too_many_arguments)]
     unsafe fn trsv(
         h: cb::cublasHandle_t,
@@ -630,7 +628,7 @@ trait Real: Sized {
         lda: c_int,
         x: *mut Self,
         incx: c_int,
-    ) -> cb::cublasStatus_t;
+    ) -> u32;
     #[allow(clippy::too_many_arguments)]
     unsafe fn symm(
         h: cb::cublasHandle_t,
@@ -646,7 +644,7 @@ trait Real: Sized {
         beta: *const Self,
         c: *mut Self,
         ldc: c_int,
-    ) -> cb::cublasStatus_t;
+    ) -> u32;
     #[allow(clippy::too_many_arguments)]
     unsafe fn syrk(
         h: cb::cublasHandle_t,
@@ -660,7 +658,7 @@ trait Real: Sized {
         beta: *const Self,
         c: *mut Self,
         ldc: c_int,
-    ) -> cb::cublasStatus_t;
+    ) -> u32;
     #[allow(clippy::too_many_arguments)]
     unsafe fn trsm(
         h: cb::cublasHandle_t,
@@ -675,7 +673,7 @@ trait Real: Sized {
         lda: c_int,
         b: *mut Self,
         ldb: c_int,
-    ) -> cb::cublasStatus_t;
+    ) -> u32;
     #[allow(clippy::too_many_arguments)]
     unsafe fn geam(
         h: cb::cublasHandle_t,
@@ -691,7 +689,7 @@ trait Real: Sized {
         ldb: c_int,
         c: *mut Self,
         ldc: c_int,
-    ) -> cb::cublasStatus_t;
+    ) -> u32;
 }
 
 macro_rules! real {
@@ -708,9 +706,9 @@ macro_rules! real {
                 incy: c_int,
                 a: *mut Self,
                 lda: c_int,
-            ) -> cb::cublasStatus_t {
+            ) -> u32 {
                 // SAFETY: the caller's contract (checked operands, current context).
-                unsafe { cb::$ger(h, m, n, alpha, x, incx, y, incy, a, lda) }
+                unsafe { cublas::$ger(h, m, n, alpha, x, incx, y, incy, a, lda) }
             }
             unsafe fn symv(
                 h: cb::cublasHandle_t,
@@ -724,11 +722,11 @@ macro_rules! real {
                 beta: *const Self,
                 y: *mut Self,
                 incy: c_int,
-            ) -> cb::cublasStatus_t {
+            ) -> u32 {
                 // SAFETY: the caller's contract for this trait method: every operand pointer covers
                 // what the routine reads and writes (checked against the session's
                 // allocations), the scalars are valid, the handle's context is current.
-                unsafe { cb::$symv(h, uplo, n, alpha, a, lda, x, incx, beta, y, incy) }
+                unsafe { cublas::$symv(h, uplo, n, alpha, a, lda, x, incx, beta, y, incy) }
             }
             unsafe fn trsv(
                 h: cb::cublasHandle_t,
@@ -740,11 +738,11 @@ macro_rules! real {
                 lda: c_int,
                 x: *mut Self,
                 incx: c_int,
-            ) -> cb::cublasStatus_t {
+            ) -> u32 {
                 // SAFETY: the caller's contract for this trait method: every operand pointer covers
                 // what the routine reads and writes (checked against the session's
                 // allocations), the scalars are valid, the handle's context is current.
-                unsafe { cb::$trsv(h, uplo, trans, diag, n, a, lda, x, incx) }
+                unsafe { cublas::$trsv(h, uplo, trans, diag, n, a, lda, x, incx) }
             }
             unsafe fn symm(
                 h: cb::cublasHandle_t,
@@ -760,11 +758,11 @@ macro_rules! real {
                 beta: *const Self,
                 c: *mut Self,
                 ldc: c_int,
-            ) -> cb::cublasStatus_t {
+            ) -> u32 {
                 // SAFETY: the caller's contract for this trait method: every operand pointer covers
                 // what the routine reads and writes (checked against the session's
                 // allocations), the scalars are valid, the handle's context is current.
-                unsafe { cb::$symm(h, side, uplo, m, n, alpha, a, lda, b, ldb, beta, c, ldc) }
+                unsafe { cublas::$symm(h, side, uplo, m, n, alpha, a, lda, b, ldb, beta, c, ldc) }
             }
             unsafe fn syrk(
                 h: cb::cublasHandle_t,
@@ -778,11 +776,11 @@ macro_rules! real {
                 beta: *const Self,
                 c: *mut Self,
                 ldc: c_int,
-            ) -> cb::cublasStatus_t {
+            ) -> u32 {
                 // SAFETY: the caller's contract for this trait method: every operand pointer covers
                 // what the routine reads and writes (checked against the session's
                 // allocations), the scalars are valid, the handle's context is current.
-                unsafe { cb::$syrk(h, uplo, trans, n, k, alpha, a, lda, beta, c, ldc) }
+                unsafe { cublas::$syrk(h, uplo, trans, n, k, alpha, a, lda, beta, c, ldc) }
             }
             unsafe fn trsm(
                 h: cb::cublasHandle_t,
@@ -797,11 +795,11 @@ macro_rules! real {
                 lda: c_int,
                 b: *mut Self,
                 ldb: c_int,
-            ) -> cb::cublasStatus_t {
+            ) -> u32 {
                 // SAFETY: the caller's contract for this trait method: every operand pointer covers
                 // what the routine reads and writes (checked against the session's
                 // allocations), the scalars are valid, the handle's context is current.
-                unsafe { cb::$trsm(h, side, uplo, trans, diag, m, n, alpha, a, lda, b, ldb) }
+                unsafe { cublas::$trsm(h, side, uplo, trans, diag, m, n, alpha, a, lda, b, ldb) }
             }
             unsafe fn geam(
                 h: cb::cublasHandle_t,
@@ -817,11 +815,11 @@ macro_rules! real {
                 ldb: c_int,
                 c: *mut Self,
                 ldc: c_int,
-            ) -> cb::cublasStatus_t {
+            ) -> u32 {
                 // SAFETY: the caller's contract for this trait method: every operand pointer covers
                 // what the routine reads and writes (checked against the session's
                 // allocations), the scalars are valid, the handle's context is current.
-                unsafe { cb::$geam(h, ta, tb, m, n, alpha, a, lda, beta, b, ldb, c, ldc) }
+                unsafe { cublas::$geam(h, ta, tb, m, n, alpha, a, lda, beta, b, ldb, c, ldc) }
             }
         }
     };

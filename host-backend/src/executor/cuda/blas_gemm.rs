@@ -8,6 +8,7 @@ use cudarc::cublas::sys as cb;
 use vcuda_protocol::blas::{self as check, OP_N};
 use vcuda_protocol::lib::{dtype, func};
 
+use super::super::lib_ffi::cublas;
 use super::{Call, FAULT, UNSUPPORTED, compute_type, data_type, int, ok, op, size_of_type};
 use crate::executor::ExecResult;
 
@@ -83,7 +84,7 @@ impl Call<'_> {
         // current.
         ok(unsafe {
             if r.func == func::GEMM_BATCHED {
-                cb::cublasGemmBatchedEx(
+                cublas::cublasGemmBatchedEx(
                     self.h,
                     op(r.trans_a),
                     op(r.trans_b),
@@ -106,7 +107,7 @@ impl Call<'_> {
                     algo,
                 )
             } else if r.batch == 0 {
-                cb::cublasGemmEx(
+                cublas::cublasGemmEx(
                     self.h,
                     op(r.trans_a),
                     op(r.trans_b),
@@ -128,7 +129,7 @@ impl Call<'_> {
                     algo,
                 )
             } else {
-                cb::cublasGemmStridedBatchedEx(
+                cublas::cublasGemmStridedBatchedEx(
                     self.h,
                     op(r.trans_a),
                     op(r.trans_b),

@@ -17,6 +17,7 @@ use vcuda_protocol::region::matrix_extent;
 use super::CudaExecutor;
 use super::driver;
 use super::error::to_status;
+use super::lib_ffi::cublas;
 use crate::executor::{ExecResult, Status};
 
 /// Most matrices in one batched call.
@@ -29,11 +30,12 @@ fn int(v: i64) -> c_int {
     v.clamp(0, i64::from(c_int::MAX)) as c_int
 }
 
-fn ok(s: cb::cublasStatus_t) -> ExecResult<()> {
-    if s == cb::cublasStatus_t::CUBLAS_STATUS_SUCCESS {
-        Ok(())
-    } else {
-        Err(Status(s as u32))
+/// A raw cuBLAS status as a result (one this build does not know is
+/// `CUBLAS_STATUS_INTERNAL_ERROR`).
+fn ok(s: u32) -> ExecResult<()> {
+    match cublas::status(s) {
+        cb::cublasStatus_t::CUBLAS_STATUS_SUCCESS => Ok(()),
+        s => Err(Status(s as u32)),
     }
 }
 
@@ -109,7 +111,7 @@ impl CudaExecutor {
             // against the session's allocations above; the handle and context are live.
             ok(unsafe {
                 match r.type_a {
-                    dtype::R_32F => cb::cublasSgetrfBatched(
+                    dtype::R_32F => cublas::cublasSgetrfBatched(
                         h,
                         int(r.n),
                         a.cast(),
@@ -118,7 +120,7 @@ impl CudaExecutor {
                         info,
                         int(r.batch),
                     ),
-                    _ => cb::cublasDgetrfBatched(
+                    _ => cublas::cublasDgetrfBatched(
                         h,
                         int(r.n),
                         a.cast(),
@@ -157,7 +159,7 @@ impl CudaExecutor {
         // host local, as cuBLAS's getrsBatched takes it.
         ok(unsafe {
             match r.type_a {
-                dtype::R_32F => cb::cublasSgetrsBatched(
+                dtype::R_32F => cublas::cublasSgetrsBatched(
                     h,
                     trans,
                     int(r.n),
@@ -170,7 +172,7 @@ impl CudaExecutor {
                     &mut info,
                     int(r.batch),
                 ),
-                _ => cb::cublasDgetrsBatched(
+                _ => cublas::cublasDgetrsBatched(
                     h,
                     trans,
                     int(r.n),

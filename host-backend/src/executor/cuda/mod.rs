@@ -105,8 +105,9 @@
 //! Library calls belong in this module too (they need the session's context and streams):
 //! [`CudaExecutor::cu_context`], [`CudaExecutor::cu_stream`] and
 //! [`CudaExecutor::check_device_range`] are the seam. `blas.rs` and `rand.rs` use it for
-//! cuBLAS and cuRAND (cudarc's `cublas`/`curand` features, libraries loaded at run time and
-//! checked once before first use).
+//! cuBLAS and cuRAND (cudarc's `cublas`/`curand` types; the libraries are loaded at run time
+//! and called through `lib_ffi`'s `u32`-returning entry points, as the driver is through
+//! `ffi`).
 //!
 //! # Layout
 //!
@@ -127,6 +128,7 @@ mod ffi;
 mod guest_mem;
 mod handles;
 mod image;
+mod lib_ffi;
 mod modules;
 mod owned;
 mod plan;

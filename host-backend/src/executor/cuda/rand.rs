@@ -1,15 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
-//! cuRAND on the GPU: the real library through cudarc's `curand` bindings.
+//! cuRAND on the GPU: the real library, called through [`super::lib_ffi::curand`] (cudarc's
+//! `curand` types, our own `u32`-returning entry points).
 //!
 //! One cuRAND generator per guest generator, created in the session's context: a device
 //! generator (`curandCreateGenerator`) writes device memory on the stream of the call, after
 //! the destination's full extent is checked against the session's allocations; a host
 //! generator (`curandCreateGeneratorHost`) fills a host buffer that goes back in the
 //! request's in segments. libcurand is loaded at run time: without it, creating a generator
-//! answers `CURAND_STATUS_INITIALIZATION_FAILED`.
+//! answers `CURAND_STATUS_INITIALIZATION_FAILED` (an entry point the library lacks answers
+//! the same). A status this build does not know is reported as
+//! `CURAND_STATUS_INTERNAL_ERROR`.
 
 use std::collections::HashMap;
-use std::sync::OnceLock;
 
 use cudarc::curand::sys as cr;
 use log::warn;
@@ -20,15 +22,9 @@ use vcuda_protocol::lib::{
 use vcuda_protocol::{RandGenerateReq, RandSetReq, status};
 
 use super::CudaExecutor;
+use super::lib_ffi::curand;
 use crate::data::DataSegs;
 use crate::executor::{ExecResult, Status};
-
-/// Whether libcurand can be loaded (checked once; cudarc panics on a missing library).
-fn available() -> bool {
-    static PRESENT: OnceLock<bool> = OnceLock::new();
-    // SAFETY: only tries to open the library.
-    *PRESENT.get_or_init(|| unsafe { cr::is_culib_present() })
-}
 
 /// The session's generators: raw `curandGenerator_t`s (owned here) and whether each is a
 /// host generator.
@@ -38,11 +34,12 @@ pub(super) struct Generators {
     next: u64,
 }
 
-fn ok(s: cr::curandStatus_t) -> ExecResult<()> {
-    if s == cr::curandStatus_t::CURAND_STATUS_SUCCESS {
-        Ok(())
-    } else {
-        Err(Status(s as u32))
+/// A raw cuRAND status as a result (one this build does not know is
+/// `CURAND_STATUS_INTERNAL_ERROR`).
+fn ok(s: u32) -> ExecResult<()> {
+    match curand::status(s) {
+        cr::curandStatus_t::CURAND_STATUS_SUCCESS => Ok(()),
+        s => Err(Status(s as u32)),
     }
 }
 
@@ -87,7 +84,7 @@ impl CudaExecutor {
     }
 
     pub(super) fn rand_create_impl(&mut self, rng: u32, host: bool) -> ExecResult<u64> {
-        if !available() {
+        if !curand::present() {
             return Err(Status(RAND_INITIALIZATION_FAILED));
         }
         let t = rng_type(rng)?;
@@ -96,9 +93,9 @@ impl CudaExecutor {
         // SAFETY: the session's context is current; `g` is a valid out-pointer.
         ok(unsafe {
             if host {
-                cr::curandCreateGeneratorHost(&mut g, t)
+                curand::curandCreateGeneratorHost(&mut g, t)
             } else {
-                cr::curandCreateGenerator(&mut g, t)
+                curand::curandCreateGenerator(&mut g, t)
             }
         })?;
         self.rand.next += 1;
@@ -112,7 +109,7 @@ impl CudaExecutor {
         self.rand.map.remove(&handle);
         self.cu_context()?;
         // SAFETY: a generator we created in this context, removed from the table here.
-        ok(unsafe { cr::curandDestroyGenerator(g) })
+        ok(unsafe { curand::curandDestroyGenerator(g) })
     }
 
     /// Destroys every generator (before the context goes away).
@@ -124,7 +121,8 @@ impl CudaExecutor {
         for (_, (g, _)) in self.rand.map.drain() {
             if bound {
                 // SAFETY: our generator, destroyed once, with its context current.
-                let s = unsafe { cr::curandDestroyGenerator(g as cr::curandGenerator_t) };
+                let s = unsafe { curand::curandDestroyGenerator(g as cr::curandGenerator_t) };
+                let s = curand::status(s);
                 if s != cr::curandStatus_t::CURAND_STATUS_SUCCESS {
                     warn!("curandDestroyGenerator: {s:?}");
                 }
@@ -138,12 +136,12 @@ impl CudaExecutor {
         // SAFETY: our generator with its context current; every value is by value.
         ok(unsafe {
             match r.what {
-                set::SEED => cr::curandSetPseudoRandomGeneratorSeed(g, r.value),
-                set::OFFSET => cr::curandSetGeneratorOffset(g, r.value),
-                set::ORDERING => cr::curandSetGeneratorOrdering(g, ordering(r.value)?),
+                set::SEED => curand::curandSetPseudoRandomGeneratorSeed(g, r.value),
+                set::OFFSET => curand::curandSetGeneratorOffset(g, r.value),
+                set::ORDERING => curand::curandSetGeneratorOrdering(g, ordering(r.value)?),
                 set::DIMENSIONS => {
                     let d = u32::try_from(r.value).map_err(|_| Status(RAND_OUT_OF_RANGE))?;
-                    cr::curandSetQuasiRandomGeneratorDimensions(g, d)
+                    curand::curandSetQuasiRandomGeneratorDimensions(g, d)
                 }
                 _ => return Err(Status(RAND_OUT_OF_RANGE)),
             }
@@ -184,24 +182,24 @@ impl CudaExecutor {
         // above); the stream belongs to the session.
         ok(unsafe {
             if !host {
-                ok(cr::curandSetStream(g, stream.cast()))?;
+                ok(curand::curandSetStream(g, stream.cast()))?;
             }
             match r.dist {
-                dist::BITS32 => cr::curandGenerate(g, dst.cast(), n),
-                dist::BITS64 => cr::curandGenerateLongLong(g, dst.cast(), n),
-                dist::UNIFORM_F32 => cr::curandGenerateUniform(g, dst.cast(), n),
-                dist::UNIFORM_F64 => cr::curandGenerateUniformDouble(g, dst.cast(), n),
+                dist::BITS32 => curand::curandGenerate(g, dst.cast(), n),
+                dist::BITS64 => curand::curandGenerateLongLong(g, dst.cast(), n),
+                dist::UNIFORM_F32 => curand::curandGenerateUniform(g, dst.cast(), n),
+                dist::UNIFORM_F64 => curand::curandGenerateUniformDouble(g, dst.cast(), n),
                 dist::NORMAL_F32 => {
-                    cr::curandGenerateNormal(g, dst.cast(), n, mean as f32, sd as f32)
+                    curand::curandGenerateNormal(g, dst.cast(), n, mean as f32, sd as f32)
                 }
-                dist::NORMAL_F64 => cr::curandGenerateNormalDouble(g, dst.cast(), n, mean, sd),
+                dist::NORMAL_F64 => curand::curandGenerateNormalDouble(g, dst.cast(), n, mean, sd),
                 dist::LOG_NORMAL_F32 => {
-                    cr::curandGenerateLogNormal(g, dst.cast(), n, mean as f32, sd as f32)
+                    curand::curandGenerateLogNormal(g, dst.cast(), n, mean as f32, sd as f32)
                 }
                 dist::LOG_NORMAL_F64 => {
-                    cr::curandGenerateLogNormalDouble(g, dst.cast(), n, mean, sd)
+                    curand::curandGenerateLogNormalDouble(g, dst.cast(), n, mean, sd)
                 }
-                dist::POISSON => cr::curandGeneratePoisson(g, dst.cast(), n, mean),
+                dist::POISSON => curand::curandGeneratePoisson(g, dst.cast(), n, mean),
                 _ => return Err(Status(RAND_TYPE_ERROR)),
             }
         })?;

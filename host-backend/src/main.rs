@@ -327,9 +327,12 @@ enum Plan {
 /// Chooses between in-process sessions and worker processes (`--isolation`). The backend
 /// itself never loads the CUDA driver when its sessions run in workers: a probe worker
 /// checks that the executor starts.
-fn plan(exec: &ExecArgs) -> Result<Plan, String> {
+fn plan(exec: &ExecArgs, max_workers: usize) -> Result<Plan, String> {
     let workers = |kind| {
-        Workers::new(kind, std::env::args_os().skip(1).collect())
+        // The filters must build here (a supported architecture) before any worker needs
+        // them.
+        vcuda_backend::sandbox::filters(std::process::id()).map_err(|e| e.to_string())?;
+        Workers::new(kind, std::env::args_os().skip(1).collect(), max_workers)
             .map_err(|e| format!("cannot find this program to start workers: {e}"))
     };
     let cpu_workers = || -> Result<Plan, String> {
@@ -409,12 +412,21 @@ fn worker_main(role: WorkerRole, executor: ExecutorChoice, args: Vec<OsString>) 
     };
     exec.executor = executor;
     if role == WorkerRole::Probe {
-        let factory = match make_factory_for(&exec, true) {
-            Ok(f) => f,
+        // Once as the driver may need at first (it may start nvidia-modprobe to create its
+        // device nodes), then as workers run it: in the sandbox, a context created and
+        // destroyed.
+        let pageable = match make_factory_for(&exec, true) {
+            Ok(f) => f.pageable_access(),
             Err(e) => return fail(&e),
         };
-        let pageable = factory.pageable_access();
-        drop(factory);
+        if let Err(e) = vcuda_backend::sandbox::enter() {
+            return fail(&e);
+        }
+        if let Err(e) = make_factory_for(&exec, true) {
+            return fail(&format!(
+                "the CUDA executor does not start in the sandbox: {e}"
+            ));
+        }
         return match link.say(&format!("cuda pageable={}", u8::from(pageable))) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => fail(&e),
@@ -429,11 +441,15 @@ fn worker_main(role: WorkerRole, executor: ExecutorChoice, args: Vec<OsString>) 
         Ok(fd) => fd,
         Err(e) => return fail(&e),
     };
-    let factory = match make_factory_for(&exec, true) {
-        Ok(f) => f,
-        Err(e) => return fail(&e),
+    // The executor (and the driver) start only for a client that completed its handshake
+    // and Hello (socket), or a VM that connected (vhost-user).
+    let kind = match executor {
+        ExecutorChoice::Cpu => ExecutorKind::Cpu,
+        _ => ExecutorKind::Cuda,
     };
-    let backend = Backend::new(factory);
+    let lazy =
+        vcuda_backend::executor::LazyFactory::new(kind, move || make_factory_for(&exec, true));
+    let backend = Backend::new(Arc::new(lazy));
     let r = match (role, server, vhost) {
         (WorkerRole::Socket, Some(server), _) => match server.config(false) {
             Ok(config) => {
@@ -447,14 +463,26 @@ fn worker_main(role: WorkerRole, executor: ExecutorChoice, args: Vec<OsString>) 
         }
         _ => Err("the worker's role does not match the backend's command".into()),
     };
+    // (A socket session that ended with a timeout or a malformed message was logged and
+    // is not the worker's failure: serve_worker says Ok then.)
     match r {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            log::debug!("worker ends: {e}");
-            // A session that ended with a timeout or a malformed message is not the
-            // worker's failure.
-            ExitCode::SUCCESS
-        }
+        Err(e) => fail(&e),
+    }
+}
+
+/// A backend that starts workers is not dumpable: a worker taken over (same uid) cannot
+/// read or write its memory through `/proc`.
+fn protect_backend() {
+    if let Err(e) = nix::sys::prctl::set_dumpable(false) {
+        log::warn!("cannot make the backend undumpable: {e}");
+    }
+    let scope = std::fs::read_to_string("/proc/sys/kernel/yama/ptrace_scope");
+    if scope.as_deref().map(str::trim).unwrap_or("0") == "0" {
+        log::warn!(
+            "kernel.yama.ptrace_scope is 0 or absent: a worker taken over could trace a newer \
+             worker of the same user before it enters its sandbox; set it to 1 (GPU-HOST.md)"
+        );
     }
 }
 
@@ -520,9 +548,17 @@ fn main() -> ExitCode {
                     return ExitCode::FAILURE;
                 }
             }
-            let sessions = match plan(&exec) {
+            // Workers alive at once: every session and pending connection, and as many
+            // again that were closed and are being reaped.
+            let max_workers = config
+                .max_sessions
+                .saturating_add(config.max_pending.saturating_mul(2));
+            let sessions = match plan(&exec, max_workers) {
                 Ok(Plan::InProcess(f)) => Sessions::Threads(Backend::new(f)),
-                Ok(Plan::Workers(w)) => Sessions::Workers(Arc::new(w)),
+                Ok(Plan::Workers(w)) => {
+                    protect_backend();
+                    Sessions::Workers(Arc::new(w))
+                }
                 Err(e) => {
                     error!("{e}");
                     return ExitCode::FAILURE;
@@ -545,12 +581,13 @@ fn main() -> ExitCode {
                 queues,
                 max_sessions,
             };
-            let r = match plan(&exec) {
+            let r = match plan(&exec, 2) {
                 Ok(Plan::InProcess(f)) => {
                     vcuda_backend::vhost_user::start_backend(config, Backend::new(f))
                         .map_err(|e| e.to_string())
                 }
                 Ok(Plan::Workers(w)) => {
+                    protect_backend();
                     vcuda_backend::vhost_user::start_workers(config, w).map_err(|e| e.to_string())
                 }
                 Err(e) => Err(e),

@@ -5,11 +5,15 @@
 //! - Not dumpable (`PR_SET_DUMPABLE` 0): other processes of the same user cannot attach to
 //!   it, read its memory through `/proc/PID/mem` or `process_vm_readv`, or make it dump
 //!   core.
-//! - No new privileges, and a seccomp filter (seccompiler, all threads) that fails with
-//!   `EPERM` the system calls a CUDA worker never needs and an attacker who took it over
-//!   would want first: starting programs, tracing or reading other processes, loading
+//! - No capabilities (a backend run as root starts workers that keep none, bounding set
+//!   included), no new privileges, and seccomp filters (seccompiler, all threads) that fail
+//!   with `EPERM` the system calls a CUDA worker never needs and an attacker who took it
+//!   over would want first: starting programs, new processes (`fork`, `vfork`, `clone`
+//!   without `CLONE_THREAD`; `clone3` answers `ENOSYS` so the C library falls back to
+//!   `clone`), signals to any other process, tracing or reading other processes, loading
 //!   kernel code or BPF, mounting, namespaces, keyrings, `userfaultfd`, `io_uring`, the
-//!   clock and the machine's state.
+//!   clock and the machine's state; and the x32 system call numbers, which would bypass
+//!   the rest.
 //!
 //! It is a deny list, not firecracker's allow list: the set of calls NVIDIA's driver makes
 //! (ioctls on its device files, `mmap` of them, sockets to `nvidia-persistenced` and MPS,
@@ -19,7 +23,10 @@
 
 use std::collections::BTreeMap;
 
-use seccompiler::{BpfProgram, SeccompAction, SeccompFilter, SeccompRule};
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+    SeccompRule, sock_filter,
+};
 use thiserror::Error;
 
 /// Why the sandbox could not be entered.
@@ -34,6 +41,9 @@ pub enum Error {
     /// The kernel refused the filter.
     #[error("cannot install the seccomp filter: {0}")]
     Install(#[source] seccompiler::Error),
+    /// The capabilities could not be dropped.
+    #[error("cannot drop the worker's capabilities: {0}")]
+    Capabilities(#[source] std::io::Error),
 }
 
 /// System calls a worker is refused (`EPERM`).
@@ -54,6 +64,8 @@ pub fn denied_syscalls() -> Vec<(&'static str, i64)> {
         ("delete_module", libc::SYS_delete_module),
         ("kexec_load", libc::SYS_kexec_load),
         ("kexec_file_load", libc::SYS_kexec_file_load),
+        ("pidfd_open", libc::SYS_pidfd_open),
+        ("pidfd_send_signal", libc::SYS_pidfd_send_signal),
         ("bpf", libc::SYS_bpf),
         ("perf_event_open", libc::SYS_perf_event_open),
         ("userfaultfd", libc::SYS_userfaultfd),
@@ -94,41 +106,158 @@ pub fn denied_syscalls() -> Vec<(&'static str, i64)> {
         ("iopl", libc::SYS_iopl),
         ("ioperm", libc::SYS_ioperm),
         ("uselib", libc::SYS_uselib),
+        ("fork", libc::SYS_fork),
+        ("vfork", libc::SYS_vfork),
     ]);
     v
 }
 
-/// The worker's seccomp program: [`denied_syscalls`] fail with `EPERM`, everything else is
-/// allowed. Built before it is installed, so that installing allocates nothing (it may run
-/// between `fork` and `exec`).
-pub fn filter() -> Result<BpfProgram, Error> {
-    let rules: BTreeMap<i64, Vec<SeccompRule>> = denied_syscalls()
-        .into_iter()
-        .map(|(_, nr)| (nr, Vec::new()))
-        .collect();
+/// The filters a worker installs, in order: the deny list with its argument rules, `clone3`
+/// answering `ENOSYS`, and (x86-64) the x32 numbers refused. Built before they are
+/// installed, so that installing allocates nothing (it may run between `fork` and `exec`).
+#[derive(Debug)]
+pub struct Filters(Vec<BpfProgram>);
+
+/// The worker's filters for process `pid` (the only process it may signal).
+pub fn filters(pid: u32) -> Result<Filters, Error> {
     let arch = std::env::consts::ARCH
         .try_into()
         .map_err(|e: seccompiler::BackendError| Error::Build(e.to_string()))?;
-    let f = SeccompFilter::new(
-        rules,
-        SeccompAction::Allow,
-        SeccompAction::Errno(libc::EPERM as u32),
-        arch,
-    )
-    .map_err(|e| Error::Build(e.to_string()))?;
-    f.try_into()
-        .map_err(|e: seccompiler::BackendError| Error::Build(e.to_string()))
+    let build = |rules: BTreeMap<i64, Vec<SeccompRule>>, action| -> Result<BpfProgram, Error> {
+        SeccompFilter::new(rules, SeccompAction::Allow, action, arch)
+            .and_then(BpfProgram::try_from)
+            .map_err(|e| Error::Build(e.to_string()))
+    };
+    let cond = |arg, len, op, v| {
+        SeccompCondition::new(arg, len, op, v)
+            .and_then(|c| SeccompRule::new(vec![c]))
+            .map_err(|e| Error::Build(e.to_string()))
+    };
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = denied_syscalls()
+        .into_iter()
+        .map(|(_, nr)| (nr, Vec::new()))
+        .collect();
+    // A new process, not a thread.
+    let thread = libc::CLONE_THREAD as u64;
+    rules.insert(
+        libc::SYS_clone,
+        vec![cond(
+            0,
+            SeccompCmpArgLen::Qword,
+            SeccompCmpOp::MaskedEq(thread),
+            0,
+        )?],
+    );
+    // Signals for anyone but this process.
+    let me = u64::from(pid);
+    for nr in [libc::SYS_kill, libc::SYS_tgkill] {
+        rules.insert(
+            nr,
+            vec![cond(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, me)?],
+        );
+    }
+    let mut v = vec![build(rules, SeccompAction::Errno(libc::EPERM as u32))?];
+    // clone3's flags sit in a struct the filter cannot read: ENOSYS makes glibc use clone.
+    v.push(build(
+        BTreeMap::from([(libc::SYS_clone3, Vec::new())]),
+        SeccompAction::Errno(libc::ENOSYS as u32),
+    )?);
+    #[cfg(target_arch = "x86_64")]
+    v.push(x32_filter());
+    Ok(Filters(v))
 }
 
-/// Installs `program` on every thread of the process (and sets no-new-privileges).
-pub fn install(program: &BpfProgram) -> Result<(), Error> {
-    seccompiler::apply_filter_all_threads(program).map_err(Error::Install)
+/// x86-64's x32 ABI numbers system calls from `0x4000_0000` with the same audit
+/// architecture, so the deny list's numbers would not catch them: refuse them all.
+#[cfg(target_arch = "x86_64")]
+fn x32_filter() -> BpfProgram {
+    const LD_W_ABS: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS
+    const JEQ_K: u16 = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
+    const JGE_K: u16 = 0x35; // BPF_JMP | BPF_JGE | BPF_K
+    const RET_K: u16 = 0x06; // BPF_RET | BPF_K
+    const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
+    const ALLOW: u32 = 0x7fff_0000; // SECCOMP_RET_ALLOW
+    const ERRNO: u32 = 0x0005_0000; // SECCOMP_RET_ERRNO
+    let i = |code, jt, jf, k| sock_filter { code, jt, jf, k };
+    vec![
+        // seccomp_data: nr at 0, arch at 4.
+        i(LD_W_ABS, 0, 0, 4),
+        i(JEQ_K, 1, 0, AUDIT_ARCH_X86_64),
+        i(RET_K, 0, 0, ALLOW),
+        i(LD_W_ABS, 0, 0, 0),
+        i(JGE_K, 0, 1, 0x4000_0000),
+        i(RET_K, 0, 0, ERRNO | libc::EPERM as u32),
+        i(RET_K, 0, 0, ALLOW),
+    ]
 }
 
-/// Enters the sandbox: not dumpable, then the filter. Irreversible.
+/// Installs `filters` on every thread of the process (and sets no-new-privileges).
+pub fn install(filters: &Filters) -> Result<(), Error> {
+    for f in &filters.0 {
+        seccompiler::apply_filter_all_threads(f).map_err(Error::Install)?;
+    }
+    Ok(())
+}
+
+/// Drops every capability of the calling thread (and of the threads it starts later):
+/// effective, permitted, inheritable, ambient and the bounding set (a no-op for a process
+/// that has none). A worker calls it before it starts any thread.
+pub fn drop_capabilities() -> Result<(), Error> {
+    let err = |e: std::io::Error| Error::Capabilities(e);
+    // The bounding set: what a later exec could regain (EINVAL past the last capability
+    // this kernel knows).
+    for cap in 0..64 {
+        // SAFETY: prctl with integer arguments.
+        if unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) } != 0 {
+            let e = std::io::Error::last_os_error();
+            match e.raw_os_error() {
+                Some(libc::EINVAL) => break,
+                // Without CAP_SETPCAP the set cannot shrink; nor can it hold anything.
+                Some(libc::EPERM) => break,
+                _ => return Err(err(e)),
+            }
+        }
+    }
+    // SAFETY: prctl with integer arguments.
+    unsafe {
+        libc::prctl(
+            libc::PR_CAP_AMBIENT,
+            libc::PR_CAP_AMBIENT_CLEAR_ALL,
+            0,
+            0,
+            0,
+        )
+    };
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: i32,
+    }
+    #[repr(C)]
+    #[derive(Clone, Copy, Default)]
+    struct Data {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    const VERSION_3: u32 = 0x2008_0522; // _LINUX_CAPABILITY_VERSION_3
+    let mut header = Header {
+        version: VERSION_3,
+        pid: 0,
+    };
+    let data = [Data::default(); 2];
+    // SAFETY: capset reads a version-3 header and two data structs, both live here.
+    if unsafe { libc::syscall(libc::SYS_capset, &mut header, data.as_ptr()) } != 0 {
+        return Err(err(std::io::Error::last_os_error()));
+    }
+    Ok(())
+}
+
+/// Enters the sandbox: not dumpable, no capabilities, then the filters. Irreversible.
 pub fn enter() -> Result<(), Error> {
     nix::sys::prctl::set_dumpable(false).map_err(Error::Dumpable)?;
-    install(&filter()?)
+    drop_capabilities()?;
+    install(&filters(std::process::id())?)
 }
 
 #[cfg(test)]
@@ -139,12 +268,13 @@ mod tests {
 
     #[test]
     fn the_filter_refuses_to_start_programs() {
-        let program = filter().unwrap();
+        // (The signal rule names no process here: pid 0.)
+        let f = filters(0).unwrap();
         let mut cmd = std::process::Command::new("/bin/true");
         // SAFETY: between fork and exec the closure only calls prctl and seccomp on the
-        // program built above (no allocation).
+        // filters built above (no allocation).
         unsafe {
-            cmd.pre_exec(move || install(&program).map_err(std::io::Error::other));
+            cmd.pre_exec(move || install(&f).map_err(std::io::Error::other));
         }
         let e = cmd.status().expect_err("exec must fail under the filter");
         assert_eq!(e.raw_os_error(), Some(libc::EPERM), "{e}");
@@ -155,6 +285,70 @@ mod tests {
                 .unwrap()
                 .success()
         );
+    }
+
+    /// Runs `scenario` of [`sandboxed_child`] in a fresh process of this test binary.
+    fn in_sandboxed_child(scenario: &str) {
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "sandbox::tests::sandboxed_child", "--nocapture"])
+            .args(["--test-threads", "1"])
+            .env("VCUDA_SANDBOX_SCENARIO", scenario)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success() && text.contains("scenario passed"),
+            "{scenario}: {text}"
+        );
+    }
+
+    /// Not a test of its own: the child side of [`in_sandboxed_child`].
+    #[test]
+    fn sandboxed_child() {
+        let Ok(scenario) = std::env::var("VCUDA_SANDBOX_SCENARIO") else {
+            return;
+        };
+        enter().unwrap();
+        let errno = || std::io::Error::last_os_error().raw_os_error();
+        match scenario.as_str() {
+            "fork" => {
+                // SAFETY: a raw fork whose child (if one were made) exits at once.
+                let r = unsafe { libc::fork() };
+                if r == 0 {
+                    // SAFETY: ends the child.
+                    unsafe { libc::_exit(0) }
+                }
+                assert!(r < 0 && errno() == Some(libc::EPERM), "fork: {r}");
+                let e = std::process::Command::new("/bin/true").status();
+                assert!(e.is_err(), "{e:?}");
+            }
+            "threads-and-signals" => {
+                assert_eq!(std::thread::spawn(|| 7).join().unwrap(), 7);
+                // SAFETY: signal 0 only checks permission.
+                assert_eq!(unsafe { libc::kill(libc::getpid(), 0) }, 0);
+                // SAFETY: as above, for the parent (the test process).
+                assert!(unsafe { libc::kill(libc::getppid(), 0) } < 0);
+                assert_eq!(errno(), Some(libc::EPERM));
+            }
+            "privileges" => {
+                // (Capabilities belong to threads: this one dropped them.)
+                let status = std::fs::read_to_string("/proc/thread-self/status").unwrap();
+                assert!(status.contains("CapEff:\t0000000000000000"), "{status}");
+                assert!(status.contains("CapBnd:\t0000000000000000"), "{status}");
+                assert!(status.contains("NoNewPrivs:\t1"), "{status}");
+                assert!(!nix::sys::prctl::get_dumpable().unwrap());
+            }
+            other => panic!("unknown scenario {other}"),
+        }
+        println!("scenario passed");
+    }
+
+    #[test]
+    fn new_processes_and_signals_to_others_are_refused_threads_are_not() {
+        in_sandboxed_child("fork");
+        in_sandboxed_child("threads-and-signals");
+        in_sandboxed_child("privileges");
     }
 
     #[test]

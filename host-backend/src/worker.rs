@@ -37,9 +37,18 @@ use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use log::{debug, warn};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, LazyLock};
+
+use log::debug;
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use vcuda_protocol::ExecutorKind;
+
+use crate::log_limit::LogLimiter;
+
+/// Warnings about workers (a flood of connections must not flood the log).
+static LIMITER: LazyLock<LogLimiter> =
+    LazyLock::new(|| LogLimiter::new(module_path!(), 20, std::time::Duration::from_secs(10)));
 
 /// Worker to backend: a session wants to start.
 pub const ADMIT: u8 = b'H';
@@ -84,18 +93,32 @@ pub struct Workers {
     kind: ExecutorKind,
     args: Vec<OsString>,
     grace: Duration,
+    /// Workers alive (started and not yet reaped), and how many may be.
+    live: Arc<AtomicUsize>,
+    max_live: usize,
 }
 
 impl Workers {
     /// Workers running executor `kind`, started with `args` (the backend's arguments after
-    /// the program name: the subcommand and its options).
-    pub fn new(kind: ExecutorKind, args: Vec<OsString>) -> io::Result<Self> {
+    /// the program name: the subcommand and its options). At most `max_live` run at once
+    /// (reaped ones count until they are reaped, so connections closed early cannot pile
+    /// up processes).
+    pub fn new(kind: ExecutorKind, args: Vec<OsString>, max_live: usize) -> io::Result<Self> {
         Ok(Self {
-            exe: std::env::current_exe()?,
+            // The running binary even if its file was replaced or removed since (an
+            // upgrade): workers always match the backend.
+            exe: PathBuf::from("/proc/self/exe"),
             kind,
             args,
             grace: TEARDOWN_GRACE,
+            live: Arc::default(),
+            max_live: max_live.max(1),
         })
+    }
+
+    /// Workers alive now.
+    pub fn live(&self) -> usize {
+        self.live.load(Ordering::Acquire)
     }
 
     /// The executor kind.
@@ -108,8 +131,21 @@ impl Workers {
         self.grace
     }
 
-    /// Starts a worker in `role` with `stdin` (a connection or a listening socket).
+    /// Starts a worker in `role` with `stdin` (a connection or a listening socket), unless
+    /// `max_live` workers are alive already (`WouldBlock`).
     pub fn spawn(&self, role: Role, stdin: Option<OwnedFd>) -> io::Result<Worker> {
+        let taken = self
+            .live
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < self.max_live).then_some(n + 1)
+            });
+        if taken.is_err() {
+            return Err(io::Error::new(
+                io::ErrorKind::WouldBlock,
+                format!("{} worker processes alive already", self.max_live),
+            ));
+        }
+        let live = Live(self.live.clone());
         let (link, theirs) = UnixStream::pair()?;
         let mut cmd = Command::new(&self.exe);
         cmd.arg("worker")
@@ -124,10 +160,13 @@ impl Workers {
             .stdout(Stdio::from(OwnedFd::from(theirs)))
             .stderr(Stdio::inherit());
         let parent = std::process::id();
-        // SAFETY: between fork and exec the closure only calls prctl and getppid
-        // (async-signal-safe) and allocates nothing on success.
+        // SAFETY: between fork and exec the closure only calls setsid, prctl, getppid and
+        // close_range (async-signal-safe) and allocates nothing on success.
         unsafe {
             cmd.pre_exec(move || {
+                // No controlling terminal (no TIOCSTI into the backend's), its own process
+                // group.
+                libc::setsid();
                 // The worker dies with the backend (with the thread that started it: the
                 // accept loop, which lives as long as the backend).
                 if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
@@ -137,11 +176,25 @@ impl Workers {
                 if libc::getppid() as u32 != parent {
                     return Err(io::Error::from_raw_os_error(libc::ESRCH));
                 }
+                // Nothing but stdin, stdout and stderr crosses into the worker, not even a
+                // descriptor the backend inherited without close-on-exec (Linux 5.11+;
+                // older kernels: the backend's own descriptors are close-on-exec anyway).
+                libc::syscall(
+                    libc::SYS_close_range,
+                    3u32,
+                    u32::MAX,
+                    libc::CLOSE_RANGE_CLOEXEC,
+                );
                 Ok(())
             });
         }
         let child = cmd.spawn()?;
-        Ok(Worker { child, link })
+        Ok(Worker {
+            child,
+            link,
+            reaped: false,
+            _live: live,
+        })
     }
 
     /// Starts the CUDA executor in a probe worker: `Ok(pageable)` (whether kernels can reach
@@ -153,6 +206,7 @@ impl Workers {
         let mut said = String::new();
         let _ = (&w.link).take(256).read_to_string(&mut said);
         let st = w.child.wait().map_err(|e| e.to_string())?;
+        w.reaped = true;
         match said.trim().strip_prefix("cuda pageable=") {
             Some(p) if st.success() => Ok(p == "1"),
             _ => Err(format!(
@@ -162,11 +216,33 @@ impl Workers {
     }
 }
 
-/// A running worker.
+/// Gives a live worker's place back when dropped.
+#[derive(Debug)]
+struct Live(Arc<AtomicUsize>);
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// A running worker. Dropped before it was reaped ([`Worker::supervise`]), it is killed and
+/// reaped then.
 #[derive(Debug)]
 pub struct Worker {
     child: Child,
     link: UnixStream,
+    reaped: bool,
+    _live: Live,
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        if !self.reaped {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
 }
 
 impl Worker {
@@ -193,15 +269,18 @@ impl Worker {
         let rdhup = PollFlags::from_bits_retain(libc::POLLRDHUP);
         loop {
             if let Some(st) = self.child.try_wait()? {
+                self.reaped = true;
                 return Ok(st);
             }
             if deadline.is_some_and(|d| Instant::now() >= d) {
-                warn!(
+                LIMITER.warn(format_args!(
                     "worker {pid} still runs {} s after its session ended; killing it",
                     grace.as_secs_f32()
-                );
+                ));
                 let _ = self.child.kill();
-                return self.child.wait();
+                let st = self.child.wait();
+                self.reaped = st.is_ok();
+                return st;
             }
             let (link_ev, hangup_ev) = {
                 let mut fds = Vec::with_capacity(2);
@@ -257,7 +336,9 @@ impl Worker {
                                     deadline.get_or_insert(Instant::now() + grace);
                                 }
                                 _ => {
-                                    warn!("worker {pid} said something unknown; killing it");
+                                    LIMITER.warn(format_args!(
+                                        "worker {pid} said something unknown; killing it"
+                                    ));
                                     deadline = Some(Instant::now());
                                 }
                             }

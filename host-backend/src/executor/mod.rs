@@ -346,3 +346,98 @@ pub trait Executor: Send {
         Err(Status(lib::RAND_NOT_INITIALIZED))
     }
 }
+
+/// A factory made on first use: a worker process starts its executor (and the driver) only
+/// for a client that completed its handshake and `Hello`, not for every connection.
+pub struct LazyFactory {
+    kind: ExecutorKind,
+    make: Box<dyn Fn() -> Result<Arc<dyn ExecutorFactory>, String> + Send + Sync>,
+    made: std::sync::OnceLock<Option<Arc<dyn ExecutorFactory>>>,
+}
+
+impl fmt::Debug for LazyFactory {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LazyFactory")
+            .field("kind", &self.kind)
+            .field("made", &self.made.get().map(Option::is_some))
+            .finish()
+    }
+}
+
+impl LazyFactory {
+    /// A factory of `kind` that `make` makes when first needed.
+    pub fn new(
+        kind: ExecutorKind,
+        make: impl Fn() -> Result<Arc<dyn ExecutorFactory>, String> + Send + Sync + 'static,
+    ) -> Self {
+        Self {
+            kind,
+            make: Box::new(make),
+            made: std::sync::OnceLock::new(),
+        }
+    }
+
+    fn get(&self) -> Option<&Arc<dyn ExecutorFactory>> {
+        self.made
+            .get_or_init(|| {
+                (self.make)()
+                    .inspect_err(|e| log::error!("the executor did not start: {e}"))
+                    .ok()
+            })
+            .as_ref()
+    }
+}
+
+impl ExecutorFactory for LazyFactory {
+    fn kind(&self) -> ExecutorKind {
+        self.kind
+    }
+
+    fn new_session(&self) -> ExecResult<Box<dyn Executor>> {
+        self.get()
+            .ok_or(Status(status::DEVICES_UNAVAILABLE))?
+            .new_session()
+    }
+
+    fn guest_memory_changed(&self, regions: &[(usize, usize)]) {
+        if let Some(f) = self.get() {
+            f.guest_memory_changed(regions);
+        }
+    }
+
+    fn pageable_access(&self) -> bool {
+        self.made
+            .get()
+            .and_then(Option::as_ref)
+            .is_some_and(|f| f.pageable_access())
+    }
+}
+
+#[cfg(test)]
+mod lazy_tests {
+    use super::*;
+
+    #[test]
+    fn a_lazy_factory_is_made_once_on_the_first_session() {
+        let made = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let m = made.clone();
+        let f = LazyFactory::new(ExecutorKind::Cpu, move || {
+            m.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Ok(Arc::new(cpu::CpuFactory::new(cpu::CpuConfig {
+                memory: 1 << 20,
+                session_limit: 1 << 20,
+                ..cpu::CpuConfig::default()
+            })) as Arc<dyn ExecutorFactory>)
+        });
+        assert_eq!(f.kind(), ExecutorKind::Cpu);
+        assert_eq!(made.load(std::sync::atomic::Ordering::SeqCst), 0);
+        let _a = f.new_session().unwrap();
+        let _b = f.new_session().unwrap();
+        assert_eq!(made.load(std::sync::atomic::Ordering::SeqCst), 1);
+        let failing = LazyFactory::new(ExecutorKind::Cuda, || Err("no GPU".into()));
+        assert_eq!(
+            failing.new_session().map(drop),
+            Err(Status(status::DEVICES_UNAVAILABLE))
+        );
+    }
+}

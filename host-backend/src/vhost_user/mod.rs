@@ -66,7 +66,10 @@ pub struct ConnectionEnd {
 
 /// Serves vhost-user connections on a socket, one at a time.
 pub struct Server {
-    listener: Listener,
+    /// `None` once a one-connection server (a worker's) has accepted its frontend.
+    listener: Option<Listener>,
+    /// Serve one connection, and close the listening socket as soon as it is accepted.
+    once: bool,
     config: VhostUserConfig,
     backend: Arc<Backend>,
 }
@@ -88,14 +91,17 @@ impl Server {
         }
         let listener = Listener::new(&config.socket, true).map_err(Error::Listen)?;
         Ok(Self {
-            listener,
+            listener: Some(listener),
+            once: false,
             backend,
             config,
         })
     }
 
-    /// Serves connections on `listener`, a listening Unix socket this server owns (a worker
-    /// process's, handed over by the backend; its file is not removed at the end).
+    /// Serves one connection on `listener`, a listening Unix socket this server owns (a
+    /// worker process's, handed over by the backend; its file is not removed at the end),
+    /// which is closed as soon as the frontend is accepted: the worker can accept no other
+    /// VM.
     pub fn from_listener(
         listener: std::os::unix::net::UnixListener,
         config: VhostUserConfig,
@@ -105,7 +111,8 @@ impl Server {
             return Err(Error::BadQueueCount(config.queues));
         }
         Ok(Self {
-            listener: Listener::from(listener),
+            listener: Some(Listener::from(listener)),
+            once: true,
             backend,
             config,
         })
@@ -132,7 +139,16 @@ impl Server {
         ));
         let mut daemon = VhostUserDaemon::new("vcuda-vhost".into(), cuda.clone(), mem)
             .map_err(|e| Error::Daemon(e.to_string()))?;
-        let end = match daemon.start(&mut self.listener) {
+        let Some(listener) = self.listener.as_mut() else {
+            return Err(Error::Daemon(
+                "this server served its one connection".into(),
+            ));
+        };
+        let started = daemon.start(listener);
+        if self.once {
+            self.listener = None;
+        }
+        let end = match started {
             Ok(()) => {
                 info!("vhost-user frontend connected");
                 let error = match daemon.wait() {

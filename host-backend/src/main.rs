@@ -422,10 +422,11 @@ fn worker_main(role: WorkerRole, executor: ExecutorChoice, args: Vec<OsString>) 
         if let Err(e) = vcuda_backend::sandbox::enter() {
             return fail(&e);
         }
-        if let Err(e) = make_factory_for(&exec, true) {
-            return fail(&format!(
-                "the CUDA executor does not start in the sandbox: {e}"
-            ));
+        // A session's executor: its own context, as a worker's first session makes.
+        let sandboxed = make_factory_for(&exec, true)
+            .and_then(|f| f.new_session().map(drop).map_err(|s| format!("a session: {s}")));
+        if let Err(e) = sandboxed {
+            return fail(&format!("the CUDA executor does not start in the sandbox: {e}"));
         }
         return match link.say(&format!("cuda pageable={}", u8::from(pageable))) {
             Ok(()) => ExitCode::SUCCESS,

@@ -251,7 +251,10 @@ int main() {
               CUBLAS_STATUS_INVALID_VALUE,
           "lda < m is CUBLAS_STATUS_INVALID_VALUE");
     CK(cublasDestroy(h));
-    check(cublasSetStream(h, 0) == CUBLAS_STATUS_NOT_INITIALIZED, "destroyed handle");
+    // A destroyed handle: vcuda refuses it; with NVIDIA's library it is undefined.
+    // (Said only if it fails, so the output matches a native run's.)
+    if (getenv("VCUDA_SOCKET") && cublasSetStream(h, 0) != CUBLAS_STATUS_NOT_INITIALIZED)
+        check(false, "destroyed handle");
     check(cudaDeviceSynchronize() == cudaSuccess, "no pending CUDA error");
     if (failures)
         printf("FAIL: %d failure(s)\n", failures);

@@ -61,8 +61,17 @@ static void test_device(curandRngType_t type, const char *name) {
 
     // Same seed, same numbers: a second generator reproduces the first's first call. (As
     // in cuRAND, re-seeding keeps the offset, so the first generator would continue.)
+    // The Mersenne Twister generators take no offset (cuRAND: CURAND_STATUS_TYPE_ERROR);
+    // for them the comparison starts from a fresh generator.
+    bool mt = type == CURAND_RNG_PSEUDO_MTGP32 || type == CURAND_RNG_PSEUDO_MT19937;
+    if (mt) {
+        snprintf(what, sizeof what, "%s refuses an offset", name);
+        check(curandSetGeneratorOffset(g, 0) == CURAND_STATUS_TYPE_ERROR, what);
+        CK(curandDestroyGenerator(g));
+        CK(curandCreateGenerator(&g, type));
+    }
     CK(curandSetPseudoRandomGeneratorSeed(g, 1234));
-    CK(curandSetGeneratorOffset(g, 0));
+    if (!mt) CK(curandSetGeneratorOffset(g, 0));
     CK(curandGenerateUniform(g, d, n));
     cudaMemcpy(h, d, n * 4, cudaMemcpyDeviceToHost);
     curandGenerator_t g2;
@@ -117,7 +126,10 @@ static void test_host_and_offset() {
     check(curandGenerateLongLong(g, (unsigned long long *)a, 2) == CURAND_STATUS_TYPE_ERROR,
           "64-bit words from a 32-bit generator is CURAND_STATUS_TYPE_ERROR");
     CK(curandDestroyGenerator(g));
-    check(curandGenerate(g, a, 1) == CURAND_STATUS_NOT_INITIALIZED, "destroyed generator");
+    // A destroyed generator: vcuda refuses it; with NVIDIA's library it is undefined.
+    // (Said only if it fails, so the output matches a native run's.)
+    if (getenv("VCUDA_SOCKET") && curandGenerate(g, a, 1) != CURAND_STATUS_NOT_INITIALIZED)
+        check(false, "destroyed generator");
     free(a);
     free(b);
     free(ln);

@@ -167,6 +167,8 @@ int main() {
     EXPECT(bad == 0);
 
     CU(cuModuleUnload_(mod));
-    printf("linked %zu bytes; out[999] = %u\n", image_size, a[n - 1]);
+    // (The linked image's size is the linker's business: NVIDIA's and vcuda's differ.)
+    EXPECT(image_size > 0);
+    printf("linked; out[999] = %u\n", a[n - 1]);
     return finish();
 }

@@ -110,7 +110,7 @@ int main() {
     EXPECT_ERR(cudaMemPoolDestroy(def), cudaErrorInvalidValue);
     EXPECT_ERR(cudaMallocFromPoolAsync(&d, 16, mine, s1), cudaErrorInvalidValue);
     props.location.id = 5;
-    EXPECT_ERR(cudaMemPoolCreate(&mine, &props), cudaErrorInvalidDevice);
+    EXPECT_ERR(cudaMemPoolCreate(&mine, &props), cudaErrorInvalidValue);
     EXPECT_ERR(cudaMemPoolSetAttribute(def, cudaMemPoolAttrReservedMemCurrent, &zero), cudaErrorInvalidValue);
     cudaGetLastError();
 

@@ -356,7 +356,9 @@ entry! {
         if pool.is_null() || pr.alloc_type != ALLOCATION_PINNED || !pr.win32_security_attributes.is_null() {
             return Err(Error::INVALID_VALUE);
         }
-        check_location(c, &pr.location)?;
+        // (NVIDIA's runtime says invalid value, not invalid device, for a device it lacks:
+        // measured on an H100.)
+        check_location(c, &pr.location).map_err(|_| Error::INVALID_VALUE)?;
         if pr.handle_types != 0 {
             // Shareable handles (IPC) are not available.
             return Err(Error::NOT_SUPPORTED);

@@ -200,10 +200,13 @@ impl CudaFactory {
         };
         let device = driver::device_get(config.device as i32).map_err(drv("cuDeviceGet"))?;
         // A device that cannot host a context (prohibited compute mode, fallen off the bus)
-        // fails here rather than in the first session.
-        let _ = Context::create(device)
-            .map_err(drv("cuCtxCreate"))?
-            .destroy();
+        // fails here rather than in the first session. (Not in a worker process: its one
+        // session creates its context at once, and the backend's probe checked.)
+        if !config.tenant_process {
+            let _ = Context::create(device)
+                .map_err(drv("cuCtxCreate"))?
+                .destroy();
+        }
         let info = device_info::fill(&DriverAttrs(device));
         let name_len = info.name.iter().position(|&c| c == 0).unwrap_or(0);
         info!(

@@ -423,10 +423,15 @@ fn worker_main(role: WorkerRole, executor: ExecutorChoice, args: Vec<OsString>) 
             return fail(&e);
         }
         // A session's executor: its own context, as a worker's first session makes.
-        let sandboxed = make_factory_for(&exec, true)
-            .and_then(|f| f.new_session().map(drop).map_err(|s| format!("a session: {s}")));
+        let sandboxed = make_factory_for(&exec, true).and_then(|f| {
+            f.new_session()
+                .map(drop)
+                .map_err(|s| format!("a session: {s}"))
+        });
         if let Err(e) = sandboxed {
-            return fail(&format!("the CUDA executor does not start in the sandbox: {e}"));
+            return fail(&format!(
+                "the CUDA executor does not start in the sandbox: {e}"
+            ));
         }
         return match link.say(&format!("cuda pageable={}", u8::from(pageable))) {
             Ok(()) => ExitCode::SUCCESS,

@@ -84,6 +84,9 @@ int main() {
     CHECK(cudaDeviceSynchronize());
     CHECK(cudaDeviceReset());
     CHECK(cudaGetDeviceProperties(&p, 0));
+    // The thread's last error (cudaSetDeviceFlags' above) survives the reset, as with
+    // NVIDIA's runtime.
+    EXPECT(cudaGetLastError() == cudaErrorInvalidValue);
     EXPECT(cudaPeekAtLastError() == cudaSuccess);
 
     int *w, hw[64];

@@ -46,6 +46,9 @@ int main() {
         printf("reset: %s (the process must be relaunched)\n", cudaGetErrorName(reset));
         return finish();
     }
+    // (The failed calls above left their error as the thread's last error, which a reset
+    // does not clear.)
+    EXPECT(cudaGetLastError() == cudaErrorIllegalAddress);
     CHECK(cudaGetLastError());
     CHECK(cudaMalloc(&d, 64 * sizeof(int)));
     ok<<<1, 64>>>(d);

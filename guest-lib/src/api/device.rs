@@ -43,7 +43,7 @@ fn reset(c: &Client) -> Result<()> {
     c.mirror.clear_device();
     c.streams.lock().unwrap_or_else(|e| e.into_inner()).clear();
     c.events.lock().unwrap_or_else(|e| e.into_inner()).clear();
-    state::set_last_error(0);
+    // The thread's last error survives a reset (NVIDIA's runtime, measured on an H100).
     Ok(())
 }
 

@@ -239,9 +239,11 @@ pub(crate) fn check_unsafe() -> Result<()> {
     })
 }
 
-/// A synchronous copy or memset (legacy-stream work that the caller waits for).
+/// A synchronous copy or memset (legacy-stream work that the caller waits for): while a
+/// blocking stream captures it is implicit synchronization with it
+/// (`cudaErrorStreamCaptureImplicit`, in every capture mode); beside a non-blocking
+/// stream's capture it is allowed, even in global mode (NVIDIA's runtime on an H100).
 pub(crate) fn check_legacy_sync(c: &Client) -> Result<()> {
-    check_unsafe()?;
     check_legacy(c)
 }
 

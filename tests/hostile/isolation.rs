@@ -153,15 +153,7 @@ fn connection_bounds_hold_for_workers() {
     let mut third = b.connect();
     assert!(hello(&mut third).is_err());
     live.pop();
-    let start = Instant::now();
-    loop {
-        let mut again = b.connect();
-        if hello(&mut again).is_ok_and(|s| s == status::SUCCESS) {
-            break;
-        }
-        assert!(start.elapsed() < Duration::from_secs(10), "{}", b.log());
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    served_again(&b);
     assert!(b.log().contains("session limit 2 reached"), "{}", b.log());
 
     // The per-peer bound: refused before any worker starts (the connection that saw the

@@ -511,6 +511,28 @@ fn listen_unix(path: &std::path::Path, config: &ServerConfig) -> io::Result<Unix
     bind_unix_private(path, config.access.group)
 }
 
+/// A place for a new connection among `tracker`'s bounds, closable from there while it has
+/// not sent its `Hello`; `None` (logged) when refused.
+fn admit<S: Conn>(stream: &S, peer: PeerKey, tracker: &Arc<Tracker>) -> Option<Ticket> {
+    let closer = match stream.closer() {
+        Ok(c) => c,
+        Err(e) => {
+            LIMITER.warn(format_args!("connection from {peer} dropped: {e}"));
+            return None;
+        }
+    };
+    let closer: Closer = Box::new(move || {
+        LIMITER.warn(format_args!(
+            "too many connections without a Hello; closing the oldest (from {peer})"
+        ));
+        closer();
+    });
+    tracker
+        .admit(peer, closer)
+        .inspect_err(|e| LIMITER.warn(format_args!("connection from {peer} refused: {e}")))
+        .ok()
+}
+
 /// Serves a new connection on a thread of its own: first `prepare` (a TLS handshake, or
 /// nothing), then the session. The connection holds a pending slot of `tracker` until its
 /// `Hello`.
@@ -522,25 +544,8 @@ fn spawn<S: Conn, T: Conn>(
     tracker: &Arc<Tracker>,
     timeouts: Timeouts,
 ) {
-    let closer = match stream.closer() {
-        Ok(c) => c,
-        Err(e) => {
-            LIMITER.warn(format_args!("connection from {peer} dropped: {e}"));
-            return;
-        }
-    };
-    let closer: Closer = Box::new(move || {
-        LIMITER.warn(format_args!(
-            "too many connections without a Hello; closing the oldest (from {peer})"
-        ));
-        closer();
-    });
-    let ticket = match tracker.admit(peer, closer) {
-        Ok(t) => t,
-        Err(e) => {
-            LIMITER.warn(format_args!("connection from {peer} refused: {e}"));
-            return;
-        }
+    let Some(ticket) = admit(&stream, peer, tracker) else {
+        return;
     };
     let backend = backend.clone();
     let r = std::thread::Builder::new()
@@ -590,28 +595,15 @@ fn spawn_worker<S: Conn + Into<OwnedFd>>(
     workers: &Arc<Workers>,
     tracker: &Arc<Tracker>,
 ) {
-    let prepared = stream
-        .closer()
-        .and_then(|c| Ok((c, stream.as_fd().try_clone_to_owned()?)));
-    let (closer, watch) = match prepared {
-        Ok(p) => p,
+    let watch = match stream.as_fd().try_clone_to_owned() {
+        Ok(w) => w,
         Err(e) => {
             LIMITER.warn(format_args!("connection from {peer} dropped: {e}"));
             return;
         }
     };
-    let closer: Closer = Box::new(move || {
-        LIMITER.warn(format_args!(
-            "too many connections without a Hello; closing the oldest (from {peer})"
-        ));
-        closer();
-    });
-    let mut ticket = match tracker.admit(peer, closer) {
-        Ok(t) => t,
-        Err(e) => {
-            LIMITER.warn(format_args!("connection from {peer} refused: {e}"));
-            return;
-        }
+    let Some(mut ticket) = admit(&stream, peer, tracker) else {
+        return;
     };
     let worker = match workers.spawn(Role::Socket, Some(stream.into())) {
         Ok(w) => w,

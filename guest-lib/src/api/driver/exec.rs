@@ -281,19 +281,28 @@ pub(super) fn kernel_node(
         return Err(CuError::INVALID_VALUE);
     }
     let params = pack_params(f, args, extra)?;
+    Ok(graph_kernel(f, grid, block, shmem, params))
+}
+
+/// The graph kernel node of a driver launch of `f` with `params` (captured or added).
+fn graph_kernel(
+    f: &Function,
+    grid: [u32; 3],
+    block: [u32; 3],
+    shmem: c_uint,
+    params: Vec<u8>,
+) -> crate::api::graph::Kind {
     let d3 = |v: [u32; 3]| crate::ffi::dim3 {
         x: v[0],
         y: v[1],
         z: v[2],
     };
-    Ok(crate::api::graph::Kind::Kernel(
-        crate::api::graph::Kernel::driver(
-            f as *const Function as usize,
-            f.handle,
-            (d3(grid), d3(block), shmem),
-            params,
-            f.params.clone(),
-        ),
+    crate::api::graph::Kind::Kernel(crate::api::graph::Kernel::driver(
+        f as *const Function as usize,
+        f.handle,
+        (d3(grid), d3(block), shmem),
+        params,
+        f.params.clone(),
     ))
 }
 
@@ -325,20 +334,7 @@ fn launch(
                 vcuda_protocol::status::STREAM_CAPTURE_UNSUPPORTED,
             ));
         }
-        let d3 = |v: [u32; 3]| crate::ffi::dim3 {
-            x: v[0],
-            y: v[1],
-            z: v[2],
-        };
-        Ok(crate::api::graph::Kind::Kernel(
-            crate::api::graph::Kernel::driver(
-                f as *const Function as usize,
-                f.handle,
-                (d3(grid), d3(block), shmem),
-                params.clone(),
-                f.params.clone(),
-            ),
-        ))
+        Ok(graph_kernel(f, grid, block, shmem, params.clone()))
     })?;
     if captured {
         return Ok(());

@@ -16,6 +16,7 @@ use vcuda_protocol::{
 };
 use zerocopy::FromBytes;
 
+use crate::batch::{Batch, Pending};
 use crate::error::{Error, Result};
 use crate::logging;
 use crate::mirror::Mirror;
@@ -64,6 +65,10 @@ pub struct Client {
     pub device_flags: Mutex<HashMap<i32, u32>>,
     /// Host memory shared with the backend.
     pub shared: crate::shared::Shared,
+    /// Posted calls not yet sent.
+    batch: Batch,
+    /// The process that connected (a forked child must not send the parent's batch).
+    pid: u32,
 }
 
 static CLIENT: OnceLock<std::result::Result<Client, Error>> = OnceLock::new();
@@ -143,6 +148,8 @@ impl Client {
             mirror: Mirror::default(),
             device_flags: Mutex::default(),
             shared: crate::shared::Shared::default(),
+            batch: Batch::from_env(),
+            pid: std::process::id(),
         };
         let name = std::env::args().next().unwrap_or_default();
         let hello = HelloReq {
@@ -177,6 +184,14 @@ impl Client {
         }
         c.hello = resp;
         c.devices = (0..resp.device_count).map(|_| OnceLock::new()).collect();
+        if c.batch.enabled() {
+            // SAFETY: registers a plain function (no captured state) that never unwinds.
+            if unsafe { libc::atexit(flush_at_exit) } != 0 {
+                log::warn!("cannot register the exit handler; posted calls are sent at once");
+                c.batch = Batch::new(std::time::Duration::ZERO);
+            }
+        }
+        log::debug!("posted calls wait up to {:?}", c.batch.delay());
         Ok(c)
     }
 
@@ -261,14 +276,60 @@ impl Client {
     ) -> Result<Vec<u8>> {
         let seq = self.next_seq();
         let segs = Self::segments(out, inp);
-        let mut b = MessageBuilder::new();
-        b.push_op::<O>(0, seq, &segs, req, tail);
-        let msg = b.finish(0);
-        let recs = self
-            .transport
-            .call(msg, out, inp, seq)
-            .map_err(|e| self.lost(e))?;
+        let mut p = self.batch.lock();
+        let data =
+            out.iter().map(|b| b.len()).sum::<usize>() + inp.iter().map(|b| b.len()).sum::<usize>();
+        let recs = if !p.is_empty() && self.fits_with(&p, data) {
+            // The batch goes first, in the same message.
+            log::trace!("call {seq} carries {} posted calls", p.msg.len());
+            let mut b = std::mem::take(&mut p.msg);
+            b.push_op::<O>(0, seq, &segs, req, tail);
+            let mut all: Vec<&[u8]> = Vec::with_capacity(out.len() + 1);
+            all.push(&p.data);
+            all.extend_from_slice(out);
+            let r = self.transport.call(b.finish(0), &all, inp, seq);
+            b.clear();
+            p.clear();
+            p.msg = b;
+            drop(p);
+            r.map_err(|e| self.lost(e))?
+        } else {
+            self.flush_locked(&mut p)?;
+            drop(p);
+            let mut b = MessageBuilder::new();
+            b.push_op::<O>(0, seq, &segs, req, tail);
+            self.transport
+                .call(b.finish(0), out, inp, seq)
+                .map_err(|e| self.lost(e))?
+        };
         self.finish_call(&recs, seq)
+    }
+
+    /// Whether a message carrying the batch `p` and `data` more bytes of data stays within
+    /// what one request should carry on this transport (with a page to spare for a buffer
+    /// that starts mid-page).
+    fn fits_with(&self, p: &Pending, data: usize) -> bool {
+        (p.data.len() + data) as u64 + 4096 <= self.transport.max_request_data()
+    }
+
+    /// Sends the batch `p` (locked by the caller) as a posted message, if it holds
+    /// anything. The batch is empty afterwards even if sending failed (the connection is
+    /// then lost for good).
+    fn flush_locked(&self, p: &mut Pending) -> Result<()> {
+        if p.is_empty() {
+            return Ok(());
+        }
+        log::trace!("{} posted calls sent on their own", p.msg.len());
+        let r = self.transport.post(p.msg.finish(MSG_NO_WAIT), &[&p.data]);
+        p.clear();
+        let recs = r.map_err(|e| self.lost(e))?;
+        self.side_records(&recs);
+        Ok(())
+    }
+
+    /// Sends the posted calls that wait in the batch now.
+    pub fn flush(&self) -> Result<()> {
+        self.flush_locked(&mut self.batch.lock())
     }
 
     /// Runs calls of operation `O` (no tail, no data) as a pipeline (see
@@ -281,10 +342,25 @@ impl Client {
         mut done: impl FnMut(usize),
     ) -> Result<()> {
         let mut first_err = None;
+        let mut p = self.batch.lock();
+        // The batch goes with the first call if it carries no data (these calls carry
+        // none); else on its own first.
+        let mut carry = None;
+        if p.data.is_empty() && !p.is_empty() {
+            carry = Some(std::mem::take(&mut p.msg));
+        } else {
+            self.flush_locked(&mut p)?;
+        }
         let mut make = |i: usize| {
             let req = next(i)?;
             let seq = self.next_seq();
-            let mut b = MessageBuilder::new();
+            let mut b = match carry.take() {
+                Some(b) => {
+                    log::trace!("call {seq} carries {} posted calls", b.len());
+                    b
+                }
+                None => MessageBuilder::new(),
+            };
             b.push_op::<O>(0, seq, &[], &req, &[]);
             Some((b.finish(0).to_vec(), seq))
         };
@@ -299,9 +375,17 @@ impl Client {
                 false
             }
         };
-        self.transport
-            .call_pipelined(&mut make, &mut take)
-            .map_err(|e| self.lost(e))?;
+        let r = self.transport.call_pipelined(&mut make, &mut take);
+        match carry {
+            // No call was made: the batch is still to send.
+            Some(b) => {
+                p.msg = b;
+                self.flush_locked(&mut p)?;
+            }
+            None => p.clear(),
+        }
+        drop(p);
+        r.map_err(|e| self.lost(e))?;
         first_err.map_or(Ok(()), Err)
     }
 
@@ -312,6 +396,8 @@ impl Client {
         let mut b = MessageBuilder::new();
         b.push_op::<O>(0, seq, &[], req, &[]);
         let msg = b.finish(0);
+        let mut p = self.batch.lock();
+        self.flush_locked(&mut p)?;
         let recs = self
             .transport
             .call_with_fd(msg, fd, seq)
@@ -359,12 +445,34 @@ impl Client {
         }
         let seq = self.next_seq();
         let segs = Self::segments(out, &[]);
+        let data = out.iter().map(|b| b.len()).sum::<usize>();
+        let mut p = self.batch.lock();
+        if self.batch.enabled() && data <= crate::batch::MAX_HELD_DATA {
+            p.msg
+                .push_op::<O>(REQ_REPLY_ON_ERROR, seq, &segs, req, tail);
+            for b in out {
+                p.data.extend_from_slice(b);
+            }
+            if p.is_full() || !self.batch.hold(&mut p, spawn_flusher) {
+                self.flush_locked(&mut p)?;
+            }
+            return Ok(());
+        }
+        self.flush_locked(&mut p)?;
         let mut b = MessageBuilder::new();
         b.push_op::<O>(REQ_REPLY_ON_ERROR, seq, &segs, req, tail);
         let msg = b.finish(MSG_NO_WAIT);
         let recs = self.transport.post(msg, out).map_err(|e| self.lost(e))?;
+        drop(p);
         self.side_records(&recs);
         Ok(())
+    }
+
+    /// Sends the batch from the flusher thread ([`crate::batch`]).
+    fn flush_from_flusher(&self, p: &mut Pending) {
+        if let Err(e) = self.flush_locked(p) {
+            log::debug!("posted calls could not be sent: error {}", e.0);
+        }
     }
 
     /// A transport error. When the connection to the backend is lost for good (the
@@ -445,4 +553,44 @@ impl Client {
     pub fn generation(&self) -> u64 {
         self.generation.load(Ordering::Relaxed)
     }
+}
+
+/// Starts the thread that sends batches of posted calls no later than their delay.
+fn spawn_flusher() -> bool {
+    let spawned = std::thread::Builder::new()
+        .name("vcuda-batch".into())
+        .spawn(|| {
+            // The program's signals go to its own threads, never to this one.
+            // SAFETY: a filled local sigset_t, and this thread's own mask.
+            unsafe {
+                let mut all: libc::sigset_t = std::mem::zeroed();
+                libc::sigfillset(&mut all);
+                libc::pthread_sigmask(libc::SIG_BLOCK, &all, std::ptr::null_mut());
+            }
+            let Some(c) = connected() else {
+                return;
+            };
+            c.batch.run_flusher(|p| c.flush_from_flusher(p));
+        });
+    match spawned {
+        Ok(_) => true,
+        Err(e) => {
+            log::warn!("cannot start the batch thread ({e}); posted calls are sent at once");
+            false
+        }
+    }
+}
+
+/// At exit, sends what waits in the batch (a program may end without synchronizing). Skips
+/// a batch another thread holds (that thread sends it) and a forked child's copy of its
+/// parent's.
+extern "C" fn flush_at_exit() {
+    let _ = std::panic::catch_unwind(|| {
+        if let Some(c) = connected()
+            && c.pid == std::process::id()
+            && let Some(mut p) = c.batch.try_lock()
+        {
+            let _ = c.flush_locked(&mut p);
+        }
+    });
 }

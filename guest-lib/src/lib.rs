@@ -12,6 +12,7 @@
 //! - `entry`: the `entry!` macros every export goes through (panic boundary, logging,
 //!   last-error bookkeeping) and the stubs for what is not implemented.
 //! - [`client`]: the process-wide connection to the backend (one session per process).
+//! - [`batch`]: posted calls wait to travel with the next message.
 //! - [`state`]: per-thread state (current device, last error, launch configurations).
 //! - [`registry`]: fat binaries, kernels and variables the program registers.
 //! - [`mirror`]: the guest's record of device and pinned host allocations.
@@ -23,13 +24,15 @@
 //! Environment: `VCUDA_SOCKET` (backend address: a path or `tcp:HOST:PORT`),
 //! `VCUDA_TLS_CERT`/`VCUDA_TLS_KEY`/`VCUDA_TLS_CA` (mutual TLS on TCP; `VCUDA_TLS_SERVER_NAME`
 //! overrides the name checked), `VCUDA_TRANSPORT` (`socket`, `virtio` or `auto`), `VCUDA_LOG`
-//! (`error` ... `trace`; the library is silent without it).
+//! (`error` ... `trace`; the library is silent without it), `VCUDA_BATCH_US` (how long a
+//! posted call may wait for the next message; `0`: sent at once).
 
 #![allow(non_snake_case, non_camel_case_types, non_upper_case_globals)]
 #![allow(clippy::missing_safety_doc)] // The exports' contract is the CUDA API's; see entry!.
 
 #[macro_use]
 pub mod entry;
+pub mod batch;
 pub mod client;
 pub mod cu_names;
 pub mod error;

@@ -5,12 +5,15 @@
 // kernel; atomics; flags and pointer attributes; cudaHostRegister(Mapped) where supported.
 // Where the device cannot map host memory (canMapHostMemory 0), cudaHostAllocMapped still
 // gives page-locked memory and cudaHostGetDevicePointer fails.
+#include <chrono>
 #include "common.h"
 
 __global__ void twice_plus_one(int *out, const int *in, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) out[i] = in[i] * 2 + 1;
 }
+
+__global__ void signal(volatile int *flag, int v) { *flag = v; }
 
 __global__ void count(unsigned *counter, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -80,6 +83,18 @@ int main() {
     count<<<40, 256>>>(counter, 10000);
     CHECK(cudaDeviceSynchronize());
     EXPECT(*counter == 10005);
+
+    // The host waits for a kernel's write with no CUDA call in between: the launch must reach
+    // the device on its own (a layer that holds launches back for the program's next call
+    // must still send it).
+    volatile int *flag = (volatile int *)counter;
+    *flag = 0;
+    signal<<<1, 1>>>((int *)flag, 42);
+    auto t0 = std::chrono::steady_clock::now();
+    while (*flag != 42 && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(20)) {
+    }
+    EXPECT(*flag == 42);
+    CHECK(cudaDeviceSynchronize());
 
     // Copies between device memory and mapped memory still work.
     int *dev = nullptr;

@@ -324,11 +324,25 @@ fn idle_connections_do_not_lock_out() {
 #[test]
 fn per_peer_bound() {
     let b = Backend::start(&["--max-sessions-per-peer", "3"]);
+    // The first may find the start-up probe's connection (`wait_for_socket`) not yet seen
+    // closed, and be refused as a fourth; it is served once the backend has seen that.
+    let start = Instant::now();
     let mut live: Vec<UnixStream> = (0..3)
         .map(|_| {
-            let mut s = b.connect();
-            assert_eq!(hello(&mut s).unwrap(), status::SUCCESS);
-            s
+            loop {
+                let mut s = b.connect();
+                match hello(&mut s) {
+                    Ok(status::SUCCESS) => break s,
+                    r => {
+                        assert!(
+                            start.elapsed() < Duration::from_secs(10),
+                            "{r:?}\n{}",
+                            b.log()
+                        );
+                        std::thread::sleep(Duration::from_millis(20));
+                    }
+                }
+            }
         })
         .collect();
     let mut extra = b.connect();

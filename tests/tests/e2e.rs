@@ -75,6 +75,44 @@ programs!(
     vectorAdd,
 );
 
+/// Posted calls (launches, asynchronous copies and memsets) travel with the program's next
+/// call (`VCUDA_BATCH_US`, the library's batch); with `VCUDA_BATCH_US=0` each goes alone.
+/// Both give the programs' results; `mapped` also waits for a kernel's write to host memory
+/// with no CUDA call behind the launch, which only the batch's flusher can send.
+#[test]
+fn posted_calls_travel_with_the_next_call() {
+    use vcuda_tests::{bin, bin_dir, build, check_output, source, spec};
+    for name in ["vectorAdd", "mapped", "graphs"] {
+        let Some(exe) = build(name, Cuda::V13) else {
+            return;
+        };
+        let s = spec(&source(name));
+        for (setting, batched) in [("1000", true), ("0", false)] {
+            let o = std::process::Command::new(bin("vcuda"))
+                .args(["run", "--executor", "cpu", "--"])
+                .arg(&exe)
+                .env_remove("VCUDA_SOCKET")
+                .env("VCUDA_BACKEND", bin("vcuda-backend"))
+                .env("VCUDA_LIB_DIR", bin_dir())
+                .env("VCUDA_LOG", "trace")
+                .env("VCUDA_BATCH_US", setting)
+                .output()
+                .expect("run vcuda");
+            check_output(name, &s, &o);
+            let stderr = String::from_utf8_lossy(&o.stderr);
+            let carried = stderr
+                .lines()
+                .filter(|l| l.contains(" carries ") && l.contains(" posted calls"))
+                .count();
+            assert_eq!(
+                carried > 0,
+                batched,
+                "{name} with VCUDA_BATCH_US={setting}: {carried} calls carried posted ones"
+            );
+        }
+    }
+}
+
 /// Over the Unix socket, page-locked memory is shared with the backend and copies name it
 /// instead of carrying it, and large pageable copies go through one shared staging region;
 /// with `VCUDA_SHARED_MEMORY=0` the same programs copy inline. Both must give the programs'

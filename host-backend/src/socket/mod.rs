@@ -23,6 +23,7 @@ use crate::session::{Backend, Outcome, Session, check_header};
 use crate::worker::{ParentLink, Role, Workers};
 
 mod access;
+pub mod inbound;
 mod limits;
 pub mod tls;
 
@@ -718,12 +719,13 @@ impl<'a, S: Conn> TimedReader<'a, S> {
     }
 }
 
-impl<S: Conn> TimedReader<'_, S> {
-    /// Like `read`, keeping file descriptors that come along (see [`Conn::read_with_fds`]).
+impl<S: Conn> inbound::FdRead for TimedReader<'_, S> {
     fn read_with_fds(&mut self, buf: &mut [u8], fds: &mut Vec<OwnedFd>) -> io::Result<usize> {
         self.timed(|s| s.read_with_fds(buf, fds))
     }
+}
 
+impl<S: Conn> TimedReader<'_, S> {
     fn timed(&mut self, f: impl FnOnce(&mut S) -> io::Result<usize>) -> io::Result<usize> {
         let left = match self.deadline {
             Some(d) => match d.checked_duration_since(Instant::now()) {
@@ -767,18 +769,6 @@ fn timed_out(what: &str) -> io::Error {
     )
 }
 
-/// Reads exactly `len` bytes into `buf`, which grows only as bytes arrive (never by what a
-/// header announces), so a peer that promises much and sends little holds little memory.
-fn read_growing<R: Read>(r: &mut R, buf: &mut Vec<u8>, len: usize) -> io::Result<()> {
-    buf.clear();
-    r.by_ref().take(len as u64).read_to_end(buf)?;
-    if buf.len() == len {
-        Ok(())
-    } else {
-        Err(io::ErrorKind::UnexpectedEof.into())
-    }
-}
-
 /// A session keeps its message buffers between messages (a stream of large copies reuses
 /// them); buffers above this size go back to the allocator once the session has been idle
 /// for [`IDLE_RELEASE`], so idle sessions hold little.
@@ -786,15 +776,20 @@ const KEEP_BUFFER: usize = 1 << 20;
 /// How long a session with large buffers may idle before they are released.
 const IDLE_RELEASE: Duration = Duration::from_secs(1);
 
-/// The in-data area of a complete message: `len` zeroed bytes, reusing `buf`'s memory
-/// when it is large enough, else fresh from the allocator (calloc: untouched zero pages).
-fn in_area(buf: &mut Vec<u8>, len: usize) {
-    if len <= buf.capacity() {
-        buf.clear();
-        buf.resize(len, 0);
-    } else {
-        *buf = vec![0u8; len];
+/// The in-data area of a complete message: the first `len` bytes of `buf`, which grows
+/// (fresh memory from the allocator: calloc's untouched zero pages) when it is too short.
+/// Reused bytes are not cleared, since the executor overwrites what a reply returns (a
+/// record's in data is what its request wrote, and only that goes back); they hold only
+/// this connection's own earlier in data.
+fn in_area(buf: &mut Vec<u8>, len: usize) -> &mut [u8] {
+    if len > buf.len() {
+        if len <= buf.capacity() {
+            buf.resize(len, 0);
+        } else {
+            *buf = vec![0u8; len];
+        }
     }
+    &mut buf[..len]
 }
 
 /// Runs one session on a connected stream until the peer closes it, with the default
@@ -821,7 +816,8 @@ pub fn serve_connection_with<S: Conn>(
     let mut hdr = [0u8; size_of::<MessageHeader>()];
     let (mut ctrl, mut out, mut inp) = (Vec::new(), Vec::new(), Vec::new());
     let mut reply = ReplyBuilder::new();
-    let mut fds = Vec::new();
+    // Header and control area usually come in one read (see `inbound`).
+    let mut ahead = inbound::Inbound::new();
     let mut applied = None;
     loop {
         let greeted = session.as_ref().is_some_and(Session::has_hello);
@@ -834,8 +830,9 @@ pub fn serve_connection_with<S: Conn>(
         let mut release = large;
         // Between messages the socket keeps the message timeout (or the shorter idle
         // release), so that steady traffic costs no `setsockopt`; a greeted session that
-        // times out here just waits again.
-        let got = loop {
+        // times out here just waits again. Bytes of the next message may be buffered
+        // already.
+        while ahead.buffered() == 0 {
             let idle = if release {
                 IDLE_RELEASE.min(timeouts.message)
             } else {
@@ -851,13 +848,9 @@ pub fn serve_connection_with<S: Conn>(
                 deadline,
                 "the first message (Hello)",
             );
-            // A message's file descriptors come with its first bytes (the library attaches
-            // them to the write that starts the message; the kernel ends a read after the
-            // bytes that carried them, so none of the next message's come along).
-            fds.clear();
-            match first.read_with_fds(&mut hdr, &mut fds) {
+            match ahead.fill(&mut first) {
                 Ok(0) => return Ok(()),
-                Ok(n) => break n,
+                Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) if e.kind() == io::ErrorKind::TimedOut && greeted => {
                     if release {
@@ -869,7 +862,7 @@ pub fn serve_connection_with<S: Conn>(
                 }
                 Err(e) => return Err(e),
             }
-        };
+        }
         let mut r = TimedReader::new(
             &mut stream,
             &mut applied,
@@ -881,7 +874,8 @@ pub fn serve_connection_with<S: Conn>(
                 "the rest of the first message (Hello)"
             },
         );
-        r.read_exact(&mut hdr[got..])?;
+        let start = ahead.offset();
+        ahead.read_exact(&mut r, &mut hdr)?;
         let header = match check_header(&hdr) {
             Ok(h) => h,
             Err(e) => {
@@ -903,8 +897,9 @@ pub fn serve_connection_with<S: Conn>(
         };
         // Lengths are bounded by check_header (MAX_CTRL_LEN, MAX_DATA_LEN), and the buffers
         // grow only as the bytes arrive.
-        read_growing(&mut r, &mut ctrl, header.ctrl_len as usize)?;
-        read_growing(&mut r, &mut out, header.out_len as usize)?;
+        ahead.read_vec(&mut r, &mut ctrl, header.ctrl_len as usize)?;
+        ahead.read_vec(&mut r, &mut out, header.out_len as usize)?;
+        let fds = ahead.claim(start, ahead.offset());
         if session.is_none() {
             // A complete first message: the connection takes a session slot now.
             if let Some(a) = &mut admission {
@@ -928,10 +923,9 @@ pub fn serve_connection_with<S: Conn>(
         let Some(session) = session.as_mut() else {
             return Err(io::Error::other("no session"));
         };
-        in_area(&mut inp, header.in_len as usize);
         let outcome = {
             let out_segs = DataSegs::from_slice(&mut out);
-            let in_segs = DataSegs::from_slice(&mut inp);
+            let in_segs = DataSegs::from_slice(in_area(&mut inp, header.in_len as usize));
             session.handle_with_fds(
                 &header,
                 &ctrl,
@@ -939,7 +933,7 @@ pub fn serve_connection_with<S: Conn>(
                 &in_segs,
                 &mut reply,
                 usize::MAX,
-                std::mem::take(&mut fds),
+                fds,
             )
         };
         if outcome != Outcome::Silent {

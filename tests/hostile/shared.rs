@@ -381,3 +381,80 @@ fn mapped_host_memory_is_checked_and_released() {
     );
     assert_eq!(unmap(&mut s, at), bad);
 }
+
+/// The backend reads ahead (a read may hold the end of one message and the start of the
+/// next), so descriptors go to the message holding the last byte of the read they came
+/// with: a `ShareMemory` right behind posted messages gets its descriptor, and descriptors
+/// sent along with an earlier message never reach a later `ShareMemory`.
+#[test]
+fn descriptors_reach_the_message_they_came_with() {
+    let b = Backend::start(&[]);
+    let mut s = b.connect();
+    assert_eq!(hello(&mut s).unwrap(), status::SUCCESS);
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let fds_before = open_fds(&b);
+    let seals = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW;
+    let dev = malloc(&mut s, 4096);
+
+    // Posted memsets, then at once a ShareMemory with its descriptor: the backend may read
+    // them together; the region is shared.
+    let mut posted = MessageBuilder::new();
+    for i in 0..8u64 {
+        let req = MemsetReq {
+            dst: dev,
+            pitch: 4096,
+            width: 4096,
+            height: 1,
+            stream: 0,
+            value: 1,
+            elem_size: 1,
+            flags: 0,
+        };
+        posted.push_op::<ops::Memset>(vcuda_protocol::REQ_REPLY_ON_ERROR, 100 + i, &[], &req, &[]);
+    }
+    let mut m = MessageBuilder::new();
+    let req = ShareMemoryReq {
+        len: 4096,
+        flags: 0,
+        reserved: 0,
+    };
+    m.push_op::<ops::ShareMemory>(0, 2, &[], &req, &[]);
+    // As the library sends them: the posted message, then the ShareMemory with its
+    // descriptor, back to back (likely one read for the backend).
+    let first = memfd(4096, seals, 4096);
+    s.write_all(posted.finish(vcuda_protocol::MSG_NO_WAIT))
+        .unwrap();
+    send_with_fds(&mut s, m.finish(0), &[first.as_raw_fd()]);
+    let r = read_reply(&mut s).unwrap();
+    assert_eq!(r[0].0, status::SUCCESS, "{}", b.log());
+    let good = memfd(4096, seals, 4096);
+    let mut both = posted.finish(vcuda_protocol::MSG_NO_WAIT).to_vec();
+    both.extend_from_slice(m.finish(0));
+    // One write: the descriptor comes with the posted message's first byte, in the same
+    // read as the ShareMemory, whose last byte ends the read.
+    send_with_fds(&mut s, &both, &[good.as_raw_fd()]);
+    let r = read_reply(&mut s).unwrap();
+    assert_eq!(r[0].0, status::SUCCESS, "{}", b.log());
+    let region = HandleResp::read_from_prefix(&r[0].1).unwrap().0.handle;
+    assert_eq!(copy_in(&mut s, dev, region, 0, 4096), status::SUCCESS);
+
+    // A descriptor sent with a Malloc (which takes none), then a ShareMemory without one:
+    // refused, and the stray descriptor is closed.
+    let stray = memfd(4096, seals, 4096);
+    let mut m = MessageBuilder::new();
+    let req = MallocReq {
+        device: 0,
+        flags: 0,
+        size: 16,
+    };
+    m.push_op::<ops::Malloc>(0, 5, &[], &req, &[]);
+    send_with_fds(&mut s, m.finish(0), &[stray.as_raw_fd()]);
+    assert_eq!(read_reply(&mut s).unwrap()[0].0, status::SUCCESS);
+    assert_eq!(share(&mut s, 4096, &[]).0, status::INVALID_VALUE);
+    drop(s);
+    assert_eq!(
+        settled_fds(&b, fds_before),
+        fds_before,
+        "the backend kept a descriptor after the session"
+    );
+}

@@ -334,4 +334,68 @@ mod tests {
         assert!(ib.claim(40, 41).is_empty());
         assert_eq!(ib.queued_fds, 0);
     }
+
+    proptest::proptest! {
+        /// Messages (an 8-byte length, then that many bytes) cut into reads anywhere, some
+        /// reads with a descriptor: every message comes out whole, and each descriptor goes
+        /// to the message holding its read's last byte.
+        #[test]
+        fn any_cut_gives_the_same_messages(
+            lens in proptest::collection::vec(0usize..40_000, 1..12),
+            cuts in proptest::collection::vec((1usize..50_000, proptest::bool::ANY), 1..40),
+        ) {
+            let mut stream = Vec::new();
+            let mut bounds = Vec::new();
+            for (i, len) in lens.iter().enumerate() {
+                let start = stream.len() as u64;
+                stream.extend_from_slice(&(*len as u64).to_le_bytes());
+                stream.extend((0..*len).map(|j| (i + j) as u8));
+                bounds.push((start, stream.len() as u64));
+            }
+            let mut chunks_v = Vec::new();
+            let (mut at, mut k) = (0usize, 0usize);
+            let mut fd_ends = Vec::new();
+            while at < stream.len() {
+                let (n, fd) = cuts[k % cuts.len()];
+                k += 1;
+                let n = n.min(stream.len() - at);
+                chunks_v.push((stream[at..at + n].to_vec(), usize::from(fd)));
+                at += n;
+                if fd {
+                    fd_ends.push(at as u64);
+                }
+            }
+            // Chunks longer than the buffer's room are split by the reader: the descriptor
+            // then ends its first part. Only the attribution of whole chunks is checked.
+            let whole = chunks_v.iter().all(|(c, _)| c.len() <= AHEAD_LEN / 2);
+            // Where every byte goes through the buffer and no descriptor is dropped, each
+            // message gets exactly the descriptors of the reads that ended inside it.
+            let exact = whole
+                && lens.iter().all(|l| *l <= THROUGH_AHEAD)
+                && fd_ends.len() <= MAX_QUEUED_FDS;
+            let mut s = chunks(chunks_v);
+            let mut ib = Inbound::new();
+            for (i, (start, end)) in bounds.iter().enumerate() {
+                proptest::prop_assert_eq!(ib.offset(), *start);
+                let mut hdr = [0u8; 8];
+                ib.read_exact(&mut s, &mut hdr).unwrap();
+                let len = u64::from_le_bytes(hdr) as usize;
+                let mut body = Vec::new();
+                ib.read_vec(&mut s, &mut body, len).unwrap();
+                proptest::prop_assert_eq!(body.len(), lens[i]);
+                proptest::prop_assert!(body.iter().enumerate().all(|(j, b)| *b == (i + j) as u8));
+                let got = ib.claim(*start, ib.offset()).len();
+                proptest::prop_assert_eq!(ib.offset(), *end);
+                if whole {
+                    // Reads of large data bypass the buffer and drop descriptors, and at most
+                    // MAX_QUEUED_FDS wait: at most the descriptors that ended inside.
+                    let want = fd_ends.iter().filter(|e| **e > *start && **e <= *end).count();
+                    proptest::prop_assert!(got <= want, "{} > {}", got, want);
+                    if exact {
+                        proptest::prop_assert_eq!(got, want);
+                    }
+                }
+            }
+        }
+    }
 }

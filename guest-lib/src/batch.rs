@@ -15,11 +15,14 @@
 //! never fires and the flusher never runs: a batch costs one `timerfd_settime`, never a
 //! thread wake-up. It fires only when the program went quiet with calls still waiting.
 //!
-//! Order: requests enter the batch and leave it in the order they were posted, and every
-//! message the library sends takes the batch first, under the batch's lock, so the backend
-//! sees every request in the order the program made it. The lock is held while a message
-//! is handed to the transport (a call also waits for its reply under it, as the transport
-//! runs one exchange at a time anyway).
+//! Order: requests enter the batch and leave it in the order they were posted, and a
+//! message that carries the batch is sent under the *order lock*, taken before the batch is
+//! and held until the transport is done with the message, so the backend sees every request
+//! in the order the program made it. A call that finds the batch empty needs no order lock
+//! (it does not depend on calls other threads are making), and a thread that posts while
+//! another waits in a long call (a synchronize) adds to the batch without waiting, as it did
+//! before batching on the virtio transport, which runs calls of many threads at once. Lock
+//! order: the order lock, then the batch's.
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -64,6 +67,15 @@ impl Pending {
         self.msg.len() >= MAX_REQUESTS || self.msg.ctrl_bytes() + self.data.len() >= MAX_BYTES
     }
 
+    fn take<'a>(&mut self, order: MutexGuard<'a, ()>) -> Taken<'a> {
+        self.deadline = None;
+        Taken {
+            _order: order,
+            msg: std::mem::take(&mut self.msg),
+            data: std::mem::take(&mut self.data),
+        }
+    }
+
     /// Forgets the requests (after they were sent, or lost with the connection).
     pub fn clear(&mut self) {
         self.msg.clear();
@@ -75,6 +87,8 @@ impl Pending {
 /// The process's batch of posted calls.
 #[derive(Debug)]
 pub struct Batch {
+    /// Held while a message carrying batched requests is with the transport.
+    order: Mutex<()>,
     pending: Mutex<Pending>,
     /// The flusher's timer, made when the flusher starts.
     timer: OnceLock<Timer>,
@@ -85,6 +99,7 @@ impl Batch {
     /// A batch that holds posted calls for up to `delay` (zero: never holds them).
     pub fn new(delay: Duration) -> Self {
         Self {
+            order: Mutex::new(()),
             pending: Mutex::default(),
             timer: OnceLock::new(),
             delay,
@@ -111,18 +126,49 @@ impl Batch {
         self.delay
     }
 
-    /// Locks the batch (lock order: the batch, then the transport).
+    /// Locks the batch (briefly: never while waiting for the transport).
     pub fn lock(&self) -> MutexGuard<'_, Pending> {
         self.pending.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Locks the batch unless another thread holds it.
-    pub fn try_lock(&self) -> Option<MutexGuard<'_, Pending>> {
-        match self.pending.try_lock() {
-            Ok(g) => Some(g),
-            Err(std::sync::TryLockError::Poisoned(e)) => Some(e.into_inner()),
-            Err(std::sync::TryLockError::WouldBlock) => None,
+    /// Takes the batch's requests, unless there are none, with the order lock held: the
+    /// caller sends them (first, in its message) and drops the [`Taken`] once the transport
+    /// is done with that message. `due`: only a batch whose deadline has passed.
+    pub fn take(&self, due: bool) -> Option<Taken<'_>> {
+        let ready = |p: &Pending| {
+            !p.is_empty() && (!due || p.deadline.is_some_and(|d| d <= Instant::now()))
+        };
+        if !ready(&self.lock()) {
+            return None;
         }
+        let order = self.order.lock().unwrap_or_else(|e| e.into_inner());
+        let mut p = self.lock();
+        // Another thread may have sent it meanwhile.
+        if !ready(&p) {
+            return None;
+        }
+        Some(p.take(order))
+    }
+
+    /// Waits until no message carrying batched requests is with the transport, so that a
+    /// message sent next cannot overtake requests posted before it (by any thread).
+    pub fn barrier(&self) {
+        drop(self.order.lock().unwrap_or_else(|e| e.into_inner()));
+    }
+
+    /// [`Batch::take`] unless another thread holds the order lock (at exit: that thread is
+    /// sending).
+    pub fn try_take(&self) -> Option<Taken<'_>> {
+        let order = match self.order.try_lock() {
+            Ok(g) => g,
+            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return None,
+        };
+        let mut p = self.lock();
+        if p.is_empty() {
+            return None;
+        }
+        Some(p.take(order))
     }
 
     /// Notes that a request was added to `p`: the first one of a batch arms the flusher's
@@ -155,34 +201,39 @@ impl Batch {
         true
     }
 
-    /// The flusher's loop: sends each batch once it is `delay` old through `flush` (called
-    /// with the batch locked; it empties it). Returns only if there is no timer.
-    pub fn run_flusher(&self, mut flush: impl FnMut(&mut Pending)) {
+    /// The flusher's loop: sends each batch once it is `delay` old through `send` (the batch
+    /// taken with [`Batch::take`]). Returns only if there is no timer.
+    pub fn run_flusher(&self, mut send: impl FnMut(Taken<'_>)) {
         let Some(t) = self.timer.get() else {
             return;
         };
         loop {
             t.wait();
-            let mut p = self.lock();
-            let now = Instant::now();
-            match p.deadline {
-                Some(d) if d <= now => {
-                    flush(&mut p);
-                    p.deadline = None;
-                }
-                // The timer fired early for this batch (it was armed for an earlier one that
-                // a call took): arm it again for this one's deadline (the guard does), or
-                // send now if that fails.
-                Some(d) if t.arm(d - now).is_err() => {
-                    flush(&mut p);
-                    p.deadline = None;
-                }
-                Some(_) => {}
-                // A call took the batch: nothing to do.
-                None => {}
+            if let Some(taken) = self.take(true) {
+                send(taken);
+                continue;
+            }
+            // Nothing due. Either nothing waits (a call took the batch the timer was armed
+            // for), or the batch waiting now is younger: its first request armed the timer
+            // again, but arm it for its deadline in case that expiry was already counted.
+            let p = self.lock();
+            if let Some(d) = p.deadline
+                && !p.is_empty()
+            {
+                let _ = t.arm(d.saturating_duration_since(Instant::now()));
             }
         }
     }
+}
+
+/// Requests taken from the batch, with the order lock held until this is dropped.
+#[derive(Debug)]
+pub struct Taken<'a> {
+    _order: MutexGuard<'a, ()>,
+    /// The requests, as the front of a message.
+    pub msg: MessageBuilder,
+    /// Their out data.
+    pub data: Vec<u8>,
 }
 
 /// A one-shot monotonic timer (`timerfd`).
@@ -263,9 +314,8 @@ mod tests {
         let (b2, s2) = (b.clone(), sent.clone());
         let spawn = move || {
             std::thread::spawn(move || {
-                b2.run_flusher(|p| {
-                    s2.fetch_add(p.msg.len() as usize, Ordering::SeqCst);
-                    p.clear();
+                b2.run_flusher(|t| {
+                    s2.fetch_add(t.msg.len() as usize, Ordering::SeqCst);
                 })
             });
             true

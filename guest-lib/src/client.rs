@@ -16,7 +16,7 @@ use vcuda_protocol::{
 };
 use zerocopy::FromBytes;
 
-use crate::batch::{Batch, Pending};
+use crate::batch::{Batch, Taken};
 use crate::error::{Error, Result};
 use crate::logging;
 use crate::mirror::Mirror;
@@ -276,52 +276,56 @@ impl Client {
     ) -> Result<Vec<u8>> {
         let seq = self.next_seq();
         let segs = Self::segments(out, inp);
-        let mut p = self.batch.lock();
         let data =
             out.iter().map(|b| b.len()).sum::<usize>() + inp.iter().map(|b| b.len()).sum::<usize>();
-        let recs = if !p.is_empty() && self.fits_with(&p, data) {
-            // The batch goes first, in the same message.
-            log::trace!("call {seq} carries {} posted calls", p.msg.len());
-            let mut b = std::mem::take(&mut p.msg);
-            b.push_op::<O>(0, seq, &segs, req, tail);
-            let mut all: Vec<&[u8]> = Vec::with_capacity(out.len() + 1);
-            all.push(&p.data);
-            all.extend_from_slice(out);
-            let r = self.transport.call(b.finish(0), &all, inp, seq);
-            b.clear();
-            p.clear();
-            p.msg = b;
-            drop(p);
-            r.map_err(|e| self.lost(e))?
-        } else {
-            self.flush_locked(&mut p)?;
-            drop(p);
-            let mut b = MessageBuilder::new();
-            b.push_op::<O>(0, seq, &segs, req, tail);
-            self.transport
-                .call(b.finish(0), out, inp, seq)
-                .map_err(|e| self.lost(e))?
+        let recs = match self.take_batch() {
+            Some(mut t) if self.fits_with(t.data.len(), data) => {
+                // The batch goes first, in the same message.
+                log::trace!("call {seq} carries {} posted calls", t.msg.len());
+                t.msg.push_op::<O>(0, seq, &segs, req, tail);
+                let mut all: Vec<&[u8]> = Vec::with_capacity(out.len() + 1);
+                all.push(&t.data);
+                all.extend_from_slice(out);
+                let r = self.transport.call(t.msg.finish(0), &all, inp, seq);
+                drop(t);
+                r.map_err(|e| self.lost(e))?
+            }
+            taken => {
+                if let Some(t) = taken {
+                    self.send_batch(t)?;
+                }
+                let mut b = MessageBuilder::new();
+                b.push_op::<O>(0, seq, &segs, req, tail);
+                self.transport
+                    .call(b.finish(0), out, inp, seq)
+                    .map_err(|e| self.lost(e))?
+            }
         };
         self.finish_call(&recs, seq)
     }
 
-    /// Whether a message carrying the batch `p` and `data` more bytes of data stays within
-    /// what one request should carry on this transport (with a page to spare for a buffer
-    /// that starts mid-page).
-    fn fits_with(&self, p: &Pending, data: usize) -> bool {
-        (p.data.len() + data) as u64 + 4096 <= self.transport.max_request_data()
+    /// Takes the batch (see [`Batch::take`]); if it is empty, waits until no batch is being
+    /// sent, so the message the caller sends next comes after everything posted before it.
+    fn take_batch(&self) -> Option<Taken<'_>> {
+        let t = self.batch.take(false);
+        if t.is_none() {
+            self.batch.barrier();
+        }
+        t
     }
 
-    /// Sends the batch `p` (locked by the caller) as a posted message, if it holds
-    /// anything. The batch is empty afterwards even if sending failed (the connection is
-    /// then lost for good).
-    fn flush_locked(&self, p: &mut Pending) -> Result<()> {
-        if p.is_empty() {
-            return Ok(());
-        }
-        log::trace!("{} posted calls sent on their own", p.msg.len());
-        let r = self.transport.post(p.msg.finish(MSG_NO_WAIT), &[&p.data]);
-        p.clear();
+    /// Whether a message carrying `batched` bytes of batched data and `data` more bytes of
+    /// data stays within what one request should carry on this transport (with a page to
+    /// spare for a buffer that starts mid-page).
+    fn fits_with(&self, batched: usize, data: usize) -> bool {
+        (batched + data) as u64 + 4096 <= self.transport.max_request_data()
+    }
+
+    /// Sends taken batched requests as a posted message.
+    fn send_batch(&self, mut t: Taken<'_>) -> Result<()> {
+        log::trace!("{} posted calls sent on their own", t.msg.len());
+        let r = self.transport.post(t.msg.finish(MSG_NO_WAIT), &[&t.data]);
+        drop(t);
         let recs = r.map_err(|e| self.lost(e))?;
         self.side_records(&recs);
         Ok(())
@@ -329,7 +333,10 @@ impl Client {
 
     /// Sends the posted calls that wait in the batch now.
     pub fn flush(&self) -> Result<()> {
-        self.flush_locked(&mut self.batch.lock())
+        match self.batch.take(false) {
+            Some(t) => self.send_batch(t),
+            None => Ok(()),
+        }
     }
 
     /// Runs calls of operation `O` (no tail, no data) as a pipeline (see
@@ -342,15 +349,13 @@ impl Client {
         mut done: impl FnMut(usize),
     ) -> Result<()> {
         let mut first_err = None;
-        let mut p = self.batch.lock();
         // The batch goes with the first call if it carries no data (these calls carry
         // none); else on its own first.
-        let mut carry = None;
-        if p.data.is_empty() && !p.is_empty() {
-            carry = Some(std::mem::take(&mut p.msg));
-        } else {
-            self.flush_locked(&mut p)?;
+        let mut held = self.take_batch();
+        if let Some(t) = held.take_if(|t| !t.data.is_empty()) {
+            self.send_batch(t)?;
         }
+        let mut carry = held.as_mut().map(|t| std::mem::take(&mut t.msg));
         let mut make = |i: usize| {
             let req = next(i)?;
             let seq = self.next_seq();
@@ -376,15 +381,11 @@ impl Client {
             }
         };
         let r = self.transport.call_pipelined(&mut make, &mut take);
-        match carry {
+        if let (Some(b), Some(mut t)) = (carry, held) {
             // No call was made: the batch is still to send.
-            Some(b) => {
-                p.msg = b;
-                self.flush_locked(&mut p)?;
-            }
-            None => p.clear(),
+            t.msg = b;
+            self.send_batch(t)?;
         }
-        drop(p);
         r.map_err(|e| self.lost(e))?;
         first_err.map_or(Ok(()), Err)
     }
@@ -396,8 +397,9 @@ impl Client {
         let mut b = MessageBuilder::new();
         b.push_op::<O>(0, seq, &[], req, &[]);
         let msg = b.finish(0);
-        let mut p = self.batch.lock();
-        self.flush_locked(&mut p)?;
+        if let Some(t) = self.take_batch() {
+            self.send_batch(t)?;
+        }
         let recs = self
             .transport
             .call_with_fd(msg, fd, seq)
@@ -446,31 +448,38 @@ impl Client {
         let seq = self.next_seq();
         let segs = Self::segments(out, &[]);
         let data = out.iter().map(|b| b.len()).sum::<usize>();
-        let mut p = self.batch.lock();
         if self.batch.enabled() && data <= crate::batch::MAX_HELD_DATA {
-            p.msg
-                .push_op::<O>(REQ_REPLY_ON_ERROR, seq, &segs, req, tail);
-            for b in out {
-                p.data.extend_from_slice(b);
-            }
-            if p.is_full() || !self.batch.hold(&mut p, spawn_flusher) {
-                self.flush_locked(&mut p)?;
+            let send_now = {
+                let mut p = self.batch.lock();
+                p.msg
+                    .push_op::<O>(REQ_REPLY_ON_ERROR, seq, &segs, req, tail);
+                for b in out {
+                    p.data.extend_from_slice(b);
+                }
+                p.is_full() || !self.batch.hold(&mut p, spawn_flusher)
+            };
+            if send_now {
+                self.flush()?;
             }
             return Ok(());
         }
-        self.flush_locked(&mut p)?;
+        // Too large to hold: behind the batch.
+        if let Some(t) = self.take_batch() {
+            self.send_batch(t)?;
+        }
         let mut b = MessageBuilder::new();
         b.push_op::<O>(REQ_REPLY_ON_ERROR, seq, &segs, req, tail);
-        let msg = b.finish(MSG_NO_WAIT);
-        let recs = self.transport.post(msg, out).map_err(|e| self.lost(e))?;
-        drop(p);
+        let recs = self
+            .transport
+            .post(b.finish(MSG_NO_WAIT), out)
+            .map_err(|e| self.lost(e))?;
         self.side_records(&recs);
         Ok(())
     }
 
-    /// Sends the batch from the flusher thread ([`crate::batch`]).
-    fn flush_from_flusher(&self, p: &mut Pending) {
-        if let Err(e) = self.flush_locked(p) {
+    /// Sends a batch from the flusher thread ([`crate::batch`]).
+    fn flush_from_flusher(&self, t: Taken<'_>) {
+        if let Err(e) = self.send_batch(t) {
             log::debug!("posted calls could not be sent: error {}", e.0);
         }
     }
@@ -570,7 +579,7 @@ fn spawn_flusher() -> bool {
             let Some(c) = connected() else {
                 return;
             };
-            c.batch.run_flusher(|p| c.flush_from_flusher(p));
+            c.batch.run_flusher(|t| c.flush_from_flusher(t));
         });
     match spawned {
         Ok(_) => true,
@@ -588,9 +597,9 @@ extern "C" fn flush_at_exit() {
     let _ = std::panic::catch_unwind(|| {
         if let Some(c) = connected()
             && c.pid == std::process::id()
-            && let Some(mut p) = c.batch.try_lock()
+            && let Some(t) = c.batch.try_take()
         {
-            let _ = c.flush_locked(&mut p);
+            let _ = c.send_batch(t);
         }
     });
 }

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
-// Many host threads, each with its own streams, device, last error and kernels.
+// Many host threads, each with its own streams, device, last error and kernels; and work
+// one thread submits that another, told so through host memory, synchronizes and reads.
+#include <atomic>
 #include <thread>
 #include <vector>
 #include "common.h"
@@ -34,7 +36,52 @@ static int worker(int id) {
     return 0;
 }
 
+__global__ void fill(int *x, int v, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] = v + i;
+}
+
+// Thread A launches into a shared stream and then tells thread B (a host atomic, no CUDA
+// call in between); B synchronizes that stream and must find A's work done: a launch that
+// returned before B's call started is ordered before it.
+static int handoff() {
+    const int n = 1000;
+    cudaStream_t s;
+    int *d;
+    if (cudaStreamCreate(&s) != cudaSuccess || cudaMalloc(&d, n * sizeof(int)) != cudaSuccess)
+        return 1;
+    int bad = 0;
+    for (int round = 0; round < 50; round++) {
+        std::atomic<int> launched{0};
+        std::thread a([&] {
+            fill<<<(n + 255) / 256, 256, 0, s>>>(d, round * 7, n);
+            launched.store(1);
+        });
+        std::thread b([&] {
+            while (!launched.load()) {
+            }
+            std::vector<int> h(n);
+            if (cudaStreamSynchronize(s) != cudaSuccess ||
+                cudaMemcpy(h.data(), d, n * sizeof(int), cudaMemcpyDeviceToHost) != cudaSuccess) {
+                bad++;
+                return;
+            }
+            for (int i = 0; i < n; i++)
+                if (h[i] != round * 7 + i) {
+                    bad++;
+                    return;
+                }
+        });
+        a.join();
+        b.join();
+    }
+    cudaFree(d);
+    cudaStreamDestroy(s);
+    return bad ? 2 : 0;
+}
+
 int main() {
+    EXPECT(handoff() == 0);
     const int T = 8;
     std::vector<std::thread> ts;
     std::vector<int> rc(T, -1);

@@ -280,39 +280,40 @@ fn main() {
     let sock_nop = time(1000, budget, || {
         assert_eq!(sc.call(&nop_ctrl, &[]), 0);
     });
-    let rts: Vec<(f64, f64, f64)> = SETTINGS
+    // Each setting with a ping-pong measured right before it, its ratios' base: the load of
+    // a shared machine drifts during a run.
+    let rts: Vec<(f64, (f64, f64, f64))> = SETTINGS
         .iter()
         .enumerate()
-        .map(|(i, s)| round_trips(dir.path(), i, s, budget))
+        .map(|(i, s)| {
+            (
+                unix_ping_pong(budget),
+                round_trips(dir.path(), i, s, budget),
+            )
+        })
         .collect();
-    // The ping-pong again, after: the machine's load may have changed meanwhile.
-    let ping_after = unix_ping_pong(budget);
     println!(
-        "# round trip                  Nop us (x ping) | H2D 4 KiB us (x ping) | D2H 4 KiB us (x ping)"
+        "# round trip, us (x the ping-pong before it)  ping-pong | Nop | H2D 4 KiB | D2H 4 KiB"
     );
-    let row = |name: &str, t: (f64, f64, f64)| {
-        println!(
-            "{name:<26} {:8.2} ({:5.2}) | {:8.2} ({:5.2})    | {:8.2} ({:5.2})",
-            t.0 * 1e6,
-            t.0 / ping,
-            t.1 * 1e6,
-            t.1 / ping,
-            t.2 * 1e6,
-            t.2 / ping
-        );
-    };
+    println!("unix ping-pong (64 B)          {:7.2}", ping * 1e6);
     println!(
-        "unix ping-pong (64 B)      {:8.2} ( 1.00)    (after the rest: {:.2})",
+        "socket transport               {:7.2} | {:7.2} ({:5.2})",
         ping * 1e6,
-        ping_after * 1e6
-    );
-    println!(
-        "socket transport           {:8.2} ({:5.2})",
         sock_nop * 1e6,
         sock_nop / ping
     );
-    for (s, &t) in SETTINGS.iter().zip(&rts) {
-        row(&format!("vhost {}", s.name), t);
+    for (s, &(p, t)) in SETTINGS.iter().zip(&rts) {
+        println!(
+            "vhost {:<24} {:7.2} | {:7.2} ({:5.2}) | {:7.2} ({:5.2}) | {:7.2} ({:5.2})",
+            s.name,
+            p * 1e6,
+            t.0 * 1e6,
+            t.0 / p,
+            t.1 * 1e6,
+            t.1 / p,
+            t.2 * 1e6,
+            t.2 / p
+        );
     }
 
     // Bulk copies, with the default setting.

@@ -162,6 +162,7 @@ fuzz_target!(|data: &[u8]| {
         DeviceConfig {
             max_sessions: 4,
             threading: Threading::Inline,
+            ..DeviceConfig::default()
         },
     );
     setup(&dev, &mem, 0);

@@ -8,6 +8,12 @@
 //!   through the kernel with a thread wake-up on each side;
 //! - the socket transport (`socket::serve_connection`) on a Unix socket pair.
 //!
+//! The vhost-user round trip (a `Nop`, and a 4 KiB copy each way) is measured for each
+//! transport setting: every call on the session's worker (`--queue-thread-calls none`),
+//! short calls on the queue thread (`short`, the default), the queue thread polling its ring
+//! (`--poll-us`), and a driver that polls the used ring instead of sleeping on the call
+//! eventfd (as a polling guest driver would), each on a fresh backend.
+//!
 //!   cargo bench -p vcuda-backend --bench vhost_user [-- --quick]
 //!
 //! Prints a table; BENCHMARKS.md has the figures and the machine. Not a test: nothing is
@@ -24,7 +30,7 @@ use std::time::{Duration, Instant};
 use testutils::*;
 use vcuda_backend::Backend;
 use vcuda_backend::socket::serve_connection;
-use vcuda_backend::vhost_user::{Server, VhostUserConfig};
+use vcuda_backend::vhost_user::{QueueThreadCalls, Server, VhostUserConfig};
 use vcuda_protocol::decode::decode_reply_header;
 use vcuda_protocol::*;
 
@@ -119,6 +125,114 @@ impl SocketClient {
     }
 }
 
+/// The poll time of the polling rows.
+const POLL: Duration = Duration::from_micros(100);
+
+/// A transport setting to measure.
+struct Setting {
+    name: &'static str,
+    calls: QueueThreadCalls,
+    poll: Duration,
+    driver_polls: bool,
+}
+
+const SETTINGS: &[Setting] = &[
+    Setting {
+        name: "calls none",
+        calls: QueueThreadCalls::None,
+        poll: Duration::ZERO,
+        driver_polls: false,
+    },
+    Setting {
+        name: "calls short (default)",
+        calls: QueueThreadCalls::Short,
+        poll: Duration::ZERO,
+        driver_polls: false,
+    },
+    Setting {
+        name: "none + poll 100us",
+        calls: QueueThreadCalls::None,
+        poll: POLL,
+        driver_polls: false,
+    },
+    Setting {
+        name: "short + poll 100us",
+        calls: QueueThreadCalls::Short,
+        poll: POLL,
+        driver_polls: false,
+    },
+    Setting {
+        name: "none + poll, drv polls",
+        calls: QueueThreadCalls::None,
+        poll: POLL,
+        driver_polls: true,
+    },
+    Setting {
+        name: "short + poll, drv polls",
+        calls: QueueThreadCalls::Short,
+        poll: POLL,
+        driver_polls: true,
+    },
+];
+
+/// A server for one connection with `setting`, on a socket in `dir`.
+fn server(
+    dir: &std::path::Path,
+    tag: &str,
+    calls: QueueThreadCalls,
+    poll: Duration,
+    factory: Arc<dyn vcuda_backend::executor::ExecutorFactory>,
+) -> (std::path::PathBuf, std::thread::JoinHandle<()>) {
+    let path = dir.join(format!("{tag}.sock"));
+    let mut server = Server::new(
+        VhostUserConfig {
+            max_sessions: 4,
+            queue_thread_calls: calls,
+            poll,
+            ..VhostUserConfig::new(path.clone(), 1)
+        },
+        Backend::new(factory),
+    )
+    .unwrap();
+    let join = std::thread::spawn(move || {
+        server.serve_one().unwrap();
+    });
+    (path, join)
+}
+
+/// Round trips of a `Nop`, a 4 KiB host-to-device and a 4 KiB device-to-host copy with
+/// `setting`: seconds each.
+fn round_trips(
+    dir: &std::path::Path,
+    i: usize,
+    setting: &Setting,
+    budget: Duration,
+) -> (f64, f64, f64) {
+    let (path, join) = server(
+        dir,
+        &format!("rt{i}"),
+        setting.calls,
+        setting.poll,
+        cpu_factory(),
+    );
+    let mut c = vhost_client(&path);
+    let ptr = c
+        .send(0, 1, Msg::new().malloc(4096))
+        .ok()
+        .get::<PtrResp>()
+        .ptr;
+    c.queues[0].poll = setting.driver_polls;
+    let nop = laid(&mut c, Msg::new().nop(), 4096);
+    let t_nop = vhost_run(&mut c, &nop, budget, 1000);
+    let h2d = laid(&mut c, Msg::new().htod(ptr, &[0x5a; 4096]), 4096);
+    let t_h2d = vhost_run(&mut c, &h2d, budget, 1000);
+    let d2h = laid(&mut c, Msg::new().dtoh(ptr, 4096), 4096);
+    let t_d2h = vhost_run(&mut c, &d2h, budget, 1000);
+    drop(c);
+    join.join().unwrap();
+    (t_nop, t_h2d, t_d2h)
+}
+
 /// A vhost-user client with one open session past Hello.
 fn vhost_client(path: &std::path::Path) -> VhostClient {
     let mut c = VhostClient::connect(path, 1, 160 << 20);
@@ -155,20 +269,9 @@ fn main() {
     let budget = Duration::from_millis(if quick { 200 } else { 1000 });
     let factory = cpu_factory();
     let backend = Backend::new(factory.clone());
+    let factory: Arc<dyn vcuda_backend::executor::ExecutorFactory> = factory;
 
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("bench.sock");
-    let mut server = Server::new(
-        VhostUserConfig {
-            socket: path.clone(),
-            queues: 1,
-            max_sessions: 4,
-        },
-        Backend::new(factory),
-    )
-    .unwrap();
-    let server = std::thread::spawn(move || server.serve_one().unwrap());
-    let mut vc = vhost_client(&path);
     let mut sc = SocketClient::new(backend);
 
     // Round trips.
@@ -177,21 +280,51 @@ fn main() {
     let sock_nop = time(1000, budget, || {
         assert_eq!(sc.call(&nop_ctrl, &[]), 0);
     });
-    let nop = laid(&mut vc, Msg::new().nop(), 4096);
-    let vhost_nop = vhost_run(&mut vc, &nop, budget, 1000);
-    vc.bump.reset();
-    println!("# round trip (Nop)          us     x unix ping-pong");
-    println!("unix ping-pong (64 B)  {:9.2}  {:6.2}", ping * 1e6, 1.0);
+    // Each setting with a ping-pong measured right before it, its ratios' base: the load of
+    // a shared machine drifts during a run.
+    let rts: Vec<(f64, (f64, f64, f64))> = SETTINGS
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            (
+                unix_ping_pong(budget),
+                round_trips(dir.path(), i, s, budget),
+            )
+        })
+        .collect();
     println!(
-        "socket transport       {:9.2}  {:6.2}",
+        "# round trip, us (x the ping-pong before it)  ping-pong | Nop | H2D 4 KiB | D2H 4 KiB"
+    );
+    println!("unix ping-pong (64 B)          {:7.2}", ping * 1e6);
+    println!(
+        "socket transport               {:7.2} | {:7.2} ({:5.2})",
+        ping * 1e6,
         sock_nop * 1e6,
         sock_nop / ping
     );
-    println!(
-        "vhost-user             {:9.2}  {:6.2}",
-        vhost_nop * 1e6,
-        vhost_nop / ping
+    for (s, &(p, t)) in SETTINGS.iter().zip(&rts) {
+        println!(
+            "vhost {:<24} {:7.2} | {:7.2} ({:5.2}) | {:7.2} ({:5.2}) | {:7.2} ({:5.2})",
+            s.name,
+            p * 1e6,
+            t.0 * 1e6,
+            t.0 / p,
+            t.1 * 1e6,
+            t.1 / p,
+            t.2 * 1e6,
+            t.2 / p
+        );
+    }
+
+    // Bulk copies, with the default setting.
+    let (path, server) = server(
+        dir.path(),
+        "bulk",
+        QueueThreadCalls::default(),
+        Duration::ZERO,
+        factory,
     );
+    let mut vc = vhost_client(&path);
 
     // Bulk copies.
     let max = *SIZES.last().unwrap();

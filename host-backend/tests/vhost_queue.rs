@@ -12,7 +12,8 @@ use testutils::*;
 use vcuda_backend::Backend;
 use vcuda_backend::session::SEQ_MALFORMED;
 use vcuda_backend::vhost_user::device::{
-    BAD_CHAIN, Completion, Device, DeviceConfig, NO_SESSION, TOO_MANY_SESSIONS, Threading,
+    BAD_CHAIN, Completion, Device, DeviceConfig, NO_SESSION, QueueThreadCalls, TOO_MANY_SESSIONS,
+    Threading,
 };
 use vcuda_protocol::status;
 use vcuda_protocol::virtio::{ChainHeader, ChainOp, MAX_CHAIN_DESCRIPTORS};
@@ -28,6 +29,15 @@ struct Rig {
 }
 
 fn rig_with(threading: Threading, max_sessions: usize, slow: Duration) -> Rig {
+    rig_calls(threading, max_sessions, slow, QueueThreadCalls::None)
+}
+
+fn rig_calls(
+    threading: Threading,
+    max_sessions: usize,
+    slow: Duration,
+    queue_thread_calls: QueueThreadCalls,
+) -> Rig {
     Rig {
         mem: mock_mem(),
         dev: Device::new(
@@ -35,6 +45,7 @@ fn rig_with(threading: Threading, max_sessions: usize, slow: Duration) -> Rig {
             DeviceConfig {
                 max_sessions,
                 threading,
+                queue_thread_calls,
             },
         ),
         ring: Arc::new(MockRing::default()),
@@ -478,7 +489,17 @@ fn errors_and_sticky_errors_through_the_queue() {
 
 #[test]
 fn a_blocked_session_does_not_stall_others_and_order_is_kept() {
-    let rig = rig_with(Threading::PerSession, 8, Duration::from_millis(400));
+    blocked_session(QueueThreadCalls::None);
+}
+
+#[test]
+fn a_blocked_session_does_not_stall_others_and_order_is_kept_with_queue_thread_calls() {
+    // Session 2's small copies are short on the CPU executor: they run on this thread.
+    blocked_session(QueueThreadCalls::Short);
+}
+
+fn blocked_session(calls: QueueThreadCalls) {
+    let rig = rig_calls(Threading::PerSession, 8, Duration::from_millis(400), calls);
     let mut q = MockQueue::new(&rig.mem);
     rig.open(&mut q, 1);
     rig.open(&mut q, 2);
@@ -655,4 +676,178 @@ proptest! {
         prop_assert!(len <= 0x3000 * 12);
         rig.alive(&mut q, 1);
     }
+}
+
+/// Whether `name` is a session worker's thread.
+fn on_worker(name: &str) -> bool {
+    name.starts_with("vcuda-s")
+}
+
+/// Sends the message `msg` builds to `session` until it ran on the calling thread (the
+/// worker may still be counting its last chain out right after completing it); the reply.
+fn on_queue_thread(
+    rig: &Rig,
+    q: &mut MockQueue<'_>,
+    session: u64,
+    msg: impl Fn(&mut Msg) -> &mut Msg,
+) -> Reply {
+    for _ in 0..100 {
+        rig.ring.take_threads();
+        let r = rig.send(q, session, msg(&mut Msg::new()));
+        let threads = rig.ring.take_threads();
+        if !on_worker(&threads[0].1) {
+            return r;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    panic!("never ran on the queue thread");
+}
+
+#[test]
+fn short_calls_run_on_the_queue_thread_when_the_session_is_idle() {
+    let rig = rig_calls(
+        Threading::PerSession,
+        8,
+        Duration::ZERO,
+        QueueThreadCalls::Short,
+    );
+    let mut q = MockQueue::new(&rig.mem);
+    rig.open(&mut q, 1);
+    rig.ring.take_threads();
+    // Opening and Hello ran on the worker.
+    let r = on_queue_thread(&rig, &mut q, 1, |m| m.nop().mem_get_info());
+    assert_eq!(r.statuses(), [0, 0]);
+    let ptr = rig
+        .send(&mut q, 1, Msg::new().malloc(8192))
+        .ok()
+        .get::<PtrResp>()
+        .ptr;
+    // A long call (an allocation) goes to the worker, whenever it comes.
+    let threads = rig.ring.take_threads();
+    assert!(on_worker(&threads[0].1), "{threads:?}");
+    // A 4 KiB copy each way is short on the CPU executor; the data is right.
+    let data = pattern(4096, 4);
+    let r = on_queue_thread(&rig, &mut q, 1, |m| m.htod(ptr, &data).dtoh(ptr, 4096));
+    assert_eq!(r.statuses(), [0, 0]);
+    assert_eq!(r.in_data, data);
+    // A message with one long request goes to the worker as a whole.
+    for _ in 0..10 {
+        rig.send(&mut q, 1, Msg::new().nop().free(ptr).malloc(8192));
+        let threads = rig.ring.take_threads();
+        assert!(on_worker(&threads[0].1), "{threads:?}");
+    }
+    // Errors of a short call (an unknown stream) come back as from the worker.
+    let r = on_queue_thread(&rig, &mut q, 1, |m| m.on_handle(Opcode::StreamQuery, 0xbad));
+    assert_eq!(r.statuses(), [status::INVALID_RESOURCE_HANDLE]);
+    // Closing still works, and frees the session on its worker.
+    assert_eq!(rig.op(&mut q, 1, ChainOp::CloseSession).statuses(), [0]);
+    assert!(rig.dev.wait_idle(Duration::from_secs(5)));
+}
+
+#[test]
+fn without_queue_thread_calls_everything_runs_on_the_worker() {
+    let rig = rig_with(Threading::PerSession, 8, Duration::ZERO);
+    let mut q = MockQueue::new(&rig.mem);
+    rig.open(&mut q, 1);
+    for _ in 0..10 {
+        rig.alive(&mut q, 1);
+        let threads = rig.ring.take_threads();
+        assert!(threads.iter().all(|t| on_worker(&t.1)), "{threads:?}");
+    }
+}
+
+#[test]
+fn a_short_call_behind_a_long_one_waits_its_turn() {
+    let rig = rig_calls(
+        Threading::PerSession,
+        8,
+        Duration::from_millis(300),
+        QueueThreadCalls::Short,
+    );
+    let mut q = MockQueue::new(&rig.mem);
+    rig.open(&mut q, 1);
+    rig.open(&mut q, 2);
+    // Session 1's worker is idle again.
+    on_queue_thread(&rig, &mut q, 1, Msg::nop);
+    on_queue_thread(&rig, &mut q, 2, Msg::nop);
+
+    // Popped in one go: session 1 synchronizes (slow), then asks for a Nop and its memory
+    // information (short); session 2, idle, asks for a Nop.
+    let spec = ChainSpec::default();
+    let post = |q: &mut MockQueue<'_>, session: u64, m: &mut Msg| {
+        let (ctrl, _) = m.finish(0);
+        let laid = lay_out(
+            &rig.mem,
+            &mut q.bump,
+            &Call::submit(session, &ctrl, &[], 0),
+            &spec,
+        );
+        (q.push(&laid.bufs), laid)
+    };
+    let sync = post(
+        &mut q,
+        1,
+        Msg::new().on_handle(Opcode::StreamSynchronize, STREAM_LEGACY),
+    );
+    let nop = post(&mut q, 1, Msg::new().nop());
+    let info = post(&mut q, 1, Msg::new().mem_get_info());
+    let other = post(&mut q, 2, Msg::new().nop());
+    rig.ring.take_threads();
+    let t0 = std::time::Instant::now();
+    rig.run(&mut q);
+    // Session 2's Nop ran here, at once.
+    let threads = rig.ring.take_threads();
+    assert_eq!(threads.len(), 1, "{threads:?}");
+    assert_eq!(threads[0].0, other.0);
+    assert!(!on_worker(&threads[0].1));
+    assert!(t0.elapsed() < Duration::from_millis(250));
+    for (head, laid) in [&sync, &nop, &info, &other] {
+        let r = read_reply(&rig.mem, laid, rig.ring.wait(*head));
+        assert_eq!(r.statuses(), [0]);
+    }
+    // Session 1's short calls waited for its synchronize, on its worker, in order.
+    assert!(t0.elapsed() >= Duration::from_millis(300));
+    let threads = rig.ring.take_threads();
+    let heads: Vec<u16> = threads.iter().map(|t| t.0).collect();
+    assert_eq!(heads, [sync.0, nop.0, info.0]);
+    assert!(threads.iter().all(|t| on_worker(&t.1)), "{threads:?}");
+    assert_eq!(rig.dev.drop_all_sessions(), 2);
+    assert!(rig.dev.wait_idle(Duration::from_secs(5)));
+}
+
+#[test]
+fn a_short_call_of_a_stopped_ring_is_not_run() {
+    let rig = rig_calls(
+        Threading::PerSession,
+        8,
+        Duration::ZERO,
+        QueueThreadCalls::Short,
+    );
+    let mut q = MockQueue::new(&rig.mem);
+    rig.open(&mut q, 1);
+    on_queue_thread(&rig, &mut q, 1, Msg::nop);
+    // A Nop popped before the ring stopped (ticket 0): nothing written, len 0, and it was
+    // decided on this thread.
+    let (ctrl, _) = Msg::new().nop().finish(0);
+    let laid = lay_out(
+        &rig.mem,
+        &mut q.bump,
+        &Call::submit(1, &ctrl, &[], 0),
+        &ChainSpec::default(),
+    );
+    let head = q.push(&laid.bufs);
+    rig.ring.stop(1);
+    for c in q.pop_all(&rig.mem) {
+        let ring: Arc<dyn vcuda_backend::vhost_user::device::UsedRing> = rig.ring.clone();
+        rig.dev
+            .handle_chain(&rig.mem, c, Completion::new(ring, head, 0));
+    }
+    assert_eq!(rig.ring.wait(head), 0);
+    let mut reply = vec![0u8; 64];
+    rig.mem
+        .read_slice(&mut reply, GuestAddress(laid.reply.0))
+        .unwrap();
+    assert!(reply.iter().all(|&b| b == 0xee), "reply area written");
+    rig.ring.stop(0);
+    rig.alive(&mut q, 1);
 }

@@ -14,13 +14,22 @@
 //! session's calls keep their order, a call that blocks (a stream synchronize) blocks only
 //! its own session, and queue threads never wait for an executor.
 //!
+//! With [`QueueThreadCalls::Short`] the popping thread (a queue thread) runs a chain itself,
+//! without the hop to the worker, when the session's worker has nothing queued or running
+//! and every request of the chain's message is short ([`super::short`]): one that never
+//! waits and whose cost does not grow with a guest-chosen size. The session's state sits
+//! behind a mutex that its worker holds while it runs a chain; the queue thread only
+//! `try_lock`s it, so it never waits for a worker, and a session's chains still run one at
+//! a time in the order they were popped (a short call behind a queued long one waits its
+//! turn on the worker).
+//!
 //! With [`Threading::Inline`] the popping thread runs the session itself (for tests and the
 //! fuzz target, where determinism matters more than concurrency).
 
 use std::collections::HashMap;
 use std::ops::Deref;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -32,6 +41,7 @@ use vcuda_protocol::{RecordKind, ReplyBuilder};
 use virtio_queue::DescriptorChain;
 
 use super::chain::{self, Area, Chain, Mem};
+use super::short::{self, SHORT_MAX_CTRL};
 use crate::data::DataSegs;
 use crate::executor::Cancel;
 use crate::session::{Backend, SEQ_MALFORMED, Session};
@@ -139,6 +149,19 @@ pub enum Threading {
     Inline,
 }
 
+/// Which calls the thread that pops a chain (a queue thread) may run itself, with
+/// [`Threading::PerSession`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum QueueThreadCalls {
+    /// Every chain goes to its session's worker.
+    None,
+    /// A chain whose requests are all short ([`super::short`]) runs on the queue thread
+    /// when the session's worker has nothing queued or running: one thread wake-up less
+    /// per round trip.
+    #[default]
+    Short,
+}
+
 /// Limits and threading of a [`Device`].
 #[derive(Clone, Debug)]
 pub struct DeviceConfig {
@@ -146,6 +169,8 @@ pub struct DeviceConfig {
     pub max_sessions: usize,
     /// Where sessions run.
     pub threading: Threading,
+    /// Which calls a queue thread runs itself.
+    pub queue_thread_calls: QueueThreadCalls,
 }
 
 impl Default for DeviceConfig {
@@ -153,6 +178,7 @@ impl Default for DeviceConfig {
         Self {
             max_sessions: 256,
             threading: Threading::PerSession,
+            queue_thread_calls: QueueThreadCalls::default(),
         }
     }
 }
@@ -193,8 +219,26 @@ impl Slot {
     }
 }
 
+/// What a session's worker thread shares with the queue threads.
+struct Shared {
+    /// The session; the worker holds it while it runs a chain, a queue thread only if it
+    /// gets it with `try_lock`.
+    slot: Mutex<Slot>,
+    /// Jobs sent to the worker and not yet finished (counted in under the table's lock,
+    /// out by the worker after the chain completed and the slot was released).
+    queued: AtomicUsize,
+}
+
+impl Shared {
+    fn slot(&self) -> MutexGuard<'_, Slot> {
+        // A panic inside a call is caught in `submit`; a slot poisoned elsewhere still holds
+        // a session (or none), which is what the next chain needs.
+        self.slot.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
 enum Worker {
-    Thread(Sender<Job>),
+    Thread(Sender<Job>, Arc<Shared>),
     Inline(Box<Slot>),
 }
 
@@ -312,12 +356,29 @@ impl Device {
                 }
             }
             ChainOp::Submit => {
+                // A copy of a small control area, for a call the queue thread may run itself;
+                // the call then runs with these very bytes.
+                let mut ctrl_buf = [0u8; SHORT_MAX_CTRL];
+                let short_ctrl = self.short_ctrl(mem, &chain, &mut ctrl_buf);
                 let mut t = self.inner.table();
                 match t.sessions.get_mut(&id) {
                     Some(Entry {
-                        worker: Worker::Thread(tx),
+                        worker: Worker::Thread(tx, shared),
                         ..
                     }) => {
+                        if let Some(ctrl) = short_ctrl
+                            && shared.queued.load(Ordering::SeqCst) == 0
+                        {
+                            let shared = shared.clone();
+                            // The table's lock is held until the slot is ours, so a close
+                            // or drop of the session comes after this call.
+                            if let Ok(slot) = shared.slot.try_lock() {
+                                drop(t);
+                                run_here(&self.inner, slot, mem, &chain, completion, ctrl);
+                                return;
+                            }
+                        }
+                        shared.queued.fetch_add(1, Ordering::SeqCst);
                         if let Err(mpsc::SendError(job)) = tx.send(Job::Run {
                             mem: mem.clone(),
                             chain,
@@ -334,7 +395,7 @@ impl Device {
                         worker: Worker::Inline(slot),
                         ..
                     }) => {
-                        let (len, _) = run(&self.inner, slot, mem, &chain, &completion);
+                        let (len, _) = run(&self.inner, slot, mem, &chain, &completion, None);
                         drop(t);
                         completion.complete(len);
                     }
@@ -347,6 +408,22 @@ impl Device {
                 }
             }
         }
+    }
+
+    /// The control area of `chain`, read into `buf`, if the queue thread may run the chain
+    /// itself: queue-thread calls are on, sessions have workers, and the message is short.
+    fn short_ctrl<'b>(&self, mem: &Mem, chain: &Chain, buf: &'b mut [u8]) -> Option<&'b [u8]> {
+        let config = &self.inner.config;
+        if config.queue_thread_calls != QueueThreadCalls::Short
+            || config.threading != Threading::PerSession
+        {
+            return None;
+        }
+        let msg = chain.message.as_ref()?;
+        let ctrl = buf.get_mut(..usize::try_from(msg.header.ctrl_len).ok()?)?;
+        (msg.ctrl.read(mem, 0, ctrl)
+            && short::is_short(self.inner.backend.kind(), &msg.header, ctrl))
+        .then_some(&*ctrl)
     }
 
     fn open(&self, id: u64, mem: &Arc<Mem>, chain: Box<Chain>, completion: Completion) {
@@ -375,7 +452,7 @@ impl Device {
             Threading::Inline => {
                 let cancel = Cancel::default();
                 let mut slot = Box::new(Slot::new(cancel.clone()));
-                let (len, flow) = run(inner, &mut slot, mem, &chain, &completion);
+                let (len, flow) = run(inner, &mut slot, mem, &chain, &completion, None);
                 if flow == Flow::Continue {
                     t.sessions.insert(
                         id,
@@ -395,10 +472,15 @@ impl Device {
                 *inner.live() += 1;
                 let worker_inner = inner.clone();
                 let cancel = Cancel::default();
-                let worker_cancel = cancel.clone();
+                // The open below is its first job.
+                let shared = Arc::new(Shared {
+                    slot: Mutex::new(Slot::new(cancel.clone())),
+                    queued: AtomicUsize::new(1),
+                });
+                let worker_shared = shared.clone();
                 let spawned = std::thread::Builder::new()
                     .name(format!("vcuda-s{id:x}"))
-                    .spawn(move || worker_main(worker_inner, id, token, rx, worker_cancel));
+                    .spawn(move || worker_main(worker_inner, id, token, rx, worker_shared));
                 if let Err(e) = spawned {
                     error!("cannot start a session thread: {e}");
                     *inner.live() -= 1;
@@ -417,7 +499,7 @@ impl Device {
                     Entry {
                         token,
                         epoch,
-                        worker: Worker::Thread(tx),
+                        worker: Worker::Thread(tx, shared),
                         cancel,
                     },
                 );
@@ -427,7 +509,8 @@ impl Device {
 
     fn send(&self, worker: Worker, mem: &Arc<Mem>, chain: Box<Chain>, completion: Completion) {
         match worker {
-            Worker::Thread(tx) => {
+            Worker::Thread(tx, shared) => {
+                shared.queued.fetch_add(1, Ordering::SeqCst);
                 if let Err(mpsc::SendError(job)) = tx.send(Job::Run {
                     mem: mem.clone(),
                     chain,
@@ -437,7 +520,7 @@ impl Device {
                 }
             }
             Worker::Inline(mut slot) => {
-                let (len, _) = run(&self.inner, &mut slot, mem, &chain, &completion);
+                let (len, _) = run(&self.inner, &mut slot, mem, &chain, &completion, None);
                 completion.complete(len);
             }
         }
@@ -464,7 +547,7 @@ impl Device {
         let n = old.len();
         for e in old {
             e.cancel.cancel();
-            if let Worker::Thread(tx) = e.worker {
+            if let Worker::Thread(tx, _) = e.worker {
                 let _ = tx.send(Job::Shutdown);
             }
         }
@@ -526,9 +609,22 @@ impl Drop for LiveGuard {
     }
 }
 
-fn worker_main(inner: Arc<Inner>, id: u64, token: u64, rx: Receiver<Job>, cancel: Cancel) {
+/// Frees the session on its worker's thread when the worker ends, before the worker counts
+/// itself out.
+struct EndSession(Arc<Shared>);
+
+impl Drop for EndSession {
+    fn drop(&mut self) {
+        // A queue thread running a call holds the slot; the session ends after that call.
+        let session = self.0.slot().session.take();
+        drop(session);
+    }
+}
+
+fn worker_main(inner: Arc<Inner>, id: u64, token: u64, rx: Receiver<Job>, shared: Arc<Shared>) {
+    // Dropped in reverse order: the session is freed, then the worker counted out.
     let _live = LiveGuard(inner.clone());
-    let mut slot = Slot::new(cancel);
+    let _end = EndSession(shared.clone());
     for job in rx {
         let Job::Run {
             mem,
@@ -539,8 +635,14 @@ fn worker_main(inner: Arc<Inner>, id: u64, token: u64, rx: Receiver<Job>, cancel
             debug!("session {id:#x} dropped");
             return;
         };
-        let (len, flow) = run(&inner, &mut slot, &mem, &chain, &completion);
-        completion.complete(len);
+        let flow = {
+            let mut slot = shared.slot();
+            let (len, flow) = run(&inner, &mut slot, &mem, &chain, &completion, None);
+            completion.complete(len);
+            flow
+        };
+        // Only now may a queue thread run the session's next chain: this one completed.
+        shared.queued.fetch_sub(1, Ordering::SeqCst);
         match flow {
             Flow::Continue => {}
             Flow::Closed => return,
@@ -556,16 +658,45 @@ fn worker_main(inner: Arc<Inner>, id: u64, token: u64, rx: Receiver<Job>, cancel
     }
 }
 
+/// Runs a short chain on the queue thread, with the session's slot held, and completes it.
+/// A panic outside the session's own guard is caught here too: it must not end the queue
+/// thread. The session is then dropped and the chain returned with nothing written.
+fn run_here(
+    inner: &Inner,
+    mut slot: MutexGuard<'_, Slot>,
+    mem: &Mem,
+    chain: &Chain,
+    completion: Completion,
+    ctrl: &[u8],
+) {
+    let r = catch_unwind(AssertUnwindSafe(|| {
+        run(inner, &mut slot, mem, chain, &completion, Some(ctrl))
+    }));
+    match r {
+        Ok((len, _)) => {
+            drop(slot);
+            completion.complete(len);
+        }
+        Err(_) => {
+            error!("a call on a queue thread panicked; session dropped");
+            slot.session = None;
+            drop(slot);
+            drop(completion);
+        }
+    }
+}
+
 /// Runs one chain on a session slot: the used length and what follows. A chain that is
 /// no longer current (its ring stopped meanwhile) is not run and nothing is written; an
 /// open or close still takes effect. A call whose ring stops while it runs does not write
-/// its reply.
+/// its reply. `ctrl` is the message's control area if the caller read it already.
 fn run(
     inner: &Inner,
     slot: &mut Slot,
     mem: &Mem,
     chain: &Chain,
     completion: &Completion,
+    ctrl: Option<&[u8]>,
 ) -> (u32, Flow) {
     let current = completion.is_current();
     let none = Area::default();
@@ -588,7 +719,7 @@ fn run(
             debug!("session {:#x} closed", chain.header.session);
             (status_reply(mem, reply, status::SUCCESS), Flow::Closed)
         }
-        ChainOp::Submit if current => (submit(slot, mem, chain, completion), Flow::Continue),
+        ChainOp::Submit if current => (submit(slot, mem, chain, completion, ctrl), Flow::Continue),
         ChainOp::Submit => {
             debug!("chain of a stopped ring dropped");
             (0, Flow::Continue)
@@ -596,7 +727,13 @@ fn run(
     }
 }
 
-fn submit(slot: &mut Slot, mem: &Mem, chain: &Chain, completion: &Completion) -> u32 {
+fn submit(
+    slot: &mut Slot,
+    mem: &Mem,
+    chain: &Chain,
+    completion: &Completion,
+    read: Option<&[u8]>,
+) -> u32 {
     let Slot {
         session,
         reply,
@@ -606,14 +743,19 @@ fn submit(slot: &mut Slot, mem: &Mem, chain: &Chain, completion: &Completion) ->
     let (Some(s), Some(msg)) = (session.as_mut(), chain.message.as_ref()) else {
         return error_reply(mem, &chain.reply, NO_SESSION, SEQ_MALFORMED);
     };
-    // ctrl_len <= MAX_CTRL_LEN (checked when the chain was parsed).
-    ctrl.clear();
-    ctrl.resize(msg.header.ctrl_len as usize, 0);
-    let (true, Some(out), Some(inp)) = (
-        msg.ctrl.read(mem, 0, ctrl),
-        msg.out.slices(mem),
-        msg.inp.slices(mem),
-    ) else {
+    let ctrl: &[u8] = match read {
+        Some(c) => c,
+        None => {
+            // ctrl_len <= MAX_CTRL_LEN (checked when the chain was parsed).
+            ctrl.clear();
+            ctrl.resize(msg.header.ctrl_len as usize, 0);
+            if !msg.ctrl.read(mem, 0, ctrl) {
+                return error_reply(mem, &chain.reply, BAD_CHAIN, SEQ_MALFORMED);
+            }
+            ctrl
+        }
+    };
+    let (Some(out), Some(inp)) = (msg.out.slices(mem), msg.inp.slices(mem)) else {
         return error_reply(mem, &chain.reply, BAD_CHAIN, SEQ_MALFORMED);
     };
     let (out, inp) = (DataSegs::new(out), DataSegs::new(inp));

@@ -4,6 +4,7 @@
 //!
 //! - [`chain`]: validation of descriptor chains against guest memory.
 //! - [`device`]: the session table and chain dispatch (one worker thread per session).
+//! - [`short`]: which calls a queue thread may run itself.
 //! - [`backend`]: the `VhostUserBackend` implementation (features, config space, memory
 //!   table, vring events, ring stop/restart/reset).
 //! - [`Server`]: accepts one frontend connection at a time on a Unix socket and serves it;
@@ -15,6 +16,7 @@
 pub mod backend;
 pub mod chain;
 pub mod device;
+pub mod short;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -28,7 +30,7 @@ use vhost_user_backend::VhostUserDaemon;
 use vm_memory::{GuestMemoryAtomic, GuestMemoryMmap};
 
 pub use self::backend::VhostUserCuda;
-pub use self::device::{Device, DeviceConfig, Threading};
+pub use self::device::{Device, DeviceConfig, QueueThreadCalls, Threading};
 use crate::session::Backend;
 use crate::worker::{ParentLink, Role, Workers};
 
@@ -55,6 +57,26 @@ pub struct VhostUserConfig {
     pub queues: u32,
     /// Most sessions per connection.
     pub max_sessions: usize,
+    /// Which calls a queue thread runs itself instead of handing them to the session's
+    /// worker.
+    pub queue_thread_calls: QueueThreadCalls,
+    /// How long a queue thread keeps polling its ring, with the guest's kicks suppressed,
+    /// after the last chain it found, before it sleeps again; zero: it never polls. While
+    /// the guest keeps posting chains a polling queue thread takes a whole core.
+    pub poll: Duration,
+}
+
+impl VhostUserConfig {
+    /// The defaults for a backend on `socket` with `queues` queues.
+    pub fn new(socket: PathBuf, queues: u32) -> Self {
+        Self {
+            socket,
+            queues,
+            max_sessions: 256,
+            queue_thread_calls: QueueThreadCalls::default(),
+            poll: Duration::ZERO,
+        }
+    }
 }
 
 /// How one connection ended.
@@ -128,15 +150,19 @@ impl Server {
     /// clean-up.
     pub fn serve_one_then(&mut self, disconnected: impl FnOnce()) -> Result<ConnectionEnd, Error> {
         let mem = GuestMemoryAtomic::new(GuestMemoryMmap::new());
-        let cuda = Arc::new(VhostUserCuda::new(
-            self.backend.clone(),
-            self.config.queues,
-            DeviceConfig {
-                max_sessions: self.config.max_sessions,
-                threading: Threading::PerSession,
-            },
-            mem.clone(),
-        ));
+        let cuda = Arc::new(
+            VhostUserCuda::new(
+                self.backend.clone(),
+                self.config.queues,
+                DeviceConfig {
+                    max_sessions: self.config.max_sessions,
+                    threading: Threading::PerSession,
+                    queue_thread_calls: self.config.queue_thread_calls,
+                },
+                mem.clone(),
+            )
+            .with_poll(self.config.poll),
+        );
         let mut daemon = VhostUserDaemon::new("vcuda-vhost".into(), cuda.clone(), mem)
             .map_err(|e| Error::Daemon(e.to_string()))?;
         let Some(listener) = self.listener.as_mut() else {
@@ -185,10 +211,12 @@ pub fn start_workers(config: VhostUserConfig, workers: Workers) -> Result<(), Er
     let listener = Listener::new(&config.socket, true).map_err(Error::Listen)?;
     info!(
         "vhost-user backend listening on {} ({} request queues, {:?} executor, a worker \
-         process per connection)",
+         process per connection, queue-thread calls {:?}, polling {} µs)",
         config.socket.display(),
         config.queues,
-        workers.kind()
+        workers.kind(),
+        config.queue_thread_calls,
+        config.poll.as_micros()
     );
     loop {
         // SAFETY: the listener stays open for the whole loop.
@@ -246,9 +274,12 @@ pub fn serve_worker(
 pub fn start_backend(config: VhostUserConfig, backend: Arc<Backend>) -> Result<(), Error> {
     let mut server = Server::new(config, backend)?;
     info!(
-        "vhost-user backend listening on {} ({} request queues)",
+        "vhost-user backend listening on {} ({} request queues, queue-thread calls {:?}, \
+         polling {} µs)",
         server.config.socket.display(),
-        server.config.queues
+        server.config.queues,
+        server.config.queue_thread_calls,
+        server.config.poll.as_micros()
     );
     loop {
         let end = server.serve_one()?;

@@ -650,6 +650,8 @@ pub fn write_indirect_table(mem: &Mem, table: u64, bufs: &[Buf]) {
 #[derive(Default)]
 pub struct MockRing {
     done: Mutex<Vec<(u16, u32, u64)>>,
+    /// The thread that completed each chain, in completion order.
+    threads: Mutex<Vec<(u16, String)>>,
     cv: Condvar,
     first_current: AtomicU64,
     /// If nonzero: the ring stops at this many more `is_current` checks.
@@ -658,6 +660,8 @@ pub struct MockRing {
 
 impl UsedRing for MockRing {
     fn complete(&self, head: u16, len: u32, ticket: u64) {
+        let name = std::thread::current().name().unwrap_or("").to_owned();
+        self.threads.lock().unwrap().push((head, name));
         self.done.lock().unwrap().push((head, len, ticket));
         self.cv.notify_all();
     }
@@ -703,6 +707,12 @@ impl MockRing {
     /// Completions so far, in order, taken.
     pub fn take(&self) -> Vec<(u16, u32, u64)> {
         std::mem::take(&mut *self.done.lock().unwrap())
+    }
+
+    /// The names of the threads that completed chains so far, with the chains' heads, in
+    /// completion order, taken.
+    pub fn take_threads(&self) -> Vec<(u16, String)> {
+        std::mem::take(&mut *self.threads.lock().unwrap())
     }
 }
 
@@ -955,6 +965,9 @@ pub struct DriverQueue {
     pub kick: EventFd,
     /// Call eventfd (device -> driver).
     pub call: EventFd,
+    /// Wait for completions by polling the used ring, with interrupts suppressed, instead
+    /// of sleeping on the call eventfd (what a polling driver does).
+    pub poll: bool,
 }
 
 impl DriverQueue {
@@ -974,6 +987,7 @@ impl DriverQueue {
             done: HashMap::new(),
             kick: EventFd::new(EFD_NONBLOCK).unwrap(),
             call: EventFd::new(EFD_NONBLOCK).unwrap(),
+            poll: false,
         }
     }
 
@@ -1043,6 +1057,27 @@ impl DriverQueue {
         self.kick.write(1).unwrap();
     }
 
+    /// The driver's available index (chains posted so far, modulo 2^16).
+    pub fn avail_idx(&self) -> u16 {
+        self.avail_idx
+    }
+
+    /// The device's `avail_event` (VIRTIO_RING_F_EVENT_IDX): kick when posting past it.
+    pub fn avail_event(&self, mem: &Mem) -> u16 {
+        let at = self.used + 4 + 8 * u64::from(self.size);
+        mem.load(GuestAddress(at), Ordering::Acquire).unwrap()
+    }
+
+    /// Whether the chains posted since the available index was `old` need a kick
+    /// (VIRTIO_RING_F_EVENT_IDX, as Linux's `virtqueue_kick_prepare`).
+    pub fn needs_kick(&self, mem: &Mem, old: u16) -> bool {
+        // The index store must be visible before avail_event is read.
+        std::sync::atomic::fence(Ordering::SeqCst);
+        let event = self.avail_event(mem);
+        let new = self.avail_idx;
+        new.wrapping_sub(event).wrapping_sub(1) < new.wrapping_sub(old)
+    }
+
     fn reap(&mut self, mem: &Mem) {
         let used_idx: u16 = mem
             .load(GuestAddress(self.used + 2), Ordering::Acquire)
@@ -1057,15 +1092,35 @@ impl DriverQueue {
             self.done.insert(head, len);
             self.last_used = self.last_used.wrapping_add(1);
         }
-        // VIRTIO_RING_F_EVENT_IDX: interrupt me at the next completion.
+        // VIRTIO_RING_F_EVENT_IDX: interrupt me at the next completion; a polling driver
+        // puts the event half the ring's index space ahead, so no completion interrupts.
         let used_event = self.avail + 4 + 2 * u64::from(self.size);
-        mem.store(self.last_used, GuestAddress(used_event), Ordering::Release)
+        let event = if self.poll {
+            self.last_used.wrapping_add(0x8000)
+        } else {
+            self.last_used
+        };
+        mem.store(event, GuestAddress(used_event), Ordering::Release)
             .unwrap();
     }
 
     /// Waits for chain `head` to be used: its `used.len`.
     pub fn wait(&mut self, mem: &Mem, head: u16, timeout: Duration) -> Option<u32> {
         let deadline = Instant::now() + timeout;
+        if self.poll {
+            let mut spins = 0u32;
+            loop {
+                self.reap(mem);
+                if let Some(len) = self.done.remove(&head) {
+                    return Some(len);
+                }
+                spins = spins.wrapping_add(1);
+                if spins.is_multiple_of(1024) && Instant::now() >= deadline {
+                    return None;
+                }
+                std::hint::spin_loop();
+            }
+        }
         loop {
             self.reap(mem);
             if let Some(len) = self.done.remove(&head) {
@@ -1213,14 +1268,17 @@ impl VhostClient {
         self.start_rings(&zeros);
     }
 
-    /// Posts a call on queue `q` and kicks.
+    /// Posts a call on queue `q` and kicks if the device asked for it (EVENT_IDX).
     pub fn submit(&mut self, q: usize, call: &Call<'_>) -> Pending {
         let laid = lay_out(&self.ram.mem, &mut self.bump, call, &self.spec);
         let indirect = (laid.bufs.len() > self.spec.indirect_over)
             .then(|| self.bump.alloc(16 * laid.bufs.len() as u64));
         let queue = &mut self.queues[q];
+        let old = queue.avail_idx();
         let head = queue.add(&self.ram.mem, &laid.bufs, indirect);
-        queue.kick();
+        if queue.needs_kick(&self.ram.mem, old) {
+            queue.kick();
+        }
         Pending {
             queue: q,
             head,
@@ -1228,11 +1286,15 @@ impl VhostClient {
         }
     }
 
-    /// Posts a call laid out before (its buffers reused as they are) and kicks.
+    /// Posts a call laid out before (its buffers reused as they are) and kicks if the
+    /// device asked for it (EVENT_IDX).
     pub fn post(&mut self, q: usize, laid: &Laid, indirect: Option<u64>) -> u16 {
         let queue = &mut self.queues[q];
+        let old = queue.avail_idx();
         let head = queue.add(&self.ram.mem, &laid.bufs, indirect);
-        queue.kick();
+        if queue.needs_kick(&self.ram.mem, old) {
+            queue.kick();
+        }
         head
     }
 

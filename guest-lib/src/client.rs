@@ -184,6 +184,9 @@ impl Client {
         }
         c.hello = resp;
         c.devices = (0..resp.device_count).map(|_| OnceLock::new()).collect();
+        if !c.transport.holds_posted_calls() {
+            c.batch = Batch::new(std::time::Duration::ZERO);
+        }
         if c.batch.enabled() {
             // SAFETY: registers a plain function (no captured state) that never unwinds.
             if unsafe { libc::atexit(flush_at_exit) } != 0 {

@@ -82,6 +82,15 @@ pub trait Transport: Send + Sync {
         Ok(())
     }
 
+    /// Whether posted calls may wait in the library's batch ([`crate::batch`]). On a
+    /// transport that runs calls of several threads at once and completes each message only
+    /// when the host has run it (virtio: one waiting ioctl per message), a batch could only
+    /// keep its order by holding every other thread's calls back while it runs (a launch
+    /// runs its kernel), so there each posted call goes out at once, as it is made.
+    fn holds_posted_calls(&self) -> bool {
+        true
+    }
+
     /// A short description for logs.
     fn describe(&self) -> String;
 

@@ -172,6 +172,11 @@ impl Transport for VirtioTransport {
         ((descs - 4) * 4096).min(vcuda_protocol::MAX_SEGMENT_LEN)
     }
 
+    /// Calls of several threads run at once here, each ioctl until the host ran it.
+    fn holds_posted_calls(&self) -> bool {
+        false
+    }
+
     fn describe(&self) -> String {
         format!("{DEVICE_PATH} (session {})", self.info.session)
     }

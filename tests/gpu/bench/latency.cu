@@ -3,7 +3,10 @@
 // need a reply from the device side (stream/event queries, tiny copies, launch + sync) and
 // for calls a remoting layer may send without waiting (memset, launch). The same run
 // measures the floor of any remoting over a local socket, a 64-byte ping-pong over a Unix
-// socket pair with a thread echoing, and prints each call's ratio to it (`ratio_lat_*`).
+// socket pair with a thread echoing, and prints each call's ratio to it (`ratio_lat_*`); and
+// the same ping-pong with both sides polling the socket instead of sleeping in `read` (vcuda
+// spins while it waits, as CUDA does), and each call's ratio to that (`ratio_spin_lat_*`).
+#include <errno.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <thread>
@@ -12,6 +15,7 @@
 __global__ void empty() {}
 
 static double pingpong_us = 0;
+static double spin_pingpong_us = 0;
 
 template <class F>
 static void measure(const char *name, int n, F f) {
@@ -24,12 +28,21 @@ static void measure(const char *name, int n, F f) {
         std::string r = std::string("ratio_") + name;
         bench(r.c_str(), us / pingpong_us, "x_pingpong");
     }
+    if (spin_pingpong_us > 0) {
+        std::string r = std::string("ratio_spin_") + name;
+        bench(r.c_str(), us / spin_pingpong_us, "x_spinning_pingpong");
+    }
 }
 
-// Reads or writes exactly `len` bytes; false on end of file or error.
+static bool spinning = false;
+
+// Reads or writes exactly `len` bytes; false on end of file or error. With `spinning`, reads
+// poll (MSG_DONTWAIT) instead of sleeping.
 static bool full(int fd, char *p, size_t len, bool wr) {
     while (len) {
-        ssize_t k = wr ? write(fd, p, len) : read(fd, p, len);
+        ssize_t k = wr ? write(fd, p, len)
+                       : (spinning ? recv(fd, p, len, MSG_DONTWAIT) : read(fd, p, len));
+        if (k < 0 && !wr && spinning && errno == EAGAIN) continue;
         if (k <= 0) return false;
         p += k;
         len -= (size_t)k;
@@ -73,6 +86,10 @@ int main(int argc, char **argv) {
     CHECK(cudaStreamSynchronize(s));
     pingpong_us = pingpong(n);
     bench("lat_unix_pingpong_64B", pingpong_us, "us");
+    spinning = true;
+    spin_pingpong_us = pingpong(n);
+    spinning = false;
+    bench("lat_unix_pingpong_64B_spinning", spin_pingpong_us, "us");
 
     measure("lat_cudaGetDevice", n, [&] { CHECK(cudaGetDevice(&dev)); });
     measure("lat_cudaStreamQuery", n, [&] { CHECK(cudaStreamQuery(s)); });

@@ -389,10 +389,10 @@ fn mapped_host_memory_is_checked_and_released() {
 #[test]
 fn descriptors_reach_the_message_they_came_with() {
     let b = Backend::start(&[]);
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let idle_fds = open_fds(&b);
     let mut s = b.connect();
     assert_eq!(hello(&mut s).unwrap(), status::SUCCESS);
-    std::thread::sleep(std::time::Duration::from_millis(200));
-    let fds_before = open_fds(&b);
     let seals = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW;
     let dev = malloc(&mut s, 4096);
 
@@ -453,8 +453,8 @@ fn descriptors_reach_the_message_they_came_with() {
     assert_eq!(share(&mut s, 4096, &[]).0, status::INVALID_VALUE);
     drop(s);
     assert_eq!(
-        settled_fds(&b, fds_before),
-        fds_before,
+        settled_fds(&b, idle_fds),
+        idle_fds,
         "the backend kept a descriptor after the session"
     );
 }

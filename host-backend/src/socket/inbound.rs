@@ -28,10 +28,32 @@ pub const THROUGH_AHEAD: usize = 16 << 10;
 /// Most descriptors waiting for their message.
 pub const MAX_QUEUED_FDS: usize = 16;
 
+/// What [`Inbound::spin_fill`] found.
+#[derive(Debug)]
+pub enum Spin {
+    /// Bytes came (0: the end of the stream), or an error.
+    Read(io::Result<usize>),
+    /// Nothing within the budget.
+    Nothing,
+    /// The stream cannot be read without waiting (TLS).
+    Unsupported,
+}
+
 /// A stream that can pass file descriptors along with its bytes.
 pub trait FdRead: Read {
     /// Reads like `read`, adding the descriptors that came with the bytes to `fds`.
     fn read_with_fds(&mut self, buf: &mut [u8], fds: &mut Vec<OwnedFd>) -> io::Result<usize>;
+
+    /// Like `read_with_fds` without waiting (`WouldBlock` when nothing is there); `None`
+    /// where the stream cannot.
+    fn try_read_with_fds(
+        &mut self,
+        buf: &mut [u8],
+        fds: &mut Vec<OwnedFd>,
+    ) -> Option<io::Result<usize>> {
+        let _ = (buf, fds);
+        None
+    }
 }
 
 /// The read-ahead state of one connection.
@@ -89,19 +111,60 @@ impl Inbound {
 
     /// Reads once into the buffer. Returns the bytes read (0 at end of stream).
     pub fn fill<R: FdRead>(&mut self, r: &mut R) -> io::Result<usize> {
+        self.compact();
+        let mut fds = Vec::new();
+        let n = r.read_with_fds(&mut self.buf[self.end..], &mut fds)?;
+        self.filled(n, fds);
+        Ok(n)
+    }
+
+    /// Polls the stream for up to `budget` without sleeping, reading whatever comes into
+    /// the buffer.
+    pub fn spin_fill<R: FdRead>(&mut self, r: &mut R, budget: std::time::Duration) -> Spin {
+        let start = std::time::Instant::now();
+        self.compact();
+        loop {
+            let mut fds = Vec::new();
+            let Some(got) = r.try_read_with_fds(&mut self.buf[self.end..], &mut fds) else {
+                return Spin::Unsupported;
+            };
+            match got {
+                Ok(n) => {
+                    self.filled(n, fds);
+                    return Spin::Read(Ok(n));
+                }
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+                    ) =>
+                {
+                    if start.elapsed() >= budget {
+                        return Spin::Nothing;
+                    }
+                    std::hint::spin_loop();
+                }
+                Err(e) => return Spin::Read(Err(e)),
+            }
+        }
+    }
+
+    /// Moves the unconsumed bytes to the buffer's start.
+    fn compact(&mut self) {
         if self.pos > 0 {
             self.buf.copy_within(self.pos..self.end, 0);
             self.end -= self.pos;
             self.pos = 0;
         }
-        let mut fds = Vec::new();
-        let n = r.read_with_fds(&mut self.buf[self.end..], &mut fds)?;
+    }
+
+    /// Accounts for `n` bytes just read into the buffer's free space, with `fds`.
+    fn filled(&mut self, n: usize, fds: Vec<OwnedFd>) {
         self.end += n;
         if !fds.is_empty() {
             let at = self.offset + self.buffered() as u64;
             self.queue_fds(at, fds);
         }
-        Ok(n)
     }
 
     fn queue_fds(&mut self, at: u64, mut fds: Vec<OwnedFd>) {

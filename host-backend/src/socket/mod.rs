@@ -180,6 +180,16 @@ pub trait Conn: Read + Write + Send + AsFd + 'static {
         let _ = fds;
         self.read(buf)
     }
+    /// Like [`Conn::read_with_fds`] without waiting (`WouldBlock` when nothing is there),
+    /// or `None` where the stream cannot (TLS: the caller peeks at the socket instead).
+    fn try_read_with_fds(
+        &mut self,
+        buf: &mut [u8],
+        fds: &mut Vec<OwnedFd>,
+    ) -> Option<io::Result<usize>> {
+        let _ = (buf, fds);
+        None
+    }
 }
 
 /// Most file descriptors taken from one read.
@@ -190,7 +200,12 @@ pub const MAX_FDS_PER_READ: usize = 4;
 /// There is room for [`MAX_FDS_PER_READ`]; the kernel closes any beyond (and says so with
 /// `MSG_CTRUNC`, which is why this reads the control area itself: nix refuses to walk a
 /// truncated one, and the descriptors that did arrive must still be owned and closed).
-fn recv_with_fds(s: &UnixStream, buf: &mut [u8], fds: &mut Vec<OwnedFd>) -> io::Result<usize> {
+fn recv_with_fds(
+    s: &UnixStream,
+    buf: &mut [u8],
+    fds: &mut Vec<OwnedFd>,
+    flags: libc::c_int,
+) -> io::Result<usize> {
     use std::os::fd::{AsRawFd, FromRawFd};
 
     const FD_BYTES: u32 = (MAX_FDS_PER_READ * size_of::<libc::c_int>()) as u32;
@@ -211,7 +226,7 @@ fn recv_with_fds(s: &UnixStream, buf: &mut [u8], fds: &mut Vec<OwnedFd>) -> io::
     msg.msg_controllen = space_len as _;
     // SAFETY: `msg` points at `buf` (through `iov`) and at `space`, both live and writable
     // for the lengths given.
-    let n = unsafe { libc::recvmsg(s.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC) };
+    let n = unsafe { libc::recvmsg(s.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC | flags) };
     if n < 0 {
         return Err(io::Error::last_os_error());
     }
@@ -268,7 +283,14 @@ macro_rules! impl_conn {
                 buf: &mut [u8],
                 fds: &mut Vec<OwnedFd>,
             ) -> io::Result<usize> {
-                FdConn::recv(self, buf, fds)
+                FdConn::recv(self, buf, fds, 0)
+            }
+            fn try_read_with_fds(
+                &mut self,
+                buf: &mut [u8],
+                fds: &mut Vec<OwnedFd>,
+            ) -> Option<io::Result<usize>> {
+                Some(FdConn::recv(self, buf, fds, libc::MSG_DONTWAIT))
             }
         }
     )*};
@@ -281,22 +303,50 @@ impl FdConn for UnixStream {
     fn passes(&self) -> bool {
         true
     }
-    fn recv(&mut self, buf: &mut [u8], fds: &mut Vec<OwnedFd>) -> io::Result<usize> {
-        recv_with_fds(self, buf, fds)
+    fn recv(
+        &mut self,
+        buf: &mut [u8],
+        fds: &mut Vec<OwnedFd>,
+        flags: libc::c_int,
+    ) -> io::Result<usize> {
+        recv_with_fds(self, buf, fds, flags)
     }
 }
 
-impl FdConn for TcpStream {}
+impl FdConn for TcpStream {
+    fn recv(
+        &mut self,
+        buf: &mut [u8],
+        _fds: &mut Vec<OwnedFd>,
+        flags: libc::c_int,
+    ) -> io::Result<usize> {
+        use std::os::fd::AsRawFd;
+        loop {
+            // SAFETY: `buf` is valid for writes of its length.
+            let n =
+                unsafe { libc::recv(self.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), flags) };
+            if n >= 0 {
+                return Ok(n as usize);
+            }
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::Interrupted {
+                return Err(e);
+            }
+        }
+    }
+}
 
 /// What [`Conn`]'s descriptor methods do for the standard library's streams.
 trait FdConn: Read {
     fn passes(&self) -> bool {
         false
     }
-    fn recv(&mut self, buf: &mut [u8], fds: &mut Vec<OwnedFd>) -> io::Result<usize> {
-        let _ = fds;
-        self.read(buf)
-    }
+    fn recv(
+        &mut self,
+        buf: &mut [u8],
+        fds: &mut Vec<OwnedFd>,
+        flags: libc::c_int,
+    ) -> io::Result<usize>;
 }
 
 /// Where the server's sessions run.
@@ -723,6 +773,13 @@ impl<S: Conn> inbound::FdRead for TimedReader<'_, S> {
     fn read_with_fds(&mut self, buf: &mut [u8], fds: &mut Vec<OwnedFd>) -> io::Result<usize> {
         self.timed(|s| s.read_with_fds(buf, fds))
     }
+    fn try_read_with_fds(
+        &mut self,
+        buf: &mut [u8],
+        fds: &mut Vec<OwnedFd>,
+    ) -> Option<io::Result<usize>> {
+        self.stream.try_read_with_fds(buf, fds)
+    }
 }
 
 impl<S: Conn> TimedReader<'_, S> {
@@ -838,9 +895,6 @@ pub fn serve_connection_with<S: Conn>(
             } else {
                 timeouts.message
             };
-            if greeted {
-                spin_until_readable(stream.as_fd(), timeouts.spin);
-            }
             let mut first = TimedReader::new(
                 &mut stream,
                 &mut applied,
@@ -848,7 +902,22 @@ pub fn serve_connection_with<S: Conn>(
                 deadline,
                 "the first message (Hello)",
             );
-            match ahead.fill(&mut first) {
+            // Spin first (the program's next call usually comes right behind the reply),
+            // reading straight into the buffer where the stream can; else peek, then wait.
+            let polled = if greeted && !timeouts.spin.is_zero() {
+                ahead.spin_fill(&mut first, timeouts.spin)
+            } else {
+                inbound::Spin::Nothing
+            };
+            let got = match polled {
+                inbound::Spin::Read(r) => r,
+                inbound::Spin::Nothing => ahead.fill(&mut first),
+                inbound::Spin::Unsupported => {
+                    spin_until_readable(first.stream.as_fd(), timeouts.spin);
+                    ahead.fill(&mut first)
+                }
+            };
+            match got {
                 Ok(0) => return Ok(()),
                 Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}

@@ -79,17 +79,30 @@ int main() {
     memset(ref2, 0, sizeof ref2);
     for (int z = 1; z < D; z++) memcpy(ref2[z], host_ref[z - 1], sizeof ref2[z]);
 
-    memset(back, 0, sizeof back);
+    // A peer copy goes between device memory (one device here); host memory is refused.
+    cudaPitchedPtr dv3;
+    CHECK(cudaMalloc3D(&dv3, ext));
     cudaMemcpy3DPeerParms pp = {};
     pp.srcPtr = dv2;
     pp.srcDevice = 0;
-    pp.dstPtr = make_cudaPitchedPtr(back, W * sizeof(int), W * sizeof(int), H);
+    pp.dstPtr = dv3;
     pp.dstDevice = 0;
     pp.extent = ext;
     CHECK(cudaMemcpy3DPeer(&pp));
+    memset(back, 0, sizeof back);
+    p = {};
+    p.srcPtr = dv3;
+    p.dstPtr = make_cudaPitchedPtr(back, W * sizeof(int), W * sizeof(int), H);
+    p.extent = ext;
+    p.kind = cudaMemcpyDeviceToHost;
+    CHECK(cudaMemcpy3D(&p));
     EXPECT(memcmp(back, ref2, sizeof back) == 0);
+    pp.dstPtr = make_cudaPitchedPtr(back, W * sizeof(int), W * sizeof(int), H);
+    EXPECT_ERR(cudaMemcpy3DPeer(&pp), cudaErrorInvalidValue);
+    pp.dstPtr = dv3;
     pp.srcDevice = 7;
     EXPECT_ERR(cudaMemcpy3DPeer(&pp), cudaErrorInvalidDevice);
+    CHECK(cudaFree(dv3.ptr));
 
     // A captured 3-D copy is one graph node; replaying it copies again.
     cudaGraph_t g;

@@ -77,6 +77,17 @@ fn memcpy_3d_peer(p: *const cudaMemcpy3DPeerParms, on: On) -> Result<()> {
     for d in [p.src_device, p.dst_device] {
         check_device(c, d)?;
     }
+    // A peer copy is between devices: each side is an array or device (or managed) memory.
+    // NVIDIA's runtime refuses host memory with cudaErrorInvalidValue (measured, CUDA 13.0).
+    for (array, ptr) in [(p.src_array, p.src_ptr.ptr), (p.dst_array, p.dst_ptr.ptr)] {
+        let device_side = matches!(
+            c.mirror.find(ptr as u64).map(|r| r.kind),
+            Some(crate::mirror::Kind::Device | crate::mirror::Kind::Managed)
+        );
+        if array.is_null() && !device_side {
+            return Err(Error::INVALID_VALUE);
+        }
+    }
     let q = cudaMemcpy3DParms {
         src_array: p.src_array,
         src_pos: p.src_pos,

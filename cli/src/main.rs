@@ -116,8 +116,9 @@ enum VmCommand {
         /// After the program, unload the vcuda module in the guest; fail (125) if that fails.
         #[arg(long)]
         check_unload: bool,
-        /// Copy the file SRC into the guest at DEST (default: the same absolute path), for
-        /// the data files a program reads (repeatable).
+        /// Copy the file or directory tree SRC into the guest at DEST (default: the same
+        /// absolute path), for the data files a program reads or an interpreter's packages
+        /// (repeatable). Shared libraries among them bring their own libraries along.
         #[arg(long = "add", value_name = "SRC[:DEST]")]
         add: Vec<String>,
         /// The program and its arguments.

@@ -360,6 +360,16 @@ impl<W: Write> Cpio<W> {
         self.pad(size as usize)
     }
 
+    fn symlink(&mut self, path: &str, target: &Path) -> io::Result<()> {
+        use std::os::unix::ffi::OsStrExt;
+
+        self.parents(path)?;
+        let t = target.as_os_str().as_bytes();
+        self.header(path.trim_start_matches('/'), 0o120777, t.len() as u64)?;
+        self.out.write_all(t)?;
+        self.pad(t.len())
+    }
+
     fn finish(mut self) -> io::Result<W> {
         self.header("TRAILER!!!", 0, 0)?;
         self.out.flush()?;
@@ -393,28 +403,78 @@ fn run_script(program: &str, args: &[String], env: &[(String, String)], lib_path
     s
 }
 
-/// A `--add SRC[:DEST]` file: its host path and its absolute guest path (SRC's absolute path
-/// when DEST is not given).
-fn added_file(arg: &str) -> io::Result<(PathBuf, String)> {
+/// Something `--add` copies into the guest.
+#[derive(Debug)]
+enum Added {
+    /// A regular file: its host path and its guest path.
+    File(PathBuf, String),
+    /// A symbolic link (inside an added directory): its guest path and its target, as is.
+    Link(String, PathBuf),
+    /// A directory (inside an added directory, or added itself): its guest path.
+    Dir(String),
+}
+
+/// Most files one `--add` of a directory may bring.
+const MAX_ADDED_FILES: usize = 200_000;
+
+/// A `--add SRC[:DEST]`: the file, or the directory tree (regular files, directories and
+/// symbolic links; anything else is skipped), at DEST in the guest (SRC's absolute path when
+/// DEST is not given).
+fn added(arg: &str) -> io::Result<Vec<Added>> {
     let (src, dest) = match arg.split_once(':') {
         Some((s, d)) => (PathBuf::from(s), Some(d.to_owned())),
         None => (PathBuf::from(arg), None),
     };
     let abs = fs::canonicalize(&src)
         .map_err(|e| io::Error::new(e.kind(), format!("--add {}: {e}", src.display())))?;
-    if !abs.is_file() {
-        return Err(io::Error::other(format!(
-            "--add {}: not a regular file (directories are not copied)",
-            src.display()
-        )));
-    }
     let dest = dest.unwrap_or_else(|| abs.to_string_lossy().into_owned());
     if !dest.starts_with('/') || dest.split('/').any(|c| c == "..") {
         return Err(io::Error::other(format!(
             "--add {arg}: the guest path must be absolute, without '..'"
         )));
     }
-    Ok((abs, dest))
+    if abs.is_file() {
+        return Ok(vec![Added::File(abs, dest)]);
+    }
+    if !abs.is_dir() {
+        return Err(io::Error::other(format!(
+            "--add {}: neither a regular file nor a directory",
+            src.display()
+        )));
+    }
+    let mut out = vec![Added::Dir(dest.clone())];
+    let mut todo = vec![(abs, dest)];
+    while let Some((dir, at)) = todo.pop() {
+        let mut entries: Vec<_> = fs::read_dir(&dir)?.collect::<Result<_, _>>()?;
+        entries.sort_by_key(|e| e.file_name());
+        for e in entries {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let guest = format!("{}/{name}", at.trim_end_matches('/'));
+            let t = e.file_type()?;
+            if t.is_symlink() {
+                out.push(Added::Link(guest, fs::read_link(e.path())?));
+            } else if t.is_dir() {
+                out.push(Added::Dir(guest.clone()));
+                todo.push((e.path(), guest));
+            } else if t.is_file() {
+                out.push(Added::File(e.path(), guest));
+            }
+            if out.len() > MAX_ADDED_FILES {
+                return Err(io::Error::other(format!(
+                    "--add {}: more than {MAX_ADDED_FILES} files",
+                    src.display()
+                )));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Whether `path` looks like a shared library (its name has `.so`), whose own libraries the
+/// guest needs too.
+fn is_shared_library(path: &Path) -> bool {
+    path.file_name()
+        .is_some_and(|n| n.to_string_lossy().contains(".so"))
 }
 
 /// Builds the initrd: the base image, padded to 4 bytes, then the run archive.
@@ -425,7 +485,7 @@ fn build_initrd(
     guest_program: &str,
     script: &str,
     libs: &[PathBuf],
-    extra: &[(PathBuf, String)],
+    extra: &[Added],
 ) -> io::Result<()> {
     let mut f = BufWriter::new(File::create(out)?);
     let base_len = io::copy(&mut File::open(&image.initramfs)?, &mut f)?;
@@ -444,8 +504,12 @@ fn build_initrd(
         let dest = l.to_string_lossy().into_owned();
         add(&mut cpio, l, &dest)?;
     }
-    for (src, dest) in extra {
-        add(&mut cpio, src, dest)?;
+    for a in extra {
+        match a {
+            Added::File(src, dest) => add(&mut cpio, src, dest)?,
+            Added::Link(dest, target) => cpio.symlink(dest, target)?,
+            Added::Dir(dest) => cpio.dir(dest)?,
+        }
     }
     cpio.file(
         "/vcuda/run",
@@ -712,7 +776,35 @@ pub fn run(opts: &VmOptions) -> io::Result<u8> {
         .lines()
         .map(str::to_owned)
         .collect();
-    let libs = extra_libraries(&program, &provided, &base)?;
+    let extra = opts
+        .add
+        .iter()
+        .map(String::as_str)
+        .map(added)
+        .collect::<io::Result<Vec<_>>>()?
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>();
+    let mut libs = extra_libraries(&program, &provided, &base)?;
+    // Shared libraries among the added files (a Python package's extension modules) need
+    // theirs too; those the added files provide themselves are found by their rpath.
+    for a in &extra {
+        if let Added::File(src, _) = a
+            && is_shared_library(src)
+        {
+            for l in extra_libraries(src, &provided, &base).unwrap_or_default() {
+                // Compared by where they really are (ldd may name a shipped file through
+                // `..`), kept under the name ldd found (the soname).
+                let real = fs::canonicalize(&l).unwrap_or_else(|_| l.clone());
+                let shipped = extra
+                    .iter()
+                    .any(|e| matches!(e, Added::File(s, _) if *s == real));
+                if !shipped && !libs.contains(&l) {
+                    libs.push(l);
+                }
+            }
+        }
+    }
     let mut lib_path = vec![GUEST_LIB_DIR.to_owned()];
     for l in &libs {
         let d = l
@@ -737,12 +829,6 @@ pub fn run(opts: &VmOptions) -> io::Result<u8> {
 
     let tmp = tempfile::Builder::new().prefix("vcuda-vm-").tempdir()?;
     let initrd = tmp.path().join("initrd");
-    let extra = opts
-        .add
-        .iter()
-        .map(String::as_str)
-        .map(added_file)
-        .collect::<io::Result<Vec<_>>>()?;
     build_initrd(
         &initrd,
         &image,
@@ -985,6 +1071,32 @@ mod tests {
                 ("Q".into(), "it's".into()),
             ]
         );
+    }
+
+    #[test]
+    fn an_added_directory_keeps_its_tree_and_links() {
+        let d = tempfile::tempdir().unwrap();
+        fs::create_dir_all(d.path().join("a/b")).unwrap();
+        fs::write(d.path().join("a/b/f.so.1"), b"x").unwrap();
+        std::os::unix::fs::symlink("b/f.so.1", d.path().join("a/l")).unwrap();
+        let src = d.path().join("a");
+        let got = added(&format!("{}:/g", src.display())).unwrap();
+        let names: Vec<String> = got
+            .iter()
+            .map(|a| match a {
+                Added::File(_, g) => format!("F {g}"),
+                Added::Link(g, t) => format!("L {g} -> {}", t.display()),
+                Added::Dir(g) => format!("D {g}"),
+            })
+            .collect();
+        assert_eq!(
+            names,
+            ["D /g", "D /g/b", "L /g/l -> b/f.so.1", "F /g/b/f.so.1"]
+        );
+        assert!(is_shared_library(Path::new("/x/f.so.1")));
+        assert!(!is_shared_library(Path::new("/x/f.py")));
+        assert!(added("/nonexistent-vcuda-path").is_err());
+        assert!(added(&format!("{}:relative", src.display())).is_err());
     }
 
     #[test]

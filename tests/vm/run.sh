@@ -214,6 +214,45 @@ if [ "${VCUDA_SKIP_CAFFE:-0}" != 1 ] && [ -z "${VCUDA_VM_TESTS:-}" ]; then
     fi
 fi
 
+# A Numba program (tests/python/numba_basic.py: @cuda.jit kernels, shared memory, atomics,
+# streams, device arrays) in the guest, unchanged: the interpreter, its standard library and
+# the virtualenv's packages (images/numba-venv.sh, as tests/tests/python.rs uses) brought in
+# with --add. The virtualenv's pyvenv.cfg goes next to the guest's copy of the interpreter
+# (/vcuda/bin), so Python takes /vcuda as its prefix and reads the packages' .pth files there,
+# as in the virtualenv itself. Skipped with VCUDA_SKIP_NUMBA=1, or unless VCUDA_VM_TESTS
+# selects "numba".
+if [ "${VCUDA_SKIP_NUMBA:-0}" != 1 ] &&
+    { [ -z "${VCUDA_VM_TESTS:-}" ] || grep -qE "$VCUDA_VM_TESTS" <<<numba_basic; }; then
+    t=$SECONDS
+    if ! py=$(bash images/numba-venv.sh 2>"$work/numba.venv"); then
+        log "FAIL numba_basic: images/numba-venv.sh failed:"
+        tail -n 20 "$work/numba.venv" | sed 's/^/    | /' >&2
+        fail+=(numba_basic)
+    else
+        venv=$(dirname "$(dirname "$py")")
+        interp=$(readlink -f "$py")
+        stdlib=$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["stdlib"])')
+        site=$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+        guest_site=/vcuda/${site#"$venv"/}
+        script=$PWD/tests/python/numba_basic.py
+        rc=0
+        "$vcuda" vm run --executor cpu --memory 4G --timeout "$timeout_s" \
+            --console-log "$work/numba_basic.console" -e PYTHONWARNINGS=ignore \
+            --add "$stdlib" --add "$venv/pyvenv.cfg:/vcuda/pyvenv.cfg" --add "$site:$guest_site" \
+            --add "$script" -- "$interp" "$script" >"$work/numba_basic.out" 2>&1 || rc=$?
+        if [ $rc -eq 0 ] && grep -qx PASS "$work/numba_basic.out"; then
+            log "ok   numba_basic ($((SECONDS - t)) s)"
+            pass+=(numba_basic)
+        else
+            log "FAIL numba_basic ($((SECONDS - t)) s): exit status $rc; last lines:"
+            tail -n 30 "$work/numba_basic.out" | sed 's/^/    | /' >&2
+            mkdir -p "$vm_logs"
+            cp "$work/numba_basic.out" "$work/numba_basic.console" "$vm_logs/" 2>/dev/null || true
+            fail+=(numba_basic)
+        fi
+    fi
+fi
+
 log "${#pass[@]} passed, ${#fail[@]} failed, $((SECONDS - start_all)) s in all"
 if [ ${#fail[@]} -gt 0 ]; then
     log "failed: ${fail[*]} (logs: $vm_logs/)"

@@ -208,6 +208,82 @@ int main() {
     CHECK(cudaStreamSynchronize(s));
     EXPECT(host_calls == 1);
 
+    // A stream callback, in stream order, with the stream's status.
+    auto cuStreamAddCallback_ = sym<decltype(&cuStreamAddCallback)>("cuStreamAddCallback");
+    static int cb_calls = 0;
+    static CUresult cb_status = CUDA_ERROR_UNKNOWN;
+    CU(cuStreamAddCallback_((CUstream)s, [](CUstream, CUresult st, void *p) { ++*(int *)p; cb_status = st; }, &cb_calls, 0));
+    CHECK(cudaStreamSynchronize(s));
+    EXPECT(cb_calls == 1 && cb_status == CUDA_SUCCESS);
+
+    // Several pointer attributes at once.
+    auto cuPointerGetAttributes_ = sym<decltype(&cuPointerGetAttributes)>("cuPointerGetAttributes");
+    CUpointer_attribute pattrs[2] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL};
+    unsigned ptype = 0;
+    int pord = -1;
+    void *pdata[2] = {&ptype, &pord};
+    CU(cuPointerGetAttributes_(2, pattrs, pdata, d));
+    EXPECT(ptype == CU_MEMORYTYPE_DEVICE && pord == 0);
+
+    // Peer copies between two contexts' memory (one device: the primary context twice).
+    auto cuMemcpyPeer_ = sym<decltype(&cuMemcpyPeer)>("cuMemcpyPeer");
+    auto cuMemcpyPeerAsync_ = sym<decltype(&cuMemcpyPeerAsync)>("cuMemcpyPeerAsync");
+    CUdeviceptr d2;
+    CU(cuMemAlloc_(&d2, n * sizeof(float)));
+    CU(cuMemsetD32_(d2, 0, n));
+    CU(cuMemcpyPeer_(d2, ctx, d, ctx, n * sizeof(float)));
+    float peer[n];
+    CU(cuMemcpyDtoH_(peer, d2, sizeof peer));
+    float orig[n];
+    CU(cuMemcpyDtoH_(orig, d, sizeof orig));
+    EXPECT(memcmp(peer, orig, sizeof peer) == 0);
+    CU(cuMemsetD32_(d2, 0, n));
+    CU(cuMemcpyPeerAsync_(d2, ctx, d, ctx, n * sizeof(float), (CUstream)s));
+    CHECK(cudaStreamSynchronize(s));
+    CU(cuMemcpyDtoH_(peer, d2, sizeof peer));
+    EXPECT(memcmp(peer, orig, sizeof peer) == 0);
+    auto cuMemcpy3DPeer_ = sym<decltype(&cuMemcpy3DPeer)>("cuMemcpy3DPeer");
+    CUDA_MEMCPY3D_PEER p3 = {};
+    p3.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+    p3.srcDevice = d;
+    p3.srcContext = ctx;
+    p3.srcPitch = 10 * sizeof(float);
+    p3.srcHeight = 10;
+    p3.dstMemoryType = CU_MEMORYTYPE_HOST;
+    p3.dstHost = peer;
+    p3.dstContext = ctx;
+    p3.dstPitch = 10 * sizeof(float);
+    p3.dstHeight = 10;
+    p3.WidthInBytes = 10 * sizeof(float);
+    p3.Height = 10;
+    p3.Depth = n / 100;
+    memset(peer, 0, sizeof peer);
+    CU(cuMemcpy3DPeer_(&p3));
+    EXPECT(memcmp(peer, orig, sizeof peer) == 0);
+    CU(cuMemFree_(d2));
+
+    // The occupancy calculator on a CUfunction.
+    auto cuOccupancyMaxActiveBlocksPerMultiprocessor_ =
+        sym<decltype(&cuOccupancyMaxActiveBlocksPerMultiprocessor)>("cuOccupancyMaxActiveBlocksPerMultiprocessor");
+    auto cuOccupancyMaxPotentialBlockSize_ =
+        sym<decltype(&cuOccupancyMaxPotentialBlockSize)>("cuOccupancyMaxPotentialBlockSize");
+    auto cuOccupancyAvailableDynamicSMemPerBlock_ =
+        sym<decltype(&cuOccupancyAvailableDynamicSMemPerBlock)>("cuOccupancyAvailableDynamicSMemPerBlock");
+    int per_sm = 0, min_grid = 0, best = 0, sms = 0;
+    CU(cuDeviceGetAttribute_(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev));
+    CU(cuOccupancyMaxActiveBlocksPerMultiprocessor_(&per_sm, f, 128, 0));
+    EXPECT(per_sm > 0);
+    CU(cuOccupancyMaxPotentialBlockSize_(&min_grid, &best, f, nullptr, 0, 0));
+    EXPECT(best >= 32 && best <= 1024 && best % 32 == 0);
+    int at_best = 0;
+    CU(cuOccupancyMaxActiveBlocksPerMultiprocessor_(&at_best, f, best, 0));
+    EXPECT(at_best * best >= per_sm * 128 && min_grid == at_best * sms);
+    CU(cuOccupancyMaxPotentialBlockSize_(&min_grid, &best, f, nullptr, 0, 64));
+    EXPECT(best > 0 && best <= 64);
+    size_t dyn = 0;
+    CU(cuOccupancyAvailableDynamicSMemPerBlock_(&dyn, f, 1, 128));
+    EXPECT(dyn > 0);
+
     // The JIT linker and the library API, as cuda-python's cuda.core uses them, and an
     // extended launch.
     auto cuLinkCreate_ = sym<decltype(&cuLinkCreate)>("cuLinkCreate");

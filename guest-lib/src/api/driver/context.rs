@@ -91,6 +91,11 @@ pub fn current() -> Result<usize, CuError> {
     }
 }
 
+/// Whether `ctx` is a live context.
+pub fn is_context(ctx: usize) -> bool {
+    ctx != 0 && with(|m| m.contains_key(&ctx))
+}
+
 /// Records something the current context now owns.
 pub fn own(f: impl FnOnce(&mut Owned)) -> Result<(), CuError> {
     let c = current()?;

@@ -194,6 +194,75 @@ fn module<'a>(m: *mut Module) -> Result<&'a Module, CuError> {
     Ok(unsafe { &*m })
 }
 
+/// `CUoccupancyB2DSize`: the dynamic shared memory a block size needs.
+pub(crate) type BlockToSmem = Option<unsafe extern "C" fn(c_int) -> usize>;
+
+/// `cuOccupancyMaxActiveBlocksPerMultiprocessor`: the runtime's occupancy calculator.
+fn occupancy(
+    blocks: *mut c_int,
+    f: *const Function,
+    block: c_int,
+    smem: usize,
+) -> Result<(), CuError> {
+    let c = session()?;
+    let f = function(f)?;
+    if block <= 0 {
+        return Err(CuError::INVALID_VALUE);
+    }
+    let n = crate::api::misc::max_active_blocks(c, &f.attrs, i64::from(block), smem as i64)?;
+    // SAFETY: the caller's output pointer.
+    unsafe { out(blocks, n as c_int) }
+}
+
+/// `cuOccupancyMaxPotentialBlockSize`: the block size (a multiple of the warp size, at most
+/// `limit` when it is positive) with the most resident threads per multiprocessor, the
+/// largest of equals, as CUDA's calculator chooses; and the grid that fills the device.
+fn potential_block_size(
+    min_grid: *mut c_int,
+    block: *mut c_int,
+    f: *const Function,
+    smem_of: BlockToSmem,
+    smem: usize,
+    limit: c_int,
+) -> Result<(), CuError> {
+    let c = session()?;
+    let f = function(f)?;
+    let info = c.device_info(crate::state::device())?;
+    let a = |n| i64::from(info.attr(n).unwrap_or(0));
+    use vcuda_protocol::attr;
+    let mut max =
+        a(attr::MAX_THREADS_PER_BLOCK).min(i64::from(f.attrs.max_threads_per_block.max(1)));
+    if limit > 0 {
+        max = max.min(i64::from(limit));
+    }
+    let (mut best, mut best_blocks, mut best_threads) = (0i64, 0i64, 0i64);
+    let mut size = max / 32 * 32;
+    if size == 0 {
+        size = max;
+    }
+    while size > 0 {
+        let dynamic = match smem_of {
+            // SAFETY: the program's callback, called with a block size, as CUDA does.
+            Some(cb) => unsafe { cb(size as c_int) },
+            None => smem,
+        };
+        let n = crate::api::misc::max_active_blocks(c, &f.attrs, size, dynamic as i64)?;
+        if n * size > best_threads {
+            (best, best_blocks, best_threads) = (size, n, n * size);
+        }
+        if best_threads == a(attr::MAX_THREADS_PER_MULTI_PROCESSOR) {
+            break;
+        }
+        size -= 32;
+    }
+    let sms = a(attr::MULTI_PROCESSOR_COUNT);
+    // SAFETY: the caller's output pointers.
+    unsafe {
+        out(min_grid, (best_blocks * sms) as c_int)?;
+        out(block, best as c_int)
+    }
+}
+
 /// The function behind a `CUfunction`.
 fn function<'a>(f: *const Function) -> Result<&'a Function, CuError> {
     // SAFETY: the driver API's contract: a function handle from cuModuleGetFunction whose
@@ -499,6 +568,43 @@ entry_lib! {
             unsafe { out(bytes, r.size as usize)? };
         }
         Ok(())
+    }
+
+    fn cuOccupancyMaxActiveBlocksPerMultiprocessor(blocks: *mut c_int, f: *const Function, block: c_int, smem: usize) -> Result<(), CuError> {
+        occupancy(blocks, f, block, smem)
+    }
+
+    fn cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(blocks: *mut c_int, f: *const Function, block: c_int, smem: usize, _flags: c_uint) -> Result<(), CuError> {
+        occupancy(blocks, f, block, smem)
+    }
+
+    fn cuOccupancyMaxPotentialBlockSize(min_grid: *mut c_int, block: *mut c_int, f: *const Function, smem_of: BlockToSmem, smem: usize, limit: c_int) -> Result<(), CuError> {
+        potential_block_size(min_grid, block, f, smem_of, smem, limit)
+    }
+
+    fn cuOccupancyMaxPotentialBlockSizeWithFlags(min_grid: *mut c_int, block: *mut c_int, f: *const Function, smem_of: BlockToSmem, smem: usize, limit: c_int, _flags: c_uint) -> Result<(), CuError> {
+        potential_block_size(min_grid, block, f, smem_of, smem, limit)
+    }
+
+    fn cuOccupancyAvailableDynamicSMemPerBlock(smem: *mut usize, f: *const Function, blocks: c_int, block: c_int) -> Result<(), CuError> {
+        let c = session()?;
+        let f = function(f)?;
+        if blocks <= 0 || block <= 0 {
+            return Err(CuError::INVALID_VALUE);
+        }
+        let info = c.device_info(crate::state::device())?;
+        let a = |n| i64::from(info.attr(n).unwrap_or(0));
+        use vcuda_protocol::attr;
+        // What each of `blocks` resident blocks may take on top of its static shared memory,
+        // within the per-block limit.
+        let per_sm = a(attr::MAX_SHARED_MEMORY_PER_MULTIPROCESSOR) / i64::from(blocks)
+            - a(attr::RESERVED_SHARED_MEMORY_PER_BLOCK);
+        let avail = per_sm
+            .min(a(attr::MAX_SHARED_MEMORY_PER_BLOCK_OPTIN))
+            .saturating_sub(f.attrs.shared_size_bytes as i64)
+            .max(0);
+        // SAFETY: the caller's output pointer.
+        unsafe { out(smem, avail as usize) }
     }
 
     fn cuFuncGetAttribute(v: *mut c_int, attrib: c_int, f: *const Function) -> Result<(), CuError> {

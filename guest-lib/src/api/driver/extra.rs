@@ -9,6 +9,9 @@ use super::context::current;
 use super::exec::Module;
 use super::memory::CUdeviceptr;
 use super::{out, rt};
+// `CUstreamCallback` is the runtime's `cudaStreamCallback_t` (CUresult and cudaError_t
+// agree on the codes a stream's status takes).
+use crate::api::misc::StreamCallback;
 use crate::client;
 use crate::error::CuError;
 use crate::ffi::cudaStream_t;
@@ -29,6 +32,17 @@ const MEMORYTYPE_HOST: c_uint = 1;
 const MEMORYTYPE_DEVICE: c_uint = 2;
 
 pub(crate) type HostFn = Option<unsafe extern "C" fn(*mut c_void)>;
+
+/// Both contexts of a peer copy must be live (every context is on this session's one
+/// device, so the copy is a device-to-device copy).
+fn peer_contexts(dst: *mut c_void, src: *mut c_void) -> Result<(), CuError> {
+    current()?;
+    if super::context::is_context(dst as usize) && super::context::is_context(src as usize) {
+        Ok(())
+    } else {
+        Err(CuError::INVALID_CONTEXT)
+    }
+}
 
 entry_lib! {
     fn cuMemGetAddressRange_v2(base: *mut CUdeviceptr, size: *mut usize, ptr: CUdeviceptr) -> Result<(), CuError> {
@@ -71,6 +85,40 @@ entry_lib! {
                 _ => Err(CuError::INVALID_VALUE),
             }
         }
+    }
+
+    fn cuPointerGetAttributes(n: c_uint, attrs: *const c_int, data: *mut *mut c_void, ptr: CUdeviceptr) -> Result<(), CuError> {
+        if n == 0 || attrs.is_null() || data.is_null() {
+            return Err(CuError::INVALID_VALUE);
+        }
+        for i in 0..n as usize {
+            // SAFETY: the caller's arrays of `n` attributes and `n` result pointers.
+            let (a, d) = unsafe { (*attrs.add(i), *data.add(i)) };
+            // SAFETY: forwarding one attribute and its storage.
+            let r = unsafe { cuPointerGetAttribute(d, a, ptr) };
+            if r != 0 {
+                return Err(CuError(r));
+            }
+        }
+        Ok(())
+    }
+
+    fn cuStreamAddCallback(s: cudaStream_t, cb: StreamCallback, data: *mut c_void, flags: c_uint) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: the program's callback and data, called as the runtime calls them.
+        rt(unsafe { crate::api::misc::cudaStreamAddCallback(s, cb, data, flags) })
+    }
+
+    fn cuMemcpyPeer(dst: CUdeviceptr, dst_ctx: *mut c_void, src: CUdeviceptr, src_ctx: *mut c_void, n: usize) -> Result<(), CuError> {
+        peer_contexts(dst_ctx, src_ctx)?;
+        // SAFETY: forwarding the caller's device pointers.
+        rt(unsafe { crate::api::misc::cudaMemcpyPeer(dst as *mut c_void, 0, src as *const c_void, 0, n) })
+    }
+
+    fn cuMemcpyPeerAsync(dst: CUdeviceptr, dst_ctx: *mut c_void, src: CUdeviceptr, src_ctx: *mut c_void, n: usize, s: cudaStream_t) -> Result<(), CuError> {
+        peer_contexts(dst_ctx, src_ctx)?;
+        // SAFETY: forwarding the caller's device pointers.
+        rt(unsafe { crate::api::misc::cudaMemcpyPeerAsync(dst as *mut c_void, 0, src as *const c_void, 0, n, s) })
     }
 
     fn cuLaunchHostFunc(s: cudaStream_t, f: HostFn, data: *mut c_void) -> Result<(), CuError> {

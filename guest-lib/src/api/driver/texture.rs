@@ -277,6 +277,21 @@ fn copy_ends(
 
 /// A `CUDA_MEMCPY3D` copy: with an array on one side through the runtime's array copy;
 /// between linear memory one 2-D copy per slice.
+/// `cuMemcpy3DPeer[Async]`: `CUDA_MEMCPY3D_PEER` is `CUDA_MEMCPY3D` with the source and
+/// destination contexts where the latter has its reserved pointers. Both must be live
+/// contexts (all on this session's one device), and then it is a 3-D copy.
+fn peer_3d(p: *const CUDA_MEMCPY3D, stream: Option<cudaStream_t>) -> Result<(), CuError> {
+    // SAFETY: the caller's descriptor, checked for null.
+    let q = unsafe { p.as_ref() }.ok_or(CuError::INVALID_VALUE)?;
+    super::context::current()?;
+    for ctx in [q.reserved0, q.reserved1] {
+        if !super::context::is_context(ctx as usize) {
+            return Err(CuError::INVALID_CONTEXT);
+        }
+    }
+    copy_3d(p, stream)
+}
+
 fn copy_3d(p: *const CUDA_MEMCPY3D, stream: Option<cudaStream_t>) -> Result<(), CuError> {
     // SAFETY: the caller's descriptor, checked for null.
     let p = unsafe { p.as_ref() }.ok_or(CuError::INVALID_VALUE)?;
@@ -320,18 +335,31 @@ fn copy_3d(p: *const CUDA_MEMCPY3D, stream: Option<cudaStream_t>) -> Result<(), 
         let r = copy_ends(src, dst, size, stream);
         return sync_if(r, stream);
     }
-    Err(CuError::NOT_SUPPORTED)
+    // Between linear memory: the runtime's 3-D copy, the direction from the addresses.
+    let q = linear_params(p)?;
+    match stream {
+        // SAFETY: a descriptor built here, of the runtime's layout.
+        None => super::rt(unsafe { crate::api::memory3d::cudaMemcpy3D(&q) }),
+        // SAFETY: as above, and the caller's stream.
+        Some(s) => super::rt(unsafe { crate::api::memory3d::cudaMemcpy3DAsync(&q, s) }),
+    }
 }
 
 /// A `CUDA_MEMCPY3D` between linear memory as the runtime's copy-node parameters
 /// (`cuGraphAddMemcpyNode`); copies with an array or a mipmap level are not supported there.
 pub(super) fn graph_copy(p: *const CUDA_MEMCPY3D) -> Result<crate::api::graph::Copy3D, CuError> {
-    use crate::api::graph_node::{cudaExtent, cudaMemcpy3DParms, cudaPitchedPtr, cudaPos};
     // SAFETY: the caller's descriptor, checked for null.
     let p = unsafe { p.as_ref() }.ok_or(CuError::INVALID_VALUE)?;
     if p.src_lod != 0 || p.dst_lod != 0 || is_array_copy(p.src_memory_type, p.dst_memory_type) {
         return Err(CuError::NOT_SUPPORTED);
     }
+    Ok(crate::api::graph::Copy3D::from_c(&linear_params(p)?)?)
+}
+
+/// A `CUDA_MEMCPY3D` between linear memory as the runtime's `cudaMemcpy3DParms`
+/// (`cudaMemcpyDefault`: the direction from the addresses, as the driver does).
+fn linear_params(p: &CUDA_MEMCPY3D) -> Result<crate::api::graph_node::cudaMemcpy3DParms, CuError> {
+    use crate::api::graph_node::{cudaExtent, cudaMemcpy3DParms, cudaPitchedPtr, cudaPos};
     let ptr = |ty, host: usize, dev: CUdeviceptr| match ty {
         MEMORYTYPE_HOST => Ok(host),
         MEMORYTYPE_DEVICE | MEMORYTYPE_UNIFIED => Ok(dev as usize),
@@ -374,7 +402,7 @@ pub(super) fn graph_copy(p: *const CUDA_MEMCPY3D) -> Result<crate::api::graph::C
         // cudaMemcpyDefault: the direction from the addresses, as the driver does.
         kind: 4,
     };
-    Ok(crate::api::graph::Copy3D::from_c(&params)?)
+    Ok(params)
 }
 
 /// The synchronous driver copies complete before returning.
@@ -574,6 +602,14 @@ entry_lib! {
 
     fn cuMemcpy3DAsync_v2(p: *const CUDA_MEMCPY3D, s: cudaStream_t) -> Result<(), CuError> {
         copy_3d(p, Some(s))
+    }
+
+    fn cuMemcpy3DPeer(p: *const CUDA_MEMCPY3D) -> Result<(), CuError> {
+        peer_3d(p, None)
+    }
+
+    fn cuMemcpy3DPeerAsync(p: *const CUDA_MEMCPY3D, s: cudaStream_t) -> Result<(), CuError> {
+        peer_3d(p, Some(s))
     }
 
     fn cuMemcpyHtoA_v2(a: cudaArray_t, offset: usize, src: *const c_void, n: usize) -> Result<(), CuError> {

@@ -249,16 +249,17 @@ int main() {
     p3.srcContext = ctx;
     p3.srcPitch = 10 * sizeof(float);
     p3.srcHeight = 10;
-    p3.dstMemoryType = CU_MEMORYTYPE_HOST;
-    p3.dstHost = peer;
+    p3.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    p3.dstDevice = d2;
     p3.dstContext = ctx;
     p3.dstPitch = 10 * sizeof(float);
     p3.dstHeight = 10;
     p3.WidthInBytes = 10 * sizeof(float);
     p3.Height = 10;
     p3.Depth = n / 100;
-    memset(peer, 0, sizeof peer);
+    CU(cuMemsetD32_(d2, 0, n));
     CU(cuMemcpy3DPeer_(&p3));
+    CU(cuMemcpyDtoH_(peer, d2, sizeof peer));
     EXPECT(memcmp(peer, orig, sizeof peer) == 0);
     CU(cuMemFree_(d2));
 

@@ -289,6 +289,11 @@ fn peer_3d(p: *const CUDA_MEMCPY3D, stream: Option<cudaStream_t>) -> Result<(), 
             return Err(CuError::INVALID_CONTEXT);
         }
     }
+    // Between devices only, as the runtime's cudaMemcpy3DPeer (NVIDIA's refuses host
+    // memory, measured).
+    if q.src_memory_type == MEMORYTYPE_HOST || q.dst_memory_type == MEMORYTYPE_HOST {
+        return Err(CuError::INVALID_VALUE);
+    }
     copy_3d(p, stream)
 }
 

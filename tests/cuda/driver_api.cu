@@ -263,6 +263,38 @@ int main() {
     EXPECT(memcmp(peer, orig, sizeof peer) == 0);
     CU(cuMemFree_(d2));
 
+    // Unified copies (the direction from the addresses), stream queries, event timing.
+    auto cuMemcpy_ = sym<decltype(&cuMemcpy)>("cuMemcpy");
+    auto cuMemcpyAsync_ = sym<decltype(&cuMemcpyAsync)>("cuMemcpyAsync");
+    float ubuf[n];
+    CU(cuMemcpy_((CUdeviceptr)ubuf, d, sizeof ubuf));
+    EXPECT(memcmp(ubuf, orig, sizeof ubuf) == 0);
+    memset(ubuf, 0, sizeof ubuf);
+    CU(cuMemcpyAsync_((CUdeviceptr)ubuf, d, sizeof ubuf, (CUstream)s));
+    CHECK(cudaStreamSynchronize(s));
+    EXPECT(memcmp(ubuf, orig, sizeof ubuf) == 0);
+    auto cuStreamGetPriority_ = sym<decltype(&cuStreamGetPriority)>("cuStreamGetPriority");
+    auto cuStreamGetFlags_ = sym<decltype(&cuStreamGetFlags)>("cuStreamGetFlags");
+    int prio = 99;
+    unsigned sflags = 99;
+    CU(cuStreamGetPriority_((CUstream)s, &prio));
+    CU(cuStreamGetFlags_((CUstream)s, &sflags));
+    EXPECT(prio <= 0 && sflags == 0);
+    auto cuEventElapsedTime_ = sym<decltype(&cuEventElapsedTime)>("cuEventElapsedTime");
+    cudaEvent_t e0, e1;
+    CHECK(cudaEventCreate(&e0));
+    CHECK(cudaEventCreate(&e1));
+    CHECK(cudaEventRecord(e0, s));
+    CHECK(cudaEventRecord(e1, s));
+    CHECK(cudaEventSynchronize(e1));
+    float ms = -1;
+    CU(cuEventElapsedTime_(&ms, (CUevent)e0, (CUevent)e1));
+    EXPECT(ms >= 0);
+    CHECK(cudaEventDestroy(e0));
+    CHECK(cudaEventDestroy(e1));
+    auto cuFuncSetCacheConfig_ = sym<decltype(&cuFuncSetCacheConfig)>("cuFuncSetCacheConfig");
+    CU(cuFuncSetCacheConfig_(f, CU_FUNC_CACHE_PREFER_SHARED));
+
     // The occupancy calculator on a CUfunction.
     auto cuOccupancyMaxActiveBlocksPerMultiprocessor_ =
         sym<decltype(&cuOccupancyMaxActiveBlocksPerMultiprocessor)>("cuOccupancyMaxActiveBlocksPerMultiprocessor");

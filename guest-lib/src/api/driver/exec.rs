@@ -518,6 +518,39 @@ entry_lib! {
         load(m, image)
     }
 
+    fn cuModuleLoadFatBinary(m: *mut *mut Module, image: *const c_void) -> Result<(), CuError> {
+        load(m, image)
+    }
+
+    fn cuEventElapsedTime(ms: *mut f32, start: cudaEvent_t, end: cudaEvent_t) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: forwarding the caller's output pointer; the runtime checks the handles.
+        rt(unsafe { cudaEventElapsedTime(ms, start, end) })
+    }
+
+    fn cuStreamGetPriority(s: cudaStream_t, priority: *mut c_int) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: forwarding the caller's output pointer; the runtime checks the handle.
+        rt(unsafe { crate::api::stream::cudaStreamGetPriority(s, priority) })
+    }
+
+    fn cuStreamGetFlags(s: cudaStream_t, flags: *mut c_uint) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: forwarding the caller's output pointer; the runtime checks the handle.
+        rt(unsafe { crate::api::stream::cudaStreamGetFlags(s, flags) })
+    }
+
+    fn cuFuncSetCacheConfig(f: *const Function, config: c_int) -> Result<(), CuError> {
+        session()?;
+        function(f)?;
+        // A preference (CU_FUNC_CACHE_PREFER_*), as the runtime's cudaFuncSetCacheConfig
+        // takes it: the split of L1 and shared memory is the device's business.
+        if !(0..=3).contains(&config) {
+            return Err(CuError::INVALID_VALUE);
+        }
+        Ok(())
+    }
+
     fn cuModuleLoadDataEx(m: *mut *mut Module, image: *const c_void, _n: c_uint, _opts: *mut c_int, _vals: *mut *mut c_void) -> Result<(), CuError> {
         // JIT options (log buffers, optimization level) ask for nothing the backend needs;
         // its JIT log stays on the backend.

@@ -346,6 +346,23 @@ entry_lib! {
         copy_2d(p, None)
     }
 
+    fn cuMemcpy2DUnaligned_v2(p: *const CUDA_MEMCPY2D) -> Result<(), CuError> {
+        copy_2d(p, None)
+    }
+
+    fn cuMemcpy(dst: CUdeviceptr, src: CUdeviceptr, n: usize) -> Result<(), CuError> {
+        current()?;
+        // Unified addressing: the direction from the addresses (cudaMemcpyDefault).
+        // SAFETY: forwarding the caller's pointers.
+        rt(unsafe { crate::api::memory::cudaMemcpy(dst as *mut c_void, src as *const c_void, n, 4) })
+    }
+
+    fn cuMemcpyAsync(dst: CUdeviceptr, src: CUdeviceptr, n: usize, s: cudaStream_t) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: forwarding the caller's pointers and stream.
+        rt(unsafe { crate::api::memory::cudaMemcpyAsync(dst as *mut c_void, src as *const c_void, n, 4, s) })
+    }
+
     fn cuMemcpy2DAsync_v2(p: *const CUDA_MEMCPY2D, s: cudaStream_t) -> Result<(), CuError> {
         copy_2d(p, Some(s))
     }

@@ -209,5 +209,8 @@ fn main() {
     );
     println!("cargo:rustc-cdylib-link-arg=-Wl,--undefined-version");
     println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libcudart.so.13");
+    // Never unmapped by dlclose (Python's ctypes, a plugin host): the library runs threads
+    // of its own (the batch flusher) and registers an exit handler.
+    println!("cargo:rustc-cdylib-link-arg=-Wl,-z,nodelete");
     println!("cargo:rerun-if-changed=build.rs");
 }

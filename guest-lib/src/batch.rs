@@ -26,12 +26,15 @@
 //!
 //! Order: requests enter the batch and leave it in the order they were posted, and a
 //! message that carries the batch is sent under the *order lock*, taken before the batch is
-//! and held until the transport is done with the message, so the backend sees every request
-//! in the order the program made it. A call that finds the batch empty needs no order lock
-//! (it does not depend on calls other threads are making), and a thread that posts while
-//! another waits in a long call (a synchronize) adds to the batch without waiting, as it did
-//! before batching on the virtio transport, which runs calls of many threads at once. Lock
-//! order: the order lock, then the batch's.
+//! and held until the transport is done with the message. A call that finds the batch empty
+//! first waits until no batch is being sent ([`Batch::barrier`]). So the backend sees every
+//! request after those posted before it, by any thread (a launch handed to another thread
+//! through host memory included). Posting itself only takes the batch's own lock, briefly:
+//! it never waits for another thread's call. Lock order: the order lock, then the batch's.
+//!
+//! Transports that complete a message only once the host has run it, and run several
+//! threads' calls at once (virtio), do not hold posted calls (see
+//! `Transport::holds_posted_calls`).
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};

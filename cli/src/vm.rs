@@ -470,11 +470,31 @@ fn added(arg: &str) -> io::Result<Vec<Added>> {
     Ok(out)
 }
 
-/// Whether `path` looks like a shared library (its name has `.so`), whose own libraries the
-/// guest needs too.
+/// Whether `path` is named like a shared library (`NAME.so`, or `NAME.so.` and a version of
+/// digits and dots), whose own libraries the guest needs too.
 fn is_shared_library(path: &Path) -> bool {
-    path.file_name()
-        .is_some_and(|n| n.to_string_lossy().contains(".so"))
+    let Some(name) = path.file_name().map(|n| n.to_string_lossy().into_owned()) else {
+        return false;
+    };
+    match name.rfind(".so") {
+        Some(i) => {
+            let rest = &name[i + 3..];
+            i > 0
+                && (rest.is_empty()
+                    || rest.strip_prefix('.').is_some_and(|v| {
+                        !v.is_empty() && v.chars().all(|c| c.is_ascii_digit() || c == '.')
+                    }))
+        }
+        None => false,
+    }
+}
+
+/// Whether the file at `path` starts like an ELF object.
+fn is_elf(path: &Path) -> bool {
+    let mut magic = [0u8; 4];
+    File::open(path)
+        .and_then(|mut f| f.read_exact(&mut magic))
+        .is_ok_and(|()| magic == *b"\x7fELF")
 }
 
 /// Builds the initrd: the base image, padded to 4 bytes, then the run archive.
@@ -791,8 +811,13 @@ pub fn run(opts: &VmOptions) -> io::Result<u8> {
     for a in &extra {
         if let Added::File(src, _) = a
             && is_shared_library(src)
+            && is_elf(src)
         {
-            for l in extra_libraries(src, &provided, &base).unwrap_or_default() {
+            let found = extra_libraries(src, &provided, &base).unwrap_or_else(|e| {
+                eprintln!("vcuda vm run: warning: {e}");
+                Vec::new()
+            });
+            for l in found {
                 // Compared by where they really are (ldd may name a shipped file through
                 // `..`), kept under the name ldd found (the soname).
                 let real = fs::canonicalize(&l).unwrap_or_else(|_| l.clone());
@@ -1094,7 +1119,14 @@ mod tests {
             ["D /g", "D /g/b", "L /g/l -> b/f.so.1", "F /g/b/f.so.1"]
         );
         assert!(is_shared_library(Path::new("/x/f.so.1")));
+        assert!(is_shared_library(Path::new(
+            "/x/_ctypes.cpython-311-x86_64-linux-gnu.so"
+        )));
+        assert!(is_shared_library(Path::new("/x/libnvvm.so.4.0")));
         assert!(!is_shared_library(Path::new("/x/f.py")));
+        assert!(!is_shared_library(Path::new("/x/x.sort.py")));
+        assert!(!is_shared_library(Path::new("/x/data.source")));
+        assert!(!is_shared_library(Path::new("/x/.so")));
         assert!(added("/nonexistent-vcuda-path").is_err());
         assert!(added(&format!("{}:relative", src.display())).is_err());
     }

@@ -184,19 +184,37 @@ impl Batch {
         }
     }
 
-    /// [`Batch::take`] unless another thread holds the order lock (at exit: that thread is
-    /// sending).
-    pub fn try_take(&self) -> Option<Taken<'_>> {
-        let order = match self.order.try_lock() {
-            Ok(g) => g,
-            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
-            Err(std::sync::TryLockError::WouldBlock) => return None,
+    /// [`Batch::take`], waiting at most `wait` for the order lock (at exit, another thread
+    /// may be in a call that never returns).
+    pub fn try_take(&self, wait: Duration) -> Option<Taken<'_>> {
+        let start = Instant::now();
+        let order = loop {
+            match self.order.try_lock() {
+                Ok(g) => break g,
+                Err(std::sync::TryLockError::Poisoned(e)) => break e.into_inner(),
+                Err(std::sync::TryLockError::WouldBlock) if start.elapsed() < wait => {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                Err(std::sync::TryLockError::WouldBlock) => return None,
+            }
         };
         let mut p = self.lock();
         if p.is_empty() {
             return None;
         }
         Some(p.take(order))
+    }
+
+    /// After `fork`, in the child: the batch holds the parent's requests, on the parent's
+    /// connection, and no flusher runs here. Forget them and hold nothing (without taking a
+    /// lock another thread of the parent may have held at the fork).
+    pub fn forget_after_fork(&self) {
+        FORKED.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether this is a child forked after the batch was in use.
+    pub fn forked(&self) -> bool {
+        FORKED.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Notes that a request was added to `p`: the first one of a batch arms the flusher's
@@ -265,7 +283,12 @@ impl Batch {
                 // The program made no call for a whole delay after posting: send its posted
                 // calls at once until it makes calls right behind them again.
                 self.lock().quiet = true;
-                send(taken);
+                let sent = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| send(taken)));
+                if sent.is_err() {
+                    // Never expected; without a flusher, posted calls must go out at once.
+                    self.lock().no_flusher = true;
+                    return;
+                }
             }
         }
     }
@@ -280,6 +303,9 @@ pub struct Taken<'a> {
     /// Their out data.
     pub data: Vec<u8>,
 }
+
+/// Set in a child process after `fork` (see [`Batch::forget_after_fork`]).
+static FORKED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// A one-shot monotonic timer (`timerfd`).
 #[derive(Debug)]

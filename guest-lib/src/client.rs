@@ -188,6 +188,9 @@ impl Client {
             c.batch = Batch::new(std::time::Duration::ZERO);
         }
         if c.batch.enabled() {
+            // SAFETY: registers a plain function (no captured state) that never unwinds,
+            // run in the child after a fork; it only stores to an atomic.
+            unsafe { libc::pthread_atfork(None, None, Some(forget_batch_after_fork)) };
             // SAFETY: registers a plain function (no captured state) that never unwinds.
             if unsafe { libc::atexit(flush_at_exit) } != 0 {
                 log::warn!("cannot register the exit handler; posted calls are sent at once");
@@ -310,6 +313,10 @@ impl Client {
     /// Takes the batch (see [`Batch::take`]); if it is empty, waits until no batch is being
     /// sent, so the message the caller sends next comes after everything posted before it.
     fn take_batch(&self) -> Option<Taken<'_>> {
+        if self.batch.forked() {
+            // The parent's requests, on the parent's connection: never ours to send.
+            return None;
+        }
         let t = self.batch.take(false);
         if t.is_none() {
             self.batch.barrier();
@@ -451,7 +458,7 @@ impl Client {
         let seq = self.next_seq();
         let segs = Self::segments(out, &[]);
         let data = out.iter().map(|b| b.len()).sum::<usize>();
-        if self.batch.enabled() && data <= crate::batch::MAX_HELD_DATA {
+        if self.batch.enabled() && !self.batch.forked() && data <= crate::batch::MAX_HELD_DATA {
             let send_now = {
                 let mut p = self.batch.lock();
                 p.msg
@@ -599,10 +606,25 @@ fn spawn_flusher() -> bool {
 extern "C" fn flush_at_exit() {
     let _ = std::panic::catch_unwind(|| {
         if let Some(c) = connected()
+            && !c.batch.forked()
             && c.pid == std::process::id()
-            && let Some(t) = c.batch.try_take()
+            && let Some(mut t) = c.batch.try_take(EXIT_WAIT)
         {
-            let _ = c.send_batch(t);
+            // Never wait for the transport here: another thread may be in a call that does
+            // not return (then the batch is lost, as posted calls are lost when a program
+            // exits without synchronizing).
+            log::trace!("{} posted calls sent at exit", t.msg.len());
+            let _ = c.transport.try_post(t.msg.finish(MSG_NO_WAIT), &[&t.data]);
         }
     });
+}
+
+/// How long the exit handler waits for another thread sending a batch.
+const EXIT_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// In a child after `fork`: the parent's connection and batch are not ours.
+extern "C" fn forget_batch_after_fork() {
+    if let Some(c) = connected() {
+        c.batch.forget_after_fork();
+    }
 }

@@ -54,6 +54,12 @@ pub trait Transport: Send + Sync {
     /// consumed (copied or sent) before this returns.
     fn post(&self, msg: &[u8], out: &[&[u8]]) -> io::Result<Vec<Record>>;
 
+    /// [`Transport::post`] unless another thread is using the connection (`None`: not
+    /// sent). For the exit handler, which must never wait.
+    fn try_post(&self, msg: &[u8], out: &[&[u8]]) -> Option<io::Result<Vec<Record>>> {
+        Some(self.post(msg, out))
+    }
+
     /// Like [`Transport::call`] for a message with no data, passing the file descriptor
     /// `fd` along with it (`SCM_RIGHTS`). Only a Unix socket can.
     fn call_with_fd(&self, msg: &[u8], fd: RawFd, seq: u64) -> io::Result<Vec<Record>> {
@@ -534,6 +540,18 @@ impl Transport for SocketTransport {
     fn post(&self, msg: &[u8], out: &[&[u8]]) -> io::Result<Vec<Record>> {
         self.with_stream(|s| s.get_mut().send(msg, out))?;
         Ok(Vec::new())
+    }
+
+    fn try_post(&self, msg: &[u8], out: &[&[u8]]) -> Option<io::Result<Vec<Record>>> {
+        let mut s = match self.stream.try_lock() {
+            Ok(s) => s,
+            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return None,
+        };
+        if self.broken.load(Ordering::Relaxed) {
+            return Some(Err(io::ErrorKind::NotConnected.into()));
+        }
+        Some(s.get_mut().send(msg, out).map(|()| Vec::new()))
     }
 
     /// Two calls in flight: call `i + 1` is made and sent while the backend works on

@@ -234,12 +234,14 @@ if [ "${VCUDA_SKIP_NUMBA:-0}" != 1 ] &&
         stdlib=$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["stdlib"])')
         site=$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
         guest_site=/vcuda/${site#"$venv"/}
+        # At a fixed guest path: the guest mounts a fresh /tmp, where a checkout may live.
         script=$PWD/tests/python/numba_basic.py
         rc=0
         "$vcuda" vm run --executor cpu --memory 4G --timeout "$timeout_s" \
             --console-log "$work/numba_basic.console" -e PYTHONWARNINGS=ignore \
             --add "$stdlib" --add "$venv/pyvenv.cfg:/vcuda/pyvenv.cfg" --add "$site:$guest_site" \
-            --add "$script" -- "$interp" "$script" >"$work/numba_basic.out" 2>&1 || rc=$?
+            --add "$script:/vcuda/work/numba_basic.py" -- "$interp" /vcuda/work/numba_basic.py \
+            >"$work/numba_basic.out" 2>&1 || rc=$?
         if [ $rc -eq 0 ] && grep -qx PASS "$work/numba_basic.out"; then
             log "ok   numba_basic ($((SECONDS - t)) s)"
             pass+=(numba_basic)

@@ -835,9 +835,11 @@ const IDLE_RELEASE: Duration = Duration::from_secs(1);
 
 /// The in-data area of a complete message: the first `len` bytes of `buf`, which grows
 /// (fresh memory from the allocator: calloc's untouched zero pages) when it is too short.
-/// Reused bytes are not cleared, since the executor overwrites what a reply returns (a
-/// record's in data is what its request wrote, and only that goes back); they hold only
-/// this connection's own earlier in data.
+/// Reused bytes are not cleared. A reply returns each request's in segments, which the
+/// executor fills; where a request declares a longer segment than it writes (a copy's
+/// segment longer than its width times height), the rest holds earlier in data of this
+/// same connection (its own device data), never another session's: the buffer is the
+/// connection's own.
 fn in_area(buf: &mut Vec<u8>, len: usize) -> &mut [u8] {
     if len > buf.len() {
         if len <= buf.capacity() {

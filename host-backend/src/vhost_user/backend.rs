@@ -316,9 +316,12 @@ impl VhostUserCuda {
         }
     }
 
-    fn process(&self, index: usize, vring: &Vring) {
+    /// Handles every chain available on queue `index`. `false` if the ring cannot be read
+    /// (not set up, stopped, or an available index the driver made up): polling it again
+    /// would spin without progress.
+    fn process(&self, index: usize, vring: &Vring) -> bool {
         let Some(ring) = self.ring(index, vring) else {
-            return;
+            return false;
         };
         let mem = self.mem.memory().into_inner();
         let chains: Vec<_> = {
@@ -326,14 +329,14 @@ impl VhostUserCuda {
             let queue = v.get_queue_mut();
             if !queue.ready() {
                 // Kicks can come before the ring is set up, or after it stopped.
-                return;
+                return false;
             }
             self.check_restart(index, queue.next_avail());
             match queue.iter(mem.clone()) {
                 Ok(iter) => iter.map(|c| (c, ring.state.begin())).collect(),
                 Err(e) => {
                     debug!("queue {index} unusable: {e}");
-                    return;
+                    return false;
                 }
             }
         };
@@ -342,6 +345,7 @@ impl VhostUserCuda {
             let completion = Completion::new(ring.clone(), chain.head_index(), ticket);
             self.device.handle_chain(&mem, chain, completion);
         }
+        true
     }
 
     /// Handles queue `index` after a kick: every available chain, then (with a poll time)
@@ -352,6 +356,8 @@ impl VhostUserCuda {
             self.process(index, vring);
             return;
         }
+        // A ring whose available index the driver made up stays "available" without a
+        // chain to take: stop (until the next kick) instead of spinning on it.
         // Keep going until no chain arrived while notifications were off. (Without
         // EVENT_IDX, disabling sets VRING_USED_F_NO_NOTIFY; with it, the driver kicks only
         // when it passes `avail_event`, which stays behind until re-enabled.)
@@ -359,13 +365,11 @@ impl VhostUserCuda {
             if vring.disable_notification().is_err() {
                 break;
             }
-            self.process(index, vring);
-            if !self.poll.is_zero() {
-                self.poll_ring(index, vring);
-            }
+            let readable =
+                self.process(index, vring) && (self.poll.is_zero() || self.poll_ring(index, vring));
             before_enable();
             match vring.enable_notification() {
-                Ok(true) => continue,
+                Ok(true) if readable => continue,
                 _ => break,
             }
         }
@@ -383,13 +387,16 @@ impl VhostUserCuda {
     }
 
     /// Polls the ring (kicks suppressed by the caller) and handles the chains that appear,
-    /// until `self.poll` passed without one or the ring stopped.
-    fn poll_ring(&self, index: usize, vring: &Vring) {
+    /// until `self.poll` passed without one or the ring stopped; `false` if the ring cannot
+    /// be read (see [`Self::process`]).
+    fn poll_ring(&self, index: usize, vring: &Vring) -> bool {
         let mut last = Instant::now();
         let mut spins = 0u32;
         loop {
             if self.has_avail(vring) {
-                self.process(index, vring);
+                if !self.process(index, vring) {
+                    return false;
+                }
                 last = Instant::now();
                 continue;
             }
@@ -398,7 +405,7 @@ impl VhostUserCuda {
             if spins.is_multiple_of(16)
                 && (last.elapsed() >= self.poll || !vring.get_ref().get_queue().ready())
             {
-                return;
+                return true;
             }
             std::hint::spin_loop();
         }
@@ -640,6 +647,26 @@ mod tests {
             } else {
                 assert_eq!(driver.used_flags(), 0);
             }
+        }
+    }
+
+    /// A driver that makes up its available index (far past the chains it could have
+    /// posted) does not keep a polling queue thread spinning: it stops at once, with and
+    /// without EVENT_IDX.
+    #[test]
+    fn a_made_up_available_index_ends_the_poll() {
+        for event_idx in [true, false] {
+            let (cuda, vring, mem) = device(event_idx, Duration::from_secs(30));
+            mem.memory()
+                .store(3 * SIZE, GuestAddress(AVAIL + 2), Ordering::Release)
+                .unwrap();
+            let t0 = Instant::now();
+            cuda.serve(0, &vring, || {});
+            assert!(
+                t0.elapsed() < Duration::from_secs(5),
+                "event_idx {event_idx}: still polling after {:?}",
+                t0.elapsed()
+            );
         }
     }
 

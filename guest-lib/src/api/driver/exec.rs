@@ -209,9 +209,29 @@ fn occupancy(
     if block <= 0 {
         return Err(CuError::INVALID_VALUE);
     }
-    let n = crate::api::misc::max_active_blocks(c, &f.attrs, i64::from(block), smem as i64)?;
+    let n = resident_blocks(c, f, i64::from(block), smem)?;
     // SAFETY: the caller's output pointer.
     unsafe { out(blocks, n as c_int) }
+}
+
+/// Blocks of `block` threads with `smem` bytes of dynamic shared memory resident on one
+/// multiprocessor: none when a block could not launch with that much shared memory.
+fn resident_blocks(c: &Client, f: &Function, block: i64, smem: usize) -> Result<i64, CuError> {
+    let info = c.device_info(crate::state::device())?;
+    let limit = info
+        .attr(vcuda_protocol::attr::MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+        .unwrap_or(0)
+        .max(0) as u64;
+    let total = (smem as u64).saturating_add(f.attrs.shared_size_bytes);
+    if total > limit {
+        return Ok(0);
+    }
+    Ok(crate::api::misc::max_active_blocks(
+        c,
+        &f.attrs,
+        block,
+        smem as i64,
+    )?)
 }
 
 /// `cuOccupancyMaxPotentialBlockSize`: the block size (a multiple of the warp size, at most
@@ -246,7 +266,7 @@ fn potential_block_size(
             Some(cb) => unsafe { cb(size as c_int) },
             None => smem,
         };
-        let n = crate::api::misc::max_active_blocks(c, &f.attrs, size, dynamic as i64)?;
+        let n = resident_blocks(c, f, size, dynamic)?;
         if n * size > best_threads {
             (best, best_blocks, best_threads) = (size, n, n * size);
         }

@@ -33,6 +33,25 @@ const MEMORYTYPE_DEVICE: c_uint = 2;
 
 pub(crate) type HostFn = Option<unsafe extern "C" fn(*mut c_void)>;
 
+/// The size of a `CUpointer_attribute`'s value (cuda.h's descriptions), or `None` for an
+/// unknown attribute. Where cuda.h does not name a type (the allowed handle types' bitmask),
+/// the smaller choice, so that a default value never writes past the caller's storage.
+fn pointer_attribute_size(a: c_int) -> Option<usize> {
+    Some(match a {
+        // Context, device and host pointers, buffer id, range start, memory pool, mapping
+        // size and base, memory block id.
+        1 | 3 | 4 | 7 | 11 | 17 | 18 | 19 | 20 => 8,
+        // Range size (size_t).
+        12 => size_of::<usize>(),
+        // P2P tokens: an unsigned long long and an unsigned int.
+        5 => 16,
+        // Memory type, sync memops, is managed, device ordinal, IPC capable, mapped, allowed
+        // handle types, RDMA capable, access flags, hardware decompression.
+        2 | 6 | 8 | 9 | 10 | 13 | 14 | 15 | 16 | 21 => 4,
+        _ => return None,
+    })
+}
+
 /// Both contexts of a peer copy must be live (every context is on this session's one
 /// device, so the copy is a device-to-device copy).
 fn peer_contexts(dst: *mut c_void, src: *mut c_void) -> Result<(), CuError> {
@@ -94,10 +113,16 @@ entry_lib! {
         for i in 0..n as usize {
             // SAFETY: the caller's arrays of `n` attributes and `n` result pointers.
             let (a, d) = unsafe { (*attrs.add(i), *data.add(i)) };
+            if d.is_null() {
+                return Err(CuError::INVALID_VALUE);
+            }
             // SAFETY: forwarding one attribute and its storage.
-            let r = unsafe { cuPointerGetAttribute(d, a, ptr) };
-            if r != 0 {
-                return Err(CuError(r));
+            if unsafe { cuPointerGetAttribute(d, a, ptr) } != 0 {
+                // Unlike cuPointerGetAttribute, a pointer CUDA does not know (or an
+                // attribute that does not apply) reads as the attribute's zero value.
+                let size = pointer_attribute_size(a).ok_or(CuError::INVALID_VALUE)?;
+                // SAFETY: `d` points to storage of the attribute's type, `size` bytes.
+                unsafe { std::ptr::write_bytes(d.cast::<u8>(), 0, size) };
             }
         }
         Ok(())

@@ -365,9 +365,21 @@ pub(super) fn graph_copy(p: *const CUDA_MEMCPY3D) -> Result<crate::api::graph::C
 /// (`cudaMemcpyDefault`: the direction from the addresses, as the driver does).
 fn linear_params(p: &CUDA_MEMCPY3D) -> Result<crate::api::graph_node::cudaMemcpy3DParms, CuError> {
     use crate::api::graph_node::{cudaExtent, cudaMemcpy3DParms, cudaPitchedPtr, cudaPos};
+    // The copy itself takes its direction from the addresses (cudaMemcpyDefault), so a side
+    // declared device memory must be device (or managed) memory: else a made-up device
+    // address would be written as host memory.
+    let c = crate::client::client()?;
     let ptr = |ty, host: usize, dev: CUdeviceptr| match ty {
         MEMORYTYPE_HOST => Ok(host),
-        MEMORYTYPE_DEVICE | MEMORYTYPE_UNIFIED => Ok(dev as usize),
+        MEMORYTYPE_DEVICE
+            if matches!(
+                c.mirror.find(dev).map(|r| r.kind),
+                Some(crate::mirror::Kind::Device | crate::mirror::Kind::Managed)
+            ) =>
+        {
+            Ok(dev as usize)
+        }
+        MEMORYTYPE_UNIFIED => Ok(dev as usize),
         _ => Err(CuError::INVALID_VALUE),
     };
     let side = |ptr: usize, pitch: usize, rows: usize| cudaPitchedPtr {

@@ -443,6 +443,7 @@ fn added(arg: &str) -> io::Result<Vec<Added>> {
         )));
     }
     let mut out = vec![Added::Dir(dest.clone())];
+    let (root, dest_root) = (abs.clone(), PathBuf::from(&dest));
     let mut todo = vec![(abs, dest)];
     while let Some((dir, at)) = todo.pop() {
         let mut entries: Vec<_> = fs::read_dir(&dir)?.collect::<Result<_, _>>()?;
@@ -452,7 +453,13 @@ fn added(arg: &str) -> io::Result<Vec<Added>> {
             let guest = format!("{}/{name}", at.trim_end_matches('/'));
             let t = e.file_type()?;
             if t.is_symlink() {
-                out.push(Added::Link(guest, fs::read_link(e.path())?));
+                // An absolute target inside the tree moves with it.
+                let target = fs::read_link(e.path())?;
+                let target = match target.strip_prefix(&root) {
+                    Ok(rest) if target.is_absolute() => dest_root.join(rest),
+                    _ => target,
+                };
+                out.push(Added::Link(guest, target));
             } else if t.is_dir() {
                 out.push(Added::Dir(guest.clone()));
                 todo.push((e.path(), guest));
@@ -1104,7 +1111,8 @@ mod tests {
         fs::create_dir_all(d.path().join("a/b")).unwrap();
         fs::write(d.path().join("a/b/f.so.1"), b"x").unwrap();
         std::os::unix::fs::symlink("b/f.so.1", d.path().join("a/l")).unwrap();
-        let src = d.path().join("a");
+        let src = fs::canonicalize(d.path().join("a")).unwrap();
+        std::os::unix::fs::symlink(src.join("b/f.so.1"), src.join("abs")).unwrap();
         let got = added(&format!("{}:/g", src.display())).unwrap();
         let names: Vec<String> = got
             .iter()
@@ -1116,7 +1124,13 @@ mod tests {
             .collect();
         assert_eq!(
             names,
-            ["D /g", "D /g/b", "L /g/l -> b/f.so.1", "F /g/b/f.so.1"]
+            [
+                "D /g",
+                "L /g/abs -> /g/b/f.so.1",
+                "D /g/b",
+                "L /g/l -> b/f.so.1",
+                "F /g/b/f.so.1"
+            ]
         );
         assert!(is_shared_library(Path::new("/x/f.so.1")));
         assert!(is_shared_library(Path::new(

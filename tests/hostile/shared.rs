@@ -90,6 +90,19 @@ fn malloc(s: &mut UnixStream, size: u64) -> u64 {
     PtrResp::read_from_prefix(&r[0].1).unwrap().0.ptr
 }
 
+/// A 16-byte `Malloc` (which takes no descriptor) with `fds` beside it: its status.
+fn malloc_with_fds(s: &mut UnixStream, fds: &[RawFd]) -> u32 {
+    let mut m = MessageBuilder::new();
+    let req = MallocReq {
+        device: 0,
+        flags: 0,
+        size: 16,
+    };
+    m.push_op::<ops::Malloc>(0, 5, &[], &req, &[]);
+    send_with_fds(s, m.finish(0), fds);
+    read_reply(s).unwrap()[0].0
+}
+
 /// How many descriptors the backend holds open.
 fn open_fds(b: &Backend) -> usize {
     std::fs::read_dir(format!("/proc/{}/fd", b.child.id()))
@@ -153,15 +166,7 @@ fn shared_memory_is_checked_and_released() {
     // Many descriptors with one request: the backend keeps none of them.
     let many: Vec<OwnedFd> = (0..64).map(|_| memfd(4096, seals, 0)).collect();
     let raw: Vec<RawFd> = many.iter().map(AsRawFd::as_raw_fd).collect();
-    let mut m = MessageBuilder::new();
-    let req = MallocReq {
-        device: 0,
-        flags: 0,
-        size: 16,
-    };
-    m.push_op::<ops::Malloc>(0, 5, &[], &req, &[]);
-    send_with_fds(&mut s, m.finish(0), &raw);
-    assert_eq!(read_reply(&mut s).unwrap()[0].0, status::SUCCESS);
+    assert_eq!(malloc_with_fds(&mut s, &raw), status::SUCCESS);
     assert_eq!(
         settled_fds(&b, fds_before),
         fds_before,
@@ -441,15 +446,10 @@ fn descriptors_reach_the_message_they_came_with() {
     // A descriptor sent with a Malloc (which takes none), then a ShareMemory without one:
     // refused, and the stray descriptor is closed.
     let stray = memfd(4096, seals, 4096);
-    let mut m = MessageBuilder::new();
-    let req = MallocReq {
-        device: 0,
-        flags: 0,
-        size: 16,
-    };
-    m.push_op::<ops::Malloc>(0, 5, &[], &req, &[]);
-    send_with_fds(&mut s, m.finish(0), &[stray.as_raw_fd()]);
-    assert_eq!(read_reply(&mut s).unwrap()[0].0, status::SUCCESS);
+    assert_eq!(
+        malloc_with_fds(&mut s, &[stray.as_raw_fd()]),
+        status::SUCCESS
+    );
     assert_eq!(share(&mut s, 4096, &[]).0, status::INVALID_VALUE);
     drop(s);
     assert_eq!(

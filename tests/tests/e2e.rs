@@ -75,29 +75,35 @@ programs!(
     vectorAdd,
 );
 
+/// Runs `exe` through `vcuda run --executor cpu` (this build's backend and library) with
+/// `env` set.
+fn run_cpu(exe: &std::path::Path, env: &[(&str, &str)]) -> std::process::Output {
+    use vcuda_tests::{bin, bin_dir};
+    std::process::Command::new(bin("vcuda"))
+        .args(["run", "--executor", "cpu", "--"])
+        .arg(exe)
+        .env_remove("VCUDA_SOCKET")
+        .env("VCUDA_BACKEND", bin("vcuda-backend"))
+        .env("VCUDA_LIB_DIR", bin_dir())
+        .envs(env.iter().copied())
+        .output()
+        .expect("run vcuda")
+}
+
 /// Posted calls (launches, asynchronous copies and memsets) travel with the program's next
 /// call (`VCUDA_BATCH_US`, the library's batch); with `VCUDA_BATCH_US=0` each goes alone.
 /// Both give the programs' results; `mapped` also waits for a kernel's write to host memory
 /// with no CUDA call behind the launch, which only the batch's flusher can send.
 #[test]
 fn posted_calls_travel_with_the_next_call() {
-    use vcuda_tests::{bin, bin_dir, build, check_output, source, spec};
+    use vcuda_tests::{build, check_output, source, spec};
     for name in ["vectorAdd", "mapped", "graphs"] {
         let Some(exe) = build(name, Cuda::V13) else {
             return;
         };
         let s = spec(&source(name));
         for (setting, batched) in [("1000", true), ("0", false)] {
-            let o = std::process::Command::new(bin("vcuda"))
-                .args(["run", "--executor", "cpu", "--"])
-                .arg(&exe)
-                .env_remove("VCUDA_SOCKET")
-                .env("VCUDA_BACKEND", bin("vcuda-backend"))
-                .env("VCUDA_LIB_DIR", bin_dir())
-                .env("VCUDA_LOG", "trace")
-                .env("VCUDA_BATCH_US", setting)
-                .output()
-                .expect("run vcuda");
+            let o = run_cpu(&exe, &[("VCUDA_LOG", "trace"), ("VCUDA_BATCH_US", setting)]);
             check_output(name, &s, &o);
             let stderr = String::from_utf8_lossy(&o.stderr);
             let carried = stderr
@@ -119,7 +125,7 @@ fn posted_calls_travel_with_the_next_call() {
 /// results.
 #[test]
 fn host_memory_is_shared_over_the_unix_socket() {
-    use vcuda_tests::{bin, bin_dir, build, check_output, source, spec};
+    use vcuda_tests::{build, check_output, source, spec};
     // (program, debug line of each region shared, how many regions)
     let cases = [
         (
@@ -139,16 +145,10 @@ fn host_memory_is_shared_over_the_unix_socket() {
         };
         let s = spec(&source(name));
         for (setting, shared) in [("1", true), ("0", false)] {
-            let o = std::process::Command::new(bin("vcuda"))
-                .args(["run", "--executor", "cpu", "--"])
-                .arg(&exe)
-                .env_remove("VCUDA_SOCKET")
-                .env("VCUDA_BACKEND", bin("vcuda-backend"))
-                .env("VCUDA_LIB_DIR", bin_dir())
-                .env("VCUDA_LOG", "debug")
-                .env("VCUDA_SHARED_MEMORY", setting)
-                .output()
-                .expect("run vcuda");
+            let o = run_cpu(
+                &exe,
+                &[("VCUDA_LOG", "debug"), ("VCUDA_SHARED_MEMORY", setting)],
+            );
             check_output(name, &s, &o);
             let stderr = String::from_utf8_lossy(&o.stderr);
             assert_eq!(

@@ -779,3 +779,77 @@ fn shared_and_local_addresses_wrap_at_32_bits() {
         );
     }
 }
+
+/// Threads that the compiled code runs as a group (lanes in lockstep) diverge at a loop with
+/// per-thread trip counts and at an exit, meet again at barriers, and the block's size is not
+/// a multiple of the group's: every thread's result is checked, and both engines agree.
+#[test]
+fn groups_diverge_and_meet_again_at_barriers() {
+    let src = kernel(
+        ".shared .align 4 .b32 sh[64];",
+        "rem.u32 %r2, %r60, 3;\n\
+         mov.u32 %r3, 0;\n\
+         mov.u32 %r4, 0;\n\
+         $Lloop:\n\
+         add.u32 %r3, %r3, %r60;\n\
+         add.u32 %r3, %r3, 7;\n\
+         add.u32 %r4, %r4, 1;\n\
+         setp.le.u32 %p1, %r4, %r2;\n\
+         @%p1 bra $Lloop;\n\
+         shl.b32 %r5, %r60, 2;\n\
+         mov.u32 %r6, sh;\n\
+         add.u32 %r7, %r6, %r5;\n\
+         st.shared.u32 [%r7], %r3;\n\
+         bar.sync 0;\n\
+         xor.b32 %r8, %r60, 1;\n\
+         min.u32 %r8, %r8, 10;\n\
+         shl.b32 %r9, %r8, 2;\n\
+         add.u32 %r10, %r6, %r9;\n\
+         ld.shared.u32 %r11, [%r10];\n\
+         st.global.u32 [%rd63], %r11;\n\
+         st.global.u32 [%rd63+4], %r4;\n\
+         setp.eq.u32 %p2, %r60, 5;\n\
+         @%p2 bra $Ldone;\n\
+         setp.lt.u32 %p3, %r60, 100;\n\
+         @%p3 bar.sync 0;\n\
+         shl.b32 %r12, %r3, 1;\n\
+         st.shared.u32 [%r7], %r12;\n\
+         bar.sync 0;\n\
+         add.u32 %r13, %r60, 2;\n\
+         rem.u32 %r13, %r13, 11;\n\
+         shl.b32 %r14, %r13, 2;\n\
+         add.u32 %r15, %r6, %r14;\n\
+         ld.shared.u32 %r16, [%r15];\n\
+         st.global.u32 [%rd63+8], %r16;\n\
+         $Ldone:",
+    );
+    let g = Gpu::new(&src);
+    let n = 11usize;
+    let out = g.zeros(n * 64);
+    g.run("k", 1, n as u32, &[Arg::Ptr(out), Arg::Ptr(out)]);
+    assert_eq!(g.compiled_launches(), 1, "the kernel runs compiled");
+    let r: Vec<Vec<u32>> = g
+        .get::<u32>(out, n * 16)
+        .chunks(16)
+        .map(|c| c.to_vec())
+        .collect();
+    let acc = |t: usize| ((t % 3) + 1) as u32 * (t as u32 + 7);
+    for (t, r) in r.iter().enumerate() {
+        assert_eq!(
+            r[0],
+            acc((t ^ 1).min(10)),
+            "thread {t}: its neighbour's sum"
+        );
+        assert_eq!(r[1], (t % 3) as u32 + 1, "thread {t}: its trip count");
+        // Thread 5 left before the second phase; thread 3 reads its slot from the first.
+        let from = (t + 2) % 11;
+        let want = if t == 5 {
+            0
+        } else if from == 5 {
+            acc(5)
+        } else {
+            2 * acc(from)
+        };
+        assert_eq!(r[2], want, "thread {t}: second phase");
+    }
+}

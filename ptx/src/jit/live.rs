@@ -64,6 +64,13 @@ pub(super) fn live_in(code: &[Inst], nregs: u32) -> Vec<Vec<u64>> {
                 use_src(u, c);
                 dl.push(*x);
             }
+            Op::Intrinsic { args, .. } => {
+                for a in args {
+                    if let crate::ir::ArgCopy::Value { src, .. } = a {
+                        use_src(u, src);
+                    }
+                }
+            }
             _ => {}
         }
         if let Some((g, _)) = i.guard {

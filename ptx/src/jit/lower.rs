@@ -150,11 +150,36 @@ pub(super) struct Lower<'a, 'b> {
     pub ic: Variable,
     pub(super) tmp: Variable,
     /// The thread being run (its index in the block), its saved registers, its local
-    /// memory, its `%tid`.
+    /// memory, its `%tid`: the current lane's (see [`Lane`]).
     pub(super) t: Variable,
     regs_t: Variable,
     pub(super) local_t: Variable,
     pub(super) tid: [Variable; 3],
+    /// The other lanes' variables: `lanes[k]` for the group's lane `k`, `lanes[LANES]` the
+    /// scalar code's; the current lane's live in the fields above (swapped in by `set_lane`).
+    lanes: Vec<Lane>,
+    lane: usize,
+    /// Lanes per group (1: the kernel has no group code).
+    width: usize,
+    /// Emitting the group code.
+    pub(super) group: bool,
+    /// The round's thread counter, and the first thread a group may start at again (threads
+    /// below it run one at a time after a group diverged).
+    t_loop: Variable,
+    scalar_until: Variable,
+    /// The block's per-thread arrays and the released-barrier mask, loaded once per call.
+    arr: Arrays,
+    /// The scalar code's check of thread `t_loop`, and the group code's move to the next group.
+    check: Block,
+    gnext: Block,
+    /// Guarded branches, exits and barriers: where a group whose lanes disagree hands its
+    /// threads to the scalar code, and the registers live there.
+    divs: Vec<usize>,
+    divsaved: Vec<Vec<u32>>,
+    /// The group code's blocks (swapped with `blocks` while it is emitted).
+    gblocks: HashMap<usize, Block>,
+    /// Where `pin_float` stores.
+    pin_slot: Option<cranelift_codegen::ir::StackSlot>,
     /// The global region cache, in registers (reloaded after `h_ptr` refills it).
     pub(super) gb: Variable,
     pub(super) gl: Variable,
@@ -177,6 +202,37 @@ pub(super) struct Lower<'a, 'b> {
     pub resumes: Vec<usize>,
     /// Registers live at each resume point: what a barrier saves and a resume reloads.
     saved: Vec<Vec<u32>>,
+}
+
+/// Threads a group runs in lockstep, each instruction emitted once per lane: independent
+/// work for the processor, and the round's bookkeeping paid once per group.
+pub(super) const LANES: usize = 4;
+/// Kernels longer than this (instructions) get no group code: it costs `LANES` copies.
+const GROUP_MAX_INSTS: usize = 3000;
+/// Kernels with more registers live at once than this run `LANES / 2` threads per group.
+const FEW_LIVE: u32 = 12;
+
+/// One lane's variables (see [`Lower::lanes`]).
+#[derive(Clone)]
+struct Lane {
+    vars: Vec<Variable>,
+    t: Variable,
+    regs_t: Variable,
+    local_t: Variable,
+    tid: [Variable; 3],
+}
+
+/// The block's arrays (see [`super::rt::ThreadCtx`]).
+#[derive(Clone, Copy)]
+struct Arrays {
+    state: Value,
+    resumes: Value,
+    bars: Value,
+    regs: Value,
+    local: Value,
+    tids: [Value; 3],
+    released: Value,
+    n: Value,
 }
 
 fn sig(cc: cranelift_codegen::isa::CallConv, params: &[Type], ret: Option<Type>) -> Signature {
@@ -204,11 +260,34 @@ impl<'a, 'b> Lower<'a, 'b> {
         b.append_block_params_for_function_params(entry);
         b.switch_to_block(entry);
         let tc = b.block_params(entry)[0];
-        let vars: Vec<Variable> = (0..nregs).map(|_| b.declare_var(I64)).collect();
+        let live = live_in(code, nregs);
+        // Lanes share the processor's registers: kernels keeping many values live get fewer.
+        let most_live = live
+            .iter()
+            .map(|l| l.iter().map(|w| w.count_ones()).sum::<u32>())
+            .max()
+            .unwrap_or(0);
+        let width = match (code.len(), most_live) {
+            (n, _) if n > GROUP_MAX_INSTS => 1,
+            (_, l) if l > FEW_LIVE => LANES / 2,
+            _ => LANES,
+        };
         let mut var = || b.declare_var(I64);
-        let (ic, tmp, t, regs_t, local_t) = (var(), var(), var(), var(), var());
-        let tid = [var(), var(), var()];
+        let (ic, tmp, t_loop, scalar_until) = (var(), var(), var(), var());
+        let mut lanes: Vec<Lane> = (0..=LANES)
+            .map(|_| Lane {
+                vars: (0..nregs).map(|_| var()).collect(),
+                t: var(),
+                regs_t: var(),
+                local_t: var(),
+                tid: [var(), var(), var()],
+            })
+            .collect();
         let (gb, gl, gh, poll_at) = (var(), var(), var(), var());
+        // The scalar code's thread is the round's counter.
+        lanes[LANES].t = t_loop;
+        // The current lane's variables live in `Lower`'s fields; its slot holds a copy.
+        let mine = lanes[LANES].clone();
         let helpers = Helpers {
             ptr: b.import_signature(sig(cc, &[I64, I32, I64, I32, I32], Some(I64))),
             atom: b.import_signature(sig(cc, &[I64, I32, I64, I64, I64], Some(I64))),
@@ -217,18 +296,48 @@ impl<'a, 'b> Lower<'a, 'b> {
             poll: b.import_signature(sig(cc, &[I64], Some(I32))),
             intrinsic: b.import_signature(sig(cc, &[I64, I64, I64], Some(I32))),
         };
-        let ld = |b: &mut FunctionBuilder<'_>, o: i32| b.ins().load(I64, FLAGS, tc, o);
+        let ld = |b: &mut FunctionBuilder<'_>, ty: Type, o: i32| b.ins().load(ty, FLAGS, tc, o);
         let inv = Inv {
-            shared: ld(&mut b, off::SHARED),
-            shared_len: ld(&mut b, off::SHARED_LEN),
-            params: ld(&mut b, off::PARAMS),
-            params_len: ld(&mut b, off::PARAMS_LEN),
-            syms: ld(&mut b, off::SYMS),
+            shared: ld(&mut b, I64, off::SHARED),
+            shared_len: ld(&mut b, I64, off::SHARED_LEN),
+            params: ld(&mut b, I64, off::PARAMS),
+            params_len: ld(&mut b, I64, off::PARAMS_LEN),
+            syms: ld(&mut b, I64, off::SYMS),
         };
-        // Basic-block leaders: the entry, branch targets, and what follows a branch, an exit
-        // or a barrier.
+        let n = ld(&mut b, I32, off::N);
+        let arr = Arrays {
+            state: ld(&mut b, I64, off::STATE),
+            resumes: ld(&mut b, I64, off::RESUMES),
+            bars: ld(&mut b, I64, off::BARS),
+            regs: ld(&mut b, I64, off::REGS),
+            local: ld(&mut b, I64, off::LOCAL_BASE),
+            tids: [
+                ld(&mut b, I64, off::TIDS),
+                ld(&mut b, I64, off::TIDS + 8),
+                ld(&mut b, I64, off::TIDS + 16),
+            ],
+            released: ld(&mut b, I32, off::RELEASED),
+            n: b.ins().uextend(I64, n),
+        };
+        // Guarded control transfers: a group whose lanes disagree on one leaves there.
+        let divs: Vec<usize> = if width > 1 {
+            (0..code.len())
+                .filter(|&pc| {
+                    code[pc].guard.is_some()
+                        && matches!(
+                            code[pc].op,
+                            Op::Bra { .. } | Op::Exit | Op::Ret | Op::Bar { .. }
+                        )
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        // Basic-block leaders: the entry, branch targets, what follows a branch, an exit
+        // or a barrier, and the guarded control transfers.
         let mut lead = BTreeSet::new();
         lead.insert(0usize);
+        lead.extend(divs.iter().copied());
         for (pc, i) in code.iter().enumerate() {
             match i.op {
                 Op::Bra { target } => {
@@ -244,18 +353,36 @@ impl<'a, 'b> Lower<'a, 'b> {
         lead.retain(|&l| l < code.len());
         let leaders: Vec<usize> = lead.into_iter().collect();
         let blocks = leaders.iter().map(|&l| (l, b.create_block())).collect();
-        let next_thread = b.create_block();
+        let gblocks = if width > 1 {
+            leaders.iter().map(|&l| (l, b.create_block())).collect()
+        } else {
+            HashMap::new()
+        };
+        let (next_thread, check, gnext) = (b.create_block(), b.create_block(), b.create_block());
         let mut lw = Lower {
             b,
             code,
-            vars,
+            vars: mine.vars,
             tc,
             ic,
             tmp,
-            t,
-            regs_t,
-            local_t,
-            tid,
+            t: mine.t,
+            regs_t: mine.regs_t,
+            local_t: mine.local_t,
+            tid: mine.tid,
+            lanes,
+            lane: LANES,
+            width,
+            group: false,
+            t_loop,
+            scalar_until,
+            arr,
+            check,
+            gnext,
+            divs,
+            divsaved: Vec::new(),
+            gblocks,
+            pin_slot: None,
             gb,
             gl,
             gh,
@@ -272,24 +399,58 @@ impl<'a, 'b> Lower<'a, 'b> {
             resumes: Vec::new(),
             saved: Vec::new(),
         };
-        let live = live_in(code, nregs);
+        let set_of = |l: &Vec<u64>| -> Vec<u32> {
+            (0..nregs)
+                .filter(|r| l[*r as usize / 64] >> (r % 64) & 1 != 0)
+                .collect()
+        };
         for (pc, i) in code.iter().enumerate() {
             if let Op::Bar { .. } = i.op
                 && pc + 1 < code.len()
             {
                 lw.resumes.push(pc + 1);
-                let l = &live[pc + 1];
-                lw.saved.push(
-                    (0..nregs)
-                        .filter(|r| l[*r as usize / 64] >> (r % 64) & 1 != 0)
-                        .collect(),
-                );
+                lw.saved.push(set_of(&live[pc + 1]));
             }
         }
+        lw.divsaved = lw.divs.iter().map(|&pc| set_of(&live[pc])).collect();
         lw.prologue();
         lw.body()?;
+        if lw.width > 1 {
+            lw.group = true;
+            std::mem::swap(&mut lw.blocks, &mut lw.gblocks);
+            lw.body_group()?;
+            std::mem::swap(&mut lw.blocks, &mut lw.gblocks);
+            lw.group = false;
+        }
         lw.b.seal_all_blocks();
         Ok(())
+    }
+
+    /// Makes lane `k`'s variables current (`LANES`: the scalar code's).
+    fn set_lane(&mut self, k: usize) {
+        if k == self.lane {
+            return;
+        }
+        // Put the current lane's variables back in its slot, then take lane `k`'s.
+        self.swap_lane(self.lane);
+        self.swap_lane(k);
+        self.lane = k;
+    }
+
+    fn swap_lane(&mut self, k: usize) {
+        let l = &mut self.lanes[k];
+        std::mem::swap(&mut self.vars, &mut l.vars);
+        std::mem::swap(&mut self.t, &mut l.t);
+        std::mem::swap(&mut self.regs_t, &mut l.regs_t);
+        std::mem::swap(&mut self.local_t, &mut l.local_t);
+        std::mem::swap(&mut self.tid, &mut l.tid);
+    }
+
+    /// Switches to `blk` and seals it: every branch into it has been emitted. Sealing early
+    /// lets a variable's use in straight-line code see its definition, not a block parameter.
+    pub(super) fn enter(&mut self, blk: Block) {
+        self.b.switch_to_block(blk);
+        self.b.seal_block(blk);
     }
 
     fn block_at(&self, pc: usize) -> Block {
@@ -313,7 +474,8 @@ impl<'a, 'b> Lower<'a, 'b> {
     }
 
     /// The round: a loop over the block's threads, dispatching each runnable one to its
-    /// start or to the resume point after the barrier it waited on.
+    /// start or to the resume point after the barrier it waited on. Where the kernel has
+    /// group code, `LANES` threads at the same point run together.
     fn prologue(&mut self) {
         let ic0 = self.ld_tc(I64, off::ICOUNT);
         self.b.def_var(self.ic, ic0);
@@ -331,116 +493,286 @@ impl<'a, 'b> Lower<'a, 'b> {
         self.reload_region();
         let zero = self.b.ins().iconst(I64, 0);
         self.b.def_var(self.tmp, zero);
-        self.b.def_var(self.t, zero);
-        for v in [
-            self.regs_t,
-            self.local_t,
-            self.tid[0],
-            self.tid[1],
-            self.tid[2],
-        ] {
-            self.b.def_var(v, zero);
+        self.b.def_var(self.scalar_until, zero);
+        for k in 0..=LANES {
+            self.set_lane(k);
+            for v in [
+                self.t,
+                self.regs_t,
+                self.local_t,
+                self.tid[0],
+                self.tid[1],
+                self.tid[2],
+            ] {
+                self.b.def_var(v, zero);
+            }
         }
-        let n = self.ld_tc(I32, off::N);
-        let n = self.b.ins().uextend(I64, n);
-        let (state, resume, regs, local) = (
-            self.ld_tc(I64, off::STATE),
-            self.ld_tc(I64, off::RESUMES),
-            self.ld_tc(I64, off::REGS),
-            self.ld_tc(I64, off::LOCAL_BASE),
-        );
-        let tids = [
-            self.ld_tc(I64, off::TIDS),
-            self.ld_tc(I64, off::TIDS + 8),
-            self.ld_tc(I64, off::TIDS + 16),
-        ];
+        let arr = self.arr;
         let head = self.b.create_block();
         self.b.ins().jump(head, &[]);
 
-        // next_thread: t += 1.
-        self.b.switch_to_block(self.next_thread);
-        let t = self.b.use_var(self.t);
-        let t1 = self.b.ins().iadd_imm_s(t, 1);
-        self.b.def_var(self.t, t1);
-        self.b.ins().jump(head, &[]);
+        // next_thread: t += 1; gnext: t += LANES.
+        for (blk, step) in [(self.next_thread, 1), (self.gnext, self.width as i64)] {
+            self.b.switch_to_block(blk);
+            let t = self.b.use_var(self.t_loop);
+            let t1 = self.b.ins().iadd_imm_s(t, step);
+            self.b.def_var(self.t_loop, t1);
+            self.b.ins().jump(head, &[]);
+        }
 
-        // head: done with the round, or the next runnable thread.
+        // head: done with the round, or the next runnable thread or group.
         self.b.switch_to_block(head);
-        let t = self.b.use_var(self.t);
-        let more = self.b.ins().icmp(IntCC::UnsignedLessThan, t, n);
-        let check = self.b.create_block();
+        let t = self.b.use_var(self.t_loop);
+        let more = self.b.ins().icmp(IntCC::UnsignedLessThan, t, arr.n);
         let done = self.b.create_block();
-        self.b.ins().brif(more, check, &[], done, &[]);
-        self.b.switch_to_block(done);
+        let next = if self.width > 1 {
+            self.b.create_block()
+        } else {
+            self.check
+        };
+        self.b.ins().brif(more, next, &[], done, &[]);
+        self.enter(done);
         self.store_ic();
         let s = self.b.ins().iconst(I32, ROUND as i64);
         self.b.ins().return_(&[s]);
+        if self.width > 1 {
+            self.enter(next);
+            self.group_dispatch();
+        }
 
-        self.b.switch_to_block(check);
-        let sp = self.b.ins().iadd(state, t);
-        let st = self.b.ins().load(I8, FLAGS, sp, 0);
+        // check: thread t runs if it has not stopped, or waits on a released barrier.
+        self.b.switch_to_block(self.check);
+        let t = self.b.use_var(self.t_loop);
+        let (runnable, _) = self.runnable(t);
         let run = self.b.create_block();
-        self.b.ins().brif(st, self.next_thread, &[], run, &[]);
+        self.b.ins().brif(runnable, run, &[], self.next_thread, &[]);
 
-        self.b.switch_to_block(run);
+        self.enter(run);
         let t32 = self.b.ins().ireduce(I32, t);
         self.b.ins().store(FLAGS, t32, self.tc, off::CUR);
-        let lt = self.b.ins().imul_imm_s(t, self.frame as i64);
-        let lt = self.b.ins().iadd(local, lt);
+        self.lane_values(t);
+        let lt = self.b.use_var(self.local_t);
         self.b.ins().store(FLAGS, lt, self.tc, off::LOCAL);
-        self.b.def_var(self.local_t, lt);
-        let rt_ = self.b.ins().imul_imm_s(t, self.nregs.max(1) as i64 * 8);
-        let rt_ = self.b.ins().iadd(regs, rt_);
-        self.b.def_var(self.regs_t, rt_);
         let t4 = self.b.ins().ishl_imm_u(t, 2);
-        for d in 0..3 {
-            let p = self.b.ins().iadd(tids[d], t4);
-            let v = self.b.ins().load(I32, FLAGS, p, 0);
-            let v = self.b.ins().uextend(I64, v);
-            self.b.def_var(self.tid[d], v);
-        }
-        let rp = self.b.ins().iadd(resume, t4);
+        let rp = self.b.ins().iadd(arr.resumes, t4);
         let rs = self.b.ins().load(I32, FLAGS, rp, 0);
         let start = self.b.create_block();
         let mut sw = Switch::new();
-        let resumes = self.resumes.clone();
+        // Resume points: after each barrier, then at each guarded control transfer (where
+        // a diverging group left its threads).
+        let mut points: Vec<(usize, Vec<u32>)> = self
+            .resumes
+            .iter()
+            .copied()
+            .zip(self.saved.iter().cloned())
+            .collect();
+        points.extend(self.divs.iter().copied().zip(self.divsaved.iter().cloned()));
         let mut reload = Vec::new();
-        for (k, _) in resumes.iter().enumerate() {
+        for (k, _) in points.iter().enumerate() {
             let blk = self.b.create_block();
             sw.set_entry(k as u128 + 1, blk);
             reload.push(blk);
         }
         sw.emit(&mut self.b, rs, start);
         // A fresh thread: registers start at zero.
-        self.b.switch_to_block(start);
-        for v in self.vars.clone() {
-            self.b.def_var(v, zero);
-        }
+        self.enter(start);
+        self.zero_vars();
         let first = self.block_at(0);
         self.b.ins().jump(first, &[]);
-        for (k, blk) in reload.into_iter().enumerate() {
-            self.b.switch_to_block(blk);
-            for v in self.vars.clone() {
-                self.b.def_var(v, zero);
-            }
-            let regs_t = self.b.use_var(self.regs_t);
-            for r in self.saved[k].clone() {
-                let x = self.b.ins().load(I64, FLAGS, regs_t, (r * 8) as i32);
-                self.b.def_var(self.vars[r as usize], x);
-            }
-            let target = self.block_at(resumes[k]);
+        for (blk, (pc, regs)) in reload.into_iter().zip(points) {
+            self.enter(blk);
+            self.reload(&regs);
+            let target = self.block_at(pc);
             self.b.ins().jump(target, &[]);
         }
     }
 
-    /// Records the current thread's new state and goes on with the next thread.
+    /// Whether thread `t` (i64) runs this round: it has not stopped, or it waits on a
+    /// released barrier. Also returns its resume point (i32).
+    fn runnable(&mut self, t: Value) -> (Value, Value) {
+        let arr = self.arr;
+        let sp = self.b.ins().iadd(arr.state, t);
+        let st = self.b.ins().load(I8, FLAGS, sp, 0);
+        let t4 = self.b.ins().ishl_imm_u(t, 2);
+        let bp = self.b.ins().iadd(arr.bars, t4);
+        let bar = self.b.ins().load(I32, FLAGS, bp, 0);
+        let rp = self.b.ins().iadd(arr.resumes, t4);
+        let res = self.b.ins().load(I32, FLAGS, rp, 0);
+        let fresh = self.b.ins().icmp_imm_u(IntCC::Equal, st, 0);
+        let waits = self
+            .b
+            .ins()
+            .icmp_imm_u(IntCC::Equal, st, super::WAIT as i64);
+        let rel = self.b.ins().ushr(arr.released, bar);
+        let rel = self.b.ins().band_imm_u(rel, 1);
+        let rel = self.b.ins().ireduce(I8, rel);
+        let waits = self.b.ins().band(waits, rel);
+        (self.b.ins().bor(fresh, waits), res)
+    }
+
+    /// Defines the current lane's thread values for thread `t`: its saved-register slot,
+    /// its local memory and its `%tid`.
+    fn lane_values(&mut self, t: Value) {
+        let arr = self.arr;
+        let lt = self.b.ins().imul_imm_s(t, self.frame as i64);
+        let lt = self.b.ins().iadd(arr.local, lt);
+        self.b.def_var(self.local_t, lt);
+        let rt_ = self.b.ins().imul_imm_s(t, self.nregs.max(1) as i64 * 8);
+        let rt_ = self.b.ins().iadd(arr.regs, rt_);
+        self.b.def_var(self.regs_t, rt_);
+        let t4 = self.b.ins().ishl_imm_u(t, 2);
+        for d in 0..3 {
+            let p = self.b.ins().iadd(arr.tids[d], t4);
+            let v = self.b.ins().load(I32, FLAGS, p, 0);
+            let v = self.b.ins().uextend(I64, v);
+            self.b.def_var(self.tid[d], v);
+        }
+    }
+
+    fn zero_vars(&mut self) {
+        let zero = self.b.ins().iconst(I64, 0);
+        for v in self.vars.clone() {
+            self.b.def_var(v, zero);
+        }
+    }
+
+    /// Loads the current lane's registers `regs` from its slot (the others start at zero).
+    fn reload(&mut self, regs: &[u32]) {
+        self.zero_vars();
+        let regs_t = self.b.use_var(self.regs_t);
+        for &r in regs {
+            let x = self.b.ins().load(I64, FLAGS, regs_t, (r * 8) as i32);
+            self.b.def_var(self.vars[r as usize], x);
+        }
+    }
+
+    /// Stores the current lane's registers `regs` to its slot.
+    fn spill(&mut self, regs: &[u32]) {
+        let regs_t = self.b.use_var(self.regs_t);
+        for &r in regs {
+            let x = self.b.use_var(self.vars[r as usize]);
+            self.b.ins().store(FLAGS, x, regs_t, (r * 8) as i32);
+        }
+    }
+
+    /// The group code's entry, at a thread `t_loop` that is a multiple of `LANES`: the
+    /// group runs when all its threads are runnable at the same resume point, else its
+    /// threads go to the scalar code one at a time.
+    fn group_dispatch(&mut self) {
+        let w = self.width;
+        let arr = self.arr;
+        let t = self.b.use_var(self.t_loop);
+        let su = self.b.use_var(self.scalar_until);
+        let past = self.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, t, su);
+        let end = self.b.ins().iadd_imm_s(t, w as i64);
+        let fits = self
+            .b
+            .ins()
+            .icmp(IntCC::UnsignedLessThanOrEqual, end, arr.n);
+        let ok = self.b.ins().band(past, fits);
+        let gcheck = self.b.create_block();
+        let scalar = self.b.create_block();
+        self.b.ins().brif(ok, gcheck, &[], self.check, &[]);
+        self.enter(gcheck);
+        let mut all = None;
+        let mut res0 = None;
+        for k in 0..w {
+            let tk = self.b.ins().iadd_imm_s(t, k as i64);
+            let (r, res) = self.runnable(tk);
+            let ok = match res0 {
+                None => {
+                    res0 = Some(res);
+                    r
+                }
+                Some(r0) => {
+                    let same = self.b.ins().icmp(IntCC::Equal, res, r0);
+                    self.b.ins().band(r, same)
+                }
+            };
+            all = Some(match all {
+                None => ok,
+                Some(a) => self.b.ins().band(a, ok),
+            });
+        }
+        let (all, res0) = (all.expect("lanes"), res0.expect("lanes"));
+        let genter = self.b.create_block();
+        self.b.ins().brif(all, genter, &[], scalar, &[]);
+        // Not a group this round: its threads run one at a time.
+        self.b.switch_to_block(scalar);
+        let until = self.b.ins().iadd_imm_s(t, w as i64);
+        self.b.def_var(self.scalar_until, until);
+        self.b.ins().jump(self.check, &[]);
+
+        self.enter(genter);
+        for k in 0..w {
+            self.set_lane(k);
+            let tk = self.b.ins().iadd_imm_s(t, k as i64);
+            self.b.def_var(self.t, tk);
+            self.lane_values(tk);
+        }
+        let start = self.b.create_block();
+        let mut sw = Switch::new();
+        let mut reload = Vec::new();
+        for k in 0..self.resumes.len() {
+            let blk = self.b.create_block();
+            sw.set_entry(k as u128 + 1, blk);
+            reload.push(blk);
+        }
+        // Anything else (none is expected: diverged threads reach a barrier or exit in the
+        // round they diverged in) runs in the scalar code.
+        let odd = self.b.create_block();
+        sw.set_entry(0, start);
+        sw.emit(&mut self.b, res0, odd);
+        self.enter(odd);
+        self.b.ins().jump(scalar, &[]);
+        self.enter(start);
+        for k in 0..w {
+            self.set_lane(k);
+            self.zero_vars();
+        }
+        let first = self.gblocks[&0];
+        self.b.ins().jump(first, &[]);
+        for (k, blk) in reload.into_iter().enumerate() {
+            self.enter(blk);
+            let regs = self.saved[k].clone();
+            for l in 0..w {
+                self.set_lane(l);
+                self.reload(&regs);
+            }
+            let target = self.gblocks[&self.resumes[k]];
+            self.b.ins().jump(target, &[]);
+        }
+        self.set_lane(LANES);
+        self.b.seal_block(scalar);
+    }
+
+    /// Records the current thread's new state and goes on with the next thread (or, in the
+    /// group code, every lane's and the next group).
     fn thread_stops(&mut self, state: u8) {
-        let sp = self.ld_tc(I64, off::STATE);
-        let t = self.b.use_var(self.t);
-        let sp = self.b.ins().iadd(sp, t);
+        let arr = self.arr;
+        let t = self.b.use_var(self.t_loop);
+        let lanes = if self.group { self.width } else { 1 };
         let v = self.b.ins().iconst(I8, state as i64);
-        self.b.ins().store(FLAGS, v, sp, 0);
-        self.b.ins().jump(self.next_thread, &[]);
+        for k in 0..lanes {
+            let sp = self.b.ins().iadd(arr.state, t);
+            self.b.ins().store(FLAGS, v, sp, k as i32);
+        }
+        if state == super::DONE {
+            self.count(off::DONE, lanes as i64);
+        }
+        let next = if self.group {
+            self.gnext
+        } else {
+            self.next_thread
+        };
+        self.b.ins().jump(next, &[]);
+    }
+
+    /// Adds `n` to the u32 counter at `offset` in the ThreadCtx.
+    fn count(&mut self, offset: i32, n: i64) {
+        let c = self.ld_tc(I32, offset);
+        let c = self.b.ins().iadd_imm_s(c, n);
+        self.b.ins().store(FLAGS, c, self.tc, offset);
     }
 
     /// Instructions from leader `pc` to the next leader.
@@ -479,19 +811,158 @@ impl<'a, 'b> Lower<'a, 'b> {
                 } else {
                     self.b.ins().brif(p, doit, &[], next, &[]);
                 }
-                self.b.switch_to_block(doit);
+                self.enter(doit);
             }
             let falls = self.inst(pc, inst)?;
             if falls {
                 self.b.ins().jump(next, &[]);
             }
-            self.b.switch_to_block(next);
+            self.enter(next);
             open = true;
         }
         if open {
             self.exit(EXITED);
         }
         Ok(())
+    }
+
+    /// The group code: the kernel's body once more, each instruction emitted for every lane
+    /// (with its own guard). Branches, exits and barriers are the group's; where a guarded
+    /// one finds its lanes disagreeing, the group hands its threads to the scalar code there.
+    fn body_group(&mut self) -> Result<(), Reject> {
+        let w = self.width;
+        let mut open = false;
+        for pc in 0..self.code.len() {
+            if let Some(&blk) = self.blocks.get(&pc) {
+                if open {
+                    self.b.ins().jump(blk, &[]);
+                }
+                self.b.switch_to_block(blk);
+                let n = self.run_len(pc) * w as u64;
+                let ic = self.b.use_var(self.ic);
+                let ic = self.b.ins().iadd_imm_s(ic, n as i64);
+                self.b.def_var(self.ic, ic);
+                open = true;
+            }
+            if !open {
+                continue;
+            }
+            let inst = &self.code[pc];
+            let next = self.b.create_block();
+            if matches!(
+                inst.op,
+                Op::Bra { .. } | Op::Exit | Op::Ret | Op::Bar { .. }
+            ) {
+                if let Some((g, neg)) = inst.guard {
+                    let (mut all, mut any) = (None, None);
+                    for k in 0..w {
+                        self.set_lane(k);
+                        let p = self.b.use_var(self.vars[g as usize]);
+                        let p = self.b.ins().band_imm_u(p, 1);
+                        let p = if neg {
+                            self.b.ins().bxor_imm_u(p, 1)
+                        } else {
+                            p
+                        };
+                        all = Some(all.map_or(p, |a| self.b.ins().band(a, p)));
+                        any = Some(any.map_or(p, |a| self.b.ins().bor(a, p)));
+                    }
+                    self.set_lane(LANES);
+                    let (all, any) = (all.expect("lanes"), any.expect("lanes"));
+                    let (doit, mixed, split) = (
+                        self.b.create_block(),
+                        self.b.create_block(),
+                        self.b.create_block(),
+                    );
+                    self.b.ins().brif(all, doit, &[], mixed, &[]);
+                    self.enter(mixed);
+                    self.b.ins().brif(any, split, &[], next, &[]);
+                    self.enter(split);
+                    self.diverge(pc);
+                    self.enter(doit);
+                }
+                self.set_lane(0);
+                let falls = self.inst(pc, inst)?;
+                self.set_lane(LANES);
+                if falls {
+                    self.b.ins().jump(next, &[]);
+                }
+            } else {
+                for k in 0..w {
+                    self.set_lane(k);
+                    let lnext = self.b.create_block();
+                    if let Some((g, neg)) = inst.guard {
+                        let p = self.b.use_var(self.vars[g as usize]);
+                        let p = self.b.ins().band_imm_u(p, 1);
+                        let doit = self.b.create_block();
+                        if neg {
+                            self.b.ins().brif(p, lnext, &[], doit, &[]);
+                        } else {
+                            self.b.ins().brif(p, doit, &[], lnext, &[]);
+                        }
+                        self.enter(doit);
+                    }
+                    if self.inst(pc, inst)? {
+                        self.b.ins().jump(lnext, &[]);
+                    }
+                    self.enter(lnext);
+                }
+                self.set_lane(LANES);
+                self.b.ins().jump(next, &[]);
+            }
+            self.enter(next);
+            open = true;
+        }
+        if open {
+            self.exit(EXITED);
+        }
+        Ok(())
+    }
+
+    /// A group's lanes disagree at the guarded control transfer at `pc`: each lane's live
+    /// registers go to its slot with `pc` as its resume point, and its thread runs in the
+    /// scalar code from there, this round.
+    fn diverge(&mut self, pc: usize) {
+        let w = self.width;
+        let d = self.divs.iter().position(|&p| p == pc).unwrap_or(0);
+        let point = (self.resumes.len() + 1 + d) as i64;
+        let regs = self.divsaved[d].clone();
+        for k in 0..w {
+            self.set_lane(k);
+            self.spill(&regs);
+        }
+        self.set_lane(LANES);
+        let arr = self.arr;
+        let t = self.b.use_var(self.t_loop);
+        let t4 = self.b.ins().ishl_imm_u(t, 2);
+        let rp = self.b.ins().iadd(arr.resumes, t4);
+        let sp = self.b.ins().iadd(arr.state, t);
+        let point = self.b.ins().iconst(I32, point);
+        let fresh = self.b.ins().iconst(I8, 0);
+        for k in 0..w {
+            self.b.ins().store(FLAGS, point, rp, 4 * k as i32);
+            self.b.ins().store(FLAGS, fresh, sp, k as i32);
+        }
+        // The scalar code counts the instruction at `pc` again.
+        let ic = self.b.use_var(self.ic);
+        let again = (self.run_len(pc) * w as u64) as i64;
+        let ic = self.b.ins().iadd_imm_s(ic, -again);
+        self.b.def_var(self.ic, ic);
+        let until = self.b.ins().iadd_imm_s(t, w as i64);
+        self.b.def_var(self.scalar_until, until);
+        self.b.ins().jump(self.check, &[]);
+    }
+
+    /// In the group code, tells the helpers which thread runs: `cur` and its local memory.
+    pub(super) fn sync_cur(&mut self) {
+        if !self.group {
+            return;
+        }
+        let t = self.b.use_var(self.t);
+        let t32 = self.b.ins().ireduce(I32, t);
+        self.b.ins().store(FLAGS, t32, self.tc, off::CUR);
+        let lt = self.b.use_var(self.local_t);
+        self.b.ins().store(FLAGS, lt, self.tc, off::LOCAL);
     }
 
     fn store_ic(&mut self) {
@@ -535,6 +1006,7 @@ impl<'a, 'b> Lower<'a, 'b> {
                     Some(r) => r,
                     None => self.alu_call(inst, &vals),
                 };
+                let r0 = self.pin_float(r0);
                 self.def(dst[0], r0);
                 if *ndst >= 2
                     && let Some(r1) = r1
@@ -673,6 +1145,7 @@ impl<'a, 'b> Lower<'a, 'b> {
                     | (*size as u32) << 8
                     | (*signed as u32) << 16;
                 let packed = self.b.ins().iconst(I32, packed as i64);
+                self.sync_cur();
                 let f = self
                     .b
                     .ins()
@@ -698,7 +1171,7 @@ impl<'a, 'b> Lower<'a, 'b> {
                     let due = self.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, ic, at);
                     let poll = self.b.create_block();
                     self.b.ins().brif(due, poll, &[], blk, &[]);
-                    self.b.switch_to_block(poll);
+                    self.enter(poll);
                     self.b.set_cold_block(poll);
                     self.store_ic();
                     let f = self
@@ -711,7 +1184,7 @@ impl<'a, 'b> Lower<'a, 'b> {
                     self.b.def_var(self.poll_at, pa);
                     let halt = self.b.create_block();
                     self.b.ins().brif(stop, halt, &[], blk, &[]);
-                    self.b.switch_to_block(halt);
+                    self.enter(halt);
                     self.b.set_cold_block(halt);
                     self.exit(STOPPED);
                 } else {
@@ -733,21 +1206,29 @@ impl<'a, 'b> Lower<'a, 'b> {
                     self.exit(EXITED);
                     return Ok(false);
                 };
-                let regs_t = self.b.use_var(self.regs_t);
-                for r in self.saved[k].clone() {
-                    let x = self.b.use_var(self.vars[r as usize]);
-                    self.b.ins().store(FLAGS, x, regs_t, (r * 8) as i32);
+                let regs = self.saved[k].clone();
+                let lanes = if self.group { self.width } else { 1 };
+                let first = self.lane;
+                for l in 0..lanes {
+                    if self.group {
+                        self.set_lane(l);
+                    }
+                    self.spill(&regs);
                 }
-                let t = self.b.use_var(self.t);
+                self.set_lane(first);
+                let arr = self.arr;
+                let t = self.b.use_var(self.t_loop);
                 let t4 = self.b.ins().ishl_imm_u(t, 2);
-                let bars = self.ld_tc(I64, off::BARS);
-                let bp = self.b.ins().iadd(bars, t4);
-                let bid = self.b.ins().iconst(I32, (*bid & 15) as i64);
-                self.b.ins().store(FLAGS, bid, bp, 0);
-                let res = self.ld_tc(I64, off::RESUMES);
-                let rp = self.b.ins().iadd(res, t4);
+                let bp = self.b.ins().iadd(arr.bars, t4);
+                let rp = self.b.ins().iadd(arr.resumes, t4);
+                let bid = *bid & 15;
+                let bv = self.b.ins().iconst(I32, bid as i64);
                 let k1 = self.b.ins().iconst(I32, k as i64 + 1);
-                self.b.ins().store(FLAGS, k1, rp, 0);
+                for l in 0..lanes {
+                    self.b.ins().store(FLAGS, bv, bp, 4 * l as i32);
+                    self.b.ins().store(FLAGS, k1, rp, 4 * l as i32);
+                }
+                self.count(off::WAITING + 4 * bid as i32, lanes as i64);
                 self.thread_stops(super::WAIT);
                 return Ok(false);
             }
@@ -758,6 +1239,7 @@ impl<'a, 'b> Lower<'a, 'b> {
                 } else {
                     rt::FAULT_BRKPT
                 };
+                self.sync_cur();
                 let k = self.b.ins().iconst(I32, kind as i64);
                 self.b.ins().store(FLAGS, k, self.tc, off::FAULT);
                 let l = self.b.ins().iconst(I32, inst.line as i64);
@@ -787,6 +1269,7 @@ impl<'a, 'b> Lower<'a, 'b> {
                     };
                     self.b.ins().stack_store(I64, v, slot, (k * 8) as i32);
                 }
+                self.sync_cur();
                 let ap = self.b.ins().stack_addr(I64, slot, 0);
                 let ip = self
                     .b
@@ -804,11 +1287,11 @@ impl<'a, 'b> Lower<'a, 'b> {
                 let bad = self.b.create_block();
                 let ok = self.b.create_block();
                 self.b.ins().brif(r, bad, &[], ok, &[]);
-                self.b.switch_to_block(bad);
+                self.enter(bad);
                 self.b.set_cold_block(bad);
                 self.store_ic();
                 self.b.ins().return_(&[r]);
-                self.b.switch_to_block(ok);
+                self.enter(ok);
             }
             _ => return Err("instruction".into()),
         }
@@ -842,12 +1325,12 @@ impl<'a, 'b> Lower<'a, 'b> {
         let bad = self.b.create_block();
         let ok = self.b.create_block();
         self.b.ins().brif(cond, bad, &[], ok, &[]);
-        self.b.switch_to_block(bad);
+        self.enter(bad);
         self.b.set_cold_block(bad);
         let l = self.b.ins().iconst(I32, line as i64);
         self.b.ins().store(FLAGS, l, self.tc, off::FAULT_LINE);
         self.exit(FAULTED);
-        self.b.switch_to_block(ok);
+        self.enter(ok);
     }
 
     /// A constant of integer type `ty` (narrow constants are stored zero-extended).
@@ -892,6 +1375,30 @@ impl<'a, 'b> Lower<'a, 'b> {
             let n = self.b.ins().ireduce(I32, v);
             self.b.ins().bitcast(F32, MemFlagsData::new(), n)
         }
+    }
+
+    /// Computes a float result here, not where it is first used: the code generator places
+    /// pure instructions at their first use, so a chain of floating-point operations fed by
+    /// loads would run after all the loads, their values spilled meanwhile. A store of the
+    /// result to a scratch slot (an effect, kept in place) pins it to this point.
+    fn pin_float(&mut self, v: Value) -> Value {
+        let Some(&(f, _)) = self.floats.get(&v) else {
+            return v;
+        };
+        let slot = match self.pin_slot {
+            Some(s) => s,
+            None => {
+                let s = self.b.create_sized_stack_slot(StackSlotData::new(
+                    StackSlotKind::ExplicitSlot,
+                    8,
+                    3,
+                ));
+                self.pin_slot = Some(s);
+                s
+            }
+        };
+        self.b.ins().stack_store(I64, f, slot, 0);
+        v
     }
 
     pub(super) fn float_bits(&mut self, v: Value) -> Value {

@@ -79,7 +79,8 @@ impl Lower<'_, '_> {
         let global = !matches!(space, Space::Shared | Space::Local | Space::Param);
         // Shared and local addresses are 32 bits wide: arithmetic on them wraps.
         let a = if matches!(space, Space::Shared | Space::Local) {
-            self.b.ins().band_imm_u(a, 0xffff_ffff)
+            let a = self.b.ins().ireduce(I32, a);
+            self.b.ins().uextend(I64, a)
         } else {
             a
         };
@@ -115,12 +116,13 @@ impl Lower<'_, '_> {
         let slow = self.b.create_block();
         let join = self.b.create_block();
         self.b.ins().brif(c, fast, &[], slow, &[]);
-        self.b.switch_to_block(fast);
+        self.enter(fast);
         let p = self.b.ins().iadd(base, o);
         self.b.def_var(self.tmp, p);
         self.b.ins().jump(join, &[]);
-        self.b.switch_to_block(slow);
+        self.enter(slow);
         self.b.set_cold_block(slow);
+        self.sync_cur();
         let sc = self.b.ins().iconst(I32, rt::space_code(space) as i64);
         let sz = self.b.ins().iconst(I32, size as i64);
         let wr = self.b.ins().iconst(I32, write as i64);
@@ -140,12 +142,12 @@ impl Lower<'_, '_> {
         let null = self.b.ins().icmp_imm_u(IntCC::Equal, p, 0);
         let bad = self.b.create_block();
         self.b.ins().brif(null, bad, &[], join, &[]);
-        self.b.switch_to_block(bad);
+        self.enter(bad);
         self.b.set_cold_block(bad);
         let l = self.b.ins().iconst(I32, line as i64);
         self.b.ins().store(FLAGS, l, self.tc, off::FAULT_LINE);
         self.exit(FAULTED);
-        self.b.switch_to_block(join);
+        self.enter(join);
         self.b.use_var(self.tmp)
     }
 

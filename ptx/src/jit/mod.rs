@@ -181,8 +181,16 @@ fn compile(m: &Module, k: &KernelInfo) -> Result<Compiled, String> {
     let id = jm
         .declare_function("kernel", Linkage::Local, &ctx.func.signature)
         .map_err(|e| e.to_string())?;
+    // For developers: VCUDA_JIT_DUMP=1 prints each compiled kernel's machine code to stderr.
+    let dump = std::env::var_os("VCUDA_JIT_DUMP").is_some();
+    if dump {
+        ctx.set_disasm(true);
+    }
     jm.define_function(id, &mut ctx)
         .map_err(|e| format!("code generation: {e:?}"))?;
+    if dump && let Some(cc) = ctx.compiled_code() {
+        eprintln!("{}", cc.vcode.as_deref().unwrap_or(""));
+    }
     jm.clear_context(&mut ctx);
     jm.finalize_definitions().map_err(|e| e.to_string())?;
     let p = jm.get_finalized_function(id);
@@ -279,6 +287,10 @@ fn run_block(
     b.tc.icount = 0;
     b.tc.poll_at = POLL_INTERVAL;
     b.tc.fault = 0;
+    b.tc.released = 0;
+    b.tc.done = 0;
+    b.tc.waiting = [0; 16];
+    let n = b.state.len() as u32;
     loop {
         let r = c.call(b);
         // SAFETY: the compiled code has returned; nothing else uses `envp` now.
@@ -321,31 +333,23 @@ fn run_block(
                 };
             }
         }
-        // Release the barriers every live thread waits on.
-        let live = b.state.iter().filter(|&&s| s != DONE).count();
+        // Release the barriers every live thread waits on (the compiled code counted the
+        // exits and the arrivals; a waiting thread runs again when its barrier's bit is set).
+        let live = n.saturating_sub(b.tc.done);
         if live == 0 {
             return Ok(());
         }
-        let mut waiting = [0usize; 16];
-        for (s, bar) in b.state.iter().zip(&b.bars) {
-            if *s == WAIT {
-                waiting[(bar & 15) as usize] += 1;
-            }
-        }
-        let mut released = false;
-        for (id, w) in waiting.iter().enumerate() {
+        let mut released = 0u32;
+        for (id, w) in b.tc.waiting.iter_mut().enumerate() {
             if *w != 0 && *w >= live {
-                for (s, bar) in b.state.iter_mut().zip(&b.bars) {
-                    if *s == WAIT && (bar & 15) as usize == id {
-                        *s = 0;
-                    }
-                }
-                released = true;
+                released |= 1 << id;
+                *w = 0;
             }
         }
-        if !released {
+        if released == 0 {
             return Err(KernelError::Deadlock { block: ctaid });
         }
+        b.tc.released = released;
         if l.abort.load(Ordering::Relaxed) {
             return Ok(());
         }

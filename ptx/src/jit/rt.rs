@@ -108,6 +108,13 @@ pub(crate) struct ThreadCtx {
     /// The compiled code calls [`h_poll`] at a loop's back edge once `icount` reaches this.
     pub poll_at: u64,
     pub env: *mut Env<'static>,
+    /// Barrier ids (a bit each) the runner released for this round: a thread waiting on one
+    /// runs again.
+    pub released: u32,
+    /// Threads that exited, and threads waiting on each barrier id since its last release
+    /// (the compiled code counts them; the runner releases a barrier all live threads wait on).
+    pub done: u32,
+    pub waiting: [u32; 16],
 }
 
 /// Byte offsets of [`ThreadCtx`] fields, for the code generator.
@@ -141,6 +148,9 @@ pub(crate) mod off {
     pub const FAULT_LINE: i32 = offset_of!(ThreadCtx, fault_line) as i32;
     pub const ICOUNT: i32 = offset_of!(ThreadCtx, icount) as i32;
     pub const POLL_AT: i32 = offset_of!(ThreadCtx, poll_at) as i32;
+    pub const RELEASED: i32 = offset_of!(ThreadCtx, released) as i32;
+    pub const DONE: i32 = offset_of!(ThreadCtx, done) as i32;
+    pub const WAITING: i32 = offset_of!(ThreadCtx, waiting) as i32;
 }
 
 impl ThreadCtx {
@@ -179,6 +189,9 @@ impl ThreadCtx {
             icount: 0,
             poll_at: 0,
             env: std::ptr::null_mut(),
+            released: 0,
+            done: 0,
+            waiting: [0; 16],
         }
     }
 

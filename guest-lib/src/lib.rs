@@ -59,6 +59,7 @@ mod api {
     pub mod graph;
     pub mod graph_exec;
     pub mod graph_node;
+    pub mod ipc;
     pub mod launch;
     pub mod managed;
     pub mod memory;

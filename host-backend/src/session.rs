@@ -388,6 +388,25 @@ impl Session {
                 .malloc(m.device, m.size)
                 .map(|ptr| reply::<ops::Malloc>(PtrResp { ptr })),
             Request::Free(p) => done::<ops::Free>(e.free(p.ptr)),
+            Request::IpcGetMemHandle(p) => e
+                .ipc_get_mem_handle(p.ptr)
+                .map(|bytes| reply::<ops::IpcGetMemHandle>(IpcHandle { bytes })),
+            Request::IpcOpenMemHandle(r) => e
+                .ipc_open_mem_handle(&r.handle, r.flags)
+                .map(|ptr| reply::<ops::IpcOpenMemHandle>(PtrResp { ptr })),
+            Request::IpcGetEventHandle(h) => e
+                .ipc_get_event_handle(h.handle)
+                .map(|bytes| reply::<ops::IpcGetEventHandle>(IpcHandle { bytes })),
+            Request::IpcOpenEventHandle(r) => {
+                if r.flags != 0 {
+                    return Err(Status::INVALID_VALUE);
+                }
+                e.ipc_open_event_handle(&r.handle)
+                    .map(|handle| reply::<ops::IpcOpenEventHandle>(HandleResp { handle }))
+            }
+            Request::IpcCloseMemHandle(p) => {
+                done::<ops::IpcCloseMemHandle>(e.ipc_close_mem_handle(p.ptr))
+            }
             Request::MemcpyHtoD(ref r) => {
                 let src = out
                     .sub(raw.out_offset, raw.out_len)

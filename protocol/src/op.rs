@@ -179,6 +179,28 @@ wire_struct!(
 );
 
 wire_struct!(
+    /// `cudaIpcMemHandle_t` or `cudaIpcEventHandle_t`: what the backend hands out for an
+    /// exported allocation or event (opaque to the program; see the executors for what it
+    /// holds).
+    IpcHandle, 64 {
+        /// The handle's bytes.
+        bytes: [u8; 64],
+    }
+);
+
+wire_struct!(
+    /// `IpcOpenMemHandle` and `IpcOpenEventHandle` request.
+    IpcOpenReq, 72 {
+        /// The handle, as `IpcGetMemHandle` returned it.
+        handle: [u8; 64],
+        /// Memory: `cudaIpcMemLazyEnablePeerAccess` (1) is the only flag. Events: zero.
+        flags: u32,
+        /// Zero.
+        reserved: u32,
+    }
+);
+
+wire_struct!(
     /// A device pointer reply.
     PtrResp, 8 {
         /// Device address.

@@ -84,6 +84,14 @@ operations! {
     TexObjectCreate = 0x020F, TexObjectCreateReq => HandleResp;
     /// [`TexObjectDestroyReq`]: destroys a texture or surface object.
     TexObjectDestroy = 0x0210, TexObjectDestroyReq => ();
+    /// [`PtrReq`] -> [`IpcHandle`]: an interprocess handle for the allocation holding
+    /// `ptr` (`cudaIpcGetMemHandle`).
+    IpcGetMemHandle = 0x0211, PtrReq => IpcHandle;
+    /// [`IpcOpenReq`] -> [`PtrResp`]: maps another session's exported allocation into this
+    /// one (`cudaIpcOpenMemHandle`); opening it again returns the same address.
+    IpcOpenMemHandle = 0x0212, IpcOpenReq => PtrResp;
+    /// [`PtrReq`]: closes what `IpcOpenMemHandle` returned (`cudaIpcCloseMemHandle`).
+    IpcCloseMemHandle = 0x0213, PtrReq => ();
 
     /// [`StreamCreateReq`] -> [`HandleResp`].
     StreamCreate = 0x0300, StreamCreateReq => HandleResp;
@@ -108,6 +116,12 @@ operations! {
     EventQuery = 0x0404, HandleReq => ();
     /// [`EventElapsedReq`] -> [`EventElapsedResp`].
     EventElapsedTime = 0x0405, EventElapsedReq => EventElapsedResp;
+    /// [`HandleReq`] -> [`IpcHandle`]: an interprocess handle for an event created with
+    /// `cudaEventInterprocess` (`cudaIpcGetEventHandle`).
+    IpcGetEventHandle = 0x0406, HandleReq => IpcHandle;
+    /// [`IpcOpenReq`] -> [`HandleResp`]: an event of this session standing for another
+    /// session's exported event (`cudaIpcOpenEventHandle`).
+    IpcOpenEventHandle = 0x0407, IpcOpenReq => HandleResp;
 
     /// [`ModuleLoadReq`] (+ one out segment with the image when `MODULE_HAS_DATA`)
     /// -> [`ModuleLoadResp`].

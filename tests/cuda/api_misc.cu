@@ -57,8 +57,7 @@ int main() {
     EXPECT(strlen(bus) == 12 && bus[4] == ':' && bus[7] == ':');
 
     // Unimplemented: an honest error, recorded as the last error.
-    cudaIpcMemHandle_t ipc;
-    EXPECT_ERR(cudaIpcGetMemHandle(&ipc, e), cudaErrorNotSupported);
+    EXPECT_ERR(cudaDeviceGraphMemTrim(0), cudaErrorNotSupported);
     EXPECT(cudaGetLastError() == cudaErrorNotSupported);
 
     CHECK(cudaFree(e));

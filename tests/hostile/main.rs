@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use vcuda_protocol::decode::{decode_reply_header, split_records};
 use vcuda_protocol::{
-    DeviceReq, HelloReq, MESSAGE_MAGIC, MallocReq, MemGetInfoResp, MessageBuilder, MessageHeader,
-    PROTOCOL_VERSION, PtrResp, ReplyHeader, ops, status,
+    DeviceReq, HelloReq, IpcOpenReq, MESSAGE_MAGIC, MallocReq, MemGetInfoResp, MessageBuilder,
+    MessageHeader, PROTOCOL_VERSION, PtrReq, PtrResp, ReplyHeader, ops, status,
 };
 use vcuda_tests::{Cuda, bin, bin_dir, build_source, repo_root};
 use zerocopy::{FromBytes, IntoBytes};
@@ -657,4 +657,82 @@ fn a_million_tiny_allocations_are_charged_what_they_cost() {
     assert!(granted < 100_000, "{granted}");
     // The limit plus the transport's message buffers and some slack.
     assert!(grown < 64 * MIB + 48 * MIB, "RSS grew {} MiB", grown / MIB);
+}
+
+/// One request on `s` and its reply record: status and payload.
+fn call_one<O: vcuda_protocol::Op>(s: &mut UnixStream, req: &O::Req) -> (u32, Vec<u8>) {
+    let mut b = MessageBuilder::new();
+    b.push_op::<O>(0, 7, &[], req, &[]);
+    s.write_all(b.finish(0)).unwrap();
+    read_reply(s).unwrap().remove(0)
+}
+
+#[test]
+fn ipc_handles_are_capabilities_and_imports_are_charged() {
+    let b = Backend::start(&["--cpu-memory", "256M", "--session-mem-limit", "64M"]);
+    let (mut a, mut other) = (b.connect(), b.connect());
+    assert_eq!(hello(&mut a).unwrap(), 0);
+    assert_eq!(hello(&mut other).unwrap(), 0);
+    let (st, p) = call_one::<ops::Malloc>(
+        &mut a,
+        &MallocReq {
+            device: 0,
+            flags: 0,
+            size: 40 * MIB,
+        },
+    );
+    assert_eq!(st, 0);
+    let big = PtrResp::read_from_prefix(&p).unwrap().0.ptr;
+    let (st, h) = call_one::<ops::IpcGetMemHandle>(&mut a, &PtrReq { ptr: big + 100 });
+    assert_eq!(st, 0);
+    let handle: [u8; 64] = h[..64].try_into().unwrap();
+    let open = |s: &mut UnixStream, handle: [u8; 64]| {
+        let (st, p) = call_one::<ops::IpcOpenMemHandle>(
+            s,
+            &IpcOpenReq {
+                handle,
+                flags: 1,
+                reserved: 0,
+            },
+        );
+        (st, PtrResp::read_from_prefix(&p).map_or(0, |r| r.0.ptr))
+    };
+    // A forged token, a bad magic, garbage: refused with an error reply.
+    for k in [8usize, 23, 0] {
+        let mut bad = handle;
+        bad[k] ^= 0x80;
+        assert_eq!(
+            open(&mut other, bad).0,
+            status::INVALID_VALUE,
+            "byte {k} flipped"
+        );
+    }
+    // The real handle opens in another session, charged there; over its limit it does not.
+    let (ok, _) = mallocs(&mut other, 1, 30 * MIB);
+    assert_eq!(ok, 1);
+    let (st, _) = open(&mut other, handle);
+    assert_eq!(st, status::MEMORY_ALLOCATION);
+    let mut other2 = b.connect();
+    assert_eq!(hello(&mut other2).unwrap(), 0);
+    let (st, q) = open(&mut other2, handle);
+    assert_eq!(st, 0);
+    assert_eq!(
+        open(&mut other2, handle),
+        (0, q),
+        "opened again: the same address"
+    );
+    // cudaFree does not free an import; two closes do, a third is an error.
+    assert_eq!(
+        call_one::<ops::Free>(&mut other2, &PtrReq { ptr: q }).0,
+        status::INVALID_VALUE
+    );
+    for want in [0, 0, status::INVALID_VALUE] {
+        assert_eq!(
+            call_one::<ops::IpcCloseMemHandle>(&mut other2, &PtrReq { ptr: q }).0,
+            want
+        );
+    }
+    // The exporter frees it: the handle no longer opens.
+    assert_eq!(call_one::<ops::Free>(&mut a, &PtrReq { ptr: big }).0, 0);
+    assert_eq!(open(&mut other2, handle).0, status::INVALID_VALUE);
 }

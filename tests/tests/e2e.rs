@@ -48,6 +48,7 @@ programs!(
     driver_link,
     errors,
     graphs,
+    ipc,
     launch_ex,
     managed,
     managed_vars,

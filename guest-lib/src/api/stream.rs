@@ -221,6 +221,22 @@ fn event_record(e: cudaEvent_t, s: cudaStream_t, flags: u32, ptsz: bool) -> Resu
     if super::capture::record_event(event, stream, flags & EVENT_RECORD_FLAGS != 0)? {
         return Ok(());
     }
+    let interprocess = c
+        .events
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(&event)
+        .is_some_and(|i| i.flags & 0x4 != 0);
+    if interprocess {
+        // Another process may wait on it: the record (and what it follows) reaches the
+        // backend before this returns.
+        return c.call::<ops::EventRecord>(&EventRecordReq {
+            event,
+            stream,
+            flags,
+            reserved: 0,
+        });
+    }
     c.post::<ops::EventRecord>(&EventRecordReq {
         event,
         stream,

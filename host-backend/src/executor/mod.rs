@@ -311,6 +311,40 @@ pub trait Executor: Send {
         Err(Status::INVALID_VALUE)
     }
 
+    /// An interprocess handle for the allocation holding `ptr` (`cudaIpcGetMemHandle`).
+    fn ipc_get_mem_handle(&mut self, ptr: u64) -> ExecResult<[u8; 64]> {
+        let _ = ptr;
+        Err(Status::NOT_SUPPORTED)
+    }
+
+    /// Maps the allocation another session exported as `handle` into this session
+    /// (`cudaIpcOpenMemHandle`); the same handle opened again returns the same address and
+    /// counts one more open.
+    fn ipc_open_mem_handle(&mut self, handle: &[u8; 64], flags: u32) -> ExecResult<u64> {
+        let _ = (handle, flags);
+        Err(Status::NOT_SUPPORTED)
+    }
+
+    /// Closes one open of the imported allocation at `ptr` (`cudaIpcCloseMemHandle`).
+    fn ipc_close_mem_handle(&mut self, ptr: u64) -> ExecResult<()> {
+        let _ = ptr;
+        Err(Status::NOT_SUPPORTED)
+    }
+
+    /// An interprocess handle for `event`, created with `cudaEventInterprocess`
+    /// (`cudaIpcGetEventHandle`).
+    fn ipc_get_event_handle(&mut self, event: u64) -> ExecResult<[u8; 64]> {
+        let _ = event;
+        Err(Status::NOT_SUPPORTED)
+    }
+
+    /// An event of this session standing for the event another session exported as
+    /// `handle` (`cudaIpcOpenEventHandle`).
+    fn ipc_open_event_handle(&mut self, handle: &[u8; 64]) -> ExecResult<u64> {
+        let _ = handle;
+        Err(Status::NOT_SUPPORTED)
+    }
+
     // cuBLAS and cuRAND (`vcuda_protocol::lib`). These return library statuses
     // (`cublasStatus_t`, `curandStatus_t`) as [`Status`] values, and `ILLEGAL_ADDRESS` for
     // a device memory fault. The defaults say the executor has no such library.

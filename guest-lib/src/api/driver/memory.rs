@@ -7,6 +7,7 @@ use vcuda_protocol::{COPY_ASYNC, MemsetReq, ops};
 
 use super::context::{current, disown, own};
 use super::{out, rt};
+use crate::api::ipc::{self, cudaIpcEventHandle_t, cudaIpcMemHandle_t};
 use crate::api::managed::cudaMallocManaged;
 use crate::api::memory::{
     cudaFree, cudaFreeHost, cudaHostAlloc, cudaHostGetDevicePointer, cudaHostGetFlags,
@@ -15,7 +16,7 @@ use crate::api::memory::{
 use crate::api::stream::stream_handle;
 use crate::client;
 use crate::error::CuError;
-use crate::ffi::{cudaStream_t, memcpy_kind};
+use crate::ffi::{cudaEvent_t, cudaStream_t, memcpy_kind};
 
 /// `CUdeviceptr`.
 pub type CUdeviceptr = u64;
@@ -65,6 +66,20 @@ fn free(dptr: CUdeviceptr) -> Result<(), CuError> {
     rt(unsafe { cudaFree(dptr as *mut c_void) })?;
     disown(|o| o.allocs.retain(|&p| p != dptr));
     Ok(())
+}
+
+fn ipc_open(
+    dptr: *mut CUdeviceptr,
+    handle: cudaIpcMemHandle_t,
+    flags: c_uint,
+) -> Result<(), CuError> {
+    current()?;
+    if dptr.is_null() {
+        return Err(CuError::INVALID_VALUE);
+    }
+    let p = ipc::open_mem_handle(&handle.reserved, flags)?;
+    // SAFETY: the caller's output pointer (checked for null).
+    unsafe { out(dptr, p) }
 }
 
 fn host_alloc(pp: *mut *mut c_void, size: usize, flags: c_uint) -> Result<(), CuError> {
@@ -244,6 +259,50 @@ fn memset(
 entry_lib! {
     fn cuMemAlloc_v2(dptr: *mut CUdeviceptr, size: usize) -> Result<(), CuError> {
         alloc(dptr, size)
+    }
+
+    fn cuIpcGetMemHandle(handle: *mut cudaIpcMemHandle_t, dptr: CUdeviceptr) -> Result<(), CuError> {
+        current()?;
+        if handle.is_null() {
+            return Err(CuError::INVALID_VALUE);
+        }
+        let bytes = ipc::get_mem_handle(dptr)?;
+        // SAFETY: the caller's output pointer (checked for null).
+        unsafe { out(handle, cudaIpcMemHandle_t { reserved: bytes }) }
+    }
+
+    fn cuIpcOpenMemHandle(dptr: *mut CUdeviceptr, handle: cudaIpcMemHandle_t, flags: c_uint) -> Result<(), CuError> {
+        ipc_open(dptr, handle, flags)
+    }
+
+    fn cuIpcOpenMemHandle_v2(dptr: *mut CUdeviceptr, handle: cudaIpcMemHandle_t, flags: c_uint) -> Result<(), CuError> {
+        ipc_open(dptr, handle, flags)
+    }
+
+    fn cuIpcGetEventHandle(handle: *mut cudaIpcEventHandle_t, event: cudaEvent_t) -> Result<(), CuError> {
+        current()?;
+        if handle.is_null() {
+            return Err(CuError::INVALID_VALUE);
+        }
+        let bytes = ipc::get_event_handle(event)?;
+        // SAFETY: the caller's output pointer (checked for null).
+        unsafe { out(handle, cudaIpcEventHandle_t { reserved: bytes }) }
+    }
+
+    fn cuIpcOpenEventHandle(event: *mut cudaEvent_t, handle: cudaIpcEventHandle_t) -> Result<(), CuError> {
+        current()?;
+        if event.is_null() {
+            return Err(CuError::INVALID_VALUE);
+        }
+        let e = ipc::open_event_handle(&handle.reserved)?;
+        own(|o| o.events.push(e as usize))?;
+        // SAFETY: the caller's output pointer (checked for null).
+        unsafe { out(event, e) }
+    }
+
+    fn cuIpcCloseMemHandle(dptr: CUdeviceptr) -> Result<(), CuError> {
+        current()?;
+        Ok(ipc::close_mem_handle(dptr)?)
     }
 
     fn cuMemFree_v2(dptr: CUdeviceptr) -> Result<(), CuError> {

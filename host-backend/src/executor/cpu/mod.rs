@@ -22,7 +22,7 @@ use vcuda_protocol::{
     MemcpyDtoHReq, MemcpyHtoDReq, MemsetReq, RandGenerateReq, RandSetReq, STREAM_LEGACY, attr, lib,
 };
 
-pub use self::memory::{AllocKind, DeviceHeap, MemoryBudget};
+pub use self::memory::{AllocKind, DeviceHeap, IpcEvents, MemoryBudget};
 use self::module::Modules;
 use vcuda_protocol::region::{self, Region};
 
@@ -99,6 +99,7 @@ impl ExecutorFactory for CpuFactory {
             heap: DeviceHeap::new(self.budget.clone(), self.config.session_limit),
             streams: HashMap::new(),
             events: HashMap::new(),
+            ipc_events: IpcEvents::default(),
             modules: Modules::new(
                 self.ptx_cache.clone(),
                 threads,
@@ -183,6 +184,8 @@ pub struct CpuExecutor {
     heap: DeviceHeap,
     streams: HashMap<u64, Stream>,
     events: HashMap<u64, Event>,
+    /// Events exported through IPC handles.
+    ipc_events: IpcEvents,
     modules: Modules,
     next_handle: u64,
     limits: Limits,
@@ -382,6 +385,7 @@ impl Executor for CpuExecutor {
         self.heap.clear();
         self.streams.clear();
         self.events.clear();
+        self.ipc_events.clear();
         self.limits = Limits::default();
         self.blas.clear();
         self.rand.clear();
@@ -427,6 +431,22 @@ impl Executor for CpuExecutor {
 
     fn free(&mut self, ptr: u64) -> ExecResult<()> {
         self.heap.free(ptr, AllocKind::User)
+    }
+
+    fn ipc_get_mem_handle(&mut self, ptr: u64) -> ExecResult<[u8; 64]> {
+        self.heap.ipc_export(ptr)
+    }
+
+    fn ipc_open_mem_handle(&mut self, handle: &[u8; 64], flags: u32) -> ExecResult<u64> {
+        // cudaIpcMemLazyEnablePeerAccess is the only flag (one device: nothing to enable).
+        if flags & !1 != 0 {
+            return Err(Status::INVALID_VALUE);
+        }
+        self.heap.ipc_import(handle)
+    }
+
+    fn ipc_close_mem_handle(&mut self, ptr: u64) -> ExecResult<()> {
+        self.heap.ipc_close(ptr)
     }
 
     fn memcpy_htod(&mut self, r: &MemcpyHtoDReq, src: &DataSegs<'_>) -> ExecResult<()> {
@@ -570,10 +590,22 @@ impl Executor for CpuExecutor {
     }
 
     fn event_destroy(&mut self, event: u64) -> ExecResult<()> {
-        self.events
-            .remove(&event)
-            .map(drop)
-            .ok_or(Status::INVALID_HANDLE)
+        self.events.remove(&event).ok_or(Status::INVALID_HANDLE)?;
+        self.ipc_events.remove(event);
+        Ok(())
+    }
+
+    fn ipc_get_event_handle(&mut self, event: u64) -> ExecResult<[u8; 64]> {
+        let e = self.events.get(&event).ok_or(Status::INVALID_HANDLE)?;
+        if e.flags & EVENT_INTERPROCESS == 0 {
+            return Err(Status::INVALID_HANDLE);
+        }
+        self.ipc_events.export(event, &self.heap)
+    }
+
+    fn ipc_open_event_handle(&mut self, handle: &[u8; 64]) -> ExecResult<u64> {
+        IpcEvents::check_open(handle, &self.heap)?;
+        self.event_create(0, EVENT_DISABLE_TIMING | EVENT_INTERPROCESS)
     }
 
     fn event_record(&mut self, event: u64, stream: u64, _flags: u32) -> ExecResult<()> {

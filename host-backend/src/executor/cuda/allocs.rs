@@ -21,6 +21,9 @@ pub enum Owner {
     /// A module variable (`__device__`, `__constant__`), keyed by module image hash: it goes
     /// away with its module.
     Module([u8; 32]),
+    /// Another process's allocation opened through an IPC handle: closed with
+    /// `cudaIpcCloseMemHandle` (or with the session's context).
+    Ipc,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -109,6 +112,24 @@ impl Allocations {
     }
 
     /// Whether a user allocation starts exactly at `base`.
+    /// The base of the user allocation containing `addr`.
+    pub fn user_base_of(&self, addr: u64) -> Option<u64> {
+        let (&b, a) = self.map.range(..=addr).next_back()?;
+        (addr - b < a.len && a.owner == Owner::User).then_some(b)
+    }
+
+    /// Whether `base` starts a range opened through an IPC handle.
+    pub fn is_ipc_base(&self, base: u64) -> bool {
+        self.map.get(&base).is_some_and(|a| a.owner == Owner::Ipc)
+    }
+
+    /// Forgets the IPC range at `base`.
+    pub fn remove_ipc(&mut self, base: u64) {
+        if self.is_ipc_base(base) {
+            self.map.remove(&base);
+        }
+    }
+
     pub fn is_user_base(&self, base: u64) -> bool {
         self.map.get(&base).is_some_and(|a| a.owner == Owner::User)
     }

@@ -82,6 +82,12 @@ cu_fns! {
     fn cuFuncSetAttribute(hfunc: CUfunction, attrib: CUfunction_attribute, value: ::core::ffi::c_int);
     fn cuGetErrorName(error: CUresult, p_str: *mut *const ::core::ffi::c_char);
     fn cuInit(flags: ::core::ffi::c_uint);
+    fn cuIpcCloseMemHandle(dptr: CUdeviceptr);
+    fn cuIpcGetEventHandle(p_handle: *mut CUipcEventHandle, event: CUevent);
+    fn cuIpcOpenEventHandle(ph_event: *mut CUevent, handle: CUipcEventHandle);
+    fn cuIpcGetMemHandle(p_handle: *mut CUipcMemHandle, dptr: CUdeviceptr);
+    fn cuIpcOpenMemHandle_v2(pdptr: *mut CUdeviceptr, handle: CUipcMemHandle, flags: ::core::ffi::c_uint);
+    fn cuMemGetAddressRange_v2(pbase: *mut CUdeviceptr, psize: *mut usize, dptr: CUdeviceptr);
     fn cuLaunchCooperativeKernel(f: CUfunction, grid_dim_x: ::core::ffi::c_uint, grid_dim_y: ::core::ffi::c_uint, grid_dim_z: ::core::ffi::c_uint, block_dim_x: ::core::ffi::c_uint, block_dim_y: ::core::ffi::c_uint, block_dim_z: ::core::ffi::c_uint, shared_mem_bytes: ::core::ffi::c_uint, h_stream: CUstream, kernel_params: *mut *mut ::core::ffi::c_void);
     fn cuLaunchKernel(f: CUfunction, grid_dim_x: ::core::ffi::c_uint, grid_dim_y: ::core::ffi::c_uint, grid_dim_z: ::core::ffi::c_uint, block_dim_x: ::core::ffi::c_uint, block_dim_y: ::core::ffi::c_uint, block_dim_z: ::core::ffi::c_uint, shared_mem_bytes: ::core::ffi::c_uint, h_stream: CUstream, kernel_params: *mut *mut ::core::ffi::c_void, extra: *mut *mut ::core::ffi::c_void);
     fn cuLinkAddData_v2(state: CUlinkState, type_: CUjitInputType, data: *mut ::core::ffi::c_void, size: usize, name: *const ::core::ffi::c_char, num_options: ::core::ffi::c_uint, options: *mut CUjit_option, option_values: *mut *mut ::core::ffi::c_void);

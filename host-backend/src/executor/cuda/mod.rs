@@ -206,6 +206,9 @@ pub struct CudaConfig {
 
 /// Large allocations are charged whole 2 MiB pages (the driver maps them so) ...
 pub const LARGE_PAGE: u64 = 2 << 20;
+
+/// Most ranges a session keeps open through IPC handles.
+const MAX_IPC_OPENS: usize = 4096;
 /// ... small ones 512-byte units (the driver sub-allocates them from shared pages).
 pub const SMALL_UNIT: u64 = 512;
 
@@ -241,6 +244,8 @@ pub struct CudaExecutor {
     /// The session's context (`None` only if re-creating it after a reset failed).
     ctx: Option<Context>,
     allocs: Allocations,
+    /// Opens of each range mapped through an IPC handle (the driver counts them too).
+    ipc_opens: std::collections::HashMap<u64, u32>,
     streams: HandleTable<Stream>,
     /// Events and the flags the guest created them with.
     events: HandleTable<(Event, u32)>,
@@ -371,6 +376,7 @@ impl CudaExecutor {
             shared,
             ctx: Some(ctx),
             allocs: Allocations::default(),
+            ipc_opens: Default::default(),
             streams: HandleTable::new(Kind::Stream),
             events: HandleTable::new(Kind::Event),
             modules: HandleTable::new(Kind::Module),
@@ -491,6 +497,7 @@ impl CudaExecutor {
         }
         self.pool.forget();
         self.allocs.clear();
+        self.ipc_opens.clear();
         self.charged = 0;
         self.streams.clear();
         self.events.clear();
@@ -668,6 +675,62 @@ impl Executor for CudaExecutor {
         unsafe { driver::mem_free(ptr) }.map_err(to_status)?;
         let len = self.allocs.remove_user(ptr)?;
         self.charged = self.charged.saturating_sub(charge(len).unwrap_or(0));
+        Ok(())
+    }
+
+    fn ipc_get_event_handle(&mut self, event: u64) -> ExecResult<[u8; 64]> {
+        self.ipc_get_event_handle_impl(event)
+    }
+
+    fn ipc_open_event_handle(&mut self, handle: &[u8; 64]) -> ExecResult<u64> {
+        self.ipc_open_event_handle_impl(handle)
+    }
+
+    fn ipc_get_mem_handle(&mut self, ptr: u64) -> ExecResult<[u8; 64]> {
+        let base = self.allocs.user_base_of(ptr).ok_or(Status::INVALID_VALUE)?;
+        self.bind()?;
+        driver::ipc_get_mem_handle(base).map_err(to_status)
+    }
+
+    fn ipc_open_mem_handle(&mut self, handle: &[u8; 64], flags: u32) -> ExecResult<u64> {
+        if flags & !1 != 0 {
+            return Err(Status::INVALID_VALUE);
+        }
+        if self.ipc_opens.len() >= MAX_IPC_OPENS {
+            return Err(Status::MEMORY_ALLOCATION);
+        }
+        self.bind()?;
+        let (ptr, len) = driver::ipc_open_mem_handle(handle, flags).map_err(to_status)?;
+        // The driver returns the same address for a handle opened again in this context.
+        if !self.allocs.is_ipc_base(ptr)
+            && let Err(e) = self.allocs.insert(ptr, len, Owner::Ipc)
+        {
+            // SAFETY: mapped just above in the current context and given to nobody.
+            let _ = unsafe { driver::ipc_close_mem_handle(ptr) };
+            return Err(e);
+        }
+        *self.ipc_opens.entry(ptr).or_default() += 1;
+        Ok(ptr)
+    }
+
+    fn ipc_close_mem_handle(&mut self, ptr: u64) -> ExecResult<()> {
+        if !self.allocs.is_ipc_base(ptr) {
+            return Err(Status::INVALID_VALUE);
+        }
+        self.bind()?;
+        // As cudaFree: wait for the device first, so no work still reads the range.
+        self.may_print = true;
+        let r = self.wait_device();
+        self.settle(r)?;
+        // SAFETY: `ptr` was opened through an IPC handle in this session's context (current
+        // since `bind`), counted in `ipc_opens`, and the device is idle.
+        unsafe { driver::ipc_close_mem_handle(ptr) }.map_err(to_status)?;
+        let n = self.ipc_opens.entry(ptr).or_insert(1);
+        *n -= 1;
+        if *n == 0 {
+            self.ipc_opens.remove(&ptr);
+            self.allocs.remove_ipc(ptr);
+        }
         Ok(())
     }
 

@@ -153,6 +153,16 @@ impl Context {
         })
     }
 
+    /// Opens the event another process exported as `handle` in this context (made current
+    /// first).
+    pub fn event_open_ipc(&self, handle: &[u8; 64]) -> DrvResult<Event> {
+        self.bind()?;
+        Ok(Event {
+            raw: driver::ipc_open_event_handle(handle)?,
+            life: self.life.clone(),
+        })
+    }
+
     /// Allocates `len` bytes of portable page-locked host memory in this context (made
     /// current first).
     pub fn host_alloc(&self, len: usize) -> DrvResult<HostBuffer> {
@@ -369,6 +379,11 @@ impl Event {
         // SAFETY: `raw` came from `event_create` in a context that still exists, and is
         // destroyed once (nulled above).
         unsafe { driver::event_destroy(raw) }
+    }
+
+    /// The driver's handle (for calls that only read it).
+    pub fn raw(&self) -> CUevent {
+        self.raw
     }
 
     /// Records the event on `stream`.

@@ -5,6 +5,7 @@
 use vcuda_protocol::{EventElapsedResp, STREAM_LEGACY};
 
 use super::CudaExecutor;
+use super::driver;
 use super::error::to_status;
 use super::handles::HandleTable;
 use super::owned::{Stream, StreamRef};
@@ -19,6 +20,8 @@ const EVENT_DISABLE_TIMING: u32 = 0x2;
 /// `cudaEventInterprocess`: accepted, but IPC handles are not forwarded, so the driver is
 /// asked for an ordinary event.
 const EVENT_INTERPROCESS: u32 = 0x4;
+/// Kept with an event's flags: the driver could not make it interprocess (it has no handle).
+const NO_IPC: u32 = 1 << 31;
 /// `cudaEventRecordExternal` / `cudaEventWaitExternal`.
 const EVENT_EXTERNAL: u32 = 0x1;
 
@@ -100,13 +103,40 @@ impl CudaExecutor {
         {
             return Err(Status::INVALID_VALUE);
         }
-        // Binds the context, then creates the event in it.
-        let e = self
-            .context()?
-            .event_create(flags & !EVENT_INTERPROCESS)
-            .map_err(to_status)?;
+        // Binds the context, then creates the event in it. An interprocess event the driver
+        // cannot make (the worker's sandbox, say) is made as a plain one that has no handle.
+        let ctx = self.context()?;
+        let (e, flags) = match ctx.event_create(flags) {
+            Ok(e) => (e, flags),
+            Err(_) if flags & EVENT_INTERPROCESS != 0 => {
+                let e = ctx
+                    .event_create(flags & !EVENT_INTERPROCESS)
+                    .map_err(to_status)?;
+                (e, flags | NO_IPC)
+            }
+            Err(e) => return Err(to_status(e)),
+        };
         // If the table refuses it, dropping `e` destroys the event again.
         self.events.insert((e, flags))
+    }
+
+    pub(super) fn ipc_get_event_handle_impl(&mut self, event: u64) -> ExecResult<[u8; 64]> {
+        let (e, flags) = self.events.get(event)?;
+        if flags & EVENT_INTERPROCESS == 0 {
+            return Err(Status::INVALID_HANDLE);
+        }
+        if flags & NO_IPC != 0 {
+            return Err(Status::NOT_SUPPORTED);
+        }
+        let raw = e.raw();
+        self.bind()?;
+        driver::ipc_get_event_handle(raw).map_err(to_status)
+    }
+
+    pub(super) fn ipc_open_event_handle_impl(&mut self, handle: &[u8; 64]) -> ExecResult<u64> {
+        let e = self.context()?.event_open_ipc(handle).map_err(to_status)?;
+        self.events
+            .insert((e, EVENT_DISABLE_TIMING | EVENT_INTERPROCESS))
     }
 
     pub(super) fn event_destroy_impl(&mut self, event: u64) -> ExecResult<()> {

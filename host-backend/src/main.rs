@@ -168,6 +168,13 @@ struct ExecArgs {
     /// another's data; without it such a GPU serves one session at a time.
     #[arg(long)]
     allow_pageable_access: bool,
+    /// CUDA executor: pass CUDA's own IPC handles (cudaIpcGetMemHandle and friends) between
+    /// sessions. The driver's handle is then the only check on which memory a session
+    /// opens, so leave it off where tenants must not reach each other; without it the IPC
+    /// calls answer cudaErrorNotSupported on the CUDA executor (the CPU executor checks
+    /// handles of its own, always on).
+    #[arg(long)]
+    cuda_ipc: bool,
     /// CUDA executor over vhost-user: register (pin) all of the guest's RAM with the
     /// driver so copies from it are one DMA instead of staged. It pins every guest page at
     /// connect and must not be used with virtio-balloon, free page reporting, virtio-mem
@@ -331,6 +338,7 @@ fn make_factory_for(
             session_mem_limit: args.session_mem_limit,
             register_guest_memory: args.register_guest_memory,
             tenant_process,
+            ipc: args.cuda_ipc,
         })
     };
     match args.executor {

@@ -393,7 +393,7 @@ impl Session {
                 .map(|bytes| reply::<ops::IpcGetMemHandle>(IpcHandle { bytes })),
             Request::IpcOpenMemHandle(r) => e
                 .ipc_open_mem_handle(&r.handle, r.flags)
-                .map(|ptr| reply::<ops::IpcOpenMemHandle>(PtrResp { ptr })),
+                .map(|(ptr, len)| reply::<ops::IpcOpenMemHandle>(IpcOpenResp { ptr, len })),
             Request::IpcGetEventHandle(h) => e
                 .ipc_get_event_handle(h.handle)
                 .map(|bytes| reply::<ops::IpcGetEventHandle>(IpcHandle { bytes })),

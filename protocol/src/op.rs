@@ -201,6 +201,16 @@ wire_struct!(
 );
 
 wire_struct!(
+    /// `IpcOpenMemHandle` reply.
+    IpcOpenResp, 16 {
+        /// Where the shared allocation is mapped in this session.
+        ptr: u64,
+        /// Its length.
+        len: u64,
+    }
+);
+
+wire_struct!(
     /// A device pointer reply.
     PtrResp, 8 {
         /// Device address.

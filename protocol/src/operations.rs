@@ -87,9 +87,9 @@ operations! {
     /// [`PtrReq`] -> [`IpcHandle`]: an interprocess handle for the allocation holding
     /// `ptr` (`cudaIpcGetMemHandle`).
     IpcGetMemHandle = 0x0211, PtrReq => IpcHandle;
-    /// [`IpcOpenReq`] -> [`PtrResp`]: maps another session's exported allocation into this
-    /// one (`cudaIpcOpenMemHandle`); opening it again returns the same address.
-    IpcOpenMemHandle = 0x0212, IpcOpenReq => PtrResp;
+    /// [`IpcOpenReq`] -> [`IpcOpenResp`]: maps another session's exported allocation into
+    /// this one (`cudaIpcOpenMemHandle`); opening it again returns the same address.
+    IpcOpenMemHandle = 0x0212, IpcOpenReq => IpcOpenResp;
     /// [`PtrReq`]: closes what `IpcOpenMemHandle` returned (`cudaIpcCloseMemHandle`).
     IpcCloseMemHandle = 0x0213, PtrReq => ();
 

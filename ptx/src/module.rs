@@ -155,6 +155,9 @@ pub(crate) struct Func {
     pub uses_module_shared: bool,
     /// Calls through function addresses (virtual functions).
     pub indirect_calls: bool,
+    /// Uses `bar.warp.sync` (`__syncwarp`, cooperative groups' tile sync): warp-synchronous
+    /// code, which only lockstep execution of a warp runs right.
+    pub warp_sync: bool,
 }
 
 /// A parsed and decoded PTX module. Immutable, `Send + Sync`.

@@ -853,3 +853,32 @@ fn groups_diverge_and_meet_again_at_barriers() {
         assert_eq!(r[2], want, "thread {t}: second phase");
     }
 }
+
+/// `bar.warp.sync` (`__syncwarp`, a cooperative-groups tile's `sync()`) orders a warp's
+/// lanes through shared memory: the compiler, which runs threads one after another, leaves
+/// such kernels to the interpreter (a cooperative-groups sample summed wrong before).
+#[test]
+fn warp_sync_kernels_run_interpreted_and_see_their_neighbours() {
+    let src = kernel(
+        ".shared .align 4 .b32 sh[32];",
+        "shl.b32 %r1, %r60, 2;\n\
+         mov.u32 %r2, sh;\n\
+         add.u32 %r3, %r2, %r1;\n\
+         add.u32 %r4, %r60, 100;\n\
+         st.shared.u32 [%r3], %r4;\n\
+         bar.warp.sync -1;\n\
+         xor.b32 %r5, %r60, 1;\n\
+         shl.b32 %r6, %r5, 2;\n\
+         add.u32 %r7, %r2, %r6;\n\
+         ld.shared.u32 %r8, [%r7];\n\
+         st.global.u32 [%rd63], %r8;",
+    );
+    let g = Gpu::new(&src);
+    let out = g.zeros(32 * 64);
+    g.run("k", 1, 32, &[Arg::Ptr(out), Arg::Ptr(out)]);
+    assert_eq!(g.compiled_launches(), 0, "runs interpreted");
+    let r = g.get::<u32>(out, 32 * 16);
+    for t in 0..32u32 {
+        assert_eq!(r[t as usize * 16], (t ^ 1) + 100, "thread {t}");
+    }
+}

@@ -130,7 +130,7 @@ fn every_program_runs_on_the_cuda_executor_over_vcudas_libcuda() {
     let _gpu = serve(
         &gpu,
         &dir.path().join("gpu.log"),
-        &["--executor", "cuda"],
+        &["--executor", "cuda", "--cuda-ipc"],
         &[
             ("VCUDA_SOCKET", cpu.as_os_str()),
             ("LD_LIBRARY_PATH", lib.as_os_str()),

@@ -41,6 +41,7 @@ fn reset(c: &Client) -> Result<()> {
     super::pool::on_reset();
     c.sticky.store(0, Ordering::Relaxed);
     c.mirror.clear_device();
+    super::ipc::on_reset();
     c.streams.lock().unwrap_or_else(|e| e.into_inner()).clear();
     c.events.lock().unwrap_or_else(|e| e.into_inner()).clear();
     // The thread's last error survives a reset (NVIDIA's runtime, measured on an H100).

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::ffi::{c_uint, c_void};
 use std::sync::{LazyLock, Mutex};
 
-use vcuda_protocol::{HandleReq, HandleResp, IpcHandle, IpcOpenReq, PtrReq, PtrResp, ops};
+use vcuda_protocol::{HandleReq, HandleResp, IpcHandle, IpcOpenReq, IpcOpenResp, PtrReq, ops};
 
 use crate::client::{self, EventInfo};
 use crate::error::{Error, Result};
@@ -60,25 +60,22 @@ pub(crate) fn open_mem_handle(handle: &[u8; 64], flags: c_uint) -> Result<u64> {
         return Err(Error::INVALID_VALUE);
     }
     let device = c.check_device(state::device())?;
-    let r: PtrResp = c.call::<ops::IpcOpenMemHandle>(&IpcOpenReq {
+    let mut opens = opens();
+    let r: IpcOpenResp = c.call::<ops::IpcOpenMemHandle>(&IpcOpenReq {
         handle: *handle,
         flags,
         reserved: 0,
     })?;
-    // The length travels in the handle (bytes 24..32, see the backend); the backend
-    // checks every access anyway, this only tells copies which side is the device.
-    let len = u64::from_le_bytes(handle[24..32].try_into().unwrap_or_default());
+    // The mirror only tells copies which side is the device (the backend checks every
+    // access); a length the address space cannot hold is cut to what it can.
+    let len = r.len.min(u64::MAX - r.ptr).max(1);
     c.mirror.insert(Range {
         base: r.ptr,
-        len: len.max(1),
+        len,
         kind: Kind::Device,
         device: device as i32,
     });
-    *OPENS
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .entry(r.ptr)
-        .or_default() += 1;
+    *opens.entry(r.ptr).or_default() += 1;
     Ok(r.ptr)
 }
 
@@ -86,8 +83,8 @@ pub(crate) fn open_mem_handle(handle: &[u8; 64], flags: c_uint) -> Result<u64> {
 pub(crate) fn close_mem_handle(ptr: u64) -> Result<()> {
     let c = client::client()?;
     c.check_sticky()?;
+    let mut opens = opens();
     c.call::<ops::IpcCloseMemHandle>(&PtrReq { ptr })?;
-    let mut opens = OPENS.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(n) = opens.get_mut(&ptr) {
         *n -= 1;
         if *n == 0 {
@@ -99,8 +96,23 @@ pub(crate) fn close_mem_handle(ptr: u64) -> Result<()> {
 }
 
 /// Opens of each shared allocation in this process (the backend counts them too; this
-/// tells the last close, which removes the range from the mirror).
+/// tells the last close, which removes the range from the mirror). Held across an open's or
+/// close's call and mirror update, so the two stay in step.
 static OPENS: LazyLock<Mutex<HashMap<u64, u32>>> = LazyLock::new(Default::default);
+
+fn opens() -> std::sync::MutexGuard<'static, HashMap<u64, u32>> {
+    OPENS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Whether `ptr` is an open shared allocation (`cudaFree` refuses it).
+pub(crate) fn is_open(ptr: u64) -> bool {
+    opens().contains_key(&ptr)
+}
+
+/// After a device reset: nothing is open any more.
+pub(crate) fn on_reset() {
+    opens().clear();
+}
 
 /// The handle of `event` (created with `cudaEventInterprocess`).
 pub(crate) fn get_event_handle(event: cudaEvent_t) -> Result<[u8; 64]> {

@@ -77,6 +77,10 @@ pub(crate) fn free_device(c: &Client, ptr: u64) -> Result<()> {
 
 /// Frees a device allocation once the session's earlier calls have run, without waiting.
 pub(crate) fn free_device_posted(c: &Client, ptr: u64) -> Result<()> {
+    if super::ipc::is_open(ptr) {
+        // Memory opened through an IPC handle is closed, not freed.
+        return Err(Error::INVALID_VALUE);
+    }
     c.mirror
         .remove(ptr, |k| k == Kind::Device)
         .ok_or(Error::INVALID_VALUE)?;
@@ -84,6 +88,10 @@ pub(crate) fn free_device_posted(c: &Client, ptr: u64) -> Result<()> {
 }
 
 fn free(c: &Client, ptr: u64) -> Result<()> {
+    if super::ipc::is_open(ptr) {
+        // Memory opened through an IPC handle is closed, not freed.
+        return Err(Error::INVALID_VALUE);
+    }
     if super::managed::free(c, ptr)? {
         return Ok(());
     }

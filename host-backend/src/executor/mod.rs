@@ -318,9 +318,9 @@ pub trait Executor: Send {
     }
 
     /// Maps the allocation another session exported as `handle` into this session
-    /// (`cudaIpcOpenMemHandle`); the same handle opened again returns the same address and
-    /// counts one more open.
-    fn ipc_open_mem_handle(&mut self, handle: &[u8; 64], flags: u32) -> ExecResult<u64> {
+    /// (`cudaIpcOpenMemHandle`): its address and length. The same handle opened again
+    /// returns the same address and counts one more open.
+    fn ipc_open_mem_handle(&mut self, handle: &[u8; 64], flags: u32) -> ExecResult<(u64, u64)> {
         let _ = (handle, flags);
         Err(Status::NOT_SUPPORTED)
     }

@@ -298,6 +298,9 @@ impl Ctx<'_> {
             return Err("calls nested too deeply".into());
         }
         let func = &self.m.funcs[f];
+        if func.warp_sync {
+            return Err("bar.warp.sync (warp-synchronous code)".into());
+        }
         self.frame = self.frame.max(fb.saturating_add(func.frame_size));
         if self.frame > MAX_FRAME {
             return Err("local memory too large once calls are expanded".into());

@@ -765,6 +765,9 @@ impl<'a> Lower<'a> {
 
     fn bar(&mut self, st: &mut FnState<'a>, mods: &[&str], args: &[Operand<'a>]) -> DResult<Op> {
         if has(mods, "warp") {
+            // The interpreter runs a warp's lanes in lockstep: nothing to do. The compiler
+            // refuses the function (see `Function::warp_sync`).
+            st.warp_sync = true;
             return Ok(Op::Nop);
         }
         if has(mods, "cluster") {

@@ -451,6 +451,7 @@ impl<'a> Lower<'a> {
             callees: Vec::new(),
             uses_module_shared: false,
             indirect_calls: false,
+            warp_sync: false,
         });
         self.func_names.insert(f.name, idx);
         self.modsyms.insert(f.name, ModSym::Func(idx));
@@ -502,6 +503,7 @@ impl<'a> Lower<'a> {
             callees: Vec::new(),
             uses_module_shared: false,
             indirect_calls: false,
+            warp_sync: false,
             frame_sizes: HashMap::new(),
         };
         // Parameters are visible by name.
@@ -563,6 +565,7 @@ impl<'a> Lower<'a> {
         func.callees = st.callees;
         func.uses_module_shared = st.uses_module_shared;
         func.indirect_calls = st.indirect_calls;
+        func.warp_sync = st.warp_sync;
         if f.is_entry
             && let Some(k) = self.kernels.iter_mut().find(|k| k.func == idx)
         {

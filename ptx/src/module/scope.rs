@@ -58,6 +58,7 @@ pub(super) struct FnState<'a> {
     pub(super) callees: Vec<u32>,
     pub(super) uses_module_shared: bool,
     pub(super) indirect_calls: bool,
+    pub(super) warp_sync: bool,
     /// Sizes of frame variables by name (for call return values).
     pub(super) frame_sizes: HashMap<&'a str, u32>,
 }

@@ -126,9 +126,12 @@ impl Allocation {
     }
 }
 
-// SAFETY: `Allocation` owns its buffer exclusively (like a `Box<[u8]>`); the raw pointer is
-// only dereferenced under the heap's borrow rules or, during a launch, through atomic
-// accesses by the interpreter.
+// SAFETY: `Allocation` owns its buffer (like a `Box<[u8]>`); the raw pointer is only
+// dereferenced under the heap's borrow rules or, during a launch, through atomic accesses by
+// the interpreter. An allocation shared through an IPC handle is reachable from two
+// sessions' heaps, whose copies and kernels may then touch it at once: the program's own
+// race, as between two processes' kernels on a GPU. The buffer holds plain bytes (every
+// value valid) and nothing the backend decides depends on its contents.
 unsafe impl Send for Allocation {}
 // SAFETY: `Allocation` owns its buffer exclusively and a shared reference only gives out
 // the pointer, never a `&mut`; reads through it during a launch are atomic accesses.
@@ -491,7 +494,8 @@ impl DeviceHeap {
         };
         self.allocs.insert(addr, Arc::new(a));
         self.charged += charge;
-        self.next = addr + span;
+        // Never backwards: everything at or above `next` is free (`find_space`'s fast path).
+        self.next = self.next.max(addr + span);
         Ok(addr)
     }
 
@@ -635,7 +639,7 @@ impl DeviceHeap {
     /// Maps the allocation another session exported as `handle` into this heap
     /// (`cudaIpcOpenMemHandle`), charged to this session as long as it stays open. The
     /// same handle opened again returns the same address and counts one more open.
-    pub fn ipc_import(&mut self, handle: &[u8; 64]) -> ExecResult<u64> {
+    pub fn ipc_import(&mut self, handle: &[u8; 64]) -> ExecResult<(u64, u64)> {
         if &handle[..8] != IPC_MAGIC {
             return Err(Status::INVALID_VALUE);
         }
@@ -643,7 +647,8 @@ impl DeviceHeap {
         token.copy_from_slice(&handle[8..24]);
         if let Some((&addr, i)) = self.imports.iter_mut().find(|(_, i)| i.token == token) {
             i.opens = i.opens.checked_add(1).ok_or(Status::INVALID_VALUE)?;
-            return Ok(addr);
+            let len = self.allocs.get(&addr).map_or(0, |a| a.len);
+            return Ok((addr, len));
         }
         let (alloc, heap) = {
             let reg = exports();
@@ -674,6 +679,7 @@ impl DeviceHeap {
         if !self.budget.reserve(charge) {
             return Err(Status::MEMORY_ALLOCATION);
         }
+        let len = alloc.len;
         self.allocs.insert(addr, alloc);
         self.imports.insert(
             addr,
@@ -684,8 +690,8 @@ impl DeviceHeap {
             },
         );
         self.charged += charge;
-        self.next = addr + span;
-        Ok(addr)
+        self.next = self.next.max(addr + span);
+        Ok((addr, len))
     }
 
     /// Closes one open of the imported allocation at `addr` (`cudaIpcCloseMemHandle`);
@@ -768,8 +774,9 @@ impl DeviceHeap {
         }
         let (r, off) = self.range(addr, len)?;
         // SAFETY: the range is inside one live allocation or mapped range (checked by
-        // `range`), and `&mut self` excludes every other access by the backend for the
-        // slice's lifetime. A mapped range is the guest's shared memory, which the guest
+        // `range`), and `&mut self` excludes every other access by this session for the
+        // slice's lifetime (another session may reach an allocation shared through an IPC
+        // handle: see `Allocation`'s `Send`). A mapped range is the guest's shared memory, which the guest
         // process may also write: any byte value is a valid `u8`, and nothing the backend
         // decides depends on the bytes staying put (the guest must not race its kernels,
         // as on a GPU).
@@ -873,10 +880,11 @@ mod tests {
             a.ipc_import(&h),
             Err(Status(vcuda_protocol::status::DEVICE_UNINITIALIZED))
         );
-        let q = b.ipc_import(&h).unwrap();
+        let (q, len) = b.ipc_import(&h).unwrap();
+        assert_eq!(len, 1000);
         assert_eq!(
             b.ipc_import(&h).unwrap(),
-            q,
+            (q, 1000),
             "opened again: the same address"
         );
         let pa = a.resolve(p).unwrap();
@@ -945,7 +953,7 @@ mod tests {
         let mut b = DeviceHeap::new(budget.clone(), u64::MAX);
         let p = a.alloc(4096, AllocKind::User).unwrap();
         let h = a.ipc_export(p).unwrap();
-        let q = b.ipc_import(&h).unwrap();
+        let (q, _) = b.ipc_import(&h).unwrap();
         drop(a);
         // Open mappings stay; the handle opens nowhere else.
         assert!(b.resolve(q).is_some());

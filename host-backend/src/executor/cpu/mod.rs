@@ -437,7 +437,7 @@ impl Executor for CpuExecutor {
         self.heap.ipc_export(ptr)
     }
 
-    fn ipc_open_mem_handle(&mut self, handle: &[u8; 64], flags: u32) -> ExecResult<u64> {
+    fn ipc_open_mem_handle(&mut self, handle: &[u8; 64], flags: u32) -> ExecResult<(u64, u64)> {
         // cudaIpcMemLazyEnablePeerAccess is the only flag (one device: nothing to enable).
         if flags & !1 != 0 {
             return Err(Status::INVALID_VALUE);

@@ -123,10 +123,12 @@ impl Allocations {
         self.map.get(&base).is_some_and(|a| a.owner == Owner::Ipc)
     }
 
-    /// Forgets the IPC range at `base`.
-    pub fn remove_ipc(&mut self, base: u64) {
+    /// Forgets the IPC range at `base`: its length.
+    pub fn remove_ipc(&mut self, base: u64) -> Option<u64> {
         if self.is_ipc_base(base) {
-            self.map.remove(&base);
+            self.map.remove(&base).map(|a| a.len)
+        } else {
+            None
         }
     }
 

@@ -202,15 +202,20 @@ pub struct CudaConfig {
     /// that reach its pageable memory reach only that tenant's data, so sessions are never
     /// made exclusive for it.
     pub tenant_process: bool,
+    /// Pass CUDA's own IPC handles between sessions (`--cuda-ipc`). Off by default: the
+    /// driver's handle is then the only check on which memory a session opens, and handles
+    /// of the sessions of one process (one VM) do not open in each other.
+    pub ipc: bool,
 }
 
 /// Large allocations are charged whole 2 MiB pages (the driver maps them so) ...
 pub const LARGE_PAGE: u64 = 2 << 20;
 
-/// Most ranges a session keeps open through IPC handles.
-const MAX_IPC_OPENS: usize = 4096;
 /// ... small ones 512-byte units (the driver sub-allocates them from shared pages).
 pub const SMALL_UNIT: u64 = 512;
+
+/// Most ranges a session keeps open through IPC handles.
+const MAX_IPC_OPENS: usize = 4096;
 
 /// What a `cudaMalloc` of `size` bytes is charged against the session's limit.
 pub fn charge(size: u64) -> Option<u64> {
@@ -234,6 +239,7 @@ impl Default for CudaConfig {
             session_mem_limit: crate::memsize::MemSize::Percent(100),
             register_guest_memory: false,
             tenant_process: false,
+            ipc: false,
         }
     }
 }
@@ -423,6 +429,15 @@ impl CudaExecutor {
     }
 
     /// Makes the session's context current on this thread.
+    /// IPC handles pass only with `--cuda-ipc` (see [`CudaConfig::ipc`]).
+    fn ipc_allowed(&self) -> ExecResult<()> {
+        if self.shared.config.ipc {
+            Ok(())
+        } else {
+            Err(Status::NOT_SUPPORTED)
+        }
+    }
+
     fn bind(&self) -> ExecResult<()> {
         self.context()?.bind().map_err(to_status)
     }
@@ -679,20 +694,24 @@ impl Executor for CudaExecutor {
     }
 
     fn ipc_get_event_handle(&mut self, event: u64) -> ExecResult<[u8; 64]> {
+        self.ipc_allowed()?;
         self.ipc_get_event_handle_impl(event)
     }
 
     fn ipc_open_event_handle(&mut self, handle: &[u8; 64]) -> ExecResult<u64> {
+        self.ipc_allowed()?;
         self.ipc_open_event_handle_impl(handle)
     }
 
     fn ipc_get_mem_handle(&mut self, ptr: u64) -> ExecResult<[u8; 64]> {
+        self.ipc_allowed()?;
         let base = self.allocs.user_base_of(ptr).ok_or(Status::INVALID_VALUE)?;
         self.bind()?;
         driver::ipc_get_mem_handle(base).map_err(to_status)
     }
 
-    fn ipc_open_mem_handle(&mut self, handle: &[u8; 64], flags: u32) -> ExecResult<u64> {
+    fn ipc_open_mem_handle(&mut self, handle: &[u8; 64], flags: u32) -> ExecResult<(u64, u64)> {
+        self.ipc_allowed()?;
         if flags & !1 != 0 {
             return Err(Status::INVALID_VALUE);
         }
@@ -701,19 +720,33 @@ impl Executor for CudaExecutor {
         }
         self.bind()?;
         let (ptr, len) = driver::ipc_open_mem_handle(handle, flags).map_err(to_status)?;
-        // The driver returns the same address for a handle opened again in this context.
-        if !self.allocs.is_ipc_base(ptr)
-            && let Err(e) = self.allocs.insert(ptr, len, Owner::Ipc)
-        {
-            // SAFETY: mapped just above in the current context and given to nobody.
+        // SAFETY (for the closes below): mapped just above in the current context and
+        // given to nobody.
+        let undo = |e| {
+            // SAFETY: as above.
             let _ = unsafe { driver::ipc_close_mem_handle(ptr) };
-            return Err(e);
+            Err(e)
+        };
+        // The driver returns the same address for a handle opened again in this context;
+        // the first open is charged to this session as if it had allocated the memory.
+        if !self.allocs.is_ipc_base(ptr) {
+            let Some(charged) = charge(len)
+                .and_then(|c| self.charged.checked_add(c))
+                .filter(|&c| c <= self.shared.session_limit)
+            else {
+                return undo(Status::MEMORY_ALLOCATION);
+            };
+            if let Err(e) = self.allocs.insert(ptr, len, Owner::Ipc) {
+                return undo(e);
+            }
+            self.charged = charged;
         }
         *self.ipc_opens.entry(ptr).or_default() += 1;
-        Ok(ptr)
+        Ok((ptr, len))
     }
 
     fn ipc_close_mem_handle(&mut self, ptr: u64) -> ExecResult<()> {
+        self.ipc_allowed()?;
         if !self.allocs.is_ipc_base(ptr) {
             return Err(Status::INVALID_VALUE);
         }
@@ -729,7 +762,9 @@ impl Executor for CudaExecutor {
         *n -= 1;
         if *n == 0 {
             self.ipc_opens.remove(&ptr);
-            self.allocs.remove_ipc(ptr);
+            if let Some(len) = self.allocs.remove_ipc(ptr) {
+                self.charged = self.charged.saturating_sub(charge(len).unwrap_or(0));
+            }
         }
         Ok(())
     }

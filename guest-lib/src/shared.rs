@@ -277,6 +277,215 @@ pub(crate) fn free(c: &Client, p: *mut c_void) -> bool {
     true
 }
 
+/// `cudaHostRegister(..., cudaHostRegisterMapped)` of `[addr, addr + len)`: the program's
+/// own pages move, contents and address kept, onto a memfd shared with the backend, which
+/// exposes them to kernels at the same address. The pages holding the range are copied into
+/// the memfd and the memfd is mapped over them (`MAP_FIXED`); so the whole pages change
+/// backing, bytes of neighbouring objects included, and a write another thread makes to
+/// them while this runs may be lost (as it may while CUDA pins memory, the program should
+/// not race its registration). `cudaErrorNotSupported` where kernels cannot reach shared
+/// memory (TCP, a VM, `VCUDA_SHARED_MEMORY=0`) or where the pages already belong to another
+/// shared region.
+pub(crate) fn register_mapped(c: &Client, addr: u64, len: u64) -> Result<()> {
+    if !maps(c) {
+        return Err(Error::NOT_SUPPORTED);
+    }
+    let (start, span) = page_span(addr, len).ok_or(Error::INVALID_VALUE)?;
+    {
+        let g = c.shared.regions.read().unwrap_or_else(|e| e.into_inner());
+        let overlaps = g
+            .range(..start + span)
+            .next_back()
+            .is_some_and(|(&b, r)| b + r.len > start);
+        if overlaps {
+            return Err(Error::NOT_SUPPORTED);
+        }
+    }
+    let handle = move_to_shared(c, start, span).map_err(|e| {
+        log::debug!("registering {len} bytes at {addr:#x} for kernels failed: {e}");
+        Error::NOT_SUPPORTED
+    })?;
+    let p = start as *mut c_void;
+    if let Err(e) = map_for_device(c, p, span as usize, handle) {
+        log::debug!("registered memory at {p:?} not mapped for kernels: {}", e.0);
+        restore_private(c, start, span, handle);
+        return Err(Error::NOT_SUPPORTED);
+    }
+    insert(c, p, span as usize, handle, true);
+    Ok(())
+}
+
+/// Undoes [`register_mapped`] for the registration of `[addr, addr + len)`: the pages go
+/// back to private memory with their contents. Whether it was such a registration.
+pub(crate) fn unregister_mapped(c: &Client, addr: u64, len: u64) -> bool {
+    let Some((start, span)) = page_span(addr, len) else {
+        return false;
+    };
+    let r = {
+        let mut g = c.shared.regions.write().unwrap_or_else(|e| e.into_inner());
+        match g.get(&start) {
+            Some(r) if r.len == span => g.remove(&start),
+            _ => None,
+        }
+    };
+    let Some(r) = r else { return false };
+    if let Err(e) = c.call::<ops::UnmapHostMemory>(&PtrReq { ptr: start }) {
+        log::debug!("UnmapHostMemory: {}", e.0);
+    }
+    restore_private(c, start, span, r.handle);
+    true
+}
+
+/// The whole pages holding `[addr, addr + len)`.
+fn page_span(addr: u64, len: u64) -> Option<(u64, u64)> {
+    const PAGE: u64 = 4096;
+    let start = addr & !(PAGE - 1);
+    let end = addr.checked_add(len)?.checked_next_multiple_of(PAGE)?;
+    (len > 0 && start > 0).then_some((start, end - start))
+}
+
+/// Moves the pages `[start, start + span)` onto a fresh memfd (contents kept) shared with
+/// the backend: its region handle.
+fn move_to_shared(c: &Client, start: u64, span: u64) -> std::io::Result<u64> {
+    let err = std::io::Error::last_os_error;
+    let n = usize::try_from(span).map_err(|_| std::io::Error::other("too large"))?;
+    // SAFETY: a name with its NUL and valid flags; the result is checked.
+    let raw = unsafe {
+        libc::memfd_create(
+            c"vcuda-registered".as_ptr(),
+            libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING,
+        )
+    };
+    if raw < 0 {
+        return Err(err());
+    }
+    // SAFETY: memfd_create just returned this descriptor; nothing else owns it.
+    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+    // SAFETY: plain calls on our own descriptor.
+    unsafe {
+        if libc::ftruncate(fd.as_raw_fd(), n as libc::off_t) != 0 {
+            return Err(err());
+        }
+        let seals = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_SEAL;
+        if libc::fcntl(fd.as_raw_fd(), libc::F_ADD_SEALS, seals) != 0 {
+            return Err(err());
+        }
+    }
+    // Shared first (the backend sees the bytes written below through its own mapping): the
+    // call allocates, and the pages may hold the program's heap, so nothing may touch them
+    // between the copy and the remap below.
+    let req = ShareMemoryReq {
+        len: span,
+        flags: 0,
+        reserved: 0,
+    };
+    let HandleResp { handle } = c
+        .call_fd::<ops::ShareMemory>(&req, fd.as_raw_fd())
+        .map_err(|e| std::io::Error::other(format!("ShareMemory failed ({})", e.0)))?;
+    // Copy the pages' current contents in, then map the memfd over them, with no allocation
+    // in between. `pwrite` reads the program's memory and fails (EFAULT) on a page that is
+    // not readable, leaving the program's mapping untouched.
+    let mut done = 0usize;
+    let mut failed = None;
+    while done < n {
+        // SAFETY: `pwrite` only reads `[start + done, start + n)` and reports an unreadable
+        // page as an error.
+        let w = unsafe {
+            libc::pwrite(
+                fd.as_raw_fd(),
+                (start as usize + done) as *const c_void,
+                n - done,
+                done as libc::off_t,
+            )
+        };
+        if w <= 0 {
+            failed = Some(w);
+            break;
+        }
+        done += w as usize;
+    }
+    let p = if failed.is_none() {
+        // SAFETY: replaces the program's pages `[start, start + n)` (readable, copied into
+        // the memfd just above) with a shared mapping of the same bytes; the address range
+        // stays mapped throughout (`MAP_FIXED` replaces atomically), so the program's
+        // pointers stay valid.
+        unsafe {
+            libc::mmap(
+                start as *mut c_void,
+                n,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_FIXED,
+                fd.as_raw_fd(),
+                0,
+            )
+        }
+    } else {
+        libc::MAP_FAILED
+    };
+    if p == libc::MAP_FAILED {
+        let e = match failed {
+            Some(0) => std::io::Error::other("short write"),
+            _ => err(),
+        };
+        if let Err(x) = c.post::<ops::UnshareMemory>(&HandleReq { handle }) {
+            log::debug!("UnshareMemory: {}", x.0);
+        }
+        return Err(e);
+    }
+    Ok(handle)
+}
+
+/// Puts private anonymous memory with the same contents back over the shared pages
+/// `[start, start + span)` and unshares region `handle` in the backend.
+fn restore_private(c: &Client, start: u64, span: u64, handle: u64) {
+    let n = span as usize;
+    // The contents wait in a mapping of their own: a heap buffer could lie on the very pages
+    // being replaced (the pages hold the program's heap around the registered range).
+    // SAFETY: a fresh private anonymous mapping at an address the kernel picks.
+    let keep = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            n,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if keep == libc::MAP_FAILED {
+        // The shared mapping stays, with the program's bytes; only the region is dropped.
+        log::warn!("registered memory at {start:#x} stays shared: no memory to move it back");
+    } else {
+        // SAFETY: `[start, start + n)` is our shared mapping (readable and writable) and
+        // `keep` a distinct fresh mapping of `n` bytes; the anonymous mapping replaces the
+        // shared one in place (`MAP_FIXED`), so the range stays mapped throughout, and
+        // `keep` is unmapped once, here.
+        unsafe {
+            std::ptr::copy_nonoverlapping(start as *const u8, keep.cast::<u8>(), n);
+            let p = libc::mmap(
+                start as *mut c_void,
+                n,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED,
+                -1,
+                0,
+            );
+            if p == libc::MAP_FAILED {
+                log::warn!(
+                    "registered memory at {start:#x} stays shared: {}",
+                    std::io::Error::last_os_error()
+                );
+            } else {
+                std::ptr::copy_nonoverlapping(keep.cast::<u8>(), start as *mut u8, n);
+            }
+            libc::munmap(keep, n);
+        }
+    }
+    if let Err(e) = c.post::<ops::UnshareMemory>(&HandleReq { handle }) {
+        log::debug!("UnshareMemory: {}", e.0);
+    }
+}
+
 /// A 2-D copy between host and device memory: `height` rows of `width` bytes.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct HostCopy {

@@ -125,10 +125,18 @@ int main() {
     EXPECT_ERR(cudaHostGetDevicePointer((void **)&p, pageable, 0), cudaErrorInvalidValue);
     cudaGetLastError();
 
-    // Registered memory, mapped where the runtime can map it.
+    // Registered memory (from malloc: not page-aligned, neighbours on its pages), mapped
+    // where the device maps host memory: kernels work on it in place.
+    for (int i = 0; i < 1024; i++) pageable[i] = 7;
     cudaError_t e = cudaHostRegister(pageable, 4096, cudaHostRegisterMapped);
-    if (e == cudaSuccess) {
+    if (can) {
+        CHECK(e);
+        for (int i = 0; i < 1024; i++) EXPECT(pageable[i] == 7);  // contents kept
         CHECK(cudaHostGetDevicePointer((void **)&p, pageable, 0));
+        EXPECT(p == pageable);
+        unsigned hf = 0;
+        CHECK(cudaHostGetFlags(&hf, pageable));
+        EXPECT(hf & cudaHostRegisterMapped);
         for (int i = 0; i < 1024; i++) pageable[i] = i;
         twice_plus_one<<<4, 256>>>(p, p, 1024);
         CHECK(cudaDeviceSynchronize());
@@ -136,7 +144,21 @@ int main() {
         for (int i = 0; i < 1024; i++)
             if (pageable[i] != i * 2 + 1) bad++;
         EXPECT(bad == 0);
+        // Copies from and to it work too.
+        int *dev2;
+        CHECK(cudaMalloc(&dev2, 4096));
+        CHECK(cudaMemcpy(dev2, pageable, 4096, cudaMemcpyHostToDevice));
+        memset(pageable, 0, 4096);
+        CHECK(cudaMemcpy(pageable, dev2, 4096, cudaMemcpyDeviceToHost));
+        EXPECT(pageable[1023] == 2047);
+        CHECK(cudaFree(dev2));
         CHECK(cudaHostUnregister(pageable));
+        // Unregistered: plain memory again, contents kept, no device pointer.
+        EXPECT(pageable[5] == 11);
+        pageable[5] = 12;
+        EXPECT(pageable[5] == 12);
+        EXPECT_ERR(cudaHostGetDevicePointer((void **)&p, pageable, 0), cudaErrorInvalidValue);
+        cudaGetLastError();
     } else {
         EXPECT(e == cudaErrorNotSupported);
         cudaGetLastError();

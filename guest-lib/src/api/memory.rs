@@ -787,11 +787,12 @@ entry! {
         if ptr.is_null() || size == 0 || flags & !HOST_REGISTER_FLAGS != 0 {
             return Err(Error::INVALID_VALUE);
         }
-        if flags & MAPPED != 0 {
-            return Err(Error::NOT_SUPPORTED);
-        }
         if c.mirror.find(ptr as u64).is_some() {
             return Err(Error(vcuda_protocol::status::HOST_MEMORY_ALREADY_REGISTERED));
+        }
+        if flags & MAPPED != 0 {
+            // Kernels reach it in place: its pages move onto memory shared with the backend.
+            shared::register_mapped(c, ptr as u64, size as u64)?;
         }
         c.mirror.insert(Range { base: ptr as u64, len: size as u64, kind: Kind::HostRegistered(flags), device: state::device() });
         Ok(())
@@ -799,10 +800,14 @@ entry! {
 
     fn cudaHostUnregister(ptr: *mut c_void) {
         let c = client::client()?;
-        c.mirror
+        let r = c
+            .mirror
             .remove(ptr as u64, |k| matches!(k, Kind::HostRegistered(_)))
-            .map(drop)
-            .ok_or(Error(vcuda_protocol::status::HOST_MEMORY_NOT_REGISTERED))
+            .ok_or(Error(vcuda_protocol::status::HOST_MEMORY_NOT_REGISTERED))?;
+        if matches!(r.kind, Kind::HostRegistered(f) if f & MAPPED != 0) {
+            shared::unregister_mapped(c, r.base, r.len);
+        }
+        Ok(())
     }
 
     fn cudaHostGetDevicePointer(dev_ptr: *mut *mut c_void, host: *mut c_void, flags: u32) {

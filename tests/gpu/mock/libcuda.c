@@ -394,6 +394,19 @@ EXPORT CUresult cuMemFree_v2(CUdeviceptr p) {
     LEAVE
 }
 
+// IPC: the mock serves one process and has no handles to give (the executor refuses IPC
+// without --cuda-ipc anyway).
+EXPORT CUresult cuIpcGetMemHandle(CUipcMemHandle *h, CUdeviceptr p) { return CUDA_ERROR_NOT_SUPPORTED; }
+EXPORT CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *p, CUipcMemHandle h, unsigned flags) {
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+EXPORT CUresult cuIpcCloseMemHandle(CUdeviceptr p) { return CUDA_ERROR_NOT_SUPPORTED; }
+EXPORT CUresult cuIpcGetEventHandle(CUipcEventHandle *h, CUevent e) { return CUDA_ERROR_NOT_SUPPORTED; }
+EXPORT CUresult cuIpcOpenEventHandle(CUevent *e, CUipcEventHandle h) { return CUDA_ERROR_NOT_SUPPORTED; }
+EXPORT CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size, CUdeviceptr p) {
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
 EXPORT CUresult cuMemHostAlloc(void **pp, size_t n, unsigned flags) {
     ENTER
     if (flags != CU_MEMHOSTALLOC_PORTABLE) FAIL(CUDA_ERROR_INVALID_VALUE);

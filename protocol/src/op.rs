@@ -686,6 +686,10 @@ pub const CHANNEL_UNSIGNED: u32 = 1;
 /// `cudaChannelFormatKindFloat`.
 pub const CHANNEL_FLOAT: u32 = 2;
 
+/// `cudaArrayLayered`: a 1-D or 2-D layered array (its depth counts layers).
+pub const ARRAY_LAYERED: u32 = 0x01;
+/// `cudaArrayCubemap`: six square faces (times the layers, with [`ARRAY_LAYERED`]).
+pub const ARRAY_CUBEMAP: u32 = 0x04;
 /// `cudaArraySurfaceLoadStore`: surfaces may view the array.
 pub const ARRAY_SURFACE_LOAD_STORE: u32 = 0x02;
 /// `cudaArrayTextureGather`: `tex2Dgather` may read the array.

@@ -147,7 +147,8 @@ pub(crate) enum SurfMode {
     Zero,
 }
 
-/// A texture fetch: `tex.{1d,2d,3d}.v4` or, with `gather`, `tld4.{r,g,b,a}.2d.v4`.
+/// A texture fetch: `tex.{1d,2d,3d,a1d,a2d,cube,acube}.v4` or, with `gather`,
+/// `tld4.{r,g,b,a}.2d.v4`.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct TexOp {
     /// Coordinates used: 1, 2 or 3.
@@ -161,6 +162,10 @@ pub(crate) struct TexOp {
     pub p: Reg,
     pub handle: Src,
     pub coords: [Src; 3],
+    /// The layer index of a layered geometry (`a1d`, `a2d`, `acube`).
+    pub layer: Option<Src>,
+    /// A cube geometry: the three coordinates are a direction.
+    pub cube: bool,
 }
 
 /// An unformatted surface load or store: `suld.b` / `sust.b`.

@@ -210,6 +210,77 @@ impl TexObject {
         })
     }
 
+    /// The same object seen as one of its layers (or cube faces): slice `slice` (clamped to
+    /// the slices there are) as a texture of its own.
+    fn slice(&self, slice: i64) -> TexObject {
+        let last = self.depth.max(1) - 1;
+        let s = slice.clamp(0, last as i64) as u64;
+        TexObject {
+            base: self.base.wrapping_add(s.wrapping_mul(self.slice_pitch)),
+            depth: 1,
+            layered: false,
+            cube: false,
+            ..*self
+        }
+    }
+
+    /// A fetch from layer `layer` of a layered texture (`tex.a1d`, `tex.a2d`): `dims`
+    /// coordinates within the layer; the layer index is clamped to the layers there are.
+    pub(crate) fn sample_layer<F>(
+        &self,
+        dims: usize,
+        coords: Coords,
+        layer: i32,
+        gather: Option<u8>,
+        load: &mut F,
+    ) -> Result<[u32; 4], Unmapped>
+    where
+        F: FnMut(u64, u32) -> Result<u64, Unmapped>,
+    {
+        self.slice(layer as i64).sample(dims, coords, gather, load)
+    }
+
+    /// A cube-map fetch (`tex.cube`, `tex.acube`) in direction `(x, y, z)`: the face of the
+    /// major axis, then that face's coordinates (the cube-map convention CUDA shares with
+    /// OpenGL), sampled with normalized coordinates and no filtering across faces. `layer`
+    /// picks the cube of a layered cube map.
+    pub(crate) fn sample_cube<F>(
+        &self,
+        [x, y, z]: [f32; 3],
+        layer: i32,
+        load: &mut F,
+    ) -> Result<[u32; 4], Unmapped>
+    where
+        F: FnMut(u64, u32) -> Result<u64, Unmapped>,
+    {
+        let (ax, ay, az) = (x.abs(), y.abs(), z.abs());
+        let (face, sc, tc, ma) = if ax >= ay && ax >= az {
+            if x >= 0.0 {
+                (0, -z, -y, ax)
+            } else {
+                (1, z, -y, ax)
+            }
+        } else if ay >= az {
+            if y >= 0.0 {
+                (2, x, z, ay)
+            } else {
+                (3, x, -z, ay)
+            }
+        } else if z >= 0.0 {
+            (4, x, -y, az)
+        } else {
+            (5, -x, -y, az)
+        };
+        let (s, t) = if ma > 0.0 {
+            ((sc / ma + 1.0) * 0.5, (tc / ma + 1.0) * 0.5)
+        } else {
+            (0.5, 0.5)
+        };
+        let mut f = self.slice(6 * layer.max(0) as i64 + face);
+        f.normalized_coords = true;
+        f.sample(2, Coords::Float([s, t, 0.0]), None, load)
+    }
+
     /// A `tex` fetch (`gather`: None) or a `tld4` gather of channel `gather` over `dims`
     /// coordinates. `load` reads `size` bytes of device memory.
     pub(crate) fn sample<F>(
@@ -401,6 +472,8 @@ mod tests {
             normalized_coords: false,
             srgb: false,
             border: [0.5, 0.25, 0.125, 2.0],
+            layered: false,
+            cube: false,
         }
     }
 

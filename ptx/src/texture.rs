@@ -78,6 +78,10 @@ pub struct TexObject {
     pub srgb: bool,
     /// The border color (address mode [`AddressMode::Border`]).
     pub border: [f32; 4],
+    /// A layered array (`tex.a1d`/`tex.a2d`): `depth` counts layers of `dims` dimensions.
+    pub layered: bool,
+    /// A cube map (`tex.cube`/`tex.acube`): `depth` counts faces, six per layer.
+    pub cube: bool,
 }
 
 impl TexObject {

@@ -169,6 +169,8 @@ fn try_all_kernels(m: &Module) {
             normalized_coords: true,
             srgb: false,
             border: [0.0; 4],
+            layered: false,
+            cube: false,
         },
     );
     let out = std::sync::Mutex::new(Vec::new());

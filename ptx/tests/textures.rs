@@ -70,6 +70,8 @@ fn texture(
         normalized_coords: false,
         srgb: false,
         border: [0.0; 4],
+        layered: false,
+        cube: false,
     };
     (t, base)
 }
@@ -1100,8 +1102,9 @@ fn instruction_forms() {
     let unsupported = [
         "tex.level.2d.v4.f32.f32 {%f1, %f2, %f3, %f4}, [%rd1, {%f5, %f6}], %f7;",
         "tex.grad.2d.v4.f32.f32 {%f1, %f2, %f3, %f4}, [%rd1, {%f5, %f6}], {%f7, %f8}, {%f9, %f10};",
-        "tex.a2d.v4.f32.f32 {%f1, %f2, %f3, %f4}, [%rd1, {%r1, %f5, %f6, %f6}];",
-        "tex.cube.v4.f32.f32 {%f1, %f2, %f3, %f4}, [%rd1, {%f5, %f6, %f7, %f8}];",
+        "tex.2dms.v4.s32.s32 {%r1, %r2, %r3, %r4}, [%rd1, {%r1, %r5, %r6, %r6}];",
+        "tex.cube.v4.f32.s32 {%f1, %f2, %f3, %f4}, [%rd1, {%r5, %r6, %r7, %r8}];",
+        "suld.b.a2d.b32.trap {%r1}, [%rd1, {%r6, %r5, %r5, %r5}];",
         "tex.2d.v4.f32.f32 {%f1, %f2, %f3, %f4}, [%rd1, %rd2, {%f5, %f6}];",
         "tex.2d.v4.f32.f32 {%f1, %f2, %f3, %f4}, [%rd1, {%f5, %f6}], {%r1, %r2};",
         "tex.2d.v2.f16x2.f32 {%r1, %r2}, [%rd1, {%f5, %f6}];",

@@ -50,6 +50,7 @@ programs!(
     graphs,
     ipc,
     launch_ex,
+    layered,
     managed,
     managed_vars,
     mapped,

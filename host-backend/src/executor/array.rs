@@ -6,10 +6,11 @@
 
 use vcuda_protocol::status;
 use vcuda_protocol::{
-    ARRAY_COPY_ASYNC, ARRAY_COPY_TO_ARRAY, ARRAY_SURFACE_LOAD_STORE, ARRAY_TEXTURE_GATHER,
-    ArrayCreateReq, CHANNEL_FLOAT, CHANNEL_SIGNED, CHANNEL_UNSIGNED, ChannelFormat, MemcpyArrayReq,
-    RESOURCE_ARRAY, RESOURCE_LINEAR, RESOURCE_PITCH2D, TEX_FILTER_LINEAR, TEX_NORMALIZED_COORDS,
-    TEX_READ_NORMALIZED_FLOAT, TEX_SRGB, TEX_SURFACE, TexObjectCreateReq,
+    ARRAY_COPY_ASYNC, ARRAY_COPY_TO_ARRAY, ARRAY_CUBEMAP, ARRAY_LAYERED, ARRAY_SURFACE_LOAD_STORE,
+    ARRAY_TEXTURE_GATHER, ArrayCreateReq, CHANNEL_FLOAT, CHANNEL_SIGNED, CHANNEL_UNSIGNED,
+    ChannelFormat, MemcpyArrayReq, RESOURCE_ARRAY, RESOURCE_LINEAR, RESOURCE_PITCH2D,
+    TEX_FILTER_LINEAR, TEX_NORMALIZED_COORDS, TEX_READ_NORMALIZED_FLOAT, TEX_SRGB, TEX_SURFACE,
+    TexObjectCreateReq,
 };
 use vcuda_ptx::{AddressMode, ChannelKind, FilterMode};
 
@@ -26,6 +27,12 @@ pub const MAX_LINEAR_TEXELS: u64 = 1 << 28;
 /// Largest texture over pitched memory: width, height, pitch in bytes
 /// (`cudaDevAttrMaxTexture2DLinear*` on sm_90).
 pub const MAX_PITCH2D: (u64, u64, u64) = (131_072, 65_000, 2_097_120);
+/// Most layers of a layered array (`cudaDevAttrMaxTexture2DLayeredLayers` on sm_90).
+pub const MAX_LAYERS: u64 = 2048;
+/// Widest 2-D layered array (`cudaDevAttrMaxTexture2DLayeredWidth`/`Height` on sm_90).
+pub const MAX_2D_LAYERED: u64 = 32_768;
+/// Widest cube-map face (`cudaDevAttrMaxTextureCubemapWidth` on sm_90).
+pub const MAX_CUBEMAP: u64 = 32_768;
 /// Largest array that `tex2Dgather` may read (`cudaDevAttrMaxTexture2DGather*`).
 pub const MAX_GATHER: u64 = 32_768;
 /// Alignment of a texture's base address (`cudaDevAttrTextureAlignment`).
@@ -107,13 +114,45 @@ pub struct ArrayShape {
 }
 
 impl ArrayShape {
-    /// Checks an `ArrayCreate` request. Layered, cube-map and sparse arrays are not
+    /// Checks an `ArrayCreate` request. Layered (1-D and 2-D) and cube-map arrays keep
+    /// their layers (or faces) as the depth; sparse and deferred-mapping arrays are not
     /// supported.
     pub fn check(r: &ArrayCreateReq) -> ExecResult<ArrayShape> {
-        if r.flags & !(ARRAY_SURFACE_LOAD_STORE | ARRAY_TEXTURE_GATHER) != 0 {
+        let known = ARRAY_SURFACE_LOAD_STORE | ARRAY_TEXTURE_GATHER | ARRAY_LAYERED | ARRAY_CUBEMAP;
+        if r.flags & !known != 0 {
             return Err(Status::NOT_SUPPORTED);
         }
         let format = Format::check(&r.format)?;
+        let (layered, cube) = (r.flags & ARRAY_LAYERED != 0, r.flags & ARRAY_CUBEMAP != 0);
+        if layered || cube {
+            let (w, h, d) = (r.width, r.height, r.depth);
+            let ok = if cube {
+                // Square faces, six per layer.
+                w == h
+                    && w != 0
+                    && w <= MAX_CUBEMAP
+                    && d != 0
+                    && d.is_multiple_of(6)
+                    && (layered || d == 6)
+                    && d / 6 <= MAX_LAYERS / 6
+            } else {
+                w != 0
+                    && w <= MAX_2D_LAYERED
+                    && h <= MAX_2D_LAYERED
+                    && (1..=MAX_LAYERS).contains(&d)
+            };
+            if !ok || r.flags & ARRAY_TEXTURE_GATHER != 0 {
+                return Err(Status::INVALID_VALUE);
+            }
+            return Ok(ArrayShape {
+                format,
+                dims: if h == 0 { 1 } else { 2 },
+                width: w,
+                height: h.max(1),
+                depth: d,
+                flags: r.flags,
+            });
+        }
         let (dims, ok) = match (r.width, r.height, r.depth) {
             (w, 0, 0) => (1, w <= MAX_1D_WIDTH),
             (w, h, 0) => (2, w <= MAX_2D.0 && h <= MAX_2D.1),

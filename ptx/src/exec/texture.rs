@@ -73,23 +73,29 @@ impl<'a> Ctx<'a> {
             } else {
                 Coords::Float(c.map(f32::from_bits))
             };
+            let layer = op.layer.map_or(0, |l| self.val(w, &l, lane) as u32 as i32);
             let gmem = &mut self.gmem;
             let mut load =
                 |a: u64, s: u32| gmem.load(a, s).map_err(|_| Unmapped { addr: a, size: s });
-            let r = t
-                .sample(op.dims as usize, coords, op.gather, &mut load)
-                .map_err(|u| {
-                    self.fault(
-                        Fault::Illegal {
-                            addr: u.addr,
-                            size: u.size,
-                            write: false,
-                        },
-                        w,
-                        lane,
-                        line,
-                    )
-                })?;
+            let r = match coords {
+                Coords::Float(xyz) if op.cube => t.sample_cube(xyz, layer, &mut load),
+                _ if op.layer.is_some() => {
+                    t.sample_layer(op.dims as usize, coords, layer, op.gather, &mut load)
+                }
+                _ => t.sample(op.dims as usize, coords, op.gather, &mut load),
+            };
+            let r = r.map_err(|u| {
+                self.fault(
+                    Fault::Illegal {
+                        addr: u.addr,
+                        size: u.size,
+                        write: false,
+                    },
+                    w,
+                    lane,
+                    line,
+                )
+            })?;
             for (d, v) in op.d.iter().zip(r) {
                 w.set(*d, lane, v as u64);
             }

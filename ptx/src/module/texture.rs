@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
 //! Decoding of the texture and surface instructions: `tex`, `tld4`, `txq`, `suld.b`, `sust.b`
 //! and `suq`, in the forms nvcc emits for CUDA's texture and surface object intrinsics (the
-//! handle in a `.u64` register). Mipmapped, layered, cube and multisample geometries,
-//! explicit samplers, offsets, depth compare, `.f16x2` results and formatted `sust.p` decode
-//! as unsupported instructions (they fail the launch when executed).
+//! handle in a `.u64` register), including the layered (`a1d`, `a2d`) and cube (`cube`,
+//! `acube`) texture geometries. Mipmapped textures, layered and cube surfaces, multisample
+//! geometries, explicit samplers, offsets, depth compare, `.f16x2` results and formatted
+//! `sust.p` decode as unsupported instructions (they fail the launch when executed).
 
 use super::{
     lower::{DResult, Lower, unsup},
@@ -21,13 +22,24 @@ fn has(mods: &[&str], w: &str) -> bool {
 
 /// The geometry modifier: 1, 2 or 3 dimensions, or unsupported.
 fn geometry(mods: &[&str]) -> DResult<u8> {
+    match tex_geometry(mods)? {
+        (d, false, false) => Ok(d),
+        _ => unsup("layered and cube surfaces"),
+    }
+}
+
+/// A texture's geometry: dimensions, layered (`a1d`, `a2d`, `acube`), cube (`cube`,
+/// `acube`: three direction coordinates).
+fn tex_geometry(mods: &[&str]) -> DResult<(u8, bool, bool)> {
     for m in mods {
         match *m {
-            "1d" => return Ok(1),
-            "2d" => return Ok(2),
-            "3d" => return Ok(3),
-            "a1d" | "a2d" => return unsup("layered textures and surfaces"),
-            "cube" | "acube" => return unsup("cube textures"),
+            "1d" => return Ok((1, false, false)),
+            "2d" => return Ok((2, false, false)),
+            "3d" => return Ok((3, false, false)),
+            "a1d" => return Ok((1, true, false)),
+            "a2d" => return Ok((2, true, false)),
+            "cube" => return Ok((3, false, true)),
+            "acube" => return Ok((3, true, true)),
             "2dms" | "a2dms" => return unsup("multisample textures"),
             _ => {}
         }
@@ -50,14 +62,16 @@ impl<'a> Lower<'a> {
         }
     }
 
-    /// `[handle, {c0, c1, ...}]`: the handle and the first `dims` coordinates.
+    /// `[handle, {c0, c1, ...}]`: the handle and the first `dims` coordinates (after the
+    /// layer index, which comes first for a layered geometry).
     fn tex_operands(
         &mut self,
         st: &mut FnState<'a>,
         o: &Operand<'a>,
         dims: u8,
+        layered: bool,
         cty: Ty,
-    ) -> DResult<(Src, [Src; 3])> {
+    ) -> DResult<(Src, [Src; 3], Option<Src>)> {
         let Operand::Bracket(list) = o else {
             return unsup("texture operand form");
         };
@@ -69,16 +83,30 @@ impl<'a> Lower<'a> {
             Operand::Vec(v) => v.iter().collect(),
             o => vec![o],
         };
-        // 3-D coordinates come as a 4-vector whose last element is ignored.
-        let want = if dims == 3 { 4 } else { dims as usize };
-        if cs.len() != want && cs.len() != dims as usize {
+        let (layer, cs) = if layered {
+            let Some((l, rest)) = cs.split_first() else {
+                return unsup("coordinate count");
+            };
+            (Some(self.src(st, l, Ty::S32)?), rest.to_vec())
+        } else {
+            (None, cs)
+        };
+        // Three coordinates come as a 4-vector whose last element is ignored, and so do two
+        // after a layer index.
+        let n = dims as usize;
+        let padded = if n == 3 || (layered && n == 2) {
+            4 - usize::from(layered)
+        } else {
+            n
+        };
+        if cs.len() != padded && cs.len() != n {
             return unsup("coordinate count");
         }
         let mut coords = [Src::Imm(0); 3];
-        for (k, o) in cs.iter().take(dims as usize).enumerate() {
+        for (k, o) in cs.iter().take(n).enumerate() {
             coords[k] = self.src(st, o, cty)?;
         }
-        Ok((handle, coords))
+        Ok((handle, coords, layer))
     }
 
     fn dst4(&mut self, st: &mut FnState<'a>, o: &Operand<'a>, n: usize) -> DResult<[Reg; 4]> {
@@ -106,7 +134,7 @@ impl<'a> Lower<'a> {
         if has(mods, "level") || has(mods, "grad") || has(mods, "base") {
             return unsup("mipmapped textures");
         }
-        let dims = geometry(mods)?;
+        let (dims, layered, cube) = tex_geometry(mods)?;
         if !has(mods, "v4") {
             return unsup("texture result other than .v4");
         }
@@ -130,7 +158,7 @@ impl<'a> Lower<'a> {
                 "a" => Some(3),
                 _ => None,
             });
-            if dims != 2 || int_coords || c.is_none() {
+            if dims != 2 || layered || cube || int_coords || c.is_none() {
                 return unsup("tld4 form");
             }
             c
@@ -144,7 +172,10 @@ impl<'a> Lower<'a> {
             Operand::Pair(a, b) => (self.dst4(st, a, 4)?, self.dst(st, b)?),
             o => (self.dst4(st, o, 4)?, SINK),
         };
-        let (handle, coords) = self.tex_operands(st, &args[1], dims, *cty)?;
+        if cube && int_coords {
+            return unsup("cube texture with integer coordinates");
+        }
+        let (handle, coords, layer) = self.tex_operands(st, &args[1], dims, layered, *cty)?;
         Ok(Op::Tex(Box::new(TexOp {
             dims,
             int_coords,
@@ -153,6 +184,8 @@ impl<'a> Lower<'a> {
             p,
             handle,
             coords,
+            layer,
+            cube,
         })))
     }
 
@@ -202,7 +235,7 @@ impl<'a> Lower<'a> {
             _ => Ty::B64,
         };
         let (addr, data) = if store { (a0, a1) } else { (a1, a0) };
-        let (handle, coords) = self.tex_operands(st, addr, dims, Ty::S32)?;
+        let (handle, coords, _) = self.tex_operands(st, addr, dims, false, Ty::S32)?;
         let mut d = [SINK; 4];
         let mut v = [Src::Imm(0); 4];
         let items: Vec<&Operand<'a>> = match data {

@@ -9,8 +9,8 @@
 use std::collections::HashMap;
 
 use vcuda_protocol::{
-    ARRAY_COPY_TO_ARRAY, ARRAY_SURFACE_LOAD_STORE, ArrayCreateReq, MemcpyArrayReq, RESOURCE_ARRAY,
-    TexObjectCreateReq,
+    ARRAY_COPY_TO_ARRAY, ARRAY_CUBEMAP, ARRAY_LAYERED, ARRAY_SURFACE_LOAD_STORE, ArrayCreateReq,
+    MemcpyArrayReq, RESOURCE_ARRAY, TexObjectCreateReq,
 };
 use vcuda_ptx::TexObject;
 
@@ -108,6 +108,8 @@ impl Textures {
                 extent: [a.shape.width, a.shape.height, a.shape.depth],
                 pitch: row,
                 slice_pitch: row * a.shape.height,
+                layered: a.shape.flags & ARRAY_LAYERED != 0 && a.shape.flags & ARRAY_CUBEMAP == 0,
+                cube: a.shape.flags & ARRAY_CUBEMAP != 0,
             }
         } else {
             // Surfaces view arrays only.
@@ -128,6 +130,8 @@ impl Textures {
                 extent: [width, height, 1],
                 pitch,
                 slice_pitch: pitch * height,
+                layered: false,
+                cube: false,
             }
         };
         self.objects.insert(
@@ -149,6 +153,8 @@ impl Textures {
                 normalized_coords: s.normalized_coords,
                 srgb: s.srgb,
                 border: s.border,
+                layered: view.layered,
+                cube: view.cube,
             },
         );
         Ok(())
@@ -174,6 +180,8 @@ struct View {
     extent: [u64; 3],
     pitch: u64,
     slice_pitch: u64,
+    layered: bool,
+    cube: bool,
 }
 
 #[cfg(test)]

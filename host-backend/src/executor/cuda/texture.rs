@@ -14,8 +14,9 @@ use cudarc::driver::sys::{
 };
 use vcuda_protocol::region::Region;
 use vcuda_protocol::{
-    ARRAY_COPY_TO_ARRAY, ARRAY_SURFACE_LOAD_STORE, ARRAY_TEXTURE_GATHER, ArrayCreateReq,
-    MemcpyArrayReq, RESOURCE_ARRAY, RESOURCE_LINEAR, TexObjectCreateReq,
+    ARRAY_COPY_TO_ARRAY, ARRAY_CUBEMAP, ARRAY_LAYERED, ARRAY_SURFACE_LOAD_STORE,
+    ARRAY_TEXTURE_GATHER, ArrayCreateReq, MemcpyArrayReq, RESOURCE_ARRAY, RESOURCE_LINEAR,
+    TexObjectCreateReq,
 };
 use vcuda_ptx::{AddressMode, ChannelKind, FilterMode};
 
@@ -123,6 +124,9 @@ impl CudaExecutor {
         if shape.flags & ARRAY_TEXTURE_GATHER != 0 {
             flags |= ARRAY3D_TEXTURE_GATHER;
         }
+        // `CUDA_ARRAY3D_LAYERED` and `CUDA_ARRAY3D_CUBEMAP` have the runtime's values.
+        let layers = shape.flags & (ARRAY_LAYERED | ARRAY_CUBEMAP);
+        flags |= layers;
         let desc = sys::CUDA_ARRAY3D_DESCRIPTOR {
             Width: shape.width as usize,
             Height: if shape.dims >= 2 {
@@ -130,7 +134,7 @@ impl CudaExecutor {
             } else {
                 0
             },
-            Depth: if shape.dims == 3 {
+            Depth: if shape.dims == 3 || layers != 0 {
                 shape.depth as usize
             } else {
                 0

@@ -519,4 +519,5 @@ mod operand;
 mod pool;
 mod step;
 mod texture;
+pub(crate) use texture::fetch as tex_fetch;
 mod warp;

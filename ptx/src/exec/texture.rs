@@ -19,6 +19,33 @@ use crate::{
 /// The object last resolved in an instruction (handles are nearly always warp-uniform).
 type Last = Option<(u64, TexObject)>;
 
+/// One lane's `tex`/`tld4` on object `t`: `coords` and `layer` are the lane's register
+/// values of the instruction's coordinate and layer operands. Both engines fetch through
+/// this (the compiler through `jit::rt::h_tex`).
+pub(crate) fn fetch<F>(
+    t: &TexObject,
+    op: &TexOp,
+    coords: [u64; 3],
+    layer: u64,
+    load: &mut F,
+) -> Result<[u32; 4], Unmapped>
+where
+    F: FnMut(u64, u32) -> Result<u64, Unmapped>,
+{
+    let c = coords.map(|v| v as u32);
+    let coords = if op.int_coords {
+        Coords::Int(c.map(|v| v as i32))
+    } else {
+        Coords::Float(c.map(f32::from_bits))
+    };
+    let layer = layer as u32 as i32;
+    match coords {
+        Coords::Float(xyz) if op.cube => t.sample_cube(xyz, layer, load),
+        _ if op.layer.is_some() => t.sample_layer(op.dims as usize, coords, layer, op.gather, load),
+        _ => t.sample(op.dims as usize, coords, op.gather, load),
+    }
+}
+
 impl<'a> Ctx<'a> {
     /// The object `handle` names, if it is a surface exactly when `surface`.
     fn object(&self, last: &mut Last, handle: u64, surface: bool) -> Option<TexObject> {
@@ -67,24 +94,12 @@ impl<'a> Ctx<'a> {
             let Some(t) = self.object(&mut last, h, false) else {
                 return Err(self.bad_handle(h, false, name, w, lane, line));
             };
-            let c = op.coords.map(|s| self.val(w, &s, lane) as u32);
-            let coords = if op.int_coords {
-                Coords::Int(c.map(|v| v as i32))
-            } else {
-                Coords::Float(c.map(f32::from_bits))
-            };
-            let layer = op.layer.map_or(0, |l| self.val(w, &l, lane) as u32 as i32);
+            let c = op.coords.map(|s| self.val(w, &s, lane));
+            let layer = op.layer.map_or(0, |l| self.val(w, &l, lane));
             let gmem = &mut self.gmem;
             let mut load =
                 |a: u64, s: u32| gmem.load(a, s).map_err(|_| Unmapped { addr: a, size: s });
-            let r = match coords {
-                Coords::Float(xyz) if op.cube => t.sample_cube(xyz, layer, &mut load),
-                _ if op.layer.is_some() => {
-                    t.sample_layer(op.dims as usize, coords, layer, op.gather, &mut load)
-                }
-                _ => t.sample(op.dims as usize, coords, op.gather, &mut load),
-            };
-            let r = r.map_err(|u| {
+            let r = fetch(&t, op, c, layer, &mut load).map_err(|u| {
                 self.fault(
                     Fault::Illegal {
                         addr: u.addr,

@@ -64,6 +64,15 @@ pub(super) fn live_in(code: &[Inst], nregs: u32) -> Vec<Vec<u64>> {
                 use_src(u, c);
                 dl.push(*x);
             }
+            Op::Tex(t) => {
+                use_src(u, &t.handle);
+                t.coords.iter().for_each(|s| use_src(u, s));
+                if let Some(l) = &t.layer {
+                    use_src(u, l);
+                }
+                dl.extend(t.d.iter().copied());
+                dl.push(t.p);
+            }
             Op::Intrinsic { args, .. } => {
                 for a in args {
                     if let crate::ir::ArgCopy::Value { src, .. } = a {

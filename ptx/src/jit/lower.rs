@@ -60,6 +60,11 @@ pub(super) fn check(code: &[Inst], nregs: u32, nsyms: usize) -> Result<(), Rejec
             | Op::Trap
             | Op::Brkpt
             | Op::Atom { .. } => true,
+            Op::Tex(t) => {
+                reg_ok(&t.handle)
+                    && t.coords.iter().all(reg_ok)
+                    && t.layer.as_ref().is_none_or(reg_ok)
+            }
             Op::Intrinsic { args, .. } => {
                 args.len() <= 8
                     && args.iter().all(|a| match a {
@@ -139,6 +144,7 @@ pub(super) struct Helpers {
     pub(super) sreg: cranelift_codegen::ir::SigRef,
     pub(super) poll: cranelift_codegen::ir::SigRef,
     pub(super) intrinsic: cranelift_codegen::ir::SigRef,
+    pub(super) tex: cranelift_codegen::ir::SigRef,
 }
 
 pub(super) struct Lower<'a, 'b> {
@@ -295,6 +301,7 @@ impl<'a, 'b> Lower<'a, 'b> {
             sreg: b.import_signature(sig(cc, &[I64, I32], Some(I64))),
             poll: b.import_signature(sig(cc, &[I64], Some(I32))),
             intrinsic: b.import_signature(sig(cc, &[I64, I64, I64], Some(I32))),
+            tex: b.import_signature(sig(cc, &[I64, I64, I64, I64], Some(I32))),
         };
         let ld = |b: &mut FunctionBuilder<'_>, ty: Type, o: i32| b.ins().load(ty, FLAGS, tc, o);
         let inv = Inv {
@@ -1246,6 +1253,56 @@ impl<'a, 'b> Lower<'a, 'b> {
                 self.b.ins().store(FLAGS, l, self.tc, off::FAULT_LINE);
                 self.exit(FAULTED);
                 return Ok(false);
+            }
+            Op::Tex(t) => {
+                // Five argument words, then four result words.
+                let slot = self.b.create_sized_stack_slot(StackSlotData::new(
+                    StackSlotKind::ExplicitSlot,
+                    72,
+                    3,
+                ));
+                let zero = Src::Imm(0);
+                let srcs = [
+                    t.handle,
+                    t.coords[0],
+                    t.coords[1],
+                    t.coords[2],
+                    t.layer.unwrap_or(zero),
+                ];
+                for (k, s) in srcs.iter().enumerate() {
+                    let v = self.src(s);
+                    self.b.ins().stack_store(I64, v, slot, (k * 8) as i32);
+                }
+                self.sync_cur();
+                let ap = self.b.ins().stack_addr(I64, slot, 0);
+                let op_ = self.b.ins().stack_addr(I64, slot, 40);
+                let ip = self
+                    .b
+                    .ins()
+                    .iconst(I64, inst as *const Inst as usize as i64);
+                let f = self
+                    .b
+                    .ins()
+                    .iconst(I64, rt::h_tex as *const () as usize as i64);
+                let call = self
+                    .b
+                    .ins()
+                    .call_indirect(self.helpers.tex, f, &[self.tc, ip, ap, op_]);
+                let r = self.b.inst_results(call)[0];
+                let bad = self.b.create_block();
+                let ok = self.b.create_block();
+                self.b.ins().brif(r, bad, &[], ok, &[]);
+                self.enter(bad);
+                self.b.set_cold_block(bad);
+                self.store_ic();
+                self.b.ins().return_(&[r]);
+                self.enter(ok);
+                for k in 0..4 {
+                    let v = self.b.ins().stack_load(I64, I64, slot, 40 + (k * 8) as i32);
+                    self.def(t.d[k], v);
+                }
+                let one = self.b.ins().iconst(I64, 1);
+                self.def(t.p, one);
             }
             Op::Intrinsic { args, .. } => {
                 let slot = self.b.create_sized_stack_slot(StackSlotData::new(

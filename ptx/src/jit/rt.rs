@@ -423,6 +423,74 @@ fn read_string(tc: &mut ThreadCtx, addr: u64, max: usize) -> Option<Vec<u8>> {
 /// `vprintf` and `__assertfail` for the current thread: `args` holds the values of the
 /// call's arguments. Returns 0, or [`FAULTED`] / [`STOPPED`] with the fault or the
 /// assertion recorded.
+/// A `tex`/`tld4` of the current thread: `args` holds the handle, the three coordinate
+/// values and the layer value, `out` receives the four results. 0, or [`FAULTED`] (a
+/// texel outside device memory) or [`STOPPED`] (a handle that names no texture object:
+/// the error is in the launch's stop slot), with the fault's line recorded.
+pub(crate) extern "C" fn h_tex(
+    tc: *mut ThreadCtx,
+    inst: *const Inst,
+    args: *const u64,
+    out: *mut u64,
+) -> u32 {
+    // SAFETY: as in `h_ptr`; `inst` points into the compiled kernel's instructions, `args`
+    // at a stack slot of 5 values and `out` at one of 4.
+    let (tc, inst, av, out) = unsafe {
+        (
+            &mut *tc,
+            &*inst,
+            std::slice::from_raw_parts(args, 5),
+            std::slice::from_raw_parts_mut(out, 4),
+        )
+    };
+    let Op::Tex(op) = &inst.op else {
+        return 0;
+    };
+    // SAFETY: as in `h_ptr`.
+    let env = unsafe { &mut *tc.env };
+    let handle = av[0];
+    let Some(t) = env.l.mem.texture(handle).filter(|t| !t.surface) else {
+        let t = tc.cur as usize;
+        let thread = tc.tids.map(|p| {
+            if t < tc.n as usize {
+                // SAFETY: `tids` point at arrays of `n` entries, and `t < n`.
+                unsafe { *p.add(t) }
+            } else {
+                0
+            }
+        });
+        env.stop = Some(crate::error::KernelError::InvalidHandle {
+            handle,
+            surface: false,
+            instruction: if op.gather.is_some() { "tld4" } else { "tex" }.into(),
+            loc: crate::error::Location {
+                block: tc.ctaid,
+                thread,
+                line: inst.line,
+            },
+        });
+        return STOPPED;
+    };
+    let gmem = &mut env.gmem;
+    let mut load = |a: u64, s: u32| {
+        gmem.load(a, s)
+            .map_err(|_| crate::sampler::Unmapped { addr: a, size: s })
+    };
+    match crate::exec::tex_fetch(&t, op, [av[1], av[2], av[3]], av[4], &mut load) {
+        Ok(r) => {
+            for (o, v) in out.iter_mut().zip(r) {
+                *o = v as u64;
+            }
+            0
+        }
+        Err(u) => {
+            tc.set_fault(FAULT_ILLEGAL, u.addr, u.size, false);
+            tc.fault_line = inst.line;
+            FAULTED
+        }
+    }
+}
+
 pub(crate) extern "C" fn h_intrinsic(
     tc: *mut ThreadCtx,
     inst: *const Inst,

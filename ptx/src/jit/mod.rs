@@ -212,6 +212,8 @@ pub(crate) struct Env<'a> {
     pub(crate) gmem: GlobalMem<'a>,
     pub(crate) stop: Option<KernelError>,
     pub(crate) block_insts: u64,
+    /// The texture object `tex` last resolved (handles are nearly always uniform).
+    pub(crate) tex: Option<(u64, crate::TexObject)>,
 }
 
 /// A launch worker running compiled blocks until the grid is done.
@@ -223,6 +225,7 @@ pub(crate) fn worker(l: &Launch<'_>, c: &Compiled) {
         gmem: GlobalMem::new(l.mem),
         stop: None,
         block_insts: 0,
+        tex: None,
     });
     let envp: *mut Env<'_> = &mut *env;
     let [bx, by, _] = l.cfg.block;

@@ -449,7 +449,14 @@ pub(crate) extern "C" fn h_tex(
     // SAFETY: as in `h_ptr`.
     let env = unsafe { &mut *tc.env };
     let handle = av[0];
-    let Some(t) = env.l.mem.texture(handle).filter(|t| !t.surface) else {
+    let t = match env.tex {
+        Some((h, t)) if h == handle => Some(t),
+        _ => env.l.mem.texture(handle).filter(|t| !t.surface),
+    };
+    if let Some(t) = t {
+        env.tex = Some((handle, t));
+    }
+    let Some(t) = t else {
         let t = tc.cur as usize;
         let thread = tc.tids.map(|p| {
             if t < tc.n as usize {

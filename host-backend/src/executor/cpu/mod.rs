@@ -195,6 +195,10 @@ pub struct CpuExecutor {
     textures: texture::Textures,
 }
 
+/// Most live streams, and most live events, of one session (a client creating them without
+/// end gets `cudaErrorMemoryAllocation`, not the backend's memory).
+const MAX_STREAMS_OR_EVENTS: usize = 1 << 16;
+
 /// Name the CPU device reports.
 pub const DEVICE_NAME: &str = "vcuda CPU reference device";
 /// Compute capability the CPU device reports (the PTX it runs targets sm_90).
@@ -534,6 +538,9 @@ impl Executor for CpuExecutor {
         if flags & !STREAM_NON_BLOCKING != 0 {
             return Err(Status::INVALID_VALUE);
         }
+        if self.streams.len() >= MAX_STREAMS_OR_EVENTS {
+            return Err(Status::MEMORY_ALLOCATION);
+        }
         let h = self.new_handle();
         self.streams.insert(
             h,
@@ -577,6 +584,9 @@ impl Executor for CpuExecutor {
             || (flags & EVENT_INTERPROCESS != 0 && flags & EVENT_DISABLE_TIMING == 0)
         {
             return Err(Status::INVALID_VALUE);
+        }
+        if self.events.len() >= MAX_STREAMS_OR_EVENTS {
+            return Err(Status::MEMORY_ALLOCATION);
         }
         let h = self.new_handle();
         self.events.insert(
@@ -770,5 +780,28 @@ impl Executor for CpuExecutor {
             dst.copy_from_slice(&bytes);
             Ok(0)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn streams_and_events_are_bounded_per_session() {
+        let f = CpuFactory::new(CpuConfig::default());
+        let mut e = f.new_session().unwrap();
+        let mut last = 0;
+        for _ in 0..MAX_STREAMS_OR_EVENTS {
+            last = e.event_create(0, 0).unwrap();
+            e.stream_create(0, 0, 0).unwrap();
+        }
+        assert_eq!(e.event_create(0, 0), Err(Status::MEMORY_ALLOCATION));
+        assert_eq!(e.stream_create(0, 0, 0), Err(Status::MEMORY_ALLOCATION));
+        e.event_destroy(last).unwrap();
+        assert!(
+            e.event_create(0, 0).is_ok(),
+            "room again once one is destroyed"
+        );
     }
 }

@@ -1020,8 +1020,8 @@ fn surf_vectors_1d_and_3d() {
     }
 }
 
-/// `tex` runs compiled (a helper samples, as the interpreter does); surfaces and queries
-/// still run interpreted.
+/// `tex` runs compiled (a helper samples, as the interpreter does); so do surface loads and
+/// stores, while queries (`txq`, `suq`) run interpreted.
 #[test]
 fn texture_fetches_run_compiled() {
     let [on, _] = gpus();

@@ -519,5 +519,5 @@ mod operand;
 mod pool;
 mod step;
 mod texture;
-pub(crate) use texture::fetch as tex_fetch;
+pub(crate) use texture::{SurfError, fetch as tex_fetch, surf_access};
 mod warp;

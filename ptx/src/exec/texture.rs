@@ -12,12 +12,59 @@ use super::{
 use crate::{
     error::KernelError,
     ir::{SurfOp, TexOp, TexQuery},
+    memory::GlobalMem,
     sampler::{Coords, SurfFault, Unmapped},
     texture::TexObject,
 };
 
 /// The object last resolved in an instruction (handles are nearly always warp-uniform).
 type Last = Option<(u64, TexObject)>;
+
+/// Why a surface access faults.
+pub(crate) enum SurfError {
+    /// Outside the surface (trap mode) or outside device memory.
+    Illegal { addr: u64, size: u32 },
+    /// Not aligned to the element size.
+    Misaligned { addr: u64, size: u32 },
+}
+
+/// One lane's `suld.b`/`sust.b` on surface `t`: `coords` are the lane's coordinate register
+/// values, `vals` the values a store writes. A load returns its elements (zero where the
+/// `zero` boundary mode reads nothing). Both engines access surfaces through this (the
+/// compiler through `jit::rt::h_surf`).
+pub(crate) fn surf_access(
+    t: &TexObject,
+    op: &SurfOp,
+    coords: [u64; 3],
+    vals: [u64; 4],
+    gmem: &mut GlobalMem<'_>,
+) -> Result<[u64; 4], SurfError> {
+    let (size, n) = (op.size as u32, (op.n as usize).min(4));
+    let total = size * n as u32;
+    let c = coords.map(|v| v as u32 as i32);
+    let addr = match t.surf_addr(op.dims as usize, size, c, op.mode) {
+        Ok(a) => a,
+        Err(SurfFault::OutOfRange(addr)) => return Err(SurfError::Illegal { addr, size: total }),
+        Err(SurfFault::Misaligned(addr)) => return Err(SurfError::Misaligned { addr, size }),
+    };
+    let mut out = [0u64; 4];
+    let Some(base) = addr else {
+        return Ok(out);
+    };
+    for k in 0..n {
+        let a = base.wrapping_add(k as u64 * size as u64);
+        let r = if op.store {
+            gmem.store(a, size, vals[k]).map(|_| 0)
+        } else {
+            gmem.load(a, size)
+        };
+        match r {
+            Ok(v) => out[k] = v,
+            Err(_) => return Err(SurfError::Illegal { addr: a, size }),
+        }
+    }
+    Ok(out)
+}
 
 /// One lane's `tex`/`tld4` on object `t`: `coords` and `layer` are the lane's register
 /// values of the instruction's coordinate and layer operands. Both engines fetch through
@@ -127,53 +174,38 @@ impl<'a> Ctx<'a> {
         line: u32,
     ) -> Result<(), KernelError> {
         let name = if op.store { "sust" } else { "suld" };
-        let (size, n) = (op.size as u32, (op.n as usize).min(4));
-        let total = size * n as u32;
         let mut last = None;
         for lane in lanes(mask) {
             let h = self.val(w, &op.handle, lane);
             let Some(t) = self.object(&mut last, h, true) else {
                 return Err(self.bad_handle(h, true, name, w, lane, line));
             };
-            let c = op.coords.map(|s| self.val(w, &s, lane) as u32 as i32);
-            let addr = match t.surf_addr(op.dims as usize, size, c, op.mode) {
-                Ok(a) => a,
-                Err(SurfFault::OutOfRange(addr)) => {
+            let c = op.coords.map(|s| self.val(w, &s, lane));
+            let v = if op.store {
+                op.v.map(|s| self.val(w, &s, lane))
+            } else {
+                [0; 4]
+            };
+            match surf_access(&t, op, c, v, &mut self.gmem) {
+                Ok(r) => {
+                    if !op.store {
+                        let n = (op.n as usize).min(4);
+                        for (d, v) in op.d.iter().zip(r).take(n) {
+                            w.set(*d, lane, v);
+                        }
+                    }
+                }
+                Err(SurfError::Illegal { addr, size }) => {
                     let f = Fault::Illegal {
                         addr,
-                        size: total,
+                        size,
                         write: op.store,
                     };
                     return Err(self.fault(f, w, lane, line));
                 }
-                Err(SurfFault::Misaligned(addr)) => {
+                Err(SurfError::Misaligned { addr, size }) => {
                     let f = Fault::Misaligned { addr, size };
                     return Err(self.fault(f, w, lane, line));
-                }
-            };
-            for k in 0..n {
-                let Some(base) = addr else {
-                    if !op.store {
-                        w.set(op.d[k], lane, 0);
-                    }
-                    continue;
-                };
-                let a = base.wrapping_add(k as u64 * size as u64);
-                let ill = Fault::Illegal {
-                    addr: a,
-                    size,
-                    write: op.store,
-                };
-                if op.store {
-                    let v = self.val(w, &op.v[k], lane);
-                    if self.gmem.store(a, size, v).is_err() {
-                        return Err(self.fault(ill, w, lane, line));
-                    }
-                } else {
-                    match self.gmem.load(a, size) {
-                        Ok(v) => w.set(op.d[k], lane, v),
-                        Err(_) => return Err(self.fault(ill, w, lane, line)),
-                    }
                 }
             }
         }

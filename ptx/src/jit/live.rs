@@ -64,6 +64,15 @@ pub(super) fn live_in(code: &[Inst], nregs: u32) -> Vec<Vec<u64>> {
                 use_src(u, c);
                 dl.push(*x);
             }
+            Op::Surf(t) => {
+                use_src(u, &t.handle);
+                t.coords.iter().for_each(|s| use_src(u, s));
+                if t.store {
+                    t.v.iter().for_each(|s| use_src(u, s));
+                } else {
+                    dl.extend(t.d.iter().take(t.n as usize).copied());
+                }
+            }
             Op::Tex(t) => {
                 use_src(u, &t.handle);
                 t.coords.iter().for_each(|s| use_src(u, s));

@@ -60,6 +60,9 @@ pub(super) fn check(code: &[Inst], nregs: u32, nsyms: usize) -> Result<(), Rejec
             | Op::Trap
             | Op::Brkpt
             | Op::Atom { .. } => true,
+            Op::Surf(t) => {
+                reg_ok(&t.handle) && t.coords.iter().all(reg_ok) && t.v.iter().all(reg_ok)
+            }
             Op::Tex(t) => {
                 reg_ok(&t.handle)
                     && t.coords.iter().all(reg_ok)
@@ -1254,6 +1257,17 @@ impl<'a, 'b> Lower<'a, 'b> {
                 self.exit(FAULTED);
                 return Ok(false);
             }
+            Op::Surf(t) => {
+                let mut srcs = vec![t.handle, t.coords[0], t.coords[1], t.coords[2]];
+                srcs.extend(t.v.iter().copied());
+                let f = rt::h_surf as *const () as usize as i64;
+                let r = self.helper_call(inst, &srcs, f)?;
+                if !t.store {
+                    for k in 0..(t.n as usize).min(4) {
+                        self.def(t.d[k], r[k]);
+                    }
+                }
+            }
             Op::Tex(t) => {
                 // Five argument words, then four result words.
                 let slot = self.b.create_sized_stack_slot(StackSlotData::new(
@@ -1353,6 +1367,48 @@ impl<'a, 'b> Lower<'a, 'b> {
             _ => return Err("instruction".into()),
         }
         Ok(true)
+    }
+
+    /// Calls a helper `fn(tc, inst, args, out) -> u32` with the values of `srcs` as its
+    /// argument words: the four words it writes to `out`, or the helper's nonzero status
+    /// returned from the compiled function (a fault or a stop; the helper recorded why).
+    fn helper_call(&mut self, inst: &Inst, srcs: &[Src], f: i64) -> Result<[Value; 4], Reject> {
+        let n = srcs.len();
+        let slot = self.b.create_sized_stack_slot(StackSlotData::new(
+            StackSlotKind::ExplicitSlot,
+            ((n + 4) * 8) as u32,
+            3,
+        ));
+        for (k, s) in srcs.iter().enumerate() {
+            let v = self.src(s);
+            self.b.ins().stack_store(I64, v, slot, (k * 8) as i32);
+        }
+        self.sync_cur();
+        let ap = self.b.ins().stack_addr(I64, slot, 0);
+        let outp = self.b.ins().stack_addr(I64, slot, (n * 8) as i32);
+        let ip = self
+            .b
+            .ins()
+            .iconst(I64, inst as *const Inst as usize as i64);
+        let fv = self.b.ins().iconst(I64, f);
+        let call = self
+            .b
+            .ins()
+            .call_indirect(self.helpers.tex, fv, &[self.tc, ip, ap, outp]);
+        let r = self.b.inst_results(call)[0];
+        let bad = self.b.create_block();
+        let ok = self.b.create_block();
+        self.b.ins().brif(r, bad, &[], ok, &[]);
+        self.enter(bad);
+        self.b.set_cold_block(bad);
+        self.store_ic();
+        self.b.ins().return_(&[r]);
+        self.enter(ok);
+        Ok([0, 1, 2, 3].map(|k| {
+            self.b
+                .ins()
+                .stack_load(I64, I64, slot, ((n + k) * 8) as i32)
+        }))
     }
 
     fn def(&mut self, r: u32, v: Value) {

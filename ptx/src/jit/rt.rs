@@ -498,6 +498,75 @@ pub(crate) extern "C" fn h_tex(
     }
 }
 
+/// A `suld.b`/`sust.b` of the current thread: `args` holds the handle, three coordinate
+/// values and four store values; a load's elements go to `out`. 0, [`FAULTED`] (outside the
+/// surface in trap mode, outside device memory, or misaligned) or [`STOPPED`] (a handle that
+/// names no surface object), with the fault's line recorded.
+pub(crate) extern "C" fn h_surf(
+    tc: *mut ThreadCtx,
+    inst: *const Inst,
+    args: *const u64,
+    out: *mut u64,
+) -> u32 {
+    // SAFETY: as in `h_ptr`; `inst` points into the compiled kernel's instructions, `args`
+    // at a stack slot of 8 values and `out` at one of 4.
+    let (tc, inst, av, out) = unsafe {
+        (
+            &mut *tc,
+            &*inst,
+            std::slice::from_raw_parts(args, 8),
+            std::slice::from_raw_parts_mut(out, 4),
+        )
+    };
+    let Op::Surf(op) = &inst.op else {
+        return 0;
+    };
+    // SAFETY: as in `h_ptr`.
+    let env = unsafe { &mut *tc.env };
+    let handle = av[0];
+    let Some(t) = env.l.mem.texture(handle).filter(|t| t.surface) else {
+        let t = tc.cur as usize;
+        let thread = tc.tids.map(|p| {
+            if t < tc.n as usize {
+                // SAFETY: `tids` point at arrays of `n` entries, and `t < n`.
+                unsafe { *p.add(t) }
+            } else {
+                0
+            }
+        });
+        env.stop = Some(crate::error::KernelError::InvalidHandle {
+            handle,
+            surface: true,
+            instruction: if op.store { "sust" } else { "suld" }.into(),
+            loc: crate::error::Location {
+                block: tc.ctaid,
+                thread,
+                line: inst.line,
+            },
+        });
+        return STOPPED;
+    };
+    let vals = [av[4], av[5], av[6], av[7]];
+    match crate::exec::surf_access(&t, op, [av[1], av[2], av[3]], vals, &mut env.gmem) {
+        Ok(r) => {
+            out.copy_from_slice(&r);
+            0
+        }
+        Err(e) => {
+            match e {
+                crate::exec::SurfError::Illegal { addr, size } => {
+                    tc.set_fault(FAULT_ILLEGAL, addr, size, op.store)
+                }
+                crate::exec::SurfError::Misaligned { addr, size } => {
+                    tc.set_fault(FAULT_MISALIGNED, addr, size, op.store)
+                }
+            }
+            tc.fault_line = inst.line;
+            FAULTED
+        }
+    }
+}
+
 pub(crate) extern "C" fn h_intrinsic(
     tc: *mut ThreadCtx,
     inst: *const Inst,

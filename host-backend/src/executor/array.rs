@@ -407,10 +407,37 @@ mod tests {
         ] {
             assert_eq!(ArrayShape::check(&req(w, h, d)), Err(Status::INVALID_VALUE));
         }
-        let layered = ArrayCreateReq {
-            flags: 1,
-            ..req(4, 4, 4)
+        // Layered: the depth counts layers; cube maps: square faces, six per layer.
+        let with = |flags, (w, h, d)| ArrayCreateReq {
+            flags,
+            ..req(w, h, d)
         };
-        assert_eq!(ArrayShape::check(&layered), Err(Status::NOT_SUPPORTED));
+        let shape = |f, e| ArrayShape::check(&with(f, e)).map(|s| (s.dims, s.height, s.depth));
+        assert_eq!(shape(ARRAY_LAYERED, (4, 4, 3)), Ok((2, 4, 3)));
+        assert_eq!(shape(ARRAY_LAYERED, (4, 0, 3)), Ok((1, 1, 3)));
+        assert_eq!(shape(ARRAY_CUBEMAP, (4, 4, 6)), Ok((2, 4, 6)));
+        assert_eq!(
+            shape(ARRAY_CUBEMAP | ARRAY_LAYERED, (4, 4, 12)),
+            Ok((2, 4, 12))
+        );
+        for (f, e) in [
+            (ARRAY_LAYERED, (4, 4, 0)),
+            (ARRAY_LAYERED, (4, 4, MAX_LAYERS + 1)),
+            (ARRAY_CUBEMAP, (4, 5, 6)),
+            (ARRAY_CUBEMAP, (4, 4, 12)),
+            (ARRAY_CUBEMAP | ARRAY_LAYERED, (4, 4, 9)),
+            (ARRAY_LAYERED | ARRAY_TEXTURE_GATHER, (4, 4, 2)),
+        ] {
+            assert_eq!(
+                ArrayShape::check(&with(f, e)),
+                Err(Status::INVALID_VALUE),
+                "{f:#x} {e:?}"
+            );
+        }
+        // Sparse and deferred-mapping arrays are not supported.
+        assert_eq!(
+            ArrayShape::check(&with(0x40, (4, 4, 4))),
+            Err(Status::NOT_SUPPORTED)
+        );
     }
 }

@@ -1269,51 +1269,17 @@ impl<'a, 'b> Lower<'a, 'b> {
                 }
             }
             Op::Tex(t) => {
-                // Five argument words, then four result words.
-                let slot = self.b.create_sized_stack_slot(StackSlotData::new(
-                    StackSlotKind::ExplicitSlot,
-                    72,
-                    3,
-                ));
-                let zero = Src::Imm(0);
                 let srcs = [
                     t.handle,
                     t.coords[0],
                     t.coords[1],
                     t.coords[2],
-                    t.layer.unwrap_or(zero),
+                    t.layer.unwrap_or(Src::Imm(0)),
                 ];
-                for (k, s) in srcs.iter().enumerate() {
-                    let v = self.src(s);
-                    self.b.ins().stack_store(I64, v, slot, (k * 8) as i32);
-                }
-                self.sync_cur();
-                let ap = self.b.ins().stack_addr(I64, slot, 0);
-                let op_ = self.b.ins().stack_addr(I64, slot, 40);
-                let ip = self
-                    .b
-                    .ins()
-                    .iconst(I64, inst as *const Inst as usize as i64);
-                let f = self
-                    .b
-                    .ins()
-                    .iconst(I64, rt::h_tex as *const () as usize as i64);
-                let call = self
-                    .b
-                    .ins()
-                    .call_indirect(self.helpers.tex, f, &[self.tc, ip, ap, op_]);
-                let r = self.b.inst_results(call)[0];
-                let bad = self.b.create_block();
-                let ok = self.b.create_block();
-                self.b.ins().brif(r, bad, &[], ok, &[]);
-                self.enter(bad);
-                self.b.set_cold_block(bad);
-                self.store_ic();
-                self.b.ins().return_(&[r]);
-                self.enter(ok);
-                for k in 0..4 {
-                    let v = self.b.ins().stack_load(I64, I64, slot, 40 + (k * 8) as i32);
-                    self.def(t.d[k], v);
+                let f = rt::h_tex as *const () as usize as i64;
+                let r = self.helper_call(inst, &srcs, f)?;
+                for (d, v) in t.d.iter().zip(r) {
+                    self.def(*d, v);
                 }
                 let one = self.b.ins().iconst(I64, 1);
                 self.def(t.p, one);

@@ -195,6 +195,19 @@ impl ThreadCtx {
         }
     }
 
+    /// `%tid` of the thread running (`cur`).
+    fn cur_tid(&self) -> [u32; 3] {
+        let t = self.cur as usize;
+        self.tids.map(|p| {
+            if t < self.n as usize {
+                // SAFETY: `tids` point at arrays of `n` entries, and `t < n`.
+                unsafe { *p.add(t) }
+            } else {
+                0
+            }
+        })
+    }
+
     fn set_fault(&mut self, kind: u32, addr: u64, size: u32, write: bool) {
         self.fault = kind;
         self.fault_addr = addr;
@@ -457,25 +470,8 @@ pub(crate) extern "C" fn h_tex(
         env.tex = Some((handle, t));
     }
     let Some(t) = t else {
-        let t = tc.cur as usize;
-        let thread = tc.tids.map(|p| {
-            if t < tc.n as usize {
-                // SAFETY: `tids` point at arrays of `n` entries, and `t < n`.
-                unsafe { *p.add(t) }
-            } else {
-                0
-            }
-        });
-        env.stop = Some(crate::error::KernelError::InvalidHandle {
-            handle,
-            surface: false,
-            instruction: if op.gather.is_some() { "tld4" } else { "tex" }.into(),
-            loc: crate::error::Location {
-                block: tc.ctaid,
-                thread,
-                line: inst.line,
-            },
-        });
+        let name = if op.gather.is_some() { "tld4" } else { "tex" };
+        env.stop = Some(invalid_handle(tc, handle, false, name, inst.line));
         return STOPPED;
     };
     let gmem = &mut env.gmem;
@@ -525,25 +521,8 @@ pub(crate) extern "C" fn h_surf(
     let env = unsafe { &mut *tc.env };
     let handle = av[0];
     let Some(t) = env.l.mem.texture(handle).filter(|t| t.surface) else {
-        let t = tc.cur as usize;
-        let thread = tc.tids.map(|p| {
-            if t < tc.n as usize {
-                // SAFETY: `tids` point at arrays of `n` entries, and `t < n`.
-                unsafe { *p.add(t) }
-            } else {
-                0
-            }
-        });
-        env.stop = Some(crate::error::KernelError::InvalidHandle {
-            handle,
-            surface: true,
-            instruction: if op.store { "sust" } else { "suld" }.into(),
-            loc: crate::error::Location {
-                block: tc.ctaid,
-                thread,
-                line: inst.line,
-            },
-        });
+        let name = if op.store { "sust" } else { "suld" };
+        env.stop = Some(invalid_handle(tc, handle, true, name, inst.line));
         return STOPPED;
     };
     let vals = [av[4], av[5], av[6], av[7]];
@@ -564,6 +543,27 @@ pub(crate) extern "C" fn h_surf(
             tc.fault_line = inst.line;
             FAULTED
         }
+    }
+}
+
+/// The error of a texture or surface instruction (`instruction`) at `line` whose handle
+/// names no object of its kind, located at the running thread.
+fn invalid_handle(
+    tc: &ThreadCtx,
+    handle: u64,
+    surface: bool,
+    instruction: &str,
+    line: u32,
+) -> crate::error::KernelError {
+    crate::error::KernelError::InvalidHandle {
+        handle,
+        surface,
+        instruction: instruction.into(),
+        loc: crate::error::Location {
+            block: tc.ctaid,
+            thread: tc.cur_tid(),
+            line,
+        },
     }
 }
 
@@ -620,15 +620,7 @@ pub(crate) extern "C" fn h_intrinsic(
                     .unwrap_or_default()
             };
             let (msg, file, func) = (s(arg(0)), s(arg(1)), s(arg(3)));
-            let t = tc.cur as usize;
-            let tid = tc.tids.map(|p| {
-                if t < tc.n as usize {
-                    // SAFETY: `tids` point at arrays of `n` entries, and `t < n`.
-                    unsafe { *p.add(t) }
-                } else {
-                    0
-                }
-            });
+            let tid = tc.cur_tid();
             let [bx, by, bz] = tc.ctaid;
             let message = format!(
                 "{file}:{}: {func}: block: [{bx},{by},{bz}], thread: [{},{},{}] Assertion `{msg}` failed.",

@@ -471,20 +471,8 @@ impl DeviceHeap {
         if size == 0 {
             return Ok(0);
         }
-        let span = size
-            .checked_add(ALIGN - 1)
-            .map(|s| s & !(ALIGN - 1))
-            .and_then(|s| s.checked_add(GUARD))
-            .ok_or(Status::MEMORY_ALLOCATION)?;
         let charge = charge(size).ok_or(Status::MEMORY_ALLOCATION)?;
-        if self
-            .charged
-            .checked_add(charge)
-            .is_none_or(|c| c > self.limit)
-        {
-            return Err(Status::MEMORY_ALLOCATION);
-        }
-        let addr = self.find_space(span).ok_or(Status::MEMORY_ALLOCATION)?;
+        let (addr, span) = self.place(size, charge)?;
         if !self.budget.reserve(charge) {
             return Err(Status::MEMORY_ALLOCATION);
         }
@@ -497,6 +485,24 @@ impl DeviceHeap {
         // Never backwards: everything at or above `next` is free (`find_space`'s fast path).
         self.next = self.next.max(addr + span);
         Ok(addr)
+    }
+
+    /// Where `len` bytes charged `charge` would go, within the session's limit: the address
+    /// and the span they take (aligned, with the guard gap after).
+    fn place(&self, len: u64, charge: u64) -> ExecResult<(u64, u64)> {
+        let span = len
+            .checked_next_multiple_of(ALIGN)
+            .and_then(|s| s.checked_add(GUARD))
+            .ok_or(Status::MEMORY_ALLOCATION)?;
+        if self
+            .charged
+            .checked_add(charge)
+            .is_none_or(|c| c > self.limit)
+        {
+            return Err(Status::MEMORY_ALLOCATION);
+        }
+        let addr = self.find_space(span).ok_or(Status::MEMORY_ALLOCATION)?;
+        Ok((addr, span))
     }
 
     /// Finds `span` free bytes of address space: after the last allocation if it fits, else
@@ -662,20 +668,8 @@ impl DeviceHeap {
         if self.imports.len() >= MAX_IMPORTS {
             return Err(Status::MEMORY_ALLOCATION);
         }
-        let span = alloc
-            .len
-            .checked_next_multiple_of(ALIGN)
-            .and_then(|s| s.checked_add(GUARD))
-            .ok_or(Status::MEMORY_ALLOCATION)?;
         let charge = alloc.charge;
-        if self
-            .charged
-            .checked_add(charge)
-            .is_none_or(|c| c > self.limit)
-        {
-            return Err(Status::MEMORY_ALLOCATION);
-        }
-        let addr = self.find_space(span).ok_or(Status::MEMORY_ALLOCATION)?;
+        let (addr, span) = self.place(alloc.len, charge)?;
         if !self.budget.reserve(charge) {
             return Err(Status::MEMORY_ALLOCATION);
         }

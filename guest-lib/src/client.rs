@@ -14,7 +14,7 @@ use vcuda_protocol::{
     DeviceInfo, DeviceReq, ExecutorKind, HelloReq, HelloResp, MSG_NO_WAIT, MessageBuilder, Op,
     REQ_REPLY_ON_ERROR, RecordKind, SegmentDesc, ops,
 };
-use zerocopy::FromBytes;
+use zerocopy::{FromBytes, IntoBytes};
 
 use crate::batch::{Batch, Taken};
 use crate::error::{Error, Result};
@@ -69,6 +69,9 @@ pub struct Client {
     batch: Batch,
     /// The process that connected (a forked child must not send the parent's batch).
     pid: u32,
+    /// The address range reserved for the CPU executor's device allocations (start,
+    /// length; `(0, 0)` if none could be reserved).
+    pub device_va: (u64, u64),
 }
 
 static CLIENT: OnceLock<std::result::Result<Client, Error>> = OnceLock::new();
@@ -150,6 +153,7 @@ impl Client {
             shared: crate::shared::Shared::default(),
             batch: Batch::from_env(),
             pid: std::process::id(),
+            device_va: (va_base, va_len),
         };
         let name = std::env::args().next().unwrap_or_default();
         let hello = HelloReq {
@@ -280,6 +284,7 @@ impl Client {
         out: &[&[u8]],
         inp: &mut [&mut [u8]],
     ) -> Result<Vec<u8>> {
+        let _busy = crate::coherent::before::<O>(self, Some(req.as_bytes()), out, inp)?;
         let seq = self.next_seq();
         let segs = Self::segments(out, inp);
         let data =
@@ -358,6 +363,7 @@ impl Client {
         mut next: impl FnMut(usize) -> Option<O::Req>,
         mut done: impl FnMut(usize),
     ) -> Result<()> {
+        let _busy = crate::coherent::before::<O>(self, None, &[], &[])?;
         let mut first_err = None;
         // The batch goes with the first call if it carries no data (these calls carry
         // none); else on its own first.
@@ -403,6 +409,7 @@ impl Client {
     /// Sends one request of operation `O` (no tail, no data) with the file descriptor `fd`
     /// passed beside it, and waits for its reply (see [`Transport::call_with_fd`]).
     pub fn call_fd<O: Op>(&self, req: &O::Req, fd: std::os::fd::RawFd) -> Result<O::Resp> {
+        let _busy = crate::coherent::before::<O>(self, Some(req.as_bytes()), &[], &[])?;
         let seq = self.next_seq();
         let mut b = MessageBuilder::new();
         b.push_op::<O>(0, seq, &[], req, &[]);
@@ -455,6 +462,7 @@ impl Client {
         if let Some(e) = self.take_async_error() {
             return Err(e);
         }
+        let _busy = crate::coherent::before::<O>(self, Some(req.as_bytes()), out, &[])?;
         let seq = self.next_seq();
         let segs = Self::segments(out, &[]);
         let data = out.iter().map(|b| b.len()).sum::<usize>();
@@ -541,13 +549,13 @@ impl Client {
             device: i,
             reserved: 0,
         })?;
-        // Mapped and managed memory work where the session maps shared memory for kernels
-        // (not what the executor's device could do on its own); the host must not touch
-        // managed memory while kernels run (see `crate::shared`).
-        let maps = i32::from(crate::shared::maps(self));
+        // Mapped and managed memory work everywhere: shared with the backend where the
+        // session maps shared memory for kernels (not what the executor's device could do
+        // on its own), kept coherent by the library elsewhere (`crate::coherent`). The host
+        // must not touch managed memory while kernels run.
         for (a, v) in [
-            (vcuda_protocol::attr::CAN_MAP_HOST_MEMORY, maps),
-            (vcuda_protocol::attr::MANAGED_MEMORY, maps),
+            (vcuda_protocol::attr::CAN_MAP_HOST_MEMORY, 1),
+            (vcuda_protocol::attr::MANAGED_MEMORY, 1),
             (vcuda_protocol::attr::CONCURRENT_MANAGED_ACCESS, 0),
             (vcuda_protocol::attr::PAGEABLE_MEMORY_ACCESS, 0),
             (

@@ -17,6 +17,8 @@
 //! - [`registry`]: fat binaries, kernels and variables the program registers.
 //! - [`mirror`]: the guest's record of device and pinned host allocations.
 //! - [`shared`]: page-locked host memory shared with a backend on the same host.
+//! - [`coherent`]: managed memory the library keeps coherent where the backend cannot map
+//!   the program's memory.
 //! - `api/`: the implemented entry points, by family.
 //!
 //! - [`tls`]: mutual TLS to a TCP backend.
@@ -34,6 +36,7 @@
 pub mod entry;
 pub mod batch;
 pub mod client;
+pub mod coherent;
 pub mod cu_names;
 pub mod error;
 pub mod ffi;

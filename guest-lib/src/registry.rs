@@ -132,19 +132,6 @@ impl FatbinReg {
         {
             return Err(e);
         }
-        let has_managed = !self
-            .managed
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .is_empty();
-        if has_managed && !crate::shared::maps(c) {
-            log::error!(
-                "this module declares __managed__ variables, which need managed memory (a Unix \
-                 socket to a CPU-executor backend); its kernels cannot run"
-            );
-            *failed = Some((generation, Error::NOT_SUPPORTED));
-            return Err(Error::NOT_SUPPORTED);
-        }
         let img = self.image()?;
         let mut req = ModuleLoadReq {
             hash: img.hash,
@@ -186,6 +173,9 @@ impl FatbinReg {
     /// Moves the module's `__managed__` variables to their managed memory (allocated at the
     /// first load) and points the program's host code at it.
     fn bind_managed(&self, c: &Client, module: u64) -> Result<()> {
+        if !crate::shared::maps(c) {
+            return self.adopt_managed(c, module);
+        }
         let mut vars = self.managed.lock().unwrap_or_else(|e| e.into_inner());
         for v in vars.iter_mut() {
             let p = match v.addr {
@@ -206,6 +196,52 @@ impl FatbinReg {
             // SAFETY: nvcc passes the address of the variable's host pointer (a static in
             // the program's image) to __cudaRegisterManagedVar, which lives as long as the
             // registration; its host code reads the variable through it.
+            unsafe { *(v.host_var_ptr as *mut u64) = p };
+        }
+        Ok(())
+    }
+
+    /// Where the backend cannot map the program's memory: the module's `__managed__`
+    /// variables stay where the module put them, and the library keeps their pages coherent
+    /// as managed memory at the same addresses ([`crate::coherent::adopt`]); the program's
+    /// host code is pointed at them.
+    fn adopt_managed(&self, c: &Client, module: u64) -> Result<()> {
+        let mut vars = self.managed.lock().unwrap_or_else(|e| e.into_inner());
+        if vars.is_empty() {
+            return Ok(());
+        }
+        let mut found = Vec::with_capacity(vars.len());
+        for v in vars.iter() {
+            let r: SymbolGetResp = c.call_with::<ops::SymbolGet>(
+                &SymbolGetReq { module },
+                v.name.as_bytes(),
+                &[],
+                &mut [],
+            )?;
+            if r.size < v.size as u64 {
+                return Err(Error::INVALID_VALUE);
+            }
+            found.push(r.ptr);
+        }
+        let spans: Vec<(u64, u64)> = vars
+            .iter()
+            .zip(&found)
+            .map(|(v, &p)| (p, v.size as u64))
+            .collect();
+        crate::coherent::adopt(c, &spans)?;
+        let device = crate::state::device();
+        for (v, &p) in vars.iter_mut().zip(&found) {
+            if let Some(old) = v.addr.replace(p) {
+                with(|r| r.managed.remove(&old));
+            }
+            with(|r| r.managed.insert(p, v.size));
+            c.mirror.insert(crate::mirror::Range {
+                base: p,
+                len: v.size as u64,
+                kind: crate::mirror::Kind::Managed,
+                device,
+            });
+            // SAFETY: as in `bind_managed`: nvcc's static holding the variable's address.
             unsafe { *(v.host_var_ptr as *mut u64) = p };
         }
         Ok(())

@@ -99,9 +99,10 @@ pub(crate) fn maps(c: &Client) -> bool {
 }
 
 /// The device pointer of host address `addr`: itself, where it lies in page-locked or
-/// managed memory that kernels can reach (unified addressing).
+/// managed memory that kernels can reach (unified addressing), shared with the backend or
+/// kept coherent by the library.
 pub(crate) fn device_pointer(c: &Client, addr: u64) -> Option<u64> {
-    c.shared.is_mapped(addr).then_some(addr)
+    (c.shared.is_mapped(addr) || crate::coherent::owns(addr)).then_some(addr)
 }
 
 /// Exposes the region `handle`, mapped here at `p` for `len` bytes, to kernels at `p`.
@@ -183,16 +184,13 @@ fn try_alloc(c: &Client, size: usize) -> std::io::Result<*mut c_void> {
     Ok(p)
 }
 
-/// `size` bytes of populated memory shared with the backend: the mapping and its region.
-fn map_shared(c: &Client, size: usize) -> std::io::Result<(*mut c_void, u64)> {
+/// A memfd of `size` bytes, sealed at that size (named `name` in `/proc/PID/maps`).
+pub(crate) fn sealed_memfd(name: &std::ffi::CStr, size: usize) -> std::io::Result<OwnedFd> {
     let err = std::io::Error::last_os_error;
+    let len = libc::off_t::try_from(size).map_err(|_| std::io::Error::other("too large"))?;
     // SAFETY: a name with its NUL and valid flags; the result is checked.
-    let raw = unsafe {
-        libc::memfd_create(
-            c"vcuda-pinned".as_ptr(),
-            libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING,
-        )
-    };
+    let raw =
+        unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING) };
     if raw < 0 {
         return Err(err());
     }
@@ -200,7 +198,7 @@ fn map_shared(c: &Client, size: usize) -> std::io::Result<(*mut c_void, u64)> {
     let fd = unsafe { OwnedFd::from_raw_fd(raw) };
     // SAFETY: plain calls on our own descriptor.
     unsafe {
-        if libc::ftruncate(fd.as_raw_fd(), size as libc::off_t) != 0 {
+        if libc::ftruncate(fd.as_raw_fd(), len) != 0 {
             return Err(err());
         }
         let seals = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_SEAL;
@@ -208,6 +206,13 @@ fn map_shared(c: &Client, size: usize) -> std::io::Result<(*mut c_void, u64)> {
             return Err(err());
         }
     }
+    Ok(fd)
+}
+
+/// `size` bytes of populated memory shared with the backend: the mapping and its region.
+fn map_shared(c: &Client, size: usize) -> std::io::Result<(*mut c_void, u64)> {
+    let err = std::io::Error::last_os_error;
+    let fd = sealed_memfd(c"vcuda-pinned", size)?;
     // SAFETY: a new shared mapping of our memfd at an address the kernel chooses.
     let p = unsafe {
         libc::mmap(
@@ -349,28 +354,7 @@ fn page_span(addr: u64, len: u64) -> Option<(u64, u64)> {
 fn move_to_shared(c: &Client, start: u64, span: u64) -> std::io::Result<u64> {
     let err = std::io::Error::last_os_error;
     let n = usize::try_from(span).map_err(|_| std::io::Error::other("too large"))?;
-    // SAFETY: a name with its NUL and valid flags; the result is checked.
-    let raw = unsafe {
-        libc::memfd_create(
-            c"vcuda-registered".as_ptr(),
-            libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING,
-        )
-    };
-    if raw < 0 {
-        return Err(err());
-    }
-    // SAFETY: memfd_create just returned this descriptor; nothing else owns it.
-    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-    // SAFETY: plain calls on our own descriptor.
-    unsafe {
-        if libc::ftruncate(fd.as_raw_fd(), n as libc::off_t) != 0 {
-            return Err(err());
-        }
-        let seals = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_SEAL;
-        if libc::fcntl(fd.as_raw_fd(), libc::F_ADD_SEALS, seals) != 0 {
-            return Err(err());
-        }
-    }
+    let fd = sealed_memfd(c"vcuda-registered", n)?;
     // Shared first (the backend sees the bytes written below through its own mapping): the
     // call allocates, and the pages may hold the program's heap, so nothing may touch them
     // between the copy and the remap below.
@@ -666,6 +650,8 @@ pub(crate) fn htod_staged(c: &Client, cp: &HostCopy, src: &[u8]) -> Result<bool>
     let Some(pieces) = pieces(cp, piece) else {
         return Ok(false);
     };
+    // Read below while the session is busy, so fetched first.
+    crate::coherent::prepare(c, src.as_ptr() as u64, src.len() as u64, false)?;
     let done = with_staging(c, total.min(2 * piece), |stage, region| {
         c.call_pipelined::<ops::MemcpyHtoDShared>(
             |i| {
@@ -693,6 +679,8 @@ pub(crate) fn dtoh_staged(c: &Client, cp: &HostCopy, dst: &mut [u8]) -> Result<b
     let Some(pieces) = pieces(cp, piece) else {
         return Ok(false);
     };
+    // Written below while the session is busy, so fetched and made writable first.
+    crate::coherent::prepare(c, dst.as_ptr() as u64, dst.len() as u64, true)?;
     let done = with_staging(c, total.min(2 * piece), |stage, region| {
         c.call_pipelined::<ops::MemcpyDtoHShared>(
             |i| {

@@ -52,6 +52,7 @@ programs!(
     launch_ex,
     layered,
     managed,
+    managed_coherence,
     managed_vars,
     mapped,
     memory3d,
@@ -162,35 +163,118 @@ fn host_memory_is_shared_over_the_unix_socket() {
     }
 }
 
-/// Mapped and managed memory need memory shared with the backend: with
-/// `VCUDA_SHARED_MEMORY=0` the device says it cannot map host memory and has no managed
-/// memory, and the programs check the errors CUDA gives then.
+/// Mapped and managed memory where the backend cannot map the program's memory (here
+/// `VCUDA_SHARED_MEMORY=0`; likewise over TCP, in a VM and on the CUDA executor): the
+/// library keeps a cache of the device copy coherent (`coherent.rs`). `cudaHostAllocMapped`
+/// memory is mapped, other page-locked memory is not, and `cudaHostRegister` with
+/// `cudaHostRegisterMapped` is not supported; with shared memory all of it is mapped.
 #[test]
-fn mapped_and_managed_memory_need_shared_memory() {
+fn mapped_and_managed_memory_work_without_shared_memory() {
     use vcuda_tests::{bin, bin_dir, build, check_output, source, spec};
-    let cases = [
-        ("mapped", "this device cannot map host memory"),
-        ("managed", "this device has no managed memory"),
-    ];
-    for (name, line) in cases {
+    let only_flagged = "only cudaHostAllocMapped memory is mapped here";
+    let no_register = "cudaHostRegister(cudaHostRegisterMapped) not supported here";
+    for name in ["mapped", "managed", "managed_vars", "managed_coherence"] {
+        let Some(exe) = build(name, Cuda::V13) else {
+            return;
+        };
+        for shared in ["1", "0"] {
+            let o = std::process::Command::new(bin("vcuda"))
+                .args(["run", "--executor", "cpu", "--"])
+                .arg(&exe)
+                .env_remove("VCUDA_SOCKET")
+                .env("VCUDA_BACKEND", bin("vcuda-backend"))
+                .env("VCUDA_LIB_DIR", bin_dir())
+                .env("VCUDA_SHARED_MEMORY", shared)
+                .env("VCUDA_LOG", "debug")
+                .output()
+                .expect("run vcuda");
+            check_output(name, &spec(&source(name)), &o);
+            let (out, err) = (
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&o.stderr),
+            );
+            let coherent = err.contains("kept coherent by the library");
+            assert_eq!(
+                coherent,
+                shared == "0",
+                "{name}, shared {shared}: coherent\n{err}"
+            );
+            if name == "mapped" {
+                assert_eq!(
+                    out.contains(only_flagged),
+                    shared == "0",
+                    "{name}, shared {shared}\n{out}"
+                );
+                assert_eq!(
+                    out.contains(no_register),
+                    shared == "0",
+                    "{name}, shared {shared}\n{out}"
+                );
+            }
+        }
+    }
+}
+
+/// Mapped and managed memory over TCP (loopback, no TLS): the same programs pass with the
+/// library's coherent cache, the backend on the CPU executor in its own process.
+#[test]
+fn mapped_and_managed_memory_work_over_tcp() {
+    use std::io::{BufRead, BufReader};
+    use vcuda_tests::{bin, bin_dir, build, check_output, source, spec};
+    let mut backend = std::process::Command::new(bin("vcuda-backend"))
+        .args(["serve", "--executor", "cpu", "--socket", "tcp:127.0.0.1:0"])
+        .env_remove("VCUDA_SOCKET")
+        .env("VCUDA_LOG", "info")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start vcuda-backend");
+    struct Kill(std::process::Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let stderr = backend.stderr.take().expect("stderr");
+    let backend = Kill(backend);
+    // The log names the port the backend bound.
+    let mut port = None;
+    let mut lines = BufReader::new(stderr).lines();
+    for line in lines.by_ref() {
+        let line = line.expect("backend log");
+        if let Some(rest) = line.split("127.0.0.1:").nth(1) {
+            port = rest
+                .split(|c: char| !c.is_ascii_digit())
+                .next()
+                .and_then(|p| p.parse::<u16>().ok())
+                .filter(|&p| p != 0);
+            if port.is_some() {
+                break;
+            }
+        }
+    }
+    let port = port.expect("the backend's port in its log");
+    // Keep draining the log so the backend never blocks on it.
+    std::thread::spawn(move || lines.for_each(drop));
+    for name in ["mapped", "managed", "managed_vars", "managed_coherence"] {
         let Some(exe) = build(name, Cuda::V13) else {
             return;
         };
         let o = std::process::Command::new(bin("vcuda"))
-            .args(["run", "--executor", "cpu", "--"])
+            .args(["run", "--"])
             .arg(&exe)
-            .env_remove("VCUDA_SOCKET")
-            .env("VCUDA_BACKEND", bin("vcuda-backend"))
+            .env("VCUDA_SOCKET", format!("tcp:127.0.0.1:{port}"))
             .env("VCUDA_LIB_DIR", bin_dir())
-            .env("VCUDA_SHARED_MEMORY", "0")
+            .env("VCUDA_LOG", "debug")
             .output()
             .expect("run vcuda");
         check_output(name, &spec(&source(name)), &o);
         assert!(
-            String::from_utf8_lossy(&o.stdout).contains(line),
-            "{name}: {line:?} expected"
+            String::from_utf8_lossy(&o.stderr).contains("kept coherent by the library"),
+            "{name}: managed memory kept coherent by the library expected"
         );
     }
+    drop(backend);
 }
 
 /// `vcuda run` starts the program while its backend starts (the socket is bound first and

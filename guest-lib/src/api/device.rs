@@ -41,6 +41,9 @@ fn reset(c: &Client) -> Result<()> {
     super::pool::on_reset();
     c.sticky.store(0, Ordering::Relaxed);
     c.mirror.clear_device();
+    for base in crate::coherent::on_reset() {
+        c.mirror.remove(base, |k| k == crate::mirror::Kind::Managed);
+    }
     super::ipc::on_reset();
     c.streams.lock().unwrap_or_else(|e| e.into_inner()).clear();
     c.events.lock().unwrap_or_else(|e| e.into_inner()).clear();

@@ -72,7 +72,11 @@ fn malloc_managed(dev_ptr: *mut *mut c_void, size: usize, flags: u32) -> Result<
         return unsafe { write_out(dev_ptr, std::ptr::null_mut()) };
     }
     let device = c.check_device(state::device())?;
-    let p = shared::alloc_managed(c, size)?;
+    let p = if shared::maps(c) {
+        shared::alloc_managed(c, size)?
+    } else {
+        crate::coherent::alloc(c, device, size as u64)? as *mut c_void
+    };
     c.mirror.insert(Range {
         base: p as u64,
         len: size as u64,
@@ -90,13 +94,19 @@ pub(crate) fn free(c: &Client, ptr: u64) -> Result<bool> {
     if !matches!(c.mirror.find(ptr), Some(r) if r.base == ptr && r.kind == Kind::Managed) {
         return Ok(false);
     }
+    if crate::coherent::is_adopted(ptr) {
+        // A `__managed__` variable: the module's, not the program's to free.
+        return Err(Error::INVALID_VALUE);
+    }
     let device = c.check_device(state::device())?;
     c.call::<ops::DeviceSynchronize>(&DeviceReq {
         device,
         reserved: 0,
     })?;
     c.mirror.remove(ptr, |k| k == Kind::Managed);
-    shared::free(c, ptr as *mut c_void);
+    if !shared::free(c, ptr as *mut c_void) {
+        crate::coherent::free(c, ptr)?;
+    }
     Ok(true)
 }
 

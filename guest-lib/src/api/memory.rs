@@ -6,8 +6,8 @@ use std::ffi::{c_int, c_void};
 
 use vcuda_protocol::region::Region;
 use vcuda_protocol::{
-    COPY_ASYNC, MAX_SEGMENT_LEN, MallocReq, MemcpyDtoDReq, MemcpyDtoHReq, MemcpyHtoDReq, MemsetReq,
-    PtrReq, PtrResp, ops,
+    COPY_ASYNC, DeviceReq, MAX_SEGMENT_LEN, MallocReq, MemcpyDtoDReq, MemcpyDtoHReq, MemcpyHtoDReq,
+    MemsetReq, PtrReq, PtrResp, ops,
 };
 
 use super::graph::{Copy3D, Kind as NodeKind, Memset};
@@ -20,7 +20,7 @@ use crate::ffi::{
 };
 use crate::mirror::{Kind, Range};
 use crate::shared::{self, HostCopy};
-use crate::{registry, state};
+use crate::{coherent, registry, state};
 
 /// `cudaHostAllocPortable | cudaHostAllocMapped | cudaHostAllocWriteCombined`.
 const HOST_ALLOC_FLAGS: u32 = 0x1 | 0x2 | 0x4;
@@ -110,19 +110,28 @@ enum Dir {
 }
 
 fn direction(c: &Client, dst: u64, src: u64, kind: c_int) -> Result<Dir> {
-    Ok(match kind {
-        memcpy_kind::H2H => Dir::H2H,
-        memcpy_kind::H2D => Dir::H2D,
-        memcpy_kind::D2H => Dir::D2H,
-        memcpy_kind::D2D => Dir::D2D,
-        memcpy_kind::DEFAULT => match (c.mirror.is_device(dst), c.mirror.is_device(src)) {
+    // Managed memory the library keeps coherent is device memory with a cache here: copies
+    // take the device side whatever the kind says, as CUDA copies managed memory wherever
+    // it lies.
+    let (to_dev, from_dev) = match kind {
+        memcpy_kind::H2H => (false, false),
+        memcpy_kind::H2D => (true, false),
+        memcpy_kind::D2H => (false, true),
+        memcpy_kind::D2D => (true, true),
+        memcpy_kind::DEFAULT => (c.mirror.is_device(dst), c.mirror.is_device(src)),
+        _ => return Err(Error::INVALID_MEMCPY_DIRECTION),
+    };
+    Ok(
+        match (
+            to_dev || coherent::owns(dst),
+            from_dev || coherent::owns(src),
+        ) {
             (false, false) => Dir::H2H,
             (true, false) => Dir::H2D,
             (false, true) => Dir::D2H,
             (true, true) => Dir::D2D,
         },
-        _ => return Err(Error::INVALID_MEMCPY_DIRECTION),
-    })
+    )
 }
 
 /// A 2-D copy: `height` rows of `width` bytes.
@@ -466,11 +475,21 @@ fn host_alloc(c: &Client, ptr: *mut *mut c_void, size: usize, flags: u32) -> Res
     if ptr.is_null() || flags & !HOST_ALLOC_FLAGS != 0 {
         return Err(Error::INVALID_VALUE);
     }
-    // `cudaHostAllocMapped` memory is mapped for kernels where the session can (see
-    // `shared::maps`); elsewhere it is plain page-locked memory and
-    // `cudaHostGetDevicePointer` fails, as on a device that cannot map host memory.
+    // Page-locked memory is mapped for kernels where the session can (see `shared::maps`).
+    // Elsewhere `cudaHostAllocMapped` memory is kept coherent by the library, as managed
+    // memory is (see `crate::coherent`), and the rest is plain page-locked memory.
     let p = if size == 0 {
         std::ptr::null_mut()
+    } else if flags & MAPPED != 0 && !shared::maps(c) {
+        let device = c.check_device(state::device())?;
+        let p = coherent::alloc(c, device, size as u64)? as *mut c_void;
+        c.mirror.insert(Range {
+            base: p as u64,
+            len: size as u64,
+            kind: Kind::HostAlloc(flags),
+            device: device as i32,
+        });
+        p
     } else if let Some(p) = shared::alloc(c, size) {
         c.mirror.insert(Range {
             base: p as u64,
@@ -515,6 +534,15 @@ fn host_free(c: &Client, p: *mut c_void) -> Result<()> {
         .remove(p as u64, |k| matches!(k, Kind::HostAlloc(_)))
         .ok_or(Error::INVALID_VALUE)?;
     if shared::free(c, p) {
+        return Ok(());
+    }
+    if coherent::owns(p as u64) {
+        // As `cudaFreeHost` does, after the device's work (which may use it).
+        c.call::<ops::DeviceSynchronize>(&DeviceReq {
+            device: c.check_device(r.device)?,
+            reserved: 0,
+        })?;
+        coherent::free(c, p as u64)?;
         return Ok(());
     }
     // SAFETY: `r` is a mapping host_alloc made with this base and length; it is removed from

@@ -90,6 +90,26 @@ pub(crate) enum AtomOp {
     Dec,
 }
 
+/// What an [`Op::Mbar`] does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum MbarOp {
+    /// `mbarrier.init`: `a` expected arrivals, phase 0.
+    Init,
+    /// `mbarrier.arrive` (`drop`: `arrive_drop`, which also lowers the expected count) of
+    /// `a` arrivals; `d` gets the state token.
+    Arrive { drop: bool },
+    /// `cp.async.mbarrier.arrive`: the copies are done already, so an arrival where
+    /// `noinc`, nothing otherwise (the pending count is raised, then lowered).
+    CpAsyncArrive { noinc: bool },
+    /// `mbarrier.test_wait`/`try_wait`: `d` (a predicate) says whether the phase of state
+    /// token `a` (`parity`: of parity `a`) completed.
+    Wait { parity: bool },
+    /// `mbarrier.pending_count`: `d` gets the pending count state token `a` holds.
+    PendingCount,
+    /// `mbarrier.inval`.
+    Inval,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum ShflMode {
     Up,
@@ -345,6 +365,15 @@ pub(crate) enum Op {
     Elect {
         d: Reg,
         p: Reg,
+    },
+    /// An `mbarrier` operation on the 64-bit barrier object at `addr` (see
+    /// [`MbarOp`] and `exec::step`'s `mbarrier` for the object's layout).
+    Mbar {
+        op: MbarOp,
+        space: Space,
+        d: Reg,
+        addr: Addr,
+        a: Src,
     },
     Fence,
     Nop,

@@ -57,6 +57,7 @@ programs!(
     mapped,
     memory3d,
     matmul,
+    mbarrier,
     mempool,
     neighbours,
     params,

@@ -18,7 +18,83 @@ use crate::{
     module::{LOCAL_WINDOW, SHARED_WINDOW},
 };
 
+/// An mbarrier object (64 bits): the pending arrival count in bits 0..21, the expected count
+/// in bits 21..42, the current phase's parity in bit 63. A state token (what `arrive`
+/// returns) holds the parity of the phase it arrived in (bit 63) and the pending count after
+/// the arrival (bits 0..21).
+const MBAR_COUNT: u64 = (1 << 21) - 1;
+const MBAR_EXPECTED: u32 = 21;
+
 impl<'a> Ctx<'a> {
+    /// One lane's `mbarrier` operation on the object at `at` (`av`: the count, state token or
+    /// parity operand): what it writes to its destination, if anything. The block's warps
+    /// run on one thread, so the read and the write need no atomicity between them.
+    fn mbarrier(
+        &mut self,
+        w: &mut Warp,
+        lane: usize,
+        op: MbarOp,
+        space: Space,
+        at: u64,
+        av: u64,
+    ) -> Result<Option<u64>, Fault> {
+        if !at.is_multiple_of(8) && !matches!(op, MbarOp::PendingCount) {
+            return Err(Fault::Misaligned { addr: at, size: 8 });
+        }
+        let rd = |ctx: &mut Self, w: &mut Warp| {
+            ctx.atomic(w, lane, space, at, 8, AtomOp::Add, false, 0, 0)
+        };
+        let wr = |ctx: &mut Self, w: &mut Warp, v: u64| {
+            ctx.atomic(w, lane, space, at, 8, AtomOp::Exch, false, v, 0)
+                .map(drop)
+        };
+        let arrive = |word: u64, n: u64, drop: bool| {
+            let mut pending = word & MBAR_COUNT;
+            let mut expected = (word >> MBAR_EXPECTED) & MBAR_COUNT;
+            let mut phase = word >> 63;
+            if drop {
+                expected = expected.saturating_sub(n);
+            }
+            pending = pending.saturating_sub(n);
+            let state = (phase << 63) | pending;
+            if pending == 0 {
+                phase ^= 1;
+                pending = expected;
+            }
+            (pending | (expected << MBAR_EXPECTED) | (phase << 63), state)
+        };
+        Ok(match op {
+            MbarOp::Init => {
+                let n = av & MBAR_COUNT;
+                wr(self, w, n | (n << MBAR_EXPECTED))?;
+                None
+            }
+            MbarOp::Inval => {
+                wr(self, w, 0)?;
+                None
+            }
+            MbarOp::Arrive { drop } => {
+                let word = rd(self, w)?;
+                let (new, state) = arrive(word, av & 0xffff_ffff, drop);
+                wr(self, w, new)?;
+                Some(state)
+            }
+            MbarOp::CpAsyncArrive { noinc } => {
+                if noinc {
+                    let word = rd(self, w)?;
+                    wr(self, w, arrive(word, 1, false).0)?;
+                }
+                None
+            }
+            MbarOp::Wait { parity } => {
+                let word = rd(self, w)?;
+                let want = if parity { av & 1 } else { av >> 63 };
+                Some(u64::from(word >> 63 != want))
+            }
+            MbarOp::PendingCount => Some(av & MBAR_COUNT),
+        })
+    }
+
     // Operands, destinations and lanes are parallel small arrays indexed together.
     #[allow(clippy::needless_range_loop)]
     pub(super) fn run_warp(&mut self, w: &mut Warp, sc: &mut Scratch) -> Result<(), KernelError> {
@@ -572,6 +648,33 @@ impl<'a> Ctx<'a> {
                         }
                     }
                     w.pc += 1;
+                }
+                Op::Mbar {
+                    op,
+                    space,
+                    d,
+                    addr,
+                    a,
+                } => {
+                    let mut waiting = false;
+                    for lane in lanes(mask) {
+                        let at = self.val(w, &addr.base, lane).wrapping_add(addr.off as u64);
+                        let av = self.val(w, a, lane);
+                        match self.mbarrier(w, lane, *op, *space, at, av) {
+                            Ok(Some(v)) => {
+                                waiting |= matches!(op, MbarOp::Wait { .. }) && v == 0;
+                                w.set(*d, lane, v);
+                            }
+                            Ok(None) => {}
+                            Err(f) => return Err(self.fault(f, w, lane, inst.line)),
+                        }
+                    }
+                    w.pc += 1;
+                    if waiting {
+                        // The phase is not complete: let the block's other warps arrive
+                        // rather than spin out the time slice.
+                        break;
+                    }
                 }
                 Op::CpAsync {
                     dst,

@@ -123,6 +123,7 @@ fn op_name(op: &Op) -> &'static str {
         Op::Activemask { .. } => "activemask",
         Op::CpAsync { .. } => "cp.async",
         Op::Elect { .. } => "elect",
+        Op::Mbar { .. } => "mbarrier",
         Op::Isspacep { .. } => "isspacep",
         Op::Tex(_) | Op::Surf(_) | Op::TexQuery { .. } => "texture and surface instructions",
         Op::Unsupported(_) => "an unsupported instruction",

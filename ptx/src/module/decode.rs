@@ -440,6 +440,22 @@ impl<'a> Lower<'a> {
                     a: self.src(st, arg(args, 1)?, ty)?,
                 }
             }
+            "cp" if mods.first() == Some(&"async") && mods.get(1) == Some(&"mbarrier") => {
+                if !has(mods, "arrive") {
+                    return unsup("cp.async.mbarrier form");
+                }
+                let space = space_of(mods).unwrap_or(Space::Generic);
+                let (space, addr) = self.addr(st, arg(args, 0)?, space)?;
+                Op::Mbar {
+                    op: MbarOp::CpAsyncArrive {
+                        noinc: has(mods, "noinc"),
+                    },
+                    space,
+                    d: SINK,
+                    addr,
+                    a: Src::Imm(1),
+                }
+            }
             "cp" if mods.first() == Some(&"async") => {
                 if has(mods, "commit_group") || has(mods, "wait_group") || has(mods, "wait_all") {
                     return Ok(Op::Nop);
@@ -469,6 +485,7 @@ impl<'a> Lower<'a> {
                     src_size,
                 }
             }
+            "mbarrier" => self.mbarrier(st, mods, args)?,
             "activemask" => Op::Activemask {
                 d: self.dst(st, arg(args, 0)?)?,
             },
@@ -760,6 +777,94 @@ impl<'a> Lower<'a> {
             target,
             args: copies.into_boxed_slice(),
             rets: rs.into_boxed_slice(),
+        })
+    }
+
+    /// `mbarrier.*` (the object in shared memory; the cluster scope is the CTA's, one CTA per
+    /// cluster here). The transaction-count forms (`expect_tx`, `complete_tx`), which only
+    /// bulk copies complete, are not supported.
+    fn mbarrier(
+        &mut self,
+        st: &mut FnState<'a>,
+        mods: &[&str],
+        args: &[Operand<'a>],
+    ) -> DResult<Op> {
+        if mods.iter().any(|m| m.contains("tx")) {
+            return unsup("mbarrier transaction counts");
+        }
+        let space = space_of(mods).unwrap_or(Space::Generic);
+        let op = match mods.first().copied() {
+            Some("init") => MbarOp::Init,
+            Some("arrive") => MbarOp::Arrive { drop: false },
+            Some("arrive_drop") => MbarOp::Arrive { drop: true },
+            Some("test_wait" | "try_wait") => MbarOp::Wait {
+                parity: has(mods, "parity"),
+            },
+            Some("pending_count") => MbarOp::PendingCount,
+            Some("inval") => MbarOp::Inval,
+            _ => return unsup("mbarrier operation"),
+        };
+        let none = Addr {
+            base: Src::Imm(0),
+            off: 0,
+        };
+        Ok(match op {
+            MbarOp::Init => {
+                let (space, addr) = self.addr(st, arg(args, 0)?, space)?;
+                let a = self.src(st, arg(args, 1)?, Ty::U32)?;
+                Op::Mbar {
+                    op,
+                    space,
+                    d: SINK,
+                    addr,
+                    a,
+                }
+            }
+            MbarOp::Inval => {
+                let (space, addr) = self.addr(st, arg(args, 0)?, space)?;
+                Op::Mbar {
+                    op,
+                    space,
+                    d: SINK,
+                    addr,
+                    a: Src::Imm(0),
+                }
+            }
+            MbarOp::Arrive { .. } => {
+                let d = self.dst(st, arg(args, 0)?)?;
+                let (space, addr) = self.addr(st, arg(args, 1)?, space)?;
+                let a = match args.get(2) {
+                    Some(o) => self.src(st, o, Ty::U32)?,
+                    None => Src::Imm(1),
+                };
+                Op::Mbar {
+                    op,
+                    space,
+                    d,
+                    addr,
+                    a,
+                }
+            }
+            MbarOp::Wait { .. } => {
+                let d = self.dst(st, arg(args, 0)?)?;
+                let (space, addr) = self.addr(st, arg(args, 1)?, space)?;
+                let a = self.src(st, arg(args, 2)?, Ty::B64)?;
+                Op::Mbar {
+                    op,
+                    space,
+                    d,
+                    addr,
+                    a,
+                }
+            }
+            MbarOp::PendingCount => Op::Mbar {
+                op,
+                space,
+                d: self.dst(st, arg(args, 0)?)?,
+                addr: none,
+                a: self.src(st, arg(args, 1)?, Ty::B64)?,
+            },
+            MbarOp::CpAsyncArrive { .. } => return unsup("mbarrier operation"),
         })
     }
 

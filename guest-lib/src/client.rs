@@ -284,7 +284,23 @@ impl Client {
         out: &[&[u8]],
         inp: &mut [&mut [u8]],
     ) -> Result<Vec<u8>> {
-        let _busy = crate::coherent::before::<O>(self, Some(req.as_bytes()), out, inp)?;
+        if Self::touches_managed(out, inp) {
+            // Managed memory the library keeps coherent goes through buffers of its own:
+            // read before the request and written after it as the program would (faults
+            // bring and dirty its blocks), never while the session is held.
+            let outs: Vec<Vec<u8>> = out.iter().map(|b| b.to_vec()).collect();
+            let mut ins: Vec<Vec<u8>> = inp.iter().map(|b| vec![0u8; b.len()]).collect();
+            let out_refs: Vec<&[u8]> = outs.iter().map(Vec::as_slice).collect();
+            let mut in_refs: Vec<&mut [u8]> = ins.iter_mut().map(Vec::as_mut_slice).collect();
+            let r = self.call_raw::<O>(req, tail, &out_refs, &mut in_refs);
+            if r.is_ok() {
+                for (dst, src) in inp.iter_mut().zip(&ins) {
+                    dst.copy_from_slice(src);
+                }
+            }
+            return r;
+        }
+        let _busy = crate::coherent::before::<O>(self, Some(req.as_bytes()))?;
         let seq = self.next_seq();
         let segs = Self::segments(out, inp);
         let data =
@@ -313,6 +329,15 @@ impl Client {
             }
         };
         self.finish_call(&recs, seq)
+    }
+
+    /// Whether a request's host buffers overlap managed memory the library keeps coherent
+    /// (see [`crate::coherent`]).
+    fn touches_managed(out: &[&[u8]], inp: &[&mut [u8]]) -> bool {
+        out.iter()
+            .map(|b| (b.as_ptr(), b.len()))
+            .chain(inp.iter().map(|b| (b.as_ptr(), b.len())))
+            .any(|(p, n)| crate::coherent::overlaps(p as u64, n as u64))
     }
 
     /// Takes the batch (see [`Batch::take`]); if it is empty, waits until no batch is being
@@ -363,7 +388,7 @@ impl Client {
         mut next: impl FnMut(usize) -> Option<O::Req>,
         mut done: impl FnMut(usize),
     ) -> Result<()> {
-        let _busy = crate::coherent::before::<O>(self, None, &[], &[])?;
+        let _busy = crate::coherent::before::<O>(self, None)?;
         let mut first_err = None;
         // The batch goes with the first call if it carries no data (these calls carry
         // none); else on its own first.
@@ -409,7 +434,7 @@ impl Client {
     /// Sends one request of operation `O` (no tail, no data) with the file descriptor `fd`
     /// passed beside it, and waits for its reply (see [`Transport::call_with_fd`]).
     pub fn call_fd<O: Op>(&self, req: &O::Req, fd: std::os::fd::RawFd) -> Result<O::Resp> {
-        let _busy = crate::coherent::before::<O>(self, Some(req.as_bytes()), &[], &[])?;
+        let _busy = crate::coherent::before::<O>(self, Some(req.as_bytes()))?;
         let seq = self.next_seq();
         let mut b = MessageBuilder::new();
         b.push_op::<O>(0, seq, &[], req, &[]);
@@ -462,7 +487,13 @@ impl Client {
         if let Some(e) = self.take_async_error() {
             return Err(e);
         }
-        let _busy = crate::coherent::before::<O>(self, Some(req.as_bytes()), out, &[])?;
+        if Self::touches_managed(out, &[]) {
+            // See `call_raw`.
+            let outs: Vec<Vec<u8>> = out.iter().map(|b| b.to_vec()).collect();
+            let out_refs: Vec<&[u8]> = outs.iter().map(Vec::as_slice).collect();
+            return self.post_with::<O>(req, tail, &out_refs);
+        }
+        let _busy = crate::coherent::before::<O>(self, Some(req.as_bytes()))?;
         let seq = self.next_seq();
         let segs = Self::segments(out, &[]);
         let data = out.iter().map(|b| b.len()).sum::<usize>();

@@ -1,45 +1,64 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
 //! Managed memory kept coherent by the library, where the backend cannot map the program's
 //! memory: over TCP, inside a VM, on the CUDA executor, and with `VCUDA_SHARED_MEMORY=0`.
+//! `cudaMallocManaged` memory, `cudaHostAllocMapped` memory and the pages of `__managed__`
+//! variables ([`adopt`]) are kept this way.
 //!
-//! A managed allocation is a device allocation plus a private mapping in this process at
-//! the same address, so the one pointer is valid in kernels and on the host (unified
-//! addressing). The device copy is the reference; the process keeps a cache of it, in
-//! blocks of [`BLOCK`] bytes, each in one of three states that page protection enforces:
+//! A managed allocation is a device allocation plus a mapping in this process at the same
+//! address, so the one pointer is valid in kernels and on the host (unified addressing). The
+//! mapping is a memfd mapped twice: the program's view, whose page protection tracks the
+//! program's accesses, and the library's own view, always readable and writable, through
+//! which every transfer goes. The device copy is the reference; the process keeps a cache of
+//! it in blocks of [`BLOCK`] bytes, each in one of three states that the program view's
+//! protection enforces:
 //!
 //! - *invalid* (`PROT_NONE`): the device may hold newer data. The program's first access
-//!   faults; the fault handler brings the block (and up to [`FETCH_RUN`] invalid blocks
-//!   after it) from the device and makes it clean.
+//!   faults; the fault handler brings the block (and up to [`FETCH_RUN`] - 1 invalid blocks
+//!   after it) from the device and makes it clean (a write then makes it dirty).
 //! - *clean* (`PROT_READ`): the same bytes as the device. A write faults once; the handler
 //!   makes the block dirty.
-//! - *dirty* (`PROT_READ | PROT_WRITE`): written here since it was last sent.
+//! - *dirty* (`PROT_READ | PROT_WRITE`): written here since it was last sent. Fresh
+//!   allocations start dirty (their zeros go with the first request), so the program can fill
+//!   them with system calls too.
 //!
-//! Before the library sends any request, it sends every dirty block to the device (and
-//! makes it clean), so a kernel, copy or library call sees what the program wrote. When it
-//! sends a request that may write device memory (a launch, a copy or memset to the device,
-//! a cuBLAS or cuRAND call, binding a module variable), it makes every block invalid, so the
-//! program's next access fetches what the device made. Fetches are synchronous copies on
-//! the legacy default stream, so they come after the work before them, as a read after
-//! `cudaDeviceSynchronize` does on a GPU.
+//! Before the library sends any request, it sends every dirty block to the device (and makes
+//! it clean), so a kernel, copy or library call sees what the program wrote. When it sends a
+//! request that may write device memory (a launch, a copy or memset to the device, a cuBLAS
+//! or cuRAND call, binding a module variable), it makes the blocks it may write invalid
+//! (every block, for a launch or a library call), so the program's next access fetches what
+//! the device made. Fetches are synchronous copies on the legacy default stream, so they
+//! come after the work before them, as a read after `cudaDeviceSynchronize` does on a GPU.
+//! One lock (see `locked`) covers every state change, protection change and transfer, so
+//! a request never passes another thread's flush and a block's state always matches its
+//! protection. Host buffers a request carries that lie in this memory (a cuBLAS result, a
+//! host cuRAND generator's output) are copied through buffers of the library's before and
+//! after the request, where faults can be served (`Client::call_raw`).
 //!
 //! The device reports `cudaDevAttrConcurrentManagedAccess` = 0: as on GPUs without it, the
 //! program must not touch managed memory while kernels run. A program that does may read
-//! stale data (a block fetched before the kernel wrote it) or lose a write (a block dirtied
-//! after it was sent).
+//! stale data or lose a write. A kernel that waits for a host write to mapped memory made
+//! while it runs waits forever (the write reaches the device with the next request).
 //!
-//! The handler serves only faults in managed blocks; any other `SIGSEGV` goes to the
-//! handler the program had (or ends the process as it would have). A fetch from the handler
-//! is an ordinary call on the session: the program's fault interrupted its own code, never
-//! the library while it holds the session (the library prepares managed memory a request
-//! carries before it sends it). If it ever did, the process stops with a message rather
-//! than deadlock.
+//! Limits: the kernel does not fault for system calls, so a system call that reads managed
+//! memory the device may have written since the program last touched it (`write`, a large
+//! `fwrite`, `send`) fails with `EFAULT`, as does one that writes into memory that is not
+//! dirty (`read` into memory a kernel wrote); touching the memory first (reading it, or
+//! writing one byte per block) makes such calls work. Flushes and fetches are synchronous,
+//! so a request that follows host writes waits for the device to take them.
+//!
+//! The handler serves only faults in managed blocks; any other `SIGSEGV` goes to the handler
+//! the program had when the first managed allocation was made (or ends the process as it
+//! would have); a handler the program installs later replaces this one. A fetch from the
+//! handler is an ordinary call on the session: the program's fault interrupted its own code,
+//! never the library while it holds the session or the coherence lock. If it ever did, the
+//! process stops with a message rather than deadlock.
 
 use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::ffi::{c_int, c_void};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
-use std::sync::{Arc, Once, OnceLock, RwLock};
+use std::sync::{Arc, Mutex, Once, OnceLock, RwLock};
 
 use vcuda_protocol::{
     MallocReq, MemcpyDtoDReq, MemcpyDtoHReq, MemcpyHtoDReq, MemcpyHtoDSharedReq, MemsetReq, Op,
@@ -60,8 +79,6 @@ const PLACE_TRIES: usize = 8;
 const INVALID: u8 = 0;
 const CLEAN: u8 = 1;
 const DIRTY: u8 = 2;
-/// Being fetched by some thread.
-const FETCHING: u8 = 3;
 
 /// One managed allocation.
 #[derive(Debug)]
@@ -171,6 +188,8 @@ static DIRTY_BLOCKS: AtomicUsize = AtomicUsize::new(0);
 /// The handler the program had for `SIGSEGV`.
 static OLD_ACTION: OnceLock<libc::sigaction> = OnceLock::new();
 static INSTALL: Once = Once::new();
+/// The coherence lock (see [`locked`]).
+static LOCK: Mutex<()> = Mutex::new(());
 /// The process whose managed memory this is.
 static OWNER: OnceLock<u32> = OnceLock::new();
 
@@ -179,6 +198,8 @@ thread_local! {
     static INTERNAL: Cell<bool> = const { Cell::new(false) };
     /// This thread is inside a request (it may hold the session's locks).
     static BUSY: Cell<u32> = const { Cell::new(0) };
+    /// This thread holds the coherence lock.
+    static HOLDING: Cell<bool> = const { Cell::new(false) };
 }
 
 /// Whether this is a forked child of the process that made the managed memory. It has none
@@ -291,40 +312,76 @@ fn writes(code: Opcode, req: Option<&[u8]>) -> Writes {
     }
 }
 
-/// Called before every request of operation `O` (its fixed part `req` where known) with the
-/// host buffers it carries (`out`, read by the transport; `inp`, written with the reply):
-/// brings managed memory among them from the device, sends dirty blocks to the device and,
-/// if the request may write managed memory on the device, makes the blocks it may write
-/// invalid (every block, for a launch or a library call). The returned guard marks the
-/// thread as inside the request until dropped.
-pub(crate) fn before<O: Op>(
-    c: &Client,
-    req: Option<&[u8]>,
-    out: &[&[u8]],
-    inp: &[&mut [u8]],
-) -> Result<Busy> {
+/// Called before every request of operation `O` (its fixed part `req` where known; `None`
+/// for the staging pipeline, whose callers invalidate what they write themselves): sends
+/// dirty blocks to the device and, if the request may write managed memory on the device,
+/// makes the blocks it may write invalid (every block, for a launch or a library call). The
+/// host buffers a request carries never lie in managed memory here (`Client` copies such
+/// buffers through its own first). The returned guard marks the thread as inside the
+/// request until dropped.
+pub(crate) fn before<O: Op>(c: &Client, req: Option<&[u8]>) -> Result<Busy> {
     if LIVE.load(Ordering::Acquire) == 0 || INTERNAL.with(Cell::get) || forked() {
         return Ok(Busy::new());
     }
-    for b in out {
-        prepare(c, b.as_ptr() as u64, b.len() as u64, false)?;
-    }
-    flush(c)?;
-    match writes(O::CODE, req) {
-        Writes::Nothing => {}
-        Writes::Anything => invalidate(0, u64::MAX),
-        Writes::Range(lo, hi) => invalidate(lo, hi),
-    }
-    for b in inp {
-        prepare(c, b.as_ptr() as u64, b.len() as u64, true)?;
-    }
+    let w = match req {
+        Some(_) => writes(O::CODE, req),
+        None => Writes::Nothing,
+    };
+    locked(|| {
+        flush(c)?;
+        match w {
+            Writes::Nothing => {}
+            Writes::Anything => invalidate(0, u64::MAX),
+            Writes::Range(lo, hi) => invalidate(lo, hi),
+        }
+        Ok(())
+    })?;
     Ok(Busy::new())
 }
 
-/// Makes the managed memory in `[addr, addr + len)` valid here (fetched where invalid) and,
-/// with `write`, dirty: for a buffer the library itself reads or writes.
-pub(crate) fn prepare(c: &Client, addr: u64, len: u64, write: bool) -> Result<()> {
+/// Sends the dirty blocks and makes the blocks holding `[lo, hi)` invalid: for the device
+/// range a request of the staging pipeline writes, which [`before`] does not see.
+pub(crate) fn invalidate_range(c: &Client, lo: u64, hi: u64) -> Result<()> {
+    if LIVE.load(Ordering::Acquire) == 0 || forked() {
+        return Ok(());
+    }
+    locked(|| {
+        flush(c)?;
+        invalidate(lo, hi);
+        Ok(())
+    })
+}
+
+/// Whether `[addr, addr + len)` overlaps managed memory this module keeps.
+pub(crate) fn overlaps(addr: u64, len: u64) -> bool {
     if LIVE.load(Ordering::Acquire) == 0 || len == 0 || forked() {
+        return false;
+    }
+    let end = addr.saturating_add(len);
+    ALLOCS
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .range(..end)
+        .next_back()
+        .is_some_and(|(_, a)| a.base + a.len > addr)
+}
+
+/// Runs `f` holding the coherence lock: every change of a block's state and of its pages'
+/// protection, and every transfer, happens under it, so a state and its protection always
+/// agree and no request passes another's flush.
+fn locked<R>(f: impl FnOnce() -> R) -> R {
+    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    HOLDING.with(|h| h.set(true));
+    let r = f();
+    HOLDING.with(|h| h.set(false));
+    r
+}
+
+/// Makes the managed memory in `[addr, addr + len)` valid here (fetched where invalid) and,
+/// with `write`, dirty: for a buffer the library itself reads or writes while it holds the
+/// session (the staging copies), where a fault could not be served.
+pub(crate) fn prepare(c: &Client, addr: u64, len: u64, write: bool) -> Result<()> {
+    if !overlaps(addr, len) {
         return Ok(());
     }
     let end = addr.saturating_add(len);
@@ -336,22 +393,22 @@ pub(crate) fn prepare(c: &Client, addr: u64, len: u64, write: bool) -> Result<()
             .map(|(_, a)| a.clone())
             .collect()
     };
-    for a in hits {
-        let lo = addr.max(a.base) - a.base;
-        let hi = end.min(a.base + a.len) - a.base;
-        let (first, last) = ((lo / BLOCK) as usize, ((hi - 1) / BLOCK) as usize);
-        for k in first..=last {
-            loop {
-                match a.blocks[k].load(Ordering::Acquire) {
-                    INVALID => fetch(c, &a, k)?,
-                    FETCHING => std::thread::yield_now(),
-                    CLEAN if write => make_dirty(&a, k),
-                    _ => break,
+    locked(|| {
+        for a in hits {
+            let lo = addr.max(a.base) - a.base;
+            let hi = end.min(a.base + a.len) - a.base;
+            let (first, last) = ((lo / BLOCK) as usize, ((hi - 1) / BLOCK) as usize);
+            for k in first..=last {
+                if a.blocks[k].load(Ordering::Acquire) == INVALID {
+                    fetch(c, &a, k)?;
+                }
+                if write && a.blocks[k].load(Ordering::Acquire) == CLEAN {
+                    make_dirty(&a, k);
                 }
             }
         }
-    }
-    Ok(())
+        Ok(())
+    })
 }
 
 /// `mprotect` of `[addr, addr + len)`.
@@ -361,44 +418,27 @@ fn protect(addr: u64, len: u64, prot: c_int) -> bool {
     unsafe { libc::mprotect(addr as *mut c_void, len as usize, prot) == 0 }
 }
 
-/// Clean block `k` becomes dirty (writable).
+/// Clean block `k` becomes dirty (writable). Under the coherence lock.
 fn make_dirty(a: &Alloc, k: usize) {
     let (start, len) = a.block_range(k);
-    // Writable first: a flush only touches dirty blocks, so none can make it read-only
-    // again before the state says dirty.
     protect(start, len, libc::PROT_READ | libc::PROT_WRITE);
-    if a.blocks[k]
-        .compare_exchange(CLEAN, DIRTY, Ordering::AcqRel, Ordering::Acquire)
-        .is_ok()
-    {
-        DIRTY_BLOCKS.fetch_add(1, Ordering::AcqRel);
-    }
+    a.blocks[k].store(DIRTY, Ordering::Release);
+    DIRTY_BLOCKS.fetch_add(1, Ordering::AcqRel);
 }
 
 /// Brings invalid block `k` (and up to [`FETCH_RUN`] - 1 invalid blocks after it) from the
-/// device. Returns at once if another thread is fetching it.
+/// device. Under the coherence lock.
 fn fetch(c: &Client, a: &Alloc, k: usize) -> Result<()> {
     let n = a.blocks.len();
     let mut end = k;
-    while end < n
-        && end - k < FETCH_RUN
-        && a.blocks[end]
-            .compare_exchange(INVALID, FETCHING, Ordering::AcqRel, Ordering::Acquire)
-            .is_ok()
-    {
+    while end < n && end - k < FETCH_RUN && a.blocks[end].load(Ordering::Acquire) == INVALID {
         end += 1;
     }
     if end == k {
         return Ok(());
     }
     let (start, len) = a.span(k, end);
-    let r = a.transfer(c, start, len, true);
-    if let Err(e) = r {
-        for b in &a.blocks[k..end] {
-            b.store(INVALID, Ordering::Release);
-        }
-        return Err(e);
-    }
+    a.transfer(c, start, len, true)?;
     protect(start, len, libc::PROT_READ);
     for b in &a.blocks[k..end] {
         b.store(CLEAN, Ordering::Release);
@@ -407,7 +447,7 @@ fn fetch(c: &Client, a: &Alloc, k: usize) -> Result<()> {
     Ok(())
 }
 
-/// Sends every dirty block to the device; they become clean.
+/// Sends every dirty block to the device; they become clean. Under the coherence lock.
 fn flush(c: &Client) -> Result<()> {
     if DIRTY_BLOCKS.swap(0, Ordering::AcqRel) == 0 {
         return Ok(());
@@ -423,15 +463,15 @@ fn flush(c: &Client) -> Result<()> {
             }
             let first = k;
             while k < n && k - first < max_blocks && a.blocks[k].load(Ordering::Acquire) == DIRTY {
-                a.blocks[k].store(CLEAN, Ordering::Release);
                 k += 1;
             }
             let (start, len) = a.span(first, k);
-            // Read-only before the copy: a write from here on faults and dirties the block
-            // again, so it is sent by the next flush.
+            // Read-only before the copy: a write from here on faults (and waits for this
+            // flush) and dirties the block again, for the next flush.
             protect(start, len, libc::PROT_READ);
-            // The program may write the blocks meanwhile (a race it must not make, see the
-            // module's documentation).
+            for b in &a.blocks[first..k] {
+                b.store(CLEAN, Ordering::Release);
+            }
             if let Err(e) = a.transfer(c, start, len, false) {
                 // Still only here: dirty again, for the next flush.
                 protect(start, len, libc::PROT_READ | libc::PROT_WRITE);
@@ -446,7 +486,8 @@ fn flush(c: &Client) -> Result<()> {
     Ok(())
 }
 
-/// The blocks holding `[lo, hi)` become invalid: the device may write them.
+/// The blocks holding `[lo, hi)` become invalid: the device may write them. Under the
+/// coherence lock, after a flush (no block is dirty).
 fn invalidate(lo: u64, hi: u64) {
     for a in allocs() {
         let (start, end) = (lo.max(a.base), hi.min(a.base + a.len));
@@ -461,16 +502,12 @@ fn invalidate(lo: u64, hi: u64) {
             ((start - a.base) / BLOCK) as usize,
             ((end - 1 - a.base) / BLOCK) as usize,
         );
-        for b in &a.blocks[first..=last] {
-            // A block another thread is fetching stays so; it was fetched before this
-            // request was sent.
-            let _ = b.fetch_update(Ordering::AcqRel, Ordering::Acquire, |s| {
-                (s == CLEAN || s == DIRTY).then_some(INVALID)
-            });
-        }
         let (p, _) = a.block_range(first);
         let (q, n) = a.block_range(last);
         protect(p, q + n - p, libc::PROT_NONE);
+        for b in &a.blocks[first..=last] {
+            b.store(INVALID, Ordering::Release);
+        }
     }
 }
 
@@ -528,6 +565,11 @@ pub(crate) fn alloc(c: &Client, device: u32, size: u64) -> Result<u64> {
         }
         return Err(failure.unwrap_or(Error::MEMORY_ALLOCATION));
     };
+    // Fresh memory starts dirty (writable, its zeros to be sent with the first request), so
+    // the program can fill it with system calls too (`read` into a read-only page fails
+    // with EFAULT instead of faulting).
+    protect(base, len, libc::PROT_READ | libc::PROT_WRITE);
+    let nblocks = len.div_ceil(BLOCK) as usize;
     let a = Alloc {
         base,
         len,
@@ -535,27 +577,10 @@ pub(crate) fn alloc(c: &Client, device: u32, size: u64) -> Result<u64> {
         dev,
         segments: vec![(base, len)],
         in_reservation,
-        blocks: (0..len.div_ceil(BLOCK))
-            .map(|_| AtomicU8::new(CLEAN))
-            .collect(),
+        blocks: (0..nblocks).map(|_| AtomicU8::new(DIRTY)).collect(),
         any_valid: AtomicBool::new(true),
     };
-    // The device copy starts as zeros, like the pages here.
-    let zero = MemsetReq {
-        dst: base,
-        pitch: len,
-        width: len,
-        height: 1,
-        stream: STREAM_LEGACY,
-        value: 0,
-        elem_size: 1,
-        flags: 0,
-    };
-    if let Err(e) = internal(|| c.call::<ops::Memset>(&zero)) {
-        unmap(&a);
-        let _ = internal(|| c.call::<ops::Free>(&PtrReq { ptr: dev }));
-        return Err(e);
-    }
+    DIRTY_BLOCKS.fetch_add(nblocks, Ordering::AcqRel);
     publish(a);
     log::debug!("{size} bytes of managed memory at {base:#x}, kept coherent by the library");
     Ok(base)
@@ -620,6 +645,8 @@ pub(crate) fn adopt(c: &Client, vars: &[(u64, u64)]) -> Result<()> {
             _ => groups.push(vec![v]),
         }
     }
+    // All windows or none: a failure drops (unmaps) those already made.
+    let mut made = Vec::with_capacity(groups.len());
     for segments in groups {
         let base = segments[0].0 - segments[0].0 % PAGE;
         let end = segments
@@ -627,13 +654,27 @@ pub(crate) fn adopt(c: &Client, vars: &[(u64, u64)]) -> Result<()> {
             .filter_map(|&w| page_end(w))
             .max()
             .ok_or(Error::INVALID_VALUE)?;
-        window(c, base, end - base, segments)?;
+        made.push(window(c, base, end - base, segments, &made)?);
+    }
+    for a in made {
+        log::debug!(
+            "__managed__ variables at {:#x}..{:#x} kept coherent by the library",
+            a.base,
+            a.base + a.len
+        );
+        publish(a);
     }
     Ok(())
 }
 
 /// One window of [`adopt`]: `len` bytes at `base` over the variables `segments`.
-fn window(c: &Client, base: u64, len: u64, segments: Vec<(u64, u64)>) -> Result<()> {
+fn window(
+    c: &Client,
+    base: u64,
+    len: u64,
+    segments: Vec<(u64, u64)>,
+    made: &[Alloc],
+) -> Result<Alloc> {
     let fail = |why: &str| {
         log::error!(
             "__managed__ variables at {base:#x}..{:#x}: {why}; this module's kernels cannot run",
@@ -646,7 +687,10 @@ fn window(c: &Client, base: u64, len: u64, segments: Vec<(u64, u64)>) -> Result<
         .unwrap_or_else(|e| e.into_inner())
         .range(..base + len)
         .next_back()
-        .is_some_and(|(_, a)| a.base + a.len > base);
+        .is_some_and(|(_, a)| a.base + a.len > base)
+        || made
+            .iter()
+            .any(|a| a.base < base + len && base < a.base + a.len);
     if overlaps {
         return Err(fail("their pages hold other managed memory"));
     }
@@ -656,7 +700,7 @@ fn window(c: &Client, base: u64, len: u64, segments: Vec<(u64, u64)>) -> Result<
         unsafe { libc::munmap(alias as *mut c_void, len as usize) };
         return Err(fail("their addresses are taken in this process"));
     };
-    publish(Alloc {
+    Ok(Alloc {
         base,
         len,
         alias,
@@ -667,12 +711,7 @@ fn window(c: &Client, base: u64, len: u64, segments: Vec<(u64, u64)>) -> Result<
             .map(|_| AtomicU8::new(INVALID))
             .collect(),
         any_valid: AtomicBool::new(false),
-    });
-    log::debug!(
-        "__managed__ variables at {base:#x}..{:#x} kept coherent by the library",
-        base + len
-    );
-    Ok(())
+    })
 }
 
 /// Whether `ptr` lies in module variables kept by [`adopt`] (not the program's to free).
@@ -705,6 +744,14 @@ fn map_at(c: &Client, base: u64, len: u64, fd: c_int, prot: c_int) -> Option<boo
         return None;
     }
     Some(in_reservation)
+}
+
+impl Drop for Alloc {
+    /// Unmaps both views when the last user is done with them (a flush or fetch in another
+    /// thread may hold the allocation while it is freed).
+    fn drop(&mut self) {
+        unmap(self);
+    }
 }
 
 /// Removes both views of `a`; inside the reservation the program's becomes reserved again.
@@ -741,22 +788,18 @@ pub(crate) fn free(c: &Client, ptr: u64) -> Result<bool> {
     };
     let Some(a) = a else { return Ok(false) };
     LIVE.fetch_sub(1, Ordering::AcqRel);
-    unmap(&a);
-    internal(|| c.call::<ops::Free>(&PtrReq { ptr: a.dev }))?;
+    let dev = a.dev;
+    drop(a);
+    internal(|| c.call::<ops::Free>(&PtrReq { ptr: dev }))?;
     Ok(true)
 }
 
 /// After `cudaDeviceReset`: the device side of every allocation is gone, so the process's
-/// side goes too. Returns the start addresses dropped.
-pub(crate) fn on_reset() -> Vec<u64> {
+/// side goes too. Returns the ranges dropped, `(start, length)`.
+pub(crate) fn on_reset() -> Vec<(u64, u64)> {
     let all = std::mem::take(&mut *ALLOCS.write().unwrap_or_else(|e| e.into_inner()));
     LIVE.fetch_sub(all.len(), Ordering::AcqRel);
-    all.into_values()
-        .map(|a| {
-            unmap(&a);
-            a.base
-        })
-        .collect()
+    all.into_values().map(|a| (a.base, a.len)).collect()
 }
 
 /// Installs the `SIGSEGV` handler (once), keeping the program's.
@@ -767,7 +810,7 @@ fn install_handler() {
         unsafe {
             let mut act: libc::sigaction = std::mem::zeroed();
             act.sa_sigaction = on_fault as *const () as usize;
-            act.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
+            act.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART | libc::SA_ONSTACK;
             libc::sigemptyset(&mut act.sa_mask);
             let mut old: libc::sigaction = std::mem::zeroed();
             if libc::sigaction(libc::SIGSEGV, &act, &mut old) == 0 {
@@ -785,66 +828,97 @@ fn die(msg: &str) -> ! {
     std::process::abort()
 }
 
-/// Serves a fault at `addr` if it lies in managed memory; `false` if it does not.
-fn serve(addr: u64) -> bool {
+/// Serves a fault at `addr` (`write`: a write, where the architecture says) if it lies in
+/// managed memory; `false` if it does not.
+fn serve(addr: u64, write: Option<bool>) -> bool {
     if forked() {
         return false;
     }
     let Some(a) = find(addr) else { return false };
+    if HOLDING.with(Cell::get) {
+        die(&format!(
+            "managed memory at {addr:#x} was touched while the library was keeping it coherent \
+             (from a signal handler?)"
+        ));
+    }
     let k = ((addr - a.base) / BLOCK) as usize;
-    loop {
-        match a.blocks[k].load(Ordering::Acquire) {
-            INVALID => {
-                if BUSY.with(Cell::get) != 0 {
-                    die(&format!(
-                        "managed memory at {addr:#x} was invalidated while the library was \
-                         sending it (another thread launched work on it: the program must not \
-                         touch managed memory while kernels that may use it run)"
-                    ));
-                }
-                let Some(c) = crate::client::connected() else {
-                    die("managed memory touched without a session");
-                };
-                if let Err(e) = fetch(c, &a, k) {
-                    die(&format!(
-                        "cannot bring managed memory at {addr:#x} from the device (error {})",
-                        e.0
-                    ));
-                }
+    locked(|| {
+        let state = a.blocks[k].load(Ordering::Acquire);
+        if state == INVALID {
+            if BUSY.with(Cell::get) != 0 {
+                die(&format!(
+                    "managed memory at {addr:#x} was touched by the library while it held the \
+                     session (another thread launched work on it meanwhile? the program must \
+                     not touch managed memory while kernels that may use it run)"
+                ));
             }
-            FETCHING => std::thread::yield_now(),
-            // A write to a clean block (reads do not fault).
-            CLEAN => {
-                make_dirty(&a, k);
-                return true;
+            let Some(c) = crate::client::connected() else {
+                die("managed memory touched without a session");
+            };
+            if let Err(e) = fetch(c, &a, k) {
+                die(&format!(
+                    "cannot bring managed memory at {addr:#x} from the device (error {})",
+                    e.0
+                ));
             }
-            _ => return true,
         }
+        // A read of an invalid block is served; a write to a clean one (or to one just
+        // fetched) makes it dirty. Where the kind of access is unknown, a fault on a clean
+        // block is a write (reads do not fault there), and one on a block just fetched
+        // faults again if it is a write.
+        let now_clean = a.blocks[k].load(Ordering::Acquire) == CLEAN;
+        if now_clean && (write == Some(true) || (state == CLEAN && write.is_none())) {
+            make_dirty(&a, k);
+        }
+    });
+    true
+}
+
+/// Whether the fault `ctx` describes was a write (`None`: not known on this architecture).
+#[allow(unused_variables)]
+fn fault_is_write(ctx: *mut c_void) -> Option<bool> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: the kernel passes a valid ucontext to an SA_SIGINFO handler; bit 1 of the
+        // page-fault error code is set for writes.
+        let err = unsafe {
+            (*(ctx as *const libc::ucontext_t)).uc_mcontext.gregs[libc::REG_ERR as usize]
+        };
+        Some(err & 2 != 0)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        None
     }
 }
 
 extern "C" fn on_fault(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut c_void) {
     // SAFETY: the kernel passes a valid siginfo for SIGSEGV.
-    let addr = unsafe { (*info).si_addr() } as u64;
-    let served = std::panic::catch_unwind(|| serve(addr))
-        .unwrap_or_else(|_| die("the managed memory fault handler failed"));
-    if served {
-        return;
+    let (addr, code) = unsafe { ((*info).si_addr() as u64, (*info).si_code) };
+    // A positive code is a fault (SEGV_MAPERR, SEGV_ACCERR, ...); others were sent (kill).
+    let fault = code > 0;
+    if fault {
+        let write = fault_is_write(ctx);
+        let served = std::panic::catch_unwind(|| serve(addr, write))
+            .unwrap_or_else(|_| die("the managed memory fault handler failed"));
+        if served {
+            return;
+        }
     }
     let Some(old) = OLD_ACTION.get() else {
         die(&format!("segmentation fault at {addr:#x}"));
     };
     match old.sa_sigaction {
+        libc::SIG_IGN if !fault => {}
         libc::SIG_DFL | libc::SIG_IGN => {
-            // Back to the default: the faulting instruction runs again and the process
-            // ends as it would have without this handler.
-            // SAFETY: restores the action the program had.
-            unsafe { libc::sigaction(libc::SIGSEGV, old, std::ptr::null_mut()) };
-            if old.sa_sigaction == libc::SIG_IGN {
-                // SAFETY: a zeroed sigaction with SIG_DFL (0) is the default action.
-                unsafe {
-                    let dfl: libc::sigaction = std::mem::zeroed();
-                    libc::sigaction(libc::SIGSEGV, &dfl, std::ptr::null_mut());
+            // Back to the default, as the program would have ended: a fault runs its
+            // instruction again; a sent signal is sent again.
+            // SAFETY: a zeroed sigaction with SIG_DFL (0) is the default action.
+            unsafe {
+                let dfl: libc::sigaction = std::mem::zeroed();
+                libc::sigaction(libc::SIGSEGV, &dfl, std::ptr::null_mut());
+                if !fault {
+                    libc::raise(libc::SIGSEGV);
                 }
             }
         }

@@ -58,6 +58,14 @@ impl Mirror {
         }
     }
 
+    /// Removes every range starting in `[lo, hi)` with a kind accepted by `pred`.
+    pub fn remove_within(&self, lo: u64, hi: u64, pred: impl Fn(Kind) -> bool) {
+        self.ranges
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|&b, r| !(lo <= b && b < hi && pred(r.kind)));
+    }
+
     /// The range containing `addr`.
     pub fn find(&self, addr: u64) -> Option<Range> {
         let g = self.ranges.read().unwrap_or_else(|e| e.into_inner());

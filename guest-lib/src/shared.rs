@@ -650,8 +650,15 @@ pub(crate) fn htod_staged(c: &Client, cp: &HostCopy, src: &[u8]) -> Result<bool>
     let Some(pieces) = pieces(cp, piece) else {
         return Ok(false);
     };
-    // Read below while the session is busy, so fetched first.
+    // Read below while the session is busy, so fetched first; the device range it writes is
+    // stale in the process's cache of managed memory from now on.
     crate::coherent::prepare(c, src.as_ptr() as u64, src.len() as u64, false)?;
+    crate::coherent::invalidate_range(
+        c,
+        cp.dev,
+        cp.dev
+            .saturating_add(cp.dev_pitch.saturating_mul(cp.height)),
+    )?;
     let done = with_staging(c, total.min(2 * piece), |stage, region| {
         c.call_pipelined::<ops::MemcpyHtoDShared>(
             |i| {

@@ -5,10 +5,15 @@
 // part of a block the device changed (the rest must keep the device's bytes); many small
 // allocations; copies from and into managed memory with every kind; memset and async
 // copies; host threads reading the same results at once; a host write seen by a
-// device-to-device copy with no launch in between; and a SIGSEGV handler the program
-// installed before any managed memory existed still gets the program's own faults.
+// device-to-device copy with no launch in between; another thread making unrelated calls
+// while this one writes, launches and reads back; read(2) into fresh managed memory; and a
+// SIGSEGV handler the program installed before any managed memory existed still gets the
+// program's own faults.
+#include <fcntl.h>
 #include <pthread.h>
 #include <setjmp.h>
+#include <atomic>
+#include <thread>
 #include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -20,6 +25,11 @@ __global__ void fill(int *p, size_t n, int base) {
 }
 
 __global__ void add_at(int *p, size_t i, int v) { p[i] += v; }
+
+__global__ void twice(const int *in, int *out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = in[i] * 2;
+}
 
 __global__ void sum(const int *p, int n, long long *out) {
     long long s = 0;
@@ -165,6 +175,54 @@ int main() {
     CHECK(cudaStreamSynchronize(s));
     EXPECT(m[100] == 9 && m[109] == 18 && m[110] == 9 + 110);
     CHECK(cudaStreamDestroy(s));
+
+    // Another thread makes unrelated calls while this one writes, launches and reads back:
+    // every request first sends what the host wrote, and none passes another's sending.
+    {
+        const int R = 1 << 20;
+        int *in = nullptr, *res = nullptr;
+        CHECK(cudaMallocManaged(&in, R * sizeof(int)));
+        CHECK(cudaMallocManaged(&res, R * sizeof(int)));
+        std::atomic<bool> stop{false};
+        std::thread poller([&] {
+            size_t fr, to;
+            while (!stop) cudaMemGetInfo(&fr, &to);
+        });
+        int bad_iters = 0;
+        for (int it = 1; it <= 20; it++) {
+            for (int i = 0; i < R; i++) in[i] = it;
+            twice<<<R / 256, 256>>>(in, res, R);
+            CHECK(cudaDeviceSynchronize());
+            int wrong = 0;
+            for (int i = 0; i < R; i++) wrong += res[i] != 2 * it;
+            bad_iters += wrong != 0;
+        }
+        stop = true;
+        poller.join();
+        EXPECT(bad_iters == 0);
+        CHECK(cudaFree(in));
+        CHECK(cudaFree(res));
+    }
+
+    // read(2) into fresh managed memory (the kernel writes it, no fault to serve).
+    {
+        char path[] = "/tmp/vcuda-managed-XXXXXX";
+        int fd = mkstemp(path);
+        EXPECT(fd >= 0);
+        int data[1000];
+        for (int i = 0; i < 1000; i++) data[i] = 7 * i;
+        EXPECT(write(fd, data, sizeof data) == (ssize_t)sizeof data);
+        lseek(fd, 0, SEEK_SET);
+        int *f = nullptr;
+        CHECK(cudaMallocManaged(&f, sizeof data));
+        EXPECT(read(fd, f, sizeof data) == (ssize_t)sizeof data);
+        close(fd);
+        unlink(path);
+        sum<<<1, 1>>>(f, 1000, total);
+        CHECK(cudaDeviceSynchronize());
+        EXPECT(*total == 7LL * 999 * 1000 / 2);
+        CHECK(cudaFree(f));
+    }
 
     // The program's own faults still reach its handler.
     long page = sysconf(_SC_PAGESIZE);

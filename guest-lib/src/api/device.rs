@@ -41,8 +41,14 @@ fn reset(c: &Client) -> Result<()> {
     super::pool::on_reset();
     c.sticky.store(0, Ordering::Relaxed);
     c.mirror.clear_device();
-    for base in crate::coherent::on_reset() {
-        c.mirror.remove(base, |k| k == crate::mirror::Kind::Managed);
+    // Managed and mapped memory the library kept coherent went with the device memory.
+    for (base, len) in crate::coherent::on_reset() {
+        c.mirror.remove_within(base, base + len, |k| {
+            matches!(
+                k,
+                crate::mirror::Kind::Managed | crate::mirror::Kind::HostAlloc(_)
+            )
+        });
     }
     super::ipc::on_reset();
     c.streams.lock().unwrap_or_else(|e| e.into_inner()).clear();

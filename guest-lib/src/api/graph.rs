@@ -16,6 +16,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::{c_int, c_uint, c_void};
+use std::os::unix::ffi::OsStrExt;
 use std::sync::Mutex;
 
 use vcuda_protocol::status;
@@ -507,6 +508,27 @@ entry! {
         add_node(out, g, deps, ndeps, || Ok(Kind::Memcpy(Copy3D::linear(dst as u64, src as u64, count as u64, kind)?)))
     }
 
+    fn cudaGraphDebugDotPrint(g: cudaGraph_t, path: *const std::ffi::c_char, flags: c_uint) {
+        let _ = flags;
+        dot_print(g, path)
+    }
+
+    fn cudaGraphAddMemcpyNodeToSymbol(out: *mut cudaGraphNode_t, g: cudaGraph_t, deps: *const cudaGraphNode_t, ndeps: usize, symbol: *const c_void, src: *const c_void, count: usize, offset: usize, kind: c_int) {
+        add_node(out, g, deps, ndeps, || memcpy_symbol(symbol, src as u64, count, offset, kind, true))
+    }
+
+    fn cudaGraphAddMemcpyNodeFromSymbol(out: *mut cudaGraphNode_t, g: cudaGraph_t, deps: *const cudaGraphNode_t, ndeps: usize, dst: *mut c_void, symbol: *const c_void, count: usize, offset: usize, kind: c_int) {
+        add_node(out, g, deps, ndeps, || memcpy_symbol(symbol, dst as u64, count, offset, kind, false))
+    }
+
+    fn cudaGraphMemcpyNodeSetParamsToSymbol(node: cudaGraphNode_t, symbol: *const c_void, src: *const c_void, count: usize, offset: usize, kind: c_int) {
+        set_kind(node, memcpy_symbol(symbol, src as u64, count, offset, kind, true)?)
+    }
+
+    fn cudaGraphMemcpyNodeSetParamsFromSymbol(node: cudaGraphNode_t, dst: *mut c_void, symbol: *const c_void, count: usize, offset: usize, kind: c_int) {
+        set_kind(node, memcpy_symbol(symbol, dst as u64, count, offset, kind, false)?)
+    }
+
     fn cudaGraphAddMemsetNode(out: *mut cudaGraphNode_t, g: cudaGraph_t, deps: *const cudaGraphNode_t, ndeps: usize, p: *const cudaMemsetParams) {
         add_node(out, g, deps, ndeps, || Ok(Kind::Memset(Memset::from_c(read(p)?)?)))
     }
@@ -715,6 +737,68 @@ entry! {
     }
 }
 
+/// `cudaGraphDebugDotPrint`: graph `g` in Graphviz's DOT language, child graphs as
+/// clusters; each node is labelled with its type and, for kernels, the function's name, its
+/// grid and block, for copies and memsets their sizes.
+fn dot(r: &Registry, g: u64, out: &mut String, depth: usize) -> Result<()> {
+    use std::fmt::Write;
+    let graph = r.graph(g)?;
+    let pad = "  ".repeat(depth + 1);
+    for &n in &graph.nodes {
+        let node = r.node(n)?;
+        let label = match &node.kind {
+            Kind::Kernel(k) => {
+                let name = crate::registry::function(k.func)
+                    .map_or_else(|| format!("{:#x}", k.func), |f| f.name.clone());
+                format!(
+                    "KERNEL\\n{name}\\ngrid ({},{},{}) block ({},{},{}) shared {}",
+                    k.grid.x, k.grid.y, k.grid.z, k.block.x, k.block.y, k.block.z, k.shmem
+                )
+            }
+            Kind::Memcpy(c) => format!(
+                "MEMCPY\\n{} x {} x {} bytes",
+                c.extent[0], c.extent[1], c.extent[2]
+            ),
+            Kind::Memset(m) => format!(
+                "MEMSET\\n{} x {} elements of {} bytes",
+                m.width, m.height, m.elem
+            ),
+            Kind::Host(_) => "HOST".to_string(),
+            Kind::Empty => "EMPTY".to_string(),
+            Kind::EventRecord(_) => "EVENT_RECORD".to_string(),
+            Kind::EventWait(_) => "EVENT_WAIT".to_string(),
+            Kind::Child(c) => {
+                let _ = writeln!(out, "{pad}subgraph cluster_{n} {{");
+                let _ = writeln!(out, "{pad}  label=\"graph node {n}\";");
+                dot(r, *c, out, depth + 1)?;
+                let _ = writeln!(out, "{pad}}}");
+                "GRAPH".to_string()
+            }
+        };
+        let _ = writeln!(out, "{pad}n{n} [shape=box label=\"{label}\"];");
+        for d in &node.deps {
+            let _ = writeln!(out, "{pad}n{d} -> n{n};");
+        }
+    }
+    Ok(())
+}
+
+fn dot_print(g: cudaGraph_t, path: *const std::ffi::c_char) -> Result<()> {
+    if path.is_null() {
+        return Err(Error::INVALID_VALUE);
+    }
+    // SAFETY: the caller's NUL-terminated path, checked for null.
+    let path = unsafe { std::ffi::CStr::from_ptr(path) };
+    let path = std::path::Path::new(std::ffi::OsStr::from_bytes(path.to_bytes()));
+    let mut text = String::from("digraph cudaGraph {\n");
+    with(|r| dot(r, g as u64, &mut text, 0))?;
+    text.push_str("}\n");
+    std::fs::write(path, text).map_err(|e| {
+        log::warn!("cudaGraphDebugDotPrint: {}: {e}", path.display());
+        Error(status::OPERATING_SYSTEM)
+    })
+}
+
 /// Parameters for the executable-graph setters (`cudaGraphExec*NodeSetParams`).
 pub(crate) fn kernel_from_c(p: *const cudaKernelNodeParams) -> Result<Kind> {
     Ok(Kind::Kernel(Kernel::from_c(read(p)?)?))
@@ -728,6 +812,20 @@ pub(crate) fn memcpy_from_c(p: *const cudaMemcpy3DParms) -> Result<Kind> {
 /// See [`kernel_from_c`].
 pub(crate) fn memcpy_1d(dst: u64, src: u64, count: u64, kind: c_int) -> Result<Kind> {
     Ok(Kind::Memcpy(Copy3D::linear(dst, src, count, kind)?))
+}
+
+/// A copy to (`to`) or from a variable, `cudaMemcpyToSymbol`'s or `cudaMemcpyFromSymbol`'s
+/// parameters (see [`kernel_from_c`]).
+pub(crate) fn memcpy_symbol(
+    sym: *const c_void,
+    other: u64,
+    count: usize,
+    offset: usize,
+    kind: c_int,
+    to: bool,
+) -> Result<Kind> {
+    let (dst, src) = super::memory::symbol_copy(sym, other, count, offset, kind, to)?;
+    memcpy_1d(dst, src, count as u64, kind)
 }
 
 /// See [`kernel_from_c`].

@@ -19,7 +19,7 @@
 //! reason in `cudaGraphExecUpdateResultInfo`.
 
 use std::collections::{HashMap, VecDeque};
-use std::ffi::{c_int, c_void};
+use std::ffi::{c_int, c_uint, c_void};
 use std::sync::Arc;
 
 use vcuda_protocol::status;
@@ -31,7 +31,7 @@ use super::graph::{
 use super::stream::stream_handle;
 use crate::client::{self, Client};
 use crate::error::{Error, Result};
-use crate::ffi::{cudaStream_t, write_out};
+use crate::ffi::{cudaEvent_t, cudaStream_t, write_out};
 
 /// `cudaGraphInstantiateFlagAutoFreeOnLaunch`.
 const FLAG_AUTO_FREE_ON_LAUNCH: u64 = 1;
@@ -65,11 +65,13 @@ pub struct cudaGraphInstantiateParams {
     result_out: u32,
 }
 
-/// One step of a launch: a node's parameters, and the node it came from.
+/// One step of a launch: a node's parameters, the node it came from, and whether it runs
+/// (`cudaGraphNodeSetEnabled`).
 #[derive(Clone)]
 pub(crate) struct Step {
     origin: u64,
     kind: Kind,
+    enabled: bool,
 }
 
 /// A graph's topology: per node (in the order added) its type, its dependencies (indices,
@@ -142,6 +144,7 @@ fn flatten(r: &Registry, g: u64, s: &Shape, steps: &mut Vec<Step>) -> Result<()>
             k => steps.push(Step {
                 origin: id,
                 kind: k.clone(),
+                enabled: true,
             }),
         }
     }
@@ -224,6 +227,7 @@ fn update(
             .map(|(s, old)| Step {
                 origin: old.origin,
                 kind: s.kind,
+                enabled: old.enabled,
             })
             .collect();
         let e = r
@@ -299,10 +303,36 @@ fn launch(exec: cudaGraphExec_t, stream: cudaStream_t, ptsz: bool) -> Result<()>
         .ok_or(Error::INVALID_VALUE)?;
     let s = stream_handle(c, stream, ptsz)?;
     // The registry is not locked here: host nodes may call into CUDA.
-    for step in steps.iter() {
+    for step in steps.iter().filter(|s| s.enabled) {
         run(c, s, &step.kind)?;
     }
     Ok(())
+}
+
+/// `cudaGraphNodeSetEnabled` (`Some`) or `GetEnabled`: kernel, copy and memset nodes of an
+/// executable graph can be turned off and on; a disabled node does nothing when launched.
+fn enabled(exec: cudaGraphExec_t, node: cudaGraphNode_t, set: Option<bool>) -> Result<bool> {
+    with(|r| {
+        let e = r
+            .execs
+            .get_mut(&(exec as u64))
+            .ok_or(Error::INVALID_VALUE)?;
+        let i = e
+            .steps
+            .iter()
+            .position(|s| s.origin == node as u64)
+            .ok_or(Error::INVALID_VALUE)?;
+        if !matches!(
+            e.steps[i].kind,
+            Kind::Kernel(_) | Kind::Memcpy(_) | Kind::Memset(_)
+        ) {
+            return Err(Error::INVALID_VALUE);
+        }
+        if let Some(on) = set {
+            Arc::make_mut(&mut e.steps)[i].enabled = on;
+        }
+        Ok(e.steps[i].enabled)
+    })
 }
 
 /// Replaces the parameters of `node`'s step in `exec` (same node type only).
@@ -408,6 +438,37 @@ entry! {
 
     fn cudaGraphExecMemsetNodeSetParams(exec: cudaGraphExec_t, node: cudaGraphNode_t, p: *const cudaMemsetParams) {
         exec_set(exec, node, graph::memset_from_c(p))
+    }
+
+    fn cudaGraphExecMemcpyNodeSetParamsToSymbol(exec: cudaGraphExec_t, node: cudaGraphNode_t, symbol: *const c_void, src: *const c_void, count: usize, offset: usize, kind: c_int) {
+        exec_set(exec, node, graph::memcpy_symbol(symbol, src as u64, count, offset, kind, true))
+    }
+
+    fn cudaGraphExecMemcpyNodeSetParamsFromSymbol(exec: cudaGraphExec_t, node: cudaGraphNode_t, dst: *mut c_void, symbol: *const c_void, count: usize, offset: usize, kind: c_int) {
+        exec_set(exec, node, graph::memcpy_symbol(symbol, dst as u64, count, offset, kind, false))
+    }
+
+    fn cudaGraphExecEventRecordNodeSetEvent(exec: cudaGraphExec_t, node: cudaGraphNode_t, e: cudaEvent_t) {
+        let ev = super::stream::event_handle(client::client()?, e).map(Kind::EventRecord);
+        exec_set(exec, node, ev)
+    }
+
+    fn cudaGraphExecEventWaitNodeSetEvent(exec: cudaGraphExec_t, node: cudaGraphNode_t, e: cudaEvent_t) {
+        let ev = super::stream::event_handle(client::client()?, e).map(Kind::EventWait);
+        exec_set(exec, node, ev)
+    }
+
+    fn cudaGraphNodeSetEnabled(exec: cudaGraphExec_t, node: cudaGraphNode_t, on: c_uint) {
+        enabled(exec, node, Some(on != 0)).map(drop)
+    }
+
+    fn cudaGraphNodeGetEnabled(exec: cudaGraphExec_t, node: cudaGraphNode_t, on: *mut c_uint) {
+        if on.is_null() {
+            return Err(Error::INVALID_VALUE);
+        }
+        let v = enabled(exec, node, None)?;
+        // SAFETY: the caller's output pointer, checked for null.
+        unsafe { write_out(on, c_uint::from(v)) }
     }
 
     fn cudaGraphExecHostNodeSetParams(exec: cudaGraphExec_t, node: cudaGraphNode_t, p: *const cudaHostNodeParams) {

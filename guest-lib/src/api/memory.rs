@@ -529,20 +529,27 @@ fn host_free(c: &Client, p: *mut c_void) -> Result<()> {
     if p.is_null() {
         return Ok(());
     }
-    let r = c
-        .mirror
-        .remove(p as u64, |k| matches!(k, Kind::HostAlloc(_)))
-        .ok_or(Error::INVALID_VALUE)?;
-    if shared::free(c, p) {
-        return Ok(());
-    }
     if coherent::owns(p as u64) {
+        let r = c
+            .mirror
+            .find(p as u64)
+            .filter(|r| r.base == p as u64 && matches!(r.kind, Kind::HostAlloc(_)))
+            .ok_or(Error::INVALID_VALUE)?;
         // As `cudaFreeHost` does, after the device's work (which may use it).
         c.call::<ops::DeviceSynchronize>(&DeviceReq {
             device: c.check_device(r.device)?,
             reserved: 0,
         })?;
+        c.mirror
+            .remove(p as u64, |k| matches!(k, Kind::HostAlloc(_)));
         coherent::free(c, p as u64)?;
+        return Ok(());
+    }
+    let r = c
+        .mirror
+        .remove(p as u64, |k| matches!(k, Kind::HostAlloc(_)))
+        .ok_or(Error::INVALID_VALUE)?;
+    if shared::free(c, p) {
         return Ok(());
     }
     // SAFETY: `r` is a mapping host_alloc made with this base and length; it is removed from
@@ -551,7 +558,13 @@ fn host_free(c: &Client, p: *mut c_void) -> Result<()> {
     Ok(())
 }
 
-fn symbol(c: &Client, symbol: *const c_void, count: usize, offset: usize) -> Result<u64> {
+/// The device address of `count` bytes at `offset` into variable `symbol`.
+pub(crate) fn symbol(
+    c: &Client,
+    symbol: *const c_void,
+    count: usize,
+    offset: usize,
+) -> Result<u64> {
     let (addr, size) = symbol_range(c, symbol)?;
     match offset.checked_add(count) {
         Some(end) if end as u64 <= size => Ok(addr + offset as u64),
@@ -637,6 +650,35 @@ fn to_symbol(
     }
     let addr = symbol(c, sym, count, offset)?;
     memcpy(c, Copy2D::linear(addr, src as u64, count as u64), kind, s)
+}
+
+/// The copy `cudaMemcpyToSymbol` (`to`) or `cudaMemcpyFromSymbol` makes: `(dst, src)`,
+/// after checking the kind. For the graph nodes that stand for them.
+pub(crate) fn symbol_copy(
+    sym: *const c_void,
+    host: u64,
+    count: usize,
+    offset: usize,
+    kind: c_int,
+    to: bool,
+) -> Result<(u64, u64)> {
+    let c = client::client()?;
+    let ok = if to {
+        matches!(
+            kind,
+            memcpy_kind::H2D | memcpy_kind::D2D | memcpy_kind::DEFAULT
+        )
+    } else {
+        matches!(
+            kind,
+            memcpy_kind::D2H | memcpy_kind::D2D | memcpy_kind::DEFAULT
+        )
+    };
+    if !ok {
+        return Err(Error::INVALID_MEMCPY_DIRECTION);
+    }
+    let addr = symbol(c, sym, count, offset)?;
+    Ok(if to { (addr, host) } else { (host, addr) })
 }
 
 /// `cudaMemcpyFromSymbol[Async]`.

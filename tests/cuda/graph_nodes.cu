@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+// More of the explicit graph API: copy nodes to and from a __device__ variable
+// (cudaGraphAddMemcpyNodeToSymbol/FromSymbol, their setters on the graph and on the
+// executable graph), nodes of an executable graph turned off and on
+// (cudaGraphNodeSetEnabled/GetEnabled), event nodes of an executable graph pointed at other
+// events, and cudaGraphDebugDotPrint.
+#include <unistd.h>
+#include "common.h"
+
+__device__ int table[64];
+
+__global__ void bump(int n) {
+    int i = threadIdx.x;
+    if (i < n) table[i] += 1;
+}
+
+__global__ void mark(int *flag, int v) { *flag = v; }
+
+int main() {
+    int host[64], back[64];
+    for (int i = 0; i < 64; i++) host[i] = i * 10;
+
+    // h -> table, bump, table -> back.
+    cudaGraph_t g;
+    CHECK(cudaGraphCreate(&g, 0));
+    cudaGraphNode_t to, k, from;
+    CHECK(cudaGraphAddMemcpyNodeToSymbol(&to, g, nullptr, 0, table, host, sizeof host, 0,
+                                         cudaMemcpyHostToDevice));
+    cudaKernelNodeParams kp = {};
+    int n = 64;
+    void *args[] = {&n};
+    kp.func = (void *)bump;
+    kp.gridDim = dim3(1);
+    kp.blockDim = dim3(64);
+    kp.kernelParams = args;
+    CHECK(cudaGraphAddKernelNode(&k, g, &to, 1, &kp));
+    CHECK(cudaGraphAddMemcpyNodeFromSymbol(&from, g, &k, 1, back, table, sizeof back, 0,
+                                           cudaMemcpyDeviceToHost));
+    // Wrong directions are refused.
+    cudaGraphNode_t bad;
+    EXPECT_ERR(cudaGraphAddMemcpyNodeToSymbol(&bad, g, nullptr, 0, table, host, sizeof host, 0,
+                                              cudaMemcpyDeviceToHost),
+               cudaErrorInvalidMemcpyDirection);
+    EXPECT_ERR(cudaGraphAddMemcpyNodeFromSymbol(&bad, g, nullptr, 0, back, table, 16, 62 * 4,
+                                                cudaMemcpyDeviceToHost),
+               cudaErrorInvalidValue);  // past the variable's end
+    cudaGetLastError();
+
+    cudaGraphExec_t exec;
+    CHECK(cudaGraphInstantiate(&exec, g, 0));
+    CHECK(cudaGraphLaunch(exec, 0));
+    CHECK(cudaStreamSynchronize(0));
+    int bad_n = 0;
+    for (int i = 0; i < 64; i++) bad_n += back[i] != i * 10 + 1;
+    EXPECT(bad_n == 0);
+
+    // The kernel node off: the copies still run.
+    unsigned on = 7;
+    CHECK(cudaGraphNodeGetEnabled(exec, k, &on));
+    EXPECT(on == 1);
+    CHECK(cudaGraphNodeSetEnabled(exec, k, 0));
+    CHECK(cudaGraphNodeGetEnabled(exec, k, &on));
+    EXPECT(on == 0);
+    for (int i = 0; i < 64; i++) host[i] = 5;
+    CHECK(cudaGraphLaunch(exec, 0));
+    CHECK(cudaStreamSynchronize(0));
+    bad_n = 0;
+    for (int i = 0; i < 64; i++) bad_n += back[i] != 5;
+    EXPECT(bad_n == 0);
+    CHECK(cudaGraphNodeSetEnabled(exec, k, 1));
+
+    // The executable graph's copy now reads from an offset: table[32..64) only.
+    int half[32];
+    for (int i = 0; i < 32; i++) half[i] = -1;
+    CHECK(cudaGraphExecMemcpyNodeSetParamsFromSymbol(exec, from, half, table, sizeof half,
+                                                     32 * sizeof(int), cudaMemcpyDeviceToHost));
+    CHECK(cudaGraphLaunch(exec, 0));
+    CHECK(cudaStreamSynchronize(0));
+    bad_n = 0;
+    for (int i = 0; i < 32; i++) bad_n += half[i] != 6;
+    EXPECT(bad_n == 0);
+    // The graph's own node, changed too, for the next instantiation.
+    CHECK(cudaGraphMemcpyNodeSetParamsToSymbol(to, table, host, 16 * sizeof(int), 0,
+                                               cudaMemcpyHostToDevice));
+
+    // Only kernel, copy and memset nodes can be turned off.
+    cudaGraph_t g2;
+    CHECK(cudaGraphCreate(&g2, 0));
+    cudaEvent_t e1, e2;
+    CHECK(cudaEventCreate(&e1));
+    CHECK(cudaEventCreate(&e2));
+    int *flag = nullptr;
+    CHECK(cudaMalloc(&flag, sizeof(int)));
+    cudaGraphNode_t rec, mk;
+    kp.func = (void *)mark;
+    int v = 42;
+    void *margs[] = {&flag, &v};
+    kp.kernelParams = margs;
+    kp.blockDim = dim3(1);
+    CHECK(cudaGraphAddKernelNode(&mk, g2, nullptr, 0, &kp));
+    CHECK(cudaGraphAddEventRecordNode(&rec, g2, &mk, 1, e1));
+    cudaGraphExec_t exec2;
+    CHECK(cudaGraphInstantiate(&exec2, g2, 0));
+    EXPECT_ERR(cudaGraphNodeSetEnabled(exec2, rec, 0), cudaErrorInvalidValue);
+    cudaGetLastError();
+    // The record node now records e2.
+    CHECK(cudaGraphExecEventRecordNodeSetEvent(exec2, rec, e2));
+    CHECK(cudaGraphLaunch(exec2, 0));
+    CHECK(cudaEventSynchronize(e2));
+    EXPECT(cudaEventQuery(e2) == cudaSuccess);
+    int got = 0;
+    CHECK(cudaMemcpy(&got, flag, sizeof got, cudaMemcpyDeviceToHost));
+    EXPECT(got == 42);
+
+    // DOT output names the kernel and has both edges.
+    char path[] = "/tmp/vcuda-graph-XXXXXX";
+    int fd = mkstemp(path);
+    EXPECT(fd >= 0);
+    close(fd);
+    CHECK(cudaGraphDebugDotPrint(g, path, 0));
+    FILE *f = fopen(path, "r");
+    EXPECT(f != nullptr);
+    char text[8192] = {0};
+    size_t len = f ? fread(text, 1, sizeof text - 1, f) : 0;
+    if (f) fclose(f);
+    unlink(path);
+    EXPECT(len > 0 && strstr(text, "digraph") != nullptr);
+    EXPECT(strstr(text, "bump") != nullptr);
+    int arrows = 0;
+    for (const char *p = text; (p = strstr(p, "->")) != nullptr; p += 2) arrows++;
+    EXPECT(arrows == 2);
+
+    CHECK(cudaGraphExecDestroy(exec));
+    CHECK(cudaGraphExecDestroy(exec2));
+    CHECK(cudaGraphDestroy(g));
+    CHECK(cudaGraphDestroy(g2));
+    CHECK(cudaEventDestroy(e1));
+    CHECK(cudaEventDestroy(e2));
+    CHECK(cudaFree(flag));
+    return finish();
+}

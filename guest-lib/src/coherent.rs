@@ -2,7 +2,7 @@
 //! Managed memory kept coherent by the library, where the backend cannot map the program's
 //! memory: over TCP, inside a VM, on the CUDA executor, and with `VCUDA_SHARED_MEMORY=0`.
 //! `cudaMallocManaged` memory, `cudaHostAllocMapped` memory and the pages of `__managed__`
-//! variables ([`adopt`]) are kept this way.
+//! variables (`adopt`) are kept this way.
 //!
 //! A managed allocation is a device allocation plus a mapping in this process at the same
 //! address, so the one pointer is valid in kernels and on the host (unified addressing). The

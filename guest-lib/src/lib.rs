@@ -72,6 +72,7 @@ mod api {
     pub mod ptsz;
     pub mod stream;
     pub mod texture;
+    pub mod user_object;
 }
 
 mod stubs {

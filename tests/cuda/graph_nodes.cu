@@ -3,8 +3,12 @@
 // (cudaGraphAddMemcpyNodeToSymbol/FromSymbol, their setters on the graph and on the
 // executable graph), nodes of an executable graph turned off and on
 // (cudaGraphNodeSetEnabled/GetEnabled), event nodes of an executable graph pointed at other
-// events, and cudaGraphDebugDotPrint.
+// events, cudaGraphDebugDotPrint, and user objects (references owned by the program, a
+// graph, its clone and an executable graph; the destructor runs once, when the last goes).
 #include <unistd.h>
+#include <atomic>
+#include <chrono>
+#include <thread>
 #include "common.h"
 
 __device__ int table[64];
@@ -15,6 +19,17 @@ __global__ void bump(int n) {
 }
 
 __global__ void mark(int *flag, int v) { *flag = v; }
+
+static std::atomic<int> g_destroyed{0};
+static void CUDART_CB destroy_cb(void *p) { g_destroyed += *static_cast<int *>(p); }
+
+static bool wait_destroyed(int want) {
+    auto t0 = std::chrono::steady_clock::now();
+    while (g_destroyed.load() != want &&
+           std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10))
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    return g_destroyed.load() == want;
+}
 
 int main() {
     int host[64], back[64];
@@ -129,6 +144,41 @@ int main() {
     int arrows = 0;
     for (const char *p = text; (p = strstr(p, "->")) != nullptr; p += 2) arrows++;
     EXPECT(arrows == 2);
+
+    // User objects.
+    static int five = 5;
+    cudaUserObject_t obj, other;
+    EXPECT_ERR(cudaUserObjectCreate(&other, &five, destroy_cb, 1, 0), cudaErrorInvalidValue);
+    EXPECT_ERR(cudaUserObjectCreate(&other, &five, destroy_cb, 0, cudaUserObjectNoDestructorSync),
+               cudaErrorInvalidValue);
+    cudaGetLastError();
+    CHECK(cudaUserObjectCreate(&obj, &five, destroy_cb, 2, cudaUserObjectNoDestructorSync));
+    cudaGraph_t g3, g3c;
+    CHECK(cudaGraphCreate(&g3, 0));
+    cudaGraphNode_t empty;
+    CHECK(cudaGraphAddEmptyNode(&empty, g3, nullptr, 0));
+    // The graph takes one of the program's two references and retains one more.
+    CHECK(cudaGraphRetainUserObject(g3, obj, 1, cudaGraphUserObjectMove));
+    CHECK(cudaGraphRetainUserObject(g3, obj, 1, 0));
+    EXPECT_ERR(cudaGraphReleaseUserObject(g3, obj, 3), cudaErrorInvalidValue);
+    CHECK(cudaGraphReleaseUserObject(g3, obj, 1));
+    cudaGetLastError();
+    CHECK(cudaGraphClone(&g3c, g3));
+    cudaGraphExec_t e3;
+    CHECK(cudaGraphInstantiate(&e3, g3, 0));
+    CHECK(cudaGraphLaunch(e3, 0));
+    CHECK(cudaUserObjectRelease(obj, 1));  // the program's last
+    CHECK(cudaGraphDestroy(g3));
+    CHECK(cudaGraphDestroy(g3c));
+    CHECK(cudaStreamSynchronize(0));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT(g_destroyed.load() == 0);  // the executable graph still holds one
+    CHECK(cudaGraphExecDestroy(e3));
+    EXPECT(wait_destroyed(5));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT(g_destroyed.load() == 5);  // once
+    EXPECT_ERR(cudaUserObjectRelease(obj, 1), cudaErrorInvalidValue);
+    cudaGetLastError();
 
     CHECK(cudaGraphExecDestroy(exec));
     CHECK(cudaGraphExecDestroy(exec2));

@@ -61,6 +61,8 @@ pub use super::graph_node::{
 pub(crate) struct GraphObj {
     /// Nodes, in the order they were added.
     pub nodes: Vec<u64>,
+    /// References this graph owns to user objects (`cudaGraphRetainUserObject`).
+    pub user_refs: HashMap<u64, u32>,
     /// The child-graph node that owns this graph.
     owner: Option<u64>,
     /// For a clone: original node -> its copy here.
@@ -81,6 +83,11 @@ pub(crate) struct Registry {
     pub graphs: HashMap<u64, GraphObj>,
     pub nodes: HashMap<u64, NodeObj>,
     pub execs: HashMap<u64, Exec>,
+    /// User objects (`cudaUserObjectCreate`).
+    pub user_objects: HashMap<u64, super::user_object::UserObject>,
+    /// Destructors of user objects whose last reference went, to run once the lock is
+    /// released (see [`with`]).
+    pub destructors: Vec<super::user_object::Destructor>,
 }
 
 impl Registry {
@@ -96,6 +103,7 @@ impl Registry {
             id,
             GraphObj {
                 nodes: Vec::new(),
+                user_refs: HashMap::new(),
                 owner,
                 cloned_from: HashMap::new(),
             },
@@ -161,8 +169,13 @@ impl Registry {
             let id = self.add(copy, kind, &deps)?;
             map.insert(n, id);
         }
+        let refs = self.graph(g)?.user_refs.clone();
+        for (&obj, &n) in &refs {
+            self.retain_user(obj, n)?;
+        }
         if let Some(c) = self.graphs.get_mut(&copy) {
             c.cloned_from = map;
+            c.user_refs = refs;
         }
         Ok(copy)
     }
@@ -172,6 +185,9 @@ impl Registry {
         let Some(graph) = self.graphs.remove(&g) else {
             return;
         };
+        for (obj, n) in graph.user_refs {
+            let _ = self.release_user(obj, n);
+        }
         for n in graph.nodes {
             if let Some(NodeObj {
                 kind: Kind::Child(child),
@@ -237,8 +253,14 @@ static REGISTRY: Mutex<Option<Registry>> = Mutex::new(None);
 /// Runs `f` on the registry. `f` must not call back into CUDA entry points (the lock is
 /// held): replays copy what they need and run without it.
 pub(crate) fn with<R>(f: impl FnOnce(&mut Registry) -> R) -> R {
-    let mut g = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
-    f(g.get_or_insert_with(Registry::default))
+    let (r, destructors) = {
+        let mut g = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
+        let reg = g.get_or_insert_with(Registry::default);
+        let r = f(reg);
+        (r, std::mem::take(&mut reg.destructors))
+    };
+    super::user_object::run(destructors);
+    r
 }
 
 /// A new empty graph (for stream capture).

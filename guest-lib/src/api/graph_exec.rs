@@ -84,6 +84,9 @@ pub(crate) struct Exec {
     steps: Arc<Vec<Step>>,
     shape: Shape,
     flags: u64,
+    /// References to user objects, copied from the graph's (and its child graphs') when
+    /// instantiated, released when destroyed.
+    users: HashMap<u64, u32>,
 }
 
 fn shape(r: &Registry, g: u64) -> Result<Shape> {
@@ -170,11 +173,13 @@ fn instantiate(out: *mut cudaGraphExec_t, g: cudaGraph_t, flags: u64, upload: bo
     }
     let id = with(|r| {
         let (steps, shape) = compile(r, g as u64)?;
+        let users = r.retain_graph_users(g as u64)?;
         let id = r.id();
         let exec = Exec {
             steps: Arc::new(steps),
             shape,
             flags,
+            users,
         };
         r.execs.insert(id, exec);
         Ok(id)
@@ -412,7 +417,11 @@ entry! {
     }
 
     fn cudaGraphExecDestroy(exec: cudaGraphExec_t) {
-        with(|r| r.execs.remove(&(exec as u64))).map(drop).ok_or(Error::INVALID_VALUE)
+        with(|r| {
+            let e = r.execs.remove(&(exec as u64)).ok_or(Error::INVALID_VALUE)?;
+            r.release_users(e.users);
+            Ok(())
+        })
     }
 
     fn cudaGraphLaunch(exec: cudaGraphExec_t, stream: cudaStream_t) { launch(exec, stream, false) }

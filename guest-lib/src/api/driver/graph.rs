@@ -29,6 +29,7 @@ use crate::api::pool::{
     cudaMallocAsync, cudaMallocFromPoolAsync, cudaMemPool_t, cudaMemPoolCreate, cudaMemPoolDestroy,
     cudaMemPoolGetAttribute, cudaMemPoolProps, cudaMemPoolSetAttribute, cudaMemPoolTrimTo,
 };
+use crate::api::user_object as uo;
 use crate::error::CuError;
 use crate::ffi::{cudaEvent_t, cudaStream_t};
 
@@ -328,6 +329,31 @@ entry_lib! {
     fn cuGraphDestroyNode(node: cudaGraphNode_t) -> Result<(), CuError> {
         // SAFETY: the runtime checks the handle.
         rt(unsafe { g::cudaGraphDestroyNode(node) })
+    }
+
+    fn cuUserObjectCreate(out: *mut uo::cudaUserObject_t, ptr: *mut c_void, destroy: Option<unsafe extern "C" fn(*mut c_void)>, initial: c_uint, flags: c_uint) -> Result<(), CuError> {
+        // SAFETY: forwarding the caller's pointers; the runtime checks them.
+        rt(unsafe { uo::cudaUserObjectCreate(out, ptr, destroy, initial, flags) })
+    }
+
+    fn cuUserObjectRetain(obj: uo::cudaUserObject_t, count: c_uint) -> Result<(), CuError> {
+        // SAFETY: the runtime checks the handle.
+        rt(unsafe { uo::cudaUserObjectRetain(obj, count) })
+    }
+
+    fn cuUserObjectRelease(obj: uo::cudaUserObject_t, count: c_uint) -> Result<(), CuError> {
+        // SAFETY: the runtime checks the handle.
+        rt(unsafe { uo::cudaUserObjectRelease(obj, count) })
+    }
+
+    fn cuGraphRetainUserObject(graph: cudaGraph_t, obj: uo::cudaUserObject_t, count: c_uint, flags: c_uint) -> Result<(), CuError> {
+        // SAFETY: the runtime checks the handles.
+        rt(unsafe { uo::cudaGraphRetainUserObject(graph, obj, count, flags) })
+    }
+
+    fn cuGraphReleaseUserObject(graph: cudaGraph_t, obj: uo::cudaUserObject_t, count: c_uint) -> Result<(), CuError> {
+        // SAFETY: the runtime checks the handles.
+        rt(unsafe { uo::cudaGraphReleaseUserObject(graph, obj, count) })
     }
 
     fn cuGraphClone(out: *mut cudaGraph_t, graph: cudaGraph_t) -> Result<(), CuError> {

@@ -3,7 +3,8 @@
 // (cudaGraphAddMemcpyNodeToSymbol/FromSymbol, their setters on the graph and on the
 // executable graph), nodes of an executable graph turned off and on
 // (cudaGraphNodeSetEnabled/GetEnabled), event nodes of an executable graph pointed at other
-// events, cudaGraphDebugDotPrint, and user objects (references owned by the program, a
+// events, cudaGraphDebugDotPrint, capture into an existing graph
+// (cudaStreamBeginCaptureToGraph), kernel node attributes, and user objects (references owned by the program, a
 // graph, its clone and an executable graph; the destructor runs once, when the last goes).
 #include <unistd.h>
 #include <atomic>
@@ -144,6 +145,72 @@ int main() {
     int arrows = 0;
     for (const char *p = text; (p = strstr(p, "->")) != nullptr; p += 2) arrows++;
     EXPECT(arrows == 2);
+
+    // Kernel node attributes: hints kept and read back, copied between nodes; cooperative
+    // nodes and clusters are not supported; other node types have none.
+    {
+        cudaLaunchAttributeValue v = {}, r = {};
+        CHECK(cudaGraphKernelNodeGetAttribute(k, cudaLaunchAttributeClusterDimension, &r));
+        EXPECT(r.clusterDim.x == 1 && r.clusterDim.y == 1 && r.clusterDim.z == 1);
+        v.priority = -1;
+        CHECK(cudaGraphKernelNodeSetAttribute(k, cudaLaunchAttributePriority, &v));
+        CHECK(cudaGraphKernelNodeGetAttribute(k, cudaLaunchAttributePriority, &r));
+        EXPECT(r.priority == -1);
+        CHECK(cudaGraphKernelNodeCopyAttributes(mk, k));
+        r.priority = 0;
+        CHECK(cudaGraphKernelNodeGetAttribute(mk, cudaLaunchAttributePriority, &r));
+        EXPECT(r.priority == -1);
+        v = {};
+        v.cooperative = 1;
+        EXPECT_ERR(cudaGraphKernelNodeSetAttribute(k, cudaLaunchAttributeCooperative, &v),
+                   cudaErrorNotSupported);
+        v = {};
+        v.clusterDim.x = 2;
+        v.clusterDim.y = 1;
+        v.clusterDim.z = 1;
+        EXPECT_ERR(cudaGraphKernelNodeSetAttribute(k, cudaLaunchAttributeClusterDimension, &v),
+                   cudaErrorNotSupported);
+        EXPECT_ERR(cudaGraphKernelNodeGetAttribute(rec, cudaLaunchAttributePriority, &r),
+                   cudaErrorInvalidValue);
+        cudaGetLastError();
+    }
+
+    // Capture into an existing graph, after one of its nodes.
+    {
+        cudaGraph_t g4;
+        CHECK(cudaGraphCreate(&g4, 0));
+        cudaGraphNode_t root;
+        CHECK(cudaGraphAddEmptyNode(&root, g4, nullptr, 0));
+        cudaStream_t s;
+        CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+        CHECK(cudaStreamBeginCaptureToGraph(s, g4, &root, nullptr, 1,
+                                            cudaStreamCaptureModeGlobal));
+        mark<<<1, 1, 0, s>>>(flag, 77);
+        cudaGraph_t out = nullptr;
+        CHECK(cudaStreamEndCapture(s, &out));
+        EXPECT(out == g4);
+        size_t nn = 0;
+        CHECK(cudaGraphGetNodes(g4, nullptr, &nn));
+        EXPECT(nn == 2);
+        cudaGraphNode_t nodes[2];
+        CHECK(cudaGraphGetNodes(g4, nodes, &nn));
+        size_t nd = 0;
+#if CUDART_VERSION >= 13000
+        CHECK(cudaGraphNodeGetDependencies(nodes[1], nullptr, nullptr, &nd));
+#else
+        CHECK(cudaGraphNodeGetDependencies(nodes[1], nullptr, &nd));
+#endif
+        EXPECT(nd == 1);
+        cudaGraphExec_t e4;
+        CHECK(cudaGraphInstantiate(&e4, g4, 0));
+        CHECK(cudaGraphLaunch(e4, s));
+        CHECK(cudaStreamSynchronize(s));
+        CHECK(cudaMemcpy(&got, flag, sizeof got, cudaMemcpyDeviceToHost));
+        EXPECT(got == 77);
+        CHECK(cudaGraphExecDestroy(e4));
+        CHECK(cudaGraphDestroy(g4));
+        CHECK(cudaStreamDestroy(s));
+    }
 
     // User objects.
     static int five = 5;

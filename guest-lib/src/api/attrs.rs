@@ -181,6 +181,102 @@ fn copy_attributes(dst: cudaStream_t, src: cudaStream_t, per_thread: bool) -> Re
     Ok(())
 }
 
+/// `cudaLaunchAttributeCooperative` and `cudaLaunchAttributeClusterDimension`.
+const COOPERATIVE: c_int = 2;
+const CLUSTER_DIMENSION: c_int = 4;
+
+/// Kernel nodes' attributes that differ from the defaults, by node.
+fn node_table() -> &'static Mutex<HashMap<u64, Attrs>> {
+    static T: OnceLock<Mutex<HashMap<u64, Attrs>>> = OnceLock::new();
+    T.get_or_init(Default::default)
+}
+
+/// Checks that `node` is a kernel node.
+fn kernel_node(node: *mut c_void) -> Result<u64> {
+    super::graph::with(|r| match r.node(node as u64) {
+        Ok(n) if matches!(n.kind, super::graph::Kind::Kernel(_)) => Ok(node as u64),
+        _ => Err(Error::INVALID_VALUE),
+    })
+}
+
+/// A kernel node attribute's default value (priority 0: a node's launch priority is its
+/// own, not a stream's).
+fn node_default(id: c_int) -> Result<cudaLaunchAttributeValue> {
+    match id {
+        COOPERATIVE | PRIORITY => Ok(cudaLaunchAttributeValue([0; 64])),
+        CLUSTER_DIMENSION => Ok(cudaLaunchAttributeValue::from_u32s(&[1, 1, 1])),
+        SYNCHRONIZATION_POLICY => Err(Error::INVALID_VALUE),
+        _ => default_value(std::ptr::null_mut(), id),
+    }
+}
+
+/// `cudaGraphKernelNodeGetAttribute`.
+fn node_get(node: *mut c_void, id: c_int, out: *mut cudaLaunchAttributeValue) -> Result<()> {
+    let n = kernel_node(node)?;
+    let stored = node_table()
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(&n)
+        .and_then(|a| a.get(&id).copied());
+    let v = match stored {
+        Some(v) => v,
+        None => node_default(id)?,
+    };
+    // SAFETY: the caller's output pointer (checked for null by write_out).
+    unsafe { write_out(out, v) }
+}
+
+/// `cudaGraphKernelNodeSetAttribute`: the hints streams take (access policy window,
+/// priority, memory synchronization domains) are checked and kept; a cooperative node or a
+/// cluster shape other than 1x1x1 is not supported (graph launches are not cooperative
+/// here, and there are no clusters).
+fn node_set(node: *mut c_void, id: c_int, value: *const cudaLaunchAttributeValue) -> Result<()> {
+    let c = client::client()?;
+    let n = kernel_node(node)?;
+    // SAFETY: the caller's input (the API's contract); null is checked.
+    let v = unsafe { value.as_ref() }
+        .copied()
+        .ok_or(Error::INVALID_VALUE)?;
+    match id {
+        COOPERATIVE if v.u32_at(0) != 0 => return Err(Error::NOT_SUPPORTED),
+        CLUSTER_DIMENSION if [v.u32_at(0), v.u32_at(4), v.u32_at(8)] != [1, 1, 1] => {
+            return Err(Error::NOT_SUPPORTED);
+        }
+        COOPERATIVE | CLUSTER_DIMENSION => {}
+        SYNCHRONIZATION_POLICY => return Err(Error::INVALID_VALUE),
+        _ => check_value(c, id, &v)?,
+    }
+    node_table()
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .entry(n)
+        .or_default()
+        .insert(id, v);
+    Ok(())
+}
+
+/// Gives the nodes of a graph's clone the attributes of the nodes they copy
+/// (`map`: original -> copy).
+pub(crate) fn clone_node_attrs(map: &HashMap<u64, u64>) {
+    let mut t = node_table().lock().unwrap_or_else(|e| e.into_inner());
+    for (from, to) in map {
+        if let Some(a) = t.get(from).cloned() {
+            t.insert(*to, a);
+        }
+    }
+}
+
+/// `cudaGraphKernelNodeCopyAttributes`.
+fn node_copy(dst: *mut c_void, src: *mut c_void) -> Result<()> {
+    let (d, s) = (kernel_node(dst)?, kernel_node(src)?);
+    let mut t = node_table().lock().unwrap_or_else(|e| e.into_inner());
+    match t.get(&s).cloned() {
+        Some(a) => t.insert(d, a),
+        None => t.remove(&d),
+    };
+    Ok(())
+}
+
 fn stream_id(s: cudaStream_t, out: *mut u64, per_thread: bool) -> Result<()> {
     let c = client::client()?;
     let h = resolve(c, s, per_thread)?;
@@ -202,6 +298,18 @@ fn parse_bus_id(s: &str) -> Option<(i64, i64, i64)> {
 }
 
 entry! {
+    fn cudaGraphKernelNodeGetAttribute(node: *mut c_void, id: c_int, out: *mut cudaLaunchAttributeValue) {
+        node_get(node, id, out)
+    }
+
+    fn cudaGraphKernelNodeSetAttribute(node: *mut c_void, id: c_int, value: *const cudaLaunchAttributeValue) {
+        node_set(node, id, value)
+    }
+
+    fn cudaGraphKernelNodeCopyAttributes(dst: *mut c_void, src: *mut c_void) {
+        node_copy(dst, src)
+    }
+
     fn cudaStreamGetAttribute(s: cudaStream_t, id: c_int, out: *mut cudaLaunchAttributeValue) {
         get_attribute(s, id, out, false)
     }

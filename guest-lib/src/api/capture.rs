@@ -71,6 +71,9 @@ struct Capture {
     invalidated: bool,
     /// Each stream taking part, with the nodes its next work depends on.
     streams: HashMap<u64, Vec<u64>>,
+    /// The graph is the program's (`cudaStreamBeginCaptureToGraph`): kept if the capture
+    /// fails.
+    into_existing: bool,
 }
 
 /// Node handles and zeroed `cudaGraphEdgeData` (8 bytes each).
@@ -352,6 +355,17 @@ pub(crate) fn wait_event(stream: u64, event: u64, flags: u32) -> Result<bool> {
 
 /// `cudaStreamBeginCapture`.
 fn begin(stream: cudaStream_t, mode: u32, ptsz: bool) -> Result<()> {
+    begin_into(stream, mode, ptsz, None)
+}
+
+/// `cudaStreamBeginCapture`, or with `into` (a graph of the program's and the nodes the
+/// first captured work depends on) `cudaStreamBeginCaptureToGraph`.
+fn begin_into(
+    stream: cudaStream_t,
+    mode: u32,
+    ptsz: bool,
+    into: Option<(u64, Vec<u64>)>,
+) -> Result<()> {
     let c = client::client()?;
     let h = resolve(c, stream, ptsz)?;
     if h == 0 {
@@ -360,19 +374,31 @@ fn begin(stream: cudaStream_t, mode: u32, ptsz: bool) -> Result<()> {
     if mode > MODE_RELAXED {
         return Err(Error::INVALID_VALUE);
     }
+    if let Some((g, deps)) = &into {
+        graph::with(|r| {
+            r.graph(*g)?;
+            deps.iter().try_for_each(|d| match r.node(*d) {
+                Ok(n) if n.graph == *g => Ok(()),
+                _ => Err(Error::INVALID_VALUE),
+            })
+        })?;
+    }
     with(|s| {
         if s.streams.contains_key(&h) {
             return Err(graph::ILLEGAL_STATE);
         }
         s.next_id += 1;
         let id = s.next_id;
+        let into_existing = into.is_some();
+        let (graph, deps) = into.unwrap_or_else(|| (graph::create(), Vec::new()));
         let cap = Capture {
-            graph: graph::create(),
+            graph,
             origin: h,
             mode,
             thread: std::thread::current().id(),
             invalidated: false,
-            streams: HashMap::from([(h, Vec::new())]),
+            streams: HashMap::from([(h, deps)]),
+            into_existing,
         };
         s.captures.insert(id, cap);
         s.streams.insert(h, id);
@@ -399,7 +425,9 @@ fn end(stream: cudaStream_t, out: *mut cudaGraph_t, ptsz: bool) -> Result<()> {
         }
         let cap = s.end(id).ok_or(Error::UNKNOWN)?;
         if cap.invalidated {
-            graph::destroy(cap.graph);
+            if !cap.into_existing {
+                graph::destroy(cap.graph);
+            }
             return Err(INVALIDATED);
         }
         // Every stream that joined must have been joined back into the origin stream.
@@ -409,7 +437,9 @@ fn end(stream: cudaStream_t, out: *mut cudaGraph_t, ptsz: bool) -> Result<()> {
             cap.streams.values().flatten().all(|n| seen.contains(n))
         });
         if !joined {
-            graph::destroy(cap.graph);
+            if !cap.into_existing {
+                graph::destroy(cap.graph);
+            }
             return Err(Error(status::STREAM_CAPTURE_UNJOINED));
         }
         Ok(cap.graph)
@@ -575,6 +605,18 @@ fn update_deps(
 entry! {
     fn cudaStreamBeginCapture(stream: cudaStream_t, mode: u32) { begin(stream, mode, false) }
     fn cudaStreamBeginCapture_ptsz(stream: cudaStream_t, mode: u32) { begin(stream, mode, true) }
+    fn cudaStreamBeginCaptureToGraph(stream: cudaStream_t, g: cudaGraph_t, deps: *const cudaGraphNode_t, edges: *const u8, n: usize, mode: u32) {
+        graph::check_edge_data(edges, n)?;
+        let deps = graph::handles(deps, n)?;
+        begin_into(stream, mode, false, Some((g as u64, deps)))
+    }
+
+    fn cudaStreamBeginCaptureToGraph_ptsz(stream: cudaStream_t, g: cudaGraph_t, deps: *const cudaGraphNode_t, edges: *const u8, n: usize, mode: u32) {
+        graph::check_edge_data(edges, n)?;
+        let deps = graph::handles(deps, n)?;
+        begin_into(stream, mode, true, Some((g as u64, deps)))
+    }
+
     fn cudaStreamEndCapture(stream: cudaStream_t, out: *mut cudaGraph_t) { end(stream, out, false) }
     fn cudaStreamEndCapture_ptsz(stream: cudaStream_t, out: *mut cudaGraph_t) { end(stream, out, true) }
 

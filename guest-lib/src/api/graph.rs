@@ -169,6 +169,7 @@ impl Registry {
             let id = self.add(copy, kind, &deps)?;
             map.insert(n, id);
         }
+        super::attrs::clone_node_attrs(&map);
         let refs = self.graph(g)?.user_refs.clone();
         for (&obj, &n) in &refs {
             self.retain_user(obj, n)?;
@@ -274,7 +275,7 @@ pub(crate) fn destroy(g: u64) {
 }
 
 /// A node array from C (`n` handles; null only if `n` is 0).
-fn handles(p: *const cudaGraphNode_t, n: usize) -> Result<Vec<u64>> {
+pub(crate) fn handles(p: *const cudaGraphNode_t, n: usize) -> Result<Vec<u64>> {
     if n == 0 {
         return Ok(Vec::new());
     }
@@ -290,7 +291,7 @@ fn handles(p: *const cudaGraphNode_t, n: usize) -> Result<Vec<u64>> {
 
 /// Checks that optional edge data (`n` entries of 8 bytes) is all default (zero): vcuda
 /// has only full-completion edges.
-fn check_edge_data(p: *const u8, n: usize) -> Result<()> {
+pub(crate) fn check_edge_data(p: *const u8, n: usize) -> Result<()> {
     if p.is_null() || n == 0 {
         return Ok(());
     }

@@ -61,6 +61,7 @@ mod api {
     pub mod error;
     pub mod graph;
     pub mod graph_exec;
+    pub mod graph_mem;
     pub mod graph_node;
     pub mod ipc;
     pub mod launch;

@@ -57,7 +57,9 @@ int main() {
     EXPECT(strlen(bus) == 12 && bus[4] == ':' && bus[7] == ':');
 
     // Unimplemented: an honest error, recorded as the last error.
-    EXPECT_ERR(cudaDeviceGraphMemTrim(0), cudaErrorNotSupported);
+    EXPECT_ERR(cudaDeviceFlushGPUDirectRDMAWrites(cudaFlushGPUDirectRDMAWritesTargetCurrentDevice,
+                                                  cudaFlushGPUDirectRDMAWritesToOwner),
+               cudaErrorNotSupported);
     EXPECT(cudaGetLastError() == cudaErrorNotSupported);
 
     CHECK(cudaFree(e));

@@ -48,6 +48,7 @@ programs!(
     driver_link,
     errors,
     graphs,
+    graph_memory,
     graph_nodes,
     ipc,
     launch_ex,

@@ -130,6 +130,11 @@ fn with<R>(f: impl FnOnce(&mut State) -> R) -> R {
     f(g.get_or_insert_with(State::default))
 }
 
+/// Whether backend stream `stream` is capturing.
+pub(crate) fn capturing(stream: u64) -> bool {
+    any() && with(|s| s.streams.contains_key(&stream))
+}
+
 fn any() -> bool {
     ACTIVE.load(Ordering::Relaxed) > 0
 }

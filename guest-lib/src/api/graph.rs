@@ -51,6 +51,10 @@ pub mod node_type {
     pub const WAIT_EVENT: u32 = 6;
     /// `cudaGraphNodeTypeEventRecord`.
     pub const EVENT_RECORD: u32 = 7;
+    /// `cudaGraphNodeTypeMemAlloc`.
+    pub const MEM_ALLOC: u32 = 10;
+    /// `cudaGraphNodeTypeMemFree`.
+    pub const MEM_FREE: u32 = 11;
 }
 
 pub(crate) use super::graph_node::{Copy3D, Host, Kernel, Kind, Memset};
@@ -88,6 +92,8 @@ pub(crate) struct Registry {
     /// Destructors of user objects whose last reference went, to run once the lock is
     /// released (see [`with`]).
     pub destructors: Vec<super::user_object::Destructor>,
+    /// Graph allocations (see `graph_mem`).
+    pub graph_mem: super::graph_mem::GraphMemory,
 }
 
 impl Registry {
@@ -165,6 +171,9 @@ impl Registry {
                 Kind::Child(child) => Kind::Child(self.clone_graph(child, None)?),
                 k => k,
             };
+            if let Kind::MemAlloc { ptr, .. } = kind {
+                self.hold_graph_mem(ptr);
+            }
             let deps: Vec<u64> = deps.iter().map(|d| map[d]).collect();
             let id = self.add(copy, kind, &deps)?;
             map.insert(n, id);
@@ -190,12 +199,16 @@ impl Registry {
             let _ = self.release_user(obj, n);
         }
         for n in graph.nodes {
-            if let Some(NodeObj {
-                kind: Kind::Child(child),
-                ..
-            }) = self.nodes.remove(&n)
-            {
-                self.destroy_graph(child);
+            match self.nodes.remove(&n) {
+                Some(NodeObj {
+                    kind: Kind::Child(child),
+                    ..
+                }) => self.destroy_graph(child),
+                Some(NodeObj {
+                    kind: Kind::MemAlloc { ptr, .. },
+                    ..
+                }) => self.drop_graph_mem(ptr),
+                _ => {}
             }
         }
     }
@@ -258,9 +271,11 @@ pub(crate) fn with<R>(f: impl FnOnce(&mut Registry) -> R) -> R {
         let mut g = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
         let reg = g.get_or_insert_with(Registry::default);
         let r = f(reg);
-        (r, std::mem::take(&mut reg.destructors))
+        let freed = std::mem::take(&mut reg.graph_mem.to_free);
+        (r, (std::mem::take(&mut reg.destructors), freed))
     };
-    super::user_object::run(destructors);
+    super::user_object::run(destructors.0);
+    super::graph_mem::free_released(destructors.1);
     r
 }
 
@@ -670,8 +685,10 @@ entry! {
         with(|r| {
             let n = node as u64;
             let g = r.node(n)?.graph;
-            if let Some(NodeObj { kind: Kind::Child(child), .. }) = r.nodes.remove(&n) {
-                r.destroy_graph(child);
+            match r.nodes.remove(&n) {
+                Some(NodeObj { kind: Kind::Child(child), .. }) => r.destroy_graph(child),
+                Some(NodeObj { kind: Kind::MemAlloc { ptr, .. }, .. }) => r.drop_graph_mem(ptr),
+                _ => {}
             }
             if let Some(graph) = r.graphs.get_mut(&g) {
                 graph.nodes.retain(|&m| m != n);
@@ -790,6 +807,8 @@ fn dot(r: &Registry, g: u64, out: &mut String, depth: usize) -> Result<()> {
             Kind::Empty => "EMPTY".to_string(),
             Kind::EventRecord(_) => "EVENT_RECORD".to_string(),
             Kind::EventWait(_) => "EVENT_WAIT".to_string(),
+            Kind::MemAlloc { size, .. } => format!("MEM_ALLOC\\n{size} bytes"),
+            Kind::MemFree(_) => "MEM_FREE".to_string(),
             Kind::Child(c) => {
                 let _ = writeln!(out, "{pad}subgraph cluster_{n} {{");
                 let _ = writeln!(out, "{pad}  label=\"graph node {n}\";");

@@ -45,6 +45,8 @@ const FLAG_USE_NODE_PRIORITY: u64 = 8;
 /// `cudaGraphExecUpdateResult`: `ErrorTopologyChanged`, `ErrorNodeTypeChanged`.
 const UPDATE_TOPOLOGY_CHANGED: u32 = 2;
 const UPDATE_NODE_TYPE_CHANGED: u32 = 3;
+/// `cudaGraphExecUpdateErrorNotSupported`.
+const UPDATE_NOT_SUPPORTED: u32 = 6;
 /// `cudaGraphInstantiateInvalidStructure`.
 const INSTANTIATE_INVALID_STRUCTURE: u32 = 2;
 
@@ -174,6 +176,11 @@ fn instantiate(out: *mut cudaGraphExec_t, g: cudaGraph_t, flags: u64, upload: bo
     let id = with(|r| {
         let (steps, shape) = compile(r, g as u64)?;
         let users = r.retain_graph_users(g as u64)?;
+        for s in &steps {
+            if let Kind::MemAlloc { ptr, .. } = s.kind {
+                r.hold_graph_mem(ptr);
+            }
+        }
         let id = r.id();
         let exec = Exec {
             steps: Arc::new(steps),
@@ -224,6 +231,13 @@ fn update(
         let e = r.execs.get(&(exec as u64)).ok_or(Error::INVALID_VALUE)?;
         if e.shape != new {
             return Ok(mismatch(r, g as u64, &e.shape, &new));
+        }
+        if steps
+            .iter()
+            .any(|s| matches!(s.kind, Kind::MemAlloc { .. } | Kind::MemFree(_)))
+        {
+            // As CUDA: graphs with memory nodes are not updated.
+            return Ok((UPDATE_NOT_SUPPORTED, 0, 0));
         }
         // The same shape flattens in the same order: step i stands for the same node.
         let steps = steps
@@ -295,7 +309,8 @@ fn run(c: &Client, s: u64, kind: &Kind) -> Result<()> {
         Kind::Host(h) => super::misc::host_call(c, s, h.func, h.data as *mut c_void),
         Kind::EventRecord(e) => super::stream::post_record(c, *e, s),
         Kind::EventWait(e) => super::stream::post_wait(c, s, *e),
-        Kind::Empty | Kind::Child(_) => Ok(()),
+        // Graph memory stays reserved while the graph lives (see `graph_mem`).
+        Kind::Empty | Kind::Child(_) | Kind::MemAlloc { .. } | Kind::MemFree(_) => Ok(()),
     }
 }
 
@@ -420,6 +435,11 @@ entry! {
         with(|r| {
             let e = r.execs.remove(&(exec as u64)).ok_or(Error::INVALID_VALUE)?;
             r.release_users(e.users);
+            for s in e.steps.iter() {
+                if let Kind::MemAlloc { ptr, .. } = s.kind {
+                    r.drop_graph_mem(ptr);
+                }
+            }
             Ok(())
         })
     }

@@ -454,6 +454,13 @@ pub(crate) enum Kind {
     Child(u64),
     EventRecord(u64),
     EventWait(u64),
+    /// A graph allocation (see `graph_mem`): its address and size.
+    MemAlloc {
+        ptr: u64,
+        size: u64,
+    },
+    /// Frees a graph allocation.
+    MemFree(u64),
 }
 
 impl Kind {
@@ -468,6 +475,8 @@ impl Kind {
             Kind::Child(_) => node_type::GRAPH,
             Kind::EventRecord(_) => node_type::EVENT_RECORD,
             Kind::EventWait(_) => node_type::WAIT_EVENT,
+            Kind::MemAlloc { .. } => node_type::MEM_ALLOC,
+            Kind::MemFree(_) => node_type::MEM_FREE,
         }
     }
 }

@@ -92,6 +92,10 @@ fn free(c: &Client, ptr: u64) -> Result<()> {
         // Memory opened through an IPC handle is closed, not freed.
         return Err(Error::INVALID_VALUE);
     }
+    if super::graph_mem::owns(ptr) {
+        // Graph memory is the graphs' to free (see `graph_mem`).
+        return Ok(());
+    }
     if super::managed::free(c, ptr)? {
         return Ok(());
     }

@@ -61,6 +61,17 @@ pub struct cudaMemPoolProps {
     reserved: [u8; 54],
 }
 
+impl cudaMemPoolProps {
+    /// Pinned device memory on `device` (what a graph allocation node reports).
+    pub(crate) fn set_device_pinned(&mut self, device: c_int) {
+        self.alloc_type = ALLOCATION_PINNED;
+        self.location = cudaMemLocation {
+            ty: LOCATION_DEVICE,
+            id: device,
+        };
+    }
+}
+
 /// `cudaMemAccessDesc`.
 #[repr(C)]
 pub struct cudaMemAccessDesc {
@@ -237,6 +248,29 @@ fn alloc(pool: usize, size: usize, stream: cudaStream_t) -> Result<u64> {
     })
 }
 
+/// `cudaMallocAsync` on a capturing stream: a graph allocation node (see `graph_mem`) and
+/// its address; `None` when the stream does not capture.
+fn capture_alloc(size: usize, stream: cudaStream_t) -> Result<Option<u64>> {
+    let c = client::client()?;
+    c.check_sticky()?;
+    let s = super::stream::capture_stream_handle(c, stream, false)?;
+    if size == 0 || !super::capture::capturing(s) {
+        return Ok(None);
+    }
+    let ptr = super::graph_mem::allocate(size as u64)?;
+    let kind = super::graph::Kind::MemAlloc {
+        ptr,
+        size: size as u64,
+    };
+    match super::capture::add(s, || Ok(kind)) {
+        Ok(true) => Ok(Some(ptr)),
+        r => {
+            super::graph_mem::release_unused(ptr);
+            r.map(|_| None)
+        }
+    }
+}
+
 fn pool_of(h: cudaMemPool_t) -> Result<usize> {
     let h = h as usize;
     with(|p| p.map.get(&h).filter(|p| !p.destroyed).map(|_| h)).ok_or(Error::INVALID_VALUE)
@@ -251,6 +285,10 @@ fn check_location(c: &Client, l: &cudaMemLocation) -> Result<()> {
 
 entry! {
     fn cudaMallocAsync(dev_ptr: *mut *mut c_void, size: usize, stream: cudaStream_t) {
+        if let Some(ptr) = capture_alloc(size, stream)? {
+            // SAFETY: the caller's output pointer, checked for null.
+            return unsafe { write_out(dev_ptr, ptr as *mut c_void) };
+        }
         let pool = with(|p| p.current);
         let ptr = alloc(pool, size, stream)?;
         // SAFETY: the caller's output pointer, checked for null.
@@ -258,7 +296,12 @@ entry! {
     }
 
     fn cudaMallocFromPoolAsync(dev_ptr: *mut *mut c_void, size: usize, pool: cudaMemPool_t, stream: cudaStream_t) {
-        let ptr = alloc(pool_of(pool)?, size, stream)?;
+        let pool = pool_of(pool)?;
+        if let Some(ptr) = capture_alloc(size, stream)? {
+            // SAFETY: the caller's output pointer, checked for null.
+            return unsafe { write_out(dev_ptr, ptr as *mut c_void) };
+        }
+        let ptr = alloc(pool, size, stream)?;
         // SAFETY: the caller's output pointer, checked for null.
         unsafe { write_out(dev_ptr, ptr as *mut c_void) }
     }
@@ -266,11 +309,20 @@ entry! {
     fn cudaFreeAsync(dev_ptr: *mut c_void, stream: cudaStream_t) {
         let c = client::client()?;
         c.check_sticky()?;
-        let s = stream_handle(c, stream, false)?;
+        let s = super::stream::capture_stream_handle(c, stream, false)?;
         let ptr = dev_ptr as u64;
         if ptr == 0 {
             return Ok(());
         }
+        if super::graph_mem::owns(ptr) {
+            // Graph memory: on a capturing stream a free node; elsewhere the graphs
+            // holding it keep it (see `graph_mem`).
+            super::capture::add(s, || Ok(super::graph::Kind::MemFree(ptr)))?;
+            return Ok(());
+        }
+        // Other memory freed inside a capture would be freed by every launch: not
+        // supported (the capture is invalidated).
+        super::capture::check_uncaptured(c, s)?;
         let pooled = with(|pools| {
             for p in pools.map.values_mut() {
                 if let Some(size) = p.live.remove(&ptr) {

@@ -1,0 +1,233 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! Graph memory nodes: `cudaGraphAddMemAllocNode`/`MemFreeNode`, their parameter queries,
+//! stream-ordered allocation captured into graphs (`cudaMallocAsync`/`cudaFreeAsync` on a
+//! capturing stream become such nodes), and the device's graph memory attributes.
+//!
+//! An allocation node gets its memory when it is made and keeps the address for every
+//! launch, as CUDA promises a graph allocation's address is fixed. The memory stays reserved
+//! while any graph or executable graph holds a node that allocates it, so a launch never
+//! finds it gone: a free node, or `cudaFreeAsync`/`cudaFree` of it, does nothing to the
+//! device, and the last holder going frees it. (CUDA may map and unmap the physical memory
+//! between launches; a program cannot tell, except by `cudaDeviceGetGraphMemAttribute`'s
+//! counts, which here are of that reserved memory.)
+
+use std::collections::HashMap;
+use std::ffi::{c_int, c_void};
+
+use super::graph::{Kind, Registry, add_node, cudaGraph_t, cudaGraphNode_t, with};
+use crate::client;
+use crate::error::{Error, Result};
+use crate::ffi::write_out;
+
+/// Bytes a graph allocation is rounded to.
+const GRANULE: u64 = 512;
+
+/// `cudaGraphMemAttributeType`.
+const USED_MEM_CURRENT: c_int = 0;
+const USED_MEM_HIGH: c_int = 1;
+const RESERVED_MEM_CURRENT: c_int = 2;
+const RESERVED_MEM_HIGH: c_int = 3;
+
+/// `cudaMemAllocNodeParams` (CUDA 12 and 13).
+#[repr(C)]
+pub struct cudaMemAllocNodeParams {
+    pool_props: super::pool::cudaMemPoolProps,
+    access_descs: *const c_void,
+    access_desc_count: usize,
+    bytesize: usize,
+    dptr: *mut c_void,
+}
+
+/// What graph allocations the process holds.
+#[derive(Default)]
+pub(crate) struct GraphMemory {
+    /// Address -> (bytes, holders: graphs' nodes and executable graphs).
+    live: HashMap<u64, (u64, u32)>,
+    reserved: u64,
+    high: u64,
+    /// Allocations whose last holder went, to free once the registry is unlocked.
+    pub to_free: Vec<u64>,
+}
+
+impl Registry {
+    /// One more holder of graph allocation `ptr`.
+    pub(crate) fn hold_graph_mem(&mut self, ptr: u64) {
+        if let Some(e) = self.graph_mem.live.get_mut(&ptr) {
+            e.1 = e.1.saturating_add(1);
+        }
+    }
+
+    /// One holder fewer; the last one queues the memory to be freed.
+    pub(crate) fn drop_graph_mem(&mut self, ptr: u64) {
+        let m = &mut self.graph_mem;
+        if let Some(e) = m.live.get_mut(&ptr) {
+            e.1 = e.1.saturating_sub(1);
+            if e.1 == 0 {
+                let size = e.0;
+                m.live.remove(&ptr);
+                m.reserved = m.reserved.saturating_sub(size);
+                m.to_free.push(ptr);
+            }
+        }
+    }
+}
+
+/// Whether `ptr` is graph memory (which `cudaFree`/`cudaFreeAsync` leave to the graph).
+pub(crate) fn owns(ptr: u64) -> bool {
+    with(|r| r.graph_mem.live.contains_key(&ptr))
+}
+
+/// Frees graph allocations whose last holder went (with the registry unlocked).
+pub(crate) fn free_released(ptrs: Vec<u64>) {
+    if ptrs.is_empty() {
+        return;
+    }
+    let Some(c) = client::connected() else { return };
+    for p in ptrs {
+        if let Err(e) = super::memory::free_device_posted(c, p) {
+            log::debug!("freeing graph memory {p:#x}: error {}", e.0);
+        }
+    }
+}
+
+/// Gives back a graph allocation no node came to hold.
+pub(crate) fn release_unused(ptr: u64) {
+    let free = with(|r| {
+        r.drop_graph_mem(ptr);
+        std::mem::take(&mut r.graph_mem.to_free)
+    });
+    free_released(free);
+}
+
+/// A new graph allocation of `size` bytes, held by the node about to be made.
+pub(crate) fn allocate(size: u64) -> Result<u64> {
+    if size == 0 {
+        return Err(Error::INVALID_VALUE);
+    }
+    let c = client::client()?;
+    let want = size
+        .checked_next_multiple_of(GRANULE)
+        .ok_or(Error::MEMORY_ALLOCATION)?;
+    let ptr = super::memory::malloc_device(c, want as usize)?;
+    with(|r| {
+        let m = &mut r.graph_mem;
+        m.live.insert(ptr, (want, 1));
+        m.reserved += want;
+        m.high = m.high.max(m.reserved);
+    });
+    Ok(ptr)
+}
+
+fn add_alloc(
+    out: *mut cudaGraphNode_t,
+    g: cudaGraph_t,
+    deps: *const cudaGraphNode_t,
+    ndeps: usize,
+    p: *mut cudaMemAllocNodeParams,
+) -> Result<()> {
+    // SAFETY: the caller's parameters (the API's contract), checked for null.
+    let p = unsafe { p.as_mut() }.ok_or(Error::INVALID_VALUE)?;
+    let mut made = None;
+    let r = add_node(out, g, deps, ndeps, || {
+        let ptr = allocate(p.bytesize as u64)?;
+        made = Some(ptr);
+        Ok(Kind::MemAlloc {
+            ptr,
+            size: p.bytesize as u64,
+        })
+    });
+    match (r, made) {
+        (Ok(()), Some(ptr)) => {
+            p.dptr = ptr as *mut c_void;
+            Ok(())
+        }
+        (Err(e), Some(ptr)) => {
+            // The node was not made: nothing holds the memory.
+            release_unused(ptr);
+            Err(e)
+        }
+        (r, None) => r,
+    }
+}
+
+fn graph_mem_attribute(attr: c_int, value: *mut c_void, set: bool) -> Result<()> {
+    if value.is_null() {
+        return Err(Error::INVALID_VALUE);
+    }
+    with(|r| {
+        let m = &mut r.graph_mem;
+        if set {
+            // Only the high watermarks can be reset, to 0.
+            // SAFETY: the caller's u64, checked for null.
+            if unsafe { *(value as *const u64) } != 0 {
+                return Err(Error::INVALID_VALUE);
+            }
+            match attr {
+                USED_MEM_HIGH | RESERVED_MEM_HIGH => m.high = m.reserved,
+                _ => return Err(Error::INVALID_VALUE),
+            }
+            return Ok(());
+        }
+        let v = match attr {
+            USED_MEM_CURRENT | RESERVED_MEM_CURRENT => m.reserved,
+            USED_MEM_HIGH | RESERVED_MEM_HIGH => m.high,
+            _ => return Err(Error::INVALID_VALUE),
+        };
+        // SAFETY: the caller's u64, checked for null.
+        unsafe { write_out(value as *mut u64, v) }
+    })
+}
+
+entry! {
+    fn cudaGraphAddMemAllocNode(out: *mut cudaGraphNode_t, g: cudaGraph_t, deps: *const cudaGraphNode_t, ndeps: usize, p: *mut cudaMemAllocNodeParams) {
+        add_alloc(out, g, deps, ndeps, p)
+    }
+
+    fn cudaGraphAddMemFreeNode(out: *mut cudaGraphNode_t, g: cudaGraph_t, deps: *const cudaGraphNode_t, ndeps: usize, dptr: *mut c_void) {
+        if !owns(dptr as u64) {
+            return Err(Error::INVALID_VALUE);
+        }
+        add_node(out, g, deps, ndeps, || Ok(Kind::MemFree(dptr as u64)))
+    }
+
+    fn cudaGraphMemAllocNodeGetParams(node: cudaGraphNode_t, out: *mut cudaMemAllocNodeParams) {
+        // SAFETY: the caller's output struct, checked for null.
+        let o = unsafe { out.as_mut() }.ok_or(Error::INVALID_VALUE)?;
+        let (ptr, size) = with(|r| match r.node(node as u64).map(|n| &n.kind) {
+            Ok(Kind::MemAlloc { ptr, size }) => Ok((*ptr, *size)),
+            _ => Err(Error::INVALID_VALUE),
+        })?;
+        // SAFETY: a zeroed cudaMemPoolProps is a valid (all-default) one.
+        o.pool_props = unsafe { std::mem::zeroed() };
+        o.pool_props.set_device_pinned(0);
+        o.access_descs = std::ptr::null();
+        o.access_desc_count = 0;
+        o.bytesize = size as usize;
+        o.dptr = ptr as *mut c_void;
+        Ok(())
+    }
+
+    fn cudaGraphMemFreeNodeGetParams(node: cudaGraphNode_t, dptr: *mut c_void) {
+        let ptr = with(|r| match r.node(node as u64).map(|n| &n.kind) {
+            Ok(Kind::MemFree(p)) => Ok(*p),
+            _ => Err(Error::INVALID_VALUE),
+        })?;
+        // SAFETY: the caller's output pointer, checked for null.
+        unsafe { write_out(dptr as *mut *mut c_void, ptr as *mut c_void) }
+    }
+
+    fn cudaDeviceGetGraphMemAttribute(device: c_int, attr: c_int, value: *mut c_void) {
+        client::client()?.check_device(device)?;
+        graph_mem_attribute(attr, value, false)
+    }
+
+    fn cudaDeviceSetGraphMemAttribute(device: c_int, attr: c_int, value: *mut c_void) {
+        client::client()?.check_device(device)?;
+        graph_mem_attribute(attr, value, true)
+    }
+
+    fn cudaDeviceGraphMemTrim(device: c_int) {
+        // Nothing is cached beyond what live graphs hold.
+        client::client()?.check_device(device).map(drop)
+    }
+}

@@ -2,8 +2,9 @@
 // Graph memory nodes: an explicit allocation node whose address kernels and copies in the
 // same graph use, launched several times (the address stays the same), its parameters and
 // the free node's; cudaMallocAsync/cudaFreeAsync captured into a graph as allocation and
-// free nodes; the device's graph memory attributes while graphs hold memory and after
-// they are gone.
+// free nodes; one executable graph at a time for such a graph, none as a child graph; memory
+// a launch allocated and nothing freed outlives its graph until the program frees it; the
+// device's graph memory attributes while graphs hold memory and after they are gone.
 #include "common.h"
 
 __global__ void fill(int *p, int n, int v) {
@@ -54,8 +55,15 @@ int main() {
     EXPECT_ERR(cudaGraphAddMemFreeNode(&bad, g, nullptr, 0, &dummy), cudaErrorInvalidValue);
     cudaGetLastError();
 
-    cudaGraphExec_t e;
+    cudaGraphExec_t e, e2;
     CHECK(cudaGraphInstantiate(&e, g, 0));
+    EXPECT_ERR(cudaGraphInstantiate(&e2, g, 0), cudaErrorNotSupported);
+    cudaGraph_t parent;
+    CHECK(cudaGraphCreate(&parent, 0));
+    cudaGraphNode_t child;
+    EXPECT_ERR(cudaGraphAddChildGraphNode(&child, parent, nullptr, 0, g), cudaErrorNotSupported);
+    CHECK(cudaGraphDestroy(parent));
+    cudaGetLastError();
     for (int round = 0; round < 3; round++) {
         memset(host, 0, sizeof host);
         CHECK(cudaGraphLaunch(e, 0));
@@ -101,6 +109,26 @@ int main() {
         for (int i = 0; i < N; i++) bad_n += host[i] != 7 + i;
         EXPECT(bad_n == 0);
     }
+
+    // An allocation no node frees outlives its graph once launched: the program frees it.
+    cudaGraph_t lg;
+    CHECK(cudaGraphCreate(&lg, 0));
+    cudaGraphNode_t la;
+    cudaMemAllocNodeParams lp = ap;
+    lp.dptr = nullptr;
+    CHECK(cudaGraphAddMemAllocNode(&la, lg, nullptr, 0, &lp));
+    int *kept = (int *)lp.dptr;
+    cudaGraphExec_t le;
+    CHECK(cudaGraphInstantiate(&le, lg, 0));
+    CHECK(cudaGraphLaunch(le, 0));
+    CHECK(cudaStreamSynchronize(0));
+    CHECK(cudaGraphExecDestroy(le));
+    CHECK(cudaGraphDestroy(lg));
+    CHECK(cudaMemset(kept, 0, bytes));
+    fill<<<N / 256, 256>>>(kept, N, 3);
+    CHECK(cudaMemcpy(host, kept, bytes, cudaMemcpyDeviceToHost));
+    EXPECT(host[N - 1] == 3 + N - 1);
+    CHECK(cudaFree(kept));
 
     // Once every graph and executable graph is gone, so is their memory.
     CHECK(cudaGraphExecDestroy(e));

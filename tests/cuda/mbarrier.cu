@@ -3,7 +3,8 @@
 // arrive-then-wait over several phases with work between the arrival and the wait,
 // arrive_drop (threads leaving the barrier, later phases complete without them), and
 // init, arrive with a count, test_wait, try_wait.parity, pending_count and inval. Warps wait
-// in loops for other warps' arrivals, so the executor must let the others run.
+// in loops for other warps' arrivals, and lanes of one warp for lanes of the same warp that
+// took another branch, so the executor must let the others run.
 // vcuda-test: nvcc=-arch=sm_90
 #include "common.h"
 
@@ -74,6 +75,36 @@ __global__ void dropping(int *out) {
     out[t / 2] = first * 1000 + count;
 }
 
+// Half of a warp arrives and spins; the other half branches past that loop first, then
+// arrives: the spinning lanes must let them run.
+__global__ void divergent(int *out) {
+    __shared__ unsigned long long bar;
+    unsigned a = (unsigned)__cvta_generic_to_shared(&bar);
+    if (threadIdx.x == 0) asm volatile("mbarrier.init.shared.b64 [%0], 32;" ::"r"(a));
+    __syncthreads();
+    int lane = threadIdx.x;
+    asm volatile(
+        "{\n"
+        ".reg .pred p, q;\n .reg .b64 st;\n"
+        "setp.ge.s32 q, %1, 16;\n"
+        "@q bra LATE;\n"
+        "mbarrier.arrive.shared.b64 st, [%0];\n"
+        "WAIT1:\n"
+        "mbarrier.try_wait.shared.b64 p, [%0], st;\n"
+        "@!p bra WAIT1;\n"
+        "bra DONE;\n"
+        "LATE:\n"
+        "mbarrier.arrive.shared.b64 st, [%0];\n"
+        "WAIT2:\n"
+        "mbarrier.try_wait.shared.b64 p, [%0], st;\n"
+        "@!p bra WAIT2;\n"
+        "DONE:\n"
+        "}\n" ::"r"(a),
+        "r"(lane)
+        : "memory");
+    out[lane] = lane + 1;
+}
+
 // The raw instructions.
 __global__ void raw(unsigned long long *out) {
     __shared__ unsigned long long mbar;
@@ -142,6 +173,13 @@ int main() {
     bad = 0;
     for (int i = 0; i < m / 2; i++)
         if (h[i] != m * 1000 + m + m / 2) bad++;
+    EXPECT(bad == 0);
+
+    divergent<<<1, 32>>>(out);
+    CHECK(cudaGetLastError());
+    CHECK(cudaMemcpy(h, out, 32 * sizeof(int), cudaMemcpyDeviceToHost));
+    bad = 0;
+    for (int i = 0; i < 32; i++) bad += h[i] != i + 1;
     EXPECT(bad == 0);
 
     unsigned long long *r = nullptr, hr[5];

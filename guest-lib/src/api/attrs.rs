@@ -255,6 +255,14 @@ fn node_set(node: *mut c_void, id: c_int, value: *const cudaLaunchAttributeValue
     Ok(())
 }
 
+/// Forgets a destroyed node's attributes.
+pub(crate) fn forget_node(node: u64) {
+    node_table()
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .remove(&node);
+}
+
 /// Gives the nodes of a graph's clone the attributes of the nodes they copy
 /// (`map`: original -> copy).
 pub(crate) fn clone_node_attrs(map: &HashMap<u64, u64>) {

@@ -199,6 +199,7 @@ impl Registry {
             let _ = self.release_user(obj, n);
         }
         for n in graph.nodes {
+            super::attrs::forget_node(n);
             match self.nodes.remove(&n) {
                 Some(NodeObj {
                     kind: Kind::Child(child),
@@ -586,6 +587,10 @@ entry! {
         let deps = handles(deps, ndeps)?;
         let id = with(|r| {
             r.graph(g as u64)?;
+            if super::graph_mem::has_memory_nodes(r, child as u64) {
+                // As in CUDA: memory nodes are not allowed in child graphs.
+                return Err(Error::NOT_SUPPORTED);
+            }
             let copy = r.clone_graph(child as u64, None)?;
             r.add(g as u64, Kind::Child(copy), &deps).inspect_err(|_| r.destroy_graph(copy))
         })?;
@@ -685,6 +690,7 @@ entry! {
         with(|r| {
             let n = node as u64;
             let g = r.node(n)?.graph;
+            super::attrs::forget_node(n);
             match r.nodes.remove(&n) {
                 Some(NodeObj { kind: Kind::Child(child), .. }) => r.destroy_graph(child),
                 Some(NodeObj { kind: Kind::MemAlloc { ptr, .. }, .. }) => r.drop_graph_mem(ptr),

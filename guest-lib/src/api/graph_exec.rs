@@ -87,8 +87,10 @@ pub(crate) struct Exec {
     shape: Shape,
     flags: u64,
     /// References to user objects, copied from the graph's (and its child graphs') when
-    /// instantiated, released when destroyed.
+    /// instantiated (or updated), released when destroyed.
     users: HashMap<u64, u32>,
+    /// The graph it was made from.
+    graph: u64,
 }
 
 fn shape(r: &Registry, g: u64) -> Result<Shape> {
@@ -175,6 +177,12 @@ fn instantiate(out: *mut cudaGraphExec_t, g: cudaGraph_t, flags: u64, upload: bo
     }
     let id = with(|r| {
         let (steps, shape) = compile(r, g as u64)?;
+        if super::graph_mem::has_memory_nodes(r, g as u64)
+            && r.execs.values().any(|e| e.graph == g as u64)
+        {
+            // One executable graph at a time for a graph with memory nodes, as in CUDA.
+            return Err(Error::NOT_SUPPORTED);
+        }
         let users = r.retain_graph_users(g as u64)?;
         for s in &steps {
             if let Kind::MemAlloc { ptr, .. } = s.kind {
@@ -187,6 +195,7 @@ fn instantiate(out: *mut cudaGraphExec_t, g: cudaGraph_t, flags: u64, upload: bo
             shape,
             flags,
             users,
+            graph: g as u64,
         };
         r.execs.insert(id, exec);
         Ok(id)
@@ -249,11 +258,15 @@ fn update(
                 enabled: old.enabled,
             })
             .collect();
+        // The new graph's user objects replace the old graph's.
+        let users = r.retain_graph_users(g as u64)?;
         let e = r
             .execs
             .get_mut(&(exec as u64))
             .ok_or(Error::INVALID_VALUE)?;
         e.steps = Arc::new(steps);
+        let old = std::mem::replace(&mut e.users, users);
+        r.release_users(old);
         Ok::<_, Error>((0, 0, 0))
     })?;
     if !info.is_null() {
@@ -310,7 +323,15 @@ fn run(c: &Client, s: u64, kind: &Kind) -> Result<()> {
         Kind::EventRecord(e) => super::stream::post_record(c, *e, s),
         Kind::EventWait(e) => super::stream::post_wait(c, s, *e),
         // Graph memory stays reserved while the graph lives (see `graph_mem`).
-        Kind::Empty | Kind::Child(_) | Kind::MemAlloc { .. } | Kind::MemFree(_) => Ok(()),
+        Kind::MemAlloc { ptr, .. } => {
+            super::graph_mem::mark(*ptr, true);
+            Ok(())
+        }
+        Kind::MemFree(ptr) => {
+            super::graph_mem::mark(*ptr, false);
+            Ok(())
+        }
+        Kind::Empty | Kind::Child(_) => Ok(()),
     }
 }
 

@@ -7,9 +7,14 @@
 //! launch, as CUDA promises a graph allocation's address is fixed. The memory stays reserved
 //! while any graph or executable graph holds a node that allocates it, so a launch never
 //! finds it gone: a free node, or `cudaFreeAsync`/`cudaFree` of it, does nothing to the
-//! device, and the last holder going frees it. (CUDA may map and unmap the physical memory
-//! between launches; a program cannot tell, except by `cudaDeviceGetGraphMemAttribute`'s
-//! counts, which here are of that reserved memory.)
+//! device. When the last holder goes, memory a launch allocated and nothing freed since
+//! stays, as CUDA keeps it after the graph is destroyed, and becomes an ordinary allocation
+//! the program frees with `cudaFree`; other memory is freed. (CUDA may map and unmap the
+//! physical memory between launches; a program cannot tell, except by
+//! `cudaDeviceGetGraphMemAttribute`'s counts, which here are of that reserved memory.)
+//!
+//! As in CUDA, a graph with memory nodes has one executable graph at a time, and memory
+//! nodes cannot be in child graphs (`cudaErrorNotSupported`).
 
 use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
@@ -38,11 +43,20 @@ pub struct cudaMemAllocNodeParams {
     dptr: *mut c_void,
 }
 
+/// One graph allocation.
+struct Live {
+    bytes: u64,
+    /// Graphs' nodes and executable graphs that hold it.
+    holders: u32,
+    /// A launch allocated it and nothing freed it since.
+    outstanding: bool,
+}
+
 /// What graph allocations the process holds.
 #[derive(Default)]
 pub(crate) struct GraphMemory {
-    /// Address -> (bytes, holders: graphs' nodes and executable graphs).
-    live: HashMap<u64, (u64, u32)>,
+    /// Address -> its allocation.
+    live: HashMap<u64, Live>,
     reserved: u64,
     high: u64,
     /// Allocations whose last holder went, to free once the registry is unlocked.
@@ -53,20 +67,23 @@ impl Registry {
     /// One more holder of graph allocation `ptr`.
     pub(crate) fn hold_graph_mem(&mut self, ptr: u64) {
         if let Some(e) = self.graph_mem.live.get_mut(&ptr) {
-            e.1 = e.1.saturating_add(1);
+            e.holders = e.holders.saturating_add(1);
         }
     }
 
-    /// One holder fewer; the last one queues the memory to be freed.
+    /// One holder fewer; after the last one, memory a launch left allocated becomes the
+    /// program's, other memory is queued to be freed.
     pub(crate) fn drop_graph_mem(&mut self, ptr: u64) {
         let m = &mut self.graph_mem;
         if let Some(e) = m.live.get_mut(&ptr) {
-            e.1 = e.1.saturating_sub(1);
-            if e.1 == 0 {
-                let size = e.0;
+            e.holders = e.holders.saturating_sub(1);
+            if e.holders == 0 {
+                let (bytes, outstanding) = (e.bytes, e.outstanding);
                 m.live.remove(&ptr);
-                m.reserved = m.reserved.saturating_sub(size);
-                m.to_free.push(ptr);
+                m.reserved = m.reserved.saturating_sub(bytes);
+                if !outstanding {
+                    m.to_free.push(ptr);
+                }
             }
         }
     }
@@ -75,6 +92,15 @@ impl Registry {
 /// Whether `ptr` is graph memory (which `cudaFree`/`cudaFreeAsync` leave to the graph).
 pub(crate) fn owns(ptr: u64) -> bool {
     with(|r| r.graph_mem.live.contains_key(&ptr))
+}
+
+/// A launch allocated graph memory `ptr` (`true`), or a free node or the program freed it.
+pub(crate) fn mark(ptr: u64, outstanding: bool) {
+    with(|r| {
+        if let Some(e) = r.graph_mem.live.get_mut(&ptr) {
+            e.outstanding = outstanding;
+        }
+    });
 }
 
 /// Frees graph allocations whose last holder went (with the registry unlocked).
@@ -111,7 +137,14 @@ pub(crate) fn allocate(size: u64) -> Result<u64> {
     let ptr = super::memory::malloc_device(c, want as usize)?;
     with(|r| {
         let m = &mut r.graph_mem;
-        m.live.insert(ptr, (want, 1));
+        m.live.insert(
+            ptr,
+            Live {
+                bytes: want,
+                holders: 1,
+                outstanding: false,
+            },
+        );
         m.reserved += want;
         m.high = m.high.max(m.reserved);
     });
@@ -150,6 +183,30 @@ fn add_alloc(
     }
 }
 
+/// Whether graph `g` already has a free node for `ptr`.
+pub(crate) fn frees_in(g: u64, ptr: u64) -> bool {
+    with(|r| {
+        r.graph(g).is_ok_and(|graph| {
+            graph
+                .nodes
+                .iter()
+                .any(|n| matches!(r.node(*n).map(|x| &x.kind), Ok(Kind::MemFree(p)) if *p == ptr))
+        })
+    })
+}
+
+/// Whether graph `g` has memory nodes.
+pub(crate) fn has_memory_nodes(r: &Registry, g: u64) -> bool {
+    r.graph(g).is_ok_and(|graph| {
+        graph.nodes.iter().any(|n| {
+            matches!(
+                r.node(*n).map(|x| &x.kind),
+                Ok(Kind::MemAlloc { .. } | Kind::MemFree(_))
+            )
+        })
+    })
+}
+
 fn graph_mem_attribute(attr: c_int, value: *mut c_void, set: bool) -> Result<()> {
     if value.is_null() {
         return Err(Error::INVALID_VALUE);
@@ -184,7 +241,7 @@ entry! {
     }
 
     fn cudaGraphAddMemFreeNode(out: *mut cudaGraphNode_t, g: cudaGraph_t, deps: *const cudaGraphNode_t, ndeps: usize, dptr: *mut c_void) {
-        if !owns(dptr as u64) {
+        if !owns(dptr as u64) || frees_in(g as u64, dptr as u64) {
             return Err(Error::INVALID_VALUE);
         }
         add_node(out, g, deps, ndeps, || Ok(Kind::MemFree(dptr as u64)))

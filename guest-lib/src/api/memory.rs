@@ -93,7 +93,8 @@ fn free(c: &Client, ptr: u64) -> Result<()> {
         return Err(Error::INVALID_VALUE);
     }
     if super::graph_mem::owns(ptr) {
-        // Graph memory is the graphs' to free (see `graph_mem`).
+        // Graph memory is the graphs' to free (see `graph_mem`): freed for the program.
+        super::graph_mem::mark(ptr, false);
         return Ok(());
     }
     if super::managed::free(c, ptr)? {

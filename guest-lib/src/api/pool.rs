@@ -254,8 +254,12 @@ fn capture_alloc(size: usize, stream: cudaStream_t) -> Result<Option<u64>> {
     let c = client::client()?;
     c.check_sticky()?;
     let s = super::stream::capture_stream_handle(c, stream, false)?;
-    if size == 0 || !super::capture::capturing(s) {
+    if !super::capture::capturing(s) {
         return Ok(None);
+    }
+    if size == 0 {
+        // As cudaMallocAsync of 0 bytes elsewhere: a null pointer, nothing captured.
+        return Ok(Some(0));
     }
     let ptr = super::graph_mem::allocate(size as u64)?;
     let kind = super::graph::Kind::MemAlloc {
@@ -285,6 +289,9 @@ fn check_location(c: &Client, l: &cudaMemLocation) -> Result<()> {
 
 entry! {
     fn cudaMallocAsync(dev_ptr: *mut *mut c_void, size: usize, stream: cudaStream_t) {
+        if dev_ptr.is_null() {
+            return Err(Error::INVALID_VALUE);
+        }
         if let Some(ptr) = capture_alloc(size, stream)? {
             // SAFETY: the caller's output pointer, checked for null.
             return unsafe { write_out(dev_ptr, ptr as *mut c_void) };
@@ -297,6 +304,9 @@ entry! {
 
     fn cudaMallocFromPoolAsync(dev_ptr: *mut *mut c_void, size: usize, pool: cudaMemPool_t, stream: cudaStream_t) {
         let pool = pool_of(pool)?;
+        if dev_ptr.is_null() {
+            return Err(Error::INVALID_VALUE);
+        }
         if let Some(ptr) = capture_alloc(size, stream)? {
             // SAFETY: the caller's output pointer, checked for null.
             return unsafe { write_out(dev_ptr, ptr as *mut c_void) };
@@ -315,9 +325,11 @@ entry! {
             return Ok(());
         }
         if super::graph_mem::owns(ptr) {
-            // Graph memory: on a capturing stream a free node; elsewhere the graphs
-            // holding it keep it (see `graph_mem`).
-            super::capture::add(s, || Ok(super::graph::Kind::MemFree(ptr)))?;
+            // Graph memory: on a capturing stream a free node; elsewhere freed for the
+            // program, while the graphs holding it keep it (see `graph_mem`).
+            if !super::capture::add(s, || Ok(super::graph::Kind::MemFree(ptr)))? {
+                super::graph_mem::mark(ptr, false);
+            }
             return Ok(());
         }
         // Other memory freed inside a capture would be freed by every launch: not

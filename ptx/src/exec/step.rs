@@ -38,8 +38,25 @@ impl<'a> Ctx<'a> {
         at: u64,
         av: u64,
     ) -> Result<Option<u64>, Fault> {
-        if !at.is_multiple_of(8) && !matches!(op, MbarOp::PendingCount) {
+        if matches!(op, MbarOp::PendingCount) {
+            return Ok(Some(av & MBAR_COUNT));
+        }
+        if !at.is_multiple_of(8) {
             return Err(Fault::Misaligned { addr: at, size: 8 });
+        }
+        // The object lives in shared memory (an update elsewhere would not be atomic
+        // between blocks): any other address faults.
+        let shared = match space {
+            Space::Shared => true,
+            Space::Generic => matches!(super::classify(at).0, Space::Shared),
+            _ => false,
+        };
+        if !shared {
+            return Err(Fault::Illegal {
+                addr: at,
+                size: 8,
+                write: true,
+            });
         }
         let rd = |ctx: &mut Self, w: &mut Warp| {
             ctx.atomic(w, lane, space, at, 8, AtomOp::Add, false, 0, 0)
@@ -671,8 +688,10 @@ impl<'a> Ctx<'a> {
                     }
                     w.pc += 1;
                     if waiting {
-                        // The phase is not complete: let the block's other warps arrive
-                        // rather than spin out the time slice.
+                        // The phase is not complete: let the warp's other lanes and the
+                        // block's other warps arrive rather than spin out the time slice.
+                        w.yielded = group;
+                        w.dirty = true;
                         break;
                     }
                 }

@@ -45,6 +45,9 @@ pub(super) struct Warp {
     pub(super) local: Vec<Vec<u8>>,
     pub(super) any_frames: bool,
     pub(super) dirty: bool,
+    /// Lanes that found an mbarrier phase open: the next schedule prefers the warp's other
+    /// lanes, which may be the ones that still have to arrive.
+    pub(super) yielded: u32,
 }
 
 #[inline]
@@ -82,6 +85,7 @@ impl Warp {
             local: (0..32).map(|_| Vec::new()).collect(),
             any_frames: false,
             dirty: false,
+            yielded: 0,
         }
     }
 
@@ -224,17 +228,24 @@ impl Warp {
             return;
         }
         let kf = l.kernel.func;
+        let yielded = std::mem::take(&mut self.yielded);
         if !self.any_frames {
+            // Lanes that yielded go last if others can run.
+            let pick = if run & !yielded != 0 {
+                run & !yielded
+            } else {
+                run
+            };
             let mut min = u32::MAX;
-            for lane in lanes(run) {
+            for lane in lanes(pick) {
                 min = min.min(self.lane_pc[lane]);
             }
             let (mut grp, mut thr) = (0u32, u32::MAX);
             for lane in lanes(run) {
                 let p = self.lane_pc[lane];
-                if p == min {
+                if p == min && pick & (1 << lane) != 0 {
                     grp |= 1 << lane;
-                } else {
+                } else if p > min {
                     thr = thr.min(p);
                 }
             }

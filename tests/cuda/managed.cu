@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
 // Managed memory: a vector add on cudaMallocManaged arrays initialized on the host and read
 // back after cudaDeviceSynchronize, with no cudaMemcpy; prefetch and advice calls (CUDA 12
-// and 13 signatures) and their argument checks; memset and copies on managed memory;
+// and 13 signatures), their argument checks and what cudaMemRangeGetAttribute(s) says of
+// them; memset and copies on managed memory;
 // stream attachment; pointer attributes; device attributes. Where the device has no managed
 // memory, cudaMallocManaged fails with cudaErrorNotSupported.
 #include "common.h"
@@ -64,6 +65,41 @@ int main() {
     EXPECT_ERR(cudaMemPrefetchAsync(a, bytes, 7, 0), cudaErrorInvalidDevice);
     EXPECT_ERR(cudaMemAdvise(a, bytes, (cudaMemoryAdvise)99, 0), cudaErrorInvalidValue);
 #endif
+    cudaGetLastError();
+
+    // What the advice and prefetches said, read back per range.
+    int v = 7;
+    CHECK(cudaMemRangeGetAttribute(&v, 4, cudaMemRangeAttributePreferredLocation, b, bytes));
+    EXPECT(v == 0);
+    CHECK(cudaMemRangeGetAttribute(&v, 4, cudaMemRangeAttributePreferredLocation, a, bytes));
+    EXPECT(v == cudaInvalidDeviceId);
+    CHECK(cudaMemRangeGetAttribute(&v, 4, cudaMemRangeAttributeLastPrefetchLocation, b, bytes));
+    EXPECT(v == 0);
+    CHECK(cudaMemRangeGetAttribute(&v, 4, cudaMemRangeAttributeLastPrefetchLocation, c, bytes));
+    EXPECT(v == cudaInvalidDeviceId);
+    int acc[3] = {0, 0, 0};
+    CHECK(cudaMemRangeGetAttribute(acc, sizeof acc, cudaMemRangeAttributeAccessedBy, c, bytes));
+    EXPECT(acc[0] == cudaCpuDeviceId && acc[1] == cudaInvalidDeviceId &&
+           acc[2] == cudaInvalidDeviceId);
+    CHECK(cudaMemRangeGetAttribute(&v, 4, cudaMemRangeAttributeReadMostly, a, bytes));
+#if CUDART_VERSION >= 13000
+    EXPECT(v == 1);
+#else
+    EXPECT(v == 0);  // unset again above
+#endif
+    CHECK(cudaMemRangeGetAttribute(&v, 4, cudaMemRangeAttributeReadMostly, a + 16, 64));
+#if CUDART_VERSION >= 13000
+    EXPECT(v == 1);  // part of a range with the advice
+#endif
+    EXPECT_ERR(cudaMemRangeGetAttribute(&v, 8, cudaMemRangeAttributeReadMostly, a, bytes),
+               cudaErrorInvalidValue);
+    int rm = -1, pl = -1;
+    void *datas[2] = {&rm, &pl};
+    size_t sizes[2] = {4, 4};
+    cudaMemRangeAttribute attrs[2] = {cudaMemRangeAttributeReadMostly,
+                                      cudaMemRangeAttributePreferredLocation};
+    CHECK(cudaMemRangeGetAttributes(datas, sizes, attrs, 2, b, bytes));
+    EXPECT(rm == 0 && pl == 0);
     cudaGetLastError();
 
     add<<<(N + 255) / 256, 256>>>(a, b, c, N);

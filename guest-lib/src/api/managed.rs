@@ -10,7 +10,9 @@
 //! `VCUDA_SHARED_MEMORY=0`), `cudaMallocManaged` fails with `cudaErrorNotSupported` and
 //! `cudaDevAttrManagedMemory` is 0.
 
+use std::collections::BTreeMap;
 use std::ffi::{c_int, c_void};
+use std::sync::Mutex;
 
 use vcuda_protocol::{DeviceReq, ops};
 
@@ -47,9 +49,13 @@ mod location {
     pub const HOST_NUMA_CURRENT: c_int = 4;
 }
 
-/// `cudaMemoryAdvise` values that name a location.
+/// `cudaMemoryAdvise`.
+const ADVISE_SET_READ_MOSTLY: c_int = 1;
+const ADVISE_UNSET_READ_MOSTLY: c_int = 2;
 const ADVISE_SET_PREFERRED_LOCATION: c_int = 3;
+const ADVISE_UNSET_PREFERRED_LOCATION: c_int = 4;
 const ADVISE_SET_ACCESSED_BY: c_int = 5;
+const ADVISE_UNSET_ACCESSED_BY: c_int = 6;
 
 /// Managed memory for a `__managed__` variable of `size` bytes (see
 /// `registry::FatbinReg::module`).
@@ -103,7 +109,9 @@ pub(crate) fn free(c: &Client, ptr: u64) -> Result<bool> {
         device,
         reserved: 0,
     })?;
-    c.mirror.remove(ptr, |k| k == Kind::Managed);
+    if let Some(r) = c.mirror.remove(ptr, |k| k == Kind::Managed) {
+        forget_advice(r.base, r.base + r.len);
+    }
     if !shared::free(c, ptr as *mut c_void) {
         crate::coherent::free(c, ptr)?;
     }
@@ -126,24 +134,224 @@ fn check_managed(c: &Client, ptr: *const c_void, count: usize) -> Result<()> {
     }
 }
 
-/// Checks a device ordinal, or `cudaCpuDeviceId` where `cpu_ok`.
-fn check_device_id(c: &Client, device: c_int, cpu_ok: bool) -> Result<()> {
+/// A location advice or a prefetch names: `(cudaMemLocationType, id)`.
+type Loc = (c_int, c_int);
+
+/// Checks a device ordinal, or `cudaCpuDeviceId` where `cpu_ok`: the location.
+fn check_device_id(c: &Client, device: c_int, cpu_ok: bool) -> Result<Loc> {
     if cpu_ok && device == CPU_DEVICE_ID {
-        return Ok(());
+        return Ok((location::HOST, 0));
     }
     c.check_device(device)
-        .map(drop)
+        .map(|_| (location::DEVICE, device))
         .map_err(|_| Error::INVALID_DEVICE)
 }
 
 /// Checks a `cudaMemLocation`.
-fn check_location(c: &Client, l: cudaMemLocation) -> Result<()> {
+fn check_location(c: &Client, l: cudaMemLocation) -> Result<Loc> {
     match l.type_ {
         location::DEVICE => check_device_id(c, l.id, false),
-        location::HOST | location::HOST_NUMA_CURRENT => Ok(()),
-        location::HOST_NUMA if l.id >= 0 => Ok(()),
+        location::HOST | location::HOST_NUMA_CURRENT => Ok((l.type_, 0)),
+        location::HOST_NUMA if l.id >= 0 => Ok((l.type_, l.id)),
         _ => Err(Error::INVALID_VALUE),
     }
+}
+
+/// Values over byte ranges, each byte with at most one.
+#[derive(Default)]
+struct RangeMap<V> {
+    /// Start -> (end, value); no two overlap.
+    segs: BTreeMap<u64, (u64, V)>,
+}
+
+impl<V: Clone + PartialEq> RangeMap<V> {
+    /// Gives `[lo, hi)` the value `v` (`None`: none).
+    fn set(&mut self, lo: u64, hi: u64, v: Option<V>) {
+        let hit: Vec<u64> = self
+            .segs
+            .range(..hi)
+            .filter(|(_, (e, _))| *e > lo)
+            .map(|(&s, _)| s)
+            .collect();
+        for start in hit {
+            if let Some((end, val)) = self.segs.remove(&start) {
+                if start < lo {
+                    self.segs.insert(start, (lo, val.clone()));
+                }
+                if end > hi {
+                    self.segs.insert(hi, (end, val));
+                }
+            }
+        }
+        if let Some(v) = v {
+            self.segs.insert(lo, (hi, v));
+        }
+    }
+
+    /// The value every byte of `[lo, hi)` has, if they all have the same one.
+    fn uniform(&self, lo: u64, hi: u64) -> Option<V> {
+        let (mut at, mut val) = (lo, None::<V>);
+        for (&start, (end, v)) in self.segs.range(..hi) {
+            if *end <= at {
+                continue;
+            }
+            if start > at {
+                return None;
+            }
+            match &val {
+                Some(x) if x != v => return None,
+                Some(_) => {}
+                None => val = Some(v.clone()),
+            }
+            at = *end;
+            if at >= hi {
+                break;
+            }
+        }
+        if at >= hi { val } else { None }
+    }
+}
+
+/// What `cudaMemAdvise` and `cudaMemPrefetchAsync` set, by range, for
+/// `cudaMemRangeGetAttribute`.
+#[derive(Default)]
+struct Advice {
+    read_mostly: RangeMap<()>,
+    preferred: RangeMap<Loc>,
+    accessed_by: BTreeMap<Loc, RangeMap<()>>,
+    prefetched: RangeMap<Loc>,
+}
+
+static ADVICE: Mutex<Option<Advice>> = Mutex::new(None);
+
+fn with_advice<R>(f: impl FnOnce(&mut Advice) -> R) -> R {
+    let mut g = ADVICE.lock().unwrap_or_else(|e| e.into_inner());
+    f(g.get_or_insert_with(Advice::default))
+}
+
+/// Forgets what was said about a freed allocation.
+fn forget_advice(lo: u64, hi: u64) {
+    with_advice(|a| {
+        a.read_mostly.set(lo, hi, None);
+        a.preferred.set(lo, hi, None);
+        a.prefetched.set(lo, hi, None);
+        for m in a.accessed_by.values_mut() {
+            m.set(lo, hi, None);
+        }
+    });
+}
+
+/// `cudaMemRangeAttribute`.
+mod range_attr {
+    use std::ffi::c_int;
+    pub const READ_MOSTLY: c_int = 1;
+    pub const PREFERRED_LOCATION: c_int = 2;
+    pub const ACCESSED_BY: c_int = 3;
+    pub const LAST_PREFETCH_LOCATION: c_int = 4;
+    pub const PREFERRED_LOCATION_TYPE: c_int = 5;
+    pub const PREFERRED_LOCATION_ID: c_int = 6;
+    pub const LAST_PREFETCH_LOCATION_TYPE: c_int = 7;
+    pub const LAST_PREFETCH_LOCATION_ID: c_int = 8;
+}
+
+/// `cudaInvalidDeviceId`, `cudaMemLocationTypeInvalid`.
+const INVALID_DEVICE_ID: c_int = -2;
+const LOCATION_INVALID: c_int = 0;
+
+/// A location as the device-ordinal attributes say it: a device, `cudaCpuDeviceId` for the
+/// host, `cudaInvalidDeviceId` for none.
+fn ordinal(l: Option<Loc>) -> c_int {
+    match l {
+        Some((location::DEVICE, d)) => d,
+        Some(_) => CPU_DEVICE_ID,
+        None => INVALID_DEVICE_ID,
+    }
+}
+
+/// `cudaMemRangeGetAttribute`.
+fn range_attribute(
+    data: *mut c_void,
+    size: usize,
+    attr: c_int,
+    ptr: *const c_void,
+    count: usize,
+) -> Result<()> {
+    let c = client::client()?;
+    check_managed(c, ptr, count)?;
+    if data.is_null() {
+        return Err(Error::INVALID_VALUE);
+    }
+    let (lo, hi) = (ptr as u64, ptr as u64 + count as u64);
+    let values: Vec<c_int> = with_advice(|a| match attr {
+        range_attr::READ_MOSTLY => Ok(vec![c_int::from(a.read_mostly.uniform(lo, hi).is_some())]),
+        range_attr::PREFERRED_LOCATION => Ok(vec![ordinal(a.preferred.uniform(lo, hi))]),
+        range_attr::LAST_PREFETCH_LOCATION => Ok(vec![ordinal(a.prefetched.uniform(lo, hi))]),
+        range_attr::PREFERRED_LOCATION_TYPE => Ok(vec![
+            a.preferred
+                .uniform(lo, hi)
+                .map_or(LOCATION_INVALID, |l| l.0),
+        ]),
+        range_attr::PREFERRED_LOCATION_ID => Ok(vec![
+            a.preferred
+                .uniform(lo, hi)
+                .map_or(INVALID_DEVICE_ID, |l| l.1),
+        ]),
+        range_attr::LAST_PREFETCH_LOCATION_TYPE => Ok(vec![
+            a.prefetched
+                .uniform(lo, hi)
+                .map_or(LOCATION_INVALID, |l| l.0),
+        ]),
+        range_attr::LAST_PREFETCH_LOCATION_ID => Ok(vec![
+            a.prefetched
+                .uniform(lo, hi)
+                .map_or(INVALID_DEVICE_ID, |l| l.1),
+        ]),
+        range_attr::ACCESSED_BY => Ok(a
+            .accessed_by
+            .iter()
+            .filter(|(_, m)| m.uniform(lo, hi).is_some())
+            .map(|(&l, _)| ordinal(Some(l)))
+            .collect()),
+        _ => Err(Error::INVALID_VALUE),
+    })?;
+    let slots = if attr == range_attr::ACCESSED_BY {
+        if size == 0 || !size.is_multiple_of(4) {
+            return Err(Error::INVALID_VALUE);
+        }
+        size / 4
+    } else {
+        if size != 4 {
+            return Err(Error::INVALID_VALUE);
+        }
+        1
+    };
+    for i in 0..slots {
+        let v = values.get(i).copied().unwrap_or(INVALID_DEVICE_ID);
+        // SAFETY: the caller's buffer of `size` bytes (the API's contract), checked for
+        // null; `i` < `size / 4`.
+        unsafe { (data as *mut c_int).add(i).write_unaligned(v) };
+    }
+    Ok(())
+}
+
+/// `cudaMemRangeGetAttributes`: each attribute into its own buffer.
+fn range_attributes(
+    data: *mut *mut c_void,
+    sizes: *mut usize,
+    attrs: *mut c_int,
+    n: usize,
+    ptr: *const c_void,
+    count: usize,
+) -> Result<()> {
+    if n == 0 || data.is_null() || sizes.is_null() || attrs.is_null() {
+        return Err(Error::INVALID_VALUE);
+    }
+    for i in 0..n {
+        // SAFETY: the caller's arrays of `n` entries (the API's contract), checked for null.
+        let (d, sz, at) = unsafe { (*data.add(i), *sizes.add(i), *attrs.add(i)) };
+        range_attribute(d, sz, at, ptr, count)?;
+    }
+    Ok(())
 }
 
 /// A prefetch: checked, then nothing to do (one copy, nothing migrates). Ordered on
@@ -151,7 +359,7 @@ fn check_location(c: &Client, l: cudaMemLocation) -> Result<()> {
 fn prefetch(
     ptr: *const c_void,
     count: usize,
-    loc: Result<()>,
+    loc: Result<Loc>,
     flags: u32,
     stream: cudaStream_t,
     ptsz: bool,
@@ -159,22 +367,40 @@ fn prefetch(
     let c = client::client()?;
     c.check_sticky()?;
     check_managed(c, ptr, count)?;
-    loc?;
+    let l = loc?;
     if flags != 0 {
         return Err(Error::INVALID_VALUE);
     }
-    stream_handle(c, stream, ptsz).map(drop)
+    stream_handle(c, stream, ptsz)?;
+    let lo = ptr as u64;
+    with_advice(|a| a.prefetched.set(lo, lo + count as u64, Some(l)));
+    Ok(())
 }
 
-/// Advice: checked, then nothing to do.
-fn advise(ptr: *const c_void, count: usize, advice: c_int, loc: Result<()>) -> Result<()> {
+/// Advice: checked and kept for `cudaMemRangeGetAttribute`; nothing migrates.
+fn advise(ptr: *const c_void, count: usize, advice: c_int, loc: Result<Loc>) -> Result<()> {
     let c = client::client()?;
     check_managed(c, ptr, count)?;
+    let (lo, hi) = (ptr as u64, ptr as u64 + count as u64);
     match advice {
-        ADVISE_SET_PREFERRED_LOCATION | ADVISE_SET_ACCESSED_BY => loc,
-        1..=6 => Ok(()),
-        _ => Err(Error::INVALID_VALUE),
+        ADVISE_SET_READ_MOSTLY => with_advice(|a| a.read_mostly.set(lo, hi, Some(()))),
+        ADVISE_UNSET_READ_MOSTLY => with_advice(|a| a.read_mostly.set(lo, hi, None)),
+        ADVISE_SET_PREFERRED_LOCATION => {
+            let l = loc?;
+            with_advice(|a| a.preferred.set(lo, hi, Some(l)));
+        }
+        ADVISE_UNSET_PREFERRED_LOCATION => with_advice(|a| a.preferred.set(lo, hi, None)),
+        ADVISE_SET_ACCESSED_BY => {
+            let l = loc?;
+            with_advice(|a| a.accessed_by.entry(l).or_default().set(lo, hi, Some(())));
+        }
+        ADVISE_UNSET_ACCESSED_BY => {
+            let l = loc?;
+            with_advice(|a| a.accessed_by.entry(l).or_default().set(lo, hi, None));
+        }
+        _ => return Err(Error::INVALID_VALUE),
     }
+    Ok(())
 }
 
 /// `cudaStreamAttachMemAsync`: checked, then nothing to do (every stream sees the one copy).
@@ -252,6 +478,14 @@ entry! {
     fn cudaMemAdvise_v2(ptr: *const c_void, count: usize, advice: c_int, loc: cudaMemLocation) {
         let c = client::client()?;
         advise(ptr, count, advice, check_location(c, loc))
+    }
+
+    fn cudaMemRangeGetAttribute(data: *mut c_void, size: usize, attr: c_int, ptr: *const c_void, count: usize) {
+        range_attribute(data, size, attr, ptr, count)
+    }
+
+    fn cudaMemRangeGetAttributes(data: *mut *mut c_void, sizes: *mut usize, attrs: *mut c_int, n: usize, ptr: *const c_void, count: usize) {
+        range_attributes(data, sizes, attrs, n, ptr, count)
     }
 
     fn cudaStreamAttachMemAsync(stream: cudaStream_t, ptr: *mut c_void, length: usize, flags: u32) {

@@ -496,3 +496,33 @@ entry! {
         attach(stream, ptr, length, flags, true)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::RangeMap;
+
+    #[test]
+    fn range_maps_split_merge_and_answer_for_whole_ranges_only() {
+        let mut m: RangeMap<u8> = RangeMap::default();
+        m.set(100, 200, Some(1));
+        assert_eq!(m.uniform(100, 200), Some(1));
+        assert_eq!(m.uniform(120, 130), Some(1));
+        assert_eq!(
+            m.uniform(90, 150),
+            None,
+            "bytes before the range have no value"
+        );
+        m.set(150, 250, Some(2));
+        assert_eq!(m.uniform(100, 150), Some(1));
+        assert_eq!(m.uniform(150, 250), Some(2));
+        assert_eq!(m.uniform(140, 160), None, "two values");
+        m.set(120, 130, None);
+        assert_eq!(m.uniform(100, 120), Some(1));
+        assert_eq!(m.uniform(110, 140), None, "a hole");
+        m.set(0, 1000, Some(3));
+        assert_eq!(m.uniform(0, 1000), Some(3));
+        assert_eq!(m.segs.len(), 1);
+        m.set(0, 1000, None);
+        assert!(m.segs.is_empty());
+    }
+}

@@ -63,6 +63,7 @@ mod api {
     pub mod graph_exec;
     pub mod graph_mem;
     pub mod graph_node;
+    pub mod graph_params;
     pub mod ipc;
     pub mod launch;
     pub mod managed;

@@ -4,7 +4,9 @@
 // executable graph), nodes of an executable graph turned off and on
 // (cudaGraphNodeSetEnabled/GetEnabled), event nodes of an executable graph pointed at other
 // events, cudaGraphDebugDotPrint, capture into an existing graph
-// (cudaStreamBeginCaptureToGraph), kernel node attributes, and user objects (references owned by the program, a
+// (cudaStreamBeginCaptureToGraph), kernel node attributes, the generic node API
+// (cudaGraphAddNode, cudaGraphNodeSetParams, cudaGraphExecNodeSetParams) with
+// cudaGraphExecChildGraphNodeSetParams, and user objects (references owned by the program, a
 // graph, its clone and an executable graph; the destructor runs once, when the last goes).
 #include <unistd.h>
 #include <atomic>
@@ -210,6 +212,106 @@ int main() {
         CHECK(cudaGraphExecDestroy(e4));
         CHECK(cudaGraphDestroy(g4));
         CHECK(cudaStreamDestroy(s));
+    }
+
+    // The generic node API: a memset and a kernel, a child graph, then new parameters for
+    // the graph's node, the executable graph's kernel and its child graph.
+    {
+        int *buf = nullptr;
+        CHECK(cudaMalloc(&buf, 64 * sizeof(int)));
+        cudaGraph_t g5, c5, c6;
+        CHECK(cudaGraphCreate(&g5, 0));
+        cudaGraphNodeParams np = {};
+        np.type = cudaGraphNodeTypeMemset;
+        np.memset.dst = buf;
+        np.memset.pitch = 0;
+        np.memset.value = 0;
+        np.memset.elementSize = 4;
+        np.memset.width = 64;
+        np.memset.height = 1;
+        cudaGraphNode_t ms, kn, ch;
+#if CUDART_VERSION >= 13000
+        CHECK(cudaGraphAddNode(&ms, g5, nullptr, nullptr, 0, &np));
+#else
+        CHECK(cudaGraphAddNode(&ms, g5, nullptr, 0, &np));
+#endif
+        int mv = 5;
+        void *kargs[] = {&buf, &mv};
+        cudaGraphNodeParams kn_p = {};
+        kn_p.type = cudaGraphNodeTypeKernel;
+        kn_p.kernel.func = (void *)mark;
+        kn_p.kernel.gridDim = dim3(1);
+        kn_p.kernel.blockDim = dim3(1);
+        kn_p.kernel.kernelParams = kargs;
+#if CUDART_VERSION >= 13000
+        CHECK(cudaGraphAddNode(&kn, g5, &ms, nullptr, 1, &kn_p));
+#else
+        CHECK(cudaGraphAddNode(&kn, g5, &ms, 1, &kn_p));
+#endif
+        // A child graph writing buf[1], cloned into the node.
+        CHECK(cudaGraphCreate(&c5, 0));
+        int *second = buf + 1;
+        int cv = 9;
+        void *cargs[] = {&second, &cv};
+        cudaKernelNodeParams ckp = {};
+        ckp.func = (void *)mark;
+        ckp.gridDim = dim3(1);
+        ckp.blockDim = dim3(1);
+        ckp.kernelParams = cargs;
+        cudaGraphNode_t cn;
+        CHECK(cudaGraphAddKernelNode(&cn, c5, nullptr, 0, &ckp));
+        cudaGraphNodeParams chp = {};
+        chp.type = cudaGraphNodeTypeGraph;
+        chp.graph.graph = c5;
+#if CUDART_VERSION >= 13000
+        CHECK(cudaGraphAddNode(&ch, g5, &kn, nullptr, 1, &chp));
+#else
+        CHECK(cudaGraphAddNode(&ch, g5, &kn, 1, &chp));
+#endif
+        // The graph's kernel node writes 6 from now on.
+        int mv2 = 6;
+        void *kargs2[] = {&buf, &mv2};
+        kn_p.kernel.kernelParams = kargs2;
+        CHECK(cudaGraphNodeSetParams(kn, &kn_p));
+        cudaGraphExec_t e5;
+        CHECK(cudaGraphInstantiate(&e5, g5, 0));
+        CHECK(cudaGraphLaunch(e5, 0));
+        int h2[2] = {0, 0};
+        CHECK(cudaMemcpy(h2, buf, sizeof h2, cudaMemcpyDeviceToHost));
+        EXPECT(h2[0] == 6 && h2[1] == 9);
+        // The executable graph's kernel writes 7, its child 11.
+        int mv3 = 7;
+        void *kargs3[] = {&buf, &mv3};
+        kn_p.kernel.kernelParams = kargs3;
+        CHECK(cudaGraphExecNodeSetParams(e5, kn, &kn_p));
+        CHECK(cudaGraphCreate(&c6, 0));
+        int cv2 = 11;
+        void *cargs2[] = {&second, &cv2};
+        ckp.kernelParams = cargs2;
+        CHECK(cudaGraphAddKernelNode(&cn, c6, nullptr, 0, &ckp));
+        CHECK(cudaGraphExecChildGraphNodeSetParams(e5, ch, c6));
+        CHECK(cudaGraphLaunch(e5, 0));
+        CHECK(cudaMemcpy(h2, buf, sizeof h2, cudaMemcpyDeviceToHost));
+        EXPECT(h2[0] == 7 && h2[1] == 11);
+        // A child graph of another shape is refused.
+        cudaGraphNode_t extra;
+        CHECK(cudaGraphAddEmptyNode(&extra, c6, &cn, 1));
+        EXPECT_ERR(cudaGraphExecChildGraphNodeSetParams(e5, ch, c6), cudaErrorInvalidValue);
+        // Types that are not supported say so.
+        cudaGraphNodeParams bad_p = {};
+        bad_p.type = cudaGraphNodeTypeConditional;
+        cudaGraphNode_t bn;
+#if CUDART_VERSION >= 13000
+        EXPECT_ERR(cudaGraphAddNode(&bn, g5, nullptr, nullptr, 0, &bad_p), cudaErrorNotSupported);
+#else
+        EXPECT_ERR(cudaGraphAddNode(&bn, g5, nullptr, 0, &bad_p), cudaErrorNotSupported);
+#endif
+        cudaGetLastError();
+        CHECK(cudaGraphExecDestroy(e5));
+        CHECK(cudaGraphDestroy(g5));
+        CHECK(cudaGraphDestroy(c5));
+        CHECK(cudaGraphDestroy(c6));
+        CHECK(cudaFree(buf));
     }
 
     // User objects.

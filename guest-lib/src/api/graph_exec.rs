@@ -376,6 +376,52 @@ fn enabled(exec: cudaGraphExec_t, node: cudaGraphNode_t, set: Option<bool>) -> R
     })
 }
 
+/// `cudaGraphExecChildGraphNodeSetParams`: the steps of child-graph node `node` take the
+/// parameters of `child`, which must have the same shape (and no memory nodes).
+pub(crate) fn exec_child_set(
+    exec: cudaGraphExec_t,
+    node: cudaGraphNode_t,
+    child: cudaGraph_t,
+) -> Result<()> {
+    with(|r| {
+        let Kind::Child(old) = r.node(node as u64)?.kind else {
+            return Err(Error::INVALID_VALUE);
+        };
+        if super::graph_mem::has_memory_nodes(r, child as u64) {
+            return Err(Error::NOT_SUPPORTED);
+        }
+        let (old_steps, old_shape) = compile(r, old)?;
+        let (new_steps, new_shape) = compile(r, child as u64)?;
+        if old_shape != new_shape {
+            return Err(Error::INVALID_VALUE);
+        }
+        let e = r
+            .execs
+            .get_mut(&(exec as u64))
+            .ok_or(Error::INVALID_VALUE)?;
+        // Found first, changed after: all or nothing.
+        let at: Vec<usize> = old_steps
+            .iter()
+            .map(|o| e.steps.iter().position(|s| s.origin == o.origin))
+            .collect::<Option<_>>()
+            .ok_or(Error::INVALID_VALUE)?;
+        let steps = Arc::make_mut(&mut e.steps);
+        for (i, n) in at.into_iter().zip(new_steps) {
+            steps[i].kind = n.kind;
+        }
+        Ok(())
+    })
+}
+
+/// Replaces the parameters of `node`'s step in `exec` (same node type only).
+pub(crate) fn exec_set_kind(
+    exec: cudaGraphExec_t,
+    node: cudaGraphNode_t,
+    kind: Result<Kind>,
+) -> Result<()> {
+    exec_set(exec, node, kind)
+}
+
 /// Replaces the parameters of `node`'s step in `exec` (same node type only).
 fn exec_set(exec: cudaGraphExec_t, node: cudaGraphNode_t, kind: Result<Kind>) -> Result<()> {
     let kind = kind?;

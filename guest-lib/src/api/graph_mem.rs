@@ -151,15 +151,14 @@ pub(crate) fn allocate(size: u64) -> Result<u64> {
     Ok(ptr)
 }
 
-fn add_alloc(
+/// `cudaGraphAddMemAllocNode` (`p.dptr` gets the address).
+pub(crate) fn add_alloc(
     out: *mut cudaGraphNode_t,
     g: cudaGraph_t,
     deps: *const cudaGraphNode_t,
     ndeps: usize,
-    p: *mut cudaMemAllocNodeParams,
+    p: &mut cudaMemAllocNodeParams,
 ) -> Result<()> {
-    // SAFETY: the caller's parameters (the API's contract), checked for null.
-    let p = unsafe { p.as_mut() }.ok_or(Error::INVALID_VALUE)?;
     let mut made = None;
     let r = add_node(out, g, deps, ndeps, || {
         let ptr = allocate(p.bytesize as u64)?;
@@ -237,6 +236,8 @@ fn graph_mem_attribute(attr: c_int, value: *mut c_void, set: bool) -> Result<()>
 
 entry! {
     fn cudaGraphAddMemAllocNode(out: *mut cudaGraphNode_t, g: cudaGraph_t, deps: *const cudaGraphNode_t, ndeps: usize, p: *mut cudaMemAllocNodeParams) {
+        // SAFETY: the caller's parameters (the API's contract), checked for null.
+        let p = unsafe { p.as_mut() }.ok_or(Error::INVALID_VALUE)?;
         add_alloc(out, g, deps, ndeps, p)
     }
 

@@ -1,0 +1,207 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! The generic graph node API (CUDA 12.2 and later): `cudaGraphAddNode` (and CUDA 12's
+//! `cudaGraphAddNode_v2`), `cudaGraphNodeSetParams`, `cudaGraphExecNodeSetParams`, over
+//! `struct cudaGraphNodeParams` (a node type and a union of the typed parameter structs,
+//! whose "V2" forms have the layouts of the older ones). Kernel, copy, memset, host, child
+//! graph (cloned, or moved into the node), empty, event and memory nodes; the external
+//! semaphore and conditional types answer `cudaErrorNotSupported`.
+//! Also `cudaGraphExecChildGraphNodeSetParams`.
+
+use std::ffi::c_void;
+
+use super::graph::{
+    Copy3D, Host, Kernel, Kind, Memset, add_node, check_edge_data, cudaGraph_t, cudaGraphExec_t,
+    cudaGraphNode_t, cudaHostNodeParams, cudaKernelNodeParams, cudaMemcpy3DParms, cudaMemsetParams,
+    node_type, with,
+};
+use crate::client;
+use crate::error::{Error, Result};
+
+/// `struct cudaGraphNodeParams` (256 bytes).
+#[repr(C)]
+pub struct cudaGraphNodeParams {
+    type_: u32,
+    reserved0: [i32; 3],
+    /// The union of the typed parameters.
+    u: [u64; 29],
+    reserved2: i64,
+}
+
+/// `cudaMemcpyNodeParams`.
+#[repr(C)]
+struct MemcpyNodeParams {
+    flags: i32,
+    reserved: [i32; 3],
+    copy: cudaMemcpy3DParms,
+}
+
+/// `cudaChildGraphNodeParams` (the ownership field is CUDA 13's; 0 in CUDA 12, whose
+/// padding must be zero).
+#[repr(C)]
+struct ChildParams {
+    graph: cudaGraph_t,
+    ownership: u32,
+}
+
+/// `cudaGraphChildGraphOwnershipMove`.
+const OWNERSHIP_MOVE: u32 = 1;
+/// `cudaGraphNodeTypeExtSemaphoreSignal`, `...Wait`, `cudaGraphNodeTypeConditional`.
+const EXT_SEM_SIGNAL: u32 = 8;
+const EXT_SEM_WAIT: u32 = 9;
+const CONDITIONAL: u32 = 13;
+
+impl cudaGraphNodeParams {
+    /// The union read as `T`.
+    fn union_as<T>(&self) -> &T {
+        const { assert!(std::mem::size_of::<T>() <= 29 * 8) };
+        // SAFETY: the union is 232 bytes, 8-aligned, and `T` (one of the typed parameter
+        // structs, all plain C data) fits in it (checked above).
+        unsafe { &*(self.u.as_ptr().cast::<T>()) }
+    }
+
+    fn union_as_mut<T>(&mut self) -> &mut T {
+        const { assert!(std::mem::size_of::<T>() <= 29 * 8) };
+        // SAFETY: as in `union_as`; the caller's struct, borrowed mutably.
+        unsafe { &mut *(self.u.as_mut_ptr().cast::<T>()) }
+    }
+}
+
+fn event(e: *mut c_void) -> Result<u64> {
+    super::stream::event_handle(client::client()?, e as crate::ffi::cudaEvent_t)
+}
+
+/// The node a parameter struct describes, for the types that need no more than their
+/// parameters (not child graphs or allocations, which `add` handles).
+fn kind_of(p: &cudaGraphNodeParams) -> Result<Kind> {
+    if p.reserved0 != [0; 3] || p.reserved2 != 0 {
+        return Err(Error::INVALID_VALUE);
+    }
+    Ok(match p.type_ {
+        node_type::KERNEL => Kind::Kernel(Kernel::from_c(p.union_as::<cudaKernelNodeParams>())?),
+        node_type::MEMCPY => {
+            let m = p.union_as::<MemcpyNodeParams>();
+            if m.flags != 0 || m.reserved != [0; 3] {
+                return Err(Error::INVALID_VALUE);
+            }
+            Kind::Memcpy(Copy3D::from_c(&m.copy)?)
+        }
+        node_type::MEMSET => Kind::Memset(Memset::from_c(p.union_as::<cudaMemsetParams>())?),
+        node_type::HOST => Kind::Host(Host::from_c(p.union_as::<cudaHostNodeParams>())?),
+        node_type::EMPTY => Kind::Empty,
+        node_type::WAIT_EVENT => Kind::EventWait(event(*p.union_as::<*mut c_void>())?),
+        node_type::EVENT_RECORD => Kind::EventRecord(event(*p.union_as::<*mut c_void>())?),
+        node_type::MEM_FREE => {
+            let ptr = *p.union_as::<u64>();
+            if !super::graph_mem::owns(ptr) {
+                return Err(Error::INVALID_VALUE);
+            }
+            Kind::MemFree(ptr)
+        }
+        EXT_SEM_SIGNAL | EXT_SEM_WAIT | CONDITIONAL => return Err(Error::NOT_SUPPORTED),
+        _ => return Err(Error::INVALID_VALUE),
+    })
+}
+
+/// `cudaGraphAddNode`.
+fn add(
+    out: *mut cudaGraphNode_t,
+    g: cudaGraph_t,
+    deps: *const cudaGraphNode_t,
+    edges: *const u8,
+    n: usize,
+    p: *mut cudaGraphNodeParams,
+) -> Result<()> {
+    check_edge_data(edges, n)?;
+    // SAFETY: the caller's parameters (the API's contract), checked for null.
+    let p = unsafe { p.as_mut() }.ok_or(Error::INVALID_VALUE)?;
+    match p.type_ {
+        node_type::GRAPH => {
+            let c = p.union_as::<ChildParams>();
+            let child = c.graph;
+            if c.ownership == OWNERSHIP_MOVE {
+                // The node takes the program's graph itself.
+                add_node(out, g, deps, n, || {
+                    with(|r| match r.graph(child as u64) {
+                        Ok(_) if child != g => Ok(Kind::Child(child as u64)),
+                        _ => Err(Error::INVALID_VALUE),
+                    })
+                })
+            } else {
+                // SAFETY: forwarding the caller's pointers.
+                match unsafe { super::graph::cudaGraphAddChildGraphNode(out, g, deps, n, child) } {
+                    0 => Ok(()),
+                    e => Err(Error(e)),
+                }
+            }
+        }
+        node_type::MEM_ALLOC => {
+            let a = p.union_as_mut::<super::graph_mem::cudaMemAllocNodeParams>();
+            super::graph_mem::add_alloc(out, g, deps, n, a)
+        }
+        _ => {
+            let kind = kind_of(p)?;
+            add_node(out, g, deps, n, || Ok(kind))
+        }
+    }
+}
+
+/// `cudaGraphNodeSetParams`: the node's type must not change; child graphs and memory
+/// nodes cannot be changed.
+fn set(node: cudaGraphNode_t, p: *mut cudaGraphNodeParams) -> Result<()> {
+    // SAFETY: the caller's parameters (the API's contract), checked for null.
+    let p = unsafe { p.as_ref() }.ok_or(Error::INVALID_VALUE)?;
+    if matches!(
+        p.type_,
+        node_type::GRAPH | node_type::MEM_ALLOC | node_type::MEM_FREE
+    ) {
+        return Err(Error::INVALID_VALUE);
+    }
+    let kind = kind_of(p)?;
+    with(|r| {
+        let n = r
+            .nodes
+            .get_mut(&(node as u64))
+            .ok_or(Error::INVALID_VALUE)?;
+        if n.kind.type_code() != kind.type_code() {
+            return Err(Error::INVALID_VALUE);
+        }
+        n.kind = kind;
+        Ok(())
+    })
+}
+
+entry! {
+    fn cudaGraphAddNode(out: *mut cudaGraphNode_t, g: cudaGraph_t, deps: *const cudaGraphNode_t, edges: *const u8, n: usize, p: *mut cudaGraphNodeParams) {
+        add(out, g, deps, edges, n, p)
+    }
+
+    fn __v12_cudaGraphAddNode(out: *mut cudaGraphNode_t, g: cudaGraph_t, deps: *const cudaGraphNode_t, n: usize, p: *mut cudaGraphNodeParams) {
+        add(out, g, deps, std::ptr::null(), n, p)
+    }
+
+    fn cudaGraphAddNode_v2(out: *mut cudaGraphNode_t, g: cudaGraph_t, deps: *const cudaGraphNode_t, edges: *const u8, n: usize, p: *mut cudaGraphNodeParams) {
+        add(out, g, deps, edges, n, p)
+    }
+
+    fn cudaGraphNodeSetParams(node: cudaGraphNode_t, p: *mut cudaGraphNodeParams) {
+        set(node, p)
+    }
+
+    fn cudaGraphExecNodeSetParams(exec: cudaGraphExec_t, node: cudaGraphNode_t, p: *mut cudaGraphNodeParams) {
+        // SAFETY: the caller's parameters (the API's contract), checked for null.
+        let params = unsafe { p.as_ref() }.ok_or(Error::INVALID_VALUE)?;
+        if params.type_ == node_type::GRAPH {
+            let child = params.union_as::<ChildParams>().graph;
+            return super::graph_exec::exec_child_set(exec, node, child);
+        }
+        if matches!(params.type_, node_type::MEM_ALLOC | node_type::MEM_FREE) {
+            // Memory nodes are not updated.
+            return Err(Error::INVALID_VALUE);
+        }
+        super::graph_exec::exec_set_kind(exec, node, kind_of(params))
+    }
+
+    fn cudaGraphExecChildGraphNodeSetParams(exec: cudaGraphExec_t, node: cudaGraphNode_t, child: cudaGraph_t) {
+        super::graph_exec::exec_child_set(exec, node, child)
+    }
+}

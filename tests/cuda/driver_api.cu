@@ -393,6 +393,26 @@ int main() {
         for (unsigned i = 0; i < n; ++i) mh[i] = (float)i;
         CU(cuMemcpyDtoH_(back, m, sizeof back));
         EXPECT(back[0] == 0.0f && back[n - 1] == (float)(n - 1));
+#if CUDA_VERSION >= 13000
+        // Advice and prefetches (CUDA 13's location forms), read back.
+        auto cuMemAdvise_ = sym<decltype(&cuMemAdvise)>("cuMemAdvise");
+        auto cuMemPrefetchAsync_ = sym<decltype(&cuMemPrefetchAsync)>("cuMemPrefetchAsync");
+        auto cuMemRangeGetAttribute_ =
+            sym<decltype(&cuMemRangeGetAttribute)>("cuMemRangeGetAttribute");
+        CUmemLocation loc = {};
+        loc.type = CU_MEM_LOCATION_TYPE_DEVICE;
+        loc.id = 0;
+        CU(cuMemAdvise_(m, n * sizeof(float), CU_MEM_ADVISE_SET_PREFERRED_LOCATION, loc));
+        CU(cuMemPrefetchAsync_(m, n * sizeof(float), loc, 0, 0));
+        int where = -7;
+        CU(cuMemRangeGetAttribute_(&where, 4, CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION, m,
+                                   n * sizeof(float)));
+        EXPECT(where == 0);
+        where = -7;
+        CU(cuMemRangeGetAttribute_(&where, 4, CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION, m,
+                                   n * sizeof(float)));
+        EXPECT(where == 0);
+#endif
         CU(cuMemFree_(m));
     } else {
         EXPECT(cuMemAllocManaged_(&m, 64, CU_MEM_ATTACH_GLOBAL) == CUDA_ERROR_NOT_SUPPORTED);

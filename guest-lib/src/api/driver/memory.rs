@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
 //! Device and page-locked memory, copies and memsets.
 
-use std::ffi::{c_uint, c_void};
+use std::ffi::{c_int, c_uint, c_void};
 
 use vcuda_protocol::{COPY_ASYNC, MemsetReq, ops};
 
 use super::context::{current, disown, own};
 use super::{out, rt};
 use crate::api::ipc::{self, cudaIpcEventHandle_t, cudaIpcMemHandle_t};
-use crate::api::managed::cudaMallocManaged;
+use crate::api::managed::{self as m, cudaMallocManaged};
 use crate::api::memory::{
     cudaFree, cudaFreeHost, cudaHostAlloc, cudaHostGetDevicePointer, cudaHostGetFlags,
     cudaHostRegister, cudaHostUnregister, cudaMalloc, cudaMemcpy2DAsync, cudaMemcpyAsync,
@@ -436,6 +436,55 @@ entry_lib! {
 
     fn cuMemsetD32_v2(dst: CUdeviceptr, v: u32, n: usize) -> Result<(), CuError> {
         memset(dst, 0, v, 4, n, 1, None)
+    }
+
+    fn cuMemAdvise(ptr: CUdeviceptr, count: usize, advice: c_int, device: c_int) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: forwarding; the runtime checks the range (a CUdevice is a device ordinal,
+        // CU_DEVICE_CPU is cudaCpuDeviceId).
+        rt(unsafe { m::__v12_cudaMemAdvise(ptr as *const c_void, count, advice, device) })
+    }
+
+    fn cuMemAdvise_v2(ptr: CUdeviceptr, count: usize, advice: c_int, loc: m::cudaMemLocation) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: forwarding; CUmemLocation is cudaMemLocation.
+        rt(unsafe { m::cudaMemAdvise(ptr as *const c_void, count, advice, loc) })
+    }
+
+    fn cuMemPrefetchAsync(ptr: CUdeviceptr, count: usize, device: c_int, s: cudaStream_t) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: forwarding; the runtime checks the range and the stream.
+        rt(unsafe { m::__v12_cudaMemPrefetchAsync(ptr as *const c_void, count, device, s) })
+    }
+
+    fn cuMemPrefetchAsync_ptsz(ptr: CUdeviceptr, count: usize, device: c_int, s: cudaStream_t) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: as `cuMemPrefetchAsync`.
+        rt(unsafe { m::__v12_cudaMemPrefetchAsync_ptsz(ptr as *const c_void, count, device, s) })
+    }
+
+    fn cuMemPrefetchAsync_v2(ptr: CUdeviceptr, count: usize, loc: m::cudaMemLocation, flags: c_uint, s: cudaStream_t) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: forwarding; CUmemLocation is cudaMemLocation.
+        rt(unsafe { m::cudaMemPrefetchAsync(ptr as *const c_void, count, loc, flags, s) })
+    }
+
+    fn cuMemPrefetchAsync_v2_ptsz(ptr: CUdeviceptr, count: usize, loc: m::cudaMemLocation, flags: c_uint, s: cudaStream_t) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: as `cuMemPrefetchAsync_v2`.
+        rt(unsafe { m::cudaMemPrefetchAsync_ptsz(ptr as *const c_void, count, loc, flags, s) })
+    }
+
+    fn cuMemRangeGetAttribute(data: *mut c_void, size: usize, attr: c_int, ptr: CUdeviceptr, count: usize) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: forwarding the caller's buffer; CUmem_range_attribute has the runtime's values.
+        rt(unsafe { m::cudaMemRangeGetAttribute(data, size, attr, ptr as *const c_void, count) })
+    }
+
+    fn cuMemRangeGetAttributes(data: *mut *mut c_void, sizes: *mut usize, attrs: *mut c_int, n: usize, ptr: CUdeviceptr, count: usize) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: forwarding the caller's arrays.
+        rt(unsafe { m::cudaMemRangeGetAttributes(data, sizes, attrs, n, ptr as *const c_void, count) })
     }
 
     fn cuMemsetD8Async(dst: CUdeviceptr, v: u8, n: usize, s: cudaStream_t) -> Result<(), CuError> {

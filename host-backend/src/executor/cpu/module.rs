@@ -590,7 +590,9 @@ mod tests {
             Err(Status::INVALID_VALUE)
         );
         let mut host = vec![0u32; 2];
-        let addr = host.as_mut_ptr() as u64;
+        // A fixed device address, clear of the windows and the heap's range wherever the
+        // allocator put `host`.
+        let addr = 0x5000_0000_0000u64;
         // SAFETY: `host` outlives the heap's use of it (unmapped below).
         unsafe { heap.map_host(addr, host.as_mut_ptr().cast(), 8) }.unwrap();
         assert_eq!(

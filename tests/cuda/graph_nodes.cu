@@ -297,6 +297,30 @@ int main() {
         cudaGraphNode_t extra;
         CHECK(cudaGraphAddEmptyNode(&extra, c6, &cn, 1));
         EXPECT_ERR(cudaGraphExecChildGraphNodeSetParams(e5, ch, c6), cudaErrorInvalidValue);
+#if CUDART_VERSION >= 13000
+        // A child graph moved into its node: the node owns it; no cycles, no second owner.
+        {
+            cudaGraph_t pa, mv, other;
+            CHECK(cudaGraphCreate(&pa, 0));
+            CHECK(cudaGraphCreate(&mv, 0));
+            CHECK(cudaGraphCreate(&other, 0));
+            cudaGraphNode_t mn, mn2;
+            cudaGraphNodeParams mp = {};
+            mp.type = cudaGraphNodeTypeGraph;
+            mp.graph.graph = mv;
+            mp.graph.ownership = cudaGraphChildGraphOwnershipMove;
+            CHECK(cudaGraphAddNode(&mn, pa, nullptr, nullptr, 0, &mp));
+            EXPECT_ERR(cudaGraphDestroy(mv), cudaErrorInvalidValue);  // the node's now
+            EXPECT_ERR(cudaGraphAddNode(&mn2, other, nullptr, nullptr, 0, &mp),
+                       cudaErrorInvalidValue);  // a second owner
+            mp.graph.graph = pa;
+            EXPECT_ERR(cudaGraphAddNode(&mn2, mv, nullptr, nullptr, 0, &mp),
+                       cudaErrorInvalidValue);  // a cycle
+            cudaGetLastError();
+            CHECK(cudaGraphDestroy(pa));
+            CHECK(cudaGraphDestroy(other));
+        }
+#endif
         // Types that are not supported say so.
         cudaGraphNodeParams bad_p = {};
         bad_p.type = cudaGraphNodeTypeConditional;

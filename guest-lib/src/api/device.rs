@@ -41,6 +41,7 @@ fn reset(c: &Client) -> Result<()> {
     super::pool::on_reset();
     c.sticky.store(0, Ordering::Relaxed);
     c.mirror.clear_device();
+    super::managed::on_reset();
     // Managed and mapped memory the library kept coherent went with the device memory.
     for (base, len) in crate::coherent::on_reset() {
         c.mirror.remove_within(base, base + len, |k| {

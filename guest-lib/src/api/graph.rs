@@ -96,6 +96,13 @@ pub(crate) struct Registry {
     pub graph_mem: super::graph_mem::GraphMemory,
 }
 
+impl GraphObj {
+    /// The child-graph node that owns this graph, if any.
+    pub(crate) fn owner_node(&self) -> Option<u64> {
+        self.owner
+    }
+}
+
 impl Registry {
     /// A new handle: distinct from every earlier one, never 0.
     pub(crate) fn id(&mut self) -> u64 {
@@ -278,6 +285,30 @@ pub(crate) fn with<R>(f: impl FnOnce(&mut Registry) -> R) -> R {
     super::user_object::run(destructors.0);
     super::graph_mem::free_released(destructors.1);
     r
+}
+
+/// Adds a child-graph node to `g` that takes graph `child` itself (`cudaGraphAddNode` with
+/// `cudaGraphChildGraphOwnershipMove`): `child` must belong to nothing yet and must not be
+/// `g` or hold `g`; graphs with memory nodes cannot be child graphs.
+pub(crate) fn add_moved_child(g: u64, child: u64, deps: &[u64]) -> Result<u64> {
+    with(|r| {
+        r.graph(g)?;
+        if child == g || r.graph(child)?.owner.is_some() {
+            return Err(Error::INVALID_VALUE);
+        }
+        // `child` must not be among `g`'s ancestors (a cycle).
+        let mut at = g;
+        while let Some(node) = r.graph(at)?.owner {
+            at = r.node(node)?.graph;
+            if at == child {
+                return Err(Error::INVALID_VALUE);
+            }
+        }
+        if super::graph_mem::has_memory_nodes(r, child) {
+            return Err(Error::NOT_SUPPORTED);
+        }
+        r.add(g, Kind::Child(child), deps)
+    })
 }
 
 /// A new empty graph (for stream capture).

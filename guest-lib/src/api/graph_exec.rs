@@ -78,7 +78,7 @@ pub(crate) struct Step {
 
 /// A graph's topology: per node (in the order added) its type, its dependencies (indices,
 /// sorted) and, for a child-graph node, the child's.
-#[derive(PartialEq, Eq, Debug)]
+#[derive(PartialEq, Eq, Debug, Clone)]
 struct Shape(Vec<(u32, Vec<usize>, Option<Shape>)>);
 
 /// An executable graph.
@@ -91,6 +91,9 @@ pub(crate) struct Exec {
     users: HashMap<u64, u32>,
     /// The graph it was made from.
     graph: u64,
+    /// Per child-graph node: its child's shape when instantiated and the nodes its steps
+    /// came from, in order (for `cudaGraphExecChildGraphNodeSetParams`).
+    children: HashMap<u64, (Shape, Vec<u64>)>,
 }
 
 fn shape(r: &Registry, g: u64) -> Result<Shape> {
@@ -115,8 +118,15 @@ fn shape(r: &Registry, g: u64) -> Result<Shape> {
 }
 
 /// Appends the steps of graph `g` in a topological order (ties in the order nodes were
-/// added, so graphs of the same shape give the same order); fails on a cycle.
-fn flatten(r: &Registry, g: u64, s: &Shape, steps: &mut Vec<Step>) -> Result<()> {
+/// added, so graphs of the same shape give the same order); fails on a cycle. Records each
+/// child-graph node's shape and steps in `children`.
+fn flatten(
+    r: &Registry,
+    g: u64,
+    s: &Shape,
+    steps: &mut Vec<Step>,
+    children: &mut HashMap<u64, (Shape, Vec<u64>)>,
+) -> Result<()> {
     let nodes = &r.graph(g)?.nodes;
     let n = s.0.len();
     let mut indegree: Vec<usize> = s.0.iter().map(|(_, d, _)| d.len()).collect();
@@ -146,7 +156,10 @@ fn flatten(r: &Registry, g: u64, s: &Shape, steps: &mut Vec<Step>) -> Result<()>
             Kind::Empty => {}
             Kind::Child(c) => {
                 let cs = s.0[i].2.as_ref().ok_or(Error::INVALID_VALUE)?;
-                flatten(r, *c, cs, steps)?;
+                let first = steps.len();
+                flatten(r, *c, cs, steps, children)?;
+                let origins = steps[first..].iter().map(|st| st.origin).collect();
+                children.insert(id, (cs.clone(), origins));
             }
             k => steps.push(Step {
                 origin: id,
@@ -160,10 +173,19 @@ fn flatten(r: &Registry, g: u64, s: &Shape, steps: &mut Vec<Step>) -> Result<()>
 
 /// The steps and shape of graph `g`.
 fn compile(r: &Registry, g: u64) -> Result<(Vec<Step>, Shape)> {
+    compile_with_children(r, g).map(|(steps, s, _)| (steps, s))
+}
+
+/// The steps and shape of graph `g`, and what each child-graph node became.
+#[allow(clippy::type_complexity)]
+fn compile_with_children(
+    r: &Registry,
+    g: u64,
+) -> Result<(Vec<Step>, Shape, HashMap<u64, (Shape, Vec<u64>)>)> {
     let s = shape(r, g)?;
-    let mut steps = Vec::new();
-    flatten(r, g, &s, &mut steps)?;
-    Ok((steps, s))
+    let (mut steps, mut children) = (Vec::new(), HashMap::new());
+    flatten(r, g, &s, &mut steps, &mut children)?;
+    Ok((steps, s, children))
 }
 
 fn instantiate(out: *mut cudaGraphExec_t, g: cudaGraph_t, flags: u64, upload: bool) -> Result<()> {
@@ -176,7 +198,7 @@ fn instantiate(out: *mut cudaGraphExec_t, g: cudaGraph_t, flags: u64, upload: bo
         return Err(Error::NOT_SUPPORTED);
     }
     let id = with(|r| {
-        let (steps, shape) = compile(r, g as u64)?;
+        let (steps, shape, children) = compile_with_children(r, g as u64)?;
         if super::graph_mem::has_memory_nodes(r, g as u64)
             && r.execs.values().any(|e| e.graph == g as u64)
         {
@@ -196,6 +218,7 @@ fn instantiate(out: *mut cudaGraphExec_t, g: cudaGraph_t, flags: u64, upload: bo
             flags,
             users,
             graph: g as u64,
+            children,
         };
         r.execs.insert(id, exec);
         Ok(id)
@@ -384,25 +407,23 @@ pub(crate) fn exec_child_set(
     child: cudaGraph_t,
 ) -> Result<()> {
     with(|r| {
-        let Kind::Child(old) = r.node(node as u64)?.kind else {
-            return Err(Error::INVALID_VALUE);
-        };
         if super::graph_mem::has_memory_nodes(r, child as u64) {
             return Err(Error::NOT_SUPPORTED);
         }
-        let (old_steps, old_shape) = compile(r, old)?;
         let (new_steps, new_shape) = compile(r, child as u64)?;
-        if old_shape != new_shape {
-            return Err(Error::INVALID_VALUE);
-        }
         let e = r
             .execs
             .get_mut(&(exec as u64))
             .ok_or(Error::INVALID_VALUE)?;
+        // What the node's child was when instantiated (the graph may have changed since).
+        let (old_shape, origins) = e.children.get(&(node as u64)).ok_or(Error::INVALID_VALUE)?;
+        if *old_shape != new_shape {
+            return Err(Error::INVALID_VALUE);
+        }
         // Found first, changed after: all or nothing.
-        let at: Vec<usize> = old_steps
+        let at: Vec<usize> = origins
             .iter()
-            .map(|o| e.steps.iter().position(|s| s.origin == o.origin))
+            .map(|o| e.steps.iter().position(|s| s.origin == *o))
             .collect::<Option<_>>()
             .ok_or(Error::INVALID_VALUE)?;
         let steps = Arc::make_mut(&mut e.steps);
@@ -410,6 +431,24 @@ pub(crate) fn exec_child_set(
             steps[i].kind = n.kind;
         }
         Ok(())
+    })
+}
+
+/// Whether executable graph `exec` came from a graph holding `node` (an empty node has no
+/// step to change): `Ok` if so.
+pub(crate) fn exec_has_node(exec: cudaGraphExec_t, node: cudaGraphNode_t) -> Result<()> {
+    with(|r| {
+        let e = r.execs.get(&(exec as u64)).ok_or(Error::INVALID_VALUE)?;
+        let mut g = r.node(node as u64)?.graph;
+        // Up through child graphs to a top-level graph.
+        while let Some(owner) = r.graph(g)?.owner_node() {
+            g = r.node(owner)?.graph;
+        }
+        if g == e.graph {
+            Ok(())
+        } else {
+            Err(Error::INVALID_VALUE)
+        }
     })
 }
 

@@ -194,15 +194,17 @@ pub(crate) fn frees_in(g: u64, ptr: u64) -> bool {
     })
 }
 
-/// Whether graph `g` has memory nodes.
+/// Whether graph `g` or one of its child graphs has memory nodes.
 pub(crate) fn has_memory_nodes(r: &Registry, g: u64) -> bool {
     r.graph(g).is_ok_and(|graph| {
-        graph.nodes.iter().any(|n| {
-            matches!(
-                r.node(*n).map(|x| &x.kind),
-                Ok(Kind::MemAlloc { .. } | Kind::MemFree(_))
-            )
-        })
+        graph
+            .nodes
+            .iter()
+            .any(|n| match r.node(*n).map(|x| &x.kind) {
+                Ok(Kind::MemAlloc { .. } | Kind::MemFree(_)) => true,
+                Ok(Kind::Child(c)) => has_memory_nodes(r, *c),
+                _ => false,
+            })
     })
 }
 

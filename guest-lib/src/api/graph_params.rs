@@ -43,7 +43,18 @@ struct ChildParams {
     ownership: u32,
 }
 
-/// `cudaGraphChildGraphOwnershipMove`.
+/// The union's typed parameter structs: plain C data, valid for every bit pattern.
+trait PlainParams {}
+impl PlainParams for cudaKernelNodeParams {}
+impl PlainParams for MemcpyNodeParams {}
+impl PlainParams for cudaMemsetParams {}
+impl PlainParams for cudaHostNodeParams {}
+impl PlainParams for ChildParams {}
+impl PlainParams for u64 {}
+impl PlainParams for *mut c_void {}
+
+/// `cudaGraphChildGraphOwnershipClone`, `cudaGraphChildGraphOwnershipMove`.
+const OWNERSHIP_CLONE: u32 = 0;
 const OWNERSHIP_MOVE: u32 = 1;
 /// `cudaGraphNodeTypeExtSemaphoreSignal`, `...Wait`, `cudaGraphNodeTypeConditional`.
 const EXT_SEM_SIGNAL: u32 = 8;
@@ -52,15 +63,31 @@ const CONDITIONAL: u32 = 13;
 
 impl cudaGraphNodeParams {
     /// The union read as `T`.
-    fn union_as<T>(&self) -> &T {
-        const { assert!(std::mem::size_of::<T>() <= 29 * 8) };
-        // SAFETY: the union is 232 bytes, 8-aligned, and `T` (one of the typed parameter
-        // structs, all plain C data) fits in it (checked above).
+    ///
+    /// # Safety
+    /// `T` must be one of the union's C parameter structs (or a plain integer or pointer):
+    /// at most 8-aligned, and valid for every bit pattern.
+    unsafe fn union_as<T>(&self) -> &T {
+        const { assert!(std::mem::size_of::<T>() <= 29 * 8 && std::mem::align_of::<T>() <= 8) };
+        // SAFETY: the union is 232 bytes and 8-aligned; `T` fits (checked above) and takes
+        // any bit pattern (the caller's promise).
         unsafe { &*(self.u.as_ptr().cast::<T>()) }
     }
 
-    fn union_as_mut<T>(&mut self) -> &mut T {
-        const { assert!(std::mem::size_of::<T>() <= 29 * 8) };
+    /// The union as one of the typed parameter structs: plain C data (integers, pointers,
+    /// nullable function pointers), valid for every bit pattern.
+    fn view<T: PlainParams>(&self) -> &T {
+        // SAFETY: `T` is one of the C parameter structs (the `PlainParams` bound), which take
+        // any bit pattern and fit the union.
+        unsafe { self.union_as::<T>() }
+    }
+
+    /// See [`Self::union_as`].
+    ///
+    /// # Safety
+    /// As for [`Self::union_as`].
+    unsafe fn union_as_mut<T>(&mut self) -> &mut T {
+        const { assert!(std::mem::size_of::<T>() <= 29 * 8 && std::mem::align_of::<T>() <= 8) };
         // SAFETY: as in `union_as`; the caller's struct, borrowed mutably.
         unsafe { &mut *(self.u.as_mut_ptr().cast::<T>()) }
     }
@@ -77,21 +104,21 @@ fn kind_of(p: &cudaGraphNodeParams) -> Result<Kind> {
         return Err(Error::INVALID_VALUE);
     }
     Ok(match p.type_ {
-        node_type::KERNEL => Kind::Kernel(Kernel::from_c(p.union_as::<cudaKernelNodeParams>())?),
+        node_type::KERNEL => Kind::Kernel(Kernel::from_c(p.view::<cudaKernelNodeParams>())?),
         node_type::MEMCPY => {
-            let m = p.union_as::<MemcpyNodeParams>();
+            let m = p.view::<MemcpyNodeParams>();
             if m.flags != 0 || m.reserved != [0; 3] {
                 return Err(Error::INVALID_VALUE);
             }
             Kind::Memcpy(Copy3D::from_c(&m.copy)?)
         }
-        node_type::MEMSET => Kind::Memset(Memset::from_c(p.union_as::<cudaMemsetParams>())?),
-        node_type::HOST => Kind::Host(Host::from_c(p.union_as::<cudaHostNodeParams>())?),
+        node_type::MEMSET => Kind::Memset(Memset::from_c(p.view::<cudaMemsetParams>())?),
+        node_type::HOST => Kind::Host(Host::from_c(p.view::<cudaHostNodeParams>())?),
         node_type::EMPTY => Kind::Empty,
-        node_type::WAIT_EVENT => Kind::EventWait(event(*p.union_as::<*mut c_void>())?),
-        node_type::EVENT_RECORD => Kind::EventRecord(event(*p.union_as::<*mut c_void>())?),
+        node_type::WAIT_EVENT => Kind::EventWait(event(*p.view::<*mut c_void>())?),
+        node_type::EVENT_RECORD => Kind::EventRecord(event(*p.view::<*mut c_void>())?),
         node_type::MEM_FREE => {
-            let ptr = *p.union_as::<u64>();
+            let ptr = *p.view::<u64>();
             if !super::graph_mem::owns(ptr) {
                 return Err(Error::INVALID_VALUE);
             }
@@ -102,7 +129,8 @@ fn kind_of(p: &cudaGraphNodeParams) -> Result<Kind> {
     })
 }
 
-/// `cudaGraphAddNode`.
+/// `cudaGraphAddNode` (`ownership`: the child-graph parameters have CUDA 13's ownership
+/// field; CUDA 12's structure has padding there, and its child graphs are cloned).
 fn add(
     out: *mut cudaGraphNode_t,
     g: cudaGraph_t,
@@ -110,22 +138,30 @@ fn add(
     edges: *const u8,
     n: usize,
     p: *mut cudaGraphNodeParams,
+    ownership: bool,
 ) -> Result<()> {
     check_edge_data(edges, n)?;
     // SAFETY: the caller's parameters (the API's contract), checked for null.
     let p = unsafe { p.as_mut() }.ok_or(Error::INVALID_VALUE)?;
     match p.type_ {
         node_type::GRAPH => {
-            let c = p.union_as::<ChildParams>();
+            let c = p.view::<ChildParams>();
             let child = c.graph;
-            if c.ownership == OWNERSHIP_MOVE {
+            let moved = match c.ownership {
+                _ if !ownership => false,
+                OWNERSHIP_CLONE => false,
+                OWNERSHIP_MOVE => true,
+                _ => return Err(Error::INVALID_VALUE),
+            };
+            if moved {
                 // The node takes the program's graph itself.
-                add_node(out, g, deps, n, || {
-                    with(|r| match r.graph(child as u64) {
-                        Ok(_) if child != g => Ok(Kind::Child(child as u64)),
-                        _ => Err(Error::INVALID_VALUE),
-                    })
-                })
+                if out.is_null() {
+                    return Err(Error::INVALID_VALUE);
+                }
+                let deps = super::graph::handles(deps, n)?;
+                let id = super::graph::add_moved_child(g as u64, child as u64, &deps)?;
+                // SAFETY: checked non-null; the caller's output pointer.
+                unsafe { crate::ffi::write_out(out, id as cudaGraphNode_t) }
             } else {
                 // SAFETY: forwarding the caller's pointers.
                 match unsafe { super::graph::cudaGraphAddChildGraphNode(out, g, deps, n, child) } {
@@ -135,8 +171,13 @@ fn add(
             }
         }
         node_type::MEM_ALLOC => {
-            let a = p.union_as_mut::<super::graph_mem::cudaMemAllocNodeParams>();
+            // SAFETY: cudaMemAllocNodeParams is plain C data (integers and pointers).
+            let a = unsafe { p.union_as_mut::<super::graph_mem::cudaMemAllocNodeParams>() };
             super::graph_mem::add_alloc(out, g, deps, n, a)
+        }
+        node_type::MEM_FREE if super::graph_mem::frees_in(g as u64, *p.view::<u64>()) => {
+            // One free node per allocation in a graph.
+            Err(Error::INVALID_VALUE)
         }
         _ => {
             let kind = kind_of(p)?;
@@ -172,15 +213,15 @@ fn set(node: cudaGraphNode_t, p: *mut cudaGraphNodeParams) -> Result<()> {
 
 entry! {
     fn cudaGraphAddNode(out: *mut cudaGraphNode_t, g: cudaGraph_t, deps: *const cudaGraphNode_t, edges: *const u8, n: usize, p: *mut cudaGraphNodeParams) {
-        add(out, g, deps, edges, n, p)
+        add(out, g, deps, edges, n, p, true)
     }
 
     fn __v12_cudaGraphAddNode(out: *mut cudaGraphNode_t, g: cudaGraph_t, deps: *const cudaGraphNode_t, n: usize, p: *mut cudaGraphNodeParams) {
-        add(out, g, deps, std::ptr::null(), n, p)
+        add(out, g, deps, std::ptr::null(), n, p, false)
     }
 
     fn cudaGraphAddNode_v2(out: *mut cudaGraphNode_t, g: cudaGraph_t, deps: *const cudaGraphNode_t, edges: *const u8, n: usize, p: *mut cudaGraphNodeParams) {
-        add(out, g, deps, edges, n, p)
+        add(out, g, deps, edges, n, p, false)
     }
 
     fn cudaGraphNodeSetParams(node: cudaGraphNode_t, p: *mut cudaGraphNodeParams) {
@@ -191,12 +232,16 @@ entry! {
         // SAFETY: the caller's parameters (the API's contract), checked for null.
         let params = unsafe { p.as_ref() }.ok_or(Error::INVALID_VALUE)?;
         if params.type_ == node_type::GRAPH {
-            let child = params.union_as::<ChildParams>().graph;
+            let child = params.view::<ChildParams>().graph;
             return super::graph_exec::exec_child_set(exec, node, child);
         }
         if matches!(params.type_, node_type::MEM_ALLOC | node_type::MEM_FREE) {
             // Memory nodes are not updated.
             return Err(Error::INVALID_VALUE);
+        }
+        if params.type_ == node_type::EMPTY {
+            // Nothing to change (an empty node has no step), as cudaGraphNodeSetParams.
+            return super::graph_exec::exec_has_node(exec, node);
         }
         super::graph_exec::exec_set_kind(exec, node, kind_of(params))
     }

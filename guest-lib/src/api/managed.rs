@@ -147,14 +147,28 @@ fn check_device_id(c: &Client, device: c_int, cpu_ok: bool) -> Result<Loc> {
         .map_err(|_| Error::INVALID_DEVICE)
 }
 
-/// Checks a `cudaMemLocation`.
+/// Checks a `cudaMemLocation`. The current NUMA node is node 0 (the one the queries report).
 fn check_location(c: &Client, l: cudaMemLocation) -> Result<Loc> {
     match l.type_ {
         location::DEVICE => check_device_id(c, l.id, false),
-        location::HOST | location::HOST_NUMA_CURRENT => Ok((l.type_, 0)),
+        location::HOST => Ok((l.type_, 0)),
+        location::HOST_NUMA_CURRENT => Ok((location::HOST_NUMA, 0)),
         location::HOST_NUMA if l.id >= 0 => Ok((l.type_, l.id)),
         _ => Err(Error::INVALID_VALUE),
     }
+}
+
+/// A location `cudaMemAdviseSetAccessedBy` takes: a device or the host, not a NUMA node.
+fn accessor(l: Loc) -> Result<Loc> {
+    match l.0 {
+        location::DEVICE | location::HOST => Ok(l),
+        _ => Err(Error::INVALID_VALUE),
+    }
+}
+
+/// `cudaDeviceReset`: managed memory is gone, and what was said about it.
+pub(crate) fn on_reset() {
+    *ADVICE.lock().unwrap_or_else(|e| e.into_inner()) = None;
 }
 
 /// Values over byte ranges, each byte with at most one.
@@ -165,11 +179,20 @@ struct RangeMap<V> {
 }
 
 impl<V: Clone + PartialEq> RangeMap<V> {
-    /// Gives `[lo, hi)` the value `v` (`None`: none).
+    /// The start of the first segment that may reach `lo` (segments do not overlap, so only
+    /// the one starting at or before `lo` can).
+    fn first_from(&self, lo: u64) -> u64 {
+        self.segs.range(..=lo).next_back().map_or(lo, |(&s, _)| s)
+    }
+
+    /// Gives `[lo, hi)` the value `v` (`None`: none); equal neighbours merge.
     fn set(&mut self, lo: u64, hi: u64, v: Option<V>) {
+        if lo >= hi {
+            return;
+        }
         let hit: Vec<u64> = self
             .segs
-            .range(..hi)
+            .range(self.first_from(lo)..hi)
             .filter(|(_, (e, _))| *e > lo)
             .map(|(&s, _)| s)
             .collect();
@@ -184,14 +207,29 @@ impl<V: Clone + PartialEq> RangeMap<V> {
             }
         }
         if let Some(v) = v {
-            self.segs.insert(lo, (hi, v));
+            let (mut start, mut end) = (lo, hi);
+            // Merge with a left neighbour ending at `lo` and a right one starting at `hi`.
+            if let Some((&s, (e, pv))) = self.segs.range(..lo).next_back()
+                && *e == lo
+                && *pv == v
+            {
+                start = s;
+                self.segs.remove(&s);
+            }
+            if let Some((ne, nv)) = self.segs.get(&hi)
+                && *nv == v
+            {
+                end = *ne;
+                self.segs.remove(&hi);
+            }
+            self.segs.insert(start, (end, v));
         }
     }
 
     /// The value every byte of `[lo, hi)` has, if they all have the same one.
     fn uniform(&self, lo: u64, hi: u64) -> Option<V> {
         let (mut at, mut val) = (lo, None::<V>);
-        for (&start, (end, v)) in self.segs.range(..hi) {
+        for (&start, (end, v)) in self.segs.range(self.first_from(lo)..hi) {
             if *end <= at {
                 continue;
             }
@@ -391,11 +429,11 @@ fn advise(ptr: *const c_void, count: usize, advice: c_int, loc: Result<Loc>) -> 
         }
         ADVISE_UNSET_PREFERRED_LOCATION => with_advice(|a| a.preferred.set(lo, hi, None)),
         ADVISE_SET_ACCESSED_BY => {
-            let l = loc?;
+            let l = accessor(loc?)?;
             with_advice(|a| a.accessed_by.entry(l).or_default().set(lo, hi, Some(())));
         }
         ADVISE_UNSET_ACCESSED_BY => {
-            let l = loc?;
+            let l = accessor(loc?)?;
             with_advice(|a| a.accessed_by.entry(l).or_default().set(lo, hi, None));
         }
         _ => return Err(Error::INVALID_VALUE),

@@ -43,7 +43,8 @@
 //! memory the device may have written since the program last touched it (`write`, a large
 //! `fwrite`, `send`) fails with `EFAULT`, as does one that writes into memory that is not
 //! dirty (`read` into memory a kernel wrote); touching the memory first (reading it, or
-//! writing one byte per block) makes such calls work. Flushes and fetches are synchronous,
+//! writing one byte per block), or `cudaMemPrefetchAsync` to the CPU (which waits for the
+//! stream and brings the range here), makes such calls work. Flushes and fetches are synchronous,
 //! so a request that follows host writes waits for the device to take them.
 //!
 //! The handler serves only faults in managed blocks; any other `SIGSEGV` goes to the handler

@@ -224,6 +224,32 @@ int main() {
         CHECK(cudaFree(f));
     }
 
+    // A prefetch to the CPU brings the kernel's results here, so write(2) can use them
+    // (a system call does not fault to fetch them).
+    {
+        const int R = 1 << 16;
+        int *res = nullptr;
+        CHECK(cudaMallocManaged(&res, R * sizeof(int)));
+        fill<<<64, 256>>>(res, R, 40);
+#if CUDART_VERSION >= 13000
+        cudaMemLocation cpu = {cudaMemLocationTypeHost, 0};
+        CHECK(cudaMemPrefetchAsync(res, R * sizeof(int), cpu, 0, 0));
+#else
+        CHECK(cudaMemPrefetchAsync(res, R * sizeof(int), cudaCpuDeviceId, 0));
+#endif
+        CHECK(cudaStreamSynchronize(0));
+        char path[] = "/tmp/vcuda-prefetch-XXXXXX";
+        int fd = mkstemp(path);
+        EXPECT(fd >= 0);
+        EXPECT(write(fd, res, R * sizeof(int)) == (ssize_t)(R * sizeof(int)));
+        int back[4] = {0, 0, 0, 0};
+        EXPECT(pread(fd, back, sizeof back, (R - 4) * sizeof(int)) == (ssize_t)sizeof back);
+        EXPECT(back[3] == 40 + R - 1);
+        close(fd);
+        unlink(path);
+        CHECK(cudaFree(res));
+    }
+
     // The program's own faults still reach its handler.
     long page = sysconf(_SC_PAGESIZE);
     char *guard = (char *)mmap(nullptr, page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

@@ -392,8 +392,10 @@ fn range_attributes(
     Ok(())
 }
 
-/// A prefetch: checked, then nothing to do (one copy, nothing migrates). Ordered on
-/// `stream` like any work, it has no effect to order.
+/// A prefetch: checked and recorded (`cudaMemRangeGetAttribute`). With shared memory there
+/// is one copy and nothing migrates. Where the library keeps managed memory coherent, a
+/// prefetch to the host waits for the stream's work and brings the range here; one to the
+/// device has nothing to do (the next request sends what the host wrote).
 fn prefetch(
     ptr: *const c_void,
     count: usize,
@@ -409,9 +411,16 @@ fn prefetch(
     if flags != 0 {
         return Err(Error::INVALID_VALUE);
     }
-    stream_handle(c, stream, ptsz)?;
+    let handle = stream_handle(c, stream, ptsz)?;
     let lo = ptr as u64;
     with_advice(|a| a.prefetched.set(lo, lo + count as u64, Some(l)));
+    if l.0 != location::DEVICE && crate::coherent::overlaps(lo, count as u64) {
+        // To the host, where the library keeps managed memory coherent: after the stream's
+        // work, the range is brought here now (so system calls can use it, and the
+        // program's reads do not fault). The call returns when it is done.
+        c.call::<ops::StreamSynchronize>(&vcuda_protocol::HandleReq { handle })?;
+        crate::coherent::prepare(c, lo, count as u64, false)?;
+    }
     Ok(())
 }
 

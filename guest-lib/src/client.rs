@@ -288,7 +288,7 @@ impl Client {
             // Managed memory the library keeps coherent goes through buffers of its own:
             // read before the request and written after it as the program would (faults
             // bring and dirty its blocks), never while the session is held.
-            let outs: Vec<Vec<u8>> = out.iter().map(|b| b.to_vec()).collect();
+            let outs = Self::own_copies(out);
             let mut ins: Vec<Vec<u8>> = inp.iter().map(|b| vec![0u8; b.len()]).collect();
             let out_refs: Vec<&[u8]> = outs.iter().map(Vec::as_slice).collect();
             let mut in_refs: Vec<&mut [u8]> = ins.iter_mut().map(Vec::as_mut_slice).collect();
@@ -338,6 +338,12 @@ impl Client {
             .map(|b| (b.as_ptr(), b.len()))
             .chain(inp.iter().map(|b| (b.as_ptr(), b.len())))
             .any(|(p, n)| crate::coherent::overlaps(p as u64, n as u64))
+    }
+
+    /// Copies of a request's host buffers, read here (where a fault on managed memory can be
+    /// served) rather than by the transport.
+    fn own_copies(out: &[&[u8]]) -> Vec<Vec<u8>> {
+        out.iter().map(|b| b.to_vec()).collect()
     }
 
     /// Takes the batch (see [`Batch::take`]); if it is empty, waits until no batch is being
@@ -489,7 +495,7 @@ impl Client {
         }
         if Self::touches_managed(out, &[]) {
             // See `call_raw`.
-            let outs: Vec<Vec<u8>> = out.iter().map(|b| b.to_vec()).collect();
+            let outs = Self::own_copies(out);
             let out_refs: Vec<&[u8]> = outs.iter().map(Vec::as_slice).collect();
             return self.post_with::<O>(req, tail, &out_refs);
         }

@@ -284,31 +284,28 @@ fn writes(code: Opcode, req: Option<&[u8]>) -> Writes {
         | Opcode::BlasCall
         | Opcode::RandGenerate
         | Opcode::DeviceReset => Writes::Anything,
-        Opcode::MemcpyHtoD => match req.and_then(|b| MemcpyHtoDReq::read_from_prefix(b).ok()) {
-            Some((r, _)) => range(r.dst, extent(r.dpitch, r.width, r.height)),
-            None => Writes::Anything,
-        },
-        Opcode::MemcpyHtoDShared => {
-            match req.and_then(|b| MemcpyHtoDSharedReq::read_from_prefix(b).ok()) {
-                Some((r, _)) => range(r.dst, extent(r.dpitch, r.width, r.height)),
+        // The destination of a copy or memset: (start, pitch, bytes per row, rows).
+        Opcode::MemcpyHtoD | Opcode::MemcpyHtoDShared | Opcode::MemcpyDtoD | Opcode::Memset => {
+            let dst = req.and_then(|b| match code {
+                Opcode::MemcpyHtoD => MemcpyHtoDReq::read_from_prefix(b)
+                    .ok()
+                    .map(|(r, _)| (r.dst, r.dpitch, r.width, r.height)),
+                Opcode::MemcpyHtoDShared => MemcpyHtoDSharedReq::read_from_prefix(b)
+                    .ok()
+                    .map(|(r, _)| (r.dst, r.dpitch, r.width, r.height)),
+                Opcode::MemcpyDtoD => MemcpyDtoDReq::read_from_prefix(b)
+                    .ok()
+                    .map(|(r, _)| (r.dst, r.dpitch, r.width, r.height)),
+                _ => MemsetReq::read_from_prefix(b).ok().map(|(r, _)| {
+                    let row = r.width.saturating_mul(u64::from(r.elem_size));
+                    (r.dst, r.pitch, row, r.height)
+                }),
+            });
+            match dst {
+                Some((d, pitch, width, height)) => range(d, extent(pitch, width, height)),
                 None => Writes::Anything,
             }
         }
-        Opcode::MemcpyDtoD => match req.and_then(|b| MemcpyDtoDReq::read_from_prefix(b).ok()) {
-            Some((r, _)) => range(r.dst, extent(r.dpitch, r.width, r.height)),
-            None => Writes::Anything,
-        },
-        Opcode::Memset => match req.and_then(|b| MemsetReq::read_from_prefix(b).ok()) {
-            Some((r, _)) => range(
-                r.dst,
-                extent(
-                    r.pitch,
-                    r.width.saturating_mul(u64::from(r.elem_size)),
-                    r.height,
-                ),
-            ),
-            None => Writes::Anything,
-        },
         _ => Writes::Nothing,
     }
 }

@@ -25,6 +25,16 @@ __device__ void mb_wait(unsigned a, unsigned long long st) {
     } while (!done);
 }
 
+__device__ unsigned mb_parity_done(unsigned a, unsigned parity) {
+    unsigned done;
+    asm volatile(
+        "{ .reg .pred p; mbarrier.try_wait.parity.shared.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+        : "=r"(done)
+        : "r"(a), "r"(parity)
+        : "memory");
+    return done;
+}
+
 __device__ void mb_drop(unsigned a) {
     asm volatile("mbarrier.arrive_drop.shared.b64 _, [%0];" ::"r"(a) : "memory");
 }
@@ -131,17 +141,8 @@ __global__ void raw(unsigned long long *out) {
             : "=r"(done)
             : "r"(a), "l"(st));
         out[2] = done;
-        unsigned p0, p1;
-        asm volatile(
-            "{ .reg .pred p; mbarrier.try_wait.parity.shared.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
-            : "=r"(p0)
-            : "r"(a), "r"(0));
-        asm volatile(
-            "{ .reg .pred p; mbarrier.try_wait.parity.shared.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
-            : "=r"(p1)
-            : "r"(a), "r"(1));
-        out[3] = p0;  // phase 0 (parity 0) complete
-        out[4] = p1;  // phase 1 still open
+        out[3] = mb_parity_done(a, 0);  // phase 0 (parity 0) complete
+        out[4] = mb_parity_done(a, 1);  // phase 1 still open
         asm volatile("mbarrier.inval.shared.b64 [%0];" ::"r"(a));
     }
 }

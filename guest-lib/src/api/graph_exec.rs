@@ -453,16 +453,11 @@ pub(crate) fn exec_has_node(exec: cudaGraphExec_t, node: cudaGraphNode_t) -> Res
 }
 
 /// Replaces the parameters of `node`'s step in `exec` (same node type only).
-pub(crate) fn exec_set_kind(
+pub(crate) fn exec_set(
     exec: cudaGraphExec_t,
     node: cudaGraphNode_t,
     kind: Result<Kind>,
 ) -> Result<()> {
-    exec_set(exec, node, kind)
-}
-
-/// Replaces the parameters of `node`'s step in `exec` (same node type only).
-fn exec_set(exec: cudaGraphExec_t, node: cudaGraphNode_t, kind: Result<Kind>) -> Result<()> {
     let kind = kind?;
     with(|r| {
         let e = r

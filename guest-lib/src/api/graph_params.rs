@@ -243,7 +243,7 @@ entry! {
             // Nothing to change (an empty node has no step), as cudaGraphNodeSetParams.
             return super::graph_exec::exec_has_node(exec, node);
         }
-        super::graph_exec::exec_set_kind(exec, node, kind_of(params))
+        super::graph_exec::exec_set(exec, node, kind_of(params))
     }
 
     fn cudaGraphExecChildGraphNodeSetParams(exec: cudaGraphExec_t, node: cudaGraphNode_t, child: cudaGraph_t) {

@@ -231,6 +231,8 @@ pub(crate) enum Op {
         nsrc: u8,
         dst: [Reg; 2],
         ndst: u8,
+        /// Every result is at most 32 bits wide (stored zero-extended).
+        narrow: bool,
     },
     Mov {
         d: Reg,

@@ -109,6 +109,7 @@ fn remap(op: &Op, rb: u32, fb: u32) -> Result<Op, Reject> {
             nsrc,
             dst,
             ndst,
+            narrow,
         } => Op::Alu {
             f: *f,
             ctx: *ctx,
@@ -117,6 +118,7 @@ fn remap(op: &Op, rb: u32, fb: u32) -> Result<Op, Reject> {
             nsrc: *nsrc,
             dst: dst.map(|x| r(&x)),
             ndst: *ndst,
+            narrow: *narrow,
         },
         Op::Mov { d, a, mask } => Op::Mov {
             d: r(d),

@@ -16,87 +16,16 @@ pub(super) fn live_in(code: &[Inst], nregs: u32) -> Vec<Vec<u64>> {
     let mut uses = vec![vec![0u64; words]; code.len()];
     let mut defs = vec![vec![0u64; words]; code.len()];
     for (pc, i) in code.iter().enumerate() {
-        let (u, d) = (&mut uses[pc], &mut defs[pc]);
-        let use_src = |u: &mut Vec<u64>, s: &Src| {
-            if let Src::Reg(r) | Src::NotReg(r) = s {
-                set(u, *r);
-            }
-        };
-        let mut dl: Vec<u32> = Vec::new();
-        match &i.op {
-            Op::Alu {
-                src,
-                nsrc,
-                dst,
-                ndst,
-                ..
-            } => {
-                src.iter().take(*nsrc as usize).for_each(|s| use_src(u, s));
-                dl.extend(dst.iter().take(*ndst as usize));
-            }
-            Op::Mov { d: x, a, .. } | Op::Cvta { d: x, a, .. } => {
-                use_src(u, a);
-                dl.push(*x);
-            }
-            Op::Pack { d: x, srcs, n, .. } => {
-                srcs.iter().take(*n as usize).for_each(|s| use_src(u, s));
-                dl.push(*x);
-            }
-            Op::Unpack { ds, n, a, .. } => {
-                use_src(u, a);
-                dl.extend(ds.iter().take(*n as usize));
-            }
-            Op::Ld { d: ds, n, addr, .. } => {
-                use_src(u, &addr.base);
-                dl.extend(ds.iter().take((*n).max(1) as usize));
-            }
-            Op::St { v, n, addr, .. } => {
-                use_src(u, &addr.base);
-                v.iter()
-                    .take((*n).max(1) as usize)
-                    .for_each(|s| use_src(u, s));
-            }
-            Op::Atom {
-                d: x, addr, b, c, ..
-            } => {
-                use_src(u, &addr.base);
-                use_src(u, b);
-                use_src(u, c);
-                dl.push(*x);
-            }
-            Op::Surf(t) => {
-                use_src(u, &t.handle);
-                t.coords.iter().for_each(|s| use_src(u, s));
-                if t.store {
-                    t.v.iter().for_each(|s| use_src(u, s));
-                } else {
-                    dl.extend(t.d.iter().take(t.n as usize).copied());
-                }
-            }
-            Op::Tex(t) => {
-                use_src(u, &t.handle);
-                t.coords.iter().for_each(|s| use_src(u, s));
-                if let Some(l) = &t.layer {
-                    use_src(u, l);
-                }
-                dl.extend(t.d.iter().copied());
-                dl.push(t.p);
-            }
-            Op::Intrinsic { args, .. } => {
-                for a in args {
-                    if let crate::ir::ArgCopy::Value { src, .. } = a {
-                        use_src(u, src);
-                    }
-                }
-            }
-            _ => {}
+        let (u, dl) = uses_defs(i);
+        for r in u {
+            set(&mut uses[pc], r);
         }
         if let Some((g, _)) = i.guard {
-            set(u, g);
+            set(&mut uses[pc], g);
         } else {
             for r in dl {
                 if r != SINK {
-                    set(d, r);
+                    set(&mut defs[pc], r);
                 }
             }
         }
@@ -133,4 +62,88 @@ pub(super) fn live_in(code: &[Inst], nregs: u32) -> Vec<Vec<u64>> {
         }
     }
     live
+}
+
+/// The registers instruction `i` reads (its guard not included) and writes.
+pub(super) fn uses_defs(i: &Inst) -> (Vec<u32>, Vec<u32>) {
+    let mut u: Vec<u32> = Vec::new();
+    let mut dl: Vec<u32> = Vec::new();
+    let use_src = |u: &mut Vec<u32>, s: &Src| {
+        if let Src::Reg(r) | Src::NotReg(r) = s {
+            u.push(*r);
+        }
+    };
+    match &i.op {
+        Op::Alu {
+            src,
+            nsrc,
+            dst,
+            ndst,
+            ..
+        } => {
+            src.iter()
+                .take(*nsrc as usize)
+                .for_each(|s| use_src(&mut u, s));
+            dl.extend(dst.iter().take(*ndst as usize));
+        }
+        Op::Mov { d: x, a, .. } | Op::Cvta { d: x, a, .. } => {
+            use_src(&mut u, a);
+            dl.push(*x);
+        }
+        Op::Pack { d: x, srcs, n, .. } => {
+            srcs.iter()
+                .take(*n as usize)
+                .for_each(|s| use_src(&mut u, s));
+            dl.push(*x);
+        }
+        Op::Unpack { ds, n, a, .. } => {
+            use_src(&mut u, a);
+            dl.extend(ds.iter().take(*n as usize));
+        }
+        Op::Ld { d: ds, n, addr, .. } => {
+            use_src(&mut u, &addr.base);
+            dl.extend(ds.iter().take((*n).max(1) as usize));
+        }
+        Op::St { v, n, addr, .. } => {
+            use_src(&mut u, &addr.base);
+            v.iter()
+                .take((*n).max(1) as usize)
+                .for_each(|s| use_src(&mut u, s));
+        }
+        Op::Atom {
+            d: x, addr, b, c, ..
+        } => {
+            use_src(&mut u, &addr.base);
+            use_src(&mut u, b);
+            use_src(&mut u, c);
+            dl.push(*x);
+        }
+        Op::Surf(t) => {
+            use_src(&mut u, &t.handle);
+            t.coords.iter().for_each(|s| use_src(&mut u, s));
+            if t.store {
+                t.v.iter().for_each(|s| use_src(&mut u, s));
+            } else {
+                dl.extend(t.d.iter().take(t.n as usize).copied());
+            }
+        }
+        Op::Tex(t) => {
+            use_src(&mut u, &t.handle);
+            t.coords.iter().for_each(|s| use_src(&mut u, s));
+            if let Some(l) = &t.layer {
+                use_src(&mut u, l);
+            }
+            dl.extend(t.d.iter().copied());
+            dl.push(t.p);
+        }
+        Op::Intrinsic { args, .. } => {
+            for a in args.iter() {
+                if let crate::ir::ArgCopy::Value { src, .. } = a {
+                    use_src(&mut u, src);
+                }
+            }
+        }
+        _ => {}
+    }
+    (u, dl)
 }

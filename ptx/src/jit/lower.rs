@@ -22,11 +22,12 @@ use cranelift_codegen::ir::{
     AbiParam, Block, InstBuilder, MemFlagsData, Signature, StackSlotData, StackSlotKind, Type,
     Value,
     condcodes::IntCC,
-    types::{F32, F64, I8, I16, I32, I64},
+    types::{F32, F64, I8, I16, I32, I32X4, I64},
 };
 use cranelift_frontend::{FunctionBuilder, Switch, Variable};
 
 use super::{
+    forms::{Form, forms},
     live::live_in,
     rt::{self, EXITED, FAULTED, ROUND, STOPPED, off},
 };
@@ -162,23 +163,33 @@ pub(super) struct Lower<'a, 'b> {
     /// The thread being run (its index in the block), its saved registers, its local
     /// memory, its `%tid`: the current lane's (see [`Lane`]).
     pub(super) t: Variable,
-    regs_t: Variable,
+    pub(super) regs_t: Variable,
     pub(super) local_t: Variable,
     pub(super) tid: [Variable; 3],
     /// The other lanes' variables: `lanes[k]` for the group's lane `k`, `lanes[LANES]` the
     /// scalar code's; the current lane's live in the fields above (swapped in by `set_lane`).
-    lanes: Vec<Lane>,
-    lane: usize,
+    /// In vector group code a uniform register's variable is shared by the group's lanes.
+    pub(super) lanes: Vec<Lane>,
+    pub(super) lane: usize,
     /// Lanes per group (1: the kernel has no group code).
-    width: usize,
+    pub(super) width: usize,
+    /// The group code keeps registers in their [`Form`]s (else every register per lane).
+    pub(super) vector: bool,
+    pub(super) forms: Vec<Form>,
+    /// A vector register's `I32X4` variable in the group code.
+    pub(super) vvars: Vec<Option<Variable>>,
+    /// Scratch vector variable.
+    pub(super) vtmp: Variable,
+    /// Shared memory's limit for 16-byte vector accesses (see `vector::span_limit`).
+    pub(super) span_lim: Value,
     /// Emitting the group code.
     pub(super) group: bool,
     /// The round's thread counter, and the first thread a group may start at again (threads
     /// below it run one at a time after a group diverged).
-    t_loop: Variable,
+    pub(super) t_loop: Variable,
     scalar_until: Variable,
     /// The block's per-thread arrays and the released-barrier mask, loaded once per call.
-    arr: Arrays,
+    pub(super) arr: Arrays,
     /// The scalar code's check of thread `t_loop`, and the group code's move to the next group.
     check: Block,
     gnext: Block,
@@ -224,23 +235,23 @@ const FEW_LIVE: u32 = 12;
 
 /// One lane's variables (see [`Lower::lanes`]).
 #[derive(Clone)]
-struct Lane {
-    vars: Vec<Variable>,
+pub(super) struct Lane {
+    pub(super) vars: Vec<Variable>,
     t: Variable,
-    regs_t: Variable,
+    pub(super) regs_t: Variable,
     local_t: Variable,
     tid: [Variable; 3],
 }
 
 /// The block's arrays (see [`super::rt::ThreadCtx`]).
 #[derive(Clone, Copy)]
-struct Arrays {
+pub(super) struct Arrays {
     state: Value,
     resumes: Value,
     bars: Value,
     regs: Value,
     local: Value,
-    tids: [Value; 3],
+    pub(super) tids: [Value; 3],
     released: Value,
     n: Value,
 }
@@ -271,17 +282,40 @@ impl<'a, 'b> Lower<'a, 'b> {
         b.switch_to_block(entry);
         let tc = b.block_params(entry)[0];
         let live = live_in(code, nregs);
+        let fm = forms(code, nregs);
+        let vector_ok = super::vector_enabled();
         // Lanes share the processor's registers: kernels keeping many values live get fewer.
-        let most_live = live
-            .iter()
-            .map(|l| l.iter().map(|w| w.count_ones()).sum::<u32>())
-            .max()
-            .unwrap_or(0);
-        let width = match (code.len(), most_live) {
-            (n, _) if n > GROUP_MAX_INSTS => 1,
-            (_, l) if l > FEW_LIVE => LANES / 2,
-            _ => LANES,
+        // In vector group code a uniform or vector register takes one register for the group.
+        let count = |l: &Vec<u64>, vector: bool| -> u32 {
+            let (mut one, mut each) = (0u32, 0u32);
+            for r in 0..nregs {
+                if l[r as usize / 64] >> (r % 64) & 1 != 0 {
+                    match fm[r as usize] {
+                        Form::Lanes => each += 1,
+                        _ if vector => one += 1,
+                        _ => each += 1,
+                    }
+                }
+            }
+            each + one.div_ceil(LANES as u32)
         };
+        let most_live = |vector: bool| live.iter().map(|l| count(l, vector)).max().unwrap_or(0);
+        let (width, vector) = match code.len() {
+            n if n > GROUP_MAX_INSTS => (1, false),
+            _ if vector_ok && most_live(true) <= FEW_LIVE => (LANES, true),
+            _ if most_live(false) > FEW_LIVE => (LANES / 2, false),
+            _ => (LANES, false),
+        };
+        let fm = if vector {
+            fm
+        } else {
+            vec![Form::Lanes; nregs as usize]
+        };
+        let vvars: Vec<Option<Variable>> = fm
+            .iter()
+            .map(|f| (*f == Form::Vector).then(|| b.declare_var(I32X4)))
+            .collect();
+        let vtmp = b.declare_var(I32X4);
         let mut var = || b.declare_var(I64);
         let (ic, tmp, t_loop, scalar_until) = (var(), var(), var(), var());
         let mut lanes: Vec<Lane> = (0..=LANES)
@@ -294,6 +328,15 @@ impl<'a, 'b> Lower<'a, 'b> {
             })
             .collect();
         let (gb, gl, gh, poll_at) = (var(), var(), var(), var());
+        // A uniform register is one variable for the group's lanes.
+        for (r, f) in fm.iter().enumerate() {
+            if *f == Form::Uniform {
+                let v = lanes[0].vars[r];
+                for lane in lanes.iter_mut().take(LANES).skip(1) {
+                    lane.vars[r] = v;
+                }
+            }
+        }
         // The scalar code's thread is the round's counter.
         lanes[LANES].t = t_loop;
         // The current lane's variables live in `Lower`'s fields; its slot holds a copy.
@@ -384,6 +427,11 @@ impl<'a, 'b> Lower<'a, 'b> {
             lanes,
             lane: LANES,
             width,
+            vector,
+            forms: fm,
+            vvars,
+            vtmp,
+            span_lim: inv.shared_len,
             group: false,
             t_loop,
             scalar_until,
@@ -438,7 +486,7 @@ impl<'a, 'b> Lower<'a, 'b> {
     }
 
     /// Makes lane `k`'s variables current (`LANES`: the scalar code's).
-    fn set_lane(&mut self, k: usize) {
+    pub(super) fn set_lane(&mut self, k: usize) {
         if k == self.lane {
             return;
         }
@@ -499,12 +547,25 @@ impl<'a, 'b> Lower<'a, 'b> {
                 self.lims.push((space, size, lim));
             }
         }
+        if self.vector {
+            self.span_lim = self.span_limit(self.inv.shared_len);
+        }
         let pa = self.ld_tc(I64, off::POLL_AT);
         self.b.def_var(self.poll_at, pa);
         self.reload_region();
         let zero = self.b.ins().iconst(I64, 0);
         self.b.def_var(self.tmp, zero);
-        self.b.def_var(self.scalar_until, zero);
+        if self.vector {
+            // Vector group code takes `%tid.y` and `%tid.z` as uniform in a group: only where
+            // the block's rows hold whole groups. Elsewhere every thread runs alone.
+            let bx = self.tc_u32(off::NTID);
+            let odd = self.b.ins().band_imm_u(bx, LANES as i64 - 1);
+            let never = self.b.ins().iconst(I64, -1);
+            let su = self.b.ins().select(odd, never, zero);
+            self.b.def_var(self.scalar_until, su);
+        } else {
+            self.b.def_var(self.scalar_until, zero);
+        }
         for k in 0..=LANES {
             self.set_lane(k);
             for v in [
@@ -621,6 +682,40 @@ impl<'a, 'b> Lower<'a, 'b> {
         (self.b.ins().bor(fresh, waits), res)
     }
 
+    /// Whether the `LANES` threads from `t` all run this round at the same resume point (an
+    /// `i8`), and that point (`i32`): the per-thread arrays read a group at a time.
+    fn group_runnable(&mut self, t: Value) -> (Value, Value) {
+        let arr = self.arr;
+        let any = MemFlagsData::new().with_notrap();
+        let sp = self.b.ins().iadd(arr.state, t);
+        let states = self.b.ins().load(I32, any, sp, 0);
+        let t4 = self.b.ins().ishl_imm_u(t, 2);
+        let rp = self.b.ins().iadd(arr.resumes, t4);
+        let res = self.b.ins().load(I32X4, any, rp, 0);
+        let bp = self.b.ins().iadd(arr.bars, t4);
+        let bars = self.b.ins().load(I32X4, any, bp, 0);
+        let same = |lw: &mut Self, v: Value| {
+            let x = lw.b.ins().extractlane(v, 0);
+            let s = lw.b.ins().splat(I32X4, x);
+            let eq = lw.b.ins().icmp(IntCC::Equal, v, s);
+            (lw.b.ins().vall_true(eq), x)
+        };
+        let (same_res, res0) = same(self, res);
+        let (same_bar, bar0) = same(self, bars);
+        let fresh = self.b.ins().icmp_imm_u(IntCC::Equal, states, 0);
+        let waiting =
+            self.b
+                .ins()
+                .icmp_imm_u(IntCC::Equal, states, super::WAIT as i64 * 0x0101_0101);
+        let rel = self.b.ins().ushr(arr.released, bar0);
+        let rel = self.b.ins().band_imm_u(rel, 1);
+        let rel = self.b.ins().ireduce(I8, rel);
+        let waits = self.b.ins().band(waiting, same_bar);
+        let waits = self.b.ins().band(waits, rel);
+        let ok = self.b.ins().bor(fresh, waits);
+        (self.b.ins().band(ok, same_res), res0)
+    }
+
     /// Defines the current lane's thread values for thread `t`: its saved-register slot,
     /// its local memory and its `%tid`.
     fn lane_values(&mut self, t: Value) {
@@ -640,7 +735,7 @@ impl<'a, 'b> Lower<'a, 'b> {
         }
     }
 
-    fn zero_vars(&mut self) {
+    pub(super) fn zero_vars(&mut self) {
         let zero = self.b.ins().iconst(I64, 0);
         for v in self.vars.clone() {
             self.b.def_var(v, zero);
@@ -648,7 +743,7 @@ impl<'a, 'b> Lower<'a, 'b> {
     }
 
     /// Loads the current lane's registers `regs` from its slot (the others start at zero).
-    fn reload(&mut self, regs: &[u32]) {
+    pub(super) fn reload(&mut self, regs: &[u32]) {
         self.zero_vars();
         let regs_t = self.b.use_var(self.regs_t);
         for &r in regs {
@@ -658,7 +753,7 @@ impl<'a, 'b> Lower<'a, 'b> {
     }
 
     /// Stores the current lane's registers `regs` to its slot.
-    fn spill(&mut self, regs: &[u32]) {
+    pub(super) fn spill(&mut self, regs: &[u32]) {
         let regs_t = self.b.use_var(self.regs_t);
         for &r in regs {
             let x = self.b.use_var(self.vars[r as usize]);
@@ -687,7 +782,12 @@ impl<'a, 'b> Lower<'a, 'b> {
         self.enter(gcheck);
         let mut all = None;
         let mut res0 = None;
-        for k in 0..w {
+        if w == LANES {
+            let (a, r) = self.group_runnable(t);
+            all = Some(a);
+            res0 = Some(r);
+        }
+        for k in (0..w).filter(|_| w != LANES) {
             let tk = self.b.ins().iadd_imm_s(t, k as i64);
             let (r, res) = self.runnable(tk);
             let ok = match res0 {
@@ -741,15 +841,27 @@ impl<'a, 'b> Lower<'a, 'b> {
             self.set_lane(k);
             self.zero_vars();
         }
+        self.set_lane(LANES);
+        self.zero_vectors();
         let first = self.gblocks[&0];
         self.b.ins().jump(first, &[]);
         for (k, blk) in reload.into_iter().enumerate() {
             self.enter(blk);
             let regs = self.saved[k].clone();
+            // Threads that ran apart may disagree on a uniform register: one at a time then.
+            self.set_lane(LANES);
+            if let Some(differ) = self.uniform_differ(&regs) {
+                let same = self.b.create_block();
+                self.b.ins().brif(differ, scalar, &[], same, &[]);
+                self.enter(same);
+            }
             for l in 0..w {
                 self.set_lane(l);
                 self.reload(&regs);
             }
+            self.set_lane(LANES);
+            self.zero_vectors();
+            self.pack(&regs);
             let target = self.gblocks[&self.resumes[k]];
             self.b.ins().jump(target, &[]);
         }
@@ -865,21 +977,7 @@ impl<'a, 'b> Lower<'a, 'b> {
                 Op::Bra { .. } | Op::Exit | Op::Ret | Op::Bar { .. }
             ) {
                 if let Some((g, neg)) = inst.guard {
-                    let (mut all, mut any) = (None, None);
-                    for k in 0..w {
-                        self.set_lane(k);
-                        let p = self.b.use_var(self.vars[g as usize]);
-                        let p = self.b.ins().band_imm_u(p, 1);
-                        let p = if neg {
-                            self.b.ins().bxor_imm_u(p, 1)
-                        } else {
-                            p
-                        };
-                        all = Some(all.map_or(p, |a| self.b.ins().band(a, p)));
-                        any = Some(any.map_or(p, |a| self.b.ins().bor(a, p)));
-                    }
-                    self.set_lane(LANES);
-                    let (all, any) = (all.expect("lanes"), any.expect("lanes"));
+                    let (all, any) = self.guard_all_any(g, neg);
                     let (doit, mixed, split) = (
                         self.b.create_block(),
                         self.b.create_block(),
@@ -898,27 +996,11 @@ impl<'a, 'b> Lower<'a, 'b> {
                 if falls {
                     self.b.ins().jump(next, &[]);
                 }
+            } else if self.vector {
+                self.group_inst(pc, inst)?;
+                self.b.ins().jump(next, &[]);
             } else {
-                for k in 0..w {
-                    self.set_lane(k);
-                    let lnext = self.b.create_block();
-                    if let Some((g, neg)) = inst.guard {
-                        let p = self.b.use_var(self.vars[g as usize]);
-                        let p = self.b.ins().band_imm_u(p, 1);
-                        let doit = self.b.create_block();
-                        if neg {
-                            self.b.ins().brif(p, lnext, &[], doit, &[]);
-                        } else {
-                            self.b.ins().brif(p, doit, &[], lnext, &[]);
-                        }
-                        self.enter(doit);
-                    }
-                    if self.inst(pc, inst)? {
-                        self.b.ins().jump(lnext, &[]);
-                    }
-                    self.enter(lnext);
-                }
-                self.set_lane(LANES);
+                self.per_lane(pc, inst)?;
                 self.b.ins().jump(next, &[]);
             }
             self.enter(next);
@@ -930,6 +1012,31 @@ impl<'a, 'b> Lower<'a, 'b> {
         Ok(())
     }
 
+    /// Emits a (non-control) instruction once per lane of the group, each with its guard.
+    pub(super) fn per_lane(&mut self, pc: usize, inst: &Inst) -> Result<(), Reject> {
+        for k in 0..self.width {
+            self.set_lane(k);
+            let lnext = self.b.create_block();
+            if let Some((g, neg)) = inst.guard {
+                let p = self.b.use_var(self.vars[g as usize]);
+                let p = self.b.ins().band_imm_u(p, 1);
+                let doit = self.b.create_block();
+                if neg {
+                    self.b.ins().brif(p, lnext, &[], doit, &[]);
+                } else {
+                    self.b.ins().brif(p, doit, &[], lnext, &[]);
+                }
+                self.enter(doit);
+            }
+            if self.inst(pc, inst)? {
+                self.b.ins().jump(lnext, &[]);
+            }
+            self.enter(lnext);
+        }
+        self.set_lane(LANES);
+        Ok(())
+    }
+
     /// A group's lanes disagree at the guarded control transfer at `pc`: each lane's live
     /// registers go to its slot with `pc` as its resume point, and its thread runs in the
     /// scalar code from there, this round.
@@ -938,6 +1045,8 @@ impl<'a, 'b> Lower<'a, 'b> {
         let d = self.divs.iter().position(|&p| p == pc).unwrap_or(0);
         let point = (self.resumes.len() + 1 + d) as i64;
         let regs = self.divsaved[d].clone();
+        self.set_lane(LANES);
+        self.unpack(&regs);
         for k in 0..w {
             self.set_lane(k);
             self.spill(&regs);
@@ -993,7 +1102,7 @@ impl<'a, 'b> Lower<'a, 'b> {
     }
 
     /// Emits one instruction; false when it does not fall through.
-    fn inst(&mut self, pc: usize, inst: &Inst) -> Result<bool, Reject> {
+    pub(super) fn inst(&mut self, pc: usize, inst: &Inst) -> Result<bool, Reject> {
         match &inst.op {
             Op::Alu {
                 native,
@@ -1220,6 +1329,10 @@ impl<'a, 'b> Lower<'a, 'b> {
                 let regs = self.saved[k].clone();
                 let lanes = if self.group { self.width } else { 1 };
                 let first = self.lane;
+                if self.group {
+                    self.set_lane(LANES);
+                    self.unpack(&regs);
+                }
                 for l in 0..lanes {
                     if self.group {
                         self.set_lane(l);
@@ -1378,7 +1491,7 @@ impl<'a, 'b> Lower<'a, 'b> {
         }))
     }
 
-    fn def(&mut self, r: u32, v: Value) {
+    pub(super) fn def(&mut self, r: u32, v: Value) {
         if r != SINK
             && let Some(var) = self.vars.get(r as usize)
         {

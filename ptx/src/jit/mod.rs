@@ -5,7 +5,9 @@
 //!
 //! A kernel is compiled on its first launch and cached in its [`Module`]: its direct calls
 //! are expanded in place ([`inline`]), then [`lower`] emits one function running a round of
-//! a block. Kernels using what the compiler does not handle (warp-level operations,
+//! a block. Where a block's threads can go four at a time, the group code keeps each register
+//! in the form [`forms`] finds for it (one value for the group, a SIMD vector, or one value
+//! per lane) and [`vector`] emits its SIMD operations. Kernels using what the compiler does not handle (warp-level operations,
 //! recursive or indirect calls, indirect branches, volatile shared memory as
 //! warp-synchronous code uses it, ...) run interpreted; the reason is logged once per
 //! kernel.
@@ -34,12 +36,21 @@ use crate::{
 };
 
 mod alu;
+mod forms;
 mod inline;
 mod live;
 mod lower;
 mod mem;
 mod operand;
 pub(crate) mod rt;
+mod vector;
+
+/// Whether group code holds registers as vectors and uniform values (`VCUDA_JIT_VECTOR=0`
+/// turns it off, for comparisons).
+pub(super) fn vector_enabled() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var_os("VCUDA_JIT_VECTOR").is_none_or(|v| v != "0"))
+}
 
 /// Thread-instructions between two polls of the launch's stop conditions.
 pub(crate) const POLL_INTERVAL: u64 = 1 << 20;

@@ -571,6 +571,7 @@ impl<'a> Lower<'a> {
             nsrc: ns as u8,
             dst,
             ndst: nd as u8,
+            narrow: spec.dsts.iter().all(|t| t.bits() <= 32),
         })
     }
 

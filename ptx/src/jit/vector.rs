@@ -1,0 +1,822 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! Vector group code: a group's four threads executed together, registers held in their
+//! [`Form`]s. A uniform register is one value for the group and what only reads uniform
+//! values is computed once; a vector register is one `I32X4` value, and the common 32-bit
+//! integer and single-precision operations, comparisons and selects are single SIMD
+//! instructions. Loads and stores of consecutive 32-bit words (each lane's address 4 bytes
+//! after the previous lane's) are one 16-byte access with one bounds check; other addresses,
+//! and instructions without a vector form, run lane by lane on the lanes' unpacked values,
+//! exactly as the scalar group code does.
+
+use cranelift_codegen::ir::{
+    Endianness, InstBuilder, MemFlagsData, Value,
+    condcodes::{FloatCC, IntCC},
+    types::{F32X4, I32, I32X4, I64},
+};
+use cranelift_frontend::Variable;
+
+use super::{
+    forms::{self, Form},
+    live::uses_defs,
+    lower::{FLAGS, LANES, Lower, Reject},
+};
+use crate::{
+    alu::{
+        cmp::{
+            C_EQ, C_GE, C_GEU, C_GT, C_GTU, C_LE, C_LEU, C_LT, C_LTU, C_NAN, C_NE, C_NEU, C_NUM,
+        },
+        native::{FOp, IntOp, Native},
+    },
+    float::Rnd,
+    ir::{Inst, Op, SINK, Space, Src, Sreg},
+    types::Ty,
+};
+
+/// Lane order of vector bitcasts.
+fn little() -> MemFlagsData {
+    MemFlagsData::new().with_endianness(Endianness::Little)
+}
+
+impl Lower<'_, '_> {
+    /// Lane `k`'s variable for register `r` (the current lane's is in `vars`).
+    pub(super) fn lane_var(&self, k: usize, r: u32) -> Variable {
+        if k == self.lane {
+            self.vars[r as usize]
+        } else {
+            self.lanes[k].vars[r as usize]
+        }
+    }
+
+    fn lane_regs_t(&self, k: usize) -> Variable {
+        if k == self.lane {
+            self.regs_t
+        } else {
+            self.lanes[k].regs_t
+        }
+    }
+
+    fn form(&self, r: u32) -> Form {
+        self.forms.get(r as usize).copied().unwrap_or(Form::Lanes)
+    }
+
+    fn vvar(&self, r: u32) -> Option<Variable> {
+        self.vvars.get(r as usize).copied().flatten()
+    }
+
+    /// A vector of four copies of the 32-bit constant `x`.
+    fn splat_const(&mut self, x: i64) -> Value {
+        let c = self.b.ins().iconst(I32, x & 0xffff_ffff);
+        self.b.ins().splat(I32X4, c)
+    }
+
+    /// Zeroes every vector register (a fresh group).
+    pub(super) fn zero_vectors(&mut self) {
+        if !self.vector {
+            return;
+        }
+        let z = self.splat_const(0);
+        for v in self.vvars.clone().into_iter().flatten() {
+            self.b.def_var(v, z);
+        }
+    }
+
+    /// Copies the vector registers among `regs` to their lanes' variables.
+    pub(super) fn unpack(&mut self, regs: &[u32]) {
+        if !self.vector {
+            return;
+        }
+        for &r in regs {
+            let Some(vv) = self.vvar(r) else { continue };
+            let v = self.b.use_var(vv);
+            for k in 0..LANES {
+                let x = self.b.ins().extractlane(v, k as u8);
+                let x = self.b.ins().uextend(I64, x);
+                let var = self.lane_var(k, r);
+                self.b.def_var(var, x);
+            }
+        }
+    }
+
+    /// Builds the vector registers among `regs` from their lanes' variables.
+    pub(super) fn pack(&mut self, regs: &[u32]) {
+        if !self.vector {
+            return;
+        }
+        for &r in regs {
+            let Some(vv) = self.vvar(r) else { continue };
+            let mut v = None;
+            for k in 0..LANES {
+                let var = self.lane_var(k, r);
+                let x = self.b.use_var(var);
+                let x = self.b.ins().ireduce(I32, x);
+                v = Some(match v {
+                    None => self.b.ins().scalar_to_vector(I32X4, x),
+                    Some(v) => self.b.ins().insertlane(v, x, k as u8),
+                });
+            }
+            if let Some(v) = v {
+                self.b.def_var(vv, v);
+            }
+        }
+    }
+
+    /// Whether the group's threads disagree on a uniform register among `regs` in their
+    /// saved registers (an `i8`), or `None` when `regs` holds none.
+    pub(super) fn uniform_differ(&mut self, regs: &[u32]) -> Option<Value> {
+        if !self.vector {
+            return None;
+        }
+        let mut acc: Option<Value> = None;
+        for &r in regs {
+            if self.form(r) != Form::Uniform {
+                continue;
+            }
+            let rt0 = self.lane_regs_t(0);
+            let p0 = self.b.use_var(rt0);
+            let x0 = self.b.ins().load(I64, FLAGS, p0, (r * 8) as i32);
+            for l in 1..self.width {
+                let rt = self.lane_regs_t(l);
+                let p = self.b.use_var(rt);
+                let x = self.b.ins().load(I64, FLAGS, p, (r * 8) as i32);
+                let d = self.b.ins().bxor(x0, x);
+                acc = Some(acc.map_or(d, |a| self.b.ins().bor(a, d)));
+            }
+        }
+        acc.map(|a| self.b.ins().icmp_imm_u(IntCC::NotEqual, a, 0))
+    }
+
+    /// Whether every lane's and whether any lane's guard `g` (negated with `neg`) holds.
+    pub(super) fn guard_all_any(&mut self, g: u32, neg: bool) -> (Value, Value) {
+        match self.form(g) {
+            Form::Uniform => {
+                let var = self.lane_var(0, g);
+                let p = self.b.use_var(var);
+                let p = self.b.ins().band_imm_u(p, 1);
+                let p = if neg {
+                    self.b.ins().bxor_imm_u(p, 1)
+                } else {
+                    p
+                };
+                (p, p)
+            }
+            Form::Vector => {
+                let vv = self.vvar(g).expect("vector register");
+                let v = self.b.use_var(vv);
+                let one = self.splat_const(1);
+                let v = self.b.ins().band(v, one);
+                let zero = self.splat_const(0);
+                let cc = if neg { IntCC::Equal } else { IntCC::NotEqual };
+                let m = self.b.ins().icmp(cc, v, zero);
+                (self.b.ins().vall_true(m), self.b.ins().vany_true(m))
+            }
+            Form::Lanes => {
+                let (mut all, mut any) = (None, None);
+                for k in 0..self.width {
+                    let var = self.lane_var(k, g);
+                    let p = self.b.use_var(var);
+                    let p = self.b.ins().band_imm_u(p, 1);
+                    let p = if neg {
+                        self.b.ins().bxor_imm_u(p, 1)
+                    } else {
+                        p
+                    };
+                    all = Some(all.map_or(p, |a| self.b.ins().band(a, p)));
+                    any = Some(any.map_or(p, |a| self.b.ins().bor(a, p)));
+                }
+                (all.expect("lanes"), any.expect("lanes"))
+            }
+        }
+    }
+
+    /// Emits a non-control instruction in the vector group code: once for the group where
+    /// it reads only uniform values, as vector operations where it has a vector form, else
+    /// lane by lane.
+    pub(super) fn group_inst(&mut self, pc: usize, inst: &Inst) -> Result<(), Reject> {
+        let guard_uniform = inst
+            .guard
+            .is_none_or(|(g, _)| self.form(g) == Form::Uniform);
+        let (uses, defs) = uses_defs(inst);
+        if guard_uniform && forms::uniform_inst(inst, &self.forms) {
+            self.set_lane(0);
+            let skip = self.uniform_guard(inst);
+            if self.inst(pc, inst)? {
+                // Give the other forms of the destinations their value.
+                for &d in &defs {
+                    if d == SINK || d as usize >= self.forms.len() {
+                        continue;
+                    }
+                    match self.form(d) {
+                        Form::Uniform => {}
+                        Form::Vector => {
+                            let x = self.b.use_var(self.vars[d as usize]);
+                            let x = self.b.ins().ireduce(I32, x);
+                            let v = self.b.ins().splat(I32X4, x);
+                            let vv = self.vvar(d).expect("vector register");
+                            self.b.def_var(vv, v);
+                        }
+                        Form::Lanes => {
+                            let x = self.b.use_var(self.vars[d as usize]);
+                            for k in 1..self.width {
+                                let var = self.lane_var(k, d);
+                                self.b.def_var(var, x);
+                            }
+                        }
+                    }
+                }
+                if let Some(s) = skip {
+                    self.b.ins().jump(s, &[]);
+                }
+            }
+            if let Some(s) = skip {
+                self.enter(s);
+            }
+            self.set_lane(LANES);
+            return Ok(());
+        }
+        if guard_uniform && self.can_vector(inst) {
+            self.set_lane(0);
+            let skip = self.uniform_guard(inst);
+            self.vector_inst(inst)?;
+            if let Some(s) = skip {
+                self.b.ins().jump(s, &[]);
+                self.enter(s);
+            }
+            self.set_lane(LANES);
+            return Ok(());
+        }
+        // Lane by lane, on the lanes' copies of the vector registers it touches.
+        let mut touched: Vec<u32> = uses.iter().chain(defs.iter()).copied().collect();
+        if let Some((g, _)) = inst.guard {
+            touched.push(g);
+        }
+        touched.retain(|&r| r != SINK);
+        touched.sort_unstable();
+        touched.dedup();
+        self.set_lane(LANES);
+        self.unpack(&touched);
+        self.per_lane(pc, inst)?;
+        let mut written = defs;
+        written.retain(|&r| r != SINK);
+        self.pack(&written);
+        Ok(())
+    }
+
+    /// Branches around what follows when the instruction's uniform guard fails: the block to
+    /// go on at, which the caller enters after the instruction.
+    fn uniform_guard(&mut self, inst: &Inst) -> Option<cranelift_codegen::ir::Block> {
+        let (g, neg) = inst.guard?;
+        let var = self.lane_var(0, g);
+        let p = self.b.use_var(var);
+        let p = self.b.ins().band_imm_u(p, 1);
+        let (doit, skip) = (self.b.create_block(), self.b.create_block());
+        if neg {
+            self.b.ins().brif(p, skip, &[], doit, &[]);
+        } else {
+            self.b.ins().brif(p, doit, &[], skip, &[]);
+        }
+        self.enter(doit);
+        Some(skip)
+    }
+
+    /// Whether source `s` can be had as a vector.
+    fn vsrc_ok(&self, s: &Src) -> bool {
+        match s {
+            Src::Reg(r) | Src::NotReg(r) => self.form(*r) != Form::Lanes,
+            Src::Sreg(Sreg::Tid(0)) => true,
+            Src::Sreg(sr) => forms::sreg(*sr).0,
+            _ => true,
+        }
+    }
+
+    fn vdst_ok(&self, d: u32) -> bool {
+        d == SINK || self.form(d) == Form::Vector
+    }
+
+    /// Whether the vector group code has a vector form of `inst`.
+    fn can_vector(&self, inst: &Inst) -> bool {
+        match &inst.op {
+            Op::Mov { d, a, mask } => {
+                self.vdst_ok(*d) && *d != SINK && self.vsrc_ok(a) && *mask >= 0xffff_ffff
+            }
+            Op::Alu {
+                native: Some(nat),
+                ctx,
+                src,
+                nsrc,
+                dst,
+                ndst,
+                ..
+            } => {
+                let plain = ctx.rnd == Rnd::Rn && !ctx.ftz && !ctx.sat;
+                let n = (*nsrc as usize).min(4);
+                plain
+                    && dst.iter().take(*ndst as usize).all(|d| self.vdst_ok(*d))
+                    && dst[0] != SINK
+                    && src[..n].iter().all(|s| self.vsrc_ok(s))
+                    && vector_native(*nat, &src[..n])
+            }
+            Op::Ld {
+                space,
+                size: 4,
+                sext: false,
+                n: 1,
+                d,
+                addr,
+                volatile: false,
+            } => d[0] != SINK && self.vdst_ok(d[0]) && self.span_ok(*space, &addr.base),
+            Op::St {
+                space,
+                size: 4,
+                n: 1,
+                v,
+                addr,
+                volatile: false,
+            } => self.vsrc_ok(&v[0]) && self.span_ok(*space, &addr.base),
+            _ => false,
+        }
+    }
+
+    /// Whether lanes' addresses in `base` can be checked for one 16-byte access in `space`:
+    /// shared memory through 32-bit addresses (vector or per lane), global memory through
+    /// 64-bit ones (per lane).
+    fn span_ok(&self, space: Space, base: &Src) -> bool {
+        let Src::Reg(r) = base else { return false };
+        matches!(
+            (space, self.form(*r)),
+            (Space::Shared, Form::Vector | Form::Lanes)
+                | (Space::Global | Space::Generic, Form::Lanes)
+        )
+    }
+
+    /// Source `s` as a vector (the current lane is lane 0).
+    fn vsrc(&mut self, s: &Src) -> Value {
+        match *s {
+            Src::Reg(r) if self.form(r) == Form::Vector => {
+                let vv = self.vvar(r).expect("vector register");
+                self.b.use_var(vv)
+            }
+            Src::NotReg(r) if self.form(r) == Form::Vector => {
+                let vv = self.vvar(r).expect("vector register");
+                let v = self.b.use_var(vv);
+                let one = self.splat_const(1);
+                let v = self.b.ins().band(v, one);
+                self.b.ins().bxor(v, one)
+            }
+            Src::Sreg(Sreg::Tid(0)) => {
+                // The group's threads are consecutive: their %tid.x are too in the array.
+                let t = self.b.use_var(self.t_loop);
+                let t4 = self.b.ins().ishl_imm_u(t, 2);
+                let p = self.b.ins().iadd(self.arr.tids[0], t4);
+                // The array is 4-byte aligned only.
+                self.b.ins().load(I32X4, MemFlagsData::new(), p, 0)
+            }
+            _ => {
+                let x = self.src(s);
+                let x = self.b.ins().ireduce(I32, x);
+                self.b.ins().splat(I32X4, x)
+            }
+        }
+    }
+
+    fn fvec(&mut self, v: Value) -> Value {
+        self.b.ins().bitcast(F32X4, little(), v)
+    }
+
+    fn ivec(&mut self, v: Value) -> Value {
+        self.b.ins().bitcast(I32X4, little(), v)
+    }
+
+    /// `r` (F32X4) as bits, NaN lanes replaced by the canonical NaN.
+    fn vcanon(&mut self, r: Value) -> Value {
+        let nan = self.b.ins().fcmp(FloatCC::Unordered, r, r);
+        let bits = self.ivec(r);
+        let canon = self.splat_const(0x7fff_ffff);
+        self.b.ins().bitselect(nan, canon, bits)
+    }
+
+    fn vdef(&mut self, d: u32, v: Value) {
+        if let Some(vv) = self.vvar(d) {
+            self.b.def_var(vv, v);
+        }
+    }
+
+    /// Emits `inst`'s vector form (see [`Self::can_vector`]).
+    fn vector_inst(&mut self, inst: &Inst) -> Result<(), Reject> {
+        match &inst.op {
+            Op::Mov { d, a, .. } => {
+                let v = self.vsrc(a);
+                self.vdef(*d, v);
+            }
+            Op::Alu {
+                native: Some(nat),
+                ctx,
+                src,
+                nsrc,
+                dst,
+                ndst,
+                ..
+            } => {
+                let n = (*nsrc as usize).min(4);
+                let (r0, r1) = self.vector_alu(*nat, ctx.imm, &src[..n])?;
+                self.vdef(dst[0], r0);
+                if *ndst >= 2
+                    && let Some(r1) = r1
+                {
+                    self.vdef(dst[1], r1);
+                }
+            }
+            Op::Ld { space, d, addr, .. } => {
+                let v = self.span_access(*space, addr.base, addr.off, None, inst.line)?;
+                if let Some(v) = v {
+                    self.vdef(d[0], v);
+                }
+            }
+            Op::St { space, v, addr, .. } => {
+                let x = self.vsrc(&v[0]);
+                self.span_access(*space, addr.base, addr.off, Some(x), inst.line)?;
+            }
+            _ => return Err("vector form".into()),
+        }
+        Ok(())
+    }
+
+    fn vector_alu(
+        &mut self,
+        nat: Native,
+        imm: u32,
+        src: &[Src],
+    ) -> Result<(Value, Option<Value>), Reject> {
+        let arg = |k: usize| src.get(k).copied().ok_or_else(|| Reject::from("operands"));
+        Ok(match nat {
+            Native::Int { op, bits: 1, .. } => {
+                let one = self.splat_const(1);
+                let a = self.vsrc(&arg(0)?);
+                let a = self.b.ins().band(a, one);
+                let r = if op == IntOp::Not {
+                    self.b.ins().bxor(a, one)
+                } else {
+                    let b = self.vsrc(&arg(1)?);
+                    let b = self.b.ins().band(b, one);
+                    match op {
+                        IntOp::And => self.b.ins().band(a, b),
+                        IntOp::Or => self.b.ins().bor(a, b),
+                        _ => self.b.ins().bxor(a, b),
+                    }
+                };
+                (r, None)
+            }
+            Native::Int { op, signed, .. } => {
+                let a = self.vsrc(&arg(0)?);
+                let r = match op {
+                    IntOp::Not => self.b.ins().bnot(a),
+                    IntOp::Neg => self.b.ins().ineg(a),
+                    IntOp::Shl | IntOp::Shr => {
+                        let Src::Imm(s) = arg(1)? else {
+                            return Err("shift amount".into());
+                        };
+                        let s = self.b.ins().iconst(I32, s as i64);
+                        match (op, signed) {
+                            (IntOp::Shl, _) => self.b.ins().ishl(a, s),
+                            (_, true) => self.b.ins().sshr(a, s),
+                            _ => self.b.ins().ushr(a, s),
+                        }
+                    }
+                    _ => {
+                        let b = self.vsrc(&arg(1)?);
+                        match op {
+                            IntOp::Add => self.b.ins().iadd(a, b),
+                            IntOp::Sub => self.b.ins().isub(a, b),
+                            IntOp::MulLo => self.b.ins().imul(a, b),
+                            IntOp::MadLo => {
+                                let c = self.vsrc(&arg(2)?);
+                                let m = self.b.ins().imul(a, b);
+                                self.b.ins().iadd(m, c)
+                            }
+                            IntOp::And => self.b.ins().band(a, b),
+                            IntOp::Or => self.b.ins().bor(a, b),
+                            IntOp::Xor => self.b.ins().bxor(a, b),
+                            IntOp::Min if signed => self.b.ins().smin(a, b),
+                            IntOp::Min => self.b.ins().umin(a, b),
+                            IntOp::Max if signed => self.b.ins().smax(a, b),
+                            IntOp::Max => self.b.ins().umax(a, b),
+                            _ => return Err("vector integer operation".into()),
+                        }
+                    }
+                };
+                (r, None)
+            }
+            Native::Float { op, .. } => {
+                let a = self.vsrc(&arg(0)?);
+                let a = self.fvec(a);
+                let r = match op {
+                    FOp::Neg => {
+                        let r = self.b.ins().fneg(a);
+                        self.ivec(r)
+                    }
+                    FOp::Abs => {
+                        let r = self.b.ins().fabs(a);
+                        self.ivec(r)
+                    }
+                    FOp::Sqrt => {
+                        let r = self.b.ins().sqrt(a);
+                        self.vcanon(r)
+                    }
+                    _ => {
+                        let b = self.vsrc(&arg(1)?);
+                        let b = self.fvec(b);
+                        let r = match op {
+                            FOp::Add => self.b.ins().fadd(a, b),
+                            FOp::Sub => self.b.ins().fsub(a, b),
+                            FOp::Mul => self.b.ins().fmul(a, b),
+                            FOp::Div => self.b.ins().fdiv(a, b),
+                            FOp::Fma => {
+                                let c = self.vsrc(&arg(2)?);
+                                let c = self.fvec(c);
+                                self.b.ins().fma(a, b, c)
+                            }
+                            _ => return Err("vector float operation".into()),
+                        };
+                        self.vcanon(r)
+                    }
+                };
+                (r, None)
+            }
+            Native::Setp { cmp, ty } => {
+                let a = self.vsrc(&arg(0)?);
+                let b = self.vsrc(&arg(1)?);
+                let m = if ty == Ty::F32 {
+                    let cc = vector_fcc(cmp).ok_or_else(|| Reject::from("comparison"))?;
+                    let (a, b) = (self.fvec(a), self.fvec(b));
+                    self.b.ins().fcmp(cc, a, b)
+                } else {
+                    let cc = vector_icc(cmp, ty.is_signed())
+                        .ok_or_else(|| Reject::from("comparison"))?;
+                    self.b.ins().icmp(cc, a, b)
+                };
+                let one = self.splat_const(1);
+                let r = self.b.ins().band(m, one);
+                let nr = self.b.ins().bxor(r, one);
+                if imm == 0 {
+                    (r, Some(nr))
+                } else {
+                    let c = self.vsrc(&arg(2)?);
+                    let c = self.b.ins().band(c, one);
+                    match imm {
+                        1 => (self.b.ins().band(r, c), Some(self.b.ins().band(nr, c))),
+                        2 => (self.b.ins().bor(r, c), Some(self.b.ins().bor(nr, c))),
+                        _ => (self.b.ins().bxor(r, c), Some(self.b.ins().bxor(nr, c))),
+                    }
+                }
+            }
+            Native::Selp { .. } => {
+                let a = self.vsrc(&arg(0)?);
+                let b = self.vsrc(&arg(1)?);
+                let p = self.vsrc(&arg(2)?);
+                let one = self.splat_const(1);
+                let p = self.b.ins().band(p, one);
+                let zero = self.splat_const(0);
+                let m = self.b.ins().icmp(IntCC::NotEqual, p, zero);
+                (self.b.ins().bitselect(m, a, b), None)
+            }
+            Native::CvtIF { .. } => {
+                let a = self.vsrc(&arg(0)?);
+                let r = self.b.ins().fcvt_from_sint(F32X4, a);
+                (self.ivec(r), None)
+            }
+            _ => return Err("vector form".into()),
+        })
+    }
+
+    /// A 32-bit load (`store` is `None`; returns the vector loaded) or store of the group's
+    /// lanes at `base + off`: one 16-byte access where the lanes' addresses are consecutive
+    /// words inside the space's fast-path buffer, else lane by lane with the scalar checks.
+    fn span_access(
+        &mut self,
+        space: Space,
+        base: Src,
+        off: i64,
+        store: Option<Value>,
+        line: u32,
+    ) -> Result<Option<Value>, Reject> {
+        let Src::Reg(r) = base else {
+            return Err("address".into());
+        };
+        let w = LANES;
+        // Each lane's address, and whether they are consecutive words.
+        let (addrs, contig) = match self.form(r) {
+            Form::Vector => {
+                let vv = self.vvar(r).expect("vector register");
+                let v = self.b.use_var(vv);
+                let x0 = self.b.ins().extractlane(v, 0);
+                let s = self.b.ins().splat(I32X4, x0);
+                let iota = self.iota();
+                let want = self.b.ins().iadd(s, iota);
+                let eq = self.b.ins().icmp(IntCC::Equal, v, want);
+                let contig = self.b.ins().vall_true(eq);
+                let addrs: Vec<Value> = (0..w)
+                    .map(|k| {
+                        let x = if k == 0 {
+                            x0
+                        } else {
+                            self.b.ins().extractlane(v, k as u8)
+                        };
+                        let x = self.b.ins().uextend(I64, x);
+                        self.b.ins().iadd_imm_s(x, off)
+                    })
+                    .collect();
+                (addrs, contig)
+            }
+            _ => {
+                let addrs: Vec<Value> = (0..w)
+                    .map(|k| {
+                        let var = self.lane_var(k, r);
+                        let x = self.b.use_var(var);
+                        self.b.ins().iadd_imm_s(x, off)
+                    })
+                    .collect();
+                let mut contig = None;
+                for k in 1..w {
+                    let d = self.b.ins().isub(addrs[k], addrs[0]);
+                    let c = self.b.ins().icmp_imm_u(IntCC::Equal, d, 4 * k as i64);
+                    contig = Some(contig.map_or(c, |a| self.b.ins().band(a, c)));
+                }
+                (addrs, contig.expect("lanes"))
+            }
+        };
+        let (inside, p) = self.span(space, addrs[0]);
+        let go = self.b.ins().band(contig, inside);
+        let (fast, slow, join) = (
+            self.b.create_block(),
+            self.b.create_block(),
+            self.b.create_block(),
+        );
+        self.b.ins().brif(go, fast, &[], slow, &[]);
+        self.enter(fast);
+        let tmpv = self.vtmp;
+        match store {
+            None => {
+                let v = self.b.ins().load(I32X4, MemFlagsData::new(), p, 0);
+                self.b.def_var(tmpv, v);
+            }
+            Some(x) => {
+                self.b.ins().store(MemFlagsData::new(), x, p, 0);
+            }
+        }
+        self.b.ins().jump(join, &[]);
+        self.enter(slow);
+        self.b.set_cold_block(slow);
+        let mut v = None;
+        for (k, &a) in addrs.iter().enumerate() {
+            self.set_lane(k);
+            let pk = self.ptr(space, a, 4, store.is_some(), line);
+            match store {
+                None => {
+                    let x = self.b.ins().load(I32, MemFlagsData::new(), pk, 0);
+                    v = Some(match v {
+                        None => self.b.ins().scalar_to_vector(I32X4, x),
+                        Some(v) => self.b.ins().insertlane(v, x, k as u8),
+                    });
+                }
+                Some(vals) => {
+                    let x = self.b.ins().extractlane(vals, k as u8);
+                    self.b.ins().store(MemFlagsData::new(), x, pk, 0);
+                }
+            }
+        }
+        self.set_lane(0);
+        if let Some(v) = v {
+            self.b.def_var(tmpv, v);
+        }
+        self.b.ins().jump(join, &[]);
+        self.enter(join);
+        Ok(store.is_none().then(|| self.b.use_var(tmpv)))
+    }
+
+    /// The limit for 16-byte accesses aligned to 4 into a buffer of `len` bytes: offsets
+    /// below it, rotated right by 2, start such an access inside the buffer.
+    pub(super) fn span_limit(&mut self, len: Value) -> Value {
+        let big = self
+            .b
+            .ins()
+            .icmp_imm_u(IntCC::UnsignedGreaterThanOrEqual, len, 16);
+        let x = self.b.ins().iadd_imm_s(len, -16);
+        let x = self.b.ins().ushr_imm_u(x, 2);
+        let x = self.b.ins().iadd_imm_s(x, 1);
+        let zero = self.b.ins().iconst(I64, 0);
+        self.b.ins().select(big, x, zero)
+    }
+
+    /// The vector `[0, 4, 8, 12]`.
+    fn iota(&mut self) -> Value {
+        let bytes: Vec<u8> = [0u32, 4, 8, 12]
+            .iter()
+            .flat_map(|x| x.to_le_bytes())
+            .collect();
+        let c = self.b.func.dfg.constants.insert(bytes.into());
+        self.b.ins().vconst(I32X4, c)
+    }
+
+    /// Whether 16 bytes at `a` (4-byte aligned) lie in the buffer `space`'s fast path knows
+    /// (an `i8`), and their host address there.
+    fn span(&mut self, space: Space, a: Value) -> (Value, Value) {
+        let (o, len, host) = match space {
+            Space::Shared => {
+                // Shared addresses are 32 bits wide.
+                let a = self.b.ins().ireduce(I32, a);
+                let o = self.b.ins().uextend(I64, a);
+                (o, self.inv.shared_len, self.inv.shared)
+            }
+            _ => {
+                let gb = self.b.use_var(self.gb);
+                let o = self.b.ins().isub(a, gb);
+                let gl = self.b.use_var(self.gl);
+                let gh = self.b.use_var(self.gh);
+                (o, gl, gh)
+            }
+        };
+        // One comparison, as in `ptr`: a misaligned offset rotates its low bits to the top.
+        let lim = match space {
+            Space::Shared => self.span_lim,
+            _ => self.span_limit(len),
+        };
+        let r = self.b.ins().rotr_imm_u(o, 2);
+        let ok = self.b.ins().icmp(IntCC::UnsignedLessThan, r, lim);
+        let p = self.b.ins().iadd(host, o);
+        (ok, p)
+    }
+}
+
+/// Whether `nat` with sources `src` has a vector form.
+fn vector_native(nat: Native, src: &[Src]) -> bool {
+    match nat {
+        Native::Int { op, bits: 1, .. } => {
+            matches!(op, IntOp::And | IntOp::Or | IntOp::Xor | IntOp::Not)
+        }
+        Native::Int { op, bits: 32, .. } => match op {
+            IntOp::Add
+            | IntOp::Sub
+            | IntOp::MulLo
+            | IntOp::MadLo
+            | IntOp::And
+            | IntOp::Or
+            | IntOp::Xor
+            | IntOp::Not
+            | IntOp::Neg
+            | IntOp::Min
+            | IntOp::Max => true,
+            IntOp::Shl | IntOp::Shr => matches!(src.get(1), Some(Src::Imm(s)) if *s < 32),
+            _ => false,
+        },
+        Native::Float { op, f64: false } => matches!(
+            op,
+            FOp::Add | FOp::Sub | FOp::Mul | FOp::Div | FOp::Fma | FOp::Neg | FOp::Abs | FOp::Sqrt
+        ),
+        Native::Setp { cmp, ty } => {
+            if ty == Ty::F32 {
+                vector_fcc(cmp).is_some()
+            } else {
+                !ty.is_float() && ty.bits() == 32 && vector_icc(cmp, ty.is_signed()).is_some()
+            }
+        }
+        Native::Selp { bits: 32 } => true,
+        Native::CvtIF { f64: false, src } => src == Ty::S32,
+        _ => false,
+    }
+}
+
+/// The vector comparison for PTX comparison `cmp` on floats (those x86 has one for).
+fn vector_fcc(cmp: u8) -> Option<FloatCC> {
+    Some(match cmp {
+        C_EQ => FloatCC::Equal,
+        C_NEU => FloatCC::NotEqual,
+        C_LT => FloatCC::LessThan,
+        C_LE => FloatCC::LessThanOrEqual,
+        C_GT => FloatCC::GreaterThan,
+        C_GE => FloatCC::GreaterThanOrEqual,
+        C_LTU => FloatCC::UnorderedOrLessThan,
+        C_LEU => FloatCC::UnorderedOrLessThanOrEqual,
+        C_GTU => FloatCC::UnorderedOrGreaterThan,
+        C_GEU => FloatCC::UnorderedOrGreaterThanOrEqual,
+        C_NUM => FloatCC::Ordered,
+        C_NAN => FloatCC::Unordered,
+        _ => return None,
+    })
+}
+
+/// The vector comparison for PTX comparison `cmp` on 32-bit integers.
+fn vector_icc(cmp: u8, signed: bool) -> Option<IntCC> {
+    use crate::alu::cmp::{C_EQU, C_NEU as NEU};
+    Some(match cmp {
+        C_EQ | C_EQU => IntCC::Equal,
+        C_NE | NEU => IntCC::NotEqual,
+        C_LT | C_LTU if signed => IntCC::SignedLessThan,
+        C_LT | C_LTU => IntCC::UnsignedLessThan,
+        C_LE | C_LEU if signed => IntCC::SignedLessThanOrEqual,
+        C_LE | C_LEU => IntCC::UnsignedLessThanOrEqual,
+        C_GT | C_GTU if signed => IntCC::SignedGreaterThan,
+        C_GT | C_GTU => IntCC::UnsignedGreaterThan,
+        C_GE | C_GEU if signed => IntCC::SignedGreaterThanOrEqual,
+        C_GE | C_GEU => IntCC::UnsignedGreaterThanOrEqual,
+        _ => return None,
+    })
+}

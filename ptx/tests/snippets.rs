@@ -882,3 +882,51 @@ fn warp_sync_kernels_run_interpreted_and_see_their_neighbours() {
         assert_eq!(r[t as usize * 16], (t ^ 1) + 100, "thread {t}");
     }
 }
+
+#[test]
+fn group_code_sees_registers_threads_set_apart_before_a_barrier() {
+    // %r1 only ever receives constants (uniform to the group code's analysis), but which
+    // one depends on the thread: after the barrier a group of threads must not take the
+    // first thread's value for all.
+    let body = "mov.u32 %r1, 7;\n\
+        and.b32 %r2, %r60, 1;\n\
+        setp.eq.u32 %p1, %r2, 0;\n\
+        @%p1 bra SKIP;\n\
+        mov.u32 %r1, 9;\n\
+        SKIP:\n\
+        bar.sync 0;\n\
+        add.u32 %r3, %r1, 1;\n\
+        st.global.u32 [%rd63], %r3;";
+    let r = run(&kernel("", body), 64, &[]);
+    for (t, w) in r.iter().enumerate() {
+        assert_eq!(w[0], if t % 2 == 0 { 8 } else { 10 }, "thread {t}");
+    }
+}
+
+#[test]
+fn group_code_loads_and_stores_words_in_and_out_of_order() {
+    // Consecutive words (one 16-byte access for a group), a group's words reversed (lane by
+    // lane), and a shared word every thread reads.
+    let body = "mov.u32 %r1, sh;\n\
+        shl.b32 %r2, %r60, 2;\n\
+        add.u32 %r3, %r1, %r2;\n\
+        mul.lo.u32 %r4, %r60, 3;\n\
+        st.shared.u32 [%r3], %r4;\n\
+        bar.sync 0;\n\
+        xor.b32 %r5, %r60, 3;\n\
+        shl.b32 %r6, %r5, 2;\n\
+        add.u32 %r7, %r1, %r6;\n\
+        ld.shared.u32 %r8, [%r7];\n\
+        ld.shared.u32 %r9, [%r3+4];\n\
+        ld.shared.u32 %r10, [sh+8];\n\
+        st.global.u32 [%rd63], %r8;\n\
+        st.global.u32 [%rd63+4], %r9;\n\
+        st.global.u32 [%rd63+8], %r10;";
+    let r = run(&kernel(".shared .align 16 .b8 sh[1028];", body), 256, &[]);
+    for (t, w) in r.iter().enumerate() {
+        let t = t as u32;
+        assert_eq!(w[0], (t ^ 3) * 3, "thread {t}");
+        assert_eq!(w[1], if t < 255 { (t + 1) * 3 } else { 0 }, "thread {t}");
+        assert_eq!(w[2], 6, "thread {t}");
+    }
+}

@@ -182,6 +182,10 @@ pub(super) struct Lower<'a, 'b> {
     pub(super) vtmp: Variable,
     /// Shared memory's limit for 16-byte vector accesses (see `vector::span_limit`).
     pub(super) span_lim: Value,
+    /// In the group code, the instruction whose failed memory check leaves the group for
+    /// the scalar code (instead of calling `h_ptr`), and the blocks that do so by index.
+    pub(super) bail: Option<usize>,
+    bails: Vec<(usize, Block)>,
     /// Emitting the group code.
     pub(super) group: bool,
     /// The round's thread counter, and the first thread a group may start at again (threads
@@ -228,6 +232,8 @@ pub(super) struct Lower<'a, 'b> {
 /// Threads a group runs in lockstep, each instruction emitted once per lane: independent
 /// work for the processor, and the round's bookkeeping paid once per group.
 pub(super) const LANES: usize = 4;
+/// Bytes between a thread's saved registers: each is next to the other lanes' copies.
+pub(super) const REG_STRIDE: u32 = LANES as u32 * 8;
 /// Kernels longer than this (instructions) get no group code: it costs `LANES` copies.
 const GROUP_MAX_INSTS: usize = 3000;
 /// Kernels with more registers live at once than this run `LANES / 2` threads per group.
@@ -373,7 +379,8 @@ impl<'a, 'b> Lower<'a, 'b> {
             released: ld(&mut b, I32, off::RELEASED),
             n: b.ins().uextend(I64, n),
         };
-        // Guarded control transfers: a group whose lanes disagree on one leaves there.
+        // Guarded control transfers: a group whose lanes disagree on one leaves there; and
+        // the vector group code's loads and stores whose check fails.
         let divs: Vec<usize> = if width > 1 {
             (0..code.len())
                 .filter(|&pc| {
@@ -382,6 +389,7 @@ impl<'a, 'b> Lower<'a, 'b> {
                             code[pc].op,
                             Op::Bra { .. } | Op::Exit | Op::Ret | Op::Bar { .. }
                         )
+                        || vector && super::vector::bails(&fm, &code[pc])
                 })
                 .collect()
         } else {
@@ -432,6 +440,8 @@ impl<'a, 'b> Lower<'a, 'b> {
             vvars,
             vtmp,
             span_lim: inv.shared_len,
+            bail: None,
+            bails: Vec::new(),
             group: false,
             t_loop,
             scalar_until,
@@ -723,8 +733,17 @@ impl<'a, 'b> Lower<'a, 'b> {
         let lt = self.b.ins().imul_imm_s(t, self.frame as i64);
         let lt = self.b.ins().iadd(arr.local, lt);
         self.b.def_var(self.local_t, lt);
-        let rt_ = self.b.ins().imul_imm_s(t, self.nregs.max(1) as i64 * 8);
-        let rt_ = self.b.ins().iadd(arr.regs, rt_);
+        // Saved registers, a group of `LANES` threads at a time: register r of thread t at
+        // `(t / LANES * nregs + r) * LANES + t % LANES` (a group's copies side by side).
+        let g = self.b.ins().ushr_imm_u(t, LANES.trailing_zeros() as i64);
+        let g = self
+            .b
+            .ins()
+            .imul_imm_s(g, self.nregs.max(1) as i64 * REG_STRIDE as i64);
+        let k = self.b.ins().band_imm_u(t, LANES as i64 - 1);
+        let k = self.b.ins().ishl_imm_u(k, 3);
+        let rt_ = self.b.ins().iadd(arr.regs, g);
+        let rt_ = self.b.ins().iadd(rt_, k);
         self.b.def_var(self.regs_t, rt_);
         let t4 = self.b.ins().ishl_imm_u(t, 2);
         for d in 0..3 {
@@ -747,7 +766,10 @@ impl<'a, 'b> Lower<'a, 'b> {
         self.zero_vars();
         let regs_t = self.b.use_var(self.regs_t);
         for &r in regs {
-            let x = self.b.ins().load(I64, FLAGS, regs_t, (r * 8) as i32);
+            let x = self
+                .b
+                .ins()
+                .load(I64, FLAGS, regs_t, (r * REG_STRIDE) as i32);
             self.b.def_var(self.vars[r as usize], x);
         }
     }
@@ -757,7 +779,9 @@ impl<'a, 'b> Lower<'a, 'b> {
         let regs_t = self.b.use_var(self.regs_t);
         for &r in regs {
             let x = self.b.use_var(self.vars[r as usize]);
-            self.b.ins().store(FLAGS, x, regs_t, (r * 8) as i32);
+            self.b
+                .ins()
+                .store(FLAGS, x, regs_t, (r * REG_STRIDE) as i32);
         }
     }
 
@@ -849,21 +873,15 @@ impl<'a, 'b> Lower<'a, 'b> {
             self.enter(blk);
             let regs = self.saved[k].clone();
             // Threads that ran apart may disagree on a uniform register: one at a time then.
-            self.set_lane(LANES);
-            if let Some(differ) = self.uniform_differ(&regs) {
-                let same = self.b.create_block();
-                self.b.ins().brif(differ, scalar, &[], same, &[]);
-                self.enter(same);
-            }
-            for l in 0..w {
-                self.set_lane(l);
-                self.reload(&regs);
-            }
-            self.set_lane(LANES);
-            self.zero_vectors();
-            self.pack(&regs);
             let target = self.gblocks[&self.resumes[k]];
-            self.b.ins().jump(target, &[]);
+            match self.group_reload(&regs) {
+                Some(differ) => {
+                    self.b.ins().brif(differ, scalar, &[], target, &[]);
+                }
+                None => {
+                    self.b.ins().jump(target, &[]);
+                }
+            }
         }
         self.set_lane(LANES);
         self.b.seal_block(scalar);
@@ -875,10 +893,17 @@ impl<'a, 'b> Lower<'a, 'b> {
         let arr = self.arr;
         let t = self.b.use_var(self.t_loop);
         let lanes = if self.group { self.width } else { 1 };
-        let v = self.b.ins().iconst(I8, state as i64);
-        for k in 0..lanes {
-            let sp = self.b.ins().iadd(arr.state, t);
-            self.b.ins().store(FLAGS, v, sp, k as i32);
+        let sp = self.b.ins().iadd(arr.state, t);
+        if lanes == LANES {
+            let v = self.b.ins().iconst(I32, state as i64 * 0x0101_0101);
+            self.b
+                .ins()
+                .store(MemFlagsData::new().with_notrap(), v, sp, 0);
+        } else {
+            let v = self.b.ins().iconst(I8, state as i64);
+            for k in 0..lanes {
+                self.b.ins().store(FLAGS, v, sp, k as i32);
+            }
         }
         if state == super::DONE {
             self.count(off::DONE, lanes as i64);
@@ -1009,7 +1034,23 @@ impl<'a, 'b> Lower<'a, 'b> {
         if open {
             self.exit(EXITED);
         }
+        // Where a check failed: the group's threads go on one at a time from there.
+        for (pc, blk) in std::mem::take(&mut self.bails) {
+            self.enter(blk);
+            self.b.set_cold_block(blk);
+            self.diverge(pc);
+        }
         Ok(())
+    }
+
+    /// The block leaving the group for the scalar code at `pc` (see [`Self::bail`]).
+    pub(super) fn bail_block(&mut self, pc: usize) -> Block {
+        if let Some(&(_, b)) = self.bails.iter().find(|(p, _)| *p == pc) {
+            return b;
+        }
+        let b = self.b.create_block();
+        self.bails.push((pc, b));
+        b
     }
 
     /// Emits a (non-control) instruction once per lane of the group, each with its guard.
@@ -1045,12 +1086,7 @@ impl<'a, 'b> Lower<'a, 'b> {
         let d = self.divs.iter().position(|&p| p == pc).unwrap_or(0);
         let point = (self.resumes.len() + 1 + d) as i64;
         let regs = self.divsaved[d].clone();
-        self.set_lane(LANES);
-        self.unpack(&regs);
-        for k in 0..w {
-            self.set_lane(k);
-            self.spill(&regs);
-        }
+        self.group_spill(&regs);
         self.set_lane(LANES);
         let arr = self.arr;
         let t = self.b.use_var(self.t_loop);
@@ -1330,13 +1366,8 @@ impl<'a, 'b> Lower<'a, 'b> {
                 let lanes = if self.group { self.width } else { 1 };
                 let first = self.lane;
                 if self.group {
-                    self.set_lane(LANES);
-                    self.unpack(&regs);
-                }
-                for l in 0..lanes {
-                    if self.group {
-                        self.set_lane(l);
-                    }
+                    self.group_spill(&regs);
+                } else {
                     self.spill(&regs);
                 }
                 self.set_lane(first);
@@ -1348,9 +1379,17 @@ impl<'a, 'b> Lower<'a, 'b> {
                 let bid = *bid & 15;
                 let bv = self.b.ins().iconst(I32, bid as i64);
                 let k1 = self.b.ins().iconst(I32, k as i64 + 1);
-                for l in 0..lanes {
-                    self.b.ins().store(FLAGS, bv, bp, 4 * l as i32);
-                    self.b.ins().store(FLAGS, k1, rp, 4 * l as i32);
+                if lanes == LANES {
+                    let any = MemFlagsData::new().with_notrap();
+                    let bv = self.b.ins().splat(I32X4, bv);
+                    let k1 = self.b.ins().splat(I32X4, k1);
+                    self.b.ins().store(any, bv, bp, 0);
+                    self.b.ins().store(any, k1, rp, 0);
+                } else {
+                    for l in 0..lanes {
+                        self.b.ins().store(FLAGS, bv, bp, 4 * l as i32);
+                        self.b.ins().store(FLAGS, k1, rp, 4 * l as i32);
+                    }
                 }
                 self.count(off::WAITING + 4 * bid as i32, lanes as i64);
                 self.thread_stops(super::WAIT);

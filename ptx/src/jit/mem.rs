@@ -122,6 +122,13 @@ impl Lower<'_, '_> {
         self.b.ins().jump(join, &[]);
         self.enter(slow);
         self.b.set_cold_block(slow);
+        if let Some(pc) = self.bail.filter(|_| self.group) {
+            // The group code leaves for the scalar code, which makes the call.
+            let out = self.bail_block(pc);
+            self.b.ins().jump(out, &[]);
+            self.enter(join);
+            return self.b.use_var(self.tmp);
+        }
         self.sync_cur();
         let sc = self.b.ins().iconst(I32, rt::space_code(space) as i64);
         let sz = self.b.ins().iconst(I32, size as i64);

@@ -94,7 +94,7 @@ impl Compiled {
         let nregs = (self.nregs as usize).max(1);
         if b.resumes.len() < n
             || b.bars.len() < n
-            || b.regs.len() < n * nregs
+            || b.regs.len() < n.div_ceil(lower::LANES) * lower::LANES * nregs
             || b.local.len() < n * self.frame as usize
             || b.tids.iter().any(|t| t.len() < n)
         {
@@ -251,7 +251,7 @@ pub(crate) fn worker(l: &Launch<'_>, c: &Compiled) {
         state: vec![0; n],
         resumes: vec![0; n],
         bars: vec![0; n],
-        regs: vec![0; n * nregs],
+        regs: vec![0; n.div_ceil(lower::LANES) * lower::LANES * nregs],
         local: vec![0; n * c.frame as usize],
         shared: vec![0; l.shared_size as usize],
         tids,

@@ -11,14 +11,14 @@
 use cranelift_codegen::ir::{
     Endianness, InstBuilder, MemFlagsData, Value,
     condcodes::{FloatCC, IntCC},
-    types::{F32X4, I32, I32X4, I64},
+    types::{F32X4, I8X16, I32, I32X4, I64, I64X2},
 };
 use cranelift_frontend::Variable;
 
 use super::{
     forms::{self, Form},
     live::uses_defs,
-    lower::{FLAGS, LANES, Lower, Reject},
+    lower::{FLAGS, LANES, Lower, REG_STRIDE, Reject},
 };
 use crate::{
     alu::{
@@ -120,29 +120,108 @@ impl Lower<'_, '_> {
         }
     }
 
-    /// Whether the group's threads disagree on a uniform register among `regs` in their
-    /// saved registers (an `i8`), or `None` when `regs` holds none.
-    pub(super) fn uniform_differ(&mut self, regs: &[u32]) -> Option<Value> {
-        if !self.vector {
-            return None;
-        }
-        let mut acc: Option<Value> = None;
+    /// Stores the group's registers `regs` to their threads' slots: a uniform or vector
+    /// register as two 16-byte stores, the others lane by lane.
+    pub(super) fn group_spill(&mut self, regs: &[u32]) {
+        let any = MemFlagsData::new().with_notrap();
+        let rt0 = self.lane_regs_t(0);
+        let base = self.b.use_var(rt0);
         for &r in regs {
-            if self.form(r) != Form::Uniform {
-                continue;
-            }
-            let rt0 = self.lane_regs_t(0);
-            let p0 = self.b.use_var(rt0);
-            let x0 = self.b.ins().load(I64, FLAGS, p0, (r * 8) as i32);
-            for l in 1..self.width {
-                let rt = self.lane_regs_t(l);
-                let p = self.b.use_var(rt);
-                let x = self.b.ins().load(I64, FLAGS, p, (r * 8) as i32);
-                let d = self.b.ins().bxor(x0, x);
-                acc = Some(acc.map_or(d, |a| self.b.ins().bor(a, d)));
+            let o = (r * REG_STRIDE) as i32;
+            let wide = self.width == LANES;
+            match self.form(r) {
+                Form::Uniform if wide => {
+                    let var = self.lane_var(0, r);
+                    let x = self.b.use_var(var);
+                    let v = self.b.ins().splat(I64X2, x);
+                    self.b.ins().store(any, v, base, o);
+                    self.b.ins().store(any, v, base, o + 16);
+                }
+                Form::Vector => {
+                    let vv = self.vvar(r).expect("vector register");
+                    let v = self.b.use_var(vv);
+                    let lo = self.b.ins().uwiden_low(v);
+                    let hi = self.b.ins().uwiden_high(v);
+                    self.b.ins().store(any, lo, base, o);
+                    self.b.ins().store(any, hi, base, o + 16);
+                }
+                _ => {
+                    for k in 0..self.width {
+                        let var = self.lane_var(k, r);
+                        let x = self.b.use_var(var);
+                        self.b.ins().store(FLAGS, x, base, o + 8 * k as i32);
+                    }
+                }
             }
         }
-        acc.map(|a| self.b.ins().icmp_imm_u(IntCC::NotEqual, a, 0))
+    }
+
+    /// Loads the group's registers `regs` from their threads' slots (the others start at
+    /// zero). Returns whether the threads disagree on a uniform register (an `i8`), if
+    /// `regs` holds one: they then have to run one at a time.
+    pub(super) fn group_reload(&mut self, regs: &[u32]) -> Option<Value> {
+        for k in 0..self.width {
+            self.set_lane(k);
+            self.zero_vars();
+        }
+        self.set_lane(LANES);
+        self.zero_vectors();
+        let any = MemFlagsData::new().with_notrap();
+        let rt0 = self.lane_regs_t(0);
+        let base = self.b.use_var(rt0);
+        let mut differ: Option<Value> = None;
+        for &r in regs {
+            let o = (r * REG_STRIDE) as i32;
+            match self.form(r) {
+                Form::Uniform if self.width == LANES => {
+                    let lo = self.b.ins().load(I64X2, any, base, o);
+                    let hi = self.b.ins().load(I64X2, any, base, o + 16);
+                    let x = self.b.ins().extractlane(lo, 0);
+                    let s = self.b.ins().splat(I64X2, x);
+                    let a = self.b.ins().icmp(IntCC::Equal, lo, s);
+                    let b = self.b.ins().icmp(IntCC::Equal, hi, s);
+                    let both = self.b.ins().band(a, b);
+                    let same = self.b.ins().vall_true(both);
+                    differ = Some(match differ {
+                        None => same,
+                        Some(d) => self.b.ins().band(d, same),
+                    });
+                    let var = self.lane_var(0, r);
+                    self.b.def_var(var, x);
+                }
+                Form::Vector => {
+                    // Each 64-bit slot holds a zero-extended 32-bit value: the low words.
+                    let lo = self.b.ins().load(I32X4, any, base, o);
+                    let hi = self.b.ins().load(I32X4, any, base, o + 16);
+                    let v = self.low_words(lo, hi);
+                    let vv = self.vvar(r).expect("vector register");
+                    self.b.def_var(vv, v);
+                }
+                _ => {
+                    for k in 0..self.width {
+                        let x = self.b.ins().load(I64, FLAGS, base, o + 8 * k as i32);
+                        let var = self.lane_var(k, r);
+                        self.b.def_var(var, x);
+                    }
+                }
+            }
+        }
+        // `differ` holds whether all agree so far.
+        differ.map(|same| self.b.ins().bxor_imm_u(same, 1))
+    }
+
+    /// The even 32-bit words of `a` then of `b` (each `I32X4`).
+    fn low_words(&mut self, a: Value, b: Value) -> Value {
+        let mut mask = [0u8; 16];
+        for (k, m) in mask.iter_mut().enumerate() {
+            let word = [0usize, 2, 4, 6][k / 4];
+            *m = (word * 4 + k % 4) as u8;
+        }
+        let imm = self.b.func.dfg.immediates.push(mask.to_vec().into());
+        let a8 = self.b.ins().bitcast(I8X16, little(), a);
+        let b8 = self.b.ins().bitcast(I8X16, little(), b);
+        let r = self.b.ins().shuffle(a8, b8, imm);
+        self.b.ins().bitcast(I32X4, little(), r)
     }
 
     /// Whether every lane's and whether any lane's guard `g` (negated with `neg`) holds.
@@ -196,10 +275,14 @@ impl Lower<'_, '_> {
             .guard
             .is_none_or(|(g, _)| self.form(g) == Form::Uniform);
         let (uses, defs) = uses_defs(inst);
+        let bails = bails(&self.forms, inst);
         if guard_uniform && forms::uniform_inst(inst, &self.forms) {
             self.set_lane(0);
             let skip = self.uniform_guard(inst);
-            if self.inst(pc, inst)? {
+            self.bail = bails.then_some(pc);
+            let falls = self.inst(pc, inst);
+            self.bail = None;
+            if falls? {
                 // Give the other forms of the destinations their value.
                 for &d in &defs {
                     if d == SINK || d as usize >= self.forms.len() {
@@ -233,10 +316,13 @@ impl Lower<'_, '_> {
             self.set_lane(LANES);
             return Ok(());
         }
-        if guard_uniform && self.can_vector(inst) {
+        if guard_uniform && can_vector(&self.forms, inst) {
             self.set_lane(0);
             let skip = self.uniform_guard(inst);
-            self.vector_inst(inst)?;
+            self.bail = bails.then_some(pc);
+            let r = self.vector_inst(inst);
+            self.bail = None;
+            r?;
             if let Some(s) = skip {
                 self.b.ins().jump(s, &[]);
                 self.enter(s);
@@ -276,76 +362,6 @@ impl Lower<'_, '_> {
         }
         self.enter(doit);
         Some(skip)
-    }
-
-    /// Whether source `s` can be had as a vector.
-    fn vsrc_ok(&self, s: &Src) -> bool {
-        match s {
-            Src::Reg(r) | Src::NotReg(r) => self.form(*r) != Form::Lanes,
-            Src::Sreg(Sreg::Tid(0)) => true,
-            Src::Sreg(sr) => forms::sreg(*sr).0,
-            _ => true,
-        }
-    }
-
-    fn vdst_ok(&self, d: u32) -> bool {
-        d == SINK || self.form(d) == Form::Vector
-    }
-
-    /// Whether the vector group code has a vector form of `inst`.
-    fn can_vector(&self, inst: &Inst) -> bool {
-        match &inst.op {
-            Op::Mov { d, a, mask } => {
-                self.vdst_ok(*d) && *d != SINK && self.vsrc_ok(a) && *mask >= 0xffff_ffff
-            }
-            Op::Alu {
-                native: Some(nat),
-                ctx,
-                src,
-                nsrc,
-                dst,
-                ndst,
-                ..
-            } => {
-                let plain = ctx.rnd == Rnd::Rn && !ctx.ftz && !ctx.sat;
-                let n = (*nsrc as usize).min(4);
-                plain
-                    && dst.iter().take(*ndst as usize).all(|d| self.vdst_ok(*d))
-                    && dst[0] != SINK
-                    && src[..n].iter().all(|s| self.vsrc_ok(s))
-                    && vector_native(*nat, &src[..n])
-            }
-            Op::Ld {
-                space,
-                size: 4,
-                sext: false,
-                n: 1,
-                d,
-                addr,
-                volatile: false,
-            } => d[0] != SINK && self.vdst_ok(d[0]) && self.span_ok(*space, &addr.base),
-            Op::St {
-                space,
-                size: 4,
-                n: 1,
-                v,
-                addr,
-                volatile: false,
-            } => self.vsrc_ok(&v[0]) && self.span_ok(*space, &addr.base),
-            _ => false,
-        }
-    }
-
-    /// Whether lanes' addresses in `base` can be checked for one 16-byte access in `space`:
-    /// shared memory through 32-bit addresses (vector or per lane), global memory through
-    /// 64-bit ones (per lane).
-    fn span_ok(&self, space: Space, base: &Src) -> bool {
-        let Src::Reg(r) = base else { return false };
-        matches!(
-            (space, self.form(*r)),
-            (Space::Shared, Form::Vector | Form::Lanes)
-                | (Space::Global | Space::Generic, Form::Lanes)
-        )
     }
 
     /// Source `s` as a vector (the current lane is lane 0).
@@ -665,10 +681,15 @@ impl Lower<'_, '_> {
         self.b.ins().jump(join, &[]);
         self.enter(slow);
         self.b.set_cold_block(slow);
-        let mut v = None;
+        // Every lane's check before any lane's access: a failed check leaves the group
+        // with nothing done (see `Lower::bail`).
+        let mut ps = Vec::with_capacity(w);
         for (k, &a) in addrs.iter().enumerate() {
             self.set_lane(k);
-            let pk = self.ptr(space, a, 4, store.is_some(), line);
+            ps.push(self.ptr(space, a, 4, store.is_some(), line));
+        }
+        let mut v = None;
+        for (k, &pk) in ps.iter().enumerate() {
             match store {
                 None => {
                     let x = self.b.ins().load(I32, MemFlagsData::new(), pk, 0);
@@ -744,6 +765,95 @@ impl Lower<'_, '_> {
         let p = self.b.ins().iadd(host, o);
         (ok, p)
     }
+}
+
+/// Whether source `s` can be had as a vector.
+fn vsrc_ok(forms: &[Form], s: &Src) -> bool {
+    match s {
+        Src::Reg(r) | Src::NotReg(r) => form(forms, *r) != Form::Lanes,
+        Src::Sreg(Sreg::Tid(0)) => true,
+        Src::Sreg(sr) => forms::sreg(*sr).0,
+        _ => true,
+    }
+}
+
+fn vdst_ok(forms: &[Form], d: u32) -> bool {
+    d == SINK || form(forms, d) == Form::Vector
+}
+
+/// Whether the vector group code has a vector form of `inst`.
+pub(super) fn can_vector(forms: &[Form], inst: &Inst) -> bool {
+    match &inst.op {
+        Op::Mov { d, a, mask } => {
+            vdst_ok(forms, *d) && *d != SINK && vsrc_ok(forms, a) && *mask >= 0xffff_ffff
+        }
+        Op::Alu {
+            native: Some(nat),
+            ctx,
+            src,
+            nsrc,
+            dst,
+            ndst,
+            ..
+        } => {
+            let plain = ctx.rnd == Rnd::Rn && !ctx.ftz && !ctx.sat;
+            let n = (*nsrc as usize).min(4);
+            plain
+                && dst.iter().take(*ndst as usize).all(|d| vdst_ok(forms, *d))
+                && dst[0] != SINK
+                && src[..n].iter().all(|s| vsrc_ok(forms, s))
+                && vector_native(*nat, &src[..n])
+        }
+        Op::Ld {
+            space,
+            size: 4,
+            sext: false,
+            n: 1,
+            d,
+            addr,
+            volatile: false,
+        } => d[0] != SINK && vdst_ok(forms, d[0]) && span_ok(forms, *space, &addr.base),
+        Op::St {
+            space,
+            size: 4,
+            n: 1,
+            v,
+            addr,
+            volatile: false,
+        } => vsrc_ok(forms, &v[0]) && span_ok(forms, *space, &addr.base),
+        _ => false,
+    }
+}
+
+/// Whether lanes' addresses in `base` can be checked for one 16-byte access in `space`:
+/// shared memory through 32-bit addresses (vector or per lane), global memory through
+/// 64-bit ones (per lane).
+fn span_ok(forms: &[Form], space: Space, base: &Src) -> bool {
+    let Src::Reg(r) = base else { return false };
+    matches!(
+        (space, form(forms, *r)),
+        (Space::Shared, Form::Vector | Form::Lanes) | (Space::Global | Space::Generic, Form::Lanes)
+    )
+}
+
+/// A register's form (registers past the table: per lane).
+fn form(forms: &[Form], r: u32) -> Form {
+    forms.get(r as usize).copied().unwrap_or(Form::Lanes)
+}
+
+/// Whether the group code's fast path of `inst` leaves the group for the scalar code where its
+/// check fails (see `Lower::bail`): loads computed once for the group and the vector loads
+/// and stores, which check every lane before any lane's access.
+pub(super) fn bails(forms: &[Form], inst: &Inst) -> bool {
+    let guard_uniform = inst
+        .guard
+        .is_none_or(|(g, _)| form(forms, g) == Form::Uniform);
+    guard_uniform
+        && match inst.op {
+            Op::Ld { .. } => super::forms::uniform_inst(inst, forms) || can_vector(forms, inst),
+            Op::St { .. } => can_vector(forms, inst),
+            _ => false,
+        }
 }
 
 /// Whether `nat` with sources `src` has a vector form.

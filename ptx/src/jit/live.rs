@@ -147,3 +147,61 @@ pub(super) fn uses_defs(i: &Inst) -> (Vec<u32>, Vec<u32>) {
     }
     (u, dl)
 }
+
+/// Registers the group code may have changed since it last loaded them from the threads'
+/// slots, on entry to each instruction (bitsets of `nregs` bits): everything from the
+/// kernel's start (the slots hold nothing yet), nothing right after a barrier (the group
+/// resumes there by loading them), each instruction's destinations after it. A barrier or a
+/// divergence stores only these: the slots hold the others already.
+pub(super) fn dirty_in(code: &[Inst], nregs: u32) -> Vec<Vec<u64>> {
+    let words = (nregs as usize).div_ceil(64).max(1);
+    let mut dirty = vec![vec![0u64; words]; code.len()];
+    if code.is_empty() {
+        return dirty;
+    }
+    dirty[0] = vec![u64::MAX; words];
+    let defs: Vec<Vec<u64>> = code
+        .iter()
+        .map(|i| {
+            let mut d = vec![0u64; words];
+            for r in uses_defs(i).1 {
+                if r < nregs {
+                    d[r as usize / 64] |= 1 << (r % 64);
+                }
+            }
+            d
+        })
+        .collect();
+    let succ = |pc: usize| -> [Option<usize>; 2] {
+        let next = (pc + 1 < code.len()).then_some(pc + 1);
+        let guarded = code[pc].guard.is_some();
+        match code[pc].op {
+            Op::Bra { target } => [Some(target as usize), if guarded { next } else { None }],
+            // A barrier ends the round; the group resumes after it with clean registers
+            // (unless its guard failed and it fell through).
+            Op::Exit | Op::Ret | Op::Bar { .. } => [if guarded { next } else { None }, None],
+            _ => [next, None],
+        }
+    };
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for pc in 0..code.len() {
+            let out: Vec<u64> = dirty[pc]
+                .iter()
+                .zip(&defs[pc])
+                .map(|(a, b)| a | b)
+                .collect();
+            for s in succ(pc).into_iter().flatten() {
+                let Some(d) = dirty.get_mut(s) else { continue };
+                for (x, o) in d.iter_mut().zip(&out) {
+                    if *x | o != *x {
+                        *x |= o;
+                        changed = true;
+                    }
+                }
+            }
+        }
+    }
+    dirty
+}

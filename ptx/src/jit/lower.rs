@@ -28,7 +28,7 @@ use cranelift_frontend::{FunctionBuilder, Switch, Variable};
 
 use super::{
     forms::{Form, forms},
-    live::live_in,
+    live::{dirty_in, live_in},
     rt::{self, EXITED, FAULTED, ROUND, STOPPED, off},
 };
 use crate::{
@@ -227,6 +227,9 @@ pub(super) struct Lower<'a, 'b> {
     pub resumes: Vec<usize>,
     /// Registers live at each resume point: what a barrier saves and a resume reloads.
     saved: Vec<Vec<u32>>,
+    /// What the group code may have changed since it loaded the registers, by instruction
+    /// (see [`dirty_in`]).
+    dirty: Vec<Vec<u64>>,
 }
 
 /// Threads a group runs in lockstep, each instruction emitted once per lane: independent
@@ -467,6 +470,11 @@ impl<'a, 'b> Lower<'a, 'b> {
             helpers,
             resumes: Vec::new(),
             saved: Vec::new(),
+            dirty: if width > 1 {
+                dirty_in(code, nregs)
+            } else {
+                Vec::new()
+            },
         };
         let set_of = |l: &Vec<u64>| -> Vec<u32> {
             (0..nregs)
@@ -681,10 +689,9 @@ impl<'a, 'b> Lower<'a, 'b> {
         let rp = self.b.ins().iadd(arr.resumes, t4);
         let res = self.b.ins().load(I32, FLAGS, rp, 0);
         let fresh = self.b.ins().icmp_imm_u(IntCC::Equal, st, 0);
-        let waits = self
-            .b
-            .ins()
-            .icmp_imm_u(IntCC::Equal, st, super::WAIT as i64);
+        // WAIT or WAIT_GROUP.
+        let odd = self.b.ins().band_imm_u(st, 1);
+        let waits = self.b.ins().icmp_imm_u(IntCC::NotEqual, odd, 0);
         let rel = self.b.ins().ushr(arr.released, bar);
         let rel = self.b.ins().band_imm_u(rel, 1);
         let rel = self.b.ins().ireduce(I8, rel);
@@ -693,8 +700,9 @@ impl<'a, 'b> Lower<'a, 'b> {
     }
 
     /// Whether the `LANES` threads from `t` all run this round at the same resume point (an
-    /// `i8`), and that point (`i32`): the per-thread arrays read a group at a time.
-    fn group_runnable(&mut self, t: Value) -> (Value, Value) {
+    /// `i8`), that point (`i32`), and whether they reached it together in the group code (an
+    /// `i8`): the per-thread arrays read a group at a time.
+    fn group_runnable(&mut self, t: Value) -> (Value, Value, Value) {
         let arr = self.arr;
         let any = MemFlagsData::new().with_notrap();
         let sp = self.b.ins().iadd(arr.state, t);
@@ -713,17 +721,23 @@ impl<'a, 'b> Lower<'a, 'b> {
         let (same_res, res0) = same(self, res);
         let (same_bar, bar0) = same(self, bars);
         let fresh = self.b.ins().icmp_imm_u(IntCC::Equal, states, 0);
+        // Each WAIT or WAIT_GROUP.
+        let w2 = self.b.ins().bor_imm_u(states, 0x0202_0202);
         let waiting =
             self.b
                 .ins()
-                .icmp_imm_u(IntCC::Equal, states, super::WAIT as i64 * 0x0101_0101);
+                .icmp_imm_u(IntCC::Equal, w2, super::WAIT_GROUP as i64 * 0x0101_0101);
+        let together =
+            self.b
+                .ins()
+                .icmp_imm_u(IntCC::Equal, states, super::WAIT_GROUP as i64 * 0x0101_0101);
         let rel = self.b.ins().ushr(arr.released, bar0);
         let rel = self.b.ins().band_imm_u(rel, 1);
         let rel = self.b.ins().ireduce(I8, rel);
         let waits = self.b.ins().band(waiting, same_bar);
         let waits = self.b.ins().band(waits, rel);
         let ok = self.b.ins().bor(fresh, waits);
-        (self.b.ins().band(ok, same_res), res0)
+        (self.b.ins().band(ok, same_res), res0, together)
     }
 
     /// Defines the current lane's thread values for thread `t`: its saved-register slot,
@@ -748,7 +762,11 @@ impl<'a, 'b> Lower<'a, 'b> {
         let t4 = self.b.ins().ishl_imm_u(t, 2);
         for d in 0..3 {
             let p = self.b.ins().iadd(arr.tids[d], t4);
-            let v = self.b.ins().load(I32, FLAGS, p, 0);
+            // Read-only during the call: unused loads go.
+            let v = self
+                .b
+                .ins()
+                .load(I32, FLAGS.with_readonly().with_can_move(), p, 0);
             let v = self.b.ins().uextend(I64, v);
             self.b.def_var(self.tid[d], v);
         }
@@ -806,10 +824,12 @@ impl<'a, 'b> Lower<'a, 'b> {
         self.enter(gcheck);
         let mut all = None;
         let mut res0 = None;
+        let mut together = None;
         if w == LANES {
-            let (a, r) = self.group_runnable(t);
+            let (a, r, tg) = self.group_runnable(t);
             all = Some(a);
             res0 = Some(r);
+            together = Some(tg);
         }
         for k in (0..w).filter(|_| w != LANES) {
             let tk = self.b.ins().iadd_imm_s(t, k as i64);
@@ -873,8 +893,21 @@ impl<'a, 'b> Lower<'a, 'b> {
             self.enter(blk);
             let regs = self.saved[k].clone();
             // Threads that ran apart may disagree on a uniform register: one at a time then.
+            // Threads that reached the barrier together in the group code agree.
             let target = self.gblocks[&self.resumes[k]];
-            match self.group_reload(&regs) {
+            let check = self.vector
+                && regs
+                    .iter()
+                    .any(|&r| self.forms[r as usize] == Form::Uniform);
+            if let (true, Some(tg)) = (check, together) {
+                let (fast, checked) = (self.b.create_block(), self.b.create_block());
+                self.b.ins().brif(tg, fast, &[], checked, &[]);
+                self.enter(fast);
+                self.group_reload(&regs, false);
+                self.b.ins().jump(target, &[]);
+                self.enter(checked);
+            }
+            match self.group_reload(&regs, true) {
                 Some(differ) => {
                     self.b.ins().brif(differ, scalar, &[], target, &[]);
                 }
@@ -1043,6 +1076,21 @@ impl<'a, 'b> Lower<'a, 'b> {
         Ok(())
     }
 
+    /// Those of `regs` the group code may have changed before instruction `pc`: the others'
+    /// slots hold their values.
+    fn dirty_only(&self, pc: usize, regs: &[u32]) -> Vec<u32> {
+        let Some(d) = self.dirty.get(pc) else {
+            return regs.to_vec();
+        };
+        regs.iter()
+            .copied()
+            .filter(|&r| {
+                d.get(r as usize / 64)
+                    .is_none_or(|w| w >> (r % 64) & 1 != 0)
+            })
+            .collect()
+    }
+
     /// The block leaving the group for the scalar code at `pc` (see [`Self::bail`]).
     pub(super) fn bail_block(&mut self, pc: usize) -> Block {
         if let Some(&(_, b)) = self.bails.iter().find(|(p, _)| *p == pc) {
@@ -1085,7 +1133,7 @@ impl<'a, 'b> Lower<'a, 'b> {
         let w = self.width;
         let d = self.divs.iter().position(|&p| p == pc).unwrap_or(0);
         let point = (self.resumes.len() + 1 + d) as i64;
-        let regs = self.divsaved[d].clone();
+        let regs = self.dirty_only(pc, &self.divsaved[d].clone());
         self.group_spill(&regs);
         self.set_lane(LANES);
         let arr = self.arr;
@@ -1366,6 +1414,7 @@ impl<'a, 'b> Lower<'a, 'b> {
                 let lanes = if self.group { self.width } else { 1 };
                 let first = self.lane;
                 if self.group {
+                    let regs = self.dirty_only(pc, &regs);
                     self.group_spill(&regs);
                 } else {
                     self.spill(&regs);
@@ -1392,7 +1441,11 @@ impl<'a, 'b> Lower<'a, 'b> {
                     }
                 }
                 self.count(off::WAITING + 4 * bid as i32, lanes as i64);
-                self.thread_stops(super::WAIT);
+                self.thread_stops(if self.group {
+                    super::WAIT_GROUP
+                } else {
+                    super::WAIT
+                });
                 return Ok(false);
             }
             Op::Fence | Op::Nop => {}

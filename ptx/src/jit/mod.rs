@@ -277,8 +277,13 @@ pub(crate) fn worker(l: &Launch<'_>, c: &Compiled) {
     drop(env);
 }
 
+/// A thread's state between rounds: 0 runnable (from its start or its resume point), or one
+/// of these. Waiting states are odd.
 pub(crate) const WAIT: u8 = 1;
 pub(crate) const DONE: u8 = 2;
+/// Waiting, having reached the barrier with its whole group in the group code (its
+/// uniform registers then agree).
+pub(crate) const WAIT_GROUP: u8 = 3;
 
 fn run_block(
     l: &Launch<'_>,

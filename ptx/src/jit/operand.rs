@@ -25,10 +25,13 @@ impl Lower<'_, '_> {
             Src::Imm(v) => self.b.ins().iconst(I64, v as i64),
             Src::Sym(i, o) => {
                 let syms = self.inv.syms;
-                let v = self
-                    .b
-                    .ins()
-                    .load(I64, FLAGS, syms, (i as i32).wrapping_mul(8));
+                // The symbol table does not change during a launch.
+                let v = self.b.ins().load(
+                    I64,
+                    FLAGS.with_readonly().with_can_move(),
+                    syms,
+                    (i as i32).wrapping_mul(8),
+                );
                 self.b.ins().iadd_imm_s(v, o)
             }
             Src::Local(o) => self.b.ins().iconst(I64, o as i64),

@@ -157,9 +157,9 @@ impl Lower<'_, '_> {
     }
 
     /// Loads the group's registers `regs` from their threads' slots (the others start at
-    /// zero). Returns whether the threads disagree on a uniform register (an `i8`), if
-    /// `regs` holds one: they then have to run one at a time.
-    pub(super) fn group_reload(&mut self, regs: &[u32]) -> Option<Value> {
+    /// zero). With `check`, returns whether the threads disagree on a uniform register (an
+    /// `i8`), if `regs` holds one: they then have to run one at a time.
+    pub(super) fn group_reload(&mut self, regs: &[u32], check: bool) -> Option<Value> {
         for k in 0..self.width {
             self.set_lane(k);
             self.zero_vars();
@@ -173,6 +173,11 @@ impl Lower<'_, '_> {
         for &r in regs {
             let o = (r * REG_STRIDE) as i32;
             match self.form(r) {
+                Form::Uniform if self.width == LANES && !check => {
+                    let x = self.b.ins().load(I64, FLAGS, base, o);
+                    let var = self.lane_var(0, r);
+                    self.b.def_var(var, x);
+                }
                 Form::Uniform if self.width == LANES => {
                     let lo = self.b.ins().load(I64X2, any, base, o);
                     let hi = self.b.ins().load(I64X2, any, base, o + 16);
@@ -383,8 +388,12 @@ impl Lower<'_, '_> {
                 let t = self.b.use_var(self.t_loop);
                 let t4 = self.b.ins().ishl_imm_u(t, 2);
                 let p = self.b.ins().iadd(self.arr.tids[0], t4);
-                // The array is 4-byte aligned only.
-                self.b.ins().load(I32X4, MemFlagsData::new(), p, 0)
+                // The array is 4-byte aligned only, and read-only during the call.
+                let f = MemFlagsData::new()
+                    .with_notrap()
+                    .with_readonly()
+                    .with_can_move();
+                self.b.ins().load(I32X4, f, p, 0)
             }
             _ => {
                 let x = self.src(s);

@@ -5,6 +5,7 @@
 //!
 //!     bash bench/cpu-executor.sh            # builds the C reference, runs this
 //!     cargo run --release -p vcuda-ptx --example bench [-- --cref PATH] [--only NAME]
+//!         [--compiled-only]
 //!
 //! Times are wall seconds, the best of three runs after a warm-up (interpreted: best of two).
 
@@ -234,7 +235,11 @@ fn main() {
             t
         };
         let tc = time(true, 3);
-        let ti = time(false, 2);
+        let ti = if args.iter().any(|a| a == "--compiled-only") {
+            f64::NAN
+        } else {
+            time(false, 2)
+        };
         let c = cref.iter().find(|(n, _)| n == key).map(|(_, t)| *t);
         let ratio = |x: f64| c.map_or("-".to_string(), |c| format!("{:.1}x", x / c));
         println!(

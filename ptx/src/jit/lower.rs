@@ -523,6 +523,11 @@ impl<'a, 'b> Lower<'a, 'b> {
         std::mem::swap(&mut self.tid, &mut l.tid);
     }
 
+    /// Switches to `blk` without sealing it (a branch into it comes later).
+    fn enter_late(&mut self, blk: Block) {
+        self.b.switch_to_block(blk);
+    }
+
     /// Switches to `blk` and seals it: every branch into it has been emitted. Sealing early
     /// lets a variable's use in straight-line code see its definition, not a block parameter.
     pub(super) fn enter(&mut self, blk: Block) {
@@ -820,8 +825,11 @@ impl<'a, 'b> Lower<'a, 'b> {
         let ok = self.b.ins().band(past, fits);
         let gcheck = self.b.create_block();
         let scalar = self.b.create_block();
-        self.b.ins().brif(ok, gcheck, &[], self.check, &[]);
-        self.enter(gcheck);
+        // Filled in below, once `genter` exists: a round where every group is runnable at
+        // one point skips the checks.
+        let gfast = self.b.create_block();
+        self.b.ins().brif(ok, gfast, &[], self.check, &[]);
+        self.enter_late(gcheck);
         let mut all = None;
         let mut res0 = None;
         let mut together = None;
@@ -851,13 +859,33 @@ impl<'a, 'b> Lower<'a, 'b> {
         }
         let (all, res0) = (all.expect("lanes"), res0.expect("lanes"));
         let genter = self.b.create_block();
-        self.b.ins().brif(all, genter, &[], scalar, &[]);
+        let res0_p = self.b.append_block_param(genter, I32);
+        let together_p = self.b.append_block_param(genter, I8);
+        let tg = match together {
+            Some(tg) => tg,
+            None => self.b.ins().iconst(I8, 0),
+        };
+        self.b
+            .ins()
+            .brif(all, genter, &[res0.into(), tg.into()], scalar, &[]);
+        let (res0, together) = (res0_p, together.map(|_| together_p));
         // Not a group this round: its threads run one at a time.
         self.b.switch_to_block(scalar);
         let until = self.b.ins().iadd_imm_s(t, w as i64);
         self.b.def_var(self.scalar_until, until);
         self.b.ins().jump(self.check, &[]);
 
+        self.enter(gfast);
+        if w == LANES {
+            let all_at = self.ld_tc(I32, off::ALL_AT);
+            let one = self.b.ins().iconst(I8, 1);
+            self.b
+                .ins()
+                .brif(all_at, genter, &[all_at.into(), one.into()], gcheck, &[]);
+        } else {
+            self.b.ins().jump(gcheck, &[]);
+        }
+        self.b.seal_block(gcheck);
         self.enter(genter);
         for k in 0..w {
             self.set_lane(k);
@@ -947,6 +975,27 @@ impl<'a, 'b> Lower<'a, 'b> {
             self.next_thread
         };
         self.b.ins().jump(next, &[]);
+    }
+
+    /// Records a barrier arrival at resume point `point` (index + 1) for the runner's
+    /// next-round shortcut (see [`rt::ThreadCtx::all_at`]).
+    fn group_arrival(&mut self, point: i64) {
+        if !self.group || self.width != LANES {
+            let one = self.b.ins().iconst(I32, 1);
+            self.b.ins().store(FLAGS, one, self.tc, off::GROUP_MIXED);
+            return;
+        }
+        let gp = self.ld_tc(I32, off::GROUP_POINT);
+        let other = self.b.ins().icmp_imm_u(IntCC::NotEqual, gp, point);
+        let some = self.b.ins().icmp_imm_u(IntCC::NotEqual, gp, 0);
+        let differs = self.b.ins().band(other, some);
+        let differs = self.b.ins().uextend(I32, differs);
+        let m = self.ld_tc(I32, off::GROUP_MIXED);
+        let m = self.b.ins().bor(m, differs);
+        self.b.ins().store(FLAGS, m, self.tc, off::GROUP_MIXED);
+        let p = self.b.ins().iconst(I32, point);
+        self.b.ins().store(FLAGS, p, self.tc, off::GROUP_POINT);
+        self.count(off::GROUP_ARRIVALS, LANES as i64);
     }
 
     /// Adds `n` to the u32 counter at `offset` in the ThreadCtx.
@@ -1441,6 +1490,7 @@ impl<'a, 'b> Lower<'a, 'b> {
                     }
                 }
                 self.count(off::WAITING + 4 * bid as i32, lanes as i64);
+                self.group_arrival(k as i64 + 1);
                 self.thread_stops(if self.group {
                     super::WAIT_GROUP
                 } else {

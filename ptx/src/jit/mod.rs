@@ -309,8 +309,12 @@ fn run_block(
     b.tc.released = 0;
     b.tc.done = 0;
     b.tc.waiting = [0; 16];
+    b.tc.all_at = 0;
     let n = b.state.len() as u32;
     loop {
+        b.tc.group_point = 0;
+        b.tc.group_mixed = 0;
+        b.tc.group_arrivals = 0;
         let r = c.call(b);
         // SAFETY: the compiled code has returned; nothing else uses `envp` now.
         let env = unsafe { &mut *envp };
@@ -369,6 +373,13 @@ fn run_block(
             return Err(KernelError::Deadlock { block: ctaid });
         }
         b.tc.released = released;
+        // Every thread reached the same point in whole groups (so its barrier, released
+        // above): the next round takes the groups as runnable there.
+        b.tc.all_at = if b.tc.group_mixed == 0 && b.tc.group_arrivals == n {
+            b.tc.group_point
+        } else {
+            0
+        };
         if l.abort.load(Ordering::Relaxed) {
             return Ok(());
         }

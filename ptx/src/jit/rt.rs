@@ -115,6 +115,16 @@ pub(crate) struct ThreadCtx {
     /// (the compiled code counts them; the runner releases a barrier all live threads wait on).
     pub done: u32,
     pub waiting: [u32; 16],
+    /// This round's barrier arrivals in the group code, whole groups at a time: the resume
+    /// point they reached (its index + 1; 0: none yet), whether any arrival differed
+    /// (another point, or a thread arriving on its own), and how many threads arrived so.
+    pub group_point: u32,
+    pub group_mixed: u32,
+    pub group_arrivals: u32,
+    /// Set by the runner for a round: every thread of the block waits at this resume point
+    /// (index + 1), reached in whole groups, and its barrier is released, so the group
+    /// code takes each group as runnable there without reading the per-thread arrays.
+    pub all_at: u32,
 }
 
 /// Byte offsets of [`ThreadCtx`] fields, for the code generator.
@@ -151,6 +161,10 @@ pub(crate) mod off {
     pub const RELEASED: i32 = offset_of!(ThreadCtx, released) as i32;
     pub const DONE: i32 = offset_of!(ThreadCtx, done) as i32;
     pub const WAITING: i32 = offset_of!(ThreadCtx, waiting) as i32;
+    pub const GROUP_POINT: i32 = offset_of!(ThreadCtx, group_point) as i32;
+    pub const GROUP_MIXED: i32 = offset_of!(ThreadCtx, group_mixed) as i32;
+    pub const GROUP_ARRIVALS: i32 = offset_of!(ThreadCtx, group_arrivals) as i32;
+    pub const ALL_AT: i32 = offset_of!(ThreadCtx, all_at) as i32;
 }
 
 impl ThreadCtx {
@@ -192,6 +206,10 @@ impl ThreadCtx {
             released: 0,
             done: 0,
             waiting: [0; 16],
+            group_point: 0,
+            group_mixed: 0,
+            group_arrivals: 0,
+            all_at: 0,
         }
     }
 

@@ -930,3 +930,40 @@ fn group_code_loads_and_stores_words_in_and_out_of_order() {
         assert_eq!(w[2], 6, "thread {t}");
     }
 }
+
+#[test]
+fn group_code_widens_only_what_does_not_wrap() {
+    // %rd1 steps by one from lane to lane, unless the 32-bit values wrap inside a group
+    // (threads 0-3 here): the group code must see that and go lane by lane.
+    let body = "add.s32 %r1, %r60, 2147483646;\n\
+        mul.wide.s32 %rd1, %r1, 1;\n\
+        st.global.u64 [%rd63], %rd1;\n\
+        mul.wide.u32 %rd2, %r1, 4;\n\
+        st.global.u64 [%rd63+8], %rd2;";
+    let r = run(&kernel("", body), 16, &[]);
+    for (t, w) in r.iter().enumerate() {
+        let x = 2147483646i32.wrapping_add(t as i32);
+        let got = |k: usize| w[k] as u64 | (w[k + 1] as u64) << 32;
+        assert_eq!(got(0), x as i64 as u64, "thread {t}");
+        assert_eq!(got(2), x as u32 as u64 * 4, "thread {t}");
+    }
+}
+
+#[test]
+fn group_code_sees_addresses_threads_moved_apart_before_a_barrier() {
+    // %rd1 steps by 4 from lane to lane, until odd threads add 100 on their own.
+    let body = "mul.wide.u32 %rd1, %r60, 4;\n\
+        and.b32 %r2, %r60, 1;\n\
+        setp.eq.u32 %p1, %r2, 0;\n\
+        @%p1 bra SKIP;\n\
+        add.s64 %rd1, %rd1, 100;\n\
+        SKIP:\n\
+        bar.sync 0;\n\
+        add.s64 %rd1, %rd1, 1;\n\
+        st.global.u64 [%rd63], %rd1;";
+    let r = run(&kernel("", body), 64, &[]);
+    for (t, w) in r.iter().enumerate() {
+        let want = t as u64 * 4 + if t % 2 == 1 { 100 } else { 0 } + 1;
+        assert_eq!(w[0] as u64 | (w[1] as u64) << 32, want, "thread {t}");
+    }
+}

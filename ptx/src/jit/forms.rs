@@ -27,9 +27,15 @@ pub(super) enum Form {
     Uniform,
     /// Values of at most 32 bits: one `I32X4` vector, lane `k` in element `k`.
     Vector,
+    /// 64-bit values that step by a constant from lane to lane (see [`strides`]): lane 0's
+    /// value, the others computed from it.
+    Affine,
     /// One 64-bit value per lane.
     Lanes,
 }
+
+/// Strides beyond this are not tracked (a group's span must not wrap).
+const MAX_STRIDE: i64 = 1 << 24;
 
 /// The form of each register of `code`.
 pub(super) fn forms(code: &[Inst], nregs: u32) -> Vec<Form> {
@@ -59,13 +65,175 @@ pub(super) fn forms(code: &[Inst], nregs: u32) -> Vec<Form> {
             }
         }
     }
-    (0..n)
+    let mut f: Vec<Form> = (0..n)
         .map(|k| match (uniform[k], narrow[k]) {
             (true, _) => Form::Uniform,
             (false, true) => Form::Vector,
             (false, false) => Form::Lanes,
         })
+        .collect();
+    let st = strides(code, &f);
+    for (k, form) in f.iter_mut().enumerate() {
+        if *form == Form::Lanes && st[k].is_some() {
+            *form = Form::Affine;
+        }
+    }
+    f
+}
+
+/// A stride in the analysis: no definition seen yet, a constant, or none.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum St {
+    Top,
+    K(i64),
+    Bot,
+}
+
+impl St {
+    fn join(self, o: St) -> St {
+        match (self, o) {
+            (St::Top, x) | (x, St::Top) => x,
+            (St::K(a), St::K(b)) if a == b => St::K(a),
+            _ => St::Bot,
+        }
+    }
+
+    fn map2(self, o: St, f: impl Fn(i64, i64) -> Option<i64>) -> St {
+        match (self, o) {
+            (St::Bot, _) | (_, St::Bot) => St::Bot,
+            (St::Top, _) | (_, St::Top) => St::Top,
+            (St::K(a), St::K(b)) => match f(a, b) {
+                Some(x) if x.abs() <= MAX_STRIDE => St::K(x),
+                _ => St::Bot,
+            },
+        }
+    }
+}
+
+/// Each register's stride from lane to lane in the group code, where it has one: lane
+/// `k`'s value is lane 0's plus `k` times it (modulo 2^32 for narrow registers, whose
+/// arithmetic is 32 bits wide, and 2^64 for the others). `%tid.x` steps by 1 (groups are
+/// consecutive threads of a row), uniform values by 0; sums, differences, products with
+/// constants and shifts by constants of values with strides have strides. Widening a
+/// narrow value keeps its stride only where no lane wraps; the group code checks that
+/// where it widens (see `Lower::affine_inst`). Registers the group code reloads are
+/// checked too, unless the group reached the barrier together.
+pub(super) fn strides(code: &[Inst], forms: &[Form]) -> Vec<Option<i64>> {
+    let n = forms.len();
+    let mut st: Vec<St> = forms
+        .iter()
+        .map(|f| {
+            if *f == Form::Uniform {
+                St::K(0)
+            } else {
+                St::Top
+            }
+        })
+        .collect();
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for i in code {
+            let guard_uniform = i
+                .guard
+                .is_none_or(|(g, _)| forms.get(g as usize) == Some(&Form::Uniform));
+            let (_, dl) = super::live::uses_defs(i);
+            let v = if guard_uniform && dl.len() == 1 {
+                def_stride(i, &st, forms)
+            } else {
+                St::Bot
+            };
+            for d in dl {
+                let Some(k) = (d != SINK).then_some(d as usize).filter(|&k| k < n) else {
+                    continue;
+                };
+                if forms[k] == Form::Uniform {
+                    continue;
+                }
+                let j = st[k].join(v);
+                if j != st[k] {
+                    st[k] = j;
+                    changed = true;
+                }
+            }
+        }
+    }
+    st.into_iter()
+        .map(|s| match s {
+            St::K(x) => Some(x),
+            _ => None,
+        })
         .collect()
+}
+
+fn src_stride(s: &Src, st: &[St]) -> St {
+    match s {
+        Src::Reg(r) => st.get(*r as usize).copied().unwrap_or(St::Bot),
+        Src::Imm(_) | Src::Sym(..) | Src::Local(_) => St::K(0),
+        Src::Sreg(Sreg::Tid(0)) => St::K(1),
+        Src::Sreg(sr) if sreg(*sr).0 => St::K(0),
+        _ => St::Bot,
+    }
+}
+
+/// The stride of the value instruction `i` writes, from its sources' strides.
+fn def_stride(i: &Inst, st: &[St], forms: &[Form]) -> St {
+    use crate::alu::native::{IntOp, Native};
+    let s = |x: &Src| src_stride(x, st);
+    let imm = |x: &Src| match x {
+        Src::Imm(v) => Some(*v as i64),
+        _ => None,
+    };
+    // a * b where one side is a constant.
+    let mul = |a: &Src, b: &Src| match (imm(a), imm(b)) {
+        (_, Some(c)) => s(a).map2(St::K(0), |x, _| x.checked_mul(c)),
+        (Some(c), _) => s(b).map2(St::K(0), |x, _| x.checked_mul(c)),
+        _ => s(a).map2(s(b), |x, y| (x == 0 && y == 0).then_some(0)),
+    };
+    match &i.op {
+        // A 32-bit mask keeps a stride modulo 2^32: for narrow registers only.
+        Op::Mov { a, mask, d } => {
+            let narrow = forms.get(*d as usize) == Some(&Form::Vector);
+            if *mask == u64::MAX || *mask == u32::MAX as u64 && narrow {
+                s(a)
+            } else {
+                St::Bot
+            }
+        }
+        Op::Cvta { a, mask, .. } if *mask == u64::MAX => s(a),
+        Op::Alu {
+            native: Some(nat),
+            ctx,
+            src,
+            ..
+        } if !ctx.sat && !ctx.ftz => match *nat {
+            Native::Int { op, bits, .. } if bits == 32 || bits == 64 => match op {
+                IntOp::Add => s(&src[0]).map2(s(&src[1]), i64::checked_add),
+                IntOp::Sub => s(&src[0]).map2(s(&src[1]), i64::checked_sub),
+                IntOp::Neg => s(&src[0]).map2(St::K(0), |x, _| x.checked_neg()),
+                IntOp::MulLo => mul(&src[0], &src[1]),
+                IntOp::MadLo => mul(&src[0], &src[1]).map2(s(&src[2]), i64::checked_add),
+                IntOp::Shl => match imm(&src[1]) {
+                    Some(c) if (0..bits as i64).contains(&c) => {
+                        s(&src[0]).map2(St::K(0), |x, _| x.checked_mul(1 << c))
+                    }
+                    _ => St::Bot,
+                },
+                _ => St::Bot,
+            },
+            Native::Wide { mad, bits: 32, .. } => {
+                let m = mul(&src[0], &src[1]);
+                if mad {
+                    m.map2(s(&src[2]), i64::checked_add)
+                } else {
+                    m
+                }
+            }
+            Native::CvtII { dst, src: sty } if dst.bits() >= sty.bits() => s(&src[0]),
+            _ => St::Bot,
+        },
+        _ => St::Bot,
+    }
 }
 
 /// Whether special register `s` is uniform across a group, and narrow.
@@ -207,6 +375,34 @@ mod tests {
         let k = &m.kernels[id.0 as usize];
         let flat = super::super::inline::flatten(&m, k.func as usize).expect("flatten");
         (forms(&flat.code, flat.nregs), flat.code)
+    }
+
+    #[test]
+    fn vector_add_addresses_step_by_a_word() {
+        let src = include_str!("../../tests/fixtures/basic.ptx");
+        let (f, code) = kernel_forms(src, "vectorAdd");
+        let st = strides(&code, &f);
+        // Every global access goes through an address stepping 4 bytes per lane.
+        let mut n = 0;
+        for i in &code {
+            let base = match &i.op {
+                Op::Ld {
+                    space: Space::Global,
+                    addr,
+                    ..
+                }
+                | Op::St {
+                    space: Space::Global,
+                    addr,
+                    ..
+                } => addr.base,
+                _ => continue,
+            };
+            let Src::Reg(r) = base else { panic!("address") };
+            assert_eq!((f[r as usize], st[r as usize]), (Form::Affine, Some(4)));
+            n += 1;
+        }
+        assert_eq!(n, 3);
     }
 
     #[test]

@@ -176,6 +176,8 @@ pub(super) struct Lower<'a, 'b> {
     /// The group code keeps registers in their [`Form`]s (else every register per lane).
     pub(super) vector: bool,
     pub(super) forms: Vec<Form>,
+    /// Each register's stride from lane to lane, where it has one (see `forms::strides`).
+    pub(super) strides: Vec<Option<i64>>,
     /// A vector register's `I32X4` variable in the group code.
     pub(super) vvars: Vec<Option<Variable>>,
     /// Scratch vector variable.
@@ -320,6 +322,11 @@ impl<'a, 'b> Lower<'a, 'b> {
         } else {
             vec![Form::Lanes; nregs as usize]
         };
+        let strides = if vector {
+            super::forms::strides(code, &fm)
+        } else {
+            vec![None; nregs as usize]
+        };
         let vvars: Vec<Option<Variable>> = fm
             .iter()
             .map(|f| (*f == Form::Vector).then(|| b.declare_var(I32X4)))
@@ -392,7 +399,7 @@ impl<'a, 'b> Lower<'a, 'b> {
                             code[pc].op,
                             Op::Bra { .. } | Op::Exit | Op::Ret | Op::Bar { .. }
                         )
-                        || vector && super::vector::bails(&fm, &code[pc])
+                        || vector && super::vector::bails(&fm, &strides, &code[pc])
                 })
                 .collect()
         } else {
@@ -440,6 +447,7 @@ impl<'a, 'b> Lower<'a, 'b> {
             width,
             vector,
             forms: fm,
+            strides,
             vvars,
             vtmp,
             span_lim: inv.shared_len,

@@ -11,7 +11,7 @@
 use cranelift_codegen::ir::{
     Endianness, InstBuilder, MemFlagsData, Value,
     condcodes::{FloatCC, IntCC},
-    types::{F32X4, I8X16, I32, I32X4, I64, I64X2},
+    types::{F32X4, I8, I8X16, I32, I32X4, I64, I64X2},
 };
 use cranelift_frontend::Variable;
 
@@ -59,6 +59,11 @@ impl Lower<'_, '_> {
         self.forms.get(r as usize).copied().unwrap_or(Form::Lanes)
     }
 
+    /// Register `r`'s stride from lane to lane (0 where it has none).
+    fn stride(&self, r: u32) -> i64 {
+        self.strides.get(r as usize).copied().flatten().unwrap_or(0)
+    }
+
     fn vvar(&self, r: u32) -> Option<Variable> {
         self.vvars.get(r as usize).copied().flatten()
     }
@@ -86,6 +91,17 @@ impl Lower<'_, '_> {
             return;
         }
         for &r in regs {
+            if self.form(r) == Form::Affine {
+                let stride = self.stride(r);
+                let var0 = self.lane_var(0, r);
+                let base = self.b.use_var(var0);
+                for k in 1..LANES {
+                    let x = self.b.ins().iadd_imm_s(base, stride * k as i64);
+                    let var = self.lane_var(k, r);
+                    self.b.def_var(var, x);
+                }
+                continue;
+            }
             let Some(vv) = self.vvar(r) else { continue };
             let v = self.b.use_var(vv);
             for k in 0..LANES {
@@ -136,6 +152,15 @@ impl Lower<'_, '_> {
                     let v = self.b.ins().splat(I64X2, x);
                     self.b.ins().store(any, v, base, o);
                     self.b.ins().store(any, v, base, o + 16);
+                }
+                Form::Affine => {
+                    let stride = self.stride(r);
+                    let var0 = self.lane_var(0, r);
+                    let x0 = self.b.use_var(var0);
+                    for k in 0..LANES {
+                        let x = self.b.ins().iadd_imm_s(x0, stride * k as i64);
+                        self.b.ins().store(FLAGS, x, base, o + 8 * k as i32);
+                    }
                 }
                 Form::Vector => {
                     let vv = self.vvar(r).expect("vector register");
@@ -201,6 +226,36 @@ impl Lower<'_, '_> {
                     let v = self.low_words(lo, hi);
                     let vv = self.vvar(r).expect("vector register");
                     self.b.def_var(vv, v);
+                    if let (true, Some(stride)) = (check, self.strides[r as usize]) {
+                        // The lanes must step by the register's stride.
+                        let x = self.b.ins().extractlane(v, 0);
+                        let sp = self.b.ins().splat(I32X4, x);
+                        let steps = self.iota_of(stride);
+                        let want = self.b.ins().iadd(sp, steps);
+                        let eq = self.b.ins().icmp(IntCC::Equal, v, want);
+                        let same = self.b.ins().vall_true(eq);
+                        differ = Some(match differ {
+                            None => same,
+                            Some(d) => self.b.ins().band(d, same),
+                        });
+                    }
+                }
+                Form::Affine => {
+                    let stride = self.stride(r);
+                    let x0 = self.b.ins().load(I64, FLAGS, base, o);
+                    let var0 = self.lane_var(0, r);
+                    self.b.def_var(var0, x0);
+                    if check {
+                        for k in 1..LANES {
+                            let x = self.b.ins().load(I64, FLAGS, base, o + 8 * k as i32);
+                            let want = self.b.ins().iadd_imm_s(x0, stride * k as i64);
+                            let same = self.b.ins().icmp(IntCC::Equal, x, want);
+                            differ = Some(match differ {
+                                None => same,
+                                Some(d) => self.b.ins().band(d, same),
+                            });
+                        }
+                    }
                 }
                 _ => {
                     for k in 0..self.width {
@@ -253,7 +308,8 @@ impl Lower<'_, '_> {
                 let m = self.b.ins().icmp(cc, v, zero);
                 (self.b.ins().vall_true(m), self.b.ins().vany_true(m))
             }
-            Form::Lanes => {
+            Form::Lanes | Form::Affine => {
+                self.unpack(&[g]);
                 let (mut all, mut any) = (None, None);
                 for k in 0..self.width {
                     let var = self.lane_var(k, g);
@@ -280,7 +336,10 @@ impl Lower<'_, '_> {
             .guard
             .is_none_or(|(g, _)| self.form(g) == Form::Uniform);
         let (uses, defs) = uses_defs(inst);
-        let bails = bails(&self.forms, inst);
+        let bails = bails(&self.forms, &self.strides, inst);
+        if defs.iter().any(|&d| self.form(d) == Form::Affine) {
+            return self.affine_inst(pc, inst, &uses, &defs);
+        }
         if guard_uniform && forms::uniform_inst(inst, &self.forms) {
             self.set_lane(0);
             let skip = self.uniform_guard(inst);
@@ -294,7 +353,8 @@ impl Lower<'_, '_> {
                         continue;
                     }
                     match self.form(d) {
-                        Form::Uniform => {}
+                        // (An affine register's lane-0 variable holds its base.)
+                        Form::Uniform | Form::Affine => {}
                         Form::Vector => {
                             let x = self.b.use_var(self.vars[d as usize]);
                             let x = self.b.ins().ireduce(I32, x);
@@ -321,7 +381,7 @@ impl Lower<'_, '_> {
             self.set_lane(LANES);
             return Ok(());
         }
-        if guard_uniform && can_vector(&self.forms, inst) {
+        if guard_uniform && can_vector(&self.forms, &self.strides, inst) {
             self.set_lane(0);
             let skip = self.uniform_guard(inst);
             self.bail = bails.then_some(pc);
@@ -349,6 +409,114 @@ impl Lower<'_, '_> {
         let mut written = defs;
         written.retain(|&r| r != SINK);
         self.pack(&written);
+        Ok(())
+    }
+
+    /// Emits an instruction writing an affine register: computed once, for lane 0, which
+    /// gives the base (the instructions with strides are linear). Where it reads a vector
+    /// register (a 32-bit value widened, or used in 64-bit arithmetic) lane 3 is computed
+    /// too, and a group whose lanes wrap (lane 3 not where the stride puts it) leaves for
+    /// the scalar code at this instruction.
+    fn affine_inst(
+        &mut self,
+        pc: usize,
+        inst: &Inst,
+        uses: &[u32],
+        defs: &[u32],
+    ) -> Result<(), Reject> {
+        let vectors: Vec<u32> = uses
+            .iter()
+            .copied()
+            .filter(|&u| self.form(u) == Form::Vector)
+            .collect();
+        let affine: Vec<u32> = uses
+            .iter()
+            .copied()
+            .filter(|&u| self.form(u) == Form::Affine)
+            .collect();
+        self.set_lane(0);
+        let skip = self.uniform_guard(inst);
+        let check = !vectors.is_empty();
+        if check {
+            // Lanes 0 and 3 of the vector sources; lane 3 of the affine ones.
+            self.set_lane(LANES);
+            for &r in &vectors {
+                let vv = self.vvar(r).expect("vector register");
+                let v = self.b.use_var(vv);
+                for k in [0, LANES - 1] {
+                    let x = self.b.ins().extractlane(v, k as u8);
+                    let x = self.b.ins().uextend(I64, x);
+                    let var = self.lane_var(k, r);
+                    self.b.def_var(var, x);
+                }
+            }
+            for &r in &affine {
+                let stride = self.stride(r);
+                let var0 = self.lane_var(0, r);
+                let x0 = self.b.use_var(var0);
+                let x = self.b.ins().iadd_imm_s(x0, stride * (LANES as i64 - 1));
+                let var = self.lane_var(LANES - 1, r);
+                self.b.def_var(var, x);
+            }
+            self.set_lane(LANES - 1);
+            if !self.inst(pc, inst)? {
+                return Err("affine instruction".into());
+            }
+        }
+        // A destination that is also a source: its value before the instruction, for the
+        // scalar code should the group leave here.
+        let before: Vec<(Variable, Value)> = if check {
+            defs.iter()
+                .filter(|d| uses.contains(d))
+                .map(|&d| {
+                    let var = self.lane_var(0, d);
+                    (var, self.b.use_var(var))
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        self.set_lane(0);
+        if !self.inst(pc, inst)? {
+            return Err("affine instruction".into());
+        }
+        if check {
+            self.set_lane(LANES);
+            let mut ok: Option<Value> = None;
+            for &d in defs {
+                if d == SINK || self.form(d) != Form::Affine {
+                    continue;
+                }
+                let stride = self.stride(d);
+                let var0 = self.lane_var(0, d);
+                let x0 = self.b.use_var(var0);
+                let var3 = self.lane_var(LANES - 1, d);
+                let x3 = self.b.use_var(var3);
+                let want = self.b.ins().iadd_imm_s(x0, stride * (LANES as i64 - 1));
+                let same = self.b.ins().icmp(IntCC::Equal, x3, want);
+                ok = Some(match ok {
+                    None => same,
+                    Some(a) => self.b.ins().band(a, same),
+                });
+            }
+            if let Some(ok) = ok {
+                let (go, undo) = (self.b.create_block(), self.b.create_block());
+                self.b.ins().brif(ok, go, &[], undo, &[]);
+                self.enter(undo);
+                self.b.set_cold_block(undo);
+                for &(var, v) in &before {
+                    self.b.def_var(var, v);
+                }
+                let out = self.bail_block(pc);
+                self.b.ins().jump(out, &[]);
+                self.enter(go);
+            }
+        }
+        if let Some(s) = skip {
+            self.b.ins().jump(s, &[]);
+            self.enter(s);
+        }
+        self.set_lane(LANES);
         Ok(())
     }
 
@@ -651,6 +819,16 @@ impl Lower<'_, '_> {
                     .collect();
                 (addrs, contig)
             }
+            Form::Affine => {
+                // Consecutive words (see `span_ok`).
+                let stride = self.stride(r);
+                let var0 = self.lane_var(0, r);
+                let x0 = self.b.use_var(var0);
+                let addrs: Vec<Value> = (0..w)
+                    .map(|k| self.b.ins().iadd_imm_s(x0, off + stride * k as i64))
+                    .collect();
+                (addrs, self.b.ins().iconst(I8, 1))
+            }
             _ => {
                 let addrs: Vec<Value> = (0..w)
                     .map(|k| {
@@ -738,8 +916,13 @@ impl Lower<'_, '_> {
 
     /// The vector `[0, 4, 8, 12]`.
     fn iota(&mut self) -> Value {
-        let bytes: Vec<u8> = [0u32, 4, 8, 12]
-            .iter()
+        self.iota_of(4)
+    }
+
+    /// The vector `[0, s, 2s, 3s]` (32-bit lanes, wrapping).
+    fn iota_of(&mut self, s: i64) -> Value {
+        let bytes: Vec<u8> = (0..4u32)
+            .map(|k| (s as u32).wrapping_mul(k))
             .flat_map(|x| x.to_le_bytes())
             .collect();
         let c = self.b.func.dfg.constants.insert(bytes.into());
@@ -779,7 +962,9 @@ impl Lower<'_, '_> {
 /// Whether source `s` can be had as a vector.
 fn vsrc_ok(forms: &[Form], s: &Src) -> bool {
     match s {
-        Src::Reg(r) | Src::NotReg(r) => form(forms, *r) != Form::Lanes,
+        Src::Reg(r) | Src::NotReg(r) => {
+            matches!(form(forms, *r), Form::Uniform | Form::Vector)
+        }
         Src::Sreg(Sreg::Tid(0)) => true,
         Src::Sreg(sr) => forms::sreg(*sr).0,
         _ => true,
@@ -791,7 +976,7 @@ fn vdst_ok(forms: &[Form], d: u32) -> bool {
 }
 
 /// Whether the vector group code has a vector form of `inst`.
-pub(super) fn can_vector(forms: &[Form], inst: &Inst) -> bool {
+pub(super) fn can_vector(forms: &[Form], strides: &[Option<i64>], inst: &Inst) -> bool {
     match &inst.op {
         Op::Mov { d, a, mask } => {
             vdst_ok(forms, *d) && *d != SINK && vsrc_ok(forms, a) && *mask >= 0xffff_ffff
@@ -821,7 +1006,7 @@ pub(super) fn can_vector(forms: &[Form], inst: &Inst) -> bool {
             d,
             addr,
             volatile: false,
-        } => d[0] != SINK && vdst_ok(forms, d[0]) && span_ok(forms, *space, &addr.base),
+        } => d[0] != SINK && vdst_ok(forms, d[0]) && span_ok(forms, strides, *space, &addr.base),
         Op::St {
             space,
             size: 4,
@@ -829,7 +1014,7 @@ pub(super) fn can_vector(forms: &[Form], inst: &Inst) -> bool {
             v,
             addr,
             volatile: false,
-        } => vsrc_ok(forms, &v[0]) && span_ok(forms, *space, &addr.base),
+        } => vsrc_ok(forms, &v[0]) && span_ok(forms, strides, *space, &addr.base),
         _ => false,
     }
 }
@@ -837,12 +1022,16 @@ pub(super) fn can_vector(forms: &[Form], inst: &Inst) -> bool {
 /// Whether lanes' addresses in `base` can be checked for one 16-byte access in `space`:
 /// shared memory through 32-bit addresses (vector or per lane), global memory through
 /// 64-bit ones (per lane).
-fn span_ok(forms: &[Form], space: Space, base: &Src) -> bool {
+fn span_ok(forms: &[Form], strides: &[Option<i64>], space: Space, base: &Src) -> bool {
     let Src::Reg(r) = base else { return false };
-    matches!(
-        (space, form(forms, *r)),
-        (Space::Shared, Form::Vector | Form::Lanes) | (Space::Global | Space::Generic, Form::Lanes)
-    )
+    let words = strides.get(*r as usize).copied().flatten() == Some(4);
+    match (space, form(forms, *r)) {
+        (Space::Shared, Form::Vector | Form::Lanes) => true,
+        (Space::Global | Space::Generic, Form::Lanes) => true,
+        // Consecutive words by construction.
+        (Space::Global | Space::Generic, Form::Affine) => words,
+        _ => false,
+    }
 }
 
 /// A register's form (registers past the table: per lane).
@@ -853,16 +1042,23 @@ fn form(forms: &[Form], r: u32) -> Form {
 /// Whether the group code's fast path of `inst` leaves the group for the scalar code where its
 /// check fails (see `Lower::bail`): loads computed once for the group and the vector loads
 /// and stores, which check every lane before any lane's access.
-pub(super) fn bails(forms: &[Form], inst: &Inst) -> bool {
+pub(super) fn bails(forms: &[Form], strides: &[Option<i64>], inst: &Inst) -> bool {
     let guard_uniform = inst
         .guard
         .is_none_or(|(g, _)| form(forms, g) == Form::Uniform);
-    guard_uniform
-        && match inst.op {
-            Op::Ld { .. } => super::forms::uniform_inst(inst, forms) || can_vector(forms, inst),
-            Op::St { .. } => can_vector(forms, inst),
-            _ => false,
-        }
+    let (uses, defs) = super::live::uses_defs(inst);
+    // An affine result computed from a vector, which must not wrap across the group.
+    let widens = defs.iter().any(|&d| form(forms, d) == Form::Affine)
+        && uses.iter().any(|&u| form(forms, u) == Form::Vector);
+    widens
+        || guard_uniform
+            && match inst.op {
+                Op::Ld { .. } => {
+                    super::forms::uniform_inst(inst, forms) || can_vector(forms, strides, inst)
+                }
+                Op::St { .. } => can_vector(forms, strides, inst),
+                _ => false,
+            }
 }
 
 /// Whether `nat` with sources `src` has a vector form.

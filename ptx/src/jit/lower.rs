@@ -1400,6 +1400,12 @@ impl<'a, 'b> Lower<'a, 'b> {
                 let a = self.src(&addr.base);
                 let a = self.b.ins().iadd_imm_s(a, addr.off);
                 let (bv, cv) = (self.src(b), self.src(c));
+                if let Some(old) =
+                    self.shared_atomic(*space, *op, *size, *signed, a, bv, cv, inst.line)
+                {
+                    self.def(*d, old);
+                    return Ok(true);
+                }
                 let opi = rt::ATOM_OPS.iter().position(|o| o == op).unwrap_or(0) as u32;
                 let packed = rt::space_code(*space)
                     | opi << 4
@@ -1597,6 +1603,58 @@ impl<'a, 'b> Lower<'a, 'b> {
             _ => return Err("instruction".into()),
         }
         Ok(true)
+    }
+
+    /// An integer atomic on shared memory, inline: the block's threads run one at a time on
+    /// this OS thread, so a plain read-modify-write is atomic (as in `rt::h_atom`). Returns
+    /// the old value, or `None` where the helper does it.
+    #[allow(clippy::too_many_arguments)]
+    fn shared_atomic(
+        &mut self,
+        space: Space,
+        op: crate::ir::AtomOp,
+        size: u8,
+        signed: bool,
+        a: Value,
+        b: Value,
+        c: Value,
+        line: u32,
+    ) -> Option<Value> {
+        use crate::ir::AtomOp as A;
+        let ty = match size {
+            4 => I32,
+            8 => I64,
+            _ => return None,
+        };
+        if space != Space::Shared
+            || !matches!(
+                op,
+                A::Add | A::Min | A::Max | A::Exch | A::Cas | A::And | A::Or | A::Xor
+            )
+        {
+            return None;
+        }
+        let p = self.ptr(space, a, size as u32, true, line);
+        let old = self.b.ins().load(ty, MemFlagsData::new(), p, 0);
+        let b = self.narrow(b, size * 8);
+        let new = match op {
+            A::Add => self.b.ins().iadd(old, b),
+            A::Min if signed => self.b.ins().smin(old, b),
+            A::Min => self.b.ins().umin(old, b),
+            A::Max if signed => self.b.ins().smax(old, b),
+            A::Max => self.b.ins().umax(old, b),
+            A::Exch => b,
+            A::Cas => {
+                let c = self.narrow(c, size * 8);
+                let eq = self.b.ins().icmp(IntCC::Equal, old, b);
+                self.b.ins().select(eq, c, old)
+            }
+            A::And => self.b.ins().band(old, b),
+            A::Or => self.b.ins().bor(old, b),
+            _ => self.b.ins().bxor(old, b),
+        };
+        self.b.ins().store(MemFlagsData::new(), new, p, 0);
+        Some(self.widen(old, false))
     }
 
     /// Calls a helper `fn(tc, inst, args, out) -> u32` with the values of `srcs` as its

@@ -136,42 +136,13 @@ impl Lower<'_, '_> {
                     let f64 = ty == Ty::F64;
                     let a = self.as_float(a, f64);
                     let b = self.as_float(b, f64);
-                    let cc = match cmp {
-                        C_EQ => FloatCC::Equal,
-                        C_NE => FloatCC::OrderedNotEqual,
-                        C_LT => FloatCC::LessThan,
-                        C_LE => FloatCC::LessThanOrEqual,
-                        C_GT => FloatCC::GreaterThan,
-                        C_GE => FloatCC::GreaterThanOrEqual,
-                        C_EQU => FloatCC::UnorderedOrEqual,
-                        C_NEU => FloatCC::NotEqual,
-                        C_LTU => FloatCC::UnorderedOrLessThan,
-                        C_LEU => FloatCC::UnorderedOrLessThanOrEqual,
-                        C_GTU => FloatCC::UnorderedOrGreaterThan,
-                        C_GEU => FloatCC::UnorderedOrGreaterThanOrEqual,
-                        C_NUM => FloatCC::Ordered,
-                        C_NAN => FloatCC::Unordered,
-                        _ => return None,
-                    };
+                    let cc = float_cc(cmp)?;
                     self.b.ins().fcmp(cc, a, b)
                 } else {
                     let bits = ty.bits() as u8;
                     let a = self.narrow(a, bits);
                     let b = self.narrow(b, bits);
-                    let s = ty.is_signed();
-                    let cc = match cmp {
-                        C_EQ | C_EQU => IntCC::Equal,
-                        C_NE | C_NEU => IntCC::NotEqual,
-                        C_LT | C_LTU if s => IntCC::SignedLessThan,
-                        C_LT | C_LTU => IntCC::UnsignedLessThan,
-                        C_LE | C_LEU if s => IntCC::SignedLessThanOrEqual,
-                        C_LE | C_LEU => IntCC::UnsignedLessThanOrEqual,
-                        C_GT | C_GTU if s => IntCC::SignedGreaterThan,
-                        C_GT | C_GTU => IntCC::UnsignedGreaterThan,
-                        C_GE | C_GEU if s => IntCC::SignedGreaterThanOrEqual,
-                        C_GE | C_GEU => IntCC::UnsignedGreaterThanOrEqual,
-                        _ => return None,
-                    };
+                    let cc = int_cc(cmp, ty.is_signed())?;
                     self.b.ins().icmp(cc, a, b)
                 };
                 let r = self.bool64(r);
@@ -384,4 +355,43 @@ impl Lower<'_, '_> {
             self.b.ins().select(zero, a, r)
         }
     }
+}
+
+/// The Cranelift comparison for PTX comparison code `cmp` on floats.
+pub(super) fn float_cc(cmp: u8) -> Option<FloatCC> {
+    Some(match cmp {
+        C_EQ => FloatCC::Equal,
+        C_NE => FloatCC::OrderedNotEqual,
+        C_LT => FloatCC::LessThan,
+        C_LE => FloatCC::LessThanOrEqual,
+        C_GT => FloatCC::GreaterThan,
+        C_GE => FloatCC::GreaterThanOrEqual,
+        C_EQU => FloatCC::UnorderedOrEqual,
+        C_NEU => FloatCC::NotEqual,
+        C_LTU => FloatCC::UnorderedOrLessThan,
+        C_LEU => FloatCC::UnorderedOrLessThanOrEqual,
+        C_GTU => FloatCC::UnorderedOrGreaterThan,
+        C_GEU => FloatCC::UnorderedOrGreaterThanOrEqual,
+        C_NUM => FloatCC::Ordered,
+        C_NAN => FloatCC::Unordered,
+        _ => return None,
+    })
+}
+
+/// The Cranelift comparison for PTX comparison code `cmp` on integers (the unordered
+/// forms compare as the ordered ones).
+pub(super) fn int_cc(cmp: u8, signed: bool) -> Option<IntCC> {
+    Some(match cmp {
+        C_EQ | C_EQU => IntCC::Equal,
+        C_NE | C_NEU => IntCC::NotEqual,
+        C_LT | C_LTU if signed => IntCC::SignedLessThan,
+        C_LT | C_LTU => IntCC::UnsignedLessThan,
+        C_LE | C_LEU if signed => IntCC::SignedLessThanOrEqual,
+        C_LE | C_LEU => IntCC::UnsignedLessThanOrEqual,
+        C_GT | C_GTU if signed => IntCC::SignedGreaterThan,
+        C_GT | C_GTU => IntCC::UnsignedGreaterThan,
+        C_GE | C_GEU if signed => IntCC::SignedGreaterThanOrEqual,
+        C_GE | C_GEU => IntCC::UnsignedGreaterThanOrEqual,
+        _ => return None,
+    })
 }

@@ -50,7 +50,14 @@ pub(super) fn forms(code: &[Inst], nregs: u32) -> Vec<Form> {
             let guard_uniform = i
                 .guard
                 .is_none_or(|(g, _)| uniform.get(g as usize) == Some(&true));
-            for (r, u, w) in defs(i, &uniform, &narrow) {
+            let reg = |r: u32| {
+                let k = r as usize;
+                (
+                    uniform.get(k).copied().unwrap_or(false),
+                    narrow.get(k).copied().unwrap_or(false),
+                )
+            };
+            for (r, u, w) in defs(i, &reg) {
                 let Some(k) = (r != SINK).then_some(r as usize).filter(|&k| k < n) else {
                     continue;
                 };
@@ -263,23 +270,16 @@ pub(super) fn sreg(s: Sreg) -> (bool, bool) {
 /// Whether `i` computes the same values in every lane of a group from registers of these
 /// forms (an instruction writing registers, reading only uniform values).
 pub(super) fn uniform_inst(i: &Inst, forms: &[Form]) -> bool {
-    let uniform: Vec<bool> = forms.iter().map(|f| *f == Form::Uniform).collect();
-    let narrow = vec![true; forms.len()];
-    let d = defs(i, &uniform, &narrow);
+    let reg = |r: u32| (forms.get(r as usize) == Some(&Form::Uniform), true);
+    let d = defs(i, &reg);
     !d.is_empty() && d.iter().all(|x| x.1)
 }
 
-/// Whether source `s` is uniform, and narrow.
-fn src(s: &Src, uniform: &[bool], narrow: &[bool]) -> (bool, bool) {
-    let reg = |r: &u32| {
-        (
-            uniform.get(*r as usize).copied().unwrap_or(false),
-            narrow.get(*r as usize).copied().unwrap_or(false),
-        )
-    };
+/// Whether source `s` is uniform, and narrow; `reg` answers for registers.
+fn src(s: &Src, reg: &dyn Fn(u32) -> (bool, bool)) -> (bool, bool) {
     match s {
-        Src::Reg(r) => reg(r),
-        Src::NotReg(r) => (reg(r).0, true),
+        Src::Reg(r) => reg(*r),
+        Src::NotReg(r) => (reg(*r).0, true),
         Src::Imm(v) => (true, *v <= u32::MAX as u64),
         Src::Sreg(sr) => sreg(*sr),
         Src::Sym(..) => (true, false),
@@ -288,8 +288,8 @@ fn src(s: &Src, uniform: &[bool], narrow: &[bool]) -> (bool, bool) {
 }
 
 /// The registers instruction `i` writes: (register, uniform, narrow) for each.
-fn defs(i: &Inst, uniform: &[bool], narrow: &[bool]) -> Vec<(u32, bool, bool)> {
-    let s = |x: &Src| src(x, uniform, narrow);
+fn defs(i: &Inst, reg: &dyn Fn(u32) -> (bool, bool)) -> Vec<(u32, bool, bool)> {
+    let s = |x: &Src| src(x, reg);
     let all_uniform = |xs: &[Src]| xs.iter().all(|x| s(x).0);
     let bits_narrow = |m: u64| m <= u32::MAX as u64;
     match &i.op {
@@ -333,10 +333,7 @@ fn defs(i: &Inst, uniform: &[bool], narrow: &[bool]) -> Vec<(u32, bool, bool)> {
             addr,
             volatile,
         } => {
-            let space = match (space, &addr.base) {
-                (Space::Param, Src::Local(_)) => Space::Local,
-                (sp, _) => *sp,
-            };
+            let space = super::lower::frame_space(*space, &addr.base);
             let shared_value = matches!(
                 space,
                 Space::Shared | Space::Global | Space::Const | Space::Param

@@ -1041,15 +1041,7 @@ impl<'a, 'b> Lower<'a, 'b> {
             let inst = &self.code[pc];
             let next = self.b.create_block();
             if let Some((g, neg)) = inst.guard {
-                let p = self.b.use_var(self.vars[g as usize]);
-                let p = self.b.ins().band_imm_u(p, 1);
-                let doit = self.b.create_block();
-                if neg {
-                    self.b.ins().brif(p, next, &[], doit, &[]);
-                } else {
-                    self.b.ins().brif(p, doit, &[], next, &[]);
-                }
-                self.enter(doit);
+                self.guard_branch(g, neg, next);
             }
             let falls = self.inst(pc, inst)?;
             if falls {
@@ -1158,21 +1150,27 @@ impl<'a, 'b> Lower<'a, 'b> {
         b
     }
 
+    /// Goes on in a new block where the current lane's guard `g` (negated with `neg`) holds,
+    /// and to `skip` where it does not.
+    pub(super) fn guard_branch(&mut self, g: u32, neg: bool, skip: Block) {
+        let p = self.b.use_var(self.vars[g as usize]);
+        let p = self.b.ins().band_imm_u(p, 1);
+        let doit = self.b.create_block();
+        if neg {
+            self.b.ins().brif(p, skip, &[], doit, &[]);
+        } else {
+            self.b.ins().brif(p, doit, &[], skip, &[]);
+        }
+        self.enter(doit);
+    }
+
     /// Emits a (non-control) instruction once per lane of the group, each with its guard.
     pub(super) fn per_lane(&mut self, pc: usize, inst: &Inst) -> Result<(), Reject> {
         for k in 0..self.width {
             self.set_lane(k);
             let lnext = self.b.create_block();
             if let Some((g, neg)) = inst.guard {
-                let p = self.b.use_var(self.vars[g as usize]);
-                let p = self.b.ins().band_imm_u(p, 1);
-                let doit = self.b.create_block();
-                if neg {
-                    self.b.ins().brif(p, lnext, &[], doit, &[]);
-                } else {
-                    self.b.ins().brif(p, doit, &[], lnext, &[]);
-                }
-                self.enter(doit);
+                self.guard_branch(g, neg, lnext);
             }
             if self.inst(pc, inst)? {
                 self.b.ins().jump(lnext, &[]);
@@ -1817,7 +1815,7 @@ impl<'a, 'b> Lower<'a, 'b> {
 
 /// `.param` accesses at frame offsets (a device function's parameters, call-site slots) are
 /// local-memory accesses.
-fn frame_space(space: Space, base: &Src) -> Space {
+pub(super) fn frame_space(space: Space, base: &Src) -> Space {
     match (space, base) {
         (Space::Param, Src::Local(_)) => Space::Local,
         (s, _) => s,

@@ -55,12 +55,18 @@ impl Lower<'_, '_> {
 
     /// Emits the limit for `size`-byte accesses into a buffer of `len` bytes.
     pub(super) fn limit(&mut self, len: Value, size: u32) -> Value {
+        self.limit_aligned(len, size, align_shift(size))
+    }
+
+    /// Emits the limit for `size`-byte accesses aligned to `2^shift` into a buffer of
+    /// `len` bytes (offsets rotated right by `shift` compare below it).
+    pub(super) fn limit_aligned(&mut self, len: Value, size: u32, shift: u32) -> Value {
         let big = self
             .b
             .ins()
             .icmp_imm_u(IntCC::UnsignedGreaterThanOrEqual, len, size as i64);
         let x = self.b.ins().iadd_imm_s(len, -(size as i64));
-        let x = self.b.ins().ushr_imm_u(x, align_shift(size) as i64);
+        let x = self.b.ins().ushr_imm_u(x, shift as i64);
         let x = self.b.ins().iadd_imm_s(x, 1);
         let zero = self.b.ins().iconst(I64, 0);
         self.b.ins().select(big, x, zero)

@@ -21,12 +21,7 @@ use super::{
     lower::{FLAGS, LANES, Lower, REG_STRIDE, Reject},
 };
 use crate::{
-    alu::{
-        cmp::{
-            C_EQ, C_GE, C_GEU, C_GT, C_GTU, C_LE, C_LEU, C_LT, C_LTU, C_NAN, C_NE, C_NEU, C_NUM,
-        },
-        native::{FOp, IntOp, Native},
-    },
+    alu::native::{FOp, IntOp, Native},
     float::Rnd,
     ir::{Inst, Op, SINK, Space, Src, Sreg},
     types::Ty,
@@ -336,10 +331,10 @@ impl Lower<'_, '_> {
             .guard
             .is_none_or(|(g, _)| self.form(g) == Form::Uniform);
         let (uses, defs) = uses_defs(inst);
-        let bails = bails(&self.forms, &self.strides, inst);
         if defs.iter().any(|&d| self.form(d) == Form::Affine) {
             return self.affine_inst(pc, inst, &uses, &defs);
         }
+        let bails = bails(&self.forms, &self.strides, inst);
         if guard_uniform && forms::uniform_inst(inst, &self.forms) {
             self.set_lane(0);
             let skip = self.uniform_guard(inst);
@@ -524,16 +519,9 @@ impl Lower<'_, '_> {
     /// go on at, which the caller enters after the instruction.
     fn uniform_guard(&mut self, inst: &Inst) -> Option<cranelift_codegen::ir::Block> {
         let (g, neg) = inst.guard?;
-        let var = self.lane_var(0, g);
-        let p = self.b.use_var(var);
-        let p = self.b.ins().band_imm_u(p, 1);
-        let (doit, skip) = (self.b.create_block(), self.b.create_block());
-        if neg {
-            self.b.ins().brif(p, skip, &[], doit, &[]);
-        } else {
-            self.b.ins().brif(p, doit, &[], skip, &[]);
-        }
-        self.enter(doit);
+        debug_assert_eq!(self.lane, 0);
+        let skip = self.b.create_block();
+        self.guard_branch(g, neg, skip);
         Some(skip)
     }
 
@@ -742,7 +730,7 @@ impl Lower<'_, '_> {
                     let (a, b) = (self.fvec(a), self.fvec(b));
                     self.b.ins().fcmp(cc, a, b)
                 } else {
-                    let cc = vector_icc(cmp, ty.is_signed())
+                    let cc = super::alu::int_cc(cmp, ty.is_signed())
                         .ok_or_else(|| Reject::from("comparison"))?;
                     self.b.ins().icmp(cc, a, b)
                 };
@@ -903,15 +891,7 @@ impl Lower<'_, '_> {
     /// The limit for 16-byte accesses aligned to 4 into a buffer of `len` bytes: offsets
     /// below it, rotated right by 2, start such an access inside the buffer.
     pub(super) fn span_limit(&mut self, len: Value) -> Value {
-        let big = self
-            .b
-            .ins()
-            .icmp_imm_u(IntCC::UnsignedGreaterThanOrEqual, len, 16);
-        let x = self.b.ins().iadd_imm_s(len, -16);
-        let x = self.b.ins().ushr_imm_u(x, 2);
-        let x = self.b.ins().iadd_imm_s(x, 1);
-        let zero = self.b.ins().iconst(I64, 0);
-        self.b.ins().select(big, x, zero)
+        self.limit_aligned(len, 16, 2)
     }
 
     /// The vector `[0, 4, 8, 12]`.
@@ -1090,7 +1070,9 @@ fn vector_native(nat: Native, src: &[Src]) -> bool {
             if ty == Ty::F32 {
                 vector_fcc(cmp).is_some()
             } else {
-                !ty.is_float() && ty.bits() == 32 && vector_icc(cmp, ty.is_signed()).is_some()
+                !ty.is_float()
+                    && ty.bits() == 32
+                    && super::alu::int_cc(cmp, ty.is_signed()).is_some()
             }
         }
         Native::Selp { bits: 32 } => true,
@@ -1099,39 +1081,9 @@ fn vector_native(nat: Native, src: &[Src]) -> bool {
     }
 }
 
-/// The vector comparison for PTX comparison `cmp` on floats (those x86 has one for).
+/// The vector comparison for PTX comparison `cmp` on floats: those x86 has an instruction
+/// for (not ordered-not-equal, not unordered-or-equal).
 fn vector_fcc(cmp: u8) -> Option<FloatCC> {
-    Some(match cmp {
-        C_EQ => FloatCC::Equal,
-        C_NEU => FloatCC::NotEqual,
-        C_LT => FloatCC::LessThan,
-        C_LE => FloatCC::LessThanOrEqual,
-        C_GT => FloatCC::GreaterThan,
-        C_GE => FloatCC::GreaterThanOrEqual,
-        C_LTU => FloatCC::UnorderedOrLessThan,
-        C_LEU => FloatCC::UnorderedOrLessThanOrEqual,
-        C_GTU => FloatCC::UnorderedOrGreaterThan,
-        C_GEU => FloatCC::UnorderedOrGreaterThanOrEqual,
-        C_NUM => FloatCC::Ordered,
-        C_NAN => FloatCC::Unordered,
-        _ => return None,
-    })
-}
-
-/// The vector comparison for PTX comparison `cmp` on 32-bit integers.
-fn vector_icc(cmp: u8, signed: bool) -> Option<IntCC> {
-    use crate::alu::cmp::{C_EQU, C_NEU as NEU};
-    Some(match cmp {
-        C_EQ | C_EQU => IntCC::Equal,
-        C_NE | NEU => IntCC::NotEqual,
-        C_LT | C_LTU if signed => IntCC::SignedLessThan,
-        C_LT | C_LTU => IntCC::UnsignedLessThan,
-        C_LE | C_LEU if signed => IntCC::SignedLessThanOrEqual,
-        C_LE | C_LEU => IntCC::UnsignedLessThanOrEqual,
-        C_GT | C_GTU if signed => IntCC::SignedGreaterThan,
-        C_GT | C_GTU => IntCC::UnsignedGreaterThan,
-        C_GE | C_GEU if signed => IntCC::SignedGreaterThanOrEqual,
-        C_GE | C_GEU => IntCC::UnsignedGreaterThanOrEqual,
-        _ => return None,
-    })
+    super::alu::float_cc(cmp)
+        .filter(|cc| !matches!(cc, FloatCC::OrderedNotEqual | FloatCC::UnorderedOrEqual))
 }

@@ -904,6 +904,27 @@ fn group_code_sees_registers_threads_set_apart_before_a_barrier() {
 }
 
 #[test]
+fn group_code_sees_one_group_apart_among_groups_together() {
+    // Only thread 5 takes the branch: its group reaches the barriers a thread at a time,
+    // every other group together, all at the same points (the rounds' shortcut), and the
+    // group with thread 5 must still not take one thread's %r1 for all.
+    let body = "mov.u32 %r1, 7;\n\
+        setp.ne.u32 %p1, %r60, 5;\n\
+        @%p1 bra SKIP;\n\
+        mov.u32 %r1, 9;\n\
+        SKIP:\n\
+        bar.sync 0;\n\
+        add.u32 %r3, %r1, 1;\n\
+        bar.sync 0;\n\
+        add.u32 %r3, %r3, %r1;\n\
+        st.global.u32 [%rd63], %r3;";
+    let r = run(&kernel("", body), 64, &[]);
+    for (t, w) in r.iter().enumerate() {
+        assert_eq!(w[0], if t == 5 { 19 } else { 15 }, "thread {t}");
+    }
+}
+
+#[test]
 fn group_code_loads_and_stores_words_in_and_out_of_order() {
     // Consecutive words (one 16-byte access for a group), a group's words reversed (lane by
     // lane), and a shared word every thread reads.

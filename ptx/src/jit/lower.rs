@@ -281,13 +281,14 @@ pub(super) const FLAGS: MemFlagsData = MemFlagsData::trusted();
 impl<'a, 'b> Lower<'a, 'b> {
     /// Emits the whole function into `b`: one call runs every runnable thread of the block
     /// until it exits or reaches a barrier (a round), `frame` bytes of local memory each.
+    /// Returns how many resume points (barriers) the code has.
     pub(super) fn build(
         mut b: FunctionBuilder<'b>,
         code: &'a [Inst],
         nregs: u32,
         frame: u32,
         cc: cranelift_codegen::isa::CallConv,
-    ) -> Result<(), Reject> {
+    ) -> Result<usize, Reject> {
         let entry = b.create_block();
         b.append_block_params_for_function_params(entry);
         b.switch_to_block(entry);
@@ -508,7 +509,7 @@ impl<'a, 'b> Lower<'a, 'b> {
             lw.group = false;
         }
         lw.b.seal_all_blocks();
-        Ok(())
+        Ok(lw.resumes.len())
     }
 
     /// Makes lane `k`'s variables current (`LANES`: the scalar code's).
@@ -886,10 +887,18 @@ impl<'a, 'b> Lower<'a, 'b> {
         self.enter(gfast);
         if w == LANES {
             let all_at = self.ld_tc(I32, off::ALL_AT);
-            let one = self.b.ins().iconst(I8, 1);
+            let res = self.b.ins().iadd_imm_s(all_at, -1);
+            let sp = self.b.ins().iadd(arr.state, t);
+            let any = MemFlagsData::new().with_notrap();
+            let states = self.b.ins().load(I32, any, sp, 0);
+            let together = self.b.ins().icmp_imm_u(
+                IntCC::Equal,
+                states,
+                super::WAIT_GROUP as i64 * 0x0101_0101,
+            );
             self.b
                 .ins()
-                .brif(all_at, genter, &[all_at.into(), one.into()], gcheck, &[]);
+                .brif(all_at, genter, &[res.into(), together.into()], gcheck, &[]);
         } else {
             self.b.ins().jump(gcheck, &[]);
         }
@@ -985,25 +994,13 @@ impl<'a, 'b> Lower<'a, 'b> {
         self.b.ins().jump(next, &[]);
     }
 
-    /// Records a barrier arrival at resume point `point` (index + 1) for the runner's
+    /// Counts a barrier arrival at resume point `point` (index + 1) for the runner's
     /// next-round shortcut (see [`rt::ThreadCtx::all_at`]).
-    fn group_arrival(&mut self, point: i64) {
-        if !self.group || self.width != LANES {
-            let one = self.b.ins().iconst(I32, 1);
-            self.b.ins().store(FLAGS, one, self.tc, off::GROUP_MIXED);
-            return;
+    fn group_arrival(&mut self, point: usize) {
+        if point < rt::ARRIVAL_POINTS {
+            let lanes = if self.group { self.width } else { 1 };
+            self.count(off::ARRIVALS + 4 * point as i32, lanes as i64);
         }
-        let gp = self.ld_tc(I32, off::GROUP_POINT);
-        let other = self.b.ins().icmp_imm_u(IntCC::NotEqual, gp, point);
-        let some = self.b.ins().icmp_imm_u(IntCC::NotEqual, gp, 0);
-        let differs = self.b.ins().band(other, some);
-        let differs = self.b.ins().uextend(I32, differs);
-        let m = self.ld_tc(I32, off::GROUP_MIXED);
-        let m = self.b.ins().bor(m, differs);
-        self.b.ins().store(FLAGS, m, self.tc, off::GROUP_MIXED);
-        let p = self.b.ins().iconst(I32, point);
-        self.b.ins().store(FLAGS, p, self.tc, off::GROUP_POINT);
-        self.count(off::GROUP_ARRIVALS, LANES as i64);
     }
 
     /// Adds `n` to the u32 counter at `offset` in the ThreadCtx.
@@ -1502,7 +1499,7 @@ impl<'a, 'b> Lower<'a, 'b> {
                     }
                 }
                 self.count(off::WAITING + 4 * bid as i32, lanes as i64);
-                self.group_arrival(k as i64 + 1);
+                self.group_arrival(k + 1);
                 self.thread_stops(if self.group {
                     super::WAIT_GROUP
                 } else {

@@ -26,7 +26,8 @@ use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{Linkage, Module as _};
 
 use self::rt::{
-    FAULT_BRKPT, FAULT_ILLEGAL, FAULT_MISALIGNED, FAULT_TRAP, FAULTED, ROUND, ThreadCtx,
+    ARRIVAL_POINTS, FAULT_BRKPT, FAULT_ILLEGAL, FAULT_MISALIGNED, FAULT_TRAP, FAULTED, ROUND,
+    ThreadCtx,
 };
 use crate::{
     error::{KernelError, Location},
@@ -82,6 +83,8 @@ pub(crate) struct Compiled {
     entry: KernelFn,
     nregs: u32,
     frame: u32,
+    /// Resume points (barriers) in the code.
+    points: usize,
     _code: Code,
     /// The instructions the code points at (`h_alu` reads their ALU function and context).
     _insts: Box<[crate::ir::Inst]>,
@@ -185,10 +188,10 @@ fn compile(m: &Module, k: &KernelInfo) -> Result<Compiled, String> {
     ctx.func.signature.params.push(AbiParam::new(I64));
     ctx.func.signature.returns.push(AbiParam::new(I32));
     let mut fbc = FunctionBuilderContext::new();
-    {
+    let points = {
         let b = FunctionBuilder::new(&mut ctx.func, &mut fbc);
-        lower::Lower::build(b, &local, nregs, frame, cc)?;
-    }
+        lower::Lower::build(b, &local, nregs, frame, cc)?
+    };
     let id = jm
         .declare_function("kernel", Linkage::Local, &ctx.func.signature)
         .map_err(|e| e.to_string())?;
@@ -212,6 +215,7 @@ fn compile(m: &Module, k: &KernelInfo) -> Result<Compiled, String> {
         entry,
         nregs,
         frame,
+        points,
         _code: Code(Some(jm)),
         _insts: local,
     })
@@ -309,12 +313,13 @@ fn run_block(
     b.tc.released = 0;
     b.tc.done = 0;
     b.tc.waiting = [0; 16];
-    b.tc.all_at = 0;
+    // Every thread starts at the entry (resume point 0), runnable.
+    b.tc.all_at = 1;
     let n = b.state.len() as u32;
+    b.tc.arrivals = [0; ARRIVAL_POINTS];
+    // The resume points whose arrivals the code counts.
+    let counted = c.points.min(ARRIVAL_POINTS - 1);
     loop {
-        b.tc.group_point = 0;
-        b.tc.group_mixed = 0;
-        b.tc.group_arrivals = 0;
         let r = c.call(b);
         // SAFETY: the compiled code has returned; nothing else uses `envp` now.
         let env = unsafe { &mut *envp };
@@ -373,13 +378,14 @@ fn run_block(
             return Err(KernelError::Deadlock { block: ctaid });
         }
         b.tc.released = released;
-        // Every thread reached the same point in whole groups (so its barrier, released
-        // above): the next round takes the groups as runnable there.
-        b.tc.all_at = if b.tc.group_mixed == 0 && b.tc.group_arrivals == n {
-            b.tc.group_point
-        } else {
-            0
-        };
+        // Every thread reached the same point (so its barrier, released above): the next
+        // round takes the groups as runnable there.
+        b.tc.all_at = 0;
+        for (p, a) in b.tc.arrivals[1..=counted].iter_mut().enumerate() {
+            if std::mem::take(a) == n {
+                b.tc.all_at = p as u32 + 2;
+            }
+        }
         if l.abort.load(Ordering::Relaxed) {
             return Ok(());
         }

@@ -23,6 +23,10 @@ pub(crate) const FAULTED: u32 = 2;
 /// [`h_poll`] asked the launch to stop.
 pub(crate) const STOPPED: u32 = 3;
 
+/// Resume points whose barrier arrivals [`ThreadCtx::arrivals`] counts (the first is the
+/// entry, never counted).
+pub(crate) const ARRIVAL_POINTS: usize = 32;
+
 /// Fault kinds in [`ThreadCtx::fault`].
 pub(crate) const FAULT_ILLEGAL: u32 = 1;
 pub(crate) const FAULT_MISALIGNED: u32 = 2;
@@ -116,15 +120,15 @@ pub(crate) struct ThreadCtx {
     /// (the compiled code counts them; the runner releases a barrier all live threads wait on).
     pub done: u32,
     pub waiting: [u32; 16],
-    /// This round's barrier arrivals in the group code, whole groups at a time: the resume
-    /// point they reached (its index + 1; 0: none yet), whether any arrival differed
-    /// (another point, or a thread arriving on its own), and how many threads arrived so.
-    pub group_point: u32,
-    pub group_mixed: u32,
-    pub group_arrivals: u32,
-    /// Set by the runner for a round: every thread of the block waits at this resume point
-    /// (index + 1), reached in whole groups, and its barrier is released, so the group
-    /// code takes each group as runnable there without reading the per-thread arrays.
+    /// This round's barrier arrivals by resume point (index + 1; points from
+    /// [`ARRIVAL_POINTS`] on are not counted), threads at a time.
+    pub arrivals: [u32; ARRIVAL_POINTS],
+    /// Set by the runner for a round (0: not set): every thread of the block is runnable at
+    /// resume value `all_at - 1` (0: the entry, in a block's first round; else a barrier's
+    /// resume point, index + 1, that every thread reached and whose barrier is released),
+    /// so the group code takes each group as runnable there without reading the per-thread
+    /// resume points and barriers. Whether a group's threads reached it together in the
+    /// group code still comes from their states.
     pub all_at: u32,
 }
 
@@ -162,9 +166,7 @@ pub(crate) mod off {
     pub const RELEASED: i32 = offset_of!(ThreadCtx, released) as i32;
     pub const DONE: i32 = offset_of!(ThreadCtx, done) as i32;
     pub const WAITING: i32 = offset_of!(ThreadCtx, waiting) as i32;
-    pub const GROUP_POINT: i32 = offset_of!(ThreadCtx, group_point) as i32;
-    pub const GROUP_MIXED: i32 = offset_of!(ThreadCtx, group_mixed) as i32;
-    pub const GROUP_ARRIVALS: i32 = offset_of!(ThreadCtx, group_arrivals) as i32;
+    pub const ARRIVALS: i32 = offset_of!(ThreadCtx, arrivals) as i32;
     pub const ALL_AT: i32 = offset_of!(ThreadCtx, all_at) as i32;
 }
 
@@ -207,9 +209,7 @@ impl ThreadCtx {
             released: 0,
             done: 0,
             waiting: [0; 16],
-            group_point: 0,
-            group_mixed: 0,
-            group_arrivals: 0,
+            arrivals: [0; ARRIVAL_POINTS],
             all_at: 0,
         }
     }

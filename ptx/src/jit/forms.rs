@@ -25,7 +25,8 @@ use crate::ir::{Inst, Op, SINK, Space, Src, Sreg};
 pub(super) enum Form {
     /// The same value in every lane: one 64-bit value.
     Uniform,
-    /// Values of at most 32 bits: one `I32X4` vector, lane `k` in element `k`.
+    /// Values of at most 32 bits: `HALVES` `I32X4` vectors, lane `k` in element `k % 4` of
+    /// the `k / 4`-th.
     Vector,
     /// 64-bit values that step by a constant from lane to lane (see [`strides`]): lane 0's
     /// value, the others computed from it.

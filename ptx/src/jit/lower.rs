@@ -178,11 +178,12 @@ pub(super) struct Lower<'a, 'b> {
     pub(super) forms: Vec<Form>,
     /// Each register's stride from lane to lane, where it has one (see `forms::strides`).
     pub(super) strides: Vec<Option<i64>>,
-    /// A vector register's `I32X4` variable in the group code.
-    pub(super) vvars: Vec<Option<Variable>>,
-    /// Scratch vector variable.
-    pub(super) vtmp: Variable,
-    /// Shared memory's limit for 16-byte vector accesses (see `vector::span_limit`).
+    /// A vector register's variables in the group code: `I32X4` values, lanes `4h..4h+3`
+    /// in the `h`-th.
+    pub(super) vvars: Vec<Option<[Variable; HALVES]>>,
+    /// Scratch vector variables.
+    pub(super) vtmp: [Variable; HALVES],
+    /// Shared memory's limit for the group's vector accesses (see `vector::span_limit`).
     pub(super) span_lim: Value,
     /// In the group code, the instruction whose failed memory check leaves the group for
     /// the scalar code (instead of calling `h_ptr`), and the blocks that do so by index.
@@ -234,14 +235,17 @@ pub(super) struct Lower<'a, 'b> {
     dirty: Vec<Vec<u64>>,
 }
 
-/// Threads a group runs in lockstep, each instruction emitted once per lane: independent
-/// work for the processor, and the round's bookkeeping paid once per group.
-pub(super) const LANES: usize = 4;
+/// Threads a vector group runs in lockstep: the round's bookkeeping is paid once per group,
+/// and a vector register is `HALVES` SIMD values of four lanes. Group code that keeps
+/// every register per lane (each instruction emitted once per lane) runs `LANES / 2`.
+pub(super) const LANES: usize = 8;
+/// `I32X4` values per vector register.
+pub(super) const HALVES: usize = LANES / 4;
 /// Bytes between a thread's saved registers: each is next to the other lanes' copies.
 pub(super) const REG_STRIDE: u32 = LANES as u32 * 8;
-/// Kernels longer than this (instructions) get no group code: it costs `LANES` copies.
+/// Kernels longer than this (instructions) get no group code: it costs a copy per lane.
 const GROUP_MAX_INSTS: usize = 3000;
-/// Kernels with more registers live at once than this run `LANES / 2` threads per group.
+/// Kernels with more registers live at once than this run `LANES / 4` threads per group.
 const FEW_LIVE: u32 = 12;
 
 /// One lane's variables (see [`Lower::lanes`]).
@@ -277,6 +281,16 @@ fn sig(cc: cranelift_codegen::isa::CallConv, params: &[Type], ret: Option<Type>)
 }
 
 pub(super) const FLAGS: MemFlagsData = MemFlagsData::trusted();
+
+/// The type holding the states of a group of `w` threads (2, 4 or 8), and the value with a
+/// 1 in each thread's byte.
+fn state_word(w: usize) -> (Type, i64) {
+    match w {
+        2 => (I16, 0x0101),
+        4 => (I32, 0x0101_0101),
+        _ => (I64, 0x0101_0101_0101_0101),
+    }
+}
 
 impl<'a, 'b> Lower<'a, 'b> {
     /// Emits the whole function into `b`: one call runs every runnable thread of the block
@@ -315,8 +329,8 @@ impl<'a, 'b> Lower<'a, 'b> {
         let (width, vector) = match code.len() {
             n if n > GROUP_MAX_INSTS => (1, false),
             _ if vector_ok && most_live(true) <= FEW_LIVE => (LANES, true),
-            _ if most_live(false) > FEW_LIVE => (LANES / 2, false),
-            _ => (LANES, false),
+            _ if most_live(false) > FEW_LIVE => (LANES / 4, false),
+            _ => (LANES / 2, false),
         };
         let fm = if vector {
             fm
@@ -328,11 +342,11 @@ impl<'a, 'b> Lower<'a, 'b> {
         } else {
             vec![None; nregs as usize]
         };
-        let vvars: Vec<Option<Variable>> = fm
+        let vvars: Vec<Option<[Variable; HALVES]>> = fm
             .iter()
-            .map(|f| (*f == Form::Vector).then(|| b.declare_var(I32X4)))
+            .map(|f| (*f == Form::Vector).then(|| [(); HALVES].map(|_| b.declare_var(I32X4))))
             .collect();
-        let vtmp = b.declare_var(I32X4);
+        let vtmp = [(); HALVES].map(|_| b.declare_var(I32X4));
         let mut var = || b.declare_var(I64);
         let (ic, tmp, t_loop, scalar_until) = (var(), var(), var(), var());
         let mut lanes: Vec<Lane> = (0..=LANES)
@@ -713,38 +727,39 @@ impl<'a, 'b> Lower<'a, 'b> {
         (self.b.ins().bor(fresh, waits), res)
     }
 
-    /// Whether the `LANES` threads from `t` all run this round at the same resume point (an
-    /// `i8`), that point (`i32`), and whether they reached it together in the group code (an
-    /// `i8`): the per-thread arrays read a group at a time.
-    fn group_runnable(&mut self, t: Value) -> (Value, Value, Value) {
+    /// Whether the `w` threads from `t` (`w` a multiple of four) all run this round at the
+    /// same resume point (an `i8`), that point (`i32`), and whether they reached it
+    /// together in the group code (an `i8`): the per-thread arrays read a group at a time.
+    fn group_runnable(&mut self, t: Value, w: usize) -> (Value, Value, Value) {
         let arr = self.arr;
         let any = MemFlagsData::new().with_notrap();
+        let (sty, ones) = state_word(w);
         let sp = self.b.ins().iadd(arr.state, t);
-        let states = self.b.ins().load(I32, any, sp, 0);
+        let states = self.b.ins().load(sty, any, sp, 0);
         let t4 = self.b.ins().ishl_imm_u(t, 2);
         let rp = self.b.ins().iadd(arr.resumes, t4);
-        let res = self.b.ins().load(I32X4, any, rp, 0);
         let bp = self.b.ins().iadd(arr.bars, t4);
-        let bars = self.b.ins().load(I32X4, any, bp, 0);
-        let same = |lw: &mut Self, v: Value| {
-            let x = lw.b.ins().extractlane(v, 0);
+        // Whether the `w / 4` vectors at `p` all hold their first element, and that element.
+        let same = |lw: &mut Self, p: Value| {
+            let v0 = lw.b.ins().load(I32X4, any, p, 0);
+            let x = lw.b.ins().extractlane(v0, 0);
             let s = lw.b.ins().splat(I32X4, x);
-            let eq = lw.b.ins().icmp(IntCC::Equal, v, s);
+            let mut eq = lw.b.ins().icmp(IntCC::Equal, v0, s);
+            for h in 1..w / 4 {
+                let v = lw.b.ins().load(I32X4, any, p, 16 * h as i32);
+                let e = lw.b.ins().icmp(IntCC::Equal, v, s);
+                eq = lw.b.ins().band(eq, e);
+            }
             (lw.b.ins().vall_true(eq), x)
         };
-        let (same_res, res0) = same(self, res);
-        let (same_bar, bar0) = same(self, bars);
+        let (same_res, res0) = same(self, rp);
+        let (same_bar, bar0) = same(self, bp);
         let fresh = self.b.ins().icmp_imm_u(IntCC::Equal, states, 0);
         // Each WAIT or WAIT_GROUP.
-        let w2 = self.b.ins().bor_imm_u(states, 0x0202_0202);
-        let waiting =
-            self.b
-                .ins()
-                .icmp_imm_u(IntCC::Equal, w2, super::WAIT_GROUP as i64 * 0x0101_0101);
-        let together =
-            self.b
-                .ins()
-                .icmp_imm_u(IntCC::Equal, states, super::WAIT_GROUP as i64 * 0x0101_0101);
+        let w2 = self.b.ins().bor_imm_u(states, 2 * ones);
+        let wait_group = super::WAIT_GROUP as i64 * ones;
+        let waiting = self.b.ins().icmp_imm_u(IntCC::Equal, w2, wait_group);
+        let together = self.b.ins().icmp_imm_u(IntCC::Equal, states, wait_group);
         let rel = self.b.ins().ushr(arr.released, bar0);
         let rel = self.b.ins().band_imm_u(rel, 1);
         let rel = self.b.ins().ireduce(I8, rel);
@@ -842,13 +857,13 @@ impl<'a, 'b> Lower<'a, 'b> {
         let mut all = None;
         let mut res0 = None;
         let mut together = None;
-        if w == LANES {
-            let (a, r, tg) = self.group_runnable(t);
+        if w.is_multiple_of(4) {
+            let (a, r, tg) = self.group_runnable(t, w);
             all = Some(a);
             res0 = Some(r);
             together = Some(tg);
         }
-        for k in (0..w).filter(|_| w != LANES) {
+        for k in (0..w).filter(|_| !w.is_multiple_of(4)) {
             let tk = self.b.ins().iadd_imm_s(t, k as i64);
             let (r, res) = self.runnable(tk);
             let ok = match res0 {
@@ -885,23 +900,19 @@ impl<'a, 'b> Lower<'a, 'b> {
         self.b.ins().jump(self.check, &[]);
 
         self.enter(gfast);
-        if w == LANES {
-            let all_at = self.ld_tc(I32, off::ALL_AT);
-            let res = self.b.ins().iadd_imm_s(all_at, -1);
-            let sp = self.b.ins().iadd(arr.state, t);
-            let any = MemFlagsData::new().with_notrap();
-            let states = self.b.ins().load(I32, any, sp, 0);
-            let together = self.b.ins().icmp_imm_u(
-                IntCC::Equal,
-                states,
-                super::WAIT_GROUP as i64 * 0x0101_0101,
-            );
+        let all_at = self.ld_tc(I32, off::ALL_AT);
+        let res = self.b.ins().iadd_imm_s(all_at, -1);
+        let sp = self.b.ins().iadd(arr.state, t);
+        let any = MemFlagsData::new().with_notrap();
+        let (sty, ones) = state_word(w);
+        let states = self.b.ins().load(sty, any, sp, 0);
+        let tg_fast =
             self.b
                 .ins()
-                .brif(all_at, genter, &[res.into(), together.into()], gcheck, &[]);
-        } else {
-            self.b.ins().jump(gcheck, &[]);
-        }
+                .icmp_imm_u(IntCC::Equal, states, super::WAIT_GROUP as i64 * ones);
+        self.b
+            .ins()
+            .brif(all_at, genter, &[res.into(), tg_fast.into()], gcheck, &[]);
         self.b.seal_block(gcheck);
         self.enter(genter);
         for k in 0..w {
@@ -972,8 +983,9 @@ impl<'a, 'b> Lower<'a, 'b> {
         let t = self.b.use_var(self.t_loop);
         let lanes = if self.group { self.width } else { 1 };
         let sp = self.b.ins().iadd(arr.state, t);
-        if lanes == LANES {
-            let v = self.b.ins().iconst(I32, state as i64 * 0x0101_0101);
+        if lanes > 1 {
+            let (sty, ones) = state_word(lanes);
+            let v = self.b.ins().iconst(sty, state as i64 * ones);
             self.b
                 .ins()
                 .store(MemFlagsData::new().with_notrap(), v, sp, 0);
@@ -1486,12 +1498,14 @@ impl<'a, 'b> Lower<'a, 'b> {
                 let bid = *bid & 15;
                 let bv = self.b.ins().iconst(I32, bid as i64);
                 let k1 = self.b.ins().iconst(I32, k as i64 + 1);
-                if lanes == LANES {
+                if lanes.is_multiple_of(4) {
                     let any = MemFlagsData::new().with_notrap();
                     let bv = self.b.ins().splat(I32X4, bv);
                     let k1 = self.b.ins().splat(I32X4, k1);
-                    self.b.ins().store(any, bv, bp, 0);
-                    self.b.ins().store(any, k1, rp, 0);
+                    for h in 0..lanes / 4 {
+                        self.b.ins().store(any, bv, bp, 16 * h as i32);
+                        self.b.ins().store(any, k1, rp, 16 * h as i32);
+                    }
                 } else {
                     for l in 0..lanes {
                         self.b.ins().store(FLAGS, bv, bp, 4 * l as i32);

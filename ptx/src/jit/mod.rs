@@ -5,7 +5,7 @@
 //!
 //! A kernel is compiled on its first launch and cached in its [`Module`]: its direct calls
 //! are expanded in place ([`inline`]), then [`lower`] emits one function running a round of
-//! a block. Where a block's threads can go four at a time, the group code keeps each register
+//! a block. Where a block's threads can go eight at a time, the group code keeps each register
 //! in the form [`forms`] finds for it (one value for the group, a SIMD vector, or one value
 //! per lane) and [`vector`] emits its SIMD operations. Kernels using what the compiler does not handle (warp-level operations,
 //! recursive or indirect calls, indirect branches, volatile shared memory as

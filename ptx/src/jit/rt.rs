@@ -79,8 +79,8 @@ pub(crate) struct ThreadCtx {
     pub local_len: u64,
     pub local_base: *mut u8,
     /// Per thread: run state (0 runnable, 1 or 3 at a barrier, 2 exited), resume point,
-    /// barrier id, saved registers (a group of four threads at a time: register r of thread
-    /// t at `(t / 4 * nregs + r) * 4 + t % 4`), and `%tid.x/y/z`.
+    /// barrier id, saved registers (a group of `LANES` = 8 threads at a time: register r of
+    /// thread t at `(t / 8 * nregs + r) * 8 + t % 8`), and `%tid.x/y/z`.
     pub state: *mut u8,
     pub resumes: *mut u32,
     pub bars: *mut u32,

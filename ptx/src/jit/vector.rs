@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
-//! Vector group code: a group's four threads executed together, registers held in their
+//! Vector group code: a group's `LANES` threads executed together, registers held in their
 //! [`Form`]s. A uniform register is one value for the group and what only reads uniform
-//! values is computed once; a vector register is one `I32X4` value, and the common 32-bit
-//! integer and single-precision operations, comparisons and selects are single SIMD
-//! instructions. Loads and stores of consecutive 32-bit words (each lane's address 4 bytes
-//! after the previous lane's) are one 16-byte access with one bounds check; other addresses,
-//! and instructions without a vector form, run lane by lane on the lanes' unpacked values,
-//! exactly as the scalar group code does.
+//! values is computed once; a vector register is `HALVES` `I32X4` values (lanes `4h` to
+//! `4h + 3` in the `h`-th), and the common 32-bit integer and single-precision operations,
+//! comparisons and selects are one SIMD instruction per half. Loads and stores of
+//! consecutive 32-bit words (each lane's address 4 bytes after the previous lane's) are
+//! 16-byte accesses with one bounds check; other addresses, and instructions without a
+//! vector form, run lane by lane on the lanes' unpacked values, exactly as the scalar group
+//! code does.
 
 use cranelift_codegen::ir::{
     Endianness, InstBuilder, MemFlagsData, Value,
@@ -18,7 +19,7 @@ use cranelift_frontend::Variable;
 use super::{
     forms::{self, Form},
     live::uses_defs,
-    lower::{FLAGS, LANES, Lower, REG_STRIDE, Reject},
+    lower::{FLAGS, HALVES, LANES, Lower, REG_STRIDE, Reject},
 };
 use crate::{
     alu::native::{FOp, IntOp, Native},
@@ -59,11 +60,17 @@ impl Lower<'_, '_> {
         self.strides.get(r as usize).copied().flatten().unwrap_or(0)
     }
 
-    fn vvar(&self, r: u32) -> Option<Variable> {
+    fn vvar(&self, r: u32) -> Option<[Variable; HALVES]> {
         self.vvars.get(r as usize).copied().flatten()
     }
 
-    /// A vector of four copies of the 32-bit constant `x`.
+    /// Half `h` of vector register `r`.
+    fn vhalf(&mut self, r: u32, h: usize) -> Value {
+        let vv = self.vvar(r).expect("vector register");
+        self.b.use_var(vv[h])
+    }
+
+    /// An `I32X4` of four copies of the 32-bit constant `x`.
     fn splat_const(&mut self, x: i64) -> Value {
         let c = self.b.ins().iconst(I32, x & 0xffff_ffff);
         self.b.ins().splat(I32X4, c)
@@ -75,7 +82,7 @@ impl Lower<'_, '_> {
             return;
         }
         let z = self.splat_const(0);
-        for v in self.vvars.clone().into_iter().flatten() {
+        for v in self.vvars.clone().into_iter().flatten().flatten() {
             self.b.def_var(v, z);
         }
     }
@@ -97,10 +104,12 @@ impl Lower<'_, '_> {
                 }
                 continue;
             }
-            let Some(vv) = self.vvar(r) else { continue };
-            let v = self.b.use_var(vv);
+            if self.vvar(r).is_none() {
+                continue;
+            }
             for k in 0..LANES {
-                let x = self.b.ins().extractlane(v, k as u8);
+                let v = self.vhalf(r, k / 4);
+                let x = self.b.ins().extractlane(v, (k % 4) as u8);
                 let x = self.b.ins().uextend(I64, x);
                 let var = self.lane_var(k, r);
                 self.b.def_var(var, x);
@@ -115,24 +124,26 @@ impl Lower<'_, '_> {
         }
         for &r in regs {
             let Some(vv) = self.vvar(r) else { continue };
-            let mut v = None;
-            for k in 0..LANES {
-                let var = self.lane_var(k, r);
-                let x = self.b.use_var(var);
-                let x = self.b.ins().ireduce(I32, x);
-                v = Some(match v {
-                    None => self.b.ins().scalar_to_vector(I32X4, x),
-                    Some(v) => self.b.ins().insertlane(v, x, k as u8),
-                });
-            }
-            if let Some(v) = v {
-                self.b.def_var(vv, v);
+            for (h, &var_h) in vv.iter().enumerate() {
+                let mut v = None;
+                for k in 0..4 {
+                    let var = self.lane_var(4 * h + k, r);
+                    let x = self.b.use_var(var);
+                    let x = self.b.ins().ireduce(I32, x);
+                    v = Some(match v {
+                        None => self.b.ins().scalar_to_vector(I32X4, x),
+                        Some(v) => self.b.ins().insertlane(v, x, k as u8),
+                    });
+                }
+                if let Some(v) = v {
+                    self.b.def_var(var_h, v);
+                }
             }
         }
     }
 
     /// Stores the group's registers `regs` to their threads' slots: a uniform or vector
-    /// register as two 16-byte stores, the others lane by lane.
+    /// register as 16-byte stores, the others lane by lane.
     pub(super) fn group_spill(&mut self, regs: &[u32]) {
         let any = MemFlagsData::new().with_notrap();
         let rt0 = self.lane_regs_t(0);
@@ -145,8 +156,9 @@ impl Lower<'_, '_> {
                     let var = self.lane_var(0, r);
                     let x = self.b.use_var(var);
                     let v = self.b.ins().splat(I64X2, x);
-                    self.b.ins().store(any, v, base, o);
-                    self.b.ins().store(any, v, base, o + 16);
+                    for k in 0..LANES as i32 / 2 {
+                        self.b.ins().store(any, v, base, o + 16 * k);
+                    }
                 }
                 Form::Affine => {
                     let stride = self.stride(r);
@@ -158,12 +170,14 @@ impl Lower<'_, '_> {
                     }
                 }
                 Form::Vector => {
-                    let vv = self.vvar(r).expect("vector register");
-                    let v = self.b.use_var(vv);
-                    let lo = self.b.ins().uwiden_low(v);
-                    let hi = self.b.ins().uwiden_high(v);
-                    self.b.ins().store(any, lo, base, o);
-                    self.b.ins().store(any, hi, base, o + 16);
+                    for h in 0..HALVES {
+                        let v = self.vhalf(r, h);
+                        let lo = self.b.ins().uwiden_low(v);
+                        let hi = self.b.ins().uwiden_high(v);
+                        let oh = o + 32 * h as i32;
+                        self.b.ins().store(any, lo, base, oh);
+                        self.b.ins().store(any, hi, base, oh + 16);
+                    }
                 }
                 _ => {
                     for k in 0..self.width {
@@ -199,14 +213,16 @@ impl Lower<'_, '_> {
                     self.b.def_var(var, x);
                 }
                 Form::Uniform if self.width == LANES => {
-                    let lo = self.b.ins().load(I64X2, any, base, o);
-                    let hi = self.b.ins().load(I64X2, any, base, o + 16);
-                    let x = self.b.ins().extractlane(lo, 0);
+                    let v0 = self.b.ins().load(I64X2, any, base, o);
+                    let x = self.b.ins().extractlane(v0, 0);
                     let s = self.b.ins().splat(I64X2, x);
-                    let a = self.b.ins().icmp(IntCC::Equal, lo, s);
-                    let b = self.b.ins().icmp(IntCC::Equal, hi, s);
-                    let both = self.b.ins().band(a, b);
-                    let same = self.b.ins().vall_true(both);
+                    let mut eq = self.b.ins().icmp(IntCC::Equal, v0, s);
+                    for k in 1..LANES as i32 / 2 {
+                        let v = self.b.ins().load(I64X2, any, base, o + 16 * k);
+                        let e = self.b.ins().icmp(IntCC::Equal, v, s);
+                        eq = self.b.ins().band(eq, e);
+                    }
+                    let same = self.b.ins().vall_true(eq);
                     differ = Some(match differ {
                         None => same,
                         Some(d) => self.b.ins().band(d, same),
@@ -215,24 +231,30 @@ impl Lower<'_, '_> {
                     self.b.def_var(var, x);
                 }
                 Form::Vector => {
-                    // Each 64-bit slot holds a zero-extended 32-bit value: the low words.
-                    let lo = self.b.ins().load(I32X4, any, base, o);
-                    let hi = self.b.ins().load(I32X4, any, base, o + 16);
-                    let v = self.low_words(lo, hi);
                     let vv = self.vvar(r).expect("vector register");
-                    self.b.def_var(vv, v);
-                    if let (true, Some(stride)) = (check, self.strides[r as usize]) {
-                        // The lanes must step by the register's stride.
-                        let x = self.b.ins().extractlane(v, 0);
-                        let sp = self.b.ins().splat(I32X4, x);
-                        let steps = self.iota_of(stride);
-                        let want = self.b.ins().iadd(sp, steps);
-                        let eq = self.b.ins().icmp(IntCC::Equal, v, want);
-                        let same = self.b.ins().vall_true(eq);
-                        differ = Some(match differ {
-                            None => same,
-                            Some(d) => self.b.ins().band(d, same),
-                        });
+                    let mut first = None;
+                    for (h, &var_h) in vv.iter().enumerate() {
+                        // Each 64-bit slot holds a zero-extended 32-bit value: the low words.
+                        let oh = o + 32 * h as i32;
+                        let lo = self.b.ins().load(I32X4, any, base, oh);
+                        let hi = self.b.ins().load(I32X4, any, base, oh + 16);
+                        let v = self.low_words(lo, hi);
+                        self.b.def_var(var_h, v);
+                        if let (true, Some(stride)) = (check, self.strides[r as usize]) {
+                            // The lanes must step by the register's stride.
+                            let x = *first.get_or_insert_with(|| {
+                                let x = self.b.ins().extractlane(v, 0);
+                                self.b.ins().splat(I32X4, x)
+                            });
+                            let steps = self.iota_of(stride, h);
+                            let want = self.b.ins().iadd(x, steps);
+                            let eq = self.b.ins().icmp(IntCC::Equal, v, want);
+                            let same = self.b.ins().vall_true(eq);
+                            differ = Some(match differ {
+                                None => same,
+                                Some(d) => self.b.ins().band(d, same),
+                            });
+                        }
                     }
                 }
                 Form::Affine => {
@@ -294,14 +316,25 @@ impl Lower<'_, '_> {
                 (p, p)
             }
             Form::Vector => {
-                let vv = self.vvar(g).expect("vector register");
-                let v = self.b.use_var(vv);
                 let one = self.splat_const(1);
-                let v = self.b.ins().band(v, one);
                 let zero = self.splat_const(0);
                 let cc = if neg { IntCC::Equal } else { IntCC::NotEqual };
-                let m = self.b.ins().icmp(cc, v, zero);
-                (self.b.ins().vall_true(m), self.b.ins().vany_true(m))
+                let (mut all, mut any) = (None, None);
+                for h in 0..HALVES {
+                    let v = self.vhalf(g, h);
+                    let v = self.b.ins().band(v, one);
+                    let m = self.b.ins().icmp(cc, v, zero);
+                    all = Some(match all {
+                        None => m,
+                        Some(a) => self.b.ins().band(a, m),
+                    });
+                    any = Some(match any {
+                        None => m,
+                        Some(a) => self.b.ins().bor(a, m),
+                    });
+                }
+                let (all, any) = (all.expect("halves"), any.expect("halves"));
+                (self.b.ins().vall_true(all), self.b.ins().vany_true(any))
             }
             Form::Lanes | Form::Affine => {
                 self.unpack(&[g]);
@@ -354,8 +387,9 @@ impl Lower<'_, '_> {
                             let x = self.b.use_var(self.vars[d as usize]);
                             let x = self.b.ins().ireduce(I32, x);
                             let v = self.b.ins().splat(I32X4, x);
-                            let vv = self.vvar(d).expect("vector register");
-                            self.b.def_var(vv, v);
+                            for var_h in self.vvar(d).expect("vector register") {
+                                self.b.def_var(var_h, v);
+                            }
                         }
                         Form::Lanes => {
                             let x = self.b.use_var(self.vars[d as usize]);
@@ -409,8 +443,8 @@ impl Lower<'_, '_> {
 
     /// Emits an instruction writing an affine register: computed once, for lane 0, which
     /// gives the base (the instructions with strides are linear). Where it reads a vector
-    /// register (a 32-bit value widened, or used in 64-bit arithmetic) lane 3 is computed
-    /// too, and a group whose lanes wrap (lane 3 not where the stride puts it) leaves for
+    /// register (a 32-bit value widened, or used in 64-bit arithmetic) the last lane is
+    /// computed too, and a group whose lanes wrap (the last lane not where the stride puts it) leaves for
     /// the scalar code at this instruction.
     fn affine_inst(
         &mut self,
@@ -433,13 +467,12 @@ impl Lower<'_, '_> {
         let skip = self.uniform_guard(inst);
         let check = !vectors.is_empty();
         if check {
-            // Lanes 0 and 3 of the vector sources; lane 3 of the affine ones.
+            // The first and last lanes of the vector sources; the last of the affine ones.
             self.set_lane(LANES);
             for &r in &vectors {
-                let vv = self.vvar(r).expect("vector register");
-                let v = self.b.use_var(vv);
                 for k in [0, LANES - 1] {
-                    let x = self.b.ins().extractlane(v, k as u8);
+                    let v = self.vhalf(r, k / 4);
+                    let x = self.b.ins().extractlane(v, (k % 4) as u8);
                     let x = self.b.ins().uextend(I64, x);
                     let var = self.lane_var(k, r);
                     self.b.def_var(var, x);
@@ -525,16 +558,12 @@ impl Lower<'_, '_> {
         Some(skip)
     }
 
-    /// Source `s` as a vector (the current lane is lane 0).
-    fn vsrc(&mut self, s: &Src) -> Value {
+    /// Half `h` of source `s` as a vector (the current lane is lane 0).
+    fn vsrc(&mut self, s: &Src, h: usize) -> Value {
         match *s {
-            Src::Reg(r) if self.form(r) == Form::Vector => {
-                let vv = self.vvar(r).expect("vector register");
-                self.b.use_var(vv)
-            }
+            Src::Reg(r) if self.form(r) == Form::Vector => self.vhalf(r, h),
             Src::NotReg(r) if self.form(r) == Form::Vector => {
-                let vv = self.vvar(r).expect("vector register");
-                let v = self.b.use_var(vv);
+                let v = self.vhalf(r, h);
                 let one = self.splat_const(1);
                 let v = self.b.ins().band(v, one);
                 self.b.ins().bxor(v, one)
@@ -549,7 +578,7 @@ impl Lower<'_, '_> {
                     .with_notrap()
                     .with_readonly()
                     .with_can_move();
-                self.b.ins().load(I32X4, f, p, 0)
+                self.b.ins().load(I32X4, f, p, 16 * h as i32)
             }
             _ => {
                 let x = self.src(s);
@@ -575,18 +604,21 @@ impl Lower<'_, '_> {
         self.b.ins().bitselect(nan, canon, bits)
     }
 
-    fn vdef(&mut self, d: u32, v: Value) {
+    fn vdef(&mut self, d: u32, v: [Value; HALVES]) {
         if let Some(vv) = self.vvar(d) {
-            self.b.def_var(vv, v);
+            for (var_h, x) in vv.into_iter().zip(v) {
+                self.b.def_var(var_h, x);
+            }
         }
     }
 
     /// Emits `inst`'s vector form (see [`Self::can_vector`]).
     fn vector_inst(&mut self, inst: &Inst) -> Result<(), Reject> {
+        // Every half's sources are read before any destination is written.
         match &inst.op {
             Op::Mov { d, a, .. } => {
-                let v = self.vsrc(a);
-                self.vdef(*d, v);
+                let v: Vec<Value> = (0..HALVES).map(|h| self.vsrc(a, h)).collect();
+                self.vdef(*d, halves(&v)?);
             }
             Op::Alu {
                 native: Some(nat),
@@ -598,12 +630,16 @@ impl Lower<'_, '_> {
                 ..
             } => {
                 let n = (*nsrc as usize).min(4);
-                let (r0, r1) = self.vector_alu(*nat, ctx.imm, &src[..n])?;
-                self.vdef(dst[0], r0);
-                if *ndst >= 2
-                    && let Some(r1) = r1
-                {
-                    self.vdef(dst[1], r1);
+                let mut r0 = Vec::with_capacity(HALVES);
+                let mut r1 = Vec::with_capacity(HALVES);
+                for h in 0..HALVES {
+                    let (a, b) = self.vector_alu(*nat, ctx.imm, &src[..n], h)?;
+                    r0.push(a);
+                    r1.extend(b);
+                }
+                self.vdef(dst[0], halves(&r0)?);
+                if *ndst >= 2 && r1.len() == HALVES {
+                    self.vdef(dst[1], halves(&r1)?);
                 }
             }
             Op::Ld { space, d, addr, .. } => {
@@ -613,30 +649,32 @@ impl Lower<'_, '_> {
                 }
             }
             Op::St { space, v, addr, .. } => {
-                let x = self.vsrc(&v[0]);
-                self.span_access(*space, addr.base, addr.off, Some(x), inst.line)?;
+                let x: Vec<Value> = (0..HALVES).map(|h| self.vsrc(&v[0], h)).collect();
+                self.span_access(*space, addr.base, addr.off, Some(halves(&x)?), inst.line)?;
             }
             _ => return Err("vector form".into()),
         }
         Ok(())
     }
 
+    /// Half `h` of a vector ALU instruction's results.
     fn vector_alu(
         &mut self,
         nat: Native,
         imm: u32,
         src: &[Src],
+        h: usize,
     ) -> Result<(Value, Option<Value>), Reject> {
         let arg = |k: usize| src.get(k).copied().ok_or_else(|| Reject::from("operands"));
         Ok(match nat {
             Native::Int { op, bits: 1, .. } => {
                 let one = self.splat_const(1);
-                let a = self.vsrc(&arg(0)?);
+                let a = self.vsrc(&arg(0)?, h);
                 let a = self.b.ins().band(a, one);
                 let r = if op == IntOp::Not {
                     self.b.ins().bxor(a, one)
                 } else {
-                    let b = self.vsrc(&arg(1)?);
+                    let b = self.vsrc(&arg(1)?, h);
                     let b = self.b.ins().band(b, one);
                     match op {
                         IntOp::And => self.b.ins().band(a, b),
@@ -647,7 +685,7 @@ impl Lower<'_, '_> {
                 (r, None)
             }
             Native::Int { op, signed, .. } => {
-                let a = self.vsrc(&arg(0)?);
+                let a = self.vsrc(&arg(0)?, h);
                 let r = match op {
                     IntOp::Not => self.b.ins().bnot(a),
                     IntOp::Neg => self.b.ins().ineg(a),
@@ -663,13 +701,13 @@ impl Lower<'_, '_> {
                         }
                     }
                     _ => {
-                        let b = self.vsrc(&arg(1)?);
+                        let b = self.vsrc(&arg(1)?, h);
                         match op {
                             IntOp::Add => self.b.ins().iadd(a, b),
                             IntOp::Sub => self.b.ins().isub(a, b),
                             IntOp::MulLo => self.b.ins().imul(a, b),
                             IntOp::MadLo => {
-                                let c = self.vsrc(&arg(2)?);
+                                let c = self.vsrc(&arg(2)?, h);
                                 let m = self.b.ins().imul(a, b);
                                 self.b.ins().iadd(m, c)
                             }
@@ -687,7 +725,7 @@ impl Lower<'_, '_> {
                 (r, None)
             }
             Native::Float { op, .. } => {
-                let a = self.vsrc(&arg(0)?);
+                let a = self.vsrc(&arg(0)?, h);
                 let a = self.fvec(a);
                 let r = match op {
                     FOp::Neg => {
@@ -703,7 +741,7 @@ impl Lower<'_, '_> {
                         self.vcanon(r)
                     }
                     _ => {
-                        let b = self.vsrc(&arg(1)?);
+                        let b = self.vsrc(&arg(1)?, h);
                         let b = self.fvec(b);
                         let r = match op {
                             FOp::Add => self.b.ins().fadd(a, b),
@@ -711,7 +749,7 @@ impl Lower<'_, '_> {
                             FOp::Mul => self.b.ins().fmul(a, b),
                             FOp::Div => self.b.ins().fdiv(a, b),
                             FOp::Fma => {
-                                let c = self.vsrc(&arg(2)?);
+                                let c = self.vsrc(&arg(2)?, h);
                                 let c = self.fvec(c);
                                 self.b.ins().fma(a, b, c)
                             }
@@ -723,8 +761,8 @@ impl Lower<'_, '_> {
                 (r, None)
             }
             Native::Setp { cmp, ty } => {
-                let a = self.vsrc(&arg(0)?);
-                let b = self.vsrc(&arg(1)?);
+                let a = self.vsrc(&arg(0)?, h);
+                let b = self.vsrc(&arg(1)?, h);
                 let m = if ty == Ty::F32 {
                     let cc = vector_fcc(cmp).ok_or_else(|| Reject::from("comparison"))?;
                     let (a, b) = (self.fvec(a), self.fvec(b));
@@ -740,7 +778,7 @@ impl Lower<'_, '_> {
                 if imm == 0 {
                     (r, Some(nr))
                 } else {
-                    let c = self.vsrc(&arg(2)?);
+                    let c = self.vsrc(&arg(2)?, h);
                     let c = self.b.ins().band(c, one);
                     match imm {
                         1 => (self.b.ins().band(r, c), Some(self.b.ins().band(nr, c))),
@@ -750,9 +788,9 @@ impl Lower<'_, '_> {
                 }
             }
             Native::Selp { .. } => {
-                let a = self.vsrc(&arg(0)?);
-                let b = self.vsrc(&arg(1)?);
-                let p = self.vsrc(&arg(2)?);
+                let a = self.vsrc(&arg(0)?, h);
+                let b = self.vsrc(&arg(1)?, h);
+                let p = self.vsrc(&arg(2)?, h);
                 let one = self.splat_const(1);
                 let p = self.b.ins().band(p, one);
                 let zero = self.splat_const(0);
@@ -760,7 +798,7 @@ impl Lower<'_, '_> {
                 (self.b.ins().bitselect(m, a, b), None)
             }
             Native::CvtIF { .. } => {
-                let a = self.vsrc(&arg(0)?);
+                let a = self.vsrc(&arg(0)?, h);
                 let r = self.b.ins().fcvt_from_sint(F32X4, a);
                 (self.ivec(r), None)
             }
@@ -769,16 +807,16 @@ impl Lower<'_, '_> {
     }
 
     /// A 32-bit load (`store` is `None`; returns the vector loaded) or store of the group's
-    /// lanes at `base + off`: one 16-byte access where the lanes' addresses are consecutive
+    /// lanes at `base + off`: 16-byte accesses where the lanes' addresses are consecutive
     /// words inside the space's fast-path buffer, else lane by lane with the scalar checks.
     fn span_access(
         &mut self,
         space: Space,
         base: Src,
         off: i64,
-        store: Option<Value>,
+        store: Option<[Value; HALVES]>,
         line: u32,
-    ) -> Result<Option<Value>, Reject> {
+    ) -> Result<Option<[Value; HALVES]>, Reject> {
         let Src::Reg(r) = base else {
             return Err("address".into());
         };
@@ -786,20 +824,28 @@ impl Lower<'_, '_> {
         // Each lane's address, and whether they are consecutive words.
         let (addrs, contig) = match self.form(r) {
             Form::Vector => {
-                let vv = self.vvar(r).expect("vector register");
-                let v = self.b.use_var(vv);
-                let x0 = self.b.ins().extractlane(v, 0);
+                let v0 = self.vhalf(r, 0);
+                let x0 = self.b.ins().extractlane(v0, 0);
                 let s = self.b.ins().splat(I32X4, x0);
-                let iota = self.iota();
-                let want = self.b.ins().iadd(s, iota);
-                let eq = self.b.ins().icmp(IntCC::Equal, v, want);
-                let contig = self.b.ins().vall_true(eq);
+                let mut all = None;
+                for h in 0..HALVES {
+                    let v = self.vhalf(r, h);
+                    let iota = self.iota_of(4, h);
+                    let want = self.b.ins().iadd(s, iota);
+                    let eq = self.b.ins().icmp(IntCC::Equal, v, want);
+                    all = Some(match all {
+                        None => eq,
+                        Some(a) => self.b.ins().band(a, eq),
+                    });
+                }
+                let contig = self.b.ins().vall_true(all.expect("halves"));
                 let addrs: Vec<Value> = (0..w)
                     .map(|k| {
                         let x = if k == 0 {
                             x0
                         } else {
-                            self.b.ins().extractlane(v, k as u8)
+                            let v = self.vhalf(r, k / 4);
+                            self.b.ins().extractlane(v, (k % 4) as u8)
                         };
                         let x = self.b.ins().uextend(I64, x);
                         self.b.ins().iadd_imm_s(x, off)
@@ -844,13 +890,16 @@ impl Lower<'_, '_> {
         self.b.ins().brif(go, fast, &[], slow, &[]);
         self.enter(fast);
         let tmpv = self.vtmp;
-        match store {
-            None => {
-                let v = self.b.ins().load(I32X4, MemFlagsData::new(), p, 0);
-                self.b.def_var(tmpv, v);
-            }
-            Some(x) => {
-                self.b.ins().store(MemFlagsData::new(), x, p, 0);
+        for h in 0..HALVES {
+            let o = 16 * h as i32;
+            match store {
+                None => {
+                    let v = self.b.ins().load(I32X4, MemFlagsData::new(), p, o);
+                    self.b.def_var(tmpv[h], v);
+                }
+                Some(x) => {
+                    self.b.ins().store(MemFlagsData::new(), x[h], p, o);
+                }
             }
         }
         self.b.ins().jump(join, &[]);
@@ -865,51 +914,52 @@ impl Lower<'_, '_> {
         }
         let mut v = None;
         for (k, &pk) in ps.iter().enumerate() {
+            let lane = (k % 4) as u8;
             match store {
                 None => {
                     let x = self.b.ins().load(I32, MemFlagsData::new(), pk, 0);
                     v = Some(match v {
-                        None => self.b.ins().scalar_to_vector(I32X4, x),
-                        Some(v) => self.b.ins().insertlane(v, x, k as u8),
+                        Some(v) if lane != 0 => self.b.ins().insertlane(v, x, lane),
+                        _ => self.b.ins().scalar_to_vector(I32X4, x),
                     });
+                    if lane == 3
+                        && let Some(v) = v
+                    {
+                        self.b.def_var(tmpv[k / 4], v);
+                    }
                 }
                 Some(vals) => {
-                    let x = self.b.ins().extractlane(vals, k as u8);
+                    let x = self.b.ins().extractlane(vals[k / 4], lane);
                     self.b.ins().store(MemFlagsData::new(), x, pk, 0);
                 }
             }
         }
         self.set_lane(0);
-        if let Some(v) = v {
-            self.b.def_var(tmpv, v);
-        }
         self.b.ins().jump(join, &[]);
         self.enter(join);
-        Ok(store.is_none().then(|| self.b.use_var(tmpv)))
+        Ok(store
+            .is_none()
+            .then(|| tmpv.map(|var_h| self.b.use_var(var_h))))
     }
 
-    /// The limit for 16-byte accesses aligned to 4 into a buffer of `len` bytes: offsets
-    /// below it, rotated right by 2, start such an access inside the buffer.
+    /// The limit for the group's 16-byte accesses (aligned to 4) into a buffer of `len`
+    /// bytes: offsets below it, rotated right by 2, start such accesses inside the buffer.
     pub(super) fn span_limit(&mut self, len: Value) -> Value {
-        self.limit_aligned(len, 16, 2)
+        self.limit_aligned(len, 4 * LANES as u32, 2)
     }
 
-    /// The vector `[0, 4, 8, 12]`.
-    fn iota(&mut self) -> Value {
-        self.iota_of(4)
-    }
-
-    /// The vector `[0, s, 2s, 3s]` (32-bit lanes, wrapping).
-    fn iota_of(&mut self, s: i64) -> Value {
+    /// The vector `[4h, 4h + 1, 4h + 2, 4h + 3]` times `s` (32-bit lanes, wrapping): half `h`
+    /// of the lanes' steps.
+    fn iota_of(&mut self, s: i64, h: usize) -> Value {
         let bytes: Vec<u8> = (0..4u32)
-            .map(|k| (s as u32).wrapping_mul(k))
+            .map(|k| (s as u32).wrapping_mul(4 * h as u32 + k))
             .flat_map(|x| x.to_le_bytes())
             .collect();
         let c = self.b.func.dfg.constants.insert(bytes.into());
         self.b.ins().vconst(I32X4, c)
     }
 
-    /// Whether 16 bytes at `a` (4-byte aligned) lie in the buffer `space`'s fast path knows
+    /// Whether the group's `4 * LANES` bytes at `a` (4-byte aligned) lie in the buffer `space`'s fast path knows
     /// (an `i8`), and their host address there.
     fn span(&mut self, space: Space, a: Value) -> (Value, Value) {
         let (o, len, host) = match space {
@@ -937,6 +987,11 @@ impl Lower<'_, '_> {
         let p = self.b.ins().iadd(host, o);
         (ok, p)
     }
+}
+
+/// A vector register's halves.
+fn halves(v: &[Value]) -> Result<[Value; HALVES], Reject> {
+    v.try_into().map_err(|_| Reject::from("vector halves"))
 }
 
 /// Whether source `s` can be had as a vector.

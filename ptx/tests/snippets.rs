@@ -953,6 +953,45 @@ fn group_code_loads_and_stores_words_in_and_out_of_order() {
 }
 
 #[test]
+fn group_code_sees_words_out_of_order_in_a_groups_second_half() {
+    // Threads 6 and 7 of every eight swap words: the group's first four lanes' addresses
+    // are consecutive, the whole group's are not. With 12 and 20 threads (x not a multiple
+    // of eight) the threads run one at a time.
+    let body = "and.b32 %r1, %r60, 7;\n\
+        setp.eq.u32 %p1, %r1, 6;\n\
+        setp.eq.u32 %p2, %r1, 7;\n\
+        selp.u32 %r2, 1, 0, %p1;\n\
+        selp.u32 %r3, 1, 0, %p2;\n\
+        add.u32 %r4, %r60, %r2;\n\
+        sub.u32 %r4, %r4, %r3;\n\
+        shl.b32 %r5, %r4, 2;\n\
+        mov.u32 %r6, sh;\n\
+        add.u32 %r7, %r6, %r5;\n\
+        mul.lo.u32 %r8, %r60, 5;\n\
+        st.shared.u32 [%r7], %r8;\n\
+        bar.sync 0;\n\
+        shl.b32 %r9, %r60, 2;\n\
+        add.u32 %r10, %r6, %r9;\n\
+        ld.shared.u32 %r11, [%r10];\n\
+        ld.shared.u32 %r12, [%r7];\n\
+        st.global.u32 [%rd63], %r11;\n\
+        st.global.u32 [%rd63+4], %r12;";
+    for threads in [64u32, 12, 20] {
+        let r = run(&kernel(".shared .align 16 .b8 sh[1024];", body), threads, &[]);
+        for (t, w) in r.iter().enumerate() {
+            let t = t as u32;
+            let swap = match t % 8 {
+                6 => t + 1,
+                7 => t - 1,
+                _ => t,
+            };
+            assert_eq!(w[0], swap * 5, "{threads} threads: thread {t}");
+            assert_eq!(w[1], t * 5, "{threads} threads: thread {t}");
+        }
+    }
+}
+
+#[test]
 fn group_code_widens_only_what_does_not_wrap() {
     // %rd1 steps by one from lane to lane, unless the 32-bit values wrap inside a group
     // (threads 0-3 here): the group code must see that and go lane by lane.

@@ -977,7 +977,11 @@ fn group_code_sees_words_out_of_order_in_a_groups_second_half() {
         st.global.u32 [%rd63], %r11;\n\
         st.global.u32 [%rd63+4], %r12;";
     for threads in [64u32, 12, 20] {
-        let r = run(&kernel(".shared .align 16 .b8 sh[1024];", body), threads, &[]);
+        let r = run(
+            &kernel(".shared .align 16 .b8 sh[1024];", body),
+            threads,
+            &[],
+        );
         for (t, w) in r.iter().enumerate() {
             let t = t as u32;
             let swap = match t % 8 {

@@ -282,13 +282,13 @@ fn sig(cc: cranelift_codegen::isa::CallConv, params: &[Type], ret: Option<Type>)
 
 pub(super) const FLAGS: MemFlagsData = MemFlagsData::trusted();
 
-/// The type holding the states of a group of `w` threads (2, 4 or 8), and the value with a
-/// 1 in each thread's byte.
-fn state_word(w: usize) -> (Type, i64) {
+/// How the states of a group of `w` threads (2 to 16) are read a word at a time: the
+/// words' type, how many, and the word with a 1 in each thread's byte.
+fn state_words(w: usize) -> (Type, usize, i64) {
     match w {
-        2 => (I16, 0x0101),
-        4 => (I32, 0x0101_0101),
-        _ => (I64, 0x0101_0101_0101_0101),
+        2 => (I16, 1, 0x0101),
+        4 => (I32, 1, 0x0101_0101),
+        _ => (I64, w / 8, 0x0101_0101_0101_0101),
     }
 }
 
@@ -727,15 +727,38 @@ impl<'a, 'b> Lower<'a, 'b> {
         (self.b.ins().bor(fresh, waits), res)
     }
 
+    /// Whether `test` (given a word of the states at `sp` and the word with a 1 in each
+    /// thread's byte) holds for every word of a group of `w` threads' states (an `i8`).
+    fn states_all(
+        &mut self,
+        sp: Value,
+        w: usize,
+        test: impl Fn(&mut Self, Value, i64) -> Value,
+    ) -> Value {
+        let (ty, words, ones) = state_words(w);
+        let any = MemFlagsData::new().with_notrap();
+        let mut all = None;
+        for k in 0..words {
+            let x = self
+                .b
+                .ins()
+                .load(ty, any, sp, (k * ty.bytes() as usize) as i32);
+            let ok = test(self, x, ones);
+            all = Some(match all {
+                None => ok,
+                Some(a) => self.b.ins().band(a, ok),
+            });
+        }
+        all.expect("state words")
+    }
+
     /// Whether the `w` threads from `t` (`w` a multiple of four) all run this round at the
     /// same resume point (an `i8`), that point (`i32`), and whether they reached it
     /// together in the group code (an `i8`): the per-thread arrays read a group at a time.
     fn group_runnable(&mut self, t: Value, w: usize) -> (Value, Value, Value) {
         let arr = self.arr;
         let any = MemFlagsData::new().with_notrap();
-        let (sty, ones) = state_word(w);
         let sp = self.b.ins().iadd(arr.state, t);
-        let states = self.b.ins().load(sty, any, sp, 0);
         let t4 = self.b.ins().ishl_imm_u(t, 2);
         let rp = self.b.ins().iadd(arr.resumes, t4);
         let bp = self.b.ins().iadd(arr.bars, t4);
@@ -754,12 +777,17 @@ impl<'a, 'b> Lower<'a, 'b> {
         };
         let (same_res, res0) = same(self, rp);
         let (same_bar, bar0) = same(self, bp);
-        let fresh = self.b.ins().icmp_imm_u(IntCC::Equal, states, 0);
+        let fresh = self.states_all(sp, w, |lw, x, _| lw.b.ins().icmp_imm_u(IntCC::Equal, x, 0));
         // Each WAIT or WAIT_GROUP.
-        let w2 = self.b.ins().bor_imm_u(states, 2 * ones);
-        let wait_group = super::WAIT_GROUP as i64 * ones;
-        let waiting = self.b.ins().icmp_imm_u(IntCC::Equal, w2, wait_group);
-        let together = self.b.ins().icmp_imm_u(IntCC::Equal, states, wait_group);
+        let waiting = self.states_all(sp, w, |lw, x, ones| {
+            let x = lw.b.ins().bor_imm_u(x, 2 * ones);
+            lw.b.ins()
+                .icmp_imm_u(IntCC::Equal, x, super::WAIT_GROUP as i64 * ones)
+        });
+        let together = self.states_all(sp, w, |lw, x, ones| {
+            lw.b.ins()
+                .icmp_imm_u(IntCC::Equal, x, super::WAIT_GROUP as i64 * ones)
+        });
         let rel = self.b.ins().ushr(arr.released, bar0);
         let rel = self.b.ins().band_imm_u(rel, 1);
         let rel = self.b.ins().ireduce(I8, rel);
@@ -903,13 +931,10 @@ impl<'a, 'b> Lower<'a, 'b> {
         let all_at = self.ld_tc(I32, off::ALL_AT);
         let res = self.b.ins().iadd_imm_s(all_at, -1);
         let sp = self.b.ins().iadd(arr.state, t);
-        let any = MemFlagsData::new().with_notrap();
-        let (sty, ones) = state_word(w);
-        let states = self.b.ins().load(sty, any, sp, 0);
-        let tg_fast =
-            self.b
-                .ins()
-                .icmp_imm_u(IntCC::Equal, states, super::WAIT_GROUP as i64 * ones);
+        let tg_fast = self.states_all(sp, w, |lw, x, ones| {
+            lw.b.ins()
+                .icmp_imm_u(IntCC::Equal, x, super::WAIT_GROUP as i64 * ones)
+        });
         self.b
             .ins()
             .brif(all_at, genter, &[res.into(), tg_fast.into()], gcheck, &[]);
@@ -984,11 +1009,14 @@ impl<'a, 'b> Lower<'a, 'b> {
         let lanes = if self.group { self.width } else { 1 };
         let sp = self.b.ins().iadd(arr.state, t);
         if lanes > 1 {
-            let (sty, ones) = state_word(lanes);
-            let v = self.b.ins().iconst(sty, state as i64 * ones);
-            self.b
-                .ins()
-                .store(MemFlagsData::new().with_notrap(), v, sp, 0);
+            let (ty, words, ones) = state_words(lanes);
+            let v = self.b.ins().iconst(ty, state as i64 * ones);
+            for k in 0..words {
+                let o = (k * ty.bytes() as usize) as i32;
+                self.b
+                    .ins()
+                    .store(MemFlagsData::new().with_notrap(), v, sp, o);
+            }
         } else {
             let v = self.b.ins().iconst(I8, state as i64);
             for k in 0..lanes {

@@ -203,8 +203,12 @@ pub(crate) struct SurfOp {
     /// Values of a store.
     pub v: [Src; 4],
     pub handle: Src,
-    /// x in bytes, y and z in texels.
+    /// x in bytes, y and z in texels; in a layered access the layer index follows the
+    /// `dims` coordinates (`coords[dims]`).
     pub coords: [Src; 3],
+    /// A layered access (`a1d`, `a2d`): the surface's layer (or cube face, six per cube)
+    /// `coords[dims]`, then the access within it.
+    pub layered: bool,
 }
 
 /// What `txq` / `suq` asks.

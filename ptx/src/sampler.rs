@@ -210,6 +210,12 @@ impl TexObject {
         })
     }
 
+    /// Layer (or cube face) `index` of a layered object, which the caller checked, as an
+    /// object of its own.
+    pub(crate) fn layer(&self, index: u64) -> TexObject {
+        self.slice(index.min(i64::MAX as u64) as i64)
+    }
+
     /// The same object seen as one of its layers (or cube faces): slice `slice` (clamped to
     /// the slices there are) as a texture of its own.
     fn slice(&self, slice: i64) -> TexObject {
@@ -366,16 +372,18 @@ impl TexObject {
         Ok(sum.map(|s| (s as f32).to_bits()))
     }
 
-    /// The address of a surface access of `size`-byte elements at `c` (x in bytes), or `None`
-    /// when `.zero` skips it.
+    /// The address of a surface access of `n` `size`-byte elements at `c` (x in bytes), or
+    /// `None` when `.zero` skips it. `.clamp` moves the whole access inside the row.
     pub(crate) fn surf_addr(
         &self,
         dims: usize,
         size: u32,
+        n: u32,
         c: [i32; 3],
         mode: SurfMode,
     ) -> Result<Option<u64>, SurfFault> {
-        let size = size.max(1) as i64;
+        let elem = size.max(1) as i64;
+        let size = elem * n.max(1) as i64;
         let [x, y, z] = c.map(|v| v as i64);
         let at = |x: i64, y: i64, z: i64| {
             self.base
@@ -384,7 +392,7 @@ impl TexObject {
                 .wrapping_add(x as u64)
         };
         let raw = at(x, y, z);
-        if x.rem_euclid(size) != 0 {
+        if x.rem_euclid(elem) != 0 {
             return Err(SurfFault::Misaligned(raw));
         }
         let row = self
@@ -583,7 +591,7 @@ mod tests {
     #[test]
     fn surface_modes() {
         let t = tex(ChannelKind::Unsigned, [32, 0, 0, 0], 4, 2);
-        let a = |x, y, m| t.surf_addr(2, 4, [x, y, 0], m);
+        let a = |x, y, m| t.surf_addr(2, 4, 1, [x, y, 0], m);
         assert_eq!(a(4, 1, SurfMode::Trap), Ok(Some(0x1000 + 16 + 4)));
         assert_eq!(a(16, 0, SurfMode::Trap), Err(SurfFault::OutOfRange(0x1010)));
         assert_eq!(a(2, 0, SurfMode::Zero), Err(SurfFault::Misaligned(0x1002)));
@@ -591,8 +599,13 @@ mod tests {
         assert_eq!(a(-4, 5, SurfMode::Clamp), Ok(Some(0x1010)));
         assert_eq!(a(i32::MAX - 3, -9, SurfMode::Clamp), Ok(Some(0x100c)));
         assert_eq!(
-            t.surf_addr(2, 8, [i32::MIN, i32::MIN, 0], SurfMode::Clamp),
+            t.surf_addr(2, 8, 1, [i32::MIN, i32::MIN, 0], SurfMode::Clamp),
             Ok(Some(0x1000))
         );
+        // A two-element access: wholly inside the row, or moved inside by `.clamp`.
+        let v2 = |x, m| t.surf_addr(2, 4, 2, [x, 0, 0], m);
+        assert_eq!(v2(8, SurfMode::Trap), Ok(Some(0x1008)));
+        assert_eq!(v2(12, SurfMode::Trap), Err(SurfFault::OutOfRange(0x100c)));
+        assert_eq!(v2(16, SurfMode::Clamp), Ok(Some(0x1008)));
     }
 }

@@ -727,6 +727,75 @@ fn surface_u32(g: &Gpu, w: u64, h: u64, f: impl Fn(u64, u64) -> u32) -> (TexObje
 }
 
 #[test]
+fn layered_surfaces_pick_the_layer_under_the_boundary_mode() {
+    for g in gpus() {
+        let (w, h, layers) = (4u64, 3u64, 3u64);
+        let val = |x: u64, y: u64, l: u64| (l * 1000 + y * 10 + x) as u32;
+        let data: Vec<u8> = (0..layers)
+            .flat_map(|l| (0..h).flat_map(move |y| (0..w).map(move |x| val(x, y, l))))
+            .flat_map(u32::to_le_bytes)
+            .collect();
+        let (mut t, base) = texture(
+            &g,
+            ChannelKind::Unsigned,
+            [32, 0, 0, 0],
+            [w, h, layers],
+            &data,
+        );
+        t.surface = true;
+        t.dims = 2;
+        t.layered = true;
+        let hs = g.mem.add_texture(t);
+        let out = g.zeros(w as usize * h as usize * 4);
+        let run = |g: &Gpu, layer: i32, mode: i32| {
+            g.try_launch(
+                "surf2d_layer",
+                [1, 1, 1],
+                [w as u32, h as u32, 1],
+                0,
+                &[
+                    Arg::Ptr(hs),
+                    Arg::Ptr(out),
+                    Arg::I32(w as i32),
+                    Arg::I32(h as i32),
+                    Arg::I32(layer),
+                    Arg::I32(mode),
+                ],
+            )
+            .map(|_| g.get::<u32>(out, (w * h) as usize))
+        };
+        let layer_of = |g: &Gpu, l: u64| -> Vec<u32> {
+            (0..h)
+                .flat_map(|y| g.get::<u32>(base + l * t.slice_pitch + y * t.pitch, w as usize))
+                .collect()
+        };
+        // Layer 1 read (trap mode, inside); layer 2 written with each value + 1.
+        let r = run(&g, 1, 0).unwrap();
+        for y in 0..h {
+            for x in 0..w {
+                assert_eq!(r[(y * w + x) as usize], val(x, y, 1), "({x},{y})");
+            }
+        }
+        assert_eq!(layer_of(&g, 2), r.iter().map(|v| v + 1).collect::<Vec<_>>());
+        // Past the last layer: zero reads nothing (and the write past it is dropped), clamp
+        // reads the last layer.
+        let before: Vec<Vec<u32>> = (0..layers).map(|l| layer_of(&g, l)).collect();
+        assert_eq!(run(&g, 3, 2).unwrap(), vec![0; (w * h) as usize]);
+        let after: Vec<Vec<u32>> = (0..layers).map(|l| layer_of(&g, l)).collect();
+        assert_eq!(before, after);
+        assert_eq!(run(&g, 7, 1).unwrap(), layer_of(&g, 2));
+        // Trap: a layer past the last (or negative: the index is unsigned) faults.
+        for layer in [3, -1] {
+            let e = run(&g, layer, 0).unwrap_err();
+            assert!(
+                matches!(e, KernelError::IllegalAddress { write: false, .. }),
+                "{e}"
+            );
+        }
+    }
+}
+
+#[test]
 fn surf2d_boundary_modes() {
     for g in gpus() {
         let (w, h) = (5u64, 4u64);
@@ -1089,6 +1158,11 @@ fn instruction_forms() {
              st.global.v2.u32 [%rd2], {%r2, %r3};",
             [2.0, 2.0, 0.0, 0.0, 0.0],
         ),
+        (
+            true,
+            "suld.b.a1d.b32.trap {%r1}, [%rd1, {%r6, %r5}];\nst.global.b32 [%rd2], %r1;",
+            [2.0, 0.0, 0.0, 0.0, 0.0],
+        ),
     ];
     for (surface, body, want) in supported {
         let g = Gpu::new(&snippet(body));
@@ -1106,12 +1180,10 @@ fn instruction_forms() {
         "tex.grad.2d.v4.f32.f32 {%f1, %f2, %f3, %f4}, [%rd1, {%f5, %f6}], {%f7, %f8}, {%f9, %f10};",
         "tex.2dms.v4.s32.s32 {%r1, %r2, %r3, %r4}, [%rd1, {%r1, %r5, %r6, %r6}];",
         "tex.cube.v4.f32.s32 {%f1, %f2, %f3, %f4}, [%rd1, {%r5, %r6, %r7, %r8}];",
-        "suld.b.a2d.b32.trap {%r1}, [%rd1, {%r6, %r5, %r5, %r5}];",
         "tex.2d.v4.f32.f32 {%f1, %f2, %f3, %f4}, [%rd1, %rd2, {%f5, %f6}];",
         "tex.2d.v4.f32.f32 {%f1, %f2, %f3, %f4}, [%rd1, {%f5, %f6}], {%r1, %r2};",
         "tex.2d.v2.f16x2.f32 {%r1, %r2}, [%rd1, {%f5, %f6}];",
         "tld4.r.2d.v4.f32.f32 {%f1, %f2, %f3, %f4}, [%rd1, {%f5, %f6}], {%r1, %r2};",
-        "suld.b.a1d.b32.trap {%r1}, [%rd1, {%r6, %r5}];",
         "sust.p.2d.v4.b32.trap [%rd1, {%r5, %r6}], {%r1, %r2, %r3, %r4};",
         "sured.b.add.2d.u32.trap [%rd1, {%r5, %r6}], %r1;",
         "txq.num_mipmap_levels.b32 %r1, [%rd1];",

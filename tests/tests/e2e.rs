@@ -53,6 +53,7 @@ programs!(
     ipc,
     launch_ex,
     layered,
+    layered_surfaces,
     managed,
     managed_coherence,
     managed_vars,

@@ -11,7 +11,7 @@ use super::{
 };
 use crate::{
     error::KernelError,
-    ir::{SurfOp, TexOp, TexQuery},
+    ir::{SurfMode, SurfOp, TexOp, TexQuery},
     memory::GlobalMem,
     sampler::{Coords, SurfFault, Unmapped},
     texture::TexObject,
@@ -41,8 +41,31 @@ pub(crate) fn surf_access(
 ) -> Result<[u64; 4], SurfError> {
     let (size, n) = (op.size as u32, (op.n as usize).min(4));
     let total = size * n as u32;
-    let c = coords.map(|v| v as u32 as i32);
-    let addr = match t.surf_addr(op.dims as usize, size, c, op.mode) {
+    let dims = (op.dims as usize).min(2);
+    let mut c = coords.map(|v| v as u32 as i32);
+    // A layered access picks the layer (cube face) first: an index past the last is out of
+    // range as a coordinate is, under the same boundary mode.
+    let layer;
+    let t = if op.layered {
+        let layers = t.depth.max(1);
+        let mut index = coords[dims] as u32 as u64;
+        if index >= layers {
+            match op.mode {
+                SurfMode::Trap => {
+                    let addr = t.base.wrapping_add(index.wrapping_mul(t.slice_pitch));
+                    return Err(SurfError::Illegal { addr, size: total });
+                }
+                SurfMode::Zero => return Ok([0; 4]),
+                SurfMode::Clamp => index = layers - 1,
+            }
+        }
+        c[dims] = 0;
+        layer = t.layer(index);
+        &layer
+    } else {
+        t
+    };
+    let addr = match t.surf_addr(op.dims as usize, size, n as u32, c, op.mode) {
         Ok(a) => a,
         Err(SurfFault::OutOfRange(addr)) => return Err(SurfError::Illegal { addr, size: total }),
         Err(SurfFault::Misaligned(addr)) => return Err(SurfError::Misaligned { addr, size }),

@@ -2,9 +2,10 @@
 //! Decoding of the texture and surface instructions: `tex`, `tld4`, `txq`, `suld.b`, `sust.b`
 //! and `suq`, in the forms nvcc emits for CUDA's texture and surface object intrinsics (the
 //! handle in a `.u64` register), including the layered (`a1d`, `a2d`) and cube (`cube`,
-//! `acube`) texture geometries. Mipmapped textures, layered and cube surfaces, multisample
-//! geometries, explicit samplers, offsets, depth compare, `.f16x2` results and formatted
-//! `sust.p` decode as unsupported instructions (they fail the launch when executed).
+//! `acube`) texture geometries and the layered surface geometries (`a1d`, `a2d`, which CUDA's
+//! layered and cube-map surface intrinsics use). Mipmapped textures, multisample geometries,
+//! explicit samplers, offsets, depth compare, `.f16x2` results and formatted `sust.p` decode
+//! as unsupported instructions (they fail the launch when executed).
 
 use super::{
     lower::{DResult, Lower, unsup},
@@ -20,11 +21,11 @@ fn has(mods: &[&str], w: &str) -> bool {
     mods.contains(&w)
 }
 
-/// The geometry modifier: 1, 2 or 3 dimensions, or unsupported.
-fn geometry(mods: &[&str]) -> DResult<u8> {
+/// A surface's geometry modifier: 1, 2 or 3 dimensions, and whether layered (`a1d`, `a2d`).
+fn geometry(mods: &[&str]) -> DResult<(u8, bool)> {
     match tex_geometry(mods)? {
-        (d, false, false) => Ok(d),
-        _ => unsup("layered and cube surfaces"),
+        (d, layered, false) => Ok((d, layered)),
+        _ => unsup("surface geometry"),
     }
 }
 
@@ -203,7 +204,7 @@ impl<'a> Lower<'a> {
         if !has(mods, "b") {
             return unsup("surface access form");
         }
-        let dims = geometry(mods)?;
+        let (dims, layered) = geometry(mods)?;
         let n: u8 = if has(mods, "v4") {
             4
         } else if has(mods, "v2") {
@@ -235,7 +236,10 @@ impl<'a> Lower<'a> {
             _ => Ty::B64,
         };
         let (addr, data) = if store { (a0, a1) } else { (a1, a0) };
-        let (handle, coords, _) = self.tex_operands(st, addr, dims, false, Ty::S32)?;
+        let (handle, mut coords, layer) = self.tex_operands(st, addr, dims, layered, Ty::S32)?;
+        if let Some(l) = layer {
+            coords[dims as usize] = l;
+        }
         let mut d = [SINK; 4];
         let mut v = [Src::Imm(0); 4];
         let items: Vec<&Operand<'a>> = match data {
@@ -262,6 +266,7 @@ impl<'a> Lower<'a> {
             v,
             handle,
             coords,
+            layered,
         })))
     }
 

@@ -600,6 +600,11 @@ impl Client {
                 0,
             ),
             (vcuda_protocol::attr::DIRECT_MANAGED_MEM_ACCESS_FROM_HOST, 0),
+            // Memory pools export POSIX descriptors (`crate::api::pool`), on every executor.
+            (
+                vcuda_protocol::attr::MEMORY_POOL_SUPPORTED_HANDLE_TYPES,
+                crate::api::pool::HANDLE_POSIX_FD,
+            ),
         ] {
             if let Some(slot) = info.attrs.get_mut(a as usize) {
                 *slot = v;

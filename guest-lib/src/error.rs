@@ -51,6 +51,8 @@ impl Error {
     pub const MISSING_CONFIGURATION: Error = Error(status::MISSING_CONFIGURATION);
     /// `cudaErrorUnknown`.
     pub const UNKNOWN: Error = Error(status::UNKNOWN);
+    /// `cudaErrorOperatingSystem`.
+    pub const OPERATING_SYSTEM: Error = Error(status::OPERATING_SYSTEM);
 }
 
 /// Results of the library's internals.

@@ -62,6 +62,7 @@ programs!(
     matmul,
     mbarrier,
     mempool,
+    mempool_ipc,
     neighbours,
     params,
     per_thread,

@@ -88,6 +88,10 @@ pub(crate) fn free_device_posted(c: &Client, ptr: u64) -> Result<()> {
 }
 
 fn free(c: &Client, ptr: u64) -> Result<()> {
+    if super::pool::is_import(ptr) {
+        // A pointer imported from another process's pool: closed.
+        return super::pool::close_import(ptr);
+    }
     if super::ipc::is_open(ptr) {
         // Memory opened through an IPC handle is closed, not freed.
         return Err(Error::INVALID_VALUE);

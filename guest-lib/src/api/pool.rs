@@ -9,10 +9,16 @@
 //! synchronization, free blocks beyond the pool's release threshold (0 by default) go back
 //! to the device, as CUDA does; `cudaMemPoolTrimTo` does so at once. A destroyed pool's
 //! outstanding blocks are freed when the program frees them.
+//!
+//! Interprocess pools (`cudaMemHandleTypePosixFileDescriptor`): the exported handle is a
+//! file (a memfd) naming the exporting process's pool, and an exported pointer carries the
+//! block's interprocess memory handle (see `super::ipc`), so the processes must reach the
+//! same backend, as for `cudaIpcOpenMemHandle`. An imported pool only imports pointers;
+//! `cudaFree` or `cudaFreeAsync` of an imported pointer closes it.
 
 use std::collections::HashMap;
-use std::ffi::{c_int, c_void};
-use std::sync::Mutex;
+use std::ffi::{c_int, c_uint, c_void};
+use std::sync::{LazyLock, Mutex};
 
 use super::stream::stream_handle;
 use crate::client::{self, Client};
@@ -35,6 +41,20 @@ const RESERVED_MEM_CURRENT: c_int = 5;
 const RESERVED_MEM_HIGH: c_int = 6;
 const USED_MEM_CURRENT: c_int = 7;
 const USED_MEM_HIGH: c_int = 8;
+
+/// `cudaMemHandleTypePosixFileDescriptor`: the only shareable handle type here.
+pub const HANDLE_POSIX_FD: c_int = 1;
+
+/// What an exported pool's file starts with; the exporting process's id and the pool's
+/// handle there follow (8 bytes each, little-endian).
+const EXPORT_MAGIC: &[u8; 8] = b"vcudapl1";
+
+/// `cudaMemPoolPtrExportData` (and the driver's `CUmemPoolPtrExportData`): 64 opaque bytes.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct cudaMemPoolPtrExportData {
+    reserved: [u8; 64],
+}
 
 /// `cudaMemAllocationTypePinned`, `cudaMemLocationTypeDevice`, `cudaMemAccessFlagsProtReadWrite`.
 const ALLOCATION_PINNED: c_int = 1;
@@ -101,6 +121,10 @@ struct Pool {
     /// Blocks handed out: pointer -> size.
     live: HashMap<u64, u64>,
     destroyed: bool,
+    /// Created with `cudaMemHandleTypePosixFileDescriptor`: it and its blocks can be exported.
+    exportable: bool,
+    /// Imported from another process: it imports pointers and allocates nothing.
+    imported: bool,
 }
 
 impl Pool {
@@ -221,7 +245,7 @@ fn alloc(pool: usize, size: usize, stream: cudaStream_t) -> Result<u64> {
         let p = pools
             .map
             .get_mut(&pool)
-            .filter(|p| !p.destroyed)
+            .filter(|p| !p.destroyed && !p.imported)
             .ok_or(Error::INVALID_VALUE)?;
         // A free block of about the size, this stream's or settled.
         let reusable = p.free.iter().position(|b| {
@@ -275,6 +299,63 @@ fn capture_alloc(size: usize, stream: cudaStream_t) -> Result<Option<u64>> {
     }
 }
 
+/// Pointers imported from other processes' pools: pointer -> imports not yet freed. A lock
+/// of its own: `cudaFree` asks it, also from inside the pools' lock (`on_sync`).
+static IMPORTS: LazyLock<Mutex<HashMap<u64, u32>>> = LazyLock::new(Default::default);
+
+fn imports() -> std::sync::MutexGuard<'static, HashMap<u64, u32>> {
+    IMPORTS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Whether `ptr` was imported into this process from another process's pool.
+pub(crate) fn is_import(ptr: u64) -> bool {
+    imports().contains_key(&ptr)
+}
+
+/// Closes one import of the imported pointer `ptr` (`cudaFree`, `cudaFreeAsync`).
+pub(crate) fn close_import(ptr: u64) -> Result<()> {
+    let mut m = imports();
+    super::ipc::close_mem_handle(ptr)?;
+    if let Some(n) = m.get_mut(&ptr) {
+        *n -= 1;
+        if *n == 0 {
+            m.remove(&ptr);
+        }
+    }
+    Ok(())
+}
+
+/// A file naming pool `h` of this process, for another process to import.
+fn export_file(h: usize) -> Result<c_int> {
+    use std::io::Write;
+    use std::os::fd::{FromRawFd, IntoRawFd};
+    // SAFETY: memfd_create reads the NUL-terminated name and returns a new descriptor or -1.
+    let fd = unsafe { libc::memfd_create(c"vcuda-mempool".as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(Error::OPERATING_SYSTEM);
+    }
+    // SAFETY: `fd` is the new descriptor, owned by nothing else.
+    let mut f = unsafe { std::fs::File::from_raw_fd(fd) };
+    let mut rec = EXPORT_MAGIC.to_vec();
+    rec.extend_from_slice(&u64::from(std::process::id()).to_le_bytes());
+    rec.extend_from_slice(&(h as u64).to_le_bytes());
+    f.write_all(&rec).map_err(|_| Error::OPERATING_SYSTEM)?;
+    Ok(f.into_raw_fd())
+}
+
+/// Whether descriptor `fd` (the caller's, left open) is a pool file `export_file` made.
+fn is_export_file(fd: c_int) -> bool {
+    use std::os::fd::FromRawFd;
+    use std::os::unix::fs::FileExt;
+    if fd < 0 {
+        return false;
+    }
+    // SAFETY: the file only borrows the caller's descriptor: ManuallyDrop never closes it.
+    let f = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(fd) });
+    let mut rec = [0u8; 24];
+    f.read_exact_at(&mut rec, 0).is_ok() && &rec[..8] == EXPORT_MAGIC
+}
+
 fn pool_of(h: cudaMemPool_t) -> Result<usize> {
     let h = h as usize;
     with(|p| p.map.get(&h).filter(|p| !p.destroyed).map(|_| h)).ok_or(Error::INVALID_VALUE)
@@ -323,6 +404,10 @@ entry! {
         let ptr = dev_ptr as u64;
         if ptr == 0 {
             return Ok(());
+        }
+        if is_import(ptr) {
+            // Closed once the stream's earlier work has run: the backend runs calls in order.
+            return close_import(ptr);
         }
         if super::graph_mem::owns(ptr) {
             // Graph memory: on a capturing stream a free node; elsewhere freed for the
@@ -423,12 +508,16 @@ entry! {
         // (NVIDIA's runtime says invalid value, not invalid device, for a device it lacks:
         // measured on an H100.)
         check_location(c, &pr.location).map_err(|_| Error::INVALID_VALUE)?;
-        if pr.handle_types != 0 {
-            // Shareable handles (IPC) are not available.
-            return Err(Error::NOT_SUPPORTED);
-        }
+        let exportable = match pr.handle_types {
+            0 => false,
+            HANDLE_POSIX_FD => true,
+            // Windows and fabric handles are not available.
+            _ => return Err(Error::NOT_SUPPORTED),
+        };
         let h = new_handle();
-        with(|p| p.map.insert(h, Pool::new(pr.max_size as u64)));
+        let mut new = Pool::new(pr.max_size as u64);
+        new.exportable = exportable;
+        with(|p| p.map.insert(h, new));
         // SAFETY: the caller's output pointer (checked non-null above).
         unsafe { write_out(pool, h as cudaMemPool_t) }
     }
@@ -560,5 +649,66 @@ entry! {
         check_location(c, l)?;
         // SAFETY: the caller's output pointer, checked for null.
         unsafe { write_out(flags, ACCESS_READ_WRITE) }
+    }
+}
+
+entry! {
+    fn cudaMemPoolExportToShareableHandle(handle: *mut c_void, pool: cudaMemPool_t, ty: c_int, flags: c_uint) {
+        client::client()?.check_sticky()?;
+        let h = pool_of(pool)?;
+        let exportable = with(|p| p.map.get(&h).is_some_and(|p| p.exportable && !p.imported));
+        if handle.is_null() || flags != 0 || ty != HANDLE_POSIX_FD || !exportable {
+            return Err(Error::INVALID_VALUE);
+        }
+        let fd = export_file(h)?;
+        // SAFETY: for a POSIX descriptor the caller's handle points at an int (checked for null).
+        unsafe { write_out(handle as *mut c_int, fd) }
+    }
+
+    fn cudaMemPoolImportFromShareableHandle(pool: *mut cudaMemPool_t, handle: *mut c_void, ty: c_int, flags: c_uint) {
+        let c = client::client()?;
+        c.check_sticky()?;
+        device_zero(c, 0)?;
+        // A POSIX descriptor comes as the handle's value.
+        let fd = handle as usize as c_int;
+        if pool.is_null() || flags != 0 || ty != HANDLE_POSIX_FD || !is_export_file(fd) {
+            return Err(Error::INVALID_VALUE);
+        }
+        let h = new_handle();
+        let mut new = Pool::new(0);
+        new.imported = true;
+        with(|p| p.map.insert(h, new));
+        // SAFETY: the caller's output pointer, checked for null.
+        unsafe { write_out(pool, h as cudaMemPool_t) }
+    }
+
+    fn cudaMemPoolExportPointer(data: *mut cudaMemPoolPtrExportData, ptr: *mut c_void) {
+        client::client()?.check_sticky()?;
+        let ptr = ptr as u64;
+        let ours = with(|pools| {
+            pools.map.values().any(|p| p.exportable && !p.imported && p.live.contains_key(&ptr))
+        });
+        if data.is_null() || !ours {
+            return Err(Error::INVALID_VALUE);
+        }
+        let reserved = super::ipc::get_mem_handle(ptr)?;
+        // SAFETY: the caller's output pointer, checked for null.
+        unsafe { write_out(data, cudaMemPoolPtrExportData { reserved }) }
+    }
+
+    fn cudaMemPoolImportPointer(ptr: *mut *mut c_void, pool: cudaMemPool_t, data: *mut cudaMemPoolPtrExportData) {
+        client::client()?.check_sticky()?;
+        let h = pool_of(pool)?;
+        let imported = with(|p| p.map.get(&h).is_some_and(|p| p.imported));
+        // SAFETY: the caller's export data, checked for null.
+        let d = unsafe { data.as_ref() };
+        let (Some(d), false, true) = (d, ptr.is_null(), imported) else {
+            return Err(Error::INVALID_VALUE);
+        };
+        let mut m = imports();
+        let p = super::ipc::open_mem_handle(&d.reserved, super::ipc::LAZY_ENABLE_PEER_ACCESS)?;
+        *m.entry(p).or_default() += 1;
+        // SAFETY: the caller's output pointer, checked for null.
+        unsafe { write_out(ptr, p as *mut c_void) }
     }
 }

@@ -27,7 +27,9 @@ use crate::api::graph_node::{cudaHostNodeParams, cudaMemsetParams};
 use crate::api::pool::{
     cudaDeviceGetDefaultMemPool, cudaDeviceGetMemPool, cudaDeviceSetMemPool, cudaFreeAsync,
     cudaMallocAsync, cudaMallocFromPoolAsync, cudaMemPool_t, cudaMemPoolCreate, cudaMemPoolDestroy,
-    cudaMemPoolGetAttribute, cudaMemPoolProps, cudaMemPoolSetAttribute, cudaMemPoolTrimTo,
+    cudaMemPoolExportPointer, cudaMemPoolExportToShareableHandle, cudaMemPoolGetAttribute,
+    cudaMemPoolImportFromShareableHandle, cudaMemPoolImportPointer, cudaMemPoolProps,
+    cudaMemPoolPtrExportData, cudaMemPoolSetAttribute, cudaMemPoolTrimTo,
 };
 use crate::api::user_object as uo;
 use crate::error::CuError;
@@ -205,6 +207,29 @@ entry_lib! {
     fn cuMemPoolGetAttribute(pool: cudaMemPool_t, attr: c_int, value: *mut c_void) -> Result<(), CuError> {
         // SAFETY: as above.
         rt(unsafe { cudaMemPoolGetAttribute(pool, attr, value) })
+    }
+
+    fn cuMemPoolExportToShareableHandle(handle: *mut c_void, pool: cudaMemPool_t, ty: c_int, flags: u64) -> Result<(), CuError> {
+        let flags = c_uint::try_from(flags).map_err(|_| CuError::INVALID_VALUE)?;
+        // SAFETY: forwarding the caller's pointer; CUmemAllocationHandleType has the runtime's values.
+        rt(unsafe { cudaMemPoolExportToShareableHandle(handle, pool, ty, flags) })
+    }
+
+    fn cuMemPoolImportFromShareableHandle(pool: *mut cudaMemPool_t, handle: *mut c_void, ty: c_int, flags: u64) -> Result<(), CuError> {
+        current()?;
+        let flags = c_uint::try_from(flags).map_err(|_| CuError::INVALID_VALUE)?;
+        // SAFETY: as above.
+        rt(unsafe { cudaMemPoolImportFromShareableHandle(pool, handle, ty, flags) })
+    }
+
+    fn cuMemPoolExportPointer(data: *mut cudaMemPoolPtrExportData, ptr: CUdeviceptr) -> Result<(), CuError> {
+        // SAFETY: forwarding the caller's pointer; CUmemPoolPtrExportData has the runtime's layout.
+        rt(unsafe { cudaMemPoolExportPointer(data, ptr as *mut c_void) })
+    }
+
+    fn cuMemPoolImportPointer(ptr: *mut CUdeviceptr, pool: cudaMemPool_t, data: *mut cudaMemPoolPtrExportData) -> Result<(), CuError> {
+        // SAFETY: forwarding the caller's pointers (a CUdeviceptr is pointer-sized here).
+        rt(unsafe { cudaMemPoolImportPointer(ptr.cast(), pool, data) })
     }
 }
 

@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
 // Interprocess memory pools: a parent process creates a pool with POSIX file descriptor
-// handles, allocates from it and fills the block with a kernel, then exports the pool (a
-// descriptor, which the forked child opens through /proc) and the block
-// (cudaMemPoolPtrExportData, sent down a pipe). The child imports both, sees the parent's
-// values, adds to them with a kernel of its own and frees the imported pointer; the parent
-// sees the child's writes. Also: the device attribute, export from a pool without handle
-// types, export of memory from outside an exportable pool, import of a descriptor that is
-// no pool, allocation from an imported pool.
-#include <fcntl.h>
+// handles, allocates from it and fills the block with a kernel, then sends the exported pool
+// (a descriptor, with SCM_RIGHTS over a Unix socket, as NVIDIA's streamOrderedAllocationIPC
+// does) and the exported block (cudaMemPoolPtrExportData) to a forked child. The child
+// imports both, sees the parent's values, adds to them with a kernel of its own and frees
+// the imported pointer; the parent sees the child's writes. Also: the device attribute,
+// export from a pool without handle types, export of memory from outside an exportable
+// pool, import of a descriptor that is no pool, allocation from an imported pool.
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "common.h"
@@ -25,31 +25,43 @@ __global__ void add(int *p, int n, int v) {
 
 static const int N = 2000;
 
-static bool read_all(int fd, void *buf, size_t len) {
-    char *p = (char *)buf;
-    while (len > 0) {
-        ssize_t r = read(fd, p, len);
-        if (r <= 0) return false;
-        p += r;
-        len -= (size_t)r;
-    }
+static bool send_fd(int sock, int fd, const void *data, size_t len) {
+    struct iovec iov = {(void *)data, len};
+    char ctrl[CMSG_SPACE(sizeof(int))];
+    memset(ctrl, 0, sizeof ctrl);
+    struct msghdr m = {};
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    m.msg_control = ctrl;
+    m.msg_controllen = sizeof ctrl;
+    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &fd, sizeof(int));
+    return sendmsg(sock, &m, 0) == (ssize_t)len;
+}
+
+static bool recv_fd(int sock, int *fd, void *data, size_t len) {
+    struct iovec iov = {data, len};
+    char ctrl[CMSG_SPACE(sizeof(int))];
+    struct msghdr m = {};
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    m.msg_control = ctrl;
+    m.msg_controllen = sizeof ctrl;
+    if (recvmsg(sock, &m, MSG_WAITALL) != (ssize_t)len) return false;
+    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+    if (!c || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) return false;
+    memcpy(fd, CMSG_DATA(c), sizeof(int));
     return true;
 }
 
-static int child(int from_parent, int to_parent) {
-    // The parent's descriptor number, then the pointer's export data. The descriptor itself
-    // is opened through /proc (the test VM's kernel has no Unix sockets for SCM_RIGHTS).
-    int parent_fd = -1;
+static int child(int sock) {
+    int fd = -1;
     cudaMemPoolPtrExportData data;
-    if (!read_all(from_parent, &parent_fd, sizeof parent_fd) || !read_all(from_parent, &data, sizeof data)) {
-        printf("FAIL: read\n");
-        return 1;
-    }
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)getppid(), parent_fd);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        printf("FAIL: open %s\n", path);
+    if (!recv_fd(sock, &fd, &data, sizeof data)) {
+        printf("FAIL: recvmsg\n");
         return 1;
     }
     cudaMemPool_t pool;
@@ -74,14 +86,14 @@ static int child(int from_parent, int to_parent) {
     CHECK(cudaStreamDestroy(s));
     CHECK(cudaMemPoolDestroy(pool));
     char ok = g_failures ? 'F' : 'K';
-    if (write(to_parent, &ok, 1) != 1) return 1;
+    if (write(sock, &ok, 1) != 1) return 1;
     return g_failures ? 1 : 0;
 }
 
 int main() {
-    int down[2], up[2];
-    if (pipe(down) || pipe(up)) {
-        printf("FAIL: pipe\n");
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv)) {
+        printf("FAIL: socketpair\n");
         return 1;
     }
     // Fork before any CUDA call: the child is a process of its own, with its own session.
@@ -92,14 +104,12 @@ int main() {
         return 1;
     }
     if (pid == 0) {
-        close(down[1]);
-        close(up[0]);
-        int rc = child(down[0], up[1]);
+        close(sv[0]);
+        int rc = child(sv[1]);
         fflush(stdout);
         _exit(rc);
     }
-    close(down[0]);
-    close(up[1]);
+    close(sv[1]);
 
     int types = 0;
     CHECK(cudaDeviceGetAttribute(&types, cudaDevAttrMemoryPoolSupportedHandleTypes, 0));
@@ -147,16 +157,15 @@ int main() {
     int fd = -1;
     CHECK(cudaMemPoolExportToShareableHandle(&fd, pool, cudaMemHandleTypePosixFileDescriptor, 0));
     CHECK(cudaMemPoolExportPointer(&data, d));
-    if (write(down[1], &fd, sizeof fd) != (ssize_t)sizeof fd ||
-        write(down[1], &data, sizeof data) != (ssize_t)sizeof data) {
-        printf("FAIL: write\n");
+    if (!send_fd(sv[0], fd, &data, sizeof data)) {
+        printf("FAIL: sendmsg\n");
         return 1;
     }
+    close(fd);
     char ok = 0;
-    EXPECT(read_all(up[0], &ok, 1) && ok == 'K');
+    EXPECT(read(sv[0], &ok, 1) == 1 && ok == 'K');
     int status = 0;
     EXPECT(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    close(fd);
 
     static int host[N];
     CHECK(cudaMemcpy(host, d, sizeof host, cudaMemcpyDeviceToHost));

@@ -447,14 +447,14 @@ fn unsupported_reported_only_when_executed() {
     let src = kernel(
         ".extern .func foo(.param .b32 x);",
         "setp.eq.u32 %p1, %r60, 7;\n\
-         @%p1 tex.level.2d.v4.f32.f32 {%f1, %f2, %f3, %f4}, [%rd1, {%f5, %f6}], %f7;\n\
+         @%p1 tex.2dms.v4.s32.s32 {%r1, %r2, %r3, %r4}, [%rd1, {%r1, %r5, %r6, %r6}];\n\
          st.global.u32 [%rd63], 1;",
     );
     assert!(try_run(&src, 4).is_ok());
     let e = try_run(&src, 8).unwrap_err();
     match &e {
         KernelError::Unsupported { instruction, loc } => {
-            assert!(instruction.starts_with("tex.level.2d"), "{instruction}");
+            assert!(instruction.starts_with("tex.2dms"), "{instruction}");
             assert_eq!(loc.thread, [7, 0, 0]);
         }
         e => panic!("{e}"),

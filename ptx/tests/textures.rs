@@ -1163,6 +1163,27 @@ fn instruction_forms() {
             "suld.b.a1d.b32.trap {%r1}, [%rd1, {%r6, %r5}];\nst.global.b32 [%rd2], %r1;",
             [2.0, 0.0, 0.0, 0.0, 0.0],
         ),
+        // A texture of one level: that level, whatever the level of detail.
+        (
+            false,
+            "mov.f32 %f7, 0f40400000;\n\
+             tex.level.2d.v4.f32.f32 {%f1, %f2, %f3, %f4}, [%rd1, {%f5, %f6}], %f7;\n\
+             st.global.f32 [%rd2], %f1;",
+            [2.0, 0.0, 0.0, 0.0, 0.0],
+        ),
+        (
+            false,
+            "mov.f32 %f7, 0f41000000;\n\
+             tex.grad.2d.v4.f32.f32 {%f1, %f2, %f3, %f4}, [%rd1, {%f5, %f6}], {%f7, %f7}, {%f7, %f7};\n\
+             st.global.f32 [%rd2], %f1;",
+            [2.0, 0.0, 0.0, 0.0, 0.0],
+        ),
+        (
+            false,
+            "tex.base.2d.v4.f32.f32 {%f1, %f2, %f3, %f4}, [%rd1, {%f5, %f6}];\n\
+             st.global.f32 [%rd2], %f1;",
+            [2.0, 0.0, 0.0, 0.0, 0.0],
+        ),
     ];
     for (surface, body, want) in supported {
         let g = Gpu::new(&snippet(body));
@@ -1176,8 +1197,7 @@ fn instruction_forms() {
     }
     // Forms that decode but are unsupported: they fail the launch naming the instruction.
     let unsupported = [
-        "tex.level.2d.v4.f32.f32 {%f1, %f2, %f3, %f4}, [%rd1, {%f5, %f6}], %f7;",
-        "tex.grad.2d.v4.f32.f32 {%f1, %f2, %f3, %f4}, [%rd1, {%f5, %f6}], {%f7, %f8}, {%f9, %f10};",
+        "tld4.r.2d.v4.f32.f32 {%f1, %f2, %f3, %f4}, [%rd1, {%f5, %f6}], %f7;",
         "tex.2dms.v4.s32.s32 {%r1, %r2, %r3, %r4}, [%rd1, {%r1, %r5, %r6, %r6}];",
         "tex.cube.v4.f32.s32 {%f1, %f2, %f3, %f4}, [%rd1, {%r5, %r6, %r7, %r8}];",
         "tex.2d.v4.f32.f32 {%f1, %f2, %f3, %f4}, [%rd1, %rd2, {%f5, %f6}];",

@@ -4,9 +4,9 @@
 // textures over linear, pitched and array memory with point and linear filtering,
 // normalized coordinates, the clamp, wrap, mirror and border address modes and
 // cudaReadModeNormalizedFloat; surfaces written and read by kernels with byte x coordinates
-// and the clamp and zero boundary modes; descriptor queries. Checked against a host model of
-// the GPU's sampling (coordinates chosen so that the interpolation weights are exact in the
-// hardware's 8-bit fraction).
+// and the clamp and zero boundary modes; descriptor queries; tex2DLod and tex2DGrad on a
+// texture of one level. Checked against a host model of the GPU's sampling (coordinates
+// chosen so that the interpolation weights are exact in the hardware's 8-bit fraction).
 #include "common.h"
 
 // cudaMemcpyToArray and cudaMemcpyFromArray are deprecated, and tested here on purpose.
@@ -20,6 +20,14 @@ __global__ void fetch_linear(cudaTextureObject_t t, float *out, int n) {
 __global__ void sample_2d(cudaTextureObject_t t, const float2 *c, float *out, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) out[i] = tex2D<float>(t, c[i].x, c[i].y);
+}
+
+// A level of detail and gradients that would pick a smaller level of a mipmapped texture.
+__global__ void sample_2d_lod(cudaTextureObject_t t, const float2 *c, float *out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    out[i] = tex2DLod<float>(t, c[i].x, c[i].y, 1.5f);
+    out[n + i] = tex2DGrad<float>(t, c[i].x, c[i].y, make_float2(4.0f, 0.0f), make_float2(0.0f, 4.0f));
 }
 
 __global__ void sample_1d(cudaTextureObject_t t, const float *c, float *out, int n) {
@@ -220,6 +228,24 @@ static void test_2d() {
                 g_failures++;
             }
         }
+        CHECK(cudaDestroyTextureObject(t));
+    }
+    // A texture of one level (an array's): tex2DLod and tex2DGrad sample that level whatever
+    // the level of detail.
+    {
+        cudaTextureObject_t t = make_tex(a, cudaAddressModeClamp, cudaFilterModeLinear, false);
+        CHECK(cudaMemcpy(dc, c, sizeof c, cudaMemcpyHostToDevice));
+        float *dl;
+        CHECK(cudaMalloc(&dl, 2 * n * sizeof(float)));
+        sample_2d_lod<<<1, 32>>>(t, dc, dl, n);
+        CHECK(cudaGetLastError());
+        float l[2 * n];
+        CHECK(cudaMemcpy(l, dl, sizeof l, cudaMemcpyDeviceToHost));
+        for (int i = 0; i < n; i++) {
+            float want = bilinear(c[i].x, c[i].y, false, cudaAddressModeClamp);
+            EXPECT(close_enough(l[i], want) && close_enough(l[n + i], want));
+        }
+        CHECK(cudaFree(dl));
         CHECK(cudaDestroyTextureObject(t));
     }
     // Point filtering picks texel floor(x).

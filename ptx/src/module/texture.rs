@@ -3,9 +3,11 @@
 //! and `suq`, in the forms nvcc emits for CUDA's texture and surface object intrinsics (the
 //! handle in a `.u64` register), including the layered (`a1d`, `a2d`) and cube (`cube`,
 //! `acube`) texture geometries and the layered surface geometries (`a1d`, `a2d`, which CUDA's
-//! layered and cube-map surface intrinsics use). Mipmapped textures, multisample geometries,
-//! explicit samplers, offsets, depth compare, `.f16x2` results and formatted `sust.p` decode
-//! as unsupported instructions (they fail the launch when executed).
+//! layered and cube-map surface intrinsics use). `tex.level`, `tex.grad` and `tex.base`
+//! sample the one level every texture object has (mipmapped arrays are not supported).
+//! Multisample geometries, explicit samplers, offsets, depth compare, `.f16x2` results and
+//! formatted `sust.p` decode as unsupported instructions (they fail the launch when
+//! executed).
 
 use super::{
     lower::{DResult, Lower, unsup},
@@ -124,7 +126,10 @@ impl<'a> Lower<'a> {
         Ok(d)
     }
 
-    /// `tex.geom.v4.dtype.ctype d{|p}, [a, c]` and `tld4.comp.2d.v4.dtype.f32 d{|p}, [a, c]`.
+    /// `tex{.base,.level,.grad}.geom.v4.dtype.ctype d{|p}, [a, c]{, lod | , dPdx, dPdy}` and
+    /// `tld4.comp.2d.v4.dtype.f32 d{|p}, [a, c]`. Every texture object here has one level
+    /// (mipmapped arrays are not supported), and a GPU samples a one-level texture's level
+    /// whatever the level of detail: the `lod` and gradient operands are not read.
     pub(super) fn tex(
         &mut self,
         st: &mut FnState<'a>,
@@ -132,9 +137,12 @@ impl<'a> Lower<'a> {
         mods: &[&str],
         args: &[Operand<'a>],
     ) -> DResult<Op> {
-        if has(mods, "level") || has(mods, "grad") || has(mods, "base") {
-            return unsup("mipmapped textures");
-        }
+        let lod_operands = match (has(mods, "level"), has(mods, "grad")) {
+            (false, false) => 0,
+            (true, false) if !gather => 1,
+            (false, true) if !gather => 2,
+            _ => return unsup("texture level-of-detail form"),
+        };
         let (dims, layered, cube) = tex_geometry(mods)?;
         if !has(mods, "v4") {
             return unsup("texture result other than .v4");
@@ -166,7 +174,7 @@ impl<'a> Lower<'a> {
         } else {
             None
         };
-        if args.len() != 2 {
+        if args.len() != 2 + lod_operands {
             return unsup("offset or depth-compare operands");
         }
         let (d, p) = match &args[0] {

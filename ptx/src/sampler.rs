@@ -210,15 +210,9 @@ impl TexObject {
         })
     }
 
-    /// Layer (or cube face) `index` of a layered object, which the caller checked, as an
-    /// object of its own.
-    pub(crate) fn layer(&self, index: u64) -> TexObject {
-        self.slice(index.min(i64::MAX as u64) as i64)
-    }
-
     /// The same object seen as one of its layers (or cube faces): slice `slice` (clamped to
     /// the slices there are) as a texture of its own.
-    fn slice(&self, slice: i64) -> TexObject {
+    pub(crate) fn slice(&self, slice: i64) -> TexObject {
         let last = self.depth.max(1) - 1;
         let s = slice.clamp(0, last as i64) as u64;
         TexObject {

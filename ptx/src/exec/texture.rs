@@ -60,7 +60,8 @@ pub(crate) fn surf_access(
             }
         }
         c[dims] = 0;
-        layer = t.layer(index);
+        // (`index` is below the layer count, which the array limits keep small.)
+        layer = t.slice(index as i64);
         &layer
     } else {
         t

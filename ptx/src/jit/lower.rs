@@ -752,6 +752,13 @@ impl<'a, 'b> Lower<'a, 'b> {
         all.expect("state words")
     }
 
+    /// Whether every one of a group of `w` threads' states at `sp` is `state` (an `i8`).
+    fn states_are(&mut self, sp: Value, w: usize, state: u8) -> Value {
+        self.states_all(sp, w, |lw, x, ones| {
+            lw.b.ins().icmp_imm_u(IntCC::Equal, x, state as i64 * ones)
+        })
+    }
+
     /// Whether the `w` threads from `t` (`w` a multiple of four) all run this round at the
     /// same resume point (an `i8`), that point (`i32`), and whether they reached it
     /// together in the group code (an `i8`): the per-thread arrays read a group at a time.
@@ -777,17 +784,14 @@ impl<'a, 'b> Lower<'a, 'b> {
         };
         let (same_res, res0) = same(self, rp);
         let (same_bar, bar0) = same(self, bp);
-        let fresh = self.states_all(sp, w, |lw, x, _| lw.b.ins().icmp_imm_u(IntCC::Equal, x, 0));
+        let fresh = self.states_are(sp, w, 0);
         // Each WAIT or WAIT_GROUP.
         let waiting = self.states_all(sp, w, |lw, x, ones| {
             let x = lw.b.ins().bor_imm_u(x, 2 * ones);
             lw.b.ins()
                 .icmp_imm_u(IntCC::Equal, x, super::WAIT_GROUP as i64 * ones)
         });
-        let together = self.states_all(sp, w, |lw, x, ones| {
-            lw.b.ins()
-                .icmp_imm_u(IntCC::Equal, x, super::WAIT_GROUP as i64 * ones)
-        });
+        let together = self.states_are(sp, w, super::WAIT_GROUP);
         let rel = self.b.ins().ushr(arr.released, bar0);
         let rel = self.b.ins().band_imm_u(rel, 1);
         let rel = self.b.ins().ireduce(I8, rel);
@@ -931,10 +935,7 @@ impl<'a, 'b> Lower<'a, 'b> {
         let all_at = self.ld_tc(I32, off::ALL_AT);
         let res = self.b.ins().iadd_imm_s(all_at, -1);
         let sp = self.b.ins().iadd(arr.state, t);
-        let tg_fast = self.states_all(sp, w, |lw, x, ones| {
-            lw.b.ins()
-                .icmp_imm_u(IntCC::Equal, x, super::WAIT_GROUP as i64 * ones)
-        });
+        let tg_fast = self.states_are(sp, w, super::WAIT_GROUP);
         self.b
             .ins()
             .brif(all_at, genter, &[res.into(), tg_fast.into()], gcheck, &[]);

@@ -232,7 +232,6 @@ impl Lower<'_, '_> {
                 }
                 Form::Vector => {
                     let vv = self.vvar(r).expect("vector register");
-                    let mut first = None;
                     for (h, &var_h) in vv.iter().enumerate() {
                         // Each 64-bit slot holds a zero-extended 32-bit value: the low words.
                         let oh = o + 32 * h as i32;
@@ -240,21 +239,14 @@ impl Lower<'_, '_> {
                         let hi = self.b.ins().load(I32X4, any, base, oh + 16);
                         let v = self.low_words(lo, hi);
                         self.b.def_var(var_h, v);
-                        if let (true, Some(stride)) = (check, self.strides[r as usize]) {
-                            // The lanes must step by the register's stride.
-                            let x = *first.get_or_insert_with(|| {
-                                let x = self.b.ins().extractlane(v, 0);
-                                self.b.ins().splat(I32X4, x)
-                            });
-                            let steps = self.iota_of(stride, h);
-                            let want = self.b.ins().iadd(x, steps);
-                            let eq = self.b.ins().icmp(IntCC::Equal, v, want);
-                            let same = self.b.ins().vall_true(eq);
-                            differ = Some(match differ {
-                                None => same,
-                                Some(d) => self.b.ins().band(d, same),
-                            });
-                        }
+                    }
+                    if let (true, Some(stride)) = (check, self.strides[r as usize]) {
+                        // The lanes must step by the register's stride.
+                        let (same, _) = self.vsteps(r, stride);
+                        differ = Some(match differ {
+                            None => same,
+                            Some(d) => self.b.ins().band(d, same),
+                        });
                     }
                 }
                 Form::Affine => {
@@ -824,21 +816,7 @@ impl Lower<'_, '_> {
         // Each lane's address, and whether they are consecutive words.
         let (addrs, contig) = match self.form(r) {
             Form::Vector => {
-                let v0 = self.vhalf(r, 0);
-                let x0 = self.b.ins().extractlane(v0, 0);
-                let s = self.b.ins().splat(I32X4, x0);
-                let mut all = None;
-                for h in 0..HALVES {
-                    let v = self.vhalf(r, h);
-                    let iota = self.iota_of(4, h);
-                    let want = self.b.ins().iadd(s, iota);
-                    let eq = self.b.ins().icmp(IntCC::Equal, v, want);
-                    all = Some(match all {
-                        None => eq,
-                        Some(a) => self.b.ins().band(a, eq),
-                    });
-                }
-                let contig = self.b.ins().vall_true(all.expect("halves"));
+                let (contig, x0) = self.vsteps(r, 4);
                 let addrs: Vec<Value> = (0..w)
                     .map(|k| {
                         let x = if k == 0 {
@@ -946,6 +924,26 @@ impl Lower<'_, '_> {
     /// bytes: offsets below it, rotated right by 2, start such accesses inside the buffer.
     pub(super) fn span_limit(&mut self, len: Value) -> Value {
         self.limit_aligned(len, 4 * LANES as u32, 2)
+    }
+
+    /// Whether vector register `r`'s lanes step by `s` from lane 0's value, wrapping as
+    /// 32-bit values do (an `i8`), and lane 0's value.
+    fn vsteps(&mut self, r: u32, s: i64) -> (Value, Value) {
+        let v0 = self.vhalf(r, 0);
+        let x0 = self.b.ins().extractlane(v0, 0);
+        let x = self.b.ins().splat(I32X4, x0);
+        let mut all = None;
+        for h in 0..HALVES {
+            let v = self.vhalf(r, h);
+            let steps = self.iota_of(s, h);
+            let want = self.b.ins().iadd(x, steps);
+            let eq = self.b.ins().icmp(IntCC::Equal, v, want);
+            all = Some(match all {
+                None => eq,
+                Some(a) => self.b.ins().band(a, eq),
+            });
+        }
+        (self.b.ins().vall_true(all.expect("halves")), x0)
     }
 
     /// The vector `[4h, 4h + 1, 4h + 2, 4h + 3]` times `s` (32-bit lanes, wrapping): half `h`

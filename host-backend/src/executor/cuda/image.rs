@@ -27,6 +27,10 @@ pub enum ImageError {
     /// A PTX entry without its terminating NUL.
     #[error("PTX entry {0} is not NUL-terminated")]
     PtxUnterminated(usize),
+    /// An entry header whose string records (the ptxas options of a PTX entry, the source
+    /// file name) point outside the header.
+    #[error("Entry {0}: a header record points outside the header")]
+    HeaderRecord(usize),
     /// A cubin entry that is not a well-formed ELF64 object.
     #[error("Cubin entry {entry}: {what}")]
     Elf {
@@ -69,6 +73,9 @@ pub fn check(image: &[u8]) -> Result<ImageInfo, ImageError> {
         ..Default::default()
     };
     for (i, e) in fb.entries().enumerate() {
+        if !header_records_inside(e.kind, e.header) {
+            return Err(ImageError::HeaderRecord(i));
+        }
         let data = match e.kind {
             EntryKind::Ptx => {
                 let d = e.data()?;
@@ -89,6 +96,29 @@ pub fn check(image: &[u8]) -> Result<ImageInfo, ImageError> {
         info.uses_printf |= data.windows(7).any(|w| w == b"vprintf");
     }
     Ok(info)
+}
+
+/// Whether the `{u32 offset, u32 len}` string records an entry header holds lie inside it.
+///
+/// NVIDIA's driver follows them without checking: a PTX entry's header says at 0x14 where
+/// the record of its ptxas options is (nvcc always writes one, empty without options), and
+/// 0x20 holds the record of the source file name (`-G`; zero without). A header without a
+/// valid options record (the field 0: the record read from the header's first bytes) made
+/// the driver read megabytes past the image and crash (SIGSEGV, seen on an H100 with driver
+/// 580).
+fn header_records_inside(kind: EntryKind, header: &[u8]) -> bool {
+    let total = header.len() as u64;
+    let record_inside = |at: u64| match (u32_at(header, at), u32_at(header, at + 4)) {
+        (Some(off), Some(len)) => inside(off, len, total),
+        _ => false,
+    };
+    let options_ok = kind != EntryKind::Ptx
+        || u32_at(header, 0x14).is_some_and(|at| at >= 0x40 && record_inside(at));
+    let identifier_ok = match (u32_at(header, 0x20), u32_at(header, 0x24)) {
+        (Some(0), Some(0)) => true,
+        _ => record_inside(0x20),
+    };
+    options_ok && identifier_ok
 }
 
 fn u16_at(b: &[u8], at: u64) -> Option<u64> {
@@ -341,12 +371,19 @@ mod tests {
     fn fatbin(entries: &[(u16, &[u8])]) -> Vec<u8> {
         let mut body = Vec::new();
         for &(kind, payload) in entries {
-            let mut h = vec![0u8; 64];
+            // As nvcc writes them: a PTX entry's header (80 bytes) ends with its ptxas
+            // options record (empty); a cubin's has none (64 bytes).
+            let len = if kind == 1 { 80 } else { 64 };
+            let mut h = vec![0u8; len];
             h[0..2].copy_from_slice(&kind.to_le_bytes());
-            h[4..8].copy_from_slice(&64u32.to_le_bytes());
+            h[4..8].copy_from_slice(&(len as u32).to_le_bytes());
             h[8..16].copy_from_slice(&(payload.len() as u64).to_le_bytes());
             h[0x1c..0x20].copy_from_slice(&90u32.to_le_bytes());
             h[0x28..0x30].copy_from_slice(&0x11u64.to_le_bytes());
+            if kind == 1 {
+                h[0x14..0x18].copy_from_slice(&64u32.to_le_bytes());
+                h[64..68].copy_from_slice(&72u32.to_le_bytes());
+            }
             body.extend(h);
             body.extend_from_slice(payload);
         }
@@ -356,6 +393,39 @@ mod tests {
         v.extend_from_slice(&(body.len() as u64).to_le_bytes());
         v.extend(body);
         v
+    }
+
+    /// The header records NVIDIA's driver follows must lie in the header: a PTX entry
+    /// without a ptxas-options record crashed the driver.
+    #[test]
+    fn header_records_outside_the_header_are_refused() {
+        let ptx = b".version 9.0\n.target sm_90\n\0\0\0\0";
+        let good = fatbin(&[(1, ptx)]);
+        check(&good).unwrap();
+        // Entry header at 16; its fields at 16 + field.
+        let set = |b: &mut Vec<u8>, at: usize, v: u32| {
+            b[16 + at..16 + at + 4].copy_from_slice(&v.to_le_bytes());
+        };
+        for (at, v) in [
+            (0x14, 0),      // no options record (what crashed the driver)
+            (0x14, 76),     // the record runs past the header
+            (0x14, 0x10),   // the record overlaps the fixed fields
+            (64, 200),      // the options start past the header
+            (68, u32::MAX), // the options run past the header
+            (0x20, 8),      // a file name record that runs past the header
+        ] {
+            let mut b = good.clone();
+            set(&mut b, at, v);
+            if at == 0x20 {
+                set(&mut b, 0x24, 100);
+            }
+            assert!(
+                matches!(check(&b), Err(ImageError::HeaderRecord(0))),
+                "field {at:#x} = {v}"
+            );
+        }
+        // A cubin needs no options record.
+        check(&fatbin(&[(2, &elf())])).unwrap();
     }
 
     #[test]

@@ -29,17 +29,26 @@ fn factory() -> Option<CudaFactory> {
     }
 }
 
+/// The GPU tests take turns. Run side by side on an H100 (driver 580, four test threads:
+/// contexts created next to endless kernels and kernel timeouts), four of them were still
+/// running after a minute.
+static GPU_TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// `gpu!(f)`: the factory as `f`, holding the GPU's turn to the end of the test; returns
+/// from the test (skips it) where no GPU is usable.
 macro_rules! gpu {
-    () => {
-        match factory() {
+    ($f:ident) => {
+        let _turn = GPU_TURN.lock().unwrap_or_else(|e| e.into_inner());
+        let $f = match factory() {
             Some(f) => f,
             None => return,
-        }
+        };
     };
 }
 
 #[test]
 fn without_a_gpu_the_factory_says_what_is_missing() {
+    let _turn = GPU_TURN.lock().unwrap_or_else(|e| e.into_inner());
     match CudaFactory::new(CudaConfig::default()) {
         Ok(f) => eprintln!(
             "GPU present: {:?}",
@@ -92,7 +101,7 @@ fn pattern(n: usize, seed: u8) -> Vec<u8> {
 
 #[test]
 fn device_info_is_real() {
-    let f = gpu!();
+    gpu!(f);
     let i = f.device_info();
     assert_ne!(i.name[0], 0);
     assert!(i.total_global_mem > 1 << 30);
@@ -104,7 +113,7 @@ fn device_info_is_real() {
 
 #[test]
 fn copies_round_trip_through_every_path() {
-    let f = gpu!();
+    gpu!(f);
     let mut e = f.new_executor().unwrap();
     // Small (driver staging), several windows (pipelined staging), not a window multiple.
     for &n in &[
@@ -133,7 +142,7 @@ fn copies_round_trip_through_every_path() {
 
 #[test]
 fn pieces_and_pitches() {
-    let f = gpu!();
+    gpu!(f);
     let mut e = f.new_executor().unwrap();
     let (w, h, pitch) = (1000u64, 300u64, 1024u64);
     let p = e.malloc(0, pitch * h).unwrap();
@@ -205,7 +214,7 @@ fn pieces_and_pitches() {
 
 #[test]
 fn memsets() {
-    let f = gpu!();
+    gpu!(f);
     let mut e = f.new_executor().unwrap();
     let p = e.malloc(0, 4096).unwrap();
     for (es, value) in [(1u16, 0xabu32), (2, 0xbeef), (4, 0xdead_beef)] {
@@ -249,7 +258,7 @@ fn memsets() {
 
 #[test]
 fn sessions_cannot_touch_each_others_memory() {
-    let f = gpu!();
+    gpu!(f);
     let mut a = f.new_executor().unwrap();
     let mut b = f.new_executor().unwrap();
     let pa = a.malloc(0, 4096).unwrap();
@@ -275,7 +284,7 @@ fn sessions_cannot_touch_each_others_memory() {
 
 #[test]
 fn streams_and_events() {
-    let f = gpu!();
+    gpu!(f);
     let mut e = f.new_executor().unwrap();
     let s = e.stream_create(0, 1, 0).unwrap();
     let (t0, t1) = (e.event_create(0, 0).unwrap(), e.event_create(0, 0).unwrap());
@@ -362,7 +371,7 @@ LOOP:
 
 #[test]
 fn modules_launches_and_sticky_errors() {
-    let f = gpu!();
+    gpu!(f);
     let mut e = f.new_executor().unwrap();
     let img = ptx_fatbin(PTX);
     let m = e.module_load(img.clone()).unwrap();
@@ -488,7 +497,7 @@ fn modules_launches_and_sticky_errors() {
 
 #[test]
 fn shared_host_memory_is_pinned_in_the_session_context() {
-    let f = gpu!();
+    gpu!(f);
     // Stand-in for memory a program shares over the Unix socket (a memfd mapping).
     let len = 4 << 20;
     let mut mem = vec![0u8; len + 4096];
@@ -550,7 +559,7 @@ fn mock_dma_copies() -> Option<u64> {
 
 #[test]
 fn pinned_guest_memory_is_used_directly() {
-    let f = gpu!();
+    gpu!(f);
     // Stand-in for guest RAM: a page-aligned anonymous mapping.
     let len = 8 << 20;
     let mut ram = vec![0u8; len + 4096];
@@ -622,6 +631,7 @@ fn pinned_guest_memory_is_used_directly() {
 /// are staged and nothing is pinned.
 #[test]
 fn guest_memory_is_registered_only_on_request() {
+    let _turn = GPU_TURN.lock().unwrap_or_else(|e| e.into_inner());
     let Ok(f) = CudaFactory::new(CudaConfig::default()) else {
         eprintln!("skipping: no GPU");
         return;
@@ -636,7 +646,7 @@ fn guest_memory_is_registered_only_on_request() {
 
 #[test]
 fn limits_and_reset() {
-    let f = gpu!();
+    gpu!(f);
     let mut e = f.new_executor().unwrap();
     e.set_limit(0, 1, 4 << 20).unwrap();
     assert_eq!(e.get_limit(0, 1), Ok(4 << 20));
@@ -700,7 +710,7 @@ fn cancel_while(
 
 #[test]
 fn a_session_that_ends_stops_waiting_for_its_endless_kernel() {
-    let f = gpu!();
+    gpu!(f);
     let failed = Err(Status(vcuda_protocol::status::LAUNCH_FAILURE));
     assert_eq!(cancel_while(&f, |e| e.device_synchronize(0)), failed);
     assert_eq!(
@@ -737,7 +747,7 @@ fn a_session_that_ends_stops_waiting_for_its_endless_kernel() {
 fn an_endless_kernel_does_not_hold_the_guest_memory_lock() {
     // One contiguous pinned page (a direct DMA), then 64 scattered pages (staged).
     for pages in [1, 64] {
-        let f = gpu!();
+        gpu!(f);
         let len = 1 << 20;
         let mut ram = vec![0u8; len + 4096];
         let off = ram.as_ptr().align_offset(4096);
@@ -794,6 +804,7 @@ fn an_endless_kernel_does_not_hold_the_guest_memory_lock() {
 
 #[test]
 fn a_wait_past_the_kernel_timeout_fails_and_reset_recovers() {
+    let _turn = GPU_TURN.lock().unwrap_or_else(|e| e.into_inner());
     let Ok(f) = CudaFactory::new(CudaConfig {
         kernel_timeout: Some(std::time::Duration::from_millis(300)),
         ..CudaConfig::default()
@@ -823,7 +834,7 @@ fn a_wait_past_the_kernel_timeout_fails_and_reset_recovers() {
 
 #[test]
 fn a_module_that_does_not_compile_fails_to_load() {
-    let f = gpu!();
+    gpu!(f);
     let mut e = f.new_executor().unwrap();
     let bad = ptx_fatbin(".version 7.0\n.target sm_50\n.address_size 64\ndoes_not_compile\n");
     let err = e.module_load(bad).unwrap_err();
@@ -836,7 +847,7 @@ fn a_module_that_does_not_compile_fails_to_load() {
 /// session at a time unless allowed; elsewhere, sessions run side by side.
 #[test]
 fn pageable_access_makes_sessions_exclusive_unless_allowed() {
-    let f = gpu!();
+    gpu!(f);
     let a = f.new_executor().unwrap();
     if f.is_exclusive() {
         eprintln!("the device reports pageable memory access: sessions are exclusive");
@@ -864,6 +875,7 @@ fn pageable_access_makes_sessions_exclusive_unless_allowed() {
 
 #[test]
 fn a_session_is_held_to_its_memory_limit() {
+    let _turn = GPU_TURN.lock().unwrap_or_else(|e| e.into_inner());
     let Ok(f) = CudaFactory::new(CudaConfig {
         session_mem_limit: crate::memsize::MemSize::Bytes(8 << 20),
         ..CudaConfig::default()

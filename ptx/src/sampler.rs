@@ -225,29 +225,32 @@ impl TexObject {
     }
 
     /// A fetch from layer `layer` of a layered texture (`tex.a1d`, `tex.a2d`): `dims`
-    /// coordinates within the layer; the layer index is clamped to the layers there are.
+    /// coordinates within the layer; the layer index is unsigned and clamped to the layers
+    /// there are (a GPU reads the last layer for -3: measured on an H100).
     pub(crate) fn sample_layer<F>(
         &self,
         dims: usize,
         coords: Coords,
-        layer: i32,
+        layer: u32,
         gather: Option<u8>,
         load: &mut F,
     ) -> Result<[u32; 4], Unmapped>
     where
         F: FnMut(u64, u32) -> Result<u64, Unmapped>,
     {
-        self.slice(layer as i64).sample(dims, coords, gather, load)
+        self.slice(i64::from(layer))
+            .sample(dims, coords, gather, load)
     }
 
     /// A cube-map fetch (`tex.cube`, `tex.acube`) in direction `(x, y, z)`: the face of the
     /// major axis, then that face's coordinates (the cube-map convention CUDA shares with
     /// OpenGL), sampled with normalized coordinates and no filtering across faces. `layer`
-    /// picks the cube of a layered cube map.
+    /// picks the cube of a layered cube map (unsigned, clamped to the last cube, as layers
+    /// are).
     pub(crate) fn sample_cube<F>(
         &self,
         [x, y, z]: [f32; 3],
-        layer: i32,
+        layer: u32,
         load: &mut F,
     ) -> Result<[u32; 4], Unmapped>
     where
@@ -276,7 +279,9 @@ impl TexObject {
         } else {
             (0.5, 0.5)
         };
-        let mut f = self.slice(6 * layer.max(0) as i64 + face);
+        let cubes = (self.depth.max(1) / 6).max(1);
+        let cube = u64::from(layer).min(cubes - 1) as i64;
+        let mut f = self.slice(6 * cube + face);
         f.normalized_coords = true;
         f.sample(2, Coords::Float([s, t, 0.0]), None, load)
     }

@@ -88,6 +88,43 @@ static int run(int blocks, int threads, const char *how) {
         cfg.attrs = &attr;
         cfg.numAttrs = 1;
         CHECK(cudaLaunchKernelEx(&cfg, phases, (const int *)in, nn, hist, scan, norm));
+    } else if (!strcmp(how, "captured") || !strcmp(how, "node")) {
+        // In a graph: a captured cooperative launch becomes a kernel node with the
+        // cooperative attribute (as NVIDIA's runtime captures it), or a node is given it.
+        cudaGraph_t g;
+        cudaLaunchAttributeValue v = {};
+        cudaGraphNode_t node;
+        size_t count = 1;
+        if (!strcmp(how, "captured")) {
+            cudaStream_t s;
+            CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+            CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+            CHECK(cudaLaunchCooperativeKernel((void *)phases, blocks, threads, args, 0, s));
+            CHECK(cudaStreamEndCapture(s, &g));
+            CHECK(cudaStreamDestroy(s));
+            CHECK(cudaGraphGetNodes(g, &node, &count));
+            EXPECT(count == 1);
+        } else {
+            CHECK(cudaGraphCreate(&g, 0));
+            cudaKernelNodeParams kp = {};
+            kp.func = (void *)phases;
+            kp.gridDim = dim3(blocks);
+            kp.blockDim = dim3(threads);
+            kp.kernelParams = args;
+            CHECK(cudaGraphAddKernelNode(&node, g, nullptr, 0, &kp));
+            CHECK(cudaGraphKernelNodeGetAttribute(node, cudaLaunchAttributeCooperative, &v));
+            EXPECT(v.cooperative == 0);
+            v.cooperative = 1;
+            CHECK(cudaGraphKernelNodeSetAttribute(node, cudaLaunchAttributeCooperative, &v));
+            v = {};
+        }
+        CHECK(cudaGraphKernelNodeGetAttribute(node, cudaLaunchAttributeCooperative, &v));
+        EXPECT(v.cooperative == 1);
+        cudaGraphExec_t e;
+        CHECK(cudaGraphInstantiate(&e, g, 0));
+        CHECK(cudaGraphLaunch(e, 0));
+        CHECK(cudaGraphExecDestroy(e));
+        CHECK(cudaGraphDestroy(g));
     } else {
         cudaFunction_t f;
         CHECK(cudaGetFuncBySymbol(&f, (const void *)phases));
@@ -138,6 +175,8 @@ int main() {
     run(1, threads, "runtime");
     run(blocks, 64, "ex");
     run(blocks, threads, "driver");
+    run(blocks, threads, "captured");
+    run(blocks, threads, "node");
 
     // Too large to be resident at once.
     int *p;

@@ -133,8 +133,10 @@ int main() {
             check(fabs(zeros / N - p0) <= 5 * se, "curand_discrete: P(X = 0) for lambda 4.5");
         }
         check(curandDestroyDistribution(dist) == CURAND_STATUS_SUCCESS, "curandDestroyDistribution");
-        check(curandDestroyDistribution(dist) == CURAND_STATUS_NOT_INITIALIZED,
-              "curandDestroyDistribution twice: CURAND_STATUS_NOT_INITIALIZED");
+        // Twice: vcuda refuses; NVIDIA's cuRAND frees it again (a crash on an H100).
+        if (getenv("VCUDA_SOCKET"))
+            check(curandDestroyDistribution(dist) == CURAND_STATUS_NOT_INITIALIZED,
+                  "curandDestroyDistribution twice: CURAND_STATUS_NOT_INITIALIZED");
     }
 
     // The distribution calls' errors.

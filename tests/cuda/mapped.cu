@@ -120,8 +120,9 @@ int main() {
     CHECK(cudaHostGetFlags(&flags, in));
     EXPECT(flags & cudaHostAllocMapped);
     CHECK(cudaHostGetFlags(&flags, out));
-    EXPECT((flags & (cudaHostAllocMapped | cudaHostAllocPortable)) ==
-           (cudaHostAllocMapped | cudaHostAllocPortable));
+    // (Portable too, asked for, may be missing: NVIDIA's runtime answers 0x2 here, measured
+    // on an H100; see api_memory.cu.)
+    EXPECT(flags & cudaHostAllocMapped);
     cudaPointerAttributes a;
     CHECK(cudaPointerGetAttributes(&a, in + 5));
     EXPECT(a.type == cudaMemoryTypeHost);

@@ -60,6 +60,8 @@ static bool recv_fd(int sock, int *fd, void *data, size_t len) {
 static int child(int sock) {
     int fd = -1;
     cudaMemPoolPtrExportData data;
+    char mode = 0;
+    if (read(sock, &mode, 1) != 1 || mode == 'N') return 0;  // no interprocess handles here
     if (!recv_fd(sock, &fd, &data, sizeof data)) {
         printf("FAIL: recvmsg\n");
         return 1;
@@ -141,7 +143,8 @@ int main() {
     CHECK(cudaMalloc(&other, 256));
     cudaMemPoolPtrExportData data;
     EXPECT_ERR(cudaMemPoolExportPointer(&data, other), cudaErrorInvalidValue);
-    // A descriptor that is no exported pool does not import.
+    // A descriptor that is no exported pool does not import (cudaErrorUnknown, as NVIDIA's
+    // runtime answers).
     int pfd[2];
     if (pipe(pfd)) {
         printf("FAIL: pipe\n");
@@ -150,14 +153,28 @@ int main() {
     cudaMemPool_t not_pool;
     EXPECT_ERR(cudaMemPoolImportFromShareableHandle(&not_pool, (void *)(uintptr_t)pfd[0],
                                                     cudaMemHandleTypePosixFileDescriptor, 0),
-               cudaErrorInvalidValue);
+               cudaErrorUnknown);
     close(pfd[0]);
     close(pfd[1]);
 
     int fd = -1;
     CHECK(cudaMemPoolExportToShareableHandle(&fd, pool, cudaMemHandleTypePosixFileDescriptor, 0));
-    CHECK(cudaMemPoolExportPointer(&data, d));
-    if (!send_fd(sv[0], fd, &data, sizeof data)) {
+    cudaError_t xe = cudaMemPoolExportPointer(&data, d);
+    if (xe == cudaErrorNotSupported) {
+        // A block's export carries its interprocess memory handle, which vcuda's CUDA
+        // executor passes only when the backend is started with --cuda-ipc (SECURITY.md).
+        cudaGetLastError();
+        printf("interprocess handles are not enabled on this backend\n");
+        EXPECT(write(sv[0], "N", 1) == 1);
+        int status = 0;
+        EXPECT(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        close(fd);
+        CHECK(cudaFreeAsync(d, s));
+        CHECK(cudaStreamSynchronize(s));
+        return finish();
+    }
+    CHECK(xe);
+    if (write(sv[0], "Y", 1) != 1 || !send_fd(sv[0], fd, &data, sizeof data)) {
         printf("FAIL: sendmsg\n");
         return 1;
     }

@@ -94,7 +94,10 @@ int main() {
 
     // Attributes that streams do not have, and bad streams.
     EXPECT_ERR(cudaStreamGetAttribute(a, cudaLaunchAttributeCooperative, &v), cudaErrorInvalidValue);
-    EXPECT_ERR(cudaStreamSetAttribute(a, cudaStreamAttributeAccessPolicyWindow, nullptr), cudaErrorInvalidValue);
+    // A null value: NVIDIA's runtime crashes (SIGSEGV on an H100), so only under vcuda.
+    if (getenv("VCUDA_SOCKET"))
+        EXPECT_ERR(cudaStreamSetAttribute(a, cudaStreamAttributeAccessPolicyWindow, nullptr),
+                   cudaErrorInvalidValue);
 
     // Work still runs on the stream. (The expected failures above set the last error.)
     EXPECT(cudaGetLastError() == cudaErrorInvalidValue);

@@ -200,19 +200,32 @@ fn kernel_node(node: *mut c_void) -> Result<u64> {
 }
 
 /// A kernel node attribute's default value (priority 0: a node's launch priority is its
-/// own, not a stream's).
+/// own, not a stream's; no cluster shape, 0x0x0, as NVIDIA's runtime answers).
 fn node_default(id: c_int) -> Result<cudaLaunchAttributeValue> {
     match id {
-        COOPERATIVE | PRIORITY => Ok(cudaLaunchAttributeValue([0; 64])),
-        CLUSTER_DIMENSION => Ok(cudaLaunchAttributeValue::from_u32s(&[1, 1, 1])),
+        COOPERATIVE | PRIORITY | CLUSTER_DIMENSION => Ok(cudaLaunchAttributeValue([0; 64])),
         SYNCHRONIZATION_POLICY => Err(Error::INVALID_VALUE),
         _ => default_value(std::ptr::null_mut(), id),
     }
 }
 
+/// Whether kernel node `node` launches cooperatively (the flag lives with the node's kernel,
+/// so clones and captured cooperative launches carry it).
+fn node_cooperative(node: u64) -> Result<bool> {
+    super::graph::with(|r| match r.node(node).map(|n| &n.kind) {
+        Ok(super::graph::Kind::Kernel(k)) => Ok(k.cooperative),
+        _ => Err(Error::INVALID_VALUE),
+    })
+}
+
 /// `cudaGraphKernelNodeGetAttribute`.
 fn node_get(node: *mut c_void, id: c_int, out: *mut cudaLaunchAttributeValue) -> Result<()> {
     let n = kernel_node(node)?;
+    if id == COOPERATIVE {
+        let v = cudaLaunchAttributeValue::from_u32s(&[u32::from(node_cooperative(n)?)]);
+        // SAFETY: the caller's output pointer (checked for null by write_out).
+        return unsafe { write_out(out, v) };
+    }
     let stored = node_table()
         .lock()
         .unwrap_or_else(|e| e.into_inner())
@@ -227,9 +240,10 @@ fn node_get(node: *mut c_void, id: c_int, out: *mut cudaLaunchAttributeValue) ->
 }
 
 /// `cudaGraphKernelNodeSetAttribute`: the hints streams take (access policy window,
-/// priority, memory synchronization domains) are checked and kept; a cooperative node or a
-/// cluster shape other than 1x1x1 is not supported (graph launches are not cooperative
-/// here, and there are no clusters).
+/// priority, memory synchronization domains) are checked and kept; a cooperative node
+/// launches cooperatively; a cluster shape the grid does not divide into is
+/// `cudaErrorInvalidClusterSize` (as NVIDIA's runtime answers), any other but none (0x0x0 or
+/// 1x1x1) not supported (there are no clusters).
 fn node_set(node: *mut c_void, id: c_int, value: *const cudaLaunchAttributeValue) -> Result<()> {
     let c = client::client()?;
     let n = kernel_node(node)?;
@@ -238,11 +252,30 @@ fn node_set(node: *mut c_void, id: c_int, value: *const cudaLaunchAttributeValue
         .copied()
         .ok_or(Error::INVALID_VALUE)?;
     match id {
-        COOPERATIVE if v.u32_at(0) != 0 => return Err(Error::NOT_SUPPORTED),
-        CLUSTER_DIMENSION if [v.u32_at(0), v.u32_at(4), v.u32_at(8)] != [1, 1, 1] => {
-            return Err(Error::NOT_SUPPORTED);
+        COOPERATIVE => {
+            return super::graph::with(|r| match r.node_mut(n).map(|x| &mut x.kind) {
+                Ok(super::graph::Kind::Kernel(k)) => {
+                    k.cooperative = v.u32_at(0) != 0;
+                    Ok(())
+                }
+                _ => Err(Error::INVALID_VALUE),
+            });
         }
-        COOPERATIVE | CLUSTER_DIMENSION => {}
+        CLUSTER_DIMENSION => {
+            let dims = [v.u32_at(0), v.u32_at(4), v.u32_at(8)];
+            if dims != [0, 0, 0] && dims != [1, 1, 1] {
+                let grid = super::graph::with(|r| match r.node(n).map(|x| &x.kind) {
+                    Ok(super::graph::Kind::Kernel(k)) => Ok(k.grid.arr()),
+                    _ => Err(Error::INVALID_VALUE),
+                })?;
+                let divides = dims.iter().zip(grid).all(|(&d, g)| d != 0 && g % d == 0);
+                return Err(if divides {
+                    Error::NOT_SUPPORTED
+                } else {
+                    Error(vcuda_protocol::status::INVALID_CLUSTER_SIZE)
+                });
+            }
+        }
         SYNCHRONIZATION_POLICY => return Err(Error::INVALID_VALUE),
         _ => check_value(c, id, &v)?,
     }
@@ -277,6 +310,12 @@ pub(crate) fn clone_node_attrs(map: &HashMap<u64, u64>) {
 /// `cudaGraphKernelNodeCopyAttributes`.
 fn node_copy(dst: *mut c_void, src: *mut c_void) -> Result<()> {
     let (d, s) = (kernel_node(dst)?, kernel_node(src)?);
+    let cooperative = node_cooperative(s)?;
+    super::graph::with(|r| {
+        if let Ok(super::graph::Kind::Kernel(k)) = r.node_mut(d).map(|x| &mut x.kind) {
+            k.cooperative = cooperative;
+        }
+    });
     let mut t = node_table().lock().unwrap_or_else(|e| e.into_inner());
     match t.get(&s).cloned() {
         Some(a) => t.insert(d, a),

@@ -52,6 +52,7 @@ fn reset(c: &Client) -> Result<()> {
         });
     }
     super::ipc::on_reset();
+    super::graph_mem::on_reset();
     c.streams.lock().unwrap_or_else(|e| e.into_inner()).clear();
     c.events.lock().unwrap_or_else(|e| e.into_inner()).clear();
     // The thread's last error survives a reset (NVIDIA's runtime, measured on an H100).
@@ -138,6 +139,15 @@ entry! {
         let v = u32::try_from(attr).ok().filter(|&a| a > 0).and_then(|a| info.attr(a)).ok_or(Error::INVALID_VALUE)?;
         // SAFETY: output pointer from the caller, checked for null.
         unsafe { write_out(value, v) }
+    }
+
+    fn cudaDeviceFlushGPUDirectRDMAWrites(target: c_int, scope: c_int) {
+        // Makes GPUDirect RDMA writes of third-party devices (NICs) visible to the scope.
+        // Nothing writes a vcuda device's memory that way, so there is never anything to
+        // wait for; the arguments are checked as NVIDIA's runtime does (it answers success
+        // on an H100).
+        client::client()?;
+        flush_rdma_args(target, scope)
     }
 
     fn cudaDeviceSynchronize() {
@@ -272,4 +282,15 @@ entry! {
         client::client()?.check_device(device).map(drop)
     }
 
+}
+
+/// The arguments of a GPUDirect RDMA write flush: the current device
+/// (`cudaFlushGPUDirectRDMAWritesTargetCurrentDevice`, 0), to its owner (100) or to all
+/// devices (200).
+pub(crate) fn flush_rdma_args(target: c_int, scope: c_int) -> Result<()> {
+    if target == 0 && matches!(scope, 100 | 200) {
+        Ok(())
+    } else {
+        Err(Error::INVALID_VALUE)
+    }
 }

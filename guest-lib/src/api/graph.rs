@@ -132,7 +132,7 @@ impl Registry {
         self.nodes.get(&n).ok_or(Error::INVALID_VALUE)
     }
 
-    fn node_mut(&mut self, n: u64) -> Result<&mut NodeObj> {
+    pub(crate) fn node_mut(&mut self, n: u64) -> Result<&mut NodeObj> {
         self.nodes.get_mut(&n).ok_or(Error::INVALID_VALUE)
     }
 
@@ -293,8 +293,13 @@ pub(crate) fn with<R>(f: impl FnOnce(&mut Registry) -> R) -> R {
 pub(crate) fn add_moved_child(g: u64, child: u64, deps: &[u64]) -> Result<u64> {
     with(|r| {
         r.graph(g)?;
-        if child == g || r.graph(child)?.owner.is_some() {
+        if child == g {
             return Err(Error::INVALID_VALUE);
+        }
+        // A graph a node already owns: NVIDIA's runtime answers cudaErrorNotSupported
+        // (CUDA 13.0, measured).
+        if r.graph(child)?.owner.is_some() {
+            return Err(Error::NOT_SUPPORTED);
         }
         // `child` must not be among `g`'s ancestors (a cycle).
         let mut at = g;
@@ -428,11 +433,15 @@ fn read<'a, T>(p: *const T) -> Result<&'a T> {
 }
 
 /// Replaces a node's parameters, which must be of the same kind.
-fn set_kind(node: cudaGraphNode_t, kind: Kind) -> Result<()> {
+fn set_kind(node: cudaGraphNode_t, mut kind: Kind) -> Result<()> {
     with(|r| {
         let n = r.node_mut(node as u64)?;
         if n.kind.type_code() != kind.type_code() {
             return Err(Error::INVALID_VALUE);
+        }
+        // A kernel node keeps its cooperative attribute (not one of its parameters).
+        if let (Kind::Kernel(old), Kind::Kernel(new)) = (&n.kind, &mut kind) {
+            new.cooperative = old.cooperative;
         }
         n.kind = kind;
         Ok(())

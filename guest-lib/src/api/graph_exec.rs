@@ -311,10 +311,13 @@ fn update(
 /// Runs one step on backend stream `s`.
 fn run(c: &Client, s: u64, kind: &Kind) -> Result<()> {
     match kind {
-        Kind::Kernel(k) => match k.backend {
-            Some(h) => super::launch::post_handle(c, h, (k.grid, k.block, k.shmem), s, &k.params),
-            None => super::launch::post(c, k.func, (k.grid, k.block, k.shmem), s, &k.params),
-        },
+        Kind::Kernel(k) => {
+            let cfg = (k.grid, k.block, k.shmem);
+            match k.backend {
+                Some(h) => super::launch::post_handle(c, h, cfg, s, &k.params, k.cooperative),
+                None => super::launch::post(c, k.func, cfg, s, &k.params, k.cooperative),
+            }
+        }
         Kind::Memcpy(cp) => {
             for z in 0..cp.extent[2] {
                 let (dst, src) = (cp.dst.at(0, z), cp.src.at(0, z));
@@ -417,8 +420,9 @@ pub(crate) fn exec_child_set(
             .ok_or(Error::INVALID_VALUE)?;
         // What the node's child was when instantiated (the graph may have changed since).
         let (old_shape, origins) = e.children.get(&(node as u64)).ok_or(Error::INVALID_VALUE)?;
+        // A child of another shape: as NVIDIA's runtime (CUDA 13.0, measured).
         if *old_shape != new_shape {
-            return Err(Error::INVALID_VALUE);
+            return Err(Error(status::GRAPH_EXEC_UPDATE_FAILURE));
         }
         // Found first, changed after: all or nothing.
         let at: Vec<usize> = origins
@@ -458,7 +462,7 @@ pub(crate) fn exec_set(
     node: cudaGraphNode_t,
     kind: Result<Kind>,
 ) -> Result<()> {
-    let kind = kind?;
+    let mut kind = kind?;
     with(|r| {
         let e = r
             .execs
@@ -471,6 +475,10 @@ pub(crate) fn exec_set(
             .ok_or(Error::INVALID_VALUE)?;
         if step.kind.type_code() != kind.type_code() {
             return Err(Error::INVALID_VALUE);
+        }
+        // A kernel keeps its cooperative attribute (not one of its parameters).
+        if let (Kind::Kernel(old), Kind::Kernel(new)) = (&step.kind, &mut kind) {
+            new.cooperative = old.cooperative;
         }
         step.kind = kind;
         Ok(())

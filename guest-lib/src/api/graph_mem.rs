@@ -9,9 +9,13 @@
 //! finds it gone: a free node, or `cudaFreeAsync`/`cudaFree` of it, does nothing to the
 //! device. When the last holder goes, memory a launch allocated and nothing freed since
 //! stays, as CUDA keeps it after the graph is destroyed, and becomes an ordinary allocation
-//! the program frees with `cudaFree`; other memory is freed. (CUDA may map and unmap the
-//! physical memory between launches; a program cannot tell, except by
-//! `cudaDeviceGetGraphMemAttribute`'s counts, which here are of that reserved memory.)
+//! the program frees with `cudaFree`; other memory stays reserved for later graph
+//! allocations of the same size until `cudaDeviceGraphMemTrim`, as CUDA's graph memory
+//! pool keeps it (NVIDIA's runtime still reported 32 MiB reserved after every graph was
+//! destroyed, measured on an H100). `cudaDeviceGetGraphMemAttribute` counts the memory
+//! graph allocations hold (used) and that plus the kept memory (reserved); resetting a high
+//! watermark sets it to the current value, as CUDA does. (CUDA may map and unmap the
+//! physical memory between launches; a program cannot tell.)
 //!
 //! As in CUDA, a graph with memory nodes has one executable graph at a time, and memory
 //! nodes cannot be in child graphs (`cudaErrorNotSupported`).
@@ -44,6 +48,7 @@ pub struct cudaMemAllocNodeParams {
 }
 
 /// One graph allocation.
+#[derive(Clone, Copy)]
 struct Live {
     bytes: u64,
     /// Graphs' nodes and executable graphs that hold it.
@@ -57,11 +62,19 @@ struct Live {
 pub(crate) struct GraphMemory {
     /// Address -> its allocation.
     live: HashMap<u64, Live>,
+    /// Memory no graph allocation holds, kept for the next ones: (address, bytes).
+    cached: Vec<(u64, u64)>,
+    /// Bytes of `live` allocations, and with `cached` ones.
+    used: u64,
     reserved: u64,
-    high: u64,
-    /// Allocations whose last holder went, to free once the registry is unlocked.
+    used_high: u64,
+    reserved_high: u64,
+    /// Allocations to free once the registry is unlocked (trimmed).
     pub to_free: Vec<u64>,
 }
+
+/// Most allocations the cache keeps; beyond, released ones are freed.
+const MAX_CACHED: usize = 1024;
 
 impl Registry {
     /// One more holder of graph allocation `ptr`.
@@ -72,7 +85,7 @@ impl Registry {
     }
 
     /// One holder fewer; after the last one, memory a launch left allocated becomes the
-    /// program's, other memory is queued to be freed.
+    /// program's, other memory is kept for later graph allocations.
     pub(crate) fn drop_graph_mem(&mut self, ptr: u64) {
         let m = &mut self.graph_mem;
         if let Some(e) = m.live.get_mut(&ptr) {
@@ -80,8 +93,13 @@ impl Registry {
             if e.holders == 0 {
                 let (bytes, outstanding) = (e.bytes, e.outstanding);
                 m.live.remove(&ptr);
-                m.reserved = m.reserved.saturating_sub(bytes);
-                if !outstanding {
+                m.used = m.used.saturating_sub(bytes);
+                if outstanding {
+                    m.reserved = m.reserved.saturating_sub(bytes);
+                } else if m.cached.len() < MAX_CACHED {
+                    m.cached.push((ptr, bytes));
+                } else {
+                    m.reserved = m.reserved.saturating_sub(bytes);
                     m.to_free.push(ptr);
                 }
             }
@@ -116,6 +134,16 @@ pub(crate) fn free_released(ptrs: Vec<u64>) {
     }
 }
 
+/// After a device reset: the kept memory is gone with everything else.
+pub(crate) fn on_reset() {
+    with(|r| {
+        let m = &mut r.graph_mem;
+        for (_, bytes) in std::mem::take(&mut m.cached) {
+            m.reserved = m.reserved.saturating_sub(bytes);
+        }
+    });
+}
+
 /// Gives back a graph allocation no node came to hold.
 pub(crate) fn release_unused(ptr: u64) {
     let free = with(|r| {
@@ -134,19 +162,32 @@ pub(crate) fn allocate(size: u64) -> Result<u64> {
     let want = size
         .checked_next_multiple_of(GRANULE)
         .ok_or(Error::MEMORY_ALLOCATION)?;
+    let live = Live {
+        bytes: want,
+        holders: 1,
+        outstanding: false,
+    };
+    // Kept memory of the same size first.
+    let reused = with(|r| {
+        let m = &mut r.graph_mem;
+        let i = m.cached.iter().position(|&(_, b)| b == want)?;
+        let (ptr, _) = m.cached.swap_remove(i);
+        m.live.insert(ptr, live);
+        m.used += want;
+        m.used_high = m.used_high.max(m.used);
+        Some(ptr)
+    });
+    if let Some(ptr) = reused {
+        return Ok(ptr);
+    }
     let ptr = super::memory::malloc_device(c, want as usize)?;
     with(|r| {
         let m = &mut r.graph_mem;
-        m.live.insert(
-            ptr,
-            Live {
-                bytes: want,
-                holders: 1,
-                outstanding: false,
-            },
-        );
+        m.live.insert(ptr, live);
+        m.used += want;
         m.reserved += want;
-        m.high = m.high.max(m.reserved);
+        m.used_high = m.used_high.max(m.used);
+        m.reserved_high = m.reserved_high.max(m.reserved);
     });
     Ok(ptr)
 }
@@ -215,20 +256,23 @@ fn graph_mem_attribute(attr: c_int, value: *mut c_void, set: bool) -> Result<()>
     with(|r| {
         let m = &mut r.graph_mem;
         if set {
-            // Only the high watermarks can be reset, to 0.
+            // Only the high watermarks can be reset (given 0), to the current value.
             // SAFETY: the caller's u64, checked for null.
             if unsafe { *(value as *const u64) } != 0 {
                 return Err(Error::INVALID_VALUE);
             }
             match attr {
-                USED_MEM_HIGH | RESERVED_MEM_HIGH => m.high = m.reserved,
+                USED_MEM_HIGH => m.used_high = m.used,
+                RESERVED_MEM_HIGH => m.reserved_high = m.reserved,
                 _ => return Err(Error::INVALID_VALUE),
             }
             return Ok(());
         }
         let v = match attr {
-            USED_MEM_CURRENT | RESERVED_MEM_CURRENT => m.reserved,
-            USED_MEM_HIGH | RESERVED_MEM_HIGH => m.high,
+            USED_MEM_CURRENT => m.used,
+            RESERVED_MEM_CURRENT => m.reserved,
+            USED_MEM_HIGH => m.used_high,
+            RESERVED_MEM_HIGH => m.reserved_high,
             _ => return Err(Error::INVALID_VALUE),
         };
         // SAFETY: the caller's u64, checked for null.
@@ -287,7 +331,15 @@ entry! {
     }
 
     fn cudaDeviceGraphMemTrim(device: c_int) {
-        // Nothing is cached beyond what live graphs hold.
-        client::client()?.check_device(device).map(drop)
+        // Frees the memory kept for later graph allocations (once the registry is unlocked).
+        client::client()?.check_device(device)?;
+        with(|r| {
+            let m = &mut r.graph_mem;
+            for (ptr, bytes) in std::mem::take(&mut m.cached) {
+                m.reserved = m.reserved.saturating_sub(bytes);
+                m.to_free.push(ptr);
+            }
+        });
+        Ok(())
     }
 }

@@ -99,6 +99,9 @@ pub(crate) struct Kernel {
     layout: Vec<(u32, u32)>,
     /// A pointer into `params` per parameter: `kernelParams` of `GetParams`.
     argv: Box<[usize]>,
+    /// Launched cooperatively (`cudaLaunchAttributeCooperative`, or a captured
+    /// `cudaLaunchCooperativeKernel`): every block resident at once.
+    pub cooperative: bool,
 }
 
 impl Kernel {
@@ -120,6 +123,7 @@ impl Kernel {
             params,
             layout,
             argv,
+            cooperative: false,
         }
     }
 
@@ -172,6 +176,7 @@ impl Clone for Kernel {
     fn clone(&self) -> Self {
         Self {
             backend: self.backend,
+            cooperative: self.cooperative,
             ..Self::new(
                 self.func,
                 (self.grid, self.block, self.shmem),
@@ -304,8 +309,12 @@ impl Copy3D {
             return Err(Error::INVALID_VALUE);
         }
         for s in [&cp.src, &cp.dst] {
-            if s.ptr == 0 || (cp.extent[1] > 1 || cp.extent[2] > 1) && s.pitch < cp.extent[0] {
+            if s.ptr == 0 {
                 return Err(Error::INVALID_VALUE);
+            }
+            // NVIDIA's runtime names a pitch below the width (CUDA 13.0, measured).
+            if (cp.extent[1] > 1 || cp.extent[2] > 1) && s.pitch < cp.extent[0] {
+                return Err(Error::INVALID_PITCH);
             }
             if cp.extent[2] > 1 && s.ysize < cp.extent[1] {
                 return Err(Error::INVALID_VALUE);

@@ -56,9 +56,9 @@ pub(crate) fn get_mem_handle(ptr: u64) -> Result<[u8; 64]> {
 pub(crate) fn open_mem_handle(handle: &[u8; 64], flags: c_uint) -> Result<u64> {
     let c = client::client()?;
     c.check_sticky()?;
-    if flags != LAZY_ENABLE_PEER_ACCESS {
-        return Err(Error::INVALID_VALUE);
-    }
+    // cudaIpcMemLazyEnablePeerAccess is the one flag (one device: nothing to enable);
+    // NVIDIA's runtime ignores the others (flags 7 opened a handle on an H100, CUDA 13.0).
+    let flags = flags & LAZY_ENABLE_PEER_ACCESS;
     let device = c.check_device(state::device())?;
     let mut opens = opens();
     let r: IpcOpenResp = c.call::<ops::IpcOpenMemHandle>(&IpcOpenReq {

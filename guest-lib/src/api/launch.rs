@@ -24,12 +24,43 @@ fn func(host_fun: *const c_void) -> Result<std::sync::Arc<registry::FuncReg>> {
     registry::function(host_fun as usize).ok_or(Error::INVALID_DEVICE_FUNCTION)
 }
 
+thread_local! {
+    /// The launch in progress on this thread came through a CUDA 12 entry point.
+    static V12_LAUNCH: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` as a launch of a CUDA 12 program (`NAME@libcudart.so.12`), whose configuration
+/// errors are answered as CUDA 12's runtime does.
+fn as_v12(f: impl FnOnce() -> Result<()>) -> Result<()> {
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            V12_LAUNCH.set(false);
+        }
+    }
+    V12_LAUNCH.set(true);
+    let _reset = Reset;
+    f()
+}
+
+/// The error of a launch configuration the device cannot run (a zero or too large grid or
+/// block dimension, too many threads): CUDA 12's runtime answers
+/// `cudaErrorInvalidConfiguration`, CUDA 13.0's `cudaErrorInvalidValue` (measured on an H100
+/// with driver 580: `<<<1, 2048>>>`, `<<<0, 32>>>`, a 32x32x2 block, a grid y of 70000).
+fn bad_config() -> Error {
+    if V12_LAUNCH.get() {
+        Error::INVALID_CONFIGURATION
+    } else {
+        Error::INVALID_VALUE
+    }
+}
+
 fn check_config(c: &Client, grid: dim3, block: dim3, shmem: usize) -> Result<()> {
     let info = c.device_info(state::device())?;
     let a = |n| info.attr(n).unwrap_or(0) as u64;
     let (g, b) = (grid.arr(), block.arr());
     if g.contains(&0) || b.contains(&0) {
-        return Err(Error::INVALID_CONFIGURATION);
+        return Err(bad_config());
     }
     let bmax = [
         a(attr::MAX_BLOCK_DIM_X),
@@ -46,7 +77,7 @@ fn check_config(c: &Client, grid: dim3, block: dim3, shmem: usize) -> Result<()>
         || b.iter().zip(bmax).any(|(&v, m)| u64::from(v) > m)
         || g.iter().zip(gmax).any(|(&v, m)| u64::from(v) > m)
     {
-        return Err(Error::INVALID_CONFIGURATION);
+        return Err(bad_config());
     }
     if shmem as u64 > a(attr::MAX_SHARED_MEMORY_PER_BLOCK_OPTIN) {
         return Err(Error::INVALID_VALUE);
@@ -100,21 +131,34 @@ pub(crate) fn post(
     (grid, block, shmem): (dim3, dim3, u32),
     stream: u64,
     params: &[u8],
+    cooperative: bool,
 ) -> Result<()> {
     let loaded = func(host_fun as *const c_void)?.load(c)?;
     if params.len() != loaded.param_size as usize {
         return Err(Error::INVALID_VALUE);
     }
-    post_handle(c, loaded.handle, (grid, block, shmem), stream, params)
+    if cooperative {
+        super::misc::check_cooperative(c, &loaded.attrs, grid.arr(), block.arr(), shmem)?;
+    }
+    post_handle(
+        c,
+        loaded.handle,
+        (grid, block, shmem),
+        stream,
+        params,
+        cooperative,
+    )
 }
 
-/// Posts a launch of the backend's function `handle` (a graph's driver-API kernel node).
+/// Posts a launch of the backend's function `handle` (a graph's driver-API kernel node),
+/// cooperatively if `cooperative`.
 pub(crate) fn post_handle(
     c: &Client,
     handle: u64,
     (grid, block, shmem): (dim3, dim3, u32),
     stream: u64,
     params: &[u8],
+    cooperative: bool,
 ) -> Result<()> {
     let req = LaunchReq {
         function: handle,
@@ -124,7 +168,11 @@ pub(crate) fn post_handle(
         shared_mem: shmem,
         param_len: params.len() as u32,
     };
-    c.post_with::<ops::Launch>(&req, params, &[])
+    if cooperative {
+        c.post_with::<ops::LaunchCooperative>(&req, params, &[])
+    } else {
+        c.post_with::<ops::Launch>(&req, params, &[])
+    }
 }
 
 /// Launches `host_fun` with arguments `args` (one pointer per parameter), or adds it to the
@@ -164,17 +212,15 @@ fn launch_as(
         super::misc::check_cooperative(c, &loaded.attrs, grid.arr(), block.arr(), shmem)?;
     }
     let captured = super::capture::add(stream, || {
-        if cooperative {
-            // Graph kernel nodes here have no cooperative attribute: refuse rather than
-            // capture a launch whose blocks could not wait for each other.
-            return Err(Error(vcuda_protocol::status::STREAM_CAPTURE_UNSUPPORTED));
-        }
-        let k = Kernel::new(
+        // A cooperative launch becomes a cooperative kernel node (as NVIDIA's runtime
+        // captures it).
+        let mut k = Kernel::new(
             host_fun as usize,
             cfg,
             params.clone(),
             loaded.params.clone(),
         );
+        k.cooperative = cooperative;
         Ok(Kind::Kernel(k))
     })?;
     if captured {
@@ -354,6 +400,22 @@ entry! {
         launch(func, grid, block, args, shmem, stream, true)
     }
 
+    fn __v12_cudaLaunchKernel(func: *const c_void, grid: dim3, block: dim3, args: *mut *mut c_void, shmem: usize, stream: cudaStream_t) {
+        as_v12(|| launch(func, grid, block, args, shmem, stream, false))
+    }
+
+    fn __v12_cudaLaunchKernel_ptsz(func: *const c_void, grid: dim3, block: dim3, args: *mut *mut c_void, shmem: usize, stream: cudaStream_t) {
+        as_v12(|| launch(func, grid, block, args, shmem, stream, true))
+    }
+
+    fn __v12_cudaLaunchCooperativeKernel(func: *const c_void, grid: dim3, block: dim3, args: *mut *mut c_void, shmem: usize, stream: cudaStream_t) {
+        as_v12(|| launch_as(func, grid, block, args, shmem, stream, false, true))
+    }
+
+    fn __v12_cudaLaunchCooperativeKernel_ptsz(func: *const c_void, grid: dim3, block: dim3, args: *mut *mut c_void, shmem: usize, stream: cudaStream_t) {
+        as_v12(|| launch_as(func, grid, block, args, shmem, stream, true, true))
+    }
+
     fn cudaLaunchCooperativeKernel(func: *const c_void, grid: dim3, block: dim3, args: *mut *mut c_void, shmem: usize, stream: cudaStream_t) {
         launch_as(func, grid, block, args, shmem, stream, false, true)
     }
@@ -467,6 +529,14 @@ entry! {
 
     fn cudaLaunchKernelExC_ptsz(config: *const cudaLaunchConfig_t, func: *const c_void, args: *mut *mut c_void) {
         launch_ex(config, func, args, true)
+    }
+
+    fn __v12_cudaLaunchKernelExC(config: *const cudaLaunchConfig_t, func: *const c_void, args: *mut *mut c_void) {
+        as_v12(|| launch_ex(config, func, args, false))
+    }
+
+    fn __v12_cudaLaunchKernelExC_ptsz(config: *const cudaLaunchConfig_t, func: *const c_void, args: *mut *mut c_void) {
+        as_v12(|| launch_ex(config, func, args, true))
     }
 
     fn cudaFuncGetName(name: *mut *const c_char, func: *const c_void) {

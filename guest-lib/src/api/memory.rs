@@ -24,6 +24,8 @@ use crate::{coherent, registry, state};
 
 /// `cudaHostAllocPortable | cudaHostAllocMapped | cudaHostAllocWriteCombined`.
 const HOST_ALLOC_FLAGS: u32 = 0x1 | 0x2 | 0x4;
+/// `cudaHostAllocPortable` / `cudaHostRegisterPortable`.
+const PORTABLE: u32 = 0x1;
 /// `cudaHostAllocMapped` / `cudaHostRegisterMapped`.
 const MAPPED: u32 = 0x2;
 /// `cudaHostRegisterPortable | Mapped | IoMemory | ReadOnly`.
@@ -904,11 +906,14 @@ entry! {
 
     fn cudaHostGetFlags(flags: *mut u32, host: *mut c_void) {
         let c = client::client()?;
+        // As NVIDIA's runtime answers (CUDA 13.0, measured): cudaHostAlloc's flags as given,
+        // cudaHostRegister's Portable flag alone (not ReadOnly, IoMemory), plus Mapped for
+        // memory kernels can reach, which with unified addressing is all page-locked memory
+        // on a GPU; here, what the executor maps.
+        let mapped = || shared::device_pointer(c, host as u64).map_or(0, |_| MAPPED);
         let f = match c.mirror.find(host as u64).map(|r| r.kind) {
-            // Memory mapped for kernels says so, as with unified addressing.
-            Some(Kind::HostAlloc(f)) if shared::device_pointer(c, host as u64).is_some() => f | MAPPED,
-            Some(Kind::HostAlloc(f)) => f,
-            Some(Kind::HostRegistered(f)) => f,
+            Some(Kind::HostAlloc(f)) => f | mapped(),
+            Some(Kind::HostRegistered(f)) => (f & PORTABLE) | mapped(),
             _ => return Err(Error::INVALID_VALUE),
         };
         // SAFETY: output pointer from the caller, checked for null.

@@ -671,8 +671,13 @@ entry! {
         device_zero(c, 0)?;
         // A POSIX descriptor comes as the handle's value.
         let fd = handle as usize as c_int;
-        if pool.is_null() || flags != 0 || ty != HANDLE_POSIX_FD || !is_export_file(fd) {
+        if pool.is_null() || flags != 0 || ty != HANDLE_POSIX_FD {
             return Err(Error::INVALID_VALUE);
+        }
+        // A descriptor that names no exported pool: NVIDIA's runtime answers
+        // cudaErrorUnknown (a pipe's, measured on an H100).
+        if !is_export_file(fd) {
+            return Err(Error::UNKNOWN);
         }
         let h = new_handle();
         let mut new = Pool::new(0);

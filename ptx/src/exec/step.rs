@@ -20,8 +20,9 @@ use crate::{
 
 /// An mbarrier object (64 bits): the pending arrival count in bits 0..21, the expected count
 /// in bits 21..42, the current phase's parity in bit 63. A state token (what `arrive`
-/// returns) holds the parity of the phase it arrived in (bit 63) and the pending count after
-/// the arrival (bits 0..21).
+/// returns) holds the parity of the phase it arrived in (bit 63) and the pending count
+/// before the arrival (bits 0..21): the PTX ISA's "state prior to the arrive-on operation",
+/// and what `mbarrier.pending_count` reads on an H100 (4 after three of four arrivals).
 const MBAR_COUNT: u64 = (1 << 21) - 1;
 const MBAR_EXPECTED: u32 = 21;
 
@@ -72,8 +73,8 @@ impl<'a> Ctx<'a> {
             if drop {
                 expected = expected.saturating_sub(n);
             }
-            pending = pending.saturating_sub(n);
             let state = (phase << 63) | pending;
+            pending = pending.saturating_sub(n);
             if pending == 0 {
                 phase ^= 1;
                 pending = expected;

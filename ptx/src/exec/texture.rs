@@ -109,7 +109,7 @@ where
     } else {
         Coords::Float(c.map(f32::from_bits))
     };
-    let layer = layer as u32 as i32;
+    let layer = layer as u32;
     match coords {
         Coords::Float(xyz) if op.cube => t.sample_cube(xyz, layer, load),
         _ if op.layer.is_some() => t.sample_layer(op.dims as usize, coords, layer, op.gather, load),

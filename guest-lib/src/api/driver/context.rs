@@ -369,6 +369,13 @@ entry_lib! {
         unsafe { out(version, 3020) }
     }
 
+    fn cuFlushGPUDirectRDMAWrites(target: c_int, scope: c_int) -> Result<(), CuError> {
+        // As cudaDeviceFlushGPUDirectRDMAWrites (CU_FLUSH_GPU_DIRECT_RDMA_WRITES_* equal
+        // the runtime's values): nothing writes device memory that way here.
+        current()?;
+        Ok(crate::api::device::flush_rdma_args(target, scope)?)
+    }
+
     fn cuCtxSynchronize() -> Result<(), CuError> {
         current()?;
         // SAFETY: no arguments.

@@ -495,8 +495,13 @@ fn copy_linear(
     let row = (i.extent[0] as usize)
         .saturating_mul(i.desc.texel_bytes() as usize)
         .max(1);
+    // The driver's 1-D array copies reach the array's first row only, whatever its height
+    // (NVIDIA's driver 580 refuses a copy past it with CUDA_ERROR_INVALID_VALUE, measured).
+    if offset.checked_add(n).is_none_or(|end| end > row) {
+        return Err(CuError::INVALID_VALUE);
+    }
     let on = stream.map(|s| (s, false));
-    array::copy_linear_array(a, offset % row, offset / row, ptr, n, to_array, kind, on)?;
+    array::copy_linear_array(a, offset, 0, ptr, n, to_array, kind, on)?;
     sync_if(Ok(()), stream)
 }
 

@@ -25,6 +25,8 @@
 #                         $OUT/gpu-results.md if $OUT is set, else
 #                         tests/gpu/results/gpu-results.md).
 #   --runs N              repetitions for whole-program timings (default 10).
+#   --keep DIR            keep the built programs and the native runs' output in DIR
+#                         (DIR/NAME, DIR/NAME.native), e.g. to run them in a VM afterwards.
 #
 # Lines a program prints that start with "BENCH " (benchmark results), "TIME" or "TIMING"
 # may differ between the native and the vcuda run; every other line must be identical
@@ -43,6 +45,7 @@ ONLY=.
 TOOLKIT=
 RUNS=10
 RESULTS=
+KEEP=
 VOLATILE=${VCUDA_HARNESS_VOLATILE:-'^(BENCH |TIME|TIMING)'}
 BIN=${VCUDA_BIN:-$REPO/target/release}
 
@@ -57,6 +60,7 @@ while [ $# -gt 0 ]; do
         --toolkit) TOOLKIT=$2; shift ;;
         --results) RESULTS=$2; shift ;;
         --runs) RUNS=$2; shift ;;
+        --keep) KEEP=$2; shift ;;
         -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
     esac
@@ -89,6 +93,7 @@ fi
 for f in vcuda vcuda-backend libvcuda.so; do
     [ -e "$BIN/$f" ] || die "$BIN/$f missing (cargo build --release, or set VCUDA_BIN)"
 done
+BIN=$(cd "$BIN" && pwd)  # the programs run in another directory
 VCUDA=$BIN/vcuda
 
 if [ "$NATIVE" = auto ]; then
@@ -361,6 +366,10 @@ fi
     fi
 } >"$RESULTS"
 rm -rf "$(dirname "$RESULTS")/logs" && cp -r "$WORK/log" "$(dirname "$RESULTS")/logs"
+if [ -n "$KEEP" ]; then
+    mkdir -p "$KEEP" && cp -p "$WORK"/bin/* "$KEEP"/ &&
+        for f in "$WORK"/log/*.native; do [ -e "$f" ] && cp -p "$f" "$KEEP"/; done
+fi
 log "results: $RESULTS"
 if [ $FAILS -gt 0 ]; then
     log "$FAILS failure(s)"

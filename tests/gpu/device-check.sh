@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0 OR MIT
+# One pass of checks on a lent GPU machine, sized for a short loan (about 4 minutes after the
+# machine starts), with the kit tests/gpu/kit.sh packed here and carried along:
+#
+#   1. the CUDA executor's own GPU tests (`backend-tests executor::cuda`);
+#   2. every test program natively and through `vcuda run --executor cuda`
+#      (tests/gpu/run.sh --no-bench);
+#   3. with the kit's guest image: test programs inside `vcuda vm run --executor cuda`
+#      (vhost-user), some also with --register-guest-memory, compared with their native run.
+#
+#   bash tests/gpu/device-check.sh [KIT]        (from the repository root; KIT: .gpukit)
+#
+# Results go to $OUT (the device tool's folder; else tests/gpu/results): check.log, unit.log,
+# gpu-results.md, harness.log and logs.tgz (every program's output). Each step has a time
+# bound, and the VM step stops starting programs after VCUDA_CHECK_BUDGET seconds (300).
+# For a dry run without a GPU: VCUDA_CHECK_EXECUTOR=cpu (and VCUDA_CHECK_ONLY=REGEX, the
+# programs to run).
+# Programs built on the GPU machine run in the guest only if its glibc is no newer than the
+# guest's (Debian 12: 2.36).
+set -u
+cd "$(dirname "$0")/../.." || exit 2
+K=$(cd "${1:-.gpukit}" && pwd) || exit 2
+B=$K/bin
+OUT=${OUT:-$PWD/tests/gpu/results}
+BUDGET=${VCUDA_CHECK_BUDGET:-300}
+EXECUTOR=${VCUDA_CHECK_EXECUTOR:-cuda}
+ONLY=${VCUDA_CHECK_ONLY:-.}
+mkdir -p "$OUT"
+export PATH=/usr/local/cuda/bin:$PATH
+exec > >(tee "$OUT/check.log") 2>&1
+T0=$(date +%s)
+el() { echo "== $(($(date +%s) - T0))s: $*"; }
+WORK=$(mktemp -d)
+el start
+nvidia-smi --query-gpu=name,driver_version,persistence_mode --format=csv,noheader
+uname -r
+ls -l /dev/kvm 2>&1
+chmod +x "$B"/*
+
+el "unit tests (executor::cuda)"
+timeout 150 "$B/backend-tests" executor::cuda >"$OUT/unit.log" 2>&1
+echo "unit tests: exit $?"
+grep -E "test result|FAILED|panicked" "$OUT/unit.log" | head -20
+
+el "programs, native and through vcuda"
+VCUDA_BIN=$B VCUDA_HARNESS_TIMEOUT=60 timeout 300 bash tests/gpu/run.sh --no-bench \
+    --executor "$EXECUTOR" --only "$ONLY" --results "$WORK/h/gpu-results.md" \
+    --keep "$WORK/keep" >"$WORK/h.log" 2>&1
+echo "harness: exit $?"
+grep -E '^== (FAIL|BUILD|[0-9]+ fail|all)' "$WORK/h.log"
+cp "$WORK/h.log" "$OUT/harness.log"
+cp "$WORK/h/gpu-results.md" "$OUT/" 2>/dev/null
+
+V=$K/vm
+if [ -f "$V/image.env" ] && [ -d "$WORK/keep" ]; then
+    el "programs in the VM"
+    sed -i "s#^QEMU_FIRMWARE=.*#QEMU_FIRMWARE=$V/firmware/qemu:$V/firmware/seabios#" "$V/image.env"
+    chmod +x "$V/qemu-system-x86_64"
+    ldd "$V/qemu-system-x86_64" | grep -q 'not found' && export LD_LIBRARY_PATH=$V/lib
+    printf '#!/bin/sh\nexec %s "$@" --register-guest-memory\n' "$B/vcuda-backend" >"$WORK/reg"
+    chmod +x "$WORK/reg"
+    mkdir -p "$WORK/vm"
+    vm_one() { # MODE PROGRAM
+        local mode=$1 n=$2 pre=() t ms rc verdict=same
+        [ "$mode" = reg ] && pre=(env "VCUDA_BACKEND=$WORK/reg")
+        t=$(date +%s%N)
+        (cd "$WORK/keep" && "${pre[@]}" timeout 150 "$B/vcuda" vm run --executor "$EXECUTOR" \
+            --timeout 140 --image-dir "$V" --console-log "$WORK/vm/$n.$mode.console" \
+            -e VCUDA_CUDA_CAPTURE_PRINTF=1 "./$n") >"$WORK/vm/$n.$mode" 2>&1
+        rc=$?
+        ms=$((($(date +%s%N) - t) / 1000000))
+        # The backend's warnings (its log) are not the program's output.
+        [ -f "$WORK/keep/$n.native" ] || echo PASS >"$WORK/keep/$n.native"  # no native run
+        diff <(grep -Ev '^(BENCH |TIME|TIMING)' "$WORK/keep/$n.native") \
+            <(grep -Ev '^(BENCH |TIME|TIMING|\[[-0-9T:Z]+ (WARN|INFO))' "$WORK/vm/$n.$mode") \
+            >"$WORK/vm/$n.$mode.diff" || verdict=DIFFERS
+        echo "vm $mode $n: exit $rc, ${ms} ms, output $verdict"
+        [ $verdict = same ] || head -6 "$WORK/vm/$n.$mode.diff"
+    }
+    for n in vectorAdd matmul saxpy pinned pageable api_streams graphs managed mapped textures \
+        cublas_basic curand_basic driver_api mempool; do
+        [ -x "$WORK/keep/$n" ] && [ $(($(date +%s) - T0)) -lt "$BUDGET" ] && vm_one plain "$n"
+    done
+    for n in vectorAdd pageable managed cublas_basic; do
+        [ -x "$WORK/keep/$n" ] && [ $(($(date +%s) - T0)) -lt $((BUDGET + 30)) ] && vm_one reg "$n"
+    done
+fi
+el done
+mkdir -p "$WORK/h/logs"
+tar czf "$OUT/logs.tgz" -C "$WORK" h/logs vm 2>/dev/null
+rm -rf "$WORK"

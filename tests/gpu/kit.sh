@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0 OR MIT
+# Packs what a lent GPU machine needs to check vcuda there, into a folder of the checkout that
+# git ignores (default .gpukit/), so that a device tool can carry it with the tree:
+#
+#   bin/   vcuda, vcuda-backend, libvcuda.so (release, stripped) and backend-tests (the
+#          backend's unit tests, release, stripped: `backend-tests executor::cuda`)
+#   vm/    the guest image (images/build-guest.sh) with the patched QEMU, its firmware and
+#          the libraries it needs that a GPU image may lack (glib, pcre2), image.env's paths
+#          relative to vm/ (device-check.sh fixes QEMU_FIRMWARE there)
+#
+#   bash tests/gpu/kit.sh [--no-vm] [DIR]      (from the repository root)
+#
+# Then, on the GPU machine, from the repository root: `bash tests/gpu/device-check.sh DIR`
+# (OUT=folder for results). The kit is about 45 MiB (25 without the VM).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+VM=1
+KIT=.gpukit
+while [ $# -gt 0 ]; do
+    case $1 in
+        --no-vm) VM=0 ;;
+        -h | --help) sed -n '2,/^set -eu/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+        *) KIT=$1 ;;
+    esac
+    shift
+done
+case $KIT in
+    /* | ../*) echo "kit.sh: the kit must be a folder inside the checkout" >&2; exit 2 ;;
+esac
+git check-ignore -q "$KIT" || {
+    echo "kit.sh: $KIT is not ignored by git; add /$KIT/ to .git/info/exclude" >&2
+    exit 2
+}
+
+cargo build --release -p vcuda-cli -p vcuda-backend -p vcuda-guest >&2
+tests_bin=$(cargo test --release -p vcuda-backend --lib --no-run --message-format=json 2>/dev/null |
+    python3 -c 'import json, sys
+for l in sys.stdin:
+    m = json.loads(l)
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "vcuda_backend":
+        print(m["executable"])' | tail -1)
+[ -n "$tests_bin" ] || { echo "kit.sh: no backend test binary" >&2; exit 1; }
+
+rm -rf "$KIT/bin" "$KIT/vm"
+mkdir -p "$KIT/bin"
+for f in vcuda vcuda-backend libvcuda.so; do strip -o "$KIT/bin/$f" "target/release/$f"; done
+strip -o "$KIT/bin/backend-tests" "$tests_bin"
+
+if [ "$VM" = 1 ]; then
+    # The guest image with this libvcuda.so (its soname links are made in a scratch copy,
+    # since links into the kit would point at this machine's paths).
+    lib=$(mktemp -d)
+    trap 'rm -rf "$lib"' EXIT
+    cp "$KIT/bin/libvcuda.so" "$KIT/bin/vcuda" "$lib/"
+    "$lib/vcuda" lib-dir >/dev/null
+    bash images/build-guest.sh --lib-dir "$lib" --out "$KIT/vm" >/dev/null
+    # shellcheck disable=SC1091
+    eval "$(grep -E '^(QEMU|QEMU_FIRMWARE)=' "$KIT/vm/image.env")"
+    strip -o "$KIT/vm/qemu-system-x86_64" "$QEMU"
+    mkdir -p "$KIT/vm/firmware/qemu" "$KIT/vm/firmware/seabios" "$KIT/vm/lib"
+    IFS=: read -r qemu_share seabios_share <<<"$QEMU_FIRMWARE"
+    for f in kvmvapic.bin linuxboot.bin linuxboot_dma.bin multiboot.bin multiboot_dma.bin pvh.bin; do
+        cp "$qemu_share/$f" "$KIT/vm/firmware/qemu/"
+    done
+    cp -L "$seabios_share"/*.bin "$KIT/vm/firmware/seabios/"
+    for l in libglib-2.0.so.0 libpcre2-8.so.0; do
+        p=$(ldd "$QEMU" | awk -v l="$l" '$1 == l { print $3 }')
+        [ -n "$p" ] && cp -L "$p" "$KIT/vm/lib/"
+    done
+    sed -i 's#^QEMU=.*#QEMU=qemu-system-x86_64#' "$KIT/vm/image.env"
+fi
+du -sh "$KIT" >&2

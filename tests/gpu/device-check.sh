@@ -6,8 +6,9 @@
 #   1. the CUDA executor's own GPU tests (`backend-tests executor::cuda`);
 #   2. every test program natively and through `vcuda run --executor cuda`
 #      (tests/gpu/run.sh --no-bench);
-#   3. with the kit's guest image: test programs inside `vcuda vm run --executor cuda`
-#      (vhost-user), some also with --register-guest-memory, compared with their native run.
+#   3. with the kit's guest image: its test programs (built where the image was: the guest
+#      carries that machine's C library) inside `vcuda vm run --executor cuda` (vhost-user),
+#      some also with --register-guest-memory, compared with their native run.
 #
 #   bash tests/gpu/device-check.sh [KIT]        (from the repository root; KIT: .gpukit)
 #
@@ -16,8 +17,6 @@
 # bound, and the VM step stops starting programs after VCUDA_CHECK_BUDGET seconds (300).
 # For a dry run without a GPU: VCUDA_CHECK_EXECUTOR=cpu (and VCUDA_CHECK_ONLY=REGEX, the
 # programs to run).
-# Programs built on the GPU machine run in the guest only if its glibc is no newer than the
-# guest's (Debian 12: 2.36).
 set -u
 cd "$(dirname "$0")/../.." || exit 2
 K=$(cd "${1:-.gpukit}" && pwd) || exit 2
@@ -53,19 +52,19 @@ cp "$WORK/h.log" "$OUT/harness.log"
 cp "$WORK/h/gpu-results.md" "$OUT/" 2>/dev/null
 
 V=$K/vm
-if [ -f "$V/image.env" ] && [ -d "$WORK/keep" ]; then
+if [ -f "$V/image.env" ] && [ -d "$K/progs" ]; then
     el "programs in the VM"
     sed -i "s#^QEMU_FIRMWARE=.*#QEMU_FIRMWARE=$V/firmware/qemu:$V/firmware/seabios#" "$V/image.env"
-    chmod +x "$V/qemu-system-x86_64"
+    chmod +x "$V/qemu-system-x86_64" "$K"/progs/*
     ldd "$V/qemu-system-x86_64" | grep -q 'not found' && export LD_LIBRARY_PATH=$V/lib
     printf '#!/bin/sh\nexec %s "$@" --register-guest-memory\n' "$B/vcuda-backend" >"$WORK/reg"
     chmod +x "$WORK/reg"
-    mkdir -p "$WORK/vm"
+    mkdir -p "$WORK/vm" "$WORK/keep"
     vm_one() { # MODE PROGRAM
         local mode=$1 n=$2 pre=() t ms rc verdict=same
         [ "$mode" = reg ] && pre=(env "VCUDA_BACKEND=$WORK/reg")
         t=$(date +%s%N)
-        (cd "$WORK/keep" && "${pre[@]}" timeout 150 "$B/vcuda" vm run --executor "$EXECUTOR" \
+        (cd "$K/progs" && "${pre[@]}" timeout 150 "$B/vcuda" vm run --executor "$EXECUTOR" \
             --timeout 140 --image-dir "$V" --console-log "$WORK/vm/$n.$mode.console" \
             -e VCUDA_CUDA_CAPTURE_PRINTF=1 "./$n") >"$WORK/vm/$n.$mode" 2>&1
         rc=$?
@@ -80,10 +79,10 @@ if [ -f "$V/image.env" ] && [ -d "$WORK/keep" ]; then
     }
     for n in vectorAdd matmul saxpy pinned pageable api_streams graphs managed mapped textures \
         cublas_basic curand_basic driver_api mempool; do
-        [ -x "$WORK/keep/$n" ] && [ $(($(date +%s) - T0)) -lt "$BUDGET" ] && vm_one plain "$n"
+        [ -x "$K/progs/$n" ] && [ $(($(date +%s) - T0)) -lt "$BUDGET" ] && vm_one plain "$n"
     done
     for n in vectorAdd pageable managed cublas_basic; do
-        [ -x "$WORK/keep/$n" ] && [ $(($(date +%s) - T0)) -lt $((BUDGET + 30)) ] && vm_one reg "$n"
+        [ -x "$K/progs/$n" ] && [ $(($(date +%s) - T0)) -lt $((BUDGET + 30)) ] && vm_one reg "$n"
     done
 fi
 el done

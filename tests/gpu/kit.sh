@@ -8,6 +8,9 @@
 #   vm/    the guest image (images/build-guest.sh) with the patched QEMU, its firmware and
 #          the libraries it needs that a GPU image may lack (glib, pcre2), image.env's paths
 #          relative to vm/ (device-check.sh fixes QEMU_FIRMWARE there)
+#   progs/ the test programs device-check.sh runs in the VM, built here with the PyPI
+#          toolkit (images/cuda-toolkit.sh): the guest carries this machine's C library,
+#          which programs built on a newer system (the GPU machine's) cannot start with
 #
 #   bash tests/gpu/kit.sh [--no-vm] [DIR]      (from the repository root)
 #
@@ -18,6 +21,9 @@ cd "$(dirname "$0")/../.."
 
 VM=1
 KIT=.gpukit
+# What device-check.sh runs in the VM (programs without arguments).
+VM_PROGRAMS="vectorAdd matmul saxpy pinned pageable api_streams graphs managed mapped textures
+    cublas_basic curand_basic driver_api mempool"
 while [ $# -gt 0 ]; do
     case $1 in
         --no-vm) VM=0 ;;
@@ -43,7 +49,7 @@ for l in sys.stdin:
         print(m["executable"])' | tail -1)
 [ -n "$tests_bin" ] || { echo "kit.sh: no backend test binary" >&2; exit 1; }
 
-rm -rf "$KIT/bin" "$KIT/vm"
+rm -rf "$KIT/bin" "$KIT/vm" "$KIT/progs"
 mkdir -p "$KIT/bin"
 for f in vcuda vcuda-backend libvcuda.so; do strip -o "$KIT/bin/$f" "target/release/$f"; done
 strip -o "$KIT/bin/backend-tests" "$tests_bin"
@@ -70,5 +76,17 @@ if [ "$VM" = 1 ]; then
         [ -n "$p" ] && cp -L "$p" "$KIT/vm/lib/"
     done
     sed -i 's#^QEMU=.*#QEMU=qemu-system-x86_64#' "$KIT/vm/image.env"
+
+    root=$(bash images/cuda-toolkit.sh)
+    mkdir -p "$KIT/progs"
+    for n in $VM_PROGRAMS; do
+        libs=()
+        for l in $(sed -n 's#^// vcuda-test: libs=##p' "tests/cuda/$n.cu" | tr ',' ' '); do
+            libs+=("-l$l")
+        done
+        "$root/bin/nvcc" -cudart=shared -O2 -std=c++17 \
+            -gencode 'arch=compute_90,code=[sm_90,compute_90]' -Itests/cuda -L"$root/lib" \
+            -o "$KIT/progs/$n" "tests/cuda/$n.cu" "${libs[@]}" >&2
+    done
 fi
 du -sh "$KIT" >&2

@@ -58,6 +58,7 @@ programs!(
     managed_coherence,
     managed_vars,
     mapped,
+    memcpy_batch,
     memory3d,
     matmul,
     mbarrier,

@@ -7,7 +7,7 @@ use std::ffi::{c_int, c_void};
 use vcuda_protocol::region::Region;
 use vcuda_protocol::{
     COPY_ASYNC, DeviceReq, MAX_SEGMENT_LEN, MallocReq, MemcpyDtoDReq, MemcpyDtoHReq, MemcpyHtoDReq,
-    MemsetReq, PtrReq, PtrResp, ops,
+    MemsetReq, PtrReq, PtrResp, ops, status,
 };
 
 use super::graph::{Copy3D, Kind as NodeKind, Memset};
@@ -15,8 +15,8 @@ use super::stream::{capture_stream_handle, stream_handle};
 use crate::client::{self, Client};
 use crate::error::{Error, Result};
 use crate::ffi::{
-    cudaPointerAttributes, cudaPointerAttributesV12, cudaStream_t, host_slice, host_slice_mut,
-    memcpy_kind, memory_type, write_out,
+    STREAM_LEGACY, cudaPointerAttributes, cudaPointerAttributesV12, cudaStream_t, host_slice,
+    host_slice_mut, memcpy_kind, memory_type, write_out,
 };
 use crate::mirror::{Kind, Range};
 use crate::shared::{self, HostCopy};
@@ -1058,5 +1058,120 @@ mod tests {
                 covers(w, h, max);
             }
         }
+    }
+}
+
+/// `cudaMemcpyAttributes` (and the driver's `CUmemcpyAttributes`, laid out alike).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct cudaMemcpyAttributes {
+    src_access_order: c_int,
+    src_loc_hint: [c_int; 2],
+    dst_loc_hint: [c_int; 2],
+    flags: u32,
+}
+
+/// `cudaMemcpySrcAccessOrderStream`, `DuringApiCall`, `Any`.
+const ORDER_STREAM: c_int = 1;
+const ORDER_DURING_API_CALL: c_int = 2;
+const ORDER_ANY: c_int = 3;
+/// `cudaMemcpyFlagPreferOverlapWithCompute`: a hint.
+const BATCH_FLAGS: u32 = 0x1;
+
+/// `cudaMemcpyBatchAsync`: `count` copies of `sizes[i]` bytes from `srcs[i]` to `dsts[i]` on
+/// `stream` (not the legacy stream), each with the attributes of the last `attrs[k]` whose
+/// `idxs[k]` is at most its index. The copies run in the stream's order, one after another,
+/// which the API allows (it promises no order within a batch); the location hints and the
+/// overlap flag are hints. A copy whose source must be read during the call
+/// (`cudaMemcpySrcAccessOrderDuringApiCall`, for sources such as stack buffers) makes the
+/// call wait for the stream. `failed` gets the index of the copy that failed, if one did.
+///
+/// # Safety
+///
+/// The pointers are the caller's arrays of the lengths given (the API's contract); null
+/// ones are refused.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn memcpy_batch(
+    dsts: *const *mut c_void,
+    srcs: *const *const c_void,
+    sizes: *const usize,
+    count: usize,
+    attrs: *const cudaMemcpyAttributes,
+    idxs: *const usize,
+    num_attrs: usize,
+    stream: cudaStream_t,
+    ptsz: bool,
+    failed: &mut Option<usize>,
+) -> Result<()> {
+    let c = client::client()?;
+    c.check_sticky()?;
+    if dsts.is_null()
+        || srcs.is_null()
+        || sizes.is_null()
+        || attrs.is_null()
+        || idxs.is_null()
+        || count == 0
+        || num_attrs == 0
+        || num_attrs > count
+    {
+        return Err(Error::INVALID_VALUE);
+    }
+    // The legacy stream is refused (the API's rule); the per-thread one is not.
+    if stream as usize == STREAM_LEGACY || (stream.is_null() && !ptsz) {
+        return Err(Error::INVALID_VALUE);
+    }
+    // SAFETY: the caller's arrays of `count` and `num_attrs` entries (the API's contract),
+    // checked for null above.
+    let (dsts, srcs, sizes, attrs, idxs) = unsafe {
+        (
+            std::slice::from_raw_parts(dsts, count),
+            std::slice::from_raw_parts(srcs, count),
+            std::slice::from_raw_parts(sizes, count),
+            std::slice::from_raw_parts(attrs, num_attrs),
+            std::slice::from_raw_parts(idxs, num_attrs),
+        )
+    };
+    // The first group starts at 0; each starts after the one before, inside the batch.
+    if idxs[0] != 0 || idxs.windows(2).any(|w| w[1] <= w[0]) || idxs[num_attrs - 1] >= count {
+        return Err(Error::INVALID_VALUE);
+    }
+    let mut during_call = false;
+    for a in attrs {
+        match a.src_access_order {
+            ORDER_STREAM | ORDER_ANY => {}
+            ORDER_DURING_API_CALL => during_call = true,
+            _ => return Err(Error::INVALID_VALUE),
+        }
+        if a.flags & !BATCH_FLAGS != 0 {
+            return Err(Error::INVALID_VALUE);
+        }
+    }
+    let s = capture_stream_handle(c, stream, ptsz)?;
+    if during_call && super::capture::capturing(s) {
+        // A captured copy reads its source when the graph runs, not during this call.
+        return Err(Error(status::STREAM_CAPTURE_UNSUPPORTED));
+    }
+    for (i, ((&dst, &src), &n)) in dsts.iter().zip(srcs).zip(sizes).enumerate() {
+        let cp = Copy2D::linear(dst as u64, src as u64, n as u64);
+        if let Err(e) = memcpy(c, cp, memcpy_kind::DEFAULT, Some(s)) {
+            *failed = Some(i);
+            return Err(e);
+        }
+    }
+    if during_call {
+        c.call::<ops::StreamSynchronize>(&vcuda_protocol::HandleReq { handle: s })?;
+    }
+    Ok(())
+}
+
+entry! {
+    fn cudaMemcpyBatchAsync(dsts: *const *mut c_void, srcs: *const *const c_void, sizes: *const usize, count: usize, attrs: *const cudaMemcpyAttributes, idxs: *const usize, num_attrs: usize, stream: cudaStream_t) {
+        // SAFETY: the caller's arrays (the API's contract).
+        unsafe { memcpy_batch(dsts, srcs, sizes, count, attrs, idxs, num_attrs, stream, false, &mut None) }
+    }
+
+    fn cudaMemcpyBatchAsync_ptsz(dsts: *const *mut c_void, srcs: *const *const c_void, sizes: *const usize, count: usize, attrs: *const cudaMemcpyAttributes, idxs: *const usize, num_attrs: usize, stream: cudaStream_t) {
+        // SAFETY: the caller's arrays (the API's contract).
+        unsafe { memcpy_batch(dsts, srcs, sizes, count, attrs, idxs, num_attrs, stream, true, &mut None) }
     }
 }

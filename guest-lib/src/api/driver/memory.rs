@@ -523,3 +523,61 @@ entry_lib! {
         memset(dst, pitch, v, 4, w, h, Some(s))
     }
 }
+
+/// `cuMemcpyBatchAsync` (all four forms): the runtime's batch (`CUmemcpyAttributes` is laid
+/// out as `cudaMemcpyAttributes`); `fail_idx` (CUDA 12's form) gets the failing copy's
+/// index, or `usize::MAX` where no one copy failed.
+#[allow(clippy::too_many_arguments)]
+fn batch(
+    dsts: *const u64,
+    srcs: *const u64,
+    sizes: *const usize,
+    count: usize,
+    attrs: *const crate::api::memory::cudaMemcpyAttributes,
+    idxs: *const usize,
+    num_attrs: usize,
+    fail_idx: Option<*mut usize>,
+    stream: cudaStream_t,
+    ptsz: bool,
+) -> Result<(), CuError> {
+    current()?;
+    let mut failed = None;
+    // SAFETY: the caller's arrays (the API's contract); device pointers are addresses.
+    let r = unsafe {
+        crate::api::memory::memcpy_batch(
+            dsts.cast(),
+            srcs.cast(),
+            sizes,
+            count,
+            attrs,
+            idxs,
+            num_attrs,
+            stream,
+            ptsz,
+            &mut failed,
+        )
+    };
+    if let Some(f) = fail_idx.filter(|f| !f.is_null()) {
+        // SAFETY: the caller's output, checked for null.
+        unsafe { out(f, failed.unwrap_or(usize::MAX))? };
+    }
+    Ok(r?)
+}
+
+entry_lib! {
+    fn cuMemcpyBatchAsync(dsts: *const u64, srcs: *const u64, sizes: *const usize, count: usize, attrs: *const crate::api::memory::cudaMemcpyAttributes, idxs: *const usize, num_attrs: usize, fail_idx: *mut usize, s: cudaStream_t) -> Result<(), CuError> {
+        batch(dsts, srcs, sizes, count, attrs, idxs, num_attrs, Some(fail_idx), s, false)
+    }
+
+    fn cuMemcpyBatchAsync_ptsz(dsts: *const u64, srcs: *const u64, sizes: *const usize, count: usize, attrs: *const crate::api::memory::cudaMemcpyAttributes, idxs: *const usize, num_attrs: usize, fail_idx: *mut usize, s: cudaStream_t) -> Result<(), CuError> {
+        batch(dsts, srcs, sizes, count, attrs, idxs, num_attrs, Some(fail_idx), s, true)
+    }
+
+    fn cuMemcpyBatchAsync_v2(dsts: *const u64, srcs: *const u64, sizes: *const usize, count: usize, attrs: *const crate::api::memory::cudaMemcpyAttributes, idxs: *const usize, num_attrs: usize, s: cudaStream_t) -> Result<(), CuError> {
+        batch(dsts, srcs, sizes, count, attrs, idxs, num_attrs, None, s, false)
+    }
+
+    fn cuMemcpyBatchAsync_v2_ptsz(dsts: *const u64, srcs: *const u64, sizes: *const usize, count: usize, attrs: *const crate::api::memory::cudaMemcpyAttributes, idxs: *const usize, num_attrs: usize, s: cudaStream_t) -> Result<(), CuError> {
+        batch(dsts, srcs, sizes, count, attrs, idxs, num_attrs, None, s, true)
+    }
+}

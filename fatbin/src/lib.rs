@@ -39,12 +39,14 @@
 //! | 0x28 | u64 | flags ([`EntryFlags`]) |
 //! | 0x38 | u64 | decompressed size (0 when not compressed) |
 
+mod build;
 mod container;
 pub mod cubin;
 mod layout;
 pub mod ptx;
 mod wrapper;
 
+pub use build::ptx_fatbin;
 pub use container::{
     Compression, Container, Entry, EntryFlags, EntryKind, FATBIN_MAGIC, Fatbin, FatbinError,
     MAX_DECOMPRESSED_SIZE, MAX_FATBIN_SIZE, MAX_LINK_UNITS, fatbin_len, parse,

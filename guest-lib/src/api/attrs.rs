@@ -212,10 +212,7 @@ fn node_default(id: c_int) -> Result<cudaLaunchAttributeValue> {
 /// Whether kernel node `node` launches cooperatively (the flag lives with the node's kernel,
 /// so clones and captured cooperative launches carry it).
 fn node_cooperative(node: u64) -> Result<bool> {
-    super::graph::with(|r| match r.node(node).map(|n| &n.kind) {
-        Ok(super::graph::Kind::Kernel(k)) => Ok(k.cooperative),
-        _ => Err(Error::INVALID_VALUE),
-    })
+    super::graph::with_kernel(node, |k| k.cooperative)
 }
 
 /// `cudaGraphKernelNodeGetAttribute`.
@@ -253,21 +250,12 @@ fn node_set(node: *mut c_void, id: c_int, value: *const cudaLaunchAttributeValue
         .ok_or(Error::INVALID_VALUE)?;
     match id {
         COOPERATIVE => {
-            return super::graph::with(|r| match r.node_mut(n).map(|x| &mut x.kind) {
-                Ok(super::graph::Kind::Kernel(k)) => {
-                    k.cooperative = v.u32_at(0) != 0;
-                    Ok(())
-                }
-                _ => Err(Error::INVALID_VALUE),
-            });
+            return super::graph::with_kernel(n, |k| k.cooperative = v.u32_at(0) != 0);
         }
         CLUSTER_DIMENSION => {
             let dims = [v.u32_at(0), v.u32_at(4), v.u32_at(8)];
             if dims != [0, 0, 0] && dims != [1, 1, 1] {
-                let grid = super::graph::with(|r| match r.node(n).map(|x| &x.kind) {
-                    Ok(super::graph::Kind::Kernel(k)) => Ok(k.grid.arr()),
-                    _ => Err(Error::INVALID_VALUE),
-                })?;
+                let grid = super::graph::with_kernel(n, |k| k.grid.arr())?;
                 let divides = dims.iter().zip(grid).all(|(&d, g)| d != 0 && g % d == 0);
                 return Err(if divides {
                     Error::NOT_SUPPORTED
@@ -311,11 +299,7 @@ pub(crate) fn clone_node_attrs(map: &HashMap<u64, u64>) {
 fn node_copy(dst: *mut c_void, src: *mut c_void) -> Result<()> {
     let (d, s) = (kernel_node(dst)?, kernel_node(src)?);
     let cooperative = node_cooperative(s)?;
-    super::graph::with(|r| {
-        if let Ok(super::graph::Kind::Kernel(k)) = r.node_mut(d).map(|x| &mut x.kind) {
-            k.cooperative = cooperative;
-        }
-    });
+    super::graph::with_kernel(d, |k| k.cooperative = cooperative)?;
     let mut t = node_table().lock().unwrap_or_else(|e| e.into_inner());
     match t.get(&s).cloned() {
         Some(a) => t.insert(d, a),

@@ -287,6 +287,14 @@ pub(crate) fn with<R>(f: impl FnOnce(&mut Registry) -> R) -> R {
     r
 }
 
+/// Runs `f` on kernel node `node`'s kernel (`cudaErrorInvalidValue` for any other node).
+pub(crate) fn with_kernel<R>(node: u64, f: impl FnOnce(&mut Kernel) -> R) -> Result<R> {
+    with(|r| match r.node_mut(node).map(|n| &mut n.kind) {
+        Ok(Kind::Kernel(k)) => Ok(f(k)),
+        _ => Err(Error::INVALID_VALUE),
+    })
+}
+
 /// Adds a child-graph node to `g` that takes graph `child` itself (`cudaGraphAddNode` with
 /// `cudaGraphChildGraphOwnershipMove`): `child` must belong to nothing yet and must not be
 /// `g` or hold `g`; graphs with memory nodes cannot be child graphs.
@@ -439,10 +447,7 @@ fn set_kind(node: cudaGraphNode_t, mut kind: Kind) -> Result<()> {
         if n.kind.type_code() != kind.type_code() {
             return Err(Error::INVALID_VALUE);
         }
-        // A kernel node keeps its cooperative attribute (not one of its parameters).
-        if let (Kind::Kernel(old), Kind::Kernel(new)) = (&n.kind, &mut kind) {
-            new.cooperative = old.cooperative;
-        }
+        kind.keep_attributes_of(&n.kind);
         n.kind = kind;
         Ok(())
     })

@@ -476,10 +476,7 @@ pub(crate) fn exec_set(
         if step.kind.type_code() != kind.type_code() {
             return Err(Error::INVALID_VALUE);
         }
-        // A kernel keeps its cooperative attribute (not one of its parameters).
-        if let (Kind::Kernel(old), Kind::Kernel(new)) = (&step.kind, &mut kind) {
-            new.cooperative = old.cooperative;
-        }
+        kind.keep_attributes_of(&step.kind);
         step.kind = kind;
         Ok(())
     })

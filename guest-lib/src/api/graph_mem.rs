@@ -134,14 +134,31 @@ pub(crate) fn free_released(ptrs: Vec<u64>) {
     }
 }
 
+impl GraphMemory {
+    /// Takes the kept memory out of the reserve: its addresses.
+    fn take_cached(&mut self) -> Vec<u64> {
+        let cached = std::mem::take(&mut self.cached);
+        let bytes: u64 = cached.iter().map(|&(_, b)| b).sum();
+        self.reserved = self.reserved.saturating_sub(bytes);
+        cached.into_iter().map(|(ptr, _)| ptr).collect()
+    }
+
+    /// `ptr` now holds a new graph allocation `live`, taken from the reserve (`fresh`:
+    /// memory allocated for it, which joins the reserve).
+    fn hold_new(&mut self, ptr: u64, live: Live, fresh: bool) {
+        self.live.insert(ptr, live);
+        self.used += live.bytes;
+        self.used_high = self.used_high.max(self.used);
+        if fresh {
+            self.reserved += live.bytes;
+            self.reserved_high = self.reserved_high.max(self.reserved);
+        }
+    }
+}
+
 /// After a device reset: the kept memory is gone with everything else.
 pub(crate) fn on_reset() {
-    with(|r| {
-        let m = &mut r.graph_mem;
-        for (_, bytes) in std::mem::take(&mut m.cached) {
-            m.reserved = m.reserved.saturating_sub(bytes);
-        }
-    });
+    with(|r| drop(r.graph_mem.take_cached()));
 }
 
 /// Gives back a graph allocation no node came to hold.
@@ -172,23 +189,14 @@ pub(crate) fn allocate(size: u64) -> Result<u64> {
         let m = &mut r.graph_mem;
         let i = m.cached.iter().position(|&(_, b)| b == want)?;
         let (ptr, _) = m.cached.swap_remove(i);
-        m.live.insert(ptr, live);
-        m.used += want;
-        m.used_high = m.used_high.max(m.used);
+        m.hold_new(ptr, live, false);
         Some(ptr)
     });
     if let Some(ptr) = reused {
         return Ok(ptr);
     }
     let ptr = super::memory::malloc_device(c, want as usize)?;
-    with(|r| {
-        let m = &mut r.graph_mem;
-        m.live.insert(ptr, live);
-        m.used += want;
-        m.reserved += want;
-        m.used_high = m.used_high.max(m.used);
-        m.reserved_high = m.reserved_high.max(m.reserved);
-    });
+    with(|r| r.graph_mem.hold_new(ptr, live, true));
     Ok(ptr)
 }
 
@@ -334,11 +342,8 @@ entry! {
         // Frees the memory kept for later graph allocations (once the registry is unlocked).
         client::client()?.check_device(device)?;
         with(|r| {
-            let m = &mut r.graph_mem;
-            for (ptr, bytes) in std::mem::take(&mut m.cached) {
-                m.reserved = m.reserved.saturating_sub(bytes);
-                m.to_free.push(ptr);
-            }
+            let freed = r.graph_mem.take_cached();
+            r.graph_mem.to_free.extend(freed);
         });
         Ok(())
     }

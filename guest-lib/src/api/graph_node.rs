@@ -473,6 +473,14 @@ pub(crate) enum Kind {
 }
 
 impl Kind {
+    /// New parameters for a node that was `old`: a kernel keeps its cooperative attribute,
+    /// which is not one of its parameters.
+    pub(crate) fn keep_attributes_of(&mut self, old: &Kind) {
+        if let (Kind::Kernel(new), Kind::Kernel(old)) = (self, old) {
+            new.cooperative = old.cooperative;
+        }
+    }
+
     /// `cudaGraphNodeType`.
     pub(crate) fn type_code(&self) -> u32 {
         match self {

@@ -1113,6 +1113,8 @@ pub(crate) unsafe fn memcpy_batch(
         || count == 0
         || num_attrs == 0
         || num_attrs > count
+        // (Lengths no array in memory can have, which slices must not be given.)
+        || count > isize::MAX as usize / std::mem::size_of::<cudaMemcpyAttributes>()
     {
         return Err(Error::INVALID_VALUE);
     }

@@ -91,51 +91,9 @@ pub fn ptx_fatbin(ptx: &[u8]) -> Vec<u8> {
 }
 
 /// A fat binary holding each of `units` (PTX text, NUL-terminated) as a PTX entry for the
-/// same arch: translation units the backend links together. Each entry header is laid out
-/// as nvcc writes it (80 bytes: the ptxas-options record it points to, the PTX ISA version,
-/// the 64-bit Linux flags); NVIDIA's driver reads those fields and crashed on a header
-/// without them.
+/// same arch (sm_90): translation units the backend links together.
 pub fn ptx_units_fatbin(units: &[&[u8]]) -> Vec<u8> {
-    const HEADER: usize = 80;
-    let mut h = Vec::new();
-    for ptx in units {
-        let (major, minor) = ptx_isa_version(ptx);
-        let mut payload = ptx.to_vec();
-        payload.resize(payload.len().next_multiple_of(8), 0);
-        let mut e = vec![0u8; HEADER];
-        e[0..2].copy_from_slice(&1u16.to_le_bytes()); // PTX
-        e[2..4].copy_from_slice(&0x0101u16.to_le_bytes());
-        e[4..8].copy_from_slice(&(HEADER as u32).to_le_bytes());
-        e[8..16].copy_from_slice(&(payload.len() as u64).to_le_bytes());
-        // Where the ptxas options are: a {u32 offset, u32 len} record at 64 (none: len 0).
-        e[0x14..0x18].copy_from_slice(&64u32.to_le_bytes());
-        e[0x18..0x1a].copy_from_slice(&minor.to_le_bytes());
-        e[0x1a..0x1c].copy_from_slice(&major.to_le_bytes());
-        e[0x1c..0x20].copy_from_slice(&90u32.to_le_bytes()); // sm_90
-        e[0x28..0x30].copy_from_slice(&0x11u64.to_le_bytes()); // 64-bit, Linux
-        e[64..68].copy_from_slice(&72u32.to_le_bytes());
-        h.extend(e);
-        h.extend(payload);
-    }
-    let mut f = 0xBA55_ED50u32.to_le_bytes().to_vec();
-    f.extend_from_slice(&1u16.to_le_bytes());
-    f.extend_from_slice(&16u16.to_le_bytes());
-    f.extend_from_slice(&(h.len() as u64).to_le_bytes());
-    f.extend(h);
-    f
-}
-
-/// The `.version MAJOR.MINOR` a PTX text declares (9.0 if it says none).
-fn ptx_isa_version(ptx: &[u8]) -> (u16, u16) {
-    let text = String::from_utf8_lossy(&ptx[..ptx.len().min(64 << 10)]);
-    text.lines()
-        .map(str::trim)
-        .find_map(|l| l.strip_prefix(".version"))
-        .and_then(|v| {
-            let (a, b) = v.trim().split_once('.')?;
-            Some((a.trim().parse().ok()?, b.trim().parse().ok()?))
-        })
-        .unwrap_or((9, 0))
+    vcuda_fatbin::ptx_fatbin(units, 90)
 }
 
 fn load(pmod: *mut *mut Module, image: *const c_void) -> Result<(), CuError> {
@@ -853,6 +811,5 @@ mod tests {
         let at = u32::from_le_bytes(e.header[0x14..0x18].try_into().unwrap()) as usize;
         assert_eq!(&e.header[at..at + 8], &[72, 0, 0, 0, 0, 0, 0, 0]);
         assert_eq!(&e.payload[..ptx.len()], ptx);
-        assert_eq!(ptx_isa_version(b".target sm_90\n"), (9, 0));
     }
 }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
 //! Fuzzes the wire-format decoders: message and reply headers, request and record
-//! splitting, and every opcode's payload decoding. They must never panic.
+//! splitting, every opcode's payload decoding and graph descriptions. They must never panic.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -19,6 +19,10 @@ fuzz_target!(|data: &[u8]| {
                 }
             }
         }
+    }
+    // A graph description, its node count taken from the first bytes.
+    if let Some((n, rest)) = data.split_first_chunk::<2>() {
+        let _ = vcuda_protocol::graph::decode(rest, u32::from(u16::from_le_bytes(*n)));
     }
     if let Ok(h) = decode_reply_header(data) {
         let _ = split_records(&h, &data[32..]);

@@ -23,7 +23,7 @@
 //!
 //! Before the library sends any request, it sends every dirty block to the device (and makes
 //! it clean), so a kernel, copy or library call sees what the program wrote. When it sends a
-//! request that may write device memory (a launch, a copy or memset to the device, a cuBLAS
+//! request that may write device memory (a launch, a graph launch, a copy or memset to the device, a cuBLAS
 //! or cuRAND call, binding a module variable), it makes the blocks it may write invalid
 //! (every block, for a launch or a library call), so the program's next access fetches what
 //! the device made. Fetches are synchronous copies on the legacy default stream, so they
@@ -279,6 +279,7 @@ fn writes(code: Opcode, req: Option<&[u8]>) -> Writes {
     match code {
         Opcode::Launch
         | Opcode::LaunchCooperative
+        | Opcode::GraphLaunch
         | Opcode::MemcpyArray
         | Opcode::SymbolBind
         | Opcode::BlasCall

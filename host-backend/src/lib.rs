@@ -8,6 +8,7 @@
 
 pub mod data;
 pub mod executor;
+pub mod graphs;
 pub mod log_limit;
 pub mod memsize;
 pub mod modules;

@@ -19,6 +19,7 @@ use zerocopy::IntoBytes;
 
 use crate::data::DataSegs;
 use crate::executor::{Cancel, ExecResult, Executor, ExecutorFactory, MAX_STDOUT_BUFFER, Status};
+use crate::graphs::Graphs;
 use crate::log_limit::LogLimiter;
 use crate::modules::{ModuleCache, SentImages};
 use crate::shared::SharedRegions;
@@ -80,6 +81,7 @@ impl Backend {
             shared: SharedRegions::default(),
             mapped: BTreeMap::new(),
             passes_fds: false,
+            graphs: Graphs::default(),
             log_limit: LogLimiter::new(module_path!(), 10, Duration::from_secs(10)),
         })
     }
@@ -107,6 +109,8 @@ pub struct Session {
     mapped: BTreeMap<u64, u64>,
     /// Whether the transport passes file descriptors (see [`Session::pass_fds`]).
     passes_fds: bool,
+    /// Graphs of device work (see [`crate::graphs`]).
+    graphs: Graphs,
 }
 
 impl std::fmt::Debug for Session {
@@ -370,6 +374,8 @@ impl Session {
             }
             Request::DeviceReset(d) => {
                 let r = e.device_reset(d.device);
+                // The executor's graphs went with the device's state.
+                self.graphs.reset();
                 if r.is_ok() {
                     self.sticky = None;
                 }
@@ -548,6 +554,22 @@ impl Session {
             Request::Launch(ref l, params) => done::<ops::Launch>(e.launch(l, params)),
             Request::LaunchCooperative(ref l, params) => {
                 done::<ops::LaunchCooperative>(e.launch_cooperative(l, params))
+            }
+            Request::GraphCreate(ref g) => {
+                let mut desc = vec![0u8; raw.out_len as usize];
+                if !desc.is_empty() {
+                    out.read_at(raw.out_offset, &mut desc)
+                        .map_err(|_| Status::INVALID_VALUE)?;
+                }
+                self.graphs
+                    .create(e.as_mut(), &desc, g.node_count)
+                    .map(|h| reply::<ops::GraphCreate>(handle(h)))
+            }
+            Request::GraphLaunch(l) => {
+                done::<ops::GraphLaunch>(self.graphs.launch(e.as_mut(), l.graph, l.stream))
+            }
+            Request::GraphDestroy(h) => {
+                done::<ops::GraphDestroy>(self.graphs.destroy(e.as_mut(), h.handle))
             }
             Request::FuncSetAttribute(a) => {
                 done::<ops::FuncSetAttribute>(e.func_set_attribute(a.function, a.attr, a.value))

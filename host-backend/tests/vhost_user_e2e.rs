@@ -173,6 +173,88 @@ fn protocol_suite() {
     assert!(r.statuses().iter().all(|&s| s == 0), "{r:?}");
     assert!(r.rec(5).get::<EventElapsedResp>().ms >= 0.0);
 
+    // A graph (a memset, then a copy of its first half to its second half) made once and
+    // launched whole; malformed graphs and unknown handles are errors.
+    {
+        use vcuda_protocol::graph::{Node, NodeWork};
+        let set = Node {
+            work: NodeWork::Memset(MemsetReq {
+                dst: ptr,
+                pitch: 4096,
+                width: 4096,
+                height: 1,
+                value: 0x33,
+                elem_size: 1,
+                ..Default::default()
+            }),
+            deps: vec![],
+        };
+        let copy = Node {
+            work: NodeWork::Copy(MemcpyDtoDReq {
+                dst: ptr + 4096,
+                dpitch: 4096,
+                src: ptr,
+                spitch: 4096,
+                width: 4096,
+                height: 1,
+                ..Default::default()
+            }),
+            deps: vec![0],
+        };
+        let nodes = [set, copy];
+        let g = c
+            .send(0, 0xa, Msg::new().graph_create(&nodes))
+            .ok()
+            .get::<HandleResp>()
+            .handle;
+        let r = c.send(
+            0,
+            0xa,
+            Msg::new()
+                .memset(ptr, 0, 8192)
+                .graph_launch(g, STREAM_LEGACY)
+                .graph_launch(g, STREAM_LEGACY)
+                .dtoh(ptr, 8192),
+        );
+        assert_eq!(r.statuses(), [0, 0, 0, 0]);
+        assert!(r.in_data.iter().all(|&b| b == 0x33));
+        // A dependency on a later node; an unknown graph; a destroyed graph.
+        let mut bad = nodes.clone();
+        bad[0].deps = vec![1];
+        let r = c.send(
+            0,
+            0xa,
+            Msg::new()
+                .graph_create(&bad)
+                .graph_launch(g + 1, STREAM_LEGACY)
+                .on_handle(Opcode::GraphDestroy, g)
+                .graph_launch(g, STREAM_LEGACY),
+        );
+        assert_eq!(
+            r.statuses(),
+            [
+                status::INVALID_VALUE,
+                status::INVALID_VALUE,
+                0,
+                status::INVALID_VALUE
+            ]
+        );
+        // A graph whose copy reaches past the allocation fails when launched, and the
+        // session goes on.
+        let mut far = nodes.clone();
+        if let NodeWork::Copy(cp) = &mut far[1].work {
+            cp.dst = ptr + (1 << 20) - 100;
+        }
+        let g = c
+            .send(0, 0xa, Msg::new().graph_create(&far))
+            .ok()
+            .get::<HandleResp>()
+            .handle;
+        let r = c.send(0, 0xa, Msg::new().graph_launch(g, STREAM_LEGACY).nop());
+        assert_ne!(r.statuses()[0], 0);
+        assert_eq!(r.statuses()[1], 0);
+    }
+
     // Errors: a bad pointer, an unknown handle; the session goes on.
     let r = c.send(
         0,

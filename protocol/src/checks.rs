@@ -82,6 +82,24 @@ pub(crate) fn module_image(
     }
 }
 
+/// One out segment holding the graph's description, at most
+/// [`crate::graph::MAX_GRAPH_LEN`] bytes (none for an empty graph).
+pub(crate) fn graph_nodes(
+    r: &GraphCreateReq,
+    _: &[u8],
+    raw: &RawRequest<'_>,
+) -> Result<(), DecodeError> {
+    limit("graph length", r.size, crate::graph::MAX_GRAPH_LEN)?;
+    if r.reserved != 0 {
+        return Err(DecodeError::Inconsistent("GraphCreate reserved field"));
+    }
+    if r.size == 0 {
+        shape("GraphCreate", raw, 0, 0)
+    } else {
+        one_segment("GraphCreate", raw, SegmentDir::Out, Some(r.size))
+    }
+}
+
 /// No segments; the tail is exactly `param_len` bytes.
 pub(crate) fn launch_params(
     r: &LaunchReq,

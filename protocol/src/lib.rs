@@ -13,6 +13,7 @@
 //! - [`ioctl`]: the `/dev/vcuda` ioctl ABI.
 //! - [`blas`]: argument checks of cuBLAS operations.
 //! - [`region`]: guest-supplied pitched regions and BLAS extents, checked once for all.
+//! - [`graph`]: graphs of device work sent whole (`GraphCreate`).
 //!
 //! All integers are little-endian; all structs are `#[repr(C)]` with compile-time size
 //! checks.
@@ -24,6 +25,7 @@ pub mod blas;
 mod checks;
 pub mod decode;
 pub mod encode;
+pub mod graph;
 pub mod ioctl;
 pub mod op;
 pub mod operations;

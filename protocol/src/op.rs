@@ -666,6 +666,43 @@ wire_struct!(
 );
 
 wire_struct!(
+    /// `GraphCreate` request, with one out segment of `size` bytes: the nodes (see
+    /// [`crate::graph`]).
+    GraphCreateReq, 16 {
+        /// Nodes in the description.
+        node_count: u32,
+        /// Zero.
+        reserved: u32,
+        /// Bytes of the description.
+        size: u64,
+    }
+);
+
+wire_struct!(
+    /// `GraphLaunch` request.
+    GraphLaunchReq, 16 {
+        /// The graph (`GraphCreate`'s handle).
+        graph: u64,
+        /// Stream handle.
+        stream: u64,
+    }
+);
+
+wire_struct!(
+    /// One node of a graph's description; its body and dependencies follow.
+    GraphNodeHeader, 16 {
+        /// `NODE_*`.
+        kind: u32,
+        /// Dependencies (earlier nodes) after the body.
+        dep_count: u32,
+        /// Bytes of the body.
+        body_len: u32,
+        /// Zero.
+        reserved: u32,
+    }
+);
+
+wire_struct!(
     /// `FuncSetAttribute` request.
     FuncSetAttributeReq, 16 {
         /// Function handle.

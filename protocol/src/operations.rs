@@ -144,6 +144,13 @@ operations! {
     /// [`LaunchReq`] + the parameter buffer: a cooperative launch (every block resident at
     /// once, with a grid workspace for cooperative groups' grid barrier).
     LaunchCooperative = 0x0506, LaunchReq => (), tail Params, check checks::launch_params;
+    /// [`GraphCreateReq`] + one out segment with the nodes ([`crate::graph`]) ->
+    /// [`HandleResp`]: a graph of device work, launched whole with `GraphLaunch`.
+    GraphCreate = 0x0508, GraphCreateReq => HandleResp, check checks::graph_nodes;
+    /// [`GraphLaunchReq`]: runs a graph on a stream, its nodes in their dependency order.
+    GraphLaunch = 0x0509, GraphLaunchReq => ();
+    /// [`HandleReq`]: destroys a graph (launches of it already made still run).
+    GraphDestroy = 0x050A, HandleReq => ();
 
     /// [`BlasCreateReq`] -> [`HandleResp`]: a cuBLAS handle. Library requests answer with
     /// a library status (see [`lib`]).

@@ -75,8 +75,11 @@ int main() {
         EXPECT_ERR(cudaEventRecord(a, (cudaStream_t)0x1234560), cudaErrorInvalidResourceHandle);
     }
     CHECK(cudaEventDestroy(never));
-    EXPECT_ERR(cudaEventSynchronize(never), cudaErrorInvalidResourceHandle);
-    EXPECT_ERR(cudaEventDestroy(never), cudaErrorInvalidResourceHandle);
+    // A destroyed event: vcuda refuses it; NVIDIA's runtime uses it (a crash on an H100).
+    if (getenv("VCUDA_SOCKET")) {
+        EXPECT_ERR(cudaEventSynchronize(never), cudaErrorInvalidResourceHandle);
+        EXPECT_ERR(cudaEventDestroy(never), cudaErrorInvalidResourceHandle);
+    }
     EXPECT_ERR(cudaEventCreateWithFlags(&never, 0x100), cudaErrorInvalidValue);
 
     CHECK(cudaEventDestroy(a));

@@ -151,9 +151,12 @@ int main() {
           "lambda 400001: CURAND_STATUS_OUT_OF_RANGE");
     check(curandCreatePoissonDistribution(3.0, nullptr) == CURAND_STATUS_NOT_INITIALIZED,
           "null output: CURAND_STATUS_NOT_INITIALIZED");
-    check(curandDestroyDistribution((curandDiscreteDistribution_t)d_out) ==
-              CURAND_STATUS_NOT_INITIALIZED,
-          "destroying what is no distribution: CURAND_STATUS_NOT_INITIALIZED");
+    // What is no distribution: vcuda refuses it; NVIDIA's cuRAND frees it (a crash on an
+    // H100).
+    if (getenv("VCUDA_SOCKET"))
+        check(curandDestroyDistribution((curandDiscreteDistribution_t)d_out) ==
+                  CURAND_STATUS_NOT_INITIALIZED,
+              "destroying what is no distribution: CURAND_STATUS_NOT_INITIALIZED");
 
     // curand_poisson with lambda as an argument (Knuth's method below 64).
     poisson<<<THREADS / 64, 64>>>(10.0, d_out, 7);

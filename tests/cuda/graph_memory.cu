@@ -130,18 +130,19 @@ int main() {
     EXPECT(host[N - 1] == 3 + N - 1);
     CHECK(cudaFree(kept));
 
-    // Once every graph and executable graph is gone, no graph allocation holds memory; what
-    // they had stays reserved for later graphs until it is trimmed (NVIDIA's runtime still
-    // reports it reserved then, measured on an H100).
+    // Once every graph and executable graph is gone, what they had stays reserved for later
+    // graphs until it is trimmed. NVIDIA's runtime (CUDA 13.0, H100) then still counts it
+    // used too, in its own granule (32 MiB here); vcuda counts no allocation used. Both
+    // keep used within reserved, and a reset high watermark at the current value.
     CHECK(cudaGraphExecDestroy(e));
     CHECK(cudaGraphExecDestroy(ce));
     CHECK(cudaGraphDestroy(g));
     CHECK(cudaGraphDestroy(cg));
     CHECK(cudaDeviceSynchronize());
-    CHECK(cudaDeviceGetGraphMemAttribute(0, cudaGraphMemAttrUsedMemCurrent, &used));
-    EXPECT(used == 0);
     unsigned long long reserved = 0, high = 0;
+    CHECK(cudaDeviceGetGraphMemAttribute(0, cudaGraphMemAttrUsedMemCurrent, &used));
     CHECK(cudaDeviceGetGraphMemAttribute(0, cudaGraphMemAttrReservedMemCurrent, &reserved));
+    EXPECT(used <= reserved);
     CHECK(cudaDeviceGetGraphMemAttribute(0, cudaGraphMemAttrReservedMemHigh, &high));
     EXPECT(high >= 2 * bytes && high >= reserved);
     // Resetting a high watermark sets it to the current value.
@@ -153,7 +154,7 @@ int main() {
     EXPECT(high >= 2 * bytes);
     CHECK(cudaDeviceSetGraphMemAttribute(0, cudaGraphMemAttrUsedMemHigh, &zero));
     CHECK(cudaDeviceGetGraphMemAttribute(0, cudaGraphMemAttrUsedMemHigh, &high));
-    EXPECT(high == 0);
+    EXPECT(high == used);
     // A new graph allocation may take the reserved memory; trimming gives the rest back.
     CHECK(cudaDeviceGraphMemTrim(0));
     unsigned long long after = 0;

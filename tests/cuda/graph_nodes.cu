@@ -384,8 +384,12 @@ int main() {
     EXPECT(wait_destroyed(5));
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     EXPECT(g_destroyed.load() == 5);  // once
-    EXPECT_ERR(cudaUserObjectRelease(obj, 1), cudaErrorInvalidValue);
-    cudaGetLastError();
+    // A destroyed user object: vcuda refuses it; NVIDIA's runtime uses it (a crash in the
+    // driver's event thread on an H100).
+    if (getenv("VCUDA_SOCKET")) {
+        EXPECT_ERR(cudaUserObjectRelease(obj, 1), cudaErrorInvalidValue);
+        cudaGetLastError();
+    }
 
     CHECK(cudaGraphExecDestroy(exec));
     CHECK(cudaGraphExecDestroy(exec2));

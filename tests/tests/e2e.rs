@@ -48,6 +48,7 @@ programs!(
     driver_link,
     errors,
     graphs,
+    graph_launch,
     graph_memory,
     graph_nodes,
     ipc,
@@ -125,6 +126,28 @@ fn posted_calls_travel_with_the_next_call() {
                 "{name} with VCUDA_BATCH_US={setting}: {carried} calls carried posted ones"
             );
         }
+    }
+}
+
+/// Graphs of device work go to the backend whole and a launch is one message: the
+/// explicit graph of `graph_launch` once, again after each change (the launch right after a
+/// change replays it), its second executable graph at upload, and the captured graph;
+/// `graphs`, whose graphs copy to and from host memory and run host functions, is replayed.
+#[test]
+fn device_graphs_go_to_the_backend_whole() {
+    use vcuda_tests::{build, check_output, source, spec};
+    for (name, whole) in [("graph_launch", 6), ("graphs", 0)] {
+        let Some(exe) = build(name, Cuda::V13) else {
+            return;
+        };
+        let o = run_cpu(&exe, &[("VCUDA_LOG", "debug")]);
+        check_output(name, &spec(&source(name)), &o);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(
+            stderr.matches(" sent whole as backend graph ").count(),
+            whole,
+            "{name}\n{stderr}"
+        );
     }
 }
 

@@ -78,7 +78,8 @@ fn default_value(s: cudaStream_t, id: c_int) -> Result<cudaLaunchAttributeValue>
     Ok(match id {
         // base 0, 0 bytes, hit ratio 0, hitProp/missProp cudaAccessPropertyNormal (0).
         ACCESS_POLICY_WINDOW | MEM_SYNC_DOMAIN => cudaLaunchAttributeValue([0; 64]),
-        SYNCHRONIZATION_POLICY => cudaLaunchAttributeValue::from_u32s(&[1]),
+        // Never set: -1, no policy of the enum (NVIDIA's runtime, CUDA 13.0, H100, measured).
+        SYNCHRONIZATION_POLICY => cudaLaunchAttributeValue::from_u32s(&[u32::MAX]),
         // default domain 0, remote domain 1 (as CUDA initializes it).
         MEM_SYNC_DOMAIN_MAP => {
             let mut v = [0u8; 64];

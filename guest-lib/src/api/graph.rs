@@ -94,6 +94,9 @@ pub(crate) struct Registry {
     pub destructors: Vec<super::user_object::Destructor>,
     /// Graph allocations (see `graph_mem`).
     pub graph_mem: super::graph_mem::GraphMemory,
+    /// The backend's copies of executable graphs that changed or went, to destroy at the
+    /// next launch (see `graph_exec::Remote`).
+    pub stale_graphs: Vec<u64>,
 }
 
 impl GraphObj {

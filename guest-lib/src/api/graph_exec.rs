@@ -2,16 +2,21 @@
 //! Executable graphs: instantiation, parameter updates and launches.
 //!
 //! `cudaGraphInstantiate` checks the graph (a cycle fails) and flattens it into one
-//! topological order, child graphs inlined, each step a copy of its node's parameters (the
-//! executable graph does not change when its graph does). `cudaGraphLaunch(exec, stream)`
-//! replays the steps in that order on `stream` through the same code as the calls they
-//! stand for: kernels, device-side copies and memsets are posted, copies from and to host
-//! memory go as `cudaMemcpyAsync` does, host nodes run as `cudaLaunchHostFunc` does, and
-//! event nodes record and wait on `stream`. Since one stream runs them in a dependency
-//! order, every edge of the graph is honoured.
+//! topological order of steps, child graphs inlined, each step a copy of its node's
+//! parameters (the executable graph does not change when its graph does) with the earlier
+//! steps it depends on.
 //!
-//! A launch costs one message per node (posted: no round trip each); sending a whole graph
-//! in one message, and running its independent branches concurrently, is future work.
+//! A launch of a graph of device work is one message: the backend gets the steps once
+//! (`GraphCreate`, at the first launch or at `cudaGraphUpload`) and each `cudaGraphLaunch`
+//! after that sends `GraphLaunch` (posted, no round trip). The CUDA executor makes the
+//! steps a CUDA graph; the CPU executor replays them. See [`Remote`] for which graphs go
+//! and when the backend's copy is made again.
+//!
+//! Other graphs are replayed here: each step on the launch stream, in order, through the
+//! same code as the call it stands for (kernels, device-side copies and memsets are
+//! posted, copies from and to host memory go as `cudaMemcpyAsync` does, host nodes run as
+//! `cudaLaunchHostFunc` does, event nodes record and wait on the stream), one message per
+//! step. Since one stream runs them in a dependency order, every edge is honoured.
 //!
 //! `cudaGraphExecUpdate` accepts a graph of the same topology (the same node count, node
 //! types and edges, nodes paired in the order they were added, child graphs alike) and
@@ -22,7 +27,7 @@ use std::collections::{HashMap, VecDeque};
 use std::ffi::{c_int, c_uint, c_void};
 use std::sync::Arc;
 
-use vcuda_protocol::status;
+use vcuda_protocol::{GraphCreateReq, GraphLaunchReq, HandleReq, ops, status};
 
 use super::graph::{
     self, Kind, Registry, cudaGraph_t, cudaGraphExec_t, cudaGraphNode_t, cudaHostNodeParams,
@@ -67,13 +72,16 @@ pub struct cudaGraphInstantiateParams {
     result_out: u32,
 }
 
-/// One step of a launch: a node's parameters, the node it came from, and whether it runs
-/// (`cudaGraphNodeSetEnabled`).
+/// One step of a launch: a node's parameters, the node it came from, whether it runs
+/// (`cudaGraphNodeSetEnabled`) and the earlier steps it depends on. Empty nodes are steps
+/// too, and so is the end of each child graph (an empty step with the child-graph node as
+/// origin, after the child's steps), so that dependencies keep the graph's shape.
 #[derive(Clone)]
 pub(crate) struct Step {
     origin: u64,
     kind: Kind,
     enabled: bool,
+    deps: Vec<u32>,
 }
 
 /// A graph's topology: per node (in the order added) its type, its dependencies (indices,
@@ -94,6 +102,40 @@ pub(crate) struct Exec {
     /// Per child-graph node: its child's shape when instantiated and the nodes its steps
     /// came from, in order (for `cudaGraphExecChildGraphNodeSetParams`).
     children: HashMap<u64, (Shape, Vec<u64>)>,
+    /// The backend's copy of the steps (see [`Remote`]).
+    remote: Remote,
+}
+
+/// Where the backend's copy of an executable graph stands. A launch sends the whole graph
+/// as one message (`GraphLaunch`) once the backend holds it: it is made (`GraphCreate`, one
+/// round trip) at the first launch or upload, and dropped when the executable graph
+/// changes. A launch right after a change replays the steps one by one instead, so a
+/// program that changes a graph before every launch sends no round trip for it; the next
+/// launch without a change makes the backend's copy again. A graph the backend cannot take
+/// (host nodes, copies to or from host memory, memory the library does not know as device
+/// memory) is always replayed.
+#[derive(Default)]
+struct Remote {
+    /// The backend's graph.
+    handle: Option<u64>,
+    /// Changed since the last launch.
+    changed: bool,
+    /// The backend cannot take these steps.
+    refused: bool,
+    /// Counts changes (a copy made from older steps is not kept).
+    version: u64,
+}
+
+impl Exec {
+    /// Records a change of the steps: the backend's copy goes (destroyed at the next
+    /// launch, see `Registry::stale_graphs`).
+    fn touch(&mut self, stale: &mut Vec<u64>) {
+        let r = &mut self.remote;
+        stale.extend(r.handle.take());
+        r.changed = true;
+        r.refused = false;
+        r.version += 1;
+    }
 }
 
 fn shape(r: &Registry, g: u64) -> Result<Shape> {
@@ -118,15 +160,18 @@ fn shape(r: &Registry, g: u64) -> Result<Shape> {
 }
 
 /// Appends the steps of graph `g` in a topological order (ties in the order nodes were
-/// added, so graphs of the same shape give the same order); fails on a cycle. Records each
-/// child-graph node's shape and steps in `children`.
+/// added, so graphs of the same shape give the same order); fails on a cycle. Root nodes
+/// depend on the steps `entry`. Records each child-graph node's shape and steps in
+/// `children`. Returns the steps the graph ends with (those of its sink nodes; `entry` for
+/// an empty graph).
 fn flatten(
     r: &Registry,
     g: u64,
     s: &Shape,
+    entry: &[u32],
     steps: &mut Vec<Step>,
     children: &mut HashMap<u64, (Shape, Vec<u64>)>,
-) -> Result<()> {
+) -> Result<Vec<u32>> {
     let nodes = &r.graph(g)?.nodes;
     let n = s.0.len();
     let mut indegree: Vec<usize> = s.0.iter().map(|(_, d, _)| d.len()).collect();
@@ -150,25 +195,54 @@ fn flatten(
     if order.len() != n {
         return Err(Error::INVALID_VALUE);
     }
+    if n == 0 {
+        return Ok(entry.to_vec());
+    }
+    // The step each node ends with.
+    let mut exit = vec![0u32; n];
     for i in order {
         let id = nodes[i];
-        match &r.node(id)?.kind {
-            Kind::Empty => {}
+        let deps: Vec<u32> = if s.0[i].1.is_empty() {
+            entry.to_vec()
+        } else {
+            s.0[i].1.iter().map(|&d| exit[d]).collect()
+        };
+        let kind = match &r.node(id)?.kind {
             Kind::Child(c) => {
                 let cs = s.0[i].2.as_ref().ok_or(Error::INVALID_VALUE)?;
                 let first = steps.len();
-                flatten(r, *c, cs, steps, children)?;
+                let ends = flatten(r, *c, cs, &deps, steps, children)?;
                 let origins = steps[first..].iter().map(|st| st.origin).collect();
                 children.insert(id, (cs.clone(), origins));
+                exit[i] = step_index(steps.len())?;
+                steps.push(Step {
+                    origin: id,
+                    kind: Kind::Empty,
+                    enabled: true,
+                    deps: ends,
+                });
+                continue;
             }
-            k => steps.push(Step {
-                origin: id,
-                kind: k.clone(),
-                enabled: true,
-            }),
-        }
+            k => k.clone(),
+        };
+        exit[i] = step_index(steps.len())?;
+        steps.push(Step {
+            origin: id,
+            kind,
+            enabled: true,
+            deps,
+        });
     }
-    Ok(())
+    Ok((0..n)
+        .filter(|&i| dependents[i].is_empty())
+        .map(|i| exit[i])
+        .collect())
+}
+
+/// A step's index as the backend takes it (at most `MAX_GRAPH_NODES` steps are sent; more
+/// are replayed).
+fn step_index(i: usize) -> Result<u32> {
+    u32::try_from(i).map_err(|_| Error::MEMORY_ALLOCATION)
 }
 
 /// The steps and shape of graph `g`.
@@ -184,7 +258,7 @@ fn compile_with_children(
 ) -> Result<(Vec<Step>, Shape, HashMap<u64, (Shape, Vec<u64>)>)> {
     let s = shape(r, g)?;
     let (mut steps, mut children) = (Vec::new(), HashMap::new());
-    flatten(r, g, &s, &mut steps, &mut children)?;
+    flatten(r, g, &s, &[], &mut steps, &mut children)?;
     Ok((steps, s, children))
 }
 
@@ -219,6 +293,7 @@ fn instantiate(out: *mut cudaGraphExec_t, g: cudaGraph_t, flags: u64, upload: bo
             users,
             graph: g as u64,
             children,
+            remote: Remote::default(),
         };
         r.execs.insert(id, exec);
         Ok(id)
@@ -279,6 +354,7 @@ fn update(
                 origin: old.origin,
                 kind: s.kind,
                 enabled: old.enabled,
+                deps: old.deps.clone(),
             })
             .collect();
         // The new graph's user objects replace the old graph's.
@@ -288,6 +364,7 @@ fn update(
             .get_mut(&(exec as u64))
             .ok_or(Error::INVALID_VALUE)?;
         e.steps = Arc::new(steps);
+        e.touch(&mut r.stale_graphs);
         let old = std::mem::replace(&mut e.users, users);
         r.release_users(old);
         Ok::<_, Error>((0, 0, 0))
@@ -361,14 +438,152 @@ fn run(c: &Client, s: u64, kind: &Kind) -> Result<()> {
     }
 }
 
-/// `cudaGraphLaunch`: replays the steps on `stream`, in order. A capturing stream fails
-/// (`cudaErrorStreamCaptureUnsupported`): graphs are not captured as child graphs.
+/// The description of `steps` the backend takes (`GraphCreate`), or `None` if a step
+/// cannot go (see [`Remote`]) or checking one fails (the replay reports that).
+fn describe(c: &Client, steps: &[Step]) -> Option<Vec<u8>> {
+    use vcuda_protocol::graph::{MAX_GRAPH_LEN, MAX_GRAPH_NODES, Node, NodeWork, encode_node};
+    if steps.len() > MAX_GRAPH_NODES as usize {
+        return None;
+    }
+    let mut out = Vec::new();
+    for step in steps {
+        let work = match &step.kind {
+            _ if !step.enabled => NodeWork::Empty,
+            Kind::Kernel(k) => {
+                let req = super::launch::graph_node(c, k).ok()?;
+                NodeWork::Kernel(req, k.params.to_vec(), k.cooperative)
+            }
+            Kind::Memcpy(cp) if cp.extent.contains(&0) => NodeWork::Empty,
+            Kind::Memcpy(cp) if cp.extent[2] == 1 => {
+                let (d, s) = (cp.dst.at(0, 0), cp.src.at(0, 0));
+                let (w, h) = (cp.extent[0], cp.extent[1]);
+                let r =
+                    super::memory::graph_copy(c, d, cp.dst.pitch, s, cp.src.pitch, w, h, cp.kind);
+                NodeWork::Copy(r.ok()??)
+            }
+            Kind::Memset(m) if m.width == 0 || m.height == 0 => NodeWork::Empty,
+            Kind::Memset(m) => {
+                let r = super::memory::graph_memset(
+                    c,
+                    m.dst,
+                    m.pitch,
+                    m.value,
+                    m.elem,
+                    (m.width, m.height),
+                );
+                NodeWork::Memset(r.ok()??)
+            }
+            Kind::EventRecord(e) => NodeWork::EventRecord(vcuda_protocol::EventRecordReq {
+                event: *e,
+                ..Default::default()
+            }),
+            Kind::EventWait(e) => NodeWork::EventWait(vcuda_protocol::StreamWaitEventReq {
+                event: *e,
+                ..Default::default()
+            }),
+            // Graph memory is the library's bookkeeping (done at launch, see `launch`).
+            Kind::MemAlloc { .. } | Kind::MemFree(_) | Kind::Empty | Kind::Child(_) => {
+                NodeWork::Empty
+            }
+            Kind::Memcpy(_) | Kind::Host(_) => return None,
+        };
+        let node = Node {
+            work,
+            deps: step.deps.clone(),
+        };
+        encode_node(&mut out, &node);
+        if out.len() as u64 > MAX_GRAPH_LEN {
+            return None;
+        }
+    }
+    Some(out)
+}
+
+/// Destroys the backend's copies of graphs that changed or went.
+fn drop_stale(c: &Client) {
+    for h in with(|r| std::mem::take(&mut r.stale_graphs)) {
+        // Nothing to report: a copy the backend lost (a reset) is gone anyway.
+        let _ = c.post::<ops::GraphDestroy>(&HandleReq { handle: h });
+    }
+}
+
+/// The backend's copy of `exec`'s steps, made now if it should be (see [`Remote`]); `None`:
+/// replay the steps. `launching`: for a launch (an upload leaves the changed mark).
+fn remote(c: &Client, exec: u64, steps: &Arc<Vec<Step>>, launching: bool) -> Option<u64> {
+    let version = with(|r| {
+        let e = r.execs.get_mut(&exec)?;
+        let rm = &mut e.remote;
+        if rm.handle.is_some() {
+            return Some(Err(rm.handle));
+        }
+        if rm.changed && launching {
+            rm.changed = false;
+            return None;
+        }
+        (!rm.refused && !rm.changed).then_some(Ok(rm.version))
+    })?;
+    let version = match version {
+        Err(handle) => return handle,
+        Ok(v) => v,
+    };
+    let made = describe(c, steps).and_then(|desc| {
+        let req = GraphCreateReq {
+            node_count: steps.len() as u32,
+            reserved: 0,
+            size: desc.len() as u64,
+        };
+        if req.size > c.max_request_data() {
+            return None;
+        }
+        let segs: Vec<&[u8]> = if desc.is_empty() { vec![] } else { vec![&desc] };
+        c.call_with::<ops::GraphCreate>(&req, &[], &segs, &mut [])
+            .ok()
+            .map(|r| r.handle)
+    });
+    match made {
+        Some(h) => log::debug!(
+            "executable graph {exec:#x}: {} steps sent whole as backend graph {h:#x}",
+            steps.len()
+        ),
+        None => log::debug!("executable graph {exec:#x}: replayed step by step"),
+    }
+    let kept = with(|r| {
+        let e = r.execs.get_mut(&exec)?;
+        if e.remote.version != version {
+            return None;
+        }
+        match made {
+            Some(h) => e.remote.handle = Some(h),
+            None => e.remote.refused = true,
+        }
+        Some(())
+    });
+    if let (Some(h), None) = (made, kept) {
+        // Changed meanwhile: this launch uses the copy (made from the steps it replays
+        // otherwise); the next one does not.
+        with(|r| r.stale_graphs.push(h));
+    }
+    made
+}
+
+/// `cudaGraphLaunch`: sends the launch of the backend's copy, or replays the steps on
+/// `stream`, in order. A capturing stream fails (`cudaErrorStreamCaptureUnsupported`):
+/// graphs are not captured as child graphs.
 fn launch(exec: cudaGraphExec_t, stream: cudaStream_t, ptsz: bool) -> Result<()> {
     let c = client::client()?;
     c.check_sticky()?;
     let steps = with(|r| r.execs.get(&(exec as u64)).map(|e| e.steps.clone()))
         .ok_or(Error::INVALID_VALUE)?;
     let s = stream_handle(c, stream, ptsz)?;
+    drop_stale(c);
+    if let Some(graph) = remote(c, exec as u64, &steps, true) {
+        for step in steps.iter() {
+            if let Kind::MemAlloc { .. } | Kind::MemFree(_) = step.kind {
+                run(c, s, &step.kind)?;
+            }
+        }
+        return c.post::<ops::GraphLaunch>(&GraphLaunchReq { graph, stream: s });
+    }
     // The registry is not locked here: host nodes may call into CUDA.
     for step in steps.iter().filter(|s| s.enabled) {
         run(c, s, &step.kind)?;
@@ -395,8 +610,11 @@ fn enabled(exec: cudaGraphExec_t, node: cudaGraphNode_t, set: Option<bool>) -> R
         ) {
             return Err(Error::INVALID_VALUE);
         }
-        if let Some(on) = set {
+        if let Some(on) = set
+            && e.steps[i].enabled != on
+        {
             Arc::make_mut(&mut e.steps)[i].enabled = on;
+            e.touch(&mut r.stale_graphs);
         }
         Ok(e.steps[i].enabled)
     })
@@ -434,6 +652,7 @@ pub(crate) fn exec_child_set(
         for (i, n) in at.into_iter().zip(new_steps) {
             steps[i].kind = n.kind;
         }
+        e.touch(&mut r.stale_graphs);
         Ok(())
     })
 }
@@ -478,17 +697,21 @@ pub(crate) fn exec_set(
         }
         kind.keep_attributes_of(&step.kind);
         step.kind = kind;
+        e.touch(&mut r.stale_graphs);
         Ok(())
     })
 }
 
+/// `cudaGraphUpload`: gives the backend its copy of the steps now, so the first launch is
+/// one message too (a graph the backend cannot take is replayed, see [`Remote`]).
 fn upload(exec: cudaGraphExec_t, stream: cudaStream_t, ptsz: bool) -> Result<()> {
     let c = client::client()?;
     stream_handle(c, stream, ptsz)?;
-    // Nothing to upload: the steps live in the library until launched.
-    with(|r| r.execs.contains_key(&(exec as u64)))
-        .then_some(())
-        .ok_or(Error::INVALID_VALUE)
+    let steps = with(|r| r.execs.get(&(exec as u64)).map(|e| e.steps.clone()))
+        .ok_or(Error::INVALID_VALUE)?;
+    drop_stale(c);
+    remote(c, exec as u64, &steps, false);
+    Ok(())
 }
 
 fn instantiate_with_params(
@@ -508,8 +731,9 @@ fn instantiate_with_params(
     };
     r?;
     if p.flags & FLAG_UPLOAD != 0 {
-        // Nothing to upload; the stream must be valid.
-        stream_handle(client::client()?, p.upload_stream, ptsz)?;
+        // SAFETY: `out` was written by `instantiate` (it succeeded).
+        let exec = unsafe { *out };
+        upload(exec, p.upload_stream, ptsz)?;
     }
     Ok(())
 }
@@ -539,7 +763,8 @@ entry! {
 
     fn cudaGraphExecDestroy(exec: cudaGraphExec_t) {
         with(|r| {
-            let e = r.execs.remove(&(exec as u64)).ok_or(Error::INVALID_VALUE)?;
+            let mut e = r.execs.remove(&(exec as u64)).ok_or(Error::INVALID_VALUE)?;
+            e.touch(&mut r.stale_graphs);
             r.release_users(e.users);
             for s in e.steps.iter() {
                 if let Kind::MemAlloc { ptr, .. } = s.kind {

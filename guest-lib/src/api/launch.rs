@@ -150,6 +150,33 @@ pub(crate) fn post(
     )
 }
 
+/// The launch a graph's kernel node stands for, stream 0 (the launch names the stream),
+/// checked as [`post`] checks it: `(request, cooperative)`.
+pub(crate) fn graph_node(c: &Client, k: &Kernel) -> Result<LaunchReq> {
+    let function = match k.backend {
+        Some(h) => h,
+        None => {
+            let loaded = func(k.func as *const c_void)?.load(c)?;
+            if k.params.len() != loaded.param_size as usize {
+                return Err(Error::INVALID_VALUE);
+            }
+            if k.cooperative {
+                let (g, b) = (k.grid.arr(), k.block.arr());
+                super::misc::check_cooperative(c, &loaded.attrs, g, b, k.shmem)?;
+            }
+            loaded.handle
+        }
+    };
+    Ok(LaunchReq {
+        function,
+        stream: 0,
+        grid: k.grid.arr(),
+        block: k.block.arr(),
+        shared_mem: k.shmem,
+        param_len: k.params.len() as u32,
+    })
+}
+
 /// Posts a launch of the backend's function `handle` (a graph's driver-API kernel node),
 /// cooperatively if `cooperative`.
 pub(crate) fn post_handle(

@@ -370,6 +370,77 @@ fn memcpy(c: &Client, cp: Copy2D, kind: c_int, stream: Option<u64>) -> Result<()
     }
 }
 
+/// The request of a graph's copy node, stream 0, if it is a device-to-device copy within
+/// device allocations the library knows (`Ok(None)` otherwise: the launch replays it as
+/// [`copy_2d`] does).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn graph_copy(
+    c: &Client,
+    dst: u64,
+    dpitch: u64,
+    src: u64,
+    spitch: u64,
+    width: u64,
+    height: u64,
+    kind: c_int,
+) -> Result<Option<MemcpyDtoDReq>> {
+    let cp = Copy2D {
+        dst,
+        dpitch,
+        src,
+        spitch,
+        width,
+        height,
+    };
+    cp.check()?;
+    if direction(c, dst, src, kind)? != Dir::D2D
+        || !c.mirror.is_device_range(dst, cp.side(dst, dpitch)?.span())
+        || !c.mirror.is_device_range(src, cp.side(src, spitch)?.span())
+    {
+        return Ok(None);
+    }
+    Ok(Some(MemcpyDtoDReq {
+        dst,
+        dpitch,
+        src,
+        spitch,
+        width,
+        height,
+        stream: 0,
+        flags: COPY_ASYNC,
+        reserved: 0,
+    }))
+}
+
+/// The request of a graph's memset node, stream 0, if it sets memory of a device
+/// allocation the library knows (`Ok(None)` otherwise).
+pub(crate) fn graph_memset(
+    c: &Client,
+    dst: u64,
+    pitch: u64,
+    value: u32,
+    elem: u32,
+    (width, height): (u64, u64),
+) -> Result<Option<MemsetReq>> {
+    let row = width
+        .checked_mul(u64::from(elem))
+        .ok_or(Error::INVALID_VALUE)?;
+    let r = region(dst, pitch, row, height)?;
+    if !c.mirror.is_device_range(dst, r.span()) {
+        return Ok(None);
+    }
+    Ok(Some(MemsetReq {
+        dst,
+        pitch,
+        width,
+        height,
+        stream: 0,
+        value,
+        elem_size: elem as u16,
+        flags: COPY_ASYNC as u16,
+    }))
+}
+
 /// Whether `[addr, addr + span)` lies in one device allocation the library knows; fails a
 /// copy whose device side starts in one and runs past its end, before any of it is sent: a
 /// copy split into several requests (the transport's limit, staging pieces) must fail as a

@@ -20,6 +20,8 @@ use vcuda_protocol::{
     RandGenerateReq, RandSetReq, TexObjectCreateReq, lib,
 };
 
+pub use vcuda_protocol::graph::Node as GraphNode;
+
 use crate::data::DataSegs;
 
 pub mod array;
@@ -269,6 +271,27 @@ pub trait Executor: Send {
     }
     /// `cudaFuncSetAttribute`.
     fn func_set_attribute(&mut self, function: u64, attr: u32, value: i32) -> ExecResult<()>;
+
+    /// Makes `nodes` (in a topological order, see [`vcuda_protocol::graph`]) one graph the
+    /// device runs whole, if this executor can: `Ok(None)` where it cannot, and the session
+    /// then replays the nodes one by one through the calls they stand for. Nothing the
+    /// nodes name is trusted: a node that names what the session does not own fails here
+    /// (or the graph is left to the replay, which fails it at launch).
+    fn graph_instantiate(&mut self, nodes: &[GraphNode]) -> ExecResult<Option<u64>> {
+        let _ = nodes;
+        Ok(None)
+    }
+    /// Launches a graph [`Executor::graph_instantiate`] made, on `stream`.
+    fn graph_launch(&mut self, graph: u64, stream: u64) -> ExecResult<()> {
+        let _ = (graph, stream);
+        Err(Status::INVALID_VALUE)
+    }
+    /// Destroys a graph [`Executor::graph_instantiate`] made (launches already made still
+    /// run).
+    fn graph_destroy(&mut self, graph: u64) -> ExecResult<()> {
+        let _ = graph;
+        Err(Status::INVALID_VALUE)
+    }
 
     /// Takes the device-side `printf` output produced so far.
     fn take_stdout(&mut self) -> Vec<u8>;

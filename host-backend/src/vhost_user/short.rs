@@ -58,6 +58,8 @@ fn short_everywhere(op: Opcode) -> bool {
         //   channels; the driver may block when a stream's queue is full.
         // - Launch, LaunchCooperative: a kernel runs on the calling thread on the CPU
         //   executor; a launch may block on a full queue on the GPU.
+        // - GraphCreate, GraphLaunch, GraphDestroy: instantiate a graph; run or enqueue
+        //   its nodes, as the calls they stand for do.
         // - modules, functions, symbols: parse and compile images.
         // - shared and mapped host memory: Unix sockets only.
         // - cuBLAS and cuRAND: run routines or create library handles.

@@ -131,6 +131,32 @@ impl Msg {
         )
     }
 
+    /// `GraphCreate` of `nodes` (its description in one out segment).
+    pub fn graph_create(&mut self, nodes: &[vcuda_protocol::graph::Node]) -> &mut Self {
+        let mut desc = Vec::new();
+        for n in nodes {
+            vcuda_protocol::graph::encode_node(&mut desc, n);
+        }
+        let r = GraphCreateReq {
+            node_count: nodes.len() as u32,
+            reserved: 0,
+            size: desc.len() as u64,
+        };
+        self.out.extend_from_slice(&desc);
+        let segs = if desc.is_empty() {
+            vec![]
+        } else {
+            vec![SegmentDesc::out(desc.len() as u64)]
+        };
+        self.raw(Opcode::GraphCreate, 0, &segs, r.as_bytes(), &[])
+    }
+
+    /// `GraphLaunch` of `graph` on `stream`.
+    pub fn graph_launch(&mut self, graph: u64, stream: u64) -> &mut Self {
+        let r = GraphLaunchReq { graph, stream };
+        self.raw(Opcode::GraphLaunch, 0, &[], r.as_bytes(), &[])
+    }
+
     /// `MemcpyDtoH` of `len` bytes from `src`.
     pub fn dtoh(&mut self, src: u64, len: u64) -> &mut Self {
         let r = MemcpyDtoHReq {

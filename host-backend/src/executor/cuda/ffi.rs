@@ -81,6 +81,15 @@ cu_fns! {
     fn cuFuncGetParamInfo(func: CUfunction, param_index: usize, param_offset: *mut usize, param_size: *mut usize);
     fn cuFuncSetAttribute(hfunc: CUfunction, attrib: CUfunction_attribute, value: ::core::ffi::c_int);
     fn cuGetErrorName(error: CUresult, p_str: *mut *const ::core::ffi::c_char);
+    fn cuGraphAddEmptyNode(ph_graph_node: *mut CUgraphNode, h_graph: CUgraph, dependencies: *const CUgraphNode, num_dependencies: usize);
+    fn cuGraphAddKernelNode_v2(ph_graph_node: *mut CUgraphNode, h_graph: CUgraph, dependencies: *const CUgraphNode, num_dependencies: usize, node_params: *const CUDA_KERNEL_NODE_PARAMS);
+    fn cuGraphAddMemcpyNode(ph_graph_node: *mut CUgraphNode, h_graph: CUgraph, dependencies: *const CUgraphNode, num_dependencies: usize, copy_params: *const CUDA_MEMCPY3D, ctx: CUcontext);
+    fn cuGraphAddMemsetNode(ph_graph_node: *mut CUgraphNode, h_graph: CUgraph, dependencies: *const CUgraphNode, num_dependencies: usize, memset_params: *const CUDA_MEMSET_NODE_PARAMS, ctx: CUcontext);
+    fn cuGraphCreate(ph_graph: *mut CUgraph, flags: ::core::ffi::c_uint);
+    fn cuGraphDestroy(h_graph: CUgraph);
+    fn cuGraphExecDestroy(h_graph_exec: CUgraphExec);
+    fn cuGraphInstantiateWithFlags(ph_graph_exec: *mut CUgraphExec, h_graph: CUgraph, flags: ::core::ffi::c_ulonglong);
+    fn cuGraphLaunch(h_graph_exec: CUgraphExec, h_stream: CUstream);
     fn cuInit(flags: ::core::ffi::c_uint);
     fn cuIpcCloseMemHandle(dptr: CUdeviceptr);
     fn cuIpcGetEventHandle(p_handle: *mut CUipcEventHandle, event: CUevent);

@@ -25,6 +25,8 @@ pub enum Kind {
     Function = 0x4655,
     /// CUDA arrays.
     Array = 0x4152,
+    /// Graphs.
+    Graph = 0x4752,
 }
 
 /// Bits of a handle below the tag.

@@ -73,14 +73,19 @@
 //! `cuCtxSynchronize` while work may still run: it polls (`wait`), checking the session's
 //! cancellation token ([`Executor::set_cancel`]). When a session ends while its work runs
 //! (its connection closed, the guest released it, the device was reset), the wait stops and
-//! the session's context is destroyed at once (`CudaExecutor::abandon`), before anything a
-//! pending DMA may touch goes away; dropping a cancelled session waits for nothing either.
-//! On a GPU, destroying a context ends its kernels; that the driver does so promptly for
-//! every kind of runaway kernel is the driver's promise, not ours, and a worker process per
-//! tenant (killed on cancel) would make it ours. cuBLAS and cuRAND calls block inside those
-//! libraries and are not interrupted. `--kernel-timeout` works the same way: a wait for the
-//! session's GPU work that lasts longer fails with `cudaErrorLaunchTimeout` (sticky) and the
-//! context is destroyed; the driver does not say when a kernel started, so what is timed
+//! the session lets go of its context at once (`CudaExecutor::abandon`) and answers; dropping
+//! a cancelled session waits for nothing either. The context is not destroyed:
+//! `cuCtxDestroy` waits for the context's kernels to end, and for an endless kernel it
+//! waits forever (H100, driver 580, measured), while no driver call stops a running kernel
+//! in a process that goes on. So the context, its memory and its GPU time stay taken until
+//! the process exits. That is why the CUDA executor runs each session in a worker process of
+//! its own by default (`--isolation process`): the worker ends with its session (killed if
+//! need be), and its kernels with it. Work queued behind a kernel in an abandoned context
+//! may still run; what it touches stays valid: the staging buffers are never freed
+//! (`pool.forget`), and guest RAM registered with the driver stays pinned. cuBLAS and cuRAND
+//! calls block inside those libraries and are not interrupted. `--kernel-timeout` works the
+//! same way: a wait for the session's GPU work that lasts longer fails with
+//! `cudaErrorLaunchTimeout` (sticky) and the context is abandoned; the driver does not say when a kernel started, so what is timed
 //! is the wait, which includes the work queued before the kernel.
 //!
 //! # Errors
@@ -125,6 +130,7 @@ mod device_info;
 mod driver;
 mod error;
 mod ffi;
+mod graphs;
 mod guest_mem;
 mod handles;
 mod image;
@@ -288,6 +294,8 @@ pub struct CudaExecutor {
     /// Streams created with `cudaStreamNonBlocking` (they do not wait for the legacy
     /// stream, nor it for them).
     non_blocking: std::collections::HashSet<u64>,
+    /// CUDA graphs (`graphs.rs`).
+    graphs: HandleTable<graphs::NativeGraph>,
 }
 
 impl std::fmt::Debug for CudaExecutor {
@@ -403,6 +411,7 @@ impl CudaExecutor {
             host_pinned: guest_mem::PinnedRanges::default(),
             textures: texture::Textures::default(),
             non_blocking: std::collections::HashSet::new(),
+            graphs: HandleTable::new(Kind::Graph),
         })
     }
 
@@ -472,11 +481,11 @@ impl CudaExecutor {
         r
     }
 
-    /// Destroys the session's context at once, without waiting for its work: the session
-    /// ended (its connection closed, the guest released it) while a kernel or copy may
-    /// still run, or a wait outlasted `--kernel-timeout` (the session then answers the
-    /// sticky `cudaErrorLaunchTimeout` until `cudaDeviceReset` gives it a new context). On
-    /// a GPU, destroying the context stops its kernels and DMAs; cuBLAS handles and cuRAND
+    /// Lets go of the session's context at once, without waiting for its work (see
+    /// "Waiting, and sessions that end"): the session ended (its connection closed, the
+    /// guest released it) while a kernel or copy may still run, or a wait outlasted
+    /// `--kernel-timeout` (the session then answers the sticky `cudaErrorLaunchTimeout`
+    /// until `cudaDeviceReset` gives it a new context). cuBLAS handles and cuRAND
     /// generators, whose destruction would synchronize, are dropped without it. The session
     /// has no context afterwards; its later calls fail. `mid_call`: a call was waiting
     /// (logged), rather than the session simply ending.
@@ -485,9 +494,9 @@ impl CudaExecutor {
             if mid_call {
                 warn!("a session's GPU work was cancelled or timed out: destroying its context");
             }
-            if let Err(e) = ctx.destroy() {
-                warn!("destroying a session's context: {}", driver::error_name(e));
-            }
+            // Not destroyed: the driver would wait for its kernels first (forever, for an
+            // endless one), and the session must answer now.
+            ctx.abandon();
         }
         self.pool.forget();
         // With no context, these forget their handles instead of destroying them.
@@ -522,6 +531,7 @@ impl CudaExecutor {
         self.function_names.clear();
         self.textures.clear();
         self.non_blocking.clear();
+        self.graphs.clear();
         self.params_dirty = PARAM_BUF_LEN;
         let ctx = Context::create(self.shared.device).map_err(to_status)?;
         self.ctx = Some(ctx);
@@ -877,6 +887,18 @@ impl Executor for CudaExecutor {
 
     fn func_set_attribute(&mut self, function: u64, attr: u32, value: i32) -> ExecResult<()> {
         self.func_set_attribute_impl(function, attr, value)
+    }
+
+    fn graph_instantiate(&mut self, nodes: &[super::GraphNode]) -> ExecResult<Option<u64>> {
+        self.graph_instantiate_impl(nodes)
+    }
+
+    fn graph_launch(&mut self, graph: u64, stream: u64) -> ExecResult<()> {
+        self.graph_launch_impl(graph, stream)
+    }
+
+    fn graph_destroy(&mut self, graph: u64) -> ExecResult<()> {
+        self.graphs.remove(graph).map(drop)
     }
 
     fn host_memory_shared(&mut self, addr: usize, len: usize) {

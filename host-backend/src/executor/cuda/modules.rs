@@ -30,10 +30,10 @@ pub(super) const PARAM_BUF_LEN: usize = (MAX_PARAM_LEN as usize).next_multiple_o
 /// A kernel the session looked up.
 #[derive(Debug)]
 pub(super) struct Function {
-    kernel: Kernel,
+    pub(super) kernel: Kernel,
     /// The module handle it was looked up through.
     module: u64,
-    info: FunctionInfo,
+    pub(super) info: FunctionInfo,
 }
 
 /// A module image loaded in the session's context.
@@ -113,7 +113,7 @@ impl CudaExecutor {
 
     /// Grid and block within the device's limits, as the runtime checks before launching
     /// (`cudaErrorInvalidConfiguration`; the driver would say `CUDA_ERROR_INVALID_VALUE`).
-    fn check_launch_config(&self, req: &LaunchReq) -> ExecResult<()> {
+    pub(super) fn check_launch_config(&self, req: &LaunchReq) -> ExecResult<()> {
         use vcuda_protocol::attr::*;
         let a = |n| self.shared.info.attr(n).unwrap_or(0).max(0) as u64;
         let block_max = [a(MAX_BLOCK_DIM_X), a(MAX_BLOCK_DIM_Y), a(MAX_BLOCK_DIM_Z)];

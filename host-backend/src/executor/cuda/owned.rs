@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
-//! Owned driver objects: contexts, streams, events, modules, kernels and pinned host
-//! buffers that free themselves on drop, so the rest of the executor needs no `unsafe` to
+//! Owned driver objects: contexts, streams, events, modules, kernels, graphs and pinned
+//! host buffers that free themselves on drop, so the rest of the executor needs no `unsafe` to
 //! use them.
 //!
 //! (The guest's view of these objects, opaque `u64` handles, is `handles.rs`; this module
@@ -44,8 +44,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use cudarc::driver::sys::{
-    CUcontext, CUdevice, CUdeviceptr, CUevent, CUfunction, CUfunction_attribute, CUmodule,
-    CUresult, CUstream,
+    CUDA_MEMCPY3D, CUDA_MEMSET_NODE_PARAMS, CUcontext, CUdevice, CUdeviceptr, CUevent, CUfunction,
+    CUfunction_attribute, CUgraph, CUgraphExec, CUgraphNode, CUmodule, CUresult, CUstream,
 };
 use log::warn;
 
@@ -121,6 +121,17 @@ impl Context {
     /// Destroys the context and everything in it, returning the driver's result.
     pub fn destroy(mut self) -> DrvResult<()> {
         self.release()
+    }
+
+    /// Lets go of the context without destroying it: everything made in it stops using it
+    /// now (its `Life` ends), and the context, its memory and its GPU time stay until the
+    /// process exits. For a context whose work may never end: `cuCtxDestroy` waits for the
+    /// context's kernels, forever for an endless one (H100, driver 580, measured), and no
+    /// driver call stops a running kernel in a process that goes on.
+    pub fn abandon(mut self) {
+        if !std::mem::replace(&mut self.raw, std::ptr::null_mut()).is_null() {
+            self.life.end();
+        }
     }
 
     fn release(&mut self) -> DrvResult<()> {
@@ -604,6 +615,189 @@ impl Kernel {
         // exists (checked above); the caller vouches for `params`.
         unsafe {
             driver::launch_cooperative_kernel(self.raw, grid, block, shared, stream.raw(), params)
+        }
+    }
+}
+
+/// A CUDA graph made in a [`Context`] and instantiated (see [`GraphBuilder`]); both are
+/// destroyed on drop (launches already made still run). It keeps its kernels' modules
+/// loaded.
+pub struct Graph {
+    graph: CUgraph,
+    exec: CUgraphExec,
+    life: Life,
+    _modules: Vec<Rc<Module>>,
+}
+
+impl std::fmt::Debug for Graph {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Graph").field(&self.exec).finish()
+    }
+}
+
+impl Graph {
+    /// Launches the graph on `stream`.
+    pub fn launch(&self, stream: StreamRef<'_>) -> DrvResult<()> {
+        self.life.check()?;
+        stream.check()?;
+        // SAFETY: the executable graph is live (its context exists, checked; destroyed
+        // only on drop); the stream is live (checked, borrowed) or null.
+        unsafe { driver::graph_launch(self.exec, stream.raw()) }
+    }
+}
+
+impl Drop for Graph {
+    fn drop(&mut self) {
+        if let Some(e) = self.life.take(&mut self.exec) {
+            // SAFETY: made by `graph_instantiate` in a context that still exists, destroyed
+            // once (nulled by `take`).
+            if let Err(r) = unsafe { driver::graph_exec_destroy(e) } {
+                warn!("destroying a CUDA graph: {}", driver::error_name(r));
+            }
+        }
+        if let Some(g) = self.life.take(&mut self.graph) {
+            // SAFETY: as above, for the graph it was instantiated from.
+            let _ = unsafe { driver::graph_destroy(g) };
+        }
+    }
+}
+
+/// Builds a [`Graph`] in a context, node by node, each after nodes added before it.
+pub struct GraphBuilder<'c> {
+    ctx: &'c Context,
+    /// Null once finished.
+    graph: CUgraph,
+    nodes: Vec<CUgraphNode>,
+    modules: Vec<Rc<Module>>,
+}
+
+impl Context {
+    /// Starts a graph in this context (made current first; it must stay current while the
+    /// builder is used).
+    pub fn graph_builder(&self, loaded: &Loaded) -> DrvResult<GraphBuilder<'_>> {
+        if !loaded.graphs {
+            return Err(CUresult::CUDA_ERROR_NOT_SUPPORTED);
+        }
+        self.bind()?;
+        Ok(GraphBuilder {
+            ctx: self,
+            graph: driver::graph_create()?,
+            nodes: Vec::new(),
+            modules: Vec::new(),
+        })
+    }
+}
+
+impl GraphBuilder<'_> {
+    /// Adds a node after the nodes numbered `deps` (each added before).
+    ///
+    /// # Safety
+    ///
+    /// The context is current. A copy's or memset's device ranges are memory of the
+    /// context.
+    unsafe fn add(&mut self, deps: &[u32], work: driver::GraphWork<'_>) -> DrvResult<()> {
+        self.ctx.life.check()?;
+        let deps = deps
+            .iter()
+            .map(|&d| self.nodes.get(d as usize).copied())
+            .collect::<Option<Vec<_>>>()
+            .ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
+        // SAFETY: the graph is live (null only once finished, which takes `self`), `deps`
+        // are its nodes, the context is live (checked) and current (the caller); the work
+        // is as the caller and `kernel` guarantee.
+        let n = unsafe { driver::graph_add_node(self.graph, &deps, self.ctx.raw, work) }?;
+        self.nodes.push(n);
+        Ok(())
+    }
+
+    /// Adds a node that does nothing.
+    ///
+    /// # Safety
+    ///
+    /// The context is current.
+    pub unsafe fn empty(&mut self, deps: &[u32]) -> DrvResult<()> {
+        // SAFETY: the caller's guarantee; no memory involved.
+        unsafe { self.add(deps, driver::GraphWork::Empty) }
+    }
+
+    /// Adds a launch of `kernel`; the graph keeps its module loaded.
+    ///
+    /// # Safety
+    ///
+    /// The context is current; `kernel` was loaded in it; `params` and `extra` are as
+    /// [`Kernel::launch`] requires (the driver copies the parameters).
+    pub unsafe fn kernel(
+        &mut self,
+        deps: &[u32],
+        kernel: &Kernel,
+        (grid, block, shared): ([u32; 3], [u32; 3], u32),
+        params: *mut *mut c_void,
+        extra: *mut *mut c_void,
+    ) -> DrvResult<()> {
+        kernel.check()?;
+        let p = cudarc::driver::sys::CUDA_KERNEL_NODE_PARAMS {
+            func: kernel.raw,
+            gridDimX: grid[0],
+            gridDimY: grid[1],
+            gridDimZ: grid[2],
+            blockDimX: block[0],
+            blockDimY: block[1],
+            blockDimZ: block[2],
+            sharedMemBytes: shared,
+            kernelParams: params,
+            extra,
+            kern: std::ptr::null_mut(),
+            ctx: std::ptr::null_mut(),
+        };
+        // SAFETY: a live function (checked) of this context; the caller vouches for the
+        // parameters and for the context being current.
+        unsafe { self.add(deps, driver::GraphWork::Kernel(&p)) }?;
+        if !self.modules.iter().any(|m| Rc::ptr_eq(m, &kernel.module)) {
+            self.modules.push(Rc::clone(&kernel.module));
+        }
+        Ok(())
+    }
+
+    /// Adds a copy between device memory of the context.
+    ///
+    /// # Safety
+    ///
+    /// The context is current; both ends of `p` are device memory of it.
+    pub unsafe fn copy(&mut self, deps: &[u32], p: &CUDA_MEMCPY3D) -> DrvResult<()> {
+        // SAFETY: the caller's guarantee.
+        unsafe { self.add(deps, driver::GraphWork::Copy(p)) }
+    }
+
+    /// Adds a memset of device memory of the context.
+    ///
+    /// # Safety
+    ///
+    /// The context is current; `p`'s rows are device memory of it.
+    pub unsafe fn memset(&mut self, deps: &[u32], p: &CUDA_MEMSET_NODE_PARAMS) -> DrvResult<()> {
+        // SAFETY: the caller's guarantee.
+        unsafe { self.add(deps, driver::GraphWork::Memset(p)) }
+    }
+
+    /// Instantiates the graph.
+    pub fn finish(mut self) -> DrvResult<Graph> {
+        self.ctx.life.check()?;
+        // SAFETY: a live graph of this context, which the builder's user keeps current.
+        let exec = unsafe { driver::graph_instantiate(self.graph) }?;
+        Ok(Graph {
+            graph: std::mem::replace(&mut self.graph, std::ptr::null_mut()),
+            exec,
+            life: self.ctx.life.clone(),
+            _modules: std::mem::take(&mut self.modules),
+        })
+    }
+}
+
+impl Drop for GraphBuilder<'_> {
+    fn drop(&mut self) {
+        if let Some(g) = self.ctx.life.take(&mut self.graph) {
+            // SAFETY: made by `graph_create` in a context that still exists, never
+            // instantiated into a `Graph` (that nulls it), destroyed once.
+            let _ = unsafe { driver::graph_destroy(g) };
         }
     }
 }

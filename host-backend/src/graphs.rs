@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! A session's graphs of device work (`GraphCreate`, `GraphLaunch`, `GraphDestroy`): one
+//! message launches a whole graph.
+//!
+//! A graph arrives as a list of nodes in a topological order ([`vcuda_protocol::graph`]).
+//! Where the executor can, it makes them one graph the device runs whole (the CUDA
+//! executor: a CUDA graph, instantiated once, launched with one driver call); otherwise the
+//! session keeps the nodes and a launch replays them, in order, on the launch stream,
+//! through the same executor calls the requests they stand for would make. Either way every
+//! dependency is honoured, since the order is topological and one stream runs the replay.
+//!
+//! Limits: [`MAX_GRAPHS`] graphs and [`MAX_GRAPH_BYTES`] bytes of kept nodes per session.
+//! A device reset drops the executor's graphs; the session replays them from then on.
+
+use std::collections::HashMap;
+
+use log::debug;
+use vcuda_protocol::graph::{self, NodeWork};
+use vcuda_protocol::op::COPY_ASYNC;
+
+use crate::executor::{ExecResult, Executor, GraphNode, Status};
+
+/// Most graphs a session holds at once.
+pub const MAX_GRAPHS: usize = 4096;
+/// Most bytes of graph descriptions a session holds at once.
+pub const MAX_GRAPH_BYTES: u64 = 256 << 20;
+
+struct Graph {
+    nodes: Vec<GraphNode>,
+    /// The executor's graph, if it made one.
+    native: Option<u64>,
+    /// Bytes of the description (for the session's limit).
+    bytes: u64,
+}
+
+/// A session's graphs, by handle.
+#[derive(Default)]
+pub struct Graphs {
+    graphs: HashMap<u64, Graph>,
+    bytes: u64,
+    next: u64,
+}
+
+/// Handles of graphs start here (tagged, so a stray value of another kind is not one).
+const HANDLE_BASE: u64 = 0x6a00_0000_0000_0000;
+
+impl Graphs {
+    /// `GraphCreate`: decodes `desc` (`node_count` nodes) and keeps it; returns the handle.
+    pub fn create(
+        &mut self,
+        e: &mut dyn Executor,
+        desc: &[u8],
+        node_count: u32,
+    ) -> ExecResult<u64> {
+        let bytes = desc.len() as u64;
+        if self.graphs.len() >= MAX_GRAPHS || self.bytes.saturating_add(bytes) > MAX_GRAPH_BYTES {
+            return Err(Status::MEMORY_ALLOCATION);
+        }
+        let nodes = graph::decode(desc, node_count).map_err(|err| {
+            debug!("graph refused: {err}");
+            Status::INVALID_VALUE
+        })?;
+        let native = match e.graph_instantiate(&nodes) {
+            Ok(n) => n,
+            // The replay meets whatever failed here at launch, where CUDA reports it.
+            Err(s) => {
+                debug!("graph left to the replay: {s}");
+                None
+            }
+        };
+        self.next += 1;
+        let h = HANDLE_BASE | self.next;
+        self.bytes += bytes;
+        self.graphs.insert(
+            h,
+            Graph {
+                nodes,
+                native,
+                bytes,
+            },
+        );
+        Ok(h)
+    }
+
+    /// `GraphLaunch`: runs graph `h` on `stream`.
+    pub fn launch(&mut self, e: &mut dyn Executor, h: u64, stream: u64) -> ExecResult<()> {
+        let g = self.graphs.get(&h).ok_or(Status::INVALID_VALUE)?;
+        if let Some(n) = g.native {
+            return e.graph_launch(n, stream);
+        }
+        for node in &g.nodes {
+            replay(e, &node.work, stream)?;
+        }
+        Ok(())
+    }
+
+    /// `GraphDestroy`.
+    pub fn destroy(&mut self, e: &mut dyn Executor, h: u64) -> ExecResult<()> {
+        let g = self.graphs.remove(&h).ok_or(Status::INVALID_VALUE)?;
+        self.bytes -= g.bytes;
+        match g.native {
+            Some(n) => e.graph_destroy(n),
+            None => Ok(()),
+        }
+    }
+
+    /// After a device reset: the executor's graphs are gone; replay them from now on.
+    pub fn reset(&mut self) {
+        for g in self.graphs.values_mut() {
+            g.native = None;
+        }
+    }
+
+    /// Graphs held.
+    pub fn len(&self) -> usize {
+        self.graphs.len()
+    }
+
+    /// Whether no graph is held.
+    pub fn is_empty(&self) -> bool {
+        self.graphs.is_empty()
+    }
+}
+
+/// Runs one node on `stream` through the call it stands for.
+fn replay(e: &mut dyn Executor, work: &NodeWork, stream: u64) -> ExecResult<()> {
+    match work {
+        NodeWork::Empty => Ok(()),
+        NodeWork::Kernel(l, params, coop) => {
+            let mut l = *l;
+            l.stream = stream;
+            if *coop {
+                e.launch_cooperative(&l, params)
+            } else {
+                e.launch(&l, params)
+            }
+        }
+        NodeWork::Copy(c) => {
+            let mut c = *c;
+            c.stream = stream;
+            c.flags |= COPY_ASYNC;
+            e.memcpy_dtod(&c)
+        }
+        NodeWork::Memset(m) => {
+            let mut m = *m;
+            m.stream = stream;
+            m.flags |= COPY_ASYNC as u16;
+            e.memset(&m)
+        }
+        NodeWork::EventRecord(r) => e.event_record(r.event, stream, r.flags),
+        NodeWork::EventWait(w) => e.stream_wait_event(stream, w.event, w.flags),
+    }
+}

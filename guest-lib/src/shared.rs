@@ -563,6 +563,20 @@ pub(crate) fn dtoh(c: &Client, cp: &HostCopy, posted: bool) -> Result<bool> {
     send::<ops::MemcpyDtoHShared>(c, &cp.dtoh_req(cp.whole(), region, offset), posted)
 }
 
+/// A graph's host-to-device copy node (stream 0), if its source is packed rows in memory
+/// shared with the backend.
+pub(crate) fn graph_htod(c: &Client, cp: &HostCopy) -> Option<MemcpyHtoDSharedReq> {
+    let (region, offset) = cp.region(c)?;
+    Some(cp.htod_req(cp.whole(), region, offset))
+}
+
+/// A graph's device-to-host copy node (stream 0), if its destination is packed rows in
+/// memory shared with the backend.
+pub(crate) fn graph_dtoh(c: &Client, cp: &HostCopy) -> Option<MemcpyDtoHSharedReq> {
+    let (region, offset) = cp.region(c)?;
+    Some(cp.dtoh_req(cp.whole(), region, offset))
+}
+
 /// Posts or calls one request with no reply payload; `Ok(true)` once sent (or done).
 fn send<O: vcuda_protocol::Op<Resp = ()>>(c: &Client, req: &O::Req, posted: bool) -> Result<bool> {
     if posted {

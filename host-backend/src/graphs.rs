@@ -9,6 +9,10 @@
 //! through the same executor calls the requests they stand for would make. Either way every
 //! dependency is honoured, since the order is topological and one stream runs the replay.
 //!
+//! Copies from and to memory the guest shares with the host (page-locked memory over the
+//! Unix socket) are replayed by the session, with the guest's region as it is at launch (a
+//! region the guest gave up since fails the launch).
+//!
 //! Limits: [`MAX_GRAPHS`] graphs and [`MAX_GRAPH_BYTES`] bytes of kept nodes per session.
 //! A device reset drops the executor's graphs; the session replays them from then on.
 
@@ -19,6 +23,7 @@ use vcuda_protocol::graph::{self, NodeWork};
 use vcuda_protocol::op::COPY_ASYNC;
 
 use crate::executor::{ExecResult, Executor, GraphNode, Status};
+use crate::shared::SharedRegions;
 
 /// Most graphs a session holds at once.
 pub const MAX_GRAPHS: usize = 4096;
@@ -82,14 +87,21 @@ impl Graphs {
         Ok(h)
     }
 
-    /// `GraphLaunch`: runs graph `h` on `stream`.
-    pub fn launch(&mut self, e: &mut dyn Executor, h: u64, stream: u64) -> ExecResult<()> {
+    /// `GraphLaunch`: runs graph `h` on `stream`; copies from and to shared memory reach
+    /// the guest's regions in `shared`.
+    pub fn launch(
+        &mut self,
+        e: &mut dyn Executor,
+        shared: &SharedRegions,
+        h: u64,
+        stream: u64,
+    ) -> ExecResult<()> {
         let g = self.graphs.get(&h).ok_or(Status::INVALID_VALUE)?;
         if let Some(n) = g.native {
             return e.graph_launch(n, stream);
         }
         for node in &g.nodes {
-            replay(e, &node.work, stream)?;
+            replay(e, shared, &node.work, stream)?;
         }
         Ok(())
     }
@@ -123,7 +135,12 @@ impl Graphs {
 }
 
 /// Runs one node on `stream` through the call it stands for.
-fn replay(e: &mut dyn Executor, work: &NodeWork, stream: u64) -> ExecResult<()> {
+fn replay(
+    e: &mut dyn Executor,
+    shared: &SharedRegions,
+    work: &NodeWork,
+    stream: u64,
+) -> ExecResult<()> {
     match work {
         NodeWork::Empty => Ok(()),
         NodeWork::Kernel(l, params, coop) => {
@@ -149,5 +166,21 @@ fn replay(e: &mut dyn Executor, work: &NodeWork, stream: u64) -> ExecResult<()> 
         }
         NodeWork::EventRecord(r) => e.event_record(r.event, stream, r.flags),
         NodeWork::EventWait(w) => e.stream_wait_event(stream, w.event, w.flags),
+        NodeWork::CopyToDeviceShared(c) => {
+            let mut c = *c;
+            c.stream = stream;
+            c.flags |= COPY_ASYNC;
+            let len = c.width.checked_mul(c.height).ok_or(Status::INVALID_VALUE)?;
+            let src = shared.segs(c.region, c.offset, len)?;
+            e.memcpy_htod(&c.copy(), &src)
+        }
+        NodeWork::CopyToHostShared(c) => {
+            let mut c = *c;
+            c.stream = stream;
+            c.flags |= COPY_ASYNC;
+            let len = c.width.checked_mul(c.height).ok_or(Status::INVALID_VALUE)?;
+            let dst = shared.segs(c.region, c.offset, len)?;
+            e.memcpy_dtoh(&c.copy(), &dst)
+        }
     }
 }

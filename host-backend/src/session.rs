@@ -566,7 +566,10 @@ impl Session {
                     .map(|h| reply::<ops::GraphCreate>(handle(h)))
             }
             Request::GraphLaunch(l) => {
-                done::<ops::GraphLaunch>(self.graphs.launch(e.as_mut(), l.graph, l.stream))
+                let r = self
+                    .graphs
+                    .launch(e.as_mut(), &self.shared, l.graph, l.stream);
+                done::<ops::GraphLaunch>(r)
             }
             Request::GraphDestroy(h) => {
                 done::<ops::GraphDestroy>(self.graphs.destroy(e.as_mut(), h.handle))

@@ -16,6 +16,8 @@
 //! | [`NODE_MEMSET`] | [`MemsetReq`] |
 //! | [`NODE_EVENT_RECORD`] | [`EventRecordReq`] |
 //! | [`NODE_EVENT_WAIT`] | [`StreamWaitEventReq`] |
+//! | [`NODE_COPY_TO_DEVICE_SHARED`] | [`MemcpyHtoDSharedReq`] (from memory shared with the host) |
+//! | [`NODE_COPY_TO_HOST_SHARED`] | [`MemcpyDtoHSharedReq`] (to memory shared with the host) |
 //!
 //! [`decode`] checks every length, kind, index and reserved field; it allocates only in
 //! proportion to the bytes it was given.
@@ -46,6 +48,10 @@ pub const NODE_MEMSET: u32 = 4;
 pub const NODE_EVENT_RECORD: u32 = 5;
 /// A wait for an event.
 pub const NODE_EVENT_WAIT: u32 = 6;
+/// A copy from a region of memory the guest shares with the host to device memory.
+pub const NODE_COPY_TO_DEVICE_SHARED: u32 = 7;
+/// A copy from device memory to a region of memory the guest shares with the host.
+pub const NODE_COPY_TO_HOST_SHARED: u32 = 8;
 
 /// What one node does.
 #[derive(Clone, Debug, PartialEq)]
@@ -62,6 +68,10 @@ pub enum NodeWork {
     EventRecord(EventRecordReq),
     /// A wait for an event.
     EventWait(StreamWaitEventReq),
+    /// A copy from shared memory to the device.
+    CopyToDeviceShared(MemcpyHtoDSharedReq),
+    /// A copy from the device to shared memory.
+    CopyToHostShared(MemcpyDtoHSharedReq),
 }
 
 /// One node: its work and the earlier nodes it waits for.
@@ -91,6 +101,8 @@ pub fn encode_node(out: &mut Vec<u8>, node: &Node) {
         NodeWork::Memset(m) => (NODE_MEMSET, m.as_bytes().to_vec()),
         NodeWork::EventRecord(e) => (NODE_EVENT_RECORD, e.as_bytes().to_vec()),
         NodeWork::EventWait(w) => (NODE_EVENT_WAIT, w.as_bytes().to_vec()),
+        NodeWork::CopyToDeviceShared(c) => (NODE_COPY_TO_DEVICE_SHARED, c.as_bytes().to_vec()),
+        NodeWork::CopyToHostShared(c) => (NODE_COPY_TO_HOST_SHARED, c.as_bytes().to_vec()),
     };
     let h = GraphNodeHeader {
         kind,
@@ -200,6 +212,16 @@ pub fn decode(mut bytes: &[u8], node_count: u32) -> Result<Vec<Node>, DecodeErro
                 stream_zero("event wait graph node stream", w.stream)?;
                 NodeWork::EventWait(w)
             }
+            NODE_COPY_TO_DEVICE_SHARED => {
+                let c = body::<MemcpyHtoDSharedReq>("shared copy graph node", b)?;
+                stream_zero("shared copy graph node stream", c.stream)?;
+                NodeWork::CopyToDeviceShared(c)
+            }
+            NODE_COPY_TO_HOST_SHARED => {
+                let c = body::<MemcpyDtoHSharedReq>("shared copy graph node", b)?;
+                stream_zero("shared copy graph node stream", c.stream)?;
+                NodeWork::CopyToHostShared(c)
+            }
             _ => return Err(DecodeError::Inconsistent("graph node kind")),
         };
         let mut deps: Vec<u32> = d
@@ -283,6 +305,27 @@ mod tests {
                 }),
                 deps: vec![],
             },
+            Node {
+                work: NodeWork::CopyToDeviceShared(MemcpyHtoDSharedReq {
+                    dst: 0x3000,
+                    width: 16,
+                    height: 1,
+                    region: 2,
+                    ..Default::default()
+                }),
+                deps: vec![6],
+            },
+            Node {
+                work: NodeWork::CopyToHostShared(MemcpyDtoHSharedReq {
+                    src: 0x3000,
+                    width: 16,
+                    height: 1,
+                    region: 2,
+                    offset: 64,
+                    ..Default::default()
+                }),
+                deps: vec![0, 7],
+            },
         ]
     }
 
@@ -350,9 +393,9 @@ mod tests {
             for v in [0u8, 1, 0x7f, 0xff] {
                 let mut b = bytes.clone();
                 b[i] = v;
-                let _ = decode(&b, 7);
+                let _ = decode(&b, 9);
             }
-            let _ = decode(&bytes[..i], 7);
+            let _ = decode(&bytes[..i], 9);
         }
     }
 }

@@ -131,22 +131,31 @@ fn posted_calls_travel_with_the_next_call() {
 
 /// Graphs of device work go to the backend whole and a launch is one message: the
 /// explicit graph of `graph_launch` once, again after each change (the launch right after a
-/// change replays it), its second executable graph at upload, and the captured graph;
-/// `graphs`, whose graphs copy to and from host memory and run host functions, is replayed.
+/// change replays it), its second executable graph at upload, the captured graph, and the
+/// graph that copies from and to page-locked memory where that memory is shared with the
+/// backend (not with `VCUDA_SHARED_MEMORY=0`); `graphs`, whose graphs copy from and to
+/// pageable memory and run host functions, is replayed.
 #[test]
 fn device_graphs_go_to_the_backend_whole() {
     use vcuda_tests::{build, check_output, source, spec};
-    for (name, whole) in [("graph_launch", 6), ("graphs", 0)] {
+    for (name, sharing, whole) in [
+        ("graph_launch", "1", 7),
+        ("graph_launch", "0", 6),
+        ("graphs", "1", 0),
+    ] {
         let Some(exe) = build(name, Cuda::V13) else {
             return;
         };
-        let o = run_cpu(&exe, &[("VCUDA_LOG", "debug")]);
+        let o = run_cpu(
+            &exe,
+            &[("VCUDA_LOG", "debug"), ("VCUDA_SHARED_MEMORY", sharing)],
+        );
         check_output(name, &spec(&source(name)), &o);
         let stderr = String::from_utf8_lossy(&o.stderr);
         assert_eq!(
             stderr.matches(" sent whole as backend graph ").count(),
             whole,
-            "{name}\n{stderr}"
+            "{name} with VCUDA_SHARED_MEMORY={sharing}\n{stderr}"
         );
     }
 }

@@ -459,7 +459,7 @@ fn describe(c: &Client, steps: &[Step]) -> Option<Vec<u8>> {
                 let (w, h) = (cp.extent[0], cp.extent[1]);
                 let r =
                     super::memory::graph_copy(c, d, cp.dst.pitch, s, cp.src.pitch, w, h, cp.kind);
-                NodeWork::Copy(r.ok()??)
+                r.ok()??
             }
             Kind::Memset(m) if m.width == 0 || m.height == 0 => NodeWork::Empty,
             Kind::Memset(m) => {
@@ -491,6 +491,7 @@ fn describe(c: &Client, steps: &[Step]) -> Option<Vec<u8>> {
             work,
             deps: step.deps.clone(),
         };
+        log::trace!("graph step {:?}", node);
         encode_node(&mut out, &node);
         if out.len() as u64 > MAX_GRAPH_LEN {
             return None;

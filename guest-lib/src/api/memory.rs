@@ -21,6 +21,7 @@ use crate::ffi::{
 use crate::mirror::{Kind, Range};
 use crate::shared::{self, HostCopy};
 use crate::{coherent, registry, state};
+use vcuda_protocol::graph::NodeWork;
 
 /// `cudaHostAllocPortable | cudaHostAllocMapped | cudaHostAllocWriteCombined`.
 const HOST_ALLOC_FLAGS: u32 = 0x1 | 0x2 | 0x4;
@@ -370,8 +371,9 @@ fn memcpy(c: &Client, cp: Copy2D, kind: c_int, stream: Option<u64>) -> Result<()
     }
 }
 
-/// The request of a graph's copy node, stream 0, if it is a device-to-device copy within
-/// device allocations the library knows (`Ok(None)` otherwise: the launch replays it as
+/// What a graph's copy node does on the backend, stream 0: a device-to-device copy within
+/// device allocations the library knows, or a copy between one of them and packed rows of
+/// memory shared with the backend (`Ok(None)` otherwise: the launch replays it as
 /// [`copy_2d`] does).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn graph_copy(
@@ -383,7 +385,7 @@ pub(crate) fn graph_copy(
     width: u64,
     height: u64,
     kind: c_int,
-) -> Result<Option<MemcpyDtoDReq>> {
+) -> Result<Option<NodeWork>> {
     let cp = Copy2D {
         dst,
         dpitch,
@@ -393,23 +395,44 @@ pub(crate) fn graph_copy(
         height,
     };
     cp.check()?;
-    if direction(c, dst, src, kind)? != Dir::D2D
-        || !c.mirror.is_device_range(dst, cp.side(dst, dpitch)?.span())
-        || !c.mirror.is_device_range(src, cp.side(src, spitch)?.span())
-    {
-        return Ok(None);
-    }
-    Ok(Some(MemcpyDtoDReq {
-        dst,
-        dpitch,
-        src,
-        spitch,
+    let (dspan, sspan) = (cp.side(dst, dpitch)?.span(), cp.side(src, spitch)?.span());
+    let host_copy = |dev, dev_pitch, host, host_pitch| HostCopy {
+        dev,
+        dev_pitch,
+        host,
+        host_pitch,
         width,
         height,
         stream: 0,
         flags: COPY_ASYNC,
-        reserved: 0,
-    }))
+        dev_allocated: true,
+    };
+    Ok(match direction(c, dst, src, kind)? {
+        Dir::D2D
+            if c.mirror.is_device_range(dst, dspan) && c.mirror.is_device_range(src, sspan) =>
+        {
+            Some(NodeWork::Copy(MemcpyDtoDReq {
+                dst,
+                dpitch,
+                src,
+                spitch,
+                width,
+                height,
+                stream: 0,
+                flags: COPY_ASYNC,
+                reserved: 0,
+            }))
+        }
+        Dir::H2D if c.mirror.is_device_range(dst, dspan) => {
+            shared::graph_htod(c, &host_copy(dst, dpitch, src, spitch))
+                .map(NodeWork::CopyToDeviceShared)
+        }
+        Dir::D2H if c.mirror.is_device_range(src, sspan) => {
+            shared::graph_dtoh(c, &host_copy(src, spitch, dst, dpitch))
+                .map(NodeWork::CopyToHostShared)
+        }
+        _ => None,
+    })
 }
 
 /// The request of a graph's memset node, stream 0, if it sets memory of a device

@@ -6,9 +6,10 @@
 //! Everything is checked when the graph is made, as the calls the nodes stand for check it
 //! (functions of the session, launch shapes, parameter sizes, copy and memset ranges inside
 //! the session's allocations). The ranges are checked again at every launch, since the
-//! program may free memory between launches. Graphs with event nodes or cooperative
-//! kernels, and any graph where the driver lacks the graph calls, are left to the
-//! session's replay (`crate::graphs`), which runs each node through its call.
+//! program may free memory between launches. Graphs with event nodes, cooperative kernels
+//! or copies from or to shared host memory, and any graph where the driver lacks the graph
+//! calls, are left to the session's replay (`crate::graphs`), which runs each node through
+//! its call.
 
 use std::ffi::c_void;
 
@@ -65,6 +66,8 @@ impl CudaExecutor {
                     NodeWork::EventRecord(_)
                         | NodeWork::EventWait(_)
                         | NodeWork::Kernel(_, _, true)
+                        | NodeWork::CopyToDeviceShared(_)
+                        | NodeWork::CopyToHostShared(_)
                 )
             })
         {
@@ -104,7 +107,11 @@ impl CudaExecutor {
                         regions.push(r);
                     }
                 }
-                _ => {}
+                NodeWork::Empty
+                | NodeWork::EventRecord(_)
+                | NodeWork::EventWait(_)
+                | NodeWork::CopyToDeviceShared(_)
+                | NodeWork::CopyToHostShared(_) => {}
             }
         }
         let ctx = context_of(&self.ctx)?;
@@ -214,7 +221,12 @@ impl CudaExecutor {
                     }
                 },
                 // SAFETY: as above.
-                _ => unsafe { b.empty(deps) },
+                NodeWork::Empty => unsafe { b.empty(deps) },
+                // Refused above (left to the session's replay).
+                NodeWork::EventRecord(_)
+                | NodeWork::EventWait(_)
+                | NodeWork::CopyToDeviceShared(_)
+                | NodeWork::CopyToHostShared(_) => return Ok(None),
             };
             r.map_err(to_status)?;
         }

@@ -27,7 +27,8 @@
 //! `VCUDA_TLS_CERT`/`VCUDA_TLS_KEY`/`VCUDA_TLS_CA` (mutual TLS on TCP; `VCUDA_TLS_SERVER_NAME`
 //! overrides the name checked), `VCUDA_TRANSPORT` (`socket`, `virtio` or `auto`), `VCUDA_LOG`
 //! (`error` ... `trace`; the library is silent without it), `VCUDA_BATCH_US` (how long a
-//! posted call may wait for the next message; `0`: sent at once).
+//! posted call may wait for the next message; `0`: sent at once), `VCUDA_GRAPH_WHOLE` (`0`:
+//! graphs are replayed from the library, never sent whole).
 
 #![allow(non_snake_case, non_camel_case_types, non_upper_case_globals)]
 #![allow(clippy::missing_safety_doc)] // The exports' contract is the CUDA API's; see entry!.

@@ -134,28 +134,34 @@ fn posted_calls_travel_with_the_next_call() {
 /// change replays it), its second executable graph at upload, the captured graph, and the
 /// graph that copies from and to page-locked memory where that memory is shared with the
 /// backend (not with `VCUDA_SHARED_MEMORY=0`); `graphs`, whose graphs copy from and to
-/// pageable memory and run host functions, is replayed.
+/// pageable memory and run host functions, is replayed, and so is every graph with
+/// `VCUDA_GRAPH_WHOLE=0`.
 #[test]
 fn device_graphs_go_to_the_backend_whole() {
     use vcuda_tests::{build, check_output, source, spec};
-    for (name, sharing, whole) in [
-        ("graph_launch", "1", 7),
-        ("graph_launch", "0", 6),
-        ("graphs", "1", 0),
+    for (name, sharing, sent, whole) in [
+        ("graph_launch", "1", "1", 7),
+        ("graph_launch", "0", "1", 6),
+        ("graph_launch", "1", "0", 0),
+        ("graphs", "1", "1", 0),
     ] {
         let Some(exe) = build(name, Cuda::V13) else {
             return;
         };
         let o = run_cpu(
             &exe,
-            &[("VCUDA_LOG", "debug"), ("VCUDA_SHARED_MEMORY", sharing)],
+            &[
+                ("VCUDA_LOG", "debug"),
+                ("VCUDA_SHARED_MEMORY", sharing),
+                ("VCUDA_GRAPH_WHOLE", sent),
+            ],
         );
         check_output(name, &spec(&source(name)), &o);
         let stderr = String::from_utf8_lossy(&o.stderr);
         assert_eq!(
             stderr.matches(" sent whole as backend graph ").count(),
             whole,
-            "{name} with VCUDA_SHARED_MEMORY={sharing}\n{stderr}"
+            "{name} with VCUDA_SHARED_MEMORY={sharing} VCUDA_GRAPH_WHOLE={sent}\n{stderr}"
         );
     }
 }

@@ -511,6 +511,11 @@ fn drop_stale(c: &Client) {
 /// The backend's copy of `exec`'s steps, made now if it should be (see [`Remote`]); `None`:
 /// replay the steps. `launching`: for a launch (an upload leaves the changed mark).
 fn remote(c: &Client, exec: u64, steps: &Arc<Vec<Step>>, launching: bool) -> Option<u64> {
+    // `VCUDA_GRAPH_WHOLE=0`: never (to compare).
+    static WHOLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    if !*WHOLE.get_or_init(|| std::env::var("VCUDA_GRAPH_WHOLE").as_deref() != Ok("0")) {
+        return None;
+    }
     let version = with(|r| {
         let e = r.execs.get_mut(&exec)?;
         let rm = &mut e.remote;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
 // Launch throughput: empty kernels launched back to back on one stream, then one
-// synchronization; reported as launches per second.
+// synchronization; reported as launches per second. Also a captured graph of eight empty
+// kernels in a chain, launched back to back: graph launches per second.
 #include "bench.h"
 
 __global__ void empty() {}
@@ -31,6 +32,15 @@ int main(int argc, char **argv) {
     rate("launch_empty_1x1_legacy", n, 0, [&] { empty<<<1, 1>>>(); });
     rate("launch_empty_1024x256", quick(argc, argv) ? 20 : n, s, [&] { empty<<<1024, 256, 0, s>>>(); });
     rate("launch_params8", n, s, [&] { params8<<<1, 32, 0, s>>>(a, a, 1, 2, 1.f, 2.0, 3, 4u); });
+    cudaGraph_t g;
+    CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    for (int i = 0; i < 8; i++) empty<<<1, 1, 0, s>>>();
+    CHECK(cudaStreamEndCapture(s, &g));
+    cudaGraphExec_t e;
+    CHECK(cudaGraphInstantiate(&e, g, 0));
+    rate("graph_launch_8_kernels", n / 8, s, [&] { CHECK(cudaGraphLaunch(e, s)); });
+    CHECK(cudaGraphExecDestroy(e));
+    CHECK(cudaGraphDestroy(g));
     CHECK(cudaFree(a));
     CHECK(cudaStreamDestroy(s));
     printf("PASS\n");

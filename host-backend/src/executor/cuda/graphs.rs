@@ -19,10 +19,10 @@ use vcuda_protocol::graph::NodeWork;
 use vcuda_protocol::region::{self, Region};
 
 use super::error::to_status;
-use super::modules::PARAM_BUF_LEN;
+use super::modules::{PARAM_BUF_LEN, with_params};
 use super::owned::Graph;
 use super::streams::stream_ref;
-use super::{CudaExecutor, context_of, driver};
+use super::{CudaExecutor, context_of};
 use crate::executor::{ExecResult, GraphNode, Status};
 
 /// A CUDA graph of the session and the device memory its copies and memsets reach.
@@ -116,7 +116,7 @@ impl CudaExecutor {
         }
         let ctx = context_of(&self.ctx)?;
         let mut b = ctx.graph_builder(&self.shared.driver).map_err(to_status)?;
-        let mut buf = vec![0u8; PARAM_BUF_LEN];
+        let mut buf = Box::new([0u8; PARAM_BUF_LEN]);
         let mut args: Vec<*mut c_void> = Vec::new();
         for n in nodes {
             let deps = &n.deps;
@@ -130,39 +130,12 @@ impl CudaExecutor {
                         .map_err(|_| Status::INVALID_DEVICE_FUNCTION)?;
                     buf.fill(0);
                     buf[..params.len()].copy_from_slice(params);
-                    let base = buf.as_mut_ptr();
-                    let mut size = params.len();
-                    let mut extra: [*mut c_void; 5] = [
-                        driver::LAUNCH_PARAM_BUFFER_POINTER,
-                        base.cast(),
-                        driver::LAUNCH_PARAM_BUFFER_SIZE,
-                        (&raw mut size).cast(),
-                        driver::LAUNCH_PARAM_END,
-                    ];
-                    args.clear();
-                    let (kp, ep) = match &f.info.params {
-                        Some(layout) => {
-                            // In bounds: checked above.
-                            args.extend(
-                                layout
-                                    .iter()
-                                    .map(|p| base.wrapping_add(p.offset as usize).cast()),
-                            );
-                            let kp = if args.is_empty() {
-                                std::ptr::null_mut()
-                            } else {
-                                args.as_mut_ptr()
-                            };
-                            (kp, std::ptr::null_mut())
-                        }
-                        None => (std::ptr::null_mut(), extra.as_mut_ptr()),
-                    };
+                    let layout = f.info.params.as_deref();
                     let cfg = (l.grid, l.block, l.shared_mem);
-                    // SAFETY: as above; `args` point inside `buf` with each parameter's
-                    // bytes in bounds (checked), or `extra` names `buf`, PARAM_BUF_LEN
-                    // long, so the driver cannot read past it; all outlive the call, and
-                    // the driver copies the parameters.
-                    unsafe { b.kernel(deps, &f.kernel, cfg, kp, ep) }
+                    // SAFETY: as above; the pointers are as `with_params` says, and the
+                    // driver copies the parameters.
+                    let add = |kp, ep| unsafe { b.kernel(deps, &f.kernel, cfg, kp, ep) };
+                    with_params(&mut buf, params.len(), layout, &mut args, add)?
                 }
                 NodeWork::Copy(c) => match copy_regions(c)? {
                     None => {

@@ -81,6 +81,49 @@ fn function_attrs(k: &Kernel) -> FuncAttrs {
     }
 }
 
+/// Hands a launch's parameters, the first `len` bytes of `buf` (the rest zero where the
+/// kernel's layout is unknown), to `f(kernel_params, extra)` as the driver takes them. With
+/// a `layout`, `kernelParams`: one pointer per parameter into `buf` (kept in `args`), each
+/// parameter's bytes in bounds (checked: a parameter past `len` is
+/// `Status::INVALID_VALUE`). Without, an `extra` list naming `buf`, which is
+/// `PARAM_BUF_LEN` (the largest parameter size CUDA allows) long, so the driver cannot read
+/// past it whatever size the kernel wants. The pointers stay valid during `f` (they point
+/// into `buf`, `args` and this frame); the driver copies parameters before returning.
+pub(super) fn with_params<R>(
+    buf: &mut [u8; PARAM_BUF_LEN],
+    len: usize,
+    layout: Option<&[ParamInfo]>,
+    args: &mut Vec<*mut c_void>,
+    f: impl FnOnce(*mut *mut c_void, *mut *mut c_void) -> R,
+) -> ExecResult<R> {
+    let base = buf.as_mut_ptr();
+    args.clear();
+    let Some(layout) = layout else {
+        let mut size = len;
+        let mut extra: [*mut c_void; 5] = [
+            driver::LAUNCH_PARAM_BUFFER_POINTER,
+            base.cast(),
+            driver::LAUNCH_PARAM_BUFFER_SIZE,
+            (&raw mut size).cast(),
+            driver::LAUNCH_PARAM_END,
+        ];
+        return Ok(f(std::ptr::null_mut(), extra.as_mut_ptr()));
+    };
+    for p in layout {
+        if p.offset as usize + p.size as usize > len.min(PARAM_BUF_LEN) {
+            return Err(Status::INVALID_VALUE);
+        }
+        // In bounds: offset + size <= len <= PARAM_BUF_LEN.
+        args.push(base.wrapping_add(p.offset as usize).cast());
+    }
+    let kernel_params = if args.is_empty() {
+        std::ptr::null_mut()
+    } else {
+        args.as_mut_ptr()
+    };
+    Ok(f(kernel_params, std::ptr::null_mut()))
+}
+
 impl CudaExecutor {
     /// The parameter layout the driver reports, or `None`.
     fn param_layout(&self, k: &Kernel) -> Option<(Vec<ParamInfo>, u32)> {
@@ -361,77 +404,47 @@ impl CudaExecutor {
             .map_err(|_| Status::INVALID_DEVICE_FUNCTION)?;
         let buf = &mut self.params.0;
         buf[..params.len()].copy_from_slice(params);
-        let base = buf.as_mut_ptr();
-        let mut size = params.len();
-        let mut extra: [*mut c_void; 5] = [
-            driver::LAUNCH_PARAM_BUFFER_POINTER,
-            base.cast(),
-            driver::LAUNCH_PARAM_BUFFER_SIZE,
-            (&raw mut size).cast(),
-            driver::LAUNCH_PARAM_END,
-        ];
-        let args = &mut self.arg_ptrs;
-        args.clear();
-        let (kernel_params, extra_ptr) = match &f.info.params {
-            Some(layout) => {
-                for p in layout {
-                    if p.offset as usize + p.size as usize > params.len() {
-                        return Err(Status::INVALID_VALUE);
-                    }
-                    // In bounds: offset + size <= params.len() <= PARAM_BUF_LEN.
-                    args.push(base.wrapping_add(p.offset as usize).cast());
-                }
-                self.params_dirty = self.params_dirty.max(params.len());
-                let kp = if args.is_empty() {
-                    std::ptr::null_mut()
-                } else {
-                    args.as_mut_ptr()
-                };
-                (kp, std::ptr::null_mut())
-            }
+        match f.info.params {
+            Some(_) => self.params_dirty = self.params_dirty.max(params.len()),
             None => {
                 // The driver reads as many bytes as the kernel's parameters need; zero
                 // whatever an earlier launch left past this one's bytes.
                 buf[params.len()..self.params_dirty.max(params.len())].fill(0);
                 self.params_dirty = params.len();
-                (std::ptr::null_mut(), extra.as_mut_ptr())
+            }
+        }
+        let (cfg, driver) = ((req.grid, req.block, req.shared_mem), &self.shared.driver);
+        let launch = |kernel_params: *mut *mut c_void, extra: *mut *mut c_void| {
+            if cooperative {
+                if !extra.is_null() {
+                    // cuLaunchCooperativeKernel takes kernelParams only, which need the
+                    // layout.
+                    return Err(CUresult::CUDA_ERROR_NOT_SUPPORTED);
+                }
+                // SAFETY: our context is current (bound above); the pointers are as
+                // `with_params` says.
+                return unsafe {
+                    f.kernel
+                        .launch_cooperative(driver, cfg, stream, kernel_params)
+                };
+            }
+            // SAFETY: our context is current (bound above); the pointers are as
+            // `with_params` says.
+            unsafe {
+                f.kernel
+                    .launch(cfg.0, cfg.1, cfg.2, stream, kernel_params, extra)
             }
         };
-        if cooperative {
-            if !extra_ptr.is_null() {
-                // cuLaunchCooperativeKernel takes kernelParams only, which need the layout.
-                return Err(Status::NOT_SUPPORTED);
-            }
-            // SAFETY: our context is current (bound above); every `args[i]` points inside
-            // the parameter buffer with its parameter's bytes in bounds (checked above);
-            // buffer and `args` outlive the call, and the driver copies parameters first.
-            return unsafe {
-                f.kernel.launch_cooperative(
-                    &self.shared.driver,
-                    (req.grid, req.block, req.shared_mem),
-                    stream,
-                    kernel_params,
-                )
-            }
-            .map_err(to_status);
+        match with_params(
+            buf,
+            params.len(),
+            f.info.params.as_deref(),
+            &mut self.arg_ptrs,
+            launch,
+        )? {
+            Err(CUresult::CUDA_ERROR_NOT_SUPPORTED) if cooperative => Err(Status::NOT_SUPPORTED),
+            r => r.map_err(to_status),
         }
-        // SAFETY: our context is current (bound above). With a layout, every `args[i]`
-        // points inside the parameter buffer with its parameter's bytes in bounds (checked
-        // above). Without one, the extra list names the buffer, which is PARAM_BUF_LEN (the
-        // largest parameter size CUDA allows) long, so the driver cannot read past it
-        // whatever size the kernel wants. Buffer, `args`, `extra` and `size` outlive the
-        // call; the driver copies parameters before returning.
-        unsafe {
-            f.kernel.launch(
-                req.grid,
-                req.block,
-                req.shared_mem,
-                stream,
-                kernel_params,
-                extra_ptr,
-            )
-        }
-        .map_err(to_status)
     }
 
     pub(super) fn func_set_attribute_impl(

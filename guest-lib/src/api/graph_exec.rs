@@ -508,9 +508,11 @@ fn drop_stale(c: &Client) {
     }
 }
 
-/// The backend's copy of `exec`'s steps, made now if it should be (see [`Remote`]); `None`:
-/// replay the steps. `launching`: for a launch (an upload leaves the changed mark).
-fn remote(c: &Client, exec: u64, steps: &Arc<Vec<Step>>, launching: bool) -> Option<u64> {
+/// The backend's copy of `exec`'s steps, made now if it should be (see [`Remote`]), and
+/// whether it is this caller's alone (not kept: the caller destroys it after its launch,
+/// [`retire`]); `None`: replay the steps. `launching`: for a launch (an upload leaves the
+/// changed mark).
+fn remote(c: &Client, exec: u64, steps: &Arc<Vec<Step>>, launching: bool) -> Option<(u64, bool)> {
     // `VCUDA_GRAPH_WHOLE=0`: never (to compare).
     static WHOLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     if !*WHOLE.get_or_init(|| std::env::var("VCUDA_GRAPH_WHOLE").as_deref() != Ok("0")) {
@@ -529,7 +531,7 @@ fn remote(c: &Client, exec: u64, steps: &Arc<Vec<Step>>, launching: bool) -> Opt
         (!rm.refused && !rm.changed).then_some(Ok(rm.version))
     })?;
     let version = match version {
-        Err(handle) => return handle,
+        Err(handle) => return handle.map(|h| (h, false)),
         Ok(v) => v,
     };
     let made = describe(c, steps).and_then(|desc| {
@@ -555,7 +557,8 @@ fn remote(c: &Client, exec: u64, steps: &Arc<Vec<Step>>, launching: bool) -> Opt
     }
     let kept = with(|r| {
         let e = r.execs.get_mut(&exec)?;
-        if e.remote.version != version {
+        // Changed meanwhile, or another thread's launch made a copy first.
+        if e.remote.version != version || e.remote.handle.is_some() {
             return None;
         }
         match made {
@@ -564,12 +567,15 @@ fn remote(c: &Client, exec: u64, steps: &Arc<Vec<Step>>, launching: bool) -> Opt
         }
         Some(())
     });
-    if let (Some(h), None) = (made, kept) {
-        // Changed meanwhile: this launch uses the copy (made from the steps it replays
-        // otherwise); the next one does not.
-        with(|r| r.stale_graphs.push(h));
-    }
-    made
+    // Not kept: this launch uses the copy (made from the steps it would replay
+    // otherwise); later ones do not.
+    made.map(|h| (h, kept.is_none()))
+}
+
+/// Destroys a copy no executable graph keeps, at the next launch (after the launch that
+/// used it was sent).
+fn retire(handle: u64) {
+    with(|r| r.stale_graphs.push(handle));
 }
 
 /// `cudaGraphLaunch`: sends the launch of the backend's copy, or replays the steps on
@@ -582,13 +588,17 @@ fn launch(exec: cudaGraphExec_t, stream: cudaStream_t, ptsz: bool) -> Result<()>
         .ok_or(Error::INVALID_VALUE)?;
     let s = stream_handle(c, stream, ptsz)?;
     drop_stale(c);
-    if let Some(graph) = remote(c, exec as u64, &steps, true) {
-        for step in steps.iter() {
-            if let Kind::MemAlloc { .. } | Kind::MemFree(_) = step.kind {
-                run(c, s, &step.kind)?;
-            }
+    if let Some((graph, alone)) = remote(c, exec as u64, &steps, true) {
+        let marks = steps
+            .iter()
+            .filter(|st| matches!(st.kind, Kind::MemAlloc { .. } | Kind::MemFree(_)))
+            .try_for_each(|st| run(c, s, &st.kind));
+        let r =
+            marks.and_then(|()| c.post::<ops::GraphLaunch>(&GraphLaunchReq { graph, stream: s }));
+        if alone {
+            retire(graph);
         }
-        return c.post::<ops::GraphLaunch>(&GraphLaunchReq { graph, stream: s });
+        return r;
     }
     // The registry is not locked here: host nodes may call into CUDA.
     for step in steps.iter().filter(|s| s.enabled) {
@@ -716,7 +726,9 @@ fn upload(exec: cudaGraphExec_t, stream: cudaStream_t, ptsz: bool) -> Result<()>
     let steps = with(|r| r.execs.get(&(exec as u64)).map(|e| e.steps.clone()))
         .ok_or(Error::INVALID_VALUE)?;
     drop_stale(c);
-    remote(c, exec as u64, &steps, false);
+    if let Some((graph, true)) = remote(c, exec as u64, &steps, false) {
+        retire(graph);
+    }
     Ok(())
 }
 

@@ -20,7 +20,9 @@ use std::collections::HashMap;
 
 use log::debug;
 use vcuda_protocol::graph::{self, NodeWork};
-use vcuda_protocol::op::COPY_ASYNC;
+use vcuda_protocol::op::{
+    COPY_ASYNC, LaunchReq, MemcpyDtoDReq, MemcpyDtoHSharedReq, MemcpyHtoDSharedReq, MemsetReq,
+};
 
 use crate::executor::{ExecResult, Executor, GraphNode, Status};
 use crate::shared::SharedRegions;
@@ -122,16 +124,6 @@ impl Graphs {
             g.native = None;
         }
     }
-
-    /// Graphs held.
-    pub fn len(&self) -> usize {
-        self.graphs.len()
-    }
-
-    /// Whether no graph is held.
-    pub fn is_empty(&self) -> bool {
-        self.graphs.is_empty()
-    }
 }
 
 /// Runs one node on `stream` through the call it stands for.
@@ -144,43 +136,40 @@ fn replay(
     match work {
         NodeWork::Empty => Ok(()),
         NodeWork::Kernel(l, params, coop) => {
-            let mut l = *l;
-            l.stream = stream;
+            let l = LaunchReq { stream, ..*l };
             if *coop {
                 e.launch_cooperative(&l, params)
             } else {
                 e.launch(&l, params)
             }
         }
-        NodeWork::Copy(c) => {
-            let mut c = *c;
-            c.stream = stream;
-            c.flags |= COPY_ASYNC;
-            e.memcpy_dtod(&c)
-        }
-        NodeWork::Memset(m) => {
-            let mut m = *m;
-            m.stream = stream;
-            m.flags |= COPY_ASYNC as u16;
-            e.memset(&m)
-        }
+        NodeWork::Copy(c) => e.memcpy_dtod(&MemcpyDtoDReq {
+            stream,
+            flags: c.flags | COPY_ASYNC,
+            ..*c
+        }),
+        NodeWork::Memset(m) => e.memset(&MemsetReq {
+            stream,
+            flags: m.flags | COPY_ASYNC as u16,
+            ..*m
+        }),
         NodeWork::EventRecord(r) => e.event_record(r.event, stream, r.flags),
         NodeWork::EventWait(w) => e.stream_wait_event(stream, w.event, w.flags),
         NodeWork::CopyToDeviceShared(c) => {
-            let mut c = *c;
-            c.stream = stream;
-            c.flags |= COPY_ASYNC;
-            let len = c.width.checked_mul(c.height).ok_or(Status::INVALID_VALUE)?;
-            let src = shared.segs(c.region, c.offset, len)?;
-            e.memcpy_htod(&c.copy(), &src)
+            let c = MemcpyHtoDSharedReq {
+                stream,
+                flags: c.flags | COPY_ASYNC,
+                ..*c
+            };
+            shared.copy_to_device(e, &c)
         }
         NodeWork::CopyToHostShared(c) => {
-            let mut c = *c;
-            c.stream = stream;
-            c.flags |= COPY_ASYNC;
-            let len = c.width.checked_mul(c.height).ok_or(Status::INVALID_VALUE)?;
-            let dst = shared.segs(c.region, c.offset, len)?;
-            e.memcpy_dtoh(&c.copy(), &dst)
+            let c = MemcpyDtoHSharedReq {
+                stream,
+                flags: c.flags | COPY_ASYNC,
+                ..*c
+            };
+            shared.copy_to_host(e, &c)
         }
     }
 }

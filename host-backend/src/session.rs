@@ -471,14 +471,10 @@ impl Session {
                 done::<ops::UnmapHostMemory>(e.host_memory_unmap(p.ptr))
             }
             Request::MemcpyHtoDShared(ref r) => {
-                let len = r.width.checked_mul(r.height).ok_or(Status::INVALID_VALUE)?;
-                let src = self.shared.segs(r.region, r.offset, len)?;
-                done::<ops::MemcpyHtoDShared>(e.memcpy_htod(&r.copy(), &src))
+                done::<ops::MemcpyHtoDShared>(self.shared.copy_to_device(e.as_mut(), r))
             }
             Request::MemcpyDtoHShared(ref r) => {
-                let len = r.width.checked_mul(r.height).ok_or(Status::INVALID_VALUE)?;
-                let dst = self.shared.segs(r.region, r.offset, len)?;
-                done::<ops::MemcpyDtoHShared>(e.memcpy_dtoh(&r.copy(), &dst))
+                done::<ops::MemcpyDtoHShared>(self.shared.copy_to_host(e.as_mut(), r))
             }
             Request::ArrayCreate(ref r) => e
                 .array_create(r)

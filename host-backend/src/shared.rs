@@ -20,10 +20,11 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::ptr::NonNull;
 
 use log::debug;
+use vcuda_protocol::{MemcpyDtoHSharedReq, MemcpyHtoDSharedReq};
 use vm_memory::VolatileSlice;
 
 use crate::data::DataSegs;
-use crate::executor::{ExecResult, Status};
+use crate::executor::{ExecResult, Executor, Status};
 
 /// Most regions one session may map.
 pub const MAX_REGIONS: usize = 4096;
@@ -128,6 +129,18 @@ impl SharedRegions {
         }
         check_populated(m, offset as usize, len as usize)?;
         Ok(m.ptr.as_ptr() as usize + offset as usize)
+    }
+
+    /// Runs a copy from a region to the device (`MemcpyHtoDShared`).
+    pub fn copy_to_device(&self, e: &mut dyn Executor, r: &MemcpyHtoDSharedReq) -> ExecResult<()> {
+        let len = r.width.checked_mul(r.height).ok_or(Status::INVALID_VALUE)?;
+        e.memcpy_htod(&r.copy(), &self.segs(r.region, r.offset, len)?)
+    }
+
+    /// Runs a copy from the device to a region (`MemcpyDtoHShared`).
+    pub fn copy_to_host(&self, e: &mut dyn Executor, r: &MemcpyDtoHSharedReq) -> ExecResult<()> {
+        let len = r.width.checked_mul(r.height).ok_or(Status::INVALID_VALUE)?;
+        e.memcpy_dtoh(&r.copy(), &self.segs(r.region, r.offset, len)?)
     }
 
     /// `len` bytes at `offset` of a region, every page of them already populated by the

@@ -117,22 +117,27 @@ pub fn encode_node(out: &mut Vec<u8>, node: &Node) {
     }
 }
 
-/// A body that is exactly one `T` whose stream is zero.
-fn body<T: FromBytes>(what: &'static str, b: &[u8]) -> Result<T, DecodeError> {
-    let (v, rest) = take::<T>(what, b)?;
-    if rest.is_empty() {
-        Ok(v)
-    } else {
-        Err(DecodeError::Trailing(what))
-    }
-}
-
+/// A stream field that must be zero (the launch names the stream).
 fn stream_zero(what: &'static str, stream: u64) -> Result<(), DecodeError> {
     if stream == 0 {
         Ok(())
     } else {
         Err(DecodeError::Inconsistent(what))
     }
+}
+
+/// A body that is exactly one `T` whose stream (`stream_of`) is zero.
+fn body<T: FromBytes>(
+    what: &'static str,
+    b: &[u8],
+    stream_of: fn(&T) -> u64,
+) -> Result<T, DecodeError> {
+    let (v, rest) = take::<T>(what, b)?;
+    if !rest.is_empty() {
+        return Err(DecodeError::Trailing(what));
+    }
+    stream_zero(what, stream_of(&v))?;
+    Ok(v)
 }
 
 /// Decodes a description of `node_count` nodes (see the module documentation). Fails on
@@ -192,36 +197,30 @@ pub fn decode(mut bytes: &[u8], node_count: u32) -> Result<Vec<Node>, DecodeErro
                 }
                 NodeWork::Kernel(l, params.to_vec(), h.kind == NODE_KERNEL_COOPERATIVE)
             }
-            NODE_COPY => {
-                let c = body::<MemcpyDtoDReq>("copy graph node", b)?;
-                stream_zero("copy graph node stream", c.stream)?;
-                NodeWork::Copy(c)
-            }
+            NODE_COPY => NodeWork::Copy(body("copy graph node", b, |r: &MemcpyDtoDReq| r.stream)?),
             NODE_MEMSET => {
-                let m = body::<MemsetReq>("memset graph node", b)?;
-                stream_zero("memset graph node stream", m.stream)?;
-                NodeWork::Memset(m)
+                NodeWork::Memset(body("memset graph node", b, |r: &MemsetReq| r.stream)?)
             }
             NODE_EVENT_RECORD => {
-                let e = body::<EventRecordReq>("event record graph node", b)?;
-                stream_zero("event record graph node stream", e.stream)?;
-                NodeWork::EventRecord(e)
+                NodeWork::EventRecord(body("event record graph node", b, |r: &EventRecordReq| {
+                    r.stream
+                })?)
             }
-            NODE_EVENT_WAIT => {
-                let w = body::<StreamWaitEventReq>("event wait graph node", b)?;
-                stream_zero("event wait graph node stream", w.stream)?;
-                NodeWork::EventWait(w)
-            }
-            NODE_COPY_TO_DEVICE_SHARED => {
-                let c = body::<MemcpyHtoDSharedReq>("shared copy graph node", b)?;
-                stream_zero("shared copy graph node stream", c.stream)?;
-                NodeWork::CopyToDeviceShared(c)
-            }
-            NODE_COPY_TO_HOST_SHARED => {
-                let c = body::<MemcpyDtoHSharedReq>("shared copy graph node", b)?;
-                stream_zero("shared copy graph node stream", c.stream)?;
-                NodeWork::CopyToHostShared(c)
-            }
+            NODE_EVENT_WAIT => NodeWork::EventWait(body(
+                "event wait graph node",
+                b,
+                |r: &StreamWaitEventReq| r.stream,
+            )?),
+            NODE_COPY_TO_DEVICE_SHARED => NodeWork::CopyToDeviceShared(body(
+                "shared copy graph node",
+                b,
+                |r: &MemcpyHtoDSharedReq| r.stream,
+            )?),
+            NODE_COPY_TO_HOST_SHARED => NodeWork::CopyToHostShared(body(
+                "shared copy graph node",
+                b,
+                |r: &MemcpyDtoHSharedReq| r.stream,
+            )?),
             _ => return Err(DecodeError::Inconsistent("graph node kind")),
         };
         let mut deps: Vec<u32> = d

@@ -180,6 +180,54 @@ impl Copy2D {
     fn side(&self, base: u64, pitch: u64) -> Result<Region> {
         region(base, pitch, self.width, self.height)
     }
+
+    /// Whether the destination (`dst`) or the source lies in one device allocation the
+    /// library knows.
+    fn in_device_memory(&self, c: &Client, dst: bool) -> Result<bool> {
+        let (base, pitch) = if dst {
+            (self.dst, self.dpitch)
+        } else {
+            (self.src, self.spitch)
+        };
+        Ok(c.mirror
+            .is_device_range(base, self.side(base, pitch)?.span()))
+    }
+
+    /// The copy as a device-to-device request.
+    fn dtod(&self, stream: u64, flags: u32) -> MemcpyDtoDReq {
+        MemcpyDtoDReq {
+            dst: self.dst,
+            dpitch: self.dpitch,
+            src: self.src,
+            spitch: self.spitch,
+            width: self.width,
+            height: self.height,
+            stream,
+            flags,
+            reserved: 0,
+        }
+    }
+
+    /// The copy between host and device memory, the device side being the destination if
+    /// `to_device`.
+    fn host_copy(&self, to_device: bool, stream: u64, flags: u32, dev_allocated: bool) -> HostCopy {
+        let ((dev, dev_pitch), (host, host_pitch)) = if to_device {
+            ((self.dst, self.dpitch), (self.src, self.spitch))
+        } else {
+            ((self.src, self.spitch), (self.dst, self.dpitch))
+        };
+        HostCopy {
+            dev,
+            dev_pitch,
+            host,
+            host_pitch,
+            width: self.width,
+            height: self.height,
+            stream,
+            flags,
+            dev_allocated,
+        }
+    }
 }
 
 /// A checked pitched region (see [`vcuda_protocol::region`]).
@@ -234,17 +282,7 @@ fn memcpy(c: &Client, cp: Copy2D, kind: c_int, stream: Option<u64>) -> Result<()
         Dir::H2D => {
             let dev_allocated = check_device_span(c, cp.dst, cp.side(cp.dst, cp.dpitch)?.span())?;
             let quiet = stream.is_some() && dev_allocated;
-            let hc = HostCopy {
-                dev: cp.dst,
-                dev_pitch: cp.dpitch,
-                host: cp.src,
-                host_pitch: cp.spitch,
-                width: cp.width,
-                height: cp.height,
-                stream: sh,
-                flags,
-                dev_allocated,
-            };
+            let hc = cp.host_copy(true, sh, flags, dev_allocated);
             if shared::htod(c, &hc, quiet)? {
                 return Ok(());
             }
@@ -298,17 +336,7 @@ fn memcpy(c: &Client, cp: Copy2D, kind: c_int, stream: Option<u64>) -> Result<()
         }
         Dir::D2H => {
             let dev_allocated = check_device_span(c, cp.src, cp.side(cp.src, cp.spitch)?.span())?;
-            let hc = HostCopy {
-                dev: cp.src,
-                dev_pitch: cp.spitch,
-                host: cp.dst,
-                host_pitch: cp.dpitch,
-                width: cp.width,
-                height: cp.height,
-                stream: sh,
-                flags,
-                dev_allocated,
-            };
+            let hc = cp.host_copy(false, sh, flags, dev_allocated);
             let quiet = stream.is_some() && dev_allocated;
             if shared::dtoh(c, &hc, quiet)? {
                 return Ok(());
@@ -346,22 +374,8 @@ fn memcpy(c: &Client, cp: Copy2D, kind: c_int, stream: Option<u64>) -> Result<()
             Ok(())
         }
         Dir::D2D => {
-            let req = MemcpyDtoDReq {
-                dst: cp.dst,
-                dpitch: cp.dpitch,
-                src: cp.src,
-                spitch: cp.spitch,
-                width: cp.width,
-                height: cp.height,
-                stream: sh,
-                flags,
-                reserved: 0,
-            };
-            let ok = c
-                .mirror
-                .is_device_range(cp.dst, cp.side(cp.dst, cp.dpitch)?.span())
-                && c.mirror
-                    .is_device_range(cp.src, cp.side(cp.src, cp.spitch)?.span());
+            let req = cp.dtod(sh, flags);
+            let ok = cp.in_device_memory(c, true)? && cp.in_device_memory(c, false)?;
             if stream.is_some() && ok {
                 c.post::<ops::MemcpyDtoD>(&req)
             } else {
@@ -395,42 +409,16 @@ pub(crate) fn graph_copy(
         height,
     };
     cp.check()?;
-    let (dspan, sspan) = (cp.side(dst, dpitch)?.span(), cp.side(src, spitch)?.span());
-    let host_copy = |dev, dev_pitch, host, host_pitch| HostCopy {
-        dev,
-        dev_pitch,
-        host,
-        host_pitch,
-        width,
-        height,
-        stream: 0,
-        flags: COPY_ASYNC,
-        dev_allocated: true,
-    };
+    let (to_dev, from_dev) = (
+        cp.in_device_memory(c, true)?,
+        cp.in_device_memory(c, false)?,
+    );
     Ok(match direction(c, dst, src, kind)? {
-        Dir::D2D
-            if c.mirror.is_device_range(dst, dspan) && c.mirror.is_device_range(src, sspan) =>
-        {
-            Some(NodeWork::Copy(MemcpyDtoDReq {
-                dst,
-                dpitch,
-                src,
-                spitch,
-                width,
-                height,
-                stream: 0,
-                flags: COPY_ASYNC,
-                reserved: 0,
-            }))
-        }
-        Dir::H2D if c.mirror.is_device_range(dst, dspan) => {
-            shared::graph_htod(c, &host_copy(dst, dpitch, src, spitch))
-                .map(NodeWork::CopyToDeviceShared)
-        }
-        Dir::D2H if c.mirror.is_device_range(src, sspan) => {
-            shared::graph_dtoh(c, &host_copy(src, spitch, dst, dpitch))
-                .map(NodeWork::CopyToHostShared)
-        }
+        Dir::D2D if to_dev && from_dev => Some(NodeWork::Copy(cp.dtod(0, COPY_ASYNC))),
+        Dir::H2D if to_dev => shared::graph_htod(c, &cp.host_copy(true, 0, COPY_ASYNC, true))
+            .map(NodeWork::CopyToDeviceShared),
+        Dir::D2H if from_dev => shared::graph_dtoh(c, &cp.host_copy(false, 0, COPY_ASYNC, true))
+            .map(NodeWork::CopyToHostShared),
         _ => None,
     })
 }

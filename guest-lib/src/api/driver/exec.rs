@@ -797,19 +797,16 @@ entry_lib! {
 mod tests {
     use super::*;
 
+    /// The wrappers are vcuda-fatbin's builder for sm_90 (whose own test checks the entry
+    /// header nvcc writes).
     #[test]
-    fn a_wrapped_ptx_entry_has_the_header_nvcc_writes() {
+    fn a_wrapped_ptx_entry_is_the_builders_for_sm_90() {
         let ptx = b"//\n.version 8.5\n.target sm_90\n.address_size 64\n\0";
-        let f = ptx_fatbin(ptx);
-        let parsed = vcuda_fatbin::parse(&f).unwrap();
-        let e = parsed.entries().next().unwrap();
-        assert_eq!(e.kind, vcuda_fatbin::EntryKind::Ptx);
-        assert_eq!((e.major, e.minor, e.arch), (8, 5, 90));
-        assert_eq!(e.header.len(), 80);
-        assert_eq!(e.flags.0, 0x11);
-        // The ptxas-options record the header points to: {offset 72, length 0}.
-        let at = u32::from_le_bytes(e.header[0x14..0x18].try_into().unwrap()) as usize;
-        assert_eq!(&e.header[at..at + 8], &[72, 0, 0, 0, 0, 0, 0, 0]);
-        assert_eq!(&e.payload[..ptx.len()], ptx);
+        assert_eq!(ptx_fatbin(ptx), vcuda_fatbin::ptx_fatbin(&[ptx], 90));
+        let units: [&[u8]; 2] = [ptx, b".version 8.5\n.target sm_90\n\0"];
+        assert_eq!(
+            ptx_units_fatbin(&units),
+            vcuda_fatbin::ptx_fatbin(&units, 90)
+        );
     }
 }

@@ -3,7 +3,7 @@
 //! empty nodes (`GraphCreate`) becomes a CUDA graph, instantiated once; a launch is one
 //! `cuGraphLaunch`, and the driver runs independent branches concurrently.
 //!
-//! Everything is checked when the graph is made, as the calls the nodes stand for check it
+//! Every node is checked when the graph is made, as the call it stands for checks it
 //! (functions of the session, launch shapes, parameter sizes, copy and memset ranges inside
 //! the session's allocations). The ranges are checked again at every launch, since the
 //! program may free memory between launches. Graphs with event nodes, cooperative kernels
@@ -53,6 +53,38 @@ fn memset_region(m: &vcuda_protocol::MemsetReq) -> ExecResult<Option<Region>> {
     Ok(Some(r))
 }
 
+/// A copy node's parameters: device region `s` to device region `d` (same shape).
+fn device_copy(d: &Region, s: &Region) -> CUDA_MEMCPY3D {
+    let dev = CUmemorytype::CU_MEMORYTYPE_DEVICE;
+    CUDA_MEMCPY3D {
+        srcXInBytes: 0,
+        srcY: 0,
+        srcZ: 0,
+        srcLOD: 0,
+        srcMemoryType: dev,
+        srcHost: std::ptr::null(),
+        srcDevice: s.base(),
+        srcArray: std::ptr::null_mut(),
+        reserved0: std::ptr::null_mut(),
+        srcPitch: s.pitch() as usize,
+        srcHeight: s.height() as usize,
+        dstXInBytes: 0,
+        dstY: 0,
+        dstZ: 0,
+        dstLOD: 0,
+        dstMemoryType: dev,
+        dstHost: std::ptr::null_mut(),
+        dstDevice: d.base(),
+        dstArray: std::ptr::null_mut(),
+        reserved1: std::ptr::null_mut(),
+        dstPitch: d.pitch() as usize,
+        dstHeight: d.height() as usize,
+        WidthInBytes: d.width() as usize,
+        Height: d.height() as usize,
+        Depth: 1,
+    }
+}
+
 impl CudaExecutor {
     /// See [`crate::executor::Executor::graph_instantiate`].
     pub(super) fn graph_instantiate_impl(
@@ -73,10 +105,18 @@ impl CudaExecutor {
         {
             return Ok(None);
         }
-        // Everything checked before the driver sees any of it.
+        let ctx = context_of(&self.ctx)?;
+        let mut b = ctx.graph_builder(&self.shared.driver).map_err(to_status)?;
+        let mut buf = Box::new([0u8; PARAM_BUF_LEN]);
+        let mut args: Vec<*mut c_void> = Vec::new();
         let mut regions = Vec::new();
+        // Each node is checked before the driver is given it; a failure drops the builder,
+        // which destroys the graph so far.
         for n in nodes {
-            match &n.work {
+            let deps = &n.deps;
+            // SAFETY (each arm): the context is current (the builder bound it and nothing
+            // else runs on this thread meanwhile); ranges and functions are checked first.
+            let r = match &n.work {
                 NodeWork::Kernel(l, params, _) => {
                     self.check_launch_config(l)?;
                     if params.len() > PARAM_BUF_LEN || params.len() != l.param_len as usize {
@@ -86,54 +126,12 @@ impl CudaExecutor {
                         .functions
                         .get(l.function)
                         .map_err(|_| Status::INVALID_DEVICE_FUNCTION)?;
-                    if let Some(layout) = &f.info.params
-                        && layout
-                            .iter()
-                            .any(|p| p.offset as usize + p.size as usize > params.len())
-                    {
-                        return Err(Status::INVALID_VALUE);
-                    }
-                }
-                NodeWork::Copy(c) => {
-                    if let Some((d, s)) = copy_regions(c)? {
-                        self.allocs.check_region(&d)?;
-                        self.allocs.check_region(&s)?;
-                        regions.extend([d, s]);
-                    }
-                }
-                NodeWork::Memset(m) => {
-                    if let Some(r) = memset_region(m)? {
-                        self.allocs.check_region(&r)?;
-                        regions.push(r);
-                    }
-                }
-                NodeWork::Empty
-                | NodeWork::EventRecord(_)
-                | NodeWork::EventWait(_)
-                | NodeWork::CopyToDeviceShared(_)
-                | NodeWork::CopyToHostShared(_) => {}
-            }
-        }
-        let ctx = context_of(&self.ctx)?;
-        let mut b = ctx.graph_builder(&self.shared.driver).map_err(to_status)?;
-        let mut buf = Box::new([0u8; PARAM_BUF_LEN]);
-        let mut args: Vec<*mut c_void> = Vec::new();
-        for n in nodes {
-            let deps = &n.deps;
-            // SAFETY (each arm): the context is current (the builder bound it and nothing
-            // else runs on this thread meanwhile); ranges and functions were checked above.
-            let r = match &n.work {
-                NodeWork::Kernel(l, params, _) => {
-                    let f = self
-                        .functions
-                        .get(l.function)
-                        .map_err(|_| Status::INVALID_DEVICE_FUNCTION)?;
                     buf.fill(0);
                     buf[..params.len()].copy_from_slice(params);
                     let layout = f.info.params.as_deref();
                     let cfg = (l.grid, l.block, l.shared_mem);
-                    // SAFETY: as above; the pointers are as `with_params` says, and the
-                    // driver copies the parameters.
+                    // SAFETY: as above; the pointers are as `with_params` says (it checks
+                    // the layout), and the driver copies the parameters.
                     let add = |kp, ep| unsafe { b.kernel(deps, &f.kernel, cfg, kp, ep) };
                     with_params(&mut buf, params.len(), layout, &mut args, add)?
                 }
@@ -143,34 +141,10 @@ impl CudaExecutor {
                         unsafe { b.empty(deps) }
                     }
                     Some((d, s)) => {
-                        let dev = CUmemorytype::CU_MEMORYTYPE_DEVICE;
-                        let p = CUDA_MEMCPY3D {
-                            srcXInBytes: 0,
-                            srcY: 0,
-                            srcZ: 0,
-                            srcLOD: 0,
-                            srcMemoryType: dev,
-                            srcHost: std::ptr::null(),
-                            srcDevice: s.base(),
-                            srcArray: std::ptr::null_mut(),
-                            reserved0: std::ptr::null_mut(),
-                            srcPitch: s.pitch() as usize,
-                            srcHeight: s.height() as usize,
-                            dstXInBytes: 0,
-                            dstY: 0,
-                            dstZ: 0,
-                            dstLOD: 0,
-                            dstMemoryType: dev,
-                            dstHost: std::ptr::null_mut(),
-                            dstDevice: d.base(),
-                            dstArray: std::ptr::null_mut(),
-                            reserved1: std::ptr::null_mut(),
-                            dstPitch: d.pitch() as usize,
-                            dstHeight: d.height() as usize,
-                            WidthInBytes: d.width() as usize,
-                            Height: d.height() as usize,
-                            Depth: 1,
-                        };
+                        self.allocs.check_region(&d)?;
+                        self.allocs.check_region(&s)?;
+                        let p = device_copy(&d, &s);
+                        regions.extend([d, s]);
                         // SAFETY: as above: both regions lie in the session's allocations.
                         unsafe { b.copy(deps, &p) }
                     }
@@ -181,6 +155,7 @@ impl CudaExecutor {
                         unsafe { b.empty(deps) }
                     }
                     Some(r) => {
+                        self.allocs.check_region(&r)?;
                         let p = CUDA_MEMSET_NODE_PARAMS {
                             dst: r.base(),
                             pitch: r.pitch() as usize,
@@ -189,6 +164,7 @@ impl CudaExecutor {
                             width: m.width as usize,
                             height: r.height() as usize,
                         };
+                        regions.push(r);
                         // SAFETY: as above: the rows lie in the session's allocations.
                         unsafe { b.memset(deps, &p) }
                     }

@@ -19,8 +19,12 @@ pub const VCUDA_IOC_TYPE: u32 = b'V' as u32;
 pub const VCUDA_IOC_SUBMIT: u32 = 0xc030_5601;
 /// `_IOR('V', 2, struct vcuda_info)`: the device's limits and this file's session id.
 pub const VCUDA_IOC_INFO: u32 = 0x8030_5602;
+/// `_IOWR('V', 3, struct vcuda_share)`: shares page-locked user memory with the device.
+pub const VCUDA_IOC_SHARE: u32 = 0xc018_5603;
+/// `_IOW('V', 4, __u64)`: ends a region `VCUDA_IOC_SHARE` made.
+pub const VCUDA_IOC_UNSHARE: u32 = 0x4008_5604;
 /// Version of the ioctl ABI.
-pub const VCUDA_ABI_VERSION: u32 = 1;
+pub const VCUDA_ABI_VERSION: u32 = 2;
 /// Most segments in one submit.
 pub const VCUDA_MAX_SEGS: u32 = 256;
 
@@ -64,6 +68,46 @@ pub struct VcudaSubmit {
     /// Zero.
     pub flags: u64,
 }
+
+/// The `VCUDA_IOC_SHARE` argument (`vcuda_protocol::ioctl::VcudaShare`).
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct VcudaShare {
+    /// User virtual address, page-aligned.
+    pub addr: u64,
+    /// Bytes, a non-zero multiple of the page size.
+    pub len: u64,
+    /// Out: the device's handle of the region.
+    pub handle: u64,
+}
+
+/// What a `CHAIN_OP_SHARE_PAGES` chain carries after its header
+/// (`vcuda_protocol::virtio::SharePagesReq`).
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct SharePagesReq {
+    /// Bytes of the region (the extents' sum).
+    pub len: u64,
+    /// Number of [`PageExtent`]s that follow.
+    pub n_extents: u32,
+    /// Zero.
+    pub reserved: u32,
+}
+
+/// Guest-physical pages of a shared region (`vcuda_protocol::virtio::PageExtent`).
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct PageExtent {
+    /// Guest-physical address, page-aligned.
+    pub addr: u64,
+    /// Bytes, a non-zero multiple of the page size.
+    pub len: u64,
+}
+
+/// Most extents in one `CHAIN_OP_SHARE_PAGES` chain.
+pub const MAX_SHARE_EXTENTS: u32 = 1 << 20;
+/// Largest region one `CHAIN_OP_SHARE_PAGES` chain may share.
+pub const MAX_SHARE_LEN: u64 = 1 << 40;
 
 /// The device's configuration space (`vcuda_protocol::virtio::VirtioCudaConfig`).
 #[repr(C)]
@@ -117,6 +161,11 @@ pub const CHAIN_OP_SUBMIT: u32 = 0;
 pub const CHAIN_OP_OPEN_SESSION: u32 = 1;
 /// `ChainOp::CloseSession`.
 pub const CHAIN_OP_CLOSE_SESSION: u32 = 2;
+/// `ChainOp::SharePages`: [`SharePagesReq`] and its [`PageExtent`]s follow the header; the
+/// reply's record carries the region's `u64` handle.
+pub const CHAIN_OP_SHARE_PAGES: u32 = 3;
+/// `ChainOp::UnsharePages`: the region's `u64` handle follows the header.
+pub const CHAIN_OP_UNSHARE_PAGES: u32 = 4;
 
 /// Virtio device ID.
 pub const VIRTIO_ID_CUDA: u32 = 57;
@@ -183,6 +232,13 @@ const _: () = {
     assert!(offset_of!(ChainHeader, op) == 8);
     assert!(offset_of!(ChainHeader, reply_capacity) == 12);
 
+    assert!(size_of::<VcudaShare>() == 24);
+    assert!(offset_of!(VcudaShare, addr) == 0);
+    assert!(offset_of!(VcudaShare, len) == 8);
+    assert!(offset_of!(VcudaShare, handle) == 16);
+    assert!(size_of::<SharePagesReq>() == 16);
+    assert!(size_of::<PageExtent>() == 16);
+
     // _IOC(dir, type, nr, size) = dir << 30 | size << 16 | type << 8 | nr.
     assert!(
         VCUDA_IOC_SUBMIT
@@ -192,4 +248,9 @@ const _: () = {
         VCUDA_IOC_INFO
             == (2 << 30) | ((size_of::<VcudaInfo>() as u32) << 16) | (VCUDA_IOC_TYPE << 8) | 2
     );
+    assert!(
+        VCUDA_IOC_SHARE
+            == (3 << 30) | ((size_of::<VcudaShare>() as u32) << 16) | (VCUDA_IOC_TYPE << 8) | 3
+    );
+    assert!(VCUDA_IOC_UNSHARE == (1 << 30) | (8 << 16) | (VCUDA_IOC_TYPE << 8) | 4);
 };

@@ -21,6 +21,13 @@
 //!   goes, a `CloseSession` chain is posted, so the device sees the close after every chain of
 //!   the session, whichever queues they used. Its `OpenSession` chain is owned like a request
 //!   whose waiter is the session (see [`Session`]).
+//! - Pages shared with the device (`VCUDA_IOC_SHARE`) belong to the session's region list,
+//!   never to a request: a `SharePages` chain carries only their guest-physical extents, and
+//!   the device uses the pages until it answers the region's `UnsharePages`, or returns the
+//!   session's `CloseSession`, which takes the session's regions over and unpins them when it
+//!   is dropped. A region whose `SharePages`/`UnsharePages` got no answer (killed waiter,
+//!   removal) stays until that close; if the close cannot be sent, its pages stay pinned for
+//!   good, like a detached chain's.
 //! - [`VDev::remove`] lets chains drain (briefly), closes the rings to new chains, resets the
 //!   device (after which no callback runs and no chain is taken), completes what the device
 //!   returned, detaches the rest (their waiters get `ENODEV`), and destroys the workqueue,
@@ -49,6 +56,8 @@
 //! - `device_bufs.rs`: the memory of one chain, and pinning the caller's pages.
 //! - `device_bounce.rs`: bounce chunks, for calls whose pages are too scattered.
 //! - `device_sg.rs`: the scatter-gather lists handed to `virtqueue_add_sgs`.
+//! - `device_share.rs`: shared regions (`VCUDA_IOC_SHARE`/`VCUDA_IOC_UNSHARE`): pinning
+//!   them, their `SharePages`/`UnsharePages` chains, and the session's list of them.
 
 use kernel::{bindings, prelude::*, sync::atomic::Atomic};
 
@@ -70,6 +79,8 @@ mod request;
 mod session;
 #[path = "device_sg.rs"]
 mod sg;
+#[path = "device_share.rs"]
+mod share;
 
 use queue::Queue;
 pub(crate) use request::Request;

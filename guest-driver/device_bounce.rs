@@ -69,7 +69,7 @@ impl Bufs {
 }
 
 /// Allocates chunks for `total` bytes, as large as the allocator gives them.
-fn alloc_chunks(total: u64) -> Result<KVec<Chunk>> {
+pub(super) fn alloc_chunks(total: u64) -> Result<KVec<Chunk>> {
     let mut v = KVec::new();
     let mut left = total as usize;
     let mut max_order = MAX_CHUNK_ORDER;

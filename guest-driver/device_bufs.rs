@@ -2,9 +2,10 @@
 //! The memory of one chain ([`Bufs`]), and pinning the caller's pages into it.
 //!
 //! A request owns its `Bufs`: the header and message, the reply area, the pinned user pages
-//! (or bounce chunks, `device_bounce.rs`) and the scatterlists. The device reads and writes
-//! them while the chain is on a ring; they are released (pages unpinned, in pages marked
-//! dirty) only when the request is dropped, in process context.
+//! (or bounce chunks, `device_bounce.rs`), a `SharePages` chain's extent table, a closing
+//! session's shared regions (`device_share.rs`) and the scatterlists. The device reads and
+//! writes them while the chain is on a ring; they are released (pages unpinned, in pages
+//! marked dirty) only when the request is dropped, in process context.
 
 use core::{cell::UnsafeCell, ptr};
 
@@ -18,10 +19,11 @@ use kernel::{
 use super::{
     bounce::Bounce,
     sg::{SgBuilder, SgLists},
+    share::Region,
 };
 use crate::{
     abi::{VcudaSeg, SEG_IN, SEG_OUT},
-    sys::PinCharge,
+    sys::{Chunk, PinCharge},
 };
 
 /// A range of `Bufs::pages` pinned by one `pin_user_pages_fast` sequence.
@@ -44,6 +46,12 @@ pub(super) struct Bufs {
     pub(super) charge: Option<PinCharge>,
     /// Data copied through kernel memory instead (see [`Bounce`]).
     pub(super) bounce: Option<Bounce>,
+    /// Physically contiguous kernel chunks the device reads after `head`: a `SharePages`
+    /// chain's extent table.
+    pub(super) table: KVec<Chunk>,
+    /// A closing session's shared regions (`CloseSession`): their pages stay pinned until the
+    /// device has returned this chain (`device_share.rs`).
+    pub(super) regions: KVec<Region>,
     /// The scatterlists: `[head][out data][reply][in data]`, each sublist end-marked. Only
     /// `virtqueue_add_sgs` uses them (reads; the `UnsafeCell` allows its `*mut` view).
     pub(super) sg: UnsafeCell<KVVec<bindings::scatterlist>>,
@@ -52,6 +60,23 @@ pub(super) struct Bufs {
 }
 
 impl Bufs {
+    /// The memory of a chain of `head` and `reply` alone; the caller adds the rest, and the
+    /// scatterlists once built.
+    pub(super) fn new(head: KVVec<u8>, reply: KVVec<u8>) -> Self {
+        Self {
+            head,
+            reply,
+            pages: KVVec::new(),
+            pins: KVec::new(),
+            charge: None,
+            bounce: None,
+            table: KVec::new(),
+            regions: KVec::new(),
+            sg: UnsafeCell::new(KVVec::new()),
+            lists: [(0, 0); 4],
+        }
+    }
+
     /// Unpins every pinned page (device-writable ones marked dirty).
     pub(super) fn unpin(&mut self) {
         for p in &self.pins {

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 //! A chain coming back, and who then owns the ring's reference of its request.
 //!
-//! The submitting thread waits in [`VDev::call`]; the completion path ([`VDev::complete`]
-//! in `device_queue.rs`, and the removal) calls `finish` for every chain it takes off a ring.
-//! The request's state decides the owner: `PENDING` to `DONE` hands the ring's reference to
-//! the waiter, `PENDING` to `ABANDONED` (a killed waiter) leaves it to the completion path,
-//! which reaps it on the device's workqueue (never freeing or unpinning in interrupt context),
-//! and `DETACHED` (removal) keeps it forever.
+//! The submitting thread waits in [`VDev::call`] (or [`VDev::wait`]); the completion path
+//! ([`VDev::complete`] in `device_queue.rs`, and the removal) calls `finish` for every chain it
+//! takes off a ring. The request's state decides the owner: `PENDING` to `DONE` hands the
+//! ring's reference to the waiter, `PENDING` to `ABANDONED` (a killed waiter) leaves it to the
+//! completion path, which reaps it on the device's workqueue (never freeing or unpinning in
+//! interrupt context), and `DETACHED` (removal) keeps it forever.
 
 use kernel::{
     ffi::c_void,
@@ -18,7 +18,7 @@ use kernel::{
     workqueue::{self, WorkItem},
 };
 
-use super::{Request, VDev, ABANDONED, DETACHED, DONE, PENDING};
+use super::{queue::Queue, Request, VDev, ABANDONED, DETACHED, DONE, PENDING};
 
 impl WorkItem for Request {
     type Pointer = Arc<Request>;
@@ -90,6 +90,18 @@ impl VDev {
     pub(crate) fn call(&self, req: &Arc<Request>) -> Result {
         let q = self.pick_queue()?;
         self.submit(q, req)?;
+        self.wait(q, req)
+    }
+
+    /// Waits for the device to return a request [`VDev::submit`] put on `q`, and takes the
+    /// ring's reference back.
+    ///
+    /// # Errors
+    ///
+    /// `EINTR` (fatal signal; the chain stays with the device and is cleaned up when it comes
+    /// back), `ENODEV` (the device was removed before it returned the chain). Either way the
+    /// device may have run the chain.
+    pub(super) fn wait(&self, q: &Queue, req: &Arc<Request>) -> Result {
         if !q.wait.wait_killable(|| req.state.load(Acquire) != PENDING)
             && req.state.cmpxchg(PENDING, ABANDONED, Full).is_ok()
         {

@@ -20,15 +20,19 @@ use kernel::{
     prelude::*,
     sync::{
         atomic::{Atomic, Relaxed},
-        Arc,
+        Arc, UniqueArc,
     },
     uaccess::{UserPtr, UserSlice},
     workqueue::{impl_has_work, new_work, Work},
 };
 
-use super::{bounce::ChunkCursor, bufs::Bufs, sg::SgBuilder, Session, VDev, PENDING};
+use super::{
+    bounce::ChunkCursor, bufs::Bufs, sg::SgBuilder, share::Region, Session, VDev, ABANDONED,
+    PENDING,
+};
 use crate::abi::{
-    ChainHeader, VcudaSeg, VcudaSubmit, CHAIN_OP_SUBMIT, MIN_REPLY_CAPACITY, RECORD_HEADER_LEN,
+    ChainHeader, VcudaSeg, VcudaSubmit, CHAIN_OP_CLOSE_SESSION, CHAIN_OP_SUBMIT,
+    MIN_REPLY_CAPACITY, RECORD_HEADER_LEN,
     RECORD_STATUS_OFFSET, REPLY_HEADER_CTRL_LEN_OFFSET, REPLY_HEADER_LEN,
     REPLY_HEADER_MAGIC_OFFSET, REPLY_HEADER_N_RECORDS_OFFSET, REPLY_MAGIC, SEG_IN, SEG_OUT,
     VCUDA_MAX_SEGS,
@@ -63,7 +67,12 @@ impl_has_work! {
     impl HasWork<Self> for Request { self.work }
 }
 
-fn chain_header(session: u64, op: u32, reply_capacity: u32) -> [u8; size_of::<ChainHeader>()] {
+/// The bytes of a [`ChainHeader`].
+pub(super) fn chain_header(
+    session: u64,
+    op: u32,
+    reply_capacity: u32,
+) -> [u8; size_of::<ChainHeader>()] {
     let mut h = [0u8; size_of::<ChainHeader>()];
     h[0..8].copy_from_slice(&session.to_le_bytes());
     h[8..12].copy_from_slice(&op.to_le_bytes());
@@ -72,13 +81,24 @@ fn chain_header(session: u64, op: u32, reply_capacity: u32) -> [u8; size_of::<Ch
 }
 
 impl Request {
-    fn new(
+    /// A request of `bufs` (whose scatterlists are built) in state `state`.
+    pub(super) fn new(
         bufs: Bufs,
         descs: usize,
         session: Option<Arc<Session>>,
         state: u32,
     ) -> Result<Arc<Request>> {
-        Arc::pin_init(
+        Self::new_unique(bufs, descs, session, state).map(Into::into)
+    }
+
+    /// [`Request::new`], still unshared (so still changeable).
+    fn new_unique(
+        bufs: Bufs,
+        descs: usize,
+        session: Option<Arc<Session>>,
+        state: u32,
+    ) -> Result<Pin<UniqueArc<Request>>> {
+        UniqueArc::pin_init(
             pin_init!(Request {
                 work <- new_work!("vcuda_reap"),
                 state: Atomic::new(state),
@@ -93,6 +113,24 @@ impl Request {
 
     /// A chain without message or data: `OpenSession`/`CloseSession`.
     pub(super) fn control(dev: &VDev, id: u64, op: u32, state: u32) -> Result<Arc<Request>> {
+        Self::control_unique(dev, id, op, state).map(Into::into)
+    }
+
+    /// The `CloseSession` chain of session `id` (created `ABANDONED`: nobody waits). It takes
+    /// the session's shared regions out of `regions`, only once nothing can fail any more,
+    /// and keeps their pages pinned until the device has returned it.
+    pub(super) fn close(dev: &VDev, id: u64, regions: &mut KVec<Region>) -> Result<Arc<Request>> {
+        let mut req = Self::control_unique(dev, id, CHAIN_OP_CLOSE_SESSION, ABANDONED)?;
+        req.as_mut().project().bufs.regions = core::mem::take(regions);
+        Ok(req.into())
+    }
+
+    fn control_unique(
+        dev: &VDev,
+        id: u64,
+        op: u32,
+        state: u32,
+    ) -> Result<Pin<UniqueArc<Request>>> {
         let mut head = KVVec::new();
         head.extend_from_slice(&chain_header(id, op, MIN_REPLY_CAPACITY), GFP_KERNEL)?;
         let reply = KVVec::from_elem(0u8, MIN_REPLY_CAPACITY as usize, GFP_KERNEL)?;
@@ -101,17 +139,15 @@ impl Request {
         sgb.add_kernel(2, &reply)?;
         let descs = sgb.total;
         let (sg, lists) = sgb.finish()?;
-        let bufs = Bufs {
-            head,
-            reply,
-            pages: KVVec::new(),
-            pins: KVec::new(),
-            charge: None,
-            bounce: None,
-            sg: UnsafeCell::new(sg),
-            lists,
-        };
-        Self::new(bufs, descs, None, state)
+        let mut bufs = Bufs::new(head, reply);
+        bufs.sg = UnsafeCell::new(sg);
+        bufs.lists = lists;
+        Self::new_unique(bufs, descs, None, state)
+    }
+
+    /// Whether this is a `CloseSession` chain holding shared regions.
+    pub(super) fn holds_regions(&self) -> bool {
+        !self.bufs.regions.is_empty()
     }
 
     /// Builds the chain of a `VCUDA_IOC_SUBMIT`: copies the message in, pins the segments.
@@ -179,16 +215,7 @@ impl Request {
         .read_all(&mut head, GFP_KERNEL_ACCOUNT)?;
         let reply = KVVec::from_elem(0u8, reply_area, GFP_KERNEL_ACCOUNT)?;
 
-        let mut bufs = Bufs {
-            head,
-            reply,
-            pages: KVVec::new(),
-            pins: KVec::new(),
-            charge: None,
-            bounce: None,
-            sg: UnsafeCell::new(KVVec::new()),
-            lists: [(0, 0); 4],
-        };
+        let mut bufs = Bufs::new(head, reply);
         // Scatter-gather lists: [head][out data][reply][in data].
         let mut sgb = SgBuilder::new(lim.max_desc);
         sgb.add_kernel(0, &bufs.head)?;

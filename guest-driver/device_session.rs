@@ -6,15 +6,19 @@
 //! last owner to go posts `CloseSession`. Both control chains go to queue 0.
 
 use kernel::{
+    new_mutex,
     prelude::*,
     sync::{
         atomic::{Acquire, Atomic, Full, Relaxed, Release},
-        Arc,
+        Arc, Mutex,
     },
 };
 
-use super::{Request, VDev, ABANDONED, DONE, PENDING};
-use crate::abi::{CHAIN_OP_CLOSE_SESSION, CHAIN_OP_OPEN_SESSION, STATUS_MEMORY_ALLOCATION};
+use super::{
+    share::{pinned_pages, Region, Regions},
+    Request, VDev, ABANDONED, DONE, PENDING,
+};
+use crate::abi::{CHAIN_OP_OPEN_SESSION, STATUS_MEMORY_ALLOCATION};
 
 /// `Session::opened`: `OpenSession` could not be queued (nothing to close).
 const OPEN_UNSENT: i32 = 2;
@@ -28,6 +32,10 @@ const OPEN_PENDING: i32 = 1;
 /// `OpenSession` and `CloseSession` always go to queue 0, which the device handles in order,
 /// and calls only start once the open is done, so the device sees open, calls, close in that
 /// order.
+///
+/// The session also holds the pages it shares with the device (`VCUDA_IOC_SHARE`); when it
+/// goes, its `CloseSession` chain takes them over (see `device_share.rs`).
+#[pin_data(PinnedDrop)]
 pub(crate) struct Session {
     pub(crate) id: u64,
     pub(crate) dev: Arc<VDev>,
@@ -36,6 +44,9 @@ pub(crate) struct Session {
     open_req: Arc<Request>,
     /// `OPEN_UNSENT`, `OPEN_PENDING`, then 0 (open) or a negative errno.
     opened: Atomic<i32>,
+    /// The regions shared with the device, and their pinned pages (process context only).
+    #[pin]
+    pub(super) regions: Mutex<Regions>,
 }
 
 impl Session {
@@ -47,13 +58,14 @@ impl Session {
     pub(crate) fn open(dev: Arc<VDev>) -> Result<Arc<Session>> {
         let id = dev.next_session.fetch_add(1, Relaxed);
         let open_req = Request::control(&dev, id, CHAIN_OP_OPEN_SESSION, PENDING)?;
-        let s = Arc::new(
-            Session {
+        let s = Arc::pin_init(
+            pin_init!(Session {
                 id,
                 dev,
                 open_req,
                 opened: Atomic::new(OPEN_UNSENT),
-            },
+                regions <- new_mutex!(Regions::new()),
+            }),
             GFP_KERNEL,
         )?;
         s.dev.submit(s.dev.control_queue()?, &s.open_req)?;
@@ -99,9 +111,11 @@ impl Session {
     }
 }
 
-impl Drop for Session {
-    fn drop(&mut self) {
+#[pinned_drop]
+impl PinnedDrop for Session {
+    fn drop(self: Pin<&mut Self>) {
         match self.opened.load(Acquire) {
+            // Never opened, so nothing was shared either.
             OPEN_UNSENT => return,
             OPEN_PENDING => {
                 // Unclaimed: abandon the chain to the completion path, or, if it is back
@@ -114,17 +128,43 @@ impl Drop for Session {
             }
             _ => {}
         }
-        self.dev.close_session(self.id);
+        let regions = self.regions.lock().take();
+        self.dev.close_session(self.id, regions);
     }
 }
 
 impl VDev {
-    /// Posts `CloseSession` for `id` on queue 0 (created `ABANDONED`: nobody waits).
-    fn close_session(&self, id: u64) {
-        let r = Request::control(self, id, CHAIN_OP_CLOSE_SESSION, ABANDONED)
-            .and_then(|req| self.submit(self.control_queue()?, &req));
+    /// Posts `CloseSession` for `id` on queue 0 (created `ABANDONED`: nobody waits), handing
+    /// it the session's shared regions, which stay pinned until the device has returned it.
+    ///
+    /// If the close cannot be sent (device gone, out of memory, killed while queue 0 was
+    /// full), the device may still use the regions, as it may a detached chain's buffers
+    /// (`finish`): their pages stay pinned for good.
+    fn close_session(&self, id: u64, mut regions: KVec<Region>) {
+        let pages = pinned_pages(&regions);
+        let r = Request::close(self, id, &mut regions).and_then(|req| {
+            self.control_queue()
+                .and_then(|q| self.submit(q, &req))
+                .inspect_err(|_| {
+                    if req.holds_regions() {
+                        // Not sent, and only ours: keep it, and the regions in it.
+                        core::mem::forget(req.clone());
+                    }
+                })
+        });
         if let Err(e) = r {
-            pr_debug!("session {}: close not sent ({:?})\n", id, e);
+            // Not moved into a chain, or in one kept above.
+            core::mem::forget(regions);
+            if pages > 0 {
+                pr_warn!(
+                    "session {}: close not sent ({:?}); its {} shared pages stay pinned\n",
+                    id,
+                    e,
+                    pages
+                );
+            } else {
+                pr_debug!("session {}: close not sent ({:?})\n", id, e);
+            }
         }
     }
 }

@@ -6,7 +6,8 @@
 //! session. `VCUDA_IOC_SUBMIT` copies a message in, pins the caller's data segments, sends one
 //! descriptor chain `[ChainHeader + message][out pages] / [reply area][in pages]` (guest-physical
 //! addresses; the host reads and writes the pages in place), sleeps until the device returns
-//! it, unpins, and copies the reply out.
+//! it, unpins, and copies the reply out. `VCUDA_IOC_SHARE` pins page-locked memory for as long
+//! as the program keeps it and tells the device its pages (`VCUDA_IOC_UNSHARE` ends that).
 //!
 //! See `README.md` in this directory for the design (memory ownership, concurrency, signals),
 //! and `device.rs` (with its `device_*.rs` submodules) for the data path.
@@ -17,7 +18,7 @@ use kernel::{
     bindings,
     ffi::{c_int, c_void},
     fs::File,
-    ioctl::{_IOR, _IOWR},
+    ioctl::{_IOR, _IOW, _IOWR},
     miscdevice::{MiscDevice, MiscDeviceOptions, MiscDeviceRegistration},
     new_mutex,
     prelude::*,
@@ -31,8 +32,9 @@ mod device;
 mod sys;
 
 use abi::{
-    VcudaInfo, VcudaSeg, VcudaSubmit, VirtioCudaConfig, VCUDA_ABI_VERSION, VCUDA_IOC_INFO,
-    VCUDA_IOC_SUBMIT, VCUDA_IOC_TYPE, VCUDA_MAX_SEGS,
+    VcudaInfo, VcudaSeg, VcudaShare, VcudaSubmit, VirtioCudaConfig, VCUDA_ABI_VERSION,
+    VCUDA_IOC_INFO, VCUDA_IOC_SHARE, VCUDA_IOC_SUBMIT, VCUDA_IOC_TYPE, VCUDA_IOC_UNSHARE,
+    VCUDA_MAX_SEGS,
 };
 use device::{Request, Session, VDev};
 
@@ -48,6 +50,8 @@ module! {
 // protocol crate's tests check against user space's definitions).
 const _: () = assert!(VCUDA_IOC_SUBMIT == _IOWR::<VcudaSubmit>(VCUDA_IOC_TYPE, 1));
 const _: () = assert!(VCUDA_IOC_INFO == _IOR::<VcudaInfo>(VCUDA_IOC_TYPE, 2));
+const _: () = assert!(VCUDA_IOC_SHARE == _IOWR::<VcudaShare>(VCUDA_IOC_TYPE, 3));
+const _: () = assert!(VCUDA_IOC_UNSHARE == _IOW::<u64>(VCUDA_IOC_TYPE, 4));
 
 // SAFETY: `VcudaSubmit` is a `#[repr(C)]` struct of integers without padding (size
 // asserted in abi.rs): every bit pattern is valid.
@@ -55,6 +59,12 @@ unsafe impl FromBytes for VcudaSubmit {}
 // SAFETY: `VcudaSeg` is a `#[repr(C)]` struct of integers without padding (size asserted
 // in abi.rs): every bit pattern is valid.
 unsafe impl FromBytes for VcudaSeg {}
+// SAFETY: `VcudaShare` is a `#[repr(C)]` struct of integers without padding (size asserted
+// in abi.rs): every bit pattern is valid.
+unsafe impl FromBytes for VcudaShare {}
+// SAFETY: `VcudaShare` is a `#[repr(C)]` struct of integers without padding (size asserted
+// in abi.rs): every byte is initialised.
+unsafe impl AsBytes for VcudaShare {}
 // SAFETY: `VcudaInfo` is a `#[repr(C)]` struct of integers without padding (size asserted
 // in abi.rs): every byte is initialised.
 unsafe impl AsBytes for VcudaInfo {}
@@ -199,15 +209,18 @@ impl MiscDevice for Session {
         Session::open(dev)
     }
 
-    /// `VCUDA_IOC_SUBMIT` and `VCUDA_IOC_INFO`.
+    /// `VCUDA_IOC_SUBMIT`, `VCUDA_IOC_INFO`, `VCUDA_IOC_SHARE` and `VCUDA_IOC_UNSHARE`.
     ///
     /// # Errors
     ///
-    /// `ENOTTY` (unknown command), and those of [`submit`] and [`info`].
+    /// `ENOTTY` (unknown command), and those of [`submit`], [`info`], [`share`] and
+    /// [`unshare`].
     fn ioctl(me: ArcBorrow<'_, Session>, _file: &File, cmd: u32, arg: usize) -> Result<isize> {
         match cmd {
             VCUDA_IOC_SUBMIT => submit(me.into(), arg),
             VCUDA_IOC_INFO => info(&me, arg),
+            VCUDA_IOC_SHARE => share(me.into(), arg),
+            VCUDA_IOC_UNSHARE => unshare(me.into(), arg),
             _ => Err(ENOTTY),
         }
     }
@@ -267,5 +280,34 @@ fn info(session: &Session, arg: usize) -> Result<isize> {
     UserSlice::new(UserPtr::from_addr(arg), size_of::<VcudaInfo>())
         .writer()
         .write(&info)?;
+    Ok(0)
+}
+
+/// `VCUDA_IOC_SHARE`: shares page-locked memory with the device; writes the region's handle
+/// back into the argument.
+///
+/// # Errors
+///
+/// `EFAULT` (the argument is not readable, or not writable when the handle is written back:
+/// the region then stays shared until the file is closed), and those of [`Session::share`].
+fn share(session: Arc<Session>, arg: usize) -> Result<isize> {
+    let user = UserSlice::new(UserPtr::from_addr(arg), size_of::<VcudaShare>());
+    let (mut reader, mut writer) = user.reader_writer();
+    let mut sh: VcudaShare = reader.read()?;
+    sh.handle = session.share(sh.addr, sh.len)?;
+    writer.write(&sh)?;
+    Ok(0)
+}
+
+/// `VCUDA_IOC_UNSHARE`: ends a shared region (the argument points to its `u64` handle).
+///
+/// # Errors
+///
+/// `EFAULT` (the argument is not readable), and those of [`Session::unshare`].
+fn unshare(session: Arc<Session>, arg: usize) -> Result<isize> {
+    let handle: u64 = UserSlice::new(UserPtr::from_addr(arg), size_of::<u64>())
+        .reader()
+        .read()?;
+    session.unshare(handle)?;
     Ok(0)
 }

@@ -105,15 +105,21 @@ fn open_transport() -> std::io::Result<Box<dyn Transport>> {
     }
 }
 
+/// Alignment of the device range's start (what the CPU executor requires of it).
+const DEVICE_VA_ALIGN: u64 = 0x10000;
+
 /// Reserves address space for device allocations, so device pointers never alias the
-/// program's own memory (the backend places CPU-executor allocations there).
+/// program's own memory (the backend places CPU-executor allocations there). The range
+/// starts on a 64 KiB boundary: the kernel gives only page alignment, so the reservation
+/// is that much longer.
 fn reserve_device_va() -> (u64, u64) {
+    let len = DEVICE_VA_LEN + DEVICE_VA_ALIGN;
     // SAFETY: an anonymous PROT_NONE, MAP_NORESERVE mapping at an address the kernel
     // chooses; it touches no existing mapping and is never unmapped.
     let p = unsafe {
         libc::mmap(
             std::ptr::null_mut(),
-            DEVICE_VA_LEN as usize,
+            len as usize,
             libc::PROT_NONE,
             libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
             -1,
@@ -123,7 +129,7 @@ fn reserve_device_va() -> (u64, u64) {
     if p == libc::MAP_FAILED {
         (0, 0)
     } else {
-        (p as u64, DEVICE_VA_LEN)
+        ((p as u64).next_multiple_of(DEVICE_VA_ALIGN), DEVICE_VA_LEN)
     }
 }
 
@@ -459,6 +465,27 @@ impl Client {
             O::Resp::read_from_prefix(&p)
                 .map(|(r, _)| r)
                 .map_err(|_| Error::UNKNOWN)
+        })
+    }
+
+    /// How the transport shares page-locked memory with the backend.
+    pub fn sharing(&self) -> crate::transport::Sharing {
+        self.transport.sharing()
+    }
+
+    /// Shares the whole pages `[addr, addr + len)` in place: the region's handle.
+    pub fn share_pages(&self, addr: u64, len: u64) -> std::io::Result<u64> {
+        self.transport.share_pages(addr, len)
+    }
+
+    /// Ends a region [`Client::share_pages`] made, after every call sent before.
+    pub fn unshare_pages(&self, handle: u64) -> Result<()> {
+        if let Some(t) = self.take_batch() {
+            self.send_batch(t)?;
+        }
+        self.transport.unshare_pages(handle).map_err(|e| {
+            log::debug!("unsharing region {handle}: {e}");
+            Error::INVALID_VALUE
         })
     }
 

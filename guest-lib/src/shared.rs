@@ -1,13 +1,21 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
-//! Page-locked host memory shared with the backend (the socket transport on one host).
+//! Page-locked host memory shared with the backend (a Unix socket on one host, or a VM).
 //!
-//! Where the backend says its transport passes file descriptors
-//! ([`HELLO_FEATURE_SHARED_MEMORY`]: a Unix socket), `cudaMallocHost`/`cudaHostAlloc` memory
-//! is a sealed memfd, populated at once as real pinned memory is, mapped here and passed to
-//! the backend (`ShareMemory`), which maps it too. Copies between it and the device then
-//! name `(region, offset)` and carry no bytes: the backend copies straight between this
-//! memory and device memory. `VCUDA_SHARED_MEMORY=0` turns it off (plain anonymous memory,
-//! copied inline like pageable memory).
+//! Where the backend offers it ([`HELLO_FEATURE_SHARED_MEMORY`]), `cudaMallocHost`/
+//! `cudaHostAlloc` memory is shared with the backend, in one of two ways
+//! ([`Sharing`], the transport's):
+//!
+//! - **A Unix socket** passes file descriptors: the memory is a sealed memfd, populated at
+//!   once as real pinned memory is, mapped here and passed to the backend (`ShareMemory`),
+//!   which maps it too.
+//! - **A VM's device** shares the program's own pages: the memory is private, populated
+//!   memory whose pages the kernel module pins and names to the device
+//!   (`VCUDA_IOC_SHARE`), which maps those pages of the VM's RAM; `VCUDA_IOC_UNSHARE` ends
+//!   it. Registered memory (`cudaHostRegister`) is shared where it is, with nothing moved.
+//!
+//! Copies between it and the device then name `(region, offset)` and carry no bytes: the
+//! backend copies straight between this memory and device memory. `VCUDA_SHARED_MEMORY=0`
+//! turns it off (plain anonymous memory, copied inline like pageable memory).
 //!
 //! Where the session can also map shared memory for kernels
 //! ([`HELLO_FEATURE_MAP_HOST_MEMORY`]), every page-locked allocation is exposed to kernels
@@ -16,10 +24,11 @@
 //! (`cudaMallocManaged`) is made the same way: one copy of the data, shared by the program
 //! and its kernels.
 //!
-//! Copies of pageable memory of [`STAGE_MIN`] bytes or more go through a staging region
-//! shared the same way (grown on demand up to [`STAGE_MAX`], one per process): the library
-//! copies the bytes in (or out) and the backend copies between the staging region and
-//! device memory, two plain copies instead of a trip through the socket's buffers.
+//! Over a Unix socket, copies of pageable memory of [`STAGE_MIN`] bytes or more go through
+//! a staging region shared the same way (grown on demand up to [`STAGE_MAX`], one per
+//! process): the library copies the bytes in (or out) and the backend copies between the
+//! staging region and device memory, two plain copies instead of a trip through the
+//! socket's buffers. (In a VM the module pins pageable memory for each call instead.)
 
 use std::collections::BTreeMap;
 use std::ffi::c_void;
@@ -34,6 +43,7 @@ use vcuda_protocol::{
 
 use crate::client::Client;
 use crate::error::{Error, Result};
+use crate::transport::Sharing;
 
 /// One shared region.
 #[derive(Clone, Copy, Debug)]
@@ -89,6 +99,7 @@ impl Shared {
 /// Whether this session can share memory with its backend.
 fn enabled(c: &Client) -> bool {
     c.hello.features & HELLO_FEATURE_SHARED_MEMORY != 0
+        && c.sharing() != Sharing::Nothing
         && std::env::var("VCUDA_SHARED_MEMORY").as_deref() != Ok("0")
 }
 
@@ -211,6 +222,9 @@ pub(crate) fn sealed_memfd(name: &std::ffi::CStr, size: usize) -> std::io::Resul
 
 /// `size` bytes of populated memory shared with the backend: the mapping and its region.
 fn map_shared(c: &Client, size: usize) -> std::io::Result<(*mut c_void, u64)> {
+    if c.sharing() == Sharing::Pages {
+        return map_pages(c, size);
+    }
     let err = std::io::Error::last_os_error;
     let fd = sealed_memfd(c"vcuda-pinned", size)?;
     // SAFETY: a new shared mapping of our memfd at an address the kernel chooses.
@@ -253,12 +267,55 @@ fn map_shared(c: &Client, size: usize) -> std::io::Result<(*mut c_void, u64)> {
     }
 }
 
+/// `size` bytes of fresh, populated private memory whose pages the transport shares in
+/// place (a VM: the module pins them and the backend maps the guest's pages).
+fn map_pages(c: &Client, size: usize) -> std::io::Result<(*mut c_void, u64)> {
+    let err = std::io::Error::last_os_error;
+    let len = size
+        .checked_next_multiple_of(PAGE as usize)
+        .ok_or_else(|| std::io::Error::other("too large"))?;
+    // SAFETY: a new private anonymous mapping at an address the kernel chooses.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(err());
+    }
+    match c.share_pages(p as u64, len as u64) {
+        Ok(handle) => Ok((p, handle)),
+        Err(e) => {
+            // SAFETY: the mapping made above, not handed out.
+            unsafe { libc::munmap(p, len) };
+            Err(e)
+        }
+    }
+}
+
+/// Ends region `handle` in the backend, after every call sent before it: the backend
+/// first stops kernels reaching it.
+fn unshare(c: &Client, handle: u64) {
+    let r = if c.sharing() == Sharing::Pages {
+        // The module unpins the pages only once the device answered.
+        c.unshare_pages(handle)
+    } else {
+        c.post::<ops::UnshareMemory>(&HandleReq { handle })
+    };
+    if let Err(e) = r {
+        log::debug!("unsharing region {handle}: {}", e.0);
+    }
+}
+
 /// Unmaps a region here and in the backend (which first stops kernels reaching it).
 fn unmap_shared(c: &Client, p: *mut c_void, len: usize, handle: u64) {
     // The backend's earlier calls ran in order, so nothing uses the region any more.
-    if let Err(e) = c.post::<ops::UnshareMemory>(&HandleReq { handle }) {
-        log::debug!("UnshareMemory: {}", e.0);
-    }
+    unshare(c, handle);
     // SAFETY: a mapping `map_shared` made, no longer in any table, so unmapped once.
     unsafe { libc::munmap(p, len) };
 }
@@ -306,14 +363,21 @@ pub(crate) fn register_mapped(c: &Client, addr: u64, len: u64) -> Result<()> {
             return Err(Error::NOT_SUPPORTED);
         }
     }
-    let handle = move_to_shared(c, start, span).map_err(|e| {
+    let in_place = c.sharing() == Sharing::Pages;
+    let handle = if in_place {
+        // The program's own pages, pinned where they are.
+        c.share_pages(start, span)
+    } else {
+        move_to_shared(c, start, span)
+    }
+    .map_err(|e| {
         log::debug!("registering {len} bytes at {addr:#x} for kernels failed: {e}");
         Error::NOT_SUPPORTED
     })?;
     let p = start as *mut c_void;
     if let Err(e) = map_for_device(c, p, span as usize, handle) {
         log::debug!("registered memory at {p:?} not mapped for kernels: {}", e.0);
-        restore_private(c, start, span, handle);
+        release_registered(c, start, span, handle);
         return Err(Error::NOT_SUPPORTED);
     }
     insert(c, p, span as usize, handle, true);
@@ -337,13 +401,25 @@ pub(crate) fn unregister_mapped(c: &Client, addr: u64, len: u64) -> bool {
     if let Err(e) = c.call::<ops::UnmapHostMemory>(&PtrReq { ptr: start }) {
         log::debug!("UnmapHostMemory: {}", e.0);
     }
-    restore_private(c, start, span, r.handle);
+    release_registered(c, start, span, r.handle);
     true
 }
 
+/// Ends the registration's region `handle`; where the pages moved onto a memory file, they
+/// move back to private memory first.
+fn release_registered(c: &Client, start: u64, span: u64, handle: u64) {
+    if c.sharing() == Sharing::Pages {
+        unshare(c, handle);
+    } else {
+        restore_private(c, start, span, handle);
+    }
+}
+
+/// The page size the library assumes (x86-64, as the module's `VCUDA_IOC_SHARE`).
+const PAGE: u64 = 4096;
+
 /// The whole pages holding `[addr, addr + len)`.
 fn page_span(addr: u64, len: u64) -> Option<(u64, u64)> {
-    const PAGE: u64 = 4096;
     let start = addr & !(PAGE - 1);
     let end = addr.checked_add(len)?.checked_next_multiple_of(PAGE)?;
     (len > 0 && start > 0).then_some((start, end - start))
@@ -465,9 +541,7 @@ fn restore_private(c: &Client, start: u64, span: u64, handle: u64) {
             libc::munmap(keep, n);
         }
     }
-    if let Err(e) = c.post::<ops::UnshareMemory>(&HandleReq { handle }) {
-        log::debug!("UnshareMemory: {}", e.0);
-    }
+    unshare(c, handle);
 }
 
 /// A 2-D copy between host and device memory: `height` rows of `width` bytes.
@@ -595,7 +669,12 @@ fn with_staging<R>(
     want: u64,
     f: impl FnOnce(&mut [u8], u64) -> Result<R>,
 ) -> Result<Option<R>> {
-    if want < STAGE_MIN || !enabled(c) || c.shared.no_staging.load(Ordering::Relaxed) {
+    // A VM's module pins pageable memory for each call anyway: staging would add a copy.
+    if want < STAGE_MIN
+        || !enabled(c)
+        || c.sharing() != Sharing::Files
+        || c.shared.no_staging.load(Ordering::Relaxed)
+    {
         return Ok(None);
     }
     // Another thread staging its own copy: this one goes inline rather than wait.

@@ -36,6 +36,17 @@ pub struct Record {
     pub payload: Vec<u8>,
 }
 
+/// How a transport shares page-locked memory with the backend.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sharing {
+    /// Memory files passed beside messages (`ShareMemory`, a Unix socket).
+    Files,
+    /// The program's own pages, in place ([`Transport::share_pages`], a VM's device).
+    Pages,
+    /// Not at all.
+    Nothing,
+}
+
 /// Carries messages to the backend.
 pub trait Transport: Send + Sync {
     /// Sends `msg` (a complete control area, header included) with the bytes of its out
@@ -64,6 +75,28 @@ pub trait Transport: Send + Sync {
     /// `fd` along with it (`SCM_RIGHTS`). Only a Unix socket can.
     fn call_with_fd(&self, msg: &[u8], fd: RawFd, seq: u64) -> io::Result<Vec<Record>> {
         let _ = (msg, fd, seq);
+        Err(io::ErrorKind::Unsupported.into())
+    }
+
+    /// How this transport shares page-locked memory with a backend that offers it
+    /// ([`vcuda_protocol::HELLO_FEATURE_SHARED_MEMORY`]).
+    fn sharing(&self) -> Sharing {
+        Sharing::Files
+    }
+
+    /// Shares the page-locked memory `[addr, addr + len)` (whole pages) with the backend
+    /// in place until [`Transport::unshare_pages`]: the region's handle, which requests
+    /// then name. The virtio transport's module pins the pages and names them to the
+    /// device (`VCUDA_IOC_SHARE`).
+    fn share_pages(&self, addr: u64, len: u64) -> io::Result<u64> {
+        let _ = (addr, len);
+        Err(io::ErrorKind::Unsupported.into())
+    }
+
+    /// Ends a region [`Transport::share_pages`] made; once this returns the backend no
+    /// longer uses its memory.
+    fn unshare_pages(&self, handle: u64) -> io::Result<()> {
+        let _ = handle;
         Err(io::ErrorKind::Unsupported.into())
     }
 

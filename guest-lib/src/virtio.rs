@@ -12,11 +12,14 @@ use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use vcuda_protocol::decode::{decode_reply_header, split_records};
-use vcuda_protocol::ioctl::{VCUDA_IOC_INFO, VCUDA_IOC_SUBMIT, VcudaInfo, VcudaSeg, VcudaSubmit};
+use vcuda_protocol::ioctl::{
+    VCUDA_IOC_INFO, VCUDA_IOC_SHARE, VCUDA_IOC_SUBMIT, VCUDA_IOC_UNSHARE, VcudaInfo, VcudaSeg,
+    VcudaShare, VcudaSubmit,
+};
 use vcuda_protocol::{RecordKind, SegmentDir};
 use zerocopy::FromZeros;
 
-use crate::transport::{Record, Transport};
+use crate::transport::{Record, Sharing, Transport};
 
 /// The device node.
 pub const DEVICE_PATH: &str = "/dev/vcuda";
@@ -67,6 +70,25 @@ impl VirtioTransport {
             info,
             broken: AtomicBool::new(false),
         })
+    }
+
+    /// Runs ioctl `nr` on the device file with `arg`; a vanished device breaks the
+    /// transport.
+    fn ioctl<T>(&self, nr: u32, arg: &mut T) -> io::Result<()> {
+        if self.broken.load(Ordering::Relaxed) {
+            return Err(io::ErrorKind::NotConnected.into());
+        }
+        // SAFETY: `nr` is one of the module's ioctls whose argument is a `T` (checked by
+        // the callers), valid and exclusively borrowed for the call.
+        let r = unsafe { libc::ioctl(self.file.as_raw_fd(), nr as _, arg as *mut T) };
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            if device_gone(&e) {
+                self.broken.store(true, Ordering::Relaxed);
+            }
+            return Err(e);
+        }
+        Ok(())
     }
 
     fn submit(
@@ -170,6 +192,33 @@ impl Transport for VirtioTransport {
         // buffer that starts mid-page spans one page more than its length.
         let descs = u64::from(self.info.config.max_chain_descriptors).clamp(8, 1 << 16);
         ((descs - 4) * 4096).min(vcuda_protocol::MAX_SEGMENT_LEN)
+    }
+
+    /// A module of ioctl ABI 2 or later shares pages; no descriptor passes here.
+    fn sharing(&self) -> Sharing {
+        if self.info.abi_version >= 2 {
+            Sharing::Pages
+        } else {
+            Sharing::Nothing
+        }
+    }
+
+    fn share_pages(&self, addr: u64, len: u64) -> io::Result<u64> {
+        if self.sharing() != Sharing::Pages {
+            return Err(io::ErrorKind::Unsupported.into());
+        }
+        let mut arg = VcudaShare {
+            addr,
+            len,
+            handle: 0,
+        };
+        self.ioctl(VCUDA_IOC_SHARE, &mut arg)?;
+        Ok(arg.handle)
+    }
+
+    fn unshare_pages(&self, handle: u64) -> io::Result<()> {
+        let mut arg = handle;
+        self.ioctl(VCUDA_IOC_UNSHARE, &mut arg)
     }
 
     /// Calls of several threads run at once here, each ioctl until the host ran it.

@@ -81,6 +81,7 @@ impl Backend {
             shared: SharedRegions::default(),
             mapped: BTreeMap::new(),
             passes_fds: false,
+            guest_pages: false,
             graphs: Graphs::default(),
             log_limit: LogLimiter::new(module_path!(), 10, Duration::from_secs(10)),
         })
@@ -109,6 +110,8 @@ pub struct Session {
     mapped: BTreeMap<u64, u64>,
     /// Whether the transport passes file descriptors (see [`Session::pass_fds`]).
     passes_fds: bool,
+    /// Whether the transport shares guest pages (see [`Session::share_guest_pages`]).
+    guest_pages: bool,
     /// Graphs of device work (see [`crate::graphs`]).
     graphs: Graphs,
 }
@@ -233,6 +236,50 @@ impl Session {
         self.passes_fds = true;
     }
 
+    /// The transport shares guest pages (vhost-user: `ChainOp::SharePages`): the guest
+    /// may share memory ([`HELLO_FEATURE_SHARED_MEMORY`]), as regions made with
+    /// [`Session::share_pieces`].
+    pub fn share_guest_pages(&mut self) {
+        self.guest_pages = true;
+    }
+
+    /// Whether the guest may share memory with this session, one way or the other.
+    fn shares_memory(&self) -> bool {
+        self.passes_fds || self.guest_pages
+    }
+
+    /// Makes a shared region of guest RAM pieces (see [`SharedRegions::share_pieces`]):
+    /// its handle.
+    pub fn share_pieces(&mut self, pieces: &[crate::shared::Piece<'_>]) -> ExecResult<u64> {
+        if !self.guest_pages {
+            return Err(Status::NOT_SUPPORTED);
+        }
+        let h = self.shared.share_pieces(pieces)?;
+        if let Some((addr, len)) = self.shared.range(h) {
+            self.exec.host_memory_shared(addr, len);
+        }
+        Ok(h)
+    }
+
+    /// Ends shared region `handle`: kernels stop reaching it, the executor stops using it,
+    /// and it is unmapped, all before this returns.
+    pub fn unshare_region(&mut self, handle: u64) -> ExecResult<()> {
+        let gone: Vec<u64> = self
+            .mapped
+            .iter()
+            .filter(|&(_, &r)| r == handle)
+            .map(|(&a, _)| a)
+            .collect();
+        for a in gone {
+            self.mapped.remove(&a);
+            let _ = self.exec.host_memory_unmap(a);
+        }
+        if let Some((addr, _)) = self.shared.range(handle) {
+            self.exec.host_memory_unshared(addr);
+        }
+        self.shared.unshare(handle)
+    }
+
     /// [`Session::handle`] for a message that came with file descriptors (closed afterwards
     /// unless a request took them).
     #[allow(clippy::too_many_arguments)]
@@ -342,7 +389,7 @@ impl Session {
             driver_version: self.exec.driver_version(),
             max_segment_len: MAX_SEGMENT_LEN,
             max_data_len: MAX_DATA_LEN,
-            features: match (self.passes_fds, self.exec.can_map_host_memory()) {
+            features: match (self.shares_memory(), self.exec.can_map_host_memory()) {
                 (false, _) => 0,
                 (true, false) => HELLO_FEATURE_SHARED_MEMORY,
                 (true, true) => HELLO_FEATURE_SHARED_MEMORY | HELLO_FEATURE_MAP_HOST_MEMORY,
@@ -435,25 +482,9 @@ impl Session {
                 }
                 Ok(reply::<ops::ShareMemory>(handle(h)))
             }
-            Request::UnshareMemory(h) => {
-                // Kernels stop reaching the region before it is unmapped.
-                let gone: Vec<u64> = self
-                    .mapped
-                    .iter()
-                    .filter(|&(_, &r)| r == h.handle)
-                    .map(|(&a, _)| a)
-                    .collect();
-                for a in gone {
-                    self.mapped.remove(&a);
-                    let _ = e.host_memory_unmap(a);
-                }
-                if let Some((addr, _)) = self.shared.range(h.handle) {
-                    e.host_memory_unshared(addr);
-                }
-                done::<ops::UnshareMemory>(self.shared.unshare(h.handle))
-            }
+            Request::UnshareMemory(h) => done::<ops::UnshareMemory>(self.unshare_region(h.handle)),
             Request::MapHostMemory(r) => {
-                if !self.passes_fds || !e.can_map_host_memory() {
+                if !(self.passes_fds || self.guest_pages) || !e.can_map_host_memory() {
                     return Err(Status::NOT_SUPPORTED);
                 }
                 // In bounds, and every page already populated by the guest: kernels must

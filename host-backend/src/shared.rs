@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
-//! Memory a guest process shares with the backend (the socket transport on one host).
+//! Memory a guest process shares with the backend: a memory file passed over a Unix socket
+//! (one host), or pages of a VM's RAM (vhost-user).
 //!
 //! The library creates page-locked host memory (`cudaMallocHost`, `cudaHostAlloc`) as a
 //! sealed memfd and passes it over the Unix socket (`SCM_RIGHTS`) with a `ShareMemory`
@@ -14,10 +15,20 @@
 //! region's length, and a copy touches only pages the guest has already populated
 //! (`mincore`): the backend never allocates the guest's memory on its behalf. The file
 //! descriptor is closed once mapped; the mapping goes away with the region or the session.
+//!
+//! In a VM the guest's kernel module pins the program's page-locked memory and names its
+//! guest-physical pages (`ChainOp::SharePages`, [`SharedRegions::share_pieces`]); the
+//! transport resolves them to pieces of the guest RAM's files, which are mapped here one
+//! after another into one range: the program's memory at one address of this process,
+//! with no copy (as virtio-gpu's attached backing). These are the VM's own RAM, which the
+//! backend reads and writes anyway, so no population check applies. Pieces the files
+//! cannot merge are mappings of their own, so their number is bounded per process
+//! ([`MAX_GUEST_PIECES`]).
 
 use std::collections::HashMap;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 use std::ptr::NonNull;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use log::debug;
 use vcuda_protocol::{MemcpyDtoHSharedReq, MemcpyHtoDSharedReq};
@@ -31,6 +42,13 @@ pub const MAX_REGIONS: usize = 4096;
 /// Most bytes one session may map in all.
 pub const MAX_SHARED_BYTES: u64 = 1 << 40;
 
+/// Most mappings of guest RAM pieces in this process, all sessions together (each is a
+/// kernel memory area; Linux allows 65,530 per process by default).
+pub const MAX_GUEST_PIECES: usize = 32768;
+
+/// Guest RAM pieces mapped in this process now.
+static GUEST_PIECES: AtomicUsize = AtomicUsize::new(0);
+
 /// `HUGETLBFS_MAGIC` from `linux/magic.h`.
 const HUGETLBFS_MAGIC: i64 = 0x9584_58f6;
 
@@ -38,6 +56,9 @@ const HUGETLBFS_MAGIC: i64 = 0x9584_58f6;
 struct Mapping {
     ptr: NonNull<libc::c_void>,
     len: usize,
+    /// Pieces of guest RAM it maps (0: a memory file the guest passed, whose pages are
+    /// checked for population before use).
+    pieces: usize,
 }
 
 // SAFETY: the mapping is plain shared memory owned by this struct; it may be used and
@@ -46,10 +67,15 @@ unsafe impl Send for Mapping {}
 
 impl Drop for Mapping {
     fn drop(&mut self) {
-        // SAFETY: `ptr`/`len` are exactly the mapping `map` created, unmapped only here.
+        // SAFETY: `ptr`/`len` are exactly the mapping `map` or `map_pieces` created,
+        // unmapped only here.
         unsafe { libc::munmap(self.ptr.as_ptr(), self.len) };
+        GUEST_PIECES.fetch_sub(self.pieces, Ordering::Relaxed);
     }
 }
+
+/// A piece of a file to map: the file, the offset in it and the length, page-aligned.
+pub type Piece<'f> = (BorrowedFd<'f>, u64, usize);
 
 /// A session's shared regions.
 #[derive(Default)]
@@ -105,6 +131,28 @@ impl SharedRegions {
         Ok(self.next)
     }
 
+    /// Maps `pieces` (guest RAM, resolved from a VM's `SharePages`) one after another into
+    /// one range; returns the region's handle. Neighbouring pieces of one file merge.
+    pub fn share_pieces(&mut self, pieces: &[Piece<'_>]) -> ExecResult<u64> {
+        let len = pieces
+            .iter()
+            .try_fold(0u64, |t, p| t.checked_add(p.2 as u64))
+            .ok_or(Status::INVALID_VALUE)?;
+        if self.regions.len() >= MAX_REGIONS
+            || self
+                .total
+                .checked_add(len)
+                .is_none_or(|t| t > MAX_SHARED_BYTES)
+        {
+            return Err(Status::MEMORY_ALLOCATION);
+        }
+        let m = map_pieces(&merge(pieces))?;
+        self.next += 1;
+        self.total += len;
+        self.regions.insert(self.next, m);
+        Ok(self.next)
+    }
+
     /// Where a region is mapped in this process: `(address, length)`.
     pub fn range(&self, handle: u64) -> Option<(usize, usize)> {
         self.regions
@@ -127,7 +175,9 @@ impl SharedRegions {
             Some(end) if len > 0 && end <= m.len as u64 => {}
             _ => return Err(Status::INVALID_VALUE),
         }
-        check_populated(m, offset as usize, len as usize)?;
+        if m.pieces == 0 {
+            check_populated(m, offset as usize, len as usize)?;
+        }
         Ok(m.ptr.as_ptr() as usize + offset as usize)
     }
 
@@ -154,7 +204,9 @@ impl SharedRegions {
         if len == 0 {
             return Ok(DataSegs::default());
         }
-        check_populated(m, offset as usize, len as usize)?;
+        if m.pieces == 0 {
+            check_populated(m, offset as usize, len as usize)?;
+        }
         // SAFETY: `[offset, offset + len)` lies inside the live mapping (checked above),
         // which outlives the returned slice (it borrows `self`). The guest may write the
         // memory concurrently, which VolatileSlice's accessors allow for.
@@ -213,7 +265,93 @@ fn map(fd: &OwnedFd, len: u64) -> ExecResult<Mapping> {
     Ok(Mapping {
         ptr,
         len: len_usize,
+        pieces: 0,
     })
+}
+
+/// `pieces` with neighbours that continue each other in one file merged.
+fn merge<'f>(pieces: &[Piece<'f>]) -> Vec<Piece<'f>> {
+    let mut out: Vec<Piece<'f>> = Vec::with_capacity(pieces.len());
+    for &(fd, off, len) in pieces {
+        if let Some(last) = out.last_mut()
+            && last.0.as_raw_fd() == fd.as_raw_fd()
+            && last.1.checked_add(last.2 as u64) == Some(off)
+        {
+            last.2 += len;
+            continue;
+        }
+        out.push((fd, off, len));
+    }
+    out
+}
+
+/// Maps `pieces` one after another into one fresh range, shared and read-write.
+fn map_pieces(pieces: &[Piece<'_>]) -> ExecResult<Mapping> {
+    let bad = |why: String| {
+        debug!("SharePages refused: {why}");
+        Status::INVALID_VALUE
+    };
+    let page = page_size() as u64;
+    let mut len = 0usize;
+    for &(_, off, n) in pieces {
+        if n == 0 || !off.is_multiple_of(page) || !(n as u64).is_multiple_of(page) {
+            return Err(bad(format!("piece {off:#x}+{n:#x} not whole host pages")));
+        }
+        len = len.checked_add(n).ok_or_else(|| bad("too long".into()))?;
+    }
+    if len == 0 {
+        return Err(bad("empty".into()));
+    }
+    let count = pieces.len();
+    if GUEST_PIECES.fetch_add(count, Ordering::Relaxed) + count > MAX_GUEST_PIECES {
+        GUEST_PIECES.fetch_sub(count, Ordering::Relaxed);
+        debug!("SharePages refused: over {MAX_GUEST_PIECES} guest RAM pieces mapped");
+        return Err(Status::MEMORY_ALLOCATION);
+    }
+    // SAFETY: a fresh inaccessible reservation at an address the kernel chooses; it
+    // overlaps nothing else.
+    let base = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_NONE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+            0,
+        )
+    };
+    let Some(ptr) = NonNull::new(base).filter(|_| base != libc::MAP_FAILED) else {
+        GUEST_PIECES.fetch_sub(count, Ordering::Relaxed);
+        return Err(Status::MEMORY_ALLOCATION);
+    };
+    // From here the reservation is unmapped (and the count given back) on every path.
+    let m = Mapping {
+        ptr,
+        len,
+        pieces: count,
+    };
+    let mut at = 0usize;
+    for &(fd, off, n) in pieces {
+        let off = libc::off_t::try_from(off).map_err(|_| bad(format!("offset {off:#x}")))?;
+        // SAFETY: `[base + at, base + at + n)` lies inside the reservation `m` owns
+        // (the pieces add up to its length), so `MAP_FIXED` replaces only our own
+        // reservation; the file is the VM's RAM, mapped shared as the transport maps it.
+        let p = unsafe {
+            libc::mmap(
+                base.cast::<u8>().add(at).cast(),
+                n,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_FIXED | libc::MAP_NORESERVE,
+                fd.as_raw_fd(),
+                off,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(bad(format!("mmap: {}", std::io::Error::last_os_error())));
+        }
+        at += n;
+    }
+    Ok(m)
 }
 
 /// Fails unless every page of `[offset, offset + len)` is resident: the backend must not
@@ -251,6 +389,7 @@ fn page_size() -> usize {
 #[cfg(test)]
 mod tests {
     use std::io::Write;
+    use std::os::fd::AsFd;
 
     use super::*;
 
@@ -307,6 +446,50 @@ mod tests {
         f.set_len(4096).unwrap();
         s.offer(vec![OwnedFd::from(f)]);
         assert!(s.share(4096).is_err(), "a file on disk cannot be sealed");
+    }
+
+    #[test]
+    fn guest_pieces_map_in_order_and_merge() {
+        let fd = memfd(4 * 4096, 0);
+        let mut f = std::fs::File::from(fd.try_clone().unwrap());
+        for i in 0..4u8 {
+            f.write_all(&[i; 4096]).unwrap();
+        }
+        let b = fd.as_fd();
+        let mut s = SharedRegions::default();
+        // Pages 2, 3 (one piece once merged), then 0.
+        let before = GUEST_PIECES.load(Ordering::Relaxed);
+        let h = s
+            .share_pieces(&[(b, 2 * 4096, 4096), (b, 3 * 4096, 4096), (b, 0, 4096)])
+            .unwrap();
+        let (addr, len) = s.range(h).unwrap();
+        assert_eq!(len, 3 * 4096);
+        let mut got = [0u8; 3];
+        for (i, g) in got.iter_mut().enumerate() {
+            let segs = s.segs(h, i as u64 * 4096 + 100, 1).unwrap();
+            let mut one = [0u8; 1];
+            segs.read_at(0, &mut one).unwrap();
+            *g = one[0];
+        }
+        assert_eq!(got, [2, 3, 0]);
+        // Writes through the region land in the file (the guest's RAM).
+        // SAFETY: the first byte of the live region, mapped read-write.
+        unsafe { (addr as *mut u8).write_volatile(9) };
+        let mut back = [0u8; 1];
+        nix::sys::uio::pread(&fd, &mut back, 2 * 4096).unwrap();
+        assert_eq!(back, [9]);
+        assert!(GUEST_PIECES.load(Ordering::Relaxed) >= before + 2);
+        s.unshare(h).unwrap();
+        // Misaligned or empty pieces are refused.
+        assert_eq!(
+            s.share_pieces(&[(b, 100, 4096)]).unwrap_err(),
+            Status::INVALID_VALUE
+        );
+        assert_eq!(
+            s.share_pieces(&[(b, 0, 100)]).unwrap_err(),
+            Status::INVALID_VALUE
+        );
+        assert_eq!(s.share_pieces(&[]).unwrap_err(), Status::INVALID_VALUE);
     }
 
     #[test]

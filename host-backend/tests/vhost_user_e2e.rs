@@ -17,8 +17,9 @@ use vcuda_backend::executor::ExecutorFactory;
 use vcuda_backend::vhost_user::device::NO_SESSION;
 use vcuda_backend::vhost_user::{ConnectionEnd, Server, VhostUserConfig};
 use vcuda_protocol::status;
-use vcuda_protocol::virtio::{CONFIG_MAGIC, MAX_CHAIN_DESCRIPTORS};
+use vcuda_protocol::virtio::{CONFIG_MAGIC, ChainOp, MAX_CHAIN_DESCRIPTORS};
 use vcuda_protocol::*;
+use vm_memory::{Bytes, GuestAddress};
 use zerocopy::IntoBytes;
 
 const RAM: u64 = 32 << 20;
@@ -324,6 +325,161 @@ fn protocol_suite() {
     c.send(0, 0xa, Msg::new().nop()).ok();
 
     assert_eq!(c.close(0, 0xa), 0);
+    drop(c);
+    rig.finish();
+}
+
+/// `SharePages` of `extents` (`(guest address, bytes)`) to session `id`: the record.
+fn share_pages(c: &mut VhostClient, id: u64, extents: &[(u64, u64)]) -> Record {
+    use vcuda_protocol::virtio::{PageExtent, SharePagesReq};
+    let req = SharePagesReq {
+        len: extents.iter().map(|e| e.1).sum(),
+        n_extents: extents.len() as u32,
+        reserved: 0,
+    };
+    let mut body = req.as_bytes().to_vec();
+    for &(addr, len) in extents {
+        body.extend_from_slice(PageExtent { addr, len }.as_bytes());
+    }
+    let call = Call {
+        session: id,
+        op: ChainOp::SharePages,
+        ctrl: &body,
+        out: &[],
+        in_len: 0,
+    };
+    c.call(0, &call).records.remove(0)
+}
+
+#[test]
+fn guest_pages_are_shared_in_place() {
+    let rig = Rig::new(cpu_factory(), 1, 1);
+    let mut c = rig.connect(1);
+    assert_eq!(c.open(0, 1), 0);
+    let h = c.send(0, 1, Msg::new().hello()).ok().get::<HelloResp>();
+    assert_eq!(
+        h.features & (HELLO_FEATURE_SHARED_MEMORY | HELLO_FEATURE_MAP_HOST_MEMORY),
+        HELLO_FEATURE_SHARED_MEMORY | HELLO_FEATURE_MAP_HOST_MEMORY
+    );
+    // Two pages across the boundary of guest RAM's two regions, then one far above: the
+    // region is their bytes in that order.
+    let half = RAM / 2;
+    let far = RAM - (1 << 20);
+    let extents = [(half - 4096, 8192), (far, 4096)];
+    let data = pattern(3 * 4096, 3);
+    c.ram
+        .mem
+        .write_slice(&data[..8192], GuestAddress(half - 4096))
+        .unwrap();
+    c.ram
+        .mem
+        .write_slice(&data[8192..], GuestAddress(far))
+        .unwrap();
+    let rec = share_pages(&mut c, 1, &extents);
+    assert_eq!(rec.status, 0, "{rec:?}");
+    let region = rec.get::<HandleResp>().handle;
+
+    // The backend copies out of the guest's pages, and into them, in place.
+    let ptr = c
+        .send(0, 1, Msg::new().malloc(3 * 4096))
+        .ok()
+        .get::<PtrResp>()
+        .ptr;
+    let htod = MemcpyHtoDSharedReq {
+        dst: ptr,
+        dpitch: 0,
+        width: 3 * 4096,
+        height: 1,
+        region,
+        offset: 0,
+        ..Default::default()
+    };
+    let r = c.send(
+        0,
+        1,
+        Msg::new()
+            .raw(Opcode::MemcpyHtoDShared, 0, &[], htod.as_bytes(), &[])
+            .dtoh(ptr, 3 * 4096),
+    );
+    assert_eq!(r.statuses(), [0, 0]);
+    assert_eq!(r.in_data, data);
+    let dtoh = MemcpyDtoHSharedReq {
+        src: ptr,
+        spitch: 0,
+        width: 4096,
+        height: 1,
+        region,
+        offset: 8192,
+        ..Default::default()
+    };
+    let r = c.send(
+        0,
+        1,
+        Msg::new().memset(ptr, 0x77, 4096).raw(
+            Opcode::MemcpyDtoHShared,
+            0,
+            &[],
+            dtoh.as_bytes(),
+            &[],
+        ),
+    );
+    assert_eq!(r.statuses(), [0, 0]);
+    let mut page = vec![0u8; 4096];
+    c.ram.mem.read_slice(&mut page, GuestAddress(far)).unwrap();
+    assert!(page.iter().all(|&b| b == 0x77));
+
+    // Kernels may reach it at an address the guest names.
+    let map = MapHostMemoryReq {
+        region,
+        offset: 0,
+        len: 3 * 4096,
+        addr: 0x5000_0000_0000,
+    };
+    let r = c.send(
+        0,
+        1,
+        Msg::new().raw(Opcode::MapHostMemory, 0, &[], map.as_bytes(), &[]),
+    );
+    assert_eq!(r.statuses(), [0]);
+
+    // Unsharing ends it (and its mapping for kernels); a second time is an error.
+    let unshare = |c: &mut VhostClient, handle: u64| {
+        let body = vcuda_protocol::virtio::UnsharePagesReq { handle };
+        let call = Call {
+            session: 1,
+            op: ChainOp::UnsharePages,
+            ctrl: body.as_bytes(),
+            out: &[],
+            in_len: 0,
+        };
+        c.call(0, &call).records[0].status
+    };
+    assert_eq!(unshare(&mut c, region), 0);
+    assert_eq!(unshare(&mut c, region), status::INVALID_VALUE);
+    let r = c.send(
+        0,
+        1,
+        Msg::new().raw(Opcode::MemcpyHtoDShared, 0, &[], htod.as_bytes(), &[]),
+    );
+    assert_eq!(r.statuses(), [status::INVALID_VALUE]);
+
+    // Malformed requests: pages not whole, outside guest memory, lengths that disagree,
+    // no extents at all (the chain itself is refused).
+    for bad in [
+        vec![(half + 100, 4096)],
+        vec![(half, 100)],
+        vec![(RAM, 4096)],
+        vec![(RAM - 4096, 8192)],
+    ] {
+        let rec = share_pages(&mut c, 1, &bad);
+        assert_eq!(rec.status, status::INVALID_VALUE, "{bad:?}");
+    }
+    let rec = share_pages(&mut c, 1, &[]);
+    assert_ne!(rec.status, 0);
+    // A region shared and never unshared goes with the session.
+    let rec = share_pages(&mut c, 1, &[(far, 4096)]);
+    assert_eq!(rec.status, 0);
+    assert_eq!(c.close(0, 1), 0);
     drop(c);
     rig.finish();
 }

@@ -74,14 +74,36 @@ pub struct VcudaInfo {
 }
 const _: () = assert!(size_of::<VcudaInfo>() == 48);
 
-/// Version of this ioctl ABI.
-pub const VCUDA_ABI_VERSION: u32 = 1;
+/// `VCUDA_IOC_SHARE` argument: page-locked user memory shared with the device.
+#[repr(C)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
+)]
+pub struct VcudaShare {
+    /// User virtual address, page-aligned.
+    pub addr: u64,
+    /// Bytes, a non-zero multiple of the page size.
+    pub len: u64,
+    /// Out: the device's handle of the region (what `MapHostMemory`, `MemcpyHtoDShared` and
+    /// `VCUDA_IOC_UNSHARE` name).
+    pub handle: u64,
+}
+const _: () = assert!(size_of::<VcudaShare>() == 24);
+
+/// Version of this ioctl ABI (2: `VCUDA_IOC_SHARE` and `VCUDA_IOC_UNSHARE`).
+pub const VCUDA_ABI_VERSION: u32 = 2;
 /// Submits a message and waits for its reply.
 pub const VCUDA_IOC_SUBMIT: u32 = ioc(IOC_READ | IOC_WRITE, 1, size_of::<VcudaSubmit>());
 /// Reads the device's limits and this file's session id.
 pub const VCUDA_IOC_INFO: u32 = ioc(IOC_READ, 2, size_of::<VcudaInfo>());
 /// Most segments in one submit.
 pub const VCUDA_MAX_SEGS: u32 = 256;
+/// Pins user pages for as long as the device shares them (`ChainOp::SharePages`) and
+/// returns the region's handle.
+pub const VCUDA_IOC_SHARE: u32 = ioc(IOC_READ | IOC_WRITE, 3, size_of::<VcudaShare>());
+/// Ends a region `VCUDA_IOC_SHARE` made (argument: its `u64` handle): the device stops
+/// using the pages (`ChainOp::UnsharePages`), then the module unpins them.
+pub const VCUDA_IOC_UNSHARE: u32 = ioc(IOC_WRITE, 4, size_of::<u64>());
 
 /// The kernel module's mirror of this ABI (and of the chain header and config space), a
 /// `core`-only file the module compiles too; `tests::module_abi_matches` compares the two.
@@ -98,6 +120,8 @@ mod tests {
         // _IOWR('V', 1, 48 bytes) and _IOR('V', 2, 48 bytes) as <asm-generic/ioctl.h> computes them.
         assert_eq!(VCUDA_IOC_SUBMIT, 0xc030_5601);
         assert_eq!(VCUDA_IOC_INFO, 0x8030_5602);
+        assert_eq!(VCUDA_IOC_SHARE, 0xc018_5603);
+        assert_eq!(VCUDA_IOC_UNSHARE, 0x4008_5604);
     }
 
     /// guest-driver/abi.rs (the module's definitions) agrees with this crate field by field.
@@ -145,6 +169,20 @@ mod tests {
             ]
         );
         same_layout!(ChainHeader, m::ChainHeader, [session, op, reply_capacity]);
+        same_layout!(VcudaShare, m::VcudaShare, [addr, len, handle]);
+        same_layout!(
+            crate::virtio::SharePagesReq,
+            m::SharePagesReq,
+            [len, n_extents, reserved]
+        );
+        same_layout!(crate::virtio::PageExtent, m::PageExtent, [addr, len]);
+        assert_eq!(m::VCUDA_IOC_SHARE, VCUDA_IOC_SHARE);
+        assert_eq!(m::VCUDA_IOC_UNSHARE, VCUDA_IOC_UNSHARE);
+        assert_eq!(m::CHAIN_OP_SHARE_PAGES, ChainOp::SharePages as u32);
+        assert_eq!(m::CHAIN_OP_UNSHARE_PAGES, ChainOp::UnsharePages as u32);
+        assert_eq!(m::MAX_SHARE_EXTENTS, crate::virtio::MAX_SHARE_EXTENTS);
+        assert_eq!(m::MAX_SHARE_LEN, crate::virtio::MAX_SHARE_LEN);
+        assert_eq!(m::RECORD_HEADER_LEN, size_of::<crate::RecordHeader>());
 
         assert_eq!(m::VCUDA_IOC_TYPE, u32::from(VCUDA_IOC_TYPE));
         assert_eq!(m::VCUDA_IOC_SUBMIT, VCUDA_IOC_SUBMIT);

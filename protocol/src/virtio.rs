@@ -71,6 +71,17 @@ pub enum ChainOp {
     OpenSession = 1,
     /// Destroy session `session` and free all it owns (the file was released).
     CloseSession = 2,
+    /// Share pages of guest memory with session `session` until [`ChainOp::UnsharePages`]
+    /// or the session's close: a [`SharePagesReq`] and its [`PageExtent`]s follow the
+    /// header. The reply's one record carries a [`crate::HandleResp`]: the region's handle,
+    /// which the session's requests then name (`MapHostMemory`, `MemcpyHtoDShared`, ...).
+    /// The driver keeps the pages pinned (and the guest may not reuse them) until the
+    /// device has answered the region's `UnsharePages` or the session's `CloseSession`.
+    SharePages = 3,
+    /// Stop sharing a region made by [`ChainOp::SharePages`]: an [`UnsharePagesReq`]
+    /// follows the header. When the reply is written, nothing in the session uses the
+    /// pages any more.
+    UnsharePages = 4,
 }
 
 impl ChainOp {
@@ -80,6 +91,8 @@ impl ChainOp {
             0 => Some(Self::Submit),
             1 => Some(Self::OpenSession),
             2 => Some(Self::CloseSession),
+            3 => Some(Self::SharePages),
+            4 => Some(Self::UnsharePages),
             _ => None,
         }
     }
@@ -102,3 +115,49 @@ const _: () = assert!(size_of::<ChainHeader>() == 16);
 
 /// Smallest reply area a chain may offer.
 pub const MIN_REPLY_CAPACITY: u32 = 4096;
+
+/// What a [`ChainOp::SharePages`] chain asks for (after its [`ChainHeader`]).
+#[repr(C)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
+)]
+pub struct SharePagesReq {
+    /// Bytes of the region: the sum of the extents' lengths, a multiple of [`SHARE_PAGE`].
+    pub len: u64,
+    /// Number of [`PageExtent`]s that follow, 1..=[`MAX_SHARE_EXTENTS`].
+    pub n_extents: u32,
+    /// Zero.
+    pub reserved: u32,
+}
+const _: () = assert!(size_of::<SharePagesReq>() == 16);
+
+/// Guest-physical pages of a shared region, in the region's order.
+#[repr(C)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
+)]
+pub struct PageExtent {
+    /// Guest-physical address, a multiple of [`SHARE_PAGE`].
+    pub addr: u64,
+    /// Bytes, a non-zero multiple of [`SHARE_PAGE`].
+    pub len: u64,
+}
+const _: () = assert!(size_of::<PageExtent>() == 16);
+
+/// What a [`ChainOp::UnsharePages`] chain asks for (after its [`ChainHeader`]).
+#[repr(C)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
+)]
+pub struct UnsharePagesReq {
+    /// The region's handle, from the `SharePages` reply.
+    pub handle: u64,
+}
+const _: () = assert!(size_of::<UnsharePagesReq>() == 8);
+
+/// The page size of shared regions' extents.
+pub const SHARE_PAGE: u64 = 4096;
+/// Most extents in one `SharePages` chain (16 MiB of extent table).
+pub const MAX_SHARE_EXTENTS: u32 = 1 << 20;
+/// Largest region one `SharePages` chain may share.
+pub const MAX_SHARE_LEN: u64 = 1 << 40;

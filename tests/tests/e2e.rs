@@ -83,6 +83,7 @@ programs!(
     driver_textures,
     threads,
     vectorAdd,
+    zero_copy,
 );
 
 /// Runs `exe` through `vcuda run --executor cpu` (this build's backend and library) with
@@ -256,6 +257,32 @@ fn mapped_and_managed_memory_work_without_shared_memory() {
                 );
             }
         }
+    }
+}
+
+/// Mapped memory shared in place (the CPU executor over a Unix socket): a running kernel
+/// and the program see each other's writes, in `cudaHostAlloc` and in registered memory.
+/// With the library's coherent cache (`VCUDA_SHARED_MEMORY=0`) they see them only at
+/// synchronization, and the program says so. (`tests/vm/cuda/zero_copy_vm.cu` checks the
+/// same in a VM.)
+#[test]
+fn running_kernels_see_host_writes_to_memory_shared_in_place() {
+    use vcuda_tests::{build, check_output, source, spec};
+    let Some(exe) = build("zero_copy", Cuda::V13) else {
+        return;
+    };
+    let saw = "the kernel saw the host's write while it ran";
+    let saw_registered = "the kernel saw the host's write to registered memory while it ran";
+    for shared in ["1", "0"] {
+        let o = run_cpu(&exe, &[("VCUDA_SHARED_MEMORY", shared)]);
+        check_output("zero_copy", &spec(&source("zero_copy")), &o);
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert_eq!(out.contains(saw), shared == "1", "shared {shared}\n{out}");
+        assert_eq!(
+            out.contains(saw_registered),
+            shared == "1",
+            "shared {shared}\n{out}"
+        );
     }
 }
 

@@ -12,7 +12,10 @@ use std::ops::Deref;
 
 use thiserror::Error;
 use vcuda_protocol::decode::{DecodeError, check_message_header};
-use vcuda_protocol::virtio::{ChainHeader, ChainOp, MAX_CHAIN_DESCRIPTORS, MIN_REPLY_CAPACITY};
+use vcuda_protocol::virtio::{
+    ChainHeader, ChainOp, MAX_CHAIN_DESCRIPTORS, MAX_SHARE_EXTENTS, MAX_SHARE_LEN,
+    MIN_REPLY_CAPACITY, PageExtent, SHARE_PAGE, SharePagesReq, UnsharePagesReq,
+};
 use vcuda_protocol::{MessageHeader, RecordHeader, ReplyHeader};
 use virtio_queue::DescriptorChain;
 use vm_memory::{Bytes, GuestAddress, GuestMemoryBackend, GuestMemoryMmap, VolatileSlice};
@@ -73,6 +76,9 @@ pub enum ChainError {
         /// What the chain has.
         actual: u64,
     },
+    /// A `SharePages` request is malformed.
+    #[error("Bad SharePages request: {0}")]
+    BadShare(&'static str),
     /// The writable part's length disagrees with the headers.
     #[error("Writable part is {actual} bytes, the headers need {expected}")]
     WritableLength {
@@ -221,6 +227,59 @@ pub struct Chain {
     pub reply: Area,
     /// The message, for [`ChainOp::Submit`].
     pub message: Option<Message>,
+    /// What a [`ChainOp::SharePages`] or [`ChainOp::UnsharePages`] chain asks for.
+    pub pages: Option<PagesOp>,
+}
+
+/// The request of a [`ChainOp::SharePages`] or [`ChainOp::UnsharePages`] chain.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PagesOp {
+    /// Share the pages the extent table lists (its bytes still in guest memory: read them
+    /// with [`PagesOp::extents`]).
+    Share {
+        /// The request (checked: `len` a non-zero multiple of the page size up to
+        /// [`MAX_SHARE_LEN`], `n_extents` in `1..=MAX_SHARE_EXTENTS`).
+        req: SharePagesReq,
+        /// The extent table, `n_extents` × 16 bytes.
+        table: Area,
+    },
+    /// Stop sharing a region.
+    Unshare(UnsharePagesReq),
+}
+
+impl PagesOp {
+    /// Reads and checks a `Share`'s extent table: every extent page-aligned and non-empty,
+    /// their lengths adding up to the request's. (Whether they lie in guest memory is the
+    /// mapper's to check.)
+    pub fn extents(
+        req: &SharePagesReq,
+        table: &Area,
+        mem: &Mem,
+    ) -> Result<Vec<PageExtent>, ChainError> {
+        let n = req.n_extents as usize;
+        let mut bytes = vec![0u8; n * size_of::<PageExtent>()];
+        if !table.read(mem, 0, &mut bytes) {
+            return Err(ChainError::BadShare("extent table unreadable"));
+        }
+        let mut total = 0u64;
+        let mut out = Vec::with_capacity(n);
+        for c in bytes.chunks_exact(size_of::<PageExtent>()) {
+            let e = PageExtent::read_from_bytes(c).map_err(|_| ChainError::BadShare("extent"))?;
+            if e.len == 0 || !e.addr.is_multiple_of(SHARE_PAGE) || !e.len.is_multiple_of(SHARE_PAGE)
+            {
+                return Err(ChainError::BadShare("extent not whole pages"));
+            }
+            total = total
+                .checked_add(e.len)
+                .filter(|&t| t <= req.len)
+                .ok_or(ChainError::BadShare("extents longer than the region"))?;
+            out.push(e);
+        }
+        if total != req.len {
+            return Err(ChainError::BadShare("extents shorter than the region"));
+        }
+        Ok(out)
+    }
 }
 
 /// A rejected chain.
@@ -333,6 +392,69 @@ where
                 op,
                 reply,
                 message: None,
+                pages: None,
+            })
+        }
+        ChainOp::SharePages | ChainOp::UnsharePages => {
+            if writable.len() != capacity {
+                return reject(ChainError::WritableLength {
+                    expected: capacity,
+                    actual: writable.len(),
+                });
+            }
+            let body = readable.len() - CHAIN_HEADER_LEN.min(readable.len());
+            let pages = if op == ChainOp::SharePages {
+                let mut rbuf = [0u8; size_of::<SharePagesReq>()];
+                if !readable.read(mem, CHAIN_HEADER_LEN, &mut rbuf) {
+                    return reject(ChainError::BadShare("no request"));
+                }
+                let Ok(req) = SharePagesReq::read_from_bytes(&rbuf) else {
+                    return reject(ChainError::BadShare("no request"));
+                };
+                if req.reserved != 0
+                    || req.n_extents == 0
+                    || req.n_extents > MAX_SHARE_EXTENTS
+                    || req.len == 0
+                    || req.len > MAX_SHARE_LEN
+                    || !req.len.is_multiple_of(SHARE_PAGE)
+                {
+                    return reject(ChainError::BadShare("out of bounds"));
+                }
+                let table_len = u64::from(req.n_extents) * size_of::<PageExtent>() as u64;
+                let expected = size_of::<SharePagesReq>() as u64 + table_len;
+                if body != expected {
+                    return reject(ChainError::ReadableLength {
+                        expected: CHAIN_HEADER_LEN + expected,
+                        actual: readable.len(),
+                    });
+                }
+                PagesOp::Share {
+                    req,
+                    table: readable.sub(
+                        CHAIN_HEADER_LEN + size_of::<SharePagesReq>() as u64,
+                        table_len,
+                    ),
+                }
+            } else {
+                let mut rbuf = [0u8; size_of::<UnsharePagesReq>()];
+                let req = (body == rbuf.len() as u64
+                    && readable.read(mem, CHAIN_HEADER_LEN, &mut rbuf))
+                .then(|| UnsharePagesReq::read_from_bytes(&rbuf).ok())
+                .flatten();
+                let Some(req) = req else {
+                    return reject(ChainError::ReadableLength {
+                        expected: CHAIN_HEADER_LEN + rbuf.len() as u64,
+                        actual: readable.len(),
+                    });
+                };
+                PagesOp::Unshare(req)
+            };
+            Ok(Chain {
+                header,
+                op,
+                reply,
+                message: None,
+                pages: Some(pages),
             })
         }
         ChainOp::Submit => {
@@ -376,6 +498,7 @@ where
                     out: readable.sub(out_at, mh.out_len),
                     inp: writable.sub(capacity, mh.in_len),
                 }),
+                pages: None,
             })
         }
     }

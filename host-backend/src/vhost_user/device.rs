@@ -40,7 +40,7 @@ use vcuda_protocol::virtio::ChainOp;
 use vcuda_protocol::{RecordKind, ReplyBuilder};
 use virtio_queue::DescriptorChain;
 
-use super::chain::{self, Area, Chain, Mem};
+use super::chain::{self, Area, Chain, Mem, PagesOp};
 use super::short::{self, SHORT_MAX_CTRL};
 use crate::data::DataSegs;
 use crate::executor::Cancel;
@@ -355,7 +355,7 @@ impl Device {
                     }
                 }
             }
-            ChainOp::Submit => {
+            ChainOp::Submit | ChainOp::SharePages | ChainOp::UnsharePages => {
                 // A copy of a small control area, for a call the queue thread may run itself;
                 // the call then runs with these very bytes.
                 let mut ctrl_buf = [0u8; SHORT_MAX_CTRL];
@@ -703,7 +703,8 @@ fn run(
     let reply = if current { &chain.reply } else { &none };
     match chain.op {
         ChainOp::OpenSession => match inner.backend.new_session_with(slot.cancel.clone()) {
-            Ok(s) => {
+            Ok(mut s) => {
+                s.share_guest_pages();
                 debug!("session {:#x} opened", chain.header.session);
                 slot.session = Some(s);
                 (status_reply(mem, reply, status::SUCCESS), Flow::Continue)
@@ -720,10 +721,55 @@ fn run(
             (status_reply(mem, reply, status::SUCCESS), Flow::Closed)
         }
         ChainOp::Submit if current => (submit(slot, mem, chain, completion, ctrl), Flow::Continue),
-        ChainOp::Submit => {
+        ChainOp::SharePages | ChainOp::UnsharePages if current => {
+            let (st, payload) = pages(slot, mem, chain);
+            let len = completion.write_if_current(|| {
+                let mut b = ReplyBuilder::new();
+                b.push(RecordKind::Reply, 0, st, &[&payload], 0);
+                write_reply(mem, &chain.reply, b.finish())
+            });
+            (len, Flow::Continue)
+        }
+        ChainOp::Submit | ChainOp::SharePages | ChainOp::UnsharePages => {
             debug!("chain of a stopped ring dropped");
             (0, Flow::Continue)
         }
+    }
+}
+
+/// Runs a `SharePages` or `UnsharePages` chain: the status of its reply and the payload
+/// (the region's handle for `SharePages`).
+fn pages(slot: &mut Slot, mem: &Mem, chain: &Chain) -> (CudaStatus, Vec<u8>) {
+    let (Some(s), Some(op)) = (slot.session.as_mut(), chain.pages.as_ref()) else {
+        return (NO_SESSION, Vec::new());
+    };
+    let r = match op {
+        PagesOp::Share { req, table } => PagesOp::extents(req, table, mem)
+            .map_err(|e| {
+                debug!("SharePages refused: {e}");
+                status::INVALID_VALUE
+            })
+            .and_then(|extents| {
+                let pieces = super::pages::pieces(mem, &extents).map_err(|why| {
+                    debug!("SharePages refused: {why}");
+                    status::INVALID_VALUE
+                })?;
+                let h = s.share_pieces(&pieces).map_err(|e| e.code())?;
+                debug!(
+                    "{} bytes of guest pages ({} extents) shared as region {h}",
+                    req.len,
+                    extents.len()
+                );
+                Ok(h.to_le_bytes().to_vec())
+            }),
+        PagesOp::Unshare(req) => s
+            .unshare_region(req.handle)
+            .map(|()| Vec::new())
+            .map_err(|e| e.code()),
+    };
+    match r {
+        Ok(p) => (status::SUCCESS, p),
+        Err(st) => (st, Vec::new()),
     }
 }
 

@@ -4,6 +4,7 @@
 //!
 //! - [`chain`]: validation of descriptor chains against guest memory.
 //! - [`device`]: the session table and chain dispatch (one worker thread per session).
+//! - [`pages`]: guest pages a VM shares with a session, resolved to guest RAM's files.
 //! - [`short`]: which calls a queue thread may run itself.
 //! - [`backend`]: the `VhostUserBackend` implementation (features, config space, memory
 //!   table, vring events, ring stop/restart/reset).
@@ -16,6 +17,7 @@
 pub mod backend;
 pub mod chain;
 pub mod device;
+pub mod pages;
 pub mod short;
 
 use std::path::PathBuf;

@@ -4,7 +4,8 @@
 // Kernel-module tests, run inside the guest (tests/vm/run.sh): bad ioctl input on /dev/vcuda
 // (huge, overlapping and unmapped segments, too many segments, bad flags and lengths),
 // concurrent raw calls, processes killed in the middle of a large copy and of a stream
-// synchronize, a non-fatal signal during a call, process exit with calls in flight; then the
+// synchronize, a non-fatal signal during a call, process exit with calls in flight, bad and
+// racing VCUDA_IOC_SHARE/UNSHARE calls and regions left shared at close; then the
 // module must still work, every pinned page must be unpinned (/proc/vmstat), and the runner
 // unloads the module (vcuda vm run --check-unload).
 //
@@ -93,7 +94,7 @@ static int open_dev() {
 static void test_info(int fd) {
     CHECK(ioctl(fd, VCUDA_IOC_INFO, &info) == 0, "VCUDA_IOC_INFO: %s", strerror(errno));
     CHECK(memcmp(&info.config.magic, "VCUD", 4) == 0, "config magic");
-    CHECK(info.abi_version == 1, "abi_version %u", info.abi_version);
+    CHECK(info.abi_version == 2, "abi_version %u", info.abi_version);
     CHECK(info.max_segs == 256, "max_segs %u", info.max_segs);
     CHECK(info.session != 0, "session id 0");
     CHECK(info.config.max_data_len > 0 && info.config.max_ctrl_len >= 4096, "limits");
@@ -304,6 +305,100 @@ static void kill_child_after(const char *what, double delay, F body) {
           what, st);
 }
 
+// VCUDA_IOC_SHARE of [addr, addr + len): 0 and the handle, or -errno.
+static int share(int fd, const void *addr, uint64_t len, uint64_t *handle = nullptr) {
+    vcuda_share s = {(uintptr_t)addr, len, 0};
+    if (ioctl(fd, VCUDA_IOC_SHARE, &s) < 0) return -errno;
+    if (handle) *handle = s.handle;
+    return 0;
+}
+
+static int unshare(int fd, uint64_t handle) {
+    return ioctl(fd, VCUDA_IOC_UNSHARE, &handle) < 0 ? -errno : 0;
+}
+
+// Page-locked memory shared with the device in place (VCUDA_IOC_SHARE/UNSHARE): bad input,
+// sharing and unsharing, a region left shared at close and in a killed process, two
+// threads unsharing one region.
+static void test_share(int fd) {
+    size_t len = 1 << 20;
+    uint8_t *buf = (uint8_t *)mmap(nullptr, len, PROT_READ | PROT_WRITE,
+                                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    CHECK(share(fd, buf + 1, 4096) == -EINVAL, "unaligned address");
+    CHECK(share(fd, buf, 100) == -EINVAL, "length not whole pages");
+    CHECK(share(fd, buf, 0) == -EINVAL, "empty");
+    CHECK(share(fd, (void *)(~0ull - 4095), 8192) == -EINVAL, "address overflow");
+    CHECK(share(fd, buf, 1ull << 41) == -E2BIG || share(fd, buf, 1ull << 41) == -EFAULT,
+          "huge length");
+    CHECK(ioctl(fd, VCUDA_IOC_SHARE, (void *)8) < 0 && errno == EFAULT, "bad arg pointer");
+    void *gone = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    munmap(gone, len);
+    CHECK(share(fd, gone, 8192) == -EFAULT, "unmapped memory");
+    void *ro = mmap(nullptr, 16384, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(share(fd, ro, 16384) == -EFAULT, "read-only memory");
+    munmap(ro, 16384);
+    CHECK(share(fd, (void *)0xffff888000000000ull, 4096) == -EFAULT, "kernel address");
+    CHECK(unshare(fd, 0) == -EINVAL, "unshare of handle 0");
+    CHECK(unshare(fd, 12345) == -EINVAL, "unshare of an unknown handle");
+    CHECK(ioctl(fd, VCUDA_IOC_UNSHARE, (void *)8) < 0 && errno == EFAULT, "bad unshare pointer");
+
+    // Share, a call meanwhile, unshare; a second unshare is refused.
+    uint64_t h = 0, h2 = 0;
+    CHECK(share(fd, buf, len, &h) == 0 && h != 0, "share 1 MiB: handle %llu",
+          (unsigned long long)h);
+    CHECK(share(fd, buf, 8192, &h2) == 0 && h2 != 0 && h2 != h, "the same pages twice");
+    nop_msg m = make_nop();
+    CHECK(submit(fd, &m, sizeof m, nullptr, 0) == 0, "a call with regions shared");
+    CHECK(unshare(fd, h) == 0, "unshare");
+    CHECK(unshare(fd, h) == -EINVAL, "second unshare");
+    CHECK(unshare(fd, h2) == 0, "unshare of the second region");
+
+    // A large, scattered region: 32 MiB of fresh pages.
+    size_t big = 32u << 20;
+    uint8_t *b = (uint8_t *)mmap(nullptr, big, PROT_READ | PROT_WRITE,
+                                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    int r = share(fd, b, big, &h);
+    CHECK(r == 0 || r == -ENOMEM, "share 32 MiB: %d", r);
+    if (r == 0) CHECK(unshare(fd, h) == 0, "unshare 32 MiB");
+    munmap(b, big);
+
+    // Two threads unshare one region: one succeeds, the other is refused.
+    CHECK(share(fd, buf, len, &h) == 0, "share for the race");
+    struct Race {
+        int fd;
+        uint64_t h;
+        int r;
+    } race[2] = {{fd, h, 1}, {fd, h, 1}};
+    pthread_t th[2];
+    for (auto &x : race)
+        pthread_create(&th[&x - race], nullptr, [](void *p) -> void * {
+            Race *x = (Race *)p;
+            x->r = unshare(x->fd, x->h);
+            return nullptr;
+        }, &x);
+    for (auto t : th) pthread_join(t, nullptr);
+    CHECK((race[0].r == 0) != (race[1].r == 0) && race[0].r + race[1].r == -EINVAL,
+          "racing unshares: %d, %d", race[0].r, race[1].r);
+
+    // Left shared: a file closed with a region (its pages are released with the session,
+    // checked by the pin count at the end), and a process killed while sharing.
+    int fd2 = open_dev();
+    CHECK(share(fd2, buf, len, &h) == 0, "share on a second file");
+    close(fd2);
+    munmap(buf, len);
+    kill_child_after("share", 0.3, [] {
+        int f = open_dev();
+        size_t n = 4u << 20;
+        void *p = mmap(nullptr, n, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+        for (;;) {
+            uint64_t h = 0;
+            if (share(f, p, n, &h) == 0) unshare(f, h);
+            share(f, p, 4096, &h);
+        }
+    });
+}
+
 static volatile sig_atomic_t usr1_seen;
 static void on_usr1(int) { usr1_seen++; }
 
@@ -378,6 +473,8 @@ int main() {
     printf("spin: %llu iterations a second\n", spin_1s);
     test_signals(spin_1s);
     printf("signals: done\n");
+    test_share(fd);
+    printf("share: done\n");
 
     // Everything still works.
     CHECK(data_round_trip(8u << 20, 2), "CUDA round trip after the kills");

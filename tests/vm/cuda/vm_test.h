@@ -32,11 +32,17 @@ struct vcuda_info {
     uint64_t session;
     uint32_t max_segs, abi_version;
 };
+struct vcuda_share {
+    uint64_t addr, len, handle;
+};
+static_assert(sizeof(vcuda_share) == 24, "vcuda_share");
 static_assert(sizeof(vcuda_seg) == 24, "vcuda_seg");
 static_assert(sizeof(vcuda_submit) == 48, "vcuda_submit");
 static_assert(sizeof(vcuda_info) == 48, "vcuda_info");
 #define VCUDA_IOC_SUBMIT _IOWR('V', 1, struct vcuda_submit)
 #define VCUDA_IOC_INFO _IOR('V', 2, struct vcuda_info)
+#define VCUDA_IOC_SHARE _IOWR('V', 3, struct vcuda_share)
+#define VCUDA_IOC_UNSHARE _IOW('V', 4, uint64_t)
 enum { SEG_OUT = 1, SEG_IN = 2 };
 
 // Failed checks, reported on stderr; a test exits non-zero if there were any.

@@ -67,6 +67,7 @@ mod api {
     pub mod graph_params;
     pub mod ipc;
     pub mod launch;
+    pub mod library;
     pub mod managed;
     pub mod memory;
     pub mod memory3d;

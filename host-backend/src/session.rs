@@ -572,6 +572,22 @@ impl Session {
                 bytes.extend_from_slice(params.as_bytes());
                 Ok((bytes, 0))
             }
+            Request::ModuleFunction(r) => {
+                let names = e.module_functions(r.module)?;
+                let name = names
+                    .get(r.index as usize)
+                    .map_or(&[][..], |n| n.as_bytes());
+                if name.len() > vcuda_protocol::MAX_NAME_LEN {
+                    return Err(Status::NOT_SUPPORTED);
+                }
+                let resp = ModuleFunctionResp {
+                    count: u32::try_from(names.len()).map_err(|_| Status::NOT_SUPPORTED)?,
+                    name_len: name.len() as u32,
+                };
+                let (mut bytes, _) = reply::<ops::ModuleFunction>(resp);
+                bytes.extend_from_slice(name);
+                Ok((bytes, 0))
+            }
             Request::SymbolGet(s, n) => e
                 .symbol_get(s.module, &name(n)?)
                 .map(|(ptr, size)| reply::<ops::SymbolGet>(SymbolGetResp { ptr, size })),

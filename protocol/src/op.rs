@@ -614,6 +614,29 @@ wire_struct!(
 );
 
 wire_struct!(
+    /// `ModuleFunction` request: the kernel at `index` of a module, and how many it has.
+    ModuleFunctionReq, 16 {
+        /// Module handle.
+        module: u64,
+        /// Which kernel, in the module's order (past the end: only the count).
+        index: u32,
+        /// Zero.
+        reserved: u32,
+    }
+);
+
+wire_struct!(
+    /// `ModuleFunction` reply; tail: the kernel's mangled name (`name_len` bytes, at most
+    /// [`crate::MAX_NAME_LEN`]; none when `index` is past the end).
+    ModuleFunctionResp, 8 {
+        /// Kernels (`.entry` functions) in the module.
+        count: u32,
+        /// Bytes of the name that follows.
+        name_len: u32,
+    }
+);
+
+wire_struct!(
     /// `SymbolGet` request; tail: the mangled name.
     SymbolGetReq, 8 {
         /// Module handle.

@@ -151,6 +151,10 @@ operations! {
     GraphLaunch = 0x0509, GraphLaunchReq => ();
     /// [`HandleReq`]: destroys a graph (launches of it already made still run).
     GraphDestroy = 0x050A, HandleReq => ();
+    /// [`ModuleFunctionReq`] -> [`ModuleFunctionResp`] + the kernel's name: how many kernels
+    /// a module has and the name of one (`cuModuleEnumerateFunctions`,
+    /// `cudaLibraryEnumerateKernels`).
+    ModuleFunction = 0x050B, ModuleFunctionReq => ModuleFunctionResp;
 
     /// [`BlasCreateReq`] -> [`HandleResp`]: a cuBLAS handle. Library requests answer with
     /// a library status (see [`lib`]).

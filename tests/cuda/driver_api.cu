@@ -122,6 +122,25 @@ int main() {
     EXPECT(off == 8 && size == 4);
     CUfunction none;
     EXPECT(cuModuleGetFunction_(&none, mod, "nope") == CUDA_ERROR_NOT_FOUND);
+#if CUDA_VERSION >= 12040
+    // The module's kernels, enumerated, and their names.
+    auto cuModuleGetFunctionCount_ =
+        sym<decltype(&cuModuleGetFunctionCount)>("cuModuleGetFunctionCount");
+    auto cuModuleEnumerateFunctions_ =
+        sym<decltype(&cuModuleEnumerateFunctions)>("cuModuleEnumerateFunctions");
+    auto cuFuncGetName_ = sym<decltype(&cuFuncGetName)>("cuFuncGetName");
+    unsigned nfuncs = 0;
+    CU(cuModuleGetFunctionCount_(&nfuncs, mod));
+    EXPECT(nfuncs == 1);
+    CUfunction listed[2] = {};
+    CU(cuModuleEnumerateFunctions_(listed, 2, mod));
+    EXPECT(listed[0] != nullptr && listed[1] == nullptr);
+    const char *fname = nullptr;
+    CU(cuFuncGetName_(&fname, listed[0]));
+    EXPECT(fname && strcmp(fname, "scale_add") == 0);
+    CU(cuFuncGetName_(&fname, f));
+    EXPECT(fname && strcmp(fname, "scale_add") == 0);
+#endif
     CUdeviceptr launches;
     size_t lsize;
     CU(cuModuleGetGlobal_(&launches, &lsize, mod, "launches"));
@@ -342,6 +361,28 @@ int main() {
     CU(cuLinkDestroy_(link));
     CUkernel kernel;
     CU(cuLibraryGetKernel_(&kernel, library, "scale_add"));
+#if CUDA_VERSION >= 12040
+    auto cuLibraryGetKernelCount_ =
+        sym<decltype(&cuLibraryGetKernelCount)>("cuLibraryGetKernelCount");
+    auto cuLibraryEnumerateKernels_ =
+        sym<decltype(&cuLibraryEnumerateKernels)>("cuLibraryEnumerateKernels");
+    auto cuKernelGetName_ = sym<decltype(&cuKernelGetName)>("cuKernelGetName");
+    unsigned nkernels = 0;
+    CU(cuLibraryGetKernelCount_(&nkernels, library));
+    EXPECT(nkernels == 1);
+    CUkernel klist[1] = {};
+    CU(cuLibraryEnumerateKernels_(klist, 1, library));
+    EXPECT(klist[0] != nullptr);
+    const char *kname = nullptr;
+    CU(cuKernelGetName_(&kname, klist[0]));
+    EXPECT(kname && strcmp(kname, "scale_add") == 0);
+#endif
+#if CUDA_VERSION >= 12050
+    auto cuKernelGetLibrary_ = sym<decltype(&cuKernelGetLibrary)>("cuKernelGetLibrary");
+    CUlibrary owner = nullptr;
+    CU(cuKernelGetLibrary_(&owner, kernel));
+    EXPECT(owner == library);
+#endif
     CU(cuMemsetD32_(d, 0, n));
     CUlaunchAttribute attr;
     memset(&attr, 0, sizeof attr);

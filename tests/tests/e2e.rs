@@ -55,6 +55,7 @@ programs!(
     launch_ex,
     layered,
     layered_surfaces,
+    library,
     managed,
     managed_coherence,
     managed_vars,

@@ -153,7 +153,7 @@ impl Kernel {
         } else {
             super::launch::pack(&loaded, p.kernel_params)?
         };
-        Ok(Self::new(p.func as usize, cfg, params, loaded.params))
+        Ok(super::launch::kernel_node(p.func, &loaded, cfg, params))
     }
 
     pub(crate) fn to_c(&self) -> cudaKernelNodeParams {

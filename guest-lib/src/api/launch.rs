@@ -87,13 +87,42 @@ fn check_config(c: &Client, grid: dim3, block: dim3, shmem: usize) -> Result<()>
 
 /// Checks a launch of `host_fun` (a registered kernel, a valid configuration `(grid,
 /// block, dynamic shared memory)`) and returns the kernel's backend handle and layout.
+/// The kernel `host_fun` names, loaded: a kernel the program registered (its host stub),
+/// or a library's kernel (a `cudaKernel_t` from `cudaLibraryGetKernel`).
+pub(crate) fn loaded(c: &Client, host_fun: *const c_void) -> Result<registry::LoadedFunc> {
+    match registry::function(host_fun as usize) {
+        Some(f) => f.load(c),
+        None => super::library::kernel(host_fun as usize).ok_or(Error::INVALID_DEVICE_FUNCTION),
+    }
+}
+
+/// A graph kernel node for a launch of `host_fun` (see [`loaded`]): a library's kernel is
+/// known by its backend handle, a registered one by its host stub.
+pub(crate) fn kernel_node(
+    host_fun: *const c_void,
+    loaded: &registry::LoadedFunc,
+    cfg: (dim3, dim3, u32),
+    params: Vec<u8>,
+) -> Kernel {
+    if registry::function(host_fun as usize).is_some() {
+        Kernel::new(host_fun as usize, cfg, params, loaded.params.clone())
+    } else {
+        Kernel::driver(
+            host_fun as usize,
+            loaded.handle,
+            cfg,
+            params,
+            loaded.params.clone(),
+        )
+    }
+}
+
 pub(crate) fn prepare(
     c: &Client,
     host_fun: *const c_void,
     (grid, block, shmem): (dim3, dim3, u32),
 ) -> Result<registry::LoadedFunc> {
-    let f = func(host_fun)?;
-    let loaded = f.load(c)?;
+    let loaded = loaded(c, host_fun)?;
     check_config(c, grid, block, shmem as usize)?;
     if loaded.param_size > MAX_PARAM_LEN {
         return Err(Error::INVALID_VALUE);
@@ -241,12 +270,7 @@ fn launch_as(
     let captured = super::capture::add(stream, || {
         // A cooperative launch becomes a cooperative kernel node (as NVIDIA's runtime
         // captures it).
-        let mut k = Kernel::new(
-            host_fun as usize,
-            cfg,
-            params.clone(),
-            loaded.params.clone(),
-        );
+        let mut k = kernel_node(host_fun, &loaded, cfg, params.clone());
         k.cooperative = cooperative;
         Ok(Kind::Kernel(k))
     })?;
@@ -266,6 +290,48 @@ fn launch_as(
     } else {
         c.post_with::<ops::Launch>(&req, &params, &[])
     }
+}
+
+/// Attributes set on kernels (`cudaFuncSetAttribute`, `cudaKernelSetAttributeForDevice`,
+/// `cuFuncSetAttribute`), by backend function handle: what the attribute queries report
+/// from then on.
+static SET_ATTRS: std::sync::Mutex<Option<std::collections::HashMap<(u64, u32), i32>>> =
+    std::sync::Mutex::new(None);
+
+/// Sets attribute `attr` of the kernel with backend handle `handle` to `value`, in the
+/// backend and then in what the library reports.
+pub(crate) fn set_attribute(c: &Client, handle: u64, attr: c_int, value: c_int) -> Result<()> {
+    let req = FuncSetAttributeReq {
+        function: handle,
+        attr: attr as u32,
+        value,
+    };
+    c.call::<ops::FuncSetAttribute>(&req)?;
+    SET_ATTRS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get_or_insert_with(Default::default)
+        .insert((handle, attr as u32), value);
+    Ok(())
+}
+
+/// `a`, the attributes the backend gave for kernel `handle`, with those set since.
+pub(crate) fn current_attrs(
+    handle: u64,
+    a: &vcuda_protocol::FuncAttrs,
+) -> vcuda_protocol::FuncAttrs {
+    let mut a = *a;
+    let g = SET_ATTRS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(m) = g.as_ref() {
+        // cudaFuncAttributeMaxDynamicSharedMemorySize, ...PreferredSharedMemoryCarveout.
+        if let Some(&v) = m.get(&(handle, 8)) {
+            a.max_dynamic_shared_size_bytes = v;
+        }
+        if let Some(&v) = m.get(&(handle, 9)) {
+            a.preferred_shmem_carveout = v;
+        }
+    }
+    a
 }
 
 fn to_cuda(a: &vcuda_protocol::FuncAttrs) -> cudaFuncAttributes {
@@ -467,12 +533,13 @@ entry! {
 
     fn cudaFuncGetAttributes(attrs: *mut cudaFuncAttributes, host_fun: *const c_void) {
         let c = client::client()?;
-        let f = func(host_fun)?.load(c)?;
+        let f = loaded(c, host_fun)?;
         // SAFETY: output pointer from the caller, checked for null.
-        unsafe { write_out(attrs, to_cuda(&f.attrs)) }
+        unsafe { write_out(attrs, to_cuda(&current_attrs(f.handle, &f.attrs))) }
     }
 
     fn cudaFuncSetCacheConfig(host_fun: *const c_void, config: c_int) {
+        // Not for a `cudaKernel_t` (CUDA's documentation says so).
         func(host_fun)?;
         if !(0..=3).contains(&config) {
             return Err(Error::INVALID_VALUE);
@@ -482,9 +549,8 @@ entry! {
 
     fn cudaFuncSetAttribute(host_fun: *const c_void, attribute: c_int, value: c_int) {
         let c = client::client()?;
-        let f = func(host_fun)?.load(c)?;
-        let req = FuncSetAttributeReq { function: f.handle, attr: attribute as u32, value };
-        c.call::<ops::FuncSetAttribute>(&req)
+        let f = loaded(c, host_fun)?;
+        set_attribute(c, f.handle, attribute, value)
     }
 }
 
@@ -578,16 +644,22 @@ entry! {
     }
 
     fn cudaGetFuncBySymbol(out: *mut *const c_void, func: *const c_void) {
-        let c = client::client()?;
-        let f = registry::function(func as usize).ok_or(Error::INVALID_DEVICE_FUNCTION)?;
-        let loaded = f.load(c)?;
-        let mut g = FUNCTIONS.lock().unwrap_or_else(|e| e.into_inner());
-        // One per kernel and session generation (a device reset reloads modules).
-        let p = *g
-            .get_or_insert_with(Default::default)
-            .entry((func as usize, c.generation()))
-            .or_insert_with(|| crate::api::driver::exec::from_loaded(&loaded) as usize);
+        let p = driver_function(func)?;
         // SAFETY: the caller's output pointer, checked for null.
         unsafe { write_out(out, p as *const c_void) }
     }
+}
+
+/// The driver-API function (`CUfunction`, also the `CUkernel` of `cudaGetKernel`) of the
+/// kernel the program registered at `func`: one per kernel and session generation (a
+/// device reset reloads modules), kept for the process's life.
+pub(crate) fn driver_function(func: *const c_void) -> Result<usize> {
+    let c = client::client()?;
+    let f = registry::function(func as usize).ok_or(Error::INVALID_DEVICE_FUNCTION)?;
+    let loaded = f.load(c)?;
+    let mut g = FUNCTIONS.lock().unwrap_or_else(|e| e.into_inner());
+    Ok(*g
+        .get_or_insert_with(Default::default)
+        .entry((func as usize, c.generation()))
+        .or_insert_with(|| crate::api::driver::exec::from_loaded(&loaded, &f.name) as usize))
 }

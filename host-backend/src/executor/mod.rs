@@ -253,6 +253,11 @@ pub trait Executor: Send {
     fn function_get(&mut self, module: u64, name: &str) -> ExecResult<FunctionInfo>;
     /// Looks a module variable up by mangled name: `(device address, size)`.
     fn symbol_get(&mut self, module: u64, name: &str) -> ExecResult<(u64, u64)>;
+    /// The mangled names of a module's kernels (`.entry` functions), in a fixed order.
+    fn module_functions(&mut self, module: u64) -> ExecResult<Vec<String>> {
+        let _ = module;
+        Err(Status::NOT_SUPPORTED)
+    }
     /// Moves module variable `name` (`size` bytes) to `addr`, memory mapped for kernels
     /// with [`Executor::host_memory_map`]: copies its current contents there, and kernels,
     /// [`Executor::symbol_get`] and copies use it from then on (`__managed__` variables).

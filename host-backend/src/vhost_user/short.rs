@@ -61,7 +61,7 @@ fn short_everywhere(op: Opcode) -> bool {
         // - GraphCreate, GraphLaunch, GraphDestroy: instantiate a graph; run or enqueue
         //   its nodes, as the calls they stand for do.
         // - modules, functions, symbols: parse and compile images.
-        // - shared and mapped host memory: Unix sockets only.
+        // - shared and mapped host memory: map, pin or unmap memory.
         // - cuBLAS and cuRAND: run routines or create library handles.
         _ => false,
     }

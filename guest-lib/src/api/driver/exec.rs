@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 use vcuda_protocol::{
-    FuncAttrs, FuncSetAttributeReq, FunctionGetReq, FunctionGetResp, HandleReq, LaunchReq,
-    MAX_PARAM_LEN, MODULE_HAS_DATA, ModuleLoadReq, PARAMS_UNKNOWN, ParamInfo, SymbolGetReq,
-    SymbolGetResp, ops,
+    FuncAttrs, FunctionGetReq, FunctionGetResp, HandleReq, LaunchReq, MAX_PARAM_LEN,
+    MODULE_HAS_DATA, ModuleFunctionReq, ModuleFunctionResp, ModuleLoadReq, PARAMS_UNKNOWN,
+    ParamInfo, SymbolGetReq, SymbolGetResp, ops,
 };
 use zerocopy::FromBytes;
 
@@ -28,16 +28,36 @@ use crate::ffi::{cudaEvent_t, cudaStream_t};
 pub struct Module {
     handle: u64,
     functions: std::sync::Mutex<Vec<Arc<Function>>>,
+    /// Its kernels' names, once asked for (`cuModuleEnumerateFunctions`).
+    names: std::sync::OnceLock<Vec<String>>,
+}
+
+/// What the runtime needs of a driver function `f` to launch it (a library's kernel).
+///
+/// # Safety
+///
+/// `f` is a live function (its module loaded).
+pub(crate) unsafe fn loaded_of(f: *const Function) -> crate::registry::LoadedFunc {
+    // SAFETY: the caller's guarantee.
+    let f = unsafe { &*f };
+    crate::registry::LoadedFunc {
+        handle: f.handle,
+        params: f.params.clone(),
+        param_size: f.param_size,
+        attrs: f.attrs,
+    }
 }
 
 /// The driver's view (`cudaFunction_t`) of a kernel the runtime registered: made once per
 /// kernel and kept for the process's life (`cudaGetFuncBySymbol`).
-pub(crate) fn from_loaded(f: &crate::registry::LoadedFunc) -> *const Function {
+pub(crate) fn from_loaded(f: &crate::registry::LoadedFunc, name: &str) -> *const Function {
     Box::into_raw(Box::new(Function {
         handle: f.handle,
         params: f.params.clone(),
         param_size: f.param_size,
         attrs: f.attrs,
+        name: std::ffi::CString::new(name).unwrap_or_default(),
+        module: 0,
     }))
 }
 
@@ -47,6 +67,10 @@ pub struct Function {
     params: Vec<(u32, u32)>,
     param_size: u32,
     attrs: FuncAttrs,
+    /// The mangled name (`cuFuncGetName`).
+    name: std::ffi::CString,
+    /// The `Module` it came from; 0 for a kernel the runtime registered.
+    module: usize,
 }
 
 fn session() -> Result<&'static Client, CuError> {
@@ -122,6 +146,7 @@ fn load(pmod: *mut *mut Module, image: *const c_void) -> Result<(), CuError> {
     let m = Box::into_raw(Box::new(Module {
         handle: resp.handle,
         functions: std::sync::Mutex::default(),
+        names: std::sync::OnceLock::new(),
     }));
     own(|o| o.modules.push(m as usize))?;
     // SAFETY: the caller's output pointer.
@@ -150,6 +175,64 @@ fn module<'a>(m: *mut Module) -> Result<&'a Module, CuError> {
     // SAFETY: a live module of the current context (checked above); it is freed only by
     // `cuModuleUnload` or the context's destruction, which the caller must not race.
     Ok(unsafe { &*m })
+}
+
+/// The names of a module's kernels, asked of the backend once (`ModuleFunction`, one call
+/// per kernel).
+fn kernel_names<'a>(c: &Client, m: &'a Module) -> Result<&'a [String], CuError> {
+    if let Some(n) = m.names.get() {
+        return Ok(n);
+    }
+    let get = |index: u32| -> Result<(u32, String), CuError> {
+        let req = ModuleFunctionReq {
+            module: m.handle,
+            index,
+            reserved: 0,
+        };
+        let p = c.call_raw::<ops::ModuleFunction>(&req, &[], &[], &mut [])?;
+        let (resp, tail) = ModuleFunctionResp::read_from_prefix(&p).map_err(|_| CuError(999))?;
+        let name = tail.get(..resp.name_len as usize).ok_or(CuError(999))?;
+        Ok((resp.count, String::from_utf8_lossy(name).into_owned()))
+    };
+    let (count, first) = get(0)?;
+    let mut names = Vec::with_capacity(count as usize);
+    if count > 0 {
+        names.push(first);
+        for i in 1..count {
+            names.push(get(i)?.1);
+        }
+    }
+    Ok(m.names.get_or_init(|| names))
+}
+
+/// `cuModuleEnumerateFunctions`: handles of up to `num` of the module's kernels.
+fn enumerate(fs: *mut *const Function, num: c_uint, mp: *mut Module) -> Result<(), CuError> {
+    let c = session()?;
+    let m = module(mp)?;
+    if fs.is_null() {
+        return Err(CuError::INVALID_VALUE);
+    }
+    for (i, name) in kernel_names(c, m)?.iter().take(num as usize).enumerate() {
+        let cname = std::ffi::CString::new(name.as_str()).map_err(|_| CuError::NOT_FOUND)?;
+        let mut f = std::ptr::null();
+        // SAFETY: a live module, a NUL-terminated name and a valid out pointer.
+        match unsafe { cuModuleGetFunction(&mut f, mp, cname.as_ptr()) } {
+            0 => {}
+            e => return Err(CuError(e)),
+        }
+        // SAFETY: the caller's array of `num` handles (i < num).
+        unsafe { fs.add(i).write(f) };
+    }
+    Ok(())
+}
+
+/// `cuModuleGetFunctionCount`.
+fn function_count(count: *mut c_uint, mp: *mut Module) -> Result<(), CuError> {
+    let c = session()?;
+    let m = module(mp)?;
+    let n = kernel_names(c, m)?.len() as c_uint;
+    // SAFETY: the caller's output pointer.
+    unsafe { out(count, n) }
 }
 
 /// `CUoccupancyB2DSize`: the dynamic shared memory a block size needs.
@@ -542,10 +625,22 @@ entry_lib! {
         Ok(())
     }
 
-    fn cuModuleGetFunction(pf: *mut *const Function, m: *mut Module, name: *const c_char) -> Result<(), CuError> {
+    fn cuModuleGetFunction(pf: *mut *const Function, mp: *mut Module, name: *const c_char) -> Result<(), CuError> {
         let c = session()?;
-        let m = module(m)?;
+        let m = module(mp)?;
         let name = c_name(name)?;
+        // The same name gives the same handle, as CUDA's does.
+        let known = m
+            .functions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .find(|f| f.name.as_bytes() == name.as_bytes())
+            .map(Arc::as_ptr);
+        if let Some(ptr) = known {
+            // SAFETY: the caller's output pointer; the function lives as long as its module.
+            return unsafe { out(pf, ptr) };
+        }
         let p = c.call_raw::<ops::FunctionGet>(&FunctionGetReq { module: m.handle }, name.as_bytes(), &[], &mut [])?;
         let (resp, tail) = FunctionGetResp::read_from_prefix(&p).map_err(|_| CuError(999))?;
         if resp.n_params == PARAMS_UNKNOWN {
@@ -558,6 +653,8 @@ entry_lib! {
             params: infos.iter().map(|p| (p.offset, p.size)).collect(),
             param_size: resp.param_size,
             attrs: resp.attrs,
+            name: std::ffi::CString::new(name).map_err(|_| CuError::NOT_FOUND)?,
+            module: mp as usize,
         });
         let ptr = Arc::as_ptr(&f);
         m.functions.lock().unwrap_or_else(|e| e.into_inner()).push(f);
@@ -619,7 +716,8 @@ entry_lib! {
     }
 
     fn cuFuncGetAttribute(v: *mut c_int, attrib: c_int, f: *const Function) -> Result<(), CuError> {
-        let a = &function(f)?.attrs;
+        let f = function(f)?;
+        let a = &crate::api::launch::current_attrs(f.handle, &f.attrs);
         let value = match attrib {
             0 => a.max_threads_per_block,
             1 => a.shared_size_bytes as c_int,
@@ -641,8 +739,7 @@ entry_lib! {
     fn cuFuncSetAttribute(f: *const Function, attrib: c_int, value: c_int) -> Result<(), CuError> {
         let c = session()?;
         let f = function(f)?;
-        let req = FuncSetAttributeReq { function: f.handle, attr: attrib as u32, value };
-        c.call::<ops::FuncSetAttribute>(&req)?;
+        crate::api::launch::set_attribute(c, f.handle, attrib, value)?;
         Ok(())
     }
 
@@ -719,6 +816,70 @@ entry_lib! {
     fn cuKernelSetAttribute(attrib: c_int, value: c_int, k: *const Function, _dev: c_int) -> Result<(), CuError> {
         // SAFETY: the same contract as cuFuncSetAttribute's.
         match unsafe { cuFuncSetAttribute(k, attrib, value) } {
+            0 => Ok(()),
+            e => Err(CuError(e)),
+        }
+    }
+
+    fn cuLibraryLoadFromFile(lib: *mut *mut Module, file: *const c_char, _jit_opts: *mut c_int, _jit_vals: *mut *mut c_void, _n_jit: c_uint, _lib_opts: *mut c_int, _lib_vals: *mut *mut c_void, _n_lib: c_uint) -> Result<(), CuError> {
+        // SAFETY: the same contract as cuModuleLoad's.
+        match unsafe { super::extra::cuModuleLoad(lib, file) } {
+            0 => Ok(()),
+            e => Err(CuError(e)),
+        }
+    }
+
+    fn cuLibraryGetKernelCount(count: *mut c_uint, lib: *mut Module) -> Result<(), CuError> {
+        function_count(count, lib)
+    }
+
+    fn cuLibraryEnumerateKernels(ks: *mut *const Function, num: c_uint, lib: *mut Module) -> Result<(), CuError> {
+        enumerate(ks, num, lib)
+    }
+
+    fn cuModuleGetFunctionCount(count: *mut c_uint, m: *mut Module) -> Result<(), CuError> {
+        function_count(count, m)
+    }
+
+    fn cuModuleEnumerateFunctions(fs: *mut *const Function, num: c_uint, m: *mut Module) -> Result<(), CuError> {
+        enumerate(fs, num, m)
+    }
+
+    fn cuFuncGetName(name: *mut *const c_char, f: *const Function) -> Result<(), CuError> {
+        let f = function(f)?;
+        // SAFETY: the caller's output pointer; the name lives as long as the function.
+        unsafe { out(name, f.name.as_ptr()) }
+    }
+
+    fn cuKernelGetName(name: *mut *const c_char, k: *const Function) -> Result<(), CuError> {
+        // SAFETY: the same contract as cuFuncGetName's.
+        match unsafe { cuFuncGetName(name, k) } {
+            0 => Ok(()),
+            e => Err(CuError(e)),
+        }
+    }
+
+    fn cuFuncGetModule(m: *mut *mut Module, f: *const Function) -> Result<(), CuError> {
+        let f = function(f)?;
+        if f.module == 0 {
+            // A kernel of the runtime's registered code: its module is the runtime's own.
+            return Err(CuError::NOT_FOUND);
+        }
+        // SAFETY: the caller's output pointer.
+        unsafe { out(m, f.module as *mut Module) }
+    }
+
+    fn cuKernelGetLibrary(lib: *mut *mut Module, k: *const Function) -> Result<(), CuError> {
+        // SAFETY: the same contract as cuFuncGetModule's.
+        match unsafe { cuFuncGetModule(lib, k) } {
+            0 => Ok(()),
+            e => Err(CuError(e)),
+        }
+    }
+
+    fn cuKernelGetParamInfo(k: *const Function, index: usize, offset: *mut usize, size: *mut usize) -> Result<(), CuError> {
+        // SAFETY: the same contract as cuFuncGetParamInfo's.
+        match unsafe { cuFuncGetParamInfo(k, index, offset, size) } {
             0 => Ok(()),
             e => Err(CuError(e)),
         }

@@ -678,6 +678,10 @@ impl Executor for CpuExecutor {
         self.modules.symbol(module, name)
     }
 
+    fn module_functions(&mut self, module: u64) -> ExecResult<Vec<String>> {
+        self.modules.kernel_names(module)
+    }
+
     fn symbol_bind(&mut self, module: u64, name: &str, addr: u64, size: u64) -> ExecResult<()> {
         self.modules.bind(module, name, addr, size, &mut self.heap)
     }

@@ -292,6 +292,12 @@ impl Modules {
     }
 
     /// Looks a kernel up; `handle` is used if it is new.
+    /// The names of a module's kernels, in source order.
+    pub fn kernel_names(&self, module: u64) -> ExecResult<Vec<String>> {
+        let m = self.loaded.get(&module).ok_or(Status::INVALID_HANDLE)?;
+        Ok(m.ptx.kernels().iter().map(|k| k.name.clone()).collect())
+    }
+
     pub fn function(&mut self, module: u64, name: &str, handle: u64) -> ExecResult<FunctionInfo> {
         let m = self.loaded.get(&module).ok_or(Status::INVALID_HANDLE)?;
         let kid = m.ptx.kernel(name).ok_or(Status::INVALID_DEVICE_FUNCTION)?;

@@ -102,7 +102,8 @@ pub const REQUIRED: &[&str] = &[
 
 /// Entry points used when present: `cuFuncGetParamInfo` (driver 12.4+) gives kernel
 /// parameter layouts (without it the guest's own layout is used), and the JIT linker links
-/// the PTX units of a device-linked program whose linked image the device cannot run.
+/// the PTX units of a device-linked program whose linked image the device cannot run;
+/// without the module enumeration calls (driver 12.4+) modules cannot list their kernels.
 pub const OPTIONAL: &[&str] = &[
     "cuFuncGetParamInfo",
     "cuLinkCreate_v2",
@@ -126,6 +127,9 @@ pub const OPTIONAL: &[&str] = &[
     "cuGraphLaunch",
     "cuGraphExecDestroy",
     "cuGraphDestroy",
+    "cuModuleGetFunctionCount",
+    "cuModuleEnumerateFunctions",
+    "cuFuncGetName",
 ];
 
 /// What [`load`] found.
@@ -885,6 +889,35 @@ pub unsafe fn module_get_function(m: CUmodule, name: &CStr) -> DrvResult<CUfunct
     // `f` is a valid out pointer.
     ok(unsafe { ffi::cuModuleGetFunction(&mut f, m, name.as_ptr()) })?;
     Ok(f)
+}
+
+/// The mangled names of a module's kernels (`cuModuleGetFunctionCount`,
+/// `cuModuleEnumerateFunctions` and `cuFuncGetName`, driver 12.4+; `CUDA_ERROR_NOT_FOUND`
+/// where the driver lacks them).
+///
+/// # Safety
+///
+/// `m` is live.
+pub unsafe fn module_function_names(m: CUmodule) -> DrvResult<Vec<String>> {
+    let mut n: std::ffi::c_uint = 0;
+    // SAFETY: `m` is a live module (the caller's guarantee); `n` a valid out pointer.
+    ok(unsafe { ffi::cuModuleGetFunctionCount(&mut n, m) })?;
+    let mut fs: Vec<CUfunction> = vec![std::ptr::null_mut(); n as usize];
+    // SAFETY: `fs` has room for `n` handles.
+    ok(unsafe { ffi::cuModuleEnumerateFunctions(fs.as_mut_ptr(), n, m) })?;
+    fs.iter()
+        .map(|&f| {
+            let mut name: *const std::ffi::c_char = std::ptr::null();
+            // SAFETY: `f` is a function of the live module; `name` a valid out pointer.
+            ok(unsafe { ffi::cuFuncGetName(&mut name, f) })?;
+            if name.is_null() {
+                return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+            }
+            // SAFETY: the driver returns a NUL-terminated name that lives with the module.
+            let s = unsafe { std::ffi::CStr::from_ptr(name) };
+            Ok(s.to_string_lossy().into_owned())
+        })
+        .collect()
 }
 
 /// A module variable by mangled name: `(address, size)`.

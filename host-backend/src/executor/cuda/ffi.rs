@@ -78,6 +78,7 @@ cu_fns! {
     fn cuEventRecord(h_event: CUevent, h_stream: CUstream);
     fn cuEventRecordWithFlags(h_event: CUevent, h_stream: CUstream, flags: ::core::ffi::c_uint);
     fn cuFuncGetAttribute(pi: *mut ::core::ffi::c_int, attrib: CUfunction_attribute, hfunc: CUfunction);
+    fn cuFuncGetName(name: *mut *const ::core::ffi::c_char, hfunc: CUfunction);
     fn cuFuncGetParamInfo(func: CUfunction, param_index: usize, param_offset: *mut usize, param_size: *mut usize);
     fn cuFuncSetAttribute(hfunc: CUfunction, attrib: CUfunction_attribute, value: ::core::ffi::c_int);
     fn cuGetErrorName(error: CUresult, p_str: *mut *const ::core::ffi::c_char);
@@ -122,6 +123,8 @@ cu_fns! {
     fn cuMemsetD32Async(dst_device: CUdeviceptr, ui: ::core::ffi::c_uint, n: usize, h_stream: CUstream);
     fn cuMemsetD8Async(dst_device: CUdeviceptr, uc: ::core::ffi::c_uchar, n: usize, h_stream: CUstream);
     fn cuModuleGetFunction(hfunc: *mut CUfunction, hmod: CUmodule, name: *const ::core::ffi::c_char);
+    fn cuModuleGetFunctionCount(count: *mut ::core::ffi::c_uint, module: CUmodule);
+    fn cuModuleEnumerateFunctions(functions: *mut CUfunction, num_functions: ::core::ffi::c_uint, module: CUmodule);
     fn cuModuleGetGlobal_v2(dptr: *mut CUdeviceptr, bytes: *mut usize, hmod: CUmodule, name: *const ::core::ffi::c_char);
     fn cuModuleLoadDataEx(module: *mut CUmodule, image: *const ::core::ffi::c_void, num_options: ::core::ffi::c_uint, options: *mut CUjit_option, option_values: *mut *mut ::core::ffi::c_void);
     fn cuModuleUnload(hmod: CUmodule);

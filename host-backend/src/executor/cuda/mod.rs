@@ -877,6 +877,10 @@ impl Executor for CudaExecutor {
         self.symbol_get_impl(module, name)
     }
 
+    fn module_functions(&mut self, module: u64) -> ExecResult<Vec<String>> {
+        self.module_functions_impl(module)
+    }
+
     fn launch(&mut self, req: &LaunchReq, params: &[u8]) -> ExecResult<()> {
         self.launch_impl(req, params, false)
     }

@@ -370,6 +370,16 @@ impl CudaExecutor {
         Ok(info)
     }
 
+    pub(super) fn module_functions_impl(&mut self, module: u64) -> ExecResult<Vec<String>> {
+        let hash = *self.modules.get(module)?;
+        let m = &self.loaded.get(&hash).ok_or(Status::INVALID_HANDLE)?.module;
+        self.bind()?;
+        m.function_names().map_err(|e| match e {
+            CUresult::CUDA_ERROR_NOT_FOUND => Status::NOT_SUPPORTED,
+            e => to_status(e),
+        })
+    }
+
     pub(super) fn symbol_get_impl(&mut self, module: u64, name: &str) -> ExecResult<(u64, u64)> {
         let hash = *self.modules.get(module)?;
         let m = &self.loaded.get(&hash).ok_or(Status::INVALID_HANDLE)?.module;

@@ -511,6 +511,14 @@ impl Module {
         })
     }
 
+    /// The mangled names of its kernels.
+    pub fn function_names(&self) -> DrvResult<Vec<String>> {
+        self.life.check()?;
+        // SAFETY: the module's context exists (checked) and the borrow keeps the module
+        // loaded.
+        unsafe { driver::module_function_names(self.raw) }
+    }
+
     /// A module variable by mangled name: `(address, size)`.
     pub fn global(&self, name: &CStr) -> DrvResult<(CUdeviceptr, usize)> {
         self.life.check()?;

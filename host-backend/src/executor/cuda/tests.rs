@@ -436,6 +436,10 @@ fn modules_launches_and_sticky_errors() {
         e.function_get(m, "nope").unwrap_err(),
         Status::INVALID_DEVICE_FUNCTION
     );
+    let mut names = e.module_functions(m).unwrap();
+    names.sort();
+    assert!(names.iter().any(|n| n == "add1"), "{names:?}");
+    assert_eq!(e.module_functions(u64::MAX).unwrap_err(), Status::INVALID_HANDLE);
     let (sym, size) = e.symbol_get(m, "counter").unwrap();
     assert_eq!(size, 4);
     assert_eq!(e.symbol_get(m, "nope"), Err(Status::INVALID_SYMBOL));

@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+// The runtime's kernel handles and library API: cudaGetKernel (a registered kernel as a
+// cudaKernel_t, which cudaLaunchKernel, cudaFuncGetAttributes and
+// cudaKernelSetAttributeForDevice take, and which is the driver's CUkernel), and with CUDA
+// 12.5+ cudaLibraryLoadData/LoadFromFile (PTX text), cudaLibraryGetKernelCount,
+// cudaLibraryEnumerateKernels, cudaLibraryGetKernel, cudaLibraryGetGlobal and
+// cudaLibraryUnload, the library's kernels launched with cudaLaunchKernel,
+// cudaLaunchKernelEx and in a captured graph.
+#include <unistd.h>
+#include "common.h"
+
+__global__ void twice(float *p, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) p[i] *= 2.0f;
+}
+
+#if CUDART_VERSION >= 12050
+// Two kernels and a variable: scale_add (p[i] = p[i] * a + 1) and bump (counts its launches).
+static const char *PTX = R"(
+.version 7.0
+.target sm_50
+.address_size 64
+.visible .global .align 4 .u32 launches;
+.visible .entry scale_add(.param .u64 p, .param .f32 a, .param .u32 n)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<6>;
+    .reg .b64 %rd<4>;
+    .reg .f32 %f<4>;
+    ld.param.u64 %rd1, [p];
+    ld.param.f32 %f1, [a];
+    ld.param.u32 %r2, [n];
+    mov.u32 %r3, %ctaid.x;
+    mov.u32 %r4, %ntid.x;
+    mov.u32 %r5, %tid.x;
+    mad.lo.s32 %r1, %r3, %r4, %r5;
+    setp.ge.u32 %p1, %r1, %r2;
+    @%p1 bra DONE;
+    mul.wide.u32 %rd2, %r1, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    ld.global.f32 %f2, [%rd3];
+    fma.rn.f32 %f3, %f2, %f1, 0f3F800000;
+    st.global.f32 [%rd3], %f3;
+DONE:
+    ret;
+}
+.visible .entry bump()
+{
+    .reg .b32 %r<2>;
+    atom.global.add.u32 %r1, [launches], 1;
+    ret;
+}
+)";
+#endif
+
+int main() {
+    const int n = 1000;
+    float host[n], back[n];
+    for (int i = 0; i < n; i++) host[i] = (float)i;
+    float *d = nullptr;
+    CHECK(cudaMalloc(&d, sizeof host));
+    CHECK(cudaMemcpy(d, host, sizeof host, cudaMemcpyHostToDevice));
+
+    // cudaGetKernel: a registered kernel as a cudaKernel_t.
+    cudaKernel_t k = nullptr;
+    CHECK(cudaGetKernel(&k, (const void *)twice));
+    EXPECT(k != nullptr);
+    cudaKernel_t again = nullptr;
+    CHECK(cudaGetKernel(&again, (const void *)twice));
+    EXPECT(again == k);
+    int nn = n;
+    void *args[] = {&d, &nn};
+    CHECK(cudaLaunchKernel((const void *)k, dim3((n + 127) / 128), dim3(128), args, 0, 0));
+    CHECK(cudaMemcpy(back, d, sizeof back, cudaMemcpyDeviceToHost));
+    EXPECT(back[0] == 0.0f && back[7] == 14.0f && back[n - 1] == 2.0f * (n - 1));
+    cudaFuncAttributes fa;
+    CHECK(cudaFuncGetAttributes(&fa, (const void *)k));
+    EXPECT(fa.maxThreadsPerBlock > 0);
+    // An attribute set through one handle reads back through both.
+    CHECK(cudaFuncSetAttribute(twice, cudaFuncAttributeMaxDynamicSharedMemorySize, 2048));
+    CHECK(cudaFuncGetAttributes(&fa, (const void *)k));
+    EXPECT(fa.maxDynamicSharedSizeBytes == 2048);
+#if CUDART_VERSION >= 12050
+    CHECK(cudaKernelSetAttributeForDevice(k, cudaFuncAttributeMaxDynamicSharedMemorySize, 1024, 0));
+    CHECK(cudaFuncGetAttributes(&fa, twice));
+    EXPECT(fa.maxDynamicSharedSizeBytes == 1024);
+    EXPECT_ERR(cudaKernelSetAttributeForDevice(k, cudaFuncAttributeMaxDynamicSharedMemorySize, 1024, 99),
+               cudaErrorInvalidDevice);
+    cudaGetLastError();
+#endif
+
+#if CUDART_VERSION >= 12050
+    cudaLibrary_t lib = nullptr;
+    CHECK(cudaLibraryLoadData(&lib, PTX, nullptr, nullptr, 0, nullptr, nullptr, 0));
+    unsigned count = 0;
+    CHECK(cudaLibraryGetKernelCount(&count, lib));
+    EXPECT(count == 2);
+    cudaKernel_t ks[4] = {};
+    CHECK(cudaLibraryEnumerateKernels(ks, 4, lib));
+    EXPECT(ks[0] && ks[1] && ks[0] != ks[1] && !ks[2]);
+    cudaKernel_t sa = nullptr, bump = nullptr;
+    CHECK(cudaLibraryGetKernel(&sa, lib, "scale_add"));
+    CHECK(cudaLibraryGetKernel(&bump, lib, "bump"));
+    EXPECT((sa == ks[0] && bump == ks[1]) || (sa == ks[1] && bump == ks[0]));
+    cudaKernel_t none = nullptr;
+    EXPECT_ERR(cudaLibraryGetKernel(&none, lib, "no_such_kernel"), cudaErrorSymbolNotFound);
+    cudaGetLastError();
+
+    // Launched as cudaLaunchKernel and cudaLaunchKernelEx take it.
+    CHECK(cudaMemcpy(d, host, sizeof host, cudaMemcpyHostToDevice));
+    float a = 3.0f;
+    unsigned un = n;
+    void *sargs[] = {&d, &a, &un};
+    CHECK(cudaLaunchKernel((const void *)sa, dim3((n + 127) / 128), dim3(128), sargs, 0, 0));
+    CHECK(cudaMemcpy(back, d, sizeof back, cudaMemcpyDeviceToHost));
+    EXPECT(back[0] == 1.0f && back[5] == 16.0f && back[n - 1] == 3.0f * (n - 1) + 1.0f);
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(3);
+    cfg.blockDim = dim3(1);
+    CHECK(cudaLaunchKernelExC(&cfg, (const void *)bump, nullptr));
+    cudaFuncAttributes la;
+    CHECK(cudaFuncGetAttributes(&la, (const void *)sa));
+    EXPECT(la.maxThreadsPerBlock > 0 && la.numRegs >= 0);
+
+    // Captured into a graph and launched twice.
+    cudaStream_t s;
+    CHECK(cudaStreamCreate(&s));
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    CHECK(cudaLaunchKernel((const void *)bump, dim3(2), dim3(1), nullptr, 0, s));
+    CHECK(cudaStreamEndCapture(s, &graph));
+    CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    CHECK(cudaGraphLaunch(exec, s));
+    CHECK(cudaGraphLaunch(exec, s));
+    CHECK(cudaStreamSynchronize(s));
+
+    // The library's variable counts 3 + 2 + 2 launches of bump's blocks.
+    void *g = nullptr;
+    size_t bytes = 0;
+    CHECK(cudaLibraryGetGlobal(&g, &bytes, lib, "launches"));
+    EXPECT(bytes == 4);
+    unsigned launches = 0;
+    CHECK(cudaMemcpy(&launches, g, 4, cudaMemcpyDeviceToHost));
+    EXPECT(launches == 7);
+    CHECK(cudaGraphExecDestroy(exec));
+    CHECK(cudaGraphDestroy(graph));
+    CHECK(cudaStreamDestroy(s));
+    CHECK(cudaLibraryUnload(lib));
+
+    // From a file.
+    char path[] = "/tmp/vcuda-library-XXXXXX";
+    int fd = mkstemp(path);
+    EXPECT(fd >= 0 && write(fd, PTX, strlen(PTX)) == (ssize_t)strlen(PTX));
+    close(fd);
+    cudaLibrary_t from_file = nullptr;
+    CHECK(cudaLibraryLoadFromFile(&from_file, path, nullptr, nullptr, 0, nullptr, nullptr, 0));
+    unlink(path);
+    CHECK(cudaLibraryGetKernelCount(&count, from_file));
+    EXPECT(count == 2);
+    CHECK(cudaLibraryUnload(from_file));
+    printf("library API: checked\n");
+#endif
+    CHECK(cudaFree(d));
+    return finish();
+}

@@ -572,6 +572,23 @@ impl Session {
                 bytes.extend_from_slice(params.as_bytes());
                 Ok((bytes, 0))
             }
+            Request::VmmCreate(r) => {
+                if r.reserved != 0 {
+                    return Err(Status::INVALID_VALUE);
+                }
+                e.vmm_create(r.device, r.size)
+                    .map(|h| reply::<ops::VmmCreate>(handle(h)))
+            }
+            Request::VmmRelease(h) => done::<ops::VmmRelease>(e.vmm_release(h.handle)),
+            Request::VmmReserve(r) => e
+                .vmm_reserve(r.size, r.alignment, r.addr)
+                .map(|ptr| reply::<ops::VmmReserve>(PtrResp { ptr })),
+            Request::VmmFree(r) => done::<ops::VmmFree>(e.vmm_free(r.ptr, r.size)),
+            Request::VmmMap(r) => done::<ops::VmmMap>(e.vmm_map(r.ptr, r.size, r.offset, r.handle)),
+            Request::VmmUnmap(r) => done::<ops::VmmUnmap>(e.vmm_unmap(r.ptr, r.size)),
+            Request::VmmSetAccess(r) => {
+                done::<ops::VmmSetAccess>(e.vmm_set_access(r.ptr, r.size, r.device, r.flags))
+            }
             Request::ModuleFunction(r) => {
                 let names = e.module_functions(r.module)?;
                 let name = names

@@ -92,6 +92,24 @@ operations! {
     IpcOpenMemHandle = 0x0212, IpcOpenReq => IpcOpenResp;
     /// [`PtrReq`]: closes what `IpcOpenMemHandle` returned (`cudaIpcCloseMemHandle`).
     IpcCloseMemHandle = 0x0213, PtrReq => ();
+    /// [`VmmCreateReq`] -> [`HandleResp`]: a physical allocation (`cuMemCreate`).
+    VmmCreate = 0x0214, VmmCreateReq => HandleResp;
+    /// [`HandleReq`]: releases a physical allocation, at once or with its last mapping
+    /// (`cuMemRelease`).
+    VmmRelease = 0x0215, HandleReq => ();
+    /// [`VmmReserveReq`] -> [`PtrResp`]: reserves device address space
+    /// (`cuMemAddressReserve`).
+    VmmReserve = 0x0216, VmmReserveReq => PtrResp;
+    /// [`VmmRangeReq`]: frees a whole reservation with nothing mapped in it
+    /// (`cuMemAddressFree`).
+    VmmFree = 0x0217, VmmRangeReq => ();
+    /// [`VmmMapReq`]: maps a physical allocation into a reservation (`cuMemMap`).
+    VmmMap = 0x0218, VmmMapReq => ();
+    /// [`VmmRangeReq`]: unmaps whole mappings (`cuMemUnmap`).
+    VmmUnmap = 0x0219, VmmRangeReq => ();
+    /// [`VmmAccessReq`]: makes mappings accessible to kernels and copies, or not
+    /// (`cuMemSetAccess`).
+    VmmSetAccess = 0x021A, VmmAccessReq => ();
 
     /// [`StreamCreateReq`] -> [`HandleResp`].
     StreamCreate = 0x0300, StreamCreateReq => HandleResp;

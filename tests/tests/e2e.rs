@@ -84,6 +84,7 @@ programs!(
     driver_textures,
     threads,
     vectorAdd,
+    vmm,
     zero_copy,
 );
 

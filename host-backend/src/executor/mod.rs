@@ -29,6 +29,7 @@ pub mod cpu;
 pub mod cuda;
 #[cfg(test)]
 mod testing;
+pub mod vmm;
 
 /// A non-success `cudaError_t`.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -337,6 +338,48 @@ pub trait Executor: Send {
     fn host_memory_unmap(&mut self, addr: u64) -> ExecResult<()> {
         let _ = addr;
         Err(Status::INVALID_VALUE)
+    }
+
+    /// `cuMemCreate`: a physical allocation of `size` bytes on `device`; its handle.
+    fn vmm_create(&mut self, device: u32, size: u64) -> ExecResult<u64> {
+        let _ = (device, size);
+        Err(Status::NOT_SUPPORTED)
+    }
+
+    /// `cuMemRelease`.
+    fn vmm_release(&mut self, handle: u64) -> ExecResult<()> {
+        let _ = handle;
+        Err(Status::NOT_SUPPORTED)
+    }
+
+    /// `cuMemAddressReserve`: a range of device address space.
+    fn vmm_reserve(&mut self, size: u64, alignment: u64, addr: u64) -> ExecResult<u64> {
+        let _ = (size, alignment, addr);
+        Err(Status::NOT_SUPPORTED)
+    }
+
+    /// `cuMemAddressFree`.
+    fn vmm_free(&mut self, ptr: u64, size: u64) -> ExecResult<()> {
+        let _ = (ptr, size);
+        Err(Status::NOT_SUPPORTED)
+    }
+
+    /// `cuMemMap`.
+    fn vmm_map(&mut self, ptr: u64, size: u64, offset: u64, handle: u64) -> ExecResult<()> {
+        let _ = (ptr, size, offset, handle);
+        Err(Status::NOT_SUPPORTED)
+    }
+
+    /// `cuMemUnmap`.
+    fn vmm_unmap(&mut self, ptr: u64, size: u64) -> ExecResult<()> {
+        let _ = (ptr, size);
+        Err(Status::NOT_SUPPORTED)
+    }
+
+    /// `cuMemSetAccess` for `device`.
+    fn vmm_set_access(&mut self, ptr: u64, size: u64, device: u32, flags: u32) -> ExecResult<()> {
+        let _ = (ptr, size, device, flags);
+        Err(Status::NOT_SUPPORTED)
     }
 
     /// An interprocess handle for the allocation holding `ptr` (`cudaIpcGetMemHandle`).

@@ -18,13 +18,12 @@
 //! destroyed; the runtime's calls use the session directly, so a context from
 //! `cuCtxGetCurrent` works with the runtime, as in CUDA.
 //!
-//! # What is not here yet
+//! # What is not here
 //!
-//! `cuLink*`, `cuLibrary*`, graphs, arrays and textures, managed and
-//! virtual memory, IPC, cooperative and `cuLaunchKernelEx` launches: every name of `cuda.h`
-//! is exported, and those return `CUDA_ERROR_NOT_SUPPORTED`. `cuGetProcAddress` (and the
-//! runtime's `cudaGetDriverEntryPoint`) hand out this library's own entry points, the
-//! variant each CUDA version declared (`procs`).
+//! Every name of `cuda.h` is exported; those not implemented (README.md's status table
+//! counts them) return `CUDA_ERROR_NOT_SUPPORTED`. `cuGetProcAddress` (and the runtime's
+//! `cudaGetDriverEntryPoint`) hand out this library's own entry points, the variant each
+//! CUDA version declared (`procs`).
 
 pub mod context;
 pub mod exec;
@@ -36,6 +35,7 @@ pub mod procs;
 mod procs_gen;
 pub mod ptsz;
 pub mod texture;
+pub mod vmm;
 
 use crate::error::CuError;
 

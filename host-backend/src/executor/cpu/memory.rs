@@ -26,6 +26,11 @@ use std::sync::{Arc, LazyLock, Mutex, Weak};
 
 use crate::executor::{ExecResult, Status};
 
+#[path = "vmm.rs"]
+mod vmm;
+pub use crate::executor::vmm::GRANULARITY;
+pub use vmm::Vmm;
+
 /// First device address handed out, unless the guest reserved a range.
 pub const HEAP_BASE: u64 = 0x7f00_0000_0000;
 /// End of the default device address range.
@@ -69,6 +74,8 @@ pub enum AllocKind {
     Symbol,
     /// A CUDA array: freed with `cudaFreeArray`.
     Array,
+    /// A physical allocation of the VMM API: freed with `cuMemRelease`.
+    Vmm,
 }
 
 /// Where an allocation's bytes come from.
@@ -355,6 +362,8 @@ pub struct DeviceHeap {
     /// What a kernel reads and writes in the padding after an allocation (see
     /// [`DeviceHeap::padding`]): shared by every gap, its contents unspecified.
     pad: Box<[std::sync::atomic::AtomicU64]>,
+    /// The VMM API's objects (see `vmm.rs`).
+    vmm: Vmm,
 }
 
 /// Bytes of [`DeviceHeap::pad`]: the longest gap after an allocation, plus alignment slack.
@@ -389,6 +398,7 @@ impl DeviceHeap {
             pad: (0..PAD_LEN / 8)
                 .map(|_| std::sync::atomic::AtomicU64::new(0))
                 .collect(),
+            vmm: Vmm::default(),
         }
     }
 
@@ -593,6 +603,7 @@ impl DeviceHeap {
     pub fn clear(&mut self) {
         self.forget_exports();
         self.imports.clear();
+        self.vmm_clear();
         self.allocs.clear();
         self.budget.release(self.charged);
         self.charged = 0;

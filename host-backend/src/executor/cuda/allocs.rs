@@ -24,6 +24,9 @@ pub enum Owner {
     /// Another process's allocation opened through an IPC handle: closed with
     /// `cudaIpcCloseMemHandle` (or with the session's context).
     Ipc,
+    /// A mapping of the VMM API made accessible: goes with `cuMemUnmap` or
+    /// `cuMemSetAccess` to none.
+    Vmm,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -129,6 +132,13 @@ impl Allocations {
             self.map.remove(&base).map(|a| a.len)
         } else {
             None
+        }
+    }
+
+    /// Forgets the accessible VMM mapping at `base`.
+    pub fn remove_vmm(&mut self, base: u64) {
+        if self.map.get(&base).is_some_and(|a| a.owner == Owner::Vmm) {
+            self.map.remove(&base);
         }
     }
 

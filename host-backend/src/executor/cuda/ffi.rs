@@ -78,6 +78,13 @@ cu_fns! {
     fn cuEventRecord(h_event: CUevent, h_stream: CUstream);
     fn cuEventRecordWithFlags(h_event: CUevent, h_stream: CUstream, flags: ::core::ffi::c_uint);
     fn cuFuncGetAttribute(pi: *mut ::core::ffi::c_int, attrib: CUfunction_attribute, hfunc: CUfunction);
+    fn cuMemCreate(handle: *mut CUmemGenericAllocationHandle, size: usize, prop: *const ::core::ffi::c_void, flags: ::core::ffi::c_ulonglong);
+    fn cuMemRelease(handle: CUmemGenericAllocationHandle);
+    fn cuMemAddressReserve(ptr: *mut CUdeviceptr, size: usize, alignment: usize, addr: CUdeviceptr, flags: ::core::ffi::c_ulonglong);
+    fn cuMemAddressFree(ptr: CUdeviceptr, size: usize);
+    fn cuMemMap(ptr: CUdeviceptr, size: usize, offset: usize, handle: CUmemGenericAllocationHandle, flags: ::core::ffi::c_ulonglong);
+    fn cuMemUnmap(ptr: CUdeviceptr, size: usize);
+    fn cuMemSetAccess(ptr: CUdeviceptr, size: usize, desc: *const ::core::ffi::c_void, count: usize);
     fn cuFuncGetName(name: *mut *const ::core::ffi::c_char, hfunc: CUfunction);
     fn cuFuncGetParamInfo(func: CUfunction, param_index: usize, param_offset: *mut usize, param_size: *mut usize);
     fn cuFuncSetAttribute(hfunc: CUfunction, attrib: CUfunction_attribute, value: ::core::ffi::c_int);

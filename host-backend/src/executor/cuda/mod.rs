@@ -144,6 +144,7 @@ mod staging;
 mod streams;
 mod texture;
 mod transfer;
+mod vmm;
 mod wait;
 
 use std::collections::HashMap;
@@ -285,6 +286,8 @@ pub struct CudaExecutor {
     wait: wait::Wait,
     /// Bytes of device memory charged to the session ([`charge`] of each allocation).
     charged: u64,
+    /// The VMM API's objects (`vmm.rs`).
+    vmm: crate::executor::vmm::VmmBook<vmm::Phys>,
     /// Memory the guest shares with the session (`ShareMemory`): `(address, length)`.
     host_shared: Vec<(usize, usize)>,
     /// Those ranges pinned in the current context: copies DMA straight to and from them.
@@ -336,6 +339,8 @@ impl Drop for CudaExecutor {
                     // (A cancelled session's context may be wedged: destroying it drops
                     // the pinning without a call that could wait on it.)
                     self.unpin_host();
+                    // The VMM objects are the process's: the context does not take them.
+                    self.vmm_teardown();
                 }
             }
             if let Err(e) = ctx.destroy() {
@@ -407,6 +412,7 @@ impl CudaExecutor {
             rand: rand::Generators::default(),
             wait,
             charged: 0,
+            vmm: Default::default(),
             host_shared: Vec::new(),
             host_pinned: guest_mem::PinnedRanges::default(),
             textures: texture::Textures::default(),
@@ -701,6 +707,34 @@ impl Executor for CudaExecutor {
         let len = self.allocs.remove_user(ptr)?;
         self.charged = self.charged.saturating_sub(charge(len).unwrap_or(0));
         Ok(())
+    }
+
+    fn vmm_create(&mut self, device: u32, size: u64) -> ExecResult<u64> {
+        self.vmm_create_impl(device, size)
+    }
+
+    fn vmm_release(&mut self, handle: u64) -> ExecResult<()> {
+        self.vmm_release_impl(handle)
+    }
+
+    fn vmm_reserve(&mut self, size: u64, alignment: u64, _addr: u64) -> ExecResult<u64> {
+        self.vmm_reserve_impl(size, alignment)
+    }
+
+    fn vmm_free(&mut self, ptr: u64, size: u64) -> ExecResult<()> {
+        self.vmm_free_impl(ptr, size)
+    }
+
+    fn vmm_map(&mut self, ptr: u64, size: u64, offset: u64, handle: u64) -> ExecResult<()> {
+        self.vmm_map_impl(ptr, size, offset, handle)
+    }
+
+    fn vmm_unmap(&mut self, ptr: u64, size: u64) -> ExecResult<()> {
+        self.vmm_unmap_impl(ptr, size)
+    }
+
+    fn vmm_set_access(&mut self, ptr: u64, size: u64, device: u32, flags: u32) -> ExecResult<()> {
+        self.vmm_set_access_impl(ptr, size, device, flags)
     }
 
     fn ipc_get_event_handle(&mut self, event: u64) -> ExecResult<[u8; 64]> {

@@ -299,6 +299,55 @@ fn memsets() {
 }
 
 #[test]
+fn virtual_memory_is_checked_then_mapped() {
+    use crate::executor::vmm::GRANULARITY as G;
+    gpu!(f);
+    let mut e = f.new_executor().unwrap();
+    let h = e.vmm_create(0, G).unwrap();
+    assert_eq!(e.vmm_create(0, G + 1).unwrap_err(), Status::INVALID_VALUE);
+    assert_eq!(e.vmm_create(1, G).unwrap_err(), Status::INVALID_DEVICE);
+    let va = e.vmm_reserve(2 * G, 0, 0).unwrap();
+    // Outside the reservation, or an unknown handle: refused before the driver sees it.
+    assert_eq!(
+        e.vmm_map(va + 2 * G, G, 0, h).unwrap_err(),
+        Status::INVALID_VALUE
+    );
+    assert_eq!(
+        e.vmm_map(va, G, 0, h + 99).unwrap_err(),
+        Status::INVALID_VALUE
+    );
+    e.vmm_map(va, G, 0, h).unwrap();
+    // Not device memory of the session until accessible.
+    let set = |dst| MemsetReq {
+        dst,
+        pitch: 0,
+        width: 4096,
+        height: 1,
+        stream: 0,
+        value: 0x5a,
+        elem_size: 1,
+        flags: 0,
+    };
+    assert!(e.memset(&set(va)).is_err());
+    e.vmm_set_access(va, G, 0, 3).unwrap();
+    e.memset(&set(va)).unwrap();
+    let mut b = vec![0u8; 4096];
+    e.memcpy_dtoh(&dtoh(va, 4096, 1, 0), &DataSegs::from_slice(&mut b))
+        .unwrap();
+    assert!(b.iter().all(|&x| x == 0x5a));
+    e.vmm_release(h).unwrap();
+    assert_eq!(e.vmm_free(va, 2 * G).unwrap_err(), Status::INVALID_VALUE);
+    e.vmm_unmap(va, G).unwrap();
+    assert!(e.memset(&set(va)).is_err());
+    e.vmm_free(va, 2 * G).unwrap();
+    // Left behind at the session's end: freed with it.
+    let h2 = e.vmm_create(0, G).unwrap();
+    let va2 = e.vmm_reserve(G, 0, 0).unwrap();
+    e.vmm_map(va2, G, 0, h2).unwrap();
+    drop(e);
+}
+
+#[test]
 fn sessions_cannot_touch_each_others_memory() {
     gpu!(f);
     let mut a = f.new_executor().unwrap();
@@ -439,7 +488,10 @@ fn modules_launches_and_sticky_errors() {
     let mut names = e.module_functions(m).unwrap();
     names.sort();
     assert!(names.iter().any(|n| n == "add1"), "{names:?}");
-    assert_eq!(e.module_functions(u64::MAX).unwrap_err(), Status::INVALID_HANDLE);
+    assert_eq!(
+        e.module_functions(u64::MAX).unwrap_err(),
+        Status::INVALID_HANDLE
+    );
     let (sym, size) = e.symbol_get(m, "counter").unwrap();
     assert_eq!(size, 4);
     assert_eq!(e.symbol_get(m, "nope"), Err(Status::INVALID_SYMBOL));

@@ -326,5 +326,24 @@ mod tests {
         assert_eq!(gone[0].2, Some("one"));
         b.free(base, 2 * GRANULARITY).unwrap();
         assert_eq!(b.lowest_reservation(), None);
+        // Bounded.
+        for _ in 0..MAX_VMM {
+            b.check_create(GRANULARITY).unwrap();
+            b.create(GRANULARITY, "many");
+        }
+        assert_eq!(
+            b.check_create(GRANULARITY).unwrap_err(),
+            Status::MEMORY_ALLOCATION
+        );
+        for i in 0..MAX_VMM as u64 {
+            b.check_reserve(GRANULARITY, 0).unwrap();
+            b.reserve(i * GRANULARITY, GRANULARITY);
+        }
+        assert_eq!(
+            b.check_reserve(GRANULARITY, 0).unwrap_err(),
+            Status::MEMORY_ALLOCATION
+        );
+        let all = b.take_all();
+        assert_eq!((all.phys.len(), all.reserved.len()), (MAX_VMM, MAX_VMM));
     }
 }

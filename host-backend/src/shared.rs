@@ -116,6 +116,13 @@ impl SharedRegions {
             return Err(Status::INVALID_VALUE);
         }
         let fd = self.pending.remove(0);
+        self.admit(len)?;
+        let m = map(&fd, len)?;
+        Ok(self.insert(m))
+    }
+
+    /// Checks that one more region of `len` bytes stays within the session's bounds.
+    fn admit(&self, len: u64) -> ExecResult<()> {
         if self.regions.len() >= MAX_REGIONS
             || self
                 .total
@@ -124,11 +131,15 @@ impl SharedRegions {
         {
             return Err(Status::MEMORY_ALLOCATION);
         }
-        let m = map(&fd, len)?;
+        Ok(())
+    }
+
+    /// Adds a region admitted by [`SharedRegions::admit`]: its handle.
+    fn insert(&mut self, m: Mapping) -> u64 {
         self.next += 1;
-        self.total += len;
+        self.total += m.len as u64;
         self.regions.insert(self.next, m);
-        Ok(self.next)
+        self.next
     }
 
     /// Maps `pieces` (guest RAM, resolved from a VM's `SharePages`) one after another into
@@ -138,19 +149,9 @@ impl SharedRegions {
             .iter()
             .try_fold(0u64, |t, p| t.checked_add(p.2 as u64))
             .ok_or(Status::INVALID_VALUE)?;
-        if self.regions.len() >= MAX_REGIONS
-            || self
-                .total
-                .checked_add(len)
-                .is_none_or(|t| t > MAX_SHARED_BYTES)
-        {
-            return Err(Status::MEMORY_ALLOCATION);
-        }
+        self.admit(len)?;
         let m = map_pieces(&merge(pieces))?;
-        self.next += 1;
-        self.total += len;
-        self.regions.insert(self.next, m);
-        Ok(self.next)
+        Ok(self.insert(m))
     }
 
     /// Where a region is mapped in this process: `(address, length)`.

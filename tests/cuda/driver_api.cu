@@ -8,36 +8,9 @@
 #include <dlfcn.h>
 #include <unistd.h>
 #include "common.h"
+#include "cu_check.h"
 
-static const char *PTX = R"(
-.version 7.0
-.target sm_50
-.address_size 64
-.visible .global .align 4 .u32 launches;
-.visible .entry scale_add(.param .u64 p, .param .f32 a, .param .u32 n)
-{
-    .reg .pred %p<2>;
-    .reg .b32 %r<6>;
-    .reg .b64 %rd<4>;
-    .reg .f32 %f<4>;
-    ld.param.u64 %rd1, [p];
-    ld.param.f32 %f1, [a];
-    ld.param.u32 %r2, [n];
-    mov.u32 %r3, %ctaid.x;
-    mov.u32 %r4, %ntid.x;
-    mov.u32 %r5, %tid.x;
-    mad.lo.s32 %r1, %r3, %r4, %r5;
-    setp.ge.u32 %p1, %r1, %r2;
-    @%p1 bra DONE;
-    mul.wide.u32 %rd2, %r1, 4;
-    add.s64 %rd3, %rd1, %rd2;
-    ld.global.f32 %f2, [%rd3];
-    fma.rn.f32 %f3, %f2, %f1, 0f3F800000;
-    st.global.f32 [%rd3], %f3;
-DONE:
-    ret;
-}
-)";
+#include "scale_add_ptx.h"
 
 typedef CUresult (*GetProc)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
 static GetProc get_proc;
@@ -53,15 +26,6 @@ template <typename F> static F sym(const char *name) {
     }
     return (F)p;
 }
-
-#define CU(call)                                                                             \
-    do {                                                                                     \
-        CUresult r_ = (call);                                                                \
-        if (r_ != CUDA_SUCCESS) {                                                            \
-            printf("FAIL: %s:%d: %s -> %d\n", __FILE__, __LINE__, #call, (int)r_);           \
-            exit(1);                                                                         \
-        }                                                                                    \
-    } while (0)
 
 int main() {
     void *lib = dlopen("libcuda.so.1", RTLD_NOW);
@@ -131,13 +95,16 @@ int main() {
     auto cuFuncGetName_ = sym<decltype(&cuFuncGetName)>("cuFuncGetName");
     unsigned nfuncs = 0;
     CU(cuModuleGetFunctionCount_(&nfuncs, mod));
-    EXPECT(nfuncs == 1);
-    CUfunction listed[2] = {};
-    CU(cuModuleEnumerateFunctions_(listed, 2, mod));
-    EXPECT(listed[0] != nullptr && listed[1] == nullptr);
-    const char *fname = nullptr;
+    EXPECT(nfuncs == 2);
+    CUfunction listed[3] = {};
+    CU(cuModuleEnumerateFunctions_(listed, 3, mod));
+    EXPECT(listed[0] != nullptr && listed[1] != nullptr && listed[2] == nullptr);
+    const char *fname = nullptr, *fname2 = nullptr;
     CU(cuFuncGetName_(&fname, listed[0]));
-    EXPECT(fname && strcmp(fname, "scale_add") == 0);
+    CU(cuFuncGetName_(&fname2, listed[1]));
+    EXPECT(fname && fname2 &&
+           ((strcmp(fname, "scale_add") == 0 && strcmp(fname2, "bump") == 0) ||
+            (strcmp(fname, "bump") == 0 && strcmp(fname2, "scale_add") == 0)));
     CU(cuFuncGetName_(&fname, f));
     EXPECT(fname && strcmp(fname, "scale_add") == 0);
 #endif
@@ -369,12 +336,12 @@ int main() {
     auto cuKernelGetName_ = sym<decltype(&cuKernelGetName)>("cuKernelGetName");
     unsigned nkernels = 0;
     CU(cuLibraryGetKernelCount_(&nkernels, library));
-    EXPECT(nkernels == 1);
-    CUkernel klist[1] = {};
-    CU(cuLibraryEnumerateKernels_(klist, 1, library));
-    EXPECT(klist[0] != nullptr);
+    EXPECT(nkernels == 2);
+    CUkernel klist[2] = {};
+    CU(cuLibraryEnumerateKernels_(klist, 2, library));
+    EXPECT(klist[0] != nullptr && klist[1] != nullptr);
     const char *kname = nullptr;
-    CU(cuKernelGetName_(&kname, klist[0]));
+    CU(cuKernelGetName_(&kname, kernel));
     EXPECT(kname && strcmp(kname, "scale_add") == 0);
 #endif
 #if CUDA_VERSION >= 12050

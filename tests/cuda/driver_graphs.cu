@@ -10,20 +10,12 @@
 #include <cuda.h>
 #include <dlfcn.h>
 #include "common.h"
+#include "cu_check.h"
 
 __global__ void axpb(float *x, float a, float b, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) x[i] = a * x[i] + b;
 }
-
-#define CU(call)                                                                             \
-    do {                                                                                     \
-        CUresult r_ = (call);                                                                \
-        if (r_ != CUDA_SUCCESS) {                                                            \
-            printf("FAIL: %s:%d: %s -> %d\n", __FILE__, __LINE__, #call, (int)r_);           \
-            exit(1);                                                                         \
-        }                                                                                    \
-    } while (0)
 
 static void *lib;
 template <typename F> static F sym(const char *name) {

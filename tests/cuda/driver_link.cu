@@ -8,6 +8,7 @@
 #include <dlfcn.h>
 #include <thread>
 #include "common.h"
+#include "cu_check.h"
 
 // Module A: the kernel, calling `twice` and reading `bias`, both defined in module B.
 static const char *PTX_A = R"(
@@ -75,15 +76,6 @@ template <typename F> static F sym(const char *name, cuuint64_t flags = CU_GET_P
     }
     return (F)p;
 }
-
-#define CU(call)                                                                             \
-    do {                                                                                     \
-        CUresult r_ = (call);                                                                \
-        if (r_ != CUDA_SUCCESS) {                                                            \
-            printf("FAIL: %s:%d: %s -> %d\n", __FILE__, __LINE__, #call, (int)r_);           \
-            exit(1);                                                                         \
-        }                                                                                    \
-    } while (0)
 
 int main() {
     void *lib = dlopen("libcuda.so.1", RTLD_NOW);

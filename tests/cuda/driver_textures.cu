@@ -7,6 +7,7 @@
 #include <cuda.h>
 #include <dlfcn.h>
 #include "common.h"
+#include "cu_check.h"
 
 __global__ void scale(cudaTextureObject_t t, cudaSurfaceObject_t s, int w, int h) {
     int x = threadIdx.x, y = blockIdx.x;
@@ -15,15 +16,6 @@ __global__ void scale(cudaTextureObject_t t, cudaSurfaceObject_t s, int w, int h
         surf2Dwrite(v.x + v.y + v.z + v.w, s, x * (int)sizeof(float), y);
     }
 }
-
-#define CU(call)                                                                             \
-    do {                                                                                     \
-        CUresult r_ = (call);                                                                \
-        if (r_ != CUDA_SUCCESS) {                                                            \
-            printf("FAIL: %s:%d: %s -> %d\n", __FILE__, __LINE__, #call, (int)r_);           \
-            exit(1);                                                                         \
-        }                                                                                    \
-    } while (0)
 
 static void *lib;
 template <typename F> static F sym(const char *name) {

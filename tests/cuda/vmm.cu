@@ -9,21 +9,13 @@
 #include <dlfcn.h>
 #include <vector>
 #include "common.h"
+#include "cu_check.h"
 
 __global__ void fill(float *p, size_t n) {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x)
         p[i] = (float)(i % 1000) + 0.5f;
 }
-
-#define CU(call)                                                                             \
-    do {                                                                                     \
-        CUresult r_ = (call);                                                                \
-        if (r_ != CUDA_SUCCESS) {                                                            \
-            printf("FAIL: %s:%d: %s -> %d\n", __FILE__, __LINE__, #call, (int)r_);           \
-            exit(1);                                                                         \
-        }                                                                                    \
-    } while (0)
 
 template <typename F> static F sym(void *lib, const char *name) {
     F f = (F)dlsym(lib, name);

@@ -166,7 +166,7 @@ pub fn build(name: &str, v: Cuda) -> Option<PathBuf> {
     build_source(&source(name), v)
 }
 
-/// Compiles the CUDA program `src` (a `NAME.cu` anywhere, including `tests/cuda/common.h`)
+/// Compiles the CUDA program `src` (a `NAME.cu` anywhere, including `tests/cuda/*.h`)
 /// with toolkit `v` if its binary is older than its sources, and returns the binary, or
 /// `None` if the toolkit is unavailable.
 pub fn build_source(src: &Path, v: Cuda) -> Option<PathBuf> {
@@ -179,15 +179,22 @@ pub fn build_source(src: &Path, v: Cuda) -> Option<PathBuf> {
     let out_dir = bin_dir().join(format!("cuda{}-tests", v.tag()));
     std::fs::create_dir_all(&out_dir).expect("create cuda-tests dir");
     let exe = out_dir.join(name);
-    let common = repo_root().join("tests/cuda/common.h");
+    // The shared headers (common.h, cu_check.h, ...).
+    let headers: Vec<PathBuf> = std::fs::read_dir(repo_root().join("tests/cuda"))
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "h"))
+        .collect();
     let s = spec(&src);
     let extra: Vec<PathBuf> = s
         .srcs
         .iter()
         .map(|f| repo_root().join("tests/cuda").join(f))
         .collect();
-    let newest = [&src, &common]
+    let newest = [&src]
         .into_iter()
+        .chain(&headers)
         .chain(&extra)
         .filter_map(|p| p.metadata().ok()?.modified().ok())
         .max();

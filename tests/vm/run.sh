@@ -75,7 +75,7 @@ header() {
 values() { sed -n "s/^$1=//p"; }
 
 # Builds program $1 (source) with toolkit root $2 into $3; reuses a binary newer than its
-# sources (the program and the shared headers).
+# sources (the program, the shared headers and the files it includes).
 build() {
     local src=$1 root=$2 exe=$3 tag=$4
     local h libs nvcc_flags srcs
@@ -85,7 +85,13 @@ build() {
         [ -n "$f" ] && srcs+=("$repo/tests/cuda/$f")
     done < <(values srcs <<<"$h" | tr ',' '\n' | sed 's/^ *//; s/ *$//')
     local newer=1 f
-    for f in "$src" tests/cuda/common.h tests/vm/cuda/vm_test.h "${srcs[@]}"; do
+    # The shared headers, and what the program includes from tests/cuda/ (a VM test may
+    # include a whole program, tests/vm/cuda/zero_copy_vm.cu does).
+    local included=()
+    while read -r f; do
+        if [ -f "$(dirname "$src")/$f" ]; then included+=("$(dirname "$src")/$f"); fi
+    done < <(sed -n 's/^#include "\(.*\)"/\1/p' "$src")
+    for f in "$src" tests/cuda/*.h tests/vm/cuda/vm_test.h "${srcs[@]}" "${included[@]}"; do
         [ "$exe" -nt "$f" ] || newer=0
     done
     if [ -x "$exe" ] && [ "$newer" = 1 ]; then

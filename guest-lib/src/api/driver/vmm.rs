@@ -125,25 +125,6 @@ fn check_prop(c: &Client, prop: *const CUmemAllocationProp) -> Result<c_int, CuE
     Ok(p.location.id)
 }
 
-/// The mappings exactly covering `[ptr, ptr + size)` (`CUDA_ERROR_INVALID_VALUE` if there
-/// are gaps).
-fn covering(s: &State, ptr: u64, size: u64) -> Result<Vec<u64>, CuError> {
-    let end = ptr.checked_add(size).ok_or(CuError::INVALID_VALUE)?;
-    let mut at = ptr;
-    let mut v = Vec::new();
-    for (&b, m) in s.maps.range(ptr..end) {
-        if b != at {
-            return Err(CuError::INVALID_VALUE);
-        }
-        v.push(b);
-        at = b + m.len;
-    }
-    if size == 0 || at != end {
-        return Err(CuError::INVALID_VALUE);
-    }
-    Ok(v)
-}
-
 /// Drops one reference to `handle`; the last releases it in the backend.
 fn unref(c: &Client, handle: u64) -> Result<(), CuError> {
     let last = with(|s| match s.handles.get_mut(&handle) {
@@ -262,7 +243,7 @@ entry_lib! {
     fn cuMemUnmap(ptr: CUdeviceptr, size: usize) -> Result<(), CuError> {
         let c = session()?;
         let size = size as u64;
-        with(|s| covering(s, ptr, size))?;
+        // The backend checks that whole mappings cover the range.
         c.call::<ops::VmmUnmap>(&VmmRangeReq { ptr, size })?;
         c.mirror.remove_within(ptr, ptr + size, |k| k == Kind::Device);
         let gone: Vec<Map> = with(|s| {
@@ -283,11 +264,11 @@ entry_lib! {
         // SAFETY: `count` descriptors at `desc` (the API's contract).
         let descs = unsafe { std::slice::from_raw_parts(desc, count) };
         let size = size as u64;
-        with(|s| covering(s, ptr, size))?;
         for d in descs {
             if d.location.type_ != DEVICE || !matches!(d.flags, 0 | 1 | 3) {
                 return Err(CuError::INVALID_VALUE);
             }
+            // The backend checks that whole mappings cover the range.
             c.call::<ops::VmmSetAccess>(&VmmAccessReq {
                 ptr,
                 size,

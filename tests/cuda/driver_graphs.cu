@@ -4,7 +4,8 @@
 // driver launches and copies, cuStreamIsCapturing, cuStreamEndCapture, cuGraphGetNodes,
 // cuGraphInstantiateWithFlags, cuGraphUpload, cuGraphLaunch replayed three times,
 // cuMemFreeAsync, and the pool's release threshold and trim. Then a graph built node by
-// node: memset, kernel (both CUDA_KERNEL_NODE_PARAMS layouts), memcpy and host nodes,
+// node: memset, kernel (both CUDA_KERNEL_NODE_PARAMS layouts; parameters read, set and set
+// in an executable graph), memcpy and host nodes,
 // dependencies added afterwards, edges, root nodes and node types, cloned, instantiated
 // and launched twice.
 #include <cuda.h>
@@ -128,8 +129,26 @@ static void explicit_graph(CUfunction f, CUstream s) {
     CU(cuGraphNodeGetType_(call, &t));
     EXPECT(t == CU_GRAPH_NODE_TYPE_HOST);
 
+    // A kernel node's parameters read back, and set (the same values here).
+    SYM(cuGraphKernelNodeGetParams, "cuGraphKernelNodeGetParams_v2");
+    SYM(cuGraphKernelNodeSetParams, "cuGraphKernelNodeSetParams_v2");
+    SYM(cuGraphExecKernelNodeSetParams, "cuGraphExecKernelNodeSetParams_v2");
+    SYM(cuGraphNodeFindInClone, "cuGraphNodeFindInClone");
+    SYM(cuGraphMemsetNodeGetParams, "cuGraphMemsetNodeGetParams");
+    CUDA_KERNEL_NODE_PARAMS got = {};
+    CU(cuGraphKernelNodeGetParams_(k2, &got));
+    EXPECT(got.func == f && got.gridDimX == n / 256 && got.blockDimX == 256);
+    EXPECT(got.kernelParams && *(float *)got.kernelParams[1] == 0.5f);
+    CU(cuGraphKernelNodeSetParams_(k2, &got));
+    CUDA_MEMSET_NODE_PARAMS msg = {};
+    CU(cuGraphMemsetNodeGetParams_(set, &msg));
+    EXPECT(msg.dst == y && msg.value == 0x3f800000u && msg.width == (size_t)n);
+    EXPECT(cuGraphKernelNodeGetParams_(set, &got) == CUDA_ERROR_INVALID_VALUE);
+
     CUgraph c;
     CU(cuGraphClone_(&c, g));
+    CUgraphNode k2c;
+    CU(cuGraphNodeFindInClone_(&k2c, k2, c));
     CU(cuGraphDestroy_(g));
     CUgraphExec e;
     CU(cuGraphInstantiateWithFlags_(&e, c, 0));
@@ -140,6 +159,22 @@ static void explicit_graph(CUfunction f, CUstream s) {
         for (int i = 0; i < n; i++) EXPECT(hy[i] == 1.5f);
     }
     EXPECT(host_calls == 2);
+    // The executable graph's second kernel now adds 1 instead of 0: y = 0.5 * 3 + 1.
+    float one = 1.0f;
+    void *args3[] = {&y, &half, &one, &nn};
+    CUDA_KERNEL_NODE_PARAMS kp3 = {};
+    kp3.func = f;
+    kp3.gridDimX = n / 256;
+    kp3.gridDimY = kp3.gridDimZ = 1;
+    kp3.blockDimX = 256;
+    kp3.blockDimY = kp3.blockDimZ = 1;
+    kp3.kernelParams = args3;
+    CU(cuGraphExecKernelNodeSetParams_(e, k2c, &kp3));
+    memset(hy, 0, sizeof hy);
+    CU(cuGraphLaunch_(e, s));
+    CU(cuStreamSynchronize_(s));
+    for (int i = 0; i < n; i++) EXPECT(hy[i] == 2.5f);
+    EXPECT(host_calls == 3);
     CU(cuGraphExecDestroy_(e));
     CU(cuGraphDestroy_(c));
     CU(cuMemFree_(y));

@@ -444,7 +444,7 @@ fn read<'a, T>(p: *const T) -> Result<&'a T> {
 }
 
 /// Replaces a node's parameters, which must be of the same kind.
-fn set_kind(node: cudaGraphNode_t, mut kind: Kind) -> Result<()> {
+pub(crate) fn set_kind(node: cudaGraphNode_t, mut kind: Kind) -> Result<()> {
     with(|r| {
         let n = r.node_mut(node as u64)?;
         if n.kind.type_code() != kind.type_code() {
@@ -457,7 +457,7 @@ fn set_kind(node: cudaGraphNode_t, mut kind: Kind) -> Result<()> {
 }
 
 /// Reads a node's parameters.
-fn get_kind<R>(node: cudaGraphNode_t, f: impl FnOnce(&Kind) -> Option<R>) -> Result<R> {
+pub(crate) fn get_kind<R>(node: cudaGraphNode_t, f: impl FnOnce(&Kind) -> Option<R>) -> Result<R> {
     with(|r| f(&r.node(node as u64)?.kind).ok_or(Error::INVALID_VALUE))
 }
 

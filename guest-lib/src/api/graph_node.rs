@@ -15,12 +15,12 @@ pub type HostFn = unsafe extern "C" fn(*mut c_void);
 /// `struct cudaKernelNodeParams`.
 #[repr(C)]
 pub struct cudaKernelNodeParams {
-    func: *mut c_void,
-    grid: dim3,
-    block: dim3,
-    shared_mem: c_uint,
-    kernel_params: *mut *mut c_void,
-    extra: *mut *mut c_void,
+    pub(crate) func: *mut c_void,
+    pub(crate) grid: dim3,
+    pub(crate) block: dim3,
+    pub(crate) shared_mem: c_uint,
+    pub(crate) kernel_params: *mut *mut c_void,
+    pub(crate) extra: *mut *mut c_void,
 }
 
 /// `struct cudaPos`.

@@ -63,15 +63,51 @@ fn kernel_node(
     p: &CUDA_KERNEL_NODE_PARAMS,
     func: *const super::exec::Function,
 ) -> Result<(), CuError> {
-    let kind = super::exec::kernel_node(
+    let kind = kernel_kind(p, func)?;
+    Ok(g::add_node(out, graph, deps, ndeps, || Ok(kind))?)
+}
+
+/// A kernel node's parameters as the driver gives them out: `cudaKernelNodeParams` and
+/// `CUDA_KERNEL_NODE_PARAMS` are laid out alike (a function, the grid and block sizes, the
+/// shared memory, the argument pointers and `extra`).
+fn kernel_params_of(node: cudaGraphNode_t) -> Result<CUDA_KERNEL_NODE_PARAMS, CuError> {
+    let p = g::get_kind(node, |k| match k {
+        g::Kind::Kernel(k) => Some(k.to_c()),
+        _ => None,
+    })?;
+    Ok(CUDA_KERNEL_NODE_PARAMS {
+        func: p.func.cast(),
+        grid: [p.grid.x, p.grid.y, p.grid.z],
+        block: [p.block.x, p.block.y, p.block.z],
+        shared_mem: p.shared_mem,
+        kernel_params: p.kernel_params,
+        extra: std::ptr::null_mut(),
+    })
+}
+
+/// The kernel node a `CUDA_KERNEL_NODE_PARAMS` describes (`func`, or `kern` where a v2
+/// struct has no `func`).
+fn kernel_kind(
+    p: &CUDA_KERNEL_NODE_PARAMS,
+    func: *const super::exec::Function,
+) -> Result<g::Kind, CuError> {
+    super::exec::kernel_node(
         func,
         p.grid,
         p.block,
         p.shared_mem,
         p.kernel_params,
         p.extra,
-    )?;
-    Ok(g::add_node(out, graph, deps, ndeps, || Ok(kind))?)
+    )
+}
+
+/// The function of a v2 struct: `func`, or `kern` where `func` is null.
+fn v2_func(p: &CUDA_KERNEL_NODE_PARAMS_v2) -> *const super::exec::Function {
+    if p.v1.func.is_null() {
+        p.kern
+    } else {
+        p.v1.func
+    }
 }
 
 /// The caller's parameter struct.
@@ -243,8 +279,97 @@ entry_lib! {
 
     fn cuGraphAddKernelNode_v2(out: *mut cudaGraphNode_t, graph: cudaGraph_t, deps: *const cudaGraphNode_t, ndeps: usize, p: *const CUDA_KERNEL_NODE_PARAMS_v2) -> Result<(), CuError> {
         let p = params(p)?;
-        let f = if p.v1.func.is_null() { p.kern } else { p.v1.func };
-        kernel_node(out, graph, deps, ndeps, &p.v1, f)
+        kernel_node(out, graph, deps, ndeps, &p.v1, v2_func(p))
+    }
+
+    fn cuGraphKernelNodeGetParams(node: cudaGraphNode_t, out: *mut CUDA_KERNEL_NODE_PARAMS) -> Result<(), CuError> {
+        current()?;
+        let p = kernel_params_of(node)?;
+        // SAFETY: the caller's output pointer; `kernelParams` points into the node, valid
+        // until its parameters change (as in CUDA).
+        unsafe { super::out(out, p) }
+    }
+
+    fn cuGraphKernelNodeGetParams_v2(node: cudaGraphNode_t, out: *mut CUDA_KERNEL_NODE_PARAMS_v2) -> Result<(), CuError> {
+        current()?;
+        let v1 = kernel_params_of(node)?;
+        let p = CUDA_KERNEL_NODE_PARAMS_v2 { v1, kern: std::ptr::null(), ctx: std::ptr::null_mut() };
+        // SAFETY: as above.
+        unsafe { super::out(out, p) }
+    }
+
+    fn cuGraphKernelNodeSetParams(node: cudaGraphNode_t, p: *const CUDA_KERNEL_NODE_PARAMS) -> Result<(), CuError> {
+        current()?;
+        let p = params(p)?;
+        Ok(g::set_kind(node, kernel_kind(p, p.func)?)?)
+    }
+
+    fn cuGraphKernelNodeSetParams_v2(node: cudaGraphNode_t, p: *const CUDA_KERNEL_NODE_PARAMS_v2) -> Result<(), CuError> {
+        current()?;
+        let p = params(p)?;
+        Ok(g::set_kind(node, kernel_kind(&p.v1, v2_func(p))?)?)
+    }
+
+    fn cuGraphExecKernelNodeSetParams(exec: cudaGraphExec_t, node: cudaGraphNode_t, p: *const CUDA_KERNEL_NODE_PARAMS) -> Result<(), CuError> {
+        current()?;
+        let p = params(p)?;
+        Ok(crate::api::graph_exec::exec_set(exec, node, Ok(kernel_kind(p, p.func)?))?)
+    }
+
+    fn cuGraphExecKernelNodeSetParams_v2(exec: cudaGraphExec_t, node: cudaGraphNode_t, p: *const CUDA_KERNEL_NODE_PARAMS_v2) -> Result<(), CuError> {
+        current()?;
+        let p = params(p)?;
+        Ok(crate::api::graph_exec::exec_set(exec, node, Ok(kernel_kind(&p.v1, v2_func(p))?))?)
+    }
+
+    fn cuGraphMemsetNodeGetParams(node: cudaGraphNode_t, out: *mut cudaMemsetParams) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: CUDA_MEMSET_NODE_PARAMS has cudaMemsetParams' layout; the runtime checks
+        // the pointers.
+        rt(unsafe { crate::api::graph::cudaGraphMemsetNodeGetParams(node, out) })
+    }
+
+    fn cuGraphMemsetNodeSetParams(node: cudaGraphNode_t, p: *const cudaMemsetParams) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: as above.
+        rt(unsafe { crate::api::graph::cudaGraphMemsetNodeSetParams(node, p) })
+    }
+
+    fn cuGraphExecMemsetNodeSetParams(exec: cudaGraphExec_t, node: cudaGraphNode_t, p: *const cudaMemsetParams, _ctx: *mut c_void) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: as above.
+        rt(unsafe { crate::api::graph_exec::cudaGraphExecMemsetNodeSetParams(exec, node, p) })
+    }
+
+    fn cuGraphMemcpyNodeSetParams(node: cudaGraphNode_t, p: *const super::texture::CUDA_MEMCPY3D) -> Result<(), CuError> {
+        current()?;
+        let cp = super::texture::graph_copy(p)?;
+        Ok(g::set_kind(node, g::Kind::Memcpy(cp))?)
+    }
+
+    fn cuGraphExecMemcpyNodeSetParams(exec: cudaGraphExec_t, node: cudaGraphNode_t, p: *const super::texture::CUDA_MEMCPY3D, _ctx: *mut c_void) -> Result<(), CuError> {
+        current()?;
+        let cp = super::texture::graph_copy(p)?;
+        Ok(crate::api::graph_exec::exec_set(exec, node, Ok(g::Kind::Memcpy(cp)))?)
+    }
+
+    fn cuGraphHostNodeGetParams(node: cudaGraphNode_t, out: *mut cudaHostNodeParams) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: CUDA_HOST_NODE_PARAMS has cudaHostNodeParams' layout; the runtime checks
+        // the pointers.
+        rt(unsafe { crate::api::graph::cudaGraphHostNodeGetParams(node, out) })
+    }
+
+    fn cuGraphHostNodeSetParams(node: cudaGraphNode_t, p: *const cudaHostNodeParams) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: as above.
+        rt(unsafe { crate::api::graph::cudaGraphHostNodeSetParams(node, p) })
+    }
+
+    fn cuGraphExecHostNodeSetParams(exec: cudaGraphExec_t, node: cudaGraphNode_t, p: *const cudaHostNodeParams) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: as above.
+        rt(unsafe { crate::api::graph_exec::cudaGraphExecHostNodeSetParams(exec, node, p) })
     }
 
     fn cuGraphAddMemsetNode(out: *mut cudaGraphNode_t, graph: cudaGraph_t, deps: *const cudaGraphNode_t, ndeps: usize, p: *const cudaMemsetParams, _ctx: *mut c_void) -> Result<(), CuError> {

@@ -23,7 +23,7 @@
 //! with no copy (as virtio-gpu's attached backing). These are the VM's own RAM, which the
 //! backend reads and writes anyway, so no population check applies. Pieces the files
 //! cannot merge are mappings of their own, so their number is bounded per process
-//! ([`MAX_GUEST_PIECES`]).
+//! ([`MAX_GUEST_PIECES`]) and per session ([`MAX_SESSION_PIECES`]).
 
 use std::collections::HashMap;
 use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
@@ -45,6 +45,9 @@ pub const MAX_SHARED_BYTES: u64 = 1 << 40;
 /// Most mappings of guest RAM pieces in this process, all sessions together (each is a
 /// kernel memory area; Linux allows 65,530 per process by default).
 pub const MAX_GUEST_PIECES: usize = 32768;
+
+/// Most of them one session may map (so that one guest process cannot take them all).
+pub const MAX_SESSION_PIECES: usize = MAX_GUEST_PIECES / 4;
 
 /// Guest RAM pieces mapped in this process now.
 static GUEST_PIECES: AtomicUsize = AtomicUsize::new(0);
@@ -150,7 +153,13 @@ impl SharedRegions {
             .try_fold(0u64, |t, p| t.checked_add(p.2 as u64))
             .ok_or(Status::INVALID_VALUE)?;
         self.admit(len)?;
-        let m = map_pieces(&merge(pieces))?;
+        let pieces = merge(pieces);
+        let mine: usize = self.regions.values().map(|m| m.pieces).sum();
+        if mine + pieces.len() > MAX_SESSION_PIECES {
+            debug!("SharePages refused: over {MAX_SESSION_PIECES} guest RAM pieces in the session");
+            return Err(Status::MEMORY_ALLOCATION);
+        }
+        let m = map_pieces(&pieces)?;
         Ok(self.insert(m))
     }
 

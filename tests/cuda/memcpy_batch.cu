@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
 // Batched copies (CUDA 12.8+): cudaMemcpyBatchAsync with attribute groups, a source read
 // during the call (a stack buffer changed right after it), copies in every direction, the
-// driver API's cuMemcpyBatchAsync, and the argument checks.
+// driver API's cuMemcpyBatchAsync, and the argument checks; 3-D batches
+// (cudaMemcpy3DBatchAsync) between host, pitched device memory and an array.
 #include <cuda.h>
 #include <vector>
 #include "common.h"
@@ -80,6 +81,62 @@ int main() {
     EXPECT_ERR(cudaMemcpyBatchAsync(dsts2, srcs2, sizes2, 2, &unset, &zero, 1, s),
                cudaErrorInvalidValue);
     cudaGetLastError();
+
+    // 3-D batches: a host box into pitched device memory (rows and layers wider than the
+    // copy), a device box into an array at an offset, and the array back to the host.
+    {
+        const size_t W = 8, H = 4, D = 3;  // the box, in ints
+        std::vector<int> box(W * H * D), out(W * H * D, 0);
+        for (size_t i = 0; i < box.size(); i++) box[i] = (int)(7 * i + 3);
+        cudaPitchedPtr pd;
+        CHECK(cudaMalloc3D(&pd, make_cudaExtent(16 * sizeof(int), 6, D)));
+        cudaChannelFormatDesc fd = cudaCreateChannelDesc<int>();
+        cudaArray_t arr;
+        CHECK(cudaMalloc3DArray(&arr, &fd, make_cudaExtent(10, 5, 4)));
+        cudaMemcpy3DBatchOp ops[3] = {};
+        ops[0].src.type = cudaMemcpyOperandTypePointer;
+        ops[0].src.op.ptr.ptr = box.data();
+        ops[0].dst.type = cudaMemcpyOperandTypePointer;
+        ops[0].dst.op.ptr.ptr = pd.ptr;
+        ops[0].dst.op.ptr.rowLength = pd.pitch;  // elements are bytes between pointers
+        ops[0].dst.op.ptr.layerHeight = 6;
+        ops[0].extent = make_cudaExtent(W * sizeof(int), H, D);
+        ops[0].srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+        CHECK(cudaMemcpy3DBatchAsync(1, ops, 0, s));
+        ops[1].src.type = cudaMemcpyOperandTypePointer;
+        ops[1].src.op.ptr.ptr = pd.ptr;
+        ops[1].src.op.ptr.rowLength = pd.pitch / sizeof(int);  // in the array's elements
+        ops[1].src.op.ptr.layerHeight = 6;
+        ops[1].dst.type = cudaMemcpyOperandTypeArray;
+        ops[1].dst.op.array.array = arr;
+        ops[1].dst.op.array.offset = {1, 1, 1};
+        ops[1].extent = make_cudaExtent(W, H, D);
+        ops[1].srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+        ops[2].src.type = cudaMemcpyOperandTypeArray;
+        ops[2].src.op.array.array = arr;
+        ops[2].src.op.array.offset = {1, 1, 1};
+        ops[2].dst.type = cudaMemcpyOperandTypePointer;
+        ops[2].dst.op.ptr.ptr = out.data();
+        ops[2].extent = make_cudaExtent(W, H, D);
+        ops[2].srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+        // In two batches: copies within one batch may run in any order.
+        CHECK(cudaMemcpy3DBatchAsync(1, &ops[1], 0, s));
+        CHECK(cudaMemcpy3DBatchAsync(1, &ops[2], 0, s));
+        CHECK(cudaStreamSynchronize(s));
+        EXPECT(out == box);
+        // Checks: the legacy stream, flags, an empty extent, an access order left invalid.
+        EXPECT_ERR(cudaMemcpy3DBatchAsync(1, ops, 0, cudaStreamLegacy), cudaErrorInvalidValue);
+        EXPECT_ERR(cudaMemcpy3DBatchAsync(1, ops, 1, s), cudaErrorInvalidValue);
+        cudaMemcpy3DBatchOp bad_op = ops[0];
+        bad_op.extent.depth = 0;
+        EXPECT_ERR(cudaMemcpy3DBatchAsync(1, &bad_op, 0, s), cudaErrorInvalidValue);
+        bad_op = ops[0];
+        bad_op.srcAccessOrder = cudaMemcpySrcAccessOrderInvalid;
+        EXPECT_ERR(cudaMemcpy3DBatchAsync(1, &bad_op, 0, s), cudaErrorInvalidValue);
+        cudaGetLastError();
+        CHECK(cudaFreeArray(arr));
+        CHECK(cudaFree(pd.ptr));
+    }
 
     CHECK(cudaFree(d1));
     CHECK(cudaFree(d2));

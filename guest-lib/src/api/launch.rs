@@ -295,8 +295,13 @@ fn launch_as(
 /// Attributes set on kernels (`cudaFuncSetAttribute`, `cudaKernelSetAttributeForDevice`,
 /// `cuFuncSetAttribute`), by backend function handle: what the attribute queries report
 /// from then on.
-static SET_ATTRS: std::sync::Mutex<Option<std::collections::HashMap<(u64, u32), i32>>> =
+/// The key is the session generation (a device reset reloads kernels under new handles),
+/// the handle and the attribute.
+static SET_ATTRS: std::sync::Mutex<Option<std::collections::HashMap<AttrKey, i32>>> =
     std::sync::Mutex::new(None);
+
+/// A set attribute: `(session generation, function handle, attribute)`.
+type AttrKey = (u64, u64, u32);
 
 /// Sets attribute `attr` of the kernel with backend handle `handle` to `value`, in the
 /// backend and then in what the library reports.
@@ -311,7 +316,7 @@ pub(crate) fn set_attribute(c: &Client, handle: u64, attr: c_int, value: c_int) 
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .get_or_insert_with(Default::default)
-        .insert((handle, attr as u32), value);
+        .insert((c.generation(), handle, attr as u32), value);
     Ok(())
 }
 
@@ -321,13 +326,14 @@ pub(crate) fn current_attrs(
     a: &vcuda_protocol::FuncAttrs,
 ) -> vcuda_protocol::FuncAttrs {
     let mut a = *a;
+    let generation = client::connected().map_or(0, |c| c.generation());
     let g = SET_ATTRS.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(m) = g.as_ref() {
         // cudaFuncAttributeMaxDynamicSharedMemorySize, ...PreferredSharedMemoryCarveout.
-        if let Some(&v) = m.get(&(handle, 8)) {
+        if let Some(&v) = m.get(&(generation, handle, 8)) {
             a.max_dynamic_shared_size_bytes = v;
         }
-        if let Some(&v) = m.get(&(handle, 9)) {
+        if let Some(&v) = m.get(&(generation, handle, 9)) {
             a.preferred_shmem_carveout = v;
         }
     }

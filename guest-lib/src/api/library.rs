@@ -29,11 +29,20 @@ fn kernels<R>(f: impl FnOnce(&mut HashMap<usize, usize>) -> R) -> R {
         .get_or_insert_with(HashMap::new))
 }
 
-/// The loaded form of `k` if it is a library's kernel handed out to the program.
+/// The loaded form of `k` if it is a kernel handed out to the program as a `cudaKernel_t`.
 pub(crate) fn kernel(k: usize) -> Option<LoadedFunc> {
-    // SAFETY: a function handed out by `cudaLibraryGetKernel`/`EnumerateKernels` whose
-    // library is loaded (its kernels leave the table before it is unloaded).
-    kernels(|t| t.contains_key(&k)).then(|| unsafe { exec::loaded_of(k as *const Function) })
+    kernels(|t| {
+        // SAFETY: a function handed out by `cudaGetKernel` (kept for the process's life)
+        // or by `cudaLibraryGetKernel`/`EnumerateKernels` whose library is loaded: a
+        // library's kernels leave the table (under this lock) before it is freed.
+        t.contains_key(&k)
+            .then(|| unsafe { exec::loaded_of(k as *const Function) })
+    })
+}
+
+/// Forgets the kernels of module `m`, which is being freed (by whichever call unloads it).
+pub(crate) fn forget_module(m: usize) {
+    kernels(|t| t.retain(|_, l| *l != m));
 }
 
 /// The runtime error of a driver call's result.
@@ -60,8 +69,7 @@ entry! {
 
     fn cudaLibraryUnload(lib: *mut c_void) {
         client::client()?;
-        kernels(|t| t.retain(|_, l| *l != lib as usize));
-        // SAFETY: the same contract as the driver's.
+        // SAFETY: the same contract as the driver's (whose unload forgets the kernels).
         cu(unsafe { exec::cuLibraryUnload(lib.cast::<Module>()) })
     }
 

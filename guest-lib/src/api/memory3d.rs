@@ -30,6 +30,136 @@ pub struct cudaMemcpy3DPeerParms {
     extent: cudaExtent,
 }
 
+/// `struct cudaMemcpy3DOperand`: a pointer (row length and layer height in elements, 0:
+/// packed) or an array and an offset into it, by `type_` (1 or 2).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct cudaMemcpy3DOperand {
+    type_: c_int,
+    /// `op.ptr`: `(ptr, rowLength, layerHeight, locHint)`; `op.array`: `(array, offset x,
+    /// y, z)`: both 32 bytes.
+    op: [usize; 4],
+}
+
+/// `struct cudaMemcpy3DBatchOp`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct cudaMemcpy3DBatchOp {
+    src: cudaMemcpy3DOperand,
+    dst: cudaMemcpy3DOperand,
+    extent: cudaExtent,
+    src_access_order: c_int,
+    flags: u32,
+}
+const _: () = assert!(size_of::<cudaMemcpy3DBatchOp>() == 112);
+
+/// `cudaMemcpyOperandTypePointer`, `cudaMemcpyOperandTypeArray`.
+const OPERAND_POINTER: c_int = 1;
+const OPERAND_ARRAY: c_int = 2;
+
+/// One operation of `cudaMemcpy3DBatchAsync` as the `cudaMemcpy3DParms` of the same copy:
+/// extents and offsets in elements (an array's, or bytes between pointers).
+fn batch_parms(op: &cudaMemcpy3DBatchOp) -> Result<cudaMemcpy3DParms> {
+    let e = op.extent;
+    // cudaMemcpySrcAccessOrderStream .. Any; cudaMemcpyFlagPreferOverlapWithCompute.
+    if e.width == 0
+        || e.height == 0
+        || e.depth == 0
+        || !(1..=3).contains(&op.src_access_order)
+        || op.flags > 1
+    {
+        return Err(Error::INVALID_VALUE);
+    }
+    let texel = |o: &cudaMemcpy3DOperand| -> Result<Option<u64>> {
+        match o.type_ {
+            OPERAND_POINTER => Ok(None),
+            OPERAND_ARRAY => Ok(Some(
+                super::array::info(o.op[0] as *mut c_void)?
+                    .desc
+                    .texel_bytes(),
+            )),
+            _ => Err(Error::INVALID_VALUE),
+        }
+    };
+    let elem = match (texel(&op.src)?, texel(&op.dst)?) {
+        (Some(a), Some(b)) if a != b => return Err(Error::INVALID_VALUE),
+        (Some(a), _) | (None, Some(a)) => a as usize,
+        (None, None) => 1,
+    };
+    let side = |o: &cudaMemcpy3DOperand| -> Result<(*mut c_void, cudaPos, cudaPitchedPtr)> {
+        if o.type_ == OPERAND_ARRAY {
+            let pos = cudaPos {
+                x: o.op[1],
+                y: o.op[2],
+                z: o.op[3],
+            };
+            let none = cudaPitchedPtr {
+                ptr: std::ptr::null_mut(),
+                pitch: 0,
+                xsize: 0,
+                ysize: 0,
+            };
+            return Ok((o.op[0] as *mut c_void, pos, none));
+        }
+        let (row, layer) = (o.op[1], o.op[2]);
+        if (row != 0 && row < e.width) || (layer != 0 && layer < e.height) {
+            return Err(Error::INVALID_VALUE);
+        }
+        let row = if row == 0 { e.width } else { row };
+        let pitch = row.checked_mul(elem).ok_or(Error::INVALID_VALUE)?;
+        let ysize = if layer == 0 { e.height } else { layer };
+        let p = cudaPitchedPtr {
+            ptr: o.op[0] as *mut c_void,
+            pitch,
+            xsize: pitch,
+            ysize,
+        };
+        Ok((std::ptr::null_mut(), cudaPos::default(), p))
+    };
+    let (src_array, src_pos, src_ptr) = side(&op.src)?;
+    let (dst_array, dst_pos, dst_ptr) = side(&op.dst)?;
+    Ok(cudaMemcpy3DParms {
+        src_array,
+        src_pos,
+        src_ptr,
+        dst_array,
+        dst_pos,
+        dst_ptr,
+        extent: e,
+        kind: 4, // cudaMemcpyDefault
+    })
+}
+
+/// `cudaMemcpy3DBatchAsync` (and the driver's `cuMemcpy3DBatchAsync`, whose
+/// `CUDA_MEMCPY3D_BATCH_OP` is laid out alike): every operation checked, then each run as
+/// `cudaMemcpy3DAsync` on `stream` in the list's order (CUDA leaves the order within a
+/// batch open).
+pub(crate) fn memcpy_3d_batch(
+    n: usize,
+    ops: *const cudaMemcpy3DBatchOp,
+    flags: u64,
+    stream: cudaStream_t,
+    ptsz: bool,
+    failed: &mut Option<usize>,
+) -> Result<()> {
+    // The legacy stream is refused (the API's rule), as for `cudaMemcpyBatchAsync`; the
+    // per-thread one is not.
+    let legacy = stream as usize == crate::ffi::STREAM_LEGACY || (stream.is_null() && !ptsz);
+    if n == 0 || ops.is_null() || flags != 0 || legacy {
+        return Err(Error::INVALID_VALUE);
+    }
+    // SAFETY: `n` operations at `ops` (the API's contract).
+    let ops = unsafe { std::slice::from_raw_parts(ops, n) };
+    let mut parms = Vec::with_capacity(n);
+    for (i, op) in ops.iter().enumerate() {
+        parms.push(batch_parms(op).inspect_err(|_| *failed = Some(i))?);
+    }
+    for (i, p) in parms.iter().enumerate() {
+        memcpy_3d(p, Some((stream, ptsz))).inspect_err(|_| *failed = Some(i))?;
+    }
+    Ok(())
+}
+
 /// A 3-D copy on `on` (`None`: synchronous).
 fn memcpy_3d(p: *const cudaMemcpy3DParms, on: On) -> Result<()> {
     // SAFETY: the caller's parameter block (the API's contract); null is checked.
@@ -149,6 +279,14 @@ entry! {
 
     fn cudaMemcpy3D_ptds(p: *const cudaMemcpy3DParms) {
         memcpy_3d(p, None)
+    }
+
+    fn cudaMemcpy3DBatchAsync(n: usize, ops: *const cudaMemcpy3DBatchOp, flags: u64, stream: cudaStream_t) {
+        memcpy_3d_batch(n, ops, flags, stream, false, &mut None)
+    }
+
+    fn cudaMemcpy3DBatchAsync_ptsz(n: usize, ops: *const cudaMemcpy3DBatchOp, flags: u64, stream: cudaStream_t) {
+        memcpy_3d_batch(n, ops, flags, stream, true, &mut None)
     }
 
     fn cudaMemcpy3DAsync(p: *const cudaMemcpy3DParms, stream: cudaStream_t) {

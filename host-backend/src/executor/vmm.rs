@@ -10,7 +10,8 @@
 //! inside one reservation, overlaps no other and covers a whole physical allocation
 //! (offset 0, its size: anything else answers not-supported); unmapping and setting access
 //! take ranges made of whole mappings; a reservation is freed whole and empty; a released
-//! allocation goes with its last mapping. Each kind of object is bounded by [`MAX_VMM`].
+//! allocation goes with its last mapping. Each kind of object is bounded by [`MAX_VMM`],
+//! and the address space reserved by [`MAX_RESERVED`].
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -20,6 +21,9 @@ use super::{ExecResult, Status};
 pub const GRANULARITY: u64 = 2 << 20;
 /// Most physical allocations, reservations and mappings of one session, each.
 pub const MAX_VMM: usize = 4096;
+/// Most bytes of address space one session may hold reserved (the device's address space
+/// is every session's).
+pub const MAX_RESERVED: u64 = 1 << 40;
 
 /// A session's VMM objects.
 #[derive(Debug)]
@@ -30,6 +34,8 @@ pub struct VmmBook<P> {
     /// Mappings: address -> what is mapped there.
     maps: BTreeMap<u64, Mapping>,
     next_handle: u64,
+    /// Bytes reserved in all.
+    reserved_bytes: u64,
 }
 
 impl<P> Default for VmmBook<P> {
@@ -39,6 +45,7 @@ impl<P> Default for VmmBook<P> {
             reserved: BTreeMap::new(),
             maps: BTreeMap::new(),
             next_handle: 0,
+            reserved_bytes: 0,
         }
     }
 }
@@ -126,7 +133,12 @@ impl<P> VmmBook<P> {
         if !granular(size) || (align != 0 && !align.is_power_of_two()) {
             return Err(Status::INVALID_VALUE);
         }
-        if self.reserved.len() >= MAX_VMM {
+        if self.reserved.len() >= MAX_VMM
+            || self
+                .reserved_bytes
+                .checked_add(size)
+                .is_none_or(|t| t > MAX_RESERVED)
+        {
             return Err(Status::MEMORY_ALLOCATION);
         }
         Ok(())
@@ -135,6 +147,7 @@ impl<P> VmmBook<P> {
     /// Records a reservation made after [`VmmBook::check_reserve`].
     pub fn reserve(&mut self, base: u64, size: u64) {
         self.reserved.insert(base, size);
+        self.reserved_bytes += size;
     }
 
     /// `cuMemAddressFree`: checks and forgets a whole reservation with nothing mapped in it.
@@ -149,6 +162,7 @@ impl<P> VmmBook<P> {
             return Err(Status::INVALID_VALUE);
         }
         self.reserved.remove(&ptr);
+        self.reserved_bytes -= size;
         Ok(())
     }
 
@@ -265,6 +279,7 @@ impl<P> VmmBook<P> {
     /// Everything, for the session's end, in the order to undo it: mappings, then
     /// reservations, then allocations.
     pub fn take_all(&mut self) -> Everything<P> {
+        self.reserved_bytes = 0;
         Everything {
             maps: std::mem::take(&mut self.maps).into_iter().collect(),
             reserved: std::mem::take(&mut self.reserved).into_iter().collect(),
@@ -345,5 +360,11 @@ mod tests {
         );
         let all = b.take_all();
         assert_eq!((all.phys.len(), all.reserved.len()), (MAX_VMM, MAX_VMM));
+        b.check_reserve(MAX_RESERVED, 0).unwrap();
+        b.reserve(0, MAX_RESERVED);
+        assert_eq!(
+            b.check_reserve(GRANULARITY, 0).unwrap_err(),
+            Status::MEMORY_ALLOCATION
+        );
     }
 }

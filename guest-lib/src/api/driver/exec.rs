@@ -155,6 +155,8 @@ fn load(pmod: *mut *mut Module, image: *const c_void) -> Result<(), CuError> {
 
 /// Unloads a module made by [`load`] (once).
 pub fn unload(m: usize) {
+    // Its kernels stop being `cudaKernel_t`s the runtime takes before they are freed.
+    crate::api::library::forget_module(m);
     // SAFETY: `m` came from `Box::into_raw` in `load` and its owner gives it up once.
     let m = unsafe { Box::from_raw(m as *mut Module) };
     if let Ok(c) = client::client() {

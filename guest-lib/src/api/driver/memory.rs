@@ -527,6 +527,26 @@ entry_lib! {
 /// `cuMemcpyBatchAsync` (all four forms): the runtime's batch (`CUmemcpyAttributes` is laid
 /// out as `cudaMemcpyAttributes`); `fail_idx` (CUDA 12's form) gets the failing copy's
 /// index, or `usize::MAX` where no one copy failed.
+/// `cuMemcpy3DBatchAsync[_v2]`: the runtime's 3-D batch; CUDA 12.8's form also says which
+/// operation failed (`SIZE_MAX` for an error not tied to one).
+fn batch_3d(
+    n: usize,
+    ops: *const crate::api::memory3d::cudaMemcpy3DBatchOp,
+    fail_idx: Option<*mut usize>,
+    flags: u64,
+    stream: cudaStream_t,
+    ptsz: bool,
+) -> Result<(), CuError> {
+    current()?;
+    let mut failed = None;
+    let r = crate::api::memory3d::memcpy_3d_batch(n, ops, flags, stream, ptsz, &mut failed);
+    if let Some(f) = fail_idx.filter(|f| !f.is_null()) {
+        // SAFETY: the caller's output, checked for null.
+        unsafe { out(f, failed.unwrap_or(usize::MAX))? };
+    }
+    Ok(r?)
+}
+
 #[allow(clippy::too_many_arguments)]
 fn batch(
     dsts: *const u64,
@@ -575,6 +595,22 @@ entry_lib! {
 
     fn cuMemcpyBatchAsync_v2(dsts: *const u64, srcs: *const u64, sizes: *const usize, count: usize, attrs: *const crate::api::memory::cudaMemcpyAttributes, idxs: *const usize, num_attrs: usize, s: cudaStream_t) -> Result<(), CuError> {
         batch(dsts, srcs, sizes, count, attrs, idxs, num_attrs, None, s, false)
+    }
+
+    fn cuMemcpy3DBatchAsync(n: usize, ops: *const crate::api::memory3d::cudaMemcpy3DBatchOp, fail_idx: *mut usize, flags: u64, s: cudaStream_t) -> Result<(), CuError> {
+        batch_3d(n, ops, Some(fail_idx), flags, s, false)
+    }
+
+    fn cuMemcpy3DBatchAsync_ptsz(n: usize, ops: *const crate::api::memory3d::cudaMemcpy3DBatchOp, fail_idx: *mut usize, flags: u64, s: cudaStream_t) -> Result<(), CuError> {
+        batch_3d(n, ops, Some(fail_idx), flags, s, true)
+    }
+
+    fn cuMemcpy3DBatchAsync_v2(n: usize, ops: *const crate::api::memory3d::cudaMemcpy3DBatchOp, flags: u64, s: cudaStream_t) -> Result<(), CuError> {
+        batch_3d(n, ops, None, flags, s, false)
+    }
+
+    fn cuMemcpy3DBatchAsync_v2_ptsz(n: usize, ops: *const crate::api::memory3d::cudaMemcpy3DBatchOp, flags: u64, s: cudaStream_t) -> Result<(), CuError> {
+        batch_3d(n, ops, None, flags, s, true)
     }
 
     fn cuMemcpyBatchAsync_v2_ptsz(dsts: *const u64, srcs: *const u64, sizes: *const usize, count: usize, attrs: *const crate::api::memory::cudaMemcpyAttributes, idxs: *const usize, num_attrs: usize, s: cudaStream_t) -> Result<(), CuError> {

@@ -75,8 +75,11 @@ const DEVICE: c_int = 1;
 #[derive(Debug)]
 struct Handle {
     device: c_int,
-    /// The program's references: the creation and each retain.
+    /// The program's references: the creation and each retain (each `cuMemRelease` takes
+    /// one back).
     refs: u32,
+    /// Its mappings, which keep it too.
+    maps: u32,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -125,17 +128,20 @@ fn check_prop(c: &Client, prop: *const CUmemAllocationProp) -> Result<c_int, CuE
     Ok(p.location.id)
 }
 
-/// Drops one reference to `handle`; the last releases it in the backend.
-fn unref(c: &Client, handle: u64) -> Result<(), CuError> {
-    let last = with(|s| match s.handles.get_mut(&handle) {
-        Some(h) if h.refs > 0 => {
-            h.refs -= 1;
-            Ok(h.refs == 0)
+/// Drops a program reference to `handle` (`program`) or a mapping's; the last of both
+/// releases it in the backend.
+fn unref(c: &Client, handle: u64, program: bool) -> Result<(), CuError> {
+    let last = with(|s| {
+        let h = s.handles.get_mut(&handle).ok_or(CuError::INVALID_VALUE)?;
+        let n = if program { &mut h.refs } else { &mut h.maps };
+        *n = n.checked_sub(1).ok_or(CuError::INVALID_VALUE)?;
+        let last = h.refs == 0 && h.maps == 0;
+        if last {
+            s.handles.remove(&handle);
         }
-        _ => Err(CuError::INVALID_VALUE),
+        Ok::<bool, CuError>(last)
     })?;
     if last {
-        with(|s| s.handles.remove(&handle));
         c.call::<ops::VmmRelease>(&HandleReq { handle })?;
     }
     Ok(())
@@ -160,14 +166,14 @@ entry_lib! {
             device: device as u32,
             reserved: 0,
         })?;
-        with(|s| s.handles.insert(r.handle, Handle { device, refs: 1 }));
+        with(|s| s.handles.insert(r.handle, Handle { device, refs: 1, maps: 0 }));
         // SAFETY: the caller's output pointer (non-null).
         unsafe { out(handle, r.handle) }
     }
 
     fn cuMemRelease(handle: u64) -> Result<(), CuError> {
         let c = session()?;
-        unref(c, handle)
+        unref(c, handle, true)
     }
 
     fn cuMemRetainAllocationHandle(handle: *mut u64, addr: *mut c_void) -> Result<(), CuError> {
@@ -223,7 +229,10 @@ entry_lib! {
         if flags != 0 {
             return Err(CuError::INVALID_VALUE);
         }
-        with(|s| s.handles.contains_key(&handle)).then_some(()).ok_or(CuError::INVALID_VALUE)?;
+        // A handle the program still holds (released ones cannot be mapped again).
+        with(|s| s.handles.get(&handle).is_some_and(|h| h.refs > 0))
+            .then_some(())
+            .ok_or(CuError::INVALID_VALUE)?;
         c.call::<ops::VmmMap>(&VmmMapReq {
             ptr,
             size: size as u64,
@@ -233,7 +242,7 @@ entry_lib! {
         with(|s| {
             // A mapping holds its allocation, as in CUDA (released only once unmapped).
             if let Some(h) = s.handles.get_mut(&handle) {
-                h.refs += 1;
+                h.maps += 1;
             }
             s.maps.insert(ptr, Map { len: size as u64, handle, access: 0 })
         });
@@ -250,10 +259,14 @@ entry_lib! {
             let keys: Vec<u64> = s.maps.range(ptr..ptr + size).map(|(&b, _)| b).collect();
             keys.iter().filter_map(|b| s.maps.remove(b)).collect()
         });
+        // Every mapping's reference goes, whatever happens to one of them.
+        let mut r = Ok(());
         for m in gone {
-            unref(c, m.handle)?;
+            if let Err(e) = unref(c, m.handle, false) {
+                r = Err(e);
+            }
         }
-        Ok(())
+        r
     }
 
     fn cuMemSetAccess(ptr: CUdeviceptr, size: usize, desc: *const CUmemAccessDesc, count: usize) -> Result<(), CuError> {

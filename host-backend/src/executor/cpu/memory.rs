@@ -522,7 +522,8 @@ impl DeviceHeap {
             return Some(self.next);
         }
         let mut prev_end = self.start;
-        for (&base, a) in &self.allocs {
+        // Only below `end`: the VMM's reservations (and their mappings) lie above it.
+        for (&base, a) in self.allocs.range(..self.end) {
             if base.saturating_sub(prev_end) >= span {
                 return Some(prev_end);
             }
@@ -564,7 +565,8 @@ impl DeviceHeap {
     pub unsafe fn map_host(&mut self, addr: u64, host: *mut u8, len: u64) -> ExecResult<()> {
         let end = addr.checked_add(len).ok_or(Status::INVALID_VALUE)?;
         let overlaps = |r: &std::ops::Range<u64>| addr < r.end && r.start < end;
-        let reserved = self.start..self.end;
+        // The session's whole device range, VMM reservations included.
+        let reserved = self.start..self.vmm_top();
         if len == 0
             || addr == 0
             || end > USER_END

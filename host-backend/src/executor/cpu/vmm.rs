@@ -126,6 +126,11 @@ impl DeviceHeap {
         Ok(())
     }
 
+    /// Where the session's device range ends, its VMM reservations included.
+    pub(super) fn vmm_top(&self) -> u64 {
+        self.vmm.top.unwrap_or(self.end)
+    }
+
     /// Forgets every VMM object (their charges go with the heap's: [`DeviceHeap::clear`]).
     pub(super) fn vmm_clear(&mut self) {
         if let Some(top) = self.vmm.top.take() {
@@ -149,9 +154,13 @@ mod tests {
         assert_eq!(h.vmm_create(100).unwrap_err(), Status::INVALID_VALUE);
         let va = h.vmm_reserve(4 * GRANULARITY, 0).unwrap();
         assert!(va.is_multiple_of(GRANULARITY));
-        // Allocations never land in a reservation.
+        // Allocations never land in a reservation, nor does mapped host memory.
         let a = h.alloc(1 << 20, AllocKind::User).unwrap();
         assert!(a + (1 << 20) <= va);
+        let mut host = vec![0u8; 4096];
+        // SAFETY: refused before anything is kept.
+        let r = unsafe { h.map_host(va, host.as_mut_ptr(), 4096) };
+        assert_eq!(r.unwrap_err(), Status::INVALID_VALUE);
         h.vmm_map(va, GRANULARITY, 0, p1).unwrap();
         h.vmm_map(va + GRANULARITY, 2 * GRANULARITY, 0, p2).unwrap();
         assert_eq!(

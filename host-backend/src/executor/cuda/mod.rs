@@ -323,8 +323,9 @@ unsafe impl Send for CudaExecutor {}
 
 impl Drop for CudaExecutor {
     fn drop(&mut self) {
-        if self.wait.is_cancelled() {
-            // The session ended (its program is gone): wait for none of its work.
+        if self.wait.is_cancelled() && !self.idle() {
+            // The session ended (its program is gone) with work still running, which may
+            // never end: wait for none of it.
             self.abandon(false);
         }
         self.blas_release();
@@ -335,13 +336,9 @@ impl Drop for CudaExecutor {
             // whose owned handles then drop with `self` without driver calls.
             if ctx.bind().is_ok() {
                 self.pool.release(&self.wait);
-                if !self.wait.is_cancelled() {
-                    // (A cancelled session's context may be wedged: destroying it drops
-                    // the pinning without a call that could wait on it.)
-                    self.unpin_host();
-                    // The VMM objects are the process's: the context does not take them.
-                    self.vmm_teardown();
-                }
+                self.unpin_host();
+                // The VMM objects are the process's: the context does not take them.
+                self.vmm_teardown();
             }
             if let Err(e) = ctx.destroy() {
                 warn!("destroying a session's context: {}", driver::error_name(e));
@@ -495,6 +492,25 @@ impl CudaExecutor {
     /// generators, whose destruction would synchronize, are dropped without it. The session
     /// has no context afterwards; its later calls fail. `mid_call`: a call was waiting
     /// (logged), rather than the session simply ending.
+    /// Whether none of the session's streams has work pending (no query answers
+    /// `CUDA_ERROR_NOT_READY`; a broken context counts as idle: destroying it waits for
+    /// nothing). A cancelled session whose context is idle is destroyed as usual, so a
+    /// program that simply ended (every closed VM session is cancelled first) gives its
+    /// context back.
+    fn idle(&self) -> bool {
+        let Some(ctx) = &self.ctx else {
+            return true;
+        };
+        if ctx.bind().is_err() {
+            return true;
+        }
+        let legacy = std::iter::once(owned::StreamRef::Legacy);
+        let created = self.streams.values().map(owned::StreamRef::Created);
+        legacy
+            .chain(created)
+            .all(|s| s.query() != Err(cudarc::driver::sys::CUresult::CUDA_ERROR_NOT_READY))
+    }
+
     fn abandon(&mut self, mid_call: bool) {
         if let Some(ctx) = self.ctx.take() {
             if mid_call {
@@ -523,6 +539,8 @@ impl CudaExecutor {
                 self.pool.release(&self.wait);
                 self.unpin_host();
             }
+            // The VMM objects outlive contexts: freed here, with their charges.
+            self.vmm_teardown();
             let _ = ctx.destroy();
         }
         self.pool.forget();

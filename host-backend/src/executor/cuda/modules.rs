@@ -43,6 +43,8 @@ pub(super) struct LoadedModule {
     module: Rc<Module>,
     /// Module handles referring to it.
     refs: usize,
+    /// Its kernels' names, once asked for (`ModuleFunction` asks once per kernel).
+    names: Option<Vec<String>>,
 }
 
 /// Settable `cudaFuncAttribute`s (8..=15) as the driver's `CUfunction_attribute` (same
@@ -296,6 +298,7 @@ impl CudaExecutor {
             LoadedModule {
                 module: Rc::new(module),
                 refs: 1,
+                names: None,
             },
         );
         self.uses_printf |= info.uses_printf;
@@ -372,12 +375,17 @@ impl CudaExecutor {
 
     pub(super) fn module_functions_impl(&mut self, module: u64) -> ExecResult<Vec<String>> {
         let hash = *self.modules.get(module)?;
-        let m = &self.loaded.get(&hash).ok_or(Status::INVALID_HANDLE)?.module;
         self.bind()?;
-        m.function_names().map_err(|e| match e {
+        let l = self.loaded.get_mut(&hash).ok_or(Status::INVALID_HANDLE)?;
+        if let Some(n) = &l.names {
+            return Ok(n.clone());
+        }
+        let names = l.module.function_names().map_err(|e| match e {
             CUresult::CUDA_ERROR_NOT_FOUND => Status::NOT_SUPPORTED,
             e => to_status(e),
-        })
+        })?;
+        l.names = Some(names.clone());
+        Ok(names)
     }
 
     pub(super) fn symbol_get_impl(&mut self, module: u64, name: &str) -> ExecResult<(u64, u64)> {

@@ -303,7 +303,14 @@ fn virtual_memory_is_checked_then_mapped() {
     use crate::executor::vmm::GRANULARITY as G;
     gpu!(f);
     let mut e = f.new_executor().unwrap();
-    let h = e.vmm_create(0, G).unwrap();
+    let h = match e.vmm_create(0, G) {
+        Ok(h) => h,
+        Err(Status::NOT_SUPPORTED) => {
+            eprintln!("skipping: the driver has no cuMemCreate");
+            return;
+        }
+        Err(s) => panic!("cuMemCreate: {s:?}"),
+    };
     assert_eq!(e.vmm_create(0, G + 1).unwrap_err(), Status::INVALID_VALUE);
     assert_eq!(e.vmm_create(1, G).unwrap_err(), Status::INVALID_DEVICE);
     let va = e.vmm_reserve(2 * G, 0, 0).unwrap();
@@ -485,9 +492,11 @@ fn modules_launches_and_sticky_errors() {
         e.function_get(m, "nope").unwrap_err(),
         Status::INVALID_DEVICE_FUNCTION
     );
-    let mut names = e.module_functions(m).unwrap();
-    names.sort();
-    assert!(names.iter().any(|n| n == "add1"), "{names:?}");
+    // (A driver without cuModuleEnumerateFunctions, such as the mock, cannot list.)
+    match e.module_functions(m) {
+        Ok(names) => assert!(names.iter().any(|n| n == "add1"), "{names:?}"),
+        Err(s) => assert_eq!(s, Status::NOT_SUPPORTED),
+    }
     assert_eq!(
         e.module_functions(u64::MAX).unwrap_err(),
         Status::INVALID_HANDLE

@@ -73,14 +73,30 @@ impl Mirror {
         (addr - r.base < r.len.max(1)).then_some(*r)
     }
 
-    /// Whether `[addr, addr + len)` lies in one device allocation.
+    /// Whether `[addr, addr + len)` lies in device memory: one device range, or several side
+    /// by side (VMM mappings made accessible one by one are one range of device memory, as
+    /// on a GPU; the backend still checks every access against what it owns).
     pub fn is_device_range(&self, addr: u64, len: u64) -> bool {
-        match self.find(addr) {
-            Some(r) if r.kind == Kind::Device => addr
-                .checked_add(len)
-                .is_some_and(|end| end <= r.base + r.len),
-            _ => false,
+        let Some(end) = addr.checked_add(len) else {
+            return false;
+        };
+        let g = self.ranges.read().unwrap_or_else(|e| e.into_inner());
+        let Some((_, first)) = g.range(..=addr).next_back() else {
+            return false;
+        };
+        if first.kind != Kind::Device || addr - first.base >= first.len.max(1) {
+            return false;
         }
+        let mut covered = first.base.saturating_add(first.len);
+        while covered < end {
+            match g.get(&covered) {
+                Some(r) if r.kind == Kind::Device && r.len > 0 => {
+                    covered = covered.saturating_add(r.len);
+                }
+                _ => return false,
+            }
+        }
+        true
     }
 
     /// Whether `addr` is in device memory.
@@ -94,5 +110,40 @@ impl Mirror {
             .write()
             .unwrap_or_else(|e| e.into_inner())
             .retain(|_, r| r.kind != Kind::Device);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dev(base: u64, len: u64) -> Range {
+        Range {
+            base,
+            len,
+            kind: Kind::Device,
+            device: 0,
+        }
+    }
+
+    #[test]
+    fn device_ranges_side_by_side_are_one() {
+        let m = Mirror::default();
+        m.insert(dev(0x1000, 0x1000));
+        m.insert(dev(0x2000, 0x1000));
+        m.insert(dev(0x4000, 0x1000));
+        assert!(m.is_device_range(0x1800, 0x1000));
+        assert!(m.is_device_range(0x1000, 0x2000));
+        assert!(!m.is_device_range(0x1000, 0x2001), "a gap at 0x3000");
+        assert!(!m.is_device_range(0x800, 0x10));
+        assert!(!m.is_device_range(0x1000, u64::MAX));
+        m.insert(Range {
+            kind: Kind::Managed,
+            ..dev(0x3000, 0x1000)
+        });
+        assert!(
+            !m.is_device_range(0x2800, 0x1000),
+            "managed memory is not device memory"
+        );
     }
 }

@@ -86,6 +86,15 @@ int main() {
     size_t bad = 0;
     for (size_t i = 0; i < n; i++) bad += back[i] != (float)(i % 1000) + 0.5f;
     EXPECT(bad == 0);
+    // A copy across the boundary of the two allocations, and a memset across it.
+    float pair[2] = {};
+    CHECK(cudaMemcpy(pair, (void *)(va + chunk - 4), 8, cudaMemcpyDeviceToHost));
+    EXPECT(pair[0] == (float)((chunk / 4 - 1) % 1000) + 0.5f);
+    EXPECT(pair[1] == (float)((chunk / 4) % 1000) + 0.5f);
+    CHECK(cudaMemset((void *)(va + chunk - 4), 0, 8));
+    CHECK(cudaMemcpy(pair, (void *)(va + chunk - 4), 8, cudaMemcpyDeviceToHost));
+    EXPECT(pair[0] == 0.0f && pair[1] == 0.0f);
+    CHECK(cudaMemcpy((void *)(va + chunk - 4), &back[chunk / 4 - 1], 8, cudaMemcpyHostToDevice));
     float one = 0;
     CHECK(cudaMemcpy(&one, (void *)(va + chunk), 4, cudaMemcpyDefault));
     EXPECT(one == (float)((chunk / 4) % 1000) + 0.5f);

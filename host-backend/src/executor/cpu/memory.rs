@@ -803,17 +803,46 @@ impl DeviceHeap {
         Ok(unsafe { std::slice::from_raw_parts(r.host.add(off), len as usize) })
     }
 
-    /// Copies `len` bytes between two device ranges (which may overlap).
-    pub fn copy(&mut self, dst: u64, src: u64, len: u64) -> ExecResult<()> {
+    /// `[addr, addr + len)` as pieces, each inside one allocation or mapped range, back to
+    /// back: VMM mappings side by side are one range of device memory, as on a GPU (other
+    /// allocations have gaps between them, so a range past one's end fails as before).
+    pub fn spans(&self, addr: u64, len: u64) -> ExecResult<Vec<(u64, u64)>> {
         if len == 0 {
-            return Ok(());
+            return Ok(vec![(addr, 0)]);
         }
-        let (d, doff) = self.range(dst, len)?;
-        let (s, soff) = self.range(src, len)?;
-        // SAFETY: both ranges are inside live allocations or mapped ranges (checked above);
-        // `ptr::copy` allows overlap; `&mut self` excludes concurrent access by the backend
-        // (the guest's own writes to a mapped range: see `bytes_mut`).
-        unsafe { std::ptr::copy(s.host.add(soff), d.host.add(doff), len as usize) };
+        let end = addr.checked_add(len).ok_or(Status::INVALID_VALUE)?;
+        let mut out = Vec::new();
+        let mut at = addr;
+        while at < end {
+            let r = self.resolve(at).ok_or(Status::INVALID_VALUE)?;
+            let stop = r.base.saturating_add(r.len).min(end);
+            out.push((at, stop - at));
+            at = stop;
+        }
+        Ok(out)
+    }
+
+    /// Copies `len` bytes between two device ranges (which may overlap), each possibly
+    /// made of several pieces ([`DeviceHeap::spans`]).
+    pub fn copy(&mut self, dst: u64, src: u64, len: u64) -> ExecResult<()> {
+        let (mut done, mut pieces) = (0u64, Vec::new());
+        // Checked whole before anything is copied.
+        while done < len {
+            let (d, doff) = self.range(dst.wrapping_add(done), 1)?;
+            let (s, soff) = self.range(src.wrapping_add(done), 1)?;
+            let n = (len - done)
+                .min(d.len - doff as u64)
+                .min(s.len - soff as u64);
+            pieces.push((d.host, doff, s.host, soff, n));
+            done += n;
+        }
+        for (d, doff, s, soff, n) in pieces {
+            // SAFETY: both pieces are inside live allocations or mapped ranges (checked
+            // above, and nothing changed since: `&mut self`); `ptr::copy` allows overlap;
+            // `&mut self` excludes concurrent access by the backend (the guest's own writes
+            // to a mapped range: see `bytes_mut`).
+            unsafe { std::ptr::copy(s.add(soff), d.add(doff), n as usize) };
+        }
         Ok(())
     }
 

@@ -488,9 +488,11 @@ impl Executor for CpuExecutor {
         self.check_stream(r.stream)?;
         let rows = Region::new(r.dst, r.dpitch, r.width, r.height)?;
         for (i, addr) in rows.rows() {
-            let dst = self.heap.bytes_mut(addr, r.width)?;
-            src.read_at(i * r.width, dst)
-                .map_err(|_| Status::INVALID_VALUE)?;
+            for (at, n) in self.heap.spans(addr, r.width)? {
+                let dst = self.heap.bytes_mut(at, n)?;
+                src.read_at(i * r.width + (at - addr), dst)
+                    .map_err(|_| Status::INVALID_VALUE)?;
+            }
         }
         Ok(())
     }
@@ -499,9 +501,11 @@ impl Executor for CpuExecutor {
         self.check_stream(r.stream)?;
         let rows = Region::new(r.src, r.spitch, r.width, r.height)?;
         for (i, addr) in rows.rows() {
-            let src = self.heap.bytes(addr, r.width)?;
-            dst.write_at(i * r.width, src)
-                .map_err(|_| Status::INVALID_VALUE)?;
+            for (at, n) in self.heap.spans(addr, r.width)? {
+                let src = self.heap.bytes(at, n)?;
+                dst.write_at(i * r.width + (at - addr), src)
+                    .map_err(|_| Status::INVALID_VALUE)?;
+            }
         }
         Ok(())
     }
@@ -553,12 +557,14 @@ impl Executor for CpuExecutor {
             if es > 1 && addr % es != 0 {
                 return Err(Status::INVALID_VALUE);
             }
-            let bytes = self.heap.bytes_mut(addr, row_bytes)?;
-            match es {
-                1 => bytes.fill(pattern[0]),
-                _ => bytes
-                    .chunks_exact_mut(es as usize)
-                    .for_each(|c| c.copy_from_slice(&pattern[..es as usize])),
+            for (at, n) in self.heap.spans(addr, row_bytes)? {
+                let bytes = self.heap.bytes_mut(at, n)?;
+                match es {
+                    1 => bytes.fill(pattern[0]),
+                    _ => bytes
+                        .chunks_exact_mut(es as usize)
+                        .for_each(|c| c.copy_from_slice(&pattern[..es as usize])),
+                }
             }
         }
         Ok(())

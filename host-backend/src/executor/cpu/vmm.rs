@@ -179,6 +179,13 @@ mod tests {
             h.resolve(va + GRANULARITY + 5).unwrap().base,
             va + GRANULARITY
         );
+        // Side by side, the two mappings are one range for copies.
+        assert_eq!(
+            h.spans(va + GRANULARITY - 8, 16).unwrap(),
+            [(va + GRANULARITY - 8, 8), (va + GRANULARITY, 8)]
+        );
+        h.copy(va + GRANULARITY - 8, va, 16).unwrap();
+        assert!(h.spans(va + 3 * GRANULARITY - 8, 16).is_err());
         // One buffer, two addresses: a second mapping of p1 elsewhere sees the same bytes.
         let va2 = h.vmm_reserve(GRANULARITY, 0).unwrap();
         h.vmm_map(va2, GRANULARITY, 0, p1).unwrap();

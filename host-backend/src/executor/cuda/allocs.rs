@@ -87,21 +87,34 @@ impl Allocations {
         self.map.clear();
     }
 
-    /// Checks that `[addr, addr + len)` lies inside one allocation (`len` 0: always fine).
+    /// Checks that `[addr, addr + len)` lies inside one allocation, or inside VMM mappings
+    /// side by side, which are one range of device memory (`len` 0: always fine).
     pub fn check(&self, addr: u64, len: u64) -> ExecResult<()> {
         if len == 0 {
             return Ok(());
         }
+        let end = addr.checked_add(len).ok_or(Status::INVALID_VALUE)?;
         let (&base, a) = self
             .map
             .range(..=addr)
             .next_back()
             .ok_or(Status::INVALID_VALUE)?;
-        let off = addr - base;
-        match off.checked_add(len) {
-            Some(end) if end <= a.len => Ok(()),
-            _ => Err(Status::INVALID_VALUE),
+        let mut covered = base.checked_add(a.len).ok_or(Status::INVALID_VALUE)?;
+        if covered <= addr {
+            return Err(Status::INVALID_VALUE);
         }
+        let mut vmm = a.owner == Owner::Vmm;
+        while covered < end {
+            // Only a VMM mapping continues into the next one that starts where it ends.
+            match self.map.get(&covered) {
+                Some(n) if vmm && n.owner == Owner::Vmm => {
+                    covered = covered.checked_add(n.len).ok_or(Status::INVALID_VALUE)?;
+                    vmm = true;
+                }
+                _ => return Err(Status::INVALID_VALUE),
+            }
+        }
+        Ok(())
     }
 
     /// Checks a pitched region (see [`Region`]).
@@ -169,6 +182,14 @@ mod tests {
         assert_eq!(m.check(A + 10, u64::MAX), Err(Status::INVALID_VALUE));
         assert_eq!(m.check(u64::MAX, 1), Err(Status::INVALID_VALUE));
         assert_eq!(m.count(), 2);
+        // VMM mappings side by side are one range; a user allocation after one is not.
+        let v = A + 0x10_0000;
+        m.insert(v, 4096, Owner::Vmm).unwrap();
+        m.insert(v + 4096, 4096, Owner::Vmm).unwrap();
+        m.insert(v + 8192, 4096, Owner::User).unwrap();
+        m.check(v + 4000, 200).unwrap();
+        m.check(v, 8192).unwrap();
+        assert_eq!(m.check(v + 8000, 400), Err(Status::INVALID_VALUE));
     }
 
     #[test]

@@ -43,14 +43,6 @@ int main() {
     CHECK(cudaFuncSetAttribute(twice, cudaFuncAttributeMaxDynamicSharedMemorySize, 2048));
     CHECK(cudaFuncGetAttributes(&fa, (const void *)k));
     EXPECT(fa.maxDynamicSharedSizeBytes == 2048);
-#if CUDART_VERSION >= 12050
-    CHECK(cudaKernelSetAttributeForDevice(k, cudaFuncAttributeMaxDynamicSharedMemorySize, 1024, 0));
-    CHECK(cudaFuncGetAttributes(&fa, twice));
-    EXPECT(fa.maxDynamicSharedSizeBytes == 1024);
-    EXPECT_ERR(cudaKernelSetAttributeForDevice(k, cudaFuncAttributeMaxDynamicSharedMemorySize, 1024, 99),
-               cudaErrorInvalidDevice);
-    cudaGetLastError();
-#endif
 
 #if CUDART_VERSION >= 12050
     cudaLibrary_t lib = nullptr;
@@ -84,6 +76,13 @@ int main() {
     cudaFuncAttributes la;
     CHECK(cudaFuncGetAttributes(&la, (const void *)sa));
     EXPECT(la.maxThreadsPerBlock > 0 && la.numRegs >= 0);
+    // (A kernel cudaFuncSetAttribute never touched: CUDA lets that call's values win.)
+    CHECK(cudaKernelSetAttributeForDevice(sa, cudaFuncAttributeMaxDynamicSharedMemorySize, 1024, 0));
+    CHECK(cudaFuncGetAttributes(&la, (const void *)sa));
+    EXPECT(la.maxDynamicSharedSizeBytes == 1024);
+    EXPECT_ERR(cudaKernelSetAttributeForDevice(sa, cudaFuncAttributeMaxDynamicSharedMemorySize, 1024, 99),
+               cudaErrorInvalidDevice);
+    cudaGetLastError();
 
     // Captured into a graph and launched twice.
     cudaStream_t s;

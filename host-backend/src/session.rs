@@ -590,15 +590,13 @@ impl Session {
                 done::<ops::VmmSetAccess>(e.vmm_set_access(r.ptr, r.size, r.device, r.flags))
             }
             Request::ModuleFunction(r) => {
-                let names = e.module_functions(r.module)?;
-                let name = names
-                    .get(r.index as usize)
-                    .map_or(&[][..], |n| n.as_bytes());
+                let (count, name) = e.module_function(r.module, r.index)?;
+                let name = name.as_deref().map_or(&[][..], str::as_bytes);
                 if name.len() > vcuda_protocol::MAX_NAME_LEN {
                     return Err(Status::NOT_SUPPORTED);
                 }
                 let resp = ModuleFunctionResp {
-                    count: u32::try_from(names.len()).map_err(|_| Status::NOT_SUPPORTED)?,
+                    count,
                     name_len: name.len() as u32,
                 };
                 let (mut bytes, _) = reply::<ops::ModuleFunction>(resp);

@@ -80,13 +80,18 @@ static void explicit_graph(CUfunction f, CUstream s) {
     float a = 2.0f, b = 1.0f, half = 0.5f, zero = 0.0f;
     int nn = n;
     void *args1[] = {&y, &a, &b, &nn};
-    CUDA_KERNEL_NODE_PARAMS kp = {};
-    kp.func = f;
-    kp.gridDimX = n / 256;
-    kp.gridDimY = kp.gridDimZ = 1;
-    kp.blockDimX = 256;
-    kp.blockDimY = kp.blockDimZ = 1;
-    kp.kernelParams = args1;
+    // A launch of `f` over the n elements with `args`.
+    auto kernel_params = [&](void **args) {
+        CUDA_KERNEL_NODE_PARAMS p = {};
+        p.func = f;
+        p.gridDimX = n / 256;
+        p.gridDimY = p.gridDimZ = 1;
+        p.blockDimX = 256;
+        p.blockDimY = p.blockDimZ = 1;
+        p.kernelParams = args;
+        return p;
+    };
+    CUDA_KERNEL_NODE_PARAMS kp = kernel_params(args1);
     // Without dependencies; the edge from the memset is added below.
     CU(cuGraphAddKernelNode_(&k1, g, nullptr, 0, &kp));
     CU(add_deps_v1(g, &set, &k1, 1));
@@ -162,13 +167,7 @@ static void explicit_graph(CUfunction f, CUstream s) {
     // The executable graph's second kernel now adds 1 instead of 0: y = 0.5 * 3 + 1.
     float one = 1.0f;
     void *args3[] = {&y, &half, &one, &nn};
-    CUDA_KERNEL_NODE_PARAMS kp3 = {};
-    kp3.func = f;
-    kp3.gridDimX = n / 256;
-    kp3.gridDimY = kp3.gridDimZ = 1;
-    kp3.blockDimX = 256;
-    kp3.blockDimY = kp3.blockDimZ = 1;
-    kp3.kernelParams = args3;
+    CUDA_KERNEL_NODE_PARAMS kp3 = kernel_params(args3);
     CU(cuGraphExecKernelNodeSetParams_(e, k2c, &kp3));
     memset(hy, 0, sizeof hy);
     CU(cuGraphLaunch_(e, s));

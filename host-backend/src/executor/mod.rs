@@ -254,9 +254,10 @@ pub trait Executor: Send {
     fn function_get(&mut self, module: u64, name: &str) -> ExecResult<FunctionInfo>;
     /// Looks a module variable up by mangled name: `(device address, size)`.
     fn symbol_get(&mut self, module: u64, name: &str) -> ExecResult<(u64, u64)>;
-    /// The mangled names of a module's kernels (`.entry` functions), in a fixed order.
-    fn module_functions(&mut self, module: u64) -> ExecResult<Vec<String>> {
-        let _ = module;
+    /// How many kernels (`.entry` functions) a module has, and the mangled name of the one
+    /// at `index` in a fixed order (`None` past the end).
+    fn module_function(&mut self, module: u64, index: u32) -> ExecResult<(u32, Option<String>)> {
+        let _ = (module, index);
         Err(Status::NOT_SUPPORTED)
     }
     /// Moves module variable `name` (`size` bytes) to `addr`, memory mapped for kernels

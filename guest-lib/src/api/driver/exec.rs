@@ -73,7 +73,8 @@ pub struct Function {
     module: usize,
 }
 
-fn session() -> Result<&'static Client, CuError> {
+/// The session, for a driver call: a current context and no sticky error.
+pub(super) fn session() -> Result<&'static Client, CuError> {
     current()?;
     let c = client::client()?;
     c.check_sticky()?;

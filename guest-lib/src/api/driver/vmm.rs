@@ -22,9 +22,10 @@ use vcuda_protocol::{
     VmmReserveReq, ops,
 };
 
+use super::exec::session;
 use super::memory::CUdeviceptr;
-use super::{context::current, out};
-use crate::client::{self, Client};
+use super::out;
+use crate::client::Client;
 use crate::error::CuError;
 use crate::mirror::{Kind, Range};
 
@@ -102,13 +103,6 @@ fn with<R>(f: impl FnOnce(&mut State) -> R) -> R {
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .get_or_insert_with(State::default))
-}
-
-fn session() -> Result<&'static Client, CuError> {
-    current()?;
-    let c = client::client()?;
-    c.check_sticky()?;
-    Ok(c)
 }
 
 /// Checks a pinned device allocation's properties: its device.

@@ -715,8 +715,8 @@ impl Executor for CpuExecutor {
         self.modules.symbol(module, name)
     }
 
-    fn module_functions(&mut self, module: u64) -> ExecResult<Vec<String>> {
-        self.modules.kernel_names(module)
+    fn module_function(&mut self, module: u64, index: u32) -> ExecResult<(u32, Option<String>)> {
+        self.modules.kernel_name(module, index)
     }
 
     fn symbol_bind(&mut self, module: u64, name: &str, addr: u64, size: u64) -> ExecResult<()> {

@@ -292,10 +292,12 @@ impl Modules {
     }
 
     /// Looks a kernel up; `handle` is used if it is new.
-    /// The names of a module's kernels, in source order.
-    pub fn kernel_names(&self, module: u64) -> ExecResult<Vec<String>> {
+    /// How many kernels a module has, and the name of the one at `index` (source order).
+    pub fn kernel_name(&self, module: u64, index: u32) -> ExecResult<(u32, Option<String>)> {
         let m = self.loaded.get(&module).ok_or(Status::INVALID_HANDLE)?;
-        Ok(m.ptx.kernels().iter().map(|k| k.name.clone()).collect())
+        let k = m.ptx.kernels();
+        let count = u32::try_from(k.len()).map_err(|_| Status::NOT_SUPPORTED)?;
+        Ok((count, k.get(index as usize).map(|k| k.name.clone())))
     }
 
     pub fn function(&mut self, module: u64, name: &str, handle: u64) -> ExecResult<FunctionInfo> {

@@ -135,6 +135,15 @@ pub fn to_status(r: CUresult) -> Status {
     }
 }
 
+/// [`to_status`] for an entry point the driver may lack (`CUDA_ERROR_NOT_FOUND` from
+/// [`super::ffi`]): missing, it answers not-supported.
+pub fn optional_to_status(r: CUresult) -> Status {
+    match r {
+        CUresult::CUDA_ERROR_NOT_FOUND => Status::NOT_SUPPORTED,
+        r => to_status(r),
+    }
+}
+
 /// Why the CUDA executor cannot start. Each message names what is missing.
 #[derive(Debug, Error)]
 pub enum InitError {

@@ -929,8 +929,8 @@ impl Executor for CudaExecutor {
         self.symbol_get_impl(module, name)
     }
 
-    fn module_functions(&mut self, module: u64) -> ExecResult<Vec<String>> {
-        self.module_functions_impl(module)
+    fn module_function(&mut self, module: u64, index: u32) -> ExecResult<(u32, Option<String>)> {
+        self.module_function_impl(module, index)
     }
 
     fn launch(&mut self, req: &LaunchReq, params: &[u8]) -> ExecResult<()> {

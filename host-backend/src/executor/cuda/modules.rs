@@ -13,7 +13,7 @@ use log::{debug, warn};
 use vcuda_protocol::{FuncAttrs, LaunchReq, MAX_PARAM_LEN, ParamInfo};
 
 use super::allocs::Owner;
-use super::error::to_status;
+use super::error::{optional_to_status, to_status};
 use super::owned::{Kernel, Module};
 use super::streams::stream_ref;
 use super::{CudaExecutor, context_of, driver, image};
@@ -373,19 +373,20 @@ impl CudaExecutor {
         Ok(info)
     }
 
-    pub(super) fn module_functions_impl(&mut self, module: u64) -> ExecResult<Vec<String>> {
+    pub(super) fn module_function_impl(
+        &mut self,
+        module: u64,
+        index: u32,
+    ) -> ExecResult<(u32, Option<String>)> {
         let hash = *self.modules.get(module)?;
         self.bind()?;
         let l = self.loaded.get_mut(&hash).ok_or(Status::INVALID_HANDLE)?;
-        if let Some(n) = &l.names {
-            return Ok(n.clone());
+        if l.names.is_none() {
+            l.names = Some(l.module.function_names().map_err(optional_to_status)?);
         }
-        let names = l.module.function_names().map_err(|e| match e {
-            CUresult::CUDA_ERROR_NOT_FOUND => Status::NOT_SUPPORTED,
-            e => to_status(e),
-        })?;
-        l.names = Some(names.clone());
-        Ok(names)
+        let names = l.names.as_deref().unwrap_or_default();
+        let count = u32::try_from(names.len()).map_err(|_| Status::NOT_SUPPORTED)?;
+        Ok((count, names.get(index as usize).cloned()))
     }
 
     pub(super) fn symbol_get_impl(&mut self, module: u64, name: &str) -> ExecResult<(u64, u64)> {

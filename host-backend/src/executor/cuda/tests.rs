@@ -493,12 +493,18 @@ fn modules_launches_and_sticky_errors() {
         Status::INVALID_DEVICE_FUNCTION
     );
     // (A driver without cuModuleEnumerateFunctions, such as the mock, cannot list.)
-    match e.module_functions(m) {
-        Ok(names) => assert!(names.iter().any(|n| n == "add1"), "{names:?}"),
+    match e.module_function(m, 0) {
+        Ok((count, _)) => {
+            let names: Vec<_> = (0..count)
+                .filter_map(|i| e.module_function(m, i).unwrap().1)
+                .collect();
+            assert!(names.iter().any(|n| n == "add1"), "{names:?}");
+            assert_eq!(e.module_function(m, count).unwrap().1, None);
+        }
         Err(s) => assert_eq!(s, Status::NOT_SUPPORTED),
     }
     assert_eq!(
-        e.module_functions(u64::MAX).unwrap_err(),
+        e.module_function(u64::MAX, 0).unwrap_err(),
         Status::INVALID_HANDLE
     );
     let (sym, size) = e.symbol_get(m, "counter").unwrap();

@@ -8,18 +8,9 @@
 
 use super::allocs::Owner;
 use super::driver;
-use super::error::to_status;
+use super::error::{optional_to_status, to_status};
 use super::{CudaExecutor, charge};
 use crate::executor::{ExecResult, Status};
-
-/// A driver result as the session's status: a driver without the VMM entry points
-/// (`CUDA_ERROR_NOT_FOUND` from [`super::ffi`]) answers not-supported.
-fn vmm_status(e: cudarc::driver::sys::CUresult) -> Status {
-    match e {
-        cudarc::driver::sys::CUresult::CUDA_ERROR_NOT_FOUND => Status::NOT_SUPPORTED,
-        e => to_status(e),
-    }
-}
 
 /// What the session keeps of a physical allocation.
 #[derive(Debug, Clone, Copy)]
@@ -44,7 +35,7 @@ impl CudaExecutor {
             .filter(|&t| t <= self.shared.session_limit)
             .ok_or(Status::MEMORY_ALLOCATION)?;
         self.bind()?;
-        let raw = driver::mem_create(n, self.ordinal()).map_err(vmm_status)?;
+        let raw = driver::mem_create(n, self.ordinal()).map_err(optional_to_status)?;
         self.charged = charged;
         Ok(self.vmm.create(size, Phys { raw, charge: c }))
     }
@@ -73,7 +64,7 @@ impl CudaExecutor {
         let a = usize::try_from(alignment).map_err(|_| Status::INVALID_VALUE)?;
         self.bind()?;
         // The guest's address hint is not passed on: CUDA may ignore it anyway.
-        let ptr = driver::mem_address_reserve(n, a).map_err(vmm_status)?;
+        let ptr = driver::mem_address_reserve(n, a).map_err(optional_to_status)?;
         self.vmm.reserve(ptr, size);
         Ok(ptr)
     }

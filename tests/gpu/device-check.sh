@@ -9,6 +9,7 @@
 #   3. with the kit's guest image: its test programs (built where the image was: the guest
 #      carries that machine's C library) inside `vcuda vm run --executor cuda` (vhost-user),
 #      some also with --register-guest-memory, compared with their native run.
+# The three run side by side (the machine has 16 cores; the GPU is shared between them).
 #
 #   bash tests/gpu/device-check.sh [KIT]        (from the repository root; KIT: .gpukit)
 #
@@ -37,10 +38,53 @@ uname -r
 ls -l /dev/kvm 2>&1
 chmod +x "$B"/*
 
-el "unit tests (executor::cuda)"
-timeout 150 "$B/backend-tests" executor::cuda >"$OUT/unit.log" 2>&1
-echo "unit tests: exit $?"
-grep -E "test result|FAILED|panicked" "$OUT/unit.log" | head -20
+# The executor's tests run beside the programs (their own processes and contexts).
+el "unit tests (executor::cuda), beside the programs"
+(
+    timeout 150 "$B/backend-tests" executor::cuda >"$OUT/unit.log" 2>&1
+    echo "unit tests: exit $?" >>"$OUT/unit.log"
+) &
+UNIT=$!
+
+V=$K/vm
+VM=0
+[ -f "$V/image.env" ] && [ -d "$K/progs" ] && VM=1
+mkdir -p "$WORK/vm" "$WORK/keep"
+touch "$WORK/vm/runs"
+# Runs PROGRAM in the VM (MODE plain, or reg: guest RAM registered with the driver); its
+# output is compared with the native run once the harness has made that.
+vm_one() { # MODE PROGRAM
+    local mode=$1 n=$2 pre=() t ms rc
+    [ "$mode" = reg ] && pre=(env "VCUDA_BACKEND=$WORK/reg")
+    t=$(date +%s%N)
+    (cd "$K/progs" && "${pre[@]}" timeout 150 "$B/vcuda" vm run --executor "$EXECUTOR" \
+        --timeout 140 --image-dir "$V" --console-log "$WORK/vm/$n.$mode.console" \
+        -e VCUDA_CUDA_CAPTURE_PRINTF=1 "./$n") >"$WORK/vm/$n.$mode" 2>&1
+    rc=$?
+    ms=$((($(date +%s%N) - t) / 1000000))
+    echo "$mode $n $rc $ms" >>"$WORK/vm/runs"
+}
+if [ $VM = 1 ]; then
+    # The VM lane runs beside the harness (KVM and 16 cores; the GPU is shared).
+    el "programs in the VM, beside the programs natively and through vcuda"
+    sed -i "s#^QEMU_FIRMWARE=.*#QEMU_FIRMWARE=$V/firmware/qemu:$V/firmware/seabios#" "$V/image.env"
+    chmod +x "$V/qemu-system-x86_64" "$K"/progs/*
+    ldd "$V/qemu-system-x86_64" | grep -q 'not found' && export LD_LIBRARY_PATH=$V/lib
+    printf '#!/bin/sh\nexec %s "$@" --register-guest-memory\n' "$B/vcuda-backend" >"$WORK/reg"
+    chmod +x "$WORK/reg"
+    (
+        for n in zero_copy vmm library memcpy_batch driver_graphs vectorAdd matmul saxpy \
+            pinned pageable api_streams graphs managed mapped textures cublas_basic \
+            curand_basic driver_api mempool; do
+            [ -x "$K/progs/$n" ] && [ $(($(date +%s) - T0)) -lt "$BUDGET" ] && vm_one plain "$n"
+        done
+        for n in zero_copy vectorAdd pageable managed cublas_basic; do
+            [ -x "$K/progs/$n" ] && [ $(($(date +%s) - T0)) -lt $((BUDGET + 30)) ] &&
+                vm_one reg "$n"
+        done
+    ) &
+    VMLANE=$!
+fi
 
 el "programs, native and through vcuda"
 VCUDA_BIN=$B VCUDA_HARNESS_TIMEOUT=60 timeout 300 bash tests/gpu/run.sh --no-bench \
@@ -50,40 +94,23 @@ echo "harness: exit $?"
 grep -E '^== (FAIL|BUILD|[0-9]+ fail|all)' "$WORK/h.log"
 cp "$WORK/h.log" "$OUT/harness.log"
 cp "$WORK/h/gpu-results.md" "$OUT/" 2>/dev/null
+wait "$UNIT"
+el "unit tests"
+grep -E "^unit tests: exit|test result|FAILED|panicked" "$OUT/unit.log" | head -20
 
-V=$K/vm
-if [ -f "$V/image.env" ] && [ -d "$K/progs" ]; then
+if [ $VM = 1 ]; then
+    wait "$VMLANE"
     el "programs in the VM"
-    sed -i "s#^QEMU_FIRMWARE=.*#QEMU_FIRMWARE=$V/firmware/qemu:$V/firmware/seabios#" "$V/image.env"
-    chmod +x "$V/qemu-system-x86_64" "$K"/progs/*
-    ldd "$V/qemu-system-x86_64" | grep -q 'not found' && export LD_LIBRARY_PATH=$V/lib
-    printf '#!/bin/sh\nexec %s "$@" --register-guest-memory\n' "$B/vcuda-backend" >"$WORK/reg"
-    chmod +x "$WORK/reg"
-    mkdir -p "$WORK/vm" "$WORK/keep"
-    vm_one() { # MODE PROGRAM
-        local mode=$1 n=$2 pre=() t ms rc verdict=same
-        [ "$mode" = reg ] && pre=(env "VCUDA_BACKEND=$WORK/reg")
-        t=$(date +%s%N)
-        (cd "$K/progs" && "${pre[@]}" timeout 150 "$B/vcuda" vm run --executor "$EXECUTOR" \
-            --timeout 140 --image-dir "$V" --console-log "$WORK/vm/$n.$mode.console" \
-            -e VCUDA_CUDA_CAPTURE_PRINTF=1 "./$n") >"$WORK/vm/$n.$mode" 2>&1
-        rc=$?
-        ms=$((($(date +%s%N) - t) / 1000000))
+    while read -r mode n rc ms; do
+        verdict=same
+        [ -f "$WORK/keep/$n.native" ] || echo PASS >"$WORK/keep/$n.native" # no native run
         # The backend's warnings (its log) are not the program's output.
-        [ -f "$WORK/keep/$n.native" ] || echo PASS >"$WORK/keep/$n.native"  # no native run
         diff <(grep -Ev '^(BENCH |TIME|TIMING)' "$WORK/keep/$n.native") \
             <(grep -Ev '^(BENCH |TIME|TIMING|\[[-0-9T:Z]+ (WARN|INFO))' "$WORK/vm/$n.$mode") \
             >"$WORK/vm/$n.$mode.diff" || verdict=DIFFERS
         echo "vm $mode $n: exit $rc, ${ms} ms, output $verdict"
         [ $verdict = same ] || head -6 "$WORK/vm/$n.$mode.diff"
-    }
-    for n in vectorAdd matmul saxpy pinned pageable api_streams graphs managed mapped textures \
-        cublas_basic curand_basic driver_api mempool; do
-        [ -x "$K/progs/$n" ] && [ $(($(date +%s) - T0)) -lt "$BUDGET" ] && vm_one plain "$n"
-    done
-    for n in vectorAdd pageable managed cublas_basic; do
-        [ -x "$K/progs/$n" ] && [ $(($(date +%s) - T0)) -lt $((BUDGET + 30)) ] && vm_one reg "$n"
-    done
+    done <"$WORK/vm/runs"
 fi
 el done
 mkdir -p "$WORK/h/logs"

@@ -31,6 +31,8 @@ pub struct StreamInfo {
     pub flags: u32,
     /// Priority.
     pub priority: i32,
+    /// Its number (`cudaStreamGetId`, see `api::stream::next_stream_id`).
+    pub id: u64,
 }
 
 /// What the library knows about an event it created.

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
 //! Managed memory kept coherent by the library, where the backend cannot map the program's
-//! memory: over TCP, inside a VM, on the CUDA executor, and with `VCUDA_SHARED_MEMORY=0`.
-//! `cudaMallocManaged` memory, `cudaHostAllocMapped` memory and the pages of `__managed__`
-//! variables (`adopt`) are kept this way.
+//! memory (over TCP, with `VCUDA_SHARED_MEMORY=0`, for an allocation whose address the
+//! backend has taken) or would rather keep it in device memory (the CUDA executor's managed
+//! memory). `cudaMallocManaged` memory, `cudaHostAllocMapped` memory and the pages of
+//! `__managed__` variables (`adopt`) are kept this way there.
 //!
 //! A managed allocation is a device allocation plus a mapping in this process at the same
 //! address, so the one pointer is valid in kernels and on the host (unified addressing). The

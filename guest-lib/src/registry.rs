@@ -173,7 +173,7 @@ impl FatbinReg {
     /// Moves the module's `__managed__` variables to their managed memory (allocated at the
     /// first load) and points the program's host code at it.
     fn bind_managed(&self, c: &Client, module: u64) -> Result<()> {
-        if !crate::shared::maps(c) {
+        if !crate::shared::maps_managed(c) {
             return self.adopt_managed(c, module);
         }
         let mut vars = self.managed.lock().unwrap_or_else(|e| e.into_inner());

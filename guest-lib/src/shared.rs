@@ -20,9 +20,15 @@
 //! Where the session can also map shared memory for kernels
 //! ([`HELLO_FEATURE_MAP_HOST_MEMORY`]), every page-locked allocation is exposed to kernels
 //! at its own address (`MapHostMemory`), as CUDA with unified addressing maps all
-//! page-locked memory: `cudaHostGetDevicePointer` returns the host pointer. Managed memory
-//! (`cudaMallocManaged`) is made the same way: one copy of the data, shared by the program
-//! and its kernels.
+//! page-locked memory: `cudaHostGetDevicePointer` returns the host pointer. On the CPU
+//! executor the kernels run on those pages; on a GPU the backend maps them at the same
+//! address in its own process and registers them with the driver, and the GPU reaches
+//! them across the bus (true zero-copy). Where the backend cannot map an allocation (its
+//! address is taken there), the memory still serves copies, and memory asked for as
+//! mapped is kept coherent by the library instead. Managed memory (`cudaMallocManaged`) is
+//! made the same way, one copy of the data shared by the program and its kernels, unless
+//! the backend would rather keep it in device memory ([`HELLO_FEATURE_MANAGED_ON_DEVICE`]:
+//! a GPU), where the library keeps it coherent (`crate::coherent`).
 //!
 //! Over a Unix socket, copies of pageable memory of [`STAGE_MIN`] bytes or more go through
 //! a staging region shared the same way (grown on demand up to [`STAGE_MAX`], one per
@@ -37,8 +43,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, RwLock};
 
 use vcuda_protocol::{
-    HELLO_FEATURE_MAP_HOST_MEMORY, HELLO_FEATURE_SHARED_MEMORY, HandleReq, HandleResp,
-    MapHostMemoryReq, MemcpyDtoHSharedReq, MemcpyHtoDSharedReq, PtrReq, ShareMemoryReq, ops,
+    HELLO_FEATURE_MANAGED_ON_DEVICE, HELLO_FEATURE_MAP_HOST_MEMORY, HELLO_FEATURE_SHARED_MEMORY,
+    HandleReq, HandleResp, MapHostMemoryReq, MemcpyDtoHSharedReq, MemcpyHtoDSharedReq, PtrReq,
+    ShareMemoryReq, ops,
 };
 
 use crate::client::Client;
@@ -104,9 +111,24 @@ fn enabled(c: &Client) -> bool {
 }
 
 /// Whether kernels of this session can reach shared memory at its own address: mapped
-/// (zero-copy) host memory and managed memory work.
+/// (zero-copy) host memory works.
 pub(crate) fn maps(c: &Client) -> bool {
     enabled(c) && c.hello.features & HELLO_FEATURE_MAP_HOST_MEMORY != 0
+}
+
+/// Whether managed memory is shared memory mapped for kernels ([`alloc_managed`]), rather
+/// than device memory kept coherent by the library (`crate::coherent`): where kernels can
+/// reach shared memory, unless the backend says its device reaches it only across a bus
+/// ([`HELLO_FEATURE_MANAGED_ON_DEVICE`]: a GPU, where kernels would run at the bus's speed
+/// on memory CUDA would have migrated to the device).
+pub(crate) fn maps_managed(c: &Client) -> bool {
+    maps(c) && c.hello.features & HELLO_FEATURE_MANAGED_ON_DEVICE == 0
+}
+
+/// Whether `p` starts page-locked memory shared with the backend that kernels reach at its
+/// own address.
+pub(crate) fn is_mapped(c: &Client, p: *mut c_void) -> bool {
+    c.shared.is_mapped(p as u64)
 }
 
 /// The device pointer of host address `addr`: itself, where it lies in page-locked or
@@ -130,7 +152,7 @@ fn map_for_device(c: &Client, p: *mut c_void, len: usize, handle: u64) -> Result
 /// exposed to kernels at the same address. `cudaErrorNotSupported` where the session
 /// cannot map memory for kernels (TCP, a VM, `VCUDA_SHARED_MEMORY=0`).
 pub(crate) fn alloc_managed(c: &Client, size: usize) -> Result<*mut c_void> {
-    if !maps(c) {
+    if !maps_managed(c) {
         return Err(Error::NOT_SUPPORTED);
     }
     let (p, handle) = map_shared(c, size).map_err(|e| {
@@ -384,6 +406,27 @@ pub(crate) fn register_mapped(c: &Client, addr: u64, len: u64) -> Result<()> {
     Ok(())
 }
 
+/// Whether any page of `[start, start + span)` lies in a shared mapping (`/proc/self/maps`
+/// marks those `s`); `true` where the table cannot be read.
+fn shares_pages(start: u64, span: u64) -> bool {
+    let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
+        return true;
+    };
+    let end = start.saturating_add(span);
+    maps.lines().any(|l| {
+        let mut f = l.split_whitespace();
+        let (Some(range), Some(perms)) = (f.next(), f.next()) else {
+            return false;
+        };
+        let Some((lo, hi)) = range.split_once('-') else {
+            return false;
+        };
+        let hex = |x: &str| u64::from_str_radix(x, 16).ok();
+        matches!((hex(lo), hex(hi)), (Some(lo), Some(hi)) if lo < end && start < hi)
+            && perms.as_bytes().get(3) == Some(&b's')
+    })
+}
+
 /// Undoes [`register_mapped`] for the registration of `[addr, addr + len)`: the pages go
 /// back to private memory with their contents. Whether it was such a registration.
 pub(crate) fn unregister_mapped(c: &Client, addr: u64, len: u64) -> bool {
@@ -429,6 +472,12 @@ fn page_span(addr: u64, len: u64) -> Option<(u64, u64)> {
 /// the backend: its region handle.
 fn move_to_shared(c: &Client, start: u64, span: u64) -> std::io::Result<u64> {
     let err = std::io::Error::last_os_error;
+    if shares_pages(start, span) {
+        // Memory shared with others (another process; or a GPU backend running over vcuda's
+        // own driver library, which maps a guest's shared memory a second time): moving its
+        // pages would cut it off from them.
+        return Err(std::io::Error::other("a shared mapping"));
+    }
     let n = usize::try_from(span).map_err(|_| std::io::Error::other("too large"))?;
     let fd = sealed_memfd(c"vcuda-registered", n)?;
     // Shared first (the backend sees the bytes written below through its own mapping): the

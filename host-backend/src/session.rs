@@ -22,7 +22,7 @@ use crate::executor::{Cancel, ExecResult, Executor, ExecutorFactory, MAX_STDOUT_
 use crate::graphs::Graphs;
 use crate::log_limit::LogLimiter;
 use crate::modules::{ModuleCache, SentImages};
-use crate::shared::SharedRegions;
+use crate::shared::{Alias, SharedRegions};
 
 /// What every session of one backend shares.
 pub struct Backend {
@@ -106,8 +106,10 @@ pub struct Session {
     log_limit: LogLimiter,
     /// Memory the guest shares with the backend (see [`crate::shared`]).
     shared: SharedRegions,
-    /// Shared memory exposed to kernels (`MapHostMemory`): device address -> region.
-    mapped: BTreeMap<u64, u64>,
+    /// Shared memory exposed to kernels (`MapHostMemory`): device address -> region, and
+    /// the region's second mapping at that address where the executor needs one. After
+    /// `exec` (fields drop in order): the executor lets go of the aliases first.
+    mapped: BTreeMap<u64, (u64, Option<Alias>)>,
     /// Whether the transport passes file descriptors (see [`Session::pass_fds`]).
     passes_fds: bool,
     /// Whether the transport shares guest pages (see [`Session::share_guest_pages`]).
@@ -267,12 +269,13 @@ impl Session {
         let gone: Vec<u64> = self
             .mapped
             .iter()
-            .filter(|&(_, &r)| r == handle)
+            .filter(|&(_, &(r, _))| r == handle)
             .map(|(&a, _)| a)
             .collect();
         for a in gone {
-            self.mapped.remove(&a);
+            let alias = self.mapped.remove(&a);
             let _ = self.exec.host_memory_unmap(a);
+            drop(alias);
         }
         if let Some((addr, _)) = self.shared.range(handle) {
             self.exec.host_memory_unshared(addr);
@@ -392,6 +395,11 @@ impl Session {
             features: match (self.shares_memory(), self.exec.can_map_host_memory()) {
                 (false, _) => 0,
                 (true, false) => HELLO_FEATURE_SHARED_MEMORY,
+                (true, true) if self.exec.prefers_managed_on_device() => {
+                    HELLO_FEATURE_SHARED_MEMORY
+                        | HELLO_FEATURE_MAP_HOST_MEMORY
+                        | HELLO_FEATURE_MANAGED_ON_DEVICE
+                }
                 (true, true) => HELLO_FEATURE_SHARED_MEMORY | HELLO_FEATURE_MAP_HOST_MEMORY,
             },
         };
@@ -490,16 +498,29 @@ impl Session {
                 // In bounds, and every page already populated by the guest: kernels must
                 // not make the backend allocate the guest's memory.
                 let host = self.shared.host_range(r.region, r.offset, r.len)?;
+                if self.mapped.contains_key(&r.addr) {
+                    return Err(Status::INVALID_VALUE);
+                }
                 if self.mapped.len() >= crate::shared::MAX_REGIONS {
                     return Err(Status::MEMORY_ALLOCATION);
                 }
+                // The executor's device may need the pages at the guest's own address here
+                // (dropped, so unmapped, if the executor refuses them).
+                let (host, alias) = if e.maps_host_memory_in_place() {
+                    let a = self.shared.alias(r.region, r.offset, r.len, r.addr)?;
+                    (r.addr as usize, Some(a))
+                } else {
+                    (host, None)
+                };
                 e.host_memory_map(r.addr, host, r.len as usize)?;
-                self.mapped.insert(r.addr, r.region);
+                self.mapped.insert(r.addr, (r.region, alias));
                 done::<ops::MapHostMemory>(Ok(()))
             }
             Request::UnmapHostMemory(p) => {
-                self.mapped.remove(&p.ptr).ok_or(Status::INVALID_VALUE)?;
-                done::<ops::UnmapHostMemory>(e.host_memory_unmap(p.ptr))
+                let (_, alias) = self.mapped.remove(&p.ptr).ok_or(Status::INVALID_VALUE)?;
+                let r = e.host_memory_unmap(p.ptr);
+                drop(alias);
+                done::<ops::UnmapHostMemory>(r)
             }
             Request::MemcpyHtoDShared(ref r) => {
                 done::<ops::MemcpyHtoDShared>(self.shared.copy_to_device(e.as_mut(), r))

@@ -62,6 +62,10 @@ struct Mapping {
     /// Pieces of guest RAM it maps (0: a memory file the guest passed, whose pages are
     /// checked for population before use).
     pieces: usize,
+    /// The lengths of the mappings it was made of, one after another, in whole pages (one
+    /// for a memory file, one per merged piece of guest RAM): [`SharedRegions::alias`]
+    /// duplicates each within its own bounds.
+    spans: Vec<usize>,
 }
 
 // SAFETY: the mapping is plain shared memory owned by this struct; it may be used and
@@ -75,6 +79,63 @@ impl Drop for Mapping {
         unsafe { libc::munmap(self.ptr.as_ptr(), self.len) };
         GUEST_PIECES.fetch_sub(self.pieces, Ordering::Relaxed);
     }
+}
+
+/// A second mapping of part of a shared region, at the guest's address of it
+/// ([`SharedRegions::alias`]); unmapped on drop.
+pub struct Alias {
+    ptr: NonNull<libc::c_void>,
+    len: usize,
+    /// Guest RAM pieces it maps (counted in [`MAX_GUEST_PIECES`]).
+    pieces: usize,
+}
+
+// SAFETY: plain shared memory owned by this struct, usable and unmapped from any thread.
+unsafe impl Send for Alias {}
+
+impl Alias {
+    /// Where it starts (the guest's address of the region's first byte it maps, rounded
+    /// down to a page).
+    pub fn addr(&self) -> u64 {
+        self.ptr.as_ptr() as u64
+    }
+}
+
+impl std::fmt::Debug for Alias {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Alias")
+            .field("at", &self.ptr)
+            .field("len", &self.len)
+            .finish()
+    }
+}
+
+impl Drop for Alias {
+    fn drop(&mut self) {
+        // SAFETY: exactly the reservation `alias` made (and filled), unmapped only here.
+        unsafe { libc::munmap(self.ptr.as_ptr(), self.len) };
+        GUEST_PIECES.fetch_sub(self.pieces, Ordering::Relaxed);
+    }
+}
+
+/// The parts of `[start, stop)` (offsets into a region) inside each of its spans: `(lo, hi)`
+/// offsets, each inside one span.
+fn spans_within(
+    spans: &[usize],
+    start: usize,
+    stop: usize,
+) -> impl Iterator<Item = (usize, usize)> {
+    spans
+        .iter()
+        .scan(0usize, |at, &n| {
+            let s = *at;
+            *at += n;
+            Some((s, s + n))
+        })
+        .filter_map(move |(s, e)| {
+            let (lo, hi) = (s.max(start), e.min(stop));
+            (lo < hi).then_some((lo, hi))
+        })
 }
 
 /// A piece of a file to map: the file, the offset in it and the length, page-aligned.
@@ -191,6 +252,97 @@ impl SharedRegions {
         Ok(m.ptr.as_ptr() as usize + offset as usize)
     }
 
+    /// Maps `len` bytes at `offset` of a region a second time, at `addr` in this process
+    /// (the guest's own address of that memory, which an executor that hands this
+    /// process's addresses to its device needs: kernels then reach the guest's memory at
+    /// the guest's pointers). `addr` and `offset` must lie the same distance past a page
+    /// boundary. Fails with `cudaErrorNotSupported` where anything of this process is
+    /// mapped there already (nothing is ever replaced), or where the kernel cannot
+    /// duplicate the mapping. Every page must be populated, as for
+    /// [`SharedRegions::host_range`]. The alias goes when dropped.
+    pub fn alias(&self, handle: u64, offset: u64, len: u64, addr: u64) -> ExecResult<Alias> {
+        self.host_range(handle, offset, len)?;
+        let m = &self.regions[&handle];
+        let page = page_size() as u64;
+        if offset % page != addr % page {
+            return Err(Status::INVALID_VALUE);
+        }
+        let start = offset - offset % page;
+        let stop = (offset + len).next_multiple_of(page);
+        let n = usize::try_from(stop - start).map_err(|_| Status::INVALID_VALUE)?;
+        let at = addr - addr % page;
+        at.checked_add(n as u64).ok_or(Status::INVALID_VALUE)?;
+        let pieces = if m.pieces == 0 {
+            0
+        } else {
+            spans_within(&m.spans, start as usize, stop as usize).count()
+        };
+        if GUEST_PIECES.fetch_add(pieces, Ordering::Relaxed) + pieces > MAX_GUEST_PIECES {
+            GUEST_PIECES.fetch_sub(pieces, Ordering::Relaxed);
+            debug!("MapHostMemory refused: over {MAX_GUEST_PIECES} guest RAM pieces mapped");
+            return Err(Status::MEMORY_ALLOCATION);
+        }
+        // SAFETY: an inaccessible reservation exactly at `at`, which `MAP_FIXED_NOREPLACE`
+        // makes fail rather than replace anything mapped there.
+        let r = unsafe {
+            libc::mmap(
+                at as *mut libc::c_void,
+                n,
+                libc::PROT_NONE,
+                libc::MAP_PRIVATE
+                    | libc::MAP_ANONYMOUS
+                    | libc::MAP_NORESERVE
+                    | libc::MAP_FIXED_NOREPLACE,
+                -1,
+                0,
+            )
+        };
+        if r == libc::MAP_FAILED {
+            GUEST_PIECES.fetch_sub(pieces, Ordering::Relaxed);
+            debug!(
+                "MapHostMemory at {at:#x}+{n:#x} not in place: {}",
+                std::io::Error::last_os_error()
+            );
+            return Err(Status::NOT_SUPPORTED);
+        }
+        let Some(ptr) = NonNull::new(r).filter(|p| p.as_ptr() as u64 == at) else {
+            // A kernel that ignores MAP_FIXED_NOREPLACE put it elsewhere.
+            // SAFETY: the reservation just made, owned by nothing else.
+            unsafe { libc::munmap(r, n) };
+            GUEST_PIECES.fetch_sub(pieces, Ordering::Relaxed);
+            return Err(Status::NOT_SUPPORTED);
+        };
+        // From here the alias is unmapped (and its pieces given back) on every path.
+        let alias = Alias {
+            ptr,
+            len: n,
+            pieces,
+        };
+        for (lo, hi) in spans_within(&m.spans, start as usize, stop as usize) {
+            // SAFETY: `[lo, hi)` lies inside one of the region's own shared mappings (a span,
+            // clipped), page-aligned; with an old size of 0, `mremap` maps the same pages
+            // again, at `at + (lo - start)`, inside the reservation `alias` owns, which
+            // `MREMAP_FIXED` replaces, and nothing else.
+            let p = unsafe {
+                libc::mremap(
+                    m.ptr.as_ptr().cast::<u8>().add(lo).cast(),
+                    0,
+                    hi - lo,
+                    libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED,
+                    (at as usize + (lo - start as usize)) as *mut libc::c_void,
+                )
+            };
+            if p == libc::MAP_FAILED {
+                debug!(
+                    "MapHostMemory at {at:#x}+{n:#x} not in place: mremap: {}",
+                    std::io::Error::last_os_error()
+                );
+                return Err(Status::NOT_SUPPORTED);
+            }
+        }
+        Ok(alias)
+    }
+
     /// Runs a copy from a region to the device (`MemcpyHtoDShared`).
     pub fn copy_to_device(&self, e: &mut dyn Executor, r: &MemcpyHtoDSharedReq) -> ExecResult<()> {
         let len = r.width.checked_mul(r.height).ok_or(Status::INVALID_VALUE)?;
@@ -276,6 +428,7 @@ fn map(fd: &OwnedFd, len: u64) -> ExecResult<Mapping> {
         ptr,
         len: len_usize,
         pieces: 0,
+        spans: vec![len_usize.next_multiple_of(page_size())],
     })
 }
 
@@ -339,6 +492,7 @@ fn map_pieces(pieces: &[Piece<'_>]) -> ExecResult<Mapping> {
         ptr,
         len,
         pieces: count,
+        spans: pieces.iter().map(|p| p.2).collect(),
     };
     let mut at = 0usize;
     for &(fd, off, n) in pieces {
@@ -438,6 +592,93 @@ mod tests {
         assert!(s.unshare(h).is_err());
     }
 
+    /// A free address `len` bytes long (reserved, then given back).
+    fn free_address(len: usize) -> u64 {
+        // SAFETY: a reservation at an address the kernel chooses, unmapped at once.
+        unsafe {
+            let p = libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_NONE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            );
+            assert_ne!(p, libc::MAP_FAILED);
+            libc::munmap(p, len);
+            p as u64
+        }
+    }
+
+    #[test]
+    fn aliases_map_the_same_pages_where_nothing_is() {
+        let fd = memfd(3 * 4096, libc::F_SEAL_SHRINK);
+        std::fs::File::from(fd.try_clone().unwrap())
+            .write_all(&[1u8; 3 * 4096])
+            .unwrap();
+        let mut s = SharedRegions::default();
+        s.offer(vec![fd]);
+        let h = s.share(3 * 4096 - 100).unwrap();
+        let (base, _) = s.range(h).unwrap();
+        let at = free_address(3 * 4096);
+        // The last two pages, at the same distance past a page boundary.
+        let a = s.alias(h, 4096 + 8, 2 * 4096 - 200, at + 8).unwrap();
+        assert_eq!(a.addr(), at);
+        // SAFETY: both map the region's second page, alive here.
+        unsafe {
+            ((base + 4096 + 8) as *mut u8).write_volatile(9);
+            assert_eq!(((at + 8) as *const u8).read_volatile(), 9);
+            (at as *mut u8).write_volatile(5);
+            assert_eq!(((base + 4096) as *const u8).read_volatile(), 5);
+        }
+        // Nothing is replaced: not the alias, not the region.
+        let taken = Err(Status::NOT_SUPPORTED);
+        assert_eq!(s.alias(h, 0, 4096, at).map(|_| ()), taken);
+        assert_eq!(s.alias(h, 0, 4096, base as u64).map(|_| ()), taken);
+        assert_eq!(
+            s.alias(h, 8, 4096, at + 4096).map(|_| ()),
+            Err(Status::INVALID_VALUE),
+            "another offset into the page"
+        );
+        assert!(s.alias(h, 0, 3 * 4096, at).is_err(), "past the region");
+        assert!(s.alias(h + 1, 0, 1, at).is_err(), "no such region");
+        assert!(
+            s.alias(h, 0, 1, u64::MAX - 4095).is_err(),
+            "past the address space"
+        );
+        drop(a);
+        // Gone: the address is free again.
+        let again = s.alias(h, 0, 4096, at).unwrap();
+        assert_eq!(again.addr(), at);
+    }
+
+    /// Held by tests that count [`GUEST_PIECES`], a process-wide number.
+    static PIECES_TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    #[test]
+    fn aliases_of_guest_pieces_follow_their_order() {
+        let _turn = PIECES_TURN.lock().unwrap_or_else(|e| e.into_inner());
+        let fd = memfd(4 * 4096, 0);
+        let mut f = std::fs::File::from(fd.try_clone().unwrap());
+        for i in 0..4u8 {
+            f.write_all(&[i; 4096]).unwrap();
+        }
+        let b = fd.as_fd();
+        let mut s = SharedRegions::default();
+        let h = s
+            .share_pieces(&[(b, 3 * 4096, 4096), (b, 0, 4096), (b, 2 * 4096, 4096)])
+            .unwrap();
+        let at = free_address(3 * 4096);
+        let before = GUEST_PIECES.load(Ordering::Relaxed);
+        let a = s.alias(h, 4096, 2 * 4096, at).unwrap();
+        assert_eq!(GUEST_PIECES.load(Ordering::Relaxed), before + 2);
+        // SAFETY: the alias's two pages, alive here.
+        let got = unsafe { [(at as *const u8).read(), ((at + 4096) as *const u8).read()] };
+        assert_eq!(got, [0, 2]);
+        drop(a);
+        assert_eq!(GUEST_PIECES.load(Ordering::Relaxed), before);
+    }
+
     #[test]
     fn unsealed_short_or_missing_files_are_refused() {
         let mut s = SharedRegions::default();
@@ -460,6 +701,7 @@ mod tests {
 
     #[test]
     fn guest_pieces_map_in_order_and_merge() {
+        let _turn = PIECES_TURN.lock().unwrap_or_else(|e| e.into_inner());
         let fd = memfd(4 * 4096, 0);
         let mut f = std::fs::File::from(fd.try_clone().unwrap());
         for i in 0..4u8 {

@@ -229,6 +229,12 @@ pub const HELLO_FEATURE_SHARED_MEMORY: u64 = 1 << 0;
 /// addresses ([`MapHostMemoryReq`]): mapped (zero-copy) host memory and managed memory.
 pub const HELLO_FEATURE_MAP_HOST_MEMORY: u64 = 1 << 1;
 
+/// `Hello` feature: managed memory should live in device memory, kept coherent by the
+/// library, even though page-locked memory is mapped for kernels
+/// ([`HELLO_FEATURE_MAP_HOST_MEMORY`]): the device reaches host memory only across a bus (a
+/// GPU), where kernels using managed memory in place would run at the bus's speed.
+pub const HELLO_FEATURE_MANAGED_ON_DEVICE: u64 = 1 << 2;
+
 wire_struct!(
     /// `MapHostMemory` request: exposes `len` bytes at `offset` of a shared region
     /// (`region`, from `ShareMemory`) to kernels at device address `addr` (the guest's

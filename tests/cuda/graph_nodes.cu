@@ -367,9 +367,14 @@ int main() {
     // The graph takes one of the program's two references and retains one more.
     CHECK(cudaGraphRetainUserObject(g3, obj, 1, cudaGraphUserObjectMove));
     CHECK(cudaGraphRetainUserObject(g3, obj, 1, 0));
-    EXPECT_ERR(cudaGraphReleaseUserObject(g3, obj, 3), cudaErrorInvalidValue);
+    // Releasing more than the graph holds: vcuda refuses it; NVIDIA's runtime (13.0) accepts
+    // it, and the object is later destroyed early (a crash in the driver's event thread on an
+    // H100), so only under vcuda.
+    if (getenv("VCUDA_SOCKET")) {
+        EXPECT_ERR(cudaGraphReleaseUserObject(g3, obj, 3), cudaErrorInvalidValue);
+        cudaGetLastError();
+    }
     CHECK(cudaGraphReleaseUserObject(g3, obj, 1));
-    cudaGetLastError();
     CHECK(cudaGraphClone(&g3c, g3));
     cudaGraphExec_t e3;
     CHECK(cudaGraphInstantiate(&e3, g3, 0));

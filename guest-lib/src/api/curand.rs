@@ -320,8 +320,9 @@ fn create_poisson(lambda: f64, out: *mut *mut c_void) -> Result<()> {
     if out.is_null() {
         return Err(RandError::NOT_INITIALIZED);
     }
-    // NaN fails this too.
-    if !(lambda > 0.0 && lambda <= POISSON_MAX_LAMBDA) {
+    // NaN passes, as with NVIDIA's cuRAND (CUDA 13.0, measured): its distribution takes the
+    // Gaussian approximation (no table), whose draws are then meaningless.
+    if lambda <= 0.0 || lambda > POISSON_MAX_LAMBDA {
         return Err(RandError::OUT_OF_RANGE);
     }
     client()?;

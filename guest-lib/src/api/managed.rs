@@ -78,7 +78,7 @@ fn malloc_managed(dev_ptr: *mut *mut c_void, size: usize, flags: u32) -> Result<
         return unsafe { write_out(dev_ptr, std::ptr::null_mut()) };
     }
     let device = c.check_device(state::device())?;
-    let p = if shared::maps(c) {
+    let p = if shared::maps_managed(c) {
         shared::alloc_managed(c, size)?
     } else {
         crate::coherent::alloc(c, device, size as u64)? as *mut c_void

@@ -571,9 +571,7 @@ fn host_alloc(c: &Client, ptr: *mut *mut c_void, size: usize, flags: u32) -> Res
     // Page-locked memory is mapped for kernels where the session can (see `shared::maps`).
     // Elsewhere `cudaHostAllocMapped` memory is kept coherent by the library, as managed
     // memory is (see `crate::coherent`), and the rest is plain page-locked memory.
-    let p = if size == 0 {
-        std::ptr::null_mut()
-    } else if flags & MAPPED != 0 && !shared::maps(c) {
+    let coherent = || -> Result<*mut c_void> {
         let device = c.check_device(state::device())?;
         let p = coherent::alloc(c, device, size as u64)? as *mut c_void;
         c.mirror.insert(Range {
@@ -582,8 +580,26 @@ fn host_alloc(c: &Client, ptr: *mut *mut c_void, size: usize, flags: u32) -> Res
             kind: Kind::HostAlloc(flags),
             device: device as i32,
         });
-        p
-    } else if let Some(p) = shared::alloc(c, size) {
+        Ok(p)
+    };
+    // Page-locked memory the backend could not map for kernels (a GPU backend finds the
+    // program's address taken in its own process, say) still serves copies; memory asked
+    // for as mapped is then kept coherent instead.
+    let shared = if size == 0 || flags & MAPPED != 0 && !shared::maps(c) {
+        None
+    } else {
+        shared::alloc(c, size).and_then(|p| {
+            if flags & MAPPED != 0 && !shared::is_mapped(c, p) {
+                shared::free(c, p);
+                None
+            } else {
+                Some(p)
+            }
+        })
+    };
+    let p = if size == 0 {
+        std::ptr::null_mut()
+    } else if let Some(p) = shared {
         c.mirror.insert(Range {
             base: p as u64,
             len: size as u64,
@@ -591,6 +607,8 @@ fn host_alloc(c: &Client, ptr: *mut *mut c_void, size: usize, flags: u32) -> Res
             device: state::device(),
         });
         p
+    } else if flags & MAPPED != 0 {
+        coherent()?
     } else {
         // SAFETY: an anonymous private mapping at an address the kernel chooses.
         let p = unsafe {

@@ -80,7 +80,43 @@ fn per_thread_stream(c: &Client) -> Result<u64> {
         reserved: 0,
     })?;
     state::set_per_thread_stream(generation, r.handle);
+    PER_THREAD_IDS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(r.handle, next_stream_id());
     Ok(r.handle)
+}
+
+/// The legacy default stream's number (`cudaStreamGetId`).
+const LEGACY_STREAM_ID: u64 = 7;
+
+/// The next stream's number. NVIDIA's runtime numbers streams in the order they are made,
+/// per process, never reusing one (a per-thread default stream when first used); the legacy
+/// default stream is 7 and the first stream a program makes 13 (H100, CUDA 13.0, measured).
+/// Programs that print them print what they print natively.
+static NEXT_STREAM_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(13);
+
+fn next_stream_id() -> u64 {
+    NEXT_STREAM_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+/// The numbers of per-thread default streams, by handle.
+static PER_THREAD_IDS: std::sync::Mutex<std::collections::BTreeMap<u64, u64>> =
+    std::sync::Mutex::new(std::collections::BTreeMap::new());
+
+/// The number of the stream with handle `h` (as [`resolve`] gives it).
+pub(crate) fn stream_number(c: &Client, h: u64) -> u64 {
+    if h == 0 {
+        return LEGACY_STREAM_ID;
+    }
+    if let Some(i) = c.streams.lock().unwrap_or_else(|e| e.into_inner()).get(&h) {
+        return i.id;
+    }
+    *PER_THREAD_IDS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .entry(h)
+        .or_insert_with(next_stream_id)
 }
 
 pub(crate) fn event_handle(c: &Client, e: cudaEvent_t) -> Result<u64> {
@@ -116,6 +152,7 @@ fn stream_create(p: *mut cudaStream_t, flags: u32, priority: c_int) -> Result<()
             device: device as i32,
             flags,
             priority,
+            id: next_stream_id(),
         },
     );
     // SAFETY: checked non-null; the caller's output pointer.
@@ -128,6 +165,7 @@ fn stream_info(c: &Client, s: cudaStream_t) -> Result<StreamInfo> {
             device: state::device(),
             flags: 0,
             priority: 0,
+            id: 0,
         }),
         h => c
             .streams

@@ -323,6 +323,22 @@ pub trait Executor: Send {
         false
     }
 
+    /// Whether [`Executor::host_memory_map`] needs the memory mapped in this process at the
+    /// device address itself (`host == addr`): an executor whose device reaches host memory
+    /// at this process's addresses (a GPU). The session maps the region's pages there
+    /// first ([`crate::shared::SharedRegions::alias`]).
+    fn maps_host_memory_in_place(&self) -> bool {
+        false
+    }
+
+    /// Whether managed memory had better live in device memory, kept coherent by the
+    /// library, even where page-locked memory is mapped for kernels: the device reaches
+    /// host memory only across a bus (a GPU), so kernels working on managed memory in
+    /// place would run at the bus's speed. Tells the library through `Hello`.
+    fn prefers_managed_on_device(&self) -> bool {
+        false
+    }
+
     /// Exposes `[host, host + len)`, part of a region shared with
     /// [`Executor::host_memory_shared`], to kernels at device address `addr`: kernels and
     /// device-side copies then read and write that memory in place. Fails if the range

@@ -704,18 +704,10 @@ entry_lib! {
             return Err(CuError::INVALID_VALUE);
         }
         let info = c.device_info(crate::state::device())?;
-        let a = |n| i64::from(info.attr(n).unwrap_or(0));
-        use vcuda_protocol::attr;
-        // What each of `blocks` resident blocks may take on top of its static shared memory,
-        // within the per-block limit.
-        let per_sm = a(attr::MAX_SHARED_MEMORY_PER_MULTIPROCESSOR) / i64::from(blocks)
-            - a(attr::RESERVED_SHARED_MEMORY_PER_BLOCK);
-        let avail = per_sm
-            .min(a(attr::MAX_SHARED_MEMORY_PER_BLOCK_OPTIN))
-            .saturating_sub(f.attrs.shared_size_bytes as i64)
-            .max(0);
+        let attrs = crate::api::launch::current_attrs(f.handle, &f.attrs);
+        let avail = crate::api::attrs::available_dynamic_smem(info, &attrs, blocks);
         // SAFETY: the caller's output pointer.
-        unsafe { out(smem, avail as usize) }
+        unsafe { out(smem, avail) }
     }
 
     fn cuFuncGetAttribute(v: *mut c_int, attrib: c_int, f: *const Function) -> Result<(), CuError> {

@@ -288,7 +288,7 @@ entry_lib! {
                 }
             });
             if d.flags != 0 {
-                c.mirror.insert(Range { base: ptr, len: size, kind: Kind::Device, device: d.location.id });
+                c.mirror.insert_joining(Range { base: ptr, len: size, kind: Kind::Device, device: d.location.id });
             } else {
                 c.mirror.remove_within(ptr, ptr + size, |k| k == Kind::Device);
             }

@@ -27,6 +27,9 @@ pub enum Owner {
     /// A mapping of the VMM API made accessible: goes with `cuMemUnmap` or
     /// `cuMemSetAccess` to none.
     Vmm,
+    /// Host memory the guest shares, mapped for kernels at the guest's own address
+    /// (`MapHostMemory`): goes with `UnmapHostMemory`.
+    Mapped,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -150,7 +153,12 @@ impl Allocations {
 
     /// Forgets the accessible VMM mapping at `base`.
     pub fn remove_vmm(&mut self, base: u64) {
-        if self.map.get(&base).is_some_and(|a| a.owner == Owner::Vmm) {
+        self.remove_owned(base, Owner::Vmm);
+    }
+
+    /// Forgets the range at `base` if `owner` has it.
+    pub fn remove_owned(&mut self, base: u64, owner: Owner) {
+        if self.map.get(&base).is_some_and(|a| a.owner == owner) {
             self.map.remove(&base);
         }
     }

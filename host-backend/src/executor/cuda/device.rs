@@ -45,6 +45,10 @@ pub(super) struct Shared {
     pub(super) exclusive: bool,
     /// Kernels can reach the process's pageable memory (HMM or ATS).
     pub(super) pageable: bool,
+    /// Host memory registered for the device is reached at its own address (unified
+    /// addressing, `CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM`): shared memory can be mapped
+    /// for kernels at the guest's address (`MapHostMemory`).
+    pub(super) maps_host: bool,
     /// Bytes of device memory one session may hold.
     pub(super) session_limit: u64,
 }
@@ -241,6 +245,19 @@ impl CudaFactory {
         } else if pageable {
             warn!("kernels can reach this process's pageable memory; sessions are not isolated");
         }
+        let maps_host = loaded.maps_host
+            && [
+                CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY,
+                CUdevice_attribute::CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING,
+                CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM,
+            ]
+            .into_iter()
+            .all(|a| driver::device_attribute(device, a) == Ok(1));
+        if !maps_host {
+            info!(
+                "host memory is not mapped for kernels: mapped memory is kept coherent by the library"
+            );
+        }
         let session_limit = config.session_mem_limit.of(info.total_global_mem);
         info!(
             "each session may hold {} MiB of device memory",
@@ -273,6 +290,7 @@ impl CudaFactory {
                 sessions: AtomicUsize::new(0),
                 exclusive,
                 pageable,
+                maps_host,
                 session_limit,
             }),
         })

@@ -137,6 +137,7 @@ pub const OPTIONAL: &[&str] = &[
     "cuMemMap",
     "cuMemUnmap",
     "cuMemSetAccess",
+    "cuMemHostGetDevicePointer_v2",
 ];
 
 /// What [`load`] found.
@@ -156,6 +157,8 @@ pub struct Loaded {
     pub textures: bool,
     /// Whether the graph calls exist (graphs are replayed node by node otherwise).
     pub graphs: bool,
+    /// Whether `cuMemHostGetDevicePointer` exists (host memory mapped for kernels).
+    pub maps_host: bool,
 }
 
 fn has_symbol(name: &str) -> bool {
@@ -255,7 +258,8 @@ pub fn load() -> Result<Loaded, InitError> {
         linker: OPTIONAL[1..5].iter().all(|s| has_symbol(s)),
         cooperative: has_symbol("cuLaunchCooperativeKernel"),
         textures: OPTIONAL[6..13].iter().all(|s| has_symbol(s)),
-        graphs: OPTIONAL[13..].iter().all(|s| has_symbol(s)),
+        graphs: OPTIONAL[13..22].iter().all(|s| has_symbol(s)),
+        maps_host: has_symbol("cuMemHostGetDevicePointer_v2"),
     })
 }
 
@@ -615,6 +619,15 @@ pub unsafe fn mem_host_register(p: *mut u8, len: usize, flags: c_uint) -> DrvRes
     // SAFETY: the caller guarantees `[p, p + len)` is mapped memory of this process until it
     // is unregistered, so the driver may pin it and DMA to and from it.
     ok(unsafe { ffi::cuMemHostRegister_v2(p.cast(), len, flags) })
+}
+
+/// The device address of host memory registered with `CU_MEMHOSTREGISTER_DEVICEMAP` in
+/// the current context.
+pub fn mem_host_get_device_pointer(p: *mut u8) -> DrvResult<CUdeviceptr> {
+    let mut d = 0;
+    // SAFETY: valid out pointer; the driver only looks `p` up among its registrations.
+    ok(unsafe { ffi::cuMemHostGetDevicePointer_v2(&mut d, p.cast(), 0) })?;
+    Ok(d)
 }
 
 /// Unpins a range pinned with [`mem_host_register`].
@@ -1405,6 +1418,25 @@ mod tests {
     /// through `lib_ffi` (a `u32` status) and is declared there. No file of the crate calls
     /// cudarc's enum-returning wrappers (`lib_ffi.rs` only declares its own over cudarc's
     /// types).
+    /// `load` tells groups of optional entry points by their places in `OPTIONAL`.
+    #[test]
+    fn optional_groups_are_where_load_looks() {
+        assert_eq!(OPTIONAL[0], "cuFuncGetParamInfo");
+        assert_eq!(
+            (OPTIONAL[1], OPTIONAL[4]),
+            ("cuLinkCreate_v2", "cuLinkDestroy")
+        );
+        assert_eq!(OPTIONAL[5], "cuLaunchCooperativeKernel");
+        assert_eq!(
+            (OPTIONAL[6], OPTIONAL[12]),
+            ("cuArray3DCreate_v2", "cuSurfObjectDestroy")
+        );
+        assert_eq!(
+            (OPTIONAL[13], OPTIONAL[21]),
+            ("cuGraphCreate", "cuGraphDestroy")
+        );
+    }
+
     #[test]
     fn every_driver_call_is_checked_at_load() {
         let sources = [

@@ -117,6 +117,7 @@ cu_fns! {
     fn cuMemGetInfo_v2(free: *mut usize, total: *mut usize);
     fn cuMemHostAlloc(pp: *mut *mut ::core::ffi::c_void, bytesize: usize, flags: ::core::ffi::c_uint);
     fn cuMemHostRegister_v2(p: *mut ::core::ffi::c_void, bytesize: usize, flags: ::core::ffi::c_uint);
+    fn cuMemHostGetDevicePointer_v2(pdptr: *mut CUdeviceptr, p: *mut ::core::ffi::c_void, flags: ::core::ffi::c_uint);
     fn cuMemHostUnregister(p: *mut ::core::ffi::c_void);
     fn cuMemcpy2DAsync_v2(p_copy: *const CUDA_MEMCPY2D, h_stream: CUstream);
     fn cuMemcpy3DAsync_v2(p_copy: *const CUDA_MEMCPY3D, h_stream: CUstream);

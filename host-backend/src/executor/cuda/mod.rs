@@ -35,6 +35,22 @@
 //! granularity and a sub-allocator, for a guarantee (device pointers never alias guest
 //! pointers) the guest library does not depend on for correctness.
 //!
+//! # Mapped host memory
+//!
+//! Page-locked memory a guest process shares (a memfd over the Unix socket, or its own pages
+//! of guest RAM in a VM) reaches kernels at the program's own address, as with CUDA's
+//! unified addressing: the session maps the region's pages a second time at that address
+//! of this process (`SharedRegions::alias`, which never replaces a mapping: where the
+//! address is taken the call fails and the library keeps that memory coherent instead),
+//! and `map_host` registers the alias with `CU_MEMHOSTREGISTER_DEVICEMAP` in the session's
+//! context, checking that the device address is the host address
+//! (`CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM`). Kernels then read and write the guest's
+//! pages across the bus while the program runs (true zero-copy; a kernel and a host thread
+//! can hand a flag back and forth), device-side copies and memsets take the range as
+//! device memory (`Owner::Mapped`), and a reset registers it again in the new context.
+//! Managed memory stays in device memory (`prefers_managed_on_device`): CUDA migrates it to
+//! the GPU, where kernels run at the device memory's speed, not the bus's.
+//!
 //! # Copies
 //!
 //! Host data arrives as [`DataSegs`]: one piece (the socket transport's buffer) or the
@@ -85,8 +101,16 @@
 //! (`pool.forget`), and guest RAM registered with the driver stays pinned. cuBLAS and cuRAND
 //! calls block inside those libraries and are not interrupted. `--kernel-timeout` works the
 //! same way: a wait for the session's GPU work that lasts longer fails with
-//! `cudaErrorLaunchTimeout` (sticky) and the context is abandoned; the driver does not say when a kernel started, so what is timed
-//! is the wait, which includes the work queued before the kernel.
+//! `cudaErrorLaunchTimeout` (sticky) and the context is abandoned; the driver does not say
+//! when a kernel started, so what is timed is the wait, which includes the work queued
+//! before the kernel. Once a context was abandoned with work running, the driver makes
+//! destroying any other context of the process (an idle one too) and releasing the primary
+//! context wait for that work (H100, driver 580, measured), while new contexts still run:
+//! from then on the process destroys no context (`owned::work_abandoned`), and a backend
+//! serving sessions on threads keeps every later session's device memory until it
+//! restarts, which it says in its log. Small copies into pageable memory, which the driver
+//! makes wait for the stream inside the call, wait for the work ahead first, polling, so
+//! they stay cancellable too.
 //!
 //! # Errors
 //!
@@ -290,6 +314,9 @@ pub struct CudaExecutor {
     vmm: crate::executor::vmm::VmmBook<vmm::Phys>,
     /// Memory the guest shares with the session (`ShareMemory`): `(address, length)`.
     host_shared: Vec<(usize, usize)>,
+    /// Shared memory mapped for kernels at the guest's address (`MapHostMemory`): address
+    /// to length, registered in the current context (`map_host`).
+    host_mapped: std::collections::BTreeMap<u64, usize>,
     /// Those ranges pinned in the current context: copies DMA straight to and from them.
     host_pinned: guest_mem::PinnedRanges,
     /// CUDA arrays, texture and surface objects (`texture.rs`).
@@ -411,6 +438,7 @@ impl CudaExecutor {
             charged: 0,
             vmm: Default::default(),
             host_shared: Vec::new(),
+            host_mapped: std::collections::BTreeMap::new(),
             host_pinned: guest_mem::PinnedRanges::default(),
             textures: texture::Textures::default(),
             non_blocking: std::collections::HashSet::new(),
@@ -514,7 +542,15 @@ impl CudaExecutor {
     fn abandon(&mut self, mid_call: bool) {
         if let Some(ctx) = self.ctx.take() {
             if mid_call {
-                warn!("a session's GPU work was cancelled or timed out: destroying its context");
+                warn!("a session's GPU work was cancelled or timed out: leaving its context");
+            }
+            if !owned::work_abandoned() {
+                warn!(
+                    "a CUDA context was left with work that may never end: from now on this \
+                     process destroys no context (the driver would wait for that work), so the \
+                     device memory of every later session stays taken until the backend \
+                     restarts (the default --isolation process ends such work with its worker)"
+                );
             }
             // Not destroyed: the driver would wait for its kernels first (forever, for an
             // endless one), and the session must answer now.
@@ -559,10 +595,19 @@ impl CudaExecutor {
         self.params_dirty = PARAM_BUF_LEN;
         let ctx = Context::create(self.shared.device).map_err(to_status)?;
         self.ctx = Some(ctx);
-        // The old context's pinning went with it: pin the shared memory in the new one.
+        // The old context's pinning went with it: pin the shared memory in the new one,
+        // and map what was mapped for kernels again.
         self.host_pinned = guest_mem::PinnedRanges::default();
         for (addr, len) in self.host_shared.clone() {
             self.pin_host(addr, len);
+        }
+        for (addr, len) in std::mem::take(&mut self.host_mapped) {
+            match self.map_host(addr, len) {
+                Ok(()) => {
+                    self.host_mapped.insert(addr, len);
+                }
+                Err(e) => warn!("host memory at {addr:#x} is no longer mapped for kernels: {e:?}"),
+            }
         }
         Ok(())
     }
@@ -576,6 +621,45 @@ impl CudaExecutor {
             let _ = unsafe { driver::mem_host_unregister(addr as *mut u8) };
         }
         self.host_pinned = guest_mem::PinnedRanges::default();
+    }
+
+    /// Registers `[addr, addr + len)`, shared memory mapped in this process at the guest's
+    /// own address of it, for the device in the session's context, where kernels then reach
+    /// it at that same address (true zero-copy: the GPU reads and writes the guest's pages
+    /// across the bus). Not portable: only this session's context maps it.
+    fn map_host(&mut self, addr: u64, len: usize) -> ExecResult<()> {
+        self.bind()?;
+        let p = addr as *mut u8;
+        // SAFETY: the session keeps `[addr, addr + len)` mapped (its alias of the shared
+        // region) until `host_memory_unmap` has unregistered it, or until after this
+        // executor and its context (whose destruction drops the registration) are gone.
+        unsafe {
+            driver::mem_host_register(p, len, cudarc::driver::sys::CU_MEMHOSTREGISTER_DEVICEMAP)
+        }
+        .map_err(|e| {
+            log::debug!(
+                "host memory {addr:#x}+{len:#x} not mapped for kernels: {}",
+                driver::error_name(e)
+            );
+            Status::NOT_SUPPORTED
+        })?;
+        let undo = || {
+            // SAFETY: registered just above in the current context; nothing uses it yet.
+            let _ = unsafe { driver::mem_host_unregister(p) };
+        };
+        match driver::mem_host_get_device_pointer(p) {
+            Ok(d) if d == addr => {}
+            r => {
+                log::debug!("host memory {addr:#x} is at {r:?} for the device, not in place");
+                undo();
+                return Err(Status::NOT_SUPPORTED);
+            }
+        }
+        if let Err(e) = self.allocs.insert(addr, len as u64, Owner::Mapped) {
+            undo();
+            return Err(e);
+        }
+        Ok(())
     }
 
     /// Pins shared memory `[addr, addr + len)` in the session's context (not portable: no
@@ -693,7 +777,12 @@ impl Executor for CudaExecutor {
             .filter(|&c| c <= self.shared.session_limit)
             .ok_or(Status::MEMORY_ALLOCATION)?;
         self.bind()?;
-        let ptr = driver::mem_alloc(n).map_err(to_status)?;
+        let ptr = driver::mem_alloc(n).map_err(|e| match e {
+            // A size no device has (1 << 50, say): the runtime's answer is an allocation
+            // failure (H100, driver 580, measured), the driver's an invalid value.
+            cudarc::driver::sys::CUresult::CUDA_ERROR_INVALID_VALUE => Status::MEMORY_ALLOCATION,
+            e => to_status(e),
+        })?;
         if let Err(e) = self.allocs.insert(ptr, size, Owner::User) {
             // The driver never hands out overlapping ranges; if it did, refuse the memory.
             // SAFETY: `ptr` was allocated just above in the session's context, which is
@@ -980,6 +1069,52 @@ impl Executor for CudaExecutor {
                 }
             }
         }
+    }
+
+    fn can_map_host_memory(&self) -> bool {
+        self.shared.maps_host
+    }
+
+    fn maps_host_memory_in_place(&self) -> bool {
+        true
+    }
+
+    fn prefers_managed_on_device(&self) -> bool {
+        true
+    }
+
+    fn host_memory_map(&mut self, addr: u64, host: usize, len: usize) -> ExecResult<()> {
+        if !self.shared.maps_host {
+            return Err(Status::NOT_SUPPORTED);
+        }
+        // The session maps the memory at the guest's address first (see
+        // `maps_host_memory_in_place`).
+        if host as u64 != addr || len == 0 {
+            return Err(Status::INVALID_VALUE);
+        }
+        self.map_host(addr, len)?;
+        self.host_mapped.insert(addr, len);
+        Ok(())
+    }
+
+    fn host_memory_unmap(&mut self, addr: u64) -> ExecResult<()> {
+        self.host_mapped
+            .remove(&addr)
+            .ok_or(Status::INVALID_VALUE)?;
+        self.allocs.remove_owned(addr, Owner::Mapped);
+        if self.bind().is_ok() {
+            // SAFETY: `addr` starts a range `map_host` registered in this context; the
+            // guest unmaps it only after the work that used it (`cudaFreeHost` and
+            // `cudaHostUnregister` wait for the device first), and the session unmaps the
+            // memory only after this returns.
+            if let Err(e) = unsafe { driver::mem_host_unregister(addr as *mut u8) } {
+                warn!(
+                    "unmapping host memory at {addr:#x}: {}",
+                    driver::error_name(e)
+                );
+            }
+        }
+        Ok(())
     }
 
     fn take_stdout(&mut self) -> Vec<u8> {

@@ -131,6 +131,7 @@ impl Context {
     pub fn abandon(mut self) {
         if !std::mem::replace(&mut self.raw, std::ptr::null_mut()).is_null() {
             self.life.end();
+            ABANDONED.store(true, Ordering::SeqCst);
         }
     }
 
@@ -140,6 +141,10 @@ impl Context {
             return Ok(());
         }
         self.life.end();
+        if work_abandoned() {
+            // Destroying it would wait for the abandoned work: left, as that context is.
+            return Ok(());
+        }
         // SAFETY: `raw` came from `ctx_create` and was not destroyed yet (it is nulled
         // above, so this runs once); the objects made in it check `life`, ended above, and
         // never use their handles again.
@@ -227,6 +232,20 @@ impl Drop for Context {
     }
 }
 
+/// Set once a context was abandoned ([`Context::abandon`]) with work that may still run.
+static ABANDONED: AtomicBool = AtomicBool::new(false);
+
+/// Whether this process abandoned a context whose work may still run. From then on no
+/// context of the process is destroyed, nor the primary context released: NVIDIA's driver
+/// makes `cuCtxDestroy` of any context, idle ones too, and `cuDevicePrimaryCtxRelease` wait
+/// until another context's running kernels end (forever behind an endless kernel; H100,
+/// driver 580, measured), while creating contexts and running work in them goes on. They
+/// are left as the abandoned one is, until the process exits (a worker process ends with
+/// its session; a backend serving sessions on threads warns, see `CudaExecutor::abandon`).
+pub fn work_abandoned() -> bool {
+    ABANDONED.load(Ordering::SeqCst)
+}
+
 /// The device's primary context, retained until drop.
 #[derive(Debug)]
 pub struct PrimaryContext {
@@ -260,6 +279,10 @@ impl PrimaryContext {
 
 impl Drop for PrimaryContext {
     fn drop(&mut self) {
+        if work_abandoned() {
+            // Releasing it would wait for the abandoned work (see `work_abandoned`).
+            return;
+        }
         // SAFETY: pairs with the one successful retain in `retain`; nothing uses `raw`
         // afterwards (`self` is going away, and no `Scoped` borrows it any more).
         if let Err(e) = unsafe { driver::primary_ctx_release(self.dev) } {

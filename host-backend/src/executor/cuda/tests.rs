@@ -757,6 +757,122 @@ fn shared_host_memory_is_pinned_in_the_session_context() {
     assert!(*shared == want[..]);
 }
 
+/// Shared memory mapped for kernels at the guest's address (`MapHostMemory`): the session
+/// maps the region there a second time, the executor registers it, and a kernel then
+/// reads and writes the region's pages in place, again after a reset.
+#[test]
+fn shared_memory_is_mapped_for_kernels_in_place() {
+    gpu!(f);
+    let mut e = f.new_executor().unwrap();
+    if !e.can_map_host_memory() {
+        eprintln!("skipping: the driver does not map host memory at its own address");
+        return;
+    }
+    let n = 4096u32;
+    let len = n as usize * 4;
+    let fd = nix::sys::memfd::memfd_create(
+        "vcuda-test",
+        nix::sys::memfd::MFdFlags::MFD_CLOEXEC | nix::sys::memfd::MFdFlags::MFD_ALLOW_SEALING,
+    )
+    .unwrap();
+    nix::unistd::ftruncate(&fd, len as i64).unwrap();
+    nix::fcntl::fcntl(
+        &fd,
+        nix::fcntl::FcntlArg::F_ADD_SEALS(nix::fcntl::SealFlag::F_SEAL_SHRINK),
+    )
+    .unwrap();
+    let mut regions = crate::shared::SharedRegions::default();
+    regions.offer(vec![fd]);
+    let h = regions.share(len as u64).unwrap();
+    let (base, _) = regions.range(h).unwrap();
+    // SAFETY: the region's own mapping, `len` bytes, alive while `regions` is.
+    let host = unsafe { std::slice::from_raw_parts_mut(base as *mut f32, n as usize) };
+    host.fill(1.0);
+    e.host_memory_shared(base, len);
+    // The guest's address: free here (a reservation, given back).
+    let mut free = vec![0u8; 2 << 20];
+    let addr = (free.as_mut_ptr() as u64).next_multiple_of(1 << 20);
+    drop(free);
+    let alias = regions
+        .alias(h, 0, len as u64, addr)
+        .or_else(|_| {
+            // The allocator kept that memory: any free address will do.
+            // SAFETY: a reservation at an address the kernel chooses, unmapped at once.
+            let p = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    libc::PROT_NONE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                    -1,
+                    0,
+                )
+            };
+            // SAFETY: the reservation just made.
+            unsafe { libc::munmap(p, len) };
+            regions.alias(h, 0, len as u64, p as u64)
+        })
+        .unwrap();
+    let addr = alias.addr();
+    e.host_memory_map(addr, addr as usize, len).unwrap();
+    assert_eq!(
+        e.host_memory_map(addr + 4096, base, 4096),
+        Err(Status::INVALID_VALUE),
+        "not in place"
+    );
+    let m = e.module_load(ptx_fatbin(PTX)).unwrap();
+    let k = e.function_get(m, "add1").unwrap();
+    let mut params = addr.to_le_bytes().to_vec();
+    params.extend_from_slice(&n.to_le_bytes());
+    let launch = LaunchReq {
+        function: k.handle,
+        stream: 0,
+        grid: [n.div_ceil(128), 1, 1],
+        block: [128, 1, 1],
+        shared_mem: 0,
+        param_len: params.len() as u32,
+    };
+    e.launch(&launch, &params).unwrap();
+    e.device_synchronize(0).unwrap();
+    assert!(host.iter().all(|&v| v == 2.0), "{:?}", &host[..4]);
+    // Device-side copies take the mapped range as device memory.
+    let d = e.malloc(0, 16).unwrap();
+    e.memcpy_dtod(&MemcpyDtoDReq {
+        dst: d,
+        dpitch: 0,
+        src: addr,
+        spitch: 0,
+        width: 16,
+        height: 1,
+        stream: 0,
+        flags: 0,
+        reserved: 0,
+    })
+    .unwrap();
+    let mut back = [0u8; 16];
+    e.memcpy_dtoh(&dtoh(d, 16, 1, 0), &DataSegs::from_slice(&mut back))
+        .unwrap();
+    assert_eq!(back[..4], 2.0f32.to_le_bytes());
+    // After a reset the new context maps it too.
+    e.device_reset(0).unwrap();
+    let m = e.module_load(ptx_fatbin(PTX)).unwrap();
+    let k = e.function_get(m, "add1").unwrap();
+    e.launch(
+        &LaunchReq {
+            function: k.handle,
+            ..launch
+        },
+        &params,
+    )
+    .unwrap();
+    e.device_synchronize(0).unwrap();
+    assert!(host.iter().all(|&v| v == 3.0), "{:?}", &host[..4]);
+    e.host_memory_unmap(addr).unwrap();
+    assert_eq!(e.host_memory_unmap(addr), Err(Status::INVALID_VALUE));
+    drop(alias);
+    e.host_memory_unshared(base);
+}
+
 /// With the mock driver (tests/gpu/mock), how many DMA copies it has seen.
 fn mock_dma_copies() -> Option<u64> {
     // SAFETY: the driver library is already loaded (RTLD_NOLOAD); the mock's counter takes

@@ -209,10 +209,16 @@ impl CudaExecutor {
         self.allocs.check_region(&region)?;
         let sync = r.flags & COPY_ASYNC == 0;
         self.bind()?;
-        if self.placement(&src) == Placement::Pinned && sync {
+        let early = self.placement(&src);
+        if sync
+            && (early == Placement::Pinned || early == Placement::Pageable && total <= SMALL_COPY)
+        {
             // A direct DMA holds the guest-memory lock until it is done: first wait, without
             // the lock, for what is queued ahead of it (perhaps a kernel that never ends),
-            // so the lock is never held across the guest's work.
+            // so the lock is never held across the guest's work. A small pageable copy goes
+            // through the driver's own path, which may wait for the stream inside the call,
+            // uncancellably: the same wait first keeps it cancellable (a synchronous copy
+            // waits for that work anyway).
             self.drain_ahead(r.stream)?;
         }
         let s = stream_ref(&self.streams, r.stream)?;
@@ -282,8 +288,12 @@ impl CudaExecutor {
         let dst = dst.sub(0, total).map_err(|_| Status::INVALID_VALUE)?;
         self.allocs.check_region(&region)?;
         self.bind()?;
-        if self.placement(&dst) == Placement::Pinned {
-            // As for host to device: never hold the lock while earlier work runs.
+        let early = self.placement(&dst);
+        if early == Placement::Pinned || early == Placement::Pageable && total <= SMALL_COPY {
+            // As for host to device: never hold the lock while earlier work runs. A small
+            // copy into pageable memory goes through the driver's own path, which waits for
+            // the work ahead inside the call, uncancellably (behind an endless kernel,
+            // forever: H100, driver 580, measured): wait for it first, polling.
             self.drain_ahead(r.stream)?;
         }
         let s = stream_ref(&self.streams, r.stream)?;
@@ -310,8 +320,9 @@ impl CudaExecutor {
             placement
         };
         if placement == Placement::Pageable && total <= SMALL_COPY {
-            // Straight into pageable memory, which the driver writes before returning; wait
-            // either way, so earlier failures surface here.
+            // Straight into pageable memory, which the driver writes before returning (the
+            // work ahead was waited for above); wait either way, so earlier failures surface
+            // here.
             // SAFETY: pageable memory is written before the driver returns; `finish` waits
             // for the copy, and `dst` outlives this call. The region was checked and the
             // context bound above.

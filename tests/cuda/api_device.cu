@@ -95,5 +95,43 @@ int main() {
     CHECK(cudaMemcpy(hw, w, sizeof hw, cudaMemcpyDeviceToHost));
     for (int i = 0; i < 64; i++) EXPECT(hw[i] == p.warpSize * 1000 + i % p.warpSize);
     CHECK(cudaFree(w));
+
+    // Limits and capabilities (NVIDIA's answers on an H100, CUDA 13.0).
+    size_t max_w = 0;
+    cudaChannelFormatDesc f1 = cudaCreateChannelDesc<float>(), f4 = cudaCreateChannelDesc<float4>();
+    cudaChannelFormatDesc c1 = cudaCreateChannelDesc<char>(), d2 = cudaCreateChannelDesc<float2>();
+    CHECK(cudaDeviceGetTexture1DLinearMaxWidth(&max_w, &f1, 0));
+    EXPECT(max_w == (size_t)1 << 30);
+    CHECK(cudaDeviceGetTexture1DLinearMaxWidth(&max_w, &c1, 0));
+    EXPECT(max_w == (size_t)1 << 30);
+    CHECK(cudaDeviceGetTexture1DLinearMaxWidth(&max_w, &d2, 0));
+    EXPECT(max_w == (size_t)1 << 29);
+    CHECK(cudaDeviceGetTexture1DLinearMaxWidth(&max_w, &f4, 0));
+    EXPECT(max_w == (size_t)1 << 28);
+    cudaChannelFormatDesc odd = cudaCreateChannelDesc(3, 0, 0, 0, cudaChannelFormatKindSigned);
+    EXPECT_ERR(cudaDeviceGetTexture1DLinearMaxWidth(&max_w, &odd, 0),
+               cudaErrorInvalidChannelDescriptor);
+    EXPECT_ERR(cudaDeviceGetTexture1DLinearMaxWidth(nullptr, &f1, 0), cudaErrorInvalidValue);
+    EXPECT_ERR(cudaDeviceGetTexture1DLinearMaxWidth(&max_w, &f1, 5), cudaErrorInvalidDevice);
+    cudaArray_t arr;
+    CHECK(cudaMallocArray(&arr, &f1, 64, 64));
+    cudaArrayMemoryRequirements req = {};
+    // Only arrays made with cudaArrayDeferredMapping have requirements.
+    EXPECT_ERR(cudaArrayGetMemoryRequirements(&req, arr, 0), cudaErrorInvalidValue);
+    CHECK(cudaFreeArray(arr));
+#if CUDART_VERSION >= 13000
+    cudaAtomicOperation ops[] = {cudaAtomicOperationIntegerAdd, cudaAtomicOperationCAS,
+                                 cudaAtomicOperationFloatMax};
+    unsigned caps[3] = {7, 7, 7};
+    CHECK(cudaDeviceGetHostAtomicCapabilities(caps, ops, 3, 0));
+    EXPECT(caps[0] == 0 && caps[1] == 0 && caps[2] == 0);
+    EXPECT_ERR(cudaDeviceGetHostAtomicCapabilities(caps, ops, 0, 0), cudaErrorInvalidValue);
+    EXPECT_ERR(cudaDeviceGetHostAtomicCapabilities(nullptr, ops, 1, 0), cudaErrorInvalidValue);
+    cudaAtomicOperation unknown = (cudaAtomicOperation)99;
+    EXPECT_ERR(cudaDeviceGetHostAtomicCapabilities(caps, &unknown, 1, 0), cudaErrorInvalidValue);
+    EXPECT_ERR(cudaDeviceGetHostAtomicCapabilities(caps, ops, 1, 7), cudaErrorInvalidDevice);
+    EXPECT_ERR(cudaDeviceGetP2PAtomicCapabilities(caps, ops, 3, 0, 0), cudaErrorInvalidDevice);
+#endif
+    cudaGetLastError();
     return finish();
 }

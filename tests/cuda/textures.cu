@@ -479,6 +479,29 @@ static void test_surfaces() {
     int back2[H][W];
     CHECK(cudaMemcpy2DFromArray(back2, W * sizeof(int), b, 0, 0, W * sizeof(int), H, cudaMemcpyDeviceToHost));
     EXPECT(memcmp(back, back2, sizeof back) == 0);
+    // The deprecated linear form: from (2, 1) in a, to (1, 3) in a narrower array c, across
+    // rows of both (positions in bytes, rows of W and W - 2 ints).
+    cudaArray_t c;
+    CHECK(cudaMallocArray(&c, &fd, W - 2, H));
+    CHECK(cudaMemset2D(dc, (W - 2) * sizeof(int), 0, (W - 2) * sizeof(int), H));
+    CHECK(cudaMemcpy2DToArray(c, 0, 0, dc, (W - 2) * sizeof(int), (W - 2) * sizeof(int), H,
+                              cudaMemcpyDeviceToDevice));
+    const int n = 2 * W + 3;  // ints
+    CHECK(cudaMemcpyArrayToArray(c, 1 * sizeof(int), 3, a, 2 * sizeof(int), 1, n * sizeof(int),
+                                 cudaMemcpyDeviceToDevice));
+    static int back3[H][W - 2];
+    CHECK(cudaMemcpy2DFromArray(back3, (W - 2) * sizeof(int), c, 0, 0, (W - 2) * sizeof(int), H,
+                                cudaMemcpyDeviceToHost));
+    for (int k = 0; k < n; k++) {
+        int sx = (2 + k) % W, sy = 1 + (2 + k) / W;
+        int dx = (1 + k) % (W - 2), dy = 3 + (1 + k) / (W - 2);
+        EXPECT(back3[dy][dx] == back[sy][sx]);
+    }
+    EXPECT(back3[3][0] == 0);  // before the destination's origin
+    EXPECT_ERR(cudaMemcpyArrayToArray(c, (W - 1) * sizeof(int), 0, a, 0, 0, 4,
+                                      cudaMemcpyDeviceToDevice),
+               cudaErrorInvalidValue);
+    CHECK(cudaFreeArray(c));
     CHECK(cudaFreeArray(b));
     CHECK(cudaFreeArray(a));
 

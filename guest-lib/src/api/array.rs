@@ -376,6 +376,54 @@ pub(crate) fn copy_linear_array(
     Ok(())
 }
 
+/// `cudaMemcpyArrayToArray`: `count` bytes from `src` at byte column and row `src_at` to
+/// `dst` at `dst_at`, each side read row after row from its origin (a row's end continues
+/// at the next row's start), as the deprecated 1-D array copies do.
+fn array_to_array_linear(
+    dst: cudaArray_t,
+    dst_at: [u64; 2],
+    src: cudaArray_t,
+    src_at: [u64; 2],
+    count: u64,
+    kind: c_int,
+) -> Result<()> {
+    let (di, si) = (info(dst)?, info(src)?);
+    let rows = [
+        di.extent[0].saturating_mul(di.texel()),
+        si.extent[0].saturating_mul(si.texel()),
+    ];
+    let (mut d, mut s, mut left) = (dst_at, src_at, count);
+    if d[0] > rows[0] || s[0] > rows[1] {
+        return Err(Error::INVALID_VALUE);
+    }
+    while left > 0 {
+        // Whole rows at once where both sides start rows of one length; else the rest of
+        // the shorter row.
+        let (width, height) = if d[0] == 0 && s[0] == 0 && rows[0] == rows[1] && left >= rows[0] {
+            (rows[0], left / rows[0])
+        } else {
+            ((rows[0] - d[0]).min(rows[1] - s[0]).min(left), 1)
+        };
+        if width == 0 {
+            return Err(Error::INVALID_VALUE);
+        }
+        array_to_array(dst, d, src, s, width, height, kind, None)?;
+        left -= width * height;
+        for (at, row) in [(&mut d, rows[0]), (&mut s, rows[1])] {
+            if height > 1 {
+                at[1] += height;
+            } else {
+                at[0] += width;
+                if at[0] == row {
+                    at[0] = 0;
+                    at[1] += 1;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Array to array, through a device buffer, on `stream` (`None`: synchronous).
 #[allow(clippy::too_many_arguments)]
 fn array_to_array(
@@ -524,6 +572,31 @@ fn out_array(out: *mut cudaArray_t, h: u64) -> Result<()> {
     unsafe { write_out(out, h as cudaArray_t) }
 }
 
+/// Bytes per element of a plain channel format (1, 2 or 4 channels of 8, 16 or 32 bits,
+/// all the same size, the present ones first; float channels of 16 or 32 bits), or
+/// `cudaErrorInvalidChannelDescriptor`.
+fn element_bytes(d: &cudaChannelFormatDesc) -> Result<u64> {
+    let bits = [d.x, d.y, d.z, d.w];
+    let n = bits.iter().take_while(|&&b| b != 0).count();
+    let size = d.x;
+    let plain = matches!(size, 8 | 16 | 32)
+        && matches!(n, 1 | 2 | 4)
+        && bits[..n].iter().all(|&b| b == size)
+        && bits[n..].iter().all(|&b| b == 0);
+    let kind = match d.f {
+        // Signed, unsigned.
+        0 | 1 => true,
+        // Float: half and single.
+        2 => size != 8,
+        _ => false,
+    };
+    if plain && kind {
+        Ok(n as u64 * size as u64 / 8)
+    } else {
+        Err(INVALID_CHANNEL)
+    }
+}
+
 fn read_desc(desc: *const cudaChannelFormatDesc) -> Result<cudaChannelFormatDesc> {
     // SAFETY: the caller's descriptor (the API's contract); null is checked.
     unsafe { desc.as_ref() }
@@ -631,6 +704,41 @@ entry! {
 
     fn cudaMemcpyFromArrayAsync_ptsz(dst: *mut c_void, src: cudaArray_t, w_offset: usize, h_offset: usize, count: usize, kind: c_int, stream: cudaStream_t) {
         copy_linear_array(src, w_offset, h_offset, dst as u64, count, false, kind, Some((stream, true)))
+    }
+
+    fn cudaArrayGetMemoryRequirements(req: *mut c_void, a: cudaArray_t, device: c_int) {
+        let c = client::client()?;
+        if req.is_null() {
+            return Err(Error::INVALID_VALUE);
+        }
+        info(a)?;
+        c.check_device(device)?;
+        // Only arrays made with cudaArrayDeferredMapping have memory requirements (NVIDIA's
+        // runtime answers cudaErrorInvalidValue for the others, measured on an H100), and
+        // vcuda makes none (that flag is refused as not supported).
+        Err(Error::INVALID_VALUE)
+    }
+
+    fn cudaDeviceGetTexture1DLinearMaxWidth(out: *mut usize, desc: *const cudaChannelFormatDesc, device: c_int) {
+        let c = client::client()?;
+        if out.is_null() {
+            return Err(Error::INVALID_VALUE);
+        }
+        c.check_device(device)?;
+        let bytes = element_bytes(&read_desc(desc)?)?;
+        // 2^30 elements of up to 4 bytes, 2^32 bytes beyond: 2^29 of 8 bytes, 2^28 of 16
+        // (H100, CUDA 13.0, measured; cudaDevAttrMaxTexture1DLinearWidth says 2^28).
+        let width = (1u64 << 30).min((1u64 << 32) / bytes);
+        // SAFETY: the caller's output pointer (checked for null by write_out).
+        unsafe { write_out(out, width as usize) }
+    }
+
+    fn cudaMemcpyArrayToArray(dst: cudaArray_t, w_dst: usize, h_dst: usize, src: cudaArray_t, w_src: usize, h_src: usize, count: usize, kind: c_int) {
+        array_to_array_linear(dst, [w_dst as u64, h_dst as u64], src, [w_src as u64, h_src as u64], count as u64, kind)
+    }
+
+    fn cudaMemcpyArrayToArray_ptds(dst: cudaArray_t, w_dst: usize, h_dst: usize, src: cudaArray_t, w_src: usize, h_src: usize, count: usize, kind: c_int) {
+        array_to_array_linear(dst, [w_dst as u64, h_dst as u64], src, [w_src as u64, h_src as u64], count as u64, kind)
     }
 
     fn cudaMemcpy2DArrayToArray(dst: cudaArray_t, w_dst: usize, h_dst: usize, src: cudaArray_t, w_src: usize, h_src: usize, width: usize, height: usize, kind: c_int) {

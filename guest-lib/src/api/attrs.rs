@@ -11,7 +11,7 @@
 //! about how work runs (as on a GPU whose persisting L2 size is 0, which the device reports).
 
 use std::collections::HashMap;
-use std::ffi::{c_char, c_int, c_void};
+use std::ffi::{c_char, c_int, c_uint, c_void};
 use std::sync::{Mutex, OnceLock};
 
 use vcuda_protocol::attr;
@@ -317,6 +317,33 @@ fn stream_id(s: cudaStream_t, out: *mut u64, per_thread: bool) -> Result<()> {
     unsafe { write_out(out, id) }
 }
 
+/// The operations of an atomic capabilities query (`cudaAtomicOperation`, 0 to 12), checked
+/// with the output as NVIDIA's runtime checks them (null arrays, no operations and unknown
+/// ones are `cudaErrorInvalidValue`).
+fn atomic_operations<'a>(
+    caps: *mut c_uint,
+    ops: *const c_int,
+    count: c_uint,
+) -> Result<&'a [c_int]> {
+    if caps.is_null() || ops.is_null() || count == 0 {
+        return Err(Error::INVALID_VALUE);
+    }
+    // SAFETY: `count` operations at `ops` (the API's contract), checked non-null.
+    let ops = unsafe { std::slice::from_raw_parts(ops, count as usize) };
+    if ops.iter().any(|&o| !(0..=12).contains(&o)) {
+        return Err(Error::INVALID_VALUE);
+    }
+    Ok(ops)
+}
+
+/// Writes `n` empty capability sets.
+fn write_capabilities(caps: *mut c_uint, n: usize) -> Result<()> {
+    // SAFETY: `n` outputs at `caps` (the API's contract: one per operation), checked non-null
+    // by `atomic_operations`.
+    unsafe { std::slice::from_raw_parts_mut(caps, n) }.fill(0);
+    Ok(())
+}
+
 /// `cudaOccupancyAvailableDynamicSMemPerBlock`'s answer for a kernel with attributes `a`
 /// (those set since included): each of `blocks` blocks on one multiprocessor gets an equal
 /// share of its shared memory less the kernel's static shared memory, at most the kernel's
@@ -461,6 +488,28 @@ entry! {
             }
         }
         Err(Error::INVALID_DEVICE)
+    }
+
+    fn cudaDeviceGetHostAtomicCapabilities(caps: *mut c_uint, ops: *const c_int, count: c_uint, device: c_int) {
+        let c = client::client()?;
+        let ops = atomic_operations(caps, ops, count)?;
+        c.check_device(device)?;
+        // No native atomics between the device and the host (cudaDevAttrHostNativeAtomicSupported
+        // is 0, as on an H100 over PCIe, where every capability read 0): none for any operation.
+        write_capabilities(caps, ops.len())
+    }
+
+    fn cudaDeviceGetP2PAtomicCapabilities(caps: *mut c_uint, ops: *const c_int, count: c_uint, src: c_int, dst: c_int) {
+        let c = client::client()?;
+        let ops = atomic_operations(caps, ops, count)?;
+        c.check_device(src)?;
+        c.check_device(dst)?;
+        if src == dst {
+            // As NVIDIA's runtime answers for a device and itself (measured).
+            return Err(Error::INVALID_DEVICE);
+        }
+        // No peer access between vcuda's devices: no atomics either.
+        write_capabilities(caps, ops.len())
     }
 
     fn cudaOccupancyAvailableDynamicSMemPerBlock(out: *mut usize, func: *const c_void, num_blocks: c_int, block: c_int) {

@@ -652,17 +652,23 @@ mod tests {
         assert_eq!(again.addr(), at);
     }
 
+    /// A memory file of `n` pages, page `i` filled with `i` (a stand-in for guest RAM).
+    fn numbered_pages(n: u8) -> OwnedFd {
+        let fd = memfd(u64::from(n) * 4096, 0);
+        let mut f = std::fs::File::from(fd.try_clone().unwrap());
+        for i in 0..n {
+            f.write_all(&[i; 4096]).unwrap();
+        }
+        fd
+    }
+
     /// Held by tests that count [`GUEST_PIECES`], a process-wide number.
     static PIECES_TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
     #[test]
     fn aliases_of_guest_pieces_follow_their_order() {
         let _turn = PIECES_TURN.lock().unwrap_or_else(|e| e.into_inner());
-        let fd = memfd(4 * 4096, 0);
-        let mut f = std::fs::File::from(fd.try_clone().unwrap());
-        for i in 0..4u8 {
-            f.write_all(&[i; 4096]).unwrap();
-        }
+        let fd = numbered_pages(4);
         let b = fd.as_fd();
         let mut s = SharedRegions::default();
         let h = s
@@ -702,11 +708,7 @@ mod tests {
     #[test]
     fn guest_pieces_map_in_order_and_merge() {
         let _turn = PIECES_TURN.lock().unwrap_or_else(|e| e.into_inner());
-        let fd = memfd(4 * 4096, 0);
-        let mut f = std::fs::File::from(fd.try_clone().unwrap());
-        for i in 0..4u8 {
-            f.write_all(&[i; 4096]).unwrap();
-        }
+        let fd = numbered_pages(4);
         let b = fd.as_fd();
         let mut s = SharedRegions::default();
         // Pages 2, 3 (one piece once merged), then 0.

@@ -524,16 +524,7 @@ fn modules_launches_and_sticky_errors() {
         &DataSegs::from_slice(&mut data),
     )
     .unwrap();
-    let mut params = p.to_le_bytes().to_vec();
-    params.extend_from_slice(&n.to_le_bytes());
-    let launch = LaunchReq {
-        function: k.handle,
-        stream: 0,
-        grid: [n.div_ceil(128), 1, 1],
-        block: [128, 1, 1],
-        shared_mem: 0,
-        param_len: params.len() as u32,
-    };
+    let (launch, params) = add1_launch(k.handle, p, n);
     e.launch(&launch, &params).unwrap();
     // Too short a parameter buffer, zero-sized grid, unknown function.
     assert_eq!(
@@ -636,16 +627,7 @@ fn graphs_run_whole_on_the_device() {
     let n = 4096u32;
     let len = u64::from(n) * 4;
     let (p, q) = (e.malloc(0, len).unwrap(), e.malloc(0, len).unwrap());
-    let mut params = p.to_le_bytes().to_vec();
-    params.extend_from_slice(&n.to_le_bytes());
-    let launch = LaunchReq {
-        function: k.handle,
-        stream: 0,
-        grid: [n.div_ceil(128), 1, 1],
-        block: [128, 1, 1],
-        shared_mem: 0,
-        param_len: params.len() as u32,
-    };
+    let (launch, params) = add1_launch(k.handle, p, n);
     let node = |work, deps: &[u32]| Node {
         work,
         deps: deps.to_vec(),
@@ -760,6 +742,22 @@ fn shared_host_memory_is_pinned_in_the_session_context() {
 /// Shared memory mapped for kernels at the guest's address (`MapHostMemory`): the session
 /// maps the region there a second time, the executor registers it, and a kernel then
 /// reads and writes the region's pages in place, again after a reset.
+/// A launch of the test module's `add1` (kernel `k`) over `n` floats at `p`, a thread each:
+/// the request and its parameters.
+fn add1_launch(k: u64, p: u64, n: u32) -> (LaunchReq, Vec<u8>) {
+    let mut params = p.to_le_bytes().to_vec();
+    params.extend_from_slice(&n.to_le_bytes());
+    let launch = LaunchReq {
+        function: k,
+        stream: 0,
+        grid: [n.div_ceil(128), 1, 1],
+        block: [128, 1, 1],
+        shared_mem: 0,
+        param_len: params.len() as u32,
+    };
+    (launch, params)
+}
+
 #[test]
 fn shared_memory_is_mapped_for_kernels_in_place() {
     gpu!(f);
@@ -822,16 +820,7 @@ fn shared_memory_is_mapped_for_kernels_in_place() {
     );
     let m = e.module_load(ptx_fatbin(PTX)).unwrap();
     let k = e.function_get(m, "add1").unwrap();
-    let mut params = addr.to_le_bytes().to_vec();
-    params.extend_from_slice(&n.to_le_bytes());
-    let launch = LaunchReq {
-        function: k.handle,
-        stream: 0,
-        grid: [n.div_ceil(128), 1, 1],
-        block: [128, 1, 1],
-        shared_mem: 0,
-        param_len: params.len() as u32,
-    };
+    let (launch, params) = add1_launch(k.handle, addr, n);
     e.launch(&launch, &params).unwrap();
     e.device_synchronize(0).unwrap();
     assert!(host.iter().all(|&v| v == 2.0), "{:?}", &host[..4]);

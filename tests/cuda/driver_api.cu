@@ -269,6 +269,41 @@ int main() {
     CU(cuStreamGetPriority_((CUstream)s, &prio));
     CU(cuStreamGetFlags_((CUstream)s, &sflags));
     EXPECT(prio <= 0 && sflags == 0);
+    // Stream ids and attributes: the runtime's, through the driver.
+    auto cuStreamGetId_ = sym<decltype(&cuStreamGetId)>("cuStreamGetId");
+    unsigned long long sid = 0, rid = 1;
+    CU(cuStreamGetId_((CUstream)s, &sid));
+    CHECK(cudaStreamGetId(s, &rid));
+    EXPECT(sid == rid);
+    auto cuStreamSetAttribute_ = sym<decltype(&cuStreamSetAttribute)>("cuStreamSetAttribute");
+    auto cuStreamGetAttribute_ = sym<decltype(&cuStreamGetAttribute)>("cuStreamGetAttribute");
+    auto cuStreamCopyAttributes_ = sym<decltype(&cuStreamCopyAttributes)>("cuStreamCopyAttributes");
+    CUstreamAttrValue sv = {};
+    sv.syncPolicy = CU_SYNC_POLICY_YIELD;
+    CU(cuStreamSetAttribute_((CUstream)s, CU_STREAM_ATTRIBUTE_SYNCHRONIZATION_POLICY, &sv));
+    cudaStream_t s2;
+    CHECK(cudaStreamCreate(&s2));
+    CU(cuStreamCopyAttributes_((CUstream)s2, (CUstream)s));
+    CUstreamAttrValue got = {};
+    CU(cuStreamGetAttribute_((CUstream)s2, CU_STREAM_ATTRIBUTE_SYNCHRONIZATION_POLICY, &got));
+    EXPECT(got.syncPolicy == CU_SYNC_POLICY_YIELD);
+    CHECK(cudaStreamDestroy(s2));
+    // Limits and capabilities (NVIDIA's answers on an H100, driver 580).
+    auto cuDeviceGetTexture1DLinearMaxWidth_ =
+        sym<decltype(&cuDeviceGetTexture1DLinearMaxWidth)>("cuDeviceGetTexture1DLinearMaxWidth");
+    size_t lw = 0;
+    CU(cuDeviceGetTexture1DLinearMaxWidth_(&lw, CU_AD_FORMAT_FLOAT, 4, dev));
+    EXPECT(lw == (size_t)1 << 28);
+    CU(cuDeviceGetTexture1DLinearMaxWidth_(&lw, CU_AD_FORMAT_UNSIGNED_INT8, 1, dev));
+    EXPECT(lw == (size_t)1 << 30);
+#if CUDA_VERSION >= 13000
+    auto cuDeviceGetHostAtomicCapabilities_ =
+        sym<decltype(&cuDeviceGetHostAtomicCapabilities)>("cuDeviceGetHostAtomicCapabilities");
+    CUatomicOperation aops[] = {CU_ATOMIC_OPERATION_INTEGER_ADD, CU_ATOMIC_OPERATION_FLOAT_ADD};
+    unsigned acaps[2] = {5, 5};
+    CU(cuDeviceGetHostAtomicCapabilities_(acaps, aops, 2, dev));
+    EXPECT(acaps[0] == 0 && acaps[1] == 0);
+#endif
     auto cuEventElapsedTime_ = sym<decltype(&cuEventElapsedTime)>("cuEventElapsedTime");
     cudaEvent_t e0, e1;
     CHECK(cudaEventCreate(&e0));

@@ -111,7 +111,7 @@ fn connected() -> Result<&'static client::Client, CuError> {
     client::client().map_err(|_| CuError::NO_DEVICE)
 }
 
-fn check_device(dev: c_int) -> Result<(), CuError> {
+pub(crate) fn check_device(dev: c_int) -> Result<(), CuError> {
     let c = connected()?;
     if dev < 0 || dev >= c.device_count() {
         return Err(CuError::INVALID_DEVICE);

@@ -63,6 +63,19 @@ fn peer_contexts(dst: *mut c_void, src: *mut c_void) -> Result<(), CuError> {
     }
 }
 
+/// `CUarray_format`: bytes per channel of the formats a 1-D linear texture takes.
+fn format_channel_bytes(format: c_uint) -> Option<u64> {
+    match format {
+        // UNSIGNED_INT8, SIGNED_INT8.
+        0x01 | 0x08 => Some(1),
+        // UNSIGNED_INT16, SIGNED_INT16, HALF.
+        0x02 | 0x09 | 0x10 => Some(2),
+        // UNSIGNED_INT32, SIGNED_INT32, FLOAT.
+        0x03 | 0x0a | 0x20 => Some(4),
+        _ => None,
+    }
+}
+
 entry_lib! {
     fn cuMemGetAddressRange_v2(base: *mut CUdeviceptr, size: *mut usize, ptr: CUdeviceptr) -> Result<(), CuError> {
         current()?;
@@ -201,5 +214,100 @@ entry_lib! {
             0 => Ok(()),
             e => Err(CuError(e)),
         }
+    }
+}
+
+entry_lib! {
+    fn cuStreamGetId(s: cudaStream_t, id: *mut u64) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: forwarding the caller's output pointer; the runtime checks the handle.
+        rt(unsafe { crate::api::attrs::cudaStreamGetId(s, id) })
+    }
+
+    fn cuStreamGetId_ptsz(s: cudaStream_t, id: *mut u64) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: as `cuStreamGetId`, with stream 0 the thread's default stream.
+        rt(unsafe { crate::api::attrs::cudaStreamGetId_ptsz(s, id) })
+    }
+
+    fn cuStreamGetPriority_ptsz(s: cudaStream_t, priority: *mut c_int) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: forwarding the caller's output pointer; the runtime checks the handle.
+        rt(unsafe { crate::api::ptsz::cudaStreamGetPriority_ptsz(s, priority) })
+    }
+
+    fn cuStreamGetFlags_ptsz(s: cudaStream_t, flags: *mut c_uint) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: forwarding the caller's output pointer; the runtime checks the handle.
+        rt(unsafe { crate::api::ptsz::cudaStreamGetFlags_ptsz(s, flags) })
+    }
+
+    // `CUstreamAttrValue` is the runtime's `cudaStreamAttrValue` (one `CUlaunchAttributeValue`
+    // union), and the attribute ids number alike.
+    fn cuStreamGetAttribute(s: cudaStream_t, id: c_int, value: *mut crate::api::attrs::cudaLaunchAttributeValue) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: forwarding the caller's output pointer; the runtime checks the rest.
+        rt(unsafe { crate::api::attrs::cudaStreamGetAttribute(s, id, value) })
+    }
+
+    fn cuStreamGetAttribute_ptsz(s: cudaStream_t, id: c_int, value: *mut crate::api::attrs::cudaLaunchAttributeValue) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: as `cuStreamGetAttribute`, with stream 0 the thread's default stream.
+        rt(unsafe { crate::api::attrs::cudaStreamGetAttribute_ptsz(s, id, value) })
+    }
+
+    fn cuStreamSetAttribute(s: cudaStream_t, id: c_int, value: *const crate::api::attrs::cudaLaunchAttributeValue) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: forwarding the caller's value; the runtime checks the rest.
+        rt(unsafe { crate::api::attrs::cudaStreamSetAttribute(s, id, value) })
+    }
+
+    fn cuStreamSetAttribute_ptsz(s: cudaStream_t, id: c_int, value: *const crate::api::attrs::cudaLaunchAttributeValue) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: as `cuStreamSetAttribute`, with stream 0 the thread's default stream.
+        rt(unsafe { crate::api::attrs::cudaStreamSetAttribute_ptsz(s, id, value) })
+    }
+
+    fn cuStreamCopyAttributes(dst: cudaStream_t, src: cudaStream_t) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: the runtime checks both handles.
+        rt(unsafe { crate::api::attrs::cudaStreamCopyAttributes(dst, src) })
+    }
+
+    fn cuStreamCopyAttributes_ptsz(dst: cudaStream_t, src: cudaStream_t) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: as `cuStreamCopyAttributes`, with stream 0 the thread's default stream.
+        rt(unsafe { crate::api::attrs::cudaStreamCopyAttributes_ptsz(dst, src) })
+    }
+
+    fn cuDeviceGetTexture1DLinearMaxWidth(out_width: *mut usize, format: c_uint, channels: c_uint, dev: c_int) -> Result<(), CuError> {
+        super::context::check_device(dev)?;
+        let size = format_channel_bytes(format).ok_or(CuError::INVALID_VALUE)?;
+        if !matches!(channels, 1 | 2 | 4) {
+            return Err(CuError::INVALID_VALUE);
+        }
+        // As the runtime's answer (see `cudaDeviceGetTexture1DLinearMaxWidth`).
+        let width = (1u64 << 30).min((1u64 << 32) / (size * u64::from(channels)));
+        // SAFETY: the caller's output pointer.
+        unsafe { out(out_width, width as usize) }
+    }
+
+    // `CUatomicOperation` numbers as the runtime's `cudaAtomicOperation`.
+    fn cuDeviceGetHostAtomicCapabilities(caps: *mut c_uint, ops: *const c_int, count: c_uint, dev: c_int) -> Result<(), CuError> {
+        super::context::check_device(dev)?;
+        // SAFETY: forwarding the caller's arrays; the runtime checks them.
+        rt(unsafe { crate::api::attrs::cudaDeviceGetHostAtomicCapabilities(caps, ops, count, dev) })
+    }
+
+    fn cuDeviceGetP2PAtomicCapabilities(caps: *mut c_uint, ops: *const c_int, count: c_uint, src: c_int, dst: c_int) -> Result<(), CuError> {
+        super::context::check_device(src)?;
+        // SAFETY: forwarding the caller's arrays; the runtime checks them and the devices.
+        rt(unsafe { crate::api::attrs::cudaDeviceGetP2PAtomicCapabilities(caps, ops, count, src, dst) })
+    }
+
+    fn cuArrayGetMemoryRequirements(req: *mut c_void, array: *mut c_void, dev: c_int) -> Result<(), CuError> {
+        super::context::check_device(dev)?;
+        // SAFETY: a driver array is the runtime's; the runtime checks the handle and output.
+        rt(unsafe { crate::api::array::cudaArrayGetMemoryRequirements(req, array.cast(), dev) })
     }
 }

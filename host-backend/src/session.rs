@@ -243,6 +243,7 @@ impl Session {
     /// [`Session::share_pieces`].
     pub fn share_guest_pages(&mut self) {
         self.guest_pages = true;
+        self.exec.mapped_memory_is_guest_pages();
     }
 
     /// Whether the guest may share memory with this session, one way or the other.

@@ -331,6 +331,13 @@ pub trait Executor: Send {
         false
     }
 
+    /// The session shares the guest's own pages (a VM): memory mapped for kernels
+    /// ([`Executor::host_memory_map`]) goes back to the guest's kernel once unmapped, for
+    /// other processes to use. The executor must then never let go of such a mapping while
+    /// work that may reach it runs, not even when the session ends: it waits for that work
+    /// instead, so the guest keeps the pages pinned meanwhile.
+    fn mapped_memory_is_guest_pages(&mut self) {}
+
     /// Whether managed memory had better live in device memory, kept coherent by the
     /// library, even where page-locked memory is mapped for kernels: the device reaches
     /// host memory only across a bus (a GPU), so kernels working on managed memory in

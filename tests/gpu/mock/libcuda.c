@@ -94,6 +94,8 @@ static int dev_ok(CUdeviceptr p, size_t pitch, size_t width, size_t height) {
     if (width == 0 || height == 0) return 1;
     size_t span = (height - 1) * pitch + width;
     if (find(p, span, A_DEV, cur)) return 1;
+    // Host memory registered for the device is reached in place (unified addressing).
+    if (find(p, span, A_REG, NULL)) return 1;
     complain("device range outside the context's allocations", p, span);
     return 0;
 }
@@ -291,9 +293,10 @@ EXPORT CUresult cuCtxCreate_v4(CUcontext *pc, CUctxCreateParams *p, unsigned fla
 static void free_allocs(CUcontext c) {
     for (Alloc **pa = &allocs; *pa;) {
         Alloc *a = *pa;
-        if (a->ctx == c && a->kind != A_REG) {
+        if (a->ctx == c) {
+            // Registrations go with their context; the memory is the program's.
             *pa = a->next;
-            free((void *)a->base);
+            if (a->kind != A_REG) free((void *)a->base);
             free(a);
         } else {
             pa = &a->next;
@@ -425,11 +428,26 @@ EXPORT CUresult cuMemFreeHost(void *p) {
 
 EXPORT CUresult cuMemHostRegister_v2(void *p, size_t n, unsigned flags) {
     ENTER
-    if ((flags & ~(unsigned)CU_MEMHOSTREGISTER_PORTABLE) || !p || !n) FAIL(CUDA_ERROR_INVALID_VALUE);
+    if ((flags & ~(unsigned)(CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP)) || !p || !n)
+        FAIL(CUDA_ERROR_INVALID_VALUE);
     for (Alloc *a = allocs; a; a = a->next)
         if (a->kind == A_REG && (uintptr_t)p < a->base + a->len && a->base < (uintptr_t)p + n)
             FAIL(CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED);
     add_alloc(p, n, A_REG);
+    LEAVE
+}
+
+// Registered memory is reached at its own address, as with unified addressing (the mock's
+// kernels run on host memory).
+EXPORT CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *d, void *p, unsigned flags) {
+    ENTER
+    if (!d || flags) FAIL(CUDA_ERROR_INVALID_VALUE);
+    r_ = CUDA_ERROR_INVALID_VALUE;
+    for (Alloc *a = allocs; a; a = a->next)
+        if (a->kind == A_REG && (uintptr_t)p >= a->base && (uintptr_t)p < a->base + a->len) {
+            *d = (CUdeviceptr)p;
+            r_ = CUDA_SUCCESS;
+        }
     LEAVE
 }
 

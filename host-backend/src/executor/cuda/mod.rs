@@ -49,7 +49,14 @@
 //! can hand a flag back and forth), device-side copies and memsets take the range as
 //! device memory (`Owner::Mapped`), and a reset registers it again in the new context.
 //! Managed memory stays in device memory (`prefers_managed_on_device`): CUDA migrates it to
-//! the GPU, where kernels run at the device memory's speed, not the bus's.
+//! the GPU, where kernels run at the device memory's speed, not the bus's. In a VM the
+//! mapped memory is the guest's own pages, which its kernel gives to other processes once
+//! the device lets go of them, and nothing stops a running kernel from writing them
+//! (unregistering them waits for the kernel: H100, driver 580, measured). So a session that
+//! maps guest pages never leaves its context while work runs (`holds_guest_pages`): a
+//! cancelled or timed-out wait fails but the context stays, and unsharing the pages, a
+//! reset or the session's end waits for the work (forever, behind an endless kernel), so
+//! the guest keeps those pages pinned meanwhile.
 //!
 //! # Copies
 //!
@@ -317,6 +324,10 @@ pub struct CudaExecutor {
     /// Shared memory mapped for kernels at the guest's address (`MapHostMemory`): address
     /// to length, registered in the current context (`map_host`).
     host_mapped: std::collections::BTreeMap<u64, usize>,
+    /// That memory is the guest's own pages (a VM), which its kernel gives to others once
+    /// the device lets go of them: the context is never left while it maps them
+    /// (`holds_guest_pages`).
+    mapped_guest_pages: bool,
     /// Those ranges pinned in the current context: copies DMA straight to and from them.
     host_pinned: guest_mem::PinnedRanges,
     /// CUDA arrays, texture and surface objects (`texture.rs`).
@@ -351,9 +362,19 @@ unsafe impl Send for CudaExecutor {}
 impl Drop for CudaExecutor {
     fn drop(&mut self) {
         if self.wait.is_cancelled() && !self.idle() {
-            // The session ended (its program is gone) with work still running, which may
-            // never end: wait for none of it.
-            self.abandon(false);
+            if self.holds_guest_pages() {
+                // The guest's pages go back to its kernel once the session's close is
+                // answered: first wait for the work that may write them (forever, for an
+                // endless kernel; the guest keeps them pinned meanwhile).
+                warn!("a session ended while its kernels may write guest memory: waiting for them");
+                while !self.idle() {
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+            } else {
+                // The session ended (its program is gone) with work still running, which
+                // may never end: wait for none of it.
+                self.abandon(false);
+            }
         }
         self.blas_release();
         self.rand_release();
@@ -439,6 +460,7 @@ impl CudaExecutor {
             vmm: Default::default(),
             host_shared: Vec::new(),
             host_mapped: std::collections::BTreeMap::new(),
+            mapped_guest_pages: false,
             host_pinned: guest_mem::PinnedRanges::default(),
             textures: texture::Textures::default(),
             non_blocking: std::collections::HashSet::new(),
@@ -512,6 +534,12 @@ impl CudaExecutor {
         r
     }
 
+    /// Whether the context maps pages of the guest's RAM for kernels (see
+    /// `mapped_guest_pages`), so it must not be left while work runs.
+    fn holds_guest_pages(&self) -> bool {
+        self.mapped_guest_pages && !self.host_mapped.is_empty() && self.ctx.is_some()
+    }
+
     /// Lets go of the session's context at once, without waiting for its work (see
     /// "Waiting, and sessions that end"): the session ended (its connection closed, the
     /// guest released it) while a kernel or copy may still run, or a wait outlasted
@@ -540,6 +568,18 @@ impl CudaExecutor {
     }
 
     fn abandon(&mut self, mid_call: bool) {
+        if self.holds_guest_pages() {
+            // Its kernels may write the guest's pages while they run, and nothing stops
+            // them (unregistering the memory waits for them too: H100, driver 580,
+            // measured): the context stays, and what unmaps the pages (unsharing them,
+            // a reset, the session's end) waits for that work, so the guest keeps them
+            // pinned meanwhile. The caller still fails.
+            warn!(
+                "a session's GPU work was cancelled or timed out while guest memory is mapped \
+                 for its kernels: its context stays until that work ends"
+            );
+            return;
+        }
         if let Some(ctx) = self.ctx.take() {
             if mid_call {
                 warn!("a session's GPU work was cancelled or timed out: leaving its context");
@@ -1077,6 +1117,10 @@ impl Executor for CudaExecutor {
 
     fn maps_host_memory_in_place(&self) -> bool {
         true
+    }
+
+    fn mapped_memory_is_guest_pages(&mut self) {
+        self.mapped_guest_pages = true;
     }
 
     fn prefers_managed_on_device(&self) -> bool {

@@ -862,6 +862,65 @@ fn shared_memory_is_mapped_for_kernels_in_place() {
     e.host_memory_unshared(base);
 }
 
+/// A session whose context maps the guest's own pages (a VM) never lets go of it while a
+/// kernel may still write them: a cancelled wait fails but the context stays, and the
+/// session's end waits for the kernel (forever, for this one), so the guest keeps the pages
+/// pinned. (Unregistering them would wait too: H100, driver 580, measured.)
+#[test]
+fn a_session_mapping_guest_pages_waits_for_its_kernels_at_its_end() {
+    if !isolated(
+        "a_session_mapping_guest_pages_waits_for_its_kernels_at_its_end",
+        30,
+    ) {
+        return;
+    }
+    gpu!(f);
+    let mut e = f.new_executor().unwrap();
+    if !e.can_map_host_memory() {
+        eprintln!("skipping: the driver does not map host memory at its own address");
+        return;
+    }
+    e.mapped_memory_is_guest_pages();
+    let cancel = crate::executor::Cancel::default();
+    e.set_cancel(cancel.clone());
+    // Stand-in for guest pages mapped at the guest's address.
+    let len = 1 << 16;
+    // SAFETY: a fresh shared anonymous mapping, kept for the process's life (the kernel
+    // below may write it to the end).
+    let addr = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    } as u64;
+    e.host_memory_map(addr, addr as usize, len).unwrap();
+    launch_endless(&mut e);
+    let t = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        cancel.cancel();
+    });
+    assert!(e.device_synchronize(0).is_err());
+    t.join().unwrap();
+    assert!(
+        e.ctx.is_some(),
+        "the context stays while it maps guest pages"
+    );
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        drop(e);
+        let _ = tx.send(());
+    });
+    assert!(
+        rx.recv_timeout(std::time::Duration::from_millis(500))
+            .is_err(),
+        "the session's end did not wait for its kernel"
+    );
+}
+
 /// With the mock driver (tests/gpu/mock), how many DMA copies it has seen.
 fn mock_dma_copies() -> Option<u64> {
     // SAFETY: the driver library is already loaded (RTLD_NOLOAD); the mock's counter takes

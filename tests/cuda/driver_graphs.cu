@@ -198,6 +198,14 @@ int main() {
     SYM(cuGraphExecDestroy, "cuGraphExecDestroy");
     SYM(cuGraphDestroy, "cuGraphDestroy");
     SYM(cuMemAllocAsync, "cuMemAllocAsync");
+    // The forms of CUDA 11.3 (the header's names point at later ones).
+    auto cuStreamGetCaptureInfo_ = sym<CUresult (*)(CUstream, CUstreamCaptureStatus *, cuuint64_t *,
+                                                    CUgraph *, const CUgraphNode **, size_t *)>(
+        "cuStreamGetCaptureInfo_v2");
+    auto cuStreamUpdateCaptureDependencies_ =
+        sym<CUresult (*)(CUstream, CUgraphNode *, size_t, unsigned)>(
+            "cuStreamUpdateCaptureDependencies");
+    SYM(cuThreadExchangeStreamCaptureMode, "cuThreadExchangeStreamCaptureMode");
     SYM(cuMemFreeAsync, "cuMemFreeAsync");
     SYM(cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2");
     SYM(cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2");
@@ -229,7 +237,23 @@ int main() {
     CU(cuStreamIsCapturing_(s, &st));
     EXPECT(st == CU_STREAM_CAPTURE_STATUS_ACTIVE);
     CU(cuLaunchKernel_(f, (n + 127) / 128, 1, 1, 128, 1, 1, 0, s, args, nullptr));
+    // What the capture holds so far: one node, which the next one depends on.
+    cuuint64_t cid = 0;
+    CUgraph cg = nullptr;
+    const CUgraphNode *cdeps = nullptr;
+    size_t ndeps = 0;
+    CU(cuStreamGetCaptureInfo_(s, &st, &cid, &cg, &cdeps, &ndeps));
+    EXPECT(st == CU_STREAM_CAPTURE_STATUS_ACTIVE && cid != 0 && cg != nullptr && ndeps == 1);
+    CUgraphNode first = ndeps == 1 ? cdeps[0] : nullptr;
+    // Set again to that same node (a no-op), as a library that rewires a capture would.
+    CU(cuStreamUpdateCaptureDependencies_(s, &first, 1, CU_STREAM_SET_CAPTURE_DEPENDENCIES));
     CU(cuLaunchKernel_(f, (n + 127) / 128, 1, 1, 128, 1, 1, 0, s, args, nullptr));
+    // The thread's capture mode, exchanged and put back.
+    CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+    CU(cuThreadExchangeStreamCaptureMode_(&mode));
+    EXPECT(mode == CU_STREAM_CAPTURE_MODE_GLOBAL);
+    CU(cuThreadExchangeStreamCaptureMode_(&mode));
+    EXPECT(mode == CU_STREAM_CAPTURE_MODE_RELAXED);
     CUgraph g;
     CU(cuStreamEndCapture_(s, &g));
     size_t nodes = 0;

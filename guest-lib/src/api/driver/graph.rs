@@ -135,6 +135,118 @@ entry_lib! {
         rt(unsafe { cudaStreamIsCapturing(s, status) })
     }
 
+    // The rest of stream capture forwards to the runtime's forms: `CUstreamCaptureStatus`,
+    // `CUstreamCaptureMode` and the update flags have the runtime's values, a driver graph
+    // and node are the runtime's, and `CUgraphEdgeData` is `cudaGraphEdgeData`. `_ptsz`
+    // forms take stream 0 as the calling thread's default stream.
+    fn cuStreamBeginCapture(s: cudaStream_t) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: the runtime checks the handle. The first form captures in global mode.
+        rt(unsafe { cudaStreamBeginCapture(s, 0) })
+    }
+
+    fn cuStreamBeginCapture_ptsz(s: cudaStream_t) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: as `cuStreamBeginCapture`.
+        rt(unsafe { crate::api::capture::cudaStreamBeginCapture_ptsz(s, 0) })
+    }
+
+    fn cuStreamBeginCapture_v2_ptsz(s: cudaStream_t, mode: u32) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: the runtime checks the handle and the mode.
+        rt(unsafe { crate::api::capture::cudaStreamBeginCapture_ptsz(s, mode) })
+    }
+
+    fn cuStreamBeginCaptureToGraph(s: cudaStream_t, graph: cudaGraph_t, deps: *const cudaGraphNode_t, edges: *const u8, n: usize, mode: u32) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: forwarding the caller's arrays of `n` entries; the runtime checks them.
+        rt(unsafe { crate::api::capture::cudaStreamBeginCaptureToGraph(s, graph, deps, edges, n, mode) })
+    }
+
+    fn cuStreamBeginCaptureToGraph_ptsz(s: cudaStream_t, graph: cudaGraph_t, deps: *const cudaGraphNode_t, edges: *const u8, n: usize, mode: u32) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: as `cuStreamBeginCaptureToGraph`.
+        rt(unsafe { crate::api::capture::cudaStreamBeginCaptureToGraph_ptsz(s, graph, deps, edges, n, mode) })
+    }
+
+    fn cuStreamEndCapture_ptsz(s: cudaStream_t, graph: *mut cudaGraph_t) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: forwarding the caller's output pointer.
+        rt(unsafe { crate::api::capture::cudaStreamEndCapture_ptsz(s, graph) })
+    }
+
+    fn cuStreamIsCapturing_ptsz(s: cudaStream_t, status: *mut u32) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: forwarding the caller's output pointer.
+        rt(unsafe { crate::api::capture::cudaStreamIsCapturing_ptsz(s, status) })
+    }
+
+    fn cuStreamGetCaptureInfo(s: cudaStream_t, status: *mut u32, id: *mut u64) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: forwarding the caller's output pointers (the first form's two).
+        rt(unsafe { crate::api::capture::__v12_cudaStreamGetCaptureInfo(s, status, id) })
+    }
+
+    fn cuStreamGetCaptureInfo_ptsz(s: cudaStream_t, status: *mut u32, id: *mut u64) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: as `cuStreamGetCaptureInfo`.
+        rt(unsafe { crate::api::capture::__v12_cudaStreamGetCaptureInfo_ptsz(s, status, id) })
+    }
+
+    fn cuStreamGetCaptureInfo_v2(s: cudaStream_t, status: *mut u32, id: *mut u64, graph: *mut cudaGraph_t, deps: *mut *const cudaGraphNode_t, n: *mut usize) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: forwarding the caller's output pointers.
+        rt(unsafe { crate::api::capture::cudaStreamGetCaptureInfo_v2(s, status, id, graph, deps, n) })
+    }
+
+    fn cuStreamGetCaptureInfo_v2_ptsz(s: cudaStream_t, status: *mut u32, id: *mut u64, graph: *mut cudaGraph_t, deps: *mut *const cudaGraphNode_t, n: *mut usize) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: as `cuStreamGetCaptureInfo_v2`.
+        rt(unsafe { crate::api::capture::cudaStreamGetCaptureInfo_v2_ptsz(s, status, id, graph, deps, n) })
+    }
+
+    fn cuStreamGetCaptureInfo_v3(s: cudaStream_t, status: *mut u32, id: *mut u64, graph: *mut cudaGraph_t, deps: *mut *const cudaGraphNode_t, edges: *mut *const c_void, n: *mut usize) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: forwarding the caller's output pointers.
+        rt(unsafe { crate::api::capture::cudaStreamGetCaptureInfo_v3(s, status, id, graph, deps, edges, n) })
+    }
+
+    fn cuStreamGetCaptureInfo_v3_ptsz(s: cudaStream_t, status: *mut u32, id: *mut u64, graph: *mut cudaGraph_t, deps: *mut *const cudaGraphNode_t, edges: *mut *const c_void, n: *mut usize) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: as `cuStreamGetCaptureInfo_v3`.
+        rt(unsafe { crate::api::capture::cudaStreamGetCaptureInfo_v3_ptsz(s, status, id, graph, deps, edges, n) })
+    }
+
+    fn cuStreamUpdateCaptureDependencies(s: cudaStream_t, deps: *const cudaGraphNode_t, n: usize, flags: c_uint) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: forwarding the caller's array of `n` nodes; the runtime checks it.
+        rt(unsafe { crate::api::capture::__v12_cudaStreamUpdateCaptureDependencies(s, deps, n, flags) })
+    }
+
+    fn cuStreamUpdateCaptureDependencies_ptsz(s: cudaStream_t, deps: *const cudaGraphNode_t, n: usize, flags: c_uint) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: as `cuStreamUpdateCaptureDependencies`.
+        rt(unsafe { crate::api::capture::__v12_cudaStreamUpdateCaptureDependencies_ptsz(s, deps, n, flags) })
+    }
+
+    fn cuStreamUpdateCaptureDependencies_v2(s: cudaStream_t, deps: *const cudaGraphNode_t, edges: *const u8, n: usize, flags: c_uint) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: forwarding the caller's arrays of `n` entries; the runtime checks them.
+        rt(unsafe { crate::api::capture::cudaStreamUpdateCaptureDependencies_v2(s, deps, edges, n, flags) })
+    }
+
+    fn cuStreamUpdateCaptureDependencies_v2_ptsz(s: cudaStream_t, deps: *const cudaGraphNode_t, edges: *const u8, n: usize, flags: c_uint) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: as `cuStreamUpdateCaptureDependencies_v2`.
+        rt(unsafe { crate::api::capture::cudaStreamUpdateCaptureDependencies_v2_ptsz(s, deps, edges, n, flags) })
+    }
+
+    fn cuThreadExchangeStreamCaptureMode(mode: *mut u32) -> Result<(), CuError> {
+        // A thread's setting: no context needed.
+        // SAFETY: forwarding the caller's in/out pointer; the runtime checks it.
+        rt(unsafe { crate::api::capture::cudaThreadExchangeStreamCaptureMode(mode) })
+    }
+
     fn cuGraphCreate(g: *mut cudaGraph_t, flags: c_uint) -> Result<(), CuError> {
         current()?;
         // SAFETY: forwarding the caller's output pointer.

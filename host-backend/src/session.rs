@@ -496,22 +496,22 @@ impl Session {
                 if !(self.passes_fds || self.guest_pages) || !e.can_map_host_memory() {
                     return Err(Status::NOT_SUPPORTED);
                 }
-                // In bounds, and every page already populated by the guest: kernels must
-                // not make the backend allocate the guest's memory.
-                let host = self.shared.host_range(r.region, r.offset, r.len)?;
                 if self.mapped.contains_key(&r.addr) {
                     return Err(Status::INVALID_VALUE);
                 }
                 if self.mapped.len() >= crate::shared::MAX_REGIONS {
                     return Err(Status::MEMORY_ALLOCATION);
                 }
-                // The executor's device may need the pages at the guest's own address here
-                // (dropped, so unmapped, if the executor refuses them).
+                // In bounds, and every page already populated by the guest (kernels must
+                // not make the backend allocate the guest's memory): both checked by
+                // `host_range`, and by `alias` where the executor's device needs the pages
+                // at the guest's own address here (dropped, so unmapped, if the executor
+                // refuses them).
                 let (host, alias) = if e.maps_host_memory_in_place() {
                     let a = self.shared.alias(r.region, r.offset, r.len, r.addr)?;
                     (r.addr as usize, Some(a))
                 } else {
-                    (host, None)
+                    (self.shared.host_range(r.region, r.offset, r.len)?, None)
                 };
                 e.host_memory_map(r.addr, host, r.len as usize)?;
                 self.mapped.insert(r.addr, (r.region, alias));

@@ -61,7 +61,7 @@ struct Mapping {
     len: usize,
     /// Pieces of guest RAM it maps (0: a memory file the guest passed, whose pages are
     /// checked for population before use).
-    pieces: usize,
+    pieces: Claim,
     /// The lengths of the mappings it was made of, one after another, in whole pages (one
     /// for a memory file, one per merged piece of guest RAM): [`SharedRegions::alias`]
     /// duplicates each within its own bounds.
@@ -77,7 +77,62 @@ impl Drop for Mapping {
         // SAFETY: `ptr`/`len` are exactly the mapping `map` or `map_pieces` created,
         // unmapped only here.
         unsafe { libc::munmap(self.ptr.as_ptr(), self.len) };
-        GUEST_PIECES.fetch_sub(self.pieces, Ordering::Relaxed);
+    }
+}
+
+/// A number of guest RAM pieces mapped in this process ([`GUEST_PIECES`]), given back on
+/// drop.
+struct Claim(usize);
+
+impl Claim {
+    /// Claims `n` more pieces, within [`MAX_GUEST_PIECES`] (`what` names the request in
+    /// the log).
+    fn new(n: usize, what: &str) -> ExecResult<Claim> {
+        if GUEST_PIECES.fetch_add(n, Ordering::Relaxed) + n > MAX_GUEST_PIECES {
+            GUEST_PIECES.fetch_sub(n, Ordering::Relaxed);
+            debug!("{what} refused: over {MAX_GUEST_PIECES} guest RAM pieces mapped");
+            return Err(Status::MEMORY_ALLOCATION);
+        }
+        Ok(Claim(n))
+    }
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        GUEST_PIECES.fetch_sub(self.0, Ordering::Relaxed);
+    }
+}
+
+/// An inaccessible reservation of `len` bytes: where the kernel chooses, or exactly at `at`
+/// (`None` rather than replacing anything mapped there). The caller unmaps it.
+fn reserve(at: Option<u64>, len: usize) -> Option<NonNull<libc::c_void>> {
+    let (hint, fixed) = match at {
+        Some(a) => (a as *mut libc::c_void, libc::MAP_FIXED_NOREPLACE),
+        None => (std::ptr::null_mut(), 0),
+    };
+    // SAFETY: a fresh inaccessible mapping; `MAP_FIXED_NOREPLACE` fails rather than
+    // replace anything, and without it the kernel chooses a free range.
+    let r = unsafe {
+        libc::mmap(
+            hint,
+            len,
+            libc::PROT_NONE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | fixed,
+            -1,
+            0,
+        )
+    };
+    if r == libc::MAP_FAILED {
+        return None;
+    }
+    match (NonNull::new(r), at) {
+        (Some(p), Some(a)) if p.as_ptr() as u64 != a => {
+            // A kernel that ignores MAP_FIXED_NOREPLACE put it elsewhere.
+            // SAFETY: the reservation just made, owned by nothing else.
+            unsafe { libc::munmap(r, len) };
+            None
+        }
+        (p, _) => p,
     }
 }
 
@@ -87,7 +142,7 @@ pub struct Alias {
     ptr: NonNull<libc::c_void>,
     len: usize,
     /// Guest RAM pieces it maps (counted in [`MAX_GUEST_PIECES`]).
-    pieces: usize,
+    _pieces: Claim,
 }
 
 // SAFETY: plain shared memory owned by this struct, usable and unmapped from any thread.
@@ -114,7 +169,6 @@ impl Drop for Alias {
     fn drop(&mut self) {
         // SAFETY: exactly the reservation `alias` made (and filled), unmapped only here.
         unsafe { libc::munmap(self.ptr.as_ptr(), self.len) };
-        GUEST_PIECES.fetch_sub(self.pieces, Ordering::Relaxed);
     }
 }
 
@@ -215,7 +269,7 @@ impl SharedRegions {
             .ok_or(Status::INVALID_VALUE)?;
         self.admit(len)?;
         let pieces = merge(pieces);
-        let mine: usize = self.regions.values().map(|m| m.pieces).sum();
+        let mine: usize = self.regions.values().map(|m| m.pieces.0).sum();
         if mine + pieces.len() > MAX_SESSION_PIECES {
             debug!("SharePages refused: over {MAX_SESSION_PIECES} guest RAM pieces in the session");
             return Err(Status::MEMORY_ALLOCATION);
@@ -246,7 +300,7 @@ impl SharedRegions {
             Some(end) if len > 0 && end <= m.len as u64 => {}
             _ => return Err(Status::INVALID_VALUE),
         }
-        if m.pieces == 0 {
+        if m.pieces.0 == 0 {
             check_populated(m, offset as usize, len as usize)?;
         }
         Ok(m.ptr.as_ptr() as usize + offset as usize)
@@ -272,51 +326,21 @@ impl SharedRegions {
         let n = usize::try_from(stop - start).map_err(|_| Status::INVALID_VALUE)?;
         let at = addr - addr % page;
         at.checked_add(n as u64).ok_or(Status::INVALID_VALUE)?;
-        let pieces = if m.pieces == 0 {
+        let pieces = if m.pieces.0 == 0 {
             0
         } else {
             spans_within(&m.spans, start as usize, stop as usize).count()
         };
-        if GUEST_PIECES.fetch_add(pieces, Ordering::Relaxed) + pieces > MAX_GUEST_PIECES {
-            GUEST_PIECES.fetch_sub(pieces, Ordering::Relaxed);
-            debug!("MapHostMemory refused: over {MAX_GUEST_PIECES} guest RAM pieces mapped");
-            return Err(Status::MEMORY_ALLOCATION);
-        }
-        // SAFETY: an inaccessible reservation exactly at `at`, which `MAP_FIXED_NOREPLACE`
-        // makes fail rather than replace anything mapped there.
-        let r = unsafe {
-            libc::mmap(
-                at as *mut libc::c_void,
-                n,
-                libc::PROT_NONE,
-                libc::MAP_PRIVATE
-                    | libc::MAP_ANONYMOUS
-                    | libc::MAP_NORESERVE
-                    | libc::MAP_FIXED_NOREPLACE,
-                -1,
-                0,
-            )
-        };
-        if r == libc::MAP_FAILED {
-            GUEST_PIECES.fetch_sub(pieces, Ordering::Relaxed);
-            debug!(
-                "MapHostMemory at {at:#x}+{n:#x} not in place: {}",
-                std::io::Error::last_os_error()
-            );
-            return Err(Status::NOT_SUPPORTED);
-        }
-        let Some(ptr) = NonNull::new(r).filter(|p| p.as_ptr() as u64 == at) else {
-            // A kernel that ignores MAP_FIXED_NOREPLACE put it elsewhere.
-            // SAFETY: the reservation just made, owned by nothing else.
-            unsafe { libc::munmap(r, n) };
-            GUEST_PIECES.fetch_sub(pieces, Ordering::Relaxed);
+        let claim = Claim::new(pieces, "MapHostMemory")?;
+        let Some(ptr) = reserve(Some(at), n) else {
+            debug!("MapHostMemory at {at:#x}+{n:#x} not in place: the address is taken");
             return Err(Status::NOT_SUPPORTED);
         };
         // From here the alias is unmapped (and its pieces given back) on every path.
         let alias = Alias {
             ptr,
             len: n,
-            pieces,
+            _pieces: claim,
         };
         for (lo, hi) in spans_within(&m.spans, start as usize, stop as usize) {
             // SAFETY: `[lo, hi)` lies inside one of the region's own shared mappings (a span,
@@ -366,7 +390,7 @@ impl SharedRegions {
         if len == 0 {
             return Ok(DataSegs::default());
         }
-        if m.pieces == 0 {
+        if m.pieces.0 == 0 {
             check_populated(m, offset as usize, len as usize)?;
         }
         // SAFETY: `[offset, offset + len)` lies inside the live mapping (checked above),
@@ -427,7 +451,7 @@ fn map(fd: &OwnedFd, len: u64) -> ExecResult<Mapping> {
     Ok(Mapping {
         ptr,
         len: len_usize,
-        pieces: 0,
+        pieces: Claim(0),
         spans: vec![len_usize.next_multiple_of(page_size())],
     })
 }
@@ -465,33 +489,14 @@ fn map_pieces(pieces: &[Piece<'_>]) -> ExecResult<Mapping> {
     if len == 0 {
         return Err(bad("empty".into()));
     }
-    let count = pieces.len();
-    if GUEST_PIECES.fetch_add(count, Ordering::Relaxed) + count > MAX_GUEST_PIECES {
-        GUEST_PIECES.fetch_sub(count, Ordering::Relaxed);
-        debug!("SharePages refused: over {MAX_GUEST_PIECES} guest RAM pieces mapped");
-        return Err(Status::MEMORY_ALLOCATION);
-    }
-    // SAFETY: a fresh inaccessible reservation at an address the kernel chooses; it
-    // overlaps nothing else.
-    let base = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            libc::PROT_NONE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-            -1,
-            0,
-        )
-    };
-    let Some(ptr) = NonNull::new(base).filter(|_| base != libc::MAP_FAILED) else {
-        GUEST_PIECES.fetch_sub(count, Ordering::Relaxed);
-        return Err(Status::MEMORY_ALLOCATION);
-    };
+    let claim = Claim::new(pieces.len(), "SharePages")?;
+    let ptr = reserve(None, len).ok_or(Status::MEMORY_ALLOCATION)?;
+    let base = ptr.as_ptr();
     // From here the reservation is unmapped (and the count given back) on every path.
     let m = Mapping {
         ptr,
         len,
-        pieces: count,
+        pieces: claim,
         spans: pieces.iter().map(|p| p.2).collect(),
     };
     let mut at = 0usize;

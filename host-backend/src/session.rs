@@ -534,6 +534,19 @@ impl Session {
                 .map(|h| reply::<ops::ArrayCreate>(handle(h))),
             Request::ArrayDestroy(h) => done::<ops::ArrayDestroy>(e.array_destroy(h.handle)),
             Request::MemcpyArray(ref r) => done::<ops::MemcpyArray>(e.memcpy_array(r)),
+            Request::MipmappedArrayCreate(ref r) => e
+                .mipmapped_array_create(r)
+                .map(|h| reply::<ops::MipmappedArrayCreate>(handle(h))),
+            Request::MipmappedArrayDestroy(h) => {
+                done::<ops::MipmappedArrayDestroy>(e.mipmapped_array_destroy(h.handle))
+            }
+            Request::MipmappedArrayGetLevel(r) => {
+                if r.reserved != 0 {
+                    return Err(Status::INVALID_VALUE);
+                }
+                e.mipmapped_array_level(r.handle, r.level)
+                    .map(|h| reply::<ops::MipmappedArrayGetLevel>(handle(h)))
+            }
             Request::TexObjectCreate(ref r) => e
                 .tex_object_create(r)
                 .map(|h| reply::<ops::TexObjectCreate>(handle(h))),

@@ -855,6 +855,35 @@ wire_struct!(
     }
 );
 
+/// Most levels of a mipmapped array: enough to halve the widest array to one texel.
+pub const MAX_MIPMAP_LEVELS: u32 = 18;
+
+wire_struct!(
+    /// `MipmappedArrayCreate` request: a CUDA mipmapped array whose level 0 is `array`'s
+    /// shape (`cudaMallocMipmappedArray`).
+    MipmappedArrayCreateReq, 48 {
+        /// Level 0: device, flags, format and extent, as for an array.
+        array: ArrayCreateReq,
+        /// Levels, as the program asked (the executor clamps them to what the extent
+        /// allows, as CUDA does).
+        levels: u32,
+        /// Zero.
+        reserved: u32,
+    }
+);
+
+wire_struct!(
+    /// `MipmappedArrayGetLevel` request: the array handle of one level of a mipmapped array.
+    MipmappedArrayLevelReq, 16 {
+        /// The mipmapped array.
+        handle: u64,
+        /// The level.
+        level: u32,
+        /// Zero.
+        reserved: u32,
+    }
+);
+
 /// `MemcpyArrayReq::flags`: the copy goes from linear device memory into the array.
 pub const ARRAY_COPY_TO_ARRAY: u32 = 1 << 0;
 /// `MemcpyArrayReq::flags`: the guest does not wait (stream ordered).
@@ -894,6 +923,8 @@ wire_struct!(
 
 /// `TexObjectCreateReq::resource`: a CUDA array.
 pub const RESOURCE_ARRAY: u32 = 0;
+/// `TexObjectCreateReq::resource`: a CUDA mipmapped array (its handle in `array`).
+pub const RESOURCE_MIPMAPPED_ARRAY: u32 = 1;
 /// `TexObjectCreateReq::resource`: linear device memory (1-D).
 pub const RESOURCE_LINEAR: u32 = 2;
 /// `TexObjectCreateReq::resource`: pitched 2-D device memory.
@@ -909,15 +940,18 @@ pub const TEX_READ_NORMALIZED_FLOAT: u32 = 1 << 2;
 pub const TEX_SRGB: u32 = 1 << 3;
 /// `TexObjectCreateReq::flags`: linear filtering (otherwise point).
 pub const TEX_FILTER_LINEAR: u32 = 1 << 4;
+/// `TexObjectCreateReq::flags`: linear filtering between mipmap levels (otherwise point).
+pub const TEX_MIPMAP_LINEAR: u32 = 1 << 5;
 
 wire_struct!(
     /// `TexObjectCreate` request: a texture or surface object over an array or device memory.
-    TexObjectCreateReq, 104 {
+    TexObjectCreateReq, 112 {
         /// Device ordinal.
         device: u32,
         /// A `RESOURCE_*` type.
         resource: u32,
-        /// The array handle (`RESOURCE_ARRAY`).
+        /// The array handle (`RESOURCE_ARRAY`) or mipmapped array handle
+        /// (`RESOURCE_MIPMAPPED_ARRAY`).
         array: u64,
         /// Device address of texel 0 (`RESOURCE_LINEAR`, `RESOURCE_PITCH2D`).
         ptr: u64,
@@ -937,8 +971,14 @@ wire_struct!(
         flags: u32,
         /// The border color.
         border: [f32; 4],
+        /// Added to every fetch's level of detail (a mipmapped array; 0 otherwise).
+        mip_bias: f32,
+        /// Least level of detail (a mipmapped array; 0 otherwise).
+        mip_min_clamp: f32,
+        /// Greatest level of detail (a mipmapped array; 0 otherwise).
+        mip_max_clamp: f32,
         /// Zero.
-        reserved: [u32; 2],
+        reserved: u32,
     }
 );
 

@@ -110,6 +110,13 @@ operations! {
     /// [`VmmAccessReq`]: makes mappings accessible to kernels and copies, or not
     /// (`cuMemSetAccess`).
     VmmSetAccess = 0x021A, VmmAccessReq => ();
+    /// [`MipmappedArrayCreateReq`] -> [`HandleResp`]: a CUDA mipmapped array.
+    MipmappedArrayCreate = 0x021B, MipmappedArrayCreateReq => HandleResp;
+    /// [`HandleReq`]: destroys a mipmapped array and its levels.
+    MipmappedArrayDestroy = 0x021C, HandleReq => ();
+    /// [`MipmappedArrayLevelReq`] -> [`HandleResp`]: the array handle of one level (owned
+    /// by the mipmapped array: `ArrayDestroy` refuses it).
+    MipmappedArrayGetLevel = 0x021D, MipmappedArrayLevelReq => HandleResp;
 
     /// [`StreamCreateReq`] -> [`HandleResp`].
     StreamCreate = 0x0300, StreamCreateReq => HandleResp;

@@ -186,6 +186,32 @@ pub(crate) struct TexOp {
     pub layer: Option<Src>,
     /// A cube geometry: the three coordinates are a direction.
     pub cube: bool,
+    /// How the fetch picks a mipmap level.
+    pub lod: TexLod,
+}
+
+/// How a `tex` picks its level of detail (read only for mipmapped textures).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum TexLod {
+    /// No operand (`tex`, `tex.base`): level of detail 0.
+    Base,
+    /// `tex.level`: the operand.
+    Level(Src),
+    /// `tex.grad`: the gradients of the coordinates along x and along y.
+    Grad([Src; 3], [Src; 3]),
+}
+
+impl TexLod {
+    /// The operands, in the order the compiler passes them: the level, then the x and y
+    /// gradients (immediate 0 where the form has none).
+    pub(crate) fn operands(&self) -> [Src; 7] {
+        let z = Src::Imm(0);
+        match *self {
+            TexLod::Base => [z; 7],
+            TexLod::Level(l) => [l, z, z, z, z, z, z],
+            TexLod::Grad(x, y) => [z, x[0], x[1], x[2], y[0], y[1], y[2]],
+        }
+    }
 }
 
 /// An unformatted surface load or store: `suld.b` / `sust.b`.
@@ -222,6 +248,8 @@ pub(crate) enum TexQuery {
     NormalizedCoords,
     FilterMode,
     AddrMode(u8),
+    /// `txq.num_mipmap_levels`.
+    MipmapLevels,
 }
 
 #[derive(Debug, Clone)]

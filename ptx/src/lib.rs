@@ -59,4 +59,6 @@ pub use module::{
     FUNC_WINDOW, GlobalId, GlobalInfo, GlobalSpace, KernelId, KernelInfo, LOCAL_WINDOW, Module,
     PARAM_WINDOW, ParamInfo, Reloc, RelocTarget, SHARED_WINDOW, WINDOW_SIZE,
 };
-pub use texture::{AddressMode, ChannelKind, FilterMode, TexObject};
+pub use texture::{
+    AddressMode, ChannelKind, FilterMode, Mipmap, TexObject, level_extent, level_offset,
+};

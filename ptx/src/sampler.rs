@@ -31,11 +31,28 @@
 //!   address modes; a coordinate out of range reads zero in all four words.
 //! * sRGB conversion applies to the x, y and z channels of 8-bit unsigned textures read as
 //!   normalized floats, before filtering.
+//!
+//! Mipmapped textures, as OpenGL specifies level-of-detail selection (section 8.14 of the
+//! 4.6 core profile), which CUDA's descriptor fields mirror:
+//! * The level of detail λ is `tex.level`'s operand, 0 for `tex` and `tex.base` (a compute
+//!   thread has no implicit derivatives), and for `tex.grad` `log2 ρ`, ρ the longer of the
+//!   two gradient vectors measured in level 0's texels (normalized coordinates scaled by
+//!   level 0's extent; a cube map's directions by half the face width over the major axis).
+//! * Then `λ + mipmapLevelBias`, clamped to `[minMipmapLevelClamp, maxMipmapLevelClamp]`
+//!   (NaN reads as the lower clamp). λ ≤ 0 reads level 0.
+//! * Point mipmap filtering reads the nearest level (`ceil(λ + 1/2) - 1`); linear reads
+//!   levels `floor(λ)` and the next, weighted by `frac(λ)` rounded to a multiple of 1/256 as
+//!   the texel weights are, and blends their filtered results. Levels past the last clamp to
+//!   it. Textures that return integers read one level.
+//! * Unnormalized float coordinates are in level 0's texels (scaled to the level read);
+//!   integer coordinates index the level read.
 
 use crate::{
     float::f16_to_f32,
     ir::{SurfMode, TexQuery},
-    texture::{AddressMode, ChannelKind, FilterMode, TexObject},
+    texture::{
+        AddressMode, ChannelKind, FilterMode, Mipmap, TexObject, level_extent, level_offset,
+    },
 };
 
 /// A texel read that fell outside mapped device memory.
@@ -59,6 +76,17 @@ pub(crate) enum SurfFault {
 pub(crate) enum Coords {
     Float([f32; 3]),
     Int([i32; 3]),
+}
+
+/// A fetch's level-of-detail operands.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Lod {
+    /// `tex`, `tex.base`.
+    Base,
+    /// `tex.level`.
+    Level(f32),
+    /// `tex.grad`: the gradients along x and along y.
+    Grad([f32; 3], [f32; 3]),
 }
 
 /// Bytes a channel of `bits` occupies (0 for an absent channel).
@@ -208,6 +236,131 @@ impl TexObject {
                 (if m >= n { 2 * n - 1 - m } else { m }) as u64
             }
         })
+    }
+
+    /// Level `k` of a mipmapped texture as a texture of its own (one level, packed).
+    pub(crate) fn level(&self, k: u32) -> TexObject {
+        let keep = self.layered || self.cube;
+        let e0 = [self.width, self.height, self.depth];
+        let [w, h, d] = level_extent(e0, keep, k);
+        let texel = self.stride();
+        TexObject {
+            base: self.base.wrapping_add(level_offset(e0, keep, texel, k)),
+            width: w,
+            height: h,
+            depth: d,
+            pitch: w.saturating_mul(texel),
+            slice_pitch: w.saturating_mul(h).saturating_mul(texel),
+            mip: Mipmap::NONE,
+            ..*self
+        }
+    }
+
+    /// The level of detail of a fetch at `coords` over `dims` coordinates, before the bias
+    /// and the clamps.
+    fn level_of_detail(&self, dims: usize, coords: [f32; 3], lod: Lod) -> f64 {
+        let (gx, gy) = match lod {
+            Lod::Base => return 0.0,
+            Lod::Level(l) => return f64::from(l),
+            Lod::Grad(gx, gy) => (gx, gy),
+        };
+        let (n, scale) = if self.cube {
+            // A face spans two units of direction at the major axis's distance.
+            let ma = coords.iter().fold(0f64, |m, c| m.max(f64::from(*c).abs()));
+            let s = if ma > 0.0 {
+                self.width as f64 / (2.0 * ma)
+            } else {
+                0.0
+            };
+            (3, [s; 3])
+        } else if self.normalized_coords {
+            (dims, [0, 1, 2].map(|d| self.extent(d) as f64))
+        } else {
+            (dims, [1.0; 3])
+        };
+        let len = |g: [f32; 3]| {
+            (0..n.min(3))
+                .map(|d| (f64::from(g[d]) * scale[d]).powi(2))
+                .sum::<f64>()
+                .sqrt()
+        };
+        len(gx).max(len(gy)).log2()
+    }
+
+    /// The levels a fetch at level of detail `lod` reads and the weight of the second (0
+    /// when it reads one).
+    fn pick_levels(&self, lod: f64) -> (u32, u32, f64) {
+        let m = &self.mip;
+        let last = m.levels.max(1) - 1;
+        // Bias, then the clamps (NaN becomes the lower clamp; an upper clamp below the
+        // lower wins, without a panic).
+        let l = (lod + f64::from(m.bias))
+            .max(f64::from(m.min_clamp))
+            .min(f64::from(m.max_clamp));
+        if l.is_nan() || l <= 0.0 {
+            return (0, 0, 0.0);
+        }
+        if m.filter == FilterMode::Point || !self.returns_float() {
+            let k = ((l + 0.5).ceil() - 1.0).clamp(0.0, f64::from(last)) as u32;
+            return (k, k, 0.0);
+        }
+        let fl = l.floor();
+        if fl >= f64::from(last) {
+            return (last, last, 0.0);
+        }
+        let k = fl as u32;
+        let w = ((l - fl) * 256.0).round() / 256.0;
+        if w >= 1.0 {
+            (k + 1, k + 1, 0.0)
+        } else {
+            (k, k + 1, w)
+        }
+    }
+
+    /// A fetch from a mipmapped texture: picks the levels `lod` selects and reads each with
+    /// `read` (which samples one level as a texture of its own), blending two.
+    pub(crate) fn sample_mipmapped<G>(
+        &self,
+        dims: usize,
+        coords: Coords,
+        lod: Lod,
+        mut read: G,
+    ) -> Result<[u32; 4], Unmapped>
+    where
+        G: FnMut(&TexObject, Coords) -> Result<[u32; 4], Unmapped>,
+    {
+        let float = match coords {
+            Coords::Float(c) => c,
+            Coords::Int(_) => [0.0; 3],
+        };
+        let (k0, k1, w) = self.pick_levels(self.level_of_detail(dims, float, lod));
+        let mut at = |k: u32| {
+            let lv = self.level(k);
+            let c = match coords {
+                // Level 0's texels, scaled to this level's.
+                Coords::Float(c) if !self.normalized_coords && !self.cube => {
+                    let mut c = c;
+                    for (d, x) in c.iter_mut().enumerate().take(dims.min(3)) {
+                        let r = lv.extent(d) as f64 / self.extent(d) as f64;
+                        *x = (f64::from(*x) * r) as f32;
+                    }
+                    Coords::Float(c)
+                }
+                c => c,
+            };
+            read(&lv, c)
+        };
+        let a = at(k0)?;
+        if w == 0.0 {
+            return Ok(a);
+        }
+        let b = at(k1)?;
+        let mut out = [0u32; 4];
+        for ((o, x), y) in out.iter_mut().zip(a).zip(b) {
+            let v = (1.0 - w) * f64::from(f32::from_bits(x)) + w * f64::from(f32::from_bits(y));
+            *o = (v as f32).to_bits();
+        }
+        Ok(out)
     }
 
     /// The same object seen as one of its layers (or cube faces): slice `slice` (clamped to
@@ -444,6 +597,7 @@ impl TexObject {
             },
             TexQuery::ChannelOrder => self.channels() as u32,
             TexQuery::NormalizedCoords => self.normalized_coords as u32,
+            TexQuery::MipmapLevels => self.mip.levels.max(1),
             TexQuery::FilterMode => (self.filter == FilterMode::Linear) as u32,
             // PTX: enum { wrap, mirror, clamp_ogl, clamp_to_edge, clamp_to_border }.
             TexQuery::AddrMode(d) => match self.address.get(d as usize) {
@@ -481,6 +635,7 @@ mod tests {
             border: [0.5, 0.25, 0.125, 2.0],
             layered: false,
             cube: false,
+            mip: crate::texture::Mipmap::NONE,
         }
     }
 

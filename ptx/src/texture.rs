@@ -82,6 +82,78 @@ pub struct TexObject {
     pub layered: bool,
     /// A cube map (`tex.cube`/`tex.acube`): `depth` counts faces, six per layer.
     pub cube: bool,
+    /// The levels of a mipmapped array and how fetches choose among them
+    /// ([`Mipmap::NONE`] for every other texture, and for surfaces).
+    pub mip: Mipmap,
+}
+
+/// The mipmap part of a texture object (`cudaTextureDesc`'s mipmap fields over a
+/// `cudaMipmappedArray`).
+///
+/// Level `k` has level 0's width, height and depth halved `k` times (rounded down, at least
+/// 1; the layers and cube faces of a layered or cube-map array are not halved, and the
+/// dimensions a texture lacks stay 1). The levels lie one after another from the object's
+/// `base`, each packed: rows of its own width, slices of its own height (the `pitch` and
+/// `slice_pitch` of level 0 must be packed too). [`level_extent`] and [`level_offset`] give
+/// where a level lies.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Mipmap {
+    /// Levels (1: not mipmapped; the other fields are then not read).
+    pub levels: u32,
+    /// Filtering between two levels (`mipmapFilterMode`); point picks the nearest level.
+    pub filter: FilterMode,
+    /// Added to every fetch's level of detail (`mipmapLevelBias`).
+    pub bias: f32,
+    /// Least level of detail a fetch uses (`minMipmapLevelClamp`).
+    pub min_clamp: f32,
+    /// Greatest level of detail a fetch uses (`maxMipmapLevelClamp`).
+    pub max_clamp: f32,
+}
+
+impl Mipmap {
+    /// Not mipmapped: one level.
+    pub const NONE: Mipmap = Mipmap {
+        levels: 1,
+        filter: FilterMode::Point,
+        bias: 0.0,
+        min_clamp: 0.0,
+        max_clamp: 0.0,
+    };
+}
+
+impl Default for Mipmap {
+    fn default() -> Self {
+        Self::NONE
+    }
+}
+
+/// The extent (width, height, depth in texels) of level `k` of a mipmapped array whose level
+/// 0 is `extent`: halved `k` times, at least 1. `keep_depth`: the depth counts layers or cube
+/// faces and is not halved.
+pub fn level_extent(extent: [u64; 3], keep_depth: bool, k: u32) -> [u64; 3] {
+    let half = |n: u64| n.checked_shr(k).unwrap_or(0).max(1);
+    [
+        half(extent[0]),
+        half(extent[1]),
+        if keep_depth {
+            extent[2].max(1)
+        } else {
+            half(extent[2])
+        },
+    ]
+}
+
+/// Bytes from level 0's first texel to level `k`'s, levels packed one after another
+/// (saturating: the executor bounds the extents).
+pub fn level_offset(extent: [u64; 3], keep_depth: bool, texel_bytes: u64, k: u32) -> u64 {
+    (0..k).fold(0u64, |off, j| {
+        let [w, h, d] = level_extent(extent, keep_depth, j);
+        off.saturating_add(
+            w.saturating_mul(h)
+                .saturating_mul(d)
+                .saturating_mul(texel_bytes),
+        )
+    })
 }
 
 impl TexObject {

@@ -171,6 +171,7 @@ fn try_all_kernels(m: &Module) {
             border: [0.0; 4],
             layered: false,
             cube: false,
+            mip: vcuda_ptx::Mipmap::NONE,
         },
     );
     let out = std::sync::Mutex::new(Vec::new());

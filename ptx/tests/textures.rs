@@ -9,7 +9,9 @@
 
 mod common;
 use common::*;
-use vcuda_ptx::{AddressMode, ChannelKind, FilterMode, KernelError, LaunchOptions, TexObject};
+use vcuda_ptx::{
+    AddressMode, ChannelKind, FilterMode, KernelError, LaunchOptions, Mipmap, TexObject,
+};
 
 /// The fixture with the compiler on (differential: each launch also runs interpreted and the
 /// results must agree) and off.
@@ -72,6 +74,7 @@ fn texture(
         border: [0.0; 4],
         layered: false,
         cube: false,
+        mip: Mipmap::NONE,
     };
     (t, base)
 }
@@ -1206,7 +1209,7 @@ fn instruction_forms() {
         "tld4.r.2d.v4.f32.f32 {%f1, %f2, %f3, %f4}, [%rd1, {%f5, %f6}], {%r1, %r2};",
         "sust.p.2d.v4.b32.trap [%rd1, {%r5, %r6}], {%r1, %r2, %r3, %r4};",
         "sured.b.add.2d.u32.trap [%rd1, {%r5, %r6}], %r1;",
-        "txq.num_mipmap_levels.b32 %r1, [%rd1];",
+        "txq.level.width.b32 %r1, [%rd1], %r5;",
         "suq.filter_mode.b32 %r1, [%rd1];",
     ];
     for body in unsupported {
@@ -1284,5 +1287,215 @@ mod hostile {
                 }
             }
         }
+
+        /// Any level of detail, gradients, bias and clamps (NaN, infinities, crossed
+        /// clamps): no panic, and a texel of some level or a blend of two.
+        #[test]
+        fn any_level_of_detail(
+            f in prop::collection::vec(any::<u32>(), 8),
+            linear: bool,
+        ) {
+            let v = |k: usize| f32::from_bits(f[k]);
+            let mip = Mipmap {
+                levels: 4,
+                filter: if linear { FilterMode::Linear } else { FilterMode::Point },
+                bias: v(0),
+                min_clamp: v(1),
+                max_clamp: v(2),
+            };
+            let body = format!(
+                "tex.level.2d.v4.f32.f32 {{%f1, %f2, %f3, %f4}}, [%rd1, {{%f6, %f6}}], {};\n\
+                 tex.grad.2d.v4.f32.f32 {{%f7, %f2, %f3, %f4}}, [%rd1, {{%f6, %f6}}], \
+                 {{{}, {}}}, {{{}, {}}};\nadd.f32 %f1, %f1, %f7;",
+                imm(v(3)), imm(v(4)), imm(v(5)), imm(v(6)), imm(v(7))
+            );
+            let r = fetch_one(&move |g| mipmapped(g, mip), &body);
+            prop_assert!((20.0..=230.0).contains(&r), "{r}");
+        }
     }
+}
+
+/// An 8 x 8 float texture of four levels (8, 4, 2, 1 texels square), packed one after
+/// another: every texel of level `k` is `10 (k + 1)`, except level 1, whose texel (x, y) is
+/// `100 + 4 y + x`.
+fn mipmapped(g: &Gpu, mip: Mipmap) -> TexObject {
+    let mut texels = Vec::new();
+    for k in 0..4u32 {
+        let n = 8u32 >> k;
+        for y in 0..n {
+            for x in 0..n {
+                texels.push(if k == 1 {
+                    (100 + 4 * y + x) as f32
+                } else {
+                    (10 * (k + 1)) as f32
+                });
+            }
+        }
+    }
+    let base = g.mem.upload(&f32s(&texels));
+    TexObject {
+        surface: false,
+        base,
+        dims: 2,
+        width: 8,
+        height: 8,
+        depth: 1,
+        pitch: 32,
+        slice_pitch: 256,
+        kind: ChannelKind::Float,
+        bits: [32, 0, 0, 0],
+        address: [AddressMode::Clamp; 3],
+        filter: FilterMode::Point,
+        normalized_float: false,
+        normalized_coords: true,
+        srgb: false,
+        border: [0.0; 4],
+        layered: false,
+        cube: false,
+        mip,
+    }
+}
+
+/// An `.f32` immediate.
+fn imm(v: f32) -> String {
+    format!("0f{:08X}", v.to_bits())
+}
+
+/// What `body` (a [`snippet`] storing `%f1`) reads from `t`, with the compiler on and off.
+fn fetch_one(t: &dyn Fn(&Gpu) -> TexObject, body: &str) -> f32 {
+    let mut got = Vec::new();
+    for jit in [true, false] {
+        let mut g = Gpu::new(&snippet(&format!("{body}\nst.global.f32 [%rd2], %f1;")));
+        g.opts.jit = jit;
+        let h = g.mem.add_texture(t(&g));
+        let out = g.zeros(4);
+        g.run("k", 1, 1, &[Arg::Ptr(h), Arg::Ptr(out)]);
+        got.push(g.get::<f32>(out, 1)[0]);
+    }
+    assert!(same(got[0], got[1]), "{body}: {got:?}");
+    got[0]
+}
+
+#[test]
+fn mipmapped_levels_of_detail() {
+    let linear = Mipmap {
+        levels: 4,
+        filter: FilterMode::Linear,
+        bias: 0.0,
+        min_clamp: 0.0,
+        max_clamp: 3.0,
+    };
+    let level = |mip: Mipmap, x: f32, y: f32, lod: f32| {
+        fetch_one(
+            &move |g| mipmapped(g, mip),
+            &format!(
+                "tex.level.2d.v4.f32.f32 {{%f1, %f2, %f3, %f4}}, [%rd1, {{{}, {}}}], {};",
+                imm(x),
+                imm(y),
+                imm(lod)
+            ),
+        )
+    };
+    // Linear between levels (level 1's texel (0, 0) is 100 and level 2's 30).
+    for (lod, want) in [
+        (-1.0, 10.0),
+        (0.0, 10.0),
+        (0.5, 0.5 * 10.0 + 0.5 * 100.0),
+        (1.25, 0.75 * 100.0 + 0.25 * 30.0),
+        (2.0, 30.0),
+        (7.0, 40.0),
+        (f32::NAN, 10.0),
+    ] {
+        assert_eq!(level(linear, 0.05, 0.05, lod), want, "lod {lod}");
+    }
+    // The level's fraction, rounded to 1/256.
+    let w = (0.3f64 * 256.0).round() / 256.0;
+    assert_eq!(
+        level(linear, 0.05, 0.05, 2.3),
+        ((1.0 - w) * 30.0 + w * 40.0) as f32
+    );
+    // Point: the nearest level; halfway picks the lower.
+    let point = Mipmap {
+        filter: FilterMode::Point,
+        ..linear
+    };
+    for (lod, want) in [(0.5, 10.0), (0.51, 100.0), (1.4, 100.0), (2.6, 40.0)] {
+        assert_eq!(level(point, 0.05, 0.05, lod), want, "lod {lod}");
+    }
+    // Level 1's texels where normalized coordinates put them.
+    for (x, y) in [(0, 0), (3, 1), (2, 3)] {
+        let (u, v) = ((x as f32 + 0.5) / 4.0, (y as f32 + 0.5) / 4.0);
+        assert_eq!(level(point, u, v, 1.0), (100 + 4 * y + x) as f32);
+    }
+    // Bias, then the clamps; the default clamps (0, 0) read level 0 only.
+    let biased = Mipmap {
+        bias: 1.0,
+        max_clamp: 2.0,
+        ..point
+    };
+    assert_eq!(level(biased, 0.05, 0.05, 0.0), 100.0);
+    assert_eq!(level(biased, 0.05, 0.05, 5.0), 30.0);
+    let unclamped = Mipmap {
+        max_clamp: 0.0,
+        ..point
+    };
+    assert_eq!(level(unclamped, 0.05, 0.05, 3.0), 10.0);
+    // Lower clamp above the upper: no panic, the upper wins.
+    let crossed = Mipmap {
+        min_clamp: 3.0,
+        max_clamp: 1.0,
+        ..point
+    };
+    assert_eq!(level(crossed, 0.05, 0.05, 0.0), 100.0);
+    // Gradients in level 0's texels: rho 1 -> level 0, 2 -> 1, 4 -> 2.
+    let grad = |gx: [f32; 2], gy: [f32; 2]| {
+        fetch_one(
+            &move |g| mipmapped(g, point),
+            &format!(
+                "tex.grad.2d.v4.f32.f32 {{%f1, %f2, %f3, %f4}}, [%rd1, {{%f6, %f6}}], \
+                 {{{}, {}}}, {{{}, {}}};",
+                imm(gx[0]),
+                imm(gx[1]),
+                imm(gy[0]),
+                imm(gy[1])
+            ),
+        )
+    };
+    assert_eq!(grad([0.125, 0.0], [0.0, 0.125]), 10.0);
+    assert_eq!(grad([0.0, 0.0], [0.0, 0.25]), 100.0 + 4.0 * 2.0 + 2.0);
+    assert_eq!(grad([0.5, 0.0], [0.0, 0.0]), 30.0);
+    // `tex` and `tex.base`: level of detail 0 (then bias and clamps).
+    let base = |mip: Mipmap, form: &str| {
+        fetch_one(
+            &move |g| mipmapped(g, mip),
+            &format!("{form}.2d.v4.f32.f32 {{%f1, %f2, %f3, %f4}}, [%rd1, {{%f6, %f6}}];"),
+        )
+    };
+    assert_eq!(base(point, "tex"), 10.0);
+    assert_eq!(base(biased, "tex.base"), 100.0 + 4.0 * 2.0 + 2.0);
+    // Unnormalized coordinates are level 0's texels: (5, 3) is level 1's texel (2, 1).
+    let unnorm = move |g: &Gpu| TexObject {
+        normalized_coords: false,
+        ..mipmapped(g, point)
+    };
+    let body = format!(
+        "tex.level.2d.v4.f32.f32 {{%f1, %f2, %f3, %f4}}, [%rd1, {{{}, {}}}], {};",
+        imm(5.0),
+        imm(3.0),
+        imm(1.0)
+    );
+    assert_eq!(fetch_one(&unnorm, &body), 100.0 + 4.0 + 2.0);
+    // The level count.
+    let body = "txq.num_mipmap_levels.b32 %r1, [%rd1];\ncvt.rn.f32.u32 %f1, %r1;";
+    assert_eq!(fetch_one(&move |g| mipmapped(g, point), body), 4.0);
+    assert_eq!(
+        fetch_one(
+            &|g| TexObject {
+                mip: Mipmap::NONE,
+                ..mipmapped(g, point)
+            },
+            body
+        ),
+        1.0
+    );
 }

@@ -164,16 +164,11 @@ int main() {
     EXPECT(en && strcmp(en, "CUDA_ERROR_OUT_OF_MEMORY") == 0);
     EXPECT(cuGetErrorName_((CUresult)12345, &en) == CUDA_ERROR_INVALID_VALUE);
     // An entry point vcuda does not implement says so (NVIDIA's driver implements it).
-    auto mipmapped = sym<decltype(&cuMipmappedArrayCreate)>("cuMipmappedArrayCreate");
-    auto mipmapped_destroy = sym<decltype(&cuMipmappedArrayDestroy)>("cuMipmappedArrayDestroy");
-    CUmipmappedArray mm;
-    CUDA_ARRAY3D_DESCRIPTOR md = {};
-    md.Width = 4;
-    md.Format = CU_AD_FORMAT_FLOAT;
-    md.NumChannels = 1;
-    CUresult mr = mipmapped(&mm, &md, 2);
-    EXPECT(mr == CUDA_ERROR_NOT_SUPPORTED || (!getenv("VCUDA_SOCKET") && mr == CUDA_SUCCESS));
-    if (mr == CUDA_SUCCESS) CU(mipmapped_destroy(mm));
+    auto coredump = sym<decltype(&cuCoredumpGetAttributeGlobal)>("cuCoredumpGetAttributeGlobal");
+    int on = 0;
+    size_t on_size = sizeof on;
+    CUresult dr = coredump(CU_COREDUMP_ENABLE_ON_EXCEPTION, &on, &on_size);
+    EXPECT(dr == CUDA_ERROR_NOT_SUPPORTED || (!getenv("VCUDA_SOCKET") && dr == CUDA_SUCCESS));
 
     // Address ranges and pointer attributes of driver allocations.
     auto cuMemGetAddressRange_ = sym<decltype(&cuMemGetAddressRange)>("cuMemGetAddressRange");

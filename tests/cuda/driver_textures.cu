@@ -3,11 +3,18 @@
 // the runtime's kernels with driver calls does: cuArray3DCreate, cuMemcpy2D and cuMemcpy3D
 // with CU_MEMORYTYPE_ARRAY, cuMemcpyHtoA/AtoH, cuArray3DGetDescriptor, cuTexObjectCreate
 // (normalized floats from 8-bit texels without CU_TRSF_READ_AS_INTEGER), cuSurfObjectCreate,
-// and a kernel launched with cuLaunchKernel that reads the one and writes the other.
+// and a kernel launched with cuLaunchKernel that reads the one and writes the other; a
+// mipmapped array (cuMipmappedArrayCreate, cuMipmappedArrayGetLevel) filled level by level
+// and sampled with tex2DLod through a CU_RESOURCE_TYPE_MIPMAPPED_ARRAY texture.
 #include <cuda.h>
 #include <dlfcn.h>
 #include "common.h"
 #include "cu_check.h"
+
+__global__ void lod(cudaTextureObject_t t, float *out) {
+    int k = threadIdx.x;
+    out[k] = tex2DLod<float>(t, 0.1f, 0.1f, (float)k);
+}
 
 __global__ void scale(cudaTextureObject_t t, cudaSurfaceObject_t s, int w, int h) {
     int x = threadIdx.x, y = blockIdx.x;
@@ -49,6 +56,9 @@ int main() {
     SYM(cuSurfObjectDestroy, "cuSurfObjectDestroy");
     SYM(cuLaunchKernel, "cuLaunchKernel");
     SYM(cuCtxSynchronize, "cuCtxSynchronize");
+    SYM(cuMipmappedArrayCreate, "cuMipmappedArrayCreate");
+    SYM(cuMipmappedArrayGetLevel, "cuMipmappedArrayGetLevel");
+    SYM(cuMipmappedArrayDestroy, "cuMipmappedArrayDestroy");
 
     const int W = 12, H = 5;
     static unsigned char rgba[H][W][4];
@@ -155,5 +165,55 @@ int main() {
     CU(cuArrayDestroy_(dst));
     // Twice: vcuda refuses; NVIDIA's driver crashes (undefined behaviour), so only under vcuda.
     if (getenv("VCUDA_SOCKET")) EXPECT(cuArrayDestroy_(dst) != CUDA_SUCCESS);
+
+    // A mipmapped 8 x 8 float array of 4 levels; every texel of level k holds k + 1.
+    CUDA_ARRAY3D_DESCRIPTOR md = {};
+    md.Width = 8;
+    md.Height = 8;
+    md.Format = CU_AD_FORMAT_FLOAT;
+    md.NumChannels = 1;
+    CUmipmappedArray mm;
+    CU(cuMipmappedArrayCreate_(&mm, &md, 4));
+    for (unsigned k = 0; k < 4; k++) {
+        CUarray level;
+        CU(cuMipmappedArrayGetLevel_(&level, mm, k));
+        CUDA_ARRAY3D_DESCRIPTOR ld = {};
+        CU(cuArray3DGetDescriptor_(&ld, level));
+        EXPECT(ld.Width == (8u >> k) && ld.Height == (8u >> k) && ld.Format == CU_AD_FORMAT_FLOAT);
+        float texels[64];
+        for (float &v : texels) v = (float)(k + 1);
+        CUDA_MEMCPY2D lc = {};
+        lc.srcMemoryType = CU_MEMORYTYPE_HOST;
+        lc.srcHost = texels;
+        lc.srcPitch = (8 >> k) * sizeof(float);
+        lc.dstMemoryType = CU_MEMORYTYPE_ARRAY;
+        lc.dstArray = level;
+        lc.WidthInBytes = (8 >> k) * sizeof(float);
+        lc.Height = 8 >> k;
+        CU(cuMemcpy2D_(&lc));
+    }
+    CUDA_RESOURCE_DESC mr = {};
+    mr.resType = CU_RESOURCE_TYPE_MIPMAPPED_ARRAY;
+    mr.res.mipmap.hMipmappedArray = mm;
+    CUDA_TEXTURE_DESC mt = {};
+    mt.addressMode[0] = mt.addressMode[1] = CU_TR_ADDRESS_MODE_CLAMP;
+    mt.filterMode = CU_TR_FILTER_MODE_POINT;
+    mt.mipmapFilterMode = CU_TR_FILTER_MODE_POINT;
+    mt.maxMipmapLevelClamp = 3;
+    mt.flags = CU_TRSF_NORMALIZED_COORDINATES;
+    CUtexObject mtex;
+    CU(cuTexObjectCreate_(&mtex, &mr, &mt, nullptr));
+    float *dl;
+    CHECK(cudaMalloc(&dl, 4 * sizeof(float)));
+    void *largs[] = {&mtex, &dl};
+    CUfunction lf;
+    CHECK(cudaGetFuncBySymbol(&lf, (const void *)lod));
+    CU(cuLaunchKernel_(lf, 1, 1, 1, 4, 1, 1, 0, nullptr, largs, nullptr));
+    float levels[4];
+    CHECK(cudaMemcpy(levels, dl, sizeof levels, cudaMemcpyDeviceToHost));
+    for (int k = 0; k < 4; k++) EXPECT(levels[k] == k + 1);
+    CU(cuTexObjectDestroy_(mtex));
+    CU(cuMipmappedArrayDestroy_(mm));
+    CHECK(cudaFree(dl));
     return finish();
 }

@@ -63,6 +63,7 @@ programs!(
     memcpy_batch,
     memory3d,
     matmul,
+    mipmap,
     mbarrier,
     mempool,
     mempool_ipc,

@@ -9,15 +9,19 @@
 //! through a temporary device buffer (the host copy as the linear copies do it, then one
 //! `MemcpyArray`), so its async variants wait for the copy. Array copies are not captured
 //! into graphs: on a capturing stream they fail with `cudaErrorStreamCaptureUnsupported`.
-//! Layered, cube-map, sparse and mipmapped arrays are not supported.
+//! Mipmapped arrays (`cudaMallocMipmappedArray`) live in the backend too; the array
+//! handle of a level (`cudaGetMipmappedArrayLevel`) serves copies, surfaces and textures as
+//! any array does, and goes with its mipmapped array. Sparse and deferred-mapping arrays
+//! are not supported.
 
 use std::collections::HashMap;
 use std::ffi::{c_int, c_uint, c_void};
 use std::sync::{LazyLock, Mutex};
 
 use vcuda_protocol::{
-    ARRAY_COPY_ASYNC, ARRAY_COPY_TO_ARRAY, ArrayCreateReq, ChannelFormat, HandleReq, HandleResp,
-    MemcpyArrayReq, STREAM_LEGACY, ops, status,
+    ARRAY_COPY_ASYNC, ARRAY_COPY_TO_ARRAY, ARRAY_CUBEMAP, ARRAY_LAYERED, ArrayCreateReq,
+    ChannelFormat, HandleReq, HandleResp, MemcpyArrayReq, MipmappedArrayCreateReq,
+    MipmappedArrayLevelReq, STREAM_LEGACY, ops, status,
 };
 
 use super::graph_node::cudaExtent;
@@ -116,6 +120,114 @@ pub(crate) fn create(desc: cudaChannelFormatDesc, extent: [u64; 3], flags: u32) 
         },
     );
     Ok(r.handle)
+}
+
+/// `cudaMipmappedArray_t`: the backend's mipmapped array handle.
+pub type cudaMipmappedArray_t = *mut c_void;
+
+/// What the library keeps of a mipmapped array.
+#[derive(Clone, Debug)]
+struct Mipmapped {
+    /// Level 0.
+    level0: ArrayInfo,
+    /// The level handles given out, by level.
+    levels: HashMap<u32, u64>,
+}
+
+static MIPMAPPED: LazyLock<Mutex<HashMap<u64, Mipmapped>>> = LazyLock::new(Mutex::default);
+
+fn mipmapped() -> std::sync::MutexGuard<'static, HashMap<u64, Mipmapped>> {
+    MIPMAPPED.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Level 0 of mipmapped array `m`.
+pub(crate) fn mipmapped_info(m: u64) -> Result<ArrayInfo> {
+    mipmapped()
+        .get(&m)
+        .map(|m| m.level0)
+        .ok_or(Error::INVALID_HANDLE)
+}
+
+/// Creates a mipmapped array of (at most) `levels` levels whose level 0 is `extent`;
+/// returns its handle.
+pub(crate) fn mipmapped_create(
+    desc: cudaChannelFormatDesc,
+    extent: [u64; 3],
+    levels: u32,
+    flags: u32,
+) -> Result<u64> {
+    let c = client::client()?;
+    c.check_sticky()?;
+    super::capture::check_unsafe()?;
+    let device = c.check_device(state::device())?;
+    let r: HandleResp = c.call::<ops::MipmappedArrayCreate>(&MipmappedArrayCreateReq {
+        array: ArrayCreateReq {
+            device,
+            flags,
+            format: desc.to_wire()?,
+            width: extent[0],
+            height: extent[1],
+            depth: extent[2],
+        },
+        levels,
+        reserved: 0,
+    })?;
+    let level0 = ArrayInfo {
+        desc,
+        extent,
+        flags,
+    };
+    mipmapped().insert(
+        r.handle,
+        Mipmapped {
+            level0,
+            levels: HashMap::new(),
+        },
+    );
+    Ok(r.handle)
+}
+
+/// The array handle of level `level` of mipmapped array `m`.
+pub(crate) fn mipmapped_level(m: u64, level: u32) -> Result<u64> {
+    let c = client::client()?;
+    let level0 = mipmapped_info(m)?;
+    let r: HandleResp = c.call::<ops::MipmappedArrayGetLevel>(&MipmappedArrayLevelReq {
+        handle: m,
+        level,
+        reserved: 0,
+    })?;
+    // Halved `level` times, at least 1; absent dimensions stay 0, layers and faces stay.
+    let half = |n: u64| n.checked_shr(level).unwrap_or(0).max(1);
+    let keep = level0.flags & (ARRAY_LAYERED | ARRAY_CUBEMAP) != 0;
+    let [w, h, d] = level0.extent;
+    let extent = [
+        half(w),
+        if h == 0 { 0 } else { half(h) },
+        if d == 0 || keep { d } else { half(d) },
+    ];
+    arrays().insert(r.handle, ArrayInfo { extent, ..level0 });
+    if let Some(mm) = mipmapped().get_mut(&m) {
+        mm.levels.insert(level, r.handle);
+    }
+    Ok(r.handle)
+}
+
+/// Destroys a mipmapped array and its levels (null: nothing).
+pub(crate) fn mipmapped_destroy(m: u64) -> Result<()> {
+    if m == 0 {
+        return Ok(());
+    }
+    let c = client::client()?;
+    super::capture::check_unsafe()?;
+    mipmapped_info(m)?;
+    c.call::<ops::MipmappedArrayDestroy>(&HandleReq { handle: m })?;
+    if let Some(mm) = mipmapped().remove(&m) {
+        let mut a = arrays();
+        for h in mm.levels.values() {
+            a.remove(h);
+        }
+    }
+    Ok(())
 }
 
 /// Destroys an array (null: nothing).
@@ -629,6 +741,39 @@ entry! {
 
     fn cudaFreeArray(a: cudaArray_t) {
         destroy(a as u64)
+    }
+
+    fn cudaMallocMipmappedArray(out: *mut cudaMipmappedArray_t, desc: *const cudaChannelFormatDesc, e: cudaExtent, levels: c_uint, flags: c_uint) {
+        if out.is_null() {
+            return Err(Error::INVALID_VALUE);
+        }
+        let extent = [e.width as u64, e.height as u64, e.depth as u64];
+        let h = mipmapped_create(read_desc(desc)?, extent, levels, flags)?;
+        // SAFETY: checked non-null; the caller's output pointer.
+        unsafe { write_out(out, h as cudaMipmappedArray_t) }
+    }
+
+    fn cudaGetMipmappedArrayLevel(out: *mut cudaArray_t, m: cudaMipmappedArray_t, level: c_uint) {
+        if out.is_null() {
+            return Err(Error::INVALID_VALUE);
+        }
+        let h = mipmapped_level(m as u64, level)?;
+        out_array(out, h)
+    }
+
+    fn cudaFreeMipmappedArray(m: cudaMipmappedArray_t) {
+        mipmapped_destroy(m as u64)
+    }
+
+    fn cudaMipmappedArrayGetMemoryRequirements(req: *mut c_void, m: cudaMipmappedArray_t, device: c_int) {
+        let c = client::client()?;
+        if req.is_null() {
+            return Err(Error::INVALID_VALUE);
+        }
+        mipmapped_info(m as u64)?;
+        c.check_device(device)?;
+        // As for arrays: only deferred-mapping ones have requirements, and vcuda makes none.
+        Err(Error::INVALID_VALUE)
     }
 
     fn cudaArrayGetInfo(desc: *mut cudaChannelFormatDesc, extent: *mut cudaExtent, flags: *mut c_uint, a: cudaArray_t) {

@@ -3,19 +3,20 @@
 //! destruction and descriptor queries.
 //!
 //! The backend creates the object and answers the handle kernels take (on a GPU, the
-//! driver's own `CUtexObject`). Textures view an array, linear memory or pitched 2-D memory;
-//! surfaces view an array created with `cudaArraySurfaceLoadStore`. Mipmapped arrays,
-//! resource views, anisotropy and mipmap settings are not supported: a descriptor that asks
-//! for them fails with `cudaErrorNotSupported`.
+//! driver's own `CUtexObject`). Textures view an array, a mipmapped array (with the
+//! descriptor's mipmap filter mode, level bias and level clamps), linear memory or pitched
+//! 2-D memory; surfaces view an array created with `cudaArraySurfaceLoadStore`. Resource
+//! views and anisotropic filtering are not supported: a descriptor that asks for them fails
+//! with `cudaErrorNotSupported`.
 
 use std::collections::HashMap;
 use std::ffi::{c_int, c_uint, c_void};
 use std::sync::{LazyLock, Mutex};
 
 use vcuda_protocol::{
-    ChannelFormat, HandleResp, RESOURCE_ARRAY, RESOURCE_LINEAR, RESOURCE_PITCH2D,
-    TEX_FILTER_LINEAR, TEX_NORMALIZED_COORDS, TEX_READ_NORMALIZED_FLOAT, TEX_SRGB, TEX_SURFACE,
-    TexObjectCreateReq, TexObjectDestroyReq, ops,
+    ChannelFormat, HandleResp, RESOURCE_ARRAY, RESOURCE_LINEAR, RESOURCE_MIPMAPPED_ARRAY,
+    RESOURCE_PITCH2D, TEX_FILTER_LINEAR, TEX_MIPMAP_LINEAR, TEX_NORMALIZED_COORDS,
+    TEX_READ_NORMALIZED_FLOAT, TEX_SRGB, TEX_SURFACE, TexObjectCreateReq, TexObjectDestroyReq, ops,
 };
 
 use super::array::{cudaArray_t, cudaChannelFormatDesc};
@@ -26,7 +27,7 @@ use crate::state;
 
 /// `cudaResourceType` values.
 pub(crate) const RES_ARRAY: c_int = 0;
-const RES_MIPMAPPED_ARRAY: c_int = 1;
+pub(crate) const RES_MIPMAPPED_ARRAY: c_int = 1;
 pub(crate) const RES_LINEAR: c_int = 2;
 pub(crate) const RES_PITCH2D: c_int = 3;
 
@@ -36,7 +37,7 @@ pub(crate) const RES_PITCH2D: c_int = 3;
 #[derive(Clone, Copy)]
 pub struct cudaResourceDesc {
     pub(crate) res_type: c_int,
-    /// `array.array` / `linear.devPtr` / `pitch2D.devPtr`.
+    /// `array.array` / `mipmap.mipmap` / `linear.devPtr` / `pitch2D.devPtr`.
     pub(crate) ptr: *mut c_void,
     pub(crate) desc: cudaChannelFormatDesc,
     /// `linear.sizeInBytes` / `pitch2D.width`.
@@ -106,7 +107,11 @@ fn resource(r: &cudaResourceDesc, req: &mut TexObjectCreateReq) -> Result<()> {
             req.height = r.height as u64;
             req.pitch = r.pitch as u64;
         }
-        RES_MIPMAPPED_ARRAY => return Err(Error::NOT_SUPPORTED),
+        RES_MIPMAPPED_ARRAY => {
+            super::array::mipmapped_info(r.ptr as u64)?;
+            req.resource = RESOURCE_MIPMAPPED_ARRAY;
+            req.array = r.ptr as u64;
+        }
         _ => return Err(Error::INVALID_VALUE),
     }
     Ok(())
@@ -114,12 +119,7 @@ fn resource(r: &cudaResourceDesc, req: &mut TexObjectCreateReq) -> Result<()> {
 
 /// The sampler part of a request.
 fn sampler(t: &cudaTextureDesc, req: &mut TexObjectCreateReq) -> Result<()> {
-    if t.max_anisotropy > 1
-        || t.mipmap_filter_mode != 0
-        || t.mipmap_level_bias != 0.0
-        || t.min_mipmap_level_clamp != 0.0
-        || t.max_mipmap_level_clamp != 0.0
-    {
+    if t.max_anisotropy > 1 {
         return Err(Error::NOT_SUPPORTED);
     }
     for (d, &m) in req.address.iter_mut().zip(&t.address_mode) {
@@ -130,6 +130,14 @@ fn sampler(t: &cudaTextureDesc, req: &mut TexObjectCreateReq) -> Result<()> {
         1 => TEX_FILTER_LINEAR,
         _ => return Err(Error::INVALID_VALUE),
     };
+    req.flags |= match t.mipmap_filter_mode {
+        0 => 0,
+        1 => TEX_MIPMAP_LINEAR,
+        _ => return Err(Error::INVALID_VALUE),
+    };
+    req.mip_bias = t.mipmap_level_bias;
+    req.mip_min_clamp = t.min_mipmap_level_clamp;
+    req.mip_max_clamp = t.max_mipmap_level_clamp;
     req.flags |= match t.read_mode {
         0 => 0,
         1 => TEX_READ_NORMALIZED_FLOAT,

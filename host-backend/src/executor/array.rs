@@ -8,11 +8,11 @@ use vcuda_protocol::status;
 use vcuda_protocol::{
     ARRAY_COPY_ASYNC, ARRAY_COPY_TO_ARRAY, ARRAY_CUBEMAP, ARRAY_LAYERED, ARRAY_SURFACE_LOAD_STORE,
     ARRAY_TEXTURE_GATHER, ArrayCreateReq, CHANNEL_FLOAT, CHANNEL_SIGNED, CHANNEL_UNSIGNED,
-    ChannelFormat, MemcpyArrayReq, RESOURCE_ARRAY, RESOURCE_LINEAR, RESOURCE_PITCH2D,
-    TEX_FILTER_LINEAR, TEX_NORMALIZED_COORDS, TEX_READ_NORMALIZED_FLOAT, TEX_SRGB, TEX_SURFACE,
-    TexObjectCreateReq,
+    ChannelFormat, MemcpyArrayReq, MipmappedArrayCreateReq, RESOURCE_ARRAY, RESOURCE_LINEAR,
+    RESOURCE_MIPMAPPED_ARRAY, RESOURCE_PITCH2D, TEX_FILTER_LINEAR, TEX_MIPMAP_LINEAR,
+    TEX_NORMALIZED_COORDS, TEX_READ_NORMALIZED_FLOAT, TEX_SRGB, TEX_SURFACE, TexObjectCreateReq,
 };
-use vcuda_ptx::{AddressMode, ChannelKind, FilterMode};
+use vcuda_ptx::{AddressMode, ChannelKind, FilterMode, Mipmap, level_extent, level_offset};
 
 use super::{ExecResult, Status};
 
@@ -33,6 +33,11 @@ pub const MAX_LAYERS: u64 = 2048;
 pub const MAX_2D_LAYERED: u64 = 32_768;
 /// Widest cube-map face (`cudaDevAttrMaxTextureCubemapWidth` on sm_90).
 pub const MAX_CUBEMAP: u64 = 32_768;
+/// Widest 1-D mipmapped array (`cudaDevAttrMaxTexture1DMipmappedWidth` on sm_90).
+pub const MAX_1D_MIPMAPPED: u64 = 32_768;
+/// Largest 2-D mipmapped array edge (`cudaDevAttrMaxTexture2DMipmappedWidth`/`Height` on
+/// sm_90).
+pub const MAX_2D_MIPMAPPED: u64 = 32_768;
 /// Largest array that `tex2Dgather` may read (`cudaDevAttrMaxTexture2DGather*`).
 pub const MAX_GATHER: u64 = 32_768;
 /// Alignment of a texture's base address (`cudaDevAttrTextureAlignment`).
@@ -173,6 +178,11 @@ impl ArrayShape {
         })
     }
 
+    /// Whether the depth counts layers or cube faces (which mipmap levels do not halve).
+    pub fn keeps_depth(&self) -> bool {
+        self.flags & (ARRAY_LAYERED | ARRAY_CUBEMAP) != 0
+    }
+
     /// Bytes of one row.
     pub fn row_bytes(&self) -> u64 {
         self.width * self.format.texel_bytes()
@@ -217,6 +227,73 @@ impl ArrayShape {
     }
 }
 
+/// A checked mipmapped array shape: level 0 and the number of levels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MipShape {
+    /// Level 0.
+    pub base: ArrayShape,
+    /// Levels (at least 1; level `levels - 1` is at least one texel wide).
+    pub levels: u32,
+}
+
+impl MipShape {
+    /// Checks a `MipmappedArrayCreate` request: level 0 as an array (without texture
+    /// gather, and within the mipmapped limits for one and two dimensions), and the levels
+    /// clamped to `[1, 1 + floor(log2(largest halved extent))]` as `cudaMallocMipmappedArray`
+    /// clamps them.
+    pub fn check(r: &MipmappedArrayCreateReq) -> ExecResult<MipShape> {
+        if r.reserved != 0 || r.array.flags & ARRAY_TEXTURE_GATHER != 0 {
+            return Err(Status::INVALID_VALUE);
+        }
+        let base = ArrayShape::check(&r.array)?;
+        let keep = base.keeps_depth();
+        let too_big = match (base.dims, keep) {
+            (1, _) => base.width > MAX_1D_MIPMAPPED,
+            (2, false) => base.width > MAX_2D_MIPMAPPED || base.height > MAX_2D_MIPMAPPED,
+            _ => false,
+        };
+        if too_big {
+            return Err(Status::INVALID_VALUE);
+        }
+        let largest = base
+            .width
+            .max(base.height)
+            .max(if keep { 1 } else { base.depth });
+        let most = 64 - largest.leading_zeros();
+        Ok(MipShape {
+            base,
+            levels: r.levels.clamp(1, most),
+        })
+    }
+
+    fn extent(&self) -> [u64; 3] {
+        [self.base.width, self.base.height, self.base.depth]
+    }
+
+    /// Level `k`'s shape.
+    pub fn level(&self, k: u32) -> ArrayShape {
+        let [width, height, depth] = level_extent(self.extent(), self.base.keeps_depth(), k);
+        ArrayShape {
+            width,
+            height,
+            depth,
+            ..self.base
+        }
+    }
+
+    /// Bytes from level 0 to level `k` (levels packed one after another, as the PTX
+    /// engines read them).
+    pub fn offset(&self, k: u32) -> u64 {
+        let texel = self.base.format.texel_bytes();
+        level_offset(self.extent(), self.base.keeps_depth(), texel, k)
+    }
+
+    /// Bytes of all levels.
+    pub fn bytes(&self) -> u64 {
+        self.offset(self.levels)
+    }
+}
+
 /// The checked settings of a texture or surface object.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Sampler {
@@ -234,6 +311,8 @@ pub struct Sampler {
     pub srgb: bool,
     /// Border color.
     pub border: [f32; 4],
+    /// The mipmap settings (levels 1 here: the resource's level count goes in later).
+    pub mip: Mipmap,
 }
 
 impl Sampler {
@@ -243,15 +322,16 @@ impl Sampler {
             | TEX_NORMALIZED_COORDS
             | TEX_READ_NORMALIZED_FLOAT
             | TEX_SRGB
-            | TEX_FILTER_LINEAR;
-        if r.flags & !known != 0 || r.reserved != [0; 2] {
+            | TEX_FILTER_LINEAR
+            | TEX_MIPMAP_LINEAR;
+        if r.flags & !known != 0 || r.reserved != 0 {
             return Err(Status::INVALID_VALUE);
         }
-        if !matches!(
-            r.resource,
-            RESOURCE_ARRAY | RESOURCE_LINEAR | RESOURCE_PITCH2D
-        ) {
-            return Err(Status::INVALID_VALUE);
+        match r.resource {
+            RESOURCE_ARRAY | RESOURCE_LINEAR | RESOURCE_PITCH2D => {}
+            // Surfaces view arrays (a level of a mipmapped array is one).
+            RESOURCE_MIPMAPPED_ARRAY if r.flags & TEX_SURFACE == 0 => {}
+            _ => return Err(Status::INVALID_VALUE),
         }
         let mut address = [AddressMode::Wrap; 3];
         for (a, &m) in address.iter_mut().zip(&r.address) {
@@ -275,6 +355,17 @@ impl Sampler {
             normalized_coords: r.flags & TEX_NORMALIZED_COORDS != 0,
             srgb: r.flags & TEX_SRGB != 0,
             border: r.border,
+            mip: Mipmap {
+                levels: 1,
+                filter: if r.flags & TEX_MIPMAP_LINEAR != 0 {
+                    FilterMode::Linear
+                } else {
+                    FilterMode::Point
+                },
+                bias: r.mip_bias,
+                min_clamp: r.mip_min_clamp,
+                max_clamp: r.mip_max_clamp,
+            },
         })
     }
 }

@@ -16,8 +16,8 @@ use std::sync::Arc;
 use vcuda_protocol::status::{self, CudaStatus};
 use vcuda_protocol::{
     ArrayCreateReq, BlasCallReq, DeviceInfo, EventElapsedResp, ExecutorKind, FuncAttrs, LaunchReq,
-    MemcpyArrayReq, MemcpyDtoDReq, MemcpyDtoHReq, MemcpyHtoDReq, MemsetReq, ParamInfo,
-    RandGenerateReq, RandSetReq, TexObjectCreateReq, lib,
+    MemcpyArrayReq, MemcpyDtoDReq, MemcpyDtoHReq, MemcpyHtoDReq, MemsetReq,
+    MipmappedArrayCreateReq, ParamInfo, RandGenerateReq, RandSetReq, TexObjectCreateReq, lib,
 };
 
 pub use vcuda_protocol::graph::Node as GraphNode;
@@ -209,6 +209,23 @@ pub trait Executor: Send {
     /// Copies a box between an array and linear device memory.
     fn memcpy_array(&mut self, req: &MemcpyArrayReq) -> ExecResult<()> {
         let _ = req;
+        Err(Status::INVALID_VALUE)
+    }
+    /// Creates a CUDA mipmapped array; returns its handle.
+    fn mipmapped_array_create(&mut self, req: &MipmappedArrayCreateReq) -> ExecResult<u64> {
+        let _ = req;
+        Err(Status::NOT_SUPPORTED)
+    }
+    /// Destroys a mipmapped array and its levels (after the work that uses it, as
+    /// `cudaFreeMipmappedArray` does).
+    fn mipmapped_array_destroy(&mut self, handle: u64) -> ExecResult<()> {
+        let _ = handle;
+        Err(Status::INVALID_VALUE)
+    }
+    /// The array handle of level `level` of a mipmapped array (the same handle each time;
+    /// it dies with the mipmapped array).
+    fn mipmapped_array_level(&mut self, handle: u64, level: u32) -> ExecResult<u64> {
+        let _ = (handle, level);
         Err(Status::INVALID_VALUE)
     }
     /// Creates a texture or surface object; returns the handle kernels take.

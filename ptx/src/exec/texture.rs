@@ -11,9 +11,9 @@ use super::{
 };
 use crate::{
     error::KernelError,
-    ir::{SurfMode, SurfOp, TexOp, TexQuery},
+    ir::{SurfMode, SurfOp, TexLod, TexOp, TexQuery},
     memory::GlobalMem,
-    sampler::{Coords, SurfFault, Unmapped},
+    sampler::{Coords, Lod, SurfFault, Unmapped},
     texture::TexObject,
 };
 
@@ -90,14 +90,16 @@ pub(crate) fn surf_access(
     Ok(out)
 }
 
-/// One lane's `tex`/`tld4` on object `t`: `coords` and `layer` are the lane's register
-/// values of the instruction's coordinate and layer operands. Both engines fetch through
-/// this (the compiler through `jit::rt::h_tex`).
+/// One lane's `tex`/`tld4` on object `t`: `coords`, `layer` and `lod` are the lane's
+/// register values of the instruction's coordinate, layer and level-of-detail operands (in
+/// [`TexLod::operands`]' order). Both engines fetch through this (the compiler through
+/// `jit::rt::h_tex`).
 pub(crate) fn fetch<F>(
     t: &TexObject,
     op: &TexOp,
     coords: [u64; 3],
     layer: u64,
+    lod: [u64; 7],
     load: &mut F,
 ) -> Result<[u32; 4], Unmapped>
 where
@@ -110,11 +112,21 @@ where
         Coords::Float(c.map(f32::from_bits))
     };
     let layer = layer as u32;
-    match coords {
+    let mut one = |t: &TexObject, coords: Coords| match coords {
         Coords::Float(xyz) if op.cube => t.sample_cube(xyz, layer, load),
         _ if op.layer.is_some() => t.sample_layer(op.dims as usize, coords, layer, op.gather, load),
         _ => t.sample(op.dims as usize, coords, op.gather, load),
+    };
+    if t.mip.levels <= 1 {
+        return one(t, coords);
     }
+    let f = |k: usize| f32::from_bits(lod[k] as u32);
+    let lod = match op.lod {
+        TexLod::Base => Lod::Base,
+        TexLod::Level(_) => Lod::Level(f(0)),
+        TexLod::Grad(..) => Lod::Grad([f(1), f(2), f(3)], [f(4), f(5), f(6)]),
+    };
+    t.sample_mipmapped(op.dims as usize, coords, lod, one)
 }
 
 impl<'a> Ctx<'a> {
@@ -167,10 +179,15 @@ impl<'a> Ctx<'a> {
             };
             let c = op.coords.map(|s| self.val(w, &s, lane));
             let layer = op.layer.map_or(0, |l| self.val(w, &l, lane));
+            let lod = if t.mip.levels > 1 {
+                op.lod.operands().map(|s| self.val(w, &s, lane))
+            } else {
+                [0; 7]
+            };
             let gmem = &mut self.gmem;
             let mut load =
                 |a: u64, s: u32| gmem.load(a, s).map_err(|_| Unmapped { addr: a, size: s });
-            let r = fetch(&t, op, c, layer, &mut load).map_err(|u| {
+            let r = fetch(&t, op, c, layer, lod, &mut load).map_err(|u| {
                 self.fault(
                     Fault::Illegal {
                         addr: u.addr,

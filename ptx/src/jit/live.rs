@@ -133,6 +133,7 @@ pub(super) fn uses_defs(i: &Inst) -> (Vec<u32>, Vec<u32>) {
             if let Some(l) = &t.layer {
                 use_src(&mut u, l);
             }
+            t.lod.operands().iter().for_each(|s| use_src(&mut u, s));
             dl.extend(t.d.iter().copied());
             dl.push(t.p);
         }

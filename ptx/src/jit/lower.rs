@@ -68,6 +68,7 @@ pub(super) fn check(code: &[Inst], nregs: u32, nsyms: usize) -> Result<(), Rejec
                 reg_ok(&t.handle)
                     && t.coords.iter().all(reg_ok)
                     && t.layer.as_ref().is_none_or(reg_ok)
+                    && t.lod.operands().iter().all(reg_ok)
             }
             Op::Intrinsic { args, .. } => {
                 args.len() <= 8
@@ -1577,13 +1578,14 @@ impl<'a, 'b> Lower<'a, 'b> {
                 }
             }
             Op::Tex(t) => {
-                let srcs = [
+                let mut srcs = vec![
                     t.handle,
                     t.coords[0],
                     t.coords[1],
                     t.coords[2],
                     t.layer.unwrap_or(Src::Imm(0)),
                 ];
+                srcs.extend(t.lod.operands());
                 let f = rt::h_tex as *const () as usize as i64;
                 let r = self.helper_call(inst, &srcs, f)?;
                 for (d, v) in t.d.iter().zip(r) {

@@ -466,12 +466,12 @@ pub(crate) extern "C" fn h_tex(
     out: *mut u64,
 ) -> u32 {
     // SAFETY: as in `h_ptr`; `inst` points into the compiled kernel's instructions, `args`
-    // at a stack slot of 5 values and `out` at one of 4.
+    // at a stack slot of 12 values and `out` at one of 4.
     let (tc, inst, av, out) = unsafe {
         (
             &mut *tc,
             &*inst,
-            std::slice::from_raw_parts(args, 5),
+            std::slice::from_raw_parts(args, 12),
             std::slice::from_raw_parts_mut(out, 4),
         )
     };
@@ -498,7 +498,9 @@ pub(crate) extern "C" fn h_tex(
         gmem.load(a, s)
             .map_err(|_| crate::sampler::Unmapped { addr: a, size: s })
     };
-    match crate::exec::tex_fetch(&t, op, [av[1], av[2], av[3]], av[4], &mut load) {
+    let mut lod = [0u64; 7];
+    lod.copy_from_slice(&av[5..12]);
+    match crate::exec::tex_fetch(&t, op, [av[1], av[2], av[3]], av[4], lod, &mut load) {
         Ok(r) => {
             for (o, v) in out.iter_mut().zip(r) {
                 *o = v as u64;

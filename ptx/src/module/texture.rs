@@ -3,8 +3,9 @@
 //! and `suq`, in the forms nvcc emits for CUDA's texture and surface object intrinsics (the
 //! handle in a `.u64` register), including the layered (`a1d`, `a2d`) and cube (`cube`,
 //! `acube`) texture geometries and the layered surface geometries (`a1d`, `a2d`, which CUDA's
-//! layered and cube-map surface intrinsics use). `tex.level`, `tex.grad` and `tex.base`
-//! sample the one level every texture object has (mipmapped arrays are not supported).
+//! layered and cube-map surface intrinsics use). `tex.level` and `tex.grad` give the level
+//! of detail of a fetch from a mipmapped texture (`tex` and `tex.base`: level of detail 0),
+//! and `txq.num_mipmap_levels` counts its levels.
 //! Multisample geometries, explicit samplers, offsets, depth compare, `.f16x2` results and
 //! formatted `sust.p` decode as unsupported instructions (they fail the launch when
 //! executed).
@@ -127,9 +128,9 @@ impl<'a> Lower<'a> {
     }
 
     /// `tex{.base,.level,.grad}.geom.v4.dtype.ctype d{|p}, [a, c]{, lod | , dPdx, dPdy}` and
-    /// `tld4.comp.2d.v4.dtype.f32 d{|p}, [a, c]`. Every texture object here has one level
-    /// (mipmapped arrays are not supported), and a GPU samples a one-level texture's level
-    /// whatever the level of detail: the `lod` and gradient operands are not read.
+    /// `tld4.comp.2d.v4.dtype.f32 d{|p}, [a, c]`. The gradients are vectors of one element
+    /// per coordinate (a 4-vector for three, its last element ignored), as nvcc emits them
+    /// for `tex1DGrad` .. `texCubemapGrad`.
     pub(super) fn tex(
         &mut self,
         st: &mut FnState<'a>,
@@ -185,6 +186,14 @@ impl<'a> Lower<'a> {
             return unsup("cube texture with integer coordinates");
         }
         let (handle, coords, layer) = self.tex_operands(st, &args[1], dims, layered, *cty)?;
+        let lod = match lod_operands {
+            0 => TexLod::Base,
+            1 => TexLod::Level(self.src(st, &args[2], Ty::F32)?),
+            _ => TexLod::Grad(
+                self.gradient(st, &args[2], dims)?,
+                self.gradient(st, &args[3], dims)?,
+            ),
+        };
         Ok(Op::Tex(Box::new(TexOp {
             dims,
             int_coords,
@@ -195,7 +204,26 @@ impl<'a> Lower<'a> {
             coords,
             layer,
             cube,
+            lod,
         })))
+    }
+
+    /// A `tex.grad` gradient: `dims` `.f32` elements, as a vector (padded to four for three
+    /// dimensions) or, for one, a scalar.
+    fn gradient(&mut self, st: &mut FnState<'a>, o: &Operand<'a>, dims: u8) -> DResult<[Src; 3]> {
+        let items: Vec<&Operand<'a>> = match o {
+            Operand::Vec(v) => v.iter().collect(),
+            o => vec![o],
+        };
+        let n = dims as usize;
+        if items.len() != n && !(n == 3 && items.len() == 4) {
+            return unsup("gradient vector length");
+        }
+        let mut g = [Src::Imm(0); 3];
+        for (k, o) in items.iter().take(n).enumerate() {
+            g[k] = self.src(st, o, Ty::F32)?;
+        }
+        Ok(g)
     }
 
     /// `suld.b.geom{.vN}.btype.mode d, [a, c]` and `sust.b.geom{.vN}.btype.mode [a, c], v`.
@@ -287,7 +315,7 @@ impl<'a> Lower<'a> {
         args: &[Operand<'a>],
     ) -> DResult<Op> {
         if has(mods, "level") {
-            return unsup("mipmapped textures");
+            return unsup("query of a mipmap level");
         }
         let what = match mods.first().copied() {
             Some("width") => TexQuery::Width,
@@ -300,6 +328,7 @@ impl<'a> Lower<'a> {
             Some("addr_mode_0") if !surface => TexQuery::AddrMode(0),
             Some("addr_mode_1") if !surface => TexQuery::AddrMode(1),
             Some("addr_mode_2") if !surface => TexQuery::AddrMode(2),
+            Some("num_mipmap_levels") if !surface => TexQuery::MipmapLevels,
             _ => return unsup("query"),
         };
         let [d, a] = args else {

@@ -3,7 +3,8 @@
 //! `cuArray3DCreate`, `cuArrayDestroy`, their descriptors, the array copies
 //! (`cuMemcpyHtoA`, `cuMemcpyAtoH`, `cuMemcpyDtoA`, `cuMemcpyAtoD`, and `cuMemcpy2D`/`3D`
 //! with `CU_MEMORYTYPE_ARRAY`), `cuTexObjectCreate`/`Destroy` and
-//! `cuSurfObjectCreate`/`Destroy`, over the runtime's implementation (`crate::api::array`,
+//! `cuSurfObjectCreate`/`Destroy`, and the mipmapped arrays (`cuMipmappedArrayCreate`,
+//! `GetLevel`, `Destroy`), over the runtime's implementation (`crate::api::array`,
 //! `crate::api::texture`). The descriptor queries of texture objects are not supported.
 
 use std::ffi::{c_int, c_uint, c_void};
@@ -11,9 +12,12 @@ use std::ffi::{c_int, c_uint, c_void};
 use super::context::current;
 use super::memory::CUdeviceptr;
 use super::out;
-use crate::api::array::{self, ArrayBox, Linear, cudaArray_t, cudaChannelFormatDesc};
+use crate::api::array::{
+    self, ArrayBox, Linear, cudaArray_t, cudaChannelFormatDesc, cudaMipmappedArray_t,
+};
 use crate::api::texture::{
-    self, RES_ARRAY, RES_LINEAR, RES_PITCH2D, cudaResourceDesc, cudaTextureDesc,
+    self, RES_ARRAY, RES_LINEAR, RES_MIPMAPPED_ARRAY, RES_PITCH2D, cudaResourceDesc,
+    cudaTextureDesc,
 };
 use crate::client;
 use crate::error::CuError;
@@ -160,7 +164,10 @@ fn array_format(d: &cudaChannelFormatDesc) -> (c_uint, c_uint) {
     (format, channels)
 }
 
-fn create(d: &CUDA_ARRAY3D_DESCRIPTOR) -> Result<u64, CuError> {
+/// The runtime's form of an array descriptor: channels, extent and flags.
+fn runtime_shape(
+    d: &CUDA_ARRAY3D_DESCRIPTOR,
+) -> Result<(cudaChannelFormatDesc, [u64; 3], u32), CuError> {
     current()?;
     let known = ARRAY3D_LAYERED | ARRAY3D_SURFACE_LDST | ARRAY3D_CUBEMAP | ARRAY3D_TEXTURE_GATHER;
     if d.flags & !known != 0 {
@@ -168,13 +175,17 @@ fn create(d: &CUDA_ARRAY3D_DESCRIPTOR) -> Result<u64, CuError> {
     }
     // cudaArrayLayered (1), SurfaceLoadStore (2), Cubemap (4) and TextureGather (8) have
     // the driver's values.
-    let flags = d.flags;
     let desc = channel_desc(d.format, d.num_channels)?;
-    Ok(array::create(
+    Ok((
         desc,
         [d.width as u64, d.height as u64, d.depth as u64],
-        flags,
-    )?)
+        d.flags,
+    ))
+}
+
+fn create(d: &CUDA_ARRAY3D_DESCRIPTOR) -> Result<u64, CuError> {
+    let (desc, extent, flags) = runtime_shape(d)?;
+    Ok(array::create(desc, extent, flags)?)
 }
 
 fn descriptor(a: cudaArray_t) -> Result<CUDA_ARRAY3D_DESCRIPTOR, CuError> {
@@ -535,7 +546,14 @@ fn resource(r: *const CUDA_RESOURCE_DESC) -> Result<cudaResourceDesc, CuError> {
             height: r.height,
             pitch: r.pitch,
         },
-        1 => return Err(CuError::NOT_SUPPORTED),
+        1 => cudaResourceDesc {
+            res_type: RES_MIPMAPPED_ARRAY,
+            ptr: r.handle as *mut c_void,
+            desc: cudaChannelFormatDesc::default(),
+            size_or_width: 0,
+            height: 0,
+            pitch: 0,
+        },
         _ => return Err(CuError::INVALID_VALUE),
     })
 }
@@ -590,6 +608,30 @@ entry_lib! {
         let h = create(d)?;
         // SAFETY: the caller's output pointer.
         unsafe { out(out_a, h as cudaArray_t) }
+    }
+
+    fn cuMipmappedArrayCreate(out_m: *mut cudaMipmappedArray_t, d: *const CUDA_ARRAY3D_DESCRIPTOR, levels: c_uint) -> Result<(), CuError> {
+        // SAFETY: the caller's descriptor, checked for null.
+        let d = unsafe { d.as_ref() }.ok_or(CuError::INVALID_VALUE)?;
+        let (desc, extent, flags) = runtime_shape(d)?;
+        let h = array::mipmapped_create(desc, extent, levels, flags)?;
+        // SAFETY: the caller's output pointer.
+        unsafe { out(out_m, h as cudaMipmappedArray_t) }
+    }
+
+    fn cuMipmappedArrayGetLevel(out_a: *mut cudaArray_t, m: cudaMipmappedArray_t, level: c_uint) -> Result<(), CuError> {
+        current()?;
+        let h = array::mipmapped_level(m as u64, level)?;
+        // SAFETY: the caller's output pointer.
+        unsafe { out(out_a, h as cudaArray_t) }
+    }
+
+    fn cuMipmappedArrayDestroy(m: cudaMipmappedArray_t) -> Result<(), CuError> {
+        current()?;
+        if m.is_null() {
+            return Err(CuError::INVALID_HANDLE);
+        }
+        Ok(array::mipmapped_destroy(m as u64)?)
     }
 
     fn cuArrayDestroy(a: cudaArray_t) -> Result<(), CuError> {

@@ -276,7 +276,9 @@ impl CpuExecutor {
         set(PCI_DOMAIN_ID, 0);
         set(TEXTURE_PITCH_ALIGNMENT, 32);
         {
-            use crate::executor::array::{MAX_1D_WIDTH, MAX_2D, MAX_3D, MAX_LINEAR_TEXELS};
+            use crate::executor::array::{
+                MAX_1D_MIPMAPPED, MAX_1D_WIDTH, MAX_2D, MAX_2D_MIPMAPPED, MAX_3D, MAX_LINEAR_TEXELS,
+            };
             let (w1, (w2, h2), e3) = (
                 MAX_1D_WIDTH as i32,
                 (MAX_2D.0 as i32, MAX_2D.1 as i32),
@@ -314,6 +316,9 @@ impl CpuExecutor {
             set(MAX_TEXTURE2_DLINEAR_HEIGHT, 65_000);
             set(MAX_TEXTURE2_DLINEAR_PITCH, 2_097_120);
             set(MAX_TEXTURE2_DGATHER_WIDTH, 32768);
+            set(MAX_TEXTURE1_DMIPMAPPED_WIDTH, MAX_1D_MIPMAPPED as i32);
+            set(MAX_TEXTURE2_DMIPMAPPED_WIDTH, MAX_2D_MIPMAPPED as i32);
+            set(MAX_TEXTURE2_DMIPMAPPED_HEIGHT, MAX_2D_MIPMAPPED as i32);
             set(MAX_TEXTURE2_DGATHER_HEIGHT, 32768);
         }
         set(COMPUTE_CAPABILITY_MAJOR, COMPUTE_CAPABILITY.0);
@@ -519,6 +524,26 @@ impl Executor for CpuExecutor {
 
     fn array_destroy(&mut self, array: u64) -> ExecResult<()> {
         self.textures.array_destroy(&mut self.heap, array)
+    }
+
+    fn mipmapped_array_create(
+        &mut self,
+        r: &vcuda_protocol::MipmappedArrayCreateReq,
+    ) -> ExecResult<u64> {
+        self.check_device(r.array.device)?;
+        let h = self.new_handle();
+        self.textures.mipmapped_create(&mut self.heap, r, h)?;
+        Ok(h)
+    }
+
+    fn mipmapped_array_destroy(&mut self, handle: u64) -> ExecResult<()> {
+        self.textures.mipmapped_destroy(&mut self.heap, handle)
+    }
+
+    fn mipmapped_array_level(&mut self, handle: u64, level: u32) -> ExecResult<u64> {
+        // (A number spent when the level has its handle already: handles only grow.)
+        let fresh = self.new_handle();
+        self.textures.mipmapped_level(handle, level, fresh)
     }
 
     fn memcpy_array(&mut self, r: &vcuda_protocol::MemcpyArrayReq) -> ExecResult<()> {

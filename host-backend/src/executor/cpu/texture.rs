@@ -5,17 +5,21 @@
 //! `cudaFree` cannot free it), rows packed; copies move boxes between it and linear device
 //! memory. A texture or surface object is a [`TexObject`] the interpreter resolves by handle
 //! when a kernel samples it; objects over linear memory name the guest's allocation directly.
+//! A mipmapped array is one allocation holding its levels packed one after another (where
+//! the PTX engines look for them); a level's array handle, made on first request, views its
+//! part and dies with the mipmapped array.
 
 use std::collections::HashMap;
 
 use vcuda_protocol::{
     ARRAY_COPY_TO_ARRAY, ARRAY_CUBEMAP, ARRAY_LAYERED, ARRAY_SURFACE_LOAD_STORE, ArrayCreateReq,
-    MemcpyArrayReq, RESOURCE_ARRAY, TexObjectCreateReq,
+    MemcpyArrayReq, MipmappedArrayCreateReq, RESOURCE_ARRAY, RESOURCE_MIPMAPPED_ARRAY,
+    TexObjectCreateReq,
 };
-use vcuda_ptx::TexObject;
+use vcuda_ptx::{Mipmap, TexObject};
 
 use super::memory::{AllocKind, DeviceHeap};
-use crate::executor::array::{ArrayShape, Format, Sampler, linear_extent};
+use crate::executor::array::{ArrayShape, Format, MipShape, Sampler, linear_extent};
 use crate::executor::{ExecResult, Status};
 
 /// Most arrays and most texture/surface objects a session holds at once.
@@ -26,12 +30,24 @@ pub const MAX_OBJECTS: usize = 65_536;
 struct Array {
     addr: u64,
     shape: ArrayShape,
+    /// The mipmapped array this is a level of (which owns its memory).
+    level_of: Option<u64>,
+}
+
+/// One mipmapped array.
+#[derive(Debug)]
+struct Mipmapped {
+    addr: u64,
+    shape: MipShape,
+    /// The array handles given out for its levels, by level.
+    levels: HashMap<u32, u64>,
 }
 
 /// A session's arrays and texture/surface objects.
 #[derive(Debug, Default)]
 pub struct Textures {
     arrays: HashMap<u64, Array>,
+    mipmapped: HashMap<u64, Mipmapped>,
     /// Texture and surface objects by the handle kernels use.
     pub objects: HashMap<u64, TexObject>,
 }
@@ -45,19 +61,97 @@ impl Textures {
         handle: u64,
     ) -> ExecResult<()> {
         let shape = ArrayShape::check(r)?;
-        if self.arrays.len() >= MAX_OBJECTS {
+        self.check_room()?;
+        let addr = heap.alloc(shape.bytes(), AllocKind::Array)?;
+        self.arrays.insert(
+            handle,
+            Array {
+                addr,
+                shape,
+                level_of: None,
+            },
+        );
+        Ok(())
+    }
+
+    /// Fails once the session holds [`MAX_OBJECTS`] arrays (levels and mipmapped arrays
+    /// counted).
+    fn check_room(&self) -> ExecResult<()> {
+        if self.arrays.len() + self.mipmapped.len() >= MAX_OBJECTS {
             return Err(Status::MEMORY_ALLOCATION);
         }
-        let addr = heap.alloc(shape.bytes(), AllocKind::Array)?;
-        self.arrays.insert(handle, Array { addr, shape });
         Ok(())
     }
 
     /// Frees an array. Objects that view it stay (as on a GPU, using them afterwards is
-    /// undefined): their texels are unmapped and reading them faults.
+    /// undefined): their texels are unmapped and reading them faults. A level of a
+    /// mipmapped array goes with the mipmapped array only.
     pub fn array_destroy(&mut self, heap: &mut DeviceHeap, handle: u64) -> ExecResult<()> {
+        match self.arrays.get(&handle) {
+            None => return Err(Status::INVALID_HANDLE),
+            Some(a) if a.level_of.is_some() => return Err(Status::INVALID_VALUE),
+            Some(_) => {}
+        }
         let a = self.arrays.remove(&handle).ok_or(Status::INVALID_HANDLE)?;
         heap.free(a.addr, AllocKind::Array)
+    }
+
+    /// Allocates a mipmapped array in `heap`; `handle` is its new handle.
+    pub fn mipmapped_create(
+        &mut self,
+        heap: &mut DeviceHeap,
+        r: &MipmappedArrayCreateReq,
+        handle: u64,
+    ) -> ExecResult<()> {
+        let shape = MipShape::check(r)?;
+        self.check_room()?;
+        let addr = heap.alloc(shape.bytes(), AllocKind::Array)?;
+        self.mipmapped.insert(
+            handle,
+            Mipmapped {
+                addr,
+                shape,
+                levels: HashMap::new(),
+            },
+        );
+        Ok(())
+    }
+
+    /// Frees a mipmapped array and the handles of its levels (objects that view them stay,
+    /// unmapped, as for [`Self::array_destroy`]).
+    pub fn mipmapped_destroy(&mut self, heap: &mut DeviceHeap, handle: u64) -> ExecResult<()> {
+        let m = self
+            .mipmapped
+            .remove(&handle)
+            .ok_or(Status::INVALID_HANDLE)?;
+        for h in m.levels.values() {
+            self.arrays.remove(h);
+        }
+        heap.free(m.addr, AllocKind::Array)
+    }
+
+    /// The array handle of level `level` of mipmapped array `handle`: the one given out
+    /// before, or `fresh` (a new handle) now.
+    pub fn mipmapped_level(&mut self, handle: u64, level: u32, fresh: u64) -> ExecResult<u64> {
+        let m = self.mipmapped.get(&handle).ok_or(Status::INVALID_HANDLE)?;
+        if level >= m.shape.levels {
+            return Err(Status::INVALID_VALUE);
+        }
+        if let Some(&h) = m.levels.get(&level) {
+            return Ok(h);
+        }
+        // At most `MAX_MIPMAP_LEVELS` per mipmapped array: the session's bound holds.
+        let a = Array {
+            addr: m.addr + m.shape.offset(level),
+            shape: m.shape.level(level),
+            level_of: Some(handle),
+        };
+        let h = fresh;
+        self.arrays.insert(h, a);
+        if let Some(m) = self.mipmapped.get_mut(&handle) {
+            m.levels.insert(level, h);
+        }
+        Ok(h)
     }
 
     /// Copies a box between an array and linear device memory.
@@ -95,22 +189,34 @@ impl Textures {
         if self.objects.len() >= MAX_OBJECTS {
             return Err(Status::MEMORY_ALLOCATION);
         }
+        let mut mip = Mipmap::NONE;
+        let array = |addr: u64, shape: &ArrayShape| {
+            let row = shape.row_bytes();
+            View {
+                base: addr,
+                dims: shape.dims,
+                format: shape.format,
+                extent: [shape.width, shape.height, shape.depth],
+                pitch: row,
+                slice_pitch: row * shape.height,
+                layered: shape.flags & ARRAY_LAYERED != 0 && shape.flags & ARRAY_CUBEMAP == 0,
+                cube: shape.flags & ARRAY_CUBEMAP != 0,
+            }
+        };
         let view = if r.resource == RESOURCE_ARRAY {
             let a = self.arrays.get(&r.array).ok_or(Status::INVALID_HANDLE)?;
             if s.surface && a.shape.flags & ARRAY_SURFACE_LOAD_STORE == 0 {
                 return Err(Status::INVALID_VALUE);
             }
-            let row = a.shape.row_bytes();
-            View {
-                base: a.addr,
-                dims: a.shape.dims,
-                format: a.shape.format,
-                extent: [a.shape.width, a.shape.height, a.shape.depth],
-                pitch: row,
-                slice_pitch: row * a.shape.height,
-                layered: a.shape.flags & ARRAY_LAYERED != 0 && a.shape.flags & ARRAY_CUBEMAP == 0,
-                cube: a.shape.flags & ARRAY_CUBEMAP != 0,
-            }
+            array(a.addr, &a.shape)
+        } else if r.resource == RESOURCE_MIPMAPPED_ARRAY {
+            // (Surfaces were refused by `Sampler::check`.)
+            let m = self.mipmapped.get(&r.array).ok_or(Status::INVALID_HANDLE)?;
+            mip = Mipmap {
+                levels: m.shape.levels,
+                ..s.mip
+            };
+            array(m.addr, &m.shape.base)
         } else {
             // Surfaces view arrays only.
             if s.surface {
@@ -155,6 +261,7 @@ impl Textures {
                 border: s.border,
                 layered: view.layered,
                 cube: view.cube,
+                mip,
             },
         );
         Ok(())
@@ -257,6 +364,83 @@ mod tests {
         );
         t.array_destroy(&mut h, 7).unwrap();
         assert_eq!(t.array_destroy(&mut h, 7), Err(Status::INVALID_HANDLE));
+    }
+
+    #[test]
+    fn mipmapped_arrays_pack_their_levels_and_own_them() {
+        let mut h = heap();
+        let mut t = Textures::default();
+        let req = MipmappedArrayCreateReq {
+            array: ArrayCreateReq {
+                format: float(),
+                width: 8,
+                height: 3,
+                ..Default::default()
+            },
+            // Clamped to 1 + floor(log2 8) = 4, as CUDA clamps it.
+            levels: 9,
+            reserved: 0,
+        };
+        t.mipmapped_create(&mut h, &req, 5).unwrap();
+        let base = t.mipmapped[&5].addr;
+        // Levels 8x3, 4x1, 2x1, 1x1 floats, packed.
+        let l2 = t.mipmapped_level(5, 2, 40).unwrap();
+        assert_eq!(l2, 40);
+        let a = t.arrays[&40];
+        assert_eq!(
+            (a.addr, a.shape.width, a.shape.height),
+            (base + 4 * 28, 2, 1)
+        );
+        // The same handle again; no level 4; a level is not freed on its own.
+        assert_eq!(t.mipmapped_level(5, 2, 41), Ok(40));
+        assert_eq!(t.mipmapped_level(5, 4, 42), Err(Status::INVALID_VALUE));
+        assert_eq!(t.mipmapped_level(6, 0, 42), Err(Status::INVALID_HANDLE));
+        assert_eq!(t.array_destroy(&mut h, 40), Err(Status::INVALID_VALUE));
+        // A texture over it has its levels; a surface over it is refused.
+        let tex = TexObjectCreateReq {
+            resource: RESOURCE_MIPMAPPED_ARRAY,
+            array: 5,
+            mip_max_clamp: 3.0,
+            ..Default::default()
+        };
+        t.object_create(&h, &tex, 9).unwrap();
+        let o = t.objects[&9];
+        assert_eq!(
+            (o.base, o.width, o.mip.levels, o.mip.max_clamp),
+            (base, 8, 4, 3.0)
+        );
+        let surf = TexObjectCreateReq {
+            flags: TEX_SURFACE,
+            ..tex
+        };
+        assert_eq!(t.object_create(&h, &surf, 10), Err(Status::INVALID_VALUE));
+        // Gone with the mipmapped array, levels included.
+        t.mipmapped_destroy(&mut h, 5).unwrap();
+        assert!(!t.arrays.contains_key(&40));
+        assert_eq!(t.mipmapped_destroy(&mut h, 5), Err(Status::INVALID_HANDLE));
+        // No gather; no level 0 wider than the mipmapped limit.
+        for bad in [
+            MipmappedArrayCreateReq {
+                array: ArrayCreateReq {
+                    flags: vcuda_protocol::ARRAY_TEXTURE_GATHER,
+                    ..req.array
+                },
+                ..req
+            },
+            MipmappedArrayCreateReq {
+                array: ArrayCreateReq {
+                    width: 40_000,
+                    ..req.array
+                },
+                ..req
+            },
+            MipmappedArrayCreateReq { reserved: 1, ..req },
+        ] {
+            assert_eq!(
+                t.mipmapped_create(&mut h, &bad, 11),
+                Err(Status::INVALID_VALUE)
+            );
+        }
     }
 
     #[test]

@@ -138,7 +138,13 @@ pub const OPTIONAL: &[&str] = &[
     "cuMemUnmap",
     "cuMemSetAccess",
     "cuMemHostGetDevicePointer_v2",
+    "cuMipmappedArrayCreate",
+    "cuMipmappedArrayGetLevel",
+    "cuMipmappedArrayDestroy",
 ];
+
+/// Where the mipmapped array calls are in [`OPTIONAL`].
+const MIPMAP_CALLS: std::ops::Range<usize> = 33..36;
 
 /// What [`load`] found.
 #[derive(Debug, Clone, Copy)]
@@ -159,6 +165,8 @@ pub struct Loaded {
     pub graphs: bool,
     /// Whether `cuMemHostGetDevicePointer` exists (host memory mapped for kernels).
     pub maps_host: bool,
+    /// Whether the mipmapped array calls exist.
+    pub mipmaps: bool,
 }
 
 fn has_symbol(name: &str) -> bool {
@@ -260,6 +268,7 @@ pub fn load() -> Result<Loaded, InitError> {
         textures: OPTIONAL[6..13].iter().all(|s| has_symbol(s)),
         graphs: OPTIONAL[13..22].iter().all(|s| has_symbol(s)),
         maps_host: has_symbol("cuMemHostGetDevicePointer_v2"),
+        mipmaps: OPTIONAL[MIPMAP_CALLS].iter().all(|s| has_symbol(s)),
     })
 }
 
@@ -1272,6 +1281,42 @@ pub unsafe fn array_destroy(a: sys::CUarray) -> DrvResult<()> {
     ok(unsafe { ffi::cuArrayDestroy(a) })
 }
 
+/// `cuMipmappedArrayCreate`: a mipmapped array of `levels` levels.
+///
+/// Needs the session's context current and [`Loaded::mipmaps`].
+pub fn mipmapped_create(
+    desc: &sys::CUDA_ARRAY3D_DESCRIPTOR,
+    levels: u32,
+) -> DrvResult<sys::CUmipmappedArray> {
+    let mut a = std::ptr::null_mut();
+    // SAFETY: valid out pointer and descriptor; the driver validates both.
+    ok(unsafe { ffi::cuMipmappedArrayCreate(&mut a, desc, levels) })?;
+    Ok(a)
+}
+
+/// `cuMipmappedArrayGetLevel`: the array of one level (owned by the mipmapped array).
+///
+/// # Safety
+///
+/// `m` is a live mipmapped array of the current context.
+pub unsafe fn mipmapped_level(m: sys::CUmipmappedArray, level: u32) -> DrvResult<sys::CUarray> {
+    let mut a = std::ptr::null_mut();
+    // SAFETY: valid out pointer; the caller vouches for `m`; the driver checks `level`.
+    ok(unsafe { ffi::cuMipmappedArrayGetLevel(&mut a, m, level) })?;
+    Ok(a)
+}
+
+/// `cuMipmappedArrayDestroy`.
+///
+/// # Safety
+///
+/// `m` is a live mipmapped array of the current context, destroyed once, and no pending
+/// work uses it.
+pub unsafe fn mipmapped_destroy(m: sys::CUmipmappedArray) -> DrvResult<()> {
+    // SAFETY: the caller's contract.
+    ok(unsafe { ffi::cuMipmappedArrayDestroy(m) })
+}
+
 /// `cuMemcpy3DAsync`: a copy between an array and device memory.
 ///
 /// # Safety
@@ -1435,6 +1480,15 @@ mod tests {
             (OPTIONAL[13], OPTIONAL[21]),
             ("cuGraphCreate", "cuGraphDestroy")
         );
+        assert_eq!(
+            OPTIONAL[MIPMAP_CALLS],
+            [
+                "cuMipmappedArrayCreate",
+                "cuMipmappedArrayGetLevel",
+                "cuMipmappedArrayDestroy"
+            ]
+        );
+        assert_eq!(OPTIONAL.len(), MIPMAP_CALLS.end);
     }
 
     #[test]

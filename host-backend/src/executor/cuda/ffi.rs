@@ -56,6 +56,9 @@ macro_rules! cu_fns {
 cu_fns! {
     fn cuArray3DCreate_v2(p_handle: *mut CUarray, p_allocate_array: *const CUDA_ARRAY3D_DESCRIPTOR);
     fn cuArrayDestroy(h_array: CUarray);
+    fn cuMipmappedArrayCreate(p_handle: *mut CUmipmappedArray, p_mipmapped_array_desc: *const CUDA_ARRAY3D_DESCRIPTOR, num_mipmap_levels: ::core::ffi::c_uint);
+    fn cuMipmappedArrayDestroy(h_mipmapped_array: CUmipmappedArray);
+    fn cuMipmappedArrayGetLevel(p_level_array: *mut CUarray, h_mipmapped_array: CUmipmappedArray, level: ::core::ffi::c_uint);
     fn cuCtxCreate_v4(pctx: *mut CUcontext, ctx_create_params: *mut CUctxCreateParams, flags: ::core::ffi::c_uint, dev: CUdevice);
     fn cuCtxDestroy_v2(ctx: CUcontext);
     fn cuCtxGetLimit(pvalue: *mut usize, limit: CUlimit);

@@ -25,6 +25,8 @@ pub enum Kind {
     Function = 0x4655,
     /// CUDA arrays.
     Array = 0x4152,
+    /// CUDA mipmapped arrays.
+    Mipmapped = 0x4d41,
     /// Graphs.
     Graph = 0x4752,
 }

@@ -986,6 +986,21 @@ impl Executor for CudaExecutor {
         self.memcpy_array_impl(req)
     }
 
+    fn mipmapped_array_create(
+        &mut self,
+        req: &vcuda_protocol::MipmappedArrayCreateReq,
+    ) -> ExecResult<u64> {
+        self.mipmapped_create_impl(req)
+    }
+
+    fn mipmapped_array_destroy(&mut self, handle: u64) -> ExecResult<()> {
+        self.mipmapped_destroy_impl(handle)
+    }
+
+    fn mipmapped_array_level(&mut self, handle: u64, level: u32) -> ExecResult<u64> {
+        self.mipmapped_level_impl(handle, level)
+    }
+
     fn tex_object_create(&mut self, req: &vcuda_protocol::TexObjectCreateReq) -> ExecResult<u64> {
         self.tex_object_create_impl(req)
     }

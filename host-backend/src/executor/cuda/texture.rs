@@ -5,8 +5,10 @@
 //! allocations. Texture and surface objects are the driver's own `CUtexObject` /
 //! `CUsurfObject` values, which is what kernels take as parameters; the session keeps the
 //! set it created, so it only destroys its own. Everything dies with the context on reset.
+//! A mipmapped array is a `CUmipmappedArray` behind a handle of its own; the arrays of its
+//! levels join the array table (on first request) as arrays it owns, charged with it.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::mem::MaybeUninit;
 
 use cudarc::driver::sys::{
@@ -15,15 +17,15 @@ use cudarc::driver::sys::{
 use vcuda_protocol::region::Region;
 use vcuda_protocol::{
     ARRAY_COPY_TO_ARRAY, ARRAY_CUBEMAP, ARRAY_LAYERED, ARRAY_SURFACE_LOAD_STORE,
-    ARRAY_TEXTURE_GATHER, ArrayCreateReq, MemcpyArrayReq, RESOURCE_ARRAY, RESOURCE_LINEAR,
-    TexObjectCreateReq,
+    ARRAY_TEXTURE_GATHER, ArrayCreateReq, MemcpyArrayReq, MipmappedArrayCreateReq, RESOURCE_ARRAY,
+    RESOURCE_LINEAR, RESOURCE_MIPMAPPED_ARRAY, TexObjectCreateReq,
 };
 use vcuda_ptx::{AddressMode, ChannelKind, FilterMode};
 
 use super::handles::{HandleTable, Kind};
 use super::streams::stream_ref;
 use super::{CudaExecutor, charge, driver, to_status};
-use crate::executor::array::{ArrayShape, Format, Sampler, linear_extent};
+use crate::executor::array::{ArrayShape, Format, MipShape, Sampler, linear_extent};
 use crate::executor::{ExecResult, Status};
 
 /// Most texture and surface objects a session holds at once.
@@ -45,14 +47,28 @@ const TRSF_SRGB: u32 = 0x10;
 pub(super) struct Array {
     raw: sys::CUarray,
     shape: ArrayShape,
+    /// Bytes charged to the session (0 for a level: its mipmapped array is charged).
+    charged: u64,
+    /// The mipmapped array this is a level of (which owns it).
+    level_of: Option<u64>,
+}
+
+/// One mipmapped array.
+#[derive(Debug)]
+pub(super) struct Mipmapped {
+    raw: sys::CUmipmappedArray,
+    shape: MipShape,
     /// Bytes charged to the session.
     charged: u64,
+    /// The array handles given out for its levels, by level.
+    levels: HashMap<u32, u64>,
 }
 
 /// A session's arrays and objects.
 #[derive(Debug)]
 pub(super) struct Textures {
     arrays: HandleTable<Array>,
+    mipmapped: HandleTable<Mipmapped>,
     /// The objects by (is a surface, handle): the driver numbers the two kinds apart.
     objects: HashSet<(bool, u64)>,
 }
@@ -61,6 +77,7 @@ impl Default for Textures {
     fn default() -> Self {
         Self {
             arrays: HandleTable::new(Kind::Array),
+            mipmapped: HandleTable::new(Kind::Mipmapped),
             objects: HashSet::new(),
         }
     }
@@ -70,6 +87,7 @@ impl Textures {
     /// Forgets everything (the context that held it is gone).
     pub(super) fn clear(&mut self) {
         self.arrays.clear();
+        self.mipmapped.clear();
         self.objects.clear();
     }
 }
@@ -86,6 +104,36 @@ fn array_format(f: &Format) -> CUarray_format {
         (ChannelKind::Signed, _) => CU_AD_FORMAT_SIGNED_INT32,
         (ChannelKind::Float, 2) => CU_AD_FORMAT_HALF,
         (ChannelKind::Float, _) => CU_AD_FORMAT_FLOAT,
+    }
+}
+
+/// The driver's descriptor of an array of `shape` (a mipmapped array's level 0).
+fn array_desc(shape: &ArrayShape) -> sys::CUDA_ARRAY3D_DESCRIPTOR {
+    let mut flags = 0;
+    if shape.flags & ARRAY_SURFACE_LOAD_STORE != 0 {
+        flags |= ARRAY3D_SURFACE_LDST;
+    }
+    if shape.flags & ARRAY_TEXTURE_GATHER != 0 {
+        flags |= ARRAY3D_TEXTURE_GATHER;
+    }
+    // `CUDA_ARRAY3D_LAYERED` and `CUDA_ARRAY3D_CUBEMAP` have the runtime's values.
+    let layers = shape.flags & (ARRAY_LAYERED | ARRAY_CUBEMAP);
+    flags |= layers;
+    sys::CUDA_ARRAY3D_DESCRIPTOR {
+        Width: shape.width as usize,
+        Height: if shape.dims >= 2 {
+            shape.height as usize
+        } else {
+            0
+        },
+        Depth: if shape.dims == 3 || layers != 0 {
+            shape.depth as usize
+        } else {
+            0
+        },
+        Format: array_format(&shape.format),
+        NumChannels: shape.format.channels,
+        Flags: flags,
     }
 }
 
@@ -112,43 +160,14 @@ impl CudaExecutor {
         self.check_textures()?;
         let shape = ArrayShape::check(r)?;
         let cost = charge(shape.bytes()).ok_or(Status::MEMORY_ALLOCATION)?;
-        let charged = self
-            .charged
-            .checked_add(cost)
-            .filter(|&c| c <= self.shared.session_limit)
-            .ok_or(Status::MEMORY_ALLOCATION)?;
-        let mut flags = 0;
-        if shape.flags & ARRAY_SURFACE_LOAD_STORE != 0 {
-            flags |= ARRAY3D_SURFACE_LDST;
-        }
-        if shape.flags & ARRAY_TEXTURE_GATHER != 0 {
-            flags |= ARRAY3D_TEXTURE_GATHER;
-        }
-        // `CUDA_ARRAY3D_LAYERED` and `CUDA_ARRAY3D_CUBEMAP` have the runtime's values.
-        let layers = shape.flags & (ARRAY_LAYERED | ARRAY_CUBEMAP);
-        flags |= layers;
-        let desc = sys::CUDA_ARRAY3D_DESCRIPTOR {
-            Width: shape.width as usize,
-            Height: if shape.dims >= 2 {
-                shape.height as usize
-            } else {
-                0
-            },
-            Depth: if shape.dims == 3 || layers != 0 {
-                shape.depth as usize
-            } else {
-                0
-            },
-            Format: array_format(&shape.format),
-            NumChannels: shape.format.channels,
-            Flags: flags,
-        };
+        let charged = self.charge_textures(cost)?;
         self.bind()?;
-        let raw = driver::array_create(&desc).map_err(to_status)?;
+        let raw = driver::array_create(&array_desc(&shape)).map_err(to_status)?;
         let h = self.textures.arrays.insert(Array {
             raw,
             shape,
             charged: cost,
+            level_of: None,
         });
         match h {
             Ok(_) => self.charged = charged,
@@ -158,8 +177,87 @@ impl CudaExecutor {
         h
     }
 
+    /// The session's charge with `cost` more bytes, if within its limit.
+    fn charge_textures(&self, cost: u64) -> ExecResult<u64> {
+        self.charged
+            .checked_add(cost)
+            .filter(|&c| c <= self.shared.session_limit)
+            .ok_or(Status::MEMORY_ALLOCATION)
+    }
+
+    pub(super) fn mipmapped_create_impl(&mut self, r: &MipmappedArrayCreateReq) -> ExecResult<u64> {
+        self.check_device(r.array.device)?;
+        self.check_textures()?;
+        if !self.shared.driver.mipmaps {
+            return Err(Status::NOT_SUPPORTED);
+        }
+        let shape = MipShape::check(r)?;
+        let cost = charge(shape.bytes()).ok_or(Status::MEMORY_ALLOCATION)?;
+        let charged = self.charge_textures(cost)?;
+        self.bind()?;
+        let raw =
+            driver::mipmapped_create(&array_desc(&shape.base), shape.levels).map_err(to_status)?;
+        let h = self.textures.mipmapped.insert(Mipmapped {
+            raw,
+            shape,
+            charged: cost,
+            levels: HashMap::new(),
+        });
+        match h {
+            Ok(_) => self.charged = charged,
+            // SAFETY: created just above in the current context, never given out.
+            Err(_) => drop(unsafe { driver::mipmapped_destroy(raw) }),
+        }
+        h
+    }
+
+    pub(super) fn mipmapped_level_impl(&mut self, h: u64, level: u32) -> ExecResult<u64> {
+        let m = self.textures.mipmapped.get(h)?;
+        if level >= m.shape.levels {
+            return Err(Status::INVALID_VALUE);
+        }
+        if let Some(&a) = m.levels.get(&level) {
+            return Ok(a);
+        }
+        let (raw, shape) = (m.raw, m.shape.level(level));
+        self.bind()?;
+        // SAFETY: a live mipmapped array of this session's context (in the table).
+        let raw = unsafe { driver::mipmapped_level(raw, level) }.map_err(to_status)?;
+        // At most `MAX_MIPMAP_LEVELS` per mipmapped array.
+        let a = self.textures.arrays.insert(Array {
+            raw,
+            shape,
+            charged: 0,
+            level_of: Some(h),
+        })?;
+        self.textures.mipmapped.get_mut(h)?.levels.insert(level, a);
+        Ok(a)
+    }
+
+    pub(super) fn mipmapped_destroy_impl(&mut self, h: u64) -> ExecResult<()> {
+        self.textures.mipmapped.get(h)?;
+        self.bind()?;
+        // As cudaFreeArray: after the device's work.
+        self.may_print = true;
+        let r = self.wait_device();
+        self.settle(r)?;
+        let m = self.textures.mipmapped.remove(h)?;
+        for a in m.levels.values() {
+            drop(self.textures.arrays.remove(*a));
+        }
+        // SAFETY: a live mipmapped array of this session's context (it was in the table,
+        // and leaves it now, so it is destroyed once; its levels left the array table with
+        // it); the device is idle, so no work uses it.
+        unsafe { driver::mipmapped_destroy(m.raw) }.map_err(to_status)?;
+        self.charged = self.charged.saturating_sub(m.charged);
+        Ok(())
+    }
+
     pub(super) fn array_destroy_impl(&mut self, h: u64) -> ExecResult<()> {
-        self.textures.arrays.get(h)?;
+        if self.textures.arrays.get(h)?.level_of.is_some() {
+            // A level goes with its mipmapped array only.
+            return Err(Status::INVALID_VALUE);
+        }
         self.bind()?;
         // cudaFreeArray waits for the device first, as cudaFree does.
         self.may_print = true;
@@ -254,6 +352,16 @@ impl CudaExecutor {
             res.resType = CUresourcetype::CU_RESOURCE_TYPE_ARRAY;
             res.res.array =
                 sys::CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_1 { hArray: a.raw };
+        } else if r.resource == RESOURCE_MIPMAPPED_ARRAY {
+            // (Surfaces were refused by `Sampler::check`.)
+            let m = self.textures.mipmapped.get(r.array)?;
+            if m.shape.base.format.kind == ChannelKind::Float {
+                read_as_integer = false;
+            }
+            res.resType = CUresourcetype::CU_RESOURCE_TYPE_MIPMAPPED_ARRAY;
+            res.res.mipmap = sys::CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_2 {
+                hMipmappedArray: m.raw,
+            };
         } else {
             if s.surface {
                 return Err(Status::INVALID_VALUE);
@@ -307,8 +415,15 @@ impl CudaExecutor {
                 0
             } | if s.srgb { TRSF_SRGB } else { 0 };
             t.borderColor = s.border;
-            // SAFETY: the resource is a live array or lies in the session's allocations
-            // (checked above), of the current context.
+            t.mipmapFilterMode = match s.mip.filter {
+                FilterMode::Point => CUfilter_mode::CU_TR_FILTER_MODE_POINT,
+                FilterMode::Linear => CUfilter_mode::CU_TR_FILTER_MODE_LINEAR,
+            };
+            t.mipmapLevelBias = s.mip.bias;
+            t.minMipmapLevelClamp = s.mip.min_clamp;
+            t.maxMipmapLevelClamp = s.mip.max_clamp;
+            // SAFETY: the resource is a live array or mipmapped array, or lies in the
+            // session's allocations (checked above), of the current context.
             unsafe { driver::tex_object_create(&res, &t) }
         }
         .map_err(to_status)?;

@@ -3,7 +3,9 @@
 // the runtime's kernels with driver calls does: cuArray3DCreate, cuMemcpy2D and cuMemcpy3D
 // with CU_MEMORYTYPE_ARRAY, cuMemcpyHtoA/AtoH, cuArray3DGetDescriptor, cuTexObjectCreate
 // (normalized floats from 8-bit texels without CU_TRSF_READ_AS_INTEGER), cuSurfObjectCreate,
-// and a kernel launched with cuLaunchKernel that reads the one and writes the other; a
+// and a kernel launched with cuLaunchKernel that reads the one and writes the other; the
+// objects' descriptors read back (cuTexObjectGetResourceDesc, cuTexObjectGetTextureDesc,
+// cuSurfObjectGetResourceDesc); cuMemcpyAtoA between the first rows of two arrays; a
 // mipmapped array (cuMipmappedArrayCreate, cuMipmappedArrayGetLevel) filled level by level
 // and sampled with tex2DLod through a CU_RESOURCE_TYPE_MIPMAPPED_ARRAY texture.
 #include <cuda.h>
@@ -56,6 +58,10 @@ int main() {
     SYM(cuSurfObjectDestroy, "cuSurfObjectDestroy");
     SYM(cuLaunchKernel, "cuLaunchKernel");
     SYM(cuCtxSynchronize, "cuCtxSynchronize");
+    SYM(cuTexObjectGetResourceDesc, "cuTexObjectGetResourceDesc");
+    SYM(cuTexObjectGetTextureDesc, "cuTexObjectGetTextureDesc");
+    SYM(cuSurfObjectGetResourceDesc, "cuSurfObjectGetResourceDesc");
+    SYM(cuMemcpyAtoA, "cuMemcpyAtoA_v2");
     SYM(cuMipmappedArrayCreate, "cuMipmappedArrayCreate");
     SYM(cuMipmappedArrayGetLevel, "cuMipmappedArrayGetLevel");
     SYM(cuMipmappedArrayDestroy, "cuMipmappedArrayDestroy");
@@ -159,6 +165,30 @@ int main() {
             EXPECT(close_enough(out[y][x], want));
         }
 
+    // The descriptors the objects were made with.
+    CUDA_RESOURCE_DESC qr;
+    memset(&qr, 0xa5, sizeof qr);
+    CU(cuTexObjectGetResourceDesc_(&qr, tex));
+    EXPECT(qr.resType == CU_RESOURCE_TYPE_ARRAY && qr.res.array.hArray == src);
+    CUDA_TEXTURE_DESC qt;
+    memset(&qt, 0xa5, sizeof qt);
+    CU(cuTexObjectGetTextureDesc_(&qt, tex));
+    EXPECT(qt.addressMode[0] == CU_TR_ADDRESS_MODE_CLAMP && qt.filterMode == CU_TR_FILTER_MODE_POINT &&
+           (qt.flags & (CU_TRSF_READ_AS_INTEGER | CU_TRSF_NORMALIZED_COORDINATES)) == 0);
+    CU(cuSurfObjectGetResourceDesc_(&qr, surf));
+    EXPECT(qr.resType == CU_RESOURCE_TYPE_ARRAY && qr.res.array.hArray == dst);
+    // A handle that names no object: vcuda refuses; NVIDIA's driver is not asked.
+    if (getenv("VCUDA_SOCKET")) EXPECT(cuTexObjectGetResourceDesc_(&qr, surf + 12345) != CUDA_SUCCESS);
+
+    // cuMemcpyAtoA: texels 1..4 of src's first row (4 bytes each, as dst's floats) to
+    // dst's first row at byte 8; whole elements within the first rows only.
+    CU(cuMemcpyAtoA_(dst, 8, src, 4, 16));
+    unsigned char drow[W][4];
+    CU(cuMemcpyAtoH_(drow, dst, 0, sizeof drow));
+    EXPECT(memcmp(drow[2], rgba[0][1], 16) == 0);
+    EXPECT(cuMemcpyAtoA_(dst, 8, src, 4, 6) == CUDA_ERROR_INVALID_VALUE);
+    EXPECT(cuMemcpyAtoA_(dst, W * 4 - 4, src, 0, 8) == CUDA_ERROR_INVALID_VALUE);
+
     CU(cuTexObjectDestroy_(tex));
     CU(cuSurfObjectDestroy_(surf));
     CU(cuArrayDestroy_(src));
@@ -203,6 +233,13 @@ int main() {
     mt.flags = CU_TRSF_NORMALIZED_COORDINATES;
     CUtexObject mtex;
     CU(cuTexObjectCreate_(&mtex, &mr, &mt, nullptr));
+    CUDA_RESOURCE_DESC mq;
+    CU(cuTexObjectGetResourceDesc_(&mq, mtex));
+    EXPECT(mq.resType == CU_RESOURCE_TYPE_MIPMAPPED_ARRAY && mq.res.mipmap.hMipmappedArray == mm);
+    CUDA_TEXTURE_DESC mqt;
+    CU(cuTexObjectGetTextureDesc_(&mqt, mtex));
+    EXPECT(mqt.maxMipmapLevelClamp == 3 && mqt.mipmapFilterMode == CU_TR_FILTER_MODE_POINT &&
+           (mqt.flags & CU_TRSF_NORMALIZED_COORDINATES));
     float *dl;
     CHECK(cudaMalloc(&dl, 4 * sizeof(float)));
     void *largs[] = {&mtex, &dl};

@@ -578,6 +578,28 @@ fn array_to_array(
     r.and(f)
 }
 
+/// Copies `n` bytes of the first row of array `src` from byte `src_x` to the first row of
+/// array `dst` at byte `dst_x`, in legacy-stream order (`cuMemcpyAtoA`; the caller checks
+/// the bounds and element sizes).
+pub(crate) fn copy_row(
+    dst: cudaArray_t,
+    dst_x: u64,
+    src: cudaArray_t,
+    src_x: u64,
+    n: u64,
+) -> Result<()> {
+    array_to_array(
+        dst,
+        [dst_x, 0],
+        src,
+        [src_x, 0],
+        n,
+        1,
+        memcpy_kind::D2D,
+        None,
+    )
+}
+
 /// `cudaMemcpy3D[Async]` with an array on one side (`src_array` / `dst_array`). Positions
 /// and the extent are in the array's texels, the linear side's position in bytes.
 pub(crate) fn copy_3d(p: &super::graph_node::cudaMemcpy3DParms, on: On) -> Result<()> {

@@ -201,6 +201,16 @@ pub(crate) fn destroy(h: u64, surface: bool) -> Result<()> {
     Ok(())
 }
 
+/// The descriptors object `h` was created with (a surface object if `surface`; no
+/// texture descriptor then).
+pub(crate) fn descriptors(
+    h: u64,
+    surface: bool,
+) -> Result<(cudaResourceDesc, Option<cudaTextureDesc>)> {
+    let o = object(h, surface)?;
+    Ok((o.res, o.tex))
+}
+
 fn object(h: u64, surface: bool) -> Result<Object> {
     objects()
         .get(&(surface, h))

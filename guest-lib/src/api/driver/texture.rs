@@ -5,7 +5,9 @@
 //! with `CU_MEMORYTYPE_ARRAY`), `cuTexObjectCreate`/`Destroy` and
 //! `cuSurfObjectCreate`/`Destroy`, and the mipmapped arrays (`cuMipmappedArrayCreate`,
 //! `GetLevel`, `Destroy`), over the runtime's implementation (`crate::api::array`,
-//! `crate::api::texture`). The descriptor queries of texture objects are not supported.
+//! `crate::api::texture`), `cuMemcpyAtoA`, and the descriptor queries of texture and
+//! surface objects (`cuTexObjectGetResourceDesc`, `cuTexObjectGetTextureDesc`,
+//! `cuSurfObjectGetResourceDesc`). Resource views are not supported.
 
 use std::ffi::{c_int, c_uint, c_void};
 
@@ -106,8 +108,22 @@ pub struct CUDA_RESOURCE_DESC {
     pitch: usize,
 }
 
+/// `CUDA_RESOURCE_DESC` whole, as the descriptor queries write it: the type, the union's
+/// 128 bytes (as 8-byte words) and the flags.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct ResourceDescOut {
+    res_type: c_uint,
+    res: [u64; 16],
+    flags: c_uint,
+}
+
+// `sizeof(CUDA_RESOURCE_DESC)` in CUDA 12 and 13.
+const _: () = assert!(std::mem::size_of::<ResourceDescOut>() == 144);
+
 /// `CUDA_TEXTURE_DESC`.
 #[repr(C)]
+#[derive(Clone, Copy, Default)]
 pub struct CUDA_TEXTURE_DESC {
     address_mode: [c_uint; 3],
     filter_mode: c_uint,
@@ -558,6 +574,46 @@ fn resource(r: *const CUDA_RESOURCE_DESC) -> Result<cudaResourceDesc, CuError> {
     })
 }
 
+/// The driver's form of a runtime resource descriptor.
+fn resource_out(r: &cudaResourceDesc) -> ResourceDescOut {
+    let mut o = ResourceDescOut {
+        res_type: r.res_type as c_uint,
+        ..Default::default()
+    };
+    o.res[0] = r.ptr as u64;
+    if matches!(r.res_type, RES_LINEAR | RES_PITCH2D) {
+        let (format, channels) = array_format(&r.desc);
+        // `format` and `numChannels` share the union's second word, in that order.
+        o.res[1] = u64::from(format) | u64::from(channels) << 32;
+        o.res[2] = r.size_or_width as u64;
+        if r.res_type == RES_PITCH2D {
+            o.res[3] = r.height as u64;
+            o.res[4] = r.pitch as u64;
+        }
+    }
+    o
+}
+
+/// The driver's form of a runtime texture descriptor (element-type reads as
+/// `CU_TRSF_READ_AS_INTEGER`, as [`sampler`] takes them).
+fn sampler_out(t: &cudaTextureDesc) -> CUDA_TEXTURE_DESC {
+    let flag = |on: bool, f: c_uint| if on { f } else { 0 };
+    CUDA_TEXTURE_DESC {
+        address_mode: t.address_mode.map(|m| m as c_uint),
+        filter_mode: t.filter_mode as c_uint,
+        flags: flag(t.read_mode == 0, TRSF_READ_AS_INTEGER)
+            | flag(t.normalized_coords != 0, TRSF_NORMALIZED_COORDINATES)
+            | flag(t.srgb != 0, TRSF_SRGB),
+        max_anisotropy: t.max_anisotropy,
+        mipmap_filter_mode: t.mipmap_filter_mode as c_uint,
+        mipmap_level_bias: t.mipmap_level_bias,
+        min_mipmap_level_clamp: t.min_mipmap_level_clamp,
+        max_mipmap_level_clamp: t.max_mipmap_level_clamp,
+        border_color: t.border_color,
+        reserved: [0; 12],
+    }
+}
+
 fn sampler(t: *const CUDA_TEXTURE_DESC) -> Result<cudaTextureDesc, CuError> {
     // SAFETY: the caller's descriptor, checked for null.
     let t = unsafe { t.as_ref() }.ok_or(CuError::INVALID_VALUE)?;
@@ -713,6 +769,50 @@ entry_lib! {
     fn cuTexObjectDestroy(h: u64) -> Result<(), CuError> {
         current()?;
         Ok(texture::destroy(h, false)?)
+    }
+
+    fn cuTexObjectGetResourceDesc(d: *mut ResourceDescOut, h: u64) -> Result<(), CuError> {
+        current()?;
+        let (r, _) = texture::descriptors(h, false)?;
+        // SAFETY: the caller's output pointer.
+        unsafe { out(d, resource_out(&r)) }
+    }
+
+    fn cuTexObjectGetTextureDesc(d: *mut CUDA_TEXTURE_DESC, h: u64) -> Result<(), CuError> {
+        current()?;
+        let (_, t) = texture::descriptors(h, false)?;
+        // SAFETY: the caller's output pointer.
+        unsafe { out(d, sampler_out(&t.unwrap_or_default())) }
+    }
+
+    fn cuSurfObjectGetResourceDesc(d: *mut ResourceDescOut, h: u64) -> Result<(), CuError> {
+        current()?;
+        let (r, _) = texture::descriptors(h, true)?;
+        // SAFETY: the caller's output pointer.
+        unsafe { out(d, resource_out(&r)) }
+    }
+
+    fn cuMemcpyAtoA_v2(dst: cudaArray_t, dst_offset: usize, src: cudaArray_t, src_offset: usize, n: usize) -> Result<(), CuError> {
+        current()?;
+        let (di, si) = (
+            array::info(dst).map_err(|_| CuError::INVALID_HANDLE)?,
+            array::info(src).map_err(|_| CuError::INVALID_HANDLE)?,
+        );
+        // Elements of one size (formats may differ), a whole number of them, within the
+        // first row of each array (the driver's 1-D array copies, as `copy_linear`).
+        let elem = di.desc.texel_bytes() as usize;
+        let row = |i: &array::ArrayInfo| (i.extent[0] as usize).saturating_mul(i.desc.texel_bytes() as usize);
+        let fits = |off: usize, row: usize| off.checked_add(n).is_some_and(|end| end <= row);
+        if elem == 0
+            || elem != si.desc.texel_bytes() as usize
+            || !n.is_multiple_of(elem)
+            || !fits(dst_offset, row(&di))
+            || !fits(src_offset, row(&si))
+        {
+            return Err(CuError::INVALID_VALUE);
+        }
+        array::copy_row(dst, dst_offset as u64, src, src_offset as u64, n as u64)?;
+        sync_if(Ok(()), None)
     }
 
     fn cuSurfObjectCreate(out_s: *mut u64, r: *const CUDA_RESOURCE_DESC) -> Result<(), CuError> {

@@ -942,10 +942,13 @@ pub const TEX_SRGB: u32 = 1 << 3;
 pub const TEX_FILTER_LINEAR: u32 = 1 << 4;
 /// `TexObjectCreateReq::flags`: linear filtering between mipmap levels (otherwise point).
 pub const TEX_MIPMAP_LINEAR: u32 = 1 << 5;
+/// `TexObjectCreateReq::flags`: a resource view (`cudaResourceViewDesc`) of an array or a
+/// mipmapped array: the `view_*` fields apply.
+pub const TEX_VIEW: u32 = 1 << 6;
 
 wire_struct!(
     /// `TexObjectCreate` request: a texture or surface object over an array or device memory.
-    TexObjectCreateReq, 112 {
+    TexObjectCreateReq, 136 {
         /// Device ordinal.
         device: u32,
         /// A `RESOURCE_*` type.
@@ -977,6 +980,12 @@ wire_struct!(
         mip_min_clamp: f32,
         /// Greatest level of detail (a mipmapped array; 0 otherwise).
         mip_max_clamp: f32,
+        /// A view's texel format (no bits: the resource's own).
+        view_format: ChannelFormat,
+        /// A view's first and last mipmap level.
+        view_levels: [u32; 2],
+        /// A view's first and last layer (cube faces count as layers).
+        view_layers: [u32; 2],
         /// Zero.
         reserved: u32,
     }

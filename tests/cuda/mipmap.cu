@@ -3,7 +3,8 @@
 // allows), cudaGetMipmappedArrayLevel (each level an array of its own, filled and read back
 // with cudaMemcpy2DToArray / cudaMemcpy3D), and texture objects over them sampled with
 // tex2DLod, tex2DGrad, tex2D, tex3DLod and tex2DLayeredLod: point and linear filtering
-// between levels, the level bias and clamps, linear filtering within a level. Texel (x, y)
+// between levels, the level bias and clamps, linear filtering within a level; resource
+// views (a range of levels, a range of layers, another format). Texel (x, y)
 // of level k holds 1000 k + 16 y + x, so every fetch is checked exactly against a host value
 // (the weights used are multiples of 1/4).
 #include "common.h"
@@ -35,6 +36,15 @@ __global__ void sample_layered(cudaTextureObject_t t, float *out) {
     out[0] = tex2DLayeredLod<float>(t, 3.5f / 4, 2.5f / 4, 2, 1.0f);
 }
 
+__global__ void bits(cudaTextureObject_t t, float x, float y, unsigned *out) {
+    out[0] = tex2DLod<unsigned>(t, x, y, 0);
+}
+
+__global__ void sample_layered_view(cudaTextureObject_t t, float *out) {
+    // Texel (3, 2) of the view's layer 1, level 0.
+    out[0] = tex2DLayeredLod<float>(t, 3.5f / 4, 2.5f / 4, 1, 0.0f);
+}
+
 __global__ void levels(cudaTextureObject_t t, float *out) {
     // A texel-centre fetch of level 0 with no level of detail, for comparison.
     out[0] = tex2D<float>(t, 0.5f / 16, 0.5f / 8);
@@ -44,7 +54,7 @@ static float texel(int k, int x, int y) { return 1000.0f * k + 16 * y + x; }
 
 static cudaTextureObject_t texture_of(cudaMipmappedArray_t m, cudaTextureFilterMode filter,
                                       cudaTextureFilterMode mip_filter, float bias, float lo,
-                                      float hi) {
+                                      float hi, const cudaResourceViewDesc *view = nullptr) {
     cudaResourceDesc r = {};
     r.resType = cudaResourceTypeMipmappedArray;
     r.res.mipmap.mipmap = m;
@@ -58,7 +68,7 @@ static cudaTextureObject_t texture_of(cudaMipmappedArray_t m, cudaTextureFilterM
     d.minMipmapLevelClamp = lo;
     d.maxMipmapLevelClamp = hi;
     cudaTextureObject_t t;
-    CHECK(cudaCreateTextureObject(&t, &r, &d, nullptr));
+    CHECK(cudaCreateTextureObject(&t, &r, &d, view));
     return t;
 }
 
@@ -207,8 +217,62 @@ int main() {
                d.maxMipmapLevelClamp == 3);
     }
 
+    // A view of levels 1 and 2: its level 0 is the array's level 1, and it ends at 2.
+    cudaResourceViewDesc view = {};
+    view.format = cudaResViewFormatNone;
+    view.width = 16;
+    view.height = 8;
+    view.firstMipmapLevel = 1;
+    view.lastMipmapLevel = 2;
+    cudaTextureObject_t tv = texture_of(m, cudaFilterModePoint, cudaFilterModePoint, 0, 0, L - 1, &view);
+    {
+        Fetch fs[] = {{u(1, 3), v(1, 2), 0}, {u(2, 1), v(2, 1), 1}, {u(2, 2), v(2, 0), 3}};
+        float want[] = {texel(1, 3, 2), texel(2, 1, 1), texel(2, 2, 0)};
+        run(tv, fs, out, 3, 0);
+        for (int i = 0; i < 3; i++) {
+            if (out[i] != want[i]) printf("view %d: %g, want %g\n", i, out[i], want[i]);
+            EXPECT(out[i] == want[i]);
+        }
+        cudaResourceViewDesc back;
+        CHECK(cudaGetTextureObjectResourceViewDesc(&back, tv));
+        EXPECT(back.firstMipmapLevel == 1 && back.lastMipmapLevel == 2 && back.width == 16);
+        // Past the last level, or another extent: refused.
+        cudaResourceViewDesc bad = view;
+        bad.lastMipmapLevel = L;
+        cudaResourceDesc r = {};
+        r.resType = cudaResourceTypeMipmappedArray;
+        r.res.mipmap.mipmap = m;
+        cudaTextureDesc d = {};
+        d.normalizedCoords = 1;
+        cudaTextureObject_t none;
+        EXPECT_ERR(cudaCreateTextureObject(&none, &r, &d, &bad), cudaErrorInvalidValue);
+        bad = view;
+        bad.width = 8;
+        EXPECT_ERR(cudaCreateTextureObject(&none, &r, &d, &bad), cudaErrorInvalidValue);
+        cudaGetLastError();
+    }
+
     float *dout;
     CHECK(cudaMalloc(&dout, sizeof(float)));
+
+    // The same texels as 32-bit unsigned integers: a float's bits.
+    {
+        cudaResourceViewDesc uv = view;
+        uv.format = cudaResViewFormatUnsignedInt1;
+        uv.firstMipmapLevel = uv.lastMipmapLevel = 0;
+        cudaTextureObject_t tu = texture_of(m, cudaFilterModePoint, cudaFilterModePoint, 0, 0, 0, &uv);
+        unsigned *du, got;
+        CHECK(cudaMalloc(&du, sizeof(unsigned)));
+        bits<<<1, 1>>>(tu, u(0, 6), v(0, 5), du);
+        CHECK(cudaGetLastError());
+        CHECK(cudaMemcpy(&got, du, sizeof got, cudaMemcpyDeviceToHost));
+        float want = texel(0, 6, 5);
+        unsigned want_bits;
+        memcpy(&want_bits, &want, sizeof want_bits);
+        EXPECT(got == want_bits);
+        CHECK(cudaDestroyTextureObject(tu));
+        CHECK(cudaFree(du));
+    }
 
     // 3-D: 4 x 4 x 4, 3 levels; level 1 (2 x 2 x 2) filled with cudaMemcpy3D.
     {
@@ -263,6 +327,20 @@ int main() {
         CHECK(cudaMemcpy(out, dout, sizeof(float), cudaMemcpyDeviceToHost));
         EXPECT(out[0] == 223);
         CHECK(cudaDestroyTextureObject(tl2));
+        // A view of level 1, layers 1 and 2: its layer 1 is the array's layer 2.
+        cudaResourceViewDesc lv = {};
+        lv.width = 8;
+        lv.height = 8;
+        lv.depth = 3;
+        lv.firstMipmapLevel = lv.lastMipmapLevel = 1;
+        lv.firstLayer = 1;
+        lv.lastLayer = 2;
+        cudaTextureObject_t tl3 = texture_of(ml, cudaFilterModePoint, cudaFilterModePoint, 0, 0, 0, &lv);
+        sample_layered_view<<<1, 1>>>(tl3, dout);
+        CHECK(cudaGetLastError());
+        CHECK(cudaMemcpy(out, dout, sizeof(float), cudaMemcpyDeviceToHost));
+        EXPECT(out[0] == 223);
+        CHECK(cudaDestroyTextureObject(tl3));
         CHECK(cudaFreeMipmappedArray(ml));
     }
 
@@ -272,7 +350,7 @@ int main() {
     CHECK(cudaMemcpy(out, dout, sizeof(float), cudaMemcpyDeviceToHost));
     EXPECT(out[0] == texel(0, 0, 0));
 
-    for (cudaTextureObject_t t : {tp, tl, tb, tf}) CHECK(cudaDestroyTextureObject(t));
+    for (cudaTextureObject_t t : {tp, tl, tb, tf, tv}) CHECK(cudaDestroyTextureObject(t));
     CHECK(cudaFreeMipmappedArray(m));
     CHECK(cudaFree(dout));
     return finish();

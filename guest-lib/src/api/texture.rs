@@ -5,9 +5,11 @@
 //! The backend creates the object and answers the handle kernels take (on a GPU, the
 //! driver's own `CUtexObject`). Textures view an array, a mipmapped array (with the
 //! descriptor's mipmap filter mode, level bias and level clamps), linear memory or pitched
-//! 2-D memory; surfaces view an array created with `cudaArraySurfaceLoadStore`. Resource
-//! views and anisotropic filtering are not supported: a descriptor that asks for them fails
-//! with `cudaErrorNotSupported`.
+//! 2-D memory; surfaces view an array created with `cudaArraySurfaceLoadStore`. A texture
+//! over an array or a mipmapped array may take a resource view (`cudaResourceViewDesc`):
+//! another format of the same texel size, a range of levels, a range of layers (whole cubes
+//! of a cube map). Block-compressed view formats and anisotropic filtering are not
+//! supported: a descriptor that asks for them fails with `cudaErrorNotSupported`.
 
 use std::collections::HashMap;
 use std::ffi::{c_int, c_uint, c_void};
@@ -16,7 +18,8 @@ use std::sync::{LazyLock, Mutex};
 use vcuda_protocol::{
     ChannelFormat, HandleResp, RESOURCE_ARRAY, RESOURCE_LINEAR, RESOURCE_MIPMAPPED_ARRAY,
     RESOURCE_PITCH2D, TEX_FILTER_LINEAR, TEX_MIPMAP_LINEAR, TEX_NORMALIZED_COORDS,
-    TEX_READ_NORMALIZED_FLOAT, TEX_SRGB, TEX_SURFACE, TexObjectCreateReq, TexObjectDestroyReq, ops,
+    TEX_READ_NORMALIZED_FLOAT, TEX_SRGB, TEX_SURFACE, TEX_VIEW, TexObjectCreateReq,
+    TexObjectDestroyReq, ops,
 };
 
 use super::array::{cudaArray_t, cudaChannelFormatDesc};
@@ -67,11 +70,83 @@ pub struct cudaTextureDesc {
     pub(crate) seamless_cubemap: c_int,
 }
 
+/// The part of `struct cudaResourceViewDesc` CUDA 12 and 13 share (CUDA 13 appends 16
+/// reserved words), and of the driver's `CUDA_RESOURCE_VIEW_DESC` (whose format codes are
+/// the same).
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug, PartialEq)]
+pub struct cudaResourceViewDesc {
+    pub(crate) format: c_int,
+    pub(crate) width: usize,
+    pub(crate) height: usize,
+    pub(crate) depth: usize,
+    pub(crate) first_mipmap_level: c_uint,
+    pub(crate) last_mipmap_level: c_uint,
+    pub(crate) first_layer: c_uint,
+    pub(crate) last_layer: c_uint,
+}
+
+/// A `cudaResourceViewFormat` as a channel format: 1, 2 or 4 channels of 8, 16 or 32-bit
+/// integers or 16 or 32-bit floats (`None`, 0: the resource's own). Block-compressed
+/// formats are not supported.
+fn view_format(f: c_int) -> Result<Option<cudaChannelFormatDesc>> {
+    match f {
+        0 => Ok(None),
+        1..=24 => {
+            // Unsigned char, signed char, unsigned short, short, unsigned int, int, half,
+            // float; each with 1, 2 and 4 channels.
+            let kinds = [
+                (8, 1),
+                (8, 0),
+                (16, 1),
+                (16, 0),
+                (32, 1),
+                (32, 0),
+                (16, 2),
+                (32, 2),
+            ];
+            let (bits, kind) = kinds[((f - 1) / 3) as usize];
+            let channels = [1, 2, 4][((f - 1) % 3) as usize];
+            let b = |i: c_int| if i < channels { bits } else { 0 };
+            Ok(Some(cudaChannelFormatDesc {
+                x: b(0),
+                y: b(1),
+                z: b(2),
+                w: b(3),
+                f: kind,
+            }))
+        }
+        25..=34 => Err(Error::NOT_SUPPORTED),
+        _ => Err(Error::INVALID_VALUE),
+    }
+}
+
+/// The view part of a request: `v` over the resource `req` names, whose extent (level 0,
+/// as created) the view's must equal.
+fn view(v: &cudaResourceViewDesc, req: &mut TexObjectCreateReq) -> Result<()> {
+    let info = match req.resource {
+        RESOURCE_ARRAY => super::array::info(req.array as cudaArray_t)?,
+        RESOURCE_MIPMAPPED_ARRAY => super::array::mipmapped_info(req.array)?,
+        _ => return Err(Error::INVALID_VALUE),
+    };
+    if [v.width, v.height, v.depth].map(|n| n as u64) != info.extent {
+        return Err(Error::INVALID_VALUE);
+    }
+    if let Some(f) = view_format(v.format)? {
+        req.view_format = f.to_wire()?;
+    }
+    req.view_levels = [v.first_mipmap_level, v.last_mipmap_level];
+    req.view_layers = [v.first_layer, v.last_layer];
+    req.flags |= TEX_VIEW;
+    Ok(())
+}
+
 /// What the library keeps of an object, for the descriptor queries.
 #[derive(Clone, Copy)]
 struct Object {
     res: cudaResourceDesc,
     tex: Option<cudaTextureDesc>,
+    view: Option<cudaResourceViewDesc>,
 }
 
 // SAFETY: the raw pointers in the descriptors are device addresses and array handles, plain
@@ -153,8 +228,12 @@ fn sampler(t: &cudaTextureDesc, req: &mut TexObjectCreateReq) -> Result<()> {
     Ok(())
 }
 
-/// Creates an object; returns its handle.
-pub(crate) fn create(res: &cudaResourceDesc, tex: Option<&cudaTextureDesc>) -> Result<u64> {
+/// Creates an object (a texture with `tex`, which may take a view); returns its handle.
+pub(crate) fn create(
+    res: &cudaResourceDesc,
+    tex: Option<&cudaTextureDesc>,
+    v: Option<&cudaResourceViewDesc>,
+) -> Result<u64> {
     let c = client::client()?;
     c.check_sticky()?;
     let mut req = TexObjectCreateReq {
@@ -164,7 +243,12 @@ pub(crate) fn create(res: &cudaResourceDesc, tex: Option<&cudaTextureDesc>) -> R
     };
     resource(res, &mut req)?;
     match tex {
-        Some(t) => sampler(t, &mut req)?,
+        Some(t) => {
+            sampler(t, &mut req)?;
+            if let Some(v) = v {
+                view(v, &mut req)?;
+            }
+        }
         None => {
             if res.res_type != RES_ARRAY {
                 return Err(Error::INVALID_VALUE);
@@ -178,6 +262,7 @@ pub(crate) fn create(res: &cudaResourceDesc, tex: Option<&cudaTextureDesc>) -> R
         Object {
             res: *res,
             tex: tex.copied(),
+            view: v.copied(),
         },
     );
     Ok(r.handle)
@@ -211,6 +296,12 @@ pub(crate) fn descriptors(
     Ok((o.res, o.tex))
 }
 
+/// The view texture object `h` was created with; all zero for one without (NVIDIA's
+/// runtime answers success for those too).
+pub(crate) fn view_of(h: u64) -> Result<cudaResourceViewDesc> {
+    Ok(object(h, false)?.view.unwrap_or_default())
+}
+
 fn object(h: u64, surface: bool) -> Result<Object> {
     objects()
         .get(&(surface, h))
@@ -224,14 +315,12 @@ fn read<T: Copy>(p: *const T) -> Result<T> {
 }
 
 entry! {
-    fn cudaCreateTextureObject(out: *mut u64, res: *const cudaResourceDesc, tex: *const cudaTextureDesc, view: *const c_void) {
+    fn cudaCreateTextureObject(out: *mut u64, res: *const cudaResourceDesc, tex: *const cudaTextureDesc, v: *const cudaResourceViewDesc) {
         if out.is_null() {
             return Err(Error::INVALID_VALUE);
         }
-        if !view.is_null() {
-            return Err(Error::NOT_SUPPORTED);
-        }
-        let h = create(&read(res)?, Some(&read(tex)?))?;
+        let v = if v.is_null() { None } else { Some(read(v)?) };
+        let h = create(&read(res)?, Some(&read(tex)?), v.as_ref())?;
         // SAFETY: checked non-null; the caller's output pointer.
         unsafe { write_out(out, h) }
     }
@@ -244,7 +333,7 @@ entry! {
         if out.is_null() {
             return Err(Error::INVALID_VALUE);
         }
-        let h = create(&read(res)?, None)?;
+        let h = create(&read(res)?, None, None)?;
         // SAFETY: checked non-null; the caller's output pointer.
         unsafe { write_out(out, h) }
     }
@@ -263,6 +352,12 @@ entry! {
         let o = object(h, false)?;
         // SAFETY: as above.
         unsafe { write_out(out, o.tex.unwrap_or_default()) }
+    }
+
+    fn cudaGetTextureObjectResourceViewDesc(out: *mut cudaResourceViewDesc, h: u64) {
+        let v = view_of(h)?;
+        // SAFETY: as above (the part CUDA 12 and 13 share).
+        unsafe { write_out(out, v) }
     }
 
     fn cudaGetSurfaceObjectResourceDesc(out: *mut cudaResourceDesc, h: u64) {

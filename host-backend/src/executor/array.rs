@@ -10,7 +10,8 @@ use vcuda_protocol::{
     ARRAY_TEXTURE_GATHER, ArrayCreateReq, CHANNEL_FLOAT, CHANNEL_SIGNED, CHANNEL_UNSIGNED,
     ChannelFormat, MemcpyArrayReq, MipmappedArrayCreateReq, RESOURCE_ARRAY, RESOURCE_LINEAR,
     RESOURCE_MIPMAPPED_ARRAY, RESOURCE_PITCH2D, TEX_FILTER_LINEAR, TEX_MIPMAP_LINEAR,
-    TEX_NORMALIZED_COORDS, TEX_READ_NORMALIZED_FLOAT, TEX_SRGB, TEX_SURFACE, TexObjectCreateReq,
+    TEX_NORMALIZED_COORDS, TEX_READ_NORMALIZED_FLOAT, TEX_SRGB, TEX_SURFACE, TEX_VIEW,
+    TexObjectCreateReq,
 };
 use vcuda_ptx::{AddressMode, ChannelKind, FilterMode, Mipmap, level_extent, level_offset};
 
@@ -313,6 +314,93 @@ pub struct Sampler {
     pub border: [f32; 4],
     /// The mipmap settings (levels 1 here: the resource's level count goes in later).
     pub mip: Mipmap,
+    /// A resource view.
+    pub view: Option<ResourceView>,
+}
+
+/// A resource view as the guest asked for it (`cudaResourceViewDesc`), checked against
+/// the resource by [`ResourceView::apply`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ResourceView {
+    /// Texel format (`None`: the resource's).
+    pub format: Option<Format>,
+    /// First and last mipmap level.
+    pub levels: [u32; 2],
+    /// First and last layer (cube faces count as layers).
+    pub layers: [u32; 2],
+}
+
+/// What a texture over an array or a mipmapped array reads: the whole resource, or a view.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Viewed {
+    /// Texel format.
+    pub format: Format,
+    /// The first level read.
+    pub first_level: u32,
+    /// Levels read (1 for an array).
+    pub levels: u32,
+    /// The first layer read (0 for an array without layers).
+    pub first_layer: u64,
+    /// Layers read (the depth, for an array without layers).
+    pub layers: u64,
+}
+
+impl ResourceView {
+    /// What a texture with view `view` (or none) reads of a resource of `shape` (level 0
+    /// for a mipmapped array) and `levels` levels. A view keeps the texel size, picks
+    /// levels within the resource's and layers within a layered or cube-map array's (whole
+    /// cubes: multiples of six faces); a layer range narrower than a layered mipmapped
+    /// array's over several levels is not supported.
+    pub fn apply(
+        view: Option<&ResourceView>,
+        shape: &ArrayShape,
+        levels: u32,
+    ) -> ExecResult<Viewed> {
+        let whole = Viewed {
+            format: shape.format,
+            first_level: 0,
+            levels,
+            first_layer: 0,
+            layers: shape.depth,
+        };
+        let Some(v) = view else {
+            return Ok(whole);
+        };
+        let format = match v.format {
+            Some(f) if f.texel_bytes() != shape.format.texel_bytes() => {
+                return Err(Status::INVALID_VALUE);
+            }
+            Some(f) => f,
+            None => shape.format,
+        };
+        let [l0, l1] = v.levels;
+        if l0 > l1 || l1 >= levels {
+            return Err(Status::INVALID_VALUE);
+        }
+        let [a, b] = v.layers.map(u64::from);
+        let (first_layer, layers) = if shape.keeps_depth() {
+            let cube = shape.flags & ARRAY_CUBEMAP != 0;
+            if a > b || b >= shape.depth || (cube && (a % 6 != 0 || (b + 1) % 6 != 0)) {
+                return Err(Status::INVALID_VALUE);
+            }
+            if l1 > l0 && (a, b + 1) != (0, shape.depth) {
+                return Err(Status::NOT_SUPPORTED);
+            }
+            (a, b - a + 1)
+        } else {
+            if (a, b) != (0, 0) {
+                return Err(Status::INVALID_VALUE);
+            }
+            (0, shape.depth)
+        };
+        Ok(Viewed {
+            format,
+            first_level: l0,
+            levels: l1 - l0 + 1,
+            first_layer,
+            layers,
+        })
+    }
 }
 
 impl Sampler {
@@ -323,10 +411,36 @@ impl Sampler {
             | TEX_READ_NORMALIZED_FLOAT
             | TEX_SRGB
             | TEX_FILTER_LINEAR
-            | TEX_MIPMAP_LINEAR;
+            | TEX_MIPMAP_LINEAR
+            | TEX_VIEW;
         if r.flags & !known != 0 || r.reserved != 0 {
             return Err(Status::INVALID_VALUE);
         }
+        let view = if r.flags & TEX_VIEW != 0 {
+            // Views are of textures over arrays and mipmapped arrays only.
+            if r.flags & TEX_SURFACE != 0
+                || !matches!(r.resource, RESOURCE_ARRAY | RESOURCE_MIPMAPPED_ARRAY)
+            {
+                return Err(Status::INVALID_VALUE);
+            }
+            Some(ResourceView {
+                format: if r.view_format.bits == [0; 4] {
+                    None
+                } else {
+                    Some(Format::check(&r.view_format)?)
+                },
+                levels: r.view_levels,
+                layers: r.view_layers,
+            })
+        } else {
+            if r.view_format != ChannelFormat::default()
+                || r.view_levels != [0; 2]
+                || r.view_layers != [0; 2]
+            {
+                return Err(Status::INVALID_VALUE);
+            }
+            None
+        };
         match r.resource {
             RESOURCE_ARRAY | RESOURCE_LINEAR | RESOURCE_PITCH2D => {}
             // Surfaces view arrays (a level of a mipmapped array is one).
@@ -366,6 +480,7 @@ impl Sampler {
                 min_clamp: r.mip_min_clamp,
                 max_clamp: r.mip_max_clamp,
             },
+            view,
         })
     }
 }
@@ -477,6 +592,64 @@ mod tests {
             ..ok
         };
         assert_eq!(shape.check_box(&huge), Ok(u64::MAX));
+    }
+
+    #[test]
+    fn resource_views_keep_texel_sizes_and_stay_within_levels_and_layers() {
+        let shape = |flags, (width, height, depth)| {
+            ArrayShape::check(&ArrayCreateReq {
+                flags,
+                format: fmt([32, 0, 0, 0], CHANNEL_FLOAT),
+                width,
+                height,
+                depth,
+                ..Default::default()
+            })
+            .unwrap()
+        };
+        let view = |format: Option<ChannelFormat>, levels, layers| ResourceView {
+            format: format.map(|f| Format::check(&f).unwrap()),
+            levels,
+            layers,
+        };
+        let plain = shape(0, (8, 8, 0));
+        // No view: everything.
+        let all = ResourceView::apply(None, &plain, 4).unwrap();
+        assert_eq!((all.first_level, all.levels, all.layers), (0, 4, 1));
+        // Levels 1..=2; another format of four bytes; not of two.
+        let v = ResourceView::apply(
+            Some(&view(Some(fmt([8; 4], CHANNEL_UNSIGNED)), [1, 2], [0, 0])),
+            &plain,
+            4,
+        )
+        .unwrap();
+        assert_eq!((v.first_level, v.levels, v.format.channels), (1, 2, 4));
+        for (f, levels, layers) in [
+            (Some(fmt([16, 0, 0, 0], CHANNEL_FLOAT)), [0, 0], [0, 0]),
+            (None, [2, 1], [0, 0]),
+            (None, [0, 4], [0, 0]),
+            (None, [0, 0], [0, 1]),
+        ] {
+            assert_eq!(
+                ResourceView::apply(Some(&view(f, levels, layers)), &plain, 4),
+                Err(Status::INVALID_VALUE),
+                "{levels:?} {layers:?}"
+            );
+        }
+        // Layers of a layered array; whole cubes of a layered cube map.
+        let layered = shape(ARRAY_LAYERED, (8, 8, 5));
+        let v = ResourceView::apply(Some(&view(None, [0, 0], [1, 3])), &layered, 1).unwrap();
+        assert_eq!((v.first_layer, v.layers), (1, 3));
+        assert!(ResourceView::apply(Some(&view(None, [0, 0], [1, 5])), &layered, 1).is_err());
+        let cubes = shape(ARRAY_LAYERED | ARRAY_CUBEMAP, (8, 8, 12));
+        let v = ResourceView::apply(Some(&view(None, [0, 0], [6, 11])), &cubes, 1).unwrap();
+        assert_eq!((v.first_layer, v.layers), (6, 6));
+        assert!(ResourceView::apply(Some(&view(None, [0, 0], [1, 6])), &cubes, 1).is_err());
+        // Some layers of several levels of a layered mipmapped array: not supported.
+        assert_eq!(
+            ResourceView::apply(Some(&view(None, [0, 1], [1, 3])), &layered, 3),
+            Err(Status::NOT_SUPPORTED)
+        );
     }
 
     #[test]

@@ -7,7 +7,8 @@
 //! `GetLevel`, `Destroy`), over the runtime's implementation (`crate::api::array`,
 //! `crate::api::texture`), `cuMemcpyAtoA`, and the descriptor queries of texture and
 //! surface objects (`cuTexObjectGetResourceDesc`, `cuTexObjectGetTextureDesc`,
-//! `cuSurfObjectGetResourceDesc`). Resource views are not supported.
+//! `cuSurfObjectGetResourceDesc`, `cuTexObjectGetResourceViewDesc`), resource views
+//! included.
 
 use std::ffi::{c_int, c_uint, c_void};
 
@@ -19,7 +20,7 @@ use crate::api::array::{
 };
 use crate::api::texture::{
     self, RES_ARRAY, RES_LINEAR, RES_MIPMAPPED_ARRAY, RES_PITCH2D, cudaResourceDesc,
-    cudaTextureDesc,
+    cudaResourceViewDesc, cudaTextureDesc,
 };
 use crate::client;
 use crate::error::CuError;
@@ -756,12 +757,12 @@ entry_lib! {
         copy_linear(a, offset, dst, n, false, memcpy_kind::D2D, None)
     }
 
-    fn cuTexObjectCreate(out_t: *mut u64, r: *const CUDA_RESOURCE_DESC, t: *const CUDA_TEXTURE_DESC, view: *const c_void) -> Result<(), CuError> {
+    fn cuTexObjectCreate(out_t: *mut u64, r: *const CUDA_RESOURCE_DESC, t: *const CUDA_TEXTURE_DESC, view: *const cudaResourceViewDesc) -> Result<(), CuError> {
         current()?;
-        if !view.is_null() {
-            return Err(CuError::NOT_SUPPORTED);
-        }
-        let h = texture::create(&resource(r)?, Some(&sampler(t)?))?;
+        // SAFETY: the caller's view descriptor or null (`CUDA_RESOURCE_VIEW_DESC` starts
+        // with the runtime's fields, and its format codes are the runtime's).
+        let view = unsafe { view.as_ref() };
+        let h = texture::create(&resource(r)?, Some(&sampler(t)?), view)?;
         // SAFETY: the caller's output pointer.
         unsafe { out(out_t, h) }
     }
@@ -783,6 +784,13 @@ entry_lib! {
         let (_, t) = texture::descriptors(h, false)?;
         // SAFETY: the caller's output pointer.
         unsafe { out(d, sampler_out(&t.unwrap_or_default())) }
+    }
+
+    fn cuTexObjectGetResourceViewDesc(d: *mut cudaResourceViewDesc, h: u64) -> Result<(), CuError> {
+        current()?;
+        let v = texture::view_of(h)?;
+        // SAFETY: the caller's output pointer (the fields before the reserved words).
+        unsafe { out(d, v) }
     }
 
     fn cuSurfObjectGetResourceDesc(d: *mut ResourceDescOut, h: u64) -> Result<(), CuError> {
@@ -817,7 +825,7 @@ entry_lib! {
 
     fn cuSurfObjectCreate(out_s: *mut u64, r: *const CUDA_RESOURCE_DESC) -> Result<(), CuError> {
         current()?;
-        let h = texture::create(&resource(r)?, None)?;
+        let h = texture::create(&resource(r)?, None, None)?;
         // SAFETY: the caller's output pointer.
         unsafe { out(out_s, h) }
     }

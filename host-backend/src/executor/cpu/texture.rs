@@ -19,7 +19,9 @@ use vcuda_protocol::{
 use vcuda_ptx::{Mipmap, TexObject};
 
 use super::memory::{AllocKind, DeviceHeap};
-use crate::executor::array::{ArrayShape, Format, MipShape, Sampler, linear_extent};
+use crate::executor::array::{
+    ArrayShape, Format, MipShape, ResourceView, Sampler, Viewed, linear_extent,
+};
 use crate::executor::{ExecResult, Status};
 
 /// Most arrays and most texture/surface objects a session holds at once.
@@ -190,13 +192,15 @@ impl Textures {
             return Err(Status::MEMORY_ALLOCATION);
         }
         let mut mip = Mipmap::NONE;
-        let array = |addr: u64, shape: &ArrayShape| {
-            let row = shape.row_bytes();
+        // `shape` is level `v.first_level`'s, which lies at `addr`.
+        let array = |addr: u64, shape: &ArrayShape, v: &Viewed| {
+            let row = v.format.texel_bytes() * shape.width;
             View {
-                base: addr,
+                // (Within the array: the view's layers are the array's.)
+                base: addr + v.first_layer * row * shape.height,
                 dims: shape.dims,
-                format: shape.format,
-                extent: [shape.width, shape.height, shape.depth],
+                format: v.format,
+                extent: [shape.width, shape.height, v.layers],
                 pitch: row,
                 slice_pitch: row * shape.height,
                 layered: shape.flags & ARRAY_LAYERED != 0 && shape.flags & ARRAY_CUBEMAP == 0,
@@ -208,15 +212,18 @@ impl Textures {
             if s.surface && a.shape.flags & ARRAY_SURFACE_LOAD_STORE == 0 {
                 return Err(Status::INVALID_VALUE);
             }
-            array(a.addr, &a.shape)
+            let v = ResourceView::apply(s.view.as_ref(), &a.shape, 1)?;
+            array(a.addr, &a.shape, &v)
         } else if r.resource == RESOURCE_MIPMAPPED_ARRAY {
             // (Surfaces were refused by `Sampler::check`.)
             let m = self.mipmapped.get(&r.array).ok_or(Status::INVALID_HANDLE)?;
+            let v = ResourceView::apply(s.view.as_ref(), &m.shape.base, m.shape.levels)?;
             mip = Mipmap {
-                levels: m.shape.levels,
+                levels: v.levels,
                 ..s.mip
             };
-            array(m.addr, &m.shape.base)
+            let first = m.shape.level(v.first_level);
+            array(m.addr + m.shape.offset(v.first_level), &first, &v)
         } else {
             // Surfaces view arrays only.
             if s.surface {

@@ -1328,7 +1328,7 @@ pub unsafe fn memcpy_3d(p: &sys::CUDA_MEMCPY3D, s: CUstream) -> DrvResult<()> {
     ok(unsafe { ffi::cuMemcpy3DAsync_v2(p, s) })
 }
 
-/// `cuTexObjectCreate` (no resource view).
+/// `cuTexObjectCreate`, with a resource view or none.
 ///
 /// # Safety
 ///
@@ -1336,10 +1336,13 @@ pub unsafe fn memcpy_3d(p: &sys::CUDA_MEMCPY3D, s: CUstream) -> DrvResult<()> {
 pub unsafe fn tex_object_create(
     res: &sys::CUDA_RESOURCE_DESC,
     tex: &sys::CUDA_TEXTURE_DESC,
+    view: Option<&sys::CUDA_RESOURCE_VIEW_DESC>,
 ) -> DrvResult<sys::CUtexObject> {
     let mut t = 0;
-    // SAFETY: valid out pointer and descriptors; the caller vouches for the resource.
-    ok(unsafe { ffi::cuTexObjectCreate(&mut t, res, tex, std::ptr::null()) })?;
+    let view = view.map_or(std::ptr::null(), |v| v as *const _);
+    // SAFETY: valid out pointer and descriptors (the view null or valid); the caller
+    // vouches for the resource.
+    ok(unsafe { ffi::cuTexObjectCreate(&mut t, res, tex, view) })?;
     Ok(t)
 }
 

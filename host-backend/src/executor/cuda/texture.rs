@@ -25,7 +25,9 @@ use vcuda_ptx::{AddressMode, ChannelKind, FilterMode};
 use super::handles::{HandleTable, Kind};
 use super::streams::stream_ref;
 use super::{CudaExecutor, charge, driver, to_status};
-use crate::executor::array::{ArrayShape, Format, MipShape, Sampler, linear_extent};
+use crate::executor::array::{
+    ArrayShape, Format, MipShape, ResourceView, Sampler, Viewed, linear_extent,
+};
 use crate::executor::{ExecResult, Status};
 
 /// Most texture and surface objects a session holds at once.
@@ -134,6 +136,81 @@ fn array_desc(shape: &ArrayShape) -> sys::CUDA_ARRAY3D_DESCRIPTOR {
         Format: array_format(&shape.format),
         NumChannels: shape.format.channels,
         Flags: flags,
+    }
+}
+
+/// The driver's resource view format for a checked format.
+fn view_format(f: &Format) -> sys::CUresourceViewFormat {
+    use sys::CUresourceViewFormat::*;
+    let n = match f.channels {
+        1 => 0,
+        2 => 1,
+        _ => 2,
+    };
+    let formats = match (f.kind, f.channel_bytes) {
+        (ChannelKind::Unsigned, 1) => [
+            CU_RES_VIEW_FORMAT_UINT_1X8,
+            CU_RES_VIEW_FORMAT_UINT_2X8,
+            CU_RES_VIEW_FORMAT_UINT_4X8,
+        ],
+        (ChannelKind::Signed, 1) => [
+            CU_RES_VIEW_FORMAT_SINT_1X8,
+            CU_RES_VIEW_FORMAT_SINT_2X8,
+            CU_RES_VIEW_FORMAT_SINT_4X8,
+        ],
+        (ChannelKind::Unsigned, 2) => [
+            CU_RES_VIEW_FORMAT_UINT_1X16,
+            CU_RES_VIEW_FORMAT_UINT_2X16,
+            CU_RES_VIEW_FORMAT_UINT_4X16,
+        ],
+        (ChannelKind::Signed, 2) => [
+            CU_RES_VIEW_FORMAT_SINT_1X16,
+            CU_RES_VIEW_FORMAT_SINT_2X16,
+            CU_RES_VIEW_FORMAT_SINT_4X16,
+        ],
+        (ChannelKind::Unsigned, _) => [
+            CU_RES_VIEW_FORMAT_UINT_1X32,
+            CU_RES_VIEW_FORMAT_UINT_2X32,
+            CU_RES_VIEW_FORMAT_UINT_4X32,
+        ],
+        (ChannelKind::Signed, _) => [
+            CU_RES_VIEW_FORMAT_SINT_1X32,
+            CU_RES_VIEW_FORMAT_SINT_2X32,
+            CU_RES_VIEW_FORMAT_SINT_4X32,
+        ],
+        (ChannelKind::Float, 2) => [
+            CU_RES_VIEW_FORMAT_FLOAT_1X16,
+            CU_RES_VIEW_FORMAT_FLOAT_2X16,
+            CU_RES_VIEW_FORMAT_FLOAT_4X16,
+        ],
+        (ChannelKind::Float, _) => [
+            CU_RES_VIEW_FORMAT_FLOAT_1X32,
+            CU_RES_VIEW_FORMAT_FLOAT_2X32,
+            CU_RES_VIEW_FORMAT_FLOAT_4X32,
+        ],
+    };
+    formats[n]
+}
+
+/// The driver's view descriptor of `v` over a resource of `shape` (level 0).
+fn view_desc(v: &Viewed, shape: &ArrayShape) -> sys::CUDA_RESOURCE_VIEW_DESC {
+    let desc = array_desc(shape);
+    let last = |first: u64, n: u64| (first + n.max(1) - 1) as u32;
+    sys::CUDA_RESOURCE_VIEW_DESC {
+        format: view_format(&v.format),
+        // The resource's own extent (a view of texels of the same size).
+        width: desc.Width,
+        height: desc.Height,
+        depth: desc.Depth,
+        firstMipmapLevel: v.first_level,
+        lastMipmapLevel: last(u64::from(v.first_level), u64::from(v.levels)),
+        firstLayer: v.first_layer as u32,
+        lastLayer: if shape.keeps_depth() {
+            last(v.first_layer, v.layers)
+        } else {
+            0
+        },
+        reserved: [0; 16],
     }
 }
 
@@ -341,13 +418,18 @@ impl CudaExecutor {
         // flags 0); the fields of the chosen type are set below.
         let mut res: sys::CUDA_RESOURCE_DESC = unsafe { MaybeUninit::zeroed().assume_init() };
         let mut read_as_integer = !s.normalized_float;
+        let mut view = None;
         if r.resource == RESOURCE_ARRAY {
             let a = self.textures.arrays.get(r.array)?;
             if s.surface && a.shape.flags & ARRAY_SURFACE_LOAD_STORE == 0 {
                 return Err(Status::INVALID_VALUE);
             }
-            if a.shape.format.kind == ChannelKind::Float {
+            let v = ResourceView::apply(s.view.as_ref(), &a.shape, 1)?;
+            if v.format.kind == ChannelKind::Float {
                 read_as_integer = false;
+            }
+            if s.view.is_some() {
+                view = Some(view_desc(&v, &a.shape));
             }
             res.resType = CUresourcetype::CU_RESOURCE_TYPE_ARRAY;
             res.res.array =
@@ -355,8 +437,12 @@ impl CudaExecutor {
         } else if r.resource == RESOURCE_MIPMAPPED_ARRAY {
             // (Surfaces were refused by `Sampler::check`.)
             let m = self.textures.mipmapped.get(r.array)?;
-            if m.shape.base.format.kind == ChannelKind::Float {
+            let v = ResourceView::apply(s.view.as_ref(), &m.shape.base, m.shape.levels)?;
+            if v.format.kind == ChannelKind::Float {
                 read_as_integer = false;
+            }
+            if s.view.is_some() {
+                view = Some(view_desc(&v, &m.shape.base));
             }
             res.resType = CUresourcetype::CU_RESOURCE_TYPE_MIPMAPPED_ARRAY;
             res.res.mipmap = sys::CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_2 {
@@ -424,7 +510,7 @@ impl CudaExecutor {
             t.maxMipmapLevelClamp = s.mip.max_clamp;
             // SAFETY: the resource is a live array or mipmapped array, or lies in the
             // session's allocations (checked above), of the current context.
-            unsafe { driver::tex_object_create(&res, &t) }
+            unsafe { driver::tex_object_create(&res, &t, view.as_ref()) }
         }
         .map_err(to_status)?;
         self.textures.objects.insert((s.surface, h));

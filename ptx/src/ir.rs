@@ -367,23 +367,30 @@ pub(crate) enum Op {
         b: Src,
         c: Src,
     },
+    /// `vote{.sync}`: `members` is the `.sync` form's membermask (each lane votes with the
+    /// lanes of its own mask).
     Vote {
         mode: VoteMode,
         d: Reg,
         a: Src,
+        members: Option<Src>,
     },
+    /// `match.sync`: each lane matches among the lanes of its membermask.
     Match {
         all: bool,
         d: Reg,
         p: Reg,
         a: Src,
         mask64: bool,
+        members: Src,
     },
+    /// `redux.sync`: each lane reduces over the lanes of its membermask.
     Redux {
         op: ReduxOp,
         signed: bool,
         d: Reg,
         a: Src,
+        members: Src,
     },
     Activemask {
         d: Reg,

@@ -410,6 +410,44 @@ fn warp_misc_partial_masks() {
     }
 }
 
+/// All 32 lanes converged, each naming its own group as membermask (as
+/// `cg::labeled_partition` and `__match_any_sync` partitions do): every lane votes,
+/// matches and reduces within its group only.
+#[test]
+fn warp_ops_within_each_lanes_membermask() {
+    let src = kernel(
+        "",
+        "and.b32 %r1, %r60, 3; match.any.sync.b32 %r2, %r1, -1;\n\
+         redux.sync.max.u32 %r3, %r60, %r2; redux.sync.add.u32 %r4, %r60, %r2;\n\
+         setp.lt.u32 %p1, %r60, 8; vote.sync.ballot.b32 %r5, %p1, %r2;\n\
+         vote.sync.all.pred %p2, %p1, %r2; selp.u32 %r6, 1, 0, %p2;\n\
+         match.all.sync.b32 %r7|%p3, %r1, %r2; selp.u32 %r8, 1, 0, %p3;\n\
+         shr.u32 %r9, %r60, 4; match.any.sync.b32 %r10, %r9, %r2;\n\
+         st.global.v4.u32 [%rd63], {%r2, %r3, %r4, %r5};\n\
+         st.global.v4.u32 [%rd63+16], {%r6, %r7, %r8, %r10};",
+    );
+    let r = run(&src, 32, &[]);
+    for (t, r) in r.iter().enumerate() {
+        let t = t as u32;
+        let group: Vec<u32> = (0..32).filter(|k| k % 4 == t % 4).collect();
+        let mask = group.iter().fold(0u32, |m, k| m | 1 << k);
+        let below8 = group
+            .iter()
+            .filter(|&&k| k < 8)
+            .fold(0u32, |m, k| m | 1 << k);
+        let half = group
+            .iter()
+            .filter(|&&k| k >> 4 == t >> 4)
+            .fold(0u32, |m, k| m | 1 << k);
+        assert_eq!(
+            &r[..4],
+            &[mask, 28 + t % 4, group.iter().sum::<u32>(), below8],
+            "lane {t}"
+        );
+        assert_eq!(&r[4..8], &[0, mask, 1, half], "lane {t}");
+    }
+}
+
 #[test]
 fn atomics_generic_shared_and_red() {
     let src = kernel(

@@ -97,20 +97,32 @@ pub(crate) fn info(a: cudaArray_t) -> Result<ArrayInfo> {
         .ok_or(Error::INVALID_HANDLE)
 }
 
-/// Creates an array; returns its handle.
-pub(crate) fn create(desc: cudaChannelFormatDesc, extent: [u64; 3], flags: u32) -> Result<u64> {
+/// The client and the request for an array (or a mipmapped array's level 0) of `extent`,
+/// after the checks every allocation makes (sticky error, capture, device).
+fn create_req(
+    desc: &cudaChannelFormatDesc,
+    extent: [u64; 3],
+    flags: u32,
+) -> Result<(&'static Client, ArrayCreateReq)> {
     let c = client::client()?;
     c.check_sticky()?;
     super::capture::check_unsafe()?;
     let device = c.check_device(state::device())?;
-    let r: HandleResp = c.call::<ops::ArrayCreate>(&ArrayCreateReq {
+    let req = ArrayCreateReq {
         device,
         flags,
         format: desc.to_wire()?,
         width: extent[0],
         height: extent[1],
         depth: extent[2],
-    })?;
+    };
+    Ok((c, req))
+}
+
+/// Creates an array; returns its handle.
+pub(crate) fn create(desc: cudaChannelFormatDesc, extent: [u64; 3], flags: u32) -> Result<u64> {
+    let (c, req) = create_req(&desc, extent, flags)?;
+    let r: HandleResp = c.call::<ops::ArrayCreate>(&req)?;
     arrays().insert(
         r.handle,
         ArrayInfo {
@@ -156,19 +168,9 @@ pub(crate) fn mipmapped_create(
     levels: u32,
     flags: u32,
 ) -> Result<u64> {
-    let c = client::client()?;
-    c.check_sticky()?;
-    super::capture::check_unsafe()?;
-    let device = c.check_device(state::device())?;
+    let (c, array) = create_req(&desc, extent, flags)?;
     let r: HandleResp = c.call::<ops::MipmappedArrayCreate>(&MipmappedArrayCreateReq {
-        array: ArrayCreateReq {
-            device,
-            flags,
-            format: desc.to_wire()?,
-            width: extent[0],
-            height: extent[1],
-            depth: extent[2],
-        },
+        array,
         levels,
         reserved: 0,
     })?;

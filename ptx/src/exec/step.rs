@@ -597,19 +597,27 @@ impl<'a> Ctx<'a> {
                     }
                     w.pc += 1;
                 }
-                Op::Vote { mode, d, a } => {
+                Op::Vote {
+                    mode,
+                    d,
+                    a,
+                    members,
+                } => {
                     if mask != 0 {
                         let mut ballot = 0u32;
                         for lane in lanes(mask) {
                             ballot |= ((self.val(w, a, lane) & 1) as u32) << lane;
                         }
-                        let r = match mode {
-                            VoteMode::Ballot => ballot as u64,
-                            VoteMode::All => (ballot == mask) as u64,
-                            VoteMode::Any => (ballot != 0) as u64,
-                            VoteMode::Uni => (ballot == 0 || ballot == mask) as u64,
-                        };
+                        let groups = self.member_groups(w, members.as_ref(), mask);
                         for lane in lanes(mask) {
+                            let g = groups[lane];
+                            let b = ballot & g;
+                            let r = match mode {
+                                VoteMode::Ballot => b as u64,
+                                VoteMode::All => (b == g) as u64,
+                                VoteMode::Any => (b != 0) as u64,
+                                VoteMode::Uni => (b == 0 || b == g) as u64,
+                            };
                             w.set(*d, lane, r);
                         }
                     }
@@ -621,20 +629,23 @@ impl<'a> Ctx<'a> {
                     p,
                     a,
                     mask64,
+                    members,
                 } => {
                     if mask != 0 {
                         let vm = if *mask64 { u64::MAX } else { 0xffff_ffff };
                         let mut v = [0u64; 32];
                         self.fill(w, a, &mut v);
-                        let first = v[mask.trailing_zeros() as usize] & vm;
-                        let same_all = lanes(mask).all(|l| v[l] & vm == first);
+                        let groups = self.member_groups(w, Some(members), mask);
                         for lane in lanes(mask) {
-                            let m = if *all {
-                                if same_all { mask } else { 0 }
-                            } else {
-                                lanes(mask)
-                                    .filter(|&k| v[k] & vm == v[lane] & vm)
-                                    .fold(0u32, |m, k| m | 1 << k)
+                            let g = groups[lane];
+                            let same = lanes(g)
+                                .filter(|&k| v[k] & vm == v[lane] & vm)
+                                .fold(0u32, |m, k| m | 1 << k);
+                            let same_all = same == g;
+                            let m = match (*all, same_all) {
+                                (false, _) => same,
+                                (true, true) => g,
+                                (true, false) => 0,
                             };
                             w.set(*d, lane, m as u64);
                             w.set(*p, lane, same_all as u64);
@@ -642,26 +653,20 @@ impl<'a> Ctx<'a> {
                     }
                     w.pc += 1;
                 }
-                Op::Redux { op, signed, d, a } => {
+                Op::Redux {
+                    op,
+                    signed,
+                    d,
+                    a,
+                    members,
+                } => {
                     if mask != 0 {
                         let mut v = [0u64; 32];
                         self.fill(w, a, &mut v);
-                        let vals = lanes(mask).map(|l| v[l] as u32);
-                        let r: u32 = match (op, signed) {
-                            (ReduxOp::Add, _) => vals.fold(0u32, |x, y| x.wrapping_add(y)),
-                            (ReduxOp::Min, false) => vals.min().unwrap_or(0),
-                            (ReduxOp::Max, false) => vals.max().unwrap_or(0),
-                            (ReduxOp::Min, true) => {
-                                vals.map(|x| x as i32).min().unwrap_or(0) as u32
-                            }
-                            (ReduxOp::Max, true) => {
-                                vals.map(|x| x as i32).max().unwrap_or(0) as u32
-                            }
-                            (ReduxOp::And, _) => vals.fold(u32::MAX, |x, y| x & y),
-                            (ReduxOp::Or, _) => vals.fold(0, |x, y| x | y),
-                            (ReduxOp::Xor, _) => vals.fold(0, |x, y| x ^ y),
-                        };
+                        let groups = self.member_groups(w, Some(members), mask);
                         for lane in lanes(mask) {
+                            let g = groups[lane];
+                            let r = redux(*op, *signed, lanes(g).map(|l| v[l] as u32));
                             w.set(*d, lane, r as u64);
                         }
                     }
@@ -780,5 +785,35 @@ impl<'a> Ctx<'a> {
             }
         }
         Ok(())
+    }
+}
+
+/// `redux.sync`'s reduction of `vals`.
+fn redux(op: ReduxOp, signed: bool, vals: impl Iterator<Item = u32>) -> u32 {
+    match (op, signed) {
+        (ReduxOp::Add, _) => vals.fold(0u32, |x, y| x.wrapping_add(y)),
+        (ReduxOp::Min, false) => vals.min().unwrap_or(0),
+        (ReduxOp::Max, false) => vals.max().unwrap_or(0),
+        (ReduxOp::Min, true) => vals.map(|x| x as i32).min().unwrap_or(0) as u32,
+        (ReduxOp::Max, true) => vals.map(|x| x as i32).max().unwrap_or(0) as u32,
+        (ReduxOp::And, _) => vals.fold(u32::MAX, |x, y| x & y),
+        (ReduxOp::Or, _) => vals.fold(0, |x, y| x | y),
+        (ReduxOp::Xor, _) => vals.fold(0, |x, y| x ^ y),
+    }
+}
+
+impl Ctx<'_> {
+    /// The lanes each executing lane of a `.sync` warp operation works with: its membermask
+    /// (`members`; all lanes without one) within the lanes executing (`mask`). Lanes of one
+    /// converged warp may name different masks (`__match_any_sync` partitions, labeled
+    /// cooperative groups): each lane then votes, matches or reduces within its own.
+    fn member_groups(&self, w: &Warp, members: Option<&Src>, mask: u32) -> [u32; 32] {
+        let mut g = [mask; 32];
+        if let Some(m) = members {
+            for lane in lanes(mask) {
+                g[lane] = self.val(w, m, lane) as u32 & mask;
+            }
+        }
+        g
     }
 }

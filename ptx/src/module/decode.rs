@@ -396,6 +396,10 @@ impl<'a> Lower<'a> {
                     mode,
                     d: self.dst(st, arg(args, 0)?)?,
                     a: self.src(st, arg(args, 1)?, Ty::Pred)?,
+                    members: match args.get(2) {
+                        Some(m) => Some(self.src(st, m, Ty::B32)?),
+                        None => None,
+                    },
                 }
             }
             "match" => {
@@ -411,6 +415,7 @@ impl<'a> Lower<'a> {
                     p,
                     a: self.src(st, arg(args, 1)?, ty)?,
                     mask64: ty.size() == 8,
+                    members: self.src(st, arg(args, 2)?, Ty::B32)?,
                 }
             }
             "redux" => {
@@ -438,6 +443,7 @@ impl<'a> Lower<'a> {
                     signed: ty.is_signed(),
                     d: self.dst(st, arg(args, 0)?)?,
                     a: self.src(st, arg(args, 1)?, ty)?,
+                    members: self.src(st, arg(args, 2)?, Ty::B32)?,
                 }
             }
             "cp" if mods.first() == Some(&"async") && mods.get(1) == Some(&"mbarrier") => {

@@ -61,6 +61,20 @@ pub struct KernelInfo {
     pub(crate) func: u32,
     pub(crate) shared_base: u32,
     pub(crate) dyn_align: u32,
+    /// The module-scope shared variables the kernel and its callees use: (symbol index,
+    /// offset in the kernel's shared memory), by symbol index. Each kernel lays out only
+    /// its own, as ptxas does: a module of many kernels does not add up their buffers.
+    pub(crate) module_shared: Vec<(u32, u32)>,
+}
+
+impl KernelInfo {
+    /// Where module-scope shared variable `sym` lies in this kernel's shared memory (0 for
+    /// one the kernel does not use).
+    pub(crate) fn module_shared_offset(&self, sym: u32) -> u64 {
+        self.module_shared
+            .binary_search_by_key(&sym, |&(s, _)| s)
+            .map_or(0, |i| u64::from(self.module_shared[i].1))
+    }
 }
 
 /// State space of a module variable the executor owns.
@@ -131,8 +145,9 @@ impl GlobalInfo {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Sym {
     Global(GlobalId),
-    /// Offset in the module-scope shared block.
-    SharedModule(u32),
+    /// A module-scope shared variable (or a device function's `.shared` one): each kernel
+    /// that uses it lays it out in its own shared memory ([`KernelInfo`]'s table).
+    SharedModule,
     /// Offset after the kernel's shared base.
     SharedKernel(u32),
     SharedDynamic,
@@ -152,7 +167,8 @@ pub(crate) struct Func {
     pub params: Vec<(u32, u32)>,
     pub rets: Vec<(u32, u32)>,
     pub callees: Vec<u32>,
-    pub uses_module_shared: bool,
+    /// The module-scope shared variables (symbol indices) the function refers to.
+    pub module_shared: Vec<u32>,
     /// Calls through function addresses (virtual functions).
     pub indirect_calls: bool,
     /// Uses `bar.warp.sync` (`__syncwarp`, cooperative groups' tile sync): warp-synchronous

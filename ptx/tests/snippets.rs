@@ -1136,3 +1136,68 @@ fn shared_atomics_of_every_inline_kind() {
     assert_eq!(u64at(10), 0);
     assert_eq!(u64at(12) as i64, -7_000_000_000_000);
 }
+
+/// Module-scope `.shared` variables (where nvcc puts a kernel's `__shared__` ones) count
+/// only for the kernels that use them: a module of two kernels with 150 KiB each launches
+/// both, and a kernel using two of them (one through a device function) sees them apart.
+#[test]
+fn module_shared_variables_are_laid_out_per_kernel() {
+    let src = ".version 9.0\n.target sm_90\n.address_size 64\n\
+         .shared .align 16 .b8 big_a[153600];\n\
+         .shared .align 16 .b8 big_b[153600];\n\
+         .shared .align 4 .b8 small[8];\n\
+         .func (.param .b32 rv) peek()\n{\n .reg .b32 %r<2>;\n ld.shared.u32 %r1, [small+4];\n\
+          st.param.b32 [rv], %r1;\n ret;\n}\n\
+         .visible .entry ka(.param .u64 out)\n{\n .reg .b32 %r<4>;\n .reg .b64 %rd<4>;\n\
+          ld.param.u64 %rd1, [out];\n st.shared.u32 [big_a+153596], 7;\n\
+          st.shared.u32 [small+4], 9;\n ld.shared.u32 %r1, [big_a+153596];\n\
+          {\n .param .b32 rv;\n call.uni (rv), peek, ();\n ld.param.b32 %r2, [rv];\n }\n st.global.v2.u32 [%rd1], {%r1, %r2};\n ret;\n}\n\
+         .visible .entry kb(.param .u64 out)\n{\n .reg .b32 %r<4>;\n .reg .b64 %rd<4>;\n\
+          ld.param.u64 %rd1, [out];\n st.shared.u32 [big_b], 5;\n ld.shared.u32 %r1, [big_b];\n\
+          st.global.u32 [%rd1], %r1;\n ret;\n}\n";
+    let g = Gpu::new(src);
+    let out = g.zeros(8);
+    g.run("ka", 1, 1, &[Arg::Ptr(out)]);
+    assert_eq!(g.get::<u32>(out, 2), [7, 9]);
+    g.run("kb", 1, 1, &[Arg::Ptr(out)]);
+    assert_eq!(g.get::<u32>(out, 1), [5]);
+    let shared = |name: &str| {
+        g.module
+            .kernels()
+            .iter()
+            .find(|k| k.name == name)
+            .map(|k| k.static_shared)
+    };
+    // ka: big_a, then small (both its own); kb: big_b alone.
+    assert_eq!(shared("ka"), Some(153_616));
+    assert_eq!(shared("kb"), Some(153_600));
+}
+
+/// `bmsk` and `szext` (CUB's radix sort uses `bmsk.clamp`), interpreted and compiled.
+#[test]
+fn bit_masks_and_field_extension() {
+    let src = kernel(
+        "",
+        "add.u32 %r1, %r60, 28; bmsk.clamp.b32 %r2, %r1, 8; bmsk.wrap.b32 %r3, %r1, 8;\n\
+         szext.clamp.s32 %r4, 0x1f0, %r60; szext.wrap.u32 %r5, 0x1f0, %r60;\n\
+         st.global.v4.u32 [%rd63], {%r2, %r3, %r4, %r5};",
+    );
+    let r = run(&src, 8, &[]);
+    for (t, r) in r.iter().enumerate() {
+        let a = 28 + t as u32;
+        let clamp = if a >= 32 {
+            0
+        } else {
+            ((0xffu64 << a) & 0xffff_ffff) as u32
+        };
+        let wrap = ((0xffu64 << (a & 31)) & 0xffff_ffff) as u32;
+        let n = t as u32;
+        let sext = if n == 0 {
+            0
+        } else {
+            ((0x1f0u32 << (32 - n)) as i32 >> (32 - n)) as u32
+        };
+        let zext = if n == 0 { 0 } else { 0x1f0 & ((1u32 << n) - 1) };
+        assert_eq!(&r[..4], &[clamp, wrap, sext, zext], "thread {t}");
+    }
+}

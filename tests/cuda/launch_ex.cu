@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
 // cudaLaunchKernelEx with launch attributes, kernel names, a runtime kernel launched through
-// the driver API (cudaGetFuncBySymbol + cuLaunchKernel from cudaGetDriverEntryPoint), and
-// the single device's peer-access answers.
+// the driver API (cudaGetFuncBySymbol + cuLaunchKernel from cudaGetDriverEntryPoint),
+// programmatic dependent launch (a producer that triggers its dependents, a consumer that
+// waits for its grid dependency, a programmatic event), and the single device's peer-access
+// answers.
 #include <cuda.h>
 #include <cstring>
 #include "common.h"
@@ -9,6 +11,19 @@
 __global__ void add_k(int *p, int n, int k) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) p[i] += k;
+}
+
+__global__ void produce(int *p, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) p[i] = i;
+    cudaTriggerProgrammaticLaunchCompletion();
+}
+
+__global__ void consume(const int *p, int *q, int n) {
+    // Waits until the producer's writes are visible (it may have started before).
+    cudaGridDependencySynchronize();
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) q[i] = p[i] * 2;
 }
 
 static bool all_equal(const int *d, int n, int v) {
@@ -64,6 +79,42 @@ int main() {
         EXPECT_ERR(cudaLaunchKernelEx(&cfg, add_k, d, n, 1), cudaErrorNotSupported);
     }
     cudaGetLastError();
+
+    // Programmatic dependent launch: the consumer may overlap the producer and waits for it
+    // in the kernel; a programmatic event fires once the producer's blocks have triggered.
+    {
+        int *q;
+        CHECK(cudaMalloc(&q, n * sizeof(int)));
+        cudaStream_t s;
+        CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+        cudaEvent_t done;
+        CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+        cudaLaunchConfig_t pc = cfg;
+        pc.stream = s;
+        cudaLaunchAttribute pa[1];
+        pa[0].id = cudaLaunchAttributeProgrammaticEvent;
+        pa[0].val.programmaticEvent.event = done;
+        pa[0].val.programmaticEvent.flags = 0;
+        pa[0].val.programmaticEvent.triggerAtBlockStart = 0;
+        pc.attrs = pa;
+        pc.numAttrs = 1;
+        CHECK(cudaLaunchKernelEx(&pc, produce, d, n));
+        pa[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        pa[0].val.programmaticStreamSerializationAllowed = 1;
+        CHECK(cudaLaunchKernelEx(&pc, consume, (const int *)d, q, n));
+        CHECK(cudaEventSynchronize(done));
+        CHECK(cudaStreamSynchronize(s));
+        int h[n];
+        CHECK(cudaMemcpy(h, q, sizeof h, cudaMemcpyDeviceToHost));
+        bool ok = true;
+        for (int i = 0; i < n; i++) ok &= h[i] == 2 * i;
+        EXPECT(ok);
+        CHECK(cudaMemset(d, 0, n * sizeof(int)));
+        add_k<<<n / 128, 128>>>(d, n, 5);
+        CHECK(cudaEventDestroy(done));
+        CHECK(cudaStreamDestroy(s));
+        CHECK(cudaFree(q));
+    }
 
 #if CUDART_VERSION >= 12040
     // The kernel's parameter layout.

@@ -596,11 +596,13 @@ fn launch_ex(
             return Err(Error::NOT_SUPPORTED);
         }
     }
-    let cooperative = cfg.num_attrs > 0
+    let attrs: &[crate::api::driver::exec::CUlaunchAttribute] = if cfg.num_attrs > 0 {
         // SAFETY: as above.
-        && crate::api::driver::exec::cooperative_requested(unsafe {
-            std::slice::from_raw_parts(cfg.attrs, cfg.num_attrs as usize)
-        });
+        unsafe { std::slice::from_raw_parts(cfg.attrs, cfg.num_attrs as usize) }
+    } else {
+        &[]
+    };
+    let cooperative = crate::api::driver::exec::cooperative_requested(attrs);
     launch_as(
         func,
         cfg.grid,
@@ -610,7 +612,11 @@ fn launch_ex(
         cfg.stream,
         ptsz,
         cooperative,
-    )
+    )?;
+    for e in crate::api::driver::exec::launch_events(attrs) {
+        super::stream::record_event(e as crate::ffi::cudaEvent_t, cfg.stream, ptsz)?;
+    }
+    Ok(())
 }
 
 /// Kernel names as C strings, kept for the process's life (`cudaFuncGetName`).

@@ -248,6 +248,11 @@ fn event_create(p: *mut cudaEvent_t, flags: u32) -> Result<()> {
     unsafe { write_out(p, r.handle as cudaEvent_t) }
 }
 
+/// `cudaEventRecord` (for launches that record events of their own).
+pub(crate) fn record_event(e: cudaEvent_t, s: cudaStream_t, ptsz: bool) -> Result<()> {
+    event_record(e, s, 0, ptsz)
+}
+
 fn event_record(e: cudaEvent_t, s: cudaStream_t, flags: u32, ptsz: bool) -> Result<()> {
     let c = client::client()?;
     c.check_sticky()?;

@@ -302,6 +302,29 @@ pub(crate) fn lookup(op: &str, mods: &[&str]) -> Result<Option<AluSpec>, String>
             };
             spec(f, m.ctx(ty), &[ty], &[ty, Ty::U32, Ty::U32])
         }
+        // `bmsk.mode.b32 d, a, b`: `b` ones from bit `a` (PTX ISA, "Integer Arithmetic
+        // Instructions: bmsk"); `.clamp` limits both to 32, `.wrap` takes them modulo 32.
+        "bmsk" => {
+            let f: AluFn = if m.has("clamp") {
+                i2!(u32, u32, |c, a, b| bmsk(a.min(32), b.min(32)))
+            } else {
+                i2!(u32, u32, |c, a, b| bmsk(a & 31, b & 31))
+            };
+            spec(f, m.ctx(Ty::B32), &[Ty::B32], &[Ty::U32, Ty::U32])
+        }
+        // `szext.mode.type d, a, b`: the low `b` bits of `a`, sign- (`.s32`) or zero-extended
+        // (`.u32`); `.clamp` limits `b` to 32, `.wrap` takes it modulo 32; `b` = 0 gives 0.
+        "szext" => {
+            let ty = m.ty()?;
+            let f: AluFn = match (ty, m.has("clamp")) {
+                (Ty::S32, true) => i2!(u32, u32, |c, a, b| szext(a, b.min(32), true)),
+                (Ty::S32, false) => i2!(u32, u32, |c, a, b| szext(a, b & 31, true)),
+                (Ty::U32, true) => i2!(u32, u32, |c, a, b| szext(a, b.min(32), false)),
+                (Ty::U32, false) => i2!(u32, u32, |c, a, b| szext(a, b & 31, false)),
+                _ => return Err("szext type".into()),
+            };
+            spec(f, m.ctx(ty), &[ty], &[ty, Ty::U32])
+        }
         "bfi" => {
             let ty = m.ty()?;
             let f: AluFn = match ty {
@@ -485,4 +508,22 @@ pub(crate) fn lookup(op: &str, mods: &[&str]) -> Result<Option<AluSpec>, String>
         _ => return Ok(None),
     };
     Ok(Some(r))
+}
+
+/// `bmsk`: `width` ones from bit `start` (both already clamped or wrapped), 0 from bit 32.
+fn bmsk(start: u32, width: u32) -> u32 {
+    if start >= 32 || width == 0 {
+        return 0;
+    }
+    ((((1u64 << width) - 1) << start) & 0xffff_ffff) as u32
+}
+
+/// `szext`: the low `bits` bits of `a` (already clamped or wrapped) extended to 32.
+fn szext(a: u32, bits: u32, signed: bool) -> u32 {
+    match bits {
+        0 => 0,
+        32.. => a,
+        n if signed => (((a << (32 - n)) as i32) >> (32 - n)) as u32,
+        n => a & ((1u32 << n) - 1),
+    }
 }

@@ -105,6 +105,22 @@ fn integer_ops() {
     );
     assert_eq!(run("dp4a", &["s32", "s32"], &[0xff01, 0x0202, 10])[0], 10);
     assert_eq!(run("sad", &["u32"], &[3, 10, 1])[0], 8);
+    // bmsk: b ones from bit a; clamp stops at bit 32, wrap takes both modulo 32.
+    assert_eq!(run("bmsk", &["clamp", "b32"], &[4, 3])[0], 0x70);
+    assert_eq!(run("bmsk", &["clamp", "b32"], &[30, 8])[0], 0xc000_0000);
+    assert_eq!(run("bmsk", &["clamp", "b32"], &[32, 8])[0], 0);
+    assert_eq!(run("bmsk", &["clamp", "b32"], &[0, 40])[0], 0xffff_ffff);
+    assert_eq!(run("bmsk", &["wrap", "b32"], &[33, 34])[0], 0b110);
+    assert_eq!(run("bmsk", &["wrap", "b32"], &[0, 32])[0], 0);
+    // szext: the low b bits, sign- or zero-extended.
+    assert_eq!(run("szext", &["clamp", "s32"], &[0x1f0, 8])[0], 0xffff_fff0);
+    assert_eq!(run("szext", &["clamp", "u32"], &[0x1f0, 8])[0], 0xf0);
+    assert_eq!(run("szext", &["wrap", "s32"], &[0x1f0, 40])[0], 0xffff_fff0);
+    assert_eq!(
+        run("szext", &["clamp", "s32"], &[0x8000_0000, 99])[0],
+        0x8000_0000
+    );
+    assert_eq!(run("szext", &["wrap", "u32"], &[0x1234, 0])[0], 0);
     assert_eq!(
         run("min", &["s32"], &[(-1i32) as u32 as u64, 1])[0],
         0xffff_ffff

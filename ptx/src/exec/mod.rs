@@ -266,9 +266,10 @@ pub fn launch(
     let syms = module
         .syms
         .iter()
-        .map(|s| match *s {
+        .enumerate()
+        .map(|(i, s)| match *s {
             Sym::Global(g) => global_addr(g),
-            Sym::SharedModule(o) => o as u64,
+            Sym::SharedModule => k.module_shared_offset(i as u32),
             Sym::SharedKernel(o) => k.shared_base as u64 + o as u64,
             Sym::SharedDynamic => dyn_base,
             Sym::Func(f) => FUNC_WINDOW + f as u64,

@@ -61,8 +61,8 @@ impl<'a> Lower<'a> {
     }
 
     fn note_sym(&self, st: &mut FnState<'a>, s: u32) {
-        if matches!(self.syms.get(s as usize), Some(Sym::SharedModule(_))) {
-            st.uses_module_shared = true;
+        if matches!(self.syms.get(s as usize), Some(Sym::SharedModule)) {
+            st.module_shared.push(s);
         }
     }
 

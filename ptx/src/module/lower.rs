@@ -36,7 +36,8 @@ pub(super) struct Lower<'a> {
     pub(super) globals: Vec<GlobalInfo>,
     pub(super) syms: Vec<Sym>,
     pub(super) modsyms: HashMap<&'a str, ModSym>,
-    pub(super) module_shared: u64,
+    /// Size and alignment of each module-scope shared variable, by symbol index.
+    pub(super) shared_vars: HashMap<u32, (u64, u64)>,
     pub(super) dyn_align: u64,
     pub(super) addr_taken: Vec<u32>,
 }
@@ -125,7 +126,7 @@ impl<'a> Lower<'a> {
             globals: Vec::new(),
             syms: Vec::new(),
             modsyms: HashMap::new(),
-            module_shared: 0,
+            shared_vars: HashMap::new(),
             dyn_align: 16,
             addr_taken: Vec::new(),
         };
@@ -260,18 +261,19 @@ impl<'a> Lower<'a> {
         (self.syms.len() - 1) as u32
     }
 
-    pub(super) fn alloc_shared(
+    /// A module-scope shared variable's symbol (laid out per kernel by `finish_kernels`).
+    pub(super) fn add_shared(
         &mut self,
         size: u64,
         align: u64,
         pos: Pos,
     ) -> Result<u32, ParseError> {
-        let off = align_up(self.module_shared, align);
-        self.module_shared = off
-            .checked_add(size)
-            .filter(|e| *e <= u32::MAX as u64)
-            .ok_or_else(|| perr(pos, "less shared memory"))?;
-        Ok(off as u32)
+        if size > u64::from(u32::MAX) {
+            return Err(perr(pos, "less shared memory"));
+        }
+        let s = self.add_sym(Sym::SharedModule);
+        self.shared_vars.insert(s, (size, align));
+        Ok(s)
     }
 
     fn module_var(&mut self, d: &ast::VarDecl<'a>) -> Result<(), ParseError> {
@@ -329,7 +331,9 @@ impl<'a> Lower<'a> {
                         self.dyn_align = self.dyn_align.max(align);
                         Sym::SharedDynamic
                     } else {
-                        Sym::SharedModule(self.alloc_shared(size, align, n.pos)?)
+                        let s = self.add_shared(size, align, n.pos)?;
+                        self.modsyms.insert(n.name, ModSym::Var(s));
+                        continue;
                     }
                 }
                 // .tex/.local at module scope and others: not addressable here.
@@ -449,7 +453,7 @@ impl<'a> Lower<'a> {
             params: params.iter().map(|p| (p.offset, p.size)).collect(),
             rets: rets.iter().map(|p| (p.offset, p.size)).collect(),
             callees: Vec::new(),
-            uses_module_shared: false,
+            module_shared: Vec::new(),
             indirect_calls: false,
             warp_sync: false,
         });
@@ -470,6 +474,7 @@ impl<'a> Lower<'a> {
                 func: idx,
                 shared_base: 0,
                 dyn_align: 16,
+                module_shared: Vec::new(),
             });
         }
         Ok(())
@@ -501,7 +506,7 @@ impl<'a> Lower<'a> {
             kernel_shared: 0,
             pending_label: None,
             callees: Vec::new(),
-            uses_module_shared: false,
+            module_shared: Vec::new(),
             indirect_calls: false,
             warp_sync: false,
             frame_sizes: HashMap::new(),
@@ -563,7 +568,10 @@ impl<'a> Lower<'a> {
         func.frame_size = align_up(st.frame_max.max(st.frame), 16).min(u32::MAX as u64) as u32;
         func.defined = true;
         func.callees = st.callees;
-        func.uses_module_shared = st.uses_module_shared;
+        let mut shared = st.module_shared;
+        shared.sort_unstable();
+        shared.dedup();
+        func.module_shared = shared;
         func.indirect_calls = st.indirect_calls;
         func.warp_sync = st.warp_sync;
         if f.is_entry
@@ -677,12 +685,12 @@ impl<'a> Lower<'a> {
             let root = self.kernels[k].func as usize;
             let mut seen = vec![false; nf];
             let mut stack = vec![root];
-            let mut module_shared = false;
+            let mut used = std::collections::BTreeSet::new();
             while let Some(f) = stack.pop() {
                 if std::mem::replace(&mut seen[f], true) {
                     continue;
                 }
-                module_shared |= self.funcs[f].uses_module_shared;
+                used.extend(self.funcs[f].module_shared.iter().copied());
                 stack.extend(self.funcs[f].callees.iter().map(|&c| c as usize));
                 if self.funcs[f].indirect_calls {
                     stack.extend(self.addr_taken.iter().map(|&c| c as usize));
@@ -693,12 +701,22 @@ impl<'a> Lower<'a> {
                 &mut vec![0; nf],
                 &mut vec![0; nf],
             ));
+            // The variables it uses, in declaration order, each at its alignment.
+            let mut end = 0u64;
+            let mut layout = Vec::with_capacity(used.len());
+            for s in used {
+                let (size, align) = self.shared_vars.get(&s).copied().unwrap_or((0, 1));
+                let off = align_up(end, align);
+                end = off.saturating_add(size);
+                layout.push((s, off.min(u64::from(u32::MAX)) as u32));
+            }
             let kernel = &mut self.kernels[k];
-            let base = if module_shared {
-                align_up(self.module_shared, 16)
-            } else {
+            let base = if layout.is_empty() {
                 0
+            } else {
+                align_up(end, 16).min(u64::from(u32::MAX))
             };
+            kernel.module_shared = layout;
             kernel.shared_base = base as u32;
             kernel.static_shared = (base + kernel.static_shared as u64).min(u32::MAX as u64) as u32;
             kernel.local_bytes = local.min(u32::MAX as u64) as u32;
@@ -783,21 +801,23 @@ impl<'a> Lower<'a> {
                 }
                 "shared" => {
                     let (size, align, _) = var_layout(d.ty, d.vec, &n.dims, d.align, None, n.pos)?;
-                    let sym = if d.linkage == Linkage::Extern || n.dims.first() == Some(&None) {
+                    let s = if d.linkage == Linkage::Extern || n.dims.first() == Some(&None) {
                         self.dyn_align = self.dyn_align.max(align);
-                        Sym::SharedDynamic
+                        self.add_sym(Sym::SharedDynamic)
                     } else if st.is_kernel {
                         let off = align_up(st.kernel_shared, align);
                         st.kernel_shared = off
                             .checked_add(size)
                             .filter(|e| *e <= u32::MAX as u64)
                             .ok_or_else(|| perr(n.pos, "less shared memory"))?;
-                        Sym::SharedKernel(off as u32)
+                        self.add_sym(Sym::SharedKernel(off as u32))
                     } else {
-                        st.uses_module_shared = true;
-                        Sym::SharedModule(self.alloc_shared(size, align, n.pos)?)
+                        // A device function's `.shared` variable: module scope.
+                        let s = self.add_shared(size, align, n.pos)?;
+                        st.module_shared.push(s);
+                        s
                     };
-                    Local::Sym(self.add_sym(sym))
+                    Local::Sym(s)
                 }
                 "global" | "const" => {
                     // Function-scope statics are module variables.

@@ -56,7 +56,8 @@ pub(super) struct FnState<'a> {
     pub(super) kernel_shared: u64,
     pub(super) pending_label: Option<&'a str>,
     pub(super) callees: Vec<u32>,
-    pub(super) uses_module_shared: bool,
+    /// Module-scope shared variables (symbol indices) the function refers to.
+    pub(super) module_shared: Vec<u32>,
     pub(super) indirect_calls: bool,
     pub(super) warp_sync: bool,
     /// Sizes of frame variables by name (for call return values).

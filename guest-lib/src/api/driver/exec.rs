@@ -904,17 +904,32 @@ pub struct CUlaunchConfig {
 }
 
 /// Whether a launch handles `a`: hints (access policy, priority, memory synchronization
-/// domains, carveout, scheduling), the cooperative flag (see [`cooperative_requested`]), and
-/// clusters of one block. Clusters and programmatic dependencies are not supported.
+/// domains, carveout, scheduling), the cooperative flag (see [`cooperative_requested`]),
+/// clusters of one block, and programmatic dependent launch: the stream serialization a
+/// kernel may relax (kept: every launch waits for the one before it, which the
+/// programmatic waits then find complete) and the programmatic and launch-completion events
+/// (recorded after the kernel, see [`launch_events`]). Clusters are not supported.
 pub(crate) fn plain_launch_attribute(a: &CUlaunchAttribute) -> bool {
     let word =
         |i: usize| u32::from_le_bytes(a.value[i * 4..i * 4 + 4].try_into().unwrap_or_default());
     match a.id {
-        0..=3 | 5 | 8 | 9 | 10 | 14 | 16 => true,
+        0..=3 | 5..=10 | 12 | 14 | 16 => true,
         // Cluster dimensions: 1x1x1 (or unset) only.
         4 | 11 => (0..3).all(|i| word(i) <= 1),
         _ => false,
     }
+}
+
+/// The events a launch records when it is done: `CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT`
+/// (triggered once every block has, at the latest when the kernel completes) and
+/// `CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT` (once every block has begun: at the latest
+/// at completion too). The event is the value's first word.
+pub(crate) fn launch_events(attrs: &[CUlaunchAttribute]) -> Vec<usize> {
+    attrs
+        .iter()
+        .filter(|a| matches!(a.id, 7 | 12))
+        .map(|a| usize::from_le_bytes(a.value[..8].try_into().unwrap_or_default()))
+        .collect()
 }
 
 /// Whether the attributes ask for a cooperative launch (`CU_LAUNCH_ATTRIBUTE_COOPERATIVE`
@@ -940,12 +955,19 @@ entry_lib! {
                 return Err(CuError::NOT_SUPPORTED);
             }
         }
-        let cooperative = cfg.num_attrs > 0
+        let attrs: &[CUlaunchAttribute] = if cfg.num_attrs > 0 {
             // SAFETY: as above.
-            && cooperative_requested(unsafe {
-                std::slice::from_raw_parts(cfg.attrs, cfg.num_attrs as usize)
-            });
-        launch(f, cfg.grid, cfg.block, cfg.shared_mem, cfg.stream, args, extra, cooperative)
+            unsafe { std::slice::from_raw_parts(cfg.attrs, cfg.num_attrs as usize) }
+        } else {
+            &[]
+        };
+        let cooperative = cooperative_requested(attrs);
+        launch(f, cfg.grid, cfg.block, cfg.shared_mem, cfg.stream, args, extra, cooperative)?;
+        for e in launch_events(attrs) {
+            // SAFETY: the runtime checks the handles.
+            rt(unsafe { cudaEventRecord(e as cudaEvent_t, cfg.stream) })?;
+        }
+        Ok(())
     }
 }
 

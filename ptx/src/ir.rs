@@ -157,6 +157,11 @@ pub(crate) enum ArgCopy {
 pub(crate) enum Intrinsic {
     Vprintf,
     AssertFail,
+    /// Device-side `malloc` (and `operator new` through it): from the executor's device heap
+    /// ([`crate::DeviceMemory::malloc`]), 0 when it has no room.
+    Malloc,
+    /// Device-side `free`.
+    Free,
 }
 
 /// What a surface access does out of range (`.trap`, `.clamp`, `.zero`).

@@ -43,6 +43,19 @@ pub unsafe trait DeviceMemory: Sync {
         let _ = handle;
         None
     }
+
+    /// Device-side `malloc`: `size` bytes of the device heap, 16-byte aligned, readable and
+    /// writable through [`Self::region`]; `None` when the heap has no room (the kernel's
+    /// `malloc` returns NULL) or the executor has none.
+    fn malloc(&self, size: u64) -> Option<u64> {
+        let _ = size;
+        None
+    }
+
+    /// Device-side `free` of what [`Self::malloc`] returned (anything else: nothing).
+    fn free(&self, addr: u64) {
+        let _ = addr;
+    }
 }
 
 #[derive(Clone, Copy)]

@@ -227,6 +227,14 @@ impl Module {
         &self.kernels
     }
 
+    /// Whether any code of the module may call device-side `malloc` (the executor then
+    /// needs a device heap: [`crate::DeviceMemory::malloc`]).
+    pub fn uses_device_malloc(&self) -> bool {
+        self.funcs
+            .iter()
+            .any(|f| f.intrinsic == Some(crate::ir::Intrinsic::Malloc))
+    }
+
     pub fn kernel(&self, name: &str) -> Option<KernelId> {
         self.kernels
             .iter()

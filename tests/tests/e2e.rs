@@ -41,6 +41,7 @@ programs!(
     cooperative,
     cublas_basic,
     cublas_extra,
+    device_malloc,
     curand_basic,
     curand_device,
     dmath,

@@ -253,6 +253,20 @@ impl<'a> Ctx<'a> {
                 }
                 Ok(())
             }
+            Intrinsic::Malloc => {
+                let p = self.l.mem.malloc(arg(0)).unwrap_or(0);
+                if let Some(r) = ret {
+                    let b = w.frame_base[lane] as u64 + r as u64;
+                    wr(&mut w.local[lane], b, 8, p);
+                }
+                Ok(())
+            }
+            Intrinsic::Free => {
+                if arg(0) != 0 {
+                    self.l.mem.free(arg(0));
+                }
+                Ok(())
+            }
             Intrinsic::AssertFail => {
                 let s = |ctx: &mut Self, a: u64| {
                     ctx.read_string(w, lane, a, 4096)

@@ -634,6 +634,26 @@ pub(crate) extern "C" fn h_intrinsic(
             }
             0
         }
+        crate::ir::Intrinsic::Malloc => {
+            // SAFETY: as in `h_ptr`.
+            let env = unsafe { &*tc.env };
+            let p = env.l.mem.malloc(arg(0)).unwrap_or(0);
+            if let Some(r) = ret
+                && let Some(d) = inside(tc.local, tc.local_len, *r as u64, 8)
+            {
+                // SAFETY: `inside` checked the 8 bytes lie in this thread's local memory.
+                unsafe { std::ptr::copy_nonoverlapping(p.to_le_bytes().as_ptr(), d, 8) };
+            }
+            0
+        }
+        crate::ir::Intrinsic::Free => {
+            if arg(0) != 0 {
+                // SAFETY: as in `h_ptr`.
+                let env = unsafe { &*tc.env };
+                env.l.mem.free(arg(0));
+            }
+            0
+        }
         crate::ir::Intrinsic::AssertFail => {
             let mut s = |a: u64| {
                 read_string(tc, a, 4096)

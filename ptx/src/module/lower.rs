@@ -439,6 +439,8 @@ impl<'a> Lower<'a> {
         let intrinsic = match f.name {
             "vprintf" => Some(Intrinsic::Vprintf),
             "__assertfail" => Some(Intrinsic::AssertFail),
+            "malloc" if !f.is_entry => Some(Intrinsic::Malloc),
+            "free" if !f.is_entry => Some(Intrinsic::Free),
             _ => None,
         };
         let idx = self.funcs.len() as u32;

@@ -8,6 +8,7 @@
 //! with in-order execution, is when all work before them has completed.
 
 mod blas;
+mod malloc;
 pub mod memory;
 mod module;
 mod rand;
@@ -207,6 +208,19 @@ pub const COMPUTE_CAPABILITY: (i32, i32) = (9, 0);
 pub const DRIVER_VERSION: u32 = 13000;
 
 impl CpuExecutor {
+    /// Makes the device heap of device-side `malloc` (`cudaLimitMallocHeapSize` bytes of
+    /// the session's device memory, kept until a reset) before the first launch of a kernel
+    /// of a module that may call it.
+    fn ensure_malloc_heap(&mut self, function: u64) -> ExecResult<()> {
+        if !self.modules.needs_malloc_heap(function) {
+            return Ok(());
+        }
+        let size = self.limits.malloc_heap.max(16);
+        let base = self.heap.alloc(size, memory::AllocKind::Symbol)?;
+        self.modules.set_malloc_heap(base, size);
+        Ok(())
+    }
+
     fn new_handle(&mut self) -> u64 {
         self.next_handle += 0x10;
         self.next_handle
@@ -391,6 +405,7 @@ impl Executor for CpuExecutor {
     fn device_reset(&mut self, device: u32) -> ExecResult<()> {
         self.check_device(device)?;
         self.modules.clear(&mut self.heap);
+        self.modules.drop_malloc_heap();
         self.heap.clear();
         self.streams.clear();
         self.events.clear();
@@ -750,6 +765,7 @@ impl Executor for CpuExecutor {
 
     fn launch(&mut self, req: &LaunchReq, params: &[u8]) -> ExecResult<()> {
         self.check_stream(req.stream)?;
+        self.ensure_malloc_heap(req.function)?;
         self.modules
             .launch(req, params, &self.heap, &self.textures.objects, 0)
     }
@@ -764,6 +780,7 @@ impl Executor for CpuExecutor {
         if blocks > vcuda_ptx::MAX_COOPERATIVE_BLOCKS {
             return Err(Status(vcuda_protocol::status::COOPERATIVE_LAUNCH_TOO_LARGE));
         }
+        self.ensure_malloc_heap(req.function)?;
         // The grid workspace: private to this launch, zeroed, freed after it.
         let size = vcuda_ptx::GRID_WORKSPACE_SIZE;
         let ws = self.heap.alloc(size, memory::AllocKind::Symbol)?;

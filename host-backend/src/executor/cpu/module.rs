@@ -15,6 +15,7 @@ use log::{debug, warn};
 use vcuda_protocol::{FuncAttrs, LaunchReq, ParamInfo};
 use vcuda_ptx::{Cancel, DeviceMemory, GlobalId, KernelId, LaunchConfig, LaunchOptions, Region};
 
+use super::malloc::MallocHeap;
 use super::memory::{AllocKind, DeviceHeap};
 use crate::executor::{ExecResult, FunctionInfo, ModuleImage, Status};
 
@@ -158,6 +159,8 @@ struct HeapMemory<'a> {
     textures: &'a HashMap<u64, vcuda_ptx::TexObject>,
     /// The memory checker: no padding after allocations.
     strict: bool,
+    /// The device heap of device-side `malloc`.
+    malloc: &'a Mutex<Option<MallocHeap>>,
 }
 
 // SAFETY: `resolve` returns live allocations of the heap, and `padding` the heap's padding
@@ -181,6 +184,18 @@ unsafe impl DeviceMemory for HeapMemory<'_> {
     fn texture(&self, handle: u64) -> Option<vcuda_ptx::TexObject> {
         self.textures.get(&handle).copied()
     }
+
+    fn malloc(&self, size: u64) -> Option<u64> {
+        let mut h = self.malloc.lock().unwrap_or_else(|e| e.into_inner());
+        h.as_mut()?.alloc(size)
+    }
+
+    fn free(&self, addr: u64) {
+        let mut h = self.malloc.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(h) = h.as_mut() {
+            h.free(addr);
+        }
+    }
 }
 
 /// A session's loaded modules and function handles.
@@ -202,6 +217,8 @@ pub struct Modules {
     jit: bool,
     /// The memory checker (`--memcheck`).
     memcheck: bool,
+    /// The device heap of device-side `malloc`, once a kernel that may call it launched.
+    malloc: Mutex<Option<MallocHeap>>,
 }
 
 impl Modules {
@@ -224,7 +241,30 @@ impl Modules {
             cancel: None,
             jit: std::env::var("VCUDA_CPU_JIT").map_or(true, |v| v != "0"),
             memcheck,
+            malloc: Mutex::new(None),
         }
+    }
+
+    /// Whether function `function` is of a module that may call device-side `malloc`, and
+    /// the session has no device heap yet.
+    pub fn needs_malloc_heap(&self, function: u64) -> bool {
+        let uses = self
+            .functions
+            .get(&function)
+            .and_then(|f| self.loaded.get(&f.module))
+            .is_some_and(|m| m.ptx.uses_device_malloc());
+        uses && self.malloc.lock().is_ok_and(|h| h.is_none())
+    }
+
+    /// Takes `size` bytes of device memory at `base` as the device heap.
+    pub fn set_malloc_heap(&mut self, base: u64, size: u64) {
+        *self.malloc.get_mut().unwrap_or_else(|e| e.into_inner()) =
+            Some(MallocHeap::new(base, size));
+    }
+
+    /// Forgets the device heap (its memory went with the device's).
+    pub fn drop_malloc_heap(&mut self) {
+        *self.malloc.get_mut().unwrap_or_else(|e| e.into_inner()) = None;
     }
 
     /// Unloads everything (device reset).
@@ -493,6 +533,7 @@ impl Modules {
                 heap,
                 textures,
                 strict: self.memcheck,
+                malloc: &self.malloc,
             },
             &Sink(&self.stdout),
             &opts,

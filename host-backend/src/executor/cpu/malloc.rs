@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! The device heap of device-side `malloc` and `free` (and `new`/`delete` through them) on
+//! the CPU executor.
+//!
+//! As on a GPU, the heap is one region of device memory of `cudaLimitMallocHeapSize` bytes
+//! (8 MiB by default), made when the first kernel that may call `malloc` launches and kept
+//! until the device is reset; blocks allocate from it first-fit, 16 bytes aligned, and a
+//! `malloc` it cannot serve returns NULL. Memory a kernel allocates outlives the kernel, for
+//! later kernels to use and free. The bookkeeping is bounded by the region: at most one
+//! entry per 16 bytes.
+
+use std::collections::{BTreeMap, HashMap};
+
+/// Alignment (and granule) of device `malloc`.
+const ALIGN: u64 = 16;
+
+/// One session's device heap.
+#[derive(Debug)]
+pub struct MallocHeap {
+    /// Free ranges: start -> length, disjoint and never adjacent (merged on free).
+    free: BTreeMap<u64, u64>,
+    /// Live allocations: start -> length.
+    used: HashMap<u64, u64>,
+}
+
+impl MallocHeap {
+    /// A heap over `size` bytes of device memory at `base` (16-byte aligned).
+    pub fn new(base: u64, size: u64) -> Self {
+        let size = size - size % ALIGN;
+        let mut free = BTreeMap::new();
+        if size > 0 {
+            free.insert(base, size);
+        }
+        Self {
+            free,
+            used: HashMap::new(),
+        }
+    }
+
+    /// `size` bytes (at least one granule), or `None` when no free range is large enough.
+    pub fn alloc(&mut self, size: u64) -> Option<u64> {
+        let need = size.max(1).checked_next_multiple_of(ALIGN)?;
+        let (&at, &len) = self.free.iter().find(|&(_, &len)| len >= need)?;
+        self.free.remove(&at);
+        if len > need {
+            self.free.insert(at + need, len - need);
+        }
+        self.used.insert(at, need);
+        Some(at)
+    }
+
+    /// Frees an allocation; anything else (a pointer `alloc` did not return, or one freed
+    /// already) is ignored, as the device runtime leaves it undefined.
+    pub fn free(&mut self, addr: u64) {
+        let Some(len) = self.used.remove(&addr) else {
+            return;
+        };
+        // Merged with the free ranges right before and right after.
+        let mut start = addr;
+        if let Some((&p, &plen)) = self.free.range(..addr).next_back()
+            && p + plen == addr
+        {
+            self.free.remove(&p);
+            start = p;
+        }
+        let mut end = addr + len;
+        if let Some(next) = self.free.remove(&end) {
+            end += next;
+        }
+        self.free.insert(start, end - start);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn first_fit_aligned_and_merged_on_free() {
+        let mut h = MallocHeap::new(0x1000, 100);
+        // 96 usable bytes (whole granules).
+        let a = h.alloc(10).unwrap();
+        let b = h.alloc(16).unwrap();
+        let c = h.alloc(0).unwrap();
+        assert_eq!((a, b, c), (0x1000, 0x1010, 0x1020));
+        assert_eq!(h.alloc(64), None);
+        assert_eq!(h.alloc(48), Some(0x1030));
+        // Freeing b then a leaves one free range of 32 bytes at the start.
+        h.free(b);
+        h.free(a);
+        h.free(a);
+        assert_eq!(h.alloc(32), Some(0x1000));
+        // Everything back: one range again.
+        h.free(0x1000);
+        h.free(c);
+        h.free(0x1030);
+        assert_eq!(h.free.len(), 1);
+        assert_eq!(h.alloc(96), Some(0x1000));
+        assert_eq!(h.alloc(1), None);
+        // Bogus frees do nothing.
+        h.free(0x1008);
+        h.free(0);
+        assert_eq!(h.used.len(), 1);
+    }
+}

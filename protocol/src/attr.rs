@@ -276,3 +276,19 @@ pub const HOST_MEMORY_POOLS_SUPPORTED: u32 = 144;
 pub const RESERVED145: u32 = 145;
 /// `cudaDevAttrOnlyPartialHostNativeAtomicSupported`: Link between the device and the host supports only some native atomic operations.
 pub const ONLY_PARTIAL_HOST_NATIVE_ATOMIC_SUPPORTED: u32 = 147;
+
+// Driver-only attributes (`CUdevice_attribute`, CUDA 13.0 `cuda.h`): numbers the runtime's
+// enumeration skips, which `cuDeviceGetAttribute` reads from the same table.
+
+/// `CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED`: `cuMemAddressReserve`,
+/// `cuMemCreate`, `cuMemMap` and related calls.
+pub const VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED: u32 = 102;
+/// `CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED`: `cuMemCreate`
+/// allocations exportable as POSIX file descriptors.
+pub const HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED: u32 = 103;
+/// `CU_DEVICE_ATTRIBUTE_GENERIC_COMPRESSION_SUPPORTED`: compressible `cuMemCreate`
+/// allocations.
+pub const GENERIC_COMPRESSION_SUPPORTED: u32 = 107;
+/// `CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED`: GPUDirect RDMA with
+/// `cuMemCreate` allocations.
+pub const GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED: u32 = 110;

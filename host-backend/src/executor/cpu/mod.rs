@@ -354,6 +354,8 @@ impl CpuExecutor {
         set(MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, 227 * 1024);
         set(CAN_FLUSH_REMOTE_WRITES, 0);
         set(HOST_REGISTER_SUPPORTED, 0);
+        // cuMemCreate/cuMemAddressReserve/cuMemMap (whole allocations; vmm.rs).
+        set(VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, 1);
         set(PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES, 0);
         set(DIRECT_MANAGED_MEM_ACCESS_FROM_HOST, 0);
         // A cooperative grid (SMs x blocks per SM at most) stays within what the executor

@@ -201,6 +201,11 @@ pub const NOT_FORWARDED: &[u32] = &[
     attr::GPUDIRECT_RDMAFLUSH_WRITES_OPTIONS,
     attr::GPUDIRECT_RDMAWRITES_ORDERING,
     attr::TIMELINE_SEMAPHORE_INTEROP_SUPPORTED,
+    // The VMM calls vcuda carries map whole allocations only: no shareable handles, no
+    // compression, no RDMA on them.
+    attr::HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED,
+    attr::GENERIC_COMPRESSION_SUPPORTED,
+    attr::GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED,
 ];
 
 /// Builds the `DeviceInfo` a guest sees.

@@ -219,6 +219,102 @@ impl TexLod {
     }
 }
 
+/// An element type of a `wmma` fragment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WmmaTy {
+    F16,
+    Bf16,
+    Tf32,
+    F32,
+    F64,
+    S8,
+    U8,
+    S32,
+}
+
+impl WmmaTy {
+    pub(crate) fn parse(s: &str) -> Option<WmmaTy> {
+        Some(match s {
+            "f16" => WmmaTy::F16,
+            "bf16" => WmmaTy::Bf16,
+            "tf32" => WmmaTy::Tf32,
+            "f32" => WmmaTy::F32,
+            "f64" => WmmaTy::F64,
+            "s8" => WmmaTy::S8,
+            "u8" => WmmaTy::U8,
+            "s32" => WmmaTy::S32,
+            _ => return None,
+        })
+    }
+
+    /// Bytes of one element in memory.
+    pub(crate) fn bytes(self) -> u32 {
+        match self {
+            WmmaTy::S8 | WmmaTy::U8 => 1,
+            WmmaTy::F16 | WmmaTy::Bf16 => 2,
+            WmmaTy::F64 => 8,
+            _ => 4,
+        }
+    }
+
+    /// Elements one fragment register holds.
+    pub(crate) fn per_reg(self) -> u32 {
+        match self {
+            WmmaTy::S8 | WmmaTy::U8 => 4,
+            WmmaTy::F16 | WmmaTy::Bf16 => 2,
+            _ => 1,
+        }
+    }
+}
+
+/// Which matrix a `wmma` fragment holds: `a` (M x K), `b` (K x N) or the accumulator `c`/`d`
+/// (M x N).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WmmaFrag {
+    A,
+    B,
+    C,
+}
+
+/// `wmma.load`, `wmma.store` and `wmma.mma` (warp matrix multiply-accumulate). A fragment
+/// holds its matrix in row-major order spread over the warp: lane `l` has elements
+/// `l * E/32 ..`, packed into its registers (two halves or four bytes to a register);
+/// registers beyond those repeat them. This is vcuda's own layout (CUDA leaves fragment
+/// layouts unspecified): loads, stores, `mma` and element-wise code agree on it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum WmmaOp {
+    Load {
+        frag: WmmaFrag,
+        col: bool,
+        shape: [u32; 3],
+        ety: WmmaTy,
+        space: Space,
+        addr: Addr,
+        /// The leading dimension in elements (default: the matrix's own).
+        stride: Option<Src>,
+        d: Vec<Reg>,
+    },
+    Store {
+        col: bool,
+        shape: [u32; 3],
+        ety: WmmaTy,
+        space: Space,
+        addr: Addr,
+        stride: Option<Src>,
+        v: Vec<Src>,
+    },
+    Mma {
+        shape: [u32; 3],
+        /// Types of d, a, b and c.
+        tys: [WmmaTy; 4],
+        satfinite: bool,
+        d: Vec<Reg>,
+        a: Vec<Src>,
+        b: Vec<Src>,
+        c: Vec<Src>,
+    },
+}
+
 /// An unformatted surface load or store: `suld.b` / `sust.b`.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct SurfOp {
@@ -424,6 +520,8 @@ pub(crate) enum Op {
     Fence,
     Nop,
     Tex(Box<TexOp>),
+    /// Warp matrix multiply-accumulate (interpreted).
+    Wmma(Box<WmmaOp>),
     Surf(Box<SurfOp>),
     /// `txq` (`surface` false) or `suq`.
     TexQuery {

@@ -279,3 +279,6 @@ mod layout;
 mod lower;
 mod scope;
 mod texture;
+mod wmma;
+
+pub(crate) use wmma::elements as wmma_elements;

@@ -107,6 +107,10 @@ pub struct Spec {
     pub nvcc: Vec<String>,
     /// More sources (relative to `tests/cuda/`).
     pub srcs: Vec<String>,
+    /// Built with the CUDA 13.0 toolkit only (`toolkit = 13`): the program needs headers
+    /// the CUDA 12.4 toolkit here lacks (its `cuda_fp16.h` includes `nv/target`, which is
+    /// not in its PyPI wheels).
+    pub cuda13_only: bool,
 }
 
 /// Reads a program's `// vcuda-test:` header lines.
@@ -128,6 +132,7 @@ pub fn spec(src: &Path) -> Spec {
                     .filter(|l| !l.is_empty()),
             ),
             "nvcc" => s.nvcc.extend(v.split_whitespace().map(str::to_owned)),
+            "toolkit" if v.trim() == "13" => s.cuda13_only = true,
             "srcs" => s.srcs.extend(
                 v.split(',')
                     .map(|l| l.trim().to_owned())
@@ -258,6 +263,10 @@ pub fn check_program(name: &str, v: Cuda, executor: &str) {
             "skipping: {name} links {:?}, which the CUDA 12.4 toolkit here lacks",
             s.libs
         );
+        return;
+    }
+    if v == Cuda::V12 && s.cuda13_only {
+        eprintln!("skipping: {name} needs headers the CUDA 12.4 toolkit here lacks");
         return;
     }
     let Some(exe) = build(name, v) else { return };

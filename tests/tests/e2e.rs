@@ -87,6 +87,7 @@ programs!(
     threads,
     vectorAdd,
     vmm,
+    wmma,
     zero_copy,
 );
 

@@ -18,6 +18,7 @@ use super::{
     },
     map1, map2, map3, map4, need, spec,
 };
+use crate::float::Rnd;
 use crate::types::Ty;
 
 fn float_kind(ty: Ty) -> bool {
@@ -504,6 +505,16 @@ pub(crate) fn lookup(op: &str, mods: &[&str]) -> Result<Option<AluSpec>, String>
             };
             spec(need(f, op)?, m.ctx(ty), &[ty], &[ty])
         }
+        // `cvt.{rna,rn,rz}{.satfinite}.tf32.f32 d, a` (`wmma::__float_to_tf32`): the float
+        // rounded to tf32's 10-bit mantissa, kept in a 32-bit register.
+        "cvt" if m.has("tf32") => {
+            let f: AluFn = match m.rnd {
+                Some(Rnd::Rz) => i1!(u32, u32, |c, a| to_tf32(a, Tf32Round::Zero)),
+                Some(Rnd::Rn) => i1!(u32, u32, |c, a| to_tf32(a, Tf32Round::Even)),
+                _ => i1!(u32, u32, |c, a| to_tf32(a, Tf32Round::Away)),
+            };
+            spec(f, m.ctx(Ty::B32), &[Ty::B32], &[Ty::F32])
+        }
         "cvt" => cvt_spec(&m)?,
         _ => return Ok(None),
     };
@@ -526,4 +537,36 @@ fn szext(a: u32, bits: u32, signed: bool) -> u32 {
         n if signed => (((a << (32 - n)) as i32) >> (32 - n)) as u32,
         n => a & ((1u32 << n) - 1),
     }
+}
+
+/// How `cvt` rounds to tf32.
+#[derive(Clone, Copy)]
+enum Tf32Round {
+    /// `.rna`: to nearest, ties away from zero.
+    Away,
+    /// `.rn`: to nearest, ties to even.
+    Even,
+    /// `.rz`: toward zero.
+    Zero,
+}
+
+/// `f`'s bits rounded to tf32 (the low 13 mantissa bits cleared); NaN stays NaN.
+fn to_tf32(f: u32, r: Tf32Round) -> u32 {
+    const LOW: u32 = 0x1fff;
+    if f & 0x7f80_0000 == 0x7f80_0000 {
+        // Infinities keep their bits; NaNs stay quiet NaNs.
+        return if f & 0x007f_ffff != 0 {
+            (f | 0x0040_0000) & !LOW
+        } else {
+            f
+        };
+    }
+    let add = match r {
+        Tf32Round::Zero => 0,
+        Tf32Round::Away => 0x1000,
+        Tf32Round::Even => 0x0fff + ((f >> 13) & 1),
+    };
+    // Adding to the magnitude carries into the exponent as rounding should (to infinity
+    // past the largest finite value).
+    (f.wrapping_add(add)) & !LOW
 }

@@ -105,6 +105,15 @@ fn integer_ops() {
     );
     assert_eq!(run("dp4a", &["s32", "s32"], &[0xff01, 0x0202, 10])[0], 10);
     assert_eq!(run("sad", &["u32"], &[3, 10, 1])[0], 8);
+    // tf32: 10 mantissa bits; rna rounds ties away from zero, rn to even, rz down.
+    let tf = |mode: &str, x: u32| run("cvt", &[mode, "tf32", "f32"], &[u64::from(x)])[0];
+    assert_eq!(tf("rna", 0x3f80_1000), 0x3f80_2000);
+    assert_eq!(tf("rn", 0x3f80_1000), 0x3f80_0000);
+    assert_eq!(tf("rn", 0x3f80_3000), 0x3f80_4000);
+    assert_eq!(tf("rz", 0x3f80_1fff), 0x3f80_0000);
+    assert_eq!(tf("rna", 0xbf80_1000), 0xbf80_2000);
+    assert_eq!(tf("rna", 0x7f7f_ffff), 0x7f80_0000);
+    assert_eq!(tf("rna", 0x7fc0_0001) & 0x7fc0_0000, 0x7fc0_0000);
     // bmsk: b ones from bit a; clamp stops at bit 32, wrap takes both modulo 32.
     assert_eq!(run("bmsk", &["clamp", "b32"], &[4, 3])[0], 0x70);
     assert_eq!(run("bmsk", &["clamp", "b32"], &[30, 8])[0], 0xc000_0000);

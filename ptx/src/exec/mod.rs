@@ -520,5 +520,6 @@ mod operand;
 mod pool;
 mod step;
 mod texture;
+mod wmma;
 pub(crate) use texture::{SurfError, fetch as tex_fetch, surf_access};
 mod warp;

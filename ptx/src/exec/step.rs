@@ -765,6 +765,10 @@ impl<'a> Ctx<'a> {
                     self.exec_tex(w, mask, op, inst.line)?;
                     w.pc += 1;
                 }
+                Op::Wmma(op) => {
+                    self.exec_wmma(w, mask, op, inst.line)?;
+                    w.pc += 1;
+                }
                 Op::Surf(op) => {
                     self.exec_surf(w, mask, op, inst.line)?;
                     w.pc += 1;

@@ -128,6 +128,7 @@ fn op_name(op: &Op) -> &'static str {
         Op::Mbar { .. } => "mbarrier",
         Op::Isspacep { .. } => "isspacep",
         Op::Tex(_) | Op::Surf(_) | Op::TexQuery { .. } => "texture and surface instructions",
+        Op::Wmma(_) => "wmma",
         Op::Unsupported(_) => "an unsupported instruction",
         _ => "instruction",
     }

@@ -14,7 +14,7 @@ use crate::{
     types::Ty,
 };
 
-fn space_of(mods: &[&str]) -> Option<Space> {
+pub(super) fn space_of(mods: &[&str]) -> Option<Space> {
     for m in mods {
         let base = m.split("::").next().unwrap_or(m);
         let s = match base {
@@ -132,7 +132,7 @@ impl<'a> Lower<'a> {
         }
     }
 
-    fn addr(
+    pub(super) fn addr(
         &mut self,
         st: &mut FnState<'a>,
         o: &Operand<'a>,
@@ -500,6 +500,7 @@ impl<'a> Lower<'a> {
                 Op::Elect { d, p }
             }
             "tex" | "tld4" => self.tex(st, i.op == "tld4", mods, args)?,
+            "wmma" => self.wmma(st, mods, args)?,
             "suld" | "sust" => self.surf(st, i.op == "sust", mods, args)?,
             "txq" | "suq" => self.tex_query(st, i.op == "suq", mods, args)?,
             _ => return unsup(""),

@@ -23,7 +23,7 @@ VM=1
 KIT=.gpukit
 # What device-check.sh runs in the VM (programs without arguments).
 VM_PROGRAMS="vectorAdd matmul saxpy pinned pageable api_streams graphs managed mapped textures
-    cublas_basic curand_basic driver_api mempool zero_copy vmm library memcpy_batch driver_graphs mipmap"
+    cublas_basic curand_basic driver_api mempool zero_copy vmm library memcpy_batch driver_graphs mipmap device_malloc wmma"
 while [ $# -gt 0 ]; do
     case $1 in
         --no-vm) VM=0 ;;

@@ -1201,3 +1201,40 @@ fn bit_masks_and_field_extension() {
         assert_eq!(&r[..4], &[clamp, wrap, sext, zext], "thread {t}");
     }
 }
+
+/// `wmma` forms vcuda does not run (sub-byte types, shapes of no element type) fail the
+/// launch naming the instruction; a supported load decodes and runs.
+#[test]
+fn wmma_forms() {
+    for body in [
+        "wmma.load.a.sync.aligned.row.m8n8k32.global.s4 {%r1}, [%rd60], %r60;",
+        "wmma.load.a.sync.aligned.row.m16n16k8.global.f16 {%r1, %r2, %r3, %r4}, [%rd60], %r60;",
+        "wmma.mma.sync.aligned.row.col.m16n16k16.f64.f64 {%fd1}, {%r1}, {%r2}, {%fd2};",
+    ] {
+        let g = Gpu::new(&kernel("", body));
+        let out = g.zeros(64 * 32);
+        let e = g.run_err("k", 1, 32, &[Arg::Ptr(out), Arg::Ptr(out)]);
+        match &e {
+            KernelError::Unsupported { instruction, .. } => {
+                assert!(instruction.starts_with("wmma"), "{body}: {instruction}")
+            }
+            e => panic!("{body}: {e}"),
+        }
+    }
+    // A double accumulator tile: lane l holds elements 2l and 2l + 1 of the row-major 8 x 8.
+    let src = kernel(
+        "",
+        "mov.u32 %r1, 8; wmma.load.c.sync.aligned.row.m8n8k4.global.f64 {%fd1, %fd2}, [%rd61], %r1;\n\
+         st.global.v2.f64 [%rd63], {%fd1, %fd2};",
+    );
+    let inp: Vec<u8> = (0..64).flat_map(|i| (i as f64).to_le_bytes()).collect();
+    let r = run(&src, 32, &inp);
+    for (l, r) in r.iter().enumerate() {
+        let v = |k: usize| f64::from_bits(u64::from(r[2 * k]) | u64::from(r[2 * k + 1]) << 32);
+        assert_eq!(
+            (v(0), v(1)),
+            ((2 * l) as f64, (2 * l + 1) as f64),
+            "lane {l}"
+        );
+    }
+}

@@ -276,6 +276,20 @@ pub(crate) enum WmmaFrag {
     C,
 }
 
+/// Where a `wmma.load` or `wmma.store` finds its fragment's matrix in memory.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct WmmaMem {
+    pub frag: WmmaFrag,
+    /// Column-major in memory (`.col`).
+    pub col: bool,
+    pub shape: [u32; 3],
+    pub ety: WmmaTy,
+    pub space: Space,
+    pub addr: Addr,
+    /// The leading dimension in elements (default: the matrix's own).
+    pub stride: Option<Src>,
+}
+
 /// `wmma.load`, `wmma.store` and `wmma.mma` (warp matrix multiply-accumulate). A fragment
 /// holds its matrix in row-major order spread over the warp: lane `l` has elements
 /// `l * E/32 ..`, packed into its registers (two halves or four bytes to a register);
@@ -284,23 +298,12 @@ pub(crate) enum WmmaFrag {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum WmmaOp {
     Load {
-        frag: WmmaFrag,
-        col: bool,
-        shape: [u32; 3],
-        ety: WmmaTy,
-        space: Space,
-        addr: Addr,
-        /// The leading dimension in elements (default: the matrix's own).
-        stride: Option<Src>,
+        mem: WmmaMem,
         d: Vec<Reg>,
     },
+    /// (Of an accumulator fragment.)
     Store {
-        col: bool,
-        shape: [u32; 3],
-        ety: WmmaTy,
-        space: Space,
-        addr: Addr,
-        stride: Option<Src>,
+        mem: WmmaMem,
         v: Vec<Src>,
     },
     Mma {

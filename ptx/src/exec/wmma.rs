@@ -19,7 +19,7 @@ use super::{
 use crate::{
     error::KernelError,
     float::{f16_to_f32, f32_to_f16},
-    ir::{Src, WmmaFrag, WmmaOp, WmmaTy},
+    ir::{Src, WmmaFrag, WmmaMem, WmmaOp, WmmaTy},
     module::wmma_elements,
 };
 
@@ -121,9 +121,31 @@ fn float_bits(ety: WmmaTy, v: f64, satfinite: bool) -> u64 {
 }
 
 impl Ctx<'_> {
-    /// The leading dimension (in elements) a lane gives, or the matrix's own.
-    fn leading(&self, w: &Warp, stride: Option<&Src>, lane: usize, natural: u64) -> u64 {
-        stride.map_or(natural, |s| u64::from(self.val(w, s, lane) as u32))
+    /// The addresses of lane `lane`'s elements of the fragment `mem` names, in slot order.
+    fn element_addrs(
+        &self,
+        w: &Warp,
+        lane: usize,
+        mem: &WmmaMem,
+    ) -> impl Iterator<Item = u64> + use<> {
+        let (rows, cols) = dims(mem.shape, mem.frag);
+        let per_lane = (wmma_elements(mem.shape, mem.frag) / 32) as usize;
+        // The leading dimension in elements the lane gives, or the matrix's own.
+        let natural = if mem.col { rows } else { cols };
+        let ld = mem
+            .stride
+            .as_ref()
+            .map_or(natural, |s| u64::from(self.val(w, s, lane) as u32));
+        let base = self
+            .val(w, &mem.addr.base, lane)
+            .wrapping_add(mem.addr.off as u64);
+        let (col, bytes) = (mem.col, u64::from(mem.ety.bytes()));
+        (0..per_lane).map(move |s| {
+            let idx = (lane * per_lane + s) as u64;
+            let (r, c) = (idx / cols, idx % cols);
+            let off = if col { c * ld + r } else { r * ld + c };
+            base.wrapping_add(off.wrapping_mul(bytes))
+        })
     }
 
     /// Each lane's fragment registers, as the whole warp's matrix (row-major).
@@ -147,61 +169,27 @@ impl Ctx<'_> {
         line: u32,
     ) -> Result<(), KernelError> {
         match op {
-            WmmaOp::Load {
-                frag,
-                col,
-                shape,
-                ety,
-                space,
-                addr,
-                stride,
-                d,
-            } => {
-                let (rows, cols) = dims(*shape, *frag);
-                let per_lane = (wmma_elements(*shape, *frag) / 32) as usize;
-                let bytes = ety.bytes();
+            WmmaOp::Load { mem, d } => {
+                let per_lane = (wmma_elements(mem.shape, mem.frag) / 32) as usize;
                 for lane in lanes(mask) {
-                    let ld = self.leading(w, stride.as_ref(), lane, if *col { rows } else { cols });
-                    let base = self.val(w, &addr.base, lane).wrapping_add(addr.off as u64);
                     let mut regs = vec![0u64; d.len()];
-                    for s in 0..per_lane {
-                        let idx = (lane * per_lane + s) as u64;
-                        let (r, c) = (idx / cols, idx % cols);
-                        let off = if *col { c * ld + r } else { r * ld + c };
-                        let a = base.wrapping_add(off.wrapping_mul(u64::from(bytes)));
+                    for (s, a) in self.element_addrs(w, lane, mem).enumerate() {
                         let raw = self
-                            .load(w, lane, *space, a, bytes)
+                            .load(w, lane, mem.space, a, mem.ety.bytes())
                             .map_err(|f| self.fault(f, w, lane, line))?;
-                        slot_fill(&mut regs, *ety, s, per_lane, raw);
+                        slot_fill(&mut regs, mem.ety, s, per_lane, raw);
                     }
                     for (r, v) in d.iter().zip(regs) {
                         w.set(*r, lane, v);
                     }
                 }
             }
-            WmmaOp::Store {
-                col,
-                shape,
-                ety,
-                space,
-                addr,
-                stride,
-                v,
-            } => {
-                let (rows, cols) = dims(*shape, WmmaFrag::C);
-                let per_lane = (wmma_elements(*shape, WmmaFrag::C) / 32) as usize;
-                let bytes = ety.bytes();
+            WmmaOp::Store { mem, v } => {
                 for lane in lanes(mask) {
-                    let ld = self.leading(w, stride.as_ref(), lane, if *col { rows } else { cols });
-                    let base = self.val(w, &addr.base, lane).wrapping_add(addr.off as u64);
                     let regs: Vec<u64> = v.iter().map(|s| self.val(w, s, lane)).collect();
-                    for s in 0..per_lane {
-                        let idx = (lane * per_lane + s) as u64;
-                        let (r, c) = (idx / cols, idx % cols);
-                        let off = if *col { c * ld + r } else { r * ld + c };
-                        let a = base.wrapping_add(off.wrapping_mul(u64::from(bytes)));
-                        let raw = slot_get(&regs, *ety, s);
-                        self.store(w, lane, *space, a, bytes, raw)
+                    for (s, a) in self.element_addrs(w, lane, mem).enumerate() {
+                        let raw = slot_get(&regs, mem.ety, s);
+                        self.store(w, lane, mem.space, a, mem.ety.bytes(), raw)
                             .map_err(|f| self.fault(f, w, lane, line))?;
                     }
                 }

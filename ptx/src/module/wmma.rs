@@ -135,31 +135,23 @@ impl<'a> Lower<'a> {
                     Some(o) => Some(self.src(st, o, Ty::U32)?),
                     None => None,
                 };
+                let mem = WmmaMem {
+                    frag,
+                    col,
+                    shape,
+                    ety: *ety,
+                    space,
+                    addr,
+                    stride,
+                };
                 if kind == "load" {
                     let d = self.regs(st, frag_o)?;
                     Self::fits(d.len(), shape, frag, *ety)?;
-                    WmmaOp::Load {
-                        frag,
-                        col,
-                        shape,
-                        ety: *ety,
-                        space,
-                        addr,
-                        stride,
-                        d,
-                    }
+                    WmmaOp::Load { mem, d }
                 } else {
                     let v = self.srcs(st, frag_o, reg_ty(*ety))?;
                     Self::fits(v.len(), shape, frag, *ety)?;
-                    WmmaOp::Store {
-                        col,
-                        shape,
-                        ety: *ety,
-                        space,
-                        addr,
-                        stride,
-                        v,
-                    }
+                    WmmaOp::Store { mem, v }
                 }
             }
             Some("mma") => {

@@ -2,7 +2,7 @@
 //! Generates the export table of libvcuda.so.
 //!
 //! - `symbols/*.names` list every function the real libraries export, one per line.
-//! - Functions implemented in `src/api/` (and its subdirectories) are found by their
+//! - Functions implemented in `src/abi/` (and its subdirectories) are found by their
 //!   `fn NAME(` lines inside `entry!` blocks; every other listed name gets a generated stub
 //!   that returns a not-supported error.
 //! - Each export gets GNU symbol versions with `.symver`: the CUDA 13 names under the
@@ -76,7 +76,7 @@ fn read_names(dir: &Path, file: &str) -> BTreeSet<String> {
 fn rust_files(dir: &Path) -> Vec<PathBuf> {
     println!("cargo:rerun-if-changed={}", dir.display());
     let mut out = Vec::new();
-    for e in fs::read_dir(dir).expect("read src/api").flatten() {
+    for e in fs::read_dir(dir).expect("read src/abi").flatten() {
         let p = e.path();
         if p.is_dir() {
             out.extend(rust_files(&p));
@@ -88,7 +88,7 @@ fn rust_files(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// Names of the functions `src/api/**.rs` implement, with the file (relative to `src/api`)
+/// Names of the functions `src/abi/**.rs` implement, with the file (relative to `src/abi`)
 /// that defines each.
 fn implemented(api: &Path) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
@@ -125,7 +125,7 @@ fn main() {
     let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
     let out = PathBuf::from(env::var("OUT_DIR").unwrap());
     let symdir = manifest.join("symbols");
-    let implemented = implemented(&manifest.join("src/api"));
+    let implemented = implemented(&manifest.join("src/abi"));
 
     // name -> nodes it is exported under; the first LIBS entry that lists a name is its
     // default (@@) version.
@@ -188,7 +188,7 @@ fn main() {
     let lit = format!("{asm:?}");
     fs::write(
         out.join("symver.rs"),
-        format!("core::arch::global_asm!({lit});\n"),
+        format!("::core::arch::global_asm!({lit});\n"),
     )
     .unwrap();
     fs::write(out.join("coverage.tsv"), coverage).unwrap();

@@ -9,6 +9,12 @@
    `self::` or a child module), and every strongly connected component of more than one
    file is a circle. A module's `mod` declarations are not imports.
 
+Circles not yet taken apart are listed in `scripts/structure-known-circles.txt` (one circle a
+line: its files, space-separated). A circle whose files all lie within one listed circle is
+reported as known and does not fail the check; a new circle, or one that grew past its
+listing, does. The list may only shrink: an entry no circle needs any more fails the check
+too, so it is removed when the work that took the circle apart lands.
+
 Usage: scripts/check-structure.py [--graph CRATE] [--quiet]
 
 `--graph CRATE` prints that crate's file graph (edges and the names each takes) and exits.
@@ -402,6 +408,21 @@ def crate_roots(name):
     return out
 
 
+KNOWN = os.path.join(ROOT, "scripts", "structure-known-circles.txt")
+
+
+def known_circles():
+    if not os.path.exists(KNOWN):
+        return []
+    out = []
+    with open(KNOWN, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            line = line.split("#", 1)[0].strip()
+            if line:
+                out.append((n, set(line.split())))
+    return out
+
+
 def main(argv):
     quiet = "--quiet" in argv
     if "--graph" in argv:
@@ -420,10 +441,18 @@ def main(argv):
     for path, n in big:
         print(f"structure: {path} has {n} lines (at most {MAX_LINES} outside tests and generated tables)")
         failed = True
+    known = known_circles()
+    used = set()
     for name in CRATES:
         for crate in crate_roots(name):
             g = file_graph(crate)
             for comp in circles(g, crate.files):
+                hit = next((i for i, (_, k) in enumerate(known) if set(comp) <= k), None)
+                if hit is not None:
+                    used.add(hit)
+                    if not quiet:
+                        print(f"structure: known import circle in {crate.name}, {len(comp)} files (listed in {os.path.relpath(KNOWN, ROOT)})")
+                    continue
                 failed = True
                 print(f"structure: import circle in {crate.name}, {len(comp)} files:")
                 members = set(comp)
@@ -433,6 +462,10 @@ def main(argv):
                             names = sorted(g[f][t])
                             shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
                             print(f"  {f} -> {t}: {shown}")
+    for i, (n, _) in enumerate(known):
+        if i not in used:
+            failed = True
+            print(f"structure: {os.path.relpath(KNOWN, ROOT)} line {n} lists a circle that no longer exists: remove it")
     if not failed and not quiet:
         print(f"structure: ok (no file over {MAX_LINES} lines, no import circle in {', '.join(CRATES)})")
     return 1 if failed else 0

@@ -632,7 +632,7 @@ impl Client {
             // Memory pools export POSIX descriptors (`crate::api::pool`), on every executor.
             (
                 vcuda_protocol::attr::MEMORY_POOL_SUPPORTED_HANDLE_TYPES,
-                crate::api::pool::HANDLE_POSIX_FD,
+                crate::core::pool::HANDLE_POSIX_FD,
             ),
             // Thread-block clusters are not carried to any executor (a launch with a cluster
             // shape fails with cudaErrorNotSupported), so no device offers them, even an

@@ -19,7 +19,9 @@
 //! - [`shared`]: page-locked host memory shared with a backend on the same host.
 //! - [`coherent`]: managed memory the library keeps coherent where the backend cannot map
 //!   the program's memory.
-//! - `api/`: the implemented entry points, by family.
+//! - `core/`: the logic of every API (memory, streams, capture, graphs, launches, ...).
+//! - `abi/`: the exported C functions (`runtime`, `driver`, `cublas`, `curand`), thin shims
+//!   over `core`.
 //!
 //! - [`tls`]: mutual TLS to a TCP backend.
 //!
@@ -51,14 +53,13 @@ pub mod tls;
 pub mod transport;
 pub mod virtio;
 
-mod api {
+/// The logic of every API, in safe Rust over the client: what the C shims of `abi` call.
+mod core {
     pub mod array;
     pub mod attrs;
     pub mod capture;
-    pub mod cublas;
     pub mod curand;
     pub mod device;
-    pub mod driver;
     pub mod error;
     pub mod graph;
     pub mod graph_exec;
@@ -69,6 +70,7 @@ mod api {
     pub mod launch;
     pub mod library;
     pub mod managed;
+    pub mod memcpy_batch;
     pub mod memory;
     pub mod memory3d;
     pub mod misc;
@@ -77,6 +79,37 @@ mod api {
     pub mod stream;
     pub mod texture;
     pub mod user_object;
+}
+
+/// The exported C functions: each turns its C arguments into Rust values, calls `core` and
+/// maps the result to its API's status.
+mod abi {
+    pub mod cublas;
+    pub mod curand;
+    pub mod driver;
+    pub mod runtime {
+        pub mod array;
+        pub mod attrs;
+        pub mod capture;
+        pub mod device;
+        pub mod error;
+        pub mod graph;
+        pub mod graph_exec;
+        pub mod graph_mem;
+        pub mod graph_params;
+        pub mod ipc;
+        pub mod launch;
+        pub mod library;
+        pub mod managed;
+        pub mod memory;
+        pub mod memory3d;
+        pub mod misc;
+        pub mod pool;
+        pub mod ptsz;
+        pub mod stream;
+        pub mod texture;
+        pub mod user_object;
+    }
 }
 
 mod stubs {

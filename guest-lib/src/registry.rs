@@ -181,7 +181,7 @@ impl FatbinReg {
             let p = match v.addr {
                 Some(p) => p,
                 None => {
-                    let p = crate::api::managed::alloc_for_var(v.size)?;
+                    let p = crate::core::managed::alloc_for_var(v.size)?;
                     v.addr = Some(p);
                     with(|r| r.managed.insert(p, v.size));
                     p

@@ -44,8 +44,8 @@ use std::sync::{Mutex, RwLock};
 
 use vcuda_protocol::{
     HELLO_FEATURE_MANAGED_ON_DEVICE, HELLO_FEATURE_MAP_HOST_MEMORY, HELLO_FEATURE_SHARED_MEMORY,
-    HandleReq, HandleResp, MapHostMemoryReq, MemcpyDtoHSharedReq, MemcpyHtoDSharedReq, PtrReq,
-    ShareMemoryReq, ops,
+    HandleReq, HandleResp, MAX_SEGMENT_LEN, MapHostMemoryReq, MemcpyDtoHSharedReq,
+    MemcpyHtoDSharedReq, PtrReq, ShareMemoryReq, ops,
 };
 
 use crate::client::Client;
@@ -780,7 +780,7 @@ fn piece_len(total: u64) -> u64 {
 /// stay inline: one of several pieces could fail after others were copied, unless the
 /// whole device range is known to be allocated (a copy fails as a whole, as in CUDA).
 fn pieces(cp: &HostCopy, piece: u64) -> Option<Vec<Piece>> {
-    let v = crate::api::memory::chunks(cp.width, cp.height, piece);
+    let v = chunks(cp.width, cp.height, piece);
     (v.len() == 1 || cp.dev_allocated).then_some(v)
 }
 
@@ -850,6 +850,32 @@ pub(crate) fn dtoh_staged(c: &Client, cp: &HostCopy, dst: &mut [u8]) -> Result<b
     Ok(done.is_some())
 }
 
+/// Splits a `width x height` copy into requests of at most `max` bytes (the transport's
+/// limit, at most `MAX_SEGMENT_LEN`): `(first row, rows, first column, columns)`.
+pub(crate) fn chunks(width: u64, height: u64, max: u64) -> Vec<(u64, u64, u64, u64)> {
+    let max = max.clamp(4096, MAX_SEGMENT_LEN);
+    let mut v = Vec::new();
+    if width > max {
+        for row in 0..height {
+            let mut col = 0;
+            while col < width {
+                let w = (width - col).min(max);
+                v.push((row, 1, col, w));
+                col += w;
+            }
+        }
+    } else {
+        let per = (max / width).max(1);
+        let mut row = 0;
+        while row < height {
+            let n = (height - row).min(per);
+            v.push((row, n, 0, width));
+            row += n;
+        }
+    }
+    v
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -871,5 +897,39 @@ mod tests {
         assert_eq!(s.find(0xfff, 1), None);
         assert_eq!(s.find(0x1010, u64::MAX), None);
         assert!(s.is_mapped(0x10ff) && !s.is_mapped(0x1100) && !s.is_mapped(0xfff));
+    }
+
+    /// Every byte of the region is covered exactly once, in order, within the limit.
+    fn covers(width: u64, height: u64, max: u64) {
+        let mut next = (0u64, 0u64);
+        for (row, rows, col, w) in chunks(width, height, max) {
+            assert!(
+                rows * w <= max.max(4096),
+                "{width}x{height} max {max}: chunk too big"
+            );
+            assert_eq!((row, col), next, "{width}x{height} max {max}: gap");
+            next = if rows > 1 || col + w == width {
+                (row + rows, 0)
+            } else {
+                (row, col + w)
+            };
+        }
+        assert_eq!(next, (height, 0));
+    }
+
+    #[test]
+    fn chunking_covers_everything() {
+        for &(w, h) in &[
+            (1, 1),
+            (100, 37),
+            (5000, 3),
+            (1 << 20, 9),
+            (3 << 20, 2),
+            (4096 * 1020 + 7, 1),
+        ] {
+            for max in [4096, 4096 * 1020, MAX_SEGMENT_LEN] {
+                covers(w, h, max);
+            }
+        }
     }
 }

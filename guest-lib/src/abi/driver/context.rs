@@ -1,0 +1,453 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! Initialization, versions, devices, contexts, limits and error names.
+
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
+use std::sync::Mutex;
+
+use vcuda_protocol::status;
+
+use super::{out, rt};
+use crate::abi::runtime::device::{
+    cudaDeviceGetAttribute, cudaDeviceGetLimit, cudaDeviceSetLimit, cudaDeviceSynchronize,
+    cudaGetDeviceCount, cudaMemGetInfo,
+};
+use crate::client;
+use crate::error::CuError;
+use crate::ffi::{cudaEvent_t, cudaStream_t};
+
+/// A context's handle: the address of a heap cell that lives as long as the context.
+pub type CUcontext = *mut c_void;
+
+/// What a context owns, freed with it.
+#[derive(Default, Debug)]
+pub struct Owned {
+    /// Device allocations.
+    pub allocs: Vec<u64>,
+    /// Page-locked host allocations.
+    pub host: Vec<usize>,
+    /// Streams.
+    pub streams: Vec<usize>,
+    /// Events.
+    pub events: Vec<usize>,
+    /// Modules (`exec::Module` pointers).
+    pub modules: Vec<usize>,
+}
+
+#[derive(Debug)]
+struct Ctx {
+    owned: Owned,
+    flags: c_uint,
+}
+
+/// The primary context's handle (never freed).
+static PRIMARY: u8 = 0;
+
+fn primary() -> usize {
+    &raw const PRIMARY as usize
+}
+
+static CONTEXTS: Mutex<Option<HashMap<usize, Ctx>>> = Mutex::new(None);
+
+thread_local! {
+    /// The calling thread's current context (0: none).
+    static CURRENT: Cell<usize> = const { Cell::new(0) };
+}
+
+fn with<R>(f: impl FnOnce(&mut HashMap<usize, Ctx>) -> R) -> R {
+    let mut g = CONTEXTS.lock().unwrap_or_else(|e| e.into_inner());
+    let map = g.get_or_insert_with(|| {
+        let mut m = HashMap::new();
+        m.insert(
+            primary(),
+            Ctx {
+                owned: Owned::default(),
+                flags: 0,
+            },
+        );
+        m
+    });
+    f(map)
+}
+
+/// The calling thread's current context: the one it set, else the primary context once the
+/// process has a session (the runtime makes the primary context current on the threads that
+/// use it, so driver calls work after runtime calls, as in CUDA); 0 if none.
+fn current_raw() -> usize {
+    match CURRENT.get() {
+        0 if client::connected().is_some() => primary(),
+        c => c,
+    }
+}
+
+/// The current context, which must exist (`CUDA_ERROR_INVALID_CONTEXT` otherwise).
+pub fn current() -> Result<usize, CuError> {
+    let c = current_raw();
+    if c != 0 && with(|m| m.contains_key(&c)) {
+        Ok(c)
+    } else {
+        Err(CuError::INVALID_CONTEXT)
+    }
+}
+
+/// Whether `ctx` is a live context.
+pub fn is_context(ctx: usize) -> bool {
+    ctx != 0 && with(|m| m.contains_key(&ctx))
+}
+
+/// Records something the current context now owns.
+pub fn own(f: impl FnOnce(&mut Owned)) -> Result<(), CuError> {
+    let c = current()?;
+    with(|m| m.get_mut(&c).map(|ctx| f(&mut ctx.owned))).ok_or(CuError::INVALID_CONTEXT)
+}
+
+/// Forgets something a context owned (it was freed explicitly).
+pub fn disown(f: impl Fn(&mut Owned)) {
+    with(|m| m.values_mut().for_each(|ctx| f(&mut ctx.owned)));
+}
+
+fn connected() -> Result<&'static client::Client, CuError> {
+    client::client().map_err(|_| CuError::NO_DEVICE)
+}
+
+pub(crate) fn check_device(dev: c_int) -> Result<(), CuError> {
+    let c = connected()?;
+    if dev < 0 || dev >= c.device_count() {
+        return Err(CuError::INVALID_DEVICE);
+    }
+    Ok(())
+}
+
+/// Frees what a destroyed context owned (best effort: each failure is logged).
+fn free_owned(o: Owned) {
+    use crate::abi::runtime::memory::{cudaFree, cudaFreeHost};
+    use crate::abi::runtime::stream::{cudaEventDestroy, cudaStreamDestroy};
+    for m in o.modules {
+        super::exec::unload(m);
+    }
+    for s in o.streams {
+        // SAFETY: a stream this context created and nobody destroyed.
+        unsafe { cudaStreamDestroy(s as cudaStream_t) };
+    }
+    for e in o.events {
+        // SAFETY: an event this context created and nobody destroyed.
+        unsafe { cudaEventDestroy(e as cudaEvent_t) };
+    }
+    for p in o.allocs {
+        // SAFETY: device memory this context allocated and nobody freed.
+        unsafe { cudaFree(p as *mut c_void) };
+    }
+    for h in o.host {
+        // SAFETY: host memory this context allocated and nobody freed.
+        unsafe { cudaFreeHost(h as *mut c_void) };
+    }
+}
+
+/// `CUctxCreateParams`: execution affinity and CIG parameters (none supported).
+#[repr(C)]
+pub struct CUctxCreateParams {
+    exec_affinity_params: *mut c_void,
+    num_exec_affinity_params: c_int,
+    cig_params: *mut c_void,
+}
+
+fn create(pctx: *mut CUcontext, flags: c_uint, dev: c_int) -> Result<(), CuError> {
+    check_device(dev)?;
+    let h = Box::into_raw(Box::new(0u8)) as usize;
+    with(|m| {
+        m.insert(
+            h,
+            Ctx {
+                owned: Owned::default(),
+                flags,
+            },
+        )
+    });
+    CURRENT.set(h);
+    // SAFETY: the caller's output pointer.
+    unsafe { out(pctx, h as CUcontext) }
+}
+
+entry_lib! {
+    fn cuInit(flags: c_uint) -> Result<(), CuError> {
+        if flags != 0 {
+            return Err(CuError::INVALID_VALUE);
+        }
+        connected().map(drop)
+    }
+
+    fn cuDriverGetVersion(version: *mut c_int) -> Result<(), CuError> {
+        // SAFETY: forwarding the caller's output pointer.
+        rt(unsafe { crate::abi::runtime::error::cudaDriverGetVersion(version) })
+    }
+
+    fn cuDeviceGetCount(count: *mut c_int) -> Result<(), CuError> {
+        connected()?;
+        // SAFETY: forwarding the caller's output pointer.
+        rt(unsafe { cudaGetDeviceCount(count) })
+    }
+
+    fn cuDeviceGet(device: *mut c_int, ordinal: c_int) -> Result<(), CuError> {
+        check_device(ordinal)?;
+        // SAFETY: the caller's output pointer.
+        unsafe { out(device, ordinal) }
+    }
+
+    fn cuDeviceGetName(name: *mut c_char, len: c_int, dev: c_int) -> Result<(), CuError> {
+        check_device(dev)?;
+        let info = connected()?.device_info(dev)?;
+        if name.is_null() || len <= 0 {
+            return Err(CuError::INVALID_VALUE);
+        }
+        let n = info.name.iter().position(|&b| b == 0).unwrap_or(info.name.len());
+        let n = n.min(len as usize - 1);
+        // SAFETY: `name` holds `len` bytes (the caller's contract); we write n + 1 <= len.
+        unsafe {
+            std::ptr::copy_nonoverlapping(info.name.as_ptr().cast::<c_char>(), name, n);
+            *name.add(n) = 0;
+        }
+        Ok(())
+    }
+
+    fn cuDeviceGetUuid(uuid: *mut [u8; 16], dev: c_int) -> Result<(), CuError> {
+        check_device(dev)?;
+        let info = connected()?.device_info(dev)?;
+        // SAFETY: the caller's output pointer.
+        unsafe { out(uuid, info.uuid) }
+    }
+
+    fn cuDeviceGetUuid_v2(uuid: *mut [u8; 16], dev: c_int) -> Result<(), CuError> {
+        check_device(dev)?;
+        let info = connected()?.device_info(dev)?;
+        // SAFETY: the caller's output pointer.
+        unsafe { out(uuid, info.uuid) }
+    }
+
+    fn cuDeviceTotalMem_v2(bytes: *mut usize, dev: c_int) -> Result<(), CuError> {
+        check_device(dev)?;
+        let info = connected()?.device_info(dev)?;
+        // SAFETY: the caller's output pointer.
+        unsafe { out(bytes, info.total_global_mem as usize) }
+    }
+
+    fn cuDeviceGetAttribute(value: *mut c_int, attr: c_int, dev: c_int) -> Result<(), CuError> {
+        check_device(dev)?;
+        // The driver's CUdevice_attribute and the runtime's cudaDeviceAttr number alike.
+        // SAFETY: forwarding the caller's output pointer.
+        rt(unsafe { cudaDeviceGetAttribute(value, attr, dev) })
+    }
+
+    fn cuDevicePrimaryCtxRetain(pctx: *mut CUcontext, dev: c_int) -> Result<(), CuError> {
+        check_device(dev)?;
+        // SAFETY: the caller's output pointer.
+        unsafe { out(pctx, primary() as CUcontext) }
+    }
+
+    fn cuDevicePrimaryCtxRelease_v2(dev: c_int) -> Result<(), CuError> {
+        check_device(dev)
+    }
+
+    fn cuDevicePrimaryCtxGetState(dev: c_int, flags: *mut c_uint, active: *mut c_int) -> Result<(), CuError> {
+        check_device(dev)?;
+        let f = with(|m| m.get(&primary()).map_or(0, |c| c.flags));
+        // SAFETY: the caller's output pointers.
+        unsafe {
+            out(flags, f)?;
+            out(active, 1)
+        }
+    }
+
+    fn cuDevicePrimaryCtxSetFlags_v2(dev: c_int, flags: c_uint) -> Result<(), CuError> {
+        check_device(dev)?;
+        with(|m| m.get_mut(&primary()).map(|c| c.flags = flags));
+        Ok(())
+    }
+
+    fn cuCtxCreate_v2(pctx: *mut CUcontext, flags: c_uint, dev: c_int) -> Result<(), CuError> {
+        create(pctx, flags, dev)
+    }
+
+    fn cuCtxCreate_v4(pctx: *mut CUcontext, params: *mut CUctxCreateParams, flags: c_uint, dev: c_int) -> Result<(), CuError> {
+        if !params.is_null() {
+            // SAFETY: a non-null pointer to the caller's parameters.
+            let p = unsafe { &*params };
+            if p.num_exec_affinity_params != 0 || !p.cig_params.is_null() {
+                return Err(CuError::NOT_SUPPORTED);
+            }
+        }
+        create(pctx, flags, dev)
+    }
+
+    fn cuCtxDestroy_v2(ctx: CUcontext) -> Result<(), CuError> {
+        let h = ctx as usize;
+        if h == primary() {
+            return Err(CuError::INVALID_CONTEXT);
+        }
+        let owned = with(|m| m.remove(&h)).ok_or(CuError::INVALID_CONTEXT)?.owned;
+        if CURRENT.get() == h {
+            CURRENT.set(0);
+        }
+        free_owned(owned);
+        // SAFETY: `h` came from `Box::into_raw` in `create` and left the table above, so it
+        // is freed once.
+        drop(unsafe { Box::from_raw(h as *mut u8) });
+        // Contexts share the session, and so its sticky error: once the last created one is
+        // gone, a broken session is reset, so the next context starts clean, as a new
+        // context on a GPU does.
+        let last = with(|m| m.len() == 1);
+        if last && client::client().is_ok_and(|c| c.check_sticky().is_err()) {
+            // SAFETY: no arguments.
+            rt(unsafe { crate::abi::runtime::device::cudaDeviceReset() })?;
+        }
+        Ok(())
+    }
+
+    fn cuCtxSetCurrent(ctx: CUcontext) -> Result<(), CuError> {
+        let h = ctx as usize;
+        if h != 0 && !with(|m| m.contains_key(&h)) {
+            return Err(CuError::INVALID_CONTEXT);
+        }
+        CURRENT.set(h);
+        Ok(())
+    }
+
+    fn cuCtxGetCurrent(pctx: *mut CUcontext) -> Result<(), CuError> {
+        // SAFETY: the caller's output pointer.
+        unsafe { out(pctx, current_raw() as CUcontext) }
+    }
+
+    fn cuCtxPushCurrent_v2(ctx: CUcontext) -> Result<(), CuError> {
+        let h = ctx as usize;
+        if !with(|m| m.contains_key(&h)) {
+            return Err(CuError::INVALID_CONTEXT);
+        }
+        STACK.with_borrow_mut(|s| s.push(current_raw()));
+        CURRENT.set(h);
+        Ok(())
+    }
+
+    fn cuCtxPopCurrent_v2(pctx: *mut CUcontext) -> Result<(), CuError> {
+        let c = current()?;
+        let prev = STACK.with_borrow_mut(Vec::pop).unwrap_or(0);
+        CURRENT.set(prev);
+        if pctx.is_null() {
+            return Ok(());
+        }
+        // SAFETY: the caller's output pointer.
+        unsafe { out(pctx, c as CUcontext) }
+    }
+
+    fn cuCtxGetDevice(device: *mut c_int) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: the caller's output pointer.
+        unsafe { out(device, 0) }
+    }
+
+    fn cuCtxGetDevice_v2(device: *mut c_int, ctx: CUcontext) -> Result<(), CuError> {
+        let h = if ctx.is_null() { current()? } else { ctx as usize };
+        if !with(|m| m.contains_key(&h)) {
+            return Err(CuError::INVALID_CONTEXT);
+        }
+        // SAFETY: the caller's output pointer.
+        unsafe { out(device, 0) }
+    }
+
+    fn cuCtxGetFlags(flags: *mut c_uint) -> Result<(), CuError> {
+        let c = current()?;
+        let f = with(|m| m.get(&c).map_or(0, |c| c.flags));
+        // SAFETY: the caller's output pointer.
+        unsafe { out(flags, f) }
+    }
+
+    fn cuCtxGetApiVersion(ctx: CUcontext, version: *mut c_uint) -> Result<(), CuError> {
+        let h = if ctx.is_null() { current()? } else { ctx as usize };
+        if !with(|m| m.contains_key(&h)) {
+            return Err(CuError::INVALID_CONTEXT);
+        }
+        // SAFETY: the caller's output pointer.
+        unsafe { out(version, 3020) }
+    }
+
+    fn cuFlushGPUDirectRDMAWrites(target: c_int, scope: c_int) -> Result<(), CuError> {
+        // As cudaDeviceFlushGPUDirectRDMAWrites (CU_FLUSH_GPU_DIRECT_RDMA_WRITES_* equal
+        // the runtime's values): nothing writes device memory that way here.
+        current()?;
+        Ok(crate::core::device::flush_rdma_args(target, scope)?)
+    }
+
+    fn cuCtxSynchronize() -> Result<(), CuError> {
+        current()?;
+        // SAFETY: no arguments.
+        rt(unsafe { cudaDeviceSynchronize() })
+    }
+
+    fn cuCtxSynchronize_v2(ctx: CUcontext) -> Result<(), CuError> {
+        // Contexts share the session: synchronizing one waits for all of them.
+        let h = if ctx.is_null() { current()? } else { ctx as usize };
+        if !with(|m| m.contains_key(&h)) {
+            return Err(CuError::INVALID_CONTEXT);
+        }
+        // SAFETY: no arguments.
+        rt(unsafe { cudaDeviceSynchronize() })
+    }
+
+    fn cuCtxSetLimit(limit: c_int, value: usize) -> Result<(), CuError> {
+        current()?;
+        // CUlimit and cudaLimit number alike.
+        // SAFETY: by-value arguments.
+        rt(unsafe { cudaDeviceSetLimit(limit, value) })
+    }
+
+    fn cuCtxGetLimit(value: *mut usize, limit: c_int) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: forwarding the caller's output pointer.
+        rt(unsafe { cudaDeviceGetLimit(value, limit) })
+    }
+
+    fn cuMemGetInfo_v2(free: *mut usize, total: *mut usize) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: forwarding the caller's output pointers.
+        rt(unsafe { cudaMemGetInfo(free, total) })
+    }
+
+    fn cuGetErrorName(error: u32, name: *mut *const c_char) -> Result<(), CuError> {
+        let n = crate::cu_names::name(error);
+        // SAFETY: the caller's output pointer; the names are static.
+        unsafe { out(name, n.map_or(std::ptr::null(), CStr::as_ptr))? };
+        n.map(drop).ok_or(CuError::INVALID_VALUE)
+    }
+
+    fn cuGetErrorString(error: u32, text: *mut *const c_char) -> Result<(), CuError> {
+        // The runtime's descriptions, under the same numbers.
+        let t = crate::cu_names::name(error).and_then(|_| describe(error));
+        // SAFETY: the caller's output pointer; the texts are static.
+        unsafe { out(text, t.map_or(std::ptr::null(), CStr::as_ptr))? };
+        t.map(drop).ok_or(CuError::INVALID_VALUE)
+    }
+
+    fn cuProfilerStart() -> Result<(), CuError> {
+        Ok(())
+    }
+
+    fn cuProfilerStop() -> Result<(), CuError> {
+        Ok(())
+    }
+}
+
+thread_local! {
+    /// Contexts pushed over (`cuCtxPushCurrent`), innermost last.
+    static STACK: std::cell::RefCell<Vec<usize>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The runtime's description of `code` as a C string (kept for the process's life).
+fn describe(code: u32) -> Option<&'static CStr> {
+    static TEXTS: Mutex<Option<HashMap<u32, &'static CStr>>> = Mutex::new(None);
+    let text = status::describe(code)?.1;
+    let mut g = TEXTS.lock().unwrap_or_else(|e| e.into_inner());
+    let m = g.get_or_insert_with(HashMap::new);
+    Some(*m.entry(code).or_insert_with(|| {
+        let s = std::ffi::CString::new(text).unwrap_or_default();
+        Box::leak(s.into_boxed_c_str())
+    }))
+}

@@ -1,0 +1,313 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! The rest of what driver API users commonly call: address ranges and pointer attributes,
+//! host functions on streams, cache configuration, PCI bus ids, compute capability and
+//! module files.
+
+use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
+
+use super::context::current;
+use super::exec::Module;
+use super::memory::CUdeviceptr;
+use super::{out, rt};
+// `CUstreamCallback` is the runtime's `cudaStreamCallback_t` (CUresult and cudaError_t
+// agree on the codes a stream's status takes).
+use crate::client;
+use crate::core::misc::StreamCallback;
+use crate::error::CuError;
+use crate::ffi::cudaStream_t;
+use crate::mirror::Kind;
+
+/// `CUpointer_attribute` values answered.
+const POINTER_ATTRIBUTE_CONTEXT: c_int = 1;
+const POINTER_ATTRIBUTE_MEMORY_TYPE: c_int = 2;
+const POINTER_ATTRIBUTE_DEVICE_POINTER: c_int = 3;
+const POINTER_ATTRIBUTE_HOST_POINTER: c_int = 4;
+const POINTER_ATTRIBUTE_IS_MANAGED: c_int = 8;
+const POINTER_ATTRIBUTE_DEVICE_ORDINAL: c_int = 9;
+const POINTER_ATTRIBUTE_RANGE_START_ADDR: c_int = 11;
+const POINTER_ATTRIBUTE_RANGE_SIZE: c_int = 12;
+const POINTER_ATTRIBUTE_MAPPED: c_int = 13;
+/// `CUmemorytype`.
+const MEMORYTYPE_HOST: c_uint = 1;
+const MEMORYTYPE_DEVICE: c_uint = 2;
+
+pub(crate) type HostFn = Option<unsafe extern "C" fn(*mut c_void)>;
+
+/// The size of a `CUpointer_attribute`'s value (cuda.h's descriptions), or `None` for an
+/// unknown attribute. Where cuda.h does not name a type (the allowed handle types' bitmask),
+/// the smaller choice, so that a default value never writes past the caller's storage.
+fn pointer_attribute_size(a: c_int) -> Option<usize> {
+    Some(match a {
+        // Context, device and host pointers, buffer id, range start, memory pool, mapping
+        // size and base, memory block id.
+        1 | 3 | 4 | 7 | 11 | 17 | 18 | 19 | 20 => 8,
+        // Range size (size_t).
+        12 => size_of::<usize>(),
+        // P2P tokens: an unsigned long long and an unsigned int.
+        5 => 16,
+        // Memory type, sync memops, is managed, device ordinal, IPC capable, mapped, allowed
+        // handle types, RDMA capable, access flags, hardware decompression.
+        2 | 6 | 8 | 9 | 10 | 13 | 14 | 15 | 16 | 21 => 4,
+        _ => return None,
+    })
+}
+
+/// Both contexts of a peer copy must be live (every context is on this session's one
+/// device, so the copy is a device-to-device copy).
+fn peer_contexts(dst: *mut c_void, src: *mut c_void) -> Result<(), CuError> {
+    current()?;
+    if super::context::is_context(dst as usize) && super::context::is_context(src as usize) {
+        Ok(())
+    } else {
+        Err(CuError::INVALID_CONTEXT)
+    }
+}
+
+/// `CUarray_format`: bytes per channel of the formats a 1-D linear texture takes.
+fn format_channel_bytes(format: c_uint) -> Option<u64> {
+    match format {
+        // UNSIGNED_INT8, SIGNED_INT8.
+        0x01 | 0x08 => Some(1),
+        // UNSIGNED_INT16, SIGNED_INT16, HALF.
+        0x02 | 0x09 | 0x10 => Some(2),
+        // UNSIGNED_INT32, SIGNED_INT32, FLOAT.
+        0x03 | 0x0a | 0x20 => Some(4),
+        _ => None,
+    }
+}
+
+entry_lib! {
+    fn cuMemGetAddressRange_v2(base: *mut CUdeviceptr, size: *mut usize, ptr: CUdeviceptr) -> Result<(), CuError> {
+        current()?;
+        let c = client::client()?;
+        let r = c
+            .mirror
+            .find(ptr)
+            .filter(|r| r.kind == Kind::Device)
+            .ok_or(CuError::NOT_FOUND)?;
+        // SAFETY: the caller's output pointers, each optional.
+        unsafe {
+            if !base.is_null() {
+                out(base, r.base)?;
+            }
+            if !size.is_null() {
+                out(size, r.len as usize)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn cuPointerGetAttribute(data: *mut c_void, attr: c_int, ptr: CUdeviceptr) -> Result<(), CuError> {
+        current()?;
+        let c = client::client()?;
+        let r = c.mirror.find(ptr).ok_or(CuError::INVALID_VALUE)?;
+        let device = r.kind == Kind::Device;
+        // SAFETY: `data` points to storage of the attribute's type (the driver API's
+        // contract): a context, unsigned int, pointer, int or size_t.
+        unsafe {
+            match attr {
+                POINTER_ATTRIBUTE_CONTEXT => out(data.cast::<*mut c_void>(), super::context::current()? as *mut c_void),
+                POINTER_ATTRIBUTE_MEMORY_TYPE => out(data.cast::<c_uint>(), if device { MEMORYTYPE_DEVICE } else { MEMORYTYPE_HOST }),
+                POINTER_ATTRIBUTE_DEVICE_POINTER if device => out(data.cast::<u64>(), ptr),
+                POINTER_ATTRIBUTE_HOST_POINTER if !device => out(data.cast::<u64>(), ptr),
+                POINTER_ATTRIBUTE_IS_MANAGED | POINTER_ATTRIBUTE_MAPPED => out(data.cast::<c_int>(), 0),
+                POINTER_ATTRIBUTE_DEVICE_ORDINAL => out(data.cast::<c_int>(), r.device),
+                POINTER_ATTRIBUTE_RANGE_START_ADDR => out(data.cast::<u64>(), r.base),
+                POINTER_ATTRIBUTE_RANGE_SIZE => out(data.cast::<usize>(), r.len as usize),
+                _ => Err(CuError::INVALID_VALUE),
+            }
+        }
+    }
+
+    fn cuPointerGetAttributes(n: c_uint, attrs: *const c_int, data: *mut *mut c_void, ptr: CUdeviceptr) -> Result<(), CuError> {
+        if n == 0 || attrs.is_null() || data.is_null() {
+            return Err(CuError::INVALID_VALUE);
+        }
+        for i in 0..n as usize {
+            // SAFETY: the caller's arrays of `n` attributes and `n` result pointers.
+            let (a, d) = unsafe { (*attrs.add(i), *data.add(i)) };
+            if d.is_null() {
+                return Err(CuError::INVALID_VALUE);
+            }
+            // SAFETY: forwarding one attribute and its storage.
+            if unsafe { cuPointerGetAttribute(d, a, ptr) } != 0 {
+                // Unlike cuPointerGetAttribute, a pointer CUDA does not know (or an
+                // attribute that does not apply) reads as the attribute's zero value.
+                let size = pointer_attribute_size(a).ok_or(CuError::INVALID_VALUE)?;
+                // SAFETY: `d` points to storage of the attribute's type, `size` bytes.
+                unsafe { std::ptr::write_bytes(d.cast::<u8>(), 0, size) };
+            }
+        }
+        Ok(())
+    }
+
+    fn cuStreamAddCallback(s: cudaStream_t, cb: StreamCallback, data: *mut c_void, flags: c_uint) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: the program's callback and data, called as the runtime calls them.
+        rt(unsafe { crate::abi::runtime::misc::cudaStreamAddCallback(s, cb, data, flags) })
+    }
+
+    fn cuMemcpyPeer(dst: CUdeviceptr, dst_ctx: *mut c_void, src: CUdeviceptr, src_ctx: *mut c_void, n: usize) -> Result<(), CuError> {
+        peer_contexts(dst_ctx, src_ctx)?;
+        // SAFETY: forwarding the caller's device pointers.
+        rt(unsafe { crate::abi::runtime::misc::cudaMemcpyPeer(dst as *mut c_void, 0, src as *const c_void, 0, n) })
+    }
+
+    fn cuMemcpyPeerAsync(dst: CUdeviceptr, dst_ctx: *mut c_void, src: CUdeviceptr, src_ctx: *mut c_void, n: usize, s: cudaStream_t) -> Result<(), CuError> {
+        peer_contexts(dst_ctx, src_ctx)?;
+        // SAFETY: forwarding the caller's device pointers.
+        rt(unsafe { crate::abi::runtime::misc::cudaMemcpyPeerAsync(dst as *mut c_void, 0, src as *const c_void, 0, n, s) })
+    }
+
+    fn cuLaunchHostFunc(s: cudaStream_t, f: HostFn, data: *mut c_void) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: the program's host function and argument, run in stream order.
+        rt(unsafe { crate::abi::runtime::misc::cudaLaunchHostFunc(s, f, data) })
+    }
+
+    fn cuCtxSetCacheConfig(config: c_int) -> Result<(), CuError> {
+        current()?;
+        // CUfunc_cache and cudaFuncCache number alike.
+        // SAFETY: by value.
+        rt(unsafe { crate::abi::runtime::device::cudaDeviceSetCacheConfig(config) })
+    }
+
+    fn cuCtxGetCacheConfig(config: *mut c_int) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: forwarding the caller's output pointer.
+        rt(unsafe { crate::abi::runtime::device::cudaDeviceGetCacheConfig(config) })
+    }
+
+    fn cuDeviceGetPCIBusId(bus_id: *mut c_char, len: c_int, dev: c_int) -> Result<(), CuError> {
+        // SAFETY: forwarding the caller's buffer.
+        rt(unsafe { crate::abi::runtime::misc::cudaDeviceGetPCIBusId(bus_id, len, dev) })
+    }
+
+    fn cuDeviceComputeCapability(major: *mut c_int, minor: *mut c_int, dev: c_int) -> Result<(), CuError> {
+        let c = client::client()?;
+        let info = c.device_info(dev).map_err(|_| CuError::INVALID_DEVICE)?;
+        let a = |n| info.attr(n).unwrap_or(0);
+        // SAFETY: the caller's output pointers.
+        unsafe {
+            out(major, a(vcuda_protocol::attr::COMPUTE_CAPABILITY_MAJOR))?;
+            out(minor, a(vcuda_protocol::attr::COMPUTE_CAPABILITY_MINOR))
+        }
+    }
+
+    fn cuModuleLoad(m: *mut *mut Module, path: *const c_char) -> Result<(), CuError> {
+        if path.is_null() {
+            return Err(CuError::INVALID_VALUE);
+        }
+        // SAFETY: a NUL-terminated path (the driver API's contract).
+        let p = unsafe { CStr::from_ptr(path) }.to_string_lossy().into_owned();
+        let mut bytes = std::fs::read(&p).map_err(|_| CuError(301))?; // CUDA_ERROR_FILE_NOT_FOUND
+        // PTX text must end with its NUL; fat binaries are kept 8-byte aligned.
+        bytes.push(0);
+        let mut aligned = vec![0u64; bytes.len().div_ceil(8)];
+        // SAFETY: `aligned` holds at least `bytes.len()` bytes.
+        unsafe {
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), aligned.as_mut_ptr().cast::<u8>(), bytes.len())
+        };
+        // SAFETY: the same contract as cuModuleLoadData's, with a buffer that lives for the
+        // call.
+        match unsafe { super::exec::cuModuleLoadData(m, aligned.as_ptr().cast()) } {
+            0 => Ok(()),
+            e => Err(CuError(e)),
+        }
+    }
+}
+
+entry_lib! {
+    fn cuStreamGetId(s: cudaStream_t, id: *mut u64) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: forwarding the caller's output pointer; the runtime checks the handle.
+        rt(unsafe { crate::abi::runtime::attrs::cudaStreamGetId(s, id) })
+    }
+
+    fn cuStreamGetId_ptsz(s: cudaStream_t, id: *mut u64) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: as `cuStreamGetId`, with stream 0 the thread's default stream.
+        rt(unsafe { crate::abi::runtime::attrs::cudaStreamGetId_ptsz(s, id) })
+    }
+
+    fn cuStreamGetPriority_ptsz(s: cudaStream_t, priority: *mut c_int) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: forwarding the caller's output pointer; the runtime checks the handle.
+        rt(unsafe { crate::abi::runtime::ptsz::cudaStreamGetPriority_ptsz(s, priority) })
+    }
+
+    fn cuStreamGetFlags_ptsz(s: cudaStream_t, flags: *mut c_uint) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: forwarding the caller's output pointer; the runtime checks the handle.
+        rt(unsafe { crate::abi::runtime::ptsz::cudaStreamGetFlags_ptsz(s, flags) })
+    }
+
+    // `CUstreamAttrValue` is the runtime's `cudaStreamAttrValue` (one `CUlaunchAttributeValue`
+    // union), and the attribute ids number alike.
+    fn cuStreamGetAttribute(s: cudaStream_t, id: c_int, value: *mut crate::core::attrs::cudaLaunchAttributeValue) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: forwarding the caller's output pointer; the runtime checks the rest.
+        rt(unsafe { crate::abi::runtime::attrs::cudaStreamGetAttribute(s, id, value) })
+    }
+
+    fn cuStreamGetAttribute_ptsz(s: cudaStream_t, id: c_int, value: *mut crate::core::attrs::cudaLaunchAttributeValue) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: as `cuStreamGetAttribute`, with stream 0 the thread's default stream.
+        rt(unsafe { crate::abi::runtime::attrs::cudaStreamGetAttribute_ptsz(s, id, value) })
+    }
+
+    fn cuStreamSetAttribute(s: cudaStream_t, id: c_int, value: *const crate::core::attrs::cudaLaunchAttributeValue) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: forwarding the caller's value; the runtime checks the rest.
+        rt(unsafe { crate::abi::runtime::attrs::cudaStreamSetAttribute(s, id, value) })
+    }
+
+    fn cuStreamSetAttribute_ptsz(s: cudaStream_t, id: c_int, value: *const crate::core::attrs::cudaLaunchAttributeValue) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: as `cuStreamSetAttribute`, with stream 0 the thread's default stream.
+        rt(unsafe { crate::abi::runtime::attrs::cudaStreamSetAttribute_ptsz(s, id, value) })
+    }
+
+    fn cuStreamCopyAttributes(dst: cudaStream_t, src: cudaStream_t) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: the runtime checks both handles.
+        rt(unsafe { crate::abi::runtime::attrs::cudaStreamCopyAttributes(dst, src) })
+    }
+
+    fn cuStreamCopyAttributes_ptsz(dst: cudaStream_t, src: cudaStream_t) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: as `cuStreamCopyAttributes`, with stream 0 the thread's default stream.
+        rt(unsafe { crate::abi::runtime::attrs::cudaStreamCopyAttributes_ptsz(dst, src) })
+    }
+
+    fn cuDeviceGetTexture1DLinearMaxWidth(out_width: *mut usize, format: c_uint, channels: c_uint, dev: c_int) -> Result<(), CuError> {
+        super::context::check_device(dev)?;
+        let size = format_channel_bytes(format).ok_or(CuError::INVALID_VALUE)?;
+        if !matches!(channels, 1 | 2 | 4) {
+            return Err(CuError::INVALID_VALUE);
+        }
+        // As the runtime's answer (see `cudaDeviceGetTexture1DLinearMaxWidth`).
+        let width = (1u64 << 30).min((1u64 << 32) / (size * u64::from(channels)));
+        // SAFETY: the caller's output pointer.
+        unsafe { out(out_width, width as usize) }
+    }
+
+    // `CUatomicOperation` numbers as the runtime's `cudaAtomicOperation`.
+    fn cuDeviceGetHostAtomicCapabilities(caps: *mut c_uint, ops: *const c_int, count: c_uint, dev: c_int) -> Result<(), CuError> {
+        super::context::check_device(dev)?;
+        // SAFETY: forwarding the caller's arrays; the runtime checks them.
+        rt(unsafe { crate::abi::runtime::attrs::cudaDeviceGetHostAtomicCapabilities(caps, ops, count, dev) })
+    }
+
+    fn cuDeviceGetP2PAtomicCapabilities(caps: *mut c_uint, ops: *const c_int, count: c_uint, src: c_int, dst: c_int) -> Result<(), CuError> {
+        super::context::check_device(src)?;
+        // SAFETY: forwarding the caller's arrays; the runtime checks them and the devices.
+        rt(unsafe { crate::abi::runtime::attrs::cudaDeviceGetP2PAtomicCapabilities(caps, ops, count, src, dst) })
+    }
+
+    fn cuArrayGetMemoryRequirements(req: *mut c_void, array: *mut c_void, dev: c_int) -> Result<(), CuError> {
+        super::context::check_device(dev)?;
+        // SAFETY: a driver array is the runtime's; the runtime checks the handle and output.
+        rt(unsafe { crate::abi::runtime::array::cudaArrayGetMemoryRequirements(req, array.cast(), dev) })
+    }
+}

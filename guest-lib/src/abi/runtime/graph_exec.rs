@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! Executable graphs: instantiation, parameter updates and launches.
+//!
+//! `cudaGraphInstantiate` checks the graph (a cycle fails) and flattens it into one
+//! topological order of steps, child graphs inlined, each step a copy of its node's
+//! parameters (the executable graph does not change when its graph does) with the earlier
+//! steps it depends on.
+//!
+//! A launch of a graph of device work is one message: the backend gets the steps once
+//! (`GraphCreate`, at the first launch or at `cudaGraphUpload`) and each `cudaGraphLaunch`
+//! after that sends `GraphLaunch` (posted, no round trip). The CUDA executor makes the
+//! steps a CUDA graph; the CPU executor replays them. See [`Remote`] for which graphs go
+//! and when the backend's copy is made again.
+//!
+//! Other graphs are replayed here: each step on the launch stream, in order, through the
+//! same code as the call it stands for (kernels, device-side copies and memsets are
+//! posted, copies from and to host memory go as `cudaMemcpyAsync` does, host nodes run as
+//! `cudaLaunchHostFunc` does, event nodes record and wait on the stream), one message per
+//! step. Since one stream runs them in a dependency order, every edge is honoured.
+//!
+//! `cudaGraphExecUpdate` accepts a graph of the same topology (the same node count, node
+//! types and edges, nodes paired in the order they were added, child graphs alike) and
+//! takes its parameters; anything else fails with `cudaErrorGraphExecUpdateFailure` and the
+//! reason in `cudaGraphExecUpdateResultInfo`.
+
+use crate::client::{self};
+use crate::core::graph::{
+    self, Kind, cudaGraph_t, cudaGraphExec_t, cudaGraphNode_t, cudaHostNodeParams,
+    cudaKernelNodeParams, cudaMemcpy3DParms, cudaMemsetParams, with,
+};
+use crate::core::graph_exec::*;
+use crate::error::Error;
+use crate::ffi::{cudaEvent_t, cudaStream_t, write_out};
+use std::ffi::{c_int, c_uint, c_void};
+
+entry! {
+    fn cudaGraphInstantiate(out: *mut cudaGraphExec_t, g: cudaGraph_t, flags: u64) {
+        instantiate(out, g, flags, false)
+    }
+
+    fn cudaGraphInstantiateWithFlags(out: *mut cudaGraphExec_t, g: cudaGraph_t, flags: u64) {
+        instantiate(out, g, flags, false)
+    }
+
+    fn cudaGraphInstantiateWithParams(out: *mut cudaGraphExec_t, g: cudaGraph_t, p: *mut cudaGraphInstantiateParams) {
+        instantiate_with_params(out, g, p, false)
+    }
+
+    fn cudaGraphInstantiateWithParams_ptsz(out: *mut cudaGraphExec_t, g: cudaGraph_t, p: *mut cudaGraphInstantiateParams) {
+        instantiate_with_params(out, g, p, true)
+    }
+
+    fn cudaGraphExecGetFlags(exec: cudaGraphExec_t, flags: *mut u64) {
+        let f = with(|r| r.execs.get(&(exec as u64)).map(|e| e.flags)).ok_or(Error::INVALID_VALUE)?;
+        // SAFETY: the caller's output pointer, checked for null.
+        unsafe { write_out(flags, f) }
+    }
+
+    fn cudaGraphExecDestroy(exec: cudaGraphExec_t) {
+        with(|r| {
+            let mut e = r.execs.remove(&(exec as u64)).ok_or(Error::INVALID_VALUE)?;
+            e.touch(&mut r.stale_graphs);
+            r.release_users(e.users);
+            for s in e.steps.iter() {
+                if let Kind::MemAlloc { ptr, .. } = s.kind {
+                    r.drop_graph_mem(ptr);
+                }
+            }
+            Ok(())
+        })
+    }
+
+    fn cudaGraphLaunch(exec: cudaGraphExec_t, stream: cudaStream_t) { launch(exec, stream, false) }
+    fn cudaGraphLaunch_ptsz(exec: cudaGraphExec_t, stream: cudaStream_t) { launch(exec, stream, true) }
+    fn cudaGraphUpload(exec: cudaGraphExec_t, stream: cudaStream_t) { upload(exec, stream, false) }
+    fn cudaGraphUpload_ptsz(exec: cudaGraphExec_t, stream: cudaStream_t) { upload(exec, stream, true) }
+
+    fn cudaGraphExecUpdate(exec: cudaGraphExec_t, g: cudaGraph_t, info: *mut cudaGraphExecUpdateResultInfo) {
+        update(exec, g, info)
+    }
+
+    fn cudaGraphExecKernelNodeSetParams(exec: cudaGraphExec_t, node: cudaGraphNode_t, p: *const cudaKernelNodeParams) {
+        exec_set(exec, node, graph::kernel_from_c(p))
+    }
+
+    fn cudaGraphExecMemcpyNodeSetParams(exec: cudaGraphExec_t, node: cudaGraphNode_t, p: *const cudaMemcpy3DParms) {
+        exec_set(exec, node, graph::memcpy_from_c(p))
+    }
+
+    fn cudaGraphExecMemcpyNodeSetParams1D(exec: cudaGraphExec_t, node: cudaGraphNode_t, dst: *mut c_void, src: *const c_void, count: usize, kind: c_int) {
+        exec_set(exec, node, graph::memcpy_1d(dst as u64, src as u64, count as u64, kind))
+    }
+
+    fn cudaGraphExecMemsetNodeSetParams(exec: cudaGraphExec_t, node: cudaGraphNode_t, p: *const cudaMemsetParams) {
+        exec_set(exec, node, graph::memset_from_c(p))
+    }
+
+    fn cudaGraphExecMemcpyNodeSetParamsToSymbol(exec: cudaGraphExec_t, node: cudaGraphNode_t, symbol: *const c_void, src: *const c_void, count: usize, offset: usize, kind: c_int) {
+        exec_set(exec, node, graph::memcpy_symbol(symbol, src as u64, count, offset, kind, true))
+    }
+
+    fn cudaGraphExecMemcpyNodeSetParamsFromSymbol(exec: cudaGraphExec_t, node: cudaGraphNode_t, dst: *mut c_void, symbol: *const c_void, count: usize, offset: usize, kind: c_int) {
+        exec_set(exec, node, graph::memcpy_symbol(symbol, dst as u64, count, offset, kind, false))
+    }
+
+    fn cudaGraphExecEventRecordNodeSetEvent(exec: cudaGraphExec_t, node: cudaGraphNode_t, e: cudaEvent_t) {
+        let ev = crate::core::stream::event_handle(client::client()?, e).map(Kind::EventRecord);
+        exec_set(exec, node, ev)
+    }
+
+    fn cudaGraphExecEventWaitNodeSetEvent(exec: cudaGraphExec_t, node: cudaGraphNode_t, e: cudaEvent_t) {
+        let ev = crate::core::stream::event_handle(client::client()?, e).map(Kind::EventWait);
+        exec_set(exec, node, ev)
+    }
+
+    fn cudaGraphNodeSetEnabled(exec: cudaGraphExec_t, node: cudaGraphNode_t, on: c_uint) {
+        enabled(exec, node, Some(on != 0)).map(drop)
+    }
+
+    fn cudaGraphNodeGetEnabled(exec: cudaGraphExec_t, node: cudaGraphNode_t, on: *mut c_uint) {
+        if on.is_null() {
+            return Err(Error::INVALID_VALUE);
+        }
+        let v = enabled(exec, node, None)?;
+        // SAFETY: the caller's output pointer, checked for null.
+        unsafe { write_out(on, c_uint::from(v)) }
+    }
+
+    fn cudaGraphExecHostNodeSetParams(exec: cudaGraphExec_t, node: cudaGraphNode_t, p: *const cudaHostNodeParams) {
+        exec_set(exec, node, graph::host_from_c(p))
+    }
+}

@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! The runtime's remaining per-thread default stream variants (`*_ptsz`): what a program
+//! built with `nvcc --default-stream per-thread` calls. Stream 0 there is the calling
+//! thread's default stream (`cudaStreamPerThread`); any other stream is used as given.
+//! `cudaGetDriverEntryPoint*_ptsz` return the driver's per-thread variants by default.
+
+use crate::abi::driver::ptsz::per_thread;
+use crate::core::misc::StreamCallback;
+use crate::core::pool::cudaMemPool_t;
+use crate::core::ptsz::*;
+use crate::ffi::cudaStream_t;
+use std::ffi::{c_char, c_int, c_void};
+
+entry! {
+    fn cudaMallocAsync_ptsz(dev_ptr: *mut *mut c_void, size: usize, stream: cudaStream_t) {
+        // SAFETY: forwarding the caller's arguments.
+        done(unsafe { crate::abi::runtime::pool::cudaMallocAsync(dev_ptr, size, per_thread(stream)) })
+    }
+
+    fn cudaMallocFromPoolAsync_ptsz(dev_ptr: *mut *mut c_void, size: usize, pool: cudaMemPool_t, stream: cudaStream_t) {
+        // SAFETY: forwarding the caller's arguments.
+        done(unsafe { crate::abi::runtime::pool::cudaMallocFromPoolAsync(dev_ptr, size, pool, per_thread(stream)) })
+    }
+
+    fn cudaFreeAsync_ptsz(dev_ptr: *mut c_void, stream: cudaStream_t) {
+        // SAFETY: forwarding the caller's arguments.
+        done(unsafe { crate::abi::runtime::pool::cudaFreeAsync(dev_ptr, per_thread(stream)) })
+    }
+
+    fn cudaStreamAddCallback_ptsz(stream: cudaStream_t, cb: StreamCallback, user_data: *mut c_void, flags: u32) {
+        // SAFETY: forwarding the caller's arguments.
+        done(unsafe { crate::abi::runtime::misc::cudaStreamAddCallback(per_thread(stream), cb, user_data, flags) })
+    }
+
+    fn cudaStreamGetFlags_ptsz(stream: cudaStream_t, flags: *mut u32) {
+        // SAFETY: forwarding the caller's arguments.
+        done(unsafe { crate::abi::runtime::stream::cudaStreamGetFlags(per_thread(stream), flags) })
+    }
+
+    fn cudaStreamGetPriority_ptsz(stream: cudaStream_t, priority: *mut c_int) {
+        // SAFETY: forwarding the caller's arguments.
+        done(unsafe { crate::abi::runtime::stream::cudaStreamGetPriority(per_thread(stream), priority) })
+    }
+
+    fn cudaStreamGetDevice_ptsz(stream: cudaStream_t, device: *mut c_int) {
+        // SAFETY: forwarding the caller's arguments.
+        done(unsafe { crate::abi::runtime::stream::cudaStreamGetDevice(per_thread(stream), device) })
+    }
+
+    fn cudaGetDriverEntryPoint_ptsz(symbol: *const c_char, pfn: *mut *mut c_void, flags: u64, status: *mut c_int) {
+        // SAFETY: forwarding the caller's arguments.
+        done(unsafe { crate::abi::driver::procs::cudaGetDriverEntryPoint(symbol, pfn, per_thread_flags(flags), status) })
+    }
+
+    fn cudaGetDriverEntryPointByVersion_ptsz(symbol: *const c_char, pfn: *mut *mut c_void, version: u32, flags: u64, status: *mut c_int) {
+        // SAFETY: forwarding the caller's arguments.
+        done(unsafe { crate::abi::driver::procs::cudaGetDriverEntryPointByVersion(symbol, pfn, version, per_thread_flags(flags), status) })
+    }
+}

@@ -1,0 +1,424 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! Stream attributes and identity, and the configuration calls whose settings are hints:
+//! `cudaStreamGetAttribute`/`SetAttribute`/`CopyAttributes`, `cudaStreamGetId`, shared memory
+//! bank configuration, `cudaCtxResetPersistingL2Cache`, `cudaSetValidDevices`,
+//! `cudaDeviceGetByPCIBusId`, `cudaOccupancyAvailableDynamicSMemPerBlock` and the deprecated
+//! `cudaSetDoubleFor*`.
+//!
+//! The executors have no L2 persistence, memory synchronization domains or stream priorities
+//! to honour, so these attributes are what CUDA documents them to be, hints: they are
+//! validated as CUDA validates them, kept per stream, and read back; they change nothing
+//! about how work runs (as on a GPU whose persisting L2 size is 0, which the device reports).
+
+use std::collections::HashMap;
+use std::ffi::{c_int, c_uint, c_void};
+use std::sync::{Mutex, OnceLock};
+
+use vcuda_protocol::attr;
+
+use crate::client::{self, Client};
+use crate::core::stream::resolve;
+use crate::error::{Error, Result};
+use crate::ffi::{cudaStream_t, write_out};
+use crate::state;
+
+/// `cudaLaunchAttributeID` values valid for streams.
+pub(crate) const ACCESS_POLICY_WINDOW: c_int = 1;
+pub(crate) const SYNCHRONIZATION_POLICY: c_int = 3;
+pub(crate) const PRIORITY: c_int = 8;
+pub(crate) const MEM_SYNC_DOMAIN_MAP: c_int = 9;
+pub(crate) const MEM_SYNC_DOMAIN: c_int = 10;
+
+/// `cudaSyncPolicyAuto` .. `cudaSyncPolicyBlockingSync`.
+pub(crate) const SYNC_POLICIES: std::ops::RangeInclusive<u32> = 1..=4;
+/// `cudaSharedMemBankSizeFourByte`: the bank size of every device since Maxwell.
+pub(crate) const BANK_SIZE_FOUR_BYTE: c_int = 1;
+
+/// `union cudaLaunchAttributeValue` (`cudaStreamAttrValue`): 64 bytes.
+#[repr(C, align(8))]
+#[derive(Clone, Copy, PartialEq)]
+pub struct cudaLaunchAttributeValue(pub(crate) [u8; 64]);
+
+impl cudaLaunchAttributeValue {
+    pub(crate) fn u32_at(&self, at: usize) -> u32 {
+        u32::from_le_bytes(self.0[at..at + 4].try_into().unwrap_or_default())
+    }
+
+    pub(crate) fn u64_at(&self, at: usize) -> u64 {
+        u64::from_le_bytes(self.0[at..at + 8].try_into().unwrap_or_default())
+    }
+
+    pub(crate) fn from_u32s(words: &[u32]) -> Self {
+        let mut v = [0u8; 64];
+        for (i, w) in words.iter().enumerate() {
+            v[i * 4..i * 4 + 4].copy_from_slice(&w.to_le_bytes());
+        }
+        Self(v)
+    }
+}
+
+/// A stream's attributes that differ from the defaults.
+pub(crate) type Attrs = HashMap<c_int, cudaLaunchAttributeValue>;
+
+pub(crate) fn table() -> &'static Mutex<HashMap<(u64, u64), Attrs>> {
+    static T: OnceLock<Mutex<HashMap<(u64, u64), Attrs>>> = OnceLock::new();
+    T.get_or_init(Default::default)
+}
+
+/// Forgets a destroyed stream's attributes (its handle may be reused).
+pub(crate) fn forget_stream(c: &Client, handle: u64) {
+    table()
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .remove(&(c.generation(), handle));
+}
+
+/// The default value of a stream attribute.
+pub(crate) fn default_value(s: cudaStream_t, id: c_int) -> Result<cudaLaunchAttributeValue> {
+    Ok(match id {
+        // base 0, 0 bytes, hit ratio 0, hitProp/missProp cudaAccessPropertyNormal (0).
+        ACCESS_POLICY_WINDOW | MEM_SYNC_DOMAIN => cudaLaunchAttributeValue([0; 64]),
+        // Never set: -1, no policy of the enum (NVIDIA's runtime, CUDA 13.0, H100, measured).
+        SYNCHRONIZATION_POLICY => cudaLaunchAttributeValue::from_u32s(&[u32::MAX]),
+        // default domain 0, remote domain 1 (as CUDA initializes it).
+        MEM_SYNC_DOMAIN_MAP => {
+            let mut v = [0u8; 64];
+            v[1] = 1;
+            cudaLaunchAttributeValue(v)
+        }
+        PRIORITY => {
+            let mut p: c_int = 0;
+            // SAFETY: a valid out pointer; the stream is the caller's.
+            match unsafe { crate::abi::runtime::stream::cudaStreamGetPriority(s, &mut p) } {
+                0 => {}
+                e => return Err(Error(e)),
+            }
+            cudaLaunchAttributeValue::from_u32s(&[p as u32])
+        }
+        _ => return Err(Error::INVALID_VALUE),
+    })
+}
+
+/// Checks a value as CUDA does for the attribute.
+pub(crate) fn check_value(c: &Client, id: c_int, v: &cudaLaunchAttributeValue) -> Result<()> {
+    match id {
+        ACCESS_POLICY_WINDOW => {
+            // { void* base_ptr; size_t num_bytes; float hitRatio; int hitProp; int missProp; }
+            let bytes = v.u64_at(8);
+            let ratio = f32::from_bits(v.u32_at(16));
+            let (hit, miss) = (v.u32_at(20), v.u32_at(24));
+            let info = c.device_info(state::device())?;
+            let max = info
+                .attr(attr::MAX_ACCESS_POLICY_WINDOW_SIZE)
+                .unwrap_or(0)
+                .max(0) as u64;
+            // missProp may not be cudaAccessPropertyPersisting (2).
+            if !(0.0..=1.0).contains(&ratio) || hit > 2 || miss > 1 || bytes > max {
+                return Err(Error::INVALID_VALUE);
+            }
+        }
+        SYNCHRONIZATION_POLICY if !SYNC_POLICIES.contains(&v.u32_at(0)) => {
+            return Err(Error::INVALID_VALUE);
+        }
+        MEM_SYNC_DOMAIN if v.u32_at(0) > 1 => return Err(Error::INVALID_VALUE),
+        PRIORITY | SYNCHRONIZATION_POLICY | MEM_SYNC_DOMAIN | MEM_SYNC_DOMAIN_MAP => {}
+        _ => return Err(Error::INVALID_VALUE),
+    }
+    Ok(())
+}
+
+pub(crate) fn get_attribute(
+    s: cudaStream_t,
+    id: c_int,
+    out: *mut cudaLaunchAttributeValue,
+    per_thread: bool,
+) -> Result<()> {
+    let c = client::client()?;
+    let h = resolve(c, s, per_thread)?;
+    let stored = table()
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(&(c.generation(), h))
+        .and_then(|a| a.get(&id).copied());
+    let v = match stored {
+        Some(v) => v,
+        None => default_value(s, id)?,
+    };
+    // SAFETY: the caller's output pointer (checked for null by write_out).
+    unsafe { write_out(out, v) }
+}
+
+pub(crate) fn set_attribute(
+    s: cudaStream_t,
+    id: c_int,
+    value: *const cudaLaunchAttributeValue,
+    per_thread: bool,
+) -> Result<()> {
+    let c = client::client()?;
+    let h = resolve(c, s, per_thread)?;
+    // SAFETY: the caller's input (the API's contract); null is checked.
+    let v = unsafe { value.as_ref() }
+        .copied()
+        .ok_or(Error::INVALID_VALUE)?;
+    check_value(c, id, &v)?;
+    table()
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .entry((c.generation(), h))
+        .or_default()
+        .insert(id, v);
+    Ok(())
+}
+
+pub(crate) fn copy_attributes(
+    dst: cudaStream_t,
+    src: cudaStream_t,
+    per_thread: bool,
+) -> Result<()> {
+    let c = client::client()?;
+    let (d, s) = (resolve(c, dst, per_thread)?, resolve(c, src, per_thread)?);
+    let g = c.generation();
+    let mut t = table().lock().unwrap_or_else(|e| e.into_inner());
+    match t.get(&(g, s)).cloned() {
+        Some(a) => t.insert((g, d), a),
+        None => t.remove(&(g, d)),
+    };
+    Ok(())
+}
+
+/// `cudaLaunchAttributeCooperative` and `cudaLaunchAttributeClusterDimension`.
+pub(crate) const COOPERATIVE: c_int = 2;
+pub(crate) const CLUSTER_DIMENSION: c_int = 4;
+
+/// Kernel nodes' attributes that differ from the defaults, by node.
+pub(crate) fn node_table() -> &'static Mutex<HashMap<u64, Attrs>> {
+    static T: OnceLock<Mutex<HashMap<u64, Attrs>>> = OnceLock::new();
+    T.get_or_init(Default::default)
+}
+
+/// Checks that `node` is a kernel node.
+pub(crate) fn kernel_node(node: *mut c_void) -> Result<u64> {
+    crate::core::graph::with(|r| match r.node(node as u64) {
+        Ok(n) if matches!(n.kind, crate::core::graph::Kind::Kernel(_)) => Ok(node as u64),
+        _ => Err(Error::INVALID_VALUE),
+    })
+}
+
+/// A kernel node attribute's default value (priority 0: a node's launch priority is its
+/// own, not a stream's; no cluster shape, 0x0x0, as NVIDIA's runtime answers).
+pub(crate) fn node_default(id: c_int) -> Result<cudaLaunchAttributeValue> {
+    match id {
+        COOPERATIVE | PRIORITY | CLUSTER_DIMENSION => Ok(cudaLaunchAttributeValue([0; 64])),
+        SYNCHRONIZATION_POLICY => Err(Error::INVALID_VALUE),
+        _ => default_value(std::ptr::null_mut(), id),
+    }
+}
+
+/// Whether kernel node `node` launches cooperatively (the flag lives with the node's kernel,
+/// so clones and captured cooperative launches carry it).
+pub(crate) fn node_cooperative(node: u64) -> Result<bool> {
+    crate::core::graph::with_kernel(node, |k| k.cooperative)
+}
+
+/// `cudaGraphKernelNodeGetAttribute`.
+pub(crate) fn node_get(
+    node: *mut c_void,
+    id: c_int,
+    out: *mut cudaLaunchAttributeValue,
+) -> Result<()> {
+    let n = kernel_node(node)?;
+    if id == COOPERATIVE {
+        let v = cudaLaunchAttributeValue::from_u32s(&[u32::from(node_cooperative(n)?)]);
+        // SAFETY: the caller's output pointer (checked for null by write_out).
+        return unsafe { write_out(out, v) };
+    }
+    let stored = node_table()
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(&n)
+        .and_then(|a| a.get(&id).copied());
+    let v = match stored {
+        Some(v) => v,
+        None => node_default(id)?,
+    };
+    // SAFETY: the caller's output pointer (checked for null by write_out).
+    unsafe { write_out(out, v) }
+}
+
+/// `cudaGraphKernelNodeSetAttribute`: the hints streams take (access policy window,
+/// priority, memory synchronization domains) are checked and kept; a cooperative node
+/// launches cooperatively; a cluster shape the grid does not divide into is
+/// `cudaErrorInvalidClusterSize` (as NVIDIA's runtime answers), any other but none (0x0x0 or
+/// 1x1x1) not supported (there are no clusters).
+pub(crate) fn node_set(
+    node: *mut c_void,
+    id: c_int,
+    value: *const cudaLaunchAttributeValue,
+) -> Result<()> {
+    let c = client::client()?;
+    let n = kernel_node(node)?;
+    // SAFETY: the caller's input (the API's contract); null is checked.
+    let v = unsafe { value.as_ref() }
+        .copied()
+        .ok_or(Error::INVALID_VALUE)?;
+    match id {
+        COOPERATIVE => {
+            return crate::core::graph::with_kernel(n, |k| k.cooperative = v.u32_at(0) != 0);
+        }
+        CLUSTER_DIMENSION => {
+            let dims = [v.u32_at(0), v.u32_at(4), v.u32_at(8)];
+            if dims != [0, 0, 0] && dims != [1, 1, 1] {
+                let grid = crate::core::graph::with_kernel(n, |k| k.grid.arr())?;
+                let divides = dims.iter().zip(grid).all(|(&d, g)| d != 0 && g % d == 0);
+                return Err(if divides {
+                    Error::NOT_SUPPORTED
+                } else {
+                    Error(vcuda_protocol::status::INVALID_CLUSTER_SIZE)
+                });
+            }
+        }
+        SYNCHRONIZATION_POLICY => return Err(Error::INVALID_VALUE),
+        _ => check_value(c, id, &v)?,
+    }
+    node_table()
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .entry(n)
+        .or_default()
+        .insert(id, v);
+    Ok(())
+}
+
+/// Forgets a destroyed node's attributes.
+pub(crate) fn forget_node(node: u64) {
+    node_table()
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .remove(&node);
+}
+
+/// Gives the nodes of a graph's clone the attributes of the nodes they copy
+/// (`map`: original -> copy).
+pub(crate) fn clone_node_attrs(map: &HashMap<u64, u64>) {
+    let mut t = node_table().lock().unwrap_or_else(|e| e.into_inner());
+    for (from, to) in map {
+        if let Some(a) = t.get(from).cloned() {
+            t.insert(*to, a);
+        }
+    }
+}
+
+/// `cudaGraphKernelNodeCopyAttributes`.
+pub(crate) fn node_copy(dst: *mut c_void, src: *mut c_void) -> Result<()> {
+    let (d, s) = (kernel_node(dst)?, kernel_node(src)?);
+    let cooperative = node_cooperative(s)?;
+    crate::core::graph::with_kernel(d, |k| k.cooperative = cooperative)?;
+    let mut t = node_table().lock().unwrap_or_else(|e| e.into_inner());
+    match t.get(&s).cloned() {
+        Some(a) => t.insert(d, a),
+        None => t.remove(&d),
+    };
+    Ok(())
+}
+
+pub(crate) fn stream_id(s: cudaStream_t, out: *mut u64, per_thread: bool) -> Result<()> {
+    let c = client::client()?;
+    let h = resolve(c, s, per_thread)?;
+    let id = crate::core::stream::stream_number(c, h);
+    // SAFETY: the caller's output pointer (checked for null by write_out).
+    unsafe { write_out(out, id) }
+}
+
+/// The operations of an atomic capabilities query (`cudaAtomicOperation`, 0 to 12), checked
+/// with the output as NVIDIA's runtime checks them (null arrays, no operations and unknown
+/// ones are `cudaErrorInvalidValue`).
+pub(crate) fn atomic_operations<'a>(
+    caps: *mut c_uint,
+    ops: *const c_int,
+    count: c_uint,
+) -> Result<&'a [c_int]> {
+    if caps.is_null() || ops.is_null() || count == 0 {
+        return Err(Error::INVALID_VALUE);
+    }
+    // SAFETY: `count` operations at `ops` (the API's contract), checked non-null.
+    let ops = unsafe { std::slice::from_raw_parts(ops, count as usize) };
+    if ops.iter().any(|&o| !(0..=12).contains(&o)) {
+        return Err(Error::INVALID_VALUE);
+    }
+    Ok(ops)
+}
+
+/// Writes `n` empty capability sets.
+pub(crate) fn write_capabilities(caps: *mut c_uint, n: usize) -> Result<()> {
+    // SAFETY: `n` outputs at `caps` (the API's contract: one per operation), checked non-null
+    // by `atomic_operations`.
+    unsafe { std::slice::from_raw_parts_mut(caps, n) }.fill(0);
+    Ok(())
+}
+
+/// `cudaOccupancyAvailableDynamicSMemPerBlock`'s answer for a kernel with attributes `a`
+/// (those set since included): each of `blocks` blocks on one multiprocessor gets an equal
+/// share of its shared memory less the kernel's static shared memory, at most the kernel's
+/// dynamic shared memory limit (48 KiB less its static memory unless raised). As NVIDIA's
+/// runtime answers on an H100 (CUDA 13.0, measured: 48128 for 1 KiB of static memory and
+/// two blocks, 28160 for eight, 100000 for two once the limit was raised to 100000).
+pub(crate) fn available_dynamic_smem(
+    info: &vcuda_protocol::DeviceInfo,
+    a: &vcuda_protocol::FuncAttrs,
+    blocks: c_int,
+) -> usize {
+    let attr = |n| i64::from(info.attr(n).unwrap_or(0).max(0));
+    let share = attr(attr::MAX_SHARED_MEMORY_PER_MULTIPROCESSOR) / i64::from(blocks.max(1))
+        - i64::try_from(a.shared_size_bytes).unwrap_or(i64::MAX);
+    share.min(i64::from(a.max_dynamic_shared_size_bytes)).max(0) as usize
+}
+
+/// Parses `[domain:]bus:device[.function]` (hexadecimal), as `cudaDeviceGetPCIBusId` writes.
+pub(crate) fn parse_bus_id(s: &str) -> Option<(i64, i64, i64)> {
+    let s = s.trim();
+    let (s, _function) = s.split_once('.').unwrap_or((s, "0"));
+    let parts: Vec<&str> = s.split(':').collect();
+    let hex = |p: &str| i64::from_str_radix(p, 16).ok();
+    match parts.as_slice() {
+        [d, b, v] => Some((hex(d)?, hex(b)?, hex(v)?)),
+        [b, v] => Some((0, hex(b)?, hex(v)?)),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_bus_id;
+
+    #[test]
+    fn available_dynamic_shared_memory_matches_an_h100() {
+        use zerocopy::FromZeros;
+        let mut info = vcuda_protocol::DeviceInfo::new_zeroed();
+        info.attrs[vcuda_protocol::attr::MAX_SHARED_MEMORY_PER_MULTIPROCESSOR as usize] = 233472;
+        let mut a = vcuda_protocol::FuncAttrs::new_zeroed();
+        a.shared_size_bytes = 1024;
+        a.max_dynamic_shared_size_bytes = 48128;
+        // NVIDIA's answers (CUDA 13.0, H100), 1 KiB of static shared memory.
+        let avail =
+            |a: &vcuda_protocol::FuncAttrs, blocks| super::available_dynamic_smem(&info, a, blocks);
+        assert_eq!(avail(&a, 1), 48128);
+        assert_eq!(avail(&a, 2), 48128);
+        assert_eq!(avail(&a, 8), 28160);
+        a.max_dynamic_shared_size_bytes = 100000;
+        assert_eq!(avail(&a, 2), 100000);
+        assert_eq!(avail(&a, 4), 57344);
+        a.max_dynamic_shared_size_bytes = 2000;
+        assert_eq!(avail(&a, 2), 2000);
+        a.shared_size_bytes = 0;
+        a.max_dynamic_shared_size_bytes = 49152;
+        assert_eq!(avail(&a, 2), 49152);
+    }
+
+    #[test]
+    fn bus_ids_parse_as_cuda_writes_them() {
+        assert_eq!(parse_bus_id("0000:65:00.0"), Some((0, 0x65, 0)));
+        assert_eq!(parse_bus_id("65:1f"), Some((0, 0x65, 0x1f)));
+        assert_eq!(parse_bus_id("zz:00.0"), None);
+        assert_eq!(parse_bus_id("1:2:3:4"), None);
+    }
+}

@@ -1,0 +1,654 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! CUDA graphs: graphs and their nodes, built explicitly (`cudaGraphAdd*Node`) or by stream
+//! capture ([`super::capture`]).
+//!
+//! A graph lives in the library only: a registry maps the opaque handles the program holds
+//! (`cudaGraph_t`, `cudaGraphNode_t`, `cudaGraphExec_t`: ids that are never reused, never
+//! pointers the library dereferences) to graphs, nodes and executable graphs. A node keeps
+//! a copy of what it runs: a kernel node its configuration and its parameter bytes (packed
+//! at add or capture time with the launch path's own layout code), a copy node its
+//! `cudaMemcpy3DParms`, a memset node its `cudaMemsetParams`, a host node its function and
+//! argument; a child-graph node owns a clone of the child. Instantiation and replay are in
+//! [`super::graph_exec`].
+//!
+//! Node kinds: kernel, memcpy (linear memory; CUDA arrays are not supported), memset,
+//! host, empty, child graph, event record and event wait.
+
+use std::collections::{HashMap, HashSet};
+use std::ffi::{c_int, c_void};
+use std::os::unix::ffi::OsStrExt;
+use std::sync::Mutex;
+
+use vcuda_protocol::status;
+
+use crate::client;
+use crate::core::graph_exec::Exec;
+use crate::error::{Error, Result};
+use crate::ffi::{cudaEvent_t, write_out};
+
+/// `cudaGraph_t`.
+pub type cudaGraph_t = *mut c_void;
+/// `cudaGraphNode_t`.
+pub type cudaGraphNode_t = *mut c_void;
+/// `cudaGraphExec_t`.
+pub type cudaGraphExec_t = *mut c_void;
+
+/// `cudaGraphNodeType`.
+pub mod node_type {
+    /// `cudaGraphNodeTypeKernel`.
+    pub const KERNEL: u32 = 0;
+    /// `cudaGraphNodeTypeMemcpy`.
+    pub const MEMCPY: u32 = 1;
+    /// `cudaGraphNodeTypeMemset`.
+    pub const MEMSET: u32 = 2;
+    /// `cudaGraphNodeTypeHost`.
+    pub const HOST: u32 = 3;
+    /// `cudaGraphNodeTypeGraph`.
+    pub const GRAPH: u32 = 4;
+    /// `cudaGraphNodeTypeEmpty`.
+    pub const EMPTY: u32 = 5;
+    /// `cudaGraphNodeTypeWaitEvent`.
+    pub const WAIT_EVENT: u32 = 6;
+    /// `cudaGraphNodeTypeEventRecord`.
+    pub const EVENT_RECORD: u32 = 7;
+    /// `cudaGraphNodeTypeMemAlloc`.
+    pub const MEM_ALLOC: u32 = 10;
+    /// `cudaGraphNodeTypeMemFree`.
+    pub const MEM_FREE: u32 = 11;
+}
+
+pub(crate) use crate::core::graph_node::{Copy3D, Host, Kernel, Kind, Memset};
+pub use crate::core::graph_node::{
+    cudaHostNodeParams, cudaKernelNodeParams, cudaMemcpy3DParms, cudaMemsetParams,
+};
+
+pub(crate) struct GraphObj {
+    /// Nodes, in the order they were added.
+    pub nodes: Vec<u64>,
+    /// References this graph owns to user objects (`cudaGraphRetainUserObject`).
+    pub user_refs: HashMap<u64, u32>,
+    /// The child-graph node that owns this graph.
+    pub(crate) owner: Option<u64>,
+    /// For a clone: original node -> its copy here.
+    pub(crate) cloned_from: HashMap<u64, u64>,
+}
+
+pub(crate) struct NodeObj {
+    pub graph: u64,
+    pub kind: Kind,
+    /// The nodes this one depends on (edges `dep -> this`), in the order added.
+    pub deps: Vec<u64>,
+}
+
+/// Every graph, node and executable graph of the process.
+#[derive(Default)]
+pub(crate) struct Registry {
+    pub(crate) next: u64,
+    pub graphs: HashMap<u64, GraphObj>,
+    pub nodes: HashMap<u64, NodeObj>,
+    pub execs: HashMap<u64, Exec>,
+    /// User objects (`cudaUserObjectCreate`).
+    pub user_objects: HashMap<u64, crate::core::user_object::UserObject>,
+    /// Destructors of user objects whose last reference went, to run once the lock is
+    /// released (see [`with`]).
+    pub destructors: Vec<crate::core::user_object::Destructor>,
+    /// Graph allocations (see `graph_mem`).
+    pub graph_mem: crate::core::graph_mem::GraphMemory,
+    /// The backend's copies of executable graphs that changed or went, to destroy at the
+    /// next launch (see `graph_exec::Remote`).
+    pub stale_graphs: Vec<u64>,
+}
+
+impl GraphObj {
+    /// The child-graph node that owns this graph, if any.
+    pub(crate) fn owner_node(&self) -> Option<u64> {
+        self.owner
+    }
+}
+
+impl Registry {
+    /// A new handle: distinct from every earlier one, never 0.
+    pub(crate) fn id(&mut self) -> u64 {
+        self.next += 0x10;
+        0x7600_0000_0000 + self.next
+    }
+
+    pub(crate) fn new_graph(&mut self, owner: Option<u64>) -> u64 {
+        let id = self.id();
+        self.graphs.insert(
+            id,
+            GraphObj {
+                nodes: Vec::new(),
+                user_refs: HashMap::new(),
+                owner,
+                cloned_from: HashMap::new(),
+            },
+        );
+        id
+    }
+
+    pub(crate) fn graph(&self, g: u64) -> Result<&GraphObj> {
+        self.graphs.get(&g).ok_or(Error::INVALID_VALUE)
+    }
+
+    pub(crate) fn node(&self, n: u64) -> Result<&NodeObj> {
+        self.nodes.get(&n).ok_or(Error::INVALID_VALUE)
+    }
+
+    pub(crate) fn node_mut(&mut self, n: u64) -> Result<&mut NodeObj> {
+        self.nodes.get_mut(&n).ok_or(Error::INVALID_VALUE)
+    }
+
+    /// Adds a node to `g` after `deps` (distinct nodes of `g`).
+    pub(crate) fn add(&mut self, g: u64, kind: Kind, deps: &[u64]) -> Result<u64> {
+        self.graph(g)?;
+        for (i, d) in deps.iter().enumerate() {
+            if self.node(*d)?.graph != g || deps[..i].contains(d) {
+                return Err(Error::INVALID_VALUE);
+            }
+        }
+        let id = self.id();
+        if let Kind::Child(child) = kind
+            && let Some(c) = self.graphs.get_mut(&child)
+        {
+            c.owner = Some(id);
+        }
+        self.nodes.insert(
+            id,
+            NodeObj {
+                graph: g,
+                kind,
+                deps: deps.to_vec(),
+            },
+        );
+        self.graphs
+            .get_mut(&g)
+            .ok_or(Error::INVALID_VALUE)?
+            .nodes
+            .push(id);
+        Ok(id)
+    }
+
+    /// A deep copy of graph `g` (child graphs included), owned by `owner`.
+    pub(crate) fn clone_graph(&mut self, g: u64, owner: Option<u64>) -> Result<u64> {
+        let order = self.graph(g)?.nodes.clone();
+        let copy = self.new_graph(owner);
+        let mut map = HashMap::new();
+        for n in order {
+            let node = self.node(n)?;
+            let (kind, deps) = (node.kind.clone(), node.deps.clone());
+            let kind = match kind {
+                Kind::Child(child) => Kind::Child(self.clone_graph(child, None)?),
+                k => k,
+            };
+            if let Kind::MemAlloc { ptr, .. } = kind {
+                self.hold_graph_mem(ptr);
+            }
+            let deps: Vec<u64> = deps.iter().map(|d| map[d]).collect();
+            let id = self.add(copy, kind, &deps)?;
+            map.insert(n, id);
+        }
+        crate::core::attrs::clone_node_attrs(&map);
+        let refs = self.graph(g)?.user_refs.clone();
+        for (&obj, &n) in &refs {
+            self.retain_user(obj, n)?;
+        }
+        if let Some(c) = self.graphs.get_mut(&copy) {
+            c.cloned_from = map;
+            c.user_refs = refs;
+        }
+        Ok(copy)
+    }
+
+    /// Removes graph `g`, its nodes and their child graphs.
+    pub(crate) fn destroy_graph(&mut self, g: u64) {
+        let Some(graph) = self.graphs.remove(&g) else {
+            return;
+        };
+        for (obj, n) in graph.user_refs {
+            let _ = self.release_user(obj, n);
+        }
+        for n in graph.nodes {
+            crate::core::attrs::forget_node(n);
+            match self.nodes.remove(&n) {
+                Some(NodeObj {
+                    kind: Kind::Child(child),
+                    ..
+                }) => self.destroy_graph(child),
+                Some(NodeObj {
+                    kind: Kind::MemAlloc { ptr, .. },
+                    ..
+                }) => self.drop_graph_mem(ptr),
+                _ => {}
+            }
+        }
+    }
+
+    /// The nodes of `g` without dependencies.
+    pub(crate) fn roots(&self, g: u64) -> Result<Vec<u64>> {
+        Ok(self
+            .graph(g)?
+            .nodes
+            .iter()
+            .copied()
+            .filter(|n| self.nodes.get(n).is_some_and(|x| x.deps.is_empty()))
+            .collect())
+    }
+
+    /// The edges of `g` as `(from, to)`.
+    pub(crate) fn edges(&self, g: u64) -> Result<Vec<(u64, u64)>> {
+        let mut v = Vec::new();
+        for &n in &self.graph(g)?.nodes {
+            for &d in &self.node(n)?.deps {
+                v.push((d, n));
+            }
+        }
+        Ok(v)
+    }
+
+    /// The nodes that depend on `n`.
+    pub(crate) fn dependents(&self, n: u64) -> Result<Vec<u64>> {
+        let g = self.node(n)?.graph;
+        Ok(self
+            .graph(g)?
+            .nodes
+            .iter()
+            .copied()
+            .filter(|m| self.nodes.get(m).is_some_and(|x| x.deps.contains(&n)))
+            .collect())
+    }
+
+    /// `tail` and every node they depend on, directly or not.
+    pub(crate) fn ancestors(&self, tail: &[u64]) -> HashSet<u64> {
+        let mut seen: HashSet<u64> = HashSet::new();
+        let mut todo: Vec<u64> = tail.to_vec();
+        while let Some(n) = todo.pop() {
+            if seen.insert(n)
+                && let Some(node) = self.nodes.get(&n)
+            {
+                todo.extend(&node.deps);
+            }
+        }
+        seen
+    }
+}
+
+pub(crate) static REGISTRY: Mutex<Option<Registry>> = Mutex::new(None);
+
+/// Runs `f` on the registry. `f` must not call back into CUDA entry points (the lock is
+/// held): replays copy what they need and run without it.
+pub(crate) fn with<R>(f: impl FnOnce(&mut Registry) -> R) -> R {
+    let (r, destructors) = {
+        let mut g = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
+        let reg = g.get_or_insert_with(Registry::default);
+        let r = f(reg);
+        let freed = std::mem::take(&mut reg.graph_mem.to_free);
+        (r, (std::mem::take(&mut reg.destructors), freed))
+    };
+    crate::core::user_object::run(destructors.0);
+    crate::core::graph_mem::free_released(destructors.1);
+    r
+}
+
+/// Runs `f` on kernel node `node`'s kernel (`cudaErrorInvalidValue` for any other node).
+pub(crate) fn with_kernel<R>(node: u64, f: impl FnOnce(&mut Kernel) -> R) -> Result<R> {
+    with(|r| match r.node_mut(node).map(|n| &mut n.kind) {
+        Ok(Kind::Kernel(k)) => Ok(f(k)),
+        _ => Err(Error::INVALID_VALUE),
+    })
+}
+
+/// Adds a child-graph node to `g` that takes graph `child` itself (`cudaGraphAddNode` with
+/// `cudaGraphChildGraphOwnershipMove`): `child` must belong to nothing yet and must not be
+/// `g` or hold `g`; graphs with memory nodes cannot be child graphs.
+pub(crate) fn add_moved_child(g: u64, child: u64, deps: &[u64]) -> Result<u64> {
+    with(|r| {
+        r.graph(g)?;
+        if child == g {
+            return Err(Error::INVALID_VALUE);
+        }
+        // A graph a node already owns: NVIDIA's runtime answers cudaErrorNotSupported
+        // (CUDA 13.0, measured).
+        if r.graph(child)?.owner.is_some() {
+            return Err(Error::NOT_SUPPORTED);
+        }
+        // `child` must not be among `g`'s ancestors (a cycle).
+        let mut at = g;
+        while let Some(node) = r.graph(at)?.owner {
+            at = r.node(node)?.graph;
+            if at == child {
+                return Err(Error::INVALID_VALUE);
+            }
+        }
+        if crate::core::graph_mem::has_memory_nodes(r, child) {
+            return Err(Error::NOT_SUPPORTED);
+        }
+        r.add(g, Kind::Child(child), deps)
+    })
+}
+
+/// A new empty graph (for stream capture).
+pub(crate) fn create() -> u64 {
+    with(|r| r.new_graph(None))
+}
+
+/// Destroys a graph (a capture's, when the capture fails).
+pub(crate) fn destroy(g: u64) {
+    with(|r| r.destroy_graph(g));
+}
+
+/// A node array from C (`n` handles; null only if `n` is 0).
+pub(crate) fn handles(p: *const cudaGraphNode_t, n: usize) -> Result<Vec<u64>> {
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    if p.is_null() {
+        return Err(Error::INVALID_VALUE);
+    }
+    // SAFETY: the caller's array of `n` node handles (the API's contract).
+    Ok(unsafe { std::slice::from_raw_parts(p, n) }
+        .iter()
+        .map(|&h| h as u64)
+        .collect())
+}
+
+/// Checks that optional edge data (`n` entries of 8 bytes) is all default (zero): vcuda
+/// has only full-completion edges.
+pub(crate) fn check_edge_data(p: *const u8, n: usize) -> Result<()> {
+    if p.is_null() || n == 0 {
+        return Ok(());
+    }
+    // SAFETY: the caller's array of `n` `cudaGraphEdgeData` (8 bytes each).
+    let bytes =
+        unsafe { std::slice::from_raw_parts(p, n.checked_mul(8).ok_or(Error::INVALID_VALUE)?) };
+    if bytes.iter().all(|&b| b == 0) {
+        Ok(())
+    } else {
+        Err(Error::NOT_SUPPORTED)
+    }
+}
+
+/// Writes a list of handles in CUDA's query convention: with `out` null, the count; else
+/// up to `*num` entries (the rest of `*num` nulled) and the number written.
+pub(crate) fn fill(out: *mut cudaGraphNode_t, num: *mut usize, items: &[u64]) -> Result<()> {
+    fill_pairs(
+        out,
+        std::ptr::null_mut(),
+        std::ptr::null_mut(),
+        num,
+        items,
+        |&n| (n, 0),
+    )
+}
+
+/// `fill` for up to two parallel arrays and optional zeroed edge data.
+pub(crate) fn fill_pairs<T>(
+    a: *mut cudaGraphNode_t,
+    b: *mut cudaGraphNode_t,
+    edge_data: *mut u8,
+    num: *mut usize,
+    items: &[T],
+    f: impl Fn(&T) -> (u64, u64),
+) -> Result<()> {
+    if num.is_null() {
+        return Err(Error::INVALID_VALUE);
+    }
+    if a.is_null() {
+        if !edge_data.is_null() {
+            return Err(Error::INVALID_VALUE);
+        }
+        // SAFETY: checked non-null; the caller's count.
+        return unsafe { write_out(num, items.len()) };
+    }
+    // SAFETY: checked non-null; the caller's capacity.
+    let cap = unsafe { *num };
+    for i in 0..cap {
+        let (x, y) = items.get(i).map_or((0, 0), &f);
+        // SAFETY: the caller's arrays hold `*num` entries (the API's contract).
+        unsafe {
+            *a.add(i) = x as cudaGraphNode_t;
+            if !b.is_null() {
+                *b.add(i) = y as cudaGraphNode_t;
+            }
+            if !edge_data.is_null() {
+                std::ptr::write_bytes(edge_data.add(i * 8), 0, 8);
+            }
+        }
+    }
+    // SAFETY: checked non-null.
+    unsafe { write_out(num, cap.min(items.len())) }
+}
+
+/// Adds a node made from the caller's parameters.
+pub(crate) fn add_node(
+    out: *mut cudaGraphNode_t,
+    g: cudaGraph_t,
+    deps: *const cudaGraphNode_t,
+    ndeps: usize,
+    kind: impl FnOnce() -> Result<Kind>,
+) -> Result<()> {
+    if out.is_null() {
+        return Err(Error::INVALID_VALUE);
+    }
+    let deps = handles(deps, ndeps)?;
+    let kind = kind()?;
+    let id = with(|r| r.add(g as u64, kind, &deps))?;
+    // SAFETY: checked non-null; the caller's output pointer.
+    unsafe { write_out(out, id as cudaGraphNode_t) }
+}
+
+/// Reads the caller's parameter struct.
+pub(crate) fn read<'a, T>(p: *const T) -> Result<&'a T> {
+    // SAFETY: the caller's parameters (the API's contract), checked for null.
+    unsafe { p.as_ref() }.ok_or(Error::INVALID_VALUE)
+}
+
+/// Replaces a node's parameters, which must be of the same kind.
+pub(crate) fn set_kind(node: cudaGraphNode_t, mut kind: Kind) -> Result<()> {
+    with(|r| {
+        let n = r.node_mut(node as u64)?;
+        if n.kind.type_code() != kind.type_code() {
+            return Err(Error::INVALID_VALUE);
+        }
+        kind.keep_attributes_of(&n.kind);
+        n.kind = kind;
+        Ok(())
+    })
+}
+
+/// Reads a node's parameters.
+pub(crate) fn get_kind<R>(node: cudaGraphNode_t, f: impl FnOnce(&Kind) -> Option<R>) -> Result<R> {
+    with(|r| f(&r.node(node as u64)?.kind).ok_or(Error::INVALID_VALUE))
+}
+
+pub(crate) fn event(e: cudaEvent_t) -> Result<u64> {
+    crate::core::stream::event_handle(client::client()?, e)
+}
+
+pub(crate) fn add_dependencies(
+    g: cudaGraph_t,
+    from: *const cudaGraphNode_t,
+    to: *const cudaGraphNode_t,
+    n: usize,
+) -> Result<()> {
+    let (from, to) = (handles(from, n)?, handles(to, n)?);
+    with(|r| {
+        let g = g as u64;
+        for (&a, &b) in from.iter().zip(&to) {
+            if a == b || r.node(a)?.graph != g || r.node(b)?.graph != g {
+                return Err(Error::INVALID_VALUE);
+            }
+            if r.node(b)?.deps.contains(&a) {
+                return Err(Error::INVALID_VALUE);
+            }
+        }
+        for (&a, &b) in from.iter().zip(&to) {
+            r.node_mut(b)?.deps.push(a);
+        }
+        Ok(())
+    })
+}
+
+pub(crate) fn remove_dependencies(
+    g: cudaGraph_t,
+    from: *const cudaGraphNode_t,
+    to: *const cudaGraphNode_t,
+    n: usize,
+) -> Result<()> {
+    let (from, to) = (handles(from, n)?, handles(to, n)?);
+    with(|r| {
+        let g = g as u64;
+        for (&a, &b) in from.iter().zip(&to) {
+            let nb = r.node(b)?;
+            if nb.graph != g || !nb.deps.contains(&a) {
+                return Err(Error::INVALID_VALUE);
+            }
+        }
+        for (&a, &b) in from.iter().zip(&to) {
+            r.node_mut(b)?.deps.retain(|&d| d != a);
+        }
+        Ok(())
+    })
+}
+
+pub(crate) fn get_edges(
+    g: cudaGraph_t,
+    from: *mut cudaGraphNode_t,
+    to: *mut cudaGraphNode_t,
+    edge_data: *mut u8,
+    num: *mut usize,
+) -> Result<()> {
+    if from.is_null() != to.is_null() {
+        return Err(Error::INVALID_VALUE);
+    }
+    let edges = with(|r| r.edges(g as u64))?;
+    fill_pairs(from, to, edge_data, num, &edges, |&e| e)
+}
+
+pub(crate) fn node_deps(
+    node: cudaGraphNode_t,
+    out: *mut cudaGraphNode_t,
+    edge_data: *mut u8,
+    num: *mut usize,
+) -> Result<()> {
+    let deps = with(|r| r.node(node as u64).map(|n| n.deps.clone()))?;
+    fill_pairs(out, std::ptr::null_mut(), edge_data, num, &deps, |&n| {
+        (n, 0)
+    })
+}
+
+pub(crate) fn node_dependents(
+    node: cudaGraphNode_t,
+    out: *mut cudaGraphNode_t,
+    edge_data: *mut u8,
+    num: *mut usize,
+) -> Result<()> {
+    let v = with(|r| r.dependents(node as u64))?;
+    fill_pairs(out, std::ptr::null_mut(), edge_data, num, &v, |&n| (n, 0))
+}
+
+/// `cudaGraphDebugDotPrint`: graph `g` in Graphviz's DOT language, child graphs as
+/// clusters; each node is labelled with its type and, for kernels, the function's name, its
+/// grid and block, for copies and memsets their sizes.
+pub(crate) fn dot(r: &Registry, g: u64, out: &mut String, depth: usize) -> Result<()> {
+    use std::fmt::Write;
+    let graph = r.graph(g)?;
+    let pad = "  ".repeat(depth + 1);
+    for &n in &graph.nodes {
+        let node = r.node(n)?;
+        let label = match &node.kind {
+            Kind::Kernel(k) => {
+                let name = crate::registry::function(k.func)
+                    .map_or_else(|| format!("{:#x}", k.func), |f| f.name.clone());
+                format!(
+                    "KERNEL\\n{name}\\ngrid ({},{},{}) block ({},{},{}) shared {}",
+                    k.grid.x, k.grid.y, k.grid.z, k.block.x, k.block.y, k.block.z, k.shmem
+                )
+            }
+            Kind::Memcpy(c) => format!(
+                "MEMCPY\\n{} x {} x {} bytes",
+                c.extent[0], c.extent[1], c.extent[2]
+            ),
+            Kind::Memset(m) => format!(
+                "MEMSET\\n{} x {} elements of {} bytes",
+                m.width, m.height, m.elem
+            ),
+            Kind::Host(_) => "HOST".to_string(),
+            Kind::Empty => "EMPTY".to_string(),
+            Kind::EventRecord(_) => "EVENT_RECORD".to_string(),
+            Kind::EventWait(_) => "EVENT_WAIT".to_string(),
+            Kind::MemAlloc { size, .. } => format!("MEM_ALLOC\\n{size} bytes"),
+            Kind::MemFree(_) => "MEM_FREE".to_string(),
+            Kind::Child(c) => {
+                let _ = writeln!(out, "{pad}subgraph cluster_{n} {{");
+                let _ = writeln!(out, "{pad}  label=\"graph node {n}\";");
+                dot(r, *c, out, depth + 1)?;
+                let _ = writeln!(out, "{pad}}}");
+                "GRAPH".to_string()
+            }
+        };
+        let _ = writeln!(out, "{pad}n{n} [shape=box label=\"{label}\"];");
+        for d in &node.deps {
+            let _ = writeln!(out, "{pad}n{d} -> n{n};");
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn dot_print(g: cudaGraph_t, path: *const std::ffi::c_char) -> Result<()> {
+    if path.is_null() {
+        return Err(Error::INVALID_VALUE);
+    }
+    // SAFETY: the caller's NUL-terminated path, checked for null.
+    let path = unsafe { std::ffi::CStr::from_ptr(path) };
+    let path = std::path::Path::new(std::ffi::OsStr::from_bytes(path.to_bytes()));
+    let mut text = String::from("digraph cudaGraph {\n");
+    with(|r| dot(r, g as u64, &mut text, 0))?;
+    text.push_str("}\n");
+    std::fs::write(path, text).map_err(|e| {
+        log::warn!("cudaGraphDebugDotPrint: {}: {e}", path.display());
+        Error(status::OPERATING_SYSTEM)
+    })
+}
+
+/// Parameters for the executable-graph setters (`cudaGraphExec*NodeSetParams`).
+pub(crate) fn kernel_from_c(p: *const cudaKernelNodeParams) -> Result<Kind> {
+    Ok(Kind::Kernel(Kernel::from_c(read(p)?)?))
+}
+
+/// See [`kernel_from_c`].
+pub(crate) fn memcpy_from_c(p: *const cudaMemcpy3DParms) -> Result<Kind> {
+    Ok(Kind::Memcpy(Copy3D::from_c(read(p)?)?))
+}
+
+/// See [`kernel_from_c`].
+pub(crate) fn memcpy_1d(dst: u64, src: u64, count: u64, kind: c_int) -> Result<Kind> {
+    Ok(Kind::Memcpy(Copy3D::linear(dst, src, count, kind)?))
+}
+
+/// A copy to (`to`) or from a variable, `cudaMemcpyToSymbol`'s or `cudaMemcpyFromSymbol`'s
+/// parameters (see [`kernel_from_c`]).
+pub(crate) fn memcpy_symbol(
+    sym: *const c_void,
+    other: u64,
+    count: usize,
+    offset: usize,
+    kind: c_int,
+    to: bool,
+) -> Result<Kind> {
+    let (dst, src) = crate::core::memory::symbol_copy(sym, other, count, offset, kind, to)?;
+    memcpy_1d(dst, src, count as u64, kind)
+}
+
+/// See [`kernel_from_c`].
+pub(crate) fn memset_from_c(p: *const cudaMemsetParams) -> Result<Kind> {
+    Ok(Kind::Memset(Memset::from_c(read(p)?)?))
+}
+
+/// See [`kernel_from_c`].
+pub(crate) fn host_from_c(p: *const cudaHostNodeParams) -> Result<Kind> {
+    Ok(Kind::Host(Host::from_c(read(p)?)?))
+}
+
+/// `cudaErrorIllegalState`.
+pub(crate) const ILLEGAL_STATE: Error = Error(status::ILLEGAL_STATE);

@@ -1,0 +1,213 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! The generic graph node API (CUDA 12.2 and later): `cudaGraphAddNode` (and CUDA 12's
+//! `cudaGraphAddNode_v2`), `cudaGraphNodeSetParams`, `cudaGraphExecNodeSetParams`, over
+//! `struct cudaGraphNodeParams` (a node type and a union of the typed parameter structs,
+//! whose "V2" forms have the layouts of the older ones). Kernel, copy, memset, host, child
+//! graph (cloned, or moved into the node), empty, event and memory nodes; the external
+//! semaphore and conditional types answer `cudaErrorNotSupported`.
+//! Also `cudaGraphExecChildGraphNodeSetParams`.
+
+use std::ffi::c_void;
+
+use crate::client;
+use crate::core::graph::{
+    Copy3D, Host, Kernel, Kind, Memset, add_node, check_edge_data, cudaGraph_t, cudaGraphNode_t,
+    cudaHostNodeParams, cudaKernelNodeParams, cudaMemcpy3DParms, cudaMemsetParams, node_type, with,
+};
+use crate::error::{Error, Result};
+
+/// `struct cudaGraphNodeParams` (256 bytes).
+#[repr(C)]
+pub struct cudaGraphNodeParams {
+    pub(crate) type_: u32,
+    pub(crate) reserved0: [i32; 3],
+    /// The union of the typed parameters.
+    pub(crate) u: [u64; 29],
+    pub(crate) reserved2: i64,
+}
+
+/// `cudaMemcpyNodeParams`.
+#[repr(C)]
+pub(crate) struct MemcpyNodeParams {
+    pub(crate) flags: i32,
+    pub(crate) reserved: [i32; 3],
+    pub(crate) copy: cudaMemcpy3DParms,
+}
+
+/// `cudaChildGraphNodeParams` (the ownership field is CUDA 13's; 0 in CUDA 12, whose
+/// padding must be zero).
+#[repr(C)]
+pub(crate) struct ChildParams {
+    pub(crate) graph: cudaGraph_t,
+    pub(crate) ownership: u32,
+}
+
+/// The union's typed parameter structs: plain C data, valid for every bit pattern.
+pub(crate) trait PlainParams {}
+impl PlainParams for cudaKernelNodeParams {}
+impl PlainParams for MemcpyNodeParams {}
+impl PlainParams for cudaMemsetParams {}
+impl PlainParams for cudaHostNodeParams {}
+impl PlainParams for ChildParams {}
+impl PlainParams for u64 {}
+impl PlainParams for *mut c_void {}
+
+/// `cudaGraphChildGraphOwnershipClone`, `cudaGraphChildGraphOwnershipMove`.
+pub(crate) const OWNERSHIP_CLONE: u32 = 0;
+pub(crate) const OWNERSHIP_MOVE: u32 = 1;
+/// `cudaGraphNodeTypeExtSemaphoreSignal`, `...Wait`, `cudaGraphNodeTypeConditional`.
+pub(crate) const EXT_SEM_SIGNAL: u32 = 8;
+pub(crate) const EXT_SEM_WAIT: u32 = 9;
+pub(crate) const CONDITIONAL: u32 = 13;
+
+impl cudaGraphNodeParams {
+    /// The union read as `T`.
+    ///
+    /// # Safety
+    /// `T` must be one of the union's C parameter structs (or a plain integer or pointer):
+    /// at most 8-aligned, and valid for every bit pattern.
+    pub(crate) unsafe fn union_as<T>(&self) -> &T {
+        const { assert!(std::mem::size_of::<T>() <= 29 * 8 && std::mem::align_of::<T>() <= 8) };
+        // SAFETY: the union is 232 bytes and 8-aligned; `T` fits (checked above) and takes
+        // any bit pattern (the caller's promise).
+        unsafe { &*(self.u.as_ptr().cast::<T>()) }
+    }
+
+    /// The union as one of the typed parameter structs: plain C data (integers, pointers,
+    /// nullable function pointers), valid for every bit pattern.
+    pub(crate) fn view<T: PlainParams>(&self) -> &T {
+        // SAFETY: `T` is one of the C parameter structs (the `PlainParams` bound), which take
+        // any bit pattern and fit the union.
+        unsafe { self.union_as::<T>() }
+    }
+
+    /// See [`Self::union_as`].
+    ///
+    /// # Safety
+    /// As for [`Self::union_as`].
+    pub(crate) unsafe fn union_as_mut<T>(&mut self) -> &mut T {
+        const { assert!(std::mem::size_of::<T>() <= 29 * 8 && std::mem::align_of::<T>() <= 8) };
+        // SAFETY: as in `union_as`; the caller's struct, borrowed mutably.
+        unsafe { &mut *(self.u.as_mut_ptr().cast::<T>()) }
+    }
+}
+
+pub(crate) fn event(e: *mut c_void) -> Result<u64> {
+    crate::core::stream::event_handle(client::client()?, e as crate::ffi::cudaEvent_t)
+}
+
+/// The node a parameter struct describes, for the types that need no more than their
+/// parameters (not child graphs or allocations, which `add` handles).
+pub(crate) fn kind_of(p: &cudaGraphNodeParams) -> Result<Kind> {
+    if p.reserved0 != [0; 3] || p.reserved2 != 0 {
+        return Err(Error::INVALID_VALUE);
+    }
+    Ok(match p.type_ {
+        node_type::KERNEL => Kind::Kernel(Kernel::from_c(p.view::<cudaKernelNodeParams>())?),
+        node_type::MEMCPY => {
+            let m = p.view::<MemcpyNodeParams>();
+            if m.flags != 0 || m.reserved != [0; 3] {
+                return Err(Error::INVALID_VALUE);
+            }
+            Kind::Memcpy(Copy3D::from_c(&m.copy)?)
+        }
+        node_type::MEMSET => Kind::Memset(Memset::from_c(p.view::<cudaMemsetParams>())?),
+        node_type::HOST => Kind::Host(Host::from_c(p.view::<cudaHostNodeParams>())?),
+        node_type::EMPTY => Kind::Empty,
+        node_type::WAIT_EVENT => Kind::EventWait(event(*p.view::<*mut c_void>())?),
+        node_type::EVENT_RECORD => Kind::EventRecord(event(*p.view::<*mut c_void>())?),
+        node_type::MEM_FREE => {
+            let ptr = *p.view::<u64>();
+            if !crate::core::graph_mem::owns(ptr) {
+                return Err(Error::INVALID_VALUE);
+            }
+            Kind::MemFree(ptr)
+        }
+        EXT_SEM_SIGNAL | EXT_SEM_WAIT | CONDITIONAL => return Err(Error::NOT_SUPPORTED),
+        _ => return Err(Error::INVALID_VALUE),
+    })
+}
+
+/// `cudaGraphAddNode` (`ownership`: the child-graph parameters have CUDA 13's ownership
+/// field; CUDA 12's structure has padding there, and its child graphs are cloned).
+pub(crate) fn add(
+    out: *mut cudaGraphNode_t,
+    g: cudaGraph_t,
+    deps: *const cudaGraphNode_t,
+    edges: *const u8,
+    n: usize,
+    p: *mut cudaGraphNodeParams,
+    ownership: bool,
+) -> Result<()> {
+    check_edge_data(edges, n)?;
+    // SAFETY: the caller's parameters (the API's contract), checked for null.
+    let p = unsafe { p.as_mut() }.ok_or(Error::INVALID_VALUE)?;
+    match p.type_ {
+        node_type::GRAPH => {
+            let c = p.view::<ChildParams>();
+            let child = c.graph;
+            let moved = match c.ownership {
+                _ if !ownership => false,
+                OWNERSHIP_CLONE => false,
+                OWNERSHIP_MOVE => true,
+                _ => return Err(Error::INVALID_VALUE),
+            };
+            if moved {
+                // The node takes the program's graph itself.
+                if out.is_null() {
+                    return Err(Error::INVALID_VALUE);
+                }
+                let deps = crate::core::graph::handles(deps, n)?;
+                let id = crate::core::graph::add_moved_child(g as u64, child as u64, &deps)?;
+                // SAFETY: checked non-null; the caller's output pointer.
+                unsafe { crate::ffi::write_out(out, id as cudaGraphNode_t) }
+            } else {
+                // SAFETY: forwarding the caller's pointers.
+                match unsafe {
+                    crate::abi::runtime::graph::cudaGraphAddChildGraphNode(out, g, deps, n, child)
+                } {
+                    0 => Ok(()),
+                    e => Err(Error(e)),
+                }
+            }
+        }
+        node_type::MEM_ALLOC => {
+            // SAFETY: cudaMemAllocNodeParams is plain C data (integers and pointers).
+            let a = unsafe { p.union_as_mut::<crate::core::graph_mem::cudaMemAllocNodeParams>() };
+            crate::core::graph_mem::add_alloc(out, g, deps, n, a)
+        }
+        node_type::MEM_FREE if crate::core::graph_mem::frees_in(g as u64, *p.view::<u64>()) => {
+            // One free node per allocation in a graph.
+            Err(Error::INVALID_VALUE)
+        }
+        _ => {
+            let kind = kind_of(p)?;
+            add_node(out, g, deps, n, || Ok(kind))
+        }
+    }
+}
+
+/// `cudaGraphNodeSetParams`: the node's type must not change; child graphs and memory
+/// nodes cannot be changed.
+pub(crate) fn set(node: cudaGraphNode_t, p: *mut cudaGraphNodeParams) -> Result<()> {
+    // SAFETY: the caller's parameters (the API's contract), checked for null.
+    let p = unsafe { p.as_ref() }.ok_or(Error::INVALID_VALUE)?;
+    if matches!(
+        p.type_,
+        node_type::GRAPH | node_type::MEM_ALLOC | node_type::MEM_FREE
+    ) {
+        return Err(Error::INVALID_VALUE);
+    }
+    let kind = kind_of(p)?;
+    with(|r| {
+        let n = r
+            .nodes
+            .get_mut(&(node as u64))
+            .ok_or(Error::INVALID_VALUE)?;
+        if n.kind.type_code() != kind.type_code() {
+            return Err(Error::INVALID_VALUE);
+        }
+        n.kind = kind;
+        Ok(())
+    })
+}

@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! Calls that compose the core ones: host callbacks, stream-ordered allocation, occupancy,
+//! peer copies, device selection and the profiler markers.
+
+use std::ffi::{c_int, c_void};
+
+use vcuda_protocol::{HandleReq, attr, ops};
+
+use crate::client::{self, Client};
+use crate::core::stream::capture_stream_handle;
+use crate::error::{Error, Result};
+use crate::ffi::{cudaStream_t, write_out};
+use crate::{registry, state};
+
+/// `cudaHostFn_t` (non-null).
+pub(crate) type HostFn = unsafe extern "C" fn(*mut c_void);
+/// `cudaStreamCallback_t`.
+pub(crate) type StreamCallback = Option<unsafe extern "C" fn(cudaStream_t, u32, *mut c_void)>;
+
+/// Waits for `stream` to reach this point: host work "enqueued" on a stream runs once
+/// everything before it has completed. vcuda runs it in the calling thread right then,
+/// which is one of the orders CUDA allows (the stream's later work waits for it).
+pub(crate) fn drain(c: &Client, handle: u64) -> u32 {
+    match c.call::<ops::StreamSynchronize>(&HandleReq { handle }) {
+        Ok(_) => 0,
+        Err(e) => e.0,
+    }
+}
+
+/// Runs host function `f` in stream order on backend stream `stream` (see [`drain`]).
+pub(crate) fn host_call(c: &Client, stream: u64, f: HostFn, user_data: *mut c_void) -> Result<()> {
+    let st = drain(c, stream);
+    if st != 0 {
+        return Err(Error(st));
+    }
+    // SAFETY: the program's host function, called with its own argument, as CUDA does.
+    unsafe { f(user_data) };
+    Ok(())
+}
+
+/// `cudaLaunchHostFunc`: runs `func`, or adds it to the graph `stream` captures.
+pub(crate) fn launch_host_func(
+    stream: cudaStream_t,
+    func: Option<HostFn>,
+    user_data: *mut c_void,
+    ptsz: bool,
+) -> Result<()> {
+    let f = func.ok_or(Error::INVALID_VALUE)?;
+    let c = client::client()?;
+    let s = capture_stream_handle(c, stream, ptsz)?;
+    let host = crate::core::graph::Host {
+        func: f,
+        data: user_data as usize,
+    };
+    if crate::core::capture::add(s, || Ok(crate::core::graph::Kind::Host(host)))? {
+        return Ok(());
+    }
+    host_call(c, s, f, user_data)
+}
+
+pub(crate) fn occupancy(
+    num_blocks: *mut c_int,
+    func: *const c_void,
+    block: c_int,
+    smem: usize,
+) -> Result<()> {
+    let c = client::client()?;
+    if block <= 0 {
+        return Err(Error::INVALID_VALUE);
+    }
+    let f = registry::function(func as usize)
+        .ok_or(Error::INVALID_DEVICE_FUNCTION)?
+        .load(c)?;
+    let n = max_active_blocks(c, &f.attrs, i64::from(block), smem as i64)?;
+    // SAFETY: output pointer from the caller, checked for null.
+    unsafe { write_out(num_blocks, n as c_int) }
+}
+
+/// Blocks of `block` threads and `smem` bytes of dynamic shared memory of a kernel with
+/// `attrs` that one multiprocessor holds at once (the occupancy calculator).
+pub(crate) fn max_active_blocks(
+    c: &Client,
+    attrs: &vcuda_protocol::FuncAttrs,
+    block: i64,
+    smem: i64,
+) -> Result<i64> {
+    let info = c.device_info(state::device())?;
+    let a = |n| i64::from(info.attr(n).unwrap_or(0));
+    if block > a(attr::MAX_THREADS_PER_BLOCK) {
+        return Ok(0);
+    }
+    let warps = (block + 31) / 32;
+    let by_threads = a(attr::MAX_THREADS_PER_MULTI_PROCESSOR) / (warps * 32);
+    let regs = i64::from(attrs.num_regs.max(1)) * warps * 32;
+    let by_regs = if regs > 0 {
+        a(attr::MAX_REGISTERS_PER_MULTIPROCESSOR) / regs
+    } else {
+        i64::MAX
+    };
+    let shared = attrs.shared_size_bytes as i64 + smem + a(attr::RESERVED_SHARED_MEMORY_PER_BLOCK);
+    let by_smem = if shared > 0 {
+        a(attr::MAX_SHARED_MEMORY_PER_MULTIPROCESSOR) / shared
+    } else {
+        i64::MAX
+    };
+    Ok(by_threads
+        .min(by_regs)
+        .min(by_smem)
+        .min(a(attr::MAX_BLOCKS_PER_MULTIPROCESSOR))
+        .max(0))
+}
+
+/// Checks a cooperative launch of `grid` blocks against what the device holds at once
+/// (`cudaErrorCooperativeLaunchTooLarge`), and that the device supports them.
+pub(crate) fn check_cooperative(
+    c: &Client,
+    attrs: &vcuda_protocol::FuncAttrs,
+    grid: [u32; 3],
+    block: [u32; 3],
+    smem: u32,
+) -> Result<()> {
+    let info = c.device_info(state::device())?;
+    if info.attr(attr::COOPERATIVE_LAUNCH).unwrap_or(0) == 0 {
+        return Err(Error::NOT_SUPPORTED);
+    }
+    let threads = block
+        .iter()
+        .fold(1i64, |a, &b| a.saturating_mul(i64::from(b)));
+    let per_sm = max_active_blocks(c, attrs, threads, i64::from(smem))?;
+    let sms = i64::from(info.attr(attr::MULTI_PROCESSOR_COUNT).unwrap_or(0).max(0));
+    let blocks = grid
+        .iter()
+        .fold(1i64, |a, &g| a.saturating_mul(i64::from(g)));
+    if blocks > per_sm * sms {
+        return Err(Error(vcuda_protocol::status::COOPERATIVE_LAUNCH_TOO_LARGE));
+    }
+    Ok(())
+}

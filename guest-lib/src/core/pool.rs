@@ -1,0 +1,369 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! Stream-ordered memory pools: `cudaMallocAsync`/`cudaFreeAsync`, the device's default and
+//! current pool, created pools, their attributes and trimming.
+//!
+//! Pools are bookkeeping in the library over the session's ordinary allocations. A block
+//! freed with `cudaFreeAsync` stays reserved in its pool and is handed out again by a later
+//! allocation on the same stream (stream order makes that safe), or on any stream once a
+//! synchronization has covered the free (the freeing stream's, or the device's). At each
+//! synchronization, free blocks beyond the pool's release threshold (0 by default) go back
+//! to the device, as CUDA does; `cudaMemPoolTrimTo` does so at once. A destroyed pool's
+//! outstanding blocks are freed when the program frees them.
+//!
+//! Interprocess pools (`cudaMemHandleTypePosixFileDescriptor`): the exported handle is a
+//! file (a memfd) naming the exporting process's pool, and an exported pointer carries the
+//! block's interprocess memory handle (see `super::ipc`), so the processes must reach the
+//! same backend, as for `cudaIpcOpenMemHandle`. An imported pool only imports pointers;
+//! `cudaFree` or `cudaFreeAsync` of an imported pointer closes it.
+
+use std::collections::HashMap;
+use std::ffi::{c_int, c_void};
+use std::sync::{LazyLock, Mutex};
+
+use crate::client::{self, Client};
+use crate::core::stream::stream_handle;
+use crate::error::{Error, Result};
+use crate::ffi::cudaStream_t;
+
+/// `cudaMemPool_t`.
+pub type cudaMemPool_t = *mut c_void;
+
+/// Allocations are rounded to this.
+pub(crate) const GRANULE: u64 = 512;
+
+/// `cudaMemPoolAttr`.
+/// (1 to 3 are the reuse policies: `FollowEventDependencies`, `AllowOpportunistic`,
+/// `AllowInternalDependencies`; kept and reported, reuse here being always safe.)
+pub(crate) const REUSE_FOLLOW_EVENT_DEPENDENCIES: c_int = 1;
+pub(crate) const REUSE_ALLOW_INTERNAL_DEPENDENCIES: c_int = 3;
+pub(crate) const RELEASE_THRESHOLD: c_int = 4;
+pub(crate) const RESERVED_MEM_CURRENT: c_int = 5;
+pub(crate) const RESERVED_MEM_HIGH: c_int = 6;
+pub(crate) const USED_MEM_CURRENT: c_int = 7;
+pub(crate) const USED_MEM_HIGH: c_int = 8;
+
+/// `cudaMemHandleTypePosixFileDescriptor`: the only shareable handle type here.
+pub const HANDLE_POSIX_FD: c_int = 1;
+
+/// What an exported pool's file starts with; the exporting process's id and the pool's
+/// handle there follow (8 bytes each, little-endian).
+pub(crate) const EXPORT_MAGIC: &[u8; 8] = b"vcudapl1";
+
+/// `cudaMemPoolPtrExportData` (and the driver's `CUmemPoolPtrExportData`): 64 opaque bytes.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct cudaMemPoolPtrExportData {
+    pub(crate) reserved: [u8; 64],
+}
+
+/// `cudaMemAllocationTypePinned`, `cudaMemLocationTypeDevice`, `cudaMemAccessFlagsProtReadWrite`.
+pub(crate) const ALLOCATION_PINNED: c_int = 1;
+pub(crate) const LOCATION_DEVICE: c_int = 1;
+pub(crate) const ACCESS_READ_WRITE: c_int = 3;
+
+/// `cudaMemLocation`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct cudaMemLocation {
+    pub(crate) ty: c_int,
+    pub(crate) id: c_int,
+}
+
+/// `cudaMemPoolProps`.
+#[repr(C)]
+pub struct cudaMemPoolProps {
+    pub(crate) alloc_type: c_int,
+    pub(crate) handle_types: c_int,
+    pub(crate) location: cudaMemLocation,
+    pub(crate) win32_security_attributes: *mut c_void,
+    pub(crate) max_size: usize,
+    pub(crate) usage: u16,
+    pub(crate) reserved: [u8; 54],
+}
+
+impl cudaMemPoolProps {
+    /// Pinned device memory on `device` (what a graph allocation node reports).
+    pub(crate) fn set_device_pinned(&mut self, device: c_int) {
+        self.alloc_type = ALLOCATION_PINNED;
+        self.location = cudaMemLocation {
+            ty: LOCATION_DEVICE,
+            id: device,
+        };
+    }
+}
+
+/// `cudaMemAccessDesc`.
+#[repr(C)]
+pub struct cudaMemAccessDesc {
+    pub(crate) location: cudaMemLocation,
+    pub(crate) flags: c_int,
+}
+
+/// A block freed into its pool: reusable on `stream`, or anywhere once `settled`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Block {
+    pub(crate) ptr: u64,
+    pub(crate) size: u64,
+    pub(crate) stream: u64,
+    pub(crate) settled: bool,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Pool {
+    pub(crate) reuse: [c_int; 3],
+    pub(crate) threshold: u64,
+    pub(crate) max_size: u64,
+    pub(crate) reserved: u64,
+    pub(crate) reserved_high: u64,
+    pub(crate) used: u64,
+    pub(crate) used_high: u64,
+    pub(crate) free: Vec<Block>,
+    /// Blocks handed out: pointer -> size.
+    pub(crate) live: HashMap<u64, u64>,
+    pub(crate) destroyed: bool,
+    /// Created with `cudaMemHandleTypePosixFileDescriptor`: it and its blocks can be exported.
+    pub(crate) exportable: bool,
+    /// Imported from another process: it imports pointers and allocates nothing.
+    pub(crate) imported: bool,
+}
+
+impl Pool {
+    pub(crate) fn new(max_size: u64) -> Self {
+        Pool {
+            reuse: [1, 1, 1],
+            max_size,
+            ..Pool::default()
+        }
+    }
+
+    pub(crate) fn note_high(&mut self) {
+        self.reserved_high = self.reserved_high.max(self.reserved);
+        self.used_high = self.used_high.max(self.used);
+    }
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Pools {
+    pub(crate) map: HashMap<usize, Pool>,
+    pub(crate) default: usize,
+    pub(crate) current: usize,
+}
+
+pub(crate) static POOLS: Mutex<Option<Pools>> = Mutex::new(None);
+
+pub(crate) fn with<R>(f: impl FnOnce(&mut Pools) -> R) -> R {
+    let mut g = POOLS.lock().unwrap_or_else(|e| e.into_inner());
+    let p = g.get_or_insert_with(|| {
+        let h = new_handle();
+        let mut m = HashMap::new();
+        m.insert(h, Pool::new(0));
+        Pools {
+            map: m,
+            default: h,
+            current: h,
+        }
+    });
+    f(p)
+}
+
+/// A unique handle value (a heap cell's address, kept for the process's life).
+pub(crate) fn new_handle() -> usize {
+    Box::into_raw(Box::new(0u8)) as usize
+}
+
+pub(crate) fn device_zero(c: &Client, device: c_int) -> Result<()> {
+    c.check_device(device).map(drop)
+}
+
+/// Returns free blocks beyond each pool's release threshold to the device (at a
+/// synchronization); `stream`: the backend stream just synchronized (`None`: the device).
+pub fn on_sync(c: &Client, stream: Option<u64>) -> Result<()> {
+    let mut g = POOLS.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(pools) = g.as_mut() else {
+        return Ok(());
+    };
+    for pool in pools.map.values_mut() {
+        for b in &mut pool.free {
+            if stream.is_none_or(|s| s == b.stream) {
+                b.settled = true;
+            }
+        }
+        let mut out = Vec::new();
+        while pool.reserved > pool.threshold {
+            let Some(i) = pool.free.iter().position(|b| b.settled) else {
+                break;
+            };
+            let b = pool.free.swap_remove(i);
+            pool.reserved -= b.size;
+            out.push(b);
+        }
+        for b in out {
+            crate::core::memory::free_device(c, b.ptr)?;
+        }
+    }
+    pools.map.retain(|_, p| !(p.destroyed && p.live.is_empty()));
+    Ok(())
+}
+
+/// `cudaFree` of a pool's block: it leaves the pool's accounts.
+pub fn on_free(ptr: u64) {
+    let mut g = POOLS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(pools) = g.as_mut() {
+        for p in pools.map.values_mut() {
+            if let Some(size) = p.live.remove(&ptr) {
+                p.used -= size;
+                p.reserved -= size;
+            }
+        }
+    }
+}
+
+/// `cudaDeviceReset`: every pool's memory is gone.
+pub fn on_reset() {
+    let mut g = POOLS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(pools) = g.as_mut() {
+        pools.map.retain(|_, p| !p.destroyed);
+        for p in pools.map.values_mut() {
+            p.free.clear();
+            p.live.clear();
+            (p.reserved, p.used) = (0, 0);
+        }
+    }
+}
+
+pub(crate) fn alloc(pool: usize, size: usize, stream: cudaStream_t) -> Result<u64> {
+    let c = client::client()?;
+    c.check_sticky()?;
+    let s = stream_handle(c, stream, false)?;
+    if size == 0 {
+        return Ok(0);
+    }
+    let want = (size as u64)
+        .checked_next_multiple_of(GRANULE)
+        .ok_or(Error::MEMORY_ALLOCATION)?;
+    with(|pools| {
+        let p = pools
+            .map
+            .get_mut(&pool)
+            .filter(|p| !p.destroyed && !p.imported)
+            .ok_or(Error::INVALID_VALUE)?;
+        // A free block of about the size, this stream's or settled.
+        let reusable = p.free.iter().position(|b| {
+            b.size >= want && b.size <= want.saturating_mul(2) && (b.stream == s || b.settled)
+        });
+        let (ptr, got) = match reusable {
+            Some(i) => {
+                let b = p.free.swap_remove(i);
+                (b.ptr, b.size)
+            }
+            None => {
+                if p.max_size != 0 && p.reserved.saturating_add(want) > p.max_size {
+                    return Err(Error::MEMORY_ALLOCATION);
+                }
+                let ptr = crate::core::memory::malloc_device(c, want as usize)?;
+                p.reserved += want;
+                (ptr, want)
+            }
+        };
+        p.used += got;
+        p.live.insert(ptr, got);
+        p.note_high();
+        Ok(ptr)
+    })
+}
+
+/// `cudaMallocAsync` on a capturing stream: a graph allocation node (see `graph_mem`) and
+/// its address; `None` when the stream does not capture.
+pub(crate) fn capture_alloc(size: usize, stream: cudaStream_t) -> Result<Option<u64>> {
+    let c = client::client()?;
+    c.check_sticky()?;
+    let s = crate::core::stream::capture_stream_handle(c, stream, false)?;
+    if !crate::core::capture::capturing(s) {
+        return Ok(None);
+    }
+    if size == 0 {
+        // As cudaMallocAsync of 0 bytes elsewhere: a null pointer, nothing captured.
+        return Ok(Some(0));
+    }
+    let ptr = crate::core::graph_mem::allocate(size as u64)?;
+    let kind = crate::core::graph::Kind::MemAlloc {
+        ptr,
+        size: size as u64,
+    };
+    match crate::core::capture::add(s, || Ok(kind)) {
+        Ok(true) => Ok(Some(ptr)),
+        r => {
+            crate::core::graph_mem::release_unused(ptr);
+            r.map(|_| None)
+        }
+    }
+}
+
+/// Pointers imported from other processes' pools: pointer -> imports not yet freed. A lock
+/// of its own: `cudaFree` asks it, also from inside the pools' lock (`on_sync`).
+pub(crate) static IMPORTS: LazyLock<Mutex<HashMap<u64, u32>>> = LazyLock::new(Default::default);
+
+pub(crate) fn imports() -> std::sync::MutexGuard<'static, HashMap<u64, u32>> {
+    IMPORTS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Whether `ptr` was imported into this process from another process's pool.
+pub(crate) fn is_import(ptr: u64) -> bool {
+    imports().contains_key(&ptr)
+}
+
+/// Closes one import of the imported pointer `ptr` (`cudaFree`, `cudaFreeAsync`).
+pub(crate) fn close_import(ptr: u64) -> Result<()> {
+    let mut m = imports();
+    crate::core::ipc::close_mem_handle(ptr)?;
+    if let Some(n) = m.get_mut(&ptr) {
+        *n -= 1;
+        if *n == 0 {
+            m.remove(&ptr);
+        }
+    }
+    Ok(())
+}
+
+/// A file naming pool `h` of this process, for another process to import.
+pub(crate) fn export_file(h: usize) -> Result<c_int> {
+    use std::io::Write;
+    use std::os::fd::{FromRawFd, IntoRawFd};
+    // SAFETY: memfd_create reads the NUL-terminated name and returns a new descriptor or -1.
+    let fd = unsafe { libc::memfd_create(c"vcuda-mempool".as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(Error::OPERATING_SYSTEM);
+    }
+    // SAFETY: `fd` is the new descriptor, owned by nothing else.
+    let mut f = unsafe { std::fs::File::from_raw_fd(fd) };
+    let mut rec = EXPORT_MAGIC.to_vec();
+    rec.extend_from_slice(&u64::from(std::process::id()).to_le_bytes());
+    rec.extend_from_slice(&(h as u64).to_le_bytes());
+    f.write_all(&rec).map_err(|_| Error::OPERATING_SYSTEM)?;
+    Ok(f.into_raw_fd())
+}
+
+/// Whether descriptor `fd` (the caller's, left open) is a pool file `export_file` made.
+pub(crate) fn is_export_file(fd: c_int) -> bool {
+    use std::os::fd::FromRawFd;
+    use std::os::unix::fs::FileExt;
+    if fd < 0 {
+        return false;
+    }
+    // SAFETY: the file only borrows the caller's descriptor: ManuallyDrop never closes it.
+    let f = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(fd) });
+    let mut rec = [0u8; 24];
+    f.read_exact_at(&mut rec, 0).is_ok() && &rec[..8] == EXPORT_MAGIC
+}
+
+pub(crate) fn pool_of(h: cudaMemPool_t) -> Result<usize> {
+    let h = h as usize;
+    with(|p| p.map.get(&h).filter(|p| !p.destroyed).map(|_| h)).ok_or(Error::INVALID_VALUE)
+}
+
+pub(crate) fn check_location(c: &Client, l: &cudaMemLocation) -> Result<()> {
+    if l.ty != LOCATION_DEVICE {
+        return Err(Error::INVALID_VALUE);
+    }
+    device_zero(c, l.id)
+}

@@ -1,0 +1,219 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! User objects: `cudaUserObjectCreate`, `Retain`, `Release`, and the references graphs own
+//! (`cudaGraphRetainUserObject`, `cudaGraphReleaseUserObject`); the driver's `cuUserObject*`
+//! and `cuGraph*UserObject` are the same objects.
+//!
+//! An object counts references. The program's come from `cudaUserObjectCreate` and
+//! `Retain`; a graph's from `cudaGraphRetainUserObject` (with `cudaGraphUserObjectMove`,
+//! taken over from the program's), and a graph's clone and each executable graph made from
+//! it (child graphs included) hold copies of them. Destroying a graph or an executable
+//! graph releases what it holds. When the last reference goes, the destructor runs on a
+//! thread of the library's, after the device finished the work submitted before that
+//! (as CUDA defers it until the graph's launches completed); it must not call CUDA.
+
+use std::collections::HashMap;
+use std::ffi::{c_uint, c_void};
+
+use vcuda_protocol::{DeviceReq, ops};
+
+use crate::core::graph::{Registry, cudaGraph_t, with};
+use crate::error::{Error, Result};
+use crate::ffi::write_out;
+
+/// `cudaHostFn_t`.
+pub(crate) type HostFn = unsafe extern "C" fn(*mut c_void);
+/// `cudaUserObject_t`.
+pub type cudaUserObject_t = *mut c_void;
+
+/// `cudaUserObjectNoDestructorSync`: the only flag `cudaUserObjectCreate` takes (and must).
+pub(crate) const NO_DESTRUCTOR_SYNC: c_uint = 1;
+/// `cudaGraphUserObjectMove`.
+pub(crate) const GRAPH_USER_OBJECT_MOVE: c_uint = 1;
+
+/// One user object.
+pub(crate) struct UserObject {
+    pub(crate) ptr: usize,
+    pub(crate) destroy: HostFn,
+    pub(crate) refs: u32,
+}
+
+/// A destructor to run: the function and its argument.
+pub(crate) struct Destructor(pub(crate) HostFn, pub(crate) usize);
+
+impl Registry {
+    /// Adds `count` references to user object `obj`.
+    pub(crate) fn retain_user(&mut self, obj: u64, count: u32) -> Result<()> {
+        let o = self
+            .user_objects
+            .get_mut(&obj)
+            .ok_or(Error::INVALID_VALUE)?;
+        o.refs = o.refs.checked_add(count).ok_or(Error::INVALID_VALUE)?;
+        Ok(())
+    }
+
+    /// Drops `count` references to user object `obj`; the last one queues its destructor.
+    pub(crate) fn release_user(&mut self, obj: u64, count: u32) -> Result<()> {
+        let o = self
+            .user_objects
+            .get_mut(&obj)
+            .ok_or(Error::INVALID_VALUE)?;
+        if count > o.refs {
+            return Err(Error::INVALID_VALUE);
+        }
+        o.refs -= count;
+        if o.refs == 0
+            && let Some(o) = self.user_objects.remove(&obj)
+        {
+            self.destructors.push(Destructor(o.destroy, o.ptr));
+        }
+        Ok(())
+    }
+
+    /// The references graph `g` and its child graphs own, added up, each retained once
+    /// more: for an executable graph made from `g`.
+    pub(crate) fn retain_graph_users(&mut self, g: u64) -> Result<HashMap<u64, u32>> {
+        let mut all: HashMap<u64, u32> = HashMap::new();
+        let mut todo = vec![g];
+        while let Some(x) = todo.pop() {
+            let graph = self.graph(x)?;
+            for (&obj, &n) in &graph.user_refs {
+                let e = all.entry(obj).or_default();
+                *e = e.saturating_add(n);
+            }
+            for node in &graph.nodes {
+                if let Ok(crate::core::graph::NodeObj {
+                    kind: crate::core::graph::Kind::Child(c),
+                    ..
+                }) = self.node(*node)
+                {
+                    todo.push(*c);
+                }
+            }
+        }
+        for (&obj, &n) in &all {
+            self.retain_user(obj, n)?;
+        }
+        Ok(all)
+    }
+
+    /// Releases references an executable graph held.
+    pub(crate) fn release_users(&mut self, refs: HashMap<u64, u32>) {
+        for (obj, n) in refs {
+            let _ = self.release_user(obj, n);
+        }
+    }
+}
+
+/// Runs destructors whose objects lost their last reference (with no lock held), on a
+/// thread of their own, after the device finished the work submitted so far.
+pub(crate) fn run(destructors: Vec<Destructor>) {
+    if destructors.is_empty() {
+        return;
+    }
+    let r = std::thread::Builder::new()
+        .name("vcuda-destroy".into())
+        .spawn(move || {
+            if let Some(c) = crate::client::connected() {
+                for device in 0..c.device_count().max(0) as u32 {
+                    let _ = c.call::<ops::DeviceSynchronize>(&DeviceReq {
+                        device,
+                        reserved: 0,
+                    });
+                }
+            }
+            for Destructor(f, p) in destructors {
+                // SAFETY: the program's destructor with the pointer it gave for it, called
+                // once, as CUDA does when the object's last reference goes.
+                unsafe { f(p as *mut c_void) };
+            }
+        });
+    if let Err(e) = r {
+        log::warn!("cannot start a thread for user object destructors: {e}");
+    }
+}
+
+pub(crate) fn create(
+    out: *mut cudaUserObject_t,
+    ptr: *mut c_void,
+    destroy: Option<HostFn>,
+    initial: c_uint,
+    flags: c_uint,
+) -> Result<()> {
+    let destroy = destroy.ok_or(Error::INVALID_VALUE)?;
+    if out.is_null() || initial == 0 || flags != NO_DESTRUCTOR_SYNC {
+        return Err(Error::INVALID_VALUE);
+    }
+    let id = with(|r| {
+        let id = r.id();
+        r.user_objects.insert(
+            id,
+            UserObject {
+                ptr: ptr as usize,
+                destroy,
+                refs: initial,
+            },
+        );
+        id
+    });
+    // SAFETY: checked non-null; the caller's output pointer.
+    unsafe { write_out(out, id as cudaUserObject_t) }
+}
+
+pub(crate) fn graph_retain(
+    g: cudaGraph_t,
+    obj: cudaUserObject_t,
+    count: c_uint,
+    flags: c_uint,
+) -> Result<()> {
+    if count == 0 || flags & !GRAPH_USER_OBJECT_MOVE != 0 {
+        return Err(Error::INVALID_VALUE);
+    }
+    with(|r| {
+        r.graph(g as u64)?;
+        if !r.user_objects.contains_key(&(obj as u64)) {
+            return Err(Error::INVALID_VALUE);
+        }
+        // Moved references are the program's, already counted.
+        if flags & GRAPH_USER_OBJECT_MOVE == 0 {
+            r.retain_user(obj as u64, count)?;
+        }
+        let graph = r.graphs.get_mut(&(g as u64)).ok_or(Error::INVALID_VALUE)?;
+        let e = graph.user_refs.entry(obj as u64).or_default();
+        *e = e.checked_add(count).ok_or(Error::INVALID_VALUE)?;
+        Ok(())
+    })
+}
+
+pub(crate) fn graph_release(g: cudaGraph_t, obj: cudaUserObject_t, count: c_uint) -> Result<()> {
+    if count == 0 {
+        return Err(Error::INVALID_VALUE);
+    }
+    with(|r| {
+        let graph = r.graphs.get_mut(&(g as u64)).ok_or(Error::INVALID_VALUE)?;
+        let held = graph
+            .user_refs
+            .get_mut(&(obj as u64))
+            .ok_or(Error::INVALID_VALUE)?;
+        if count > *held {
+            return Err(Error::INVALID_VALUE);
+        }
+        *held -= count;
+        if *held == 0 {
+            graph.user_refs.remove(&(obj as u64));
+        }
+        r.release_user(obj as u64, count)
+    })
+}
+
+pub(crate) fn count_op(obj: cudaUserObject_t, count: c_uint, retain: bool) -> Result<()> {
+    if count == 0 {
+        return Err(Error::INVALID_VALUE);
+    }
+    with(|r| {
+        if retain {
+            r.retain_user(obj as u64, count)
+        } else {
+            r.release_user(obj as u64, count)
+        }
+    })
+}

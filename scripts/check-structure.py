@@ -149,7 +149,7 @@ class Crate:
         self.module_file[modpath] = path
         # Directory that holds this module's children.
         if is_root or os.path.basename(path) == "mod.rs":
-            child_dir = dirpath
+            child_dir = os.path.dirname(path)
         else:
             child_dir = os.path.join(dirpath, os.path.splitext(os.path.basename(path))[0])
         i = 0

@@ -629,10 +629,10 @@ impl Client {
                 0,
             ),
             (vcuda_protocol::attr::DIRECT_MANAGED_MEM_ACCESS_FROM_HOST, 0),
-            // Memory pools export POSIX descriptors (`crate::api::pool`), on every executor.
+            // Memory pools export POSIX descriptors (`crate::core::pool`), on every executor.
             (
                 vcuda_protocol::attr::MEMORY_POOL_SUPPORTED_HANDLE_TYPES,
-                crate::core::pool::HANDLE_POSIX_FD,
+                crate::ffi::HANDLE_POSIX_FD,
             ),
             // Thread-block clusters are not carried to any executor (a launch with a cluster
             // shape fails with cudaErrorNotSupported), so no device offers them, even an

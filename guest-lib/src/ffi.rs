@@ -44,6 +44,10 @@ pub mod memcpy_kind {
     pub const DEFAULT: i32 = 4;
 }
 
+/// `cudaMemHandleTypePosixFileDescriptor`: the only shareable handle type here (memory pools
+/// export POSIX descriptors on every executor).
+pub const HANDLE_POSIX_FD: c_int = 1;
+
 /// `cudaStreamLegacy`.
 pub const STREAM_LEGACY: usize = 0x1;
 /// `cudaStreamPerThread`.

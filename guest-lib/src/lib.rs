@@ -62,10 +62,12 @@ mod core {
     pub mod device;
     pub mod error;
     pub mod graph;
+    pub mod graph_build;
     pub mod graph_exec;
     pub mod graph_mem;
     pub mod graph_node;
     pub mod graph_params;
+    pub mod host_memory;
     pub mod ipc;
     pub mod launch;
     pub mod library;

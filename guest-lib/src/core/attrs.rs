@@ -10,17 +10,15 @@
 //! validated as CUDA validates them, kept per stream, and read back; they change nothing
 //! about how work runs (as on a GPU whose persisting L2 size is 0, which the device reports).
 
-use std::collections::HashMap;
-use std::ffi::{c_int, c_uint, c_void};
-use std::sync::{Mutex, OnceLock};
-
-use vcuda_protocol::attr;
-
 use crate::client::{self, Client};
 use crate::core::stream::resolve;
 use crate::error::{Error, Result};
 use crate::ffi::{cudaStream_t, write_out};
 use crate::state;
+use std::collections::HashMap;
+use std::ffi::{c_int, c_uint, c_void};
+use std::sync::{Mutex, OnceLock};
+use vcuda_protocol::attr;
 
 /// `cudaLaunchAttributeID` values valid for streams.
 pub(crate) const ACCESS_POLICY_WINDOW: c_int = 1;
@@ -89,10 +87,7 @@ pub(crate) fn default_value(s: cudaStream_t, id: c_int) -> Result<cudaLaunchAttr
         PRIORITY => {
             let mut p: c_int = 0;
             // SAFETY: a valid out pointer; the stream is the caller's.
-            match unsafe { crate::abi::runtime::stream::cudaStreamGetPriority(s, &mut p) } {
-                0 => {}
-                e => return Err(Error(e)),
-            }
+            unsafe { crate::core::stream::stream_get_priority(s, &mut p) }?;
             cudaLaunchAttributeValue::from_u32s(&[p as u32])
         }
         _ => return Err(Error::INVALID_VALUE),
@@ -384,6 +379,140 @@ pub(crate) fn parse_bus_id(s: &str) -> Option<(i64, i64, i64)> {
         [b, v] => Some((0, hex(b)?, hex(v)?)),
         _ => None,
     }
+}
+
+/// `cudaDeviceGetHostAtomicCapabilities`: what the runtime's export does, for it and for the calls that share it.
+///
+/// # Safety
+///
+/// The pointer arguments are valid as `cudaDeviceGetHostAtomicCapabilities` requires of its caller.
+pub(crate) unsafe fn device_get_host_atomic_capabilities(
+    caps: *mut c_uint,
+    ops: *const c_int,
+    count: c_uint,
+    device: c_int,
+) -> Result<()> {
+    let c = client::client()?;
+    let ops = atomic_operations(caps, ops, count)?;
+    c.check_device(device)?;
+    // No native atomics between the device and the host (cudaDevAttrHostNativeAtomicSupported
+    // is 0, as on an H100 over PCIe, where every capability read 0): none for any operation.
+    write_capabilities(caps, ops.len())
+}
+
+/// `cudaDeviceGetP2PAtomicCapabilities`: what the runtime's export does, for it and for the calls that share it.
+///
+/// # Safety
+///
+/// The pointer arguments are valid as `cudaDeviceGetP2PAtomicCapabilities` requires of its caller.
+pub(crate) unsafe fn device_get_p2p_atomic_capabilities(
+    caps: *mut c_uint,
+    ops: *const c_int,
+    count: c_uint,
+    src: c_int,
+    dst: c_int,
+) -> Result<()> {
+    let c = client::client()?;
+    let ops = atomic_operations(caps, ops, count)?;
+    c.check_device(src)?;
+    c.check_device(dst)?;
+    if src == dst {
+        // As NVIDIA's runtime answers for a device and itself (measured).
+        return Err(Error::INVALID_DEVICE);
+    }
+    // No peer access between vcuda's devices: no atomics either.
+    write_capabilities(caps, ops.len())
+}
+
+/// `cudaStreamCopyAttributes`: what the runtime's export does, for it and for the calls that share it.
+///
+/// # Safety
+///
+/// The pointer arguments are valid as `cudaStreamCopyAttributes` requires of its caller.
+pub(crate) unsafe fn stream_copy_attributes(dst: cudaStream_t, src: cudaStream_t) -> Result<()> {
+    copy_attributes(dst, src, false)
+}
+
+/// `cudaStreamCopyAttributes_ptsz`: what the runtime's export does, for it and for the calls that share it.
+///
+/// # Safety
+///
+/// The pointer arguments are valid as `cudaStreamCopyAttributes_ptsz` requires of its caller.
+pub(crate) unsafe fn stream_copy_attributes_ptsz(
+    dst: cudaStream_t,
+    src: cudaStream_t,
+) -> Result<()> {
+    copy_attributes(dst, src, true)
+}
+
+/// `cudaStreamGetAttribute`: what the runtime's export does, for it and for the calls that share it.
+///
+/// # Safety
+///
+/// The pointer arguments are valid as `cudaStreamGetAttribute` requires of its caller.
+pub(crate) unsafe fn stream_get_attribute(
+    s: cudaStream_t,
+    id: c_int,
+    out: *mut cudaLaunchAttributeValue,
+) -> Result<()> {
+    get_attribute(s, id, out, false)
+}
+
+/// `cudaStreamGetAttribute_ptsz`: what the runtime's export does, for it and for the calls that share it.
+///
+/// # Safety
+///
+/// The pointer arguments are valid as `cudaStreamGetAttribute_ptsz` requires of its caller.
+pub(crate) unsafe fn stream_get_attribute_ptsz(
+    s: cudaStream_t,
+    id: c_int,
+    out: *mut cudaLaunchAttributeValue,
+) -> Result<()> {
+    get_attribute(s, id, out, true)
+}
+
+/// `cudaStreamGetId`: what the runtime's export does, for it and for the calls that share it.
+///
+/// # Safety
+///
+/// The pointer arguments are valid as `cudaStreamGetId` requires of its caller.
+pub(crate) unsafe fn stream_get_id(s: cudaStream_t, id: *mut u64) -> Result<()> {
+    stream_id(s, id, false)
+}
+
+/// `cudaStreamGetId_ptsz`: what the runtime's export does, for it and for the calls that share it.
+///
+/// # Safety
+///
+/// The pointer arguments are valid as `cudaStreamGetId_ptsz` requires of its caller.
+pub(crate) unsafe fn stream_get_id_ptsz(s: cudaStream_t, id: *mut u64) -> Result<()> {
+    stream_id(s, id, true)
+}
+
+/// `cudaStreamSetAttribute`: what the runtime's export does, for it and for the calls that share it.
+///
+/// # Safety
+///
+/// The pointer arguments are valid as `cudaStreamSetAttribute` requires of its caller.
+pub(crate) unsafe fn stream_set_attribute(
+    s: cudaStream_t,
+    id: c_int,
+    value: *const cudaLaunchAttributeValue,
+) -> Result<()> {
+    set_attribute(s, id, value, false)
+}
+
+/// `cudaStreamSetAttribute_ptsz`: what the runtime's export does, for it and for the calls that share it.
+///
+/// # Safety
+///
+/// The pointer arguments are valid as `cudaStreamSetAttribute_ptsz` requires of its caller.
+pub(crate) unsafe fn stream_set_attribute_ptsz(
+    s: cudaStream_t,
+    id: c_int,
+    value: *const cudaLaunchAttributeValue,
+) -> Result<()> {
+    set_attribute(s, id, value, true)
 }
 
 #[cfg(test)]

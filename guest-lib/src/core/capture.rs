@@ -24,21 +24,19 @@
 //! - querying, synchronizing or timing an event recorded in a capture:
 //!   `cudaErrorCapturedEvent` (the capture goes on).
 
-use std::cell::Cell;
-use std::collections::HashMap;
-use std::ffi::c_void;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::thread::ThreadId;
-
-use vcuda_protocol::status;
-
 use crate::client::{self, Client};
 use crate::core::graph::{self, Kind, cudaGraph_t, cudaGraphNode_t};
 use crate::core::stream::resolve;
 use crate::error::{Error, Result};
 use crate::ffi::{cudaStream_t, write_out};
 use crate::state;
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::thread::ThreadId;
+use vcuda_protocol::status;
 
 /// `cudaStreamCaptureModeGlobal`.
 pub(crate) const MODE_GLOBAL: u32 = 0;
@@ -605,4 +603,287 @@ pub(crate) fn update_deps(
         s.info.remove(&h);
         Ok(())
     })
+}
+
+/// `__v12_cudaStreamGetCaptureInfo`: what the runtime's export does, for it and for the calls that share it.
+///
+/// # Safety
+///
+/// The pointer arguments are valid as `__v12_cudaStreamGetCaptureInfo` requires of its caller.
+pub(crate) unsafe fn v12_stream_get_capture_info(
+    stream: cudaStream_t,
+    st: *mut u32,
+    id: *mut u64,
+) -> Result<()> {
+    info(
+        stream,
+        st,
+        id,
+        std::ptr::null_mut(),
+        std::ptr::null_mut(),
+        std::ptr::null_mut(),
+        std::ptr::null_mut(),
+        false,
+    )
+}
+
+/// `__v12_cudaStreamGetCaptureInfo_ptsz`: what the runtime's export does, for it and for the calls that share it.
+///
+/// # Safety
+///
+/// The pointer arguments are valid as `__v12_cudaStreamGetCaptureInfo_ptsz` requires of its caller.
+pub(crate) unsafe fn v12_stream_get_capture_info_ptsz(
+    stream: cudaStream_t,
+    st: *mut u32,
+    id: *mut u64,
+) -> Result<()> {
+    info(
+        stream,
+        st,
+        id,
+        std::ptr::null_mut(),
+        std::ptr::null_mut(),
+        std::ptr::null_mut(),
+        std::ptr::null_mut(),
+        true,
+    )
+}
+
+/// `__v12_cudaStreamUpdateCaptureDependencies`: what the runtime's export does, for it and for the calls that share it.
+///
+/// # Safety
+///
+/// The pointer arguments are valid as `__v12_cudaStreamUpdateCaptureDependencies` requires of its caller.
+pub(crate) unsafe fn v12_stream_update_capture_dependencies(
+    stream: cudaStream_t,
+    deps: *const cudaGraphNode_t,
+    n: usize,
+    flags: u32,
+) -> Result<()> {
+    update_deps(stream, deps, std::ptr::null(), n, flags, false)
+}
+
+/// `__v12_cudaStreamUpdateCaptureDependencies_ptsz`: what the runtime's export does, for it and for the calls that share it.
+///
+/// # Safety
+///
+/// The pointer arguments are valid as `__v12_cudaStreamUpdateCaptureDependencies_ptsz` requires of its caller.
+pub(crate) unsafe fn v12_stream_update_capture_dependencies_ptsz(
+    stream: cudaStream_t,
+    deps: *const cudaGraphNode_t,
+    n: usize,
+    flags: u32,
+) -> Result<()> {
+    update_deps(stream, deps, std::ptr::null(), n, flags, true)
+}
+
+/// `cudaStreamBeginCapture`: what the runtime's export does, for it and for the calls that share it.
+///
+/// # Safety
+///
+/// The pointer arguments are valid as `cudaStreamBeginCapture` requires of its caller.
+pub(crate) unsafe fn stream_begin_capture(stream: cudaStream_t, mode: u32) -> Result<()> {
+    begin(stream, mode, false)
+}
+
+/// `cudaStreamBeginCaptureToGraph`: what the runtime's export does, for it and for the calls that share it.
+///
+/// # Safety
+///
+/// The pointer arguments are valid as `cudaStreamBeginCaptureToGraph` requires of its caller.
+pub(crate) unsafe fn stream_begin_capture_to_graph(
+    stream: cudaStream_t,
+    g: cudaGraph_t,
+    deps: *const cudaGraphNode_t,
+    edges: *const u8,
+    n: usize,
+    mode: u32,
+) -> Result<()> {
+    graph::check_edge_data(edges, n)?;
+    let deps = graph::handles(deps, n)?;
+    begin_into(stream, mode, false, Some((g as u64, deps)))
+}
+
+/// `cudaStreamBeginCaptureToGraph_ptsz`: what the runtime's export does, for it and for the calls that share it.
+///
+/// # Safety
+///
+/// The pointer arguments are valid as `cudaStreamBeginCaptureToGraph_ptsz` requires of its caller.
+pub(crate) unsafe fn stream_begin_capture_to_graph_ptsz(
+    stream: cudaStream_t,
+    g: cudaGraph_t,
+    deps: *const cudaGraphNode_t,
+    edges: *const u8,
+    n: usize,
+    mode: u32,
+) -> Result<()> {
+    graph::check_edge_data(edges, n)?;
+    let deps = graph::handles(deps, n)?;
+    begin_into(stream, mode, true, Some((g as u64, deps)))
+}
+
+/// `cudaStreamBeginCapture_ptsz`: what the runtime's export does, for it and for the calls that share it.
+///
+/// # Safety
+///
+/// The pointer arguments are valid as `cudaStreamBeginCapture_ptsz` requires of its caller.
+pub(crate) unsafe fn stream_begin_capture_ptsz(stream: cudaStream_t, mode: u32) -> Result<()> {
+    begin(stream, mode, true)
+}
+
+/// `cudaStreamEndCapture`: what the runtime's export does, for it and for the calls that share it.
+///
+/// # Safety
+///
+/// The pointer arguments are valid as `cudaStreamEndCapture` requires of its caller.
+pub(crate) unsafe fn stream_end_capture(stream: cudaStream_t, out: *mut cudaGraph_t) -> Result<()> {
+    end(stream, out, false)
+}
+
+/// `cudaStreamEndCapture_ptsz`: what the runtime's export does, for it and for the calls that share it.
+///
+/// # Safety
+///
+/// The pointer arguments are valid as `cudaStreamEndCapture_ptsz` requires of its caller.
+pub(crate) unsafe fn stream_end_capture_ptsz(
+    stream: cudaStream_t,
+    out: *mut cudaGraph_t,
+) -> Result<()> {
+    end(stream, out, true)
+}
+
+/// `cudaStreamGetCaptureInfo_v2`: what the runtime's export does, for it and for the calls that share it.
+///
+/// # Safety
+///
+/// The pointer arguments are valid as `cudaStreamGetCaptureInfo_v2` requires of its caller.
+pub(crate) unsafe fn stream_get_capture_info_v2(
+    stream: cudaStream_t,
+    st: *mut u32,
+    id: *mut u64,
+    g: *mut cudaGraph_t,
+    deps: *mut *const cudaGraphNode_t,
+    num: *mut usize,
+) -> Result<()> {
+    info(stream, st, id, g, deps, std::ptr::null_mut(), num, false)
+}
+
+/// `cudaStreamGetCaptureInfo_v2_ptsz`: what the runtime's export does, for it and for the calls that share it.
+///
+/// # Safety
+///
+/// The pointer arguments are valid as `cudaStreamGetCaptureInfo_v2_ptsz` requires of its caller.
+pub(crate) unsafe fn stream_get_capture_info_v2_ptsz(
+    stream: cudaStream_t,
+    st: *mut u32,
+    id: *mut u64,
+    g: *mut cudaGraph_t,
+    deps: *mut *const cudaGraphNode_t,
+    num: *mut usize,
+) -> Result<()> {
+    info(stream, st, id, g, deps, std::ptr::null_mut(), num, true)
+}
+
+/// `cudaStreamGetCaptureInfo_v3`: what the runtime's export does, for it and for the calls that share it.
+///
+/// # Safety
+///
+/// The pointer arguments are valid as `cudaStreamGetCaptureInfo_v3` requires of its caller.
+pub(crate) unsafe fn stream_get_capture_info_v3(
+    stream: cudaStream_t,
+    st: *mut u32,
+    id: *mut u64,
+    g: *mut cudaGraph_t,
+    deps: *mut *const cudaGraphNode_t,
+    edges: *mut *const c_void,
+    num: *mut usize,
+) -> Result<()> {
+    info(stream, st, id, g, deps, edges, num, false)
+}
+
+/// `cudaStreamGetCaptureInfo_v3_ptsz`: what the runtime's export does, for it and for the calls that share it.
+///
+/// # Safety
+///
+/// The pointer arguments are valid as `cudaStreamGetCaptureInfo_v3_ptsz` requires of its caller.
+pub(crate) unsafe fn stream_get_capture_info_v3_ptsz(
+    stream: cudaStream_t,
+    st: *mut u32,
+    id: *mut u64,
+    g: *mut cudaGraph_t,
+    deps: *mut *const cudaGraphNode_t,
+    edges: *mut *const c_void,
+    num: *mut usize,
+) -> Result<()> {
+    info(stream, st, id, g, deps, edges, num, true)
+}
+
+/// `cudaStreamIsCapturing`: what the runtime's export does, for it and for the calls that share it.
+///
+/// # Safety
+///
+/// The pointer arguments are valid as `cudaStreamIsCapturing` requires of its caller.
+pub(crate) unsafe fn stream_is_capturing(stream: cudaStream_t, out: *mut u32) -> Result<()> {
+    let (st, _, _) = status_of(client::client()?, stream, false)?;
+    // SAFETY: the caller's output pointer, checked for null.
+    unsafe { write_out(out, st) }
+}
+
+/// `cudaStreamIsCapturing_ptsz`: what the runtime's export does, for it and for the calls that share it.
+///
+/// # Safety
+///
+/// The pointer arguments are valid as `cudaStreamIsCapturing_ptsz` requires of its caller.
+pub(crate) unsafe fn stream_is_capturing_ptsz(stream: cudaStream_t, out: *mut u32) -> Result<()> {
+    let (st, _, _) = status_of(client::client()?, stream, true)?;
+    // SAFETY: the caller's output pointer, checked for null.
+    unsafe { write_out(out, st) }
+}
+
+/// `cudaStreamUpdateCaptureDependencies_v2`: what the runtime's export does, for it and for the calls that share it.
+///
+/// # Safety
+///
+/// The pointer arguments are valid as `cudaStreamUpdateCaptureDependencies_v2` requires of its caller.
+pub(crate) unsafe fn stream_update_capture_dependencies_v2(
+    stream: cudaStream_t,
+    deps: *const cudaGraphNode_t,
+    edges: *const u8,
+    n: usize,
+    flags: u32,
+) -> Result<()> {
+    update_deps(stream, deps, edges, n, flags, false)
+}
+
+/// `cudaStreamUpdateCaptureDependencies_v2_ptsz`: what the runtime's export does, for it and for the calls that share it.
+///
+/// # Safety
+///
+/// The pointer arguments are valid as `cudaStreamUpdateCaptureDependencies_v2_ptsz` requires of its caller.
+pub(crate) unsafe fn stream_update_capture_dependencies_v2_ptsz(
+    stream: cudaStream_t,
+    deps: *const cudaGraphNode_t,
+    edges: *const u8,
+    n: usize,
+    flags: u32,
+) -> Result<()> {
+    update_deps(stream, deps, edges, n, flags, true)
+}
+
+/// `cudaThreadExchangeStreamCaptureMode`: what the runtime's export does, for it and for the calls that share it.
+///
+/// # Safety
+///
+/// The pointer arguments are valid as `cudaThreadExchangeStreamCaptureMode` requires of its caller.
+pub(crate) unsafe fn thread_exchange_stream_capture_mode(mode: *mut u32) -> Result<()> {
+    // SAFETY: the caller's in/out pointer, checked for null.
+    let want = unsafe { mode.as_ref() }
+        .copied()
+        .ok_or(Error::INVALID_VALUE)?;
+    if want > MODE_RELAXED {
+        return Err(Error::INVALID_VALUE);
+    }
+    let old = MODE.with(|m| m.replace(want));
+    // SAFETY: as above.
+    unsafe { write_out(mode, old) }
 }

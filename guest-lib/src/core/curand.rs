@@ -15,21 +15,19 @@
 //! (`curandGetDirectionVectors*`, `curandGetScrambleConstants*`) are not provided
 //! (`CURAND_STATUS_INTERNAL_ERROR`): they need cuRAND's 20000-dimension tables.
 
-use std::collections::HashMap;
-use std::ffi::{c_int, c_uint, c_void};
-use std::sync::Mutex;
-
-use vcuda_protocol::lib::{RAND_HOST, RAND_TO_HOST, dist, set};
-use vcuda_protocol::{
-    HandleResp, MAX_DATA_LEN, MAX_SEGMENT_LEN, RandCreateReq, RandGenerateReq, RandSetReq, ops,
-};
-
 use crate::client::{self, Client};
 use crate::core::memory::{copy_2d, device_free, device_malloc};
 use crate::core::stream::stream_handle;
 use crate::error::RandError;
 use crate::ffi::{cudaStream_t, memcpy_kind};
 use crate::state;
+use std::collections::HashMap;
+use std::ffi::{c_int, c_uint, c_void};
+use std::sync::Mutex;
+use vcuda_protocol::lib::{RAND_HOST, RAND_TO_HOST, dist, set};
+use vcuda_protocol::{
+    HandleResp, MAX_DATA_LEN, MAX_SEGMENT_LEN, RandCreateReq, RandGenerateReq, RandSetReq, ops,
+};
 
 /// `curandGenerator_t`.
 pub(crate) type G = *mut c_void;

@@ -1,13 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
 //! Errors and versions.
 
-use std::ffi::c_char;
-
+use crate::error::Result;
+use crate::ffi::{cudaError_t, write_out};
+use crate::{client, state};
+use std::ffi::{c_char, c_int};
 use vcuda_protocol::status;
-
-use crate::client;
-use crate::ffi::cudaError_t;
-use crate::state;
 
 /// A status code with its NUL-terminated name and message.
 pub(crate) type CStrEntry = (u32, &'static [u8], &'static [u8]);
@@ -50,4 +48,16 @@ pub(crate) fn last_error(reset: bool) -> cudaError_t {
         }
     }
     state::last_error(reset)
+}
+
+/// `cudaDriverGetVersion`: what the runtime's export does, for it and for the calls that share it.
+///
+/// # Safety
+///
+/// The pointer arguments are valid as `cudaDriverGetVersion` requires of its caller.
+pub(crate) unsafe fn driver_get_version(version: *mut c_int) -> Result<()> {
+    // No backend means no driver: CUDA reports 0 and succeeds.
+    let v = client::client().map_or(0, |c| c.hello.driver_version as c_int);
+    // SAFETY: output pointer from the caller, checked for null.
+    unsafe { write_out(version, v) }
 }

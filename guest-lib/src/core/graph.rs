@@ -14,17 +14,15 @@
 //! Node kinds: kernel, memcpy (linear memory; CUDA arrays are not supported), memset,
 //! host, empty, child graph, event record and event wait.
 
-use std::collections::{HashMap, HashSet};
-use std::ffi::{c_int, c_void};
-use std::os::unix::ffi::OsStrExt;
-use std::sync::Mutex;
-
-use vcuda_protocol::status;
-
 use crate::client;
 use crate::core::graph_exec::Exec;
 use crate::error::{Error, Result};
 use crate::ffi::{cudaEvent_t, write_out};
+use std::collections::{HashMap, HashSet};
+use std::ffi::{c_int, c_void};
+use std::os::unix::ffi::OsStrExt;
+use std::sync::Mutex;
+use vcuda_protocol::status;
 
 /// `cudaGraph_t`.
 pub type cudaGraph_t = *mut c_void;

@@ -23,17 +23,18 @@
 //! takes its parameters; anything else fails with `cudaErrorGraphExecUpdateFailure` and the
 //! reason in `cudaGraphExecUpdateResultInfo`.
 
-use std::collections::{HashMap, VecDeque};
-use std::ffi::c_void;
-use std::sync::Arc;
-
-use vcuda_protocol::{GraphCreateReq, GraphLaunchReq, HandleReq, ops, status};
-
 use crate::client::{self, Client};
-use crate::core::graph::{Kind, Registry, cudaGraph_t, cudaGraphExec_t, cudaGraphNode_t, with};
+use crate::core::graph::{
+    self, Kind, Registry, cudaGraph_t, cudaGraphExec_t, cudaGraphNode_t, cudaHostNodeParams,
+    cudaMemsetParams, with,
+};
 use crate::core::stream::stream_handle;
 use crate::error::{Error, Result};
 use crate::ffi::{cudaStream_t, write_out};
+use std::collections::{HashMap, VecDeque};
+use std::ffi::c_void;
+use std::sync::Arc;
+use vcuda_protocol::{GraphCreateReq, GraphLaunchReq, HandleReq, ops, status};
 
 /// `cudaGraphInstantiateFlagAutoFreeOnLaunch`.
 pub(crate) const FLAG_AUTO_FREE_ON_LAUNCH: u64 = 1;
@@ -773,4 +774,80 @@ pub(crate) fn instantiate_with_params(
         upload(exec, p.upload_stream, ptsz)?;
     }
     Ok(())
+}
+
+/// `cudaGraphExecDestroy`: what the runtime's export does, for it and for the calls that share it.
+///
+/// # Safety
+///
+/// The pointer arguments are valid as `cudaGraphExecDestroy` requires of its caller.
+pub(crate) unsafe fn graph_exec_destroy(exec: cudaGraphExec_t) -> Result<()> {
+    with(|r| {
+        let mut e = r.execs.remove(&(exec as u64)).ok_or(Error::INVALID_VALUE)?;
+        e.touch(&mut r.stale_graphs);
+        r.release_users(e.users);
+        for s in e.steps.iter() {
+            if let Kind::MemAlloc { ptr, .. } = s.kind {
+                r.drop_graph_mem(ptr);
+            }
+        }
+        Ok(())
+    })
+}
+
+/// `cudaGraphExecHostNodeSetParams`: what the runtime's export does, for it and for the calls that share it.
+///
+/// # Safety
+///
+/// The pointer arguments are valid as `cudaGraphExecHostNodeSetParams` requires of its caller.
+pub(crate) unsafe fn graph_exec_host_node_set_params(
+    exec: cudaGraphExec_t,
+    node: cudaGraphNode_t,
+    p: *const cudaHostNodeParams,
+) -> Result<()> {
+    exec_set(exec, node, graph::host_from_c(p))
+}
+
+/// `cudaGraphExecMemsetNodeSetParams`: what the runtime's export does, for it and for the calls that share it.
+///
+/// # Safety
+///
+/// The pointer arguments are valid as `cudaGraphExecMemsetNodeSetParams` requires of its caller.
+pub(crate) unsafe fn graph_exec_memset_node_set_params(
+    exec: cudaGraphExec_t,
+    node: cudaGraphNode_t,
+    p: *const cudaMemsetParams,
+) -> Result<()> {
+    exec_set(exec, node, graph::memset_from_c(p))
+}
+
+/// `cudaGraphInstantiateWithFlags`: what the runtime's export does, for it and for the calls that share it.
+///
+/// # Safety
+///
+/// The pointer arguments are valid as `cudaGraphInstantiateWithFlags` requires of its caller.
+pub(crate) unsafe fn graph_instantiate_with_flags(
+    out: *mut cudaGraphExec_t,
+    g: cudaGraph_t,
+    flags: u64,
+) -> Result<()> {
+    instantiate(out, g, flags, false)
+}
+
+/// `cudaGraphLaunch`: what the runtime's export does, for it and for the calls that share it.
+///
+/// # Safety
+///
+/// The pointer arguments are valid as `cudaGraphLaunch` requires of its caller.
+pub(crate) unsafe fn graph_launch(exec: cudaGraphExec_t, stream: cudaStream_t) -> Result<()> {
+    launch(exec, stream, false)
+}
+
+/// `cudaGraphUpload`: what the runtime's export does, for it and for the calls that share it.
+///
+/// # Safety
+///
+/// The pointer arguments are valid as `cudaGraphUpload` requires of its caller.
+pub(crate) unsafe fn graph_upload(exec: cudaGraphExec_t, stream: cudaStream_t) -> Result<()> {
+    upload(exec, stream, false)
 }

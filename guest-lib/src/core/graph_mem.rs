@@ -20,13 +20,12 @@
 //! As in CUDA, a graph with memory nodes has one executable graph at a time, and memory
 //! nodes cannot be in child graphs (`cudaErrorNotSupported`).
 
-use std::collections::HashMap;
-use std::ffi::{c_int, c_void};
-
 use crate::client;
 use crate::core::graph::{Kind, Registry, add_node, cudaGraph_t, cudaGraphNode_t, with};
 use crate::error::{Error, Result};
 use crate::ffi::write_out;
+use std::collections::HashMap;
+use std::ffi::{c_int, c_void};
 
 /// Bytes a graph allocation is rounded to.
 pub(crate) const GRANULE: u64 = 512;

@@ -2,12 +2,11 @@
 //! The nodes of CUDA graphs ([`super::graph`]): what each kind keeps (a copy of the
 //! caller's parameters) and the C parameter structs it is made from and read back as.
 
-use std::ffi::{c_int, c_uint, c_void};
-
 use crate::client;
 use crate::core::graph::node_type;
 use crate::error::{Error, Result};
 use crate::ffi::{dim3, memcpy_kind};
+use std::ffi::{c_int, c_uint, c_void};
 
 /// `cudaHostFn_t` (non-null).
 pub type HostFn = unsafe extern "C" fn(*mut c_void);

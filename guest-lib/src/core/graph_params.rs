@@ -7,14 +7,13 @@
 //! semaphore and conditional types answer `cudaErrorNotSupported`.
 //! Also `cudaGraphExecChildGraphNodeSetParams`.
 
-use std::ffi::c_void;
-
 use crate::client;
 use crate::core::graph::{
     Copy3D, Host, Kernel, Kind, Memset, add_node, check_edge_data, cudaGraph_t, cudaGraphNode_t,
     cudaHostNodeParams, cudaKernelNodeParams, cudaMemcpy3DParms, cudaMemsetParams, node_type, with,
 };
 use crate::error::{Error, Result};
+use std::ffi::c_void;
 
 /// `struct cudaGraphNodeParams` (256 bytes).
 #[repr(C)]
@@ -163,11 +162,8 @@ pub(crate) fn add(
                 unsafe { crate::ffi::write_out(out, id as cudaGraphNode_t) }
             } else {
                 // SAFETY: forwarding the caller's pointers.
-                match unsafe {
-                    crate::abi::runtime::graph::cudaGraphAddChildGraphNode(out, g, deps, n, child)
-                } {
-                    0 => Ok(()),
-                    e => Err(Error(e)),
+                unsafe {
+                    crate::core::graph_build::graph_add_child_graph_node(out, g, deps, n, child)
                 }
             }
         }

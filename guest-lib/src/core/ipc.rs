@@ -8,17 +8,15 @@
 //! CPU executor's default). A record of an interprocess event goes out as a call, not
 //! batched, so another process waiting on the event sees the work recorded before it.
 
-use std::collections::HashMap;
-use std::ffi::c_uint;
-use std::sync::{LazyLock, Mutex};
-
-use vcuda_protocol::{HandleReq, HandleResp, IpcHandle, IpcOpenReq, IpcOpenResp, PtrReq, ops};
-
 use crate::client::{self, EventInfo};
 use crate::error::{Error, Result};
 use crate::ffi::cudaEvent_t;
 use crate::mirror::{Kind, Range};
 use crate::state;
+use std::collections::HashMap;
+use std::ffi::c_uint;
+use std::sync::{LazyLock, Mutex};
+use vcuda_protocol::{HandleReq, HandleResp, IpcHandle, IpcOpenReq, IpcOpenResp, PtrReq, ops};
 
 /// `cudaIpcMemHandle_t` (and the driver's `CUipcMemHandle`): 64 opaque bytes.
 #[repr(C)]

@@ -8,17 +8,15 @@
 //! configuration, parameter layout) and sent without waiting; failures while it runs
 //! surface later, as on a GPU.
 
-use std::ffi::{CStr, c_char, c_int, c_void};
-
-use vcuda_protocol::{FuncSetAttributeReq, LaunchReq, MAX_PARAM_LEN, attr, ops};
-
 use crate::client::{self, Client};
 use crate::core::graph::{Kernel, Kind};
 use crate::core::stream::capture_stream_handle;
 use crate::error::{Error, Result};
 use crate::ffi::{cudaFuncAttributes, cudaStream_t, dim3};
 use crate::registry;
-use crate::state::{self};
+use crate::state;
+use std::ffi::{CStr, c_char, c_int, c_void};
+use vcuda_protocol::{FuncSetAttributeReq, LaunchReq, MAX_PARAM_LEN, attr, ops};
 
 pub(crate) fn func(host_fun: *const c_void) -> Result<std::sync::Arc<registry::FuncReg>> {
     registry::function(host_fun as usize).ok_or(Error::INVALID_DEVICE_FUNCTION)

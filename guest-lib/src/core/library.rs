@@ -9,12 +9,11 @@
 //! keep using the host stub, `__cudaGetKernel`). `cudaLibraryGetManaged` and
 //! `cudaLibraryGetUnifiedFunction` are not supported.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-
 use crate::abi::driver::exec::{self, Function};
 use crate::error::{Error, Result};
 use crate::registry::LoadedFunc;
+use std::collections::HashMap;
+use std::sync::Mutex;
 
 /// Kernels handed out as `cudaKernel_t`, and the library of each (0: `cudaGetKernel`).
 pub(crate) static KERNELS: Mutex<Option<HashMap<usize, usize>>> = Mutex::new(None);

@@ -10,18 +10,16 @@
 //! `VCUDA_SHARED_MEMORY=0`), `cudaMallocManaged` fails with `cudaErrorNotSupported` and
 //! `cudaDevAttrManagedMemory` is 0.
 
-use std::collections::BTreeMap;
-use std::ffi::{c_int, c_void};
-use std::sync::Mutex;
-
-use vcuda_protocol::{DeviceReq, ops};
-
 use crate::client::{self, Client};
 use crate::core::stream::stream_handle;
 use crate::error::{Error, Result};
 use crate::ffi::{cudaStream_t, write_out};
 use crate::mirror::{Kind, Range};
 use crate::{shared, state};
+use std::collections::BTreeMap;
+use std::ffi::{c_int, c_void};
+use std::sync::Mutex;
+use vcuda_protocol::{DeviceReq, ops};
 
 /// `cudaMemAttachGlobal`.
 pub(crate) const ATTACH_GLOBAL: u32 = 0x1;
@@ -480,6 +478,156 @@ pub(crate) fn attach(
         check_managed(c, ptr, length)?;
     }
     stream_handle(c, stream, ptsz).map(drop)
+}
+
+/// `__v12_cudaMemAdvise`: what the runtime's export does, for it and for the calls that share it.
+///
+/// # Safety
+///
+/// The pointer arguments are valid as `__v12_cudaMemAdvise` requires of its caller.
+pub(crate) unsafe fn v12_mem_advise(
+    ptr: *const c_void,
+    count: usize,
+    advice: c_int,
+    device: c_int,
+) -> Result<()> {
+    let c = client::client()?;
+    advise(ptr, count, advice, check_device_id(c, device, true))
+}
+
+/// `__v12_cudaMemPrefetchAsync`: what the runtime's export does, for it and for the calls that share it.
+///
+/// # Safety
+///
+/// The pointer arguments are valid as `__v12_cudaMemPrefetchAsync` requires of its caller.
+pub(crate) unsafe fn v12_mem_prefetch_async(
+    ptr: *const c_void,
+    count: usize,
+    device: c_int,
+    stream: cudaStream_t,
+) -> Result<()> {
+    let c = client::client()?;
+    prefetch(
+        ptr,
+        count,
+        check_device_id(c, device, true),
+        0,
+        stream,
+        false,
+    )
+}
+
+/// `__v12_cudaMemPrefetchAsync_ptsz`: what the runtime's export does, for it and for the calls that share it.
+///
+/// # Safety
+///
+/// The pointer arguments are valid as `__v12_cudaMemPrefetchAsync_ptsz` requires of its caller.
+pub(crate) unsafe fn v12_mem_prefetch_async_ptsz(
+    ptr: *const c_void,
+    count: usize,
+    device: c_int,
+    stream: cudaStream_t,
+) -> Result<()> {
+    let c = client::client()?;
+    prefetch(
+        ptr,
+        count,
+        check_device_id(c, device, true),
+        0,
+        stream,
+        true,
+    )
+}
+
+/// `cudaMallocManaged`: what the runtime's export does, for it and for the calls that share it.
+///
+/// # Safety
+///
+/// The pointer arguments are valid as `cudaMallocManaged` requires of its caller.
+pub(crate) unsafe fn malloc_managed_call(
+    dev_ptr: *mut *mut c_void,
+    size: usize,
+    flags: u32,
+) -> Result<()> {
+    malloc_managed(dev_ptr, size, flags)
+}
+
+/// `cudaMemAdvise`: what the runtime's export does, for it and for the calls that share it.
+///
+/// # Safety
+///
+/// The pointer arguments are valid as `cudaMemAdvise` requires of its caller.
+pub(crate) unsafe fn mem_advise(
+    ptr: *const c_void,
+    count: usize,
+    advice: c_int,
+    loc: cudaMemLocation,
+) -> Result<()> {
+    let c = client::client()?;
+    advise(ptr, count, advice, check_location(c, loc))
+}
+
+/// `cudaMemPrefetchAsync`: what the runtime's export does, for it and for the calls that share it.
+///
+/// # Safety
+///
+/// The pointer arguments are valid as `cudaMemPrefetchAsync` requires of its caller.
+pub(crate) unsafe fn mem_prefetch_async(
+    ptr: *const c_void,
+    count: usize,
+    loc: cudaMemLocation,
+    flags: u32,
+    stream: cudaStream_t,
+) -> Result<()> {
+    let c = client::client()?;
+    prefetch(ptr, count, check_location(c, loc), flags, stream, false)
+}
+
+/// `cudaMemPrefetchAsync_ptsz`: what the runtime's export does, for it and for the calls that share it.
+///
+/// # Safety
+///
+/// The pointer arguments are valid as `cudaMemPrefetchAsync_ptsz` requires of its caller.
+pub(crate) unsafe fn mem_prefetch_async_ptsz(
+    ptr: *const c_void,
+    count: usize,
+    loc: cudaMemLocation,
+    flags: u32,
+    stream: cudaStream_t,
+) -> Result<()> {
+    let c = client::client()?;
+    prefetch(ptr, count, check_location(c, loc), flags, stream, true)
+}
+
+/// `cudaMemRangeGetAttribute`: what the runtime's export does, for it and for the calls that share it.
+///
+/// # Safety
+///
+/// The pointer arguments are valid as `cudaMemRangeGetAttribute` requires of its caller.
+pub(crate) unsafe fn mem_range_get_attribute(
+    data: *mut c_void,
+    size: usize,
+    attr: c_int,
+    ptr: *const c_void,
+    count: usize,
+) -> Result<()> {
+    range_attribute(data, size, attr, ptr, count)
+}
+
+/// `cudaMemRangeGetAttributes`: what the runtime's export does, for it and for the calls that share it.
+///
+/// # Safety
+///
+/// The pointer arguments are valid as `cudaMemRangeGetAttributes` requires of its caller.
+pub(crate) unsafe fn mem_range_get_attributes(
+    data: *mut *mut c_void,
+    sizes: *mut usize,
+    attrs: *mut c_int,
+    n: usize,
+    ptr: *const c_void,
+    count: usize,
+) -> Result<()> {
+    range_attributes(data, sizes, attrs, n, ptr, count)
 }
 
 #[cfg(test)]

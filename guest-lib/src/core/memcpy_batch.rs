@@ -3,7 +3,7 @@
 //! each with the attributes that apply to it.
 
 use super::memory::*;
-use crate::client::{self};
+use crate::client;
 use crate::core::stream::capture_stream_handle;
 use crate::error::{Error, Result};
 use crate::ffi::{STREAM_LEGACY, cudaStream_t, memcpy_kind};

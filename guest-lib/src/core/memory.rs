@@ -2,14 +2,6 @@
 //! Memory: device allocations, copies, memsets, page-locked host memory, pointer queries
 //! and symbol copies.
 
-use std::ffi::{c_int, c_void};
-
-use vcuda_protocol::region::Region;
-use vcuda_protocol::{
-    COPY_ASYNC, DeviceReq, MallocReq, MemcpyDtoDReq, MemcpyDtoHReq, MemcpyHtoDReq, MemsetReq,
-    PtrReq, PtrResp, ops,
-};
-
 use crate::client::{self, Client};
 use crate::core::graph::{Copy3D, Kind as NodeKind, Memset};
 use crate::core::stream::{capture_stream_handle, stream_handle};
@@ -21,7 +13,13 @@ use crate::ffi::{
 use crate::mirror::{Kind, Range};
 use crate::shared::{self, HostCopy, chunks};
 use crate::{coherent, registry, state};
+use std::ffi::{c_int, c_void};
 use vcuda_protocol::graph::NodeWork;
+use vcuda_protocol::region::Region;
+use vcuda_protocol::{
+    COPY_ASYNC, MallocReq, MemcpyDtoDReq, MemcpyDtoHReq, MemcpyHtoDReq, MemsetReq, PtrReq, PtrResp,
+    ops,
+};
 
 /// `cudaHostAllocPortable | cudaHostAllocMapped | cudaHostAllocWriteCombined`.
 pub(crate) const HOST_ALLOC_FLAGS: u32 = 0x1 | 0x2 | 0x4;
@@ -544,111 +542,6 @@ pub(crate) fn memset_elems(
     }
 }
 
-pub(crate) fn host_alloc(c: &Client, ptr: *mut *mut c_void, size: usize, flags: u32) -> Result<()> {
-    if ptr.is_null() || flags & !HOST_ALLOC_FLAGS != 0 {
-        return Err(Error::INVALID_VALUE);
-    }
-    // Page-locked memory is mapped for kernels where the session can (see `shared::maps`).
-    // Elsewhere `cudaHostAllocMapped` memory is kept coherent by the library, as managed
-    // memory is (see `crate::coherent`), and the rest is plain page-locked memory.
-    let coherent = || -> Result<*mut c_void> {
-        let device = c.check_device(state::device())?;
-        let p = coherent::alloc(c, device, size as u64)? as *mut c_void;
-        c.mirror.insert(Range {
-            base: p as u64,
-            len: size as u64,
-            kind: Kind::HostAlloc(flags),
-            device: device as i32,
-        });
-        Ok(p)
-    };
-    // Page-locked memory the backend could not map for kernels (a GPU backend finds the
-    // program's address taken in its own process, say) still serves copies; memory asked
-    // for as mapped is then kept coherent instead.
-    let shared = if size == 0 || flags & MAPPED != 0 && !shared::maps(c) {
-        None
-    } else {
-        shared::alloc(c, size).and_then(|p| {
-            if flags & MAPPED != 0 && !shared::is_mapped(c, p) {
-                shared::free(c, p);
-                None
-            } else {
-                Some(p)
-            }
-        })
-    };
-    let p = if size == 0 {
-        std::ptr::null_mut()
-    } else if let Some(p) = shared {
-        c.mirror.insert(Range {
-            base: p as u64,
-            len: size as u64,
-            kind: Kind::HostAlloc(flags),
-            device: state::device(),
-        });
-        p
-    } else if flags & MAPPED != 0 {
-        coherent()?
-    } else {
-        // SAFETY: an anonymous private mapping at an address the kernel chooses.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                size,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return Err(Error::MEMORY_ALLOCATION);
-        }
-        c.mirror.insert(Range {
-            base: p as u64,
-            len: size as u64,
-            kind: Kind::HostAlloc(flags),
-            device: state::device(),
-        });
-        p
-    };
-    // SAFETY: checked non-null above; the caller's output pointer.
-    unsafe { write_out(ptr, p) }
-}
-
-pub(crate) fn host_free(c: &Client, p: *mut c_void) -> Result<()> {
-    if p.is_null() {
-        return Ok(());
-    }
-    if coherent::owns(p as u64) {
-        let r = c
-            .mirror
-            .find(p as u64)
-            .filter(|r| r.base == p as u64 && matches!(r.kind, Kind::HostAlloc(_)))
-            .ok_or(Error::INVALID_VALUE)?;
-        // As `cudaFreeHost` does, after the device's work (which may use it).
-        c.call::<ops::DeviceSynchronize>(&DeviceReq {
-            device: c.check_device(r.device)?,
-            reserved: 0,
-        })?;
-        c.mirror
-            .remove(p as u64, |k| matches!(k, Kind::HostAlloc(_)));
-        coherent::free(c, p as u64)?;
-        return Ok(());
-    }
-    let r = c
-        .mirror
-        .remove(p as u64, |k| matches!(k, Kind::HostAlloc(_)))
-        .ok_or(Error::INVALID_VALUE)?;
-    if shared::free(c, p) {
-        return Ok(());
-    }
-    // SAFETY: `r` is a mapping host_alloc made with this base and length; it is removed from
-    // the mirror, so it is unmapped once.
-    unsafe { libc::munmap(p, r.len as usize) };
-    Ok(())
-}
-
 /// The device address of `count` bytes at `offset` into variable `symbol`.
 pub(crate) fn symbol(
     c: &Client,
@@ -852,4 +745,104 @@ pub(crate) fn copy_2d(
         height,
     };
     memcpy(c, cp, kind, stream)
+}
+
+/// `cudaFree`: what the runtime's export does, for it and for the calls that share it.
+///
+/// # Safety
+///
+/// The pointer arguments are valid as `cudaFree` requires of its caller.
+pub(crate) unsafe fn free_call(dev_ptr: *mut c_void) -> Result<()> {
+    let c = client::client()?;
+    c.check_sticky()?;
+    crate::core::capture::check_unsafe()?;
+    free(c, dev_ptr as u64)?;
+    // A block of a memory pool leaves its pool.
+    crate::core::pool::on_free(dev_ptr as u64);
+    Ok(())
+}
+
+/// `cudaMalloc`: what the runtime's export does, for it and for the calls that share it.
+///
+/// # Safety
+///
+/// The pointer arguments are valid as `cudaMalloc` requires of its caller.
+pub(crate) unsafe fn malloc_call(dev_ptr: *mut *mut c_void, size: usize) -> Result<()> {
+    if dev_ptr.is_null() {
+        return Err(Error::INVALID_VALUE);
+    }
+    crate::core::capture::check_unsafe()?;
+    let p = malloc(client::client()?, size)?;
+    // SAFETY: checked non-null; the caller's output pointer.
+    unsafe { write_out(dev_ptr, p as *mut c_void) }
+}
+
+/// `cudaMemcpy`: what the runtime's export does, for it and for the calls that share it.
+///
+/// # Safety
+///
+/// The pointer arguments are valid as `cudaMemcpy` requires of its caller.
+pub(crate) unsafe fn memcpy_call(
+    dst: *mut c_void,
+    src: *const c_void,
+    count: usize,
+    kind: c_int,
+) -> Result<()> {
+    memcpy(
+        client::client()?,
+        Copy2D::linear(dst as u64, src as u64, count as u64),
+        kind,
+        None,
+    )
+}
+
+/// `cudaMemcpy2DAsync`: what the runtime's export does, for it and for the calls that share it.
+///
+/// # Safety
+///
+/// The pointer arguments are valid as `cudaMemcpy2DAsync` requires of its caller.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn memcpy_2d_async(
+    dst: *mut c_void,
+    dpitch: usize,
+    src: *const c_void,
+    spitch: usize,
+    width: usize,
+    height: usize,
+    kind: c_int,
+    stream: cudaStream_t,
+) -> Result<()> {
+    let c = client::client()?;
+    let s = capture_stream_handle(c, stream, false)?;
+    let cp = Copy2D {
+        dst: dst as u64,
+        dpitch: dpitch as u64,
+        src: src as u64,
+        spitch: spitch as u64,
+        width: width as u64,
+        height: height as u64,
+    };
+    memcpy(c, cp, kind, Some(s))
+}
+
+/// `cudaMemcpyAsync`: what the runtime's export does, for it and for the calls that share it.
+///
+/// # Safety
+///
+/// The pointer arguments are valid as `cudaMemcpyAsync` requires of its caller.
+pub(crate) unsafe fn memcpy_async(
+    dst: *mut c_void,
+    src: *const c_void,
+    count: usize,
+    kind: c_int,
+    stream: cudaStream_t,
+) -> Result<()> {
+    let c = client::client()?;
+    let s = capture_stream_handle(c, stream, false)?;
+    memcpy(
+        c,
+        Copy2D::linear(dst as u64, src as u64, count as u64),
+        kind,
+        Some(s),
+    )
 }

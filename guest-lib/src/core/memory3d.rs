@@ -5,8 +5,6 @@
 //! stream; a capturing stream records a 3-D copy as one memcpy node. Copies with a CUDA
 //! array on either side are `super::array`'s (not captured).
 
-use std::ffi::{c_int, c_void};
-
 use crate::client::{self, Client};
 use crate::core::graph::{Copy3D, Kind as NodeKind};
 use crate::core::graph_node::{cudaExtent, cudaMemcpy3DParms, cudaPitchedPtr, cudaPos};
@@ -14,6 +12,7 @@ use crate::core::memory::{On, copy_2d, memset_2d};
 use crate::core::stream::capture_stream_handle;
 use crate::error::{Error, Result};
 use crate::ffi::{cudaStream_t, memcpy_kind};
+use std::ffi::{c_int, c_void};
 
 /// `struct cudaMemcpy3DPeerParms`.
 #[repr(C)]
@@ -259,4 +258,25 @@ pub(crate) fn memset_3d(p: cudaPitchedPtr, value: c_int, e: cudaExtent, on: On) 
         memset_2d(ptr as *mut c_void, p.pitch, value, e.width, e.height, on)?;
     }
     Ok(())
+}
+
+/// `cudaMemcpy3D`: what the runtime's export does, for it and for the calls that share it.
+///
+/// # Safety
+///
+/// The pointer arguments are valid as `cudaMemcpy3D` requires of its caller.
+pub(crate) unsafe fn memcpy_3d_call(p: *const cudaMemcpy3DParms) -> Result<()> {
+    memcpy_3d(p, None)
+}
+
+/// `cudaMemcpy3DAsync`: what the runtime's export does, for it and for the calls that share it.
+///
+/// # Safety
+///
+/// The pointer arguments are valid as `cudaMemcpy3DAsync` requires of its caller.
+pub(crate) unsafe fn memcpy_3d_async(
+    p: *const cudaMemcpy3DParms,
+    stream: cudaStream_t,
+) -> Result<()> {
+    memcpy_3d(p, Some((stream, false)))
 }

@@ -2,15 +2,13 @@
 //! Calls that compose the core ones: host callbacks, stream-ordered allocation, occupancy,
 //! peer copies, device selection and the profiler markers.
 
-use std::ffi::{c_int, c_void};
-
-use vcuda_protocol::{HandleReq, attr, ops};
-
 use crate::client::{self, Client};
-use crate::core::stream::capture_stream_handle;
+use crate::core::stream::{capture_stream_handle, stream_handle};
 use crate::error::{Error, Result};
 use crate::ffi::{cudaStream_t, write_out};
 use crate::{registry, state};
+use std::ffi::{c_char, c_int, c_void};
+use vcuda_protocol::{HandleReq, attr, ops};
 
 /// `cudaHostFn_t` (non-null).
 pub(crate) type HostFn = unsafe extern "C" fn(*mut c_void);
@@ -134,5 +132,112 @@ pub(crate) fn check_cooperative(
     if blocks > per_sm * sms {
         return Err(Error(vcuda_protocol::status::COOPERATIVE_LAUNCH_TOO_LARGE));
     }
+    Ok(())
+}
+
+/// `cudaDeviceGetPCIBusId`: what the runtime's export does, for it and for the calls that share it.
+///
+/// # Safety
+///
+/// The pointer arguments are valid as `cudaDeviceGetPCIBusId` requires of its caller.
+pub(crate) unsafe fn device_get_pci_bus_id(
+    bus_id: *mut c_char,
+    len: c_int,
+    device: c_int,
+) -> Result<()> {
+    let info = client::client()?.device_info(device)?;
+    let a = |n| info.attr(n).unwrap_or(0);
+    let s = format!(
+        "{:04x}:{:02x}:{:02x}.0\0",
+        a(attr::PCI_DOMAIN_ID),
+        a(attr::PCI_BUS_ID),
+        a(attr::PCI_DEVICE_ID)
+    );
+    if bus_id.is_null() || len <= 0 {
+        return Err(Error::INVALID_VALUE);
+    }
+    let n = s.len().min(len as usize);
+    // SAFETY: the caller's buffer of `len` bytes; at most `len` are written and the last
+    // one is a NUL.
+    unsafe {
+        std::ptr::copy_nonoverlapping(s.as_ptr(), bus_id.cast::<u8>(), n);
+        *bus_id.add(n - 1) = 0;
+    }
+    Ok(())
+}
+
+/// `cudaLaunchHostFunc`: what the runtime's export does, for it and for the calls that share it.
+///
+/// # Safety
+///
+/// The pointer arguments are valid as `cudaLaunchHostFunc` requires of its caller.
+pub(crate) unsafe fn launch_host_func_call(
+    stream: cudaStream_t,
+    func: Option<HostFn>,
+    user_data: *mut c_void,
+) -> Result<()> {
+    launch_host_func(stream, func, user_data, false)
+}
+
+/// `cudaMemcpyPeer`: what the runtime's export does, for it and for the calls that share it.
+///
+/// # Safety
+///
+/// The pointer arguments are valid as `cudaMemcpyPeer` requires of its caller.
+pub(crate) unsafe fn memcpy_peer(
+    dst: *mut c_void,
+    dst_dev: c_int,
+    src: *const c_void,
+    src_dev: c_int,
+    count: usize,
+) -> Result<()> {
+    let c = client::client()?;
+    c.check_device(dst_dev)?;
+    c.check_device(src_dev)?;
+    // SAFETY: forwarding the caller's pointers.
+    unsafe { crate::core::memory::memcpy_call(dst, src, count, crate::ffi::memcpy_kind::D2D) }
+}
+
+/// `cudaMemcpyPeerAsync`: what the runtime's export does, for it and for the calls that share it.
+///
+/// # Safety
+///
+/// The pointer arguments are valid as `cudaMemcpyPeerAsync` requires of its caller.
+pub(crate) unsafe fn memcpy_peer_async(
+    dst: *mut c_void,
+    dst_dev: c_int,
+    src: *const c_void,
+    src_dev: c_int,
+    count: usize,
+    stream: cudaStream_t,
+) -> Result<()> {
+    let c = client::client()?;
+    c.check_device(dst_dev)?;
+    c.check_device(src_dev)?;
+    // SAFETY: forwarding the caller's pointers.
+    unsafe {
+        crate::core::memory::memcpy_async(dst, src, count, crate::ffi::memcpy_kind::D2D, stream)
+    }
+}
+
+/// `cudaStreamAddCallback`: what the runtime's export does, for it and for the calls that share it.
+///
+/// # Safety
+///
+/// The pointer arguments are valid as `cudaStreamAddCallback` requires of its caller.
+pub(crate) unsafe fn stream_add_callback(
+    stream: cudaStream_t,
+    cb: StreamCallback,
+    user_data: *mut c_void,
+    flags: u32,
+) -> Result<()> {
+    let f = cb.ok_or(Error::INVALID_VALUE)?;
+    if flags != 0 {
+        return Err(Error::INVALID_VALUE);
+    }
+    let c = client::client()?;
+    let st = drain(c, stream_handle(c, stream, false)?);
+    // SAFETY: the program's callback, called with the stream's status, as CUDA does.
+    unsafe { f(stream, st, user_data) };
     Ok(())
 }

@@ -11,21 +11,18 @@
 //! of a cube map). Block-compressed view formats and anisotropic filtering are not
 //! supported: a descriptor that asks for them fails with `cudaErrorNotSupported`.
 
+use crate::core::array::{cudaArray_t, cudaChannelFormatDesc};
+use crate::error::{Error, Result};
+use crate::{client, state};
 use std::collections::HashMap;
 use std::ffi::{c_int, c_uint, c_void};
 use std::sync::{LazyLock, Mutex};
-
 use vcuda_protocol::{
     ChannelFormat, HandleResp, RESOURCE_ARRAY, RESOURCE_LINEAR, RESOURCE_MIPMAPPED_ARRAY,
     RESOURCE_PITCH2D, TEX_FILTER_LINEAR, TEX_MIPMAP_LINEAR, TEX_NORMALIZED_COORDS,
     TEX_READ_NORMALIZED_FLOAT, TEX_SRGB, TEX_SURFACE, TEX_VIEW, TexObjectCreateReq,
     TexObjectDestroyReq, ops,
 };
-
-use crate::client;
-use crate::core::array::{cudaArray_t, cudaChannelFormatDesc};
-use crate::error::{Error, Result};
-use crate::state;
 
 /// `cudaResourceType` values.
 pub(crate) const RES_ARRAY: c_int = 0;

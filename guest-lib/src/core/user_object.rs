@@ -11,14 +11,12 @@
 //! thread of the library's, after the device finished the work submitted before that
 //! (as CUDA defers it until the graph's launches completed); it must not call CUDA.
 
-use std::collections::HashMap;
-use std::ffi::{c_uint, c_void};
-
-use vcuda_protocol::{DeviceReq, ops};
-
 use crate::core::graph::{Registry, cudaGraph_t, with};
 use crate::error::{Error, Result};
 use crate::ffi::write_out;
+use std::collections::HashMap;
+use std::ffi::{c_uint, c_void};
+use vcuda_protocol::{DeviceReq, ops};
 
 /// `cudaHostFn_t`.
 pub(crate) type HostFn = unsafe extern "C" fn(*mut c_void);
@@ -216,4 +214,64 @@ pub(crate) fn count_op(obj: cudaUserObject_t, count: c_uint, retain: bool) -> Re
             r.release_user(obj as u64, count)
         }
     })
+}
+
+/// `cudaGraphReleaseUserObject`: what the runtime's export does, for it and for the calls that share it.
+///
+/// # Safety
+///
+/// The pointer arguments are valid as `cudaGraphReleaseUserObject` requires of its caller.
+pub(crate) unsafe fn graph_release_user_object(
+    g: cudaGraph_t,
+    obj: cudaUserObject_t,
+    count: c_uint,
+) -> Result<()> {
+    graph_release(g, obj, count)
+}
+
+/// `cudaGraphRetainUserObject`: what the runtime's export does, for it and for the calls that share it.
+///
+/// # Safety
+///
+/// The pointer arguments are valid as `cudaGraphRetainUserObject` requires of its caller.
+pub(crate) unsafe fn graph_retain_user_object(
+    g: cudaGraph_t,
+    obj: cudaUserObject_t,
+    count: c_uint,
+    flags: c_uint,
+) -> Result<()> {
+    graph_retain(g, obj, count, flags)
+}
+
+/// `cudaUserObjectCreate`: what the runtime's export does, for it and for the calls that share it.
+///
+/// # Safety
+///
+/// The pointer arguments are valid as `cudaUserObjectCreate` requires of its caller.
+pub(crate) unsafe fn user_object_create(
+    out: *mut cudaUserObject_t,
+    ptr: *mut c_void,
+    destroy: Option<HostFn>,
+    initial: c_uint,
+    flags: c_uint,
+) -> Result<()> {
+    create(out, ptr, destroy, initial, flags)
+}
+
+/// `cudaUserObjectRelease`: what the runtime's export does, for it and for the calls that share it.
+///
+/// # Safety
+///
+/// The pointer arguments are valid as `cudaUserObjectRelease` requires of its caller.
+pub(crate) unsafe fn user_object_release(obj: cudaUserObject_t, count: c_uint) -> Result<()> {
+    count_op(obj, count, false)
+}
+
+/// `cudaUserObjectRetain`: what the runtime's export does, for it and for the calls that share it.
+///
+/// # Safety
+///
+/// The pointer arguments are valid as `cudaUserObjectRetain` requires of its caller.
+pub(crate) unsafe fn user_object_retain(obj: cudaUserObject_t, count: c_uint) -> Result<()> {
+    count_op(obj, count, true)
 }

@@ -8,11 +8,7 @@ use std::sync::Mutex;
 
 use vcuda_protocol::status;
 
-use super::{out, rt};
-use crate::abi::runtime::device::{
-    cudaDeviceGetAttribute, cudaDeviceGetLimit, cudaDeviceSetLimit, cudaDeviceSynchronize,
-    cudaGetDeviceCount, cudaMemGetInfo,
-};
+use super::out;
 use crate::client;
 use crate::error::CuError;
 use crate::ffi::{cudaEvent_t, cudaStream_t};
@@ -121,26 +117,24 @@ pub(crate) fn check_device(dev: c_int) -> Result<(), CuError> {
 
 /// Frees what a destroyed context owned (best effort: each failure is logged).
 fn free_owned(o: Owned) {
-    use crate::abi::runtime::memory::{cudaFree, cudaFreeHost};
-    use crate::abi::runtime::stream::{cudaEventDestroy, cudaStreamDestroy};
     for m in o.modules {
         super::exec::unload(m);
     }
     for s in o.streams {
         // SAFETY: a stream this context created and nobody destroyed.
-        unsafe { cudaStreamDestroy(s as cudaStream_t) };
+        let _ = unsafe { crate::core::stream::stream_destroy(s as cudaStream_t) };
     }
     for e in o.events {
         // SAFETY: an event this context created and nobody destroyed.
-        unsafe { cudaEventDestroy(e as cudaEvent_t) };
+        let _ = unsafe { crate::core::stream::event_destroy(e as cudaEvent_t) };
     }
     for p in o.allocs {
         // SAFETY: device memory this context allocated and nobody freed.
-        unsafe { cudaFree(p as *mut c_void) };
+        let _ = unsafe { crate::core::memory::free_call(p as *mut c_void) };
     }
     for h in o.host {
         // SAFETY: host memory this context allocated and nobody freed.
-        unsafe { cudaFreeHost(h as *mut c_void) };
+        let _ = unsafe { crate::core::host_memory::free_host(h as *mut c_void) };
     }
 }
 
@@ -179,13 +173,13 @@ entry_lib! {
 
     fn cuDriverGetVersion(version: *mut c_int) -> Result<(), CuError> {
         // SAFETY: forwarding the caller's output pointer.
-        rt(unsafe { crate::abi::runtime::error::cudaDriverGetVersion(version) })
+        unsafe { crate::core::error::driver_get_version(version) }.map_err(crate::error::CuError::from)
     }
 
     fn cuDeviceGetCount(count: *mut c_int) -> Result<(), CuError> {
         connected()?;
         // SAFETY: forwarding the caller's output pointer.
-        rt(unsafe { cudaGetDeviceCount(count) })
+        unsafe { crate::core::device::get_device_count(count) }.map_err(crate::error::CuError::from)
     }
 
     fn cuDeviceGet(device: *mut c_int, ordinal: c_int) -> Result<(), CuError> {
@@ -235,7 +229,7 @@ entry_lib! {
         check_device(dev)?;
         // The driver's CUdevice_attribute and the runtime's cudaDeviceAttr number alike.
         // SAFETY: forwarding the caller's output pointer.
-        rt(unsafe { cudaDeviceGetAttribute(value, attr, dev) })
+        unsafe { crate::core::device::device_get_attribute(value, attr, dev) }.map_err(crate::error::CuError::from)
     }
 
     fn cuDevicePrimaryCtxRetain(pctx: *mut CUcontext, dev: c_int) -> Result<(), CuError> {
@@ -298,7 +292,7 @@ entry_lib! {
         let last = with(|m| m.len() == 1);
         if last && client::client().is_ok_and(|c| c.check_sticky().is_err()) {
             // SAFETY: no arguments.
-            rt(unsafe { crate::abi::runtime::device::cudaDeviceReset() })?;
+            unsafe { crate::core::device::device_reset() }.map_err(crate::error::CuError::from)?;
         }
         Ok(())
     }
@@ -379,7 +373,7 @@ entry_lib! {
     fn cuCtxSynchronize() -> Result<(), CuError> {
         current()?;
         // SAFETY: no arguments.
-        rt(unsafe { cudaDeviceSynchronize() })
+        unsafe { crate::core::device::device_synchronize() }.map_err(crate::error::CuError::from)
     }
 
     fn cuCtxSynchronize_v2(ctx: CUcontext) -> Result<(), CuError> {
@@ -389,26 +383,26 @@ entry_lib! {
             return Err(CuError::INVALID_CONTEXT);
         }
         // SAFETY: no arguments.
-        rt(unsafe { cudaDeviceSynchronize() })
+        unsafe { crate::core::device::device_synchronize() }.map_err(crate::error::CuError::from)
     }
 
     fn cuCtxSetLimit(limit: c_int, value: usize) -> Result<(), CuError> {
         current()?;
         // CUlimit and cudaLimit number alike.
         // SAFETY: by-value arguments.
-        rt(unsafe { cudaDeviceSetLimit(limit, value) })
+        unsafe { crate::core::device::device_set_limit(limit, value) }.map_err(crate::error::CuError::from)
     }
 
     fn cuCtxGetLimit(value: *mut usize, limit: c_int) -> Result<(), CuError> {
         current()?;
         // SAFETY: forwarding the caller's output pointer.
-        rt(unsafe { cudaDeviceGetLimit(value, limit) })
+        unsafe { crate::core::device::device_get_limit(value, limit) }.map_err(crate::error::CuError::from)
     }
 
     fn cuMemGetInfo_v2(free: *mut usize, total: *mut usize) -> Result<(), CuError> {
         current()?;
         // SAFETY: forwarding the caller's output pointers.
-        rt(unsafe { cudaMemGetInfo(free, total) })
+        unsafe { crate::core::device::mem_get_info(free, total) }.map_err(crate::error::CuError::from)
     }
 
     fn cuGetErrorName(error: u32, name: *mut *const c_char) -> Result<(), CuError> {

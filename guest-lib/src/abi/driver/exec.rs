@@ -14,12 +14,7 @@ use zerocopy::FromBytes;
 
 use super::context::{current, disown, own};
 use super::memory::CUdeviceptr;
-use super::{out, rt};
-use crate::abi::runtime::stream::{
-    cudaEventCreateWithFlags, cudaEventDestroy, cudaEventElapsedTime, cudaEventQuery,
-    cudaEventRecord, cudaEventRecordWithFlags, cudaEventSynchronize, cudaStreamCreateWithPriority,
-    cudaStreamDestroy, cudaStreamQuery, cudaStreamSynchronize, cudaStreamWaitEvent,
-};
+use super::out;
 use crate::client::{self, Client};
 use crate::error::CuError;
 use crate::ffi::{cudaEvent_t, cudaStream_t};
@@ -492,7 +487,7 @@ entry_lib! {
     fn cuStreamCreate(s: *mut cudaStream_t, flags: c_uint) -> Result<(), CuError> {
         current()?;
         // SAFETY: forwarding the caller's output pointer.
-        rt(unsafe { cudaStreamCreateWithPriority(s, flags, 0) })?;
+        unsafe { crate::core::stream::stream_create_with_priority(s, flags, 0) }.map_err(crate::error::CuError::from)?;
         // SAFETY: written just above.
         own(|o| o.streams.push(unsafe { *s } as usize))
     }
@@ -500,7 +495,7 @@ entry_lib! {
     fn cuStreamCreateWithPriority(s: *mut cudaStream_t, flags: c_uint, priority: c_int) -> Result<(), CuError> {
         current()?;
         // SAFETY: forwarding the caller's output pointer.
-        rt(unsafe { cudaStreamCreateWithPriority(s, flags, priority) })?;
+        unsafe { crate::core::stream::stream_create_with_priority(s, flags, priority) }.map_err(crate::error::CuError::from)?;
         // SAFETY: written just above.
         own(|o| o.streams.push(unsafe { *s } as usize))
     }
@@ -508,7 +503,7 @@ entry_lib! {
     fn cuStreamDestroy_v2(s: cudaStream_t) -> Result<(), CuError> {
         current()?;
         // SAFETY: the runtime checks the handle.
-        rt(unsafe { cudaStreamDestroy(s) })?;
+        unsafe { crate::core::stream::stream_destroy(s) }.map_err(crate::error::CuError::from)?;
         disown(|o| o.streams.retain(|&x| x != s as usize));
         Ok(())
     }
@@ -516,26 +511,26 @@ entry_lib! {
     fn cuStreamSynchronize(s: cudaStream_t) -> Result<(), CuError> {
         current()?;
         // SAFETY: the runtime checks the handle.
-        rt(unsafe { cudaStreamSynchronize(s) })
+        unsafe { crate::core::stream::stream_synchronize(s) }.map_err(crate::error::CuError::from)
     }
 
     fn cuStreamQuery(s: cudaStream_t) -> Result<(), CuError> {
         current()?;
         // SAFETY: the runtime checks the handle.
-        rt(unsafe { cudaStreamQuery(s) })
+        unsafe { crate::core::stream::stream_query(s) }.map_err(crate::error::CuError::from)
     }
 
     fn cuStreamWaitEvent(s: cudaStream_t, e: cudaEvent_t, flags: c_uint) -> Result<(), CuError> {
         current()?;
         // SAFETY: the runtime checks the handles.
-        rt(unsafe { cudaStreamWaitEvent(s, e, flags) })
+        unsafe { crate::core::stream::stream_wait_event(s, e, flags) }.map_err(crate::error::CuError::from)
     }
 
     fn cuEventCreate(e: *mut cudaEvent_t, flags: c_uint) -> Result<(), CuError> {
         current()?;
         // CU_EVENT_* and cudaEvent* flags have the same values.
         // SAFETY: forwarding the caller's output pointer.
-        rt(unsafe { cudaEventCreateWithFlags(e, flags) })?;
+        unsafe { crate::core::stream::event_create_with_flags(e, flags) }.map_err(crate::error::CuError::from)?;
         // SAFETY: written just above.
         own(|o| o.events.push(unsafe { *e } as usize))
     }
@@ -543,7 +538,7 @@ entry_lib! {
     fn cuEventDestroy_v2(e: cudaEvent_t) -> Result<(), CuError> {
         current()?;
         // SAFETY: the runtime checks the handle.
-        rt(unsafe { cudaEventDestroy(e) })?;
+        unsafe { crate::core::stream::event_destroy(e) }.map_err(crate::error::CuError::from)?;
         disown(|o| o.events.retain(|&x| x != e as usize));
         Ok(())
     }
@@ -551,31 +546,31 @@ entry_lib! {
     fn cuEventRecord(e: cudaEvent_t, s: cudaStream_t) -> Result<(), CuError> {
         current()?;
         // SAFETY: the runtime checks the handles.
-        rt(unsafe { cudaEventRecord(e, s) })
+        unsafe { crate::core::stream::event_record_call(e, s) }.map_err(crate::error::CuError::from)
     }
 
     fn cuEventRecordWithFlags(e: cudaEvent_t, s: cudaStream_t, flags: c_uint) -> Result<(), CuError> {
         current()?;
         // SAFETY: the runtime checks the handles.
-        rt(unsafe { cudaEventRecordWithFlags(e, s, flags) })
+        unsafe { crate::core::stream::event_record_with_flags(e, s, flags) }.map_err(crate::error::CuError::from)
     }
 
     fn cuEventQuery(e: cudaEvent_t) -> Result<(), CuError> {
         current()?;
         // SAFETY: the runtime checks the handle.
-        rt(unsafe { cudaEventQuery(e) })
+        unsafe { crate::core::stream::event_query(e) }.map_err(crate::error::CuError::from)
     }
 
     fn cuEventSynchronize(e: cudaEvent_t) -> Result<(), CuError> {
         current()?;
         // SAFETY: the runtime checks the handle.
-        rt(unsafe { cudaEventSynchronize(e) })
+        unsafe { crate::core::stream::event_synchronize(e) }.map_err(crate::error::CuError::from)
     }
 
     fn cuEventElapsedTime_v2(ms: *mut f32, start: cudaEvent_t, end: cudaEvent_t) -> Result<(), CuError> {
         current()?;
         // SAFETY: forwarding the caller's output pointer; the runtime checks the handles.
-        rt(unsafe { cudaEventElapsedTime(ms, start, end) })
+        unsafe { crate::core::stream::event_elapsed_time(ms, start, end) }.map_err(crate::error::CuError::from)
     }
 
     fn cuModuleLoadData(m: *mut *mut Module, image: *const c_void) -> Result<(), CuError> {
@@ -589,19 +584,19 @@ entry_lib! {
     fn cuEventElapsedTime(ms: *mut f32, start: cudaEvent_t, end: cudaEvent_t) -> Result<(), CuError> {
         current()?;
         // SAFETY: forwarding the caller's output pointer; the runtime checks the handles.
-        rt(unsafe { cudaEventElapsedTime(ms, start, end) })
+        unsafe { crate::core::stream::event_elapsed_time(ms, start, end) }.map_err(crate::error::CuError::from)
     }
 
     fn cuStreamGetPriority(s: cudaStream_t, priority: *mut c_int) -> Result<(), CuError> {
         current()?;
         // SAFETY: forwarding the caller's output pointer; the runtime checks the handle.
-        rt(unsafe { crate::abi::runtime::stream::cudaStreamGetPriority(s, priority) })
+        unsafe { crate::core::stream::stream_get_priority(s, priority) }.map_err(crate::error::CuError::from)
     }
 
     fn cuStreamGetFlags(s: cudaStream_t, flags: *mut c_uint) -> Result<(), CuError> {
         current()?;
         // SAFETY: forwarding the caller's output pointer; the runtime checks the handle.
-        rt(unsafe { crate::abi::runtime::stream::cudaStreamGetFlags(s, flags) })
+        unsafe { crate::core::stream::stream_get_flags(s, flags) }.map_err(crate::error::CuError::from)
     }
 
     fn cuFuncSetCacheConfig(f: *const Function, config: c_int) -> Result<(), CuError> {
@@ -965,7 +960,7 @@ entry_lib! {
         launch(f, cfg.grid, cfg.block, cfg.shared_mem, cfg.stream, args, extra, cooperative)?;
         for e in launch_events(attrs) {
             // SAFETY: the runtime checks the handles.
-            rt(unsafe { cudaEventRecord(e as cudaEvent_t, cfg.stream) })?;
+            unsafe { crate::core::stream::event_record_call(e as cudaEvent_t, cfg.stream) }.map_err(crate::error::CuError::from)?;
         }
         Ok(())
     }

@@ -8,7 +8,7 @@ use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
 use super::context::current;
 use super::exec::Module;
 use super::memory::CUdeviceptr;
-use super::{out, rt};
+use super::out;
 // `CUstreamCallback` is the runtime's `cudaStreamCallback_t` (CUresult and cudaError_t
 // agree on the codes a stream's status takes).
 use crate::client;
@@ -144,43 +144,43 @@ entry_lib! {
     fn cuStreamAddCallback(s: cudaStream_t, cb: StreamCallback, data: *mut c_void, flags: c_uint) -> Result<(), CuError> {
         current()?;
         // SAFETY: the program's callback and data, called as the runtime calls them.
-        rt(unsafe { crate::abi::runtime::misc::cudaStreamAddCallback(s, cb, data, flags) })
+        unsafe { crate::core::misc::stream_add_callback(s, cb, data, flags) }.map_err(crate::error::CuError::from)
     }
 
     fn cuMemcpyPeer(dst: CUdeviceptr, dst_ctx: *mut c_void, src: CUdeviceptr, src_ctx: *mut c_void, n: usize) -> Result<(), CuError> {
         peer_contexts(dst_ctx, src_ctx)?;
         // SAFETY: forwarding the caller's device pointers.
-        rt(unsafe { crate::abi::runtime::misc::cudaMemcpyPeer(dst as *mut c_void, 0, src as *const c_void, 0, n) })
+        unsafe { crate::core::misc::memcpy_peer(dst as *mut c_void, 0, src as *const c_void, 0, n) }.map_err(crate::error::CuError::from)
     }
 
     fn cuMemcpyPeerAsync(dst: CUdeviceptr, dst_ctx: *mut c_void, src: CUdeviceptr, src_ctx: *mut c_void, n: usize, s: cudaStream_t) -> Result<(), CuError> {
         peer_contexts(dst_ctx, src_ctx)?;
         // SAFETY: forwarding the caller's device pointers.
-        rt(unsafe { crate::abi::runtime::misc::cudaMemcpyPeerAsync(dst as *mut c_void, 0, src as *const c_void, 0, n, s) })
+        unsafe { crate::core::misc::memcpy_peer_async(dst as *mut c_void, 0, src as *const c_void, 0, n, s) }.map_err(crate::error::CuError::from)
     }
 
     fn cuLaunchHostFunc(s: cudaStream_t, f: HostFn, data: *mut c_void) -> Result<(), CuError> {
         current()?;
         // SAFETY: the program's host function and argument, run in stream order.
-        rt(unsafe { crate::abi::runtime::misc::cudaLaunchHostFunc(s, f, data) })
+        unsafe { crate::core::misc::launch_host_func_call(s, f, data) }.map_err(crate::error::CuError::from)
     }
 
     fn cuCtxSetCacheConfig(config: c_int) -> Result<(), CuError> {
         current()?;
         // CUfunc_cache and cudaFuncCache number alike.
         // SAFETY: by value.
-        rt(unsafe { crate::abi::runtime::device::cudaDeviceSetCacheConfig(config) })
+        unsafe { crate::core::device::device_set_cache_config(config) }.map_err(crate::error::CuError::from)
     }
 
     fn cuCtxGetCacheConfig(config: *mut c_int) -> Result<(), CuError> {
         current()?;
         // SAFETY: forwarding the caller's output pointer.
-        rt(unsafe { crate::abi::runtime::device::cudaDeviceGetCacheConfig(config) })
+        unsafe { crate::core::device::device_get_cache_config(config) }.map_err(crate::error::CuError::from)
     }
 
     fn cuDeviceGetPCIBusId(bus_id: *mut c_char, len: c_int, dev: c_int) -> Result<(), CuError> {
         // SAFETY: forwarding the caller's buffer.
-        rt(unsafe { crate::abi::runtime::misc::cudaDeviceGetPCIBusId(bus_id, len, dev) })
+        unsafe { crate::core::misc::device_get_pci_bus_id(bus_id, len, dev) }.map_err(crate::error::CuError::from)
     }
 
     fn cuDeviceComputeCapability(major: *mut c_int, minor: *mut c_int, dev: c_int) -> Result<(), CuError> {
@@ -221,25 +221,25 @@ entry_lib! {
     fn cuStreamGetId(s: cudaStream_t, id: *mut u64) -> Result<(), CuError> {
         current()?;
         // SAFETY: forwarding the caller's output pointer; the runtime checks the handle.
-        rt(unsafe { crate::abi::runtime::attrs::cudaStreamGetId(s, id) })
+        unsafe { crate::core::attrs::stream_get_id(s, id) }.map_err(crate::error::CuError::from)
     }
 
     fn cuStreamGetId_ptsz(s: cudaStream_t, id: *mut u64) -> Result<(), CuError> {
         current()?;
         // SAFETY: as `cuStreamGetId`, with stream 0 the thread's default stream.
-        rt(unsafe { crate::abi::runtime::attrs::cudaStreamGetId_ptsz(s, id) })
+        unsafe { crate::core::attrs::stream_get_id_ptsz(s, id) }.map_err(crate::error::CuError::from)
     }
 
     fn cuStreamGetPriority_ptsz(s: cudaStream_t, priority: *mut c_int) -> Result<(), CuError> {
         current()?;
         // SAFETY: forwarding the caller's output pointer; the runtime checks the handle.
-        rt(unsafe { crate::abi::runtime::ptsz::cudaStreamGetPriority_ptsz(s, priority) })
+        unsafe { crate::core::ptsz::stream_get_priority_ptsz(s, priority) }.map_err(crate::error::CuError::from)
     }
 
     fn cuStreamGetFlags_ptsz(s: cudaStream_t, flags: *mut c_uint) -> Result<(), CuError> {
         current()?;
         // SAFETY: forwarding the caller's output pointer; the runtime checks the handle.
-        rt(unsafe { crate::abi::runtime::ptsz::cudaStreamGetFlags_ptsz(s, flags) })
+        unsafe { crate::core::ptsz::stream_get_flags_ptsz(s, flags) }.map_err(crate::error::CuError::from)
     }
 
     // `CUstreamAttrValue` is the runtime's `cudaStreamAttrValue` (one `CUlaunchAttributeValue`
@@ -247,37 +247,37 @@ entry_lib! {
     fn cuStreamGetAttribute(s: cudaStream_t, id: c_int, value: *mut crate::core::attrs::cudaLaunchAttributeValue) -> Result<(), CuError> {
         current()?;
         // SAFETY: forwarding the caller's output pointer; the runtime checks the rest.
-        rt(unsafe { crate::abi::runtime::attrs::cudaStreamGetAttribute(s, id, value) })
+        unsafe { crate::core::attrs::stream_get_attribute(s, id, value) }.map_err(crate::error::CuError::from)
     }
 
     fn cuStreamGetAttribute_ptsz(s: cudaStream_t, id: c_int, value: *mut crate::core::attrs::cudaLaunchAttributeValue) -> Result<(), CuError> {
         current()?;
         // SAFETY: as `cuStreamGetAttribute`, with stream 0 the thread's default stream.
-        rt(unsafe { crate::abi::runtime::attrs::cudaStreamGetAttribute_ptsz(s, id, value) })
+        unsafe { crate::core::attrs::stream_get_attribute_ptsz(s, id, value) }.map_err(crate::error::CuError::from)
     }
 
     fn cuStreamSetAttribute(s: cudaStream_t, id: c_int, value: *const crate::core::attrs::cudaLaunchAttributeValue) -> Result<(), CuError> {
         current()?;
         // SAFETY: forwarding the caller's value; the runtime checks the rest.
-        rt(unsafe { crate::abi::runtime::attrs::cudaStreamSetAttribute(s, id, value) })
+        unsafe { crate::core::attrs::stream_set_attribute(s, id, value) }.map_err(crate::error::CuError::from)
     }
 
     fn cuStreamSetAttribute_ptsz(s: cudaStream_t, id: c_int, value: *const crate::core::attrs::cudaLaunchAttributeValue) -> Result<(), CuError> {
         current()?;
         // SAFETY: as `cuStreamSetAttribute`, with stream 0 the thread's default stream.
-        rt(unsafe { crate::abi::runtime::attrs::cudaStreamSetAttribute_ptsz(s, id, value) })
+        unsafe { crate::core::attrs::stream_set_attribute_ptsz(s, id, value) }.map_err(crate::error::CuError::from)
     }
 
     fn cuStreamCopyAttributes(dst: cudaStream_t, src: cudaStream_t) -> Result<(), CuError> {
         current()?;
         // SAFETY: the runtime checks both handles.
-        rt(unsafe { crate::abi::runtime::attrs::cudaStreamCopyAttributes(dst, src) })
+        unsafe { crate::core::attrs::stream_copy_attributes(dst, src) }.map_err(crate::error::CuError::from)
     }
 
     fn cuStreamCopyAttributes_ptsz(dst: cudaStream_t, src: cudaStream_t) -> Result<(), CuError> {
         current()?;
         // SAFETY: as `cuStreamCopyAttributes`, with stream 0 the thread's default stream.
-        rt(unsafe { crate::abi::runtime::attrs::cudaStreamCopyAttributes_ptsz(dst, src) })
+        unsafe { crate::core::attrs::stream_copy_attributes_ptsz(dst, src) }.map_err(crate::error::CuError::from)
     }
 
     fn cuDeviceGetTexture1DLinearMaxWidth(out_width: *mut usize, format: c_uint, channels: c_uint, dev: c_int) -> Result<(), CuError> {
@@ -296,18 +296,18 @@ entry_lib! {
     fn cuDeviceGetHostAtomicCapabilities(caps: *mut c_uint, ops: *const c_int, count: c_uint, dev: c_int) -> Result<(), CuError> {
         super::context::check_device(dev)?;
         // SAFETY: forwarding the caller's arrays; the runtime checks them.
-        rt(unsafe { crate::abi::runtime::attrs::cudaDeviceGetHostAtomicCapabilities(caps, ops, count, dev) })
+        unsafe { crate::core::attrs::device_get_host_atomic_capabilities(caps, ops, count, dev) }.map_err(crate::error::CuError::from)
     }
 
     fn cuDeviceGetP2PAtomicCapabilities(caps: *mut c_uint, ops: *const c_int, count: c_uint, src: c_int, dst: c_int) -> Result<(), CuError> {
         super::context::check_device(src)?;
         // SAFETY: forwarding the caller's arrays; the runtime checks them and the devices.
-        rt(unsafe { crate::abi::runtime::attrs::cudaDeviceGetP2PAtomicCapabilities(caps, ops, count, src, dst) })
+        unsafe { crate::core::attrs::device_get_p2p_atomic_capabilities(caps, ops, count, src, dst) }.map_err(crate::error::CuError::from)
     }
 
     fn cuArrayGetMemoryRequirements(req: *mut c_void, array: *mut c_void, dev: c_int) -> Result<(), CuError> {
         super::context::check_device(dev)?;
         // SAFETY: a driver array is the runtime's; the runtime checks the handle and output.
-        rt(unsafe { crate::abi::runtime::array::cudaArrayGetMemoryRequirements(req, array.cast(), dev) })
+        unsafe { crate::core::array::array_get_memory_requirements(req, array.cast(), dev) }.map_err(crate::error::CuError::from)
     }
 }

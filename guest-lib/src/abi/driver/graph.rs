@@ -13,23 +13,6 @@ use std::ffi::{c_int, c_uint, c_void};
 
 use super::context::{current, disown, own};
 use super::memory::CUdeviceptr;
-use super::rt;
-use crate::abi::runtime::capture::{
-    cudaStreamBeginCapture, cudaStreamEndCapture, cudaStreamIsCapturing,
-};
-use crate::abi::runtime::graph as rt_g;
-use crate::abi::runtime::graph::{cudaGraphCreate, cudaGraphDestroy, cudaGraphGetNodes};
-use crate::abi::runtime::graph_exec::{
-    cudaGraphExecDestroy, cudaGraphInstantiateWithFlags, cudaGraphLaunch, cudaGraphUpload,
-};
-use crate::abi::runtime::pool::{
-    cudaDeviceGetDefaultMemPool, cudaDeviceGetMemPool, cudaDeviceSetMemPool, cudaFreeAsync,
-    cudaMallocAsync, cudaMallocFromPoolAsync, cudaMemPoolCreate, cudaMemPoolDestroy,
-    cudaMemPoolExportPointer, cudaMemPoolExportToShareableHandle, cudaMemPoolGetAttribute,
-    cudaMemPoolImportFromShareableHandle, cudaMemPoolImportPointer, cudaMemPoolSetAttribute,
-    cudaMemPoolTrimTo,
-};
-use crate::abi::runtime::user_object as rt_uo;
 use crate::core::graph as g;
 use crate::core::graph::{cudaGraph_t, cudaGraphExec_t, cudaGraphNode_t};
 use crate::core::graph_node::{cudaHostNodeParams, cudaMemsetParams};
@@ -123,19 +106,19 @@ entry_lib! {
     fn cuStreamBeginCapture_v2(s: cudaStream_t, mode: u32) -> Result<(), CuError> {
         current()?;
         // SAFETY: the runtime checks the handle; CUstreamCaptureMode has cudaStreamCaptureMode's values.
-        rt(unsafe { cudaStreamBeginCapture(s, mode) })
+        unsafe { crate::core::capture::stream_begin_capture(s, mode) }.map_err(crate::error::CuError::from)
     }
 
     fn cuStreamEndCapture(s: cudaStream_t, g: *mut cudaGraph_t) -> Result<(), CuError> {
         current()?;
         // SAFETY: forwarding the caller's output pointer.
-        rt(unsafe { cudaStreamEndCapture(s, g) })
+        unsafe { crate::core::capture::stream_end_capture(s, g) }.map_err(crate::error::CuError::from)
     }
 
     fn cuStreamIsCapturing(s: cudaStream_t, status: *mut u32) -> Result<(), CuError> {
         current()?;
         // SAFETY: forwarding the caller's output pointer; the statuses have the same values.
-        rt(unsafe { cudaStreamIsCapturing(s, status) })
+        unsafe { crate::core::capture::stream_is_capturing(s, status) }.map_err(crate::error::CuError::from)
     }
 
     // The rest of stream capture forwards to the runtime's forms: `CUstreamCaptureStatus`,
@@ -145,151 +128,151 @@ entry_lib! {
     fn cuStreamBeginCapture(s: cudaStream_t) -> Result<(), CuError> {
         current()?;
         // SAFETY: the runtime checks the handle. The first form captures in global mode.
-        rt(unsafe { cudaStreamBeginCapture(s, 0) })
+        unsafe { crate::core::capture::stream_begin_capture(s, 0) }.map_err(crate::error::CuError::from)
     }
 
     fn cuStreamBeginCapture_ptsz(s: cudaStream_t) -> Result<(), CuError> {
         current()?;
         // SAFETY: as `cuStreamBeginCapture`.
-        rt(unsafe { crate::abi::runtime::capture::cudaStreamBeginCapture_ptsz(s, 0) })
+        unsafe { crate::core::capture::stream_begin_capture_ptsz(s, 0) }.map_err(crate::error::CuError::from)
     }
 
     fn cuStreamBeginCapture_v2_ptsz(s: cudaStream_t, mode: u32) -> Result<(), CuError> {
         current()?;
         // SAFETY: the runtime checks the handle and the mode.
-        rt(unsafe { crate::abi::runtime::capture::cudaStreamBeginCapture_ptsz(s, mode) })
+        unsafe { crate::core::capture::stream_begin_capture_ptsz(s, mode) }.map_err(crate::error::CuError::from)
     }
 
     fn cuStreamBeginCaptureToGraph(s: cudaStream_t, graph: cudaGraph_t, deps: *const cudaGraphNode_t, edges: *const u8, n: usize, mode: u32) -> Result<(), CuError> {
         current()?;
         // SAFETY: forwarding the caller's arrays of `n` entries; the runtime checks them.
-        rt(unsafe { crate::abi::runtime::capture::cudaStreamBeginCaptureToGraph(s, graph, deps, edges, n, mode) })
+        unsafe { crate::core::capture::stream_begin_capture_to_graph(s, graph, deps, edges, n, mode) }.map_err(crate::error::CuError::from)
     }
 
     fn cuStreamBeginCaptureToGraph_ptsz(s: cudaStream_t, graph: cudaGraph_t, deps: *const cudaGraphNode_t, edges: *const u8, n: usize, mode: u32) -> Result<(), CuError> {
         current()?;
         // SAFETY: as `cuStreamBeginCaptureToGraph`.
-        rt(unsafe { crate::abi::runtime::capture::cudaStreamBeginCaptureToGraph_ptsz(s, graph, deps, edges, n, mode) })
+        unsafe { crate::core::capture::stream_begin_capture_to_graph_ptsz(s, graph, deps, edges, n, mode) }.map_err(crate::error::CuError::from)
     }
 
     fn cuStreamEndCapture_ptsz(s: cudaStream_t, graph: *mut cudaGraph_t) -> Result<(), CuError> {
         current()?;
         // SAFETY: forwarding the caller's output pointer.
-        rt(unsafe { crate::abi::runtime::capture::cudaStreamEndCapture_ptsz(s, graph) })
+        unsafe { crate::core::capture::stream_end_capture_ptsz(s, graph) }.map_err(crate::error::CuError::from)
     }
 
     fn cuStreamIsCapturing_ptsz(s: cudaStream_t, status: *mut u32) -> Result<(), CuError> {
         current()?;
         // SAFETY: forwarding the caller's output pointer.
-        rt(unsafe { crate::abi::runtime::capture::cudaStreamIsCapturing_ptsz(s, status) })
+        unsafe { crate::core::capture::stream_is_capturing_ptsz(s, status) }.map_err(crate::error::CuError::from)
     }
 
     fn cuStreamGetCaptureInfo(s: cudaStream_t, status: *mut u32, id: *mut u64) -> Result<(), CuError> {
         current()?;
         // SAFETY: forwarding the caller's output pointers (the first form's two).
-        rt(unsafe { crate::abi::runtime::capture::__v12_cudaStreamGetCaptureInfo(s, status, id) })
+        unsafe { crate::core::capture::v12_stream_get_capture_info(s, status, id) }.map_err(crate::error::CuError::from)
     }
 
     fn cuStreamGetCaptureInfo_ptsz(s: cudaStream_t, status: *mut u32, id: *mut u64) -> Result<(), CuError> {
         current()?;
         // SAFETY: as `cuStreamGetCaptureInfo`.
-        rt(unsafe { crate::abi::runtime::capture::__v12_cudaStreamGetCaptureInfo_ptsz(s, status, id) })
+        unsafe { crate::core::capture::v12_stream_get_capture_info_ptsz(s, status, id) }.map_err(crate::error::CuError::from)
     }
 
     fn cuStreamGetCaptureInfo_v2(s: cudaStream_t, status: *mut u32, id: *mut u64, graph: *mut cudaGraph_t, deps: *mut *const cudaGraphNode_t, n: *mut usize) -> Result<(), CuError> {
         current()?;
         // SAFETY: forwarding the caller's output pointers.
-        rt(unsafe { crate::abi::runtime::capture::cudaStreamGetCaptureInfo_v2(s, status, id, graph, deps, n) })
+        unsafe { crate::core::capture::stream_get_capture_info_v2(s, status, id, graph, deps, n) }.map_err(crate::error::CuError::from)
     }
 
     fn cuStreamGetCaptureInfo_v2_ptsz(s: cudaStream_t, status: *mut u32, id: *mut u64, graph: *mut cudaGraph_t, deps: *mut *const cudaGraphNode_t, n: *mut usize) -> Result<(), CuError> {
         current()?;
         // SAFETY: as `cuStreamGetCaptureInfo_v2`.
-        rt(unsafe { crate::abi::runtime::capture::cudaStreamGetCaptureInfo_v2_ptsz(s, status, id, graph, deps, n) })
+        unsafe { crate::core::capture::stream_get_capture_info_v2_ptsz(s, status, id, graph, deps, n) }.map_err(crate::error::CuError::from)
     }
 
     fn cuStreamGetCaptureInfo_v3(s: cudaStream_t, status: *mut u32, id: *mut u64, graph: *mut cudaGraph_t, deps: *mut *const cudaGraphNode_t, edges: *mut *const c_void, n: *mut usize) -> Result<(), CuError> {
         current()?;
         // SAFETY: forwarding the caller's output pointers.
-        rt(unsafe { crate::abi::runtime::capture::cudaStreamGetCaptureInfo_v3(s, status, id, graph, deps, edges, n) })
+        unsafe { crate::core::capture::stream_get_capture_info_v3(s, status, id, graph, deps, edges, n) }.map_err(crate::error::CuError::from)
     }
 
     fn cuStreamGetCaptureInfo_v3_ptsz(s: cudaStream_t, status: *mut u32, id: *mut u64, graph: *mut cudaGraph_t, deps: *mut *const cudaGraphNode_t, edges: *mut *const c_void, n: *mut usize) -> Result<(), CuError> {
         current()?;
         // SAFETY: as `cuStreamGetCaptureInfo_v3`.
-        rt(unsafe { crate::abi::runtime::capture::cudaStreamGetCaptureInfo_v3_ptsz(s, status, id, graph, deps, edges, n) })
+        unsafe { crate::core::capture::stream_get_capture_info_v3_ptsz(s, status, id, graph, deps, edges, n) }.map_err(crate::error::CuError::from)
     }
 
     fn cuStreamUpdateCaptureDependencies(s: cudaStream_t, deps: *const cudaGraphNode_t, n: usize, flags: c_uint) -> Result<(), CuError> {
         current()?;
         // SAFETY: forwarding the caller's array of `n` nodes; the runtime checks it.
-        rt(unsafe { crate::abi::runtime::capture::__v12_cudaStreamUpdateCaptureDependencies(s, deps, n, flags) })
+        unsafe { crate::core::capture::v12_stream_update_capture_dependencies(s, deps, n, flags) }.map_err(crate::error::CuError::from)
     }
 
     fn cuStreamUpdateCaptureDependencies_ptsz(s: cudaStream_t, deps: *const cudaGraphNode_t, n: usize, flags: c_uint) -> Result<(), CuError> {
         current()?;
         // SAFETY: as `cuStreamUpdateCaptureDependencies`.
-        rt(unsafe { crate::abi::runtime::capture::__v12_cudaStreamUpdateCaptureDependencies_ptsz(s, deps, n, flags) })
+        unsafe { crate::core::capture::v12_stream_update_capture_dependencies_ptsz(s, deps, n, flags) }.map_err(crate::error::CuError::from)
     }
 
     fn cuStreamUpdateCaptureDependencies_v2(s: cudaStream_t, deps: *const cudaGraphNode_t, edges: *const u8, n: usize, flags: c_uint) -> Result<(), CuError> {
         current()?;
         // SAFETY: forwarding the caller's arrays of `n` entries; the runtime checks them.
-        rt(unsafe { crate::abi::runtime::capture::cudaStreamUpdateCaptureDependencies_v2(s, deps, edges, n, flags) })
+        unsafe { crate::core::capture::stream_update_capture_dependencies_v2(s, deps, edges, n, flags) }.map_err(crate::error::CuError::from)
     }
 
     fn cuStreamUpdateCaptureDependencies_v2_ptsz(s: cudaStream_t, deps: *const cudaGraphNode_t, edges: *const u8, n: usize, flags: c_uint) -> Result<(), CuError> {
         current()?;
         // SAFETY: as `cuStreamUpdateCaptureDependencies_v2`.
-        rt(unsafe { crate::abi::runtime::capture::cudaStreamUpdateCaptureDependencies_v2_ptsz(s, deps, edges, n, flags) })
+        unsafe { crate::core::capture::stream_update_capture_dependencies_v2_ptsz(s, deps, edges, n, flags) }.map_err(crate::error::CuError::from)
     }
 
     fn cuThreadExchangeStreamCaptureMode(mode: *mut u32) -> Result<(), CuError> {
         // A thread's setting: no context needed.
         // SAFETY: forwarding the caller's in/out pointer; the runtime checks it.
-        rt(unsafe { crate::abi::runtime::capture::cudaThreadExchangeStreamCaptureMode(mode) })
+        unsafe { crate::core::capture::thread_exchange_stream_capture_mode(mode) }.map_err(crate::error::CuError::from)
     }
 
     fn cuGraphCreate(g: *mut cudaGraph_t, flags: c_uint) -> Result<(), CuError> {
         current()?;
         // SAFETY: forwarding the caller's output pointer.
-        rt(unsafe { cudaGraphCreate(g, flags) })
+        unsafe { crate::core::graph_build::graph_create(g, flags) }.map_err(crate::error::CuError::from)
     }
 
     fn cuGraphDestroy(g: cudaGraph_t) -> Result<(), CuError> {
         current()?;
         // SAFETY: the runtime checks the handle.
-        rt(unsafe { cudaGraphDestroy(g) })
+        unsafe { crate::core::graph_build::graph_destroy(g) }.map_err(crate::error::CuError::from)
     }
 
     fn cuGraphGetNodes(g: cudaGraph_t, nodes: *mut cudaGraphNode_t, num: *mut usize) -> Result<(), CuError> {
         current()?;
         // SAFETY: forwarding the caller's pointers.
-        rt(unsafe { cudaGraphGetNodes(g, nodes, num) })
+        unsafe { crate::core::graph_build::graph_get_nodes(g, nodes, num) }.map_err(crate::error::CuError::from)
     }
 
     fn cuGraphInstantiateWithFlags(exec: *mut cudaGraphExec_t, g: cudaGraph_t, flags: u64) -> Result<(), CuError> {
         current()?;
         // SAFETY: forwarding the caller's output pointer; the flags have the same values.
-        rt(unsafe { cudaGraphInstantiateWithFlags(exec, g, flags) })
+        unsafe { crate::core::graph_exec::graph_instantiate_with_flags(exec, g, flags) }.map_err(crate::error::CuError::from)
     }
 
     fn cuGraphUpload(exec: cudaGraphExec_t, s: cudaStream_t) -> Result<(), CuError> {
         current()?;
         // SAFETY: the runtime checks the handles.
-        rt(unsafe { cudaGraphUpload(exec, s) })
+        unsafe { crate::core::graph_exec::graph_upload(exec, s) }.map_err(crate::error::CuError::from)
     }
 
     fn cuGraphLaunch(exec: cudaGraphExec_t, s: cudaStream_t) -> Result<(), CuError> {
         current()?;
         // SAFETY: the runtime checks the handles.
-        rt(unsafe { cudaGraphLaunch(exec, s) })
+        unsafe { crate::core::graph_exec::graph_launch(exec, s) }.map_err(crate::error::CuError::from)
     }
 
     fn cuGraphExecDestroy(exec: cudaGraphExec_t) -> Result<(), CuError> {
         current()?;
         // SAFETY: the runtime checks the handle.
-        rt(unsafe { cudaGraphExecDestroy(exec) })
+        unsafe { crate::core::graph_exec::graph_exec_destroy(exec) }.map_err(crate::error::CuError::from)
     }
 
     fn cuMemAllocAsync(dptr: *mut CUdeviceptr, size: usize, s: cudaStream_t) -> Result<(), CuError> {
@@ -298,7 +281,7 @@ entry_lib! {
             return Err(CuError::INVALID_VALUE);
         }
         // SAFETY: forwarding the caller's output pointer (a CUdeviceptr is pointer-sized).
-        rt(unsafe { cudaMallocAsync(dptr.cast(), size, s) })?;
+        unsafe { crate::core::pool::malloc_async(dptr.cast(), size, s) }.map_err(crate::error::CuError::from)?;
         // SAFETY: written just above.
         own(|o| o.allocs.push(unsafe { *dptr }))
     }
@@ -306,7 +289,7 @@ entry_lib! {
     fn cuMemAllocFromPoolAsync(dptr: *mut CUdeviceptr, size: usize, pool: cudaMemPool_t, s: cudaStream_t) -> Result<(), CuError> {
         current()?;
         // SAFETY: as for cuMemAllocAsync.
-        rt(unsafe { cudaMallocFromPoolAsync(dptr.cast(), size, pool, s) })?;
+        unsafe { crate::core::pool::malloc_from_pool_async(dptr.cast(), size, pool, s) }.map_err(crate::error::CuError::from)?;
         // SAFETY: written just above.
         own(|o| o.allocs.push(unsafe { *dptr }))
     }
@@ -314,73 +297,73 @@ entry_lib! {
     fn cuMemFreeAsync(dptr: CUdeviceptr, s: cudaStream_t) -> Result<(), CuError> {
         current()?;
         // SAFETY: the runtime checks the pointer.
-        rt(unsafe { cudaFreeAsync(dptr as *mut c_void, s) })?;
+        unsafe { crate::core::pool::free_async(dptr as *mut c_void, s) }.map_err(crate::error::CuError::from)?;
         disown(|o| o.allocs.retain(|&p| p != dptr));
         Ok(())
     }
 
     fn cuDeviceGetDefaultMemPool(pool: *mut cudaMemPool_t, dev: c_int) -> Result<(), CuError> {
         // SAFETY: forwarding the caller's output pointer.
-        rt(unsafe { cudaDeviceGetDefaultMemPool(pool, dev) })
+        unsafe { crate::core::pool::device_get_default_mem_pool(pool, dev) }.map_err(crate::error::CuError::from)
     }
 
     fn cuDeviceGetMemPool(pool: *mut cudaMemPool_t, dev: c_int) -> Result<(), CuError> {
         // SAFETY: forwarding the caller's output pointer.
-        rt(unsafe { cudaDeviceGetMemPool(pool, dev) })
+        unsafe { crate::core::pool::device_get_mem_pool(pool, dev) }.map_err(crate::error::CuError::from)
     }
 
     fn cuDeviceSetMemPool(dev: c_int, pool: cudaMemPool_t) -> Result<(), CuError> {
         // SAFETY: the runtime checks the handle.
-        rt(unsafe { cudaDeviceSetMemPool(dev, pool) })
+        unsafe { crate::core::pool::device_set_mem_pool(dev, pool) }.map_err(crate::error::CuError::from)
     }
 
     fn cuMemPoolCreate(pool: *mut cudaMemPool_t, props: *const cudaMemPoolProps) -> Result<(), CuError> {
         current()?;
         // SAFETY: forwarding the caller's pointers; CUmemPoolProps has cudaMemPoolProps' layout.
-        rt(unsafe { cudaMemPoolCreate(pool, props) })
+        unsafe { crate::core::pool::mem_pool_create(pool, props) }.map_err(crate::error::CuError::from)
     }
 
     fn cuMemPoolDestroy(pool: cudaMemPool_t) -> Result<(), CuError> {
         // SAFETY: the runtime checks the handle.
-        rt(unsafe { cudaMemPoolDestroy(pool) })
+        unsafe { crate::core::pool::mem_pool_destroy(pool) }.map_err(crate::error::CuError::from)
     }
 
     fn cuMemPoolTrimTo(pool: cudaMemPool_t, keep: usize) -> Result<(), CuError> {
         // SAFETY: the runtime checks the handle.
-        rt(unsafe { cudaMemPoolTrimTo(pool, keep) })
+        unsafe { crate::core::pool::mem_pool_trim_to(pool, keep) }.map_err(crate::error::CuError::from)
     }
 
     fn cuMemPoolSetAttribute(pool: cudaMemPool_t, attr: c_int, value: *mut c_void) -> Result<(), CuError> {
         // SAFETY: forwarding the caller's pointer; CUmemPool_attribute has the runtime's values.
-        rt(unsafe { cudaMemPoolSetAttribute(pool, attr, value) })
+        unsafe { crate::core::pool::mem_pool_set_attribute(pool, attr, value) }.map_err(crate::error::CuError::from)
     }
 
     fn cuMemPoolGetAttribute(pool: cudaMemPool_t, attr: c_int, value: *mut c_void) -> Result<(), CuError> {
         // SAFETY: as above.
-        rt(unsafe { cudaMemPoolGetAttribute(pool, attr, value) })
+        unsafe { crate::core::pool::mem_pool_get_attribute(pool, attr, value) }.map_err(crate::error::CuError::from)
     }
 
     fn cuMemPoolExportToShareableHandle(handle: *mut c_void, pool: cudaMemPool_t, ty: c_int, flags: u64) -> Result<(), CuError> {
         let flags = c_uint::try_from(flags).map_err(|_| CuError::INVALID_VALUE)?;
         // SAFETY: forwarding the caller's pointer; CUmemAllocationHandleType has the runtime's values.
-        rt(unsafe { cudaMemPoolExportToShareableHandle(handle, pool, ty, flags) })
+        unsafe { crate::core::pool::mem_pool_export_to_shareable_handle(handle, pool, ty, flags) }.map_err(crate::error::CuError::from)
     }
 
     fn cuMemPoolImportFromShareableHandle(pool: *mut cudaMemPool_t, handle: *mut c_void, ty: c_int, flags: u64) -> Result<(), CuError> {
         current()?;
         let flags = c_uint::try_from(flags).map_err(|_| CuError::INVALID_VALUE)?;
         // SAFETY: as above.
-        rt(unsafe { cudaMemPoolImportFromShareableHandle(pool, handle, ty, flags) })
+        unsafe { crate::core::pool::mem_pool_import_from_shareable_handle(pool, handle, ty, flags) }.map_err(crate::error::CuError::from)
     }
 
     fn cuMemPoolExportPointer(data: *mut cudaMemPoolPtrExportData, ptr: CUdeviceptr) -> Result<(), CuError> {
         // SAFETY: forwarding the caller's pointer; CUmemPoolPtrExportData has the runtime's layout.
-        rt(unsafe { cudaMemPoolExportPointer(data, ptr as *mut c_void) })
+        unsafe { crate::core::pool::mem_pool_export_pointer(data, ptr as *mut c_void) }.map_err(crate::error::CuError::from)
     }
 
     fn cuMemPoolImportPointer(ptr: *mut CUdeviceptr, pool: cudaMemPool_t, data: *mut cudaMemPoolPtrExportData) -> Result<(), CuError> {
         // SAFETY: forwarding the caller's pointers (a CUdeviceptr is pointer-sized here).
-        rt(unsafe { cudaMemPoolImportPointer(ptr.cast(), pool, data) })
+        unsafe { crate::core::pool::mem_pool_import_pointer(ptr.cast(), pool, data) }.map_err(crate::error::CuError::from)
     }
 }
 
@@ -441,19 +424,19 @@ entry_lib! {
         current()?;
         // SAFETY: CUDA_MEMSET_NODE_PARAMS has cudaMemsetParams' layout; the runtime checks
         // the pointers.
-        rt(unsafe { crate::abi::runtime::graph::cudaGraphMemsetNodeGetParams(node, out) })
+        unsafe { crate::core::graph_build::graph_memset_node_get_params(node, out) }.map_err(crate::error::CuError::from)
     }
 
     fn cuGraphMemsetNodeSetParams(node: cudaGraphNode_t, p: *const cudaMemsetParams) -> Result<(), CuError> {
         current()?;
         // SAFETY: as above.
-        rt(unsafe { crate::abi::runtime::graph::cudaGraphMemsetNodeSetParams(node, p) })
+        unsafe { crate::core::graph_build::graph_memset_node_set_params(node, p) }.map_err(crate::error::CuError::from)
     }
 
     fn cuGraphExecMemsetNodeSetParams(exec: cudaGraphExec_t, node: cudaGraphNode_t, p: *const cudaMemsetParams, _ctx: *mut c_void) -> Result<(), CuError> {
         current()?;
         // SAFETY: as above.
-        rt(unsafe { crate::abi::runtime::graph_exec::cudaGraphExecMemsetNodeSetParams(exec, node, p) })
+        unsafe { crate::core::graph_exec::graph_exec_memset_node_set_params(exec, node, p) }.map_err(crate::error::CuError::from)
     }
 
     fn cuGraphMemcpyNodeSetParams(node: cudaGraphNode_t, p: *const super::texture::CUDA_MEMCPY3D) -> Result<(), CuError> {
@@ -472,26 +455,26 @@ entry_lib! {
         current()?;
         // SAFETY: CUDA_HOST_NODE_PARAMS has cudaHostNodeParams' layout; the runtime checks
         // the pointers.
-        rt(unsafe { crate::abi::runtime::graph::cudaGraphHostNodeGetParams(node, out) })
+        unsafe { crate::core::graph_build::graph_host_node_get_params(node, out) }.map_err(crate::error::CuError::from)
     }
 
     fn cuGraphHostNodeSetParams(node: cudaGraphNode_t, p: *const cudaHostNodeParams) -> Result<(), CuError> {
         current()?;
         // SAFETY: as above.
-        rt(unsafe { crate::abi::runtime::graph::cudaGraphHostNodeSetParams(node, p) })
+        unsafe { crate::core::graph_build::graph_host_node_set_params(node, p) }.map_err(crate::error::CuError::from)
     }
 
     fn cuGraphExecHostNodeSetParams(exec: cudaGraphExec_t, node: cudaGraphNode_t, p: *const cudaHostNodeParams) -> Result<(), CuError> {
         current()?;
         // SAFETY: as above.
-        rt(unsafe { crate::abi::runtime::graph_exec::cudaGraphExecHostNodeSetParams(exec, node, p) })
+        unsafe { crate::core::graph_exec::graph_exec_host_node_set_params(exec, node, p) }.map_err(crate::error::CuError::from)
     }
 
     fn cuGraphAddMemsetNode(out: *mut cudaGraphNode_t, graph: cudaGraph_t, deps: *const cudaGraphNode_t, ndeps: usize, p: *const cudaMemsetParams, _ctx: *mut c_void) -> Result<(), CuError> {
         current()?;
         // SAFETY: CUDA_MEMSET_NODE_PARAMS has cudaMemsetParams' layout (a CUdeviceptr where
         // the runtime has a pointer); the runtime checks it.
-        rt(unsafe { rt_g::cudaGraphAddMemsetNode(out, graph, deps, ndeps, p) })
+        unsafe { crate::core::graph_build::graph_add_memset_node(out, graph, deps, ndeps, p) }.map_err(crate::error::CuError::from)
     }
 
     fn cuGraphAddMemcpyNode(out: *mut cudaGraphNode_t, graph: cudaGraph_t, deps: *const cudaGraphNode_t, ndeps: usize, p: *const super::texture::CUDA_MEMCPY3D, _ctx: *mut c_void) -> Result<(), CuError> {
@@ -503,136 +486,136 @@ entry_lib! {
     fn cuGraphAddHostNode(out: *mut cudaGraphNode_t, graph: cudaGraph_t, deps: *const cudaGraphNode_t, ndeps: usize, p: *const cudaHostNodeParams) -> Result<(), CuError> {
         current()?;
         // SAFETY: CUDA_HOST_NODE_PARAMS has cudaHostNodeParams' layout; the runtime checks it.
-        rt(unsafe { rt_g::cudaGraphAddHostNode(out, graph, deps, ndeps, p) })
+        unsafe { crate::core::graph_build::graph_add_host_node(out, graph, deps, ndeps, p) }.map_err(crate::error::CuError::from)
     }
 
     fn cuGraphAddEmptyNode(out: *mut cudaGraphNode_t, graph: cudaGraph_t, deps: *const cudaGraphNode_t, ndeps: usize) -> Result<(), CuError> {
         current()?;
         // SAFETY: forwarding the caller's pointers; the runtime checks them.
-        rt(unsafe { rt_g::cudaGraphAddEmptyNode(out, graph, deps, ndeps) })
+        unsafe { crate::core::graph_build::graph_add_empty_node(out, graph, deps, ndeps) }.map_err(crate::error::CuError::from)
     }
 
     fn cuGraphAddChildGraphNode(out: *mut cudaGraphNode_t, graph: cudaGraph_t, deps: *const cudaGraphNode_t, ndeps: usize, child: cudaGraph_t) -> Result<(), CuError> {
         current()?;
         // SAFETY: forwarding the caller's pointers; the runtime checks them.
-        rt(unsafe { rt_g::cudaGraphAddChildGraphNode(out, graph, deps, ndeps, child) })
+        unsafe { crate::core::graph_build::graph_add_child_graph_node(out, graph, deps, ndeps, child) }.map_err(crate::error::CuError::from)
     }
 
     fn cuGraphAddEventRecordNode(out: *mut cudaGraphNode_t, graph: cudaGraph_t, deps: *const cudaGraphNode_t, ndeps: usize, e: cudaEvent_t) -> Result<(), CuError> {
         current()?;
         // SAFETY: forwarding the caller's pointers; a CUevent is a cudaEvent_t.
-        rt(unsafe { rt_g::cudaGraphAddEventRecordNode(out, graph, deps, ndeps, e) })
+        unsafe { crate::core::graph_build::graph_add_event_record_node(out, graph, deps, ndeps, e) }.map_err(crate::error::CuError::from)
     }
 
     fn cuGraphAddEventWaitNode(out: *mut cudaGraphNode_t, graph: cudaGraph_t, deps: *const cudaGraphNode_t, ndeps: usize, e: cudaEvent_t) -> Result<(), CuError> {
         current()?;
         // SAFETY: as for cuGraphAddEventRecordNode.
-        rt(unsafe { rt_g::cudaGraphAddEventWaitNode(out, graph, deps, ndeps, e) })
+        unsafe { crate::core::graph_build::graph_add_event_wait_node(out, graph, deps, ndeps, e) }.map_err(crate::error::CuError::from)
     }
 
     fn cuGraphAddDependencies(graph: cudaGraph_t, from: *const cudaGraphNode_t, to: *const cudaGraphNode_t, n: usize) -> Result<(), CuError> {
         // SAFETY: forwarding the caller's arrays of `n` nodes; the runtime checks them.
-        rt(unsafe { rt_g::cudaGraphAddDependencies(graph, from, to, std::ptr::null(), n) })
+        unsafe { crate::core::graph_build::graph_add_dependencies(graph, from, to, std::ptr::null(), n) }.map_err(crate::error::CuError::from)
     }
 
     fn cuGraphAddDependencies_v2(graph: cudaGraph_t, from: *const cudaGraphNode_t, to: *const cudaGraphNode_t, edge_data: *const u8, n: usize) -> Result<(), CuError> {
         // SAFETY: as for cuGraphAddDependencies (edge data has the runtime's layout).
-        rt(unsafe { rt_g::cudaGraphAddDependencies(graph, from, to, edge_data, n) })
+        unsafe { crate::core::graph_build::graph_add_dependencies(graph, from, to, edge_data, n) }.map_err(crate::error::CuError::from)
     }
 
     fn cuGraphRemoveDependencies(graph: cudaGraph_t, from: *const cudaGraphNode_t, to: *const cudaGraphNode_t, n: usize) -> Result<(), CuError> {
         // SAFETY: as for cuGraphAddDependencies.
-        rt(unsafe { rt_g::cudaGraphRemoveDependencies(graph, from, to, std::ptr::null(), n) })
+        unsafe { crate::core::graph_build::graph_remove_dependencies(graph, from, to, std::ptr::null(), n) }.map_err(crate::error::CuError::from)
     }
 
     fn cuGraphRemoveDependencies_v2(graph: cudaGraph_t, from: *const cudaGraphNode_t, to: *const cudaGraphNode_t, edge_data: *const u8, n: usize) -> Result<(), CuError> {
         // SAFETY: as for cuGraphAddDependencies_v2.
-        rt(unsafe { rt_g::cudaGraphRemoveDependencies(graph, from, to, edge_data, n) })
+        unsafe { crate::core::graph_build::graph_remove_dependencies(graph, from, to, edge_data, n) }.map_err(crate::error::CuError::from)
     }
 
     fn cuGraphGetEdges(graph: cudaGraph_t, from: *mut cudaGraphNode_t, to: *mut cudaGraphNode_t, num: *mut usize) -> Result<(), CuError> {
         // SAFETY: forwarding the caller's output arrays and count.
-        rt(unsafe { rt_g::cudaGraphGetEdges(graph, from, to, std::ptr::null_mut(), num) })
+        unsafe { crate::core::graph_build::graph_get_edges(graph, from, to, std::ptr::null_mut(), num) }.map_err(crate::error::CuError::from)
     }
 
     fn cuGraphGetEdges_v2(graph: cudaGraph_t, from: *mut cudaGraphNode_t, to: *mut cudaGraphNode_t, edge_data: *mut u8, num: *mut usize) -> Result<(), CuError> {
         // SAFETY: as for cuGraphGetEdges.
-        rt(unsafe { rt_g::cudaGraphGetEdges(graph, from, to, edge_data, num) })
+        unsafe { crate::core::graph_build::graph_get_edges(graph, from, to, edge_data, num) }.map_err(crate::error::CuError::from)
     }
 
     fn cuGraphGetRootNodes(graph: cudaGraph_t, out: *mut cudaGraphNode_t, num: *mut usize) -> Result<(), CuError> {
         // SAFETY: forwarding the caller's output array and count.
-        rt(unsafe { rt_g::cudaGraphGetRootNodes(graph, out, num) })
+        unsafe { crate::core::graph_build::graph_get_root_nodes(graph, out, num) }.map_err(crate::error::CuError::from)
     }
 
     fn cuGraphNodeGetDependencies(node: cudaGraphNode_t, out: *mut cudaGraphNode_t, num: *mut usize) -> Result<(), CuError> {
         // SAFETY: as for cuGraphGetRootNodes.
-        rt(unsafe { rt_g::cudaGraphNodeGetDependencies(node, out, std::ptr::null_mut(), num) })
+        unsafe { crate::core::graph_build::graph_node_get_dependencies(node, out, std::ptr::null_mut(), num) }.map_err(crate::error::CuError::from)
     }
 
     fn cuGraphNodeGetDependencies_v2(node: cudaGraphNode_t, out: *mut cudaGraphNode_t, edge_data: *mut u8, num: *mut usize) -> Result<(), CuError> {
         // SAFETY: as for cuGraphGetRootNodes.
-        rt(unsafe { rt_g::cudaGraphNodeGetDependencies(node, out, edge_data, num) })
+        unsafe { crate::core::graph_build::graph_node_get_dependencies(node, out, edge_data, num) }.map_err(crate::error::CuError::from)
     }
 
     fn cuGraphNodeGetDependentNodes(node: cudaGraphNode_t, out: *mut cudaGraphNode_t, num: *mut usize) -> Result<(), CuError> {
         // SAFETY: as for cuGraphGetRootNodes.
-        rt(unsafe { rt_g::cudaGraphNodeGetDependentNodes(node, out, std::ptr::null_mut(), num) })
+        unsafe { crate::core::graph_build::graph_node_get_dependent_nodes(node, out, std::ptr::null_mut(), num) }.map_err(crate::error::CuError::from)
     }
 
     fn cuGraphNodeGetDependentNodes_v2(node: cudaGraphNode_t, out: *mut cudaGraphNode_t, edge_data: *mut u8, num: *mut usize) -> Result<(), CuError> {
         // SAFETY: as for cuGraphGetRootNodes.
-        rt(unsafe { rt_g::cudaGraphNodeGetDependentNodes(node, out, edge_data, num) })
+        unsafe { crate::core::graph_build::graph_node_get_dependent_nodes(node, out, edge_data, num) }.map_err(crate::error::CuError::from)
     }
 
     fn cuGraphNodeGetType(node: cudaGraphNode_t, out: *mut u32) -> Result<(), CuError> {
         // SAFETY: forwarding the caller's output pointer; CUgraphNodeType has
         // cudaGraphNodeType's values.
-        rt(unsafe { rt_g::cudaGraphNodeGetType(node, out) })
+        unsafe { crate::core::graph_build::graph_node_get_type(node, out) }.map_err(crate::error::CuError::from)
     }
 
     fn cuGraphDestroyNode(node: cudaGraphNode_t) -> Result<(), CuError> {
         // SAFETY: the runtime checks the handle.
-        rt(unsafe { rt_g::cudaGraphDestroyNode(node) })
+        unsafe { crate::core::graph_build::graph_destroy_node(node) }.map_err(crate::error::CuError::from)
     }
 
     fn cuUserObjectCreate(out: *mut uo::cudaUserObject_t, ptr: *mut c_void, destroy: Option<unsafe extern "C" fn(*mut c_void)>, initial: c_uint, flags: c_uint) -> Result<(), CuError> {
         // SAFETY: forwarding the caller's pointers; the runtime checks them.
-        rt(unsafe { rt_uo::cudaUserObjectCreate(out, ptr, destroy, initial, flags) })
+        unsafe { crate::core::user_object::user_object_create(out, ptr, destroy, initial, flags) }.map_err(crate::error::CuError::from)
     }
 
     fn cuUserObjectRetain(obj: uo::cudaUserObject_t, count: c_uint) -> Result<(), CuError> {
         // SAFETY: the runtime checks the handle.
-        rt(unsafe { rt_uo::cudaUserObjectRetain(obj, count) })
+        unsafe { crate::core::user_object::user_object_retain(obj, count) }.map_err(crate::error::CuError::from)
     }
 
     fn cuUserObjectRelease(obj: uo::cudaUserObject_t, count: c_uint) -> Result<(), CuError> {
         // SAFETY: the runtime checks the handle.
-        rt(unsafe { rt_uo::cudaUserObjectRelease(obj, count) })
+        unsafe { crate::core::user_object::user_object_release(obj, count) }.map_err(crate::error::CuError::from)
     }
 
     fn cuGraphRetainUserObject(graph: cudaGraph_t, obj: uo::cudaUserObject_t, count: c_uint, flags: c_uint) -> Result<(), CuError> {
         // SAFETY: the runtime checks the handles.
-        rt(unsafe { rt_uo::cudaGraphRetainUserObject(graph, obj, count, flags) })
+        unsafe { crate::core::user_object::graph_retain_user_object(graph, obj, count, flags) }.map_err(crate::error::CuError::from)
     }
 
     fn cuGraphReleaseUserObject(graph: cudaGraph_t, obj: uo::cudaUserObject_t, count: c_uint) -> Result<(), CuError> {
         // SAFETY: the runtime checks the handles.
-        rt(unsafe { rt_uo::cudaGraphReleaseUserObject(graph, obj, count) })
+        unsafe { crate::core::user_object::graph_release_user_object(graph, obj, count) }.map_err(crate::error::CuError::from)
     }
 
     fn cuGraphClone(out: *mut cudaGraph_t, graph: cudaGraph_t) -> Result<(), CuError> {
         // SAFETY: forwarding the caller's output pointer.
-        rt(unsafe { rt_g::cudaGraphClone(out, graph) })
+        unsafe { crate::core::graph_build::graph_clone(out, graph) }.map_err(crate::error::CuError::from)
     }
 
     fn cuGraphNodeFindInClone(out: *mut cudaGraphNode_t, node: cudaGraphNode_t, clone: cudaGraph_t) -> Result<(), CuError> {
         // SAFETY: forwarding the caller's output pointer.
-        rt(unsafe { rt_g::cudaGraphNodeFindInClone(out, node, clone) })
+        unsafe { crate::core::graph_build::graph_node_find_in_clone(out, node, clone) }.map_err(crate::error::CuError::from)
     }
 
     fn cuGraphChildGraphNodeGetGraph(node: cudaGraphNode_t, out: *mut cudaGraph_t) -> Result<(), CuError> {
         // SAFETY: forwarding the caller's output pointer.
-        rt(unsafe { rt_g::cudaGraphChildGraphNodeGetGraph(node, out) })
+        unsafe { crate::core::graph_build::graph_child_graph_node_get_graph(node, out) }.map_err(crate::error::CuError::from)
     }
 }

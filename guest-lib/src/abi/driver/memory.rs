@@ -6,13 +6,7 @@ use std::ffi::{c_int, c_uint, c_void};
 use vcuda_protocol::{COPY_ASYNC, MemsetReq, ops};
 
 use super::context::{current, disown, own};
-use super::{out, rt};
-use crate::abi::runtime::managed as rt_m;
-use crate::abi::runtime::managed::cudaMallocManaged;
-use crate::abi::runtime::memory::{
-    cudaFree, cudaFreeHost, cudaHostAlloc, cudaHostGetDevicePointer, cudaHostGetFlags,
-    cudaHostRegister, cudaHostUnregister, cudaMalloc, cudaMemcpy2DAsync, cudaMemcpyAsync,
-};
+use super::out;
 use crate::client;
 use crate::core::ipc::{self, cudaIpcEventHandle_t, cudaIpcMemHandle_t};
 use crate::core::managed as m;
@@ -56,7 +50,8 @@ fn alloc(dptr: *mut CUdeviceptr, size: usize) -> Result<(), CuError> {
     }
     let mut p: *mut c_void = std::ptr::null_mut();
     // SAFETY: a valid output pointer.
-    rt(unsafe { cudaMalloc(&mut p, size) })?;
+    unsafe { crate::core::memory::malloc_call(&mut p, size) }
+        .map_err(crate::error::CuError::from)?;
     own(|o| o.allocs.push(p as u64))?;
     // SAFETY: the caller's output pointer.
     unsafe { out(dptr, p as u64) }
@@ -65,7 +60,8 @@ fn alloc(dptr: *mut CUdeviceptr, size: usize) -> Result<(), CuError> {
 fn free(dptr: CUdeviceptr) -> Result<(), CuError> {
     current()?;
     // SAFETY: the runtime checks the pointer against the session's allocations.
-    rt(unsafe { cudaFree(dptr as *mut c_void) })?;
+    unsafe { crate::core::memory::free_call(dptr as *mut c_void) }
+        .map_err(crate::error::CuError::from)?;
     disown(|o| o.allocs.retain(|&p| p != dptr));
     Ok(())
 }
@@ -89,7 +85,8 @@ fn host_alloc(pp: *mut *mut c_void, size: usize, flags: c_uint) -> Result<(), Cu
     let mut p: *mut c_void = std::ptr::null_mut();
     // CU_MEMHOSTALLOC_* and cudaHostAlloc* flags have the same values.
     // SAFETY: a valid output pointer.
-    rt(unsafe { cudaHostAlloc(&mut p, size, flags) })?;
+    unsafe { crate::core::host_memory::host_alloc_call(&mut p, size, flags) }
+        .map_err(crate::error::CuError::from)?;
     own(|o| o.host.push(p as usize))?;
     // SAFETY: the caller's output pointer.
     unsafe { out(pp, p) }
@@ -110,10 +107,14 @@ fn copy(
         None => (std::ptr::null_mut(), true),
     };
     // SAFETY: the driver API's contract for the pointers is the runtime's.
-    rt(unsafe { cudaMemcpyAsync(dst as *mut c_void, src as *const c_void, n, kind, s) })?;
+    unsafe {
+        crate::core::memory::memcpy_async(dst as *mut c_void, src as *const c_void, n, kind, s)
+    }
+    .map_err(crate::error::CuError::from)?;
     if sync {
         // SAFETY: the legacy stream.
-        rt(unsafe { crate::abi::runtime::stream::cudaStreamSynchronize(std::ptr::null_mut()) })?;
+        unsafe { crate::core::stream::stream_synchronize(std::ptr::null_mut()) }
+            .map_err(crate::error::CuError::from)?;
     }
     Ok(())
 }
@@ -193,8 +194,8 @@ fn copy_2d(p: *const CUDA_MEMCPY2D, stream: Option<cudaStream_t>) -> Result<(), 
         None => (std::ptr::null_mut(), true),
     };
     // SAFETY: the driver API's contract for the pointers is the runtime's.
-    rt(unsafe {
-        cudaMemcpy2DAsync(
+    unsafe {
+        crate::core::memory::memcpy_2d_async(
             dst as *mut c_void,
             p.dst_pitch,
             src as *const c_void,
@@ -204,10 +205,12 @@ fn copy_2d(p: *const CUDA_MEMCPY2D, stream: Option<cudaStream_t>) -> Result<(), 
             kind,
             s,
         )
-    })?;
+    }
+    .map_err(crate::error::CuError::from)?;
     if sync {
         // SAFETY: the legacy stream.
-        rt(unsafe { crate::abi::runtime::stream::cudaStreamSynchronize(std::ptr::null_mut()) })?;
+        unsafe { crate::core::stream::stream_synchronize(std::ptr::null_mut()) }
+            .map_err(crate::error::CuError::from)?;
     }
     Ok(())
 }
@@ -333,7 +336,7 @@ entry_lib! {
         current()?;
         let mut d: *mut c_void = std::ptr::null_mut();
         // SAFETY: a valid output pointer; the runtime checks `p` against its host memory.
-        rt(unsafe { cudaHostGetDevicePointer(&mut d, p, flags) })?;
+        unsafe { crate::core::host_memory::host_get_device_pointer(&mut d, p, flags) }.map_err(crate::error::CuError::from)?;
         // SAFETY: the caller's output pointer (checked).
         unsafe { out(pdptr, d as u64) }
     }
@@ -341,7 +344,7 @@ entry_lib! {
     fn cuMemHostGetFlags(pflags: *mut c_uint, p: *mut c_void) -> Result<(), CuError> {
         current()?;
         // SAFETY: the runtime checks both pointers (CU_MEMHOSTALLOC_* equal cudaHostAlloc*).
-        rt(unsafe { cudaHostGetFlags(pflags, p) })
+        unsafe { crate::core::host_memory::host_get_flags(pflags, p) }.map_err(crate::error::CuError::from)
     }
 
     fn cuMemAllocManaged(dptr: *mut CUdeviceptr, size: usize, flags: c_uint) -> Result<(), CuError> {
@@ -352,7 +355,7 @@ entry_lib! {
         let mut p: *mut c_void = std::ptr::null_mut();
         // CU_MEM_ATTACH_GLOBAL/HOST equal cudaMemAttachGlobal/Host.
         // SAFETY: a valid output pointer.
-        rt(unsafe { cudaMallocManaged(&mut p, size, flags) })?;
+        unsafe { crate::core::managed::malloc_managed_call(&mut p, size, flags) }.map_err(crate::error::CuError::from)?;
         own(|o| o.allocs.push(p as u64))?;
         // SAFETY: the caller's output pointer.
         unsafe { out(dptr, p as u64) }
@@ -361,7 +364,7 @@ entry_lib! {
     fn cuMemFreeHost(p: *mut c_void) -> Result<(), CuError> {
         current()?;
         // SAFETY: the runtime checks the pointer against its host allocations.
-        rt(unsafe { cudaFreeHost(p) })?;
+        unsafe { crate::core::host_memory::free_host(p) }.map_err(crate::error::CuError::from)?;
         disown(|o| o.host.retain(|&h| h != p as usize));
         Ok(())
     }
@@ -370,13 +373,13 @@ entry_lib! {
         current()?;
         // CU_MEMHOSTREGISTER_* and cudaHostRegister* flags have the same values.
         // SAFETY: the caller's contract for the range is the runtime's.
-        rt(unsafe { cudaHostRegister(p, size, flags) })
+        unsafe { crate::core::host_memory::host_register(p, size, flags) }.map_err(crate::error::CuError::from)
     }
 
     fn cuMemHostUnregister(p: *mut c_void) -> Result<(), CuError> {
         current()?;
         // SAFETY: as for cuMemHostRegister.
-        rt(unsafe { cudaHostUnregister(p) })
+        unsafe { crate::core::host_memory::host_unregister(p) }.map_err(crate::error::CuError::from)
     }
 
     fn cuMemcpyHtoD_v2(dst: CUdeviceptr, src: *const c_void, n: usize) -> Result<(), CuError> {
@@ -415,13 +418,13 @@ entry_lib! {
         current()?;
         // Unified addressing: the direction from the addresses (cudaMemcpyDefault).
         // SAFETY: forwarding the caller's pointers.
-        rt(unsafe { crate::abi::runtime::memory::cudaMemcpy(dst as *mut c_void, src as *const c_void, n, 4) })
+        unsafe { crate::core::memory::memcpy_call(dst as *mut c_void, src as *const c_void, n, 4) }.map_err(crate::error::CuError::from)
     }
 
     fn cuMemcpyAsync(dst: CUdeviceptr, src: CUdeviceptr, n: usize, s: cudaStream_t) -> Result<(), CuError> {
         current()?;
         // SAFETY: forwarding the caller's pointers and stream.
-        rt(unsafe { crate::abi::runtime::memory::cudaMemcpyAsync(dst as *mut c_void, src as *const c_void, n, 4, s) })
+        unsafe { crate::core::memory::memcpy_async(dst as *mut c_void, src as *const c_void, n, 4, s) }.map_err(crate::error::CuError::from)
     }
 
     fn cuMemcpy2DAsync_v2(p: *const CUDA_MEMCPY2D, s: cudaStream_t) -> Result<(), CuError> {
@@ -444,49 +447,49 @@ entry_lib! {
         current()?;
         // SAFETY: forwarding; the runtime checks the range (a CUdevice is a device ordinal,
         // CU_DEVICE_CPU is cudaCpuDeviceId).
-        rt(unsafe { rt_m::__v12_cudaMemAdvise(ptr as *const c_void, count, advice, device) })
+        unsafe { crate::core::managed::v12_mem_advise(ptr as *const c_void, count, advice, device) }.map_err(crate::error::CuError::from)
     }
 
     fn cuMemAdvise_v2(ptr: CUdeviceptr, count: usize, advice: c_int, loc: m::cudaMemLocation) -> Result<(), CuError> {
         current()?;
         // SAFETY: forwarding; CUmemLocation is cudaMemLocation.
-        rt(unsafe { rt_m::cudaMemAdvise(ptr as *const c_void, count, advice, loc) })
+        unsafe { crate::core::managed::mem_advise(ptr as *const c_void, count, advice, loc) }.map_err(crate::error::CuError::from)
     }
 
     fn cuMemPrefetchAsync(ptr: CUdeviceptr, count: usize, device: c_int, s: cudaStream_t) -> Result<(), CuError> {
         current()?;
         // SAFETY: forwarding; the runtime checks the range and the stream.
-        rt(unsafe { rt_m::__v12_cudaMemPrefetchAsync(ptr as *const c_void, count, device, s) })
+        unsafe { crate::core::managed::v12_mem_prefetch_async(ptr as *const c_void, count, device, s) }.map_err(crate::error::CuError::from)
     }
 
     fn cuMemPrefetchAsync_ptsz(ptr: CUdeviceptr, count: usize, device: c_int, s: cudaStream_t) -> Result<(), CuError> {
         current()?;
         // SAFETY: as `cuMemPrefetchAsync`.
-        rt(unsafe { rt_m::__v12_cudaMemPrefetchAsync_ptsz(ptr as *const c_void, count, device, s) })
+        unsafe { crate::core::managed::v12_mem_prefetch_async_ptsz(ptr as *const c_void, count, device, s) }.map_err(crate::error::CuError::from)
     }
 
     fn cuMemPrefetchAsync_v2(ptr: CUdeviceptr, count: usize, loc: m::cudaMemLocation, flags: c_uint, s: cudaStream_t) -> Result<(), CuError> {
         current()?;
         // SAFETY: forwarding; CUmemLocation is cudaMemLocation.
-        rt(unsafe { rt_m::cudaMemPrefetchAsync(ptr as *const c_void, count, loc, flags, s) })
+        unsafe { crate::core::managed::mem_prefetch_async(ptr as *const c_void, count, loc, flags, s) }.map_err(crate::error::CuError::from)
     }
 
     fn cuMemPrefetchAsync_v2_ptsz(ptr: CUdeviceptr, count: usize, loc: m::cudaMemLocation, flags: c_uint, s: cudaStream_t) -> Result<(), CuError> {
         current()?;
         // SAFETY: as `cuMemPrefetchAsync_v2`.
-        rt(unsafe { rt_m::cudaMemPrefetchAsync_ptsz(ptr as *const c_void, count, loc, flags, s) })
+        unsafe { crate::core::managed::mem_prefetch_async_ptsz(ptr as *const c_void, count, loc, flags, s) }.map_err(crate::error::CuError::from)
     }
 
     fn cuMemRangeGetAttribute(data: *mut c_void, size: usize, attr: c_int, ptr: CUdeviceptr, count: usize) -> Result<(), CuError> {
         current()?;
         // SAFETY: forwarding the caller's buffer; CUmem_range_attribute has the runtime's values.
-        rt(unsafe { rt_m::cudaMemRangeGetAttribute(data, size, attr, ptr as *const c_void, count) })
+        unsafe { crate::core::managed::mem_range_get_attribute(data, size, attr, ptr as *const c_void, count) }.map_err(crate::error::CuError::from)
     }
 
     fn cuMemRangeGetAttributes(data: *mut *mut c_void, sizes: *mut usize, attrs: *mut c_int, n: usize, ptr: CUdeviceptr, count: usize) -> Result<(), CuError> {
         current()?;
         // SAFETY: forwarding the caller's arrays.
-        rt(unsafe { rt_m::cudaMemRangeGetAttributes(data, sizes, attrs, n, ptr as *const c_void, count) })
+        unsafe { crate::core::managed::mem_range_get_attributes(data, sizes, attrs, n, ptr as *const c_void, count) }.map_err(crate::error::CuError::from)
     }
 
     fn cuMemsetD8Async(dst: CUdeviceptr, v: u8, n: usize, s: cudaStream_t) -> Result<(), CuError> {

@@ -3,8 +3,9 @@
 //!
 //! A process has one session with the backend, shared by libcudart, libcuda, libcublas and
 //! libcurand: device pointers, streams (`CUstream` is `cudaStream_t`) and events are the
-//! same values in both APIs. Most driver calls are the runtime's calls with the driver's
-//! error numbering ([`CuError`]).
+//! same values in both APIs. Most driver calls share the runtime's logic in `crate::core` and
+//! answer with the driver's error numbering ([`CuError`]); no driver call goes through a
+//! runtime export, so none touches the runtime's last error.
 //!
 //! # Contexts
 //!
@@ -38,14 +39,6 @@ pub mod texture;
 pub mod vmm;
 
 use crate::error::CuError;
-
-/// The driver's result for a runtime entry point's return value.
-fn rt(code: u32) -> Result<(), CuError> {
-    match code {
-        0 => Ok(()),
-        c => Err(crate::error::Error(c).into()),
-    }
-}
 
 /// Writes `v` through a driver API output pointer (`CUDA_ERROR_INVALID_VALUE` if null).
 ///

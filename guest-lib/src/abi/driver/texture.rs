@@ -372,9 +372,11 @@ fn copy_3d(p: *const CUDA_MEMCPY3D, stream: Option<cudaStream_t>) -> Result<(), 
     let q = linear_params(p)?;
     match stream {
         // SAFETY: a descriptor built here, of the runtime's layout.
-        None => super::rt(unsafe { crate::abi::runtime::memory3d::cudaMemcpy3D(&q) }),
+        None => unsafe { crate::core::memory3d::memcpy_3d_call(&q) }
+            .map_err(crate::error::CuError::from),
         // SAFETY: as above, and the caller's stream.
-        Some(s) => super::rt(unsafe { crate::abi::runtime::memory3d::cudaMemcpy3DAsync(&q, s) }),
+        Some(s) => unsafe { crate::core::memory3d::memcpy_3d_async(&q, s) }
+            .map_err(crate::error::CuError::from),
     }
 }
 
@@ -455,9 +457,8 @@ fn sync_if(r: Result<(), CuError>, stream: Option<cudaStream_t>) -> Result<(), C
     r?;
     if stream.is_none() {
         // SAFETY: the legacy stream.
-        super::rt(unsafe {
-            crate::abi::runtime::stream::cudaStreamSynchronize(std::ptr::null_mut())
-        })?;
+        unsafe { crate::core::stream::stream_synchronize(std::ptr::null_mut()) }
+            .map_err(crate::error::CuError::from)?;
     }
     Ok(())
 }

@@ -157,16 +157,8 @@ entry! {
     }
 
     fn cudaArrayGetMemoryRequirements(req: *mut c_void, a: cudaArray_t, device: c_int) {
-        let c = client::client()?;
-        if req.is_null() {
-            return Err(Error::INVALID_VALUE);
-        }
-        info(a)?;
-        c.check_device(device)?;
-        // Only arrays made with cudaArrayDeferredMapping have memory requirements (NVIDIA's
-        // runtime answers cudaErrorInvalidValue for the others, measured on an H100), and
-        // vcuda makes none (that flag is refused as not supported).
-        Err(Error::INVALID_VALUE)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { array_get_memory_requirements(req, a, device) }
     }
 
     fn cudaDeviceGetTexture1DLinearMaxWidth(out: *mut usize, desc: *const cudaChannelFormatDesc, device: c_int) {

@@ -32,35 +32,43 @@ entry! {
     }
 
     fn cudaStreamGetAttribute(s: cudaStream_t, id: c_int, out: *mut cudaLaunchAttributeValue) {
-        get_attribute(s, id, out, false)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { stream_get_attribute(s, id, out) }
     }
 
     fn cudaStreamGetAttribute_ptsz(s: cudaStream_t, id: c_int, out: *mut cudaLaunchAttributeValue) {
-        get_attribute(s, id, out, true)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { stream_get_attribute_ptsz(s, id, out) }
     }
 
     fn cudaStreamSetAttribute(s: cudaStream_t, id: c_int, value: *const cudaLaunchAttributeValue) {
-        set_attribute(s, id, value, false)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { stream_set_attribute(s, id, value) }
     }
 
     fn cudaStreamSetAttribute_ptsz(s: cudaStream_t, id: c_int, value: *const cudaLaunchAttributeValue) {
-        set_attribute(s, id, value, true)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { stream_set_attribute_ptsz(s, id, value) }
     }
 
     fn cudaStreamCopyAttributes(dst: cudaStream_t, src: cudaStream_t) {
-        copy_attributes(dst, src, false)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { stream_copy_attributes(dst, src) }
     }
 
     fn cudaStreamCopyAttributes_ptsz(dst: cudaStream_t, src: cudaStream_t) {
-        copy_attributes(dst, src, true)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { stream_copy_attributes_ptsz(dst, src) }
     }
 
     fn cudaStreamGetId(s: cudaStream_t, id: *mut u64) {
-        stream_id(s, id, false)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { stream_get_id(s, id) }
     }
 
     fn cudaStreamGetId_ptsz(s: cudaStream_t, id: *mut u64) {
-        stream_id(s, id, true)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { stream_get_id_ptsz(s, id) }
     }
 
     fn cudaDeviceGetSharedMemConfig(config: *mut c_int) {
@@ -135,25 +143,13 @@ entry! {
     }
 
     fn cudaDeviceGetHostAtomicCapabilities(caps: *mut c_uint, ops: *const c_int, count: c_uint, device: c_int) {
-        let c = client::client()?;
-        let ops = atomic_operations(caps, ops, count)?;
-        c.check_device(device)?;
-        // No native atomics between the device and the host (cudaDevAttrHostNativeAtomicSupported
-        // is 0, as on an H100 over PCIe, where every capability read 0): none for any operation.
-        write_capabilities(caps, ops.len())
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { device_get_host_atomic_capabilities(caps, ops, count, device) }
     }
 
     fn cudaDeviceGetP2PAtomicCapabilities(caps: *mut c_uint, ops: *const c_int, count: c_uint, src: c_int, dst: c_int) {
-        let c = client::client()?;
-        let ops = atomic_operations(caps, ops, count)?;
-        c.check_device(src)?;
-        c.check_device(dst)?;
-        if src == dst {
-            // As NVIDIA's runtime answers for a device and itself (measured).
-            return Err(Error::INVALID_DEVICE);
-        }
-        // No peer access between vcuda's devices: no atomics either.
-        write_capabilities(caps, ops.len())
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { device_get_p2p_atomic_capabilities(caps, ops, count, src, dst) }
     }
 
     fn cudaOccupancyAvailableDynamicSMemPerBlock(out: *mut usize, func: *const c_void, num_blocks: c_int, block: c_int) {

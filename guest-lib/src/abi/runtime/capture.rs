@@ -24,41 +24,47 @@
 //! - querying, synchronizing or timing an event recorded in a capture:
 //!   `cudaErrorCapturedEvent` (the capture goes on).
 
-use crate::client::{self};
 use crate::core::capture::*;
-use crate::core::graph::{self, cudaGraph_t, cudaGraphNode_t};
-use crate::error::Error;
-use crate::ffi::{cudaStream_t, write_out};
+use crate::core::graph::{cudaGraph_t, cudaGraphNode_t};
+use crate::ffi::cudaStream_t;
 use std::ffi::c_void;
 
 entry! {
-    fn cudaStreamBeginCapture(stream: cudaStream_t, mode: u32) { begin(stream, mode, false) }
-    fn cudaStreamBeginCapture_ptsz(stream: cudaStream_t, mode: u32) { begin(stream, mode, true) }
+    fn cudaStreamBeginCapture(stream: cudaStream_t, mode: u32) {
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { stream_begin_capture(stream, mode) }
+    }
+    fn cudaStreamBeginCapture_ptsz(stream: cudaStream_t, mode: u32) {
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { stream_begin_capture_ptsz(stream, mode) }
+    }
     fn cudaStreamBeginCaptureToGraph(stream: cudaStream_t, g: cudaGraph_t, deps: *const cudaGraphNode_t, edges: *const u8, n: usize, mode: u32) {
-        graph::check_edge_data(edges, n)?;
-        let deps = graph::handles(deps, n)?;
-        begin_into(stream, mode, false, Some((g as u64, deps)))
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { stream_begin_capture_to_graph(stream, g, deps, edges, n, mode) }
     }
 
     fn cudaStreamBeginCaptureToGraph_ptsz(stream: cudaStream_t, g: cudaGraph_t, deps: *const cudaGraphNode_t, edges: *const u8, n: usize, mode: u32) {
-        graph::check_edge_data(edges, n)?;
-        let deps = graph::handles(deps, n)?;
-        begin_into(stream, mode, true, Some((g as u64, deps)))
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { stream_begin_capture_to_graph_ptsz(stream, g, deps, edges, n, mode) }
     }
 
-    fn cudaStreamEndCapture(stream: cudaStream_t, out: *mut cudaGraph_t) { end(stream, out, false) }
-    fn cudaStreamEndCapture_ptsz(stream: cudaStream_t, out: *mut cudaGraph_t) { end(stream, out, true) }
+    fn cudaStreamEndCapture(stream: cudaStream_t, out: *mut cudaGraph_t) {
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { stream_end_capture(stream, out) }
+    }
+    fn cudaStreamEndCapture_ptsz(stream: cudaStream_t, out: *mut cudaGraph_t) {
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { stream_end_capture_ptsz(stream, out) }
+    }
 
     fn cudaStreamIsCapturing(stream: cudaStream_t, out: *mut u32) {
-        let (st, _, _) = status_of(client::client()?, stream, false)?;
-        // SAFETY: the caller's output pointer, checked for null.
-        unsafe { write_out(out, st) }
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { stream_is_capturing(stream, out) }
     }
 
     fn cudaStreamIsCapturing_ptsz(stream: cudaStream_t, out: *mut u32) {
-        let (st, _, _) = status_of(client::client()?, stream, true)?;
-        // SAFETY: the caller's output pointer, checked for null.
-        unsafe { write_out(out, st) }
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { stream_is_capturing_ptsz(stream, out) }
     }
 
     fn cudaStreamGetCaptureInfo(stream: cudaStream_t, st: *mut u32, id: *mut u64, g: *mut cudaGraph_t, deps: *mut *const cudaGraphNode_t, edges: *mut *const c_void, num: *mut usize) {
@@ -70,27 +76,33 @@ entry! {
     }
 
     fn __v12_cudaStreamGetCaptureInfo(stream: cudaStream_t, st: *mut u32, id: *mut u64) {
-        info(stream, st, id, std::ptr::null_mut(), std::ptr::null_mut(), std::ptr::null_mut(), std::ptr::null_mut(), false)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { v12_stream_get_capture_info(stream, st, id) }
     }
 
     fn __v12_cudaStreamGetCaptureInfo_ptsz(stream: cudaStream_t, st: *mut u32, id: *mut u64) {
-        info(stream, st, id, std::ptr::null_mut(), std::ptr::null_mut(), std::ptr::null_mut(), std::ptr::null_mut(), true)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { v12_stream_get_capture_info_ptsz(stream, st, id) }
     }
 
     fn cudaStreamGetCaptureInfo_v2(stream: cudaStream_t, st: *mut u32, id: *mut u64, g: *mut cudaGraph_t, deps: *mut *const cudaGraphNode_t, num: *mut usize) {
-        info(stream, st, id, g, deps, std::ptr::null_mut(), num, false)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { stream_get_capture_info_v2(stream, st, id, g, deps, num) }
     }
 
     fn cudaStreamGetCaptureInfo_v2_ptsz(stream: cudaStream_t, st: *mut u32, id: *mut u64, g: *mut cudaGraph_t, deps: *mut *const cudaGraphNode_t, num: *mut usize) {
-        info(stream, st, id, g, deps, std::ptr::null_mut(), num, true)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { stream_get_capture_info_v2_ptsz(stream, st, id, g, deps, num) }
     }
 
     fn cudaStreamGetCaptureInfo_v3(stream: cudaStream_t, st: *mut u32, id: *mut u64, g: *mut cudaGraph_t, deps: *mut *const cudaGraphNode_t, edges: *mut *const c_void, num: *mut usize) {
-        info(stream, st, id, g, deps, edges, num, false)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { stream_get_capture_info_v3(stream, st, id, g, deps, edges, num) }
     }
 
     fn cudaStreamGetCaptureInfo_v3_ptsz(stream: cudaStream_t, st: *mut u32, id: *mut u64, g: *mut cudaGraph_t, deps: *mut *const cudaGraphNode_t, edges: *mut *const c_void, num: *mut usize) {
-        info(stream, st, id, g, deps, edges, num, true)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { stream_get_capture_info_v3_ptsz(stream, st, id, g, deps, edges, num) }
     }
 
     fn cudaStreamUpdateCaptureDependencies(stream: cudaStream_t, deps: *const cudaGraphNode_t, edges: *const u8, n: usize, flags: u32) {
@@ -102,29 +114,27 @@ entry! {
     }
 
     fn __v12_cudaStreamUpdateCaptureDependencies(stream: cudaStream_t, deps: *const cudaGraphNode_t, n: usize, flags: u32) {
-        update_deps(stream, deps, std::ptr::null(), n, flags, false)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { v12_stream_update_capture_dependencies(stream, deps, n, flags) }
     }
 
     fn __v12_cudaStreamUpdateCaptureDependencies_ptsz(stream: cudaStream_t, deps: *const cudaGraphNode_t, n: usize, flags: u32) {
-        update_deps(stream, deps, std::ptr::null(), n, flags, true)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { v12_stream_update_capture_dependencies_ptsz(stream, deps, n, flags) }
     }
 
     fn cudaStreamUpdateCaptureDependencies_v2(stream: cudaStream_t, deps: *const cudaGraphNode_t, edges: *const u8, n: usize, flags: u32) {
-        update_deps(stream, deps, edges, n, flags, false)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { stream_update_capture_dependencies_v2(stream, deps, edges, n, flags) }
     }
 
     fn cudaStreamUpdateCaptureDependencies_v2_ptsz(stream: cudaStream_t, deps: *const cudaGraphNode_t, edges: *const u8, n: usize, flags: u32) {
-        update_deps(stream, deps, edges, n, flags, true)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { stream_update_capture_dependencies_v2_ptsz(stream, deps, edges, n, flags) }
     }
 
     fn cudaThreadExchangeStreamCaptureMode(mode: *mut u32) {
-        // SAFETY: the caller's in/out pointer, checked for null.
-        let want = unsafe { mode.as_ref() }.copied().ok_or(Error::INVALID_VALUE)?;
-        if want > MODE_RELAXED {
-            return Err(Error::INVALID_VALUE);
-        }
-        let old = MODE.with(|m| m.replace(want));
-        // SAFETY: as above.
-        unsafe { write_out(mode, old) }
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { thread_exchange_stream_capture_mode(mode) }
     }
 }

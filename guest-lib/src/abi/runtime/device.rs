@@ -8,22 +8,11 @@ use crate::ffi::write_out;
 use crate::props_gen::{props12, props13};
 use crate::state;
 use std::ffi::c_int;
-use vcuda_protocol::{DeviceReq, MemGetInfoResp, ops};
 
 entry! {
     fn cudaGetDeviceCount(count: *mut c_int) {
-        match client::client() {
-            Ok(c) => {
-                // SAFETY: output pointer from the caller, checked for null.
-                unsafe { write_out(count, c.device_count()) }
-            }
-            Err(e) => {
-                // SAFETY: output pointer from the caller, checked for null by `write_out`;
-                // CUDA stores 0 when it fails.
-                let _ = unsafe { write_out(count, 0) };
-                Err(e)
-            }
-        }
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { get_device_count(count) }
     }
 
     fn cudaGetDevice(device: *mut c_int) {
@@ -73,10 +62,8 @@ entry! {
     }
 
     fn cudaDeviceGetAttribute(value: *mut c_int, attr: c_int, device: c_int) {
-        let info = client::client()?.device_info(device)?;
-        let v = u32::try_from(attr).ok().filter(|&a| a > 0).and_then(|a| info.attr(a)).ok_or(Error::INVALID_VALUE)?;
-        // SAFETY: output pointer from the caller, checked for null.
-        unsafe { write_out(value, v) }
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { device_get_attribute(value, attr, device) }
     }
 
     fn cudaDeviceFlushGPUDirectRDMAWrites(target: c_int, scope: c_int) {
@@ -89,8 +76,8 @@ entry! {
     }
 
     fn cudaDeviceSynchronize() {
-        crate::core::capture::check_device_sync()?;
-        synchronize(client::client()?)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { device_synchronize() }
     }
 
     fn cudaThreadSynchronize() {
@@ -99,7 +86,8 @@ entry! {
     }
 
     fn cudaDeviceReset() {
-        reset(client::client()?)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { device_reset() }
     }
 
     fn cudaThreadExit() {
@@ -107,18 +95,13 @@ entry! {
     }
 
     fn cudaMemGetInfo(free: *mut usize, total: *mut usize) {
-        let c = client::client()?;
-        let device = current(c)?;
-        let r: MemGetInfoResp = c.call::<ops::MemGetInfo>(&DeviceReq { device, reserved: 0 })?;
-        // SAFETY: output pointers from the caller, checked for null.
-        unsafe {
-            write_out(free, r.free as usize)?;
-            write_out(total, r.total as usize)
-        }
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { mem_get_info(free, total) }
     }
 
     fn cudaDeviceSetLimit(lim: c_int, value: usize) {
-        limit(client::client()?, lim as u32, Some(value as u64)).map(drop)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { device_set_limit(lim, value) }
     }
 
     fn cudaThreadSetLimit(lim: c_int, value: usize) {
@@ -126,9 +109,8 @@ entry! {
     }
 
     fn cudaDeviceGetLimit(value: *mut usize, lim: c_int) {
-        let v = limit(client::client()?, lim as u32, None)?;
-        // SAFETY: output pointer from the caller, checked for null.
-        unsafe { write_out(value, v as usize) }
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { device_get_limit(value, lim) }
     }
 
     fn cudaThreadGetLimit(value: *mut usize, lim: c_int) {
@@ -189,11 +171,8 @@ entry! {
     }
 
     fn cudaDeviceSetCacheConfig(config: c_int) {
-        client::client()?;
-        if !(0..=3).contains(&config) {
-            return Err(Error::INVALID_VALUE);
-        }
-        Ok(())
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { device_set_cache_config(config) }
     }
 
     fn cudaThreadSetCacheConfig(config: c_int) {
@@ -205,9 +184,8 @@ entry! {
     }
 
     fn cudaDeviceGetCacheConfig(config: *mut c_int) {
-        client::client()?;
-        // SAFETY: output pointer from the caller, checked for null.
-        unsafe { write_out(config, 0) }
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { device_get_cache_config(config) }
     }
 
     fn cudaThreadGetCacheConfig(config: *mut c_int) {

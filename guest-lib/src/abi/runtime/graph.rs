@@ -15,44 +15,29 @@
 //! host, empty, child graph, event record and event wait.
 
 use crate::core::graph::*;
-use crate::error::Error;
+use crate::core::graph_build::*;
 use crate::ffi::{cudaEvent_t, write_out};
 use std::ffi::{c_int, c_uint, c_void};
 
 entry! {
     fn cudaGraphCreate(out: *mut cudaGraph_t, flags: c_uint) {
-        if out.is_null() || flags != 0 {
-            return Err(Error::INVALID_VALUE);
-        }
-        let g = create();
-        // SAFETY: checked non-null; the caller's output pointer.
-        unsafe { write_out(out, g as cudaGraph_t) }
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { graph_create(out, flags) }
     }
 
     fn cudaGraphDestroy(g: cudaGraph_t) {
-        with(|r| {
-            if r.graph(g as u64)?.owner.is_some() {
-                // A child graph belongs to its node.
-                return Err(Error::INVALID_VALUE);
-            }
-            r.destroy_graph(g as u64);
-            Ok(())
-        })
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { graph_destroy(g) }
     }
 
     fn cudaGraphClone(out: *mut cudaGraph_t, g: cudaGraph_t) {
-        if out.is_null() {
-            return Err(Error::INVALID_VALUE);
-        }
-        let copy = with(|r| r.clone_graph(g as u64, None))?;
-        // SAFETY: checked non-null; the caller's output pointer.
-        unsafe { write_out(out, copy as cudaGraph_t) }
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { graph_clone(out, g) }
     }
 
     fn cudaGraphNodeFindInClone(out: *mut cudaGraphNode_t, node: cudaGraphNode_t, clone: cudaGraph_t) {
-        let n = with(|r| r.graph(clone as u64)?.cloned_from.get(&(node as u64)).copied().ok_or(Error::INVALID_VALUE))?;
-        // SAFETY: the caller's output pointer, checked for null.
-        unsafe { write_out(out, n as cudaGraphNode_t) }
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { graph_node_find_in_clone(out, node, clone) }
     }
 
     fn cudaGraphAddKernelNode(out: *mut cudaGraphNode_t, g: cudaGraph_t, deps: *const cudaGraphNode_t, ndeps: usize, p: *const cudaKernelNodeParams) {
@@ -89,47 +74,38 @@ entry! {
     }
 
     fn cudaGraphAddMemsetNode(out: *mut cudaGraphNode_t, g: cudaGraph_t, deps: *const cudaGraphNode_t, ndeps: usize, p: *const cudaMemsetParams) {
-        add_node(out, g, deps, ndeps, || Ok(Kind::Memset(Memset::from_c(read(p)?)?)))
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { graph_add_memset_node(out, g, deps, ndeps, p) }
     }
 
     fn cudaGraphAddHostNode(out: *mut cudaGraphNode_t, g: cudaGraph_t, deps: *const cudaGraphNode_t, ndeps: usize, p: *const cudaHostNodeParams) {
-        add_node(out, g, deps, ndeps, || Ok(Kind::Host(Host::from_c(read(p)?)?)))
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { graph_add_host_node(out, g, deps, ndeps, p) }
     }
 
     fn cudaGraphAddEmptyNode(out: *mut cudaGraphNode_t, g: cudaGraph_t, deps: *const cudaGraphNode_t, ndeps: usize) {
-        add_node(out, g, deps, ndeps, || Ok(Kind::Empty))
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { graph_add_empty_node(out, g, deps, ndeps) }
     }
 
     fn cudaGraphAddChildGraphNode(out: *mut cudaGraphNode_t, g: cudaGraph_t, deps: *const cudaGraphNode_t, ndeps: usize, child: cudaGraph_t) {
-        if out.is_null() || child == g {
-            return Err(Error::INVALID_VALUE);
-        }
-        let deps = handles(deps, ndeps)?;
-        let id = with(|r| {
-            r.graph(g as u64)?;
-            if crate::core::graph_mem::has_memory_nodes(r, child as u64) {
-                // As in CUDA: memory nodes are not allowed in child graphs.
-                return Err(Error::NOT_SUPPORTED);
-            }
-            let copy = r.clone_graph(child as u64, None)?;
-            r.add(g as u64, Kind::Child(copy), &deps).inspect_err(|_| r.destroy_graph(copy))
-        })?;
-        // SAFETY: checked non-null; the caller's output pointer.
-        unsafe { write_out(out, id as cudaGraphNode_t) }
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { graph_add_child_graph_node(out, g, deps, ndeps, child) }
     }
 
     fn cudaGraphAddEventRecordNode(out: *mut cudaGraphNode_t, g: cudaGraph_t, deps: *const cudaGraphNode_t, ndeps: usize, e: cudaEvent_t) {
-        add_node(out, g, deps, ndeps, || Ok(Kind::EventRecord(event(e)?)))
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { graph_add_event_record_node(out, g, deps, ndeps, e) }
     }
 
     fn cudaGraphAddEventWaitNode(out: *mut cudaGraphNode_t, g: cudaGraph_t, deps: *const cudaGraphNode_t, ndeps: usize, e: cudaEvent_t) {
-        add_node(out, g, deps, ndeps, || Ok(Kind::EventWait(event(e)?)))
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { graph_add_event_wait_node(out, g, deps, ndeps, e) }
     }
 
     fn cudaGraphChildGraphNodeGetGraph(node: cudaGraphNode_t, out: *mut cudaGraph_t) {
-        let g = get_kind(node, |k| match k { Kind::Child(g) => Some(*g), _ => None })?;
-        // SAFETY: the caller's output pointer, checked for null.
-        unsafe { write_out(out, g as cudaGraph_t) }
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { graph_child_graph_node_get_graph(node, out) }
     }
 
     fn cudaGraphEventRecordNodeGetEvent(node: cudaGraphNode_t, out: *mut cudaEvent_t) {
@@ -178,68 +154,48 @@ entry! {
     }
 
     fn cudaGraphMemsetNodeGetParams(node: cudaGraphNode_t, out: *mut cudaMemsetParams) {
-        let p = get_kind(node, |k| match k { Kind::Memset(m) => Some(m.to_c()), _ => None })?;
-        // SAFETY: the caller's output pointer, checked for null.
-        unsafe { write_out(out, p) }
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { graph_memset_node_get_params(node, out) }
     }
 
     fn cudaGraphMemsetNodeSetParams(node: cudaGraphNode_t, p: *const cudaMemsetParams) {
-        set_kind(node, Kind::Memset(Memset::from_c(read(p)?)?))
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { graph_memset_node_set_params(node, p) }
     }
 
     fn cudaGraphHostNodeGetParams(node: cudaGraphNode_t, out: *mut cudaHostNodeParams) {
-        let p = get_kind(node, |k| match k {
-            Kind::Host(h) => Some(h.to_c()),
-            _ => None,
-        })?;
-        // SAFETY: the caller's output pointer, checked for null.
-        unsafe { write_out(out, p) }
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { graph_host_node_get_params(node, out) }
     }
 
     fn cudaGraphHostNodeSetParams(node: cudaGraphNode_t, p: *const cudaHostNodeParams) {
-        set_kind(node, Kind::Host(Host::from_c(read(p)?)?))
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { graph_host_node_set_params(node, p) }
     }
 
     fn cudaGraphNodeGetType(node: cudaGraphNode_t, out: *mut u32) {
-        let t = with(|r| r.node(node as u64).map(|n| n.kind.type_code()))?;
-        // SAFETY: the caller's output pointer, checked for null.
-        unsafe { write_out(out, t) }
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { graph_node_get_type(node, out) }
     }
 
     fn cudaGraphDestroyNode(node: cudaGraphNode_t) {
-        with(|r| {
-            let n = node as u64;
-            let g = r.node(n)?.graph;
-            crate::core::attrs::forget_node(n);
-            match r.nodes.remove(&n) {
-                Some(NodeObj { kind: Kind::Child(child), .. }) => r.destroy_graph(child),
-                Some(NodeObj { kind: Kind::MemAlloc { ptr, .. }, .. }) => r.drop_graph_mem(ptr),
-                _ => {}
-            }
-            if let Some(graph) = r.graphs.get_mut(&g) {
-                graph.nodes.retain(|&m| m != n);
-                for m in graph.nodes.clone() {
-                    if let Some(x) = r.nodes.get_mut(&m) {
-                        x.deps.retain(|&d| d != n);
-                    }
-                }
-            }
-            Ok(())
-        })
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { graph_destroy_node(node) }
     }
 
     fn cudaGraphGetNodes(g: cudaGraph_t, out: *mut cudaGraphNode_t, num: *mut usize) {
-        let nodes = with(|r| r.graph(g as u64).map(|x| x.nodes.clone()))?;
-        fill(out, num, &nodes)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { graph_get_nodes(g, out, num) }
     }
 
     fn cudaGraphGetRootNodes(g: cudaGraph_t, out: *mut cudaGraphNode_t, num: *mut usize) {
-        let roots = with(|r| r.roots(g as u64))?;
-        fill(out, num, &roots)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { graph_get_root_nodes(g, out, num) }
     }
 
     fn cudaGraphGetEdges(g: cudaGraph_t, from: *mut cudaGraphNode_t, to: *mut cudaGraphNode_t, edge_data: *mut u8, num: *mut usize) {
-        get_edges(g, from, to, edge_data, num)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { graph_get_edges(g, from, to, edge_data, num) }
     }
 
     fn __v12_cudaGraphGetEdges(g: cudaGraph_t, from: *mut cudaGraphNode_t, to: *mut cudaGraphNode_t, num: *mut usize) {
@@ -251,8 +207,8 @@ entry! {
     }
 
     fn cudaGraphAddDependencies(g: cudaGraph_t, from: *const cudaGraphNode_t, to: *const cudaGraphNode_t, edge_data: *const u8, n: usize) {
-        check_edge_data(edge_data, n)?;
-        add_dependencies(g, from, to, n)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { graph_add_dependencies(g, from, to, edge_data, n) }
     }
 
     fn __v12_cudaGraphAddDependencies(g: cudaGraph_t, from: *const cudaGraphNode_t, to: *const cudaGraphNode_t, n: usize) {
@@ -265,8 +221,8 @@ entry! {
     }
 
     fn cudaGraphRemoveDependencies(g: cudaGraph_t, from: *const cudaGraphNode_t, to: *const cudaGraphNode_t, edge_data: *const u8, n: usize) {
-        check_edge_data(edge_data, n)?;
-        remove_dependencies(g, from, to, n)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { graph_remove_dependencies(g, from, to, edge_data, n) }
     }
 
     fn __v12_cudaGraphRemoveDependencies(g: cudaGraph_t, from: *const cudaGraphNode_t, to: *const cudaGraphNode_t, n: usize) {
@@ -279,7 +235,8 @@ entry! {
     }
 
     fn cudaGraphNodeGetDependencies(node: cudaGraphNode_t, out: *mut cudaGraphNode_t, edge_data: *mut u8, num: *mut usize) {
-        node_deps(node, out, edge_data, num)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { graph_node_get_dependencies(node, out, edge_data, num) }
     }
 
     fn __v12_cudaGraphNodeGetDependencies(node: cudaGraphNode_t, out: *mut cudaGraphNode_t, num: *mut usize) {
@@ -291,7 +248,8 @@ entry! {
     }
 
     fn cudaGraphNodeGetDependentNodes(node: cudaGraphNode_t, out: *mut cudaGraphNode_t, edge_data: *mut u8, num: *mut usize) {
-        node_dependents(node, out, edge_data, num)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { graph_node_get_dependent_nodes(node, out, edge_data, num) }
     }
 
     fn __v12_cudaGraphNodeGetDependentNodes(node: cudaGraphNode_t, out: *mut cudaGraphNode_t, num: *mut usize) {

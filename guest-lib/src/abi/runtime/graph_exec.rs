@@ -39,7 +39,8 @@ entry! {
     }
 
     fn cudaGraphInstantiateWithFlags(out: *mut cudaGraphExec_t, g: cudaGraph_t, flags: u64) {
-        instantiate(out, g, flags, false)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { graph_instantiate_with_flags(out, g, flags) }
     }
 
     fn cudaGraphInstantiateWithParams(out: *mut cudaGraphExec_t, g: cudaGraph_t, p: *mut cudaGraphInstantiateParams) {
@@ -57,22 +58,19 @@ entry! {
     }
 
     fn cudaGraphExecDestroy(exec: cudaGraphExec_t) {
-        with(|r| {
-            let mut e = r.execs.remove(&(exec as u64)).ok_or(Error::INVALID_VALUE)?;
-            e.touch(&mut r.stale_graphs);
-            r.release_users(e.users);
-            for s in e.steps.iter() {
-                if let Kind::MemAlloc { ptr, .. } = s.kind {
-                    r.drop_graph_mem(ptr);
-                }
-            }
-            Ok(())
-        })
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { graph_exec_destroy(exec) }
     }
 
-    fn cudaGraphLaunch(exec: cudaGraphExec_t, stream: cudaStream_t) { launch(exec, stream, false) }
+    fn cudaGraphLaunch(exec: cudaGraphExec_t, stream: cudaStream_t) {
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { graph_launch(exec, stream) }
+    }
     fn cudaGraphLaunch_ptsz(exec: cudaGraphExec_t, stream: cudaStream_t) { launch(exec, stream, true) }
-    fn cudaGraphUpload(exec: cudaGraphExec_t, stream: cudaStream_t) { upload(exec, stream, false) }
+    fn cudaGraphUpload(exec: cudaGraphExec_t, stream: cudaStream_t) {
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { graph_upload(exec, stream) }
+    }
     fn cudaGraphUpload_ptsz(exec: cudaGraphExec_t, stream: cudaStream_t) { upload(exec, stream, true) }
 
     fn cudaGraphExecUpdate(exec: cudaGraphExec_t, g: cudaGraph_t, info: *mut cudaGraphExecUpdateResultInfo) {
@@ -92,7 +90,8 @@ entry! {
     }
 
     fn cudaGraphExecMemsetNodeSetParams(exec: cudaGraphExec_t, node: cudaGraphNode_t, p: *const cudaMemsetParams) {
-        exec_set(exec, node, graph::memset_from_c(p))
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { graph_exec_memset_node_set_params(exec, node, p) }
     }
 
     fn cudaGraphExecMemcpyNodeSetParamsToSymbol(exec: cudaGraphExec_t, node: cudaGraphNode_t, symbol: *const c_void, src: *const c_void, count: usize, offset: usize, kind: c_int) {
@@ -127,6 +126,7 @@ entry! {
     }
 
     fn cudaGraphExecHostNodeSetParams(exec: cudaGraphExec_t, node: cudaGraphNode_t, p: *const cudaHostNodeParams) {
-        exec_set(exec, node, graph::host_from_c(p))
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { graph_exec_host_node_set_params(exec, node, p) }
     }
 }

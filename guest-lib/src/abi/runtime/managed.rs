@@ -17,27 +17,28 @@ use std::ffi::{c_int, c_void};
 
 entry! {
     fn cudaMallocManaged(dev_ptr: *mut *mut c_void, size: usize, flags: u32) {
-        malloc_managed(dev_ptr, size, flags)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { malloc_managed_call(dev_ptr, size, flags) }
     }
 
     fn cudaMemPrefetchAsync(ptr: *const c_void, count: usize, loc: cudaMemLocation, flags: u32, stream: cudaStream_t) {
-        let c = client::client()?;
-        prefetch(ptr, count, check_location(c, loc), flags, stream, false)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { mem_prefetch_async(ptr, count, loc, flags, stream) }
     }
 
     fn cudaMemPrefetchAsync_ptsz(ptr: *const c_void, count: usize, loc: cudaMemLocation, flags: u32, stream: cudaStream_t) {
-        let c = client::client()?;
-        prefetch(ptr, count, check_location(c, loc), flags, stream, true)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { mem_prefetch_async_ptsz(ptr, count, loc, flags, stream) }
     }
 
     fn __v12_cudaMemPrefetchAsync(ptr: *const c_void, count: usize, device: c_int, stream: cudaStream_t) {
-        let c = client::client()?;
-        prefetch(ptr, count, check_device_id(c, device, true), 0, stream, false)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { v12_mem_prefetch_async(ptr, count, device, stream) }
     }
 
     fn __v12_cudaMemPrefetchAsync_ptsz(ptr: *const c_void, count: usize, device: c_int, stream: cudaStream_t) {
-        let c = client::client()?;
-        prefetch(ptr, count, check_device_id(c, device, true), 0, stream, true)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { v12_mem_prefetch_async_ptsz(ptr, count, device, stream) }
     }
 
     fn cudaMemPrefetchAsync_v2(ptr: *const c_void, count: usize, loc: cudaMemLocation, flags: u32, stream: cudaStream_t) {
@@ -51,13 +52,13 @@ entry! {
     }
 
     fn cudaMemAdvise(ptr: *const c_void, count: usize, advice: c_int, loc: cudaMemLocation) {
-        let c = client::client()?;
-        advise(ptr, count, advice, check_location(c, loc))
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { mem_advise(ptr, count, advice, loc) }
     }
 
     fn __v12_cudaMemAdvise(ptr: *const c_void, count: usize, advice: c_int, device: c_int) {
-        let c = client::client()?;
-        advise(ptr, count, advice, check_device_id(c, device, true))
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { v12_mem_advise(ptr, count, advice, device) }
     }
 
     fn cudaMemAdvise_v2(ptr: *const c_void, count: usize, advice: c_int, loc: cudaMemLocation) {
@@ -66,11 +67,13 @@ entry! {
     }
 
     fn cudaMemRangeGetAttribute(data: *mut c_void, size: usize, attr: c_int, ptr: *const c_void, count: usize) {
-        range_attribute(data, size, attr, ptr, count)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { mem_range_get_attribute(data, size, attr, ptr, count) }
     }
 
     fn cudaMemRangeGetAttributes(data: *mut *mut c_void, sizes: *mut usize, attrs: *mut c_int, n: usize, ptr: *const c_void, count: usize) {
-        range_attributes(data, sizes, attrs, n, ptr, count)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { mem_range_get_attributes(data, sizes, attrs, n, ptr, count) }
     }
 
     fn cudaStreamAttachMemAsync(stream: cudaStream_t, ptr: *mut c_void, length: usize, flags: u32) {

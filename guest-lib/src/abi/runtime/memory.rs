@@ -3,25 +3,18 @@
 //! and symbol copies.
 
 use crate::client::{self};
+use crate::core::host_memory::*;
 use crate::core::memcpy_batch::*;
 use crate::core::memory::*;
 use crate::core::stream::capture_stream_handle;
 use crate::error::Error;
 use crate::ffi::{cudaPointerAttributes, cudaPointerAttributesV12, cudaStream_t, write_out};
-use crate::mirror::{Kind, Range};
-use crate::shared::{self};
-use crate::state;
 use std::ffi::{c_int, c_void};
 
 entry! {
     fn cudaMalloc(dev_ptr: *mut *mut c_void, size: usize) {
-        if dev_ptr.is_null() {
-            return Err(Error::INVALID_VALUE);
-        }
-        crate::core::capture::check_unsafe()?;
-        let p = malloc(client::client()?, size)?;
-        // SAFETY: checked non-null; the caller's output pointer.
-        unsafe { write_out(dev_ptr, p as *mut c_void) }
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { malloc_call(dev_ptr, size) }
     }
 
     fn cudaMallocPitch(dev_ptr: *mut *mut c_void, pitch: *mut usize, width: usize, height: usize) {
@@ -37,17 +30,13 @@ entry! {
     }
 
     fn cudaFree(dev_ptr: *mut c_void) {
-        let c = client::client()?;
-        c.check_sticky()?;
-        crate::core::capture::check_unsafe()?;
-        free(c, dev_ptr as u64)?;
-        // A block of a memory pool leaves its pool.
-        crate::core::pool::on_free(dev_ptr as u64);
-        Ok(())
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { free_call(dev_ptr) }
     }
 
     fn cudaMemcpy(dst: *mut c_void, src: *const c_void, count: usize, kind: c_int) {
-        memcpy(client::client()?, Copy2D::linear(dst as u64, src as u64, count as u64), kind, None)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { memcpy_call(dst, src, count, kind) }
     }
 
     fn cudaMemcpy_ptds(dst: *mut c_void, src: *const c_void, count: usize, kind: c_int) {
@@ -55,9 +44,8 @@ entry! {
     }
 
     fn cudaMemcpyAsync(dst: *mut c_void, src: *const c_void, count: usize, kind: c_int, stream: cudaStream_t) {
-        let c = client::client()?;
-        let s = capture_stream_handle(c, stream, false)?;
-        memcpy(c, Copy2D::linear(dst as u64, src as u64, count as u64), kind, Some(s))
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { memcpy_async(dst, src, count, kind, stream) }
     }
 
     fn cudaMemcpyAsync_ptsz(dst: *mut c_void, src: *const c_void, count: usize, kind: c_int, stream: cudaStream_t) {
@@ -77,10 +65,8 @@ entry! {
     }
 
     fn cudaMemcpy2DAsync(dst: *mut c_void, dpitch: usize, src: *const c_void, spitch: usize, width: usize, height: usize, kind: c_int, stream: cudaStream_t) {
-        let c = client::client()?;
-        let s = capture_stream_handle(c, stream, false)?;
-        let cp = Copy2D { dst: dst as u64, dpitch: dpitch as u64, src: src as u64, spitch: spitch as u64, width: width as u64, height: height as u64 };
-        memcpy(c, cp, kind, Some(s))
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { memcpy_2d_async(dst, dpitch, src, spitch, width, height, kind, stream) }
     }
 
     fn cudaMemcpy2DAsync_ptsz(dst: *mut c_void, dpitch: usize, src: *const c_void, spitch: usize, width: usize, height: usize, kind: c_int, stream: cudaStream_t) {
@@ -131,68 +117,33 @@ entry! {
     }
 
     fn cudaHostAlloc(ptr: *mut *mut c_void, size: usize, flags: u32) {
-        host_alloc(client::client()?, ptr, size, flags)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { host_alloc_call(ptr, size, flags) }
     }
 
     fn cudaFreeHost(ptr: *mut c_void) {
-        host_free(client::client()?, ptr)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { free_host(ptr) }
     }
 
     fn cudaHostRegister(ptr: *mut c_void, size: usize, flags: u32) {
-        let c = client::client()?;
-        if ptr.is_null() || size == 0 || flags & !HOST_REGISTER_FLAGS != 0 {
-            return Err(Error::INVALID_VALUE);
-        }
-        if c.mirror.find(ptr as u64).is_some() {
-            return Err(Error(vcuda_protocol::status::HOST_MEMORY_ALREADY_REGISTERED));
-        }
-        if flags & MAPPED != 0 {
-            // Kernels reach it in place: its pages move onto memory shared with the backend.
-            shared::register_mapped(c, ptr as u64, size as u64)?;
-        }
-        c.mirror.insert(Range { base: ptr as u64, len: size as u64, kind: Kind::HostRegistered(flags), device: state::device() });
-        Ok(())
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { host_register(ptr, size, flags) }
     }
 
     fn cudaHostUnregister(ptr: *mut c_void) {
-        let c = client::client()?;
-        let r = c
-            .mirror
-            .remove(ptr as u64, |k| matches!(k, Kind::HostRegistered(_)))
-            .ok_or(Error(vcuda_protocol::status::HOST_MEMORY_NOT_REGISTERED))?;
-        if matches!(r.kind, Kind::HostRegistered(f) if f & MAPPED != 0) {
-            shared::unregister_mapped(c, r.base, r.len);
-        }
-        Ok(())
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { host_unregister(ptr) }
     }
 
     fn cudaHostGetDevicePointer(dev_ptr: *mut *mut c_void, host: *mut c_void, flags: u32) {
-        let c = client::client()?;
-        if dev_ptr.is_null() || flags != 0 || c.mirror.find(host as u64).is_none() {
-            return Err(Error::INVALID_VALUE);
-        }
-        // With unified addressing the device pointer is the host pointer. Memory kernels
-        // cannot reach (no mapping on this transport, or registered memory the library
-        // could not share) fails as where CUDA did not map it for the device.
-        let d = shared::device_pointer(c, host as u64).ok_or(Error::MEMORY_ALLOCATION)?;
-        // SAFETY: output pointer from the caller, checked for null.
-        unsafe { write_out(dev_ptr, d as *mut c_void) }
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { host_get_device_pointer(dev_ptr, host, flags) }
     }
 
     fn cudaHostGetFlags(flags: *mut u32, host: *mut c_void) {
-        let c = client::client()?;
-        // As NVIDIA's runtime answers (CUDA 13.0, measured): cudaHostAlloc's flags as given,
-        // cudaHostRegister's Portable flag alone (not ReadOnly, IoMemory), plus Mapped for
-        // memory kernels can reach, which with unified addressing is all page-locked memory
-        // on a GPU; here, what the executor maps.
-        let mapped = || shared::device_pointer(c, host as u64).map_or(0, |_| MAPPED);
-        let f = match c.mirror.find(host as u64).map(|r| r.kind) {
-            Some(Kind::HostAlloc(f)) => f | mapped(),
-            Some(Kind::HostRegistered(f)) => (f & PORTABLE) | mapped(),
-            _ => return Err(Error::INVALID_VALUE),
-        };
-        // SAFETY: output pointer from the caller, checked for null.
-        unsafe { write_out(flags, f) }
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { host_get_flags(flags, host) }
     }
 
     fn cudaPointerGetAttributes(attrs: *mut cudaPointerAttributes, ptr: *const c_void) {

@@ -26,7 +26,8 @@ entry! {
     }
 
     fn cudaMemcpy3D(p: *const cudaMemcpy3DParms) {
-        memcpy_3d(p, None)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { memcpy_3d_call(p) }
     }
 
     fn cudaMemcpy3D_ptds(p: *const cudaMemcpy3DParms) {
@@ -42,7 +43,8 @@ entry! {
     }
 
     fn cudaMemcpy3DAsync(p: *const cudaMemcpy3DParms, stream: cudaStream_t) {
-        memcpy_3d(p, Some((stream, false)))
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { memcpy_3d_async(p, stream) }
     }
 
     fn cudaMemcpy3DAsync_ptsz(p: *const cudaMemcpy3DParms, stream: cudaStream_t) {

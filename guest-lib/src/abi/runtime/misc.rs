@@ -4,7 +4,6 @@
 
 use crate::client::{self};
 use crate::core::misc::*;
-use crate::core::stream::stream_handle;
 use crate::error::Error;
 use crate::ffi::{cudaStream_t, write_out};
 use crate::props_gen::cudaDeviceProp13;
@@ -13,7 +12,8 @@ use vcuda_protocol::attr;
 
 entry! {
     fn cudaLaunchHostFunc(stream: cudaStream_t, func: Option<HostFn>, user_data: *mut c_void) {
-        launch_host_func(stream, func, user_data, false)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { launch_host_func_call(stream, func, user_data) }
     }
 
     fn cudaLaunchHostFunc_ptsz(stream: cudaStream_t, func: Option<HostFn>, user_data: *mut c_void) {
@@ -21,15 +21,8 @@ entry! {
     }
 
     fn cudaStreamAddCallback(stream: cudaStream_t, cb: StreamCallback, user_data: *mut c_void, flags: u32) {
-        let f = cb.ok_or(Error::INVALID_VALUE)?;
-        if flags != 0 {
-            return Err(Error::INVALID_VALUE);
-        }
-        let c = client::client()?;
-        let st = drain(c, stream_handle(c, stream, false)?);
-        // SAFETY: the program's callback, called with the stream's status, as CUDA does.
-        unsafe { f(stream, st, user_data) };
-        Ok(())
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { stream_add_callback(stream, cb, user_data, flags) }
     }
 
     fn cudaOccupancyMaxActiveBlocksPerMultiprocessor(num_blocks: *mut c_int, func: *const c_void, block: c_int, smem: usize) {
@@ -41,42 +34,18 @@ entry! {
     }
 
     fn cudaMemcpyPeer(dst: *mut c_void, dst_dev: c_int, src: *const c_void, src_dev: c_int, count: usize) {
-        let c = client::client()?;
-        c.check_device(dst_dev)?;
-        c.check_device(src_dev)?;
-        // SAFETY: forwarding the caller's pointers.
-        match unsafe { crate::abi::runtime::memory::cudaMemcpy(dst, src, count, crate::ffi::memcpy_kind::D2D) } {
-            0 => Ok(()),
-            e => Err(Error(e)),
-        }
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { memcpy_peer(dst, dst_dev, src, src_dev, count) }
     }
 
     fn cudaMemcpyPeerAsync(dst: *mut c_void, dst_dev: c_int, src: *const c_void, src_dev: c_int, count: usize, stream: cudaStream_t) {
-        let c = client::client()?;
-        c.check_device(dst_dev)?;
-        c.check_device(src_dev)?;
-        // SAFETY: forwarding the caller's pointers.
-        match unsafe { crate::abi::runtime::memory::cudaMemcpyAsync(dst, src, count, crate::ffi::memcpy_kind::D2D, stream) } {
-            0 => Ok(()),
-            e => Err(Error(e)),
-        }
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { memcpy_peer_async(dst, dst_dev, src, src_dev, count, stream) }
     }
 
     fn cudaDeviceGetPCIBusId(bus_id: *mut c_char, len: c_int, device: c_int) {
-        let info = client::client()?.device_info(device)?;
-        let a = |n| info.attr(n).unwrap_or(0);
-        let s = format!("{:04x}:{:02x}:{:02x}.0\0", a(attr::PCI_DOMAIN_ID), a(attr::PCI_BUS_ID), a(attr::PCI_DEVICE_ID));
-        if bus_id.is_null() || len <= 0 {
-            return Err(Error::INVALID_VALUE);
-        }
-        let n = s.len().min(len as usize);
-        // SAFETY: the caller's buffer of `len` bytes; at most `len` are written and the last
-        // one is a NUL.
-        unsafe {
-            std::ptr::copy_nonoverlapping(s.as_ptr(), bus_id.cast::<u8>(), n);
-            *bus_id.add(n - 1) = 0;
-        }
-        Ok(())
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { device_get_pci_bus_id(bus_id, len, device) }
     }
 
     // Profiler markers: vcuda has no profiler to start, so they only make sure the runtime

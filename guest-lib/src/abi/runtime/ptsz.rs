@@ -14,37 +14,37 @@ use std::ffi::{c_char, c_int, c_void};
 entry! {
     fn cudaMallocAsync_ptsz(dev_ptr: *mut *mut c_void, size: usize, stream: cudaStream_t) {
         // SAFETY: forwarding the caller's arguments.
-        done(unsafe { crate::abi::runtime::pool::cudaMallocAsync(dev_ptr, size, per_thread(stream)) })
+        unsafe { crate::core::pool::malloc_async(dev_ptr, size, per_thread(stream)) }
     }
 
     fn cudaMallocFromPoolAsync_ptsz(dev_ptr: *mut *mut c_void, size: usize, pool: cudaMemPool_t, stream: cudaStream_t) {
         // SAFETY: forwarding the caller's arguments.
-        done(unsafe { crate::abi::runtime::pool::cudaMallocFromPoolAsync(dev_ptr, size, pool, per_thread(stream)) })
+        unsafe { crate::core::pool::malloc_from_pool_async(dev_ptr, size, pool, per_thread(stream)) }
     }
 
     fn cudaFreeAsync_ptsz(dev_ptr: *mut c_void, stream: cudaStream_t) {
         // SAFETY: forwarding the caller's arguments.
-        done(unsafe { crate::abi::runtime::pool::cudaFreeAsync(dev_ptr, per_thread(stream)) })
+        unsafe { crate::core::pool::free_async(dev_ptr, per_thread(stream)) }
     }
 
     fn cudaStreamAddCallback_ptsz(stream: cudaStream_t, cb: StreamCallback, user_data: *mut c_void, flags: u32) {
         // SAFETY: forwarding the caller's arguments.
-        done(unsafe { crate::abi::runtime::misc::cudaStreamAddCallback(per_thread(stream), cb, user_data, flags) })
+        unsafe { crate::core::misc::stream_add_callback(per_thread(stream), cb, user_data, flags) }
     }
 
     fn cudaStreamGetFlags_ptsz(stream: cudaStream_t, flags: *mut u32) {
-        // SAFETY: forwarding the caller's arguments.
-        done(unsafe { crate::abi::runtime::stream::cudaStreamGetFlags(per_thread(stream), flags) })
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { stream_get_flags_ptsz(stream, flags) }
     }
 
     fn cudaStreamGetPriority_ptsz(stream: cudaStream_t, priority: *mut c_int) {
-        // SAFETY: forwarding the caller's arguments.
-        done(unsafe { crate::abi::runtime::stream::cudaStreamGetPriority(per_thread(stream), priority) })
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { stream_get_priority_ptsz(stream, priority) }
     }
 
     fn cudaStreamGetDevice_ptsz(stream: cudaStream_t, device: *mut c_int) {
         // SAFETY: forwarding the caller's arguments.
-        done(unsafe { crate::abi::runtime::stream::cudaStreamGetDevice(per_thread(stream), device) })
+        unsafe { crate::core::stream::stream_get_device(per_thread(stream), device) }
     }
 
     fn cudaGetDriverEntryPoint_ptsz(symbol: *const c_char, pfn: *mut *mut c_void, flags: u64, status: *mut c_int) {

@@ -1,0 +1,344 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! `vcuda vm run` itself: prepares the initrd, starts the backend and QEMU, watches them
+//! until the program ends, times out or a signal asks to stop, and reports the outcome.
+
+use std::collections::HashSet;
+use std::fs::{self, File};
+use std::io;
+use std::os::fd::AsRawFd;
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use super::added::{Added, added, is_elf, is_shared_library};
+use super::console::{Console, spawn_console_reader, spawn_copy};
+use super::image::guest_image;
+use super::initramfs::{GUEST_BIN_DIR, GUEST_LIB_DIR, build_initrd, run_script};
+use super::kvm::kvm_usable;
+use super::options::VmOptions;
+use super::process::{
+    Guard, STOP_SIGNAL, backend_exe, die_with_parent, install_signal_handlers, pipe, unix_listening,
+};
+use super::program::{extra_libraries, resolve_program};
+use crate::libdir;
+
+/// Exit code when the guest never reported the program's status (boot failure, crash).
+const EXIT_VM_FAILED: u8 = 125;
+
+/// Exit code on timeout (like timeout(1)).
+const EXIT_TIMEOUT: u8 = 124;
+
+/// How long the backend may take to listen.
+const BACKEND_START_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Runs the program in a VM; returns its exit code.
+pub fn run(opts: &VmOptions) -> io::Result<u8> {
+    install_signal_handlers();
+    let lib_dir = libdir::lib_dir()?;
+    let provided: HashSet<String> = fs::read_dir(&lib_dir)?
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .chain(libdir::SONAMES.iter().map(|s| (*s).to_owned()))
+        .collect();
+
+    let program = resolve_program(&opts.program[0])?;
+    let mut env = Vec::new();
+    for kv in &opts.env {
+        let (k, v) = kv
+            .split_once('=')
+            .filter(|(k, _)| {
+                !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            })
+            .ok_or_else(|| io::Error::other(format!("--env wants KEY=VALUE, got {kv:?}")))?;
+        env.push((k.to_owned(), v.to_owned()));
+    }
+    for k in ["VCUDA_LOG"] {
+        if let Ok(v) = std::env::var(k)
+            && !env.iter().any(|(n, _)| n == k)
+        {
+            env.push((k.to_owned(), v));
+        }
+    }
+
+    let image = guest_image(opts, &lib_dir)?;
+    let base: HashSet<String> = fs::read_to_string(&image.manifest)?
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    let extra = opts
+        .add
+        .iter()
+        .map(String::as_str)
+        .map(added)
+        .collect::<io::Result<Vec<_>>>()?
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>();
+    let mut libs = extra_libraries(&program, &provided, &base)?;
+    // Shared libraries among the added files (a Python package's extension modules) need
+    // theirs too; those the added files provide themselves are found by their rpath.
+    for a in &extra {
+        if let Added::File(src, _) = a
+            && is_shared_library(src)
+            && is_elf(src)
+        {
+            let found = extra_libraries(src, &provided, &base).unwrap_or_else(|e| {
+                eprintln!("vcuda vm run: warning: {e}");
+                Vec::new()
+            });
+            for l in found {
+                // Compared by where they really are (ldd may name a shipped file through
+                // `..`), kept under the name ldd found (the soname).
+                let real = fs::canonicalize(&l).unwrap_or_else(|_| l.clone());
+                let shipped = extra
+                    .iter()
+                    .any(|e| matches!(e, Added::File(s, _) if *s == real));
+                if !shipped && !libs.contains(&l) {
+                    libs.push(l);
+                }
+            }
+        }
+    }
+    let mut lib_path = vec![GUEST_LIB_DIR.to_owned()];
+    for l in &libs {
+        let d = l
+            .parent()
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if !lib_path.contains(&d) {
+            lib_path.push(d);
+        }
+    }
+    let name = program
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "program".into());
+    let guest_program = format!("{GUEST_BIN_DIR}/{name}");
+    let script = run_script(
+        &guest_program,
+        &opts.program[1..],
+        &env,
+        &lib_path.join(":"),
+    );
+
+    let tmp = tempfile::Builder::new().prefix("vcuda-vm-").tempdir()?;
+    let initrd = tmp.path().join("initrd");
+    build_initrd(
+        &initrd,
+        &image,
+        &program,
+        &guest_program,
+        &script,
+        &libs,
+        &extra,
+    )?;
+
+    // The backend.
+    let queues = opts.queues.unwrap_or(opts.smp.clamp(1, 16));
+    let socket = tmp.path().join("vhost-user.sock");
+    let mut backend_cmd = Command::new(backend_exe()?);
+    // SAFETY: Between fork and exec the closure only calls prctl (async-signal-safe).
+    unsafe {
+        backend_cmd.pre_exec(die_with_parent);
+    }
+    let mut backend = Guard::new(
+        backend_cmd
+            .arg("vhost-user")
+            .arg("--socket")
+            .arg(&socket)
+            .args([
+                "--executor",
+                &opts.executor,
+                "--queues",
+                &queues.to_string(),
+                // A private backend for one VM: its programs may use all the memory.
+                "--session-mem-limit",
+                "100%",
+            ])
+            .env(
+                "RUST_LOG",
+                std::env::var("VCUDA_BACKEND_LOG").unwrap_or_else(|_| "warn".into()),
+            )
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .process_group(0)
+            .spawn()
+            .map_err(|e| io::Error::new(e.kind(), format!("cannot start vcuda-backend: {e}")))?,
+        "vcuda-backend",
+    );
+    let t = Instant::now();
+    while !unix_listening(&socket) {
+        if let Some(st) = backend.child().try_wait()? {
+            return Err(io::Error::other(format!("vcuda-backend exited ({st})")));
+        }
+        if t.elapsed() > BACKEND_START_TIMEOUT {
+            return Err(io::Error::other("vcuda-backend did not start listening"));
+        }
+        if STOP_SIGNAL.load(Ordering::SeqCst) != 0 {
+            return Ok(130);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+
+    // QEMU: stdout, stderr and console pipes become its fds 3, 4 and 5.
+    let accel = match opts.accel.as_str() {
+        "auto" if kvm_usable() => "kvm",
+        "auto" => "tcg",
+        a => a,
+    };
+    let (out_r, out_w) = pipe()?;
+    let (err_r, err_w) = pipe()?;
+    let (con_r, con_w) = pipe()?;
+    let mem = format!("{}M", opts.memory_mib);
+    let mut append = String::from("console=ttyS0 panic=-1 loglevel=5");
+    if opts.check_unload {
+        append += " vcuda.check_unload=1";
+    }
+    let mut qemu_cmd = Command::new(&image.qemu);
+    qemu_cmd
+        .args(["-machine", "q35,memory-backend=mem", "-accel", accel])
+        .args(["-cpu", if accel == "kvm" { "host" } else { "max" }])
+        .args(["-smp", &opts.smp.to_string(), "-m", &mem])
+        .arg("-object")
+        .arg(format!("memory-backend-memfd,id=mem,size={mem},share=on"))
+        .arg("-chardev")
+        .arg(format!("socket,id=vcuda,path={}", socket.display()))
+        .arg("-device")
+        .arg(format!(
+            "vhost-user-cuda-pci,chardev=vcuda,num-request-queues={queues}"
+        ))
+        .args(["-device", "virtio-serial-pci,id=vser"])
+        .args(["-chardev", "file,id=vout,path=/proc/self/fd/3,append=on"])
+        .args([
+            "-device",
+            "virtserialport,bus=vser.0,chardev=vout,name=vcuda.stdout",
+        ])
+        .args(["-chardev", "file,id=verr,path=/proc/self/fd/4,append=on"])
+        .args([
+            "-device",
+            "virtserialport,bus=vser.0,chardev=verr,name=vcuda.stderr",
+        ])
+        .args(["-chardev", "file,id=con,path=/proc/self/fd/5,append=on"])
+        .args(["-serial", "chardev:con"])
+        .args([
+            "-display",
+            "none",
+            "-monitor",
+            "none",
+            "-nodefaults",
+            "-no-reboot",
+        ]);
+    for d in &image.firmware {
+        qemu_cmd.arg("-L").arg(d);
+    }
+    qemu_cmd
+        .arg("-kernel")
+        .arg(&image.bzimage)
+        .arg("-initrd")
+        .arg(&initrd)
+        .arg("-append")
+        .arg(&append)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .process_group(0);
+    let fds = [out_w.as_raw_fd(), err_w.as_raw_fd(), con_w.as_raw_fd()];
+    // SAFETY: Between fork and exec the closure only calls prctl and dup2 (async-signal-safe);
+    // dup2 clears close-on-exec on the copies.
+    unsafe {
+        qemu_cmd.pre_exec(move || {
+            die_with_parent()?;
+            for (i, fd) in fds.iter().enumerate() {
+                if libc::dup2(*fd, 3 + i as libc::c_int) < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+    let started = Instant::now();
+    let mut qemu = Guard::new(
+        qemu_cmd
+            .spawn()
+            .map_err(|e| io::Error::new(e.kind(), format!("cannot start QEMU: {e}")))?,
+        "QEMU",
+    );
+    drop((out_w, err_w, con_w));
+
+    let console = Arc::new(Mutex::new(Console::default()));
+    let log = match &opts.console_log {
+        Some(p) => Some(File::create(p)?),
+        None => None,
+    };
+    let con_thread = spawn_console_reader(con_r, console.clone(), log, opts.verbose);
+    let out_thread = spawn_copy(out_r, io::stdout());
+    let err_thread = spawn_copy(err_r, io::stderr());
+
+    enum Stop {
+        Exited(std::process::ExitStatus),
+        Timeout,
+        Signal(i32),
+    }
+    let stop = loop {
+        if let Some(st) = qemu.child().try_wait()? {
+            break Stop::Exited(st);
+        }
+        let sig = STOP_SIGNAL.load(Ordering::SeqCst);
+        if sig != 0 {
+            break Stop::Signal(sig);
+        }
+        if started.elapsed() > opts.timeout {
+            break Stop::Timeout;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    qemu.stop();
+    backend.stop();
+    let _ = out_thread.join();
+    let _ = err_thread.join();
+    let _ = con_thread.join();
+    let st = console.lock().unwrap_or_else(|e| e.into_inner());
+    let elapsed = started.elapsed().as_secs_f64();
+    let report_tail = |why: &str| {
+        eprintln!("vcuda vm: {why}; last guest console lines:");
+        for l in &st.tail {
+            eprintln!("  | {l}");
+        }
+    };
+    let qemu_status = match stop {
+        Stop::Timeout => {
+            report_tail(&format!(
+                "timed out after {} s (--timeout)",
+                opts.timeout.as_secs()
+            ));
+            return Ok(EXIT_TIMEOUT);
+        }
+        Stop::Signal(sig) => {
+            eprintln!("vcuda vm: interrupted; the VM was stopped");
+            return Ok(128u8.wrapping_add(sig as u8));
+        }
+        Stop::Exited(st) => st,
+    };
+    if let Some(e) = &st.error {
+        report_tail(&format!("the guest could not run the program: {e}"));
+        return Ok(EXIT_VM_FAILED);
+    }
+    let Some(code) = st.exit_status else {
+        report_tail(&format!(
+            "the guest stopped without reporting the program's exit status (QEMU: {}, {:.1} s)",
+            qemu_status, elapsed
+        ));
+        return Ok(EXIT_VM_FAILED);
+    };
+    if opts.check_unload && st.rmmod_ok != Some(true) {
+        report_tail("unloading the vcuda module in the guest failed");
+        return Ok(EXIT_VM_FAILED);
+    }
+    if std::env::var_os("VCUDA_VM_TIMING").is_some() {
+        eprintln!("vcuda vm: VM ran {elapsed:.1} s ({accel})");
+    }
+    Ok(u8::try_from(code).unwrap_or(1))
+}

@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! Modules, their functions and variables: loading, function lookup and attributes,
+//! kernel parameter layouts, symbols.
+
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+
+/// Module-load flag: the image follows as an out segment.
+pub const MODULE_HAS_DATA: u32 = 1 << 0;
+
+wire_struct!(
+    /// `ModuleLoad` request. Without [`MODULE_HAS_DATA`], the host looks the image up by
+    /// hash in its cache and answers `need_data = 1` if it does not have it.
+    ModuleLoadReq, 48 {
+        /// SHA-256 of the image.
+        hash: [u8; 32],
+        /// Bytes of the image.
+        size: u64,
+        /// `MODULE_*` flags.
+        flags: u32,
+        /// Zero.
+        reserved: u32,
+    }
+);
+
+wire_struct!(
+    /// `ModuleLoad` reply.
+    ModuleLoadResp, 16 {
+        /// Module handle (0 when `need_data`).
+        handle: u64,
+        /// 1: send the image.
+        need_data: u32,
+        /// Zero.
+        reserved: u32,
+    }
+);
+
+wire_struct!(
+    /// `FunctionGet` request; tail: the mangled name.
+    FunctionGetReq, 8 {
+        /// Module handle.
+        module: u64,
+    }
+);
+
+wire_struct!(
+    /// What `cudaFuncGetAttributes` reports, version independent.
+    FuncAttrs, 64 {
+        /// Static shared memory bytes.
+        shared_size_bytes: u64,
+        /// Constant memory bytes.
+        const_size_bytes: u64,
+        /// Local memory bytes per thread.
+        local_size_bytes: u64,
+        /// Most threads per block.
+        max_threads_per_block: i32,
+        /// Registers per thread.
+        num_regs: i32,
+        /// PTX ISA version x 10 (e.g. 90).
+        ptx_version: i32,
+        /// Binary (SASS) version x 10.
+        binary_version: i32,
+        /// Compiled with `-Xptxas --dlcm=ca`.
+        cache_mode_ca: i32,
+        /// Most dynamic shared memory bytes a launch may ask for.
+        max_dynamic_shared_size_bytes: i32,
+        /// Preferred shared memory carve-out, percent or -1.
+        preferred_shmem_carveout: i32,
+        /// Zero.
+        reserved: [i32; 3],
+    }
+);
+
+/// [`FunctionGetResp::n_params`] when the host does not know the layout.
+pub const PARAMS_UNKNOWN: u32 = u32::MAX;
+
+wire_struct!(
+    /// `FunctionGet` reply; tail: `n_params` [`ParamInfo`].
+    FunctionGetResp, 80 {
+        /// Function handle.
+        handle: u64,
+        /// Parameter count, or [`PARAMS_UNKNOWN`].
+        n_params: u32,
+        /// Total bytes of the parameter buffer.
+        param_size: u32,
+        /// Attributes.
+        attrs: FuncAttrs,
+    }
+);
+
+wire_struct!(
+    /// One kernel parameter's place in the parameter buffer.
+    ParamInfo, 8 {
+        /// Byte offset.
+        offset: u32,
+        /// Bytes.
+        size: u32,
+    }
+);
+
+wire_struct!(
+    /// `ModuleFunction` request: the kernel at `index` of a module, and how many it has.
+    ModuleFunctionReq, 16 {
+        /// Module handle.
+        module: u64,
+        /// Which kernel, in the module's order (past the end: only the count).
+        index: u32,
+        /// Zero.
+        reserved: u32,
+    }
+);
+
+wire_struct!(
+    /// `ModuleFunction` reply; tail: the kernel's mangled name (`name_len` bytes, at most
+    /// [`crate::MAX_NAME_LEN`]; none when `index` is past the end).
+    ModuleFunctionResp, 8 {
+        /// Kernels (`.entry` functions) in the module.
+        count: u32,
+        /// Bytes of the name that follows.
+        name_len: u32,
+    }
+);
+
+wire_struct!(
+    /// `SymbolGet` request; tail: the mangled name.
+    SymbolGetReq, 8 {
+        /// Module handle.
+        module: u64,
+    }
+);
+
+wire_struct!(
+    /// `SymbolBind` request; tail: the variable's name.
+    SymbolBindReq, 24 {
+        /// Module handle.
+        module: u64,
+        /// Where the variable lives from now on: memory mapped for kernels
+        /// (`MapHostMemory`), `size` bytes.
+        addr: u64,
+        /// The variable's size.
+        size: u64,
+    }
+);
+
+wire_struct!(
+    /// `SymbolGet` reply.
+    SymbolGetResp, 16 {
+        /// Device address of the variable.
+        ptr: u64,
+        /// Bytes.
+        size: u64,
+    }
+);
+
+wire_struct!(
+    /// `FuncSetAttribute` request.
+    FuncSetAttributeReq, 16 {
+        /// Function handle.
+        function: u64,
+        /// A `cudaFuncAttribute` value.
+        attr: u32,
+        /// The value.
+        value: i32,
+    }
+);

@@ -61,6 +61,7 @@ mod core {
     pub mod curand;
     pub mod device;
     pub mod error;
+    pub mod function;
     pub mod graph;
     pub mod graph_build;
     pub mod graph_exec;

@@ -371,7 +371,7 @@ pub struct cudaLaunchConfig_t {
     pub(crate) block: dim3,
     pub(crate) dynamic_smem: usize,
     pub(crate) stream: cudaStream_t,
-    pub(crate) attrs: *const crate::abi::driver::exec::CUlaunchAttribute,
+    pub(crate) attrs: *const crate::core::function::CUlaunchAttribute,
     pub(crate) num_attrs: u32,
 }
 
@@ -391,7 +391,7 @@ pub(crate) fn launch_ex(
         let attrs = unsafe { std::slice::from_raw_parts(cfg.attrs, cfg.num_attrs as usize) };
         if let Some(a) = attrs
             .iter()
-            .find(|a| !crate::abi::driver::exec::plain_launch_attribute(a))
+            .find(|a| !crate::core::function::plain_launch_attribute(a))
         {
             log::warn!(
                 "cudaLaunchKernelEx: launch attribute {} is not supported",
@@ -400,13 +400,13 @@ pub(crate) fn launch_ex(
             return Err(Error::NOT_SUPPORTED);
         }
     }
-    let attrs: &[crate::abi::driver::exec::CUlaunchAttribute] = if cfg.num_attrs > 0 {
+    let attrs: &[crate::core::function::CUlaunchAttribute] = if cfg.num_attrs > 0 {
         // SAFETY: as above.
         unsafe { std::slice::from_raw_parts(cfg.attrs, cfg.num_attrs as usize) }
     } else {
         &[]
     };
-    let cooperative = crate::abi::driver::exec::cooperative_requested(attrs);
+    let cooperative = crate::core::function::cooperative_requested(attrs);
     launch_as(
         func,
         cfg.grid,
@@ -417,7 +417,7 @@ pub(crate) fn launch_ex(
         ptsz,
         cooperative,
     )?;
-    for e in crate::abi::driver::exec::launch_events(attrs) {
+    for e in crate::core::function::launch_events(attrs) {
         crate::core::stream::record_event(e as crate::ffi::cudaEvent_t, cfg.stream, ptsz)?;
     }
     Ok(())
@@ -444,5 +444,5 @@ pub(crate) fn driver_function(func: *const c_void) -> Result<usize> {
     Ok(*g
         .get_or_insert_with(Default::default)
         .entry((func as usize, c.generation()))
-        .or_insert_with(|| crate::abi::driver::exec::from_loaded(&loaded, &f.name) as usize))
+        .or_insert_with(|| crate::core::function::from_loaded(&loaded, &f.name) as usize))
 }

@@ -9,7 +9,7 @@
 //! keep using the host stub, `__cudaGetKernel`). `cudaLibraryGetManaged` and
 //! `cudaLibraryGetUnifiedFunction` are not supported.
 
-use crate::abi::driver::exec::{self, Function};
+use crate::core::function::{self, Function};
 use crate::error::{Error, Result};
 use crate::registry::LoadedFunc;
 use std::collections::HashMap;
@@ -32,7 +32,7 @@ pub(crate) fn kernel(k: usize) -> Option<LoadedFunc> {
         // or by `cudaLibraryGetKernel`/`EnumerateKernels` whose library is loaded: a
         // library's kernels leave the table (under this lock) before it is freed.
         t.contains_key(&k)
-            .then(|| unsafe { exec::loaded_of(k as *const Function) })
+            .then(|| unsafe { function::loaded_of(k as *const Function) })
     })
 }
 

@@ -4,8 +4,8 @@
 //! thread's default stream (`cudaStreamPerThread`); any other stream is used as given.
 //! `cudaGetDriverEntryPoint*_ptsz` return the driver's per-thread variants by default.
 
-use crate::abi::driver::ptsz::per_thread;
 use crate::error::{Error, Result};
+use crate::ffi::STREAM_PER_THREAD;
 use crate::ffi::cudaStream_t;
 use std::ffi::c_int;
 
@@ -40,4 +40,13 @@ pub(crate) unsafe fn stream_get_priority_ptsz(
 ) -> Result<()> {
     // SAFETY: forwarding the caller's arguments.
     unsafe { crate::core::stream::stream_get_priority(per_thread(stream), priority) }
+}
+
+/// Stream 0 names the calling thread's default stream in a `_ptsz` call.
+pub(crate) fn per_thread(s: cudaStream_t) -> cudaStream_t {
+    if s.is_null() {
+        STREAM_PER_THREAD as cudaStream_t
+    } else {
+        s
+    }
 }

@@ -1,14 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
 //! Streams, events, modules, functions and launches.
 
+use crate::core::function::{
+    CUlaunchAttribute, Function, cooperative_requested, launch_events, plain_launch_attribute,
+};
 use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
 use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 use vcuda_protocol::{
-    FuncAttrs, FunctionGetReq, FunctionGetResp, HandleReq, LaunchReq, MAX_PARAM_LEN,
-    MODULE_HAS_DATA, ModuleFunctionReq, ModuleFunctionResp, ModuleLoadReq, PARAMS_UNKNOWN,
-    ParamInfo, SymbolGetReq, SymbolGetResp, ops,
+    FunctionGetReq, FunctionGetResp, HandleReq, LaunchReq, MAX_PARAM_LEN, MODULE_HAS_DATA,
+    ModuleFunctionReq, ModuleFunctionResp, ModuleLoadReq, PARAMS_UNKNOWN, ParamInfo, SymbolGetReq,
+    SymbolGetResp, ops,
 };
 use zerocopy::FromBytes;
 
@@ -25,47 +28,6 @@ pub struct Module {
     functions: std::sync::Mutex<Vec<Arc<Function>>>,
     /// Its kernels' names, once asked for (`cuModuleEnumerateFunctions`).
     names: std::sync::OnceLock<Vec<String>>,
-}
-
-/// What the runtime needs of a driver function `f` to launch it (a library's kernel).
-///
-/// # Safety
-///
-/// `f` is a live function (its module loaded).
-pub(crate) unsafe fn loaded_of(f: *const Function) -> crate::registry::LoadedFunc {
-    // SAFETY: the caller's guarantee.
-    let f = unsafe { &*f };
-    crate::registry::LoadedFunc {
-        handle: f.handle,
-        params: f.params.clone(),
-        param_size: f.param_size,
-        attrs: f.attrs,
-    }
-}
-
-/// The driver's view (`cudaFunction_t`) of a kernel the runtime registered: made once per
-/// kernel and kept for the process's life (`cudaGetFuncBySymbol`).
-pub(crate) fn from_loaded(f: &crate::registry::LoadedFunc, name: &str) -> *const Function {
-    Box::into_raw(Box::new(Function {
-        handle: f.handle,
-        params: f.params.clone(),
-        param_size: f.param_size,
-        attrs: f.attrs,
-        name: std::ffi::CString::new(name).unwrap_or_default(),
-        module: 0,
-    }))
-}
-
-/// `CUfunction`: a kernel of a [`Module`].
-pub struct Function {
-    handle: u64,
-    params: Vec<(u32, u32)>,
-    param_size: u32,
-    attrs: FuncAttrs,
-    /// The mangled name (`cuFuncGetName`).
-    name: std::ffi::CString,
-    /// The `Module` it came from; 0 for a kernel the runtime registered.
-    module: usize,
 }
 
 /// The session, for a driver call: a current context and no sticky error.
@@ -876,16 +838,6 @@ entry_lib! {
     }
 }
 
-/// `CUlaunchAttribute` (and the runtime's `cudaLaunchAttribute`, laid out and numbered
-/// alike): an id, padding, and a 64-byte value.
-#[repr(C)]
-pub struct CUlaunchAttribute {
-    /// The attribute.
-    pub id: u32,
-    pad: [u8; 4],
-    value: [u8; 64],
-}
-
 /// `CUlaunchConfig`.
 #[repr(C)]
 #[derive(Clone, Copy)]
@@ -896,43 +848,6 @@ pub struct CUlaunchConfig {
     pub(crate) stream: cudaStream_t,
     attrs: *const CUlaunchAttribute,
     num_attrs: c_uint,
-}
-
-/// Whether a launch handles `a`: hints (access policy, priority, memory synchronization
-/// domains, carveout, scheduling), the cooperative flag (see [`cooperative_requested`]),
-/// clusters of one block, and programmatic dependent launch: the stream serialization a
-/// kernel may relax (kept: every launch waits for the one before it, which the
-/// programmatic waits then find complete) and the programmatic and launch-completion events
-/// (recorded after the kernel, see [`launch_events`]). Clusters are not supported.
-pub(crate) fn plain_launch_attribute(a: &CUlaunchAttribute) -> bool {
-    let word =
-        |i: usize| u32::from_le_bytes(a.value[i * 4..i * 4 + 4].try_into().unwrap_or_default());
-    match a.id {
-        0..=3 | 5..=10 | 12 | 14 | 16 => true,
-        // Cluster dimensions: 1x1x1 (or unset) only.
-        4 | 11 => (0..3).all(|i| word(i) <= 1),
-        _ => false,
-    }
-}
-
-/// The events a launch records when it is done: `CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT`
-/// (triggered once every block has, at the latest when the kernel completes) and
-/// `CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT` (once every block has begun: at the latest
-/// at completion too). The event is the value's first word.
-pub(crate) fn launch_events(attrs: &[CUlaunchAttribute]) -> Vec<usize> {
-    attrs
-        .iter()
-        .filter(|a| matches!(a.id, 7 | 12))
-        .map(|a| usize::from_le_bytes(a.value[..8].try_into().unwrap_or_default()))
-        .collect()
-}
-
-/// Whether the attributes ask for a cooperative launch (`CU_LAUNCH_ATTRIBUTE_COOPERATIVE`
-/// with a non-zero value).
-pub(crate) fn cooperative_requested(attrs: &[CUlaunchAttribute]) -> bool {
-    attrs
-        .iter()
-        .any(|a| a.id == 2 && a.value[..4] != [0, 0, 0, 0])
 }
 
 entry_lib! {

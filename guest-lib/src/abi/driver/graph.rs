@@ -24,7 +24,7 @@ use crate::ffi::{cudaEvent_t, cudaStream_t};
 /// `CUDA_KERNEL_NODE_PARAMS` (the CUDA 10 layout, `cuGraphAddKernelNode`).
 #[repr(C)]
 pub struct CUDA_KERNEL_NODE_PARAMS {
-    func: *const super::exec::Function,
+    func: *const crate::core::function::Function,
     grid: [c_uint; 3],
     block: [c_uint; 3],
     shared_mem: c_uint,
@@ -37,7 +37,7 @@ pub struct CUDA_KERNEL_NODE_PARAMS {
 #[repr(C)]
 pub struct CUDA_KERNEL_NODE_PARAMS_v2 {
     v1: CUDA_KERNEL_NODE_PARAMS,
-    kern: *const super::exec::Function,
+    kern: *const crate::core::function::Function,
     ctx: *mut c_void,
 }
 
@@ -47,7 +47,7 @@ fn kernel_node(
     deps: *const cudaGraphNode_t,
     ndeps: usize,
     p: &CUDA_KERNEL_NODE_PARAMS,
-    func: *const super::exec::Function,
+    func: *const crate::core::function::Function,
 ) -> Result<(), CuError> {
     let kind = kernel_kind(p, func)?;
     Ok(g::add_node(out, graph, deps, ndeps, || Ok(kind))?)
@@ -75,7 +75,7 @@ fn kernel_params_of(node: cudaGraphNode_t) -> Result<CUDA_KERNEL_NODE_PARAMS, Cu
 /// struct has no `func`).
 fn kernel_kind(
     p: &CUDA_KERNEL_NODE_PARAMS,
-    func: *const super::exec::Function,
+    func: *const crate::core::function::Function,
 ) -> Result<g::Kind, CuError> {
     super::exec::kernel_node(
         func,
@@ -88,7 +88,7 @@ fn kernel_kind(
 }
 
 /// The function of a v2 struct: `func`, or `kern` where `func` is null.
-fn v2_func(p: &CUDA_KERNEL_NODE_PARAMS_v2) -> *const super::exec::Function {
+fn v2_func(p: &CUDA_KERNEL_NODE_PARAMS_v2) -> *const crate::core::function::Function {
     if p.v1.func.is_null() {
         p.kern
     } else {

@@ -7,22 +7,15 @@
 //! memset behaves as the legacy one, which synchronizes at least as much as the per-thread
 //! form (the runtime's `_ptds` calls do the same).
 
+use crate::core::ptsz::per_thread;
 use std::ffi::{c_uint, c_void};
 
-use super::exec::{CUlaunchConfig, Function};
+use super::exec::CUlaunchConfig;
 use super::extra::HostFn;
 use super::memory::{CUDA_MEMCPY2D, CUdeviceptr};
+use crate::core::function::Function;
 use crate::error::CuError;
-use crate::ffi::{STREAM_PER_THREAD, cudaEvent_t, cudaStream_t};
-
-/// Stream 0 names the calling thread's default stream in a `_ptsz` call.
-pub(crate) fn per_thread(s: cudaStream_t) -> cudaStream_t {
-    if s.is_null() {
-        STREAM_PER_THREAD as cudaStream_t
-    } else {
-        s
-    }
-}
+use crate::ffi::{cudaEvent_t, cudaStream_t};
 
 /// A base entry point's result.
 fn done(r: u32) -> Result<(), CuError> {

@@ -9,8 +9,9 @@
 //! keep using the host stub, `__cudaGetKernel`). `cudaLibraryGetManaged` and
 //! `cudaLibraryGetUnifiedFunction` are not supported.
 
-use crate::abi::driver::exec::{self, Function, Module};
+use crate::abi::driver::exec::{self, Module};
 use crate::client;
+use crate::core::function::Function;
 use crate::core::library::*;
 use crate::error::Error;
 use crate::ffi::write_out;

@@ -4,9 +4,9 @@
 //! thread's default stream (`cudaStreamPerThread`); any other stream is used as given.
 //! `cudaGetDriverEntryPoint*_ptsz` return the driver's per-thread variants by default.
 
-use crate::abi::driver::ptsz::per_thread;
 use crate::core::misc::StreamCallback;
 use crate::core::pool::cudaMemPool_t;
+use crate::core::ptsz::per_thread;
 use crate::core::ptsz::*;
 use crate::ffi::cudaStream_t;
 use std::ffi::{c_char, c_int, c_void};

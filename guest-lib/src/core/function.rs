@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! Kernels as the driver API sees them (`CUfunction`, which the runtime's
+//! `cudaGetFuncBySymbol` and library kernels hand out too) and the launch attributes both APIs
+//! share (`CUlaunchAttribute`, laid out like `cudaLaunchAttribute`).
+
+use vcuda_protocol::FuncAttrs;
+
+/// What the runtime needs of a driver function `f` to launch it (a library's kernel).
+///
+/// # Safety
+///
+/// `f` is a live function (its module loaded).
+pub(crate) unsafe fn loaded_of(f: *const Function) -> crate::registry::LoadedFunc {
+    // SAFETY: the caller's guarantee.
+    let f = unsafe { &*f };
+    crate::registry::LoadedFunc {
+        handle: f.handle,
+        params: f.params.clone(),
+        param_size: f.param_size,
+        attrs: f.attrs,
+    }
+}
+
+/// The driver's view (`cudaFunction_t`) of a kernel the runtime registered: made once per
+/// kernel and kept for the process's life (`cudaGetFuncBySymbol`).
+pub(crate) fn from_loaded(f: &crate::registry::LoadedFunc, name: &str) -> *const Function {
+    Box::into_raw(Box::new(Function {
+        handle: f.handle,
+        params: f.params.clone(),
+        param_size: f.param_size,
+        attrs: f.attrs,
+        name: std::ffi::CString::new(name).unwrap_or_default(),
+        module: 0,
+    }))
+}
+
+/// `CUfunction`: a kernel of a [`Module`].
+pub struct Function {
+    pub(crate) handle: u64,
+    pub(crate) params: Vec<(u32, u32)>,
+    pub(crate) param_size: u32,
+    pub(crate) attrs: FuncAttrs,
+    /// The mangled name (`cuFuncGetName`).
+    pub(crate) name: std::ffi::CString,
+    /// The `Module` it came from; 0 for a kernel the runtime registered.
+    pub(crate) module: usize,
+}
+
+/// `CUlaunchAttribute` (and the runtime's `cudaLaunchAttribute`, laid out and numbered
+/// alike): an id, padding, and a 64-byte value.
+#[repr(C)]
+pub struct CUlaunchAttribute {
+    /// The attribute.
+    pub id: u32,
+    pub(crate) pad: [u8; 4],
+    pub(crate) value: [u8; 64],
+}
+
+/// Whether a launch handles `a`: hints (access policy, priority, memory synchronization
+/// domains, carveout, scheduling), the cooperative flag (see [`cooperative_requested`]),
+/// clusters of one block, and programmatic dependent launch: the stream serialization a
+/// kernel may relax (kept: every launch waits for the one before it, which the
+/// programmatic waits then find complete) and the programmatic and launch-completion events
+/// (recorded after the kernel, see [`launch_events`]). Clusters are not supported.
+pub(crate) fn plain_launch_attribute(a: &CUlaunchAttribute) -> bool {
+    let word =
+        |i: usize| u32::from_le_bytes(a.value[i * 4..i * 4 + 4].try_into().unwrap_or_default());
+    match a.id {
+        0..=3 | 5..=10 | 12 | 14 | 16 => true,
+        // Cluster dimensions: 1x1x1 (or unset) only.
+        4 | 11 => (0..3).all(|i| word(i) <= 1),
+        _ => false,
+    }
+}
+
+/// The events a launch records when it is done: `CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT`
+/// (triggered once every block has, at the latest when the kernel completes) and
+/// `CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT` (once every block has begun: at the latest
+/// at completion too). The event is the value's first word.
+pub(crate) fn launch_events(attrs: &[CUlaunchAttribute]) -> Vec<usize> {
+    attrs
+        .iter()
+        .filter(|a| matches!(a.id, 7 | 12))
+        .map(|a| usize::from_le_bytes(a.value[..8].try_into().unwrap_or_default()))
+        .collect()
+}
+
+/// Whether the attributes ask for a cooperative launch (`CU_LAUNCH_ATTRIBUTE_COOPERATIVE`
+/// with a non-zero value).
+pub(crate) fn cooperative_requested(attrs: &[CUlaunchAttribute]) -> bool {
+    attrs
+        .iter()
+        .any(|a| a.id == 2 && a.value[..4] != [0, 0, 0, 0])
+}

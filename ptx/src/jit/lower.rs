@@ -791,9 +791,9 @@ impl<'a, 'b> Lower<'a, 'b> {
         let waiting = self.states_all(sp, w, |lw, x, ones| {
             let x = lw.b.ins().bor_imm_u(x, 2 * ones);
             lw.b.ins()
-                .icmp_imm_u(IntCC::Equal, x, super::WAIT_GROUP as i64 * ones)
+                .icmp_imm_u(IntCC::Equal, x, rt::WAIT_GROUP as i64 * ones)
         });
-        let together = self.states_are(sp, w, super::WAIT_GROUP);
+        let together = self.states_are(sp, w, rt::WAIT_GROUP);
         let rel = self.b.ins().ushr(arr.released, bar0);
         let rel = self.b.ins().band_imm_u(rel, 1);
         let rel = self.b.ins().ireduce(I8, rel);
@@ -937,7 +937,7 @@ impl<'a, 'b> Lower<'a, 'b> {
         let all_at = self.ld_tc(I32, off::ALL_AT);
         let res = self.b.ins().iadd_imm_s(all_at, -1);
         let sp = self.b.ins().iadd(arr.state, t);
-        let tg_fast = self.states_are(sp, w, super::WAIT_GROUP);
+        let tg_fast = self.states_are(sp, w, rt::WAIT_GROUP);
         self.b
             .ins()
             .brif(all_at, genter, &[res.into(), tg_fast.into()], gcheck, &[]);
@@ -1026,7 +1026,7 @@ impl<'a, 'b> Lower<'a, 'b> {
                 self.b.ins().store(FLAGS, v, sp, k as i32);
             }
         }
-        if state == super::DONE {
+        if state == rt::DONE {
             self.count(off::DONE, lanes as i64);
         }
         let next = if self.group {
@@ -1272,7 +1272,7 @@ impl<'a, 'b> Lower<'a, 'b> {
     /// Ends the current thread ([`EXITED`]) or the whole call (any other status).
     pub(super) fn exit(&mut self, status: u32) {
         if status == EXITED {
-            self.thread_stops(super::DONE);
+            self.thread_stops(rt::DONE);
             return;
         }
         self.store_ic();
@@ -1545,11 +1545,7 @@ impl<'a, 'b> Lower<'a, 'b> {
                 }
                 self.count(off::WAITING + 4 * bid as i32, lanes as i64);
                 self.group_arrival(k + 1);
-                self.thread_stops(if self.group {
-                    super::WAIT_GROUP
-                } else {
-                    super::WAIT
-                });
+                self.thread_stops(if self.group { rt::WAIT_GROUP } else { rt::WAIT });
                 return Ok(false);
             }
             Op::Fence | Op::Nop => {}

@@ -1,16 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
-//! Kernel execution: blocks in parallel on OS threads, warps of 32 lanes in lockstep.
+//! The interpreter: each block's warps of 32 lanes in lockstep (the reference engine; the
+//! launch layer, [`crate::launch`], runs blocks on it in parallel through [`worker`]).
 //!
 //! Divergence uses per-lane program counters with minimum-key scheduling: each step runs the
 //! lanes whose (call-site stack, pc) key is smallest; lanes that branch ahead wait until the
 //! others catch up, so they reconverge at the first common point (the immediate post-dominator
 //! in the structured code nvcc emits). Warp operations see the lanes executing together.
 //!
-//! [`launch`] checks the configuration and spreads the grid's blocks over worker threads. The
-//! rest is split by topic: [`block`] runs one block (its warps in turn, barriers), [`warp`]
-//! holds a warp's registers and the divergence scheduler, [`step`] interprets instructions,
-//! [`access`] reads and writes the memory spaces, [`operand`] reads source operands and special
-//! registers, and [`call`] handles calls, returns and the `vprintf` / `__assertfail` intrinsics.
+//! Split by topic: [`ctx`] holds the state a block's warps share, [`block`] runs one block (its
+//! warps in turn, barriers), [`warp`] holds a warp's registers and the divergence scheduler,
+//! [`step`] interprets instructions, [`access`] reads and writes the memory spaces,
+//! [`operand`] reads source operands and special registers, [`call`] handles calls, returns
+//! and the `vprintf` / `__assertfail` intrinsics, [`texture`] the texture and surface
+//! instructions and [`wmma`] the warp matrix ones.
 
 use self::block::Block;
 use crate::grid::Launch;

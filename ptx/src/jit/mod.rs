@@ -4,8 +4,8 @@
 //! sharing its ALU functions for everything not emitted inline.
 //!
 //! A kernel is compiled on its first launch and cached in its [`Module`]: its direct calls
-//! are expanded in place ([`inline`]), then [`lower`] emits one function running a round of
-//! a block. Where a block's threads can go eight at a time, the group code keeps each register
+//! are expanded in place ([`inline`]), then [`lower`] (and the modules it lists) emits one
+//! function running a round of a block. Where a block's threads can go eight at a time, the group code keeps each register
 //! in the form [`forms`] finds for it (one value for the group, a SIMD vector, or one value
 //! per lane) and [`vector`] emits its SIMD operations. Kernels using what the compiler does not handle (warp-level operations,
 //! recursive or indirect calls, indirect branches, volatile shared memory as
@@ -37,21 +37,20 @@ use crate::{
 };
 
 mod alu;
+mod body;
+mod build;
 mod forms;
+mod group;
 mod inline;
+mod inst;
 mod live;
 mod lower;
 mod mem;
 mod operand;
 pub(crate) mod rt;
+mod sched;
 mod vector;
-
-/// Whether group code holds registers as vectors and uniform values (`VCUDA_JIT_VECTOR=0`
-/// turns it off, for comparisons).
-pub(super) fn vector_enabled() -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| std::env::var_os("VCUDA_JIT_VECTOR").is_none_or(|v| v != "0"))
-}
+mod vector_check;
 
 type KernelFn = extern "C" fn(*mut ThreadCtx) -> u32;
 
@@ -151,7 +150,7 @@ pub(crate) fn get(m: &Module, k: u32) -> Option<Arc<Compiled>> {
 
 fn compile(m: &Module, k: &KernelInfo) -> Result<Compiled, String> {
     let flat = inline::flatten(m, k.func as usize)?;
-    lower::check(&flat.code, flat.nregs, m.syms.len())?;
+    build::check(&flat.code, flat.nregs, m.syms.len())?;
     let (nregs, frame) = (flat.nregs, flat.frame);
     let local = flat.code;
     // The instructions the compiled code points at (ALU functions) must live as long as it.

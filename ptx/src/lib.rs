@@ -33,13 +33,16 @@
 //! faults and unsupported instructions a [`KernelError`] (with [`KernelError::cuda_status`]).
 //! Unsupported instructions fail the launch only when executed.
 
+mod access;
 mod alu;
 mod ast;
 mod error;
 mod exec;
 mod float;
+mod grid;
 mod ir;
 mod jit;
+mod launch;
 mod lexer;
 mod memory;
 mod module;
@@ -50,10 +53,11 @@ mod texture;
 mod types;
 
 pub use error::{KernelError, Location, ParseError};
-pub use exec::{
+pub use grid::{
     Cancel, GRID_WORKSPACE_SIZE, LaunchConfig, LaunchOptions, LaunchStats, MAX_COOPERATIVE_BLOCKS,
-    PrintfSink, StdoutSink, launch,
+    PrintfSink, StdoutSink,
 };
+pub use launch::launch;
 pub use memory::{DeviceMemory, Region};
 pub use module::{
     FUNC_WINDOW, GlobalId, GlobalInfo, GlobalSpace, KernelId, KernelInfo, LOCAL_WINDOW, Module,

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
-//! Device memory access: the only module with `unsafe` code.
+//! Device memory access: the only `unsafe` code outside the compiler's run time (`jit`).
 //!
 //! The executor lends host memory for device address ranges through [`DeviceMemory`]. Blocks run
 //! on several OS threads at once and guest kernels race freely, so every access goes through an

@@ -4,10 +4,11 @@
 //! loads, stores and atomics dispatched by state space.
 
 use super::{
-    Ctx,
+    ctx::Ctx,
     warp::{Warp, lanes},
 };
 use crate::{
+    access::{classify, window_addr},
     alu::Lanes,
     error::KernelError,
     ir::{AtomOp, Space},
@@ -114,17 +115,6 @@ pub(super) fn st_fixed<const SZ: usize>(
     Ok(())
 }
 
-/// An address in an explicit state space: shared and local addresses are 32 bits wide on
-/// the GPU, so arithmetic on them wraps there (`[%r+68]` with `%r` = -64 is shared offset 4,
-/// not 2^32 + 4).
-#[inline(always)]
-pub(crate) fn window_addr(space: Space, addr: u64) -> u64 {
-    match space {
-        Space::Shared | Space::Local => addr & 0xffff_ffff,
-        _ => addr,
-    }
-}
-
 pub(super) fn sext(v: u64, bytes: u8) -> u64 {
     let sh = 64 - bytes as u32 * 8;
     (((v << sh) as i64) >> sh) as u64
@@ -159,7 +149,7 @@ impl<'a> Ctx<'a> {
             write: false,
         };
         let (space, a) = match space {
-            Space::Generic => super::classify(addr),
+            Space::Generic => classify(addr),
             s => (s, window_addr(s, addr)),
         };
         match space {
@@ -192,7 +182,7 @@ impl<'a> Ctx<'a> {
             write: true,
         };
         let (space, a) = match space {
-            Space::Generic => super::classify(addr),
+            Space::Generic => classify(addr),
             s => (s, window_addr(s, addr)),
         };
         match space {
@@ -223,7 +213,7 @@ impl<'a> Ctx<'a> {
             write: true,
         };
         let (space, a) = match space {
-            Space::Generic => super::classify(addr),
+            Space::Generic => classify(addr),
             s => (s, window_addr(s, addr)),
         };
         let rmw = |buf: &mut [u8]| -> Option<u64> {

@@ -5,20 +5,10 @@
 use std::sync::atomic::Ordering;
 
 use super::{
-    Ctx, Launch, Scratch,
+    ctx::{Bar, Ctx, Scratch},
     warp::{Warp, lanes},
 };
-use crate::{error::KernelError, memory::GlobalMem};
-
-/// A barrier's state in the running block (`bar.sync`, `bar.arrive`, `bar.red`).
-#[derive(Debug, Clone, Copy, Default)]
-pub(super) struct Bar {
-    pub(super) arrived: u32,
-    pub(super) expected: u32,
-    pub(super) popc: u32,
-    pub(super) and: bool,
-    pub(super) or: bool,
-}
+use crate::{error::KernelError, grid::Launch, memory::GlobalMem};
 
 /// A block being run: the state its warps share, and the warps.
 pub(super) struct Block<'a> {

@@ -3,8 +3,8 @@
 //! registers saved across recursion) and the `vprintf` / `__assertfail` intrinsics.
 
 use super::{
-    Ctx,
     access::{Fault, rd, wr},
+    ctx::Ctx,
     warp::{Frame, Warp, lanes},
 };
 use crate::{error::KernelError, ir::*, module::FUNC_WINDOW, printf};

@@ -2,7 +2,7 @@
 //! Source operands: registers, immediates, symbol addresses, frame offsets and the special
 //! registers (`%tid`, `%laneid`, `%clock`, ...), per lane or for a whole warp.
 
-use super::{Ctx, warp::Warp};
+use super::{ctx::Ctx, warp::Warp};
 use crate::{
     alu::Lanes,
     ir::{Src, Sreg},

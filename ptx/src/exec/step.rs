@@ -7,11 +7,12 @@
 use std::sync::atomic::Ordering;
 
 use super::{
-    Ctx, SLICE, Scratch, ZERO,
-    access::{Fault, ld_fixed, rd, sext, st_fixed, window_addr, wr},
-    warp::{BarWait, Warp, lanes},
+    access::{Fault, ld_fixed, rd, sext, st_fixed, wr},
+    ctx::{Ctx, SLICE, Scratch},
+    warp::{BarWait, Warp, ZERO, lanes},
 };
 use crate::{
+    access::{classify, window_addr},
     alu::Lanes,
     error::KernelError,
     ir::*,
@@ -49,7 +50,7 @@ impl<'a> Ctx<'a> {
         // between blocks): any other address faults.
         let shared = match space {
             Space::Shared => true,
-            Space::Generic => matches!(super::classify(at).0, Space::Shared),
+            Space::Generic => matches!(classify(at).0, Space::Shared),
             _ => false,
         };
         if !shared {
@@ -420,7 +421,7 @@ impl<'a> Ctx<'a> {
                 }
                 Op::Isspacep { space, d, a } => {
                     for lane in lanes(mask) {
-                        let (s, _) = super::classify(self.val(w, a, lane));
+                        let (s, _) = classify(self.val(w, a, lane));
                         let r = match space {
                             Space::Global | Space::Const => s == Space::Global,
                             s2 => s == *s2,

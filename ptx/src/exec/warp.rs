@@ -3,11 +3,14 @@
 //! memory, and the minimum-key scheduler that picks which lanes run together (divergence and
 //! reconvergence).
 
-use super::{Launch, ZERO};
 use crate::{
     alu::Lanes,
+    grid::Launch,
     ir::{Reg, SINK},
 };
+
+/// All-zero lanes (an operand or value no lane sets).
+pub(super) const ZERO: Lanes = [0; 32];
 
 /// The barrier a blocked lane waits on, and where a `bar.red` result goes.
 #[derive(Debug, Clone, Copy, Default)]

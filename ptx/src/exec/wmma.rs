@@ -13,7 +13,7 @@
 //! the largest finite value).
 
 use super::{
-    Ctx,
+    ctx::Ctx,
     warp::{Warp, lanes},
 };
 use crate::{

@@ -334,7 +334,7 @@ fn defs(i: &Inst, reg: &dyn Fn(u32) -> (bool, bool)) -> Vec<(u32, bool, bool)> {
             addr,
             volatile,
         } => {
-            let space = super::lower::frame_space(*space, &addr.base);
+            let space = frame_space(*space, &addr.base);
             let shared_value = matches!(
                 space,
                 Space::Shared | Space::Global | Space::Const | Space::Param
@@ -359,6 +359,15 @@ fn defs(i: &Inst, reg: &dyn Fn(u32) -> (bool, bool)) -> Vec<(u32, bool, bool)> {
                 .collect()
         }
         _ => Vec::new(),
+    }
+}
+
+/// `.param` accesses at frame offsets (a device function's parameters, call-site slots) are
+/// local-memory accesses.
+pub(super) fn frame_space(space: Space, base: &Src) -> Space {
+    match (space, base) {
+        (Space::Param, Src::Local(_)) => Space::Local,
+        (s, _) => s,
     }
 }
 

@@ -4,8 +4,8 @@
 //! sharing its ALU functions for everything not emitted inline.
 //!
 //! A kernel is compiled on its first launch and cached in its [`Module`]: its direct calls
-//! are expanded in place ([`inline`]), then [`lower`] emits one function running a round of
-//! a block. Where a block's threads can go eight at a time, the group code keeps each register
+//! are expanded in place ([`inline`]), then [`lower`] (and the modules it lists) emits one
+//! function running a round of a block. Where a block's threads can go eight at a time, the group code keeps each register
 //! in the form [`forms`] finds for it (one value for the group, a SIMD vector, or one value
 //! per lane) and [`vector`] emits its SIMD operations. Kernels using what the compiler does not handle (warp-level operations,
 //! recursive or indirect calls, indirect branches, volatile shared memory as
@@ -13,8 +13,8 @@
 //! kernel.
 
 use std::{
-    collections::HashMap,
-    sync::{Arc, Mutex, atomic::Ordering},
+    any::Any,
+    sync::{Arc, atomic::Ordering},
 };
 
 use cranelift_codegen::{
@@ -26,35 +26,31 @@ use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{Linkage, Module as _};
 
 use self::rt::{
-    ARRIVAL_POINTS, FAULT_BRKPT, FAULT_ILLEGAL, FAULT_MISALIGNED, FAULT_TRAP, FAULTED, ROUND,
-    ThreadCtx,
+    ARRIVAL_POINTS, Env, FAULT_BRKPT, FAULT_ILLEGAL, FAULT_MISALIGNED, FAULT_TRAP, FAULTED,
+    POLL_INTERVAL, ROUND, ThreadCtx,
 };
 use crate::{
     error::{KernelError, Location},
-    exec::Launch,
+    grid::Launch,
     memory::GlobalMem,
     module::{KernelInfo, Module},
 };
 
 mod alu;
+mod body;
+mod build;
 mod forms;
+mod group;
 mod inline;
+mod inst;
 mod live;
 mod lower;
 mod mem;
 mod operand;
 pub(crate) mod rt;
+mod sched;
 mod vector;
-
-/// Whether group code holds registers as vectors and uniform values (`VCUDA_JIT_VECTOR=0`
-/// turns it off, for comparisons).
-pub(super) fn vector_enabled() -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| std::env::var_os("VCUDA_JIT_VECTOR").is_none_or(|v| v != "0"))
-}
-
-/// Thread-instructions between two polls of the launch's stop conditions.
-pub(crate) const POLL_INTERVAL: u64 = 1 << 20;
+mod vector_check;
 
 type KernelFn = extern "C" fn(*mut ThreadCtx) -> u32;
 
@@ -130,21 +126,12 @@ struct Block {
     tids: [Vec<u32>; 3],
 }
 
-/// Compiled kernels of a module, by kernel index (`None`: runs interpreted).
-#[derive(Default)]
-pub(crate) struct Cache(Mutex<HashMap<u32, Option<Arc<Compiled>>>>);
-
-impl std::fmt::Debug for Cache {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("jit::Cache")
-    }
-}
-
-/// The compiled form of kernel `k` of `m`, compiling it on first use.
+/// The compiled form of kernel `k` of `m`, compiling it on first use. The module's
+/// `KernelCache` (its `jit` field) keeps it, by kernel index (`None`: runs interpreted).
 pub(crate) fn get(m: &Module, k: u32) -> Option<Arc<Compiled>> {
     let mut map = m.jit.0.lock().ok()?;
     if let Some(c) = map.get(&k) {
-        return c.clone();
+        return c.clone().and_then(|c| c.downcast::<Compiled>().ok());
     }
     let info = m.kernels.get(k as usize)?;
     // The code generator may panic on input it rejects; that kernel is then interpreted.
@@ -157,13 +144,13 @@ pub(crate) fn get(m: &Module, k: u32) -> Option<Arc<Compiled>> {
             None
         }
     };
-    map.insert(k, c.clone());
+    map.insert(k, c.clone().map(|c| c as Arc<dyn Any + Send + Sync>));
     c
 }
 
 fn compile(m: &Module, k: &KernelInfo) -> Result<Compiled, String> {
     let flat = inline::flatten(m, k.func as usize)?;
-    lower::check(&flat.code, flat.nregs, m.syms.len())?;
+    build::check(&flat.code, flat.nregs, m.syms.len())?;
     let (nregs, frame) = (flat.nregs, flat.frame);
     let local = flat.code;
     // The instructions the compiled code points at (ALU functions) must live as long as it.
@@ -221,16 +208,6 @@ fn compile(m: &Module, k: &KernelInfo) -> Result<Compiled, String> {
     })
 }
 
-/// Per-worker state the helpers reach through [`ThreadCtx::env`].
-pub(crate) struct Env<'a> {
-    pub(crate) l: &'a Launch<'a>,
-    pub(crate) gmem: GlobalMem<'a>,
-    pub(crate) stop: Option<KernelError>,
-    pub(crate) block_insts: u64,
-    /// The texture object `tex` last resolved (handles are nearly always uniform).
-    pub(crate) tex: Option<(u64, crate::TexObject)>,
-}
-
 /// A launch worker running compiled blocks until the grid is done.
 pub(crate) fn worker(l: &Launch<'_>, c: &Compiled) {
     let n = l.nthreads as usize;
@@ -280,14 +257,6 @@ pub(crate) fn worker(l: &Launch<'_>, c: &Compiled) {
     }
     drop(env);
 }
-
-/// A thread's state between rounds: 0 runnable (from its start or its resume point), or one
-/// of these. Waiting states are odd.
-pub(crate) const WAIT: u8 = 1;
-pub(crate) const DONE: u8 = 2;
-/// Waiting, having reached the barrier with its whole group in the group code (its
-/// uniform registers then agree).
-pub(crate) const WAIT_GROUP: u8 = 3;
 
 fn run_block(
     l: &Launch<'_>,

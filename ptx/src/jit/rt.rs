@@ -4,15 +4,37 @@
 //! without a native form, clocks, polling). The JIT's `unsafe` code lives here and in
 //! [`super::Code`].
 
-use std::{mem::offset_of, sync::atomic::Ordering};
+use std::sync::atomic::Ordering;
 
-use super::Env;
 use crate::{
     alu::Lanes,
+    error::KernelError,
+    grid::Launch,
     ir::{AtomOp, Inst, Op, Space},
-    memory::{MemFault, atomic_apply},
+    memory::{GlobalMem, MemFault, atomic_apply},
     module::{FUNC_WINDOW, PARAM_WINDOW, SHARED_WINDOW, WINDOW_SIZE},
 };
+
+/// Thread-instructions between two polls of the launch's stop conditions.
+pub(crate) const POLL_INTERVAL: u64 = 1 << 20;
+
+/// Per-worker state the helpers reach through [`ThreadCtx::env`].
+pub(crate) struct Env<'a> {
+    pub(crate) l: &'a Launch<'a>,
+    pub(crate) gmem: GlobalMem<'a>,
+    pub(crate) stop: Option<KernelError>,
+    pub(crate) block_insts: u64,
+    /// The texture object `tex` last resolved (handles are nearly always uniform).
+    pub(crate) tex: Option<(u64, crate::texture::TexObject)>,
+}
+
+/// A thread's state between rounds: 0 runnable (from its start or its resume point), or one
+/// of these. Waiting states are odd.
+pub(crate) const WAIT: u8 = 1;
+pub(crate) const DONE: u8 = 2;
+/// Waiting, having reached the barrier with its whole group in the group code (its
+/// uniform registers then agree).
+pub(crate) const WAIT_GROUP: u8 = 3;
 
 /// Status a compiled kernel returns: every runnable thread ran to its exit or a barrier.
 pub(crate) const ROUND: u32 = 0;
@@ -134,7 +156,9 @@ pub(crate) struct ThreadCtx {
 
 /// Byte offsets of [`ThreadCtx`] fields, for the code generator.
 pub(crate) mod off {
-    use super::*;
+    use std::mem::offset_of;
+
+    use crate::jit::rt::ThreadCtx;
     pub const SHARED: i32 = offset_of!(ThreadCtx, shared) as i32;
     pub const SHARED_LEN: i32 = offset_of!(ThreadCtx, shared_len) as i32;
     pub const LOCAL: i32 = offset_of!(ThreadCtx, local) as i32;
@@ -259,8 +283,8 @@ pub(crate) extern "C" fn h_ptr(
         return std::ptr::null_mut();
     }
     let (space, a) = match space_of(space) {
-        Space::Generic => crate::exec::classify(addr),
-        s => (s, crate::exec::window_addr(s, addr)),
+        Space::Generic => crate::access::classify(addr),
+        s => (s, crate::access::window_addr(s, addr)),
     };
     let size64 = size as u64;
     let p = match space {
@@ -313,8 +337,8 @@ pub(crate) extern "C" fn h_atom(tc: *mut ThreadCtx, packed: u32, addr: u64, b: u
         return 0;
     }
     let (space, a) = match space_of(packed & 0xf) {
-        Space::Generic => crate::exec::classify(addr),
-        s => (s, crate::exec::window_addr(s, addr)),
+        Space::Generic => crate::access::classify(addr),
+        s => (s, crate::access::window_addr(s, addr)),
     };
     let buf = match space {
         Space::Global | Space::Generic => {
@@ -399,7 +423,7 @@ pub(crate) extern "C" fn h_sreg(tc: *mut ThreadCtx, code: u32) -> u64 {
 pub(crate) extern "C" fn h_poll(tc: *mut ThreadCtx) -> u32 {
     // SAFETY: as in `h_ptr`.
     let tc = unsafe { &mut *tc };
-    tc.poll_at = tc.icount.saturating_add(super::POLL_INTERVAL);
+    tc.poll_at = tc.icount.saturating_add(POLL_INTERVAL);
     // SAFETY: as in `h_ptr`.
     let env = unsafe { &mut *tc.env };
     let l = env.l;
@@ -500,7 +524,7 @@ pub(crate) extern "C" fn h_tex(
     };
     let mut lod = [0u64; 7];
     lod.copy_from_slice(&av[5..12]);
-    match crate::exec::tex_fetch(&t, op, [av[1], av[2], av[3]], av[4], lod, &mut load) {
+    match crate::access::tex_fetch(&t, op, [av[1], av[2], av[3]], av[4], lod, &mut load) {
         Ok(r) => {
             for (o, v) in out.iter_mut().zip(r) {
                 *o = v as u64;
@@ -547,17 +571,17 @@ pub(crate) extern "C" fn h_surf(
         return STOPPED;
     };
     let vals = [av[4], av[5], av[6], av[7]];
-    match crate::exec::surf_access(&t, op, [av[1], av[2], av[3]], vals, &mut env.gmem) {
+    match crate::access::surf_access(&t, op, [av[1], av[2], av[3]], vals, &mut env.gmem) {
         Ok(r) => {
             out.copy_from_slice(&r);
             0
         }
         Err(e) => {
             match e {
-                crate::exec::SurfError::Illegal { addr, size } => {
+                crate::access::SurfError::Illegal { addr, size } => {
                     tc.set_fault(FAULT_ILLEGAL, addr, size, op.store)
                 }
-                crate::exec::SurfError::Misaligned { addr, size } => {
+                crate::access::SurfError::Misaligned { addr, size } => {
                     tc.set_fault(FAULT_MISALIGNED, addr, size, op.store)
                 }
             }

@@ -7,347 +7,30 @@
 //! consecutive 32-bit words (each lane's address 4 bytes after the previous lane's) are
 //! 16-byte accesses with one bounds check; other addresses, and instructions without a
 //! vector form, run lane by lane on the lanes' unpacked values, exactly as the scalar group
-//! code does.
+//! code does. The group code's registers are kept in [`super::group`]; which instructions
+//! have a vector form is decided in [`super::vector_check`].
 
 use cranelift_codegen::ir::{
-    Endianness, InstBuilder, MemFlagsData, Value,
+    InstBuilder, MemFlagsData, Value,
     condcodes::{FloatCC, IntCC},
-    types::{F32X4, I8, I8X16, I32, I32X4, I64, I64X2},
+    types::{F32X4, I8, I32, I32X4, I64},
 };
 use cranelift_frontend::Variable;
 
 use super::{
     forms::{self, Form},
+    group::little,
     live::uses_defs,
-    lower::{FLAGS, HALVES, LANES, Lower, REG_STRIDE, Reject},
+    lower::{HALVES, LANES, Lower, Reject},
+    vector_check::{bails, can_vector, vector_fcc},
 };
 use crate::{
     alu::native::{FOp, IntOp, Native},
-    float::Rnd,
     ir::{Inst, Op, SINK, Space, Src, Sreg},
     types::Ty,
 };
 
-/// Lane order of vector bitcasts.
-fn little() -> MemFlagsData {
-    MemFlagsData::new().with_endianness(Endianness::Little)
-}
-
 impl Lower<'_, '_> {
-    /// Lane `k`'s variable for register `r` (the current lane's is in `vars`).
-    pub(super) fn lane_var(&self, k: usize, r: u32) -> Variable {
-        if k == self.lane {
-            self.vars[r as usize]
-        } else {
-            self.lanes[k].vars[r as usize]
-        }
-    }
-
-    fn lane_regs_t(&self, k: usize) -> Variable {
-        if k == self.lane {
-            self.regs_t
-        } else {
-            self.lanes[k].regs_t
-        }
-    }
-
-    fn form(&self, r: u32) -> Form {
-        self.forms.get(r as usize).copied().unwrap_or(Form::Lanes)
-    }
-
-    /// Register `r`'s stride from lane to lane (0 where it has none).
-    fn stride(&self, r: u32) -> i64 {
-        self.strides.get(r as usize).copied().flatten().unwrap_or(0)
-    }
-
-    fn vvar(&self, r: u32) -> Option<[Variable; HALVES]> {
-        self.vvars.get(r as usize).copied().flatten()
-    }
-
-    /// Half `h` of vector register `r`.
-    fn vhalf(&mut self, r: u32, h: usize) -> Value {
-        let vv = self.vvar(r).expect("vector register");
-        self.b.use_var(vv[h])
-    }
-
-    /// An `I32X4` of four copies of the 32-bit constant `x`.
-    fn splat_const(&mut self, x: i64) -> Value {
-        let c = self.b.ins().iconst(I32, x & 0xffff_ffff);
-        self.b.ins().splat(I32X4, c)
-    }
-
-    /// Zeroes every vector register (a fresh group).
-    pub(super) fn zero_vectors(&mut self) {
-        if !self.vector {
-            return;
-        }
-        let z = self.splat_const(0);
-        for v in self.vvars.clone().into_iter().flatten().flatten() {
-            self.b.def_var(v, z);
-        }
-    }
-
-    /// Copies the vector registers among `regs` to their lanes' variables.
-    pub(super) fn unpack(&mut self, regs: &[u32]) {
-        if !self.vector {
-            return;
-        }
-        for &r in regs {
-            if self.form(r) == Form::Affine {
-                let stride = self.stride(r);
-                let var0 = self.lane_var(0, r);
-                let base = self.b.use_var(var0);
-                for k in 1..LANES {
-                    let x = self.b.ins().iadd_imm_s(base, stride * k as i64);
-                    let var = self.lane_var(k, r);
-                    self.b.def_var(var, x);
-                }
-                continue;
-            }
-            if self.vvar(r).is_none() {
-                continue;
-            }
-            for k in 0..LANES {
-                let v = self.vhalf(r, k / 4);
-                let x = self.b.ins().extractlane(v, (k % 4) as u8);
-                let x = self.b.ins().uextend(I64, x);
-                let var = self.lane_var(k, r);
-                self.b.def_var(var, x);
-            }
-        }
-    }
-
-    /// Builds the vector registers among `regs` from their lanes' variables.
-    pub(super) fn pack(&mut self, regs: &[u32]) {
-        if !self.vector {
-            return;
-        }
-        for &r in regs {
-            let Some(vv) = self.vvar(r) else { continue };
-            for (h, &var_h) in vv.iter().enumerate() {
-                let mut v = None;
-                for k in 0..4 {
-                    let var = self.lane_var(4 * h + k, r);
-                    let x = self.b.use_var(var);
-                    let x = self.b.ins().ireduce(I32, x);
-                    v = Some(match v {
-                        None => self.b.ins().scalar_to_vector(I32X4, x),
-                        Some(v) => self.b.ins().insertlane(v, x, k as u8),
-                    });
-                }
-                if let Some(v) = v {
-                    self.b.def_var(var_h, v);
-                }
-            }
-        }
-    }
-
-    /// Stores the group's registers `regs` to their threads' slots: a uniform or vector
-    /// register as 16-byte stores, the others lane by lane.
-    pub(super) fn group_spill(&mut self, regs: &[u32]) {
-        let any = MemFlagsData::new().with_notrap();
-        let rt0 = self.lane_regs_t(0);
-        let base = self.b.use_var(rt0);
-        for &r in regs {
-            let o = (r * REG_STRIDE) as i32;
-            let wide = self.width == LANES;
-            match self.form(r) {
-                Form::Uniform if wide => {
-                    let var = self.lane_var(0, r);
-                    let x = self.b.use_var(var);
-                    let v = self.b.ins().splat(I64X2, x);
-                    for k in 0..LANES as i32 / 2 {
-                        self.b.ins().store(any, v, base, o + 16 * k);
-                    }
-                }
-                Form::Affine => {
-                    let stride = self.stride(r);
-                    let var0 = self.lane_var(0, r);
-                    let x0 = self.b.use_var(var0);
-                    for k in 0..LANES {
-                        let x = self.b.ins().iadd_imm_s(x0, stride * k as i64);
-                        self.b.ins().store(FLAGS, x, base, o + 8 * k as i32);
-                    }
-                }
-                Form::Vector => {
-                    for h in 0..HALVES {
-                        let v = self.vhalf(r, h);
-                        let lo = self.b.ins().uwiden_low(v);
-                        let hi = self.b.ins().uwiden_high(v);
-                        let oh = o + 32 * h as i32;
-                        self.b.ins().store(any, lo, base, oh);
-                        self.b.ins().store(any, hi, base, oh + 16);
-                    }
-                }
-                _ => {
-                    for k in 0..self.width {
-                        let var = self.lane_var(k, r);
-                        let x = self.b.use_var(var);
-                        self.b.ins().store(FLAGS, x, base, o + 8 * k as i32);
-                    }
-                }
-            }
-        }
-    }
-
-    /// Loads the group's registers `regs` from their threads' slots (the others start at
-    /// zero). With `check`, returns whether the threads disagree on a uniform register (an
-    /// `i8`), if `regs` holds one: they then have to run one at a time.
-    pub(super) fn group_reload(&mut self, regs: &[u32], check: bool) -> Option<Value> {
-        for k in 0..self.width {
-            self.set_lane(k);
-            self.zero_vars();
-        }
-        self.set_lane(LANES);
-        self.zero_vectors();
-        let any = MemFlagsData::new().with_notrap();
-        let rt0 = self.lane_regs_t(0);
-        let base = self.b.use_var(rt0);
-        let mut differ: Option<Value> = None;
-        for &r in regs {
-            let o = (r * REG_STRIDE) as i32;
-            match self.form(r) {
-                Form::Uniform if self.width == LANES && !check => {
-                    let x = self.b.ins().load(I64, FLAGS, base, o);
-                    let var = self.lane_var(0, r);
-                    self.b.def_var(var, x);
-                }
-                Form::Uniform if self.width == LANES => {
-                    let v0 = self.b.ins().load(I64X2, any, base, o);
-                    let x = self.b.ins().extractlane(v0, 0);
-                    let s = self.b.ins().splat(I64X2, x);
-                    let mut eq = self.b.ins().icmp(IntCC::Equal, v0, s);
-                    for k in 1..LANES as i32 / 2 {
-                        let v = self.b.ins().load(I64X2, any, base, o + 16 * k);
-                        let e = self.b.ins().icmp(IntCC::Equal, v, s);
-                        eq = self.b.ins().band(eq, e);
-                    }
-                    let same = self.b.ins().vall_true(eq);
-                    differ = Some(match differ {
-                        None => same,
-                        Some(d) => self.b.ins().band(d, same),
-                    });
-                    let var = self.lane_var(0, r);
-                    self.b.def_var(var, x);
-                }
-                Form::Vector => {
-                    let vv = self.vvar(r).expect("vector register");
-                    for (h, &var_h) in vv.iter().enumerate() {
-                        // Each 64-bit slot holds a zero-extended 32-bit value: the low words.
-                        let oh = o + 32 * h as i32;
-                        let lo = self.b.ins().load(I32X4, any, base, oh);
-                        let hi = self.b.ins().load(I32X4, any, base, oh + 16);
-                        let v = self.low_words(lo, hi);
-                        self.b.def_var(var_h, v);
-                    }
-                    if let (true, Some(stride)) = (check, self.strides[r as usize]) {
-                        // The lanes must step by the register's stride.
-                        let (same, _) = self.vsteps(r, stride);
-                        differ = Some(match differ {
-                            None => same,
-                            Some(d) => self.b.ins().band(d, same),
-                        });
-                    }
-                }
-                Form::Affine => {
-                    let stride = self.stride(r);
-                    let x0 = self.b.ins().load(I64, FLAGS, base, o);
-                    let var0 = self.lane_var(0, r);
-                    self.b.def_var(var0, x0);
-                    if check {
-                        for k in 1..LANES {
-                            let x = self.b.ins().load(I64, FLAGS, base, o + 8 * k as i32);
-                            let want = self.b.ins().iadd_imm_s(x0, stride * k as i64);
-                            let same = self.b.ins().icmp(IntCC::Equal, x, want);
-                            differ = Some(match differ {
-                                None => same,
-                                Some(d) => self.b.ins().band(d, same),
-                            });
-                        }
-                    }
-                }
-                _ => {
-                    for k in 0..self.width {
-                        let x = self.b.ins().load(I64, FLAGS, base, o + 8 * k as i32);
-                        let var = self.lane_var(k, r);
-                        self.b.def_var(var, x);
-                    }
-                }
-            }
-        }
-        // `differ` holds whether all agree so far.
-        differ.map(|same| self.b.ins().bxor_imm_u(same, 1))
-    }
-
-    /// The even 32-bit words of `a` then of `b` (each `I32X4`).
-    fn low_words(&mut self, a: Value, b: Value) -> Value {
-        let mut mask = [0u8; 16];
-        for (k, m) in mask.iter_mut().enumerate() {
-            let word = [0usize, 2, 4, 6][k / 4];
-            *m = (word * 4 + k % 4) as u8;
-        }
-        let imm = self.b.func.dfg.immediates.push(mask.to_vec().into());
-        let a8 = self.b.ins().bitcast(I8X16, little(), a);
-        let b8 = self.b.ins().bitcast(I8X16, little(), b);
-        let r = self.b.ins().shuffle(a8, b8, imm);
-        self.b.ins().bitcast(I32X4, little(), r)
-    }
-
-    /// Whether every lane's and whether any lane's guard `g` (negated with `neg`) holds.
-    pub(super) fn guard_all_any(&mut self, g: u32, neg: bool) -> (Value, Value) {
-        match self.form(g) {
-            Form::Uniform => {
-                let var = self.lane_var(0, g);
-                let p = self.b.use_var(var);
-                let p = self.b.ins().band_imm_u(p, 1);
-                let p = if neg {
-                    self.b.ins().bxor_imm_u(p, 1)
-                } else {
-                    p
-                };
-                (p, p)
-            }
-            Form::Vector => {
-                let one = self.splat_const(1);
-                let zero = self.splat_const(0);
-                let cc = if neg { IntCC::Equal } else { IntCC::NotEqual };
-                let (mut all, mut any) = (None, None);
-                for h in 0..HALVES {
-                    let v = self.vhalf(g, h);
-                    let v = self.b.ins().band(v, one);
-                    let m = self.b.ins().icmp(cc, v, zero);
-                    all = Some(match all {
-                        None => m,
-                        Some(a) => self.b.ins().band(a, m),
-                    });
-                    any = Some(match any {
-                        None => m,
-                        Some(a) => self.b.ins().bor(a, m),
-                    });
-                }
-                let (all, any) = (all.expect("halves"), any.expect("halves"));
-                (self.b.ins().vall_true(all), self.b.ins().vany_true(any))
-            }
-            Form::Lanes | Form::Affine => {
-                self.unpack(&[g]);
-                let (mut all, mut any) = (None, None);
-                for k in 0..self.width {
-                    let var = self.lane_var(k, g);
-                    let p = self.b.use_var(var);
-                    let p = self.b.ins().band_imm_u(p, 1);
-                    let p = if neg {
-                        self.b.ins().bxor_imm_u(p, 1)
-                    } else {
-                        p
-                    };
-                    all = Some(all.map_or(p, |a| self.b.ins().band(a, p)));
-                    any = Some(any.map_or(p, |a| self.b.ins().bor(a, p)));
-                }
-                (all.expect("lanes"), any.expect("lanes"))
-            }
-        }
-    }
-
     /// Emits a non-control instruction in the vector group code: once for the group where
     /// it reads only uniform values, as vector operations where it has a vector form, else
     /// lane by lane.
@@ -438,7 +121,7 @@ impl Lower<'_, '_> {
     /// register (a 32-bit value widened, or used in 64-bit arithmetic) the last lane is
     /// computed too, and a group whose lanes wrap (the last lane not where the stride puts it) leaves for
     /// the scalar code at this instruction.
-    fn affine_inst(
+    pub(super) fn affine_inst(
         &mut self,
         pc: usize,
         inst: &Inst,
@@ -542,7 +225,7 @@ impl Lower<'_, '_> {
 
     /// Branches around what follows when the instruction's uniform guard fails: the block to
     /// go on at, which the caller enters after the instruction.
-    fn uniform_guard(&mut self, inst: &Inst) -> Option<cranelift_codegen::ir::Block> {
+    pub(super) fn uniform_guard(&mut self, inst: &Inst) -> Option<cranelift_codegen::ir::Block> {
         let (g, neg) = inst.guard?;
         debug_assert_eq!(self.lane, 0);
         let skip = self.b.create_block();
@@ -551,7 +234,7 @@ impl Lower<'_, '_> {
     }
 
     /// Half `h` of source `s` as a vector (the current lane is lane 0).
-    fn vsrc(&mut self, s: &Src, h: usize) -> Value {
+    pub(super) fn vsrc(&mut self, s: &Src, h: usize) -> Value {
         match *s {
             Src::Reg(r) if self.form(r) == Form::Vector => self.vhalf(r, h),
             Src::NotReg(r) if self.form(r) == Form::Vector => {
@@ -580,23 +263,23 @@ impl Lower<'_, '_> {
         }
     }
 
-    fn fvec(&mut self, v: Value) -> Value {
+    pub(super) fn fvec(&mut self, v: Value) -> Value {
         self.b.ins().bitcast(F32X4, little(), v)
     }
 
-    fn ivec(&mut self, v: Value) -> Value {
+    pub(super) fn ivec(&mut self, v: Value) -> Value {
         self.b.ins().bitcast(I32X4, little(), v)
     }
 
     /// `r` (F32X4) as bits, NaN lanes replaced by the canonical NaN.
-    fn vcanon(&mut self, r: Value) -> Value {
+    pub(super) fn vcanon(&mut self, r: Value) -> Value {
         let nan = self.b.ins().fcmp(FloatCC::Unordered, r, r);
         let bits = self.ivec(r);
         let canon = self.splat_const(0x7fff_ffff);
         self.b.ins().bitselect(nan, canon, bits)
     }
 
-    fn vdef(&mut self, d: u32, v: [Value; HALVES]) {
+    pub(super) fn vdef(&mut self, d: u32, v: [Value; HALVES]) {
         if let Some(vv) = self.vvar(d) {
             for (var_h, x) in vv.into_iter().zip(v) {
                 self.b.def_var(var_h, x);
@@ -605,7 +288,7 @@ impl Lower<'_, '_> {
     }
 
     /// Emits `inst`'s vector form (see [`Self::can_vector`]).
-    fn vector_inst(&mut self, inst: &Inst) -> Result<(), Reject> {
+    pub(super) fn vector_inst(&mut self, inst: &Inst) -> Result<(), Reject> {
         // Every half's sources are read before any destination is written.
         match &inst.op {
             Op::Mov { d, a, .. } => {
@@ -650,7 +333,7 @@ impl Lower<'_, '_> {
     }
 
     /// Half `h` of a vector ALU instruction's results.
-    fn vector_alu(
+    pub(super) fn vector_alu(
         &mut self,
         nat: Native,
         imm: u32,
@@ -801,7 +484,7 @@ impl Lower<'_, '_> {
     /// A 32-bit load (`store` is `None`; returns the vector loaded) or store of the group's
     /// lanes at `base + off`: 16-byte accesses where the lanes' addresses are consecutive
     /// words inside the space's fast-path buffer, else lane by lane with the scalar checks.
-    fn span_access(
+    pub(super) fn span_access(
         &mut self,
         space: Space,
         base: Src,
@@ -928,7 +611,7 @@ impl Lower<'_, '_> {
 
     /// Whether vector register `r`'s lanes step by `s` from lane 0's value, wrapping as
     /// 32-bit values do (an `i8`), and lane 0's value.
-    fn vsteps(&mut self, r: u32, s: i64) -> (Value, Value) {
+    pub(super) fn vsteps(&mut self, r: u32, s: i64) -> (Value, Value) {
         let v0 = self.vhalf(r, 0);
         let x0 = self.b.ins().extractlane(v0, 0);
         let x = self.b.ins().splat(I32X4, x0);
@@ -948,7 +631,7 @@ impl Lower<'_, '_> {
 
     /// The vector `[4h, 4h + 1, 4h + 2, 4h + 3]` times `s` (32-bit lanes, wrapping): half `h`
     /// of the lanes' steps.
-    fn iota_of(&mut self, s: i64, h: usize) -> Value {
+    pub(super) fn iota_of(&mut self, s: i64, h: usize) -> Value {
         let bytes: Vec<u8> = (0..4u32)
             .map(|k| (s as u32).wrapping_mul(4 * h as u32 + k))
             .flat_map(|x| x.to_le_bytes())
@@ -959,7 +642,7 @@ impl Lower<'_, '_> {
 
     /// Whether the group's `4 * LANES` bytes at `a` (4-byte aligned) lie in the buffer `space`'s fast path knows
     /// (an `i8`), and their host address there.
-    fn span(&mut self, space: Space, a: Value) -> (Value, Value) {
+    pub(super) fn span(&mut self, space: Space, a: Value) -> (Value, Value) {
         let (o, len, host) = match space {
             Space::Shared => {
                 // Shared addresses are 32 bits wide.
@@ -990,153 +673,4 @@ impl Lower<'_, '_> {
 /// A vector register's halves.
 fn halves(v: &[Value]) -> Result<[Value; HALVES], Reject> {
     v.try_into().map_err(|_| Reject::from("vector halves"))
-}
-
-/// Whether source `s` can be had as a vector.
-fn vsrc_ok(forms: &[Form], s: &Src) -> bool {
-    match s {
-        Src::Reg(r) | Src::NotReg(r) => {
-            matches!(form(forms, *r), Form::Uniform | Form::Vector)
-        }
-        Src::Sreg(Sreg::Tid(0)) => true,
-        Src::Sreg(sr) => forms::sreg(*sr).0,
-        _ => true,
-    }
-}
-
-fn vdst_ok(forms: &[Form], d: u32) -> bool {
-    d == SINK || form(forms, d) == Form::Vector
-}
-
-/// Whether the vector group code has a vector form of `inst`.
-pub(super) fn can_vector(forms: &[Form], strides: &[Option<i64>], inst: &Inst) -> bool {
-    match &inst.op {
-        Op::Mov { d, a, mask } => {
-            vdst_ok(forms, *d) && *d != SINK && vsrc_ok(forms, a) && *mask >= 0xffff_ffff
-        }
-        Op::Alu {
-            native: Some(nat),
-            ctx,
-            src,
-            nsrc,
-            dst,
-            ndst,
-            ..
-        } => {
-            let plain = ctx.rnd == Rnd::Rn && !ctx.ftz && !ctx.sat;
-            let n = (*nsrc as usize).min(4);
-            plain
-                && dst.iter().take(*ndst as usize).all(|d| vdst_ok(forms, *d))
-                && dst[0] != SINK
-                && src[..n].iter().all(|s| vsrc_ok(forms, s))
-                && vector_native(*nat, &src[..n])
-        }
-        Op::Ld {
-            space,
-            size: 4,
-            sext: false,
-            n: 1,
-            d,
-            addr,
-            volatile: false,
-        } => d[0] != SINK && vdst_ok(forms, d[0]) && span_ok(forms, strides, *space, &addr.base),
-        Op::St {
-            space,
-            size: 4,
-            n: 1,
-            v,
-            addr,
-            volatile: false,
-        } => vsrc_ok(forms, &v[0]) && span_ok(forms, strides, *space, &addr.base),
-        _ => false,
-    }
-}
-
-/// Whether lanes' addresses in `base` can be checked for one 16-byte access in `space`:
-/// shared memory through 32-bit addresses (vector or per lane), global memory through
-/// 64-bit ones (per lane).
-fn span_ok(forms: &[Form], strides: &[Option<i64>], space: Space, base: &Src) -> bool {
-    let Src::Reg(r) = base else { return false };
-    let words = strides.get(*r as usize).copied().flatten() == Some(4);
-    match (space, form(forms, *r)) {
-        (Space::Shared, Form::Vector | Form::Lanes) => true,
-        (Space::Global | Space::Generic, Form::Lanes) => true,
-        // Consecutive words by construction.
-        (Space::Global | Space::Generic, Form::Affine) => words,
-        _ => false,
-    }
-}
-
-/// A register's form (registers past the table: per lane).
-fn form(forms: &[Form], r: u32) -> Form {
-    forms.get(r as usize).copied().unwrap_or(Form::Lanes)
-}
-
-/// Whether the group code's fast path of `inst` leaves the group for the scalar code where its
-/// check fails (see `Lower::bail`): loads computed once for the group and the vector loads
-/// and stores, which check every lane before any lane's access.
-pub(super) fn bails(forms: &[Form], strides: &[Option<i64>], inst: &Inst) -> bool {
-    let guard_uniform = inst
-        .guard
-        .is_none_or(|(g, _)| form(forms, g) == Form::Uniform);
-    let (uses, defs) = super::live::uses_defs(inst);
-    // An affine result computed from a vector, which must not wrap across the group.
-    let widens = defs.iter().any(|&d| form(forms, d) == Form::Affine)
-        && uses.iter().any(|&u| form(forms, u) == Form::Vector);
-    widens
-        || guard_uniform
-            && match inst.op {
-                Op::Ld { .. } => {
-                    super::forms::uniform_inst(inst, forms) || can_vector(forms, strides, inst)
-                }
-                Op::St { .. } => can_vector(forms, strides, inst),
-                _ => false,
-            }
-}
-
-/// Whether `nat` with sources `src` has a vector form.
-fn vector_native(nat: Native, src: &[Src]) -> bool {
-    match nat {
-        Native::Int { op, bits: 1, .. } => {
-            matches!(op, IntOp::And | IntOp::Or | IntOp::Xor | IntOp::Not)
-        }
-        Native::Int { op, bits: 32, .. } => match op {
-            IntOp::Add
-            | IntOp::Sub
-            | IntOp::MulLo
-            | IntOp::MadLo
-            | IntOp::And
-            | IntOp::Or
-            | IntOp::Xor
-            | IntOp::Not
-            | IntOp::Neg
-            | IntOp::Min
-            | IntOp::Max => true,
-            IntOp::Shl | IntOp::Shr => matches!(src.get(1), Some(Src::Imm(s)) if *s < 32),
-            _ => false,
-        },
-        Native::Float { op, f64: false } => matches!(
-            op,
-            FOp::Add | FOp::Sub | FOp::Mul | FOp::Div | FOp::Fma | FOp::Neg | FOp::Abs | FOp::Sqrt
-        ),
-        Native::Setp { cmp, ty } => {
-            if ty == Ty::F32 {
-                vector_fcc(cmp).is_some()
-            } else {
-                !ty.is_float()
-                    && ty.bits() == 32
-                    && super::alu::int_cc(cmp, ty.is_signed()).is_some()
-            }
-        }
-        Native::Selp { bits: 32 } => true,
-        Native::CvtIF { f64: false, src } => src == Ty::S32,
-        _ => false,
-    }
-}
-
-/// The vector comparison for PTX comparison `cmp` on floats: those x86 has an instruction
-/// for (not ordered-not-equal, not unordered-or-equal).
-fn vector_fcc(cmp: u8) -> Option<FloatCC> {
-    super::alu::float_cc(cmp)
-        .filter(|cc| !matches!(cc, FloatCC::OrderedNotEqual | FloatCC::UnorderedOrEqual))
 }

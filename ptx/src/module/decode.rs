@@ -2,7 +2,7 @@
 //! Decoding of single instructions into [`Op`]s.
 
 use super::{
-    FUNC_WINDOW, PARAM_WINDOW, Sym,
+    defs::{FUNC_WINDOW, PARAM_WINDOW, Sym},
     layout::perr,
     lower::{DErr, DResult, Lower, ModSym, imm_bits, unsup},
     scope::{FnState, Local, sreg},

@@ -2,7 +2,7 @@
 //! Small helpers of lowering shared by its passes: positioned errors, alignment, types and
 //! the size and alignment of a declared variable.
 
-use super::MAX_VAR_BYTES;
+use super::defs::MAX_VAR_BYTES;
 use crate::{ast::Pos, error::ParseError, types::Ty};
 
 pub(super) fn perr(pos: Pos, what: impl Into<String>) -> ParseError {

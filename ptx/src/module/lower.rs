@@ -7,8 +7,10 @@
 use std::collections::HashMap;
 
 use super::{
-    Func, GlobalId, GlobalInfo, GlobalSpace, KernelInfo, MAX_CODE, Module, ParamInfo, Reloc,
-    RelocTarget, Sym,
+    defs::{
+        Func, GlobalId, GlobalInfo, GlobalSpace, KernelInfo, MAX_CODE, Module, ParamInfo, Reloc,
+        RelocTarget, Sym,
+    },
     layout::{align_up, perr, type_of, var_layout},
     scope::{FnState, Local, Scope},
 };

@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use super::{MAX_REGS, layout::perr};
+use super::{defs::MAX_REGS, layout::perr};
 use crate::{
     ast::Pos,
     error::ParseError,

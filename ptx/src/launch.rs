@@ -1,0 +1,219 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! [`launch`]: the layer above the two engines. It checks a launch's configuration, builds
+//! the [`Launch`] its workers share, chooses the engine (the kernel compiled to native code
+//! by [`crate::jit`] where the compiler handles it, else the interpreter in [`crate::exec`]),
+//! and spreads the grid's blocks over workers on the shared pool ([`pool`]).
+
+use std::{
+    sync::{
+        Mutex,
+        atomic::{AtomicBool, AtomicU64, Ordering},
+    },
+    time::{Instant, SystemTime},
+};
+
+use crate::{
+    error::KernelError,
+    grid::{Launch, LaunchConfig, LaunchOptions, LaunchStats, MAX_COOPERATIVE_BLOCKS, PrintfSink},
+    memory::DeviceMemory,
+    module::{FUNC_WINDOW, GlobalId, KernelId, Module, Sym},
+};
+
+mod pool;
+
+/// Most threads in a block.
+const MAX_THREADS: u32 = 1024;
+
+/// Runs `kernel` over the whole grid. Returns when every block has finished or one failed.
+///
+/// `params` is the parameter buffer laid out as [`KernelInfo::params`] says (at least
+/// `param_size` bytes). `global_addr` gives the device address of each module variable.
+#[allow(clippy::too_many_arguments)]
+pub fn launch(
+    module: &Module,
+    kernel: KernelId,
+    cfg: &LaunchConfig,
+    params: &[u8],
+    global_addr: &dyn Fn(GlobalId) -> u64,
+    mem: &dyn DeviceMemory,
+    out: &dyn PrintfSink,
+    opts: &LaunchOptions,
+) -> Result<LaunchStats, KernelError> {
+    let start = Instant::now();
+    let k = module
+        .kernels
+        .get(kernel.0 as usize)
+        .ok_or_else(|| KernelError::InvalidConfig("unknown kernel".into()))?;
+    let [bx, by, bz] = cfg.block;
+    let [gx, gy, gz] = cfg.grid;
+    let nthreads = bx as u64 * by as u64 * bz as u64;
+    if bx == 0
+        || by == 0
+        || bz == 0
+        || bx > 1024
+        || by > 1024
+        || bz > 64
+        || nthreads > MAX_THREADS as u64
+    {
+        return Err(KernelError::InvalidConfig(format!("block {bx}x{by}x{bz}")));
+    }
+    if gx == 0 || gy == 0 || gz == 0 || gx > i32::MAX as u32 || gy > 65535 || gz > 65535 {
+        return Err(KernelError::InvalidConfig(format!("grid {gx}x{gy}x{gz}")));
+    }
+    if let Some(r) = k.reqntid
+        && r != cfg.block
+    {
+        return Err(KernelError::InvalidConfig(format!(
+            "block {bx}x{by}x{bz} but .reqntid {}x{}x{}",
+            r[0], r[1], r[2]
+        )));
+    }
+    if let Some(m) = k.maxntid
+        && nthreads > m[0] as u64 * m[1] as u64 * m[2] as u64
+    {
+        return Err(KernelError::InvalidConfig(format!(
+            "{nthreads} threads exceed .maxntid {}x{}x{}",
+            m[0], m[1], m[2]
+        )));
+    }
+    if params.len() < k.param_size as usize {
+        return Err(KernelError::InvalidParams {
+            expected: k.param_size,
+            got: params.len(),
+        });
+    }
+    let dyn_base =
+        (k.static_shared as u64).div_ceil(k.dyn_align.max(1) as u64) * k.dyn_align.max(1) as u64;
+    let shared = if cfg.dynamic_shared > 0 {
+        dyn_base + cfg.dynamic_shared as u64
+    } else {
+        k.static_shared as u64
+    };
+    if shared > opts.max_shared_bytes as u64 {
+        return Err(KernelError::SharedMemoryTooLarge {
+            requested: shared,
+            limit: opts.max_shared_bytes as u64,
+        });
+    }
+    let syms = module
+        .syms
+        .iter()
+        .enumerate()
+        .map(|(i, s)| match *s {
+            Sym::Global(g) => global_addr(g),
+            Sym::SharedModule => k.module_shared_offset(i as u32),
+            Sym::SharedKernel(o) => k.shared_base as u64 + o as u64,
+            Sym::SharedDynamic => dyn_base,
+            Sym::Func(f) => FUNC_WINDOW + f as u64,
+        })
+        .collect();
+    // Register windows for the functions this kernel can reach.
+    let mut reg_base = vec![u32::MAX; module.funcs.len()];
+    let mut total_regs = 0u32;
+    let mut stack = vec![k.func as usize];
+    while let Some(f) = stack.pop() {
+        if reg_base[f] != u32::MAX {
+            continue;
+        }
+        reg_base[f] = total_regs;
+        total_regs = total_regs.saturating_add(module.funcs[f].nregs);
+        stack.extend(module.funcs[f].callees.iter().map(|&c| c as usize));
+        if module.funcs[f].indirect_calls {
+            stack.extend(module.addr_taken.iter().map(|&c| c as usize));
+        }
+    }
+    let frame = module.funcs[k.func as usize].frame_size;
+    if frame > opts.max_local_bytes {
+        return Err(KernelError::OutOfResources(format!(
+            "{frame} bytes of local memory per thread (limit {})",
+            opts.max_local_bytes
+        )));
+    }
+    let reg_bytes = total_regs as u64 * 8 * nthreads.div_ceil(32) * 32;
+    if reg_bytes > opts.max_register_bytes {
+        return Err(KernelError::OutOfResources(format!(
+            "{total_regs} registers per thread"
+        )));
+    }
+    let nblocks = gx as u64 * gy as u64 * gz as u64;
+    if cfg.grid_workspace != 0 {
+        if nblocks > MAX_COOPERATIVE_BLOCKS {
+            return Err(KernelError::InvalidConfig(format!(
+                "a cooperative grid of {nblocks} blocks (at most {MAX_COOPERATIVE_BLOCKS})"
+            )));
+        }
+        // Every block is resident at once: the register files, local frames and shared
+        // memory of all of them together stay within one block's register budget.
+        let per_block = reg_bytes
+            .saturating_add(u64::from(frame).saturating_mul(nthreads))
+            .saturating_add(shared);
+        if per_block.saturating_mul(nblocks) > opts.max_register_bytes {
+            return Err(KernelError::OutOfResources(format!(
+                "{nblocks} resident blocks of {per_block} bytes of registers, local and \
+                 shared memory (limit {} in all)",
+                opts.max_register_bytes
+            )));
+        }
+    }
+    let l = Launch {
+        module,
+        kernel: k,
+        cfg: *cfg,
+        params,
+        syms,
+        reg_base,
+        total_regs,
+        nthreads: nthreads as u32,
+        nblocks,
+        shared_size: shared as u32,
+        mem,
+        out,
+        opts,
+        next_block: AtomicU64::new(0),
+        abort: AtomicBool::new(false),
+        error: Mutex::new(None),
+        insts: AtomicU64::new(0),
+        winsts: AtomicU64::new(0),
+        start,
+        timer0: SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64),
+    };
+    let cores = if opts.threads == 0 {
+        pool::cores()
+    } else {
+        opts.threads
+    };
+    let workers = (cores as u64).min(nblocks).max(1) as usize;
+    let compiled = opts
+        .jit
+        .then(|| crate::jit::get(module, kernel.0))
+        .flatten();
+    let work = || match &compiled {
+        Some(c) => crate::jit::worker(&l, c),
+        None => crate::exec::worker(&l),
+    };
+    if cfg.grid_workspace != 0 {
+        // Cooperative: every block at once (each worker takes one block and finishes).
+        pool::run_dedicated(nblocks as usize, &work, &|| {
+            l.fail(
+                0,
+                KernelError::OutOfResources(
+                    "a thread for every block of a cooperative launch".into(),
+                ),
+            )
+        });
+    } else {
+        pool::run(workers, &work);
+    }
+    if let Some((_, e)) = l.error.lock().ok().and_then(|mut e| e.take()) {
+        return Err(e);
+    }
+    Ok(LaunchStats {
+        thread_instructions: l.insts.load(Ordering::Relaxed),
+        warp_instructions: l.winsts.load(Ordering::Relaxed),
+        blocks: nblocks,
+        elapsed: start.elapsed(),
+        compiled: compiled.is_some(),
+    })
+}

@@ -44,6 +44,9 @@ pub mod memcpy_kind {
     pub const DEFAULT: i32 = 4;
 }
 
+/// `CUdeviceptr`: a device address in the driver API.
+pub type CUdeviceptr = u64;
+
 /// `cudaMemHandleTypePosixFileDescriptor`: the only shareable handle type here (memory pools
 /// export POSIX descriptors on every executor).
 pub const HANDLE_POSIX_FD: c_int = 1;

@@ -58,6 +58,7 @@ mod core {
     pub mod array;
     pub mod attrs;
     pub mod capture;
+    pub mod context;
     pub mod curand;
     pub mod device;
     pub mod error;

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
 //! Initialization, versions, devices, contexts, limits and error names.
 
-use std::cell::Cell;
 use std::collections::HashMap;
 use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
 use std::sync::Mutex;
@@ -10,110 +9,12 @@ use vcuda_protocol::status;
 
 use super::out;
 use crate::client;
+pub use crate::core::context::CUcontext;
+use crate::core::context::{
+    CURRENT, Ctx, Owned, check_device, connected, current, current_raw, primary, with,
+};
 use crate::error::CuError;
 use crate::ffi::{cudaEvent_t, cudaStream_t};
-
-/// A context's handle: the address of a heap cell that lives as long as the context.
-pub type CUcontext = *mut c_void;
-
-/// What a context owns, freed with it.
-#[derive(Default, Debug)]
-pub struct Owned {
-    /// Device allocations.
-    pub allocs: Vec<u64>,
-    /// Page-locked host allocations.
-    pub host: Vec<usize>,
-    /// Streams.
-    pub streams: Vec<usize>,
-    /// Events.
-    pub events: Vec<usize>,
-    /// Modules (`exec::Module` pointers).
-    pub modules: Vec<usize>,
-}
-
-#[derive(Debug)]
-struct Ctx {
-    owned: Owned,
-    flags: c_uint,
-}
-
-/// The primary context's handle (never freed).
-static PRIMARY: u8 = 0;
-
-fn primary() -> usize {
-    &raw const PRIMARY as usize
-}
-
-static CONTEXTS: Mutex<Option<HashMap<usize, Ctx>>> = Mutex::new(None);
-
-thread_local! {
-    /// The calling thread's current context (0: none).
-    static CURRENT: Cell<usize> = const { Cell::new(0) };
-}
-
-fn with<R>(f: impl FnOnce(&mut HashMap<usize, Ctx>) -> R) -> R {
-    let mut g = CONTEXTS.lock().unwrap_or_else(|e| e.into_inner());
-    let map = g.get_or_insert_with(|| {
-        let mut m = HashMap::new();
-        m.insert(
-            primary(),
-            Ctx {
-                owned: Owned::default(),
-                flags: 0,
-            },
-        );
-        m
-    });
-    f(map)
-}
-
-/// The calling thread's current context: the one it set, else the primary context once the
-/// process has a session (the runtime makes the primary context current on the threads that
-/// use it, so driver calls work after runtime calls, as in CUDA); 0 if none.
-fn current_raw() -> usize {
-    match CURRENT.get() {
-        0 if client::connected().is_some() => primary(),
-        c => c,
-    }
-}
-
-/// The current context, which must exist (`CUDA_ERROR_INVALID_CONTEXT` otherwise).
-pub fn current() -> Result<usize, CuError> {
-    let c = current_raw();
-    if c != 0 && with(|m| m.contains_key(&c)) {
-        Ok(c)
-    } else {
-        Err(CuError::INVALID_CONTEXT)
-    }
-}
-
-/// Whether `ctx` is a live context.
-pub fn is_context(ctx: usize) -> bool {
-    ctx != 0 && with(|m| m.contains_key(&ctx))
-}
-
-/// Records something the current context now owns.
-pub fn own(f: impl FnOnce(&mut Owned)) -> Result<(), CuError> {
-    let c = current()?;
-    with(|m| m.get_mut(&c).map(|ctx| f(&mut ctx.owned))).ok_or(CuError::INVALID_CONTEXT)
-}
-
-/// Forgets something a context owned (it was freed explicitly).
-pub fn disown(f: impl Fn(&mut Owned)) {
-    with(|m| m.values_mut().for_each(|ctx| f(&mut ctx.owned)));
-}
-
-fn connected() -> Result<&'static client::Client, CuError> {
-    client::client().map_err(|_| CuError::NO_DEVICE)
-}
-
-pub(crate) fn check_device(dev: c_int) -> Result<(), CuError> {
-    let c = connected()?;
-    if dev < 0 || dev >= c.device_count() {
-        return Err(CuError::INVALID_DEVICE);
-    }
-    Ok(())
-}
 
 /// Frees what a destroyed context owned (best effort: each failure is logged).
 fn free_owned(o: Owned) {

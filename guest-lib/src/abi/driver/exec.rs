@@ -15,11 +15,11 @@ use vcuda_protocol::{
 };
 use zerocopy::FromBytes;
 
-use super::context::{current, disown, own};
-use super::memory::CUdeviceptr;
 use super::out;
 use crate::client::{self, Client};
+use crate::core::context::{current, disown, own};
 use crate::error::CuError;
+use crate::ffi::CUdeviceptr;
 use crate::ffi::{cudaEvent_t, cudaStream_t};
 
 /// A loaded module: the backend's handle and the functions looked up in it.
@@ -445,6 +445,35 @@ fn launch(
     Ok(())
 }
 
+/// `cuModuleLoad` (and `cuLibraryLoadFromFile`): loads the module image in the file `path`.
+///
+/// # Safety
+///
+/// `m` is null or valid for a write; `path` is null or a NUL-terminated string.
+pub(crate) unsafe fn load_file(m: *mut *mut Module, path: *const c_char) -> Result<(), CuError> {
+    if path.is_null() {
+        return Err(CuError::INVALID_VALUE);
+    }
+    // SAFETY: a NUL-terminated path (the driver API's contract).
+    let p = unsafe { CStr::from_ptr(path) }
+        .to_string_lossy()
+        .into_owned();
+    let mut bytes = std::fs::read(&p).map_err(|_| CuError(301))?; // CUDA_ERROR_FILE_NOT_FOUND
+    // PTX text must end with its NUL; fat binaries are kept 8-byte aligned.
+    bytes.push(0);
+    let mut aligned = vec![0u64; bytes.len().div_ceil(8)];
+    // SAFETY: `aligned` holds at least `bytes.len()` bytes.
+    unsafe {
+        std::ptr::copy_nonoverlapping(
+            bytes.as_ptr(),
+            aligned.as_mut_ptr().cast::<u8>(),
+            bytes.len(),
+        )
+    };
+    // The same load as cuModuleLoadData's, from a buffer that lives for the call.
+    load(m, aligned.as_ptr().cast())
+}
+
 entry_lib! {
     fn cuStreamCreate(s: *mut cudaStream_t, flags: c_uint) -> Result<(), CuError> {
         current()?;
@@ -775,10 +804,7 @@ entry_lib! {
 
     fn cuLibraryLoadFromFile(lib: *mut *mut Module, file: *const c_char, _jit_opts: *mut c_int, _jit_vals: *mut *mut c_void, _n_jit: c_uint, _lib_opts: *mut c_int, _lib_vals: *mut *mut c_void, _n_lib: c_uint) -> Result<(), CuError> {
         // SAFETY: the same contract as cuModuleLoad's.
-        match unsafe { super::extra::cuModuleLoad(lib, file) } {
-            0 => Ok(()),
-            e => Err(CuError(e)),
-        }
+        unsafe { load_file(lib, file) }
     }
 
     fn cuLibraryGetKernelCount(count: *mut c_uint, lib: *mut Module) -> Result<(), CuError> {

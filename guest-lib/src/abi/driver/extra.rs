@@ -3,12 +3,12 @@
 //! host functions on streams, cache configuration, PCI bus ids, compute capability and
 //! module files.
 
-use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
+use std::ffi::{c_char, c_int, c_uint, c_void};
 
-use super::context::current;
 use super::exec::Module;
-use super::memory::CUdeviceptr;
 use super::out;
+use crate::core::context::current;
+use crate::ffi::CUdeviceptr;
 // `CUstreamCallback` is the runtime's `cudaStreamCallback_t` (CUresult and cudaError_t
 // agree on the codes a stream's status takes).
 use crate::client;
@@ -56,7 +56,9 @@ fn pointer_attribute_size(a: c_int) -> Option<usize> {
 /// device, so the copy is a device-to-device copy).
 fn peer_contexts(dst: *mut c_void, src: *mut c_void) -> Result<(), CuError> {
     current()?;
-    if super::context::is_context(dst as usize) && super::context::is_context(src as usize) {
+    if crate::core::context::is_context(dst as usize)
+        && crate::core::context::is_context(src as usize)
+    {
         Ok(())
     } else {
         Err(CuError::INVALID_CONTEXT)
@@ -106,7 +108,7 @@ entry_lib! {
         // contract): a context, unsigned int, pointer, int or size_t.
         unsafe {
             match attr {
-                POINTER_ATTRIBUTE_CONTEXT => out(data.cast::<*mut c_void>(), super::context::current()? as *mut c_void),
+                POINTER_ATTRIBUTE_CONTEXT => out(data.cast::<*mut c_void>(), crate::core::context::current()? as *mut c_void),
                 POINTER_ATTRIBUTE_MEMORY_TYPE => out(data.cast::<c_uint>(), if device { MEMORYTYPE_DEVICE } else { MEMORYTYPE_HOST }),
                 POINTER_ATTRIBUTE_DEVICE_POINTER if device => out(data.cast::<u64>(), ptr),
                 POINTER_ATTRIBUTE_HOST_POINTER if !device => out(data.cast::<u64>(), ptr),
@@ -195,25 +197,8 @@ entry_lib! {
     }
 
     fn cuModuleLoad(m: *mut *mut Module, path: *const c_char) -> Result<(), CuError> {
-        if path.is_null() {
-            return Err(CuError::INVALID_VALUE);
-        }
-        // SAFETY: a NUL-terminated path (the driver API's contract).
-        let p = unsafe { CStr::from_ptr(path) }.to_string_lossy().into_owned();
-        let mut bytes = std::fs::read(&p).map_err(|_| CuError(301))?; // CUDA_ERROR_FILE_NOT_FOUND
-        // PTX text must end with its NUL; fat binaries are kept 8-byte aligned.
-        bytes.push(0);
-        let mut aligned = vec![0u64; bytes.len().div_ceil(8)];
-        // SAFETY: `aligned` holds at least `bytes.len()` bytes.
-        unsafe {
-            std::ptr::copy_nonoverlapping(bytes.as_ptr(), aligned.as_mut_ptr().cast::<u8>(), bytes.len())
-        };
-        // SAFETY: the same contract as cuModuleLoadData's, with a buffer that lives for the
-        // call.
-        match unsafe { super::exec::cuModuleLoadData(m, aligned.as_ptr().cast()) } {
-            0 => Ok(()),
-            e => Err(CuError(e)),
-        }
+        // SAFETY: the caller's arguments, under cuModuleLoad's contract.
+        unsafe { super::exec::load_file(m, path) }
     }
 }
 
@@ -281,7 +266,7 @@ entry_lib! {
     }
 
     fn cuDeviceGetTexture1DLinearMaxWidth(out_width: *mut usize, format: c_uint, channels: c_uint, dev: c_int) -> Result<(), CuError> {
-        super::context::check_device(dev)?;
+        crate::core::context::check_device(dev)?;
         let size = format_channel_bytes(format).ok_or(CuError::INVALID_VALUE)?;
         if !matches!(channels, 1 | 2 | 4) {
             return Err(CuError::INVALID_VALUE);
@@ -294,19 +279,19 @@ entry_lib! {
 
     // `CUatomicOperation` numbers as the runtime's `cudaAtomicOperation`.
     fn cuDeviceGetHostAtomicCapabilities(caps: *mut c_uint, ops: *const c_int, count: c_uint, dev: c_int) -> Result<(), CuError> {
-        super::context::check_device(dev)?;
+        crate::core::context::check_device(dev)?;
         // SAFETY: forwarding the caller's arrays; the runtime checks them.
         unsafe { crate::core::attrs::device_get_host_atomic_capabilities(caps, ops, count, dev) }.map_err(crate::error::CuError::from)
     }
 
     fn cuDeviceGetP2PAtomicCapabilities(caps: *mut c_uint, ops: *const c_int, count: c_uint, src: c_int, dst: c_int) -> Result<(), CuError> {
-        super::context::check_device(src)?;
+        crate::core::context::check_device(src)?;
         // SAFETY: forwarding the caller's arrays; the runtime checks them and the devices.
         unsafe { crate::core::attrs::device_get_p2p_atomic_capabilities(caps, ops, count, src, dst) }.map_err(crate::error::CuError::from)
     }
 
     fn cuArrayGetMemoryRequirements(req: *mut c_void, array: *mut c_void, dev: c_int) -> Result<(), CuError> {
-        super::context::check_device(dev)?;
+        crate::core::context::check_device(dev)?;
         // SAFETY: a driver array is the runtime's; the runtime checks the handle and output.
         unsafe { crate::core::array::array_get_memory_requirements(req, array.cast(), dev) }.map_err(crate::error::CuError::from)
     }

@@ -11,14 +11,14 @@
 
 use std::ffi::{c_int, c_uint, c_void};
 
-use super::context::{current, disown, own};
-use super::memory::CUdeviceptr;
+use crate::core::context::{current, disown, own};
 use crate::core::graph as g;
 use crate::core::graph::{cudaGraph_t, cudaGraphExec_t, cudaGraphNode_t};
 use crate::core::graph_node::{cudaHostNodeParams, cudaMemsetParams};
 use crate::core::pool::{cudaMemPool_t, cudaMemPoolProps, cudaMemPoolPtrExportData};
 use crate::core::user_object as uo;
 use crate::error::CuError;
+use crate::ffi::CUdeviceptr;
 use crate::ffi::{cudaEvent_t, cudaStream_t};
 
 /// `CUDA_KERNEL_NODE_PARAMS` (the CUDA 10 layout, `cuGraphAddKernelNode`).

@@ -104,7 +104,7 @@ fn state<'a>(s: *mut LinkState) -> Result<&'a mut LinkState, CuError> {
 
 entry_lib! {
     fn cuLinkCreate_v2(n: c_uint, options: *mut c_int, values: *mut *mut c_void, st: *mut *mut LinkState) -> Result<(), CuError> {
-        super::context::current()?;
+        crate::core::context::current()?;
         // SAFETY: the driver API's contract for the option arrays.
         let error_log = unsafe { log_buffers(n, options, values) };
         let s = Box::into_raw(Box::new(LinkState { inputs: Vec::new(), output: Vec::new(), error_log }));

@@ -5,17 +5,16 @@ use std::ffi::{c_int, c_uint, c_void};
 
 use vcuda_protocol::{COPY_ASYNC, MemsetReq, ops};
 
-use super::context::{current, disown, own};
 use super::out;
 use crate::client;
+use crate::core::context::{current, disown, own};
 use crate::core::ipc::{self, cudaIpcEventHandle_t, cudaIpcMemHandle_t};
 use crate::core::managed as m;
 use crate::core::stream::stream_handle;
 use crate::error::CuError;
 use crate::ffi::{cudaEvent_t, cudaStream_t, memcpy_kind};
 
-/// `CUdeviceptr`.
-pub type CUdeviceptr = u64;
+pub use crate::ffi::CUdeviceptr;
 
 /// `CUmemorytype`.
 const MEMORYTYPE_HOST: u32 = 1;

@@ -12,18 +12,18 @@
 
 use std::ffi::{c_int, c_uint, c_void};
 
-use super::context::current;
-use super::memory::CUdeviceptr;
 use super::out;
 use crate::client;
 use crate::core::array::{
     self, ArrayBox, Linear, cudaArray_t, cudaChannelFormatDesc, cudaMipmappedArray_t,
 };
+use crate::core::context::current;
 use crate::core::texture::{
     self, RES_ARRAY, RES_LINEAR, RES_MIPMAPPED_ARRAY, RES_PITCH2D, cudaResourceDesc,
     cudaResourceViewDesc, cudaTextureDesc,
 };
 use crate::error::CuError;
+use crate::ffi::CUdeviceptr;
 use crate::ffi::{cudaStream_t, memcpy_kind};
 
 /// `CUmemorytype`.
@@ -311,9 +311,9 @@ fn copy_ends(
 fn peer_3d(p: *const CUDA_MEMCPY3D, stream: Option<cudaStream_t>) -> Result<(), CuError> {
     // SAFETY: the caller's descriptor, checked for null.
     let q = unsafe { p.as_ref() }.ok_or(CuError::INVALID_VALUE)?;
-    super::context::current()?;
+    crate::core::context::current()?;
     for ctx in [q.reserved0, q.reserved1] {
-        if !super::context::is_context(ctx as usize) {
+        if !crate::core::context::is_context(ctx as usize) {
             return Err(CuError::INVALID_CONTEXT);
         }
     }

@@ -23,10 +23,10 @@ use vcuda_protocol::{
 };
 
 use super::exec::session;
-use super::memory::CUdeviceptr;
 use super::out;
 use crate::client::Client;
 use crate::error::CuError;
+use crate::ffi::CUdeviceptr;
 use crate::mirror::{Kind, Range};
 
 /// `CUmemLocation`.

@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! Driver API contexts, kept in the library over the process's one session: which context is
+//! current on each thread, the primary context, and what each context owns (freed with it).
+//! The driver's shims (`abi/driver/`) create, push and destroy them; every driver call that
+//! needs a context asks [`current`].
+
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::ffi::{c_int, c_uint, c_void};
+use std::sync::Mutex;
+
+use crate::client;
+use crate::error::CuError;
+
+/// A context's handle: the address of a heap cell that lives as long as the context.
+pub type CUcontext = *mut c_void;
+
+/// What a context owns, freed with it.
+#[derive(Default, Debug)]
+pub struct Owned {
+    /// Device allocations.
+    pub allocs: Vec<u64>,
+    /// Page-locked host allocations.
+    pub host: Vec<usize>,
+    /// Streams.
+    pub streams: Vec<usize>,
+    /// Events.
+    pub events: Vec<usize>,
+    /// Modules (`exec::Module` pointers).
+    pub modules: Vec<usize>,
+}
+
+#[derive(Debug)]
+pub(crate) struct Ctx {
+    pub(crate) owned: Owned,
+    pub(crate) flags: c_uint,
+}
+
+/// The primary context's handle (never freed).
+pub(crate) static PRIMARY: u8 = 0;
+
+pub(crate) fn primary() -> usize {
+    &raw const PRIMARY as usize
+}
+
+pub(crate) static CONTEXTS: Mutex<Option<HashMap<usize, Ctx>>> = Mutex::new(None);
+
+thread_local! {
+    /// The calling thread's current context (0: none).
+    pub(crate) static CURRENT: Cell<usize> = const { Cell::new(0) };
+}
+
+pub(crate) fn with<R>(f: impl FnOnce(&mut HashMap<usize, Ctx>) -> R) -> R {
+    let mut g = CONTEXTS.lock().unwrap_or_else(|e| e.into_inner());
+    let map = g.get_or_insert_with(|| {
+        let mut m = HashMap::new();
+        m.insert(
+            primary(),
+            Ctx {
+                owned: Owned::default(),
+                flags: 0,
+            },
+        );
+        m
+    });
+    f(map)
+}
+
+/// The calling thread's current context: the one it set, else the primary context once the
+/// process has a session (the runtime makes the primary context current on the threads that
+/// use it, so driver calls work after runtime calls, as in CUDA); 0 if none.
+pub(crate) fn current_raw() -> usize {
+    match CURRENT.get() {
+        0 if client::connected().is_some() => primary(),
+        c => c,
+    }
+}
+
+/// The current context, which must exist (`CUDA_ERROR_INVALID_CONTEXT` otherwise).
+pub fn current() -> Result<usize, CuError> {
+    let c = current_raw();
+    if c != 0 && with(|m| m.contains_key(&c)) {
+        Ok(c)
+    } else {
+        Err(CuError::INVALID_CONTEXT)
+    }
+}
+
+/// Whether `ctx` is a live context.
+pub fn is_context(ctx: usize) -> bool {
+    ctx != 0 && with(|m| m.contains_key(&ctx))
+}
+
+/// Records something the current context now owns.
+pub fn own(f: impl FnOnce(&mut Owned)) -> Result<(), CuError> {
+    let c = current()?;
+    with(|m| m.get_mut(&c).map(|ctx| f(&mut ctx.owned))).ok_or(CuError::INVALID_CONTEXT)
+}
+
+/// Forgets something a context owned (it was freed explicitly).
+pub fn disown(f: impl Fn(&mut Owned)) {
+    with(|m| m.values_mut().for_each(|ctx| f(&mut ctx.owned)));
+}
+
+pub(crate) fn connected() -> Result<&'static client::Client, CuError> {
+    client::client().map_err(|_| CuError::NO_DEVICE)
+}
+
+pub(crate) fn check_device(dev: c_int) -> Result<(), CuError> {
+    let c = connected()?;
+    if dev < 0 || dev >= c.device_count() {
+        return Err(CuError::INVALID_DEVICE);
+    }
+    Ok(())
+}

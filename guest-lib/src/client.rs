@@ -65,8 +65,6 @@ pub struct Client {
     pub mirror: Mirror,
     /// Device flags set by `cudaSetDeviceFlags`, per device.
     pub device_flags: Mutex<HashMap<i32, u32>>,
-    /// Host memory shared with the backend.
-    pub shared: crate::shared::Shared,
     /// Posted calls not yet sent.
     batch: Batch,
     /// The process that connected (a forked child must not send the parent's batch).
@@ -87,6 +85,51 @@ const DEVICE_VA_LEN: u64 = 1 << 40;
 /// The session, connecting on first use.
 pub fn client() -> Result<&'static Client> {
     CLIENT.get_or_init(Client::connect).as_ref().map_err(|e| *e)
+}
+
+thread_local! {
+    /// How deep this thread is inside requests (it may hold the session's locks then).
+    static BUSY: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// Marks the current thread as inside a request until dropped.
+pub(crate) struct Busy(());
+
+impl Busy {
+    fn new() -> Self {
+        BUSY.with(|b| b.set(b.get() + 1));
+        Busy(())
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        BUSY.with(|b| b.set(b.get().saturating_sub(1)));
+    }
+}
+
+/// Whether the calling thread is inside a request (managed memory's fault handler must not
+/// make requests of its own then).
+pub(crate) fn busy() -> bool {
+    BUSY.with(std::cell::Cell::get) != 0
+}
+
+/// What the managed memory the library keeps coherent (`crate::coherent`) needs of every
+/// request; installed by it with its first allocation, so a program without such memory
+/// pays one atomic load per request.
+pub(crate) struct Coherence {
+    /// Before a request (its opcode, and its fixed part where known): sends dirty blocks to
+    /// the device and invalidates what the request may write.
+    pub(crate) before: fn(&Client, vcuda_protocol::Opcode, Option<&[u8]>) -> Result<()>,
+    /// Whether host memory `[addr, addr + len)` overlaps managed memory kept coherent.
+    pub(crate) overlaps: fn(u64, u64) -> bool,
+}
+
+static COHERENCE: std::sync::OnceLock<Coherence> = std::sync::OnceLock::new();
+
+/// Installs the coherence hooks (once; later calls change nothing).
+pub(crate) fn install_coherence(h: Coherence) {
+    let _ = COHERENCE.set(h);
 }
 
 /// The session if it is already connected.
@@ -136,6 +179,15 @@ fn reserve_device_va() -> (u64, u64) {
 }
 
 impl Client {
+    /// What every request does first: keeps managed memory coherent (where the library
+    /// does), then marks the thread as inside the request until the guard drops.
+    fn before(&self, code: vcuda_protocol::Opcode, req: Option<&[u8]>) -> Result<Busy> {
+        if let Some(h) = COHERENCE.get() {
+            (h.before)(self, code, req)?;
+        }
+        Ok(Busy::new())
+    }
+
     fn connect() -> std::result::Result<Client, Error> {
         logging::init();
         let transport = open_transport().map_err(|e| {
@@ -158,7 +210,6 @@ impl Client {
             events: Mutex::default(),
             mirror: Mirror::default(),
             device_flags: Mutex::default(),
-            shared: crate::shared::Shared::default(),
             batch: Batch::from_env(),
             pid: std::process::id(),
             device_va: (va_base, va_len),
@@ -308,7 +359,7 @@ impl Client {
             }
             return r;
         }
-        let _busy = crate::coherent::before::<O>(self, Some(req.as_bytes()))?;
+        let _busy = self.before(O::CODE, Some(req.as_bytes()))?;
         let seq = self.next_seq();
         let segs = Self::segments(out, inp);
         let data =
@@ -345,7 +396,11 @@ impl Client {
         out.iter()
             .map(|b| (b.as_ptr(), b.len()))
             .chain(inp.iter().map(|b| (b.as_ptr(), b.len())))
-            .any(|(p, n)| crate::coherent::overlaps(p as u64, n as u64))
+            .any(|(p, n)| {
+                COHERENCE
+                    .get()
+                    .is_some_and(|h| (h.overlaps)(p as u64, n as u64))
+            })
     }
 
     /// Copies of a request's host buffers, read here (where a fault on managed memory can be
@@ -402,7 +457,7 @@ impl Client {
         mut next: impl FnMut(usize) -> Option<O::Req>,
         mut done: impl FnMut(usize),
     ) -> Result<()> {
-        let _busy = crate::coherent::before::<O>(self, None)?;
+        let _busy = self.before(O::CODE, None)?;
         let mut first_err = None;
         // The batch goes with the first call if it carries no data (these calls carry
         // none); else on its own first.
@@ -448,7 +503,7 @@ impl Client {
     /// Sends one request of operation `O` (no tail, no data) with the file descriptor `fd`
     /// passed beside it, and waits for its reply (see [`Transport::call_with_fd`]).
     pub fn call_fd<O: Op>(&self, req: &O::Req, fd: std::os::fd::RawFd) -> Result<O::Resp> {
-        let _busy = crate::coherent::before::<O>(self, Some(req.as_bytes()))?;
+        let _busy = self.before(O::CODE, Some(req.as_bytes()))?;
         let seq = self.next_seq();
         let mut b = MessageBuilder::new();
         b.push_op::<O>(0, seq, &[], req, &[]);
@@ -528,7 +583,7 @@ impl Client {
             let out_refs: Vec<&[u8]> = outs.iter().map(Vec::as_slice).collect();
             return self.post_with::<O>(req, tail, &out_refs);
         }
-        let _busy = crate::coherent::before::<O>(self, Some(req.as_bytes()))?;
+        let _busy = self.before(O::CODE, Some(req.as_bytes()))?;
         let seq = self.next_seq();
         let segs = Self::segments(out, &[]);
         let data = out.iter().map(|b| b.len()).sum::<usize>();

@@ -63,8 +63,8 @@ use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Once, OnceLock, RwLock};
 
 use vcuda_protocol::{
-    MallocReq, MemcpyDtoDReq, MemcpyDtoHReq, MemcpyHtoDReq, MemcpyHtoDSharedReq, MemsetReq, Op,
-    Opcode, PtrReq, PtrResp, STREAM_LEGACY, ops,
+    MallocReq, MemcpyDtoDReq, MemcpyDtoHReq, MemcpyHtoDReq, MemcpyHtoDSharedReq, MemsetReq, Opcode,
+    PtrReq, PtrResp, STREAM_LEGACY, ops,
 };
 
 use crate::client::Client;
@@ -198,8 +198,6 @@ static OWNER: OnceLock<u32> = OnceLock::new();
 thread_local! {
     /// This thread is making the library's own coherence requests.
     static INTERNAL: Cell<bool> = const { Cell::new(false) };
-    /// This thread is inside a request (it may hold the session's locks).
-    static BUSY: Cell<u32> = const { Cell::new(0) };
     /// This thread holds the coherence lock.
     static HOLDING: Cell<bool> = const { Cell::new(false) };
 }
@@ -229,22 +227,6 @@ fn find(addr: u64) -> Option<Arc<Alloc>> {
 /// Whether `addr` lies in managed memory this module keeps.
 pub(crate) fn owns(addr: u64) -> bool {
     LIVE.load(Ordering::Acquire) != 0 && find(addr).is_some()
-}
-
-/// Marks the current thread as inside a request until dropped.
-pub(crate) struct Busy(());
-
-impl Busy {
-    fn new() -> Self {
-        BUSY.with(|b| b.set(b.get() + 1));
-        Busy(())
-    }
-}
-
-impl Drop for Busy {
-    fn drop(&mut self) {
-        BUSY.with(|b| b.set(b.get().saturating_sub(1)));
-    }
 }
 
 /// Runs `f` as one of the library's own coherence requests (not flushed or invalidated).
@@ -312,19 +294,19 @@ fn writes(code: Opcode, req: Option<&[u8]>) -> Writes {
     }
 }
 
-/// Called before every request of operation `O` (its fixed part `req` where known; `None`
+/// Called before every request of operation `code` (its fixed part `req` where known; `None`
 /// for the staging pipeline, whose callers invalidate what they write themselves): sends
 /// dirty blocks to the device and, if the request may write managed memory on the device,
 /// makes the blocks it may write invalid (every block, for a launch or a library call). The
 /// host buffers a request carries never lie in managed memory here (`Client` copies such
-/// buffers through its own first). The returned guard marks the thread as inside the
-/// request until dropped.
-pub(crate) fn before<O: Op>(c: &Client, req: Option<&[u8]>) -> Result<Busy> {
+/// buffers through its own first). The client calls it through the hooks [`publish`]
+/// installs (`crate::client::Coherence`).
+fn before(c: &Client, code: Opcode, req: Option<&[u8]>) -> Result<()> {
     if LIVE.load(Ordering::Acquire) == 0 || INTERNAL.with(Cell::get) || forked() {
-        return Ok(Busy::new());
+        return Ok(());
     }
     let w = match req {
-        Some(_) => writes(O::CODE, req),
+        Some(_) => writes(code, req),
         None => Writes::Nothing,
     };
     locked(|| {
@@ -335,8 +317,7 @@ pub(crate) fn before<O: Op>(c: &Client, req: Option<&[u8]>) -> Result<Busy> {
             Writes::Range(lo, hi) => invalidate(lo, hi),
         }
         Ok(())
-    })?;
-    Ok(Busy::new())
+    })
 }
 
 /// Sends the dirty blocks and makes the blocks holding `[lo, hi)` invalid: for the device
@@ -589,7 +570,7 @@ pub(crate) fn alloc(c: &Client, device: u32, size: u64) -> Result<u64> {
 /// A memfd of `len` bytes for managed memory and the library's view of it.
 fn backing(len: u64) -> std::io::Result<(std::os::fd::OwnedFd, u64)> {
     let n = usize::try_from(len).map_err(std::io::Error::other)?;
-    let fd = crate::shared::sealed_memfd(c"vcuda-managed", n)?;
+    let fd = crate::memfd::sealed_memfd(c"vcuda-managed", n)?;
     // SAFETY: a new shared mapping of our own memfd where the kernel chooses.
     let alias = unsafe {
         libc::mmap(
@@ -615,6 +596,7 @@ fn publish(a: Alloc) {
     }
     let _ = OWNER.set(std::process::id());
     install_handler();
+    crate::client::install_coherence(crate::client::Coherence { before, overlaps });
     ALLOCS
         .write()
         .unwrap_or_else(|e| e.into_inner())
@@ -845,7 +827,7 @@ fn serve(addr: u64, write: Option<bool>) -> bool {
     locked(|| {
         let state = a.blocks[k].load(Ordering::Acquire);
         if state == INVALID {
-            if BUSY.with(Cell::get) != 0 {
+            if crate::client::busy() {
                 die(&format!(
                     "managed memory at {addr:#x} was touched by the library while it held the \
                      session (another thread launched work on it meanwhile? the program must \

@@ -44,6 +44,7 @@ pub mod cu_names;
 pub mod error;
 pub mod ffi;
 pub mod logging;
+pub mod memfd;
 pub mod mirror;
 pub mod props_gen;
 pub mod registry;

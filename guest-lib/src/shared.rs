@@ -38,7 +38,7 @@
 
 use std::collections::BTreeMap;
 use std::ffi::c_void;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, RwLock};
 
@@ -61,7 +61,8 @@ struct Region {
     mapped: bool,
 }
 
-/// The process's shared regions, by start address.
+/// The process's shared regions, by start address (one set per process, as there is one
+/// session: [`state`]).
 #[derive(Default, Debug)]
 pub struct Shared {
     regions: RwLock<BTreeMap<u64, Region>>,
@@ -69,6 +70,12 @@ pub struct Shared {
     staging: Mutex<Option<Staging>>,
     /// Making a staging region failed once: pageable copies stay inline.
     no_staging: AtomicBool,
+}
+
+/// The process's shared regions.
+fn state() -> &'static Shared {
+    static STATE: std::sync::LazyLock<Shared> = std::sync::LazyLock::new(Shared::default);
+    &STATE
 }
 
 /// Smallest pageable copy that goes through the staging region.
@@ -127,15 +134,15 @@ pub(crate) fn maps_managed(c: &Client) -> bool {
 
 /// Whether `p` starts page-locked memory shared with the backend that kernels reach at its
 /// own address.
-pub(crate) fn is_mapped(c: &Client, p: *mut c_void) -> bool {
-    c.shared.is_mapped(p as u64)
+pub(crate) fn is_mapped(p: *mut c_void) -> bool {
+    state().is_mapped(p as u64)
 }
 
 /// The device pointer of host address `addr`: itself, where it lies in page-locked or
 /// managed memory that kernels can reach (unified addressing), shared with the backend or
 /// kept coherent by the library.
-pub(crate) fn device_pointer(c: &Client, addr: u64) -> Option<u64> {
-    (c.shared.is_mapped(addr) || crate::coherent::owns(addr)).then_some(addr)
+pub(crate) fn device_pointer(addr: u64) -> Option<u64> {
+    (state().is_mapped(addr) || crate::coherent::owns(addr)).then_some(addr)
 }
 
 /// Exposes the region `handle`, mapped here at `p` for `len` bytes, to kernels at `p`.
@@ -165,12 +172,12 @@ pub(crate) fn alloc_managed(c: &Client, size: usize) -> Result<*mut c_void> {
         return Err(Error::MEMORY_ALLOCATION);
     }
     log::debug!("{size} bytes of managed memory shared with the backend (region {handle})");
-    insert(c, p, size, handle, true);
+    insert(p, size, handle, true);
     Ok(p)
 }
 
-fn insert(c: &Client, p: *mut c_void, size: usize, handle: u64, mapped: bool) {
-    c.shared
+fn insert(p: *mut c_void, size: usize, handle: u64, mapped: bool) {
+    state()
         .regions
         .write()
         .unwrap_or_else(|e| e.into_inner())
@@ -213,33 +220,8 @@ fn try_alloc(c: &Client, size: usize) -> std::io::Result<*mut c_void> {
                 )
             })
             .is_ok();
-    insert(c, p, size, handle, mapped);
+    insert(p, size, handle, mapped);
     Ok(p)
-}
-
-/// A memfd of `size` bytes, sealed at that size (named `name` in `/proc/PID/maps`).
-pub(crate) fn sealed_memfd(name: &std::ffi::CStr, size: usize) -> std::io::Result<OwnedFd> {
-    let err = std::io::Error::last_os_error;
-    let len = libc::off_t::try_from(size).map_err(|_| std::io::Error::other("too large"))?;
-    // SAFETY: a name with its NUL and valid flags; the result is checked.
-    let raw =
-        unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING) };
-    if raw < 0 {
-        return Err(err());
-    }
-    // SAFETY: memfd_create just returned this descriptor; nothing else owns it.
-    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-    // SAFETY: plain calls on our own descriptor.
-    unsafe {
-        if libc::ftruncate(fd.as_raw_fd(), len) != 0 {
-            return Err(err());
-        }
-        let seals = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_SEAL;
-        if libc::fcntl(fd.as_raw_fd(), libc::F_ADD_SEALS, seals) != 0 {
-            return Err(err());
-        }
-    }
-    Ok(fd)
 }
 
 /// `size` bytes of populated memory shared with the backend: the mapping and its region.
@@ -248,7 +230,7 @@ fn map_shared(c: &Client, size: usize) -> std::io::Result<(*mut c_void, u64)> {
         return map_pages(c, size);
     }
     let err = std::io::Error::last_os_error;
-    let fd = sealed_memfd(c"vcuda-pinned", size)?;
+    let fd = crate::memfd::sealed_memfd(c"vcuda-pinned", size)?;
     // SAFETY: a new shared mapping of our memfd at an address the kernel chooses.
     let p = unsafe {
         libc::mmap(
@@ -345,8 +327,7 @@ fn unmap_shared(c: &Client, p: *mut c_void, len: usize, handle: u64) {
 /// Frees shared memory at `p` (the start of a region): unmaps it here and in the backend.
 /// Returns whether `p` was shared memory.
 pub(crate) fn free(c: &Client, p: *mut c_void) -> bool {
-    let r = c
-        .shared
+    let r = state()
         .regions
         .write()
         .unwrap_or_else(|e| e.into_inner())
@@ -376,7 +357,7 @@ pub(crate) fn register_mapped(c: &Client, addr: u64, len: u64) -> Result<()> {
     }
     let (start, span) = page_span(addr, len).ok_or(Error::INVALID_VALUE)?;
     {
-        let g = c.shared.regions.read().unwrap_or_else(|e| e.into_inner());
+        let g = state().regions.read().unwrap_or_else(|e| e.into_inner());
         let overlaps = g
             .range(..start + span)
             .next_back()
@@ -402,7 +383,7 @@ pub(crate) fn register_mapped(c: &Client, addr: u64, len: u64) -> Result<()> {
         release_registered(c, start, span, handle);
         return Err(Error::NOT_SUPPORTED);
     }
-    insert(c, p, span as usize, handle, true);
+    insert(p, span as usize, handle, true);
     Ok(())
 }
 
@@ -434,7 +415,7 @@ pub(crate) fn unregister_mapped(c: &Client, addr: u64, len: u64) -> bool {
         return false;
     };
     let r = {
-        let mut g = c.shared.regions.write().unwrap_or_else(|e| e.into_inner());
+        let mut g = state().regions.write().unwrap_or_else(|e| e.into_inner());
         match g.get(&start) {
             Some(r) if r.len == span => g.remove(&start),
             _ => None,
@@ -479,7 +460,7 @@ fn move_to_shared(c: &Client, start: u64, span: u64) -> std::io::Result<u64> {
         return Err(std::io::Error::other("a shared mapping"));
     }
     let n = usize::try_from(span).map_err(|_| std::io::Error::other("too large"))?;
-    let fd = sealed_memfd(c"vcuda-registered", n)?;
+    let fd = crate::memfd::sealed_memfd(c"vcuda-registered", n)?;
     // Shared first (the backend sees the bytes written below through its own mapping): the
     // call allocates, and the pages may hold the program's heap, so nothing may touch them
     // between the copy and the remap below.
@@ -658,12 +639,11 @@ impl HostCopy {
     }
 
     /// The shared region and offset of the host side, if it is packed rows in one region.
-    fn region(&self, c: &Client) -> Option<(u64, u64)> {
+    fn region(&self) -> Option<(u64, u64)> {
         if self.height != 1 && self.host_pitch != self.width {
             return None;
         }
-        c.shared
-            .find(self.host, self.width.checked_mul(self.height)?)
+        state().find(self.host, self.width.checked_mul(self.height)?)
     }
 }
 
@@ -671,7 +651,7 @@ impl HostCopy {
 /// `posted`: send without waiting (an asynchronous copy the library checked). Returns
 /// whether it did the copy.
 pub(crate) fn htod(c: &Client, cp: &HostCopy, posted: bool) -> Result<bool> {
-    let Some((region, offset)) = cp.region(c) else {
+    let Some((region, offset)) = cp.region() else {
         return Ok(false);
     };
     send::<ops::MemcpyHtoDShared>(c, &cp.htod_req(cp.whole(), region, offset), posted)
@@ -680,7 +660,7 @@ pub(crate) fn htod(c: &Client, cp: &HostCopy, posted: bool) -> Result<bool> {
 /// Copies device to host without carrying the bytes when the destination is shared
 /// memory (see [`htod`]).
 pub(crate) fn dtoh(c: &Client, cp: &HostCopy, posted: bool) -> Result<bool> {
-    let Some((region, offset)) = cp.region(c) else {
+    let Some((region, offset)) = cp.region() else {
         return Ok(false);
     };
     send::<ops::MemcpyDtoHShared>(c, &cp.dtoh_req(cp.whole(), region, offset), posted)
@@ -688,15 +668,15 @@ pub(crate) fn dtoh(c: &Client, cp: &HostCopy, posted: bool) -> Result<bool> {
 
 /// A graph's host-to-device copy node (stream 0), if its source is packed rows in memory
 /// shared with the backend.
-pub(crate) fn graph_htod(c: &Client, cp: &HostCopy) -> Option<MemcpyHtoDSharedReq> {
-    let (region, offset) = cp.region(c)?;
+pub(crate) fn graph_htod(_c: &Client, cp: &HostCopy) -> Option<MemcpyHtoDSharedReq> {
+    let (region, offset) = cp.region()?;
     Some(cp.htod_req(cp.whole(), region, offset))
 }
 
 /// A graph's device-to-host copy node (stream 0), if its destination is packed rows in
 /// memory shared with the backend.
-pub(crate) fn graph_dtoh(c: &Client, cp: &HostCopy) -> Option<MemcpyDtoHSharedReq> {
-    let (region, offset) = cp.region(c)?;
+pub(crate) fn graph_dtoh(_c: &Client, cp: &HostCopy) -> Option<MemcpyDtoHSharedReq> {
+    let (region, offset) = cp.region()?;
     Some(cp.dtoh_req(cp.whole(), region, offset))
 }
 
@@ -722,12 +702,12 @@ fn with_staging<R>(
     if want < STAGE_MIN
         || !enabled(c)
         || c.sharing() != Sharing::Files
-        || c.shared.no_staging.load(Ordering::Relaxed)
+        || state().no_staging.load(Ordering::Relaxed)
     {
         return Ok(None);
     }
     // Another thread staging its own copy: this one goes inline rather than wait.
-    let Ok(mut g) = c.shared.staging.try_lock() else {
+    let Ok(mut g) = state().staging.try_lock() else {
         return Ok(None);
     };
     let need = want.min(STAGE_MAX as u64) as usize;
@@ -749,7 +729,7 @@ fn with_staging<R>(
             }
             Err(e) => {
                 log::debug!("no staging region of {len} bytes: {e}; pageable copies stay inline");
-                c.shared.no_staging.store(true, Ordering::Relaxed);
+                state().no_staging.store(true, Ordering::Relaxed);
                 return Ok(None);
             }
         }

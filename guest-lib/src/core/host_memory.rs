@@ -37,7 +37,7 @@ pub(crate) fn host_alloc(c: &Client, ptr: *mut *mut c_void, size: usize, flags: 
         None
     } else {
         shared::alloc(c, size).and_then(|p| {
-            if flags & MAPPED != 0 && !shared::is_mapped(c, p) {
+            if flags & MAPPED != 0 && !shared::is_mapped(p) {
                 shared::free(c, p);
                 None
             } else {
@@ -152,7 +152,7 @@ pub(crate) unsafe fn host_get_device_pointer(
     // With unified addressing the device pointer is the host pointer. Memory kernels
     // cannot reach (no mapping on this transport, or registered memory the library
     // could not share) fails as where CUDA did not map it for the device.
-    let d = shared::device_pointer(c, host as u64).ok_or(Error::MEMORY_ALLOCATION)?;
+    let d = shared::device_pointer(host as u64).ok_or(Error::MEMORY_ALLOCATION)?;
     // SAFETY: output pointer from the caller, checked for null.
     unsafe { write_out(dev_ptr, d as *mut c_void) }
 }
@@ -168,7 +168,7 @@ pub(crate) unsafe fn host_get_flags(flags: *mut u32, host: *mut c_void) -> Resul
     // cudaHostRegister's Portable flag alone (not ReadOnly, IoMemory), plus Mapped for
     // memory kernels can reach, which with unified addressing is all page-locked memory
     // on a GPU; here, what the executor maps.
-    let mapped = || shared::device_pointer(c, host as u64).map_or(0, |_| MAPPED);
+    let mapped = || shared::device_pointer(host as u64).map_or(0, |_| MAPPED);
     let f = match c.mirror.find(host as u64).map(|r| r.kind) {
         Some(Kind::HostAlloc(f)) => f | mapped(),
         Some(Kind::HostRegistered(f)) => (f & PORTABLE) | mapped(),

@@ -589,7 +589,7 @@ pub(crate) fn pointer_attributes(ptr: *const c_void) -> Result<cudaPointerAttrib
         Some(r) => cudaPointerAttributes {
             type_: memory_type::HOST,
             device: r.device,
-            devicePointer: shared::device_pointer(c, p)
+            devicePointer: shared::device_pointer(p)
                 .map_or(std::ptr::null_mut(), |d| d as *mut c_void),
             hostPointer: ptr as *mut c_void,
             reserved: [0; 8],

@@ -86,7 +86,7 @@ fn device_copy(d: &Region, s: &Region) -> CUDA_MEMCPY3D {
 }
 
 impl CudaExecutor {
-    /// See [`crate::executor::Executor::graph_instantiate`].
+    /// See [`crate::executor::GraphOps::graph_instantiate`].
     pub(super) fn graph_instantiate_impl(
         &mut self,
         nodes: &[GraphNode],
@@ -188,7 +188,7 @@ impl CudaExecutor {
         Ok(Some(h))
     }
 
-    /// See [`crate::executor::Executor::graph_launch`].
+    /// See [`crate::executor::GraphOps::graph_launch`].
     pub(super) fn graph_launch_impl(&mut self, graph: u64, stream: u64) -> ExecResult<()> {
         let g = self.graphs.get(graph)?;
         // The program may have freed memory since the graph was made.

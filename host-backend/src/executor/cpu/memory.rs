@@ -30,7 +30,6 @@ mod ipc;
 #[path = "vmm.rs"]
 mod vmm;
 pub use self::ipc::IpcEvents;
-use self::ipc::{Import, Token, exports};
 pub use crate::executor::vmm::GRANULARITY;
 pub use vmm::Vmm;
 
@@ -202,6 +201,17 @@ impl MemoryBudget {
     fn release(&self, n: u64) {
         self.used.fetch_sub(n, Ordering::Relaxed);
     }
+}
+
+/// An IPC handle's token: 128 random bits.
+type Token = [u8; 16];
+
+/// An allocation opened through an IPC handle (see `ipc.rs`).
+#[derive(Debug)]
+struct Import {
+    token: Token,
+    opens: u32,
+    charge: u64,
 }
 
 /// Heap ids (see [`DeviceHeap::id`]).
@@ -432,9 +442,7 @@ impl DeviceHeap {
             self.budget.release(a.charge);
             self.charged -= a.charge;
         }
-        if let Some(token) = self.exports.remove(&addr) {
-            exports().remove(&token);
-        }
+        self.withdraw_export(addr);
         Ok(())
     }
 

@@ -7,11 +7,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex, Weak};
 
-use super::{AllocKind, Allocation, DeviceHeap};
+use super::{AllocKind, Allocation, DeviceHeap, Import, Token};
 use crate::executor::{ExecResult, Status};
-
-/// An IPC handle's token: 128 random bits.
-pub(super) type Token = [u8; 16];
 
 /// The first bytes of every IPC handle the CPU executor gives out.
 pub(super) const IPC_MAGIC: &[u8; 8] = b"vcudaIPC";
@@ -22,17 +19,9 @@ const MAX_IMPORTS: usize = 4096;
 
 /// An exported allocation (see [`DeviceHeap::ipc_export`]): the registry holds it weakly, so
 /// an export keeps nothing alive; an import holds the buffer.
-pub(super) struct Export {
+struct Export {
     alloc: Weak<Allocation>,
     heap: u64,
-}
-
-/// An allocation opened through an IPC handle.
-#[derive(Debug)]
-pub(super) struct Import {
-    token: Token,
-    opens: u32,
-    charge: u64,
 }
 
 /// Every session's exports, by token: sessions of one backend process share allocations
@@ -124,7 +113,7 @@ impl Drop for IpcEvents {
     }
 }
 
-pub(super) fn exports() -> std::sync::MutexGuard<'static, HashMap<Token, Export>> {
+fn exports() -> std::sync::MutexGuard<'static, HashMap<Token, Export>> {
     // A panic while holding the lock leaves the map consistent (single inserts/removes).
     EXPORTS.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -232,6 +221,13 @@ impl DeviceHeap {
             self.charged -= charge;
         }
         Ok(())
+    }
+
+    /// Withdraws the export of the allocation at `addr`, if it has one (it is being freed).
+    pub(super) fn withdraw_export(&mut self, addr: u64) {
+        if let Some(token) = self.exports.remove(&addr) {
+            exports().remove(&token);
+        }
     }
 
     /// Removes this heap's exports from the registry: nobody opens them any more (those

@@ -142,8 +142,9 @@
 //! [`CudaExecutor::cu_context`], [`CudaExecutor::cu_stream`] and
 //! [`CudaExecutor::check_device_range`] are the seam. `blas.rs` and `rand.rs` use it for
 //! cuBLAS and cuRAND (cudarc's `cublas`/`curand` types; the libraries are loaded at run time
-//! and called through `lib_ffi`'s `u32`-returning entry points, as the driver is through
-//! `ffi`).
+//! and called through the result layers `cublas_result` and `curand_result`, thin wrappers
+//! returning typed errors over `lib_ffi`'s `u32`-returning entry points, as the driver is
+//! through `driver` over `ffi`).
 //!
 //! # Layout
 //!
@@ -159,6 +160,8 @@
 mod allocs;
 mod blas;
 mod blas_lu;
+mod cublas_result;
+mod curand_result;
 mod device;
 mod device_info;
 mod driver;

@@ -60,9 +60,9 @@
 //!
 //! # Copies
 //!
-//! Host data arrives as [`DataSegs`]: one piece (the socket transport's buffer) or the
-//! guest-physical pieces of a vhost-user descriptor chain, mapped straight from guest RAM.
-//! Per request, after validating the device side:
+//! Host data arrives as [`DataSegs`](crate::data::DataSegs): one piece (the socket transport's
+//! buffer) or the guest-physical pieces of a vhost-user descriptor chain, mapped straight from
+//! guest RAM. Per request, after validating the device side:
 //!
 //! - every piece in guest RAM pinned by
 //!   [`super::ExecutorFactory::guest_memory_changed`]: one DMA per piece, straight

@@ -71,9 +71,9 @@ pub unsafe fn gemm_ex(
 ///
 /// # Safety
 ///
-/// `handle` is a live handle whose context is current, and the pointers are what
-/// cuBLAS documents for `cublasGemmStridedBatchedEx`: operands in memory the routine may read and write
-/// (device memory of that context, or host memory for host-mode scalars and results).
+/// `handle` is a live handle whose context is current, and the pointers are what cuBLAS documents
+/// for `cublasGemmStridedBatchedEx`: operands in memory the routine may read and write (device
+/// memory of that context, or host memory for host-mode scalars and results).
 pub unsafe fn gemm_strided_batched_ex(
     handle: cublasHandle_t,
     transa: cublasOperation_t,

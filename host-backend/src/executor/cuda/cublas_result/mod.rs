@@ -65,7 +65,8 @@ pub unsafe fn destroy(handle: cublasHandle_t) -> BlasResult<()> {
 ///
 /// # Safety
 ///
-/// `handle` is a live handle whose context is current; `stream` is null or a live stream of that context.
+/// `handle` is a live handle whose context is current; `stream` is null or a live stream of that
+/// context.
 pub unsafe fn set_stream(handle: cublasHandle_t, stream_id: cudaStream_t) -> BlasResult<()> {
     // SAFETY: the caller's contract.
     ok(unsafe { cublas::cublasSetStream_v2(handle, stream_id) })

@@ -9,7 +9,7 @@ use crate::executor::cuda::ffi;
 
 /// `cuArray3DCreate`: a CUDA array.
 ///
-/// Needs the session's context current and [`Loaded::textures`].
+/// Needs the session's context current and [`Loaded::textures`](super::Loaded::textures).
 pub fn array_create(desc: &sys::CUDA_ARRAY3D_DESCRIPTOR) -> DrvResult<sys::CUarray> {
     let mut a = std::ptr::null_mut();
     // SAFETY: valid out pointer and descriptor; the driver validates the descriptor.
@@ -29,7 +29,7 @@ pub unsafe fn array_destroy(a: sys::CUarray) -> DrvResult<()> {
 
 /// `cuMipmappedArrayCreate`: a mipmapped array of `levels` levels.
 ///
-/// Needs the session's context current and [`Loaded::mipmaps`].
+/// Needs the session's context current and [`Loaded::mipmaps`](super::Loaded::mipmaps).
 pub fn mipmapped_create(
     desc: &sys::CUDA_ARRAY3D_DESCRIPTOR,
     levels: u32,

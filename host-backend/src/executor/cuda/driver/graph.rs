@@ -18,7 +18,8 @@ pub fn graph_create() -> DrvResult<CUgraph> {
 pub enum GraphWork<'a> {
     /// Nothing.
     Empty,
-    /// A kernel: its parameters (the pointers inside them as [`launch_kernel`] requires).
+    /// A kernel: its parameters (the pointers inside them as
+    /// [`launch_kernel`](super::launch_kernel) requires).
     Kernel(&'a sys::CUDA_KERNEL_NODE_PARAMS),
     /// A copy.
     Copy(&'a sys::CUDA_MEMCPY3D),
@@ -30,9 +31,9 @@ pub enum GraphWork<'a> {
 ///
 /// # Safety
 ///
-/// `g` is live and `deps` are nodes of it; `ctx` is live and current. A kernel's function
-/// is live and its parameter pointers are as [`launch_kernel`] requires (the driver copies
-/// them); a copy's or memset's device ranges are memory of `ctx`.
+/// `g` is live and `deps` are nodes of it; `ctx` is live and current. A kernel's function is live
+/// and its parameter pointers are as [`launch_kernel`](super::launch_kernel) requires (the driver
+/// copies them); a copy's or memset's device ranges are memory of `ctx`.
 pub unsafe fn graph_add_node(
     g: CUgraph,
     deps: &[CUgraphNode],

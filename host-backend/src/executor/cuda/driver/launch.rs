@@ -51,7 +51,7 @@ pub unsafe fn launch_kernel(
 /// # Safety
 ///
 /// As [`launch_kernel`] with `params` only (cooperative launches take no `extra` list), and
-/// [`Loaded::cooperative`] said the entry point exists.
+/// [`Loaded::cooperative`](super::Loaded::cooperative) said the entry point exists.
 pub unsafe fn launch_cooperative_kernel(
     f: CUfunction,
     grid: [u32; 3],

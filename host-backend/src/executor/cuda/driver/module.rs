@@ -57,8 +57,8 @@ pub unsafe fn module_load_data(image: *const u8) -> DrvResult<CUmodule> {
 ///
 /// # Safety
 ///
-/// A context is current and [`Loaded::linker`] said the entry points exist. Each unit is
-/// NUL-terminated PTX.
+/// A context is current and [`Loaded::linker`](super::Loaded::linker) said the entry points exist.
+/// Each unit is NUL-terminated PTX.
 pub unsafe fn module_link_ptx(units: &[&[u8]]) -> DrvResult<CUmodule> {
     use sys::CUjit_option::{CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
     let mut log = vec![0u8; JIT_LOG_LEN];
@@ -217,7 +217,7 @@ pub unsafe fn func_set_attribute(f: CUfunction, a: CUfunction_attribute, v: i32)
 ///
 /// # Safety
 ///
-/// `f` is live and [`Loaded::param_info`] said the entry point exists.
+/// `f` is live and [`Loaded::param_info`](super::Loaded::param_info) said the entry point exists.
 pub unsafe fn func_param_info(f: CUfunction, index: usize) -> DrvResult<(usize, usize)> {
     let (mut off, mut size) = (0usize, 0usize);
     // SAFETY: `f` is a live function and the entry point exists (the caller's guarantee,

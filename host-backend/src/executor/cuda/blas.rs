@@ -21,7 +21,6 @@
 //! lacks answers the same). A status this build does not know is reported as
 //! `CUBLAS_STATUS_INTERNAL_ERROR`.
 
-use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
 
 use cudarc::cublas::sys as cb;
@@ -36,6 +35,7 @@ use vcuda_protocol::{BlasCallReq, status};
 
 use super::CudaExecutor;
 use super::cublas_result::{self as cublas, BlasResult};
+use super::state::Handle;
 use crate::executor::{ExecResult, Status};
 
 #[path = "blas_gemm.rs"]
@@ -43,21 +43,6 @@ mod gemm;
 
 const UNSUPPORTED: Status = Status(BLAS_NOT_SUPPORTED);
 const FAULT: Status = Status(status::ILLEGAL_ADDRESS);
-
-/// The session's cuBLAS handles (raw `cublasHandle_t`s, owned here).
-#[derive(Debug, Default)]
-pub(super) struct Handles {
-    map: HashMap<u64, Handle>,
-    next: u64,
-}
-
-/// A cuBLAS handle and the stream it was last set to. `cublasSetStream` resets the
-/// handle's workspace, so it is called only when a call names another stream.
-#[derive(Debug, Clone, Copy)]
-struct Handle {
-    raw: usize,
-    stream: Option<usize>,
-}
 
 /// A cuBLAS result as the session's (a status this build does not know is already
 /// `CUBLAS_STATUS_INTERNAL_ERROR`).

@@ -19,18 +19,11 @@ use vcuda_protocol::graph::NodeWork;
 use vcuda_protocol::region::{self, Region};
 
 use super::error::to_status;
-use super::modules::{PARAM_BUF_LEN, with_params};
-use super::owned::Graph;
-use super::streams::stream_ref;
+use super::modules::with_params;
+use super::state::stream_ref;
+use super::state::{NativeGraph, PARAM_BUF_LEN};
 use super::{CudaExecutor, context_of};
 use crate::executor::{ExecResult, GraphNode, Status};
-
-/// A CUDA graph of the session and the device memory its copies and memsets reach.
-#[derive(Debug)]
-pub(super) struct NativeGraph {
-    graph: Graph,
-    regions: Vec<Region>,
-}
 
 /// A copy node's two regions (none for an empty copy).
 fn copy_regions(c: &vcuda_protocol::MemcpyDtoDReq) -> ExecResult<Option<(Region, Region)>> {

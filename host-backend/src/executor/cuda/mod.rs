@@ -148,9 +148,10 @@
 //!
 //! # Layout
 //!
-//! `device` opens the GPU and holds what sessions share (the factory, pinned guest RAM);
-//! this file holds the session ([`CudaExecutor`]): its context, what it owns, and how it
-//! waits, resets and ends. `ops/` implements the executor's domain traits, one file per
+//! `config` holds the settings, `device` opens the GPU and holds what sessions share (the
+//! factory, pinned guest RAM), `factory` makes sessions; this file holds the session
+//! ([`CudaExecutor`]): its context, what it owns (per domain, the types of `state`), and how
+//! it waits, resets and ends. `ops/` implements the executor's domain traits, one file per
 //! trait, handing streams and events to `streams`, modules and launches to `modules`,
 //! arrays and textures to `texture`, graphs to `graphs`, the VMM API to `vmm`, the libraries
 //! to `blas` and `rand`, and copies to `transfer` (with `plan`, `staging` and
@@ -160,12 +161,14 @@
 mod allocs;
 mod blas;
 mod blas_lu;
+mod config;
 mod cublas_result;
 mod curand_result;
 mod device;
 mod device_info;
 mod driver;
 mod error;
+mod factory;
 mod ffi;
 mod graphs;
 mod guest_mem;
@@ -179,6 +182,7 @@ mod plan;
 mod printf;
 mod rand;
 mod staging;
+mod state;
 mod streams;
 mod texture;
 mod transfer;
@@ -191,98 +195,19 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use self::allocs::{Allocations, Owner};
+pub use self::config::{
+    CudaConfig, GUEST_REGISTER_FLAGS, LARGE_PAGE, SMALL_COPY, SMALL_UNIT, charge,
+};
 pub use self::device::CudaFactory;
 use self::device::Shared;
 use self::error::to_status;
 pub use self::error::{InitError, MIN_DRIVER_VERSION};
 use self::handles::{HandleTable, Kind};
-use self::modules::{Function, LoadedModule, PARAM_BUF_LEN, ParamBuf};
 use self::owned::{Context, Event, Stream};
+use self::state::{Function, LoadedModule, PARAM_BUF_LEN, ParamBuf};
 use super::{DeviceOps, ExecResult, Status};
 use cudarc::driver::sys::{CUcontext, CUlimit, CUstream};
 use log::warn;
-
-/// Copies of at most this many bytes from or to pageable memory use the driver's own
-/// staging (it inlines small copies into its command stream) instead of ours.
-pub const SMALL_COPY: u64 = 64 << 10;
-
-/// Flags for pinning guest RAM: `CU_MEMHOSTREGISTER_PORTABLE`, so the pinning counts in
-/// every session's context. Not `DEVICEMAP`: our copies only need the DMA engine to reach
-/// guest RAM, and mapping it into the device address space would let any session's
-/// kernels read and write all guest RAM at its host address.
-pub const GUEST_REGISTER_FLAGS: u32 = cudarc::driver::sys::CU_MEMHOSTREGISTER_PORTABLE;
-
-/// Settings of the CUDA executor.
-#[derive(Debug, Clone)]
-pub struct CudaConfig {
-    /// Device ordinal to serve (guests see it as device 0).
-    pub device: u32,
-    /// Bytes per pinned staging buffer.
-    pub staging_chunk: usize,
-    /// Staging buffers per session.
-    pub staging_depth: usize,
-    /// Capture device `printf` (the backend's stdout) and return it to the guest.
-    pub capture_printf: bool,
-    /// Fail any wait for a session's GPU work that lasts longer with
-    /// `cudaErrorLaunchTimeout` and end the session's context (`--kernel-timeout`; none by
-    /// default, like a GPU without a watchdog).
-    pub kernel_timeout: Option<std::time::Duration>,
-    /// Serve several sessions at once even where kernels can reach the backend's pageable
-    /// memory (`--allow-pageable-access`; see [`CudaFactory::new`]).
-    pub allow_pageable_access: bool,
-    /// Device memory one session may hold (a share of the device's memory by default).
-    pub session_mem_limit: crate::memsize::MemSize,
-    /// Register (pin) all of a vhost-user guest's RAM with the driver, so copies from it
-    /// are one DMA instead of staged (`--register-guest-memory`). Off by default: it pins
-    /// every guest page at connect (and again for seconds after each memory table change),
-    /// and it is unsafe with virtio-balloon, free page reporting, virtio-mem or discard,
-    /// where the guest address of a page the driver keeps pinned gets new backing.
-    pub register_guest_memory: bool,
-    /// This process serves one tenant (a worker process of `--isolation process`): kernels
-    /// that reach its pageable memory reach only that tenant's data, so sessions are never
-    /// made exclusive for it.
-    pub tenant_process: bool,
-    /// Pass CUDA's own IPC handles between sessions (`--cuda-ipc`). Off by default: the
-    /// driver's handle is then the only check on which memory a session opens, and handles
-    /// of the sessions of one process (one VM) do not open in each other.
-    pub ipc: bool,
-}
-
-/// Large allocations are charged whole 2 MiB pages (the driver maps them so) ...
-pub const LARGE_PAGE: u64 = 2 << 20;
-
-/// ... small ones 512-byte units (the driver sub-allocates them from shared pages).
-pub const SMALL_UNIT: u64 = 512;
-
-/// Most ranges a session keeps open through IPC handles.
-const MAX_IPC_OPENS: usize = 4096;
-
-/// What a `cudaMalloc` of `size` bytes is charged against the session's limit.
-pub fn charge(size: u64) -> Option<u64> {
-    let unit = if size >= LARGE_PAGE {
-        LARGE_PAGE
-    } else {
-        SMALL_UNIT
-    };
-    size.checked_next_multiple_of(unit)
-}
-
-impl Default for CudaConfig {
-    fn default() -> Self {
-        Self {
-            device: 0,
-            staging_chunk: 4 << 20,
-            staging_depth: 4,
-            capture_printf: false,
-            kernel_timeout: None,
-            allow_pageable_access: false,
-            session_mem_limit: crate::memsize::MemSize::Percent(100),
-            register_guest_memory: false,
-            tenant_process: false,
-            ipc: false,
-        }
-    }
-}
 
 /// One session on the GPU. See the [module documentation](self).
 pub struct CudaExecutor {
@@ -312,15 +237,15 @@ pub struct CudaExecutor {
     /// through the capture thread, so sessions without one skip it).
     uses_printf: bool,
     /// cuBLAS handles (`blas.rs`).
-    blas: blas::Handles,
+    blas: state::Handles,
     /// cuRAND generators (`rand.rs`).
-    rand: rand::Generators,
+    rand: state::Generators,
     /// How the session waits for the GPU: polling, and stopping when cancelled (`wait`).
     wait: wait::Wait,
     /// Bytes of device memory charged to the session ([`charge`] of each allocation).
     charged: u64,
     /// The VMM API's objects (`vmm.rs`).
-    vmm: crate::executor::vmm::VmmBook<vmm::Phys>,
+    vmm: crate::executor::vmm::VmmBook<state::Phys>,
     /// Memory the guest shares with the session (`ShareMemory`): `(address, length)`.
     host_shared: Vec<(usize, usize)>,
     /// Shared memory mapped for kernels at the guest's address (`MapHostMemory`): address
@@ -333,12 +258,12 @@ pub struct CudaExecutor {
     /// Those ranges pinned in the current context: copies DMA straight to and from them.
     host_pinned: guest_mem::PinnedRanges,
     /// CUDA arrays, texture and surface objects (`texture.rs`).
-    textures: texture::Textures,
+    textures: state::Textures,
     /// Streams created with `cudaStreamNonBlocking` (they do not wait for the legacy
     /// stream, nor it for them).
     non_blocking: std::collections::HashSet<u64>,
     /// CUDA graphs (`graphs.rs`).
-    graphs: HandleTable<graphs::NativeGraph>,
+    graphs: HandleTable<state::NativeGraph>,
 }
 
 impl std::fmt::Debug for CudaExecutor {
@@ -455,8 +380,8 @@ impl CudaExecutor {
             arg_ptrs: Vec::new(),
             may_print: false,
             uses_printf: false,
-            blas: blas::Handles::default(),
-            rand: rand::Generators::default(),
+            blas: state::Handles::default(),
+            rand: state::Generators::default(),
             wait,
             charged: 0,
             vmm: Default::default(),
@@ -464,7 +389,7 @@ impl CudaExecutor {
             host_mapped: std::collections::BTreeMap::new(),
             mapped_guest_pages: false,
             host_pinned: guest_mem::PinnedRanges::default(),
-            textures: texture::Textures::default(),
+            textures: state::Textures::default(),
             non_blocking: std::collections::HashSet::new(),
             graphs: HandleTable::new(Kind::Graph),
         })
@@ -484,7 +409,7 @@ impl CudaExecutor {
 
     /// The driver stream behind a guest stream handle (null: the legacy default stream).
     pub fn cu_stream(&self, handle: u64) -> ExecResult<CUstream> {
-        streams::stream_ref(&self.streams, handle).map(owned::StreamRef::raw)
+        state::stream_ref(&self.streams, handle).map(owned::StreamRef::raw)
     }
 
     /// Checks that `[ptr, ptr + len)` is device memory this session owns.

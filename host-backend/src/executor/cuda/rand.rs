@@ -12,8 +12,6 @@
 //! the same). A status this build does not know is reported as
 //! `CURAND_STATUS_INTERNAL_ERROR`.
 
-use std::collections::HashMap;
-
 use cudarc::curand::sys as cr;
 use log::warn;
 use vcuda_protocol::lib::{
@@ -26,14 +24,6 @@ use super::CudaExecutor;
 use super::curand_result::{self as curand, Distribution};
 use crate::data::DataSegs;
 use crate::executor::{ExecResult, Status};
-
-/// The session's generators: raw `curandGenerator_t`s (owned here) and whether each is a
-/// host generator.
-#[derive(Debug, Default)]
-pub(super) struct Generators {
-    map: HashMap<u64, (usize, bool)>,
-    next: u64,
-}
 
 /// A cuRAND status as the session's error.
 fn status_of(s: cr::curandStatus_t) -> Status {

@@ -4,8 +4,9 @@
 //! charged to the session as an allocation.
 
 use crate::executor::cuda::allocs::Owner;
+use crate::executor::cuda::config::MAX_IPC_OPENS;
 use crate::executor::cuda::error::to_status;
-use crate::executor::cuda::{CudaExecutor, MAX_IPC_OPENS, charge, driver};
+use crate::executor::cuda::{CudaExecutor, charge, driver};
 use crate::executor::{ExecResult, IpcOps, Status};
 
 impl IpcOps for CudaExecutor {

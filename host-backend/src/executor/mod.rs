@@ -7,6 +7,13 @@
 //! which replays calls on a real GPU. An [`ExecutorFactory`] makes one executor per session
 //! and holds what sessions share (the device, module caches).
 //!
+//! The calls come in domains, one trait each: [`DeviceOps`] (the device and context),
+//! [`MemoryOps`] (device memory, copies, memsets), [`HostMemoryOps`] (shared and mapped host
+//! memory), [`ArrayOps`] (arrays and textures), [`StreamOps`] (streams and events),
+//! [`ModuleOps`] (modules and launches), [`GraphOps`], [`VmmOps`], [`IpcOps`], [`BlasOps`]
+//! and [`RandOps`]. [`Executor`] is all of them. Each executor implements each domain in a
+//! file of its own (`cpu/ops/<domain>.rs`, `cuda/ops/<domain>.rs`).
+//!
 //! Every argument an executor receives comes from the guest and is hostile: pointers,
 //! handles, sizes and offsets are checked against what the session owns.
 
@@ -17,7 +24,7 @@ use vcuda_protocol::status::{self, CudaStatus};
 use vcuda_protocol::{
     ArrayCreateReq, BlasCallReq, DeviceInfo, EventElapsedResp, ExecutorKind, FuncAttrs, LaunchReq,
     MemcpyArrayReq, MemcpyDtoDReq, MemcpyDtoHReq, MemcpyHtoDReq, MemsetReq,
-    MipmappedArrayCreateReq, ParamInfo, RandGenerateReq, RandSetReq, TexObjectCreateReq, lib,
+    MipmappedArrayCreateReq, ParamInfo, RandGenerateReq, RandSetReq, TexObjectCreateReq,
 };
 
 pub use vcuda_protocol::graph::Node as GraphNode;
@@ -124,7 +131,7 @@ pub struct FunctionInfo {
 }
 
 /// Stops a session's running work from another thread (its connection closed, its device
-/// file was released): see [`Executor::set_cancel`].
+/// file was released): see [`DeviceOps::set_cancel`].
 pub use vcuda_ptx::Cancel;
 
 /// Most device-printf bytes a session buffers before dropping output (CUDA's default printf
@@ -151,21 +158,65 @@ pub trait ExecutorFactory: Send + Sync {
     }
 }
 
-/// One session's view of the device(s). Calls arrive in the order the guest issued them.
+/// One session's view of the device(s): every domain of calls an executor serves. Calls
+/// arrive in the order the guest issued them.
 ///
 /// Stream semantics: work on a stream runs in issue order; the legacy default stream
 /// (handle [`vcuda_protocol::STREAM_LEGACY`]) waits for, and is waited for by, every
 /// blocking stream. An executor may run everything in issue order, which satisfies every
 /// ordering CUDA guarantees.
-pub trait Executor: Send {
+///
+/// The calls are split by domain, one trait each ([`DeviceOps`], [`MemoryOps`],
+/// [`HostMemoryOps`], [`ArrayOps`], [`StreamOps`], [`ModuleOps`], [`GraphOps`], [`VmmOps`],
+/// [`IpcOps`], [`BlasOps`], [`RandOps`]), none with default bodies: an executor implements
+/// every method of every domain, writing out its "not supported" answers where it has
+/// none, so a call added to a domain is a compile error until each executor answers it.
+/// Every type that implements all of them is an `Executor`.
+pub trait Executor:
+    Send
+    + DeviceOps
+    + MemoryOps
+    + HostMemoryOps
+    + ArrayOps
+    + StreamOps
+    + ModuleOps
+    + GraphOps
+    + VmmOps
+    + IpcOps
+    + BlasOps
+    + RandOps
+{
+}
+
+impl<T> Executor for T where
+    T: Send
+        + DeviceOps
+        + MemoryOps
+        + HostMemoryOps
+        + ArrayOps
+        + StreamOps
+        + ModuleOps
+        + GraphOps
+        + VmmOps
+        + IpcOps
+        + BlasOps
+        + RandOps
+        + ?Sized
+{
+}
+
+/// The device and the session's context on it: properties, synchronization, reset,
+/// limits, cancellation and device-side `printf` output.
+pub trait DeviceOps {
     /// The session's cancellation token: once it is cancelled (the session ended while a
-    /// call runs), running and later launches and copies stop as soon as they can. The
-    /// default ignores it (the CUDA executor ends work by destroying its context).
-    fn set_cancel(&mut self, _cancel: Cancel) {}
+    /// call runs), running and later launches and copies stop as soon as they can. An
+    /// executor that ends work otherwise may ignore it (the CUDA executor ends work by
+    /// destroying its context).
+    fn set_cancel(&mut self, cancel: Cancel);
     /// The address range `[base, base + len)` the guest reserved for device allocations
     /// (see `HelloReq::va_base`). Executors that choose device addresses themselves place
     /// allocations there; others ignore it. Called once, before any allocation.
-    fn set_address_range(&mut self, _base: u64, _len: u64) {}
+    fn set_address_range(&mut self, base: u64, len: u64);
     /// Number of devices.
     fn device_count(&self) -> u32;
     /// What `cudaDriverGetVersion` reports.
@@ -182,7 +233,12 @@ pub trait Executor: Send {
     fn set_limit(&mut self, device: u32, limit: u32, value: u64) -> ExecResult<()>;
     /// `cudaDeviceGetLimit`.
     fn get_limit(&mut self, device: u32, limit: u32) -> ExecResult<u64>;
+    /// Takes the device-side `printf` output produced so far.
+    fn take_stdout(&mut self) -> Vec<u8>;
+}
 
+/// Linear device memory: allocation and the copies and memsets that touch it.
+pub trait MemoryOps {
     /// Allocates device memory.
     fn malloc(&mut self, device: u32, size: u64) -> ExecResult<u64>;
     /// Frees device memory.
@@ -195,50 +251,82 @@ pub trait Executor: Send {
     fn memcpy_dtod(&mut self, req: &MemcpyDtoDReq) -> ExecResult<()>;
     /// Memset.
     fn memset(&mut self, req: &MemsetReq) -> ExecResult<()>;
+}
 
+/// Host memory the guest shares with the session ([`crate::shared`]), and its mapping for
+/// kernels (page-locked and managed memory).
+pub trait HostMemoryOps {
+    /// The guest shared `[addr, addr + len)` (memory mapped in this process, see
+    /// [`crate::shared`]) with the session; copies to and from it name it. It stays mapped
+    /// until [`HostMemoryOps::host_memory_unshared`] or until after the executor is
+    /// dropped. An executor may pin it, so that copies move straight between it and the
+    /// device.
+    fn host_memory_shared(&mut self, addr: usize, len: usize);
+
+    /// The region shared at `addr` is about to be unmapped: the executor stops using it
+    /// (unpins it) before returning.
+    fn host_memory_unshared(&mut self, addr: usize);
+
+    /// Whether kernels can reach shared host memory at a device address the guest names
+    /// ([`HostMemoryOps::host_memory_map`]).
+    fn can_map_host_memory(&self) -> bool;
+
+    /// Whether [`HostMemoryOps::host_memory_map`] needs the memory mapped in this process
+    /// at the device address itself (`host == addr`): an executor whose device reaches host
+    /// memory at this process's addresses (a GPU). The session maps the region's pages
+    /// there first ([`crate::shared::SharedRegions::alias`]).
+    fn maps_host_memory_in_place(&self) -> bool;
+
+    /// The session shares the guest's own pages (a VM): memory mapped for kernels
+    /// ([`HostMemoryOps::host_memory_map`]) goes back to the guest's kernel once unmapped,
+    /// for other processes to use. The executor must then never let go of such a mapping
+    /// while work that may reach it runs, not even when the session ends: it waits for that
+    /// work instead, so the guest keeps the pages pinned meanwhile.
+    fn mapped_memory_is_guest_pages(&mut self);
+
+    /// Whether managed memory had better live in device memory, kept coherent by the
+    /// library, even where page-locked memory is mapped for kernels: the device reaches
+    /// host memory only across a bus (a GPU), so kernels working on managed memory in
+    /// place would run at the bus's speed. Tells the library through `Hello`.
+    fn prefers_managed_on_device(&self) -> bool;
+
+    /// Exposes `[host, host + len)`, part of a region shared with
+    /// [`HostMemoryOps::host_memory_shared`], to kernels at device address `addr`: kernels
+    /// and device-side copies then read and write that memory in place. Fails if the range
+    /// overlaps device memory, another mapped range, or addresses the executor reserves.
+    /// The memory stays mapped in this process until [`HostMemoryOps::host_memory_unmap`]
+    /// (the session calls it before unsharing the region).
+    fn host_memory_map(&mut self, addr: u64, host: usize, len: usize) -> ExecResult<()>;
+
+    /// Removes the mapped range that starts at device address `addr`; the executor stops
+    /// using its memory before returning.
+    fn host_memory_unmap(&mut self, addr: u64) -> ExecResult<()>;
+}
+
+/// CUDA arrays, mipmapped arrays, and the texture and surface objects over them.
+pub trait ArrayOps {
     /// Creates a CUDA array; returns its handle.
-    fn array_create(&mut self, req: &ArrayCreateReq) -> ExecResult<u64> {
-        let _ = req;
-        Err(Status::NOT_SUPPORTED)
-    }
+    fn array_create(&mut self, req: &ArrayCreateReq) -> ExecResult<u64>;
     /// Destroys an array (after the work that uses it, as `cudaFreeArray` does).
-    fn array_destroy(&mut self, array: u64) -> ExecResult<()> {
-        let _ = array;
-        Err(Status::INVALID_VALUE)
-    }
+    fn array_destroy(&mut self, array: u64) -> ExecResult<()>;
     /// Copies a box between an array and linear device memory.
-    fn memcpy_array(&mut self, req: &MemcpyArrayReq) -> ExecResult<()> {
-        let _ = req;
-        Err(Status::INVALID_VALUE)
-    }
+    fn memcpy_array(&mut self, req: &MemcpyArrayReq) -> ExecResult<()>;
     /// Creates a CUDA mipmapped array; returns its handle.
-    fn mipmapped_array_create(&mut self, req: &MipmappedArrayCreateReq) -> ExecResult<u64> {
-        let _ = req;
-        Err(Status::NOT_SUPPORTED)
-    }
+    fn mipmapped_array_create(&mut self, req: &MipmappedArrayCreateReq) -> ExecResult<u64>;
     /// Destroys a mipmapped array and its levels (after the work that uses it, as
     /// `cudaFreeMipmappedArray` does).
-    fn mipmapped_array_destroy(&mut self, handle: u64) -> ExecResult<()> {
-        let _ = handle;
-        Err(Status::INVALID_VALUE)
-    }
+    fn mipmapped_array_destroy(&mut self, handle: u64) -> ExecResult<()>;
     /// The array handle of level `level` of a mipmapped array (the same handle each time;
     /// it dies with the mipmapped array).
-    fn mipmapped_array_level(&mut self, handle: u64, level: u32) -> ExecResult<u64> {
-        let _ = (handle, level);
-        Err(Status::INVALID_VALUE)
-    }
+    fn mipmapped_array_level(&mut self, handle: u64, level: u32) -> ExecResult<u64>;
     /// Creates a texture or surface object; returns the handle kernels take.
-    fn tex_object_create(&mut self, req: &TexObjectCreateReq) -> ExecResult<u64> {
-        let _ = req;
-        Err(Status::NOT_SUPPORTED)
-    }
+    fn tex_object_create(&mut self, req: &TexObjectCreateReq) -> ExecResult<u64>;
     /// Destroys a texture object, or a surface object if `surface`.
-    fn tex_object_destroy(&mut self, handle: u64, surface: bool) -> ExecResult<()> {
-        let _ = (handle, surface);
-        Err(Status::INVALID_VALUE)
-    }
+    fn tex_object_destroy(&mut self, handle: u64, surface: bool) -> ExecResult<()>;
+}
 
+/// Streams and events.
+pub trait StreamOps {
     /// Creates a stream.
     fn stream_create(&mut self, device: u32, flags: u32, priority: i32) -> ExecResult<u64>;
     /// Destroys a stream (pending work still completes).
@@ -262,7 +350,10 @@ pub trait Executor: Send {
     fn event_query(&mut self, event: u64) -> ExecResult<()>;
     /// Milliseconds between two completed events.
     fn event_elapsed(&mut self, start: u64, end: u64) -> ExecResult<EventElapsedResp>;
+}
 
+/// Modules, their kernels and variables, and launches.
+pub trait ModuleOps {
     /// Loads a module image; returns a module handle.
     fn module_load(&mut self, image: Arc<ModuleImage>) -> ExecResult<u64>;
     /// Unloads a module.
@@ -273,224 +364,102 @@ pub trait Executor: Send {
     fn symbol_get(&mut self, module: u64, name: &str) -> ExecResult<(u64, u64)>;
     /// How many kernels (`.entry` functions) a module has, and the mangled name of the one
     /// at `index` in a fixed order (`None` past the end).
-    fn module_function(&mut self, module: u64, index: u32) -> ExecResult<(u32, Option<String>)> {
-        let _ = (module, index);
-        Err(Status::NOT_SUPPORTED)
-    }
+    fn module_function(&mut self, module: u64, index: u32) -> ExecResult<(u32, Option<String>)>;
     /// Moves module variable `name` (`size` bytes) to `addr`, memory mapped for kernels
-    /// with [`Executor::host_memory_map`]: copies its current contents there, and kernels,
-    /// [`Executor::symbol_get`] and copies use it from then on (`__managed__` variables).
-    fn symbol_bind(&mut self, module: u64, name: &str, addr: u64, size: u64) -> ExecResult<()> {
-        let _ = (module, name, addr, size);
-        Err(Status::NOT_SUPPORTED)
-    }
+    /// with [`HostMemoryOps::host_memory_map`]: copies its current contents there, and
+    /// kernels, [`ModuleOps::symbol_get`] and copies use it from then on (`__managed__`
+    /// variables).
+    fn symbol_bind(&mut self, module: u64, name: &str, addr: u64, size: u64) -> ExecResult<()>;
     /// Launches a kernel.
     fn launch(&mut self, req: &LaunchReq, params: &[u8]) -> ExecResult<()>;
     /// Launches a kernel cooperatively: every block resident at once, so blocks may wait for
     /// each other (cooperative groups' grid barrier); a grid larger than the device can hold
     /// at once fails with `cudaErrorCooperativeLaunchTooLarge`.
-    fn launch_cooperative(&mut self, req: &LaunchReq, params: &[u8]) -> ExecResult<()> {
-        let _ = (req, params);
-        Err(Status::NOT_SUPPORTED)
-    }
+    fn launch_cooperative(&mut self, req: &LaunchReq, params: &[u8]) -> ExecResult<()>;
     /// `cudaFuncSetAttribute`.
     fn func_set_attribute(&mut self, function: u64, attr: u32, value: i32) -> ExecResult<()>;
+}
 
+/// Graphs the device runs whole (the session keeps every graph; see [`crate::graphs`]).
+pub trait GraphOps {
     /// Makes `nodes` (in a topological order, see [`vcuda_protocol::graph`]) one graph the
     /// device runs whole, if this executor can: `Ok(None)` where it cannot, and the session
     /// then replays the nodes one by one through the calls they stand for. Nothing the
     /// nodes name is trusted: a node that names what the session does not own fails here
     /// (or the graph is left to the replay, which fails it at launch).
-    fn graph_instantiate(&mut self, nodes: &[GraphNode]) -> ExecResult<Option<u64>> {
-        let _ = nodes;
-        Ok(None)
-    }
-    /// Launches a graph [`Executor::graph_instantiate`] made, on `stream`.
-    fn graph_launch(&mut self, graph: u64, stream: u64) -> ExecResult<()> {
-        let _ = (graph, stream);
-        Err(Status::INVALID_VALUE)
-    }
-    /// Destroys a graph [`Executor::graph_instantiate`] made (launches already made still
+    fn graph_instantiate(&mut self, nodes: &[GraphNode]) -> ExecResult<Option<u64>>;
+    /// Launches a graph [`GraphOps::graph_instantiate`] made, on `stream`.
+    fn graph_launch(&mut self, graph: u64, stream: u64) -> ExecResult<()>;
+    /// Destroys a graph [`GraphOps::graph_instantiate`] made (launches already made still
     /// run).
-    fn graph_destroy(&mut self, graph: u64) -> ExecResult<()> {
-        let _ = graph;
-        Err(Status::INVALID_VALUE)
-    }
+    fn graph_destroy(&mut self, graph: u64) -> ExecResult<()>;
+}
 
-    /// Takes the device-side `printf` output produced so far.
-    fn take_stdout(&mut self) -> Vec<u8>;
-
-    /// The guest shared `[addr, addr + len)` (memory mapped in this process, see
-    /// [`crate::shared`]) with the session; copies to and from it name it. It stays mapped
-    /// until [`Executor::host_memory_unshared`] or until after the executor is dropped. An
-    /// executor may pin it, so that copies move straight between it and the device.
-    fn host_memory_shared(&mut self, addr: usize, len: usize) {
-        let _ = (addr, len);
-    }
-
-    /// The region shared at `addr` is about to be unmapped: the executor stops using it
-    /// (unpins it) before returning.
-    fn host_memory_unshared(&mut self, addr: usize) {
-        let _ = addr;
-    }
-
-    /// Whether kernels can reach shared host memory at a device address the guest names
-    /// ([`Executor::host_memory_map`]).
-    fn can_map_host_memory(&self) -> bool {
-        false
-    }
-
-    /// Whether [`Executor::host_memory_map`] needs the memory mapped in this process at the
-    /// device address itself (`host == addr`): an executor whose device reaches host memory
-    /// at this process's addresses (a GPU). The session maps the region's pages there
-    /// first ([`crate::shared::SharedRegions::alias`]).
-    fn maps_host_memory_in_place(&self) -> bool {
-        false
-    }
-
-    /// The session shares the guest's own pages (a VM): memory mapped for kernels
-    /// ([`Executor::host_memory_map`]) goes back to the guest's kernel once unmapped, for
-    /// other processes to use. The executor must then never let go of such a mapping while
-    /// work that may reach it runs, not even when the session ends: it waits for that work
-    /// instead, so the guest keeps the pages pinned meanwhile.
-    fn mapped_memory_is_guest_pages(&mut self) {}
-
-    /// Whether managed memory had better live in device memory, kept coherent by the
-    /// library, even where page-locked memory is mapped for kernels: the device reaches
-    /// host memory only across a bus (a GPU), so kernels working on managed memory in
-    /// place would run at the bus's speed. Tells the library through `Hello`.
-    fn prefers_managed_on_device(&self) -> bool {
-        false
-    }
-
-    /// Exposes `[host, host + len)`, part of a region shared with
-    /// [`Executor::host_memory_shared`], to kernels at device address `addr`: kernels and
-    /// device-side copies then read and write that memory in place. Fails if the range
-    /// overlaps device memory, another mapped range, or addresses the executor reserves.
-    /// The memory stays mapped in this process until [`Executor::host_memory_unmap`]
-    /// (the session calls it before unsharing the region).
-    fn host_memory_map(&mut self, addr: u64, host: usize, len: usize) -> ExecResult<()> {
-        let _ = (addr, host, len);
-        Err(Status::NOT_SUPPORTED)
-    }
-
-    /// Removes the mapped range that starts at device address `addr`; the executor stops
-    /// using its memory before returning.
-    fn host_memory_unmap(&mut self, addr: u64) -> ExecResult<()> {
-        let _ = addr;
-        Err(Status::INVALID_VALUE)
-    }
-
+/// The virtual memory management API (`cuMemCreate` and friends; the rules are
+/// [`vmm`]'s).
+pub trait VmmOps {
     /// `cuMemCreate`: a physical allocation of `size` bytes on `device`; its handle.
-    fn vmm_create(&mut self, device: u32, size: u64) -> ExecResult<u64> {
-        let _ = (device, size);
-        Err(Status::NOT_SUPPORTED)
-    }
-
+    fn vmm_create(&mut self, device: u32, size: u64) -> ExecResult<u64>;
     /// `cuMemRelease`.
-    fn vmm_release(&mut self, handle: u64) -> ExecResult<()> {
-        let _ = handle;
-        Err(Status::NOT_SUPPORTED)
-    }
-
+    fn vmm_release(&mut self, handle: u64) -> ExecResult<()>;
     /// `cuMemAddressReserve`: a range of device address space.
-    fn vmm_reserve(&mut self, size: u64, alignment: u64, addr: u64) -> ExecResult<u64> {
-        let _ = (size, alignment, addr);
-        Err(Status::NOT_SUPPORTED)
-    }
-
+    fn vmm_reserve(&mut self, size: u64, alignment: u64, addr: u64) -> ExecResult<u64>;
     /// `cuMemAddressFree`.
-    fn vmm_free(&mut self, ptr: u64, size: u64) -> ExecResult<()> {
-        let _ = (ptr, size);
-        Err(Status::NOT_SUPPORTED)
-    }
-
+    fn vmm_free(&mut self, ptr: u64, size: u64) -> ExecResult<()>;
     /// `cuMemMap`.
-    fn vmm_map(&mut self, ptr: u64, size: u64, offset: u64, handle: u64) -> ExecResult<()> {
-        let _ = (ptr, size, offset, handle);
-        Err(Status::NOT_SUPPORTED)
-    }
-
+    fn vmm_map(&mut self, ptr: u64, size: u64, offset: u64, handle: u64) -> ExecResult<()>;
     /// `cuMemUnmap`.
-    fn vmm_unmap(&mut self, ptr: u64, size: u64) -> ExecResult<()> {
-        let _ = (ptr, size);
-        Err(Status::NOT_SUPPORTED)
-    }
-
+    fn vmm_unmap(&mut self, ptr: u64, size: u64) -> ExecResult<()>;
     /// `cuMemSetAccess` for `device`.
-    fn vmm_set_access(&mut self, ptr: u64, size: u64, device: u32, flags: u32) -> ExecResult<()> {
-        let _ = (ptr, size, device, flags);
-        Err(Status::NOT_SUPPORTED)
-    }
+    fn vmm_set_access(&mut self, ptr: u64, size: u64, device: u32, flags: u32) -> ExecResult<()>;
+}
 
+/// Interprocess handles: memory and events one session exports and another opens.
+pub trait IpcOps {
     /// An interprocess handle for the allocation holding `ptr` (`cudaIpcGetMemHandle`).
-    fn ipc_get_mem_handle(&mut self, ptr: u64) -> ExecResult<[u8; 64]> {
-        let _ = ptr;
-        Err(Status::NOT_SUPPORTED)
-    }
-
+    fn ipc_get_mem_handle(&mut self, ptr: u64) -> ExecResult<[u8; 64]>;
     /// Maps the allocation another session exported as `handle` into this session
     /// (`cudaIpcOpenMemHandle`): its address and length. The same handle opened again
     /// returns the same address and counts one more open.
-    fn ipc_open_mem_handle(&mut self, handle: &[u8; 64], flags: u32) -> ExecResult<(u64, u64)> {
-        let _ = (handle, flags);
-        Err(Status::NOT_SUPPORTED)
-    }
-
+    fn ipc_open_mem_handle(&mut self, handle: &[u8; 64], flags: u32) -> ExecResult<(u64, u64)>;
     /// Closes one open of the imported allocation at `ptr` (`cudaIpcCloseMemHandle`).
-    fn ipc_close_mem_handle(&mut self, ptr: u64) -> ExecResult<()> {
-        let _ = ptr;
-        Err(Status::NOT_SUPPORTED)
-    }
-
+    fn ipc_close_mem_handle(&mut self, ptr: u64) -> ExecResult<()>;
     /// An interprocess handle for `event`, created with `cudaEventInterprocess`
     /// (`cudaIpcGetEventHandle`).
-    fn ipc_get_event_handle(&mut self, event: u64) -> ExecResult<[u8; 64]> {
-        let _ = event;
-        Err(Status::NOT_SUPPORTED)
-    }
-
+    fn ipc_get_event_handle(&mut self, event: u64) -> ExecResult<[u8; 64]>;
     /// An event of this session standing for the event another session exported as
     /// `handle` (`cudaIpcOpenEventHandle`).
-    fn ipc_open_event_handle(&mut self, handle: &[u8; 64]) -> ExecResult<u64> {
-        let _ = handle;
-        Err(Status::NOT_SUPPORTED)
-    }
+    fn ipc_open_event_handle(&mut self, handle: &[u8; 64]) -> ExecResult<u64>;
+}
 
-    // cuBLAS and cuRAND (`vcuda_protocol::lib`). These return library statuses
-    // (`cublasStatus_t`, `curandStatus_t`) as [`Status`] values, and `ILLEGAL_ADDRESS` for
-    // a device memory fault. The defaults say the executor has no such library.
-
+/// cuBLAS (`vcuda_protocol::lib`). These return library statuses (`cublasStatus_t`) as
+/// [`Status`] values, and `ILLEGAL_ADDRESS` for a device memory fault; an executor without
+/// the library answers `lib::BLAS_NOT_SUPPORTED` to `blas_create` and `blas_call` and
+/// `lib::BLAS_NOT_INITIALIZED` to `blas_destroy`.
+pub trait BlasOps {
     /// Creates a cuBLAS handle on `device`.
-    fn blas_create(&mut self, _device: u32) -> ExecResult<u64> {
-        Err(Status(lib::BLAS_NOT_SUPPORTED))
-    }
+    fn blas_create(&mut self, device: u32) -> ExecResult<u64>;
     /// Destroys a cuBLAS handle.
-    fn blas_destroy(&mut self, _handle: u64) -> ExecResult<()> {
-        Err(Status(lib::BLAS_NOT_INITIALIZED))
-    }
+    fn blas_destroy(&mut self, handle: u64) -> ExecResult<()>;
     /// Runs one cuBLAS operation on the handle's stream; returns the scalar result of a
     /// host-pointer-mode reduction (zero otherwise).
-    fn blas_call(&mut self, _req: &BlasCallReq) -> ExecResult<[u8; 16]> {
-        Err(Status(lib::BLAS_NOT_SUPPORTED))
-    }
+    fn blas_call(&mut self, req: &BlasCallReq) -> ExecResult<[u8; 16]>;
+}
+
+/// cuRAND (`vcuda_protocol::lib`). These return library statuses (`curandStatus_t`) as
+/// [`Status`] values, and `ILLEGAL_ADDRESS` for a device memory fault; an executor without
+/// the library answers `lib::RAND_INITIALIZATION_FAILED` to `rand_create` and
+/// `lib::RAND_NOT_INITIALIZED` to the rest.
+pub trait RandOps {
     /// Creates a cuRAND generator (`curandRngType_t`; `lib::RAND_HOST` for a host one).
-    fn rand_create(&mut self, _rng_type: u32, _flags: u32) -> ExecResult<u64> {
-        Err(Status(lib::RAND_INITIALIZATION_FAILED))
-    }
+    fn rand_create(&mut self, rng_type: u32, flags: u32) -> ExecResult<u64>;
     /// Destroys a cuRAND generator.
-    fn rand_destroy(&mut self, _handle: u64) -> ExecResult<()> {
-        Err(Status(lib::RAND_NOT_INITIALIZED))
-    }
+    fn rand_destroy(&mut self, handle: u64) -> ExecResult<()>;
     /// Sets a generator's seed, offset, ordering or dimensions.
-    fn rand_set(&mut self, _req: &RandSetReq) -> ExecResult<()> {
-        Err(Status(lib::RAND_NOT_INITIALIZED))
-    }
+    fn rand_set(&mut self, req: &RandSetReq) -> ExecResult<()>;
     /// Generates `req.n` numbers into device memory, or into `out` (`n` times the element
     /// size, with `lib::RAND_TO_HOST`); returns the bytes written to `out`.
-    fn rand_generate(&mut self, _req: &RandGenerateReq, _out: &DataSegs<'_>) -> ExecResult<u64> {
-        Err(Status(lib::RAND_NOT_INITIALIZED))
-    }
+    fn rand_generate(&mut self, req: &RandGenerateReq, out: &DataSegs<'_>) -> ExecResult<u64>;
 }
 
 /// A factory made on first use: a worker process starts its executor (and the driver) only

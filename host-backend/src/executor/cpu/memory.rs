@@ -21,13 +21,15 @@ use std::collections::{BTreeMap, HashMap};
 use std::ffi::c_void;
 use std::num::NonZeroUsize;
 use std::ptr::NonNull;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, LazyLock, Mutex, Weak};
 
 use crate::executor::{ExecResult, Status};
 
+mod ipc;
 #[path = "vmm.rs"]
 mod vmm;
+pub use self::ipc::IpcEvents;
 pub use crate::executor::vmm::GRANULARITY;
 pub use vmm::Vmm;
 
@@ -204,21 +206,7 @@ impl MemoryBudget {
 /// An IPC handle's token: 128 random bits.
 type Token = [u8; 16];
 
-/// The first bytes of every IPC handle the CPU executor gives out.
-const IPC_MAGIC: &[u8; 8] = b"vcudaIPC";
-/// Most exported allocations in the backend, and per session; most imports per session.
-const MAX_EXPORTS: usize = 65_536;
-const MAX_EXPORTS_PER_SESSION: usize = 4096;
-const MAX_IMPORTS: usize = 4096;
-
-/// An exported allocation (see [`DeviceHeap::ipc_export`]): the registry holds it weakly, so
-/// an export keeps nothing alive; an import holds the buffer.
-struct Export {
-    alloc: Weak<Allocation>,
-    heap: u64,
-}
-
-/// An allocation opened through an IPC handle.
+/// An allocation opened through an IPC handle (see `ipc.rs`).
 #[derive(Debug)]
 struct Import {
     token: Token,
@@ -226,102 +214,8 @@ struct Import {
     charge: u64,
 }
 
-/// Every session's exports, by token: sessions of one backend process share allocations
-/// through them (the guest processes of one VM; the clients of one in-process backend).
-static EXPORTS: LazyLock<Mutex<HashMap<Token, Export>>> = LazyLock::new(Default::default);
-
-/// Every session's exported interprocess events, by token: the exporting session's heap id
-/// (see [`IpcEvents`]).
-static EVENT_EXPORTS: LazyLock<Mutex<HashMap<Token, u64>>> = LazyLock::new(Default::default);
-
-/// The first bytes of every IPC event handle the CPU executor gives out.
-const IPC_EVENT_MAGIC: &[u8; 8] = b"vcudaEVT";
-
-/// A session's exported events (`cudaIpcGetEventHandle`): their tokens in the backend-wide
-/// registry, withdrawn when the event is destroyed, at reset and when the session ends.
-/// The CPU executor finishes every piece of work before it answers the request, so an event
-/// another session opens has nothing to wait for: the exporter's work recorded before it is
-/// done by the time the record is answered (the library sends records of interprocess
-/// events as calls, not batched).
-#[derive(Debug, Default)]
-pub struct IpcEvents {
-    by_event: HashMap<u64, Token>,
-}
-
-impl IpcEvents {
-    /// The handle for `event` of the session whose heap is `heap`.
-    pub fn export(&mut self, event: u64, heap: &DeviceHeap) -> ExecResult<[u8; 64]> {
-        let token = match self.by_event.get(&event) {
-            Some(t) => *t,
-            None => {
-                let mut token = [0u8; 16];
-                getrandom::fill(&mut token).map_err(|_| Status::MEMORY_ALLOCATION)?;
-                let mut reg = EVENT_EXPORTS.lock().unwrap_or_else(|e| e.into_inner());
-                if reg.len() >= MAX_EXPORTS || self.by_event.len() >= MAX_EXPORTS_PER_SESSION {
-                    return Err(Status::MEMORY_ALLOCATION);
-                }
-                reg.insert(token, heap.id);
-                self.by_event.insert(event, token);
-                token
-            }
-        };
-        let mut h = [0u8; 64];
-        h[..8].copy_from_slice(IPC_EVENT_MAGIC);
-        h[8..24].copy_from_slice(&token);
-        Ok(h)
-    }
-
-    /// Checks that `handle` names a live event another session exported (the session whose
-    /// heap is `heap` opens it).
-    pub fn check_open(handle: &[u8; 64], heap: &DeviceHeap) -> ExecResult<()> {
-        if &handle[..8] != IPC_EVENT_MAGIC {
-            return Err(Status::INVALID_VALUE);
-        }
-        let mut token: Token = [0; 16];
-        token.copy_from_slice(&handle[8..24]);
-        let reg = EVENT_EXPORTS.lock().unwrap_or_else(|e| e.into_inner());
-        match reg.get(&token) {
-            None => Err(Status::INVALID_VALUE),
-            Some(&id) if id == heap.id => Err(Status(vcuda_protocol::status::DEVICE_UNINITIALIZED)),
-            Some(_) => Ok(()),
-        }
-    }
-
-    /// Withdraws the handle of `event` (destroyed).
-    pub fn remove(&mut self, event: u64) {
-        if let Some(t) = self.by_event.remove(&event) {
-            EVENT_EXPORTS
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .remove(&t);
-        }
-    }
-
-    /// Withdraws every handle.
-    pub fn clear(&mut self) {
-        if self.by_event.is_empty() {
-            return;
-        }
-        let mut reg = EVENT_EXPORTS.lock().unwrap_or_else(|e| e.into_inner());
-        for (_, t) in self.by_event.drain() {
-            reg.remove(&t);
-        }
-    }
-}
-
-impl Drop for IpcEvents {
-    fn drop(&mut self) {
-        self.clear();
-    }
-}
-
 /// Heap ids (see [`DeviceHeap::id`]).
 static NEXT_HEAP: AtomicU64 = AtomicU64::new(1);
-
-fn exports() -> std::sync::MutexGuard<'static, HashMap<Token, Export>> {
-    // A panic while holding the lock leaves the map consistent (single inserts/removes).
-    EXPORTS.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// Host memory shared by the guest and exposed at a device address (mapped host memory,
 /// managed memory): owned by the session's shared regions, not by the heap.
@@ -345,9 +239,9 @@ pub struct DeviceHeap {
     /// Allocations of other sessions opened here through IPC handles, by address (their
     /// entries in `allocs` share the exporter's buffer).
     imports: BTreeMap<u64, Import>,
-    /// This session's exported allocations: their tokens in [`EXPORTS`], by address.
+    /// This session's exported allocations: their tokens in `ipc::EXPORTS`, by address.
     exports: HashMap<u64, Token>,
-    /// Tells this heap's exports from other sessions' in [`EXPORTS`].
+    /// Tells this heap's exports from other sessions' in `ipc::EXPORTS`.
     id: u64,
     /// Host ranges exposed at device addresses, by device address.
     mapped: BTreeMap<u64, Mapped>,
@@ -548,9 +442,7 @@ impl DeviceHeap {
             self.budget.release(a.charge);
             self.charged -= a.charge;
         }
-        if let Some(token) = self.exports.remove(&addr) {
-            exports().remove(&token);
-        }
+        self.withdraw_export(addr);
         Ok(())
     }
 
@@ -610,122 +502,6 @@ impl DeviceHeap {
         self.budget.release(self.charged);
         self.charged = 0;
         self.next = self.start;
-    }
-
-    /// An interprocess handle for the allocation holding `addr` (`cudaIpcGetMemHandle`):
-    /// a magic, an unguessable token naming the allocation in the backend's registry, and
-    /// the allocation's length. Asking again for the same allocation gives the same handle.
-    pub fn ipc_export(&mut self, addr: u64) -> ExecResult<[u8; 64]> {
-        let (&base, a) = self
-            .allocs
-            .range(..=addr)
-            .next_back()
-            .filter(|(b, a)| addr - **b < a.len && a.kind == AllocKind::User)
-            .ok_or(Status::INVALID_VALUE)?;
-        if self.imports.contains_key(&base) {
-            return Err(Status::INVALID_VALUE);
-        }
-        let token = match self.exports.get(&base) {
-            Some(t) => *t,
-            None => {
-                let mut token = [0u8; 16];
-                getrandom::fill(&mut token).map_err(|_| Status::MEMORY_ALLOCATION)?;
-                let mut reg = exports();
-                if reg.len() >= MAX_EXPORTS {
-                    reg.retain(|_, e| e.alloc.strong_count() > 0);
-                }
-                if reg.len() >= MAX_EXPORTS || self.exports.len() >= MAX_EXPORTS_PER_SESSION {
-                    return Err(Status::MEMORY_ALLOCATION);
-                }
-                reg.insert(
-                    token,
-                    Export {
-                        alloc: Arc::downgrade(a),
-                        heap: self.id,
-                    },
-                );
-                self.exports.insert(base, token);
-                token
-            }
-        };
-        let mut h = [0u8; 64];
-        h[..8].copy_from_slice(IPC_MAGIC);
-        h[8..24].copy_from_slice(&token);
-        h[24..32].copy_from_slice(&a.len.to_le_bytes());
-        Ok(h)
-    }
-
-    /// Maps the allocation another session exported as `handle` into this heap
-    /// (`cudaIpcOpenMemHandle`), charged to this session as long as it stays open. The
-    /// same handle opened again returns the same address and counts one more open.
-    pub fn ipc_import(&mut self, handle: &[u8; 64]) -> ExecResult<(u64, u64)> {
-        if &handle[..8] != IPC_MAGIC {
-            return Err(Status::INVALID_VALUE);
-        }
-        let mut token: Token = [0; 16];
-        token.copy_from_slice(&handle[8..24]);
-        if let Some((&addr, i)) = self.imports.iter_mut().find(|(_, i)| i.token == token) {
-            i.opens = i.opens.checked_add(1).ok_or(Status::INVALID_VALUE)?;
-            let len = self.allocs.get(&addr).map_or(0, |a| a.len);
-            return Ok((addr, len));
-        }
-        let (alloc, heap) = {
-            let reg = exports();
-            let e = reg.get(&token).ok_or(Status::INVALID_VALUE)?;
-            (e.alloc.upgrade().ok_or(Status::INVALID_VALUE)?, e.heap)
-        };
-        if heap == self.id {
-            // CUDA opens handles of other processes only (`cudaErrorInvalidContext`).
-            return Err(Status(vcuda_protocol::status::DEVICE_UNINITIALIZED));
-        }
-        if self.imports.len() >= MAX_IMPORTS {
-            return Err(Status::MEMORY_ALLOCATION);
-        }
-        let charge = alloc.charge;
-        let (addr, span) = self.place(alloc.len, charge)?;
-        if !self.budget.reserve(charge) {
-            return Err(Status::MEMORY_ALLOCATION);
-        }
-        let len = alloc.len;
-        self.allocs.insert(addr, alloc);
-        self.imports.insert(
-            addr,
-            Import {
-                token,
-                opens: 1,
-                charge,
-            },
-        );
-        self.charged += charge;
-        self.next = self.next.max(addr + span);
-        Ok((addr, len))
-    }
-
-    /// Closes one open of the imported allocation at `addr` (`cudaIpcCloseMemHandle`);
-    /// the last close unmaps it.
-    pub fn ipc_close(&mut self, addr: u64) -> ExecResult<()> {
-        let i = self.imports.get_mut(&addr).ok_or(Status::INVALID_VALUE)?;
-        i.opens -= 1;
-        if i.opens == 0 {
-            let charge = i.charge;
-            self.imports.remove(&addr);
-            self.allocs.remove(&addr);
-            self.budget.release(charge);
-            self.charged -= charge;
-        }
-        Ok(())
-    }
-
-    /// Removes this heap's exports from the registry: nobody opens them any more (those
-    /// already open stay valid).
-    fn forget_exports(&mut self) {
-        if self.exports.is_empty() {
-            return;
-        }
-        let mut reg = exports();
-        for (_, t) in self.exports.drain() {
-            reg.remove(&t);
-        }
     }
 
     /// The allocation or mapped range containing `addr`.
@@ -901,6 +677,7 @@ impl Drop for DeviceHeap {
 
 #[cfg(test)]
 mod tests {
+    use super::ipc::IPC_MAGIC;
     use super::*;
 
     #[test]

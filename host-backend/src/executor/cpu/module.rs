@@ -211,7 +211,7 @@ pub struct Modules {
     pub instruction_limit: Option<u64>,
     /// Wall-time budget of one launch (`--kernel-timeout`).
     pub time_limit: Option<Duration>,
-    /// The session's cancellation token (see [`crate::executor::Executor::set_cancel`]).
+    /// The session's cancellation token (see [`crate::executor::DeviceOps::set_cancel`]).
     pub cancel: Option<Cancel>,
     /// Run kernels compiled to native code (`VCUDA_CPU_JIT=0` interprets them all).
     jit: bool,
@@ -409,7 +409,7 @@ impl Modules {
         }
     }
 
-    /// Moves a module variable to `addr` (see `Executor::symbol_bind`). The new home must be
+    /// Moves a module variable to `addr` (see `ModuleOps::symbol_bind`). The new home must be
     /// a mapped host range (`DeviceHeap::map_host`), not device memory the module or the
     /// program could free; the variable's storage in the module stays allocated, unused.
     pub fn bind(

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
-//! cuBLAS on the GPU: the real library, called through [`super::lib_ffi::cublas`] (cudarc's
-//! `cublas` types, our own `u32`-returning entry points).
+//! cuBLAS on the GPU: the real library, called through its result layer
+//! ([`super::cublas_result`], over `lib_ffi`'s `u32`-returning entry points; cudarc's
+//! `cublas` types).
 //!
 //! One cuBLAS handle per guest handle, created in the session's context. Every call binds
 //! the context, sets the handle's stream (the guest's stream of the call, mapped through
@@ -20,7 +21,6 @@
 //! lacks answers the same). A status this build does not know is reported as
 //! `CUBLAS_STATUS_INTERNAL_ERROR`.
 
-use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
 
 use cudarc::cublas::sys as cb;
@@ -34,7 +34,8 @@ use vcuda_protocol::region::{matrix_extent, vector_extent};
 use vcuda_protocol::{BlasCallReq, status};
 
 use super::CudaExecutor;
-use super::lib_ffi::cublas;
+use super::cublas_result::{self as cublas, BlasResult};
+use super::state::Handle;
 use crate::executor::{ExecResult, Status};
 
 #[path = "blas_gemm.rs"]
@@ -43,28 +44,10 @@ mod gemm;
 const UNSUPPORTED: Status = Status(BLAS_NOT_SUPPORTED);
 const FAULT: Status = Status(status::ILLEGAL_ADDRESS);
 
-/// The session's cuBLAS handles (raw `cublasHandle_t`s, owned here).
-#[derive(Debug, Default)]
-pub(super) struct Handles {
-    map: HashMap<u64, Handle>,
-    next: u64,
-}
-
-/// A cuBLAS handle and the stream it was last set to. `cublasSetStream` resets the
-/// handle's workspace, so it is called only when a call names another stream.
-#[derive(Debug, Clone, Copy)]
-struct Handle {
-    raw: usize,
-    stream: Option<usize>,
-}
-
-/// A raw cuBLAS status as a result (one this build does not know is
+/// A cuBLAS result as the session's (a status this build does not know is already
 /// `CUBLAS_STATUS_INTERNAL_ERROR`).
-fn ok(s: u32) -> ExecResult<()> {
-    match cublas::status(s) {
-        cb::cublasStatus_t::CUBLAS_STATUS_SUCCESS => Ok(()),
-        s => Err(Status(s as u32)),
-    }
+fn ok(r: BlasResult<()>) -> ExecResult<()> {
+    r.map_err(|s| Status(s as u32))
 }
 
 fn op(v: u32) -> cb::cublasOperation_t {
@@ -187,9 +170,7 @@ impl CudaExecutor {
             return Err(UNSUPPORTED);
         }
         self.cu_context()?;
-        let mut h: cb::cublasHandle_t = std::ptr::null_mut();
-        // SAFETY: the session's context is current; `h` is a valid out-pointer.
-        ok(unsafe { cublas::cublasCreate_v2(&mut h) })?;
+        let h = cublas::create().map_err(|s| Status(s as u32))?;
         self.blas.next += 1;
         let id = 0xb1a5_0000_0000 | self.blas.next;
         self.blas.map.insert(
@@ -210,7 +191,7 @@ impl CudaExecutor {
             .ok_or(Status(BLAS_NOT_INITIALIZED))?;
         self.cu_context()?;
         // SAFETY: a handle we created in this context and remove from the table here.
-        ok(unsafe { cublas::cublasDestroy_v2(h.raw as cb::cublasHandle_t) })
+        ok(unsafe { cublas::destroy(h.raw as cb::cublasHandle_t) })
     }
 
     /// Destroys every handle (before the context goes away).
@@ -222,9 +203,7 @@ impl CudaExecutor {
         for (_, h) in self.blas.map.drain() {
             if bound {
                 // SAFETY: our handle, destroyed once, with its context current.
-                let s = unsafe { cublas::cublasDestroy_v2(h.raw as cb::cublasHandle_t) };
-                let s = cublas::status(s);
-                if s != cb::cublasStatus_t::CUBLAS_STATUS_SUCCESS {
+                if let Err(s) = unsafe { cublas::destroy(h.raw as cb::cublasHandle_t) } {
                     warn!("cublasDestroy: {s:?}");
                 }
             }
@@ -245,7 +224,7 @@ impl CudaExecutor {
         self.cu_context()?;
         if handle.stream != Some(stream as usize) {
             // SAFETY: our handle with its context current; the stream belongs to the session.
-            ok(unsafe { cublas::cublasSetStream_v2(h, stream.cast()) })?;
+            ok(unsafe { cublas::set_stream(h, stream.cast()) })?;
             if let Some(e) = self.blas.map.get_mut(&r.handle) {
                 e.stream = Some(stream as usize);
             }
@@ -258,8 +237,8 @@ impl CudaExecutor {
         };
         // SAFETY: our handle with its context current; the modes are by value.
         unsafe {
-            ok(cublas::cublasSetPointerMode_v2(h, mode))?;
-            ok(cublas::cublasSetMathMode(h, math_mode(r.math_mode)))?;
+            ok(cublas::set_pointer_mode(h, mode))?;
+            ok(cublas::set_math_mode(h, math_mode(r.math_mode)))?;
         }
         let mut call = Call {
             exec: self,
@@ -357,10 +336,10 @@ impl Call<'_> {
                 // the handle's context is current.
                 ok(unsafe {
                     match r.func {
-                        func::ASUM => cublas::cublasAsumEx(h, n, x, t, ix, out, rt, rt),
-                        func::NRM2 => cublas::cublasNrm2Ex(h, n, x, t, ix, out, rt, rt),
-                        func::IAMAX => cublas::cublasIamaxEx(h, n, x, t, ix, out.cast()),
-                        _ => cublas::cublasIaminEx(h, n, x, t, ix, out.cast()),
+                        func::ASUM => cublas::asum_ex(h, n, x, t, ix, out, rt, rt),
+                        func::NRM2 => cublas::nrm2_ex(h, n, x, t, ix, out, rt, rt),
+                        func::IAMAX => cublas::iamax_ex(h, n, x, t, ix, out.cast()),
+                        _ => cublas::iamin_ex(h, n, x, t, ix, out.cast()),
                     }
                 })
             }
@@ -373,9 +352,9 @@ impl Call<'_> {
                 // call's result buffer, and the handle's context is current.
                 ok(unsafe {
                     if r.func == func::DOT {
-                        cublas::cublasDotEx(h, n, x, t, ix, y, t, iy, out, t, t)
+                        cublas::dot_ex(h, n, x, t, ix, y, t, iy, out, t, t)
                     } else {
-                        cublas::cublasDotcEx(h, n, x, t, ix, y, t, iy, out, t, t)
+                        cublas::dotc_ex(h, n, x, t, ix, y, t, iy, out, t, t)
                     }
                 })
             }
@@ -395,10 +374,10 @@ impl Call<'_> {
                 // above; the handle's context is current.
                 ok(unsafe {
                     match r.func {
-                        func::AXPY => cublas::cublasAxpyEx(h, n, a, t, x, t, ix, y, t, iy, t),
-                        func::COPY => cublas::cublasCopyEx(h, n, x, t, ix, y, t, iy),
-                        func::SWAP => cublas::cublasSwapEx(h, n, x, t, ix, y, t, iy),
-                        _ => cublas::cublasRotEx(h, n, x, t, ix, y, t, iy, a, s, t, t),
+                        func::AXPY => cublas::axpy_ex(h, n, a, t, x, t, ix, y, t, iy, t),
+                        func::COPY => cublas::copy_ex(h, n, x, t, ix, y, t, iy),
+                        func::SWAP => cublas::swap_ex(h, n, x, t, ix, y, t, iy),
+                        _ => cublas::rot_ex(h, n, x, t, ix, y, t, iy, a, s, t, t),
                     }
                 })
             }
@@ -417,7 +396,7 @@ impl Call<'_> {
                 // SAFETY: `x` was checked (`self.vector`) to cover `n` elements `incx` apart; `a` is
                 // a checked device address or the request's scalar bytes of type `at`; the
                 // handle's context is current.
-                ok(unsafe { cublas::cublasScalEx(h, n, a, data_type(at)?, x, t, ix, t) })
+                ok(unsafe { cublas::scal_ex(h, n, a, data_type(at)?, x, t, ix, t) })
             }
             func::GEMV => {
                 let (xl, yl) = if r.trans_a == OP_N {
@@ -436,7 +415,7 @@ impl Call<'_> {
                 // the element type matches the routine; the handle's context is current.
                 ok(unsafe {
                     match r.type_a {
-                        dtype::R_32F => cublas::cublasSgemv_v2(
+                        dtype::R_32F => cublas::sgemv(
                             h,
                             ta,
                             m,
@@ -450,7 +429,7 @@ impl Call<'_> {
                             y.cast(),
                             iy,
                         ),
-                        dtype::R_64F => cublas::cublasDgemv_v2(
+                        dtype::R_64F => cublas::dgemv(
                             h,
                             ta,
                             m,
@@ -602,7 +581,7 @@ trait Real: Sized {
         incy: c_int,
         a: *mut Self,
         lda: c_int,
-    ) -> u32;
+    ) -> BlasResult<()>;
     #[allow(clippy::too_many_arguments)]
     unsafe fn symv(
         h: cb::cublasHandle_t,
@@ -616,7 +595,7 @@ trait Real: Sized {
         beta: *const Self,
         y: *mut Self,
         incy: c_int,
-    ) -> u32;
+    ) -> BlasResult<()>;
     #[allow(clippy::too_many_arguments)]
     unsafe fn trsv(
         h: cb::cublasHandle_t,
@@ -628,7 +607,7 @@ trait Real: Sized {
         lda: c_int,
         x: *mut Self,
         incx: c_int,
-    ) -> u32;
+    ) -> BlasResult<()>;
     #[allow(clippy::too_many_arguments)]
     unsafe fn symm(
         h: cb::cublasHandle_t,
@@ -644,7 +623,7 @@ trait Real: Sized {
         beta: *const Self,
         c: *mut Self,
         ldc: c_int,
-    ) -> u32;
+    ) -> BlasResult<()>;
     #[allow(clippy::too_many_arguments)]
     unsafe fn syrk(
         h: cb::cublasHandle_t,
@@ -658,7 +637,7 @@ trait Real: Sized {
         beta: *const Self,
         c: *mut Self,
         ldc: c_int,
-    ) -> u32;
+    ) -> BlasResult<()>;
     #[allow(clippy::too_many_arguments)]
     unsafe fn trsm(
         h: cb::cublasHandle_t,
@@ -673,7 +652,7 @@ trait Real: Sized {
         lda: c_int,
         b: *mut Self,
         ldb: c_int,
-    ) -> u32;
+    ) -> BlasResult<()>;
     #[allow(clippy::too_many_arguments)]
     unsafe fn geam(
         h: cb::cublasHandle_t,
@@ -689,7 +668,7 @@ trait Real: Sized {
         ldb: c_int,
         c: *mut Self,
         ldc: c_int,
-    ) -> u32;
+    ) -> BlasResult<()>;
 }
 
 macro_rules! real {
@@ -706,7 +685,7 @@ macro_rules! real {
                 incy: c_int,
                 a: *mut Self,
                 lda: c_int,
-            ) -> u32 {
+            ) -> BlasResult<()> {
                 // SAFETY: the caller's contract (checked operands, current context).
                 unsafe { cublas::$ger(h, m, n, alpha, x, incx, y, incy, a, lda) }
             }
@@ -722,7 +701,7 @@ macro_rules! real {
                 beta: *const Self,
                 y: *mut Self,
                 incy: c_int,
-            ) -> u32 {
+            ) -> BlasResult<()> {
                 // SAFETY: the caller's contract for this trait method: every operand pointer covers
                 // what the routine reads and writes (checked against the session's
                 // allocations), the scalars are valid, the handle's context is current.
@@ -738,7 +717,7 @@ macro_rules! real {
                 lda: c_int,
                 x: *mut Self,
                 incx: c_int,
-            ) -> u32 {
+            ) -> BlasResult<()> {
                 // SAFETY: the caller's contract for this trait method: every operand pointer covers
                 // what the routine reads and writes (checked against the session's
                 // allocations), the scalars are valid, the handle's context is current.
@@ -758,7 +737,7 @@ macro_rules! real {
                 beta: *const Self,
                 c: *mut Self,
                 ldc: c_int,
-            ) -> u32 {
+            ) -> BlasResult<()> {
                 // SAFETY: the caller's contract for this trait method: every operand pointer covers
                 // what the routine reads and writes (checked against the session's
                 // allocations), the scalars are valid, the handle's context is current.
@@ -776,7 +755,7 @@ macro_rules! real {
                 beta: *const Self,
                 c: *mut Self,
                 ldc: c_int,
-            ) -> u32 {
+            ) -> BlasResult<()> {
                 // SAFETY: the caller's contract for this trait method: every operand pointer covers
                 // what the routine reads and writes (checked against the session's
                 // allocations), the scalars are valid, the handle's context is current.
@@ -795,7 +774,7 @@ macro_rules! real {
                 lda: c_int,
                 b: *mut Self,
                 ldb: c_int,
-            ) -> u32 {
+            ) -> BlasResult<()> {
                 // SAFETY: the caller's contract for this trait method: every operand pointer covers
                 // what the routine reads and writes (checked against the session's
                 // allocations), the scalars are valid, the handle's context is current.
@@ -815,7 +794,7 @@ macro_rules! real {
                 ldb: c_int,
                 c: *mut Self,
                 ldc: c_int,
-            ) -> u32 {
+            ) -> BlasResult<()> {
                 // SAFETY: the caller's contract for this trait method: every operand pointer covers
                 // what the routine reads and writes (checked against the session's
                 // allocations), the scalars are valid, the handle's context is current.
@@ -825,26 +804,8 @@ macro_rules! real {
     };
 }
 
-real!(
-    f32,
-    cublasSger_v2,
-    cublasSsymv_v2,
-    cublasStrsv_v2,
-    cublasSsymm_v2,
-    cublasSsyrk_v2,
-    cublasStrsm_v2,
-    cublasSgeam
-);
-real!(
-    f64,
-    cublasDger_v2,
-    cublasDsymv_v2,
-    cublasDtrsv_v2,
-    cublasDsymm_v2,
-    cublasDsyrk_v2,
-    cublasDtrsm_v2,
-    cublasDgeam
-);
+real!(f32, sger, ssymv, strsv, ssymm, ssyrk, strsm, sgeam);
+real!(f64, dger, dsymv, dtrsv, dsymm, dsyrk, dtrsm, dgeam);
 
 #[cfg(test)]
 mod tests {

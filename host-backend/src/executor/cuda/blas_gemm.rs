@@ -8,7 +8,7 @@ use cudarc::cublas::sys as cb;
 use vcuda_protocol::blas::{self as check, OP_N};
 use vcuda_protocol::lib::{dtype, func};
 
-use super::super::lib_ffi::cublas;
+use super::super::cublas_result as cublas;
 use super::{Call, FAULT, UNSUPPORTED, compute_type, data_type, int, ok, op, size_of_type};
 use crate::executor::ExecResult;
 
@@ -84,7 +84,7 @@ impl Call<'_> {
         // current.
         ok(unsafe {
             if r.func == func::GEMM_BATCHED {
-                cublas::cublasGemmBatchedEx(
+                cublas::gemm_batched_ex(
                     self.h,
                     op(r.trans_a),
                     op(r.trans_b),
@@ -107,7 +107,7 @@ impl Call<'_> {
                     algo,
                 )
             } else if r.batch == 0 {
-                cublas::cublasGemmEx(
+                cublas::gemm_ex(
                     self.h,
                     op(r.trans_a),
                     op(r.trans_b),
@@ -129,7 +129,7 @@ impl Call<'_> {
                     algo,
                 )
             } else {
-                cublas::cublasGemmStridedBatchedEx(
+                cublas::gemm_strided_batched_ex(
                     self.h,
                     op(r.trans_a),
                     op(r.trans_b),

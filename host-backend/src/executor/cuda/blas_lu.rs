@@ -15,9 +15,9 @@ use vcuda_protocol::lib::{dtype, func};
 use vcuda_protocol::region::matrix_extent;
 
 use super::CudaExecutor;
+use super::cublas_result::{self as cublas, BlasResult};
 use super::driver;
 use super::error::to_status;
-use super::lib_ffi::cublas;
 use crate::executor::{ExecResult, Status};
 
 /// Most matrices in one batched call.
@@ -30,13 +30,10 @@ fn int(v: i64) -> c_int {
     v.clamp(0, i64::from(c_int::MAX)) as c_int
 }
 
-/// A raw cuBLAS status as a result (one this build does not know is
+/// A cuBLAS result as the session's (a status this build does not know is already
 /// `CUBLAS_STATUS_INTERNAL_ERROR`).
-fn ok(s: u32) -> ExecResult<()> {
-    match cublas::status(s) {
-        cb::cublasStatus_t::CUBLAS_STATUS_SUCCESS => Ok(()),
-        s => Err(Status(s as u32)),
-    }
+fn ok(r: BlasResult<()>) -> ExecResult<()> {
+    r.map_err(|s| Status(s as u32))
 }
 
 /// `addr + i * n * each`, checked.
@@ -111,7 +108,7 @@ impl CudaExecutor {
             // against the session's allocations above; the handle and context are live.
             ok(unsafe {
                 match r.type_a {
-                    dtype::R_32F => cublas::cublasSgetrfBatched(
+                    dtype::R_32F => cublas::sgetrf_batched(
                         h,
                         int(r.n),
                         a.cast(),
@@ -120,7 +117,7 @@ impl CudaExecutor {
                         info,
                         int(r.batch),
                     ),
-                    _ => cublas::cublasDgetrfBatched(
+                    _ => cublas::dgetrf_batched(
                         h,
                         int(r.n),
                         a.cast(),
@@ -159,7 +156,7 @@ impl CudaExecutor {
         // host local, as cuBLAS's getrsBatched takes it.
         ok(unsafe {
             match r.type_a {
-                dtype::R_32F => cublas::cublasSgetrsBatched(
+                dtype::R_32F => cublas::sgetrs_batched(
                     h,
                     trans,
                     int(r.n),
@@ -172,7 +169,7 @@ impl CudaExecutor {
                     &mut info,
                     int(r.batch),
                 ),
-                _ => cublas::cublasDgetrsBatched(
+                _ => cublas::dgetrs_batched(
                     h,
                     trans,
                     int(r.n),

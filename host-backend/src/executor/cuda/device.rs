@@ -8,14 +8,13 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use cudarc::driver::sys::{CUdevice, CUdevice_attribute};
 use log::{debug, info, warn};
-use vcuda_protocol::{DeviceInfo, ExecutorKind};
+use vcuda_protocol::DeviceInfo;
 
+use super::config::{CudaConfig, GUEST_REGISTER_FLAGS};
+use super::error::InitError;
 use super::guest_mem::PinnedRanges;
 use super::owned::{Context, PrimaryContext};
-use super::{
-    CudaConfig, CudaExecutor, GUEST_REGISTER_FLAGS, InitError, device_info, driver, image, printf,
-};
-use crate::executor::{ExecResult, Executor, ExecutorFactory};
+use super::{device_info, driver, image, printf};
 
 /// The primary context, retained while guest RAM is pinned in it.
 #[derive(Debug, Default)]
@@ -63,7 +62,7 @@ impl Shared {
     /// in flight, never for guest work: see `transfer.rs`), and the regions gone are
     /// unregistered after, when no copy can reach them any more. The transport keeps every
     /// region mapped until the call after the one that removed it.
-    fn set_guest_memory(&self, regions: &[(usize, usize)]) {
+    pub(super) fn set_guest_memory(&self, regions: &[(usize, usize)]) {
         let mut reg = self.registrar.lock().unwrap_or_else(|e| e.into_inner());
         let wanted = PinnedRanges::new(regions.to_vec());
         let old = self
@@ -179,7 +178,7 @@ impl device_info::AttrSource for DriverAttrs {
     }
 }
 
-/// Makes [`CudaExecutor`]s on one GPU.
+/// Makes [`CudaExecutor`](super::CudaExecutor)s on one GPU (`factory.rs`).
 #[derive(Debug)]
 pub struct CudaFactory {
     pub(super) shared: Arc<Shared>,
@@ -310,32 +309,5 @@ impl CudaFactory {
     /// `CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS`).
     pub fn pageable_access(&self) -> bool {
         self.shared.pageable
-    }
-
-    /// A new session's executor, as its concrete type.
-    pub fn new_executor(&self) -> ExecResult<CudaExecutor> {
-        CudaExecutor::new(self.shared.clone())
-    }
-}
-
-impl ExecutorFactory for CudaFactory {
-    fn pageable_access(&self) -> bool {
-        self.shared.pageable
-    }
-
-    fn kind(&self) -> ExecutorKind {
-        ExecutorKind::Cuda
-    }
-
-    fn new_session(&self) -> ExecResult<Box<dyn Executor>> {
-        Ok(Box::new(self.new_executor()?))
-    }
-
-    fn guest_memory_changed(&self, regions: &[(usize, usize)]) {
-        // Without the opt-in, only an empty table (the connection's end) is applied, which
-        // unpins nothing because nothing was pinned.
-        if self.shared.config.register_guest_memory || regions.is_empty() {
-            self.shared.set_guest_memory(regions);
-        }
     }
 }

@@ -19,18 +19,11 @@ use vcuda_protocol::graph::NodeWork;
 use vcuda_protocol::region::{self, Region};
 
 use super::error::to_status;
-use super::modules::{PARAM_BUF_LEN, with_params};
-use super::owned::Graph;
-use super::streams::stream_ref;
+use super::modules::with_params;
+use super::state::stream_ref;
+use super::state::{NativeGraph, PARAM_BUF_LEN};
 use super::{CudaExecutor, context_of};
 use crate::executor::{ExecResult, GraphNode, Status};
-
-/// A CUDA graph of the session and the device memory its copies and memsets reach.
-#[derive(Debug)]
-pub(super) struct NativeGraph {
-    graph: Graph,
-    regions: Vec<Region>,
-}
 
 /// A copy node's two regions (none for an empty copy).
 fn copy_regions(c: &vcuda_protocol::MemcpyDtoDReq) -> ExecResult<Option<(Region, Region)>> {
@@ -86,7 +79,7 @@ fn device_copy(d: &Region, s: &Region) -> CUDA_MEMCPY3D {
 }
 
 impl CudaExecutor {
-    /// See [`crate::executor::Executor::graph_instantiate`].
+    /// See [`crate::executor::GraphOps::graph_instantiate`].
     pub(super) fn graph_instantiate_impl(
         &mut self,
         nodes: &[GraphNode],
@@ -188,7 +181,7 @@ impl CudaExecutor {
         Ok(Some(h))
     }
 
-    /// See [`crate::executor::Executor::graph_launch`].
+    /// See [`crate::executor::GraphOps::graph_launch`].
     pub(super) fn graph_launch_impl(&mut self, graph: u64, stream: u64) -> ExecResult<()> {
         let g = self.graphs.get(graph)?;
         // The program may have freed memory since the graph was made.

@@ -43,7 +43,7 @@ macro_rules! lib_fns {
                 // SAFETY: the symbol, if the library has it, is the C function with this
                 // signature (the library's headers), read with a `u32` result, which holds
                 // any value the function returns.
-                unsafe { super::entry::<F>($lib(), concat!(stringify!($name), "\0")) }
+                unsafe { $crate::executor::cuda::lib_ffi::entry::<F>($lib(), concat!(stringify!($name), "\0")) }
             });
             match f {
                 // SAFETY: the caller's contract for the arguments.
@@ -100,7 +100,8 @@ pub mod cublas {
     /// libcublas, loaded on first use (`None` when it cannot be).
     fn lib() -> Option<&'static Library> {
         static LIB: OnceLock<Option<Library>> = OnceLock::new();
-        LIB.get_or_init(|| super::open("cublas")).as_ref()
+        LIB.get_or_init(|| crate::executor::cuda::lib_ffi::open("cublas"))
+            .as_ref()
     }
 
     /// Whether libcublas is loaded (loading it on the first call).
@@ -115,7 +116,7 @@ pub mod cublas {
         if let Some(&s) = ALL_STATUSES.iter().find(|&&s| s as u32 == code) {
             return s;
         }
-        super::unknown("cuBLAS", code, "CUBLAS_STATUS_INTERNAL_ERROR");
+        crate::executor::cuda::lib_ffi::unknown("cuBLAS", code, "CUBLAS_STATUS_INTERNAL_ERROR");
         cublasStatus_t::CUBLAS_STATUS_INTERNAL_ERROR
     }
 
@@ -193,7 +194,8 @@ pub mod curand {
     /// libcurand, loaded on first use (`None` when it cannot be).
     fn lib() -> Option<&'static Library> {
         static LIB: OnceLock<Option<Library>> = OnceLock::new();
-        LIB.get_or_init(|| super::open("curand")).as_ref()
+        LIB.get_or_init(|| crate::executor::cuda::lib_ffi::open("curand"))
+            .as_ref()
     }
 
     /// Whether libcurand is loaded (loading it on the first call).
@@ -208,7 +210,7 @@ pub mod curand {
         if let Some(&s) = ALL_STATUSES.iter().find(|&&s| s as u32 == code) {
             return s;
         }
-        super::unknown("cuRAND", code, "CURAND_STATUS_INTERNAL_ERROR");
+        crate::executor::cuda::lib_ffi::unknown("cuRAND", code, "CURAND_STATUS_INTERNAL_ERROR");
         curandStatus_t::CURAND_STATUS_INTERNAL_ERROR
     }
 

@@ -60,9 +60,9 @@
 //!
 //! # Copies
 //!
-//! Host data arrives as [`DataSegs`]: one piece (the socket transport's buffer) or the
-//! guest-physical pieces of a vhost-user descriptor chain, mapped straight from guest RAM.
-//! Per request, after validating the device side:
+//! Host data arrives as [`DataSegs`](crate::data::DataSegs): one piece (the socket transport's
+//! buffer) or the guest-physical pieces of a vhost-user descriptor chain, mapped straight from
+//! guest RAM. Per request, after validating the device side:
 //!
 //! - every piece in guest RAM pinned by
 //!   [`super::ExecutorFactory::guest_memory_changed`]: one DMA per piece, straight
@@ -94,7 +94,7 @@
 //!
 //! The executor never blocks in `cuStreamSynchronize`, `cuEventSynchronize` or
 //! `cuCtxSynchronize` while work may still run: it polls (`wait`), checking the session's
-//! cancellation token ([`Executor::set_cancel`]). When a session ends while its work runs
+//! cancellation token ([`DeviceOps::set_cancel`]). When a session ends while its work runs
 //! (its connection closed, the guest released it, the device was reset), the wait stops and
 //! the session lets go of its context at once (`CudaExecutor::abandon`) and answers; dropping
 //! a cancelled session waits for nothing either. The context is not destroyed:
@@ -142,24 +142,33 @@
 //! [`CudaExecutor::cu_context`], [`CudaExecutor::cu_stream`] and
 //! [`CudaExecutor::check_device_range`] are the seam. `blas.rs` and `rand.rs` use it for
 //! cuBLAS and cuRAND (cudarc's `cublas`/`curand` types; the libraries are loaded at run time
-//! and called through `lib_ffi`'s `u32`-returning entry points, as the driver is through
-//! `ffi`).
+//! and called through the result layers `cublas_result` and `curand_result`, thin wrappers
+//! returning typed errors over `lib_ffi`'s `u32`-returning entry points, as the driver is
+//! through `driver` over `ffi`).
 //!
 //! # Layout
 //!
-//! `device` opens the GPU and holds what sessions share (the factory, pinned guest RAM);
-//! this file holds the session ([`CudaExecutor`]) and its `Executor` impl, which hands
-//! streams and events to `streams`, modules and launches to `modules`, and copies to
-//! `transfer` (with `plan`, `staging` and `guest_mem`). `driver` wraps every driver call;
-//! `owned` gives the handle-bearing ones safe, owning types.
+//! `config` holds the settings, `device` opens the GPU and holds what sessions share (the
+//! factory, pinned guest RAM), `factory` makes sessions; this file holds the session
+//! ([`CudaExecutor`]): its context, what it owns (per domain, the types of `state`), and how
+//! it waits, resets and ends. `ops/` implements the executor's domain traits, one file per
+//! trait, handing streams and events to `streams`, modules and launches to `modules`,
+//! arrays and textures to `texture`, graphs to `graphs`, the VMM API to `vmm`, the libraries
+//! to `blas` and `rand`, and copies to `transfer` (with `plan`, `staging` and
+//! `guest_mem`). `driver` wraps every driver call; `owned` gives the handle-bearing ones
+//! safe, owning types.
 
 mod allocs;
 mod blas;
 mod blas_lu;
+mod config;
+mod cublas_result;
+mod curand_result;
 mod device;
 mod device_info;
 mod driver;
 mod error;
+mod factory;
 mod ffi;
 mod graphs;
 mod guest_mem;
@@ -167,11 +176,13 @@ mod handles;
 mod image;
 mod lib_ffi;
 mod modules;
+mod ops;
 mod owned;
 mod plan;
 mod printf;
 mod rand;
 mod staging;
+mod state;
 mod streams;
 mod texture;
 mod transfer;
@@ -183,104 +194,20 @@ use std::ffi::c_void;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use cudarc::driver::sys::{CUcontext, CUlimit, CUstream};
-use log::warn;
-use vcuda_protocol::{
-    DeviceInfo, EventElapsedResp, LaunchReq, MemcpyDtoDReq, MemcpyDtoHReq, MemcpyHtoDReq, MemsetReq,
-};
-
 use self::allocs::{Allocations, Owner};
+pub use self::config::{
+    CudaConfig, GUEST_REGISTER_FLAGS, LARGE_PAGE, SMALL_COPY, SMALL_UNIT, charge,
+};
 pub use self::device::CudaFactory;
 use self::device::Shared;
 use self::error::to_status;
 pub use self::error::{InitError, MIN_DRIVER_VERSION};
 use self::handles::{HandleTable, Kind};
-use self::modules::{Function, LoadedModule, PARAM_BUF_LEN, ParamBuf};
 use self::owned::{Context, Event, Stream};
-use super::{ExecResult, Executor, FunctionInfo, ModuleImage, Status};
-use crate::data::DataSegs;
-
-/// Copies of at most this many bytes from or to pageable memory use the driver's own
-/// staging (it inlines small copies into its command stream) instead of ours.
-pub const SMALL_COPY: u64 = 64 << 10;
-
-/// Flags for pinning guest RAM: `CU_MEMHOSTREGISTER_PORTABLE`, so the pinning counts in
-/// every session's context. Not `DEVICEMAP`: our copies only need the DMA engine to reach
-/// guest RAM, and mapping it into the device address space would let any session's
-/// kernels read and write all guest RAM at its host address.
-pub const GUEST_REGISTER_FLAGS: u32 = cudarc::driver::sys::CU_MEMHOSTREGISTER_PORTABLE;
-
-/// Settings of the CUDA executor.
-#[derive(Debug, Clone)]
-pub struct CudaConfig {
-    /// Device ordinal to serve (guests see it as device 0).
-    pub device: u32,
-    /// Bytes per pinned staging buffer.
-    pub staging_chunk: usize,
-    /// Staging buffers per session.
-    pub staging_depth: usize,
-    /// Capture device `printf` (the backend's stdout) and return it to the guest.
-    pub capture_printf: bool,
-    /// Fail any wait for a session's GPU work that lasts longer with
-    /// `cudaErrorLaunchTimeout` and end the session's context (`--kernel-timeout`; none by
-    /// default, like a GPU without a watchdog).
-    pub kernel_timeout: Option<std::time::Duration>,
-    /// Serve several sessions at once even where kernels can reach the backend's pageable
-    /// memory (`--allow-pageable-access`; see [`CudaFactory::new`]).
-    pub allow_pageable_access: bool,
-    /// Device memory one session may hold (a share of the device's memory by default).
-    pub session_mem_limit: crate::memsize::MemSize,
-    /// Register (pin) all of a vhost-user guest's RAM with the driver, so copies from it
-    /// are one DMA instead of staged (`--register-guest-memory`). Off by default: it pins
-    /// every guest page at connect (and again for seconds after each memory table change),
-    /// and it is unsafe with virtio-balloon, free page reporting, virtio-mem or discard,
-    /// where the guest address of a page the driver keeps pinned gets new backing.
-    pub register_guest_memory: bool,
-    /// This process serves one tenant (a worker process of `--isolation process`): kernels
-    /// that reach its pageable memory reach only that tenant's data, so sessions are never
-    /// made exclusive for it.
-    pub tenant_process: bool,
-    /// Pass CUDA's own IPC handles between sessions (`--cuda-ipc`). Off by default: the
-    /// driver's handle is then the only check on which memory a session opens, and handles
-    /// of the sessions of one process (one VM) do not open in each other.
-    pub ipc: bool,
-}
-
-/// Large allocations are charged whole 2 MiB pages (the driver maps them so) ...
-pub const LARGE_PAGE: u64 = 2 << 20;
-
-/// ... small ones 512-byte units (the driver sub-allocates them from shared pages).
-pub const SMALL_UNIT: u64 = 512;
-
-/// Most ranges a session keeps open through IPC handles.
-const MAX_IPC_OPENS: usize = 4096;
-
-/// What a `cudaMalloc` of `size` bytes is charged against the session's limit.
-pub fn charge(size: u64) -> Option<u64> {
-    let unit = if size >= LARGE_PAGE {
-        LARGE_PAGE
-    } else {
-        SMALL_UNIT
-    };
-    size.checked_next_multiple_of(unit)
-}
-
-impl Default for CudaConfig {
-    fn default() -> Self {
-        Self {
-            device: 0,
-            staging_chunk: 4 << 20,
-            staging_depth: 4,
-            capture_printf: false,
-            kernel_timeout: None,
-            allow_pageable_access: false,
-            session_mem_limit: crate::memsize::MemSize::Percent(100),
-            register_guest_memory: false,
-            tenant_process: false,
-            ipc: false,
-        }
-    }
-}
+use self::state::{Function, LoadedModule, PARAM_BUF_LEN, ParamBuf};
+use super::{DeviceOps, ExecResult, Status};
+use cudarc::driver::sys::{CUcontext, CUlimit, CUstream};
+use log::warn;
 
 /// One session on the GPU. See the [module documentation](self).
 pub struct CudaExecutor {
@@ -304,21 +231,21 @@ pub struct CudaExecutor {
     params_dirty: usize,
     /// Reused `kernelParams` array.
     arg_ptrs: Vec<*mut c_void>,
-    /// A call since the last [`Executor::take_stdout`] may have flushed device printf.
+    /// A call since the last [`DeviceOps::take_stdout`] may have flushed device printf.
     may_print: bool,
     /// A module the session loaded calls `printf` (collecting output costs a round trip
     /// through the capture thread, so sessions without one skip it).
     uses_printf: bool,
     /// cuBLAS handles (`blas.rs`).
-    blas: blas::Handles,
+    blas: state::Handles,
     /// cuRAND generators (`rand.rs`).
-    rand: rand::Generators,
+    rand: state::Generators,
     /// How the session waits for the GPU: polling, and stopping when cancelled (`wait`).
     wait: wait::Wait,
     /// Bytes of device memory charged to the session ([`charge`] of each allocation).
     charged: u64,
     /// The VMM API's objects (`vmm.rs`).
-    vmm: crate::executor::vmm::VmmBook<vmm::Phys>,
+    vmm: crate::executor::vmm::VmmBook<state::Phys>,
     /// Memory the guest shares with the session (`ShareMemory`): `(address, length)`.
     host_shared: Vec<(usize, usize)>,
     /// Shared memory mapped for kernels at the guest's address (`MapHostMemory`): address
@@ -331,12 +258,12 @@ pub struct CudaExecutor {
     /// Those ranges pinned in the current context: copies DMA straight to and from them.
     host_pinned: guest_mem::PinnedRanges,
     /// CUDA arrays, texture and surface objects (`texture.rs`).
-    textures: texture::Textures,
+    textures: state::Textures,
     /// Streams created with `cudaStreamNonBlocking` (they do not wait for the legacy
     /// stream, nor it for them).
     non_blocking: std::collections::HashSet<u64>,
     /// CUDA graphs (`graphs.rs`).
-    graphs: HandleTable<graphs::NativeGraph>,
+    graphs: HandleTable<state::NativeGraph>,
 }
 
 impl std::fmt::Debug for CudaExecutor {
@@ -453,8 +380,8 @@ impl CudaExecutor {
             arg_ptrs: Vec::new(),
             may_print: false,
             uses_printf: false,
-            blas: blas::Handles::default(),
-            rand: rand::Generators::default(),
+            blas: state::Handles::default(),
+            rand: state::Generators::default(),
             wait,
             charged: 0,
             vmm: Default::default(),
@@ -462,7 +389,7 @@ impl CudaExecutor {
             host_mapped: std::collections::BTreeMap::new(),
             mapped_guest_pages: false,
             host_pinned: guest_mem::PinnedRanges::default(),
-            textures: texture::Textures::default(),
+            textures: state::Textures::default(),
             non_blocking: std::collections::HashSet::new(),
             graphs: HandleTable::new(Kind::Graph),
         })
@@ -482,7 +409,7 @@ impl CudaExecutor {
 
     /// The driver stream behind a guest stream handle (null: the legacy default stream).
     pub fn cu_stream(&self, handle: u64) -> ExecResult<CUstream> {
-        streams::stream_ref(&self.streams, handle).map(owned::StreamRef::raw)
+        state::stream_ref(&self.streams, handle).map(owned::StreamRef::raw)
     }
 
     /// Checks that `[ptr, ptr + len)` is device memory this session owns.
@@ -745,487 +672,6 @@ fn cu_limit(limit: u32) -> ExecResult<CUlimit> {
         6 => CU_LIMIT_PERSISTING_L2_CACHE_SIZE,
         _ => return Err(Status::UNSUPPORTED_LIMIT),
     })
-}
-
-impl Executor for CudaExecutor {
-    fn set_cancel(&mut self, cancel: super::Cancel) {
-        self.wait.set_cancel(cancel);
-    }
-
-    fn device_count(&self) -> u32 {
-        1
-    }
-
-    fn driver_version(&self) -> u32 {
-        self.shared.driver.version as u32
-    }
-
-    fn device_info(&mut self, device: u32) -> ExecResult<DeviceInfo> {
-        self.check_device(device)?;
-        Ok(self.shared.info)
-    }
-
-    fn device_synchronize(&mut self, device: u32) -> ExecResult<()> {
-        self.check_device(device)?;
-        self.bind()?;
-        self.may_print = true;
-        let r = self.wait_device();
-        self.settle(r)
-    }
-
-    fn device_reset(&mut self, device: u32) -> ExecResult<()> {
-        self.check_device(device)?;
-        self.may_print = true;
-        self.reset_context()
-    }
-
-    fn mem_get_info(&mut self, device: u32) -> ExecResult<(u64, u64)> {
-        self.check_device(device)?;
-        self.bind()?;
-        // The session's view: its limit, and what it may still allocate of it.
-        let (free, total) = driver::mem_get_info().map_err(to_status)?;
-        let limit = self.shared.session_limit.min(total);
-        let free = limit.saturating_sub(self.charged).min(free);
-        Ok((free, limit))
-    }
-
-    fn set_limit(&mut self, device: u32, limit: u32, value: u64) -> ExecResult<()> {
-        self.check_device(device)?;
-        let limit = cu_limit(limit)?;
-        let value = usize::try_from(value).map_err(|_| Status::INVALID_VALUE)?;
-        self.bind()?;
-        driver::ctx_set_limit(limit, value).map_err(to_status)
-    }
-
-    fn get_limit(&mut self, device: u32, limit: u32) -> ExecResult<u64> {
-        self.check_device(device)?;
-        let limit = cu_limit(limit)?;
-        self.bind()?;
-        driver::ctx_get_limit(limit)
-            .map(|v| v as u64)
-            .map_err(to_status)
-    }
-
-    fn malloc(&mut self, device: u32, size: u64) -> ExecResult<u64> {
-        self.check_device(device)?;
-        if size == 0 {
-            return Ok(0);
-        }
-        let n = usize::try_from(size).map_err(|_| Status::MEMORY_ALLOCATION)?;
-        let charged = charge(size)
-            .and_then(|c| self.charged.checked_add(c))
-            .filter(|&c| c <= self.shared.session_limit)
-            .ok_or(Status::MEMORY_ALLOCATION)?;
-        self.bind()?;
-        let ptr = driver::mem_alloc(n).map_err(|e| match e {
-            // A size no device has (1 << 50, say): the runtime's answer is an allocation
-            // failure (H100, driver 580, measured), the driver's an invalid value.
-            cudarc::driver::sys::CUresult::CUDA_ERROR_INVALID_VALUE => Status::MEMORY_ALLOCATION,
-            e => to_status(e),
-        })?;
-        if let Err(e) = self.allocs.insert(ptr, size, Owner::User) {
-            // The driver never hands out overlapping ranges; if it did, refuse the memory.
-            // SAFETY: `ptr` was allocated just above in the session's context, which is
-            // still current, and was never given out, so nothing else frees or uses it.
-            let _ = unsafe { driver::mem_free(ptr) };
-            return Err(e);
-        }
-        self.charged = charged;
-        Ok(ptr)
-    }
-
-    fn free(&mut self, ptr: u64) -> ExecResult<()> {
-        if ptr == 0 {
-            return Ok(());
-        }
-        if !self.allocs.is_user_base(ptr) {
-            return Err(Status::INVALID_VALUE);
-        }
-        self.bind()?;
-        // cudaFree waits for the device first, reporting earlier failures.
-        self.may_print = true;
-        let r = self.wait_device();
-        self.settle(r)?;
-        // SAFETY: `ptr` is the base of a live user allocation of this session's context
-        // (checked above; the context, current since `bind`, is the one it was allocated
-        // in); it leaves the table right after, so it is freed once, and the device is idle
-        // (synchronized above), so no work still uses it.
-        unsafe { driver::mem_free(ptr) }.map_err(to_status)?;
-        let len = self.allocs.remove_user(ptr)?;
-        self.charged = self.charged.saturating_sub(charge(len).unwrap_or(0));
-        Ok(())
-    }
-
-    fn vmm_create(&mut self, device: u32, size: u64) -> ExecResult<u64> {
-        self.vmm_create_impl(device, size)
-    }
-
-    fn vmm_release(&mut self, handle: u64) -> ExecResult<()> {
-        self.vmm_release_impl(handle)
-    }
-
-    fn vmm_reserve(&mut self, size: u64, alignment: u64, _addr: u64) -> ExecResult<u64> {
-        self.vmm_reserve_impl(size, alignment)
-    }
-
-    fn vmm_free(&mut self, ptr: u64, size: u64) -> ExecResult<()> {
-        self.vmm_free_impl(ptr, size)
-    }
-
-    fn vmm_map(&mut self, ptr: u64, size: u64, offset: u64, handle: u64) -> ExecResult<()> {
-        self.vmm_map_impl(ptr, size, offset, handle)
-    }
-
-    fn vmm_unmap(&mut self, ptr: u64, size: u64) -> ExecResult<()> {
-        self.vmm_unmap_impl(ptr, size)
-    }
-
-    fn vmm_set_access(&mut self, ptr: u64, size: u64, device: u32, flags: u32) -> ExecResult<()> {
-        self.vmm_set_access_impl(ptr, size, device, flags)
-    }
-
-    fn ipc_get_event_handle(&mut self, event: u64) -> ExecResult<[u8; 64]> {
-        self.ipc_allowed()?;
-        self.ipc_get_event_handle_impl(event)
-    }
-
-    fn ipc_open_event_handle(&mut self, handle: &[u8; 64]) -> ExecResult<u64> {
-        self.ipc_allowed()?;
-        self.ipc_open_event_handle_impl(handle)
-    }
-
-    fn ipc_get_mem_handle(&mut self, ptr: u64) -> ExecResult<[u8; 64]> {
-        self.ipc_allowed()?;
-        let base = self.allocs.user_base_of(ptr).ok_or(Status::INVALID_VALUE)?;
-        self.bind()?;
-        driver::ipc_get_mem_handle(base).map_err(to_status)
-    }
-
-    fn ipc_open_mem_handle(&mut self, handle: &[u8; 64], flags: u32) -> ExecResult<(u64, u64)> {
-        self.ipc_allowed()?;
-        if flags & !1 != 0 {
-            return Err(Status::INVALID_VALUE);
-        }
-        if self.ipc_opens.len() >= MAX_IPC_OPENS {
-            return Err(Status::MEMORY_ALLOCATION);
-        }
-        self.bind()?;
-        let (ptr, len) = driver::ipc_open_mem_handle(handle, flags).map_err(to_status)?;
-        // SAFETY (for the closes below): mapped just above in the current context and
-        // given to nobody.
-        let undo = |e| {
-            // SAFETY: as above.
-            let _ = unsafe { driver::ipc_close_mem_handle(ptr) };
-            Err(e)
-        };
-        // The driver returns the same address for a handle opened again in this context;
-        // the first open is charged to this session as if it had allocated the memory.
-        if !self.allocs.is_ipc_base(ptr) {
-            let Some(charged) = charge(len)
-                .and_then(|c| self.charged.checked_add(c))
-                .filter(|&c| c <= self.shared.session_limit)
-            else {
-                return undo(Status::MEMORY_ALLOCATION);
-            };
-            if let Err(e) = self.allocs.insert(ptr, len, Owner::Ipc) {
-                return undo(e);
-            }
-            self.charged = charged;
-        }
-        *self.ipc_opens.entry(ptr).or_default() += 1;
-        Ok((ptr, len))
-    }
-
-    fn ipc_close_mem_handle(&mut self, ptr: u64) -> ExecResult<()> {
-        self.ipc_allowed()?;
-        if !self.allocs.is_ipc_base(ptr) {
-            return Err(Status::INVALID_VALUE);
-        }
-        self.bind()?;
-        // As cudaFree: wait for the device first, so no work still reads the range.
-        self.may_print = true;
-        let r = self.wait_device();
-        self.settle(r)?;
-        // SAFETY: `ptr` was opened through an IPC handle in this session's context (current
-        // since `bind`), counted in `ipc_opens`, and the device is idle.
-        unsafe { driver::ipc_close_mem_handle(ptr) }.map_err(to_status)?;
-        let n = self.ipc_opens.entry(ptr).or_insert(1);
-        *n -= 1;
-        if *n == 0 {
-            self.ipc_opens.remove(&ptr);
-            if let Some(len) = self.allocs.remove_ipc(ptr) {
-                self.charged = self.charged.saturating_sub(charge(len).unwrap_or(0));
-            }
-        }
-        Ok(())
-    }
-
-    fn memcpy_htod(&mut self, req: &MemcpyHtoDReq, src: &DataSegs<'_>) -> ExecResult<()> {
-        self.may_print = true;
-        self.htod(req, src)
-    }
-
-    fn memcpy_dtoh(&mut self, req: &MemcpyDtoHReq, dst: &DataSegs<'_>) -> ExecResult<()> {
-        self.may_print = true;
-        self.dtoh(req, dst)
-    }
-
-    fn memcpy_dtod(&mut self, req: &MemcpyDtoDReq) -> ExecResult<()> {
-        self.dtod(req)
-    }
-
-    fn array_create(&mut self, req: &vcuda_protocol::ArrayCreateReq) -> ExecResult<u64> {
-        self.array_create_impl(req)
-    }
-
-    fn array_destroy(&mut self, array: u64) -> ExecResult<()> {
-        self.array_destroy_impl(array)
-    }
-
-    fn memcpy_array(&mut self, req: &vcuda_protocol::MemcpyArrayReq) -> ExecResult<()> {
-        self.memcpy_array_impl(req)
-    }
-
-    fn mipmapped_array_create(
-        &mut self,
-        req: &vcuda_protocol::MipmappedArrayCreateReq,
-    ) -> ExecResult<u64> {
-        self.mipmapped_create_impl(req)
-    }
-
-    fn mipmapped_array_destroy(&mut self, handle: u64) -> ExecResult<()> {
-        self.mipmapped_destroy_impl(handle)
-    }
-
-    fn mipmapped_array_level(&mut self, handle: u64, level: u32) -> ExecResult<u64> {
-        self.mipmapped_level_impl(handle, level)
-    }
-
-    fn tex_object_create(&mut self, req: &vcuda_protocol::TexObjectCreateReq) -> ExecResult<u64> {
-        self.tex_object_create_impl(req)
-    }
-
-    fn tex_object_destroy(&mut self, handle: u64, surface: bool) -> ExecResult<()> {
-        self.tex_object_destroy_impl(handle, surface)
-    }
-
-    fn memset(&mut self, req: &MemsetReq) -> ExecResult<()> {
-        self.memset_impl(req)
-    }
-
-    fn stream_create(&mut self, device: u32, flags: u32, priority: i32) -> ExecResult<u64> {
-        self.stream_create_impl(device, flags, priority)
-    }
-
-    fn stream_destroy(&mut self, stream: u64) -> ExecResult<()> {
-        self.stream_destroy_impl(stream)
-    }
-
-    fn stream_synchronize(&mut self, stream: u64) -> ExecResult<()> {
-        self.stream_synchronize_impl(stream)
-    }
-
-    fn stream_query(&mut self, stream: u64) -> ExecResult<()> {
-        self.stream_query_impl(stream)
-    }
-
-    fn stream_wait_event(&mut self, stream: u64, event: u64, flags: u32) -> ExecResult<()> {
-        self.stream_wait_event_impl(stream, event, flags)
-    }
-
-    fn event_create(&mut self, device: u32, flags: u32) -> ExecResult<u64> {
-        self.event_create_impl(device, flags)
-    }
-
-    fn event_destroy(&mut self, event: u64) -> ExecResult<()> {
-        self.event_destroy_impl(event)
-    }
-
-    fn event_record(&mut self, event: u64, stream: u64, flags: u32) -> ExecResult<()> {
-        self.event_record_impl(event, stream, flags)
-    }
-
-    fn event_synchronize(&mut self, event: u64) -> ExecResult<()> {
-        self.event_synchronize_impl(event)
-    }
-
-    fn event_query(&mut self, event: u64) -> ExecResult<()> {
-        self.event_query_impl(event)
-    }
-
-    fn event_elapsed(&mut self, start: u64, end: u64) -> ExecResult<EventElapsedResp> {
-        self.event_elapsed_impl(start, end)
-    }
-
-    fn module_load(&mut self, image: Arc<ModuleImage>) -> ExecResult<u64> {
-        self.module_load_impl(image)
-    }
-
-    fn module_unload(&mut self, module: u64) -> ExecResult<()> {
-        self.module_unload_impl(module)
-    }
-
-    fn function_get(&mut self, module: u64, name: &str) -> ExecResult<FunctionInfo> {
-        self.function_get_impl(module, name)
-    }
-
-    fn symbol_get(&mut self, module: u64, name: &str) -> ExecResult<(u64, u64)> {
-        self.symbol_get_impl(module, name)
-    }
-
-    fn module_function(&mut self, module: u64, index: u32) -> ExecResult<(u32, Option<String>)> {
-        self.module_function_impl(module, index)
-    }
-
-    fn launch(&mut self, req: &LaunchReq, params: &[u8]) -> ExecResult<()> {
-        self.launch_impl(req, params, false)
-    }
-
-    fn launch_cooperative(&mut self, req: &LaunchReq, params: &[u8]) -> ExecResult<()> {
-        self.launch_impl(req, params, true)
-    }
-
-    fn func_set_attribute(&mut self, function: u64, attr: u32, value: i32) -> ExecResult<()> {
-        self.func_set_attribute_impl(function, attr, value)
-    }
-
-    fn graph_instantiate(&mut self, nodes: &[super::GraphNode]) -> ExecResult<Option<u64>> {
-        self.graph_instantiate_impl(nodes)
-    }
-
-    fn graph_launch(&mut self, graph: u64, stream: u64) -> ExecResult<()> {
-        self.graph_launch_impl(graph, stream)
-    }
-
-    fn graph_destroy(&mut self, graph: u64) -> ExecResult<()> {
-        self.graphs.remove(graph).map(drop)
-    }
-
-    fn host_memory_shared(&mut self, addr: usize, len: usize) {
-        self.host_shared.push((addr, len));
-        self.pin_host(addr, len);
-    }
-
-    fn host_memory_unshared(&mut self, addr: usize) {
-        self.host_shared.retain(|&(a, _)| a != addr);
-        let ranges = self.host_pinned.ranges();
-        if ranges.iter().any(|&(a, _)| a == addr) {
-            let kept = ranges.iter().copied().filter(|&(a, _)| a != addr).collect();
-            self.host_pinned = guest_mem::PinnedRanges::new(kept);
-            if self.bind().is_ok() {
-                // SAFETY: `addr` starts a range `pin_host` pinned in this context; copies
-                // straight from pinned memory wait for their DMA before returning, so none
-                // uses it now.
-                if let Err(e) = unsafe { driver::mem_host_unregister(addr as *mut u8) } {
-                    warn!(
-                        "unpinning shared memory at {addr:#x}: {}",
-                        driver::error_name(e)
-                    );
-                }
-            }
-        }
-    }
-
-    fn can_map_host_memory(&self) -> bool {
-        self.shared.maps_host
-    }
-
-    fn maps_host_memory_in_place(&self) -> bool {
-        true
-    }
-
-    fn mapped_memory_is_guest_pages(&mut self) {
-        self.mapped_guest_pages = true;
-    }
-
-    fn prefers_managed_on_device(&self) -> bool {
-        true
-    }
-
-    fn host_memory_map(&mut self, addr: u64, host: usize, len: usize) -> ExecResult<()> {
-        if !self.shared.maps_host {
-            return Err(Status::NOT_SUPPORTED);
-        }
-        // The session maps the memory at the guest's address first (see
-        // `maps_host_memory_in_place`).
-        if host as u64 != addr || len == 0 {
-            return Err(Status::INVALID_VALUE);
-        }
-        self.map_host(addr, len)?;
-        self.host_mapped.insert(addr, len);
-        Ok(())
-    }
-
-    fn host_memory_unmap(&mut self, addr: u64) -> ExecResult<()> {
-        self.host_mapped
-            .remove(&addr)
-            .ok_or(Status::INVALID_VALUE)?;
-        self.allocs.remove_owned(addr, Owner::Mapped);
-        if self.bind().is_ok() {
-            // SAFETY: `addr` starts a range `map_host` registered in this context; the
-            // guest unmaps it only after the work that used it (`cudaFreeHost` and
-            // `cudaHostUnregister` wait for the device first), and the session unmaps the
-            // memory only after this returns.
-            if let Err(e) = unsafe { driver::mem_host_unregister(addr as *mut u8) } {
-                warn!(
-                    "unmapping host memory at {addr:#x}: {}",
-                    driver::error_name(e)
-                );
-            }
-        }
-        Ok(())
-    }
-
-    fn take_stdout(&mut self) -> Vec<u8> {
-        // See "Device printf" in the module documentation.
-        let Some(capture) = self.shared.printf else {
-            return Vec::new();
-        };
-        if !std::mem::take(&mut self.may_print) || !self.uses_printf {
-            return Vec::new();
-        }
-        let out = capture.collect();
-        if self.shared.sessions.load(Ordering::Relaxed) == 1 {
-            out
-        } else {
-            stderr_dump(&out);
-            Vec::new()
-        }
-    }
-
-    fn blas_create(&mut self, device: u32) -> ExecResult<u64> {
-        self.check_device(device)
-            .map_err(|_| Status(vcuda_protocol::lib::BLAS_INVALID_VALUE))?;
-        self.blas_create_impl()
-    }
-
-    fn blas_destroy(&mut self, handle: u64) -> ExecResult<()> {
-        self.blas_destroy_impl(handle)
-    }
-
-    fn blas_call(&mut self, req: &vcuda_protocol::BlasCallReq) -> ExecResult<[u8; 16]> {
-        self.blas_call_impl(req)
-    }
-
-    fn rand_create(&mut self, rng_type: u32, flags: u32) -> ExecResult<u64> {
-        self.rand_create_impl(rng_type, flags & vcuda_protocol::lib::RAND_HOST != 0)
-    }
-
-    fn rand_destroy(&mut self, handle: u64) -> ExecResult<()> {
-        self.rand_destroy_impl(handle)
-    }
-
-    fn rand_set(&mut self, req: &vcuda_protocol::RandSetReq) -> ExecResult<()> {
-        self.rand_set_impl(req)
-    }
-
-    fn rand_generate(
-        &mut self,
-        req: &vcuda_protocol::RandGenerateReq,
-        out: &DataSegs<'_>,
-    ) -> ExecResult<u64> {
-        self.rand_generate_impl(req, out)
-    }
 }
 
 #[cfg(test)]

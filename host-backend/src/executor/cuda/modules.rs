@@ -14,38 +14,10 @@ use vcuda_protocol::{FuncAttrs, LaunchReq, MAX_PARAM_LEN, ParamInfo};
 
 use super::allocs::Owner;
 use super::error::{optional_to_status, to_status};
-use super::owned::{Kernel, Module};
-use super::streams::stream_ref;
+use super::owned::Kernel;
+use super::state::{Function, LoadedModule, PARAM_BUF_LEN, stream_ref};
 use super::{CudaExecutor, context_of, driver, image};
 use crate::executor::{ExecResult, FunctionInfo, ModuleImage, Status};
-
-/// The parameter buffer handed to the driver: aligned, and as long as any kernel's
-/// parameters may be, so the driver never reads past it.
-#[repr(C, align(16))]
-pub(super) struct ParamBuf(pub(super) [u8; PARAM_BUF_LEN]);
-
-/// [`MAX_PARAM_LEN`] rounded up to 16.
-pub(super) const PARAM_BUF_LEN: usize = (MAX_PARAM_LEN as usize).next_multiple_of(16);
-
-/// A kernel the session looked up.
-#[derive(Debug)]
-pub(super) struct Function {
-    pub(super) kernel: Kernel,
-    /// The module handle it was looked up through.
-    module: u64,
-    pub(super) info: FunctionInfo,
-}
-
-/// A module image loaded in the session's context.
-#[derive(Debug)]
-pub(super) struct LoadedModule {
-    /// Shared with the kernels looked up in it.
-    module: Rc<Module>,
-    /// Module handles referring to it.
-    refs: usize,
-    /// Its kernels' names, once asked for (`ModuleFunction` asks once per kernel).
-    names: Option<Vec<String>>,
-}
 
 /// Settable `cudaFuncAttribute`s (8..=15) as the driver's `CUfunction_attribute` (same
 /// numbers).

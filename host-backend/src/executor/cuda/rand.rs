@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
-//! cuRAND on the GPU: the real library, called through [`super::lib_ffi::curand`] (cudarc's
-//! `curand` types, our own `u32`-returning entry points).
+//! cuRAND on the GPU: the real library, called through its result layer
+//! ([`super::curand_result`], over `lib_ffi`'s `u32`-returning entry points; cudarc's
+//! `curand` types).
 //!
 //! One cuRAND generator per guest generator, created in the session's context: a device
 //! generator (`curandCreateGenerator`) writes device memory on the stream of the call, after
@@ -11,8 +12,6 @@
 //! the same). A status this build does not know is reported as
 //! `CURAND_STATUS_INTERNAL_ERROR`.
 
-use std::collections::HashMap;
-
 use cudarc::curand::sys as cr;
 use log::warn;
 use vcuda_protocol::lib::{
@@ -22,25 +21,13 @@ use vcuda_protocol::lib::{
 use vcuda_protocol::{RandGenerateReq, RandSetReq, status};
 
 use super::CudaExecutor;
-use super::lib_ffi::curand;
+use super::curand_result::{self as curand, Distribution};
 use crate::data::DataSegs;
 use crate::executor::{ExecResult, Status};
 
-/// The session's generators: raw `curandGenerator_t`s (owned here) and whether each is a
-/// host generator.
-#[derive(Debug, Default)]
-pub(super) struct Generators {
-    map: HashMap<u64, (usize, bool)>,
-    next: u64,
-}
-
-/// A raw cuRAND status as a result (one this build does not know is
-/// `CURAND_STATUS_INTERNAL_ERROR`).
-fn ok(s: u32) -> ExecResult<()> {
-    match curand::status(s) {
-        cr::curandStatus_t::CURAND_STATUS_SUCCESS => Ok(()),
-        s => Err(Status(s as u32)),
-    }
+/// A cuRAND status as the session's error.
+fn status_of(s: cr::curandStatus_t) -> Status {
+    Status(s as u32)
 }
 
 fn rng_type(v: u32) -> ExecResult<cr::curandRngType_t> {
@@ -89,15 +76,7 @@ impl CudaExecutor {
         }
         let t = rng_type(rng)?;
         self.cu_context()?;
-        let mut g: cr::curandGenerator_t = std::ptr::null_mut();
-        // SAFETY: the session's context is current; `g` is a valid out-pointer.
-        ok(unsafe {
-            if host {
-                curand::curandCreateGeneratorHost(&mut g, t)
-            } else {
-                curand::curandCreateGenerator(&mut g, t)
-            }
-        })?;
+        let g = curand::create_generator(t, host).map_err(status_of)?;
         self.rand.next += 1;
         let id = 0x7a4d_0000_0000 | self.rand.next;
         self.rand.map.insert(id, (g as usize, host));
@@ -109,7 +88,7 @@ impl CudaExecutor {
         self.rand.map.remove(&handle);
         self.cu_context()?;
         // SAFETY: a generator we created in this context, removed from the table here.
-        ok(unsafe { curand::curandDestroyGenerator(g) })
+        unsafe { curand::destroy_generator(g) }.map_err(status_of)
     }
 
     /// Destroys every generator (before the context goes away).
@@ -121,9 +100,7 @@ impl CudaExecutor {
         for (_, (g, _)) in self.rand.map.drain() {
             if bound {
                 // SAFETY: our generator, destroyed once, with its context current.
-                let s = unsafe { curand::curandDestroyGenerator(g as cr::curandGenerator_t) };
-                let s = curand::status(s);
-                if s != cr::curandStatus_t::CURAND_STATUS_SUCCESS {
+                if let Err(s) = unsafe { curand::destroy_generator(g as cr::curandGenerator_t) } {
                     warn!("curandDestroyGenerator: {s:?}");
                 }
             }
@@ -134,18 +111,19 @@ impl CudaExecutor {
         let (g, _) = self.generator(r.handle)?;
         self.cu_context()?;
         // SAFETY: our generator with its context current; every value is by value.
-        ok(unsafe {
+        unsafe {
             match r.what {
-                set::SEED => curand::curandSetPseudoRandomGeneratorSeed(g, r.value),
-                set::OFFSET => curand::curandSetGeneratorOffset(g, r.value),
-                set::ORDERING => curand::curandSetGeneratorOrdering(g, ordering(r.value)?),
+                set::SEED => curand::set_seed(g, r.value),
+                set::OFFSET => curand::set_offset(g, r.value),
+                set::ORDERING => curand::set_ordering(g, ordering(r.value)?),
                 set::DIMENSIONS => {
                     let d = u32::try_from(r.value).map_err(|_| Status(RAND_OUT_OF_RANGE))?;
-                    curand::curandSetQuasiRandomGeneratorDimensions(g, d)
+                    curand::set_dimensions(g, d)
                 }
                 _ => return Err(Status(RAND_OUT_OF_RANGE)),
             }
-        })
+        }
+        .map_err(status_of)
     }
 
     pub(super) fn rand_generate_impl(
@@ -177,32 +155,33 @@ impl CudaExecutor {
         let stream = self.cu_stream(r.stream)?;
         self.cu_context()?;
         let (mean, sd) = (r.mean, r.stddev);
+        if !host {
+            // SAFETY: our generator with its context current; the stream belongs to the
+            // session.
+            unsafe { curand::set_stream(g, stream.cast()) }.map_err(status_of)?;
+        }
+        let d = match r.dist {
+            dist::BITS32 => Distribution::Bits32,
+            dist::BITS64 => Distribution::Bits64,
+            dist::UNIFORM_F32 => Distribution::UniformF32,
+            dist::UNIFORM_F64 => Distribution::UniformF64,
+            dist::NORMAL_F32 => Distribution::NormalF32 {
+                mean: mean as f32,
+                stddev: sd as f32,
+            },
+            dist::NORMAL_F64 => Distribution::NormalF64 { mean, stddev: sd },
+            dist::LOG_NORMAL_F32 => Distribution::LogNormalF32 {
+                mean: mean as f32,
+                stddev: sd as f32,
+            },
+            dist::LOG_NORMAL_F64 => Distribution::LogNormalF64 { mean, stddev: sd },
+            dist::POISSON => Distribution::Poisson { lambda: mean },
+            _ => return Err(Status(RAND_TYPE_ERROR)),
+        };
         // SAFETY: our generator with its context current; `dst` covers `n` elements of
         // the distribution's size (our buffer, or device memory the session owns, checked
-        // above); the stream belongs to the session.
-        ok(unsafe {
-            if !host {
-                ok(curand::curandSetStream(g, stream.cast()))?;
-            }
-            match r.dist {
-                dist::BITS32 => curand::curandGenerate(g, dst.cast(), n),
-                dist::BITS64 => curand::curandGenerateLongLong(g, dst.cast(), n),
-                dist::UNIFORM_F32 => curand::curandGenerateUniform(g, dst.cast(), n),
-                dist::UNIFORM_F64 => curand::curandGenerateUniformDouble(g, dst.cast(), n),
-                dist::NORMAL_F32 => {
-                    curand::curandGenerateNormal(g, dst.cast(), n, mean as f32, sd as f32)
-                }
-                dist::NORMAL_F64 => curand::curandGenerateNormalDouble(g, dst.cast(), n, mean, sd),
-                dist::LOG_NORMAL_F32 => {
-                    curand::curandGenerateLogNormal(g, dst.cast(), n, mean as f32, sd as f32)
-                }
-                dist::LOG_NORMAL_F64 => {
-                    curand::curandGenerateLogNormalDouble(g, dst.cast(), n, mean, sd)
-                }
-                dist::POISSON => curand::curandGeneratePoisson(g, dst.cast(), n, mean),
-                _ => return Err(Status(RAND_TYPE_ERROR)),
-            }
-        })?;
+        // above).
+        unsafe { curand::generate(g, d, dst, n) }.map_err(status_of)?;
         if !host {
             return Ok(0);
         }

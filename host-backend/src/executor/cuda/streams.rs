@@ -2,13 +2,12 @@
 //! Streams and events of a session: the [`Executor`](crate::executor::Executor) calls that
 //! create, destroy, record, wait for and query them.
 
-use vcuda_protocol::{EventElapsedResp, STREAM_LEGACY};
+use vcuda_protocol::EventElapsedResp;
 
 use super::CudaExecutor;
 use super::driver;
 use super::error::to_status;
-use super::handles::HandleTable;
-use super::owned::{Stream, StreamRef};
+use super::state::stream_ref;
 use crate::executor::{ExecResult, Status};
 
 /// `cudaStreamNonBlocking`.
@@ -24,17 +23,6 @@ const EVENT_INTERPROCESS: u32 = 0x4;
 const NO_IPC: u32 = 1 << 31;
 /// `cudaEventRecordExternal` / `cudaEventWaitExternal`.
 const EVENT_EXTERNAL: u32 = 0x1;
-
-/// The stream behind a guest stream handle (`STREAM_LEGACY`: the legacy default stream).
-///
-/// A function of the table rather than a method, so the result borrows only the table
-/// and the caller may still update the executor's other fields.
-pub(super) fn stream_ref(streams: &HandleTable<Stream>, handle: u64) -> ExecResult<StreamRef<'_>> {
-    if handle == STREAM_LEGACY {
-        return Ok(StreamRef::Legacy);
-    }
-    streams.get(handle).map(StreamRef::Created)
-}
 
 impl CudaExecutor {
     pub(super) fn stream_create_impl(

@@ -10,8 +10,11 @@ use vcuda_protocol::{
 use vm_memory::VolatileSlice;
 
 use super::*;
-use crate::executor::ExecutorFactory;
+use crate::data::DataSegs;
 use crate::executor::testing::ptx_fatbin;
+use crate::executor::{
+    ExecutorFactory, GraphOps, HostMemoryOps, MemoryOps, ModuleOps, StreamOps, VmmOps,
+};
 
 fn factory() -> Option<CudaFactory> {
     match CudaFactory::new(CudaConfig {

@@ -8,7 +8,7 @@
 //! A mipmapped array is a `CUmipmappedArray` behind a handle of its own; the arrays of its
 //! levels join the array table (on first request) as arrays it owns, charged with it.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::mem::MaybeUninit;
 
 use cudarc::driver::sys::{
@@ -22,8 +22,7 @@ use vcuda_protocol::{
 };
 use vcuda_ptx::{AddressMode, ChannelKind, FilterMode};
 
-use super::handles::{HandleTable, Kind};
-use super::streams::stream_ref;
+use super::state::{Array, Mipmapped, stream_ref};
 use super::{CudaExecutor, charge, driver, to_status};
 use crate::executor::array::{
     ArrayShape, Format, MipShape, ResourceView, Sampler, Viewed, linear_extent,
@@ -43,56 +42,6 @@ const TRSF_READ_AS_INTEGER: u32 = 0x01;
 const TRSF_NORMALIZED_COORDINATES: u32 = 0x02;
 /// `CU_TRSF_SRGB`.
 const TRSF_SRGB: u32 = 0x10;
-
-/// One array.
-#[derive(Debug)]
-pub(super) struct Array {
-    raw: sys::CUarray,
-    shape: ArrayShape,
-    /// Bytes charged to the session (0 for a level: its mipmapped array is charged).
-    charged: u64,
-    /// The mipmapped array this is a level of (which owns it).
-    level_of: Option<u64>,
-}
-
-/// One mipmapped array.
-#[derive(Debug)]
-pub(super) struct Mipmapped {
-    raw: sys::CUmipmappedArray,
-    shape: MipShape,
-    /// Bytes charged to the session.
-    charged: u64,
-    /// The array handles given out for its levels, by level.
-    levels: HashMap<u32, u64>,
-}
-
-/// A session's arrays and objects.
-#[derive(Debug)]
-pub(super) struct Textures {
-    arrays: HandleTable<Array>,
-    mipmapped: HandleTable<Mipmapped>,
-    /// The objects by (is a surface, handle): the driver numbers the two kinds apart.
-    objects: HashSet<(bool, u64)>,
-}
-
-impl Default for Textures {
-    fn default() -> Self {
-        Self {
-            arrays: HandleTable::new(Kind::Array),
-            mipmapped: HandleTable::new(Kind::Mipmapped),
-            objects: HashSet::new(),
-        }
-    }
-}
-
-impl Textures {
-    /// Forgets everything (the context that held it is gone).
-    pub(super) fn clear(&mut self) {
-        self.arrays.clear();
-        self.mipmapped.clear();
-        self.objects.clear();
-    }
-}
 
 /// The driver's array format for a checked format.
 fn array_format(f: &Format) -> CUarray_format {

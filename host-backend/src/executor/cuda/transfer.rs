@@ -13,7 +13,7 @@ use super::guest_mem::Placement;
 use super::owned::{Context, StreamRef};
 use super::plan::{Span, spans, windows};
 use super::staging::Pool;
-use super::streams::stream_ref;
+use super::state::stream_ref;
 use super::wait::{Wait, Waited};
 use super::{CudaExecutor, SMALL_COPY, context_of};
 use crate::data::DataSegs;

@@ -9,15 +9,9 @@
 use super::allocs::Owner;
 use super::driver;
 use super::error::{optional_to_status, to_status};
+use super::state::Phys;
 use super::{CudaExecutor, charge};
 use crate::executor::{ExecResult, Status};
-
-/// What the session keeps of a physical allocation.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Phys {
-    raw: u64,
-    charge: u64,
-}
 
 impl CudaExecutor {
     fn ordinal(&self) -> i32 {

@@ -18,11 +18,6 @@ use cblas_sys::{
 use super::lazy::*;
 use vcuda_protocol::blas::{self as check, OP_C, OP_T};
 
-/// Single-precision complex, as CBLAS and cuBLAS lay it out.
-pub type C32 = [f32; 2];
-/// Double-precision complex.
-pub type C64 = [f64; 2];
-
 fn trans(t: u32) -> CBLAS_TRANSPOSE {
     match t {
         OP_T => CblasTrans,

@@ -11,8 +11,8 @@ use std::ptr::NonNull;
 
 use vcuda_protocol::region;
 
+use super::call::{Ctx, FAULT, MISALIGNED};
 use super::elem::Elem;
-use super::{Ctx, FAULT, MISALIGNED};
 use crate::executor::ExecResult;
 
 /// Elements spanned by a strided vector ([`region::vector_extent`]); an extent beyond the

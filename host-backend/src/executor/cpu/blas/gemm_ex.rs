@@ -5,10 +5,11 @@
 use half::f16;
 use vcuda_protocol::lib::{dtype, func};
 
-use super::elem::{C32, C64, Elem};
+use super::call::{Ctx, UNSUPPORTED, compute, int, stored};
+use super::elem::Elem;
 use super::extent::{mat_extent, offset};
+use super::lazy::{C32, C64};
 use super::level3::{gemm, gemm_operands};
-use super::{Ctx, UNSUPPORTED, compute, int, stored};
 use crate::executor::ExecResult;
 
 /// A matrix of `GemmEx` operands converted to `f32` or `f64`.

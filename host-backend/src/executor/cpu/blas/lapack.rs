@@ -7,9 +7,9 @@ use std::ffi::c_int;
 use vcuda_protocol::blas::{OP_N, OP_T};
 use vcuda_protocol::lib::BLAS_EXECUTION_FAILED;
 
+use super::call::{Ctx, int};
 use super::elem::Elem;
 use super::extent::offset;
-use super::{Ctx, int};
 use crate::executor::{ExecResult, Status};
 
 /// LU factorization without pivoting (`getrfBatched` with a null pivot array).

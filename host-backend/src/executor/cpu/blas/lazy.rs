@@ -21,7 +21,10 @@ use cblas_sys::{
 };
 use log::{debug, warn};
 
-use super::{C32, C64};
+/// Single-precision complex, as CBLAS and cuBLAS lay it out.
+pub type C32 = [f32; 2];
+/// Double-precision complex.
+pub type C64 = [f64; 2];
 
 /// The names OpenBLAS is installed under (Debian: `libopenblas0`).
 const LIBRARIES: [&str; 2] = ["libopenblas.so.0", "libopenblas.so"];

@@ -5,8 +5,8 @@
 use vcuda_protocol::blas as check;
 use vcuda_protocol::lib::func;
 
+use super::call::{Ctx, UNSUPPORTED, int};
 use super::elem::Elem;
-use super::{Ctx, UNSUPPORTED, int};
 use crate::executor::ExecResult;
 
 /// `asum` or `nrm2`: a real result, 0 for an empty vector or a non-positive increment.

@@ -4,8 +4,8 @@
 
 use vcuda_protocol::blas::{OP_C, OP_N};
 
+use super::call::{Ctx, UNSUPPORTED, int};
 use super::elem::Elem;
-use super::{Ctx, UNSUPPORTED, int};
 use crate::executor::ExecResult;
 
 /// `y = alpha op(A) x + beta y`.

@@ -5,9 +5,9 @@
 use vcuda_protocol::blas::{self as check, OP_C, OP_N};
 use vcuda_protocol::lib::func;
 
+use super::call::{Ctx, int, stored};
 use super::elem::Elem;
 use super::extent::offset;
-use super::{Ctx, int, stored};
 use crate::executor::ExecResult;
 
 /// The device addresses of A, B and C of every matrix of a GEMM request.

@@ -3,8 +3,10 @@
 //! device memory.
 
 use half::f16;
-use vcuda_protocol::blas::OP_T;
+use vcuda_protocol::blas::{OP_N, OP_T};
+use vcuda_protocol::lib::BLAS_DEVICE_POINTERS;
 
+use super::call::{FAULT, MISALIGNED, compute};
 use super::*;
 use crate::executor::cpu::memory::{AllocKind, MemoryBudget};
 

@@ -3,8 +3,8 @@
 
 use vcuda_protocol::lib::dist;
 
-use super::JOE_KUO;
 use super::distributions::{TWO_POW_32_INV_F64, TWO_POW_64_INV, norm_inv, poisson, uniform_f32};
+use super::joe_kuo::JOE_KUO;
 
 /// Sobol direction numbers and generation, 32- or 64-bit.
 #[derive(Debug)]

@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! Kernel launches (`cuLaunchKernel`, `cuLaunchCooperativeKernel`).
+
+use std::ffi::c_void;
+
+use cudarc::driver::sys::{self, CUfunction, CUstream};
+
+use super::{DrvResult, ok};
+use crate::executor::cuda::ffi;
+
+/// `CU_LAUNCH_PARAM_BUFFER_POINTER` (the tag value 1, never dereferenced).
+pub const LAUNCH_PARAM_BUFFER_POINTER: *mut c_void =
+    std::ptr::without_provenance_mut(sys::CU_LAUNCH_PARAM_BUFFER_POINTER_AS_INT as usize);
+/// `CU_LAUNCH_PARAM_BUFFER_SIZE` (the tag value 2, never dereferenced).
+pub const LAUNCH_PARAM_BUFFER_SIZE: *mut c_void =
+    std::ptr::without_provenance_mut(sys::CU_LAUNCH_PARAM_BUFFER_SIZE_AS_INT as usize);
+/// `CU_LAUNCH_PARAM_END`.
+pub const LAUNCH_PARAM_END: *mut c_void = std::ptr::null_mut();
+
+/// Launches a kernel.
+///
+/// # Safety
+///
+/// `f` and `s` are live; `params` (if not null) holds one pointer per kernel parameter,
+/// each readable for that parameter's size; `extra` (if not null) is a
+/// `CU_LAUNCH_PARAM_END`-terminated list whose buffer is readable for its stated size.
+/// Exactly one of the two is non-null unless the kernel has no parameters.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn launch_kernel(
+    f: CUfunction,
+    grid: [u32; 3],
+    block: [u32; 3],
+    shared: u32,
+    s: CUstream,
+    params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+) -> DrvResult<()> {
+    // SAFETY: `f` and `s` are live, and `params`/`extra` are as the caller guarantees: one
+    // readable pointer per parameter, or a terminated list naming a buffer readable for its
+    // stated size.
+    ok(unsafe {
+        ffi::cuLaunchKernel(
+            f, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared, s, params, extra,
+        )
+    })
+}
+
+/// `cuLaunchCooperativeKernel`: every block resident at once (a grid larger than the device
+/// holds fails with `CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE`).
+///
+/// # Safety
+///
+/// As [`launch_kernel`] with `params` only (cooperative launches take no `extra` list), and
+/// [`Loaded::cooperative`](super::Loaded::cooperative) said the entry point exists.
+pub unsafe fn launch_cooperative_kernel(
+    f: CUfunction,
+    grid: [u32; 3],
+    block: [u32; 3],
+    shared: u32,
+    s: CUstream,
+    params: *mut *mut c_void,
+) -> DrvResult<()> {
+    // SAFETY: as the caller guarantees (see above).
+    ok(unsafe {
+        ffi::cuLaunchCooperativeKernel(
+            f, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared, s, params,
+        )
+    })
+}

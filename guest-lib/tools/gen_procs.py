@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0 OR MIT
-"""Generates src/api/driver/procs_gen.rs: which exported symbol cuGetProcAddress returns for a
+"""Generates src/abi/driver/procs_gen.rs: which exported symbol cuGetProcAddress returns for a
 driver API name at a CUDA version.
 
-Usage: gen_procs.py CUDA13/include/cudaTypedefs.h symbols/cuda1.names > src/api/driver/procs_gen.rs
+Usage: gen_procs.py CUDA13/include/cudaTypedefs.h symbols/cuda1.names > src/abi/driver/procs_gen.rs
 
 cudaTypedefs.h names every variant of an entry point by the version that introduced it
 (PFN_cuCtxCreate_v3020, _v11040, _v12050; PFN_cuMemcpyAsync_v7000_ptsz). The exported

@@ -62,7 +62,7 @@ struct Region {
 }
 
 /// The process's shared regions, by start address (one set per process, as there is one
-/// session: [`state`]).
+/// session: `state()`).
 #[derive(Default, Debug)]
 pub struct Shared {
     regions: RwLock<BTreeMap<u64, Region>>,

@@ -26,8 +26,9 @@ const MAX_THREADS: u32 = 1024;
 
 /// Runs `kernel` over the whole grid. Returns when every block has finished or one failed.
 ///
-/// `params` is the parameter buffer laid out as [`KernelInfo::params`] says (at least
-/// `param_size` bytes). `global_addr` gives the device address of each module variable.
+/// `params` is the parameter buffer laid out as
+/// [`KernelInfo::params`](crate::KernelInfo::params) says (at least `param_size` bytes).
+/// `global_addr` gives the device address of each module variable.
 #[allow(clippy::too_many_arguments)]
 pub fn launch(
     module: &Module,

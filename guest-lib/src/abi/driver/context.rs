@@ -18,24 +18,37 @@ use crate::ffi::{cudaEvent_t, cudaStream_t};
 
 /// Frees what a destroyed context owned (best effort: each failure is logged).
 fn free_owned(o: Owned) {
+    let logged = |what: &str, r: crate::error::Result<()>| {
+        if let Err(e) = r {
+            log::debug!("freeing a destroyed context's {what}: {e:?}");
+        }
+    };
     for m in o.modules {
         super::exec::unload(m);
     }
     for s in o.streams {
         // SAFETY: a stream this context created and nobody destroyed.
-        let _ = unsafe { crate::core::stream::stream_destroy(s as cudaStream_t) };
+        logged("stream", unsafe {
+            crate::core::stream::stream_destroy(s as cudaStream_t)
+        });
     }
     for e in o.events {
         // SAFETY: an event this context created and nobody destroyed.
-        let _ = unsafe { crate::core::stream::event_destroy(e as cudaEvent_t) };
+        logged("event", unsafe {
+            crate::core::stream::event_destroy(e as cudaEvent_t)
+        });
     }
     for p in o.allocs {
         // SAFETY: device memory this context allocated and nobody freed.
-        let _ = unsafe { crate::core::memory::free_call(p as *mut c_void) };
+        logged("allocation", unsafe {
+            crate::core::memory::free_call(p as *mut c_void)
+        });
     }
     for h in o.host {
         // SAFETY: host memory this context allocated and nobody freed.
-        let _ = unsafe { crate::core::host_memory::free_host(h as *mut c_void) };
+        logged("host allocation", unsafe {
+            crate::core::host_memory::free_host(h as *mut c_void)
+        });
     }
 }
 

@@ -54,4 +54,20 @@ EOP
     rm -rf "$t/tk.deb" "$t/deb" "$t/whl" "$t/w"
     publish_dir "$dir"
 fi
+# NVIDIA's static runtime (what plain `nvcc` links): the oldest cu12 runtime wheel that
+# carries libcudart_static.a is 12.9's; objects from nvcc 12.4 link against it (CUDA's
+# minor-version compatibility). Added to a toolkit assembled before it was needed too.
+STATIC_WHEEL="nvidia-cuda-runtime-cu12==12.9.79 25bba2dfb01d48a9b59ca474a1ac43c6ebf7011f1b0b8cc44f54eb6ac48a96c3"
+if [ ! -f "$root/lib/libcudart_static.a" ]; then
+    log "adding the CUDA 12 static runtime to $root"
+    t=$(mktemp -d "$dir.static.XXXXXX")
+    spec=${STATIC_WHEEL% *} sha=${STATIC_WHEEL#* }
+    python3 -m pip download -q --no-deps --disable-pip-version-check -d "$t/whl" "$spec" >&2
+    f=$(ls "$t"/whl/nvidia_cuda_runtime_cu12-*.whl)
+    echo "$sha  $f" | sha256sum -c --quiet || die "checksum mismatch: $spec"
+    python3 -m zipfile -e "$f" "$t/w/"
+    cp "$t/w/nvidia/cuda_runtime/lib/libcudart_static.a" "$root/lib/.libcudart_static.a.$$"
+    mv "$root/lib/.libcudart_static.a.$$" "$root/lib/libcudart_static.a"
+    rm -rf "$t"
+fi
 echo "$root"

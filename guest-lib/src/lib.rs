@@ -71,6 +71,7 @@ mod core {
     pub mod graph_node;
     pub mod graph_params;
     pub mod host_memory;
+    pub mod integrity;
     pub mod ipc;
     pub mod launch;
     pub mod library;

@@ -59,7 +59,7 @@ int main() {
     // Nothing to flush, but the call works (as natively on an H100).
     CHECK(cudaDeviceFlushGPUDirectRDMAWrites(cudaFlushGPUDirectRDMAWritesTargetCurrentDevice,
                                              cudaFlushGPUDirectRDMAWritesToOwner));
-    if (getenv("VCUDA_SOCKET")) {
+    if (vcuda_runtime()) {
         // Unimplemented: an honest error, recorded as the last error. (Only under vcuda:
         // NVIDIA's runtime implements it.)
         cudaArraySparseProperties sp;

@@ -67,7 +67,7 @@ int main() {
     // Bad handles. vcuda refuses them; NVIDIA's runtime crashes on a destroyed stream
     // (undefined behaviour, SIGSEGV on an H100), so only under vcuda.
     CHECK(cudaStreamDestroy(s3));
-    if (getenv("VCUDA_SOCKET")) {
+    if (vcuda_runtime()) {
         EXPECT_ERR(cudaStreamSynchronize(s3), cudaErrorInvalidResourceHandle);
         EXPECT_ERR(cudaMemcpyAsync(g.data(), d, 4, cudaMemcpyDeviceToHost, s3),
                    cudaErrorInvalidResourceHandle);
@@ -76,7 +76,7 @@ int main() {
     }
     CHECK(cudaEventDestroy(never));
     // A destroyed event: vcuda refuses it; NVIDIA's runtime uses it (a crash on an H100).
-    if (getenv("VCUDA_SOCKET")) {
+    if (vcuda_runtime()) {
         EXPECT_ERR(cudaEventSynchronize(never), cudaErrorInvalidResourceHandle);
         EXPECT_ERR(cudaEventDestroy(never), cudaErrorInvalidResourceHandle);
     }

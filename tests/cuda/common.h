@@ -8,8 +8,21 @@
 #include <cstring>
 #include <cmath>
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 
 static int g_failures = 0;
+
+// Whether this program runs on vcuda's CUDA runtime (libvcuda.so as libcudart), not on
+// NVIDIA's static runtime linked into it (plain nvcc output, which reaches vcuda through
+// its libcuda.so.1). Behaviour NVIDIA's runtime leaves undefined (it may crash) is checked
+// only on vcuda's.
+static inline bool vcuda_runtime() {
+    Dl_info rt, self;
+    if (!getenv("VCUDA_SOCKET") || !dladdr((void *)&cudaGetLastError, &rt) ||
+        !dladdr((void *)&g_failures, &self))
+        return false;
+    return rt.dli_fbase != self.dli_fbase;
+}
 
 #define CHECK(call)                                                                          \
     do {                                                                                     \

@@ -35,6 +35,15 @@ int main() {
     }
     get_proc = (GetProc)dlsym(lib, "cuGetProcAddress_v2");
     EXPECT(get_proc != nullptr);
+    // cuda.h: a name the driver lacks is no error; the query result says so.
+    {
+        void *p = (void *)1;
+        CUdriverProcAddressQueryResult q;
+        EXPECT(get_proc("cuNoSuchFunction", &p, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &q) == CUDA_SUCCESS);
+        EXPECT(p == nullptr && q == CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
+    }
+    // cudaProfiler.h's entry points are found too (NVIDIA's static runtime looks them up).
+    auto cuProfilerStart_ = sym<CUresult (*)(void)>("cuProfilerStart");
     auto cuInit_ = sym<decltype(&cuInit)>("cuInit");
     auto cuDeviceGet_ = sym<decltype(&cuDeviceGet)>("cuDeviceGet");
     auto cuDeviceGetName_ = sym<decltype(&cuDeviceGetName)>("cuDeviceGetName");
@@ -64,6 +73,7 @@ int main() {
     auto cuModuleUnload_ = sym<decltype(&cuModuleUnload)>("cuModuleUnload");
 
     CU(cuInit_(0));
+    CU(cuProfilerStart_());
     CUdevice dev;
     CU(cuDeviceGet_(&dev, 0));
     char name[256];

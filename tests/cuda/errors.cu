@@ -25,7 +25,7 @@ int main() {
     EXPECT(cudaGetLastError() == bad_config);
     ok<<<dim3(1, 70000), 32>>>(d);
     EXPECT(cudaGetLastError() == bad_config);
-    if (getenv("VCUDA_SOCKET")) {
+    if (vcuda_runtime()) {
         // A made-up stream handle: vcuda refuses it; NVIDIA's runtime may crash on it
         // (undefined behaviour), so only under vcuda run.
         cudaStream_t bogus = (cudaStream_t)0x7777000;

@@ -96,7 +96,7 @@ int main() {
     // Attributes that streams do not have, and bad streams.
     EXPECT_ERR(cudaStreamGetAttribute(a, cudaLaunchAttributeCooperative, &v), cudaErrorInvalidValue);
     // A null value: NVIDIA's runtime crashes (SIGSEGV on an H100), so only under vcuda.
-    if (getenv("VCUDA_SOCKET"))
+    if (vcuda_runtime())
         EXPECT_ERR(cudaStreamSetAttribute(a, cudaStreamAttributeAccessPolicyWindow, nullptr),
                    cudaErrorInvalidValue);
 

@@ -94,6 +94,16 @@ pub fn toolkit(v: Cuda) -> Option<&'static Path> {
     .as_deref()
 }
 
+/// How a test program links the CUDA runtime.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Link {
+    /// `-cudart=shared`: the program loads `libcudart.so`, which vcuda replaces.
+    Shared,
+    /// nvcc's default, `-cudart=static`: NVIDIA's runtime is inside the program and
+    /// reaches vcuda through `libcuda.so.1` (the driver API and its export tables).
+    Static,
+}
+
 /// Header settings of a test program.
 #[derive(Debug, Default, Clone)]
 pub struct Spec {
@@ -171,17 +181,31 @@ pub fn build(name: &str, v: Cuda) -> Option<PathBuf> {
     build_source(&source(name), v)
 }
 
+/// As [`build`], linking the runtime as `link` says.
+pub fn build_linked(name: &str, v: Cuda, link: Link) -> Option<PathBuf> {
+    build_source_linked(&source(name), v, link)
+}
+
 /// Compiles the CUDA program `src` (a `NAME.cu` anywhere, including `tests/cuda/*.h`)
 /// with toolkit `v` if its binary is older than its sources, and returns the binary, or
 /// `None` if the toolkit is unavailable.
 pub fn build_source(src: &Path, v: Cuda) -> Option<PathBuf> {
+    build_source_linked(src, v, Link::Shared)
+}
+
+/// As [`build_source`], linking the runtime as `link` says.
+pub fn build_source_linked(src: &Path, v: Cuda, link: Link) -> Option<PathBuf> {
     let root = toolkit(v)?;
     let name = src
         .file_stem()
         .and_then(|s| s.to_str())
         .expect("a NAME.cu source");
     let src = src.to_path_buf();
-    let out_dir = bin_dir().join(format!("cuda{}-tests", v.tag()));
+    let (cudart, dir) = match link {
+        Link::Shared => ("-cudart=shared", format!("cuda{}-tests", v.tag())),
+        Link::Static => ("-cudart=static", format!("cuda{}-static-tests", v.tag())),
+    };
+    let out_dir = bin_dir().join(dir);
     std::fs::create_dir_all(&out_dir).expect("create cuda-tests dir");
     let exe = out_dir.join(name);
     // The shared headers (common.h, cu_check.h, ...).
@@ -213,7 +237,7 @@ pub fn build_source(src: &Path, v: Cuda) -> Option<PathBuf> {
         let tmp = out_dir.join(format!(".{name}.{}", std::process::id()));
         let mut cmd = Command::new(root.join("bin/nvcc"));
         cmd.args([
-            "-cudart=shared",
+            cudart,
             "-O2",
             "-std=c++17",
             "-gencode",
@@ -257,6 +281,11 @@ pub fn vcuda_run(executor: &str, program: &Path, args: &[String]) -> Output {
 /// status, its `PASS` line and its expected output. Skips (returns) when the toolkit is
 /// unavailable, or for CUDA 12 when the program needs libraries that toolkit lacks.
 pub fn check_program(name: &str, v: Cuda, executor: &str) {
+    check_program_linked(name, v, executor, Link::Shared);
+}
+
+/// As [`check_program`], with the program linking the runtime as `link` says.
+pub fn check_program_linked(name: &str, v: Cuda, executor: &str, link: Link) {
     let s = spec(&source(name));
     if v == Cuda::V12 && !s.libs.is_empty() {
         eprintln!(
@@ -269,7 +298,9 @@ pub fn check_program(name: &str, v: Cuda, executor: &str) {
         eprintln!("skipping: {name} needs headers the CUDA 12.4 toolkit here lacks");
         return;
     }
-    let Some(exe) = build(name, v) else { return };
+    let Some(exe) = build_linked(name, v, link) else {
+        return;
+    };
     let o = vcuda_run(executor, &exe, &s.args);
     check_output(name, &s, &o);
 }

@@ -77,7 +77,7 @@ values() { sed -n "s/^$1=//p"; }
 # Builds program $1 (source) with toolkit root $2 into $3; reuses a binary newer than its
 # sources (the program, the shared headers and the files it includes).
 build() {
-    local src=$1 root=$2 exe=$3 tag=$4
+    local src=$1 root=$2 exe=$3 tag=$4 cudart=${5:-shared}
     local h libs nvcc_flags srcs
     h=$(header "$src" "$tag")
     srcs=()
@@ -101,7 +101,7 @@ build() {
     nvcc_flags=$(values nvcc <<<"$h" | tr '\n' ' ')
     mkdir -p "$(dirname "$exe")"
     # shellcheck disable=SC2086
-    "$root/bin/nvcc" -cudart=shared -O2 -std=c++17 -gencode 'arch=compute_90,code=[sm_90,compute_90]' \
+    "$root/bin/nvcc" -cudart="$cudart" -O2 -std=c++17 -gencode 'arch=compute_90,code=[sm_90,compute_90]' \
         -I"$repo/tests/cuda" -L"$root/lib" $nvcc_flags "$src" "${srcs[@]}" -o "$exe.tmp" $libs &&
         mv "$exe.tmp" "$exe"
 }
@@ -116,32 +116,38 @@ bins=$target/vm-tests
 vm_logs=$target/vm-logs
 kernel_warning='BUG:|WARNING:|Oops|Call Trace|general protection|Kernel panic'
 
-# name|source|toolkit|header tag
+# name|source|toolkit|header tag|runtime linking (shared, or nvcc's default static)
 cases=()
 for src in tests/cuda/*.cu; do
     n=$(basename "$src" .cu)
-    cases+=("$n|$src|$cuda13|vcuda-test")
+    cases+=("$n|$src|$cuda13|vcuda-test|shared")
+done
+# Plain nvcc output: NVIDIA's static runtime in the program, reaching vcuda through the
+# guest's libcuda.so.1 (its export tables).
+for n in vectorAdd api_memory graphs cublas_basic driver_api; do
+    [ -f "tests/cuda/$n.cu" ] && cases+=("$n-static|tests/cuda/$n.cu|$cuda13|vcuda-test|static")
 done
 # A libcudart.so.12 subset (the soname link in the guest, CUDA 12 structure layouts).
 if [ -n "$cuda12" ]; then
     for n in vectorAdd api_memory api_streams; do
-        [ -f "tests/cuda/$n.cu" ] && cases+=("$n-cuda12|tests/cuda/$n.cu|$cuda12|vcuda-test")
+        [ -f "tests/cuda/$n.cu" ] && cases+=("$n-cuda12|tests/cuda/$n.cu|$cuda12|vcuda-test|shared")
     done
+    cases+=("vectorAdd-cuda12-static|tests/cuda/vectorAdd.cu|$cuda12|vcuda-test|static")
 fi
 for src in tests/vm/cuda/*.cu; do
-    cases+=("$(basename "$src" .cu)|$src|$cuda13|vcuda-vm-test")
+    cases+=("$(basename "$src" .cu)|$src|$cuda13|vcuda-vm-test|shared")
 done
 
 timeout_s=${VCUDA_VM_TIMEOUT:-300}
 pass=() fail=()
 for c in "${cases[@]}"; do
-    IFS='|' read -r name src root tag <<<"$c"
+    IFS='|' read -r name src root tag cudart <<<"$c"
     if [ -n "${VCUDA_VM_TESTS:-}" ] && ! grep -qE "$VCUDA_VM_TESTS" <<<"$name"; then
         continue
     fi
     exe=$bins/$name
     rm -f "$vm_logs/$name".{console,out,err}
-    if ! build "$src" "$root" "$exe" "$tag" 2>"$work/$name.nvcc"; then
+    if ! build "$src" "$root" "$exe" "$tag" "$cudart" 2>"$work/$name.nvcc"; then
         log "FAIL $name: nvcc failed:"
         sed 's/^/    /' "$work/$name.nvcc" >&2
         fail+=("$name")

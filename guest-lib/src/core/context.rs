@@ -30,10 +30,23 @@ pub struct Owned {
     pub modules: Vec<usize>,
 }
 
-#[derive(Debug)]
+/// Called with (context, key, value) when a context holding a value in its local storage
+/// is destroyed or reset.
+pub type StorageDtor = unsafe extern "C" fn(CUcontext, *mut c_void, *mut c_void);
+
+/// A value in a context's local storage, with what to call when the context goes.
+#[derive(Clone, Copy, Debug)]
+pub struct Stored {
+    pub value: usize,
+    pub dtor: Option<StorageDtor>,
+}
+
+#[derive(Debug, Default)]
 pub(crate) struct Ctx {
     pub(crate) owned: Owned,
     pub(crate) flags: c_uint,
+    /// Context-local storage (the static runtime keeps its per-context state here), by key.
+    pub(crate) storage: HashMap<usize, Stored>,
 }
 
 /// The primary context's handle (never freed).
@@ -54,13 +67,7 @@ pub(crate) fn with<R>(f: impl FnOnce(&mut HashMap<usize, Ctx>) -> R) -> R {
     let mut g = CONTEXTS.lock().unwrap_or_else(|e| e.into_inner());
     let map = g.get_or_insert_with(|| {
         let mut m = HashMap::new();
-        m.insert(
-            primary(),
-            Ctx {
-                owned: Owned::default(),
-                flags: 0,
-            },
-        );
+        m.insert(primary(), Ctx::default());
         m
     });
     f(map)
@@ -112,4 +119,49 @@ pub(crate) fn check_device(dev: c_int) -> Result<(), CuError> {
         return Err(CuError::INVALID_DEVICE);
     }
     Ok(())
+}
+
+/// `ctx`, or the current context when it is null; it must be live.
+fn resolve(ctx: usize) -> Result<usize, CuError> {
+    let c = if ctx == 0 { current()? } else { ctx };
+    if is_context(c) {
+        Ok(c)
+    } else {
+        Err(CuError::INVALID_CONTEXT)
+    }
+}
+
+/// Stores `value` under `key` in context `ctx` (0: the current one).
+pub fn storage_put(ctx: usize, key: usize, stored: Stored) -> Result<(), CuError> {
+    let c = resolve(ctx)?;
+    with(|m| m.get_mut(&c).map(|x| x.storage.insert(key, stored)));
+    Ok(())
+}
+
+/// The value under `key` in context `ctx` (0: the current one); `CUDA_ERROR_INVALID_HANDLE`
+/// when there is none.
+pub fn storage_get(ctx: usize, key: usize) -> Result<usize, CuError> {
+    let c = resolve(ctx)?;
+    with(|m| m.get(&c).and_then(|x| x.storage.get(&key)).map(|s| s.value))
+        .ok_or(CuError::INVALID_HANDLE)
+}
+
+/// Removes `key` from context `ctx`'s storage (0: the current one), without calling its
+/// destructor.
+pub fn storage_delete(ctx: usize, key: usize) -> Result<(), CuError> {
+    let c = resolve(ctx)?;
+    with(|m| m.get_mut(&c).map(|x| x.storage.remove(&key)));
+    Ok(())
+}
+
+/// Calls the destructor of every value in `storage` (taken from context `ctx`, which is
+/// being destroyed or reset), outside the contexts' lock: a destructor may call the driver.
+pub fn run_storage_dtors(ctx: usize, storage: HashMap<usize, Stored>) {
+    for (key, s) in storage {
+        if let Some(d) = s.dtor {
+            // SAFETY: the destructor the storage's owner registered with this value, called
+            // once with the context, key and value it was registered with.
+            unsafe { d(ctx as CUcontext, key as *mut c_void, s.value as *mut c_void) };
+        }
+    }
 }

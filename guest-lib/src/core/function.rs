@@ -14,7 +14,7 @@ pub(crate) unsafe fn loaded_of(f: *const Function) -> crate::registry::LoadedFun
     // SAFETY: the caller's guarantee.
     let f = unsafe { &*f };
     crate::registry::LoadedFunc {
-        handle: f.handle,
+        handle: f.handle(),
         params: f.params.clone(),
         param_size: f.param_size,
         attrs: f.attrs,
@@ -25,7 +25,7 @@ pub(crate) unsafe fn loaded_of(f: *const Function) -> crate::registry::LoadedFun
 /// kernel and kept for the process's life (`cudaGetFuncBySymbol`).
 pub(crate) fn from_loaded(f: &crate::registry::LoadedFunc, name: &str) -> *const Function {
     Box::into_raw(Box::new(Function {
-        handle: f.handle,
+        handle: f.handle.into(),
         params: f.params.clone(),
         param_size: f.param_size,
         attrs: f.attrs,
@@ -36,7 +36,9 @@ pub(crate) fn from_loaded(f: &crate::registry::LoadedFunc, name: &str) -> *const
 
 /// `CUfunction`: a kernel of a [`Module`].
 pub struct Function {
-    pub(crate) handle: u64,
+    /// The backend's handle: a library's kernel gets a new one when its library is loaded
+    /// again after a device reset ([`Function::rebind`]).
+    pub(crate) handle: std::sync::atomic::AtomicU64,
     pub(crate) params: Vec<(u32, u32)>,
     pub(crate) param_size: u32,
     pub(crate) attrs: FuncAttrs,
@@ -44,6 +46,19 @@ pub struct Function {
     pub(crate) name: std::ffi::CString,
     /// The `Module` it came from; 0 for a kernel the runtime registered.
     pub(crate) module: usize,
+}
+
+impl Function {
+    /// The backend's handle.
+    pub(crate) fn handle(&self) -> u64 {
+        self.handle.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Points the function at its kernel in a reloaded module.
+    pub(crate) fn rebind(&self, handle: u64) {
+        self.handle
+            .store(handle, std::sync::atomic::Ordering::Release);
+    }
 }
 
 /// `CUlaunchAttribute` (and the runtime's `cudaLaunchAttribute`, laid out and numbered

@@ -557,7 +557,9 @@ pub(crate) fn dot(r: &Registry, g: u64, out: &mut String, depth: usize) -> Resul
         let label = match &node.kind {
             Kind::Kernel(k) => {
                 let name = crate::registry::function(k.func)
-                    .map_or_else(|| format!("{:#x}", k.func), |f| f.name.clone());
+                    .map(|f| f.name.clone())
+                    .or_else(|| k.name.clone())
+                    .unwrap_or_else(|| format!("{:#x}", k.func));
                 format!(
                     "KERNEL\\n{name}\\ngrid ({},{},{}) block ({},{},{}) shared {}",
                     k.grid.x, k.grid.y, k.grid.z, k.block.x, k.block.y, k.block.z, k.shmem

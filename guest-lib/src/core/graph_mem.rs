@@ -286,3 +286,54 @@ pub(crate) fn graph_mem_attribute(attr: c_int, value: *mut c_void, set: bool) ->
         unsafe { write_out(value as *mut u64, v) }
     })
 }
+
+/// `cudaGraphAddMemFreeNode`: frees memory a graph's allocation node made, once per graph.
+pub(crate) fn add_free(
+    out: *mut cudaGraphNode_t,
+    g: cudaGraph_t,
+    deps: *const cudaGraphNode_t,
+    ndeps: usize,
+    ptr: u64,
+) -> Result<()> {
+    if !owns(ptr) || frees_in(g as u64, ptr) {
+        return Err(Error::INVALID_VALUE);
+    }
+    add_node(out, g, deps, ndeps, || Ok(Kind::MemFree(ptr)))
+}
+
+/// `cudaGraphMemAllocNodeGetParams`: what an allocation node made (default pool properties,
+/// no access descriptors).
+pub(crate) fn alloc_node_params(
+    node: cudaGraphNode_t,
+    o: &mut cudaMemAllocNodeParams,
+) -> Result<()> {
+    let (ptr, size) = with(|r| match r.node(node as u64).map(|n| &n.kind) {
+        Ok(Kind::MemAlloc { ptr, size }) => Ok((*ptr, *size)),
+        _ => Err(Error::INVALID_VALUE),
+    })?;
+    // SAFETY: a zeroed cudaMemPoolProps is a valid (all-default) one.
+    o.pool_props = unsafe { std::mem::zeroed() };
+    o.pool_props.set_device_pinned(0);
+    o.access_descs = std::ptr::null();
+    o.access_desc_count = 0;
+    o.bytesize = size as usize;
+    o.dptr = ptr as *mut c_void;
+    Ok(())
+}
+
+/// `cudaGraphMemFreeNodeGetParams`: the address a free node frees.
+pub(crate) fn free_node_ptr(node: cudaGraphNode_t) -> Result<u64> {
+    with(|r| match r.node(node as u64).map(|n| &n.kind) {
+        Ok(Kind::MemFree(p)) => Ok(*p),
+        _ => Err(Error::INVALID_VALUE),
+    })
+}
+
+/// `cudaDeviceGraphMemTrim`: frees the memory kept for later graph allocations (once the
+/// registry is unlocked).
+pub(crate) fn trim() {
+    with(|r| {
+        let freed = r.graph_mem.take_cached();
+        r.graph_mem.to_free.extend(freed);
+    });
+}

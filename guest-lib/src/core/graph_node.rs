@@ -101,6 +101,9 @@ pub(crate) struct Kernel {
     /// Launched cooperatively (`cudaLaunchAttributeCooperative`, or a captured
     /// `cudaLaunchCooperativeKernel`): every block resident at once.
     pub cooperative: bool,
+    /// A driver kernel's name (`cudaGraphDebugDotPrint`; the runtime's come from the
+    /// registry).
+    pub(crate) name: Option<String>,
 }
 
 impl Kernel {
@@ -123,6 +126,7 @@ impl Kernel {
             layout,
             argv,
             cooperative: false,
+            name: None,
         }
     }
 
@@ -178,6 +182,7 @@ impl Clone for Kernel {
         Self {
             backend: self.backend,
             cooperative: self.cooperative,
+            name: self.name.clone(),
             ..Self::new(
                 self.func,
                 (self.grid, self.block, self.shmem),

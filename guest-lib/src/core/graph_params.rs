@@ -95,11 +95,21 @@ pub(crate) fn event(e: *mut c_void) -> Result<u64> {
     crate::core::stream::event_handle(client::client()?, e as crate::ffi::cudaEvent_t)
 }
 
+/// How the driver API reads the union members whose layout differs from the runtime's
+/// (`CUDA_KERNEL_NODE_PARAMS_v3` names a `CUfunction`, `CUDA_MEMCPY_NODE_PARAMS` holds a
+/// `CUDA_MEMCPY3D`): the kernel and copy nodes; `None` for the runtime's layouts.
+pub(crate) type Typed<'a> = Option<&'a dyn Fn(&cudaGraphNodeParams) -> Result<Kind>>;
+
 /// The node a parameter struct describes, for the types that need no more than their
 /// parameters (not child graphs or allocations, which `add` handles).
-pub(crate) fn kind_of(p: &cudaGraphNodeParams) -> Result<Kind> {
+pub(crate) fn kind_of(p: &cudaGraphNodeParams, typed: Typed<'_>) -> Result<Kind> {
     if p.reserved0 != [0; 3] || p.reserved2 != 0 {
         return Err(Error::INVALID_VALUE);
+    }
+    if let Some(f) = typed
+        && matches!(p.type_, node_type::KERNEL | node_type::MEMCPY)
+    {
+        return f(p);
     }
     Ok(match p.type_ {
         node_type::KERNEL => Kind::Kernel(Kernel::from_c(p.view::<cudaKernelNodeParams>())?),
@@ -137,6 +147,7 @@ pub(crate) fn add(
     n: usize,
     p: *mut cudaGraphNodeParams,
     ownership: bool,
+    typed: Typed<'_>,
 ) -> Result<()> {
     check_edge_data(edges, n)?;
     // SAFETY: the caller's parameters (the API's contract), checked for null.
@@ -177,7 +188,7 @@ pub(crate) fn add(
             Err(Error::INVALID_VALUE)
         }
         _ => {
-            let kind = kind_of(p)?;
+            let kind = kind_of(p, typed)?;
             add_node(out, g, deps, n, || Ok(kind))
         }
     }
@@ -185,7 +196,11 @@ pub(crate) fn add(
 
 /// `cudaGraphNodeSetParams`: the node's type must not change; child graphs and memory
 /// nodes cannot be changed.
-pub(crate) fn set(node: cudaGraphNode_t, p: *mut cudaGraphNodeParams) -> Result<()> {
+pub(crate) fn set(
+    node: cudaGraphNode_t,
+    p: *mut cudaGraphNodeParams,
+    typed: Typed<'_>,
+) -> Result<()> {
     // SAFETY: the caller's parameters (the API's contract), checked for null.
     let p = unsafe { p.as_ref() }.ok_or(Error::INVALID_VALUE)?;
     if matches!(
@@ -194,7 +209,7 @@ pub(crate) fn set(node: cudaGraphNode_t, p: *mut cudaGraphNodeParams) -> Result<
     ) {
         return Err(Error::INVALID_VALUE);
     }
-    let kind = kind_of(p)?;
+    let kind = kind_of(p, typed)?;
     with(|r| {
         let n = r
             .nodes
@@ -206,4 +221,30 @@ pub(crate) fn set(node: cudaGraphNode_t, p: *mut cudaGraphNodeParams) -> Result<
         n.kind = kind;
         Ok(())
     })
+}
+
+/// `cudaGraphExecNodeSetParams`: kernel, copy, memset, host and event nodes take new
+/// parameters, a child graph node a new graph of the same shape; memory nodes cannot change
+/// and an empty node has nothing to change.
+pub(crate) fn exec_set_params(
+    exec: crate::core::graph::cudaGraphExec_t,
+    node: cudaGraphNode_t,
+    p: *mut cudaGraphNodeParams,
+    typed: Typed<'_>,
+) -> Result<()> {
+    // SAFETY: the caller's parameters (the API's contract), checked for null.
+    let params = unsafe { p.as_ref() }.ok_or(Error::INVALID_VALUE)?;
+    if params.type_ == node_type::GRAPH {
+        let child = params.view::<ChildParams>().graph;
+        return crate::core::graph_exec::exec_child_set(exec, node, child);
+    }
+    if matches!(params.type_, node_type::MEM_ALLOC | node_type::MEM_FREE) {
+        // Memory nodes are not updated.
+        return Err(Error::INVALID_VALUE);
+    }
+    if params.type_ == node_type::EMPTY {
+        // Nothing to change (an empty node has no step), as cudaGraphNodeSetParams.
+        return crate::core::graph_exec::exec_has_node(exec, node);
+    }
+    crate::core::graph_exec::exec_set(exec, node, kind_of(params, typed))
 }

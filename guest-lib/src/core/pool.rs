@@ -773,3 +773,49 @@ pub(crate) unsafe fn mem_pool_trim_to(pool: cudaMemPool_t, min_keep: usize) -> R
     }
     Ok(())
 }
+
+/// `cudaMemPoolSetAccess` (and `cuMemPoolSetAccess`): one device, whose own pools are always
+/// read-write for it, so only that is accepted.
+///
+/// # Safety
+///
+/// `descs` is null or points to `count` descriptors.
+pub(crate) unsafe fn set_access(
+    pool: cudaMemPool_t,
+    descs: *const cudaMemAccessDesc,
+    count: usize,
+) -> Result<()> {
+    let c = client::client()?;
+    pool_of(pool)?;
+    if count > 0 && descs.is_null() {
+        return Err(Error::INVALID_VALUE);
+    }
+    for i in 0..count {
+        // SAFETY: `count` descriptors at `descs` (the caller's contract).
+        let d = unsafe { &*descs.add(i) };
+        check_location(c, &d.location)?;
+        if d.flags != ACCESS_READ_WRITE {
+            return Err(Error::INVALID_VALUE);
+        }
+    }
+    Ok(())
+}
+
+/// `cudaMemPoolGetAccess` (and `cuMemPoolGetAccess`): read-write, for the one device.
+///
+/// # Safety
+///
+/// `flags` and `location` are null or valid (for a write and a read).
+pub(crate) unsafe fn get_access(
+    flags: *mut c_int,
+    pool: cudaMemPool_t,
+    location: *const cudaMemLocation,
+) -> Result<()> {
+    let c = client::client()?;
+    pool_of(pool)?;
+    // SAFETY: the caller's location, checked for null.
+    let l = unsafe { location.as_ref() }.ok_or(Error::INVALID_VALUE)?;
+    check_location(c, l)?;
+    // SAFETY: the caller's output pointer, checked for null.
+    unsafe { write_out(flags, ACCESS_READ_WRITE) }
+}

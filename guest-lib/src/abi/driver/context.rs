@@ -24,7 +24,7 @@ fn free_owned(o: Owned) {
         }
     };
     for m in o.modules {
-        super::exec::unload(m);
+        super::module::unload(m);
     }
     for s in o.streams {
         // SAFETY: a stream this context created and nobody destroyed.
@@ -52,6 +52,21 @@ fn free_owned(o: Owned) {
     }
 }
 
+/// `cuDevicePrimaryCtxReset`: what the primary context kept in its local storage goes (its
+/// destructors run), then what it owns, then the session is reset as `cudaDeviceReset`
+/// does. Contexts share the session, so the others lose their device memory too.
+fn reset_primary(dev: c_int) -> Result<(), CuError> {
+    check_device(dev)?;
+    let p = primary();
+    let storage =
+        with(|m| m.get_mut(&p).map(|c| std::mem::take(&mut c.storage))).unwrap_or_default();
+    crate::core::context::run_storage_dtors(p, storage);
+    let owned = with(|m| m.get_mut(&p).map(|c| std::mem::take(&mut c.owned))).unwrap_or_default();
+    free_owned(owned);
+    // SAFETY: no arguments.
+    unsafe { crate::core::device::device_reset() }.map_err(CuError::from)
+}
+
 /// `CUctxCreateParams`: execution affinity and CIG parameters (none supported).
 #[repr(C)]
 pub struct CUctxCreateParams {
@@ -60,15 +75,15 @@ pub struct CUctxCreateParams {
     cig_params: *mut c_void,
 }
 
-fn create(pctx: *mut CUcontext, flags: c_uint, dev: c_int) -> Result<(), CuError> {
+pub(super) fn create(pctx: *mut CUcontext, flags: c_uint, dev: c_int) -> Result<(), CuError> {
     check_device(dev)?;
     let h = Box::into_raw(Box::new(0u8)) as usize;
     with(|m| {
         m.insert(
             h,
             Ctx {
-                owned: Owned::default(),
                 flags,
+                ..Ctx::default()
             },
         )
     });
@@ -156,6 +171,24 @@ entry_lib! {
         check_device(dev)
     }
 
+    fn cuDevicePrimaryCtxRelease(dev: c_int) -> Result<(), CuError> {
+        check_device(dev)
+    }
+
+    fn cuDevicePrimaryCtxReset_v2(dev: c_int) -> Result<(), CuError> {
+        reset_primary(dev)
+    }
+
+    fn cuDevicePrimaryCtxReset(dev: c_int) -> Result<(), CuError> {
+        reset_primary(dev)
+    }
+
+    fn cuDevicePrimaryCtxSetFlags(dev: c_int, flags: c_uint) -> Result<(), CuError> {
+        check_device(dev)?;
+        with(|m| m.get_mut(&primary()).map(|c| c.flags = flags));
+        Ok(())
+    }
+
     fn cuDevicePrimaryCtxGetState(dev: c_int, flags: *mut c_uint, active: *mut c_int) -> Result<(), CuError> {
         check_device(dev)?;
         let f = with(|m| m.get(&primary()).map_or(0, |c| c.flags));
@@ -192,11 +225,15 @@ entry_lib! {
         if h == primary() {
             return Err(CuError::INVALID_CONTEXT);
         }
-        let owned = with(|m| m.remove(&h)).ok_or(CuError::INVALID_CONTEXT)?.owned;
+        // What the runtime kept in the context goes first, while the context still works.
+        let storage = with(|m| m.get_mut(&h).map(|c| std::mem::take(&mut c.storage)))
+            .ok_or(CuError::INVALID_CONTEXT)?;
+        crate::core::context::run_storage_dtors(h, storage);
+        let gone = with(|m| m.remove(&h)).ok_or(CuError::INVALID_CONTEXT)?;
         if CURRENT.get() == h {
             CURRENT.set(0);
         }
-        free_owned(owned);
+        free_owned(gone.owned);
         // SAFETY: `h` came from `Box::into_raw` in `create` and left the table above, so it
         // is freed once.
         drop(unsafe { Box::from_raw(h as *mut u8) });
@@ -259,6 +296,71 @@ entry_lib! {
         }
         // SAFETY: the caller's output pointer.
         unsafe { out(device, 0) }
+    }
+
+    fn cuCtxGetStreamPriorityRange(least: *mut c_int, greatest: *mut c_int) -> Result<(), CuError> {
+        current()?;
+        // As the runtime's cudaDeviceGetStreamPriorityRange: 0 (least) to -5 (greatest).
+        // SAFETY: the caller's output pointers; either may be null.
+        unsafe {
+            if !least.is_null() {
+                out(least, 0)?;
+            }
+            if !greatest.is_null() {
+                out(greatest, -5)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn cuCtxGetSharedMemConfig(config: *mut c_int) -> Result<(), CuError> {
+        current()?;
+        // CU_SHARED_MEM_CONFIG_FOUR_BYTE_BANK_SIZE, fixed, as the runtime reports.
+        // SAFETY: the caller's output pointer.
+        unsafe { out(config, 1) }
+    }
+
+    fn cuCtxSetSharedMemConfig(config: c_int) -> Result<(), CuError> {
+        current()?;
+        // Default, four- or eight-byte banks: the bank size is fixed (deprecated hint).
+        if !(0..=2).contains(&config) {
+            return Err(CuError::INVALID_VALUE);
+        }
+        Ok(())
+    }
+
+    fn cuCtxResetPersistingL2Cache() -> Result<(), CuError> {
+        // No line is ever persisting (the persisting L2 size is 0).
+        current().map(drop)
+    }
+
+    fn cuCtxEnablePeerAccess(peer: CUcontext, flags: c_uint) -> Result<(), CuError> {
+        current()?;
+        if !with(|m| m.contains_key(&(peer as usize))) {
+            return Err(CuError::INVALID_CONTEXT);
+        }
+        if flags != 0 {
+            return Err(CuError::INVALID_VALUE);
+        }
+        // Every context is on the one device: no peer to reach (as the runtime answers).
+        Err(CuError(vcuda_protocol::status::PEER_ACCESS_UNSUPPORTED))
+    }
+
+    fn cuCtxDisablePeerAccess(peer: CUcontext) -> Result<(), CuError> {
+        current()?;
+        if !with(|m| m.contains_key(&(peer as usize))) {
+            return Err(CuError::INVALID_CONTEXT);
+        }
+        // CUDA_ERROR_PEER_ACCESS_NOT_ENABLED: it never was.
+        Err(CuError(705))
+    }
+
+    fn cuDeviceCanAccessPeer(can: *mut c_int, dev: c_int, peer: c_int) -> Result<(), CuError> {
+        check_device(dev)?;
+        check_device(peer)?;
+        // A device and itself: no (and no error), as the runtime answers.
+        // SAFETY: the caller's output pointer.
+        unsafe { out(can, 0) }
     }
 
     fn cuCtxGetFlags(flags: *mut c_uint) -> Result<(), CuError> {

@@ -5,7 +5,7 @@
 
 use std::ffi::{c_char, c_int, c_uint, c_void};
 
-use super::exec::Module;
+use super::module::Module;
 use super::out;
 use crate::core::context::current;
 use crate::ffi::CUdeviceptr;
@@ -79,6 +79,24 @@ fn format_channel_bytes(format: c_uint) -> Option<u64> {
 }
 
 entry_lib! {
+    fn cuStreamGetDevice(s: cudaStream_t, dev: *mut c_int) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: forwarding the caller's arguments.
+        Ok(unsafe { crate::core::stream::stream_get_device(s, dev) }?)
+    }
+
+    fn cuStreamGetDevice_ptsz(s: cudaStream_t, dev: *mut c_int) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: forwarding the caller's arguments.
+        Ok(unsafe { crate::core::stream::stream_get_device(crate::core::ptsz::per_thread(s), dev) }?)
+    }
+
+    fn cuModuleGetLoadingMode(mode: *mut c_int) -> Result<(), CuError> {
+        // CU_MODULE_EAGER_LOADING: a module is loaded whole when it is loaded.
+        // SAFETY: the caller's output pointer.
+        unsafe { out(mode, 1) }
+    }
+
     fn cuMemGetAddressRange_v2(base: *mut CUdeviceptr, size: *mut usize, ptr: CUdeviceptr) -> Result<(), CuError> {
         current()?;
         let c = client::client()?;
@@ -104,15 +122,20 @@ entry_lib! {
         let c = client::client()?;
         let r = c.mirror.find(ptr).ok_or(CuError::INVALID_VALUE)?;
         let device = r.kind == Kind::Device;
+        let managed = r.kind == Kind::Managed;
         // SAFETY: `data` points to storage of the attribute's type (the driver API's
         // contract): a context, unsigned int, pointer, int or size_t.
         unsafe {
             match attr {
                 POINTER_ATTRIBUTE_CONTEXT => out(data.cast::<*mut c_void>(), crate::core::context::current()? as *mut c_void),
-                POINTER_ATTRIBUTE_MEMORY_TYPE => out(data.cast::<c_uint>(), if device { MEMORYTYPE_DEVICE } else { MEMORYTYPE_HOST }),
-                POINTER_ATTRIBUTE_DEVICE_POINTER if device => out(data.cast::<u64>(), ptr),
+                // Managed memory is device memory that is also managed.
+                POINTER_ATTRIBUTE_MEMORY_TYPE => out(data.cast::<c_uint>(), if device || managed { MEMORYTYPE_DEVICE } else { MEMORYTYPE_HOST }),
+                // Unified addressing: page-locked and managed memory is reached from the
+                // device at its own address (an offset into a range keeps its offset).
+                POINTER_ATTRIBUTE_DEVICE_POINTER => out(data.cast::<u64>(), ptr),
                 POINTER_ATTRIBUTE_HOST_POINTER if !device => out(data.cast::<u64>(), ptr),
-                POINTER_ATTRIBUTE_IS_MANAGED | POINTER_ATTRIBUTE_MAPPED => out(data.cast::<c_int>(), 0),
+                POINTER_ATTRIBUTE_IS_MANAGED => out(data.cast::<c_int>(), c_int::from(managed)),
+                POINTER_ATTRIBUTE_MAPPED => out(data.cast::<c_int>(), 0),
                 POINTER_ATTRIBUTE_DEVICE_ORDINAL => out(data.cast::<c_int>(), r.device),
                 POINTER_ATTRIBUTE_RANGE_START_ADDR => out(data.cast::<u64>(), r.base),
                 POINTER_ATTRIBUTE_RANGE_SIZE => out(data.cast::<usize>(), r.len as usize),
@@ -180,6 +203,11 @@ entry_lib! {
         unsafe { crate::core::device::device_get_cache_config(config) }.map_err(crate::error::CuError::from)
     }
 
+    fn cuDeviceGetByPCIBusId(dev: *mut c_int, bus_id: *const c_char) -> Result<(), CuError> {
+        // SAFETY: forwarding the caller's arguments.
+        Ok(unsafe { crate::core::attrs::device_get_by_pci_bus_id(dev, bus_id) }?)
+    }
+
     fn cuDeviceGetPCIBusId(bus_id: *mut c_char, len: c_int, dev: c_int) -> Result<(), CuError> {
         // SAFETY: forwarding the caller's buffer.
         unsafe { crate::core::misc::device_get_pci_bus_id(bus_id, len, dev) }.map_err(crate::error::CuError::from)
@@ -198,7 +226,7 @@ entry_lib! {
 
     fn cuModuleLoad(m: *mut *mut Module, path: *const c_char) -> Result<(), CuError> {
         // SAFETY: the caller's arguments, under cuModuleLoad's contract.
-        unsafe { super::exec::load_file(m, path) }
+        unsafe { super::module::load_file(m, path, false) }
     }
 }
 

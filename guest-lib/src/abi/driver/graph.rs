@@ -15,6 +15,7 @@ use crate::core::context::{current, disown, own};
 use crate::core::graph as g;
 use crate::core::graph::{cudaGraph_t, cudaGraphExec_t, cudaGraphNode_t};
 use crate::core::graph_node::{cudaHostNodeParams, cudaMemsetParams};
+use crate::core::graph_params as gp;
 use crate::core::pool::{cudaMemPool_t, cudaMemPoolProps, cudaMemPoolPtrExportData};
 use crate::core::user_object as uo;
 use crate::error::CuError;
@@ -39,6 +40,33 @@ pub struct CUDA_KERNEL_NODE_PARAMS_v2 {
     v1: CUDA_KERNEL_NODE_PARAMS,
     kern: *const crate::core::function::Function,
     ctx: *mut c_void,
+}
+
+/// `CUDA_MEMCPY_NODE_PARAMS`: flags, a context and a `CUDA_MEMCPY3D`.
+#[repr(C)]
+struct MemcpyNodeParams {
+    flags: c_int,
+    reserved: c_int,
+    ctx: *mut c_void,
+    copy: super::texture::CUDA_MEMCPY3D,
+}
+
+/// The kernel and copy nodes of `CUgraphNodeParams`, whose union members differ from the
+/// runtime's: `CUDA_KERNEL_NODE_PARAMS_v3` (laid out as `_v2`) and `CUDA_MEMCPY_NODE_PARAMS`.
+fn typed(p: &gp::cudaGraphNodeParams) -> crate::error::Result<g::Kind> {
+    if p.type_ == g::node_type::KERNEL {
+        // SAFETY: the kernel parameters are plain C data (integers and pointers) that fit
+        // the union.
+        let k = unsafe { p.union_as::<CUDA_KERNEL_NODE_PARAMS_v2>() };
+        return kernel_kind(&k.v1, v2_func(k)).map_err(|e| crate::error::Error(e.0));
+    }
+    // SAFETY: as above, for the copy parameters.
+    let m = unsafe { p.union_as::<MemcpyNodeParams>() };
+    if m.flags != 0 || m.reserved != 0 {
+        return Err(crate::error::Error::INVALID_VALUE);
+    }
+    let copy = super::texture::graph_copy(&m.copy).map_err(|e| crate::error::Error(e.0))?;
+    Ok(g::Kind::Memcpy(copy))
 }
 
 fn kernel_node(
@@ -103,6 +131,143 @@ fn params<'a, T>(p: *const T) -> Result<&'a T, CuError> {
 }
 
 entry_lib! {
+    fn cuGraphAddNode(out: *mut cudaGraphNode_t, graph: cudaGraph_t, deps: *const cudaGraphNode_t, n: usize, p: *mut gp::cudaGraphNodeParams) -> Result<(), CuError> {
+        current()?;
+        Ok(gp::add(out, graph, deps, std::ptr::null(), n, p, true, Some(&typed))?)
+    }
+
+    fn cuGraphAddNode_v2(out: *mut cudaGraphNode_t, graph: cudaGraph_t, deps: *const cudaGraphNode_t, edges: *const u8, n: usize, p: *mut gp::cudaGraphNodeParams) -> Result<(), CuError> {
+        current()?;
+        Ok(gp::add(out, graph, deps, edges, n, p, true, Some(&typed))?)
+    }
+
+    fn cuGraphNodeSetParams(node: cudaGraphNode_t, p: *mut gp::cudaGraphNodeParams) -> Result<(), CuError> {
+        current()?;
+        Ok(gp::set(node, p, Some(&typed))?)
+    }
+
+    fn cuGraphExecNodeSetParams(exec: cudaGraphExec_t, node: cudaGraphNode_t, p: *mut gp::cudaGraphNodeParams) -> Result<(), CuError> {
+        current()?;
+        Ok(gp::exec_set_params(exec, node, p, Some(&typed))?)
+    }
+
+    fn cuGraphDebugDotPrint(graph: cudaGraph_t, path: *const std::ffi::c_char, _flags: c_uint) -> Result<(), CuError> {
+        current()?;
+        Ok(g::dot_print(graph, path)?)
+    }
+
+    fn cuGraphExecEventRecordNodeSetEvent(exec: cudaGraphExec_t, node: cudaGraphNode_t, e: cudaEvent_t) -> Result<(), CuError> {
+        current()?;
+        let ev = crate::core::stream::event_handle(crate::client::client()?, e).map(g::Kind::EventRecord);
+        Ok(crate::core::graph_exec::exec_set(exec, node, ev)?)
+    }
+
+    fn cuGraphExecEventWaitNodeSetEvent(exec: cudaGraphExec_t, node: cudaGraphNode_t, e: cudaEvent_t) -> Result<(), CuError> {
+        current()?;
+        let ev = crate::core::stream::event_handle(crate::client::client()?, e).map(g::Kind::EventWait);
+        Ok(crate::core::graph_exec::exec_set(exec, node, ev)?)
+    }
+
+    fn cuGraphExecChildGraphNodeSetParams(exec: cudaGraphExec_t, node: cudaGraphNode_t, child: cudaGraph_t) -> Result<(), CuError> {
+        current()?;
+        Ok(crate::core::graph_exec::exec_child_set(exec, node, child)?)
+    }
+
+    fn cuDeviceGetGraphMemAttribute(dev: c_int, attr: c_int, value: *mut c_void) -> Result<(), CuError> {
+        crate::core::context::check_device(dev)?;
+        // CUgraphMem_attribute numbers as the runtime's cudaGraphMemAttributeType.
+        Ok(crate::core::graph_mem::graph_mem_attribute(attr, value, false)?)
+    }
+
+    fn cuDeviceSetGraphMemAttribute(dev: c_int, attr: c_int, value: *mut c_void) -> Result<(), CuError> {
+        crate::core::context::check_device(dev)?;
+        Ok(crate::core::graph_mem::graph_mem_attribute(attr, value, true)?)
+    }
+
+    fn cuDeviceGraphMemTrim(dev: c_int) -> Result<(), CuError> {
+        crate::core::context::check_device(dev)?;
+        crate::core::graph_mem::trim();
+        Ok(())
+    }
+
+    fn cuGraphExecUpdate_v2(exec: cudaGraphExec_t, graph: cudaGraph_t, info: *mut crate::core::graph_exec::cudaGraphExecUpdateResultInfo) -> Result<(), CuError> {
+        current()?;
+        // CUgraphExecUpdateResultInfo and its result codes are the runtime's.
+        Ok(crate::core::graph_exec::update(exec, graph, info)?)
+    }
+
+    fn cuGraphKernelNodeGetAttribute(node: cudaGraphNode_t, id: c_int, out: *mut crate::core::attrs::cudaLaunchAttributeValue) -> Result<(), CuError> {
+        current()?;
+        // CUkernelNodeAttrValue is the runtime's cudaLaunchAttributeValue, numbered alike.
+        Ok(crate::core::attrs::node_get(node as *mut c_void, id, out)?)
+    }
+
+    fn cuGraphKernelNodeSetAttribute(node: cudaGraphNode_t, id: c_int, value: *const crate::core::attrs::cudaLaunchAttributeValue) -> Result<(), CuError> {
+        current()?;
+        Ok(crate::core::attrs::node_set(node as *mut c_void, id, value)?)
+    }
+
+    fn cuGraphKernelNodeCopyAttributes(dst: cudaGraphNode_t, src: cudaGraphNode_t) -> Result<(), CuError> {
+        current()?;
+        Ok(crate::core::attrs::node_copy(dst as *mut c_void, src as *mut c_void)?)
+    }
+
+    fn cuGraphNodeSetEnabled(exec: cudaGraphExec_t, node: cudaGraphNode_t, on: c_uint) -> Result<(), CuError> {
+        current()?;
+        crate::core::graph_exec::enabled(exec, node, Some(on != 0))?;
+        Ok(())
+    }
+
+    fn cuGraphNodeGetEnabled(exec: cudaGraphExec_t, node: cudaGraphNode_t, on: *mut c_uint) -> Result<(), CuError> {
+        current()?;
+        if on.is_null() {
+            return Err(CuError::INVALID_VALUE);
+        }
+        let v = crate::core::graph_exec::enabled(exec, node, None)?;
+        // SAFETY: the caller's output pointer (non-null).
+        unsafe { super::out(on, c_uint::from(v)) }
+    }
+
+    fn cuGraphAddMemAllocNode(out: *mut cudaGraphNode_t, graph: cudaGraph_t, deps: *const cudaGraphNode_t, ndeps: usize, p: *mut crate::core::graph_mem::cudaMemAllocNodeParams) -> Result<(), CuError> {
+        current()?;
+        // CUDA_MEM_ALLOC_NODE_PARAMS is laid out as the runtime's cudaMemAllocNodeParams.
+        // SAFETY: the caller's parameters, checked for null.
+        let p = unsafe { p.as_mut() }.ok_or(CuError::INVALID_VALUE)?;
+        Ok(crate::core::graph_mem::add_alloc(out, graph, deps, ndeps, p)?)
+    }
+
+    fn cuGraphAddMemFreeNode(out: *mut cudaGraphNode_t, graph: cudaGraph_t, deps: *const cudaGraphNode_t, ndeps: usize, dptr: CUdeviceptr) -> Result<(), CuError> {
+        current()?;
+        Ok(crate::core::graph_mem::add_free(out, graph, deps, ndeps, dptr)?)
+    }
+
+    fn cuGraphMemAllocNodeGetParams(node: cudaGraphNode_t, out: *mut crate::core::graph_mem::cudaMemAllocNodeParams) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: the caller's output struct, checked for null.
+        let o = unsafe { out.as_mut() }.ok_or(CuError::INVALID_VALUE)?;
+        Ok(crate::core::graph_mem::alloc_node_params(node, o)?)
+    }
+
+    fn cuGraphMemFreeNodeGetParams(node: cudaGraphNode_t, dptr: *mut CUdeviceptr) -> Result<(), CuError> {
+        current()?;
+        let p = crate::core::graph_mem::free_node_ptr(node)?;
+        // SAFETY: the caller's output pointer.
+        unsafe { super::out(dptr, p) }
+    }
+
+    fn cuMemPoolSetAccess(pool: cudaMemPool_t, descs: *const crate::core::pool::cudaMemAccessDesc, count: usize) -> Result<(), CuError> {
+        current()?;
+        // CUmemAccessDesc and CUmemLocation are the runtime's structs.
+        // SAFETY: the caller's arguments, valid as the API requires.
+        Ok(unsafe { crate::core::pool::set_access(pool, descs, count) }?)
+    }
+
+    fn cuMemPoolGetAccess(flags: *mut c_int, pool: cudaMemPool_t, location: *mut crate::core::pool::cudaMemLocation) -> Result<(), CuError> {
+        current()?;
+        // SAFETY: the caller's arguments, valid as the API requires.
+        Ok(unsafe { crate::core::pool::get_access(flags, pool, location) }?)
+    }
+
     fn cuStreamBeginCapture_v2(s: cudaStream_t, mode: u32) -> Result<(), CuError> {
         current()?;
         // SAFETY: the runtime checks the handle; CUstreamCaptureMode has cudaStreamCaptureMode's values.
@@ -391,7 +556,10 @@ entry_lib! {
     fn cuGraphKernelNodeGetParams_v2(node: cudaGraphNode_t, out: *mut CUDA_KERNEL_NODE_PARAMS_v2) -> Result<(), CuError> {
         current()?;
         let v1 = kernel_params_of(node)?;
-        let p = CUDA_KERNEL_NODE_PARAMS_v2 { v1, kern: std::ptr::null(), ctx: std::ptr::null_mut() };
+        // A `CUkernel` is its `CUfunction` here: both fields name it, so a caller that maps
+        // either back (NVIDIA's static runtime maps the kernel) finds it.
+        let ctx = crate::core::context::current()? as crate::core::context::CUcontext;
+        let p = CUDA_KERNEL_NODE_PARAMS_v2 { kern: v1.func, v1, ctx };
         // SAFETY: as above.
         unsafe { super::out(out, p) }
     }

@@ -10,7 +10,7 @@
 
 use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
 
-use super::exec::ptx_units_fatbin;
+use super::module::ptx_units_fatbin;
 use super::out;
 use crate::error::CuError;
 

@@ -3,14 +3,11 @@
 
 use std::ffi::{c_int, c_uint, c_void};
 
-use vcuda_protocol::{COPY_ASYNC, MemsetReq, ops};
-
 use super::out;
 use crate::client;
 use crate::core::context::{current, disown, own};
 use crate::core::ipc::{self, cudaIpcEventHandle_t, cudaIpcMemHandle_t};
 use crate::core::managed as m;
-use crate::core::stream::stream_handle;
 use crate::error::CuError;
 use crate::ffi::{cudaEvent_t, cudaStream_t, memcpy_kind};
 
@@ -226,41 +223,34 @@ fn memset(
 ) -> Result<(), CuError> {
     current()?;
     let c = client::client().map_err(CuError::from)?;
-    c.check_sticky()?;
-    if width == 0 || height == 0 {
-        return Ok(());
-    }
+    // An asynchronous memset on a capturing stream becomes a memset node, as the runtime's.
     let sh = match stream {
-        Some(s) => stream_handle(c, s, false)?,
-        None => 0,
+        Some(s) => Some(crate::core::stream::capture_stream_handle(c, s, false)?),
+        None => None,
     };
-    let req = MemsetReq {
-        dst,
-        pitch: if height == 1 {
-            width as u64 * u64::from(elem)
-        } else {
-            pitch as u64
-        },
-        width: width as u64,
-        height: height as u64,
-        stream: sh,
-        value,
-        elem_size: elem as u16,
-        flags: if stream.is_some() {
-            COPY_ASYNC as u16
-        } else {
-            0
-        },
-    };
-    if stream.is_some() {
-        c.post::<ops::Memset>(&req)?;
+    let pitch = if height == 1 {
+        (width as u64)
+            .checked_mul(u64::from(elem))
+            .ok_or(CuError::INVALID_VALUE)?
     } else {
-        c.call::<ops::Memset>(&req)?;
-    }
+        pitch as u64
+    };
+    crate::core::memory::memset_elems(c, dst, pitch, value, elem, width as u64, height as u64, sh)?;
     Ok(())
 }
 
 entry_lib! {
+    fn cuStreamAttachMemAsync(s: cudaStream_t, dptr: CUdeviceptr, length: usize, flags: c_uint) -> Result<(), CuError> {
+        current()?;
+        // CU_MEM_ATTACH_* are the runtime's cudaMemAttach* values.
+        Ok(m::attach(s, dptr as *mut c_void, length, flags, false)?)
+    }
+
+    fn cuStreamAttachMemAsync_ptsz(s: cudaStream_t, dptr: CUdeviceptr, length: usize, flags: c_uint) -> Result<(), CuError> {
+        current()?;
+        Ok(m::attach(s, dptr as *mut c_void, length, flags, true)?)
+    }
+
     fn cuMemAlloc_v2(dptr: *mut CUdeviceptr, size: usize) -> Result<(), CuError> {
         alloc(dptr, size)
     }

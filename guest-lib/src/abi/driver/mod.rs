@@ -28,13 +28,16 @@
 
 pub mod context;
 pub mod exec;
+pub mod export;
 pub mod extra;
 pub mod graph;
 pub mod link;
 pub mod memory;
+pub mod module;
 pub mod procs;
 mod procs_gen;
 pub mod ptsz;
+pub mod stream;
 pub mod texture;
 pub mod vmm;
 

@@ -89,11 +89,10 @@ fn lookup(
             out(status, st)?;
         }
     }
-    if st == FOUND {
-        Ok(())
-    } else {
-        Err(CuError::NOT_FOUND)
-    }
+    // cuda.h: "The API will return CUDA_SUCCESS and set the returned pfn to NULL if the
+    // requested driver function is not supported on the platform, no ABI compatible driver
+    // function exists for the specified cudaVersion or if the driver symbol is invalid."
+    Ok(())
 }
 
 entry_lib! {
@@ -109,10 +108,7 @@ entry_lib! {
 /// The runtime's view: a name that is not found is no error (the query result says so, and
 /// the function pointer is null), as NVIDIA's runtime answers (measured on an H100).
 fn runtime(r: Result<(), CuError>) -> crate::Result<()> {
-    match r {
-        Err(CuError::NOT_FOUND) => Ok(()),
-        r => r.map_err(|e| Error(e.0)),
-    }
+    r.map_err(|e| Error(e.0))
 }
 
 entry! {

@@ -13,7 +13,12 @@ use std::ffi::{c_uint, c_void};
 use super::exec::CUlaunchConfig;
 use super::extra::HostFn;
 use super::memory::{CUDA_MEMCPY2D, CUdeviceptr};
+use super::texture::CUDA_MEMCPY3D;
+use crate::core::array::cudaArray_t;
 use crate::core::function::Function;
+use crate::core::graph::cudaGraphExec_t;
+use crate::core::misc::StreamCallback;
+use crate::core::pool::cudaMemPool_t;
 use crate::error::CuError;
 use crate::ffi::{cudaEvent_t, cudaStream_t};
 
@@ -26,31 +31,31 @@ entry_lib! {
     fn cuStreamSynchronize_ptsz(s: cudaStream_t) -> Result<(), CuError> {
         let s = per_thread(s);
         // SAFETY: forwarding the caller's arguments to the cuStreamSynchronize entry point.
-        done(unsafe { super::exec::cuStreamSynchronize(s) })
+        done(unsafe { super::stream::cuStreamSynchronize(s) })
     }
 
     fn cuStreamQuery_ptsz(s: cudaStream_t) -> Result<(), CuError> {
         let s = per_thread(s);
         // SAFETY: forwarding the caller's arguments to the cuStreamQuery entry point.
-        done(unsafe { super::exec::cuStreamQuery(s) })
+        done(unsafe { super::stream::cuStreamQuery(s) })
     }
 
     fn cuStreamWaitEvent_ptsz(s: cudaStream_t, e: cudaEvent_t, flags: c_uint) -> Result<(), CuError> {
         let s = per_thread(s);
         // SAFETY: forwarding the caller's arguments to the cuStreamWaitEvent entry point.
-        done(unsafe { super::exec::cuStreamWaitEvent(s, e, flags) })
+        done(unsafe { super::stream::cuStreamWaitEvent(s, e, flags) })
     }
 
     fn cuEventRecord_ptsz(e: cudaEvent_t, s: cudaStream_t) -> Result<(), CuError> {
         let s = per_thread(s);
         // SAFETY: forwarding the caller's arguments to the cuEventRecord entry point.
-        done(unsafe { super::exec::cuEventRecord(e, s) })
+        done(unsafe { super::stream::cuEventRecord(e, s) })
     }
 
     fn cuEventRecordWithFlags_ptsz(e: cudaEvent_t, s: cudaStream_t, flags: c_uint) -> Result<(), CuError> {
         let s = per_thread(s);
         // SAFETY: forwarding the caller's arguments to the cuEventRecordWithFlags entry point.
-        done(unsafe { super::exec::cuEventRecordWithFlags(e, s, flags) })
+        done(unsafe { super::stream::cuEventRecordWithFlags(e, s, flags) })
     }
 
     fn cuLaunchKernel_ptsz(f: *const Function, gx: c_uint, gy: c_uint, gz: c_uint, bx: c_uint, by: c_uint, bz: c_uint, shmem: c_uint, s: cudaStream_t, args: *mut *mut c_void, extra: *mut *mut c_void) -> Result<(), CuError> {
@@ -187,5 +192,130 @@ entry_lib! {
         cfg.stream = per_thread(cfg.stream);
         // SAFETY: forwarding the caller's arguments with a configuration that lives here.
         done(unsafe { super::exec::cuLaunchKernelEx(&cfg, f, args, extra) })
+    }
+}
+
+// The rest of the per-thread variants whose legacy forms vcuda implements.
+entry_lib! {
+    fn cuGraphLaunch_ptsz(exec: cudaGraphExec_t, s: cudaStream_t) -> Result<(), CuError> {
+        let s = per_thread(s);
+        // SAFETY: forwarding the caller's arguments to the cuGraphLaunch entry point.
+        done(unsafe { super::graph::cuGraphLaunch(exec, s) })
+    }
+
+    fn cuGraphUpload_ptsz(exec: cudaGraphExec_t, s: cudaStream_t) -> Result<(), CuError> {
+        let s = per_thread(s);
+        // SAFETY: forwarding the caller's arguments to the cuGraphUpload entry point.
+        done(unsafe { super::graph::cuGraphUpload(exec, s) })
+    }
+
+    fn cuMemAllocAsync_ptsz(dptr: *mut CUdeviceptr, size: usize, s: cudaStream_t) -> Result<(), CuError> {
+        let s = per_thread(s);
+        // SAFETY: forwarding the caller's arguments to the cuMemAllocAsync entry point.
+        done(unsafe { super::graph::cuMemAllocAsync(dptr, size, s) })
+    }
+
+    fn cuMemAllocFromPoolAsync_ptsz(dptr: *mut CUdeviceptr, size: usize, pool: cudaMemPool_t, s: cudaStream_t) -> Result<(), CuError> {
+        let s = per_thread(s);
+        // SAFETY: forwarding the caller's arguments to the cuMemAllocFromPoolAsync entry point.
+        done(unsafe { super::graph::cuMemAllocFromPoolAsync(dptr, size, pool, s) })
+    }
+
+    fn cuMemFreeAsync_ptsz(dptr: CUdeviceptr, s: cudaStream_t) -> Result<(), CuError> {
+        let s = per_thread(s);
+        // SAFETY: forwarding the caller's arguments to the cuMemFreeAsync entry point.
+        done(unsafe { super::graph::cuMemFreeAsync(dptr, s) })
+    }
+
+    fn cuMemcpy2DUnaligned_v2_ptds(p: *const CUDA_MEMCPY2D) -> Result<(), CuError> {
+        // SAFETY: forwarding the caller's arguments to the cuMemcpy2DUnaligned_v2 entry point.
+        done(unsafe { super::memory::cuMemcpy2DUnaligned_v2(p) })
+    }
+
+    fn cuMemcpy3DAsync_v2_ptsz(p: *const CUDA_MEMCPY3D, s: cudaStream_t) -> Result<(), CuError> {
+        let s = per_thread(s);
+        // SAFETY: forwarding the caller's arguments to the cuMemcpy3DAsync_v2 entry point.
+        done(unsafe { super::texture::cuMemcpy3DAsync_v2(p, s) })
+    }
+
+    fn cuMemcpy3DPeerAsync_ptsz(p: *const CUDA_MEMCPY3D, s: cudaStream_t) -> Result<(), CuError> {
+        let s = per_thread(s);
+        // SAFETY: forwarding the caller's arguments to the cuMemcpy3DPeerAsync entry point.
+        done(unsafe { super::texture::cuMemcpy3DPeerAsync(p, s) })
+    }
+
+    fn cuMemcpy3DPeer_ptds(p: *const CUDA_MEMCPY3D) -> Result<(), CuError> {
+        // SAFETY: forwarding the caller's arguments to the cuMemcpy3DPeer entry point.
+        done(unsafe { super::texture::cuMemcpy3DPeer(p) })
+    }
+
+    fn cuMemcpy3D_v2_ptds(p: *const CUDA_MEMCPY3D) -> Result<(), CuError> {
+        // SAFETY: forwarding the caller's arguments to the cuMemcpy3D_v2 entry point.
+        done(unsafe { super::texture::cuMemcpy3D_v2(p) })
+    }
+
+    fn cuMemcpyAsync_ptsz(dst: CUdeviceptr, src: CUdeviceptr, n: usize, s: cudaStream_t) -> Result<(), CuError> {
+        let s = per_thread(s);
+        // SAFETY: forwarding the caller's arguments to the cuMemcpyAsync entry point.
+        done(unsafe { super::memory::cuMemcpyAsync(dst, src, n, s) })
+    }
+
+    fn cuMemcpyAtoA_v2_ptds(dst: cudaArray_t, dst_offset: usize, src: cudaArray_t, src_offset: usize, n: usize) -> Result<(), CuError> {
+        // SAFETY: forwarding the caller's arguments to the cuMemcpyAtoA_v2 entry point.
+        done(unsafe { super::texture::cuMemcpyAtoA_v2(dst, dst_offset, src, src_offset, n) })
+    }
+
+    fn cuMemcpyAtoD_v2_ptds(dst: CUdeviceptr, a: cudaArray_t, offset: usize, n: usize) -> Result<(), CuError> {
+        // SAFETY: forwarding the caller's arguments to the cuMemcpyAtoD_v2 entry point.
+        done(unsafe { super::texture::cuMemcpyAtoD_v2(dst, a, offset, n) })
+    }
+
+    fn cuMemcpyAtoHAsync_v2_ptsz(dst: *mut c_void, a: cudaArray_t, offset: usize, n: usize, s: cudaStream_t) -> Result<(), CuError> {
+        let s = per_thread(s);
+        // SAFETY: forwarding the caller's arguments to the cuMemcpyAtoHAsync_v2 entry point.
+        done(unsafe { super::texture::cuMemcpyAtoHAsync_v2(dst, a, offset, n, s) })
+    }
+
+    fn cuMemcpyAtoH_v2_ptds(dst: *mut c_void, a: cudaArray_t, offset: usize, n: usize) -> Result<(), CuError> {
+        // SAFETY: forwarding the caller's arguments to the cuMemcpyAtoH_v2 entry point.
+        done(unsafe { super::texture::cuMemcpyAtoH_v2(dst, a, offset, n) })
+    }
+
+    fn cuMemcpyDtoA_v2_ptds(a: cudaArray_t, offset: usize, src: CUdeviceptr, n: usize) -> Result<(), CuError> {
+        // SAFETY: forwarding the caller's arguments to the cuMemcpyDtoA_v2 entry point.
+        done(unsafe { super::texture::cuMemcpyDtoA_v2(a, offset, src, n) })
+    }
+
+    fn cuMemcpyHtoAAsync_v2_ptsz(a: cudaArray_t, offset: usize, src: *const c_void, n: usize, s: cudaStream_t) -> Result<(), CuError> {
+        let s = per_thread(s);
+        // SAFETY: forwarding the caller's arguments to the cuMemcpyHtoAAsync_v2 entry point.
+        done(unsafe { super::texture::cuMemcpyHtoAAsync_v2(a, offset, src, n, s) })
+    }
+
+    fn cuMemcpyHtoA_v2_ptds(a: cudaArray_t, offset: usize, src: *const c_void, n: usize) -> Result<(), CuError> {
+        // SAFETY: forwarding the caller's arguments to the cuMemcpyHtoA_v2 entry point.
+        done(unsafe { super::texture::cuMemcpyHtoA_v2(a, offset, src, n) })
+    }
+
+    fn cuMemcpyPeerAsync_ptsz(dst: CUdeviceptr, dst_ctx: *mut c_void, src: CUdeviceptr, src_ctx: *mut c_void, n: usize, s: cudaStream_t) -> Result<(), CuError> {
+        let s = per_thread(s);
+        // SAFETY: forwarding the caller's arguments to the cuMemcpyPeerAsync entry point.
+        done(unsafe { super::extra::cuMemcpyPeerAsync(dst, dst_ctx, src, src_ctx, n, s) })
+    }
+
+    fn cuMemcpyPeer_ptds(dst: CUdeviceptr, dst_ctx: *mut c_void, src: CUdeviceptr, src_ctx: *mut c_void, n: usize) -> Result<(), CuError> {
+        // SAFETY: forwarding the caller's arguments to the cuMemcpyPeer entry point.
+        done(unsafe { super::extra::cuMemcpyPeer(dst, dst_ctx, src, src_ctx, n) })
+    }
+
+    fn cuMemcpy_ptds(dst: CUdeviceptr, src: CUdeviceptr, n: usize) -> Result<(), CuError> {
+        // SAFETY: forwarding the caller's arguments to the cuMemcpy entry point.
+        done(unsafe { super::memory::cuMemcpy(dst, src, n) })
+    }
+
+    fn cuStreamAddCallback_ptsz(s: cudaStream_t, cb: StreamCallback, data: *mut c_void, flags: c_uint) -> Result<(), CuError> {
+        let s = per_thread(s);
+        // SAFETY: forwarding the caller's arguments to the cuStreamAddCallback entry point.
+        done(unsafe { super::extra::cuStreamAddCallback(s, cb, data, flags) })
     }
 }

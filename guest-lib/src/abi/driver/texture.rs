@@ -299,6 +299,17 @@ fn copy_ends(
                 stream,
             )?)
         }
+        // Between two arrays: one layer (the runtime's 2-D array-to-array copy).
+        (true, true) if size[2] == 1 && src.z == 0 && dst.z == 0 => Ok(array::array_to_array(
+            dst.array as cudaArray_t,
+            [dst.x as u64, dst.y as u64],
+            src.array as cudaArray_t,
+            [src.x as u64, src.y as u64],
+            size[0] as u64,
+            size[1] as u64,
+            memcpy_kind::D2D,
+            stream,
+        )?),
         _ => Err(CuError::NOT_SUPPORTED),
     }
 }
@@ -330,6 +341,11 @@ fn copy_3d(p: *const CUDA_MEMCPY3D, stream: Option<cudaStream_t>) -> Result<(), 
     let p = unsafe { p.as_ref() }.ok_or(CuError::INVALID_VALUE)?;
     if p.src_lod != 0 || p.dst_lod != 0 {
         return Err(CuError::NOT_SUPPORTED);
+    }
+    if p.width_in_bytes == 0 || p.height == 0 || p.depth == 0 {
+        // An empty copy does nothing, as the runtime's.
+        current()?;
+        return Ok(());
     }
     let end = |ty, host: usize, dev, array: *mut c_void, (x, y, z), pitch, rows| End {
         ty,
@@ -399,18 +415,37 @@ fn linear_params(p: &CUDA_MEMCPY3D) -> Result<crate::core::graph_node::cudaMemcp
     // declared device memory must be device (or managed) memory: else a made-up device
     // address would be written as host memory.
     let c = crate::client::client()?;
+    let known = |dev: CUdeviceptr| c.mirror.find(dev).map(|r| r.kind);
     let ptr = |ty, host: usize, dev: CUdeviceptr| match ty {
         MEMORYTYPE_HOST => Ok(host),
-        MEMORYTYPE_DEVICE
-            if matches!(
-                c.mirror.find(dev).map(|r| r.kind),
-                Some(crate::mirror::Kind::Device | crate::mirror::Kind::Managed)
-            ) =>
-        {
-            Ok(dev as usize)
-        }
+        MEMORYTYPE_DEVICE => match known(dev) {
+            // Device memory the library does not track (a module's global) is still
+            // device memory: the direction below then comes from the declared types.
+            Some(crate::mirror::Kind::Device | crate::mirror::Kind::Managed) | None => {
+                Ok(dev as usize)
+            }
+            Some(_) => Err(CuError::INVALID_VALUE),
+        },
         MEMORYTYPE_UNIFIED => Ok(dev as usize),
         _ => Err(CuError::INVALID_VALUE),
+    };
+    // cudaMemcpyDefault (the direction from the addresses, as the driver does) unless a
+    // device side is memory the library does not track: then the declared types say it.
+    let untracked = |ty, dev| ty == MEMORYTYPE_DEVICE && known(dev).is_none();
+    let kind = if untracked(p.src_memory_type, p.src_device)
+        || untracked(p.dst_memory_type, p.dst_device)
+    {
+        match (
+            p.src_memory_type == MEMORYTYPE_HOST,
+            p.dst_memory_type == MEMORYTYPE_HOST,
+        ) {
+            (true, true) => memcpy_kind::H2H,
+            (true, false) => memcpy_kind::H2D,
+            (false, true) => memcpy_kind::D2H,
+            (false, false) => memcpy_kind::D2D,
+        }
+    } else {
+        memcpy_kind::DEFAULT
     };
     let side = |ptr: usize, pitch: usize, rows: usize| cudaPitchedPtr {
         ptr: ptr as *mut c_void,
@@ -446,8 +481,7 @@ fn linear_params(p: &CUDA_MEMCPY3D) -> Result<crate::core::graph_node::cudaMemcp
             height: p.height,
             depth: p.depth,
         },
-        // cudaMemcpyDefault: the direction from the addresses, as the driver does.
-        kind: 4,
+        kind,
     };
     Ok(params)
 }

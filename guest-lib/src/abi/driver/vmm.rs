@@ -22,7 +22,7 @@ use vcuda_protocol::{
     VmmReserveReq, ops,
 };
 
-use super::exec::session;
+use super::module::session;
 use super::out;
 use crate::client::Client;
 use crate::error::CuError;

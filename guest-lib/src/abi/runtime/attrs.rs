@@ -124,22 +124,8 @@ entry! {
     }
 
     fn cudaDeviceGetByPCIBusId(device: *mut c_int, bus_id: *const c_char) {
-        let c = client::client()?;
-        if bus_id.is_null() || device.is_null() {
-            return Err(Error::INVALID_VALUE);
-        }
-        // SAFETY: a NUL-terminated string (the API's contract), checked non-null.
-        let s = unsafe { std::ffi::CStr::from_ptr(bus_id) }.to_str().map_err(|_| Error::INVALID_VALUE)?;
-        let want = parse_bus_id(s).ok_or(Error::INVALID_VALUE)?;
-        for d in 0..c.device_count() {
-            let info = c.device_info(d)?;
-            let a = |n| i64::from(info.attr(n).unwrap_or(-1));
-            if (a(attr::PCI_DOMAIN_ID), a(attr::PCI_BUS_ID), a(attr::PCI_DEVICE_ID)) == want {
-                // SAFETY: checked non-null; the caller's output pointer.
-                return unsafe { write_out(device, d) };
-            }
-        }
-        Err(Error::INVALID_DEVICE)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { device_get_by_pci_bus_id(device, bus_id) }
     }
 
     fn cudaDeviceGetHostAtomicCapabilities(caps: *mut c_uint, ops: *const c_int, count: c_uint, device: c_int) {

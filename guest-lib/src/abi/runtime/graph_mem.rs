@@ -21,7 +21,7 @@
 //! nodes cannot be in child graphs (`cudaErrorNotSupported`).
 
 use crate::client;
-use crate::core::graph::{Kind, add_node, cudaGraph_t, cudaGraphNode_t, with};
+use crate::core::graph::{cudaGraph_t, cudaGraphNode_t};
 use crate::core::graph_mem::*;
 use crate::error::Error;
 use crate::ffi::write_out;
@@ -35,34 +35,17 @@ entry! {
     }
 
     fn cudaGraphAddMemFreeNode(out: *mut cudaGraphNode_t, g: cudaGraph_t, deps: *const cudaGraphNode_t, ndeps: usize, dptr: *mut c_void) {
-        if !owns(dptr as u64) || frees_in(g as u64, dptr as u64) {
-            return Err(Error::INVALID_VALUE);
-        }
-        add_node(out, g, deps, ndeps, || Ok(Kind::MemFree(dptr as u64)))
+        add_free(out, g, deps, ndeps, dptr as u64)
     }
 
     fn cudaGraphMemAllocNodeGetParams(node: cudaGraphNode_t, out: *mut cudaMemAllocNodeParams) {
         // SAFETY: the caller's output struct, checked for null.
         let o = unsafe { out.as_mut() }.ok_or(Error::INVALID_VALUE)?;
-        let (ptr, size) = with(|r| match r.node(node as u64).map(|n| &n.kind) {
-            Ok(Kind::MemAlloc { ptr, size }) => Ok((*ptr, *size)),
-            _ => Err(Error::INVALID_VALUE),
-        })?;
-        // SAFETY: a zeroed cudaMemPoolProps is a valid (all-default) one.
-        o.pool_props = unsafe { std::mem::zeroed() };
-        o.pool_props.set_device_pinned(0);
-        o.access_descs = std::ptr::null();
-        o.access_desc_count = 0;
-        o.bytesize = size as usize;
-        o.dptr = ptr as *mut c_void;
-        Ok(())
+        alloc_node_params(node, o)
     }
 
     fn cudaGraphMemFreeNodeGetParams(node: cudaGraphNode_t, dptr: *mut c_void) {
-        let ptr = with(|r| match r.node(node as u64).map(|n| &n.kind) {
-            Ok(Kind::MemFree(p)) => Ok(*p),
-            _ => Err(Error::INVALID_VALUE),
-        })?;
+        let ptr = free_node_ptr(node)?;
         // SAFETY: the caller's output pointer, checked for null.
         unsafe { write_out(dptr as *mut *mut c_void, ptr as *mut c_void) }
     }
@@ -80,10 +63,7 @@ entry! {
     fn cudaDeviceGraphMemTrim(device: c_int) {
         // Frees the memory kept for later graph allocations (once the registry is unlocked).
         client::client()?.check_device(device)?;
-        with(|r| {
-            let freed = r.graph_mem.take_cached();
-            r.graph_mem.to_free.extend(freed);
-        });
+        trim();
         Ok(())
     }
 }

@@ -7,43 +7,28 @@
 //! semaphore and conditional types answer `cudaErrorNotSupported`.
 //! Also `cudaGraphExecChildGraphNodeSetParams`.
 
-use crate::core::graph::{cudaGraph_t, cudaGraphExec_t, cudaGraphNode_t, node_type};
+use crate::core::graph::{cudaGraph_t, cudaGraphExec_t, cudaGraphNode_t};
 use crate::core::graph_params::*;
-use crate::error::Error;
 
 entry! {
     fn cudaGraphAddNode(out: *mut cudaGraphNode_t, g: cudaGraph_t, deps: *const cudaGraphNode_t, edges: *const u8, n: usize, p: *mut cudaGraphNodeParams) {
-        add(out, g, deps, edges, n, p, true)
+        add(out, g, deps, edges, n, p, true, None)
     }
 
     fn __v12_cudaGraphAddNode(out: *mut cudaGraphNode_t, g: cudaGraph_t, deps: *const cudaGraphNode_t, n: usize, p: *mut cudaGraphNodeParams) {
-        add(out, g, deps, std::ptr::null(), n, p, false)
+        add(out, g, deps, std::ptr::null(), n, p, false, None)
     }
 
     fn cudaGraphAddNode_v2(out: *mut cudaGraphNode_t, g: cudaGraph_t, deps: *const cudaGraphNode_t, edges: *const u8, n: usize, p: *mut cudaGraphNodeParams) {
-        add(out, g, deps, edges, n, p, false)
+        add(out, g, deps, edges, n, p, false, None)
     }
 
     fn cudaGraphNodeSetParams(node: cudaGraphNode_t, p: *mut cudaGraphNodeParams) {
-        set(node, p)
+        set(node, p, None)
     }
 
     fn cudaGraphExecNodeSetParams(exec: cudaGraphExec_t, node: cudaGraphNode_t, p: *mut cudaGraphNodeParams) {
-        // SAFETY: the caller's parameters (the API's contract), checked for null.
-        let params = unsafe { p.as_ref() }.ok_or(Error::INVALID_VALUE)?;
-        if params.type_ == node_type::GRAPH {
-            let child = params.view::<ChildParams>().graph;
-            return crate::core::graph_exec::exec_child_set(exec, node, child);
-        }
-        if matches!(params.type_, node_type::MEM_ALLOC | node_type::MEM_FREE) {
-            // Memory nodes are not updated.
-            return Err(Error::INVALID_VALUE);
-        }
-        if params.type_ == node_type::EMPTY {
-            // Nothing to change (an empty node has no step), as cudaGraphNodeSetParams.
-            return crate::core::graph_exec::exec_has_node(exec, node);
-        }
-        crate::core::graph_exec::exec_set(exec, node, kind_of(params))
+        exec_set_params(exec, node, p, None)
     }
 
     fn cudaGraphExecChildGraphNodeSetParams(exec: cudaGraphExec_t, node: cudaGraphNode_t, child: cudaGraph_t) {

@@ -9,7 +9,7 @@
 //! keep using the host stub, `__cudaGetKernel`). `cudaLibraryGetManaged` and
 //! `cudaLibraryGetUnifiedFunction` are not supported.
 
-use crate::abi::driver::exec::{self, Module};
+use crate::abi::driver::module::{self, Module};
 use crate::client;
 use crate::core::function::Function;
 use crate::core::library::*;
@@ -21,26 +21,26 @@ entry! {
     fn cudaLibraryLoadData(lib: *mut *mut c_void, code: *const c_void, jit_opts: *mut c_int, jit_vals: *mut *mut c_void, n_jit: c_uint, lib_opts: *mut c_int, lib_vals: *mut *mut c_void, n_lib: c_uint) {
         client::client()?;
         // SAFETY: the same contract as the driver's.
-        cu(unsafe { exec::cuLibraryLoadData(lib.cast(), code, jit_opts, jit_vals, n_jit, lib_opts, lib_vals, n_lib) })
+        cu(unsafe { module::cuLibraryLoadData(lib.cast(), code, jit_opts, jit_vals, n_jit, lib_opts, lib_vals, n_lib) })
     }
 
     fn cudaLibraryLoadFromFile(lib: *mut *mut c_void, file: *const c_char, jit_opts: *mut c_int, jit_vals: *mut *mut c_void, n_jit: c_uint, lib_opts: *mut c_int, lib_vals: *mut *mut c_void, n_lib: c_uint) {
         client::client()?;
         // SAFETY: the same contract as the driver's.
-        cu(unsafe { exec::cuLibraryLoadFromFile(lib.cast(), file, jit_opts, jit_vals, n_jit, lib_opts, lib_vals, n_lib) })
+        cu(unsafe { module::cuLibraryLoadFromFile(lib.cast(), file, jit_opts, jit_vals, n_jit, lib_opts, lib_vals, n_lib) })
     }
 
     fn cudaLibraryUnload(lib: *mut c_void) {
         client::client()?;
         // SAFETY: the same contract as the driver's (whose unload forgets the kernels).
-        cu(unsafe { exec::cuLibraryUnload(lib.cast::<Module>()) })
+        cu(unsafe { module::cuLibraryUnload(lib.cast::<Module>()) })
     }
 
     fn cudaLibraryGetKernel(k: *mut *const c_void, lib: *mut c_void, name: *const c_char) {
         client::client()?;
         let mut f: *const Function = std::ptr::null();
         // SAFETY: the same contract as the driver's, with our own output.
-        cu(unsafe { exec::cuLibraryGetKernel(&mut f, lib.cast(), name) })?;
+        cu(unsafe { module::cuLibraryGetKernel(&mut f, lib.cast(), name) })?;
         kernels(|t| t.insert(f as usize, lib as usize));
         // SAFETY: the caller's output pointer, checked for null.
         unsafe { write_out(k, f.cast::<c_void>()) }
@@ -49,22 +49,22 @@ entry! {
     fn cudaLibraryGetGlobal(dptr: *mut *mut c_void, bytes: *mut usize, lib: *mut c_void, name: *const c_char) {
         client::client()?;
         // SAFETY: the same contract as the driver's; a device pointer is 64 bits either way.
-        cu(unsafe { exec::cuLibraryGetGlobal(dptr.cast(), bytes, lib.cast(), name) })
+        cu(unsafe { module::cuLibraryGetGlobal(dptr.cast(), bytes, lib.cast(), name) })
     }
 
     fn cudaLibraryGetKernelCount(count: *mut c_uint, lib: *mut c_void) {
         client::client()?;
         // SAFETY: the same contract as the driver's.
-        cu(unsafe { exec::cuLibraryGetKernelCount(count, lib.cast()) })
+        cu(unsafe { module::cuLibraryGetKernelCount(count, lib.cast()) })
     }
 
     fn cudaLibraryEnumerateKernels(ks: *mut *const c_void, num: c_uint, lib: *mut c_void) {
         client::client()?;
         // SAFETY: the same contract as the driver's.
-        cu(unsafe { exec::cuLibraryEnumerateKernels(ks.cast(), num, lib.cast()) })?;
+        cu(unsafe { module::cuLibraryEnumerateKernels(ks.cast(), num, lib.cast()) })?;
         let mut n: c_uint = 0;
         // SAFETY: our own output; the library was just used.
-        cu(unsafe { exec::cuLibraryGetKernelCount(&mut n, lib.cast()) })?;
+        cu(unsafe { module::cuLibraryGetKernelCount(&mut n, lib.cast()) })?;
         for i in 0..n.min(num) as usize {
             // SAFETY: the driver wrote the first min(n, num) handles of the caller's array.
             let f = unsafe { *ks.add(i) };

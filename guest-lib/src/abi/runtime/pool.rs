@@ -116,31 +116,13 @@ entry! {
     }
 
     fn cudaMemPoolSetAccess(pool: cudaMemPool_t, descs: *const cudaMemAccessDesc, count: usize) {
-        let c = client::client()?;
-        pool_of(pool)?;
-        if count > 0 && descs.is_null() {
-            return Err(Error::INVALID_VALUE);
-        }
-        // One device: its own pools are always read-write for it.
-        for i in 0..count {
-            // SAFETY: `count` descriptors at `descs` (the API's contract).
-            let d = unsafe { &*descs.add(i) };
-            check_location(c, &d.location)?;
-            if d.flags != ACCESS_READ_WRITE {
-                return Err(Error::INVALID_VALUE);
-            }
-        }
-        Ok(())
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { set_access(pool, descs, count) }
     }
 
     fn cudaMemPoolGetAccess(flags: *mut c_int, pool: cudaMemPool_t, location: *mut cudaMemLocation) {
-        let c = client::client()?;
-        pool_of(pool)?;
-        // SAFETY: the caller's location, checked for null.
-        let l = unsafe { location.as_ref() }.ok_or(Error::INVALID_VALUE)?;
-        check_location(c, l)?;
-        // SAFETY: the caller's output pointer, checked for null.
-        unsafe { write_out(flags, ACCESS_READ_WRITE) }
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { get_access(flags, pool, location) }
     }
 }
 

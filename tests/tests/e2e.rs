@@ -52,6 +52,7 @@ programs!(
     cooperative,
     cublas_basic,
     cublas_extra,
+    cublas_half,
     device_malloc,
     curand_basic,
     curand_device,

@@ -105,6 +105,8 @@ pub mod dtype {
     pub const R_64F: u32 = 1;
     /// `CUDA_R_16F`.
     pub const R_16F: u32 = 2;
+    /// `CUDA_R_16BF`.
+    pub const R_16BF: u32 = 14;
     /// `CUDA_C_32F`.
     pub const C_32F: u32 = 4;
     /// `CUDA_C_64F`.

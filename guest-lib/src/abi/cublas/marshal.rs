@@ -397,6 +397,7 @@ fn common_ex(ta: u32, tb: u32, tc: u32, compute: c_int) -> bool {
             tb == dtype::R_16F
                 && (tc == R32 && c32 || tc == dtype::R_16F && (c32 || matches!(compute, 64 | 65)))
         }
+        dtype::R_16BF => tb == dtype::R_16BF && (tc == R32 || tc == dtype::R_16BF) && c32,
         _ => false,
     }
 }

@@ -19,7 +19,7 @@ mod marshal;
 
 use std::ffi::{c_char, c_int, c_longlong, c_void};
 
-use vcuda_protocol::lib::{BLAS_NOT_SUPPORTED, func};
+use vcuda_protocol::lib::{BLAS_NOT_SUPPORTED, dtype, func};
 use vcuda_protocol::{BlasCreateReq, HandleReq, HandleResp, ops};
 
 use self::handle::{H, HandleState, handle_state, update, with_handles};
@@ -475,6 +475,19 @@ entry_lib! {
         gemm(h, &Gemm { ta, tb, m, n, k, alpha, a: a as u64, lda, b: b as u64, ldb, beta, c: c as u64, ldc }, (at, bt, ct, compute), func::GEMM, None)
     }
 
+    fn cublasHgemm(h: H, ta: c_int, tb: c_int, m: c_int, n: c_int, k: c_int, alpha: *const c_void, a: *const c_void, lda: c_int, b: *const c_void, ldb: c_int, beta: *const c_void, c: *mut c_void, ldc: c_int) -> Result<(), BlasError> {
+        // GemmEx over `__half` with CUBLAS_COMPUTE_16F (`__half` scalars).
+        gemm(h, &Gemm { ta, tb, m, n, k, alpha, a: a as u64, lda, b: b as u64, ldb, beta, c: c as u64, ldc }, HALF, func::GEMM, None)
+    }
+
+    fn cublasHgemmStridedBatched(h: H, ta: c_int, tb: c_int, m: c_int, n: c_int, k: c_int, alpha: *const c_void, a: *const c_void, lda: c_int, sa: c_longlong, b: *const c_void, ldb: c_int, sb: c_longlong, beta: *const c_void, c: *mut c_void, ldc: c_int, sc: c_longlong, count: c_int) -> Result<(), BlasError> {
+        gemm(h, &Gemm { ta, tb, m, n, k, alpha, a: a as u64, lda, b: b as u64, ldb, beta, c: c as u64, ldc }, HALF, func::GEMM, Some((count, [sa, sb, sc])))
+    }
+
+    fn cublasHgemmBatched(h: H, ta: c_int, tb: c_int, m: c_int, n: c_int, k: c_int, alpha: *const c_void, a: *const *const c_void, lda: c_int, b: *const *const c_void, ldb: c_int, beta: *const c_void, c: *const *mut c_void, ldc: c_int, count: c_int) -> Result<(), BlasError> {
+        gemm(h, &Gemm { ta, tb, m, n, k, alpha, a: a as u64, lda, b: b as u64, ldb, beta, c: c as u64, ldc }, HALF, func::GEMM_BATCHED, Some((count, [0; 3])))
+    }
+
     fn cublasGemmStridedBatchedEx(h: H, ta: c_int, tb: c_int, m: c_int, n: c_int, k: c_int, alpha: *const c_void, a: *const c_void, at: u32, lda: c_int, sa: c_longlong, b: *const c_void, bt: u32, ldb: c_int, sb: c_longlong, beta: *const c_void, c: *mut c_void, ct: u32, ldc: c_int, sc: c_longlong, count: c_int, compute: c_int, _algo: c_int) -> Result<(), BlasError> {
         gemm(h, &Gemm { ta, tb, m, n, k, alpha, a: a as u64, lda, b: b as u64, ldb, beta, c: c as u64, ldc }, (at, bt, ct, compute), func::GEMM, Some((count, [sa, sb, sc])))
     }
@@ -483,6 +496,9 @@ entry_lib! {
         gemm(h, &Gemm { ta, tb, m, n, k, alpha, a: a as u64, lda, b: b as u64, ldb, beta, c: c as u64, ldc }, (at, bt, ct, compute), func::GEMM_BATCHED, Some((count, [0; 3])))
     }
 }
+
+/// `__half` operands and scalars: `CUDA_R_16F` throughout, `CUBLAS_COMPUTE_16F`.
+const HALF: (u32, u32, u32, c_int) = (dtype::R_16F, dtype::R_16F, dtype::R_16F, 64);
 
 /// `cuComplex`.
 type C32T = [f32; 2];

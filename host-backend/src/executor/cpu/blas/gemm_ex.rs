@@ -2,7 +2,7 @@
 //! `cublasGemmEx` and friends on the CPU: GEMM over mixed element types (half-precision
 //! inputs) with a `cublasComputeType_t`, computed in `f32`.
 
-use half::f16;
+use half::{bf16, f16};
 use vcuda_protocol::lib::{dtype, func};
 
 use super::call::{Ctx, UNSUPPORTED, compute, int, stored};
@@ -39,7 +39,7 @@ fn load_matrix<W: Copy>(
 
 fn type_size(t: u32) -> Option<u64> {
     match t {
-        dtype::R_16F => Some(2),
+        dtype::R_16F | dtype::R_16BF => Some(2),
         dtype::R_32F => Some(4),
         dtype::R_64F | dtype::C_32F => Some(8),
         dtype::C_64F => Some(16),
@@ -50,13 +50,14 @@ fn type_size(t: u32) -> Option<u64> {
 fn to_f32(t: u32) -> impl Fn(&[u8]) -> f32 {
     move |b: &[u8]| match t {
         dtype::R_16F => f16::from_le_bytes([b[0], b[1]]).to_f32(),
+        dtype::R_16BF => bf16::from_le_bytes([b[0], b[1]]).to_f32(),
         _ => f32::from_le_bytes(b[..4].try_into().unwrap_or_default()),
     }
 }
 
 /// `cublasGemmEx` and friends for the type combinations the plain routines do not cover:
-/// `R_16F` inputs with an `R_16F` or `R_32F` output, computed in `f32` (the scalars are
-/// `f32`, or `f16` for `CUBLAS_COMPUTE_16F`). Same-type `f32`/`f64`/complex requests run
+/// `R_16F` (or `R_16BF`) inputs with an output of the same type or `R_32F`, computed in
+/// `f32` (the scalars are `f32`, or `f16` for `CUBLAS_COMPUTE_16F` over `R_16F`). Same-type `f32`/`f64`/complex requests run
 /// the plain routines.
 pub(super) fn gemm_ex(cx: &mut Ctx<'_>) -> ExecResult<()> {
     let r = *cx.r;
@@ -89,11 +90,12 @@ pub(super) fn gemm_ex(cx: &mut Ctx<'_>) -> ExecResult<()> {
         }
         _ => {}
     }
-    let half_out = r.type_c == dtype::R_16F;
-    if r.type_a != dtype::R_16F
-        || r.type_b != dtype::R_16F
+    let half = r.type_a;
+    let half_out = r.type_c == half;
+    if !matches!(half, dtype::R_16F | dtype::R_16BF)
+        || r.type_b != half
         || !(half_out || r.type_c == dtype::R_32F)
-        || !(c32 || (c16 && half_out))
+        || !(c32 || (c16 && half_out && half == dtype::R_16F))
     {
         return Err(UNSUPPORTED);
     }
@@ -134,8 +136,8 @@ pub(super) fn gemm_ex(cx: &mut Ctx<'_>) -> ExecResult<()> {
         return Ok(());
     }
     for (a, b, c) in ops {
-        let am = load_matrix(cx, dtype::R_16F, a, ar, ac, r.lda, to_f32(dtype::R_16F))?;
-        let bm = load_matrix(cx, dtype::R_16F, b, br, bc, r.ldb, to_f32(dtype::R_16F))?;
+        let am = load_matrix(cx, half, a, ar, ac, r.lda, to_f32(half))?;
+        let bm = load_matrix(cx, half, b, br, bc, r.ldb, to_f32(half))?;
         let mut cm = if beta == 0.0 {
             vec![0.0f32; (r.m * r.n) as usize]
         } else {
@@ -165,7 +167,9 @@ pub(super) fn gemm_ex(cx: &mut Ctx<'_>) -> ExecResult<()> {
             for i in 0..r.m {
                 let v = cm[(i + j * r.m) as usize];
                 let off = ((i + j * r.ldc) as u64 * csize) as usize;
-                let bytes: &[u8] = if half_out {
+                let bytes: &[u8] = if half_out && half == dtype::R_16BF {
+                    &bf16::from_f32(v).to_le_bytes()
+                } else if half_out {
                     &f16::from_f32(v).to_le_bytes()
                 } else {
                     &v.to_le_bytes()

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
-//! Builds the soname shims `vcuda lib-dir` installs: `libcublas.so.13`, `libcublas.so.12`
+//! Builds the soname shims `vcuda lib-dir` installs: `libcublas.so.13`, `libcublas.so.12`,
+//! `libcublasLt.so.13` (all of it not supported)
 //! and `libcurand.so.10`.
 //!
 //! libvcuda.so itself exports every cuBLAS and cuRAND name under the right version nodes,
@@ -22,6 +23,9 @@ use std::{env, fs};
 const SHIMS: &[(&str, &str, u32)] = &[
     ("libcublas.so.13", "cublas13.names", 15),
     ("libcublas.so.12", "cublas12.names", 15),
+    // Not implemented at all (libvcuda.so exports none of it): every call answers
+    // CUBLAS_STATUS_NOT_SUPPORTED, but the file is there for loaders that want it.
+    ("libcublasLt.so.13", "cublasLt13.names", 15),
     ("libcurand.so.10", "curand10.names", 999),
     // CUDA_ERROR_NOT_SUPPORTED.
     ("libcuda.so.1", "cuda1.names", 801),

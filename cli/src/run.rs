@@ -221,6 +221,11 @@ pub fn run(executor: &str, memcheck: bool, program: &[String]) -> io::Result<u8>
     if let Some(b) = &backend {
         cmd.env("VCUDA_SOCKET", &b.socket);
     }
+    // The CPU executor runs PTX: CuPy, which compiles its kernels with NVRTC, should keep
+    // PTX rather than a cubin for the GPU it believes it has (unless the user said).
+    if executor == "cpu" && std::env::var_os("CUPY_COMPILE_WITH_PTX").is_none() {
+        cmd.env("CUPY_COMPILE_WITH_PTX", "1");
+    }
     // Let the program own the terminal's signals; we only wait for it.
     let status = cmd
         .status()

@@ -39,6 +39,9 @@ int main() {
     cudaFuncAttributes fa;
     CHECK(cudaFuncGetAttributes(&fa, (const void *)k));
     EXPECT(fa.maxThreadsPerBlock > 0);
+    // The architecture the kernel was compiled for (compute_90/sm_90 here), not the PTX ISA
+    // version: CUB and Thrust pick their kernels by it.
+    EXPECT(fa.ptxVersion == 90 && fa.binaryVersion == 90);
     // An attribute set through one handle reads back through both.
     CHECK(cudaFuncSetAttribute(twice, cudaFuncAttributeMaxDynamicSharedMemorySize, 2048));
     CHECK(cudaFuncGetAttributes(&fa, (const void *)k));

@@ -1,29 +1,34 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
 //! Python GPU programs run unchanged through `vcuda run`: Numba's CUDA target (numba-cuda
 //! from PyPI, in a cached virtualenv made by `images/numba-venv.sh`) JIT-compiles kernels
-//! with NVVM and drives them through vcuda's `libcuda.so.1`.
+//! with NVVM and drives them through vcuda's `libcuda.so.1`; CuPy (`cupy-cuda13x` from PyPI,
+//! `images/cupy-venv.sh`) carries NVIDIA's static runtime, which drives the same library.
 
 use std::process::Command;
 
 use vcuda_tests::{bin, bin_dir, repo_root};
 
-/// The virtualenv's python, or `None` (skip) when it cannot be made and the tests do not
-/// require it (`VCUDA_REQUIRE_CUDA`, which `tests/run.sh` sets).
-fn numba_python() -> Option<String> {
+/// The python of the virtualenv `images/SCRIPT` makes, or `None` (skip) when it cannot be
+/// made and the tests do not require it (`VCUDA_REQUIRE_CUDA`, which `tests/run.sh` sets).
+fn venv_python(script: &str) -> Option<String> {
     let o = Command::new("bash")
-        .arg(repo_root().join("images/numba-venv.sh"))
+        .arg(repo_root().join("images").join(script))
         .output()
-        .expect("run images/numba-venv.sh");
+        .expect("run the virtualenv script");
     if o.status.success() {
         return Some(String::from_utf8_lossy(&o.stdout).trim().to_owned());
     }
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
         std::env::var_os("VCUDA_REQUIRE_CUDA").is_none(),
-        "cannot make the Numba virtualenv:\n{err}"
+        "cannot make the virtualenv of {script}:\n{err}"
     );
-    eprintln!("skipping: cannot make the Numba virtualenv:\n{err}");
+    eprintln!("skipping: cannot make the virtualenv of {script}:\n{err}");
     None
+}
+
+fn numba_python() -> Option<String> {
+    venv_python("numba-venv.sh")
 }
 
 #[test]
@@ -37,6 +42,32 @@ fn numba_kernels_run_on_the_cpu_executor() {
         .env("VCUDA_LIB_DIR", bin_dir())
         // Numba's low-occupancy and linker notices are not failures.
         .env("PYTHONWARNINGS", "ignore")
+        .output()
+        .expect("run vcuda");
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        o.status.success() && stdout.lines().any(|l| l == "PASS"),
+        "{}\n--- stdout\n{stdout}--- stderr\n{stderr}",
+        o.status
+    );
+}
+
+/// CuPy's arrays, reductions (CUB), ElementwiseKernel, ReductionKernel, RawKernel (NVRTC,
+/// kept as PTX: `vcuda run --executor cpu` sets `CUPY_COMPILE_WITH_PTX`), matmul through
+/// vcuda's cuBLAS, `cupy.random` through vcuda's cuRAND, and cuFFT's clear absence.
+#[test]
+fn cupy_runs_on_the_cpu_executor() {
+    let Some(py) = venv_python("cupy-venv.sh") else {
+        return;
+    };
+    let o = Command::new(bin("vcuda"))
+        .args(["run", "--executor", "cpu", "--", &py])
+        .arg(repo_root().join("tests/python/cupy_basic.py"))
+        .env_remove("VCUDA_SOCKET")
+        .env_remove("CUPY_COMPILE_WITH_PTX")
+        .env("VCUDA_BACKEND", bin("vcuda-backend"))
+        .env("VCUDA_LIB_DIR", bin_dir())
         .output()
         .expect("run vcuda");
     let stdout = String::from_utf8_lossy(&o.stdout);

@@ -515,6 +515,41 @@ pub(crate) unsafe fn stream_set_attribute_ptsz(
     set_attribute(s, id, value, true)
 }
 
+/// `cudaDeviceGetByPCIBusId` (and `cuDeviceGetByPCIBusId`): the device whose PCI domain,
+/// bus and device numbers `bus_id` names.
+///
+/// # Safety
+///
+/// `device` is null or valid for a write; `bus_id` is null or a NUL-terminated string.
+pub(crate) unsafe fn device_get_by_pci_bus_id(
+    device: *mut c_int,
+    bus_id: *const c_char,
+) -> Result<()> {
+    let c = client::client()?;
+    if bus_id.is_null() || device.is_null() {
+        return Err(Error::INVALID_VALUE);
+    }
+    // SAFETY: a NUL-terminated string (the caller's contract), checked non-null.
+    let s = unsafe { std::ffi::CStr::from_ptr(bus_id) }
+        .to_str()
+        .map_err(|_| Error::INVALID_VALUE)?;
+    let want = parse_bus_id(s).ok_or(Error::INVALID_VALUE)?;
+    for d in 0..c.device_count() {
+        let info = c.device_info(d)?;
+        let a = |n| i64::from(info.attr(n).unwrap_or(-1));
+        if (
+            a(attr::PCI_DOMAIN_ID),
+            a(attr::PCI_BUS_ID),
+            a(attr::PCI_DEVICE_ID),
+        ) == want
+        {
+            // SAFETY: checked non-null; the caller's output pointer.
+            return unsafe { write_out(device, d) };
+        }
+    }
+    Err(Error::INVALID_DEVICE)
+}
+
 #[cfg(test)]
 mod tests {
     use super::parse_bus_id;
@@ -550,39 +585,4 @@ mod tests {
         assert_eq!(parse_bus_id("zz:00.0"), None);
         assert_eq!(parse_bus_id("1:2:3:4"), None);
     }
-}
-
-/// `cudaDeviceGetByPCIBusId` (and `cuDeviceGetByPCIBusId`): the device whose PCI domain,
-/// bus and device numbers `bus_id` names.
-///
-/// # Safety
-///
-/// `device` is null or valid for a write; `bus_id` is null or a NUL-terminated string.
-pub(crate) unsafe fn device_get_by_pci_bus_id(
-    device: *mut c_int,
-    bus_id: *const c_char,
-) -> Result<()> {
-    let c = client::client()?;
-    if bus_id.is_null() || device.is_null() {
-        return Err(Error::INVALID_VALUE);
-    }
-    // SAFETY: a NUL-terminated string (the caller's contract), checked non-null.
-    let s = unsafe { std::ffi::CStr::from_ptr(bus_id) }
-        .to_str()
-        .map_err(|_| Error::INVALID_VALUE)?;
-    let want = parse_bus_id(s).ok_or(Error::INVALID_VALUE)?;
-    for d in 0..c.device_count() {
-        let info = c.device_info(d)?;
-        let a = |n| i64::from(info.attr(n).unwrap_or(-1));
-        if (
-            a(attr::PCI_DOMAIN_ID),
-            a(attr::PCI_BUS_ID),
-            a(attr::PCI_DEVICE_ID),
-        ) == want
-        {
-            // SAFETY: checked non-null; the caller's output pointer.
-            return unsafe { write_out(device, d) };
-        }
-    }
-    Err(Error::INVALID_DEVICE)
 }

@@ -139,6 +139,7 @@ pub(crate) fn kind_of(p: &cudaGraphNodeParams, typed: Typed<'_>) -> Result<Kind>
 
 /// `cudaGraphAddNode` (`ownership`: the child-graph parameters have CUDA 13's ownership
 /// field; CUDA 12's structure has padding there, and its child graphs are cloned).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn add(
     out: *mut cudaGraphNode_t,
     g: cudaGraph_t,

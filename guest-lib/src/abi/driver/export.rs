@@ -126,9 +126,12 @@ fn uuid_text(u: &[u8; 16]) -> String {
     )
 }
 
+/// A table's UUID and a slot index (`usize::MAX`: the table itself).
+type SlotKey = ([u8; 16], usize);
+
 /// Logs `what` once per key.
-fn log_once(key: ([u8; 16], usize), what: impl FnOnce() -> String) {
-    static SEEN: Mutex<Option<HashSet<([u8; 16], usize)>>> = Mutex::new(None);
+fn log_once(key: SlotKey, what: impl FnOnce() -> String) {
+    static SEEN: Mutex<Option<HashSet<SlotKey>>> = Mutex::new(None);
     let mut g = SEEN.lock().unwrap_or_else(|e| e.into_inner());
     if g.get_or_insert_with(HashSet::new).insert(key) {
         log::warn!("{}", what());

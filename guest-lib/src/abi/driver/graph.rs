@@ -199,17 +199,17 @@ entry_lib! {
     fn cuGraphKernelNodeGetAttribute(node: cudaGraphNode_t, id: c_int, out: *mut crate::core::attrs::cudaLaunchAttributeValue) -> Result<(), CuError> {
         current()?;
         // CUkernelNodeAttrValue is the runtime's cudaLaunchAttributeValue, numbered alike.
-        Ok(crate::core::attrs::node_get(node as *mut c_void, id, out)?)
+        Ok(crate::core::attrs::node_get(node, id, out)?)
     }
 
     fn cuGraphKernelNodeSetAttribute(node: cudaGraphNode_t, id: c_int, value: *const crate::core::attrs::cudaLaunchAttributeValue) -> Result<(), CuError> {
         current()?;
-        Ok(crate::core::attrs::node_set(node as *mut c_void, id, value)?)
+        Ok(crate::core::attrs::node_set(node, id, value)?)
     }
 
     fn cuGraphKernelNodeCopyAttributes(dst: cudaGraphNode_t, src: cudaGraphNode_t) -> Result<(), CuError> {
         current()?;
-        Ok(crate::core::attrs::node_copy(dst as *mut c_void, src as *mut c_void)?)
+        Ok(crate::core::attrs::node_copy(dst, src)?)
     }
 
     fn cuGraphNodeSetEnabled(exec: cudaGraphExec_t, node: cudaGraphNode_t, on: c_uint) -> Result<(), CuError> {

@@ -369,7 +369,10 @@ impl Modules {
             .reqntid
             .or(k.maxntid)
             .map_or(1024, |d| d.iter().product::<u32>().min(1024));
-        let version = m.ptx.version().map_or(0, |v| (v * 10.0).round() as i32);
+        // CU_FUNC_ATTRIBUTE_PTX_VERSION is the virtual architecture the PTX targets
+        // (`.target sm_120` -> 120), not the PTX ISA version; libraries such as CUB pick
+        // their tuning (and whether they can run at all) from it.
+        let version = ptx_arch(m.ptx.target()).unwrap_or(90);
         Ok(FunctionInfo {
             handle,
             attrs: FuncAttrs {
@@ -583,6 +586,19 @@ impl Modules {
     }
 }
 
+/// The architecture a PTX module's `.target` names (`sm_90a` -> 90), times 10 as CUDA
+/// reports compute capabilities in function attributes.
+fn ptx_arch(target: &[String]) -> Option<i32> {
+    target.iter().find_map(|t| {
+        let digits: String = t
+            .strip_prefix("sm_")?
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        digits.parse().ok()
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::{Duration, Instant};
@@ -684,5 +700,14 @@ mod tests {
             small_done < big_done,
             "the small module waited for the big one: {small_done:?} vs {big_done:?}"
         );
+    }
+
+    #[test]
+    fn ptx_version_is_the_target_architecture() {
+        let t = |v: &[&str]| ptx_arch(&v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert_eq!(t(&["sm_90"]), Some(90));
+        assert_eq!(t(&["sm_90a", "texmode_independent"]), Some(90));
+        assert_eq!(t(&["sm_120"]), Some(120));
+        assert_eq!(t(&["debug"]), None);
     }
 }

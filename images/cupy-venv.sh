@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0 OR MIT
+# Installs CuPy (cupy-cuda13x from PyPI) with the CUDA 13 NVRTC and runtime-header wheels
+# it compiles its kernels with, into a cached virtualenv, for the Python tests
+# (tests/python/). No GPU is needed. Prints the venv's python.
+#
+#   PY=$(images/cupy-venv.sh) && vcuda run --executor cpu -- "$PY" tests/python/cupy_basic.py
+#
+# Not CuPy's `[ctk]` extra: its cuBLAS, cuRAND, cuFFT, cuSPARSE and cuSOLVER wheels (1.7
+# GB) are NVIDIA's machine code; vcuda provides libcublas and libcurand itself, and CuPy
+# reports the others as missing when a program asks for them.
+source "$(dirname "$0")/lib.sh"
+
+PKGS=('cupy-cuda13x==14.2.0' 'nvidia-cuda-nvrtc==13.5.37' 'nvidia-cuda-runtime==13.5.37' 'numpy==2.4.6')
+key=$(printf '%s\n' "${PKGS[@]}" | cat - <(script_code "$0") | short_hash)
+dir=$VCUDA_CACHE/cupy-$key
+PY=${VCUDA_PYTHON:-/usr/bin/python3}
+
+cache_lock cupy
+if [ ! -x "$dir/venv/bin/python" ]; then
+    log "installing ${PKGS[*]} into $dir"
+    rm -rf "$dir.tmp"
+    if ! "$PY" -m venv "$dir.tmp/venv" 2>/dev/null; then
+        apt_install python3-venv
+        "$PY" -m venv "$dir.tmp/venv"
+    fi
+    "$dir.tmp/venv/bin/python" -m pip install -q --disable-pip-version-check "${PKGS[@]}" >&2 ||
+        die "pip install ${PKGS[*]} failed"
+    "$dir.tmp/venv/bin/python" -c 'import cupy, numpy' || die "cupy does not import"
+    publish_dir "$dir"
+fi
+echo "$dir/venv/bin/python"

@@ -84,7 +84,30 @@ const DEVICE_VA_LEN: u64 = 1 << 40;
 
 /// The session, connecting on first use.
 pub fn client() -> Result<&'static Client> {
+    if FORKED.load(std::sync::atomic::Ordering::Relaxed) {
+        return Err(forked());
+    }
     CLIENT.get_or_init(Client::connect).as_ref().map_err(|e| *e)
+}
+
+/// Set in a child the process forked after it connected: the child shares the parent's
+/// session (its socket, its device memory), which it must not use. CUDA answers every call
+/// in such a child with an initialization error, and so does vcuda.
+static FORKED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether this process is a child forked after the session started (see [`client`]).
+pub fn is_forked() -> bool {
+    FORKED.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+extern "C" fn forked_child() {
+    FORKED.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// The error of every call in a forked child (`cudaErrorInitializationError`,
+/// `CUDA_ERROR_NOT_INITIALIZED`: both 3).
+fn forked() -> Error {
+    Error(vcuda_protocol::status::INITIALIZATION_ERROR)
 }
 
 thread_local! {
@@ -134,6 +157,9 @@ pub(crate) fn install_coherence(h: Coherence) {
 
 /// The session if it is already connected.
 pub fn connected() -> Option<&'static Client> {
+    if FORKED.load(std::sync::atomic::Ordering::Relaxed) {
+        return None;
+    }
     CLIENT.get().and_then(|c| c.as_ref().ok())
 }
 
@@ -197,6 +223,11 @@ impl Client {
             Error::NO_DEVICE
         })?;
         log::info!("connected via {}", transport.describe());
+        // SAFETY: registers a handler that only stores to an atomic (async-signal-safe, as
+        // a child handler must be).
+        if unsafe { libc::pthread_atfork(None, None, Some(forked_child)) } != 0 {
+            log::warn!("cannot watch for fork(): a forked child would share this session");
+        }
         let (va_base, va_len) = reserve_device_va();
         let mut c = Client {
             transport,

@@ -485,5 +485,19 @@ int main() {
     CU(cuMemFree_(d));
     CU(cuModuleUnload_(mod));
     CHECK(cudaStreamDestroy(s));
+
+    // Popping the current context leaves none current (Numba's reset pops until
+    // cuCtxGetCurrent says NULL); setting it again brings it back.
+    auto cuCtxPopCurrent_ = sym<decltype(&cuCtxPopCurrent)>("cuCtxPopCurrent");
+    CUcontext before = nullptr, popped = nullptr, after = (CUcontext)1;
+    CU(cuCtxGetCurrent_(&before));
+    EXPECT(before != nullptr);
+    CU(cuCtxPopCurrent_(&popped));
+    EXPECT(popped == before);
+    CU(cuCtxGetCurrent_(&after));
+    EXPECT(after == nullptr);
+    CU(cuCtxSetCurrent_(before));
+    CU(cuCtxGetCurrent_(&after));
+    EXPECT(after == before);
     return finish();
 }

@@ -26,11 +26,8 @@ use vcuda_tests::{
 /// next runtime feature brings).
 const KNOWN: &[(&str, &str)] = &[];
 
-/// Programs whose static-runtime build the chain cannot pass yet, and why.
-const KNOWN_STATIC: &[(&str, &str)] = &[(
-    "managed_vars",
-    "__managed__ variables need cuLibraryGetManaged, not implemented",
-)];
+/// Programs whose static-runtime build the chain cannot pass yet, and why (none today).
+const KNOWN_STATIC: &[(&str, &str)] = &[];
 
 struct Backend(Child);
 

@@ -59,9 +59,15 @@ pub(crate) fn primary() -> usize {
 pub(crate) static CONTEXTS: Mutex<Option<HashMap<usize, Ctx>>> = Mutex::new(None);
 
 thread_local! {
-    /// The calling thread's current context (0: none).
+    /// The calling thread's current context: 0 when the thread never chose one (it then
+    /// uses the primary context once the process has a session, as threads the runtime
+    /// bound do), [`NONE`] when it made none current (`cuCtxSetCurrent(NULL)`, or popped the
+    /// last one).
     pub(crate) static CURRENT: Cell<usize> = const { Cell::new(0) };
 }
+
+/// "No context is current on this thread", chosen by the thread (see [`CURRENT`]).
+pub(crate) const NONE: usize = usize::MAX;
 
 pub(crate) fn with<R>(f: impl FnOnce(&mut HashMap<usize, Ctx>) -> R) -> R {
     let mut g = CONTEXTS.lock().unwrap_or_else(|e| e.into_inner());
@@ -79,12 +85,17 @@ pub(crate) fn with<R>(f: impl FnOnce(&mut HashMap<usize, Ctx>) -> R) -> R {
 pub(crate) fn current_raw() -> usize {
     match CURRENT.get() {
         0 if client::connected().is_some() => primary(),
+        NONE => 0,
         c => c,
     }
 }
 
 /// The current context, which must exist (`CUDA_ERROR_INVALID_CONTEXT` otherwise).
 pub fn current() -> Result<usize, CuError> {
+    if client::is_forked() {
+        // CUDA_ERROR_NOT_INITIALIZED: a forked child has no CUDA of its own.
+        return Err(CuError::NOT_INITIALIZED);
+    }
     let c = current_raw();
     if c != 0 && with(|m| m.contains_key(&c)) {
         Ok(c)

@@ -11,7 +11,7 @@ use super::out;
 use crate::client;
 pub use crate::core::context::CUcontext;
 use crate::core::context::{
-    CURRENT, Ctx, Owned, check_device, connected, current, current_raw, primary, with,
+    CURRENT, Ctx, NONE, Owned, check_device, connected, current, current_raw, primary, with,
 };
 use crate::error::CuError;
 use crate::ffi::{cudaEvent_t, cudaStream_t};
@@ -253,7 +253,8 @@ entry_lib! {
         if h != 0 && !with(|m| m.contains_key(&h)) {
             return Err(CuError::INVALID_CONTEXT);
         }
-        CURRENT.set(h);
+        // NULL: no context current on this thread (cuCtxGetCurrent then says NULL).
+        CURRENT.set(if h == 0 { NONE } else { h });
         Ok(())
     }
 
@@ -274,8 +275,10 @@ entry_lib! {
 
     fn cuCtxPopCurrent_v2(pctx: *mut CUcontext) -> Result<(), CuError> {
         let c = current()?;
+        // The context pushed over comes back; popping the last leaves none current, so a
+        // loop that pops until cuCtxGetCurrent says NULL ends (Numba's reset does).
         let prev = STACK.with_borrow_mut(Vec::pop).unwrap_or(0);
-        CURRENT.set(prev);
+        CURRENT.set(if prev == 0 { NONE } else { prev });
         if pctx.is_null() {
             return Ok(());
         }

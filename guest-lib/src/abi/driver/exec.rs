@@ -275,6 +275,17 @@ fn launch(
 }
 
 entry_lib! {
+    fn cuKernelSetCacheConfig(k: *const Function, config: c_int, dev: c_int) -> Result<(), CuError> {
+        session()?;
+        function(k)?;
+        crate::core::context::check_device(dev)?;
+        // A preference (CU_FUNC_CACHE_PREFER_*), as for cuFuncSetCacheConfig.
+        if !(0..=3).contains(&config) {
+            return Err(CuError::INVALID_VALUE);
+        }
+        Ok(())
+    }
+
     fn cuFuncSetSharedMemConfig(f: *const Function, config: c_int) -> Result<(), CuError> {
         session()?;
         function(f)?;

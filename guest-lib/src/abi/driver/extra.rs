@@ -103,7 +103,6 @@ entry_lib! {
         let r = c
             .mirror
             .find(ptr)
-            .filter(|r| r.kind == Kind::Device)
             .ok_or(CuError::NOT_FOUND)?;
         // SAFETY: the caller's output pointers, each optional.
         unsafe {

@@ -28,6 +28,9 @@ pub struct Module {
     /// context, so it outlives a primary context reset and is loaded again after one.
     image: Option<Box<[u8]>>,
     functions: std::sync::Mutex<Vec<Arc<Function>>>,
+    /// `__managed__` variables handed out (`cuLibraryGetManaged`): name, address, size. The
+    /// memory is kept for the process; a reload binds the module to it again.
+    managed: std::sync::Mutex<Vec<(String, u64, u64)>>,
     /// Its kernels' names, once asked for (`cuModuleEnumerateFunctions`).
     names: std::sync::OnceLock<Vec<String>>,
 }
@@ -57,6 +60,18 @@ impl Module {
             match function_get(c, h, f.name.to_bytes()) {
                 Ok((resp, _)) => f.rebind(resp.handle),
                 Err(e) => log::debug!("kernel {:?} after a reload: {e:?}", f.name),
+            }
+        }
+        for (name, addr, size) in self
+            .managed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+        {
+            if crate::shared::maps_managed(c)
+                && let Err(e) = bind_managed(c, h, name, *addr, *size)
+            {
+                log::debug!("managed variable {name} after a reload: {e:?}");
             }
         }
         Ok(h)
@@ -208,6 +223,7 @@ fn load_bytes(pmod: *mut *mut Module, bytes: &[u8], library: bool) -> Result<(),
         loaded: std::sync::Mutex::new((c.generation(), handle)),
         image: library.then(|| bytes.into()),
         functions: std::sync::Mutex::default(),
+        managed: std::sync::Mutex::default(),
         names: std::sync::OnceLock::new(),
     }));
     if library {
@@ -262,6 +278,48 @@ fn is_library(m: *mut Module) -> bool {
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .contains(&(m as usize))
+}
+
+/// A `__managed__` variable of module `m`: its managed memory (address, size), made on first
+/// request. Where the backend maps the program's memory, fresh managed memory that the
+/// backend fills from the module and binds the module's kernels to; elsewhere, the
+/// variable where the module put it, kept coherent as managed memory by the library.
+fn managed_var(c: &Client, m: &Module, name: &str) -> Result<(u64, u64), CuError> {
+    let mut vars = m.managed.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(&(_, addr, size)) = vars.iter().find(|v| v.0 == name) {
+        return Ok((addr, size));
+    }
+    let h = m.handle(c)?;
+    let r: SymbolGetResp =
+        c.call_with::<ops::SymbolGet>(&SymbolGetReq { module: h }, name.as_bytes(), &[], &mut [])?;
+    let addr = if crate::shared::maps_managed(c) {
+        let p = crate::core::managed::alloc_for_var(r.size as usize)?;
+        bind_managed(c, h, name, p, r.size)?;
+        p
+    } else {
+        crate::coherent::adopt(c, &[(r.ptr, r.size)])?;
+        c.mirror.insert(crate::mirror::Range {
+            base: r.ptr,
+            len: r.size,
+            kind: crate::mirror::Kind::Managed,
+            device: crate::state::device(),
+        });
+        r.ptr
+    };
+    vars.push((name.to_owned(), addr, r.size));
+    Ok((addr, r.size))
+}
+
+/// Binds module `h`'s variable `name` to the managed memory at `addr`, which the backend
+/// fills with the variable's initial value.
+fn bind_managed(c: &Client, h: u64, name: &str, addr: u64, size: u64) -> Result<(), CuError> {
+    let req = vcuda_protocol::SymbolBindReq {
+        module: h,
+        addr,
+        size,
+    };
+    c.call_with::<ops::SymbolBind>(&req, name.as_bytes(), &[], &mut [])?;
+    Ok(())
 }
 
 /// The module behind a `CUmodule` of the current context, or a library.
@@ -502,6 +560,23 @@ entry_lib! {
         function(k)?;
         // SAFETY: the caller's output pointer.
         unsafe { out(f, k) }
+    }
+
+    fn cuLibraryGetManaged(dptr: *mut CUdeviceptr, bytes: *mut usize, lib: *mut Module, name: *const c_char) -> Result<(), CuError> {
+        let c = session()?;
+        let m = module(lib)?;
+        let name = c_name(name)?;
+        let (addr, size) = managed_var(c, m, name)?;
+        // SAFETY: the caller's output pointers, each optional.
+        unsafe {
+            if !dptr.is_null() {
+                out(dptr, addr)?;
+            }
+            if !bytes.is_null() {
+                out(bytes, size as usize)?;
+            }
+        }
+        Ok(())
     }
 
     fn cuLibraryGetGlobal(dptr: *mut CUdeviceptr, bytes: *mut usize, lib: *mut Module, name: *const c_char) -> Result<(), CuError> {

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0 OR MIT
 # Installs CuPy (cupy-cuda13x from PyPI) with the CUDA 13 NVRTC and runtime-header wheels
 # it compiles its kernels with, into a cached virtualenv, for the Python tests
-# (tests/python/). No GPU is needed. Prints the venv's python.
+# (tests/python/) and CuPy's own test suite (pytest; tests/python/cupy-suite.sh). No GPU is
+# needed. Prints the venv's python.
 #
 #   PY=$(images/cupy-venv.sh) && vcuda run --executor cpu -- "$PY" tests/python/cupy_basic.py
 #
@@ -11,7 +12,8 @@
 # reports the others as missing when a program asks for them.
 source "$(dirname "$0")/lib.sh"
 
-PKGS=('cupy-cuda13x==14.2.0' 'nvidia-cuda-nvrtc==13.5.37' 'nvidia-cuda-runtime==13.5.37' 'numpy==2.4.6')
+PKGS=('cupy-cuda13x==14.2.0' 'nvidia-cuda-nvrtc==13.5.37' 'nvidia-cuda-runtime==13.5.37' 'numpy==2.4.6'
+    'pytest==8.4.2')
 key=$(printf '%s\n' "${PKGS[@]}" | cat - <(script_code "$0") | short_hash)
 dir=$VCUDA_CACHE/cupy-$key
 PY=${VCUDA_PYTHON:-/usr/bin/python3}

@@ -402,25 +402,22 @@ static void test_share(int fd) {
 static volatile sig_atomic_t usr1_seen;
 static void on_usr1(int) { usr1_seen++; }
 
-static void test_signals(unsigned long long spin_1s) {
-    // SIGKILL while large copies are in flight.
-    for (double delay : {0.3, 0.7, 1.1}) {
-        kill_child_after("copy", delay, [] {
-            for (;;) data_round_trip(16u << 20, 7);
-        });
+// The CUDA work of a child process (`module_abuse --child MODE SPIN`). A child forked from a
+// process that already uses CUDA must not use it (CUDA, and vcuda, answer every call there
+// with an initialization error), so these children are this program started afresh.
+static int child_main(const char *mode, unsigned long long spin_1s) {
+    if (strcmp(mode, "copy") == 0) {
+        for (;;) data_round_trip(16u << 20, 7);
     }
-    // SIGKILL during a synchronize on a long kernel.
-    kill_child_after("synchronize", 0.5, [spin_1s] {
+    if (strcmp(mode, "synchronize") == 0) {
         float *d;
         cudaMalloc(&d, 4);
         spin<<<1, 32>>>(spin_1s * 3, d);
         cudaDeviceSynchronize();
         fprintf(stderr, "the synchronize returned before the kill\n");
-    });
-    // Process exit (exit_group kills the other threads) with calls in flight.
-    fflush(nullptr);
-    pid_t pid = fork();
-    if (pid == 0) {
+        return 0;
+    }
+    if (strcmp(mode, "exit") == 0) {
         pthread_t th[4];
         for (int i = 0; i < 4; i++)
             pthread_create(&th[i], nullptr, [](void *) -> void * {
@@ -430,14 +427,7 @@ static void test_signals(unsigned long long spin_1s) {
         usleep(600000);
         _exit(0);
     }
-    int st = 0;
-    waitpid(pid, &st, 0);
-    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "exit with calls in flight: status %#x", st);
-
-    // A handled signal does not interrupt a call: the synchronize completes normally.
-    fflush(nullptr);
-    pid = fork();
-    if (pid == 0) {
+    if (strcmp(mode, "usr1") == 0) {
         struct sigaction sa;
         memset(&sa, 0, sizeof sa);
         sa.sa_handler = on_usr1;  // no SA_RESTART: an interruptible wait would fail
@@ -451,6 +441,46 @@ static void test_signals(unsigned long long spin_1s) {
                 cudaGetErrorString(e));
         _exit(ok && usr1_seen > 0 ? 0 : 4);
     }
+    return 2;
+}
+
+// Starts `module_abuse --child MODE SPIN` (see child_main).
+static pid_t spawn_child(const char *mode, unsigned long long spin_1s) {
+    char spin_arg[32];
+    snprintf(spin_arg, sizeof spin_arg, "%llu", spin_1s);
+    fflush(nullptr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        execl("/proc/self/exe", "module_abuse", "--child", mode, spin_arg, (char *)nullptr);
+        _exit(127);
+    }
+    return pid;
+}
+
+// Starts child MODE, kills it after `delay` seconds, reaps it.
+static void kill_spawned_after(const char *mode, double delay, unsigned long long spin_1s) {
+    pid_t pid = spawn_child(mode, spin_1s);
+    usleep((useconds_t)(delay * 1e6));
+    kill(pid, SIGKILL);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "%s: child was not killed (status %#x)",
+          mode, st);
+}
+
+static void test_signals(unsigned long long spin_1s) {
+    // SIGKILL while large copies are in flight.
+    for (double delay : {0.3, 0.7, 1.1}) kill_spawned_after("copy", delay, spin_1s);
+    // SIGKILL during a synchronize on a long kernel.
+    kill_spawned_after("synchronize", 0.5, spin_1s);
+    // Process exit (exit_group kills the other threads) with calls in flight.
+    pid_t pid = spawn_child("exit", spin_1s);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "exit with calls in flight: status %#x", st);
+
+    // A handled signal does not interrupt a call: the synchronize completes normally.
+    pid = spawn_child("usr1", spin_1s);
     for (int i = 0; i < 10; i++) {
         usleep(150000);
         kill(pid, SIGUSR1);
@@ -459,7 +489,9 @@ static void test_signals(unsigned long long spin_1s) {
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "handled signal during a call: status %#x", st);
 }
 
-int main() {
+int main(int argc, char **argv) {
+    if (argc == 4 && strcmp(argv[1], "--child") == 0)
+        return child_main(argv[2], strtoull(argv[3], nullptr, 10));
     setvbuf(stdout, nullptr, _IOLBF, 0);
     int fd = open_dev();
     test_info(fd);

@@ -78,3 +78,33 @@ fn cupy_runs_on_the_cpu_executor() {
         o.status
     );
 }
+
+/// A fixed part of CuPy's own test suite (its `arange`/`linspace`/`logspace`/`meshgrid`
+/// tests, 88 of them) passes through `tests/python/cupy-suite.sh`, the script users run
+/// for the rest.
+#[test]
+fn cupy_suite_ranges_pass() {
+    if venv_python("cupy-venv.sh").is_none() {
+        return;
+    }
+    let o = Command::new("bash")
+        .arg(repo_root().join("tests/python/cupy-suite.sh"))
+        .arg("cupy_tests/creation_tests/test_ranges.py")
+        .env_remove("VCUDA_SOCKET")
+        .env_remove("CUPY_COMPILE_WITH_PTX")
+        .env("VCUDA", bin("vcuda"))
+        .env("VCUDA_BACKEND", bin("vcuda-backend"))
+        .env("VCUDA_LIB_DIR", bin_dir())
+        .output()
+        .expect("run tests/python/cupy-suite.sh");
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        o.status.success()
+            && stdout.contains("88 passed")
+            && !stdout.contains("failed")
+            && !stdout.contains("error"),
+        "{}\n--- stdout\n{stdout}--- stderr\n{stderr}",
+        o.status
+    );
+}

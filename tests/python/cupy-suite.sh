@@ -39,5 +39,8 @@ fi
 cd "$dir/tests"
 # The library directory of this build, unless the caller chose one.
 export VCUDA_LIB_DIR=${VCUDA_LIB_DIR:-$(dirname "$vcuda")}
+# One device: CuPy's multi-GPU tests skip, as in CuPy's own CI on one GPU (they fail
+# natively there too).
+export CUPY_TEST_GPU_LIMIT=${CUPY_TEST_GPU_LIMIT:-1}
 timeout "${VCUDA_SUITE_TIMEOUT:-3600}" "$vcuda" run --executor cpu -- \
     "$py" -m pytest -q -p no:cacheprovider -o addopts= "$@" 2>&1 | tail -n 40

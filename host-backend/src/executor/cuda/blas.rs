@@ -91,7 +91,7 @@ fn data_type(v: u32) -> ExecResult<cb::cudaDataType> {
         dtype::C_32F => CUDA_C_32F,
         dtype::C_64F => CUDA_C_64F,
         6 => CUDA_C_16F,
-        14 => CUDA_R_16BF,
+        dtype::R_16BF => CUDA_R_16BF,
         15 => CUDA_C_16BF,
         3 => CUDA_R_8I,
         10 => CUDA_R_32I,
@@ -132,7 +132,7 @@ fn math_mode(v: u32) -> cb::cublasMath_t {
 /// Bytes of an element of a `cudaDataType` the plain routines use.
 fn size_of_type(t: u32) -> Option<u64> {
     match t {
-        dtype::R_16F | 14 => Some(2),
+        dtype::R_16F | dtype::R_16BF => Some(2),
         dtype::R_32F | 6 | 15 | 10 => Some(4),
         dtype::R_64F | dtype::C_32F => Some(8),
         dtype::C_64F => Some(16),

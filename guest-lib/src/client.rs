@@ -84,7 +84,7 @@ const DEVICE_VA_LEN: u64 = 1 << 40;
 
 /// The session, connecting on first use.
 pub fn client() -> Result<&'static Client> {
-    if FORKED.load(std::sync::atomic::Ordering::Relaxed) {
+    if is_forked() {
         return Err(forked());
     }
     CLIENT.get_or_init(Client::connect).as_ref().map_err(|e| *e)
@@ -157,7 +157,7 @@ pub(crate) fn install_coherence(h: Coherence) {
 
 /// The session if it is already connected.
 pub fn connected() -> Option<&'static Client> {
-    if FORKED.load(std::sync::atomic::Ordering::Relaxed) {
+    if is_forked() {
         return None;
     }
     CLIENT.get().and_then(|c| c.as_ref().ok())

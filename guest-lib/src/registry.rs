@@ -47,6 +47,32 @@ struct ManagedVar {
     addr: Option<u64>,
 }
 
+/// Binds module `module`'s variable `name` to the managed memory at `addr` (`size` bytes),
+/// which the backend fills with the variable's initial value; the module's kernels then use
+/// it in place.
+pub(crate) fn bind_symbol(c: &Client, module: u64, name: &str, addr: u64, size: u64) -> Result<()> {
+    let req = SymbolBindReq { module, addr, size };
+    c.call_with::<ops::SymbolBind>(&req, name.as_bytes(), &[], &mut [])?;
+    Ok(())
+}
+
+/// Where the backend cannot map the program's memory: module variables `spans` (address,
+/// size) stay where the module put them and become managed memory the library keeps
+/// coherent at the same addresses.
+pub(crate) fn adopt_in_place(c: &Client, spans: &[(u64, u64)]) -> Result<()> {
+    crate::coherent::adopt(c, spans)?;
+    let device = crate::state::device();
+    for &(base, len) in spans {
+        c.mirror.insert(crate::mirror::Range {
+            base,
+            len,
+            kind: crate::mirror::Kind::Managed,
+            device,
+        });
+    }
+    Ok(())
+}
+
 /// A fat binary's bytes and what the library computed from them.
 pub struct Image {
     /// The fat binary (in the program's image, alive until it unloads); for a device-linked
@@ -187,12 +213,7 @@ impl FatbinReg {
                     p
                 }
             };
-            let req = SymbolBindReq {
-                module,
-                addr: p,
-                size: v.size as u64,
-            };
-            c.call_with::<ops::SymbolBind>(&req, v.name.as_bytes(), &[], &mut [])?;
+            bind_symbol(c, module, &v.name, p, v.size as u64)?;
             // SAFETY: nvcc passes the address of the variable's host pointer (a static in
             // the program's image) to __cudaRegisterManagedVar, which lives as long as the
             // registration; its host code reads the variable through it.
@@ -228,19 +249,12 @@ impl FatbinReg {
             .zip(&found)
             .map(|(v, &p)| (p, v.size as u64))
             .collect();
-        crate::coherent::adopt(c, &spans)?;
-        let device = crate::state::device();
+        adopt_in_place(c, &spans)?;
         for (v, &p) in vars.iter_mut().zip(&found) {
             if let Some(old) = v.addr.replace(p) {
                 with(|r| r.managed.remove(&old));
             }
             with(|r| r.managed.insert(p, v.size));
-            c.mirror.insert(crate::mirror::Range {
-                base: p,
-                len: v.size as u64,
-                kind: crate::mirror::Kind::Managed,
-                device,
-            });
             // SAFETY: as in `bind_managed`: nvcc's static holding the variable's address.
             unsafe { *(v.host_var_ptr as *mut u64) = p };
         }

@@ -165,9 +165,11 @@ pub fn storage_delete(ctx: usize, key: usize) -> Result<(), CuError> {
     Ok(())
 }
 
-/// Calls the destructor of every value in `storage` (taken from context `ctx`, which is
-/// being destroyed or reset), outside the contexts' lock: a destructor may call the driver.
-pub fn run_storage_dtors(ctx: usize, storage: HashMap<usize, Stored>) {
+/// Empties context `ctx`'s local storage (it is being destroyed or reset), calling each
+/// value's destructor outside the contexts' lock (a destructor may call the driver) while
+/// the context still works. `None` if `ctx` is not a context.
+pub fn release_storage(ctx: usize) -> Option<()> {
+    let storage = with(|m| m.get_mut(&ctx).map(|c| std::mem::take(&mut c.storage)))?;
     for (key, s) in storage {
         if let Some(d) = s.dtor {
             // SAFETY: the destructor the storage's owner registered with this value, called
@@ -175,4 +177,5 @@ pub fn run_storage_dtors(ctx: usize, storage: HashMap<usize, Stored>) {
             unsafe { d(ctx as CUcontext, key as *mut c_void, s.value as *mut c_void) };
         }
     }
+    Some(())
 }

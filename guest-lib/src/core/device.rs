@@ -100,6 +100,25 @@ pub(crate) unsafe fn device_get_attribute(
     unsafe { write_out(value, v) }
 }
 
+/// `cudaDeviceGetStreamPriorityRange` (and the driver's `cuCtxGetStreamPriorityRange`):
+/// 0 (least) to -5 (greatest).
+///
+/// # Safety
+///
+/// Each pointer is null or valid for a write.
+pub(crate) unsafe fn stream_priority_range(least: *mut c_int, greatest: *mut c_int) -> Result<()> {
+    // SAFETY: the caller's output pointers; null ones are skipped.
+    unsafe {
+        if !least.is_null() {
+            write_out(least, 0)?;
+        }
+        if !greatest.is_null() {
+            write_out(greatest, -5)?;
+        }
+    }
+    Ok(())
+}
+
 /// `cudaDeviceGetCacheConfig`: what the runtime's export does, for it and for the calls that share it.
 ///
 /// # Safety

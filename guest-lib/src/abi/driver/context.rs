@@ -58,9 +58,7 @@ fn free_owned(o: Owned) {
 fn reset_primary(dev: c_int) -> Result<(), CuError> {
     check_device(dev)?;
     let p = primary();
-    let storage =
-        with(|m| m.get_mut(&p).map(|c| std::mem::take(&mut c.storage))).unwrap_or_default();
-    crate::core::context::run_storage_dtors(p, storage);
+    crate::core::context::release_storage(p);
     let owned = with(|m| m.get_mut(&p).map(|c| std::mem::take(&mut c.owned))).unwrap_or_default();
     free_owned(owned);
     // SAFETY: no arguments.
@@ -226,9 +224,7 @@ entry_lib! {
             return Err(CuError::INVALID_CONTEXT);
         }
         // What the runtime kept in the context goes first, while the context still works.
-        let storage = with(|m| m.get_mut(&h).map(|c| std::mem::take(&mut c.storage)))
-            .ok_or(CuError::INVALID_CONTEXT)?;
-        crate::core::context::run_storage_dtors(h, storage);
+        crate::core::context::release_storage(h).ok_or(CuError::INVALID_CONTEXT)?;
         let gone = with(|m| m.remove(&h)).ok_or(CuError::INVALID_CONTEXT)?;
         if CURRENT.get() == h {
             CURRENT.set(0);
@@ -303,17 +299,8 @@ entry_lib! {
 
     fn cuCtxGetStreamPriorityRange(least: *mut c_int, greatest: *mut c_int) -> Result<(), CuError> {
         current()?;
-        // As the runtime's cudaDeviceGetStreamPriorityRange: 0 (least) to -5 (greatest).
         // SAFETY: the caller's output pointers; either may be null.
-        unsafe {
-            if !least.is_null() {
-                out(least, 0)?;
-            }
-            if !greatest.is_null() {
-                out(greatest, -5)?;
-            }
-        }
-        Ok(())
+        Ok(unsafe { crate::core::device::stream_priority_range(least, greatest) }?)
     }
 
     fn cuCtxGetSharedMemConfig(config: *mut c_int) -> Result<(), CuError> {

@@ -197,10 +197,8 @@ unsafe extern "C" fn module_from_wrapper_ext(
     n: c_uint,
 ) -> u32 {
     log::debug!("module from wrapper, options {a:?} {b:?} {n}");
-    // SAFETY: as `module_from_wrapper`.
-    slot("runtime interface: module from wrapper", || unsafe {
-        super::module::load_wrapper(pmod, wrapper, false)
-    })
+    // SAFETY: the same arguments, under the same contract.
+    unsafe { module_from_wrapper(pmod, wrapper) }
 }
 
 /// Loads the module of a fat binary (its header first).

@@ -69,7 +69,7 @@ impl Module {
             .iter()
         {
             if crate::shared::maps_managed(c)
-                && let Err(e) = bind_managed(c, h, name, *addr, *size)
+                && let Err(e) = crate::registry::bind_symbol(c, h, name, *addr, *size)
             {
                 log::debug!("managed variable {name} after a reload: {e:?}");
             }
@@ -294,32 +294,14 @@ fn managed_var(c: &Client, m: &Module, name: &str) -> Result<(u64, u64), CuError
         c.call_with::<ops::SymbolGet>(&SymbolGetReq { module: h }, name.as_bytes(), &[], &mut [])?;
     let addr = if crate::shared::maps_managed(c) {
         let p = crate::core::managed::alloc_for_var(r.size as usize)?;
-        bind_managed(c, h, name, p, r.size)?;
+        crate::registry::bind_symbol(c, h, name, p, r.size)?;
         p
     } else {
-        crate::coherent::adopt(c, &[(r.ptr, r.size)])?;
-        c.mirror.insert(crate::mirror::Range {
-            base: r.ptr,
-            len: r.size,
-            kind: crate::mirror::Kind::Managed,
-            device: crate::state::device(),
-        });
+        crate::registry::adopt_in_place(c, &[(r.ptr, r.size)])?;
         r.ptr
     };
     vars.push((name.to_owned(), addr, r.size));
     Ok((addr, r.size))
-}
-
-/// Binds module `h`'s variable `name` to the managed memory at `addr`, which the backend
-/// fills with the variable's initial value.
-fn bind_managed(c: &Client, h: u64, name: &str, addr: u64, size: u64) -> Result<(), CuError> {
-    let req = vcuda_protocol::SymbolBindReq {
-        module: h,
-        addr,
-        size,
-    };
-    c.call_with::<ops::SymbolBind>(&req, name.as_bytes(), &[], &mut [])?;
-    Ok(())
 }
 
 /// The module behind a `CUmodule` of the current context, or a library.
@@ -401,10 +383,14 @@ pub(super) fn function<'a>(f: *const Function) -> Result<&'a Function, CuError> 
     // SAFETY: the driver API's contract: a function handle from cuModuleGetFunction whose
     // module is still loaded (its `Arc` lives in the module's list).
     let f = unsafe { f.as_ref() }.ok_or(CuError::INVALID_HANDLE)?;
-    let m = f.module as *mut Module;
-    if is_library(m) {
-        // SAFETY: a live library (checked): its kernels' handles follow its reloads.
-        unsafe { &*m }.handle(client::client()?)?;
+    if f.module != 0 {
+        // SAFETY: `f` came from its module's list (above), so the module is alive as long
+        // as `f` is. A library's kernels follow its reloads after a reset (no lock but the
+        // module's own on this launch path).
+        let m = unsafe { &*(f.module as *const Module) };
+        if m.image.is_some() {
+            m.handle(client::client()?)?;
+        }
     }
     Ok(f)
 }

@@ -159,15 +159,7 @@ entry! {
     fn cudaDeviceGetStreamPriorityRange(least: *mut c_int, greatest: *mut c_int) {
         client::client()?;
         // SAFETY: output pointers from the caller; either may be null.
-        unsafe {
-            if !least.is_null() {
-                write_out(least, 0)?;
-            }
-            if !greatest.is_null() {
-                write_out(greatest, -5)?;
-            }
-        }
-        Ok(())
+        unsafe { crate::core::device::stream_priority_range(least, greatest) }
     }
 
     fn cudaDeviceSetCacheConfig(config: c_int) {

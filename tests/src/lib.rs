@@ -234,7 +234,11 @@ pub fn build_source_linked(src: &Path, v: Cuda, link: Link) -> Option<PathBuf> {
         .zip(newest)
         .is_some_and(|(b, s)| b >= s);
     if !fresh {
-        let tmp = out_dir.join(format!(".{name}.{}", std::process::id()));
+        // Unique per build: tests in one process (one pid) may build the same program at
+        // once, and each renames its own finished binary into place.
+        static BUILDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = BUILDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let tmp = out_dir.join(format!(".{name}.{}.{n}", std::process::id()));
         let mut cmd = Command::new(root.join("bin/nvcc"));
         cmd.args([
             cudart,

@@ -31,7 +31,7 @@ pub struct StreamInfo {
     pub flags: u32,
     /// Priority.
     pub priority: i32,
-    /// Its number (`cudaStreamGetId`, see `api::stream::next_stream_id`).
+    /// Its number (`cudaStreamGetId`, see `core::handle::next_stream_id`).
     pub id: u64,
 }
 

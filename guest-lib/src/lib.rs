@@ -14,12 +14,12 @@
 //! - [`client`]: the process-wide connection to the backend (one session per process).
 //! - [`batch`]: posted calls wait to travel with the next message.
 //! - [`state`]: per-thread state (current device, last error, launch configurations).
-//! - [`registry`]: fat binaries, kernels and variables the program registers.
 //! - [`mirror`]: the guest's record of device and pinned host allocations.
 //! - [`shared`]: page-locked host memory shared with a backend on the same host.
 //! - [`coherent`]: managed memory the library keeps coherent where the backend cannot map
 //!   the program's memory.
-//! - `core/`: the logic of every API (memory, streams, capture, graphs, launches, ...).
+//! - `core/`: the logic of every API (memory, streams, capture, graphs, launches, ...),
+//!   and the registry of the fat binaries, kernels and variables the program registers.
 //! - `abi/`: the exported C functions (`runtime`, `driver`, `cublas`, `curand`), thin shims
 //!   over `core`.
 //!
@@ -47,7 +47,6 @@ pub mod logging;
 pub mod memfd;
 pub mod mirror;
 pub mod props_gen;
-pub mod registry;
 pub mod shared;
 pub mod state;
 pub mod tls;
@@ -56,7 +55,9 @@ pub mod virtio;
 
 /// The logic of every API, in safe Rust over the client: what the C shims of `abi` call.
 mod core {
+    pub mod alloc;
     pub mod array;
+    pub mod attr_table;
     pub mod attrs;
     pub mod capture;
     pub mod context;
@@ -70,6 +71,8 @@ mod core {
     pub mod graph_mem;
     pub mod graph_node;
     pub mod graph_params;
+    pub mod graph_state;
+    pub mod handle;
     pub mod host_memory;
     pub mod integrity;
     pub mod ipc;
@@ -81,7 +84,9 @@ mod core {
     pub mod memory3d;
     pub mod misc;
     pub mod pool;
+    pub mod pool_types;
     pub mod ptsz;
+    pub mod registry;
     pub mod stream;
     pub mod texture;
     pub mod user_object;

@@ -15,8 +15,9 @@
 //! are not supported.
 
 use crate::client::{self, Client};
+use crate::core::alloc::{free_device, malloc_device};
 use crate::core::graph_node::cudaExtent;
-use crate::core::memory::{On, copy_2d, free_device, malloc_device, stream_of};
+use crate::core::memory::{On, copy_2d, stream_of};
 use crate::error::{Error, Result};
 use crate::ffi::{memcpy_kind, write_out};
 use crate::state;

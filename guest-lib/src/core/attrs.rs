@@ -11,13 +11,14 @@
 //! about how work runs (as on a GPU whose persisting L2 size is 0, which the device reports).
 
 use crate::client::{self, Client};
-use crate::core::stream::resolve;
+use crate::core::attr_table::cudaLaunchAttributeValue;
+use crate::core::attr_table::node_table;
+use crate::core::attr_table::table;
+use crate::core::handle::resolve;
 use crate::error::{Error, Result};
 use crate::ffi::{cudaStream_t, write_out};
 use crate::state;
-use std::collections::HashMap;
 use std::ffi::{c_char, c_int, c_uint, c_void};
-use std::sync::{Mutex, OnceLock};
 use vcuda_protocol::attr;
 
 /// `cudaLaunchAttributeID` values valid for streams.
@@ -31,45 +32,6 @@ pub(crate) const MEM_SYNC_DOMAIN: c_int = 10;
 pub(crate) const SYNC_POLICIES: std::ops::RangeInclusive<u32> = 1..=4;
 /// `cudaSharedMemBankSizeFourByte`: the bank size of every device since Maxwell.
 pub(crate) const BANK_SIZE_FOUR_BYTE: c_int = 1;
-
-/// `union cudaLaunchAttributeValue` (`cudaStreamAttrValue`): 64 bytes.
-#[repr(C, align(8))]
-#[derive(Clone, Copy, PartialEq)]
-pub struct cudaLaunchAttributeValue(pub(crate) [u8; 64]);
-
-impl cudaLaunchAttributeValue {
-    pub(crate) fn u32_at(&self, at: usize) -> u32 {
-        u32::from_le_bytes(self.0[at..at + 4].try_into().unwrap_or_default())
-    }
-
-    pub(crate) fn u64_at(&self, at: usize) -> u64 {
-        u64::from_le_bytes(self.0[at..at + 8].try_into().unwrap_or_default())
-    }
-
-    pub(crate) fn from_u32s(words: &[u32]) -> Self {
-        let mut v = [0u8; 64];
-        for (i, w) in words.iter().enumerate() {
-            v[i * 4..i * 4 + 4].copy_from_slice(&w.to_le_bytes());
-        }
-        Self(v)
-    }
-}
-
-/// A stream's attributes that differ from the defaults.
-pub(crate) type Attrs = HashMap<c_int, cudaLaunchAttributeValue>;
-
-pub(crate) fn table() -> &'static Mutex<HashMap<(u64, u64), Attrs>> {
-    static T: OnceLock<Mutex<HashMap<(u64, u64), Attrs>>> = OnceLock::new();
-    T.get_or_init(Default::default)
-}
-
-/// Forgets a destroyed stream's attributes (its handle may be reused).
-pub(crate) fn forget_stream(c: &Client, handle: u64) {
-    table()
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .remove(&(c.generation(), handle));
-}
 
 /// The default value of a stream attribute.
 pub(crate) fn default_value(s: cudaStream_t, id: c_int) -> Result<cudaLaunchAttributeValue> {
@@ -185,12 +147,6 @@ pub(crate) fn copy_attributes(
 pub(crate) const COOPERATIVE: c_int = 2;
 pub(crate) const CLUSTER_DIMENSION: c_int = 4;
 
-/// Kernel nodes' attributes that differ from the defaults, by node.
-pub(crate) fn node_table() -> &'static Mutex<HashMap<u64, Attrs>> {
-    static T: OnceLock<Mutex<HashMap<u64, Attrs>>> = OnceLock::new();
-    T.get_or_init(Default::default)
-}
-
 /// Checks that `node` is a kernel node.
 pub(crate) fn kernel_node(node: *mut c_void) -> Result<u64> {
     crate::core::graph::with(|r| match r.node(node as u64) {
@@ -284,25 +240,6 @@ pub(crate) fn node_set(
     Ok(())
 }
 
-/// Forgets a destroyed node's attributes.
-pub(crate) fn forget_node(node: u64) {
-    node_table()
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .remove(&node);
-}
-
-/// Gives the nodes of a graph's clone the attributes of the nodes they copy
-/// (`map`: original -> copy).
-pub(crate) fn clone_node_attrs(map: &HashMap<u64, u64>) {
-    let mut t = node_table().lock().unwrap_or_else(|e| e.into_inner());
-    for (from, to) in map {
-        if let Some(a) = t.get(from).cloned() {
-            t.insert(*to, a);
-        }
-    }
-}
-
 /// `cudaGraphKernelNodeCopyAttributes`.
 pub(crate) fn node_copy(dst: *mut c_void, src: *mut c_void) -> Result<()> {
     let (d, s) = (kernel_node(dst)?, kernel_node(src)?);
@@ -319,7 +256,7 @@ pub(crate) fn node_copy(dst: *mut c_void, src: *mut c_void) -> Result<()> {
 pub(crate) fn stream_id(s: cudaStream_t, out: *mut u64, per_thread: bool) -> Result<()> {
     let c = client::client()?;
     let h = resolve(c, s, per_thread)?;
-    let id = crate::core::stream::stream_number(c, h);
+    let id = crate::core::handle::stream_number(c, h);
     // SAFETY: the caller's output pointer (checked for null by write_out).
     unsafe { write_out(out, id) }
 }

@@ -26,7 +26,7 @@
 
 use crate::client::{self, Client};
 use crate::core::graph::{self, Kind, cudaGraph_t, cudaGraphNode_t};
-use crate::core::stream::resolve;
+use crate::core::handle::resolve;
 use crate::error::{Error, Result};
 use crate::ffi::{cudaStream_t, write_out};
 use crate::state;
@@ -886,4 +886,28 @@ pub(crate) unsafe fn thread_exchange_stream_capture_mode(mode: *mut u32) -> Resu
     let old = MODE.with(|m| m.replace(want));
     // SAFETY: as above.
     unsafe { write_out(mode, old) }
+}
+
+/// The backend handle for a `cudaStream_t`, for work that cannot be captured into a graph.
+/// `per_thread_default`: the `_ptsz` variants, where stream 0 means the calling thread's
+/// default stream.
+///
+/// Fails on a capturing stream (`cudaErrorStreamCaptureUnsupported`, invalidating its
+/// capture) and on the legacy stream while a blocking stream captures
+/// (`cudaErrorStreamCaptureImplicit`), as CUDA does (see the module documentation).
+pub fn stream_handle(c: &Client, s: cudaStream_t, per_thread_default: bool) -> Result<u64> {
+    let h = resolve(c, s, per_thread_default)?;
+    check_uncaptured(c, h)?;
+    Ok(h)
+}
+
+/// The backend handle for a `cudaStream_t`, for work that a capturing stream records into
+/// its graph (the caller asks [`add`]). Fails on the legacy stream while a
+/// blocking stream captures.
+pub fn capture_stream_handle(c: &Client, s: cudaStream_t, per_thread_default: bool) -> Result<u64> {
+    let h = resolve(c, s, per_thread_default)?;
+    if h == 0 {
+        check_legacy(c)?;
+    }
+    Ok(h)
 }

@@ -16,8 +16,8 @@
 //! (`CURAND_STATUS_INTERNAL_ERROR`): they need cuRAND's 20000-dimension tables.
 
 use crate::client::{self, Client};
+use crate::core::capture::stream_handle;
 use crate::core::memory::{copy_2d, device_free, device_malloc};
-use crate::core::stream::stream_handle;
 use crate::error::RandError;
 use crate::ffi::{cudaStream_t, memcpy_kind};
 use crate::state;

@@ -10,10 +10,10 @@ use vcuda_protocol::FuncAttrs;
 /// # Safety
 ///
 /// `f` is a live function (its module loaded).
-pub(crate) unsafe fn loaded_of(f: *const Function) -> crate::registry::LoadedFunc {
+pub(crate) unsafe fn loaded_of(f: *const Function) -> crate::core::registry::LoadedFunc {
     // SAFETY: the caller's guarantee.
     let f = unsafe { &*f };
-    crate::registry::LoadedFunc {
+    crate::core::registry::LoadedFunc {
         handle: f.handle(),
         params: f.params.clone(),
         param_size: f.param_size,
@@ -23,7 +23,7 @@ pub(crate) unsafe fn loaded_of(f: *const Function) -> crate::registry::LoadedFun
 
 /// The driver's view (`cudaFunction_t`) of a kernel the runtime registered: made once per
 /// kernel and kept for the process's life (`cudaGetFuncBySymbol`).
-pub(crate) fn from_loaded(f: &crate::registry::LoadedFunc, name: &str) -> *const Function {
+pub(crate) fn from_loaded(f: &crate::core::registry::LoadedFunc, name: &str) -> *const Function {
     Box::into_raw(Box::new(Function {
         handle: f.handle.into(),
         params: f.params.clone(),
@@ -34,7 +34,7 @@ pub(crate) fn from_loaded(f: &crate::registry::LoadedFunc, name: &str) -> *const
     }))
 }
 
-/// `CUfunction`: a kernel of a [`Module`].
+/// `CUfunction`: a kernel of a module (`cuModuleGetFunction`) or a library's kernel.
 pub struct Function {
     /// The backend's handle: a library's kernel gets a new one when its library is loaded
     /// again after a device reset ([`Function::rebind`]).

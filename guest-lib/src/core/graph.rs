@@ -15,11 +15,13 @@
 //! host, empty, child graph, event record and event wait.
 
 use crate::client;
-use crate::core::graph_exec::Exec;
+use crate::core::graph_state::Destructor;
+use crate::core::graph_state::Exec;
+use crate::core::graph_state::MAX_CACHED;
 use crate::error::{Error, Result};
 use crate::ffi::{cudaEvent_t, write_out};
 use std::collections::{HashMap, HashSet};
-use std::ffi::{c_int, c_void};
+use std::ffi::c_void;
 use std::os::unix::ffi::OsStrExt;
 use std::sync::Mutex;
 use vcuda_protocol::status;
@@ -31,30 +33,7 @@ pub type cudaGraphNode_t = *mut c_void;
 /// `cudaGraphExec_t`.
 pub type cudaGraphExec_t = *mut c_void;
 
-/// `cudaGraphNodeType`.
-pub mod node_type {
-    /// `cudaGraphNodeTypeKernel`.
-    pub const KERNEL: u32 = 0;
-    /// `cudaGraphNodeTypeMemcpy`.
-    pub const MEMCPY: u32 = 1;
-    /// `cudaGraphNodeTypeMemset`.
-    pub const MEMSET: u32 = 2;
-    /// `cudaGraphNodeTypeHost`.
-    pub const HOST: u32 = 3;
-    /// `cudaGraphNodeTypeGraph`.
-    pub const GRAPH: u32 = 4;
-    /// `cudaGraphNodeTypeEmpty`.
-    pub const EMPTY: u32 = 5;
-    /// `cudaGraphNodeTypeWaitEvent`.
-    pub const WAIT_EVENT: u32 = 6;
-    /// `cudaGraphNodeTypeEventRecord`.
-    pub const EVENT_RECORD: u32 = 7;
-    /// `cudaGraphNodeTypeMemAlloc`.
-    pub const MEM_ALLOC: u32 = 10;
-    /// `cudaGraphNodeTypeMemFree`.
-    pub const MEM_FREE: u32 = 11;
-}
-
+pub use crate::core::graph_node::node_type;
 pub(crate) use crate::core::graph_node::{Copy3D, Host, Kernel, Kind, Memset};
 pub use crate::core::graph_node::{
     cudaHostNodeParams, cudaKernelNodeParams, cudaMemcpy3DParms, cudaMemsetParams,
@@ -86,12 +65,12 @@ pub(crate) struct Registry {
     pub nodes: HashMap<u64, NodeObj>,
     pub execs: HashMap<u64, Exec>,
     /// User objects (`cudaUserObjectCreate`).
-    pub user_objects: HashMap<u64, crate::core::user_object::UserObject>,
+    pub user_objects: HashMap<u64, crate::core::graph_state::UserObject>,
     /// Destructors of user objects whose last reference went, to run once the lock is
     /// released (see [`with`]).
-    pub destructors: Vec<crate::core::user_object::Destructor>,
+    pub destructors: Vec<crate::core::graph_state::Destructor>,
     /// Graph allocations (see `graph_mem`).
-    pub graph_mem: crate::core::graph_mem::GraphMemory,
+    pub graph_mem: crate::core::graph_state::GraphMemory,
     /// The backend's copies of executable graphs that changed or went, to destroy at the
     /// next launch (see `graph_exec::Remote`).
     pub stale_graphs: Vec<u64>,
@@ -186,7 +165,7 @@ impl Registry {
             let id = self.add(copy, kind, &deps)?;
             map.insert(n, id);
         }
-        crate::core::attrs::clone_node_attrs(&map);
+        crate::core::attr_table::clone_node_attrs(&map);
         let refs = self.graph(g)?.user_refs.clone();
         for (&obj, &n) in &refs {
             self.retain_user(obj, n)?;
@@ -207,7 +186,7 @@ impl Registry {
             let _ = self.release_user(obj, n);
         }
         for n in graph.nodes {
-            crate::core::attrs::forget_node(n);
+            crate::core::attr_table::forget_node(n);
             match self.nodes.remove(&n) {
                 Some(NodeObj {
                     kind: Kind::Child(child),
@@ -283,8 +262,8 @@ pub(crate) fn with<R>(f: impl FnOnce(&mut Registry) -> R) -> R {
         let freed = std::mem::take(&mut reg.graph_mem.to_free);
         (r, (std::mem::take(&mut reg.destructors), freed))
     };
-    crate::core::user_object::run(destructors.0);
-    crate::core::graph_mem::free_released(destructors.1);
+    crate::core::graph_state::run(destructors.0);
+    crate::core::graph_state::free_released(destructors.1);
     r
 }
 
@@ -318,7 +297,7 @@ pub(crate) fn add_moved_child(g: u64, child: u64, deps: &[u64]) -> Result<u64> {
                 return Err(Error::INVALID_VALUE);
             }
         }
-        if crate::core::graph_mem::has_memory_nodes(r, child) {
+        if crate::core::graph::has_memory_nodes(r, child) {
             return Err(Error::NOT_SUPPORTED);
         }
         r.add(g, Kind::Child(child), deps)
@@ -460,7 +439,7 @@ pub(crate) fn get_kind<R>(node: cudaGraphNode_t, f: impl FnOnce(&Kind) -> Option
 }
 
 pub(crate) fn event(e: cudaEvent_t) -> Result<u64> {
-    crate::core::stream::event_handle(client::client()?, e)
+    crate::core::handle::event_handle(client::client()?, e)
 }
 
 pub(crate) fn add_dependencies(
@@ -556,7 +535,7 @@ pub(crate) fn dot(r: &Registry, g: u64, out: &mut String, depth: usize) -> Resul
         let node = r.node(n)?;
         let label = match &node.kind {
             Kind::Kernel(k) => {
-                let name = crate::registry::function(k.func)
+                let name = crate::core::registry::function(k.func)
                     .map(|f| f.name.clone())
                     .or_else(|| k.name.clone())
                     .unwrap_or_else(|| format!("{:#x}", k.func));
@@ -611,44 +590,114 @@ pub(crate) fn dot_print(g: cudaGraph_t, path: *const std::ffi::c_char) -> Result
     })
 }
 
-/// Parameters for the executable-graph setters (`cudaGraphExec*NodeSetParams`).
-pub(crate) fn kernel_from_c(p: *const cudaKernelNodeParams) -> Result<Kind> {
-    Ok(Kind::Kernel(Kernel::from_c(read(p)?)?))
-}
-
-/// See [`kernel_from_c`].
-pub(crate) fn memcpy_from_c(p: *const cudaMemcpy3DParms) -> Result<Kind> {
-    Ok(Kind::Memcpy(Copy3D::from_c(read(p)?)?))
-}
-
-/// See [`kernel_from_c`].
-pub(crate) fn memcpy_1d(dst: u64, src: u64, count: u64, kind: c_int) -> Result<Kind> {
-    Ok(Kind::Memcpy(Copy3D::linear(dst, src, count, kind)?))
-}
-
-/// A copy to (`to`) or from a variable, `cudaMemcpyToSymbol`'s or `cudaMemcpyFromSymbol`'s
-/// parameters (see [`kernel_from_c`]).
-pub(crate) fn memcpy_symbol(
-    sym: *const c_void,
-    other: u64,
-    count: usize,
-    offset: usize,
-    kind: c_int,
-    to: bool,
-) -> Result<Kind> {
-    let (dst, src) = crate::core::memory::symbol_copy(sym, other, count, offset, kind, to)?;
-    memcpy_1d(dst, src, count as u64, kind)
-}
-
-/// See [`kernel_from_c`].
-pub(crate) fn memset_from_c(p: *const cudaMemsetParams) -> Result<Kind> {
-    Ok(Kind::Memset(Memset::from_c(read(p)?)?))
-}
-
-/// See [`kernel_from_c`].
-pub(crate) fn host_from_c(p: *const cudaHostNodeParams) -> Result<Kind> {
-    Ok(Kind::Host(Host::from_c(read(p)?)?))
-}
-
 /// `cudaErrorIllegalState`.
 pub(crate) const ILLEGAL_STATE: Error = Error(status::ILLEGAL_STATE);
+
+impl Registry {
+    /// One more holder of graph allocation `ptr`.
+    pub(crate) fn hold_graph_mem(&mut self, ptr: u64) {
+        if let Some(e) = self.graph_mem.live.get_mut(&ptr) {
+            e.holders = e.holders.saturating_add(1);
+        }
+    }
+
+    /// One holder fewer; after the last one, memory a launch left allocated becomes the
+    /// program's, other memory is kept for later graph allocations.
+    pub(crate) fn drop_graph_mem(&mut self, ptr: u64) {
+        let m = &mut self.graph_mem;
+        if let Some(e) = m.live.get_mut(&ptr) {
+            e.holders = e.holders.saturating_sub(1);
+            if e.holders == 0 {
+                let (bytes, outstanding) = (e.bytes, e.outstanding);
+                m.live.remove(&ptr);
+                m.used = m.used.saturating_sub(bytes);
+                if outstanding {
+                    m.reserved = m.reserved.saturating_sub(bytes);
+                } else if m.cached.len() < MAX_CACHED {
+                    m.cached.push((ptr, bytes));
+                } else {
+                    m.reserved = m.reserved.saturating_sub(bytes);
+                    m.to_free.push(ptr);
+                }
+            }
+        }
+    }
+}
+
+impl Registry {
+    /// Adds `count` references to user object `obj`.
+    pub(crate) fn retain_user(&mut self, obj: u64, count: u32) -> Result<()> {
+        let o = self
+            .user_objects
+            .get_mut(&obj)
+            .ok_or(Error::INVALID_VALUE)?;
+        o.refs = o.refs.checked_add(count).ok_or(Error::INVALID_VALUE)?;
+        Ok(())
+    }
+
+    /// Drops `count` references to user object `obj`; the last one queues its destructor.
+    pub(crate) fn release_user(&mut self, obj: u64, count: u32) -> Result<()> {
+        let o = self
+            .user_objects
+            .get_mut(&obj)
+            .ok_or(Error::INVALID_VALUE)?;
+        if count > o.refs {
+            return Err(Error::INVALID_VALUE);
+        }
+        o.refs -= count;
+        if o.refs == 0
+            && let Some(o) = self.user_objects.remove(&obj)
+        {
+            self.destructors.push(Destructor(o.destroy, o.ptr));
+        }
+        Ok(())
+    }
+
+    /// The references graph `g` and its child graphs own, added up, each retained once
+    /// more: for an executable graph made from `g`.
+    pub(crate) fn retain_graph_users(&mut self, g: u64) -> Result<HashMap<u64, u32>> {
+        let mut all: HashMap<u64, u32> = HashMap::new();
+        let mut todo = vec![g];
+        while let Some(x) = todo.pop() {
+            let graph = self.graph(x)?;
+            for (&obj, &n) in &graph.user_refs {
+                let e = all.entry(obj).or_default();
+                *e = e.saturating_add(n);
+            }
+            for node in &graph.nodes {
+                if let Ok(crate::core::graph::NodeObj {
+                    kind: crate::core::graph::Kind::Child(c),
+                    ..
+                }) = self.node(*node)
+                {
+                    todo.push(*c);
+                }
+            }
+        }
+        for (&obj, &n) in &all {
+            self.retain_user(obj, n)?;
+        }
+        Ok(all)
+    }
+
+    /// Releases references an executable graph held.
+    pub(crate) fn release_users(&mut self, refs: HashMap<u64, u32>) {
+        for (obj, n) in refs {
+            let _ = self.release_user(obj, n);
+        }
+    }
+}
+
+/// Whether graph `g` or one of its child graphs has memory nodes.
+pub(crate) fn has_memory_nodes(r: &Registry, g: u64) -> bool {
+    r.graph(g).is_ok_and(|graph| {
+        graph
+            .nodes
+            .iter()
+            .any(|n| match r.node(*n).map(|x| &x.kind) {
+                Ok(Kind::MemAlloc { .. } | Kind::MemFree(_)) => true,
+                Ok(Kind::Child(c)) => has_memory_nodes(r, *c),
+                _ => false,
+            })
+    })
+}

@@ -25,7 +25,7 @@ pub(crate) unsafe fn graph_add_child_graph_node(
     let deps = handles(deps, ndeps)?;
     let id = with(|r| {
         r.graph(g as u64)?;
-        if crate::core::graph_mem::has_memory_nodes(r, child as u64) {
+        if crate::core::graph::has_memory_nodes(r, child as u64) {
             // As in CUDA: memory nodes are not allowed in child graphs.
             return Err(Error::NOT_SUPPORTED);
         }
@@ -201,7 +201,7 @@ pub(crate) unsafe fn graph_destroy_node(node: cudaGraphNode_t) -> Result<()> {
     with(|r| {
         let n = node as u64;
         let g = r.node(n)?.graph;
-        crate::core::attrs::forget_node(n);
+        crate::core::attr_table::forget_node(n);
         match r.nodes.remove(&n) {
             Some(NodeObj {
                 kind: Kind::Child(child),

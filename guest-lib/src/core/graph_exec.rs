@@ -9,7 +9,7 @@
 //! A launch of a graph of device work is one message: the backend gets the steps once
 //! (`GraphCreate`, at the first launch or at `cudaGraphUpload`) and each `cudaGraphLaunch`
 //! after that sends `GraphLaunch` (posted, no round trip). The CUDA executor makes the
-//! steps a CUDA graph; the CPU executor replays them. See [`Remote`] for which graphs go
+//! steps a CUDA graph; the CPU executor replays them. See `graph_state::Remote` for which graphs go
 //! and when the backend's copy is made again.
 //!
 //! Other graphs are replayed here: each step on the launch stream, in order, through the
@@ -24,11 +24,12 @@
 //! reason in `cudaGraphExecUpdateResultInfo`.
 
 use crate::client::{self, Client};
-use crate::core::graph::{
-    self, Kind, Registry, cudaGraph_t, cudaGraphExec_t, cudaGraphNode_t, cudaHostNodeParams,
-    cudaMemsetParams, with,
-};
-use crate::core::stream::stream_handle;
+use crate::core::capture::stream_handle;
+use crate::core::graph::{Kind, Registry, cudaGraph_t, cudaGraphExec_t, cudaGraphNode_t, with};
+use crate::core::graph_state::Exec;
+use crate::core::graph_state::Remote;
+use crate::core::graph_state::Shape;
+use crate::core::graph_state::Step;
 use crate::error::{Error, Result};
 use crate::ffi::{cudaStream_t, write_out};
 use std::collections::{HashMap, VecDeque};
@@ -68,72 +69,6 @@ pub struct cudaGraphInstantiateParams {
     pub(crate) upload_stream: cudaStream_t,
     pub(crate) err_node_out: cudaGraphNode_t,
     pub(crate) result_out: u32,
-}
-
-/// One step of a launch: a node's parameters, the node it came from, whether it runs
-/// (`cudaGraphNodeSetEnabled`) and the earlier steps it depends on. Empty nodes are steps
-/// too, and so is the end of each child graph (an empty step with the child-graph node as
-/// origin, after the child's steps), so that dependencies keep the graph's shape.
-#[derive(Clone)]
-pub(crate) struct Step {
-    pub(crate) origin: u64,
-    pub(crate) kind: Kind,
-    pub(crate) enabled: bool,
-    pub(crate) deps: Vec<u32>,
-}
-
-/// A graph's topology: per node (in the order added) its type, its dependencies (indices,
-/// sorted) and, for a child-graph node, the child's.
-#[derive(PartialEq, Eq, Debug, Clone)]
-pub(crate) struct Shape(pub(crate) Vec<(u32, Vec<usize>, Option<Shape>)>);
-
-/// An executable graph.
-pub(crate) struct Exec {
-    pub(crate) steps: Arc<Vec<Step>>,
-    pub(crate) shape: Shape,
-    pub(crate) flags: u64,
-    /// References to user objects, copied from the graph's (and its child graphs') when
-    /// instantiated (or updated), released when destroyed.
-    pub(crate) users: HashMap<u64, u32>,
-    /// The graph it was made from.
-    pub(crate) graph: u64,
-    /// Per child-graph node: its child's shape when instantiated and the nodes its steps
-    /// came from, in order (for `cudaGraphExecChildGraphNodeSetParams`).
-    pub(crate) children: HashMap<u64, (Shape, Vec<u64>)>,
-    /// The backend's copy of the steps (see [`Remote`]).
-    pub(crate) remote: Remote,
-}
-
-/// Where the backend's copy of an executable graph stands. A launch sends the whole graph
-/// as one message (`GraphLaunch`) once the backend holds it: it is made (`GraphCreate`, one
-/// round trip) at the first launch or upload, and dropped when the executable graph
-/// changes. A launch right after a change replays the steps one by one instead, so a
-/// program that changes a graph before every launch sends no round trip for it; the next
-/// launch without a change makes the backend's copy again. A graph the backend cannot take
-/// (host nodes, copies to or from host memory, memory the library does not know as device
-/// memory) is always replayed.
-#[derive(Default)]
-pub(crate) struct Remote {
-    /// The backend's graph.
-    pub(crate) handle: Option<u64>,
-    /// Changed since the last launch.
-    pub(crate) changed: bool,
-    /// The backend cannot take these steps.
-    pub(crate) refused: bool,
-    /// Counts changes (a copy made from older steps is not kept).
-    pub(crate) version: u64,
-}
-
-impl Exec {
-    /// Records a change of the steps: the backend's copy goes (destroyed at the next
-    /// launch, see `Registry::stale_graphs`).
-    pub(crate) fn touch(&mut self, stale: &mut Vec<u64>) {
-        let r = &mut self.remote;
-        stale.extend(r.handle.take());
-        r.changed = true;
-        r.refused = false;
-        r.version += 1;
-    }
 }
 
 pub(crate) fn shape(r: &Registry, g: u64) -> Result<Shape> {
@@ -276,7 +211,7 @@ pub(crate) fn instantiate(
     }
     let id = with(|r| {
         let (steps, shape, children) = compile_with_children(r, g as u64)?;
-        if crate::core::graph_mem::has_memory_nodes(r, g as u64)
+        if crate::core::graph::has_memory_nodes(r, g as u64)
             && r.execs.values().any(|e| e.graph == g as u64)
         {
             // One executable graph at a time for a graph with memory nodes, as in CUDA.
@@ -664,7 +599,7 @@ pub(crate) fn exec_child_set(
     child: cudaGraph_t,
 ) -> Result<()> {
     with(|r| {
-        if crate::core::graph_mem::has_memory_nodes(r, child as u64) {
+        if crate::core::graph::has_memory_nodes(r, child as u64) {
             return Err(Error::NOT_SUPPORTED);
         }
         let (new_steps, new_shape) = compile(r, child as u64)?;
@@ -793,32 +728,6 @@ pub(crate) unsafe fn graph_exec_destroy(exec: cudaGraphExec_t) -> Result<()> {
         }
         Ok(())
     })
-}
-
-/// `cudaGraphExecHostNodeSetParams`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaGraphExecHostNodeSetParams` requires of its caller.
-pub(crate) unsafe fn graph_exec_host_node_set_params(
-    exec: cudaGraphExec_t,
-    node: cudaGraphNode_t,
-    p: *const cudaHostNodeParams,
-) -> Result<()> {
-    exec_set(exec, node, graph::host_from_c(p))
-}
-
-/// `cudaGraphExecMemsetNodeSetParams`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaGraphExecMemsetNodeSetParams` requires of its caller.
-pub(crate) unsafe fn graph_exec_memset_node_set_params(
-    exec: cudaGraphExec_t,
-    node: cudaGraphNode_t,
-    p: *const cudaMemsetParams,
-) -> Result<()> {
-    exec_set(exec, node, graph::memset_from_c(p))
 }
 
 /// `cudaGraphInstantiateWithFlags`: what the runtime's export does, for it and for the calls that share it.

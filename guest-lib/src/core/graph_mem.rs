@@ -21,10 +21,11 @@
 //! nodes cannot be in child graphs (`cudaErrorNotSupported`).
 
 use crate::client;
-use crate::core::graph::{Kind, Registry, add_node, cudaGraph_t, cudaGraphNode_t, with};
+use crate::core::graph::{Kind, add_node, cudaGraph_t, cudaGraphNode_t, with};
+use crate::core::graph_state::Live;
+use crate::core::graph_state::free_released;
 use crate::error::{Error, Result};
 use crate::ffi::write_out;
-use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
 
 /// Bytes a graph allocation is rounded to.
@@ -39,71 +40,11 @@ pub(crate) const RESERVED_MEM_HIGH: c_int = 3;
 /// `cudaMemAllocNodeParams` (CUDA 12 and 13).
 #[repr(C)]
 pub struct cudaMemAllocNodeParams {
-    pub(crate) pool_props: crate::core::pool::cudaMemPoolProps,
+    pub(crate) pool_props: crate::core::pool_types::cudaMemPoolProps,
     pub(crate) access_descs: *const c_void,
     pub(crate) access_desc_count: usize,
     pub(crate) bytesize: usize,
     pub(crate) dptr: *mut c_void,
-}
-
-/// One graph allocation.
-#[derive(Clone, Copy)]
-pub(crate) struct Live {
-    pub(crate) bytes: u64,
-    /// Graphs' nodes and executable graphs that hold it.
-    pub(crate) holders: u32,
-    /// A launch allocated it and nothing freed it since.
-    pub(crate) outstanding: bool,
-}
-
-/// What graph allocations the process holds.
-#[derive(Default)]
-pub(crate) struct GraphMemory {
-    /// Address -> its allocation.
-    pub(crate) live: HashMap<u64, Live>,
-    /// Memory no graph allocation holds, kept for the next ones: (address, bytes).
-    pub(crate) cached: Vec<(u64, u64)>,
-    /// Bytes of `live` allocations, and with `cached` ones.
-    pub(crate) used: u64,
-    pub(crate) reserved: u64,
-    pub(crate) used_high: u64,
-    pub(crate) reserved_high: u64,
-    /// Allocations to free once the registry is unlocked (trimmed).
-    pub to_free: Vec<u64>,
-}
-
-/// Most allocations the cache keeps; beyond, released ones are freed.
-pub(crate) const MAX_CACHED: usize = 1024;
-
-impl Registry {
-    /// One more holder of graph allocation `ptr`.
-    pub(crate) fn hold_graph_mem(&mut self, ptr: u64) {
-        if let Some(e) = self.graph_mem.live.get_mut(&ptr) {
-            e.holders = e.holders.saturating_add(1);
-        }
-    }
-
-    /// One holder fewer; after the last one, memory a launch left allocated becomes the
-    /// program's, other memory is kept for later graph allocations.
-    pub(crate) fn drop_graph_mem(&mut self, ptr: u64) {
-        let m = &mut self.graph_mem;
-        if let Some(e) = m.live.get_mut(&ptr) {
-            e.holders = e.holders.saturating_sub(1);
-            if e.holders == 0 {
-                let (bytes, outstanding) = (e.bytes, e.outstanding);
-                m.live.remove(&ptr);
-                m.used = m.used.saturating_sub(bytes);
-                if outstanding {
-                    m.reserved = m.reserved.saturating_sub(bytes);
-                } else if m.cached.len() < MAX_CACHED {
-                    m.cached.push((ptr, bytes));
-                } else {
-                    m.reserved = m.reserved.saturating_sub(bytes);
-                    m.to_free.push(ptr);
-                }
-            }
-        }
-    }
 }
 
 /// Whether `ptr` is graph memory (which `cudaFree`/`cudaFreeAsync` leave to the graph).
@@ -118,41 +59,6 @@ pub(crate) fn mark(ptr: u64, outstanding: bool) {
             e.outstanding = outstanding;
         }
     });
-}
-
-/// Frees graph allocations whose last holder went (with the registry unlocked).
-pub(crate) fn free_released(ptrs: Vec<u64>) {
-    if ptrs.is_empty() {
-        return;
-    }
-    let Some(c) = client::connected() else { return };
-    for p in ptrs {
-        if let Err(e) = crate::core::memory::free_device_posted(c, p) {
-            log::debug!("freeing graph memory {p:#x}: error {}", e.0);
-        }
-    }
-}
-
-impl GraphMemory {
-    /// Takes the kept memory out of the reserve: its addresses.
-    pub(crate) fn take_cached(&mut self) -> Vec<u64> {
-        let cached = std::mem::take(&mut self.cached);
-        let bytes: u64 = cached.iter().map(|&(_, b)| b).sum();
-        self.reserved = self.reserved.saturating_sub(bytes);
-        cached.into_iter().map(|(ptr, _)| ptr).collect()
-    }
-
-    /// `ptr` now holds a new graph allocation `live`, taken from the reserve (`fresh`:
-    /// memory allocated for it, which joins the reserve).
-    pub(crate) fn hold_new(&mut self, ptr: u64, live: Live, fresh: bool) {
-        self.live.insert(ptr, live);
-        self.used += live.bytes;
-        self.used_high = self.used_high.max(self.used);
-        if fresh {
-            self.reserved += live.bytes;
-            self.reserved_high = self.reserved_high.max(self.reserved);
-        }
-    }
 }
 
 /// After a device reset: the kept memory is gone with everything else.
@@ -194,7 +100,7 @@ pub(crate) fn allocate(size: u64) -> Result<u64> {
     if let Some(ptr) = reused {
         return Ok(ptr);
     }
-    let ptr = crate::core::memory::malloc_device(c, want as usize)?;
+    let ptr = crate::core::alloc::malloc_device(c, want as usize)?;
     with(|r| r.graph_mem.hold_new(ptr, live, true));
     Ok(ptr)
 }
@@ -239,20 +145,6 @@ pub(crate) fn frees_in(g: u64, ptr: u64) -> bool {
                 .iter()
                 .any(|n| matches!(r.node(*n).map(|x| &x.kind), Ok(Kind::MemFree(p)) if *p == ptr))
         })
-    })
-}
-
-/// Whether graph `g` or one of its child graphs has memory nodes.
-pub(crate) fn has_memory_nodes(r: &Registry, g: u64) -> bool {
-    r.graph(g).is_ok_and(|graph| {
-        graph
-            .nodes
-            .iter()
-            .any(|n| match r.node(*n).map(|x| &x.kind) {
-                Ok(Kind::MemAlloc { .. } | Kind::MemFree(_)) => true,
-                Ok(Kind::Child(c)) => has_memory_nodes(r, *c),
-                _ => false,
-            })
     })
 }
 

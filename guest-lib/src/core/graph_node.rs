@@ -2,8 +2,6 @@
 //! The nodes of CUDA graphs ([`super::graph`]): what each kind keeps (a copy of the
 //! caller's parameters) and the C parameter structs it is made from and read back as.
 
-use crate::client;
-use crate::core::graph::node_type;
 use crate::error::{Error, Result};
 use crate::ffi::{dim3, memcpy_kind};
 use std::ffi::{c_int, c_uint, c_void};
@@ -143,22 +141,6 @@ impl Kernel {
             backend: Some(handle),
             ..Self::new(func, cfg, params, layout)
         }
-    }
-
-    /// Checks `p` (a known kernel, a valid configuration) and copies its arguments.
-    pub(crate) fn from_c(p: &cudaKernelNodeParams) -> Result<Self> {
-        let c = client::client()?;
-        let cfg = (p.grid, p.block, p.shared_mem);
-        let loaded = crate::core::launch::prepare(c, p.func, cfg)?;
-        let params = if p.kernel_params.is_null() && !p.extra.is_null() {
-            // SAFETY: `extra` is the caller's CU_LAUNCH_PARAM list (the API's contract).
-            unsafe { extra_params(p.extra, loaded.param_size as usize)? }
-        } else {
-            crate::core::launch::pack(&loaded, p.kernel_params)?
-        };
-        Ok(crate::core::launch::kernel_node(
-            p.func, &loaded, cfg, params,
-        ))
     }
 
     pub(crate) fn to_c(&self) -> cudaKernelNodeParams {
@@ -502,4 +484,28 @@ impl Kind {
             Kind::MemFree(_) => node_type::MEM_FREE,
         }
     }
+}
+
+/// `cudaGraphNodeType`.
+pub mod node_type {
+    /// `cudaGraphNodeTypeKernel`.
+    pub const KERNEL: u32 = 0;
+    /// `cudaGraphNodeTypeMemcpy`.
+    pub const MEMCPY: u32 = 1;
+    /// `cudaGraphNodeTypeMemset`.
+    pub const MEMSET: u32 = 2;
+    /// `cudaGraphNodeTypeHost`.
+    pub const HOST: u32 = 3;
+    /// `cudaGraphNodeTypeGraph`.
+    pub const GRAPH: u32 = 4;
+    /// `cudaGraphNodeTypeEmpty`.
+    pub const EMPTY: u32 = 5;
+    /// `cudaGraphNodeTypeWaitEvent`.
+    pub const WAIT_EVENT: u32 = 6;
+    /// `cudaGraphNodeTypeEventRecord`.
+    pub const EVENT_RECORD: u32 = 7;
+    /// `cudaGraphNodeTypeMemAlloc`.
+    pub const MEM_ALLOC: u32 = 10;
+    /// `cudaGraphNodeTypeMemFree`.
+    pub const MEM_FREE: u32 = 11;
 }

@@ -5,14 +5,20 @@
 //! whose "V2" forms have the layouts of the older ones). Kernel, copy, memset, host, child
 //! graph (cloned, or moved into the node), empty, event and memory nodes; the external
 //! semaphore and conditional types answer `cudaErrorNotSupported`.
-//! Also `cudaGraphExecChildGraphNodeSetParams`.
+//! Also `cudaGraphExecChildGraphNodeSetParams`, and the node kinds the typed calls
+//! (`cudaGraphAdd*Node`, `cudaGraph*NodeSetParams`, `cudaGraphExec*NodeSetParams`) make from
+//! their C parameters.
 
 use crate::client;
+use crate::core::graph::cudaGraphExec_t;
+use crate::core::graph::read;
 use crate::core::graph::{
-    Copy3D, Host, Kernel, Kind, Memset, add_node, check_edge_data, cudaGraph_t, cudaGraphNode_t,
+    Copy3D, Host, Kind, Memset, add_node, check_edge_data, cudaGraph_t, cudaGraphNode_t,
     cudaHostNodeParams, cudaKernelNodeParams, cudaMemcpy3DParms, cudaMemsetParams, node_type, with,
 };
+use crate::core::graph_exec::exec_set;
 use crate::error::{Error, Result};
+use std::ffi::c_int;
 use std::ffi::c_void;
 
 /// `struct cudaGraphNodeParams` (256 bytes).
@@ -92,7 +98,7 @@ impl cudaGraphNodeParams {
 }
 
 pub(crate) fn event(e: *mut c_void) -> Result<u64> {
-    crate::core::stream::event_handle(client::client()?, e as crate::ffi::cudaEvent_t)
+    crate::core::handle::event_handle(client::client()?, e as crate::ffi::cudaEvent_t)
 }
 
 /// How the driver API reads the union members whose layout differs from the runtime's
@@ -112,7 +118,9 @@ pub(crate) fn kind_of(p: &cudaGraphNodeParams, typed: Typed<'_>) -> Result<Kind>
         return f(p);
     }
     Ok(match p.type_ {
-        node_type::KERNEL => Kind::Kernel(Kernel::from_c(p.view::<cudaKernelNodeParams>())?),
+        node_type::KERNEL => Kind::Kernel(crate::core::launch::kernel_from_c(
+            p.view::<cudaKernelNodeParams>(),
+        )?),
         node_type::MEMCPY => {
             let m = p.view::<MemcpyNodeParams>();
             if m.flags != 0 || m.reserved != [0; 3] {
@@ -248,4 +256,69 @@ pub(crate) fn exec_set_params(
         return crate::core::graph_exec::exec_has_node(exec, node);
     }
     crate::core::graph_exec::exec_set(exec, node, kind_of(params, typed))
+}
+
+/// Parameters for the executable-graph setters (`cudaGraphExec*NodeSetParams`).
+pub(crate) fn kernel_from_c(p: *const cudaKernelNodeParams) -> Result<Kind> {
+    Ok(Kind::Kernel(crate::core::launch::kernel_from_c(read(p)?)?))
+}
+
+/// See [`kernel_from_c`].
+pub(crate) fn memcpy_from_c(p: *const cudaMemcpy3DParms) -> Result<Kind> {
+    Ok(Kind::Memcpy(Copy3D::from_c(read(p)?)?))
+}
+
+/// See [`kernel_from_c`].
+pub(crate) fn memcpy_1d(dst: u64, src: u64, count: u64, kind: c_int) -> Result<Kind> {
+    Ok(Kind::Memcpy(Copy3D::linear(dst, src, count, kind)?))
+}
+
+/// A copy to (`to`) or from a variable, `cudaMemcpyToSymbol`'s or `cudaMemcpyFromSymbol`'s
+/// parameters (see [`kernel_from_c`]).
+pub(crate) fn memcpy_symbol(
+    sym: *const c_void,
+    other: u64,
+    count: usize,
+    offset: usize,
+    kind: c_int,
+    to: bool,
+) -> Result<Kind> {
+    let (dst, src) = crate::core::memory::symbol_copy(sym, other, count, offset, kind, to)?;
+    memcpy_1d(dst, src, count as u64, kind)
+}
+
+/// See [`kernel_from_c`].
+pub(crate) fn memset_from_c(p: *const cudaMemsetParams) -> Result<Kind> {
+    Ok(Kind::Memset(Memset::from_c(read(p)?)?))
+}
+
+/// See [`kernel_from_c`].
+pub(crate) fn host_from_c(p: *const cudaHostNodeParams) -> Result<Kind> {
+    Ok(Kind::Host(Host::from_c(read(p)?)?))
+}
+
+/// `cudaGraphExecHostNodeSetParams`: what the runtime's export does, for it and for the calls that share it.
+///
+/// # Safety
+///
+/// The pointer arguments are valid as `cudaGraphExecHostNodeSetParams` requires of its caller.
+pub(crate) unsafe fn graph_exec_host_node_set_params(
+    exec: cudaGraphExec_t,
+    node: cudaGraphNode_t,
+    p: *const cudaHostNodeParams,
+) -> Result<()> {
+    exec_set(exec, node, crate::core::graph_params::host_from_c(p))
+}
+
+/// `cudaGraphExecMemsetNodeSetParams`: what the runtime's export does, for it and for the calls that share it.
+///
+/// # Safety
+///
+/// The pointer arguments are valid as `cudaGraphExecMemsetNodeSetParams` requires of its caller.
+pub(crate) unsafe fn graph_exec_memset_node_set_params(
+    exec: cudaGraphExec_t,
+    node: cudaGraphNode_t,
+    p: *const cudaMemsetParams,
+) -> Result<()> {
+    exec_set(exec, node, crate::core::graph_params::memset_from_c(p))
 }

@@ -115,7 +115,7 @@ pub(crate) fn on_reset() {
 pub(crate) fn get_event_handle(event: cudaEvent_t) -> Result<[u8; 64]> {
     let c = client::client()?;
     c.check_sticky()?;
-    let handle = crate::core::stream::event_handle(c, event)?;
+    let handle = crate::core::handle::event_handle(c, event)?;
     let h: IpcHandle = c.call::<ops::IpcGetEventHandle>(&HandleReq { handle })?;
     Ok(h.bytes)
 }

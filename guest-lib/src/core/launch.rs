@@ -9,11 +9,13 @@
 //! surface later, as on a GPU.
 
 use crate::client::{self, Client};
+use crate::core::capture::capture_stream_handle;
 use crate::core::graph::{Kernel, Kind};
-use crate::core::stream::capture_stream_handle;
+use crate::core::graph_node::cudaKernelNodeParams;
+use crate::core::graph_node::extra_params;
+use crate::core::registry;
 use crate::error::{Error, Result};
 use crate::ffi::{cudaFuncAttributes, cudaStream_t, dim3};
-use crate::registry;
 use crate::state;
 use std::ffi::{CStr, c_char, c_int, c_void};
 use vcuda_protocol::{FuncSetAttributeReq, LaunchReq, MAX_PARAM_LEN, attr, ops};
@@ -445,4 +447,19 @@ pub(crate) fn driver_function(func: *const c_void) -> Result<usize> {
         .get_or_insert_with(Default::default)
         .entry((func as usize, c.generation()))
         .or_insert_with(|| crate::core::function::from_loaded(&loaded, &f.name) as usize))
+}
+
+/// A kernel node's kernel from `cudaKernelNodeParams`: checks `p` (a known kernel, a valid
+/// configuration) and copies its arguments with the launch path's own layout code.
+pub(crate) fn kernel_from_c(p: &cudaKernelNodeParams) -> Result<Kernel> {
+    let c = client::client()?;
+    let cfg = (p.grid, p.block, p.shared_mem);
+    let loaded = prepare(c, p.func, cfg)?;
+    let params = if p.kernel_params.is_null() && !p.extra.is_null() {
+        // SAFETY: `extra` is the caller's CU_LAUNCH_PARAM list (the API's contract).
+        unsafe { extra_params(p.extra, loaded.param_size as usize)? }
+    } else {
+        pack(&loaded, p.kernel_params)?
+    };
+    Ok(kernel_node(p.func, &loaded, cfg, params))
 }

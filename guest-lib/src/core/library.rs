@@ -10,8 +10,8 @@
 //! `cudaLibraryGetUnifiedFunction` are not supported.
 
 use crate::core::function::{self, Function};
+use crate::core::registry::LoadedFunc;
 use crate::error::{Error, Result};
-use crate::registry::LoadedFunc;
 use std::collections::HashMap;
 use std::sync::Mutex;
 

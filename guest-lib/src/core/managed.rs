@@ -11,22 +11,20 @@
 //! `cudaDevAttrManagedMemory` is 0.
 
 use crate::client::{self, Client};
-use crate::core::stream::stream_handle;
+use crate::core::alloc::ATTACH_GLOBAL;
+use crate::core::alloc::ATTACH_HOST;
+use crate::core::alloc::ATTACH_SINGLE;
+use crate::core::alloc::malloc_managed;
+use crate::core::capture::stream_handle;
 use crate::error::{Error, Result};
-use crate::ffi::{cudaStream_t, write_out};
-use crate::mirror::{Kind, Range};
+use crate::ffi::cudaStream_t;
+use crate::mirror::Kind;
 use crate::{shared, state};
 use std::collections::BTreeMap;
 use std::ffi::{c_int, c_void};
 use std::sync::Mutex;
 use vcuda_protocol::{DeviceReq, ops};
 
-/// `cudaMemAttachGlobal`.
-pub(crate) const ATTACH_GLOBAL: u32 = 0x1;
-/// `cudaMemAttachHost`.
-pub(crate) const ATTACH_HOST: u32 = 0x2;
-/// `cudaMemAttachSingle`.
-pub(crate) const ATTACH_SINGLE: u32 = 0x4;
 /// `cudaCpuDeviceId`.
 pub(crate) const CPU_DEVICE_ID: c_int = -1;
 
@@ -54,42 +52,6 @@ pub(crate) const ADVISE_SET_PREFERRED_LOCATION: c_int = 3;
 pub(crate) const ADVISE_UNSET_PREFERRED_LOCATION: c_int = 4;
 pub(crate) const ADVISE_SET_ACCESSED_BY: c_int = 5;
 pub(crate) const ADVISE_UNSET_ACCESSED_BY: c_int = 6;
-
-/// Managed memory for a `__managed__` variable of `size` bytes (see
-/// `registry::FatbinReg::module`).
-pub(crate) fn alloc_for_var(size: usize) -> Result<u64> {
-    let mut p: *mut c_void = std::ptr::null_mut();
-    malloc_managed(&mut p, size.max(1), ATTACH_GLOBAL)?;
-    Ok(p as u64)
-}
-
-pub(crate) fn malloc_managed(dev_ptr: *mut *mut c_void, size: usize, flags: u32) -> Result<()> {
-    let c = client::client()?;
-    c.check_sticky()?;
-    if dev_ptr.is_null() || (flags != ATTACH_GLOBAL && flags != ATTACH_HOST) {
-        return Err(Error::INVALID_VALUE);
-    }
-    if size == 0 {
-        // As cudaMalloc of 0 bytes (and NVIDIA's runtime, measured on an H100): success,
-        // a null pointer.
-        // SAFETY: the caller's output pointer, checked for null.
-        return unsafe { write_out(dev_ptr, std::ptr::null_mut()) };
-    }
-    let device = c.check_device(state::device())?;
-    let p = if shared::maps_managed(c) {
-        shared::alloc_managed(c, size)?
-    } else {
-        crate::coherent::alloc(c, device, size as u64)? as *mut c_void
-    };
-    c.mirror.insert(Range {
-        base: p as u64,
-        len: size as u64,
-        kind: Kind::Managed,
-        device: device as i32,
-    });
-    // SAFETY: the caller's output pointer, checked for null.
-    unsafe { write_out(dev_ptr, p) }
-}
 
 /// `cudaFree` of managed memory at `ptr`: waits for the device (as `cudaFree` does), then
 /// unmaps it here and in the backend. `Ok(false)` when `ptr` is not the start of managed

@@ -4,7 +4,7 @@
 
 use super::memory::*;
 use crate::client;
-use crate::core::stream::capture_stream_handle;
+use crate::core::capture::capture_stream_handle;
 use crate::error::{Error, Result};
 use crate::ffi::{STREAM_LEGACY, cudaStream_t, memcpy_kind};
 use std::ffi::{c_int, c_void};

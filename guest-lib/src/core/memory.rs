@@ -3,22 +3,23 @@
 //! and symbol copies.
 
 use crate::client::{self, Client};
+use crate::core::alloc::malloc;
+use crate::core::capture::{capture_stream_handle, stream_handle};
 use crate::core::graph::{Copy3D, Kind as NodeKind, Memset};
-use crate::core::stream::{capture_stream_handle, stream_handle};
+use crate::core::registry;
 use crate::error::{Error, Result};
 use crate::ffi::{
     cudaPointerAttributes, cudaStream_t, host_slice, host_slice_mut, memcpy_kind, memory_type,
     write_out,
 };
-use crate::mirror::{Kind, Range};
+use crate::mirror::Kind;
 use crate::shared::{self, HostCopy, chunks};
-use crate::{coherent, registry, state};
+use crate::{coherent, state};
 use std::ffi::{c_int, c_void};
 use vcuda_protocol::graph::NodeWork;
 use vcuda_protocol::region::Region;
 use vcuda_protocol::{
-    COPY_ASYNC, MallocReq, MemcpyDtoDReq, MemcpyDtoHReq, MemcpyHtoDReq, MemsetReq, PtrReq, PtrResp,
-    ops,
+    COPY_ASYNC, MemcpyDtoDReq, MemcpyDtoHReq, MemcpyHtoDReq, MemsetReq, PtrReq, ops,
 };
 
 /// `cudaHostAllocPortable | cudaHostAllocMapped | cudaHostAllocWriteCombined`.
@@ -29,25 +30,6 @@ pub(crate) const PORTABLE: u32 = 0x1;
 pub(crate) const MAPPED: u32 = 0x2;
 /// `cudaHostRegisterPortable | Mapped | IoMemory | ReadOnly`.
 pub(crate) const HOST_REGISTER_FLAGS: u32 = 0x1 | 0x2 | 0x4 | 0x8;
-
-pub(crate) fn malloc(c: &Client, size: usize) -> Result<u64> {
-    c.check_sticky()?;
-    let device = c.check_device(state::device())?;
-    let r: PtrResp = c.call::<ops::Malloc>(&MallocReq {
-        device,
-        flags: 0,
-        size: size as u64,
-    })?;
-    if r.ptr != 0 {
-        c.mirror.insert(Range {
-            base: r.ptr,
-            len: size as u64,
-            kind: Kind::Device,
-            device: device as i32,
-        });
-    }
-    Ok(r.ptr)
-}
 
 /// A pitched allocation of `height` rows of `width` bytes (`cudaMallocPitch`,
 /// `cudaMalloc3D`): the pointer and the pitch, a multiple of the device's texture pitch
@@ -64,28 +46,6 @@ pub(crate) fn malloc_pitch(c: &Client, width: usize, height: usize) -> Result<(u
         .ok_or(Error::INVALID_VALUE)?;
     let size = p.checked_mul(height).ok_or(Error::MEMORY_ALLOCATION)?;
     Ok((malloc(c, size)?, p))
-}
-
-/// A device allocation of `size` bytes (for the memory pools).
-pub(crate) fn malloc_device(c: &Client, size: usize) -> Result<u64> {
-    malloc(c, size)
-}
-
-/// Frees a device allocation now (for the memory pools).
-pub(crate) fn free_device(c: &Client, ptr: u64) -> Result<()> {
-    free(c, ptr)
-}
-
-/// Frees a device allocation once the session's earlier calls have run, without waiting.
-pub(crate) fn free_device_posted(c: &Client, ptr: u64) -> Result<()> {
-    if crate::core::ipc::is_open(ptr) {
-        // Memory opened through an IPC handle is closed, not freed.
-        return Err(Error::INVALID_VALUE);
-    }
-    c.mirror
-        .remove(ptr, |k| k == Kind::Device)
-        .ok_or(Error::INVALID_VALUE)?;
-    c.post::<ops::Free>(&PtrReq { ptr })
 }
 
 pub(crate) fn free(c: &Client, ptr: u64) -> Result<()> {

@@ -6,10 +6,10 @@
 //! array on either side are `super::array`'s (not captured).
 
 use crate::client::{self, Client};
+use crate::core::capture::capture_stream_handle;
 use crate::core::graph::{Copy3D, Kind as NodeKind};
 use crate::core::graph_node::{cudaExtent, cudaMemcpy3DParms, cudaPitchedPtr, cudaPos};
 use crate::core::memory::{On, copy_2d, memset_2d};
-use crate::core::stream::capture_stream_handle;
 use crate::error::{Error, Result};
 use crate::ffi::{cudaStream_t, memcpy_kind};
 use std::ffi::{c_int, c_void};

@@ -3,10 +3,11 @@
 //! peer copies, device selection and the profiler markers.
 
 use crate::client::{self, Client};
-use crate::core::stream::{capture_stream_handle, stream_handle};
+use crate::core::capture::{capture_stream_handle, stream_handle};
+use crate::core::registry;
 use crate::error::{Error, Result};
 use crate::ffi::{cudaStream_t, write_out};
-use crate::{registry, state};
+use crate::state;
 use std::ffi::{c_char, c_int, c_void};
 use vcuda_protocol::{HandleReq, attr, ops};
 

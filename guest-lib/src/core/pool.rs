@@ -17,15 +17,16 @@
 //! `cudaFree` or `cudaFreeAsync` of an imported pointer closes it.
 
 use crate::client::{self, Client};
-use crate::core::stream::stream_handle;
+use crate::core::capture::stream_handle;
+pub(crate) use crate::core::pool_types::{ACCESS_READ_WRITE, ALLOCATION_PINNED, LOCATION_DEVICE};
+pub use crate::core::pool_types::{
+    cudaMemAccessDesc, cudaMemLocation, cudaMemPool_t, cudaMemPoolProps, cudaMemPoolPtrExportData,
+};
 use crate::error::{Error, Result};
 use crate::ffi::{cudaStream_t, write_out};
 use std::collections::HashMap;
 use std::ffi::{c_int, c_uint, c_void};
 use std::sync::{LazyLock, Mutex};
-
-/// `cudaMemPool_t`.
-pub type cudaMemPool_t = *mut c_void;
 
 /// Allocations are rounded to this.
 pub(crate) const GRANULE: u64 = 512;
@@ -46,56 +47,6 @@ pub(crate) use crate::ffi::HANDLE_POSIX_FD;
 /// What an exported pool's file starts with; the exporting process's id and the pool's
 /// handle there follow (8 bytes each, little-endian).
 pub(crate) const EXPORT_MAGIC: &[u8; 8] = b"vcudapl1";
-
-/// `cudaMemPoolPtrExportData` (and the driver's `CUmemPoolPtrExportData`): 64 opaque bytes.
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub struct cudaMemPoolPtrExportData {
-    pub(crate) reserved: [u8; 64],
-}
-
-/// `cudaMemAllocationTypePinned`, `cudaMemLocationTypeDevice`, `cudaMemAccessFlagsProtReadWrite`.
-pub(crate) const ALLOCATION_PINNED: c_int = 1;
-pub(crate) const LOCATION_DEVICE: c_int = 1;
-pub(crate) const ACCESS_READ_WRITE: c_int = 3;
-
-/// `cudaMemLocation`.
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub struct cudaMemLocation {
-    pub(crate) ty: c_int,
-    pub(crate) id: c_int,
-}
-
-/// `cudaMemPoolProps`.
-#[repr(C)]
-pub struct cudaMemPoolProps {
-    pub(crate) alloc_type: c_int,
-    pub(crate) handle_types: c_int,
-    pub(crate) location: cudaMemLocation,
-    pub(crate) win32_security_attributes: *mut c_void,
-    pub(crate) max_size: usize,
-    pub(crate) usage: u16,
-    pub(crate) reserved: [u8; 54],
-}
-
-impl cudaMemPoolProps {
-    /// Pinned device memory on `device` (what a graph allocation node reports).
-    pub(crate) fn set_device_pinned(&mut self, device: c_int) {
-        self.alloc_type = ALLOCATION_PINNED;
-        self.location = cudaMemLocation {
-            ty: LOCATION_DEVICE,
-            id: device,
-        };
-    }
-}
-
-/// `cudaMemAccessDesc`.
-#[repr(C)]
-pub struct cudaMemAccessDesc {
-    pub(crate) location: cudaMemLocation,
-    pub(crate) flags: c_int,
-}
 
 /// A block freed into its pool: reusable on `stream`, or anywhere once `settled`.
 #[derive(Debug, Clone, Copy)]
@@ -196,7 +147,7 @@ pub fn on_sync(c: &Client, stream: Option<u64>) -> Result<()> {
             out.push(b);
         }
         for b in out {
-            crate::core::memory::free_device(c, b.ptr)?;
+            crate::core::alloc::free_device(c, b.ptr)?;
         }
     }
     pools.map.retain(|_, p| !(p.destroyed && p.live.is_empty()));
@@ -258,7 +209,7 @@ pub(crate) fn alloc(pool: usize, size: usize, stream: cudaStream_t) -> Result<u6
                 if p.max_size != 0 && p.reserved.saturating_add(want) > p.max_size {
                     return Err(Error::MEMORY_ALLOCATION);
                 }
-                let ptr = crate::core::memory::malloc_device(c, want as usize)?;
+                let ptr = crate::core::alloc::malloc_device(c, want as usize)?;
                 p.reserved += want;
                 (ptr, want)
             }
@@ -275,7 +226,7 @@ pub(crate) fn alloc(pool: usize, size: usize, stream: cudaStream_t) -> Result<u6
 pub(crate) fn capture_alloc(size: usize, stream: cudaStream_t) -> Result<Option<u64>> {
     let c = client::client()?;
     c.check_sticky()?;
-    let s = crate::core::stream::capture_stream_handle(c, stream, false)?;
+    let s = crate::core::capture::capture_stream_handle(c, stream, false)?;
     if !crate::core::capture::capturing(s) {
         return Ok(None);
     }
@@ -411,7 +362,7 @@ pub(crate) unsafe fn device_set_mem_pool(device: c_int, pool: cudaMemPool_t) -> 
 pub(crate) unsafe fn free_async(dev_ptr: *mut c_void, stream: cudaStream_t) -> Result<()> {
     let c = client::client()?;
     c.check_sticky()?;
-    let s = crate::core::stream::capture_stream_handle(c, stream, false)?;
+    let s = crate::core::capture::capture_stream_handle(c, stream, false)?;
     let ptr = dev_ptr as u64;
     if ptr == 0 {
         return Ok(());
@@ -454,7 +405,7 @@ pub(crate) unsafe fn free_async(dev_ptr: *mut c_void, stream: cudaStream_t) -> R
         Some(true) => Ok(()),
         // Not from a live pool (cudaMalloc'd, or its pool was destroyed): freed once
         // the stream's earlier work has run, the backend running calls in order.
-        _ => crate::core::memory::free_device_posted(c, ptr),
+        _ => crate::core::alloc::free_device_posted(c, ptr),
     }
 }
 
@@ -561,7 +512,7 @@ pub(crate) unsafe fn mem_pool_destroy(pool: cudaMemPool_t) -> Result<()> {
     })?;
     // Free blocks go back now; outstanding ones when the program frees them.
     for b in &blocks {
-        crate::core::memory::free_device(c, b.ptr)?;
+        crate::core::alloc::free_device(c, b.ptr)?;
     }
     with(|pools| {
         if let Some(p) = pools.map.get_mut(&h) {
@@ -769,7 +720,7 @@ pub(crate) unsafe fn mem_pool_trim_to(pool: cudaMemPool_t, min_keep: usize) -> R
     })
     .ok_or(Error::INVALID_VALUE)?;
     for b in blocks {
-        crate::core::memory::free_device(c, b.ptr)?;
+        crate::core::alloc::free_device(c, b.ptr)?;
     }
     Ok(())
 }

@@ -2,6 +2,10 @@
 //! Streams and events.
 
 use crate::client::{self, Client, EventInfo, StreamInfo};
+use crate::core::capture::capture_stream_handle;
+use crate::core::capture::stream_handle;
+use crate::core::handle::event_handle;
+use crate::core::handle::next_stream_id;
 use crate::error::{Error, Result};
 use crate::ffi::{STREAM_LEGACY, STREAM_PER_THREAD, cudaEvent_t, cudaStream_t, write_out};
 use crate::state;
@@ -17,119 +21,6 @@ pub(crate) const STREAM_NON_BLOCKING: u32 = 0x1;
 pub(crate) const EVENT_FLAGS: u32 = 0x1 | 0x2 | 0x4;
 /// `cudaEventRecordExternal`.
 pub(crate) const EVENT_RECORD_FLAGS: u32 = 0x1;
-
-/// The backend handle for a `cudaStream_t`, for work that cannot be captured into a graph.
-/// `per_thread_default`: the `_ptsz` variants, where stream 0 means the calling thread's
-/// default stream.
-///
-/// Fails on a capturing stream (`cudaErrorStreamCaptureUnsupported`, invalidating its
-/// capture) and on the legacy stream while a blocking stream captures
-/// (`cudaErrorStreamCaptureImplicit`), as CUDA does: see [`super::capture`].
-pub fn stream_handle(c: &Client, s: cudaStream_t, per_thread_default: bool) -> Result<u64> {
-    let h = resolve(c, s, per_thread_default)?;
-    crate::core::capture::check_uncaptured(c, h)?;
-    Ok(h)
-}
-
-/// The backend handle for a `cudaStream_t`, for work that a capturing stream records into
-/// its graph (the caller asks [`crate::core::capture::add`]). Fails on the legacy stream while a
-/// blocking stream captures.
-pub fn capture_stream_handle(c: &Client, s: cudaStream_t, per_thread_default: bool) -> Result<u64> {
-    let h = resolve(c, s, per_thread_default)?;
-    if h == 0 {
-        crate::core::capture::check_legacy(c)?;
-    }
-    Ok(h)
-}
-
-/// The backend handle for a `cudaStream_t`, with no capture checks.
-pub(crate) fn resolve(c: &Client, s: cudaStream_t, per_thread_default: bool) -> Result<u64> {
-    match s as usize {
-        0 if !per_thread_default => Ok(0),
-        STREAM_LEGACY => Ok(0),
-        0 | STREAM_PER_THREAD => per_thread_stream(c),
-        h => {
-            let h = h as u64;
-            if c.streams
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .contains_key(&h)
-            {
-                Ok(h)
-            } else {
-                Err(Error::INVALID_HANDLE)
-            }
-        }
-    }
-}
-
-/// The calling thread's per-thread default stream: a blocking stream made on first use
-/// (it synchronizes with the legacy default stream, as CUDA's does).
-pub(crate) fn per_thread_stream(c: &Client) -> Result<u64> {
-    let generation = c.generation();
-    if let Some(h) = state::per_thread_stream(generation) {
-        return Ok(h);
-    }
-    let device = c.check_device(state::device())?;
-    let r: HandleResp = c.call::<ops::StreamCreate>(&StreamCreateReq {
-        device,
-        flags: 0,
-        priority: 0,
-        reserved: 0,
-    })?;
-    state::set_per_thread_stream(generation, r.handle);
-    PER_THREAD_IDS
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .insert(r.handle, next_stream_id());
-    Ok(r.handle)
-}
-
-/// The legacy default stream's number (`cudaStreamGetId`).
-pub(crate) const LEGACY_STREAM_ID: u64 = 7;
-
-/// The next stream's number. NVIDIA's runtime numbers streams in the order they are made,
-/// per process, never reusing one (a per-thread default stream when first used); the legacy
-/// default stream is 7 and the first stream a program makes 13 (H100, CUDA 13.0, measured).
-/// Programs that print them print what they print natively.
-pub(crate) static NEXT_STREAM_ID: std::sync::atomic::AtomicU64 =
-    std::sync::atomic::AtomicU64::new(13);
-
-pub(crate) fn next_stream_id() -> u64 {
-    NEXT_STREAM_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-}
-
-/// The numbers of per-thread default streams, by handle.
-pub(crate) static PER_THREAD_IDS: std::sync::Mutex<std::collections::BTreeMap<u64, u64>> =
-    std::sync::Mutex::new(std::collections::BTreeMap::new());
-
-/// The number of the stream with handle `h` (as [`resolve`] gives it).
-pub(crate) fn stream_number(c: &Client, h: u64) -> u64 {
-    if h == 0 {
-        return LEGACY_STREAM_ID;
-    }
-    if let Some(i) = c.streams.lock().unwrap_or_else(|e| e.into_inner()).get(&h) {
-        return i.id;
-    }
-    *PER_THREAD_IDS
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .entry(h)
-        .or_insert_with(next_stream_id)
-}
-
-pub(crate) fn event_handle(c: &Client, e: cudaEvent_t) -> Result<u64> {
-    let h = e as u64;
-    if c.events
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .contains_key(&h)
-    {
-        Ok(h)
-    } else {
-        Err(Error::INVALID_HANDLE)
-    }
-}
 
 pub(crate) fn stream_create(p: *mut cudaStream_t, flags: u32, priority: c_int) -> Result<()> {
     let c = client::client()?;
@@ -412,7 +303,7 @@ pub(crate) unsafe fn stream_destroy(s: cudaStream_t) -> Result<()> {
     {
         return Err(Error::INVALID_HANDLE);
     }
-    crate::core::attrs::forget_stream(c, handle);
+    crate::core::attr_table::forget_stream(c, handle);
     c.call::<ops::StreamDestroy>(&HandleReq { handle })
 }
 

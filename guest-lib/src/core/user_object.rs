@@ -11,15 +11,13 @@
 //! thread of the library's, after the device finished the work submitted before that
 //! (as CUDA defers it until the graph's launches completed); it must not call CUDA.
 
-use crate::core::graph::{Registry, cudaGraph_t, with};
+use crate::core::graph::{cudaGraph_t, with};
+use crate::core::graph_state::HostFn;
+use crate::core::graph_state::UserObject;
 use crate::error::{Error, Result};
 use crate::ffi::write_out;
-use std::collections::HashMap;
 use std::ffi::{c_uint, c_void};
-use vcuda_protocol::{DeviceReq, ops};
 
-/// `cudaHostFn_t`.
-pub(crate) type HostFn = unsafe extern "C" fn(*mut c_void);
 /// `cudaUserObject_t`.
 pub type cudaUserObject_t = *mut c_void;
 
@@ -27,108 +25,6 @@ pub type cudaUserObject_t = *mut c_void;
 pub(crate) const NO_DESTRUCTOR_SYNC: c_uint = 1;
 /// `cudaGraphUserObjectMove`.
 pub(crate) const GRAPH_USER_OBJECT_MOVE: c_uint = 1;
-
-/// One user object.
-pub(crate) struct UserObject {
-    pub(crate) ptr: usize,
-    pub(crate) destroy: HostFn,
-    pub(crate) refs: u32,
-}
-
-/// A destructor to run: the function and its argument.
-pub(crate) struct Destructor(pub(crate) HostFn, pub(crate) usize);
-
-impl Registry {
-    /// Adds `count` references to user object `obj`.
-    pub(crate) fn retain_user(&mut self, obj: u64, count: u32) -> Result<()> {
-        let o = self
-            .user_objects
-            .get_mut(&obj)
-            .ok_or(Error::INVALID_VALUE)?;
-        o.refs = o.refs.checked_add(count).ok_or(Error::INVALID_VALUE)?;
-        Ok(())
-    }
-
-    /// Drops `count` references to user object `obj`; the last one queues its destructor.
-    pub(crate) fn release_user(&mut self, obj: u64, count: u32) -> Result<()> {
-        let o = self
-            .user_objects
-            .get_mut(&obj)
-            .ok_or(Error::INVALID_VALUE)?;
-        if count > o.refs {
-            return Err(Error::INVALID_VALUE);
-        }
-        o.refs -= count;
-        if o.refs == 0
-            && let Some(o) = self.user_objects.remove(&obj)
-        {
-            self.destructors.push(Destructor(o.destroy, o.ptr));
-        }
-        Ok(())
-    }
-
-    /// The references graph `g` and its child graphs own, added up, each retained once
-    /// more: for an executable graph made from `g`.
-    pub(crate) fn retain_graph_users(&mut self, g: u64) -> Result<HashMap<u64, u32>> {
-        let mut all: HashMap<u64, u32> = HashMap::new();
-        let mut todo = vec![g];
-        while let Some(x) = todo.pop() {
-            let graph = self.graph(x)?;
-            for (&obj, &n) in &graph.user_refs {
-                let e = all.entry(obj).or_default();
-                *e = e.saturating_add(n);
-            }
-            for node in &graph.nodes {
-                if let Ok(crate::core::graph::NodeObj {
-                    kind: crate::core::graph::Kind::Child(c),
-                    ..
-                }) = self.node(*node)
-                {
-                    todo.push(*c);
-                }
-            }
-        }
-        for (&obj, &n) in &all {
-            self.retain_user(obj, n)?;
-        }
-        Ok(all)
-    }
-
-    /// Releases references an executable graph held.
-    pub(crate) fn release_users(&mut self, refs: HashMap<u64, u32>) {
-        for (obj, n) in refs {
-            let _ = self.release_user(obj, n);
-        }
-    }
-}
-
-/// Runs destructors whose objects lost their last reference (with no lock held), on a
-/// thread of their own, after the device finished the work submitted so far.
-pub(crate) fn run(destructors: Vec<Destructor>) {
-    if destructors.is_empty() {
-        return;
-    }
-    let r = std::thread::Builder::new()
-        .name("vcuda-destroy".into())
-        .spawn(move || {
-            if let Some(c) = crate::client::connected() {
-                for device in 0..c.device_count().max(0) as u32 {
-                    let _ = c.call::<ops::DeviceSynchronize>(&DeviceReq {
-                        device,
-                        reserved: 0,
-                    });
-                }
-            }
-            for Destructor(f, p) in destructors {
-                // SAFETY: the program's destructor with the pointer it gave for it, called
-                // once, as CUDA does when the object's last reference goes.
-                unsafe { f(p as *mut c_void) };
-            }
-        });
-    if let Err(e) = r {
-        log::warn!("cannot start a thread for user object destructors: {e}");
-    }
-}
 
 pub(crate) fn create(
     out: *mut cudaUserObject_t,

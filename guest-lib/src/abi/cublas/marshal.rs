@@ -15,8 +15,8 @@ use vcuda_protocol::{BlasCallReq, BlasCallResp, ops};
 
 use super::handle::{H, handle_state};
 use crate::client::{self, Client};
+use crate::core::capture::stream_handle;
 use crate::core::memory::copy_2d;
-use crate::core::stream::stream_handle;
 use crate::error::BlasError;
 use crate::ffi::cudaStream_t;
 use crate::state;

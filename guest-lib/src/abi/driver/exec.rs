@@ -246,7 +246,7 @@ fn launch(
         crate::core::misc::check_cooperative(c, &f.attrs, grid, block, shmem)?;
     }
     let params = pack_params(f, args, extra)?;
-    let stream = crate::core::stream::capture_stream_handle(c, stream, false)?;
+    let stream = crate::core::capture::capture_stream_handle(c, stream, false)?;
     let captured = crate::core::capture::add(stream, || {
         // A cooperative launch becomes a cooperative kernel node, as the runtime's does.
         let mut node = graph_kernel(f, grid, block, shmem, params.clone());

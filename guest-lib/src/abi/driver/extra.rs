@@ -256,25 +256,25 @@ entry_lib! {
 
     // `CUstreamAttrValue` is the runtime's `cudaStreamAttrValue` (one `CUlaunchAttributeValue`
     // union), and the attribute ids number alike.
-    fn cuStreamGetAttribute(s: cudaStream_t, id: c_int, value: *mut crate::core::attrs::cudaLaunchAttributeValue) -> Result<(), CuError> {
+    fn cuStreamGetAttribute(s: cudaStream_t, id: c_int, value: *mut crate::core::attr_table::cudaLaunchAttributeValue) -> Result<(), CuError> {
         current()?;
         // SAFETY: forwarding the caller's output pointer; the runtime checks the rest.
         unsafe { crate::core::attrs::stream_get_attribute(s, id, value) }.map_err(crate::error::CuError::from)
     }
 
-    fn cuStreamGetAttribute_ptsz(s: cudaStream_t, id: c_int, value: *mut crate::core::attrs::cudaLaunchAttributeValue) -> Result<(), CuError> {
+    fn cuStreamGetAttribute_ptsz(s: cudaStream_t, id: c_int, value: *mut crate::core::attr_table::cudaLaunchAttributeValue) -> Result<(), CuError> {
         current()?;
         // SAFETY: as `cuStreamGetAttribute`, with stream 0 the thread's default stream.
         unsafe { crate::core::attrs::stream_get_attribute_ptsz(s, id, value) }.map_err(crate::error::CuError::from)
     }
 
-    fn cuStreamSetAttribute(s: cudaStream_t, id: c_int, value: *const crate::core::attrs::cudaLaunchAttributeValue) -> Result<(), CuError> {
+    fn cuStreamSetAttribute(s: cudaStream_t, id: c_int, value: *const crate::core::attr_table::cudaLaunchAttributeValue) -> Result<(), CuError> {
         current()?;
         // SAFETY: forwarding the caller's value; the runtime checks the rest.
         unsafe { crate::core::attrs::stream_set_attribute(s, id, value) }.map_err(crate::error::CuError::from)
     }
 
-    fn cuStreamSetAttribute_ptsz(s: cudaStream_t, id: c_int, value: *const crate::core::attrs::cudaLaunchAttributeValue) -> Result<(), CuError> {
+    fn cuStreamSetAttribute_ptsz(s: cudaStream_t, id: c_int, value: *const crate::core::attr_table::cudaLaunchAttributeValue) -> Result<(), CuError> {
         current()?;
         // SAFETY: as `cuStreamSetAttribute`, with stream 0 the thread's default stream.
         unsafe { crate::core::attrs::stream_set_attribute_ptsz(s, id, value) }.map_err(crate::error::CuError::from)

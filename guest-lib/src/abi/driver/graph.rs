@@ -158,13 +158,13 @@ entry_lib! {
 
     fn cuGraphExecEventRecordNodeSetEvent(exec: cudaGraphExec_t, node: cudaGraphNode_t, e: cudaEvent_t) -> Result<(), CuError> {
         current()?;
-        let ev = crate::core::stream::event_handle(crate::client::client()?, e).map(g::Kind::EventRecord);
+        let ev = crate::core::handle::event_handle(crate::client::client()?, e).map(g::Kind::EventRecord);
         Ok(crate::core::graph_exec::exec_set(exec, node, ev)?)
     }
 
     fn cuGraphExecEventWaitNodeSetEvent(exec: cudaGraphExec_t, node: cudaGraphNode_t, e: cudaEvent_t) -> Result<(), CuError> {
         current()?;
-        let ev = crate::core::stream::event_handle(crate::client::client()?, e).map(g::Kind::EventWait);
+        let ev = crate::core::handle::event_handle(crate::client::client()?, e).map(g::Kind::EventWait);
         Ok(crate::core::graph_exec::exec_set(exec, node, ev)?)
     }
 
@@ -196,13 +196,13 @@ entry_lib! {
         Ok(crate::core::graph_exec::update(exec, graph, info)?)
     }
 
-    fn cuGraphKernelNodeGetAttribute(node: cudaGraphNode_t, id: c_int, out: *mut crate::core::attrs::cudaLaunchAttributeValue) -> Result<(), CuError> {
+    fn cuGraphKernelNodeGetAttribute(node: cudaGraphNode_t, id: c_int, out: *mut crate::core::attr_table::cudaLaunchAttributeValue) -> Result<(), CuError> {
         current()?;
         // CUkernelNodeAttrValue is the runtime's cudaLaunchAttributeValue, numbered alike.
         Ok(crate::core::attrs::node_get(node, id, out)?)
     }
 
-    fn cuGraphKernelNodeSetAttribute(node: cudaGraphNode_t, id: c_int, value: *const crate::core::attrs::cudaLaunchAttributeValue) -> Result<(), CuError> {
+    fn cuGraphKernelNodeSetAttribute(node: cudaGraphNode_t, id: c_int, value: *const crate::core::attr_table::cudaLaunchAttributeValue) -> Result<(), CuError> {
         current()?;
         Ok(crate::core::attrs::node_set(node, id, value)?)
     }
@@ -604,7 +604,7 @@ entry_lib! {
     fn cuGraphExecMemsetNodeSetParams(exec: cudaGraphExec_t, node: cudaGraphNode_t, p: *const cudaMemsetParams, _ctx: *mut c_void) -> Result<(), CuError> {
         current()?;
         // SAFETY: as above.
-        unsafe { crate::core::graph_exec::graph_exec_memset_node_set_params(exec, node, p) }.map_err(crate::error::CuError::from)
+        unsafe { crate::core::graph_params::graph_exec_memset_node_set_params(exec, node, p) }.map_err(crate::error::CuError::from)
     }
 
     fn cuGraphMemcpyNodeSetParams(node: cudaGraphNode_t, p: *const super::texture::CUDA_MEMCPY3D) -> Result<(), CuError> {
@@ -635,7 +635,7 @@ entry_lib! {
     fn cuGraphExecHostNodeSetParams(exec: cudaGraphExec_t, node: cudaGraphNode_t, p: *const cudaHostNodeParams) -> Result<(), CuError> {
         current()?;
         // SAFETY: as above.
-        unsafe { crate::core::graph_exec::graph_exec_host_node_set_params(exec, node, p) }.map_err(crate::error::CuError::from)
+        unsafe { crate::core::graph_params::graph_exec_host_node_set_params(exec, node, p) }.map_err(crate::error::CuError::from)
     }
 
     fn cuGraphAddMemsetNode(out: *mut cudaGraphNode_t, graph: cudaGraph_t, deps: *const cudaGraphNode_t, ndeps: usize, p: *const cudaMemsetParams, _ctx: *mut c_void) -> Result<(), CuError> {

@@ -225,7 +225,7 @@ fn memset(
     let c = client::client().map_err(CuError::from)?;
     // An asynchronous memset on a capturing stream becomes a memset node, as the runtime's.
     let sh = match stream {
-        Some(s) => Some(crate::core::stream::capture_stream_handle(c, s, false)?),
+        Some(s) => Some(crate::core::capture::capture_stream_handle(c, s, false)?),
         None => None,
     };
     let pitch = if height == 1 {

@@ -69,7 +69,7 @@ impl Module {
             .iter()
         {
             if crate::shared::maps_managed(c)
-                && let Err(e) = crate::registry::bind_symbol(c, h, name, *addr, *size)
+                && let Err(e) = crate::core::registry::bind_symbol(c, h, name, *addr, *size)
             {
                 log::debug!("managed variable {name} after a reload: {e:?}");
             }
@@ -293,11 +293,11 @@ fn managed_var(c: &Client, m: &Module, name: &str) -> Result<(u64, u64), CuError
     let r: SymbolGetResp =
         c.call_with::<ops::SymbolGet>(&SymbolGetReq { module: h }, name.as_bytes(), &[], &mut [])?;
     let addr = if crate::shared::maps_managed(c) {
-        let p = crate::core::managed::alloc_for_var(r.size as usize)?;
-        crate::registry::bind_symbol(c, h, name, p, r.size)?;
+        let p = crate::core::alloc::alloc_for_var(r.size as usize)?;
+        crate::core::registry::bind_symbol(c, h, name, p, r.size)?;
         p
     } else {
-        crate::registry::adopt_in_place(c, &[(r.ptr, r.size)])?;
+        crate::core::registry::adopt_in_place(c, &[(r.ptr, r.size)])?;
         r.ptr
     };
     vars.push((name.to_owned(), addr, r.size));

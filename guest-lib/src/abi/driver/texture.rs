@@ -242,7 +242,7 @@ fn copy_ends(
     current()?;
     let c = client::client()?;
     let stream = match stream {
-        Some(s) => Some(crate::core::stream::stream_handle(c, s, false)?),
+        Some(s) => Some(crate::core::capture::stream_handle(c, s, false)?),
         None => None,
     };
     let linear = |e: &End| -> Result<Linear, CuError> {

@@ -11,10 +11,12 @@
 //! about how work runs (as on a GPU whose persisting L2 size is 0, which the device reports).
 
 use crate::client::{self};
+use crate::core::attr_table::cudaLaunchAttributeValue;
 use crate::core::attrs::*;
+use crate::core::registry;
 use crate::error::Error;
 use crate::ffi::{cudaStream_t, write_out};
-use crate::{registry, state};
+use crate::state;
 use std::ffi::{c_char, c_int, c_uint, c_void};
 use vcuda_protocol::attr;
 

@@ -16,6 +16,7 @@
 
 use crate::core::graph::*;
 use crate::core::graph_build::*;
+use crate::core::graph_params::memcpy_symbol;
 use crate::ffi::{cudaEvent_t, write_out};
 use std::ffi::{c_int, c_uint, c_void};
 
@@ -41,7 +42,7 @@ entry! {
     }
 
     fn cudaGraphAddKernelNode(out: *mut cudaGraphNode_t, g: cudaGraph_t, deps: *const cudaGraphNode_t, ndeps: usize, p: *const cudaKernelNodeParams) {
-        add_node(out, g, deps, ndeps, || Ok(Kind::Kernel(Kernel::from_c(read(p)?)?)))
+        add_node(out, g, deps, ndeps, || Ok(Kind::Kernel(crate::core::launch::kernel_from_c(read(p)?)?)))
     }
 
     fn cudaGraphAddMemcpyNode(out: *mut cudaGraphNode_t, g: cudaGraph_t, deps: *const cudaGraphNode_t, ndeps: usize, p: *const cudaMemcpy3DParms) {
@@ -136,7 +137,7 @@ entry! {
     }
 
     fn cudaGraphKernelNodeSetParams(node: cudaGraphNode_t, p: *const cudaKernelNodeParams) {
-        set_kind(node, Kind::Kernel(Kernel::from_c(read(p)?)?))
+        set_kind(node, Kind::Kernel(crate::core::launch::kernel_from_c(read(p)?)?))
     }
 
     fn cudaGraphMemcpyNodeGetParams(node: cudaGraphNode_t, out: *mut cudaMemcpy3DParms) {

@@ -9,7 +9,7 @@
 //! A launch of a graph of device work is one message: the backend gets the steps once
 //! (`GraphCreate`, at the first launch or at `cudaGraphUpload`) and each `cudaGraphLaunch`
 //! after that sends `GraphLaunch` (posted, no round trip). The CUDA executor makes the
-//! steps a CUDA graph; the CPU executor replays them. See [`Remote`] for which graphs go
+//! steps a CUDA graph; the CPU executor replays them. See `graph_state::Remote` for which graphs go
 //! and when the backend's copy is made again.
 //!
 //! Other graphs are replayed here: each step on the launch stream, in order, through the
@@ -25,10 +25,12 @@
 
 use crate::client::{self};
 use crate::core::graph::{
-    self, Kind, cudaGraph_t, cudaGraphExec_t, cudaGraphNode_t, cudaHostNodeParams,
-    cudaKernelNodeParams, cudaMemcpy3DParms, cudaMemsetParams, with,
+    Kind, cudaGraph_t, cudaGraphExec_t, cudaGraphNode_t, cudaHostNodeParams, cudaKernelNodeParams,
+    cudaMemcpy3DParms, cudaMemsetParams, with,
 };
 use crate::core::graph_exec::*;
+use crate::core::graph_params::graph_exec_host_node_set_params;
+use crate::core::graph_params::graph_exec_memset_node_set_params;
 use crate::error::Error;
 use crate::ffi::{cudaEvent_t, cudaStream_t, write_out};
 use std::ffi::{c_int, c_uint, c_void};
@@ -78,15 +80,15 @@ entry! {
     }
 
     fn cudaGraphExecKernelNodeSetParams(exec: cudaGraphExec_t, node: cudaGraphNode_t, p: *const cudaKernelNodeParams) {
-        exec_set(exec, node, graph::kernel_from_c(p))
+        exec_set(exec, node, crate::core::graph_params::kernel_from_c(p))
     }
 
     fn cudaGraphExecMemcpyNodeSetParams(exec: cudaGraphExec_t, node: cudaGraphNode_t, p: *const cudaMemcpy3DParms) {
-        exec_set(exec, node, graph::memcpy_from_c(p))
+        exec_set(exec, node, crate::core::graph_params::memcpy_from_c(p))
     }
 
     fn cudaGraphExecMemcpyNodeSetParams1D(exec: cudaGraphExec_t, node: cudaGraphNode_t, dst: *mut c_void, src: *const c_void, count: usize, kind: c_int) {
-        exec_set(exec, node, graph::memcpy_1d(dst as u64, src as u64, count as u64, kind))
+        exec_set(exec, node, crate::core::graph_params::memcpy_1d(dst as u64, src as u64, count as u64, kind))
     }
 
     fn cudaGraphExecMemsetNodeSetParams(exec: cudaGraphExec_t, node: cudaGraphNode_t, p: *const cudaMemsetParams) {
@@ -95,20 +97,20 @@ entry! {
     }
 
     fn cudaGraphExecMemcpyNodeSetParamsToSymbol(exec: cudaGraphExec_t, node: cudaGraphNode_t, symbol: *const c_void, src: *const c_void, count: usize, offset: usize, kind: c_int) {
-        exec_set(exec, node, graph::memcpy_symbol(symbol, src as u64, count, offset, kind, true))
+        exec_set(exec, node, crate::core::graph_params::memcpy_symbol(symbol, src as u64, count, offset, kind, true))
     }
 
     fn cudaGraphExecMemcpyNodeSetParamsFromSymbol(exec: cudaGraphExec_t, node: cudaGraphNode_t, dst: *mut c_void, symbol: *const c_void, count: usize, offset: usize, kind: c_int) {
-        exec_set(exec, node, graph::memcpy_symbol(symbol, dst as u64, count, offset, kind, false))
+        exec_set(exec, node, crate::core::graph_params::memcpy_symbol(symbol, dst as u64, count, offset, kind, false))
     }
 
     fn cudaGraphExecEventRecordNodeSetEvent(exec: cudaGraphExec_t, node: cudaGraphNode_t, e: cudaEvent_t) {
-        let ev = crate::core::stream::event_handle(client::client()?, e).map(Kind::EventRecord);
+        let ev = crate::core::handle::event_handle(client::client()?, e).map(Kind::EventRecord);
         exec_set(exec, node, ev)
     }
 
     fn cudaGraphExecEventWaitNodeSetEvent(exec: cudaGraphExec_t, node: cudaGraphNode_t, e: cudaEvent_t) {
-        let ev = crate::core::stream::event_handle(client::client()?, e).map(Kind::EventWait);
+        let ev = crate::core::handle::event_handle(client::client()?, e).map(Kind::EventWait);
         exec_set(exec, node, ev)
     }
 

@@ -10,9 +10,9 @@
 
 use crate::client::{self};
 use crate::core::launch::*;
+use crate::core::registry;
 use crate::error::Error;
 use crate::ffi::{cudaFuncAttributes, cudaStream_t, dim3, write_out};
-use crate::registry;
 use crate::state::{self, CallConfig};
 use std::ffi::{c_char, c_int, c_uint, c_void};
 
@@ -54,14 +54,14 @@ entry_raw! {
         device_address: *mut c_char,
         _device_name: *const c_char,
         _ext: c_int,
-        size: usize,
+        _size: usize,
         _constant: c_int,
         _global: c_int,
     ) -> () {
         // SAFETY: `handle` is what __cudaRegisterFatBinary returned.
         let Some(fb) = (unsafe { registry::fatbin(handle) }) else { return };
         match c_string(device_address) {
-            Ok(name) => registry::register_var(fb, host_var as usize, name, size),
+            Ok(name) => registry::register_var(fb, host_var as usize, name),
             Err(_) => log::warn!("__cudaRegisterVar without a name"),
         }
     }

@@ -3,10 +3,10 @@
 //! and symbol copies.
 
 use crate::client::{self};
+use crate::core::capture::capture_stream_handle;
 use crate::core::host_memory::*;
 use crate::core::memcpy_batch::*;
 use crate::core::memory::*;
-use crate::core::stream::capture_stream_handle;
 use crate::error::Error;
 use crate::ffi::{cudaPointerAttributes, cudaPointerAttributesV12, cudaStream_t, write_out};
 use std::ffi::{c_int, c_void};

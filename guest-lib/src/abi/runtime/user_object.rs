@@ -12,6 +12,7 @@
 //! (as CUDA defers it until the graph's launches completed); it must not call CUDA.
 
 use crate::core::graph::cudaGraph_t;
+use crate::core::graph_state::HostFn;
 use crate::core::user_object::*;
 use std::ffi::{c_uint, c_void};
 

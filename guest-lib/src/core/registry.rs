@@ -207,7 +207,7 @@ impl FatbinReg {
             let p = match v.addr {
                 Some(p) => p,
                 None => {
-                    let p = crate::core::managed::alloc_for_var(v.size)?;
+                    let p = crate::core::alloc::alloc_for_var(v.size)?;
                     v.addr = Some(p);
                     with(|r| r.managed.insert(p, v.size));
                     p
@@ -344,8 +344,6 @@ pub struct VarReg {
     pub fatbin: Arc<FatbinReg>,
     /// Mangled name.
     pub name: String,
-    /// Size the program registered.
-    pub size: usize,
     addr: Mutex<Option<(u64, u64, u64)>>,
 }
 
@@ -448,14 +446,16 @@ pub fn register_managed_var(fatbin: &FatbinReg, host_var_ptr: usize, name: Strin
         });
 }
 
-pub fn register_var(fatbin: Arc<FatbinReg>, host_var: usize, name: String, size: usize) {
+/// Registers `__device__`/`__constant__` variable `name` of `fatbin` at `host_var`. Its size
+/// is the module's, looked up when it is first used ([`VarReg::resolve`]); the size the
+/// program registers is not needed.
+pub fn register_var(fatbin: Arc<FatbinReg>, host_var: usize, name: String) {
     with(|r| {
         r.vars.insert(
             host_var,
             Arc::new(VarReg {
                 fatbin,
                 name,
-                size,
                 addr: Mutex::new(None),
             }),
         )

@@ -83,6 +83,7 @@ mod core {
     pub mod memory;
     pub mod memory3d;
     pub mod misc;
+    pub mod module;
     pub mod pool;
     pub mod pool_types;
     pub mod ptsz;

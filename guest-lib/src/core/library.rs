@@ -11,7 +11,7 @@
 
 use crate::core::function::{self, Function};
 use crate::core::registry::LoadedFunc;
-use crate::error::{Error, Result};
+use crate::error::{CuError, Error};
 use std::collections::HashMap;
 use std::sync::Mutex;
 
@@ -41,11 +41,8 @@ pub(crate) fn forget_module(m: usize) {
     kernels(|t| t.retain(|_, l| *l != m));
 }
 
-/// The runtime error of a driver call's result.
-pub(crate) fn cu(r: u32) -> Result<()> {
-    match r {
-        0 => Ok(()),
-        // The two numberings agree (CUDA_ERROR_NOT_FOUND is cudaErrorSymbolNotFound, ...).
-        e => Err(Error(e)),
-    }
+/// The runtime error for a driver error of the module layer (`core::module`).
+pub(crate) fn cu(e: CuError) -> Error {
+    // The two numberings agree (CUDA_ERROR_NOT_FOUND is cudaErrorSymbolNotFound, ...).
+    Error(e.0)
 }

@@ -4,15 +4,10 @@
 //! thread's default stream (`cudaStreamPerThread`); any other stream is used as given.
 //! `cudaGetDriverEntryPoint*_ptsz` return the driver's per-thread variants by default.
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::ffi::STREAM_PER_THREAD;
 use crate::ffi::cudaStream_t;
 use std::ffi::c_int;
-
-/// A base entry point's result.
-pub(crate) fn done(r: u32) -> Result<()> {
-    if r == 0 { Ok(()) } else { Err(Error(r)) }
-}
 
 /// `cudaEnableDefault` in a per-thread program means `cudaEnablePerThreadDefaultStream`.
 pub(crate) fn per_thread_flags(flags: u64) -> u64 {

@@ -24,7 +24,7 @@ fn free_owned(o: Owned) {
         }
     };
     for m in o.modules {
-        super::module::unload(m);
+        crate::core::module::unload(m);
     }
     for s in o.streams {
         // SAFETY: a stream this context created and nobody destroyed.

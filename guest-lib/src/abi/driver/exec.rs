@@ -8,9 +8,9 @@ use std::ffi::{c_int, c_uint, c_void};
 
 use vcuda_protocol::{LaunchReq, MAX_PARAM_LEN, ops};
 
-use super::module::{function, session};
 use super::out;
 use crate::client::Client;
+use crate::core::module::{function, session};
 use crate::error::CuError;
 use crate::ffi::{cudaEvent_t, cudaStream_t};
 

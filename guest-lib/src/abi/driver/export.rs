@@ -26,10 +26,10 @@ use std::collections::HashSet;
 use std::ffi::{c_int, c_uint, c_void};
 use std::sync::Mutex;
 
-use super::module::Module;
 use super::out;
 use crate::core::context::{self, CUcontext, StorageDtor, Stored};
 use crate::core::integrity;
+use crate::core::module::Module;
 use crate::error::CuError;
 
 /// A table entry: a function's address, or (slot 0 of most tables) the table's size.
@@ -183,8 +183,11 @@ static CUDART_INTERFACE: Table<13> = {
 /// Loads the module of the fat binary a `__fatBinC_Wrapper_t` points to.
 unsafe extern "C" fn module_from_wrapper(pmod: *mut *mut Module, wrapper: *const c_void) -> u32 {
     // SAFETY: the runtime passes the wrapper nvcc's registration code gave it.
-    slot("runtime interface: module from wrapper", || unsafe {
-        super::module::load_wrapper(pmod, wrapper, false)
+    slot("runtime interface: module from wrapper", || {
+        // SAFETY: as above.
+        let m = unsafe { crate::core::module::load_wrapper(wrapper, false) }?;
+        // SAFETY: the runtime's output pointer.
+        unsafe { out(pmod, m) }
     })
 }
 
@@ -211,7 +214,9 @@ unsafe extern "C" fn module_from_fatbin_ext(
 ) -> u32 {
     log::debug!("module from fat binary, options {a:?} {b:?} {n}");
     slot("runtime interface: module from fat binary", || {
-        super::module::load(pmod, fatbin, false)
+        let m = crate::core::module::load(fatbin, false)?;
+        // SAFETY: the runtime's output pointer.
+        unsafe { out(pmod, m) }
     })
 }
 

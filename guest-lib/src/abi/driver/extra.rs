@@ -5,9 +5,9 @@
 
 use std::ffi::{c_char, c_int, c_uint, c_void};
 
-use super::module::Module;
 use super::out;
 use crate::core::context::current;
+use crate::core::module::Module;
 use crate::ffi::CUdeviceptr;
 // `CUstreamCallback` is the runtime's `cudaStreamCallback_t` (CUresult and cudaError_t
 // agree on the codes a stream's status takes).
@@ -224,8 +224,10 @@ entry_lib! {
     }
 
     fn cuModuleLoad(m: *mut *mut Module, path: *const c_char) -> Result<(), CuError> {
-        // SAFETY: the caller's arguments, under cuModuleLoad's contract.
-        unsafe { super::module::load_file(m, path, false) }
+        // SAFETY: the caller's path, under cuModuleLoad's contract.
+        let module = unsafe { crate::core::module::load_file(path, false) }?;
+        // SAFETY: the caller's output pointer.
+        unsafe { out(m, module) }
     }
 }
 

@@ -10,8 +10,8 @@
 
 use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
 
-use super::module::ptx_units_fatbin;
 use super::out;
+use crate::core::module::ptx_units_fatbin;
 use crate::error::CuError;
 
 /// `CUjitInputType`.

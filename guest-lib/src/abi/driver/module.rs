@@ -1,545 +1,101 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
-//! Modules and libraries: loading images (fat binaries, nvcc's wrappers around them, PTX),
-//! the kernels and globals in them, and libraries, which belong to the process and are
-//! loaded again after a device reset.
+//! The driver's module and library calls (`cuModule*`, `cuLibrary*`, `cuKernel*`,
+//! `cuFunc*`): shims over `core::module`.
+//!
+//! The library API (CUDA 12): a library is a module loaded for the whole process, a kernel
+//! the function it holds; cuda-python's `cuda.core` and Numba load code this way.
+//! `CUlibrary` is a `CUmodule` here and `CUkernel` a `CUfunction`, which `cuLaunchKernel`
+//! takes either way (as on CUDA 12).
 
-use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
-use std::sync::Arc;
-
-use sha2::{Digest, Sha256};
-use vcuda_protocol::{
-    FunctionGetReq, FunctionGetResp, HandleReq, MODULE_HAS_DATA, ModuleFunctionReq,
-    ModuleFunctionResp, ModuleLoadReq, PARAMS_UNKNOWN, ParamInfo, SymbolGetReq, SymbolGetResp, ops,
-};
-use zerocopy::FromBytes;
+use std::ffi::{c_char, c_int, c_uint, c_void};
 
 use super::out;
-use crate::client::{self, Client};
-use crate::core::context::{current, disown, own};
 use crate::core::function::Function;
+use crate::core::module::{
+    Module, c_name, check_module, enumerate, function, function_count, get_function, get_global,
+    get_managed, load, load_file, unload_library, unload_module,
+};
 use crate::error::CuError;
 use crate::ffi::CUdeviceptr;
 
-/// A loaded module: the backend's handle and the functions looked up in it.
-pub struct Module {
-    /// The session generation it was loaded in, and the backend's handle there.
-    loaded: std::sync::Mutex<(u64, u64)>,
-    /// A library's image (`cuLibraryLoadData`): a library belongs to the process, not to a
-    /// context, so it outlives a primary context reset and is loaded again after one.
-    image: Option<Box<[u8]>>,
-    functions: std::sync::Mutex<Vec<Arc<Function>>>,
-    /// `__managed__` variables handed out (`cuLibraryGetManaged`): name, address, size. The
-    /// memory is kept for the process; a reload binds the module to it again.
-    managed: std::sync::Mutex<Vec<(String, u64, u64)>>,
-    /// Its kernels' names, once asked for (`cuModuleEnumerateFunctions`).
-    names: std::sync::OnceLock<Vec<String>>,
-}
-
-/// Libraries (`cuLibraryLoadData`), which no context owns.
-static LIBRARIES: std::sync::Mutex<Vec<usize>> = std::sync::Mutex::new(Vec::new());
-
-impl Module {
-    /// The backend's handle in the session's current generation: a library is loaded again
-    /// after a device reset; a context's module is gone with it (`CUDA_ERROR_INVALID_HANDLE`).
-    fn handle(&self, c: &Client) -> Result<u64, CuError> {
-        let mut g = self.loaded.lock().unwrap_or_else(|e| e.into_inner());
-        let generation = c.generation();
-        if g.0 == generation {
-            return Ok(g.1);
-        }
-        let image = self.image.as_deref().ok_or(CuError::INVALID_HANDLE)?;
-        let h = load_image(c, image)?;
-        *g = (generation, h);
-        // The kernels the program holds (`CUkernel`s the runtime caches) follow the library.
-        for f in self
-            .functions
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-        {
-            match function_get(c, h, f.name.to_bytes()) {
-                Ok((resp, _)) => f.rebind(resp.handle),
-                Err(e) => log::debug!("kernel {:?} after a reload: {e:?}", f.name),
-            }
-        }
-        for (name, addr, size) in self
-            .managed
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-        {
-            if crate::shared::maps_managed(c)
-                && let Err(e) = crate::core::registry::bind_symbol(c, h, name, *addr, *size)
-            {
-                log::debug!("managed variable {name} after a reload: {e:?}");
-            }
-        }
-        Ok(h)
-    }
-}
-
-/// The backend's answer for kernel `name` of module `module`: its handle, layout size and
-/// attributes, and its parameters' offsets and sizes.
-fn function_get(
-    c: &Client,
-    module: u64,
-    name: &[u8],
-) -> Result<(FunctionGetResp, Vec<(u32, u32)>), CuError> {
-    let p = c.call_raw::<ops::FunctionGet>(&FunctionGetReq { module }, name, &[], &mut [])?;
-    let (resp, tail) = FunctionGetResp::read_from_prefix(&p).map_err(|_| CuError(999))?;
-    if resp.n_params == PARAMS_UNKNOWN {
-        log::error!(
-            "no parameter layout for kernel {}",
-            String::from_utf8_lossy(name)
-        );
-        return Err(CuError::NOT_SUPPORTED);
-    }
-    let infos = <[ParamInfo]>::ref_from_bytes(tail).map_err(|_| CuError(999))?;
-    Ok((resp, infos.iter().map(|p| (p.offset, p.size)).collect()))
-}
-
-/// The session, for a driver call: a current context and no sticky error.
-pub(super) fn session() -> Result<&'static Client, CuError> {
-    current()?;
-    let c = client::client()?;
-    c.check_sticky()?;
-    Ok(c)
-}
-
-/// The size of a module image: a fat binary (header and payload), an ELF cubin (up to its
-/// section headers), or NUL-terminated PTX text.
+/// Writes a variable's address and size through the caller's optional output pointers.
 ///
 /// # Safety
 ///
-/// `image` points to a readable image of one of those kinds.
-unsafe fn image_len(image: *const u8) -> Result<usize, CuError> {
-    // SAFETY: every image is at least 16 bytes or NUL-terminated text (the caller's
-    // contract); each read below stays within what the header read so far describes.
-    unsafe {
-        let magic = image.cast::<u32>().read_unaligned();
-        if magic == 0xBA55_ED50 {
-            let size = image.add(8).cast::<u64>().read_unaligned();
-            return usize::try_from(size)
-                .ok()
-                .and_then(|s| s.checked_add(16))
-                .filter(|&s| s <= vcuda_protocol::MAX_SEGMENT_LEN as usize)
-                .ok_or(CuError::INVALID_IMAGE);
-        }
-        if magic == 0x464C_457F {
-            // The CPU executor runs PTX, not machine code.
-            return Err(CuError::NO_BINARY_FOR_GPU);
-        }
-        Ok(CStr::from_ptr(image.cast::<c_char>())
-            .to_bytes_with_nul()
-            .len())
-    }
-}
-
-/// A fat binary holding `ptx` (text with its NUL) as its one PTX entry.
-pub fn ptx_fatbin(ptx: &[u8]) -> Vec<u8> {
-    ptx_units_fatbin(&[ptx])
-}
-
-/// A fat binary holding each of `units` (PTX text, NUL-terminated) as a PTX entry for the
-/// same arch (sm_90): translation units the backend links together.
-pub fn ptx_units_fatbin(units: &[&[u8]]) -> Vec<u8> {
-    vcuda_fatbin::ptx_fatbin(units, 90)
-}
-
-/// The magic of nvcc's `__fatBinC_Wrapper_t`.
-const FATBIN_WRAPPER_MAGIC: u32 = 0x4662_43B1;
-
-/// Loads a module from a module image (`cuModuleLoadData`): a fat binary, the wrapper nvcc
-/// registers around one, or PTX.
-pub(super) fn load(
-    pmod: *mut *mut Module,
-    image: *const c_void,
-    library: bool,
+/// Each pointer is null or valid for a write.
+unsafe fn global_out(
+    dptr: *mut CUdeviceptr,
+    bytes: *mut usize,
+    (addr, size): (u64, u64),
 ) -> Result<(), CuError> {
-    session()?;
-    if image.is_null() {
-        return Err(CuError::INVALID_VALUE);
+    if !dptr.is_null() {
+        // SAFETY: the caller's output pointer (non-null).
+        unsafe { out(dptr, addr)? };
     }
-    // SAFETY: every module image starts with at least 4 readable bytes.
-    if unsafe { image.cast::<u32>().read_unaligned() } == FATBIN_WRAPPER_MAGIC {
-        // What nvcc's host code registers, which the static runtime passes on as is.
-        // SAFETY: a wrapper, by its magic; the driver API's contract keeps it mapped.
-        return unsafe { load_wrapper(pmod, image, library) };
-    }
-    // SAFETY: the driver API's contract: `image` is a module image.
-    let len = unsafe { image_len(image.cast()) }?;
-    // SAFETY: `len` bytes of the image are readable (computed from the image itself).
-    let bytes = unsafe { std::slice::from_raw_parts(image.cast::<u8>(), len) };
-    load_bytes(pmod, bytes, library)
-}
-
-/// Loads the module of the fat binary a `__fatBinC_Wrapper_t` points to (with the units of
-/// a device-linked program), as the runtime's registration does.
-///
-/// # Safety
-///
-/// `wrapper` is null or a wrapper nvcc's host code made, whose fat binaries stay mapped
-/// while this runs.
-pub(super) unsafe fn load_wrapper(
-    pmod: *mut *mut Module,
-    wrapper: *const c_void,
-    library: bool,
-) -> Result<(), CuError> {
-    session()?;
-    if wrapper.is_null() {
-        return Err(CuError::INVALID_VALUE);
-    }
-    // SAFETY: the caller's contract.
-    let (bytes, units) = unsafe {
-        (
-            vcuda_fatbin::fatbin_from_wrapper::<'_>(wrapper),
-            vcuda_fatbin::prelinked_fatbins::<'_>(wrapper),
-        )
-    };
-    let (bytes, units) = match (bytes, units) {
-        (Ok(b), Ok(u)) => (b, u),
-        (Err(e), _) | (_, Err(e)) => {
-            log::error!("cannot read a fat binary the runtime loads: {e}");
-            return Err(CuError::INVALID_IMAGE);
-        }
-    };
-    if units.is_empty() {
-        return load_bytes(pmod, bytes, library);
-    }
-    // Fat binary sizes are multiples of 8, so each one stays aligned.
-    let mut all = bytes.to_vec();
-    for u in units {
-        all.extend_from_slice(u);
-    }
-    load_bytes(pmod, &all, library)
-}
-
-/// Loads a module from `bytes`: a fat binary, or PTX text (with its NUL); a library keeps
-/// its image (see [`Module::handle`]).
-fn load_bytes(pmod: *mut *mut Module, bytes: &[u8], library: bool) -> Result<(), CuError> {
-    let c = session()?;
-    let handle = load_image(c, bytes)?;
-    let m = Box::into_raw(Box::new(Module {
-        loaded: std::sync::Mutex::new((c.generation(), handle)),
-        image: library.then(|| bytes.into()),
-        functions: std::sync::Mutex::default(),
-        managed: std::sync::Mutex::default(),
-        names: std::sync::OnceLock::new(),
-    }));
-    if library {
-        LIBRARIES
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(m as usize);
-    } else if let Err(e) = own(|o| o.modules.push(m as usize)) {
-        unload(m as usize);
-        return Err(e);
-    }
-    // SAFETY: the caller's output pointer.
-    unsafe { out(pmod, m) }
-}
-
-/// Loads `bytes` (a fat binary, or PTX text) into the backend: its handle.
-fn load_image(c: &Client, bytes: &[u8]) -> Result<u64, CuError> {
-    let wrapped;
-    let bytes = if bytes.starts_with(&0xBA55_ED50u32.to_le_bytes()) {
-        bytes
-    } else {
-        wrapped = ptx_fatbin(bytes);
-        &wrapped
-    };
-    let req = ModuleLoadReq {
-        hash: Sha256::digest(bytes).into(),
-        size: bytes.len() as u64,
-        flags: MODULE_HAS_DATA,
-        reserved: 0,
-    };
-    let resp = c.call_with::<ops::ModuleLoad>(&req, &[], &[bytes], &mut [])?;
-    Ok(resp.handle)
-}
-
-/// Unloads a module made by [`load`] (once).
-pub fn unload(m: usize) {
-    // Its kernels stop being `cudaKernel_t`s the runtime takes before they are freed.
-    crate::core::library::forget_module(m);
-    // SAFETY: `m` came from `Box::into_raw` in `load` and its owner gives it up once.
-    let m = unsafe { Box::from_raw(m as *mut Module) };
-    if let Ok(c) = client::client() {
-        let (generation, handle) = *m.loaded.lock().unwrap_or_else(|e| e.into_inner());
-        if generation == c.generation() {
-            let _ = c.call::<ops::ModuleUnload>(&HandleReq { handle });
-        }
-    }
-}
-
-/// Whether `m` is a library (not a context's module).
-fn is_library(m: *mut Module) -> bool {
-    LIBRARIES
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .contains(&(m as usize))
-}
-
-/// A `__managed__` variable of module `m`: its managed memory (address, size), made on first
-/// request. Where the backend maps the program's memory, fresh managed memory that the
-/// backend fills from the module and binds the module's kernels to; elsewhere, the
-/// variable where the module put it, kept coherent as managed memory by the library.
-fn managed_var(c: &Client, m: &Module, name: &str) -> Result<(u64, u64), CuError> {
-    let mut vars = m.managed.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(&(_, addr, size)) = vars.iter().find(|v| v.0 == name) {
-        return Ok((addr, size));
-    }
-    let h = m.handle(c)?;
-    let r: SymbolGetResp =
-        c.call_with::<ops::SymbolGet>(&SymbolGetReq { module: h }, name.as_bytes(), &[], &mut [])?;
-    let addr = if crate::shared::maps_managed(c) {
-        let p = crate::core::alloc::alloc_for_var(r.size as usize)?;
-        crate::core::registry::bind_symbol(c, h, name, p, r.size)?;
-        p
-    } else {
-        crate::core::registry::adopt_in_place(c, &[(r.ptr, r.size)])?;
-        r.ptr
-    };
-    vars.push((name.to_owned(), addr, r.size));
-    Ok((addr, r.size))
-}
-
-/// The module behind a `CUmodule` of the current context, or a library.
-fn module<'a>(m: *mut Module) -> Result<&'a Module, CuError> {
-    let ok = !m.is_null()
-        && (is_library(m) || {
-            let mut found = false;
-            own(|o| found = o.modules.contains(&(m as usize)))?;
-            found
-        });
-    if !ok {
-        return Err(CuError::INVALID_HANDLE);
-    }
-    // SAFETY: a live module of the current context (checked above); it is freed only by
-    // `cuModuleUnload` or the context's destruction, which the caller must not race.
-    Ok(unsafe { &*m })
-}
-
-/// The names of a module's kernels, asked of the backend once (`ModuleFunction`, one call
-/// per kernel).
-fn kernel_names<'a>(c: &Client, m: &'a Module) -> Result<&'a [String], CuError> {
-    if let Some(n) = m.names.get() {
-        return Ok(n);
-    }
-    let get = |index: u32| -> Result<(u32, String), CuError> {
-        let req = ModuleFunctionReq {
-            module: m.handle(c)?,
-            index,
-            reserved: 0,
-        };
-        let p = c.call_raw::<ops::ModuleFunction>(&req, &[], &[], &mut [])?;
-        let (resp, tail) = ModuleFunctionResp::read_from_prefix(&p).map_err(|_| CuError(999))?;
-        let name = tail.get(..resp.name_len as usize).ok_or(CuError(999))?;
-        Ok((resp.count, String::from_utf8_lossy(name).into_owned()))
-    };
-    let (count, first) = get(0)?;
-    let mut names = Vec::with_capacity(count as usize);
-    if count > 0 {
-        names.push(first);
-        for i in 1..count {
-            names.push(get(i)?.1);
-        }
-    }
-    Ok(m.names.get_or_init(|| names))
-}
-
-/// `cuModuleEnumerateFunctions`: handles of up to `num` of the module's kernels.
-fn enumerate(fs: *mut *const Function, num: c_uint, mp: *mut Module) -> Result<(), CuError> {
-    let c = session()?;
-    let m = module(mp)?;
-    if fs.is_null() {
-        return Err(CuError::INVALID_VALUE);
-    }
-    for (i, name) in kernel_names(c, m)?.iter().take(num as usize).enumerate() {
-        let cname = std::ffi::CString::new(name.as_str()).map_err(|_| CuError::NOT_FOUND)?;
-        let mut f = std::ptr::null();
-        // SAFETY: a live module, a NUL-terminated name and a valid out pointer.
-        match unsafe { cuModuleGetFunction(&mut f, mp, cname.as_ptr()) } {
-            0 => {}
-            e => return Err(CuError(e)),
-        }
-        // SAFETY: the caller's array of `num` handles (i < num).
-        unsafe { fs.add(i).write(f) };
+    if !bytes.is_null() {
+        // SAFETY: the caller's output pointer (non-null).
+        unsafe { out(bytes, size as usize)? };
     }
     Ok(())
 }
 
-/// `cuModuleGetFunctionCount`.
-fn function_count(count: *mut c_uint, mp: *mut Module) -> Result<(), CuError> {
-    let c = session()?;
-    let m = module(mp)?;
-    let n = kernel_names(c, m)?.len() as c_uint;
-    // SAFETY: the caller's output pointer.
-    unsafe { out(count, n) }
-}
-
-/// The function behind a `CUfunction`.
-pub(super) fn function<'a>(f: *const Function) -> Result<&'a Function, CuError> {
-    // SAFETY: the driver API's contract: a function handle from cuModuleGetFunction whose
-    // module is still loaded (its `Arc` lives in the module's list).
-    let f = unsafe { f.as_ref() }.ok_or(CuError::INVALID_HANDLE)?;
-    if f.module != 0 {
-        // SAFETY: `f` came from its module's list (above), so the module is alive as long
-        // as `f` is. A library's kernels follow its reloads after a reset (no lock but the
-        // module's own on this launch path).
-        let m = unsafe { &*(f.module as *const Module) };
-        if m.image.is_some() {
-            m.handle(client::client()?)?;
-        }
-    }
-    Ok(f)
-}
-
-fn c_name(name: *const c_char) -> Result<&'static str, CuError> {
-    if name.is_null() {
-        return Err(CuError::INVALID_VALUE);
-    }
-    // SAFETY: a NUL-terminated string (the driver API's contract).
-    unsafe { CStr::from_ptr(name) }
-        .to_str()
-        .map_err(|_| CuError::NOT_FOUND)
-}
-
-/// `cuModuleLoad` (and `cuLibraryLoadFromFile`): loads the module image in the file `path`.
-///
-/// # Safety
-///
-/// `m` is null or valid for a write; `path` is null or a NUL-terminated string.
-pub(crate) unsafe fn load_file(
-    m: *mut *mut Module,
-    path: *const c_char,
-    library: bool,
-) -> Result<(), CuError> {
-    if path.is_null() {
-        return Err(CuError::INVALID_VALUE);
-    }
-    // SAFETY: a NUL-terminated path (the driver API's contract).
-    let p = unsafe { CStr::from_ptr(path) }
-        .to_string_lossy()
-        .into_owned();
-    let mut bytes = std::fs::read(&p).map_err(|_| CuError(301))?; // CUDA_ERROR_FILE_NOT_FOUND
-    // PTX text must end with its NUL; fat binaries are kept 8-byte aligned.
-    bytes.push(0);
-    let mut aligned = vec![0u64; bytes.len().div_ceil(8)];
-    // SAFETY: `aligned` holds at least `bytes.len()` bytes.
-    unsafe {
-        std::ptr::copy_nonoverlapping(
-            bytes.as_ptr(),
-            aligned.as_mut_ptr().cast::<u8>(),
-            bytes.len(),
-        )
-    };
-    // The same load as cuModuleLoadData's, from a buffer that lives for the call.
-    load(m, aligned.as_ptr().cast(), library)
-}
-
 entry_lib! {
     fn cuModuleLoadData(m: *mut *mut Module, image: *const c_void) -> Result<(), CuError> {
-        load(m, image, false)
+        let module = load(image, false)?;
+        // SAFETY: the caller's output pointer.
+        unsafe { out(m, module) }
     }
 
     fn cuModuleLoadFatBinary(m: *mut *mut Module, image: *const c_void) -> Result<(), CuError> {
-        load(m, image, false)
+        let module = load(image, false)?;
+        // SAFETY: the caller's output pointer.
+        unsafe { out(m, module) }
     }
 
     fn cuModuleLoadDataEx(m: *mut *mut Module, image: *const c_void, _n: c_uint, _opts: *mut c_int, _vals: *mut *mut c_void) -> Result<(), CuError> {
         // JIT options (log buffers, optimization level) ask for nothing the backend needs;
         // its JIT log stays on the backend.
-        load(m, image, false)
+        let module = load(image, false)?;
+        // SAFETY: the caller's output pointer.
+        unsafe { out(m, module) }
     }
 
     fn cuModuleUnload(m: *mut Module) -> Result<(), CuError> {
-        module(m)?;
-        disown(|o| o.modules.retain(|&x| x != m as usize));
-        unload(m as usize);
-        Ok(())
+        unload_module(m)
     }
 
     fn cuModuleGetFunction(pf: *mut *const Function, mp: *mut Module, name: *const c_char) -> Result<(), CuError> {
-        let c = session()?;
-        let m = module(mp)?;
-        let name = c_name(name)?;
-        // The same name gives the same handle, as CUDA's does.
-        let known = m
-            .functions
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-            .find(|f| f.name.as_bytes() == name.as_bytes())
-            .map(Arc::as_ptr);
-        if let Some(ptr) = known {
-            // SAFETY: the caller's output pointer; the function lives as long as its module.
-            return unsafe { out(pf, ptr) };
-        }
-        let (resp, params) = function_get(c, m.handle(c)?, name.as_bytes())?;
-        let f = Arc::new(Function {
-            handle: resp.handle.into(),
-            params,
-            param_size: resp.param_size,
-            attrs: resp.attrs,
-            name: std::ffi::CString::new(name).map_err(|_| CuError::NOT_FOUND)?,
-            module: mp as usize,
-        });
-        let ptr = Arc::as_ptr(&f);
-        m.functions.lock().unwrap_or_else(|e| e.into_inner()).push(f);
+        let f = get_function(mp, c_name(name)?)?;
         // SAFETY: the caller's output pointer; the function lives as long as its module.
-        unsafe { out(pf, ptr) }
+        unsafe { out(pf, f) }
     }
 
     fn cuModuleGetGlobal_v2(dptr: *mut CUdeviceptr, bytes: *mut usize, m: *mut Module, name: *const c_char) -> Result<(), CuError> {
-        let c = session()?;
-        let m = module(m)?;
-        let name = c_name(name)?;
-        let r: SymbolGetResp = c.call_with::<ops::SymbolGet>(&SymbolGetReq { module: m.handle(c)? }, name.as_bytes(), &[], &mut [])?;
-        if !dptr.is_null() {
-            // SAFETY: the caller's output pointer (non-null).
-            unsafe { out(dptr, r.ptr)? };
-        }
-        if !bytes.is_null() {
-            // SAFETY: the caller's output pointer (non-null).
-            unsafe { out(bytes, r.size as usize)? };
-        }
-        Ok(())
+        let g = get_global(m, c_name(name)?)?;
+        // SAFETY: the caller's output pointers, each optional.
+        unsafe { global_out(dptr, bytes, g) }
     }
-}
 
-// The library API (`cuLibrary*`, CUDA 12): a library is a module loaded for the whole
-// process, a kernel the function it holds; cuda-python's `cuda.core` and Numba load code
-// this way. `CUlibrary` is a `CUmodule` here and `CUkernel` a `CUfunction`, which
-// `cuLaunchKernel` takes either way (as on CUDA 12).
-entry_lib! {
     fn cuLibraryLoadData(lib: *mut *mut Module, code: *const c_void, _jit_opts: *mut c_int, _jit_vals: *mut *mut c_void, _n_jit: c_uint, _lib_opts: *mut c_int, _lib_vals: *mut *mut c_void, _n_lib: c_uint) -> Result<(), CuError> {
-        load(lib, code, true)
+        let module = load(code, true)?;
+        // SAFETY: the caller's output pointer.
+        unsafe { out(lib, module) }
     }
 
     fn cuLibraryUnload(lib: *mut Module) -> Result<(), CuError> {
-        module(lib)?;
-        if is_library(lib) {
-            LIBRARIES.lock().unwrap_or_else(|e| e.into_inner()).retain(|&x| x != lib as usize);
-        } else {
-            disown(|o| o.modules.retain(|&x| x != lib as usize));
-        }
-        unload(lib as usize);
-        Ok(())
+        unload_library(lib)
     }
 
     fn cuLibraryGetModule(m: *mut *mut Module, lib: *mut Module) -> Result<(), CuError> {
-        module(lib)?;
+        check_module(lib)?;
         // SAFETY: the caller's output pointer.
         unsafe { out(m, lib) }
     }
 
     fn cuLibraryGetKernel(k: *mut *const Function, lib: *mut Module, name: *const c_char) -> Result<(), CuError> {
-        // SAFETY: the same contract as cuModuleGetFunction's.
-        match unsafe { cuModuleGetFunction(k, lib, name) } {
-            0 => Ok(()),
-            e => Err(CuError(e)),
-        }
+        let f = get_function(lib, c_name(name)?)?;
+        // SAFETY: the caller's output pointer; the kernel lives as long as its library.
+        unsafe { out(k, f) }
     }
 
     fn cuKernelGetFunction(f: *mut *const Function, k: *const Function) -> Result<(), CuError> {
@@ -549,49 +105,44 @@ entry_lib! {
     }
 
     fn cuLibraryGetManaged(dptr: *mut CUdeviceptr, bytes: *mut usize, lib: *mut Module, name: *const c_char) -> Result<(), CuError> {
-        let c = session()?;
-        let m = module(lib)?;
-        let name = c_name(name)?;
-        let (addr, size) = managed_var(c, m, name)?;
+        let g = get_managed(lib, c_name(name)?)?;
         // SAFETY: the caller's output pointers, each optional.
-        unsafe {
-            if !dptr.is_null() {
-                out(dptr, addr)?;
-            }
-            if !bytes.is_null() {
-                out(bytes, size as usize)?;
-            }
-        }
-        Ok(())
+        unsafe { global_out(dptr, bytes, g) }
     }
 
     fn cuLibraryGetGlobal(dptr: *mut CUdeviceptr, bytes: *mut usize, lib: *mut Module, name: *const c_char) -> Result<(), CuError> {
-        // SAFETY: the same contract as cuModuleGetGlobal's.
-        match unsafe { cuModuleGetGlobal_v2(dptr, bytes, lib, name) } {
-            0 => Ok(()),
-            e => Err(CuError(e)),
-        }
+        let g = get_global(lib, c_name(name)?)?;
+        // SAFETY: the caller's output pointers, each optional.
+        unsafe { global_out(dptr, bytes, g) }
     }
 
     fn cuLibraryLoadFromFile(lib: *mut *mut Module, file: *const c_char, _jit_opts: *mut c_int, _jit_vals: *mut *mut c_void, _n_jit: c_uint, _lib_opts: *mut c_int, _lib_vals: *mut *mut c_void, _n_lib: c_uint) -> Result<(), CuError> {
-        // SAFETY: the same contract as cuModuleLoad's.
-        unsafe { load_file(lib, file, true) }
+        // SAFETY: the caller's path, null or NUL-terminated (the API's contract).
+        let module = unsafe { load_file(file, true) }?;
+        // SAFETY: the caller's output pointer.
+        unsafe { out(lib, module) }
     }
 
     fn cuLibraryGetKernelCount(count: *mut c_uint, lib: *mut Module) -> Result<(), CuError> {
-        function_count(count, lib)
+        let n = function_count(lib)?;
+        // SAFETY: the caller's output pointer.
+        unsafe { out(count, n) }
     }
 
     fn cuLibraryEnumerateKernels(ks: *mut *const Function, num: c_uint, lib: *mut Module) -> Result<(), CuError> {
-        enumerate(ks, num, lib)
+        // SAFETY: the caller's array of `num` handles (the API's contract).
+        unsafe { enumerate(ks, num, lib) }
     }
 
     fn cuModuleGetFunctionCount(count: *mut c_uint, m: *mut Module) -> Result<(), CuError> {
-        function_count(count, m)
+        let n = function_count(m)?;
+        // SAFETY: the caller's output pointer.
+        unsafe { out(count, n) }
     }
 
     fn cuModuleEnumerateFunctions(fs: *mut *const Function, num: c_uint, m: *mut Module) -> Result<(), CuError> {
-        enumerate(fs, num, m)
+        // SAFETY: the caller's array of `num` handles (the API's contract).
+        unsafe { enumerate(fs, num, m) }
     }
 
     fn cuFuncGetName(name: *mut *const c_char, f: *const Function) -> Result<(), CuError> {
@@ -601,11 +152,9 @@ entry_lib! {
     }
 
     fn cuKernelGetName(name: *mut *const c_char, k: *const Function) -> Result<(), CuError> {
-        // SAFETY: the same contract as cuFuncGetName's.
-        match unsafe { cuFuncGetName(name, k) } {
-            0 => Ok(()),
-            e => Err(CuError(e)),
-        }
+        let f = function(k)?;
+        // SAFETY: the caller's output pointer; the name lives as long as the kernel.
+        unsafe { out(name, f.name.as_ptr()) }
     }
 
     fn cuFuncGetModule(m: *mut *mut Module, f: *const Function) -> Result<(), CuError> {
@@ -619,28 +168,12 @@ entry_lib! {
     }
 
     fn cuKernelGetLibrary(lib: *mut *mut Module, k: *const Function) -> Result<(), CuError> {
-        // SAFETY: the same contract as cuFuncGetModule's.
-        match unsafe { cuFuncGetModule(lib, k) } {
-            0 => Ok(()),
-            e => Err(CuError(e)),
+        let f = function(k)?;
+        if f.module == 0 {
+            // A kernel of the runtime's registered code: its library is the runtime's own.
+            return Err(CuError::NOT_FOUND);
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The wrappers are vcuda-fatbin's builder for sm_90 (whose own test checks the entry
-    /// header nvcc writes).
-    #[test]
-    fn a_wrapped_ptx_entry_is_the_builders_for_sm_90() {
-        let ptx = b"//\n.version 8.5\n.target sm_90\n.address_size 64\n\0";
-        assert_eq!(ptx_fatbin(ptx), vcuda_fatbin::ptx_fatbin(&[ptx], 90));
-        let units: [&[u8]; 2] = [ptx, b".version 8.5\n.target sm_90\n\0"];
-        assert_eq!(
-            ptx_units_fatbin(&units),
-            vcuda_fatbin::ptx_fatbin(&units, 90)
-        );
+        // SAFETY: the caller's output pointer.
+        unsafe { out(lib, f.module as *mut Module) }
     }
 }

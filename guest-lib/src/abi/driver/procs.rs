@@ -64,7 +64,7 @@ fn own_symbol(symbol: &str) -> Option<*mut c_void> {
 }
 
 /// Looks `symbol` up for `version` and writes the function pointer and the query result.
-fn lookup(
+pub(crate) fn lookup(
     symbol: *const c_char,
     pfn: *mut *mut c_void,
     version: c_int,
@@ -107,7 +107,7 @@ entry_lib! {
 
 /// The runtime's view: a name that is not found is no error (the query result says so, and
 /// the function pointer is null), as NVIDIA's runtime answers (measured on an H100).
-fn runtime(r: Result<(), CuError>) -> crate::Result<()> {
+pub(crate) fn runtime(r: Result<(), CuError>) -> crate::Result<()> {
     r.map_err(|e| Error(e.0))
 }
 

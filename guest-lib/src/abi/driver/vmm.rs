@@ -22,9 +22,9 @@ use vcuda_protocol::{
     VmmReserveReq, ops,
 };
 
-use super::module::session;
 use super::out;
 use crate::client::Client;
+use crate::core::module::session;
 use crate::error::CuError;
 use crate::ffi::CUdeviceptr;
 use crate::mirror::{Kind, Range};

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
 //! The runtime's library API (CUDA 12.5+): `cudaLibraryLoadData` and
 //! `cudaLibraryLoadFromFile` load code for the whole process, as the driver's `cuLibrary*`
-//! calls do (`driver/exec.rs`): a `cudaLibrary_t` is the driver's `CUlibrary` (a module
+//! calls do (both are shims over `core::module`): a `cudaLibrary_t` is the driver's `CUlibrary` (a module
 //! here) and a `cudaKernel_t` from it the driver's `CUkernel` (a function), which the
 //! runtime's launches, function attribute calls and graph kernel nodes take in place of a
 //! kernel's host stub. `cudaGetKernel` gives the `cudaKernel_t` of a kernel the program
@@ -9,38 +9,38 @@
 //! keep using the host stub, `__cudaGetKernel`). `cudaLibraryGetManaged` and
 //! `cudaLibraryGetUnifiedFunction` are not supported.
 
-use crate::abi::driver::module::{self, Module};
 use crate::client;
-use crate::core::function::Function;
 use crate::core::library::*;
+use crate::core::module::{self, Module, c_name};
 use crate::error::Error;
 use crate::ffi::write_out;
 use std::ffi::{c_char, c_int, c_uint, c_void};
 
 entry! {
-    fn cudaLibraryLoadData(lib: *mut *mut c_void, code: *const c_void, jit_opts: *mut c_int, jit_vals: *mut *mut c_void, n_jit: c_uint, lib_opts: *mut c_int, lib_vals: *mut *mut c_void, n_lib: c_uint) {
+    fn cudaLibraryLoadData(lib: *mut *mut c_void, code: *const c_void, _jit_opts: *mut c_int, _jit_vals: *mut *mut c_void, _n_jit: c_uint, _lib_opts: *mut c_int, _lib_vals: *mut *mut c_void, _n_lib: c_uint) {
         client::client()?;
-        // SAFETY: the same contract as the driver's.
-        cu(unsafe { module::cuLibraryLoadData(lib.cast(), code, jit_opts, jit_vals, n_jit, lib_opts, lib_vals, n_lib) })
+        let m = module::load(code, true).map_err(cu)?;
+        // SAFETY: the caller's output pointer, checked for null.
+        unsafe { write_out(lib, m.cast::<c_void>()) }
     }
 
-    fn cudaLibraryLoadFromFile(lib: *mut *mut c_void, file: *const c_char, jit_opts: *mut c_int, jit_vals: *mut *mut c_void, n_jit: c_uint, lib_opts: *mut c_int, lib_vals: *mut *mut c_void, n_lib: c_uint) {
+    fn cudaLibraryLoadFromFile(lib: *mut *mut c_void, file: *const c_char, _jit_opts: *mut c_int, _jit_vals: *mut *mut c_void, _n_jit: c_uint, _lib_opts: *mut c_int, _lib_vals: *mut *mut c_void, _n_lib: c_uint) {
         client::client()?;
-        // SAFETY: the same contract as the driver's.
-        cu(unsafe { module::cuLibraryLoadFromFile(lib.cast(), file, jit_opts, jit_vals, n_jit, lib_opts, lib_vals, n_lib) })
+        // SAFETY: the caller's path, null or NUL-terminated (the API's contract).
+        let m = unsafe { module::load_file(file, true) }.map_err(cu)?;
+        // SAFETY: the caller's output pointer, checked for null.
+        unsafe { write_out(lib, m.cast::<c_void>()) }
     }
 
     fn cudaLibraryUnload(lib: *mut c_void) {
         client::client()?;
-        // SAFETY: the same contract as the driver's (whose unload forgets the kernels).
-        cu(unsafe { module::cuLibraryUnload(lib.cast::<Module>()) })
+        // The unload forgets the library's kernels.
+        module::unload_library(lib.cast::<Module>()).map_err(cu)
     }
 
     fn cudaLibraryGetKernel(k: *mut *const c_void, lib: *mut c_void, name: *const c_char) {
         client::client()?;
-        let mut f: *const Function = std::ptr::null();
-        // SAFETY: the same contract as the driver's, with our own output.
-        cu(unsafe { module::cuLibraryGetKernel(&mut f, lib.cast(), name) })?;
+        let f = module::get_function(lib.cast(), c_name(name).map_err(cu)?).map_err(cu)?;
         kernels(|t| t.insert(f as usize, lib as usize));
         // SAFETY: the caller's output pointer, checked for null.
         unsafe { write_out(k, f.cast::<c_void>()) }
@@ -48,25 +48,33 @@ entry! {
 
     fn cudaLibraryGetGlobal(dptr: *mut *mut c_void, bytes: *mut usize, lib: *mut c_void, name: *const c_char) {
         client::client()?;
-        // SAFETY: the same contract as the driver's; a device pointer is 64 bits either way.
-        cu(unsafe { module::cuLibraryGetGlobal(dptr.cast(), bytes, lib.cast(), name) })
+        let (addr, size) = module::get_global(lib.cast(), c_name(name).map_err(cu)?).map_err(cu)?;
+        // SAFETY: the caller's output pointers, each optional.
+        unsafe {
+            if !dptr.is_null() {
+                write_out(dptr, addr as *mut c_void)?;
+            }
+            if !bytes.is_null() {
+                write_out(bytes, size as usize)?;
+            }
+        }
+        Ok(())
     }
 
     fn cudaLibraryGetKernelCount(count: *mut c_uint, lib: *mut c_void) {
         client::client()?;
-        // SAFETY: the same contract as the driver's.
-        cu(unsafe { module::cuLibraryGetKernelCount(count, lib.cast()) })
+        let n = module::function_count(lib.cast()).map_err(cu)?;
+        // SAFETY: the caller's output pointer, checked for null.
+        unsafe { write_out(count, n) }
     }
 
     fn cudaLibraryEnumerateKernels(ks: *mut *const c_void, num: c_uint, lib: *mut c_void) {
         client::client()?;
-        // SAFETY: the same contract as the driver's.
-        cu(unsafe { module::cuLibraryEnumerateKernels(ks.cast(), num, lib.cast()) })?;
-        let mut n: c_uint = 0;
-        // SAFETY: our own output; the library was just used.
-        cu(unsafe { module::cuLibraryGetKernelCount(&mut n, lib.cast()) })?;
+        // SAFETY: the caller's array of `num` handles (the API's contract).
+        unsafe { module::enumerate(ks.cast(), num, lib.cast()) }.map_err(cu)?;
+        let n = module::function_count(lib.cast()).map_err(cu)?;
         for i in 0..n.min(num) as usize {
-            // SAFETY: the driver wrote the first min(n, num) handles of the caller's array.
+            // SAFETY: `enumerate` wrote the first min(n, num) handles of the caller's array.
             let f = unsafe { *ks.add(i) };
             kernels(|t| t.insert(f as usize, lib as usize));
         }

@@ -4,6 +4,7 @@
 //! thread's default stream (`cudaStreamPerThread`); any other stream is used as given.
 //! `cudaGetDriverEntryPoint*_ptsz` return the driver's per-thread variants by default.
 
+use crate::abi::driver::procs::{lookup, runtime};
 use crate::core::misc::StreamCallback;
 use crate::core::pool::cudaMemPool_t;
 use crate::core::ptsz::per_thread;
@@ -48,12 +49,14 @@ entry! {
     }
 
     fn cudaGetDriverEntryPoint_ptsz(symbol: *const c_char, pfn: *mut *mut c_void, flags: u64, status: *mut c_int) {
-        // SAFETY: forwarding the caller's arguments.
-        done(unsafe { crate::abi::driver::procs::cudaGetDriverEntryPoint(symbol, pfn, per_thread_flags(flags), status) })
+        // The lookup `cudaGetDriverEntryPoint` makes, with the per-thread default stream.
+        let version = crate::client::RUNTIME_VERSION as c_int;
+        runtime(lookup(symbol, pfn, version, per_thread_flags(flags), status))
     }
 
     fn cudaGetDriverEntryPointByVersion_ptsz(symbol: *const c_char, pfn: *mut *mut c_void, version: u32, flags: u64, status: *mut c_int) {
-        // SAFETY: forwarding the caller's arguments.
-        done(unsafe { crate::abi::driver::procs::cudaGetDriverEntryPointByVersion(symbol, pfn, version, per_thread_flags(flags), status) })
+        // The lookup `cudaGetDriverEntryPointByVersion` makes, with the per-thread default
+        // stream.
+        runtime(lookup(symbol, pfn, version as c_int, per_thread_flags(flags), status))
     }
 }

@@ -9,6 +9,10 @@
    `self::` or a child module), and every strongly connected component of more than one
    file is a circle. A module's `mod` declarations are not imports.
 
+3. Layered crates keep their layers: in `guest-lib`, the C-ABI shims (`src/abi/`) stand on
+   the logic (`src/core/`), which stands on the foundation (the other files of `src/`); a
+   file imports from its own layer or one below, never one above (see `LAYERS`).
+
 Circles not yet taken apart are listed in `scripts/structure-known-circles.txt` (one circle a
 line: its files, space-separated). A circle whose files all lie within one listed circle is
 reported as known and does not fail the check; a new circle, or one that grew past its
@@ -408,6 +412,29 @@ def crate_roots(name):
     return out
 
 
+# Per crate folder, its layers from the top: (path prefix, rank); a file belongs to the first
+# prefix it starts with, and may import only files of its rank or lower.
+LAYERS = {
+    "guest-lib": [("guest-lib/src/abi/", 2), ("guest-lib/src/core/", 1), ("guest-lib/src/", 0)],
+}
+
+
+def rank(layers, path):
+    return next((r for prefix, r in layers if path.startswith(prefix)), None)
+
+
+def upward_imports(graph, layers):
+    """Imports from a file to one of a higher layer: (from, to, names), sorted."""
+    out = []
+    for f in sorted(graph):
+        rf = rank(layers, f)
+        for t in sorted(graph[f]):
+            rt = rank(layers, t)
+            if rf is not None and rt is not None and rt > rf:
+                out.append((f, t, sorted(graph[f][t])))
+    return out
+
+
 KNOWN = os.path.join(ROOT, "scripts", "structure-known-circles.txt")
 
 
@@ -446,6 +473,9 @@ def main(argv):
     for name in CRATES:
         for crate in crate_roots(name):
             g = file_graph(crate)
+            for f, t, names in upward_imports(g, LAYERS.get(name, [])):
+                failed = True
+                print(f"structure: {f} imports {', '.join(names[:6])} from {t}, a layer above it")
             for comp in circles(g, crate.files):
                 hit = next((i for i, (_, k) in enumerate(known) if set(comp) <= k), None)
                 if hit is not None:
@@ -468,7 +498,7 @@ def main(argv):
             print(f"structure: {os.path.relpath(KNOWN, ROOT)} line {n} lists a circle that no longer exists: remove it")
     if not failed and not quiet:
         listed = f", {len(known)} listed circle(s) not yet taken apart" if known else ""
-        print(f"structure: ok (no file over {MAX_LINES} lines, no new import circle in {', '.join(CRATES)}{listed})")
+        print(f"structure: ok (no file over {MAX_LINES} lines, no new import circle in {', '.join(CRATES)}{listed}, no import up a layer)")
     return 1 if failed else 0
 
 

@@ -58,6 +58,19 @@ class CheckStructure(unittest.TestCase):
         with Tree(files) as t:
             self.assertEqual(t.circles(), [])
 
+    def test_an_import_up_a_layer_is_found(self):
+        files = {
+            "c/src/lib.rs": "mod abi;\nmod core;\nmod base;\n",
+            "c/src/abi.rs": "use crate::core::f;\npub fn x() { f() }\n",
+            "c/src/core.rs": "use crate::base::g;\npub fn f() { g() }\n",
+            "c/src/base.rs": "pub fn g() { crate::core::h() }\n",
+        }
+        layers = [("c/src/abi", 2), ("c/src/core", 1), ("c/src/", 0)]
+        with Tree(files) as t:
+            (c,) = cs.crate_roots("c")
+            up = cs.upward_imports(cs.file_graph(c), layers)
+            self.assertEqual(up, [("c/src/base.rs", "c/src/core.rs", ["h"])])
+
     def test_children_of_a_mod_rs_are_read(self):
         # The parent only declares and re-exports; its children take from each other.
         files = {

@@ -1238,3 +1238,56 @@ fn wmma_forms() {
         );
     }
 }
+
+/// `k(out, a, b, c, d, e, n)`: `out[i] = a[i] + b[i] + c[i] + d[i] + e[i]` for `i < n`, with
+/// `n` not checked against the buffers' sizes: six buffers in turn, more than the compiled
+/// code's region cache holds.
+const SIX_BUFFERS: &str = ".version 9.0\n.target sm_90\n.address_size 64\n\
+    .visible .entry k(.param .u64 out, .param .u64 a, .param .u64 b, .param .u64 c,\n\
+    .param .u64 d, .param .u64 e, .param .u32 n)\n{\n\
+    .reg .pred %p<2>;\n.reg .b32 %r<16>;\n.reg .b64 %rd<24>;\n\
+    mov.u32 %r1, %ctaid.x;\nmov.u32 %r2, %ntid.x;\nmov.u32 %r3, %tid.x;\n\
+    mad.lo.s32 %r4, %r1, %r2, %r3;\nld.param.u32 %r5, [n];\n\
+    setp.ge.u32 %p1, %r4, %r5;\n@%p1 bra DONE;\n\
+    mul.wide.u32 %rd1, %r4, 4;\n\
+    ld.param.u64 %rd2, [a];\nadd.s64 %rd3, %rd2, %rd1;\nld.global.u32 %r6, [%rd3];\n\
+    ld.param.u64 %rd4, [b];\nadd.s64 %rd5, %rd4, %rd1;\nld.global.u32 %r7, [%rd5];\n\
+    ld.param.u64 %rd6, [c];\nadd.s64 %rd7, %rd6, %rd1;\nld.global.u32 %r8, [%rd7];\n\
+    ld.param.u64 %rd8, [d];\nadd.s64 %rd9, %rd8, %rd1;\nld.global.u32 %r9, [%rd9];\n\
+    ld.param.u64 %rd10, [e];\nadd.s64 %rd11, %rd10, %rd1;\nld.global.u32 %r10, [%rd11];\n\
+    add.s32 %r11, %r6, %r7;\nadd.s32 %r11, %r11, %r8;\nadd.s32 %r11, %r11, %r9;\n\
+    add.s32 %r11, %r11, %r10;\n\
+    ld.param.u64 %rd12, [out];\nadd.s64 %rd13, %rd12, %rd1;\nst.global.u32 [%rd13], %r11;\n\
+    DONE:\nret;\n}\n";
+
+#[test]
+fn more_buffers_than_cached_regions_give_every_value() {
+    let n = 4096u32;
+    let g = Gpu::new(SIX_BUFFERS);
+    let ins: Vec<Vec<u32>> = (0..5u32)
+        .map(|k| (0..n).map(|i| i * 10 + k).collect())
+        .collect();
+    let bufs: Vec<u64> = ins.iter().map(|v| g.buf(v)).collect();
+    let out = g.zeros(n as usize * 4);
+    let mut args = vec![Arg::Ptr(out)];
+    args.extend(bufs.iter().map(|&p| Arg::Ptr(p)));
+    args.push(Arg::U32(n));
+    g.run("k", n / 256, 256, &args);
+    let want: Vec<u32> = (0..n).map(|i| 50 * i + 10).collect();
+    assert_eq!(g.get::<u32>(out, n as usize), want);
+}
+
+#[test]
+fn an_access_past_a_cached_region_faults() {
+    // One thread more than the buffers hold: its loads lie past the end of regions the
+    // other threads' accesses put in the cache.
+    let n = 1024u32;
+    let g = Gpu::new(SIX_BUFFERS);
+    let bufs: Vec<u64> = (0..5).map(|_| g.zeros(n as usize * 4)).collect();
+    let out = g.zeros(n as usize * 4);
+    let mut args = vec![Arg::Ptr(out)];
+    args.extend(bufs.iter().map(|&p| Arg::Ptr(p)));
+    args.push(Arg::U32(n + 1));
+    let e = g.run_err("k", n / 256 + 1, 256, &args);
+    assert!(matches!(e, KernelError::IllegalAddress { .. }), "{e}");
+}

@@ -195,7 +195,12 @@ impl<'a, 'b> Lower<'a, 'b> {
                 tid: [var(), var(), var()],
             })
             .collect();
-        let (gb, gl, gh, poll_at) = (var(), var(), var(), var());
+        let (gb, gl, gh, poll_at) = (
+            std::array::from_fn(|_| var()),
+            std::array::from_fn(|_| var()),
+            std::array::from_fn(|_| var()),
+            var(),
+        );
         // A uniform register is one variable for the group's lanes.
         for (r, f) in fm.iter().enumerate() {
             if *f == Form::Uniform {
@@ -383,7 +388,7 @@ impl<'a, 'b> Lower<'a, 'b> {
         }
         let pa = self.ld_tc(I64, off::POLL_AT);
         self.b.def_var(self.poll_at, pa);
-        self.reload_region();
+        self.init_region();
         let zero = self.b.ins().iconst(I64, 0);
         self.b.def_var(self.tmp, zero);
         if self.vector {

@@ -10,13 +10,13 @@
 //! memory at compile time, the cached global region per access.
 
 use cranelift_codegen::ir::{
-    InstBuilder, StackSlotData, StackSlotKind, Value,
+    Block, InstBuilder, StackSlotData, StackSlotKind, Value,
     condcodes::IntCC,
     types::{I32, I64},
 };
 
 use super::{
-    lower::{FLAGS, Lower},
+    lower::{FLAGS, Lower, REGION_SLOTS},
     rt::{self, FAULTED, off},
 };
 use crate::{
@@ -107,26 +107,61 @@ impl Lower<'_, '_> {
                 (self.b.use_var(self.local_t), a, lim)
             }
             _ => {
-                // The cached region's base is 32-byte aligned (see `h_ptr`), so the
-                // offset's alignment is the address's.
-                let gb = self.b.use_var(self.gb);
-                let o = self.b.ins().isub(a, gb);
-                let gl = self.b.use_var(self.gl);
-                let lim = self.limit(gl, size);
-                (self.b.use_var(self.gh), o, lim)
+                // The cached regions' bases are 32-byte aligned (see `h_ptr`), so an
+                // offset's alignment is the address's. The newest region is tried first,
+                // then the others in turn (each test its own well-predicted branch).
+                let join = self.b.create_block();
+                let mut next = None;
+                for k in 0..REGION_SLOTS {
+                    let gb = self.b.use_var(self.gb[k]);
+                    let o = self.b.ins().isub(a, gb);
+                    let gl = self.b.use_var(self.gl[k]);
+                    let lim = self.limit(gl, size);
+                    let gh = self.b.use_var(self.gh[k]);
+                    let blk = self.fast_or_next(gh, o, lim, size, join);
+                    self.enter(blk);
+                    next = Some(blk);
+                }
+                let slow = next.unwrap_or(join);
+                return self.slow_ptr(slow, space, a, size, write, line, join, global);
             }
         };
+        let join = self.b.create_block();
+        let slow = self.fast_or_next(base, o, lim, size, join);
+        self.enter(slow);
+        self.slow_ptr(slow, space, a, size, write, line, join, global)
+    }
+
+    /// Emits the test of offset `o` against limit `lim`: inside, the host address
+    /// `base + o` goes to `join` (in `tmp`); else the block returned runs, not yet entered.
+    fn fast_or_next(&mut self, base: Value, o: Value, lim: Value, size: u32, join: Block) -> Block {
         let r = self.b.ins().rotr_imm_u(o, align_shift(size) as i64);
         let c = self.b.ins().icmp(IntCC::UnsignedLessThan, r, lim);
         let fast = self.b.create_block();
-        let slow = self.b.create_block();
-        let join = self.b.create_block();
-        self.b.ins().brif(c, fast, &[], slow, &[]);
+        let next = self.b.create_block();
+        self.b.ins().brif(c, fast, &[], next, &[]);
         self.enter(fast);
         let p = self.b.ins().iadd(base, o);
         self.b.def_var(self.tmp, p);
         self.b.ins().jump(join, &[]);
-        self.enter(slow);
+        next
+    }
+
+    /// The slow path of [`Self::ptr`] in block `slow` (cold, entered): the group code bails to
+    /// the scalar code; the scalar code asks [`rt::h_ptr`] (which refills the global cache)
+    /// and exits on a fault. Continues in `join`, whose `tmp` is the host address.
+    #[allow(clippy::too_many_arguments)]
+    fn slow_ptr(
+        &mut self,
+        slow: Block,
+        space: Space,
+        a: Value,
+        size: u32,
+        write: bool,
+        line: u32,
+        join: Block,
+        global: bool,
+    ) -> Value {
         self.b.set_cold_block(slow);
         if let Some(pc) = self.bail.filter(|_| self.group) {
             // The group code leaves for the scalar code, which makes the call.

@@ -21,7 +21,7 @@ use super::{
     forms::{self, Form},
     group::little,
     live::uses_defs,
-    lower::{HALVES, LANES, Lower, Reject},
+    lower::{HALVES, LANES, Lower, REGION_SLOTS, Reject},
     vector_check::{bails, can_vector, vector_fcc},
 };
 use crate::{
@@ -650,13 +650,7 @@ impl Lower<'_, '_> {
                 let o = self.b.ins().uextend(I64, a);
                 (o, self.inv.shared_len, self.inv.shared)
             }
-            _ => {
-                let gb = self.b.use_var(self.gb);
-                let o = self.b.ins().isub(a, gb);
-                let gl = self.b.use_var(self.gl);
-                let gh = self.b.use_var(self.gh);
-                (o, gl, gh)
-            }
+            _ => return self.global_span(a),
         };
         // One comparison, as in `ptr`: a misaligned offset rotates its low bits to the top.
         let lim = match space {
@@ -667,6 +661,35 @@ impl Lower<'_, '_> {
         let ok = self.b.ins().icmp(IntCC::UnsignedLessThan, r, lim);
         let p = self.b.ins().iadd(host, o);
         (ok, p)
+    }
+}
+
+impl Lower<'_, '_> {
+    /// [`Self::span`] in global memory: the first of the cached regions (newest first) that
+    /// holds the group's bytes, chosen without branches.
+    fn global_span(&mut self, a: Value) -> (Value, Value) {
+        let mut found: Option<(Value, Value)> = None;
+        for k in (0..REGION_SLOTS).rev() {
+            let gb = self.b.use_var(self.gb[k]);
+            let o = self.b.ins().isub(a, gb);
+            let gl = self.b.use_var(self.gl[k]);
+            let gh = self.b.use_var(self.gh[k]);
+            let lim = self.span_limit(gl);
+            let r = self.b.ins().rotr_imm_u(o, 2);
+            let ok = self.b.ins().icmp(IntCC::UnsignedLessThan, r, lim);
+            let p = self.b.ins().iadd(gh, o);
+            found = Some(match found {
+                None => (ok, p),
+                Some((ok_older, p_older)) => {
+                    let p = self.b.ins().select(ok, p, p_older);
+                    (self.b.ins().bor(ok, ok_older), p)
+                }
+            });
+        }
+        found.unwrap_or_else(|| {
+            let zero = self.b.ins().iconst(I64, 0);
+            (self.b.ins().icmp_imm_u(IntCC::NotEqual, zero, 0), zero)
+        })
     }
 }
 

@@ -241,13 +241,30 @@ fn main() {
             time(false, 2)
         };
         let c = cref.iter().find(|(n, _)| n == key).map(|(_, t)| *t);
-        let ratio = |x: f64| c.map_or("-".to_string(), |c| format!("{:.1}x", x / c));
+        // `--compiled-only` leaves the interpreted figures out ("-").
+        let ratio = |x: f64| match c {
+            Some(c) if x.is_finite() => format!("{:.1}x", x / c),
+            _ => "-".to_string(),
+        };
+        let secs = |x: f64| {
+            if x.is_finite() {
+                format!("{x:.4}")
+            } else {
+                "-".to_string()
+            }
+        };
         println!(
-            "| {label} | {} | {tc:.4} | {ti:.4} | {} | {} | {:.1}x |",
-            c.map_or("-".to_string(), |c| format!("{c:.4}")),
+            "| {label} | {} | {} | {} | {} | {} | {} |",
+            c.map_or("-".to_string(), secs),
+            secs(tc),
+            secs(ti),
             ratio(tc),
             ratio(ti),
-            ti / tc
+            if ti.is_finite() {
+                format!("{:.1}x", ti / tc)
+            } else {
+                "-".to_string()
+            }
         );
     }
 }

@@ -388,7 +388,7 @@ impl<'a, 'b> Lower<'a, 'b> {
         }
         let pa = self.ld_tc(I64, off::POLL_AT);
         self.b.def_var(self.poll_at, pa);
-        self.init_region();
+        self.reload_region();
         let zero = self.b.ins().iconst(I64, 0);
         self.b.def_var(self.tmp, zero);
         if self.vector {

@@ -27,8 +27,7 @@
 
 use std::collections::HashMap;
 
-/// Regions the compiled code's global cache holds (see [`Lower::gb`]).
-pub(super) const REGION_SLOTS: usize = 4;
+pub(super) use super::rt::REGION_SLOTS;
 
 use cranelift_codegen::ir::{
     AbiParam, Block, InstBuilder, MemFlagsData, Signature, StackSlotData, StackSlotKind, Type,
@@ -122,10 +121,9 @@ pub(super) struct Lower<'a, 'b> {
     pub(super) gblocks: HashMap<usize, Block>,
     /// Where `pin_float` stores.
     pub(super) pin_slot: Option<cranelift_codegen::ir::StackSlot>,
-    /// The global region cache, in registers: [`REGION_SLOTS`] regions (device base,
-    /// length, host address), the most recently filled first. `h_ptr` fills the newest
-    /// and the others move down one, so a kernel that reaches a few buffers in turn (a
-    /// vector add's three) finds each of them inline.
+    /// The global region cache (`ThreadCtx::g_base`), in registers: [`REGION_SLOTS`]
+    /// regions (device base, length, host address), newest first, so a kernel that reaches
+    /// a few buffers in turn (a vector add's three) finds each of them inline.
     pub(super) gb: [Variable; REGION_SLOTS],
     pub(super) gl: [Variable; REGION_SLOTS],
     pub(super) gh: [Variable; REGION_SLOTS],
@@ -249,41 +247,19 @@ impl<'a, 'b> Lower<'a, 'b> {
         self.b.ins().load(ty, FLAGS, self.tc, o)
     }
 
-    /// Takes the region `h_ptr` just filled into the global region cache: it becomes the
-    /// newest slot, the others move down one and the oldest leaves.
+    /// Loads the global region cache into its registers: at entry, and after `h_ptr`
+    /// refilled it.
     pub(super) fn reload_region(&mut self) {
-        for k in (1..REGION_SLOTS).rev() {
-            for vars in [self.gb, self.gl, self.gh] {
-                let x = self.b.use_var(vars[k - 1]);
-                self.b.def_var(vars[k], x);
+        for k in 0..REGION_SLOTS {
+            let at = 8 * k as i32;
+            for (v, o) in [
+                (self.gb[k], off::G_BASE),
+                (self.gl[k], off::G_LEN),
+                (self.gh[k], off::G_HOST),
+            ] {
+                let x = self.ld_tc(I64, o + at);
+                self.b.def_var(v, x);
             }
-        }
-        for (v, o) in [
-            (self.gb[0], off::G_BASE),
-            (self.gl[0], off::G_LEN),
-            (self.gh[0], off::G_HOST),
-        ] {
-            let x = self.ld_tc(I64, o);
-            self.b.def_var(v, x);
-        }
-    }
-
-    /// Starts the global region cache: the region `h_ptr` last filled (kept in the block's
-    /// context from an earlier call) in the newest slot, the others empty.
-    pub(super) fn init_region(&mut self) {
-        let zero = self.b.ins().iconst(I64, 0);
-        for k in 1..REGION_SLOTS {
-            for vars in [self.gb, self.gl, self.gh] {
-                self.b.def_var(vars[k], zero);
-            }
-        }
-        for (v, o) in [
-            (self.gb[0], off::G_BASE),
-            (self.gl[0], off::G_LEN),
-            (self.gh[0], off::G_HOST),
-        ] {
-            let x = self.ld_tc(I64, o);
-            self.b.def_var(v, x);
         }
     }
 

@@ -114,10 +114,13 @@ pub(crate) struct ThreadCtx {
     pub params: *const u8,
     pub params_len: u64,
     pub syms: *const u64,
-    /// One-entry cache of the global region last used: device base, length, host address.
-    pub g_base: u64,
-    pub g_len: u64,
-    pub g_host: *mut u8,
+    /// The global regions [`h_ptr`] resolved last, newest first: device base, length, host
+    /// address each (length 0: empty). The compiled code keeps a copy in registers and tests
+    /// an access against each before it calls `h_ptr`; the cache lives on across the calls
+    /// that run a worker's blocks.
+    pub g_base: [u64; REGION_SLOTS],
+    pub g_len: [u64; REGION_SLOTS],
+    pub g_host: [*mut u8; REGION_SLOTS],
     pub ntid: [u32; 3],
     pub ctaid: [u32; 3],
     pub nctaid: [u32; 3],
@@ -194,7 +197,26 @@ pub(crate) mod off {
     pub const ALL_AT: i32 = offset_of!(ThreadCtx, all_at) as i32;
 }
 
+/// Global regions the compiled code's cache holds (see [`ThreadCtx::g_base`]).
+pub(crate) const REGION_SLOTS: usize = 4;
+
 impl ThreadCtx {
+    /// Makes `(base, len, host)` the newest cached region: the others move down one (the
+    /// oldest leaves), or, if it was cached already, it moves to the front.
+    fn fill_region(&mut self, base: u64, len: u64, host: *mut u8) {
+        let at = (0..REGION_SLOTS)
+            .find(|&k| self.g_base[k] == base && self.g_len[k] == len)
+            .unwrap_or(REGION_SLOTS - 1);
+        for k in (1..=at).rev() {
+            self.g_base[k] = self.g_base[k - 1];
+            self.g_len[k] = self.g_len[k - 1];
+            self.g_host[k] = self.g_host[k - 1];
+        }
+        self.g_base[0] = base;
+        self.g_len[0] = len;
+        self.g_host[0] = host;
+    }
+
     pub(crate) fn new() -> ThreadCtx {
         ThreadCtx {
             shared: std::ptr::null_mut(),
@@ -212,9 +234,9 @@ impl ThreadCtx {
             params: std::ptr::null(),
             params_len: 0,
             syms: std::ptr::null(),
-            g_base: 0,
-            g_len: 0,
-            g_host: std::ptr::null_mut(),
+            g_base: [0; REGION_SLOTS],
+            g_len: [0; REGION_SLOTS],
+            g_host: [std::ptr::null_mut(); REGION_SLOTS],
             ntid: [0; 3],
             ctaid: [0; 3],
             nctaid: [0; 3],
@@ -297,9 +319,7 @@ pub(crate) extern "C" fn h_ptr(
                 if (end <= SHARED_WINDOW || base >= FUNC_WINDOW + WINDOW_SIZE)
                     && base.is_multiple_of(32)
                 {
-                    tc.g_base = base;
-                    tc.g_len = len;
-                    tc.g_host = host;
+                    tc.fill_region(base, len, host);
                 }
                 host.wrapping_add(a.wrapping_sub(base) as usize)
             })
@@ -699,5 +719,31 @@ pub(crate) extern "C" fn h_intrinsic(
             env.stop = Some(crate::error::KernelError::Assert { message });
             STOPPED
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cached(tc: &ThreadCtx) -> Vec<u64> {
+        tc.g_base.to_vec()
+    }
+
+    #[test]
+    fn a_filled_region_goes_to_the_front_and_the_oldest_leaves() {
+        let mut tc = ThreadCtx::new();
+        let host = std::ptr::null_mut();
+        for base in [0x100, 0x200, 0x300, 0x400] {
+            tc.fill_region(base, 0x40, host);
+        }
+        assert_eq!(cached(&tc), [0x400, 0x300, 0x200, 0x100]);
+        // Cached already: moves to the front, nothing leaves.
+        tc.fill_region(0x200, 0x40, host);
+        assert_eq!(cached(&tc), [0x200, 0x400, 0x300, 0x100]);
+        // New: the oldest leaves.
+        tc.fill_region(0x500, 0x40, host);
+        assert_eq!(cached(&tc), [0x500, 0x200, 0x400, 0x300]);
+        assert_eq!(tc.g_len, [0x40; REGION_SLOTS]);
     }
 }

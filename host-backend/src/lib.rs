@@ -7,6 +7,8 @@
 //! executor, or a real GPU.
 
 pub mod data;
+#[macro_use]
+mod dispatch;
 pub mod executor;
 pub mod graphs;
 pub mod log_limit;

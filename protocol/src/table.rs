@@ -84,16 +84,23 @@ pub(crate) fn no_data<T>(_: &T, _: &[u8], raw: &RawRequest<'_>) -> Result<(), De
 ///
 /// ```text
 /// /// docs
-/// Name = 0xCODE, RequestStruct => ReplyStruct [, tail TailKind] [, check check_fn];
+/// Name = 0xCODE, RequestStruct => ReplyStruct [, tail TailKind] [, check check_fn]
+///     [, serve Domain::method(args)];
 /// ```
 ///
 /// `check_fn(&req, tail, &raw)` validates the segments (and anything else that needs the
 /// request); without it the operation carries no segments.
+///
+/// `serve` names the executor call that answers the operation by itself, for the backend's
+/// generated dispatch: the domain trait, the method, and its arguments, either the request's
+/// fields by name or `&` for the whole request; the method's value converts `Into` the reply
+/// struct. This macro ignores it.
 macro_rules! operations {
     ($(
         $(#[$doc:meta])*
         $name:ident = $code:literal, $req:ty => $resp:ty
-        $(, tail $tail:ident)? $(, check $check:path)?;
+        $(, tail $tail:ident)? $(, check $check:path)?
+        $(, serve $domain:ident :: $method:ident ($($arg:tt)*))?;
     )*) => {
         /// A request's operation.
         #[repr(u32)]

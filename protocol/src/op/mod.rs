@@ -48,3 +48,36 @@ pub use shared::*;
 pub use stream::*;
 pub use texture::*;
 pub use vmm::*;
+
+// Replies of one value, from what the executor call that serves them returns (see the
+// `serve` clause of `crate::table::operations`).
+
+impl From<u64> for HandleResp {
+    fn from(handle: u64) -> Self {
+        HandleResp { handle }
+    }
+}
+
+impl From<u64> for PtrResp {
+    fn from(ptr: u64) -> Self {
+        PtrResp { ptr }
+    }
+}
+
+impl From<u64> for LimitResp {
+    fn from(value: u64) -> Self {
+        LimitResp { value }
+    }
+}
+
+impl From<(u64, u64)> for MemGetInfoResp {
+    fn from((free, total): (u64, u64)) -> Self {
+        MemGetInfoResp { free, total }
+    }
+}
+
+impl From<[u8; 64]> for IpcHandle {
+    fn from(bytes: [u8; 64]) -> Self {
+        IpcHandle { bytes }
+    }
+}

@@ -119,10 +119,11 @@ fn start_backend(executor: &str, memcheck: bool) -> io::Result<PrivateBackend> {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    // SAFETY: between fork and exec the closure only calls dup2, fcntl and prctl
+    // SAFETY: between fork and exec the closure only calls sigprocmask, dup2, fcntl and prctl
     // (async-signal-safe) on descriptors this process owns.
     unsafe {
         cmd.pre_exec(move || {
+            unblock_forwarded()?;
             // dup2 onto itself would keep close-on-exec, so clear it then.
             let r = if fd == LISTEN_FD {
                 libc::fcntl(fd, libc::F_SETFD, 0)
@@ -193,8 +194,119 @@ fn prepend(var: &str, dir: &Path) -> String {
     }
 }
 
+/// The signals `vcuda run` passes on to the program: sent to `vcuda run` by another
+/// process (`kill`, `timeout`, a service manager), they reach the program too. The terminal's
+/// own (Ctrl-C, hang-up) reach both already, the program being in the terminal's foreground
+/// process group with `vcuda run`, so they are not sent twice.
+const FORWARDED: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+
+fn forwarded_set() -> libc::sigset_t {
+    // SAFETY: sigemptyset and sigaddset initialize and fill the set they are given.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for s in FORWARDED {
+            libc::sigaddset(&mut set, s);
+        }
+        set
+    }
+}
+
+/// Blocks the forwarded signals in the calling thread (threads started after inherit it), so
+/// only [`Forwarding`]'s thread takes them.
+fn block_forwarded() -> io::Result<()> {
+    let set = forwarded_set();
+    // SAFETY: a valid set; the old mask is not wanted.
+    match unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) } {
+        0 => Ok(()),
+        e => Err(io::Error::from_raw_os_error(e)),
+    }
+}
+
+/// Unblocks them again: in a child, before it runs another program. Async-signal-safe.
+fn unblock_forwarded() -> io::Result<()> {
+    let set = forwarded_set();
+    // SAFETY: a valid set; sigprocmask is async-signal-safe.
+    if unsafe { libc::sigprocmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut()) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// A thread that takes the forwarded signals and sends those another process sent to the
+/// program.
+struct Forwarding {
+    child: std::sync::Arc<std::sync::Mutex<Option<libc::pid_t>>>,
+}
+
+impl Forwarding {
+    fn start(pid: libc::pid_t) -> Self {
+        let child = std::sync::Arc::new(std::sync::Mutex::new(Some(pid)));
+        let target = child.clone();
+        let r = std::thread::Builder::new()
+            .name("vcuda-signals".into())
+            .spawn(move || {
+                let set = forwarded_set();
+                loop {
+                    // SAFETY: an all-zero siginfo_t is valid; sigwaitinfo fills it.
+                    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+                    // SAFETY: a valid set (blocked in every thread) and a valid out pointer.
+                    let sig = unsafe { libc::sigwaitinfo(&set, &mut info) };
+                    if sig < 0 {
+                        continue; // EINTR
+                    }
+                    // Sent by a process (kill, sigqueue, tkill), not by the terminal (the
+                    // kernel), which signals the whole foreground group itself.
+                    if info.si_code > 0 {
+                        continue;
+                    }
+                    if let Some(pid) = *target.lock().unwrap_or_else(|e| e.into_inner()) {
+                        // SAFETY: kill has no memory-safety preconditions; `pid` is the
+                        // program, not yet reaped (see `wait_exited`).
+                        unsafe { libc::kill(pid, sig) };
+                    }
+                }
+            });
+        if let Err(e) = r {
+            eprintln!("vcuda: cannot start the thread that passes signals on: {e}");
+        }
+        Forwarding { child }
+    }
+
+    /// No signal is sent from now on (the program has exited; it is reaped next).
+    fn stop(self) {
+        *self.child.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+}
+
+/// Waits until process `pid` (a child) exits, leaving it to be reaped.
+fn wait_exited(pid: libc::pid_t) -> io::Result<()> {
+    loop {
+        // SAFETY: an all-zero siginfo_t is valid; waitid fills it.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: a child's pid and a valid out pointer; WNOWAIT leaves it unreaped.
+        let r = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            )
+        };
+        if r == 0 {
+            return Ok(());
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
 /// Runs `program` through vcuda; returns its exit code (128 + signal if killed).
 pub fn run(executor: &str, memcheck: bool, program: &[String]) -> io::Result<u8> {
+    // Before any thread or child starts: the forwarding thread alone takes these.
+    block_forwarded()?;
     let lib_dir = libdir::lib_dir()?;
     let backend = match std::env::var_os("VCUDA_SOCKET") {
         Some(s) if !s.is_empty() => {
@@ -226,10 +338,33 @@ pub fn run(executor: &str, memcheck: bool, program: &[String]) -> io::Result<u8>
     if executor == "cpu" && std::env::var_os("CUPY_COMPILE_WITH_PTX").is_none() {
         cmd.env("CUPY_COMPILE_WITH_PTX", "1");
     }
-    // Let the program own the terminal's signals; we only wait for it.
-    let status = cmd
-        .status()
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: between fork and exec the closure only calls sigprocmask, prctl and getppid
+    // (async-signal-safe).
+    unsafe {
+        cmd.pre_exec(move || {
+            // The program takes signals as it would without vcuda.
+            unblock_forwarded()?;
+            // It dies with `vcuda run`, however that ends (its backend goes too).
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            if libc::getppid() != parent {
+                // `vcuda run` died before the line above took effect.
+                return Err(io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd
+        .spawn()
         .map_err(|e| io::Error::new(e.kind(), format!("cannot run {}: {e}", program[0])))?;
+    let forwarding = Forwarding::start(child.id() as libc::pid_t);
+    // Waits without reaping, so the forwarding thread never signals a reused pid.
+    let waited = wait_exited(child.id() as libc::pid_t);
+    forwarding.stop();
+    waited?;
+    let status = child.wait()?;
     drop(backend);
     Ok(match (status.code(), status.signal()) {
         (Some(c), _) => c as u8,

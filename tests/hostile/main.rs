@@ -110,6 +110,7 @@ fn wait_for_socket(b: &Backend) {
 
 mod isolation;
 mod shared;
+mod signals;
 mod tls;
 
 /// Sends a `Hello` and returns its status, or the I/O error that ended the exchange.

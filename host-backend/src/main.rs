@@ -539,9 +539,19 @@ fn protect_backend() {
 /// The log filter without `RUST_LOG`: Cranelift says what it compiles at `info`.
 const DEFAULT_LOG: &str = "info,cranelift_jit=warn,cranelift_codegen=warn";
 
+/// Crates whose `info` lines are the compiled kernels' code, kept at `warn` unless `RUST_LOG`
+/// names them: a guest's kernels do not belong in the operator's log at `RUST_LOG=info`.
+const QUIET_CRATES: [&str; 2] = ["cranelift_jit", "cranelift_codegen"];
+
 fn init_log(worker: bool) {
     let mut b =
         env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(DEFAULT_LOG));
+    let named = std::env::var("RUST_LOG").unwrap_or_default();
+    for c in QUIET_CRATES {
+        if !named.contains(c) {
+            b.filter_module(c, log::LevelFilter::Warn);
+        }
+    }
     if worker {
         use std::io::Write;
         let pid = std::process::id();

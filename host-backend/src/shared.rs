@@ -420,9 +420,6 @@ fn map(fd: &OwnedFd, len: u64) -> ExecResult<Mapping> {
     if st.st_mode & libc::S_IFMT != libc::S_IFREG {
         return Err(bad("not a regular file"));
     }
-    if (st.st_size as u64) < len {
-        return Err(bad("file shorter than the region"));
-    }
     let fs = nix::sys::statfs::fstatfs(fd).map_err(|e| bad(&format!("fstatfs: {e}")))?;
     if fs.filesystem_type().0 as i64 == HUGETLBFS_MAGIC {
         return Err(bad("hugetlbfs file"));
@@ -431,6 +428,14 @@ fn map(fd: &OwnedFd, len: u64) -> ExecResult<Mapping> {
     let seals = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GET_SEALS) };
     if seals < 0 || seals & libc::F_SEAL_SHRINK == 0 {
         return Err(bad("not sealed against shrinking"));
+    }
+    // The size only now: sealed against shrinking, the file can no longer become shorter
+    // than what this reads (checked before the seal, it could, and the mapping then fault).
+    let size = nix::sys::stat::fstat(fd)
+        .map_err(|e| bad(&format!("fstat: {e}")))?
+        .st_size;
+    if (size as u64) < len {
+        return Err(bad("file shorter than the region"));
     }
     // SAFETY: a new shared mapping of a file we checked, at an address the kernel chooses;
     // it overlaps nothing else and is unmapped only by `Mapping::drop`.

@@ -10,7 +10,8 @@
 //!   with `EPERM` the system calls a CUDA worker never needs and an attacker who took it
 //!   over would want first: starting programs, new processes (`fork`, `vfork`, `clone`
 //!   without `CLONE_THREAD`; `clone3` answers `ENOSYS` so the C library falls back to
-//!   `clone`), signals to any other process, tracing or reading other processes, loading
+//!   `clone`), signals to any other process (`kill`, `tgkill`, `rt_sigqueueinfo`,
+//!   `rt_tgsigqueueinfo` to another, `tkill` at all), tracing or reading other processes, loading
 //!   kernel code or BPF, mounting, namespaces, keyrings, `userfaultfd`, `io_uring`, the
 //!   clock and the machine's state; and the x32 system call numbers, which would bypass
 //!   the rest.
@@ -148,9 +149,17 @@ pub fn filters(pid: u32) -> Result<Filters, Error> {
             0,
         )?],
     );
-    // Signals for anyone but this process.
+    // Signals for anyone but this process: `kill`, `tgkill` and the queued forms name the
+    // target process first; `tkill` names a thread of any process, so it is refused whole
+    // (glibc signals its own threads with `tgkill`).
     let me = u64::from(pid);
-    for nr in [libc::SYS_kill, libc::SYS_tgkill] {
+    rules.insert(libc::SYS_tkill, Vec::new());
+    for nr in [
+        libc::SYS_kill,
+        libc::SYS_tgkill,
+        libc::SYS_rt_sigqueueinfo,
+        libc::SYS_rt_tgsigqueueinfo,
+    ] {
         rules.insert(
             nr,
             vec![cond(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, me)?],
@@ -330,6 +339,33 @@ mod tests {
                 // SAFETY: as above, for the parent (the test process).
                 assert!(unsafe { libc::kill(libc::getppid(), 0) } < 0);
                 assert_eq!(errno(), Some(libc::EPERM));
+                // The other ways to signal a process or one of its threads (signal 0 again:
+                // had a call passed the filter, nothing would have been sent).
+                // SAFETY: getppid has no preconditions.
+                let parent = libc::c_long::from(unsafe { libc::getppid() });
+                // SAFETY: raw system calls with a zeroed siginfo and signal 0.
+                unsafe {
+                    let mut info: libc::siginfo_t = std::mem::zeroed();
+                    let p = &mut info as *mut libc::siginfo_t;
+                    for r in [
+                        libc::syscall(libc::SYS_tkill, parent, 0),
+                        libc::syscall(libc::SYS_rt_sigqueueinfo, parent, 0, p),
+                        libc::syscall(libc::SYS_rt_tgsigqueueinfo, parent, parent, 0, p),
+                    ] {
+                        assert!(r < 0, "a signal to another process passed");
+                        assert_eq!(errno(), Some(libc::EPERM));
+                    }
+                }
+                // Its own process still takes queued signals (signal 0 checks only).
+                // SAFETY: getpid has no preconditions.
+                let me = libc::c_long::from(unsafe { libc::getpid() });
+                // SAFETY: as above.
+                let r = unsafe {
+                    let mut info: libc::siginfo_t = std::mem::zeroed();
+                    info.si_code = libc::SI_QUEUE;
+                    libc::syscall(libc::SYS_rt_sigqueueinfo, me, 0, &mut info as *mut _)
+                };
+                assert_eq!(r, 0, "errno {:?}", errno());
             }
             "privileges" => {
                 // (Capabilities belong to threads: this one dropped them.)

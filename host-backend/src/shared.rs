@@ -52,6 +52,15 @@ pub const MAX_SESSION_PIECES: usize = MAX_GUEST_PIECES / 4;
 /// Guest RAM pieces mapped in this process now.
 static GUEST_PIECES: AtomicUsize = AtomicUsize::new(0);
 
+/// Most memory files (`ShareMemory`) mapped in this process, all sessions together: with
+/// the guest RAM pieces, well within the kernel's 65,530 memory areas a process may have
+/// by default (`vm.max_map_count`), so no session's many small regions can stop another's
+/// `cudaMalloc` or a new client from being served.
+pub const MAX_FILE_REGIONS: usize = 16384;
+
+/// Memory files mapped in this process now.
+static FILE_REGIONS: AtomicUsize = AtomicUsize::new(0);
+
 /// `HUGETLBFS_MAGIC` from `linux/magic.h`.
 const HUGETLBFS_MAGIC: i64 = 0x9584_58f6;
 
@@ -62,6 +71,8 @@ struct Mapping {
     /// Pieces of guest RAM it maps (0: a memory file the guest passed, whose pages are
     /// checked for population before use).
     pieces: Claim,
+    /// For a memory file: its place in [`MAX_FILE_REGIONS`].
+    _file: Option<Claim>,
     /// The lengths of the mappings it was made of, one after another, in whole pages (one
     /// for a memory file, one per merged piece of guest RAM): [`SharedRegions::alias`]
     /// duplicates each within its own bounds.
@@ -80,26 +91,35 @@ impl Drop for Mapping {
     }
 }
 
-/// A number of guest RAM pieces mapped in this process ([`GUEST_PIECES`]), given back on
-/// drop.
-struct Claim(usize);
+/// A number of mappings counted process-wide ([`GUEST_PIECES`] or [`FILE_REGIONS`]), given
+/// back on drop.
+struct Claim(usize, &'static AtomicUsize);
 
 impl Claim {
-    /// Claims `n` more pieces, within [`MAX_GUEST_PIECES`] (`what` names the request in
-    /// the log).
+    /// Claims `n` more guest RAM pieces, within [`MAX_GUEST_PIECES`] (`what` names the
+    /// request in the log).
     fn new(n: usize, what: &str) -> ExecResult<Claim> {
-        if GUEST_PIECES.fetch_add(n, Ordering::Relaxed) + n > MAX_GUEST_PIECES {
-            GUEST_PIECES.fetch_sub(n, Ordering::Relaxed);
-            debug!("{what} refused: over {MAX_GUEST_PIECES} guest RAM pieces mapped");
+        Self::take(n, &GUEST_PIECES, MAX_GUEST_PIECES, what)
+    }
+
+    /// Claims one more memory file, within [`MAX_FILE_REGIONS`].
+    fn file() -> ExecResult<Claim> {
+        Self::take(1, &FILE_REGIONS, MAX_FILE_REGIONS, "ShareMemory")
+    }
+
+    fn take(n: usize, count: &'static AtomicUsize, max: usize, what: &str) -> ExecResult<Claim> {
+        if count.fetch_add(n, Ordering::Relaxed) + n > max {
+            count.fetch_sub(n, Ordering::Relaxed);
+            debug!("{what} refused: over {max} mapped in this process");
             return Err(Status::MEMORY_ALLOCATION);
         }
-        Ok(Claim(n))
+        Ok(Claim(n, count))
     }
 }
 
 impl Drop for Claim {
     fn drop(&mut self) {
-        GUEST_PIECES.fetch_sub(self.0, Ordering::Relaxed);
+        self.1.fetch_sub(self.0, Ordering::Relaxed);
     }
 }
 
@@ -437,6 +457,7 @@ fn map(fd: &OwnedFd, len: u64) -> ExecResult<Mapping> {
     if (size as u64) < len {
         return Err(bad("file shorter than the region"));
     }
+    let file = Claim::file()?;
     // SAFETY: a new shared mapping of a file we checked, at an address the kernel chooses;
     // it overlaps nothing else and is unmapped only by `Mapping::drop`.
     let p = unsafe {
@@ -456,7 +477,8 @@ fn map(fd: &OwnedFd, len: u64) -> ExecResult<Mapping> {
     Ok(Mapping {
         ptr,
         len: len_usize,
-        pieces: Claim(0),
+        pieces: Claim(0, &GUEST_PIECES),
+        _file: Some(file),
         spans: vec![len_usize.next_multiple_of(page_size())],
     })
 }
@@ -502,6 +524,7 @@ fn map_pieces(pieces: &[Piece<'_>]) -> ExecResult<Mapping> {
         ptr,
         len,
         pieces: claim,
+        _file: None,
         spans: pieces.iter().map(|p| p.2).collect(),
     };
     let mut at = 0usize;
@@ -680,6 +703,37 @@ mod tests {
             f.write_all(&[i; 4096]).unwrap();
         }
         fd
+    }
+
+    #[test]
+    fn memory_files_are_bounded_per_process_not_only_per_session() {
+        // Issue 38, finding 3: 16 sessions of 4096 one-page regions took the process to
+        // `vm.max_map_count`, after which other sessions' allocations failed. Each mapped
+        // memory file holds a claim on the process-wide count...
+        let mut s = SharedRegions::default();
+        s.offer(vec![memfd(4096, libc::F_SEAL_SHRINK | libc::F_SEAL_GROW)]);
+        let h = s.share(4096).unwrap();
+        let claim = s.regions[&h]._file.as_ref().expect("a memory file's claim");
+        assert_eq!(
+            (claim.0, claim.1 as *const _),
+            (1, &FILE_REGIONS as *const _)
+        );
+        // ... which refuses past its bound and gives back what goes (a count of the test's
+        // own, since other tests share memory files meanwhile).
+        static COUNT: AtomicUsize = AtomicUsize::new(0);
+        let held: Vec<Claim> = (0..3)
+            .map(|_| Claim::take(1, &COUNT, 3, "test").unwrap())
+            .collect();
+        assert_eq!(
+            Claim::take(1, &COUNT, 3, "test").err(),
+            Some(Status::MEMORY_ALLOCATION)
+        );
+        assert_eq!(COUNT.load(Ordering::Relaxed), 3, "a refusal takes nothing");
+        drop(held);
+        assert_eq!(COUNT.load(Ordering::Relaxed), 0);
+        assert!(Claim::take(1, &COUNT, 3, "test").is_ok());
+        // The bound leaves room, with the guest RAM pieces', under the kernel's default.
+        const _: () = assert!(MAX_FILE_REGIONS + MAX_GUEST_PIECES <= 65530 - 8192);
     }
 
     /// Held by tests that count [`GUEST_PIECES`], a process-wide number.

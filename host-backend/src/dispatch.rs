@@ -90,8 +90,8 @@ mod tests {
     use zerocopy::FromBytes;
 
     use super::*;
-    use crate::executor::ExecutorFactory;
     use crate::executor::cpu::{CpuConfig, CpuFactory};
+    use crate::executor::{ExecutorFactory, Tenant};
 
     fn serve(e: &mut dyn Executor, req: Request<'_>) -> Option<ExecResult<(Vec<u8>, u64)>> {
         served(e, &req)
@@ -100,7 +100,7 @@ mod tests {
     #[test]
     fn a_served_row_calls_its_method_and_converts_the_value_into_the_reply() {
         let f = CpuFactory::new(CpuConfig::default());
-        let mut e = f.new_session().unwrap();
+        let mut e = f.new_session(Tenant::unique()).unwrap();
         let e = e.as_mut();
         // Fields by name, a u64 into `PtrResp`.
         let (bytes, n) = serve(
@@ -151,7 +151,7 @@ mod tests {
     #[test]
     fn rows_without_a_serve_clause_are_left_to_the_session() {
         let f = CpuFactory::new(CpuConfig::default());
-        let mut e = f.new_session().unwrap();
+        let mut e = f.new_session(Tenant::unique()).unwrap();
         assert!(serve(e.as_mut(), Request::Nop(())).is_none());
         let reset = Request::DeviceReset(DeviceReq {
             device: 0,

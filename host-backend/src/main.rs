@@ -468,7 +468,7 @@ fn worker_main(role: WorkerRole, executor: ExecutorChoice, args: Vec<OsString>) 
         }
         // A session's executor: its own context, as a worker's first session makes.
         let sandboxed = make_factory_for(&exec, true).and_then(|f| {
-            f.new_session()
+            f.new_session(vcuda_backend::executor::Tenant::unique())
                 .map(drop)
                 .map_err(|s| format!("a session: {s}"))
         });

@@ -19,7 +19,9 @@ use zerocopy::IntoBytes;
 
 use crate::data::DataSegs;
 use crate::dispatch::{done, reply};
-use crate::executor::{Cancel, ExecResult, Executor, ExecutorFactory, MAX_STDOUT_BUFFER, Status};
+use crate::executor::{
+    Cancel, ExecResult, Executor, ExecutorFactory, MAX_STDOUT_BUFFER, Status, Tenant,
+};
 use crate::graphs::Graphs;
 use crate::log_limit::LogLimiter;
 use crate::modules::{ModuleCache, SentImages};
@@ -59,16 +61,21 @@ impl Backend {
         self.factory.guest_memory_changed(regions);
     }
 
-    /// Starts a session.
+    /// Starts a session of a tenant of its own.
     pub fn new_session(self: &Arc<Self>) -> ExecResult<Session> {
-        self.new_session_with(Cancel::default())
+        self.new_session_with(Cancel::default(), Tenant::unique())
     }
 
     /// Starts a session whose running work stops once `cancel` is cancelled: the
     /// transport cancels it when the session's connection or device file goes away while a
-    /// call runs.
-    pub fn new_session_with(self: &Arc<Self>, cancel: Cancel) -> ExecResult<Session> {
-        let mut exec = self.factory.new_session()?;
+    /// call runs. The session shares the executor's caches with `tenant`'s other sessions
+    /// only.
+    pub fn new_session_with(
+        self: &Arc<Self>,
+        cancel: Cancel,
+        tenant: Tenant,
+    ) -> ExecResult<Session> {
+        let mut exec = self.factory.new_session(tenant)?;
         exec.set_cancel(cancel);
         Ok(Session {
             backend: self.clone(),

@@ -139,11 +139,30 @@ pub use vcuda_ptx::Cancel;
 pub const MAX_STDOUT_BUFFER: usize = 1 << 20;
 
 /// Makes executors, one per session.
+/// Who a session belongs to. Sessions of one tenant share the executor's caches of parsed
+/// and compiled code; sessions of different tenants never do, so one cannot tell from how
+/// fast a module loads or a kernel starts what another ran (SECURITY.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Tenant(u64);
+
+impl Tenant {
+    /// The tenant of a local client: its uid.
+    pub fn uid(uid: u32) -> Self {
+        Tenant(u64::from(uid))
+    }
+
+    /// A tenant of its own, sharing with no other session (a VM, a TCP client, a test).
+    pub fn unique() -> Self {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1 << 32);
+        Tenant(NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+    }
+}
+
 pub trait ExecutorFactory: Send + Sync {
     /// Which kind this is.
     fn kind(&self) -> ExecutorKind;
-    /// A fresh executor for a new session.
-    fn new_session(&self) -> ExecResult<Box<dyn Executor>>;
+    /// A fresh executor for a new session of `tenant`.
+    fn new_session(&self, tenant: Tenant) -> ExecResult<Box<dyn Executor>>;
 
     /// The guest memory regions a vhost-user frontend shared changed: `regions` are their
     /// host mappings `(address, length)` in this process, valid until the next call. An
@@ -508,10 +527,10 @@ impl ExecutorFactory for LazyFactory {
         self.kind
     }
 
-    fn new_session(&self) -> ExecResult<Box<dyn Executor>> {
+    fn new_session(&self, tenant: Tenant) -> ExecResult<Box<dyn Executor>> {
         self.get()
             .ok_or(Status(status::DEVICES_UNAVAILABLE))?
-            .new_session()
+            .new_session(tenant)
     }
 
     fn guest_memory_changed(&self, regions: &[(usize, usize)]) {
@@ -546,12 +565,12 @@ mod lazy_tests {
         });
         assert_eq!(f.kind(), ExecutorKind::Cpu);
         assert_eq!(made.load(std::sync::atomic::Ordering::SeqCst), 0);
-        let _a = f.new_session().unwrap();
-        let _b = f.new_session().unwrap();
+        let _a = f.new_session(Tenant::unique()).unwrap();
+        let _b = f.new_session(Tenant::unique()).unwrap();
         assert_eq!(made.load(std::sync::atomic::Ordering::SeqCst), 1);
         let failing = LazyFactory::new(ExecutorKind::Cuda, || Err("no GPU".into()));
         assert_eq!(
-            failing.new_session().map(drop),
+            failing.new_session(Tenant::unique()).map(drop),
             Err(Status(status::DEVICES_UNAVAILABLE))
         );
     }

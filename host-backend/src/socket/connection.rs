@@ -3,6 +3,7 @@
 //! reply and in data back), the `Hello` deadline, the buffers kept between messages, and
 //! what admits a connection to a session ([`Admission`]).
 
+use crate::executor::Tenant;
 use std::io::{self, IoSlice, Write};
 use std::os::fd::AsFd;
 use std::sync::Arc;
@@ -76,16 +77,17 @@ fn in_area(buf: &mut Vec<u8>, len: usize) -> &mut [u8] {
 /// [`Timeouts`] and no connection bounds. Everything the session owns is freed when this
 /// returns.
 pub fn serve_connection<S: Conn>(stream: S, backend: &Arc<Backend>) -> io::Result<()> {
-    serve_connection_with(stream, backend, Timeouts::default(), None)
+    serve_connection_with(stream, backend, Tenant::unique(), Timeouts::default(), None)
 }
 
 /// Runs one session on a connected stream until the peer closes it, a timeout expires or
 /// framing is lost. The first message must be a successful `Hello` and arrive within
 /// `timeouts.handshake`; it promotes `admission` to a session. The session's executor is
-/// created only then.
+/// created only then, for `tenant` (see [`Tenant`]).
 pub fn serve_connection_with<S: Conn>(
     mut stream: S,
     backend: &Arc<Backend>,
+    tenant: Tenant,
     timeouts: Timeouts,
     mut admission: Option<Admission>,
 ) -> io::Result<()> {
@@ -199,7 +201,7 @@ pub fn serve_connection_with<S: Conn>(
             }
             let cancel = Cancel::default();
             let s = backend
-                .new_session_with(cancel.clone())
+                .new_session_with(cancel.clone(), tenant)
                 .map_err(|s| io::Error::other(format!("cannot start a session: {s}")))?;
             session = Some(s);
             if stream.passes_fds()

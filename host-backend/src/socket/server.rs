@@ -4,6 +4,7 @@
 //! bounds, and serving each on a thread ([`Sessions::Threads`]) or in a worker process of
 //! its own ([`Sessions::Workers`]).
 
+use crate::executor::Tenant;
 use std::io::{self, Write};
 use std::net::{TcpListener, TcpStream};
 use std::os::fd::OwnedFd;
@@ -258,7 +259,19 @@ fn spawn<S: Conn, T: Conn>(
             // A bug in a session must not take the daemon or other sessions down.
             let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 let stream = prepare(stream)?;
-                serve_connection_with(stream, &backend, timeouts, Some(Admission::Ticket(ticket)))
+                let tenant = match peer {
+                    // A local client's sessions share with its uid's; a TCP client's with
+                    // none (an address is no identity).
+                    PeerKey::Uid(uid) => Tenant::uid(uid),
+                    PeerKey::Ip(_) => Tenant::unique(),
+                };
+                serve_connection_with(
+                    stream,
+                    &backend,
+                    tenant,
+                    timeouts,
+                    Some(Admission::Ticket(ticket)),
+                )
             }));
             match r {
                 Ok(r) => log_end(&peer, r),
@@ -361,10 +374,12 @@ pub fn serve_worker(
     let r = match family {
         Some(AddressFamily::Unix) => {
             let s = UnixStream::from(conn);
+            let mut tenant = Tenant::unique();
             if let Ok(c) = peer_cred(&s) {
                 peer = PeerKey::Uid(c.uid).to_string();
+                tenant = Tenant::uid(c.uid);
             }
-            serve_connection_with(s, backend, config.timeouts, admission)
+            serve_connection_with(s, backend, tenant, config.timeouts, admission)
         }
         Some(AddressFamily::Inet | AddressFamily::Inet6) => {
             let s = TcpStream::from(conn);
@@ -375,10 +390,19 @@ pub fn serve_worker(
             match &config.tls {
                 Some(tls) => {
                     let deadline = Instant::now() + config.timeouts.handshake;
-                    tls::TlsConn::accept(tls.clone(), s, deadline)
-                        .and_then(|t| serve_connection_with(t, backend, config.timeouts, admission))
+                    tls::TlsConn::accept(tls.clone(), s, deadline).and_then(|t| {
+                        serve_connection_with(
+                            t,
+                            backend,
+                            Tenant::unique(),
+                            config.timeouts,
+                            admission,
+                        )
+                    })
                 }
-                None => serve_connection_with(s, backend, config.timeouts, admission),
+                None => {
+                    serve_connection_with(s, backend, Tenant::unique(), config.timeouts, admission)
+                }
             }
         }
         _ => Err(io::Error::new(

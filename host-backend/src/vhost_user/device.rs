@@ -26,6 +26,7 @@
 //! With [`Threading::Inline`] the popping thread runs the session itself (for tests and the
 //! fuzz target, where determinism matters more than concurrency).
 
+use crate::executor::Tenant;
 use std::collections::HashMap;
 use std::ops::Deref;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -259,6 +260,9 @@ struct Table {
 
 struct Inner {
     backend: Arc<Backend>,
+    /// The VM's: its sessions share the executor's caches with each other, not with other
+    /// VMs' (see [`Tenant`]).
+    tenant: Tenant,
     config: DeviceConfig,
     table: Mutex<Table>,
     live: Mutex<usize>,
@@ -305,6 +309,7 @@ impl Device {
         Self {
             inner: Arc::new(Inner {
                 backend,
+                tenant: Tenant::unique(),
                 config,
                 table: Mutex::default(),
                 live: Mutex::new(0),
@@ -702,7 +707,10 @@ fn run(
     let none = Area::default();
     let reply = if current { &chain.reply } else { &none };
     match chain.op {
-        ChainOp::OpenSession => match inner.backend.new_session_with(slot.cancel.clone()) {
+        ChainOp::OpenSession => match inner
+            .backend
+            .new_session_with(slot.cancel.clone(), inner.tenant)
+        {
             Ok(mut s) => {
                 s.share_guest_pages();
                 debug!("session {:#x} opened", chain.header.session);

@@ -28,7 +28,7 @@ use vcuda_backend::executor::cpu::{CpuConfig, CpuFactory};
 use vcuda_backend::executor::{
     ArrayOps, BlasOps, Cancel, DeviceOps, ExecResult, Executor, ExecutorFactory, FunctionInfo,
     GraphNode, GraphOps, HostMemoryOps, IpcOps, MemoryOps, ModuleImage, ModuleOps, RandOps, Status,
-    StreamOps, VmmOps,
+    StreamOps, Tenant, VmmOps,
 };
 use vcuda_backend::vhost_user::device::UsedRing;
 use vcuda_protocol::decode::{decode_reply_header, split_records};
@@ -783,9 +783,9 @@ impl ExecutorFactory for TestFactory {
     fn kind(&self) -> ExecutorKind {
         self.inner.kind()
     }
-    fn new_session(&self) -> ExecResult<Box<dyn Executor>> {
+    fn new_session(&self, tenant: Tenant) -> ExecResult<Box<dyn Executor>> {
         Ok(Box::new(TestExecutor {
-            inner: self.inner.new_session()?,
+            inner: self.inner.new_session(tenant)?,
             slow_sync: self.slow_sync,
             cancel: None,
         }))

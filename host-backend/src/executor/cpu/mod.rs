@@ -24,7 +24,7 @@ use vcuda_protocol::{DeviceInfo, ExecutorKind, STREAM_LEGACY, attr};
 pub use self::memory::{AllocKind, DeviceHeap, IpcEvents, MemoryBudget};
 use self::module::Modules;
 
-use super::{ExecResult, Executor, ExecutorFactory, Status};
+use super::{ExecResult, Executor, ExecutorFactory, Status, Tenant};
 
 /// Settings of the CPU executor.
 #[derive(Debug, Clone)]
@@ -90,7 +90,7 @@ impl ExecutorFactory for CpuFactory {
         ExecutorKind::Cpu
     }
 
-    fn new_session(&self) -> ExecResult<Box<dyn Executor>> {
+    fn new_session(&self, tenant: Tenant) -> ExecResult<Box<dyn Executor>> {
         let threads = self.threads;
         Ok(Box::new(CpuExecutor {
             heap: DeviceHeap::new(self.budget.clone(), self.config.session_limit),
@@ -99,6 +99,7 @@ impl ExecutorFactory for CpuFactory {
             ipc_events: IpcEvents::default(),
             modules: Modules::new(
                 self.ptx_cache.clone(),
+                tenant,
                 threads,
                 self.config.kernel_timeout,
                 self.config.memcheck,
@@ -381,7 +382,7 @@ mod tests {
     #[test]
     fn streams_and_events_are_bounded_per_session() {
         let f = CpuFactory::new(CpuConfig::default());
-        let mut e = f.new_session().unwrap();
+        let mut e = f.new_session(Tenant::unique()).unwrap();
         let mut last = 0;
         for _ in 0..MAX_STREAMS_OR_EVENTS {
             last = e.event_create(0, 0).unwrap();

@@ -17,7 +17,7 @@ use vcuda_ptx::{Cancel, DeviceMemory, GlobalId, KernelId, LaunchConfig, LaunchOp
 
 use super::malloc::MallocHeap;
 use super::memory::{AllocKind, DeviceHeap};
-use crate::executor::{ExecResult, FunctionInfo, ModuleImage, Status};
+use crate::executor::{ExecResult, FunctionInfo, ModuleImage, Status, Tenant};
 
 /// Parsed modules kept for reuse, at most this many.
 const PTX_CACHE_ENTRIES: usize = 256;
@@ -36,21 +36,27 @@ const ATTR_CARVEOUT: u32 = 9;
 
 type Parsed = Result<Arc<vcuda_ptx::Module>, String>;
 
-/// Parsed PTX modules shared by all sessions, keyed by image hash.
+/// The parse of one image for one tenant, made once (see [`PtxCache`]).
+type Entries = HashMap<(Tenant, [u8; 32]), Arc<OnceLock<Parsed>>>;
+
+/// Parsed PTX modules (with the kernels compiled from them) shared by the sessions of one
+/// tenant, keyed by tenant and image hash: another tenant's session parses and compiles an
+/// image for itself, so its timing says nothing of what others ran.
 ///
 /// The map's lock is held only to find or add an entry: the parse itself runs outside it,
 /// once per image (later loads of an image being parsed wait for that parse, loads of other
 /// images do not). Only modules that parsed are kept.
 #[derive(Debug, Default)]
 pub struct PtxCache {
-    map: Mutex<HashMap<[u8; 32], Arc<OnceLock<Parsed>>>>,
+    map: Mutex<Entries>,
 }
 
 impl PtxCache {
-    fn get(&self, image: &ModuleImage) -> Parsed {
+    fn get(&self, tenant: Tenant, image: &ModuleImage) -> Parsed {
+        let key = (tenant, image.hash);
         let cell = {
             let mut g = self.lock();
-            if let Some(c) = g.get(&image.hash) {
+            if let Some(c) = g.get(&key) {
                 c.clone()
             } else {
                 if g.len() >= PTX_CACHE_ENTRIES {
@@ -58,7 +64,7 @@ impl PtxCache {
                     g.clear();
                 }
                 let c = Arc::new(OnceLock::new());
-                g.insert(image.hash, c.clone());
+                g.insert(key, c.clone());
                 c
             }
         };
@@ -66,14 +72,14 @@ impl PtxCache {
         if parsed.is_err() {
             // A later load parses again (and fails again): no failed image is kept.
             let mut g = self.lock();
-            if g.get(&image.hash).is_some_and(|c| Arc::ptr_eq(c, &cell)) {
-                g.remove(&image.hash);
+            if g.get(&key).is_some_and(|c| Arc::ptr_eq(c, &cell)) {
+                g.remove(&key);
             }
         }
         parsed
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<[u8; 32], Arc<OnceLock<Parsed>>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Entries> {
         // Every update is a single insert, remove or clear: a poisoned map is consistent.
         self.map.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -202,6 +208,8 @@ unsafe impl DeviceMemory for HeapMemory<'_> {
 #[derive(Debug)]
 pub struct Modules {
     cache: Arc<PtxCache>,
+    /// Whose parsed modules this session shares (see [`PtxCache`]).
+    tenant: Tenant,
     threads: usize,
     loaded: HashMap<u64, Loaded>,
     functions: HashMap<u64, Function>,
@@ -225,12 +233,14 @@ impl Modules {
     /// No modules yet.
     pub fn new(
         cache: Arc<PtxCache>,
+        tenant: Tenant,
         threads: usize,
         time_limit: Option<Duration>,
         memcheck: bool,
     ) -> Self {
         Self {
             cache,
+            tenant,
             threads,
             loaded: HashMap::new(),
             functions: HashMap::new(),
@@ -285,7 +295,7 @@ impl Modules {
         if self.loaded.len() >= MAX_MODULES {
             return Err(Status::MEMORY_ALLOCATION);
         }
-        let ptx = self.cache.get(image).map_err(|e| {
+        let ptx = self.cache.get(self.tenant, image).map_err(|e| {
             warn!("cannot load a module: {e}");
             Status::NO_KERNEL_IMAGE
         })?;
@@ -620,19 +630,37 @@ mod tests {
     #[test]
     fn parsed_modules_are_shared_and_failed_ones_not_kept() {
         let cache = PtxCache::default();
+        let me = Tenant::unique();
         let good = ptx_fatbin(&kernels(2));
-        let a = cache.get(&good).unwrap();
-        let b = cache.get(&good).unwrap();
+        let a = cache.get(me, &good).unwrap();
+        let b = cache.get(me, &good).unwrap();
         assert!(Arc::ptr_eq(&a, &b));
         assert_eq!(cache.len(), 1);
         let bad = ptx_fatbin(".version 7.0\n.target sm_50\nnot ptx at all");
         assert!(
             cache
-                .get(&bad)
+                .get(me, &bad)
                 .unwrap_err()
                 .contains("cannot parse its PTX")
         );
         assert_eq!(cache.len(), 1);
+    }
+
+    #[test]
+    fn another_tenant_parses_and_compiles_for_itself() {
+        // Issue 38, finding 6: a tenant could tell from a fast load that another ran the
+        // same program. The same image is one parse per tenant, shared only within it.
+        let cache = PtxCache::default();
+        let (me, other) = (Tenant::uid(1000), Tenant::uid(1001));
+        let image = ptx_fatbin(&kernels(2));
+        let mine = cache.get(me, &image).unwrap();
+        let theirs = cache.get(other, &image).unwrap();
+        assert!(!Arc::ptr_eq(&mine, &theirs), "shared across tenants");
+        assert!(Arc::ptr_eq(
+            &mine,
+            &cache.get(Tenant::uid(1000), &image).unwrap()
+        ));
+        assert_eq!(cache.len(), 2);
     }
 
     /// A `__managed__` variable moves only to mapped host memory of its exact size, taking
@@ -645,7 +673,7 @@ mod tests {
                    .visible .global .align 4 .u32 plain = 6;\n";
         let mut heap = DeviceHeap::new(MemoryBudget::new(1 << 20), u64::MAX);
         heap.set_range(0x7f00_0000_0000, 1 << 30);
-        let mut m = Modules::new(Arc::default(), 1, None, false);
+        let mut m = Modules::new(Arc::default(), Tenant::unique(), 1, None, false);
         m.load(1, &ptx_fatbin(ptx), &mut heap).unwrap();
         let (old, size) = m.symbol(1, "counter").unwrap();
         assert_eq!(size, 4);
@@ -689,11 +717,11 @@ mod tests {
         let start = Instant::now();
         let c = cache.clone();
         let t = std::thread::spawn(move || {
-            c.get(&big).unwrap();
+            c.get(Tenant::uid(0), &big).unwrap();
             start.elapsed()
         });
         std::thread::sleep(Duration::from_millis(20));
-        cache.get(&small).unwrap();
+        cache.get(Tenant::uid(0), &small).unwrap();
         let small_done = start.elapsed();
         let big_done = t.join().unwrap();
         assert!(

@@ -6,7 +6,7 @@ use vcuda_protocol::ExecutorKind;
 
 use super::CudaExecutor;
 use super::device::CudaFactory;
-use crate::executor::{ExecResult, Executor, ExecutorFactory};
+use crate::executor::{ExecResult, Executor, ExecutorFactory, Tenant};
 
 impl CudaFactory {
     /// A new session's executor, as its concrete type.
@@ -24,7 +24,7 @@ impl ExecutorFactory for CudaFactory {
         ExecutorKind::Cuda
     }
 
-    fn new_session(&self) -> ExecResult<Box<dyn Executor>> {
+    fn new_session(&self, _tenant: Tenant) -> ExecResult<Box<dyn Executor>> {
         Ok(Box::new(self.new_executor()?))
     }
 

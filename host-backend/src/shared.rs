@@ -36,6 +36,7 @@ use vm_memory::VolatileSlice;
 
 use crate::data::DataSegs;
 use crate::executor::{ExecResult, Executor, Status};
+use crate::resident::{all_resident, page_size};
 
 /// Most regions one session may map.
 pub const MAX_REGIONS: usize = 4096;
@@ -551,45 +552,16 @@ fn map_pieces(pieces: &[Piece<'_>]) -> ExecResult<Mapping> {
     Ok(m)
 }
 
-/// Pages one `mincore` call asks about (its vector: 64 KiB, for 256 MiB of 4 KiB pages).
-const MINCORE_PAGES: usize = 1 << 16;
-
 /// Fails unless every page of `[offset, offset + len)` is resident: the backend must not
-/// allocate (and be charged for) memory that the guest never touched. The range is asked
-/// about a piece at a time and the check stops at the first page not resident, so its work
-/// and memory are bounded by what the guest populated, not by what the request names.
+/// allocate (and be charged for) memory that the guest never touched. Bounded by what the
+/// guest populated, however long the range ([`crate::resident::all_resident`]).
 fn check_populated(m: &Mapping, offset: usize, len: usize) -> ExecResult<()> {
-    let page = page_size();
-    let start = offset / page * page;
-    let end = offset + len;
-    let mut vec = vec![0u8; (end - start).div_ceil(page).min(MINCORE_PAGES)];
-    let mut at = start;
-    while at < end {
-        let n = (end - at).min(MINCORE_PAGES * page);
-        let pages = n.div_ceil(page);
-        // SAFETY: `at` is page-aligned and `[at, at + n)` lies inside the mapping (within
-        // `[start, end)`); `vec` has at least one byte per page of it, as mincore writes.
-        let r = unsafe {
-            libc::mincore(
-                m.ptr.as_ptr().cast::<u8>().add(at).cast(),
-                n,
-                vec.as_mut_ptr(),
-            )
-        };
-        if r != 0 || vec[..pages].iter().any(|b| b & 1 == 0) {
-            debug!("shared copy touches pages the guest has not populated");
-            return Err(Status::INVALID_VALUE);
-        }
-        at += n;
-    }
-    Ok(())
-}
-
-fn page_size() -> usize {
-    // SAFETY: sysconf has no preconditions.
-    match unsafe { libc::sysconf(libc::_SC_PAGESIZE) } {
-        n if n > 0 => n as usize,
-        _ => 4096,
+    // SAFETY: `[offset, offset + len)` lies inside the mapping (the callers check it).
+    if unsafe { all_resident(m.ptr.as_ptr().cast::<u8>().add(offset), len) } {
+        Ok(())
+    } else {
+        debug!("shared copy touches pages the guest has not populated");
+        Err(Status::INVALID_VALUE)
     }
 }
 

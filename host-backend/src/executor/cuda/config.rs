@@ -57,6 +57,9 @@ pub const SMALL_UNIT: u64 = 512;
 /// Most ranges a session keeps open through IPC handles.
 pub(super) const MAX_IPC_OPENS: usize = 4096;
 
+/// Most shared memory one session pins for the GPU (copies through the rest are staged).
+pub(super) const MAX_PINNED_BYTES: usize = 16 << 30;
+
 /// What a `cudaMalloc` of `size` bytes is charged against the session's limit.
 pub fn charge(size: u64) -> Option<u64> {
     let unit = if size >= LARGE_PAGE {

@@ -631,7 +631,22 @@ impl CudaExecutor {
 
     /// Pins shared memory `[addr, addr + len)` in the session's context (not portable: no
     /// other context's copies may use it); on failure, copies through it are staged.
+    ///
+    /// Pinning is only a speed-up, and the driver faults in and locks every page it pins: a
+    /// region is pinned only if every page of it is populated already (a client's sparse
+    /// file would otherwise make the backend allocate and lock it), and a session pins at
+    /// most [`config::MAX_PINNED_BYTES`] (each session is a worker process of its own).
     fn pin_host(&mut self, addr: usize, len: usize) {
+        let pinned: usize = self.host_pinned.ranges().iter().map(|&(_, l)| l).sum();
+        if pinned.saturating_add(len) > config::MAX_PINNED_BYTES {
+            log::debug!("shared memory {addr:#x}+{len:#x} not pinned: over the session's bound");
+            return;
+        }
+        // SAFETY: the session maps `[addr, addr + len)` (a region it shared) while this runs.
+        if !unsafe { crate::resident::all_resident(addr as *const u8, len) } {
+            log::debug!("shared memory {addr:#x}+{len:#x} not pinned: not all populated");
+            return;
+        }
         if self.bind().is_err() {
             return;
         }

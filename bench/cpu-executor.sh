@@ -38,11 +38,16 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 gcc -O2 -fopenmp bench/cpu-kernels.c -o "$work/cpu-kernels"
 
-cargo_flags=(--quiet)
-[ "$profile" = release ] && cargo_flags+=(--release)
-cargo build "${cargo_flags[@]}" -p vcuda-cli -p vcuda-backend -p vcuda-guest
-cargo run "${cargo_flags[@]}" -p vcuda-ptx --example bench -- --cref "$work/cpu-kernels" \
-    "${harness_args[@]}" | tee "$work/harness.md"
+if [ "$profile" = release ]; then
+    cargo build --quiet --release -p vcuda-cli -p vcuda-backend -p vcuda-guest
+    cargo build --quiet --release -p vcuda-ptx --example bench
+else
+    # What tests/run.sh builds (so nothing is built again after it; building a few
+    # packages alone would resolve their features anew and compile a second copy).
+    cargo build --quiet --workspace --all-targets
+fi
+"target/$profile/examples/bench" --cref "$work/cpu-kernels" "${harness_args[@]}" |
+    tee "$work/harness.md"
 
 # The real path: each program prints "BENCH name seconds-per-launch".
 toolkit=$(bash images/cuda-toolkit.sh)

@@ -6,13 +6,19 @@
 //! (8 MiB by default), made when the first kernel that may call `malloc` launches and kept
 //! until the device is reset; blocks allocate from it first-fit, 16 bytes aligned, and a
 //! `malloc` it cannot serve returns NULL. Memory a kernel allocates outlives the kernel, for
-//! later kernels to use and free. The bookkeeping is bounded by the region: at most one
-//! entry per 16 bytes.
+//! later kernels to use and free. The bookkeeping, in the backend's own memory, is bounded
+//! whatever the heap's size: at most [`MAX_LIVE`] blocks live at once (a `malloc` beyond
+//! returns NULL, as for a full heap), and the free ranges lie between them.
 
 use std::collections::{BTreeMap, HashMap};
 
 /// Alignment (and granule) of device `malloc`.
 const ALIGN: u64 = 16;
+
+/// Most blocks one session's device heap holds at once: with the free ranges between them,
+/// some tens of MiB of bookkeeping, not the 16 bytes' worth per granule a heap of
+/// gigabytes would allow (issue 38: the bookkeeping is not charged to the session).
+pub const MAX_LIVE: usize = 1 << 20;
 
 /// One session's device heap.
 #[derive(Debug)]
@@ -39,6 +45,9 @@ impl MallocHeap {
 
     /// `size` bytes (at least one granule), or `None` when no free range is large enough.
     pub fn alloc(&mut self, size: u64) -> Option<u64> {
+        if self.used.len() >= MAX_LIVE {
+            return None;
+        }
         let need = size.max(1).checked_next_multiple_of(ALIGN)?;
         let (&at, &len) = self.free.iter().find(|&(_, &len)| len >= need)?;
         self.free.remove(&at);
@@ -101,5 +110,19 @@ mod tests {
         h.free(0x1008);
         h.free(0);
         assert_eq!(h.used.len(), 1);
+    }
+
+    #[test]
+    fn live_blocks_are_bounded_whatever_the_heap_size() {
+        // A heap with room for more granules than blocks may live.
+        let mut h = MallocHeap::new(0x10_0000, (MAX_LIVE as u64 + 16) * ALIGN);
+        for _ in 0..MAX_LIVE {
+            assert!(h.alloc(1).is_some());
+        }
+        assert_eq!(h.alloc(1), None, "a block past the bound");
+        assert!(h.free.len() <= 1);
+        // One freed: room again.
+        h.free(0x10_0000);
+        assert_eq!(h.alloc(1), Some(0x10_0000));
     }
 }

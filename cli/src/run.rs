@@ -233,15 +233,17 @@ fn unblock_forwarded() -> io::Result<()> {
     Ok(())
 }
 
-/// A thread that takes the forwarded signals and sends those another process sent to the
-/// program.
+/// A thread that takes the forwarded signals: while the program runs, it sends it those
+/// another process sent; before the program starts (the backend starting) or once it has
+/// exited, any of them ends `vcuda run` as it would have without the thread (status 128 +
+/// the signal; the private backend dies with it).
 struct Forwarding {
     child: std::sync::Arc<std::sync::Mutex<Option<libc::pid_t>>>,
 }
 
 impl Forwarding {
-    fn start(pid: libc::pid_t) -> Self {
-        let child = std::sync::Arc::new(std::sync::Mutex::new(Some(pid)));
+    fn start() -> Self {
+        let child = std::sync::Arc::new(std::sync::Mutex::new(None));
         let target = child.clone();
         let r = std::thread::Builder::new()
             .name("vcuda-signals".into())
@@ -255,12 +257,12 @@ impl Forwarding {
                     if sig < 0 {
                         continue; // EINTR
                     }
+                    let Some(pid) = *target.lock().unwrap_or_else(|e| e.into_inner()) else {
+                        std::process::exit(128 + sig);
+                    };
                     // Sent by a process (kill, sigqueue, tkill), not by the terminal (the
                     // kernel), which signals the whole foreground group itself.
-                    if info.si_code > 0 {
-                        continue;
-                    }
-                    if let Some(pid) = *target.lock().unwrap_or_else(|e| e.into_inner()) {
+                    if info.si_code <= 0 {
                         // SAFETY: kill has no memory-safety preconditions; `pid` is the
                         // program, not yet reaped (see `wait_exited`).
                         unsafe { libc::kill(pid, sig) };
@@ -273,8 +275,13 @@ impl Forwarding {
         Forwarding { child }
     }
 
-    /// No signal is sent from now on (the program has exited; it is reaped next).
-    fn stop(self) {
+    /// Signals go to the program `pid` from now on.
+    fn to(&self, pid: libc::pid_t) {
+        *self.child.lock().unwrap_or_else(|e| e.into_inner()) = Some(pid);
+    }
+
+    /// The program has exited (it is reaped next): a signal now ends `vcuda run`.
+    fn stop(&self) {
         *self.child.lock().unwrap_or_else(|e| e.into_inner()) = None;
     }
 }
@@ -307,6 +314,7 @@ fn wait_exited(pid: libc::pid_t) -> io::Result<()> {
 pub fn run(executor: &str, memcheck: bool, program: &[String]) -> io::Result<u8> {
     // Before any thread or child starts: the forwarding thread alone takes these.
     block_forwarded()?;
+    let forwarding = Forwarding::start();
     let lib_dir = libdir::lib_dir()?;
     let backend = match std::env::var_os("VCUDA_SOCKET") {
         Some(s) if !s.is_empty() => {
@@ -359,7 +367,7 @@ pub fn run(executor: &str, memcheck: bool, program: &[String]) -> io::Result<u8>
     let mut child = cmd
         .spawn()
         .map_err(|e| io::Error::new(e.kind(), format!("cannot run {}: {e}", program[0])))?;
-    let forwarding = Forwarding::start(child.id() as libc::pid_t);
+    forwarding.to(child.id() as libc::pid_t);
     // Waits without reaping, so the forwarding thread never signals a reused pid.
     let waited = wait_exited(child.id() as libc::pid_t);
     forwarding.stop();

@@ -16,18 +16,7 @@ pub(crate) fn resolve(c: &Client, s: cudaStream_t, per_thread_default: bool) -> 
         0 if !per_thread_default => Ok(0),
         STREAM_LEGACY => Ok(0),
         0 | STREAM_PER_THREAD => per_thread_stream(c),
-        h => {
-            let h = h as u64;
-            if c.streams
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .contains_key(&h)
-            {
-                Ok(h)
-            } else {
-                Err(Error::INVALID_HANDLE)
-            }
-        }
+        h => known(&c.streams, h as u64),
     }
 }
 
@@ -86,9 +75,14 @@ pub(crate) fn stream_number(c: &Client, h: u64) -> u64 {
         .or_insert_with(next_stream_id)
 }
 
+/// The backend handle for a `cudaEvent_t` the session made.
 pub(crate) fn event_handle(c: &Client, e: cudaEvent_t) -> Result<u64> {
-    let h = e as u64;
-    if c.events
+    known(&c.events, e as u64)
+}
+
+/// `h` if the session's table `table` holds it, else `cudaErrorInvalidResourceHandle`.
+fn known<V>(table: &std::sync::Mutex<std::collections::HashMap<u64, V>>, h: u64) -> Result<u64> {
+    if table
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .contains_key(&h)

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use sha2::{Digest, Sha256};
 use vcuda_protocol::{
     FunctionGetReq, FunctionGetResp, HandleReq, MODULE_HAS_DATA, ModuleFunctionReq,
-    ModuleFunctionResp, ModuleLoadReq, PARAMS_UNKNOWN, ParamInfo, SymbolGetReq, SymbolGetResp, ops,
+    ModuleFunctionResp, ModuleLoadReq, PARAMS_UNKNOWN, ParamInfo, ops,
 };
 use zerocopy::FromBytes;
 
@@ -283,18 +283,17 @@ fn managed_var(c: &Client, m: &Module, name: &str) -> Result<(u64, u64), CuError
         return Ok((addr, size));
     }
     let h = m.handle(c)?;
-    let r: SymbolGetResp =
-        c.call_with::<ops::SymbolGet>(&SymbolGetReq { module: h }, name.as_bytes(), &[], &mut [])?;
+    let (ptr, size) = crate::core::registry::symbol(c, h, name)?;
     let addr = if crate::shared::maps_managed(c) {
-        let p = crate::core::alloc::alloc_for_var(r.size as usize)?;
-        crate::core::registry::bind_symbol(c, h, name, p, r.size)?;
+        let p = crate::core::alloc::alloc_for_var(size as usize)?;
+        crate::core::registry::bind_symbol(c, h, name, p, size)?;
         p
     } else {
-        crate::core::registry::adopt_in_place(c, &[(r.ptr, r.size)])?;
-        r.ptr
+        crate::core::registry::adopt_in_place(c, &[(ptr, size)])?;
+        ptr
     };
-    vars.push((name.to_owned(), addr, r.size));
-    Ok((addr, r.size))
+    vars.push((name.to_owned(), addr, size));
+    Ok((addr, size))
 }
 
 /// The module behind a `CUmodule` of the current context, or a library.
@@ -495,15 +494,7 @@ pub(crate) fn get_function(mp: *mut Module, name: &str) -> Result<*const Functio
 pub(crate) fn get_global(m: *mut Module, name: &str) -> Result<(u64, u64), CuError> {
     let c = session()?;
     let m = module(m)?;
-    let r: SymbolGetResp = c.call_with::<ops::SymbolGet>(
-        &SymbolGetReq {
-            module: m.handle(c)?,
-        },
-        name.as_bytes(),
-        &[],
-        &mut [],
-    )?;
-    Ok((r.ptr, r.size))
+    Ok(crate::core::registry::symbol(c, m.handle(c)?, name)?)
 }
 
 /// `cuLibraryGetManaged`: `__managed__` variable `name` of library `lib` (see

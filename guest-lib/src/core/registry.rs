@@ -47,6 +47,13 @@ struct ManagedVar {
     addr: Option<u64>,
 }
 
+/// Module `module`'s variable `name`: its device address and size (`SymbolGet`).
+pub(crate) fn symbol(c: &Client, module: u64, name: &str) -> Result<(u64, u64)> {
+    let r: SymbolGetResp =
+        c.call_with::<ops::SymbolGet>(&SymbolGetReq { module }, name.as_bytes(), &[], &mut [])?;
+    Ok((r.ptr, r.size))
+}
+
 /// Binds module `module`'s variable `name` to the managed memory at `addr` (`size` bytes),
 /// which the backend fills with the variable's initial value; the module's kernels then use
 /// it in place.
@@ -233,16 +240,11 @@ impl FatbinReg {
         }
         let mut found = Vec::with_capacity(vars.len());
         for v in vars.iter() {
-            let r: SymbolGetResp = c.call_with::<ops::SymbolGet>(
-                &SymbolGetReq { module },
-                v.name.as_bytes(),
-                &[],
-                &mut [],
-            )?;
-            if r.size < v.size as u64 {
+            let (ptr, size) = symbol(c, module, &v.name)?;
+            if size < v.size as u64 {
                 return Err(Error::INVALID_VALUE);
             }
-            found.push(r.ptr);
+            found.push(ptr);
         }
         let spans: Vec<(u64, u64)> = vars
             .iter()
@@ -358,14 +360,9 @@ impl VarReg {
             return Ok((a, s));
         }
         let module = self.fatbin.module(c)?;
-        let r: SymbolGetResp = c.call_with::<ops::SymbolGet>(
-            &SymbolGetReq { module },
-            self.name.as_bytes(),
-            &[],
-            &mut [],
-        )?;
-        *g = Some((generation, r.ptr, r.size));
-        Ok((r.ptr, r.size))
+        let (ptr, size) = symbol(c, module, &self.name)?;
+        *g = Some((generation, ptr, size));
+        Ok((ptr, size))
     }
 }
 

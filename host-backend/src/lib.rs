@@ -13,6 +13,7 @@ pub mod executor;
 pub mod graphs;
 pub mod log_limit;
 pub mod memsize;
+pub mod metrics;
 pub mod modules;
 pub mod resident;
 pub mod sandbox;

@@ -82,6 +82,9 @@ enum Command {
         /// The executor the backend chose.
         #[arg(long, value_enum)]
         executor: ExecutorChoice,
+        /// The descriptor of the block the worker counts its sessions into (metrics).
+        #[arg(long)]
+        metrics_fd: Option<i32>,
         /// The backend's own arguments (its subcommand and options).
         #[arg(last = true)]
         args: Vec<OsString>,
@@ -126,6 +129,11 @@ enum Isolation {
 
 #[derive(clap::Args, Debug, Clone)]
 struct ExecArgs {
+    /// Serve Prometheus metrics at http://HOST:PORT/metrics (sessions, calls, bytes,
+    /// launches, errors, memory, workers; see the README). Port 0 picks a free one (the
+    /// log says which). Off by default.
+    #[arg(long, value_name = "HOST:PORT", env = "VCUDA_METRICS")]
+    metrics: Option<String>,
     /// Which executor replays the calls.
     #[arg(long, value_enum, default_value_t = ExecutorChoice::Auto, env = "VCUDA_EXECUTOR")]
     executor: ExecutorChoice,
@@ -291,6 +299,18 @@ enum ExecutorChoice {
     Cuda,
 }
 
+/// The CPU executor's simulated device memory in bytes (`--cpu-memory`).
+fn cpu_memory(args: &ExecArgs) -> u64 {
+    match args.cpu_memory_mib {
+        Some(mib) => mib.saturating_mul(1 << 20),
+        None => {
+            // Without /proc, assume 16 GiB.
+            let host = vcuda_backend::memsize::host_memory().unwrap_or(16 << 30);
+            args.cpu_memory.of(host)
+        }
+    }
+}
+
 fn make_factory(args: &ExecArgs) -> Result<Arc<dyn ExecutorFactory>, String> {
     make_factory_for(args, false)
 }
@@ -305,14 +325,7 @@ fn make_factory_for(
         .filter(|s| s.is_finite() && *s > 0.0)
         .map(std::time::Duration::from_secs_f64);
     let cpu = || -> Arc<dyn ExecutorFactory> {
-        let memory = match args.cpu_memory_mib {
-            Some(mib) => mib.saturating_mul(1 << 20),
-            None => {
-                // Without /proc, assume 16 GiB.
-                let host = vcuda_backend::memsize::host_memory().unwrap_or(16 << 30);
-                args.cpu_memory.of(host)
-            }
-        };
+        let memory = cpu_memory(args);
         let session_limit = args.session_mem_limit.of(memory);
         info!(
             "CPU executor: {} MiB of simulated device memory, at most {} MiB per session",
@@ -418,12 +431,67 @@ fn plan(exec: &ExecArgs, max_workers: usize) -> Result<Plan, String> {
     }
 }
 
+/// In a worker: counts sessions into the block the backend handed over as `fd`.
+fn take_metrics_block(fd: i32) -> std::io::Result<()> {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    if fd != worker::METRICS_FD {
+        return Err(std::io::Error::other("not the descriptor workers get"));
+    }
+    // SAFETY: F_GETFD only asks whether `fd` is open.
+    if unsafe { libc::fcntl(fd, libc::F_GETFD) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: the backend hands descriptor 3 to this worker for this purpose; it is open
+    // (checked) and nothing else here uses it.
+    let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+    vcuda_backend::metrics::use_worker_block(&owned)
+}
+
+/// Starts the `/metrics` endpoint if `--metrics` asks for one.
+fn start_metrics(exec: &ExecArgs, plan: &Plan) -> Result<(), String> {
+    let Some(addr) = &exec.metrics else {
+        return Ok(());
+    };
+    let (kind, isolation, memory_limit) = match plan {
+        Plan::InProcess(f) => (
+            f.kind(),
+            "thread",
+            (f.kind() == ExecutorKind::Cpu).then(|| cpu_memory(exec)),
+        ),
+        Plan::Workers(w) => {
+            vcuda_backend::metrics::enable_worker_blocks();
+            (w.kind(), "process", None)
+        }
+    };
+    let id = vcuda_backend::metrics::text::Identity {
+        executor: match kind {
+            ExecutorKind::Cpu => "cpu",
+            ExecutorKind::Cuda => "cuda",
+        },
+        isolation,
+        memory_limit,
+    };
+    vcuda_backend::metrics::http::spawn(addr, id)
+        .map(drop)
+        .map_err(|e| format!("--metrics {addr}: {e}"))
+}
+
 /// A worker process's main (see `vcuda_backend::worker`).
-fn worker_main(role: WorkerRole, executor: ExecutorChoice, args: Vec<OsString>) -> ExitCode {
+fn worker_main(
+    role: WorkerRole,
+    executor: ExecutorChoice,
+    metrics_fd: Option<i32>,
+    args: Vec<OsString>,
+) -> ExitCode {
     let fail = |e: &dyn std::fmt::Display| {
         error!("{e}");
         ExitCode::FAILURE
     };
+    if let Some(fd) = metrics_fd
+        && let Err(e) = take_metrics_block(fd)
+    {
+        return fail(&format!("the metrics block (fd {fd}): {e}"));
+    }
     let mut link = match ParentLink::take() {
         Ok(l) => l,
         Err(e) => return fail(&e),
@@ -577,8 +645,9 @@ fn main() -> ExitCode {
         Command::Worker {
             role,
             executor,
+            metrics_fd,
             args,
-        } => worker_main(role, executor, args),
+        } => worker_main(role, executor, metrics_fd, args),
         Command::Serve {
             socket,
             exec,
@@ -613,7 +682,8 @@ fn main() -> ExitCode {
             let max_workers = config
                 .max_sessions
                 .saturating_add(config.max_pending.saturating_mul(2));
-            let sessions = match plan(&exec, max_workers) {
+            let plan = plan(&exec, max_workers).and_then(|p| start_metrics(&exec, &p).map(|()| p));
+            let sessions = match plan {
                 Ok(Plan::InProcess(f)) => Sessions::Threads(Backend::new(f)),
                 Ok(Plan::Workers(w)) => {
                     protect_backend();
@@ -644,7 +714,8 @@ fn main() -> ExitCode {
                 poll: std::time::Duration::from_micros(u64::from(poll_us)),
                 ..vcuda_backend::vhost_user::VhostUserConfig::new(socket, queues)
             };
-            let r = match plan(&exec, 2) {
+            let plan = plan(&exec, 2).and_then(|p| start_metrics(&exec, &p).map(|()| p));
+            let r = match plan {
                 Ok(Plan::InProcess(f)) => {
                     vcuda_backend::vhost_user::start_backend(config, Backend::new(f))
                         .map_err(|e| e.to_string())

@@ -24,6 +24,7 @@ use crate::executor::{
 };
 use crate::graphs::Graphs;
 use crate::log_limit::LogLimiter;
+use crate::metrics::SessionCounters;
 use crate::modules::{ModuleCache, SentImages};
 use crate::shared::{Alias, SharedRegions};
 
@@ -77,9 +78,11 @@ impl Backend {
     ) -> ExecResult<Session> {
         let mut exec = self.factory.new_session(tenant)?;
         exec.set_cancel(cancel);
+        let counters = SessionCounters::open(exec.memory_charged().1);
         Ok(Session {
             backend: self.clone(),
             exec,
+            counters,
             hello: false,
             sticky: None,
             stdout: Vec::new(),
@@ -100,6 +103,8 @@ impl Backend {
 pub struct Session {
     backend: Arc<Backend>,
     exec: Box<dyn Executor>,
+    /// What the metrics show of this session.
+    counters: SessionCounters,
     hello: bool,
     sticky: Option<Status>,
     stdout: Vec<u8>,
@@ -181,6 +186,7 @@ impl Session {
                     &[],
                     0,
                 );
+                self.counters.message(true);
                 return Outcome::Malformed;
             }
             Err(e) => {
@@ -192,6 +198,7 @@ impl Session {
                     &[],
                     0,
                 );
+                self.counters.message(true);
                 return Outcome::Malformed;
             }
         };
@@ -200,12 +207,15 @@ impl Session {
             self.unsolicited_sent = false;
         }
         let mut must_reply = waiting;
+        self.counters.message(false);
         for raw in &reqs {
             let quiet = raw.header.flags & REQ_REPLY_ON_ERROR != 0;
+            let started = std::time::Instant::now();
             let (st, payload, in_len) = match self.run(raw, out, inp) {
                 Ok((payload, in_len)) => (status::SUCCESS, payload, in_len),
                 Err(s) => (s.code(), Vec::new(), 0),
             };
+            self.count(raw, st, started.elapsed(), in_len);
             if quiet && (st == status::SUCCESS || (!waiting && self.unsolicited_sent)) {
                 continue;
             }
@@ -226,6 +236,7 @@ impl Session {
             }
             must_reply = true;
         }
+        self.counters.charged(self.exec.memory_charged().0);
         if must_reply {
             if !waiting {
                 self.unsolicited_sent = true;
@@ -237,6 +248,29 @@ impl Session {
             self.collect_stdout();
             Outcome::Silent
         }
+    }
+
+    /// Counts request `raw`, which ended with `st` after `took`, in the metrics.
+    fn count(&self, raw: &RawRequest<'_>, st: CudaStatus, took: Duration, in_len: u64) {
+        use zerocopy::FromBytes;
+        let op = Opcode::try_from(raw.header.opcode).ok();
+        // Shared-memory copies carry their bytes outside the message.
+        let shared = |w: u64, h: u64| w.saturating_mul(h);
+        let (out, inp) = match op {
+            Some(Opcode::MemcpyHtoDShared) => (
+                MemcpyHtoDSharedReq::read_from_prefix(raw.payload)
+                    .map_or(0, |(r, _)| shared(r.width, r.height)),
+                0,
+            ),
+            Some(Opcode::MemcpyDtoHShared) => (
+                0,
+                MemcpyDtoHSharedReq::read_from_prefix(raw.payload)
+                    .map_or(0, |(r, _)| shared(r.width, r.height)),
+            ),
+            _ => (raw.out_len, in_len),
+        };
+        let nanos = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
+        self.counters.request(op, st, nanos, out, inp);
     }
 
     /// The transport passes file descriptors with messages (a Unix socket): the guest may

@@ -45,6 +45,7 @@ use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use vcuda_protocol::ExecutorKind;
 
 use crate::log_limit::LogLimiter;
+use crate::metrics::WorkerExit;
 
 /// Warnings about workers (a flood of connections must not flood the log).
 static LIMITER: LazyLock<LogLimiter> =
@@ -58,6 +59,9 @@ pub const ADMITTED: u8 = b'Y';
 pub const REFUSED: u8 = b'N';
 /// Worker to backend: the connection ended; the worker is tearing its session down.
 pub const ENDED: u8 = b'E';
+
+/// The descriptor a worker finds its metrics block on (see [`crate::metrics`]).
+pub const METRICS_FD: i32 = 3;
 
 /// How long a worker may take to exit once its client hung up or its connection ended,
 /// before the backend kills it.
@@ -147,21 +151,33 @@ impl Workers {
         }
         let live = Live(self.live.clone());
         let (link, theirs) = UnixStream::pair()?;
+        // The worker's session counters (see `crate::metrics`), as its descriptor 3.
+        let (block, metrics) = match role {
+            Role::Probe => (None, None),
+            _ => {
+                let (fd, ticket) = crate::metrics::workers().starting()?;
+                (fd, Some(ticket))
+            }
+        };
+        let block_fd = block.as_ref().map(|b| b.as_raw_fd());
         let mut cmd = Command::new(&self.exe);
         cmd.arg("worker")
             .args(["--role", role.as_str(), "--executor"])
             .arg(match self.kind {
                 ExecutorKind::Cpu => "cpu",
                 ExecutorKind::Cuda => "cuda",
-            })
-            .arg("--")
+            });
+        if block.is_some() {
+            cmd.args(["--metrics-fd", &METRICS_FD.to_string()]);
+        }
+        cmd.arg("--")
             .args(&self.args)
             .stdin(stdin.map_or_else(Stdio::null, Stdio::from))
             .stdout(Stdio::from(OwnedFd::from(theirs)))
             .stderr(Stdio::inherit());
         let parent = std::process::id();
-        // SAFETY: between fork and exec the closure only calls setsid, prctl, getppid and
-        // close_range (async-signal-safe) and allocates nothing on success.
+        // SAFETY: between fork and exec the closure only calls setsid, prctl, getppid,
+        // close_range, dup2 and fcntl (async-signal-safe) and allocates nothing on success.
         unsafe {
             cmd.pre_exec(move || {
                 // No controlling terminal (no TIOCSTI into the backend's), its own process
@@ -185,14 +201,28 @@ impl Workers {
                     u32::MAX,
                     libc::CLOSE_RANGE_CLOEXEC,
                 );
+                // Except the metrics block, as descriptor 3 (dup2 clears close-on-exec;
+                // if it is 3 already, clear it by hand).
+                if let Some(fd) = block_fd {
+                    let r = if fd == METRICS_FD {
+                        libc::fcntl(fd, libc::F_SETFD, 0)
+                    } else {
+                        libc::dup2(fd, METRICS_FD)
+                    };
+                    if r < 0 {
+                        return Err(io::Error::last_os_error());
+                    }
+                }
                 Ok(())
             });
         }
         let child = cmd.spawn()?;
+        drop(block);
         Ok(Worker {
             child,
             link,
             reaped: false,
+            metrics,
             _live: live,
         })
     }
@@ -233,6 +263,8 @@ pub struct Worker {
     child: Child,
     link: UnixStream,
     reaped: bool,
+    /// Its session counters' place (retired once it is reaped: after `child`).
+    metrics: Option<crate::metrics::WorkerTicket>,
     _live: Live,
 }
 
@@ -246,6 +278,12 @@ impl Drop for Worker {
 }
 
 impl Worker {
+    fn exited(&self, how: WorkerExit) {
+        if let Some(m) = &self.metrics {
+            m.exited(how);
+        }
+    }
+
     /// Its process id.
     pub fn pid(&self) -> u32 {
         self.child.id()
@@ -270,6 +308,11 @@ impl Worker {
         loop {
             if let Some(st) = self.child.try_wait()? {
                 self.reaped = true;
+                self.exited(if st.success() {
+                    WorkerExit::Clean
+                } else {
+                    WorkerExit::Failed
+                });
                 return Ok(st);
             }
             if deadline.is_some_and(|d| Instant::now() >= d) {
@@ -280,6 +323,7 @@ impl Worker {
                 let _ = self.child.kill();
                 let st = self.child.wait();
                 self.reaped = st.is_ok();
+                self.exited(WorkerExit::Killed);
                 return st;
             }
             let (link_ev, hangup_ev) = {

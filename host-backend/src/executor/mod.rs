@@ -254,6 +254,9 @@ pub trait DeviceOps {
     fn get_limit(&mut self, device: u32, limit: u32) -> ExecResult<u64>;
     /// Takes the device-side `printf` output produced so far.
     fn take_stdout(&mut self) -> Vec<u8>;
+    /// `(charged, limit)`: the device memory charged to the session now and the most it
+    /// may be charged (what the metrics show; no driver call).
+    fn memory_charged(&self) -> (u64, u64);
 }
 
 /// Linear device memory: allocation and the copies and memsets that touch it.

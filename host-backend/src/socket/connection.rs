@@ -37,7 +37,10 @@ impl Admission {
     fn promote(&mut self) -> io::Result<()> {
         let refused = |why: String| io::Error::new(io::ErrorKind::PermissionDenied, why);
         match self {
-            Admission::Ticket(t) => t.promote().map_err(|e| refused(e.to_string())),
+            Admission::Ticket(t) => t.promote().map_err(|e| {
+                crate::metrics::refused(crate::metrics::Refusal::Bounds);
+                refused(e.to_string())
+            }),
             Admission::Parent(link) => match link.admit()? {
                 true => Ok(()),
                 false => Err(refused(

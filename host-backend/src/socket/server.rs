@@ -21,6 +21,7 @@ use super::connection::{Admission, serve_connection_with};
 use super::limits::{Bounds, Closer, PeerKey, Ticket, Tracker};
 use super::tls;
 use crate::log_limit::LogLimiter;
+use crate::metrics::{self, Refusal};
 use crate::session::Backend;
 use crate::worker::{ParentLink, Role, Workers};
 
@@ -101,6 +102,7 @@ pub fn serve(listen: &Listen, sessions: Sessions, config: ServerConfig) -> io::R
                     }
                 };
                 if !config.access.allows(&cred) {
+                    metrics::refused(Refusal::Access);
                     LIMITER.warn(format_args!(
                         "connection from uid {} (pid {}) refused: not an allowed uid (--allow-uid, --socket-group)",
                         cred.uid, cred.pid
@@ -234,7 +236,10 @@ fn admit<S: Conn>(stream: &S, peer: PeerKey, tracker: &Arc<Tracker>) -> Option<T
     });
     tracker
         .admit(peer, closer)
-        .inspect_err(|e| LIMITER.warn(format_args!("connection from {peer} refused: {e}")))
+        .inspect_err(|e| {
+            metrics::refused(Refusal::Bounds);
+            LIMITER.warn(format_args!("connection from {peer} refused: {e}"))
+        })
         .ok()
 }
 
@@ -325,6 +330,7 @@ fn spawn_worker<S: Conn + Into<OwnedFd>>(
     let worker = match workers.spawn(Role::Socket, Some(stream.into())) {
         Ok(w) => w,
         Err(e) => {
+            metrics::refused(Refusal::Workers);
             error!("cannot start a worker process for {peer}: {e}");
             return;
         }
@@ -338,6 +344,7 @@ fn spawn_worker<S: Conn + Into<OwnedFd>>(
             let admit = || match ticket.promote() {
                 Ok(()) => true,
                 Err(e) => {
+                    metrics::refused(Refusal::Bounds);
                     LIMITER.warn(format_args!("session from {peer} refused: {e}"));
                     false
                 }

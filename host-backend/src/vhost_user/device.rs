@@ -447,6 +447,7 @@ impl Device {
         if busy >= inner.config.max_sessions {
             drop(t);
             warn!("session limit {} reached", inner.config.max_sessions);
+            crate::metrics::vm_session_refused();
             completion.complete(error_reply(mem, &chain.reply, TOO_MANY_SESSIONS, 0));
             return;
         }

@@ -828,6 +828,9 @@ impl DeviceOps for TestExecutor {
     fn device_reset(&mut self, device: u32) -> ExecResult<()> {
         self.inner.device_reset(device)
     }
+    fn memory_charged(&self) -> (u64, u64) {
+        self.inner.memory_charged()
+    }
     fn mem_get_info(&mut self, device: u32) -> ExecResult<(u64, u64)> {
         self.inner.mem_get_info(device)
     }

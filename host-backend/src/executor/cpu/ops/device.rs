@@ -67,4 +67,8 @@ impl DeviceOps for CpuExecutor {
     fn take_stdout(&mut self) -> Vec<u8> {
         self.modules.take_stdout()
     }
+
+    fn memory_charged(&self) -> (u64, u64) {
+        (self.heap.charged(), self.heap.info().1)
+    }
 }

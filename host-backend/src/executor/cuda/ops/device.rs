@@ -76,6 +76,10 @@ impl DeviceOps for CudaExecutor {
             .map_err(to_status)
     }
 
+    fn memory_charged(&self) -> (u64, u64) {
+        (self.charged, self.shared.session_limit)
+    }
+
     fn take_stdout(&mut self) -> Vec<u8> {
         // See "Device printf" in the module documentation.
         let Some(capture) = self.shared.printf else {

@@ -172,7 +172,7 @@ pub const VIRTIO_ID_CUDA: u32 = 57;
 /// `b"VCUD"` little-endian.
 pub const CONFIG_MAGIC: u32 = u32::from_le_bytes(*b"VCUD");
 /// The protocol version this module was written for (`vcuda_protocol::PROTOCOL_VERSION`).
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;
 /// Most request queues.
 pub const MAX_REQUEST_QUEUES: u32 = 16;
 /// Smallest reply area a chain may offer.

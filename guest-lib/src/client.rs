@@ -216,19 +216,79 @@ impl Client {
 
     fn connect() -> std::result::Result<Client, Error> {
         logging::init();
-        let transport = open_transport().map_err(|e| {
-            logging::alert(&format!(
-                "cannot reach the vcuda backend ({e}); set VCUDA_SOCKET or start `vcuda-backend serve`"
-            ));
-            Error::NO_DEVICE
-        })?;
-        log::info!("connected via {}", transport.describe());
-        // SAFETY: registers a handler that only stores to an atomic (async-signal-safe, as
-        // a child handler must be).
-        if unsafe { libc::pthread_atfork(None, None, Some(forked_child)) } != 0 {
-            log::warn!("cannot watch for fork(): a forked child would share this session");
+        let va = reserve_device_va();
+        let pool = match std::env::var("VCUDA_TRANSPORT").as_deref() {
+            Ok("virtio") => None,
+            _ => std::env::var("VCUDA_SOCKET")
+                .ok()
+                .and_then(|s| crate::pool::parse(&s)),
+        };
+        let c = match pool {
+            Some(addrs) => Self::connect_pool(addrs, va)?,
+            None => {
+                let transport = open_transport().map_err(|e| {
+                    logging::alert(&format!(
+                        "cannot reach the vcuda backend ({e}); set VCUDA_SOCKET or start `vcuda-backend serve`"
+                    ));
+                    Error::NO_DEVICE
+                })?;
+                log::info!("connected via {}", transport.describe());
+                Self::hello(transport, va, false)?
+            }
+        };
+        Ok(c.started())
+    }
+
+    /// Starts a session on each backend of a pool in turn and keeps the one
+    /// [`crate::pool::choose`] prefers (see [`crate::pool`]).
+    fn connect_pool(addrs: Vec<Address>, va: (u64, u64)) -> std::result::Result<Client, Error> {
+        use crate::pool::PROBE_TIMEOUT;
+        let mut answered: Vec<(Address, Client)> = Vec::new();
+        for a in addrs {
+            let t = match SocketTransport::connect_within(a.clone(), Some(PROBE_TIMEOUT)) {
+                Ok(t) => t,
+                Err(e) => {
+                    log::warn!("backend {a} unreachable ({e}); trying the others");
+                    continue;
+                }
+            };
+            if let Err(e) = t.set_read_timeout(Some(PROBE_TIMEOUT)) {
+                log::warn!("backend {a}: {e}; trying the others");
+                continue;
+            }
+            match Self::hello(Box::new(t), va, true) {
+                Ok(c) => answered.push((a, c)),
+                Err(e) => log::warn!(
+                    "backend {a} refused a session (error {}); trying the others",
+                    e.0
+                ),
+            }
         }
-        let (va_base, va_len) = reserve_device_va();
+        let hellos: Vec<HelloResp> = answered.iter().map(|(_, c)| c.hello).collect();
+        let Some(i) = crate::pool::choose(&hellos) else {
+            logging::alert("cannot reach any vcuda backend that VCUDA_SOCKET names");
+            return Err(Error::NO_DEVICE);
+        };
+        // The others' sessions end as their connections close.
+        let (addr, c) = answered.swap_remove(i);
+        log::info!(
+            "chose backend {addr} of {} that answered: {} MiB free, {} sessions",
+            hellos.len(),
+            c.hello.free_memory >> 20,
+            c.hello.sessions
+        );
+        c.transport.clear_timeouts();
+        Ok(c)
+    }
+
+    /// Opens a session on `transport`: `Hello`, with the device range `va`. `quiet`: a
+    /// failure is the caller's to report (a pool member).
+    fn hello(
+        transport: Box<dyn Transport>,
+        va: (u64, u64),
+        quiet: bool,
+    ) -> std::result::Result<Client, Error> {
+        let (va_base, va_len) = va;
         let mut c = Client {
             transport,
             hello: HelloResp::default(),
@@ -257,6 +317,7 @@ impl Client {
         let resp: HelloResp = match c.call_with::<ops::Hello>(&hello, name.as_bytes(), &[], &mut [])
         {
             Ok(r) => r,
+            Err(e) if quiet => return Err(e),
             // The connection closed before the session started (a backend that exited
             // with the connection still queued): as if no backend were reachable.
             Err(_) if c.transport.is_broken() => {
@@ -278,6 +339,17 @@ impl Client {
         }
         c.hello = resp;
         c.devices = (0..resp.device_count).map(|_| OnceLock::new()).collect();
+        Ok(c)
+    }
+
+    /// The session this process keeps: watches for fork and sets up batching.
+    fn started(mut self) -> Client {
+        let c = &mut self;
+        // SAFETY: registers a handler that only stores to an atomic (async-signal-safe, as
+        // a child handler must be).
+        if unsafe { libc::pthread_atfork(None, None, Some(forked_child)) } != 0 {
+            log::warn!("cannot watch for fork(): a forked child would share this session");
+        }
         if !c.transport.holds_posted_calls() {
             c.batch = Batch::new(std::time::Duration::ZERO);
         }
@@ -292,7 +364,7 @@ impl Client {
             }
         }
         log::debug!("posted calls wait up to {:?}", c.batch.delay());
-        Ok(c)
+        self
     }
 
     fn next_seq(&self) -> u64 {

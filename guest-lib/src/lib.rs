@@ -46,6 +46,7 @@ pub mod ffi;
 pub mod logging;
 pub mod memfd;
 pub mod mirror;
+pub mod pool;
 pub mod props_gen;
 pub mod shared;
 pub mod state;

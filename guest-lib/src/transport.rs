@@ -138,6 +138,10 @@ pub trait Transport: Send + Sync {
         false
     }
 
+    /// Lets calls wait for the backend as long as they take again (after a pool member's
+    /// bounded `Hello`).
+    fn clear_timeouts(&self) {}
+
     /// Most data bytes one request should carry. Larger copies are split into several
     /// requests; the virtio transport keeps each within one descriptor chain so the
     /// program's pages are used in place.
@@ -161,13 +165,18 @@ impl Address {
     /// predictable path in a shared directory such as `/tmp`.
     pub fn from_env() -> Self {
         match std::env::var("VCUDA_SOCKET") {
-            Ok(s) if !s.is_empty() => match s.strip_prefix("tcp:") {
-                Some(a) => Address::Tcp(a.to_owned()),
-                None => Address::Unix(PathBuf::from(s)),
-            },
+            Ok(s) if !s.is_empty() => Address::parse(&s),
             _ => Address::Unix(default_socket_path(
                 std::env::var_os("XDG_RUNTIME_DIR").as_deref(),
             )),
+        }
+    }
+
+    /// One address: `tcp:HOST:PORT`, else a Unix socket path.
+    pub fn parse(s: &str) -> Self {
+        match s.strip_prefix("tcp:") {
+            Some(a) => Address::Tcp(a.to_owned()),
+            None => Address::Unix(PathBuf::from(s)),
         }
     }
 }
@@ -379,6 +388,12 @@ pub struct SocketTransport {
 impl SocketTransport {
     /// Connects; on a Unix socket, first checks who serves it ([`check_backend_uid`]).
     pub fn connect(addr: Address) -> io::Result<Self> {
+        Self::connect_within(addr, None)
+    }
+
+    /// [`SocketTransport::connect`], giving up on a TCP connection (each address the name
+    /// resolves to) after `timeout`.
+    pub fn connect_within(addr: Address, timeout: Option<Duration>) -> io::Result<Self> {
         let stream = match &addr {
             Address::Unix(p) => {
                 let s = UnixStream::connect(p)?;
@@ -390,7 +405,10 @@ impl SocketTransport {
             }
             Address::Tcp(a) => {
                 let tls = TlsEnv::from_env()?;
-                let s = TcpStream::connect(a)?;
+                let s = match timeout {
+                    None => TcpStream::connect(a)?,
+                    Some(t) => connect_tcp_within(a, t)?,
+                };
                 s.set_nodelay(true)?;
                 match tls {
                     Some(t) => Conn::Tls(Box::new(t.connect(a, s)?)),
@@ -403,6 +421,16 @@ impl SocketTransport {
             stream: Mutex::new(BufReader::with_capacity(READ_BUFFER, stream)),
             broken: AtomicBool::new(false),
         })
+    }
+
+    /// Bounds each read from the backend (`None`: none), e.g. while a pool member is asked
+    /// for its `Hello`.
+    pub fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+        match self.lock().get_ref() {
+            Conn::Unix(s) => s.set_read_timeout(t),
+            Conn::Tcp(s) => s.set_read_timeout(t),
+            Conn::Tls(s) => s.sock.0.set_read_timeout(t),
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, BufReader<Conn>> {
@@ -428,6 +456,20 @@ impl SocketTransport {
         }
         r
     }
+}
+
+/// Connects to `addr` (`HOST:PORT`), trying each address it resolves to for at most
+/// `timeout`.
+fn connect_tcp_within(addr: &str, timeout: Duration) -> io::Result<TcpStream> {
+    use std::net::ToSocketAddrs;
+    let mut last = io::Error::new(io::ErrorKind::NotFound, format!("{addr}: no address"));
+    for a in addr.to_socket_addrs()? {
+        match TcpStream::connect_timeout(&a, timeout) {
+            Ok(s) => return Ok(s),
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
 }
 
 /// Bytes of replies read ahead.
@@ -544,6 +586,12 @@ fn read_reply(
 }
 
 impl Transport for SocketTransport {
+    fn clear_timeouts(&self) {
+        if let Err(e) = self.set_read_timeout(None) {
+            log::warn!("{e}");
+        }
+    }
+
     fn call(
         &self,
         msg: &[u8],

@@ -428,6 +428,8 @@ impl Session {
             self.exec.set_address_range(h.va_base, h.va_len);
         }
         self.hello = true;
+        let (free_memory, total_memory) = self.exec.mem_get_info(0).unwrap_or((0, 0));
+        let sessions = u32::try_from(crate::metrics::live_sessions()).unwrap_or(u32::MAX);
         let resp = HelloResp {
             protocol_version: u32::from(PROTOCOL_VERSION),
             executor: self.backend.kind() as u32,
@@ -445,6 +447,10 @@ impl Session {
                 }
                 (true, true) => HELLO_FEATURE_SHARED_MEMORY | HELLO_FEATURE_MAP_HOST_MEMORY,
             },
+            free_memory,
+            total_memory,
+            sessions,
+            reserved: 0,
         };
         Ok(reply::<ops::Hello>(resp))
     }

@@ -53,7 +53,8 @@ static LIMITER: LazyLock<LogLimiter> =
 
 /// Worker to backend: a session wants to start.
 pub const ADMIT: u8 = b'H';
-/// Backend to worker: the session may start.
+/// Backend to worker: the session may start (followed by the number of sessions the
+/// backend serves with it, a little-endian `u32`).
 pub const ADMITTED: u8 = b'Y';
 /// Backend to worker: the session bounds are full.
 pub const REFUSED: u8 = b'N';
@@ -290,14 +291,14 @@ impl Worker {
     }
 
     /// Serves the worker's requests until it exits, and reaps it: `admit` answers each
-    /// [`ADMIT`]. Once `hangup` (the worker's connection, watched for a peer shutdown and
+    /// [`ADMIT`] (`Some(sessions)`: admitted, and how many sessions the backend now serves). Once `hangup` (the worker's connection, watched for a peer shutdown and
     /// never read) hangs up, or the worker says [`ENDED`] or closes its link, it has `grace`
     /// to exit before it is killed.
     pub fn supervise(
         mut self,
         hangup: Option<OwnedFd>,
         grace: Duration,
-        mut admit: impl FnMut() -> bool,
+        mut admit: impl FnMut() -> Option<u32>,
     ) -> io::Result<ExitStatus> {
         let pid = self.pid();
         let mut hangup = hangup;
@@ -373,8 +374,13 @@ impl Worker {
                         for &b in &buf[..n] {
                             match b {
                                 ADMIT => {
-                                    let a = if admit() { ADMITTED } else { REFUSED };
-                                    let _ = (&self.link).write_all(&[a]);
+                                    let mut a = [REFUSED, 0, 0, 0, 0];
+                                    if let Some(n) = admit() {
+                                        a[0] = ADMITTED;
+                                        a[1..].copy_from_slice(&n.to_le_bytes());
+                                    }
+                                    let len = if a[0] == ADMITTED { 5 } else { 1 };
+                                    let _ = (&self.link).write_all(&a[..len]);
                                 }
                                 ENDED => {
                                     deadline.get_or_insert(Instant::now() + grace);
@@ -431,12 +437,18 @@ impl ParentLink {
         Ok(Self(UnixStream::from(fd)))
     }
 
-    /// Asks the backend whether a new session may start.
-    pub fn admit(&mut self) -> io::Result<bool> {
+    /// Asks the backend whether a new session may start: `Some(sessions)` (how many the
+    /// backend serves with this one) if it may.
+    pub fn admit(&mut self) -> io::Result<Option<u32>> {
         self.0.write_all(&[ADMIT])?;
         let mut b = [0u8];
         self.0.read_exact(&mut b)?;
-        Ok(b[0] == ADMITTED)
+        if b[0] != ADMITTED {
+            return Ok(None);
+        }
+        let mut n = [0u8; 4];
+        self.0.read_exact(&mut n)?;
+        Ok(Some(u32::from_le_bytes(n)))
     }
 
     /// Says the connection ended (the backend then gives the worker [`TEARDOWN_GRACE`]).

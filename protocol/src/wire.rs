@@ -34,7 +34,7 @@
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
 /// The protocol version this crate speaks. Bumped on any incompatible change.
-pub const PROTOCOL_VERSION: u16 = 1;
+pub const PROTOCOL_VERSION: u16 = 2;
 
 /// `b"VCUM"`: starts every message.
 pub const MESSAGE_MAGIC: u32 = u32::from_le_bytes(*b"VCUM");

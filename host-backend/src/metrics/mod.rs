@@ -280,6 +280,28 @@ impl Drop for SessionCounters {
     }
 }
 
+/// In a worker: the sessions the backend serves, as it said when it admitted this one.
+static BACKEND_SESSIONS: AtomicU64 = AtomicU64::new(0);
+
+/// In a worker: the backend admitted a session and serves `n` with it.
+pub fn set_backend_sessions(n: u32) {
+    BACKEND_SESSIONS.store(u64::from(n), Relaxed);
+}
+
+/// Sessions this backend serves now: the backend's count where a worker was told it, else
+/// this process's live sessions.
+pub fn live_sessions() -> u64 {
+    match BACKEND_SESSIONS.load(Relaxed) {
+        0 => {
+            let b = process();
+            b.sessions_opened
+                .load(Relaxed)
+                .saturating_sub(b.sessions_closed.load(Relaxed))
+        }
+        n => n,
+    }
+}
+
 /// Counts a session a VM asked for beyond its bound.
 pub fn vm_session_refused() {
     process().sessions_refused.fetch_add(1, Relaxed);

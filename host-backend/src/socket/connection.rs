@@ -42,8 +42,11 @@ impl Admission {
                 refused(e.to_string())
             }),
             Admission::Parent(link) => match link.admit()? {
-                true => Ok(()),
-                false => Err(refused(
+                Some(n) => {
+                    crate::metrics::set_backend_sessions(n);
+                    Ok(())
+                }
+                None => Err(refused(
                     "the backend refused the session (its bounds)".into(),
                 )),
             },

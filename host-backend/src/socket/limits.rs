@@ -168,6 +168,11 @@ impl std::fmt::Debug for Ticket {
 }
 
 impl Ticket {
+    /// Live sessions of its tracker (this one included once promoted).
+    pub fn sessions(&self) -> usize {
+        self.tracker.sessions()
+    }
+
     /// The peer.
     pub fn peer(&self) -> PeerKey {
         self.peer

@@ -342,11 +342,11 @@ fn spawn_worker<S: Conn + Into<OwnedFd>>(
             let pid = worker.pid();
             debug!("worker {pid} serves {peer}");
             let admit = || match ticket.promote() {
-                Ok(()) => true,
+                Ok(()) => Some(u32::try_from(ticket.sessions()).unwrap_or(u32::MAX)),
                 Err(e) => {
                     metrics::refused(Refusal::Bounds);
                     LIMITER.warn(format_args!("session from {peer} refused: {e}"));
-                    false
+                    None
                 }
             };
             match worker.supervise(Some(watch), grace, admit) {

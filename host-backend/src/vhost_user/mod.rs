@@ -228,7 +228,7 @@ pub fn start_workers(config: VhostUserConfig, workers: Workers) -> Result<(), Er
         let ok = match r {
             Ok(w) => {
                 let pid = w.pid();
-                match w.supervise(None, workers.grace(), || false) {
+                match w.supervise(None, workers.grace(), || None) {
                     Ok(st) if st.success() => {
                         info!("vhost-user worker {pid} exited");
                         true

@@ -48,7 +48,7 @@ wire_struct!(
 
 wire_struct!(
     /// `Hello` reply.
-    HelloResp, 40 {
+    HelloResp, 64 {
         /// The host's [`crate::PROTOCOL_VERSION`].
         protocol_version: u32,
         /// An [`ExecutorKind`] value.
@@ -63,6 +63,17 @@ wire_struct!(
         max_data_len: u64,
         /// `HELLO_FEATURE_*` bits.
         features: u64,
+        /// Device memory this session could allocate now (`cudaMemGetInfo`'s free: the
+        /// lesser of what its limit leaves and what the device has free).
+        free_memory: u64,
+        /// The most device memory this session may hold (its limit, or the device's
+        /// memory if smaller).
+        total_memory: u64,
+        /// Sessions the backend serves now, this one included (a client that chooses
+        /// among several backends weighs free memory by it).
+        sessions: u32,
+        /// Zero.
+        reserved: u32,
     }
 );
 

@@ -39,3 +39,24 @@ else
     done
 fi
 bash "$here/libvirt/validate.sh"
+# The Kubernetes manifests parse, and each object names its kind, API version and name; the
+# pod asks for the plugin's resource and the DaemonSet runs the plugin with the paths the
+# systemd units use.
+python3 - "$here/k8s" <<'PY'
+import pathlib, sys
+try:
+    import yaml
+except ImportError:
+    print("deploy/check.sh: python3-yaml missing; Kubernetes manifests not checked", file=sys.stderr)
+    sys.exit(0)
+objs = {}
+for f in sorted(pathlib.Path(sys.argv[1]).glob("*.yaml")):
+    for o in yaml.safe_load_all(f.read_text()):
+        assert o.get("apiVersion") and o.get("kind") and o["metadata"].get("name"), f
+        objs[o["kind"]] = o
+pod = objs["Pod"]["spec"]["containers"][0]
+assert pod["resources"]["limits"]["vcuda.io/gpu"] == 1
+args = objs["DaemonSet"]["spec"]["template"]["spec"]["containers"][0]["args"]
+assert "--backend-socket=/run/vcuda/vcuda.sock" in args and "--lib-dir=/usr/local/lib/vcuda" in args
+print("Kubernetes manifests: %d objects parse" % len(objs))
+PY

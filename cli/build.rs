@@ -29,6 +29,8 @@ const SHIMS: &[(&str, &str, u32)] = &[
     ("libcurand.so.10", "curand10.names", 999),
     // CUDA_ERROR_NOT_SUPPORTED.
     ("libcuda.so.1", "cuda1.names", 801),
+    // NVJITLINK_ERROR_INTERNAL.
+    ("libnvJitLink.so.13", "nvjitlink13.names", 6),
 ];
 
 fn names(path: &Path) -> Vec<String> {

@@ -58,7 +58,25 @@ const LIBS: &[Lib] = &[
         node: "libcuda.so.1",
         stub: "cuda",
     },
+    // nvJitLink (libnvJitLink.so.13): the plain names, and the versioned ones its header's
+    // inline wrappers call, which are aliases of the plain ones (see `alias_of`).
+    Lib {
+        file: "nvjitlink13.names",
+        node: "libnvJitLink.so.13",
+        stub: "nvjitlink",
+    },
 ];
+
+/// The implemented name a versioned nvJitLink name stands for: `__nvJitLinkCreate_13_2` ->
+/// `nvJitLinkCreate`.
+fn alias_of(name: &str) -> Option<String> {
+    let rest = name.strip_prefix("__nvJitLink")?;
+    let (base, version) = rest.rsplit_once("_13_")?;
+    version
+        .chars()
+        .all(|c| c.is_ascii_digit())
+        .then(|| format!("nvJitLink{base}"))
+}
 
 fn read_names(dir: &Path, file: &str) -> BTreeSet<String> {
     let p = dir.join(file);
@@ -112,6 +130,7 @@ fn implemented(api: &Path) -> BTreeMap<String, String> {
                     || name.starts_with("__v12_")
                     || name.starts_with("cublas")
                     || name.starts_with("curand")
+                    || name.starts_with("nvJitLink")
                 {
                     out.insert(name, file.clone());
                 }
@@ -147,7 +166,16 @@ fn main() {
     let mut asm = String::new();
     let mut coverage = String::from("symbol\tversions\timplemented\n");
     for (name, libs) in &exports {
-        let is_impl = implemented.contains_key(name);
+        let alias = alias_of(name).filter(|a| implemented.contains_key(a));
+        if let Some(target) = &alias {
+            // One codegen unit (see Cargo.toml) puts the target in the same object.
+            writeln!(
+                asm,
+                ".globl {name}\n.type {name},@function\n.set {name}, {target}"
+            )
+            .unwrap();
+        }
+        let is_impl = implemented.contains_key(name) || alias.is_some();
         if !is_impl {
             let kind = libs[0].stub;
             writeln!(stubs, "entry_stub!({kind}, {name});").unwrap();
@@ -166,10 +194,10 @@ fn main() {
             }
         }
         let nodes: Vec<_> = libs.iter().map(|l| l.node).collect();
-        let how = if is_impl {
-            implemented[name].as_str()
-        } else {
-            "stub"
+        let how = match (&alias, implemented.get(name)) {
+            (Some(_), _) => "alias",
+            (None, Some(f)) => f.as_str(),
+            (None, None) => "stub",
         };
         writeln!(coverage, "{name}\t{}\t{how}", nodes.join(",")).unwrap();
     }
@@ -200,7 +228,7 @@ fn main() {
         &map,
         "libcudart.so.12 { };\nlibcudart.so.13 { } libcudart.so.12;\n\
          libcublas.so.12 { };\nlibcublas.so.13 { } libcublas.so.12;\nlibcurand.so.10 { };\n\
-         libcuda.so.1 { };\n",
+         libcuda.so.1 { };\nlibnvJitLink.so.13 { };\n",
     )
     .unwrap();
     println!(

@@ -6,10 +6,9 @@
 #
 #   PY=$(images/numba-venv.sh) && vcuda run -- "$PY" tests/python/numba_basic.py
 #
-# nvJitLink is left out: with it, cuda.core links Numba's PTX into machine code (a cubin
-# for one GPU architecture), which the CPU executor cannot run; without it, it links
-# through the driver's cuLink*, and vcuda's libcuda.so.1 keeps the PTX. On a GPU host
-# either works.
+# As pip installs it, nvJitLink included: under `vcuda run` (and in the VM) vcuda's own
+# libnvJitLink.so.13 is preloaded, which cuda-pathfinder takes over the wheel's, and it keeps
+# Numba's PTX (guest-lib/src/abi/nvjitlink.rs).
 source "$(dirname "$0")/lib.sh"
 
 PKGS=('numba-cuda[cu13]==0.30.4')
@@ -27,7 +26,6 @@ if [ ! -x "$dir/venv/bin/python" ]; then
     fi
     "$dir.tmp/venv/bin/python" -m pip install -q --disable-pip-version-check "${PKGS[@]}" >&2 ||
         die "pip install ${PKGS[*]} failed"
-    "$dir.tmp/venv/bin/python" -m pip uninstall -q -y nvidia-nvjitlink >&2 || true
     "$dir.tmp/venv/bin/python" -c 'import numba.cuda, numpy' ||
         die "numba-cuda does not import"
     publish_dir "$dir"

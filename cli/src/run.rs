@@ -332,10 +332,17 @@ pub fn run(executor: &str, memcheck: bool, program: &[String]) -> io::Result<u8>
     cmd.args(&program[1..])
         .env("LD_LIBRARY_PATH", prepend("LD_LIBRARY_PATH", &lib_dir))
         .env("LD_PRELOAD", {
-            let lib = lib_dir.join("libvcuda.so");
+            // libvcuda.so, and the nvJitLink shim: loaders that look for an already-loaded
+            // libnvJitLink.so.13 before the one in a wheel (cuda-pathfinder, for Numba) take
+            // vcuda's, which keeps PTX (see guest-lib/src/abi/nvjitlink.rs).
+            let libs = format!(
+                "{}:{}",
+                lib_dir.join("libvcuda.so").display(),
+                lib_dir.join("libnvJitLink.so.13").display()
+            );
             match std::env::var("LD_PRELOAD") {
-                Ok(v) if !v.is_empty() => format!("{}:{v}", lib.display()),
-                _ => lib.display().to_string(),
+                Ok(v) if !v.is_empty() => format!("{libs}:{v}"),
+                _ => libs,
             }
         });
     if let Some(b) = &backend {

@@ -197,6 +197,14 @@ macro_rules! entry_stub {
             $crate::entry::stub(stringify!($name), vcuda_protocol::status::NOT_SUPPORTED, false)
         }
     };
+    // nvJitLink has no "not supported" status either; `NVJITLINK_ERROR_INTERNAL`.
+    (nvjitlink, $name:ident) => {
+        #[doc = concat!("`", stringify!($name), "`: not supported; returns `NVJITLINK_ERROR_INTERNAL`.")]
+        #[unsafe(no_mangle)]
+        pub extern "C" fn $name() -> u32 {
+            $crate::entry::stub(stringify!($name), 6, false)
+        }
+    };
     // cuRAND has no "not supported" status; `CURAND_STATUS_INTERNAL_ERROR` says the library
     // cannot do it without blaming the caller's arguments or generator.
     (curand, $name:ident) => {

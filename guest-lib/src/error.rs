@@ -138,6 +138,35 @@ impl From<RandError> for curandStatus_t {
     }
 }
 
+/// An nvJitLink error (a non-zero `nvJitLinkResult`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct JitLinkError(pub u32);
+
+impl JitLinkError {
+    /// `NVJITLINK_ERROR_UNRECOGNIZED_OPTION`.
+    pub const UNRECOGNIZED_OPTION: JitLinkError = JitLinkError(1);
+    /// `NVJITLINK_ERROR_MISSING_ARCH`.
+    pub const MISSING_ARCH: JitLinkError = JitLinkError(2);
+    /// `NVJITLINK_ERROR_INVALID_INPUT`.
+    pub const INVALID_INPUT: JitLinkError = JitLinkError(3);
+    /// `NVJITLINK_ERROR_INTERNAL`.
+    pub const INTERNAL: JitLinkError = JitLinkError(6);
+    /// `NVJITLINK_ERROR_UNRECOGNIZED_INPUT`.
+    pub const UNRECOGNIZED_INPUT: JitLinkError = JitLinkError(8);
+    /// `NVJITLINK_ERROR_FINALIZE`.
+    pub const FINALIZE: JitLinkError = JitLinkError(9);
+    /// `NVJITLINK_ERROR_NULL_INPUT`.
+    pub const NULL_INPUT: JitLinkError = JitLinkError(10);
+    /// `NVJITLINK_ERROR_LTO_NOT_ENABLED`.
+    pub const LTO_NOT_ENABLED: JitLinkError = JitLinkError(18);
+}
+
+impl From<JitLinkError> for u32 {
+    fn from(e: JitLinkError) -> u32 {
+        e.0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

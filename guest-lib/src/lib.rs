@@ -79,6 +79,7 @@ mod core {
     pub mod ipc;
     pub mod launch;
     pub mod library;
+    pub mod link;
     pub mod managed;
     pub mod memcpy_batch;
     pub mod memory;
@@ -100,6 +101,8 @@ mod abi {
     pub mod cublas;
     pub mod curand;
     pub mod driver;
+    pub mod nvjitlink;
+    pub mod nvjitlink_lto;
     pub mod runtime {
         pub mod array;
         pub mod attrs;

@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0 OR MIT
 """A Numba CUDA program (numba-cuda from PyPI) run unchanged through vcuda: @cuda.jit
 kernels, shared memory and barriers, atomics, streams, device arrays and host transfers.
-Prints PASS when every result matches numpy's."""
+With nvJitLink installed (as pip installs numba-cuda[cu13]) kernels link as LTO-IR, and a
+kernel compiled with debug=True links as PTX. Prints PASS when every result matches
+numpy's."""
 import numpy as np
 from numba import cuda, float32, int32
 
@@ -38,6 +40,14 @@ def histogram(values, bins):
         cuda.atomic.add(bins, values[i] % bins.size, int32(1))
 
 
+@cuda.jit(debug=True, opt=False)
+def scale_debug(x, out):
+    # debug=True turns Numba's LTO off: the kernel links as PTX.
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = 3.0 * x[i]
+
+
 def main():
     n = 4096
     rng = np.random.default_rng(7)
@@ -63,6 +73,10 @@ def main():
     bins = cuda.to_device(np.zeros(16, dtype=np.int32))
     histogram[n // 256, 256](cuda.to_device(values), bins)
     assert (bins.copy_to_host() == np.bincount(values % 16, minlength=16)).all(), "histogram"
+
+    dscaled = cuda.device_array_like(x)
+    scale_debug[n // 128, 128](dx, dscaled)
+    assert np.allclose(dscaled.copy_to_host(), 3.0 * x, rtol=1e-6), "debug kernel"
 
     print("PASS")
 

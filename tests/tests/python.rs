@@ -42,6 +42,7 @@ fn numba_kernels_run_on_the_cpu_executor() {
         .env("VCUDA_LIB_DIR", bin_dir())
         // Numba's low-occupancy and linker notices are not failures.
         .env("PYTHONWARNINGS", "ignore")
+        .env("VCUDA_LOG", "info")
         .output()
         .expect("run vcuda");
     let stdout = String::from_utf8_lossy(&o.stdout);
@@ -50,6 +51,12 @@ fn numba_kernels_run_on_the_cpu_executor() {
         o.status.success() && stdout.lines().any(|l| l == "PASS"),
         "{}\n--- stdout\n{stdout}--- stderr\n{stderr}",
         o.status
+    );
+    // numba-cuda as pip installs it brings nvJitLink, so Numba links LTO-IR: vcuda's
+    // nvJitLink took it (NVIDIA's turned it into PTX), not the wheel's (machine code).
+    assert!(
+        stderr.contains("LTO-IR is linked to PTX by NVIDIA's nvJitLink"),
+        "--- stderr\n{stderr}"
     );
 }
 

@@ -118,7 +118,9 @@ pub(super) fn run_script(
     s += &format!("export LD_LIBRARY_PATH={}\n", sh_quote(lib_path));
     s += &format!(
         "export LD_PRELOAD={}\n",
-        sh_quote(&format!("{GUEST_LIB_DIR}/libvcuda.so"))
+        sh_quote(&format!(
+            "{GUEST_LIB_DIR}/libvcuda.so:{GUEST_LIB_DIR}/libnvJitLink.so.13"
+        ))
     );
     s += "export VCUDA_TRANSPORT=virtio\n";
     for (k, v) in env {

@@ -1,17 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
-//! The JIT linker (`cuLink*`): what programs link is PTX (Numba, cuda-python's `cuda.core`
-//! without nvJitLink), and the "cubin" the link completes with is a fat binary holding that
-//! PTX, which `cuModuleLoadData`/`cuLibraryLoadData` take and the backend compiles (the
-//! CUDA executor) or interprets (the CPU executor). One fat binary passes through as it is;
-//! otherwise every PTX input, and the PTX of every fat binary input, becomes one PTX entry
-//! of the output, and the backend links those units (`.extern` functions and variables
-//! resolve across them). Cubins, objects and libraries hold machine code: those answer
-//! `CUDA_ERROR_NOT_SUPPORTED` with the reason in the error log.
+//! The JIT linker (`cuLink*`) over [`crate::core::link`]: PTX and fat binaries link into a
+//! fat binary holding their PTX. Cubins, objects and libraries hold machine code: those
+//! answer `CUDA_ERROR_NOT_SUPPORTED` with the reason in the error log.
 
 use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
 
 use super::out;
-use crate::core::module::ptx_units_fatbin;
+use crate::core::link::{self, Input};
 use crate::error::CuError;
 
 /// `CUjitInputType`.
@@ -25,7 +20,7 @@ const INFO_LOG_BUFFER_SIZE_BYTES: c_int = 4;
 
 /// A link in progress (`CUlinkState`).
 pub struct LinkState {
-    inputs: Vec<(c_int, Vec<u8>)>,
+    inputs: Vec<Input>,
     output: Vec<u8>,
     error_log: Option<(*mut c_char, usize)>,
 }
@@ -87,8 +82,12 @@ impl LinkState {
 
     fn add(&mut self, kind: c_int, data: &[u8]) -> Result<(), CuError> {
         match kind {
-            INPUT_PTX | INPUT_FATBINARY => {
-                self.inputs.push((kind, data.to_vec()));
+            INPUT_PTX => {
+                self.inputs.push(Input::Ptx(data.to_vec()));
+                Ok(())
+            }
+            INPUT_FATBINARY => {
+                self.inputs.push(Input::Fatbin(data.to_vec()));
                 Ok(())
             }
             _ => Err(self
@@ -135,42 +134,10 @@ entry_lib! {
 
     fn cuLinkComplete(st: *mut LinkState, cubin: *mut *mut c_void, size: *mut usize) -> Result<(), CuError> {
         let s = state(st)?;
-        let out_bytes = match s.inputs.as_slice() {
-            [(INPUT_FATBINARY, f)] => f.clone(),
-            [] => return Err(CuError::INVALID_VALUE),
-            inputs => {
-                let mut units: Vec<Vec<u8>> = Vec::new();
-                for (kind, data) in inputs {
-                    if *kind == INPUT_PTX {
-                        let mut text = data.clone();
-                        if text.last() != Some(&0) {
-                            text.push(0);
-                        }
-                        units.push(text);
-                        continue;
-                    }
-                    let fb = vcuda_fatbin::parse(data)
-                        .map_err(|e| s.fail(&format!("a fat binary input is malformed: {e}")))?;
-                    let ptx = fb
-                        .ptx_units(u32::MAX)
-                        .map_err(|e| s.fail(&format!("too much PTX to link: {e}")))?;
-                    if ptx.is_empty() {
-                        return Err(s.fail("a fat binary input has no PTX to link"));
-                    }
-                    for e in ptx {
-                        let text = e
-                            .ptx_text()
-                            .map_err(|e| s.fail(&format!("cannot read a PTX entry: {e}")))?;
-                        let mut text = text.into_owned().into_bytes();
-                        text.push(0);
-                        units.push(text);
-                    }
-                }
-                let refs: Vec<&[u8]> = units.iter().map(Vec::as_slice).collect();
-                ptx_units_fatbin(&refs)
-            }
-        };
-        s.output = out_bytes;
+        if s.inputs.is_empty() {
+            return Err(CuError::INVALID_VALUE);
+        }
+        s.output = link::link(&s.inputs).map_err(|why| s.fail(&why))?;
         // SAFETY: the caller's output pointers; the image lives until cuLinkDestroy.
         unsafe {
             out(cubin, s.output.as_mut_ptr().cast())?;

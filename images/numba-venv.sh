@@ -5,6 +5,8 @@
 # Prints the venv's python.
 #
 #   PY=$(images/numba-venv.sh) && vcuda run -- "$PY" tests/python/numba_basic.py
+#   PY=$(images/numba-venv.sh --tests)    # also what numba-cuda's own tests import
+#                                         # (tests/python/numba-suite.sh)
 #
 # As pip installs it, nvJitLink included: under `vcuda run` (and in the VM) vcuda's own
 # libnvJitLink.so.13 is preloaded, which cuda-pathfinder takes over the wheel's, and it keeps
@@ -12,8 +14,13 @@
 source "$(dirname "$0")/lib.sh"
 
 PKGS=('numba-cuda[cu13]==0.30.4')
+name=numba
+if [ "${1:-}" = --tests ]; then
+    PKGS+=(pytest pytest-timeout cffi psutil filecheck ml_dtypes)
+    name=numba-tests
+fi
 key=$(printf '%s\n' "${PKGS[@]}" | cat - <(script_code "$0") | short_hash)
-dir=$VCUDA_CACHE/numba-$key
+dir=$VCUDA_CACHE/$name-$key
 PY=${VCUDA_PYTHON:-/usr/bin/python3}
 
 cache_lock numba

@@ -118,7 +118,10 @@ impl KernelError {
         match self {
             KernelError::IllegalAddress { .. } | KernelError::InvalidHandle { .. } => 700,
             KernelError::MisalignedAddress { .. } => 716,
-            KernelError::Unsupported { .. } | KernelError::Breakpoint { .. } => 715,
+            // vcuda cannot run the instruction (a GPU would): `cudaErrorNotSupported`, which
+            // does not end the context the way a fault in the kernel does.
+            KernelError::Unsupported { .. } => 801,
+            KernelError::Breakpoint { .. } => 715,
             KernelError::Trap { .. } => 719,
             KernelError::Assert { .. } => 710,
             KernelError::StackOverflow { .. } => 714,

@@ -31,7 +31,8 @@
 //!
 //! Nothing the guest supplies can panic the interpreter: malformed PTX gives a [`ParseError`],
 //! faults and unsupported instructions a [`KernelError`] (with [`KernelError::cuda_status`]).
-//! Unsupported instructions fail the launch only when executed.
+//! Unsupported instructions fail the launch only when executed, with
+//! `cudaErrorNotSupported` (not a sticky fault: the context stays usable).
 
 mod access;
 mod alu;

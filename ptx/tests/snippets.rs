@@ -497,7 +497,7 @@ fn unsupported_reported_only_when_executed() {
         }
         e => panic!("{e}"),
     }
-    assert_eq!(e.cuda_status(), 715);
+    assert_eq!(e.cuda_status(), 801);
     let src = kernel(
         ".extern .func foo(.param .b32 x);",
         "{ .param .b32 a; st.param.b32 [a], 1; call.uni foo, (a); }",

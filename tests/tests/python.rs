@@ -115,3 +115,42 @@ fn cupy_suite_ranges_pass() {
         o.status
     );
 }
+
+/// A fixed part of numba-cuda's own tests (its driver-level package, `cudadrv`: contexts,
+/// memory, streams, events, linking, modules, graphs, about 240 tests) passes through
+/// `tests/python/numba-suite.sh`, the script users run for the rest. Left out: the one test
+/// of `tensormap.replace` (Hopper's tensor-memory-accelerator descriptors), which the CPU
+/// executor does not run (it fails that launch with `cudaErrorNotSupported`).
+#[test]
+fn numba_suite_cudadrv_passes() {
+    if venv_python("numba-venv.sh").is_none() {
+        return;
+    }
+    let o = Command::new("bash")
+        .arg(repo_root().join("tests/python/numba-suite.sh"))
+        .args(["numba.cuda.tests.cudadrv", "-k", "not device_arch_specific"])
+        .env_remove("VCUDA_SOCKET")
+        .env("VCUDA", bin("vcuda"))
+        .env("VCUDA_BACKEND", bin("vcuda-backend"))
+        .env("VCUDA_LIB_DIR", bin_dir())
+        .output()
+        .expect("run tests/python/numba-suite.sh");
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    let passed = stdout
+        .lines()
+        .rev()
+        .find_map(|l| {
+            let (n, rest) = l.trim().split_once(' ')?;
+            rest.starts_with("passed").then(|| n.parse::<u32>().ok())?
+        })
+        .unwrap_or(0);
+    assert!(
+        o.status.success()
+            && passed >= 230
+            && !stdout.contains(" failed")
+            && !stdout.contains(" error"),
+        "{} ({passed} passed)\n--- stdout\n{stdout}--- stderr\n{stderr}",
+        o.status
+    );
+}

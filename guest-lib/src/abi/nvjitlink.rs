@@ -60,6 +60,8 @@ const IGNORED_OPTIONS: &[&str] = &[
 #[derive(Debug, Default)]
 pub struct Link {
     options: Vec<String>,
+    /// `-maxrregcount=N`.
+    max_registers: Option<u32>,
     ptx_output: bool,
     inputs: Vec<Input>,
     /// LTO-IR inputs and their names, linked to PTX at completion
@@ -91,6 +93,16 @@ impl Link {
                     ));
                 }
                 arch = true;
+            } else if let Some(n) = o.strip_prefix("-maxrregcount=") {
+                match n.parse::<u32>() {
+                    Ok(n) => self.max_registers = Some(n),
+                    Err(_) => {
+                        return Err(self.fail(
+                            JitLinkError::UNRECOGNIZED_OPTION,
+                            &format!("bad register count in {o}"),
+                        ));
+                    }
+                }
             } else if o == "-ptx" {
                 self.ptx_output = true;
             } else if o == "-lto" {
@@ -161,6 +173,7 @@ impl Link {
                 }
             }
         }
+        link::limit_registers(&mut self.inputs, self.max_registers);
         let cubin = match link::link(&self.inputs) {
             Ok(c) => c,
             Err(why) => return Err(self.fail(JitLinkError::FINALIZE, &why)),

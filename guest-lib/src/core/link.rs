@@ -60,6 +60,81 @@ pub fn classify(data: &[u8]) -> Result<Kind, &'static str> {
     Err("an input vcuda does not recognize (neither PTX nor a fat binary)")
 }
 
+/// `text` (PTX) with `.maxnreg max` on every `.entry` that has none, as ptxas's
+/// `-maxrregcount` (nvJitLink's option, `CU_JIT_MAX_REGISTERS`) applies to a whole link: the
+/// directive goes after the parameter list, before the body.
+pub fn with_max_registers(text: &[u8], max: u32) -> Vec<u8> {
+    let s = String::from_utf8_lossy(text);
+    let mut out = String::with_capacity(s.len() + 64);
+    let mut rest: &str = &s;
+    while let Some(at) = rest.find(".entry") {
+        let (head, tail) = rest.split_at(at);
+        out.push_str(head);
+        // The parameter list, balanced.
+        let Some(open) = tail.find('(') else {
+            out.push_str(tail);
+            return out.into_bytes();
+        };
+        let mut depth = 0usize;
+        let mut close = None;
+        for (i, c) in tail[open..].char_indices() {
+            match c {
+                '(' => depth += 1,
+                ')' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        close = Some(open + i + 1);
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let Some(close) = close else {
+            out.push_str(tail);
+            return out.into_bytes();
+        };
+        let Some(body) = tail[close..].find(['{', ';']).map(|b| close + b) else {
+            out.push_str(tail);
+            return out.into_bytes();
+        };
+        let directives = &tail[close..body];
+        out.push_str(&tail[..body]);
+        if tail[body..].starts_with('{') && !directives.contains(".maxnreg") {
+            out.push_str(&format!(" .maxnreg {max}\n"));
+        }
+        rest = &tail[body..];
+        // Past this `.entry` keyword.
+        if let Some(next) = rest.get(1..) {
+            out.push_str(&rest[..1]);
+            rest = next;
+        } else {
+            break;
+        }
+    }
+    out.push_str(rest);
+    out.into_bytes()
+}
+
+/// Applies `max` registers (see [`with_max_registers`]) to the PTX of `inputs`.
+pub fn limit_registers(inputs: &mut [Input], max: Option<u32>) {
+    let Some(max) = max.filter(|&m| m > 0) else {
+        return;
+    };
+    for i in inputs {
+        if let Input::Ptx(text) = i {
+            let nul = text.last() == Some(&0);
+            if nul {
+                text.pop();
+            }
+            *text = with_max_registers(text, max);
+            if nul {
+                text.push(0);
+            }
+        }
+    }
+}
+
 /// The PTX units of `inputs`, each NUL-terminated.
 fn units(inputs: &[Input]) -> Result<Vec<Vec<u8>>, String> {
     let mut units = Vec::new();
@@ -128,6 +203,16 @@ mod tests {
     use super::*;
 
     const PTX: &[u8] = b"//\n.version 8.0\n.target sm_90\n.address_size 64\n";
+
+    #[test]
+    fn a_register_limit_goes_on_every_entry_without_one() {
+        let src = ".visible .entry a(\n.param .u64 p\n)\n{\nret;\n}\n\
+                   .entry b() .maxnreg 20\n{\nret;\n}\n.func c()\n{\nret;\n}\n";
+        let out = String::from_utf8(with_max_registers(src.as_bytes(), 57)).unwrap();
+        assert!(out.contains(".param .u64 p\n)\n .maxnreg 57\n{"), "{out}");
+        assert!(out.contains(".entry b() .maxnreg 20\n{"), "{out}");
+        assert_eq!(out.matches(".maxnreg").count(), 2, "{out}");
+    }
 
     #[test]
     fn inputs_are_told_apart_by_their_bytes() {

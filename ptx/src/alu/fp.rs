@@ -410,6 +410,33 @@ fn ffma_x2<S: FStore>(c: &AluCtx, i: &[&Lanes; 4], o: &mut [Lanes; 2]) {
     })
 }
 
+/// `fma.rn.relu` of a half-precision value: negative results (and -0) become +0, NaN
+/// results the canonical NaN (`0x7fff`), as PTX defines `.relu`.
+fn relu16<S: FStore>(c: &AluCtx, a: u64, b: u64, d: u64) -> u64 {
+    let (a, b, d) = (S::load(c, a), S::load(c, b), S::load(c, d));
+    let r = S::C::from_f64(a.to_f64().mul_add(b.to_f64(), d.to_f64()));
+    let bits = S::store(c, r) & 0xffff;
+    let v = S::load(c, bits);
+    if v.is_nan() {
+        0x7fff
+    } else if v.to_f64() <= 0.0 {
+        0
+    } else {
+        bits
+    }
+}
+
+fn ffma_relu<S: FStore>(c: &AluCtx, i: &[&Lanes; 4], o: &mut [Lanes; 2]) {
+    map3(i, o, |x, y, z| relu16::<S>(c, x, y, z))
+}
+
+fn ffma_relu_x2<S: FStore>(c: &AluCtx, i: &[&Lanes; 4], o: &mut [Lanes; 2]) {
+    map3(i, o, |x, y, z| {
+        let h = |s: u32| relu16::<S>(c, x >> s & 0xffff, y >> s & 0xffff, z >> s & 0xffff);
+        h(16) << 16 | h(0)
+    })
+}
+
 pub(super) fn testp<S: FStore, const K: u8>(c: &AluCtx, i: &[&Lanes; 4], o: &mut [Lanes; 2]) {
     map1(i, o, |x| {
         let v = S::load(c, x);
@@ -435,9 +462,17 @@ pub(super) fn fma_spec(ty: Ty, m: &Mods<'_>) -> Result<AluSpec, String> {
         _ => return Err("fma type".into()),
     };
     let mut ctx = m.ctx(ty);
-    if m.has("relu") {
-        return Err("fma .relu".into());
-    }
     ctx.imm = 0;
+    if m.has("relu") {
+        // `.relu` is for half precision, rounding to nearest (the one rounding it takes).
+        let f: AluFn = match ty {
+            Ty::F16 => ffma_relu::<Half>,
+            Ty::BF16 => ffma_relu::<Bfloat>,
+            Ty::F16x2 => ffma_relu_x2::<Half>,
+            Ty::BF16x2 => ffma_relu_x2::<Bfloat>,
+            _ => return Err("fma .relu on a type other than f16/bf16 (x2)".into()),
+        };
+        return Ok(spec(f, ctx, &[ty], &[ty, ty, ty]));
+    }
     Ok(spec(f, ctx, &[ty], &[ty, ty, ty]))
 }

@@ -261,6 +261,33 @@ fn float_ops() {
 }
 
 #[test]
+fn fma_relu_clamps_half_precision_results() {
+    // bf16: 1.0 = 0x3f80, 2.0 = 0x4000, -3.0 = 0xc040. 1*2 + -3 = -1 -> +0; 2*2 + -3 = 1.
+    assert_eq!(
+        run("fma", &["rn", "relu", "bf16"], &[0x3f80, 0x4000, 0xc040])[0],
+        0
+    );
+    assert_eq!(
+        run("fma", &["rn", "relu", "bf16"], &[0x4000, 0x4000, 0xc040])[0],
+        0x3f80
+    );
+    // A NaN result is the canonical NaN.
+    assert_eq!(
+        run("fma", &["rn", "relu", "bf16"], &[0x7fc1, 0x4000, 0xc040])[0],
+        0x7fff
+    );
+    // f16x2: (1*2 + -3, 2*2 + -3) with 1.0 = 0x3c00, 2.0 = 0x4000, -3.0 = 0xc200.
+    assert_eq!(
+        run(
+            "fma",
+            &["rn", "relu", "f16x2"],
+            &[0x3c00_4000, 0x4000_4000, 0xc200_c200]
+        )[0],
+        0x0000_3c00
+    );
+}
+
+#[test]
 fn conversions() {
     assert_eq!(
         run("cvt", &["rzi", "s32", "f32"], &[f32b(-2.7)])[0],

@@ -163,6 +163,8 @@ pub(crate) struct Func {
     pub name: String,
     pub entry: u32,
     pub nregs: u32,
+    /// Registers its `.reg` declarations name.
+    pub declared_regs: u32,
     pub frame_size: u32,
     pub is_kernel: bool,
     pub defined: bool,
@@ -232,6 +234,23 @@ impl Module {
 
     pub fn kernel_info(&self, id: KernelId) -> Option<&KernelInfo> {
         self.kernels.get(id.0 as usize)
+    }
+
+    /// The registers kernel `id`'s own code declares (`.reg`; `%r<N>` counts N), as a
+    /// stand-in for what ptxas would allocate: at most its `.maxnreg` and 255, at least 1.
+    pub fn kernel_registers(&self, id: KernelId) -> Option<u32> {
+        let k = self.kernels.get(id.0 as usize)?;
+        let declared = self.funcs.get(k.func as usize)?.declared_regs;
+        Some(declared.clamp(1, k.maxnreg.unwrap_or(255).clamp(1, 255)))
+    }
+
+    /// Bytes of the module's `.const` variables (what `CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES`
+    /// reports for each of its kernels).
+    pub fn const_bytes(&self) -> u64 {
+        self.globals
+            .iter()
+            .filter(|g| g.space == GlobalSpace::Const && !g.is_extern)
+            .fold(0u64, |a, g| a.saturating_add(g.size))
     }
 
     /// Every module-scope `.global` and `.const` variable (a [`GlobalId`] is its index).

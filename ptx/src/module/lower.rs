@@ -450,6 +450,7 @@ impl<'a> Lower<'a> {
             name: f.name.to_string(),
             entry: 0,
             nregs: 0,
+            declared_regs: 0,
             frame_size: end as u32,
             is_kernel: f.is_entry,
             defined: false,
@@ -569,6 +570,7 @@ impl<'a> Lower<'a> {
         let func = &mut self.funcs[idx as usize];
         func.entry = entry;
         func.nregs = st.nregs;
+        func.declared_regs = st.next_decl;
         func.frame_size = align_up(st.frame_max.max(st.frame), 16).min(u32::MAX as u64) as u32;
         func.defined = true;
         func.callees = st.callees;

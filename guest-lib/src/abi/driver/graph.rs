@@ -422,6 +422,18 @@ entry_lib! {
         unsafe { crate::core::graph_exec::graph_instantiate_with_flags(exec, g, flags) }.map_err(crate::error::CuError::from)
     }
 
+    fn cuGraphInstantiateWithParams(exec: *mut cudaGraphExec_t, g: cudaGraph_t, p: *mut crate::core::graph_exec::cudaGraphInstantiateParams) -> Result<(), CuError> {
+        current()?;
+        // CUDA_GRAPH_INSTANTIATE_PARAMS has the runtime's layout (flags, upload stream, error
+        // node, result).
+        crate::core::graph_exec::instantiate_with_params(exec, g, p, false).map_err(CuError::from)
+    }
+
+    fn cuGraphInstantiateWithParams_ptsz(exec: *mut cudaGraphExec_t, g: cudaGraph_t, p: *mut crate::core::graph_exec::cudaGraphInstantiateParams) -> Result<(), CuError> {
+        current()?;
+        crate::core::graph_exec::instantiate_with_params(exec, g, p, true).map_err(CuError::from)
+    }
+
     fn cuGraphUpload(exec: cudaGraphExec_t, s: cudaStream_t) -> Result<(), CuError> {
         current()?;
         // SAFETY: the runtime checks the handles.

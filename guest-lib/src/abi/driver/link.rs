@@ -12,6 +12,8 @@ use crate::error::CuError;
 /// `CUjitInputType`.
 const INPUT_PTX: c_int = 1;
 const INPUT_FATBINARY: c_int = 2;
+/// `CUjit_option`: the most registers a thread may use (`CU_JIT_MAX_REGISTERS`).
+const MAX_REGISTERS: c_int = 0;
 /// `CUjit_option`: the error log buffer and its size.
 const ERROR_LOG_BUFFER: c_int = 5;
 const ERROR_LOG_BUFFER_SIZE_BYTES: c_int = 6;
@@ -21,6 +23,7 @@ const INFO_LOG_BUFFER_SIZE_BYTES: c_int = 4;
 /// A link in progress (`CUlinkState`).
 pub struct LinkState {
     inputs: Vec<Input>,
+    max_registers: Option<u32>,
     output: Vec<u8>,
     error_log: Option<(*mut c_char, usize)>,
 }
@@ -65,6 +68,32 @@ unsafe fn log_buffers(
     }
 }
 
+/// `CU_JIT_MAX_REGISTERS` among JIT `options`, if given.
+///
+/// # Safety
+///
+/// `options` and `values` are null or hold `n` entries each (the driver API's contract).
+unsafe fn max_registers(
+    n: c_uint,
+    options: *const c_int,
+    values: *const *mut c_void,
+) -> Option<u32> {
+    if options.is_null() || values.is_null() {
+        return None;
+    }
+    // SAFETY: `n` entries each (the caller's contract).
+    let (opts, vals) = unsafe {
+        (
+            std::slice::from_raw_parts(options, n as usize),
+            std::slice::from_raw_parts(values, n as usize),
+        )
+    };
+    // The value is an unsigned int stored in the pointer-sized slot.
+    opts.iter()
+        .position(|&o| o == MAX_REGISTERS)
+        .map(|i| vals[i] as usize as u32)
+}
+
 impl LinkState {
     fn fail(&self, why: &str) -> CuError {
         if let Some((buf, len)) = self.error_log {
@@ -106,7 +135,9 @@ entry_lib! {
         crate::core::context::current()?;
         // SAFETY: the driver API's contract for the option arrays.
         let error_log = unsafe { log_buffers(n, options, values) };
-        let s = Box::into_raw(Box::new(LinkState { inputs: Vec::new(), output: Vec::new(), error_log }));
+        // SAFETY: as above.
+        let max_registers = unsafe { max_registers(n, options, values) };
+        let s = Box::into_raw(Box::new(LinkState { inputs: Vec::new(), max_registers, output: Vec::new(), error_log }));
         // SAFETY: the caller's output pointer.
         unsafe { out(st, s) }
     }
@@ -137,6 +168,7 @@ entry_lib! {
         if s.inputs.is_empty() {
             return Err(CuError::INVALID_VALUE);
         }
+        link::limit_registers(&mut s.inputs, s.max_registers);
         s.output = link::link(&s.inputs).map_err(|why| s.fail(&why))?;
         // SAFETY: the caller's output pointers; the image lives until cuLinkDestroy.
         unsafe {

@@ -387,10 +387,12 @@ impl Modules {
             handle,
             attrs: FuncAttrs {
                 shared_size_bytes: u64::from(k.static_shared),
-                const_size_bytes: 0,
+                const_size_bytes: m.ptx.const_bytes(),
                 local_size_bytes: u64::from(k.local_bytes),
                 max_threads_per_block: max_threads as i32,
-                num_regs: k.maxnreg.map_or(32, |r| r as i32),
+                // What the PTX declares, within its .maxnreg: the CPU executor has no
+                // register file, and this is the figure occupancy math should see.
+                num_regs: m.ptx.kernel_registers(kid).map_or(32, |r| r as i32),
                 ptx_version: version,
                 binary_version: 90,
                 cache_mode_ca: 0,

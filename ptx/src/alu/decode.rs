@@ -515,6 +515,9 @@ pub(crate) fn lookup(op: &str, mods: &[&str]) -> Result<Option<AluSpec>, String>
             };
             spec(f, m.ctx(Ty::B32), &[Ty::B32], &[Ty::F32])
         }
+        "cvt" if mods.iter().any(|w| super::fp8::is_f8x2(w)) => {
+            super::fp8::cvt_f8_spec(mods, m.ctx(Ty::B16))?
+        }
         "cvt" => cvt_spec(&m)?,
         _ => return Ok(None),
     };

@@ -337,6 +337,7 @@ pub(crate) mod cmp;
 mod cvt;
 mod decode;
 mod fp;
+mod fp8;
 mod int;
 pub(crate) mod native;
 #[cfg(test)]

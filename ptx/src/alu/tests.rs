@@ -261,6 +261,42 @@ fn float_ops() {
 }
 
 #[test]
+fn fp8_pairs_convert_both_ways() {
+    assert_eq!(
+        run(
+            "cvt",
+            &["rn", "satfinite", "e4m3x2", "f32"],
+            &[f32b(1.0), f32b(-2.0)]
+        )[0],
+        0x38c0
+    );
+    assert_eq!(
+        run(
+            "cvt",
+            &["rn", "satfinite", "relu", "e5m2x2", "f32"],
+            &[f32b(-1.0), f32b(1e9)]
+        )[0],
+        0x007b
+    );
+    assert_eq!(
+        run(
+            "cvt",
+            &["rn", "satfinite", "e4m3x2", "f16x2"],
+            &[0x3c00_c000]
+        )[0],
+        0x38c0
+    );
+    assert_eq!(
+        run("cvt", &["rn", "f16x2", "e4m3x2"], &[0x38c0])[0],
+        0x3c00_c000
+    );
+    assert!(
+        lookup("cvt", &["rn", "e4m3x2", "f32"]).is_err(),
+        "satfinite is required"
+    );
+}
+
+#[test]
 fn fma_relu_clamps_half_precision_results() {
     // bf16: 1.0 = 0x3f80, 2.0 = 0x4000, -3.0 = 0xc040. 1*2 + -3 = -1 -> +0; 2*2 + -3 = 1.
     assert_eq!(

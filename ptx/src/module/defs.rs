@@ -237,11 +237,28 @@ impl Module {
     }
 
     /// The registers kernel `id`'s own code declares (`.reg`; `%r<N>` counts N), as a
-    /// stand-in for what ptxas would allocate: at most its `.maxnreg` and 255, at least 1.
+    /// stand-in for what ptxas would allocate, within what ptxas would allow: its
+    /// `.maxnreg`, 255, and what lets a block of its largest size (`.reqntid`/`.maxntid`, else
+    /// 1024 threads) fit in a 64K-register multiprocessor, as ptxas keeps launch bounds (so
+    /// the occupancy calculator never finds a legal block size that fits no block). At
+    /// least 1.
     pub fn kernel_registers(&self, id: KernelId) -> Option<u32> {
         let k = self.kernels.get(id.0 as usize)?;
         let declared = self.funcs.get(k.func as usize)?.declared_regs;
-        Some(declared.clamp(1, k.maxnreg.unwrap_or(255).clamp(1, 255)))
+        let threads = k
+            .reqntid
+            .or(k.maxntid)
+            .map_or(1024, |d| {
+                d.iter().fold(1u32, |a, &x| a.saturating_mul(x.max(1)))
+            })
+            .clamp(1, 1024);
+        let cap = k
+            .maxnreg
+            .unwrap_or(255)
+            .min(255)
+            .min(65536 / threads)
+            .max(1);
+        Some(declared.clamp(1, cap))
     }
 
     /// Bytes of the module's `.const` variables (what `CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES`

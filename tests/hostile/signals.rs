@@ -10,16 +10,28 @@ use vcuda_tests::{bin, bin_dir};
 
 /// `vcuda run -- sh -c SCRIPT`, with the program's pid written to `pidfile` first.
 fn run_shell(script: &str, pidfile: &Path) -> Child {
-    Command::new(bin("vcuda"))
-        .args(["run", "--executor", "cpu", "--", "sh", "-c"])
+    use std::os::unix::process::CommandExt;
+    let mut cmd = Command::new(bin("vcuda"));
+    cmd.args(["run", "--executor", "cpu", "--", "sh", "-c"])
         .arg(format!("echo $$ > {}; {script}", pidfile.display()))
         .env_remove("VCUDA_SOCKET")
         .env("VCUDA_BACKEND", bin("vcuda-backend"))
         .env("VCUDA_LIB_DIR", bin_dir())
         .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap()
+        .stdout(Stdio::piped());
+    // A shell cannot trap a signal ignored when it started, and a test harness run in the
+    // background (or under nohup) ignores SIGINT or SIGHUP: start from the defaults, as a
+    // program in a terminal does.
+    // SAFETY: between fork and exec the closure only calls signal (async-signal-safe).
+    unsafe {
+        cmd.pre_exec(|| {
+            for s in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+                libc::signal(s, libc::SIG_DFL);
+            }
+            Ok(())
+        });
+    }
+    cmd.spawn().unwrap()
 }
 
 fn read_pid(pidfile: &Path) -> i32 {

@@ -339,3 +339,15 @@ pub fn check_output(name: &str, s: &Spec, o: &Output) {
         );
     }
 }
+
+/// A child process (a backend, a plugin, a program) killed and reaped when dropped, so a
+/// failing test leaves nothing running.
+#[derive(Debug)]
+pub struct Kill(pub std::process::Child);
+
+impl Drop for Kill {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}

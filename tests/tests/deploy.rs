@@ -6,7 +6,7 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use vcuda_tests::{Cuda, bin, bin_dir, build, repo_root};
+use vcuda_tests::{Cuda, Kill, bin, bin_dir, build, repo_root};
 
 #[test]
 fn the_deployment_files_check_clean() {
@@ -81,13 +81,6 @@ fn the_socket_unit_starts_a_backend_that_serves_programs() {
         .stderr(Stdio::null())
         .spawn()
         .expect("start systemd-socket-activate");
-    struct Kill(std::process::Child);
-    impl Drop for Kill {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
     let deadline = Instant::now() + Duration::from_secs(10);
     while !socket.exists() {
         if let Ok(Some(st)) = activate.try_wait() {

@@ -5,7 +5,7 @@
 //! backend is away, and registers again after the kubelet "restarts" (removes its socket).
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use tokio::net::UnixListener;
@@ -19,16 +19,7 @@ use vcuda_device_plugin::api::{
     AllocateRequest, ContainerAllocateRequest, Empty, ListAndWatchResponse, RegisterRequest,
 };
 use vcuda_device_plugin::uds;
-use vcuda_tests::{Cuda, bin, bin_dir, build};
-
-struct Kill(Child);
-
-impl Drop for Kill {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use vcuda_tests::{Cuda, Kill, bin, bin_dir, build};
 
 /// The kubelet's registration service: hands each request to the test.
 struct Kubelet(mpsc::UnboundedSender<RegisterRequest>);

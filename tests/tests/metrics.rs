@@ -7,20 +7,10 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use vcuda_tests::{Cuda, bin, bin_dir, build, build_source, repo_root};
-
-/// Kills a child when dropped.
-struct Kill(Child);
-
-impl Drop for Kill {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use vcuda_tests::{Cuda, Kill, bin, bin_dir, build, build_source, repo_root};
 
 /// One scrape of `http://127.0.0.1:port/metrics`.
 fn scrape(port: u16) -> String {

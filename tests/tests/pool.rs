@@ -5,19 +5,10 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use vcuda_tests::{Cuda, bin, bin_dir, build, build_source, repo_root};
-
-struct Kill(Child);
-
-impl Drop for Kill {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use vcuda_tests::{Cuda, Kill, bin, bin_dir, build, build_source, repo_root};
 
 /// A CPU backend on `socket` with `memory` of simulated device memory, all of it for one
 /// session if need be.

@@ -36,7 +36,7 @@ MAX_LINES = 1000
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 # The crates of the workspace (guest-driver builds with Kbuild and has no module tree of
 # cargo's kind; it is checked for size only).
-CRATES = ["protocol", "fatbin", "ptx", "guest-lib", "host-backend", "cli", "device-plugin", "tests"]
+CRATES = ["protocol", "ring", "fatbin", "ptx", "guest-lib", "host-backend", "cli", "device-plugin", "tests"]
 
 
 def tracked_rust_files():

@@ -306,16 +306,28 @@ impl Client {
             device_va: (va_base, va_len),
         };
         let name = std::env::args().next().unwrap_or_default();
+        let ring = c.transport.offer_call_ring();
         let hello = HelloReq {
             runtime_version: RUNTIME_VERSION,
             pid: std::process::id(),
             va_base,
             va_len,
-            flags: 0,
+            flags: if ring.is_some() {
+                vcuda_protocol::HELLO_FLAG_CALL_RING
+            } else {
+                0
+            },
             reserved: 0,
         };
-        let resp: HelloResp = match c.call_with::<ops::Hello>(&hello, name.as_bytes(), &[], &mut [])
-        {
+        let sent = match &ring {
+            Some(fd) => {
+                use std::os::fd::AsRawFd;
+                c.call_fd_tail::<ops::Hello>(&hello, name.as_bytes(), fd.as_raw_fd())
+            }
+            None => c.call_with::<ops::Hello>(&hello, name.as_bytes(), &[], &mut []),
+        };
+        drop(ring);
+        let resp: HelloResp = match sent {
             Ok(r) => r,
             Err(e) if quiet => return Err(e),
             // The connection closed before the session started (a backend that exited
@@ -335,6 +347,11 @@ impl Client {
             }
         };
         if ExecutorKind::from_u32(resp.executor).is_none() {
+            return Err(Error::NO_DEVICE);
+        }
+        let ring = resp.features & vcuda_protocol::HELLO_FEATURE_CALL_RING != 0;
+        if let Err(e) = c.transport.start_call_ring(ring) {
+            logging::alert(&format!("cannot use the call ring the backend took: {e}"));
             return Err(Error::NO_DEVICE);
         }
         c.hello = resp;
@@ -606,10 +623,20 @@ impl Client {
     /// Sends one request of operation `O` (no tail, no data) with the file descriptor `fd`
     /// passed beside it, and waits for its reply (see [`Transport::call_with_fd`]).
     pub fn call_fd<O: Op>(&self, req: &O::Req, fd: std::os::fd::RawFd) -> Result<O::Resp> {
+        self.call_fd_tail::<O>(req, &[], fd)
+    }
+
+    /// [`Client::call_fd`] for a request with a tail.
+    fn call_fd_tail<O: Op>(
+        &self,
+        req: &O::Req,
+        tail: &[u8],
+        fd: std::os::fd::RawFd,
+    ) -> Result<O::Resp> {
         let _busy = self.before(O::CODE, Some(req.as_bytes()))?;
         let seq = self.next_seq();
         let mut b = MessageBuilder::new();
-        b.push_op::<O>(0, seq, &[], req, &[]);
+        b.push_op::<O>(0, seq, &[], req, tail);
         let msg = b.finish(0);
         if let Some(t) = self.take_batch() {
             self.send_batch(t)?;

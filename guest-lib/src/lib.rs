@@ -48,6 +48,7 @@ pub mod memfd;
 pub mod mirror;
 pub mod pool;
 pub mod props_gen;
+pub mod ring;
 pub mod shared;
 pub mod state;
 pub mod tls;

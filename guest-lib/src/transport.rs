@@ -9,7 +9,7 @@
 
 use std::io::{self, BufReader, IoSlice, Read, Write};
 use std::net::{Shutdown, TcpStream};
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixStream;
 #[cfg(test)]
 use std::path::Path;
@@ -21,6 +21,7 @@ use std::time::Duration;
 use vcuda_protocol::decode::{decode_reply_header, split_records};
 use vcuda_protocol::{RecordKind, ReplyHeader};
 
+use crate::ring::ClientRing;
 use crate::tls::{TlsEnv, TlsStream};
 
 /// One record of a reply, owned.
@@ -142,6 +143,18 @@ pub trait Transport: Send + Sync {
     /// bounded `Hello`).
     fn clear_timeouts(&self) {}
 
+    /// Makes a call ring to offer with `Hello` (see [`crate::ring`]): the file to pass
+    /// beside it. Only a Unix socket can.
+    fn offer_call_ring(&self) -> Option<OwnedFd> {
+        None
+    }
+
+    /// The `Hello` reply came: switches to the ring offered if `accepted`, else forgets it.
+    fn start_call_ring(&self, accepted: bool) -> io::Result<()> {
+        let _ = accepted;
+        Ok(())
+    }
+
     /// Most data bytes one request should carry. Larger copies are split into several
     /// requests; the virtio transport keeps each within one descriptor chain so the
     /// program's pages are used in place.
@@ -248,6 +261,8 @@ fn peer_uid(s: &UnixStream) -> io::Result<u32> {
 /// A connected stream socket.
 enum Conn {
     Unix(UnixStream),
+    /// A Unix socket whose messages go through the call ring.
+    Ring(Box<ClientRing>),
     Tcp(TcpStream),
     /// TCP with mutual TLS (`crate::tls`).
     Tls(Box<TlsStream>),
@@ -258,6 +273,7 @@ impl Conn {
     fn send(&mut self, msg: &[u8], out: &[&[u8]]) -> io::Result<()> {
         match self {
             Conn::Unix(s) => send_all(s.as_raw_fd(), msg, out, None),
+            Conn::Ring(r) => r.send(msg, out),
             Conn::Tcp(s) => send_all(s.as_raw_fd(), msg, out, None),
             Conn::Tls(s) => {
                 // rustls seals records of up to 16 KiB as it goes and writes them through
@@ -274,6 +290,7 @@ impl Conn {
     fn shutdown(&self) {
         let _ = match self {
             Conn::Unix(u) => u.shutdown(Shutdown::Both),
+            Conn::Ring(r) => r.socket().shutdown(Shutdown::Both),
             Conn::Tcp(t) => t.shutdown(Shutdown::Both),
             Conn::Tls(t) => t.sock.0.shutdown(Shutdown::Both),
         };
@@ -288,6 +305,10 @@ impl Read for Conn {
                     return Ok(n);
                 }
                 s.read(buf)
+            }
+            Conn::Ring(r) => {
+                let (budget, yield_core) = wait_policy(spin_budget());
+                r.read(buf, budget, yield_core)
             }
             Conn::Tcp(s) => s.read(buf),
             Conn::Tls(s) => s.read(buf),
@@ -327,17 +348,22 @@ pub fn set_schedule(flags: u32) {
     SCHEDULE.store(flags & 0x07, std::sync::atomic::Ordering::Relaxed);
 }
 
-/// Reads without blocking until bytes come or the spin budget (`budget`, as the program's
-/// scheduling choice shapes it) has passed: `Some(n)` bytes read (0 at end of file), `None`
-/// if nothing came (then the caller blocks).
-fn spin_read(s: &UnixStream, buf: &mut [u8], budget: Duration) -> io::Result<Option<usize>> {
-    let schedule = SCHEDULE.load(std::sync::atomic::Ordering::Relaxed);
-    let (budget, yield_core) = match schedule {
+/// How long a wait spins, and whether it yields the core between polls, as the program's
+/// scheduling choice shapes the `VCUDA_SPIN_US` budget.
+fn wait_policy(budget: Duration) -> (Duration, bool) {
+    match SCHEDULE.load(std::sync::atomic::Ordering::Relaxed) {
         4 => (Duration::ZERO, false),
         1 => (budget.max(SPIN_SCHEDULE_MAX), false),
         2 => (budget, true),
         _ => (budget, false),
-    };
+    }
+}
+
+/// Reads without blocking until bytes come or the spin budget (`budget`, as the program's
+/// scheduling choice shapes it) has passed: `Some(n)` bytes read (0 at end of file), `None`
+/// if nothing came (then the caller blocks).
+fn spin_read(s: &UnixStream, buf: &mut [u8], budget: Duration) -> io::Result<Option<usize>> {
+    let (budget, yield_core) = wait_policy(budget);
     if budget.is_zero() || buf.is_empty() {
         return Ok(None);
     }
@@ -383,6 +409,8 @@ pub struct SocketTransport {
     /// and small in data) takes one `read`, large in data goes straight to its buffer.
     stream: Mutex<BufReader<Conn>>,
     broken: AtomicBool,
+    /// The call ring offered with `Hello`, until the reply says whether it was taken.
+    offered_ring: Mutex<Option<vcuda_ring::Mapping>>,
 }
 
 impl SocketTransport {
@@ -420,6 +448,7 @@ impl SocketTransport {
             addr,
             stream: Mutex::new(BufReader::with_capacity(READ_BUFFER, stream)),
             broken: AtomicBool::new(false),
+            offered_ring: Mutex::new(None),
         })
     }
 
@@ -428,6 +457,7 @@ impl SocketTransport {
     pub fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
         match self.lock().get_ref() {
             Conn::Unix(s) => s.set_read_timeout(t),
+            Conn::Ring(r) => r.socket().set_read_timeout(t),
             Conn::Tcp(s) => s.set_read_timeout(t),
             Conn::Tls(s) => s.sock.0.set_read_timeout(t),
         }
@@ -606,15 +636,66 @@ impl Transport for SocketTransport {
     }
 
     fn call_with_fd(&self, msg: &[u8], fd: RawFd, seq: u64) -> io::Result<Vec<Record>> {
-        if !matches!(self.lock().get_ref(), Conn::Unix(_)) {
+        if !matches!(self.lock().get_ref(), Conn::Unix(_) | Conn::Ring(_)) {
             return Err(io::ErrorKind::Unsupported.into());
         }
         self.with_stream(|s| {
+            match s.get_mut() {
+                Conn::Unix(u) => send_all(u.as_raw_fd(), msg, &[], Some(fd))?,
+                Conn::Ring(r) => {
+                    // The descriptor goes on the socket first, with a note naming where
+                    // its message starts in the ring; then the message.
+                    let note = vcuda_ring::fd_note(r.out_offset());
+                    send_all(r.socket().as_raw_fd(), &note, &[], Some(fd))?;
+                    r.note_sent();
+                    r.send(msg, &[])?;
+                }
+                _ => return Err(io::ErrorKind::Unsupported.into()),
+            }
+            wait_reply(s, &mut [], seq)
+        })
+    }
+
+    fn offer_call_ring(&self) -> Option<OwnedFd> {
+        if !matches!(self.lock().get_ref(), Conn::Unix(_)) || !crate::ring::wanted() {
+            return None;
+        }
+        match vcuda_ring::Mapping::create() {
+            Ok((map, fd)) => {
+                *self.offered_ring.lock().unwrap_or_else(|e| e.into_inner()) = Some(map);
+                Some(fd)
+            }
+            Err(e) => {
+                log::warn!("no call ring: {e}");
+                None
+            }
+        }
+    }
+
+    fn start_call_ring(&self, accepted: bool) -> io::Result<()> {
+        let offered = self
+            .offered_ring
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        let Some(map) = offered.filter(|_| accepted) else {
+            return Ok(());
+        };
+        self.with_stream(|s| {
+            // The backend sends nothing after the Hello reply until the next call.
+            if !s.buffer().is_empty() {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "bytes after the Hello reply",
+                ));
+            }
             let Conn::Unix(u) = s.get_ref() else {
                 return Err(io::ErrorKind::Unsupported.into());
             };
-            send_all(u.as_raw_fd(), msg, &[], Some(fd))?;
-            wait_reply(s, &mut [], seq)
+            let ring = ClientRing::new(u.try_clone()?, map);
+            *s.get_mut() = Conn::Ring(Box::new(ring));
+            log::debug!("calls go through the call ring");
+            Ok(())
         })
     }
 
@@ -669,7 +750,15 @@ impl Transport for SocketTransport {
     }
 
     fn describe(&self) -> String {
-        format!("socket {}", self.addr)
+        let ring = self
+            .stream
+            .try_lock()
+            .is_ok_and(|s| matches!(s.get_ref(), Conn::Ring(_)));
+        if ring {
+            format!("socket {} with a call ring", self.addr)
+        } else {
+            format!("socket {}", self.addr)
+        }
     }
 
     fn is_broken(&self) -> bool {

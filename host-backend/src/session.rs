@@ -92,6 +92,7 @@ impl Backend {
             shared: SharedRegions::default(),
             mapped: BTreeMap::new(),
             passes_fds: false,
+            call_ring: None,
             guest_pages: false,
             graphs: Graphs::default(),
             log_limit: LogLimiter::new(module_path!(), 10, Duration::from_secs(10)),
@@ -125,6 +126,9 @@ pub struct Session {
     mapped: BTreeMap<u64, (u64, Option<Alias>)>,
     /// Whether the transport passes file descriptors (see [`Session::pass_fds`]).
     passes_fds: bool,
+    /// The call ring the guest's `Hello` offered and this session took, until the
+    /// transport switches to it ([`Session::take_call_ring`]).
+    call_ring: Option<vcuda_ring::Mapping>,
     /// Whether the transport shares guest pages (see [`Session::share_guest_pages`]).
     guest_pages: bool,
     /// Graphs of device work (see [`crate::graphs`]).
@@ -345,6 +349,13 @@ impl Session {
         r
     }
 
+    /// The call ring the guest's `Hello` offered and this session accepted
+    /// ([`vcuda_protocol::HELLO_FEATURE_CALL_RING`]): once the `Hello` reply is sent, the
+    /// transport reads messages from it and writes replies to it.
+    pub fn take_call_ring(&mut self) -> Option<vcuda_ring::Mapping> {
+        self.call_ring.take()
+    }
+
     /// Whether the guest's `Hello` succeeded (transports close connections that do not
     /// start with one).
     pub fn has_hello(&self) -> bool {
@@ -427,6 +438,18 @@ impl Session {
         if !self.hello && h.va_len != 0 {
             self.exec.set_address_range(h.va_base, h.va_len);
         }
+        let ring = !self.hello && self.passes_fds && h.flags & HELLO_FLAG_CALL_RING != 0;
+        if ring {
+            match self
+                .shared
+                .take_fd()
+                .map(|fd| vcuda_ring::Mapping::attach(&fd))
+            {
+                Some(Ok(m)) => self.call_ring = Some(m),
+                Some(Err(e)) => debug!("call ring refused: {e}"),
+                None => debug!("call ring offered without its file"),
+            }
+        }
         self.hello = true;
         let (free_memory, total_memory) = self.exec.mem_get_info(0).unwrap_or((0, 0));
         let sessions = u32::try_from(crate::metrics::live_sessions()).unwrap_or(u32::MAX);
@@ -452,6 +475,10 @@ impl Session {
             sessions,
             reserved: 0,
         };
+        let mut resp = resp;
+        if self.call_ring.is_some() {
+            resp.features |= HELLO_FEATURE_CALL_RING;
+        }
         Ok(reply::<ops::Hello>(resp))
     }
 

@@ -242,6 +242,12 @@ impl SharedRegions {
         self.pending = fds;
     }
 
+    /// Takes the first descriptor that came with the message, if any (a `Hello`'s call
+    /// ring).
+    pub fn take_fd(&mut self) -> Option<OwnedFd> {
+        (!self.pending.is_empty()).then(|| self.pending.remove(0))
+    }
+
     /// Closes the descriptors no request took.
     pub fn end_message(&mut self) {
         self.pending.clear();

@@ -109,6 +109,7 @@ fn wait_for_socket(b: &Backend) {
 }
 
 mod isolation;
+mod ring;
 mod shared;
 mod signals;
 mod tls;

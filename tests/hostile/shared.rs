@@ -18,7 +18,7 @@ use zerocopy::FromBytes;
 use super::{Backend, MIB, hello, read_reply};
 
 /// Sends `msg` with `fds` attached to its first byte.
-fn send_with_fds(s: &mut UnixStream, msg: &[u8], fds: &[RawFd]) {
+pub(super) fn send_with_fds(s: &mut UnixStream, msg: &[u8], fds: &[RawFd]) {
     let iov = [IoSlice::new(msg)];
     let cmsg = [ControlMessage::ScmRights(fds)];
     let cmsgs: &[ControlMessage<'_>] = if fds.is_empty() { &[] } else { &cmsg };
@@ -27,7 +27,7 @@ fn send_with_fds(s: &mut UnixStream, msg: &[u8], fds: &[RawFd]) {
 }
 
 /// A memfd of `len` bytes with `seals`, its first `touched` bytes written.
-fn memfd(len: u64, seals: i32, touched: usize) -> OwnedFd {
+pub(super) fn memfd(len: u64, seals: i32, touched: usize) -> OwnedFd {
     let fd = memfd_create(
         "vcuda-hostile",
         MFdFlags::MFD_CLOEXEC | MFdFlags::MFD_ALLOW_SEALING,

@@ -453,3 +453,36 @@ fn the_memory_checker_faults_where_a_gpu_reads_padding() {
         "{stderr}"
     );
 }
+
+/// On a Unix socket, messages and replies go through the call ring the library offers with
+/// its `Hello` (`vcuda-ring`); with `VCUDA_CALL_RING=0` they stay on the socket. Both give
+/// the programs' results: page-locked memory (whose descriptors travel beside the ring),
+/// several threads calling at once, a forked child, and copies larger than the ring.
+#[test]
+fn calls_go_through_the_call_ring_on_a_unix_socket() {
+    use vcuda_tests::{build, check_output, source, spec};
+    for name in ["pinned", "threads", "fork", "pageable", "per_thread"] {
+        let Some(exe) = build(name, Cuda::V13) else {
+            return;
+        };
+        let s = spec(&source(name));
+        // Without shared memory, large copies carry their bytes through the ring.
+        for (setting, ring, shared) in [("1", true, "1"), ("1", true, "0"), ("0", false, "1")] {
+            let o = run_cpu(
+                &exe,
+                &[
+                    ("VCUDA_LOG", "debug"),
+                    ("VCUDA_CALL_RING", setting),
+                    ("VCUDA_SHARED_MEMORY", shared),
+                ],
+            );
+            check_output(name, &s, &o);
+            let stderr = String::from_utf8_lossy(&o.stderr);
+            assert_eq!(
+                stderr.contains("calls go through the call ring"),
+                ring,
+                "{name} with VCUDA_CALL_RING={setting} VCUDA_SHARED_MEMORY={shared}\n{stderr}"
+            );
+        }
+    }
+}

@@ -16,6 +16,7 @@ use super::conn::Conn;
 use super::hangup::HangupWatch;
 use super::inbound;
 use super::limits::Ticket;
+use super::ring::Wire;
 use super::timed::{TimedReader, spin_until_readable};
 use crate::data::DataSegs;
 use crate::executor::Cancel;
@@ -91,12 +92,13 @@ pub fn serve_connection<S: Conn>(stream: S, backend: &Arc<Backend>) -> io::Resul
 /// `timeouts.handshake`; it promotes `admission` to a session. The session's executor is
 /// created only then, for `tenant` (see [`Tenant`]).
 pub fn serve_connection_with<S: Conn>(
-    mut stream: S,
+    stream: S,
     backend: &Arc<Backend>,
     tenant: Tenant,
     timeouts: Timeouts,
     mut admission: Option<Admission>,
 ) -> io::Result<()> {
+    let mut stream = Wire::new(stream);
     stream.set_write_timeout(Some(timeouts.message))?;
     let hello_deadline = Instant::now() + timeouts.handshake;
     let mut session: Option<Session> = None;
@@ -257,6 +259,18 @@ pub fn serve_connection_with<S: Conn>(
                 io::ErrorKind::InvalidData,
                 "the first message was not a successful Hello",
             ));
+        }
+        if let Some(map) = session.take_call_ring() {
+            // The guest sends nothing more on the socket until it has the Hello reply.
+            if ahead.buffered() != 0 || stream.has_ring() {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "bytes on the socket after a Hello that offered a call ring",
+                ));
+            }
+            stream.start_ring(map);
+            stream.set_write_timeout(Some(timeouts.message))?;
+            applied = None;
         }
     }
 }

@@ -13,6 +13,8 @@
 //! - `timed`, `hangup`: reads with timeouts; cancelling work when the peer hangs up.
 //! - [`inbound`]: read-ahead of messages and their descriptors; `access`: who may connect
 //!   and the socket's file; `limits`: connection bounds; [`tls`]: mutual TLS over TCP.
+//! - `ring`: `Wire`, the connection as the message loop sees it: the socket,
+//!   then the call ring a `Hello` brought (the `vcuda-ring` crate).
 
 mod access;
 mod config;
@@ -21,6 +23,7 @@ mod connection;
 mod hangup;
 pub mod inbound;
 mod limits;
+mod ring;
 mod server;
 mod timed;
 pub mod tls;

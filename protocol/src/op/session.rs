@@ -39,12 +39,17 @@ wire_struct!(
         va_base: u64,
         /// Length of that range.
         va_len: u64,
-        /// Zero.
+        /// `HELLO_FLAG_*` bits (others zero).
         flags: u32,
         /// Zero.
         reserved: u32,
     }
 );
+
+/// `Hello` flag: a call ring comes with this message (a sealed memory file passed beside it
+/// over a Unix socket, `SCM_RIGHTS`); the guest switches to it if the reply says
+/// [`HELLO_FEATURE_CALL_RING`]. See the `vcuda-ring` crate.
+pub const HELLO_FLAG_CALL_RING: u32 = 1 << 0;
 
 wire_struct!(
     /// `Hello` reply.
@@ -91,3 +96,8 @@ pub const HELLO_FEATURE_MAP_HOST_MEMORY: u64 = 1 << 1;
 /// ([`HELLO_FEATURE_MAP_HOST_MEMORY`]): the device reaches host memory only across a bus (a
 /// GPU), where kernels using managed memory in place would run at the bus's speed.
 pub const HELLO_FEATURE_MANAGED_ON_DEVICE: u64 = 1 << 2;
+
+/// `Hello` feature: the backend took the call ring the guest offered
+/// ([`HELLO_FLAG_CALL_RING`]). From the byte after this reply on, messages and replies go
+/// through the ring; the socket carries only wake-ups and descriptor notes.
+pub const HELLO_FEATURE_CALL_RING: u64 = 1 << 3;

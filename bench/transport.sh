@@ -5,7 +5,7 @@
 # (socket transport, the CPU executor's device heap). Each program measures its own
 # floor in the same run (a 64-byte Unix-socket ping-pong; a host memcpy of each size) and
 # prints every call's and copy's ratio to it; this script collects the ratios in a
-# Markdown table.
+# Markdown table, through the call ring and on the socket alone side by side.
 #
 #   bash bench/transport.sh [--quick] [--rounds N] [--vhost-user] [--vcuda PATH]
 #
@@ -47,23 +47,30 @@ for p in latency bandwidth; do
 done
 
 echo "machine: $(nproc) cores, $(uptime | sed 's/.*load/load/'); vcuda: $VCUDA"
+# Each program with the call ring (the default) and on the socket alone (VCUDA_CALL_RING=0),
+# alternated in every round.
 for r in $(seq "$ROUNDS"); do
     for p in latency bandwidth; do
-        "$VCUDA" run --executor cpu -- "$work/$p" $QUICK | grep '^BENCH ratio_' |
-            sed "s/^BENCH /$r /" >>"$work/ratios"
+        for ring in 1 0; do
+            VCUDA_CALL_RING=$ring "$VCUDA" run --executor cpu -- "$work/$p" $QUICK |
+                grep '^BENCH ratio_' | sed "s/^BENCH /$ring /" >>"$work/ratios"
+        done
     done
 done
 echo
-echo "| measure | ratio (median of $ROUNDS) | unit |"
-echo "|---|---:|---|"
-# Median per measure, in the order the programs print them.
-awk '{ v[$2] = v[$2] " " $3; u[$2] = $4; if (!($2 in seen)) { seen[$2] = 1; order[n++] = $2 } }
+echo "| measure | call ring: ratio (median of $ROUNDS) | socket only | unit |"
+echo "|---|---:|---:|---|"
+# Median per measure and mode, in the order the programs print them.
+awk '{ v[$2, $1] = v[$2, $1] " " $3; u[$2] = $4; if (!($2 in seen)) { seen[$2] = 1; order[n++] = $2 } }
+     function med(s,    a, m, x, y, t) {
+       m = split(substr(s, 2), a, " ");
+       for (x = 1; x <= m; x++) for (y = x + 1; y <= m; y++) if (a[y] + 0 < a[x] + 0) { t = a[x]; a[x] = a[y]; a[y] = t }
+       return (m % 2) ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
+     }
      END {
        for (i = 0; i < n; i++) {
-         k = order[i]; m = split(substr(v[k], 2), a, " ");
-         for (x = 1; x <= m; x++) for (y = x + 1; y <= m; y++) if (a[y] + 0 < a[x] + 0) { t = a[x]; a[x] = a[y]; a[y] = t }
-         med = (m % 2) ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2;
-         printf "| %s | %.3g | %s |\n", substr(k, 7), med, u[k]
+         k = order[i];
+         printf "| %s | %.3g | %.3g | %s |\n", substr(k, 7), med(v[k, 1]), med(v[k, 0]), u[k]
        }
      }' "$work/ratios"
 

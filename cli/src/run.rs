@@ -110,6 +110,9 @@ fn start_backend(executor: &str, memcheck: bool) -> io::Result<PrivateBackend> {
         .args(["--spin-us", "50"])
         // One program of this user: its sessions need no worker processes of their own.
         .args(["--isolation", "thread"])
+        // One program: the context the backend makes at start (checking the device, while
+        // the program starts too) becomes its session's; none is made after it.
+        .args(["--warm-context", "first"])
         .args(memcheck.then_some("--memcheck"))
         .env("RUST_LOG", log)
         // The private backend serves one program: the CUDA executor may hand the GPU's

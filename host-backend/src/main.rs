@@ -12,7 +12,7 @@ use log::{error, info};
 use vcuda_backend::Backend;
 use vcuda_backend::executor::ExecutorFactory;
 use vcuda_backend::executor::cpu::{CpuConfig, CpuFactory};
-use vcuda_backend::executor::cuda::{CudaConfig, CudaFactory};
+use vcuda_backend::executor::cuda::{CudaConfig, CudaFactory, WarmMode};
 use vcuda_backend::memsize::MemSize;
 use vcuda_backend::socket::{self, AccessPolicy, Listen, ServerConfig, Sessions, Timeouts};
 use vcuda_backend::worker::{self, ParentLink, Workers};
@@ -117,6 +117,16 @@ enum WorkerRole {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Warm {
+    /// Each session makes its context.
+    Off,
+    /// The context made at start (to check the device) waits for the first session.
+    First,
+    /// One context is kept ready for the next session.
+    Always,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum Isolation {
     /// `process` for the CUDA executor, `thread` for the CPU executor.
     Auto,
@@ -183,6 +193,13 @@ struct ExecArgs {
     /// handles of its own, always on).
     #[arg(long)]
     cuda_ipc: bool,
+    /// CUDA executor, sessions on threads: make a context before a session asks for one,
+    /// so that a new session does not wait for context creation. `first` keeps the context
+    /// made at start (to check the device) for the first session; `always` also starts the
+    /// next one whenever a session takes it (it holds a context's device memory while it
+    /// waits). Worker processes (--isolation process) keep none.
+    #[arg(long, value_enum, default_value_t = Warm::Always, env = "VCUDA_WARM_CONTEXT")]
+    warm_context: Warm,
     /// CUDA executor over vhost-user: register (pin) all of the guest's RAM with the
     /// driver so copies from it are one DMA instead of staged. It pins every guest page at
     /// connect and must not be used with virtio-balloon, free page reporting, virtio-mem
@@ -352,6 +369,11 @@ fn make_factory_for(
             register_guest_memory: args.register_guest_memory,
             tenant_process,
             ipc: args.cuda_ipc,
+            warm: match args.warm_context {
+                Warm::Off => WarmMode::Off,
+                Warm::First => WarmMode::First,
+                Warm::Always => WarmMode::Always,
+            },
         })
     };
     match args.executor {

@@ -46,6 +46,20 @@ pub struct CudaConfig {
     /// driver's handle is then the only check on which memory a session opens, and handles
     /// of the sessions of one process (one VM) do not open in each other.
     pub ipc: bool,
+    /// Make contexts ahead of sessions (`--warm-context`; see [`WarmMode`]).
+    pub warm: WarmMode,
+}
+
+/// When contexts are made ahead of sessions (`--warm-context`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum WarmMode {
+    /// Never: each session makes its context.
+    Off,
+    /// The context made at start waits for the first session.
+    First,
+    /// One context is kept ready.
+    #[default]
+    Always,
 }
 
 /// Large allocations are charged whole 2 MiB pages (the driver maps them so) ...
@@ -83,6 +97,7 @@ impl Default for CudaConfig {
             register_guest_memory: false,
             tenant_process: false,
             ipc: false,
+            warm: WarmMode::Off,
         }
     }
 }

@@ -50,6 +50,8 @@ pub(super) struct Shared {
     pub(super) maps_host: bool,
     /// Bytes of device memory one session may hold.
     pub(super) session_limit: u64,
+    /// The context made ahead of the next session.
+    pub(super) warm: Arc<super::warm::Warm>,
 }
 
 impl Shared {
@@ -205,10 +207,18 @@ impl CudaFactory {
         // A device that cannot host a context (prohibited compute mode, fallen off the bus)
         // fails here rather than in the first session. (Not in a worker process: its one
         // session creates its context at once, and the backend's probe checked.)
+        let warm = Arc::new(super::warm::Warm::new(if config.tenant_process {
+            super::WarmMode::Off
+        } else {
+            config.warm
+        }));
         if !config.tenant_process {
-            let _ = Context::create(device)
-                .map_err(drv("cuCtxCreate"))?
-                .destroy();
+            let ctx = Context::create(device).map_err(drv("cuCtxCreate"))?;
+            if warm.keeps_first() {
+                warm.offer(ctx);
+            } else {
+                let _ = ctx.destroy();
+            }
         }
         let info = device_info::fill(&DriverAttrs(device));
         let name_len = info.name.iter().position(|&c| c == 0).unwrap_or(0);
@@ -291,8 +301,14 @@ impl CudaFactory {
                 pageable,
                 maps_host,
                 session_limit,
+                warm,
             }),
         })
+    }
+
+    /// Sessions that found a warm context ready (`--warm-context`).
+    pub fn warm_hits(&self) -> u64 {
+        self.shared.warm.hits()
     }
 
     /// What guests see of the device.

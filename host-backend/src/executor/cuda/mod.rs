@@ -188,6 +188,7 @@ mod texture;
 mod transfer;
 mod vmm;
 mod wait;
+mod warm;
 
 use std::collections::HashMap;
 use std::ffi::c_void;
@@ -196,7 +197,7 @@ use std::sync::atomic::Ordering;
 
 use self::allocs::{Allocations, Owner};
 pub use self::config::{
-    CudaConfig, GUEST_REGISTER_FLAGS, LARGE_PAGE, SMALL_COPY, SMALL_UNIT, charge,
+    CudaConfig, GUEST_REGISTER_FLAGS, LARGE_PAGE, SMALL_COPY, SMALL_UNIT, WarmMode, charge,
 };
 pub use self::device::CudaFactory;
 use self::device::Shared;
@@ -356,7 +357,7 @@ impl CudaExecutor {
         } else {
             shared.sessions.fetch_add(1, Ordering::AcqRel);
         }
-        let ctx = Context::create(shared.device).map_err(|e| {
+        let ctx = shared.warm.take(shared.device).map_err(|e| {
             warn!("cannot create a CUDA context: {}", driver::error_name(e));
             shared.sessions.fetch_sub(1, Ordering::AcqRel);
             to_status(e)

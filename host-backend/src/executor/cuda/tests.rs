@@ -700,9 +700,10 @@ fn graphs_run_whole_on_the_device() {
 #[test]
 fn shared_host_memory_is_pinned_in_the_session_context() {
     gpu!(f);
-    // Stand-in for memory a program shares over the Unix socket (a memfd mapping).
+    // Stand-in for memory a program shares over the Unix socket (a memfd mapping), every
+    // page populated (only such memory is pinned; a zeroed vector may be fresh pages).
     let len = 4 << 20;
-    let mut mem = vec![0u8; len + 4096];
+    let mut mem = vec![1u8; len + 4096];
     let off = mem.as_ptr().align_offset(4096);
     let base = mem[off..].as_mut_ptr() as usize;
     let mut e = f.new_executor().unwrap();
@@ -1301,4 +1302,38 @@ fn a_session_is_held_to_its_memory_limit() {
     other.free(c).unwrap();
     assert_eq!(charge(1), Some(512));
     assert_eq!(charge((2 << 20) + 1), Some(4 << 20));
+}
+
+/// `--warm-context`: a session takes the context made before it asked (at start, then, with
+/// `always`, made again behind each session), and works in it; `first` keeps only the one
+/// made at start, `off` none.
+#[test]
+fn sessions_take_warm_contexts() {
+    let _turn = GPU_TURN.lock().unwrap_or_else(|e| e.into_inner());
+    for (mode, sessions, hits) in [
+        (WarmMode::Always, 3, 3),
+        (WarmMode::First, 3, 1),
+        (WarmMode::Off, 2, 0),
+    ] {
+        let Ok(f) = CudaFactory::new(CudaConfig {
+            warm: mode,
+            ..CudaConfig::default()
+        }) else {
+            eprintln!("skipping: no GPU");
+            return;
+        };
+        for _ in 0..sessions {
+            let mut e = f.new_executor().unwrap();
+            let p = e.malloc(0, 256).unwrap();
+            let data = [7u8; 256];
+            let mut src = data;
+            e.memcpy_htod(&htod(p, 256, 1, 0, 0), &DataSegs::from_slice(&mut src))
+                .unwrap();
+            let mut back = [0u8; 256];
+            e.memcpy_dtoh(&dtoh(p, 256, 1, 0), &DataSegs::from_slice(&mut back))
+                .unwrap();
+            assert_eq!(back, data, "{mode:?}");
+        }
+        assert_eq!(f.warm_hits(), hits, "{mode:?}");
+    }
 }

@@ -85,6 +85,10 @@ enum Command {
         /// The descriptor of the block the worker counts its sessions into (metrics).
         #[arg(long)]
         metrics_fd: Option<i32>,
+        /// Started ahead of its connection: start the executor now, then wait for the
+        /// connection on standard input (a socket pair; `--role socket` only).
+        #[arg(long)]
+        warm: bool,
         /// The backend's own arguments (its subcommand and options).
         #[arg(last = true)]
         args: Vec<OsString>,
@@ -193,11 +197,14 @@ struct ExecArgs {
     /// handles of its own, always on).
     #[arg(long)]
     cuda_ipc: bool,
-    /// CUDA executor, sessions on threads: make a context before a session asks for one,
-    /// so that a new session does not wait for context creation. `first` keeps the context
-    /// made at start (to check the device) for the first session; `always` also starts the
-    /// next one whenever a session takes it (it holds a context's device memory while it
-    /// waits). Worker processes (--isolation process) keep none.
+    /// Prepare sessions before they ask, so that a new session does not wait for a CUDA
+    /// context (or a worker process) to be made. Sessions on threads (CUDA executor):
+    /// `first` keeps the context made at start (to check the device) for the first session;
+    /// `always` also starts the next one whenever a session takes it (it holds a context's
+    /// device memory while it waits). Worker processes (--isolation process, socket
+    /// transport): `always` keeps one worker started ahead of the next connection, in its
+    /// sandbox with its executor (and context) made; `first` and `off` start each worker
+    /// for its connection.
     #[arg(long, value_enum, default_value_t = Warm::Always, env = "VCUDA_WARM_CONTEXT")]
     warm_context: Warm,
     /// CUDA executor over vhost-user: register (pin) all of the guest's RAM with the
@@ -408,8 +415,12 @@ fn plan(exec: &ExecArgs, max_workers: usize) -> Result<Plan, String> {
         // The filters must build here (a supported architecture) before any worker needs
         // them.
         vcuda_backend::sandbox::filters(std::process::id()).map_err(|e| e.to_string())?;
-        Workers::new(kind, std::env::args_os().skip(1).collect(), max_workers)
-            .map_err(|e| format!("cannot find this program to start workers: {e}"))
+        let mut w = Workers::new(kind, std::env::args_os().skip(1).collect(), max_workers)
+            .map_err(|e| format!("cannot find this program to start workers: {e}"))?;
+        if exec.warm_context == Warm::Always {
+            w.keep_warm();
+        }
+        Ok::<_, String>(w)
     };
     let cpu_workers = || -> Result<Plan, String> {
         info!("CPU executor: each session in a worker process with its own --cpu-memory");
@@ -503,6 +514,7 @@ fn worker_main(
     role: WorkerRole,
     executor: ExecutorChoice,
     metrics_fd: Option<i32>,
+    warm: bool,
     args: Vec<OsString>,
 ) -> ExitCode {
     let fail = |e: &dyn std::fmt::Display| {
@@ -545,6 +557,9 @@ fn worker_main(
         Command::Worker { .. } => return fail(&"a worker cannot start workers"),
     };
     exec.executor = executor;
+    // A worker serves one session: no context ahead of another (a warm worker makes its
+    // one session's context before the connection comes, below).
+    exec.warm_context = Warm::Off;
     if role == WorkerRole::Probe {
         // Once as the driver may need at first (it may start nvidia-modprobe to create its
         // device nodes), then as workers run it: in the sandbox, a context created and
@@ -581,6 +596,9 @@ fn worker_main(
         Ok(fd) => fd,
         Err(e) => return fail(&e),
     };
+    if warm {
+        return warm_worker_main(role, exec, server, handed, link);
+    }
     // The executor (and the driver) start only for a client that completed its handshake
     // and Hello (socket), or a VM that connected (vhost-user).
     let kind = match executor {
@@ -605,6 +623,45 @@ fn worker_main(
     };
     // (A socket session that ended with a timeout or a malformed message was logged and
     // is not the worker's failure: serve_worker says Ok then.)
+    match r {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail(&e),
+    }
+}
+
+/// A socket worker started ahead of its connection (`worker --warm`): in the sandbox
+/// already, it starts the executor (the CUDA executor makes its session's context now),
+/// then waits for the connection on `handoff` and serves it as any socket worker does.
+fn warm_worker_main(
+    role: WorkerRole,
+    mut exec: ExecArgs,
+    server: Option<ServerArgs>,
+    handoff: std::os::fd::OwnedFd,
+    link: ParentLink,
+) -> ExitCode {
+    let fail = |e: &dyn std::fmt::Display| {
+        error!("{e}");
+        ExitCode::FAILURE
+    };
+    let (WorkerRole::Socket, Some(server)) = (role, server) else {
+        return fail(&"only a socket worker is started ahead of its connection");
+    };
+    exec.warm_context = Warm::First;
+    let factory = match make_factory_for(&exec, true) {
+        Ok(f) => f,
+        Err(e) => return fail(&e),
+    };
+    let conn = match worker::receive_handoff(&handoff) {
+        Ok(Some(c)) => c,
+        // The backend had no connection for this worker (it exits).
+        Ok(None) => return ExitCode::SUCCESS,
+        Err(e) => return fail(&e),
+    };
+    drop(handoff);
+    let backend = Backend::new(factory);
+    let r = server.config(false).and_then(|config| {
+        socket::serve_worker(conn, &backend, &config, link).map_err(|e| e.to_string())
+    });
     match r {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail(&e),
@@ -668,8 +725,9 @@ fn main() -> ExitCode {
             role,
             executor,
             metrics_fd,
+            warm,
             args,
-        } => worker_main(role, executor, metrics_fd, args),
+        } => worker_main(role, executor, metrics_fd, warm, args),
         Command::Serve {
             socket,
             exec,

@@ -22,6 +22,12 @@
 //! connection ended) if it does not exit by itself: a kernel that never ends, a wedged
 //! context or a library call that does not return cannot hold the tenant's GPU resources.
 //!
+//! With `--warm-context always` (the default) the backend keeps one socket worker started
+//! ahead of the next connection ([`WarmWorker`]): it enters the sandbox and starts its
+//! executor (a CUDA context made) with no client yet, then waits on its standard input, a
+//! socket pair, for the connection the backend passes it (`SCM_RIGHTS`) when one comes;
+//! the backend starts the next one behind it, on the accept loop's thread.
+//!
 //! The worker and the backend talk over a socket pair (the worker's standard output), one
 //! byte at a time: [`ADMIT`] asks whether a new session may start (the backend holds the
 //! session bounds; it answers [`ADMITTED`] or [`REFUSED`]), [`ENDED`] says the connection is
@@ -101,6 +107,92 @@ pub struct Workers {
     /// Workers alive (started and not yet reaped), and how many may be.
     live: Arc<AtomicUsize>,
     max_live: usize,
+    /// Keep a socket worker started ahead of the next connection ([`Workers::refill_warm`]).
+    warm: bool,
+    /// That worker, waiting for its connection.
+    ready: Arc<std::sync::Mutex<Option<WarmWorker>>>,
+}
+
+/// A socket worker started before its connection: it entered the sandbox and started its
+/// executor (a CUDA context made), and waits on its standard input, a socket pair, for the
+/// connection ([`WarmWorker::hand`]).
+#[derive(Debug)]
+pub struct WarmWorker {
+    worker: Worker,
+    handoff: UnixStream,
+}
+
+impl WarmWorker {
+    /// Passes `conn` to the worker, which serves it as if it had been started with it.
+    /// Gives `conn` back if the worker is gone.
+    pub fn hand(self, conn: OwnedFd) -> Result<Worker, OwnedFd> {
+        use nix::sys::socket::{ControlMessage, MsgFlags, sendmsg};
+        let fds = [conn.as_raw_fd()];
+        let iov = [io::IoSlice::new(&[HANDOFF])];
+        let sent = sendmsg::<()>(
+            self.handoff.as_raw_fd(),
+            &iov,
+            &[ControlMessage::ScmRights(&fds)],
+            MsgFlags::MSG_NOSIGNAL,
+            None,
+        );
+        match sent {
+            Ok(1) => Ok(self.worker),
+            r => {
+                debug!(
+                    "warm worker {} gone ({r:?}); starting one",
+                    self.worker.pid()
+                );
+                Err(conn)
+            }
+        }
+    }
+}
+
+/// Backend to a warm worker, on its standard input, with the connection it serves.
+const HANDOFF: u8 = b'C';
+
+/// In a warm worker: waits for the connection the backend hands over on `stdin` (the socket
+/// pair the backend made). `None`: the backend closed it (it exits, or has no
+/// connection for this worker).
+pub fn receive_handoff(stdin: &OwnedFd) -> io::Result<Option<OwnedFd>> {
+    use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg};
+    let mut byte = [0u8; 1];
+    let mut space = nix::cmsg_space!([std::os::fd::RawFd; 1]);
+    loop {
+        let mut iov = [io::IoSliceMut::new(&mut byte)];
+        let msg = match recvmsg::<()>(
+            stdin.as_raw_fd(),
+            &mut iov,
+            Some(&mut space),
+            MsgFlags::MSG_CMSG_CLOEXEC,
+        ) {
+            Ok(m) => m,
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(e) => return Err(e.into()),
+        };
+        if msg.bytes == 0 {
+            return Ok(None);
+        }
+        let mut got = None;
+        for c in msg.cmsgs().map_err(io::Error::from)? {
+            if let ControlMessageOwned::ScmRights(fds) = c {
+                for fd in fds {
+                    // SAFETY: the kernel just installed `fd` in this process for us;
+                    // nothing else owns it.
+                    let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+                    got.get_or_insert(owned);
+                }
+            }
+        }
+        return match got {
+            Some(fd) if byte[0] == HANDOFF => Ok(Some(fd)),
+            _ => Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "the backend handed over no connection",
+            )),
+        };
+    }
 }
 
 impl Workers {
@@ -118,7 +210,45 @@ impl Workers {
             grace: TEARDOWN_GRACE,
             live: Arc::default(),
             max_live: max_live.max(1),
+            warm: false,
+            ready: Arc::default(),
         })
+    }
+
+    /// Keeps a socket worker started ahead of each connection (`--warm-context always`), so
+    /// a new session does not wait for a process to start and its executor (a CUDA
+    /// context) to be made.
+    pub fn keep_warm(&mut self) {
+        self.warm = true;
+    }
+
+    /// The worker started ahead of this connection, if one waits.
+    pub fn take_warm(&self) -> Option<WarmWorker> {
+        self.ready.lock().unwrap_or_else(|e| e.into_inner()).take()
+    }
+
+    /// Starts the next warm worker unless one waits, warm workers are off, or a new one
+    /// would leave no room for a worker started for a connection. Call it on the thread
+    /// that lives as long as the backend (the accept loop): a worker dies with the thread
+    /// that started it.
+    pub fn refill_warm(&self) {
+        if !self.warm {
+            return;
+        }
+        let mut ready = self.ready.lock().unwrap_or_else(|e| e.into_inner());
+        if ready.is_some() || self.live() + 1 >= self.max_live {
+            return;
+        }
+        match self.spawn_warm() {
+            Ok(w) => *ready = Some(w),
+            Err(e) => LIMITER.warn(format_args!("cannot start a warm worker: {e}")),
+        }
+    }
+
+    fn spawn_warm(&self) -> io::Result<WarmWorker> {
+        let (handoff, theirs) = UnixStream::pair()?;
+        let worker = self.spawn_as(Role::Socket, Some(OwnedFd::from(theirs)), true)?;
+        Ok(WarmWorker { worker, handoff })
     }
 
     /// Workers alive now.
@@ -139,6 +269,12 @@ impl Workers {
     /// Starts a worker in `role` with `stdin` (a connection or a listening socket), unless
     /// `max_live` workers are alive already (`WouldBlock`).
     pub fn spawn(&self, role: Role, stdin: Option<OwnedFd>) -> io::Result<Worker> {
+        self.spawn_as(role, stdin, false)
+    }
+
+    /// [`Workers::spawn`]; `warm`: a socket worker whose standard input is a socket pair the
+    /// connection will come on ([`WarmWorker`]).
+    fn spawn_as(&self, role: Role, stdin: Option<OwnedFd>, warm: bool) -> io::Result<Worker> {
         let taken = self
             .live
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
@@ -170,6 +306,9 @@ impl Workers {
             });
         if block.is_some() {
             cmd.args(["--metrics-fd", &METRICS_FD.to_string()]);
+        }
+        if warm {
+            cmd.arg("--warm");
         }
         cmd.arg("--")
             .args(&self.args)

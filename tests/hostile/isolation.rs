@@ -63,7 +63,8 @@ fn status_field(pid: u32, field: &str) -> String {
 
 #[test]
 fn each_session_runs_in_its_own_sandboxed_worker() {
-    let b = Backend::start(&["--isolation", "process"]);
+    // (No worker started ahead of connections: this counts the sessions' own.)
+    let b = Backend::start(&["--isolation", "process", "--warm-context", "off"]);
     settled(&b);
     let mut sessions: Vec<UnixStream> = (0..2)
         .map(|_| {
@@ -108,7 +109,7 @@ fn each_session_runs_in_its_own_sandboxed_worker() {
 
 #[test]
 fn a_worker_that_does_not_exit_is_killed() {
-    let b = Backend::start(&["--isolation", "process"]);
+    let b = Backend::start(&["--isolation", "process", "--warm-context", "off"]);
     settled(&b);
     let mut s = b.connect();
     assert_eq!(hello(&mut s).unwrap(), status::SUCCESS, "{}", b.log());
@@ -166,4 +167,46 @@ fn connection_bounds_hold_for_workers() {
         std::thread::sleep(Duration::from_millis(20));
     }
     drop(conns);
+}
+
+/// The one worker waiting for a connection, once nothing else runs.
+fn the_warm_worker(b: &Backend) -> u32 {
+    let start = Instant::now();
+    loop {
+        let c = wait_children(b, 1, Duration::from_secs(10));
+        std::thread::sleep(Duration::from_millis(300));
+        if children(b.child.id()) == c {
+            let cmdline = std::fs::read(format!("/proc/{}/cmdline", c[0])).unwrap();
+            assert!(
+                cmdline.split(|&b| b == 0).any(|a| a == b"--warm"),
+                "{}",
+                String::from_utf8_lossy(&cmdline)
+            );
+            return c[0];
+        }
+        assert!(start.elapsed() < Duration::from_secs(20), "{}", b.log());
+    }
+}
+
+/// `--warm-context always` (the default): a worker is started ahead of each connection,
+/// sandboxed before any client exists, and serves the next connection; another is started
+/// behind it.
+#[test]
+fn a_worker_is_started_ahead_of_each_connection() {
+    let b = Backend::start(&["--isolation", "process"]);
+    let warm = the_warm_worker(&b);
+    assert_eq!(status_field(warm, "Seccomp:"), "2", "worker {warm}");
+    let mut s = b.connect();
+    assert_eq!(hello(&mut s).unwrap(), status::SUCCESS, "{}", b.log());
+    assert_eq!(mallocs(&mut s, 4, MIB), (4, 0));
+    // The session runs in the worker that waited; the next one waits beside it.
+    let both = wait_children(&b, 2, Duration::from_secs(5));
+    assert!(both.contains(&warm), "{both:?} {warm}");
+    drop(s);
+    let next = the_warm_worker(&b);
+    assert_ne!(next, warm);
+    // A second session gets that one.
+    let mut s = b.connect();
+    assert_eq!(hello(&mut s).unwrap(), status::SUCCESS, "{}", b.log());
+    assert!(wait_children(&b, 2, Duration::from_secs(5)).contains(&next));
 }

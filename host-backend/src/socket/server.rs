@@ -84,6 +84,9 @@ pub fn serve(listen: &Listen, sessions: Sessions, config: ServerConfig) -> io::R
                 sessions.isolation()
             );
             notify_ready(&config)?;
+            if let Sessions::Workers(w) = &sessions {
+                w.refill_warm();
+            }
             for stream in listener.incoming() {
                 let s = match stream {
                     Ok(s) => s,
@@ -139,6 +142,9 @@ pub fn serve(listen: &Listen, sessions: Sessions, config: ServerConfig) -> io::R
                 sessions.isolation()
             );
             notify_ready(&config)?;
+            if let Sessions::Workers(w) = &sessions {
+                w.refill_warm();
+            }
             for stream in listener.incoming() {
                 let s = match stream {
                     Ok(s) => s,
@@ -327,7 +333,19 @@ fn spawn_worker<S: Conn + Into<OwnedFd>>(
     let Some(mut ticket) = admit(&stream, peer, tracker) else {
         return;
     };
-    let worker = match workers.spawn(Role::Socket, Some(stream.into())) {
+    // The worker started ahead of this connection, else a new one.
+    let conn: OwnedFd = stream.into();
+    let handed = match workers.take_warm() {
+        Some(w) => w.hand(conn),
+        None => Err(conn),
+    };
+    let worker = match handed {
+        Ok(w) => Ok(w),
+        Err(conn) => workers.spawn(Role::Socket, Some(conn)),
+    };
+    // The next one for the next connection (on this thread, the accept loop's).
+    workers.refill_warm();
+    let worker = match worker {
         Ok(w) => w,
         Err(e) => {
             metrics::refused(Refusal::Workers);

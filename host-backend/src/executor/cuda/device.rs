@@ -207,12 +207,10 @@ impl CudaFactory {
         // A device that cannot host a context (prohibited compute mode, fallen off the bus)
         // fails here rather than in the first session. (Not in a worker process: its one
         // session creates its context at once, and the backend's probe checked.)
-        let warm = Arc::new(super::warm::Warm::new(if config.tenant_process {
-            super::WarmMode::Off
-        } else {
-            config.warm
-        }));
-        if !config.tenant_process {
+        let warm = Arc::new(super::warm::Warm::new(config.warm));
+        // (A warm worker process makes its one session's context now, before its connection
+        // comes; see `--warm-context`.)
+        if !config.tenant_process || warm.keeps_first() {
             let ctx = Context::create(device).map_err(drv("cuCtxCreate"))?;
             if warm.keeps_first() {
                 warm.offer(ctx);

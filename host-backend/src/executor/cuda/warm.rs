@@ -11,7 +11,9 @@
 //! a session that finds one being made waits for it rather than making a second. A warm
 //! context holds the device memory any context holds (about 500 MiB on an H100) until a
 //! session takes it or the backend exits. Worker processes (`--isolation process`) serve
-//! one session each and keep none.
+//! one session each: with `always` the backend keeps a worker started ahead of the next
+//! connection instead (`crate::worker`), which makes its one session's context (`first`)
+//! before that connection comes.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};

@@ -130,6 +130,11 @@ fn check(isolation: &str) {
     assert!(must(&during, "vcuda_memory_charged_bytes") >= 4194304.0);
     assert!(sum(&during, "vcuda_session_memory_limit_bytes", "session=") > 0.0);
     assert!(must(&during, "vcuda_call_seconds_total{op=\"Launch\"}") > 0.0);
+    // The program's calls go through the call ring (the library's default on a Unix socket).
+    assert!(
+        must(&during, "vcuda_call_ring_sessions_total") >= 1.0,
+        "{during}"
+    );
     if isolation == "process" {
         assert!(must(&during, "vcuda_workers_started_total") >= 1.0);
     } else {

@@ -72,6 +72,8 @@ pub struct Block {
     pub memory_charged: AtomicU64,
     /// The last session number handed out.
     pub last_session: AtomicU64,
+    /// Sessions whose messages went through a call ring (`vcuda-ring`).
+    pub call_rings: AtomicU64,
     /// Per operation, indexed by [`op_index`].
     pub ops: [OpCounters; OPS],
     /// Failed requests per status, indexed by [`status_index`].
@@ -91,6 +93,7 @@ impl Block {
             malformed: AtomicU64::new(0),
             memory_charged: AtomicU64::new(0),
             last_session: AtomicU64::new(0),
+            call_rings: AtomicU64::new(0),
             ops: [const {
                 OpCounters {
                     calls: AtomicU64::new(0),
@@ -122,6 +125,7 @@ impl Block {
         add(&self.sessions_refused, &other.sessions_refused);
         add(&self.messages, &other.messages);
         add(&self.malformed, &other.malformed);
+        add(&self.call_rings, &other.call_rings);
         for (a, b) in self.ops.iter().zip(&other.ops) {
             add(&a.calls, &b.calls);
             add(&a.errors, &b.errors);

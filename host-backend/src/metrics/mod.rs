@@ -192,6 +192,11 @@ impl Drop for WorkerTicket {
     }
 }
 
+/// A session switched to the call ring its `Hello` offered.
+pub fn call_ring_started() {
+    process().call_rings.fetch_add(1, Relaxed);
+}
+
 /// One session's counters: its requests count into [`process`]'s block, and its charged
 /// memory shows in a slot of its own while it lives.
 #[derive(Debug)]

@@ -71,6 +71,17 @@ pub fn render(id: &Identity) -> String {
     );
     head(
         w,
+        "vcuda_call_ring_sessions_total",
+        "counter",
+        "Sessions whose calls went through a shared-memory call ring (Unix socket).",
+    );
+    let _ = writeln!(
+        w,
+        "vcuda_call_ring_sessions_total {}",
+        sum.of(|b| b.call_rings.load(Relaxed))
+    );
+    head(
+        w,
         "vcuda_sessions_refused_total",
         "counter",
         "Connections or sessions refused, by reason.",

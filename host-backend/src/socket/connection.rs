@@ -271,6 +271,7 @@ pub fn serve_connection_with<S: Conn>(
             stream.start_ring(map);
             stream.set_write_timeout(Some(timeouts.message))?;
             applied = None;
+            crate::metrics::call_ring_started();
         }
     }
 }

@@ -8,8 +8,12 @@
 #      (tests/gpu/run.sh --no-bench);
 #   3. with the kit's guest image: its test programs (built where the image was: the guest
 #      carries that machine's C library) inside `vcuda vm run --executor cuda` (vhost-user),
-#      some also with --register-guest-memory, compared with their native run.
-# The three run side by side (the machine has 16 cores; the GPU is shared between them).
+#      some also with --register-guest-memory, compared with their native run;
+#   4. after them, tests/gpu/call-ring-check.sh: small calls and a one-call program natively
+#      and through vcuda (call ring or socket, warm contexts and workers or not), about two
+#      minutes, into call-ring.md.
+# The first three run side by side (the machine has 16 cores; the GPU is shared between
+# them).
 #
 #   bash tests/gpu/device-check.sh [KIT]        (from the repository root; KIT: .gpukit)
 #
@@ -112,6 +116,10 @@ if [ $VM = 1 ]; then
         [ $verdict = same ] || head -6 "$WORK/vm/$n.$mode.diff"
     done <"$WORK/vm/runs"
 fi
+el "call ring and warm start, native vs vcuda side by side (call-ring-check.sh)"
+OUT=$OUT VCUDA_CHECK_EXECUTOR=$EXECUTOR timeout 240 bash tests/gpu/call-ring-check.sh "$B" \
+    >"$OUT/call-ring.log" 2>&1
+echo "call ring check: exit $?"
 el done
 mkdir -p "$WORK/h/logs"
 tar czf "$OUT/logs.tgz" -C "$WORK" h/logs vm 2>/dev/null

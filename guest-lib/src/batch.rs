@@ -32,9 +32,12 @@
 //! through host memory included). Posting itself only takes the batch's own lock, briefly:
 //! it never waits for another thread's call. Lock order: the order lock, then the batch's.
 //!
-//! Transports that complete a message only once the host has run it, and run several
-//! threads' calls at once (virtio), do not hold posted calls (see
-//! `Transport::holds_posted_calls`).
+//! Transports that complete a message only once the host has run it (virtio: one ioctl per
+//! message, returning when the device answered) send the batch as a message of its own,
+//! never in front of a call that waits (see `Transport::batch_rides_with_calls`): the order
+//! lock is then held while the host runs posted calls only, not while it runs a
+//! synchronize, so a thread's blocking call never holds the others' back. A stream of
+//! launches and a synchronize is two ioctls there instead of one per call.
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};

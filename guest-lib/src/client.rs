@@ -367,9 +367,6 @@ impl Client {
         if unsafe { libc::pthread_atfork(None, None, Some(forked_child)) } != 0 {
             log::warn!("cannot watch for fork(): a forked child would share this session");
         }
-        if !c.transport.holds_posted_calls() {
-            c.batch = Batch::new(std::time::Duration::ZERO);
-        }
         if c.batch.enabled() {
             // SAFETY: registers a plain function (no captured state) that never unwinds,
             // run in the child after a fork; it only stores to an atomic.
@@ -485,7 +482,10 @@ impl Client {
         let data =
             out.iter().map(|b| b.len()).sum::<usize>() + inp.iter().map(|b| b.len()).sum::<usize>();
         let recs = match self.take_batch() {
-            Some(mut t) if self.fits_with(t.data.len(), data) => {
+            Some(mut t)
+                if self.transport.batch_rides_with_calls()
+                    && self.fits_with(t.data.len(), data) =>
+            {
                 // The batch goes first, in the same message.
                 log::trace!("call {seq} carries {} posted calls", t.msg.len());
                 t.msg.push_op::<O>(0, seq, &segs, req, tail);
@@ -582,7 +582,8 @@ impl Client {
         // The batch goes with the first call if it carries no data (these calls carry
         // none); else on its own first.
         let mut held = self.take_batch();
-        if let Some(t) = held.take_if(|t| !t.data.is_empty()) {
+        let rides = self.transport.batch_rides_with_calls();
+        if let Some(t) = held.take_if(|t| !t.data.is_empty() || !rides) {
             self.send_batch(t)?;
         }
         let mut carry = held.as_mut().map(|t| std::mem::take(&mut t.msg));

@@ -122,12 +122,14 @@ pub trait Transport: Send + Sync {
         Ok(())
     }
 
-    /// Whether posted calls may wait in the library's batch ([`crate::batch`]). On a
-    /// transport that runs calls of several threads at once and completes each message only
-    /// when the host has run it (virtio: one waiting ioctl per message), a batch could only
-    /// keep its order by holding every other thread's calls back while it runs (a launch
-    /// runs its kernel), so there each posted call goes out at once, as it is made.
-    fn holds_posted_calls(&self) -> bool {
+    /// Whether the batch may travel in front of a call that waits for its reply, in one
+    /// message. A message carrying batched requests holds the batch's order lock until the
+    /// transport is done with it; where that is only once the host has run the whole
+    /// message (virtio: one ioctl that returns when the device answered), a call that
+    /// blocks on the host (a synchronize) would hold every other thread's calls back with
+    /// it. There the batch goes as a message of its own first, which holds the lock only
+    /// while the host runs posted calls, and the call follows.
+    fn batch_rides_with_calls(&self) -> bool {
         true
     }
 

@@ -221,8 +221,8 @@ impl Transport for VirtioTransport {
         self.ioctl(VCUDA_IOC_UNSHARE, &mut arg)
     }
 
-    /// Calls of several threads run at once here, each ioctl until the host ran it.
-    fn holds_posted_calls(&self) -> bool {
+    /// Each ioctl returns once the host ran its message: the batch goes on its own.
+    fn batch_rides_with_calls(&self) -> bool {
         false
     }
 

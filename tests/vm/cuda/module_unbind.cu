@@ -147,7 +147,11 @@ int main(int argc, char **argv) {
     if (waiter == 0) {
         // One thread launches a 40 s kernel; another then copies 1 MiB device-to-host. Both
         // chains are on the host when the device is reset (the copy, with 256 pinned in
-        // pages, queued behind the kernel in the session).
+        // pages, queued behind the kernel in the session). Posted calls go out at once here:
+        // held in the library's batch, the launch would go as an ioctl that holds the batch's
+        // order lock while the host runs it, and the copy would wait in this process, not on
+        // the host, for the kernel.
+        setenv("VCUDA_BATCH_US", "0", 1);
         static float *d;
         static void *h;
         if (cudaMalloc(&d, 1 << 20) != cudaSuccess || posix_memalign(&h, 4096, 1 << 20) != 0)

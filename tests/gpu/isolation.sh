@@ -65,7 +65,10 @@ serve() {
     return 1
 }
 GPU_SOCK=$WORK/gpu.sock
-serve "$GPU_SOCK" "$OUTDIR/backend.log" || exit 1
+# No worker started ahead of connections: the checks below find a session's worker as the
+# backend's child, and step 5 measures what a worker costs (call-ring-check.sh measures
+# workers and contexts made ahead).
+serve "$GPU_SOCK" "$OUTDIR/backend.log" --warm-context off || exit 1
 BACKEND_PID=${BACKENDS[0]}
 grep -E "worker|pageable|CUDA executor" "$OUTDIR/backend.log" | head -5 | tee -a "$REPORT" >&2
 
@@ -134,7 +137,7 @@ cat >"$WORK/onecall.cu" <<'EOF'
 int main() { int n = 0; return cudaGetDeviceCount(&n) == cudaSuccess && n > 0 ? 0 : 1; }
 EOF
 "$NVCC" "${NVCC_FLAGS[@]}" -o "$WORK/onecall" "$WORK/onecall.cu" 2>&1 | tail -3
-serve "$WORK/thread.sock" "$OUTDIR/backend-thread.log" --isolation thread || exit 1
+serve "$WORK/thread.sock" "$OUTDIR/backend-thread.log" --isolation thread --warm-context off || exit 1
 LIBDIR=$("$BIN/vcuda" lib-dir)
 A="env VCUDA_SOCKET=$WORK/thread.sock LD_LIBRARY_PATH=$LIBDIR $WORK/onecall"
 B="env VCUDA_SOCKET=$GPU_SOCK LD_LIBRARY_PATH=$LIBDIR $WORK/onecall"

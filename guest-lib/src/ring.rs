@@ -99,26 +99,8 @@ impl ClientRing {
 
     /// Wakes the backend if it sleeps.
     fn wake(&self) -> io::Result<()> {
-        if self.ring.peer_wants_wake() {
-            let b = [vcuda_ring::NOTE_WAKE];
-            // SAFETY: a one-byte send from a local; never raises SIGPIPE or blocks.
-            let r = unsafe {
-                libc::send(
-                    self.sock.as_raw_fd(),
-                    b.as_ptr().cast(),
-                    1,
-                    libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
-                )
-            };
-            if r < 0 {
-                let e = io::Error::last_os_error();
-                // A full socket holds wake-ups already.
-                if e.kind() != io::ErrorKind::WouldBlock {
-                    return Err(e);
-                }
-            }
-        }
-        Ok(())
+        use std::os::fd::AsFd;
+        self.ring.wake_peer(self.sock.as_fd())
     }
 
     /// Spins up to `budget` until `ready`, then sleeps on the socket until the backend

@@ -62,9 +62,6 @@ pub const MAX_FILE_REGIONS: usize = 16384;
 /// Memory files mapped in this process now.
 static FILE_REGIONS: AtomicUsize = AtomicUsize::new(0);
 
-/// `HUGETLBFS_MAGIC` from `linux/magic.h`.
-const HUGETLBFS_MAGIC: i64 = 0x9584_58f6;
-
 /// One mapped region.
 struct Mapping {
     ptr: NonNull<libc::c_void>,
@@ -443,27 +440,7 @@ fn map(fd: &OwnedFd, len: u64) -> ExecResult<Mapping> {
     if len == 0 {
         return Err(bad("empty"));
     }
-    let st = nix::sys::stat::fstat(fd).map_err(|e| bad(&format!("fstat: {e}")))?;
-    if st.st_mode & libc::S_IFMT != libc::S_IFREG {
-        return Err(bad("not a regular file"));
-    }
-    let fs = nix::sys::statfs::fstatfs(fd).map_err(|e| bad(&format!("fstatfs: {e}")))?;
-    if fs.filesystem_type().0 as i64 == HUGETLBFS_MAGIC {
-        return Err(bad("hugetlbfs file"));
-    }
-    // SAFETY: F_GET_SEALS takes no argument and only reads the descriptor's state.
-    let seals = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GET_SEALS) };
-    if seals < 0 || seals & libc::F_SEAL_SHRINK == 0 {
-        return Err(bad("not sealed against shrinking"));
-    }
-    // The size only now: sealed against shrinking, the file can no longer become shorter
-    // than what this reads (checked before the seal, it could, and the mapping then fault).
-    let size = nix::sys::stat::fstat(fd)
-        .map_err(|e| bad(&format!("fstat: {e}")))?
-        .st_size;
-    if (size as u64) < len {
-        return Err(bad("file shorter than the region"));
-    }
+    vcuda_ring::check_sealed_file(fd, len).map_err(|e| bad(&e.to_string()))?;
     let file = Claim::file()?;
     // SAFETY: a new shared mapping of a file we checked, at an address the kernel chooses;
     // it overlaps nothing else and is unmapped only by `Mapping::drop`.

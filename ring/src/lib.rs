@@ -43,7 +43,7 @@
 //! their load, so one of them always sees the other: no wake-up is lost.
 
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering, fence};
 
@@ -148,23 +148,7 @@ impl Mapping {
     /// regular shmem file (not hugetlbfs, whose faults can raise `SIGBUS`), sealed against
     /// shrinking and at least [`FILE_BYTES`] long.
     pub fn attach(fd: &OwnedFd) -> Result<Self, RingError> {
-        let st = nix::sys::stat::fstat(fd)?;
-        if st.st_mode & libc::S_IFMT != libc::S_IFREG {
-            return Err(RingError::Unsuitable("not a regular file"));
-        }
-        let fs = nix::sys::statfs::fstatfs(fd)?;
-        if fs.filesystem_type().0 as i64 == HUGETLBFS_MAGIC {
-            return Err(RingError::Unsuitable("a hugetlbfs file"));
-        }
-        // SAFETY: F_GET_SEALS takes no argument and only reads the descriptor's state.
-        let seals = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GET_SEALS) };
-        if seals < 0 || seals & libc::F_SEAL_SHRINK == 0 {
-            return Err(RingError::Unsuitable("not sealed against shrinking"));
-        }
-        // The size only now that it can no longer shrink.
-        if (nix::sys::stat::fstat(fd)?.st_size as u64) < FILE_BYTES as u64 {
-            return Err(RingError::Unsuitable("shorter than a call ring"));
-        }
+        check_sealed_file(fd, FILE_BYTES as u64)?;
         Self::map(fd)
     }
 
@@ -242,6 +226,31 @@ impl Drop for Mapping {
         // SAFETY: the mapping `map` made, of FILE_BYTES; nothing borrows it past `self`.
         unsafe { libc::munmap(self.ptr.as_ptr().cast(), FILE_BYTES) };
     }
+}
+
+/// Checks a file a guest passed before it is mapped `len` bytes long: a regular file on a
+/// filesystem other than hugetlbfs (whose faults can raise `SIGBUS` when its pool runs dry),
+/// sealed against shrinking, and at least `len` bytes long, so no access within `len` can
+/// fault. The size is read after the seal, so the file cannot shrink in between. The
+/// backend's shared regions (`ShareMemory`) are checked the same way.
+pub fn check_sealed_file(fd: &OwnedFd, len: u64) -> Result<(), RingError> {
+    let st = nix::sys::stat::fstat(fd)?;
+    if st.st_mode & libc::S_IFMT != libc::S_IFREG {
+        return Err(RingError::Unsuitable("not a regular file"));
+    }
+    let fs = nix::sys::statfs::fstatfs(fd)?;
+    if fs.filesystem_type().0 as i64 == HUGETLBFS_MAGIC {
+        return Err(RingError::Unsuitable("a hugetlbfs file"));
+    }
+    // SAFETY: F_GET_SEALS takes no argument and only reads the descriptor's state.
+    let seals = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GET_SEALS) };
+    if seals < 0 || seals & libc::F_SEAL_SHRINK == 0 {
+        return Err(RingError::Unsuitable("not sealed against shrinking"));
+    }
+    if (nix::sys::stat::fstat(fd)?.st_size as u64) < len {
+        return Err(RingError::Unsuitable("shorter than it must be"));
+    }
+    Ok(())
 }
 
 /// Which end of the ring this process is.
@@ -426,6 +435,32 @@ impl Ring {
         fence(Ordering::SeqCst);
         let w = self.map.u32_at(self.side.words().peer_sleeps);
         w.load(Ordering::SeqCst) != 0 && w.swap(0, Ordering::SeqCst) != 0
+    }
+
+    /// After publishing: wakes the other side with a byte on the socket `fd` if it sleeps
+    /// ([`Ring::peer_wants_wake`]). Never blocks and never raises `SIGPIPE`: a full socket
+    /// holds wake-ups already, and a peer that is gone shows at the next read.
+    pub fn wake_peer(&self, fd: BorrowedFd<'_>) -> io::Result<()> {
+        if !self.peer_wants_wake() {
+            return Ok(());
+        }
+        let b = [NOTE_WAKE];
+        // SAFETY: a one-byte send from a local buffer on a descriptor the caller holds.
+        let r = unsafe {
+            libc::send(
+                fd.as_raw_fd(),
+                b.as_ptr().cast(),
+                1,
+                libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+            )
+        };
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::WouldBlock {
+                return Err(e);
+            }
+        }
+        Ok(())
     }
 
     /// The guest: one more descriptor note was sent on the socket (call after the send,

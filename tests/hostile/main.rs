@@ -119,19 +119,24 @@ fn hello(s: &mut (impl Read + Write)) -> std::io::Result<u32> {
     hello_rw(s)
 }
 
-/// [`hello`] on any stream.
-fn hello_rw(s: &mut (impl Read + Write)) -> std::io::Result<u32> {
+/// A `Hello` message with `flags` (`HELLO_FLAG_*`).
+fn hello_message(flags: u32) -> Vec<u8> {
     let mut b = MessageBuilder::new();
     let req = HelloReq {
         runtime_version: 13000,
         pid: std::process::id(),
         va_base: 0,
         va_len: 0,
-        flags: 0,
+        flags,
         reserved: 0,
     };
     b.push_op::<ops::Hello>(0, 1, &[], &req, b"hostile");
-    s.write_all(b.finish(0))?;
+    b.finish(0).to_vec()
+}
+
+/// [`hello`] on any stream.
+fn hello_rw(s: &mut (impl Read + Write)) -> std::io::Result<u32> {
+    s.write_all(&hello_message(0))?;
     let mut hdr = [0u8; size_of::<ReplyHeader>()];
     s.read_exact(&mut hdr)?;
     let h = decode_reply_header(&hdr).map_err(std::io::Error::other)?;

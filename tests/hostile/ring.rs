@@ -11,30 +11,20 @@ use std::time::{Duration, Instant};
 
 use vcuda_protocol::decode::{decode_reply_header, split_records};
 use vcuda_protocol::{
-    DeviceReq, HELLO_FEATURE_CALL_RING, HELLO_FLAG_CALL_RING, HandleResp, HelloReq, HelloResp,
-    MallocReq, MemGetInfoResp, MemcpyDtoHReq, MemcpyHtoDReq, MessageBuilder, PtrResp, ReplyHeader,
+    DeviceReq, HELLO_FEATURE_CALL_RING, HELLO_FLAG_CALL_RING, HandleResp, HelloResp, MallocReq,
+    MemGetInfoResp, MemcpyDtoHReq, MemcpyHtoDReq, MessageBuilder, PtrResp, ReplyHeader,
     SegmentDesc, ShareMemoryReq, ops, status,
 };
 use vcuda_ring::{Mapping, Ring, Side};
 use zerocopy::FromBytes;
 
 use super::shared::{memfd, send_with_fds};
-use super::{Backend, MIB, served_again, wait_closed};
+use super::{Backend, MIB, hello_message, served_again, wait_closed};
 
 /// `Hello` offering `fd` as the call ring: the reply's status and features.
 fn hello_with_ring(s: &mut UnixStream, fd: Option<&std::os::fd::OwnedFd>) -> (u32, u64) {
-    let mut b = MessageBuilder::new();
-    let req = HelloReq {
-        runtime_version: 13000,
-        pid: std::process::id(),
-        va_base: 0,
-        va_len: 0,
-        flags: HELLO_FLAG_CALL_RING,
-        reserved: 0,
-    };
-    b.push_op::<ops::Hello>(0, 1, &[], &req, b"hostile-ring");
     let fds: Vec<_> = fd.iter().map(|f| f.as_raw_fd()).collect();
-    send_with_fds(s, b.finish(0), &fds);
+    send_with_fds(s, &hello_message(HELLO_FLAG_CALL_RING), &fds);
     let recs = super::read_reply(s).unwrap();
     let features = HelloResp::read_from_prefix(&recs[0].1).map_or(0, |(r, _)| r.features);
     (recs[0].0, features)

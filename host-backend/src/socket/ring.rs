@@ -15,7 +15,7 @@
 use std::cell::Cell;
 use std::collections::VecDeque;
 use std::io::{self, IoSlice, Read, Write};
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::time::{Duration, Instant};
 
 use vcuda_ring::{Mapping, Note, Notes, Ring, Side};
@@ -115,20 +115,8 @@ impl RingLink {
 
     /// Wakes the guest if it sleeps.
     fn wake(&self, fd: BorrowedFd<'_>) {
-        if self.ring.peer_wants_wake() {
-            let b = [0u8];
-            // SAFETY: a one-byte send from a local; never blocks or raises SIGPIPE. A full
-            // socket means wake-ups are already queued, so EAGAIN is fine to ignore, and a
-            // gone peer shows at the next read.
-            unsafe {
-                libc::send(
-                    fd.as_raw_fd(),
-                    b.as_ptr().cast(),
-                    1,
-                    libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
-                )
-            };
-        }
+        // A peer that is gone shows at the next read.
+        let _ = self.ring.wake_peer(fd);
     }
 
     /// Sleeps on the socket until the guest wakes us, `ready` holds, or `timeout` passes

@@ -121,6 +121,11 @@ enum VmCommand {
         /// (repeatable). Shared libraries among them bring their own libraries along.
         #[arg(long = "add", value_name = "SRC[:DEST]")]
         add: Vec<String>,
+        /// Live-migrate the running guest once, SECONDS after QEMU starts, to a second QEMU
+        /// with a backend of its own on this machine; the program finishes there. Prints the
+        /// downtime and the bytes moved (MIGRATION.md).
+        #[arg(long, value_name = "SECONDS")]
+        migrate_after: Option<f64>,
         /// The program and its arguments.
         #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
         program: Vec<String>,
@@ -154,23 +159,30 @@ fn main() -> ExitCode {
                     verbose,
                     check_unload,
                     add,
+                    migrate_after,
                     program,
                 },
-        } => vm::run(&vm::VmOptions {
-            executor: executor.as_str().to_owned(),
-            memory_mib: memory,
-            smp,
-            queues,
-            timeout: std::time::Duration::from_secs(timeout),
-            accel,
-            env,
-            image_dir,
-            console_log,
-            verbose,
-            check_unload,
-            add,
-            program,
-        }),
+        } => match migrate_after.map(std::time::Duration::try_from_secs_f64) {
+            Some(Err(_)) => Err(std::io::Error::other(
+                "--migrate-after wants a number of seconds",
+            )),
+            after => vm::run(&vm::VmOptions {
+                executor: executor.as_str().to_owned(),
+                memory_mib: memory,
+                smp,
+                queues,
+                timeout: std::time::Duration::from_secs(timeout),
+                accel,
+                env,
+                image_dir,
+                console_log,
+                verbose,
+                check_unload,
+                add,
+                migrate_after: after.and_then(Result::ok),
+                program,
+            }),
+        },
     };
     match r {
         Ok(code) => ExitCode::from(code),

@@ -28,10 +28,10 @@ use vcuda_protocol::{HelloReq, MessageBuilder, Opcode};
 use virtio_queue::desc::RawDescriptor;
 use virtio_queue::desc::split::Descriptor;
 use virtio_queue::{Queue, QueueOwnedT, QueueT};
-use vm_memory::{Bytes, GuestAddress, GuestMemoryMmap};
+use vm_memory::{Bytes, GuestAddress};
 use zerocopy::IntoBytes;
 
-type Mem = GuestMemoryMmap<()>;
+type Mem = vcuda_backend::vhost_user::chain::Mem;
 
 const DESC: u64 = 0;
 const AVAIL: u64 = 0x400;

@@ -8,6 +8,7 @@
 
 use thiserror::Error;
 use vm_memory::VolatileSlice;
+use vm_memory::bitmap::BitmapSlice;
 
 /// A segment access out of range.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
@@ -33,6 +34,22 @@ impl<'a> DataSegs<'a> {
     pub fn new(parts: Vec<VolatileSlice<'a>>) -> Self {
         let len = parts.iter().map(|p| p.len() as u64).sum();
         Self { parts, len }
+    }
+
+    /// Joins pieces of guest memory that carry a dirty-page log, dropping the log: whoever
+    /// writes through these pieces logs the written range itself (the vhost-user transport
+    /// logs each call's in data once the call has run).
+    pub fn untracked<B: BitmapSlice>(parts: Vec<VolatileSlice<'a, B>>) -> Self {
+        let parts = parts
+            .into_iter()
+            .map(|s| {
+                // SAFETY: the same memory as `s`, for the same lifetime `'a` (the guest
+                // memory map `s` borrows stays mapped that long), accessed volatile as `s`
+                // is; only the bitmap differs.
+                unsafe { VolatileSlice::with_bitmap(s.ptr_guard_mut().as_ptr(), s.len(), (), None) }
+            })
+            .collect();
+        Self::new(parts)
     }
 
     /// One piece: a host buffer.

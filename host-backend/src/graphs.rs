@@ -25,6 +25,8 @@ use vcuda_protocol::op::{
 };
 
 use crate::executor::{ExecResult, Executor, GraphNode, Status};
+use crate::migrate::MigrateError;
+use crate::migrate::state::{GraphState, GraphsState};
 use crate::shared::SharedRegions;
 
 /// Most graphs a session holds at once.
@@ -59,6 +61,20 @@ impl Graphs {
         desc: &[u8],
         node_count: u32,
     ) -> ExecResult<u64> {
+        let h = HANDLE_BASE | (self.next + 1);
+        self.insert(e, h, desc, node_count)?;
+        self.next += 1;
+        Ok(h)
+    }
+
+    /// Keeps graph `desc` (`node_count` nodes) as `h`.
+    fn insert(
+        &mut self,
+        e: &mut dyn Executor,
+        h: u64,
+        desc: &[u8],
+        node_count: u32,
+    ) -> ExecResult<()> {
         let bytes = desc.len() as u64;
         if self.graphs.len() >= MAX_GRAPHS || self.bytes.saturating_add(bytes) > MAX_GRAPH_BYTES {
             return Err(Status::MEMORY_ALLOCATION);
@@ -75,8 +91,6 @@ impl Graphs {
                 None
             }
         };
-        self.next += 1;
-        let h = HANDLE_BASE | self.next;
         self.bytes += bytes;
         self.graphs.insert(
             h,
@@ -86,7 +100,53 @@ impl Graphs {
                 bytes,
             },
         );
-        Ok(h)
+        Ok(())
+    }
+
+    /// The graphs, described as the guest described them (a saved session's).
+    pub fn save_state(&self) -> GraphsState {
+        let mut graphs: Vec<GraphState> = self
+            .graphs
+            .iter()
+            .map(|(&handle, g)| {
+                let mut desc = Vec::new();
+                for n in &g.nodes {
+                    graph::encode_node(&mut desc, n);
+                }
+                GraphState {
+                    handle,
+                    node_count: g.nodes.len() as u32,
+                    desc,
+                }
+            })
+            .collect();
+        graphs.sort_unstable_by_key(|g| g.handle);
+        GraphsState {
+            next: self.next,
+            graphs,
+        }
+    }
+
+    /// Re-creates saved graphs (see [`Graphs::save_state`]) in this session, which has
+    /// none, on executor `e` (whose state is loaded already), through `GraphCreate`'s
+    /// checks and limits.
+    pub fn load_state(&mut self, e: &mut dyn Executor, s: GraphsState) -> Result<(), MigrateError> {
+        if !self.graphs.is_empty() || s.next >= 1 << 48 {
+            return Err(MigrateError::invalid("graph counter"));
+        }
+        for g in s.graphs {
+            let n = g.handle & !HANDLE_BASE;
+            if g.handle & HANDLE_BASE != HANDLE_BASE
+                || !(1..=s.next).contains(&n)
+                || self.graphs.contains_key(&g.handle)
+            {
+                return Err(MigrateError::invalid(format_args!("graph {:#x}", g.handle)));
+            }
+            self.insert(e, g.handle, &g.desc, g.node_count)
+                .map_err(|st| MigrateError::invalid(format_args!("graph {:#x}: {st}", g.handle)))?;
+        }
+        self.next = s.next;
+        Ok(())
     }
 
     /// `GraphLaunch`: runs graph `h` on `stream`; copies from and to shared memory reach

@@ -14,6 +14,7 @@ pub mod graphs;
 pub mod log_limit;
 pub mod memsize;
 pub mod metrics;
+pub mod migrate;
 pub mod modules;
 pub mod resident;
 pub mod sandbox;

@@ -52,7 +52,8 @@ impl SentImages {
         self.set.contains(hash)
     }
 
-    fn insert(&mut self, hash: [u8; 32]) {
+    /// Remembers that the session sent `hash`.
+    pub fn insert(&mut self, hash: [u8; 32]) {
         if self.set.insert(hash) {
             self.order.push_back(hash);
             if self.order.len() > MAX_SENT_IMAGES

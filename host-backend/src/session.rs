@@ -28,6 +28,8 @@ use crate::metrics::SessionCounters;
 use crate::modules::{ModuleCache, SentImages};
 use crate::shared::{Alias, SharedRegions};
 
+mod state;
+
 /// What every session of one backend shares.
 pub struct Backend {
     factory: Arc<dyn ExecutorFactory>,

@@ -233,6 +233,11 @@ impl std::fmt::Debug for SharedRegions {
 }
 
 impl SharedRegions {
+    /// Whether the guest shares no memory with the session now.
+    pub fn is_empty(&self) -> bool {
+        self.regions.is_empty()
+    }
+
     /// Hands over the file descriptors that came with the next message; those its requests
     /// do not take are closed by [`SharedRegions::end_message`].
     pub fn offer(&mut self, fds: Vec<OwnedFd>) {

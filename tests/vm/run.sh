@@ -17,7 +17,8 @@
 #
 # Programs: every tests/cuda/*.cu (their `// vcuda-test:` headers: expect=, args=, libs=,
 # nvcc=, srcs=) and every tests/vm/cuda/*.cu (`// vcuda-vm-test:` headers: the same keys plus
-# vm=FLAGS for `vcuda vm run`). A program passes if it exits 0 and prints every expect= line.
+# vm=FLAGS for `vcuda vm run` and expect_err= for lines it prints on stderr). A program passes
+# if it exits 0 and prints every expect= line (and expect_err= line).
 #
 # Environment: VCUDA_VM_TESTS (a grep -E pattern selecting programs by name, e.g.
 # VCUDA_VM_TESTS='^module_unbind$' for one test), VCUDA_VM_TIMEOUT (per program, default
@@ -155,6 +156,7 @@ for c in "${cases[@]}"; do
     fi
     h=$(header "$src" "$tag")
     mapfile -t expects < <(values expect <<<"$h")
+    mapfile -t expects_err < <(values expect_err <<<"$h")
     read -r -a args <<<"$(values args <<<"$h" | tr '\n' ' ')"
     read -r -a vmflags <<<"$(values vm <<<"$h" | tr '\n' ' ')"
     t=$SECONDS
@@ -167,6 +169,9 @@ for c in "${cases[@]}"; do
     [ $rc -eq 0 ] || why="exit status $rc"
     for e in "${expects[@]}"; do
         [ -z "$e" ] || grep -qF -- "$e" "$work/$name.out" || why="${why:+$why; }missing output line: $e"
+    done
+    for e in "${expects_err[@]}"; do
+        [ -z "$e" ] || grep -qF -- "$e" "$work/$name.err" || why="${why:+$why; }missing line on stderr: $e"
     done
     if grep -qE "$kernel_warning" "$work/$name.console"; then
         why="${why:+$why; }kernel warning on the guest console"

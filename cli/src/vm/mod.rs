@@ -15,7 +15,10 @@
 //!    device on that socket. The program's stdout and stderr come back on two virtio-serial
 //!    ports, streamed to ours as they arrive; the serial console carries the kernel log and
 //!    the guest init's status lines (`VCUDA-GUEST: ...`, see `images/guest/init`).
-//! 4. On exit, timeout, Ctrl-C or SIGTERM, QEMU and the backend are stopped and the temporary
+//! 4. With `--migrate-after`, a second backend and a second QEMU (`-incoming defer`) start
+//!    after that time, the guest moves to them over QMP ([`migrate`]), the first pair is
+//!    stopped, and the program finishes on the second.
+//! 5. On exit, timeout, Ctrl-C or SIGTERM, QEMU and the backend are stopped and the temporary
 //!    directory (socket included) is removed. The exit code is the program's.
 
 mod added;
@@ -23,6 +26,7 @@ mod console;
 mod image;
 mod initramfs;
 mod kvm;
+mod migrate;
 mod options;
 mod process;
 mod program;

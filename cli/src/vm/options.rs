@@ -31,6 +31,8 @@ pub struct VmOptions {
     pub check_unload: bool,
     /// Files to copy into the guest: `SRC` or `SRC:DEST`.
     pub add: Vec<String>,
+    /// Migrate the guest once, this long after QEMU starts, to a second QEMU and backend.
+    pub migrate_after: Option<Duration>,
     /// The program and its arguments.
     pub program: Vec<String>,
 }

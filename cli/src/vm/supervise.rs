@@ -5,8 +5,9 @@
 use std::collections::HashSet;
 use std::fs::{self, File};
 use std::io;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::process::CommandExt;
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -17,6 +18,7 @@ use super::console::{Console, spawn_console_reader, spawn_copy};
 use super::image::guest_image;
 use super::initramfs::{GUEST_BIN_DIR, GUEST_LIB_DIR, build_initrd, run_script};
 use super::kvm::kvm_usable;
+use super::migrate::{Qmp, migrate};
 use super::options::VmOptions;
 use super::process::{
     Guard, STOP_SIGNAL, backend_exe, die_with_parent, install_signal_handlers, pipe, unix_listening,
@@ -138,50 +140,9 @@ pub fn run(opts: &VmOptions) -> io::Result<u8> {
     // The backend.
     let queues = opts.queues.unwrap_or(opts.smp.clamp(1, 16));
     let socket = tmp.path().join("vhost-user.sock");
-    let mut backend_cmd = Command::new(backend_exe()?);
-    // SAFETY: Between fork and exec the closure only calls prctl (async-signal-safe).
-    unsafe {
-        backend_cmd.pre_exec(die_with_parent);
-    }
-    let mut backend = Guard::new(
-        backend_cmd
-            .arg("vhost-user")
-            .arg("--socket")
-            .arg(&socket)
-            .args([
-                "--executor",
-                &opts.executor,
-                "--queues",
-                &queues.to_string(),
-                // A private backend for one VM: its programs may use all the memory.
-                "--session-mem-limit",
-                "100%",
-            ])
-            .env(
-                "RUST_LOG",
-                std::env::var("VCUDA_BACKEND_LOG").unwrap_or_else(|_| "warn".into()),
-            )
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .process_group(0)
-            .spawn()
-            .map_err(|e| io::Error::new(e.kind(), format!("cannot start vcuda-backend: {e}")))?,
-        "vcuda-backend",
-    );
-    let t = Instant::now();
-    while !unix_listening(&socket) {
-        if let Some(st) = backend.child().try_wait()? {
-            return Err(io::Error::other(format!("vcuda-backend exited ({st})")));
-        }
-        if t.elapsed() > BACKEND_START_TIMEOUT {
-            return Err(io::Error::other("vcuda-backend did not start listening"));
-        }
-        if STOP_SIGNAL.load(Ordering::SeqCst) != 0 {
-            return Ok(130);
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    let Some(mut backend) = start_backend(opts, &socket, queues)? else {
+        return Ok(130);
+    };
 
     // QEMU: stdout, stderr and console pipes become its fds 3, 4 and 5.
     let accel = match opts.accel.as_str() {
@@ -192,81 +153,27 @@ pub fn run(opts: &VmOptions) -> io::Result<u8> {
     let (out_r, out_w) = pipe()?;
     let (err_r, err_w) = pipe()?;
     let (con_r, con_w) = pipe()?;
-    let mem = format!("{}M", opts.memory_mib);
     let mut append = String::from("console=ttyS0 panic=-1 loglevel=5");
     if opts.check_unload {
         append += " vcuda.check_unload=1";
     }
-    let mut qemu_cmd = Command::new(&image.qemu);
-    qemu_cmd
-        .args(["-machine", "q35,memory-backend=mem", "-accel", accel])
-        .args(["-cpu", if accel == "kvm" { "host" } else { "max" }])
-        .args(["-smp", &opts.smp.to_string(), "-m", &mem])
-        .arg("-object")
-        .arg(format!("memory-backend-memfd,id=mem,size={mem},share=on"))
-        .arg("-chardev")
-        .arg(format!("socket,id=vcuda,path={}", socket.display()))
-        .arg("-device")
-        .arg(format!(
-            "vhost-user-cuda-pci,chardev=vcuda,num-request-queues={queues}"
-        ))
-        .args(["-device", "virtio-serial-pci,id=vser"])
-        .args(["-chardev", "file,id=vout,path=/proc/self/fd/3,append=on"])
-        .args([
-            "-device",
-            "virtserialport,bus=vser.0,chardev=vout,name=vcuda.stdout",
-        ])
-        .args(["-chardev", "file,id=verr,path=/proc/self/fd/4,append=on"])
-        .args([
-            "-device",
-            "virtserialport,bus=vser.0,chardev=verr,name=vcuda.stderr",
-        ])
-        .args(["-chardev", "file,id=con,path=/proc/self/fd/5,append=on"])
-        .args(["-serial", "chardev:con"])
-        .args([
-            "-display",
-            "none",
-            "-monitor",
-            "none",
-            "-nodefaults",
-            "-no-reboot",
-        ]);
-    for d in &image.firmware {
-        qemu_cmd.arg("-L").arg(d);
-    }
-    qemu_cmd
-        .arg("-kernel")
-        .arg(&image.bzimage)
-        .arg("-initrd")
-        .arg(&initrd)
-        .arg("-append")
-        .arg(&append)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .process_group(0);
-    let fds = [out_w.as_raw_fd(), err_w.as_raw_fd(), con_w.as_raw_fd()];
-    // SAFETY: Between fork and exec the closure only calls prctl and dup2 (async-signal-safe);
-    // dup2 clears close-on-exec on the copies.
-    unsafe {
-        qemu_cmd.pre_exec(move || {
-            die_with_parent()?;
-            for (i, fd) in fds.iter().enumerate() {
-                if libc::dup2(*fd, 3 + i as libc::c_int) < 0 {
-                    return Err(io::Error::last_os_error());
-                }
-            }
-            Ok(())
-        });
-    }
+    let machine = Machine {
+        opts,
+        image: &image,
+        accel,
+        queues,
+        initrd: &initrd,
+        append: &append,
+        fds: [out_w.as_raw_fd(), err_w.as_raw_fd(), con_w.as_raw_fd()],
+    };
+    let qmp = opts.migrate_after.map(|_| tmp.path().join("qmp.sock"));
     let started = Instant::now();
-    let mut qemu = Guard::new(
-        qemu_cmd
-            .spawn()
-            .map_err(|e| io::Error::new(e.kind(), format!("cannot start QEMU: {e}")))?,
-        "QEMU",
-    );
-    drop((out_w, err_w, con_w));
+    let mut qemu = machine.start_qemu(&socket, qmp.as_deref(), false)?;
+    // A second QEMU writes to the same pipes; without one, only the first holds them.
+    let mut writers = Some((out_w, err_w, con_w));
+    if opts.migrate_after.is_none() {
+        writers = None;
+    }
 
     let console = Arc::new(Mutex::new(Console::default()));
     let log = match &opts.console_log {
@@ -282,6 +189,7 @@ pub fn run(opts: &VmOptions) -> io::Result<u8> {
         Timeout,
         Signal(i32),
     }
+    let mut migrate_at = opts.migrate_after;
     let stop = loop {
         if let Some(st) = qemu.child().try_wait()? {
             break Stop::Exited(st);
@@ -293,8 +201,24 @@ pub fn run(opts: &VmOptions) -> io::Result<u8> {
         if started.elapsed() > opts.timeout {
             break Stop::Timeout;
         }
+        if let (Some(at), Some(qmp)) = (migrate_at, &qmp)
+            && started.elapsed() >= at
+        {
+            migrate_at = None;
+            match machine.migrate(tmp.path(), qmp, started, opts.timeout) {
+                Ok((q, b)) => {
+                    // The first QEMU quit; stop it and its backend for good.
+                    qemu.stop();
+                    backend.stop();
+                    (qemu, backend) = (q, b);
+                }
+                Err(e) => eprintln!("vcuda vm: {e}; the guest runs on where it was"),
+            }
+            writers = None;
+        }
         std::thread::sleep(Duration::from_millis(20));
     };
+    drop(writers);
     qemu.stop();
     backend.stop();
     let _ = out_thread.join();
@@ -341,4 +265,187 @@ pub fn run(opts: &VmOptions) -> io::Result<u8> {
         eprintln!("vcuda vm: VM ran {elapsed:.1} s ({accel})");
     }
     Ok(u8::try_from(code).unwrap_or(1))
+}
+
+/// Starts a private backend listening on `socket`; `None` if a signal asked us to stop
+/// meanwhile.
+fn start_backend(opts: &VmOptions, socket: &Path, queues: u32) -> io::Result<Option<Guard>> {
+    let mut backend_cmd = Command::new(backend_exe()?);
+    // SAFETY: Between fork and exec the closure only calls prctl (async-signal-safe).
+    unsafe {
+        backend_cmd.pre_exec(die_with_parent);
+    }
+    // A migration's backends report the device state they move.
+    let log = if opts.migrate_after.is_some() {
+        "warn,vcuda_backend::vhost_user::migrate=info"
+    } else {
+        "warn"
+    };
+    let mut backend = Guard::new(
+        backend_cmd
+            .arg("vhost-user")
+            .arg("--socket")
+            .arg(socket)
+            .args([
+                "--executor",
+                &opts.executor,
+                "--queues",
+                &queues.to_string(),
+                // A private backend for one VM: its programs may use all the memory.
+                "--session-mem-limit",
+                "100%",
+            ])
+            .env(
+                "RUST_LOG",
+                std::env::var("VCUDA_BACKEND_LOG").unwrap_or_else(|_| log.into()),
+            )
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .process_group(0)
+            .spawn()
+            .map_err(|e| io::Error::new(e.kind(), format!("cannot start vcuda-backend: {e}")))?,
+        "vcuda-backend",
+    );
+    let t = Instant::now();
+    while !unix_listening(socket) {
+        if let Some(st) = backend.child().try_wait()? {
+            return Err(io::Error::other(format!("vcuda-backend exited ({st})")));
+        }
+        if t.elapsed() > BACKEND_START_TIMEOUT {
+            return Err(io::Error::other("vcuda-backend did not start listening"));
+        }
+        if STOP_SIGNAL.load(Ordering::SeqCst) != 0 {
+            return Ok(None);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    Ok(Some(backend))
+}
+
+/// How QEMU runs the guest (the same for a migration's second QEMU).
+struct Machine<'a> {
+    opts: &'a VmOptions,
+    image: &'a super::image::Image,
+    accel: &'a str,
+    queues: u32,
+    initrd: &'a Path,
+    append: &'a str,
+    /// The write ends of the stdout, stderr and console pipes, for QEMU's fds 3, 4 and 5.
+    fds: [RawFd; 3],
+}
+
+impl Machine<'_> {
+    /// Starts QEMU with the device on the backend at `socket`, QMP at `qmp` if given, and,
+    /// if `incoming`, waiting for a migration (`-incoming defer`).
+    fn start_qemu(&self, socket: &Path, qmp: Option<&Path>, incoming: bool) -> io::Result<Guard> {
+        let (opts, image, queues) = (self.opts, self.image, self.queues);
+        let mem = format!("{}M", opts.memory_mib);
+        let mut qemu_cmd = Command::new(&image.qemu);
+        qemu_cmd
+            .args(["-machine", "q35,memory-backend=mem", "-accel", self.accel])
+            .args(["-cpu", if self.accel == "kvm" { "host" } else { "max" }])
+            .args(["-smp", &opts.smp.to_string(), "-m", &mem])
+            .arg("-object")
+            .arg(format!("memory-backend-memfd,id=mem,size={mem},share=on"))
+            .arg("-chardev")
+            .arg(format!("socket,id=vcuda,path={}", socket.display()))
+            .arg("-device")
+            .arg(format!(
+                "vhost-user-cuda-pci,chardev=vcuda,num-request-queues={queues}"
+            ))
+            .args(["-device", "virtio-serial-pci,id=vser"])
+            .args(["-chardev", "file,id=vout,path=/proc/self/fd/3,append=on"])
+            .args([
+                "-device",
+                "virtserialport,bus=vser.0,chardev=vout,name=vcuda.stdout",
+            ])
+            .args(["-chardev", "file,id=verr,path=/proc/self/fd/4,append=on"])
+            .args([
+                "-device",
+                "virtserialport,bus=vser.0,chardev=verr,name=vcuda.stderr",
+            ])
+            .args(["-chardev", "file,id=con,path=/proc/self/fd/5,append=on"])
+            .args(["-serial", "chardev:con"])
+            .args([
+                "-display",
+                "none",
+                "-monitor",
+                "none",
+                "-nodefaults",
+                "-no-reboot",
+            ]);
+        if let Some(q) = qmp {
+            qemu_cmd
+                .arg("-qmp")
+                .arg(format!("unix:{},server=on,wait=off", q.display()));
+        }
+        if incoming {
+            qemu_cmd.args(["-incoming", "defer"]);
+        }
+        for d in &image.firmware {
+            qemu_cmd.arg("-L").arg(d);
+        }
+        qemu_cmd
+            .arg("-kernel")
+            .arg(&image.bzimage)
+            .arg("-initrd")
+            .arg(self.initrd)
+            .arg("-append")
+            .arg(self.append)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .process_group(0);
+        let fds = self.fds;
+        // SAFETY: Between fork and exec the closure only calls prctl and dup2
+        // (async-signal-safe); dup2 clears close-on-exec on the copies.
+        unsafe {
+            qemu_cmd.pre_exec(move || {
+                die_with_parent()?;
+                for (i, fd) in fds.iter().enumerate() {
+                    if libc::dup2(*fd, 3 + i as libc::c_int) < 0 {
+                        return Err(io::Error::last_os_error());
+                    }
+                }
+                Ok(())
+            });
+        }
+        Ok(Guard::new(
+            qemu_cmd
+                .spawn()
+                .map_err(|e| io::Error::new(e.kind(), format!("cannot start QEMU: {e}")))?,
+            "QEMU",
+        ))
+    }
+
+    /// Moves the guest of the QEMU whose QMP socket is `qmp` to a second QEMU with a
+    /// backend of its own (files in `dir`), and tells the first to quit: the second QEMU
+    /// and backend.
+    fn migrate(
+        &self,
+        dir: &Path,
+        qmp: &Path,
+        started: Instant,
+        timeout: Duration,
+    ) -> io::Result<(Guard, Guard)> {
+        let socket = dir.join("vhost-user-2.sock");
+        let backend = start_backend(self.opts, &socket, self.queues)?
+            .ok_or_else(|| io::Error::other("interrupted"))?;
+        let qmp2 = dir.join("qmp-2.sock");
+        let qemu = self.start_qemu(&socket, Some(&qmp2), true)?;
+        let mut source = Qmp::connect(qmp)?;
+        let mut dest = Qmp::connect(&qmp2)?;
+        let at = started.elapsed().as_secs_f64();
+        let left = timeout.saturating_sub(started.elapsed());
+        let m = migrate(&mut source, &mut dest, &dir.join("migrate.sock"), left)?;
+        eprintln!(
+            "vcuda vm: migrated at {at:.1} s: downtime {} ms, total {} ms, {} bytes moved \
+             (the backends' lines give the device state's share)",
+            m.downtime_ms, m.total_ms, m.bytes
+        );
+        // The source is paused for good (`postmigrate`); it may close QMP before answering.
+        let _ = source.execute("quit", serde_json::json!({}));
+        Ok((qemu, backend))
+    }
 }

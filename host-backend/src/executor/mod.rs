@@ -11,7 +11,8 @@
 //! [`MemoryOps`] (device memory, copies, memsets), [`HostMemoryOps`] (shared and mapped host
 //! memory), [`ArrayOps`] (arrays and textures), [`StreamOps`] (streams and events),
 //! [`ModuleOps`] (modules and launches), [`GraphOps`], [`VmmOps`], [`IpcOps`], [`BlasOps`]
-//! and [`RandOps`]. [`Executor`] is all of them. Each executor implements each domain in a
+//! and [`RandOps`], and [`StateOps`] saves and loads a session's device state (live
+//! migration). [`Executor`] is all of them. Each executor implements each domain in a
 //! file of its own (`cpu/ops/<domain>.rs`, `cuda/ops/<domain>.rs`).
 //!
 //! Every argument an executor receives comes from the guest and is hostile: pointers,
@@ -30,12 +31,14 @@ use vcuda_protocol::{
 pub use vcuda_protocol::graph::Node as GraphNode;
 
 use crate::data::DataSegs;
+use crate::migrate::MigrateError;
+use crate::migrate::state::ExecState;
 
 pub mod array;
 pub mod cpu;
 pub mod cuda;
 #[cfg(test)]
-mod testing;
+pub(crate) mod testing;
 pub mod vmm;
 
 /// A non-success `cudaError_t`.
@@ -187,7 +190,7 @@ pub trait ExecutorFactory: Send + Sync {
 ///
 /// The calls are split by domain, one trait each ([`DeviceOps`], [`MemoryOps`],
 /// [`HostMemoryOps`], [`ArrayOps`], [`StreamOps`], [`ModuleOps`], [`GraphOps`], [`VmmOps`],
-/// [`IpcOps`], [`BlasOps`], [`RandOps`]), none with default bodies: an executor implements
+/// [`IpcOps`], [`BlasOps`], [`RandOps`], [`StateOps`]), none with default bodies: an executor implements
 /// every method of every domain, writing out its "not supported" answers where it has
 /// none, so a call added to a domain is a compile error until each executor answers it.
 /// Every type that implements all of them is an `Executor`.
@@ -204,6 +207,7 @@ pub trait Executor:
     + IpcOps
     + BlasOps
     + RandOps
+    + StateOps
 {
 }
 
@@ -220,9 +224,27 @@ impl<T> Executor for T where
         + IpcOps
         + BlasOps
         + RandOps
+        + StateOps
         + ?Sized
 {
 }
+
+/// Saving and loading a session's device state, for live migration ([`crate::migrate`]).
+pub trait StateOps {
+    /// Everything the session built on the device, device memory's contents included, and
+    /// the module images its modules came from. Called only while no call of the session
+    /// runs. Fails with [`MigrateError::Unsupported`] when the session holds something
+    /// that cannot be saved.
+    fn save_state(&mut self) -> Result<(ExecState, Vec<Arc<ModuleImage>>), MigrateError>;
+    /// Re-creates `state` (saved by an executor of the same kind) in this executor, which
+    /// has run no call yet: every object under its old handle, every allocation at its old
+    /// address. `images` holds the module images by hash. The state is hostile input: on
+    /// any inconsistency this fails, and the executor is then to be dropped.
+    fn load_state(&mut self, state: ExecState, images: &Images) -> Result<(), MigrateError>;
+}
+
+/// Module images by hash (what [`StateOps::load_state`] loads modules from).
+pub type Images = std::collections::HashMap<[u8; 32], Arc<ModuleImage>>;
 
 /// The device and the session's context on it: properties, synchronization, reset,
 /// limits, cancellation and device-side `printf` output.

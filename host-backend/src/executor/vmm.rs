@@ -166,7 +166,12 @@ impl<P> VmmBook<P> {
         Ok(())
     }
 
-    /// The lowest reservation's start.
+    /// Whether no physical allocation and no reservation exists.
+    pub fn is_empty(&self) -> bool {
+        self.phys.is_empty() && self.reserved.is_empty()
+    }
+
+    /// The lowest reserved address, if any.
     pub fn lowest_reservation(&self) -> Option<u64> {
         self.reserved.keys().next().copied()
     }

@@ -37,6 +37,7 @@
 //!   the stop is destroyed.
 //! - `RESET_DEVICE` and the end of the connection destroy every session.
 
+use std::fs::File;
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -46,7 +47,11 @@ use log::{debug, info, warn};
 use vcuda_protocol::PROTOCOL_VERSION;
 use vcuda_protocol::virtio::{CONFIG_MAGIC, MAX_CHAIN_DESCRIPTORS, QUEUE_SIZE, VirtioCudaConfig};
 use vcuda_protocol::{MAX_CTRL_LEN, MAX_DATA_LEN, MessageHeader};
-use vhost::vhost_user::message::{VhostUserProtocolFeatures, VhostUserVirtioFeatures};
+use vhost::vhost_user::message::{
+    VhostTransferStateDirection, VhostTransferStatePhase, VhostUserProtocolFeatures,
+    VhostUserVirtioFeatures,
+};
+use vhost_user_backend::bitmap::BitmapMmapRegion;
 use vhost_user_backend::{VhostUserBackend, VringRwLock, VringT};
 use virtio_bindings::bindings::virtio_config::VIRTIO_F_VERSION_1;
 use virtio_bindings::bindings::virtio_ring::{
@@ -79,7 +84,9 @@ pub const MAX_POLL: Duration = Duration::from_secs(1);
 pub const DEVICE_FEATURES: u64 = (1 << VIRTIO_F_VERSION_1)
     | (1 << VIRTIO_RING_F_EVENT_IDX)
     | (1 << VIRTIO_RING_F_INDIRECT_DESC)
-    | VhostUserVirtioFeatures::PROTOCOL_FEATURES.bits();
+    | VhostUserVirtioFeatures::PROTOCOL_FEATURES.bits()
+    // Dirty-page logging, which QEMU requires of a migratable vhost-user device.
+    | VhostUserVirtioFeatures::LOG_ALL.bits();
 
 /// The vhost-user protocol features the backend offers.
 pub fn protocol_features() -> VhostUserProtocolFeatures {
@@ -87,6 +94,9 @@ pub fn protocol_features() -> VhostUserProtocolFeatures {
         | VhostUserProtocolFeatures::REPLY_ACK
         | VhostUserProtocolFeatures::MQ
         | VhostUserProtocolFeatures::RESET_DEVICE
+        // Live migration: the dirty-page log and the device state transfer.
+        | VhostUserProtocolFeatures::LOG_SHMFD
+        | VhostUserProtocolFeatures::DEVICE_STATE
 }
 
 /// The configuration space for `queues` request queues.
@@ -218,6 +228,8 @@ pub struct VhostUserCuda {
     config: VirtioCudaConfig,
     /// How long a queue thread polls its ring after the last chain (zero: never).
     poll: Duration,
+    /// The device state transfer under way, if any (a migration).
+    transfer: Mutex<Option<super::migrate::Transfer>>,
 }
 
 impl std::fmt::Debug for VhostUserCuda {
@@ -249,6 +261,7 @@ impl VhostUserCuda {
             event_idx: AtomicBool::new(false),
             config: config_space(queues),
             poll: Duration::ZERO,
+            transfer: Mutex::new(None),
         }
     }
 
@@ -413,7 +426,7 @@ impl VhostUserCuda {
 }
 
 impl VhostUserBackend for VhostUserCuda {
-    type Bitmap = ();
+    type Bitmap = BitmapMmapRegion;
     type Vring = Vring;
 
     fn num_queues(&self) -> usize {
@@ -503,6 +516,27 @@ impl VhostUserBackend for VhostUserCuda {
             *lock(&state.stopped_at) = Some(v.queue_next_avail());
         }
         Ok(())
+    }
+
+    fn set_device_state_fd(
+        &self,
+        direction: VhostTransferStateDirection,
+        phase: VhostTransferStatePhase,
+        file: File,
+    ) -> io::Result<Option<File>> {
+        let mut t = lock(&self.transfer);
+        if t.is_some() {
+            return Err(io::Error::other("a device state transfer is under way"));
+        }
+        *t = Some(super::migrate::start(&self.device, direction, phase, file)?);
+        Ok(None)
+    }
+
+    fn check_device_state(&self) -> io::Result<()> {
+        let t = lock(&self.transfer)
+            .take()
+            .ok_or_else(|| io::Error::other("no device state transfer"))?;
+        super::migrate::finish(&self.device, t)
     }
 
     fn handle_event(

@@ -17,12 +17,16 @@ use vcuda_protocol::virtio::{
     MIN_REPLY_CAPACITY, PageExtent, SHARE_PAGE, SharePagesReq, UnsharePagesReq,
 };
 use vcuda_protocol::{MessageHeader, RecordHeader, ReplyHeader};
+use vhost_user_backend::bitmap::BitmapMmapRegion;
 use virtio_queue::DescriptorChain;
+use vm_memory::bitmap::{Bitmap, WithBitmapSlice};
 use vm_memory::{Bytes, GuestAddress, GuestMemoryBackend, GuestMemoryMmap, VolatileSlice};
 use zerocopy::FromBytes;
 
-/// The guest memory the backend maps (no dirty bitmap: the device is not migratable).
-pub type Mem = GuestMemoryMmap<()>;
+/// The guest memory the backend maps, with the dirty-page log QEMU hands over while a VM
+/// migrates (`SET_LOG_BASE`): writes through vm-memory are logged as they happen, and the
+/// device logs the rest itself ([`Area::mark_dirty`]).
+pub type Mem = GuestMemoryMmap<BitmapMmapRegion>;
 
 /// Bytes a reply area needs to hold one error record.
 pub const ERROR_REPLY_LEN: u64 = (size_of::<ReplyHeader>() + size_of::<RecordHeader>()) as u64;
@@ -190,9 +194,23 @@ impl Area {
         true
     }
 
+    /// Logs the area as written in the dirty-page log (a no-op while no migration logs):
+    /// for writes that bypass vm-memory's accessors (an executor copying into the pieces
+    /// [`Area::slices`] gave, a device's DMA).
+    pub fn mark_dirty(&self, mem: &Mem) {
+        for r in &self.ranges {
+            for s in GuestMemoryBackend::get_slices(mem, r.addr, r.len as usize).flatten() {
+                s.bitmap().mark_dirty(0, s.len());
+            }
+        }
+    }
+
     /// The area as host memory pieces, for [`crate::data::DataSegs`]; `None` if some range
     /// is not mapped in `mem` (never after validation against the same `mem`).
-    pub fn slices<'m>(&self, mem: &'m Mem) -> Option<Vec<VolatileSlice<'m>>> {
+    pub fn slices<'m>(
+        &self,
+        mem: &'m Mem,
+    ) -> Option<Vec<VolatileSlice<'m, <BitmapMmapRegion as WithBitmapSlice<'m>>::S>>> {
         let mut out = Vec::with_capacity(self.ranges.len());
         for r in &self.ranges {
             for s in GuestMemoryBackend::get_slices(mem, r.addr, r.len as usize) {

@@ -47,6 +47,8 @@ use crate::data::DataSegs;
 use crate::executor::Cancel;
 use crate::session::{Backend, SEQ_MALFORMED, Session};
 
+mod state;
+
 /// Where completed chains go: a queue's used ring.
 pub trait UsedRing: Send + Sync {
     /// Puts chain `head` in the used ring with `len` bytes written and notifies the driver
@@ -474,26 +476,15 @@ impl Device {
                 completion.complete(len);
             }
             Threading::PerSession => {
-                let (tx, rx) = mpsc::channel();
-                *inner.live() += 1;
-                let worker_inner = inner.clone();
                 let cancel = Cancel::default();
                 // The open below is its first job.
-                let shared = Arc::new(Shared {
-                    slot: Mutex::new(Slot::new(cancel.clone())),
-                    queued: AtomicUsize::new(1),
-                });
-                let worker_shared = shared.clone();
-                let spawned = std::thread::Builder::new()
-                    .name(format!("vcuda-s{id:x}"))
-                    .spawn(move || worker_main(worker_inner, id, token, rx, worker_shared));
-                if let Err(e) = spawned {
-                    error!("cannot start a session thread: {e}");
-                    *inner.live() -= 1;
+                let Some((tx, shared)) =
+                    start_worker(inner, id, token, Slot::new(cancel.clone()), 1)
+                else {
                     drop(t);
                     completion.complete(error_reply(mem, &chain.reply, TOO_MANY_SESSIONS, 0));
                     return;
-                }
+                };
                 // The new worker has not read its channel yet, so this cannot fail.
                 let _ = tx.send(Job::Run {
                     mem: mem.clone(),
@@ -587,6 +578,36 @@ impl Drop for Device {
     fn drop(&mut self) {
         // Workers hold the device's shared state; closing their channels ends them.
         self.drop_all_sessions();
+    }
+}
+
+/// Starts the worker thread of session `id` (its `token`) over `slot`, with `queued` jobs
+/// about to be sent; `None` if no thread can be started.
+fn start_worker(
+    inner: &Arc<Inner>,
+    id: u64,
+    token: u64,
+    slot: Slot,
+    queued: usize,
+) -> Option<(Sender<Job>, Arc<Shared>)> {
+    let (tx, rx) = mpsc::channel();
+    *inner.live() += 1;
+    let worker_inner = inner.clone();
+    let shared = Arc::new(Shared {
+        slot: Mutex::new(slot),
+        queued: AtomicUsize::new(queued),
+    });
+    let worker_shared = shared.clone();
+    let spawned = std::thread::Builder::new()
+        .name(format!("vcuda-s{id:x}"))
+        .spawn(move || worker_main(worker_inner, id, token, rx, worker_shared));
+    match spawned {
+        Ok(_) => Some((tx, shared)),
+        Err(e) => {
+            error!("cannot start a session thread: {e}");
+            *inner.live() -= 1;
+            None
+        }
     }
 }
 
@@ -813,7 +834,7 @@ fn submit(
     let (Some(out), Some(inp)) = (msg.out.slices(mem), msg.inp.slices(mem)) else {
         return error_reply(mem, &chain.reply, BAD_CHAIN, SEQ_MALFORMED);
     };
-    let (out, inp) = (DataSegs::new(out), DataSegs::new(inp));
+    let (out, inp) = (DataSegs::untracked(out), DataSegs::untracked(inp));
     let capacity = usize::try_from(chain.reply.len()).unwrap_or(usize::MAX);
     let r = catch_unwind(AssertUnwindSafe(|| {
         s.handle(&msg.header, ctrl, &out, &inp, reply, capacity)
@@ -823,10 +844,12 @@ fn submit(
         *session = None;
         return error_reply(mem, &chain.reply, status::UNKNOWN, SEQ_MALFORMED);
     }
-    let in_bytes = s
-        .in_ranges()
-        .iter()
-        .fold(0u64, |a, &(_, len)| a.saturating_add(len));
+    let mut in_bytes = 0u64;
+    for &(offset, len) in s.in_ranges() {
+        // The executor wrote these bytes through raw pointers (or by DMA).
+        msg.inp.sub(offset, len).mark_dirty(mem);
+        in_bytes = in_bytes.saturating_add(len);
+    }
     // The ring may have stopped while the call ran (a driver reset under a long kernel): the
     // driver may have reused the reply area since, so nothing is written then.
     let written = completion.write_if_current(|| write_reply(mem, &chain.reply, reply.finish()));

@@ -17,6 +17,7 @@
 pub mod backend;
 pub mod chain;
 pub mod device;
+pub mod migrate;
 pub mod pages;
 pub mod short;
 

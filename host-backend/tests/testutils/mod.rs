@@ -27,9 +27,11 @@ use vcuda_backend::data::DataSegs;
 use vcuda_backend::executor::cpu::{CpuConfig, CpuFactory};
 use vcuda_backend::executor::{
     ArrayOps, BlasOps, Cancel, DeviceOps, ExecResult, Executor, ExecutorFactory, FunctionInfo,
-    GraphNode, GraphOps, HostMemoryOps, IpcOps, MemoryOps, ModuleImage, ModuleOps, RandOps, Status,
-    StreamOps, Tenant, VmmOps,
+    GraphNode, GraphOps, HostMemoryOps, Images, IpcOps, MemoryOps, ModuleImage, ModuleOps, RandOps,
+    StateOps, Status, StreamOps, Tenant, VmmOps,
 };
+use vcuda_backend::migrate::MigrateError;
+use vcuda_backend::migrate::state::ExecState;
 use vcuda_backend::vhost_user::device::UsedRing;
 use vcuda_protocol::decode::{decode_reply_header, split_records};
 use vcuda_protocol::virtio::{ChainHeader, ChainOp, MIN_REPLY_CAPACITY, VirtioCudaConfig};
@@ -43,12 +45,12 @@ use virtio_queue::desc::RawDescriptor;
 use virtio_queue::desc::split::Descriptor as SplitDescriptor;
 use virtio_queue::mock::MockSplitQueue;
 use virtio_queue::{DescriptorChain, Queue, QueueOwnedT};
-use vm_memory::{Bytes, FileOffset, GuestAddress, GuestMemoryBackend, GuestMemoryMmap};
+use vm_memory::{Bytes, FileOffset, GuestAddress, GuestMemoryBackend};
 use vmm_sys_util::eventfd::{EFD_NONBLOCK, EventFd};
 use zerocopy::{FromBytes, IntoBytes};
 
 /// The guest memory type of the backend.
-pub type Mem = GuestMemoryMmap<()>;
+pub type Mem = vcuda_backend::vhost_user::chain::Mem;
 
 const F_NEXT: u16 = 1;
 const F_WRITE: u16 = 2;
@@ -1071,6 +1073,15 @@ impl RandOps for TestExecutor {
     }
     fn rand_generate(&mut self, _req: &RandGenerateReq, _out: &DataSegs<'_>) -> ExecResult<u64> {
         Err(Status(lib::RAND_NOT_INITIALIZED))
+    }
+}
+
+impl StateOps for TestExecutor {
+    fn save_state(&mut self) -> Result<(ExecState, Vec<Arc<ModuleImage>>), MigrateError> {
+        self.inner.save_state()
+    }
+    fn load_state(&mut self, state: ExecState, images: &Images) -> Result<(), MigrateError> {
+        self.inner.load_state(state, images)
     }
 }
 

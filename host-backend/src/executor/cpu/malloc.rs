@@ -27,6 +27,8 @@ pub struct MallocHeap {
     free: BTreeMap<u64, u64>,
     /// Live allocations: start -> length.
     used: HashMap<u64, u64>,
+    /// Where the heap is: `(base, size)`.
+    span: (u64, u64),
 }
 
 impl MallocHeap {
@@ -40,7 +42,44 @@ impl MallocHeap {
         Self {
             free,
             used: HashMap::new(),
+            span: (base, size),
         }
+    }
+
+    /// `(base, size)` and the live blocks, `(address, length)` (what a saved session keeps).
+    pub fn state(&self) -> ((u64, u64), Vec<(u64, u64)>) {
+        let mut used: Vec<(u64, u64)> = self.used.iter().map(|(&a, &l)| (a, l)).collect();
+        used.sort_unstable();
+        (self.span, used)
+    }
+
+    /// A heap over `size` bytes at `base` with blocks `used` live (see
+    /// [`MallocHeap::state`]); `None` if a block is misaligned, overlaps another or lies
+    /// outside the heap, or there are more than [`MAX_LIVE`].
+    pub fn restore(base: u64, size: u64, used: &[(u64, u64)]) -> Option<Self> {
+        if !base.is_multiple_of(ALIGN) || used.len() > MAX_LIVE {
+            return None;
+        }
+        let mut h = Self::new(base, size);
+        for &(at, len) in used {
+            if len == 0 || !len.is_multiple_of(ALIGN) || !at.is_multiple_of(ALIGN) {
+                return None;
+            }
+            let (&start, &free) = h.free.range(..=at).next_back()?;
+            let end = at.checked_add(len)?;
+            if end > start + free {
+                return None;
+            }
+            h.free.remove(&start);
+            if at > start {
+                h.free.insert(start, at - start);
+            }
+            if start + free > end {
+                h.free.insert(end, start + free - end);
+            }
+            h.used.insert(at, len);
+        }
+        Some(h)
     }
 
     /// `size` bytes (at least one granule), or `None` when no free range is large enough.
@@ -110,6 +149,30 @@ mod tests {
         h.free(0x1008);
         h.free(0);
         assert_eq!(h.used.len(), 1);
+    }
+
+    #[test]
+    fn restores_what_it_saved_and_refuses_the_rest() {
+        let mut h = MallocHeap::new(0x1000, 256);
+        let a = h.alloc(10).unwrap();
+        let b = h.alloc(40).unwrap();
+        h.free(a);
+        let ((base, size), used) = h.state();
+        let mut r = MallocHeap::restore(base, size, &used).unwrap();
+        assert_eq!(r.state(), h.state());
+        assert_eq!(r.free, h.free);
+        assert_eq!(r.alloc(16), Some(a));
+        r.free(b);
+        assert_eq!(r.alloc(200), Some(0x1010));
+        for bad in [
+            vec![(0x1008, 16)],
+            vec![(0x1000, 0)],
+            vec![(0x1000, 32), (0x1010, 16)],
+            vec![(0x10f0, 32)],
+            vec![(0x0ff0, 16)],
+        ] {
+            assert!(MallocHeap::restore(0x1000, 256, &bad).is_none(), "{bad:?}");
+        }
     }
 
     #[test]

@@ -27,9 +27,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use crate::executor::{ExecResult, Status};
 
 mod ipc;
+mod state;
 #[path = "vmm.rs"]
 mod vmm;
 pub use self::ipc::IpcEvents;
+pub use self::state::HeapState;
 pub use crate::executor::vmm::GRANULARITY;
 pub use vmm::Vmm;
 

@@ -15,6 +15,9 @@ use log::{debug, warn};
 use vcuda_protocol::{FuncAttrs, LaunchReq, ParamInfo};
 use vcuda_ptx::{Cancel, DeviceMemory, GlobalId, KernelId, LaunchConfig, LaunchOptions, Region};
 
+mod state;
+
+pub use self::state::ModulesState;
 use super::malloc::MallocHeap;
 use super::memory::{AllocKind, DeviceHeap};
 use crate::executor::{ExecResult, FunctionInfo, ModuleImage, Status, Tenant};
@@ -130,6 +133,8 @@ fn parse_image(bytes: &[u8]) -> Parsed {
 /// A module loaded in a session.
 #[derive(Debug)]
 struct Loaded {
+    /// The image it was loaded from (kept for a saved session, see `state.rs`).
+    image: Arc<ModuleImage>,
     ptx: Arc<vcuda_ptx::Module>,
     /// Device address of each global (0 for extern ones), indexed by `GlobalId`.
     addrs: Vec<u64>,
@@ -326,7 +331,15 @@ impl Modules {
                 .copy_from_slice(&bytes[..n as usize]);
         }
         let allocs = addrs.clone();
-        self.loaded.insert(handle, Loaded { ptx, addrs, allocs });
+        self.loaded.insert(
+            handle,
+            Loaded {
+                image: image.clone(),
+                ptx,
+                addrs,
+                allocs,
+            },
+        );
         Ok(())
     }
 

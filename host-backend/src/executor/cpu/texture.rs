@@ -55,6 +55,11 @@ pub struct Textures {
 }
 
 impl Textures {
+    /// Whether the session holds no array and no texture or surface object.
+    pub fn is_empty(&self) -> bool {
+        self.arrays.is_empty() && self.mipmapped.is_empty() && self.objects.is_empty()
+    }
+
     /// Allocates an array in `heap`; `handle` is its new handle.
     pub fn array_create(
         &mut self,

@@ -132,6 +132,11 @@ impl DeviceHeap {
     }
 
     /// Forgets every VMM object (their charges go with the heap's: [`DeviceHeap::clear`]).
+    /// Whether the session holds no object of the VMM API.
+    pub(super) fn vmm_is_empty(&self) -> bool {
+        self.vmm.top.is_none() && self.vmm.book.is_empty()
+    }
+
     pub(super) fn vmm_clear(&mut self) {
         if let Some(top) = self.vmm.top.take() {
             self.end = top;

@@ -73,6 +73,30 @@ impl Blas {
         }
     }
 
+    /// The live handles and the counter behind the next (a saved session's).
+    pub fn state(&self) -> (Vec<u64>, u64) {
+        let mut h: Vec<u64> = self.handles.iter().copied().collect();
+        h.sort_unstable();
+        (h, self.next)
+    }
+
+    /// Takes saved handles (see [`Blas::state`]) into this session, which has none;
+    /// `false` if one is not a handle this counter could have made.
+    pub fn restore(&mut self, handles: &[u64], next: u64) -> bool {
+        const TAG: u64 = 0xb1a5_0000_0000;
+        let ok = self.handles.is_empty()
+            && next < 1 << 32
+            && handles.len() <= (next as usize)
+            && handles
+                .iter()
+                .all(|&h| h & !0xffff_ffff == TAG && (1..=next).contains(&(h & 0xffff_ffff)));
+        if ok {
+            self.handles = handles.iter().copied().collect();
+            self.next = next;
+        }
+        ok && self.handles.len() == handles.len()
+    }
+
     /// Forgets every handle (`cudaDeviceReset`).
     pub fn clear(&mut self) {
         self.handles.clear();

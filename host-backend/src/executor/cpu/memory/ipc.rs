@@ -47,6 +47,11 @@ pub struct IpcEvents {
 }
 
 impl IpcEvents {
+    /// Whether no event of the session is exported.
+    pub fn is_empty(&self) -> bool {
+        self.by_event.is_empty()
+    }
+
     /// The handle for `event` of the session whose heap is `heap`.
     pub fn export(&mut self, event: u64, heap: &DeviceHeap) -> ExecResult<[u8; 64]> {
         let token = match self.by_event.get(&event) {

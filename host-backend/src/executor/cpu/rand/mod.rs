@@ -43,6 +43,7 @@ use vcuda_protocol::lib::{
 };
 
 use crate::executor::{ExecResult, Status};
+use crate::migrate::state::GeneratorState;
 
 use joe_kuo::JOE_KUO;
 use mrg::Mrg;
@@ -140,6 +141,75 @@ impl Rand {
             .remove(&h)
             .map(drop)
             .ok_or(status(RAND_NOT_INITIALIZED))
+    }
+
+    /// The generators and the counter behind the next handle (a saved session's).
+    pub fn state(&self) -> (Vec<GeneratorState>, u64) {
+        let mut gens: Vec<GeneratorState> = self
+            .gens
+            .iter()
+            .map(|(&handle, g)| GeneratorState {
+                handle,
+                rng_type: match g.kind {
+                    Kind::Xorwow => rng::XORWOW,
+                    Kind::Philox => rng::PHILOX,
+                    Kind::Mrg => rng::MRG32K3A,
+                    Kind::Mt => rng::MT19937,
+                    Kind::Sobol32 => rng::SOBOL32,
+                    Kind::Sobol64 => rng::SOBOL64,
+                },
+                host: g.host,
+                seed: g.seed,
+                offset: g.offset,
+                dims: g.dims,
+                ordering: g.ordering,
+            })
+            .collect();
+        gens.sort_unstable_by_key(|g| g.handle);
+        (gens, self.next)
+    }
+
+    /// Re-creates saved generators (see [`Rand::state`]) in this session, which has none,
+    /// through the checks `curandCreateGenerator` and `curandSetGenerator*` make; `false`
+    /// if one fails them or its handle is not one this counter could have made.
+    pub fn restore(&mut self, gens: &[GeneratorState], next: u64) -> bool {
+        const TAG: u64 = 0x7a4d_0000_0000;
+        if !self.gens.is_empty() || next >= 1 << 32 || gens.len() > next as usize {
+            return false;
+        }
+        for s in gens {
+            let h = s.handle;
+            if h & !0xffff_ffff != TAG
+                || !(1..=next).contains(&(h & 0xffff_ffff))
+                || self.gens.contains_key(&h)
+            {
+                return false;
+            }
+            let Ok(made) = self.create(s.rng_type, s.host) else {
+                return false;
+            };
+            let quasi = self.gens.get(&made).is_some_and(|g| g.kind.quasi());
+            let mut sets = vec![(set::ORDERING, u64::from(s.ordering))];
+            if quasi {
+                sets.push((set::DIMENSIONS, u64::from(s.dims)));
+            } else {
+                sets.push((set::SEED, s.seed));
+            }
+            if sets
+                .into_iter()
+                .any(|(what, v)| self.set(made, what, v).is_err())
+            {
+                return false;
+            }
+            let Some(mut g) = self.gens.remove(&made) else {
+                return false;
+            };
+            // Any offset is one a generator can reach (Mersenne Twisters' by generating).
+            g.offset = s.offset;
+            self.gens.insert(h, g);
+        }
+        self.next = next;
+        true
     }
 
     /// Forgets every generator.

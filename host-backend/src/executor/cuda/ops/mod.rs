@@ -14,5 +14,6 @@ mod ipc;
 mod memory;
 mod modules;
 mod rand;
+mod state;
 mod streams;
 mod vmm;

@@ -1,0 +1,204 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! What a saved session holds: plain data, encoded with postcard inside the checked
+//! container of [`super::format`].
+//!
+//! Nothing here is trusted when loaded: the types only carry values, and whoever loads them
+//! (the session, the executor) checks every address, length and handle as it would a
+//! guest's request. Adding a field or a variant changes the encoding: bump
+//! [`super::format::VERSION`] and keep reading the old layout where it can be read.
+
+use serde::{Deserialize, Serialize};
+
+/// Every session of one vhost-user connection (one VM), by the guest's session id.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct DeviceState {
+    /// The sessions, by id.
+    pub sessions: Vec<(u64, SessionState)>,
+    /// The next id the device hands out.
+    pub next_session: u64,
+}
+
+/// One session: what the session core keeps, and its executor's state.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct SessionState {
+    /// `vcuda_protocol::ExecutorKind` of the executor that saved it; a session loads only
+    /// into one of the same kind.
+    pub executor: u32,
+    /// Whether the guest said `Hello`.
+    pub hello: bool,
+    /// The sticky error, if a kernel failed.
+    pub sticky: Option<u32>,
+    /// Device `printf` output not yet sent.
+    pub stdout: Vec<u8>,
+    /// The module images the executor's modules were loaded from, each once.
+    pub images: Vec<Image>,
+    /// The session's graphs.
+    pub graphs: GraphsState,
+    /// The executor's state.
+    pub exec: ExecState,
+}
+
+/// A module image.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Image {
+    /// SHA-256 of `bytes` (checked on load).
+    pub hash: [u8; 32],
+    /// The fat binary.
+    pub bytes: Vec<u8>,
+}
+
+/// A session's graphs (see [`crate::graphs`]).
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct GraphsState {
+    /// The counter behind the next handle.
+    pub next: u64,
+    /// The graphs.
+    pub graphs: Vec<GraphState>,
+}
+
+/// One graph, as the guest described it.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct GraphState {
+    /// Its handle.
+    pub handle: u64,
+    /// Nodes in `desc`.
+    pub node_count: u32,
+    /// The description in the wire format (`vcuda_protocol::graph`).
+    pub desc: Vec<u8>,
+}
+
+/// An executor's state, by kind.
+#[derive(Debug, Serialize, Deserialize)]
+pub enum ExecState {
+    /// The CPU executor.
+    Cpu(CpuState),
+}
+
+/// The CPU executor's state.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct CpuState {
+    /// The device address range allocations go in: `(start, end)`.
+    pub range: (u64, u64),
+    /// Where the next allocation goes when nothing was freed below.
+    pub next_addr: u64,
+    /// Device memory: every allocation, with its contents.
+    pub allocs: Vec<AllocState>,
+    /// Streams.
+    pub streams: Vec<StreamState>,
+    /// Events.
+    pub events: Vec<EventState>,
+    /// Loaded modules.
+    pub modules: Vec<ModuleState>,
+    /// Function handles.
+    pub functions: Vec<FunctionState>,
+    /// The device heap of device-side `malloc`, once made.
+    pub malloc_heap: Option<MallocHeapState>,
+    /// `cudaLimit` values, in `cudaLimit` order.
+    pub limits: Vec<u64>,
+    /// The counter behind stream, event, module and function handles.
+    pub next_handle: u64,
+    /// cuBLAS handles, and the counter behind the next.
+    pub blas: (Vec<u64>, u64),
+    /// cuRAND generators, and the counter behind the next.
+    pub rand: (Vec<GeneratorState>, u64),
+    /// Device `printf` output of kernels not yet taken.
+    pub stdout: Vec<u8>,
+}
+
+/// One allocation of device memory.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct AllocState {
+    /// Device address.
+    pub addr: u64,
+    /// Length in bytes.
+    pub len: u64,
+    /// What it is for: [`ALLOC_USER`] or [`ALLOC_SYMBOL`].
+    pub kind: u8,
+    /// Its contents, LZ4-compressed (one block of `len` bytes).
+    pub data: Vec<u8>,
+}
+
+/// A `cudaMalloc` allocation.
+pub const ALLOC_USER: u8 = 0;
+/// A module variable's storage (or the device-side `malloc` heap).
+pub const ALLOC_SYMBOL: u8 = 1;
+
+/// A stream.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct StreamState {
+    /// Handle.
+    pub handle: u64,
+    /// `cudaStreamNonBlocking` or 0.
+    pub flags: u32,
+    /// Priority.
+    pub priority: i32,
+}
+
+/// An event.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct EventState {
+    /// Handle.
+    pub handle: u64,
+    /// Creation flags.
+    pub flags: u32,
+    /// Nanoseconds between its last recording and the save, if it was recorded.
+    pub recorded_ago_ns: Option<u64>,
+}
+
+/// A loaded module.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct ModuleState {
+    /// Handle.
+    pub handle: u64,
+    /// SHA-256 of the image it was loaded from (one of [`SessionState::images`]).
+    pub image: [u8; 32],
+    /// Device address of each of its globals (0 for extern ones), by global index.
+    pub addrs: Vec<u64>,
+    /// Its own storage of each global (differs from `addrs` for variables bound elsewhere).
+    pub allocs: Vec<u64>,
+}
+
+/// A function handle.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct FunctionState {
+    /// Handle.
+    pub handle: u64,
+    /// Its module's handle.
+    pub module: u64,
+    /// The kernel's index in the module's parsed PTX.
+    pub kernel: u32,
+    /// `cudaFuncAttributeMaxDynamicSharedMemorySize`.
+    pub max_dynamic_shared: u32,
+    /// `cudaFuncAttributePreferredSharedMemoryCarveout`.
+    pub carveout: i32,
+}
+
+/// The device heap of device-side `malloc`.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct MallocHeapState {
+    /// Device address of the heap.
+    pub base: u64,
+    /// Its size.
+    pub size: u64,
+    /// Live blocks: `(address, length)`.
+    pub used: Vec<(u64, u64)>,
+}
+
+/// A cuRAND generator.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct GeneratorState {
+    /// Handle.
+    pub handle: u64,
+    /// `curandRngType_t`.
+    pub rng_type: u32,
+    /// A host generator (`curandCreateGeneratorHost`).
+    pub host: bool,
+    /// Seed.
+    pub seed: u64,
+    /// Outputs (or points) generated or skipped so far.
+    pub offset: u64,
+    /// Dimensions (quasi-random generators).
+    pub dims: u32,
+    /// `curandOrdering_t`.
+    pub ordering: u32,
+}

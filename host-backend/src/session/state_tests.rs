@@ -1,0 +1,302 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! A session built on the CPU executor, saved, encoded, decoded and loaded into another
+//! backend, must go on exactly as the session it came from.
+
+use std::sync::Arc;
+
+use vcuda_protocol::graph::{Node, NodeWork, encode_node};
+use vcuda_protocol::lib::{dist, set};
+use vcuda_protocol::{LaunchReq, MemcpyDtoHReq, MemcpyHtoDReq, RandGenerateReq, RandSetReq};
+
+use crate::data::DataSegs;
+use crate::executor::cpu::{CpuConfig, CpuFactory};
+use crate::executor::testing::ptx_fatbin;
+use crate::executor::{Cancel, Tenant};
+use crate::migrate::state::{DeviceState, ExecState};
+use crate::migrate::{MigrateError, format};
+use crate::{Backend, Session};
+
+const PTX: &str = r#"
+.version 7.0
+.target sm_50
+.address_size 64
+.visible .global .align 4 .u32 counter = 5;
+.visible .entry bump(.param .u64 p, .param .u32 n)
+{
+  .reg .b64 %rd<4>;
+  .reg .b32 %r<6>;
+  .reg .pred %p1;
+  ld.param.u64 %rd1, [p];
+  ld.param.u32 %r1, [n];
+  mov.u32 %r2, %tid.x;
+  setp.ge.u32 %p1, %r2, %r1;
+  @%p1 bra DONE;
+  mul.wide.u32 %rd2, %r2, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  ld.global.u32 %r3, [%rd3];
+  ld.global.u32 %r4, [counter];
+  add.u32 %r3, %r3, %r4;
+  st.global.u32 [%rd3], %r3;
+DONE:
+  ret;
+}
+.visible .entry tick()
+{
+  .reg .b32 %r<2>;
+  ld.global.u32 %r1, [counter];
+  add.u32 %r1, %r1, 1;
+  st.global.u32 [counter], %r1;
+  ret;
+}
+"#;
+
+const N: u32 = 64;
+
+fn backend() -> Arc<Backend> {
+    Backend::new(Arc::new(CpuFactory::new(CpuConfig {
+        memory: 256 << 20,
+        threads: 1,
+        ..Default::default()
+    })))
+}
+
+/// Handles the steps below use.
+#[derive(Clone, Copy, Debug)]
+struct Built {
+    buf: u64,
+    bump: u64,
+    tick: u64,
+    stream: u64,
+    events: [u64; 2],
+    rng: u64,
+    blas: u64,
+    graph: u64,
+}
+
+/// Builds state of every kind the CPU executor saves.
+fn build(s: &mut Session) -> Built {
+    s.hello = true;
+    let e = s.exec.as_mut();
+    let buf = e.malloc(0, u64::from(N) * 4).unwrap();
+    // A freed allocation leaves a hole the next one must not be placed in by accident.
+    let hole = e.malloc(0, 1 << 20).unwrap();
+    e.free(hole).unwrap();
+    let mut init: Vec<u8> = (0..N).flat_map(|i| (i * 3).to_le_bytes()).collect();
+    e.memcpy_htod(
+        &MemcpyHtoDReq {
+            dst: buf,
+            width: init.len() as u64,
+            height: 1,
+            ..Default::default()
+        },
+        &DataSegs::from_slice(&mut init),
+    )
+    .unwrap();
+    let module = e.module_load(ptx_fatbin(PTX)).unwrap();
+    let bump = e.function_get(module, "bump").unwrap().handle;
+    let tick = e.function_get(module, "tick").unwrap().handle;
+    let stream = e.stream_create(0, 1, 0).unwrap();
+    let events = [e.event_create(0, 0).unwrap(), e.event_create(0, 0).unwrap()];
+    e.event_record(events[0], stream, 0).unwrap();
+    let rng = e.rand_create(101, 0).unwrap();
+    e.rand_set(&RandSetReq {
+        handle: rng,
+        what: set::SEED,
+        reserved: 0,
+        value: 1234,
+    })
+    .unwrap();
+    let blas = e.blas_create(0);
+    let tick_node = Node {
+        work: NodeWork::Kernel(
+            LaunchReq {
+                function: tick,
+                grid: [1, 1, 1],
+                block: [1, 1, 1],
+                ..Default::default()
+            },
+            Vec::new(),
+            false,
+        ),
+        deps: Vec::new(),
+    };
+    let mut desc = Vec::new();
+    encode_node(&mut desc, &tick_node);
+    encode_node(&mut desc, &tick_node);
+    let graph = s.graphs.create(s.exec.as_mut(), &desc, 2).unwrap();
+    let mut b = Built {
+        buf,
+        bump,
+        tick,
+        stream,
+        events,
+        rng,
+        blas: 0,
+        graph,
+    };
+    // cuBLAS needs OpenBLAS; where it is missing the handle is simply not part of it.
+    if let Ok(h) = blas {
+        b.blas = h;
+    }
+    step(s, &b, 0);
+    b
+}
+
+/// One step of work that depends on all of the state; its result, as bytes.
+fn step(s: &mut Session, b: &Built, i: u32) -> Vec<u8> {
+    let mut params = b.buf.to_le_bytes().to_vec();
+    params.extend_from_slice(&N.to_le_bytes());
+    let launch = |function| LaunchReq {
+        function,
+        grid: [1, 1, 1],
+        block: [N, 1, 1],
+        stream: b.stream,
+        ..Default::default()
+    };
+    s.exec.launch(&launch(b.bump), &params).unwrap();
+    s.exec.launch(&launch(b.tick), &[]).unwrap();
+    s.graphs
+        .launch(s.exec.as_mut(), &s.shared, b.graph, b.stream)
+        .unwrap();
+    let rand_dst = s.exec.malloc(0, 16 * 4).unwrap();
+    s.exec
+        .rand_generate(
+            &RandGenerateReq {
+                handle: b.rng,
+                stream: b.stream,
+                dst: rand_dst,
+                n: 16,
+                dist: dist::BITS32,
+                ..Default::default()
+            },
+            &DataSegs::from_slice(&mut []),
+        )
+        .unwrap();
+    s.exec.event_record(b.events[1], b.stream, 0).unwrap();
+    assert!(s.exec.event_elapsed(b.events[0], b.events[1]).is_ok());
+    let mut out = vec![0u8; N as usize * 4 + 64];
+    let (a, r) = out.split_at_mut(N as usize * 4);
+    for (src, dst) in [(b.buf, a), (rand_dst, r)] {
+        s.exec
+            .memcpy_dtoh(
+                &MemcpyDtoHReq {
+                    src,
+                    width: dst.len() as u64,
+                    height: 1,
+                    ..Default::default()
+                },
+                &DataSegs::from_slice(dst),
+            )
+            .unwrap();
+    }
+    s.exec.free(rand_dst).unwrap();
+    out.extend_from_slice(&i.to_le_bytes());
+    out
+}
+
+/// Saves `s` through the container format, as a migration moves it.
+fn carry(s: &mut Session) -> DeviceState {
+    let state = s.save_state().unwrap();
+    let bytes = format::encode(&DeviceState {
+        sessions: vec![(1, state)],
+        next_session: 2,
+    })
+    .unwrap();
+    format::decode(&bytes).unwrap()
+}
+
+#[test]
+fn a_loaded_session_goes_on_as_the_saved_one() {
+    let a = backend();
+    let mut left = a.new_session().unwrap();
+    let b = build(&mut left);
+    let mut state = carry(&mut left);
+    let (_, saved) = state.sessions.pop().unwrap();
+    let mut moved = backend()
+        .load_session(saved, Cancel::default(), Tenant::unique())
+        .unwrap();
+    for i in 1..4 {
+        assert_eq!(step(&mut left, &b, i), step(&mut moved, &b, i), "step {i}");
+    }
+    // Handles made after the move do not collide with the moved ones.
+    let fresh = moved.exec.stream_create(0, 0, 0).unwrap();
+    assert!(![b.stream, b.bump, b.tick, b.events[0], b.events[1]].contains(&fresh));
+    assert_eq!(fresh, left.exec.stream_create(0, 0, 0).unwrap());
+    let p = moved.exec.malloc(0, 4096).unwrap();
+    assert_eq!(p, left.exec.malloc(0, 4096).unwrap());
+    if b.blas != 0 {
+        moved.exec.blas_destroy(b.blas).unwrap();
+    }
+    moved.exec.rand_destroy(b.rng).unwrap();
+    moved.graphs.destroy(moved.exec.as_mut(), b.graph).unwrap();
+}
+
+#[test]
+fn what_cannot_move_is_named_and_leaves_the_session_alone() {
+    let mut s = backend().new_session().unwrap();
+    let b = build(&mut s);
+    let before = step(&mut s, &b, 9);
+    s.exec.ipc_get_mem_handle(b.buf).unwrap();
+    match s.save_state() {
+        Err(MigrateError::Unsupported(what)) => assert!(what.contains("IPC"), "{what}"),
+        other => panic!("{other:?}"),
+    }
+    let again = step(&mut s, &b, 9);
+    assert_ne!(before, again, "the session still runs");
+}
+
+#[test]
+fn inconsistent_states_load_nothing() {
+    let fresh = || {
+        let mut s = backend().new_session().unwrap();
+        build(&mut s);
+        carry(&mut s).sessions.pop().unwrap().1
+    };
+    type Damage = fn(&mut crate::migrate::state::CpuState);
+    let damages: [(&str, Damage); 8] = [
+        ("overlapping allocations", |c| {
+            c.allocs[1].addr = c.allocs[0].addr + 512
+        }),
+        ("misaligned allocation", |c| c.allocs[0].addr += 8),
+        ("short contents", |c| c.allocs[0].data.truncate(3)),
+        ("huge allocation", |c| c.allocs[0].len = 1 << 50),
+        ("duplicate handle", |c| {
+            c.streams[0].handle = c.functions[0].handle
+        }),
+        ("unknown kernel", |c| c.functions[0].kernel = 99),
+        ("stolen variable", |c| {
+            c.modules[0].allocs[0] = c.allocs[0].addr
+        }),
+        ("handle from the future", |c| {
+            c.events[0].handle = c.next_handle + 0x10
+        }),
+    ];
+    for (what, damage) in damages {
+        let mut st = fresh();
+        let ExecState::Cpu(c) = &mut st.exec;
+        damage(c);
+        let r = backend().load_session(st, Cancel::default(), Tenant::unique());
+        assert!(r.is_err(), "{what} loaded");
+    }
+    let mut st = fresh();
+    st.images[0].bytes[100] ^= 1;
+    assert!(
+        backend()
+            .load_session(st, Cancel::default(), Tenant::unique())
+            .is_err()
+    );
+}
+
+/// Writes the body of a real saved state (a session of every kind above) where
+/// `VCUDA_SEED_OUT` names, as a seed for the `device_state` fuzz target:
+/// `VCUDA_SEED_OUT=fuzz/corpus/device_state/session cargo test -p vcuda-backend --lib
+/// write_fuzz_seed -- --ignored`.
+#[test]
+#[ignore]
+fn write_fuzz_seed() {
+    let mut s = backend().new_session().unwrap();
+    build(&mut s);
+    let bytes = format::encode(&carry(&mut s)).unwrap();
+    let out = std::env::var("VCUDA_SEED_OUT").unwrap();
+    std::fs::write(out, &bytes[format::HEADER_LEN..]).unwrap();
+}

@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! The device state transfer of a migrating VM (`SET_DEVICE_STATE_FD`,
+//! `CHECK_DEVICE_STATE`): every session's state, in the container of
+//! [`crate::migrate::format`], through the pipe QEMU hands over.
+//!
+//! QEMU reads (or writes) the pipe only after `SET_DEVICE_STATE_FD` is answered, so the
+//! bytes move on a thread of their own; `CHECK_DEVICE_STATE` waits for it. On the source the
+//! sessions are saved before the answer (the VM and its rings are stopped, and a session
+//! that cannot move fails the migration right there, the VM running on here); the thread
+//! writes the bytes and closes the pipe, which ends the state. On the destination the thread
+//! reads the pipe to its end and decodes it, and the sessions are loaded at
+//! `CHECK_DEVICE_STATE`, before QEMU maps the guest's memory and starts the rings.
+
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use log::{info, warn};
+use vhost::vhost_user::message::{VhostTransferStateDirection, VhostTransferStatePhase};
+
+use super::device::Device;
+use crate::migrate::format;
+use crate::migrate::state::DeviceState;
+
+/// A transfer under way: its thread, which yields the loaded state on the destination.
+pub struct Transfer(JoinHandle<io::Result<Option<DeviceState>>>);
+
+/// Starts a transfer in `direction` through `file`.
+pub fn start(
+    device: &Device,
+    direction: VhostTransferStateDirection,
+    phase: VhostTransferStatePhase,
+    file: File,
+) -> io::Result<Transfer> {
+    if phase != VhostTransferStatePhase::STOPPED {
+        return Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "device state transfer only of a stopped device",
+        ));
+    }
+    let spawn = |f: Box<dyn FnOnce() -> io::Result<Option<DeviceState>> + Send>| {
+        std::thread::Builder::new()
+            .name("vcuda-migrate".into())
+            .spawn(f)
+            .map(Transfer)
+    };
+    match direction {
+        VhostTransferStateDirection::SAVE => {
+            let t = Instant::now();
+            let bytes = device
+                .save_state()
+                .and_then(|state| format::encode(&state))
+                .map_err(|e| {
+                    warn!("the VM cannot migrate: {e}");
+                    io::Error::other(e.to_string())
+                })?;
+            info!(
+                "device state saved: {} bytes in {:.1} ms",
+                bytes.len(),
+                t.elapsed().as_secs_f64() * 1e3
+            );
+            spawn(Box::new(move || {
+                let mut file = file;
+                file.write_all(&bytes)?;
+                Ok(None)
+            }))
+        }
+        VhostTransferStateDirection::LOAD => spawn(Box::new(move || {
+            let mut bytes = Vec::new();
+            let most = format::HEADER_LEN as u64 + format::MAX_BODY_LEN;
+            file.take(most).read_to_end(&mut bytes)?;
+            let state = format::decode(&bytes).map_err(|e| io::Error::other(e.to_string()))?;
+            info!("device state received: {} bytes", bytes.len());
+            Ok(Some(state))
+        })),
+    }
+}
+
+/// Ends transfer `t`: waits for its thread and, on the destination, loads the sessions.
+pub fn finish(device: &Device, t: Transfer) -> io::Result<()> {
+    let r = match t.0.join() {
+        Ok(r) => r,
+        Err(_) => Err(io::Error::other("the device state transfer failed")),
+    };
+    let r = r.and_then(|state| match state {
+        Some(state) => {
+            let t = Instant::now();
+            let n = device
+                .load_state(state)
+                .map_err(|e| io::Error::other(e.to_string()))?;
+            info!(
+                "device state loaded: {n} sessions in {:.1} ms",
+                t.elapsed().as_secs_f64() * 1e3
+            );
+            Ok(())
+        }
+        None => Ok(()),
+    });
+    if let Err(e) = &r {
+        warn!("device state transfer failed: {e}");
+    }
+    r
+}

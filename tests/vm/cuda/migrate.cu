@@ -1,0 +1,233 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+// vcuda-vm-test: libs=cublas,curand
+// vcuda-vm-test: expect=migrate: PASS
+// vcuda-vm-test: expect_err=vcuda vm: migrated at
+// vcuda-vm-test: vm=--migrate-after 6
+// Live migration (issue 39): builds device state of many kinds (device memory, a module
+// variable, a non-blocking stream, events, a captured and instantiated graph, a cuBLAS
+// handle, a cuRAND generator), then works on it step by step, sleeping between steps, while
+// `vcuda vm run --migrate-after` moves the guest to a second QEMU and backend. Every result
+// is checked against the host's: the kernels' and cuBLAS's arithmetic step by step, and the
+// generator's numbers against a fresh generator of the same seed at the end, which shows the
+// moved one went on where it stood. No page-locked memory: sessions sharing guest pages do
+// not migrate yet.
+//
+//   migrate [STEPS [SLEEP_MS [SPIN_ITERS [EXTRA_MIB]]]]   (defaults 40, 250, 20000000, 0)
+//
+// EXTRA_MIB more MiB of device memory hold numbers that do not compress, checked at the end
+// (bench/migrate.sh moves guests with more and less device memory this way).
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <curand.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <vector>
+
+#define CK(x)                                                                                 \
+    do {                                                                                      \
+        cudaError_t e_ = (x);                                                                 \
+        if (e_ != cudaSuccess) {                                                              \
+            printf("%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));        \
+            return 1;                                                                         \
+        }                                                                                     \
+    } while (0)
+#define CKB(x)                                                                                \
+    do {                                                                                      \
+        if ((x) != CUBLAS_STATUS_SUCCESS) {                                                   \
+            printf("%s:%d: %s failed\n", __FILE__, __LINE__, #x);                             \
+            return 1;                                                                         \
+        }                                                                                     \
+    } while (0)
+#define CKR(x)                                                                                \
+    do {                                                                                      \
+        if ((x) != CURAND_STATUS_SUCCESS) {                                                   \
+            printf("%s:%d: %s failed\n", __FILE__, __LINE__, #x);                             \
+            return 1;                                                                         \
+        }                                                                                     \
+    } while (0)
+
+__device__ unsigned counter = 7;
+
+__global__ void step(unsigned *a, int n, unsigned k) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) a[i] = a[i] * 2654435761u + k + counter;
+}
+
+__global__ void tick() { counter += 1; }
+
+// A kernel that runs a while (a migration may find it running).
+__global__ void spin(unsigned long long iters, unsigned *out) {
+    unsigned x = 1;
+    for (unsigned long long i = 0; i < iters; i++) x = x * 1664525u + 1013904223u;
+    *out = x;
+}
+
+__device__ unsigned mix(size_t i) {
+    unsigned x = (unsigned)i * 2246822519u + 374761393u;
+    x ^= x >> 15;
+    x *= 2654435761u;
+    return x ^ (x >> 13);
+}
+
+__global__ void fill(unsigned *p, size_t n) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        p[i] = mix(i);
+}
+
+__global__ void check(const unsigned *p, size_t n, unsigned *bad) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        if (p[i] != mix(i)) atomicAdd(bad, 1u);
+}
+
+static void host_step(std::vector<unsigned> &a, unsigned k, unsigned counter) {
+    for (auto &v : a) v = v * 2654435761u + k + counter;
+}
+
+int main(int argc, char **argv) {
+    int steps = argc > 1 ? atoi(argv[1]) : 40;
+    int sleep_ms = argc > 2 ? atoi(argv[2]) : 250;
+    unsigned long long spin_iters = argc > 3 ? strtoull(argv[3], 0, 10) : 20000000ull;
+    size_t extra_words = (argc > 4 ? strtoull(argv[4], 0, 10) : 0) << 18;
+    const int n = 4096, nx = 1024, nr = 256;
+
+    cudaStream_t s;
+    CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    CK(cudaEventRecord(e0, s));
+
+    std::vector<unsigned> ha(n);
+    for (int i = 0; i < n; i++) ha[i] = i * 3;
+    unsigned *a, *spun;
+    CK(cudaMalloc(&a, n * sizeof(unsigned)));
+    CK(cudaMalloc(&spun, sizeof(unsigned)));
+    CK(cudaMemcpy(a, ha.data(), n * sizeof(unsigned), cudaMemcpyHostToDevice));
+
+    std::vector<float> hx(nx), hy(nx, 0.0f);
+    for (int i = 0; i < nx; i++) hx[i] = (float)i;
+    float *x, *y;
+    CK(cudaMalloc(&x, nx * sizeof(float)));
+    CK(cudaMalloc(&y, nx * sizeof(float)));
+    CK(cudaMemcpy(x, hx.data(), nx * sizeof(float), cudaMemcpyHostToDevice));
+    CK(cudaMemset(y, 0, nx * sizeof(float)));
+    cublasHandle_t blas;
+    CKB(cublasCreate(&blas));
+    CKB(cublasSetStream(blas, s));
+
+    curandGenerator_t gen;
+    CKR(curandCreateGenerator(&gen, CURAND_RNG_PSEUDO_XORWOW));
+    CKR(curandSetPseudoRandomGeneratorSeed(gen, 1234));
+    CKR(curandSetStream(gen, s));
+    unsigned *r;
+    CK(cudaMalloc(&r, nr * sizeof(unsigned)));
+    std::vector<unsigned> drawn;
+
+    unsigned *extra = nullptr;
+    if (extra_words) {
+        CK(cudaMalloc(&extra, extra_words * sizeof(unsigned)));
+        fill<<<256, 256>>>(extra, extra_words);
+        CK(cudaDeviceSynchronize());
+    }
+
+    // A graph: tick, then a step with k = 1000.
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    tick<<<1, 1, 0, s>>>();
+    step<<<(n + 255) / 256, 256, 0, s>>>(a, n, 1000);
+    CK(cudaStreamEndCapture(s, &graph));
+    CK(cudaGraphInstantiate(&exec, graph, 0));
+
+    // Before the first launch: a pause a migration may fall in.
+    usleep(sleep_ms * 1000);
+    unsigned hcounter = 7;
+    const float alpha = 0.5f;
+    for (int k = 0; k < steps; k++) {
+        step<<<(n + 255) / 256, 256, 0, s>>>(a, n, k);
+        host_step(ha, k, hcounter);
+        tick<<<1, 1, 0, s>>>();
+        hcounter++;
+        CK(cudaGraphLaunch(exec, s));
+        hcounter++;
+        host_step(ha, 1000, hcounter);
+        CKB(cublasSaxpy(blas, nx, &alpha, x, 1, y, 1));
+        for (int i = 0; i < nx; i++) hy[i] += alpha * hx[i];
+        CKR(curandGenerate(gen, r, nr));
+        std::vector<unsigned> part(nr);
+        CK(cudaMemcpyAsync(part.data(), r, nr * sizeof(unsigned), cudaMemcpyDeviceToHost, s));
+        if (k % 8 == 4) spin<<<1, 1, 0, s>>>(spin_iters, spun);
+        CK(cudaStreamSynchronize(s));
+        drawn.insert(drawn.end(), part.begin(), part.end());
+        if (k % 10 == 0) printf("migrate: step %d\n", k);
+        fflush(stdout);
+        usleep(sleep_ms * 1000);
+    }
+    CK(cudaEventRecord(e1, s));
+    CK(cudaEventSynchronize(e1));
+    float ms = -1;
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+
+    int bad = 0;
+    std::vector<unsigned> da(n);
+    CK(cudaMemcpy(da.data(), a, n * sizeof(unsigned), cudaMemcpyDeviceToHost));
+    for (int i = 0; i < n; i++) bad += da[i] != ha[i];
+    if (bad) printf("migrate: %d of %d words of device memory differ\n", bad, n);
+    unsigned dcounter = 0;
+    CK(cudaMemcpyFromSymbol(&dcounter, counter, sizeof(unsigned)));
+    if (dcounter != hcounter) {
+        printf("migrate: module variable %u, expected %u\n", dcounter, hcounter);
+        bad++;
+    }
+    std::vector<float> dy(nx);
+    CK(cudaMemcpy(dy.data(), y, nx * sizeof(float), cudaMemcpyDeviceToHost));
+    for (int i = 0; i < nx; i++)
+        if (dy[i] != hy[i]) {
+            printf("migrate: saxpy y[%d] = %g, expected %g\n", i, dy[i], hy[i]);
+            bad++;
+            break;
+        }
+    // A fresh generator of the same seed draws the same numbers in one go.
+    curandGenerator_t fresh;
+    CKR(curandCreateGenerator(&fresh, CURAND_RNG_PSEUDO_XORWOW));
+    CKR(curandSetPseudoRandomGeneratorSeed(fresh, 1234));
+    unsigned *all;
+    size_t total = (size_t)steps * nr;
+    CK(cudaMalloc(&all, total * sizeof(unsigned)));
+    CKR(curandGenerate(fresh, all, total));
+    std::vector<unsigned> want(total);
+    CK(cudaMemcpy(want.data(), all, total * sizeof(unsigned), cudaMemcpyDeviceToHost));
+    if (want != drawn) {
+        printf("migrate: the generator's numbers differ from a fresh generator's\n");
+        bad++;
+    }
+    if (extra) {
+        unsigned *dbad, nbad = 0;
+        CK(cudaMalloc(&dbad, sizeof(unsigned)));
+        CK(cudaMemset(dbad, 0, sizeof(unsigned)));
+        check<<<256, 256>>>(extra, extra_words, dbad);
+        CK(cudaMemcpy(&nbad, dbad, sizeof(unsigned), cudaMemcpyDeviceToHost));
+        if (nbad) {
+            printf("migrate: %u of %zu words of the extra device memory differ\n", nbad,
+                   extra_words);
+            bad++;
+        }
+    }
+    if (!(ms >= 0)) {
+        printf("migrate: elapsed time %g ms\n", ms);
+        bad++;
+    }
+    CKR(curandDestroyGenerator(fresh));
+    CKR(curandDestroyGenerator(gen));
+    CKB(cublasDestroy(blas));
+    CK(cudaGraphExecDestroy(exec));
+    CK(cudaGraphDestroy(graph));
+    CK(cudaStreamDestroy(s));
+    printf("migrate: %s (%d steps, %.0f ms between the events)\n", bad ? "FAIL" : "PASS", steps,
+           ms);
+    return bad ? 1 : 0;
+}

@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+// vcuda-vm-test: expect=migrate-refused: PASS
+// vcuda-vm-test: expect_err=the guest runs on where it was
+// vcuda-vm-test: vm=--migrate-after 6
+// A migration that cannot carry a session (page-locked memory does not move yet) fails
+// cleanly: `vcuda vm run --migrate-after` reports it, and the program runs on at the source
+// with its state intact, every result checked.
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#define CK(x)                                                                                 \
+    do {                                                                                      \
+        cudaError_t e_ = (x);                                                                 \
+        if (e_ != cudaSuccess) {                                                              \
+            printf("%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));        \
+            return 1;                                                                         \
+        }                                                                                     \
+    } while (0)
+
+__global__ void add(unsigned *a, int n, unsigned k) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) a[i] += k;
+}
+
+int main() {
+    const int n = 1024, steps = 40;
+    unsigned *h, *d;
+    CK(cudaMallocHost(&h, n * sizeof(unsigned)));
+    CK(cudaMalloc(&d, n * sizeof(unsigned)));
+    CK(cudaMemset(d, 0, n * sizeof(unsigned)));
+    int bad = 0;
+    for (int k = 1; k <= steps; k++) {
+        add<<<(n + 255) / 256, 256>>>(d, n, k);
+        CK(cudaMemcpy(h, d, n * sizeof(unsigned), cudaMemcpyDeviceToHost));
+        unsigned want = k * (k + 1) / 2;
+        for (int i = 0; i < n; i++) bad += h[i] != want;
+        usleep(250 * 1000);
+    }
+    CK(cudaFreeHost(h));
+    printf("migrate-refused: %s\n", bad ? "FAIL" : "PASS");
+    return bad ? 1 : 0;
+}

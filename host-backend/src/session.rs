@@ -28,6 +28,7 @@ use crate::metrics::SessionCounters;
 use crate::modules::{ModuleCache, SentImages};
 use crate::shared::{Alias, SharedRegions};
 
+mod pending;
 mod state;
 
 /// What every session of one backend shares.
@@ -97,6 +98,7 @@ impl Backend {
             call_ring: None,
             guest_pages: false,
             graphs: Graphs::default(),
+            pending: None,
             log_limit: LogLimiter::new(module_path!(), 10, Duration::from_secs(10)),
         })
     }
@@ -125,7 +127,7 @@ pub struct Session {
     /// Shared memory exposed to kernels (`MapHostMemory`): device address -> region, and
     /// the region's second mapping at that address where the executor needs one. After
     /// `exec` (fields drop in order): the executor lets go of the aliases first.
-    mapped: BTreeMap<u64, (u64, Option<Alias>)>,
+    mapped: BTreeMap<u64, MappedRange>,
     /// Whether the transport passes file descriptors (see [`Session::pass_fds`]).
     passes_fds: bool,
     /// The call ring the guest's `Hello` offered and this session took, until the
@@ -135,6 +137,9 @@ pub struct Session {
     guest_pages: bool,
     /// Graphs of device work (see [`crate::graphs`]).
     graphs: Graphs,
+    /// What a loaded session shares of the guest's pages, until this backend maps the
+    /// guest's memory (see `session/state.rs`).
+    pending: Option<pending::Pending>,
 }
 
 impl std::fmt::Debug for Session {
@@ -144,6 +149,15 @@ impl std::fmt::Debug for Session {
             .field("sticky", &self.sticky)
             .finish()
     }
+}
+
+/// A range of a shared region exposed to kernels (`MapHostMemory`).
+struct MappedRange {
+    region: u64,
+    offset: u64,
+    len: u64,
+    /// The region's second mapping at the device address, where the executor needs one.
+    _alias: Option<Alias>,
 }
 
 /// What a transport does after [`Session::handle`].
@@ -299,13 +313,17 @@ impl Session {
         self.passes_fds || self.guest_pages
     }
 
-    /// Makes a shared region of guest RAM pieces (see [`SharedRegions::share_pieces`]):
-    /// its handle.
-    pub fn share_pieces(&mut self, pieces: &[crate::shared::Piece<'_>]) -> ExecResult<u64> {
+    /// Makes a shared region of guest RAM pieces, the guest pages at guest-physical
+    /// `extents` (see [`SharedRegions::share_pieces`]): its handle.
+    pub fn share_pieces(
+        &mut self,
+        pieces: &[crate::shared::Piece<'_>],
+        extents: &[(u64, u64)],
+    ) -> ExecResult<u64> {
         if !self.guest_pages {
             return Err(Status::NOT_SUPPORTED);
         }
-        let h = self.shared.share_pieces(pieces)?;
+        let h = self.shared.share_pieces(pieces, extents)?;
         if let Some((addr, len)) = self.shared.range(h) {
             self.exec.host_memory_shared(addr, len);
         }
@@ -318,7 +336,7 @@ impl Session {
         let gone: Vec<u64> = self
             .mapped
             .iter()
-            .filter(|&(_, &(r, _))| r == handle)
+            .filter(|(_, m)| m.region == handle)
             .map(|(&a, _)| a)
             .collect();
         for a in gone {
@@ -349,6 +367,42 @@ impl Session {
         let r = self.handle(header, ctrl, out, inp, reply, reply_capacity);
         self.shared.end_message();
         r
+    }
+
+    /// `MapHostMemory`: exposes `len` bytes at `offset` of shared region `region` to kernels
+    /// at device address `addr`.
+    fn map_host(&mut self, region: u64, offset: u64, len: u64, addr: u64) -> ExecResult<()> {
+        let e = &mut self.exec;
+        if !(self.passes_fds || self.guest_pages) || !e.can_map_host_memory() {
+            return Err(Status::NOT_SUPPORTED);
+        }
+        if self.mapped.contains_key(&addr) {
+            return Err(Status::INVALID_VALUE);
+        }
+        if self.mapped.len() >= crate::shared::MAX_REGIONS {
+            return Err(Status::MEMORY_ALLOCATION);
+        }
+        // In bounds, and every page already populated by the guest (kernels must not make
+        // the backend allocate the guest's memory): both checked by `host_range`, and by
+        // `alias` where the executor's device needs the pages at the guest's own address
+        // here (dropped, so unmapped, if the executor refuses them).
+        let (host, alias) = if e.maps_host_memory_in_place() {
+            let a = self.shared.alias(region, offset, len, addr)?;
+            (addr as usize, Some(a))
+        } else {
+            (self.shared.host_range(region, offset, len)?, None)
+        };
+        e.host_memory_map(addr, host, len as usize)?;
+        self.mapped.insert(
+            addr,
+            MappedRange {
+                region,
+                offset,
+                len,
+                _alias: alias,
+            },
+        );
+        Ok(())
     }
 
     /// The call ring the guest's `Hello` offered and this session accepted
@@ -551,34 +605,12 @@ impl Session {
             }
             Request::UnshareMemory(h) => done::<ops::UnshareMemory>(self.unshare_region(h.handle)),
             Request::MapHostMemory(r) => {
-                if !(self.passes_fds || self.guest_pages) || !e.can_map_host_memory() {
-                    return Err(Status::NOT_SUPPORTED);
-                }
-                if self.mapped.contains_key(&r.addr) {
-                    return Err(Status::INVALID_VALUE);
-                }
-                if self.mapped.len() >= crate::shared::MAX_REGIONS {
-                    return Err(Status::MEMORY_ALLOCATION);
-                }
-                // In bounds, and every page already populated by the guest (kernels must
-                // not make the backend allocate the guest's memory): both checked by
-                // `host_range`, and by `alias` where the executor's device needs the pages
-                // at the guest's own address here (dropped, so unmapped, if the executor
-                // refuses them).
-                let (host, alias) = if e.maps_host_memory_in_place() {
-                    let a = self.shared.alias(r.region, r.offset, r.len, r.addr)?;
-                    (r.addr as usize, Some(a))
-                } else {
-                    (self.shared.host_range(r.region, r.offset, r.len)?, None)
-                };
-                e.host_memory_map(r.addr, host, r.len as usize)?;
-                self.mapped.insert(r.addr, (r.region, alias));
-                done::<ops::MapHostMemory>(Ok(()))
+                done::<ops::MapHostMemory>(self.map_host(r.region, r.offset, r.len, r.addr))
             }
             Request::UnmapHostMemory(p) => {
-                let (_, alias) = self.mapped.remove(&p.ptr).ok_or(Status::INVALID_VALUE)?;
+                let mapped = self.mapped.remove(&p.ptr).ok_or(Status::INVALID_VALUE)?;
                 let r = e.host_memory_unmap(p.ptr);
-                drop(alias);
+                drop(mapped);
                 done::<ops::UnmapHostMemory>(r)
             }
             Request::MemcpyHtoDShared(ref r) => {

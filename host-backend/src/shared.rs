@@ -213,6 +213,13 @@ fn spans_within(
 /// A piece of a file to map: the file, the offset in it and the length, page-aligned.
 pub type Piece<'f> = (BorrowedFd<'f>, u64, usize);
 
+/// Guest-physical extents `(address, length)` of a region of guest pages, in order.
+pub type Extents = Vec<(u64, u64)>;
+
+/// Turns guest-physical extents into pieces of the guest's memory as this backend maps it
+/// (the vhost-user transport's `pages::pieces`).
+pub type ResolvePieces<'m> = dyn Fn(&[(u64, u64)]) -> Result<Vec<Piece<'m>>, String> + 'm;
+
 /// A session's shared regions.
 #[derive(Default)]
 pub struct SharedRegions {
@@ -221,6 +228,9 @@ pub struct SharedRegions {
     total: u64,
     /// File descriptors that came with the message being handled.
     pending: Vec<OwnedFd>,
+    /// The guest-physical extents `(address, length)` of each region of guest pages (a VM's),
+    /// by handle: what a migrating session keeps of them (see `session/state.rs`).
+    extents: HashMap<u64, Extents>,
 }
 
 impl std::fmt::Debug for SharedRegions {
@@ -289,9 +299,59 @@ impl SharedRegions {
         self.next
     }
 
-    /// Maps `pieces` (guest RAM, resolved from a VM's `SharePages`) one after another into
-    /// one range; returns the region's handle. Neighbouring pieces of one file merge.
-    pub fn share_pieces(&mut self, pieces: &[Piece<'_>]) -> ExecResult<u64> {
+    /// Maps `pieces` (guest RAM, resolved from a VM's `SharePages` naming guest-physical
+    /// `extents`) one after another into one range; returns the region's handle.
+    /// Neighbouring pieces of one file merge.
+    pub fn share_pieces(
+        &mut self,
+        pieces: &[Piece<'_>],
+        extents: &[(u64, u64)],
+    ) -> ExecResult<u64> {
+        let m = self.map_guest_pieces(pieces)?;
+        let h = self.insert(m);
+        self.extents.insert(h, extents.to_vec());
+        Ok(h)
+    }
+
+    /// The regions of guest pages, by handle, with their guest-physical extents; `None` if a
+    /// region is a memory file (a Unix socket's).
+    pub fn guest_regions(&self) -> Option<Vec<(u64, Extents)>> {
+        let mut out = Vec::with_capacity(self.regions.len());
+        for &h in self.regions.keys() {
+            out.push((h, self.extents.get(&h)?.clone()));
+        }
+        out.sort_unstable_by_key(|(h, _)| *h);
+        Some(out)
+    }
+
+    /// The counter behind region handles.
+    pub fn next_handle(&self) -> u64 {
+        self.next
+    }
+
+    /// Re-creates region `handle` (of a loaded session) over `pieces`, the guest pages at
+    /// `extents` in this backend's map of the guest's memory; the handle counter goes to at
+    /// least `next`.
+    pub fn restore_pieces(
+        &mut self,
+        handle: u64,
+        pieces: &[Piece<'_>],
+        extents: &[(u64, u64)],
+        next: u64,
+    ) -> ExecResult<()> {
+        if handle == 0 || handle > next || self.regions.contains_key(&handle) {
+            return Err(Status::INVALID_VALUE);
+        }
+        let m = self.map_guest_pieces(pieces)?;
+        self.total += m.len as u64;
+        self.regions.insert(handle, m);
+        self.extents.insert(handle, extents.to_vec());
+        self.next = self.next.max(next);
+        Ok(())
+    }
+
+    /// Maps guest RAM pieces into one range, within the session's and the process's bounds.
+    fn map_guest_pieces(&mut self, pieces: &[Piece<'_>]) -> ExecResult<Mapping> {
         let len = pieces
             .iter()
             .try_fold(0u64, |t, p| t.checked_add(p.2 as u64))
@@ -303,8 +363,7 @@ impl SharedRegions {
             debug!("SharePages refused: over {MAX_SESSION_PIECES} guest RAM pieces in the session");
             return Err(Status::MEMORY_ALLOCATION);
         }
-        let m = map_pieces(&pieces)?;
-        Ok(self.insert(m))
+        map_pieces(&pieces)
     }
 
     /// Where a region is mapped in this process: `(address, length)`.
@@ -317,6 +376,7 @@ impl SharedRegions {
     /// Unmaps a region.
     pub fn unshare(&mut self, handle: u64) -> ExecResult<()> {
         let m = self.regions.remove(&handle).ok_or(Status::INVALID_VALUE)?;
+        self.extents.remove(&handle);
         self.total -= m.len as u64;
         Ok(())
     }
@@ -706,7 +766,10 @@ mod tests {
         let b = fd.as_fd();
         let mut s = SharedRegions::default();
         let h = s
-            .share_pieces(&[(b, 3 * 4096, 4096), (b, 0, 4096), (b, 2 * 4096, 4096)])
+            .share_pieces(
+                &[(b, 3 * 4096, 4096), (b, 0, 4096), (b, 2 * 4096, 4096)],
+                &[],
+            )
             .unwrap();
         let at = free_address(3 * 4096);
         let before = GUEST_PIECES.load(Ordering::Relaxed);
@@ -748,7 +811,10 @@ mod tests {
         // Pages 2, 3 (one piece once merged), then 0.
         let before = GUEST_PIECES.load(Ordering::Relaxed);
         let h = s
-            .share_pieces(&[(b, 2 * 4096, 4096), (b, 3 * 4096, 4096), (b, 0, 4096)])
+            .share_pieces(
+                &[(b, 2 * 4096, 4096), (b, 3 * 4096, 4096), (b, 0, 4096)],
+                &[],
+            )
             .unwrap();
         let (addr, len) = s.range(h).unwrap();
         assert_eq!(len, 3 * 4096);
@@ -770,14 +836,14 @@ mod tests {
         s.unshare(h).unwrap();
         // Misaligned or empty pieces are refused.
         assert_eq!(
-            s.share_pieces(&[(b, 100, 4096)]).unwrap_err(),
+            s.share_pieces(&[(b, 100, 4096)], &[]).unwrap_err(),
             Status::INVALID_VALUE
         );
         assert_eq!(
-            s.share_pieces(&[(b, 0, 100)]).unwrap_err(),
+            s.share_pieces(&[(b, 0, 100)], &[]).unwrap_err(),
             Status::INVALID_VALUE
         );
-        assert_eq!(s.share_pieces(&[]).unwrap_err(), Status::INVALID_VALUE);
+        assert_eq!(s.share_pieces(&[], &[]).unwrap_err(), Status::INVALID_VALUE);
     }
 
     #[test]

@@ -212,7 +212,12 @@ pub fn run(opts: &VmOptions) -> io::Result<u8> {
                     backend.stop();
                     (qemu, backend) = (q, b);
                 }
-                Err(e) => eprintln!("vcuda vm: {e}; the guest runs on where it was"),
+                Err(e) => match qemu.child().try_wait() {
+                    Ok(Some(_)) => {
+                        eprintln!("vcuda vm: the guest ended before its migration did ({e})")
+                    }
+                    _ => eprintln!("vcuda vm: {e}; the guest runs on where it was"),
+                },
             }
             writers = None;
         }

@@ -34,8 +34,29 @@ pub struct SessionState {
     pub images: Vec<Image>,
     /// The session's graphs.
     pub graphs: GraphsState,
+    /// Regions of guest pages the guest shares with the session (page-locked, mapped and
+    /// managed memory): each handle with the guest-physical extents `(address, length)` of
+    /// its pages, in order. The pages themselves travel as guest RAM.
+    pub shared: Vec<(u64, Vec<(u64, u64)>)>,
+    /// The counter behind region handles.
+    pub shared_next: u64,
+    /// Ranges of those regions exposed to kernels.
+    pub mapped: Vec<MappedState>,
     /// The executor's state.
     pub exec: ExecState,
+}
+
+/// A range of a shared region exposed to kernels at a device address (`MapHostMemory`).
+#[derive(Debug, Serialize, Deserialize)]
+pub struct MappedState {
+    /// The device address.
+    pub addr: u64,
+    /// The region's handle.
+    pub region: u64,
+    /// Offset of the range in the region.
+    pub offset: u64,
+    /// Bytes.
+    pub len: u64,
 }
 
 /// A module image.

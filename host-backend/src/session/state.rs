@@ -8,10 +8,12 @@ use std::sync::Arc;
 use sha2::{Digest, Sha256};
 use vcuda_protocol::status;
 
+use super::pending::Pending;
 use super::{Backend, Session};
 use crate::executor::{Cancel, MAX_STDOUT_BUFFER, ModuleImage, Status, Tenant};
 use crate::migrate::MigrateError;
-use crate::migrate::state::{Image, SessionState};
+use crate::migrate::state::{Image, MappedState, SessionState};
+use crate::shared::ResolvePieces;
 
 impl Session {
     /// Everything the session built, for [`Backend::load_session`] in another backend.
@@ -19,12 +21,26 @@ impl Session {
     /// session holds something that cannot move yet (memory the guest shares with the
     /// host, among others: see [`crate::migrate`]); the session is unchanged then.
     pub fn save_state(&mut self) -> Result<SessionState, MigrateError> {
-        if !self.shared.is_empty() || !self.mapped.is_empty() {
+        if self.pending.is_some() {
             return Err(MigrateError::Unsupported(
-                "host memory the guest shares with the device (page-locked, mapped or managed memory)"
-                    .into(),
+                "a session loaded here whose guest memory was never mapped".into(),
             ));
         }
+        let Some(shared) = self.shared.guest_regions() else {
+            return Err(MigrateError::Unsupported(
+                "memory shared over a Unix socket (only a VM's sessions move)".into(),
+            ));
+        };
+        let mapped = self
+            .mapped
+            .iter()
+            .map(|(&addr, m)| MappedState {
+                addr,
+                region: m.region,
+                offset: m.offset,
+                len: m.len,
+            })
+            .collect();
         let (exec, images) = self.exec.save_state()?;
         self.collect_stdout();
         Ok(SessionState {
@@ -40,8 +56,49 @@ impl Session {
                 })
                 .collect(),
             graphs: self.graphs.save_state(),
+            shared,
+            shared_next: self.shared.next_handle(),
+            mapped,
             exec,
         })
+    }
+
+    /// The guest-physical extents `(address, length)` of every guest page the session
+    /// shares (a VM's: pages the backend may write behind the guest's back, through copies
+    /// and kernels).
+    pub fn shared_extents(&self) -> Vec<(u64, u64)> {
+        let mut out = Vec::new();
+        if let Some(regions) = self.shared.guest_regions() {
+            out.extend(regions.into_iter().flat_map(|(_, e)| e));
+        }
+        if let Some(p) = &self.pending {
+            out.extend(p.extents());
+        }
+        out
+    }
+
+    /// Shares again the guest pages a loaded session shared on the other side, now that
+    /// this backend maps the guest's memory: `resolve` turns guest-physical extents into
+    /// pieces of that memory. Their ranges exposed to kernels are exposed again at the same
+    /// device addresses. Nothing to do for a session that shares none.
+    pub fn restore_guest_pages<'m>(&mut self, resolve: &ResolvePieces<'m>) -> Result<(), String> {
+        let Some(p) = self.pending.take() else {
+            return Ok(());
+        };
+        for (h, extents) in &p.shared {
+            let pieces = resolve(extents)?;
+            self.shared
+                .restore_pieces(*h, &pieces, extents, p.next)
+                .map_err(|s| format!("region {h}: {s}"))?;
+            if let Some((addr, len)) = self.shared.range(*h) {
+                self.exec.host_memory_shared(addr, len);
+            }
+        }
+        for m in &p.mapped {
+            self.map_host(m.region, m.offset, m.len, m.addr)
+                .map_err(|s| format!("range at {:#x}: {s}", m.addr))?;
+        }
+        Ok(())
     }
 }
 
@@ -73,9 +130,11 @@ impl Backend {
             }
             images.insert(hash, Arc::new(ModuleImage { hash, bytes }));
         }
+        let pending = Pending::check(state.shared, state.shared_next, state.mapped)?;
         let mut session = self
             .new_session_with(cancel, tenant)
             .map_err(|s| MigrateError::NoRoom(format!("no session: {s}")))?;
+        session.pending = pending;
         session.exec.load_state(state.exec, &images)?;
         session
             .graphs

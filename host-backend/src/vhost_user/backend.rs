@@ -75,6 +75,8 @@ pub type Vring = VringRwLock<AtomicMem>;
 
 /// How long `GET_VRING_BASE` waits for a queue's chains in flight.
 pub const STOP_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a queue's stop waits for a session's worker to let go of it (see `stop_vring`).
+const MARK_WAIT: Duration = Duration::from_millis(100);
 /// How long the end of a connection waits for session workers to finish.
 pub const DISCONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// The longest poll time ([`VhostUserCuda::with_poll`]).
@@ -489,6 +491,8 @@ impl VhostUserBackend for VhostUserCuda {
         // The old map stays mapped (held in `told`) until the executor has moved off it.
         let mut told = lock(&self.told);
         self.backend.guest_memory_changed(&regions);
+        // Sessions that came in a migration share the guest's pages again, now mapped here.
+        self.device.restore_guest_pages(&guard);
         *told = Some(guard.into_inner());
         Ok(())
     }
@@ -510,6 +514,13 @@ impl VhostUserBackend for VhostUserCuda {
         if !state.drain(STOP_TIMEOUT) {
             warn!("queue {index} stopped with chains still running; they will not be completed");
         }
+        // Kernels and copies wrote shared guest pages behind vm-memory's back: a migration's
+        // last copy of the guest's RAM takes them again. Once the last queue stopped every
+        // call has ended (each queue's drained), so that stop logs every session; a call still
+        // running on another queue is not waited for here (only the moment a worker takes to
+        // let go of its session after completing).
+        self.device
+            .mark_shared_dirty(&self.mem.memory(), Instant::now() + MARK_WAIT);
         state.invalidate();
         self.device.next_epoch();
         if let Some(v) = lock(&state.vring).as_ref() {

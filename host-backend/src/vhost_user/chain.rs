@@ -199,9 +199,7 @@ impl Area {
     /// [`Area::slices`] gave, a device's DMA).
     pub fn mark_dirty(&self, mem: &Mem) {
         for r in &self.ranges {
-            for s in GuestMemoryBackend::get_slices(mem, r.addr, r.len as usize).flatten() {
-                s.bitmap().mark_dirty(0, s.len());
-            }
+            mark_dirty(mem, r.addr, u64::from(r.len));
         }
     }
 
@@ -218,6 +216,17 @@ impl Area {
             }
         }
         Some(out)
+    }
+}
+
+/// Logs `len` bytes of guest memory at `addr` as written in the dirty-page log (a no-op
+/// while no migration logs; bytes outside guest memory are skipped).
+pub fn mark_dirty(mem: &Mem, addr: GuestAddress, len: u64) {
+    let Ok(len) = usize::try_from(len) else {
+        return;
+    };
+    for s in GuestMemoryBackend::get_slices(mem, addr, len).flatten() {
+        s.bitmap().mark_dirty(0, s.len());
     }
 }
 

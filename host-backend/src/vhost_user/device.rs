@@ -238,6 +238,22 @@ impl Shared {
         // a session (or none), which is what the next chain needs.
         self.slot.lock().unwrap_or_else(|e| e.into_inner())
     }
+
+    /// The slot, if the call holding it (if any) ends before `deadline`.
+    fn slot_until(&self, deadline: Instant) -> Option<MutexGuard<'_, Slot>> {
+        loop {
+            match self.slot.try_lock() {
+                Ok(g) => return Some(g),
+                Err(std::sync::TryLockError::Poisoned(e)) => return Some(e.into_inner()),
+                Err(std::sync::TryLockError::WouldBlock) if Instant::now() >= deadline => {
+                    return None;
+                }
+                Err(std::sync::TryLockError::WouldBlock) => {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            }
+        }
+    }
 }
 
 enum Worker {
@@ -270,6 +286,9 @@ struct Inner {
     live: Mutex<usize>,
     idle: Condvar,
     epoch: AtomicU64,
+    /// Sessions whose shared guest pages the last stop of a queue could not log as written
+    /// (a call of theirs still ran): see `state.rs`.
+    unlogged: Mutex<Vec<u64>>,
 }
 
 impl Inner {
@@ -317,6 +336,7 @@ impl Device {
                 live: Mutex::new(0),
                 idle: Condvar::new(),
                 epoch: AtomicU64::new(0),
+                unlogged: Mutex::new(Vec::new()),
             }),
         }
     }
@@ -784,7 +804,8 @@ fn pages(slot: &mut Slot, mem: &Mem, chain: &Chain) -> (CudaStatus, Vec<u8>) {
                     debug!("SharePages refused: {why}");
                     status::INVALID_VALUE
                 })?;
-                let h = s.share_pieces(&pieces).map_err(|e| e.code())?;
+                let gpa: Vec<(u64, u64)> = extents.iter().map(|e| (e.addr, e.len)).collect();
+                let h = s.share_pieces(&pieces, &gpa).map_err(|e| e.code())?;
                 debug!(
                     "{} bytes of guest pages ({} extents) shared as region {h}",
                     req.len,

@@ -3,14 +3,16 @@
 // vcuda-vm-test: expect=migrate: PASS
 // vcuda-vm-test: expect_err=vcuda vm: migrated at
 // vcuda-vm-test: vm=--migrate-after 6
+// vcuda-vm-test: args=100
 // Live migration (issue 39): builds device state of many kinds (device memory, a module
 // variable, a non-blocking stream, events, a captured and instantiated graph, a cuBLAS
-// handle, a cuRAND generator), then works on it step by step, sleeping between steps, while
-// `vcuda vm run --migrate-after` moves the guest to a second QEMU and backend. Every result
-// is checked against the host's: the kernels' and cuBLAS's arithmetic step by step, and the
-// generator's numbers against a fresh generator of the same seed at the end, which shows the
-// moved one went on where it stood. No page-locked memory: sessions sharing guest pages do
-// not migrate yet.
+// handle, a cuRAND generator, page-locked, mapped and managed memory), then works on it step
+// by step, sleeping between steps, while `vcuda vm run --migrate-after` moves the guest to a
+// second QEMU and backend. Every result is checked against the host's: the kernels' and
+// cuBLAS's arithmetic step by step (kernels writing mapped and managed memory included), and
+// the generator's numbers against a fresh generator of the same seed at the end, which shows
+// the moved one went on where it stood. (100 steps in the VM test: the program must outlast
+// the migration, which takes seconds under TCG on a busy machine.)
 //
 //   migrate [STEPS [SLEEP_MS [SPIN_ITERS [EXTRA_MIB]]]]   (defaults 40, 250, 20000000, 0)
 //
@@ -83,6 +85,11 @@ __global__ void check(const unsigned *p, size_t n, unsigned *bad) {
         if (p[i] != mix(i)) atomicAdd(bad, 1u);
 }
 
+__global__ void stamp(unsigned *p, int n, unsigned k) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) p[i] = p[i] * 31u + k + i;
+}
+
 static void host_step(std::vector<unsigned> &a, unsigned k, unsigned counter) {
     for (auto &v : a) v = v * 2654435761u + k + counter;
 }
@@ -134,6 +141,16 @@ int main(int argc, char **argv) {
         CK(cudaDeviceSynchronize());
     }
 
+    // Page-locked memory for copies, mapped memory kernels write in place, managed memory.
+    const int m = 2048;
+    unsigned *pinned, *mapped_h, *mapped_d, *managed;
+    CK(cudaMallocHost(&pinned, n * sizeof(unsigned)));
+    CK(cudaHostAlloc(&mapped_h, m * sizeof(unsigned), cudaHostAllocMapped));
+    CK(cudaHostGetDevicePointer(&mapped_d, mapped_h, 0));
+    CK(cudaMallocManaged(&managed, m * sizeof(unsigned)));
+    std::vector<unsigned> hm(m), hg(m);
+    for (int i = 0; i < m; i++) mapped_h[i] = hm[i] = i, managed[i] = hg[i] = 2 * i;
+
     // A graph: tick, then a step with k = 1000.
     cudaGraph_t graph;
     cudaGraphExec_t exec;
@@ -157,12 +174,24 @@ int main(int argc, char **argv) {
         host_step(ha, 1000, hcounter);
         CKB(cublasSaxpy(blas, nx, &alpha, x, 1, y, 1));
         for (int i = 0; i < nx; i++) hy[i] += alpha * hx[i];
+        stamp<<<(m + 255) / 256, 256, 0, s>>>(mapped_d, m, k);
+        stamp<<<(m + 255) / 256, 256, 0, s>>>(managed, m, k + 7);
+        for (int i = 0; i < m; i++) hm[i] = hm[i] * 31u + k + i, hg[i] = hg[i] * 31u + k + 7 + i;
         CKR(curandGenerate(gen, r, nr));
         std::vector<unsigned> part(nr);
         CK(cudaMemcpyAsync(part.data(), r, nr * sizeof(unsigned), cudaMemcpyDeviceToHost, s));
         if (k % 8 == 4) spin<<<1, 1, 0, s>>>(spin_iters, spun);
+        CK(cudaMemcpyAsync(pinned, a, n * sizeof(unsigned), cudaMemcpyDeviceToHost, s));
         CK(cudaStreamSynchronize(s));
         drawn.insert(drawn.end(), part.begin(), part.end());
+        int wrong = 0;
+        for (int i = 0; i < n; i++) wrong += pinned[i] != ha[i];
+        for (int i = 0; i < m; i++) wrong += (mapped_h[i] != hm[i]) + (managed[i] != hg[i]);
+        if (wrong) {
+            printf("migrate: step %d: %d words of page-locked, mapped or managed memory differ\n",
+                   k, wrong);
+            return 1;
+        }
         if (k % 10 == 0) printf("migrate: step %d\n", k);
         fflush(stdout);
         usleep(sleep_ms * 1000);
@@ -227,6 +256,9 @@ int main(int argc, char **argv) {
     CK(cudaGraphExecDestroy(exec));
     CK(cudaGraphDestroy(graph));
     CK(cudaStreamDestroy(s));
+    CK(cudaFreeHost(pinned));
+    CK(cudaFreeHost(mapped_h));
+    CK(cudaFree(managed));
     printf("migrate: %s (%d steps, %.0f ms between the events)\n", bad ? "FAIL" : "PASS", steps,
            ms);
     return bad ? 1 : 0;

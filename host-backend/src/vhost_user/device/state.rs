@@ -10,13 +10,19 @@
 //! not move yet).
 
 use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
-use log::info;
+use log::{info, warn};
+use vcuda_protocol::virtio::PageExtent;
+use vm_memory::GuestAddress;
 
+use super::super::chain::{self, Mem};
+use super::super::pages;
 use super::{Device, Entry, Slot, Threading, Worker, start_worker};
 use crate::executor::Cancel;
 use crate::migrate::MigrateError;
 use crate::migrate::state::{DeviceState, SessionState};
+use crate::session::Session;
 
 impl Device {
     /// Every session's state. Call it only while no chain can run (the rings stopped).
@@ -49,6 +55,85 @@ impl Device {
             sessions,
             next_session: 0,
         })
+    }
+
+    /// Shares again, in `mem` (the guest's memory as this backend now maps it), the guest
+    /// pages each loaded session shared on the other side. A session whose pages cannot be
+    /// shared again is dropped (the guest's calls to it then fail), the others go on.
+    pub fn restore_guest_pages(&self, mem: &Mem) {
+        // Loaded sessions run no call before their rings start, after this.
+        let deadline = Instant::now() + Duration::from_secs(1);
+        let resolve = |extents: &[(u64, u64)]| {
+            let e: Vec<PageExtent> = extents
+                .iter()
+                .map(|&(addr, len)| PageExtent { addr, len })
+                .collect();
+            pages::pieces(mem, &e)
+        };
+        let busy = self.each_session(deadline, |id, session| {
+            if let Err(e) = session.restore_guest_pages(&resolve) {
+                warn!("session {id:#x} dropped: its shared guest pages: {e}");
+                return false;
+            }
+            true
+        });
+        for id in busy {
+            warn!("session {id:#x} busy while the guest's memory was mapped");
+        }
+    }
+
+    /// Logs every guest page the sessions share as written (in the dirty-page log of a
+    /// migration): kernels and copies write them behind vm-memory's back. Called as a
+    /// request queue stops, after its calls ended, so the last copy of the guest's RAM has
+    /// them. Waits until `deadline` for calls still running on other queues; the sessions
+    /// still busy then are not logged, and the device will not save its state
+    /// ([`Device::save_state`] refuses) until a later call logs them.
+    pub fn mark_shared_dirty(&self, mem: &Mem, deadline: Instant) {
+        let busy = self.each_session(deadline, |_, session| {
+            for (addr, len) in session.shared_extents() {
+                chain::mark_dirty(mem, GuestAddress(addr), len);
+            }
+            true
+        });
+        *self
+            .inner
+            .unlogged
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = busy;
+    }
+
+    /// Runs `f` on every session, waiting until `deadline` for a call one runs to end;
+    /// drops those for which `f` returns false (the guest's calls to them then get "no
+    /// session"). The ids of sessions still busy at the deadline, which `f` did not see.
+    fn each_session(
+        &self,
+        deadline: Instant,
+        mut f: impl FnMut(u64, &mut Session) -> bool,
+    ) -> Vec<u64> {
+        let mut t = self.inner.table();
+        let mut busy = Vec::new();
+        for (&id, e) in &mut t.sessions {
+            let mut guard;
+            let slot: &mut Slot = match &mut e.worker {
+                Worker::Thread(_, shared) => match shared.slot_until(deadline) {
+                    Some(g) => {
+                        guard = g;
+                        &mut guard
+                    }
+                    None => {
+                        busy.push(id);
+                        continue;
+                    }
+                },
+                Worker::Inline(slot) => slot,
+            };
+            if let Some(s) = slot.session.as_mut()
+                && !f(id, s)
+            {
+                slot.session = None;
+            }
+        }
+        busy
     }
 
     /// Loads saved sessions into this device, which has none. Fails, loading nothing, if one

@@ -11,9 +11,9 @@ use crate::migrate::{self, MigrateError};
 pub type HeapState = ((u64, u64), u64, Vec<AllocState>);
 
 impl DeviceHeap {
-    /// The heap's range and allocations, contents compressed. Fails for what cannot move
-    /// yet: IPC imports and exports, mapped host memory, the VMM API's objects, CUDA
-    /// arrays.
+    /// The heap's range and allocations, contents compressed (not the host memory mapped into
+    /// it). Fails for what cannot move yet: IPC imports and exports, the VMM API's objects,
+    /// CUDA arrays.
     pub fn save_state(&self) -> Result<HeapState, MigrateError> {
         let refuse = |what: &str| Err(MigrateError::Unsupported(what.into()));
         if !self.imports.is_empty() {
@@ -22,9 +22,8 @@ impl DeviceHeap {
         if !self.exports.is_empty() {
             return refuse("device memory exported through an IPC handle");
         }
-        if !self.mapped.is_empty() {
-            return refuse("host memory mapped for the device (page-locked or managed memory)");
-        }
+        // Mapped host memory is the session's to save (it re-maps it where the guest's
+        // memory is, on the other side).
         if !self.vmm_is_empty() {
             return refuse("objects of the virtual memory management API (cuMemCreate)");
         }

@@ -111,10 +111,13 @@ impl Modules {
             }
             for (i, g) in globals.iter().enumerate() {
                 let (addr, alloc) = (m.addrs[i], m.allocs[i]);
+                // A managed variable may have moved to mapped host memory (`bind`), which
+                // the session maps again once the guest's memory is there: any address
+                // does, as every access is resolved through the heap.
                 let ok = if g.is_extern {
                     addr == 0 && alloc == 0
                 } else {
-                    addr == alloc
+                    (addr == alloc || (g.managed && addr != 0))
                         && heap.allocation(alloc) == Some((g.size.max(1), AllocKind::Symbol))
                         && owned.insert(alloc)
                 };

@@ -126,6 +126,10 @@ enum VmCommand {
         /// downtime and the bytes moved (MIGRATION.md).
         #[arg(long, value_name = "SECONDS")]
         migrate_after: Option<f64>,
+        /// Live-migrate the running guest each time a line the program prints (stdout)
+        /// contains TEXT, to a new QEMU and backend each time (as --migrate-after does).
+        #[arg(long, value_name = "TEXT")]
+        migrate_on: Option<String>,
         /// The program and its arguments.
         #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
         program: Vec<String>,
@@ -160,6 +164,7 @@ fn main() -> ExitCode {
                     check_unload,
                     add,
                     migrate_after,
+                    migrate_on,
                     program,
                 },
         } => match migrate_after.map(std::time::Duration::try_from_secs_f64) {
@@ -180,6 +185,7 @@ fn main() -> ExitCode {
                 check_unload,
                 add,
                 migrate_after: after.and_then(Result::ok),
+                migrate_on,
                 program,
             }),
         },

@@ -7,6 +7,7 @@ use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::os::fd::OwnedFd;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
@@ -70,10 +71,18 @@ pub(super) fn spawn_console_reader(
     })
 }
 
-pub(super) fn spawn_copy(pipe: OwnedFd, mut to: impl Write + Send + 'static) -> JoinHandle<()> {
+/// Copies a pipe to `to` as it fills. With `watch` `(text, count)`, counts the lines that
+/// contain `text` (a program asking for a migration, `--migrate-on`).
+pub(super) fn spawn_copy(
+    pipe: OwnedFd,
+    mut to: impl Write + Send + 'static,
+    watch: Option<(String, Arc<AtomicUsize>)>,
+) -> JoinHandle<()> {
     std::thread::spawn(move || {
         let mut from = File::from(pipe);
         let mut buf = vec![0u8; 64 << 10];
+        // The line being read, for the watch (at most a line's worth is kept).
+        let mut line: Vec<u8> = Vec::new();
         loop {
             match from.read(&mut buf) {
                 Ok(0) => break,
@@ -82,6 +91,18 @@ pub(super) fn spawn_copy(pipe: OwnedFd, mut to: impl Write + Send + 'static) -> 
                         break;
                     }
                     let _ = to.flush();
+                    if let Some((text, count)) = &watch {
+                        for &b in &buf[..n] {
+                            if b == b'\n' {
+                                if String::from_utf8_lossy(&line).contains(text.as_str()) {
+                                    count.fetch_add(1, Ordering::SeqCst);
+                                }
+                                line.clear();
+                            } else if line.len() < 4096 {
+                                line.push(b);
+                            }
+                        }
+                    }
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(_) => break,

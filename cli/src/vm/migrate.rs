@@ -89,6 +89,10 @@ pub(super) struct Migrated {
     pub(super) total_ms: u64,
     /// Bytes of the migration stream QEMU counted (guest RAM, and the device state after it).
     pub(super) bytes: u64,
+    /// Of `total_ms`, the setup (dirty logging started, devices told), ms.
+    pub(super) setup_ms: u64,
+    /// Rounds of copying dirty RAM.
+    pub(super) rounds: u64,
 }
 
 /// Migrates the guest of `source` to `dest` (started with `-incoming defer`) through the
@@ -118,6 +122,8 @@ pub(super) fn migrate(
                     downtime_ms: n(&info, "downtime"),
                     total_ms: n(&info, "total-time"),
                     bytes: n(&ram, "transferred"),
+                    setup_ms: n(&info, "setup-time"),
+                    rounds: n(&ram, "dirty-sync-count"),
                 });
             }
             Some("failed" | "cancelled") => {

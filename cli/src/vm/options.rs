@@ -33,6 +33,8 @@ pub struct VmOptions {
     pub add: Vec<String>,
     /// Migrate the guest once, this long after QEMU starts, to a second QEMU and backend.
     pub migrate_after: Option<Duration>,
+    /// Migrate the guest each time a line of the program's stdout contains this text.
+    pub migrate_on: Option<String>,
     /// The program and its arguments.
     pub program: Vec<String>,
 }

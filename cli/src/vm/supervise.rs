@@ -7,9 +7,9 @@ use std::fs::{self, File};
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::process::CommandExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -166,12 +166,13 @@ pub fn run(opts: &VmOptions) -> io::Result<u8> {
         append: &append,
         fds: [out_w.as_raw_fd(), err_w.as_raw_fd(), con_w.as_raw_fd()],
     };
-    let qmp = opts.migrate_after.map(|_| tmp.path().join("qmp.sock"));
+    let migrates = opts.migrate_after.is_some() || opts.migrate_on.is_some();
+    let mut qmp = migrates.then(|| tmp.path().join("qmp-0.sock"));
     let started = Instant::now();
     let mut qemu = machine.start_qemu(&socket, qmp.as_deref(), false)?;
-    // A second QEMU writes to the same pipes; without one, only the first holds them.
+    // Another QEMU writes to the same pipes; without one, only the first holds them.
     let mut writers = Some((out_w, err_w, con_w));
-    if opts.migrate_after.is_none() {
+    if !migrates {
         writers = None;
     }
 
@@ -181,8 +182,11 @@ pub fn run(opts: &VmOptions) -> io::Result<u8> {
         None => None,
     };
     let con_thread = spawn_console_reader(con_r, console.clone(), log, opts.verbose);
-    let out_thread = spawn_copy(out_r, io::stdout());
-    let err_thread = spawn_copy(err_r, io::stderr());
+    // Lines of the program's output that ask for a migration (`--migrate-on`).
+    let asked = Arc::new(AtomicUsize::new(0));
+    let watch = opts.migrate_on.clone().map(|text| (text, asked.clone()));
+    let out_thread = spawn_copy(out_r, io::stdout(), watch);
+    let err_thread = spawn_copy(err_r, io::stderr(), None);
 
     enum Stop {
         Exited(std::process::ExitStatus),
@@ -190,6 +194,8 @@ pub fn run(opts: &VmOptions) -> io::Result<u8> {
         Signal(i32),
     }
     let mut migrate_at = opts.migrate_after;
+    let mut moves = 0usize;
+    let mut answered = 0usize;
     let stop = loop {
         if let Some(st) = qemu.child().try_wait()? {
             break Stop::Exited(st);
@@ -201,16 +207,23 @@ pub fn run(opts: &VmOptions) -> io::Result<u8> {
         if started.elapsed() > opts.timeout {
             break Stop::Timeout;
         }
-        if let (Some(at), Some(qmp)) = (migrate_at, &qmp)
-            && started.elapsed() >= at
+        let due = migrate_at.is_some_and(|at| started.elapsed() >= at);
+        let on_line = asked.load(Ordering::SeqCst) > answered;
+        if let Some(from) = qmp.clone()
+            && (due || on_line)
         {
-            migrate_at = None;
-            match machine.migrate(tmp.path(), qmp, started, opts.timeout) {
-                Ok((q, b)) => {
-                    // The first QEMU quit; stop it and its backend for good.
+            if due {
+                migrate_at = None;
+            } else {
+                answered += 1;
+            }
+            moves += 1;
+            match machine.migrate(tmp.path(), &from, moves, started, opts.timeout) {
+                Ok((q, b, to)) => {
+                    // The source QEMU quit; stop it and its backend for good.
                     qemu.stop();
                     backend.stop();
-                    (qemu, backend) = (q, b);
+                    (qemu, backend, qmp) = (q, b, Some(to));
                 }
                 Err(e) => match qemu.child().try_wait() {
                     Ok(Some(_)) => {
@@ -219,7 +232,9 @@ pub fn run(opts: &VmOptions) -> io::Result<u8> {
                     _ => eprintln!("vcuda vm: {e}; the guest runs on where it was"),
                 },
             }
-            writers = None;
+            if migrate_at.is_none() && opts.migrate_on.is_none() {
+                writers = None;
+            }
         }
         std::thread::sleep(Duration::from_millis(20));
     };
@@ -281,7 +296,7 @@ fn start_backend(opts: &VmOptions, socket: &Path, queues: u32) -> io::Result<Opt
         backend_cmd.pre_exec(die_with_parent);
     }
     // A migration's backends report the device state they move.
-    let log = if opts.migrate_after.is_some() {
+    let log = if opts.migrate_after.is_some() || opts.migrate_on.is_some() {
         "warn,vcuda_backend::vhost_user::migrate=info"
     } else {
         "warn"
@@ -424,33 +439,35 @@ impl Machine<'_> {
         ))
     }
 
-    /// Moves the guest of the QEMU whose QMP socket is `qmp` to a second QEMU with a
-    /// backend of its own (files in `dir`), and tells the first to quit: the second QEMU
-    /// and backend.
+    /// Moves the guest of the QEMU whose QMP socket is `qmp` to another QEMU with a backend
+    /// of its own (the `n`th move; files in `dir`), and tells the source to quit: the new
+    /// QEMU, its backend and its QMP socket.
     fn migrate(
         &self,
         dir: &Path,
         qmp: &Path,
+        n: usize,
         started: Instant,
         timeout: Duration,
-    ) -> io::Result<(Guard, Guard)> {
-        let socket = dir.join("vhost-user-2.sock");
+    ) -> io::Result<(Guard, Guard, PathBuf)> {
+        let socket = dir.join(format!("vhost-user-{n}.sock"));
         let backend = start_backend(self.opts, &socket, self.queues)?
             .ok_or_else(|| io::Error::other("interrupted"))?;
-        let qmp2 = dir.join("qmp-2.sock");
-        let qemu = self.start_qemu(&socket, Some(&qmp2), true)?;
+        let to = dir.join(format!("qmp-{n}.sock"));
+        let qemu = self.start_qemu(&socket, Some(&to), true)?;
         let mut source = Qmp::connect(qmp)?;
-        let mut dest = Qmp::connect(&qmp2)?;
+        let mut dest = Qmp::connect(&to)?;
         let at = started.elapsed().as_secs_f64();
         let left = timeout.saturating_sub(started.elapsed());
-        let m = migrate(&mut source, &mut dest, &dir.join("migrate.sock"), left)?;
+        let stream = dir.join(format!("migrate-{n}.sock"));
+        let m = migrate(&mut source, &mut dest, &stream, left)?;
         eprintln!(
-            "vcuda vm: migrated at {at:.1} s: downtime {} ms, total {} ms, {} bytes moved \
-             (the backends' lines give the device state's share)",
-            m.downtime_ms, m.total_ms, m.bytes
+            "vcuda vm: migrated at {at:.1} s (move {n}): downtime {} ms, total {} ms (setup {} \
+             ms, {} rounds), {} bytes moved (the backends' lines give the device state's share)",
+            m.downtime_ms, m.total_ms, m.setup_ms, m.rounds, m.bytes
         );
         // The source is paused for good (`postmigrate`); it may close QMP before answering.
         let _ = source.execute("quit", serde_json::json!({}));
-        Ok((qemu, backend))
+        Ok((qemu, backend, to))
     }
 }

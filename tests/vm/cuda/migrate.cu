@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
 // vcuda-vm-test: libs=cublas,curand
 // vcuda-vm-test: expect=migrate: PASS
-// vcuda-vm-test: expect_err=vcuda vm: migrated at
-// vcuda-vm-test: vm=--migrate-after 6
-// vcuda-vm-test: args=100
+// vcuda-vm-test: expect_err=(move 3)
+// vcuda-vm-test: vm=--migrate-on migrate-at:
+// vcuda-vm-test: args=100 250 20000000 0 8000
 // Live migration (issue 39): builds device state of many kinds (device memory, a module
 // variable, a non-blocking stream, events, a captured and instantiated graph, a cuBLAS
 // handle, a cuRAND generator, page-locked, mapped and managed memory), then works on it step
@@ -11,18 +11,25 @@
 // second QEMU and backend. Every result is checked against the host's: the kernels' and
 // cuBLAS's arithmetic step by step (kernels writing mapped and managed memory included), and
 // the generator's numbers against a fresh generator of the same seed at the end, which shows
-// the moved one went on where it stood. (100 steps in the VM test: the program must outlast
-// the migration, which takes seconds under TCG on a busy machine.)
+// the moved one went on where it stood. The VM test moves the guest three times, at the
+// three phases below; its 100 steps make the program outlast the last migration, which
+// takes seconds under TCG on a busy machine.
 //
-//   migrate [STEPS [SLEEP_MS [SPIN_ITERS [EXTRA_MIB]]]]   (defaults 40, 250, 20000000, 0)
+//   migrate [STEPS [SLEEP_MS [SPIN_ITERS [EXTRA_MIB [HOLD_MS]]]]]
+//           (defaults 40, 250, 20000000, 0, 0)
 //
 // EXTRA_MIB more MiB of device memory hold numbers that do not compress, checked at the end
-// (bench/migrate.sh moves guests with more and less device memory this way).
+// (bench/migrate.sh moves guests with more and less device memory this way). With HOLD_MS,
+// the program prints "migrate-at: PHASE" and then stays HOLD_MS in that phase, for
+// `vcuda vm run --migrate-on migrate-at:` to move the guest there: before the first
+// launch (sleeping), running kernels back to back, and copying back and forth (the
+// migration's switchover, seconds after it starts under TCG, falls inside the phase).
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <curand.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <vector>
@@ -94,11 +101,47 @@ static void host_step(std::vector<unsigned> &a, unsigned k, unsigned counter) {
     for (auto &v : a) v = v * 2654435761u + k + counter;
 }
 
+static double now_ms() {
+    timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+// Stays `ms` in a phase: kernels back to back (each a few hundred ms on the CPU executor),
+// or copies of 8 MiB to the device and back, each checked. Non-zero on a wrong result.
+static int hold(cudaStream_t s, unsigned *spun, int ms, bool kernels) {
+    printf("migrate-at: %s\n", kernels ? "kernels" : "copies");
+    fflush(stdout);
+    const size_t words = 2 << 20;
+    std::vector<unsigned> up(words), down(words);
+    unsigned *dev;
+    CK(cudaMalloc(&dev, words * sizeof(unsigned)));
+    unsigned round = 0;
+    for (double t0 = now_ms(); now_ms() - t0 < ms; round++) {
+        if (kernels) {
+            spin<<<1, 1, 0, s>>>(1000000000ull, spun);
+            CK(cudaStreamSynchronize(s));
+            continue;
+        }
+        for (size_t i = 0; i < words; i++) up[i] = (unsigned)i * 7u + round;
+        CK(cudaMemcpyAsync(dev, up.data(), words * sizeof(unsigned), cudaMemcpyHostToDevice, s));
+        CK(cudaMemcpyAsync(down.data(), dev, words * sizeof(unsigned), cudaMemcpyDeviceToHost, s));
+        CK(cudaStreamSynchronize(s));
+        if (down != up) {
+            printf("migrate: copy round %u came back wrong\n", round);
+            return 1;
+        }
+    }
+    CK(cudaFree(dev));
+    return 0;
+}
+
 int main(int argc, char **argv) {
     int steps = argc > 1 ? atoi(argv[1]) : 40;
     int sleep_ms = argc > 2 ? atoi(argv[2]) : 250;
     unsigned long long spin_iters = argc > 3 ? strtoull(argv[3], 0, 10) : 20000000ull;
     size_t extra_words = (argc > 4 ? strtoull(argv[4], 0, 10) : 0) << 18;
+    int hold_ms = argc > 5 ? atoi(argv[5]) : 0;
     const int n = 4096, nx = 1024, nr = 256;
 
     cudaStream_t s;
@@ -161,6 +204,11 @@ int main(int argc, char **argv) {
     CK(cudaGraphInstantiate(&exec, graph, 0));
 
     // Before the first launch: a pause a migration may fall in.
+    if (hold_ms) {
+        printf("migrate-at: before-first-launch\n");
+        fflush(stdout);
+        usleep(hold_ms * 1000);
+    }
     usleep(sleep_ms * 1000);
     unsigned hcounter = 7;
     const float alpha = 0.5f;
@@ -181,6 +229,8 @@ int main(int argc, char **argv) {
         std::vector<unsigned> part(nr);
         CK(cudaMemcpyAsync(part.data(), r, nr * sizeof(unsigned), cudaMemcpyDeviceToHost, s));
         if (k % 8 == 4) spin<<<1, 1, 0, s>>>(spin_iters, spun);
+        if (hold_ms && k == steps / 4 && hold(s, spun, hold_ms, true)) return 1;
+        if (hold_ms && k == steps / 2 && hold(s, spun, hold_ms, false)) return 1;
         CK(cudaMemcpyAsync(pinned, a, n * sizeof(unsigned), cudaMemcpyDeviceToHost, s));
         CK(cudaStreamSynchronize(s));
         drawn.insert(drawn.end(), part.begin(), part.end());

@@ -707,6 +707,84 @@ fn reconnect_starts_clean() {
     rig.finish();
 }
 
+/// Moves the state of `from`'s backend, its rings stopped, to `to`'s through
+/// `SET_DEVICE_STATE_FD` and `CHECK_DEVICE_STATE`, as QEMU does in a migration.
+fn transfer_state(from: &VhostClient, to: &VhostClient) {
+    use std::io::{Read, Write};
+    use vhost::vhost_user::VhostUserFrontend;
+    use vhost::vhost_user::message::{VhostTransferStateDirection, VhostTransferStatePhase};
+    let (mut r, w) = std::io::pipe().unwrap();
+    let own = from
+        .frontend
+        .set_device_state_fd(
+            VhostTransferStateDirection::SAVE,
+            VhostTransferStatePhase::STOPPED,
+            w.into(),
+        )
+        .unwrap();
+    assert!(own.is_none(), "the backend writes into our pipe");
+    let mut state = Vec::new();
+    r.read_to_end(&mut state).unwrap();
+    from.frontend.check_device_state().unwrap();
+    let (r, mut w) = std::io::pipe().unwrap();
+    to.frontend
+        .set_device_state_fd(
+            VhostTransferStateDirection::LOAD,
+            VhostTransferStatePhase::STOPPED,
+            r.into(),
+        )
+        .unwrap();
+    w.write_all(&state).unwrap();
+    drop(w);
+    to.frontend.check_device_state().unwrap();
+}
+
+#[test]
+fn sessions_move_to_another_backend_with_the_device_state() {
+    let a = Rig::new(cpu_factory(), 1, 1);
+    let b = Rig::new(cpu_factory(), 1, 1);
+    let mut c = a.connect(1);
+    let data = pattern(100_000, 3);
+    let mut ptrs = Vec::new();
+    for id in [0x11, 0x22] {
+        assert_eq!(c.open(0, id), 0);
+        c.send(0, id, Msg::new().hello()).ok();
+        let ptr = c
+            .send(0, id, Msg::new().malloc(1 << 20))
+            .ok()
+            .get::<PtrResp>()
+            .ptr;
+        c.send(0, id, Msg::new().htod(ptr + id, &data)).ok();
+        ptrs.push((id, ptr));
+    }
+    c.stop_rings();
+    let mut d = b.connect(1);
+    transfer_state(&c, &d);
+    // On the new backend, each session with its memory at its old address.
+    for &(id, ptr) in &ptrs {
+        let r = d.send(0, id, Msg::new().dtoh(ptr + id, data.len() as u64));
+        assert_eq!(r.in_data, data, "session {id:#x}");
+    }
+    // A damaged state is refused, and the sessions there go on.
+    let (r, mut w) = std::io::pipe().unwrap();
+    use vhost::vhost_user::VhostUserFrontend;
+    use vhost::vhost_user::message::{VhostTransferStateDirection, VhostTransferStatePhase};
+    d.frontend
+        .set_device_state_fd(
+            VhostTransferStateDirection::LOAD,
+            VhostTransferStatePhase::STOPPED,
+            r.into(),
+        )
+        .unwrap();
+    std::io::Write::write_all(&mut w, b"VCUDAST\0 garbage").unwrap();
+    drop(w);
+    assert!(d.frontend.check_device_state().is_err());
+    d.send(0, 0x11, Msg::new().nop()).ok();
+    drop((c, d));
+    a.finish();
+    b.finish();
+}
+
 /// The live (not zombie) children of `pid`.
 fn children(pid: u32) -> Vec<u32> {
     std::fs::read_dir("/proc")

@@ -1401,7 +1401,8 @@ impl VhostClient {
         let pf = fe.get_protocol_features().unwrap();
         let want = VhostUserProtocolFeatures::CONFIG
             | VhostUserProtocolFeatures::REPLY_ACK
-            | VhostUserProtocolFeatures::MQ;
+            | VhostUserProtocolFeatures::MQ
+            | VhostUserProtocolFeatures::DEVICE_STATE;
         assert!(pf.contains(want), "{pf:?}");
         fe.set_protocol_features(want).unwrap();
         assert_eq!(fe.get_queue_num().unwrap(), queues as u64);

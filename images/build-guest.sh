@@ -77,7 +77,9 @@ case $(file -L "$busybox" 2>/dev/null) in
 esac
 key_inputs=("$REPO_ROOT/images/guest/init" "$MODULE" "$lib" "$REPO_ROOT/images/build-initramfs.sh" "${shims[@]}")
 [ -f "$busybox" ] && key_inputs+=("$busybox")
-key=$(short_hash <(script_code "$0") <(printf '%s\n' "$BZIMAGE" "${names[@]}" "${shims[@]##*/}" "${runtime[@]}") \
+# The QEMU path names its cache key (version, patch): image.env records it, so a changed
+# patch must make a new image.
+key=$(short_hash <(script_code "$0") <(printf '%s\n' "$BZIMAGE" "$QEMU" "${names[@]}" "${shims[@]##*/}" "${runtime[@]}") \
     "${key_inputs[@]}" "${runtime[@]}")
 dir=$VCUDA_CACHE/guest-$key
 

@@ -32,8 +32,11 @@ pub const MAX_BODY_LEN: u64 = 1 << 40;
 
 /// Encodes `state` into a container.
 pub fn encode(state: &DeviceState) -> Result<Vec<u8>, MigrateError> {
-    let mut out = postcard::to_extend(state, vec![0u8; HEADER_LEN])
-        .map_err(|e| MigrateError::Encode(e.to_string()))?;
+    let hint: usize = state.sessions.iter().map(|(_, s)| s.size_hint()).sum();
+    let mut head = Vec::with_capacity(HEADER_LEN + hint);
+    head.resize(HEADER_LEN, 0);
+    let mut out =
+        postcard::to_extend(state, head).map_err(|e| MigrateError::Encode(e.to_string()))?;
     let body_len = (out.len() - HEADER_LEN) as u64;
     let sum: [u8; 32] = Sha256::digest(&out[HEADER_LEN..]).into();
     out[0..8].copy_from_slice(&MAGIC);

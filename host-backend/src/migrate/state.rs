@@ -4,10 +4,12 @@
 //!
 //! Nothing here is trusted when loaded: the types only carry values, and whoever loads them
 //! (the session, the executor) checks every address, length and handle as it would a
-//! guest's request. Adding a field or a variant changes the encoding: bump
+//! guest's request. Byte buffers are encoded as one run of bytes (`serde_bytes`). Adding a
+//! field or a variant changes the encoding: bump
 //! [`super::format::VERSION`] and keep reading the old layout where it can be read.
 
 use serde::{Deserialize, Serialize};
+use serde_bytes::ByteBuf;
 
 /// Every session of one vhost-user connection (one VM), by the guest's session id.
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -29,6 +31,7 @@ pub struct SessionState {
     /// The sticky error, if a kernel failed.
     pub sticky: Option<u32>,
     /// Device `printf` output not yet sent.
+    #[serde(with = "serde_bytes")]
     pub stdout: Vec<u8>,
     /// The module images the executor's modules were loaded from, each once.
     pub images: Vec<Image>,
@@ -59,12 +62,29 @@ pub struct MappedState {
     pub len: u64,
 }
 
+impl SessionState {
+    /// About how many bytes it encodes to (for one allocation of the right size).
+    pub fn size_hint(&self) -> usize {
+        let ExecState::Cpu(c) = &self.exec;
+        let memory: usize = c
+            .allocs
+            .iter()
+            .flat_map(|a| &a.data)
+            .map(|d| d.len() + 8)
+            .sum();
+        let images: usize = self.images.iter().map(|i| i.bytes.len() + 40).sum();
+        let graphs: usize = self.graphs.graphs.iter().map(|g| g.desc.len() + 16).sum();
+        memory + images + graphs + self.stdout.len() + c.stdout.len() + (64 << 10)
+    }
+}
+
 /// A module image.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Image {
     /// SHA-256 of `bytes` (checked on load).
     pub hash: [u8; 32],
     /// The fat binary.
+    #[serde(with = "serde_bytes")]
     pub bytes: Vec<u8>,
 }
 
@@ -85,6 +105,7 @@ pub struct GraphState {
     /// Nodes in `desc`.
     pub node_count: u32,
     /// The description in the wire format (`vcuda_protocol::graph`).
+    #[serde(with = "serde_bytes")]
     pub desc: Vec<u8>,
 }
 
@@ -123,6 +144,7 @@ pub struct CpuState {
     /// cuRAND generators, and the counter behind the next.
     pub rand: (Vec<GeneratorState>, u64),
     /// Device `printf` output of kernels not yet taken.
+    #[serde(with = "serde_bytes")]
     pub stdout: Vec<u8>,
 }
 
@@ -135,8 +157,8 @@ pub struct AllocState {
     pub len: u64,
     /// What it is for: [`ALLOC_USER`] or [`ALLOC_SYMBOL`].
     pub kind: u8,
-    /// Its contents, LZ4-compressed (one block of `len` bytes).
-    pub data: Vec<u8>,
+    /// Its contents: one LZ4 block per `super::CHUNK` bytes.
+    pub data: Vec<ByteBuf>,
 }
 
 /// A `cudaMalloc` allocation.

@@ -258,7 +258,7 @@ fn inconsistent_states_load_nothing() {
             c.allocs[1].addr = c.allocs[0].addr + 512
         }),
         ("misaligned allocation", |c| c.allocs[0].addr += 8),
-        ("short contents", |c| c.allocs[0].data.truncate(3)),
+        ("short contents", |c| c.allocs[0].data[0].truncate(3)),
         ("huge allocation", |c| c.allocs[0].len = 1 << 50),
         ("duplicate handle", |c| {
             c.streams[0].handle = c.functions[0].handle
@@ -299,4 +299,64 @@ fn write_fuzz_seed() {
     let bytes = format::encode(&carry(&mut s)).unwrap();
     let out = std::env::var("VCUDA_SEED_OUT").unwrap();
     std::fs::write(out, &bytes[format::HEADER_LEN..]).unwrap();
+}
+
+/// Where the time of moving a session with 256 MiB of device memory that does not compress
+/// goes (`cargo test -p vcuda-backend --release --lib state_costs -- --ignored --nocapture`).
+#[test]
+#[ignore]
+fn state_costs() {
+    use std::time::Instant;
+    let big = Backend::new(Arc::new(CpuFactory::new(CpuConfig {
+        memory: 1 << 30,
+        threads: 1,
+        ..Default::default()
+    })));
+    let mut s = big.new_session().unwrap();
+    s.hello = true;
+    let len = 256u64 << 20;
+    let p = s.exec.malloc(0, len).unwrap();
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let mut data: Vec<u8> = (0..len / 8)
+        .flat_map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x.to_le_bytes()
+        })
+        .collect();
+    s.exec
+        .memcpy_htod(
+            &MemcpyHtoDReq {
+                dst: p,
+                width: len,
+                height: 1,
+                ..Default::default()
+            },
+            &DataSegs::from_slice(&mut data),
+        )
+        .unwrap();
+    let t = Instant::now();
+    let state = s.save_state().unwrap();
+    let save = t.elapsed();
+    let t = Instant::now();
+    let bytes = format::encode(&DeviceState {
+        sessions: vec![(1, state)],
+        next_session: 0,
+    })
+    .unwrap();
+    let encode = t.elapsed();
+    let t = Instant::now();
+    let mut st = format::decode(&bytes).unwrap();
+    let decode = t.elapsed();
+    let t = Instant::now();
+    let (_, one) = st.sessions.pop().unwrap();
+    let _moved = big
+        .load_session(one, Cancel::default(), Tenant::unique())
+        .unwrap();
+    let load = t.elapsed();
+    eprintln!(
+        "{} MiB state: save {save:?}, encode {encode:?}, decode {decode:?}, load {load:?}",
+        bytes.len() >> 20
+    );
 }

@@ -16,7 +16,7 @@ use serde_bytes::ByteBuf;
 pub struct DeviceState {
     /// The sessions, by id.
     pub sessions: Vec<(u64, SessionState)>,
-    /// The next id the device hands out.
+    /// Reserved, 0: guests choose their session ids, so the device keeps no counter yet.
     pub next_session: u64,
 }
 

@@ -6,7 +6,8 @@
 // vcuda-vm-test: args=100 250 20000000 0 8000
 // Live migration (issue 39): builds device state of many kinds (device memory, a module
 // variable, a non-blocking stream, events, a captured and instantiated graph, a cuBLAS
-// handle, a cuRAND generator, page-locked, mapped and managed memory), then works on it step
+// handle, a cuRAND generator, page-locked, mapped and managed memory, memory from the stream
+// pool), then works on it step
 // by step, sleeping between steps, while `vcuda vm run --migrate-after` moves the guest to a
 // second QEMU and backend. Every result is checked against the host's: the kernels' and
 // cuBLAS's arithmetic step by step (kernels writing mapped and managed memory included), and
@@ -194,6 +195,10 @@ int main(int argc, char **argv) {
     std::vector<unsigned> hm(m), hg(m);
     for (int i = 0; i < m; i++) mapped_h[i] = hm[i] = i, managed[i] = hg[i] = 2 * i;
 
+    // Memory from the stream-ordered pool, a copy of `a` after each step.
+    unsigned *pooled;
+    CK(cudaMallocAsync(&pooled, n * sizeof(unsigned), s));
+
     // A graph: tick, then a step with k = 1000.
     cudaGraph_t graph;
     cudaGraphExec_t exec;
@@ -231,7 +236,8 @@ int main(int argc, char **argv) {
         if (k % 8 == 4) spin<<<1, 1, 0, s>>>(spin_iters, spun);
         if (hold_ms && k == steps / 4 && hold(s, spun, hold_ms, true)) return 1;
         if (hold_ms && k == steps / 2 && hold(s, spun, hold_ms, false)) return 1;
-        CK(cudaMemcpyAsync(pinned, a, n * sizeof(unsigned), cudaMemcpyDeviceToHost, s));
+        CK(cudaMemcpyAsync(pooled, a, n * sizeof(unsigned), cudaMemcpyDeviceToDevice, s));
+        CK(cudaMemcpyAsync(pinned, pooled, n * sizeof(unsigned), cudaMemcpyDeviceToHost, s));
         CK(cudaStreamSynchronize(s));
         drawn.insert(drawn.end(), part.begin(), part.end());
         int wrong = 0;
@@ -305,6 +311,8 @@ int main(int argc, char **argv) {
     CKB(cublasDestroy(blas));
     CK(cudaGraphExecDestroy(exec));
     CK(cudaGraphDestroy(graph));
+    CK(cudaFreeAsync(pooled, s));
+    CK(cudaStreamSynchronize(s));
     CK(cudaStreamDestroy(s));
     CK(cudaFreeHost(pinned));
     CK(cudaFreeHost(mapped_h));

@@ -9,6 +9,8 @@
 //! - `vcuda vm run [--executor ...] [--memory M] [--smp N] [--timeout S] -- PROGRAM [ARGS]`:
 //!   runs PROGRAM inside a QEMU guest, through the vcuda kernel module and a private
 //!   `vcuda-backend vhost-user` (see guest-driver/README.md and images/README.md).
+//! - `vcuda vm image --out DIR -- PROGRAM [ARGS]`: writes that guest (kernel, initrd) for a
+//!   QEMU or libvirt domain of one's own (deploy/README.md).
 
 mod libdir;
 mod run;
@@ -134,6 +136,29 @@ enum VmCommand {
         #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
         program: Vec<String>,
     },
+    /// Write the guest `vm run` would boot into DIR (bzImage, initrd), for your own QEMU or
+    /// libvirt domain (deploy/libvirt/vcuda-domain-direct.xml).
+    ///
+    /// The initrd's init runs PROGRAM with ARGS, prints `VCUDA-GUEST: exit-status=N` on the
+    /// serial console (and the program's output there, lacking vcuda's virtio-serial ports)
+    /// and powers the guest off. Prints the files and the QEMU (with its firmware) to boot.
+    Image {
+        /// The directory to write bzImage and initrd into (created if need be).
+        #[arg(long, value_name = "DIR")]
+        out: std::path::PathBuf,
+        /// Set an environment variable for the program (repeatable).
+        #[arg(short = 'e', long = "env", value_name = "KEY=VALUE")]
+        env: Vec<String>,
+        /// Use the prebuilt image in DIR (images/build-guest.sh --out DIR).
+        #[arg(long, env = "VCUDA_IMAGE_DIR", value_name = "DIR")]
+        image_dir: Option<std::path::PathBuf>,
+        /// Copy the file or directory tree SRC into the guest at DEST (repeatable).
+        #[arg(long = "add", value_name = "SRC[:DEST]")]
+        add: Vec<String>,
+        /// The program and its arguments.
+        #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+        program: Vec<String>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -189,6 +214,25 @@ fn main() -> ExitCode {
                 program,
             }),
         },
+        Command::Vm {
+            command:
+                VmCommand::Image {
+                    out,
+                    env,
+                    image_dir,
+                    add,
+                    program,
+                },
+        } => vm::image(
+            &vm::VmOptions {
+                env,
+                image_dir,
+                add,
+                program,
+                ..vm::VmOptions::default()
+            },
+            &out,
+        ),
     };
     match r {
         Ok(code) => ExitCode::from(code),

@@ -7,7 +7,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 xmls=("$here"/*.xml)
-if command -v virt-xml-validate >/dev/null; then
+if command -v virt-xml-validate >/dev/null && command -v xmllint >/dev/null; then
     for x in "${xmls[@]}"; do virt-xml-validate "$x" domain; done
     exit 0
 fi

@@ -272,6 +272,22 @@ if [ "${VCUDA_SKIP_NUMBA:-0}" != 1 ] &&
     fi
 fi
 
+# The libvirt domains of deploy/libvirt/ on the QEMU command lines libvirt yields for them
+# (tests/vm/libvirt.sh): the direct one runs vectorAdd, the disk one starts with the device.
+if { [ -z "${VCUDA_VM_TESTS:-}" ] || grep -qE "$VCUDA_VM_TESTS" <<<libvirt_domains; } &&
+    [ -x "$bins/vectorAdd" ]; then
+    t=$SECONDS
+    if bash tests/vm/libvirt.sh "$target/$profile" "$bins/vectorAdd" "$work/libvirt" \
+        >"$work/libvirt.out" 2>&1; then
+        log "ok   libvirt_domains ($((SECONDS - t)) s)"
+        pass+=(libvirt_domains)
+    else
+        log "FAIL libvirt_domains ($((SECONDS - t)) s); last lines:"
+        tail -n 40 "$work/libvirt.out" | sed 's/^/    | /' >&2
+        fail+=(libvirt_domains)
+    fi
+fi
+
 log "${#pass[@]} passed, ${#fail[@]} failed, $((SECONDS - start_all)) s in all"
 if [ ${#fail[@]} -gt 0 ]; then
     log "failed: ${fail[*]} (logs: $vm_logs/)"

@@ -20,9 +20,14 @@
 //!    stopped, and the program finishes on the second.
 //! 5. On exit, timeout, Ctrl-C or SIGTERM, QEMU and the backend are stopped and the temporary
 //!    directory (socket included) is removed. The exit code is the program's.
+//!
+//! `vcuda vm image` ([`image`]) stops after step 2 and writes the kernel and the initrd into
+//! a directory, for a QEMU command line or a libvirt domain of one's own.
 
 mod added;
 mod console;
+mod export;
+mod guest;
 mod image;
 mod initramfs;
 mod kvm;
@@ -32,5 +37,6 @@ mod process;
 mod program;
 mod supervise;
 
+pub use export::image;
 pub use options::{VmOptions, parse_memory};
 pub use supervise::run;

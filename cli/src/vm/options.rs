@@ -39,6 +39,29 @@ pub struct VmOptions {
     pub program: Vec<String>,
 }
 
+impl Default for VmOptions {
+    /// The defaults of `vcuda vm run`'s command line.
+    fn default() -> Self {
+        Self {
+            executor: "auto".into(),
+            memory_mib: 2048,
+            smp: 2,
+            queues: None,
+            timeout: Duration::from_secs(600),
+            accel: "auto".into(),
+            env: Vec::new(),
+            image_dir: None,
+            console_log: None,
+            verbose: false,
+            check_unload: false,
+            add: Vec::new(),
+            migrate_after: None,
+            migrate_on: None,
+            program: Vec::new(),
+        }
+    }
+}
+
 /// Parses a memory size: `512`, `512M`, `2G` (MiB by default).
 pub fn parse_memory(s: &str) -> Result<u64, String> {
     let s = s.trim();

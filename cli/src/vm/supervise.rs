@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
-//! `vcuda vm run` itself: prepares the initrd, starts the backend and QEMU, watches them
+//! `vcuda vm run` itself: has the initrd prepared (`guest`), starts the backend and QEMU, watches them
 //! until the program ends, times out or a signal asks to stop, and reports the outcome.
 
-use std::collections::HashSet;
-use std::fs::{self, File};
+use std::fs::File;
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::process::CommandExt;
@@ -13,18 +12,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::added::{Added, added, is_elf, is_shared_library};
 use super::console::{Console, spawn_console_reader, spawn_copy};
-use super::image::guest_image;
-use super::initramfs::{GUEST_BIN_DIR, GUEST_LIB_DIR, build_initrd, run_script};
+use super::guest::prepare;
 use super::kvm::kvm_usable;
 use super::migrate::{Qmp, migrate};
 use super::options::VmOptions;
 use super::process::{
     Guard, STOP_SIGNAL, backend_exe, die_with_parent, install_signal_handlers, pipe, unix_listening,
 };
-use super::program::{extra_libraries, resolve_program};
-use crate::libdir;
 
 /// Exit code when the guest never reported the program's status (boot failure, crash).
 const EXIT_VM_FAILED: u8 = 125;
@@ -38,104 +33,9 @@ const BACKEND_START_TIMEOUT: Duration = Duration::from_secs(20);
 /// Runs the program in a VM; returns its exit code.
 pub fn run(opts: &VmOptions) -> io::Result<u8> {
     install_signal_handlers();
-    let lib_dir = libdir::lib_dir()?;
-    let provided: HashSet<String> = fs::read_dir(&lib_dir)?
-        .filter_map(|e| e.ok())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .chain(libdir::SONAMES.iter().map(|s| (*s).to_owned()))
-        .collect();
-
-    let program = resolve_program(&opts.program[0])?;
-    let mut env = Vec::new();
-    for kv in &opts.env {
-        let (k, v) = kv
-            .split_once('=')
-            .filter(|(k, _)| {
-                !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-            })
-            .ok_or_else(|| io::Error::other(format!("--env wants KEY=VALUE, got {kv:?}")))?;
-        env.push((k.to_owned(), v.to_owned()));
-    }
-    for k in ["VCUDA_LOG"] {
-        if let Ok(v) = std::env::var(k)
-            && !env.iter().any(|(n, _)| n == k)
-        {
-            env.push((k.to_owned(), v));
-        }
-    }
-
-    let image = guest_image(opts, &lib_dir)?;
-    let base: HashSet<String> = fs::read_to_string(&image.manifest)?
-        .lines()
-        .map(str::to_owned)
-        .collect();
-    let extra = opts
-        .add
-        .iter()
-        .map(String::as_str)
-        .map(added)
-        .collect::<io::Result<Vec<_>>>()?
-        .into_iter()
-        .flatten()
-        .collect::<Vec<_>>();
-    let mut libs = extra_libraries(&program, &provided, &base)?;
-    // Shared libraries among the added files (a Python package's extension modules) need
-    // theirs too; those the added files provide themselves are found by their rpath.
-    for a in &extra {
-        if let Added::File(src, _) = a
-            && is_shared_library(src)
-            && is_elf(src)
-        {
-            let found = extra_libraries(src, &provided, &base).unwrap_or_else(|e| {
-                eprintln!("vcuda vm run: warning: {e}");
-                Vec::new()
-            });
-            for l in found {
-                // Compared by where they really are (ldd may name a shipped file through
-                // `..`), kept under the name ldd found (the soname).
-                let real = fs::canonicalize(&l).unwrap_or_else(|_| l.clone());
-                let shipped = extra
-                    .iter()
-                    .any(|e| matches!(e, Added::File(s, _) if *s == real));
-                if !shipped && !libs.contains(&l) {
-                    libs.push(l);
-                }
-            }
-        }
-    }
-    let mut lib_path = vec![GUEST_LIB_DIR.to_owned()];
-    for l in &libs {
-        let d = l
-            .parent()
-            .map(|p| p.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        if !lib_path.contains(&d) {
-            lib_path.push(d);
-        }
-    }
-    let name = program
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "program".into());
-    let guest_program = format!("{GUEST_BIN_DIR}/{name}");
-    let script = run_script(
-        &guest_program,
-        &opts.program[1..],
-        &env,
-        &lib_path.join(":"),
-    );
-
     let tmp = tempfile::Builder::new().prefix("vcuda-vm-").tempdir()?;
     let initrd = tmp.path().join("initrd");
-    build_initrd(
-        &initrd,
-        &image,
-        &program,
-        &guest_program,
-        &script,
-        &libs,
-        &extra,
-    )?;
+    let image = prepare(opts, &initrd)?;
 
     // The backend.
     let queues = opts.queues.unwrap_or(opts.smp.clamp(1, 16));

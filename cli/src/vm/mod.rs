@@ -21,7 +21,7 @@
 //! 5. On exit, timeout, Ctrl-C or SIGTERM, QEMU and the backend are stopped and the temporary
 //!    directory (socket included) is removed. The exit code is the program's.
 //!
-//! `vcuda vm image` ([`image`]) stops after step 2 and writes the kernel and the initrd into
+//! `vcuda vm image` ([`image()`]) stops after step 2 and writes the kernel and the initrd into
 //! a directory, for a QEMU command line or a libvirt domain of one's own.
 
 mod added;

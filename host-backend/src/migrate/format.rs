@@ -24,7 +24,7 @@ use super::state::DeviceState;
 /// First bytes of a saved state.
 pub const MAGIC: [u8; 8] = *b"VCUDAST\0";
 /// The format version this backend writes and reads.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 /// Bytes of the header.
 pub const HEADER_LEN: usize = 56;
 /// Largest body accepted (the state of a VM's sessions, device memory included, compressed).
@@ -103,8 +103,11 @@ mod tests {
         for n in 0..bytes.len() {
             assert!(decode(&bytes[..n]).is_err(), "cut at {n}");
         }
-        let mut b = bytes.clone();
-        b[8] = 2;
-        assert!(matches!(decode(&b), Err(MigrateError::Version(2, 1))));
+        // A state of the first format (before arrays and textures) or of a later one.
+        for v in [1, VERSION + 1] {
+            let mut b = bytes.clone();
+            b[8..12].copy_from_slice(&v.to_le_bytes());
+            assert!(matches!(decode(&b), Err(MigrateError::Version(f, VERSION)) if f == v));
+        }
     }
 }

@@ -146,6 +146,58 @@ pub struct CpuState {
     /// Device `printf` output of kernels not yet taken.
     #[serde(with = "serde_bytes")]
     pub stdout: Vec<u8>,
+    /// CUDA arrays, mipmapped arrays, texture and surface objects.
+    pub textures: TexturesState,
+}
+
+/// A session's CUDA arrays and texture/surface objects, as the requests that made them (so
+/// loading re-makes them through the same checks as the calls did), their handles and the
+/// device addresses of their memory (which travels with the other allocations, kind
+/// [`ALLOC_ARRAY`]).
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+pub struct TexturesState {
+    /// Arrays (not the levels of mipmapped arrays).
+    pub arrays: Vec<ArrayState>,
+    /// Mipmapped arrays.
+    pub mipmapped: Vec<MipmappedState>,
+    /// Texture and surface objects.
+    pub objects: Vec<TexObjectState>,
+}
+
+/// A CUDA array.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ArrayState {
+    /// Its handle.
+    pub handle: u64,
+    /// Where its memory starts.
+    pub addr: u64,
+    /// The `ArrayCreateReq` that made it, in the wire format.
+    #[serde(with = "serde_bytes")]
+    pub req: Vec<u8>,
+}
+
+/// A mipmapped array.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MipmappedState {
+    /// Its handle.
+    pub handle: u64,
+    /// Where its memory (every level) starts.
+    pub addr: u64,
+    /// The `MipmappedArrayCreateReq` that made it, in the wire format.
+    #[serde(with = "serde_bytes")]
+    pub req: Vec<u8>,
+    /// The array handles given out for its levels: `(level, handle)`.
+    pub levels: Vec<(u32, u64)>,
+}
+
+/// A texture or surface object.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TexObjectState {
+    /// Its handle.
+    pub handle: u64,
+    /// The `TexObjectCreateReq` that made it, in the wire format.
+    #[serde(with = "serde_bytes")]
+    pub req: Vec<u8>,
 }
 
 /// One allocation of device memory.
@@ -155,7 +207,7 @@ pub struct AllocState {
     pub addr: u64,
     /// Length in bytes.
     pub len: u64,
-    /// What it is for: [`ALLOC_USER`] or [`ALLOC_SYMBOL`].
+    /// What it is for: [`ALLOC_USER`], [`ALLOC_SYMBOL`] or [`ALLOC_ARRAY`].
     pub kind: u8,
     /// Its contents: one LZ4 block per `super::CHUNK` bytes.
     pub data: Vec<ByteBuf>,
@@ -165,6 +217,8 @@ pub struct AllocState {
 pub const ALLOC_USER: u8 = 0;
 /// A module variable's storage (or the device-side `malloc` heap).
 pub const ALLOC_SYMBOL: u8 = 1;
+/// A CUDA array's (or mipmapped array's) memory.
+pub const ALLOC_ARRAY: u8 = 2;
 
 /// A stream.
 #[derive(Debug, Serialize, Deserialize)]

@@ -6,7 +6,10 @@ use std::sync::Arc;
 
 use vcuda_protocol::graph::{Node, NodeWork, encode_node};
 use vcuda_protocol::lib::{dist, set};
-use vcuda_protocol::{LaunchReq, MemcpyDtoHReq, MemcpyHtoDReq, RandGenerateReq, RandSetReq};
+use vcuda_protocol::{
+    ARRAY_COPY_TO_ARRAY, ArrayCreateReq, CHANNEL_FLOAT, ChannelFormat, LaunchReq, MemcpyArrayReq,
+    MemcpyDtoHReq, MemcpyHtoDReq, RESOURCE_ARRAY, RandGenerateReq, RandSetReq, TexObjectCreateReq,
+};
 
 use crate::data::DataSegs;
 use crate::executor::cpu::{CpuConfig, CpuFactory};
@@ -71,6 +74,8 @@ struct Built {
     rng: u64,
     blas: u64,
     graph: u64,
+    array: u64,
+    tex: u64,
 }
 
 /// Builds state of every kind the CPU executor saves.
@@ -120,6 +125,26 @@ fn build(s: &mut Session) -> Built {
         ),
         deps: Vec::new(),
     };
+    // A 16x4 float array holding the first 256 bytes of `buf`, and a texture over it.
+    let array = e
+        .array_create(&ArrayCreateReq {
+            format: ChannelFormat {
+                bits: [32, 0, 0, 0],
+                kind: CHANNEL_FLOAT,
+            },
+            width: 16,
+            height: 4,
+            ..Default::default()
+        })
+        .unwrap();
+    e.memcpy_array(&array_copy(array, buf, true)).unwrap();
+    let tex = e
+        .tex_object_create(&TexObjectCreateReq {
+            resource: RESOURCE_ARRAY,
+            array,
+            ..Default::default()
+        })
+        .unwrap();
     let mut desc = Vec::new();
     encode_node(&mut desc, &tick_node);
     encode_node(&mut desc, &tick_node);
@@ -133,6 +158,8 @@ fn build(s: &mut Session) -> Built {
         rng,
         blas: 0,
         graph,
+        array,
+        tex,
     };
     // cuBLAS needs OpenBLAS; where it is missing the handle is simply not part of it.
     if let Ok(h) = blas {
@@ -140,6 +167,20 @@ fn build(s: &mut Session) -> Built {
     }
     step(s, &b, 0);
     b
+}
+
+/// A copy of the whole 16x4 float array `array` from (or, `to_array`, into) `ptr`.
+fn array_copy(array: u64, ptr: u64, to_array: bool) -> MemcpyArrayReq {
+    MemcpyArrayReq {
+        array,
+        ptr,
+        pitch: 64,
+        width: 64,
+        height: 4,
+        depth: 1,
+        flags: if to_array { ARRAY_COPY_TO_ARRAY } else { 0 },
+        ..Default::default()
+    }
 }
 
 /// One step of work that depends on all of the state; its result, as bytes.
@@ -172,6 +213,21 @@ fn step(s: &mut Session, b: &Built, i: u32) -> Vec<u8> {
             &DataSegs::from_slice(&mut []),
         )
         .unwrap();
+    // The array's contents (set at build) into the random numbers' buffer's first 256 bytes.
+    let from_array = s.exec.malloc(0, 256).unwrap();
+    s.exec
+        .memcpy_array(&array_copy(b.array, from_array, false))
+        .unwrap();
+    s.exec
+        .memcpy_dtod(&vcuda_protocol::MemcpyDtoDReq {
+            dst: rand_dst,
+            src: from_array,
+            width: 32,
+            height: 1,
+            ..Default::default()
+        })
+        .unwrap();
+    s.exec.free(from_array).unwrap();
     s.exec.event_record(b.events[1], b.stream, 0).unwrap();
     assert!(s.exec.event_elapsed(b.events[0], b.events[1]).is_ok());
     let mut out = vec![0u8; N as usize * 4 + 64];
@@ -228,6 +284,8 @@ fn a_loaded_session_goes_on_as_the_saved_one() {
         moved.exec.blas_destroy(b.blas).unwrap();
     }
     moved.exec.rand_destroy(b.rng).unwrap();
+    moved.exec.tex_object_destroy(b.tex, false).unwrap();
+    moved.exec.array_destroy(b.array).unwrap();
     moved.graphs.destroy(moved.exec.as_mut(), b.graph).unwrap();
 }
 

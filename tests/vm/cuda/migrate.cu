@@ -7,7 +7,8 @@
 // Live migration (issue 39): builds device state of many kinds (device memory, a module
 // variable, a non-blocking stream, events, a captured and instantiated graph, a cuBLAS
 // handle, a cuRAND generator, page-locked, mapped and managed memory, memory from the stream
-// pool), then works on it step
+// pool, a CUDA array read through a texture object and written through a surface object),
+// then works on it step
 // by step, sleeping between steps, while `vcuda vm run --migrate-after` moves the guest to a
 // second QEMU and backend. Every result is checked against the host's: the kernels' and
 // cuBLAS's arithmetic step by step (kernels writing mapped and managed memory included), and
@@ -96,6 +97,18 @@ __global__ void check(const unsigned *p, size_t n, unsigned *bad) {
 __global__ void stamp(unsigned *p, int n, unsigned k) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) p[i] = p[i] * 31u + k + i;
+}
+
+// Adds each texel of the array (through a texture object) to `acc` and writes it back
+// plus k (through a surface object).
+__global__ void texels(cudaTextureObject_t t, cudaSurfaceObject_t sf, float *acc, int w, int h,
+                       float k) {
+    int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y;
+    if (x < w && y < h) {
+        float v = tex2D<float>(t, x + 0.5f, y + 0.5f);
+        acc[y * w + x] += v;
+        surf2Dwrite(v + k, sf, x * (int)sizeof(float), y);
+    }
 }
 
 static void host_step(std::vector<unsigned> &a, unsigned k, unsigned counter) {
@@ -199,6 +212,30 @@ int main(int argc, char **argv) {
     unsigned *pooled;
     CK(cudaMallocAsync(&pooled, n * sizeof(unsigned), s));
 
+    // A CUDA array, a texture object and a surface object over it.
+    const int tw = 64, th = 16;
+    std::vector<float> harr(tw * th), hacc(tw * th, 0.0f);
+    for (int i = 0; i < tw * th; i++) harr[i] = (float)(i % tw + 100 * (i / tw));
+    cudaChannelFormatDesc fdesc = cudaCreateChannelDesc<float>();
+    cudaArray_t arr;
+    CK(cudaMallocArray(&arr, &fdesc, tw, th, cudaArraySurfaceLoadStore));
+    CK(cudaMemcpy2DToArray(arr, 0, 0, harr.data(), tw * sizeof(float), tw * sizeof(float), th,
+                           cudaMemcpyHostToDevice));
+    cudaResourceDesc res = {};
+    res.resType = cudaResourceTypeArray;
+    res.res.array.array = arr;
+    cudaTextureDesc td = {};
+    td.addressMode[0] = td.addressMode[1] = cudaAddressModeClamp;
+    td.filterMode = cudaFilterModePoint;
+    td.readMode = cudaReadModeElementType;
+    cudaTextureObject_t tex;
+    cudaSurfaceObject_t surf;
+    CK(cudaCreateTextureObject(&tex, &res, &td, nullptr));
+    CK(cudaCreateSurfaceObject(&surf, &res));
+    float *acc;
+    CK(cudaMalloc(&acc, tw * th * sizeof(float)));
+    CK(cudaMemset(acc, 0, tw * th * sizeof(float)));
+
     // A graph: tick, then a step with k = 1000.
     cudaGraph_t graph;
     cudaGraphExec_t exec;
@@ -230,6 +267,8 @@ int main(int argc, char **argv) {
         stamp<<<(m + 255) / 256, 256, 0, s>>>(mapped_d, m, k);
         stamp<<<(m + 255) / 256, 256, 0, s>>>(managed, m, k + 7);
         for (int i = 0; i < m; i++) hm[i] = hm[i] * 31u + k + i, hg[i] = hg[i] * 31u + k + 7 + i;
+        texels<<<dim3(tw / 32, th), 32, 0, s>>>(tex, surf, acc, tw, th, (float)(k % 7));
+        for (int i = 0; i < tw * th; i++) hacc[i] += harr[i], harr[i] += (float)(k % 7);
         CKR(curandGenerate(gen, r, nr));
         std::vector<unsigned> part(nr);
         CK(cudaMemcpyAsync(part.data(), r, nr * sizeof(unsigned), cudaMemcpyDeviceToHost, s));
@@ -276,6 +315,14 @@ int main(int argc, char **argv) {
             bad++;
             break;
         }
+    std::vector<float> darr(tw * th), dacc(tw * th);
+    CK(cudaMemcpy2DFromArray(darr.data(), tw * sizeof(float), arr, 0, 0, tw * sizeof(float), th,
+                             cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(dacc.data(), acc, tw * th * sizeof(float), cudaMemcpyDeviceToHost));
+    if (darr != harr || dacc != hacc) {
+        printf("migrate: the CUDA array or what its texture read differs\n");
+        bad++;
+    }
     // A fresh generator of the same seed draws the same numbers in one go.
     curandGenerator_t fresh;
     CKR(curandCreateGenerator(&fresh, CURAND_RNG_PSEUDO_XORWOW));
@@ -309,6 +356,9 @@ int main(int argc, char **argv) {
     CKR(curandDestroyGenerator(fresh));
     CKR(curandDestroyGenerator(gen));
     CKB(cublasDestroy(blas));
+    CK(cudaDestroyTextureObject(tex));
+    CK(cudaDestroySurfaceObject(surf));
+    CK(cudaFreeArray(arr));
     CK(cudaGraphExecDestroy(exec));
     CK(cudaGraphDestroy(graph));
     CK(cudaFreeAsync(pooled, s));

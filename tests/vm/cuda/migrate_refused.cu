@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
 // vcuda-vm-test: expect=migrate-refused: PASS
-// vcuda-vm-test: expect_err=cannot migrate CUDA arrays, textures and surfaces
+// vcuda-vm-test: expect_err=cannot migrate device memory exported through an IPC handle
 // vcuda-vm-test: expect_err=the guest runs on where it was
 // vcuda-vm-test: vm=--migrate-after 6
-// A migration that cannot carry a session (CUDA arrays do not move yet) fails cleanly:
+// A migration that cannot carry a session (memory exported through an IPC handle does not
+// move yet) fails cleanly:
 // `vcuda vm run --migrate-after` reports why, and the program runs on at the source with
 // its state intact, every result checked.
 #include <cuda_runtime.h>
@@ -26,11 +27,10 @@ __global__ void add(unsigned *a, int n, unsigned k) {
 
 int main() {
     const int n = 1024, steps = 80;
-    cudaChannelFormatDesc f = cudaCreateChannelDesc<float>();
-    cudaArray_t array;
-    CK(cudaMallocArray(&array, &f, 64, 64));
     unsigned h[n], *d;
     CK(cudaMalloc(&d, n * sizeof(unsigned)));
+    cudaIpcMemHandle_t ipc;
+    CK(cudaIpcGetMemHandle(&ipc, d));
     CK(cudaMemset(d, 0, n * sizeof(unsigned)));
     int bad = 0;
     for (int k = 1; k <= steps; k++) {
@@ -40,7 +40,7 @@ int main() {
         for (int i = 0; i < n; i++) bad += h[i] != want;
         usleep(250 * 1000);
     }
-    CK(cudaFreeArray(array));
+    CK(cudaFree(d));
     printf("migrate-refused: %s\n", bad ? "FAIL" : "PASS");
     return bad ? 1 : 0;
 }

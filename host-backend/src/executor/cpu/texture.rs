@@ -9,6 +9,8 @@
 //! the PTX engines look for them); a level's array handle, made on first request, views its
 //! part and dies with the mipmapped array.
 
+mod state;
+
 use std::collections::HashMap;
 
 use vcuda_protocol::{
@@ -32,8 +34,16 @@ pub const MAX_OBJECTS: usize = 65_536;
 struct Array {
     addr: u64,
     shape: ArrayShape,
-    /// The mipmapped array this is a level of (which owns its memory).
-    level_of: Option<u64>,
+    origin: Origin,
+}
+
+/// Where an array comes from.
+#[derive(Debug, Clone, Copy)]
+enum Origin {
+    /// `cudaMalloc3DArray` and friends: the request (saved for live migration).
+    Created(ArrayCreateReq),
+    /// A level of a mipmapped array, which owns its memory.
+    Level,
 }
 
 /// One mipmapped array.
@@ -43,6 +53,8 @@ struct Mipmapped {
     shape: MipShape,
     /// The array handles given out for its levels, by level.
     levels: HashMap<u32, u64>,
+    /// The request that made it.
+    req: MipmappedArrayCreateReq,
 }
 
 /// A session's arrays and texture/surface objects.
@@ -52,6 +64,8 @@ pub struct Textures {
     mipmapped: HashMap<u64, Mipmapped>,
     /// Texture and surface objects by the handle kernels use.
     pub objects: HashMap<u64, TexObject>,
+    /// The request that made each object.
+    object_reqs: HashMap<u64, TexObjectCreateReq>,
 }
 
 impl Textures {
@@ -75,7 +89,7 @@ impl Textures {
             Array {
                 addr,
                 shape,
-                level_of: None,
+                origin: Origin::Created(*r),
             },
         );
         Ok(())
@@ -96,7 +110,7 @@ impl Textures {
     pub fn array_destroy(&mut self, heap: &mut DeviceHeap, handle: u64) -> ExecResult<()> {
         match self.arrays.get(&handle) {
             None => return Err(Status::INVALID_HANDLE),
-            Some(a) if a.level_of.is_some() => return Err(Status::INVALID_VALUE),
+            Some(a) if matches!(a.origin, Origin::Level) => return Err(Status::INVALID_VALUE),
             Some(_) => {}
         }
         let a = self.arrays.remove(&handle).ok_or(Status::INVALID_HANDLE)?;
@@ -119,6 +133,7 @@ impl Textures {
                 addr,
                 shape,
                 levels: HashMap::new(),
+                req: *r,
             },
         );
         Ok(())
@@ -151,7 +166,7 @@ impl Textures {
         let a = Array {
             addr: m.addr + m.shape.offset(level),
             shape: m.shape.level(level),
-            level_of: Some(handle),
+            origin: Origin::Level,
         };
         let h = fresh;
         self.arrays.insert(h, a);
@@ -276,6 +291,7 @@ impl Textures {
                 mip,
             },
         );
+        self.object_reqs.insert(handle, *r);
         Ok(())
     }
 
@@ -284,6 +300,7 @@ impl Textures {
         match self.objects.get(&handle) {
             Some(o) if o.surface == surface => {
                 self.objects.remove(&handle);
+                self.object_reqs.remove(&handle);
                 Ok(())
             }
             _ => Err(Status::INVALID_VALUE),

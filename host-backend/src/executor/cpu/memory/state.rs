@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use super::{ALIGN, AllocKind, Allocation, DeviceHeap, GUARD, charge};
-use crate::migrate::state::{ALLOC_SYMBOL, ALLOC_USER, AllocState};
+use crate::migrate::state::{ALLOC_ARRAY, ALLOC_SYMBOL, ALLOC_USER, AllocState};
 use crate::migrate::{self, MigrateError};
 
 /// What a saved heap holds: `(start, end, next)` and the allocations.
@@ -12,8 +12,7 @@ pub type HeapState = ((u64, u64), u64, Vec<AllocState>);
 
 impl DeviceHeap {
     /// The heap's range and allocations, contents compressed (not the host memory mapped into
-    /// it). Fails for what cannot move yet: IPC imports and exports, the VMM API's objects,
-    /// CUDA arrays.
+    /// it). Fails for what cannot move yet: IPC imports and exports, the VMM API's objects.
     pub fn save_state(&self) -> Result<HeapState, MigrateError> {
         let refuse = |what: &str| Err(MigrateError::Unsupported(what.into()));
         if !self.imports.is_empty() {
@@ -32,7 +31,7 @@ impl DeviceHeap {
             let kind = match a.kind {
                 AllocKind::User => ALLOC_USER,
                 AllocKind::Symbol => ALLOC_SYMBOL,
-                AllocKind::Array => return refuse("CUDA arrays"),
+                AllocKind::Array => ALLOC_ARRAY,
                 AllocKind::Vmm => {
                     return refuse("objects of the virtual memory management API (cuMemCreate)");
                 }
@@ -53,6 +52,11 @@ impl DeviceHeap {
     /// The allocation at `addr` (its start): its length and kind.
     pub fn allocation(&self, addr: u64) -> Option<(u64, AllocKind)> {
         self.allocs.get(&addr).map(|a| (a.len, a.kind))
+    }
+
+    /// How many allocations of `kind` the heap holds.
+    pub fn count_kind(&self, kind: AllocKind) -> usize {
+        self.allocs.values().filter(|a| a.kind == kind).count()
     }
 
     /// The addresses of module variables' storage (and of the device `malloc` heap).
@@ -87,6 +91,7 @@ impl DeviceHeap {
             let kind = match a.kind {
                 ALLOC_USER => AllocKind::User,
                 ALLOC_SYMBOL => AllocKind::Symbol,
+                ALLOC_ARRAY => AllocKind::Array,
                 _ => return Err(bad()),
             };
             // In address order, each after the previous one's guard gap.

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
 //! The CPU executor's live migration ([`StateOps`]): the session's device memory, modules,
-//! streams, events, limits, cuBLAS handles and cuRAND generators, saved as plain data
+//! streams, events, limits, arrays and texture/surface objects, cuBLAS handles and cuRAND
+//! generators, saved as plain data
 //! ([`crate::migrate::state::CpuState`]) and re-created under the same handles and at the
 //! same device addresses.
 
@@ -24,17 +25,13 @@ const HANDLE_STEP: u64 = 0x10;
 
 impl StateOps for CpuExecutor {
     fn save_state(&mut self) -> Result<(ExecState, Vec<Arc<ModuleImage>>), MigrateError> {
-        if !self.textures.is_empty() {
-            return Err(MigrateError::Unsupported(
-                "CUDA arrays, textures and surfaces".into(),
-            ));
-        }
         if !self.ipc_events.is_empty() {
             return Err(MigrateError::Unsupported(
                 "events exported through IPC handles".into(),
             ));
         }
         let (range, next_addr, allocs) = self.heap.save_state()?;
+        let textures = self.textures.save_state(&self.heap)?;
         let (modules, images) = self.modules.save_state();
         let now = Instant::now();
         let mut streams: Vec<StreamState> = self
@@ -82,6 +79,7 @@ impl StateOps for CpuExecutor {
             blas: self.blas.state(),
             rand: self.rand.state(),
             stdout: modules.stdout,
+            textures,
         });
         Ok((state, images))
     }
@@ -132,6 +130,19 @@ impl StateOps for CpuExecutor {
                 return Err(MigrateError::invalid("event flags"));
             }
         }
+        let t = &s.textures;
+        for h in t.arrays.iter().map(|a| a.handle) {
+            handle(h, "array")?;
+        }
+        for m in &t.mipmapped {
+            handle(m.handle, "mipmapped array")?;
+            for &(_, h) in &m.levels {
+                handle(h, "array")?;
+            }
+        }
+        for h in t.objects.iter().map(|o| o.handle) {
+            handle(h, "texture object")?;
+        }
         let [stack, fifo, malloc, depth, pending, l2_fetch, l2_persist] = s.limits[..] else {
             return Err(MigrateError::invalid("limits"));
         };
@@ -146,6 +157,7 @@ impl StateOps for CpuExecutor {
             images,
             &self.heap,
         )?;
+        self.textures.load_state(s.textures, &self.heap)?;
         if !self.blas.restore(&s.blas.0, s.blas.1) {
             return Err(MigrateError::invalid("cuBLAS handles"));
         }

@@ -172,7 +172,20 @@ pub(crate) struct Launch<'a> {
     pub(crate) timer0: u64,
 }
 
+/// Shared memory is given to a block in units of this many bytes, as a GPU allocates it
+/// (CUDA's occupancy data: 128 bytes on sm_80 and sm_90). A block may touch the padding of
+/// its last unit without a fault, as on a GPU: NVVM widens loads into it (a 16-byte
+/// `ld.shared.v4` of which `.pragma "used_bytes_mask"` says 12 bytes are used, where 12
+/// bytes of dynamic shared memory remain: Numba's `test_dynshared_slice_gaps`).
+pub(crate) const SHARED_UNIT: u32 = 128;
+
 impl Launch<'_> {
+    /// Bytes of shared memory a block gets: its size rounded up to [`SHARED_UNIT`] (the
+    /// padding reads as zeros).
+    pub(crate) fn shared_alloc(&self) -> usize {
+        self.shared_size.next_multiple_of(SHARED_UNIT) as usize
+    }
+
     /// A cooperative launch: each worker runs one block (the blocks wait for each other).
     pub(crate) fn cooperative(&self) -> bool {
         self.cfg.grid_workspace != 0

@@ -1344,3 +1344,42 @@ fn a_kernel_too_costly_to_compile_runs_interpreted() {
     assert_eq!(g.compiled_launches(), 1);
     assert_eq!(g.get::<u32>(out, 1), [want]);
 }
+
+/// A block's shared memory comes in 128-byte units, as on a GPU: NVVM widens a load into
+/// the padding after the dynamic part (`.pragma "used_bytes_mask"`; Numba's
+/// `test_dynshared_slice_gaps`), which reads zeros; past the unit, an access faults.
+#[test]
+fn shared_memory_padding_reads_as_on_a_gpu() {
+    let decls = ".extern .shared .align 16 .b8 dyn[];";
+    let src = kernel(
+        decls,
+        "mov.u32 %r1, 99; st.shared.v4.u32 [dyn], {%r1, %r1, %r1, %r1};\n\
+         st.shared.v2.u32 [dyn+16], {%r1, %r1}; st.shared.u32 [dyn+24], %r1;\n\
+         .pragma \"used_bytes_mask 4095\";\n\
+         ld.shared.v4.u32 {%r2, %r3, %r4, %r5}, [dyn+16];\n\
+         st.u32 [%rd63], %r2; st.u32 [%rd63+4], %r3; st.u32 [%rd63+8], %r4;\n\
+         st.u32 [%rd63+12], %r5;",
+    );
+    let g = Gpu::new(&src);
+    let out = g.zeros(64);
+    g.try_launch(
+        "k",
+        [1, 1, 1],
+        [1, 1, 1],
+        28,
+        &[Arg::Ptr(out), Arg::Ptr(out)],
+    )
+    .unwrap();
+    assert_eq!(g.get::<u32>(out, 4), [99, 99, 99, 0]);
+    let far = kernel(decls, "ld.shared.u32 %r2, [dyn+128]; st.u32 [%rd63], %r2;");
+    let g = Gpu::new(&far);
+    let out = g.zeros(64);
+    let r = g.try_launch(
+        "k",
+        [1, 1, 1],
+        [1, 1, 1],
+        28,
+        &[Arg::Ptr(out), Arg::Ptr(out)],
+    );
+    assert!(r.is_err(), "{r:?}");
+}

@@ -25,7 +25,7 @@ impl<'a> Block<'a> {
                 l,
                 ctaid: [0; 3],
                 block_linear: 0,
-                shared: vec![0; l.shared_size as usize],
+                shared: vec![0; l.shared_alloc()],
                 gmem: GlobalMem::new(l.mem),
                 bars: [Bar::default(); 16],
                 live: 0,

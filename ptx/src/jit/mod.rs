@@ -234,7 +234,7 @@ pub(crate) fn worker(l: &Launch<'_>, c: &Compiled) {
         bars: vec![0; n],
         regs: vec![0; n.div_ceil(lower::LANES) * lower::LANES * nregs],
         local: vec![0; n * c.frame as usize],
-        shared: vec![0; l.shared_size as usize],
+        shared: vec![0; l.shared_alloc()],
         tids,
     };
     let tc = &mut b.tc;

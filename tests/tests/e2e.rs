@@ -106,13 +106,7 @@ programs!(
 
 /// Programs whose static-runtime build cannot pass yet with one toolkit, and why. Each
 /// still runs, and must fail: one that passes has to leave this list.
-const STATIC_KNOWN: &[(&str, Cuda, &str)] = &[(
-    "managed_vars",
-    Cuda::V12,
-    "CUDA 12's static runtime finds __managed__ variables with cuModuleGetGlobal, which \
-     cannot tell them apart on the CPU executor yet (the wire format does not say), and \
-     reads them from the host: a crash",
-)];
+const STATIC_KNOWN: &[(&str, Cuda, &str)] = &[];
 
 /// A program built with nvcc's default static runtime, on the CPU executor.
 fn check_static(name: &str, v: Cuda) {

@@ -32,6 +32,9 @@ pub struct Module {
     managed: std::sync::Mutex<Vec<(String, u64, u64)>>,
     /// Its kernels' names, once asked for (`cuModuleEnumerateFunctions`).
     names: std::sync::OnceLock<Vec<String>>,
+    /// The `__managed__` variables a library's PTX declares, read from its image on the
+    /// first `cuModuleGetGlobal` (see [`get_global`]).
+    managed_names: std::sync::OnceLock<Vec<String>>,
 }
 
 /// Libraries (`cuLibraryLoadData`), which no context owns.
@@ -219,6 +222,7 @@ fn load_bytes(bytes: &[u8], library: bool) -> Result<*mut Module, CuError> {
         functions: std::sync::Mutex::default(),
         managed: std::sync::Mutex::default(),
         names: std::sync::OnceLock::new(),
+        managed_names: std::sync::OnceLock::new(),
     }));
     if library {
         LIBRARIES
@@ -491,10 +495,50 @@ pub(crate) fn get_function(mp: *mut Module, name: &str) -> Result<*const Functio
 
 /// `cuModuleGetGlobal` (and `cuLibraryGetGlobal`, `cudaLibraryGetGlobal`): variable `name`
 /// of module `m`, its address and size.
+///
+/// A `__managed__` variable of a library is its managed memory, as [`get_managed`] gives
+/// it: the driver keeps such variables in managed memory, and CUDA 12's static runtime
+/// finds them with `cuModuleGetGlobal` and reads and writes them from the host through the
+/// address it returns.
 pub(crate) fn get_global(m: *mut Module, name: &str) -> Result<(u64, u64), CuError> {
     let c = session()?;
     let m = module(m)?;
+    if let Some(image) = &m.image
+        && m.managed_names
+            .get_or_init(|| managed_names(image))
+            .iter()
+            .any(|n| n == name)
+    {
+        return managed_var(c, m, name);
+    }
     Ok(crate::core::registry::symbol(c, m.handle(c)?, name)?)
+}
+
+/// The names of the `__managed__` variables (`.attribute(.managed)`) the PTX of `image` (a
+/// fat binary, or PTX text) declares.
+fn managed_names(image: &[u8]) -> Vec<String> {
+    let texts: Vec<std::borrow::Cow<'_, str>> = match vcuda_fatbin::parse(image) {
+        Ok(f) => f
+            .ptx_units(u32::MAX)
+            .map(|units| units.iter().filter_map(|e| e.ptx_text().ok()).collect())
+            .unwrap_or_default(),
+        Err(_) => image
+            .split(|&b| b == 0)
+            .next()
+            .and_then(|t| std::str::from_utf8(t).ok())
+            .map(|t| vec![t.into()])
+            .unwrap_or_default(),
+    };
+    texts
+        .iter()
+        .flat_map(|t| t.lines())
+        .filter(|l| l.contains(".attribute(.managed)"))
+        .filter_map(|l| {
+            // `.visible .global .attribute(.managed) .align 4 .b8 table[256];`
+            let decl = l.split(['=', ';', '[']).next()?;
+            decl.split_whitespace().last().map(str::to_owned)
+        })
+        .collect()
 }
 
 /// `cuLibraryGetManaged`: `__managed__` variable `name` of library `lib` (see
@@ -508,6 +552,19 @@ pub(crate) fn get_managed(lib: *mut Module, name: &str) -> Result<(u64, u64), Cu
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn managed_variables_are_found_in_ptx() {
+        let ptx = b".version 8.5\n.target sm_90\n.address_size 64\n\
+            .visible .global .attribute(.managed) .align 4 .u32 counter = 5;\n\
+            .visible .global .attribute(.managed) .align 4 .b8 table[256];\n\
+            .global .attribute(.managed) .align 8 .b8 cfg[16] = {3, 0, 0, 0};\n\
+            .visible .global .align 4 .u32 plain;\n\0";
+        let want = ["counter", "table", "cfg"];
+        assert_eq!(managed_names(ptx), want);
+        assert_eq!(managed_names(&ptx_fatbin(ptx)), want);
+        assert!(managed_names(b"\x7fELF").is_empty());
+    }
 
     /// The wrappers are vcuda-fatbin's builder for sm_90 (whose own test checks the entry
     /// header nvcc writes).

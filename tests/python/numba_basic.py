@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0 OR MIT
 """A Numba CUDA program (numba-cuda from PyPI) run unchanged through vcuda: @cuda.jit
-kernels, shared memory and barriers, atomics, streams, device arrays and host transfers.
-With nvJitLink installed (as pip installs numba-cuda[cu13]) kernels link as LTO-IR, and a
+kernels, shared memory and barriers, atomics, streams, device arrays and host transfers,
+and a grid group's sync() (a cooperative launch linked with libcudadevrt.a). With nvJitLink installed (as pip installs numba-cuda[cu13]) kernels link as LTO-IR, and a
 kernel compiled with debug=True links as PTX. Prints PASS when every result matches
 numpy's."""
 import numpy as np
@@ -48,6 +48,21 @@ def scale_debug(x, out):
         out[i] = 3.0 * x[i]
 
 
+@cuda.jit
+def grid_phases(slots, sums):
+    # Each block writes its slot; after the grid-wide barrier every block reads them all.
+    g = cuda.cg.this_grid()
+    b = cuda.blockIdx.x
+    if cuda.threadIdx.x == 0:
+        slots[b] = b + 1
+    g.sync()
+    if cuda.threadIdx.x == 0:
+        s = 0
+        for i in range(cuda.gridDim.x):
+            s += slots[i]
+        sums[b] = s
+
+
 def main():
     n = 4096
     rng = np.random.default_rng(7)
@@ -77,6 +92,12 @@ def main():
     dscaled = cuda.device_array_like(x)
     scale_debug[n // 128, 128](dx, dscaled)
     assert np.allclose(dscaled.copy_to_host(), 3.0 * x, rtol=1e-6), "debug kernel"
+
+    blocks = 4
+    slots = cuda.to_device(np.zeros(blocks, dtype=np.int32))
+    totals = cuda.to_device(np.zeros(blocks, dtype=np.int32))
+    grid_phases[blocks, 64](slots, totals)
+    assert (totals.copy_to_host() == blocks * (blocks + 1) // 2).all(), "grid sync"
 
     print("PASS")
 

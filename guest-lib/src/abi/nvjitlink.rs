@@ -136,9 +136,7 @@ impl Link {
             INPUT_CUBIN | INPUT_OBJECT => {
                 Err("a cubin or object (machine code): vcuda links PTX and fat binaries only")
             }
-            INPUT_LIBRARY => {
-                Err("a library (such as libcudadevrt.a): vcuda links PTX and fat binaries only")
-            }
+            INPUT_LIBRARY => link::classify(data),
             _ => {
                 return Err(self.fail(
                     JitLinkError::UNRECOGNIZED_INPUT,
@@ -150,6 +148,7 @@ impl Link {
             Ok(Kind::Ptx) => self.inputs.push(Input::Ptx(data.to_vec())),
             Ok(Kind::Fatbin) => self.inputs.push(Input::Fatbin(data.to_vec())),
             Ok(Kind::Ltoir) => self.ltoir.push((data.to_vec(), name.to_owned())),
+            Ok(Kind::DeviceRuntime) => self.inputs.push(Input::DeviceRuntime),
             Err(why) => {
                 return Err(self.fail(JitLinkError::INVALID_INPUT, &format!("{name}: {why}")));
             }

@@ -104,6 +104,18 @@ pub fn current() -> Result<usize, CuError> {
     }
 }
 
+/// The context stream `s` belongs to: the context whose driver call created it, else (the
+/// special streams, streams the runtime made, which use the primary context) the current
+/// one.
+pub fn stream_context(s: usize) -> Result<usize, CuError> {
+    let c = current()?;
+    Ok(with(|m| {
+        m.iter()
+            .find(|(_, ctx)| ctx.owned.streams.contains(&s))
+            .map_or(c, |(&h, _)| h)
+    }))
+}
+
 /// Whether `ctx` is a live context.
 pub fn is_context(ctx: usize) -> bool {
     ctx != 0 && with(|m| m.contains_key(&ctx))

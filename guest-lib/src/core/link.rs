@@ -7,7 +7,9 @@
 //! input, and the PTX of every fat binary input, becomes one PTX entry of the output, and
 //! the backend links those units (`.extern` functions and variables resolve across them).
 //! Cubins, objects, libraries and LTO-IR hold machine code or compiler IR vcuda cannot
-//! link: a link of them fails with a reason.
+//! link: a link of them fails with a reason. The one library taken is NVIDIA's device
+//! runtime, `libcudadevrt.a`, which links name for its cooperative-groups entry points
+//! (Numba's grid group): vcuda's own PTX for them (`devrt.ptx`) goes in its place.
 
 use super::module::ptx_units_fatbin;
 
@@ -18,7 +20,13 @@ pub enum Input {
     Ptx(Vec<u8>),
     /// A fat binary.
     Fatbin(Vec<u8>),
+    /// NVIDIA's device runtime (`libcudadevrt.a`): [`DEVICE_RUNTIME`] links in its place.
+    DeviceRuntime,
 }
+
+/// vcuda's device runtime: the cooperative-groups entry points of `libcudadevrt.a`
+/// (`cudaCGGetIntrinsicHandle`, `cudaCGSynchronize`, `cudaCGSynchronizeGrid`), in PTX.
+pub const DEVICE_RUNTIME: &str = include_str!("devrt.ptx");
 
 /// What kind of input some bytes are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,6 +37,8 @@ pub enum Kind {
     Fatbin,
     /// LTO-IR, in the container NVIDIA's compilers write (`-gen-lto`).
     Ltoir,
+    /// NVIDIA's device runtime library, `libcudadevrt.a`.
+    DeviceRuntime,
 }
 
 /// What an input of unknown kind is, by its first bytes, or why it cannot be linked.
@@ -44,9 +54,14 @@ pub fn classify(data: &[u8]) -> Result<Kind, &'static str> {
     if data.starts_with(b"\x7fELF") {
         return Err("a cubin or object (machine code): vcuda links PTX and fat binaries only");
     }
-    if data.starts_with(b"!<arch>") {
+    if data.starts_with(b"!<arch>\n") {
+        // Its one member, by name (in the member headers or the long-name table).
+        let head = &data[..data.len().min(4096)];
+        if head.windows(20).any(|w| w == b"cuda_device_runtime.") {
+            return Ok(Kind::DeviceRuntime);
+        }
         return Err(
-            "a library archive (such as libcudadevrt.a): vcuda links PTX and fat binaries only",
+            "a library archive other than libcudadevrt.a: vcuda links PTX and fat binaries only",
         );
     }
     if data.starts_with(b"BC\xc0\xde") || data.starts_with(&[0xde, 0xc0, 0x17, 0x0b]) {
@@ -165,7 +180,14 @@ fn units(inputs: &[Input]) -> Result<Vec<Vec<u8>>, String> {
                     units.push(text);
                 }
             }
+            Input::DeviceRuntime => {}
         }
+    }
+    // The device runtime once, however often it was added.
+    if inputs.contains(&Input::DeviceRuntime) {
+        let mut text = DEVICE_RUNTIME.as_bytes().to_vec();
+        text.push(0);
+        units.push(text);
     }
     Ok(units)
 }
@@ -221,6 +243,8 @@ mod tests {
         assert_eq!(classify(b"\xedCN\x7f\x01C"), Ok(Kind::Ltoir));
         assert!(classify(b"\x7fELF\x02\x01").unwrap_err().contains("cubin"));
         assert!(classify(b"!<arch>\n").unwrap_err().contains("libcudadevrt"));
+        let devrt = b"!<arch>\ncuda_device_runtime.o/ 0           0     0     644     8";
+        assert_eq!(classify(devrt), Ok(Kind::DeviceRuntime));
         assert!(classify(b"BC\xc0\xde").unwrap_err().contains("NVVM"));
         assert!(classify(b"garbage").is_err());
     }
@@ -241,6 +265,17 @@ mod tests {
                 .len(),
             3
         );
+        // libcudadevrt.a, named twice, adds vcuda's device runtime once.
+        let rt = link(&[
+            Input::DeviceRuntime,
+            Input::Ptx(PTX.to_vec()),
+            Input::DeviceRuntime,
+        ])
+        .unwrap();
+        let fb = vcuda_fatbin::parse(&rt).unwrap();
+        let units = fb.ptx_units(u32::MAX).unwrap();
+        assert_eq!(units.len(), 2);
+        assert!(units[1].ptx_text().unwrap().contains("cudaCGSynchronize"));
         assert!(link(&[]).is_err());
         let one = linked_ptx(&[Input::Ptx(PTX.to_vec())]).unwrap();
         assert_eq!(one.last(), Some(&0));

@@ -78,6 +78,26 @@ fn format_channel_bytes(format: c_uint) -> Option<u64> {
     }
 }
 
+/// `cuStreamGetCtx`: the context stream `s` (checked) belongs to.
+fn stream_ctx(s: cudaStream_t, ctx: *mut crate::core::context::CUcontext) -> Result<(), CuError> {
+    current()?;
+    let mut device = 0;
+    // SAFETY: a local output; the call checks the stream handle.
+    unsafe { crate::core::stream::stream_get_device(s, &mut device) }?;
+    let c = crate::core::context::stream_context(s as usize)?;
+    // SAFETY: the caller's output pointer.
+    unsafe { out(ctx, c as crate::core::context::CUcontext) }
+}
+
+/// `cuStreamGetCtx_v2`'s green context: none (vcuda has no green contexts); null allowed.
+fn no_green(green: *mut *mut c_void) -> Result<(), CuError> {
+    if !green.is_null() {
+        // SAFETY: the caller's output pointer, non-null.
+        unsafe { green.write(std::ptr::null_mut()) };
+    }
+    Ok(())
+}
+
 entry_lib! {
     fn cuStreamGetDevice(s: cudaStream_t, dev: *mut c_int) -> Result<(), CuError> {
         current()?;
@@ -89,6 +109,24 @@ entry_lib! {
         current()?;
         // SAFETY: forwarding the caller's arguments.
         Ok(unsafe { crate::core::stream::stream_get_device(crate::core::ptsz::per_thread(s), dev) }?)
+    }
+
+    fn cuStreamGetCtx(s: cudaStream_t, ctx: *mut crate::core::context::CUcontext) -> Result<(), CuError> {
+        stream_ctx(s, ctx)
+    }
+
+    fn cuStreamGetCtx_ptsz(s: cudaStream_t, ctx: *mut crate::core::context::CUcontext) -> Result<(), CuError> {
+        stream_ctx(crate::core::ptsz::per_thread(s), ctx)
+    }
+
+    fn cuStreamGetCtx_v2(s: cudaStream_t, ctx: *mut crate::core::context::CUcontext, green: *mut *mut c_void) -> Result<(), CuError> {
+        stream_ctx(s, ctx)?;
+        no_green(green)
+    }
+
+    fn cuStreamGetCtx_v2_ptsz(s: cudaStream_t, ctx: *mut crate::core::context::CUcontext, green: *mut *mut c_void) -> Result<(), CuError> {
+        stream_ctx(crate::core::ptsz::per_thread(s), ctx)?;
+        no_green(green)
     }
 
     fn cuModuleGetLoadingMode(mode: *mut c_int) -> Result<(), CuError> {

@@ -12,6 +12,8 @@ use crate::error::CuError;
 /// `CUjitInputType`.
 const INPUT_PTX: c_int = 1;
 const INPUT_FATBINARY: c_int = 2;
+/// `CU_JIT_INPUT_LIBRARY`: an archive; vcuda takes `libcudadevrt.a` only (`core::link`).
+const INPUT_LIBRARY: c_int = 4;
 /// `CUjit_option`: the most registers a thread may use (`CU_JIT_MAX_REGISTERS`).
 const MAX_REGISTERS: c_int = 0;
 /// `CUjit_option`: the error log buffer and its size.
@@ -119,8 +121,17 @@ impl LinkState {
                 self.inputs.push(Input::Fatbin(data.to_vec()));
                 Ok(())
             }
-            _ => Err(self
-                .fail("vcuda links PTX and fat binaries only (no cubins, objects or libraries)")),
+            INPUT_LIBRARY => match link::classify(data) {
+                Ok(link::Kind::DeviceRuntime) => {
+                    self.inputs.push(Input::DeviceRuntime);
+                    Ok(())
+                }
+                Ok(_) => Err(self.fail("a library input that is not an archive")),
+                Err(why) => Err(self.fail(why)),
+            },
+            _ => Err(self.fail(
+                "vcuda links PTX, fat binaries and libcudadevrt.a only (no cubins or objects)",
+            )),
         }
     }
 }

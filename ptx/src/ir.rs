@@ -522,6 +522,9 @@ pub(crate) enum Op {
     },
     Fence,
     Nop,
+    /// `nanosleep`: the thread waits a little; here it gives its core to another thread
+    /// (blocks of a cooperative launch spinning at a grid barrier let the others arrive).
+    Yield,
     Tex(Box<TexOp>),
     /// Warp matrix multiply-accumulate (interpreted).
     Wmma(Box<WmmaOp>),

@@ -762,6 +762,10 @@ impl<'a> Ctx<'a> {
                     w.pc += 1;
                 }
                 Op::Nop => w.pc += 1,
+                Op::Yield => {
+                    std::thread::yield_now();
+                    w.pc += 1;
+                }
                 Op::Tex(op) => {
                     self.exec_tex(w, mask, op, inst.line)?;
                     w.pc += 1;

@@ -59,6 +59,7 @@ pub(super) fn check(code: &[Inst], nregs: u32, nsyms: usize) -> Result<(), Rejec
             | Op::Ret
             | Op::Fence
             | Op::Nop
+            | Op::Yield
             | Op::Trap
             | Op::Brkpt
             | Op::Atom { .. } => true,

@@ -293,6 +293,13 @@ impl<'a, 'b> Lower<'a, 'b> {
                 return Ok(false);
             }
             Op::Fence | Op::Nop => {}
+            Op::Yield => {
+                let f = self
+                    .b
+                    .ins()
+                    .iconst(I64, rt::h_yield as *const () as usize as i64);
+                self.b.ins().call_indirect(self.helpers.poll, f, &[self.tc]);
+            }
             Op::Trap | Op::Brkpt => {
                 let kind = if matches!(inst.op, Op::Trap) {
                     rt::FAULT_TRAP

@@ -438,6 +438,12 @@ pub(crate) extern "C" fn h_sreg(tc: *mut ThreadCtx, code: u32) -> u64 {
     }
 }
 
+/// `nanosleep`: gives the thread's core away (see [`crate::ir::Op::Yield`]); always 0.
+pub(crate) extern "C" fn h_yield(_tc: *mut ThreadCtx) -> u32 {
+    std::thread::yield_now();
+    0
+}
+
 /// Called at loop back edges every so many instructions: 1 when the launch must stop
 /// (cancelled, timed out, over its instruction limit, or another block failed).
 pub(crate) extern "C" fn h_poll(tc: *mut ThreadCtx) -> u32 {

@@ -351,8 +351,9 @@ impl<'a> Lower<'a> {
                     Op::Fence
                 }
             }
-            "prefetch" | "prefetchu" | "nanosleep" | "pmevent" | "griddepcontrol"
-            | "setmaxnreg" | "applypriority" | "discard" => Op::Nop,
+            "nanosleep" => Op::Yield,
+            "prefetch" | "prefetchu" | "pmevent" | "griddepcontrol" | "setmaxnreg"
+            | "applypriority" | "discard" => Op::Nop,
             "createpolicy" => Op::Mov {
                 d: self.dst(st, arg(args, 0)?)?,
                 a: Src::Imm(0),

@@ -329,14 +329,14 @@ mod tests {
     use super::super::memory::MemoryBudget;
     use super::*;
 
-    fn float() -> ChannelFormat {
+    pub(super) fn float() -> ChannelFormat {
         ChannelFormat {
             bits: [32, 0, 0, 0],
             kind: CHANNEL_FLOAT,
         }
     }
 
-    fn heap() -> DeviceHeap {
+    pub(super) fn heap() -> DeviceHeap {
         DeviceHeap::new(MemoryBudget::new(1 << 24), u64::MAX)
     }
 

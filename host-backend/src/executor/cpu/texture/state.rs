@@ -165,25 +165,18 @@ impl Textures {
 #[cfg(test)]
 mod tests {
     use vcuda_protocol::{
-        ARRAY_COPY_TO_ARRAY, ARRAY_SURFACE_LOAD_STORE, CHANNEL_FLOAT, ChannelFormat,
-        MemcpyArrayReq, RESOURCE_ARRAY, RESOURCE_LINEAR, RESOURCE_MIPMAPPED_ARRAY, TEX_SURFACE,
+        ARRAY_COPY_TO_ARRAY, ARRAY_SURFACE_LOAD_STORE, MemcpyArrayReq, RESOURCE_ARRAY,
+        RESOURCE_LINEAR, RESOURCE_MIPMAPPED_ARRAY, TEX_SURFACE,
     };
 
+    use super::super::tests::{float, heap};
     use super::*;
-    use crate::executor::cpu::memory::MemoryBudget;
-
-    fn heap() -> DeviceHeap {
-        DeviceHeap::new(MemoryBudget::new(1 << 24), u64::MAX)
-    }
 
     /// A heap and a set holding an array with contents, a mipmapped array with a level
     /// given out, texture objects over each and over linear memory, and a surface object.
     fn built() -> (DeviceHeap, Textures, u64) {
         let (mut h, mut t) = (heap(), Textures::default());
-        let format = ChannelFormat {
-            bits: [32, 0, 0, 0],
-            kind: CHANNEL_FLOAT,
-        };
+        let format = float();
         let array = ArrayCreateReq {
             format,
             width: 4,

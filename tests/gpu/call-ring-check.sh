@@ -4,7 +4,9 @@
 #
 #   1. tests/gpu/bench/latency.cu and launch.cu natively, through `vcuda run` with the call
 #      ring (the default), and through `vcuda run` on the socket alone (VCUDA_CALL_RING=0);
-#   2. a one-call program (cudaGetDeviceCount) natively, through `vcuda run` (its private
+#   2. with a kit's guest image (tests/gpu/kit.sh; VCUDA_CHECK_KIT, default .gpukit), the
+#      same two programs, built with the image, inside `vcuda vm run` (vhost-user);
+#   3. a one-call program (cudaGetDeviceCount) natively, through `vcuda run` (its private
 #      backend keeps the context it made at start: --warm-context first), and through
 #      running shared backends: sessions on threads and in worker processes, each with
 #      --warm-context off and always.
@@ -23,6 +25,9 @@ EXECUTOR=${VCUDA_CHECK_EXECUTOR:-cuda}
 OUT=${OUT:-$PWD/tests/gpu/results}
 mkdir -p "$OUT"
 REPORT=$OUT/call-ring.md
+KIT=${VCUDA_CHECK_KIT:-.gpukit}
+VM=0
+[ -f "$KIT/vm/image.env" ] && [ -x "$KIT/progs/latency" ] && [ -x "$KIT/progs/launch" ] && VM=1
 W=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$W"' EXIT
 NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
@@ -33,6 +38,8 @@ else
     LFLAGS=()
 fi
 NATIVE=0
+ARGS=()
+[ "$EXECUTOR" = cpu ] && ARGS=(--quick) # a dry run: small sizes
 nvidia-smi -L >/dev/null 2>&1 && [ "$EXECUTOR" = cuda ] && NATIVE=1
 cat >"$W/onecall.cu" <<'EOF'
 #include <cuda_runtime.h>
@@ -50,29 +57,36 @@ LIB=$("$B/vcuda" lib-dir)
     echo
     nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null
     echo
-    echo "## Calls: native, vcuda run with the call ring, vcuda run on the socket (µs or /s)"
+    echo "## Calls: native, vcuda run with the call ring, vcuda run on the socket, in the VM (µs or /s)"
     echo
-    echo "| measure | native | call ring | socket |"
-    echo "|---|---:|---:|---:|"
+    echo "| measure | native | call ring | socket | VM |"
+    echo "|---|---:|---:|---:|---:|"
 } >"$REPORT"
 
 # One column of BENCH values per variant, joined by measure name.
 for p in latency launch; do
     if [ $NATIVE = 1 ]; then
-        timeout 120 "$W/$p" | grep '^BENCH' | grep -v ratio_ >"$W/$p.native"
+        timeout 120 "$W/$p" "${ARGS[@]}" | grep '^BENCH' | grep -v ratio_ >"$W/$p.native"
     else
         : >"$W/$p.native"
     fi
     for ring in 1 0; do
-        VCUDA_CALL_RING=$ring timeout 180 "$B/vcuda" run --executor "$EXECUTOR" -- "$W/$p" |
+        VCUDA_CALL_RING=$ring timeout 180 "$B/vcuda" run --executor "$EXECUTOR" -- "$W/$p" \
+            "${ARGS[@]}" |
             grep '^BENCH' | grep -v ratio_ >"$W/$p.ring$ring"
     done
-    awk '{ f = FILENAME ~ /native$/ ? 1 : FILENAME ~ /ring1$/ ? 2 : 3
+    : >"$W/$p.vm"
+    if [ $VM = 1 ]; then
+        (cd "$KIT/progs" && timeout 240 "$B/vcuda" vm run --executor "$EXECUTOR" --timeout 220 \
+            --image-dir "$(cd ../vm && pwd)" "./$p" "${ARGS[@]}") 2>"$W/$p.vm.log" |
+            grep '^BENCH' | grep -v ratio_ >"$W/$p.vm"
+    fi
+    awk '{ f = FILENAME ~ /native$/ ? 1 : FILENAME ~ /ring1$/ ? 2 : FILENAME ~ /ring0$/ ? 3 : 4
            v[f, $2] = $3; if (!($2 in seen)) { seen[$2] = 1; order[n++] = $2 } }
-         END { for (i = 0; i < n; i++) { k = order[i];
-               printf "| %s | %s | %s | %s |\n", k, (1, k) in v ? v[1, k] : "-",
-                      (2, k) in v ? v[2, k] : "-", (3, k) in v ? v[3, k] : "-" } }' \
-        "$W/$p.native" "$W/$p.ring1" "$W/$p.ring0" >>"$REPORT"
+         END { for (i = 0; i < n; i++) { k = order[i]; printf "| %s", k
+               for (f = 1; f <= 4; f++) printf " | %s", (f, k) in v ? v[f, k] : "-"
+               print " |" } }' \
+        "$W/$p.native" "$W/$p.ring1" "$W/$p.ring0" "$W/$p.vm" >>"$REPORT"
 done
 
 # Shared backends, side by side.
@@ -107,4 +121,5 @@ done
     echo "(rows: native if a GPU, vcuda run, then shared backends: threads off, threads"
     echo "always, worker processes off, worker processes always)"
 } >>"$REPORT"
+cp "$W"/*.vm.log "$OUT/" 2>/dev/null
 cat "$REPORT"

@@ -5,11 +5,13 @@
 #
 #   bin/   vcuda, vcuda-backend, libvcuda.so (release, without debug information) and
 #          backend-tests (the backend's unit tests, likewise: `backend-tests executor::cuda`)
+#   tools/ Debian's strace with its libunwind (tests/gpu/syscalls.sh)
 #   vm/    the guest image (images/build-guest.sh) with the patched QEMU, its firmware and
 #          the libraries it needs that a GPU image may lack (glib, pcre2), image.env's paths
 #          relative to vm/ (device-check.sh fixes QEMU_FIRMWARE there)
-#   progs/ the test programs device-check.sh runs in the VM, built here with the PyPI
-#          toolkit (images/cuda-toolkit.sh): the guest carries this machine's C library,
+#   progs/ the test programs device-check.sh runs in the VM (some also as NAME.static, with
+#          nvcc's default static runtime) and call-ring-check.sh's benchmarks, built here with
+#          the PyPI toolkit (images/cuda-toolkit.sh): the guest carries this machine's C library,
 #          which programs built on a newer system (the GPU machine's) cannot start with
 #
 #   bash tests/gpu/kit.sh [--no-vm] [DIR]      (from the repository root)
@@ -24,6 +26,8 @@ KIT=.gpukit
 # What device-check.sh runs in the VM (programs without arguments).
 VM_PROGRAMS="vectorAdd matmul saxpy pinned pageable api_streams graphs managed mapped textures
     cublas_basic curand_basic driver_api mempool zero_copy vmm library memcpy_batch driver_graphs mipmap device_malloc wmma"
+# ... and also built with nvcc's default static runtime (PROGRAM.static).
+VM_STATIC="vectorAdd matmul cublas_basic curand_basic graphs driver_api"
 while [ $# -gt 0 ]; do
     case $1 in
         --no-vm) VM=0 ;;
@@ -58,6 +62,20 @@ for f in vcuda vcuda-backend libvcuda.so; do
 done
 strip --strip-debug -o "$KIT/bin/backend-tests" "$tests_bin"
 
+# Debian's strace and the libunwind it needs (a GPU machine may lack both), for
+# tests/gpu/syscalls.sh.
+rm -rf "$KIT/tools"
+mkdir -p "$KIT/tools/lib"
+debs=$(mktemp -d)
+(cd "$debs" && apt-get download strace libunwind8 >/dev/null 2>&1) || {
+    echo "kit.sh: cannot download strace from Debian" >&2
+    exit 1
+}
+for d in "$debs"/*.deb; do dpkg-deb -x "$d" "$debs/x"; done
+cp "$debs/x/usr/bin/strace" "$KIT/tools/"
+cp -L "$debs"/x/usr/lib/x86_64-linux-gnu/libunwind{,-ptrace,-x86_64}.so.* "$KIT/tools/lib/" 2>/dev/null
+rm -rf "$debs"
+
 if [ "$VM" = 1 ]; then
     # The guest image with this libvcuda.so (its soname links are made in a scratch copy,
     # since links into the kit would point at this machine's paths).
@@ -83,14 +101,25 @@ if [ "$VM" = 1 ]; then
 
     root=$(bash images/cuda-toolkit.sh)
     mkdir -p "$KIT/progs"
-    for n in $VM_PROGRAMS; do
-        libs=()
-        for l in $(sed -n 's#^// vcuda-test: libs=##p' "tests/cuda/$n.cu" | tr ',' ' '); do
+    build() { # SOURCE OUTPUT CUDART
+        local libs=() l
+        for l in $(sed -n 's#^// vcuda-test: libs=##p' "$1" | tr ',' ' '); do
             libs+=("-l$l")
         done
-        "$root/bin/nvcc" -cudart=shared -O2 -std=c++17 \
-            -gencode 'arch=compute_90,code=[sm_90,compute_90]' -Itests/cuda -L"$root/lib" \
-            -o "$KIT/progs/$n" "tests/cuda/$n.cu" "${libs[@]}" >&2
+        "$root/bin/nvcc" -cudart="$3" -O2 -std=c++17 \
+            -gencode 'arch=compute_90,code=[sm_90,compute_90]' -Itests/cuda -Itests/gpu/bench \
+            -L"$root/lib" -o "$2" "$1" "${libs[@]}" >&2
+    }
+    for n in $VM_PROGRAMS; do
+        build "tests/cuda/$n.cu" "$KIT/progs/$n" shared
+    done
+    # nvcc's default runtime, linked into the program (it reaches vcuda's libcuda.so.1).
+    for n in $VM_STATIC; do
+        build "tests/cuda/$n.cu" "$KIT/progs/$n.static" static
+    done
+    # call-ring-check.sh's benchmarks, in the VM.
+    for n in latency launch; do
+        build "tests/gpu/bench/$n.cu" "$KIT/progs/$n" shared
     done
 fi
 du -sh "$KIT" >&2

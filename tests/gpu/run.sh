@@ -21,6 +21,9 @@
 #   --no-bench            correctness only.
 #   --only REGEX          only programs whose name matches.
 #   --toolkit pypi        build with images/cuda-toolkit.sh's nvcc.
+#   --cudart static|shared  how the programs link CUDA's runtime (default shared;
+#                         static is nvcc's own default: NVIDIA's runtime inside the
+#                         program, which then reaches vcuda through vcuda's libcuda.so.1).
 #   --results FILE        where to write the Markdown results (default
 #                         $OUT/gpu-results.md if $OUT is set, else
 #                         tests/gpu/results/gpu-results.md).
@@ -46,6 +49,7 @@ TOOLKIT=
 RUNS=10
 RESULTS=
 KEEP=
+CUDART=${VCUDA_HARNESS_CUDART:-shared}
 VOLATILE=${VCUDA_HARNESS_VOLATILE:-'^(BENCH |TIME|TIMING)'}
 BIN=${VCUDA_BIN:-$REPO/target/release}
 
@@ -61,6 +65,7 @@ while [ $# -gt 0 ]; do
         --results) RESULTS=$2; shift ;;
         --runs) RUNS=$2; shift ;;
         --keep) KEEP=$2; shift ;;
+        --cudart) CUDART=$2; shift ;;
         -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
     esac
@@ -70,6 +75,10 @@ case $EXECUTOR in
     cuda) ;;
     cpu) [ "$NATIVE" = auto ] && NATIVE=0; QUICK=1 ;;
     *) echo "run.sh: --executor must be cuda or cpu" >&2; exit 2 ;;
+esac
+case $CUDART in
+    shared | static) ;;
+    *) echo "run.sh: --cudart must be shared or static" >&2; exit 2 ;;
 esac
 
 log() { printf '== %s\n' "$*" >&2; }
@@ -158,7 +167,7 @@ build_one() {
     local src=$1 name
     name=$(basename "$src" .cu)
     spec "$src"
-    "$NVCC" -cudart=shared -O2 -std=c++17 \
+    "$NVCC" -cudart="$CUDART" -O2 -std=c++17 \
         -gencode 'arch=compute_90,code=[sm_90,compute_90]' \
         -Itests/cuda -Itests/gpu/bench ${CUDA_LIB:+-L"$CUDA_LIB"} "${SPEC_NVCC[@]}" \
         -o "$WORK/bin/$name" "$src" "${SPEC_LIBS[@]/#/-l}" >"$WORK/log/$name.build" 2>&1
@@ -341,6 +350,7 @@ fi
     echo
     echo "- date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
     echo "- commit: $(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+    echo "- runtime: -cudart=$CUDART"
     echo "- executor: $EXECUTOR; native runs: $([ "$NATIVE" = 1 ] && echo yes || echo no)$([ "$QUICK" = 1 ] && echo '; quick sizes')"
     echo "- nvcc: $("$NVCC" --version | tail -1)"
     if command -v nvidia-smi >/dev/null; then

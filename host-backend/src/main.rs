@@ -141,6 +141,28 @@ enum Isolation {
     Thread,
 }
 
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum WorkerSeccomp {
+    /// The allow list where the executor's calls were traced (the CPU executor's), else
+    /// the deny list.
+    Auto,
+    /// Only the calls workers were traced making.
+    AllowList,
+    /// Everything but the calls an attacker would want first.
+    DenyList,
+}
+
+impl WorkerSeccomp {
+    /// The filter a worker of `kind` installs.
+    fn policy(self, kind: ExecutorKind) -> vcuda_backend::sandbox::Policy {
+        use vcuda_backend::sandbox::Policy;
+        match (self, kind) {
+            (Self::AllowList, _) | (Self::Auto, ExecutorKind::Cpu) => Policy::AllowList,
+            (Self::DenyList, _) | (Self::Auto, ExecutorKind::Cuda) => Policy::DenyList,
+        }
+    }
+}
+
 #[derive(clap::Args, Debug, Clone)]
 struct ExecArgs {
     /// Serve Prometheus metrics at http://HOST:PORT/metrics (sessions, calls, bytes,
@@ -159,6 +181,15 @@ struct ExecArgs {
     /// by all sessions; in a worker each has its own --cpu-memory).
     #[arg(long, value_enum, default_value_t = Isolation::Auto, env = "VCUDA_ISOLATION")]
     isolation: Isolation,
+    /// The seccomp filter of worker processes: `allow-list` admits only the system calls
+    /// traced from real workers, `deny-list` refuses only those an attacker would want
+    /// first (starting programs, other processes, the kernel, mounts). `auto`: the allow
+    /// list for the CPU executor, whose calls were traced; the deny list for the CUDA
+    /// executor until NVIDIA's driver's calls are traced on a GPU (tests/gpu/syscalls.sh).
+    /// A driver that needs a call the allow list lacks fails the start-up probe, which says
+    /// so.
+    #[arg(long, value_enum, default_value_t = WorkerSeccomp::Auto, env = "VCUDA_WORKER_SECCOMP")]
+    worker_seccomp: WorkerSeccomp,
     /// CPU executor: simulated device memory shared by all sessions, as a size (512M, 8G)
     /// or a share of this host's memory (its cgroup's limit if lower).
     #[arg(long, value_name = "SIZE", default_value = "50%")]
@@ -414,7 +445,8 @@ fn plan(exec: &ExecArgs, max_workers: usize) -> Result<Plan, String> {
     let workers = |kind| {
         // The filters must build here (a supported architecture) before any worker needs
         // them.
-        vcuda_backend::sandbox::filters(std::process::id()).map_err(|e| e.to_string())?;
+        vcuda_backend::sandbox::filters(std::process::id(), exec.worker_seccomp.policy(kind))
+            .map_err(|e| e.to_string())?;
         let mut w = Workers::new(kind, std::env::args_os().skip(1).collect(), max_workers)
             .map_err(|e| format!("cannot find this program to start workers: {e}"))?;
         if exec.warm_context == Warm::Always {
@@ -557,6 +589,10 @@ fn worker_main(
         Command::Worker { .. } => return fail(&"a worker cannot start workers"),
     };
     exec.executor = executor;
+    let policy = exec.worker_seccomp.policy(match executor {
+        ExecutorChoice::Cpu => ExecutorKind::Cpu,
+        ExecutorChoice::Auto | ExecutorChoice::Cuda => ExecutorKind::Cuda,
+    });
     // A worker serves one session: no context ahead of another (a warm worker makes its
     // one session's context before the connection comes, below).
     exec.warm_context = Warm::Off;
@@ -568,7 +604,7 @@ fn worker_main(
             Ok(f) => f.pageable_access(),
             Err(e) => return fail(&e),
         };
-        if let Err(e) = vcuda_backend::sandbox::enter() {
+        if let Err(e) = vcuda_backend::sandbox::enter(policy) {
             return fail(&e);
         }
         // A session's executor: its own context, as a worker's first session makes.
@@ -579,7 +615,14 @@ fn worker_main(
         });
         if let Err(e) = sandboxed {
             return fail(&format!(
-                "the CUDA executor does not start in the sandbox: {e}"
+                "the CUDA executor does not start in the sandbox: {e}{}",
+                if policy == vcuda_backend::sandbox::Policy::AllowList {
+                    " (if this driver needs a system call the workers' allow list lacks, \
+                     --worker-seccomp deny-list starts it; please report the call, \
+                     tests/gpu/syscalls.sh traces them)"
+                } else {
+                    ""
+                }
             ));
         }
         return match link.say(&format!("cuda pageable={}", u8::from(pageable))) {
@@ -589,7 +632,7 @@ fn worker_main(
     }
     // Before the executor (and the driver) start, and before anything is read from the
     // tenant.
-    if let Err(e) = vcuda_backend::sandbox::enter() {
+    if let Err(e) = vcuda_backend::sandbox::enter(policy) {
         return fail(&e);
     }
     let handed = match worker::take_stdin() {

@@ -16,11 +16,17 @@
 //!   clock and the machine's state; and the x32 system call numbers, which would bypass
 //!   the rest.
 //!
-//! It is a deny list, not firecracker's allow list: the set of calls NVIDIA's driver makes
-//! (ioctls on its device files, `mmap` of them, sockets to `nvidia-persistenced` and MPS,
-//! its own threads) has not been traced on a GPU yet; an allow list is the plan for the
-//! first lent GPU (`tests/gpu/README.md`). The filter does not confine the driver's own
-//! ioctls; a worker is one tenant's process, so what they reach is that tenant's.
+//! - Under [`Policy::AllowList`] a second filter refuses (`EPERM`) every call outside
+//!   [`allowed_syscalls`], firecracker's way: the set traced from real workers
+//!   (`tests/gpu/syscalls.sh`, `scripts/syscall-sets.py`). The backend's `--worker-seccomp
+//!   auto` gives it to CPU executor workers, whose calls were traced here, and keeps
+//!   [`Policy::DenyList`] for CUDA workers until NVIDIA's driver's calls are traced on a
+//!   GPU (`tests/gpu/device-check.sh` does so and checks the list). A driver that needs a
+//!   call the list lacks fails the probe worker, which starts the executor in the sandbox
+//!   before the backend serves. Neither filter confines the driver's own ioctls; a worker
+//!   is one tenant's process, so what they reach is that tenant's.
+
+mod allowed;
 
 use std::collections::BTreeMap;
 
@@ -29,6 +35,8 @@ use seccompiler::{
     SeccompRule, sock_filter,
 };
 use thiserror::Error;
+
+pub use allowed::{allowed_prctl_options, allowed_syscalls};
 
 /// Why the sandbox could not be entered.
 #[derive(Debug, Error)]
@@ -45,6 +53,16 @@ pub enum Error {
     /// The capabilities could not be dropped.
     #[error("cannot drop the worker's capabilities: {0}")]
     Capabilities(#[source] std::io::Error),
+}
+
+/// Which system calls a worker may make beyond the deny list.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Policy {
+    /// Only [`allowed_syscalls`] (and the deny list's argument rules on top).
+    #[default]
+    AllowList,
+    /// Everything but [`denied_syscalls`].
+    DenyList,
 }
 
 /// System calls a worker is refused (`EPERM`).
@@ -114,13 +132,14 @@ pub fn denied_syscalls() -> Vec<(&'static str, i64)> {
 }
 
 /// The filters a worker installs, in order: the deny list with its argument rules, `clone3`
-/// answering `ENOSYS`, and (x86-64) the x32 numbers refused. Built before they are
-/// installed, so that installing allocates nothing (it may run between `fork` and `exec`).
+/// answering `ENOSYS`, (x86-64) the x32 numbers refused, and under
+/// [`Policy::AllowList`] the allow list. Built before they are installed, so that
+/// installing allocates nothing (it may run between `fork` and `exec`).
 #[derive(Debug)]
 pub struct Filters(Vec<BpfProgram>);
 
 /// The worker's filters for process `pid` (the only process it may signal).
-pub fn filters(pid: u32) -> Result<Filters, Error> {
+pub fn filters(pid: u32, policy: Policy) -> Result<Filters, Error> {
     let arch = std::env::consts::ARCH
         .try_into()
         .map_err(|e: seccompiler::BackendError| Error::Build(e.to_string()))?;
@@ -173,6 +192,36 @@ pub fn filters(pid: u32) -> Result<Filters, Error> {
     )?);
     #[cfg(target_arch = "x86_64")]
     v.push(x32_filter());
+    if policy == Policy::AllowList {
+        // Installed last, so that among equal actions the kernel takes the earlier filters'
+        // answers (clone3's ENOSYS) for the calls this one admits.
+        let mut allow: BTreeMap<i64, Vec<SeccompRule>> = allowed_syscalls()
+            .into_iter()
+            .map(|(_, nr)| (nr, Vec::new()))
+            .collect();
+        let prctl = allowed_prctl_options()
+            .into_iter()
+            .map(|(_, option)| {
+                cond(
+                    0,
+                    SeccompCmpArgLen::Dword,
+                    SeccompCmpOp::Eq,
+                    option as u32 as u64,
+                )
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        allow.insert(libc::SYS_prctl, prctl);
+        v.push(
+            SeccompFilter::new(
+                allow,
+                SeccompAction::Errno(libc::EPERM as u32),
+                SeccompAction::Allow,
+                arch,
+            )
+            .and_then(BpfProgram::try_from)
+            .map_err(|e| Error::Build(e.to_string()))?,
+        );
+    }
     Ok(Filters(v))
 }
 
@@ -263,10 +312,10 @@ pub fn drop_capabilities() -> Result<(), Error> {
 }
 
 /// Enters the sandbox: not dumpable, no capabilities, then the filters. Irreversible.
-pub fn enter() -> Result<(), Error> {
+pub fn enter(policy: Policy) -> Result<(), Error> {
     nix::sys::prctl::set_dumpable(false).map_err(Error::Dumpable)?;
     drop_capabilities()?;
-    install(&filters(std::process::id())?)
+    install(&filters(std::process::id(), policy)?)
 }
 
 #[cfg(test)]
@@ -278,7 +327,7 @@ mod tests {
     #[test]
     fn the_filter_refuses_to_start_programs() {
         // (The signal rule names no process here: pid 0.)
-        let f = filters(0).unwrap();
+        let f = filters(0, Policy::DenyList).unwrap();
         let mut cmd = std::process::Command::new("/bin/true");
         // SAFETY: between fork and exec the closure only calls prctl and seccomp on the
         // filters built above (no allocation).
@@ -296,12 +345,14 @@ mod tests {
         );
     }
 
-    /// Runs `scenario` of [`sandboxed_child`] in a fresh process of this test binary.
-    fn in_sandboxed_child(scenario: &str) {
+    /// Runs `scenario` of [`sandboxed_child`] in a fresh process of this test binary, in a
+    /// sandbox of `policy`.
+    fn in_sandboxed_child(scenario: &str, policy: Policy) {
         let out = std::process::Command::new(std::env::current_exe().unwrap())
             .args(["--exact", "sandbox::tests::sandboxed_child", "--nocapture"])
             .args(["--test-threads", "1"])
             .env("VCUDA_SANDBOX_SCENARIO", scenario)
+            .env("VCUDA_SANDBOX_POLICY", format!("{policy:?}"))
             .output()
             .unwrap();
         let text = String::from_utf8_lossy(&out.stdout).into_owned()
@@ -318,7 +369,11 @@ mod tests {
         let Ok(scenario) = std::env::var("VCUDA_SANDBOX_SCENARIO") else {
             return;
         };
-        enter().unwrap();
+        let policy = match std::env::var("VCUDA_SANDBOX_POLICY").as_deref() {
+            Ok("DenyList") => Policy::DenyList,
+            _ => Policy::AllowList,
+        };
+        enter(policy).unwrap();
         let errno = || std::io::Error::last_os_error().raw_os_error();
         match scenario.as_str() {
             "fork" => {
@@ -375,6 +430,35 @@ mod tests {
                 assert!(status.contains("NoNewPrivs:\t1"), "{status}");
                 assert!(!nix::sys::prctl::get_dumpable().unwrap());
             }
+            "outside-the-allow-list" => {
+                // Everyday work still runs: threads, files, sockets, memory.
+                assert_eq!(std::thread::spawn(|| 7).join().unwrap(), 7);
+                let text = std::fs::read_to_string("/proc/self/status").unwrap();
+                assert!(text.contains("Seccomp:\t2"), "{text}");
+                let (a, b) = std::os::unix::net::UnixStream::pair().unwrap();
+                drop((a, b));
+                let v = vec![1u8; 1 << 20];
+                assert_eq!(v.iter().map(|&x| usize::from(x)).sum::<usize>(), 1 << 20);
+                // Calls outside it are refused, harmless ones included.
+                // SAFETY: raw system calls with valid (or null) pointers; had one passed, a
+                // directory "." would have been changed to, nothing more.
+                unsafe {
+                    let dot = c".".as_ptr();
+                    for r in [
+                        libc::syscall(libc::SYS_chdir, dot),
+                        libc::syscall(libc::SYS_mkdirat, libc::AT_FDCWD, dot, 0o700),
+                        libc::syscall(libc::SYS_bind, -1, std::ptr::null::<u8>(), 0),
+                        libc::syscall(libc::SYS_setuid, 0),
+                    ] {
+                        assert!(r < 0, "a call outside the allow list passed");
+                        assert_eq!(errno(), Some(libc::EPERM));
+                    }
+                }
+                // prctl only for its listed options: not dumpable again.
+                assert!(nix::sys::prctl::set_dumpable(true).is_err());
+                assert!(!nix::sys::prctl::get_dumpable().unwrap());
+                nix::sys::prctl::set_name(c"vcuda-test").unwrap();
+            }
             other => panic!("unknown scenario {other}"),
         }
         println!("scenario passed");
@@ -382,9 +466,34 @@ mod tests {
 
     #[test]
     fn new_processes_and_signals_to_others_are_refused_threads_are_not() {
-        in_sandboxed_child("fork");
-        in_sandboxed_child("threads-and-signals");
-        in_sandboxed_child("privileges");
+        for policy in [Policy::DenyList, Policy::AllowList] {
+            in_sandboxed_child("fork", policy);
+            in_sandboxed_child("threads-and-signals", policy);
+            in_sandboxed_child("privileges", policy);
+        }
+    }
+
+    #[test]
+    fn the_allow_list_refuses_what_it_does_not_name() {
+        in_sandboxed_child("outside-the-allow-list", Policy::AllowList);
+    }
+
+    #[test]
+    fn the_allow_list_and_the_deny_list_are_disjoint_real_numbers() {
+        let allowed = allowed_syscalls();
+        let mut nrs: Vec<_> = allowed.iter().map(|&(_, n)| n).collect();
+        nrs.sort_unstable();
+        nrs.dedup();
+        assert_eq!(nrs.len(), allowed.len(), "a call listed twice");
+        let denied: Vec<_> = denied_syscalls().into_iter().map(|(_, n)| n).collect();
+        for (name, nr) in &allowed {
+            assert!(*nr >= 0, "{name}");
+            assert!(!denied.contains(nr), "{name} is allowed and denied");
+        }
+        // Each filter builds for this architecture.
+        for policy in [Policy::DenyList, Policy::AllowList] {
+            filters(0, policy).unwrap();
+        }
     }
 
     #[test]

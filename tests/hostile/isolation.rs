@@ -79,8 +79,14 @@ fn each_session_runs_in_its_own_sandboxed_worker() {
         let cmdline = std::fs::read(format!("/proc/{w}/cmdline")).unwrap();
         let args: Vec<&[u8]> = cmdline.split(|&c| c == 0).collect();
         assert_eq!(args.get(1).copied(), Some(&b"worker"[..]), "{args:?}");
-        // The seccomp filter (mode 2) and no new privileges.
+        // The seccomp filters (mode 2): the deny list, clone3, x32 numbers and, for the CPU
+        // executor by default, the allow list; and no new privileges.
         assert_eq!(status_field(*w, "Seccomp:"), "2", "worker {w}");
+        let filters = status_field(*w, "Seccomp_filters:");
+        assert!(
+            filters.is_empty() || filters == "4",
+            "worker {w}: {filters} filters"
+        );
         assert_eq!(status_field(*w, "NoNewPrivs:"), "1", "worker {w}");
         // No capabilities, even where the backend has them (root).
         assert_eq!(
@@ -105,6 +111,29 @@ fn each_session_runs_in_its_own_sandboxed_worker() {
     assert_eq!(mallocs(&mut sessions[0], 1, MIB), (1, 0));
     drop(sessions.pop());
     wait_children(&b, 0, Duration::from_secs(5));
+}
+
+#[test]
+fn workers_run_the_filter_asked_for() {
+    for (policy, filters) in [("deny-list", "3"), ("allow-list", "4")] {
+        let b = Backend::start(&[
+            "--isolation",
+            "process",
+            "--warm-context",
+            "off",
+            "--worker-seccomp",
+            policy,
+        ]);
+        settled(&b);
+        let mut s = b.connect();
+        assert_eq!(hello(&mut s).unwrap(), status::SUCCESS, "{}", b.log());
+        assert_eq!(mallocs(&mut s, 2, MIB), (2, 0), "{}", b.log());
+        let w = wait_children(&b, 1, Duration::from_secs(5))[0];
+        // (Seccomp_filters: Linux 5.9+.)
+        let n = status_field(w, "Seccomp_filters:");
+        assert!(n.is_empty() || n == filters, "{policy}: {n} filters");
+        eprintln!("{policy}: worker {w} runs {n} filters and serves");
+    }
 }
 
 #[test]

@@ -9,7 +9,9 @@
 #
 # starts a shared backend (`vcuda-backend serve --executor cuda`, sessions in worker
 # processes, each sandboxed before its driver starts) under `strace -f`, runs the programs
-# (built, in PROGRAMS_DIR) against it one after another, stops it, and leaves in $OUT:
+# (built, in PROGRAMS_DIR) against it one after another, stops it, then (with the kit's
+# guest image) runs two kit programs in `vcuda vm run`, whose vhost-user backend and its
+# workers are traced the same way, and leaves in $OUT:
 # syscalls.POLICY.trace.gz (every call of every process and thread; `scripts/syscall-sets.py`
 # turns it into the set per process kind) and syscalls.POLICY.log.
 set -u
@@ -53,4 +55,31 @@ kill -KILL "$TRACER" 2>/dev/null
 wait "$TRACER" 2>/dev/null
 echo "trace: $(wc -l <"$W/trace") lines"
 tail -5 "$W/backend.log"
+
+# The vhost-user transport: with the kit's guest image, kit programs (VM_PROGRAMS, default
+# vectorAdd and graphs) in `vcuda vm run`, its backend traced too. The wrapper passes
+# vcuda vm run's SIGTERM on to the backend (strace -o blocks it).
+if [ -f "$K/vm/image.env" ]; then
+    cat >"$W/backend" <<WRAPPER
+#!/bin/sh
+env LD_LIBRARY_PATH="$K/tools/lib" "$STRACE" -f -qq -s 96 -o "$W/vm.trace.\$\$" \\
+    -E "LD_LIBRARY_PATH=\${LD_LIBRARY_PATH:-}" "$K/bin/vcuda-backend" "\$@" \\
+    --isolation process --worker-seccomp "$POLICY" &
+t=\$!
+trap 'kill -TERM \$(pgrep -P \$t) 2>/dev/null' TERM INT
+while kill -0 \$t 2>/dev/null; do wait \$t; done
+WRAPPER
+    chmod +x "$W/backend"
+    for n in ${VM_PROGRAMS:-vectorAdd graphs}; do
+        [ -x "$K/progs/$n" ] || continue
+        t=$(date +%s%N)
+        (cd "$K/progs" && VCUDA_BACKEND=$W/backend timeout 120 "$K/bin/vcuda" vm run \
+            --executor "${VCUDA_CHECK_EXECUTOR:-cuda}" --timeout 100 --image-dir "$K/vm" \
+            "./$n") >"$W/$n.vm.out" 2>&1
+        echo "$n in the VM: exit $?, $((($(date +%s%N) - t) / 1000000)) ms"
+        tail -2 "$W/$n.vm.out"
+    done
+    cat "$W"/vm.trace.* >>"$W/trace" 2>/dev/null
+    echo "with the VMs' backends: $(wc -l <"$W/trace") lines"
+fi
 gzip -c "$W/trace" >"$OUT/syscalls.$POLICY.trace.gz"

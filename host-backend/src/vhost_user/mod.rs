@@ -85,6 +85,8 @@ impl VhostUserConfig {
 /// How one connection ended.
 #[derive(Debug)]
 pub struct ConnectionEnd {
+    /// Whether a frontend was accepted (else the daemon failed to start).
+    pub connected: bool,
     /// The daemon's error, if it ended with one other than a disconnect.
     pub error: Option<String>,
 }
@@ -187,9 +189,13 @@ impl Server {
                     )) => None,
                     Err(e) => Some(e.to_string()),
                 };
-                ConnectionEnd { error }
+                ConnectionEnd {
+                    connected: true,
+                    error,
+                }
             }
             Err(e) => ConnectionEnd {
+                connected: false,
                 error: Some(e.to_string()),
             },
         };
@@ -268,6 +274,11 @@ pub fn serve_worker(
     let end = server.serve_one_then(|| link.ended())?;
     match end.error {
         None => info!("vhost-user frontend disconnected"),
+        // No frontend served (the accept failed, say): the worker's failure, so that the
+        // backend waits before it starts the next one instead of spinning.
+        Some(e) if !end.connected => {
+            return Err(Error::Daemon(format!("no frontend was served: {e}")));
+        }
         Some(e) => warn!("vhost-user connection ended: {e}"),
     }
     Ok(())

@@ -2,8 +2,9 @@
 //! Fuzzes a whole backend session on the CPU executor. After a valid hello and an
 //! allocation, the input is read as a batch of requests with fuzzed opcodes, flags,
 //! segments and payloads (structure-aware, so most inputs reach the executors), or, when
-//! its first byte is odd, as a raw message. Nothing may panic, and the session must still
-//! answer a well-formed call afterwards.
+//! its first byte is odd, as a raw message followed by its out-data (a module image, say:
+//! `write_attack_fuzz_seeds` in host-backend writes such seeds). Nothing may panic, and the
+//! session must still answer a well-formed call afterwards.
 #![no_main]
 
 use std::sync::{Arc, OnceLock};
@@ -23,10 +24,14 @@ fn backend() -> &'static Arc<Backend> {
     })
 }
 
+/// Sends `msg` (header and requests), whose out-data is what follows its requests (filled
+/// up with 0xa5 to the length the header names).
 fn send(session: &mut Session, msg: &[u8], out: &mut Vec<u8>) -> Option<Outcome> {
     let h = decode_message_header(msg).ok()?;
     let ctrl = msg.get(32..)?;
-    let ctrl = &ctrl[..(h.ctrl_len as usize).min(ctrl.len())];
+    let (ctrl, data) = ctrl.split_at((h.ctrl_len as usize).min(ctrl.len()));
+    out.clear();
+    out.extend_from_slice(&data[..data.len().min(h.out_len as usize)]);
     out.resize(h.out_len as usize, 0xa5);
     let mut inp = vec![0u8; h.in_len as usize];
     let mut reply = ReplyBuilder::new();

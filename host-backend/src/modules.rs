@@ -239,6 +239,213 @@ mod tests {
         assert_eq!(load(&mut other, h, None).1.need_data, 0);
     }
 
+    /// A kernel that keeps `regs` registers live across `diamonds` if/else diamonds and
+    /// stores their sum: issue 38's compiler attack (costly to compile, cheap to interpret;
+    /// `ptx/tests/snippets.rs` checks its result).
+    fn live_across_diamonds(regs: u32, diamonds: u32) -> (String, u32) {
+        let mut src = format!(
+            ".version 8.0\n.target sm_90\n.address_size 64\n\
+             .visible .entry k(.param .u64 out)\n{{\n.reg .pred %p<2>;\n.reg .b32 %r<{}>;\n\
+             .reg .b64 %rd<2>;\n",
+            regs + 2
+        );
+        let mut r: Vec<u32> = (0..regs).collect();
+        for i in 0..regs {
+            src += &format!("mov.u32 %r{i}, {i};\n");
+        }
+        for d in 0..diamonds {
+            let (c, a, b) = (d % regs, d * 7 % regs, d * 11 % regs);
+            src += &format!(
+                "setp.ne.u32 %p1, %r{c}, 7;\n@%p1 bra L{d}a;\nadd.u32 %r{a}, %r{a}, 1;\n\
+                 bra.uni L{d}b;\nL{d}a:\nadd.u32 %r{b}, %r{b}, 2;\nL{d}b:\n"
+            );
+            if r[c as usize] == 7 {
+                r[a as usize] += 1;
+            } else {
+                r[b as usize] += 2;
+            }
+        }
+        src += &format!("mov.u32 %r{regs}, 0;\n");
+        for i in 0..regs {
+            src += &format!("add.u32 %r{regs}, %r{regs}, %r{i};\n");
+        }
+        (
+            src + &format!(
+                "ld.param.u64 %rd0, [out];\nst.global.u32 [%rd0], %r{regs};\nret;\n}}\n"
+            ),
+            r.iter().sum(),
+        )
+    }
+
+    /// A reply record: its sequence number, status and payload.
+    type Record = (u64, u32, Vec<u8>);
+
+    /// Handles a raw message as the `session` fuzz target does (out-data after the
+    /// requests); returns each reply record's sequence number, status and payload, and the
+    /// in-data.
+    fn raw(s: &mut Session, input: &[u8]) -> (Vec<Record>, Vec<u8>) {
+        let h = decode::decode_message_header(input).unwrap();
+        let (ctrl, data) = input[size_of::<MessageHeader>()..].split_at(h.ctrl_len as usize);
+        let mut out = data.to_vec();
+        out.resize(h.out_len as usize, 0xa5);
+        let mut inp = vec![0; h.in_len as usize];
+        let mut reply = ReplyBuilder::new();
+        s.handle(
+            &h,
+            ctrl,
+            &DataSegs::from_slice(&mut out),
+            &DataSegs::from_slice(&mut inp),
+            &mut reply,
+            usize::MAX,
+        );
+        let bytes = reply.finish().to_vec();
+        let rh = decode_reply_header(&bytes).unwrap();
+        let recs = split_records(&rh, &bytes[size_of::<ReplyHeader>()..]).unwrap();
+        let recs = recs
+            .iter()
+            .map(|r| (r.header.seq, r.header.status, r.payload.to_vec()))
+            .collect();
+        (recs, inp)
+    }
+
+    /// Writes seeds for the `session` fuzz target (raw mode: a first byte of 1, then a
+    /// message and its out-data) where `VCUDA_SEED_OUT` names a directory: issue 38's
+    /// attacks, each checked here against a session made as the target makes its own:
+    /// `VCUDA_SEED_OUT=fuzz/corpus/session cargo test -p vcuda-backend --lib
+    /// write_attack_fuzz_seeds -- --ignored`.
+    #[test]
+    #[ignore]
+    fn write_attack_fuzz_seeds() {
+        let dir = std::path::PathBuf::from(std::env::var("VCUDA_SEED_OUT").unwrap());
+        // As the target: a 64 MiB CPU executor on one thread, a hello and a 4 KiB
+        // allocation first.
+        let b = Backend::new(std::sync::Arc::new(CpuFactory::new(CpuConfig {
+            memory: 64 << 20,
+            threads: 1,
+            ..Default::default()
+        })));
+        let fresh = || {
+            let mut s = b.new_session().unwrap();
+            let mut m = MessageBuilder::new();
+            m.push_op::<ops::Hello>(0, 1, &[], &HelloReq::default(), b"fuzz");
+            m.push_op::<ops::Malloc>(
+                0,
+                2,
+                &[],
+                &MallocReq {
+                    device: 0,
+                    flags: 0,
+                    size: 4096,
+                },
+                &[],
+            );
+            let (recs, _) = raw(&mut s, m.finish(0));
+            let ptr = PtrResp::read_from_prefix(&recs[1].2).unwrap().0.ptr;
+            (s, ptr)
+        };
+        let seed = |name: &str, msg: &[u8], data: &[u8]| {
+            let mut v = vec![1u8];
+            v.extend_from_slice(msg);
+            v.extend_from_slice(data);
+            std::fs::write(dir.join(name), v).unwrap();
+        };
+
+        // The compiler attack: 500 registers live across 100 diamonds (5.6 s and gigabytes
+        // to compile before the budget), loaded, launched and read back in one message.
+        let (ptx, want) = live_across_diamonds(500, 100);
+        let image = vcuda_fatbin::ptx_fatbin(&[ptx.as_bytes()], 50);
+        let load_req = ModuleLoadReq {
+            hash: hash(&image),
+            size: image.len() as u64,
+            flags: MODULE_HAS_DATA,
+            reserved: 0,
+        };
+        // The handles a fresh session gives (its executor numbers them in order).
+        let (mut s, ptr) = fresh();
+        let mut m = MessageBuilder::new();
+        m.push_op::<ops::ModuleLoad>(
+            0,
+            1,
+            &[SegmentDesc::out(image.len() as u64)],
+            &load_req,
+            &[],
+        );
+        let mut input = m.finish(0).to_vec();
+        input.extend_from_slice(&image);
+        let module = ModuleLoadResp::read_from_prefix(&raw(&mut s, &input).0[0].2)
+            .unwrap()
+            .0
+            .handle;
+        let mut m = MessageBuilder::new();
+        m.push_op::<ops::FunctionGet>(0, 1, &[], &FunctionGetReq { module }, b"k");
+        let function = FunctionGetResp::read_from_prefix(&raw(&mut s, m.finish(0)).0[0].2)
+            .unwrap()
+            .0
+            .handle;
+        drop(s);
+        let (mut s, ptr2) = fresh();
+        assert_eq!(ptr, ptr2, "a fresh session's first allocation moved");
+        let mut m = MessageBuilder::new();
+        m.push_op::<ops::ModuleLoad>(
+            0,
+            1,
+            &[SegmentDesc::out(image.len() as u64)],
+            &load_req,
+            &[],
+        );
+        m.push_op::<ops::FunctionGet>(0, 2, &[], &FunctionGetReq { module }, b"k");
+        let launch = LaunchReq {
+            function,
+            grid: [1, 1, 1],
+            block: [1, 1, 1],
+            param_len: 8,
+            ..Default::default()
+        };
+        m.push_op::<ops::Launch>(0, 3, &[], &launch, &ptr.to_le_bytes());
+        let copy = MemcpyDtoHReq {
+            src: ptr,
+            width: 4,
+            height: 1,
+            ..Default::default()
+        };
+        m.push_op::<ops::MemcpyDtoH>(0, 4, &[SegmentDesc::input(4)], &copy, &[]);
+        let msg = m.finish(0).to_vec();
+        let mut input = msg.clone();
+        input.extend_from_slice(&image);
+        let (recs, inp) = raw(&mut s, &input);
+        let statuses: Vec<u32> = recs.iter().map(|r| r.1).collect();
+        assert_eq!(statuses, [status::SUCCESS; 4], "{recs:?}");
+        assert_eq!(inp, want.to_le_bytes(), "the kernel's sum");
+        seed("attack-compile-budget", &msg, &image);
+
+        // The mincore amplification: copies naming a terabyte of a shared region, from and
+        // to it (here no region exists: the bounds are checked before anything is mapped).
+        let (mut s, ptr) = fresh();
+        let mut m = MessageBuilder::new();
+        let h2d = MemcpyHtoDSharedReq {
+            dst: ptr,
+            width: 1 << 40,
+            height: 1,
+            region: 0x10,
+            offset: 0,
+            ..Default::default()
+        };
+        m.push_op::<ops::MemcpyHtoDShared>(0, 1, &[], &h2d, &[]);
+        let d2h = MemcpyDtoHSharedReq {
+            src: ptr,
+            width: 64,
+            height: 1,
+            region: 0x10,
+            offset: (1 << 40) - 64,
+            ..Default::default()
+        };
+        m.push_op::<ops::MemcpyDtoHShared>(0, 2, &[], &d2h, &[]);
+        let msg = m.finish(0).to_vec();
+        let (recs, _) = raw(&mut s, &msg);
+        assert!(recs.iter().all(|r| r.1 != status::SUCCESS), "{recs:?}");
+        seed("attack-shared-terabyte", &msg, &[]);
+    }
+
     #[test]
     fn an_image_that_fails_to_load_is_not_kept() {
         let b = backend();

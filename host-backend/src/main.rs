@@ -589,10 +589,11 @@ fn worker_main(
         Command::Worker { .. } => return fail(&"a worker cannot start workers"),
     };
     exec.executor = executor;
-    let policy = exec.worker_seccomp.policy(match executor {
+    let kind = match executor {
         ExecutorChoice::Cpu => ExecutorKind::Cpu,
         ExecutorChoice::Auto | ExecutorChoice::Cuda => ExecutorKind::Cuda,
-    });
+    };
+    let policy = exec.worker_seccomp.policy(kind);
     // A worker serves one session: no context ahead of another (a warm worker makes its
     // one session's context before the connection comes, below).
     exec.warm_context = Warm::Off;
@@ -644,10 +645,6 @@ fn worker_main(
     }
     // The executor (and the driver) start only for a client that completed its handshake
     // and Hello (socket), or a VM that connected (vhost-user).
-    let kind = match executor {
-        ExecutorChoice::Cpu => ExecutorKind::Cpu,
-        _ => ExecutorKind::Cuda,
-    };
     let lazy =
         vcuda_backend::executor::LazyFactory::new(kind, move || make_factory_for(&exec, true));
     let backend = Backend::new(Arc::new(lazy));

@@ -186,27 +186,14 @@ mod tests {
             .map(|d| SegmentDesc::out(d.len() as u64))
             .collect();
         b.push_op::<ops::ModuleLoad>(0, 2, &segs, &req, &[]);
-        let msg = b.finish(0).to_vec();
-        let header = decode::decode_message_header(&msg).unwrap();
-        let mut out = data.unwrap_or_default().to_vec();
-        let mut inp = Vec::new();
-        let mut reply = ReplyBuilder::new();
-        s.handle(
-            &header,
-            &msg[size_of::<MessageHeader>()..],
-            &DataSegs::from_slice(&mut out),
-            &DataSegs::from_slice(&mut inp),
-            &mut reply,
-            usize::MAX,
-        );
-        let bytes = reply.finish().to_vec();
-        let h = decode_reply_header(&bytes).unwrap();
-        let recs = split_records(&h, &bytes[size_of::<ReplyHeader>()..]).unwrap();
-        let r = recs.iter().find(|r| r.header.seq == 2).unwrap();
-        let resp = ModuleLoadResp::read_from_prefix(r.payload)
+        let mut input = b.finish(0).to_vec();
+        input.extend_from_slice(data.unwrap_or_default());
+        let (recs, _) = raw(s, &input);
+        let (_, status, payload) = recs.into_iter().find(|r| r.0 == 2).unwrap();
+        let resp = ModuleLoadResp::read_from_prefix(&payload)
             .map(|(r, _)| r)
             .unwrap_or_default();
-        (r.header.status, resp)
+        (status, resp)
     }
 
     fn hash(b: &[u8]) -> [u8; 32] {

@@ -4,7 +4,9 @@
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
-/// A memfd of `size` bytes, sealed at that size (named `name` in `/proc/PID/maps`).
+/// A memfd of `size` bytes, sealed at that size (named `name` in `/proc/PID/maps`). It is
+/// left open to further seals: a backend that maps it seals it against writes, after which
+/// only mappings made before stay writable (so map it before sharing it).
 pub(crate) fn sealed_memfd(name: &std::ffi::CStr, size: usize) -> std::io::Result<OwnedFd> {
     let err = std::io::Error::last_os_error;
     let len = libc::off_t::try_from(size).map_err(|_| std::io::Error::other("too large"))?;
@@ -21,7 +23,7 @@ pub(crate) fn sealed_memfd(name: &std::ffi::CStr, size: usize) -> std::io::Resul
         if libc::ftruncate(fd.as_raw_fd(), len) != 0 {
             return Err(err());
         }
-        let seals = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_SEAL;
+        let seals = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW;
         if libc::fcntl(fd.as_raw_fd(), libc::F_ADD_SEALS, seals) != 0 {
             return Err(err());
         }

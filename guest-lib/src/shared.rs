@@ -7,7 +7,8 @@
 //!
 //! - **A Unix socket** passes file descriptors: the memory is a sealed memfd, populated at
 //!   once as real pinned memory is, mapped here and passed to the backend (`ShareMemory`),
-//!   which maps it too.
+//!   which maps it too and then seals it against writes (no holes punched under the
+//!   backend's copies), so every mapping of it here is made before it is shared.
 //! - **A VM's device** shares the program's own pages: the memory is private, populated
 //!   memory whose pages the kernel module pins and names to the device
 //!   (`VCUDA_IOC_SHARE`), which maps those pages of the VM's RAM; `VCUDA_IOC_UNSHARE` ends
@@ -461,68 +462,104 @@ fn move_to_shared(c: &Client, start: u64, span: u64) -> std::io::Result<u64> {
     }
     let n = usize::try_from(span).map_err(|_| std::io::Error::other("too large"))?;
     let fd = crate::memfd::sealed_memfd(c"vcuda-registered", n)?;
-    // Shared first (the backend sees the bytes written below through its own mapping): the
+    // Mapped before it is shared: the backend seals the file against writes once it maps
+    // it, after which only mappings made before stay writable.
+    // SAFETY: a new shared mapping of our memfd at an address the kernel chooses.
+    let tmp = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            n,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            fd.as_raw_fd(),
+            0,
+        )
+    };
+    if tmp == libc::MAP_FAILED {
+        return Err(err());
+    }
+    // Shared next (the backend sees the bytes copied below through its own mapping): the
     // call allocates, and the pages may hold the program's heap, so nothing may touch them
-    // between the copy and the remap below.
+    // between the copy and the move below.
     let req = ShareMemoryReq {
         len: span,
         flags: 0,
         reserved: 0,
     };
-    let HandleResp { handle } = c
-        .call_fd::<ops::ShareMemory>(&req, fd.as_raw_fd())
-        .map_err(|e| std::io::Error::other(format!("ShareMemory failed ({})", e.0)))?;
-    // Copy the pages' current contents in, then map the memfd over them, with no allocation
-    // in between. `pwrite` reads the program's memory and fails (EFAULT) on a page that is
-    // not readable, leaving the program's mapping untouched.
-    let mut done = 0usize;
-    let mut failed = None;
-    while done < n {
-        // SAFETY: `pwrite` only reads `[start + done, start + n)` and reports an unreadable
-        // page as an error.
-        let w = unsafe {
-            libc::pwrite(
-                fd.as_raw_fd(),
-                (start as usize + done) as *const c_void,
-                n - done,
-                done as libc::off_t,
-            )
-        };
-        if w <= 0 {
-            failed = Some(w);
-            break;
+    let handle = match c.call_fd::<ops::ShareMemory>(&req, fd.as_raw_fd()) {
+        Ok(HandleResp { handle }) => handle,
+        Err(e) => {
+            // SAFETY: the mapping made above, not handed out.
+            unsafe { libc::munmap(tmp, n) };
+            return Err(std::io::Error::other(format!(
+                "ShareMemory failed ({})",
+                e.0
+            )));
         }
-        done += w as usize;
-    }
-    let p = if failed.is_none() {
-        // SAFETY: replaces the program's pages `[start, start + n)` (readable, copied into
-        // the memfd just above) with a shared mapping of the same bytes; the address range
-        // stays mapped throughout (`MAP_FIXED` replaces atomically), so the program's
-        // pointers stay valid.
+    };
+    // Copy the pages' current contents in, then move the mapping over them, with no
+    // allocation in between. `process_vm_readv` on this process reads the program's memory
+    // and fails (EFAULT) on a page that is not readable, leaving the program's mapping
+    // untouched.
+    let done = read_own(start as usize, tmp.cast::<u8>(), n);
+    let p = if done == Some(n) {
+        // SAFETY: moves our shared mapping `tmp` over the program's pages
+        // `[start, start + n)` (readable, copied into it just above); `MREMAP_FIXED` replaces
+        // them atomically, so the range stays mapped throughout and the program's pointers
+        // stay valid. `tmp` is gone after a successful move.
         unsafe {
-            libc::mmap(
-                start as *mut c_void,
+            libc::mremap(
+                tmp,
                 n,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_FIXED,
-                fd.as_raw_fd(),
-                0,
+                n,
+                libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED,
+                start as *mut c_void,
             )
         }
     } else {
         libc::MAP_FAILED
     };
     if p == libc::MAP_FAILED {
-        let e = match failed {
-            Some(0) => std::io::Error::other("short write"),
+        // Read now: errno is still the failed call's.
+        let e = match done {
+            Some(k) if k < n => std::io::Error::other("a page of the range is not readable"),
             _ => err(),
         };
+        // SAFETY: the mapping made above, not moved and not handed out.
+        unsafe { libc::munmap(tmp, n) };
         if let Err(x) = c.post::<ops::UnshareMemory>(&HandleReq { handle }) {
             log::debug!("UnshareMemory: {}", x.0);
         }
         return Err(e);
     }
     Ok(handle)
+}
+
+/// Copies `n` bytes of this process's memory at `src` to `dst` with a system call, so that
+/// an unreadable page is an error (`None`, errno set) rather than a fault; the bytes copied
+/// otherwise (fewer than `n` where a page is unreadable part way).
+fn read_own(src: usize, dst: *mut u8, n: usize) -> Option<usize> {
+    let mut done = 0usize;
+    while done < n {
+        let local = libc::iovec {
+            iov_base: dst.wrapping_add(done).cast(),
+            iov_len: n - done,
+        };
+        let remote = libc::iovec {
+            iov_base: (src + done) as *mut c_void,
+            iov_len: n - done,
+        };
+        // SAFETY: writes only into `[dst + done, dst + n)`, our own fresh mapping; the
+        // kernel reads `[src + done, src + n)` of this process and reports an unreadable
+        // page as an error or a short count instead of faulting.
+        let r = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) };
+        match r {
+            r if r < 0 => return (done > 0).then_some(done),
+            0 => return Some(done),
+            r => done += r as usize,
+        }
+    }
+    Some(done)
 }
 
 /// Puts private anonymous memory with the same contents back over the shared pages

@@ -11,9 +11,11 @@
 //! Everything about the file is the guest's and may be hostile. A region is mapped only if
 //! the file is a regular shmem file (not hugetlbfs, whose faults can raise `SIGBUS` when
 //! the pool runs dry) sealed against shrinking (so no access past its end can `SIGBUS`)
-//! and at least as long as the request says. Every access is checked against the
-//! region's length, and a copy touches only pages the guest has already populated
-//! (`mincore`): the backend never allocates the guest's memory on its behalf. The file
+//! and at least as long as the request says; once mapped, the backend seals it against
+//! writes (`F_SEAL_FUTURE_WRITE`, [`vcuda_ring::seal_mapped_file`]), so the guest can no
+//! longer punch holes in it. Every access is checked against the region's length, and a
+//! copy touches only pages the guest has already populated (`mincore`), which stay so: the
+//! backend never allocates the guest's memory on its behalf. The file
 //! descriptor is closed once mapped; the mapping goes away with the region or the session.
 //!
 //! In a VM the guest's kernel module pins the program's page-locked memory and names its
@@ -523,13 +525,17 @@ fn map(fd: &OwnedFd, len: u64) -> ExecResult<Mapping> {
         return Err(bad(&format!("mmap: {}", std::io::Error::last_os_error())));
     }
     let ptr = NonNull::new(p).ok_or_else(|| bad("mmap returned null"))?;
-    Ok(Mapping {
+    let m = Mapping {
         ptr,
         len: len_usize,
         pieces: Claim(0, &GUEST_PIECES),
         _file: Some(file),
         spans: vec![len_usize.next_multiple_of(page_size())],
-    })
+    };
+    // From here the guest can neither punch holes in the pages the population checks see
+    // nor make new writable mappings; this mapping stays writable.
+    vcuda_ring::seal_mapped_file(fd).map_err(|e| bad(&e.to_string()))?;
+    Ok(m)
 }
 
 /// `pieces` with neighbours that continue each other in one file merged.

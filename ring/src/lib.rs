@@ -5,7 +5,8 @@
 //!
 //! The guest library makes the file ([`Mapping::create`]: a memfd sealed against shrinking
 //! and growing), passes it to the backend with its `Hello` over the Unix socket, and the
-//! backend maps it after checking it ([`Mapping::attach`]). From the `Hello` reply on, the
+//! backend maps it after checking it, then seals it against writes ([`Mapping::attach`],
+//! [`seal_mapped_file`]). From the `Hello` reply on, the
 //! bytes that went over the socket (`[MessageHeader][control area][out data]` one way,
 //! `[ReplyHeader][records][in data]` the other) go through the ring instead, unchanged; the
 //! socket stays for descriptors, wake-ups and hang-ups.
@@ -124,8 +125,9 @@ unsafe impl Send for Mapping {}
 unsafe impl Sync for Mapping {}
 
 impl Mapping {
-    /// The guest's side: a new memfd of [`FILE_BYTES`], sealed against shrinking, growing
-    /// and further sealing, mapped here. Returns the mapping and the file to pass on.
+    /// The guest's side: a new memfd of [`FILE_BYTES`], sealed against shrinking and
+    /// growing, mapped here. Returns the mapping and the file to pass on (the backend adds
+    /// the last seals once it has mapped it: [`seal_mapped_file`]).
     pub fn create() -> Result<(Self, OwnedFd), RingError> {
         use nix::fcntl::{FcntlArg, SealFlag, fcntl};
         use nix::sys::memfd::{MFdFlags, memfd_create};
@@ -136,9 +138,7 @@ impl Mapping {
         nix::unistd::ftruncate(&fd, FILE_BYTES as i64)?;
         fcntl(
             &fd,
-            FcntlArg::F_ADD_SEALS(
-                SealFlag::F_SEAL_SHRINK | SealFlag::F_SEAL_GROW | SealFlag::F_SEAL_SEAL,
-            ),
+            FcntlArg::F_ADD_SEALS(SealFlag::F_SEAL_SHRINK | SealFlag::F_SEAL_GROW),
         )?;
         let map = Self::map(&fd)?;
         Ok((map, fd))
@@ -146,10 +146,13 @@ impl Mapping {
 
     /// The backend's side: maps a file the guest passed, after checking that it is a
     /// regular shmem file (not hugetlbfs, whose faults can raise `SIGBUS`), sealed against
-    /// shrinking and at least [`FILE_BYTES`] long.
+    /// shrinking and at least [`FILE_BYTES`] long, then seals it against writes
+    /// ([`seal_mapped_file`]).
     pub fn attach(fd: &OwnedFd) -> Result<Self, RingError> {
         check_sealed_file(fd, FILE_BYTES as u64)?;
-        Self::map(fd)
+        let m = Self::map(fd)?;
+        seal_mapped_file(fd)?;
+        Ok(m)
     }
 
     fn map(fd: &OwnedFd) -> Result<Self, RingError> {
@@ -249,6 +252,35 @@ pub fn check_sealed_file(fd: &OwnedFd, len: u64) -> Result<(), RingError> {
     }
     if (nix::sys::stat::fstat(fd)?.st_size as u64) < len {
         return Err(RingError::Unsuitable("shorter than it must be"));
+    }
+    Ok(())
+}
+
+/// Seals a file the backend has just mapped (writable, shared) against every change the
+/// guest could still make to its pages: `F_SEAL_FUTURE_WRITE` refuses hole punching
+/// (`fallocate`), `MADV_REMOVE`, `write(2)` and new writable mappings, and `F_SEAL_SEAL`
+/// any change of seals. Mappings made before, the guest's and the backend's, stay writable
+/// (Linux 5.1 and later). Without it a guest could punch holes in pages the backend's
+/// population check saw, and the backend's next access would create them again, charged to
+/// the backend and held as long as its mapping (issue 38). A file that is sealed against
+/// sealing already is refused: it could not be protected.
+pub fn seal_mapped_file(fd: &OwnedFd) -> Result<(), RingError> {
+    let want = libc::F_SEAL_FUTURE_WRITE | libc::F_SEAL_SEAL;
+    // SAFETY: F_ADD_SEALS with plain flags only changes the descriptor's file's seals.
+    if unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_ADD_SEALS, want) } != 0 {
+        let e = io::Error::last_os_error();
+        return Err(match e.raw_os_error() {
+            Some(libc::EPERM) => RingError::Unsuitable(
+                "sealed against further seals (F_SEAL_SEAL): the backend could not seal it \
+                 against writes",
+            ),
+            _ => RingError::Io(e),
+        });
+    }
+    // SAFETY: as in `check_sealed_file`.
+    let seals = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GET_SEALS) };
+    if seals < 0 || seals & want != want {
+        return Err(RingError::Unsuitable("the seals did not hold"));
     }
     Ok(())
 }

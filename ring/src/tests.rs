@@ -85,6 +85,51 @@ fn only_sealed_long_shmem_files_are_attached() {
     let (r, w) = nix::unistd::pipe().unwrap();
     drop(w);
     assert!(Mapping::attach(&r).is_err());
+    // A file the backend could not seal against writes.
+    assert!(matches!(
+        Mapping::attach(&memfd(
+            FILE_BYTES as i64,
+            SealFlag::F_SEAL_SHRINK | SealFlag::F_SEAL_SEAL
+        )),
+        Err(RingError::Unsuitable(_))
+    ));
+}
+
+#[test]
+fn an_attached_file_keeps_its_pages() {
+    // Issue 38: holes punched in the file after the backend mapped it made the backend
+    // create the pages again on its next access, charged to it.
+    let (g, fd) = Mapping::create().unwrap();
+    let mut g = Ring::new(g, Side::Guest);
+    let mut h = Ring::new(Mapping::attach(&fd).unwrap(), Side::Host);
+    let len = FILE_BYTES as libc::off_t;
+    // SAFETY: plain calls on the test's own descriptor.
+    let (punch, write) = unsafe {
+        let flags = libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE;
+        let punch = libc::fallocate(fd.as_raw_fd(), flags, 0, len);
+        let punch = (punch, io::Error::last_os_error().raw_os_error());
+        let write = libc::pwrite(fd.as_raw_fd(), [1u8].as_ptr().cast(), 1, 4096);
+        (punch, (write, io::Error::last_os_error().raw_os_error()))
+    };
+    assert_eq!(punch, (-1, Some(libc::EPERM)));
+    assert_eq!(write, (-1, Some(libc::EPERM)));
+    // SAFETY: a new writable shared mapping of the file, unmapped at once if made.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            FILE_BYTES,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            fd.as_raw_fd(),
+            0,
+        )
+    };
+    assert_eq!(p, libc::MAP_FAILED, "a new writable mapping was allowed");
+    // Both earlier mappings still work.
+    assert_eq!(g.write(b"ping").unwrap(), 4);
+    let mut buf = [0u8; 4];
+    assert_eq!(h.read(&mut buf).unwrap(), 4);
+    assert_eq!(&buf, b"ping");
 }
 
 #[test]

@@ -500,3 +500,88 @@ fn a_copy_naming_a_huge_unpopulated_range_costs_what_was_populated() {
     // none of the 2^28 pages named but never written is looked at.
     assert!(spent < 100, "{spent} ticks");
 }
+
+/// The bytes of a file that are backed by pages.
+fn allocated(fd: &OwnedFd) -> u64 {
+    nix::sys::stat::fstat(fd).unwrap().st_blocks as u64 * 512
+}
+
+#[test]
+fn holes_cannot_be_punched_in_shared_memory() {
+    // Issue 38, finding 4: a client punched holes in its file after the population check,
+    // during shared copies; the backend's copies created the pages again, charged to the
+    // backend and held by its mapping (after 4 rounds ~1 GB, the client none).
+    let b = Backend::start(&[]);
+    let mut s = b.connect();
+    assert_eq!(hello(&mut s).unwrap(), status::SUCCESS);
+    let len = 64 * MIB;
+    let fd = memfd(len, libc::F_SEAL_SHRINK | libc::F_SEAL_GROW, len as usize);
+    // A writable mapping of the client's own, made before sharing (it stays writable).
+    // SAFETY: a new shared mapping of the test's memfd, unmapped below.
+    let view = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len as usize,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            fd.as_raw_fd(),
+            0,
+        )
+    };
+    assert_ne!(view, libc::MAP_FAILED);
+    let (st, region) = share(&mut s, len, &[fd.as_raw_fd()]);
+    assert_eq!(st, status::SUCCESS);
+    let dev = malloc(&mut s, len);
+    let before = allocated(&fd);
+    let mut refused = 0;
+    for round in 0..4u8 {
+        let errno = || std::io::Error::last_os_error().raw_os_error();
+        // SAFETY: plain calls on the test's own descriptor and mapping.
+        let (punch, remove) = unsafe {
+            let flags = libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE;
+            let punch = (
+                libc::fallocate(fd.as_raw_fd(), flags, 0, len as i64),
+                errno(),
+            );
+            let remove = (
+                libc::madvise(view, len as usize, libc::MADV_REMOVE),
+                errno(),
+            );
+            (punch, remove)
+        };
+        assert_eq!(
+            punch,
+            (-1, Some(libc::EPERM)),
+            "round {round}: hole punched"
+        );
+        assert_eq!(
+            remove,
+            (-1, Some(libc::EPERM)),
+            "round {round}: MADV_REMOVE"
+        );
+        refused += 2;
+        // The client still writes through its own mapping; the backend copies it.
+        // SAFETY: inside the test's live mapping.
+        unsafe { view.cast::<u8>().add(4096).write_volatile(round) };
+        assert_eq!(copy_in(&mut s, dev, region, 0, len), status::SUCCESS);
+    }
+    let after = allocated(&fd);
+    eprintln!(
+        "4 rounds of punching holes in a shared 64 MiB file during copies: {refused} of \
+         {refused} refused (EPERM); the file held {} MiB before and {} MiB after, all of it \
+         populated by the client",
+        before / MIB,
+        after / MIB
+    );
+    assert_eq!(before, len);
+    assert_eq!(after, len);
+    // A new writable mapping, or writing the file, is refused too.
+    assert!(nix::unistd::write(&fd, b"x").is_err());
+    // SAFETY: the test's mapping, made above.
+    unsafe { libc::munmap(view, len as usize) };
+    // A file the backend cannot seal (the client sealed it against sealing) is refused.
+    let seals = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_SEAL;
+    let locked = memfd(4096, seals, 4096);
+    let (st, _) = share(&mut s, 4096, &[locked.as_raw_fd()]);
+    assert_eq!(st, status::INVALID_VALUE);
+}

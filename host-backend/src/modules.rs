@@ -226,44 +226,6 @@ mod tests {
         assert_eq!(load(&mut other, h, None).1.need_data, 0);
     }
 
-    /// A kernel that keeps `regs` registers live across `diamonds` if/else diamonds and
-    /// stores their sum: issue 38's compiler attack (costly to compile, cheap to interpret;
-    /// `ptx/tests/snippets.rs` checks its result).
-    fn live_across_diamonds(regs: u32, diamonds: u32) -> (String, u32) {
-        let mut src = format!(
-            ".version 8.0\n.target sm_90\n.address_size 64\n\
-             .visible .entry k(.param .u64 out)\n{{\n.reg .pred %p<2>;\n.reg .b32 %r<{}>;\n\
-             .reg .b64 %rd<2>;\n",
-            regs + 2
-        );
-        let mut r: Vec<u32> = (0..regs).collect();
-        for i in 0..regs {
-            src += &format!("mov.u32 %r{i}, {i};\n");
-        }
-        for d in 0..diamonds {
-            let (c, a, b) = (d % regs, d * 7 % regs, d * 11 % regs);
-            src += &format!(
-                "setp.ne.u32 %p1, %r{c}, 7;\n@%p1 bra L{d}a;\nadd.u32 %r{a}, %r{a}, 1;\n\
-                 bra.uni L{d}b;\nL{d}a:\nadd.u32 %r{b}, %r{b}, 2;\nL{d}b:\n"
-            );
-            if r[c as usize] == 7 {
-                r[a as usize] += 1;
-            } else {
-                r[b as usize] += 2;
-            }
-        }
-        src += &format!("mov.u32 %r{regs}, 0;\n");
-        for i in 0..regs {
-            src += &format!("add.u32 %r{regs}, %r{regs}, %r{i};\n");
-        }
-        (
-            src + &format!(
-                "ld.param.u64 %rd0, [out];\nst.global.u32 [%rd0], %r{regs};\nret;\n}}\n"
-            ),
-            r.iter().sum(),
-        )
-    }
-
     /// A reply record: its sequence number, status and payload.
     type Record = (u64, u32, Vec<u8>);
 
@@ -339,7 +301,7 @@ mod tests {
 
         // The compiler attack: 500 registers live across 100 diamonds (5.6 s and gigabytes
         // to compile before the budget), loaded, launched and read back in one message.
-        let (ptx, want) = live_across_diamonds(500, 100);
+        let (ptx, want) = vcuda_ptx::testing::live_across_diamonds(500, 100);
         let image = vcuda_fatbin::ptx_fatbin(&[ptx.as_bytes()], 50);
         let load_req = ModuleLoadReq {
             hash: hash(&image),

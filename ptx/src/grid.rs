@@ -65,7 +65,47 @@ pub struct LaunchOptions {
     /// Run kernels compiled to native code where the compiler handles them (the default);
     /// `false` interprets every kernel.
     pub jit: bool,
+    /// Charges the host memory a kernel's compile may take while it runs (none: not
+    /// charged).
+    pub compile_memory: Option<CompileMemory>,
 }
+
+/// Charges what compiling a kernel may take of the host's memory, for as long as the compile
+/// runs: called with an estimate in bytes (from the kernel's size and compile cost, an upper
+/// bound of what was measured), it returns a token that gives the charge back when dropped,
+/// or `None` to refuse. A refused kernel runs interpreted for that launch, and a later launch
+/// tries to compile it again.
+#[derive(Clone)]
+pub struct CompileMemory(Arc<ChargeFn>);
+
+/// What [`CompileMemory`] calls.
+type ChargeFn = dyn Fn(u64) -> Option<Box<dyn Send>> + Send + Sync;
+
+impl CompileMemory {
+    /// Charges through `f`.
+    pub fn new(f: impl Fn(u64) -> Option<Box<dyn Send>> + Send + Sync + 'static) -> Self {
+        Self(Arc::new(f))
+    }
+
+    /// Charges `bytes`: the token to drop when done, or `None` if refused.
+    pub(crate) fn charge(&self, bytes: u64) -> Option<Box<dyn Send>> {
+        (self.0)(bytes)
+    }
+}
+
+impl std::fmt::Debug for CompileMemory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CompileMemory")
+    }
+}
+
+impl PartialEq for CompileMemory {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for CompileMemory {}
 
 /// Stops running launches from another thread: a launch given a clone of it fails with
 /// [`KernelError::Cancelled`] soon after [`Cancel::cancel`] (at its next block or scheduling
@@ -106,6 +146,7 @@ impl Default for LaunchOptions {
             time_limit: None,
             cancel: None,
             jit: true,
+            compile_memory: None,
         }
     }
 }

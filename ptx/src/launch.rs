@@ -186,10 +186,11 @@ pub fn launch(
         opts.threads
     };
     let workers = (cores as u64).min(nblocks).max(1) as usize;
-    let compiled = opts
-        .jit
-        .then(|| crate::jit::get(module, kernel.0))
-        .flatten();
+    let compiled = if opts.jit {
+        crate::jit::cache::get(module, kernel.0, &l)?
+    } else {
+        None
+    };
     let work = || match &compiled {
         Some(c) => crate::jit::worker(&l, c),
         None => crate::exec::worker(&l),

@@ -50,13 +50,14 @@ mod module;
 mod parser;
 mod printf;
 mod sampler;
+pub mod testing;
 mod texture;
 mod types;
 
 pub use error::{KernelError, Location, ParseError};
 pub use grid::{
-    Cancel, GRID_WORKSPACE_SIZE, LaunchConfig, LaunchOptions, LaunchStats, MAX_COOPERATIVE_BLOCKS,
-    PrintfSink, StdoutSink,
+    Cancel, CompileMemory, GRID_WORKSPACE_SIZE, LaunchConfig, LaunchOptions, LaunchStats,
+    MAX_COOPERATIVE_BLOCKS, PrintfSink, StdoutSink,
 };
 pub use launch::launch;
 pub use memory::{DeviceMemory, Region};

@@ -1292,59 +1292,6 @@ fn an_access_past_a_cached_region_faults() {
     assert!(matches!(e, KernelError::IllegalAddress { .. }), "{e}");
 }
 
-/// A kernel that keeps `regs` registers live across `diamonds` if/else diamonds, summing
-/// them at the end: cheap to interpret, costly to compile (every live register is a block
-/// parameter at every join).
-fn live_across_diamonds(regs: u32, diamonds: u32) -> (String, u32) {
-    let mut src = format!(
-        ".version 8.0\n.target sm_90\n.address_size 64\n\
-         .visible .entry k(.param .u64 out)\n{{\n.reg .pred %p<2>;\n.reg .b32 %r<{}>;\n\
-         .reg .b64 %rd<2>;\n",
-        regs + 2
-    );
-    let mut r: Vec<u32> = (0..regs).collect();
-    for i in 0..regs {
-        src += &format!("mov.u32 %r{i}, {i};\n");
-    }
-    for d in 0..diamonds {
-        let (c, a, b) = (d % regs, d * 7 % regs, d * 11 % regs);
-        src += &format!(
-            "setp.ne.u32 %p1, %r{c}, 7;\n@%p1 bra L{d}a;\nadd.u32 %r{a}, %r{a}, 1;\n\
-             bra.uni L{d}b;\nL{d}a:\nadd.u32 %r{b}, %r{b}, 2;\nL{d}b:\n"
-        );
-        if r[c as usize] != 7 {
-            r[b as usize] = r[b as usize].wrapping_add(2);
-        } else {
-            r[a as usize] = r[a as usize].wrapping_add(1);
-        }
-    }
-    src += &format!("mov.u32 %r{regs}, 0;\n");
-    for i in 0..regs {
-        src += &format!("add.u32 %r{regs}, %r{regs}, %r{i};\n");
-    }
-    src += &format!("ld.param.u64 %rd0, [out];\nst.global.u32 [%rd0], %r{regs};\nret;\n}}\n");
-    (src, r.iter().fold(0u32, |s, &x| s.wrapping_add(x)))
-}
-
-#[test]
-fn a_kernel_too_costly_to_compile_runs_interpreted() {
-    // 500 registers live across 100 diamonds took 5.6 s to compile (release build); past
-    // the compile budget it runs interpreted, in milliseconds, with the same result.
-    let (src, want) = live_across_diamonds(500, 100);
-    let g = Gpu::new(&src);
-    let out = g.zeros(4);
-    g.run("k", 1, 1, &[Arg::Ptr(out)]);
-    assert_eq!(g.compiled_launches(), 0, "refused by the compiler");
-    assert_eq!(g.get::<u32>(out, 1), [want]);
-    // A few registers across the same branches still compile.
-    let (src, want) = live_across_diamonds(8, 100);
-    let g = Gpu::new(&src);
-    let out = g.zeros(4);
-    g.run("k", 1, 1, &[Arg::Ptr(out)]);
-    assert_eq!(g.compiled_launches(), 1);
-    assert_eq!(g.get::<u32>(out, 1), [want]);
-}
-
 /// A block's shared memory comes in 128-byte units, as on a GPU: NVVM widens a load into
 /// the padding after the dynamic part (`.pragma "used_bytes_mask"`; Numba's
 /// `test_dynshared_slice_gaps`), which reads zeros; past the unit, an access faults.

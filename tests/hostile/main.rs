@@ -108,6 +108,7 @@ fn wait_for_socket(b: &Backend) {
     }
 }
 
+mod compile;
 mod isolation;
 mod ring;
 mod shared;

@@ -146,6 +146,7 @@ impl<'a, 'b> Lower<'a, 'b> {
         nregs: u32,
         frame: u32,
         cc: cranelift_codegen::isa::CallConv,
+        admit: &mut dyn FnMut(u64) -> Result<(), Reject>,
     ) -> Result<usize, Reject> {
         let entry = b.create_block();
         b.append_block_params_for_function_params(entry);
@@ -197,6 +198,8 @@ impl<'a, 'b> Lower<'a, 'b> {
                 "too many registers live across branches to compile ({cost} > {MAX_COMPILE_COST})"
             ));
         }
+        // The code generator's memory grows with the same cost: charged before it runs.
+        admit(cost)?;
         let fm = if vector {
             fm
         } else {

@@ -3,19 +3,17 @@
 //! time with barriers as resume points ([`lower`]), the interpreter's semantics kept by
 //! sharing its ALU functions for everything not emitted inline.
 //!
-//! A kernel is compiled on its first launch and cached in its [`Module`]: its direct calls
-//! are expanded in place ([`inline`]), then [`lower`] (and the modules it lists) emits one
-//! function running a round of a block. Where a block's threads can go eight at a time, the group code keeps each register
-//! in the form [`forms`] finds for it (one value for the group, a SIMD vector, or one value
-//! per lane) and [`vector`] emits its SIMD operations. Kernels using what the compiler does not handle (warp-level operations,
-//! recursive or indirect calls, indirect branches, volatile shared memory as
-//! warp-synchronous code uses it, ...) run interpreted; the reason is logged once per
-//! kernel.
+//! A kernel is compiled on its first launch, on a compiler thread, and cached in its
+//! [`Module`](crate::Module) ([`cache`]): its direct calls are expanded in place ([`inline`]),
+//! then [`lower`] (and the modules it lists) emits one function running a round of a block.
+//! Where a block's threads can go eight at a time, the group code keeps each register in the
+//! form [`forms`] finds for it (one value for the group, a SIMD vector, or one value per lane)
+//! and [`vector`] emits its SIMD operations. Kernels using what the compiler does not handle
+//! (warp-level operations, recursive or indirect calls, indirect branches, volatile shared
+//! memory as warp-synchronous code uses it, ...) run interpreted; the reason is logged once
+//! per kernel.
 
-use std::{
-    any::Any,
-    sync::{Arc, atomic::Ordering},
-};
+use std::sync::atomic::Ordering;
 
 use cranelift_codegen::{
     ir::{AbiParam, types::I32, types::I64},
@@ -33,12 +31,12 @@ use crate::{
     error::{KernelError, Location},
     grid::Launch,
     memory::GlobalMem,
-    module::{KernelInfo, Module},
 };
 
 mod alu;
 mod body;
 mod build;
+pub(crate) mod cache;
 mod forms;
 mod group;
 mod inline;
@@ -51,6 +49,12 @@ pub(crate) mod rt;
 mod sched;
 mod vector;
 mod vector_check;
+
+/// Kernels longer than this (instructions, calls expanded) are compiled without Cranelift's
+/// optimizer, whose time grows with the square of a long block's length: 10,000 dependent
+/// additions took 1.9 s to compile optimized and 0.05 s not, 20,000 took 6.3 s and 0.16 s,
+/// 60,000 took 65 s and 0.6 s (release build, the 2-vCPU development VM, 2026-11-30).
+const OPTIMIZE_MAX_INSTS: usize = 6000;
 
 type KernelFn = extern "C" fn(*mut ThreadCtx) -> u32;
 
@@ -126,39 +130,24 @@ struct Block {
     tids: [Vec<u32>; 3],
 }
 
-/// The compiled form of kernel `k` of `m`, compiling it on first use. The module's
-/// `KernelCache` (its `jit` field) keeps it, by kernel index (`None`: runs interpreted).
-pub(crate) fn get(m: &Module, k: u32) -> Option<Arc<Compiled>> {
-    let mut map = m.jit.0.lock().ok()?;
-    if let Some(c) = map.get(&k) {
-        return c.clone().and_then(|c| c.downcast::<Compiled>().ok());
-    }
-    let info = m.kernels.get(k as usize)?;
-    // The code generator may panic on input it rejects; that kernel is then interpreted.
-    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| compile(m, info)))
-        .unwrap_or_else(|_| Err("the code generator failed".into()));
-    let c = match r {
-        Ok(c) => Some(Arc::new(c)),
-        Err(why) => {
-            log::info!("kernel {} runs interpreted: {why}", info.name);
-            None
-        }
-    };
-    map.insert(k, c.clone().map(|c| c as Arc<dyn Any + Send + Sync>));
-    c
-}
-
-fn compile(m: &Module, k: &KernelInfo) -> Result<Compiled, String> {
-    let flat = inline::flatten(m, k.func as usize)?;
-    build::check(&flat.code, flat.nregs, m.syms.len())?;
+/// Compiles a kernel flattened by [`inline::flatten`] (and checked by [`build::check`]);
+/// `admit` is told the compile's cost before the code generator runs and may refuse it.
+fn compile(
+    flat: inline::Flat,
+    admit: &mut dyn FnMut(u64, usize, bool) -> Result<(), String>,
+) -> Result<Compiled, String> {
     let (nregs, frame) = (flat.nregs, flat.frame);
-    let local = flat.code;
     // The instructions the compiled code points at (ALU functions) must live as long as it.
-    let local: Box<[crate::ir::Inst]> = local.into_boxed_slice();
+    let local: Box<[crate::ir::Inst]> = flat.code.into_boxed_slice();
+    let optimize = local.len() <= OPTIMIZE_MAX_INSTS;
 
     let mut flags = settings::builder();
     let set = |f: &mut settings::Builder, k: &str, v: &str| f.set(k, v).map_err(|e| e.to_string());
-    set(&mut flags, "opt_level", "speed")?;
+    set(
+        &mut flags,
+        "opt_level",
+        if optimize { "speed" } else { "none" },
+    )?;
     set(&mut flags, "use_colocated_libcalls", "false")?;
     set(&mut flags, "is_pic", "false")?;
     let isa = cranelift_native::builder()
@@ -175,9 +164,12 @@ fn compile(m: &Module, k: &KernelInfo) -> Result<Compiled, String> {
     ctx.func.signature.params.push(AbiParam::new(I64));
     ctx.func.signature.returns.push(AbiParam::new(I32));
     let mut fbc = FunctionBuilderContext::new();
+    let insts = local.len();
     let points = {
         let b = FunctionBuilder::new(&mut ctx.func, &mut fbc);
-        lower::Lower::build(b, &local, nregs, frame, cc)?
+        lower::Lower::build(b, &local, nregs, frame, cc, &mut |cost| {
+            admit(cost, insts, optimize)
+        })?
     };
     let id = jm
         .declare_function("kernel", Linkage::Local, &ctx.func.signature)

@@ -669,6 +669,29 @@ impl DeviceHeap {
     pub fn charged(&self) -> u64 {
         self.charged
     }
+
+    /// Charges a kernel's compile (launched now) to this session and the backend's budget
+    /// while it runs: within what the session may still allocate and what the budget has
+    /// free, given back when the compile is done.
+    pub fn compile_memory(&self) -> vcuda_ptx::CompileMemory {
+        let room = self.limit.saturating_sub(self.charged);
+        let budget = self.budget.clone();
+        vcuda_ptx::CompileMemory::new(move |n| {
+            if n > room || !budget.reserve(n) {
+                return None;
+            }
+            Some(Box::new(Reserved(budget.clone(), n)) as Box<dyn Send>)
+        })
+    }
+}
+
+/// Bytes reserved in a [`MemoryBudget`], released on drop.
+struct Reserved(Arc<MemoryBudget>, u64);
+
+impl Drop for Reserved {
+    fn drop(&mut self) {
+        self.0.release(self.1);
+    }
 }
 
 impl Drop for DeviceHeap {

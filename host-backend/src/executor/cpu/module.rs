@@ -548,6 +548,7 @@ impl Modules {
             cancel: self.cancel.clone(),
             num_sms: self.threads.clamp(1, 1024) as u32,
             jit: self.jit,
+            compile_memory: Some(heap.compile_memory()),
             ..LaunchOptions::default()
         };
         let addrs = &m.addrs;

@@ -228,6 +228,13 @@ struct ExecArgs {
     /// handles of its own, always on).
     #[arg(long)]
     cuda_ipc: bool,
+    /// CUDA executor in worker processes: let the workers share the driver's JIT cache (on
+    /// disk, per user), so that PTX one session loaded loads faster in the next. Without it
+    /// each worker runs with CUDA_CACHE_DISABLE=1: a tenant cannot tell from a fast load
+    /// that another tenant loaded the same PTX before. Modules carrying code for the GPU
+    /// (SASS) load the same either way; PTX-only ones are compiled by the driver at each load.
+    #[arg(long)]
+    share_cuda_jit_cache: bool,
     /// Prepare sessions before they ask, so that a new session does not wait for a CUDA
     /// context (or a worker process) to be made. Sessions on threads (CUDA executor):
     /// `first` keeps the context made at start (to check the device) for the first session;
@@ -451,6 +458,9 @@ fn plan(exec: &ExecArgs, max_workers: usize) -> Result<Plan, String> {
             .map_err(|e| format!("cannot find this program to start workers: {e}"))?;
         if exec.warm_context == Warm::Always {
             w.keep_warm();
+        }
+        if exec.share_cuda_jit_cache {
+            w.share_jit_cache();
         }
         Ok::<_, String>(w)
     };

@@ -111,6 +111,8 @@ pub struct Workers {
     warm: bool,
     /// That worker, waiting for its connection.
     ready: Arc<std::sync::Mutex<Option<WarmWorker>>>,
+    /// CUDA workers share the driver's JIT cache ([`Workers::share_jit_cache`]).
+    share_jit_cache: bool,
 }
 
 /// A socket worker started before its connection: it entered the sandbox and started its
@@ -212,7 +214,24 @@ impl Workers {
             max_live: max_live.max(1),
             warm: false,
             ready: Arc::default(),
+            share_jit_cache: false,
         })
+    }
+
+    /// Lets CUDA workers share the driver's JIT cache (on disk, per user:
+    /// `--share-cuda-jit-cache`). By default each runs with `CUDA_CACHE_DISABLE=1`, so that
+    /// no tenant can tell from a fast module load that another loaded the same PTX before.
+    pub fn share_jit_cache(&mut self) {
+        self.share_jit_cache = true;
+    }
+
+    /// The environment a worker starts with beyond the backend's own: what it must not
+    /// share with other tenants' workers.
+    fn worker_env(&self) -> Vec<(&'static str, &'static str)> {
+        match self.kind {
+            ExecutorKind::Cuda if !self.share_jit_cache => vec![("CUDA_CACHE_DISABLE", "1")],
+            _ => Vec::new(),
+        }
     }
 
     /// Keeps a socket worker started ahead of each connection (`--warm-context always`), so
@@ -312,6 +331,7 @@ impl Workers {
         }
         cmd.arg("--")
             .args(&self.args)
+            .envs(self.worker_env())
             .stdin(stdin.map_or_else(Stdio::null, Stdio::from))
             .stdout(Stdio::from(OwnedFd::from(theirs)))
             .stderr(Stdio::inherit());
@@ -620,4 +640,19 @@ pub fn take_stdin() -> io::Result<OwnedFd> {
         return Err(io::Error::last_os_error());
     }
     Ok(fd)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cuda_workers_keep_the_jit_cache_to_themselves() {
+        let mut w = Workers::new(ExecutorKind::Cuda, Vec::new(), 1).unwrap();
+        assert_eq!(w.worker_env(), [("CUDA_CACHE_DISABLE", "1")]);
+        w.share_jit_cache();
+        assert!(w.worker_env().is_empty());
+        let cpu = Workers::new(ExecutorKind::Cpu, Vec::new(), 1).unwrap();
+        assert!(cpu.worker_env().is_empty());
+    }
 }

@@ -270,7 +270,15 @@ fn run(
     .unwrap_or_else(|_| Err("the code generator failed".into()));
     drop(charge);
     match r {
-        Ok(c) => State::Done(Some(Arc::new(c))),
+        Ok(c) => {
+            if c._insts.len() > super::OPTIMIZE_MAX_INSTS {
+                log::info!(
+                    "kernel {name} compiled without optimizing: {} instructions",
+                    c._insts.len()
+                );
+            }
+            State::Done(Some(Arc::new(c)))
+        }
         Err(why) if refused => {
             log::info!("kernel {name} runs interpreted for now: {why}");
             State::Retry

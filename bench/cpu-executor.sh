@@ -11,8 +11,9 @@
 #
 #   bash bench/cpu-executor.sh [--only NAME] [--compiled-only] [--runs N] [--debug]
 #
-#   --only NAME      vectorAdd, sgemm, reduction, stencil or histogram (the real path has
-#                    the first three)
+#   --only NAME      vectorAdd, sgemm, reduction, stencil, histogram or gridsync (the real
+#                    path has vectorAdd, sgemm and reduction, and gridsync: a cooperative
+#                    launch's grid barrier against an OpenMP barrier)
 #   --compiled-only  skip the harness's interpreted runs
 #   --runs N         runs of each real-path program (default 3)
 #   --debug          use the dev profile's build (what CI has) instead of a release build
@@ -29,7 +30,7 @@ while [ $# -gt 0 ]; do
     --compiled-only) harness_args+=(--compiled-only); shift ;;
     --runs) runs=$2; shift 2 ;;
     --debug) profile=debug; shift ;;
-    -h | --help) sed -n '3,21p' "$0"; exit 0 ;;
+    -h | --help) sed -n '3,22p' "$0"; exit 0 ;;
     *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -52,7 +53,7 @@ fi
 # The real path: each program prints "BENCH name seconds-per-launch".
 toolkit=$(bash images/cuda-toolkit.sh)
 vcuda=target/$profile/vcuda
-for p in vectorAdd sgemm reduction; do
+for p in vectorAdd sgemm reduction gridsync; do
     [[ -z $only || $p == *"$only"* ]] || continue
     "$toolkit/bin/nvcc" -cudart=shared -O2 -std=c++17 -gencode 'arch=compute_90,code=[sm_90,compute_90]' \
         -Ibench/cuda -L"$toolkit/lib" "bench/cuda/$p.cu" -o "$work/$p"
@@ -86,3 +87,16 @@ BEGIN {
     c = $3 + 0; h = $4 + 0; v = best[key]
     printf "| %s | %.4f | %.4f | %.4f | %.1fx | %.1fx | %.1fx |\n", key, c, h, v, h / c, v / c, v / h
 }' "$work/harness.md"
+
+# Cooperative groups' grid barrier against an OpenMP barrier on the same cores.
+if grep -q '^BENCH gridsync ' "$work/real.txt"; then
+    c=$("$work/cpu-kernels" gridsync | awk '{print $2}')
+    v=$(awk '$2 == "gridsync" {print $3}' "$work/real.txt" | sort -g | head -1)
+    echo
+    echo "A grid-wide barrier (grid.sync() in a cooperative launch, best of $runs runs of"
+    echo "bench/cuda/gridsync.cu) against an OpenMP barrier (bench/cpu-kernels.c), microseconds:"
+    echo
+    echo "| barrier | C (omp barrier) | vcuda run | vcuda run / C |"
+    echo "|---|---:|---:|---:|"
+    awk -v c="$c" -v v="$v" 'BEGIN { printf "| gridsync | %.2f | %.2f | %.0fx |\n", c * 1e6, v * 1e6, v / c }'
+fi

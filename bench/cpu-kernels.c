@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
 // The C reference for the CPU executor's benchmark (ptx/examples/bench.rs): the computations
 // of its kernels written for the CPU with OpenMP. Prints "name seconds" per kernel, the best
-// of three runs after a warm-up.
+// of three runs after a warm-up. `./cpu-kernels gridsync` prints only "gridsync seconds": one
+// OpenMP barrier among the default number of threads (the counterpart of a grid-wide barrier,
+// bench/cuda/gridsync.cu).
 //   gcc -O2 -fopenmp bench/cpu-kernels.c -o cpu-kernels && ./cpu-kernels
 #include <omp.h>
 #include <stdio.h>
@@ -76,6 +78,22 @@ static void histogram(void) {
     }
 }
 
+// One barrier among OpenMP's threads: the best of three runs of 20,000.
+static double barrier_cost(void) {
+    const int n = 20000;
+    double t = 1e30;
+    for (int r = 0; r < 3; r++) {
+        double s = omp_get_wtime();
+#pragma omp parallel
+        for (int i = 0; i < n; i++) {
+#pragma omp barrier
+        }
+        double d = (omp_get_wtime() - s) / n;
+        if (d < t) t = d;
+    }
+    return t;
+}
+
 static double best(void (*f)(void)) {
     f();
     double t = 1e30;
@@ -88,7 +106,11 @@ static double best(void (*f)(void)) {
     return t;
 }
 
-int main(void) {
+int main(int argc, char** argv) {
+    if (argc > 1 && strcmp(argv[1], "gridsync") == 0) {
+        printf("gridsync %.9f\n", barrier_cost());
+        return 0;
+    }
     a = malloc(sizeof(float) * VEC_N);
     b = malloc(sizeof(float) * VEC_N);
     c = malloc(sizeof(float) * VEC_N);

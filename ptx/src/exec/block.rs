@@ -78,6 +78,10 @@ impl<'a> Block<'a> {
                 return Ok(());
             }
             l.check_stop()?;
+            if l.cooperative() {
+                // A warp may be spinning at a grid barrier: let the blocks it waits for run.
+                std::thread::yield_now();
+            }
             if let Some(limit) = l.opts.instruction_limit
                 && l.insts
                     .load(Ordering::Relaxed)

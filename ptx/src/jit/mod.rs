@@ -24,8 +24,8 @@ use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{Linkage, Module as _};
 
 use self::rt::{
-    ARRIVAL_POINTS, Env, FAULT_BRKPT, FAULT_ILLEGAL, FAULT_MISALIGNED, FAULT_TRAP, FAULTED,
-    POLL_INTERVAL, ROUND, ThreadCtx,
+    ARRIVAL_POINTS, Env, FAULT_BRKPT, FAULT_ILLEGAL, FAULT_MISALIGNED, FAULT_TRAP, FAULTED, ROUND,
+    ThreadCtx,
 };
 use crate::{
     error::{KernelError, Location},
@@ -269,7 +269,7 @@ fn run_block(
     b.tc.ctaid = ctaid;
     b.tc.smid = (id % l.opts.num_sms.max(1) as u64) as u32;
     b.tc.icount = 0;
-    b.tc.poll_at = POLL_INTERVAL;
+    b.tc.poll_at = rt::poll_interval(l);
     b.tc.fault = 0;
     b.tc.released = 0;
     b.tc.done = 0;
@@ -285,7 +285,7 @@ fn run_block(
         // SAFETY: the compiled code has returned; nothing else uses `envp` now.
         let env = unsafe { &mut *envp };
         env.block_insts += std::mem::take(&mut b.tc.icount);
-        b.tc.poll_at = POLL_INTERVAL;
+        b.tc.poll_at = rt::poll_interval(l);
         match r {
             ROUND => {}
             FAULTED => {

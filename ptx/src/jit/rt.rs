@@ -18,6 +18,20 @@ use crate::{
 /// Thread-instructions between two polls of the launch's stop conditions.
 pub(crate) const POLL_INTERVAL: u64 = 1 << 20;
 
+/// The same in a cooperative launch, whose blocks (each on a thread of its own) may spin at a
+/// grid barrier waiting for each other: each poll there gives the core away ([`h_poll`]), so
+/// a spinning block lets the others run instead of spending its time slice.
+const COOPERATIVE_POLL_INTERVAL: u64 = 1 << 12;
+
+/// Thread-instructions between polls in launch `l`.
+pub(crate) fn poll_interval(l: &Launch<'_>) -> u64 {
+    if l.cooperative() {
+        COOPERATIVE_POLL_INTERVAL
+    } else {
+        POLL_INTERVAL
+    }
+}
+
 /// Per-worker state the helpers reach through [`ThreadCtx::env`].
 pub(crate) struct Env<'a> {
     pub(crate) l: &'a Launch<'a>,
@@ -449,10 +463,14 @@ pub(crate) extern "C" fn h_yield(_tc: *mut ThreadCtx) -> u32 {
 pub(crate) extern "C" fn h_poll(tc: *mut ThreadCtx) -> u32 {
     // SAFETY: as in `h_ptr`.
     let tc = unsafe { &mut *tc };
-    tc.poll_at = tc.icount.saturating_add(POLL_INTERVAL);
     // SAFETY: as in `h_ptr`.
     let env = unsafe { &mut *tc.env };
     let l = env.l;
+    tc.poll_at = tc.icount.saturating_add(poll_interval(l));
+    if l.cooperative() {
+        // Perhaps spinning at a grid barrier: let the blocks it waits for run.
+        std::thread::yield_now();
+    }
     if l.abort.load(Ordering::Relaxed) {
         return 1;
     }

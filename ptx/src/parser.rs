@@ -537,14 +537,21 @@ impl<'a> Parser<'a> {
         let mut align = None;
         let mut vec = 1;
         let mut ty = None;
+        // After `.ptr`, a state space and `.align N` describe the memory the pointer points
+        // to, not the parameter (`.param .u64 .ptr .global .align 16 p`).
+        let mut pointee = false;
         while let Tok::Dot(d) = self.peek() {
             self.bump();
             match d {
+                "align" if pointee => {
+                    self.uint("an alignment")?;
+                }
                 "align" => align = Some(self.uint("an alignment")?),
                 "v2" => vec = 2,
                 "v4" => vec = 4,
                 "v8" => vec = 8,
-                "ptr" | "global" | "shared" | "const" | "local" => {}
+                "ptr" => pointee = true,
+                "global" | "shared" | "const" | "local" => {}
                 _ => ty = Some(d),
             }
         }

@@ -863,6 +863,36 @@ fn half_precision() {
     }
 }
 
+/// `.ptr .align N` on a parameter gives the alignment of what it points to, not its own: a
+/// `.u64` parameter stays 8-aligned (CUB's transform kernels declare
+/// `.param .u64 .ptr .align 1` right after a byte; placed at offset 10, their first load of it
+/// faulted as misaligned).
+#[test]
+fn pointer_params_keep_their_own_alignment() {
+    let src = ".version 8.0\n.target sm_90\n.address_size 64\n\
+               .visible .entry k(.param .u8 a, .param .align 1 .b8 b[1], \
+               .param .u64 .ptr .global .align 1 p, .param .u64 .ptr .align 16 q)\n\
+               {\n.reg .b64 %rd<3>;\nld.param.u64 %rd1, [p];\nld.param.u64 %rd2, [q];\n\
+               st.global.u64 [%rd1], %rd2;\nret;\n}\n";
+    let g = Gpu::new(src);
+    let k = &g.module.kernels()[0];
+    let layout: Vec<(u32, u32)> = k.params.iter().map(|p| (p.offset, p.size)).collect();
+    assert_eq!(layout, [(0, 1), (1, 1), (8, 8), (16, 8)]);
+    let out = g.zeros(8);
+    g.run(
+        "k",
+        1,
+        1,
+        &[
+            Arg::Bytes(vec![1]),
+            Arg::Bytes(vec![2]),
+            Arg::Ptr(out),
+            Arg::I64(0x1234_5678_9abc),
+        ],
+    );
+    assert_eq!(g.get::<u64>(out, 1), [0x1234_5678_9abc]);
+}
+
 #[test]
 fn struct_params() {
     let g = Gpu::new(&fixture("params"));

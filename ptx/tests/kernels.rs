@@ -863,6 +863,43 @@ fn half_precision() {
     }
 }
 
+/// A kernel reaching six buffers in turn (SRAD's coefficient kernel does) finds all of them
+/// in the compiled code's region cache: eight slots, four in registers.
+#[test]
+fn six_buffers_in_turn() {
+    let src = ".version 8.0\n.target sm_90\n.address_size 64\n\
+               .visible .entry k(.param .u64 a, .param .u64 b, .param .u64 c, .param .u64 d, \
+               .param .u64 e, .param .u64 y)\n{\n.reg .b32 %r<8>;\n.reg .b64 %rd<16>;\n\
+               mov.u32 %r1, %ctaid.x;\nmov.u32 %r2, %ntid.x;\nmov.u32 %r3, %tid.x;\n\
+               mad.lo.s32 %r4, %r1, %r2, %r3;\nmul.wide.s32 %rd1, %r4, 4;\n\
+               ld.param.u64 %rd2, [a];\nld.param.u64 %rd3, [b];\nld.param.u64 %rd4, [c];\n\
+               ld.param.u64 %rd5, [d];\nld.param.u64 %rd6, [e];\nld.param.u64 %rd7, [y];\n\
+               add.s64 %rd2, %rd2, %rd1;\nadd.s64 %rd3, %rd3, %rd1;\nadd.s64 %rd4, %rd4, %rd1;\n\
+               add.s64 %rd5, %rd5, %rd1;\nadd.s64 %rd6, %rd6, %rd1;\nadd.s64 %rd7, %rd7, %rd1;\n\
+               ld.global.u32 %r5, [%rd2];\nld.global.u32 %r6, [%rd3];\nadd.s32 %r5, %r5, %r6;\n\
+               ld.global.u32 %r6, [%rd4];\nadd.s32 %r5, %r5, %r6;\n\
+               ld.global.u32 %r6, [%rd5];\nadd.s32 %r5, %r5, %r6;\n\
+               ld.global.u32 %r6, [%rd6];\nadd.s32 %r5, %r5, %r6;\n\
+               st.global.u32 [%rd7], %r5;\nret;\n}\n";
+    let g = Gpu::new(src);
+    let n = 64 * 256;
+    let bufs: Vec<u64> = (0..5u32)
+        .map(|k| {
+            let v: Vec<u8> = (0..n as u32)
+                .flat_map(|i| (i * (k + 1)).to_le_bytes())
+                .collect();
+            g.mem.upload(&v)
+        })
+        .collect();
+    let y = g.zeros(n * 4);
+    let mut args: Vec<Arg> = bufs.iter().map(|&b| Arg::Ptr(b)).collect();
+    args.push(Arg::Ptr(y));
+    g.run("k", 64, 256, &args);
+    assert_eq!(g.compiled_launches(), 1);
+    let got = g.get::<u32>(y, n);
+    assert!(got.iter().enumerate().all(|(i, &v)| v == 15 * i as u32));
+}
+
 /// `.ptr .align N` on a parameter gives the alignment of what it points to, not its own: a
 /// `.u64` parameter stays 8-aligned (CUB's transform kernels declare
 /// `.param .u64 .ptr .align 1` right after a byte; placed at offset 10, their first load of it

@@ -29,6 +29,10 @@ use std::collections::HashMap;
 
 pub(super) use super::rt::REGION_SLOTS;
 
+/// The cached global regions held in variables (registers); the others of the
+/// [`REGION_SLOTS`] are read from the `ThreadCtx` when these miss.
+pub(super) const REGISTER_SLOTS: usize = 4;
+
 use cranelift_codegen::ir::{
     AbiParam, Block, InstBuilder, MemFlagsData, Signature, StackSlotData, StackSlotKind, Type,
     Value,
@@ -121,12 +125,13 @@ pub(super) struct Lower<'a, 'b> {
     pub(super) gblocks: HashMap<usize, Block>,
     /// Where `pin_float` stores.
     pub(super) pin_slot: Option<cranelift_codegen::ir::StackSlot>,
-    /// The global region cache (`ThreadCtx::g_base`), in registers: [`REGION_SLOTS`]
-    /// regions (device base, length, host address), newest first, so a kernel that reaches
-    /// a few buffers in turn (a vector add's three) finds each of them inline.
-    pub(super) gb: [Variable; REGION_SLOTS],
-    pub(super) gl: [Variable; REGION_SLOTS],
-    pub(super) gh: [Variable; REGION_SLOTS],
+    /// The global region cache (`ThreadCtx::g_base`), in registers: its first
+    /// [`REGISTER_SLOTS`] regions (device base, length, host address), newest first, so a
+    /// kernel that reaches a few buffers in turn (a vector add's three) finds each of them
+    /// inline.
+    pub(super) gb: [Variable; REGISTER_SLOTS],
+    pub(super) gl: [Variable; REGISTER_SLOTS],
+    pub(super) gh: [Variable; REGISTER_SLOTS],
     pub(super) poll_at: Variable,
     /// Block-invariant values loaded once per call.
     pub(super) inv: Inv,
@@ -250,7 +255,7 @@ impl<'a, 'b> Lower<'a, 'b> {
     /// Loads the global region cache into its registers: at entry, and after `h_ptr`
     /// refilled it.
     pub(super) fn reload_region(&mut self) {
-        for k in 0..REGION_SLOTS {
+        for k in 0..REGISTER_SLOTS {
             let at = 8 * k as i32;
             for (v, o) in [
                 (self.gb[k], off::G_BASE),

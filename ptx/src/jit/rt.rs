@@ -211,8 +211,11 @@ pub(crate) mod off {
     pub const ALL_AT: i32 = offset_of!(ThreadCtx, all_at) as i32;
 }
 
-/// Global regions the compiled code's cache holds (see [`ThreadCtx::g_base`]).
-pub(crate) const REGION_SLOTS: usize = 4;
+/// Global regions the compiled code's cache holds (see [`ThreadCtx::g_base`]): the first
+/// `REGISTER_SLOTS` (`lower.rs`) in registers, the rest read from here when those miss, so
+/// that a kernel reaching six buffers in turn (SRAD's) finds every one of them inline
+/// without holding them all in registers.
+pub(crate) const REGION_SLOTS: usize = 8;
 
 impl ThreadCtx {
     /// Makes `(base, len, host)` the newest cached region: the others move down one (the
@@ -758,16 +761,22 @@ mod tests {
     fn a_filled_region_goes_to_the_front_and_the_oldest_leaves() {
         let mut tc = ThreadCtx::new();
         let host = std::ptr::null_mut();
-        for base in [0x100, 0x200, 0x300, 0x400] {
+        let bases: Vec<u64> = (1..=REGION_SLOTS as u64).map(|k| k * 0x100).collect();
+        for &base in &bases {
             tc.fill_region(base, 0x40, host);
         }
-        assert_eq!(cached(&tc), [0x400, 0x300, 0x200, 0x100]);
+        let newest_first: Vec<u64> = bases.iter().rev().copied().collect();
+        assert_eq!(cached(&tc), newest_first);
         // Cached already: moves to the front, nothing leaves.
         tc.fill_region(0x200, 0x40, host);
-        assert_eq!(cached(&tc), [0x200, 0x400, 0x300, 0x100]);
+        let mut want = vec![0x200];
+        want.extend(newest_first.iter().filter(|&&b| b != 0x200));
+        assert_eq!(cached(&tc), want);
         // New: the oldest leaves.
-        tc.fill_region(0x500, 0x40, host);
-        assert_eq!(cached(&tc), [0x500, 0x200, 0x400, 0x300]);
+        tc.fill_region(0x10000, 0x40, host);
+        want.insert(0, 0x10000);
+        want.pop();
+        assert_eq!(cached(&tc), want);
         assert_eq!(tc.g_len, [0x40; REGION_SLOTS]);
     }
 }

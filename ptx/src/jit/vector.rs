@@ -21,7 +21,8 @@ use super::{
     forms::{self, Form},
     group::little,
     live::uses_defs,
-    lower::{HALVES, LANES, Lower, REGION_SLOTS, Reject},
+    lower::{HALVES, LANES, Lower, REGISTER_SLOTS, Reject},
+    rt::off,
     vector_check::{bails, can_vector, vector_fcc},
 };
 use crate::{
@@ -665,15 +666,35 @@ impl Lower<'_, '_> {
 }
 
 impl Lower<'_, '_> {
-    /// [`Self::span`] in global memory: the first of the cached regions (newest first) that
-    /// holds the group's bytes, chosen without branches.
+    /// [`Self::span`] in global memory: the first of the cached regions held in registers
+    /// (newest first) that holds the group's bytes, chosen without branches. (Looking further,
+    /// into the slots read from the `ThreadCtx`, cost a kernel reaching three buffers 15%:
+    /// where none of these holds them, the group goes on in the scalar code, whose check
+    /// looks at every slot.)
     fn global_span(&mut self, a: Value) -> (Value, Value) {
+        self.span_among(a, 0..REGISTER_SLOTS)
+    }
+
+    /// The first of cached regions `slots` (newest first) that holds the group's bytes at
+    /// `a`, chosen without branches: whether one does, and the host address.
+    fn span_among(&mut self, a: Value, slots: std::ops::Range<usize>) -> (Value, Value) {
         let mut found: Option<(Value, Value)> = None;
-        for k in (0..REGION_SLOTS).rev() {
-            let gb = self.b.use_var(self.gb[k]);
+        for k in slots.rev() {
+            let (gb, gl, gh) = if k < REGISTER_SLOTS {
+                (
+                    self.b.use_var(self.gb[k]),
+                    self.b.use_var(self.gl[k]),
+                    self.b.use_var(self.gh[k]),
+                )
+            } else {
+                let at = 8 * k as i32;
+                (
+                    self.ld_tc(I64, off::G_BASE + at),
+                    self.ld_tc(I64, off::G_LEN + at),
+                    self.ld_tc(I64, off::G_HOST + at),
+                )
+            };
             let o = self.b.ins().isub(a, gb);
-            let gl = self.b.use_var(self.gl[k]);
-            let gh = self.b.use_var(self.gh[k]);
             let lim = self.span_limit(gl);
             let r = self.b.ins().rotr_imm_u(o, 2);
             let ok = self.b.ins().icmp(IntCC::UnsignedLessThan, r, lim);

@@ -245,6 +245,7 @@ fn run(
     };
     let mut charge = None;
     let mut refused = false;
+    let started = std::time::Instant::now();
     let r = std::panic::catch_unwind(AssertUnwindSafe(|| {
         let mut admit = |cost: u64, insts: usize, optimized: bool| {
             let Some(mem) = memory else {
@@ -271,6 +272,11 @@ fn run(
     drop(charge);
     match r {
         Ok(c) => {
+            log::debug!(
+                "kernel {name} compiled in {:?} ({} instructions)",
+                started.elapsed(),
+                c._insts.len()
+            );
             if c._insts.len() > super::OPTIMIZE_MAX_INSTS {
                 log::info!(
                     "kernel {name} compiled without optimizing: {} instructions",

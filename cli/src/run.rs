@@ -20,6 +20,9 @@ struct PrivateBackend {
     /// Our own descriptor of the backend's stderr pipe, to see whether the thread copying
     /// it has caught up.
     stderr: Option<std::os::fd::OwnedFd>,
+    /// Held by that thread from each read of the pipe to the end of its write to our
+    /// stderr: with it held, an empty pipe means every byte read has been written.
+    copying: std::sync::Arc<std::sync::Mutex<()>>,
     /// Says when the thread watching the backend has decided whether it started (and, if
     /// not, has said why).
     reported: std::sync::mpsc::Receiver<()>,
@@ -43,13 +46,23 @@ impl Drop for PrivateBackend {
         // What the backend already said (a kernel's fault, say) still reaches our stderr:
         // wait, briefly, until the copying thread has drained the pipe.
         if let Some(fd) = &self.stderr {
+            // At most 100 ms: the copying thread may be stuck writing to a stderr nobody
+            // reads.
             for _ in 0..100 {
-                let mut pending: libc::c_int = 0;
-                // SAFETY: FIONREAD on a pipe descriptor we own writes one int.
-                let r = unsafe { libc::ioctl(fd.as_raw_fd(), libc::FIONREAD, &mut pending) };
-                if r != 0 || pending <= 0 {
-                    break;
+                let held = match self.copying.try_lock() {
+                    Ok(g) => Some(g),
+                    Err(std::sync::TryLockError::Poisoned(e)) => Some(e.into_inner()),
+                    Err(std::sync::TryLockError::WouldBlock) => None,
+                };
+                if held.is_some() {
+                    let mut pending: libc::c_int = 0;
+                    // SAFETY: FIONREAD on a pipe descriptor we own writes one int.
+                    let r = unsafe { libc::ioctl(fd.as_raw_fd(), libc::FIONREAD, &mut pending) };
+                    if r != 0 || pending <= 0 {
+                        break;
+                    }
                 }
+                drop(held);
                 std::thread::sleep(std::time::Duration::from_millis(1));
             }
         }
@@ -156,6 +169,8 @@ fn start_backend(executor: &str, memcheck: bool) -> io::Result<PrivateBackend> {
         .as_ref()
         .and_then(|e| e.as_fd().try_clone_to_owned().ok());
     let (tx, reported) = std::sync::mpsc::channel();
+    let copying = std::sync::Arc::new(std::sync::Mutex::new(()));
+    let held = copying.clone();
     std::thread::spawn(move || {
         let mut ready = false;
         let mut out = out.map(io::BufReader::new);
@@ -166,7 +181,7 @@ fn start_backend(executor: &str, memcheck: bool) -> io::Result<PrivateBackend> {
         if let Some(mut e) = err {
             if ready {
                 let _ = tx.send(());
-                let _ = io::copy(&mut e, &mut io::stderr());
+                forward(&mut e, &held);
             } else {
                 let mut msg = String::new();
                 let _ = e.read_to_string(&mut msg);
@@ -186,8 +201,40 @@ fn start_backend(executor: &str, memcheck: bool) -> io::Result<PrivateBackend> {
         _dir: dir,
         socket,
         stderr,
+        copying,
         reported,
     })
+}
+
+/// Copies the backend's stderr to ours until it ends, holding `copying` from each read to
+/// the end of its write (see [`PrivateBackend::copying`]): a line read just before this
+/// process exits is not lost between the pipe and our stderr.
+fn forward(e: &mut std::process::ChildStderr, copying: &std::sync::Mutex<()>) {
+    use std::io::Write;
+    let mut buf = [0u8; 8192];
+    loop {
+        // Wait for data without the lock, then read (at once) and write with it.
+        let mut pfd = libc::pollfd {
+            fd: e.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one pollfd of ours, for the pipe we own.
+        if unsafe { libc::poll(&mut pfd, 1, -1) } < 0
+            && io::Error::last_os_error().kind() != io::ErrorKind::Interrupted
+        {
+            return;
+        }
+        let _held = copying.lock().unwrap_or_else(|e| e.into_inner());
+        match e.read(&mut buf) {
+            Ok(0) => return,
+            Ok(n) => {
+                let _ = io::stderr().write_all(&buf[..n]);
+            }
+            Err(x) if x.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return,
+        }
+    }
 }
 
 fn prepend(var: &str, dir: &Path) -> String {

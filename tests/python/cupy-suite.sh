@@ -39,6 +39,12 @@ fi
 cd "$dir/tests"
 # The library directory of this build, unless the caller chose one.
 export VCUDA_LIB_DIR=${VCUDA_LIB_DIR:-$(dirname "$vcuda")}
+# CuPy's tests find nvcc (test_raw.py and test_core.py ask its version while they are
+# collected, and fail to load without it): the toolkit images/cuda-toolkit.sh installs.
+if [ -z "${NVCC:-}" ]; then
+    NVCC=$(bash "$repo/images/cuda-toolkit.sh")/bin/nvcc
+    export NVCC
+fi
 # One device: CuPy's multi-GPU tests skip, as in CuPy's own CI on one GPU (they fail
 # natively there too).
 export CUPY_TEST_GPU_LIMIT=${CUPY_TEST_GPU_LIMIT:-1}

@@ -252,6 +252,24 @@ impl<'a, 'b> Lower<'a, 'b> {
         self.b.ins().load(ty, FLAGS, self.tc, o)
     }
 
+    /// Slot `k` of the global region cache, `(device base, length, host address)`: from its
+    /// registers for the first [`REGISTER_SLOTS`], else read from the `ThreadCtx`.
+    pub(super) fn region_slot(&mut self, k: usize) -> (Value, Value, Value) {
+        if k < REGISTER_SLOTS {
+            return (
+                self.b.use_var(self.gb[k]),
+                self.b.use_var(self.gl[k]),
+                self.b.use_var(self.gh[k]),
+            );
+        }
+        let at = 8 * k as i32;
+        (
+            self.ld_tc(I64, off::G_BASE + at),
+            self.ld_tc(I64, off::G_LEN + at),
+            self.ld_tc(I64, off::G_HOST + at),
+        )
+    }
+
     /// Loads the global region cache into its registers: at entry, and after `h_ptr`
     /// refilled it.
     pub(super) fn reload_region(&mut self) {

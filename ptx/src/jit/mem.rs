@@ -16,7 +16,7 @@ use cranelift_codegen::ir::{
 };
 
 use super::{
-    lower::{FLAGS, Lower, REGION_SLOTS, REGISTER_SLOTS},
+    lower::{FLAGS, Lower, REGION_SLOTS},
     rt::{self, FAULTED, off},
 };
 use crate::{
@@ -113,20 +113,7 @@ impl Lower<'_, '_> {
                 let join = self.b.create_block();
                 let mut next = None;
                 for k in 0..REGION_SLOTS {
-                    let (gb, gl, gh) = if k < REGISTER_SLOTS {
-                        (
-                            self.b.use_var(self.gb[k]),
-                            self.b.use_var(self.gl[k]),
-                            self.b.use_var(self.gh[k]),
-                        )
-                    } else {
-                        let at = 8 * k as i32;
-                        (
-                            self.ld_tc(I64, off::G_BASE + at),
-                            self.ld_tc(I64, off::G_LEN + at),
-                            self.ld_tc(I64, off::G_HOST + at),
-                        )
-                    };
+                    let (gb, gl, gh) = self.region_slot(k);
                     let o = self.b.ins().isub(a, gb);
                     let lim = self.limit(gl, size);
                     let blk = self.fast_or_next(gh, o, lim, size, join);

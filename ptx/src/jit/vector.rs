@@ -22,7 +22,6 @@ use super::{
     group::little,
     live::uses_defs,
     lower::{HALVES, LANES, Lower, REGISTER_SLOTS, Reject},
-    rt::off,
     vector_check::{bails, can_vector, vector_fcc},
 };
 use crate::{
@@ -672,28 +671,9 @@ impl Lower<'_, '_> {
     /// where none of these holds them, the group goes on in the scalar code, whose check
     /// looks at every slot.)
     fn global_span(&mut self, a: Value) -> (Value, Value) {
-        self.span_among(a, 0..REGISTER_SLOTS)
-    }
-
-    /// The first of cached regions `slots` (newest first) that holds the group's bytes at
-    /// `a`, chosen without branches: whether one does, and the host address.
-    fn span_among(&mut self, a: Value, slots: std::ops::Range<usize>) -> (Value, Value) {
         let mut found: Option<(Value, Value)> = None;
-        for k in slots.rev() {
-            let (gb, gl, gh) = if k < REGISTER_SLOTS {
-                (
-                    self.b.use_var(self.gb[k]),
-                    self.b.use_var(self.gl[k]),
-                    self.b.use_var(self.gh[k]),
-                )
-            } else {
-                let at = 8 * k as i32;
-                (
-                    self.ld_tc(I64, off::G_BASE + at),
-                    self.ld_tc(I64, off::G_LEN + at),
-                    self.ld_tc(I64, off::G_HOST + at),
-                )
-            };
+        for k in (0..REGISTER_SLOTS).rev() {
+            let (gb, gl, gh) = self.region_slot(k);
             let o = self.b.ins().isub(a, gb);
             let lim = self.span_limit(gl);
             let r = self.b.ins().rotr_imm_u(o, 2);

@@ -122,6 +122,26 @@ int main() {
     size_t lsize;
     CU(cuModuleGetGlobal_(&launches, &lsize, mod, "launches"));
     EXPECT(lsize == 4);
+    {
+        // A module's variable is device memory to the runtime too: cudaMemcpyDefault
+        // finds its direction by the address (CuPy's RawModule.get_global copies).
+        cudaPointerAttributes pa;
+        CHECK(cudaPointerGetAttributes(&pa, (void *)launches));
+        EXPECT(pa.type == cudaMemoryTypeDevice);
+        unsigned seven = 7, got = 0;
+        CHECK(cudaMemcpy((void *)launches, &seven, 4, cudaMemcpyDefault));
+        CU(cuMemcpyDtoH_(&got, launches, 4));
+        EXPECT(got == 7);
+        CUdeviceptr tmp;
+        CU(cuMemAlloc_(&tmp, 4));
+        CHECK(cudaMemcpy((void *)tmp, (void *)launches, 4, cudaMemcpyDefault));
+        got = 0;
+        CU(cuMemcpyDtoH_(&got, tmp, 4));
+        EXPECT(got == 7);
+        CU(cuMemFree_(tmp));
+        unsigned zero = 0;
+        CHECK(cudaMemcpy((void *)launches, &zero, 4, cudaMemcpyDefault));
+    }
 
     const unsigned n = 1000;
     float h[n];

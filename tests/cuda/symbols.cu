@@ -60,6 +60,23 @@ int main() {
     // The symbol address is ordinary device memory.
     CHECK(cudaMemcpy(&cnt, cp, sizeof cnt, cudaMemcpyDeviceToHost));
     EXPECT(cnt == 3);
+    // ... which cudaMemcpyDefault tells from host memory by its address, as CuPy's copies
+    // into a RawModule's __constant__ array do.
+    cudaPointerAttributes pa;
+    CHECK(cudaPointerGetAttributes(&pa, cp));
+    EXPECT(pa.type == cudaMemoryTypeDevice);
+    float *coefp = nullptr;
+    CHECK(cudaGetSymbolAddress((void **)&coefp, coef));
+    CHECK(cudaPointerGetAttributes(&pa, coefp + 3));
+    EXPECT(pa.type == cudaMemoryTypeDevice && pa.devicePointer == coefp + 3);
+    float twice[16];
+    for (int i = 0; i < 16; i++) twice[i] = 2.0f * c[i];
+    CHECK(cudaMemcpy(din, twice, sizeof twice, cudaMemcpyHostToDevice));
+    CHECK(cudaMemcpyAsync(coefp, din, sizeof twice, cudaMemcpyDefault, 0));
+    float back[16] = {0};
+    CHECK(cudaMemcpy(back, coefp, sizeof back, cudaMemcpyDefault));
+    CHECK(cudaMemcpyFromSymbol(c, coef, sizeof c));
+    EXPECT(memcmp(back, twice, sizeof back) == 0 && memcmp(c, twice, sizeof c) == 0);
     CHECK(cudaFree(din));
     CHECK(cudaFree(dout));
     return finish();

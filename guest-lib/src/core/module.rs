@@ -35,6 +35,9 @@ pub struct Module {
     /// The `__managed__` variables a library's PTX declares, read from its image on the
     /// first `cuModuleGetGlobal` (see [`get_global`]).
     managed_names: std::sync::OnceLock<Vec<String>>,
+    /// Addresses of the variables handed out by [`get_global`] in the current generation,
+    /// recorded as device memory until the module unloads.
+    globals: std::sync::Mutex<Vec<u64>>,
 }
 
 /// Libraries (`cuLibraryLoadData`), which no context owns.
@@ -52,6 +55,11 @@ impl Module {
         let image = self.image.as_deref().ok_or(CuError::INVALID_HANDLE)?;
         let h = load_image(c, image)?;
         *g = (generation, h);
+        // A device reset forgot the variables' ranges with the rest of device memory.
+        self.globals
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
         // The kernels the program holds (`CUkernel`s the runtime caches) follow the library.
         for f in self
             .functions
@@ -223,6 +231,7 @@ fn load_bytes(bytes: &[u8], library: bool) -> Result<*mut Module, CuError> {
         managed: std::sync::Mutex::default(),
         names: std::sync::OnceLock::new(),
         managed_names: std::sync::OnceLock::new(),
+        globals: std::sync::Mutex::new(Vec::new()),
     }));
     if library {
         LIBRARIES
@@ -265,6 +274,14 @@ pub fn unload(m: usize) {
         let (generation, handle) = *m.loaded.lock().unwrap_or_else(|e| e.into_inner());
         if generation == c.generation() {
             let _ = c.call::<ops::ModuleUnload>(&HandleReq { handle });
+            for base in m
+                .globals
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .drain(..)
+            {
+                c.mirror.remove(base, |k| k == crate::mirror::Kind::Device);
+            }
         }
     }
 }
@@ -511,7 +528,13 @@ pub(crate) fn get_global(m: *mut Module, name: &str) -> Result<(u64, u64), CuErr
     {
         return managed_var(c, m, name);
     }
-    Ok(crate::core::registry::symbol(c, m.handle(c)?, name)?)
+    let (ptr, size) = crate::core::registry::symbol(c, m.handle(c)?, name)?;
+    let mut globals = m.globals.lock().unwrap_or_else(|e| e.into_inner());
+    if !globals.contains(&ptr) {
+        crate::core::registry::record_global(c, ptr, size);
+        globals.push(ptr);
+    }
+    Ok((ptr, size))
 }
 
 /// The names of the `__managed__` variables (`.attribute(.managed)`) the PTX of `image` (a

@@ -54,6 +54,18 @@ pub(crate) fn symbol(c: &Client, module: u64, name: &str) -> Result<(u64, u64)> 
     Ok((r.ptr, r.size))
 }
 
+/// Records a module variable at `ptr` (`size` bytes) as device memory, as the driver knows
+/// it: `cudaMemcpyDefault` copies to and from it as device memory and
+/// `cudaPointerGetAttributes` calls it device memory. The backend still checks every access.
+pub(crate) fn record_global(c: &Client, ptr: u64, size: u64) {
+    c.mirror.insert(crate::mirror::Range {
+        base: ptr,
+        len: size,
+        kind: crate::mirror::Kind::Device,
+        device: crate::state::device(),
+    });
+}
+
 /// Binds module `module`'s variable `name` to the managed memory at `addr` (`size` bytes),
 /// which the backend fills with the variable's initial value; the module's kernels then use
 /// it in place.
@@ -361,6 +373,7 @@ impl VarReg {
         }
         let module = self.fatbin.module(c)?;
         let (ptr, size) = symbol(c, module, &self.name)?;
+        record_global(c, ptr, size);
         *g = Some((generation, ptr, size));
         Ok((ptr, size))
     }

@@ -1182,3 +1182,58 @@ fn virtual_functions() {
         );
     }
 }
+
+/// A gather in the vector group code whose lanes reach two buffers (even threads one, odd
+/// threads the other) or fall outside every buffer: the group finds each lane's memory
+/// through `h_lanes`, and the scalar code reports the fault at the thread that made it.
+#[test]
+fn gathers_across_buffers_and_out_of_them() {
+    // y[i] = (i odd ? b : a)[idx[i]]
+    let src = ".version 8.0\n.target sm_90\n.address_size 64\n\
+               .visible .entry k(.param .u64 a, .param .u64 b, .param .u64 idx, .param .u64 y)\n{\n\
+               .reg .pred %p<2>;\n.reg .b32 %r<8>;\n.reg .b64 %rd<16>;\n\
+               mov.u32 %r1, %ctaid.x;\nmov.u32 %r2, %ntid.x;\nmov.u32 %r3, %tid.x;\n\
+               mad.lo.s32 %r4, %r1, %r2, %r3;\nmul.wide.s32 %rd1, %r4, 4;\n\
+               ld.param.u64 %rd2, [a];\nld.param.u64 %rd3, [b];\nld.param.u64 %rd4, [idx];\n\
+               ld.param.u64 %rd5, [y];\nadd.s64 %rd4, %rd4, %rd1;\nadd.s64 %rd5, %rd5, %rd1;\n\
+               ld.global.u32 %r5, [%rd4];\nmul.wide.s32 %rd6, %r5, 4;\n\
+               and.b32 %r6, %r4, 1;\nsetp.ne.u32 %p1, %r6, 0;\nselp.b64 %rd7, %rd3, %rd2, %p1;\n\
+               add.s64 %rd8, %rd7, %rd6;\nld.global.u32 %r7, [%rd8];\nst.global.u32 [%rd5], %r7;\n\
+               ret;\n}\n";
+    let g = Gpu::new(src);
+    let n = 64 * 256;
+    let a: Vec<u32> = (0..n as u32).collect();
+    let b: Vec<u32> = (0..n as u32).map(|i| i + 1_000_000).collect();
+    let (pa, pb) = (g.buf(&a), g.buf(&b));
+    // A permutation: neighbouring lanes read far apart.
+    let idx: Vec<u32> = (0..n as u32).map(|i| (i * 7919) % n as u32).collect();
+    let pidx = g.buf(&idx);
+    let y = g.zeros(n * 4);
+    let args = [Arg::Ptr(pa), Arg::Ptr(pb), Arg::Ptr(pidx), Arg::Ptr(y)];
+    g.run("k", 64, 256, &args);
+    assert_eq!(g.compiled_launches(), 1);
+    let got = g.get::<u32>(y, n);
+    for (i, &v) in got.iter().enumerate() {
+        let want = if i % 2 == 1 {
+            b[idx[i] as usize]
+        } else {
+            a[idx[i] as usize]
+        };
+        assert_eq!(v, want, "thread {i}");
+    }
+    // Thread 77 of block 3 reads one element past the end of `b`.
+    let mut bad = idx.clone();
+    bad[3 * 256 + 77] = n as u32;
+    let pbad = g.buf(&bad);
+    let e = g.run_err(
+        "k",
+        64,
+        256,
+        &[Arg::Ptr(pa), Arg::Ptr(pb), Arg::Ptr(pbad), Arg::Ptr(y)],
+    );
+    assert!(
+        matches!(&e, vcuda_ptx::KernelError::IllegalAddress { addr, write: false, loc, .. }
+            if *addr == pb + 4 * n as u64 && loc.block == [3, 0, 0] && loc.thread == [77, 0, 0]),
+        "{e}"
+    );
+}

@@ -247,6 +247,7 @@ impl<'a, 'b> Lower<'a, 'b> {
         let mine = lanes[LANES].clone();
         let helpers = Helpers {
             ptr: b.import_signature(sig(cc, &[I64, I32, I64, I32, I32], Some(I64))),
+            lanes: b.import_signature(sig(cc, &[I64, I32, I64, I32, I64], Some(I32))),
             atom: b.import_signature(sig(cc, &[I64, I32, I64, I64, I64], Some(I64))),
             alu: b.import_signature(sig(cc, &[I64, I64, I64, I64, I64, I64], None)),
             sreg: b.import_signature(sig(cc, &[I64, I32], Some(I64))),

@@ -61,6 +61,7 @@ pub(super) struct Inv {
 
 pub(super) struct Helpers {
     pub(super) ptr: cranelift_codegen::ir::SigRef,
+    pub(super) lanes: cranelift_codegen::ir::SigRef,
     pub(super) atom: cranelift_codegen::ir::SigRef,
     pub(super) alu: cranelift_codegen::ir::SigRef,
     pub(super) sreg: cranelift_codegen::ir::SigRef,

@@ -61,6 +61,15 @@ impl Lower<'_, '_> {
     /// Emits the limit for `size`-byte accesses aligned to `2^shift` into a buffer of
     /// `len` bytes (offsets rotated right by `shift` compare below it).
     pub(super) fn limit_aligned(&mut self, len: Value, size: u32, shift: u32) -> Value {
+        if size == 1 << shift {
+            // `(len - size) >> shift + 1` is `len >> shift` when the size is the alignment
+            // (`len < size` included): one instruction where most accesses check their
+            // region.
+            return match shift {
+                0 => len,
+                _ => self.b.ins().ushr_imm_u(len, shift as i64),
+            };
+        }
         let big = self
             .b
             .ins()
@@ -221,5 +230,25 @@ impl Lower<'_, '_> {
         let r0 = self.b.ins().stack_load(I64, I64, slot, 0);
         let r1 = self.b.ins().stack_load(I64, I64, slot, 8);
         (r0, Some(r1))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The one-instruction limit of `Lower::limit_aligned` is `limit_of`'s wherever the
+    /// size is its alignment.
+    #[test]
+    fn a_power_of_two_sizes_limit_is_the_shifted_length() {
+        for size in [1u32, 2, 4, 8, 16, 32] {
+            for len in (0..200u64).chain([u64::MAX - 40, u64::MAX - 1, u64::MAX]) {
+                assert_eq!(
+                    limit_of(len, size),
+                    len >> align_shift(size),
+                    "{len} {size}"
+                );
+            }
+        }
     }
 }

@@ -148,6 +148,10 @@ fn compile(
         "opt_level",
         if optimize { "speed" } else { "none" },
     )?;
+    // The verifier takes a tenth of a compile; test builds keep it.
+    if !cfg!(debug_assertions) {
+        set(&mut flags, "enable_verifier", "false")?;
+    }
     set(&mut flags, "use_colocated_libcalls", "false")?;
     set(&mut flags, "is_pic", "false")?;
     let isa = cranelift_native::builder()

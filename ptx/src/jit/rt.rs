@@ -6,6 +6,7 @@
 
 use std::sync::atomic::Ordering;
 
+use super::lower::LANES;
 use crate::{
     alu::Lanes,
     error::KernelError,
@@ -321,12 +322,63 @@ pub(crate) extern "C" fn h_ptr(
         tc.set_fault(FAULT_MISALIGNED, addr, size, write);
         return std::ptr::null_mut();
     }
+    match resolve(tc, space, addr, size, write) {
+        Some(p) => p,
+        None => {
+            tc.set_fault(FAULT_ILLEGAL, addr, size, write);
+            std::ptr::null_mut()
+        }
+    }
+}
+
+/// The host addresses of a vector group's `LANES` 4-byte accesses in space `space` (global,
+/// generic or constant memory) at the addresses `addrs` points at, written where `out`
+/// points: 1, or 0 (no fault recorded: the scalar code redoes the access and reports it)
+/// where a lane's access is misaligned or outside the session's memory. Looks at the
+/// cached regions first, then refills the cache as [`h_ptr`] does.
+pub(crate) extern "C" fn h_lanes(
+    tc: *mut ThreadCtx,
+    space: u32,
+    addrs: *const u64,
+    write: u32,
+    out: *mut u64,
+) -> u32 {
+    // SAFETY: as in `h_ptr`.
+    let tc = unsafe { &mut *tc };
+    // SAFETY: the compiled code passes a stack slot of `LANES` addresses followed by room
+    // for `LANES` results (`Lower::lane_ptrs`), distinct from the ThreadCtx.
+    let (addrs, out) = unsafe {
+        (
+            std::slice::from_raw_parts(addrs, LANES),
+            std::slice::from_raw_parts_mut(out, LANES),
+        )
+    };
+    for (&a, o) in addrs.iter().zip(out.iter_mut()) {
+        if a & 3 != 0 {
+            return 0;
+        }
+        let cached = (0..REGION_SLOTS).find_map(|k| {
+            let off = a.wrapping_sub(tc.g_base[k]);
+            (tc.g_len[k] >= 4 && off <= tc.g_len[k] - 4)
+                .then(|| tc.g_host[k].wrapping_add(off as usize))
+        });
+        match cached.or_else(|| resolve(tc, space, a, 4, write != 0)) {
+            Some(p) => *o = p as u64,
+            None => return 0,
+        }
+    }
+    1
+}
+
+/// The host address of `size` bytes at `addr` (aligned) in `space`, refilling the global
+/// region cache; `None` outside what the launch may reach.
+fn resolve(tc: &mut ThreadCtx, space: u32, addr: u64, size: u32, write: bool) -> Option<*mut u8> {
     let (space, a) = match space_of(space) {
         Space::Generic => crate::access::classify(addr),
         s => (s, crate::access::window_addr(s, addr)),
     };
     let size64 = size as u64;
-    let p = match space {
+    match space {
         Space::Global | Space::Generic | Space::Const if !(write && space == Space::Const) => {
             // SAFETY: the runner sets `env` to its live Env before running compiled code.
             let env = unsafe { &mut *tc.env };
@@ -351,13 +403,6 @@ pub(crate) extern "C" fn h_ptr(
         ),
         Space::Param if a < PARAM_WINDOW => inside(tc.local, tc.local_len, a, size64),
         _ => None,
-    };
-    match p {
-        Some(p) => p,
-        None => {
-            tc.set_fault(FAULT_ILLEGAL, addr, size, write);
-            std::ptr::null_mut()
-        }
     }
 }
 

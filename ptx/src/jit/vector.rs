@@ -11,7 +11,7 @@
 //! have a vector form is decided in [`super::vector_check`].
 
 use cranelift_codegen::ir::{
-    InstBuilder, MemFlagsData, Value,
+    InstBuilder, MemFlagsData, StackSlotData, StackSlotKind, Value,
     condcodes::{FloatCC, IntCC},
     types::{F32X4, I8, I32, I32X4, I64},
 };
@@ -21,7 +21,8 @@ use super::{
     forms::{self, Form},
     group::little,
     live::uses_defs,
-    lower::{HALVES, LANES, Lower, REGISTER_SLOTS, Reject},
+    lower::{FLAGS, HALVES, LANES, Lower, REGISTER_SLOTS, Reject},
+    rt,
     vector_check::{bails, can_vector, vector_fcc},
 };
 use crate::{
@@ -483,7 +484,8 @@ impl Lower<'_, '_> {
 
     /// A 32-bit load (`store` is `None`; returns the vector loaded) or store of the group's
     /// lanes at `base + off`: 16-byte accesses where the lanes' addresses are consecutive
-    /// words inside the space's fast-path buffer, else lane by lane with the scalar checks.
+    /// words inside the space's fast-path buffer, else lane by lane (global memory: see
+    /// [`Self::lane_ptrs`]; shared memory: the scalar checks).
     pub(super) fn span_access(
         &mut self,
         space: Space,
@@ -568,11 +570,19 @@ impl Lower<'_, '_> {
         self.b.set_cold_block(slow);
         // Every lane's check before any lane's access: a failed check leaves the group
         // with nothing done (see `Lower::bail`).
-        let mut ps = Vec::with_capacity(w);
-        for (k, &a) in addrs.iter().enumerate() {
-            self.set_lane(k);
-            ps.push(self.ptr(space, a, 4, store.is_some(), line));
-        }
+        let ps = match self.bail {
+            Some(pc) if space != Space::Shared => {
+                self.lane_ptrs(space, &addrs, store.is_some(), pc)
+            }
+            _ => {
+                let mut ps = Vec::with_capacity(w);
+                for (k, &a) in addrs.iter().enumerate() {
+                    self.set_lane(k);
+                    ps.push(self.ptr(space, a, 4, store.is_some(), line));
+                }
+                ps
+            }
+        };
         let mut v = None;
         for (k, &pk) in ps.iter().enumerate() {
             let lane = (k % 4) as u8;
@@ -665,6 +675,86 @@ impl Lower<'_, '_> {
 }
 
 impl Lower<'_, '_> {
+    /// The host addresses of the group's 4-byte accesses at `addrs` (global, generic or
+    /// constant memory) for the group code of instruction `pc`: inline where every lane
+    /// lies in the register-cached region that holds lane 0's (a gather inside one buffer),
+    /// else from [`rt::h_lanes`], which looks at every cached region and the session's
+    /// memory; where a lane's access is misaligned or outside it the group leaves for the
+    /// scalar code, which reports the fault. Emitted once per access, the code stays small
+    /// (lane by lane checks of every region took most of the compile of a kernel of loads).
+    fn lane_ptrs(&mut self, space: Space, addrs: &[Value], write: bool, pc: usize) -> Vec<Value> {
+        // Lane 0's region among the register slots, chosen without branches.
+        let mut found: Option<(Value, Value, Value, Value)> = None;
+        for k in (0..REGISTER_SLOTS).rev() {
+            let (gb, gl, gh) = self.region_slot(k);
+            let lim = self.limit(gl, 4);
+            let o = self.b.ins().isub(addrs[0], gb);
+            let r = self.b.ins().rotr_imm_u(o, 2);
+            let ok = self.b.ins().icmp(IntCC::UnsignedLessThan, r, lim);
+            found = Some(match found {
+                None => (ok, gb, lim, gh),
+                Some((ok_o, gb_o, lim_o, gh_o)) => (
+                    self.b.ins().bor(ok, ok_o),
+                    self.b.ins().select(ok, gb, gb_o),
+                    self.b.ins().select(ok, lim, lim_o),
+                    self.b.ins().select(ok, gh, gh_o),
+                ),
+            });
+        }
+        let (mut all, gb, lim, gh) = found.expect("register slots");
+        let mut inline = Vec::with_capacity(addrs.len());
+        for (k, &a) in addrs.iter().enumerate() {
+            let o = self.b.ins().isub(a, gb);
+            if k > 0 {
+                let r = self.b.ins().rotr_imm_u(o, 2);
+                let ok = self.b.ins().icmp(IntCC::UnsignedLessThan, r, lim);
+                all = self.b.ins().band(all, ok);
+            }
+            let p = self.b.ins().iadd(gh, o);
+            inline.push(p.into());
+        }
+        let (join, call) = (self.b.create_block(), self.b.create_block());
+        let ps: Vec<Value> = addrs
+            .iter()
+            .map(|_| self.b.append_block_param(join, I64))
+            .collect();
+        self.b.ins().brif(all, join, &inline, call, &[]);
+        self.enter(call);
+        self.b.set_cold_block(call);
+        let bytes = 8 * addrs.len() as u32;
+        let slot = self.b.create_sized_stack_slot(StackSlotData::new(
+            StackSlotKind::ExplicitSlot,
+            2 * bytes,
+            3,
+        ));
+        let at = self.b.ins().stack_addr(I64, slot, 0);
+        let out = self.b.ins().stack_addr(I64, slot, bytes as i32);
+        for (k, &a) in addrs.iter().enumerate() {
+            self.b.ins().store(FLAGS, a, at, 8 * k as i32);
+        }
+        let sc = self.b.ins().iconst(I32, rt::space_code(space) as i64);
+        let wr = self.b.ins().iconst(I32, write as i64);
+        let f = self
+            .b
+            .ins()
+            .iconst(I64, rt::h_lanes as *const () as usize as i64);
+        let c = self
+            .b
+            .ins()
+            .call_indirect(self.helpers.lanes, f, &[self.tc, sc, at, wr, out]);
+        let ok = self.b.inst_results(c)[0];
+        let found = self.b.create_block();
+        let out_blk = self.bail_block(pc);
+        self.b.ins().brif(ok, found, &[], out_blk, &[]);
+        self.enter(found);
+        let loaded: Vec<_> = (0..addrs.len())
+            .map(|k| self.b.ins().load(I64, FLAGS, out, 8 * k as i32).into())
+            .collect();
+        self.b.ins().jump(join, &loaded);
+        self.enter(join);
+        ps
+    }
+
     /// [`Self::span`] in global memory: the first of the cached regions held in registers
     /// (newest first) that holds the group's bytes, chosen without branches. (Looking further,
     /// into the slots read from the `ThreadCtx`, cost a kernel reaching three buffers 15%:

@@ -24,8 +24,12 @@ use crate::executor::{ExecResult, FunctionInfo, ModuleImage, Status, Tenant};
 
 /// Parsed modules kept for reuse, at most this many.
 const PTX_CACHE_ENTRIES: usize = 256;
-/// Most modules one session may have loaded at once.
-const MAX_MODULES: usize = 4096;
+/// Most modules one session may have loaded at once. CuPy loads a module per kernel it
+/// compiles and keeps them all: its own test suite holds thousands.
+const MAX_MODULES: usize = 1 << 16;
+/// Most bytes of module images one session may have loaded at once (each loaded module
+/// keeps its parse and compiled code, which grow with its image).
+const MAX_LOADED_IMAGE_BYTES: u64 = 1 << 30;
 /// Most function handles one session may hold.
 const MAX_FUNCTIONS: usize = 1 << 16;
 /// Default dynamic shared memory limit per block (what CUDA allows without opting in).
@@ -217,6 +221,8 @@ pub struct Modules {
     tenant: Tenant,
     threads: usize,
     loaded: HashMap<u64, Loaded>,
+    /// Bytes of the images of `loaded`.
+    loaded_bytes: u64,
     functions: HashMap<u64, Function>,
     by_kernel: HashMap<(u64, u32), u64>,
     stdout: Mutex<Vec<u8>>,
@@ -248,6 +254,7 @@ impl Modules {
             tenant,
             threads,
             loaded: HashMap::new(),
+            loaded_bytes: 0,
             functions: HashMap::new(),
             by_kernel: HashMap::new(),
             stdout: Mutex::new(Vec::new()),
@@ -297,7 +304,16 @@ impl Modules {
         image: &Arc<ModuleImage>,
         heap: &mut DeviceHeap,
     ) -> ExecResult<()> {
-        if self.loaded.len() >= MAX_MODULES {
+        let bytes = image.bytes.len() as u64;
+        if self.loaded.len() >= MAX_MODULES
+            || self.loaded_bytes.saturating_add(bytes) > MAX_LOADED_IMAGE_BYTES
+        {
+            warn!(
+                "a module does not load: the session has {} modules of {} bytes loaded \
+                 (at most {MAX_MODULES}, {MAX_LOADED_IMAGE_BYTES} bytes)",
+                self.loaded.len(),
+                self.loaded_bytes
+            );
             return Err(Status::MEMORY_ALLOCATION);
         }
         let ptx = self.cache.get(self.tenant, image).map_err(|e| {
@@ -331,6 +347,7 @@ impl Modules {
                 .copy_from_slice(&bytes[..n as usize]);
         }
         let allocs = addrs.clone();
+        self.loaded_bytes += bytes;
         self.loaded.insert(
             handle,
             Loaded {
@@ -346,6 +363,7 @@ impl Modules {
     /// Unloads a module and frees its variables.
     pub fn unload(&mut self, module: u64, heap: &mut DeviceHeap) -> ExecResult<()> {
         let m = self.loaded.remove(&module).ok_or(Status::INVALID_HANDLE)?;
+        self.loaded_bytes = self.loaded_bytes.saturating_sub(m.image.bytes.len() as u64);
         for a in m.allocs.into_iter().filter(|&a| a != 0) {
             let _ = heap.free(a, AllocKind::Symbol);
         }

@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use vcuda_ptx::KernelId;
 
-use super::{Function, Loaded, MAX_FUNCTIONS, MAX_MODULES, MAX_SHARED_OPTIN, Modules};
+use super::{
+    Function, Loaded, MAX_FUNCTIONS, MAX_LOADED_IMAGE_BYTES, MAX_MODULES, MAX_SHARED_OPTIN, Modules,
+};
 use crate::executor::cpu::malloc::MallocHeap;
 use crate::executor::cpu::memory::{AllocKind, DeviceHeap};
 use crate::executor::{Images, ModuleImage};
@@ -124,6 +126,10 @@ impl Modules {
                 if !ok {
                     return Err(bad(&format!("variable {}", g.name)));
                 }
+            }
+            self.loaded_bytes = self.loaded_bytes.saturating_add(image.bytes.len() as u64);
+            if self.loaded_bytes > MAX_LOADED_IMAGE_BYTES {
+                return Err(MigrateError::invalid("too many bytes of modules"));
             }
             self.loaded.insert(
                 m.handle,

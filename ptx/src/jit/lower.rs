@@ -159,7 +159,7 @@ pub(super) struct Lower<'a, 'b> {
 /// Threads a vector group runs in lockstep: the round's bookkeeping is paid once per group,
 /// and a vector register is `HALVES` SIMD values of four lanes. Group code that keeps
 /// every register per lane (each instruction emitted once per lane) runs `LANES / 2`.
-pub(super) const LANES: usize = 8;
+pub(super) const LANES: usize = super::rt::LANES;
 /// `I32X4` values per vector register.
 pub(super) const HALVES: usize = LANES / 4;
 /// Bytes between a thread's saved registers: each is next to the other lanes' copies.

@@ -6,7 +6,6 @@
 
 use std::sync::atomic::Ordering;
 
-use super::lower::LANES;
 use crate::{
     alu::Lanes,
     error::KernelError,
@@ -15,6 +14,9 @@ use crate::{
     memory::{GlobalMem, MemFault, atomic_apply},
     module::{FUNC_WINDOW, PARAM_WINDOW, SHARED_WINDOW, WINDOW_SIZE},
 };
+
+/// Threads a vector group runs in lockstep (see `lower::LANES`, which is this).
+pub(crate) const LANES: usize = 8;
 
 /// Thread-instructions between two polls of the launch's stop conditions.
 pub(crate) const POLL_INTERVAL: u64 = 1 << 20;

@@ -128,6 +128,33 @@ pub unsafe fn write_out<T>(p: *mut T, v: T) -> Result<()> {
     Ok(())
 }
 
+/// Reads the value an input pointer from C points at (null: `INVALID_VALUE`).
+///
+/// # Safety
+/// `p` is null or valid for reading a `T` (the CUDA API's contract for input parameters).
+pub unsafe fn read_in<T: Copy>(p: *const T) -> Result<T> {
+    if p.is_null() {
+        return Err(Error::INVALID_VALUE);
+    }
+    // SAFETY: non-null, and valid for reads by the caller's contract.
+    Ok(unsafe { p.read_unaligned() })
+}
+
+/// `n` values from C as a slice (null with `n > 0`: `INVALID_VALUE`).
+///
+/// # Safety
+/// `p` is null or valid, and aligned, for reads of `n` values of `T` for `'a`.
+pub unsafe fn slice_in<'a, T>(p: *const T, n: usize) -> Result<&'a [T]> {
+    if n == 0 {
+        return Ok(&[]);
+    }
+    if p.is_null() {
+        return Err(Error::INVALID_VALUE);
+    }
+    // SAFETY: non-null; valid for `n` values by the caller's contract.
+    Ok(unsafe { std::slice::from_raw_parts(p, n) })
+}
+
 /// A host byte range from C as a slice.
 ///
 /// # Safety

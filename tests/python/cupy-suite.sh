@@ -19,16 +19,20 @@ SHA=cfed725e612178cfbdbf62f4a3a598b60edecbbca718c0d4580c21a16ae4a62c
 dir=$VCUDA_CACHE/cupy-tests-${SHA:0:16}
 
 py=$(bash "$repo/images/cupy-venv.sh")
-cache_lock cupy-tests
-if [ ! -d "$dir/tests" ]; then
-    log "fetching CuPy 14.2.0's tests into $dir"
-    rm -rf "$dir.tmp" && mkdir -p "$dir.tmp"
-    curl -fsSL --retry 3 -o "$dir.tmp/cupy.tar.gz" "$URL"
-    echo "$SHA  $dir.tmp/cupy.tar.gz" | sha256sum -c --quiet || die "checksum mismatch: $URL"
-    tar xzf "$dir.tmp/cupy.tar.gz" -C "$dir.tmp" --strip-components=1 cupy-14.2.0/tests
-    rm "$dir.tmp/cupy.tar.gz"
-    publish_dir "$dir"
-fi
+# The lock covers the fetch only (a subshell): a suite running holds no lock, so several
+# can run at once.
+(
+    cache_lock cupy-tests
+    if [ ! -d "$dir/tests" ]; then
+        log "fetching CuPy 14.2.0's tests into $dir"
+        rm -rf "$dir.tmp" && mkdir -p "$dir.tmp"
+        curl -fsSL --retry 3 -o "$dir.tmp/cupy.tar.gz" "$URL"
+        echo "$SHA  $dir.tmp/cupy.tar.gz" | sha256sum -c --quiet || die "checksum mismatch: $URL"
+        tar xzf "$dir.tmp/cupy.tar.gz" -C "$dir.tmp" --strip-components=1 cupy-14.2.0/tests
+        rm "$dir.tmp/cupy.tar.gz"
+        publish_dir "$dir"
+    fi
+)
 
 vcuda=${VCUDA:-$repo/target/debug/vcuda}
 [ -x "$vcuda" ] || die "$vcuda is missing: run cargo build (or set VCUDA)"

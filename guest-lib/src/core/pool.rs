@@ -23,9 +23,9 @@ pub use crate::core::pool_types::{
     cudaMemAccessDesc, cudaMemLocation, cudaMemPool_t, cudaMemPoolProps, cudaMemPoolPtrExportData,
 };
 use crate::error::{Error, Result};
-use crate::ffi::{cudaStream_t, write_out};
+use crate::ffi::cudaStream_t;
 use std::collections::HashMap;
-use std::ffi::{c_int, c_uint, c_void};
+use std::ffi::{c_int, c_uint};
 use std::sync::{LazyLock, Mutex};
 
 /// Allocations are rounded to this.
@@ -317,53 +317,31 @@ pub(crate) fn check_location(c: &Client, l: &cudaMemLocation) -> Result<()> {
     device_zero(c, l.id)
 }
 
-/// `cudaDeviceGetDefaultMemPool`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaDeviceGetDefaultMemPool` requires of its caller.
-pub(crate) unsafe fn device_get_default_mem_pool(
-    pool: *mut cudaMemPool_t,
-    device: c_int,
-) -> Result<()> {
+/// `cudaDeviceGetDefaultMemPool`: the device's default pool.
+pub(crate) fn device_get_default_mem_pool(device: c_int) -> Result<cudaMemPool_t> {
     device_zero(client::client()?, device)?;
-    // SAFETY: the caller's output pointer, checked for null.
-    unsafe { write_out(pool, with(|p| p.default) as cudaMemPool_t) }
+    Ok(with(|p| p.default) as cudaMemPool_t)
 }
 
-/// `cudaDeviceGetMemPool`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaDeviceGetMemPool` requires of its caller.
-pub(crate) unsafe fn device_get_mem_pool(pool: *mut cudaMemPool_t, device: c_int) -> Result<()> {
+/// `cudaDeviceGetMemPool`: the device's current pool.
+pub(crate) fn device_get_mem_pool(device: c_int) -> Result<cudaMemPool_t> {
     device_zero(client::client()?, device)?;
-    // SAFETY: the caller's output pointer, checked for null.
-    unsafe { write_out(pool, with(|p| p.current) as cudaMemPool_t) }
+    Ok(with(|p| p.current) as cudaMemPool_t)
 }
 
-/// `cudaDeviceSetMemPool`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaDeviceSetMemPool` requires of its caller.
-pub(crate) unsafe fn device_set_mem_pool(device: c_int, pool: cudaMemPool_t) -> Result<()> {
+/// `cudaDeviceSetMemPool`.
+pub(crate) fn device_set_mem_pool(device: c_int, pool: cudaMemPool_t) -> Result<()> {
     device_zero(client::client()?, device)?;
     let h = pool_of(pool)?;
     with(|p| p.current = h);
     Ok(())
 }
 
-/// `cudaFreeAsync`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaFreeAsync` requires of its caller.
-pub(crate) unsafe fn free_async(dev_ptr: *mut c_void, stream: cudaStream_t) -> Result<()> {
+/// `cudaFreeAsync` of the device address `ptr`.
+pub(crate) fn free_async(ptr: u64, stream: cudaStream_t) -> Result<()> {
     let c = client::client()?;
     c.check_sticky()?;
     let s = crate::core::capture::capture_stream_handle(c, stream, false)?;
-    let ptr = dev_ptr as u64;
     if ptr == 0 {
         return Ok(());
     }
@@ -409,69 +387,34 @@ pub(crate) unsafe fn free_async(dev_ptr: *mut c_void, stream: cudaStream_t) -> R
     }
 }
 
-/// `cudaMallocAsync`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaMallocAsync` requires of its caller.
-pub(crate) unsafe fn malloc_async(
-    dev_ptr: *mut *mut c_void,
-    size: usize,
-    stream: cudaStream_t,
-) -> Result<()> {
-    if dev_ptr.is_null() {
-        return Err(Error::INVALID_VALUE);
-    }
+/// `cudaMallocAsync`: `size` bytes from the current pool (or a graph's memory, while
+/// `stream` captures).
+pub(crate) fn malloc_async(size: usize, stream: cudaStream_t) -> Result<u64> {
     if let Some(ptr) = capture_alloc(size, stream)? {
-        // SAFETY: the caller's output pointer, checked for null.
-        return unsafe { write_out(dev_ptr, ptr as *mut c_void) };
+        return Ok(ptr);
     }
     let pool = with(|p| p.current);
-    let ptr = alloc(pool, size, stream)?;
-    // SAFETY: the caller's output pointer, checked for null.
-    unsafe { write_out(dev_ptr, ptr as *mut c_void) }
+    alloc(pool, size, stream)
 }
 
-/// `cudaMallocFromPoolAsync`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaMallocFromPoolAsync` requires of its caller.
-pub(crate) unsafe fn malloc_from_pool_async(
-    dev_ptr: *mut *mut c_void,
+/// `cudaMallocFromPoolAsync`.
+pub(crate) fn malloc_from_pool_async(
     size: usize,
     pool: cudaMemPool_t,
     stream: cudaStream_t,
-) -> Result<()> {
+) -> Result<u64> {
     let pool = pool_of(pool)?;
-    if dev_ptr.is_null() {
-        return Err(Error::INVALID_VALUE);
-    }
     if let Some(ptr) = capture_alloc(size, stream)? {
-        // SAFETY: the caller's output pointer, checked for null.
-        return unsafe { write_out(dev_ptr, ptr as *mut c_void) };
+        return Ok(ptr);
     }
-    let ptr = alloc(pool, size, stream)?;
-    // SAFETY: the caller's output pointer, checked for null.
-    unsafe { write_out(dev_ptr, ptr as *mut c_void) }
+    alloc(pool, size, stream)
 }
 
-/// `cudaMemPoolCreate`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaMemPoolCreate` requires of its caller.
-pub(crate) unsafe fn mem_pool_create(
-    pool: *mut cudaMemPool_t,
-    props: *const cudaMemPoolProps,
-) -> Result<()> {
+/// `cudaMemPoolCreate` with the caller's properties (`None`: a null pointer).
+pub(crate) fn mem_pool_create(props: Option<&cudaMemPoolProps>) -> Result<cudaMemPool_t> {
     let c = client::client()?;
-    // SAFETY: the caller's properties, checked for null.
-    let pr = unsafe { props.as_ref() }.ok_or(Error::INVALID_VALUE)?;
-    if pool.is_null()
-        || pr.alloc_type != ALLOCATION_PINNED
-        || !pr.win32_security_attributes.is_null()
-    {
+    let pr = props.ok_or(Error::INVALID_VALUE)?;
+    if pr.alloc_type != ALLOCATION_PINNED || !pr.win32_security_attributes.is_null() {
         return Err(Error::INVALID_VALUE);
     }
     // (NVIDIA's runtime says invalid value, not invalid device, for a device it lacks:
@@ -487,16 +430,11 @@ pub(crate) unsafe fn mem_pool_create(
     let mut new = Pool::new(pr.max_size as u64);
     new.exportable = exportable;
     with(|p| p.map.insert(h, new));
-    // SAFETY: the caller's output pointer (checked non-null above).
-    unsafe { write_out(pool, h as cudaMemPool_t) }
+    Ok(h as cudaMemPool_t)
 }
 
-/// `cudaMemPoolDestroy`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaMemPoolDestroy` requires of its caller.
-pub(crate) unsafe fn mem_pool_destroy(pool: cudaMemPool_t) -> Result<()> {
+/// `cudaMemPoolDestroy`.
+pub(crate) fn mem_pool_destroy(pool: cudaMemPool_t) -> Result<()> {
     let c = client::client()?;
     let h = pool_of(pool)?;
     let (blocks, empty) = with(|pools| {
@@ -525,104 +463,84 @@ pub(crate) unsafe fn mem_pool_destroy(pool: cudaMemPool_t) -> Result<()> {
     Ok(())
 }
 
-/// `cudaMemPoolExportPointer`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaMemPoolExportPointer` requires of its caller.
-pub(crate) unsafe fn mem_pool_export_pointer(
-    data: *mut cudaMemPoolPtrExportData,
-    ptr: *mut c_void,
-) -> Result<()> {
+/// `cudaMemPoolExportPointer` of the device address `ptr`.
+pub(crate) fn mem_pool_export_pointer(ptr: u64) -> Result<cudaMemPoolPtrExportData> {
     client::client()?.check_sticky()?;
-    let ptr = ptr as u64;
     let ours = with(|pools| {
         pools
             .map
             .values()
             .any(|p| p.exportable && !p.imported && p.live.contains_key(&ptr))
     });
-    if data.is_null() || !ours {
+    if !ours {
         return Err(Error::INVALID_VALUE);
     }
     let reserved = crate::core::ipc::get_mem_handle(ptr)?;
-    // SAFETY: the caller's output pointer, checked for null.
-    unsafe { write_out(data, cudaMemPoolPtrExportData { reserved }) }
+    Ok(cudaMemPoolPtrExportData { reserved })
 }
 
-/// `cudaMemPoolExportToShareableHandle`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaMemPoolExportToShareableHandle` requires of its caller.
-pub(crate) unsafe fn mem_pool_export_to_shareable_handle(
-    handle: *mut c_void,
+/// `cudaMemPoolExportToShareableHandle` as a POSIX descriptor (the only type there is).
+pub(crate) fn mem_pool_export_to_shareable_handle(
     pool: cudaMemPool_t,
     ty: c_int,
     flags: c_uint,
-) -> Result<()> {
+) -> Result<c_int> {
     client::client()?.check_sticky()?;
     let h = pool_of(pool)?;
     let exportable = with(|p| p.map.get(&h).is_some_and(|p| p.exportable && !p.imported));
-    if handle.is_null() || flags != 0 || ty != HANDLE_POSIX_FD || !exportable {
+    if flags != 0 || ty != HANDLE_POSIX_FD || !exportable {
         return Err(Error::INVALID_VALUE);
     }
-    let fd = export_file(h)?;
-    // SAFETY: for a POSIX descriptor the caller's handle points at an int (checked for null).
-    unsafe { write_out(handle as *mut c_int, fd) }
+    export_file(h)
 }
 
-/// `cudaMemPoolGetAttribute`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaMemPoolGetAttribute` requires of its caller.
-pub(crate) unsafe fn mem_pool_get_attribute(
-    pool: cudaMemPool_t,
-    attr: c_int,
-    value: *mut c_void,
-) -> Result<()> {
-    let h = pool_of(pool)?;
-    if value.is_null() {
-        return Err(Error::INVALID_VALUE);
+/// A pool attribute's value: `int` (the reuse policies) or `cuuint64_t` (the rest).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum AttrValue {
+    Int(c_int),
+    U64(u64),
+}
+
+/// Whether pool attribute `attr` exists and its value is an `int` (`Some(true)`) or a
+/// `cuuint64_t` (`Some(false)`): what the caller's value pointer points at.
+pub(crate) fn attr_is_int(attr: c_int) -> Option<bool> {
+    match attr {
+        REUSE_FOLLOW_EVENT_DEPENDENCIES..=REUSE_ALLOW_INTERNAL_DEPENDENCIES => Some(true),
+        RELEASE_THRESHOLD | RESERVED_MEM_CURRENT | RESERVED_MEM_HIGH | USED_MEM_CURRENT
+        | USED_MEM_HIGH => Some(false),
+        _ => None,
     }
+}
+
+/// `cudaMemPoolGetAttribute`.
+pub(crate) fn mem_pool_get_attribute(pool: cudaMemPool_t, attr: c_int) -> Result<AttrValue> {
+    let h = pool_of(pool)?;
     with(|pools| {
         let p = pools.map.get(&h).ok_or(Error::INVALID_VALUE)?;
-        // SAFETY: as for cudaMemPoolSetAttribute.
-        unsafe {
-            match attr {
-                REUSE_FOLLOW_EVENT_DEPENDENCIES..=REUSE_ALLOW_INTERNAL_DEPENDENCIES => {
-                    *value.cast::<c_int>() = p.reuse[(attr - 1) as usize];
-                }
-                RELEASE_THRESHOLD => *value.cast::<u64>() = p.threshold,
-                RESERVED_MEM_CURRENT => *value.cast::<u64>() = p.reserved,
-                RESERVED_MEM_HIGH => *value.cast::<u64>() = p.reserved_high,
-                USED_MEM_CURRENT => *value.cast::<u64>() = p.used,
-                USED_MEM_HIGH => *value.cast::<u64>() = p.used_high,
-                _ => return Err(Error::INVALID_VALUE),
+        Ok(match attr {
+            REUSE_FOLLOW_EVENT_DEPENDENCIES..=REUSE_ALLOW_INTERNAL_DEPENDENCIES => {
+                AttrValue::Int(p.reuse[(attr - 1) as usize])
             }
-        }
-        Ok(())
+            RELEASE_THRESHOLD => AttrValue::U64(p.threshold),
+            RESERVED_MEM_CURRENT => AttrValue::U64(p.reserved),
+            RESERVED_MEM_HIGH => AttrValue::U64(p.reserved_high),
+            USED_MEM_CURRENT => AttrValue::U64(p.used),
+            USED_MEM_HIGH => AttrValue::U64(p.used_high),
+            _ => return Err(Error::INVALID_VALUE),
+        })
     })
 }
 
-/// `cudaMemPoolImportFromShareableHandle`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaMemPoolImportFromShareableHandle` requires of its caller.
-pub(crate) unsafe fn mem_pool_import_from_shareable_handle(
-    pool: *mut cudaMemPool_t,
-    handle: *mut c_void,
+/// `cudaMemPoolImportFromShareableHandle` of the POSIX descriptor `fd`.
+pub(crate) fn mem_pool_import_from_shareable_handle(
+    fd: c_int,
     ty: c_int,
     flags: c_uint,
-) -> Result<()> {
+) -> Result<cudaMemPool_t> {
     let c = client::client()?;
     c.check_sticky()?;
     device_zero(c, 0)?;
-    // A POSIX descriptor comes as the handle's value.
-    let fd = handle as usize as c_int;
-    if pool.is_null() || flags != 0 || ty != HANDLE_POSIX_FD {
+    if flags != 0 || ty != HANDLE_POSIX_FD {
         return Err(Error::INVALID_VALUE);
     }
     // A descriptor that names no exported pool: NVIDIA's runtime answers
@@ -634,76 +552,55 @@ pub(crate) unsafe fn mem_pool_import_from_shareable_handle(
     let mut new = Pool::new(0);
     new.imported = true;
     with(|p| p.map.insert(h, new));
-    // SAFETY: the caller's output pointer, checked for null.
-    unsafe { write_out(pool, h as cudaMemPool_t) }
+    Ok(h as cudaMemPool_t)
 }
 
-/// `cudaMemPoolImportPointer`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaMemPoolImportPointer` requires of its caller.
-pub(crate) unsafe fn mem_pool_import_pointer(
-    ptr: *mut *mut c_void,
+/// `cudaMemPoolImportPointer` with the caller's export data (`None`: a null pointer).
+pub(crate) fn mem_pool_import_pointer(
     pool: cudaMemPool_t,
-    data: *mut cudaMemPoolPtrExportData,
-) -> Result<()> {
+    data: Option<&cudaMemPoolPtrExportData>,
+) -> Result<u64> {
     client::client()?.check_sticky()?;
     let h = pool_of(pool)?;
     let imported = with(|p| p.map.get(&h).is_some_and(|p| p.imported));
-    // SAFETY: the caller's export data, checked for null.
-    let d = unsafe { data.as_ref() };
-    let (Some(d), false, true) = (d, ptr.is_null(), imported) else {
+    let (Some(d), true) = (data, imported) else {
         return Err(Error::INVALID_VALUE);
     };
     let mut m = imports();
     let p =
         crate::core::ipc::open_mem_handle(&d.reserved, crate::core::ipc::LAZY_ENABLE_PEER_ACCESS)?;
     *m.entry(p).or_default() += 1;
-    // SAFETY: the caller's output pointer, checked for null.
-    unsafe { write_out(ptr, p as *mut c_void) }
+    Ok(p)
 }
 
-/// `cudaMemPoolSetAttribute`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaMemPoolSetAttribute` requires of its caller.
-pub(crate) unsafe fn mem_pool_set_attribute(
+/// `cudaMemPoolSetAttribute`.
+pub(crate) fn mem_pool_set_attribute(
     pool: cudaMemPool_t,
     attr: c_int,
-    value: *mut c_void,
+    value: AttrValue,
 ) -> Result<()> {
     let h = pool_of(pool)?;
-    if value.is_null() {
-        return Err(Error::INVALID_VALUE);
-    }
     with(|pools| {
         let p = pools.map.get_mut(&h).ok_or(Error::INVALID_VALUE)?;
-        // SAFETY: `value` points to the attribute's type (int or cuuint64_t), the API's
-        // contract; checked non-null above.
-        unsafe {
-            match attr {
-                REUSE_FOLLOW_EVENT_DEPENDENCIES..=REUSE_ALLOW_INTERNAL_DEPENDENCIES => {
-                    p.reuse[(attr - 1) as usize] = *value.cast::<c_int>();
-                }
-                RELEASE_THRESHOLD => p.threshold = *value.cast::<u64>(),
-                // Only resetting the high-water marks (to the current value) is allowed.
-                RESERVED_MEM_HIGH if *value.cast::<u64>() == 0 => p.reserved_high = p.reserved,
-                USED_MEM_HIGH if *value.cast::<u64>() == 0 => p.used_high = p.used,
-                _ => return Err(Error::INVALID_VALUE),
+        match (attr, value) {
+            (
+                REUSE_FOLLOW_EVENT_DEPENDENCIES..=REUSE_ALLOW_INTERNAL_DEPENDENCIES,
+                AttrValue::Int(v),
+            ) => {
+                p.reuse[(attr - 1) as usize] = v;
             }
+            (RELEASE_THRESHOLD, AttrValue::U64(v)) => p.threshold = v,
+            // Only resetting the high-water marks (to the current value) is allowed.
+            (RESERVED_MEM_HIGH, AttrValue::U64(0)) => p.reserved_high = p.reserved,
+            (USED_MEM_HIGH, AttrValue::U64(0)) => p.used_high = p.used,
+            _ => return Err(Error::INVALID_VALUE),
         }
         Ok(())
     })
 }
 
-/// `cudaMemPoolTrimTo`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaMemPoolTrimTo` requires of its caller.
-pub(crate) unsafe fn mem_pool_trim_to(pool: cudaMemPool_t, min_keep: usize) -> Result<()> {
+/// `cudaMemPoolTrimTo`.
+pub(crate) fn mem_pool_trim_to(pool: cudaMemPool_t, min_keep: usize) -> Result<()> {
     let c = client::client()?;
     let h = pool_of(pool)?;
     let blocks = with(|pools| {
@@ -727,23 +624,10 @@ pub(crate) unsafe fn mem_pool_trim_to(pool: cudaMemPool_t, min_keep: usize) -> R
 
 /// `cudaMemPoolSetAccess` (and `cuMemPoolSetAccess`): one device, whose own pools are always
 /// read-write for it, so only that is accepted.
-///
-/// # Safety
-///
-/// `descs` is null or points to `count` descriptors.
-pub(crate) unsafe fn set_access(
-    pool: cudaMemPool_t,
-    descs: *const cudaMemAccessDesc,
-    count: usize,
-) -> Result<()> {
+pub(crate) fn set_access(pool: cudaMemPool_t, descs: &[cudaMemAccessDesc]) -> Result<()> {
     let c = client::client()?;
     pool_of(pool)?;
-    if count > 0 && descs.is_null() {
-        return Err(Error::INVALID_VALUE);
-    }
-    for i in 0..count {
-        // SAFETY: `count` descriptors at `descs` (the caller's contract).
-        let d = unsafe { &*descs.add(i) };
+    for d in descs {
         check_location(c, &d.location)?;
         if d.flags != ACCESS_READ_WRITE {
             return Err(Error::INVALID_VALUE);
@@ -752,21 +636,12 @@ pub(crate) unsafe fn set_access(
     Ok(())
 }
 
-/// `cudaMemPoolGetAccess` (and `cuMemPoolGetAccess`): read-write, for the one device.
-///
-/// # Safety
-///
-/// `flags` and `location` are null or valid (for a write and a read).
-pub(crate) unsafe fn get_access(
-    flags: *mut c_int,
-    pool: cudaMemPool_t,
-    location: *const cudaMemLocation,
-) -> Result<()> {
+/// `cudaMemPoolGetAccess` (and `cuMemPoolGetAccess`) for the caller's location (`None`: a
+/// null pointer): read-write, for the one device.
+pub(crate) fn get_access(pool: cudaMemPool_t, location: Option<&cudaMemLocation>) -> Result<c_int> {
     let c = client::client()?;
     pool_of(pool)?;
-    // SAFETY: the caller's location, checked for null.
-    let l = unsafe { location.as_ref() }.ok_or(Error::INVALID_VALUE)?;
+    let l = location.ok_or(Error::INVALID_VALUE)?;
     check_location(c, l)?;
-    // SAFETY: the caller's output pointer, checked for null.
-    unsafe { write_out(flags, ACCESS_READ_WRITE) }
+    Ok(ACCESS_READ_WRITE)
 }

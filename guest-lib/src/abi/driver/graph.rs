@@ -258,14 +258,17 @@ entry_lib! {
     fn cuMemPoolSetAccess(pool: cudaMemPool_t, descs: *const crate::core::pool::cudaMemAccessDesc, count: usize) -> Result<(), CuError> {
         current()?;
         // CUmemAccessDesc and CUmemLocation are the runtime's structs.
-        // SAFETY: the caller's arguments, valid as the API requires.
-        Ok(unsafe { crate::core::pool::set_access(pool, descs, count) }?)
+        // SAFETY: `count` descriptors at `descs` (the API's contract).
+        let descs = unsafe { crate::ffi::slice_in(descs, count) }?;
+        Ok(crate::core::pool::set_access(pool, descs)?)
     }
 
     fn cuMemPoolGetAccess(flags: *mut c_int, pool: cudaMemPool_t, location: *mut crate::core::pool::cudaMemLocation) -> Result<(), CuError> {
         current()?;
-        // SAFETY: the caller's arguments, valid as the API requires.
-        Ok(unsafe { crate::core::pool::get_access(flags, pool, location) }?)
+        // SAFETY: the caller's location, checked for null.
+        let a = crate::core::pool::get_access(pool, unsafe { location.as_ref() })?;
+        // SAFETY: the caller's output pointer, checked for null.
+        Ok(unsafe { crate::ffi::write_out(flags, a) }?)
     }
 
     fn cuStreamBeginCapture_v2(s: cudaStream_t, mode: u32) -> Result<(), CuError> {
@@ -457,90 +460,134 @@ entry_lib! {
         if size == 0 {
             return Err(CuError::INVALID_VALUE);
         }
-        // SAFETY: forwarding the caller's output pointer (a CUdeviceptr is pointer-sized).
-        unsafe { crate::core::pool::malloc_async(dptr.cast(), size, s) }.map_err(crate::error::CuError::from)?;
-        // SAFETY: written just above.
-        own(|o| o.allocs.push(unsafe { *dptr }))
+        if dptr.is_null() {
+            return Err(CuError::INVALID_VALUE);
+        }
+        let p = crate::core::pool::malloc_async(size, s)?;
+        // SAFETY: the caller's output pointer, checked for null.
+        unsafe { super::out(dptr, p) }?;
+        own(|o| o.allocs.push(p))
     }
 
     fn cuMemAllocFromPoolAsync(dptr: *mut CUdeviceptr, size: usize, pool: cudaMemPool_t, s: cudaStream_t) -> Result<(), CuError> {
         current()?;
-        // SAFETY: as for cuMemAllocAsync.
-        unsafe { crate::core::pool::malloc_from_pool_async(dptr.cast(), size, pool, s) }.map_err(crate::error::CuError::from)?;
-        // SAFETY: written just above.
-        own(|o| o.allocs.push(unsafe { *dptr }))
+        crate::core::pool::pool_of(pool)?;
+        if dptr.is_null() {
+            return Err(CuError::INVALID_VALUE);
+        }
+        let p = crate::core::pool::malloc_from_pool_async(size, pool, s)?;
+        // SAFETY: the caller's output pointer, checked for null.
+        unsafe { super::out(dptr, p) }?;
+        own(|o| o.allocs.push(p))
     }
 
     fn cuMemFreeAsync(dptr: CUdeviceptr, s: cudaStream_t) -> Result<(), CuError> {
         current()?;
-        // SAFETY: the runtime checks the pointer.
-        unsafe { crate::core::pool::free_async(dptr as *mut c_void, s) }.map_err(crate::error::CuError::from)?;
+        crate::core::pool::free_async(dptr, s)?;
         disown(|o| o.allocs.retain(|&p| p != dptr));
         Ok(())
     }
 
     fn cuDeviceGetDefaultMemPool(pool: *mut cudaMemPool_t, dev: c_int) -> Result<(), CuError> {
-        // SAFETY: forwarding the caller's output pointer.
-        unsafe { crate::core::pool::device_get_default_mem_pool(pool, dev) }.map_err(crate::error::CuError::from)
+        let p = crate::core::pool::device_get_default_mem_pool(dev)?;
+        // SAFETY: the caller's output pointer, checked for null.
+        Ok(unsafe { crate::ffi::write_out(pool, p) }?)
     }
 
     fn cuDeviceGetMemPool(pool: *mut cudaMemPool_t, dev: c_int) -> Result<(), CuError> {
-        // SAFETY: forwarding the caller's output pointer.
-        unsafe { crate::core::pool::device_get_mem_pool(pool, dev) }.map_err(crate::error::CuError::from)
+        let p = crate::core::pool::device_get_mem_pool(dev)?;
+        // SAFETY: the caller's output pointer, checked for null.
+        Ok(unsafe { crate::ffi::write_out(pool, p) }?)
     }
 
     fn cuDeviceSetMemPool(dev: c_int, pool: cudaMemPool_t) -> Result<(), CuError> {
-        // SAFETY: the runtime checks the handle.
-        unsafe { crate::core::pool::device_set_mem_pool(dev, pool) }.map_err(crate::error::CuError::from)
+        Ok(crate::core::pool::device_set_mem_pool(dev, pool)?)
     }
 
     fn cuMemPoolCreate(pool: *mut cudaMemPool_t, props: *const cudaMemPoolProps) -> Result<(), CuError> {
         current()?;
-        // SAFETY: forwarding the caller's pointers; CUmemPoolProps has cudaMemPoolProps' layout.
-        unsafe { crate::core::pool::mem_pool_create(pool, props) }.map_err(crate::error::CuError::from)
+        // SAFETY: the caller's properties, checked for null; CUmemPoolProps has
+        // cudaMemPoolProps' layout.
+        let props = unsafe { props.as_ref() };
+        if props.is_some() && pool.is_null() {
+            return Err(CuError::INVALID_VALUE);
+        }
+        let h = crate::core::pool::mem_pool_create(props)?;
+        // SAFETY: the caller's output pointer, checked for null.
+        Ok(unsafe { crate::ffi::write_out(pool, h) }?)
     }
 
     fn cuMemPoolDestroy(pool: cudaMemPool_t) -> Result<(), CuError> {
-        // SAFETY: the runtime checks the handle.
-        unsafe { crate::core::pool::mem_pool_destroy(pool) }.map_err(crate::error::CuError::from)
+        Ok(crate::core::pool::mem_pool_destroy(pool)?)
     }
 
     fn cuMemPoolTrimTo(pool: cudaMemPool_t, keep: usize) -> Result<(), CuError> {
-        // SAFETY: the runtime checks the handle.
-        unsafe { crate::core::pool::mem_pool_trim_to(pool, keep) }.map_err(crate::error::CuError::from)
+        Ok(crate::core::pool::mem_pool_trim_to(pool, keep)?)
     }
 
     fn cuMemPoolSetAttribute(pool: cudaMemPool_t, attr: c_int, value: *mut c_void) -> Result<(), CuError> {
-        // SAFETY: forwarding the caller's pointer; CUmemPool_attribute has the runtime's values.
-        unsafe { crate::core::pool::mem_pool_set_attribute(pool, attr, value) }.map_err(crate::error::CuError::from)
+        // SAFETY: the caller's value, of the attribute's type (CUmemPool_attribute has the
+        // runtime's values and types).
+        let v = unsafe { crate::abi::runtime::pool::read_attr(pool, attr, value) }?;
+        Ok(crate::core::pool::mem_pool_set_attribute(pool, attr, v)?)
     }
 
     fn cuMemPoolGetAttribute(pool: cudaMemPool_t, attr: c_int, value: *mut c_void) -> Result<(), CuError> {
-        // SAFETY: as above.
-        unsafe { crate::core::pool::mem_pool_get_attribute(pool, attr, value) }.map_err(crate::error::CuError::from)
+        crate::core::pool::pool_of(pool)?;
+        if value.is_null() {
+            return Err(CuError::INVALID_VALUE);
+        }
+        let v = crate::core::pool::mem_pool_get_attribute(pool, attr)?;
+        // SAFETY: the caller's value, of the attribute's type.
+        Ok(unsafe { crate::abi::runtime::pool::write_attr(value, v) }?)
     }
 
     fn cuMemPoolExportToShareableHandle(handle: *mut c_void, pool: cudaMemPool_t, ty: c_int, flags: u64) -> Result<(), CuError> {
         let flags = c_uint::try_from(flags).map_err(|_| CuError::INVALID_VALUE)?;
-        // SAFETY: forwarding the caller's pointer; CUmemAllocationHandleType has the runtime's values.
-        unsafe { crate::core::pool::mem_pool_export_to_shareable_handle(handle, pool, ty, flags) }.map_err(crate::error::CuError::from)
+        crate::core::pool::pool_of(pool)?;
+        if handle.is_null() {
+            return Err(CuError::INVALID_VALUE);
+        }
+        // CUmemAllocationHandleType has the runtime's values.
+        let fd = crate::core::pool::mem_pool_export_to_shareable_handle(pool, ty, flags)?;
+        // SAFETY: for a POSIX descriptor the caller's handle points at an int (checked for
+        // null).
+        Ok(unsafe { crate::ffi::write_out(handle.cast::<c_int>(), fd) }?)
     }
 
     fn cuMemPoolImportFromShareableHandle(pool: *mut cudaMemPool_t, handle: *mut c_void, ty: c_int, flags: u64) -> Result<(), CuError> {
         current()?;
         let flags = c_uint::try_from(flags).map_err(|_| CuError::INVALID_VALUE)?;
-        // SAFETY: as above.
-        unsafe { crate::core::pool::mem_pool_import_from_shareable_handle(pool, handle, ty, flags) }.map_err(crate::error::CuError::from)
+        if pool.is_null() {
+            return Err(CuError::INVALID_VALUE);
+        }
+        // A POSIX descriptor comes as the handle's value.
+        let h = crate::core::pool::mem_pool_import_from_shareable_handle(handle as usize as c_int, ty, flags)?;
+        // SAFETY: the caller's output pointer, checked for null.
+        Ok(unsafe { crate::ffi::write_out(pool, h) }?)
     }
 
     fn cuMemPoolExportPointer(data: *mut cudaMemPoolPtrExportData, ptr: CUdeviceptr) -> Result<(), CuError> {
-        // SAFETY: forwarding the caller's pointer; CUmemPoolPtrExportData has the runtime's layout.
-        unsafe { crate::core::pool::mem_pool_export_pointer(data, ptr as *mut c_void) }.map_err(crate::error::CuError::from)
+        if data.is_null() {
+            crate::client::client()?.check_sticky()?;
+            return Err(CuError::INVALID_VALUE);
+        }
+        let d = crate::core::pool::mem_pool_export_pointer(ptr)?;
+        // SAFETY: the caller's output pointer, checked for null; CUmemPoolPtrExportData has
+        // the runtime's layout.
+        Ok(unsafe { crate::ffi::write_out(data, d) }?)
     }
 
     fn cuMemPoolImportPointer(ptr: *mut CUdeviceptr, pool: cudaMemPool_t, data: *mut cudaMemPoolPtrExportData) -> Result<(), CuError> {
-        // SAFETY: forwarding the caller's pointers (a CUdeviceptr is pointer-sized here).
-        unsafe { crate::core::pool::mem_pool_import_pointer(ptr.cast(), pool, data) }.map_err(crate::error::CuError::from)
+        if ptr.is_null() {
+            crate::client::client()?.check_sticky()?;
+            crate::core::pool::pool_of(pool)?;
+            return Err(CuError::INVALID_VALUE);
+        }
+        // SAFETY: the caller's export data, checked for null.
+        let p = crate::core::pool::mem_pool_import_pointer(pool, unsafe { data.as_ref() })?;
+        // SAFETY: the caller's output pointer, checked for null.
+        Ok(unsafe { crate::ffi::write_out(ptr, p) }?)
     }
 }
 

@@ -19,38 +19,47 @@
 use crate::client::{self};
 use crate::core::pool::*;
 use crate::error::Error;
-use crate::ffi::{cudaStream_t, write_out};
+use crate::ffi::{cudaStream_t, read_in, slice_in, write_out};
 use std::ffi::{c_int, c_uint, c_void};
 
 entry! {
     fn cudaMallocAsync(dev_ptr: *mut *mut c_void, size: usize, stream: cudaStream_t) {
-        // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { malloc_async(dev_ptr, size, stream) }
+        if dev_ptr.is_null() {
+            return Err(Error::INVALID_VALUE);
+        }
+        let p = malloc_async(size, stream)?;
+        // SAFETY: the caller's output pointer, checked for null.
+        unsafe { write_out(dev_ptr, p as *mut c_void) }
     }
 
     fn cudaMallocFromPoolAsync(dev_ptr: *mut *mut c_void, size: usize, pool: cudaMemPool_t, stream: cudaStream_t) {
-        // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { malloc_from_pool_async(dev_ptr, size, pool, stream) }
+        pool_of(pool)?;
+        if dev_ptr.is_null() {
+            return Err(Error::INVALID_VALUE);
+        }
+        let p = malloc_from_pool_async(size, pool, stream)?;
+        // SAFETY: the caller's output pointer, checked for null.
+        unsafe { write_out(dev_ptr, p as *mut c_void) }
     }
 
     fn cudaFreeAsync(dev_ptr: *mut c_void, stream: cudaStream_t) {
-        // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { free_async(dev_ptr, stream) }
+        free_async(dev_ptr as u64, stream)
     }
 
     fn cudaDeviceGetDefaultMemPool(pool: *mut cudaMemPool_t, device: c_int) {
-        // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { device_get_default_mem_pool(pool, device) }
+        let p = device_get_default_mem_pool(device)?;
+        // SAFETY: the caller's output pointer, checked for null.
+        unsafe { write_out(pool, p) }
     }
 
     fn cudaDeviceGetMemPool(pool: *mut cudaMemPool_t, device: c_int) {
-        // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { device_get_mem_pool(pool, device) }
+        let p = device_get_mem_pool(device)?;
+        // SAFETY: the caller's output pointer, checked for null.
+        unsafe { write_out(pool, p) }
     }
 
     fn cudaDeviceSetMemPool(device: c_int, pool: cudaMemPool_t) {
-        // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { device_set_mem_pool(device, pool) }
+        device_set_mem_pool(device, pool)
     }
 
     fn cudaMemGetDefaultMemPool(pool: *mut cudaMemPool_t, location: *mut cudaMemLocation, ty: c_int) {
@@ -91,59 +100,131 @@ entry! {
     }
 
     fn cudaMemPoolCreate(pool: *mut cudaMemPool_t, props: *const cudaMemPoolProps) {
-        // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { mem_pool_create(pool, props) }
+        // SAFETY: the caller's properties, checked for null.
+        let props = unsafe { props.as_ref() };
+        if props.is_some() && pool.is_null() {
+            return Err(Error::INVALID_VALUE);
+        }
+        let h = mem_pool_create(props)?;
+        // SAFETY: the caller's output pointer, checked for null.
+        unsafe { write_out(pool, h) }
     }
 
     fn cudaMemPoolDestroy(pool: cudaMemPool_t) {
-        // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { mem_pool_destroy(pool) }
+        mem_pool_destroy(pool)
     }
 
     fn cudaMemPoolTrimTo(pool: cudaMemPool_t, min_keep: usize) {
-        // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { mem_pool_trim_to(pool, min_keep) }
+        mem_pool_trim_to(pool, min_keep)
     }
 
     fn cudaMemPoolSetAttribute(pool: cudaMemPool_t, attr: c_int, value: *mut c_void) {
-        // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { mem_pool_set_attribute(pool, attr, value) }
+        // SAFETY: the caller's value, of the attribute's type (the API's contract).
+        let v = unsafe { read_attr(pool, attr, value) }?;
+        mem_pool_set_attribute(pool, attr, v)
     }
 
     fn cudaMemPoolGetAttribute(pool: cudaMemPool_t, attr: c_int, value: *mut c_void) {
-        // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { mem_pool_get_attribute(pool, attr, value) }
+        pool_of(pool)?;
+        if value.is_null() {
+            return Err(Error::INVALID_VALUE);
+        }
+        let v = mem_pool_get_attribute(pool, attr)?;
+        // SAFETY: the caller's value, of the attribute's type (the API's contract).
+        unsafe { write_attr(value, v) }
     }
 
     fn cudaMemPoolSetAccess(pool: cudaMemPool_t, descs: *const cudaMemAccessDesc, count: usize) {
-        // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { set_access(pool, descs, count) }
+        // SAFETY: `count` descriptors at `descs` (the API's contract).
+        let descs = unsafe { slice_in(descs, count) }?;
+        set_access(pool, descs)
     }
 
     fn cudaMemPoolGetAccess(flags: *mut c_int, pool: cudaMemPool_t, location: *mut cudaMemLocation) {
-        // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { get_access(flags, pool, location) }
+        // SAFETY: the caller's location, checked for null.
+        let a = get_access(pool, unsafe { location.as_ref() })?;
+        // SAFETY: the caller's output pointer, checked for null.
+        unsafe { write_out(flags, a) }
     }
 }
 
 entry! {
     fn cudaMemPoolExportToShareableHandle(handle: *mut c_void, pool: cudaMemPool_t, ty: c_int, flags: c_uint) {
-        // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { mem_pool_export_to_shareable_handle(handle, pool, ty, flags) }
+        pool_of(pool)?;
+        if handle.is_null() {
+            return Err(Error::INVALID_VALUE);
+        }
+        let fd = mem_pool_export_to_shareable_handle(pool, ty, flags)?;
+        // SAFETY: for a POSIX descriptor the caller's handle points at an int (checked
+        // for null).
+        unsafe { write_out(handle.cast::<c_int>(), fd) }
     }
 
     fn cudaMemPoolImportFromShareableHandle(pool: *mut cudaMemPool_t, handle: *mut c_void, ty: c_int, flags: c_uint) {
-        // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { mem_pool_import_from_shareable_handle(pool, handle, ty, flags) }
+        if pool.is_null() {
+            return Err(Error::INVALID_VALUE);
+        }
+        // A POSIX descriptor comes as the handle's value.
+        let h = mem_pool_import_from_shareable_handle(handle as usize as c_int, ty, flags)?;
+        // SAFETY: the caller's output pointer, checked for null.
+        unsafe { write_out(pool, h) }
     }
 
     fn cudaMemPoolExportPointer(data: *mut cudaMemPoolPtrExportData, ptr: *mut c_void) {
-        // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { mem_pool_export_pointer(data, ptr) }
+        if data.is_null() {
+            client::client()?.check_sticky()?;
+            return Err(Error::INVALID_VALUE);
+        }
+        let d = mem_pool_export_pointer(ptr as u64)?;
+        // SAFETY: the caller's output pointer, checked for null.
+        unsafe { write_out(data, d) }
     }
 
     fn cudaMemPoolImportPointer(ptr: *mut *mut c_void, pool: cudaMemPool_t, data: *mut cudaMemPoolPtrExportData) {
-        // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { mem_pool_import_pointer(ptr, pool, data) }
+        if ptr.is_null() {
+            client::client()?.check_sticky()?;
+            pool_of(pool)?;
+            return Err(Error::INVALID_VALUE);
+        }
+        // SAFETY: the caller's export data, checked for null.
+        let p = mem_pool_import_pointer(pool, unsafe { data.as_ref() })?;
+        // SAFETY: the caller's output pointer, checked for null.
+        unsafe { write_out(ptr, p as *mut c_void) }
+    }
+}
+
+/// Reads pool attribute `attr`'s value from the caller's `value` (after the pool is checked):
+/// an `int` or a `cuuint64_t`, as the attribute has.
+///
+/// # Safety
+/// `value` is null or points to a value of the attribute's type.
+pub(crate) unsafe fn read_attr(
+    pool: cudaMemPool_t,
+    attr: c_int,
+    value: *mut c_void,
+) -> Result<AttrValue, Error> {
+    pool_of(pool)?;
+    if value.is_null() {
+        return Err(Error::INVALID_VALUE);
+    }
+    match attr_is_int(attr) {
+        // SAFETY: an `int` attribute's value, by the caller's contract.
+        Some(true) => Ok(AttrValue::Int(unsafe { read_in(value.cast::<c_int>()) }?)),
+        // SAFETY: a `cuuint64_t` attribute's value, by the caller's contract.
+        Some(false) => Ok(AttrValue::U64(unsafe { read_in(value.cast::<u64>()) }?)),
+        None => Err(Error::INVALID_VALUE),
+    }
+}
+
+/// Writes a pool attribute's value where the caller's `value` points.
+///
+/// # Safety
+/// `value` is null or points to room for a value of the attribute's type.
+pub(crate) unsafe fn write_attr(value: *mut c_void, v: AttrValue) -> Result<(), Error> {
+    match v {
+        // SAFETY: room for an `int`, by the caller's contract; null is refused.
+        AttrValue::Int(x) => unsafe { write_out(value.cast::<c_int>(), x) },
+        // SAFETY: room for a `cuuint64_t`, by the caller's contract; null is refused.
+        AttrValue::U64(x) => unsafe { write_out(value.cast::<u64>(), x) },
     }
 }

@@ -14,18 +14,26 @@ use std::ffi::{c_char, c_int, c_void};
 
 entry! {
     fn cudaMallocAsync_ptsz(dev_ptr: *mut *mut c_void, size: usize, stream: cudaStream_t) {
-        // SAFETY: forwarding the caller's arguments.
-        unsafe { crate::core::pool::malloc_async(dev_ptr, size, per_thread(stream)) }
+        if dev_ptr.is_null() {
+            return Err(crate::error::Error::INVALID_VALUE);
+        }
+        let p = crate::core::pool::malloc_async(size, per_thread(stream))?;
+        // SAFETY: the caller's output pointer, checked for null.
+        unsafe { crate::ffi::write_out(dev_ptr, p as *mut c_void) }
     }
 
     fn cudaMallocFromPoolAsync_ptsz(dev_ptr: *mut *mut c_void, size: usize, pool: cudaMemPool_t, stream: cudaStream_t) {
-        // SAFETY: forwarding the caller's arguments.
-        unsafe { crate::core::pool::malloc_from_pool_async(dev_ptr, size, pool, per_thread(stream)) }
+        crate::core::pool::pool_of(pool)?;
+        if dev_ptr.is_null() {
+            return Err(crate::error::Error::INVALID_VALUE);
+        }
+        let p = crate::core::pool::malloc_from_pool_async(size, pool, per_thread(stream))?;
+        // SAFETY: the caller's output pointer, checked for null.
+        unsafe { crate::ffi::write_out(dev_ptr, p as *mut c_void) }
     }
 
     fn cudaFreeAsync_ptsz(dev_ptr: *mut c_void, stream: cudaStream_t) {
-        // SAFETY: forwarding the caller's arguments.
-        unsafe { crate::core::pool::free_async(dev_ptr, per_thread(stream)) }
+        crate::core::pool::free_async(dev_ptr as u64, per_thread(stream))
     }
 
     fn cudaStreamAddCallback_ptsz(stream: cudaStream_t, cb: StreamCallback, user_data: *mut c_void, flags: u32) {

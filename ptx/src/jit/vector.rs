@@ -21,7 +21,7 @@ use super::{
     forms::{self, Form},
     group::little,
     live::uses_defs,
-    lower::{FLAGS, HALVES, LANES, Lower, REGISTER_SLOTS, Reject},
+    lower::{FLAGS, HALVES, LANES, Lower, REGION_SLOTS, REGISTER_SLOTS, Reject},
     rt,
     vector_check::{bails, can_vector, vector_fcc},
 };
@@ -550,30 +550,42 @@ impl Lower<'_, '_> {
             self.b.create_block(),
             self.b.create_block(),
         );
-        self.b.ins().brif(go, fast, &[], slow, &[]);
+        let p_fast = self.b.append_block_param(fast, I64);
+        self.b.ins().brif(go, fast, &[p.into()], slow, &[]);
+        self.enter(slow);
+        self.b.set_cold_block(slow);
+        let global = space != Space::Shared;
+        if global {
+            // Consecutive words in a cached region not held in registers (a kernel reaching
+            // more buffers than there are register slots, SRAD's six) are one access too.
+            let lanes = self.b.create_block();
+            let (inside, p) = self.global_span_cached(addrs[0]);
+            let go = self.b.ins().band(contig, inside);
+            self.b.ins().brif(go, fast, &[p.into()], lanes, &[]);
+            self.enter(lanes);
+            self.b.set_cold_block(lanes);
+        }
+        let slow_at = self.b.current_block().expect("in a block");
         self.enter(fast);
         let tmpv = self.vtmp;
         for h in 0..HALVES {
             let o = 16 * h as i32;
             match store {
                 None => {
-                    let v = self.b.ins().load(I32X4, MemFlagsData::new(), p, o);
+                    let v = self.b.ins().load(I32X4, MemFlagsData::new(), p_fast, o);
                     self.b.def_var(tmpv[h], v);
                 }
                 Some(x) => {
-                    self.b.ins().store(MemFlagsData::new(), x[h], p, o);
+                    self.b.ins().store(MemFlagsData::new(), x[h], p_fast, o);
                 }
             }
         }
         self.b.ins().jump(join, &[]);
-        self.enter(slow);
-        self.b.set_cold_block(slow);
+        self.enter_late(slow_at);
         // Every lane's check before any lane's access: a failed check leaves the group
         // with nothing done (see `Lower::bail`).
         let ps = match self.bail {
-            Some(pc) if space != Space::Shared => {
-                self.lane_ptrs(space, &addrs, store.is_some(), pc)
-            }
+            Some(pc) if global => self.lane_ptrs(space, &addrs, store.is_some(), pc),
             _ => {
                 let mut ps = Vec::with_capacity(w);
                 for (k, &a) in addrs.iter().enumerate() {
@@ -763,6 +775,33 @@ impl Lower<'_, '_> {
     fn global_span(&mut self, a: Value) -> (Value, Value) {
         let mut found: Option<(Value, Value)> = None;
         for k in (0..REGISTER_SLOTS).rev() {
+            let (gb, gl, gh) = self.region_slot(k);
+            let o = self.b.ins().isub(a, gb);
+            let lim = self.span_limit(gl);
+            let r = self.b.ins().rotr_imm_u(o, 2);
+            let ok = self.b.ins().icmp(IntCC::UnsignedLessThan, r, lim);
+            let p = self.b.ins().iadd(gh, o);
+            found = Some(match found {
+                None => (ok, p),
+                Some((ok_older, p_older)) => {
+                    let p = self.b.ins().select(ok, p, p_older);
+                    (self.b.ins().bor(ok, ok_older), p)
+                }
+            });
+        }
+        found.unwrap_or_else(|| {
+            let zero = self.b.ins().iconst(I64, 0);
+            (self.b.ins().icmp_imm_u(IntCC::NotEqual, zero, 0), zero)
+        })
+    }
+}
+
+impl Lower<'_, '_> {
+    /// [`Self::global_span`] in the cached regions not held in registers (read from the
+    /// `ThreadCtx`), for the cold path.
+    fn global_span_cached(&mut self, a: Value) -> (Value, Value) {
+        let mut found: Option<(Value, Value)> = None;
+        for k in (REGISTER_SLOTS..REGION_SLOTS).rev() {
             let (gb, gl, gh) = self.region_slot(k);
             let o = self.b.ins().isub(a, gb);
             let lim = self.span_limit(gl);

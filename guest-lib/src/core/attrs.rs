@@ -16,9 +16,9 @@ use crate::core::attr_table::node_table;
 use crate::core::attr_table::table;
 use crate::core::handle::resolve;
 use crate::error::{Error, Result};
-use crate::ffi::{cudaStream_t, write_out};
+use crate::ffi::cudaStream_t;
 use crate::state;
-use std::ffi::{c_char, c_int, c_uint, c_void};
+use std::ffi::{c_int, c_void};
 use vcuda_protocol::attr;
 
 /// `cudaLaunchAttributeID` values valid for streams.
@@ -84,12 +84,12 @@ pub(crate) fn check_value(c: &Client, id: c_int, v: &cudaLaunchAttributeValue) -
     Ok(())
 }
 
+/// `cudaStreamGetAttribute` (`per_thread`: its `_ptsz` form, stream 0 the thread's).
 pub(crate) fn get_attribute(
     s: cudaStream_t,
     id: c_int,
-    out: *mut cudaLaunchAttributeValue,
     per_thread: bool,
-) -> Result<()> {
+) -> Result<cudaLaunchAttributeValue> {
     let c = client::client()?;
     let h = resolve(c, s, per_thread)?;
     let stored = table()
@@ -97,26 +97,22 @@ pub(crate) fn get_attribute(
         .unwrap_or_else(|e| e.into_inner())
         .get(&(c.generation(), h))
         .and_then(|a| a.get(&id).copied());
-    let v = match stored {
-        Some(v) => v,
-        None => default_value(s, id)?,
-    };
-    // SAFETY: the caller's output pointer (checked for null by write_out).
-    unsafe { write_out(out, v) }
+    match stored {
+        Some(v) => Ok(v),
+        None => default_value(s, id),
+    }
 }
 
+/// `cudaStreamSetAttribute` with the caller's value (`None`: a null pointer).
 pub(crate) fn set_attribute(
     s: cudaStream_t,
     id: c_int,
-    value: *const cudaLaunchAttributeValue,
+    value: Option<&cudaLaunchAttributeValue>,
     per_thread: bool,
 ) -> Result<()> {
     let c = client::client()?;
     let h = resolve(c, s, per_thread)?;
-    // SAFETY: the caller's input (the API's contract); null is checked.
-    let v = unsafe { value.as_ref() }
-        .copied()
-        .ok_or(Error::INVALID_VALUE)?;
+    let v = value.copied().ok_or(Error::INVALID_VALUE)?;
     check_value(c, id, &v)?;
     table()
         .lock()
@@ -127,6 +123,7 @@ pub(crate) fn set_attribute(
     Ok(())
 }
 
+/// `cudaStreamCopyAttributes`.
 pub(crate) fn copy_attributes(
     dst: cudaStream_t,
     src: cudaStream_t,
@@ -172,28 +169,22 @@ pub(crate) fn node_cooperative(node: u64) -> Result<bool> {
 }
 
 /// `cudaGraphKernelNodeGetAttribute`.
-pub(crate) fn node_get(
-    node: *mut c_void,
-    id: c_int,
-    out: *mut cudaLaunchAttributeValue,
-) -> Result<()> {
+pub(crate) fn node_get(node: *mut c_void, id: c_int) -> Result<cudaLaunchAttributeValue> {
     let n = kernel_node(node)?;
     if id == COOPERATIVE {
-        let v = cudaLaunchAttributeValue::from_u32s(&[u32::from(node_cooperative(n)?)]);
-        // SAFETY: the caller's output pointer (checked for null by write_out).
-        return unsafe { write_out(out, v) };
+        return Ok(cudaLaunchAttributeValue::from_u32s(&[u32::from(
+            node_cooperative(n)?,
+        )]));
     }
     let stored = node_table()
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .get(&n)
         .and_then(|a| a.get(&id).copied());
-    let v = match stored {
-        Some(v) => v,
-        None => node_default(id)?,
-    };
-    // SAFETY: the caller's output pointer (checked for null by write_out).
-    unsafe { write_out(out, v) }
+    match stored {
+        Some(v) => Ok(v),
+        None => node_default(id),
+    }
 }
 
 /// `cudaGraphKernelNodeSetAttribute`: the hints streams take (access policy window,
@@ -204,14 +195,11 @@ pub(crate) fn node_get(
 pub(crate) fn node_set(
     node: *mut c_void,
     id: c_int,
-    value: *const cudaLaunchAttributeValue,
+    value: Option<&cudaLaunchAttributeValue>,
 ) -> Result<()> {
     let c = client::client()?;
     let n = kernel_node(node)?;
-    // SAFETY: the caller's input (the API's contract); null is checked.
-    let v = unsafe { value.as_ref() }
-        .copied()
-        .ok_or(Error::INVALID_VALUE)?;
+    let v = value.copied().ok_or(Error::INVALID_VALUE)?;
     match id {
         COOPERATIVE => {
             return crate::core::graph::with_kernel(n, |k| k.cooperative = v.u32_at(0) != 0);
@@ -253,39 +241,22 @@ pub(crate) fn node_copy(dst: *mut c_void, src: *mut c_void) -> Result<()> {
     Ok(())
 }
 
-pub(crate) fn stream_id(s: cudaStream_t, out: *mut u64, per_thread: bool) -> Result<()> {
+/// `cudaStreamGetId`.
+pub(crate) fn stream_id(s: cudaStream_t, per_thread: bool) -> Result<u64> {
     let c = client::client()?;
     let h = resolve(c, s, per_thread)?;
-    let id = crate::core::handle::stream_number(c, h);
-    // SAFETY: the caller's output pointer (checked for null by write_out).
-    unsafe { write_out(out, id) }
+    Ok(crate::core::handle::stream_number(c, h))
 }
 
-/// The operations of an atomic capabilities query (`cudaAtomicOperation`, 0 to 12), checked
-/// with the output as NVIDIA's runtime checks them (null arrays, no operations and unknown
-/// ones are `cudaErrorInvalidValue`).
-pub(crate) fn atomic_operations<'a>(
-    caps: *mut c_uint,
-    ops: *const c_int,
-    count: c_uint,
-) -> Result<&'a [c_int]> {
-    if caps.is_null() || ops.is_null() || count == 0 {
-        return Err(Error::INVALID_VALUE);
-    }
-    // SAFETY: `count` operations at `ops` (the API's contract), checked non-null.
-    let ops = unsafe { std::slice::from_raw_parts(ops, count as usize) };
+/// The operations of an atomic capabilities query (`cudaAtomicOperation`, 0 to 12; `None`:
+/// the caller's arrays are null), checked as NVIDIA's runtime checks them (null arrays, no
+/// operations and unknown ones are `cudaErrorInvalidValue`).
+pub(crate) fn atomic_operations(ops: Option<&[c_int]>) -> Result<&[c_int]> {
+    let ops = ops.filter(|o| !o.is_empty()).ok_or(Error::INVALID_VALUE)?;
     if ops.iter().any(|&o| !(0..=12).contains(&o)) {
         return Err(Error::INVALID_VALUE);
     }
     Ok(ops)
-}
-
-/// Writes `n` empty capability sets.
-pub(crate) fn write_capabilities(caps: *mut c_uint, n: usize) -> Result<()> {
-    // SAFETY: `n` outputs at `caps` (the API's contract: one per operation), checked non-null
-    // by `atomic_operations`.
-    unsafe { std::slice::from_raw_parts_mut(caps, n) }.fill(0);
-    Ok(())
 }
 
 /// `cudaOccupancyAvailableDynamicSMemPerBlock`'s answer for a kernel with attributes `a`
@@ -318,39 +289,27 @@ pub(crate) fn parse_bus_id(s: &str) -> Option<(i64, i64, i64)> {
     }
 }
 
-/// `cudaDeviceGetHostAtomicCapabilities`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaDeviceGetHostAtomicCapabilities` requires of its caller.
-pub(crate) unsafe fn device_get_host_atomic_capabilities(
-    caps: *mut c_uint,
-    ops: *const c_int,
-    count: c_uint,
+/// `cudaDeviceGetHostAtomicCapabilities`: how many capability sets to write, each empty.
+pub(crate) fn device_get_host_atomic_capabilities(
+    ops: Option<&[c_int]>,
     device: c_int,
-) -> Result<()> {
+) -> Result<usize> {
     let c = client::client()?;
-    let ops = atomic_operations(caps, ops, count)?;
+    let ops = atomic_operations(ops)?;
     c.check_device(device)?;
     // No native atomics between the device and the host (cudaDevAttrHostNativeAtomicSupported
     // is 0, as on an H100 over PCIe, where every capability read 0): none for any operation.
-    write_capabilities(caps, ops.len())
+    Ok(ops.len())
 }
 
-/// `cudaDeviceGetP2PAtomicCapabilities`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaDeviceGetP2PAtomicCapabilities` requires of its caller.
-pub(crate) unsafe fn device_get_p2p_atomic_capabilities(
-    caps: *mut c_uint,
-    ops: *const c_int,
-    count: c_uint,
+/// `cudaDeviceGetP2PAtomicCapabilities`: how many capability sets to write, each empty.
+pub(crate) fn device_get_p2p_atomic_capabilities(
+    ops: Option<&[c_int]>,
     src: c_int,
     dst: c_int,
-) -> Result<()> {
+) -> Result<usize> {
     let c = client::client()?;
-    let ops = atomic_operations(caps, ops, count)?;
+    let ops = atomic_operations(ops)?;
     c.check_device(src)?;
     c.check_device(dst)?;
     if src == dst {
@@ -358,119 +317,14 @@ pub(crate) unsafe fn device_get_p2p_atomic_capabilities(
         return Err(Error::INVALID_DEVICE);
     }
     // No peer access between vcuda's devices: no atomics either.
-    write_capabilities(caps, ops.len())
-}
-
-/// `cudaStreamCopyAttributes`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaStreamCopyAttributes` requires of its caller.
-pub(crate) unsafe fn stream_copy_attributes(dst: cudaStream_t, src: cudaStream_t) -> Result<()> {
-    copy_attributes(dst, src, false)
-}
-
-/// `cudaStreamCopyAttributes_ptsz`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaStreamCopyAttributes_ptsz` requires of its caller.
-pub(crate) unsafe fn stream_copy_attributes_ptsz(
-    dst: cudaStream_t,
-    src: cudaStream_t,
-) -> Result<()> {
-    copy_attributes(dst, src, true)
-}
-
-/// `cudaStreamGetAttribute`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaStreamGetAttribute` requires of its caller.
-pub(crate) unsafe fn stream_get_attribute(
-    s: cudaStream_t,
-    id: c_int,
-    out: *mut cudaLaunchAttributeValue,
-) -> Result<()> {
-    get_attribute(s, id, out, false)
-}
-
-/// `cudaStreamGetAttribute_ptsz`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaStreamGetAttribute_ptsz` requires of its caller.
-pub(crate) unsafe fn stream_get_attribute_ptsz(
-    s: cudaStream_t,
-    id: c_int,
-    out: *mut cudaLaunchAttributeValue,
-) -> Result<()> {
-    get_attribute(s, id, out, true)
-}
-
-/// `cudaStreamGetId`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaStreamGetId` requires of its caller.
-pub(crate) unsafe fn stream_get_id(s: cudaStream_t, id: *mut u64) -> Result<()> {
-    stream_id(s, id, false)
-}
-
-/// `cudaStreamGetId_ptsz`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaStreamGetId_ptsz` requires of its caller.
-pub(crate) unsafe fn stream_get_id_ptsz(s: cudaStream_t, id: *mut u64) -> Result<()> {
-    stream_id(s, id, true)
-}
-
-/// `cudaStreamSetAttribute`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaStreamSetAttribute` requires of its caller.
-pub(crate) unsafe fn stream_set_attribute(
-    s: cudaStream_t,
-    id: c_int,
-    value: *const cudaLaunchAttributeValue,
-) -> Result<()> {
-    set_attribute(s, id, value, false)
-}
-
-/// `cudaStreamSetAttribute_ptsz`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaStreamSetAttribute_ptsz` requires of its caller.
-pub(crate) unsafe fn stream_set_attribute_ptsz(
-    s: cudaStream_t,
-    id: c_int,
-    value: *const cudaLaunchAttributeValue,
-) -> Result<()> {
-    set_attribute(s, id, value, true)
+    Ok(ops.len())
 }
 
 /// `cudaDeviceGetByPCIBusId` (and `cuDeviceGetByPCIBusId`): the device whose PCI domain,
-/// bus and device numbers `bus_id` names.
-///
-/// # Safety
-///
-/// `device` is null or valid for a write; `bus_id` is null or a NUL-terminated string.
-pub(crate) unsafe fn device_get_by_pci_bus_id(
-    device: *mut c_int,
-    bus_id: *const c_char,
-) -> Result<()> {
+/// bus and device numbers `bus_id` names (`None`: not UTF-8).
+pub(crate) fn device_get_by_pci_bus_id(bus_id: Option<&str>) -> Result<c_int> {
     let c = client::client()?;
-    if bus_id.is_null() || device.is_null() {
-        return Err(Error::INVALID_VALUE);
-    }
-    // SAFETY: a NUL-terminated string (the caller's contract), checked non-null.
-    let s = unsafe { std::ffi::CStr::from_ptr(bus_id) }
-        .to_str()
-        .map_err(|_| Error::INVALID_VALUE)?;
-    let want = parse_bus_id(s).ok_or(Error::INVALID_VALUE)?;
+    let want = bus_id.and_then(parse_bus_id).ok_or(Error::INVALID_VALUE)?;
     for d in 0..c.device_count() {
         let info = c.device_info(d)?;
         let a = |n| i64::from(info.attr(n).unwrap_or(-1));
@@ -480,8 +334,7 @@ pub(crate) unsafe fn device_get_by_pci_bus_id(
             a(attr::PCI_DEVICE_ID),
         ) == want
         {
-            // SAFETY: checked non-null; the caller's output pointer.
-            return unsafe { write_out(device, d) };
+            return Ok(d);
         }
     }
     Err(Error::INVALID_DEVICE)

@@ -241,8 +241,11 @@ entry_lib! {
     }
 
     fn cuDeviceGetByPCIBusId(dev: *mut c_int, bus_id: *const c_char) -> Result<(), CuError> {
-        // SAFETY: forwarding the caller's arguments.
-        Ok(unsafe { crate::core::attrs::device_get_by_pci_bus_id(dev, bus_id) }?)
+        // SAFETY: the caller's string, NUL-terminated (the API's contract), checked for null.
+        let id = unsafe { crate::abi::runtime::attrs::bus_id_in(dev, bus_id) }?;
+        let d = crate::core::attrs::device_get_by_pci_bus_id(id)?;
+        // SAFETY: the caller's output pointer, checked for null.
+        unsafe { out(dev, d) }
     }
 
     fn cuDeviceGetPCIBusId(bus_id: *mut c_char, len: c_int, dev: c_int) -> Result<(), CuError> {
@@ -272,14 +275,16 @@ entry_lib! {
 entry_lib! {
     fn cuStreamGetId(s: cudaStream_t, id: *mut u64) -> Result<(), CuError> {
         current()?;
-        // SAFETY: forwarding the caller's output pointer; the runtime checks the handle.
-        unsafe { crate::core::attrs::stream_get_id(s, id) }.map_err(crate::error::CuError::from)
+        let v = crate::core::attrs::stream_id(s, false)?;
+        // SAFETY: the caller's output pointer, checked for null.
+        unsafe { out(id, v) }
     }
 
     fn cuStreamGetId_ptsz(s: cudaStream_t, id: *mut u64) -> Result<(), CuError> {
         current()?;
-        // SAFETY: as `cuStreamGetId`, with stream 0 the thread's default stream.
-        unsafe { crate::core::attrs::stream_get_id_ptsz(s, id) }.map_err(crate::error::CuError::from)
+        let v = crate::core::attrs::stream_id(s, true)?;
+        // SAFETY: the caller's output pointer, checked for null.
+        unsafe { out(id, v) }
     }
 
     fn cuStreamGetPriority_ptsz(s: cudaStream_t, priority: *mut c_int) -> Result<(), CuError> {
@@ -298,38 +303,38 @@ entry_lib! {
     // union), and the attribute ids number alike.
     fn cuStreamGetAttribute(s: cudaStream_t, id: c_int, value: *mut crate::core::attr_table::cudaLaunchAttributeValue) -> Result<(), CuError> {
         current()?;
-        // SAFETY: forwarding the caller's output pointer; the runtime checks the rest.
-        unsafe { crate::core::attrs::stream_get_attribute(s, id, value) }.map_err(crate::error::CuError::from)
+        let v = crate::core::attrs::get_attribute(s, id, false)?;
+        // SAFETY: the caller's output pointer, checked for null.
+        unsafe { out(value, v) }
     }
 
     fn cuStreamGetAttribute_ptsz(s: cudaStream_t, id: c_int, value: *mut crate::core::attr_table::cudaLaunchAttributeValue) -> Result<(), CuError> {
         current()?;
-        // SAFETY: as `cuStreamGetAttribute`, with stream 0 the thread's default stream.
-        unsafe { crate::core::attrs::stream_get_attribute_ptsz(s, id, value) }.map_err(crate::error::CuError::from)
+        let v = crate::core::attrs::get_attribute(s, id, true)?;
+        // SAFETY: the caller's output pointer, checked for null.
+        unsafe { out(value, v) }
     }
 
     fn cuStreamSetAttribute(s: cudaStream_t, id: c_int, value: *const crate::core::attr_table::cudaLaunchAttributeValue) -> Result<(), CuError> {
         current()?;
-        // SAFETY: forwarding the caller's value; the runtime checks the rest.
-        unsafe { crate::core::attrs::stream_set_attribute(s, id, value) }.map_err(crate::error::CuError::from)
+        // SAFETY: the caller's value (the API's contract), checked for null.
+        Ok(crate::core::attrs::set_attribute(s, id, unsafe { value.as_ref() }, false)?)
     }
 
     fn cuStreamSetAttribute_ptsz(s: cudaStream_t, id: c_int, value: *const crate::core::attr_table::cudaLaunchAttributeValue) -> Result<(), CuError> {
         current()?;
-        // SAFETY: as `cuStreamSetAttribute`, with stream 0 the thread's default stream.
-        unsafe { crate::core::attrs::stream_set_attribute_ptsz(s, id, value) }.map_err(crate::error::CuError::from)
+        // SAFETY: the caller's value (the API's contract), checked for null.
+        Ok(crate::core::attrs::set_attribute(s, id, unsafe { value.as_ref() }, true)?)
     }
 
     fn cuStreamCopyAttributes(dst: cudaStream_t, src: cudaStream_t) -> Result<(), CuError> {
         current()?;
-        // SAFETY: the runtime checks both handles.
-        unsafe { crate::core::attrs::stream_copy_attributes(dst, src) }.map_err(crate::error::CuError::from)
+        Ok(crate::core::attrs::copy_attributes(dst, src, false)?)
     }
 
     fn cuStreamCopyAttributes_ptsz(dst: cudaStream_t, src: cudaStream_t) -> Result<(), CuError> {
         current()?;
-        // SAFETY: as `cuStreamCopyAttributes`, with stream 0 the thread's default stream.
-        unsafe { crate::core::attrs::stream_copy_attributes_ptsz(dst, src) }.map_err(crate::error::CuError::from)
+        Ok(crate::core::attrs::copy_attributes(dst, src, true)?)
     }
 
     fn cuDeviceGetTexture1DLinearMaxWidth(out_width: *mut usize, format: c_uint, channels: c_uint, dev: c_int) -> Result<(), CuError> {
@@ -347,14 +352,20 @@ entry_lib! {
     // `CUatomicOperation` numbers as the runtime's `cudaAtomicOperation`.
     fn cuDeviceGetHostAtomicCapabilities(caps: *mut c_uint, ops: *const c_int, count: c_uint, dev: c_int) -> Result<(), CuError> {
         crate::core::context::check_device(dev)?;
-        // SAFETY: forwarding the caller's arrays; the runtime checks them.
-        unsafe { crate::core::attrs::device_get_host_atomic_capabilities(caps, ops, count, dev) }.map_err(crate::error::CuError::from)
+        // SAFETY: `count` operations at `ops` (the API's contract), checked for null.
+        let ops = unsafe { crate::abi::runtime::attrs::ops_in(caps, ops, count) };
+        let n = crate::core::attrs::device_get_host_atomic_capabilities(ops, dev)?;
+        // SAFETY: room for one capability set per operation at `caps` (checked for null).
+        Ok(unsafe { crate::abi::runtime::attrs::caps_out(caps, n) }?)
     }
 
     fn cuDeviceGetP2PAtomicCapabilities(caps: *mut c_uint, ops: *const c_int, count: c_uint, src: c_int, dst: c_int) -> Result<(), CuError> {
         crate::core::context::check_device(src)?;
-        // SAFETY: forwarding the caller's arrays; the runtime checks them and the devices.
-        unsafe { crate::core::attrs::device_get_p2p_atomic_capabilities(caps, ops, count, src, dst) }.map_err(crate::error::CuError::from)
+        // SAFETY: `count` operations at `ops` (the API's contract), checked for null.
+        let ops = unsafe { crate::abi::runtime::attrs::ops_in(caps, ops, count) };
+        let n = crate::core::attrs::device_get_p2p_atomic_capabilities(ops, src, dst)?;
+        // SAFETY: room for one capability set per operation at `caps` (checked for null).
+        Ok(unsafe { crate::abi::runtime::attrs::caps_out(caps, n) }?)
     }
 
     fn cuArrayGetMemoryRequirements(req: *mut c_void, array: *mut c_void, dev: c_int) -> Result<(), CuError> {

@@ -199,12 +199,15 @@ entry_lib! {
     fn cuGraphKernelNodeGetAttribute(node: cudaGraphNode_t, id: c_int, out: *mut crate::core::attr_table::cudaLaunchAttributeValue) -> Result<(), CuError> {
         current()?;
         // CUkernelNodeAttrValue is the runtime's cudaLaunchAttributeValue, numbered alike.
-        Ok(crate::core::attrs::node_get(node, id, out)?)
+        let v = crate::core::attrs::node_get(node, id)?;
+        // SAFETY: the caller's output pointer, checked for null.
+        Ok(unsafe { crate::ffi::write_out(out, v) }?)
     }
 
     fn cuGraphKernelNodeSetAttribute(node: cudaGraphNode_t, id: c_int, value: *const crate::core::attr_table::cudaLaunchAttributeValue) -> Result<(), CuError> {
         current()?;
-        Ok(crate::core::attrs::node_set(node, id, value)?)
+        // SAFETY: the caller's value (the API's contract), checked for null.
+        Ok(crate::core::attrs::node_set(node, id, unsafe { value.as_ref() })?)
     }
 
     fn cuGraphKernelNodeCopyAttributes(dst: cudaGraphNode_t, src: cudaGraphNode_t) -> Result<(), CuError> {

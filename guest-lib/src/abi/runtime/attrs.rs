@@ -22,11 +22,14 @@ use vcuda_protocol::attr;
 
 entry! {
     fn cudaGraphKernelNodeGetAttribute(node: *mut c_void, id: c_int, out: *mut cudaLaunchAttributeValue) {
-        node_get(node, id, out)
+        let v = node_get(node, id)?;
+        // SAFETY: the caller's output pointer (checked for null by write_out).
+        unsafe { write_out(out, v) }
     }
 
     fn cudaGraphKernelNodeSetAttribute(node: *mut c_void, id: c_int, value: *const cudaLaunchAttributeValue) {
-        node_set(node, id, value)
+        // SAFETY: the caller's value (the API's contract), checked for null.
+        node_set(node, id, unsafe { value.as_ref() })
     }
 
     fn cudaGraphKernelNodeCopyAttributes(dst: *mut c_void, src: *mut c_void) {
@@ -34,43 +37,45 @@ entry! {
     }
 
     fn cudaStreamGetAttribute(s: cudaStream_t, id: c_int, out: *mut cudaLaunchAttributeValue) {
-        // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { stream_get_attribute(s, id, out) }
+        let v = get_attribute(s, id, false)?;
+        // SAFETY: the caller's output pointer (checked for null by write_out).
+        unsafe { write_out(out, v) }
     }
 
     fn cudaStreamGetAttribute_ptsz(s: cudaStream_t, id: c_int, out: *mut cudaLaunchAttributeValue) {
-        // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { stream_get_attribute_ptsz(s, id, out) }
+        let v = get_attribute(s, id, true)?;
+        // SAFETY: the caller's output pointer (checked for null by write_out).
+        unsafe { write_out(out, v) }
     }
 
     fn cudaStreamSetAttribute(s: cudaStream_t, id: c_int, value: *const cudaLaunchAttributeValue) {
-        // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { stream_set_attribute(s, id, value) }
+        // SAFETY: the caller's value (the API's contract), checked for null.
+        set_attribute(s, id, unsafe { value.as_ref() }, false)
     }
 
     fn cudaStreamSetAttribute_ptsz(s: cudaStream_t, id: c_int, value: *const cudaLaunchAttributeValue) {
-        // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { stream_set_attribute_ptsz(s, id, value) }
+        // SAFETY: the caller's value (the API's contract), checked for null.
+        set_attribute(s, id, unsafe { value.as_ref() }, true)
     }
 
     fn cudaStreamCopyAttributes(dst: cudaStream_t, src: cudaStream_t) {
-        // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { stream_copy_attributes(dst, src) }
+        copy_attributes(dst, src, false)
     }
 
     fn cudaStreamCopyAttributes_ptsz(dst: cudaStream_t, src: cudaStream_t) {
-        // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { stream_copy_attributes_ptsz(dst, src) }
+        copy_attributes(dst, src, true)
     }
 
     fn cudaStreamGetId(s: cudaStream_t, id: *mut u64) {
-        // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { stream_get_id(s, id) }
+        let v = stream_id(s, false)?;
+        // SAFETY: the caller's output pointer (checked for null by write_out).
+        unsafe { write_out(id, v) }
     }
 
     fn cudaStreamGetId_ptsz(s: cudaStream_t, id: *mut u64) {
-        // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { stream_get_id_ptsz(s, id) }
+        let v = stream_id(s, true)?;
+        // SAFETY: the caller's output pointer (checked for null by write_out).
+        unsafe { write_out(id, v) }
     }
 
     fn cudaDeviceGetSharedMemConfig(config: *mut c_int) {
@@ -126,18 +131,25 @@ entry! {
     }
 
     fn cudaDeviceGetByPCIBusId(device: *mut c_int, bus_id: *const c_char) {
-        // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { device_get_by_pci_bus_id(device, bus_id) }
+        // SAFETY: the caller's string, NUL-terminated (the API's contract), checked for null.
+        let id = unsafe { bus_id_in(device, bus_id) }?;
+        let d = device_get_by_pci_bus_id(id)?;
+        // SAFETY: the caller's output pointer, checked for null.
+        unsafe { write_out(device, d) }
     }
 
     fn cudaDeviceGetHostAtomicCapabilities(caps: *mut c_uint, ops: *const c_int, count: c_uint, device: c_int) {
-        // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { device_get_host_atomic_capabilities(caps, ops, count, device) }
+        // SAFETY: `count` operations at `ops` (the API's contract), checked for null.
+        let n = device_get_host_atomic_capabilities(unsafe { ops_in(caps, ops, count) }, device)?;
+        // SAFETY: room for one capability set per operation at `caps` (checked for null).
+        unsafe { caps_out(caps, n) }
     }
 
     fn cudaDeviceGetP2PAtomicCapabilities(caps: *mut c_uint, ops: *const c_int, count: c_uint, src: c_int, dst: c_int) {
-        // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { device_get_p2p_atomic_capabilities(caps, ops, count, src, dst) }
+        // SAFETY: `count` operations at `ops` (the API's contract), checked for null.
+        let n = device_get_p2p_atomic_capabilities(unsafe { ops_in(caps, ops, count) }, src, dst)?;
+        // SAFETY: room for one capability set per operation at `caps` (checked for null).
+        unsafe { caps_out(caps, n) }
     }
 
     fn cudaOccupancyAvailableDynamicSMemPerBlock(out: *mut usize, func: *const c_void, num_blocks: c_int, block: c_int) {
@@ -156,4 +168,49 @@ entry! {
         // SAFETY: the caller's output pointer (checked for null by write_out).
         unsafe { write_out(out, avail) }
     }
+}
+
+/// An atomic capabilities query's operations: `None` where either array is null.
+///
+/// # Safety
+/// `ops` is null or points to `count` operations.
+pub(crate) unsafe fn ops_in<'a>(
+    caps: *mut c_uint,
+    ops: *const c_int,
+    count: c_uint,
+) -> Option<&'a [c_int]> {
+    if caps.is_null() || ops.is_null() {
+        return None;
+    }
+    // SAFETY: `count` operations at `ops`, non-null (the caller's contract).
+    Some(unsafe { std::slice::from_raw_parts(ops, count as usize) })
+}
+
+/// Writes `n` empty capability sets at `caps`.
+///
+/// # Safety
+/// `caps` is null or points to room for `n` capability sets.
+pub(crate) unsafe fn caps_out(caps: *mut c_uint, n: usize) -> Result<(), Error> {
+    if caps.is_null() {
+        return Err(Error::INVALID_VALUE);
+    }
+    // SAFETY: room for `n` sets at `caps`, non-null (the caller's contract).
+    unsafe { std::slice::from_raw_parts_mut(caps, n) }.fill(0);
+    Ok(())
+}
+
+/// A PCI bus id from C (`Some(None)`: not UTF-8); `INVALID_VALUE` where it or the output
+/// pointer is null.
+///
+/// # Safety
+/// `bus_id` is null or a NUL-terminated string.
+pub(crate) unsafe fn bus_id_in<'a>(
+    device: *mut c_int,
+    bus_id: *const c_char,
+) -> Result<Option<&'a str>, Error> {
+    if bus_id.is_null() || device.is_null() {
+        return Err(Error::INVALID_VALUE);
+    }
+    // SAFETY: a NUL-terminated string (the caller's contract), non-null.
+    Ok(unsafe { std::ffi::CStr::from_ptr(bus_id) }.to_str().ok())
 }

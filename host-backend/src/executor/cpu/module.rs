@@ -27,9 +27,11 @@ const PTX_CACHE_ENTRIES: usize = 256;
 /// Most modules one session may have loaded at once. CuPy loads a module per kernel it
 /// compiles and keeps them all: its own test suite holds thousands.
 const MAX_MODULES: usize = 1 << 16;
-/// Most bytes of module images one session may have loaded at once (each loaded module
-/// keeps its parse and compiled code, which grow with its image).
-const MAX_LOADED_IMAGE_BYTES: u64 = 1 << 30;
+/// Most bytes of module images one session may have loaded at once. Each loaded module keeps
+/// its parse and its compiled kernels, which grow with its image: CuPy's core_tests, some
+/// ten thousand modules (CUB's reductions 200 KiB of PTX each), grew the backend by about
+/// 10 GB beyond device memory before 1 GiB was reached (2026-11-30).
+const MAX_LOADED_IMAGE_BYTES: u64 = 256 << 20;
 /// Most function handles one session may hold.
 const MAX_FUNCTIONS: usize = 1 << 16;
 /// Default dynamic shared memory limit per block (what CUDA allows without opting in).

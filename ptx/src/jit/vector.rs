@@ -550,38 +550,35 @@ impl Lower<'_, '_> {
             self.b.create_block(),
             self.b.create_block(),
         );
-        let p_fast = self.b.append_block_param(fast, I64);
-        self.b.ins().brif(go, fast, &[p.into()], slow, &[]);
+        self.b.ins().brif(go, fast, &[], slow, &[]);
+        self.enter(fast);
+        self.span_move(p, store);
+        self.b.ins().jump(join, &[]);
         self.enter(slow);
         self.b.set_cold_block(slow);
         let global = space != Space::Shared;
         if global {
             // Consecutive words in a cached region not held in registers (a kernel reaching
             // more buffers than there are register slots, SRAD's six) are one access too.
-            let lanes = self.b.create_block();
+            // A gather (lanes not consecutive) goes straight to the lanes.
+            let (look, cached, lanes) = (
+                self.b.create_block(),
+                self.b.create_block(),
+                self.b.create_block(),
+            );
+            self.b.ins().brif(contig, look, &[], lanes, &[]);
+            self.enter(look);
+            self.b.set_cold_block(look);
             let (inside, p) = self.global_span_cached(addrs[0]);
-            let go = self.b.ins().band(contig, inside);
-            self.b.ins().brif(go, fast, &[p.into()], lanes, &[]);
+            self.b.ins().brif(inside, cached, &[], lanes, &[]);
+            self.enter(cached);
+            self.b.set_cold_block(cached);
+            self.span_move(p, store);
+            self.b.ins().jump(join, &[]);
             self.enter(lanes);
             self.b.set_cold_block(lanes);
         }
-        let slow_at = self.b.current_block().expect("in a block");
-        self.enter(fast);
         let tmpv = self.vtmp;
-        for h in 0..HALVES {
-            let o = 16 * h as i32;
-            match store {
-                None => {
-                    let v = self.b.ins().load(I32X4, MemFlagsData::new(), p_fast, o);
-                    self.b.def_var(tmpv[h], v);
-                }
-                Some(x) => {
-                    self.b.ins().store(MemFlagsData::new(), x[h], p_fast, o);
-                }
-            }
-        }
-        self.b.ins().jump(join, &[]);
-        self.enter_late(slow_at);
         // Every lane's check before any lane's access: a failed check leaves the group
         // with nothing done (see `Lower::bail`).
         let ps = match self.bail {
@@ -797,6 +794,23 @@ impl Lower<'_, '_> {
 }
 
 impl Lower<'_, '_> {
+    /// The group's 16-byte accesses at host address `p`: loads into the scratch vector
+    /// variables (`store` is `None`), or stores of `store`.
+    fn span_move(&mut self, p: Value, store: Option<[Value; HALVES]>) {
+        for h in 0..HALVES {
+            let o = 16 * h as i32;
+            match store {
+                None => {
+                    let v = self.b.ins().load(I32X4, MemFlagsData::new(), p, o);
+                    self.b.def_var(self.vtmp[h], v);
+                }
+                Some(x) => {
+                    self.b.ins().store(MemFlagsData::new(), x[h], p, o);
+                }
+            }
+        }
+    }
+
     /// [`Self::global_span`] in the cached regions not held in registers (read from the
     /// `ThreadCtx`), for the cold path.
     fn global_span_cached(&mut self, a: Value) -> (Value, Value) {

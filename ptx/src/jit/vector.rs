@@ -569,7 +569,7 @@ impl Lower<'_, '_> {
             self.b.ins().brif(contig, look, &[], lanes, &[]);
             self.enter(look);
             self.b.set_cold_block(look);
-            let (inside, p) = self.global_span_cached(addrs[0]);
+            let (inside, p) = self.span_in_slots(addrs[0], REGISTER_SLOTS..REGION_SLOTS);
             self.b.ins().brif(inside, cached, &[], lanes, &[]);
             self.enter(cached);
             self.b.set_cold_block(cached);
@@ -770,8 +770,15 @@ impl Lower<'_, '_> {
     /// where none of these holds them, the group goes on in the scalar code, whose check
     /// looks at every slot.)
     fn global_span(&mut self, a: Value) -> (Value, Value) {
+        self.span_in_slots(a, 0..REGISTER_SLOTS)
+    }
+
+    /// [`Self::span`] in the cached global regions `slots` (newest first wins), without
+    /// branches: whether one holds the group's bytes, and their host address there. The
+    /// cold path looks at the slots past the registers (read from the `ThreadCtx`).
+    fn span_in_slots(&mut self, a: Value, slots: std::ops::Range<usize>) -> (Value, Value) {
         let mut found: Option<(Value, Value)> = None;
-        for k in (0..REGISTER_SLOTS).rev() {
+        for k in slots.rev() {
             let (gb, gl, gh) = self.region_slot(k);
             let o = self.b.ins().isub(a, gb);
             let lim = self.span_limit(gl);
@@ -809,31 +816,6 @@ impl Lower<'_, '_> {
                 }
             }
         }
-    }
-
-    /// [`Self::global_span`] in the cached regions not held in registers (read from the
-    /// `ThreadCtx`), for the cold path.
-    fn global_span_cached(&mut self, a: Value) -> (Value, Value) {
-        let mut found: Option<(Value, Value)> = None;
-        for k in (REGISTER_SLOTS..REGION_SLOTS).rev() {
-            let (gb, gl, gh) = self.region_slot(k);
-            let o = self.b.ins().isub(a, gb);
-            let lim = self.span_limit(gl);
-            let r = self.b.ins().rotr_imm_u(o, 2);
-            let ok = self.b.ins().icmp(IntCC::UnsignedLessThan, r, lim);
-            let p = self.b.ins().iadd(gh, o);
-            found = Some(match found {
-                None => (ok, p),
-                Some((ok_older, p_older)) => {
-                    let p = self.b.ins().select(ok, p, p_older);
-                    (self.b.ins().bor(ok, ok_older), p)
-                }
-            });
-        }
-        found.unwrap_or_else(|| {
-            let zero = self.b.ins().iconst(I64, 0);
-            (self.b.ins().icmp_imm_u(IntCC::NotEqual, zero, 0), zero)
-        })
     }
 }
 

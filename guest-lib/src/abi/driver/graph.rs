@@ -536,13 +536,8 @@ entry_lib! {
     }
 
     fn cuMemPoolGetAttribute(pool: cudaMemPool_t, attr: c_int, value: *mut c_void) -> Result<(), CuError> {
-        crate::core::pool::pool_of(pool)?;
-        if value.is_null() {
-            return Err(CuError::INVALID_VALUE);
-        }
-        let v = crate::core::pool::mem_pool_get_attribute(pool, attr)?;
-        // SAFETY: the caller's value, of the attribute's type.
-        Ok(unsafe { crate::abi::runtime::pool::write_attr(value, v) }?)
+        // SAFETY: room for the attribute's type at `value` (the API's contract).
+        Ok(unsafe { crate::abi::runtime::pool::get_attr(pool, attr, value) }?)
     }
 
     fn cuMemPoolExportToShareableHandle(handle: *mut c_void, pool: cudaMemPool_t, ty: c_int, flags: u64) -> Result<(), CuError> {

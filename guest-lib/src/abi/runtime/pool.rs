@@ -125,13 +125,8 @@ entry! {
     }
 
     fn cudaMemPoolGetAttribute(pool: cudaMemPool_t, attr: c_int, value: *mut c_void) {
-        pool_of(pool)?;
-        if value.is_null() {
-            return Err(Error::INVALID_VALUE);
-        }
-        let v = mem_pool_get_attribute(pool, attr)?;
-        // SAFETY: the caller's value, of the attribute's type (the API's contract).
-        unsafe { write_attr(value, v) }
+        // SAFETY: room for the attribute's type at `value` (the API's contract).
+        unsafe { get_attr(pool, attr, value) }
     }
 
     fn cudaMemPoolSetAccess(pool: cudaMemPool_t, descs: *const cudaMemAccessDesc, count: usize) {
@@ -216,12 +211,21 @@ pub(crate) unsafe fn read_attr(
     }
 }
 
-/// Writes a pool attribute's value where the caller's `value` points.
+/// Writes pool attribute `attr`'s value where the caller's `value` points (after the pool
+/// and the pointer are checked).
 ///
 /// # Safety
 /// `value` is null or points to room for a value of the attribute's type.
-pub(crate) unsafe fn write_attr(value: *mut c_void, v: AttrValue) -> Result<(), Error> {
-    match v {
+pub(crate) unsafe fn get_attr(
+    pool: cudaMemPool_t,
+    attr: c_int,
+    value: *mut c_void,
+) -> Result<(), Error> {
+    pool_of(pool)?;
+    if value.is_null() {
+        return Err(Error::INVALID_VALUE);
+    }
+    match mem_pool_get_attribute(pool, attr)? {
         // SAFETY: room for an `int`, by the caller's contract; null is refused.
         AttrValue::Int(x) => unsafe { write_out(value.cast::<c_int>(), x) },
         // SAFETY: room for a `cuuint64_t`, by the caller's contract; null is refused.

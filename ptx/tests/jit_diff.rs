@@ -122,6 +122,10 @@ const TEMPLATES: &[Tpl] = &[
     ("cvt.sat.s8.s32 D, A", R, [R, R, R]),
     ("mov.b32 D, A", R, [F, F, F]),
     ("mov.b64 D, A", FD, [RD, RD, RD]),
+    // Appended, so the template indices in jit_diff.proptest-regressions keep their meaning.
+    ("min.s16x2 D, A, B", R, [R, R, R]),
+    ("max.u16x2 D, A, B", R, [R, R, R]),
+    ("min.relu.s16x2 D, A, B", R, [R, R, R]),
 ];
 
 /// Values that stress the corner cases, as 64-bit patterns (f32 patterns in the low half).

@@ -13,8 +13,8 @@ use super::{
         U_SQRT_APPROX, U_TANH, fbin, fbin_x2, fma_spec, fun, fun_x2, testp,
     },
     int::{
-        bfe_fn, bfi, bfind, carry, dp2a_fn, dp4a_fn, lop3_fn, mad_carry_fn, mul24_fn, prmt_fn,
-        selp, shf_fn, slct_f32, slct_int,
+        bfe_fn, bfi, bfind, carry, dp2a_fn, dp4a_fn, lop3_fn, mad_carry_fn, minmax_16x2, mul24_fn,
+        prmt_fn, selp, shf_fn, slct_f32, slct_int,
     },
     map1, map2, map3, map4, need, spec,
 };
@@ -227,6 +227,22 @@ pub(crate) fn lookup(op: &str, mods: &[&str]) -> Result<Option<AluSpec>, String>
                 for_int!(ty, i1!(|c, a| a.wrapping_neg()))
             };
             spec(need(f, op)?, m.ctx(ty), &[ty], &[ty])
+        }
+        // Packed 16-bit integer min/max (PTX 8.0, sm_90): `.u16x2`, `.s16x2` (and
+        // `.relu.s16x2`) on a 32-bit register, each half on its own. `Ty` has no packed
+        // integer types, so the type arrives as a word.
+        "min" | "max" if m.tys.is_empty() && (m.has("u16x2") || m.has("s16x2")) => {
+            let (signed, relu) = (m.has("s16x2"), m.has("relu"));
+            let f: AluFn = match (op == "min", signed, relu) {
+                (true, false, false) => minmax_16x2::<true, false, false>,
+                (false, false, false) => minmax_16x2::<false, false, false>,
+                (true, true, false) => minmax_16x2::<true, true, false>,
+                (false, true, false) => minmax_16x2::<false, true, false>,
+                (true, true, true) => minmax_16x2::<true, true, true>,
+                (false, true, true) => minmax_16x2::<false, true, true>,
+                (_, false, true) => return Err("min/max .relu.u16x2".into()),
+            };
+            spec(f, m.ctx(Ty::B32), &[Ty::B32], &[Ty::B32, Ty::B32])
         }
         "min" | "max" => {
             let ty = m.ty()?;

@@ -6,7 +6,7 @@
 use super::{
     AluCtx, AluFn, AluSpec, Lanes,
     fp::{Load, Single},
-    map3, spec,
+    map2, map3, spec,
 };
 use crate::types::Ty;
 
@@ -318,6 +318,32 @@ pub(super) fn dp2a_fn<const AS: bool, const BS: bool, const HI: bool>(
             .wrapping_add(half(a, 0) * byte(b, base))
             .wrapping_add(half(a, 1) * byte(b, base + 1));
         acc as u32 as u64
+    })
+}
+
+/// `min`/`max` `.u16x2`/`.s16x2` (`RELU`: `.relu`, negative halves become 0): the two
+/// 16-bit halves of each 32-bit operand compared on their own.
+pub(super) fn minmax_16x2<const MIN: bool, const SIGNED: bool, const RELU: bool>(
+    _: &AluCtx,
+    i: &[&Lanes; 4],
+    o: &mut [Lanes; 2],
+) {
+    map2(i, o, |a, b| {
+        let mut r = 0u64;
+        for sh in [0, 16] {
+            let (x, y) = ((a >> sh) as u16, (b >> sh) as u16);
+            let h = if SIGNED {
+                let (x, y) = (x as i16, y as i16);
+                let m = if MIN { x.min(y) } else { x.max(y) };
+                (if RELU { m.max(0) } else { m }) as u16
+            } else if MIN {
+                x.min(y)
+            } else {
+                x.max(y)
+            };
+            r |= (h as u64) << sh;
+        }
+        r
     })
 }
 

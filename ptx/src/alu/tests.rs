@@ -140,6 +140,23 @@ fn integer_ops() {
 }
 
 #[test]
+fn packed_16x2_min_max() {
+    // Each 16-bit half on its own: high 0x8000 (-32768 signed, 32768 unsigned) vs 0x0001,
+    // low 0xfffe (-2 / 65534) vs 0x0003.
+    let (a, b) = (0x8000_fffe, 0x0001_0003);
+    assert_eq!(run("min", &["s16x2"], &[a, b])[0], 0x8000_fffe);
+    assert_eq!(run("max", &["s16x2"], &[a, b])[0], 0x0001_0003);
+    assert_eq!(run("min", &["u16x2"], &[a, b])[0], 0x0001_0003);
+    assert_eq!(run("max", &["u16x2"], &[a, b])[0], 0x8000_fffe);
+    assert_eq!(run("min", &["relu", "s16x2"], &[a, b])[0], 0);
+    assert_eq!(
+        run("max", &["relu", "s16x2"], &[a, 0x7fff_fff0])[0],
+        0x7fff_0000
+    );
+    assert!(lookup("min", &["relu", "u16x2"]).is_err());
+}
+
+#[test]
 fn compare_and_select() {
     assert_eq!(
         run("setp", &["lt", "s32"], &[(-1i32) as u32 as u64, 0]),

@@ -700,6 +700,7 @@ fn texture_and_surface_queries() {
         g.run("query", 1, 1, &[Arg::Ptr(ht), Arg::Ptr(hs), Arg::Ptr(out)]);
         let r: Vec<u32> = g.get(out, 13);
         assert_eq!(r, [7, 5, 1, 0x01, 2, 1, 1, 1, 4, 9, 2, 6, 0x10]);
+        assert_eq!(g.compiled_launches(), u32::from(g.opts.jit));
         // A surface handle where a texture is expected fails the launch.
         let e = g.run_err("query", 1, 1, &[Arg::Ptr(hs), Arg::Ptr(hs), Arg::Ptr(out)]);
         match &e {
@@ -1093,7 +1094,7 @@ fn surf_vectors_1d_and_3d() {
 }
 
 /// `tex` runs compiled (a helper samples, as the interpreter does); so do surface loads and
-/// stores, while queries (`txq`, `suq`) run interpreted.
+/// stores and queries (`txq`, `suq`).
 #[test]
 fn texture_fetches_run_compiled() {
     let [on, _] = gpus();
@@ -1114,6 +1115,47 @@ fn texture_fetches_run_compiled() {
     );
     assert_eq!(on.get::<f32>(dout, 1), [9.0]);
     assert_eq!(on.compiled_launches(), 1);
+}
+
+/// Texture instructions in a device function the kernel calls: the compiler expands the call
+/// and renumbers the callee's registers, the texture operands among them.
+#[test]
+fn texture_instructions_in_a_called_function() {
+    let ptx = ".version 9.0\n.target sm_90\n.address_size 64\n\
+        .func (.param .b32 fr) fetch(.param .b64 fh, .param .b32 fx)\n{\n\
+        .reg .f32 %g<8>;\n.reg .b32 %q<4>;\n.reg .b64 %h<2>;\n\
+        ld.param.u64 %h1, [fh];\nld.param.u32 %q2, [fx];\n\
+        tex.1d.v4.f32.s32 {%g1, %g2, %g3, %g4}, [%h1, {%q2}];\n\
+        txq.width.b32 %q1, [%h1];\n\
+        cvt.rn.f32.u32 %g5, %q1;\n\
+        add.f32 %g6, %g1, %g5;\n\
+        st.param.f32 [fr], %g6;\n\
+        ret;\n}\n\
+        .visible .entry k(.param .u64 h, .param .u64 out)\n{\n\
+        .reg .b32 %r<4>;\n.reg .b64 %rd<8>;\n.reg .f32 %f<4>;\n\
+        ld.param.u64 %rd1, [h];\nld.param.u64 %rd2, [out];\n\
+        mov.u32 %r1, %tid.x;\n\
+        {\n.param .b64 p0;\nst.param.b64 [p0], %rd1;\n.param .b32 p1;\n\
+        st.param.b32 [p1], %r1;\n.param .b32 rv;\n\
+        call.uni (rv), fetch, (p0, p1);\nld.param.f32 %f1, [rv];\n}\n\
+        mul.wide.u32 %rd3, %r1, 4;\nadd.s64 %rd4, %rd2, %rd3;\n\
+        st.global.f32 [%rd4], %f1;\nret;\n}\n";
+    for jit in [true, false] {
+        let mut g = Gpu::new(ptx);
+        g.opts.jit = jit;
+        let (t, _) = texture(
+            &g,
+            ChannelKind::Float,
+            [32, 0, 0, 0],
+            [4, 1, 1],
+            &f32s(&[1.0, 2.0, 3.0, 4.0]),
+        );
+        let h = g.mem.add_texture(t);
+        let out = g.zeros(4 * 4);
+        g.run("k", 1, 4, &[Arg::Ptr(h), Arg::Ptr(out)]);
+        assert_eq!(g.get::<f32>(out, 4), [5.0, 6.0, 7.0, 8.0], "jit {jit}");
+        assert_eq!(g.compiled_launches(), u32::from(jit));
+    }
 }
 
 /// A one-thread kernel `k(handle, out)` running `body` with `%rd1` = handle, `%rd2` = out.

@@ -66,6 +66,7 @@ pub(super) fn check(code: &[Inst], nregs: u32, nsyms: usize) -> Result<(), Rejec
             Op::Surf(t) => {
                 reg_ok(&t.handle) && t.coords.iter().all(reg_ok) && t.v.iter().all(reg_ok)
             }
+            Op::TexQuery { handle, .. } => reg_ok(handle),
             Op::Tex(t) => {
                 reg_ok(&t.handle)
                     && t.coords.iter().all(reg_ok)

@@ -352,6 +352,7 @@ fn defs(i: &Inst, reg: &dyn Fn(u32) -> (bool, bool)) -> Vec<(u32, bool, bool)> {
             v.push((t.p, false, false));
             v
         }
+        Op::TexQuery { d, .. } => vec![(*d, false, false)],
         Op::Surf(t) if !t.store => {
             t.d.iter()
                 .take(t.n as usize)

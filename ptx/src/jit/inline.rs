@@ -10,7 +10,7 @@
 
 use super::lower::Reject;
 use crate::{
-    ir::{Addr, ArgCopy, Inst, Op, Reg, SINK, Space, Src},
+    ir::{Addr, ArgCopy, Inst, Op, Reg, SINK, Space, Src, SurfOp, TexLod, TexOp},
     module::Module,
 };
 
@@ -227,6 +227,37 @@ fn remap(op: &Op, rb: u32, fb: u32) -> Result<Op, Reject> {
                 })
                 .collect(),
             ret: ret.map(|o| o.wrapping_add(fb)),
+        },
+        Op::Tex(t) => Op::Tex(Box::new(TexOp {
+            d: t.d.map(|x| r(&x)),
+            p: r(&t.p),
+            handle: s(&t.handle),
+            coords: t.coords.map(|x| s(&x)),
+            layer: t.layer.map(|x| s(&x)),
+            lod: match t.lod {
+                TexLod::Base => TexLod::Base,
+                TexLod::Level(l) => TexLod::Level(s(&l)),
+                TexLod::Grad(x, y) => TexLod::Grad(x.map(|v| s(&v)), y.map(|v| s(&v))),
+            },
+            ..**t
+        })),
+        Op::Surf(t) => Op::Surf(Box::new(SurfOp {
+            d: t.d.map(|x| r(&x)),
+            v: t.v.map(|x| s(&x)),
+            handle: s(&t.handle),
+            coords: t.coords.map(|x| s(&x)),
+            ..**t
+        })),
+        Op::TexQuery {
+            surface,
+            what,
+            d,
+            handle,
+        } => Op::TexQuery {
+            surface: *surface,
+            what: *what,
+            d: r(d),
+            handle: s(handle),
         },
         Op::Bra { .. } | Op::Call { .. } | Op::Ret => {
             return Err("internal: control flow remapped as data".into());

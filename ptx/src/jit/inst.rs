@@ -325,6 +325,11 @@ impl<'a, 'b> Lower<'a, 'b> {
                     }
                 }
             }
+            Op::TexQuery { d, handle, .. } => {
+                let f = rt::h_txq as *const () as usize as i64;
+                let r = self.helper_call(inst, &[*handle], f)?;
+                self.def(*d, r[0]);
+            }
             Op::Tex(t) => {
                 let mut srcs = vec![
                     t.handle,

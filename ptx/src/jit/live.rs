@@ -137,6 +137,10 @@ pub(super) fn uses_defs(i: &Inst) -> (Vec<u32>, Vec<u32>) {
             dl.extend(t.d.iter().copied());
             dl.push(t.p);
         }
+        Op::TexQuery { d, handle, .. } => {
+            use_src(&mut u, handle);
+            dl.push(*d);
+        }
         Op::Intrinsic { args, .. } => {
             for a in args.iter() {
                 if let crate::ir::ArgCopy::Value { src, .. } = a {

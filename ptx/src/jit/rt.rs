@@ -685,6 +685,39 @@ pub(crate) extern "C" fn h_surf(
     }
 }
 
+/// A `txq`/`suq` of the current thread: `args` holds the handle; the queried value goes to
+/// `out[0]`. 0, or [`STOPPED`] (a handle that names no object of the instruction's kind:
+/// the error is in the launch's stop slot).
+pub(crate) extern "C" fn h_txq(
+    tc: *mut ThreadCtx,
+    inst: *const Inst,
+    args: *const u64,
+    out: *mut u64,
+) -> u32 {
+    // SAFETY: as in `h_ptr`; `inst` points into the compiled kernel's instructions, `args`
+    // at a stack slot of 1 value and `out` at one of 4.
+    let (tc, inst, handle, out) = unsafe {
+        (
+            &mut *tc,
+            &*inst,
+            *args,
+            std::slice::from_raw_parts_mut(out, 4),
+        )
+    };
+    let Op::TexQuery { surface, what, .. } = &inst.op else {
+        return 0;
+    };
+    // SAFETY: as in `h_ptr`.
+    let env = unsafe { &mut *tc.env };
+    let Some(t) = env.l.mem.texture(handle).filter(|t| t.surface == *surface) else {
+        let name = if *surface { "suq" } else { "txq" };
+        env.stop = Some(invalid_handle(tc, handle, *surface, name, inst.line));
+        return STOPPED;
+    };
+    out[0] = t.query(*what) as u64;
+    0
+}
+
 /// The error of a texture or surface instruction (`instruction`) at `line` whose handle
 /// names no object of its kind, located at the running thread.
 fn invalid_handle(

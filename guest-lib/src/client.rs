@@ -17,6 +17,11 @@ use vcuda_protocol::{
 use zerocopy::{FromBytes, IntoBytes};
 
 use crate::batch::{Batch, Taken};
+
+thread_local! {
+    /// Whether this thread runs library-internal calls (see [`Client::internal`]).
+    static INTERNAL: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
 use crate::error::{Error, Result};
 use crate::logging;
 use crate::mirror::Mirror;
@@ -423,12 +428,31 @@ impl Client {
         }
     }
 
-    /// Takes the pending asynchronous error, if any.
+    /// Takes the pending asynchronous error, if any. Inside [`Client::internal`] there is
+    /// none: the error stays for the program's next call.
     pub fn take_async_error(&self) -> Option<Error> {
+        if INTERNAL.get() {
+            return None;
+        }
         match self.async_error.swap(0, Ordering::Relaxed) {
             0 => None,
             e => Some(Error(e)),
         }
+    }
+
+    /// Runs `f`, whose calls are the library's own bookkeeping (sharing a staging region,
+    /// unloading a module, destroying a stale graph): a pending asynchronous error neither
+    /// fails them (each gets its own reply) nor is taken by them, so the program's next call
+    /// reports it, as CUDA's would.
+    pub fn internal<R>(&self, f: impl FnOnce() -> R) -> R {
+        struct Restore(bool);
+        impl Drop for Restore {
+            fn drop(&mut self) {
+                INTERNAL.set(self.0);
+            }
+        }
+        let _restore = Restore(INTERNAL.replace(true));
+        f()
     }
 
     /// Sends one request of operation `O` (no tail, no data) and waits for its reply.

@@ -259,7 +259,7 @@ fn map_shared(c: &Client, size: usize) -> std::io::Result<(*mut c_void, u64)> {
         flags: 0,
         reserved: 0,
     };
-    match c.call_fd::<ops::ShareMemory>(&req, fd.as_raw_fd()) {
+    match c.internal(|| c.call_fd::<ops::ShareMemory>(&req, fd.as_raw_fd())) {
         Ok(HandleResp { handle }) => Ok((p, handle)),
         Err(e) => {
             // SAFETY: the mapping made above, not handed out.
@@ -306,12 +306,14 @@ fn map_pages(c: &Client, size: usize) -> std::io::Result<(*mut c_void, u64)> {
 /// Ends region `handle` in the backend, after every call sent before it: the backend
 /// first stops kernels reaching it.
 fn unshare(c: &Client, handle: u64) {
-    let r = if c.sharing() == Sharing::Pages {
-        // The module unpins the pages only once the device answered.
-        c.unshare_pages(handle)
-    } else {
-        c.post::<ops::UnshareMemory>(&HandleReq { handle })
-    };
+    let r = c.internal(|| {
+        if c.sharing() == Sharing::Pages {
+            // The module unpins the pages only once the device answered.
+            c.unshare_pages(handle)
+        } else {
+            c.post::<ops::UnshareMemory>(&HandleReq { handle })
+        }
+    });
     if let Err(e) = r {
         log::debug!("unsharing region {handle}: {}", e.0);
     }
@@ -335,7 +337,7 @@ pub(crate) fn free(c: &Client, p: *mut c_void) -> bool {
         .remove(&(p as u64));
     let Some(r) = r else { return false };
     if r.mapped
-        && let Err(e) = c.post::<ops::UnmapHostMemory>(&PtrReq { ptr: p as u64 })
+        && let Err(e) = c.internal(|| c.post::<ops::UnmapHostMemory>(&PtrReq { ptr: p as u64 }))
     {
         log::debug!("UnmapHostMemory: {}", e.0);
     }
@@ -423,7 +425,7 @@ pub(crate) fn unregister_mapped(c: &Client, addr: u64, len: u64) -> bool {
         }
     };
     let Some(r) = r else { return false };
-    if let Err(e) = c.call::<ops::UnmapHostMemory>(&PtrReq { ptr: start }) {
+    if let Err(e) = c.internal(|| c.call::<ops::UnmapHostMemory>(&PtrReq { ptr: start })) {
         log::debug!("UnmapHostMemory: {}", e.0);
     }
     release_registered(c, start, span, r.handle);

@@ -4,6 +4,40 @@
 
 __global__ void ok(int *p) { p[threadIdx.x] = threadIdx.x; }
 __global__ void oob(int *p, long long off) { p[off] = 1; }
+// An instruction vcuda's CPU executor does not run (a GPU does): there the launch fails
+// asynchronously with cudaErrorNotSupported, which is not sticky.
+__global__ void unsupported(int *p) {
+    __shared__ unsigned short s[64];
+    unsigned r = 0;
+    asm volatile("ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%0}, [%1];"
+                 : "=r"(r)
+                 : "r"((unsigned)__cvta_generic_to_shared(s)));
+    p[threadIdx.x] = r;
+}
+
+// The first pageable copy big enough for vcuda's staging region, right after a kernel failed
+// asynchronously: the library shares the region with its own call, which must leave the
+// pending error for the copy to report (it used to take it, drop it and give up staging).
+static void async_error_survives_staging(int *d) {
+    cudaDeviceProp prop;
+    CHECK(cudaGetDeviceProperties(&prop, 0));
+    if (!vcuda_runtime() || strcmp(prop.name, "vcuda CPU reference device") != 0)
+        return;
+    const size_t n = 64 << 10;
+    char *dev;
+    CHECK(cudaMalloc(&dev, n));
+    static char src[64 << 10], back[64 << 10];
+    for (size_t i = 0; i < n; i++) src[i] = (char)(i * 7);
+    unsupported<<<1, 32>>>(d);
+    EXPECT(cudaGetLastError() == cudaSuccess);
+    EXPECT(cudaMemcpy(dev, src, n, cudaMemcpyHostToDevice) == cudaErrorNotSupported);
+    EXPECT(cudaGetLastError() == cudaErrorNotSupported);
+    // Not sticky: copies work again, through the staging region.
+    CHECK(cudaMemcpy(dev, src, n, cudaMemcpyHostToDevice));
+    CHECK(cudaMemcpy(back, dev, n, cudaMemcpyDeviceToHost));
+    EXPECT(memcmp(src, back, n) == 0);
+    CHECK(cudaFree(dev));
+}
 
 // A launch configuration the device cannot run: CUDA 12's runtime calls it an invalid
 // configuration, CUDA 13.0's an invalid value (measured on an H100, driver 580).
@@ -35,6 +69,7 @@ int main() {
     ok<<<1, 64>>>(d);
     CHECK(cudaGetLastError());
     CHECK(cudaDeviceSynchronize());
+    async_error_survives_staging(d);
 
     // A store to the null page: asynchronous, then sticky. (Not an offset from `d`: on a
     // GPU whose kernels reach host memory (HMM) that address may be the process's own.)

@@ -450,7 +450,7 @@ pub(crate) fn describe(c: &Client, steps: &[Step]) -> Option<Vec<u8>> {
 pub(crate) fn drop_stale(c: &Client) {
     for h in with(|r| std::mem::take(&mut r.stale_graphs)) {
         // Nothing to report: a copy the backend lost (a reset) is gone anyway.
-        let _ = c.post::<ops::GraphDestroy>(&HandleReq { handle: h });
+        let _ = c.internal(|| c.post::<ops::GraphDestroy>(&HandleReq { handle: h }));
     }
 }
 

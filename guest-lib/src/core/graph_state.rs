@@ -166,9 +166,11 @@ pub(crate) fn run(destructors: Vec<Destructor>) {
         .spawn(move || {
             if let Some(c) = crate::client::connected() {
                 for device in 0..c.device_count().max(0) as u32 {
-                    let _ = c.call::<ops::DeviceSynchronize>(&DeviceReq {
-                        device,
-                        reserved: 0,
+                    let _ = c.internal(|| {
+                        c.call::<ops::DeviceSynchronize>(&DeviceReq {
+                            device,
+                            reserved: 0,
+                        })
                     });
                 }
             }

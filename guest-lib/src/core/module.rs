@@ -273,7 +273,7 @@ pub fn unload(m: usize) {
     if let Ok(c) = client::client() {
         let (generation, handle) = *m.loaded.lock().unwrap_or_else(|e| e.into_inner());
         if generation == c.generation() {
-            let _ = c.call::<ops::ModuleUnload>(&HandleReq { handle });
+            let _ = c.internal(|| c.call::<ops::ModuleUnload>(&HandleReq { handle }));
             for base in m
                 .globals
                 .lock()

@@ -205,8 +205,10 @@ impl FatbinReg {
                  kernels cannot run",
                 e.0
             );
-            let _ = c.call::<ops::ModuleUnload>(&HandleReq {
-                handle: resp.handle,
+            let _ = c.internal(|| {
+                c.call::<ops::ModuleUnload>(&HandleReq {
+                    handle: resp.handle,
+                })
             });
             *failed = Some((generation, e));
             return Err(e);

@@ -108,6 +108,15 @@ impl Slot {
     }
 }
 
+/// Modules of at most this many kernels have them all compiled at the first launch of one
+/// (the others in the background, on the cores the launch leaves idle while it waits), as a
+/// GPU driver compiles a module's PTX when it loads: a program's next kernels are then
+/// ready, or nearly, when it launches them. Larger modules (CuPy's CUB modules, hundreds of
+/// kernels of which a program uses a few) compile each kernel at its own first launch.
+const MODULE_COMPILE_MAX_KERNELS: usize = 8;
+
+type Slots = std::collections::HashMap<u32, Option<Arc<dyn Any + Send + Sync>>>;
+
 /// The compiled form of kernel `k` of `m` for launch `l`, compiling it on first use (`None`:
 /// it runs interpreted). Fails only when `l` must stop while the compile runs.
 pub(crate) fn get(
@@ -127,30 +136,44 @@ pub(crate) fn get(
         match current {
             Some(s) if !s.retry() => s,
             _ => {
-                let Some(info) = m.kernels.get(k as usize) else {
-                    return Ok(None);
-                };
-                let flat = match prepare(m, info.func as usize) {
-                    Ok(f) => f,
-                    Err(why) => {
-                        log::info!("kernel {} runs interpreted: {why}", info.name);
-                        map.insert(k, None);
-                        return Ok(None);
+                let first = map.is_empty();
+                let s = begin(m, k, l, &mut map);
+                if first && m.kernels.len() <= MODULE_COMPILE_MAX_KERNELS {
+                    for j in (0..m.kernels.len() as u32).filter(|&j| j != k) {
+                        begin(m, j, l, &mut map);
                     }
-                };
-                let s = Arc::new(Slot {
-                    state: Mutex::new(State::Running),
-                    done: Condvar::new(),
-                });
-                if !start(flat, s.clone(), info.name.clone(), l) {
-                    return Ok(None);
                 }
-                map.insert(k, Some(s.clone() as Arc<dyn Any + Send + Sync>));
-                s
+                match s {
+                    Some(s) => s,
+                    None => return Ok(None),
+                }
             }
         }
     };
     slot.wait(l)
+}
+
+/// Starts compiling kernel `k` of `m` (recorded in `map`); its slot, or `None` where it runs
+/// interpreted (for good, or this time only).
+fn begin(m: &Module, k: u32, l: &Launch<'_>, map: &mut Slots) -> Option<Arc<Slot>> {
+    let info = m.kernels.get(k as usize)?;
+    let flat = match prepare(m, info.func as usize) {
+        Ok(f) => f,
+        Err(why) => {
+            log::info!("kernel {} runs interpreted: {why}", info.name);
+            map.insert(k, None);
+            return None;
+        }
+    };
+    let s = Arc::new(Slot {
+        state: Mutex::new(State::Running),
+        done: Condvar::new(),
+    });
+    if !start(flat, s.clone(), info.name.clone(), l) {
+        return None;
+    }
+    map.insert(k, Some(s.clone() as Arc<dyn Any + Send + Sync>));
+    Some(s)
 }
 
 /// The kernel's code with its calls expanded, every instruction one the compiler handles.

@@ -333,6 +333,31 @@ pub(crate) extern "C" fn h_ptr(
     }
 }
 
+/// Where the `size` bytes at `addr` (4-byte aligned) lie in one of the cached global regions,
+/// or null (nothing recorded, the region cache unchanged): a vector group's span whose
+/// region is not among those the compiled code holds in registers.
+pub(crate) extern "C" fn h_span(
+    tc: *mut ThreadCtx,
+    _space: u32,
+    addr: u64,
+    size: u32,
+    _write: u32,
+) -> *mut u8 {
+    // SAFETY: as in `h_ptr`.
+    let tc = unsafe { &*tc };
+    let size = size as u64;
+    if addr & 3 != 0 {
+        return std::ptr::null_mut();
+    }
+    (0..REGION_SLOTS)
+        .find_map(|k| {
+            let off = addr.wrapping_sub(tc.g_base[k]);
+            (tc.g_len[k] >= size && off <= tc.g_len[k] - size)
+                .then(|| tc.g_host[k].wrapping_add(off as usize))
+        })
+        .unwrap_or(std::ptr::null_mut())
+}
+
 /// The host addresses of a vector group's `LANES` 4-byte accesses in space `space` (global,
 /// generic or constant memory) at the addresses `addrs` points at, written where `out`
 /// points: 1, or 0 (no fault recorded: the scalar code redoes the access and reports it)

@@ -5,7 +5,7 @@
 use super::{
     AluCtx, AluFn, AluSpec, Lanes, Mods,
     fp::{Bfloat, Double, Half, Load, Single},
-    need, spec,
+    lanes, need, spec,
 };
 use crate::types::Ty;
 
@@ -60,7 +60,7 @@ fn combine(r: bool, imm: u32, c: u64) -> (bool, bool) {
 
 fn setp_fn<L: Load, const OP: u8>(c: &AluCtx, i: &[&Lanes; 4], o: &mut [Lanes; 2]) {
     let (a, b, p) = (i[0], i[1], i[2]);
-    for l in 0..32 {
+    for l in 0..lanes(c) {
         let r = cmp::<L::C, OP>(L::load(c, a[l]), L::load(c, b[l]));
         let (x, y) = combine(r, c.imm, p[l]);
         o[0][l] = x as u64;
@@ -76,7 +76,7 @@ fn set_fn<L: Load, const OP: u8>(c: &AluCtx, i: &[&Lanes; 4], o: &mut [Lanes; 2]
     } else {
         0xffff_ffff
     };
-    for l in 0..32 {
+    for l in 0..lanes(c) {
         let r = cmp::<L::C, OP>(L::load(c, a[l]), L::load(c, b[l]));
         o[0][l] = if combine(r, c.imm, p[l]).0 { one } else { 0 };
     }

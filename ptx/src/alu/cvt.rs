@@ -68,7 +68,7 @@ fn int_to_f64(v: i128, rnd: Rnd) -> f64 {
 fn cvt_ii(c: &AluCtx, i: &[&Lanes; 4], o: &mut [Lanes; 2]) {
     let (lo, hi) = int_range(c.dty);
     let mask = c.dty.mask();
-    map1(i, o, |x| {
+    map1(c, i, o, |x| {
         let v = int_in(x, c.sty);
         let v = if c.sat { v.clamp(lo, hi) } else { v };
         v as u64 & mask
@@ -76,7 +76,7 @@ fn cvt_ii(c: &AluCtx, i: &[&Lanes; 4], o: &mut [Lanes; 2]) {
 }
 
 fn cvt_if(c: &AluCtx, i: &[&Lanes; 4], o: &mut [Lanes; 2]) {
-    map1(i, o, |x| {
+    map1(c, i, o, |x| {
         let v = int_in(x, c.sty);
         match c.dty {
             Ty::F64 => Double::store(c, int_to_f64(v, c.rnd)),
@@ -95,7 +95,7 @@ fn cvt_if(c: &AluCtx, i: &[&Lanes; 4], o: &mut [Lanes; 2]) {
 fn cvt_fi(c: &AluCtx, i: &[&Lanes; 4], o: &mut [Lanes; 2]) {
     let (lo, hi) = int_range(c.dty);
     let mask = c.dty.mask();
-    map1(i, o, |x| {
+    map1(c, i, o, |x| {
         let v = float_in(c, x, c.sty);
         if v.is_nan() {
             return 0;
@@ -113,7 +113,7 @@ fn cvt_fi(c: &AluCtx, i: &[&Lanes; 4], o: &mut [Lanes; 2]) {
 }
 
 fn cvt_ff(c: &AluCtx, i: &[&Lanes; 4], o: &mut [Lanes; 2]) {
-    map1(i, o, |x| {
+    map1(c, i, o, |x| {
         let v = float_in(c, x, c.sty);
         if c.rint && v.is_nan() {
             // Rounding to an integral value gives the canonical NaN, as on the GPU.
@@ -141,7 +141,7 @@ fn cvt_ff(c: &AluCtx, i: &[&Lanes; 4], o: &mut [Lanes; 2]) {
 /// cvt.rn.f16x2.f32 d, a, b: d = {hi: a, lo: b}.
 fn cvt_pack_x2(c: &AluCtx, i: &[&Lanes; 4], o: &mut [Lanes; 2]) {
     let (eb, mb) = if c.dty == Ty::BF16x2 { (8, 7) } else { (5, 10) };
-    map2(i, o, |a, b| {
+    map2(c, i, o, |a, b| {
         let h = |x: u64| {
             let v = Single::load(c, x) as f64;
             let v = if c.sat { sat(v) } else { v };

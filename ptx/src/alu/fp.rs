@@ -314,7 +314,7 @@ pub(super) fn fbin<S: FStore, const OP: u8>(c: &AluCtx, i: &[&Lanes; 4], o: &mut
 
 #[inline(always)]
 fn fbin_impl<S: FStore, const OP: u8>(c: &AluCtx, i: &[&Lanes; 4], o: &mut [Lanes; 2]) {
-    map2(i, o, |x, y| {
+    map2(c, i, o, |x, y| {
         S::store(
             c,
             fop2::<S::C, OP>(S::EXACT, c, S::load(c, x), S::load(c, y)),
@@ -323,7 +323,7 @@ fn fbin_impl<S: FStore, const OP: u8>(c: &AluCtx, i: &[&Lanes; 4], o: &mut [Lane
 }
 
 pub(super) fn fbin_x2<S: FStore, const OP: u8>(c: &AluCtx, i: &[&Lanes; 4], o: &mut [Lanes; 2]) {
-    map2(i, o, |x, y| {
+    map2(c, i, o, |x, y| {
         let lo = S::store(c, fop2::<S::C, OP>(false, c, S::load(c, x), S::load(c, y)));
         let hi = S::store(
             c,
@@ -361,13 +361,13 @@ fn fop1<F: FMath, const OP: u8>(exact: bool, c: &AluCtx, a: F) -> F {
 }
 
 pub(super) fn fun<S: FStore, const OP: u8>(c: &AluCtx, i: &[&Lanes; 4], o: &mut [Lanes; 2]) {
-    map1(i, o, |x| {
+    map1(c, i, o, |x| {
         S::store(c, fop1::<S::C, OP>(S::EXACT, c, S::load(c, x)))
     })
 }
 
 pub(super) fn fun_x2<S: FStore, const OP: u8>(c: &AluCtx, i: &[&Lanes; 4], o: &mut [Lanes; 2]) {
-    map1(i, o, |x| {
+    map1(c, i, o, |x| {
         let lo = S::store(c, fop1::<S::C, OP>(false, c, S::load(c, x)));
         let hi = S::store(c, fop1::<S::C, OP>(false, c, S::load(c, x >> 16)));
         (hi & 0xffff) << 16 | (lo & 0xffff)
@@ -378,14 +378,14 @@ fn ffma<S: FStore>(c: &AluCtx, i: &[&Lanes; 4], o: &mut [Lanes; 2]) {
     if S::EXACT && c.is_plain() {
         // The common case: round to nearest without flush or saturation (constant-folded).
         let c = &c.plain();
-        map3(i, o, |x, y, z| {
+        map3(c, i, o, |x, y, z| {
             let (a, b, d) = (S::load(c, x), S::load(c, y), S::load(c, z));
             let r = S::C::fma_rn(a, b, d);
             // A NaN result is the GPU's (whatever the host's fused multiply-add propagates).
             S::store(c, S::C::arith_nan(r, &[a, b, d]))
         })
     } else {
-        map3(i, o, |x, y, z| {
+        map3(c, i, o, |x, y, z| {
             let (a, b, d) = (S::load(c, x), S::load(c, y), S::load(c, z));
             let r = if S::EXACT {
                 fma_r(a, b, d, c.rnd)
@@ -398,7 +398,7 @@ fn ffma<S: FStore>(c: &AluCtx, i: &[&Lanes; 4], o: &mut [Lanes; 2]) {
 }
 
 fn ffma_x2<S: FStore>(c: &AluCtx, i: &[&Lanes; 4], o: &mut [Lanes; 2]) {
-    map3(i, o, |x, y, z| {
+    map3(c, i, o, |x, y, z| {
         let h = |s: u32| {
             let (a, b, d) = (S::load(c, x >> s), S::load(c, y >> s), S::load(c, z >> s));
             S::store(
@@ -427,18 +427,18 @@ fn relu16<S: FStore>(c: &AluCtx, a: u64, b: u64, d: u64) -> u64 {
 }
 
 fn ffma_relu<S: FStore>(c: &AluCtx, i: &[&Lanes; 4], o: &mut [Lanes; 2]) {
-    map3(i, o, |x, y, z| relu16::<S>(c, x, y, z))
+    map3(c, i, o, |x, y, z| relu16::<S>(c, x, y, z))
 }
 
 fn ffma_relu_x2<S: FStore>(c: &AluCtx, i: &[&Lanes; 4], o: &mut [Lanes; 2]) {
-    map3(i, o, |x, y, z| {
+    map3(c, i, o, |x, y, z| {
         let h = |s: u32| relu16::<S>(c, x >> s & 0xffff, y >> s & 0xffff, z >> s & 0xffff);
         h(16) << 16 | h(0)
     })
 }
 
 pub(super) fn testp<S: FStore, const K: u8>(c: &AluCtx, i: &[&Lanes; 4], o: &mut [Lanes; 2]) {
-    map1(i, o, |x| {
+    map1(c, i, o, |x| {
         let v = S::load(c, x);
         (match K {
             0 => v.is_finite(),

@@ -118,7 +118,7 @@ fn encode(v: f64, f: Fmt, relu: bool) -> u8 {
 
 fn from_f32x2(c: &AluCtx, i: &[&Lanes; 4], o: &mut [Lanes; 2]) {
     let (f, relu) = (fmt(c), c.imm & RELU != 0);
-    map2(i, o, |a, b| {
+    map2(c, i, o, |a, b| {
         let e = |x: u64| u64::from(encode(f64::from(Single::load(c, x)), f, relu));
         e(a) << 8 | e(b)
     })
@@ -126,7 +126,7 @@ fn from_f32x2(c: &AluCtx, i: &[&Lanes; 4], o: &mut [Lanes; 2]) {
 
 fn from_f16x2(c: &AluCtx, i: &[&Lanes; 4], o: &mut [Lanes; 2]) {
     let (f, relu) = (fmt(c), c.imm & RELU != 0);
-    map1(i, o, |x| {
+    map1(c, i, o, |x| {
         let e = |h: u64| u64::from(encode(f64::from(f16_to_f32(h as u16)), f, relu));
         e(x >> 16 & 0xffff) << 8 | e(x & 0xffff)
     })
@@ -134,7 +134,7 @@ fn from_f16x2(c: &AluCtx, i: &[&Lanes; 4], o: &mut [Lanes; 2]) {
 
 fn to_f16x2(c: &AluCtx, i: &[&Lanes; 4], o: &mut [Lanes; 2]) {
     let (f, relu) = (fmt(c), c.imm & RELU != 0);
-    map1(i, o, |x| {
+    map1(c, i, o, |x| {
         let h = |b: u64| {
             let v = decode(b as u8, f);
             if v.is_nan() {

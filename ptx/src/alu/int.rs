@@ -6,7 +6,7 @@
 use super::{
     AluCtx, AluFn, AluSpec, Lanes,
     fp::{Load, Single},
-    map2, map3, spec,
+    lanes, map2, map3, spec,
 };
 use crate::types::Ty;
 
@@ -14,7 +14,7 @@ use crate::types::Ty;
 // Carry chains (add.cc, addc, sub.cc, subc, mad.cc, madc).
 
 fn carry_fn<const BITS: u32, const SUB: bool, const CIN: bool>(
-    _: &AluCtx,
+    c: &AluCtx,
     i: &[&Lanes; 4],
     o: &mut [Lanes; 2],
 ) {
@@ -23,7 +23,7 @@ fn carry_fn<const BITS: u32, const SUB: bool, const CIN: bool>(
     } else {
         (1u64 << BITS) - 1
     };
-    for l in 0..32 {
+    for l in 0..lanes(c) {
         let a = (i[0][l] & mask) as u128;
         let b = (i[1][l] & mask) as u128;
         let cin = if CIN { (i[2][l] & 1) as u128 } else { 0 };
@@ -41,7 +41,7 @@ fn carry_fn<const BITS: u32, const SUB: bool, const CIN: bool>(
 
 /// mad{c}.{lo,hi}{.cc}: d = (a*b).{lo,hi} + c (+ carry-in from source 3).
 pub(super) fn mad_carry_fn<const BITS: u32, const HI: bool, const SIGNED: bool, const CIN: bool>(
-    _: &AluCtx,
+    c: &AluCtx,
     i: &[&Lanes; 4],
     o: &mut [Lanes; 2],
 ) {
@@ -50,7 +50,7 @@ pub(super) fn mad_carry_fn<const BITS: u32, const HI: bool, const SIGNED: bool, 
     } else {
         (1u64 << BITS) - 1
     };
-    for l in 0..32 {
+    for l in 0..lanes(c) {
         let (a, b) = (i[0][l] & mask, i[1][l] & mask);
         let p: u128 = if SIGNED {
             let sa = ((a << (64 - BITS)) as i64 >> (64 - BITS)) as i128;
@@ -203,7 +203,7 @@ fn lop3(a: u64, b: u64, c: u64, lut: u32) -> u64 {
 // Other fixed functions.
 
 pub(super) fn mul24_fn<const SIGNED: bool, const HI: bool, const MAD: bool>(
-    _: &AluCtx,
+    c: &AluCtx,
     i: &[&Lanes; 4],
     o: &mut [Lanes; 2],
 ) {
@@ -214,7 +214,7 @@ pub(super) fn mul24_fn<const SIGNED: bool, const HI: bool, const MAD: bool>(
             (x & 0xff_ffff) as i64
         }
     };
-    map3(i, o, |a, b, c| {
+    map3(c, i, o, |a, b, c| {
         let p = m24(a) * m24(b);
         let r = if HI { (p >> 16) as u32 } else { p as u32 };
         (if MAD { r.wrapping_add(c as u32) } else { r }) as u64
@@ -222,28 +222,28 @@ pub(super) fn mul24_fn<const SIGNED: bool, const HI: bool, const MAD: bool>(
 }
 
 pub(super) fn bfe_fn<const BITS: u32, const SIGNED: bool>(
-    _: &AluCtx,
+    c: &AluCtx,
     i: &[&Lanes; 4],
     o: &mut [Lanes; 2],
 ) {
-    map3(i, o, |a, p, n| {
+    map3(c, i, o, |a, p, n| {
         bfe(a, BITS, SIGNED, p as u32 & 0xff, n as u32 & 0xff)
     })
 }
 
 pub(super) fn selp(c: &AluCtx, i: &[&Lanes; 4], o: &mut [Lanes; 2]) {
     let m = c.dty.mask();
-    map3(i, o, |a, b, p| if p & 1 != 0 { a & m } else { b & m })
+    map3(c, i, o, |a, b, p| if p & 1 != 0 { a & m } else { b & m })
 }
 
 pub(super) fn slct_int(c: &AluCtx, i: &[&Lanes; 4], o: &mut [Lanes; 2]) {
     let m = c.dty.mask();
-    map3(i, o, |a, b, s| if s as i32 >= 0 { a & m } else { b & m })
+    map3(c, i, o, |a, b, s| if s as i32 >= 0 { a & m } else { b & m })
 }
 
 pub(super) fn slct_f32(c: &AluCtx, i: &[&Lanes; 4], o: &mut [Lanes; 2]) {
     let m = c.dty.mask();
-    map3(i, o, |a, b, s| {
+    map3(c, i, o, |a, b, s| {
         if Single::load(c, s) >= 0.0 {
             a & m
         } else {
@@ -254,21 +254,21 @@ pub(super) fn slct_f32(c: &AluCtx, i: &[&Lanes; 4], o: &mut [Lanes; 2]) {
 
 pub(super) fn lop3_fn(c: &AluCtx, i: &[&Lanes; 4], o: &mut [Lanes; 2]) {
     let m = c.dty.mask();
-    map3(i, o, |a, b, d| lop3(a, b, d, c.imm) & m)
+    map3(c, i, o, |a, b, d| lop3(a, b, d, c.imm) & m)
 }
 
 pub(super) fn prmt_fn(c: &AluCtx, i: &[&Lanes; 4], o: &mut [Lanes; 2]) {
-    map3(i, o, |a, b, s| {
+    map3(c, i, o, |a, b, s| {
         prmt(a as u32, b as u32, s as u32, c.imm) as u64
     })
 }
 
 pub(super) fn shf_fn<const LEFT: bool, const WRAP: bool>(
-    _: &AluCtx,
+    c: &AluCtx,
     i: &[&Lanes; 4],
     o: &mut [Lanes; 2],
 ) {
-    map3(i, o, |a, b, n| {
+    map3(c, i, o, |a, b, n| {
         let n = n as u32;
         let n = if WRAP { n & 31 } else { n.min(32) } as u64;
         let v = ((b as u32 as u64) << 32) | a as u32 as u64;
@@ -286,7 +286,7 @@ pub(super) fn dp4a_fn<const AS: bool, const BS: bool>(
     o: &mut [Lanes; 2],
 ) {
     let _ = c;
-    map3(i, o, |a, b, d| {
+    map3(c, i, o, |a, b, d| {
         let byte = |x: u64, k: u32, s: bool| {
             let v = (x >> (k * 8)) as u8;
             if s { v as i8 as i64 } else { v as i64 }
@@ -300,11 +300,11 @@ pub(super) fn dp4a_fn<const AS: bool, const BS: bool>(
 }
 
 pub(super) fn dp2a_fn<const AS: bool, const BS: bool, const HI: bool>(
-    _: &AluCtx,
+    c: &AluCtx,
     i: &[&Lanes; 4],
     o: &mut [Lanes; 2],
 ) {
-    map3(i, o, |a, b, d| {
+    map3(c, i, o, |a, b, d| {
         let half = |x: u64, k: u32| {
             let v = (x >> (k * 16)) as u16;
             if AS { v as i16 as i64 } else { v as i64 }
@@ -324,11 +324,11 @@ pub(super) fn dp2a_fn<const AS: bool, const BS: bool, const HI: bool>(
 /// `min`/`max` `.u16x2`/`.s16x2` (`RELU`: `.relu`, negative halves become 0): the two
 /// 16-bit halves of each 32-bit operand compared on their own.
 pub(super) fn minmax_16x2<const MIN: bool, const SIGNED: bool, const RELU: bool>(
-    _: &AluCtx,
+    c: &AluCtx,
     i: &[&Lanes; 4],
     o: &mut [Lanes; 2],
 ) {
-    map2(i, o, |a, b| {
+    map2(c, i, o, |a, b| {
         let mut r = 0u64;
         for sh in [0, 16] {
             let (x, y) = ((a >> sh) as u16, (b >> sh) as u16);

@@ -29,6 +29,8 @@ pub(crate) struct AluCtx {
     pub imm: u32,
     pub dty: Ty,
     pub sty: Ty,
+    /// Lanes computed, from the first (32: all; the compiled code's helper asks for one).
+    pub lanes: u8,
 }
 
 impl AluCtx {
@@ -60,6 +62,7 @@ impl Default for AluCtx {
             imm: 0,
             dty: Ty::B32,
             sty: Ty::B32,
+            lanes: 32,
         }
     }
 }
@@ -150,6 +153,7 @@ impl<'a> Mods<'a> {
             imm: 0,
             dty: ty,
             sty: ty,
+            lanes: 32,
         }
     }
 }
@@ -174,34 +178,40 @@ fn need<T>(v: Option<T>, what: &str) -> Result<T, String> {
 // ---------------------------------------------------------------------------------------------
 // Lane loops.
 
+/// Lanes an ALU function computes (at most 32).
 #[inline(always)]
-fn map1(i: &[&Lanes; 4], o: &mut [Lanes; 2], f: impl Fn(u64) -> u64) {
+pub(super) fn lanes(c: &AluCtx) -> usize {
+    (c.lanes as usize).min(32)
+}
+
+#[inline(always)]
+fn map1(ctx: &AluCtx, i: &[&Lanes; 4], o: &mut [Lanes; 2], f: impl Fn(u64) -> u64) {
     let a = i[0];
-    for l in 0..32 {
+    for l in 0..lanes(ctx) {
         o[0][l] = f(a[l]);
     }
 }
 
 #[inline(always)]
-fn map2(i: &[&Lanes; 4], o: &mut [Lanes; 2], f: impl Fn(u64, u64) -> u64) {
+fn map2(ctx: &AluCtx, i: &[&Lanes; 4], o: &mut [Lanes; 2], f: impl Fn(u64, u64) -> u64) {
     let (a, b) = (i[0], i[1]);
-    for l in 0..32 {
+    for l in 0..lanes(ctx) {
         o[0][l] = f(a[l], b[l]);
     }
 }
 
 #[inline(always)]
-fn map3(i: &[&Lanes; 4], o: &mut [Lanes; 2], f: impl Fn(u64, u64, u64) -> u64) {
+fn map3(ctx: &AluCtx, i: &[&Lanes; 4], o: &mut [Lanes; 2], f: impl Fn(u64, u64, u64) -> u64) {
     let (a, b, c) = (i[0], i[1], i[2]);
-    for l in 0..32 {
+    for l in 0..lanes(ctx) {
         o[0][l] = f(a[l], b[l], c[l]);
     }
 }
 
 #[inline(always)]
-fn map4(i: &[&Lanes; 4], o: &mut [Lanes; 2], f: impl Fn(u64, u64, u64, u64) -> u64) {
+fn map4(ctx: &AluCtx, i: &[&Lanes; 4], o: &mut [Lanes; 2], f: impl Fn(u64, u64, u64, u64) -> u64) {
     let (a, b, c, d) = (i[0], i[1], i[2], i[3]);
-    for l in 0..32 {
+    for l in 0..lanes(ctx) {
         o[0][l] = f(a[l], b[l], c[l], d[l]);
     }
 }
@@ -230,7 +240,7 @@ macro_rules! i1 {
         fn f($c: &AluCtx, i: &[&Lanes; 4], o: &mut [Lanes; 2]) {
             #[allow(dead_code)]
             type T = $t;
-            map1(i, o, |x| {
+            map1($c, i, o, |x| {
                 let $a = x as T;
                 ($e) as $u as u64
             })
@@ -245,7 +255,7 @@ macro_rules! i2 {
         fn f($c: &AluCtx, i: &[&Lanes; 4], o: &mut [Lanes; 2]) {
             #[allow(dead_code)]
             type T = $t;
-            map2(i, o, |x, y| {
+            map2($c, i, o, |x, y| {
                 let $a = x as T;
                 let $b = y as T;
                 ($e) as $u as u64
@@ -262,7 +272,7 @@ macro_rules! i2s {
         fn f($c: &AluCtx, i: &[&Lanes; 4], o: &mut [Lanes; 2]) {
             #[allow(dead_code)]
             type T = $t;
-            map2(i, o, |x, y| {
+            map2($c, i, o, |x, y| {
                 let $a = x as T;
                 let $b = y as u32;
                 ($e) as $u as u64
@@ -278,7 +288,7 @@ macro_rules! i3 {
         fn f($c: &AluCtx, i: &[&Lanes; 4], o: &mut [Lanes; 2]) {
             #[allow(dead_code)]
             type T = $t;
-            map3(i, o, |x, y, z| {
+            map3($c, i, o, |x, y, z| {
                 let $a = x as T;
                 let $b = y as T;
                 let $d = z as T;
@@ -293,10 +303,10 @@ macro_rules! i3 {
 macro_rules! i_bf {
     ($t:ty, $u:ty, |$a:ident, $b:ident, $p:ident, $n:ident| $e:expr) => {{
         #[allow(unused_variables, clippy::unnecessary_cast)]
-        fn f(_: &AluCtx, i: &[&Lanes; 4], o: &mut [Lanes; 2]) {
+        fn f(c: &AluCtx, i: &[&Lanes; 4], o: &mut [Lanes; 2]) {
             #[allow(dead_code)]
             type T = $t;
-            map4(i, o, |w, x, y, z| {
+            map4(c, i, o, |w, x, y, z| {
                 let $a = w as T;
                 let $b = x as T;
                 let $p = (y as u32) & 0xff;
@@ -311,8 +321,8 @@ macro_rules! i_bf {
 /// Widening multiply helpers.
 macro_rules! wide {
     ($t:ty, $w:ty, $wu:ty) => {{
-        fn f(_: &AluCtx, i: &[&Lanes; 4], o: &mut [Lanes; 2]) {
-            map2(i, o, |x, y| {
+        fn f(c: &AluCtx, i: &[&Lanes; 4], o: &mut [Lanes; 2]) {
+            map2(c, i, o, |x, y| {
                 ((x as $t as $w).wrapping_mul(y as $t as $w)) as $wu as u64
             })
         }
@@ -322,8 +332,8 @@ macro_rules! wide {
 
 macro_rules! wide_mad {
     ($t:ty, $w:ty, $wu:ty) => {{
-        fn f(_: &AluCtx, i: &[&Lanes; 4], o: &mut [Lanes; 2]) {
-            map3(i, o, |x, y, z| {
+        fn f(c: &AluCtx, i: &[&Lanes; 4], o: &mut [Lanes; 2]) {
+            map3(c, i, o, |x, y, z| {
                 ((x as $t as $w).wrapping_mul(y as $t as $w)).wrapping_add(z as $wu as $w) as $wu
                     as u64
             })

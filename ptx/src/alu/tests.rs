@@ -392,3 +392,28 @@ fn conversions() {
     );
     assert_eq!(run("cvt", &["rn", "bf16", "f32"], &[f32b(1.0)])[0], 0x3f80);
 }
+
+#[test]
+fn one_lane_computes_the_first_only() {
+    // The compiled code's helper asks for one lane; every way an ALU function walks its lanes
+    // (the map helpers, setp's, the carry chains') stops after it.
+    for (op, mods, srcs) in [
+        ("cvt", &["f32", "f16"][..], &[0x3c00u64][..]),
+        ("setp", &["lt", "s32"][..], &[1, 2, 1][..]),
+        ("add", &["cc", "u32"][..], &[u32::MAX as u64, 1][..]),
+        ("mul24", &["lo", "s32"][..], &[3, 4][..]),
+    ] {
+        let s = lookup(op, mods).unwrap().unwrap();
+        let mut lanes = [[0u64; 32]; 4];
+        for (k, v) in srcs.iter().enumerate() {
+            lanes[k] = [*v; 32];
+        }
+        let ctx = AluCtx { lanes: 1, ..s.ctx };
+        let mut one = [[0xdead; 32]; 2];
+        (s.f)(&ctx, &[&lanes[0], &lanes[1], &lanes[2], &lanes[3]], &mut one);
+        let mut all = [[0u64; 32]; 2];
+        (s.f)(&s.ctx, &[&lanes[0], &lanes[1], &lanes[2], &lanes[3]], &mut all);
+        assert_eq!(one[0][0], all[0][0], "{op}");
+        assert!(one[0][1..].iter().all(|&v| v == 0xdead), "{op}");
+    }
+}

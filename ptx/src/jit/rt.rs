@@ -493,18 +493,28 @@ pub(crate) extern "C" fn h_alu(inst: *const Inst, a: u64, b: u64, c: u64, d: u64
     let Op::Alu { f, ctx, .. } = &inst.op else {
         return;
     };
-    let mut ins: [Lanes; 4] = [[0; 32]; 4];
-    ins[0][0] = a;
-    ins[1][0] = b;
-    ins[2][0] = c;
-    ins[3][0] = d;
-    let mut o: [Lanes; 2] = [[0; 32]; 2];
-    f(ctx, &[&ins[0], &ins[1], &ins[2], &ins[3]], &mut o);
+    // One lane: the function computes the first only (not the warp's 32), in buffers kept
+    // per thread (lanes past the first are never read).
+    let one = crate::alu::AluCtx { lanes: 1, ..*ctx };
+    let (x, y) = ALU_LANES.with_borrow_mut(|(ins, o)| {
+        ins[0][0] = a;
+        ins[1][0] = b;
+        ins[2][0] = c;
+        ins[3][0] = d;
+        f(&one, &[&ins[0], &ins[1], &ins[2], &ins[3]], o);
+        (o[0][0], o[1][0])
+    });
     // SAFETY: compiled code passes a 16-byte stack slot.
     unsafe {
-        *out = o[0][0];
-        *out.add(1) = o[1][0];
+        *out = x;
+        *out.add(1) = y;
     }
+}
+
+thread_local! {
+    /// [`h_alu`]'s operand and result lanes.
+    static ALU_LANES: std::cell::RefCell<([Lanes; 4], [Lanes; 2])> =
+        const { std::cell::RefCell::new(([[0; 32]; 4], [[0; 32]; 2])) };
 }
 
 /// Special registers that are not constants of the block: codes 0 %clock, 1 %clock_hi,

@@ -22,8 +22,10 @@ use super::malloc::MallocHeap;
 use super::memory::{AllocKind, DeviceHeap};
 use crate::executor::{ExecResult, FunctionInfo, ModuleImage, Status, Tenant};
 
-/// Parsed modules kept for reuse, at most this many.
+/// Parsed modules kept for reuse, at most this many, of at most this many bytes of images
+/// (see [`MAX_PARSED_IMAGE_BYTES`] for what a parse takes).
 const PTX_CACHE_ENTRIES: usize = 256;
+const PTX_CACHE_IMAGE_BYTES: u64 = 64 << 20;
 /// Most modules one session may have loaded at once. CuPy loads a module per kernel it
 /// compiles and keeps them all: its own test suite holds thousands.
 const MAX_MODULES: usize = 1 << 16;
@@ -32,6 +34,11 @@ const MAX_MODULES: usize = 1 << 16;
 /// ten thousand modules (CUB's reductions 200 KiB of PTX each), grew the backend by about
 /// 10 GB beyond device memory before 1 GiB was reached (2026-11-30).
 const MAX_LOADED_IMAGE_BYTES: u64 = 256 << 20;
+/// Most bytes of module images whose parses (and the kernels compiled from them) a session
+/// keeps at once: past it, the parses of the modules used least lately are dropped and made
+/// again at their next use. A parse takes about twelve times its image (a CUB module of
+/// CuPy's, 21 MB of PTX, parsed into 242 MB; 2026-11-30), so this is some 800 MB of parses.
+const MAX_PARSED_IMAGE_BYTES: u64 = 64 << 20;
 /// Most function handles one session may hold.
 const MAX_FUNCTIONS: usize = 1 << 16;
 /// Default dynamic shared memory limit per block (what CUDA allows without opting in).
@@ -45,8 +52,9 @@ const ATTR_CARVEOUT: u32 = 9;
 
 type Parsed = Result<Arc<vcuda_ptx::Module>, String>;
 
-/// The parse of one image for one tenant, made once (see [`PtxCache`]).
-type Entries = HashMap<(Tenant, [u8; 32]), Arc<OnceLock<Parsed>>>;
+/// The parse of one image for one tenant, made once (see [`PtxCache`]), and the image's
+/// length.
+type Entries = HashMap<(Tenant, [u8; 32]), (Arc<OnceLock<Parsed>>, u64)>;
 
 /// Parsed PTX modules (with the kernels compiled from them) shared by the sessions of one
 /// tenant, keyed by tenant and image hash: another tenant's session parses and compiles an
@@ -65,15 +73,19 @@ impl PtxCache {
         let key = (tenant, image.hash);
         let cell = {
             let mut g = self.lock();
-            if let Some(c) = g.get(&key) {
+            if let Some((c, _)) = g.get(&key) {
                 c.clone()
             } else {
-                if g.len() >= PTX_CACHE_ENTRIES {
+                let len = image.bytes.len() as u64;
+                let cached: u64 = g.values().map(|(_, n)| n).sum();
+                if g.len() >= PTX_CACHE_ENTRIES
+                    || cached.saturating_add(len) > PTX_CACHE_IMAGE_BYTES
+                {
                     // Parses in flight keep their own cell.
                     g.clear();
                 }
                 let c = Arc::new(OnceLock::new());
-                g.insert(key, c.clone());
+                g.insert(key, (c.clone(), len));
                 c
             }
         };
@@ -81,7 +93,7 @@ impl PtxCache {
         if parsed.is_err() {
             // A later load parses again (and fails again): no failed image is kept.
             let mut g = self.lock();
-            if g.get(&key).is_some_and(|c| Arc::ptr_eq(c, &cell)) {
+            if g.get(&key).is_some_and(|(c, _)| Arc::ptr_eq(c, &cell)) {
                 g.remove(&key);
             }
         }
@@ -141,7 +153,15 @@ fn parse_image(bytes: &[u8]) -> Parsed {
 struct Loaded {
     /// The image it was loaded from (kept for a saved session, see `state.rs`).
     image: Arc<ModuleImage>,
-    ptx: Arc<vcuda_ptx::Module>,
+    /// Its parse, with the kernels compiled from it; `None` where it was dropped (see
+    /// [`MAX_PARSED_IMAGE_BYTES`]) until the module is used again.
+    ptx: Option<Arc<vcuda_ptx::Module>>,
+    /// When it was last used (`Modules::clock`).
+    used: u64,
+    /// How many kernels it has (known without its parse).
+    kernels: usize,
+    /// Whether its kernels may call device-side `malloc` (known without its parse).
+    malloc: bool,
     /// Device address of each global (0 for extern ones), indexed by `GlobalId`.
     addrs: Vec<u64>,
     /// The module's own storage of its globals (freed with it); differs from `addrs` for
@@ -225,6 +245,11 @@ pub struct Modules {
     loaded: HashMap<u64, Loaded>,
     /// Bytes of the images of `loaded`.
     loaded_bytes: u64,
+    /// Bytes of the images of `loaded` whose parses are kept, at most `parsed_budget`.
+    parsed_bytes: u64,
+    parsed_budget: u64,
+    /// Counts module uses (see `Loaded::used`).
+    clock: u64,
     functions: HashMap<u64, Function>,
     by_kernel: HashMap<(u64, u32), u64>,
     stdout: Mutex<Vec<u8>>,
@@ -257,6 +282,9 @@ impl Modules {
             threads,
             loaded: HashMap::new(),
             loaded_bytes: 0,
+            parsed_bytes: 0,
+            parsed_budget: MAX_PARSED_IMAGE_BYTES,
+            clock: 0,
             functions: HashMap::new(),
             by_kernel: HashMap::new(),
             stdout: Mutex::new(Vec::new()),
@@ -276,7 +304,7 @@ impl Modules {
             .functions
             .get(&function)
             .and_then(|f| self.loaded.get(&f.module))
-            .is_some_and(|m| m.ptx.uses_device_malloc());
+            .is_some_and(|m| m.malloc);
         uses && self.malloc.lock().is_ok_and(|h| h.is_none())
     }
 
@@ -350,22 +378,80 @@ impl Modules {
         }
         let allocs = addrs.clone();
         self.loaded_bytes += bytes;
+        self.insert_loaded(handle, image.clone(), ptx, addrs, allocs);
+        Ok(())
+    }
+
+    /// Records module `handle`, loaded from `image` (parsed as `ptx`), as just used.
+    fn insert_loaded(
+        &mut self,
+        handle: u64,
+        image: Arc<ModuleImage>,
+        ptx: Arc<vcuda_ptx::Module>,
+        addrs: Vec<u64>,
+        allocs: Vec<u64>,
+    ) {
+        self.clock += 1;
+        self.parsed_bytes += image.bytes.len() as u64;
         self.loaded.insert(
             handle,
             Loaded {
-                image: image.clone(),
-                ptx,
+                image,
+                kernels: ptx.kernels().len(),
+                malloc: ptx.uses_device_malloc(),
+                ptx: Some(ptx),
+                used: self.clock,
                 addrs,
                 allocs,
             },
         );
-        Ok(())
+        self.trim_parses(handle);
+    }
+
+    /// Module `module`'s parse, made again if it was dropped; the module counts as used.
+    fn parse_of(&mut self, module: u64) -> ExecResult<Arc<vcuda_ptx::Module>> {
+        self.clock += 1;
+        let m = self.loaded.get_mut(&module).ok_or(Status::INVALID_HANDLE)?;
+        m.used = self.clock;
+        if let Some(p) = &m.ptx {
+            return Ok(p.clone());
+        }
+        let p = self.cache.get(self.tenant, &m.image).map_err(|e| {
+            warn!("cannot parse a loaded module again: {e}");
+            Status::NO_KERNEL_IMAGE
+        })?;
+        debug!("module {module:#x} parsed again");
+        m.ptx = Some(p.clone());
+        self.parsed_bytes += m.image.bytes.len() as u64;
+        self.trim_parses(module);
+        Ok(p)
+    }
+
+    /// Drops the parses of the modules used least lately (not `keep`'s) until the kept ones
+    /// are within the budget.
+    fn trim_parses(&mut self, keep: u64) {
+        while self.parsed_bytes > self.parsed_budget {
+            let oldest = self
+                .loaded
+                .iter()
+                .filter(|&(&h, m)| h != keep && m.ptx.is_some())
+                .min_by_key(|(_, m)| m.used)
+                .map(|(&h, _)| h);
+            let Some(m) = oldest.and_then(|h| self.loaded.get_mut(&h)) else {
+                return;
+            };
+            m.ptx = None;
+            self.parsed_bytes = self.parsed_bytes.saturating_sub(m.image.bytes.len() as u64);
+        }
     }
 
     /// Unloads a module and frees its variables.
     pub fn unload(&mut self, module: u64, heap: &mut DeviceHeap) -> ExecResult<()> {
         let m = self.loaded.remove(&module).ok_or(Status::INVALID_HANDLE)?;
         self.loaded_bytes = self.loaded_bytes.saturating_sub(m.image.bytes.len() as u64);
+        if m.ptx.is_some() {
+            self.parsed_bytes = self.parsed_bytes.saturating_sub(m.image.bytes.len() as u64);
+        }
         for a in m.allocs.into_iter().filter(|&a| a != 0) {
             let _ = heap.free(a, AllocKind::Symbol);
         }
@@ -378,16 +464,23 @@ impl Modules {
     /// How many kernels a module has, and the name of the one at `index` (source order).
     pub fn kernel_name(&self, module: u64, index: u32) -> ExecResult<(u32, Option<String>)> {
         let m = self.loaded.get(&module).ok_or(Status::INVALID_HANDLE)?;
-        let k = m.ptx.kernels();
+        // A dropped parse is made again for this look-up only (the cache may hold it).
+        let ptx = match &m.ptx {
+            Some(p) => p.clone(),
+            None => self
+                .cache
+                .get(self.tenant, &m.image)
+                .map_err(|_| Status::NO_KERNEL_IMAGE)?,
+        };
+        let k = ptx.kernels();
         let count = u32::try_from(k.len()).map_err(|_| Status::NOT_SUPPORTED)?;
         Ok((count, k.get(index as usize).map(|k| k.name.clone())))
     }
 
     pub fn function(&mut self, module: u64, name: &str, handle: u64) -> ExecResult<FunctionInfo> {
-        let m = self.loaded.get(&module).ok_or(Status::INVALID_HANDLE)?;
-        let kid = m.ptx.kernel(name).ok_or(Status::INVALID_DEVICE_FUNCTION)?;
-        let k = m
-            .ptx
+        let ptx = self.parse_of(module)?;
+        let kid = ptx.kernel(name).ok_or(Status::INVALID_DEVICE_FUNCTION)?;
+        let k = ptx
             .kernel_info(kid)
             .ok_or(Status::INVALID_DEVICE_FUNCTION)?;
         let handle = match self.by_kernel.get(&(module, kid.0)) {
@@ -415,17 +508,17 @@ impl Modules {
         // CU_FUNC_ATTRIBUTE_PTX_VERSION is the virtual architecture the PTX targets
         // (`.target sm_120` -> 120), not the PTX ISA version; libraries such as CUB pick
         // their tuning (and whether they can run at all) from it.
-        let version = ptx_arch(m.ptx.target()).unwrap_or(90);
+        let version = ptx_arch(ptx.target()).unwrap_or(90);
         Ok(FunctionInfo {
             handle,
             attrs: FuncAttrs {
                 shared_size_bytes: u64::from(k.static_shared),
-                const_size_bytes: m.ptx.const_bytes(),
+                const_size_bytes: ptx.const_bytes(),
                 local_size_bytes: u64::from(k.local_bytes),
                 max_threads_per_block: max_threads as i32,
                 // What the PTX declares, within its .maxnreg: the CPU executor has no
                 // register file, and this is the figure occupancy math should see.
-                num_regs: m.ptx.kernel_registers(kid).map_or(32, |r| r as i32),
+                num_regs: ptx.kernel_registers(kid).map_or(32, |r| r as i32),
                 ptx_version: version,
                 binary_version: 90,
                 cache_mode_ca: 0,
@@ -448,9 +541,10 @@ impl Modules {
 
     /// A module variable's address and size.
     pub fn symbol(&mut self, module: u64, name: &str) -> ExecResult<(u64, u64)> {
+        let ptx = self.parse_of(module)?;
         let m = self.loaded.get(&module).ok_or(Status::INVALID_HANDLE)?;
-        let id = m.ptx.global(name).ok_or(Status::INVALID_SYMBOL)?;
-        let g = &m.ptx.globals()[id.0 as usize];
+        let id = ptx.global(name).ok_or(Status::INVALID_SYMBOL)?;
+        let g = &ptx.globals()[id.0 as usize];
         match m.addrs.get(id.0 as usize) {
             Some(&a) if a != 0 => Ok((a, g.size)),
             _ => Err(Status::INVALID_SYMBOL),
@@ -468,9 +562,10 @@ impl Modules {
         size: u64,
         heap: &mut DeviceHeap,
     ) -> ExecResult<()> {
+        let ptx = self.parse_of(module)?;
         let m = self.loaded.get_mut(&module).ok_or(Status::INVALID_HANDLE)?;
-        let id = m.ptx.global(name).ok_or(Status::INVALID_SYMBOL)?;
-        let g = &m.ptx.globals()[id.0 as usize];
+        let id = ptx.global(name).ok_or(Status::INVALID_SYMBOL)?;
+        let g = &ptx.globals()[id.0 as usize];
         let old = match m.addrs.get(id.0 as usize) {
             Some(&a) if a != 0 => a,
             _ => return Err(Status::INVALID_SYMBOL),
@@ -525,12 +620,14 @@ impl Modules {
             .functions
             .get(&req.function)
             .ok_or(Status::INVALID_DEVICE_FUNCTION)?;
+        let ptx = self
+            .parse_of(f.module)
+            .map_err(|_| Status::INVALID_DEVICE_FUNCTION)?;
         let m = self
             .loaded
             .get(&f.module)
             .ok_or(Status::INVALID_DEVICE_FUNCTION)?;
-        let k = m
-            .ptx
+        let k = ptx
             .kernel_info(f.kernel)
             .ok_or(Status::INVALID_DEVICE_FUNCTION)?;
         if params.len() != k.param_size as usize {
@@ -573,7 +670,7 @@ impl Modules {
         };
         let addrs = &m.addrs;
         let r = vcuda_ptx::launch(
-            &m.ptx,
+            &ptx,
             f.kernel,
             &cfg,
             params,
@@ -764,6 +861,50 @@ mod tests {
             small_done < big_done,
             "the small module waited for the big one: {small_done:?} vs {big_done:?}"
         );
+    }
+
+    /// Past the session's budget of parsed images, the parse of the module used least lately
+    /// is dropped (memory CuPy's thousands of modules grew without bound) and made again,
+    /// the same, when that module is used.
+    #[test]
+    fn parses_past_the_budget_are_dropped_and_made_again() {
+        use super::super::memory::{DeviceHeap, MemoryBudget};
+        let mut heap = DeviceHeap::new(MemoryBudget::new(1 << 20), u64::MAX);
+        heap.set_range(0x7f00_0000_0000, 1 << 30);
+        // No cache shared with the loads: a dropped parse is gone until parsed again.
+        let mut m = Modules::new(Arc::default(), Tenant::unique(), 1, None, false);
+        let images: Vec<_> = (1..=3).map(|n| ptx_fatbin(&kernels(n))).collect();
+        m.parsed_budget = (images[0].bytes.len() + images[2].bytes.len()) as u64;
+        m.load(1, &images[0], &mut heap).unwrap();
+        m.load(2, &images[1], &mut heap).unwrap();
+        m.function(1, "k0", 0x100).unwrap();
+        // Module 2 is the one used least lately now.
+        m.load(3, &images[2], &mut heap).unwrap();
+        let kept = |m: &Modules| {
+            let mut v: Vec<u64> = m
+                .loaded
+                .iter()
+                .filter(|(_, l)| l.ptx.is_some())
+                .map(|(&h, _)| h)
+                .collect();
+            v.sort();
+            v
+        };
+        assert_eq!(kept(&m), [1, 3]);
+        assert!(m.parsed_bytes <= m.parsed_budget);
+        // Still fully usable: looked up (without keeping the parse), then parsed again.
+        assert_eq!(m.kernel_name(2, 1).unwrap(), (2, Some("k1".into())));
+        assert_eq!(kept(&m), [1, 3]);
+        let f = m.function(2, "k1", 0x200).unwrap();
+        assert_eq!(f.handle, 0x200);
+        assert!(m.loaded[&2].ptx.is_some());
+        assert!(m.parsed_bytes <= m.parsed_budget);
+        assert!(kept(&m).contains(&2));
+        // Unloading gives the parse's bytes back.
+        m.unload(2, &mut heap).unwrap();
+        m.unload(1, &mut heap).unwrap();
+        m.unload(3, &mut heap).unwrap();
+        assert_eq!(m.parsed_bytes, 0);
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use vcuda_ptx::KernelId;
 
 use super::{
-    Function, Loaded, MAX_FUNCTIONS, MAX_LOADED_IMAGE_BYTES, MAX_MODULES, MAX_SHARED_OPTIN, Modules,
+    Function, MAX_FUNCTIONS, MAX_LOADED_IMAGE_BYTES, MAX_MODULES, MAX_SHARED_OPTIN, Modules,
 };
 use crate::executor::cpu::malloc::MallocHeap;
 use crate::executor::cpu::memory::{AllocKind, DeviceHeap};
@@ -131,18 +131,10 @@ impl Modules {
             if self.loaded_bytes > MAX_LOADED_IMAGE_BYTES {
                 return Err(MigrateError::invalid("too many bytes of modules"));
             }
-            self.loaded.insert(
-                m.handle,
-                Loaded {
-                    image: image.clone(),
-                    ptx,
-                    addrs: m.addrs,
-                    allocs: m.allocs,
-                },
-            );
+            self.insert_loaded(m.handle, image.clone(), ptx, m.addrs, m.allocs);
         }
         for f in state.functions {
-            let kernels = self.loaded.get(&f.module).map(|m| m.ptx.kernels().len());
+            let kernels = self.loaded.get(&f.module).map(|m| m.kernels);
             let ok = f.handle != 0
                 && kernels.is_some_and(|n| (f.kernel as usize) < n)
                 && f.max_dynamic_shared <= MAX_SHARED_OPTIN

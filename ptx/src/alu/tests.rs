@@ -410,9 +410,17 @@ fn one_lane_computes_the_first_only() {
         }
         let ctx = AluCtx { lanes: 1, ..s.ctx };
         let mut one = [[0xdead; 32]; 2];
-        (s.f)(&ctx, &[&lanes[0], &lanes[1], &lanes[2], &lanes[3]], &mut one);
+        (s.f)(
+            &ctx,
+            &[&lanes[0], &lanes[1], &lanes[2], &lanes[3]],
+            &mut one,
+        );
         let mut all = [[0u64; 32]; 2];
-        (s.f)(&s.ctx, &[&lanes[0], &lanes[1], &lanes[2], &lanes[3]], &mut all);
+        (s.f)(
+            &s.ctx,
+            &[&lanes[0], &lanes[1], &lanes[2], &lanes[3]],
+            &mut all,
+        );
         assert_eq!(one[0][0], all[0][0], "{op}");
         assert!(one[0][1..].iter().all(|&v| v == 0xdead), "{op}");
     }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
-//! Compiled kernels: compiled on a thread of their own on first launch, kept in their module.
+//! Compiled kernels: compiled on a thread of their own on first launch (a small module's
+//! kernels all at once), kept in their module.
 //!
 //! The launch does the cheap part itself (calls expanded, every instruction checked), hands
 //! the code to a compiler thread and waits for it while observing its own cancellation and

@@ -3,7 +3,8 @@
 //! time with barriers as resume points ([`lower`]), the interpreter's semantics kept by
 //! sharing its ALU functions for everything not emitted inline.
 //!
-//! A kernel is compiled on its first launch, on a compiler thread, and cached in its
+//! A kernel is compiled on its first launch (in a small module, with the module's other
+//! kernels in the background), on a compiler thread, and cached in its
 //! [`Module`](crate::Module) ([`cache`]): its direct calls are expanded in place ([`inline`]),
 //! then [`lower`] (and the modules it lists) emits one function running a round of a block.
 //! Where a block's threads can go eight at a time, the group code keeps each register in the

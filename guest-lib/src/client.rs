@@ -22,6 +22,18 @@ thread_local! {
     /// Whether this thread runs library-internal calls (see [`Client::internal`]).
     static INTERNAL: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
+
+/// [`Client::internal`] for code that holds no client yet (managed memory's coherence).
+pub(crate) fn internal<R>(f: impl FnOnce() -> R) -> R {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            INTERNAL.set(self.0);
+        }
+    }
+    let _restore = Restore(INTERNAL.replace(true));
+    f()
+}
 use crate::error::{Error, Result};
 use crate::logging;
 use crate::mirror::Mirror;
@@ -445,14 +457,7 @@ impl Client {
     /// fails them (each gets its own reply) nor is taken by them, so the program's next call
     /// reports it, as CUDA's would.
     pub fn internal<R>(&self, f: impl FnOnce() -> R) -> R {
-        struct Restore(bool);
-        impl Drop for Restore {
-            fn drop(&mut self) {
-                INTERNAL.set(self.0);
-            }
-        }
-        let _restore = Restore(INTERNAL.replace(true));
-        f()
+        internal(f)
     }
 
     /// Sends one request of operation `O` (no tail, no data) and waits for its reply.

@@ -229,10 +229,12 @@ pub(crate) fn owns(addr: u64) -> bool {
     LIVE.load(Ordering::Acquire) != 0 && find(addr).is_some()
 }
 
-/// Runs `f` as one of the library's own coherence requests (not flushed or invalidated).
+/// Runs `f` as one of the library's own coherence requests (not flushed or invalidated),
+/// which leave a pending asynchronous error to the program (see `Client::internal`): a
+/// fault handler bringing managed memory in must not fail on a kernel's earlier error.
 fn internal<R>(f: impl FnOnce() -> R) -> R {
     let was = INTERNAL.with(|i| i.replace(true));
-    let r = f();
+    let r = crate::client::internal(f);
     INTERNAL.with(|i| i.set(was));
     r
 }

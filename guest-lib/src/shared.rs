@@ -148,11 +148,13 @@ pub(crate) fn device_pointer(addr: u64) -> Option<u64> {
 
 /// Exposes the region `handle`, mapped here at `p` for `len` bytes, to kernels at `p`.
 fn map_for_device(c: &Client, p: *mut c_void, len: usize, handle: u64) -> Result<()> {
-    c.call::<ops::MapHostMemory>(&MapHostMemoryReq {
-        region: handle,
-        offset: 0,
-        len: len as u64,
-        addr: p as u64,
+    c.internal(|| {
+        c.call::<ops::MapHostMemory>(&MapHostMemoryReq {
+            region: handle,
+            offset: 0,
+            len: len as u64,
+            addr: p as u64,
+        })
     })
 }
 
@@ -488,7 +490,7 @@ fn move_to_shared(c: &Client, start: u64, span: u64) -> std::io::Result<u64> {
         flags: 0,
         reserved: 0,
     };
-    let handle = match c.call_fd::<ops::ShareMemory>(&req, fd.as_raw_fd()) {
+    let handle = match c.internal(|| c.call_fd::<ops::ShareMemory>(&req, fd.as_raw_fd())) {
         Ok(HandleResp { handle }) => handle,
         Err(e) => {
             // SAFETY: the mapping made above, not handed out.
@@ -529,7 +531,7 @@ fn move_to_shared(c: &Client, start: u64, span: u64) -> std::io::Result<u64> {
         };
         // SAFETY: the mapping made above, not moved and not handed out.
         unsafe { libc::munmap(tmp, n) };
-        if let Err(x) = c.post::<ops::UnshareMemory>(&HandleReq { handle }) {
+        if let Err(x) = c.internal(|| c.post::<ops::UnshareMemory>(&HandleReq { handle })) {
             log::debug!("UnshareMemory: {}", x.0);
         }
         return Err(e);

@@ -42,6 +42,10 @@ static RUNNING: Mutex<usize> = Mutex::new(0);
 /// Signalled when a compile ends.
 static TURN: Condvar = Condvar::new();
 
+/// Compiles a launch waits for that are waiting for a turn: ahead of every compile started
+/// ahead of need (a small module's other kernels, see [`MODULE_COMPILE_MAX_KERNELS`]).
+static URGENT: AtomicUsize = AtomicUsize::new(0);
+
 /// How long a waiting launch (or compiler thread) sleeps between looks at its cancellation
 /// and time limit.
 const POLL: Duration = Duration::from_millis(10);
@@ -113,7 +117,10 @@ impl Slot {
 /// (the others in the background, on the cores the launch leaves idle while it waits), as a
 /// GPU driver compiles a module's PTX when it loads: a program's next kernels are then
 /// ready, or nearly, when it launches them. Larger modules (CuPy's CUB modules, hundreds of
-/// kernels of which a program uses a few) compile each kernel at its own first launch.
+/// kernels of which a program uses a few) compile each kernel at its own first launch. The
+/// others start only where no other compile is under way, and give their turn to any
+/// compile a launch waits for; their memory is charged like any compile's, for as long as
+/// they run (a program allocating nearly all device memory meanwhile may be refused).
 const MODULE_COMPILE_MAX_KERNELS: usize = 8;
 
 type Slots = std::collections::HashMap<u32, Option<Arc<dyn Any + Send + Sync>>>;
@@ -138,10 +145,12 @@ pub(crate) fn get(
             Some(s) if !s.retry() => s,
             _ => {
                 let first = map.is_empty();
-                let s = begin(m, k, l, &mut map);
-                if first && m.kernels.len() <= MODULE_COMPILE_MAX_KERNELS {
+                let s = begin(m, k, l, &mut map, false);
+                // Only the compile just started: the backend has nothing else to compile.
+                let idle = THREADS.load(Ordering::Relaxed) <= 1;
+                if first && idle && m.kernels.len() <= MODULE_COMPILE_MAX_KERNELS {
                     for j in (0..m.kernels.len() as u32).filter(|&j| j != k) {
-                        begin(m, j, l, &mut map);
+                        begin(m, j, l, &mut map, true);
                     }
                 }
                 match s {
@@ -154,9 +163,9 @@ pub(crate) fn get(
     slot.wait(l)
 }
 
-/// Starts compiling kernel `k` of `m` (recorded in `map`); its slot, or `None` where it runs
-/// interpreted (for good, or this time only).
-fn begin(m: &Module, k: u32, l: &Launch<'_>, map: &mut Slots) -> Option<Arc<Slot>> {
+/// Starts compiling kernel `k` of `m` (recorded in `map`; `ahead`: before any launch needs
+/// it); its slot, or `None` where it runs interpreted (for good, or this time only).
+fn begin(m: &Module, k: u32, l: &Launch<'_>, map: &mut Slots, ahead: bool) -> Option<Arc<Slot>> {
     let info = m.kernels.get(k as usize)?;
     let flat = match prepare(m, info.func as usize) {
         Ok(f) => f,
@@ -170,7 +179,7 @@ fn begin(m: &Module, k: u32, l: &Launch<'_>, map: &mut Slots) -> Option<Arc<Slot
         state: Mutex::new(State::Running),
         done: Condvar::new(),
     });
-    if !start(flat, s.clone(), info.name.clone(), l) {
+    if !start(flat, s.clone(), info.name.clone(), l, ahead) {
         return None;
     }
     map.insert(k, Some(s.clone() as Arc<dyn Any + Send + Sync>));
@@ -190,7 +199,7 @@ fn prepare(m: &Module, func: usize) -> Result<inline::Flat, String> {
 
 /// Starts compiling `flat` on a thread of its own, which fills `slot`; `false` (nothing
 /// started) where there are too many compiler threads or none can start.
-fn start(flat: inline::Flat, slot: Arc<Slot>, name: String, l: &Launch<'_>) -> bool {
+fn start(flat: inline::Flat, slot: Arc<Slot>, name: String, l: &Launch<'_>, ahead: bool) -> bool {
     if THREADS.fetch_add(1, Ordering::Relaxed) >= MAX_COMPILER_THREADS {
         THREADS.fetch_sub(1, Ordering::Relaxed);
         log::debug!("kernel {name} runs interpreted this time: too many compiles waiting");
@@ -203,7 +212,7 @@ fn start(flat: inline::Flat, slot: Arc<Slot>, name: String, l: &Launch<'_>) -> b
         .name("vcuda-jit".into())
         .spawn(move || {
             let _alive = Alive;
-            let state = run(flat, &name, cancel.as_ref(), memory.as_ref());
+            let state = run(flat, &name, cancel.as_ref(), memory.as_ref(), ahead);
             slot.finish(state);
         });
     match r {
@@ -230,15 +239,28 @@ impl Drop for Alive {
 struct Turn;
 
 impl Turn {
-    /// Waits for a turn; `None` if `cancel` is cancelled first.
-    fn take(cancel: Option<&Cancel>) -> Option<Turn> {
+    /// Waits for a turn (`ahead`: after every compile a launch waits for); `None` if
+    /// `cancel` is cancelled first.
+    fn take(cancel: Option<&Cancel>, ahead: bool) -> Option<Turn> {
+        struct Waiting(bool);
+        impl Drop for Waiting {
+            fn drop(&mut self) {
+                if self.0 {
+                    URGENT.fetch_sub(1, Ordering::Relaxed);
+                }
+            }
+        }
+        let _waiting = Waiting(!ahead);
+        if !ahead {
+            URGENT.fetch_add(1, Ordering::Relaxed);
+        }
         let max = std::thread::available_parallelism().map_or(1, |n| n.get());
         let mut n = RUNNING.lock().unwrap_or_else(|e| e.into_inner());
         loop {
             if cancel.is_some_and(Cancel::is_cancelled) {
                 return None;
             }
-            if *n < max {
+            if *n < max && (!ahead || URGENT.load(Ordering::Relaxed) == 0) {
                 *n += 1;
                 return Some(Turn);
             }
@@ -263,8 +285,9 @@ fn run(
     name: &str,
     cancel: Option<&Cancel>,
     memory: Option<&CompileMemory>,
+    ahead: bool,
 ) -> State {
-    let Some(_turn) = Turn::take(cancel) else {
+    let Some(_turn) = Turn::take(cancel, ahead) else {
         return State::Retry;
     };
     let mut charge = None;

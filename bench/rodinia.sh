@@ -45,13 +45,20 @@ toolkit=$(bash images/cuda-toolkit.sh)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
+chosen=()
 for p in "${programs[@]}"; do
     [[ -z $only || $p == "$only" ]] || continue
+    chosen+=("$p")
     gcc -O2 -fopenmp "bench/rodinia/$p.c" -o "$work/$p-c" -lm
     "$toolkit/bin/nvcc" -cudart=shared -O2 -std=c++17 \
         -gencode 'arch=compute_90,code=[sm_90,compute_90]' -L"$toolkit/lib" \
         "bench/rodinia/$p.cu" -o "$work/$p-cuda"
-    for ((r = 0; r < runs; r++)); do
+done
+# Round by round over the programs, so that a program's runs are spread over the whole
+# benchmark: this machine has periods of tens of seconds in which everything runs two to
+# three times slower, which took all the runs of a program run back to back.
+for ((r = 0; r < runs; r++)); do
+    for p in "${chosen[@]}"; do
         "$work/$p-c" | grep '^BENCH ' | sed 's/^BENCH /C /' >>"$work/results.txt"
         "$vcuda" run --executor cpu -- "$work/$p-cuda" | grep '^BENCH ' |
             sed 's/^BENCH /V /' >>"$work/results.txt"

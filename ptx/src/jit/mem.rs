@@ -178,18 +178,7 @@ impl Lower<'_, '_> {
             return self.b.use_var(self.tmp);
         }
         self.sync_cur();
-        let sc = self.b.ins().iconst(I32, rt::space_code(space) as i64);
-        let sz = self.b.ins().iconst(I32, size as i64);
-        let wr = self.b.ins().iconst(I32, write as i64);
-        let f = self
-            .b
-            .ins()
-            .iconst(I64, rt::h_ptr as *const () as usize as i64);
-        let call = self
-            .b
-            .ins()
-            .call_indirect(self.helpers.ptr, f, &[self.tc, sc, a, sz, wr]);
-        let p = self.b.inst_results(call)[0];
+        let p = self.call_ptr(rt::h_ptr, space, a, size, write);
         self.b.def_var(self.tmp, p);
         if global {
             self.reload_region();
@@ -204,6 +193,27 @@ impl Lower<'_, '_> {
         self.exit(FAULTED);
         self.enter(join);
         self.b.use_var(self.tmp)
+    }
+
+    /// Calls `f` (`h_ptr` or `h_span`: where `size` bytes at `a` in `space` lie) and returns
+    /// its host pointer, null where it found none.
+    pub(super) fn call_ptr(
+        &mut self,
+        f: extern "C" fn(*mut rt::ThreadCtx, u32, u64, u32, u32) -> *mut u8,
+        space: Space,
+        a: Value,
+        size: u32,
+        write: bool,
+    ) -> Value {
+        let sc = self.b.ins().iconst(I32, rt::space_code(space) as i64);
+        let sz = self.b.ins().iconst(I32, size as i64);
+        let wr = self.b.ins().iconst(I32, write as i64);
+        let f = self.b.ins().iconst(I64, f as usize as i64);
+        let call = self
+            .b
+            .ins()
+            .call_indirect(self.helpers.ptr, f, &[self.tc, sc, a, sz, wr]);
+        self.b.inst_results(call)[0]
     }
 
     /// Calls the instruction's interpreter function for one lane.

@@ -237,6 +237,16 @@ impl ThreadCtx {
         self.g_host[0] = host;
     }
 
+    /// Where the `size` bytes at `addr` lie in one of the cached global regions (the newest
+    /// first), if one holds them all.
+    fn cached(&self, addr: u64, size: u64) -> Option<*mut u8> {
+        (0..REGION_SLOTS).find_map(|k| {
+            let off = addr.wrapping_sub(self.g_base[k]);
+            (self.g_len[k] >= size && off <= self.g_len[k] - size)
+                .then(|| self.g_host[k].wrapping_add(off as usize))
+        })
+    }
+
     pub(crate) fn new() -> ThreadCtx {
         ThreadCtx {
             shared: std::ptr::null_mut(),
@@ -345,17 +355,10 @@ pub(crate) extern "C" fn h_span(
 ) -> *mut u8 {
     // SAFETY: as in `h_ptr`.
     let tc = unsafe { &*tc };
-    let size = size as u64;
     if addr & 3 != 0 {
         return std::ptr::null_mut();
     }
-    (0..REGION_SLOTS)
-        .find_map(|k| {
-            let off = addr.wrapping_sub(tc.g_base[k]);
-            (tc.g_len[k] >= size && off <= tc.g_len[k] - size)
-                .then(|| tc.g_host[k].wrapping_add(off as usize))
-        })
-        .unwrap_or(std::ptr::null_mut())
+    tc.cached(addr, size as u64).unwrap_or(std::ptr::null_mut())
 }
 
 /// The host addresses of a vector group's `LANES` 4-byte accesses in space `space` (global,
@@ -384,12 +387,10 @@ pub(crate) extern "C" fn h_lanes(
         if a & 3 != 0 {
             return 0;
         }
-        let cached = (0..REGION_SLOTS).find_map(|k| {
-            let off = a.wrapping_sub(tc.g_base[k]);
-            (tc.g_len[k] >= 4 && off <= tc.g_len[k] - 4)
-                .then(|| tc.g_host[k].wrapping_add(off as usize))
-        });
-        match cached.or_else(|| resolve(tc, space, a, 4, write != 0)) {
+        match tc
+            .cached(a, 4)
+            .or_else(|| resolve(tc, space, a, 4, write != 0))
+        {
             Some(p) => *o = p as u64,
             None => return 0,
         }

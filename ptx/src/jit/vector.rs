@@ -571,18 +571,13 @@ impl Lower<'_, '_> {
             self.b.set_cold_block(look);
             // A call, not the slots' checks inline: emitted for every access, those made the
             // fast path of a kernel of many loads slower (streamcluster's, by a fifth).
-            let sc = self.b.ins().iconst(I32, rt::space_code(space) as i64);
-            let sz = self.b.ins().iconst(I32, 4 * LANES as i64);
-            let wr = self.b.ins().iconst(I32, store.is_some() as i64);
-            let f = self
-                .b
-                .ins()
-                .iconst(I64, rt::h_span as *const () as usize as i64);
-            let call =
-                self.b
-                    .ins()
-                    .call_indirect(self.helpers.ptr, f, &[self.tc, sc, addrs[0], sz, wr]);
-            let p = self.b.inst_results(call)[0];
+            let p = self.call_ptr(
+                rt::h_span,
+                space,
+                addrs[0],
+                4 * LANES as u32,
+                store.is_some(),
+            );
             self.b.ins().brif(p, cached, &[], lanes, &[]);
             self.enter(cached);
             self.b.set_cold_block(cached);

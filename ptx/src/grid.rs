@@ -255,8 +255,10 @@ impl Launch<'_> {
         insts: u64,
         winsts: u64,
     ) -> bool {
-        self.insts.fetch_add(insts, Ordering::Relaxed);
-        self.winsts.fetch_add(winsts, Ordering::Relaxed);
+        if insts != 0 {
+            self.insts.fetch_add(insts, Ordering::Relaxed);
+            self.winsts.fetch_add(winsts, Ordering::Relaxed);
+        }
         match r {
             Ok(()) => true,
             Err(e) => {

@@ -89,7 +89,12 @@ impl<'a, 'b> Lower<'a, 'b> {
                     self.enter(mixed);
                     self.b.ins().brif(any, split, &[], next, &[]);
                     self.enter(split);
-                    self.diverge(pc);
+                    match inst.op {
+                        Op::Bra { target } if self.maskable(pc, target as usize) => {
+                            self.masked_region(pc, g, neg, target as usize)?;
+                        }
+                        _ => self.diverge(pc),
+                    }
                     self.enter(doit);
                 }
                 self.set_lane(0);

@@ -14,12 +14,12 @@ use cranelift_codegen::ir::{
 use cranelift_frontend::{FunctionBuilder, Switch, Variable};
 
 use super::{
-    forms::{Form, forms, strides},
+    forms::{self, Form, forms, strides},
     live::{dirty_in, live_in},
-    lower::{Arrays, FLAGS, HALVES, Helpers, Inv, LANES, Lane, Lower, Reject, sig},
+    lower::{Arrays, FLAGS, HALVES, Helpers, Inv, LANES, Lane, Lower, NARROW, Reject, sig},
     mem::SIZES,
     rt::{ROUND, off},
-    vector_check::bails,
+    vector_check::{bails, can_vector},
 };
 use crate::ir::{ArgCopy, BarKind, Inst, Op, SINK, Space, Src};
 
@@ -32,13 +32,49 @@ fn vector_enabled() -> bool {
 
 /// Kernels longer than this (instructions) get no group code: it costs a copy per lane.
 const GROUP_MAX_INSTS: usize = 3000;
+
+/// Threads per vector group: `LANES` (16) for small kernels with barriers, whose rounds
+/// pay the group's bookkeeping once per group and barrier, else `NARROW` (8). The code run
+/// lane by lane (instructions without a vector form) doubles with the wide group, and its
+/// compile with it. `VCUDA_JIT_LANES=8|16` overrides the choice (for comparisons).
+fn vector_width(code: &[Inst], fm: &[Form], strides: &[Option<i64>]) -> usize {
+    if let Some(w) = std::env::var("VCUDA_JIT_LANES")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .filter(|w| *w == NARROW || *w == LANES)
+    {
+        return w;
+    }
+    let barriers = code.iter().any(|i| matches!(i.op, Op::Bar { .. }));
+    let per_lane = code
+        .iter()
+        .filter(|i| {
+            !matches!(i.op, Op::Bra { .. } | Op::Exit | Op::Ret | Op::Bar { .. })
+                && !forms::uniform_inst(i, fm)
+                && !can_vector(fm, strides, i)
+        })
+        .count();
+    if barriers && code.len() <= WIDE_MAX_INSTS && per_lane <= WIDE_MAX_PER_LANE {
+        LANES
+    } else {
+        NARROW
+    }
+}
+
+/// The longest kernel (instructions) [`vector_width`] gives the wide group, and the most
+/// instructions it may run lane by lane: the tree reduction of `bench/cuda/reduction.cu`
+/// has 3 and runs a fifth faster wide; Rodinia's backprop `forward` has 5 and ran 15%
+/// slower (2-core development VM, 2026-11-30).
+const WIDE_MAX_INSTS: usize = 400;
+const WIDE_MAX_PER_LANE: usize = 3;
 /// The compile budget: registers live at branch targets, summed, times the code versions
 /// that carry them (the scalar code and one per lane of the group code). The largest kernel
 /// of the test suite, Numba's and CuPy's included, costs about 16,000; a kernel keeping 500
 /// registers live across 100 if/else diamonds costs 300,000 and took 5.6 s to compile
 /// (release build on the 2-vCPU development VM, 2026-11-29).
 const MAX_COMPILE_COST: u64 = 1 << 17;
-/// Kernels with more registers live at once than this run `LANES / 4` threads per group.
+/// Kernels with more registers live at once than this run 2 threads per group (else 4) where
+/// the group code is not vector code.
 const FEW_LIVE: u32 = 12;
 
 /// Checks that every instruction of `code` (one kernel's body) can be compiled.
@@ -169,14 +205,16 @@ impl<'a, 'b> Lower<'a, 'b> {
                     }
                 }
             }
-            each + one.div_ceil(LANES as u32)
+            each + one.div_ceil(NARROW as u32)
         };
         let most_live = |vector: bool| live.iter().map(|l| count(l, vector)).max().unwrap_or(0);
         let (width, vector) = match code.len() {
             n if n > GROUP_MAX_INSTS => (1, false),
-            _ if vector_ok && most_live(true) <= FEW_LIVE => (LANES, true),
-            _ if most_live(false) > FEW_LIVE => (LANES / 4, false),
-            _ => (LANES / 2, false),
+            _ if vector_ok && most_live(true) <= FEW_LIVE => {
+                (vector_width(code, &fm, &strides(code, &fm)), true)
+            }
+            _ if most_live(false) > FEW_LIVE => (2, false),
+            _ => (4, false),
         };
         // The code generator's work grows with the registers live where control flow joins
         // (each becomes a block parameter, per lane in group code): a kernel from the guest
@@ -373,6 +411,8 @@ impl<'a, 'b> Lower<'a, 'b> {
             } else {
                 Vec::new()
             },
+            live: Vec::new(),
+            mask: None,
         };
         let set_of = |l: &Vec<u64>| -> Vec<u32> {
             (0..nregs)
@@ -388,6 +428,7 @@ impl<'a, 'b> Lower<'a, 'b> {
             }
         }
         lw.divsaved = lw.divs.iter().map(|&pc| set_of(&live[pc])).collect();
+        lw.live = live;
         lw.prologue();
         lw.body()?;
         if lw.width > 1 {
@@ -428,7 +469,7 @@ impl<'a, 'b> Lower<'a, 'b> {
             // Vector group code takes `%tid.y` and `%tid.z` as uniform in a group: only where
             // the block's rows hold whole groups. Elsewhere every thread runs alone.
             let bx = self.tc_u32(off::NTID);
-            let odd = self.b.ins().band_imm_u(bx, LANES as i64 - 1);
+            let odd = self.b.ins().band_imm_u(bx, self.width as i64 - 1);
             let never = self.b.ins().iconst(I64, -1);
             let su = self.b.ins().select(odd, never, zero);
             self.b.def_var(self.scalar_until, su);

@@ -12,7 +12,7 @@ use cranelift_frontend::Variable;
 
 use super::{
     forms::Form,
-    lower::{FLAGS, HALVES, LANES, Lower, REG_STRIDE},
+    lower::{FLAGS, HALVES, LANES, Lower},
 };
 
 /// Lane order of vector bitcasts.
@@ -47,8 +47,10 @@ impl Lower<'_, '_> {
         self.strides.get(r as usize).copied().flatten().unwrap_or(0)
     }
 
-    pub(super) fn vvar(&self, r: u32) -> Option<[Variable; HALVES]> {
-        self.vvars.get(r as usize).copied().flatten()
+    /// Vector register `r`'s variables (its [`Self::halves`] halves).
+    pub(super) fn vvar(&self, r: u32) -> Option<Vec<Variable>> {
+        let v: [Variable; HALVES] = self.vvars.get(r as usize).copied().flatten()?;
+        Some(v[..self.halves()].to_vec())
     }
 
     /// Half `h` of vector register `r`.
@@ -84,7 +86,7 @@ impl Lower<'_, '_> {
                 let stride = self.stride(r);
                 let var0 = self.lane_var(0, r);
                 let base = self.b.use_var(var0);
-                for k in 1..LANES {
+                for k in 1..self.width {
                     let x = self.b.ins().iadd_imm_s(base, stride * k as i64);
                     let var = self.lane_var(k, r);
                     self.b.def_var(var, x);
@@ -94,7 +96,7 @@ impl Lower<'_, '_> {
             if self.vvar(r).is_none() {
                 continue;
             }
-            for k in 0..LANES {
+            for k in 0..self.width {
                 let v = self.vhalf(r, k / 4);
                 let x = self.b.ins().extractlane(v, (k % 4) as u8);
                 let x = self.b.ins().uextend(I64, x);
@@ -135,15 +137,15 @@ impl Lower<'_, '_> {
         let any = MemFlagsData::new().with_notrap();
         let rt0 = self.lane_regs_t(0);
         let base = self.b.use_var(rt0);
+        let stride_r = self.reg_stride();
         for &r in regs {
-            let o = (r * REG_STRIDE) as i32;
-            let wide = self.width == LANES;
+            let o = (r * stride_r) as i32;
             match self.form(r) {
-                Form::Uniform if wide => {
+                Form::Uniform if self.vector => {
                     let var = self.lane_var(0, r);
                     let x = self.b.use_var(var);
                     let v = self.b.ins().splat(I64X2, x);
-                    for k in 0..LANES as i32 / 2 {
+                    for k in 0..self.width as i32 / 2 {
                         self.b.ins().store(any, v, base, o + 16 * k);
                     }
                 }
@@ -151,13 +153,13 @@ impl Lower<'_, '_> {
                     let stride = self.stride(r);
                     let var0 = self.lane_var(0, r);
                     let x0 = self.b.use_var(var0);
-                    for k in 0..LANES {
+                    for k in 0..self.width {
                         let x = self.b.ins().iadd_imm_s(x0, stride * k as i64);
                         self.b.ins().store(FLAGS, x, base, o + 8 * k as i32);
                     }
                 }
                 Form::Vector => {
-                    for h in 0..HALVES {
+                    for h in 0..self.halves() {
                         let v = self.vhalf(r, h);
                         let lo = self.b.ins().uwiden_low(v);
                         let hi = self.b.ins().uwiden_high(v);
@@ -191,20 +193,21 @@ impl Lower<'_, '_> {
         let rt0 = self.lane_regs_t(0);
         let base = self.b.use_var(rt0);
         let mut differ: Option<Value> = None;
+        let stride_r = self.reg_stride();
         for &r in regs {
-            let o = (r * REG_STRIDE) as i32;
+            let o = (r * stride_r) as i32;
             match self.form(r) {
-                Form::Uniform if self.width == LANES && !check => {
+                Form::Uniform if self.vector && !check => {
                     let x = self.b.ins().load(I64, FLAGS, base, o);
                     let var = self.lane_var(0, r);
                     self.b.def_var(var, x);
                 }
-                Form::Uniform if self.width == LANES => {
+                Form::Uniform if self.vector => {
                     let v0 = self.b.ins().load(I64X2, any, base, o);
                     let x = self.b.ins().extractlane(v0, 0);
                     let s = self.b.ins().splat(I64X2, x);
                     let mut eq = self.b.ins().icmp(IntCC::Equal, v0, s);
-                    for k in 1..LANES as i32 / 2 {
+                    for k in 1..self.width as i32 / 2 {
                         let v = self.b.ins().load(I64X2, any, base, o + 16 * k);
                         let e = self.b.ins().icmp(IntCC::Equal, v, s);
                         eq = self.b.ins().band(eq, e);
@@ -242,7 +245,7 @@ impl Lower<'_, '_> {
                     let var0 = self.lane_var(0, r);
                     self.b.def_var(var0, x0);
                     if check {
-                        for k in 1..LANES {
+                        for k in 1..self.width {
                             let x = self.b.ins().load(I64, FLAGS, base, o + 8 * k as i32);
                             let want = self.b.ins().iadd_imm_s(x0, stride * k as i64);
                             let same = self.b.ins().icmp(IntCC::Equal, x, want);
@@ -299,7 +302,7 @@ impl Lower<'_, '_> {
                 let zero = self.splat_const(0);
                 let cc = if neg { IntCC::Equal } else { IntCC::NotEqual };
                 let (mut all, mut any) = (None, None);
-                for h in 0..HALVES {
+                for h in 0..self.halves() {
                     let v = self.vhalf(g, h);
                     let v = self.b.ins().band(v, one);
                     let m = self.b.ins().icmp(cc, v, zero);

@@ -154,16 +154,23 @@ pub(super) struct Lower<'a, 'b> {
     /// What the group code may have changed since it loaded the registers, by instruction
     /// (see [`dirty_in`]).
     pub(super) dirty: Vec<Vec<u64>>,
+    /// The registers live at each instruction (see `live::live_in`).
+    pub(super) live: Vec<Vec<u64>>,
+    /// In a masked region (see [`super::masked`]), its lanes: an all-ones `I32X4` lane for
+    /// each lane in it, by half.
+    pub(super) mask: Option<Vec<Value>>,
 }
 
-/// Threads a vector group runs in lockstep: the round's bookkeeping is paid once per group,
-/// and a vector register is `HALVES` SIMD values of four lanes. Group code that keeps
-/// every register per lane (each instruction emitted once per lane) runs `LANES / 2`.
+/// The most threads a vector group runs in lockstep (a kernel's group is [`NARROW`] or this,
+/// see `build::vector_width`): the round's bookkeeping is paid once per group, and a vector
+/// register is `width / 4` SIMD values of four lanes. Group code that keeps every register
+/// per lane (each instruction emitted once per lane) runs 4 or 2.
 pub(super) const LANES: usize = super::rt::LANES;
-/// `I32X4` values per vector register.
+/// Threads of the narrower vector group, and the saved-register layout's group where the
+/// group code is not vector code.
+pub(super) const NARROW: usize = 8;
+/// The most `I32X4` values a vector register has (the first [`Lower::halves`] are used).
 pub(super) const HALVES: usize = LANES / 4;
-/// Bytes between a thread's saved registers: each is next to the other lanes' copies.
-pub(super) const REG_STRIDE: u32 = LANES as u32 * 8;
 /// One lane's variables (see [`Lower::lanes`]).
 #[derive(Clone)]
 pub(super) struct Lane {
@@ -213,6 +220,22 @@ pub(super) fn state_words(w: usize) -> (Type, usize, i64) {
 }
 
 impl<'a, 'b> Lower<'a, 'b> {
+    /// The threads a group of the saved-register layout holds: the vector group's, else
+    /// [`NARROW`] (scalar code and per-lane group code address each thread's slots).
+    pub(super) fn layout_group(&self) -> usize {
+        if self.vector { self.width } else { NARROW }
+    }
+
+    /// Bytes between a thread's saved registers: each is next to its group's other copies.
+    pub(super) fn reg_stride(&self) -> u32 {
+        self.layout_group() as u32 * 8
+    }
+
+    /// `I32X4` values per vector register.
+    pub(super) fn halves(&self) -> usize {
+        self.width / 4
+    }
+
     /// Makes lane `k`'s variables current (`LANES`: the scalar code's).
     pub(super) fn set_lane(&mut self, k: usize) {
         if k == self.lane {
@@ -298,11 +321,9 @@ impl<'a, 'b> Lower<'a, 'b> {
     pub(super) fn reload(&mut self, regs: &[u32]) {
         self.zero_vars();
         let regs_t = self.b.use_var(self.regs_t);
+        let stride = self.reg_stride();
         for &r in regs {
-            let x = self
-                .b
-                .ins()
-                .load(I64, FLAGS, regs_t, (r * REG_STRIDE) as i32);
+            let x = self.b.ins().load(I64, FLAGS, regs_t, (r * stride) as i32);
             self.b.def_var(self.vars[r as usize], x);
         }
     }
@@ -310,11 +331,10 @@ impl<'a, 'b> Lower<'a, 'b> {
     /// Stores the current lane's registers `regs` to its slot.
     pub(super) fn spill(&mut self, regs: &[u32]) {
         let regs_t = self.b.use_var(self.regs_t);
+        let stride = self.reg_stride();
         for &r in regs {
             let x = self.b.use_var(self.vars[r as usize]);
-            self.b
-                .ins()
-                .store(FLAGS, x, regs_t, (r * REG_STRIDE) as i32);
+            self.b.ins().store(FLAGS, x, regs_t, (r * stride) as i32);
         }
     }
 

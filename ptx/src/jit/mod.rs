@@ -44,6 +44,7 @@ mod inline;
 mod inst;
 mod live;
 mod lower;
+mod masked;
 mod mem;
 mod operand;
 pub(crate) mod rt;
@@ -60,6 +61,11 @@ const OPTIMIZE_MAX_INSTS: usize = 6000;
 /// Most values (SSA values, block parameters included) of a function handed to the code
 /// generator: about a gigabyte of register allocation at worst (some 1.3 KiB per value).
 const MAX_VALUES: usize = 750_000;
+
+/// Instructions a launch worker counts before adding them to the launch's shared counters
+/// (about a millisecond of compiled code; the instruction limit is checked against the
+/// shared count plus the worker's own).
+const FLUSH_INSTS: u64 = 1 << 20;
 
 type KernelFn = extern "C" fn(*mut ThreadCtx) -> u32;
 
@@ -229,6 +235,7 @@ pub(crate) fn worker(l: &Launch<'_>, c: &Compiled) {
         gmem: GlobalMem::new(l.mem),
         stop: None,
         block_insts: 0,
+        pending_insts: (0, 0),
         tex: None,
     });
     let envp: *mut Env<'_> = &mut *env;
@@ -262,11 +269,22 @@ pub(crate) fn worker(l: &Launch<'_>, c: &Compiled) {
     while let Some(id) = l.claim_block() {
         let r = run_block(l, c, id, envp, &mut b);
         // SAFETY: no compiled code is running; `envp` points at the live `env` box.
-        let insts = unsafe { std::mem::take(&mut (*envp).block_insts) };
-        if !l.block_done(id, r, insts, insts / 32) || l.cooperative() {
+        let env = unsafe { &mut *envp };
+        let insts = std::mem::take(&mut env.block_insts);
+        let p = &mut env.pending_insts;
+        *p = (p.0 + insts, p.1 + insts / 32);
+        let (n, w) = if r.is_err() || p.0 >= FLUSH_INSTS {
+            std::mem::take(p)
+        } else {
+            (0, 0)
+        };
+        if !l.block_done(id, r, n, w) || l.cooperative() {
             break;
         }
     }
+    // SAFETY: as above.
+    let (n, w) = std::mem::take(unsafe { &mut (*envp).pending_insts });
+    l.block_done(0, Ok(()), n, w);
     drop(env);
 }
 
@@ -375,6 +393,7 @@ fn run_block(
         if let Some(limit) = l.opts.instruction_limit
             && l.insts
                 .load(Ordering::Relaxed)
+                .saturating_add(env.pending_insts.0)
                 .saturating_add(env.block_insts)
                 > limit
         {

@@ -12,7 +12,7 @@ use cranelift_frontend::Switch;
 
 use super::{
     forms::Form,
-    lower::{FLAGS, LANES, Lower, REG_STRIDE, state_words},
+    lower::{FLAGS, LANES, Lower, state_words},
     rt::{self, off},
 };
 
@@ -120,14 +120,13 @@ impl<'a, 'b> Lower<'a, 'b> {
         let lt = self.b.ins().imul_imm_s(t, self.frame as i64);
         let lt = self.b.ins().iadd(arr.local, lt);
         self.b.def_var(self.local_t, lt);
-        // Saved registers, a group of `LANES` threads at a time: register r of thread t at
-        // `(t / LANES * nregs + r) * LANES + t % LANES` (a group's copies side by side).
-        let g = self.b.ins().ushr_imm_u(t, LANES.trailing_zeros() as i64);
-        let g = self
-            .b
-            .ins()
-            .imul_imm_s(g, self.nregs.max(1) as i64 * REG_STRIDE as i64);
-        let k = self.b.ins().band_imm_u(t, LANES as i64 - 1);
+        // Saved registers, a group of `G` threads at a time (`G` the layout's group): register
+        // r of thread t at `(t / G * nregs + r) * G + t % G` (a group's copies side by side).
+        let lg = self.layout_group();
+        let g = self.b.ins().ushr_imm_u(t, lg.trailing_zeros() as i64);
+        let group_bytes = self.nregs.max(1) as i64 * self.reg_stride() as i64;
+        let g = self.b.ins().imul_imm_s(g, group_bytes);
+        let k = self.b.ins().band_imm_u(t, lg as i64 - 1);
         let k = self.b.ins().ishl_imm_u(k, 3);
         let rt_ = self.b.ins().iadd(arr.regs, g);
         let rt_ = self.b.ins().iadd(rt_, k);

@@ -21,7 +21,7 @@ use super::{
     forms::{self, Form},
     group::little,
     live::uses_defs,
-    lower::{FLAGS, HALVES, LANES, Lower, REGISTER_SLOTS, Reject},
+    lower::{FLAGS, LANES, Lower, REGISTER_SLOTS, Reject},
     rt,
     vector_check::{bails, can_vector, vector_fcc},
 };
@@ -47,7 +47,8 @@ impl Lower<'_, '_> {
         if guard_uniform && forms::uniform_inst(inst, &self.forms) {
             self.set_lane(0);
             let skip = self.uniform_guard(inst);
-            self.bail = bails.then_some(pc);
+            // In a masked region a failed check faults (the group cannot leave there).
+            self.bail = (bails && self.mask.is_none()).then_some(pc);
             let falls = self.inst(pc, inst);
             self.bail = None;
             if falls? {
@@ -144,9 +145,10 @@ impl Lower<'_, '_> {
         let check = !vectors.is_empty();
         if check {
             // The first and last lanes of the vector sources; the last of the affine ones.
+            let last = self.width - 1;
             self.set_lane(LANES);
             for &r in &vectors {
-                for k in [0, LANES - 1] {
+                for k in [0, last] {
                     let v = self.vhalf(r, k / 4);
                     let x = self.b.ins().extractlane(v, (k % 4) as u8);
                     let x = self.b.ins().uextend(I64, x);
@@ -158,11 +160,11 @@ impl Lower<'_, '_> {
                 let stride = self.stride(r);
                 let var0 = self.lane_var(0, r);
                 let x0 = self.b.use_var(var0);
-                let x = self.b.ins().iadd_imm_s(x0, stride * (LANES as i64 - 1));
-                let var = self.lane_var(LANES - 1, r);
+                let x = self.b.ins().iadd_imm_s(x0, stride * last as i64);
+                let var = self.lane_var(last, r);
                 self.b.def_var(var, x);
             }
-            self.set_lane(LANES - 1);
+            self.set_lane(last);
             if !self.inst(pc, inst)? {
                 return Err("affine instruction".into());
             }
@@ -194,9 +196,10 @@ impl Lower<'_, '_> {
                 let stride = self.stride(d);
                 let var0 = self.lane_var(0, d);
                 let x0 = self.b.use_var(var0);
-                let var3 = self.lane_var(LANES - 1, d);
+                let last = self.width - 1;
+                let var3 = self.lane_var(last, d);
                 let x3 = self.b.use_var(var3);
-                let want = self.b.ins().iadd_imm_s(x0, stride * (LANES as i64 - 1));
+                let want = self.b.ins().iadd_imm_s(x0, stride * last as i64);
                 let same = self.b.ins().icmp(IntCC::Equal, x3, want);
                 ok = Some(match ok {
                     None => same,
@@ -280,9 +283,10 @@ impl Lower<'_, '_> {
         self.b.ins().bitselect(nan, canon, bits)
     }
 
-    pub(super) fn vdef(&mut self, d: u32, v: [Value; HALVES]) {
+    pub(super) fn vdef(&mut self, d: u32, v: &[Value]) {
         if let Some(vv) = self.vvar(d) {
-            for (var_h, x) in vv.into_iter().zip(v) {
+            for (h, (var_h, &x)) in vv.into_iter().zip(v).enumerate() {
+                let x = self.masked_value(d, h, x);
                 self.b.def_var(var_h, x);
             }
         }
@@ -293,8 +297,8 @@ impl Lower<'_, '_> {
         // Every half's sources are read before any destination is written.
         match &inst.op {
             Op::Mov { d, a, .. } => {
-                let v: Vec<Value> = (0..HALVES).map(|h| self.vsrc(a, h)).collect();
-                self.vdef(*d, halves(&v)?);
+                let v: Vec<Value> = (0..self.halves()).map(|h| self.vsrc(a, h)).collect();
+                self.vdef(*d, &v);
             }
             Op::Alu {
                 native: Some(nat),
@@ -306,27 +310,28 @@ impl Lower<'_, '_> {
                 ..
             } => {
                 let n = (*nsrc as usize).min(4);
-                let mut r0 = Vec::with_capacity(HALVES);
-                let mut r1 = Vec::with_capacity(HALVES);
-                for h in 0..HALVES {
+                let halves = self.halves();
+                let mut r0 = Vec::with_capacity(halves);
+                let mut r1 = Vec::with_capacity(halves);
+                for h in 0..halves {
                     let (a, b) = self.vector_alu(*nat, ctx.imm, &src[..n], h)?;
                     r0.push(a);
                     r1.extend(b);
                 }
-                self.vdef(dst[0], halves(&r0)?);
-                if *ndst >= 2 && r1.len() == HALVES {
-                    self.vdef(dst[1], halves(&r1)?);
+                self.vdef(dst[0], &r0);
+                if *ndst >= 2 && r1.len() == halves {
+                    self.vdef(dst[1], &r1);
                 }
             }
             Op::Ld { space, d, addr, .. } => {
                 let v = self.span_access(*space, addr.base, addr.off, None, inst.line)?;
                 if let Some(v) = v {
-                    self.vdef(d[0], v);
+                    self.vdef(d[0], &v);
                 }
             }
             Op::St { space, v, addr, .. } => {
-                let x: Vec<Value> = (0..HALVES).map(|h| self.vsrc(&v[0], h)).collect();
-                self.span_access(*space, addr.base, addr.off, Some(halves(&x)?), inst.line)?;
+                let x: Vec<Value> = (0..self.halves()).map(|h| self.vsrc(&v[0], h)).collect();
+                self.span_access(*space, addr.base, addr.off, Some(x), inst.line)?;
             }
             _ => return Err("vector form".into()),
         }
@@ -491,13 +496,13 @@ impl Lower<'_, '_> {
         space: Space,
         base: Src,
         off: i64,
-        store: Option<[Value; HALVES]>,
+        store: Option<Vec<Value>>,
         line: u32,
-    ) -> Result<Option<[Value; HALVES]>, Reject> {
+    ) -> Result<Option<Vec<Value>>, Reject> {
         let Src::Reg(r) = base else {
             return Err("address".into());
         };
-        let w = LANES;
+        let w = self.width;
         // Each lane's address, and whether they are consecutive words.
         let (addrs, contig) = match self.form(r) {
             Form::Vector => {
@@ -545,6 +550,14 @@ impl Lower<'_, '_> {
         };
         let (inside, p) = self.span(space, addrs[0]);
         let go = self.b.ins().band(contig, inside);
+        // A masked region writes global memory only in its lanes: other blocks may write the
+        // words of the lanes it leaves out.
+        let masked_global_store = self.mask.is_some() && store.is_some() && space != Space::Shared;
+        let go = if masked_global_store {
+            self.b.ins().iconst(I8, 0)
+        } else {
+            go
+        };
         let (fast, slow, join) = (
             self.b.create_block(),
             self.b.create_block(),
@@ -552,11 +565,28 @@ impl Lower<'_, '_> {
         );
         self.b.ins().brif(go, fast, &[], slow, &[]);
         self.enter(fast);
-        self.span_move(p, store);
+        self.span_move(p, store.as_deref());
         self.b.ins().jump(join, &[]);
         self.enter(slow);
         self.b.set_cold_block(slow);
         let global = space != Space::Shared;
+        if self.mask.is_some() {
+            let v = self.masked_lanes(space, &addrs, store.as_deref(), line);
+            if let Some(v) = v {
+                for (h, x) in v.into_iter().enumerate() {
+                    self.b.def_var(self.vtmp[h], x);
+                }
+            }
+            self.b.ins().jump(join, &[]);
+            self.enter(join);
+            let halves = self.halves();
+            return Ok(store.is_none().then(|| {
+                self.vtmp[..halves]
+                    .iter()
+                    .map(|&var_h| self.b.use_var(var_h))
+                    .collect()
+            }));
+        }
         if global {
             // Consecutive words in a cached region not held in registers (a kernel reaching
             // more buffers than there are register slots, SRAD's six) are one access too.
@@ -571,17 +601,11 @@ impl Lower<'_, '_> {
             self.b.set_cold_block(look);
             // A call, not the slots' checks inline: emitted for every access, those made the
             // fast path of a kernel of many loads slower (streamcluster's, by a fifth).
-            let p = self.call_ptr(
-                rt::h_span,
-                space,
-                addrs[0],
-                4 * LANES as u32,
-                store.is_some(),
-            );
+            let p = self.call_ptr(rt::h_span, space, addrs[0], 4 * w as u32, store.is_some());
             self.b.ins().brif(p, cached, &[], lanes, &[]);
             self.enter(cached);
             self.b.set_cold_block(cached);
-            self.span_move(p, store);
+            self.span_move(p, store.as_deref());
             self.b.ins().jump(join, &[]);
             self.enter(lanes);
             self.b.set_cold_block(lanes);
@@ -603,7 +627,7 @@ impl Lower<'_, '_> {
         let mut v = None;
         for (k, &pk) in ps.iter().enumerate() {
             let lane = (k % 4) as u8;
-            match store {
+            match &store {
                 None => {
                     let x = self.b.ins().load(I32, MemFlagsData::new(), pk, 0);
                     v = Some(match v {
@@ -625,15 +649,19 @@ impl Lower<'_, '_> {
         self.set_lane(0);
         self.b.ins().jump(join, &[]);
         self.enter(join);
-        Ok(store
-            .is_none()
-            .then(|| tmpv.map(|var_h| self.b.use_var(var_h))))
+        let halves = self.halves();
+        Ok(store.is_none().then(|| {
+            tmpv[..halves]
+                .iter()
+                .map(|&var_h| self.b.use_var(var_h))
+                .collect()
+        }))
     }
 
     /// The limit for the group's 16-byte accesses (aligned to 4) into a buffer of `len`
     /// bytes: offsets below it, rotated right by 2, start such accesses inside the buffer.
     pub(super) fn span_limit(&mut self, len: Value) -> Value {
-        self.limit_aligned(len, 4 * LANES as u32, 2)
+        self.limit_aligned(len, 4 * self.width as u32, 2)
     }
 
     /// Whether vector register `r`'s lanes step by `s` from lane 0's value, wrapping as
@@ -643,7 +671,7 @@ impl Lower<'_, '_> {
         let x0 = self.b.ins().extractlane(v0, 0);
         let x = self.b.ins().splat(I32X4, x0);
         let mut all = None;
-        for h in 0..HALVES {
+        for h in 0..self.halves() {
             let v = self.vhalf(r, h);
             let steps = self.iota_of(s, h);
             let want = self.b.ins().iadd(x, steps);
@@ -750,7 +778,9 @@ impl Lower<'_, '_> {
             self.b.ins().store(FLAGS, a, at, 8 * k as i32);
         }
         let sc = self.b.ins().iconst(I32, rt::space_code(space) as i64);
-        let wr = self.b.ins().iconst(I32, write as i64);
+        // The lanes' count above the write flag.
+        let wr = (addrs.len() << 8) as i64 | write as i64;
+        let wr = self.b.ins().iconst(I32, wr);
         let f = self
             .b
             .ins()
@@ -811,8 +841,8 @@ impl Lower<'_, '_> {
 impl Lower<'_, '_> {
     /// The group's 16-byte accesses at host address `p`: loads into the scratch vector
     /// variables (`store` is `None`), or stores of `store`.
-    fn span_move(&mut self, p: Value, store: Option<[Value; HALVES]>) {
-        for h in 0..HALVES {
+    fn span_move(&mut self, p: Value, store: Option<&[Value]>) {
+        for h in 0..self.halves() {
             let o = 16 * h as i32;
             match store {
                 None => {
@@ -820,14 +850,18 @@ impl Lower<'_, '_> {
                     self.b.def_var(self.vtmp[h], v);
                 }
                 Some(x) => {
-                    self.b.ins().store(MemFlagsData::new(), x[h], p, o);
+                    // In a masked region (shared memory only), the lanes left out keep
+                    // their words.
+                    let x = match self.mask.as_ref().map(|m| m[h]) {
+                        Some(m) => {
+                            let old = self.b.ins().load(I32X4, MemFlagsData::new(), p, o);
+                            self.b.ins().bitselect(m, x[h], old)
+                        }
+                        None => x[h],
+                    };
+                    self.b.ins().store(MemFlagsData::new(), x, p, o);
                 }
             }
         }
     }
-}
-
-/// A vector register's halves.
-fn halves(v: &[Value]) -> Result<[Value; HALVES], Reject> {
-    v.try_into().map_err(|_| Reject::from("vector halves"))
 }

@@ -314,7 +314,6 @@ impl<'a, 'b> Lower<'a, 'b> {
                 ld(&mut b, I64, off::TIDS + 8),
                 ld(&mut b, I64, off::TIDS + 16),
             ],
-            released: ld(&mut b, I32, off::RELEASED),
             n: b.ins().uextend(I64, n),
         };
         // Guarded control transfers: a group whose lanes disagree on one leaves there; and
@@ -476,6 +475,7 @@ impl<'a, 'b> Lower<'a, 'b> {
         } else {
             self.b.def_var(self.scalar_until, zero);
         }
+        let su0 = self.b.use_var(self.scalar_until);
         for k in 0..=LANES {
             self.set_lane(k);
             for v in [
@@ -514,6 +514,7 @@ impl<'a, 'b> Lower<'a, 'b> {
         };
         self.b.ins().brif(more, next, &[], done, &[]);
         self.enter(done);
+        self.next_round(head, su0);
         self.store_ic();
         let s = self.b.ins().iconst(I32, ROUND as i64);
         self.b.ins().return_(&[s]);

@@ -113,7 +113,7 @@ pub(super) struct Lower<'a, 'b> {
     /// below it run one at a time after a group diverged).
     pub(super) t_loop: Variable,
     pub(super) scalar_until: Variable,
-    /// The block's per-thread arrays and the released-barrier mask, loaded once per call.
+    /// The block's per-thread arrays, loaded once per call.
     pub(super) arr: Arrays,
     /// The scalar code's check of thread `t_loop`, and the group code's move to the next group.
     pub(super) check: Block,
@@ -190,7 +190,6 @@ pub(super) struct Arrays {
     pub(super) regs: Value,
     pub(super) local: Value,
     pub(super) tids: [Value; 3],
-    pub(super) released: Value,
     pub(super) n: Value,
 }
 

@@ -4,7 +4,7 @@
 //! their registers, and what a thread records when it exits or reaches a barrier.
 
 use cranelift_codegen::ir::{
-    InstBuilder, MemFlagsData, Value,
+    Block, InstBuilder, MemFlagsData, Value,
     condcodes::IntCC,
     types::{I8, I32, I32X4, I64},
 };
@@ -15,6 +15,7 @@ use super::{
     lower::{FLAGS, LANES, Lower, state_words},
     rt::{self, off},
 };
+use crate::ir::{BarKind, Op, Src};
 
 impl<'a, 'b> Lower<'a, 'b> {
     /// Whether thread `t` (i64) runs this round: it has not stopped, or it waits on a
@@ -32,7 +33,8 @@ impl<'a, 'b> Lower<'a, 'b> {
         // WAIT or WAIT_GROUP.
         let odd = self.b.ins().band_imm_u(st, 1);
         let waits = self.b.ins().icmp_imm_u(IntCC::NotEqual, odd, 0);
-        let rel = self.b.ins().ushr(arr.released, bar);
+        let released = self.ld_tc(I32, off::RELEASED);
+        let rel = self.b.ins().ushr(released, bar);
         let rel = self.b.ins().band_imm_u(rel, 1);
         let rel = self.b.ins().ireduce(I8, rel);
         let waits = self.b.ins().band(waits, rel);
@@ -104,7 +106,8 @@ impl<'a, 'b> Lower<'a, 'b> {
                 .icmp_imm_u(IntCC::Equal, x, rt::WAIT_GROUP as i64 * ones)
         });
         let together = self.states_are(sp, w, rt::WAIT_GROUP);
-        let rel = self.b.ins().ushr(arr.released, bar0);
+        let released = self.ld_tc(I32, off::RELEASED);
+        let rel = self.b.ins().ushr(released, bar0);
         let rel = self.b.ins().band_imm_u(rel, 1);
         let rel = self.b.ins().ireduce(I8, rel);
         let waits = self.b.ins().band(waiting, same_bar);
@@ -313,6 +316,65 @@ impl<'a, 'b> Lower<'a, 'b> {
             self.next_thread
         };
         self.b.ins().jump(next, &[]);
+    }
+
+    /// At the end of a round (the current block): where every live thread waits on barrier
+    /// 0 at one counted resume point, releases it and starts the next round at `head` as the
+    /// block runner would (`super::run_block`: `released`, `all_at`, the counts reset), with
+    /// the round's thread counter back at 0 and `su0` as `scalar_until`; else goes on in the
+    /// current block (which returns to the runner). A kernel with other barrier ids always
+    /// returns. Saves the runner's round trip (a tenth of a tree reduction's time); the
+    /// runner's checks between rounds (cancellation, time and instruction limits) are the
+    /// polls at loop back edges, which every unbounded kernel has.
+    pub(super) fn next_round(&mut self, head: Block, su0: Value) {
+        let only_0 = self.code.iter().all(|i| match &i.op {
+            Op::Bar {
+                kind, id, count, ..
+            } => *kind == BarKind::Sync && *id == Src::Imm(0) && count.is_none(),
+            _ => true,
+        });
+        if !only_0 || self.resumes.is_empty() {
+            return;
+        }
+        let n = self.b.ins().ireduce(I32, self.arr.n);
+        let done = self.ld_tc(I32, off::DONE);
+        let live = self.b.ins().isub(n, done);
+        let waiting = self.ld_tc(I32, off::WAITING);
+        let some = self.b.ins().icmp_imm_u(IntCC::NotEqual, live, 0);
+        let all_wait = self
+            .b
+            .ins()
+            .icmp(IntCC::UnsignedGreaterThanOrEqual, waiting, live);
+        let mut ok = self.b.ins().band(some, all_wait);
+        // The resume point every thread reached, as `all_at` (index + 2; 0: none).
+        let counted = self.resumes.len().min(rt::ARRIVAL_POINTS - 1);
+        let mut all_at = self.b.ins().iconst(I32, 0);
+        for q in 1..=counted {
+            let a = self.ld_tc(I32, off::ARRIVALS + 4 * q as i32);
+            let every = self.b.ins().icmp(IntCC::Equal, a, n);
+            let v = self.b.ins().iconst(I32, q as i64 + 1);
+            all_at = self.b.ins().select(every, v, all_at);
+        }
+        let one = self.b.ins().icmp_imm_u(IntCC::NotEqual, all_at, 0);
+        ok = self.b.ins().band(ok, one);
+        let (fuse, back) = (self.b.create_block(), self.b.create_block());
+        self.b.ins().brif(ok, fuse, &[], back, &[]);
+        self.enter(fuse);
+        let zero = self.b.ins().iconst(I32, 0);
+        for q in 1..=counted {
+            self.b
+                .ins()
+                .store(FLAGS, zero, self.tc, off::ARRIVALS + 4 * q as i32);
+        }
+        self.b.ins().store(FLAGS, zero, self.tc, off::WAITING);
+        let bit0 = self.b.ins().iconst(I32, 1);
+        self.b.ins().store(FLAGS, bit0, self.tc, off::RELEASED);
+        self.b.ins().store(FLAGS, all_at, self.tc, off::ALL_AT);
+        let t0 = self.b.ins().iconst(I64, 0);
+        self.b.def_var(self.t_loop, t0);
+        self.b.def_var(self.scalar_until, su0);
+        self.b.ins().jump(head, &[]);
+        self.enter(back);
     }
 
     /// Counts a barrier arrival at resume point `point` (index + 1) for the runner's

@@ -7,8 +7,9 @@
 //! reaches a `bar.sync`. There it stores the registers live after the barrier (see
 //! `live::live_in`) to its slot of the saved-register array, records the barrier id and resume
 //! point, and the loop goes on with the next thread. The block runner
-//! ([`super::run_block`]) releases barriers between rounds, so a block needs no stacks or
-//! coroutines. PTX registers become Cranelift variables (all 64 bits wide, as in the
+//! ([`super::run_block`]) releases barriers between rounds (the function itself, where every
+//! thread waits on barrier 0 at one point: `sched::next_round`), so a block needs no stacks
+//! or coroutines. PTX registers become Cranelift variables (all 64 bits wide, as in the
 //! interpreter). Loads and stores check the region inline (shared, local and parameter
 //! buffers, and the last global region used, kept in registers) and call `rt::h_ptr`
 //! otherwise. ALU instructions with a `Native` form are inline (`alu.rs`); the others call

@@ -255,16 +255,21 @@ impl Launch<'_> {
         insts: u64,
         winsts: u64,
     ) -> bool {
-        if insts != 0 {
-            self.insts.fetch_add(insts, Ordering::Relaxed);
-            self.winsts.fetch_add(winsts, Ordering::Relaxed);
-        }
+        self.add_insts(insts, winsts);
         match r {
             Ok(()) => true,
             Err(e) => {
                 self.fail(id, e);
                 false
             }
+        }
+    }
+
+    /// Adds a worker's instruction counts (thread, warp) to the launch's.
+    pub(crate) fn add_insts(&self, insts: u64, winsts: u64) {
+        if insts != 0 {
+            self.insts.fetch_add(insts, Ordering::Relaxed);
+            self.winsts.fetch_add(winsts, Ordering::Relaxed);
         }
     }
 

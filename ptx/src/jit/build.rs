@@ -38,11 +38,14 @@ const GROUP_MAX_INSTS: usize = 3000;
 /// lane by lane (instructions without a vector form) doubles with the wide group, and its
 /// compile with it. `VCUDA_JIT_LANES=8|16` overrides the choice (for comparisons).
 fn vector_width(code: &[Inst], fm: &[Form], strides: &[Option<i64>]) -> usize {
-    if let Some(w) = std::env::var("VCUDA_JIT_LANES")
-        .ok()
-        .and_then(|v| v.parse::<usize>().ok())
-        .filter(|w| *w == NARROW || *w == LANES)
-    {
+    static FORCED: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
+    let forced = FORCED.get_or_init(|| {
+        std::env::var("VCUDA_JIT_LANES")
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+            .filter(|w| *w == NARROW || *w == LANES)
+    });
+    if let Some(w) = *forced {
         return w;
     }
     let barriers = code.iter().any(|i| matches!(i.op, Op::Bar { .. }));
@@ -208,10 +211,13 @@ impl<'a, 'b> Lower<'a, 'b> {
             each + one.div_ceil(NARROW as u32)
         };
         let most_live = |vector: bool| live.iter().map(|l| count(l, vector)).max().unwrap_or(0);
+        let vector_strides = || strides(code, &fm);
+        let mut vstrides = None;
         let (width, vector) = match code.len() {
             n if n > GROUP_MAX_INSTS => (1, false),
             _ if vector_ok && most_live(true) <= FEW_LIVE => {
-                (vector_width(code, &fm, &strides(code, &fm)), true)
+                let s = vstrides.insert(vector_strides());
+                (vector_width(code, &fm, s), true)
             }
             _ if most_live(false) > FEW_LIVE => (2, false),
             _ => (4, false),
@@ -244,10 +250,9 @@ impl<'a, 'b> Lower<'a, 'b> {
         } else {
             vec![Form::Lanes; nregs as usize]
         };
-        let strides = if vector {
-            strides(code, &fm)
-        } else {
-            vec![None; nregs as usize]
+        let strides = match vstrides {
+            Some(s) => s,
+            None => vec![None; nregs as usize],
         };
         let vvars: Vec<Option<[Variable; HALVES]>> = fm
             .iter()

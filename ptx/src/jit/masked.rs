@@ -85,13 +85,10 @@ impl Lower<'_, '_> {
         if i.guard.is_some() || !simple || !space_ok {
             return false;
         }
-        let (uses, defs) = uses_defs(i);
-        if let Op::St { .. } = i.op
-            && uses.iter().all(|&u| self.form(u) == Form::Uniform)
-        {
-            // The same word to the same address from every lane: once.
+        if self.uniform_store(i) {
             return true;
         }
+        let (_, defs) = uses_defs(i);
         let mut defs = defs.into_iter().filter(|&d| d != SINK);
         if forms::uniform_inst(i, &self.forms) {
             // Once for the group; where the branch goes the other lanes never read it.
@@ -104,6 +101,15 @@ impl Lower<'_, '_> {
             });
         }
         can_vector(&self.forms, &self.strides, i) && defs.all(|d| self.form(d) == Form::Vector)
+    }
+
+    /// Whether `i` stores the same word to the same address from every lane (run once).
+    fn uniform_store(&self, i: &Inst) -> bool {
+        matches!(i.op, Op::St { .. })
+            && uses_defs(i)
+                .0
+                .iter()
+                .all(|&u| self.form(u) == Form::Uniform)
     }
 
     /// Runs the region after the guarded branch at `pc` (guard `g`, negated with `neg`) up to
@@ -144,14 +150,9 @@ impl Lower<'_, '_> {
         self.mask = Some(mask);
         for p in pc + 1..target {
             let inst = &self.code[p];
-            let uniform_store = matches!(inst.op, Op::St { .. })
-                && uses_defs(inst)
-                    .0
-                    .iter()
-                    .all(|&u| self.form(u) == Form::Uniform);
             let r = if forms::uniform_inst(inst, &self.forms) {
                 self.group_inst(p, inst)
-            } else if uniform_store {
+            } else if self.uniform_store(inst) {
                 self.set_lane(0);
                 let r = self.inst(p, inst).map(|_| ());
                 self.set_lane(LANES);

@@ -284,7 +284,7 @@ pub(crate) fn worker(l: &Launch<'_>, c: &Compiled) {
     }
     // SAFETY: as above.
     let (n, w) = std::mem::take(unsafe { &mut (*envp).pending_insts });
-    l.block_done(0, Ok(()), n, w);
+    l.add_insts(n, w);
     drop(env);
 }
 

@@ -346,7 +346,8 @@ impl<'a, 'b> Lower<'a, 'b> {
             .ins()
             .icmp(IntCC::UnsignedGreaterThanOrEqual, waiting, live);
         let mut ok = self.b.ins().band(some, all_wait);
-        // The resume point every thread reached, as `all_at` (index + 2; 0: none).
+        // The resume point every thread reached, as `all_at` (its arrivals slot + 1, as the
+        // runner sets it; 0: none).
         let counted = self.resumes.len().min(rt::ARRIVAL_POINTS - 1);
         let mut all_at = self.b.ins().iconst(I32, 0);
         for q in 1..=counted {

@@ -8,9 +8,10 @@ use super::{
     cmp::setp_spec,
     cvt::cvt_spec,
     fp::{
-        Bfloat, Double, F_ADD, F_COPYSIGN, F_DIV, F_DIV_APPROX, F_MAX, F_MIN, F_MUL, F_SUB, Half,
-        Single, U_ABS, U_COS, U_EX2, U_LG2, U_NEG, U_RCP, U_RCP_APPROX, U_RSQRT, U_SIN, U_SQRT,
-        U_SQRT_APPROX, U_TANH, fbin, fbin_x2, fma_spec, fun, fun_x2, testp,
+        Bfloat, Double, F_ADD, F_COPYSIGN, F_DIV, F_DIV_APPROX, F_MAX, F_MIN, F_MUL, F_SUB,
+        FMA_NEG_ADDEND, FMA_NEG_PRODUCT, FMS, FNMA, Half, Single, U_ABS, U_COS, U_EX2, U_LG2,
+        U_NEG, U_RCP, U_RCP_APPROX, U_RSQRT, U_SIN, U_SQRT, U_SQRT_APPROX, U_TANH, fbin, fbin_x2,
+        fma_spec, fun, fun_x2, testp,
     },
     int::{
         bfe_fn, bfi, bfind, carry, dp2a_fn, dp4a_fn, lop3_fn, mad_carry_fn, minmax_16x2, mul24_fn,
@@ -171,6 +172,16 @@ pub(crate) fn lookup(op: &str, mods: &[&str]) -> Result<Option<AluSpec>, String>
             }
         }
         "fma" => fma_spec(m.ty()?, &m)?,
+        // A `mul` and `sub` contracted (`crate::module`'s pass): one operand negated.
+        FMS | FNMA => {
+            let mut s = fma_spec(m.ty()?, &m)?;
+            s.ctx.imm = if op == FMS {
+                FMA_NEG_ADDEND
+            } else {
+                FMA_NEG_PRODUCT
+            };
+            s
+        }
         "mul24" | "mad24" => {
             let ty = m.ty()?;
             let hi = m.has("hi");

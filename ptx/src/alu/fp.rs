@@ -375,22 +375,39 @@ pub(super) fn fun_x2<S: FStore, const OP: u8>(c: &AluCtx, i: &[&Lanes; 4], o: &m
 }
 
 fn ffma<S: FStore>(c: &AluCtx, i: &[&Lanes; 4], o: &mut [Lanes; 2]) {
+    match c.imm {
+        0 => ffma_neg::<S, false, false>(c, i, o),
+        FMA_NEG_ADDEND => ffma_neg::<S, false, true>(c, i, o),
+        _ => ffma_neg::<S, true, false>(c, i, o),
+    }
+}
+
+/// `fma` with the product (`NP`) or the addend (`NA`) negated: the forms a contracted `sub`
+/// takes. A NaN result is chosen among the operands as written, not negated.
+fn ffma_neg<S: FStore, const NP: bool, const NA: bool>(
+    c: &AluCtx,
+    i: &[&Lanes; 4],
+    o: &mut [Lanes; 2],
+) {
+    let neg = |a: S::C, d: S::C| (if NP { -a } else { a }, if NA { -d } else { d });
     if S::EXACT && c.is_plain() {
         // The common case: round to nearest without flush or saturation (constant-folded).
         let c = &c.plain();
         map3(c, i, o, |x, y, z| {
             let (a, b, d) = (S::load(c, x), S::load(c, y), S::load(c, z));
-            let r = S::C::fma_rn(a, b, d);
+            let (na, nd) = neg(a, d);
+            let r = S::C::fma_rn(na, b, nd);
             // A NaN result is the GPU's (whatever the host's fused multiply-add propagates).
             S::store(c, S::C::arith_nan(r, &[a, b, d]))
         })
     } else {
         map3(c, i, o, |x, y, z| {
             let (a, b, d) = (S::load(c, x), S::load(c, y), S::load(c, z));
+            let (na, nd) = neg(a, d);
             let r = if S::EXACT {
-                fma_r(a, b, d, c.rnd)
+                fma_r(na, b, nd, c.rnd)
             } else {
-                S::C::from_f64(a.to_f64().mul_add(b.to_f64(), d.to_f64()))
+                S::C::from_f64(na.to_f64().mul_add(b.to_f64(), nd.to_f64()))
             };
             S::store(c, S::C::arith_nan(r, &[a, b, d]))
         })
@@ -450,6 +467,16 @@ pub(super) fn testp<S: FStore, const K: u8>(c: &AluCtx, i: &[&Lanes; 4], o: &mut
         }) as u64
     })
 }
+
+/// `a * b - c`, rounded once: the internal opcode of a contracted `mul` and `sub` (no PTX
+/// source can spell it).
+pub(crate) const FMS: &str = "#fms";
+/// `-(a * b) + c`, rounded once: the internal opcode of a contracted `sub` of a product.
+pub(crate) const FNMA: &str = "#fnma";
+/// `ctx.imm` of an `fma`: negate the addend.
+pub(super) const FMA_NEG_ADDEND: u32 = 1;
+/// `ctx.imm` of an `fma`: negate the product (its first factor).
+pub(super) const FMA_NEG_PRODUCT: u32 = 2;
 
 pub(super) fn fma_spec(ty: Ty, m: &Mods<'_>) -> Result<AluSpec, String> {
     let f: AluFn = match ty {

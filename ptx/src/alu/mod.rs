@@ -354,3 +354,4 @@ pub(crate) mod native;
 mod tests;
 
 pub(crate) use decode::lookup;
+pub(crate) use fp::{FMS, FNMA};

@@ -36,6 +36,10 @@ pub(crate) enum FOp {
     Sub,
     Mul,
     Fma,
+    /// `a * b - c`, rounded once (a contracted `sub`).
+    Fms,
+    /// `-(a * b) + c`, rounded once (a contracted `sub` of a product).
+    Fnma,
     Div,
     Sqrt,
     Rcp,
@@ -162,6 +166,8 @@ pub(crate) fn native(op: &str, mods: &[&str]) -> Option<Native> {
             "sub" => FOp::Sub,
             "mul" => FOp::Mul,
             "fma" | "mad" => FOp::Fma,
+            super::FMS => FOp::Fms,
+            super::FNMA => FOp::Fnma,
             "div" => FOp::Div,
             "sqrt" => FOp::Sqrt,
             "rcp" => FOp::Rcp,

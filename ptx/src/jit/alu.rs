@@ -196,9 +196,15 @@ impl Lower<'_, '_> {
                                 let r = self.b.ins().fdiv(a, b);
                                 self.canonicalize(r, f64, &[a, b])
                             }
-                            FOp::Fma => {
+                            FOp::Fma | FOp::Fms | FOp::Fnma => {
                                 let c = self.as_float(arg(2)?, f64);
-                                let r = self.b.ins().fma(a, b, c);
+                                let (x, z) = match op {
+                                    FOp::Fms => (a, self.b.ins().fneg(c)),
+                                    FOp::Fnma => (self.b.ins().fneg(a), c),
+                                    _ => (a, c),
+                                };
+                                let r = self.b.ins().fma(x, b, z);
+                                // A NaN comes from the operands as written (the interpreter's).
                                 self.canonicalize(r, f64, &[a, b, c])
                             }
                             FOp::Min | FOp::Max => self.fminmax(op == FOp::Min, a, b, f64),

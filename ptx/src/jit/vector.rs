@@ -429,10 +429,20 @@ impl Lower<'_, '_> {
                             FOp::Sub => self.b.ins().fsub(a, b),
                             FOp::Mul => self.b.ins().fmul(a, b),
                             FOp::Div => self.b.ins().fdiv(a, b),
-                            FOp::Fma => {
+                            FOp::Fma | FOp::Fms | FOp::Fnma => {
                                 let c = self.vsrc(&arg(2)?, h);
                                 let c = self.fvec(c);
-                                self.b.ins().fma(a, b, c)
+                                match op {
+                                    FOp::Fms => {
+                                        let c = self.b.ins().fneg(c);
+                                        self.b.ins().fma(a, b, c)
+                                    }
+                                    FOp::Fnma => {
+                                        let a = self.b.ins().fneg(a);
+                                        self.b.ins().fma(a, b, c)
+                                    }
+                                    _ => self.b.ins().fma(a, b, c),
+                                }
                             }
                             _ => return Err("vector float operation".into()),
                         };

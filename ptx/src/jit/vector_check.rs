@@ -138,7 +138,16 @@ fn vector_native(nat: Native, src: &[Src]) -> bool {
         },
         Native::Float { op, f64: false } => matches!(
             op,
-            FOp::Add | FOp::Sub | FOp::Mul | FOp::Div | FOp::Fma | FOp::Neg | FOp::Abs | FOp::Sqrt
+            FOp::Add
+                | FOp::Sub
+                | FOp::Mul
+                | FOp::Div
+                | FOp::Fma
+                | FOp::Fms
+                | FOp::Fnma
+                | FOp::Neg
+                | FOp::Abs
+                | FOp::Sqrt
         ),
         Native::Setp { cmp, ty } => {
             if ty == Ty::F32 {

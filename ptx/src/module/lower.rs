@@ -545,7 +545,9 @@ impl<'a> Lower<'a> {
         }
         let entry = self.code.len() as u32;
         let body = f.body.as_deref().unwrap_or(&[]);
-        self.block(&mut st, body, false)?;
+        let reserved: Vec<&str> = f.params.iter().chain(&f.rets).map(|p| p.name).collect();
+        let fused = super::contract::contract(body, &reserved);
+        self.block(&mut st, fused.as_deref().unwrap_or(body), false)?;
         // Falling off the end returns.
         self.push(Inst {
             op: Op::Ret,

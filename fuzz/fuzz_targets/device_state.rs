@@ -9,7 +9,6 @@
 use std::sync::{Arc, OnceLock};
 
 use libfuzzer_sys::fuzz_target;
-use sha2::{Digest, Sha256};
 use vcuda_backend::Backend;
 use vcuda_backend::executor::cpu::{CpuConfig, CpuFactory};
 use vcuda_backend::executor::{Cancel, Tenant};
@@ -26,22 +25,11 @@ fn backend() -> &'static Arc<Backend> {
     })
 }
 
-fn wrap(body: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(format::HEADER_LEN + body.len());
-    out.extend_from_slice(&format::MAGIC);
-    out.extend_from_slice(&format::VERSION.to_le_bytes());
-    out.extend_from_slice(&0u32.to_le_bytes());
-    out.extend_from_slice(&(body.len() as u64).to_le_bytes());
-    out.extend_from_slice(&Sha256::digest(body));
-    out.extend_from_slice(body);
-    out
-}
-
 fuzz_target!(|data: &[u8]| {
     if data.first().is_some_and(|b| b & 1 == 1) {
         let _ = format::decode(data);
     }
-    let Ok(state) = format::decode(&wrap(data)) else { return };
+    let Ok(state) = format::decode(&format::wrap(data)) else { return };
     for (_, s) in state.sessions {
         if let Ok(mut session) = backend().load_session(s, Cancel::default(), Tenant::unique()) {
             // What loads is something a session can hold: it saves again.

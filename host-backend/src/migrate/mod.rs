@@ -45,6 +45,9 @@ pub enum MigrateError {
     /// Encoding failed.
     #[error("cannot encode device state: {0}")]
     Encode(String),
+    /// Reading or writing the state's stream failed.
+    #[error("device state transfer: {0}")]
+    Io(std::io::Error),
     /// The state decodes but does not describe a consistent session.
     #[error("inconsistent device state: {0}")]
     Invalid(String),

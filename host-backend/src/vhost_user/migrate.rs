@@ -7,12 +7,13 @@
 //! bytes move on a thread of their own; `CHECK_DEVICE_STATE` waits for it. On the source the
 //! sessions are saved before the answer (the VM and its rings are stopped, and a session
 //! that cannot move fails the migration right there, the VM running on here); the thread
-//! writes the bytes and closes the pipe, which ends the state. On the destination the thread
-//! reads the pipe to its end and decodes it, and the sessions are loaded at
-//! `CHECK_DEVICE_STATE`, before QEMU maps the guest's memory and starts the rings.
+//! encodes the state into the pipe as QEMU reads it and closes the pipe, which ends the
+//! state. On the destination the thread reads the pipe to its end and decodes it, and the
+//! sessions are loaded at `CHECK_DEVICE_STATE`, before QEMU maps the guest's memory and
+//! starts the rings.
 
 use std::fs::File;
-use std::io::{self, Read, Write};
+use std::io;
 use std::thread::JoinHandle;
 use std::time::Instant;
 
@@ -47,31 +48,42 @@ pub fn start(
     };
     match direction {
         VhostTransferStateDirection::SAVE => {
+            // Saved (and its size known, which runs the encoder) before the answer, so that a
+            // session that cannot move fails the migration here; encoded into the pipe as
+            // QEMU reads it.
             let t = Instant::now();
-            let bytes = device
-                .save_state()
-                .and_then(|state| format::encode(&state))
-                .map_err(|e| {
-                    warn!("the VM cannot migrate: {e}");
-                    io::Error::other(e.to_string())
-                })?;
+            let saved = device.save_state().and_then(|state| {
+                let len = format::body_len(&state)?;
+                Ok((state, len))
+            });
+            let (state, len) = saved.map_err(|e| {
+                warn!("the VM cannot migrate: {e}");
+                io::Error::other(e.to_string())
+            })?;
             info!(
                 "device state saved: {} bytes in {:.1} ms",
-                bytes.len(),
+                len + (format::HEADER_LEN + format::TRAILER_LEN) as u64,
                 t.elapsed().as_secs_f64() * 1e3
             );
             spawn(Box::new(move || {
-                let mut file = file;
-                file.write_all(&bytes)?;
+                let t = Instant::now();
+                let n =
+                    format::encode_to(&state, file).map_err(|e| io::Error::other(e.to_string()))?;
+                info!(
+                    "device state sent: {n} bytes in {:.1} ms",
+                    t.elapsed().as_secs_f64() * 1e3
+                );
                 Ok(None)
             }))
         }
         VhostTransferStateDirection::LOAD => spawn(Box::new(move || {
-            let mut bytes = Vec::new();
-            let most = format::HEADER_LEN as u64 + format::MAX_BODY_LEN;
-            file.take(most).read_to_end(&mut bytes)?;
-            let state = format::decode(&bytes).map_err(|e| io::Error::other(e.to_string()))?;
-            info!("device state received: {} bytes", bytes.len());
+            let t = Instant::now();
+            let state = format::decode_from(file).map_err(|e| io::Error::other(e.to_string()))?;
+            info!(
+                "device state received: {} sessions in {:.1} ms",
+                state.sessions.len(),
+                t.elapsed().as_secs_f64() * 1e3
+            );
             Ok(Some(state))
         })),
     }

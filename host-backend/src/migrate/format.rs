@@ -29,7 +29,8 @@ use super::state::DeviceState;
 
 /// First bytes of a saved state.
 pub const MAGIC: [u8; 8] = *b"VCUDAST\0";
-/// The format version this backend writes and reads (3: the checksum after the body, XXH3).
+/// The format version this backend writes and reads (3: the checksum after the body, XXH3;
+/// device memory in tagged blocks, stored as it is where it does not compress).
 pub const VERSION: u32 = 3;
 /// Bytes of the header.
 pub const HEADER_LEN: usize = 24;

@@ -63,40 +63,98 @@ impl MigrateError {
     }
 }
 
-/// Bytes of device memory compressed as one block: blocks compress (and decompress) in
+/// Bytes of device memory packed as one block: blocks compress (and decompress) in
 /// parallel, on cores the stopped guest leaves idle.
 pub const CHUNK: usize = 4 << 20;
 
-/// Compresses device memory for the state: one LZ4 block per [`CHUNK`] bytes, several at
-/// once.
+/// First byte of a block of device memory: an LZ4 block follows.
+const BLOCK_LZ4: u8 = 0;
+/// First byte of a block of device memory: the bytes follow as they are.
+const BLOCK_RAW: u8 = 1;
+/// Samples of a chunk compressed to decide whether compressing it is worth the time.
+const SAMPLES: usize = 4;
+/// Bytes of each sample.
+const SAMPLE: usize = 16 << 10;
+
+/// Whether LZ4 shrinks `p` by at least an eighth, judged by compressing [`SAMPLES`] pieces
+/// of it spread over it. Float tensors and random numbers do not compress, and LZ4 spends
+/// as long on them as on anything else (256 MiB of them: a third of a second of downtime).
+fn worth_compressing(p: &[u8]) -> bool {
+    if p.len() <= SAMPLES * SAMPLE {
+        return true;
+    }
+    let step = p.len() / SAMPLES;
+    let (mut raw, mut packed) = (0, 0);
+    for k in 0..SAMPLES {
+        let s = &p[k * step..k * step + SAMPLE];
+        raw += s.len();
+        packed += lz4_flex::block::compress(s).len();
+    }
+    packed < raw - raw / 8
+}
+
+/// One chunk of device memory as a block: a tag byte, then an LZ4 block or the bytes.
+fn pack(p: &[u8]) -> ByteBuf {
+    if worth_compressing(p) {
+        let mut out = vec![0u8; 1 + lz4_flex::block::get_maximum_output_size(p.len())];
+        if let Ok(n) = lz4_flex::block::compress_into(p, &mut out[1..])
+            && n < p.len()
+        {
+            out[0] = BLOCK_LZ4;
+            out.truncate(1 + n);
+            return ByteBuf::from(out);
+        }
+    }
+    let mut out = Vec::with_capacity(1 + p.len());
+    out.push(BLOCK_RAW);
+    out.extend_from_slice(p);
+    ByteBuf::from(out)
+}
+
+/// Device memory for the state: one block per [`CHUNK`] bytes, LZ4-compressed where that
+/// pays, several at once.
 pub fn compress(bytes: &[u8]) -> Vec<ByteBuf> {
     let pieces: Vec<&[u8]> = bytes.chunks(CHUNK).collect();
     let mut out: Vec<ByteBuf> = (0..pieces.len()).map(|_| ByteBuf::new()).collect();
     in_parallel(out.iter_mut().zip(pieces), |(o, p)| {
-        *o = ByteBuf::from(lz4_flex::block::compress(p));
+        *o = pack(p);
         Ok(())
     })
     .unwrap_or_default();
     out
 }
 
-/// Decompresses `chunks` (from [`compress`]) into `dst`, which they must fill exactly.
-pub fn decompress_into(chunks: &[ByteBuf], dst: &mut [u8]) -> Result<(), MigrateError> {
-    if chunks.len() != dst.len().div_ceil(CHUNK) {
-        return Err(MigrateError::invalid(
-            "device memory in the wrong number of blocks",
-        ));
-    }
-    in_parallel(
-        dst.chunks_mut(CHUNK).zip(chunks),
-        |(d, c)| match lz4_flex::block::decompress_into(c, d) {
+/// Unpacks one block into `d`, which it must fill exactly.
+fn unpack(c: &[u8], d: &mut [u8]) -> Result<(), MigrateError> {
+    match c.split_first() {
+        Some((&BLOCK_LZ4, c)) => match lz4_flex::block::decompress_into(c, d) {
             Ok(n) if n == d.len() => Ok(()),
             Ok(_) => Err(MigrateError::invalid(
                 "device memory shorter than its allocation",
             )),
             Err(e) => Err(MigrateError::invalid(format_args!("device memory: {e}"))),
         },
-    )
+        Some((&BLOCK_RAW, c)) if c.len() == d.len() => {
+            d.copy_from_slice(c);
+            Ok(())
+        }
+        Some((&BLOCK_RAW, _)) => Err(MigrateError::invalid(
+            "device memory block of the wrong length",
+        )),
+        _ => Err(MigrateError::invalid(
+            "device memory block of no known kind",
+        )),
+    }
+}
+
+/// Unpacks `chunks` (from [`compress`]) into `dst`, which they must fill exactly.
+pub fn decompress_into(chunks: &[ByteBuf], dst: &mut [u8]) -> Result<(), MigrateError> {
+    if chunks.len() != dst.len().div_ceil(CHUNK) {
+        return Err(MigrateError::invalid(
+            "device memory in the wrong number of blocks",
+        ));
+    }
+    in_parallel(dst.chunks_mut(CHUNK).zip(chunks), |(d, c)| unpack(c, d))
 }
 
 /// Runs `f` on every item, on up to as many threads as the machine has cores; the first
@@ -130,4 +188,54 @@ fn in_parallel<T: Send>(
                 .unwrap_or_else(|_| Err(MigrateError::invalid("a worker failed")))
         })
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn noise(n: usize) -> Vec<u8> {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect()
+    }
+
+    #[test]
+    fn blocks_compress_only_where_it_pays() {
+        let mut mem = vec![0u8; 2 * CHUNK + 1000];
+        mem[CHUNK..2 * CHUNK].copy_from_slice(&noise(CHUNK));
+        let blocks = compress(&mem);
+        assert_eq!(blocks.len(), 3);
+        assert_eq!(blocks[0][0], BLOCK_LZ4);
+        assert!(blocks[0].len() < CHUNK / 100);
+        assert_eq!(blocks[1][0], BLOCK_RAW);
+        assert_eq!(blocks[1].len(), CHUNK + 1);
+        let mut back = vec![1u8; mem.len()];
+        decompress_into(&blocks, &mut back).unwrap();
+        assert!(back == mem);
+    }
+
+    #[test]
+    fn damaged_blocks_are_refused() {
+        let mem = noise(100_000);
+        let good = compress(&mem);
+        let mut dst = vec![0u8; mem.len()];
+        for bad in [
+            vec![ByteBuf::from(vec![2u8, 0, 0])],
+            vec![ByteBuf::from(Vec::new())],
+            vec![ByteBuf::from([&[BLOCK_RAW][..], &mem[1..]].concat())],
+            vec![ByteBuf::from(vec![BLOCK_LZ4, 0xff, 0xff])],
+            vec![good[0].clone(), good[0].clone()],
+        ] {
+            assert!(decompress_into(&bad, &mut dst).is_err());
+        }
+        decompress_into(&good, &mut dst).unwrap();
+        assert!(dst == mem);
+    }
 }

@@ -209,7 +209,8 @@ pub struct AllocState {
     pub len: u64,
     /// What it is for: [`ALLOC_USER`], [`ALLOC_SYMBOL`] or [`ALLOC_ARRAY`].
     pub kind: u8,
-    /// Its contents: one LZ4 block per `super::CHUNK` bytes.
+    /// Its contents: one block per `super::CHUNK` bytes, each a tag byte (0: an LZ4 block
+    /// follows, 1: the bytes as they are, where LZ4 would not shrink them).
     pub data: Vec<ByteBuf>,
 }
 

@@ -18,11 +18,24 @@ use std::thread::JoinHandle;
 use std::time::Instant;
 
 use log::{info, warn};
+use nix::fcntl::{FcntlArg, fcntl};
 use vhost::vhost_user::message::{VhostTransferStateDirection, VhostTransferStatePhase};
 
 use super::device::Device;
 use crate::migrate::format;
 use crate::migrate::state::DeviceState;
+
+/// The pipe buffer asked for: QEMU moves what the pipe holds at each wake-up, and with the
+/// default 64 KiB the state of 256 MiB of device memory took 1.2 s to cross.
+const PIPE_BYTES: i32 = 1 << 20;
+
+/// Widens the state's pipe (both ends share its buffer). A failure (not a pipe, or over
+/// `/proc/sys/fs/pipe-max-size`) leaves it as it was: the transfer only gets slower.
+fn widen(file: &File) {
+    if let Err(e) = fcntl(file, FcntlArg::F_SETPIPE_SZ(PIPE_BYTES)) {
+        info!("device state pipe left at its size ({e})");
+    }
+}
 
 /// A transfer under way: its thread, which yields the loaded state on the destination.
 pub struct Transfer(JoinHandle<io::Result<Option<DeviceState>>>);
@@ -40,6 +53,7 @@ pub fn start(
             "device state transfer only of a stopped device",
         ));
     }
+    widen(&file);
     let spawn = |f: Box<dyn FnOnce() -> io::Result<Option<DeviceState>> + Send>| {
         std::thread::Builder::new()
             .name("vcuda-migrate".into())

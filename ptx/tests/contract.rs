@@ -94,6 +94,40 @@ const PTX: &str = r#"
   st.global.f64 [%rd10], %fd6;
   ret;
 }
+
+// Half precision, out[0..4] from a, b, c = x[0..3] (16-bit values): a * b + c, a * b - c,
+// c - a * b fused; a * b + c with `.rn` on the product; out[4..6] c - a * b on `f16x2` pairs.
+.visible .entry half(.param .u64 x, .param .u64 out)
+{
+  .reg .b16 %h<20>;
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [x];
+  ld.param.u64 %rd2, [out];
+  ld.global.b16 %h1, [%rd1];
+  ld.global.b16 %h2, [%rd1+2];
+  ld.global.b16 %h3, [%rd1+4];
+  mul.f16 %h4, %h1, %h2;
+  add.f16 %h5, %h4, %h3;
+  st.global.b16 [%rd2], %h5;
+  mul.f16 %h6, %h1, %h2;
+  sub.f16 %h7, %h6, %h3;
+  st.global.b16 [%rd2+2], %h7;
+  mul.f16 %h8, %h1, %h2;
+  sub.f16 %h9, %h3, %h8;
+  st.global.b16 [%rd2+4], %h9;
+  mul.rn.f16 %h10, %h1, %h2;
+  add.f16 %h11, %h10, %h3;
+  st.global.b16 [%rd2+6], %h11;
+  // out[4..6]: c - a * b on pairs, from the pairs at x[4..10].
+  ld.global.b32 %r1, [%rd1+8];
+  ld.global.b32 %r2, [%rd1+12];
+  ld.global.b32 %r3, [%rd1+16];
+  mul.f16x2 %r4, %r1, %r2;
+  sub.f16x2 %r5, %r3, %r4;
+  st.global.b32 [%rd2+8], %r5;
+  ret;
+}
 "#;
 
 const THREADS: usize = 64;
@@ -168,4 +202,26 @@ fn cupy_remainder_is_fused() {
     // NumPy's and the GPU's fmod(255.6, 1.2), not the 0 of two roundings.
     assert_eq!(255.6f64 - 213.0 * 1.2, 0.0);
     assert!(o[0] > 0.0 && o[0] < 1e-13, "{}", o[0]);
+}
+
+#[test]
+fn half_precision_is_fused_too() {
+    let g = Gpu::new(PTX);
+    // a = b = 1 + 2^-6: a * b = 1 + 2^-5 + 2^-12, which rounds to 1 + 2^-5 in half
+    // precision; c = -(1 + 2^-5) leaves 2^-12 (0x0c00) fused, 0 rounded twice.
+    // With c = 1 + 2^-5 instead, a * b - c and c - a * b are the ones at +-2^-12.
+    for (c, want) in [
+        (0xbc20u16, [0x0c00u16, 0x4020, 0xc020, 0x0000]),
+        (0x3c20, [0x4020, 0x0c00, 0x8c00, 0x4020]),
+    ] {
+        // The pairs: a = b = (1 + 2^-6, 1 + 2^-6), c = (1 + 2^-5, -(1 + 2^-5)).
+        let x = [
+            0x3c10u16, 0x3c10, c, 0, 0x3c10, 0x3c10, 0x3c10, 0x3c10, 0x3c20, 0xbc20,
+        ];
+        let (dx, out) = (g.buf(&x), g.zeros(12));
+        g.run("half", 1, 1, &[Arg::Ptr(dx), Arg::Ptr(out)]);
+        let o: Vec<u16> = g.get(out, 6);
+        assert_eq!(o[..4], want, "c {c:#x}");
+        assert_eq!(o[4..], [0x8c00, 0xc020], "pairs");
+    }
 }

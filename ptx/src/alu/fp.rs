@@ -415,9 +415,13 @@ fn ffma_neg<S: FStore, const NP: bool, const NA: bool>(
 }
 
 fn ffma_x2<S: FStore>(c: &AluCtx, i: &[&Lanes; 4], o: &mut [Lanes; 2]) {
+    // A contracted `sub` negates the product or the addend (`ffma_neg`).
+    let (np, na) = (c.imm == FMA_NEG_PRODUCT, c.imm == FMA_NEG_ADDEND);
     map3(c, i, o, |x, y, z| {
         let h = |s: u32| {
             let (a, b, d) = (S::load(c, x >> s), S::load(c, y >> s), S::load(c, z >> s));
+            let a = if np { -a } else { a };
+            let d = if na { -d } else { d };
             S::store(
                 c,
                 S::C::from_f64(a.to_f64().mul_add(b.to_f64(), d.to_f64())),

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
-//! Floating-point contraction, as `ptxas` does it: an f32 or f64 `mul` and the `add` or `sub`
-//! that consumes its product, both without a rounding modifier, become one fused multiply-add
-//! rounded once.
+//! Floating-point contraction, as `ptxas` does it: a floating-point `mul` (f32, f64, or half
+//! precision) and the `add` or `sub` that consumes its product, both without a rounding
+//! modifier, become one fused multiply-add rounded once.
 //!
 //! The PTX ISA lets the code generator contract `mul`/`add`/`sub` written without a rounding
 //! modifier (`.rn` and the directed modes forbid it), and `ptxas` does so by default
@@ -104,8 +104,12 @@ fn plain_reg<'a>(o: &Operand<'a>) -> Option<&'a str> {
     }
 }
 
-/// The modifiers of a contractible f32/f64 `mul`/`add`/`sub`: a type and at most `.ftz`,
-/// no rounding modifier, no `.sat`.
+/// The floating-point types `ptxas` contracts (`cuda_fp16.h`'s `__hmul_rn` exists to keep
+/// a half-precision product from being fused).
+const TYPES: [&str; 6] = ["f32", "f64", "f16", "bf16", "f16x2", "bf16x2"];
+
+/// The modifiers of a contractible `mul`/`add`/`sub`: a type of [`TYPES`] and at most
+/// `.ftz`, no rounding modifier, no `.sat`.
 fn plain_mods(i: &Inst<'_>) -> Option<(&'static str, bool)> {
     if i.guard.is_some() || i.args.len() != 3 {
         return None;
@@ -113,11 +117,11 @@ fn plain_mods(i: &Inst<'_>) -> Option<(&'static str, bool)> {
     let mut ty = None;
     let mut ftz = false;
     for m in &i.mods {
-        match *m {
-            "f32" if ty.is_none() => ty = Some("f32"),
-            "f64" if ty.is_none() => ty = Some("f64"),
-            "ftz" if !ftz => ftz = true,
-            _ => return None,
+        match TYPES.iter().find(|t| **t == *m) {
+            Some(t) if ty.is_none() => ty = Some(*t),
+            Some(_) => return None,
+            None if *m == "ftz" && !ftz => ftz = true,
+            None => return None,
         }
     }
     Some((ty?, ftz))

@@ -9,7 +9,7 @@ use std::collections::{BTreeSet, HashMap};
 use cranelift_codegen::ir::{
     InstBuilder, Type,
     condcodes::IntCC,
-    types::{I32, I32X4, I64},
+    types::{I8, I32, I32X4, I64},
 };
 use cranelift_frontend::{FunctionBuilder, Switch, Variable};
 
@@ -259,6 +259,7 @@ impl<'a, 'b> Lower<'a, 'b> {
             .map(|f| (*f == Form::Vector).then(|| [(); HALVES].map(|_| b.declare_var(I32X4))))
             .collect();
         let vtmp = [(); HALVES].map(|_| b.declare_var(I32X4));
+        let together = b.declare_var(I8);
         let mut var = || b.declare_var(I64);
         let (ic, tmp, t_loop, scalar_until) = (var(), var(), var(), var());
         let mut lanes: Vec<Lane> = (0..=LANES)
@@ -417,6 +418,9 @@ impl<'a, 'b> Lower<'a, 'b> {
             },
             live: Vec::new(),
             mask: None,
+            together,
+            greload: Vec::new(),
+            chain_from: HashMap::new(),
         };
         let set_of = |l: &Vec<u64>| -> Vec<u32> {
             (0..nregs)
@@ -432,6 +436,9 @@ impl<'a, 'b> Lower<'a, 'b> {
             }
         }
         lw.divsaved = lw.divs.iter().map(|&pc| set_of(&live[pc])).collect();
+        if lw.width > 1 {
+            lw.chain_from = chain_from(code, &lw.resumes);
+        }
         lw.live = live;
         lw.prologue();
         lw.body()?;
@@ -575,3 +582,43 @@ impl<'a, 'b> Lower<'a, 'b> {
         }
     }
 }
+
+/// For each barrier, the resume points (indices into `resumes`) from which the code reaches
+/// it without passing another barrier, at most [`CHAIN_MAX`] of them (a barrier reached
+/// from more gets none).
+fn chain_from(code: &[Inst], resumes: &[usize]) -> HashMap<usize, Vec<usize>> {
+    let mut from: HashMap<usize, Vec<usize>> = HashMap::new();
+    for (k, &start) in resumes.iter().enumerate() {
+        let mut seen = vec![false; code.len()];
+        let mut stack = vec![start];
+        while let Some(pc) = stack.pop() {
+            if pc >= code.len() || std::mem::replace(&mut seen[pc], true) {
+                continue;
+            }
+            let i = &code[pc];
+            match i.op {
+                Op::Bar { .. } => {
+                    from.entry(pc).or_default().push(k);
+                    if i.guard.is_some() {
+                        stack.push(pc + 1);
+                    }
+                }
+                Op::Exit | Op::Ret if i.guard.is_none() => {}
+                Op::Bra { target } => {
+                    stack.push(target as usize);
+                    if i.guard.is_some() {
+                        stack.push(pc + 1);
+                    }
+                }
+                // Indirect branches and calls: give up on chaining from this point.
+                Op::Brx { .. } | Op::Call { .. } => return HashMap::new(),
+                _ => stack.push(pc + 1),
+            }
+        }
+    }
+    from.retain(|_, v| v.len() <= CHAIN_MAX);
+    from
+}
+
+/// Most resume points a barrier chains to (one compare each).
+const CHAIN_MAX: usize = 3;

@@ -289,7 +289,11 @@ impl<'a, 'b> Lower<'a, 'b> {
                 }
                 self.count(off::WAITING + 4 * bid as i32, lanes as i64);
                 self.group_arrival(k + 1);
-                self.thread_stops(if self.group { rt::WAIT_GROUP } else { rt::WAIT });
+                if self.group {
+                    self.group_stops(pc);
+                } else {
+                    self.thread_stops(rt::WAIT);
+                }
                 return Ok(false);
             }
             Op::Fence | Op::Nop => {}

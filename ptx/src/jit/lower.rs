@@ -160,6 +160,14 @@ pub(super) struct Lower<'a, 'b> {
     /// In a masked region (see [`super::masked`]), its lanes: an all-ones `I32X4` lane for
     /// each lane in it, by half.
     pub(super) mask: Option<Vec<Value>>,
+    /// Whether the group's threads reached their resume point together (an `i8`), for the
+    /// group code's reload blocks.
+    pub(super) together: Variable,
+    /// The group code's reload block of each resume point (see `sched::group_dispatch`).
+    pub(super) greload: Vec<Block>,
+    /// By barrier instruction, the resume points the group code reaches it from (without
+    /// passing another barrier): where the next group may go straight on (`chain_next`).
+    pub(super) chain_from: HashMap<usize, Vec<usize>>,
 }
 
 /// The most threads a vector group runs in lockstep (a kernel's group is [`NARROW`] or this,

@@ -207,7 +207,8 @@ impl<'a, 'b> Lower<'a, 'b> {
         self.b
             .ins()
             .brif(all, genter, &[res0.into(), tg.into()], scalar, &[]);
-        let (res0, together) = (res0_p, together.map(|_| together_p));
+        let res0 = res0_p;
+        let together = together.is_some();
         // Not a group this round: its threads run one at a time.
         self.b.switch_to_block(scalar);
         let until = self.b.ins().iadd_imm_s(t, w as i64);
@@ -224,6 +225,7 @@ impl<'a, 'b> Lower<'a, 'b> {
             .brif(all_at, genter, &[res.into(), tg_fast.into()], gcheck, &[]);
         self.b.seal_block(gcheck);
         self.enter(genter);
+        self.b.def_var(self.together, together_p);
         for k in 0..w {
             self.set_lane(k);
             let tk = self.b.ins().iadd_imm_s(t, k as i64);
@@ -232,12 +234,18 @@ impl<'a, 'b> Lower<'a, 'b> {
         }
         let start = self.b.create_block();
         let mut sw = Switch::new();
+        // The switch goes to a block of its own for each resume point, which goes on to the
+        // reload block: barriers of the group code jump to the reload blocks too
+        // (`chain_next`), so they are sealed only once the group code is emitted.
+        let mut pre = Vec::new();
         let mut reload = Vec::new();
         for k in 0..self.resumes.len() {
             let blk = self.b.create_block();
             sw.set_entry(k as u128 + 1, blk);
-            reload.push(blk);
+            pre.push(blk);
+            reload.push(self.b.create_block());
         }
+        self.greload = reload.clone();
         // Anything else (none is expected: diverged threads reach a barrier or exit in the
         // round they diverged in) runs in the scalar code.
         let odd = self.b.create_block();
@@ -255,7 +263,9 @@ impl<'a, 'b> Lower<'a, 'b> {
         let first = self.gblocks[&0];
         self.b.ins().jump(first, &[]);
         for (k, blk) in reload.into_iter().enumerate() {
-            self.enter(blk);
+            self.enter(pre[k]);
+            self.b.ins().jump(blk, &[]);
+            self.enter_late(blk);
             let regs = self.saved[k].clone();
             // Threads that ran apart may disagree on a uniform register: one at a time then.
             // Threads that reached the barrier together in the group code agree.
@@ -264,7 +274,8 @@ impl<'a, 'b> Lower<'a, 'b> {
                 && regs
                     .iter()
                     .any(|&r| self.forms[r as usize] == Form::Uniform);
-            if let (true, Some(tg)) = (check, together) {
+            if check && together {
+                let tg = self.b.use_var(self.together);
                 let (fast, checked) = (self.b.create_block(), self.b.create_block());
                 self.b.ins().brif(tg, fast, &[], checked, &[]);
                 self.enter(fast);
@@ -316,6 +327,70 @@ impl<'a, 'b> Lower<'a, 'b> {
             self.next_thread
         };
         self.b.ins().jump(next, &[]);
+    }
+
+    /// A group's barrier at `pc`: records its threads' state (as [`Self::thread_stops`]),
+    /// then, in a round that runs every thread from one resume point (`all_at`) from which
+    /// this barrier is reached, starts the next group there with a direct branch (its
+    /// reload block) instead of through the dispatch and its jump table. Anything else goes
+    /// to the dispatch as before.
+    pub(super) fn group_stops(&mut self, pc: usize) {
+        let cands = self.chain_from.get(&pc).cloned().unwrap_or_default();
+        let arr = self.arr;
+        let w = self.width;
+        let lane = self.lane;
+        let t = self.b.use_var(self.t_loop);
+        let sp = self.b.ins().iadd(arr.state, t);
+        let (ty, words, ones) = state_words(w);
+        let v = self.b.ins().iconst(ty, rt::WAIT_GROUP as i64 * ones);
+        for k in 0..words {
+            let o = (k * ty.bytes() as usize) as i32;
+            self.b
+                .ins()
+                .store(MemFlagsData::new().with_notrap(), v, sp, o);
+        }
+        let cands: Vec<usize> = cands
+            .into_iter()
+            .filter(|&k| k + 1 < rt::ARRIVAL_POINTS && k < self.greload.len())
+            .collect();
+        if cands.is_empty() {
+            self.b.ins().jump(self.gnext, &[]);
+            return;
+        }
+        let t2 = self.b.ins().iadd_imm_s(t, w as i64);
+        let end = self.b.ins().iadd_imm_s(t2, w as i64);
+        let fits = self
+            .b
+            .ins()
+            .icmp(IntCC::UnsignedLessThanOrEqual, end, arr.n);
+        let su = self.b.use_var(self.scalar_until);
+        let past = self.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, t2, su);
+        let ok = self.b.ins().band(fits, past);
+        let test = self.b.create_block();
+        self.b.ins().brif(ok, test, &[], self.gnext, &[]);
+        self.enter(test);
+        let all_at = self.ld_tc(I32, off::ALL_AT);
+        for k in cands {
+            let (go, other) = (self.b.create_block(), self.b.create_block());
+            // `all_at` is the arrivals slot + 1, the slot the resume index + 1.
+            let here = self.b.ins().icmp_imm_u(IntCC::Equal, all_at, k as i64 + 2);
+            self.b.ins().brif(here, go, &[], other, &[]);
+            self.enter(go);
+            self.b.def_var(self.t_loop, t2);
+            for l in 0..w {
+                self.set_lane(l);
+                let tl = self.b.ins().iadd_imm_s(t2, l as i64);
+                self.b.def_var(self.t, tl);
+                self.lane_values(tl);
+            }
+            let sp2 = self.b.ins().iadd(arr.state, t2);
+            let tg = self.states_are(sp2, w, rt::WAIT_GROUP);
+            self.b.def_var(self.together, tg);
+            self.b.ins().jump(self.greload[k], &[]);
+            self.enter(other);
+        }
+        self.b.ins().jump(self.gnext, &[]);
+        self.set_lane(lane);
     }
 
     /// At the end of a round (the current block): where every live thread waits on barrier

@@ -166,7 +166,7 @@ pub(super) struct Lower<'a, 'b> {
     /// The group code's reload block of each resume point (see `sched::group_dispatch`).
     pub(super) greload: Vec<Block>,
     /// By barrier instruction, the resume points the group code reaches it from (without
-    /// passing another barrier): where the next group may go straight on (`chain_next`).
+    /// passing another barrier): where the next group may go straight on (`group_stops`).
     pub(super) chain_from: HashMap<usize, Vec<usize>>,
 }
 

@@ -226,17 +226,12 @@ impl<'a, 'b> Lower<'a, 'b> {
         self.b.seal_block(gcheck);
         self.enter(genter);
         self.b.def_var(self.together, together_p);
-        for k in 0..w {
-            self.set_lane(k);
-            let tk = self.b.ins().iadd_imm_s(t, k as i64);
-            self.b.def_var(self.t, tk);
-            self.lane_values(tk);
-        }
+        self.group_lanes(t);
         let start = self.b.create_block();
         let mut sw = Switch::new();
         // The switch goes to a block of its own for each resume point, which goes on to the
         // reload block: barriers of the group code jump to the reload blocks too
-        // (`chain_next`), so they are sealed only once the group code is emitted.
+        // (`group_stops`), so they are sealed only once the group code is emitted.
         let mut pre = Vec::new();
         let mut reload = Vec::new();
         for k in 0..self.resumes.len() {
@@ -296,13 +291,20 @@ impl<'a, 'b> Lower<'a, 'b> {
         self.b.seal_block(scalar);
     }
 
-    /// Records the current thread's new state and goes on with the next thread (or, in the
-    /// group code, every lane's and the next group).
-    pub(super) fn thread_stops(&mut self, state: u8) {
-        let arr = self.arr;
-        let t = self.b.use_var(self.t_loop);
-        let lanes = if self.group { self.width } else { 1 };
-        let sp = self.b.ins().iadd(arr.state, t);
+    /// Defines each lane's thread values for the group of threads from `t` (the group
+    /// code's entry, as the dispatch or a chained barrier makes it).
+    fn group_lanes(&mut self, t: Value) {
+        for k in 0..self.width {
+            self.set_lane(k);
+            let tk = self.b.ins().iadd_imm_s(t, k as i64);
+            self.b.def_var(self.t, tk);
+            self.lane_values(tk);
+        }
+    }
+
+    /// Stores `state` for the `lanes` threads from `t`.
+    fn record_states(&mut self, t: Value, lanes: usize, state: u8) {
+        let sp = self.b.ins().iadd(self.arr.state, t);
         if lanes > 1 {
             let (ty, words, ones) = state_words(lanes);
             let v = self.b.ins().iconst(ty, state as i64 * ones);
@@ -314,10 +316,16 @@ impl<'a, 'b> Lower<'a, 'b> {
             }
         } else {
             let v = self.b.ins().iconst(I8, state as i64);
-            for k in 0..lanes {
-                self.b.ins().store(FLAGS, v, sp, k as i32);
-            }
+            self.b.ins().store(FLAGS, v, sp, 0);
         }
+    }
+
+    /// Records the current thread's new state and goes on with the next thread (or, in the
+    /// group code, every lane's and the next group).
+    pub(super) fn thread_stops(&mut self, state: u8) {
+        let t = self.b.use_var(self.t_loop);
+        let lanes = if self.group { self.width } else { 1 };
+        self.record_states(t, lanes, state);
         if state == rt::DONE {
             self.count(off::DONE, lanes as i64);
         }
@@ -340,15 +348,7 @@ impl<'a, 'b> Lower<'a, 'b> {
         let w = self.width;
         let lane = self.lane;
         let t = self.b.use_var(self.t_loop);
-        let sp = self.b.ins().iadd(arr.state, t);
-        let (ty, words, ones) = state_words(w);
-        let v = self.b.ins().iconst(ty, rt::WAIT_GROUP as i64 * ones);
-        for k in 0..words {
-            let o = (k * ty.bytes() as usize) as i32;
-            self.b
-                .ins()
-                .store(MemFlagsData::new().with_notrap(), v, sp, o);
-        }
+        self.record_states(t, w, rt::WAIT_GROUP);
         let cands: Vec<usize> = cands
             .into_iter()
             .filter(|&k| k + 1 < rt::ARRIVAL_POINTS && k < self.greload.len())
@@ -377,12 +377,7 @@ impl<'a, 'b> Lower<'a, 'b> {
             self.b.ins().brif(here, go, &[], other, &[]);
             self.enter(go);
             self.b.def_var(self.t_loop, t2);
-            for l in 0..w {
-                self.set_lane(l);
-                let tl = self.b.ins().iadd_imm_s(t2, l as i64);
-                self.b.def_var(self.t, tl);
-                self.lane_values(tl);
-            }
+            self.group_lanes(t2);
             let sp2 = self.b.ins().iadd(arr.state, t2);
             let tg = self.states_are(sp2, w, rt::WAIT_GROUP);
             self.b.def_var(self.together, tg);

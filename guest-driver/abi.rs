@@ -24,9 +24,13 @@ pub const VCUDA_IOC_SHARE: u32 = 0xc018_5603;
 /// `_IOW('V', 4, __u64)`: ends a region `VCUDA_IOC_SHARE` made.
 pub const VCUDA_IOC_UNSHARE: u32 = 0x4008_5604;
 /// Version of the ioctl ABI.
-pub const VCUDA_ABI_VERSION: u32 = 2;
+pub const VCUDA_ABI_VERSION: u32 = 3;
 /// Most segments in one submit.
 pub const VCUDA_MAX_SEGS: u32 = 256;
+/// `VcudaSubmit::flags`: queue the message and return without waiting (posted calls).
+pub const VCUDA_SUBMIT_DETACHED: u64 = 1 << 0;
+/// Most detached chains of one file with the device at once.
+pub const VCUDA_MAX_DETACHED: u32 = 64;
 
 /// `VcudaSeg::dir`: the device reads the segment (guest to host).
 pub const SEG_OUT: u32 = 1;
@@ -123,8 +127,8 @@ pub struct VirtioCudaConfig {
     pub max_chain_descriptors: u32,
     /// Largest control area of a message (header included).
     pub max_ctrl_len: u32,
-    /// Zero.
-    pub reserved: u32,
+    /// `CONFIG_F_*` bits (zero on older devices).
+    pub features: u32,
     /// Largest out- or in-data area of one message.
     pub max_data_len: u64,
 }
@@ -166,6 +170,10 @@ pub const CHAIN_OP_CLOSE_SESSION: u32 = 2;
 pub const CHAIN_OP_SHARE_PAGES: u32 = 3;
 /// `ChainOp::UnsharePages`: the region's `u64` handle follows the header.
 pub const CHAIN_OP_UNSHARE_PAGES: u32 = 4;
+/// `ChainOp::SubmitDetached`: a message nobody waits for; the device writes no reply.
+pub const CHAIN_OP_SUBMIT_DETACHED: u32 = 5;
+/// `VirtioCudaConfig::features`: the device takes `CHAIN_OP_SUBMIT_DETACHED`.
+pub const CONFIG_F_DETACHED_SUBMIT: u32 = 1 << 0;
 
 /// Virtio device ID.
 pub const VIRTIO_ID_CUDA: u32 = 57;
@@ -218,7 +226,7 @@ const _: () = {
     assert!(offset_of!(VirtioCudaConfig, num_request_queues) == 8);
     assert!(offset_of!(VirtioCudaConfig, max_chain_descriptors) == 12);
     assert!(offset_of!(VirtioCudaConfig, max_ctrl_len) == 16);
-    assert!(offset_of!(VirtioCudaConfig, reserved) == 20);
+    assert!(offset_of!(VirtioCudaConfig, features) == 20);
     assert!(offset_of!(VirtioCudaConfig, max_data_len) == 24);
 
     assert!(size_of::<VcudaInfo>() == 48);

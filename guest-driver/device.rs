@@ -15,6 +15,10 @@
 //!   it in process context. Exactly one of the two compare-exchanges wins, so each reference
 //!   is released exactly once; the pinned pages stay pinned, and every kernel buffer of the
 //!   chain stays allocated, until the device has returned it.
+//! - A detached request (`VCUDA_SUBMIT_DETACHED`) is created `ABANDONED`: nobody waits, the
+//!   submitting thread drops its reference once the chain is on the ring, and the chain is
+//!   reaped like a killed waiter's. It holds a copy of the caller's data (no user pages) and
+//!   one of its session's `VCUDA_MAX_DETACHED` places until it is dropped.
 //! - Dropping a request unpins its user pages (marking the device-written ones dirty) and frees
 //!   its kernel buffers. That never happens in interrupt context.
 //! - A [`Session`] is owned by its open file and by each request of it; when the last of them
@@ -85,6 +89,7 @@ mod share;
 use queue::Queue;
 pub(crate) use request::Request;
 pub(crate) use session::Session;
+pub(crate) use share::eopnotsupp;
 
 /// The chain is on the ring and a thread waits for it.
 const PENDING: u32 = 0;

@@ -18,7 +18,7 @@ use kernel::{
     workqueue::{self, WorkItem},
 };
 
-use super::{queue::Queue, Request, VDev, ABANDONED, DETACHED, DONE, PENDING};
+use super::{queue::Queue, Request, Session, VDev, ABANDONED, DETACHED, DONE, PENDING};
 
 impl WorkItem for Request {
     type Pointer = Arc<Request>;
@@ -81,16 +81,28 @@ impl VDev {
         }
     }
 
-    /// Submits a request and waits for the device to return it.
+    /// Submits a request of session `session` and waits for the device to return it.
     ///
     /// # Errors
     ///
     /// `ENODEV` (device gone), `EINTR` (fatal signal; the chain stays with the device and is
     /// cleaned up when it comes back), `E2BIG`, `ENOMEM`, `EIO` (broken virtqueue).
-    pub(crate) fn call(&self, req: &Arc<Request>) -> Result {
-        let q = self.pick_queue()?;
+    pub(crate) fn call(&self, session: &Session, req: &Arc<Request>) -> Result {
+        let q = session.queue()?;
         self.submit(q, req)?;
         self.wait(q, req)
+    }
+
+    /// Submits a detached request (created `ABANDONED`: nobody waits) behind `session`'s
+    /// earlier chains, and returns. The ring's reference is dropped on the workqueue once the
+    /// device returns the chain.
+    ///
+    /// # Errors
+    ///
+    /// `ENODEV` (device gone), `EINTR` (fatal signal while the ring was full), `EIO`
+    /// (broken virtqueue): the chain was not queued.
+    pub(crate) fn post(&self, session: &Session, req: &Arc<Request>) -> Result {
+        self.submit(session.queue()?, req)
     }
 
     /// Waits for the device to return a request [`VDev::submit`] put on `q`, and takes the

@@ -219,7 +219,7 @@ fn read_config(vdev: *mut bindings::virtio_device) -> VirtioCudaConfig {
         num_request_queues: r32(offset_of!(VirtioCudaConfig, num_request_queues)),
         max_chain_descriptors: r32(offset_of!(VirtioCudaConfig, max_chain_descriptors)),
         max_ctrl_len: r32(offset_of!(VirtioCudaConfig, max_ctrl_len)),
-        reserved: 0,
+        features: r32(offset_of!(VirtioCudaConfig, features)),
         // SAFETY: `vdev` is the device being probed; the offset lies in its config space.
         max_data_len: unsafe {
             sys::vcuda_glue_cread64(vdev, offset_of!(VirtioCudaConfig, max_data_len) as c_uint)

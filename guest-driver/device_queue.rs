@@ -116,11 +116,15 @@ impl VDev {
         self.queues.first().map(|q| &**q).ok_or(ENODEV)
     }
 
-    /// The queue of the current CPU.
-    pub(super) fn pick_queue(&self) -> Result<&Queue> {
+    /// The index of the current CPU's queue.
+    pub(super) fn cpu_queue_index(&self) -> usize {
         // SAFETY: No preconditions.
         let cpu = unsafe { bindings::raw_smp_processor_id() } as usize;
-        let i = cpu.checked_rem(self.queues.len()).ok_or(ENODEV)?;
+        cpu.checked_rem(self.queues.len()).unwrap_or(0)
+    }
+
+    /// Queue `i`.
+    pub(super) fn queue_at(&self, i: usize) -> Result<&Queue> {
         self.queues.get(i).map(|q| &**q).ok_or(ENODEV)
     }
 

@@ -27,12 +27,12 @@ use kernel::{
 };
 
 use super::{
-    bounce::ChunkCursor, bufs::Bufs, sg::SgBuilder, share::Region, Session, VDev, ABANDONED,
-    PENDING,
+    bounce::ChunkCursor, bufs::Bufs, session::DetachedSlot, sg::SgBuilder, share::Region,
+    Session, VDev, ABANDONED, PENDING,
 };
 use crate::abi::{
     ChainHeader, VcudaSeg, VcudaSubmit, CHAIN_OP_CLOSE_SESSION, CHAIN_OP_SUBMIT,
-    MIN_REPLY_CAPACITY, RECORD_HEADER_LEN,
+    CHAIN_OP_SUBMIT_DETACHED, MIN_REPLY_CAPACITY, RECORD_HEADER_LEN, VCUDA_SUBMIT_DETACHED,
     RECORD_STATUS_OFFSET, REPLY_HEADER_CTRL_LEN_OFFSET, REPLY_HEADER_LEN,
     REPLY_HEADER_MAGIC_OFFSET, REPLY_HEADER_N_RECORDS_OFFSET, REPLY_MAGIC, SEG_IN, SEG_OUT,
     VCUDA_MAX_SEGS,
@@ -40,6 +40,9 @@ use crate::abi::{
 
 /// Largest reply area the module allocates.
 const MAX_REPLY_AREA: usize = 4 << 20;
+/// Most out data a detached chain carries (copied into kernel memory); a larger detached
+/// submit waits like any other.
+const MAX_DETACHED_DATA: u64 = 1 << 20;
 
 /// One call: a descriptor chain and its completion.
 #[pin_data]
@@ -53,6 +56,8 @@ pub(crate) struct Request {
     pub(super) descs: usize,
     /// Keeps the session open until the device has returned this chain.
     _session: Option<Arc<Session>>,
+    /// A detached chain's place among its session's (nobody waits for it).
+    detached: Option<DetachedSlot>,
 }
 
 // SAFETY: The raw pointers are to pinned pages and kernel buffers the request owns; they may be
@@ -106,6 +111,7 @@ impl Request {
                 bufs,
                 descs,
                 _session: session,
+                detached: None,
             }),
             GFP_KERNEL,
         )
@@ -151,18 +157,28 @@ impl Request {
     }
 
     /// Builds the chain of a `VCUDA_IOC_SUBMIT`: copies the message in, pins the segments.
+    /// With `slot` (the submit asked for `VCUDA_SUBMIT_DETACHED` and the session has room),
+    /// a detached chain whose out data is copied (the caller may reuse its buffers once the
+    /// ioctl returns) if it carries at most `MAX_DETACHED_DATA`; else a chain to wait for.
     ///
     /// # Errors
     ///
-    /// `EINVAL` (non-zero flags, empty message, reply buffer under 4096 bytes, bad segment
-    /// direction or flags, address overflow), `E2BIG` (message over `max_ctrl_len`, more than
+    /// `EINVAL` (unknown flags, empty message, reply buffer under 4096 bytes, bad segment
+    /// direction or flags, address overflow, in segments in a detached submit), `E2BIG` (message over `max_ctrl_len`, more than
     /// `VCUDA_MAX_SEGS` segments, out or in data over `max_data_len`, more descriptors than
     /// `max_chain_descriptors`), `EFAULT` (unreadable message or segment table, pages that
     /// cannot be pinned), `ENOMEM`.
-    pub(crate) fn for_submit(session: &Arc<Session>, sub: &VcudaSubmit) -> Result<Arc<Request>> {
+    pub(crate) fn for_submit(
+        session: &Arc<Session>,
+        sub: &VcudaSubmit,
+        mut slot: Option<DetachedSlot>,
+    ) -> Result<Arc<Request>> {
         let dev = &*session.dev;
         let lim = dev.limits;
-        if sub.flags != 0 || sub.ctrl_len == 0 || sub.reply_cap < MIN_REPLY_CAPACITY {
+        if sub.flags & !VCUDA_SUBMIT_DETACHED != 0
+            || sub.ctrl_len == 0
+            || sub.reply_cap < MIN_REPLY_CAPACITY
+        {
             return Err(EINVAL);
         }
         if sub.ctrl_len > lim.max_ctrl || sub.n_segs > VCUDA_MAX_SEGS {
@@ -199,13 +215,25 @@ impl Request {
             }
             segs.push(s, GFP_KERNEL_ACCOUNT)?;
         }
+        if sub.flags & VCUDA_SUBMIT_DETACHED != 0 && in_total > 0 {
+            return Err(EINVAL);
+        }
+        if out_total > MAX_DETACHED_DATA {
+            slot = None;
+        }
+        let (op, reply_area) = match slot {
+            Some(_) => (CHAIN_OP_SUBMIT_DETACHED, MIN_REPLY_CAPACITY as usize),
+            None => (
+                CHAIN_OP_SUBMIT,
+                (sub.reply_cap as usize).min(MAX_REPLY_AREA.max(lim.max_ctrl as usize)),
+            ),
+        };
 
         // The head: ChainHeader + message.
-        let reply_area = (sub.reply_cap as usize).min(MAX_REPLY_AREA.max(lim.max_ctrl as usize));
         let mut head =
             KVVec::with_capacity(size_of::<ChainHeader>() + sub.ctrl_len as usize, GFP_KERNEL_ACCOUNT)?;
         head.extend_from_slice(
-            &chain_header(session.id, CHAIN_OP_SUBMIT, reply_area as u32),
+            &chain_header(session.id, op, reply_area as u32),
             GFP_KERNEL,
         )?;
         UserSlice::new(
@@ -220,7 +248,10 @@ impl Request {
         let mut sgb = SgBuilder::new(lim.max_desc);
         sgb.add_kernel(0, &bufs.head)?;
         sgb.add_kernel(2, &bufs.reply)?;
-        if !bufs.charge_pins(pages_total)? {
+        if slot.is_some() {
+            // Nobody waits: the caller's buffers are free once the ioctl returns.
+            bufs.bounce(&segs, [out_total, 0], &mut sgb)?;
+        } else if !bufs.charge_pins(pages_total)? {
             // Pinning would pass the caller's RLIMIT_MEMLOCK: copy instead.
             note_memlock_fallback();
             bufs.bounce(&segs, [out_total, in_total], &mut sgb)?;
@@ -241,7 +272,15 @@ impl Request {
         let (sg, lists) = sgb.finish()?;
         bufs.sg = UnsafeCell::new(sg);
         bufs.lists = lists;
-        Self::new(bufs, descs, Some(session.clone()), PENDING)
+        let state = if slot.is_some() { ABANDONED } else { PENDING };
+        let mut req = Self::new_unique(bufs, descs, Some(session.clone()), state)?;
+        *req.as_mut().project().detached = slot;
+        Ok(req.into())
+    }
+
+    /// Whether nobody waits for this request (a detached chain).
+    pub(crate) fn is_detached(&self) -> bool {
+        self.detached.is_some()
     }
 
     /// The non-empty sublists for `virtqueue_add_sgs`: (pointers, out count, in count).

@@ -15,10 +15,11 @@ use kernel::{
 };
 
 use super::{
+    queue::Queue,
     share::{pinned_pages, Region, Regions},
     Request, VDev, ABANDONED, DONE, PENDING,
 };
-use crate::abi::{CHAIN_OP_OPEN_SESSION, STATUS_MEMORY_ALLOCATION};
+use crate::abi::{CHAIN_OP_OPEN_SESSION, STATUS_MEMORY_ALLOCATION, VCUDA_MAX_DETACHED};
 
 /// `Session::opened`: `OpenSession` could not be queued (nothing to close).
 const OPEN_UNSENT: i32 = 2;
@@ -44,6 +45,9 @@ pub(crate) struct Session {
     open_req: Arc<Request>,
     /// `OPEN_UNSENT`, `OPEN_PENDING`, then 0 (open) or a negative errno.
     opened: Atomic<i32>,
+    /// The session's detached chains not yet dropped (each holds a [`DetachedSlot`]), in the
+    /// low 32 bits, and the queue they went to, in the high 32 (see [`Session::queue`]).
+    detached: Atomic<u64>,
     /// The regions shared with the device, and their pinned pages (process context only).
     #[pin]
     pub(super) regions: Mutex<Regions>,
@@ -64,6 +68,7 @@ impl Session {
                 dev,
                 open_req,
                 opened: Atomic::new(OPEN_UNSENT),
+                detached: Atomic::new(0),
                 regions <- new_mutex!(Regions::new()),
             }),
             GFP_KERNEL,
@@ -110,6 +115,60 @@ impl Session {
         }
     }
 }
+
+/// One of a session's [`VCUDA_MAX_DETACHED`] places for a detached chain; a request holds it
+/// until it is dropped (after the device returned its chain).
+pub(crate) struct DetachedSlot(Arc<Session>);
+
+impl Drop for DetachedSlot {
+    fn drop(&mut self) {
+        // The count is at least one (this slot's), so the queue bits stay.
+        self.0.detached.fetch_sub(1, Full);
+    }
+}
+
+impl Session {
+    /// A place for one more detached chain, unless `VCUDA_MAX_DETACHED` of the session's are
+    /// with the device (the caller then waits for its chain instead). The first of a run of
+    /// them picks the queue the rest of the run, and every chain of the session meanwhile,
+    /// goes to.
+    pub(crate) fn detached_slot(self: &Arc<Self>) -> Option<DetachedSlot> {
+        let mut cur = self.detached.load(Acquire);
+        loop {
+            let count = cur & COUNT_MASK;
+            if count >= u64::from(VCUDA_MAX_DETACHED) {
+                return None;
+            }
+            let new = if count == 0 {
+                ((self.dev.cpu_queue_index() as u64) << 32) | 1
+            } else {
+                cur + 1
+            };
+            match self.detached.cmpxchg(cur, new, Full) {
+                Ok(_) => return Some(DetachedSlot(self.clone())),
+                Err(now) => cur = now,
+            }
+        }
+    }
+
+    /// The queue for the session's next chain. While detached chains of the session are with
+    /// the device, theirs: the device takes a queue in order, so the chain runs after them.
+    /// Otherwise the current CPU's (whose interrupt is usually that CPU's too); every earlier
+    /// chain of the session has been answered then, or is another thread's, running
+    /// alongside.
+    pub(crate) fn queue(&self) -> Result<&Queue> {
+        let cur = self.detached.load(Acquire);
+        let i = if cur & COUNT_MASK != 0 {
+            (cur >> 32) as usize
+        } else {
+            self.dev.cpu_queue_index()
+        };
+        self.dev.queue_at(i)
+    }
+}
+
+/// `Session::detached`: the count of detached chains.
+const COUNT_MASK: u64 = 0xffff_ffff;
 
 #[pinned_drop]
 impl PinnedDrop for Session {

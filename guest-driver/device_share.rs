@@ -48,7 +48,7 @@ fn eproto() -> Error {
 }
 
 /// `EOPNOTSUPP` (not among `kernel::error::code`).
-fn eopnotsupp() -> Error {
+pub(crate) fn eopnotsupp() -> Error {
     Error::from_errno(-(bindings::EOPNOTSUPP as i32))
 }
 
@@ -354,7 +354,7 @@ impl Session {
         let charge = PinCharge::new(npages)?.ok_or(ENOMEM)?;
         let kept = Kept::pin(addr, npages, charge)?;
         let req = share_request(self, &kept)?;
-        let q = self.dev.pick_queue()?;
+        let q = self.queue()?;
         // From here on the region belongs to the list (dropping it unpins).
         let key = self.regions.lock().insert(kept)?;
         if let Err(e) = self.dev.submit(q, &req) {
@@ -428,7 +428,7 @@ impl Session {
             r.key
         };
         let sent = unshare_request(self, handle).and_then(|req| {
-            let q = self.dev.pick_queue()?;
+            let q = self.queue()?;
             self.dev.submit(q, &req)?;
             Ok((q, req))
         });

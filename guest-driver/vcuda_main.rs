@@ -32,11 +32,11 @@ mod device;
 mod sys;
 
 use abi::{
-    VcudaInfo, VcudaSeg, VcudaShare, VcudaSubmit, VirtioCudaConfig, VCUDA_ABI_VERSION,
-    VCUDA_IOC_INFO, VCUDA_IOC_SHARE, VCUDA_IOC_SUBMIT, VCUDA_IOC_TYPE, VCUDA_IOC_UNSHARE,
-    VCUDA_MAX_SEGS,
+    VcudaInfo, VcudaSeg, VcudaShare, VcudaSubmit, VirtioCudaConfig, CONFIG_F_DETACHED_SUBMIT,
+    VCUDA_ABI_VERSION, VCUDA_IOC_INFO, VCUDA_IOC_SHARE, VCUDA_IOC_SUBMIT, VCUDA_IOC_TYPE,
+    VCUDA_IOC_UNSHARE, VCUDA_MAX_SEGS, VCUDA_SUBMIT_DETACHED,
 };
-use device::{Request, Session, VDev};
+use device::{eopnotsupp, Request, Session, VDev};
 
 module! {
     type: VcudaModule,
@@ -226,10 +226,12 @@ impl MiscDevice for Session {
     }
 }
 
-/// `VCUDA_IOC_SUBMIT`: one call.
+/// `VCUDA_IOC_SUBMIT`: one call. With `VCUDA_SUBMIT_DETACHED` (and room for one more of
+/// the file's detached chains), it returns once the chain is queued, with `reply_len` 0.
 ///
 /// # Errors
 ///
+/// `EOPNOTSUPP` (`VCUDA_SUBMIT_DETACHED` to a device that does not offer it),
 /// `EMFILE`/`EIO` (the device refused the session: see [`Session::ready`]), `EFAULT` (the
 /// argument, message, segment table or reply buffer is not accessible; for the
 /// reply buffer, and for in segments of a call that went through bounce buffers, the call has
@@ -240,16 +242,33 @@ fn submit(session: Arc<Session>, arg: usize) -> Result<isize> {
     let sub: VcudaSubmit = UserSlice::new(UserPtr::from_addr(arg), size_of::<VcudaSubmit>())
         .reader()
         .read()?;
+    let detached = sub.flags & VCUDA_SUBMIT_DETACHED != 0;
+    if detached && session.dev.config.features & CONFIG_F_DETACHED_SUBMIT == 0 {
+        return Err(eopnotsupp());
+    }
     session.ready()?;
-    let req = Request::for_submit(&session, &sub)?;
-    session.dev.call(&req)?;
+    let slot = if detached {
+        session.detached_slot()
+    } else {
+        None
+    };
+    let req = Request::for_submit(&session, &sub, slot)?;
+    if req.is_detached() {
+        session.dev.post(&session, &req)?;
+        return write_reply_len(arg, 0);
+    }
+    session.dev.call(&session, &req)?;
     req.copy_back()?;
     let reply = req.reply();
     let len = reply.len().min(sub.reply_cap as usize);
     UserSlice::new(UserPtr::from_addr(sub.reply_addr as usize), len)
         .writer()
         .write_slice(&reply[..len])?;
-    let reply_len = len as u32;
+    write_reply_len(arg, len as u32)
+}
+
+/// Writes `VcudaSubmit::reply_len` of the submit argument at `arg`.
+fn write_reply_len(arg: usize, reply_len: u32) -> Result<isize> {
     UserSlice::new(
         UserPtr::from_addr(arg + core::mem::offset_of!(VcudaSubmit, reply_len)),
         size_of::<u32>(),

@@ -20,9 +20,12 @@
 //!
 //! A program that posts and then works on the host for a while (a launch, host work, a
 //! synchronize) would lose up to `delay` of overlap per launch. So holding adapts: once the
-//! flusher had to send a batch (nobody called within `delay`), posted calls go out at once,
-//! until a call follows one of them within `delay` again. Such a program pays the delay once
-//! per change of pattern, not per launch.
+//! flusher had to send a batch (nobody called within `delay`) and the program has stopped
+//! posting too (its last posted call is a quarter of `delay` old), posted calls go out at
+//! once, until a call follows one of them within `delay` again, or eight of them come in a
+//! row (each within `delay` of the one before). Such a program pays the
+//! delay once per change of pattern, not per launch. A program that keeps posting without
+//! calls (launches back to back, slower than a full batch per `delay`) keeps its batches.
 //!
 //! Order: requests enter the batch and leave it in the order they were posted, and a
 //! message that carries the batch is sent under the *order lock*, taken before the batch is
@@ -32,12 +35,12 @@
 //! through host memory included). Posting itself only takes the batch's own lock, briefly:
 //! it never waits for another thread's call. Lock order: the order lock, then the batch's.
 //!
-//! Transports that complete a message only once the host has run it (virtio: one ioctl per
-//! message, returning when the device answered) send the batch as a message of its own,
-//! never in front of a call that waits (see `Transport::batch_rides_with_calls`): the order
-//! lock is then held while the host runs posted calls only, not while it runs a
-//! synchronize, so a thread's blocking call never holds the others' back. A stream of
-//! launches and a synchronize is two ioctls there instead of one per call.
+//! Transports that complete a posted message only once the host has run it (virtio with a
+//! module or device older than detached submits: one ioctl per message, returning when the
+//! device answered) send the batch as a message of its own, never in front of a call that
+//! waits (see `Transport::batch_rides_with_calls`): the order lock is then held while the
+//! host runs posted calls only, not while it runs a synchronize. A stream of launches and a
+//! synchronize is two ioctls there instead of one per call.
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -48,6 +51,12 @@ use vcuda_protocol::MessageBuilder;
 
 /// Default of `VCUDA_BATCH_US`.
 pub const DEFAULT_BATCH_US: u64 = 500;
+/// The flusher takes a program for quiet when its last posted call is at least a
+/// `delay / QUIET_AFTER_DIV` old.
+const QUIET_AFTER_DIV: u32 = 4;
+/// Posted calls sent at once back to back (each within `delay` of the one before) that end
+/// a quiet spell.
+const QUIET_BURST: u32 = 8;
 /// Most requests a batch holds before it is sent.
 pub const MAX_REQUESTS: u32 = 256;
 /// Most bytes (control area and out data) a batch holds before it is sent.
@@ -76,6 +85,11 @@ pub struct Pending {
     quiet: bool,
     /// When the last posted call was sent at once because of `quiet`.
     sent_alone: Option<Instant>,
+    /// When the last posted call was held.
+    last_held: Option<Instant>,
+    /// Posted calls sent at once because of `quiet` in a row, each within `delay` of the one
+    /// before.
+    alone_run: u32,
 }
 
 impl Pending {
@@ -238,9 +252,19 @@ impl Batch {
         if p.no_flusher {
             return false;
         }
+        let now = Instant::now();
         if p.quiet {
-            p.sent_alone = Some(Instant::now());
-            return false;
+            let burst = p
+                .sent_alone
+                .is_some_and(|t| now.duration_since(t) < self.delay);
+            p.alone_run = if burst { p.alone_run + 1 } else { 1 };
+            p.sent_alone = Some(now);
+            if p.alone_run < QUIET_BURST {
+                return false;
+            }
+            // Posted calls back to back: the program is posting a stream again.
+            p.quiet = false;
+            p.alone_run = 0;
         }
         if p.deadline.is_none() {
             if !p.armed {
@@ -252,8 +276,9 @@ impl Batch {
                 }
                 p.armed = true;
             }
-            p.deadline = Some(Instant::now() + self.delay);
+            p.deadline = Some(now + self.delay);
         }
+        p.last_held = Some(now);
         true
     }
 
@@ -283,9 +308,16 @@ impl Batch {
                 }
             };
             if let Some(taken) = self.take(due) {
-                // The program made no call for a whole delay after posting: send its posted
-                // calls at once until it makes calls right behind them again.
-                self.lock().quiet = true;
+                // The program made no call for a whole delay after posting, and has stopped
+                // posting too: send its posted calls at once until it makes calls right
+                // behind them again. One still posting (a stream of launches slower than a
+                // batch per delay) keeps its batches.
+                let mut p = self.lock();
+                let posting = p
+                    .last_held
+                    .is_some_and(|t| t.elapsed() < self.delay / QUIET_AFTER_DIV);
+                p.quiet |= !posting;
+                drop(p);
                 let sent = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| send(taken)));
                 if sent.is_err() {
                     // Never expected; without a flusher, posted calls must go out at once.
@@ -446,6 +478,56 @@ mod tests {
         let mut p = b.lock();
         push(&mut p, 3);
         assert!(b.hold(&mut p, || unreachable!()), "held again");
+        drop(p);
+        // Quiet again; then posted calls back to back end it after QUIET_BURST of them.
+        let start = Instant::now();
+        while !b.lock().is_empty() {
+            assert!(start.elapsed() < Duration::from_secs(5));
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+        let mut p = b.lock();
+        for seq in 0..u64::from(QUIET_BURST) - 1 {
+            push(&mut p, 10 + seq);
+            assert!(!b.hold(&mut p, || unreachable!()), "post {seq} sent alone");
+            p.clear();
+        }
+        push(&mut p, 20);
+        assert!(b.hold(&mut p, || unreachable!()), "a burst is held again");
+    }
+
+    #[test]
+    fn a_program_still_posting_keeps_its_batches() {
+        let b = Arc::new(Batch::new(Duration::from_millis(40)));
+        let sent = Arc::new(AtomicUsize::new(0));
+        let (b2, s2) = (b.clone(), sent.clone());
+        let spawn = move || {
+            std::thread::spawn(move || {
+                b2.run_flusher(|t| {
+                    s2.fetch_add(1, Ordering::SeqCst);
+                    drop(t)
+                })
+            });
+            true
+        };
+        // Posts every 2 ms, never a call: the flusher sends batches by their age, and the
+        // poster is never taken for quiet.
+        let start = Instant::now();
+        let mut seq = 0;
+        let mut first = Some(spawn);
+        while sent.load(Ordering::SeqCst) < 2 {
+            assert!(start.elapsed() < Duration::from_secs(10), "never flushed");
+            seq += 1;
+            let mut p = b.lock();
+            push(&mut p, seq);
+            let held = match first.take() {
+                Some(s) => b.hold(&mut p, s),
+                None => b.hold(&mut p, || unreachable!()),
+            };
+            assert!(held, "call {seq} sent alone");
+            drop(p);
+            std::thread::sleep(Duration::from_millis(2));
+        }
     }
 
     #[test]

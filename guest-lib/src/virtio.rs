@@ -5,6 +5,13 @@
 //! pages of every data segment (the program's own buffers: no copies), sends them to the
 //! host as guest-physical scatter-gather lists, sleeps until the reply, and copies the
 //! reply's records out. In data is already in the program's buffers when it returns.
+//!
+//! Posted calls (a batch, see [`crate::batch`]) go detached where the module and device
+//! can (`VCUDA_SUBMIT_DETACHED`, ioctl ABI 3): the module copies the message and its out
+//! data, queues the chain behind the session's earlier ones and returns at once; the host
+//! hands asynchronous errors and device output to the next call's reply, as the socket
+//! transport's unsolicited replies do. So a stream of launches never waits for the host,
+//! and a synchronize behind a batch waits for one round trip.
 
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -13,9 +20,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use vcuda_protocol::decode::{decode_reply_header, split_records};
 use vcuda_protocol::ioctl::{
-    VCUDA_IOC_INFO, VCUDA_IOC_SHARE, VCUDA_IOC_SUBMIT, VCUDA_IOC_UNSHARE, VcudaInfo, VcudaSeg,
-    VcudaShare, VcudaSubmit,
+    VCUDA_IOC_INFO, VCUDA_IOC_SHARE, VCUDA_IOC_SUBMIT, VCUDA_IOC_UNSHARE, VCUDA_SUBMIT_DETACHED,
+    VcudaInfo, VcudaSeg, VcudaShare, VcudaSubmit,
 };
+use vcuda_protocol::virtio::CONFIG_F_DETACHED_SUBMIT;
 use vcuda_protocol::{RecordKind, SegmentDir};
 use zerocopy::FromZeros;
 
@@ -34,6 +42,9 @@ pub struct VirtioTransport {
     /// The device went away (unplugged, unbound, or its virtqueue broke): every later call
     /// fails without trying.
     broken: AtomicBool,
+    /// Posted messages go detached (`VCUDA_SUBMIT_DETACHED`): the module and the device
+    /// both can, and `VCUDA_DETACHED` is not `0`.
+    detached: bool,
 }
 
 /// Whether an ioctl error means the device is gone for good: `ENODEV` (removed or
@@ -65,10 +76,14 @@ impl VirtioTransport {
         if r < 0 {
             return Err(io::Error::last_os_error());
         }
+        let detached = info.abi_version >= 3
+            && info.config.features & CONFIG_F_DETACHED_SUBMIT != 0
+            && std::env::var("VCUDA_DETACHED").map_or(true, |v| v != "0");
         Ok(Self {
             file,
             info,
             broken: AtomicBool::new(false),
+            detached,
         })
     }
 
@@ -97,6 +112,7 @@ impl VirtioTransport {
         out: &[&[u8]],
         inp: &mut [&mut [u8]],
         seq: Option<u64>,
+        flags: u64,
     ) -> io::Result<Vec<Record>> {
         if self.broken.load(Ordering::Relaxed) {
             return Err(io::ErrorKind::NotConnected.into());
@@ -125,7 +141,7 @@ impl VirtioTransport {
             segs_addr: segs.as_ptr() as u64,
             n_segs: segs.len() as u32,
             reply_len: 0,
-            flags: 0,
+            flags,
         };
         // SAFETY: every address in `sub` points into a live buffer of the stated length
         // (`msg`, `reply`, `segs`, and the caller's segment buffers, borrowed for the whole
@@ -180,11 +196,18 @@ impl Transport for VirtioTransport {
         inp: &mut [&mut [u8]],
         seq: u64,
     ) -> io::Result<Vec<Record>> {
-        self.submit(msg, out, inp, Some(seq))
+        self.submit(msg, out, inp, Some(seq), 0)
     }
 
+    /// Detached where possible: returns once the module queued the message (with no
+    /// records, unless the module had to wait for it after all).
     fn post(&self, msg: &[u8], out: &[&[u8]]) -> io::Result<Vec<Record>> {
-        self.submit(msg, out, &mut [], None)
+        let flags = if self.detached {
+            VCUDA_SUBMIT_DETACHED
+        } else {
+            0
+        };
+        self.submit(msg, out, &mut [], None, flags)
     }
 
     fn max_request_data(&self) -> u64 {
@@ -221,13 +244,23 @@ impl Transport for VirtioTransport {
         self.ioctl(VCUDA_IOC_UNSHARE, &mut arg)
     }
 
-    /// Each ioctl returns once the host ran its message: the batch goes on its own.
+    /// With detached posts, the batch rides in front of the call that follows it: one chain,
+    /// one round trip. The order lock is then held while the host runs the call, but the
+    /// host runs a session's chains one at a time in order anyway (DEVICE.md), so another
+    /// thread's call would wait as long behind it on the host. Without them (an older
+    /// module or device) a posted message waits for the host too, and the batch goes on its
+    /// own, as before.
     fn batch_rides_with_calls(&self) -> bool {
-        false
+        self.detached
     }
 
     fn describe(&self) -> String {
-        format!("{DEVICE_PATH} (session {})", self.info.session)
+        let posted = if self.detached {
+            ", detached posts"
+        } else {
+            ""
+        };
+        format!("{DEVICE_PATH} (session {}{posted})", self.info.session)
     }
 
     fn is_broken(&self) -> bool {

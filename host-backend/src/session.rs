@@ -91,6 +91,8 @@ impl Backend {
             stdout: Vec::new(),
             in_ranges: Vec::new(),
             unsolicited_sent: false,
+            held: ReplyBuilder::new(),
+            detaching: false,
             sent_images: SentImages::default(),
             shared: SharedRegions::default(),
             mapped: BTreeMap::new(),
@@ -103,6 +105,10 @@ impl Backend {
         })
     }
 }
+
+/// Most bytes of records a session holds for the guest's next reply (see
+/// [`Session::handle_detached`]): a batch of posted calls that all failed, and device output.
+pub const MAX_HELD: usize = 16 << 10;
 
 /// One guest process's state on the host.
 pub struct Session {
@@ -118,6 +124,11 @@ pub struct Session {
     /// guest waits for a reply again, further ones are not sent, so a flood of failing
     /// reply-on-error requests cannot fill the connection while nobody reads it.
     unsolicited_sent: bool,
+    /// What replies to detached messages (vhost-user `SubmitDetached`, whose sender does
+    /// not read a reply) would have held, for the front of the next reply the guest reads.
+    held: ReplyBuilder,
+    /// A detached message is running: its reply is held, and nothing held goes out.
+    detaching: bool,
     /// The module images this session has sent (see [`crate::modules`]).
     sent_images: SentImages,
     /// The session's warnings about malformed input, a burst at a time.
@@ -194,6 +205,9 @@ impl Session {
     ) -> Outcome {
         reply.clear();
         self.in_ranges.clear();
+        if !self.detaching {
+            self.release_held(reply, reply_capacity);
+        }
         let reqs = match split_requests(header, ctrl) {
             Ok(r) if out.len() == header.out_len && inp.len() == header.in_len => r,
             Ok(_) => {
@@ -268,6 +282,43 @@ impl Session {
             self.collect_stdout();
             Outcome::Silent
         }
+    }
+
+    /// Runs a message whose sender does not read its reply (vhost-user `SubmitDetached`:
+    /// posted calls, no in data). The records its reply would hold (asynchronous errors,
+    /// device output) wait, at most [`MAX_HELD`] bytes of them, and go at the front of the
+    /// next reply [`Session::handle`] builds. `scratch` is a builder to run it with.
+    pub fn handle_detached(
+        &mut self,
+        header: &MessageHeader,
+        ctrl: &[u8],
+        out: &DataSegs<'_>,
+        scratch: &mut ReplyBuilder,
+    ) -> Outcome {
+        let room = MAX_HELD.saturating_sub(self.held.ctrl_bytes());
+        self.detaching = true;
+        let r = self.handle(header, ctrl, out, &DataSegs::default(), scratch, room);
+        self.detaching = false;
+        self.held.append(scratch);
+        scratch.clear();
+        r
+    }
+
+    /// Puts the held records at the front of `reply` (emptied), if they fit in `capacity`;
+    /// otherwise they are dropped, with a warning.
+    fn release_held(&mut self, reply: &mut ReplyBuilder, capacity: usize) {
+        if self.held.is_empty() {
+            return;
+        }
+        if self.held.ctrl_bytes() <= capacity {
+            reply.append(&self.held);
+        } else {
+            self.log_limit.warn(format_args!(
+                "{} held records do not fit a reply area of {capacity} bytes; dropped",
+                self.held.len()
+            ));
+        }
+        self.held.clear();
     }
 
     /// Counts request `raw`, which ended with `st` after `took`, in the metrics.

@@ -487,6 +487,108 @@ fn errors_and_sticky_errors_through_the_queue() {
     assert_eq!(r.statuses(), [0, 0]);
 }
 
+/// A detached chain (posted calls nobody waits for) gets no reply; what its reply would
+/// have held comes at the front of the session's next reply, and a detached chain that asks
+/// for in data is refused.
+#[test]
+fn detached_chains_hand_their_errors_to_the_next_reply() {
+    detached_chains(rig());
+}
+
+/// The same with a worker per session and short calls on the queue thread, as a VM runs.
+#[test]
+fn detached_chains_hand_their_records_on_with_workers() {
+    detached_chains(rig_calls(
+        Threading::PerSession,
+        8,
+        Duration::ZERO,
+        QueueThreadCalls::Short,
+    ));
+}
+
+fn detached_chains(rig: Rig) {
+    let mut q = MockQueue::new(&rig.mem);
+    rig.open(&mut q, 1);
+    let detached = |q: &mut MockQueue<'_>, msg: &mut Msg| {
+        let in_len = msg.in_len();
+        let (ctrl, out) = msg.finish(MSG_NO_WAIT);
+        let call = Call {
+            op: ChainOp::SubmitDetached,
+            ..Call::submit(1, &ctrl, &out, in_len)
+        };
+        rig.call_spec(q, &call, &ChainSpec::default())
+    };
+    let ptr = rig
+        .send(&mut q, 1, Msg::new().malloc(64))
+        .ok()
+        .get::<PtrResp>()
+        .ptr;
+    // Posted calls that succeed: nothing written, nothing held.
+    let r = detached(
+        &mut q,
+        Msg::new()
+            .raw(Opcode::Nop, REQ_REPLY_ON_ERROR, &[], &[], &[])
+            .raw(Opcode::Nop, REQ_REPLY_ON_ERROR, &[], &[], &[]),
+    );
+    assert_eq!((r.used_len, r.records.len()), (0, 0), "{r:?}");
+    assert_eq!(rig.send(&mut q, 1, Msg::new().nop()).statuses(), [0]);
+    // A request that always answers: its record comes with the next reply.
+    let in_len = 0;
+    let (ctrl, out) = Msg::new().nop().finish(0);
+    let call = Call {
+        op: ChainOp::SubmitDetached,
+        ..Call::submit(1, &ctrl, &out, in_len)
+    };
+    let r = rig.call_spec(&mut q, &call, &ChainSpec::default());
+    assert_eq!((r.used_len, r.records.len()), (0, 0), "{r:?}");
+    assert_eq!(rig.send(&mut q, 1, Msg::new().nop()).statuses(), [0, 0]);
+    // A posted memset of a bad pointer: its error waits for the next reply.
+    let bad = MemsetReq {
+        dst: 0xdead_0000,
+        width: 16,
+        height: 1,
+        elem_size: 1,
+        ..Default::default()
+    };
+    let good = MemsetReq {
+        dst: ptr,
+        width: 64,
+        height: 1,
+        elem_size: 1,
+        ..Default::default()
+    };
+    let r = detached(
+        &mut q,
+        Msg::new()
+            .raw(
+                Opcode::Memset,
+                REQ_REPLY_ON_ERROR,
+                &[],
+                good.as_bytes(),
+                &[],
+            )
+            .raw(Opcode::Memset, REQ_REPLY_ON_ERROR, &[], bad.as_bytes(), &[]),
+    );
+    assert_eq!((r.used_len, r.records.len()), (0, 0), "{r:?}");
+    let r = rig.send(&mut q, 1, Msg::new().nop());
+    assert_eq!(r.records.len(), 2, "{r:?}");
+    let (held, nop) = (&r.records[0], &r.records[1]);
+    assert_eq!(
+        (held.kind, held.seq, held.status),
+        (RecordKind::AsyncError as u16, 2, status::INVALID_VALUE)
+    );
+    assert_eq!(
+        (nop.kind, nop.seq, nop.status),
+        (RecordKind::Reply as u16, 1, 0)
+    );
+    // Delivered once.
+    assert_eq!(rig.send(&mut q, 1, Msg::new().nop()).statuses(), [0]);
+    // In data in a detached chain: refused before it runs (the reply area gets the error).
+    let r = detached(&mut q, Msg::new().dtoh(ptr, 16));
+    assert_eq!(r.statuses(), [status::INVALID_VALUE], "{r:?}");
+    assert_eq!(rig.send(&mut q, 1, Msg::new().nop()).statuses(), [0]);
+}
+
 #[test]
 fn a_blocked_session_does_not_stall_others_and_order_is_kept() {
     blocked_session(QueueThreadCalls::None);

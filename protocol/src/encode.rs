@@ -205,6 +205,14 @@ impl ReplyBuilder {
         self.in_len += in_len;
     }
 
+    /// Appends `other`'s records, in order.
+    pub fn append(&mut self, other: &ReplyBuilder) {
+        self.buf
+            .extend_from_slice(&other.buf[size_of::<ReplyHeader>()..]);
+        self.n_records += other.n_records;
+        self.in_len += other.in_len;
+    }
+
     /// Fills in the header and returns the whole control area (header included).
     pub fn finish(&mut self) -> &[u8] {
         let h = ReplyHeader {

@@ -52,10 +52,22 @@ pub struct VcudaSubmit {
     pub n_segs: u32,
     /// Out: bytes written to the reply buffer.
     pub reply_len: u32,
-    /// Zero.
+    /// Zero, or [`VCUDA_SUBMIT_DETACHED`].
     pub flags: u64,
 }
 const _: () = assert!(size_of::<VcudaSubmit>() == 48);
+
+/// [`VcudaSubmit::flags`]: send the message and return without waiting for the device
+/// (posted calls; ABI version 3, and only to a device that offers
+/// [`crate::virtio::CONFIG_F_DETACHED_SUBMIT`], else `EOPNOTSUPP`). The module copies the
+/// message and its out data (no in segments: `EINVAL`), queues the chain behind the file's
+/// earlier ones and returns with `reply_len` 0; the device hands what the reply would have
+/// held to the file's next waiting submit. While too many detached chains of the file are
+/// with the device the module waits for this one like for any other submit and returns its
+/// reply (`reply_len` > 0).
+pub const VCUDA_SUBMIT_DETACHED: u64 = 1 << 0;
+/// Most detached chains of one file with the device at once.
+pub const VCUDA_MAX_DETACHED: u32 = 64;
 
 /// `VCUDA_IOC_INFO` result.
 #[repr(C)]
@@ -90,8 +102,9 @@ pub struct VcudaShare {
 }
 const _: () = assert!(size_of::<VcudaShare>() == 24);
 
-/// Version of this ioctl ABI (2: `VCUDA_IOC_SHARE` and `VCUDA_IOC_UNSHARE`).
-pub const VCUDA_ABI_VERSION: u32 = 2;
+/// Version of this ioctl ABI (2: `VCUDA_IOC_SHARE` and `VCUDA_IOC_UNSHARE`; 3:
+/// [`VCUDA_SUBMIT_DETACHED`]).
+pub const VCUDA_ABI_VERSION: u32 = 3;
 /// Submits a message and waits for its reply.
 pub const VCUDA_IOC_SUBMIT: u32 = ioc(IOC_READ | IOC_WRITE, 1, size_of::<VcudaSubmit>());
 /// Reads the device's limits and this file's session id.
@@ -164,7 +177,7 @@ mod tests {
                 num_request_queues,
                 max_chain_descriptors,
                 max_ctrl_len,
-                reserved,
+                features,
                 max_data_len
             ]
         );
@@ -180,6 +193,13 @@ mod tests {
         assert_eq!(m::VCUDA_IOC_UNSHARE, VCUDA_IOC_UNSHARE);
         assert_eq!(m::CHAIN_OP_SHARE_PAGES, ChainOp::SharePages as u32);
         assert_eq!(m::CHAIN_OP_UNSHARE_PAGES, ChainOp::UnsharePages as u32);
+        assert_eq!(m::CHAIN_OP_SUBMIT_DETACHED, ChainOp::SubmitDetached as u32);
+        assert_eq!(
+            m::CONFIG_F_DETACHED_SUBMIT,
+            crate::virtio::CONFIG_F_DETACHED_SUBMIT
+        );
+        assert_eq!(m::VCUDA_SUBMIT_DETACHED, VCUDA_SUBMIT_DETACHED);
+        assert_eq!(m::VCUDA_MAX_DETACHED, VCUDA_MAX_DETACHED);
         assert_eq!(m::MAX_SHARE_EXTENTS, crate::virtio::MAX_SHARE_EXTENTS);
         assert_eq!(m::MAX_SHARE_LEN, crate::virtio::MAX_SHARE_LEN);
         assert_eq!(m::RECORD_HEADER_LEN, size_of::<crate::RecordHeader>());

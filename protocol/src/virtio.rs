@@ -51,12 +51,16 @@ pub struct VirtioCudaConfig {
     pub max_chain_descriptors: u32,
     /// Largest control area of a message (header included).
     pub max_ctrl_len: u32,
-    /// Zero.
-    pub reserved: u32,
+    /// What the device does beyond protocol version 2: `CONFIG_F_*` bits (zero on older
+    /// backends, where this field was reserved).
+    pub features: u32,
     /// Largest out- or in-data area of one message.
     pub max_data_len: u64,
 }
 const _: () = assert!(size_of::<VirtioCudaConfig>() == 32);
+
+/// [`VirtioCudaConfig::features`]: the device takes [`ChainOp::SubmitDetached`].
+pub const CONFIG_F_DETACHED_SUBMIT: u32 = 1 << 0;
 
 /// Size of the configuration space.
 pub const CONFIG_SIZE: usize = size_of::<VirtioCudaConfig>();
@@ -82,6 +86,14 @@ pub enum ChainOp {
     /// follows the header. When the reply is written, nothing in the session uses the
     /// pages any more.
     UnsharePages = 4,
+    /// Deliver a message to session `session` whose sender does not wait for it (posted
+    /// calls; the driver copied its out data and it has no in data). The device writes no
+    /// reply: the records it would have written (asynchronous errors, device output) go at
+    /// the front of the reply to the session's next [`ChainOp::Submit`]. The session runs it
+    /// in order with the chains around it, so while it is with the device the driver sends
+    /// the session's chains to its queue. Only to a device that offers
+    /// [`CONFIG_F_DETACHED_SUBMIT`].
+    SubmitDetached = 5,
 }
 
 impl ChainOp {
@@ -93,6 +105,7 @@ impl ChainOp {
             2 => Some(Self::CloseSession),
             3 => Some(Self::SharePages),
             4 => Some(Self::UnsharePages),
+            5 => Some(Self::SubmitDetached),
             _ => None,
         }
     }

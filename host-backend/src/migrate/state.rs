@@ -33,6 +33,9 @@ pub struct SessionState {
     /// Device `printf` output not yet sent.
     #[serde(with = "serde_bytes")]
     pub stdout: Vec<u8>,
+    /// Records of detached messages' replies, waiting for the guest's next reply
+    /// (`Session::handle_detached`), in order.
+    pub held: Vec<HeldRecord>,
     /// The module images the executor's modules were loaded from, each once.
     pub images: Vec<Image>,
     /// The session's graphs.
@@ -47,6 +50,20 @@ pub struct SessionState {
     pub mapped: Vec<MappedState>,
     /// The executor's state.
     pub exec: ExecState,
+}
+
+/// A reply record held for the guest's next reply.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct HeldRecord {
+    /// A `vcuda_protocol::RecordKind` value.
+    pub kind: u16,
+    /// The request it answers.
+    pub seq: u64,
+    /// Its status.
+    pub status: u32,
+    /// Its payload.
+    #[serde(with = "serde_bytes")]
+    pub payload: Vec<u8>,
 }
 
 /// A range of a shared region exposed to kernels at a device address (`MapHostMemory`).

@@ -6,13 +6,14 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
-use vcuda_protocol::status;
+use vcuda_protocol::decode::{decode_reply_header, split_records};
+use vcuda_protocol::{RecordHeader, RecordKind, ReplyBuilder, status};
 
 use super::pending::Pending;
 use super::{Backend, Session};
 use crate::executor::{Cancel, MAX_STDOUT_BUFFER, ModuleImage, Status, Tenant};
 use crate::migrate::MigrateError;
-use crate::migrate::state::{Image, MappedState, SessionState};
+use crate::migrate::state::{HeldRecord, Image, MappedState, SessionState};
 use crate::shared::ResolvePieces;
 
 impl Session {
@@ -48,6 +49,7 @@ impl Session {
             hello: self.hello,
             sticky: self.sticky.map(Status::code),
             stdout: self.stdout.clone(),
+            held: held_records(&mut self.held)?,
             images: images
                 .iter()
                 .map(|i| Image {
@@ -148,8 +150,41 @@ impl Backend {
         session.sticky = state.sticky.map(Status);
         session.stdout = state.stdout;
         session.stdout.truncate(MAX_STDOUT_BUFFER);
+        for r in state.held {
+            let kind = RecordKind::from_u16(r.kind)
+                .ok_or_else(|| MigrateError::invalid("held record kind"))?;
+            if session.held.ctrl_bytes() + size_of::<RecordHeader>() + r.payload.len()
+                > super::MAX_HELD
+            {
+                return Err(MigrateError::invalid("held records"));
+            }
+            session.held.push(kind, r.seq, r.status, &[&r.payload], 0);
+        }
         Ok(session)
     }
+}
+
+/// The records `held` holds, in order.
+fn held_records(held: &mut ReplyBuilder) -> Result<Vec<HeldRecord>, MigrateError> {
+    if held.is_empty() {
+        return Ok(Vec::new());
+    }
+    let bytes = held.finish();
+    let bad = |e: vcuda_protocol::DecodeError| MigrateError::invalid(format_args!("held: {e}"));
+    let h = decode_reply_header(bytes).map_err(bad)?;
+    let ctrl = bytes
+        .get(size_of::<vcuda_protocol::ReplyHeader>()..)
+        .unwrap_or(&[]);
+    Ok(split_records(&h, ctrl)
+        .map_err(bad)?
+        .iter()
+        .map(|r| HeldRecord {
+            kind: r.header.kind,
+            seq: r.header.seq,
+            status: r.header.status,
+            payload: r.payload.to_vec(),
+        })
+        .collect())
 }
 
 #[cfg(test)]

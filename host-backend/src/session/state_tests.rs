@@ -10,6 +10,7 @@ use vcuda_protocol::{
     ARRAY_COPY_TO_ARRAY, ArrayCreateReq, CHANNEL_FLOAT, ChannelFormat, LaunchReq, MemcpyArrayReq,
     MemcpyDtoHReq, MemcpyHtoDReq, RESOURCE_ARRAY, RandGenerateReq, RandSetReq, TexObjectCreateReq,
 };
+use vcuda_protocol::{RecordKind, status};
 
 use crate::data::DataSegs;
 use crate::executor::cpu::{CpuConfig, CpuFactory};
@@ -81,6 +82,9 @@ struct Built {
 /// Builds state of every kind the CPU executor saves.
 fn build(s: &mut Session) -> Built {
     s.hello = true;
+    // What a detached message's failure left for the guest's next reply.
+    s.held
+        .push(RecordKind::AsyncError, 7, status::INVALID_VALUE, &[], 0);
     let e = s.exec.as_mut();
     let buf = e.malloc(0, u64::from(N) * 4).unwrap();
     // A freed allocation leaves a hole the next one must not be placed in by accident.
@@ -301,6 +305,32 @@ fn what_cannot_move_is_named_and_leaves_the_session_alone() {
     }
     let again = step(&mut s, &b, 9);
     assert_ne!(before, again, "the session still runs");
+}
+
+#[test]
+fn held_records_move_with_the_session() {
+    let mut s = backend().new_session().unwrap();
+    build(&mut s);
+    s.held.push(RecordKind::Stdout, 0, 0, &[b"hi\n"], 0);
+    let (_, saved) = carry(&mut s).sessions.pop().unwrap();
+    assert_eq!(saved.held.len(), 2);
+    let mut moved = backend()
+        .load_session(saved, Cancel::default(), Tenant::unique())
+        .unwrap();
+    assert_eq!(moved.held.finish(), s.held.finish());
+
+    for (what, damage) in [
+        (
+            "kind",
+            (|r| r.kind = 999) as fn(&mut crate::migrate::state::HeldRecord),
+        ),
+        ("size", |r| r.payload = vec![0; super::super::MAX_HELD]),
+    ] {
+        let (_, mut saved) = carry(&mut s).sessions.pop().unwrap();
+        damage(&mut saved.held[0]);
+        let r = backend().load_session(saved, Cancel::default(), Tenant::unique());
+        assert!(r.is_err(), "held record {what}");
+    }
 }
 
 #[test]

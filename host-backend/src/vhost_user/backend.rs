@@ -45,7 +45,9 @@ use std::time::{Duration, Instant};
 
 use log::{debug, info, warn};
 use vcuda_protocol::PROTOCOL_VERSION;
-use vcuda_protocol::virtio::{CONFIG_MAGIC, MAX_CHAIN_DESCRIPTORS, QUEUE_SIZE, VirtioCudaConfig};
+use vcuda_protocol::virtio::{
+    CONFIG_F_DETACHED_SUBMIT, CONFIG_MAGIC, MAX_CHAIN_DESCRIPTORS, QUEUE_SIZE, VirtioCudaConfig,
+};
 use vcuda_protocol::{MAX_CTRL_LEN, MAX_DATA_LEN, MessageHeader};
 use vhost::vhost_user::message::{
     VhostTransferStateDirection, VhostTransferStatePhase, VhostUserProtocolFeatures,
@@ -109,7 +111,7 @@ pub fn config_space(queues: u32) -> VirtioCudaConfig {
         num_request_queues: queues,
         max_chain_descriptors: MAX_CHAIN_DESCRIPTORS,
         max_ctrl_len: MAX_CTRL_LEN + size_of::<MessageHeader>() as u32,
-        reserved: 0,
+        features: CONFIG_F_DETACHED_SUBMIT,
         max_data_len: MAX_DATA_LEN,
     }
 }

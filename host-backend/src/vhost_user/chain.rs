@@ -83,6 +83,9 @@ pub enum ChainError {
     /// A `SharePages` request is malformed.
     #[error("Bad SharePages request: {0}")]
     BadShare(&'static str),
+    /// A `SubmitDetached` message asks for in data (nobody would read it).
+    #[error("Detached message with {0} bytes of in data")]
+    DetachedInData(u64),
     /// The writable part's length disagrees with the headers.
     #[error("Writable part is {actual} bytes, the headers need {expected}")]
     WritableLength {
@@ -484,7 +487,7 @@ where
                 pages: Some(pages),
             })
         }
-        ChainOp::Submit => {
+        ChainOp::Submit | ChainOp::SubmitDetached => {
             let mut mbuf = [0u8; size_of::<MessageHeader>()];
             if !readable.read(mem, CHAIN_HEADER_LEN, &mut mbuf) {
                 return reject(ChainError::ReadableLength {
@@ -497,6 +500,9 @@ where
             };
             if let Err(e) = check_message_header(&mh) {
                 return reject(ChainError::BadMessage(e));
+            }
+            if op == ChainOp::SubmitDetached && mh.in_len != 0 {
+                return reject(ChainError::DetachedInData(mh.in_len));
             }
             // Bounded by check_message_header: 48 + 4 MiB + 256 MiB and 4 GiB + 256 MiB.
             let ctrl_at = CHAIN_HEADER_LEN + MESSAGE_HEADER_LEN;

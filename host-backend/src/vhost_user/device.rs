@@ -382,7 +382,10 @@ impl Device {
                     }
                 }
             }
-            ChainOp::Submit | ChainOp::SharePages | ChainOp::UnsharePages => {
+            ChainOp::Submit
+            | ChainOp::SubmitDetached
+            | ChainOp::SharePages
+            | ChainOp::UnsharePages => {
                 // A copy of a small control area, for a call the queue thread may run itself;
                 // the call then runs with these very bytes.
                 let mut ctrl_buf = [0u8; SHORT_MAX_CTRL];
@@ -770,7 +773,9 @@ fn run(
             debug!("session {:#x} closed", chain.header.session);
             (status_reply(mem, reply, status::SUCCESS), Flow::Closed)
         }
-        ChainOp::Submit if current => (submit(slot, mem, chain, completion, ctrl), Flow::Continue),
+        ChainOp::Submit | ChainOp::SubmitDetached if current => {
+            (submit(slot, mem, chain, completion, ctrl), Flow::Continue)
+        }
         ChainOp::SharePages | ChainOp::UnsharePages if current => {
             let (st, payload) = pages(slot, mem, chain);
             let len = completion.write_if_current(|| {
@@ -780,7 +785,7 @@ fn run(
             });
             (len, Flow::Continue)
         }
-        ChainOp::Submit | ChainOp::SharePages | ChainOp::UnsharePages => {
+        ChainOp::Submit | ChainOp::SubmitDetached | ChainOp::SharePages | ChainOp::UnsharePages => {
             debug!("chain of a stopped ring dropped");
             (0, Flow::Continue)
         }
@@ -857,13 +862,22 @@ fn submit(
     };
     let (out, inp) = (DataSegs::untracked(out), DataSegs::untracked(inp));
     let capacity = usize::try_from(chain.reply.len()).unwrap_or(usize::MAX);
+    let detached = chain.op == ChainOp::SubmitDetached;
     let r = catch_unwind(AssertUnwindSafe(|| {
-        s.handle(&msg.header, ctrl, &out, &inp, reply, capacity)
+        if detached {
+            // No in data (checked when the chain was parsed), and no reply: nobody reads it.
+            s.handle_detached(&msg.header, ctrl, &out, reply)
+        } else {
+            s.handle(&msg.header, ctrl, &out, &inp, reply, capacity)
+        }
     }));
     if r.is_err() {
         error!("a session panicked; session dropped");
         *session = None;
         return error_reply(mem, &chain.reply, status::UNKNOWN, SEQ_MALFORMED);
+    }
+    if detached {
+        return 0;
     }
     let mut in_bytes = 0u64;
     for &(offset, len) in s.in_ranges() {

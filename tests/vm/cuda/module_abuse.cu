@@ -33,7 +33,8 @@
 static vcuda_info info;
 static const size_t PAGE = 4096;
 
-// A one-request message: Nop (wire.rs / op.rs). Its reply has one record for seq 1.
+// A one-request message: Nop (wire.rs / op.rs), well formed (protocol version 2). Its reply
+// has one record for seq 1.
 struct nop_msg {
     uint32_t magic;
     uint16_t version, flags;
@@ -51,15 +52,18 @@ static nop_msg make_nop() {
     nop_msg m;
     memset(&m, 0, sizeof m);
     memcpy(&m.magic, "VCUM", 4);
-    m.version = 1;
+    m.version = 2;  // PROTOCOL_VERSION
     m.n_requests = 1;
     m.ctrl_len = 32;
     memcpy(&m.rmagic, "VCUQ", 4);
-    m.rversion = 1;
+    m.rversion = 2;
     m.opcode = 2;  // Nop
     m.seq = 1;
     return m;
 }
+
+// VcudaSubmit::flags: return once the chain is queued (ABI 3).
+static const uint64_t SUBMIT_DETACHED = 1;
 
 // Submits `m` with `segs`; returns 0 or -errno. `reply_len` gets the reply length.
 static int submit(int fd, const void *msg, uint32_t len, vcuda_seg *segs, uint32_t n,
@@ -94,7 +98,9 @@ static int open_dev() {
 static void test_info(int fd) {
     CHECK(ioctl(fd, VCUDA_IOC_INFO, &info) == 0, "VCUDA_IOC_INFO: %s", strerror(errno));
     CHECK(memcmp(&info.config.magic, "VCUD", 4) == 0, "config magic");
-    CHECK(info.abi_version == 2, "abi_version %u", info.abi_version);
+    CHECK(info.abi_version == 3, "abi_version %u", info.abi_version);
+    CHECK(info.config.features & 1, "device offers detached submits (features %#x)",
+          info.config.features);
     CHECK(info.max_segs == 256, "max_segs %u", info.max_segs);
     CHECK(info.session != 0, "session id 0");
     CHECK(info.config.max_data_len > 0 && info.config.max_ctrl_len >= 4096, "limits");
@@ -116,7 +122,7 @@ static void test_bad_input(int fd) {
 
     CHECK(ioctl(fd, _IO('V', 99)) < 0 && errno == ENOTTY, "unknown ioctl: %d", errno);
     CHECK(ioctl(fd, VCUDA_IOC_SUBMIT, (void *)8) < 0 && errno == EFAULT, "bad arg pointer");
-    CHECK(submit(fd, &m, sizeof m, nullptr, 0, nullptr, nullptr, 65536, 1) == -EINVAL,
+    CHECK(submit(fd, &m, sizeof m, nullptr, 0, nullptr, nullptr, 65536, 2) == -EINVAL,
           "flags");
     CHECK(submit(fd, &m, 0, nullptr, 0) == -EINVAL, "empty message");
     CHECK(submit(fd, &m, sizeof m, nullptr, 0, nullptr, nullptr, 100) == -EINVAL,
@@ -489,6 +495,51 @@ static void test_signals(unsigned long long spin_1s) {
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "handled signal during a call: status %#x", st);
 }
 
+// Reads the u32 at `off` of a reply.
+static uint32_t word(const uint8_t *r, size_t off) {
+    uint32_t v;
+    memcpy(&v, r + off, 4);
+    return v;
+}
+
+// Detached submits (VCUDA_SUBMIT_DETACHED): no in segments, unknown flags refused; the call
+// runs, and what its reply would hold comes at the front of the next waiting submit's reply,
+// in order; more detached chains than the module keeps in flight still all run.
+static void test_detached(int fd) {
+    nop_msg m = make_nop();
+    std::vector<uint8_t> reply(65536);
+    uint32_t rl = 99;
+    CHECK(submit(fd, &m, sizeof m, nullptr, 0, &rl, reply.data(), 65536, SUBMIT_DETACHED) == 0,
+          "detached nop");
+    CHECK(rl == 0, "detached nop: reply_len %u", rl);
+    // The Nop's reply record (it was not flagged reply-on-error) arrives with the next reply.
+    CHECK(submit(fd, &m, sizeof m, nullptr, 0, &rl, reply.data()) == 0, "nop after detached");
+    CHECK(rl >= 32 + 2 * 32 && word(reply.data(), 8) == 2,
+          "held record in front: reply %u bytes, %u records", rl, word(reply.data(), 8));
+    CHECK(submit(fd, &m, sizeof m, nullptr, 0, &rl, reply.data()) == 0 && word(reply.data(), 8) == 1,
+          "held record delivered once");
+
+    uint8_t in[64];
+    vcuda_seg s = {(uintptr_t)in, sizeof in, 2, 0};
+    CHECK(submit(fd, &m, sizeof m, &s, 1, nullptr, nullptr, 65536, SUBMIT_DETACHED) == -EINVAL,
+          "detached with an in segment");
+
+    // Twice as many as the module keeps in flight: the rest wait, every one runs.
+    int n = 128, waited = 0, records = 0;
+    for (int i = 0; i < n; i++) {
+        int r = submit(fd, &m, sizeof m, nullptr, 0, &rl, reply.data(), 65536, SUBMIT_DETACHED);
+        CHECK(r == 0, "detached nop %d: %d", i, r);
+        if (rl > 0) {
+            waited++;
+            records += word(reply.data(), 8);
+        }
+    }
+    CHECK(submit(fd, &m, sizeof m, nullptr, 0, &rl, reply.data()) == 0, "nop after 128 detached");
+    records += word(reply.data(), 8);
+    printf("detached: %d of %d waited, %d records\n", waited, n, records);
+    CHECK(records == n + 1, "every detached nop answered once: %d records", records);
+}
+
 int main(int argc, char **argv) {
     if (argc == 4 && strcmp(argv[1], "--child") == 0)
         return child_main(argv[2], strtoull(argv[3], nullptr, 10));
@@ -497,6 +548,8 @@ int main(int argc, char **argv) {
     test_info(fd);
     test_bad_input(fd);
     printf("bad input: done\n");
+    test_detached(fd);
+    printf("detached: done\n");
     test_concurrency(fd);
     printf("concurrency: done\n");
 

@@ -24,7 +24,7 @@ struct vcuda_submit {
 };
 struct vcuda_config {
     uint32_t magic, protocol_version, num_request_queues, max_chain_descriptors, max_ctrl_len,
-        reserved;
+        features;
     uint64_t max_data_len;
 };
 struct vcuda_info {

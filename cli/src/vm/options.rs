@@ -15,6 +15,8 @@ pub struct VmOptions {
     pub smp: u32,
     /// Request queues (default: one per guest CPU, at most 16).
     pub queues: Option<u32>,
+    /// The backend's `--poll-us` (0: it never polls).
+    pub poll_us: u32,
     /// Wall-clock limit for the whole run.
     pub timeout: Duration,
     /// `auto`, `kvm` or `tcg`.
@@ -47,6 +49,7 @@ impl Default for VmOptions {
             memory_mib: 2048,
             smp: 2,
             queues: None,
+            poll_us: 0,
             timeout: Duration::from_secs(600),
             accel: "auto".into(),
             env: Vec::new(),

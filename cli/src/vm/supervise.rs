@@ -211,6 +211,8 @@ fn start_backend(opts: &VmOptions, socket: &Path, queues: u32) -> io::Result<Opt
                 &opts.executor,
                 "--queues",
                 &queues.to_string(),
+                "--poll-us",
+                &opts.poll_us.to_string(),
                 // A private backend for one VM: its programs may use all the memory.
                 "--session-mem-limit",
                 "100%",

@@ -589,6 +589,43 @@ fn detached_chains(rig: Rig) {
     assert_eq!(rig.send(&mut q, 1, Msg::new().nop()).statuses(), [0]);
 }
 
+/// A guest that floods detached chains whose records would all be held cannot grow the
+/// backend: what waits is bounded (`MAX_HELD`), the next reply carries at most that, and the
+/// session goes on.
+#[test]
+fn held_records_are_bounded() {
+    let rig = rig();
+    let mut q = MockQueue::new(&rig.mem);
+    rig.open(&mut q, 1);
+    let mut m = Msg::new();
+    for _ in 0..64 {
+        m.nop();
+    }
+    let (ctrl, out) = m.finish(0);
+    let call = Call {
+        op: ChainOp::SubmitDetached,
+        ..Call::submit(1, &ctrl, &out, 0)
+    };
+    for _ in 0..100 {
+        let r = rig.call_spec(&mut q, &call, &ChainSpec::default());
+        assert_eq!(r.used_len, 0);
+    }
+    let spec = ChainSpec {
+        reply_capacity: 64 << 10,
+        ..ChainSpec::default()
+    };
+    let r = rig.send_spec(&mut q, 1, Msg::new().nop(), &spec);
+    let held = r.records.len() - 1;
+    let max = (vcuda_backend::session::MAX_HELD - 32) / 32;
+    assert!(
+        (1..=max).contains(&held),
+        "{held} records held, at most {max}"
+    );
+    assert_eq!(r.records.last().map(|x| (x.seq, x.status)), Some((1, 0)));
+    // Delivered once; the session goes on.
+    assert_eq!(rig.send(&mut q, 1, Msg::new().nop()).statuses(), [0]);
+}
+
 #[test]
 fn a_blocked_session_does_not_stall_others_and_order_is_kept() {
     blocked_session(QueueThreadCalls::None);

@@ -102,6 +102,7 @@ mod abi {
     pub mod cublas;
     pub mod curand;
     pub mod driver;
+    pub mod graph_args;
     pub mod nvjitlink;
     pub mod nvjitlink_lto;
     pub mod runtime {

@@ -345,20 +345,9 @@ pub(crate) fn check_edge_data(p: *const u8, n: usize) -> Result<()> {
     }
 }
 
-/// Writes a list of handles in CUDA's query convention: with `out` null, the count; else
-/// up to `*num` entries (the rest of `*num` nulled) and the number written.
-pub(crate) fn fill(out: *mut cudaGraphNode_t, num: *mut usize, items: &[u64]) -> Result<()> {
-    fill_pairs(
-        out,
-        std::ptr::null_mut(),
-        std::ptr::null_mut(),
-        num,
-        items,
-        |&n| (n, 0),
-    )
-}
-
-/// `fill` for up to two parallel arrays and optional zeroed edge data.
+/// Writes lists of handles in CUDA's query convention: with `a` null, the count; else up to
+/// `*num` entries of up to two parallel arrays (the rest nulled), optional zeroed edge
+/// data, and the number written.
 pub(crate) fn fill_pairs<T>(
     a: *mut cudaGraphNode_t,
     b: *mut cudaGraphNode_t,
@@ -440,88 +429,6 @@ pub(crate) fn get_kind<R>(node: cudaGraphNode_t, f: impl FnOnce(&Kind) -> Option
 
 pub(crate) fn event(e: cudaEvent_t) -> Result<u64> {
     crate::core::handle::event_handle(client::client()?, e)
-}
-
-pub(crate) fn add_dependencies(
-    g: cudaGraph_t,
-    from: *const cudaGraphNode_t,
-    to: *const cudaGraphNode_t,
-    n: usize,
-) -> Result<()> {
-    let (from, to) = (handles(from, n)?, handles(to, n)?);
-    with(|r| {
-        let g = g as u64;
-        for (&a, &b) in from.iter().zip(&to) {
-            if a == b || r.node(a)?.graph != g || r.node(b)?.graph != g {
-                return Err(Error::INVALID_VALUE);
-            }
-            if r.node(b)?.deps.contains(&a) {
-                return Err(Error::INVALID_VALUE);
-            }
-        }
-        for (&a, &b) in from.iter().zip(&to) {
-            r.node_mut(b)?.deps.push(a);
-        }
-        Ok(())
-    })
-}
-
-pub(crate) fn remove_dependencies(
-    g: cudaGraph_t,
-    from: *const cudaGraphNode_t,
-    to: *const cudaGraphNode_t,
-    n: usize,
-) -> Result<()> {
-    let (from, to) = (handles(from, n)?, handles(to, n)?);
-    with(|r| {
-        let g = g as u64;
-        for (&a, &b) in from.iter().zip(&to) {
-            let nb = r.node(b)?;
-            if nb.graph != g || !nb.deps.contains(&a) {
-                return Err(Error::INVALID_VALUE);
-            }
-        }
-        for (&a, &b) in from.iter().zip(&to) {
-            r.node_mut(b)?.deps.retain(|&d| d != a);
-        }
-        Ok(())
-    })
-}
-
-pub(crate) fn get_edges(
-    g: cudaGraph_t,
-    from: *mut cudaGraphNode_t,
-    to: *mut cudaGraphNode_t,
-    edge_data: *mut u8,
-    num: *mut usize,
-) -> Result<()> {
-    if from.is_null() != to.is_null() {
-        return Err(Error::INVALID_VALUE);
-    }
-    let edges = with(|r| r.edges(g as u64))?;
-    fill_pairs(from, to, edge_data, num, &edges, |&e| e)
-}
-
-pub(crate) fn node_deps(
-    node: cudaGraphNode_t,
-    out: *mut cudaGraphNode_t,
-    edge_data: *mut u8,
-    num: *mut usize,
-) -> Result<()> {
-    let deps = with(|r| r.node(node as u64).map(|n| n.deps.clone()))?;
-    fill_pairs(out, std::ptr::null_mut(), edge_data, num, &deps, |&n| {
-        (n, 0)
-    })
-}
-
-pub(crate) fn node_dependents(
-    node: cudaGraphNode_t,
-    out: *mut cudaGraphNode_t,
-    edge_data: *mut u8,
-    num: *mut usize,
-) -> Result<()> {
-    let v = with(|r| r.dependents(node as u64))?;
-    fill_pairs(out, std::ptr::null_mut(), edge_data, num, &v, |&n| (n, 0))
 }
 
 /// `cudaGraphDebugDotPrint`: graph `g` in Graphviz's DOT language, child graphs as

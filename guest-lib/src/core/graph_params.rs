@@ -171,21 +171,18 @@ pub(crate) fn add(
                 OWNERSHIP_MOVE => true,
                 _ => return Err(Error::INVALID_VALUE),
             };
-            if moved {
-                // The node takes the program's graph itself.
-                if out.is_null() {
-                    return Err(Error::INVALID_VALUE);
-                }
-                let deps = crate::core::graph::handles(deps, n)?;
-                let id = crate::core::graph::add_moved_child(g as u64, child as u64, &deps)?;
-                // SAFETY: checked non-null; the caller's output pointer.
-                unsafe { crate::ffi::write_out(out, id as cudaGraphNode_t) }
-            } else {
-                // SAFETY: forwarding the caller's pointers.
-                unsafe {
-                    crate::core::graph_build::graph_add_child_graph_node(out, g, deps, n, child)
-                }
+            if out.is_null() {
+                return Err(Error::INVALID_VALUE);
             }
+            let deps = crate::core::graph::handles(deps, n)?;
+            let id = if moved {
+                // The node takes the program's graph itself.
+                crate::core::graph::add_moved_child(g as u64, child as u64, &deps)?
+            } else {
+                crate::core::graph_build::graph_add_child_graph_node(g as u64, &deps, child as u64)?
+            };
+            // SAFETY: checked non-null; the caller's output pointer.
+            unsafe { crate::ffi::write_out(out, id as cudaGraphNode_t) }
         }
         node_type::MEM_ALLOC => {
             // SAFETY: cudaMemAllocNodeParams is plain C data (integers and pointers).

@@ -407,19 +407,18 @@ entry_lib! {
     fn cuGraphCreate(g: *mut cudaGraph_t, flags: c_uint) -> Result<(), CuError> {
         current()?;
         // SAFETY: forwarding the caller's output pointer.
-        unsafe { crate::core::graph_build::graph_create(g, flags) }.map_err(crate::error::CuError::from)
+        unsafe { crate::abi::graph_args::graph_create(g, flags) }.map_err(crate::error::CuError::from)
     }
 
     fn cuGraphDestroy(g: cudaGraph_t) -> Result<(), CuError> {
         current()?;
-        // SAFETY: the runtime checks the handle.
-        unsafe { crate::core::graph_build::graph_destroy(g) }.map_err(crate::error::CuError::from)
+        crate::abi::graph_args::graph_destroy(g).map_err(crate::error::CuError::from)
     }
 
     fn cuGraphGetNodes(g: cudaGraph_t, nodes: *mut cudaGraphNode_t, num: *mut usize) -> Result<(), CuError> {
         current()?;
         // SAFETY: forwarding the caller's pointers.
-        unsafe { crate::core::graph_build::graph_get_nodes(g, nodes, num) }.map_err(crate::error::CuError::from)
+        unsafe { crate::abi::graph_args::graph_get_nodes(g, nodes, num) }.map_err(crate::error::CuError::from)
     }
 
     fn cuGraphInstantiateWithFlags(exec: *mut cudaGraphExec_t, g: cudaGraph_t, flags: u64) -> Result<(), CuError> {
@@ -649,13 +648,13 @@ entry_lib! {
         current()?;
         // SAFETY: CUDA_MEMSET_NODE_PARAMS has cudaMemsetParams' layout; the runtime checks
         // the pointers.
-        unsafe { crate::core::graph_build::graph_memset_node_get_params(node, out) }.map_err(crate::error::CuError::from)
+        unsafe { crate::abi::graph_args::graph_memset_node_get_params(node, out) }.map_err(crate::error::CuError::from)
     }
 
     fn cuGraphMemsetNodeSetParams(node: cudaGraphNode_t, p: *const cudaMemsetParams) -> Result<(), CuError> {
         current()?;
         // SAFETY: as above.
-        unsafe { crate::core::graph_build::graph_memset_node_set_params(node, p) }.map_err(crate::error::CuError::from)
+        unsafe { crate::abi::graph_args::graph_memset_node_set_params(node, p) }.map_err(crate::error::CuError::from)
     }
 
     fn cuGraphExecMemsetNodeSetParams(exec: cudaGraphExec_t, node: cudaGraphNode_t, p: *const cudaMemsetParams, _ctx: *mut c_void) -> Result<(), CuError> {
@@ -680,13 +679,13 @@ entry_lib! {
         current()?;
         // SAFETY: CUDA_HOST_NODE_PARAMS has cudaHostNodeParams' layout; the runtime checks
         // the pointers.
-        unsafe { crate::core::graph_build::graph_host_node_get_params(node, out) }.map_err(crate::error::CuError::from)
+        unsafe { crate::abi::graph_args::graph_host_node_get_params(node, out) }.map_err(crate::error::CuError::from)
     }
 
     fn cuGraphHostNodeSetParams(node: cudaGraphNode_t, p: *const cudaHostNodeParams) -> Result<(), CuError> {
         current()?;
         // SAFETY: as above.
-        unsafe { crate::core::graph_build::graph_host_node_set_params(node, p) }.map_err(crate::error::CuError::from)
+        unsafe { crate::abi::graph_args::graph_host_node_set_params(node, p) }.map_err(crate::error::CuError::from)
     }
 
     fn cuGraphExecHostNodeSetParams(exec: cudaGraphExec_t, node: cudaGraphNode_t, p: *const cudaHostNodeParams) -> Result<(), CuError> {
@@ -699,7 +698,7 @@ entry_lib! {
         current()?;
         // SAFETY: CUDA_MEMSET_NODE_PARAMS has cudaMemsetParams' layout (a CUdeviceptr where
         // the runtime has a pointer); the runtime checks it.
-        unsafe { crate::core::graph_build::graph_add_memset_node(out, graph, deps, ndeps, p) }.map_err(crate::error::CuError::from)
+        unsafe { crate::abi::graph_args::graph_add_memset_node(out, graph, deps, ndeps, p) }.map_err(crate::error::CuError::from)
     }
 
     fn cuGraphAddMemcpyNode(out: *mut cudaGraphNode_t, graph: cudaGraph_t, deps: *const cudaGraphNode_t, ndeps: usize, p: *const super::texture::CUDA_MEMCPY3D, _ctx: *mut c_void) -> Result<(), CuError> {
@@ -711,97 +710,96 @@ entry_lib! {
     fn cuGraphAddHostNode(out: *mut cudaGraphNode_t, graph: cudaGraph_t, deps: *const cudaGraphNode_t, ndeps: usize, p: *const cudaHostNodeParams) -> Result<(), CuError> {
         current()?;
         // SAFETY: CUDA_HOST_NODE_PARAMS has cudaHostNodeParams' layout; the runtime checks it.
-        unsafe { crate::core::graph_build::graph_add_host_node(out, graph, deps, ndeps, p) }.map_err(crate::error::CuError::from)
+        unsafe { crate::abi::graph_args::graph_add_host_node(out, graph, deps, ndeps, p) }.map_err(crate::error::CuError::from)
     }
 
     fn cuGraphAddEmptyNode(out: *mut cudaGraphNode_t, graph: cudaGraph_t, deps: *const cudaGraphNode_t, ndeps: usize) -> Result<(), CuError> {
         current()?;
         // SAFETY: forwarding the caller's pointers; the runtime checks them.
-        unsafe { crate::core::graph_build::graph_add_empty_node(out, graph, deps, ndeps) }.map_err(crate::error::CuError::from)
+        unsafe { crate::abi::graph_args::graph_add_empty_node(out, graph, deps, ndeps) }.map_err(crate::error::CuError::from)
     }
 
     fn cuGraphAddChildGraphNode(out: *mut cudaGraphNode_t, graph: cudaGraph_t, deps: *const cudaGraphNode_t, ndeps: usize, child: cudaGraph_t) -> Result<(), CuError> {
         current()?;
         // SAFETY: forwarding the caller's pointers; the runtime checks them.
-        unsafe { crate::core::graph_build::graph_add_child_graph_node(out, graph, deps, ndeps, child) }.map_err(crate::error::CuError::from)
+        unsafe { crate::abi::graph_args::graph_add_child_graph_node(out, graph, deps, ndeps, child) }.map_err(crate::error::CuError::from)
     }
 
     fn cuGraphAddEventRecordNode(out: *mut cudaGraphNode_t, graph: cudaGraph_t, deps: *const cudaGraphNode_t, ndeps: usize, e: cudaEvent_t) -> Result<(), CuError> {
         current()?;
         // SAFETY: forwarding the caller's pointers; a CUevent is a cudaEvent_t.
-        unsafe { crate::core::graph_build::graph_add_event_record_node(out, graph, deps, ndeps, e) }.map_err(crate::error::CuError::from)
+        unsafe { crate::abi::graph_args::graph_add_event_record_node(out, graph, deps, ndeps, e) }.map_err(crate::error::CuError::from)
     }
 
     fn cuGraphAddEventWaitNode(out: *mut cudaGraphNode_t, graph: cudaGraph_t, deps: *const cudaGraphNode_t, ndeps: usize, e: cudaEvent_t) -> Result<(), CuError> {
         current()?;
         // SAFETY: as for cuGraphAddEventRecordNode.
-        unsafe { crate::core::graph_build::graph_add_event_wait_node(out, graph, deps, ndeps, e) }.map_err(crate::error::CuError::from)
+        unsafe { crate::abi::graph_args::graph_add_event_wait_node(out, graph, deps, ndeps, e) }.map_err(crate::error::CuError::from)
     }
 
     fn cuGraphAddDependencies(graph: cudaGraph_t, from: *const cudaGraphNode_t, to: *const cudaGraphNode_t, n: usize) -> Result<(), CuError> {
         // SAFETY: forwarding the caller's arrays of `n` nodes; the runtime checks them.
-        unsafe { crate::core::graph_build::graph_add_dependencies(graph, from, to, std::ptr::null(), n) }.map_err(crate::error::CuError::from)
+        unsafe { crate::abi::graph_args::graph_add_dependencies(graph, from, to, std::ptr::null(), n) }.map_err(crate::error::CuError::from)
     }
 
     fn cuGraphAddDependencies_v2(graph: cudaGraph_t, from: *const cudaGraphNode_t, to: *const cudaGraphNode_t, edge_data: *const u8, n: usize) -> Result<(), CuError> {
         // SAFETY: as for cuGraphAddDependencies (edge data has the runtime's layout).
-        unsafe { crate::core::graph_build::graph_add_dependencies(graph, from, to, edge_data, n) }.map_err(crate::error::CuError::from)
+        unsafe { crate::abi::graph_args::graph_add_dependencies(graph, from, to, edge_data, n) }.map_err(crate::error::CuError::from)
     }
 
     fn cuGraphRemoveDependencies(graph: cudaGraph_t, from: *const cudaGraphNode_t, to: *const cudaGraphNode_t, n: usize) -> Result<(), CuError> {
         // SAFETY: as for cuGraphAddDependencies.
-        unsafe { crate::core::graph_build::graph_remove_dependencies(graph, from, to, std::ptr::null(), n) }.map_err(crate::error::CuError::from)
+        unsafe { crate::abi::graph_args::graph_remove_dependencies(graph, from, to, std::ptr::null(), n) }.map_err(crate::error::CuError::from)
     }
 
     fn cuGraphRemoveDependencies_v2(graph: cudaGraph_t, from: *const cudaGraphNode_t, to: *const cudaGraphNode_t, edge_data: *const u8, n: usize) -> Result<(), CuError> {
         // SAFETY: as for cuGraphAddDependencies_v2.
-        unsafe { crate::core::graph_build::graph_remove_dependencies(graph, from, to, edge_data, n) }.map_err(crate::error::CuError::from)
+        unsafe { crate::abi::graph_args::graph_remove_dependencies(graph, from, to, edge_data, n) }.map_err(crate::error::CuError::from)
     }
 
     fn cuGraphGetEdges(graph: cudaGraph_t, from: *mut cudaGraphNode_t, to: *mut cudaGraphNode_t, num: *mut usize) -> Result<(), CuError> {
         // SAFETY: forwarding the caller's output arrays and count.
-        unsafe { crate::core::graph_build::graph_get_edges(graph, from, to, std::ptr::null_mut(), num) }.map_err(crate::error::CuError::from)
+        unsafe { crate::abi::graph_args::graph_get_edges(graph, from, to, std::ptr::null_mut(), num) }.map_err(crate::error::CuError::from)
     }
 
     fn cuGraphGetEdges_v2(graph: cudaGraph_t, from: *mut cudaGraphNode_t, to: *mut cudaGraphNode_t, edge_data: *mut u8, num: *mut usize) -> Result<(), CuError> {
         // SAFETY: as for cuGraphGetEdges.
-        unsafe { crate::core::graph_build::graph_get_edges(graph, from, to, edge_data, num) }.map_err(crate::error::CuError::from)
+        unsafe { crate::abi::graph_args::graph_get_edges(graph, from, to, edge_data, num) }.map_err(crate::error::CuError::from)
     }
 
     fn cuGraphGetRootNodes(graph: cudaGraph_t, out: *mut cudaGraphNode_t, num: *mut usize) -> Result<(), CuError> {
         // SAFETY: forwarding the caller's output array and count.
-        unsafe { crate::core::graph_build::graph_get_root_nodes(graph, out, num) }.map_err(crate::error::CuError::from)
+        unsafe { crate::abi::graph_args::graph_get_root_nodes(graph, out, num) }.map_err(crate::error::CuError::from)
     }
 
     fn cuGraphNodeGetDependencies(node: cudaGraphNode_t, out: *mut cudaGraphNode_t, num: *mut usize) -> Result<(), CuError> {
         // SAFETY: as for cuGraphGetRootNodes.
-        unsafe { crate::core::graph_build::graph_node_get_dependencies(node, out, std::ptr::null_mut(), num) }.map_err(crate::error::CuError::from)
+        unsafe { crate::abi::graph_args::graph_node_get_dependencies(node, out, std::ptr::null_mut(), num) }.map_err(crate::error::CuError::from)
     }
 
     fn cuGraphNodeGetDependencies_v2(node: cudaGraphNode_t, out: *mut cudaGraphNode_t, edge_data: *mut u8, num: *mut usize) -> Result<(), CuError> {
         // SAFETY: as for cuGraphGetRootNodes.
-        unsafe { crate::core::graph_build::graph_node_get_dependencies(node, out, edge_data, num) }.map_err(crate::error::CuError::from)
+        unsafe { crate::abi::graph_args::graph_node_get_dependencies(node, out, edge_data, num) }.map_err(crate::error::CuError::from)
     }
 
     fn cuGraphNodeGetDependentNodes(node: cudaGraphNode_t, out: *mut cudaGraphNode_t, num: *mut usize) -> Result<(), CuError> {
         // SAFETY: as for cuGraphGetRootNodes.
-        unsafe { crate::core::graph_build::graph_node_get_dependent_nodes(node, out, std::ptr::null_mut(), num) }.map_err(crate::error::CuError::from)
+        unsafe { crate::abi::graph_args::graph_node_get_dependent_nodes(node, out, std::ptr::null_mut(), num) }.map_err(crate::error::CuError::from)
     }
 
     fn cuGraphNodeGetDependentNodes_v2(node: cudaGraphNode_t, out: *mut cudaGraphNode_t, edge_data: *mut u8, num: *mut usize) -> Result<(), CuError> {
         // SAFETY: as for cuGraphGetRootNodes.
-        unsafe { crate::core::graph_build::graph_node_get_dependent_nodes(node, out, edge_data, num) }.map_err(crate::error::CuError::from)
+        unsafe { crate::abi::graph_args::graph_node_get_dependent_nodes(node, out, edge_data, num) }.map_err(crate::error::CuError::from)
     }
 
     fn cuGraphNodeGetType(node: cudaGraphNode_t, out: *mut u32) -> Result<(), CuError> {
         // SAFETY: forwarding the caller's output pointer; CUgraphNodeType has
         // cudaGraphNodeType's values.
-        unsafe { crate::core::graph_build::graph_node_get_type(node, out) }.map_err(crate::error::CuError::from)
+        unsafe { crate::abi::graph_args::graph_node_get_type(node, out) }.map_err(crate::error::CuError::from)
     }
 
     fn cuGraphDestroyNode(node: cudaGraphNode_t) -> Result<(), CuError> {
-        // SAFETY: the runtime checks the handle.
-        unsafe { crate::core::graph_build::graph_destroy_node(node) }.map_err(crate::error::CuError::from)
+        crate::abi::graph_args::graph_destroy_node(node).map_err(crate::error::CuError::from)
     }
 
     fn cuUserObjectCreate(out: *mut uo::cudaUserObject_t, ptr: *mut c_void, destroy: Option<unsafe extern "C" fn(*mut c_void)>, initial: c_uint, flags: c_uint) -> Result<(), CuError> {
@@ -831,16 +829,16 @@ entry_lib! {
 
     fn cuGraphClone(out: *mut cudaGraph_t, graph: cudaGraph_t) -> Result<(), CuError> {
         // SAFETY: forwarding the caller's output pointer.
-        unsafe { crate::core::graph_build::graph_clone(out, graph) }.map_err(crate::error::CuError::from)
+        unsafe { crate::abi::graph_args::graph_clone(out, graph) }.map_err(crate::error::CuError::from)
     }
 
     fn cuGraphNodeFindInClone(out: *mut cudaGraphNode_t, node: cudaGraphNode_t, clone: cudaGraph_t) -> Result<(), CuError> {
         // SAFETY: forwarding the caller's output pointer.
-        unsafe { crate::core::graph_build::graph_node_find_in_clone(out, node, clone) }.map_err(crate::error::CuError::from)
+        unsafe { crate::abi::graph_args::graph_node_find_in_clone(out, node, clone) }.map_err(crate::error::CuError::from)
     }
 
     fn cuGraphChildGraphNodeGetGraph(node: cudaGraphNode_t, out: *mut cudaGraph_t) -> Result<(), CuError> {
         // SAFETY: forwarding the caller's output pointer.
-        unsafe { crate::core::graph_build::graph_child_graph_node_get_graph(node, out) }.map_err(crate::error::CuError::from)
+        unsafe { crate::abi::graph_args::graph_child_graph_node_get_graph(node, out) }.map_err(crate::error::CuError::from)
     }
 }

@@ -14,8 +14,8 @@
 //! Node kinds: kernel, memcpy (linear memory; CUDA arrays are not supported), memset,
 //! host, empty, child graph, event record and event wait.
 
+use crate::abi::graph_args::*;
 use crate::core::graph::*;
-use crate::core::graph_build::*;
 use crate::core::graph_params::memcpy_symbol;
 use crate::ffi::{cudaEvent_t, write_out};
 use std::ffi::{c_int, c_uint, c_void};
@@ -27,8 +27,7 @@ entry! {
     }
 
     fn cudaGraphDestroy(g: cudaGraph_t) {
-        // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { graph_destroy(g) }
+        graph_destroy(g)
     }
 
     fn cudaGraphClone(out: *mut cudaGraph_t, g: cudaGraph_t) {
@@ -180,8 +179,7 @@ entry! {
     }
 
     fn cudaGraphDestroyNode(node: cudaGraphNode_t) {
-        // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { graph_destroy_node(node) }
+        graph_destroy_node(node)
     }
 
     fn cudaGraphGetNodes(g: cudaGraph_t, out: *mut cudaGraphNode_t, num: *mut usize) {
@@ -200,11 +198,13 @@ entry! {
     }
 
     fn __v12_cudaGraphGetEdges(g: cudaGraph_t, from: *mut cudaGraphNode_t, to: *mut cudaGraphNode_t, num: *mut usize) {
-        get_edges(g, from, to, std::ptr::null_mut(), num)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { graph_get_edges(g, from, to, std::ptr::null_mut(), num) }
     }
 
     fn cudaGraphGetEdges_v2(g: cudaGraph_t, from: *mut cudaGraphNode_t, to: *mut cudaGraphNode_t, edge_data: *mut u8, num: *mut usize) {
-        get_edges(g, from, to, edge_data, num)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { graph_get_edges(g, from, to, edge_data, num) }
     }
 
     fn cudaGraphAddDependencies(g: cudaGraph_t, from: *const cudaGraphNode_t, to: *const cudaGraphNode_t, edge_data: *const u8, n: usize) {
@@ -213,12 +213,13 @@ entry! {
     }
 
     fn __v12_cudaGraphAddDependencies(g: cudaGraph_t, from: *const cudaGraphNode_t, to: *const cudaGraphNode_t, n: usize) {
-        add_dependencies(g, from, to, n)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { graph_add_dependencies(g, from, to, std::ptr::null(), n) }
     }
 
     fn cudaGraphAddDependencies_v2(g: cudaGraph_t, from: *const cudaGraphNode_t, to: *const cudaGraphNode_t, edge_data: *const u8, n: usize) {
-        check_edge_data(edge_data, n)?;
-        add_dependencies(g, from, to, n)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { graph_add_dependencies(g, from, to, edge_data, n) }
     }
 
     fn cudaGraphRemoveDependencies(g: cudaGraph_t, from: *const cudaGraphNode_t, to: *const cudaGraphNode_t, edge_data: *const u8, n: usize) {
@@ -227,12 +228,13 @@ entry! {
     }
 
     fn __v12_cudaGraphRemoveDependencies(g: cudaGraph_t, from: *const cudaGraphNode_t, to: *const cudaGraphNode_t, n: usize) {
-        remove_dependencies(g, from, to, n)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { graph_remove_dependencies(g, from, to, std::ptr::null(), n) }
     }
 
     fn cudaGraphRemoveDependencies_v2(g: cudaGraph_t, from: *const cudaGraphNode_t, to: *const cudaGraphNode_t, edge_data: *const u8, n: usize) {
-        check_edge_data(edge_data, n)?;
-        remove_dependencies(g, from, to, n)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { graph_remove_dependencies(g, from, to, edge_data, n) }
     }
 
     fn cudaGraphNodeGetDependencies(node: cudaGraphNode_t, out: *mut cudaGraphNode_t, edge_data: *mut u8, num: *mut usize) {
@@ -241,11 +243,13 @@ entry! {
     }
 
     fn __v12_cudaGraphNodeGetDependencies(node: cudaGraphNode_t, out: *mut cudaGraphNode_t, num: *mut usize) {
-        node_deps(node, out, std::ptr::null_mut(), num)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { graph_node_get_dependencies(node, out, std::ptr::null_mut(), num) }
     }
 
     fn cudaGraphNodeGetDependencies_v2(node: cudaGraphNode_t, out: *mut cudaGraphNode_t, edge_data: *mut u8, num: *mut usize) {
-        node_deps(node, out, edge_data, num)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { graph_node_get_dependencies(node, out, edge_data, num) }
     }
 
     fn cudaGraphNodeGetDependentNodes(node: cudaGraphNode_t, out: *mut cudaGraphNode_t, edge_data: *mut u8, num: *mut usize) {
@@ -254,10 +258,12 @@ entry! {
     }
 
     fn __v12_cudaGraphNodeGetDependentNodes(node: cudaGraphNode_t, out: *mut cudaGraphNode_t, num: *mut usize) {
-        node_dependents(node, out, std::ptr::null_mut(), num)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { graph_node_get_dependent_nodes(node, out, std::ptr::null_mut(), num) }
     }
 
     fn cudaGraphNodeGetDependentNodes_v2(node: cudaGraphNode_t, out: *mut cudaGraphNode_t, edge_data: *mut u8, num: *mut usize) {
-        node_dependents(node, out, edge_data, num)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { graph_node_get_dependent_nodes(node, out, edge_data, num) }
     }
 }

@@ -1,0 +1,433 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! The C arguments of the graph-building calls (`cudaGraph*`, and the driver's `cuGraph*`,
+//! which take the same objects) turned into values for [`crate::core::graph_build`], and its
+//! results written back: node lists in CUDA's query convention, output handles and
+//! parameter structs. Shared by `runtime/graph.rs` and `driver/graph.rs`.
+//!
+//! Each function is `unsafe`: its pointers must be valid as the C API requires of its
+//! caller (arrays of the stated length, writable outputs); null pointers are checked here,
+//! in the order the runtime checks them.
+
+use crate::core::graph::{
+    check_edge_data, cudaGraph_t, cudaGraphNode_t, cudaHostNodeParams, cudaMemsetParams,
+    fill_pairs, handles,
+};
+use crate::core::graph_build as gb;
+use crate::error::{Error, Result};
+use crate::ffi::{cudaEvent_t, read_in, write_out};
+use std::ffi::c_uint;
+
+/// Adds the node `make(deps)` makes and writes its handle to `out`: `out` is checked first,
+/// then the dependency array, then `make` runs.
+///
+/// # Safety
+///
+/// `out` is null or writable; `deps` is null or holds `ndeps` handles.
+unsafe fn out_node(
+    out: *mut cudaGraphNode_t,
+    deps: *const cudaGraphNode_t,
+    ndeps: usize,
+    make: impl FnOnce(&[u64]) -> Result<u64>,
+) -> Result<()> {
+    if out.is_null() {
+        return Err(Error::INVALID_VALUE);
+    }
+    let deps = handles(deps, ndeps)?;
+    let id = make(&deps)?;
+    // SAFETY: checked non-null; the caller's output pointer.
+    unsafe { write_out(out, id as cudaGraphNode_t) }
+}
+
+/// Reads the caller's parameter struct (null: `cudaErrorInvalidValue`).
+///
+/// # Safety
+///
+/// `p` is null or points to a readable `T`.
+unsafe fn params<T: Copy>(p: *const T) -> Result<T> {
+    // SAFETY: the caller's contract.
+    unsafe { read_in(p) }
+}
+
+/// Writes a list of nodes in CUDA's query convention (see [`fill_pairs`]).
+fn nodes_out(
+    out: *mut cudaGraphNode_t,
+    edge_data: *mut u8,
+    num: *mut usize,
+    nodes: &[u64],
+) -> Result<()> {
+    fill_pairs(out, std::ptr::null_mut(), edge_data, num, nodes, |&n| {
+        (n, 0)
+    })
+}
+
+/// `cudaGraphAddChildGraphNode`.
+///
+/// # Safety
+///
+/// As [`out_node`].
+pub(crate) unsafe fn graph_add_child_graph_node(
+    out: *mut cudaGraphNode_t,
+    g: cudaGraph_t,
+    deps: *const cudaGraphNode_t,
+    ndeps: usize,
+    child: cudaGraph_t,
+) -> Result<()> {
+    // SAFETY: the caller's contract.
+    unsafe {
+        out_node(out, deps, ndeps, |deps| {
+            gb::graph_add_child_graph_node(g as u64, deps, child as u64)
+        })
+    }
+}
+
+/// `cudaGraphAddDependencies` (`edge_data` null for the calls without it).
+///
+/// # Safety
+///
+/// `from` and `to` hold `n` handles each (null only if `n` is 0); `edge_data` as
+/// `check_edge_data` requires.
+pub(crate) unsafe fn graph_add_dependencies(
+    g: cudaGraph_t,
+    from: *const cudaGraphNode_t,
+    to: *const cudaGraphNode_t,
+    edge_data: *const u8,
+    n: usize,
+) -> Result<()> {
+    check_edge_data(edge_data, n)?;
+    gb::graph_add_dependencies(g as u64, &handles(from, n)?, &handles(to, n)?)
+}
+
+/// `cudaGraphRemoveDependencies` (`edge_data` null for the calls without it).
+///
+/// # Safety
+///
+/// As [`graph_add_dependencies`].
+pub(crate) unsafe fn graph_remove_dependencies(
+    g: cudaGraph_t,
+    from: *const cudaGraphNode_t,
+    to: *const cudaGraphNode_t,
+    edge_data: *const u8,
+    n: usize,
+) -> Result<()> {
+    check_edge_data(edge_data, n)?;
+    gb::graph_remove_dependencies(g as u64, &handles(from, n)?, &handles(to, n)?)
+}
+
+/// `cudaGraphAddEmptyNode`.
+///
+/// # Safety
+///
+/// As [`out_node`].
+pub(crate) unsafe fn graph_add_empty_node(
+    out: *mut cudaGraphNode_t,
+    g: cudaGraph_t,
+    deps: *const cudaGraphNode_t,
+    ndeps: usize,
+) -> Result<()> {
+    // SAFETY: the caller's contract.
+    unsafe {
+        out_node(out, deps, ndeps, |deps| {
+            gb::graph_add_node(g as u64, deps, crate::core::graph::Kind::Empty)
+        })
+    }
+}
+
+/// `cudaGraphAddEventRecordNode`.
+///
+/// # Safety
+///
+/// As [`out_node`].
+pub(crate) unsafe fn graph_add_event_record_node(
+    out: *mut cudaGraphNode_t,
+    g: cudaGraph_t,
+    deps: *const cudaGraphNode_t,
+    ndeps: usize,
+    e: cudaEvent_t,
+) -> Result<()> {
+    // SAFETY: the caller's contract.
+    unsafe {
+        out_node(out, deps, ndeps, |deps| {
+            gb::graph_add_node(g as u64, deps, gb::event_record_kind(e)?)
+        })
+    }
+}
+
+/// `cudaGraphAddEventWaitNode`.
+///
+/// # Safety
+///
+/// As [`out_node`].
+pub(crate) unsafe fn graph_add_event_wait_node(
+    out: *mut cudaGraphNode_t,
+    g: cudaGraph_t,
+    deps: *const cudaGraphNode_t,
+    ndeps: usize,
+    e: cudaEvent_t,
+) -> Result<()> {
+    // SAFETY: the caller's contract.
+    unsafe {
+        out_node(out, deps, ndeps, |deps| {
+            gb::graph_add_node(g as u64, deps, gb::event_wait_kind(e)?)
+        })
+    }
+}
+
+/// `cudaGraphAddHostNode`.
+///
+/// # Safety
+///
+/// As [`out_node`]; `p` is null or readable.
+pub(crate) unsafe fn graph_add_host_node(
+    out: *mut cudaGraphNode_t,
+    g: cudaGraph_t,
+    deps: *const cudaGraphNode_t,
+    ndeps: usize,
+    p: *const cudaHostNodeParams,
+) -> Result<()> {
+    // SAFETY: the caller's contract.
+    unsafe {
+        out_node(out, deps, ndeps, |deps| {
+            gb::graph_add_node(g as u64, deps, gb::host_kind(&params(p)?)?)
+        })
+    }
+}
+
+/// `cudaGraphAddMemsetNode`.
+///
+/// # Safety
+///
+/// As [`out_node`]; `p` is null or readable.
+pub(crate) unsafe fn graph_add_memset_node(
+    out: *mut cudaGraphNode_t,
+    g: cudaGraph_t,
+    deps: *const cudaGraphNode_t,
+    ndeps: usize,
+    p: *const cudaMemsetParams,
+) -> Result<()> {
+    // SAFETY: the caller's contract.
+    unsafe {
+        out_node(out, deps, ndeps, |deps| {
+            gb::graph_add_node(g as u64, deps, gb::memset_kind(&params(p)?)?)
+        })
+    }
+}
+
+/// `cudaGraphChildGraphNodeGetGraph`.
+///
+/// # Safety
+///
+/// `out` is null or writable.
+pub(crate) unsafe fn graph_child_graph_node_get_graph(
+    node: cudaGraphNode_t,
+    out: *mut cudaGraph_t,
+) -> Result<()> {
+    let g = gb::graph_child_graph_node_get_graph(node as u64)?;
+    // SAFETY: the caller's output pointer; `write_out` checks it for null.
+    unsafe { write_out(out, g as cudaGraph_t) }
+}
+
+/// `cudaGraphClone` (no clone is made if `out` is null).
+///
+/// # Safety
+///
+/// `out` is null or writable.
+pub(crate) unsafe fn graph_clone(out: *mut cudaGraph_t, g: cudaGraph_t) -> Result<()> {
+    if out.is_null() {
+        return Err(Error::INVALID_VALUE);
+    }
+    let copy = gb::graph_clone(g as u64)?;
+    // SAFETY: checked non-null; the caller's output pointer.
+    unsafe { write_out(out, copy as cudaGraph_t) }
+}
+
+/// `cudaGraphCreate` (no graph is made if `out` is null).
+///
+/// # Safety
+///
+/// `out` is null or writable.
+pub(crate) unsafe fn graph_create(out: *mut cudaGraph_t, flags: c_uint) -> Result<()> {
+    if out.is_null() {
+        return Err(Error::INVALID_VALUE);
+    }
+    let g = gb::graph_create(flags)?;
+    // SAFETY: checked non-null; the caller's output pointer.
+    unsafe { write_out(out, g as cudaGraph_t) }
+}
+
+/// `cudaGraphGetEdges` (`edge_data` null for the calls without it).
+///
+/// # Safety
+///
+/// `num` is null or readable and writable; `from`, `to` and `edge_data` are null or hold
+/// `*num` entries.
+pub(crate) unsafe fn graph_get_edges(
+    g: cudaGraph_t,
+    from: *mut cudaGraphNode_t,
+    to: *mut cudaGraphNode_t,
+    edge_data: *mut u8,
+    num: *mut usize,
+) -> Result<()> {
+    if from.is_null() != to.is_null() {
+        return Err(Error::INVALID_VALUE);
+    }
+    let edges = gb::graph_get_edges(g as u64)?;
+    fill_pairs(from, to, edge_data, num, &edges, |&e| e)
+}
+
+/// `cudaGraphGetNodes`.
+///
+/// # Safety
+///
+/// `num` is null or readable and writable; `out` is null or holds `*num` entries.
+pub(crate) unsafe fn graph_get_nodes(
+    g: cudaGraph_t,
+    out: *mut cudaGraphNode_t,
+    num: *mut usize,
+) -> Result<()> {
+    nodes_out(
+        out,
+        std::ptr::null_mut(),
+        num,
+        &gb::graph_get_nodes(g as u64)?,
+    )
+}
+
+/// `cudaGraphGetRootNodes`.
+///
+/// # Safety
+///
+/// As [`graph_get_nodes`].
+pub(crate) unsafe fn graph_get_root_nodes(
+    g: cudaGraph_t,
+    out: *mut cudaGraphNode_t,
+    num: *mut usize,
+) -> Result<()> {
+    nodes_out(
+        out,
+        std::ptr::null_mut(),
+        num,
+        &gb::graph_get_root_nodes(g as u64)?,
+    )
+}
+
+/// `cudaGraphNodeGetDependencies` (`edge_data` null for the calls without it).
+///
+/// # Safety
+///
+/// As [`graph_get_nodes`], and `edge_data` is null or holds `*num` entries.
+pub(crate) unsafe fn graph_node_get_dependencies(
+    node: cudaGraphNode_t,
+    out: *mut cudaGraphNode_t,
+    edge_data: *mut u8,
+    num: *mut usize,
+) -> Result<()> {
+    let deps = gb::graph_node_get_dependencies(node as u64)?;
+    nodes_out(out, edge_data, num, &deps)
+}
+
+/// `cudaGraphNodeGetDependentNodes` (`edge_data` null for the calls without it).
+///
+/// # Safety
+///
+/// As [`graph_node_get_dependencies`].
+pub(crate) unsafe fn graph_node_get_dependent_nodes(
+    node: cudaGraphNode_t,
+    out: *mut cudaGraphNode_t,
+    edge_data: *mut u8,
+    num: *mut usize,
+) -> Result<()> {
+    let v = gb::graph_node_get_dependent_nodes(node as u64)?;
+    nodes_out(out, edge_data, num, &v)
+}
+
+/// `cudaGraphHostNodeGetParams`.
+///
+/// # Safety
+///
+/// `out` is null or writable.
+pub(crate) unsafe fn graph_host_node_get_params(
+    node: cudaGraphNode_t,
+    out: *mut cudaHostNodeParams,
+) -> Result<()> {
+    let p = gb::graph_host_node_get_params(node as u64)?;
+    // SAFETY: the caller's output pointer; `write_out` checks it for null.
+    unsafe { write_out(out, p) }
+}
+
+/// `cudaGraphHostNodeSetParams`.
+///
+/// # Safety
+///
+/// `p` is null or readable.
+pub(crate) unsafe fn graph_host_node_set_params(
+    node: cudaGraphNode_t,
+    p: *const cudaHostNodeParams,
+) -> Result<()> {
+    // SAFETY: the caller's contract.
+    let p = unsafe { params(p)? };
+    crate::core::graph::set_kind(node, gb::host_kind(&p)?)
+}
+
+/// `cudaGraphMemsetNodeGetParams`.
+///
+/// # Safety
+///
+/// `out` is null or writable.
+pub(crate) unsafe fn graph_memset_node_get_params(
+    node: cudaGraphNode_t,
+    out: *mut cudaMemsetParams,
+) -> Result<()> {
+    let p = gb::graph_memset_node_get_params(node as u64)?;
+    // SAFETY: the caller's output pointer; `write_out` checks it for null.
+    unsafe { write_out(out, p) }
+}
+
+/// `cudaGraphMemsetNodeSetParams`.
+///
+/// # Safety
+///
+/// `p` is null or readable.
+pub(crate) unsafe fn graph_memset_node_set_params(
+    node: cudaGraphNode_t,
+    p: *const cudaMemsetParams,
+) -> Result<()> {
+    // SAFETY: the caller's contract.
+    let p = unsafe { params(p)? };
+    crate::core::graph::set_kind(node, gb::memset_kind(&p)?)
+}
+
+/// `cudaGraphNodeFindInClone`.
+///
+/// # Safety
+///
+/// `out` is null or writable.
+pub(crate) unsafe fn graph_node_find_in_clone(
+    out: *mut cudaGraphNode_t,
+    node: cudaGraphNode_t,
+    clone: cudaGraph_t,
+) -> Result<()> {
+    let n = gb::graph_node_find_in_clone(node as u64, clone as u64)?;
+    // SAFETY: the caller's output pointer; `write_out` checks it for null.
+    unsafe { write_out(out, n as cudaGraphNode_t) }
+}
+
+/// `cudaGraphNodeGetType`.
+///
+/// # Safety
+///
+/// `out` is null or writable.
+pub(crate) unsafe fn graph_node_get_type(node: cudaGraphNode_t, out: *mut u32) -> Result<()> {
+    let t = gb::graph_node_get_type(node as u64)?;
+    // SAFETY: the caller's output pointer; `write_out` checks it for null.
+    unsafe { write_out(out, t) }
+}
+
+/// `cudaGraphDestroy`.
+pub(crate) fn graph_destroy(g: cudaGraph_t) -> Result<()> {
+    gb::graph_destroy(g as u64)
+}
+
+/// `cudaGraphDestroyNode`.
+pub(crate) fn graph_destroy_node(node: cudaGraphNode_t) -> Result<()> {
+    gb::graph_destroy_node(node as u64)
+}

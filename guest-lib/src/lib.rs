@@ -99,6 +99,7 @@ mod core {
 /// The exported C functions: each turns its C arguments into Rust values, calls `core` and
 /// maps the result to its API's status.
 mod abi {
+    pub mod capture_args;
     pub mod cublas;
     pub mod curand;
     pub mod driver;

@@ -25,14 +25,13 @@
 //!   `cudaErrorCapturedEvent` (the capture goes on).
 
 use crate::client::{self, Client};
-use crate::core::graph::{self, Kind, cudaGraph_t, cudaGraphNode_t};
+use crate::core::graph::{self, Kind};
 use crate::core::handle::resolve;
 use crate::error::{Error, Result};
-use crate::ffi::{cudaStream_t, write_out};
+use crate::ffi::cudaStream_t;
 use crate::state;
 use std::cell::Cell;
 use std::collections::HashMap;
-use std::ffi::c_void;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread::ThreadId;
@@ -410,14 +409,22 @@ pub(crate) fn begin_into(
     })
 }
 
-/// `cudaStreamEndCapture`.
-pub(crate) fn end(stream: cudaStream_t, out: *mut cudaGraph_t, ptsz: bool) -> Result<()> {
+/// Whether `cudaStreamEndCapture` failing with `e` also sets the program's graph to null (as
+/// CUDA does for an invalidated or unjoined capture, whose graph is gone).
+pub(crate) fn end_clears_graph(e: Error) -> bool {
+    e == INVALIDATED || e.0 == status::STREAM_CAPTURE_UNJOINED
+}
+
+/// `cudaStreamEndCapture`: the captured graph. `out_is_null`: the program gave no place for
+/// it (`cudaErrorInvalidValue`, the capture goes on). On an error for which
+/// [`end_clears_graph`] holds, the caller sets the program's graph to null.
+pub(crate) fn end(stream: cudaStream_t, out_is_null: bool, ptsz: bool) -> Result<u64> {
     let c = client::client()?;
     let h = resolve(c, stream, ptsz)?;
-    if out.is_null() {
+    if out_is_null {
         return Err(Error::INVALID_VALUE);
     }
-    let g = with(|s| {
+    with(|s| {
         let id = *s.streams.get(&h).ok_or(graph::ILLEGAL_STATE)?;
         let cap = s.capture(id)?;
         if cap.origin != h {
@@ -446,19 +453,7 @@ pub(crate) fn end(stream: cudaStream_t, out: *mut cudaGraph_t, ptsz: bool) -> Re
             return Err(Error(status::STREAM_CAPTURE_UNJOINED));
         }
         Ok(cap.graph)
-    });
-    let g = match g {
-        Ok(g) => g,
-        Err(e) => {
-            if e == INVALIDATED || e.0 == status::STREAM_CAPTURE_UNJOINED {
-                // SAFETY: checked non-null; the caller's output pointer.
-                unsafe { write_out(out, std::ptr::null_mut()) }?;
-            }
-            return Err(e);
-        }
-    };
-    // SAFETY: checked non-null; the caller's output pointer.
-    unsafe { write_out(out, g as cudaGraph_t) }
+    })
 }
 
 /// The capture status of a stream, `(status, capture id, graph)`; fails for the legacy
@@ -490,28 +485,39 @@ pub(crate) fn status_of(c: &Client, stream: cudaStream_t, ptsz: bool) -> Result<
     })
 }
 
-/// `cudaStreamGetCaptureInfo` in its CUDA 13 form (`_v3` in CUDA 12; `_v2` without
-/// `edge_data`, the CUDA 12 plain name with only the status and id).
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn info(
-    stream: cudaStream_t,
-    status_out: *mut u32,
-    id_out: *mut u64,
-    graph_out: *mut cudaGraph_t,
-    deps_out: *mut *const cudaGraphNode_t,
-    edges_out: *mut *const c_void,
-    num_out: *mut usize,
-    ptsz: bool,
-) -> Result<()> {
+/// What `cudaStreamGetCaptureInfo` reports of a stream. The arrays stay valid until the
+/// stream's next capture call, as CUDA keeps its own.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CaptureInfo {
+    /// `cudaStreamCaptureStatus`.
+    pub status: u32,
+    /// The capture's id (active captures only, as the rest).
+    pub id: u64,
+    /// The graph being captured into.
+    pub graph: u64,
+    /// The nodes the stream's next captured work depends on: an array of `n` handles.
+    pub deps: *const usize,
+    /// Their edge data: `n` default (zero) `cudaGraphEdgeData`.
+    pub edges: *const u64,
+    /// The arrays' length.
+    pub n: usize,
+}
+
+/// `cudaStreamGetCaptureInfo` (every form): the stream's capture state.
+pub(crate) fn info(stream: cudaStream_t, ptsz: bool) -> Result<CaptureInfo> {
     let c = client::client()?;
-    if status_out.is_null() || (!edges_out.is_null() && deps_out.is_null()) {
-        return Err(Error::INVALID_VALUE);
-    }
-    let (st, id, g) = status_of(c, stream, ptsz)?;
+    let (status, id, graph) = status_of(c, stream, ptsz)?;
     let h = resolve(c, stream, ptsz)?;
-    let (mut deps, mut edges, mut n) = (std::ptr::null::<usize>(), std::ptr::null::<u64>(), 0);
-    if st == STATUS_ACTIVE {
-        (deps, edges, n) = with(|s| {
+    let mut i = CaptureInfo {
+        status,
+        id,
+        graph,
+        deps: std::ptr::null(),
+        edges: std::ptr::null(),
+        n: 0,
+    };
+    if status == STATUS_ACTIVE {
+        (i.deps, i.edges, i.n) = with(|s| {
             let nodes = s
                 .captures
                 .get(&id)
@@ -528,61 +534,23 @@ pub(crate) fn info(
             (d.as_ptr(), e.as_ptr(), nodes.len())
         });
     }
-    // SAFETY: the caller's output pointers; each optional one is written only if non-null.
-    unsafe {
-        write_out(status_out, st)?;
-        if st != STATUS_ACTIVE {
-            return Ok(());
-        }
-        if !id_out.is_null() {
-            write_out(id_out, id)?;
-        }
-        if !graph_out.is_null() {
-            write_out(graph_out, g as cudaGraph_t)?;
-        }
-        if !deps_out.is_null() {
-            write_out(deps_out, deps.cast::<cudaGraphNode_t>())?;
-        }
-        if !edges_out.is_null() {
-            write_out(edges_out, edges.cast::<c_void>())?;
-        }
-        if !num_out.is_null() {
-            write_out(num_out, n)?;
-        }
-    }
-    Ok(())
+    Ok(i)
 }
 
-/// `cudaStreamUpdateCaptureDependencies`.
+/// `cudaStreamUpdateCaptureDependencies`: `nodes` gives the program's node array (checked
+/// after the stream and `flags`, as CUDA does).
 pub(crate) fn update_deps(
     stream: cudaStream_t,
-    deps: *const cudaGraphNode_t,
-    edge_data: *const u8,
-    n: usize,
+    nodes: impl FnOnce() -> Result<Vec<u64>>,
     flags: u32,
     ptsz: bool,
 ) -> Result<()> {
     let c = client::client()?;
     let h = resolve(c, stream, ptsz)?;
-    if flags > SET_DEPENDENCIES || (n > 0 && deps.is_null()) {
+    if flags > SET_DEPENDENCIES {
         return Err(Error::INVALID_VALUE);
     }
-    if !edge_data.is_null() && n > 0 {
-        // SAFETY: the caller's `n` edge data entries of 8 bytes.
-        let e = unsafe { std::slice::from_raw_parts(edge_data, n * 8) };
-        if e.iter().any(|&b| b != 0) {
-            return Err(Error::NOT_SUPPORTED);
-        }
-    }
-    let nodes: Vec<u64> = if n == 0 {
-        Vec::new()
-    } else {
-        // SAFETY: the caller's array of `n` node handles.
-        unsafe { std::slice::from_raw_parts(deps, n) }
-            .iter()
-            .map(|&p| p as u64)
-            .collect()
-    };
+    let nodes = nodes()?;
     with(|s| {
         let id = *s.streams.get(&h).ok_or(graph::ILLEGAL_STATE)?;
         let cap = s.capture(id)?;
@@ -605,287 +573,13 @@ pub(crate) fn update_deps(
     })
 }
 
-/// `__v12_cudaStreamGetCaptureInfo`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `__v12_cudaStreamGetCaptureInfo` requires of its caller.
-pub(crate) unsafe fn v12_stream_get_capture_info(
-    stream: cudaStream_t,
-    st: *mut u32,
-    id: *mut u64,
-) -> Result<()> {
-    info(
-        stream,
-        st,
-        id,
-        std::ptr::null_mut(),
-        std::ptr::null_mut(),
-        std::ptr::null_mut(),
-        std::ptr::null_mut(),
-        false,
-    )
-}
-
-/// `__v12_cudaStreamGetCaptureInfo_ptsz`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `__v12_cudaStreamGetCaptureInfo_ptsz` requires of its caller.
-pub(crate) unsafe fn v12_stream_get_capture_info_ptsz(
-    stream: cudaStream_t,
-    st: *mut u32,
-    id: *mut u64,
-) -> Result<()> {
-    info(
-        stream,
-        st,
-        id,
-        std::ptr::null_mut(),
-        std::ptr::null_mut(),
-        std::ptr::null_mut(),
-        std::ptr::null_mut(),
-        true,
-    )
-}
-
-/// `__v12_cudaStreamUpdateCaptureDependencies`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `__v12_cudaStreamUpdateCaptureDependencies` requires of its caller.
-pub(crate) unsafe fn v12_stream_update_capture_dependencies(
-    stream: cudaStream_t,
-    deps: *const cudaGraphNode_t,
-    n: usize,
-    flags: u32,
-) -> Result<()> {
-    update_deps(stream, deps, std::ptr::null(), n, flags, false)
-}
-
-/// `__v12_cudaStreamUpdateCaptureDependencies_ptsz`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `__v12_cudaStreamUpdateCaptureDependencies_ptsz` requires of its caller.
-pub(crate) unsafe fn v12_stream_update_capture_dependencies_ptsz(
-    stream: cudaStream_t,
-    deps: *const cudaGraphNode_t,
-    n: usize,
-    flags: u32,
-) -> Result<()> {
-    update_deps(stream, deps, std::ptr::null(), n, flags, true)
-}
-
-/// `cudaStreamBeginCapture`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaStreamBeginCapture` requires of its caller.
-pub(crate) unsafe fn stream_begin_capture(stream: cudaStream_t, mode: u32) -> Result<()> {
-    begin(stream, mode, false)
-}
-
-/// `cudaStreamBeginCaptureToGraph`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaStreamBeginCaptureToGraph` requires of its caller.
-pub(crate) unsafe fn stream_begin_capture_to_graph(
-    stream: cudaStream_t,
-    g: cudaGraph_t,
-    deps: *const cudaGraphNode_t,
-    edges: *const u8,
-    n: usize,
-    mode: u32,
-) -> Result<()> {
-    graph::check_edge_data(edges, n)?;
-    let deps = graph::handles(deps, n)?;
-    begin_into(stream, mode, false, Some((g as u64, deps)))
-}
-
-/// `cudaStreamBeginCaptureToGraph_ptsz`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaStreamBeginCaptureToGraph_ptsz` requires of its caller.
-pub(crate) unsafe fn stream_begin_capture_to_graph_ptsz(
-    stream: cudaStream_t,
-    g: cudaGraph_t,
-    deps: *const cudaGraphNode_t,
-    edges: *const u8,
-    n: usize,
-    mode: u32,
-) -> Result<()> {
-    graph::check_edge_data(edges, n)?;
-    let deps = graph::handles(deps, n)?;
-    begin_into(stream, mode, true, Some((g as u64, deps)))
-}
-
-/// `cudaStreamBeginCapture_ptsz`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaStreamBeginCapture_ptsz` requires of its caller.
-pub(crate) unsafe fn stream_begin_capture_ptsz(stream: cudaStream_t, mode: u32) -> Result<()> {
-    begin(stream, mode, true)
-}
-
-/// `cudaStreamEndCapture`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaStreamEndCapture` requires of its caller.
-pub(crate) unsafe fn stream_end_capture(stream: cudaStream_t, out: *mut cudaGraph_t) -> Result<()> {
-    end(stream, out, false)
-}
-
-/// `cudaStreamEndCapture_ptsz`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaStreamEndCapture_ptsz` requires of its caller.
-pub(crate) unsafe fn stream_end_capture_ptsz(
-    stream: cudaStream_t,
-    out: *mut cudaGraph_t,
-) -> Result<()> {
-    end(stream, out, true)
-}
-
-/// `cudaStreamGetCaptureInfo_v2`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaStreamGetCaptureInfo_v2` requires of its caller.
-pub(crate) unsafe fn stream_get_capture_info_v2(
-    stream: cudaStream_t,
-    st: *mut u32,
-    id: *mut u64,
-    g: *mut cudaGraph_t,
-    deps: *mut *const cudaGraphNode_t,
-    num: *mut usize,
-) -> Result<()> {
-    info(stream, st, id, g, deps, std::ptr::null_mut(), num, false)
-}
-
-/// `cudaStreamGetCaptureInfo_v2_ptsz`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaStreamGetCaptureInfo_v2_ptsz` requires of its caller.
-pub(crate) unsafe fn stream_get_capture_info_v2_ptsz(
-    stream: cudaStream_t,
-    st: *mut u32,
-    id: *mut u64,
-    g: *mut cudaGraph_t,
-    deps: *mut *const cudaGraphNode_t,
-    num: *mut usize,
-) -> Result<()> {
-    info(stream, st, id, g, deps, std::ptr::null_mut(), num, true)
-}
-
-/// `cudaStreamGetCaptureInfo_v3`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaStreamGetCaptureInfo_v3` requires of its caller.
-pub(crate) unsafe fn stream_get_capture_info_v3(
-    stream: cudaStream_t,
-    st: *mut u32,
-    id: *mut u64,
-    g: *mut cudaGraph_t,
-    deps: *mut *const cudaGraphNode_t,
-    edges: *mut *const c_void,
-    num: *mut usize,
-) -> Result<()> {
-    info(stream, st, id, g, deps, edges, num, false)
-}
-
-/// `cudaStreamGetCaptureInfo_v3_ptsz`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaStreamGetCaptureInfo_v3_ptsz` requires of its caller.
-pub(crate) unsafe fn stream_get_capture_info_v3_ptsz(
-    stream: cudaStream_t,
-    st: *mut u32,
-    id: *mut u64,
-    g: *mut cudaGraph_t,
-    deps: *mut *const cudaGraphNode_t,
-    edges: *mut *const c_void,
-    num: *mut usize,
-) -> Result<()> {
-    info(stream, st, id, g, deps, edges, num, true)
-}
-
-/// `cudaStreamIsCapturing`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaStreamIsCapturing` requires of its caller.
-pub(crate) unsafe fn stream_is_capturing(stream: cudaStream_t, out: *mut u32) -> Result<()> {
-    let (st, _, _) = status_of(client::client()?, stream, false)?;
-    // SAFETY: the caller's output pointer, checked for null.
-    unsafe { write_out(out, st) }
-}
-
-/// `cudaStreamIsCapturing_ptsz`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaStreamIsCapturing_ptsz` requires of its caller.
-pub(crate) unsafe fn stream_is_capturing_ptsz(stream: cudaStream_t, out: *mut u32) -> Result<()> {
-    let (st, _, _) = status_of(client::client()?, stream, true)?;
-    // SAFETY: the caller's output pointer, checked for null.
-    unsafe { write_out(out, st) }
-}
-
-/// `cudaStreamUpdateCaptureDependencies_v2`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaStreamUpdateCaptureDependencies_v2` requires of its caller.
-pub(crate) unsafe fn stream_update_capture_dependencies_v2(
-    stream: cudaStream_t,
-    deps: *const cudaGraphNode_t,
-    edges: *const u8,
-    n: usize,
-    flags: u32,
-) -> Result<()> {
-    update_deps(stream, deps, edges, n, flags, false)
-}
-
-/// `cudaStreamUpdateCaptureDependencies_v2_ptsz`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaStreamUpdateCaptureDependencies_v2_ptsz` requires of its caller.
-pub(crate) unsafe fn stream_update_capture_dependencies_v2_ptsz(
-    stream: cudaStream_t,
-    deps: *const cudaGraphNode_t,
-    edges: *const u8,
-    n: usize,
-    flags: u32,
-) -> Result<()> {
-    update_deps(stream, deps, edges, n, flags, true)
-}
-
-/// `cudaThreadExchangeStreamCaptureMode`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaThreadExchangeStreamCaptureMode` requires of its caller.
-pub(crate) unsafe fn thread_exchange_stream_capture_mode(mode: *mut u32) -> Result<()> {
-    // SAFETY: the caller's in/out pointer, checked for null.
-    let want = unsafe { mode.as_ref() }
-        .copied()
-        .ok_or(Error::INVALID_VALUE)?;
+/// `cudaThreadExchangeStreamCaptureMode`: sets the calling thread's capture mode to `want`
+/// and returns the one it had.
+pub(crate) fn exchange_mode(want: u32) -> Result<u32> {
     if want > MODE_RELAXED {
         return Err(Error::INVALID_VALUE);
     }
-    let old = MODE.with(|m| m.replace(want));
-    // SAFETY: as above.
-    unsafe { write_out(mode, old) }
+    Ok(MODE.with(|m| m.replace(want)))
 }
 
 /// The backend handle for a `cudaStream_t`, for work that cannot be captured into a graph.

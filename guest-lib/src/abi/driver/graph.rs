@@ -277,19 +277,19 @@ entry_lib! {
     fn cuStreamBeginCapture_v2(s: cudaStream_t, mode: u32) -> Result<(), CuError> {
         current()?;
         // SAFETY: the runtime checks the handle; CUstreamCaptureMode has cudaStreamCaptureMode's values.
-        unsafe { crate::core::capture::stream_begin_capture(s, mode) }.map_err(crate::error::CuError::from)
+        unsafe { crate::abi::capture_args::stream_begin_capture(s, mode) }.map_err(crate::error::CuError::from)
     }
 
     fn cuStreamEndCapture(s: cudaStream_t, g: *mut cudaGraph_t) -> Result<(), CuError> {
         current()?;
         // SAFETY: forwarding the caller's output pointer.
-        unsafe { crate::core::capture::stream_end_capture(s, g) }.map_err(crate::error::CuError::from)
+        unsafe { crate::abi::capture_args::stream_end_capture(s, g) }.map_err(crate::error::CuError::from)
     }
 
     fn cuStreamIsCapturing(s: cudaStream_t, status: *mut u32) -> Result<(), CuError> {
         current()?;
         // SAFETY: forwarding the caller's output pointer; the statuses have the same values.
-        unsafe { crate::core::capture::stream_is_capturing(s, status) }.map_err(crate::error::CuError::from)
+        unsafe { crate::abi::capture_args::stream_is_capturing(s, status) }.map_err(crate::error::CuError::from)
     }
 
     // The rest of stream capture forwards to the runtime's forms: `CUstreamCaptureStatus`,
@@ -299,109 +299,109 @@ entry_lib! {
     fn cuStreamBeginCapture(s: cudaStream_t) -> Result<(), CuError> {
         current()?;
         // SAFETY: the runtime checks the handle. The first form captures in global mode.
-        unsafe { crate::core::capture::stream_begin_capture(s, 0) }.map_err(crate::error::CuError::from)
+        unsafe { crate::abi::capture_args::stream_begin_capture(s, 0) }.map_err(crate::error::CuError::from)
     }
 
     fn cuStreamBeginCapture_ptsz(s: cudaStream_t) -> Result<(), CuError> {
         current()?;
         // SAFETY: as `cuStreamBeginCapture`.
-        unsafe { crate::core::capture::stream_begin_capture_ptsz(s, 0) }.map_err(crate::error::CuError::from)
+        unsafe { crate::abi::capture_args::stream_begin_capture_ptsz(s, 0) }.map_err(crate::error::CuError::from)
     }
 
     fn cuStreamBeginCapture_v2_ptsz(s: cudaStream_t, mode: u32) -> Result<(), CuError> {
         current()?;
         // SAFETY: the runtime checks the handle and the mode.
-        unsafe { crate::core::capture::stream_begin_capture_ptsz(s, mode) }.map_err(crate::error::CuError::from)
+        unsafe { crate::abi::capture_args::stream_begin_capture_ptsz(s, mode) }.map_err(crate::error::CuError::from)
     }
 
     fn cuStreamBeginCaptureToGraph(s: cudaStream_t, graph: cudaGraph_t, deps: *const cudaGraphNode_t, edges: *const u8, n: usize, mode: u32) -> Result<(), CuError> {
         current()?;
         // SAFETY: forwarding the caller's arrays of `n` entries; the runtime checks them.
-        unsafe { crate::core::capture::stream_begin_capture_to_graph(s, graph, deps, edges, n, mode) }.map_err(crate::error::CuError::from)
+        unsafe { crate::abi::capture_args::stream_begin_capture_to_graph(s, graph, deps, edges, n, mode) }.map_err(crate::error::CuError::from)
     }
 
     fn cuStreamBeginCaptureToGraph_ptsz(s: cudaStream_t, graph: cudaGraph_t, deps: *const cudaGraphNode_t, edges: *const u8, n: usize, mode: u32) -> Result<(), CuError> {
         current()?;
         // SAFETY: as `cuStreamBeginCaptureToGraph`.
-        unsafe { crate::core::capture::stream_begin_capture_to_graph_ptsz(s, graph, deps, edges, n, mode) }.map_err(crate::error::CuError::from)
+        unsafe { crate::abi::capture_args::stream_begin_capture_to_graph_ptsz(s, graph, deps, edges, n, mode) }.map_err(crate::error::CuError::from)
     }
 
     fn cuStreamEndCapture_ptsz(s: cudaStream_t, graph: *mut cudaGraph_t) -> Result<(), CuError> {
         current()?;
         // SAFETY: forwarding the caller's output pointer.
-        unsafe { crate::core::capture::stream_end_capture_ptsz(s, graph) }.map_err(crate::error::CuError::from)
+        unsafe { crate::abi::capture_args::stream_end_capture_ptsz(s, graph) }.map_err(crate::error::CuError::from)
     }
 
     fn cuStreamIsCapturing_ptsz(s: cudaStream_t, status: *mut u32) -> Result<(), CuError> {
         current()?;
         // SAFETY: forwarding the caller's output pointer.
-        unsafe { crate::core::capture::stream_is_capturing_ptsz(s, status) }.map_err(crate::error::CuError::from)
+        unsafe { crate::abi::capture_args::stream_is_capturing_ptsz(s, status) }.map_err(crate::error::CuError::from)
     }
 
     fn cuStreamGetCaptureInfo(s: cudaStream_t, status: *mut u32, id: *mut u64) -> Result<(), CuError> {
         current()?;
         // SAFETY: forwarding the caller's output pointers (the first form's two).
-        unsafe { crate::core::capture::v12_stream_get_capture_info(s, status, id) }.map_err(crate::error::CuError::from)
+        unsafe { crate::abi::capture_args::v12_stream_get_capture_info(s, status, id) }.map_err(crate::error::CuError::from)
     }
 
     fn cuStreamGetCaptureInfo_ptsz(s: cudaStream_t, status: *mut u32, id: *mut u64) -> Result<(), CuError> {
         current()?;
         // SAFETY: as `cuStreamGetCaptureInfo`.
-        unsafe { crate::core::capture::v12_stream_get_capture_info_ptsz(s, status, id) }.map_err(crate::error::CuError::from)
+        unsafe { crate::abi::capture_args::v12_stream_get_capture_info_ptsz(s, status, id) }.map_err(crate::error::CuError::from)
     }
 
     fn cuStreamGetCaptureInfo_v2(s: cudaStream_t, status: *mut u32, id: *mut u64, graph: *mut cudaGraph_t, deps: *mut *const cudaGraphNode_t, n: *mut usize) -> Result<(), CuError> {
         current()?;
         // SAFETY: forwarding the caller's output pointers.
-        unsafe { crate::core::capture::stream_get_capture_info_v2(s, status, id, graph, deps, n) }.map_err(crate::error::CuError::from)
+        unsafe { crate::abi::capture_args::stream_get_capture_info_v2(s, status, id, graph, deps, n) }.map_err(crate::error::CuError::from)
     }
 
     fn cuStreamGetCaptureInfo_v2_ptsz(s: cudaStream_t, status: *mut u32, id: *mut u64, graph: *mut cudaGraph_t, deps: *mut *const cudaGraphNode_t, n: *mut usize) -> Result<(), CuError> {
         current()?;
         // SAFETY: as `cuStreamGetCaptureInfo_v2`.
-        unsafe { crate::core::capture::stream_get_capture_info_v2_ptsz(s, status, id, graph, deps, n) }.map_err(crate::error::CuError::from)
+        unsafe { crate::abi::capture_args::stream_get_capture_info_v2_ptsz(s, status, id, graph, deps, n) }.map_err(crate::error::CuError::from)
     }
 
     fn cuStreamGetCaptureInfo_v3(s: cudaStream_t, status: *mut u32, id: *mut u64, graph: *mut cudaGraph_t, deps: *mut *const cudaGraphNode_t, edges: *mut *const c_void, n: *mut usize) -> Result<(), CuError> {
         current()?;
         // SAFETY: forwarding the caller's output pointers.
-        unsafe { crate::core::capture::stream_get_capture_info_v3(s, status, id, graph, deps, edges, n) }.map_err(crate::error::CuError::from)
+        unsafe { crate::abi::capture_args::stream_get_capture_info_v3(s, status, id, graph, deps, edges, n) }.map_err(crate::error::CuError::from)
     }
 
     fn cuStreamGetCaptureInfo_v3_ptsz(s: cudaStream_t, status: *mut u32, id: *mut u64, graph: *mut cudaGraph_t, deps: *mut *const cudaGraphNode_t, edges: *mut *const c_void, n: *mut usize) -> Result<(), CuError> {
         current()?;
         // SAFETY: as `cuStreamGetCaptureInfo_v3`.
-        unsafe { crate::core::capture::stream_get_capture_info_v3_ptsz(s, status, id, graph, deps, edges, n) }.map_err(crate::error::CuError::from)
+        unsafe { crate::abi::capture_args::stream_get_capture_info_v3_ptsz(s, status, id, graph, deps, edges, n) }.map_err(crate::error::CuError::from)
     }
 
     fn cuStreamUpdateCaptureDependencies(s: cudaStream_t, deps: *const cudaGraphNode_t, n: usize, flags: c_uint) -> Result<(), CuError> {
         current()?;
         // SAFETY: forwarding the caller's array of `n` nodes; the runtime checks it.
-        unsafe { crate::core::capture::v12_stream_update_capture_dependencies(s, deps, n, flags) }.map_err(crate::error::CuError::from)
+        unsafe { crate::abi::capture_args::v12_stream_update_capture_dependencies(s, deps, n, flags) }.map_err(crate::error::CuError::from)
     }
 
     fn cuStreamUpdateCaptureDependencies_ptsz(s: cudaStream_t, deps: *const cudaGraphNode_t, n: usize, flags: c_uint) -> Result<(), CuError> {
         current()?;
         // SAFETY: as `cuStreamUpdateCaptureDependencies`.
-        unsafe { crate::core::capture::v12_stream_update_capture_dependencies_ptsz(s, deps, n, flags) }.map_err(crate::error::CuError::from)
+        unsafe { crate::abi::capture_args::v12_stream_update_capture_dependencies_ptsz(s, deps, n, flags) }.map_err(crate::error::CuError::from)
     }
 
     fn cuStreamUpdateCaptureDependencies_v2(s: cudaStream_t, deps: *const cudaGraphNode_t, edges: *const u8, n: usize, flags: c_uint) -> Result<(), CuError> {
         current()?;
         // SAFETY: forwarding the caller's arrays of `n` entries; the runtime checks them.
-        unsafe { crate::core::capture::stream_update_capture_dependencies_v2(s, deps, edges, n, flags) }.map_err(crate::error::CuError::from)
+        unsafe { crate::abi::capture_args::stream_update_capture_dependencies_v2(s, deps, edges, n, flags) }.map_err(crate::error::CuError::from)
     }
 
     fn cuStreamUpdateCaptureDependencies_v2_ptsz(s: cudaStream_t, deps: *const cudaGraphNode_t, edges: *const u8, n: usize, flags: c_uint) -> Result<(), CuError> {
         current()?;
         // SAFETY: as `cuStreamUpdateCaptureDependencies_v2`.
-        unsafe { crate::core::capture::stream_update_capture_dependencies_v2_ptsz(s, deps, edges, n, flags) }.map_err(crate::error::CuError::from)
+        unsafe { crate::abi::capture_args::stream_update_capture_dependencies_v2_ptsz(s, deps, edges, n, flags) }.map_err(crate::error::CuError::from)
     }
 
     fn cuThreadExchangeStreamCaptureMode(mode: *mut u32) -> Result<(), CuError> {
         // A thread's setting: no context needed.
         // SAFETY: forwarding the caller's in/out pointer; the runtime checks it.
-        unsafe { crate::core::capture::thread_exchange_stream_capture_mode(mode) }.map_err(crate::error::CuError::from)
+        unsafe { crate::abi::capture_args::thread_exchange_stream_capture_mode(mode) }.map_err(crate::error::CuError::from)
     }
 
     fn cuGraphCreate(g: *mut cudaGraph_t, flags: c_uint) -> Result<(), CuError> {

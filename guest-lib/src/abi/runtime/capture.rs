@@ -24,7 +24,7 @@
 //! - querying, synchronizing or timing an event recorded in a capture:
 //!   `cudaErrorCapturedEvent` (the capture goes on).
 
-use crate::core::capture::*;
+use crate::abi::capture_args::*;
 use crate::core::graph::{cudaGraph_t, cudaGraphNode_t};
 use crate::ffi::cudaStream_t;
 use std::ffi::c_void;
@@ -68,11 +68,13 @@ entry! {
     }
 
     fn cudaStreamGetCaptureInfo(stream: cudaStream_t, st: *mut u32, id: *mut u64, g: *mut cudaGraph_t, deps: *mut *const cudaGraphNode_t, edges: *mut *const c_void, num: *mut usize) {
-        info(stream, st, id, g, deps, edges, num, false)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { crate::abi::capture_args::info(stream, st, id, g, deps, edges, num, false) }
     }
 
     fn cudaStreamGetCaptureInfo_ptsz(stream: cudaStream_t, st: *mut u32, id: *mut u64, g: *mut cudaGraph_t, deps: *mut *const cudaGraphNode_t, edges: *mut *const c_void, num: *mut usize) {
-        info(stream, st, id, g, deps, edges, num, true)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { crate::abi::capture_args::info(stream, st, id, g, deps, edges, num, true) }
     }
 
     fn __v12_cudaStreamGetCaptureInfo(stream: cudaStream_t, st: *mut u32, id: *mut u64) {
@@ -106,11 +108,13 @@ entry! {
     }
 
     fn cudaStreamUpdateCaptureDependencies(stream: cudaStream_t, deps: *const cudaGraphNode_t, edges: *const u8, n: usize, flags: u32) {
-        update_deps(stream, deps, edges, n, flags, false)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { crate::abi::capture_args::update_deps(stream, deps, edges, n, flags, false) }
     }
 
     fn cudaStreamUpdateCaptureDependencies_ptsz(stream: cudaStream_t, deps: *const cudaGraphNode_t, edges: *const u8, n: usize, flags: u32) {
-        update_deps(stream, deps, edges, n, flags, true)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { crate::abi::capture_args::update_deps(stream, deps, edges, n, flags, true) }
     }
 
     fn __v12_cudaStreamUpdateCaptureDependencies(stream: cudaStream_t, deps: *const cudaGraphNode_t, n: usize, flags: u32) {

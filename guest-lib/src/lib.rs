@@ -102,6 +102,7 @@ mod abi {
     pub mod capture_args;
     pub mod cublas;
     pub mod curand;
+    pub mod device_args;
     pub mod driver;
     pub mod graph_args;
     pub mod nvjitlink;

@@ -3,7 +3,6 @@
 
 use crate::client::{self, Client};
 use crate::error::{Error, Result};
-use crate::ffi::write_out;
 use crate::state;
 use std::ffi::c_int;
 use std::sync::atomic::Ordering;
@@ -80,82 +79,41 @@ pub(crate) fn flush_rdma_args(target: c_int, scope: c_int) -> Result<()> {
     }
 }
 
-/// `cudaDeviceGetAttribute`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaDeviceGetAttribute` requires of its caller.
-pub(crate) unsafe fn device_get_attribute(
-    value: *mut c_int,
-    attr: c_int,
-    device: c_int,
-) -> Result<()> {
+/// `cudaDeviceGetAttribute`: attribute `attr` of device `device`.
+pub(crate) fn device_get_attribute(attr: c_int, device: c_int) -> Result<c_int> {
     let info = client::client()?.device_info(device)?;
-    let v = u32::try_from(attr)
+    u32::try_from(attr)
         .ok()
         .filter(|&a| a > 0)
         .and_then(|a| info.attr(a))
-        .ok_or(Error::INVALID_VALUE)?;
-    // SAFETY: output pointer from the caller, checked for null.
-    unsafe { write_out(value, v) }
+        .ok_or(Error::INVALID_VALUE)
 }
 
 /// `cudaDeviceGetStreamPriorityRange` (and the driver's `cuCtxGetStreamPriorityRange`):
-/// 0 (least) to -5 (greatest).
-///
-/// # Safety
-///
-/// Each pointer is null or valid for a write.
-pub(crate) unsafe fn stream_priority_range(least: *mut c_int, greatest: *mut c_int) -> Result<()> {
-    // SAFETY: the caller's output pointers; null ones are skipped.
-    unsafe {
-        if !least.is_null() {
-            write_out(least, 0)?;
-        }
-        if !greatest.is_null() {
-            write_out(greatest, -5)?;
-        }
-    }
-    Ok(())
+/// `(least, greatest)`, 0 to -5.
+pub(crate) fn stream_priority_range() -> (c_int, c_int) {
+    (0, -5)
 }
 
-/// `cudaDeviceGetCacheConfig`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaDeviceGetCacheConfig` requires of its caller.
-pub(crate) unsafe fn device_get_cache_config(config: *mut c_int) -> Result<()> {
+/// `cudaDeviceGetCacheConfig`: always `cudaFuncCachePreferNone`.
+pub(crate) fn device_get_cache_config() -> Result<c_int> {
     client::client()?;
-    // SAFETY: output pointer from the caller, checked for null.
-    unsafe { write_out(config, 0) }
+    Ok(0)
 }
 
-/// `cudaDeviceGetLimit`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaDeviceGetLimit` requires of its caller.
-pub(crate) unsafe fn device_get_limit(value: *mut usize, lim: c_int) -> Result<()> {
-    let v = limit(client::client()?, lim as u32, None)?;
-    // SAFETY: output pointer from the caller, checked for null.
-    unsafe { write_out(value, v as usize) }
+/// `cudaDeviceGetLimit`.
+pub(crate) fn device_get_limit(lim: c_int) -> Result<usize> {
+    Ok(limit(client::client()?, lim as u32, None)? as usize)
 }
 
-/// `cudaDeviceReset`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaDeviceReset` requires of its caller.
-pub(crate) unsafe fn device_reset() -> Result<()> {
+/// `cudaDeviceReset`.
+pub(crate) fn device_reset() -> Result<()> {
     reset(client::client()?)
 }
 
-/// `cudaDeviceSetCacheConfig`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaDeviceSetCacheConfig` requires of its caller.
-pub(crate) unsafe fn device_set_cache_config(config: c_int) -> Result<()> {
+/// `cudaDeviceSetCacheConfig`: accepted and ignored, as on devices without a configurable
+/// cache.
+pub(crate) fn device_set_cache_config(config: c_int) -> Result<()> {
     client::client()?;
     if !(0..=3).contains(&config) {
         return Err(Error::INVALID_VALUE);
@@ -163,60 +121,29 @@ pub(crate) unsafe fn device_set_cache_config(config: c_int) -> Result<()> {
     Ok(())
 }
 
-/// `cudaDeviceSetLimit`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaDeviceSetLimit` requires of its caller.
-pub(crate) unsafe fn device_set_limit(lim: c_int, value: usize) -> Result<()> {
+/// `cudaDeviceSetLimit`.
+pub(crate) fn device_set_limit(lim: c_int, value: usize) -> Result<()> {
     limit(client::client()?, lim as u32, Some(value as u64)).map(drop)
 }
 
-/// `cudaDeviceSynchronize`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaDeviceSynchronize` requires of its caller.
-pub(crate) unsafe fn device_synchronize() -> Result<()> {
+/// `cudaDeviceSynchronize`.
+pub(crate) fn device_synchronize() -> Result<()> {
     crate::core::capture::check_device_sync()?;
     synchronize(client::client()?)
 }
 
-/// `cudaGetDeviceCount`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaGetDeviceCount` requires of its caller.
-pub(crate) unsafe fn get_device_count(count: *mut c_int) -> Result<()> {
-    match client::client() {
-        Ok(c) => {
-            // SAFETY: output pointer from the caller, checked for null.
-            unsafe { write_out(count, c.device_count()) }
-        }
-        Err(e) => {
-            // SAFETY: output pointer from the caller, checked for null by `write_out`;
-            // CUDA stores 0 when it fails.
-            let _ = unsafe { write_out(count, 0) };
-            Err(e)
-        }
-    }
+/// `cudaGetDeviceCount` (on failure CUDA stores 0: the caller does too).
+pub(crate) fn get_device_count() -> Result<c_int> {
+    Ok(client::client()?.device_count())
 }
 
-/// `cudaMemGetInfo`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaMemGetInfo` requires of its caller.
-pub(crate) unsafe fn mem_get_info(free: *mut usize, total: *mut usize) -> Result<()> {
+/// `cudaMemGetInfo`: `(free, total)` bytes of the current device.
+pub(crate) fn mem_get_info() -> Result<(usize, usize)> {
     let c = client::client()?;
     let device = current(c)?;
     let r: MemGetInfoResp = c.call::<ops::MemGetInfo>(&DeviceReq {
         device,
         reserved: 0,
     })?;
-    // SAFETY: output pointers from the caller, checked for null.
-    unsafe {
-        write_out(free, r.free as usize)?;
-        write_out(total, r.total as usize)
-    }
+    Ok((r.free as usize, r.total as usize))
 }

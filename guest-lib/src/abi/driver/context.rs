@@ -61,8 +61,7 @@ fn reset_primary(dev: c_int) -> Result<(), CuError> {
     crate::core::context::release_storage(p);
     let owned = with(|m| m.get_mut(&p).map(|c| std::mem::take(&mut c.owned))).unwrap_or_default();
     free_owned(owned);
-    // SAFETY: no arguments.
-    unsafe { crate::core::device::device_reset() }.map_err(CuError::from)
+    crate::core::device::device_reset().map_err(CuError::from)
 }
 
 /// `CUctxCreateParams`: execution affinity and CIG parameters (none supported).
@@ -106,7 +105,7 @@ entry_lib! {
     fn cuDeviceGetCount(count: *mut c_int) -> Result<(), CuError> {
         connected()?;
         // SAFETY: forwarding the caller's output pointer.
-        unsafe { crate::core::device::get_device_count(count) }.map_err(crate::error::CuError::from)
+        unsafe { crate::abi::device_args::get_device_count(count) }.map_err(crate::error::CuError::from)
     }
 
     fn cuDeviceGet(device: *mut c_int, ordinal: c_int) -> Result<(), CuError> {
@@ -156,7 +155,7 @@ entry_lib! {
         check_device(dev)?;
         // The driver's CUdevice_attribute and the runtime's cudaDeviceAttr number alike.
         // SAFETY: forwarding the caller's output pointer.
-        unsafe { crate::core::device::device_get_attribute(value, attr, dev) }.map_err(crate::error::CuError::from)
+        unsafe { crate::abi::device_args::device_get_attribute(value, attr, dev) }.map_err(crate::error::CuError::from)
     }
 
     fn cuDevicePrimaryCtxRetain(pctx: *mut CUcontext, dev: c_int) -> Result<(), CuError> {
@@ -238,8 +237,7 @@ entry_lib! {
         // context on a GPU does.
         let last = with(|m| m.len() == 1);
         if last && client::client().is_ok_and(|c| c.check_sticky().is_err()) {
-            // SAFETY: no arguments.
-            unsafe { crate::core::device::device_reset() }.map_err(crate::error::CuError::from)?;
+            crate::core::device::device_reset().map_err(crate::error::CuError::from)?;
         }
         Ok(())
     }
@@ -300,7 +298,7 @@ entry_lib! {
     fn cuCtxGetStreamPriorityRange(least: *mut c_int, greatest: *mut c_int) -> Result<(), CuError> {
         current()?;
         // SAFETY: the caller's output pointers; either may be null.
-        Ok(unsafe { crate::core::device::stream_priority_range(least, greatest) }?)
+        Ok(unsafe { crate::abi::device_args::stream_priority_range(least, greatest) }?)
     }
 
     fn cuCtxGetSharedMemConfig(config: *mut c_int) -> Result<(), CuError> {
@@ -378,8 +376,7 @@ entry_lib! {
 
     fn cuCtxSynchronize() -> Result<(), CuError> {
         current()?;
-        // SAFETY: no arguments.
-        unsafe { crate::core::device::device_synchronize() }.map_err(crate::error::CuError::from)
+        crate::core::device::device_synchronize().map_err(crate::error::CuError::from)
     }
 
     fn cuCtxSynchronize_v2(ctx: CUcontext) -> Result<(), CuError> {
@@ -388,27 +385,25 @@ entry_lib! {
         if !with(|m| m.contains_key(&h)) {
             return Err(CuError::INVALID_CONTEXT);
         }
-        // SAFETY: no arguments.
-        unsafe { crate::core::device::device_synchronize() }.map_err(crate::error::CuError::from)
+        crate::core::device::device_synchronize().map_err(crate::error::CuError::from)
     }
 
     fn cuCtxSetLimit(limit: c_int, value: usize) -> Result<(), CuError> {
         current()?;
         // CUlimit and cudaLimit number alike.
-        // SAFETY: by-value arguments.
-        unsafe { crate::core::device::device_set_limit(limit, value) }.map_err(crate::error::CuError::from)
+        crate::core::device::device_set_limit(limit, value).map_err(crate::error::CuError::from)
     }
 
     fn cuCtxGetLimit(value: *mut usize, limit: c_int) -> Result<(), CuError> {
         current()?;
         // SAFETY: forwarding the caller's output pointer.
-        unsafe { crate::core::device::device_get_limit(value, limit) }.map_err(crate::error::CuError::from)
+        unsafe { crate::abi::device_args::device_get_limit(value, limit) }.map_err(crate::error::CuError::from)
     }
 
     fn cuMemGetInfo_v2(free: *mut usize, total: *mut usize) -> Result<(), CuError> {
         current()?;
         // SAFETY: forwarding the caller's output pointers.
-        unsafe { crate::core::device::mem_get_info(free, total) }.map_err(crate::error::CuError::from)
+        unsafe { crate::abi::device_args::mem_get_info(free, total) }.map_err(crate::error::CuError::from)
     }
 
     fn cuGetErrorName(error: u32, name: *mut *const c_char) -> Result<(), CuError> {

@@ -230,14 +230,13 @@ entry_lib! {
     fn cuCtxSetCacheConfig(config: c_int) -> Result<(), CuError> {
         current()?;
         // CUfunc_cache and cudaFuncCache number alike.
-        // SAFETY: by value.
-        unsafe { crate::core::device::device_set_cache_config(config) }.map_err(crate::error::CuError::from)
+        crate::core::device::device_set_cache_config(config).map_err(crate::error::CuError::from)
     }
 
     fn cuCtxGetCacheConfig(config: *mut c_int) -> Result<(), CuError> {
         current()?;
         // SAFETY: forwarding the caller's output pointer.
-        unsafe { crate::core::device::device_get_cache_config(config) }.map_err(crate::error::CuError::from)
+        unsafe { crate::abi::device_args::device_get_cache_config(config) }.map_err(crate::error::CuError::from)
     }
 
     fn cuDeviceGetByPCIBusId(dev: *mut c_int, bus_id: *const c_char) -> Result<(), CuError> {

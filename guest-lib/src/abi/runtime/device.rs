@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
 //! Device management.
 
+use crate::abi::device_args as args;
 use crate::client::{self};
 use crate::core::device::*;
 use crate::error::Error;
@@ -12,7 +13,7 @@ use std::ffi::c_int;
 entry! {
     fn cudaGetDeviceCount(count: *mut c_int) {
         // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { get_device_count(count) }
+        unsafe { args::get_device_count(count) }
     }
 
     fn cudaGetDevice(device: *mut c_int) {
@@ -63,7 +64,7 @@ entry! {
 
     fn cudaDeviceGetAttribute(value: *mut c_int, attr: c_int, device: c_int) {
         // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { device_get_attribute(value, attr, device) }
+        unsafe { args::device_get_attribute(value, attr, device) }
     }
 
     fn cudaDeviceFlushGPUDirectRDMAWrites(target: c_int, scope: c_int) {
@@ -76,8 +77,7 @@ entry! {
     }
 
     fn cudaDeviceSynchronize() {
-        // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { device_synchronize() }
+        device_synchronize()
     }
 
     fn cudaThreadSynchronize() {
@@ -86,8 +86,7 @@ entry! {
     }
 
     fn cudaDeviceReset() {
-        // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { device_reset() }
+        device_reset()
     }
 
     fn cudaThreadExit() {
@@ -96,12 +95,11 @@ entry! {
 
     fn cudaMemGetInfo(free: *mut usize, total: *mut usize) {
         // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { mem_get_info(free, total) }
+        unsafe { args::mem_get_info(free, total) }
     }
 
     fn cudaDeviceSetLimit(lim: c_int, value: usize) {
-        // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { device_set_limit(lim, value) }
+        device_set_limit(lim, value)
     }
 
     fn cudaThreadSetLimit(lim: c_int, value: usize) {
@@ -110,7 +108,7 @@ entry! {
 
     fn cudaDeviceGetLimit(value: *mut usize, lim: c_int) {
         // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { device_get_limit(value, lim) }
+        unsafe { args::device_get_limit(value, lim) }
     }
 
     fn cudaThreadGetLimit(value: *mut usize, lim: c_int) {
@@ -159,12 +157,11 @@ entry! {
     fn cudaDeviceGetStreamPriorityRange(least: *mut c_int, greatest: *mut c_int) {
         client::client()?;
         // SAFETY: output pointers from the caller; either may be null.
-        unsafe { crate::core::device::stream_priority_range(least, greatest) }
+        unsafe { args::stream_priority_range(least, greatest) }
     }
 
     fn cudaDeviceSetCacheConfig(config: c_int) {
-        // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { device_set_cache_config(config) }
+        device_set_cache_config(config)
     }
 
     fn cudaThreadSetCacheConfig(config: c_int) {
@@ -177,7 +174,7 @@ entry! {
 
     fn cudaDeviceGetCacheConfig(config: *mut c_int) {
         // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { device_get_cache_config(config) }
+        unsafe { args::device_get_cache_config(config) }
     }
 
     fn cudaThreadGetCacheConfig(config: *mut c_int) {

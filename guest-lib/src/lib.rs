@@ -107,6 +107,7 @@ mod abi {
     pub mod graph_args;
     pub mod nvjitlink;
     pub mod nvjitlink_lto;
+    pub mod stream_args;
     pub mod runtime {
         pub mod array;
         pub mod attrs;

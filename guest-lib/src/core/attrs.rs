@@ -47,9 +47,7 @@ pub(crate) fn default_value(s: cudaStream_t, id: c_int) -> Result<cudaLaunchAttr
             cudaLaunchAttributeValue(v)
         }
         PRIORITY => {
-            let mut p: c_int = 0;
-            // SAFETY: a valid out pointer; the stream is the caller's.
-            unsafe { crate::core::stream::stream_get_priority(s, &mut p) }?;
+            let p = crate::core::stream::stream_info(crate::client::client()?, s)?.priority;
             cudaLaunchAttributeValue::from_u32s(&[p as u32])
         }
         _ => return Err(Error::INVALID_VALUE),

@@ -4,37 +4,12 @@
 //! thread's default stream (`cudaStreamPerThread`); any other stream is used as given.
 //! `cudaGetDriverEntryPoint*_ptsz` return the driver's per-thread variants by default.
 
-use crate::error::Result;
 use crate::ffi::STREAM_PER_THREAD;
 use crate::ffi::cudaStream_t;
-use std::ffi::c_int;
 
 /// `cudaEnableDefault` in a per-thread program means `cudaEnablePerThreadDefaultStream`.
 pub(crate) fn per_thread_flags(flags: u64) -> u64 {
     if flags == 0 { 2 } else { flags }
-}
-
-/// `cudaStreamGetFlags_ptsz`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaStreamGetFlags_ptsz` requires of its caller.
-pub(crate) unsafe fn stream_get_flags_ptsz(stream: cudaStream_t, flags: *mut u32) -> Result<()> {
-    // SAFETY: forwarding the caller's arguments.
-    unsafe { crate::core::stream::stream_get_flags(per_thread(stream), flags) }
-}
-
-/// `cudaStreamGetPriority_ptsz`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaStreamGetPriority_ptsz` requires of its caller.
-pub(crate) unsafe fn stream_get_priority_ptsz(
-    stream: cudaStream_t,
-    priority: *mut c_int,
-) -> Result<()> {
-    // SAFETY: forwarding the caller's arguments.
-    unsafe { crate::core::stream::stream_get_priority(per_thread(stream), priority) }
 }
 
 /// Stream 0 names the calling thread's default stream in a `_ptsz` call.

@@ -7,7 +7,7 @@ use crate::core::capture::stream_handle;
 use crate::core::handle::event_handle;
 use crate::core::handle::next_stream_id;
 use crate::error::{Error, Result};
-use crate::ffi::{STREAM_LEGACY, STREAM_PER_THREAD, cudaEvent_t, cudaStream_t, write_out};
+use crate::ffi::{STREAM_LEGACY, STREAM_PER_THREAD, cudaEvent_t, cudaStream_t};
 use crate::state;
 use std::ffi::c_int;
 use vcuda_protocol::{
@@ -22,10 +22,13 @@ pub(crate) const EVENT_FLAGS: u32 = 0x1 | 0x2 | 0x4;
 /// `cudaEventRecordExternal`.
 pub(crate) const EVENT_RECORD_FLAGS: u32 = 0x1;
 
-pub(crate) fn stream_create(p: *mut cudaStream_t, flags: u32, priority: c_int) -> Result<()> {
+/// `cudaStreamCreateWithPriority`: a new stream's handle. `out_is_null`: the program gave
+/// no place for it (`cudaErrorInvalidValue`, checked where CUDA checks it, before anything
+/// is made).
+pub(crate) fn create_stream(out_is_null: bool, flags: u32, priority: c_int) -> Result<u64> {
     let c = client::client()?;
     c.check_sticky()?;
-    if p.is_null() || flags & !STREAM_NON_BLOCKING != 0 {
+    if out_is_null || flags & !STREAM_NON_BLOCKING != 0 {
         return Err(Error::INVALID_VALUE);
     }
     let device = c.check_device(state::device())?;
@@ -45,8 +48,7 @@ pub(crate) fn stream_create(p: *mut cudaStream_t, flags: u32, priority: c_int) -
             id: next_stream_id(),
         },
     );
-    // SAFETY: checked non-null; the caller's output pointer.
-    unsafe { write_out(p, r.handle as cudaStream_t) }
+    Ok(r.handle)
 }
 
 pub(crate) fn stream_info(c: &Client, s: cudaStream_t) -> Result<StreamInfo> {
@@ -119,10 +121,12 @@ pub(crate) fn post_record(c: &Client, event: u64, stream: u64) -> Result<()> {
     })
 }
 
-pub(crate) fn event_create(p: *mut cudaEvent_t, flags: u32) -> Result<()> {
+/// `cudaEventCreateWithFlags`: a new event's handle (`out_is_null` as for
+/// [`create_stream`]).
+pub(crate) fn create_event(out_is_null: bool, flags: u32) -> Result<u64> {
     let c = client::client()?;
     c.check_sticky()?;
-    if p.is_null() || flags & !EVENT_FLAGS != 0 || (flags & 0x4 != 0 && flags & 0x2 == 0) {
+    if out_is_null || flags & !EVENT_FLAGS != 0 || (flags & 0x4 != 0 && flags & 0x2 == 0) {
         return Err(Error::INVALID_VALUE);
     }
     let device = c.check_device(state::device())?;
@@ -134,8 +138,7 @@ pub(crate) fn event_create(p: *mut cudaEvent_t, flags: u32) -> Result<()> {
             flags,
         },
     );
-    // SAFETY: checked non-null; the caller's output pointer.
-    unsafe { write_out(p, r.handle as cudaEvent_t) }
+    Ok(r.handle)
 }
 
 /// `cudaEventRecord` (for launches that record events of their own).
@@ -178,21 +181,8 @@ pub(crate) fn event_record(e: cudaEvent_t, s: cudaStream_t, flags: u32, ptsz: bo
     })
 }
 
-/// `cudaEventCreateWithFlags`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaEventCreateWithFlags` requires of its caller.
-pub(crate) unsafe fn event_create_with_flags(p: *mut cudaEvent_t, flags: u32) -> Result<()> {
-    event_create(p, flags)
-}
-
-/// `cudaEventDestroy`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaEventDestroy` requires of its caller.
-pub(crate) unsafe fn event_destroy(e: cudaEvent_t) -> Result<()> {
+/// `cudaEventDestroy`.
+pub(crate) fn event_destroy(e: cudaEvent_t) -> Result<()> {
     let c = client::client()?;
     let handle = e as u64;
     if c.events
@@ -206,93 +196,48 @@ pub(crate) unsafe fn event_destroy(e: cudaEvent_t) -> Result<()> {
     c.call::<ops::EventDestroy>(&HandleReq { handle })
 }
 
-/// `cudaEventElapsedTime`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaEventElapsedTime` requires of its caller.
-pub(crate) unsafe fn event_elapsed_time(
-    ms: *mut f32,
-    start: cudaEvent_t,
-    end: cudaEvent_t,
-) -> Result<()> {
+/// `cudaEventElapsedTime`: milliseconds from `start` to `end` (`out_is_null` as for
+/// [`create_stream`]).
+pub(crate) fn elapsed_time(out_is_null: bool, start: cudaEvent_t, end: cudaEvent_t) -> Result<f32> {
     let c = client::client()?;
-    if ms.is_null() {
+    if out_is_null {
         return Err(Error::INVALID_VALUE);
     }
     let (start, end) = (event_handle(c, start)?, event_handle(c, end)?);
     crate::core::capture::check_event(start)?;
     crate::core::capture::check_event(end)?;
     let r: EventElapsedResp = c.call::<ops::EventElapsedTime>(&EventElapsedReq { start, end })?;
-    // SAFETY: checked non-null; the caller's output pointer.
-    unsafe { write_out(ms, r.ms) }
+    Ok(r.ms)
 }
 
-/// `cudaEventQuery`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaEventQuery` requires of its caller.
-pub(crate) unsafe fn event_query(e: cudaEvent_t) -> Result<()> {
+/// `cudaEventQuery`.
+pub(crate) fn event_query(e: cudaEvent_t) -> Result<()> {
     let c = client::client()?;
     let handle = event_handle(c, e)?;
     crate::core::capture::check_event(handle)?;
     c.call::<ops::EventQuery>(&HandleReq { handle })
 }
 
-/// `cudaEventRecord`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaEventRecord` requires of its caller.
-pub(crate) unsafe fn event_record_call(e: cudaEvent_t, s: cudaStream_t) -> Result<()> {
+/// `cudaEventRecord`.
+pub(crate) fn event_record_call(e: cudaEvent_t, s: cudaStream_t) -> Result<()> {
     event_record(e, s, 0, false)
 }
 
-/// `cudaEventRecordWithFlags`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaEventRecordWithFlags` requires of its caller.
-pub(crate) unsafe fn event_record_with_flags(
-    e: cudaEvent_t,
-    s: cudaStream_t,
-    flags: u32,
-) -> Result<()> {
+/// `cudaEventRecordWithFlags`.
+pub(crate) fn event_record_with_flags(e: cudaEvent_t, s: cudaStream_t, flags: u32) -> Result<()> {
     event_record(e, s, flags, false)
 }
 
-/// `cudaEventSynchronize`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaEventSynchronize` requires of its caller.
-pub(crate) unsafe fn event_synchronize(e: cudaEvent_t) -> Result<()> {
+/// `cudaEventSynchronize`.
+pub(crate) fn event_synchronize(e: cudaEvent_t) -> Result<()> {
     let c = client::client()?;
     let handle = event_handle(c, e)?;
     crate::core::capture::check_event(handle)?;
     c.call::<ops::EventSynchronize>(&HandleReq { handle })
 }
 
-/// `cudaStreamCreateWithPriority`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaStreamCreateWithPriority` requires of its caller.
-pub(crate) unsafe fn stream_create_with_priority(
-    p: *mut cudaStream_t,
-    flags: u32,
-    priority: c_int,
-) -> Result<()> {
-    stream_create(p, flags, priority)
-}
-
-/// `cudaStreamDestroy`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaStreamDestroy` requires of its caller.
-pub(crate) unsafe fn stream_destroy(s: cudaStream_t) -> Result<()> {
+/// `cudaStreamDestroy`.
+pub(crate) fn stream_destroy(s: cudaStream_t) -> Result<()> {
     let c = client::client()?;
     let handle = s as u64;
     if c.streams
@@ -307,62 +252,17 @@ pub(crate) unsafe fn stream_destroy(s: cudaStream_t) -> Result<()> {
     c.call::<ops::StreamDestroy>(&HandleReq { handle })
 }
 
-/// `cudaStreamGetDevice`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaStreamGetDevice` requires of its caller.
-pub(crate) unsafe fn stream_get_device(s: cudaStream_t, device: *mut c_int) -> Result<()> {
-    let i = stream_info(client::client()?, s)?;
-    // SAFETY: output pointer from the caller, checked for null.
-    unsafe { write_out(device, i.device) }
-}
-
-/// `cudaStreamGetFlags`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaStreamGetFlags` requires of its caller.
-pub(crate) unsafe fn stream_get_flags(s: cudaStream_t, flags: *mut u32) -> Result<()> {
-    let i = stream_info(client::client()?, s)?;
-    // SAFETY: output pointer from the caller, checked for null.
-    unsafe { write_out(flags, i.flags) }
-}
-
-/// `cudaStreamGetPriority`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaStreamGetPriority` requires of its caller.
-pub(crate) unsafe fn stream_get_priority(s: cudaStream_t, priority: *mut c_int) -> Result<()> {
-    let i = stream_info(client::client()?, s)?;
-    // SAFETY: output pointer from the caller, checked for null.
-    unsafe { write_out(priority, i.priority) }
-}
-
-/// `cudaStreamQuery`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaStreamQuery` requires of its caller.
-pub(crate) unsafe fn stream_query(s: cudaStream_t) -> Result<()> {
+/// `cudaStreamQuery`.
+pub(crate) fn stream_query(s: cudaStream_t) -> Result<()> {
     query_stream(s, false)
 }
 
-/// `cudaStreamSynchronize`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaStreamSynchronize` requires of its caller.
-pub(crate) unsafe fn stream_synchronize(s: cudaStream_t) -> Result<()> {
+/// `cudaStreamSynchronize`.
+pub(crate) fn stream_synchronize(s: cudaStream_t) -> Result<()> {
     sync_stream(s, false)
 }
 
-/// `cudaStreamWaitEvent`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaStreamWaitEvent` requires of its caller.
-pub(crate) unsafe fn stream_wait_event(s: cudaStream_t, e: cudaEvent_t, flags: u32) -> Result<()> {
+/// `cudaStreamWaitEvent`.
+pub(crate) fn stream_wait_event(s: cudaStream_t, e: cudaEvent_t, flags: u32) -> Result<()> {
     wait_event(s, e, flags, false)
 }

@@ -27,16 +27,18 @@ fn free_owned(o: Owned) {
         crate::core::module::unload(m);
     }
     for s in o.streams {
-        // SAFETY: a stream this context created and nobody destroyed.
-        logged("stream", unsafe {
-            crate::core::stream::stream_destroy(s as cudaStream_t)
-        });
+        // A stream this context created and nobody destroyed.
+        logged(
+            "stream",
+            crate::core::stream::stream_destroy(s as cudaStream_t),
+        );
     }
     for e in o.events {
-        // SAFETY: an event this context created and nobody destroyed.
-        logged("event", unsafe {
-            crate::core::stream::event_destroy(e as cudaEvent_t)
-        });
+        // An event this context created and nobody destroyed.
+        logged(
+            "event",
+            crate::core::stream::event_destroy(e as cudaEvent_t),
+        );
     }
     for p in o.allocs {
         // SAFETY: device memory this context allocated and nobody freed.

@@ -446,8 +446,7 @@ entry_lib! {
         let cooperative = cooperative_requested(attrs);
         launch(f, cfg.grid, cfg.block, cfg.shared_mem, cfg.stream, args, extra, cooperative)?;
         for e in launch_events(attrs) {
-            // SAFETY: the runtime checks the handles.
-            unsafe { crate::core::stream::event_record_call(e as cudaEvent_t, cfg.stream) }.map_err(crate::error::CuError::from)?;
+            crate::core::stream::event_record_call(e as cudaEvent_t, cfg.stream).map_err(crate::error::CuError::from)?;
         }
         Ok(())
     }

@@ -83,7 +83,7 @@ fn stream_ctx(s: cudaStream_t, ctx: *mut crate::core::context::CUcontext) -> Res
     current()?;
     let mut device = 0;
     // SAFETY: a local output; the call checks the stream handle.
-    unsafe { crate::core::stream::stream_get_device(s, &mut device) }?;
+    unsafe { crate::abi::stream_args::stream_get_device(s, &mut device) }?;
     let c = crate::core::context::stream_context(s as usize)?;
     // SAFETY: the caller's output pointer.
     unsafe { out(ctx, c as crate::core::context::CUcontext) }
@@ -102,13 +102,13 @@ entry_lib! {
     fn cuStreamGetDevice(s: cudaStream_t, dev: *mut c_int) -> Result<(), CuError> {
         current()?;
         // SAFETY: forwarding the caller's arguments.
-        Ok(unsafe { crate::core::stream::stream_get_device(s, dev) }?)
+        Ok(unsafe { crate::abi::stream_args::stream_get_device(s, dev) }?)
     }
 
     fn cuStreamGetDevice_ptsz(s: cudaStream_t, dev: *mut c_int) -> Result<(), CuError> {
         current()?;
         // SAFETY: forwarding the caller's arguments.
-        Ok(unsafe { crate::core::stream::stream_get_device(crate::core::ptsz::per_thread(s), dev) }?)
+        Ok(unsafe { crate::abi::stream_args::stream_get_device(crate::core::ptsz::per_thread(s), dev) }?)
     }
 
     fn cuStreamGetCtx(s: cudaStream_t, ctx: *mut crate::core::context::CUcontext) -> Result<(), CuError> {
@@ -289,13 +289,13 @@ entry_lib! {
     fn cuStreamGetPriority_ptsz(s: cudaStream_t, priority: *mut c_int) -> Result<(), CuError> {
         current()?;
         // SAFETY: forwarding the caller's output pointer; the runtime checks the handle.
-        unsafe { crate::core::ptsz::stream_get_priority_ptsz(s, priority) }.map_err(crate::error::CuError::from)
+        unsafe { crate::abi::stream_args::stream_get_priority_ptsz(s, priority) }.map_err(crate::error::CuError::from)
     }
 
     fn cuStreamGetFlags_ptsz(s: cudaStream_t, flags: *mut c_uint) -> Result<(), CuError> {
         current()?;
         // SAFETY: forwarding the caller's output pointer; the runtime checks the handle.
-        unsafe { crate::core::ptsz::stream_get_flags_ptsz(s, flags) }.map_err(crate::error::CuError::from)
+        unsafe { crate::abi::stream_args::stream_get_flags_ptsz(s, flags) }.map_err(crate::error::CuError::from)
     }
 
     // `CUstreamAttrValue` is the runtime's `cudaStreamAttrValue` (one `CUlaunchAttributeValue`

@@ -108,8 +108,7 @@ fn copy(
     }
     .map_err(crate::error::CuError::from)?;
     if sync {
-        // SAFETY: the legacy stream.
-        unsafe { crate::core::stream::stream_synchronize(std::ptr::null_mut()) }
+        crate::core::stream::stream_synchronize(std::ptr::null_mut())
             .map_err(crate::error::CuError::from)?;
     }
     Ok(())
@@ -204,8 +203,7 @@ fn copy_2d(p: *const CUDA_MEMCPY2D, stream: Option<cudaStream_t>) -> Result<(), 
     }
     .map_err(crate::error::CuError::from)?;
     if sync {
-        // SAFETY: the legacy stream.
-        unsafe { crate::core::stream::stream_synchronize(std::ptr::null_mut()) }
+        crate::core::stream::stream_synchronize(std::ptr::null_mut())
             .map_err(crate::error::CuError::from)?;
     }
     Ok(())

@@ -490,8 +490,7 @@ fn linear_params(p: &CUDA_MEMCPY3D) -> Result<crate::core::graph_node::cudaMemcp
 fn sync_if(r: Result<(), CuError>, stream: Option<cudaStream_t>) -> Result<(), CuError> {
     r?;
     if stream.is_none() {
-        // SAFETY: the legacy stream.
-        unsafe { crate::core::stream::stream_synchronize(std::ptr::null_mut()) }
+        crate::core::stream::stream_synchronize(std::ptr::null_mut())
             .map_err(crate::error::CuError::from)?;
     }
     Ok(())

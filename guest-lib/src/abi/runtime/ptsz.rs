@@ -43,17 +43,17 @@ entry! {
 
     fn cudaStreamGetFlags_ptsz(stream: cudaStream_t, flags: *mut u32) {
         // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { stream_get_flags_ptsz(stream, flags) }
+        unsafe { crate::abi::stream_args::stream_get_flags_ptsz(stream, flags) }
     }
 
     fn cudaStreamGetPriority_ptsz(stream: cudaStream_t, priority: *mut c_int) {
         // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { stream_get_priority_ptsz(stream, priority) }
+        unsafe { crate::abi::stream_args::stream_get_priority_ptsz(stream, priority) }
     }
 
     fn cudaStreamGetDevice_ptsz(stream: cudaStream_t, device: *mut c_int) {
         // SAFETY: forwarding the caller's arguments.
-        unsafe { crate::core::stream::stream_get_device(per_thread(stream), device) }
+        unsafe { crate::abi::stream_args::stream_get_device(per_thread(stream), device) }
     }
 
     fn cudaGetDriverEntryPoint_ptsz(symbol: *const c_char, pfn: *mut *mut c_void, flags: u64, status: *mut c_int) {

@@ -105,6 +105,7 @@ mod abi {
     pub mod device_args;
     pub mod driver;
     pub mod graph_args;
+    pub mod managed_args;
     pub mod nvjitlink;
     pub mod nvjitlink_lto;
     pub mod stream_args;

@@ -431,3 +431,20 @@ pub(crate) fn graph_destroy(g: cudaGraph_t) -> Result<()> {
 pub(crate) fn graph_destroy_node(node: cudaGraphNode_t) -> Result<()> {
     gb::graph_destroy_node(node as u64)
 }
+
+/// `cudaUserObjectCreate`.
+///
+/// # Safety
+///
+/// `out` is null or writable.
+pub(crate) unsafe fn user_object_create(
+    out: *mut crate::core::user_object::cudaUserObject_t,
+    ptr: *mut std::ffi::c_void,
+    destroy: Option<crate::core::misc::HostFn>,
+    initial: c_uint,
+    flags: c_uint,
+) -> Result<()> {
+    let id = crate::core::user_object::create(out.is_null(), ptr, destroy, initial, flags)?;
+    // SAFETY: non-null (`create` refused a null one); the caller's output pointer.
+    unsafe { write_out(out, id as crate::core::user_object::cudaUserObject_t) }
+}

@@ -14,7 +14,6 @@ use crate::client::{self, Client};
 use crate::core::alloc::ATTACH_GLOBAL;
 use crate::core::alloc::ATTACH_HOST;
 use crate::core::alloc::ATTACH_SINGLE;
-use crate::core::alloc::malloc_managed;
 use crate::core::capture::stream_handle;
 use crate::error::{Error, Result};
 use crate::ffi::cudaStream_t;
@@ -266,17 +265,19 @@ pub(crate) fn ordinal(l: Option<Loc>) -> c_int {
     }
 }
 
-/// `cudaMemRangeGetAttribute`.
+/// `cudaMemRangeGetAttribute`: the values to store in the program's buffer of `size` bytes
+/// (one `int` per 4 bytes for `cudaMemRangeAttributeAccessedBy`, else exactly one), after
+/// the range is checked. `data_is_null`: the program gave no buffer.
 pub(crate) fn range_attribute(
-    data: *mut c_void,
+    data_is_null: bool,
     size: usize,
     attr: c_int,
     ptr: *const c_void,
     count: usize,
-) -> Result<()> {
+) -> Result<Vec<c_int>> {
     let c = client::client()?;
     check_managed(c, ptr, count)?;
-    if data.is_null() {
+    if data_is_null {
         return Err(Error::INVALID_VALUE);
     }
     let (lo, hi) = (ptr as u64, ptr as u64 + count as u64);
@@ -323,33 +324,9 @@ pub(crate) fn range_attribute(
         }
         1
     };
-    for i in 0..slots {
-        let v = values.get(i).copied().unwrap_or(INVALID_DEVICE_ID);
-        // SAFETY: the caller's buffer of `size` bytes (the API's contract), checked for
-        // null; `i` < `size / 4`.
-        unsafe { (data as *mut c_int).add(i).write_unaligned(v) };
-    }
-    Ok(())
-}
-
-/// `cudaMemRangeGetAttributes`: each attribute into its own buffer.
-pub(crate) fn range_attributes(
-    data: *mut *mut c_void,
-    sizes: *mut usize,
-    attrs: *mut c_int,
-    n: usize,
-    ptr: *const c_void,
-    count: usize,
-) -> Result<()> {
-    if n == 0 || data.is_null() || sizes.is_null() || attrs.is_null() {
-        return Err(Error::INVALID_VALUE);
-    }
-    for i in 0..n {
-        // SAFETY: the caller's arrays of `n` entries (the API's contract), checked for null.
-        let (d, sz, at) = unsafe { (*data.add(i), *sizes.add(i), *attrs.add(i)) };
-        range_attribute(d, sz, at, ptr, count)?;
-    }
-    Ok(())
+    Ok((0..slots)
+        .map(|i| values.get(i).copied().unwrap_or(INVALID_DEVICE_ID))
+        .collect())
 }
 
 /// A prefetch: checked and recorded (`cudaMemRangeGetAttribute`). With shared memory there
@@ -442,12 +419,8 @@ pub(crate) fn attach(
     stream_handle(c, stream, ptsz).map(drop)
 }
 
-/// `__v12_cudaMemAdvise`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `__v12_cudaMemAdvise` requires of its caller.
-pub(crate) unsafe fn v12_mem_advise(
+/// `__v12_cudaMemAdvise`.
+pub(crate) fn v12_mem_advise(
     ptr: *const c_void,
     count: usize,
     advice: c_int,
@@ -457,12 +430,8 @@ pub(crate) unsafe fn v12_mem_advise(
     advise(ptr, count, advice, check_device_id(c, device, true))
 }
 
-/// `__v12_cudaMemPrefetchAsync`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `__v12_cudaMemPrefetchAsync` requires of its caller.
-pub(crate) unsafe fn v12_mem_prefetch_async(
+/// `__v12_cudaMemPrefetchAsync`.
+pub(crate) fn v12_mem_prefetch_async(
     ptr: *const c_void,
     count: usize,
     device: c_int,
@@ -479,12 +448,8 @@ pub(crate) unsafe fn v12_mem_prefetch_async(
     )
 }
 
-/// `__v12_cudaMemPrefetchAsync_ptsz`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `__v12_cudaMemPrefetchAsync_ptsz` requires of its caller.
-pub(crate) unsafe fn v12_mem_prefetch_async_ptsz(
+/// `__v12_cudaMemPrefetchAsync_ptsz`.
+pub(crate) fn v12_mem_prefetch_async_ptsz(
     ptr: *const c_void,
     count: usize,
     device: c_int,
@@ -501,25 +466,8 @@ pub(crate) unsafe fn v12_mem_prefetch_async_ptsz(
     )
 }
 
-/// `cudaMallocManaged`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaMallocManaged` requires of its caller.
-pub(crate) unsafe fn malloc_managed_call(
-    dev_ptr: *mut *mut c_void,
-    size: usize,
-    flags: u32,
-) -> Result<()> {
-    malloc_managed(dev_ptr, size, flags)
-}
-
-/// `cudaMemAdvise`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaMemAdvise` requires of its caller.
-pub(crate) unsafe fn mem_advise(
+/// `cudaMemAdvise`.
+pub(crate) fn mem_advise(
     ptr: *const c_void,
     count: usize,
     advice: c_int,
@@ -529,12 +477,8 @@ pub(crate) unsafe fn mem_advise(
     advise(ptr, count, advice, check_location(c, loc))
 }
 
-/// `cudaMemPrefetchAsync`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaMemPrefetchAsync` requires of its caller.
-pub(crate) unsafe fn mem_prefetch_async(
+/// `cudaMemPrefetchAsync`.
+pub(crate) fn mem_prefetch_async(
     ptr: *const c_void,
     count: usize,
     loc: cudaMemLocation,
@@ -545,12 +489,8 @@ pub(crate) unsafe fn mem_prefetch_async(
     prefetch(ptr, count, check_location(c, loc), flags, stream, false)
 }
 
-/// `cudaMemPrefetchAsync_ptsz`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaMemPrefetchAsync_ptsz` requires of its caller.
-pub(crate) unsafe fn mem_prefetch_async_ptsz(
+/// `cudaMemPrefetchAsync_ptsz`.
+pub(crate) fn mem_prefetch_async_ptsz(
     ptr: *const c_void,
     count: usize,
     loc: cudaMemLocation,
@@ -559,37 +499,6 @@ pub(crate) unsafe fn mem_prefetch_async_ptsz(
 ) -> Result<()> {
     let c = client::client()?;
     prefetch(ptr, count, check_location(c, loc), flags, stream, true)
-}
-
-/// `cudaMemRangeGetAttribute`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaMemRangeGetAttribute` requires of its caller.
-pub(crate) unsafe fn mem_range_get_attribute(
-    data: *mut c_void,
-    size: usize,
-    attr: c_int,
-    ptr: *const c_void,
-    count: usize,
-) -> Result<()> {
-    range_attribute(data, size, attr, ptr, count)
-}
-
-/// `cudaMemRangeGetAttributes`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaMemRangeGetAttributes` requires of its caller.
-pub(crate) unsafe fn mem_range_get_attributes(
-    data: *mut *mut c_void,
-    sizes: *mut usize,
-    attrs: *mut c_int,
-    n: usize,
-    ptr: *const c_void,
-    count: usize,
-) -> Result<()> {
-    range_attributes(data, sizes, attrs, n, ptr, count)
 }
 
 #[cfg(test)]

@@ -15,7 +15,6 @@ use crate::core::graph::{cudaGraph_t, with};
 use crate::core::graph_state::HostFn;
 use crate::core::graph_state::UserObject;
 use crate::error::{Error, Result};
-use crate::ffi::write_out;
 use std::ffi::{c_uint, c_void};
 
 /// `cudaUserObject_t`.
@@ -26,15 +25,17 @@ pub(crate) const NO_DESTRUCTOR_SYNC: c_uint = 1;
 /// `cudaGraphUserObjectMove`.
 pub(crate) const GRAPH_USER_OBJECT_MOVE: c_uint = 1;
 
+/// `cudaUserObjectCreate`: the new object's handle. `out_is_null`: the program gave no
+/// place for it (`cudaErrorInvalidValue`, nothing made).
 pub(crate) fn create(
-    out: *mut cudaUserObject_t,
+    out_is_null: bool,
     ptr: *mut c_void,
     destroy: Option<HostFn>,
     initial: c_uint,
     flags: c_uint,
-) -> Result<()> {
+) -> Result<u64> {
     let destroy = destroy.ok_or(Error::INVALID_VALUE)?;
-    if out.is_null() || initial == 0 || flags != NO_DESTRUCTOR_SYNC {
+    if out_is_null || initial == 0 || flags != NO_DESTRUCTOR_SYNC {
         return Err(Error::INVALID_VALUE);
     }
     let id = with(|r| {
@@ -49,8 +50,7 @@ pub(crate) fn create(
         );
         id
     });
-    // SAFETY: checked non-null; the caller's output pointer.
-    unsafe { write_out(out, id as cudaUserObject_t) }
+    Ok(id)
 }
 
 pub(crate) fn graph_retain(
@@ -112,12 +112,8 @@ pub(crate) fn count_op(obj: cudaUserObject_t, count: c_uint, retain: bool) -> Re
     })
 }
 
-/// `cudaGraphReleaseUserObject`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaGraphReleaseUserObject` requires of its caller.
-pub(crate) unsafe fn graph_release_user_object(
+/// `cudaGraphReleaseUserObject`.
+pub(crate) fn graph_release_user_object(
     g: cudaGraph_t,
     obj: cudaUserObject_t,
     count: c_uint,
@@ -125,12 +121,8 @@ pub(crate) unsafe fn graph_release_user_object(
     graph_release(g, obj, count)
 }
 
-/// `cudaGraphRetainUserObject`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaGraphRetainUserObject` requires of its caller.
-pub(crate) unsafe fn graph_retain_user_object(
+/// `cudaGraphRetainUserObject`.
+pub(crate) fn graph_retain_user_object(
     g: cudaGraph_t,
     obj: cudaUserObject_t,
     count: c_uint,
@@ -139,35 +131,12 @@ pub(crate) unsafe fn graph_retain_user_object(
     graph_retain(g, obj, count, flags)
 }
 
-/// `cudaUserObjectCreate`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaUserObjectCreate` requires of its caller.
-pub(crate) unsafe fn user_object_create(
-    out: *mut cudaUserObject_t,
-    ptr: *mut c_void,
-    destroy: Option<HostFn>,
-    initial: c_uint,
-    flags: c_uint,
-) -> Result<()> {
-    create(out, ptr, destroy, initial, flags)
-}
-
-/// `cudaUserObjectRelease`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaUserObjectRelease` requires of its caller.
-pub(crate) unsafe fn user_object_release(obj: cudaUserObject_t, count: c_uint) -> Result<()> {
+/// `cudaUserObjectRelease`.
+pub(crate) fn user_object_release(obj: cudaUserObject_t, count: c_uint) -> Result<()> {
     count_op(obj, count, false)
 }
 
-/// `cudaUserObjectRetain`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaUserObjectRetain` requires of its caller.
-pub(crate) unsafe fn user_object_retain(obj: cudaUserObject_t, count: c_uint) -> Result<()> {
+/// `cudaUserObjectRetain`.
+pub(crate) fn user_object_retain(obj: cudaUserObject_t, count: c_uint) -> Result<()> {
     count_op(obj, count, true)
 }

@@ -804,27 +804,23 @@ entry_lib! {
 
     fn cuUserObjectCreate(out: *mut uo::cudaUserObject_t, ptr: *mut c_void, destroy: Option<unsafe extern "C" fn(*mut c_void)>, initial: c_uint, flags: c_uint) -> Result<(), CuError> {
         // SAFETY: forwarding the caller's pointers; the runtime checks them.
-        unsafe { crate::core::user_object::user_object_create(out, ptr, destroy, initial, flags) }.map_err(crate::error::CuError::from)
+        unsafe { crate::abi::graph_args::user_object_create(out, ptr, destroy, initial, flags) }.map_err(crate::error::CuError::from)
     }
 
     fn cuUserObjectRetain(obj: uo::cudaUserObject_t, count: c_uint) -> Result<(), CuError> {
-        // SAFETY: the runtime checks the handle.
-        unsafe { crate::core::user_object::user_object_retain(obj, count) }.map_err(crate::error::CuError::from)
+        crate::core::user_object::user_object_retain(obj, count).map_err(crate::error::CuError::from)
     }
 
     fn cuUserObjectRelease(obj: uo::cudaUserObject_t, count: c_uint) -> Result<(), CuError> {
-        // SAFETY: the runtime checks the handle.
-        unsafe { crate::core::user_object::user_object_release(obj, count) }.map_err(crate::error::CuError::from)
+        crate::core::user_object::user_object_release(obj, count).map_err(crate::error::CuError::from)
     }
 
     fn cuGraphRetainUserObject(graph: cudaGraph_t, obj: uo::cudaUserObject_t, count: c_uint, flags: c_uint) -> Result<(), CuError> {
-        // SAFETY: the runtime checks the handles.
-        unsafe { crate::core::user_object::graph_retain_user_object(graph, obj, count, flags) }.map_err(crate::error::CuError::from)
+        crate::core::user_object::graph_retain_user_object(graph, obj, count, flags).map_err(crate::error::CuError::from)
     }
 
     fn cuGraphReleaseUserObject(graph: cudaGraph_t, obj: uo::cudaUserObject_t, count: c_uint) -> Result<(), CuError> {
-        // SAFETY: the runtime checks the handles.
-        unsafe { crate::core::user_object::graph_release_user_object(graph, obj, count) }.map_err(crate::error::CuError::from)
+        crate::core::user_object::graph_release_user_object(graph, obj, count).map_err(crate::error::CuError::from)
     }
 
     fn cuGraphClone(out: *mut cudaGraph_t, graph: cudaGraph_t) -> Result<(), CuError> {

@@ -342,7 +342,7 @@ entry_lib! {
         let mut p: *mut c_void = std::ptr::null_mut();
         // CU_MEM_ATTACH_GLOBAL/HOST equal cudaMemAttachGlobal/Host.
         // SAFETY: a valid output pointer.
-        unsafe { crate::core::managed::malloc_managed_call(&mut p, size, flags) }.map_err(crate::error::CuError::from)?;
+        crate::core::alloc::malloc_managed(&mut p, size, flags).map_err(crate::error::CuError::from)?;
         own(|o| o.allocs.push(p as u64))?;
         // SAFETY: the caller's output pointer.
         unsafe { out(dptr, p as u64) }
@@ -432,51 +432,46 @@ entry_lib! {
 
     fn cuMemAdvise(ptr: CUdeviceptr, count: usize, advice: c_int, device: c_int) -> Result<(), CuError> {
         current()?;
-        // SAFETY: forwarding; the runtime checks the range (a CUdevice is a device ordinal,
-        // CU_DEVICE_CPU is cudaCpuDeviceId).
-        unsafe { crate::core::managed::v12_mem_advise(ptr as *const c_void, count, advice, device) }.map_err(crate::error::CuError::from)
+        // The runtime checks the range (a CUdevice is a device ordinal, CU_DEVICE_CPU is
+        // cudaCpuDeviceId).
+        crate::core::managed::v12_mem_advise(ptr as *const c_void, count, advice, device).map_err(crate::error::CuError::from)
     }
 
     fn cuMemAdvise_v2(ptr: CUdeviceptr, count: usize, advice: c_int, loc: m::cudaMemLocation) -> Result<(), CuError> {
         current()?;
-        // SAFETY: forwarding; CUmemLocation is cudaMemLocation.
-        unsafe { crate::core::managed::mem_advise(ptr as *const c_void, count, advice, loc) }.map_err(crate::error::CuError::from)
+        crate::core::managed::mem_advise(ptr as *const c_void, count, advice, loc).map_err(crate::error::CuError::from)
     }
 
     fn cuMemPrefetchAsync(ptr: CUdeviceptr, count: usize, device: c_int, s: cudaStream_t) -> Result<(), CuError> {
         current()?;
-        // SAFETY: forwarding; the runtime checks the range and the stream.
-        unsafe { crate::core::managed::v12_mem_prefetch_async(ptr as *const c_void, count, device, s) }.map_err(crate::error::CuError::from)
+        crate::core::managed::v12_mem_prefetch_async(ptr as *const c_void, count, device, s).map_err(crate::error::CuError::from)
     }
 
     fn cuMemPrefetchAsync_ptsz(ptr: CUdeviceptr, count: usize, device: c_int, s: cudaStream_t) -> Result<(), CuError> {
         current()?;
-        // SAFETY: as `cuMemPrefetchAsync`.
-        unsafe { crate::core::managed::v12_mem_prefetch_async_ptsz(ptr as *const c_void, count, device, s) }.map_err(crate::error::CuError::from)
+        crate::core::managed::v12_mem_prefetch_async_ptsz(ptr as *const c_void, count, device, s).map_err(crate::error::CuError::from)
     }
 
     fn cuMemPrefetchAsync_v2(ptr: CUdeviceptr, count: usize, loc: m::cudaMemLocation, flags: c_uint, s: cudaStream_t) -> Result<(), CuError> {
         current()?;
-        // SAFETY: forwarding; CUmemLocation is cudaMemLocation.
-        unsafe { crate::core::managed::mem_prefetch_async(ptr as *const c_void, count, loc, flags, s) }.map_err(crate::error::CuError::from)
+        crate::core::managed::mem_prefetch_async(ptr as *const c_void, count, loc, flags, s).map_err(crate::error::CuError::from)
     }
 
     fn cuMemPrefetchAsync_v2_ptsz(ptr: CUdeviceptr, count: usize, loc: m::cudaMemLocation, flags: c_uint, s: cudaStream_t) -> Result<(), CuError> {
         current()?;
-        // SAFETY: as `cuMemPrefetchAsync_v2`.
-        unsafe { crate::core::managed::mem_prefetch_async_ptsz(ptr as *const c_void, count, loc, flags, s) }.map_err(crate::error::CuError::from)
+        crate::core::managed::mem_prefetch_async_ptsz(ptr as *const c_void, count, loc, flags, s).map_err(crate::error::CuError::from)
     }
 
     fn cuMemRangeGetAttribute(data: *mut c_void, size: usize, attr: c_int, ptr: CUdeviceptr, count: usize) -> Result<(), CuError> {
         current()?;
         // SAFETY: forwarding the caller's buffer; CUmem_range_attribute has the runtime's values.
-        unsafe { crate::core::managed::mem_range_get_attribute(data, size, attr, ptr as *const c_void, count) }.map_err(crate::error::CuError::from)
+        unsafe { crate::abi::managed_args::mem_range_get_attribute(data, size, attr, ptr as *const c_void, count) }.map_err(crate::error::CuError::from)
     }
 
     fn cuMemRangeGetAttributes(data: *mut *mut c_void, sizes: *mut usize, attrs: *mut c_int, n: usize, ptr: CUdeviceptr, count: usize) -> Result<(), CuError> {
         current()?;
         // SAFETY: forwarding the caller's arrays.
-        unsafe { crate::core::managed::mem_range_get_attributes(data, sizes, attrs, n, ptr as *const c_void, count) }.map_err(crate::error::CuError::from)
+        unsafe { crate::abi::managed_args::mem_range_get_attributes(data, sizes, attrs, n, ptr as *const c_void, count) }.map_err(crate::error::CuError::from)
     }
 
     fn cuMemsetD8Async(dst: CUdeviceptr, v: u8, n: usize, s: cudaStream_t) -> Result<(), CuError> {

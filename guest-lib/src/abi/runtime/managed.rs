@@ -18,27 +18,23 @@ use std::ffi::{c_int, c_void};
 entry! {
     fn cudaMallocManaged(dev_ptr: *mut *mut c_void, size: usize, flags: u32) {
         // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { malloc_managed_call(dev_ptr, size, flags) }
+        crate::core::alloc::malloc_managed(dev_ptr, size, flags)
     }
 
     fn cudaMemPrefetchAsync(ptr: *const c_void, count: usize, loc: cudaMemLocation, flags: u32, stream: cudaStream_t) {
-        // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { mem_prefetch_async(ptr, count, loc, flags, stream) }
+        mem_prefetch_async(ptr, count, loc, flags, stream)
     }
 
     fn cudaMemPrefetchAsync_ptsz(ptr: *const c_void, count: usize, loc: cudaMemLocation, flags: u32, stream: cudaStream_t) {
-        // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { mem_prefetch_async_ptsz(ptr, count, loc, flags, stream) }
+        mem_prefetch_async_ptsz(ptr, count, loc, flags, stream)
     }
 
     fn __v12_cudaMemPrefetchAsync(ptr: *const c_void, count: usize, device: c_int, stream: cudaStream_t) {
-        // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { v12_mem_prefetch_async(ptr, count, device, stream) }
+        v12_mem_prefetch_async(ptr, count, device, stream)
     }
 
     fn __v12_cudaMemPrefetchAsync_ptsz(ptr: *const c_void, count: usize, device: c_int, stream: cudaStream_t) {
-        // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { v12_mem_prefetch_async_ptsz(ptr, count, device, stream) }
+        v12_mem_prefetch_async_ptsz(ptr, count, device, stream)
     }
 
     fn cudaMemPrefetchAsync_v2(ptr: *const c_void, count: usize, loc: cudaMemLocation, flags: u32, stream: cudaStream_t) {
@@ -52,13 +48,11 @@ entry! {
     }
 
     fn cudaMemAdvise(ptr: *const c_void, count: usize, advice: c_int, loc: cudaMemLocation) {
-        // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { mem_advise(ptr, count, advice, loc) }
+        mem_advise(ptr, count, advice, loc)
     }
 
     fn __v12_cudaMemAdvise(ptr: *const c_void, count: usize, advice: c_int, device: c_int) {
-        // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { v12_mem_advise(ptr, count, advice, device) }
+        v12_mem_advise(ptr, count, advice, device)
     }
 
     fn cudaMemAdvise_v2(ptr: *const c_void, count: usize, advice: c_int, loc: cudaMemLocation) {
@@ -68,12 +62,12 @@ entry! {
 
     fn cudaMemRangeGetAttribute(data: *mut c_void, size: usize, attr: c_int, ptr: *const c_void, count: usize) {
         // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { mem_range_get_attribute(data, size, attr, ptr, count) }
+        unsafe { crate::abi::managed_args::mem_range_get_attribute(data, size, attr, ptr, count) }
     }
 
     fn cudaMemRangeGetAttributes(data: *mut *mut c_void, sizes: *mut usize, attrs: *mut c_int, n: usize, ptr: *const c_void, count: usize) {
         // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { mem_range_get_attributes(data, sizes, attrs, n, ptr, count) }
+        unsafe { crate::abi::managed_args::mem_range_get_attributes(data, sizes, attrs, n, ptr, count) }
     }
 
     fn cudaStreamAttachMemAsync(stream: cudaStream_t, ptr: *mut c_void, length: usize, flags: u32) {

@@ -19,26 +19,22 @@ use std::ffi::{c_uint, c_void};
 entry! {
     fn cudaUserObjectCreate(out: *mut cudaUserObject_t, ptr: *mut c_void, destroy: Option<HostFn>, initial: c_uint, flags: c_uint) {
         // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { user_object_create(out, ptr, destroy, initial, flags) }
+        unsafe { crate::abi::graph_args::user_object_create(out, ptr, destroy, initial, flags) }
     }
 
     fn cudaUserObjectRetain(obj: cudaUserObject_t, count: c_uint) {
-        // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { user_object_retain(obj, count) }
+        user_object_retain(obj, count)
     }
 
     fn cudaUserObjectRelease(obj: cudaUserObject_t, count: c_uint) {
-        // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { user_object_release(obj, count) }
+        user_object_release(obj, count)
     }
 
     fn cudaGraphRetainUserObject(g: cudaGraph_t, obj: cudaUserObject_t, count: c_uint, flags: c_uint) {
-        // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { graph_retain_user_object(g, obj, count, flags) }
+        graph_retain_user_object(g, obj, count, flags)
     }
 
     fn cudaGraphReleaseUserObject(g: cudaGraph_t, obj: cudaUserObject_t, count: c_uint) {
-        // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { graph_release_user_object(g, obj, count) }
+        graph_release_user_object(g, obj, count)
     }
 }

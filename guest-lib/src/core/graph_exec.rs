@@ -711,12 +711,8 @@ pub(crate) fn instantiate_with_params(
     Ok(())
 }
 
-/// `cudaGraphExecDestroy`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaGraphExecDestroy` requires of its caller.
-pub(crate) unsafe fn graph_exec_destroy(exec: cudaGraphExec_t) -> Result<()> {
+/// `cudaGraphExecDestroy`.
+pub(crate) fn graph_exec_destroy(exec: cudaGraphExec_t) -> Result<()> {
     with(|r| {
         let mut e = r.execs.remove(&(exec as u64)).ok_or(Error::INVALID_VALUE)?;
         e.touch(&mut r.stale_graphs);
@@ -743,20 +739,12 @@ pub(crate) unsafe fn graph_instantiate_with_flags(
     instantiate(out, g, flags, false)
 }
 
-/// `cudaGraphLaunch`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaGraphLaunch` requires of its caller.
-pub(crate) unsafe fn graph_launch(exec: cudaGraphExec_t, stream: cudaStream_t) -> Result<()> {
+/// `cudaGraphLaunch`.
+pub(crate) fn graph_launch(exec: cudaGraphExec_t, stream: cudaStream_t) -> Result<()> {
     launch(exec, stream, false)
 }
 
-/// `cudaGraphUpload`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaGraphUpload` requires of its caller.
-pub(crate) unsafe fn graph_upload(exec: cudaGraphExec_t, stream: cudaStream_t) -> Result<()> {
+/// `cudaGraphUpload`.
+pub(crate) fn graph_upload(exec: cudaGraphExec_t, stream: cudaStream_t) -> Result<()> {
     upload(exec, stream, false)
 }

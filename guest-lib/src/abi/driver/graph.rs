@@ -441,20 +441,17 @@ entry_lib! {
 
     fn cuGraphUpload(exec: cudaGraphExec_t, s: cudaStream_t) -> Result<(), CuError> {
         current()?;
-        // SAFETY: the runtime checks the handles.
-        unsafe { crate::core::graph_exec::graph_upload(exec, s) }.map_err(crate::error::CuError::from)
+        crate::core::graph_exec::graph_upload(exec, s).map_err(crate::error::CuError::from)
     }
 
     fn cuGraphLaunch(exec: cudaGraphExec_t, s: cudaStream_t) -> Result<(), CuError> {
         current()?;
-        // SAFETY: the runtime checks the handles.
-        unsafe { crate::core::graph_exec::graph_launch(exec, s) }.map_err(crate::error::CuError::from)
+        crate::core::graph_exec::graph_launch(exec, s).map_err(crate::error::CuError::from)
     }
 
     fn cuGraphExecDestroy(exec: cudaGraphExec_t) -> Result<(), CuError> {
         current()?;
-        // SAFETY: the runtime checks the handle.
-        unsafe { crate::core::graph_exec::graph_exec_destroy(exec) }.map_err(crate::error::CuError::from)
+        crate::core::graph_exec::graph_exec_destroy(exec).map_err(crate::error::CuError::from)
     }
 
     fn cuMemAllocAsync(dptr: *mut CUdeviceptr, size: usize, s: cudaStream_t) -> Result<(), CuError> {

@@ -60,18 +60,15 @@ entry! {
     }
 
     fn cudaGraphExecDestroy(exec: cudaGraphExec_t) {
-        // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { graph_exec_destroy(exec) }
+        graph_exec_destroy(exec)
     }
 
     fn cudaGraphLaunch(exec: cudaGraphExec_t, stream: cudaStream_t) {
-        // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { graph_launch(exec, stream) }
+        graph_launch(exec, stream)
     }
     fn cudaGraphLaunch_ptsz(exec: cudaGraphExec_t, stream: cudaStream_t) { launch(exec, stream, true) }
     fn cudaGraphUpload(exec: cudaGraphExec_t, stream: cudaStream_t) {
-        // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { graph_upload(exec, stream) }
+        graph_upload(exec, stream)
     }
     fn cudaGraphUpload_ptsz(exec: cudaGraphExec_t, stream: cudaStream_t) { upload(exec, stream, true) }
 

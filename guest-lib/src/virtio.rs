@@ -13,6 +13,7 @@
 //! transport's unsolicited replies do. So a stream of launches never waits for the host,
 //! and a synchronize behind a batch waits for one round trip.
 
+use std::cell::Cell;
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::fd::AsRawFd;
@@ -34,6 +35,11 @@ pub const DEVICE_PATH: &str = "/dev/vcuda";
 
 /// Bytes of the reply buffer offered with every call.
 const REPLY_CAPACITY: usize = 64 << 10;
+
+thread_local! {
+    /// Each thread's reply buffer (see [`VirtioTransport::submit`]).
+    static REPLY_BUF: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
+}
 
 /// The virtio transport.
 pub struct VirtioTransport {
@@ -132,7 +138,27 @@ impl VirtioTransport {
                 flags: 0,
             }))
             .collect();
-        let mut reply = vec![0u8; REPLY_CAPACITY];
+        // The thread's reply buffer, reused: zeroing 64 KiB for every call cost more than
+        // a small call's own work. Only the bytes the module reports are read; the buffer
+        // goes back once the records are copied out.
+        let mut reply = REPLY_BUF.try_with(Cell::take).unwrap_or_default();
+        if reply.len() != REPLY_CAPACITY {
+            reply = vec![0u8; REPLY_CAPACITY];
+        }
+        let r = self.submit_with(msg, &segs, &mut reply, seq, flags);
+        let _ = REPLY_BUF.try_with(|b| b.set(reply));
+        r
+    }
+
+    /// [`VirtioTransport::submit`] with the segment table made and a reply buffer.
+    fn submit_with(
+        &self,
+        msg: &[u8],
+        segs: &[VcudaSeg],
+        reply: &mut [u8],
+        seq: Option<u64>,
+        flags: u64,
+    ) -> io::Result<Vec<Record>> {
         let mut sub = VcudaSubmit {
             ctrl_addr: msg.as_ptr() as u64,
             ctrl_len: msg.len() as u32,
@@ -144,9 +170,9 @@ impl VirtioTransport {
             flags,
         };
         // SAFETY: every address in `sub` points into a live buffer of the stated length
-        // (`msg`, `reply`, `segs`, and the caller's segment buffers, borrowed for the whole
-        // call); the module reads out segments and writes in segments and `reply` only
-        // until the ioctl returns.
+        // (`msg`, `reply`, `segs`, and the buffers `segs` names, which the caller of
+        // `submit` lends for the whole call); the module reads out segments and writes in
+        // segments and `reply` only until the ioctl returns.
         let r = unsafe {
             libc::ioctl(
                 self.file.as_raw_fd(),

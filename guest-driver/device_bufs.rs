@@ -14,12 +14,14 @@ use kernel::{
     ffi::{c_int, c_uint, c_ulong, c_void},
     page::PAGE_SIZE,
     prelude::*,
+    sync::Arc,
 };
 
 use super::{
     bounce::Bounce,
     sg::{SgBuilder, SgLists},
     share::Region,
+    Session,
 };
 use crate::{
     abi::{VcudaSeg, SEG_IN, SEG_OUT},
@@ -57,6 +59,9 @@ pub(super) struct Bufs {
     pub(super) sg: UnsafeCell<KVVec<bindings::scatterlist>>,
     /// (start, count) of the four sublists in `sg`.
     pub(super) lists: SgLists,
+    /// The session the reply area goes back to when the chain is done (see
+    /// `Session::reply_area`).
+    pub(super) reply_home: Option<Arc<Session>>,
 }
 
 impl Bufs {
@@ -74,6 +79,7 @@ impl Bufs {
             regions: KVec::new(),
             sg: UnsafeCell::new(KVVec::new()),
             lists: [(0, 0); 4],
+            reply_home: None,
         }
     }
 
@@ -178,5 +184,8 @@ impl Bufs {
 impl Drop for Bufs {
     fn drop(&mut self) {
         self.unpin();
+        if let Some(home) = self.reply_home.take() {
+            home.keep_reply_area(core::mem::take(&mut self.reply));
+        }
     }
 }

@@ -241,9 +241,10 @@ impl Request {
             sub.ctrl_len as usize,
         )
         .read_all(&mut head, GFP_KERNEL_ACCOUNT)?;
-        let reply = KVVec::from_elem(0u8, reply_area, GFP_KERNEL_ACCOUNT)?;
+        let reply = session.reply_area(reply_area)?;
 
         let mut bufs = Bufs::new(head, reply);
+        bufs.reply_home = Some(session.clone());
         // Scatter-gather lists: [head][out data][reply][in data].
         let mut sgb = SgBuilder::new(lim.max_desc);
         sgb.add_kernel(0, &bufs.head)?;

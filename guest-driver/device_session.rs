@@ -19,7 +19,9 @@ use super::{
     share::{pinned_pages, Region, Regions},
     Request, VDev, ABANDONED, DONE, PENDING,
 };
-use crate::abi::{CHAIN_OP_OPEN_SESSION, STATUS_MEMORY_ALLOCATION, VCUDA_MAX_DETACHED};
+use crate::abi::{
+    CHAIN_OP_OPEN_SESSION, MIN_REPLY_CAPACITY, STATUS_MEMORY_ALLOCATION, VCUDA_MAX_DETACHED,
+};
 
 /// `Session::opened`: `OpenSession` could not be queued (nothing to close).
 const OPEN_UNSENT: i32 = 2;
@@ -51,7 +53,14 @@ pub(crate) struct Session {
     /// The regions shared with the device, and their pinned pages (process context only).
     #[pin]
     pub(super) regions: Mutex<Regions>,
+    /// Reply areas of the session's finished chains, for its next ones (see
+    /// [`Session::reply_area`]); at most `KEPT_REPLY_AREAS`.
+    #[pin]
+    replies: Mutex<KVec<KVVec<u8>>>,
 }
+
+/// Most reply areas a session keeps for reuse.
+const KEPT_REPLY_AREAS: usize = 2;
 
 impl Session {
     /// Creates a session on `dev` and queues its `OpenSession` (without waiting).
@@ -70,6 +79,7 @@ impl Session {
                 opened: Atomic::new(OPEN_UNSENT),
                 detached: Atomic::new(0),
                 regions <- new_mutex!(Regions::new()),
+                replies <- new_mutex!(KVec::new()),
             }),
             GFP_KERNEL,
         )?;
@@ -164,6 +174,37 @@ impl Session {
             self.dev.cpu_queue_index()
         };
         self.dev.queue_at(i)
+    }
+}
+
+impl Session {
+    /// A reply area of `len` bytes for one of the session's chains: one its earlier chains
+    /// used, if one of that size is kept (it holds nothing but the session's own earlier
+    /// replies, which its file has read already), else a new one, zeroed (so no other
+    /// kernel memory can reach the caller through a reply the device did not fill).
+    /// Zeroing 64 KiB per call cost as much as a small call itself in a TCG guest.
+    pub(crate) fn reply_area(&self, len: usize) -> Result<KVVec<u8>> {
+        {
+            let mut kept = self.replies.lock();
+            if let Some(i) = kept.iter().position(|r| r.len() == len) {
+                if let Ok(r) = kept.remove(i) {
+                    return Ok(r);
+                }
+            }
+        }
+        Ok(KVVec::from_elem(0u8, len, GFP_KERNEL_ACCOUNT)?)
+    }
+
+    /// Keeps a finished chain's reply area for [`Session::reply_area`] (process context).
+    /// Small ones (a detached chain's) are cheap to make and not kept.
+    pub(crate) fn keep_reply_area(&self, area: KVVec<u8>) {
+        if area.len() <= MIN_REPLY_CAPACITY as usize {
+            return;
+        }
+        let mut kept = self.replies.lock();
+        if kept.len() < KEPT_REPLY_AREAS {
+            let _ = kept.push(area, GFP_KERNEL);
+        }
     }
 }
 

@@ -119,6 +119,9 @@ int main(int argc, char **argv) {
     // Everything here runs in child processes: the parent keeps no libvcuda session across
     // the unbind.
     unsigned long long rate = 0;
+    // Pages pinned now; the first child's session has to be closed on the device (which
+    // unpins what it shared, after the child has exited) before the count below starts.
+    long pinned_before = vmstat("nr_foll_pin_acquired") - vmstat("nr_foll_pin_released");
     {
         int p[2];
         if (pipe(p) != 0) return 2;
@@ -131,6 +134,10 @@ int main(int argc, char **argv) {
         close(p[1]);
     }
     printf("spin: %llu iterations a second\n", rate);
+    for (int i = 0; i < 100; i++) {
+        if (vmstat("nr_foll_pin_acquired") - vmstat("nr_foll_pin_released") == pinned_before) break;
+        usleep(50000);
+    }
 
     std::string dev = bound_device();
     CHECK(!dev.empty(), "no device bound to the vcuda driver");

@@ -38,16 +38,6 @@ unsafe fn out_node(
     unsafe { write_out(out, id as cudaGraphNode_t) }
 }
 
-/// Reads the caller's parameter struct (null: `cudaErrorInvalidValue`).
-///
-/// # Safety
-///
-/// `p` is null or points to a readable `T`.
-unsafe fn params<T: Copy>(p: *const T) -> Result<T> {
-    // SAFETY: the caller's contract.
-    unsafe { read_in(p) }
-}
-
 /// Writes a list of nodes in CUDA's query convention (see [`fill_pairs`]).
 fn nodes_out(
     out: *mut cudaGraphNode_t,
@@ -187,7 +177,7 @@ pub(crate) unsafe fn graph_add_host_node(
     // SAFETY: the caller's contract.
     unsafe {
         out_node(out, deps, ndeps, |deps| {
-            gb::graph_add_node(g as u64, deps, gb::host_kind(&params(p)?)?)
+            gb::graph_add_node(g as u64, deps, gb::host_kind(&read_in(p)?)?)
         })
     }
 }
@@ -207,7 +197,7 @@ pub(crate) unsafe fn graph_add_memset_node(
     // SAFETY: the caller's contract.
     unsafe {
         out_node(out, deps, ndeps, |deps| {
-            gb::graph_add_node(g as u64, deps, gb::memset_kind(&params(p)?)?)
+            gb::graph_add_node(g as u64, deps, gb::memset_kind(&read_in(p)?)?)
         })
     }
 }
@@ -364,7 +354,7 @@ pub(crate) unsafe fn graph_host_node_set_params(
     p: *const cudaHostNodeParams,
 ) -> Result<()> {
     // SAFETY: the caller's contract.
-    let p = unsafe { params(p)? };
+    let p = unsafe { read_in(p)? };
     crate::core::graph::set_kind(node, gb::host_kind(&p)?)
 }
 
@@ -392,7 +382,7 @@ pub(crate) unsafe fn graph_memset_node_set_params(
     p: *const cudaMemsetParams,
 ) -> Result<()> {
     // SAFETY: the caller's contract.
-    let p = unsafe { params(p)? };
+    let p = unsafe { read_in(p)? };
     crate::core::graph::set_kind(node, gb::memset_kind(&p)?)
 }
 

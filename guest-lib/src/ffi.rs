@@ -155,6 +155,31 @@ pub unsafe fn slice_in<'a, T>(p: *const T, n: usize) -> Result<&'a [T]> {
     Ok(unsafe { std::slice::from_raw_parts(p, n) })
 }
 
+/// A NUL-terminated string from C (null: `INVALID_VALUE`).
+///
+/// # Safety
+/// `p` is null or a NUL-terminated string valid for `'a`.
+pub unsafe fn c_str<'a>(p: *const std::ffi::c_char) -> Result<&'a std::ffi::CStr> {
+    if p.is_null() {
+        return Err(Error::INVALID_VALUE);
+    }
+    // SAFETY: non-null; NUL-terminated by the caller's contract.
+    Ok(unsafe { std::ffi::CStr::from_ptr(p) })
+}
+
+/// A file path from C (null: `INVALID_VALUE`).
+///
+/// # Safety
+/// As [`c_str`].
+pub unsafe fn c_path<'a>(p: *const std::ffi::c_char) -> Result<&'a std::path::Path> {
+    use std::os::unix::ffi::OsStrExt;
+    // SAFETY: the caller's contract.
+    let s = unsafe { c_str(p)? };
+    Ok(std::path::Path::new(std::ffi::OsStr::from_bytes(
+        s.to_bytes(),
+    )))
+}
+
 /// A host byte range from C as a slice.
 ///
 /// # Safety
@@ -183,4 +208,95 @@ pub unsafe fn host_slice_mut<'a>(p: *mut c_void, len: usize) -> Result<&'a mut [
     }
     // SAFETY: non-null; valid for `len` bytes by the caller's contract.
     Ok(unsafe { std::slice::from_raw_parts_mut(p.cast::<u8>(), len) })
+}
+
+/// A kernel launch's arguments as C gives them: `kernelParams` (one pointer per kernel
+/// parameter) or, where that is null, a `CU_LAUNCH_PARAM_BUFFER_POINTER`/`_SIZE`/`_END`
+/// list (`extra`). Read only by [`KernelArgs::pack`], for the kernel they were given for.
+#[derive(Clone, Copy, Debug)]
+pub struct KernelArgs {
+    params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+}
+
+/// `CU_LAUNCH_PARAM_END`, `CU_LAUNCH_PARAM_BUFFER_POINTER`, `CU_LAUNCH_PARAM_BUFFER_SIZE`.
+const PARAM_END: usize = 0;
+const PARAM_BUFFER_POINTER: usize = 1;
+const PARAM_BUFFER_SIZE: usize = 2;
+
+impl KernelArgs {
+    /// The arguments of a launch.
+    ///
+    /// # Safety
+    /// For as long as the value is used, and for the kernel it is packed for: `params` is
+    /// null or holds one pointer per parameter, each valid for reads of that parameter's
+    /// size; `extra` is null or a list of (key, value) pairs ending with
+    /// `CU_LAUNCH_PARAM_END`, whose size value points to a `size_t` and whose buffer holds
+    /// at least that many bytes (the CUDA API's contract for its caller).
+    pub unsafe fn new(params: *mut *mut c_void, extra: *mut *mut c_void) -> Self {
+        Self { params, extra }
+    }
+
+    /// No arguments (a kernel without parameters).
+    pub fn none() -> Self {
+        Self {
+            params: std::ptr::null_mut(),
+            extra: std::ptr::null_mut(),
+        }
+    }
+
+    /// The parameter buffer (`size` bytes) of a kernel whose parameters lie at `layout`
+    /// (offset, size): copied from `kernelParams`, or from `extra`'s buffer, which must
+    /// give its size and hold at least `size` bytes; with neither, only a kernel without
+    /// parameters launches.
+    pub fn pack(&self, layout: &[(u32, u32)], size: u32) -> Result<Vec<u8>> {
+        let mut out = vec![0u8; size as usize];
+        if !self.params.is_null() {
+            for (i, &(off, len)) in layout.iter().enumerate() {
+                // SAFETY: `params` holds one pointer per parameter (`new`'s contract).
+                let a = unsafe { self.params.add(i).read_unaligned() };
+                if a.is_null() {
+                    return Err(Error::INVALID_VALUE);
+                }
+                let dst = out
+                    .get_mut(off as usize..(off as usize + len as usize))
+                    .ok_or(Error::INVALID_VALUE)?;
+                // SAFETY: `a` points to the parameter, `len` bytes as the kernel declares.
+                dst.copy_from_slice(unsafe {
+                    std::slice::from_raw_parts(a.cast::<u8>(), len as usize)
+                });
+            }
+        } else if !self.extra.is_null() {
+            let (mut buf, mut given) = (std::ptr::null::<u8>(), None);
+            let mut i = 0;
+            loop {
+                // SAFETY: a list of (key, value) pairs ending with END (`new`'s contract).
+                let key = unsafe { self.extra.add(i).read_unaligned() } as usize;
+                // SAFETY: as above; a key other than END is followed by its value.
+                let value = || unsafe { self.extra.add(i + 1).read_unaligned() };
+                match key {
+                    PARAM_END => break,
+                    PARAM_BUFFER_POINTER => buf = value().cast::<u8>(),
+                    PARAM_BUFFER_SIZE => {
+                        let p = value().cast::<usize>();
+                        if p.is_null() {
+                            return Err(Error::INVALID_VALUE);
+                        }
+                        // SAFETY: the size value points to a `size_t` (`new`'s contract).
+                        given = Some(unsafe { p.read_unaligned() });
+                    }
+                    _ => return Err(Error::INVALID_VALUE),
+                }
+                i += 2;
+            }
+            if buf.is_null() || given.is_none_or(|l| l < size as usize) {
+                return Err(Error::INVALID_VALUE);
+            }
+            // SAFETY: the caller's buffer of at least `given` >= `size` bytes.
+            out.copy_from_slice(unsafe { std::slice::from_raw_parts(buf, size as usize) });
+        } else if !layout.is_empty() {
+            return Err(Error::INVALID_VALUE);
+        }
+        Ok(out)
+    }
 }

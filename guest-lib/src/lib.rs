@@ -105,7 +105,9 @@ mod abi {
     pub mod device_args;
     pub mod driver;
     pub mod graph_args;
+    pub mod graph_ptrs;
     pub mod managed_args;
+    pub mod node_args;
     pub mod nvjitlink;
     pub mod nvjitlink_lto;
     pub mod stream_args;

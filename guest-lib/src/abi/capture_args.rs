@@ -11,8 +11,9 @@
 use std::ffi::c_void;
 use std::ptr::null_mut;
 
+use crate::abi::graph_ptrs::{check_edge_data, handles};
 use crate::core::capture::{self as cap, CaptureInfo};
-use crate::core::graph::{check_edge_data, cudaGraph_t, cudaGraphNode_t, handles};
+use crate::core::graph::{cudaGraph_t, cudaGraphNode_t};
 use crate::error::{Error, Result};
 use crate::ffi::{cudaStream_t, read_in, write_out};
 
@@ -48,8 +49,11 @@ unsafe fn begin_to_graph(
     mode: u32,
     ptsz: bool,
 ) -> Result<()> {
-    check_edge_data(edges, n)?;
-    let deps = handles(deps, n)?;
+    // SAFETY: the caller's edge data and dependency array.
+    let deps = unsafe {
+        check_edge_data(edges, n)?;
+        handles(deps, n)?
+    };
     cap::begin_into(stream, mode, ptsz, Some((g as u64, deps)))
 }
 
@@ -353,8 +357,11 @@ pub(crate) unsafe fn update_deps(
         if n > 0 && deps.is_null() {
             return Err(Error::INVALID_VALUE);
         }
-        check_edge_data(edges, n)?;
-        handles(deps, n)
+        // SAFETY: the caller's edge data and dependency array.
+        unsafe {
+            check_edge_data(edges, n)?;
+            handles(deps, n)
+        }
     };
     cap::update_deps(stream, nodes, flags, ptsz)
 }

@@ -8,11 +8,11 @@
 //! caller (arrays of the stated length, writable outputs); null pointers are checked here,
 //! in the order the runtime checks them.
 
-use crate::core::graph::{
-    check_edge_data, cudaGraph_t, cudaGraphNode_t, cudaHostNodeParams, cudaMemsetParams,
-    fill_pairs, handles,
-};
+use crate::abi::graph_ptrs::{check_edge_data, fill_pairs, handles};
+use crate::core::graph::cudaGraphExec_t;
+use crate::core::graph::{cudaGraph_t, cudaGraphNode_t, cudaHostNodeParams, cudaMemsetParams};
 use crate::core::graph_build as gb;
+use crate::core::graph_exec::{cudaGraphExecUpdateResultInfo, cudaGraphInstantiateParams};
 use crate::error::{Error, Result};
 use crate::ffi::{cudaEvent_t, read_in, write_out};
 use std::ffi::c_uint;
@@ -32,22 +32,30 @@ unsafe fn out_node(
     if out.is_null() {
         return Err(Error::INVALID_VALUE);
     }
-    let deps = handles(deps, ndeps)?;
+    // SAFETY: the caller's dependency array.
+    let deps = unsafe { handles(deps, ndeps)? };
     let id = make(&deps)?;
     // SAFETY: checked non-null; the caller's output pointer.
     unsafe { write_out(out, id as cudaGraphNode_t) }
 }
 
 /// Writes a list of nodes in CUDA's query convention (see [`fill_pairs`]).
-fn nodes_out(
+///
+/// # Safety
+///
+/// As [`fill_pairs`].
+unsafe fn nodes_out(
     out: *mut cudaGraphNode_t,
     edge_data: *mut u8,
     num: *mut usize,
     nodes: &[u64],
 ) -> Result<()> {
-    fill_pairs(out, std::ptr::null_mut(), edge_data, num, nodes, |&n| {
-        (n, 0)
-    })
+    // SAFETY: the caller's contract.
+    unsafe {
+        fill_pairs(out, std::ptr::null_mut(), edge_data, num, nodes, |&n| {
+            (n, 0)
+        })
+    }
 }
 
 /// `cudaGraphAddChildGraphNode`.
@@ -83,8 +91,12 @@ pub(crate) unsafe fn graph_add_dependencies(
     edge_data: *const u8,
     n: usize,
 ) -> Result<()> {
-    check_edge_data(edge_data, n)?;
-    gb::graph_add_dependencies(g as u64, &handles(from, n)?, &handles(to, n)?)
+    // SAFETY: the caller's arrays.
+    let (from, to) = unsafe {
+        check_edge_data(edge_data, n)?;
+        (handles(from, n)?, handles(to, n)?)
+    };
+    gb::graph_add_dependencies(g as u64, &from, &to)
 }
 
 /// `cudaGraphRemoveDependencies` (`edge_data` null for the calls without it).
@@ -99,8 +111,12 @@ pub(crate) unsafe fn graph_remove_dependencies(
     edge_data: *const u8,
     n: usize,
 ) -> Result<()> {
-    check_edge_data(edge_data, n)?;
-    gb::graph_remove_dependencies(g as u64, &handles(from, n)?, &handles(to, n)?)
+    // SAFETY: the caller's arrays.
+    let (from, to) = unsafe {
+        check_edge_data(edge_data, n)?;
+        (handles(from, n)?, handles(to, n)?)
+    };
+    gb::graph_remove_dependencies(g as u64, &from, &to)
 }
 
 /// `cudaGraphAddEmptyNode`.
@@ -261,7 +277,8 @@ pub(crate) unsafe fn graph_get_edges(
         return Err(Error::INVALID_VALUE);
     }
     let edges = gb::graph_get_edges(g as u64)?;
-    fill_pairs(from, to, edge_data, num, &edges, |&e| e)
+    // SAFETY: the caller's contract.
+    unsafe { fill_pairs(from, to, edge_data, num, &edges, |&e| e) }
 }
 
 /// `cudaGraphGetNodes`.
@@ -274,12 +291,15 @@ pub(crate) unsafe fn graph_get_nodes(
     out: *mut cudaGraphNode_t,
     num: *mut usize,
 ) -> Result<()> {
-    nodes_out(
-        out,
-        std::ptr::null_mut(),
-        num,
-        &gb::graph_get_nodes(g as u64)?,
-    )
+    // SAFETY: the caller\'s contract.
+    unsafe {
+        nodes_out(
+            out,
+            std::ptr::null_mut(),
+            num,
+            &gb::graph_get_nodes(g as u64)?,
+        )
+    }
 }
 
 /// `cudaGraphGetRootNodes`.
@@ -292,12 +312,15 @@ pub(crate) unsafe fn graph_get_root_nodes(
     out: *mut cudaGraphNode_t,
     num: *mut usize,
 ) -> Result<()> {
-    nodes_out(
-        out,
-        std::ptr::null_mut(),
-        num,
-        &gb::graph_get_root_nodes(g as u64)?,
-    )
+    // SAFETY: the caller\'s contract.
+    unsafe {
+        nodes_out(
+            out,
+            std::ptr::null_mut(),
+            num,
+            &gb::graph_get_root_nodes(g as u64)?,
+        )
+    }
 }
 
 /// `cudaGraphNodeGetDependencies` (`edge_data` null for the calls without it).
@@ -312,7 +335,8 @@ pub(crate) unsafe fn graph_node_get_dependencies(
     num: *mut usize,
 ) -> Result<()> {
     let deps = gb::graph_node_get_dependencies(node as u64)?;
-    nodes_out(out, edge_data, num, &deps)
+    // SAFETY: the caller\'s contract.
+    unsafe { nodes_out(out, edge_data, num, &deps) }
 }
 
 /// `cudaGraphNodeGetDependentNodes` (`edge_data` null for the calls without it).
@@ -327,7 +351,8 @@ pub(crate) unsafe fn graph_node_get_dependent_nodes(
     num: *mut usize,
 ) -> Result<()> {
     let v = gb::graph_node_get_dependent_nodes(node as u64)?;
-    nodes_out(out, edge_data, num, &v)
+    // SAFETY: the caller\'s contract.
+    unsafe { nodes_out(out, edge_data, num, &v) }
 }
 
 /// `cudaGraphHostNodeGetParams`.
@@ -437,4 +462,68 @@ pub(crate) unsafe fn user_object_create(
     let id = crate::core::user_object::create(out.is_null(), ptr, destroy, initial, flags)?;
     // SAFETY: non-null (`create` refused a null one); the caller's output pointer.
     unsafe { write_out(out, id as crate::core::user_object::cudaUserObject_t) }
+}
+
+/// `cudaGraphInstantiate` (`upload`: the flags may ask for an upload, as
+/// `cudaGraphInstantiateWithParams`'s do).
+///
+/// # Safety
+///
+/// `out` is null or writable.
+pub(crate) unsafe fn instantiate(
+    out: *mut cudaGraphExec_t,
+    g: cudaGraph_t,
+    flags: u64,
+    upload: bool,
+) -> Result<()> {
+    let exec = crate::core::graph_exec::instantiate(!out.is_null(), g, flags, upload)?;
+    // SAFETY: non-null (`instantiate` refused a null one); the caller's output pointer.
+    unsafe { write_out(out, exec as cudaGraphExec_t) }
+}
+
+/// `cudaGraphInstantiateWithParams`: `p` is checked first; its `err_node_out` and
+/// `result_out` are written once the graph is instantiated or refused.
+///
+/// # Safety
+///
+/// `out` is null or writable; `p` is null or readable and writable.
+pub(crate) unsafe fn instantiate_with_params(
+    out: *mut cudaGraphExec_t,
+    g: cudaGraph_t,
+    p: *mut cudaGraphInstantiateParams,
+    ptsz: bool,
+) -> Result<()> {
+    // SAFETY: the caller's parameters, checked for null.
+    let p = unsafe { p.as_mut() }.ok_or(Error::INVALID_VALUE)?;
+    let (r, result) = crate::core::graph_exec::instantiate_with_params(
+        !out.is_null(),
+        g,
+        p.flags,
+        p.upload_stream,
+        ptsz,
+    );
+    p.err_node_out = std::ptr::null_mut();
+    p.result_out = result;
+    let exec = r?;
+    // SAFETY: non-null (`instantiate` refused a null one); the caller's output pointer.
+    unsafe { write_out(out, exec as cudaGraphExec_t) }
+}
+
+/// `cudaGraphExecUpdate` (CUDA 12's form; `info` may be null).
+///
+/// # Safety
+///
+/// `info` is null or writable.
+pub(crate) unsafe fn exec_update(
+    exec: cudaGraphExec_t,
+    g: cudaGraph_t,
+    info: *mut cudaGraphExecUpdateResultInfo,
+) -> Result<()> {
+    let i = crate::core::graph_exec::update(exec, g)?;
+    let status = crate::core::graph_exec::update_status(&i);
+    if !info.is_null() {
+        // SAFETY: checked non-null; the caller's output struct.
+        unsafe { write_out(info, i)? };
+    }
+    status
 }

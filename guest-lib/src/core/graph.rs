@@ -19,10 +19,9 @@ use crate::core::graph_state::Destructor;
 use crate::core::graph_state::Exec;
 use crate::core::graph_state::MAX_CACHED;
 use crate::error::{Error, Result};
-use crate::ffi::{cudaEvent_t, write_out};
+use crate::ffi::cudaEvent_t;
 use std::collections::{HashMap, HashSet};
 use std::ffi::c_void;
-use std::os::unix::ffi::OsStrExt;
 use std::sync::Mutex;
 use vcuda_protocol::status;
 
@@ -314,101 +313,6 @@ pub(crate) fn destroy(g: u64) {
     with(|r| r.destroy_graph(g));
 }
 
-/// A node array from C (`n` handles; null only if `n` is 0).
-pub(crate) fn handles(p: *const cudaGraphNode_t, n: usize) -> Result<Vec<u64>> {
-    if n == 0 {
-        return Ok(Vec::new());
-    }
-    if p.is_null() {
-        return Err(Error::INVALID_VALUE);
-    }
-    // SAFETY: the caller's array of `n` node handles (the API's contract).
-    Ok(unsafe { std::slice::from_raw_parts(p, n) }
-        .iter()
-        .map(|&h| h as u64)
-        .collect())
-}
-
-/// Checks that optional edge data (`n` entries of 8 bytes) is all default (zero): vcuda
-/// has only full-completion edges.
-pub(crate) fn check_edge_data(p: *const u8, n: usize) -> Result<()> {
-    if p.is_null() || n == 0 {
-        return Ok(());
-    }
-    // SAFETY: the caller's array of `n` `cudaGraphEdgeData` (8 bytes each).
-    let bytes =
-        unsafe { std::slice::from_raw_parts(p, n.checked_mul(8).ok_or(Error::INVALID_VALUE)?) };
-    if bytes.iter().all(|&b| b == 0) {
-        Ok(())
-    } else {
-        Err(Error::NOT_SUPPORTED)
-    }
-}
-
-/// Writes lists of handles in CUDA's query convention: with `a` null, the count; else up to
-/// `*num` entries of up to two parallel arrays (the rest nulled), optional zeroed edge
-/// data, and the number written.
-pub(crate) fn fill_pairs<T>(
-    a: *mut cudaGraphNode_t,
-    b: *mut cudaGraphNode_t,
-    edge_data: *mut u8,
-    num: *mut usize,
-    items: &[T],
-    f: impl Fn(&T) -> (u64, u64),
-) -> Result<()> {
-    if num.is_null() {
-        return Err(Error::INVALID_VALUE);
-    }
-    if a.is_null() {
-        if !edge_data.is_null() {
-            return Err(Error::INVALID_VALUE);
-        }
-        // SAFETY: checked non-null; the caller's count.
-        return unsafe { write_out(num, items.len()) };
-    }
-    // SAFETY: checked non-null; the caller's capacity.
-    let cap = unsafe { *num };
-    for i in 0..cap {
-        let (x, y) = items.get(i).map_or((0, 0), &f);
-        // SAFETY: the caller's arrays hold `*num` entries (the API's contract).
-        unsafe {
-            *a.add(i) = x as cudaGraphNode_t;
-            if !b.is_null() {
-                *b.add(i) = y as cudaGraphNode_t;
-            }
-            if !edge_data.is_null() {
-                std::ptr::write_bytes(edge_data.add(i * 8), 0, 8);
-            }
-        }
-    }
-    // SAFETY: checked non-null.
-    unsafe { write_out(num, cap.min(items.len())) }
-}
-
-/// Adds a node made from the caller's parameters.
-pub(crate) fn add_node(
-    out: *mut cudaGraphNode_t,
-    g: cudaGraph_t,
-    deps: *const cudaGraphNode_t,
-    ndeps: usize,
-    kind: impl FnOnce() -> Result<Kind>,
-) -> Result<()> {
-    if out.is_null() {
-        return Err(Error::INVALID_VALUE);
-    }
-    let deps = handles(deps, ndeps)?;
-    let kind = kind()?;
-    let id = with(|r| r.add(g as u64, kind, &deps))?;
-    // SAFETY: checked non-null; the caller's output pointer.
-    unsafe { write_out(out, id as cudaGraphNode_t) }
-}
-
-/// Reads the caller's parameter struct.
-pub(crate) fn read<'a, T>(p: *const T) -> Result<&'a T> {
-    // SAFETY: the caller's parameters (the API's contract), checked for null.
-    unsafe { p.as_ref() }.ok_or(Error::INVALID_VALUE)
-}
-
 /// Replaces a node's parameters, which must be of the same kind.
 pub(crate) fn set_kind(node: cudaGraphNode_t, mut kind: Kind) -> Result<()> {
     with(|r| {
@@ -481,13 +385,8 @@ pub(crate) fn dot(r: &Registry, g: u64, out: &mut String, depth: usize) -> Resul
     Ok(())
 }
 
-pub(crate) fn dot_print(g: cudaGraph_t, path: *const std::ffi::c_char) -> Result<()> {
-    if path.is_null() {
-        return Err(Error::INVALID_VALUE);
-    }
-    // SAFETY: the caller's NUL-terminated path, checked for null.
-    let path = unsafe { std::ffi::CStr::from_ptr(path) };
-    let path = std::path::Path::new(std::ffi::OsStr::from_bytes(path.to_bytes()));
+/// `cudaGraphDebugDotPrint`: writes graph `g` to `path`.
+pub(crate) fn dot_print(g: cudaGraph_t, path: &std::path::Path) -> Result<()> {
     let mut text = String::from("digraph cudaGraph {\n");
     with(|r| dot(r, g as u64, &mut text, 0))?;
     text.push_str("}\n");

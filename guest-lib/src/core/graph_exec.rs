@@ -31,7 +31,7 @@ use crate::core::graph_state::Remote;
 use crate::core::graph_state::Shape;
 use crate::core::graph_state::Step;
 use crate::error::{Error, Result};
-use crate::ffi::{cudaStream_t, write_out};
+use crate::ffi::cudaStream_t;
 use std::collections::{HashMap, VecDeque};
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -195,21 +195,16 @@ pub(crate) fn compile_with_children(
     Ok((steps, s, children))
 }
 
-pub(crate) fn instantiate(
-    out: *mut cudaGraphExec_t,
-    g: cudaGraph_t,
-    flags: u64,
-    upload: bool,
-) -> Result<()> {
+pub(crate) fn instantiate(has_out: bool, g: cudaGraph_t, flags: u64, upload: bool) -> Result<u64> {
     let known =
         FLAG_AUTO_FREE_ON_LAUNCH | FLAG_UPLOAD | FLAG_DEVICE_LAUNCH | FLAG_USE_NODE_PRIORITY;
-    if out.is_null() || flags & !known != 0 || (flags & FLAG_UPLOAD != 0 && !upload) {
+    if !has_out || flags & !known != 0 || (flags & FLAG_UPLOAD != 0 && !upload) {
         return Err(Error::INVALID_VALUE);
     }
     if flags & FLAG_DEVICE_LAUNCH != 0 {
         return Err(Error::NOT_SUPPORTED);
     }
-    let id = with(|r| {
+    with(|r| {
         let (steps, shape, children) = compile_with_children(r, g as u64)?;
         if crate::core::graph::has_memory_nodes(r, g as u64)
             && r.execs.values().any(|e| e.graph == g as u64)
@@ -235,9 +230,7 @@ pub(crate) fn instantiate(
         };
         r.execs.insert(id, exec);
         Ok(id)
-    })?;
-    // SAFETY: checked non-null; the caller's output pointer.
-    unsafe { write_out(out, id as cudaGraphExec_t) }
+    })
 }
 
 /// Why `new` cannot update an executable graph of shape `old`: `(result, node, from)`.
@@ -269,8 +262,7 @@ pub(crate) fn mismatch(r: &Registry, g: u64, old: &Shape, new: &Shape) -> (u32, 
 pub(crate) fn update(
     exec: cudaGraphExec_t,
     g: cudaGraph_t,
-    info: *mut cudaGraphExecUpdateResultInfo,
-) -> Result<()> {
+) -> Result<cudaGraphExecUpdateResultInfo> {
     let (result, node, from) = with(|r| {
         let (steps, new) = compile(r, g as u64)?;
         let e = r.execs.get(&(exec as u64)).ok_or(Error::INVALID_VALUE)?;
@@ -307,16 +299,16 @@ pub(crate) fn update(
         r.release_users(old);
         Ok::<_, Error>((0, 0, 0))
     })?;
-    if !info.is_null() {
-        let i = cudaGraphExecUpdateResultInfo {
-            result,
-            error_node: node as cudaGraphNode_t,
-            error_from_node: from as cudaGraphNode_t,
-        };
-        // SAFETY: checked non-null; the caller's output struct.
-        unsafe { write_out(info, i) }?;
-    }
-    if result == 0 {
+    Ok(cudaGraphExecUpdateResultInfo {
+        result,
+        error_node: node as cudaGraphNode_t,
+        error_from_node: from as cudaGraphNode_t,
+    })
+}
+
+/// What `cudaGraphExecUpdate` returns for the outcome `update` reported.
+pub(crate) fn update_status(info: &cudaGraphExecUpdateResultInfo) -> Result<()> {
+    if info.result == 0 {
         Ok(())
     } else {
         Err(Error(status::GRAPH_EXEC_UPDATE_FAILURE))
@@ -687,28 +679,28 @@ pub(crate) fn upload(exec: cudaGraphExec_t, stream: cudaStream_t, ptsz: bool) ->
     Ok(())
 }
 
+/// `cudaGraphInstantiateWithParams`: the executable graph, and what the parameters report
+/// (`result_out`, with `err_node_out` null).
 pub(crate) fn instantiate_with_params(
-    out: *mut cudaGraphExec_t,
+    has_out: bool,
     g: cudaGraph_t,
-    p: *mut cudaGraphInstantiateParams,
+    flags: u64,
+    upload_stream: cudaStream_t,
     ptsz: bool,
-) -> Result<()> {
-    // SAFETY: the caller's parameters, checked for null.
-    let p = unsafe { p.as_mut() }.ok_or(Error::INVALID_VALUE)?;
-    let r = instantiate(out, g, p.flags, true);
-    p.err_node_out = std::ptr::null_mut();
-    p.result_out = match r {
-        Ok(()) => 0,
-        Err(e) if e == Error::INVALID_VALUE && !out.is_null() => INSTANTIATE_INVALID_STRUCTURE,
+) -> (Result<u64>, u32) {
+    let r = instantiate(has_out, g, flags, true);
+    let result = match r {
+        Ok(_) => 0,
+        Err(e) if e == Error::INVALID_VALUE && has_out => INSTANTIATE_INVALID_STRUCTURE,
         Err(_) => 1,
     };
-    r?;
-    if p.flags & FLAG_UPLOAD != 0 {
-        // SAFETY: `out` was written by `instantiate` (it succeeded).
-        let exec = unsafe { *out };
-        upload(exec, p.upload_stream, ptsz)?;
-    }
-    Ok(())
+    let r = r.and_then(|exec| {
+        if flags & FLAG_UPLOAD != 0 {
+            upload(exec as cudaGraphExec_t, upload_stream, ptsz)?;
+        }
+        Ok(exec)
+    });
+    (r, result)
 }
 
 /// `cudaGraphExecDestroy`.
@@ -724,19 +716,6 @@ pub(crate) fn graph_exec_destroy(exec: cudaGraphExec_t) -> Result<()> {
         }
         Ok(())
     })
-}
-
-/// `cudaGraphInstantiateWithFlags`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaGraphInstantiateWithFlags` requires of its caller.
-pub(crate) unsafe fn graph_instantiate_with_flags(
-    out: *mut cudaGraphExec_t,
-    g: cudaGraph_t,
-    flags: u64,
-) -> Result<()> {
-    instantiate(out, g, flags, false)
 }
 
 /// `cudaGraphLaunch`.

@@ -21,11 +21,10 @@
 //! nodes cannot be in child graphs (`cudaErrorNotSupported`).
 
 use crate::client;
-use crate::core::graph::{Kind, add_node, cudaGraph_t, cudaGraphNode_t, with};
+use crate::core::graph::{Kind, cudaGraphNode_t, with};
 use crate::core::graph_state::Live;
 use crate::core::graph_state::free_released;
 use crate::error::{Error, Result};
-use crate::ffi::write_out;
 use std::ffi::{c_int, c_void};
 
 /// Bytes a graph allocation is rounded to.
@@ -105,34 +104,17 @@ pub(crate) fn allocate(size: u64) -> Result<u64> {
     Ok(ptr)
 }
 
-/// `cudaGraphAddMemAllocNode` (`p.dptr` gets the address).
-pub(crate) fn add_alloc(
-    out: *mut cudaGraphNode_t,
-    g: cudaGraph_t,
-    deps: *const cudaGraphNode_t,
-    ndeps: usize,
-    p: &mut cudaMemAllocNodeParams,
-) -> Result<()> {
-    let mut made = None;
-    let r = add_node(out, g, deps, ndeps, || {
-        let ptr = allocate(p.bytesize as u64)?;
-        made = Some(ptr);
-        Ok(Kind::MemAlloc {
-            ptr,
-            size: p.bytesize as u64,
-        })
-    });
-    match (r, made) {
-        (Ok(()), Some(ptr)) => {
-            p.dptr = ptr as *mut c_void;
-            Ok(())
-        }
-        (Err(e), Some(ptr)) => {
+/// `cudaGraphAddMemAllocNode`: allocates `size` bytes and adds the node that holds them to
+/// graph `g`; the node and the address.
+pub(crate) fn add_alloc(g: u64, deps: &[u64], size: u64) -> Result<(u64, u64)> {
+    let ptr = allocate(size)?;
+    match with(|r| r.add(g, Kind::MemAlloc { ptr, size }, deps)) {
+        Ok(node) => Ok((node, ptr)),
+        Err(e) => {
             // The node was not made: nothing holds the memory.
             release_unused(ptr);
             Err(e)
         }
-        (r, None) => r,
     }
 }
 
@@ -148,69 +130,59 @@ pub(crate) fn frees_in(g: u64, ptr: u64) -> bool {
     })
 }
 
-pub(crate) fn graph_mem_attribute(attr: c_int, value: *mut c_void, set: bool) -> Result<()> {
-    if value.is_null() {
-        return Err(Error::INVALID_VALUE);
-    }
+/// `cudaDeviceGetGraphMemAttribute`.
+pub(crate) fn attribute(attr: c_int) -> Result<u64> {
     with(|r| {
-        let m = &mut r.graph_mem;
-        if set {
-            // Only the high watermarks can be reset (given 0), to the current value.
-            // SAFETY: the caller's u64, checked for null.
-            if unsafe { *(value as *const u64) } != 0 {
-                return Err(Error::INVALID_VALUE);
-            }
-            match attr {
-                USED_MEM_HIGH => m.used_high = m.used,
-                RESERVED_MEM_HIGH => m.reserved_high = m.reserved,
-                _ => return Err(Error::INVALID_VALUE),
-            }
-            return Ok(());
-        }
-        let v = match attr {
+        let m = &r.graph_mem;
+        Ok(match attr {
             USED_MEM_CURRENT => m.used,
             RESERVED_MEM_CURRENT => m.reserved,
             USED_MEM_HIGH => m.used_high,
             RESERVED_MEM_HIGH => m.reserved_high,
             _ => return Err(Error::INVALID_VALUE),
-        };
-        // SAFETY: the caller's u64, checked for null.
-        unsafe { write_out(value as *mut u64, v) }
+        })
+    })
+}
+
+/// `cudaDeviceSetGraphMemAttribute`: only the high watermarks can be reset (given 0), to
+/// the current value.
+pub(crate) fn reset_attribute(attr: c_int, value: u64) -> Result<()> {
+    if value != 0 {
+        return Err(Error::INVALID_VALUE);
+    }
+    with(|r| {
+        let m = &mut r.graph_mem;
+        match attr {
+            USED_MEM_HIGH => m.used_high = m.used,
+            RESERVED_MEM_HIGH => m.reserved_high = m.reserved,
+            _ => return Err(Error::INVALID_VALUE),
+        }
+        Ok(())
     })
 }
 
 /// `cudaGraphAddMemFreeNode`: frees memory a graph's allocation node made, once per graph.
-pub(crate) fn add_free(
-    out: *mut cudaGraphNode_t,
-    g: cudaGraph_t,
-    deps: *const cudaGraphNode_t,
-    ndeps: usize,
-    ptr: u64,
-) -> Result<()> {
-    if !owns(ptr) || frees_in(g as u64, ptr) {
+pub(crate) fn add_free(g: u64, deps: &[u64], ptr: u64) -> Result<u64> {
+    if !owns(ptr) || frees_in(g, ptr) {
         return Err(Error::INVALID_VALUE);
     }
-    add_node(out, g, deps, ndeps, || Ok(Kind::MemFree(ptr)))
+    with(|r| r.add(g, Kind::MemFree(ptr), deps))
 }
 
 /// `cudaGraphMemAllocNodeGetParams`: what an allocation node made (default pool properties,
 /// no access descriptors).
-pub(crate) fn alloc_node_params(
-    node: cudaGraphNode_t,
-    o: &mut cudaMemAllocNodeParams,
-) -> Result<()> {
+pub(crate) fn alloc_node_params(node: cudaGraphNode_t) -> Result<cudaMemAllocNodeParams> {
     let (ptr, size) = with(|r| match r.node(node as u64).map(|n| &n.kind) {
         Ok(Kind::MemAlloc { ptr, size }) => Ok((*ptr, *size)),
         _ => Err(Error::INVALID_VALUE),
     })?;
-    // SAFETY: a zeroed cudaMemPoolProps is a valid (all-default) one.
-    o.pool_props = unsafe { std::mem::zeroed() };
-    o.pool_props.set_device_pinned(0);
-    o.access_descs = std::ptr::null();
-    o.access_desc_count = 0;
-    o.bytesize = size as usize;
-    o.dptr = ptr as *mut c_void;
-    Ok(())
+    Ok(cudaMemAllocNodeParams {
+        pool_props: crate::core::pool_types::cudaMemPoolProps::device_pinned(0),
+        access_descs: std::ptr::null(),
+        access_desc_count: 0,
+        bytesize: size as usize,
+        dptr: ptr as *mut c_void,
+    })
 }
 
 /// `cudaGraphMemFreeNodeGetParams`: the address a free node frees.

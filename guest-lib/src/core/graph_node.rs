@@ -175,33 +175,6 @@ impl Clone for Kernel {
     }
 }
 
-/// The parameter buffer of a `CU_LAUNCH_PARAM_BUFFER_POINTER`/`_SIZE`/`_END` list.
-///
-/// # Safety
-/// `extra` is such a list, ending with `CU_LAUNCH_PARAM_END`.
-pub(crate) unsafe fn extra_params(extra: *mut *mut c_void, size: usize) -> Result<Vec<u8>> {
-    let (mut buf, mut len) = (std::ptr::null::<u8>(), None);
-    let mut i = 0;
-    loop {
-        // SAFETY: the caller's list of (key, value) pairs ending with END.
-        let key = unsafe { *extra.add(i) } as usize;
-        match key {
-            0 => break,
-            // SAFETY: as above; a key is followed by its value.
-            1 => buf = unsafe { *extra.add(i + 1) }.cast(),
-            // SAFETY: as above; the value points to a size_t.
-            2 => len = Some(unsafe { *(*extra.add(i + 1)).cast::<usize>() }),
-            _ => return Err(Error::INVALID_VALUE),
-        }
-        i += 2;
-    }
-    if buf.is_null() || len.is_none_or(|l| l < size) {
-        return Err(Error::INVALID_VALUE);
-    }
-    // SAFETY: the caller's buffer of at least `size` bytes (checked against its size).
-    Ok(unsafe { std::slice::from_raw_parts(buf, size) }.to_vec())
-}
-
 /// One side of a copy: a pitched pointer and a position in it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Side {

@@ -12,12 +12,11 @@ use crate::client::{self, Client};
 use crate::core::capture::capture_stream_handle;
 use crate::core::graph::{Kernel, Kind};
 use crate::core::graph_node::cudaKernelNodeParams;
-use crate::core::graph_node::extra_params;
 use crate::core::registry;
 use crate::error::{Error, Result};
-use crate::ffi::{cudaFuncAttributes, cudaStream_t, dim3};
+use crate::ffi::{KernelArgs, cudaFuncAttributes, cudaStream_t, dim3};
 use crate::state;
-use std::ffi::{CStr, c_char, c_int, c_void};
+use std::ffi::{c_int, c_void};
 use vcuda_protocol::{FuncSetAttributeReq, LaunchReq, MAX_PARAM_LEN, attr, ops};
 
 pub(crate) fn func(host_fun: *const c_void) -> Result<std::sync::Arc<registry::FuncReg>> {
@@ -132,26 +131,9 @@ pub(crate) fn prepare(
     Ok(loaded)
 }
 
-/// Packs a launch's arguments (`args`: one pointer per parameter) into the kernel's
-/// parameter buffer.
-pub(crate) fn pack(loaded: &registry::LoadedFunc, args: *mut *mut c_void) -> Result<Vec<u8>> {
-    let mut params = vec![0u8; loaded.param_size as usize];
-    if !loaded.params.is_empty() && args.is_null() {
-        return Err(Error::INVALID_VALUE);
-    }
-    for (i, &(off, size)) in loaded.params.iter().enumerate() {
-        // SAFETY: CUDA's contract: `args` holds one pointer per kernel parameter.
-        let a = unsafe { *args.add(i) };
-        if a.is_null() {
-            return Err(Error::INVALID_VALUE);
-        }
-        let dst = params
-            .get_mut(off as usize..(off + size) as usize)
-            .ok_or(Error::INVALID_VALUE)?;
-        // SAFETY: `args[i]` points to the i-th argument, `size` bytes as the kernel declares.
-        dst.copy_from_slice(unsafe { std::slice::from_raw_parts(a.cast::<u8>(), size as usize) });
-    }
-    Ok(params)
+/// Packs a launch's arguments into the kernel's parameter buffer.
+pub(crate) fn pack(loaded: &registry::LoadedFunc, args: KernelArgs) -> Result<Vec<u8>> {
+    args.pack(&loaded.params, loaded.param_size)
 }
 
 /// Sends a launch of `host_fun` with packed parameters on backend stream `stream`, without
@@ -239,7 +221,7 @@ pub(crate) fn launch(
     host_fun: *const c_void,
     grid: dim3,
     block: dim3,
-    args: *mut *mut c_void,
+    args: KernelArgs,
     shmem: usize,
     stream: cudaStream_t,
     ptsz: bool,
@@ -253,7 +235,7 @@ pub(crate) fn launch_as(
     host_fun: *const c_void,
     grid: dim3,
     block: dim3,
-    args: *mut *mut c_void,
+    args: KernelArgs,
     shmem: usize,
     stream: cudaStream_t,
     ptsz: bool,
@@ -358,14 +340,6 @@ pub(crate) fn to_cuda(a: &vcuda_protocol::FuncAttrs) -> cudaFuncAttributes {
     }
 }
 
-pub(crate) fn c_string(p: *const c_char) -> Result<String> {
-    if p.is_null() {
-        return Err(Error::INVALID_VALUE);
-    }
-    // SAFETY: nvcc's registration code passes NUL-terminated names from the program image.
-    Ok(unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
-}
-
 /// `cudaLaunchConfig_t`.
 #[repr(C)]
 pub struct cudaLaunchConfig_t {
@@ -377,37 +351,24 @@ pub struct cudaLaunchConfig_t {
     pub(crate) num_attrs: u32,
 }
 
+/// `cudaLaunchKernelExC` with the configuration's values and its attributes.
 pub(crate) fn launch_ex(
-    config: *const cudaLaunchConfig_t,
+    cfg: &cudaLaunchConfig_t,
+    attrs: &[crate::core::function::CUlaunchAttribute],
     func: *const c_void,
-    args: *mut *mut c_void,
+    args: KernelArgs,
     ptsz: bool,
 ) -> Result<()> {
-    // SAFETY: the caller's configuration, checked for null.
-    let cfg = unsafe { config.as_ref() }.ok_or(Error::INVALID_VALUE)?;
-    if cfg.num_attrs > 0 {
-        if cfg.attrs.is_null() {
-            return Err(Error::INVALID_VALUE);
-        }
-        // SAFETY: `num_attrs` attributes at `attrs` (the API's contract).
-        let attrs = unsafe { std::slice::from_raw_parts(cfg.attrs, cfg.num_attrs as usize) };
-        if let Some(a) = attrs
-            .iter()
-            .find(|a| !crate::core::function::plain_launch_attribute(a))
-        {
-            log::warn!(
-                "cudaLaunchKernelEx: launch attribute {} is not supported",
-                a.id
-            );
-            return Err(Error::NOT_SUPPORTED);
-        }
+    if let Some(a) = attrs
+        .iter()
+        .find(|a| !crate::core::function::plain_launch_attribute(a))
+    {
+        log::warn!(
+            "cudaLaunchKernelEx: launch attribute {} is not supported",
+            a.id
+        );
+        return Err(Error::NOT_SUPPORTED);
     }
-    let attrs: &[crate::core::function::CUlaunchAttribute] = if cfg.num_attrs > 0 {
-        // SAFETY: as above.
-        unsafe { std::slice::from_raw_parts(cfg.attrs, cfg.num_attrs as usize) }
-    } else {
-        &[]
-    };
     let cooperative = crate::core::function::cooperative_requested(attrs);
     launch_as(
         func,
@@ -449,17 +410,13 @@ pub(crate) fn driver_function(func: *const c_void) -> Result<usize> {
         .or_insert_with(|| crate::core::function::from_loaded(&loaded, &f.name) as usize))
 }
 
-/// A kernel node's kernel from `cudaKernelNodeParams`: checks `p` (a known kernel, a valid
-/// configuration) and copies its arguments with the launch path's own layout code.
-pub(crate) fn kernel_from_c(p: &cudaKernelNodeParams) -> Result<Kernel> {
+/// A kernel node's kernel from `cudaKernelNodeParams`' values (`args`: its `kernelParams`
+/// and `extra`): checks them (a known kernel, a valid configuration) and copies the
+/// arguments with the launch path's own layout code.
+pub(crate) fn kernel_from_c(p: &cudaKernelNodeParams, args: KernelArgs) -> Result<Kernel> {
     let c = client::client()?;
     let cfg = (p.grid, p.block, p.shared_mem);
     let loaded = prepare(c, p.func, cfg)?;
-    let params = if p.kernel_params.is_null() && !p.extra.is_null() {
-        // SAFETY: `extra` is the caller's CU_LAUNCH_PARAM list (the API's contract).
-        unsafe { extra_params(p.extra, loaded.param_size as usize)? }
-    } else {
-        pack(&loaded, p.kernel_params)?
-    };
+    let params = pack(&loaded, args)?;
     Ok(kernel_node(p.func, &loaded, cfg, params))
 }

@@ -43,6 +43,22 @@ pub struct cudaMemPoolProps {
 }
 
 impl cudaMemPoolProps {
+    /// Default properties of pinned device memory on `device` (what a graph allocation node
+    /// reports).
+    pub(crate) fn device_pinned(device: c_int) -> Self {
+        let mut p = Self {
+            alloc_type: 0,
+            handle_types: 0,
+            location: cudaMemLocation { ty: 0, id: 0 },
+            win32_security_attributes: std::ptr::null_mut(),
+            max_size: 0,
+            usage: 0,
+            reserved: [0; 54],
+        };
+        p.set_device_pinned(device);
+        p
+    }
+
     /// Pinned device memory on `device` (what a graph allocation node reports).
     pub(crate) fn set_device_pinned(&mut self, device: c_int) {
         self.alloc_type = ALLOCATION_PINNED;

@@ -12,7 +12,7 @@ use super::out;
 use crate::client::Client;
 use crate::core::module::{function, session};
 use crate::error::CuError;
-use crate::ffi::{cudaEvent_t, cudaStream_t};
+use crate::ffi::{KernelArgs, cudaEvent_t, cudaStream_t};
 
 /// `CUoccupancyB2DSize`: the dynamic shared memory a block size needs.
 pub(crate) type BlockToSmem = Option<unsafe extern "C" fn(c_int) -> usize>;
@@ -103,59 +103,13 @@ fn potential_block_size(
     }
 }
 
-/// A launch's parameter bytes from `kernelParams` (`args`) or a `CU_LAUNCH_PARAM_*` list
-/// (`extra`), laid out as `f` declares them.
-pub(super) fn pack_params(
-    f: &Function,
-    args: *mut *mut c_void,
-    extra: *mut *mut c_void,
-) -> Result<Vec<u8>, CuError> {
+/// A launch's parameter bytes from `kernelParams` or a `CU_LAUNCH_PARAM_*` list (`extra`),
+/// laid out as `f` declares them (the runtime's packing, `KernelArgs::pack`).
+pub(super) fn pack_params(f: &Function, args: KernelArgs) -> Result<Vec<u8>, CuError> {
     if f.param_size > MAX_PARAM_LEN {
         return Err(CuError::INVALID_VALUE);
     }
-    let mut params = vec![0u8; f.param_size as usize];
-    if !args.is_null() {
-        for (i, &(off, size)) in f.params.iter().enumerate() {
-            // SAFETY: the driver API's contract: one pointer per kernel parameter.
-            let a = unsafe { *args.add(i) };
-            if a.is_null() {
-                return Err(CuError::INVALID_VALUE);
-            }
-            let dst = params
-                .get_mut(off as usize..(off + size) as usize)
-                .ok_or(CuError::INVALID_VALUE)?;
-            // SAFETY: `a` points to the argument, `size` bytes as the kernel declares.
-            dst.copy_from_slice(unsafe {
-                std::slice::from_raw_parts(a.cast::<u8>(), size as usize)
-            });
-        }
-    } else if !extra.is_null() {
-        // CU_LAUNCH_PARAM_BUFFER_POINTER (1), _SIZE (2), _END (0) pairs.
-        let (mut buf, mut len) = (std::ptr::null::<u8>(), None);
-        let mut i = 0;
-        loop {
-            // SAFETY: the driver API's contract: a list of (key, value) ending with END.
-            let key = unsafe { *extra.add(i) } as usize;
-            match key {
-                0 => break,
-                // SAFETY: as above; a key is followed by its value.
-                1 => buf = unsafe { *extra.add(i + 1) }.cast(),
-                // SAFETY: as above; the value points to a size_t.
-                2 => len = Some(unsafe { *(*extra.add(i + 1)).cast::<usize>() }),
-                _ => return Err(CuError::INVALID_VALUE),
-            }
-            i += 2;
-        }
-        let len = len.ok_or(CuError::INVALID_VALUE)?;
-        if buf.is_null() || len < f.param_size as usize {
-            return Err(CuError::INVALID_VALUE);
-        }
-        // SAFETY: the caller's buffer of `len` >= param_size bytes.
-        params.copy_from_slice(unsafe { std::slice::from_raw_parts(buf, f.param_size as usize) });
-    } else if !f.params.is_empty() {
-        return Err(CuError::INVALID_VALUE);
-    }
-    Ok(params)
+    Ok(args.pack(&f.params, f.param_size)?)
 }
 
 /// A graph kernel node for `f` (`cuGraphAddKernelNode`): its parameters copied now.
@@ -164,15 +118,14 @@ pub(super) fn kernel_node(
     grid: [u32; 3],
     block: [u32; 3],
     shmem: c_uint,
-    args: *mut *mut c_void,
-    extra: *mut *mut c_void,
+    args: KernelArgs,
 ) -> Result<crate::core::graph::Kind, CuError> {
     session()?;
     let f = function(f)?;
     if grid.contains(&0) || block.contains(&0) {
         return Err(CuError::INVALID_VALUE);
     }
-    let params = pack_params(f, args, extra)?;
+    let params = pack_params(f, args)?;
     Ok(graph_kernel(f, grid, block, shmem, params))
 }
 
@@ -235,8 +188,7 @@ fn launch(
     block: [u32; 3],
     shmem: c_uint,
     stream: cudaStream_t,
-    args: *mut *mut c_void,
-    extra: *mut *mut c_void,
+    args: KernelArgs,
     cooperative: bool,
 ) -> Result<(), CuError> {
     let c = session()?;
@@ -245,7 +197,7 @@ fn launch(
     if cooperative {
         crate::core::misc::check_cooperative(c, &f.attrs, grid, block, shmem)?;
     }
-    let params = pack_params(f, args, extra)?;
+    let params = pack_params(f, args)?;
     let stream = crate::core::capture::capture_stream_handle(c, stream, false)?;
     let captured = crate::core::capture::add(stream, || {
         // A cooperative launch becomes a cooperative kernel node, as the runtime's does.
@@ -374,11 +326,15 @@ entry_lib! {
     }
 
     fn cuLaunchKernel(f: *const Function, gx: c_uint, gy: c_uint, gz: c_uint, bx: c_uint, by: c_uint, bz: c_uint, shmem: c_uint, s: cudaStream_t, args: *mut *mut c_void, extra: *mut *mut c_void) -> Result<(), CuError> {
-        launch(f, [gx, gy, gz], [bx, by, bz], shmem, s, args, extra, false)
+        // SAFETY: the caller's kernel arguments (the API's contract).
+        let args = unsafe { KernelArgs::new(args, extra) };
+        launch(f, [gx, gy, gz], [bx, by, bz], shmem, s, args, false)
     }
 
     fn cuLaunchCooperativeKernel(f: *const Function, gx: c_uint, gy: c_uint, gz: c_uint, bx: c_uint, by: c_uint, bz: c_uint, shmem: c_uint, s: cudaStream_t, args: *mut *mut c_void) -> Result<(), CuError> {
-        launch(f, [gx, gy, gz], [bx, by, bz], shmem, s, args, std::ptr::null_mut(), true)
+        // SAFETY: the caller's kernel arguments (the API's contract).
+        let args = unsafe { KernelArgs::new(args, std::ptr::null_mut()) };
+        launch(f, [gx, gy, gz], [bx, by, bz], shmem, s, args, true)
     }
 }
 
@@ -444,7 +400,9 @@ entry_lib! {
             &[]
         };
         let cooperative = cooperative_requested(attrs);
-        launch(f, cfg.grid, cfg.block, cfg.shared_mem, cfg.stream, args, extra, cooperative)?;
+        // SAFETY: the caller's kernel arguments (the API's contract).
+        let args = unsafe { KernelArgs::new(args, extra) };
+        launch(f, cfg.grid, cfg.block, cfg.shared_mem, cfg.stream, args, cooperative)?;
         for e in launch_events(attrs) {
             crate::core::stream::event_record_call(e as cudaEvent_t, cfg.stream).map_err(crate::error::CuError::from)?;
         }

@@ -11,11 +11,11 @@
 
 use std::ffi::{c_int, c_uint, c_void};
 
+use crate::abi::node_args as gp;
 use crate::core::context::{current, disown, own};
 use crate::core::graph as g;
 use crate::core::graph::{cudaGraph_t, cudaGraphExec_t, cudaGraphNode_t};
 use crate::core::graph_node::{cudaHostNodeParams, cudaMemsetParams};
-use crate::core::graph_params as gp;
 use crate::core::pool::{cudaMemPool_t, cudaMemPoolProps, cudaMemPoolPtrExportData};
 use crate::core::user_object as uo;
 use crate::error::CuError;
@@ -58,7 +58,9 @@ fn typed(p: &gp::cudaGraphNodeParams) -> crate::error::Result<g::Kind> {
         // SAFETY: the kernel parameters are plain C data (integers and pointers) that fit
         // the union.
         let k = unsafe { p.union_as::<CUDA_KERNEL_NODE_PARAMS_v2>() };
-        return kernel_kind(&k.v1, v2_func(k)).map_err(|e| crate::error::Error(e.0));
+        // SAFETY: `typed` runs inside `node_args::kind_of`, whose caller vouches for the
+        // parameters' pointers.
+        return unsafe { kernel_kind(&k.v1, v2_func(k)) }.map_err(|e| crate::error::Error(e.0));
     }
     // SAFETY: as above, for the copy parameters.
     let m = unsafe { p.union_as::<MemcpyNodeParams>() };
@@ -69,7 +71,10 @@ fn typed(p: &gp::cudaGraphNodeParams) -> crate::error::Result<g::Kind> {
     Ok(g::Kind::Memcpy(copy))
 }
 
-fn kernel_node(
+/// # Safety
+///
+/// `out` is null or writable; `deps` is null or holds `ndeps` handles.
+unsafe fn kernel_node(
     out: *mut cudaGraphNode_t,
     graph: cudaGraph_t,
     deps: *const cudaGraphNode_t,
@@ -77,8 +82,10 @@ fn kernel_node(
     p: &CUDA_KERNEL_NODE_PARAMS,
     func: *const crate::core::function::Function,
 ) -> Result<(), CuError> {
-    let kind = kernel_kind(p, func)?;
-    Ok(g::add_node(out, graph, deps, ndeps, || Ok(kind))?)
+    // SAFETY: the caller's contract.
+    let kind = unsafe { kernel_kind(p, func)? };
+    // SAFETY: the caller's contract.
+    Ok(unsafe { crate::abi::graph_ptrs::add_node(out, graph, deps, ndeps, || Ok(kind)) }?)
 }
 
 /// A kernel node's parameters as the driver gives them out: `cudaKernelNodeParams` and
@@ -101,18 +108,17 @@ fn kernel_params_of(node: cudaGraphNode_t) -> Result<CUDA_KERNEL_NODE_PARAMS, Cu
 
 /// The kernel node a `CUDA_KERNEL_NODE_PARAMS` describes (`func`, or `kern` where a v2
 /// struct has no `func`).
-fn kernel_kind(
+///
+/// # Safety
+///
+/// `p`'s argument pointers (`kernelParams`, `extra`) are valid as the API requires.
+unsafe fn kernel_kind(
     p: &CUDA_KERNEL_NODE_PARAMS,
     func: *const crate::core::function::Function,
 ) -> Result<g::Kind, CuError> {
-    super::exec::kernel_node(
-        func,
-        p.grid,
-        p.block,
-        p.shared_mem,
-        p.kernel_params,
-        p.extra,
-    )
+    // SAFETY: the caller's contract.
+    let args = unsafe { crate::ffi::KernelArgs::new(p.kernel_params, p.extra) };
+    super::exec::kernel_node(func, p.grid, p.block, p.shared_mem, args)
 }
 
 /// The function of a v2 struct: `func`, or `kern` where `func` is null.
@@ -133,27 +139,32 @@ fn params<'a, T>(p: *const T) -> Result<&'a T, CuError> {
 entry_lib! {
     fn cuGraphAddNode(out: *mut cudaGraphNode_t, graph: cudaGraph_t, deps: *const cudaGraphNode_t, n: usize, p: *mut gp::cudaGraphNodeParams) -> Result<(), CuError> {
         current()?;
-        Ok(gp::add(out, graph, deps, std::ptr::null(), n, p, true, Some(&typed))?)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        Ok(unsafe { gp::add(out, graph, deps, std::ptr::null(), n, p, true, Some(&typed)) }?)
     }
 
     fn cuGraphAddNode_v2(out: *mut cudaGraphNode_t, graph: cudaGraph_t, deps: *const cudaGraphNode_t, edges: *const u8, n: usize, p: *mut gp::cudaGraphNodeParams) -> Result<(), CuError> {
         current()?;
-        Ok(gp::add(out, graph, deps, edges, n, p, true, Some(&typed))?)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        Ok(unsafe { gp::add(out, graph, deps, edges, n, p, true, Some(&typed)) }?)
     }
 
     fn cuGraphNodeSetParams(node: cudaGraphNode_t, p: *mut gp::cudaGraphNodeParams) -> Result<(), CuError> {
         current()?;
-        Ok(gp::set(node, p, Some(&typed))?)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        Ok(unsafe { gp::set(node, p, Some(&typed)) }?)
     }
 
     fn cuGraphExecNodeSetParams(exec: cudaGraphExec_t, node: cudaGraphNode_t, p: *mut gp::cudaGraphNodeParams) -> Result<(), CuError> {
         current()?;
-        Ok(gp::exec_set_params(exec, node, p, Some(&typed))?)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        Ok(unsafe { gp::exec_set_params(exec, node, p, Some(&typed)) }?)
     }
 
     fn cuGraphDebugDotPrint(graph: cudaGraph_t, path: *const std::ffi::c_char, _flags: c_uint) -> Result<(), CuError> {
         current()?;
-        Ok(g::dot_print(graph, path)?)
+        // SAFETY: the caller's NUL-terminated path; `c_path` checks it for null.
+        Ok(g::dot_print(graph, unsafe { crate::ffi::c_path(path)? })?)
     }
 
     fn cuGraphExecEventRecordNodeSetEvent(exec: cudaGraphExec_t, node: cudaGraphNode_t, e: cudaEvent_t) -> Result<(), CuError> {
@@ -176,12 +187,14 @@ entry_lib! {
     fn cuDeviceGetGraphMemAttribute(dev: c_int, attr: c_int, value: *mut c_void) -> Result<(), CuError> {
         crate::core::context::check_device(dev)?;
         // CUgraphMem_attribute numbers as the runtime's cudaGraphMemAttributeType.
-        Ok(crate::core::graph_mem::graph_mem_attribute(attr, value, false)?)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        Ok(unsafe { gp::graph_mem_attribute(attr, value, false) }?)
     }
 
     fn cuDeviceSetGraphMemAttribute(dev: c_int, attr: c_int, value: *mut c_void) -> Result<(), CuError> {
         crate::core::context::check_device(dev)?;
-        Ok(crate::core::graph_mem::graph_mem_attribute(attr, value, true)?)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        Ok(unsafe { gp::graph_mem_attribute(attr, value, true) }?)
     }
 
     fn cuDeviceGraphMemTrim(dev: c_int) -> Result<(), CuError> {
@@ -193,7 +206,8 @@ entry_lib! {
     fn cuGraphExecUpdate_v2(exec: cudaGraphExec_t, graph: cudaGraph_t, info: *mut crate::core::graph_exec::cudaGraphExecUpdateResultInfo) -> Result<(), CuError> {
         current()?;
         // CUgraphExecUpdateResultInfo and its result codes are the runtime's.
-        Ok(crate::core::graph_exec::update(exec, graph, info)?)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        Ok(unsafe { crate::abi::graph_args::exec_update(exec, graph, info) }?)
     }
 
     fn cuGraphKernelNodeGetAttribute(node: cudaGraphNode_t, id: c_int, out: *mut crate::core::attr_table::cudaLaunchAttributeValue) -> Result<(), CuError> {
@@ -236,19 +250,24 @@ entry_lib! {
         // CUDA_MEM_ALLOC_NODE_PARAMS is laid out as the runtime's cudaMemAllocNodeParams.
         // SAFETY: the caller's parameters, checked for null.
         let p = unsafe { p.as_mut() }.ok_or(CuError::INVALID_VALUE)?;
-        Ok(crate::core::graph_mem::add_alloc(out, graph, deps, ndeps, p)?)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        Ok(unsafe { gp::add_alloc(out, graph, deps, ndeps, p) }?)
     }
 
     fn cuGraphAddMemFreeNode(out: *mut cudaGraphNode_t, graph: cudaGraph_t, deps: *const cudaGraphNode_t, ndeps: usize, dptr: CUdeviceptr) -> Result<(), CuError> {
         current()?;
-        Ok(crate::core::graph_mem::add_free(out, graph, deps, ndeps, dptr)?)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        Ok(unsafe { gp::add_free(out, graph, deps, ndeps, dptr) }?)
     }
 
     fn cuGraphMemAllocNodeGetParams(node: cudaGraphNode_t, out: *mut crate::core::graph_mem::cudaMemAllocNodeParams) -> Result<(), CuError> {
         current()?;
-        // SAFETY: the caller's output struct, checked for null.
-        let o = unsafe { out.as_mut() }.ok_or(CuError::INVALID_VALUE)?;
-        Ok(crate::core::graph_mem::alloc_node_params(node, o)?)
+        if out.is_null() {
+            return Err(CuError::INVALID_VALUE);
+        }
+        let p = crate::core::graph_mem::alloc_node_params(node)?;
+        // SAFETY: checked non-null; the caller's output struct.
+        Ok(unsafe { crate::ffi::write_out(out, p) }?)
     }
 
     fn cuGraphMemFreeNodeGetParams(node: cudaGraphNode_t, dptr: *mut CUdeviceptr) -> Result<(), CuError> {
@@ -424,19 +443,21 @@ entry_lib! {
     fn cuGraphInstantiateWithFlags(exec: *mut cudaGraphExec_t, g: cudaGraph_t, flags: u64) -> Result<(), CuError> {
         current()?;
         // SAFETY: forwarding the caller's output pointer; the flags have the same values.
-        unsafe { crate::core::graph_exec::graph_instantiate_with_flags(exec, g, flags) }.map_err(crate::error::CuError::from)
+        unsafe { crate::abi::graph_args::instantiate(exec, g, flags, false) }.map_err(crate::error::CuError::from)
     }
 
     fn cuGraphInstantiateWithParams(exec: *mut cudaGraphExec_t, g: cudaGraph_t, p: *mut crate::core::graph_exec::cudaGraphInstantiateParams) -> Result<(), CuError> {
         current()?;
         // CUDA_GRAPH_INSTANTIATE_PARAMS has the runtime's layout (flags, upload stream, error
         // node, result).
-        crate::core::graph_exec::instantiate_with_params(exec, g, p, false).map_err(CuError::from)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { crate::abi::graph_args::instantiate_with_params(exec, g, p, false) }.map_err(CuError::from)
     }
 
     fn cuGraphInstantiateWithParams_ptsz(exec: *mut cudaGraphExec_t, g: cudaGraph_t, p: *mut crate::core::graph_exec::cudaGraphInstantiateParams) -> Result<(), CuError> {
         current()?;
-        crate::core::graph_exec::instantiate_with_params(exec, g, p, true).map_err(CuError::from)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { crate::abi::graph_args::instantiate_with_params(exec, g, p, true) }.map_err(CuError::from)
     }
 
     fn cuGraphUpload(exec: cudaGraphExec_t, s: cudaStream_t) -> Result<(), CuError> {
@@ -590,12 +611,14 @@ entry_lib! {
 entry_lib! {
     fn cuGraphAddKernelNode(out: *mut cudaGraphNode_t, graph: cudaGraph_t, deps: *const cudaGraphNode_t, ndeps: usize, p: *const CUDA_KERNEL_NODE_PARAMS) -> Result<(), CuError> {
         let p = params(p)?;
-        kernel_node(out, graph, deps, ndeps, p, p.func)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { kernel_node(out, graph, deps, ndeps, p, p.func) }
     }
 
     fn cuGraphAddKernelNode_v2(out: *mut cudaGraphNode_t, graph: cudaGraph_t, deps: *const cudaGraphNode_t, ndeps: usize, p: *const CUDA_KERNEL_NODE_PARAMS_v2) -> Result<(), CuError> {
         let p = params(p)?;
-        kernel_node(out, graph, deps, ndeps, &p.v1, v2_func(p))
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { kernel_node(out, graph, deps, ndeps, &p.v1, v2_func(p)) }
     }
 
     fn cuGraphKernelNodeGetParams(node: cudaGraphNode_t, out: *mut CUDA_KERNEL_NODE_PARAMS) -> Result<(), CuError> {
@@ -620,25 +643,29 @@ entry_lib! {
     fn cuGraphKernelNodeSetParams(node: cudaGraphNode_t, p: *const CUDA_KERNEL_NODE_PARAMS) -> Result<(), CuError> {
         current()?;
         let p = params(p)?;
-        Ok(g::set_kind(node, kernel_kind(p, p.func)?)?)
+        // SAFETY: the caller's kernel arguments (the API's contract).
+        Ok(g::set_kind(node, unsafe { kernel_kind(p, p.func)? })?)
     }
 
     fn cuGraphKernelNodeSetParams_v2(node: cudaGraphNode_t, p: *const CUDA_KERNEL_NODE_PARAMS_v2) -> Result<(), CuError> {
         current()?;
         let p = params(p)?;
-        Ok(g::set_kind(node, kernel_kind(&p.v1, v2_func(p))?)?)
+        // SAFETY: the caller's kernel arguments (the API's contract).
+        Ok(g::set_kind(node, unsafe { kernel_kind(&p.v1, v2_func(p))? })?)
     }
 
     fn cuGraphExecKernelNodeSetParams(exec: cudaGraphExec_t, node: cudaGraphNode_t, p: *const CUDA_KERNEL_NODE_PARAMS) -> Result<(), CuError> {
         current()?;
         let p = params(p)?;
-        Ok(crate::core::graph_exec::exec_set(exec, node, Ok(kernel_kind(p, p.func)?))?)
+        // SAFETY: the caller's kernel arguments (the API's contract).
+        Ok(crate::core::graph_exec::exec_set(exec, node, Ok(unsafe { kernel_kind(p, p.func)? }))?)
     }
 
     fn cuGraphExecKernelNodeSetParams_v2(exec: cudaGraphExec_t, node: cudaGraphNode_t, p: *const CUDA_KERNEL_NODE_PARAMS_v2) -> Result<(), CuError> {
         current()?;
         let p = params(p)?;
-        Ok(crate::core::graph_exec::exec_set(exec, node, Ok(kernel_kind(&p.v1, v2_func(p))?))?)
+        // SAFETY: the caller's kernel arguments (the API's contract).
+        Ok(crate::core::graph_exec::exec_set(exec, node, Ok(unsafe { kernel_kind(&p.v1, v2_func(p))? }))?)
     }
 
     fn cuGraphMemsetNodeGetParams(node: cudaGraphNode_t, out: *mut cudaMemsetParams) -> Result<(), CuError> {
@@ -657,7 +684,7 @@ entry_lib! {
     fn cuGraphExecMemsetNodeSetParams(exec: cudaGraphExec_t, node: cudaGraphNode_t, p: *const cudaMemsetParams, _ctx: *mut c_void) -> Result<(), CuError> {
         current()?;
         // SAFETY: as above.
-        unsafe { crate::core::graph_params::graph_exec_memset_node_set_params(exec, node, p) }.map_err(crate::error::CuError::from)
+        unsafe { gp::exec_memset_node_set_params(exec, node, p) }.map_err(crate::error::CuError::from)
     }
 
     fn cuGraphMemcpyNodeSetParams(node: cudaGraphNode_t, p: *const super::texture::CUDA_MEMCPY3D) -> Result<(), CuError> {
@@ -688,7 +715,7 @@ entry_lib! {
     fn cuGraphExecHostNodeSetParams(exec: cudaGraphExec_t, node: cudaGraphNode_t, p: *const cudaHostNodeParams) -> Result<(), CuError> {
         current()?;
         // SAFETY: as above.
-        unsafe { crate::core::graph_params::graph_exec_host_node_set_params(exec, node, p) }.map_err(crate::error::CuError::from)
+        unsafe { gp::exec_host_node_set_params(exec, node, p) }.map_err(crate::error::CuError::from)
     }
 
     fn cuGraphAddMemsetNode(out: *mut cudaGraphNode_t, graph: cudaGraph_t, deps: *const cudaGraphNode_t, ndeps: usize, p: *const cudaMemsetParams, _ctx: *mut c_void) -> Result<(), CuError> {
@@ -701,7 +728,8 @@ entry_lib! {
     fn cuGraphAddMemcpyNode(out: *mut cudaGraphNode_t, graph: cudaGraph_t, deps: *const cudaGraphNode_t, ndeps: usize, p: *const super::texture::CUDA_MEMCPY3D, _ctx: *mut c_void) -> Result<(), CuError> {
         current()?;
         let cp = super::texture::graph_copy(p)?;
-        Ok(g::add_node(out, graph, deps, ndeps, || Ok(g::Kind::Memcpy(cp)))?)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        Ok(unsafe { crate::abi::graph_ptrs::add_node(out, graph, deps, ndeps, || Ok(g::Kind::Memcpy(cp))) }?)
     }
 
     fn cuGraphAddHostNode(out: *mut cudaGraphNode_t, graph: cudaGraph_t, deps: *const cudaGraphNode_t, ndeps: usize, p: *const cudaHostNodeParams) -> Result<(), CuError> {

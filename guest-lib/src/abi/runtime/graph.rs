@@ -15,6 +15,8 @@
 //! host, empty, child graph, event record and event wait.
 
 use crate::abi::graph_args::*;
+use crate::abi::graph_ptrs::{add_node, read};
+use crate::abi::node_args::kernel_kind;
 use crate::core::graph::*;
 use crate::core::graph_params::memcpy_symbol;
 use crate::ffi::{cudaEvent_t, write_out};
@@ -41,28 +43,34 @@ entry! {
     }
 
     fn cudaGraphAddKernelNode(out: *mut cudaGraphNode_t, g: cudaGraph_t, deps: *const cudaGraphNode_t, ndeps: usize, p: *const cudaKernelNodeParams) {
-        add_node(out, g, deps, ndeps, || Ok(Kind::Kernel(crate::core::launch::kernel_from_c(read(p)?)?)))
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { add_node(out, g, deps, ndeps, || kernel_kind(read(p)?)) }
     }
 
     fn cudaGraphAddMemcpyNode(out: *mut cudaGraphNode_t, g: cudaGraph_t, deps: *const cudaGraphNode_t, ndeps: usize, p: *const cudaMemcpy3DParms) {
-        add_node(out, g, deps, ndeps, || Ok(Kind::Memcpy(Copy3D::from_c(read(p)?)?)))
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { add_node(out, g, deps, ndeps, || Ok(Kind::Memcpy(Copy3D::from_c(read(p)?)?))) }
     }
 
     fn cudaGraphAddMemcpyNode1D(out: *mut cudaGraphNode_t, g: cudaGraph_t, deps: *const cudaGraphNode_t, ndeps: usize, dst: *mut c_void, src: *const c_void, count: usize, kind: c_int) {
-        add_node(out, g, deps, ndeps, || Ok(Kind::Memcpy(Copy3D::linear(dst as u64, src as u64, count as u64, kind)?)))
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { add_node(out, g, deps, ndeps, || Ok(Kind::Memcpy(Copy3D::linear(dst as u64, src as u64, count as u64, kind)?))) }
     }
 
     fn cudaGraphDebugDotPrint(g: cudaGraph_t, path: *const std::ffi::c_char, flags: c_uint) {
         let _ = flags;
-        dot_print(g, path)
+        // SAFETY: the caller's NUL-terminated path; `c_path` checks it for null.
+        dot_print(g, unsafe { crate::ffi::c_path(path)? })
     }
 
     fn cudaGraphAddMemcpyNodeToSymbol(out: *mut cudaGraphNode_t, g: cudaGraph_t, deps: *const cudaGraphNode_t, ndeps: usize, symbol: *const c_void, src: *const c_void, count: usize, offset: usize, kind: c_int) {
-        add_node(out, g, deps, ndeps, || memcpy_symbol(symbol, src as u64, count, offset, kind, true))
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { add_node(out, g, deps, ndeps, || memcpy_symbol(symbol, src as u64, count, offset, kind, true)) }
     }
 
     fn cudaGraphAddMemcpyNodeFromSymbol(out: *mut cudaGraphNode_t, g: cudaGraph_t, deps: *const cudaGraphNode_t, ndeps: usize, dst: *mut c_void, symbol: *const c_void, count: usize, offset: usize, kind: c_int) {
-        add_node(out, g, deps, ndeps, || memcpy_symbol(symbol, dst as u64, count, offset, kind, false))
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { add_node(out, g, deps, ndeps, || memcpy_symbol(symbol, dst as u64, count, offset, kind, false)) }
     }
 
     fn cudaGraphMemcpyNodeSetParamsToSymbol(node: cudaGraphNode_t, symbol: *const c_void, src: *const c_void, count: usize, offset: usize, kind: c_int) {
@@ -136,7 +144,8 @@ entry! {
     }
 
     fn cudaGraphKernelNodeSetParams(node: cudaGraphNode_t, p: *const cudaKernelNodeParams) {
-        set_kind(node, Kind::Kernel(crate::core::launch::kernel_from_c(read(p)?)?))
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { set_kind(node, kernel_kind(read(p)?)?) }
     }
 
     fn cudaGraphMemcpyNodeGetParams(node: cudaGraphNode_t, out: *mut cudaMemcpy3DParms) {
@@ -146,7 +155,8 @@ entry! {
     }
 
     fn cudaGraphMemcpyNodeSetParams(node: cudaGraphNode_t, p: *const cudaMemcpy3DParms) {
-        set_kind(node, Kind::Memcpy(Copy3D::from_c(read(p)?)?))
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { set_kind(node, Kind::Memcpy(Copy3D::from_c(read(p)?)?)) }
     }
 
     fn cudaGraphMemcpyNodeSetParams1D(node: cudaGraphNode_t, dst: *mut c_void, src: *const c_void, count: usize, kind: c_int) {

@@ -23,34 +23,40 @@
 //! takes its parameters; anything else fails with `cudaErrorGraphExecUpdateFailure` and the
 //! reason in `cudaGraphExecUpdateResultInfo`.
 
+use crate::abi::graph_args::{exec_update, instantiate, instantiate_with_params};
+use crate::abi::node_args::{
+    exec_host_node_set_params, exec_kernel_node_set_params, exec_memcpy_node_set_params,
+    exec_memset_node_set_params,
+};
 use crate::client::{self};
 use crate::core::graph::{
     Kind, cudaGraph_t, cudaGraphExec_t, cudaGraphNode_t, cudaHostNodeParams, cudaKernelNodeParams,
     cudaMemcpy3DParms, cudaMemsetParams, with,
 };
 use crate::core::graph_exec::*;
-use crate::core::graph_params::graph_exec_host_node_set_params;
-use crate::core::graph_params::graph_exec_memset_node_set_params;
 use crate::error::Error;
 use crate::ffi::{cudaEvent_t, cudaStream_t, write_out};
 use std::ffi::{c_int, c_uint, c_void};
 
 entry! {
     fn cudaGraphInstantiate(out: *mut cudaGraphExec_t, g: cudaGraph_t, flags: u64) {
-        instantiate(out, g, flags, false)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { instantiate(out, g, flags, false) }
     }
 
     fn cudaGraphInstantiateWithFlags(out: *mut cudaGraphExec_t, g: cudaGraph_t, flags: u64) {
         // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { graph_instantiate_with_flags(out, g, flags) }
+        unsafe { instantiate(out, g, flags, false) }
     }
 
     fn cudaGraphInstantiateWithParams(out: *mut cudaGraphExec_t, g: cudaGraph_t, p: *mut cudaGraphInstantiateParams) {
-        instantiate_with_params(out, g, p, false)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { instantiate_with_params(out, g, p, false) }
     }
 
     fn cudaGraphInstantiateWithParams_ptsz(out: *mut cudaGraphExec_t, g: cudaGraph_t, p: *mut cudaGraphInstantiateParams) {
-        instantiate_with_params(out, g, p, true)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { instantiate_with_params(out, g, p, true) }
     }
 
     fn cudaGraphExecGetFlags(exec: cudaGraphExec_t, flags: *mut u64) {
@@ -73,15 +79,18 @@ entry! {
     fn cudaGraphUpload_ptsz(exec: cudaGraphExec_t, stream: cudaStream_t) { upload(exec, stream, true) }
 
     fn cudaGraphExecUpdate(exec: cudaGraphExec_t, g: cudaGraph_t, info: *mut cudaGraphExecUpdateResultInfo) {
-        update(exec, g, info)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { exec_update(exec, g, info) }
     }
 
     fn cudaGraphExecKernelNodeSetParams(exec: cudaGraphExec_t, node: cudaGraphNode_t, p: *const cudaKernelNodeParams) {
-        exec_set(exec, node, crate::core::graph_params::kernel_from_c(p))
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { exec_kernel_node_set_params(exec, node, p) }
     }
 
     fn cudaGraphExecMemcpyNodeSetParams(exec: cudaGraphExec_t, node: cudaGraphNode_t, p: *const cudaMemcpy3DParms) {
-        exec_set(exec, node, crate::core::graph_params::memcpy_from_c(p))
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { exec_memcpy_node_set_params(exec, node, p) }
     }
 
     fn cudaGraphExecMemcpyNodeSetParams1D(exec: cudaGraphExec_t, node: cudaGraphNode_t, dst: *mut c_void, src: *const c_void, count: usize, kind: c_int) {
@@ -90,7 +99,7 @@ entry! {
 
     fn cudaGraphExecMemsetNodeSetParams(exec: cudaGraphExec_t, node: cudaGraphNode_t, p: *const cudaMemsetParams) {
         // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { graph_exec_memset_node_set_params(exec, node, p) }
+        unsafe { exec_memset_node_set_params(exec, node, p) }
     }
 
     fn cudaGraphExecMemcpyNodeSetParamsToSymbol(exec: cudaGraphExec_t, node: cudaGraphNode_t, symbol: *const c_void, src: *const c_void, count: usize, offset: usize, kind: c_int) {
@@ -126,6 +135,6 @@ entry! {
 
     fn cudaGraphExecHostNodeSetParams(exec: cudaGraphExec_t, node: cudaGraphNode_t, p: *const cudaHostNodeParams) {
         // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { graph_exec_host_node_set_params(exec, node, p) }
+        unsafe { exec_host_node_set_params(exec, node, p) }
     }
 }

@@ -20,6 +20,7 @@
 //! As in CUDA, a graph with memory nodes has one executable graph at a time, and memory
 //! nodes cannot be in child graphs (`cudaErrorNotSupported`).
 
+use crate::abi::node_args::{add_alloc, add_free, graph_mem_attribute};
 use crate::client;
 use crate::core::graph::{cudaGraph_t, cudaGraphNode_t};
 use crate::core::graph_mem::*;
@@ -31,17 +32,22 @@ entry! {
     fn cudaGraphAddMemAllocNode(out: *mut cudaGraphNode_t, g: cudaGraph_t, deps: *const cudaGraphNode_t, ndeps: usize, p: *mut cudaMemAllocNodeParams) {
         // SAFETY: the caller's parameters (the API's contract), checked for null.
         let p = unsafe { p.as_mut() }.ok_or(Error::INVALID_VALUE)?;
-        add_alloc(out, g, deps, ndeps, p)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { add_alloc(out, g, deps, ndeps, p) }
     }
 
     fn cudaGraphAddMemFreeNode(out: *mut cudaGraphNode_t, g: cudaGraph_t, deps: *const cudaGraphNode_t, ndeps: usize, dptr: *mut c_void) {
-        add_free(out, g, deps, ndeps, dptr as u64)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { add_free(out, g, deps, ndeps, dptr as u64) }
     }
 
     fn cudaGraphMemAllocNodeGetParams(node: cudaGraphNode_t, out: *mut cudaMemAllocNodeParams) {
-        // SAFETY: the caller's output struct, checked for null.
-        let o = unsafe { out.as_mut() }.ok_or(Error::INVALID_VALUE)?;
-        alloc_node_params(node, o)
+        if out.is_null() {
+            return Err(Error::INVALID_VALUE);
+        }
+        let p = alloc_node_params(node)?;
+        // SAFETY: checked non-null; the caller's output struct.
+        unsafe { write_out(out, p) }
     }
 
     fn cudaGraphMemFreeNodeGetParams(node: cudaGraphNode_t, dptr: *mut c_void) {
@@ -52,12 +58,14 @@ entry! {
 
     fn cudaDeviceGetGraphMemAttribute(device: c_int, attr: c_int, value: *mut c_void) {
         client::client()?.check_device(device)?;
-        graph_mem_attribute(attr, value, false)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { graph_mem_attribute(attr, value, false) }
     }
 
     fn cudaDeviceSetGraphMemAttribute(device: c_int, attr: c_int, value: *mut c_void) {
         client::client()?.check_device(device)?;
-        graph_mem_attribute(attr, value, true)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { graph_mem_attribute(attr, value, true) }
     }
 
     fn cudaDeviceGraphMemTrim(device: c_int) {

@@ -7,28 +7,33 @@
 //! semaphore and conditional types answer `cudaErrorNotSupported`.
 //! Also `cudaGraphExecChildGraphNodeSetParams`.
 
+use crate::abi::node_args::*;
 use crate::core::graph::{cudaGraph_t, cudaGraphExec_t, cudaGraphNode_t};
-use crate::core::graph_params::*;
 
 entry! {
     fn cudaGraphAddNode(out: *mut cudaGraphNode_t, g: cudaGraph_t, deps: *const cudaGraphNode_t, edges: *const u8, n: usize, p: *mut cudaGraphNodeParams) {
-        add(out, g, deps, edges, n, p, true, None)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { add(out, g, deps, edges, n, p, true, None) }
     }
 
     fn __v12_cudaGraphAddNode(out: *mut cudaGraphNode_t, g: cudaGraph_t, deps: *const cudaGraphNode_t, n: usize, p: *mut cudaGraphNodeParams) {
-        add(out, g, deps, std::ptr::null(), n, p, false, None)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { add(out, g, deps, std::ptr::null(), n, p, false, None) }
     }
 
     fn cudaGraphAddNode_v2(out: *mut cudaGraphNode_t, g: cudaGraph_t, deps: *const cudaGraphNode_t, edges: *const u8, n: usize, p: *mut cudaGraphNodeParams) {
-        add(out, g, deps, edges, n, p, false, None)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { add(out, g, deps, edges, n, p, false, None) }
     }
 
     fn cudaGraphNodeSetParams(node: cudaGraphNode_t, p: *mut cudaGraphNodeParams) {
-        set(node, p, None)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { set(node, p, None) }
     }
 
     fn cudaGraphExecNodeSetParams(exec: cudaGraphExec_t, node: cudaGraphNode_t, p: *mut cudaGraphNodeParams) {
-        exec_set_params(exec, node, p, None)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { exec_set_params(exec, node, p, None) }
     }
 
     fn cudaGraphExecChildGraphNodeSetParams(exec: cudaGraphExec_t, node: cudaGraphNode_t, child: cudaGraph_t) {

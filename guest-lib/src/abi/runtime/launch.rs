@@ -12,7 +12,7 @@ use crate::client::{self};
 use crate::core::launch::*;
 use crate::core::registry;
 use crate::error::Error;
-use crate::ffi::{cudaFuncAttributes, cudaStream_t, dim3, write_out};
+use crate::ffi::{KernelArgs, cudaFuncAttributes, cudaStream_t, dim3, write_out};
 use crate::state::{self, CallConfig};
 use std::ffi::{c_char, c_int, c_uint, c_void};
 
@@ -42,7 +42,8 @@ entry_raw! {
     ) -> () {
         // SAFETY: `handle` is what __cudaRegisterFatBinary returned.
         let Some(fb) = (unsafe { registry::fatbin(handle) }) else { return };
-        match c_string(device_fun) {
+        // SAFETY: nvcc's registration code passes NUL-terminated names from the program image.
+        match unsafe { crate::ffi::c_str(device_fun) }.map(|s| s.to_string_lossy().into_owned()) {
             Ok(name) => registry::register_function(fb, host_fun as usize, name),
             Err(_) => log::warn!("__cudaRegisterFunction without a name"),
         }
@@ -60,7 +61,8 @@ entry_raw! {
     ) -> () {
         // SAFETY: `handle` is what __cudaRegisterFatBinary returned.
         let Some(fb) = (unsafe { registry::fatbin(handle) }) else { return };
-        match c_string(device_address) {
+        // SAFETY: nvcc's registration code passes NUL-terminated names from the program image.
+        match unsafe { crate::ffi::c_str(device_address) }.map(|s| s.to_string_lossy().into_owned()) {
             Ok(name) => registry::register_var(fb, host_var as usize, name),
             Err(_) => log::warn!("__cudaRegisterVar without a name"),
         }
@@ -83,7 +85,8 @@ entry_raw! {
         // the variable does not crash.
         // SAFETY: `handle` is what __cudaRegisterFatBinary returned.
         let Some(fb) = (unsafe { registry::fatbin(handle) }) else { return };
-        match c_string(device_address) {
+        // SAFETY: nvcc's registration code passes NUL-terminated names from the program image.
+        match unsafe { crate::ffi::c_str(device_address) }.map(|s| s.to_string_lossy().into_owned()) {
             Ok(name) if !host_var_ptr.is_null() => {
                 registry::register_managed_var(&fb, host_var_ptr as usize, name, size)
             }
@@ -136,42 +139,62 @@ entry! {
     }
 
     fn __cudaLaunchKernel(kernel: *const c_void, grid: dim3, block: dim3, args: *mut *mut c_void, shmem: usize, stream: cudaStream_t) {
+        // SAFETY: the caller's kernel arguments (the API's contract).
+        let args = unsafe { KernelArgs::new(args, std::ptr::null_mut()) };
         launch(kernel, grid, block, args, shmem, stream, false)
     }
 
     fn __cudaLaunchKernel_ptsz(kernel: *const c_void, grid: dim3, block: dim3, args: *mut *mut c_void, shmem: usize, stream: cudaStream_t) {
+        // SAFETY: the caller's kernel arguments (the API's contract).
+        let args = unsafe { KernelArgs::new(args, std::ptr::null_mut()) };
         launch(kernel, grid, block, args, shmem, stream, true)
     }
 
     fn cudaLaunchKernel(func: *const c_void, grid: dim3, block: dim3, args: *mut *mut c_void, shmem: usize, stream: cudaStream_t) {
+        // SAFETY: the caller's kernel arguments (the API's contract).
+        let args = unsafe { KernelArgs::new(args, std::ptr::null_mut()) };
         launch(func, grid, block, args, shmem, stream, false)
     }
 
     fn cudaLaunchKernel_ptsz(func: *const c_void, grid: dim3, block: dim3, args: *mut *mut c_void, shmem: usize, stream: cudaStream_t) {
+        // SAFETY: the caller's kernel arguments (the API's contract).
+        let args = unsafe { KernelArgs::new(args, std::ptr::null_mut()) };
         launch(func, grid, block, args, shmem, stream, true)
     }
 
     fn __v12_cudaLaunchKernel(func: *const c_void, grid: dim3, block: dim3, args: *mut *mut c_void, shmem: usize, stream: cudaStream_t) {
+        // SAFETY: the caller's kernel arguments (the API's contract).
+        let args = unsafe { KernelArgs::new(args, std::ptr::null_mut()) };
         as_v12(|| launch(func, grid, block, args, shmem, stream, false))
     }
 
     fn __v12_cudaLaunchKernel_ptsz(func: *const c_void, grid: dim3, block: dim3, args: *mut *mut c_void, shmem: usize, stream: cudaStream_t) {
+        // SAFETY: the caller's kernel arguments (the API's contract).
+        let args = unsafe { KernelArgs::new(args, std::ptr::null_mut()) };
         as_v12(|| launch(func, grid, block, args, shmem, stream, true))
     }
 
     fn __v12_cudaLaunchCooperativeKernel(func: *const c_void, grid: dim3, block: dim3, args: *mut *mut c_void, shmem: usize, stream: cudaStream_t) {
+        // SAFETY: the caller's kernel arguments (the API's contract).
+        let args = unsafe { KernelArgs::new(args, std::ptr::null_mut()) };
         as_v12(|| launch_as(func, grid, block, args, shmem, stream, false, true))
     }
 
     fn __v12_cudaLaunchCooperativeKernel_ptsz(func: *const c_void, grid: dim3, block: dim3, args: *mut *mut c_void, shmem: usize, stream: cudaStream_t) {
+        // SAFETY: the caller's kernel arguments (the API's contract).
+        let args = unsafe { KernelArgs::new(args, std::ptr::null_mut()) };
         as_v12(|| launch_as(func, grid, block, args, shmem, stream, true, true))
     }
 
     fn cudaLaunchCooperativeKernel(func: *const c_void, grid: dim3, block: dim3, args: *mut *mut c_void, shmem: usize, stream: cudaStream_t) {
+        // SAFETY: the caller's kernel arguments (the API's contract).
+        let args = unsafe { KernelArgs::new(args, std::ptr::null_mut()) };
         launch_as(func, grid, block, args, shmem, stream, false, true)
     }
 
     fn cudaLaunchCooperativeKernel_ptsz(func: *const c_void, grid: dim3, block: dim3, args: *mut *mut c_void, shmem: usize, stream: cudaStream_t) {
+        // SAFETY: the caller's kernel arguments (the API's contract).
+        let args = unsafe { KernelArgs::new(args, std::ptr::null_mut()) };
         launch_as(func, grid, block, args, shmem, stream, true, true)
     }
 
@@ -214,19 +237,31 @@ entry! {
 
 entry! {
     fn cudaLaunchKernelExC(config: *const cudaLaunchConfig_t, func: *const c_void, args: *mut *mut c_void) {
-        launch_ex(config, func, args, false)
+        // SAFETY: the caller's kernel arguments (the API's contract).
+        let args = unsafe { KernelArgs::new(args, std::ptr::null_mut()) };
+        // SAFETY: the caller's configuration (the API's contract).
+        unsafe { launch_ex_c(config, func, args, false) }
     }
 
     fn cudaLaunchKernelExC_ptsz(config: *const cudaLaunchConfig_t, func: *const c_void, args: *mut *mut c_void) {
-        launch_ex(config, func, args, true)
+        // SAFETY: the caller's kernel arguments (the API's contract).
+        let args = unsafe { KernelArgs::new(args, std::ptr::null_mut()) };
+        // SAFETY: the caller's configuration (the API's contract).
+        unsafe { launch_ex_c(config, func, args, true) }
     }
 
     fn __v12_cudaLaunchKernelExC(config: *const cudaLaunchConfig_t, func: *const c_void, args: *mut *mut c_void) {
-        as_v12(|| launch_ex(config, func, args, false))
+        // SAFETY: the caller's kernel arguments (the API's contract).
+        let args = unsafe { KernelArgs::new(args, std::ptr::null_mut()) };
+        // SAFETY: the caller's configuration (the API's contract).
+        as_v12(|| unsafe { launch_ex_c(config, func, args, false) })
     }
 
     fn __v12_cudaLaunchKernelExC_ptsz(config: *const cudaLaunchConfig_t, func: *const c_void, args: *mut *mut c_void) {
-        as_v12(|| launch_ex(config, func, args, true))
+        // SAFETY: the caller's kernel arguments (the API's contract).
+        let args = unsafe { KernelArgs::new(args, std::ptr::null_mut()) };
+        // SAFETY: the caller's configuration (the API's contract).
+        as_v12(|| unsafe { launch_ex_c(config, func, args, true) })
     }
 
     fn cudaFuncGetName(name: *mut *const c_char, func: *const c_void) {
@@ -245,4 +280,22 @@ entry! {
         // SAFETY: the caller's output pointer, checked for null.
         unsafe { write_out(out, p as *const c_void) }
     }
+}
+
+/// `cudaLaunchKernelExC`: the configuration and its attributes read from C.
+///
+/// # Safety
+///
+/// `config` is null or readable, and its `attrs` null or `num_attrs` attributes.
+unsafe fn launch_ex_c(
+    config: *const cudaLaunchConfig_t,
+    func: *const c_void,
+    args: KernelArgs,
+    ptsz: bool,
+) -> crate::error::Result<()> {
+    // SAFETY: the caller's configuration, checked for null.
+    let cfg = unsafe { config.as_ref() }.ok_or(Error::INVALID_VALUE)?;
+    // SAFETY: `num_attrs` attributes at `attrs` (the API's contract).
+    let attrs = unsafe { crate::ffi::slice_in(cfg.attrs, cfg.num_attrs as usize)? };
+    launch_ex(cfg, attrs, func, args, ptsz)
 }

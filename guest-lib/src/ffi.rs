@@ -300,3 +300,20 @@ impl KernelArgs {
         Ok(out)
     }
 }
+
+/// Writes `s` as a NUL-terminated string into the caller's buffer of `len` bytes,
+/// truncated to fit (null or `len` <= 0: `INVALID_VALUE`).
+///
+/// # Safety
+/// `buf` is null or valid for writes of `len` bytes.
+pub unsafe fn write_c_string(buf: *mut std::ffi::c_char, len: c_int, s: &str) -> Result<()> {
+    if buf.is_null() || len <= 0 {
+        return Err(Error::INVALID_VALUE);
+    }
+    // SAFETY: non-null; the caller's `len` bytes.
+    let dst = unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), len as usize) };
+    let n = s.len().min(dst.len() - 1);
+    dst[..n].copy_from_slice(&s.as_bytes()[..n]);
+    dst[n] = 0;
+    Ok(())
+}

@@ -61,6 +61,7 @@ mod core {
     pub mod array;
     pub mod attr_table;
     pub mod attrs;
+    pub mod callback;
     pub mod capture;
     pub mod context;
     pub mod curand;
@@ -107,6 +108,7 @@ mod abi {
     pub mod graph_args;
     pub mod graph_ptrs;
     pub mod managed_args;
+    pub mod memory_args;
     pub mod node_args;
     pub mod nvjitlink;
     pub mod nvjitlink_lto;

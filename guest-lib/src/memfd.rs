@@ -30,3 +30,32 @@ pub(crate) fn sealed_memfd(name: &std::ffi::CStr, size: usize) -> std::io::Resul
     }
     Ok(fd)
 }
+
+/// A new unsealed memory file (named `name`) holding `data`, as a descriptor the caller owns
+/// from then on (another process may import it).
+pub(crate) fn file_with(name: &std::ffi::CStr, data: &[u8]) -> std::io::Result<std::os::fd::RawFd> {
+    use std::io::Write;
+    use std::os::fd::IntoRawFd;
+    // SAFETY: a name with its NUL and valid flags; the result is checked.
+    let raw = unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC) };
+    if raw < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: memfd_create just returned this descriptor; nothing else owns it.
+    let mut f = std::fs::File::from(unsafe { OwnedFd::from_raw_fd(raw) });
+    f.write_all(data)?;
+    Ok(f.into_raw_fd())
+}
+
+/// The first `N` bytes of the file behind descriptor `fd`, which stays the caller's (and
+/// open); `None` if it is not an open file or is shorter.
+pub(crate) fn read_head<const N: usize>(fd: std::os::fd::RawFd) -> Option<[u8; N]> {
+    use std::os::unix::fs::FileExt;
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: the file only borrows the caller's descriptor: ManuallyDrop never closes it.
+    let f = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(fd) });
+    let mut head = [0u8; N];
+    f.read_exact_at(&mut head, 0).ok().map(|()| head)
+}

@@ -24,11 +24,15 @@ use vcuda_protocol::{HandleReq, ops};
 
 entry_lib! {
     fn curandCreateGenerator(out: *mut G, rng_type: c_uint) -> Result<(), RandError> {
-        create(out, rng_type, false)
+        let g = create(!out.is_null(), rng_type, false)?;
+        // SAFETY: the caller's arguments, valid as cuRAND requires.
+        unsafe { set_out(out, g as G) }
     }
 
     fn curandCreateGeneratorHost(out: *mut G, rng_type: c_uint) -> Result<(), RandError> {
-        create(out, rng_type, true)
+        let g = create(!out.is_null(), rng_type, true)?;
+        // SAFETY: the caller's arguments, valid as cuRAND requires.
+        unsafe { set_out(out, g as G) }
     }
 
     fn curandDestroyGenerator(g: G) -> Result<(), RandError> {
@@ -39,12 +43,14 @@ entry_lib! {
     }
 
     fn curandGetVersion(out: *mut c_int) -> Result<(), RandError> {
-        set_out(out, VERSION)
+        // SAFETY: the caller's arguments, valid as cuRAND requires.
+        unsafe { set_out(out, VERSION) }
     }
 
     fn curandGetProperty(ty: c_int, out: *mut c_int) -> Result<(), RandError> {
         match VERSION_PARTS.get(ty as usize) {
-            Some(&v) if ty >= 0 => set_out(out, v),
+            // SAFETY: the caller's output pointer, valid as cuRAND requires.
+            Some(&v) if ty >= 0 => unsafe { set_out(out, v) },
             _ => Err(RandError::OUT_OF_RANGE),
         }
     }
@@ -81,43 +87,54 @@ entry_lib! {
     }
 
     fn curandGenerate(g: G, out: *mut c_uint, n: usize) -> Result<(), RandError> {
-        generate(g, out.cast(), n, dist::BITS32, 0.0, 0.0)
+        // SAFETY: the caller's arguments, valid as cuRAND requires.
+        unsafe { generate_c(g, out.cast(), n, dist::BITS32, (0.0, 0.0)) }
     }
 
     fn curandGenerateLongLong(g: G, out: *mut c_ulonglong, n: usize) -> Result<(), RandError> {
-        generate(g, out.cast(), n, dist::BITS64, 0.0, 0.0)
+        // SAFETY: the caller's arguments, valid as cuRAND requires.
+        unsafe { generate_c(g, out.cast(), n, dist::BITS64, (0.0, 0.0)) }
     }
 
     fn curandGenerateUniform(g: G, out: *mut f32, n: usize) -> Result<(), RandError> {
-        generate(g, out.cast(), n, dist::UNIFORM_F32, 0.0, 0.0)
+        // SAFETY: the caller's arguments, valid as cuRAND requires.
+        unsafe { generate_c(g, out.cast(), n, dist::UNIFORM_F32, (0.0, 0.0)) }
     }
 
     fn curandGenerateUniformDouble(g: G, out: *mut f64, n: usize) -> Result<(), RandError> {
-        generate(g, out.cast(), n, dist::UNIFORM_F64, 0.0, 0.0)
+        // SAFETY: the caller's arguments, valid as cuRAND requires.
+        unsafe { generate_c(g, out.cast(), n, dist::UNIFORM_F64, (0.0, 0.0)) }
     }
 
     fn curandGenerateNormal(g: G, out: *mut f32, n: usize, mean: f32, stddev: f32) -> Result<(), RandError> {
-        generate(g, out.cast(), n, dist::NORMAL_F32, mean.into(), stddev.into())
+        // SAFETY: the caller's arguments, valid as cuRAND requires.
+        unsafe { generate_c(g, out.cast(), n, dist::NORMAL_F32, (mean.into(), stddev.into())) }
     }
 
     fn curandGenerateNormalDouble(g: G, out: *mut f64, n: usize, mean: f64, stddev: f64) -> Result<(), RandError> {
-        generate(g, out.cast(), n, dist::NORMAL_F64, mean, stddev)
+        // SAFETY: the caller's arguments, valid as cuRAND requires.
+        unsafe { generate_c(g, out.cast(), n, dist::NORMAL_F64, (mean, stddev)) }
     }
 
     fn curandGenerateLogNormal(g: G, out: *mut f32, n: usize, mean: f32, stddev: f32) -> Result<(), RandError> {
-        generate(g, out.cast(), n, dist::LOG_NORMAL_F32, mean.into(), stddev.into())
+        // SAFETY: the caller's arguments, valid as cuRAND requires.
+        unsafe { generate_c(g, out.cast(), n, dist::LOG_NORMAL_F32, (mean.into(), stddev.into())) }
     }
 
     fn curandGenerateLogNormalDouble(g: G, out: *mut f64, n: usize, mean: f64, stddev: f64) -> Result<(), RandError> {
-        generate(g, out.cast(), n, dist::LOG_NORMAL_F64, mean, stddev)
+        // SAFETY: the caller's arguments, valid as cuRAND requires.
+        unsafe { generate_c(g, out.cast(), n, dist::LOG_NORMAL_F64, (mean, stddev)) }
     }
 
     fn curandGeneratePoisson(g: G, out: *mut c_uint, n: usize, lambda: f64) -> Result<(), RandError> {
-        generate(g, out.cast(), n, dist::POISSON, lambda, 0.0)
+        // SAFETY: the caller's arguments, valid as cuRAND requires.
+        unsafe { generate_c(g, out.cast(), n, dist::POISSON, (lambda, 0.0)) }
     }
 
     fn curandCreatePoissonDistribution(lambda: f64, out: *mut *mut c_void) -> Result<(), RandError> {
-        create_poisson(lambda, out)
+        let d = create_poisson(!out.is_null(), lambda)?;
+        // SAFETY: the caller's arguments, valid as cuRAND requires.
+        unsafe { set_out(out, d as *mut c_void) }
     }
 
     fn curandDestroyDistribution(d: *mut c_void) -> Result<(), RandError> {
@@ -126,6 +143,41 @@ entry_lib! {
 
     fn curandGeneratePoissonMethod(g: G, out: *mut c_uint, n: usize, lambda: f64, _method: c_int) -> Result<(), RandError> {
         // Every method draws from the same distribution; the backend picks its own.
-        generate(g, out.cast(), n, dist::POISSON, lambda, 0.0)
+        // SAFETY: the caller's arguments, valid as cuRAND requires.
+        unsafe { generate_c(g, out.cast(), n, dist::POISSON, (lambda, 0.0)) }
     }
+}
+
+/// Writes `v` through one of cuRAND's output pointers (null: `CURAND_STATUS_OUT_OF_RANGE`).
+///
+/// # Safety
+///
+/// `p` is null or valid for writing a `T`.
+unsafe fn set_out<T>(p: *mut T, v: T) -> std::result::Result<(), RandError> {
+    if p.is_null() {
+        return Err(RandError::OUT_OF_RANGE);
+    }
+    // SAFETY: non-null; the caller's output pointer.
+    unsafe { p.write_unaligned(v) };
+    Ok(())
+}
+
+/// `curandGenerate*`: `out` is device memory for a device generator, the program's buffer
+/// of `n` numbers for a host generator.
+///
+/// # Safety
+///
+/// For a host generator, `out` is null or valid for writes of `n` numbers of `d`'s type.
+unsafe fn generate_c(
+    g: G,
+    out: *mut c_void,
+    n: usize,
+    d: u32,
+    params: (f64, f64),
+) -> std::result::Result<(), RandError> {
+    generate(g, out as u64, n, d, params, |len| {
+        // SAFETY: the host generator's buffer, `len` bytes (`n` numbers of `d`'s type):
+        // the caller's contract; `host_slice_mut` checks for null.
+        unsafe { crate::ffi::host_slice_mut(out, len) }.map_err(|_| RandError::LAUNCH_FAILURE)
+    })
 }

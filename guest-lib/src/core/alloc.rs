@@ -6,7 +6,6 @@
 
 use crate::client::{self, Client};
 use crate::error::{Error, Result};
-use crate::ffi::write_out;
 use crate::mirror::{Kind, Range};
 use crate::{shared, state};
 use std::ffi::c_void;
@@ -69,22 +68,21 @@ pub(crate) const ATTACH_SINGLE: u32 = 0x4;
 /// Managed memory for a `__managed__` variable of `size` bytes (see
 /// `registry::FatbinReg::module`).
 pub(crate) fn alloc_for_var(size: usize) -> Result<u64> {
-    let mut p: *mut c_void = std::ptr::null_mut();
-    malloc_managed(&mut p, size.max(1), ATTACH_GLOBAL)?;
-    Ok(p as u64)
+    malloc_managed(true, size.max(1), ATTACH_GLOBAL)
 }
 
-pub(crate) fn malloc_managed(dev_ptr: *mut *mut c_void, size: usize, flags: u32) -> Result<()> {
+/// `cudaMallocManaged` (`has_out`: whether the caller gave somewhere to put the address;
+/// refused after the sticky error, as CUDA orders it): the address, null for 0 bytes.
+pub(crate) fn malloc_managed(has_out: bool, size: usize, flags: u32) -> Result<u64> {
     let c = client::client()?;
     c.check_sticky()?;
-    if dev_ptr.is_null() || (flags != ATTACH_GLOBAL && flags != ATTACH_HOST) {
+    if !has_out || (flags != ATTACH_GLOBAL && flags != ATTACH_HOST) {
         return Err(Error::INVALID_VALUE);
     }
     if size == 0 {
         // As cudaMalloc of 0 bytes (and NVIDIA's runtime, measured on an H100): success,
         // a null pointer.
-        // SAFETY: the caller's output pointer, checked for null.
-        return unsafe { write_out(dev_ptr, std::ptr::null_mut()) };
+        return Ok(0);
     }
     let device = c.check_device(state::device())?;
     let p = if shared::maps_managed(c) {
@@ -98,6 +96,5 @@ pub(crate) fn malloc_managed(dev_ptr: *mut *mut c_void, size: usize, flags: u32)
         kind: Kind::Managed,
         device: device as i32,
     });
-    // SAFETY: the caller's output pointer, checked for null.
-    unsafe { write_out(dev_ptr, p) }
+    Ok(p as u64)
 }

@@ -16,13 +16,12 @@
 
 use crate::client::{self, Client};
 use crate::core::alloc::{free_device, malloc_device};
-use crate::core::graph_node::cudaExtent;
 use crate::core::memory::{On, copy_2d, stream_of};
 use crate::error::{Error, Result};
-use crate::ffi::{memcpy_kind, write_out};
+use crate::ffi::memcpy_kind;
 use crate::state;
 use std::collections::HashMap;
-use std::ffi::{c_int, c_uint, c_void};
+use std::ffi::{c_int, c_void};
 use std::sync::{LazyLock, Mutex};
 use vcuda_protocol::{
     ARRAY_COPY_ASYNC, ARRAY_COPY_TO_ARRAY, ARRAY_CUBEMAP, ARRAY_LAYERED, ArrayCreateReq,
@@ -675,39 +674,6 @@ pub(crate) fn copy_3d(p: &crate::core::graph_node::cudaMemcpy3DParms, on: On) ->
     copy(c, b, lin, to_array, p.kind, stream)
 }
 
-/// Writes what the caller asked for of an array's description.
-pub(crate) fn get_info(
-    desc: *mut cudaChannelFormatDesc,
-    extent: *mut cudaExtent,
-    flags: *mut c_uint,
-    a: cudaArray_t,
-) -> Result<()> {
-    let i = info(a)?;
-    // SAFETY: the caller's output pointers, each written only when non-null.
-    unsafe {
-        if !desc.is_null() {
-            write_out(desc, i.desc)?;
-        }
-        if !extent.is_null() {
-            let e = cudaExtent {
-                width: i.extent[0] as usize,
-                height: i.extent[1] as usize,
-                depth: i.extent[2] as usize,
-            };
-            write_out(extent, e)?;
-        }
-        if !flags.is_null() {
-            write_out(flags, i.flags)?;
-        }
-    }
-    Ok(())
-}
-
-pub(crate) fn out_array(out: *mut cudaArray_t, h: u64) -> Result<()> {
-    // SAFETY: the caller's output pointer (checked for null by `write_out`).
-    unsafe { write_out(out, h as cudaArray_t) }
-}
-
 /// Bytes per element of a plain channel format (1, 2 or 4 channels of 8, 16 or 32 bits,
 /// all the same size, the present ones first; float channels of 16 or 32 bits), or
 /// `cudaErrorInvalidChannelDescriptor`.
@@ -733,13 +699,6 @@ pub(crate) fn element_bytes(d: &cudaChannelFormatDesc) -> Result<u64> {
     }
 }
 
-pub(crate) fn read_desc(desc: *const cudaChannelFormatDesc) -> Result<cudaChannelFormatDesc> {
-    // SAFETY: the caller's descriptor (the API's contract); null is checked.
-    unsafe { desc.as_ref() }
-        .copied()
-        .ok_or(Error::INVALID_VALUE)
-}
-
 impl crate::entry::FfiReturn for cudaChannelFormatDesc {
     fn on_panic() -> Self {
         // cudaChannelFormatKindNone.
@@ -750,12 +709,8 @@ impl crate::entry::FfiReturn for cudaChannelFormatDesc {
     }
 }
 
-/// `cudaArrayGetMemoryRequirements`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaArrayGetMemoryRequirements` requires of its caller.
-pub(crate) unsafe fn array_get_memory_requirements(
+/// `cudaArrayGetMemoryRequirements` (`req` is only checked for null).
+pub(crate) fn array_get_memory_requirements(
     req: *mut c_void,
     a: cudaArray_t,
     device: c_int,

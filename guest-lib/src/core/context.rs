@@ -32,7 +32,7 @@ pub struct Owned {
 
 /// Called with (context, key, value) when a context holding a value in its local storage
 /// is destroyed or reset.
-pub type StorageDtor = unsafe extern "C" fn(CUcontext, *mut c_void, *mut c_void);
+pub use crate::core::callback::StorageDtor;
 
 /// A value in a context's local storage, with what to call when the context goes.
 #[derive(Clone, Copy, Debug)]
@@ -184,9 +184,12 @@ pub fn release_storage(ctx: usize) -> Option<()> {
     let storage = with(|m| m.get_mut(&ctx).map(|c| std::mem::take(&mut c.storage)))?;
     for (key, s) in storage {
         if let Some(d) = s.dtor {
-            // SAFETY: the destructor the storage's owner registered with this value, called
-            // once with the context, key and value it was registered with.
-            unsafe { d(ctx as CUcontext, key as *mut c_void, s.value as *mut c_void) };
+            crate::core::callback::storage(
+                d,
+                ctx as CUcontext,
+                key as *mut c_void,
+                s.value as *mut c_void,
+            );
         }
     }
     Some(())

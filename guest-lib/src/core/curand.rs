@@ -74,8 +74,10 @@ pub(crate) fn client() -> Result<&'static Client> {
     Ok(c)
 }
 
-pub(crate) fn create(out: *mut G, rng_type: c_uint, host: bool) -> Result<()> {
-    if out.is_null() {
+/// `curandCreateGenerator` (`host`: `curandCreateGeneratorHost`; `has_out`: whether the
+/// caller gave somewhere to put the generator): the new generator.
+pub(crate) fn create(has_out: bool, rng_type: c_uint, host: bool) -> Result<u64> {
+    if !has_out {
         return Err(RandError::OUT_OF_RANGE);
     }
     if !matches!(rng_type, 100 | 101 | 121 | 141 | 142 | 161 | 200..=204) {
@@ -99,10 +101,7 @@ pub(crate) fn create(out: *mut G, rng_type: c_uint, host: bool) -> Result<()> {
         dims: 1,
     };
     with_gens(|m| m.insert(r.handle, st));
-    // SAFETY: `out` was checked non-null above, and cuRAND's contract makes a non-null
-    // generator output pointer valid for writing a `curandGenerator_t`.
-    unsafe { out.write(r.handle as G) };
-    Ok(())
+    Ok(r.handle)
 }
 
 pub(crate) fn set_param(g: G, what: u32, value: u64) -> Result<()> {
@@ -121,13 +120,16 @@ pub(crate) fn set_param(g: G, what: u32, value: u64) -> Result<()> {
     Ok(())
 }
 
-pub(crate) fn generate(
+/// Generates `n` numbers of distribution `d` into `out`: device memory for a device
+/// generator; for a host generator, the program's buffer `host_out` gives (called once the
+/// request is checked, with its length in bytes).
+pub(crate) fn generate<'a>(
     g: G,
-    out: *mut c_void,
+    out: u64,
     n: usize,
     d: u32,
-    mean: f64,
-    stddev: f64,
+    (mean, stddev): (f64, f64),
+    host_out: impl FnOnce(usize) -> Result<&'a mut [u8]>,
 ) -> Result<()> {
     let st = gen_state(g)?;
     let normal = matches!(
@@ -149,7 +151,7 @@ pub(crate) fn generate(
     if n == 0 {
         return Ok(());
     }
-    if out.is_null() {
+    if out == 0 {
         return Err(RandError::LAUNCH_FAILURE);
     }
     let c = client()?;
@@ -162,7 +164,7 @@ pub(crate) fn generate(
     let mut req = RandGenerateReq {
         handle: g as u64,
         stream,
-        dst: out as u64,
+        dst: out,
         n: n as u64,
         dist: d,
         flags: 0,
@@ -177,10 +179,8 @@ pub(crate) fn generate(
     }
     req.flags = RAND_TO_HOST;
     req.dst = 0;
-    // SAFETY: `out` is non-null (checked above) and, for a host generator, cuRAND's contract
-    // makes it a host buffer of `n` elements of this distribution's type: `bytes` bytes,
-    // which `MAX_DATA_LEN` bounds, so the length fits a `usize`.
-    let dst = unsafe { std::slice::from_raw_parts_mut(out.cast::<u8>(), bytes as usize) };
+    // `MAX_DATA_LEN` bounds `bytes`, so the length fits a `usize`.
+    let dst = host_out(bytes as usize)?;
     let mut segs: Vec<&mut [u8]> = dst.chunks_mut(MAX_SEGMENT_LEN as usize).collect();
     c.call_with::<ops::RandGenerate>(&req, &[], &[], &mut segs)
         .map_err(RandError::from)
@@ -320,8 +320,10 @@ pub(crate) fn poisson_image(lambda: f64, base: u64, hist: Option<&SquareHistogra
     img
 }
 
-pub(crate) fn create_poisson(lambda: f64, out: *mut *mut c_void) -> Result<()> {
-    if out.is_null() {
+/// `curandCreatePoissonDistribution` (`has_out`: whether the caller gave somewhere to put
+/// it): the distribution's device address.
+pub(crate) fn create_poisson(has_out: bool, lambda: f64) -> Result<u64> {
+    if !has_out {
         return Err(RandError::NOT_INITIALIZED);
     }
     // NaN passes, as with NVIDIA's cuRAND (CUDA 13.0, measured): its distribution takes the
@@ -350,10 +352,7 @@ pub(crate) fn create_poisson(lambda: f64, out: *mut *mut c_void) -> Result<()> {
         return Err(e.into());
     }
     DISTS.lock().unwrap_or_else(|e| e.into_inner()).push(base);
-    // SAFETY: `out` was checked non-null above, and cuRAND's contract makes a non-null
-    // distribution output pointer valid for writing a `curandDiscreteDistribution_t`.
-    unsafe { out.write(base as *mut c_void) };
-    Ok(())
+    Ok(base)
 }
 
 pub(crate) fn destroy_distribution(d: *mut c_void) -> Result<()> {
@@ -366,16 +365,6 @@ pub(crate) fn destroy_distribution(d: *mut c_void) -> Result<()> {
         dists.swap_remove(i);
     }
     device_free(d as u64).map_err(RandError::from)
-}
-
-pub(crate) fn set_out<T>(p: *mut T, v: T) -> Result<()> {
-    if p.is_null() {
-        return Err(RandError::OUT_OF_RANGE);
-    }
-    // SAFETY: `p` was checked non-null above, and cuRAND's contract makes a non-null output
-    // pointer valid for writing a `T`.
-    unsafe { p.write(v) };
-    Ok(())
 }
 
 #[cfg(test)]

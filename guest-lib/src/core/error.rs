@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
 //! Errors and versions.
 
-use crate::error::Result;
-use crate::ffi::{cudaError_t, write_out};
+use crate::ffi::cudaError_t;
 use crate::{client, state};
 use std::ffi::{c_char, c_int};
 use vcuda_protocol::status;
@@ -50,14 +49,7 @@ pub(crate) fn last_error(reset: bool) -> cudaError_t {
     state::last_error(reset)
 }
 
-/// `cudaDriverGetVersion`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaDriverGetVersion` requires of its caller.
-pub(crate) unsafe fn driver_get_version(version: *mut c_int) -> Result<()> {
-    // No backend means no driver: CUDA reports 0 and succeeds.
-    let v = client::client().map_or(0, |c| c.hello.driver_version as c_int);
-    // SAFETY: output pointer from the caller, checked for null.
-    unsafe { write_out(version, v) }
+/// `cudaDriverGetVersion`: no backend means no driver, and CUDA reports 0.
+pub(crate) fn driver_version() -> c_int {
+    client::client().map_or(0, |c| c.hello.driver_version as c_int)
 }

@@ -6,8 +6,7 @@ use crate::error::{Error, Result};
 use crate::ffi::{dim3, memcpy_kind};
 use std::ffi::{c_int, c_uint, c_void};
 
-/// `cudaHostFn_t` (non-null).
-pub type HostFn = unsafe extern "C" fn(*mut c_void);
+pub use crate::core::callback::HostFn;
 
 /// `struct cudaKernelNodeParams`.
 #[repr(C)]

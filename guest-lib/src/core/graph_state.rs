@@ -142,8 +142,7 @@ impl GraphMemory {
     }
 }
 
-/// `cudaHostFn_t`.
-pub(crate) type HostFn = unsafe extern "C" fn(*mut c_void);
+pub(crate) use crate::core::callback::HostFn;
 
 /// One user object.
 pub(crate) struct UserObject {
@@ -175,9 +174,8 @@ pub(crate) fn run(destructors: Vec<Destructor>) {
                 }
             }
             for Destructor(f, p) in destructors {
-                // SAFETY: the program's destructor with the pointer it gave for it, called
-                // once, as CUDA does when the object's last reference goes.
-                unsafe { f(p as *mut c_void) };
+                // Once, as CUDA does when the object's last reference goes.
+                crate::core::callback::host(f, p as *mut c_void);
             }
         });
     if let Err(e) = r {

@@ -27,6 +27,16 @@ pub(crate) const ORDER_ANY: c_int = 3;
 /// `cudaMemcpyFlagPreferOverlapWithCompute`: a hint.
 pub(crate) const BATCH_FLAGS: u32 = 0x1;
 
+/// The arrays of a `cudaMemcpyBatchAsync`: `count` destinations, sources and sizes,
+/// `num_attrs` attributes and the indices they start at.
+pub(crate) struct Batch<'a> {
+    pub(crate) dsts: &'a [*mut c_void],
+    pub(crate) srcs: &'a [*const c_void],
+    pub(crate) sizes: &'a [usize],
+    pub(crate) attrs: &'a [cudaMemcpyAttributes],
+    pub(crate) idxs: &'a [usize],
+}
+
 /// `cudaMemcpyBatchAsync`: `count` copies of `sizes[i]` bytes from `srcs[i]` to `dsts[i]` on
 /// `stream` (not the legacy stream), each with the attributes of the last `attrs[k]` whose
 /// `idxs[k]` is at most its index. The copies run in the stream's order, one after another,
@@ -34,36 +44,30 @@ pub(crate) const BATCH_FLAGS: u32 = 0x1;
 /// overlap flag are hints. A copy whose source must be read during the call
 /// (`cudaMemcpySrcAccessOrderDuringApiCall`, for sources such as stack buffers) makes the
 /// call wait for the stream. `failed` gets the index of the copy that failed, if one did.
-///
-/// # Safety
-///
-/// The pointers are the caller's arrays of the lengths given (the API's contract); null
-/// ones are refused.
-#[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn memcpy_batch(
-    dsts: *const *mut c_void,
-    srcs: *const *const c_void,
-    sizes: *const usize,
-    count: usize,
-    attrs: *const cudaMemcpyAttributes,
-    idxs: *const usize,
-    num_attrs: usize,
+/// `batch` is the caller's arrays (`abi` refuses null ones), checked after the sticky
+/// error.
+pub(crate) fn memcpy_batch(
+    batch: Result<Batch<'_>>,
     stream: cudaStream_t,
     ptsz: bool,
     failed: &mut Option<usize>,
 ) -> Result<()> {
     let c = client::client()?;
     c.check_sticky()?;
-    if dsts.is_null()
-        || srcs.is_null()
-        || sizes.is_null()
-        || attrs.is_null()
-        || idxs.is_null()
-        || count == 0
+    let Batch {
+        dsts,
+        srcs,
+        sizes,
+        attrs,
+        idxs,
+    } = batch?;
+    let (count, num_attrs) = (dsts.len(), attrs.len());
+    if count == 0
+        || srcs.len() != count
+        || sizes.len() != count
+        || idxs.len() != num_attrs
         || num_attrs == 0
         || num_attrs > count
-        // (Lengths no array in memory can have, which slices must not be given.)
-        || count > isize::MAX as usize / std::mem::size_of::<cudaMemcpyAttributes>()
     {
         return Err(Error::INVALID_VALUE);
     }
@@ -71,17 +75,6 @@ pub(crate) unsafe fn memcpy_batch(
     if stream as usize == STREAM_LEGACY || (stream.is_null() && !ptsz) {
         return Err(Error::INVALID_VALUE);
     }
-    // SAFETY: the caller's arrays of `count` and `num_attrs` entries (the API's contract),
-    // checked for null above.
-    let (dsts, srcs, sizes, attrs, idxs) = unsafe {
-        (
-            std::slice::from_raw_parts(dsts, count),
-            std::slice::from_raw_parts(srcs, count),
-            std::slice::from_raw_parts(sizes, count),
-            std::slice::from_raw_parts(attrs, num_attrs),
-            std::slice::from_raw_parts(idxs, num_attrs),
-        )
-    };
     // The first group starts at 0; each starts after the one before, inside the batch.
     if idxs[0] != 0 || idxs.windows(2).any(|w| w[1] <= w[0]) || idxs[num_attrs - 1] >= count {
         return Err(Error::INVALID_VALUE);

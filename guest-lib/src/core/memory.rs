@@ -10,7 +10,6 @@ use crate::core::registry;
 use crate::error::{Error, Result};
 use crate::ffi::{
     cudaPointerAttributes, cudaStream_t, host_slice, host_slice_mut, memcpy_kind, memory_type,
-    write_out,
 };
 use crate::mirror::Kind;
 use crate::shared::{self, HostCopy, chunks};
@@ -708,11 +707,7 @@ pub(crate) fn copy_2d(
 }
 
 /// `cudaFree`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaFree` requires of its caller.
-pub(crate) unsafe fn free_call(dev_ptr: *mut c_void) -> Result<()> {
+pub(crate) fn free_call(dev_ptr: *mut c_void) -> Result<()> {
     let c = client::client()?;
     c.check_sticky()?;
     crate::core::capture::check_unsafe()?;
@@ -722,27 +717,17 @@ pub(crate) unsafe fn free_call(dev_ptr: *mut c_void) -> Result<()> {
     Ok(())
 }
 
-/// `cudaMalloc`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaMalloc` requires of its caller.
-pub(crate) unsafe fn malloc_call(dev_ptr: *mut *mut c_void, size: usize) -> Result<()> {
-    if dev_ptr.is_null() {
+/// `cudaMalloc` (`has_out`: whether the caller gave somewhere to put the address).
+pub(crate) fn malloc_call(has_out: bool, size: usize) -> Result<u64> {
+    if !has_out {
         return Err(Error::INVALID_VALUE);
     }
     crate::core::capture::check_unsafe()?;
-    let p = malloc(client::client()?, size)?;
-    // SAFETY: checked non-null; the caller's output pointer.
-    unsafe { write_out(dev_ptr, p as *mut c_void) }
+    malloc(client::client()?, size)
 }
 
 /// `cudaMemcpy`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaMemcpy` requires of its caller.
-pub(crate) unsafe fn memcpy_call(
+pub(crate) fn memcpy_call(
     dst: *mut c_void,
     src: *const c_void,
     count: usize,
@@ -757,12 +742,8 @@ pub(crate) unsafe fn memcpy_call(
 }
 
 /// `cudaMemcpy2DAsync`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaMemcpy2DAsync` requires of its caller.
 #[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn memcpy_2d_async(
+pub(crate) fn memcpy_2d_async(
     dst: *mut c_void,
     dpitch: usize,
     src: *const c_void,
@@ -786,11 +767,7 @@ pub(crate) unsafe fn memcpy_2d_async(
 }
 
 /// `cudaMemcpyAsync`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaMemcpyAsync` requires of its caller.
-pub(crate) unsafe fn memcpy_async(
+pub(crate) fn memcpy_async(
     dst: *mut c_void,
     src: *const c_void,
     count: usize,

@@ -134,8 +134,7 @@ pub(crate) fn batch_parms(op: &cudaMemcpy3DBatchOp) -> Result<cudaMemcpy3DParms>
 /// `cudaMemcpy3DAsync` on `stream` in the list's order (CUDA leaves the order within a
 /// batch open).
 pub(crate) fn memcpy_3d_batch(
-    n: usize,
-    ops: *const cudaMemcpy3DBatchOp,
+    ops: &[cudaMemcpy3DBatchOp],
     flags: u64,
     stream: cudaStream_t,
     ptsz: bool,
@@ -144,12 +143,10 @@ pub(crate) fn memcpy_3d_batch(
     // The legacy stream is refused (the API's rule), as for `cudaMemcpyBatchAsync`; the
     // per-thread one is not.
     let legacy = stream as usize == crate::ffi::STREAM_LEGACY || (stream.is_null() && !ptsz);
-    if n == 0 || ops.is_null() || flags != 0 || legacy {
+    if ops.is_empty() || flags != 0 || legacy {
         return Err(Error::INVALID_VALUE);
     }
-    // SAFETY: `n` operations at `ops` (the API's contract).
-    let ops = unsafe { std::slice::from_raw_parts(ops, n) };
-    let mut parms = Vec::with_capacity(n);
+    let mut parms = Vec::with_capacity(ops.len());
     for (i, op) in ops.iter().enumerate() {
         parms.push(batch_parms(op).inspect_err(|_| *failed = Some(i))?);
     }
@@ -160,9 +157,7 @@ pub(crate) fn memcpy_3d_batch(
 }
 
 /// A 3-D copy on `on` (`None`: synchronous).
-pub(crate) fn memcpy_3d(p: *const cudaMemcpy3DParms, on: On) -> Result<()> {
-    // SAFETY: the caller's parameter block (the API's contract); null is checked.
-    let p = unsafe { p.as_ref() }.ok_or(Error::INVALID_VALUE)?;
+pub(crate) fn memcpy_3d(p: &cudaMemcpy3DParms, on: On) -> Result<()> {
     if !p.src_array.is_null() || !p.dst_array.is_null() {
         return crate::core::array::copy_3d(p, on);
     }
@@ -205,9 +200,7 @@ pub(crate) fn run(cp: &Copy3D, stream: Option<u64>) -> Result<()> {
 }
 
 /// A 3-D copy between devices: one device here, so both must name it (or a valid ordinal).
-pub(crate) fn memcpy_3d_peer(p: *const cudaMemcpy3DPeerParms, on: On) -> Result<()> {
-    // SAFETY: as in `memcpy_3d`.
-    let p = unsafe { p.as_ref() }.ok_or(Error::INVALID_VALUE)?;
+pub(crate) fn memcpy_3d_peer(p: &cudaMemcpy3DPeerParms, on: On) -> Result<()> {
     let c = client::client()?;
     for d in [p.src_device, p.dst_device] {
         check_device(c, d)?;
@@ -260,23 +253,12 @@ pub(crate) fn memset_3d(p: cudaPitchedPtr, value: c_int, e: cudaExtent, on: On) 
     Ok(())
 }
 
-/// `cudaMemcpy3D`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaMemcpy3D` requires of its caller.
-pub(crate) unsafe fn memcpy_3d_call(p: *const cudaMemcpy3DParms) -> Result<()> {
+/// `cudaMemcpy3D`.
+pub(crate) fn memcpy_3d_call(p: &cudaMemcpy3DParms) -> Result<()> {
     memcpy_3d(p, None)
 }
 
-/// `cudaMemcpy3DAsync`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaMemcpy3DAsync` requires of its caller.
-pub(crate) unsafe fn memcpy_3d_async(
-    p: *const cudaMemcpy3DParms,
-    stream: cudaStream_t,
-) -> Result<()> {
+/// `cudaMemcpy3DAsync`.
+pub(crate) fn memcpy_3d_async(p: &cudaMemcpy3DParms, stream: cudaStream_t) -> Result<()> {
     memcpy_3d(p, Some((stream, false)))
 }

@@ -6,15 +6,14 @@ use crate::client::{self, Client};
 use crate::core::capture::{capture_stream_handle, stream_handle};
 use crate::core::registry;
 use crate::error::{Error, Result};
-use crate::ffi::{cudaStream_t, write_out};
+use crate::ffi::cudaStream_t;
 use crate::state;
-use std::ffi::{c_char, c_int, c_void};
+use std::ffi::{c_int, c_void};
 use vcuda_protocol::{HandleReq, attr, ops};
 
-/// `cudaHostFn_t` (non-null).
-pub(crate) type HostFn = unsafe extern "C" fn(*mut c_void);
+pub(crate) use crate::core::callback::HostFn;
 /// `cudaStreamCallback_t`.
-pub(crate) type StreamCallback = Option<unsafe extern "C" fn(cudaStream_t, u32, *mut c_void)>;
+pub(crate) type StreamCallback = Option<crate::core::callback::StreamCallback>;
 
 /// Waits for `stream` to reach this point: host work "enqueued" on a stream runs once
 /// everything before it has completed. vcuda runs it in the calling thread right then,
@@ -32,8 +31,7 @@ pub(crate) fn host_call(c: &Client, stream: u64, f: HostFn, user_data: *mut c_vo
     if st != 0 {
         return Err(Error(st));
     }
-    // SAFETY: the program's host function, called with its own argument, as CUDA does.
-    unsafe { f(user_data) };
+    crate::core::callback::host(f, user_data);
     Ok(())
 }
 
@@ -57,12 +55,8 @@ pub(crate) fn launch_host_func(
     host_call(c, s, f, user_data)
 }
 
-pub(crate) fn occupancy(
-    num_blocks: *mut c_int,
-    func: *const c_void,
-    block: c_int,
-    smem: usize,
-) -> Result<()> {
+/// `cudaOccupancyMaxActiveBlocksPerMultiprocessor`.
+pub(crate) fn occupancy(func: *const c_void, block: c_int, smem: usize) -> Result<c_int> {
     let c = client::client()?;
     if block <= 0 {
         return Err(Error::INVALID_VALUE);
@@ -71,8 +65,7 @@ pub(crate) fn occupancy(
         .ok_or(Error::INVALID_DEVICE_FUNCTION)?
         .load(c)?;
     let n = max_active_blocks(c, &f.attrs, i64::from(block), smem as i64)?;
-    // SAFETY: output pointer from the caller, checked for null.
-    unsafe { write_out(num_blocks, n as c_int) }
+    Ok(n as c_int)
 }
 
 /// Blocks of `block` threads and `smem` bytes of dynamic shared memory of a kernel with
@@ -136,43 +129,20 @@ pub(crate) fn check_cooperative(
     Ok(())
 }
 
-/// `cudaDeviceGetPCIBusId`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaDeviceGetPCIBusId` requires of its caller.
-pub(crate) unsafe fn device_get_pci_bus_id(
-    bus_id: *mut c_char,
-    len: c_int,
-    device: c_int,
-) -> Result<()> {
+/// `cudaDeviceGetPCIBusId`: the device's PCI address, `domain:bus:device.0`.
+pub(crate) fn pci_bus_id(device: c_int) -> Result<String> {
     let info = client::client()?.device_info(device)?;
     let a = |n| info.attr(n).unwrap_or(0);
-    let s = format!(
-        "{:04x}:{:02x}:{:02x}.0\0",
+    Ok(format!(
+        "{:04x}:{:02x}:{:02x}.0",
         a(attr::PCI_DOMAIN_ID),
         a(attr::PCI_BUS_ID),
         a(attr::PCI_DEVICE_ID)
-    );
-    if bus_id.is_null() || len <= 0 {
-        return Err(Error::INVALID_VALUE);
-    }
-    let n = s.len().min(len as usize);
-    // SAFETY: the caller's buffer of `len` bytes; at most `len` are written and the last
-    // one is a NUL.
-    unsafe {
-        std::ptr::copy_nonoverlapping(s.as_ptr(), bus_id.cast::<u8>(), n);
-        *bus_id.add(n - 1) = 0;
-    }
-    Ok(())
+    ))
 }
 
 /// `cudaLaunchHostFunc`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaLaunchHostFunc` requires of its caller.
-pub(crate) unsafe fn launch_host_func_call(
+pub(crate) fn launch_host_func_call(
     stream: cudaStream_t,
     func: Option<HostFn>,
     user_data: *mut c_void,
@@ -181,11 +151,7 @@ pub(crate) unsafe fn launch_host_func_call(
 }
 
 /// `cudaMemcpyPeer`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaMemcpyPeer` requires of its caller.
-pub(crate) unsafe fn memcpy_peer(
+pub(crate) fn memcpy_peer(
     dst: *mut c_void,
     dst_dev: c_int,
     src: *const c_void,
@@ -195,16 +161,11 @@ pub(crate) unsafe fn memcpy_peer(
     let c = client::client()?;
     c.check_device(dst_dev)?;
     c.check_device(src_dev)?;
-    // SAFETY: forwarding the caller's pointers.
-    unsafe { crate::core::memory::memcpy_call(dst, src, count, crate::ffi::memcpy_kind::D2D) }
+    crate::core::memory::memcpy_call(dst, src, count, crate::ffi::memcpy_kind::D2D)
 }
 
 /// `cudaMemcpyPeerAsync`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaMemcpyPeerAsync` requires of its caller.
-pub(crate) unsafe fn memcpy_peer_async(
+pub(crate) fn memcpy_peer_async(
     dst: *mut c_void,
     dst_dev: c_int,
     src: *const c_void,
@@ -215,18 +176,11 @@ pub(crate) unsafe fn memcpy_peer_async(
     let c = client::client()?;
     c.check_device(dst_dev)?;
     c.check_device(src_dev)?;
-    // SAFETY: forwarding the caller's pointers.
-    unsafe {
-        crate::core::memory::memcpy_async(dst, src, count, crate::ffi::memcpy_kind::D2D, stream)
-    }
+    crate::core::memory::memcpy_async(dst, src, count, crate::ffi::memcpy_kind::D2D, stream)
 }
 
 /// `cudaStreamAddCallback`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaStreamAddCallback` requires of its caller.
-pub(crate) unsafe fn stream_add_callback(
+pub(crate) fn stream_add_callback(
     stream: cudaStream_t,
     cb: StreamCallback,
     user_data: *mut c_void,
@@ -238,7 +192,6 @@ pub(crate) unsafe fn stream_add_callback(
     }
     let c = client::client()?;
     let st = drain(c, stream_handle(c, stream, false)?);
-    // SAFETY: the program's callback, called with the stream's status, as CUDA does.
-    unsafe { f(stream, st, user_data) };
+    crate::core::callback::stream(f, stream, st, user_data);
     Ok(())
 }

@@ -276,33 +276,15 @@ pub(crate) fn close_import(ptr: u64) -> Result<()> {
 
 /// A file naming pool `h` of this process, for another process to import.
 pub(crate) fn export_file(h: usize) -> Result<c_int> {
-    use std::io::Write;
-    use std::os::fd::{FromRawFd, IntoRawFd};
-    // SAFETY: memfd_create reads the NUL-terminated name and returns a new descriptor or -1.
-    let fd = unsafe { libc::memfd_create(c"vcuda-mempool".as_ptr(), libc::MFD_CLOEXEC) };
-    if fd < 0 {
-        return Err(Error::OPERATING_SYSTEM);
-    }
-    // SAFETY: `fd` is the new descriptor, owned by nothing else.
-    let mut f = unsafe { std::fs::File::from_raw_fd(fd) };
     let mut rec = EXPORT_MAGIC.to_vec();
     rec.extend_from_slice(&u64::from(std::process::id()).to_le_bytes());
     rec.extend_from_slice(&(h as u64).to_le_bytes());
-    f.write_all(&rec).map_err(|_| Error::OPERATING_SYSTEM)?;
-    Ok(f.into_raw_fd())
+    crate::memfd::file_with(c"vcuda-mempool", &rec).map_err(|_| Error::OPERATING_SYSTEM)
 }
 
 /// Whether descriptor `fd` (the caller's, left open) is a pool file `export_file` made.
 pub(crate) fn is_export_file(fd: c_int) -> bool {
-    use std::os::fd::FromRawFd;
-    use std::os::unix::fs::FileExt;
-    if fd < 0 {
-        return false;
-    }
-    // SAFETY: the file only borrows the caller's descriptor: ManuallyDrop never closes it.
-    let f = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(fd) });
-    let mut rec = [0u8; 24];
-    f.read_exact_at(&mut rec, 0).is_ok() && &rec[..8] == EXPORT_MAGIC
+    crate::memfd::read_head::<24>(fd).is_some_and(|rec| &rec[..8] == EXPORT_MAGIC)
 }
 
 pub(crate) fn pool_of(h: cudaMemPool_t) -> Result<usize> {

@@ -305,8 +305,3 @@ pub(crate) fn object(h: u64, surface: bool) -> Result<Object> {
         .copied()
         .ok_or(Error::INVALID_VALUE)
 }
-
-pub(crate) fn read<T: Copy>(p: *const T) -> Result<T> {
-    // SAFETY: the caller's descriptor (the API's contract); null is checked.
-    unsafe { p.as_ref() }.copied().ok_or(Error::INVALID_VALUE)
-}

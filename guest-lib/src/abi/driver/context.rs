@@ -41,10 +41,10 @@ fn free_owned(o: Owned) {
         );
     }
     for p in o.allocs {
-        // SAFETY: device memory this context allocated and nobody freed.
-        logged("allocation", unsafe {
-            crate::core::memory::free_call(p as *mut c_void)
-        });
+        logged(
+            "allocation",
+            crate::core::memory::free_call(p as *mut c_void),
+        );
     }
     for h in o.host {
         // SAFETY: host memory this context allocated and nobody freed.
@@ -100,8 +100,8 @@ entry_lib! {
     }
 
     fn cuDriverGetVersion(version: *mut c_int) -> Result<(), CuError> {
-        // SAFETY: forwarding the caller's output pointer.
-        unsafe { crate::core::error::driver_get_version(version) }.map_err(crate::error::CuError::from)
+        // SAFETY: the caller's output pointer, checked for null by `write_out`.
+        unsafe { crate::ffi::write_out(version, crate::core::error::driver_version()) }.map_err(crate::error::CuError::from)
     }
 
     fn cuDeviceGetCount(count: *mut c_int) -> Result<(), CuError> {

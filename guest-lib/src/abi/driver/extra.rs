@@ -205,26 +205,22 @@ entry_lib! {
 
     fn cuStreamAddCallback(s: cudaStream_t, cb: StreamCallback, data: *mut c_void, flags: c_uint) -> Result<(), CuError> {
         current()?;
-        // SAFETY: the program's callback and data, called as the runtime calls them.
-        unsafe { crate::core::misc::stream_add_callback(s, cb, data, flags) }.map_err(crate::error::CuError::from)
+        crate::core::misc::stream_add_callback(s, cb, data, flags).map_err(crate::error::CuError::from)
     }
 
     fn cuMemcpyPeer(dst: CUdeviceptr, dst_ctx: *mut c_void, src: CUdeviceptr, src_ctx: *mut c_void, n: usize) -> Result<(), CuError> {
         peer_contexts(dst_ctx, src_ctx)?;
-        // SAFETY: forwarding the caller's device pointers.
-        unsafe { crate::core::misc::memcpy_peer(dst as *mut c_void, 0, src as *const c_void, 0, n) }.map_err(crate::error::CuError::from)
+        crate::core::misc::memcpy_peer(dst as *mut c_void, 0, src as *const c_void, 0, n).map_err(crate::error::CuError::from)
     }
 
     fn cuMemcpyPeerAsync(dst: CUdeviceptr, dst_ctx: *mut c_void, src: CUdeviceptr, src_ctx: *mut c_void, n: usize, s: cudaStream_t) -> Result<(), CuError> {
         peer_contexts(dst_ctx, src_ctx)?;
-        // SAFETY: forwarding the caller's device pointers.
-        unsafe { crate::core::misc::memcpy_peer_async(dst as *mut c_void, 0, src as *const c_void, 0, n, s) }.map_err(crate::error::CuError::from)
+        crate::core::misc::memcpy_peer_async(dst as *mut c_void, 0, src as *const c_void, 0, n, s).map_err(crate::error::CuError::from)
     }
 
     fn cuLaunchHostFunc(s: cudaStream_t, f: HostFn, data: *mut c_void) -> Result<(), CuError> {
         current()?;
-        // SAFETY: the program's host function and argument, run in stream order.
-        unsafe { crate::core::misc::launch_host_func_call(s, f, data) }.map_err(crate::error::CuError::from)
+        crate::core::misc::launch_host_func_call(s, f, data).map_err(crate::error::CuError::from)
     }
 
     fn cuCtxSetCacheConfig(config: c_int) -> Result<(), CuError> {
@@ -248,8 +244,9 @@ entry_lib! {
     }
 
     fn cuDeviceGetPCIBusId(bus_id: *mut c_char, len: c_int, dev: c_int) -> Result<(), CuError> {
-        // SAFETY: forwarding the caller's buffer.
-        unsafe { crate::core::misc::device_get_pci_bus_id(bus_id, len, dev) }.map_err(crate::error::CuError::from)
+        let id = crate::core::misc::pci_bus_id(dev)?;
+        // SAFETY: the caller's buffer of `len` bytes.
+        unsafe { crate::ffi::write_c_string(bus_id, len, &id) }.map_err(crate::error::CuError::from)
     }
 
     fn cuDeviceComputeCapability(major: *mut c_int, minor: *mut c_int, dev: c_int) -> Result<(), CuError> {
@@ -369,7 +366,6 @@ entry_lib! {
 
     fn cuArrayGetMemoryRequirements(req: *mut c_void, array: *mut c_void, dev: c_int) -> Result<(), CuError> {
         crate::core::context::check_device(dev)?;
-        // SAFETY: a driver array is the runtime's; the runtime checks the handle and output.
-        unsafe { crate::core::array::array_get_memory_requirements(req, array.cast(), dev) }.map_err(crate::error::CuError::from)
+        crate::core::array::array_get_memory_requirements(req, array.cast(), dev).map_err(crate::error::CuError::from)
     }
 }

@@ -44,10 +44,7 @@ fn alloc(dptr: *mut CUdeviceptr, size: usize) -> Result<(), CuError> {
     if size == 0 {
         return Err(CuError::INVALID_VALUE);
     }
-    let mut p: *mut c_void = std::ptr::null_mut();
-    // SAFETY: a valid output pointer.
-    unsafe { crate::core::memory::malloc_call(&mut p, size) }
-        .map_err(crate::error::CuError::from)?;
+    let p = crate::core::memory::malloc_call(true, size).map_err(crate::error::CuError::from)?;
     own(|o| o.allocs.push(p as u64))?;
     // SAFETY: the caller's output pointer.
     unsafe { out(dptr, p as u64) }
@@ -55,9 +52,7 @@ fn alloc(dptr: *mut CUdeviceptr, size: usize) -> Result<(), CuError> {
 
 fn free(dptr: CUdeviceptr) -> Result<(), CuError> {
     current()?;
-    // SAFETY: the runtime checks the pointer against the session's allocations.
-    unsafe { crate::core::memory::free_call(dptr as *mut c_void) }
-        .map_err(crate::error::CuError::from)?;
+    crate::core::memory::free_call(dptr as *mut c_void).map_err(crate::error::CuError::from)?;
     disown(|o| o.allocs.retain(|&p| p != dptr));
     Ok(())
 }
@@ -102,11 +97,8 @@ fn copy(
         Some(s) => (s, false),
         None => (std::ptr::null_mut(), true),
     };
-    // SAFETY: the driver API's contract for the pointers is the runtime's.
-    unsafe {
-        crate::core::memory::memcpy_async(dst as *mut c_void, src as *const c_void, n, kind, s)
-    }
-    .map_err(crate::error::CuError::from)?;
+    crate::core::memory::memcpy_async(dst as *mut c_void, src as *const c_void, n, kind, s)
+        .map_err(crate::error::CuError::from)?;
     if sync {
         crate::core::stream::stream_synchronize(std::ptr::null_mut())
             .map_err(crate::error::CuError::from)?;
@@ -188,19 +180,16 @@ fn copy_2d(p: *const CUDA_MEMCPY2D, stream: Option<cudaStream_t>) -> Result<(), 
         Some(s) => (s, false),
         None => (std::ptr::null_mut(), true),
     };
-    // SAFETY: the driver API's contract for the pointers is the runtime's.
-    unsafe {
-        crate::core::memory::memcpy_2d_async(
-            dst as *mut c_void,
-            p.dst_pitch,
-            src as *const c_void,
-            p.src_pitch,
-            p.width_in_bytes,
-            p.height,
-            kind,
-            s,
-        )
-    }
+    crate::core::memory::memcpy_2d_async(
+        dst as *mut c_void,
+        p.dst_pitch,
+        src as *const c_void,
+        p.src_pitch,
+        p.width_in_bytes,
+        p.height,
+        kind,
+        s,
+    )
     .map_err(crate::error::CuError::from)?;
     if sync {
         crate::core::stream::stream_synchronize(std::ptr::null_mut())
@@ -339,10 +328,8 @@ entry_lib! {
         if size == 0 {
             return Err(CuError::INVALID_VALUE);
         }
-        let mut p: *mut c_void = std::ptr::null_mut();
         // CU_MEM_ATTACH_GLOBAL/HOST equal cudaMemAttachGlobal/Host.
-        // SAFETY: a valid output pointer.
-        crate::core::alloc::malloc_managed(&mut p, size, flags).map_err(crate::error::CuError::from)?;
+        let p = crate::core::alloc::malloc_managed(true, size, flags).map_err(crate::error::CuError::from)?;
         own(|o| o.allocs.push(p as u64))?;
         // SAFETY: the caller's output pointer.
         unsafe { out(dptr, p as u64) }
@@ -404,14 +391,12 @@ entry_lib! {
     fn cuMemcpy(dst: CUdeviceptr, src: CUdeviceptr, n: usize) -> Result<(), CuError> {
         current()?;
         // Unified addressing: the direction from the addresses (cudaMemcpyDefault).
-        // SAFETY: forwarding the caller's pointers.
-        unsafe { crate::core::memory::memcpy_call(dst as *mut c_void, src as *const c_void, n, 4) }.map_err(crate::error::CuError::from)
+        crate::core::memory::memcpy_call(dst as *mut c_void, src as *const c_void, n, 4).map_err(crate::error::CuError::from)
     }
 
     fn cuMemcpyAsync(dst: CUdeviceptr, src: CUdeviceptr, n: usize, s: cudaStream_t) -> Result<(), CuError> {
         current()?;
-        // SAFETY: forwarding the caller's pointers and stream.
-        unsafe { crate::core::memory::memcpy_async(dst as *mut c_void, src as *const c_void, n, 4, s) }.map_err(crate::error::CuError::from)
+        crate::core::memory::memcpy_async(dst as *mut c_void, src as *const c_void, n, 4, s).map_err(crate::error::CuError::from)
     }
 
     fn cuMemcpy2DAsync_v2(p: *const CUDA_MEMCPY2D, s: cudaStream_t) -> Result<(), CuError> {
@@ -526,7 +511,9 @@ fn batch_3d(
 ) -> Result<(), CuError> {
     current()?;
     let mut failed = None;
-    let r = crate::core::memory3d::memcpy_3d_batch(n, ops, flags, stream, ptsz, &mut failed);
+    // SAFETY: the caller's array of `n` operations (the API's contract).
+    let r =
+        unsafe { crate::abi::memory_args::copy_3d_batch(n, ops, flags, stream, ptsz, &mut failed) };
     if let Some(f) = fail_idx.filter(|f| !f.is_null()) {
         // SAFETY: the caller's output, checked for null.
         unsafe { out(f, failed.unwrap_or(usize::MAX))? };
@@ -550,20 +537,16 @@ fn batch(
     current()?;
     let mut failed = None;
     // SAFETY: the caller's arrays (the API's contract); device pointers are addresses.
-    let r = unsafe {
-        crate::core::memcpy_batch::memcpy_batch(
+    let b = unsafe {
+        crate::abi::memory_args::batch(
             dsts.cast(),
             srcs.cast(),
             sizes,
             count,
-            attrs,
-            idxs,
-            num_attrs,
-            stream,
-            ptsz,
-            &mut failed,
+            (attrs, idxs, num_attrs),
         )
     };
+    let r = crate::core::memcpy_batch::memcpy_batch(b, stream, ptsz, &mut failed);
     if let Some(f) = fail_idx.filter(|f| !f.is_null()) {
         // SAFETY: the caller's output, checked for null.
         unsafe { out(f, failed.unwrap_or(usize::MAX))? };

@@ -387,12 +387,10 @@ fn copy_3d(p: *const CUDA_MEMCPY3D, stream: Option<cudaStream_t>) -> Result<(), 
     // Between linear memory: the runtime's 3-D copy, the direction from the addresses.
     let q = linear_params(p)?;
     match stream {
-        // SAFETY: a descriptor built here, of the runtime's layout.
-        None => unsafe { crate::core::memory3d::memcpy_3d_call(&q) }
-            .map_err(crate::error::CuError::from),
-        // SAFETY: as above, and the caller's stream.
-        Some(s) => unsafe { crate::core::memory3d::memcpy_3d_async(&q, s) }
-            .map_err(crate::error::CuError::from),
+        None => crate::core::memory3d::memcpy_3d_call(&q).map_err(crate::error::CuError::from),
+        Some(s) => {
+            crate::core::memory3d::memcpy_3d_async(&q, s).map_err(crate::error::CuError::from)
+        }
     }
 }
 

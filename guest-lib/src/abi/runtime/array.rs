@@ -18,7 +18,7 @@ use crate::client::{self};
 use crate::core::array::*;
 use crate::core::graph_node::cudaExtent;
 use crate::error::Error;
-use crate::ffi::{cudaStream_t, write_out};
+use crate::ffi::{cudaStream_t, read_in, write_out};
 use std::ffi::{c_int, c_uint, c_void};
 
 entry_raw! {
@@ -32,16 +32,20 @@ entry! {
         if out.is_null() {
             return Err(Error::INVALID_VALUE);
         }
-        let h = create(read_desc(desc)?, [width as u64, height as u64, 0], flags)?;
-        out_array(out, h)
+        // SAFETY: the caller's descriptor (the API's contract); `read_in` checks for null.
+        let h = create(unsafe { read_in(desc)? }, [width as u64, height as u64, 0], flags)?;
+        // SAFETY: checked non-null; the caller's output pointer.
+        unsafe { write_out(out, h as cudaArray_t) }
     }
 
     fn cudaMalloc3DArray(out: *mut cudaArray_t, desc: *const cudaChannelFormatDesc, e: cudaExtent, flags: c_uint) {
         if out.is_null() {
             return Err(Error::INVALID_VALUE);
         }
-        let h = create(read_desc(desc)?, [e.width as u64, e.height as u64, e.depth as u64], flags)?;
-        out_array(out, h)
+        // SAFETY: the caller's descriptor (the API's contract); `read_in` checks for null.
+        let h = create(unsafe { read_in(desc)? }, [e.width as u64, e.height as u64, e.depth as u64], flags)?;
+        // SAFETY: checked non-null; the caller's output pointer.
+        unsafe { write_out(out, h as cudaArray_t) }
     }
 
     fn cudaFreeArray(a: cudaArray_t) {
@@ -53,7 +57,8 @@ entry! {
             return Err(Error::INVALID_VALUE);
         }
         let extent = [e.width as u64, e.height as u64, e.depth as u64];
-        let h = mipmapped_create(read_desc(desc)?, extent, levels, flags)?;
+        // SAFETY: the caller's descriptor (the API's contract); `read_in` checks for null.
+        let h = mipmapped_create(unsafe { read_in(desc)? }, extent, levels, flags)?;
         // SAFETY: checked non-null; the caller's output pointer.
         unsafe { write_out(out, h as cudaMipmappedArray_t) }
     }
@@ -63,7 +68,8 @@ entry! {
             return Err(Error::INVALID_VALUE);
         }
         let h = mipmapped_level(m as u64, level)?;
-        out_array(out, h)
+        // SAFETY: checked non-null; the caller's output pointer.
+        unsafe { write_out(out, h as cudaArray_t) }
     }
 
     fn cudaFreeMipmappedArray(m: cudaMipmappedArray_t) {
@@ -82,14 +88,16 @@ entry! {
     }
 
     fn cudaArrayGetInfo(desc: *mut cudaChannelFormatDesc, extent: *mut cudaExtent, flags: *mut c_uint, a: cudaArray_t) {
-        get_info(desc, extent, flags, a)
+        // SAFETY: the caller's output pointers (the API's contract).
+        unsafe { get_info(desc, extent, flags, a) }
     }
 
     fn cudaGetChannelDesc(desc: *mut cudaChannelFormatDesc, a: cudaArray_t) {
         if desc.is_null() {
             return Err(Error::INVALID_VALUE);
         }
-        get_info(desc, std::ptr::null_mut(), std::ptr::null_mut(), a)
+        // SAFETY: the caller's output pointer (the API's contract).
+        unsafe { get_info(desc, std::ptr::null_mut(), std::ptr::null_mut(), a) }
     }
 
     fn cudaMemcpy2DToArray(dst: cudaArray_t, w_offset: usize, h_offset: usize, src: *const c_void, spitch: usize, width: usize, height: usize, kind: c_int) {
@@ -157,8 +165,7 @@ entry! {
     }
 
     fn cudaArrayGetMemoryRequirements(req: *mut c_void, a: cudaArray_t, device: c_int) {
-        // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { array_get_memory_requirements(req, a, device) }
+        array_get_memory_requirements(req, a, device)
     }
 
     fn cudaDeviceGetTexture1DLinearMaxWidth(out: *mut usize, desc: *const cudaChannelFormatDesc, device: c_int) {
@@ -167,7 +174,8 @@ entry! {
             return Err(Error::INVALID_VALUE);
         }
         c.check_device(device)?;
-        let bytes = element_bytes(&read_desc(desc)?)?;
+        // SAFETY: the caller's descriptor (the API's contract); `read_in` checks for null.
+        let bytes = element_bytes(&unsafe { read_in(desc)? })?;
         // 2^30 elements of up to 4 bytes, 2^32 bytes beyond: 2^29 of 8 bytes, 2^28 of 16
         // (H100, CUDA 13.0, measured; cudaDevAttrMaxTexture1DLinearWidth says 2^28).
         let width = (1u64 << 30).min((1u64 << 32) / bytes);
@@ -190,4 +198,36 @@ entry! {
     fn cudaMemcpy2DArrayToArray_ptds(dst: cudaArray_t, w_dst: usize, h_dst: usize, src: cudaArray_t, w_src: usize, h_src: usize, width: usize, height: usize, kind: c_int) {
         array_to_array(dst, [w_dst as u64, h_dst as u64], src, [w_src as u64, h_src as u64], width as u64, height as u64, kind, None)
     }
+}
+
+/// Writes what the caller asked for of an array's description (each output may be null).
+///
+/// # Safety
+///
+/// Each pointer is null or writable.
+unsafe fn get_info(
+    desc: *mut cudaChannelFormatDesc,
+    extent: *mut cudaExtent,
+    flags: *mut c_uint,
+    a: cudaArray_t,
+) -> crate::error::Result<()> {
+    let i = info(a)?;
+    // SAFETY: the caller's output pointers, each written only when non-null.
+    unsafe {
+        if !desc.is_null() {
+            write_out(desc, i.desc)?;
+        }
+        if !extent.is_null() {
+            let e = cudaExtent {
+                width: i.extent[0] as usize,
+                height: i.extent[1] as usize,
+                depth: i.extent[2] as usize,
+            };
+            write_out(extent, e)?;
+        }
+        if !flags.is_null() {
+            write_out(flags, i.flags)?;
+        }
+    }
+    Ok(())
 }

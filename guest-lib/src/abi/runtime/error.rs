@@ -25,7 +25,7 @@ entry! {
     }
 
     fn cudaDriverGetVersion(version: *mut c_int) {
-        // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { driver_get_version(version) }
+        // SAFETY: output pointer from the caller, checked for null by `write_out`.
+        unsafe { write_out(version, driver_version()) }
     }
 }

@@ -17,8 +17,9 @@ use std::ffi::{c_int, c_void};
 
 entry! {
     fn cudaMallocManaged(dev_ptr: *mut *mut c_void, size: usize, flags: u32) {
-        // SAFETY: the caller's arguments, valid as the API requires.
-        crate::core::alloc::malloc_managed(dev_ptr, size, flags)
+        let p = crate::core::alloc::malloc_managed(!dev_ptr.is_null(), size, flags)?;
+        // SAFETY: non-null (`malloc_managed` refused a null one); the caller's output pointer.
+        unsafe { crate::ffi::write_out(dev_ptr, p as *mut c_void) }
     }
 
     fn cudaMemPrefetchAsync(ptr: *const c_void, count: usize, loc: cudaMemLocation, flags: u32, stream: cudaStream_t) {

@@ -13,8 +13,9 @@ use std::ffi::{c_int, c_void};
 
 entry! {
     fn cudaMalloc(dev_ptr: *mut *mut c_void, size: usize) {
-        // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { malloc_call(dev_ptr, size) }
+        let p = malloc_call(!dev_ptr.is_null(), size)?;
+        // SAFETY: non-null (`malloc_call` refused a null one); the caller's output pointer.
+        unsafe { write_out(dev_ptr, p as *mut c_void) }
     }
 
     fn cudaMallocPitch(dev_ptr: *mut *mut c_void, pitch: *mut usize, width: usize, height: usize) {
@@ -30,13 +31,11 @@ entry! {
     }
 
     fn cudaFree(dev_ptr: *mut c_void) {
-        // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { free_call(dev_ptr) }
+        free_call(dev_ptr)
     }
 
     fn cudaMemcpy(dst: *mut c_void, src: *const c_void, count: usize, kind: c_int) {
-        // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { memcpy_call(dst, src, count, kind) }
+        memcpy_call(dst, src, count, kind)
     }
 
     fn cudaMemcpy_ptds(dst: *mut c_void, src: *const c_void, count: usize, kind: c_int) {
@@ -44,8 +43,7 @@ entry! {
     }
 
     fn cudaMemcpyAsync(dst: *mut c_void, src: *const c_void, count: usize, kind: c_int, stream: cudaStream_t) {
-        // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { memcpy_async(dst, src, count, kind, stream) }
+        memcpy_async(dst, src, count, kind, stream)
     }
 
     fn cudaMemcpyAsync_ptsz(dst: *mut c_void, src: *const c_void, count: usize, kind: c_int, stream: cudaStream_t) {
@@ -65,8 +63,7 @@ entry! {
     }
 
     fn cudaMemcpy2DAsync(dst: *mut c_void, dpitch: usize, src: *const c_void, spitch: usize, width: usize, height: usize, kind: c_int, stream: cudaStream_t) {
-        // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { memcpy_2d_async(dst, dpitch, src, spitch, width, height, kind, stream) }
+        memcpy_2d_async(dst, dpitch, src, spitch, width, height, kind, stream)
     }
 
     fn cudaMemcpy2DAsync_ptsz(dst: *mut c_void, dpitch: usize, src: *const c_void, spitch: usize, width: usize, height: usize, kind: c_int, stream: cudaStream_t) {
@@ -215,11 +212,13 @@ entry! {
 entry! {
     fn cudaMemcpyBatchAsync(dsts: *const *mut c_void, srcs: *const *const c_void, sizes: *const usize, count: usize, attrs: *const cudaMemcpyAttributes, idxs: *const usize, num_attrs: usize, stream: cudaStream_t) {
         // SAFETY: the caller's arrays (the API's contract).
-        unsafe { memcpy_batch(dsts, srcs, sizes, count, attrs, idxs, num_attrs, stream, false, &mut None) }
+        let b = unsafe { crate::abi::memory_args::batch(dsts, srcs, sizes, count, (attrs, idxs, num_attrs)) };
+        memcpy_batch(b, stream, false, &mut None)
     }
 
     fn cudaMemcpyBatchAsync_ptsz(dsts: *const *mut c_void, srcs: *const *const c_void, sizes: *const usize, count: usize, attrs: *const cudaMemcpyAttributes, idxs: *const usize, num_attrs: usize, stream: cudaStream_t) {
         // SAFETY: the caller's arrays (the API's contract).
-        unsafe { memcpy_batch(dsts, srcs, sizes, count, attrs, idxs, num_attrs, stream, true, &mut None) }
+        let b = unsafe { crate::abi::memory_args::batch(dsts, srcs, sizes, count, (attrs, idxs, num_attrs)) };
+        memcpy_batch(b, stream, true, &mut None)
     }
 }

@@ -5,6 +5,7 @@
 //! stream; a capturing stream records a 3-D copy as one memcpy node. Copies with a CUDA
 //! array on either side are `super::array`'s (not captured).
 
+use crate::abi::memory_args::{copy_3d, copy_3d_batch, copy_3d_peer};
 use crate::client::{self};
 use crate::core::graph_node::{cudaExtent, cudaMemcpy3DParms, cudaPitchedPtr};
 use crate::core::memory::malloc_pitch;
@@ -27,44 +28,52 @@ entry! {
 
     fn cudaMemcpy3D(p: *const cudaMemcpy3DParms) {
         // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { memcpy_3d_call(p) }
+        unsafe { copy_3d(p, None) }
     }
 
     fn cudaMemcpy3D_ptds(p: *const cudaMemcpy3DParms) {
-        memcpy_3d(p, None)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { copy_3d(p, None) }
     }
 
     fn cudaMemcpy3DBatchAsync(n: usize, ops: *const cudaMemcpy3DBatchOp, flags: u64, stream: cudaStream_t) {
-        memcpy_3d_batch(n, ops, flags, stream, false, &mut None)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { copy_3d_batch(n, ops, flags, stream, false, &mut None) }
     }
 
     fn cudaMemcpy3DBatchAsync_ptsz(n: usize, ops: *const cudaMemcpy3DBatchOp, flags: u64, stream: cudaStream_t) {
-        memcpy_3d_batch(n, ops, flags, stream, true, &mut None)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { copy_3d_batch(n, ops, flags, stream, true, &mut None) }
     }
 
     fn cudaMemcpy3DAsync(p: *const cudaMemcpy3DParms, stream: cudaStream_t) {
         // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { memcpy_3d_async(p, stream) }
+        unsafe { copy_3d(p, Some((stream, false))) }
     }
 
     fn cudaMemcpy3DAsync_ptsz(p: *const cudaMemcpy3DParms, stream: cudaStream_t) {
-        memcpy_3d(p, Some((stream, true)))
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { copy_3d(p, Some((stream, true))) }
     }
 
     fn cudaMemcpy3DPeer(p: *const cudaMemcpy3DPeerParms) {
-        memcpy_3d_peer(p, None)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { copy_3d_peer(p, None) }
     }
 
     fn cudaMemcpy3DPeer_ptds(p: *const cudaMemcpy3DPeerParms) {
-        memcpy_3d_peer(p, None)
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { copy_3d_peer(p, None) }
     }
 
     fn cudaMemcpy3DPeerAsync(p: *const cudaMemcpy3DPeerParms, stream: cudaStream_t) {
-        memcpy_3d_peer(p, Some((stream, false)))
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { copy_3d_peer(p, Some((stream, false))) }
     }
 
     fn cudaMemcpy3DPeerAsync_ptsz(p: *const cudaMemcpy3DPeerParms, stream: cudaStream_t) {
-        memcpy_3d_peer(p, Some((stream, true)))
+        // SAFETY: the caller's arguments, valid as the API requires.
+        unsafe { copy_3d_peer(p, Some((stream, true))) }
     }
 
     fn cudaMemset3D(p: cudaPitchedPtr, value: c_int, e: cudaExtent) {

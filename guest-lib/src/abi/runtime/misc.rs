@@ -12,8 +12,7 @@ use vcuda_protocol::attr;
 
 entry! {
     fn cudaLaunchHostFunc(stream: cudaStream_t, func: Option<HostFn>, user_data: *mut c_void) {
-        // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { launch_host_func_call(stream, func, user_data) }
+        launch_host_func_call(stream, func, user_data)
     }
 
     fn cudaLaunchHostFunc_ptsz(stream: cudaStream_t, func: Option<HostFn>, user_data: *mut c_void) {
@@ -21,31 +20,33 @@ entry! {
     }
 
     fn cudaStreamAddCallback(stream: cudaStream_t, cb: StreamCallback, user_data: *mut c_void, flags: u32) {
-        // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { stream_add_callback(stream, cb, user_data, flags) }
+        stream_add_callback(stream, cb, user_data, flags)
     }
 
     fn cudaOccupancyMaxActiveBlocksPerMultiprocessor(num_blocks: *mut c_int, func: *const c_void, block: c_int, smem: usize) {
-        occupancy(num_blocks, func, block, smem)
+        let n = occupancy(func, block, smem)?;
+        // SAFETY: the caller's output pointer, checked for null by `write_out`.
+        unsafe { crate::ffi::write_out(num_blocks, n) }
     }
 
     fn cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(num_blocks: *mut c_int, func: *const c_void, block: c_int, smem: usize, _flags: u32) {
-        occupancy(num_blocks, func, block, smem)
+        let n = occupancy(func, block, smem)?;
+        // SAFETY: the caller's output pointer, checked for null by `write_out`.
+        unsafe { crate::ffi::write_out(num_blocks, n) }
     }
 
     fn cudaMemcpyPeer(dst: *mut c_void, dst_dev: c_int, src: *const c_void, src_dev: c_int, count: usize) {
-        // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { memcpy_peer(dst, dst_dev, src, src_dev, count) }
+        memcpy_peer(dst, dst_dev, src, src_dev, count)
     }
 
     fn cudaMemcpyPeerAsync(dst: *mut c_void, dst_dev: c_int, src: *const c_void, src_dev: c_int, count: usize, stream: cudaStream_t) {
-        // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { memcpy_peer_async(dst, dst_dev, src, src_dev, count, stream) }
+        memcpy_peer_async(dst, dst_dev, src, src_dev, count, stream)
     }
 
     fn cudaDeviceGetPCIBusId(bus_id: *mut c_char, len: c_int, device: c_int) {
-        // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { device_get_pci_bus_id(bus_id, len, device) }
+        let id = pci_bus_id(device)?;
+        // SAFETY: the caller's buffer of `len` bytes.
+        unsafe { crate::ffi::write_c_string(bus_id, len, &id) }
     }
 
     // Profiler markers: vcuda has no profiler to start, so they only make sure the runtime

@@ -37,8 +37,7 @@ entry! {
     }
 
     fn cudaStreamAddCallback_ptsz(stream: cudaStream_t, cb: StreamCallback, user_data: *mut c_void, flags: u32) {
-        // SAFETY: forwarding the caller's arguments.
-        unsafe { crate::core::misc::stream_add_callback(per_thread(stream), cb, user_data, flags) }
+        crate::core::misc::stream_add_callback(per_thread(stream), cb, user_data, flags)
     }
 
     fn cudaStreamGetFlags_ptsz(stream: cudaStream_t, flags: *mut u32) {

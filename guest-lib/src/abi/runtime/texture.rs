@@ -13,15 +13,16 @@
 
 use crate::core::texture::*;
 use crate::error::Error;
-use crate::ffi::write_out;
+use crate::ffi::{read_in, write_out};
 
 entry! {
     fn cudaCreateTextureObject(out: *mut u64, res: *const cudaResourceDesc, tex: *const cudaTextureDesc, v: *const cudaResourceViewDesc) {
         if out.is_null() {
             return Err(Error::INVALID_VALUE);
         }
-        let v = if v.is_null() { None } else { Some(read(v)?) };
-        let h = create(&read(res)?, Some(&read(tex)?), v.as_ref())?;
+        // SAFETY: the caller's descriptors (the API's contract); `read_in` checks for null.
+        let (res, tex, v) = unsafe { (read_in(res)?, read_in(tex)?, if v.is_null() { None } else { Some(read_in(v)?) }) };
+        let h = create(&res, Some(&tex), v.as_ref())?;
         // SAFETY: checked non-null; the caller's output pointer.
         unsafe { write_out(out, h) }
     }
@@ -34,7 +35,8 @@ entry! {
         if out.is_null() {
             return Err(Error::INVALID_VALUE);
         }
-        let h = create(&read(res)?, None, None)?;
+        // SAFETY: the caller's descriptor (the API's contract); `read_in` checks for null.
+        let h = create(&unsafe { read_in(res)? }, None, None)?;
         // SAFETY: checked non-null; the caller's output pointer.
         unsafe { write_out(out, h) }
     }

@@ -109,6 +109,7 @@ mod abi {
     pub mod graph_ptrs;
     pub mod managed_args;
     pub mod memory_args;
+    pub mod module_args;
     pub mod node_args;
     pub mod nvjitlink;
     pub mod nvjitlink_lto;

@@ -1,19 +1,23 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
 //! Page-locked host memory: `cudaHostAlloc`/`cudaMallocHost`, `cudaFreeHost`,
 //! `cudaHostRegister`/`Unregister` and their queries (the driver's `cuMemHostAlloc`, ...).
+//!
+//! Page-locked memory neither shared with the backend nor kept coherent is an anonymous
+//! mapping this module makes and unmaps (its `unsafe`: the system calls).
 
 use super::memory::*;
 use crate::client::{self, Client};
 use crate::error::{Error, Result};
-use crate::ffi::write_out;
 use crate::mirror::{Kind, Range};
 use crate::shared::{self};
 use crate::{coherent, state};
 use std::ffi::c_void;
 use vcuda_protocol::{DeviceReq, ops};
 
-pub(crate) fn host_alloc(c: &Client, ptr: *mut *mut c_void, size: usize, flags: u32) -> Result<()> {
-    if ptr.is_null() || flags & !HOST_ALLOC_FLAGS != 0 {
+/// `cudaHostAlloc` (`has_out`: whether the caller gave somewhere to put the address): the
+/// address, null for 0 bytes.
+pub(crate) fn host_alloc(c: &Client, has_out: bool, size: usize, flags: u32) -> Result<u64> {
+    if !has_out || flags & !HOST_ALLOC_FLAGS != 0 {
         return Err(Error::INVALID_VALUE);
     }
     // Page-locked memory is mapped for kernels where the session can (see `shared::maps`).
@@ -80,8 +84,7 @@ pub(crate) fn host_alloc(c: &Client, ptr: *mut *mut c_void, size: usize, flags: 
         });
         p
     };
-    // SAFETY: checked non-null above; the caller's output pointer.
-    unsafe { write_out(ptr, p) }
+    Ok(p as u64)
 }
 
 pub(crate) fn host_free(c: &Client, p: *mut c_void) -> Result<()> {
@@ -117,52 +120,30 @@ pub(crate) fn host_free(c: &Client, p: *mut c_void) -> Result<()> {
     Ok(())
 }
 
-/// `cudaFreeHost`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaFreeHost` requires of its caller.
-pub(crate) unsafe fn free_host(ptr: *mut c_void) -> Result<()> {
+/// `cudaFreeHost`.
+pub(crate) fn free_host(ptr: *mut c_void) -> Result<()> {
     host_free(client::client()?, ptr)
 }
 
-/// `cudaHostAlloc`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaHostAlloc` requires of its caller.
-pub(crate) unsafe fn host_alloc_call(ptr: *mut *mut c_void, size: usize, flags: u32) -> Result<()> {
-    host_alloc(client::client()?, ptr, size, flags)
+/// `cudaHostAlloc` (see [`host_alloc`]).
+pub(crate) fn host_alloc_call(has_out: bool, size: usize, flags: u32) -> Result<u64> {
+    host_alloc(client::client()?, has_out, size, flags)
 }
 
-/// `cudaHostGetDevicePointer`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaHostGetDevicePointer` requires of its caller.
-pub(crate) unsafe fn host_get_device_pointer(
-    dev_ptr: *mut *mut c_void,
-    host: *mut c_void,
-    flags: u32,
-) -> Result<()> {
+/// `cudaHostGetDevicePointer` (`has_out`: whether the caller gave somewhere to put it).
+pub(crate) fn host_get_device_pointer(has_out: bool, host: *mut c_void, flags: u32) -> Result<u64> {
     let c = client::client()?;
-    if dev_ptr.is_null() || flags != 0 || c.mirror.find(host as u64).is_none() {
+    if !has_out || flags != 0 || c.mirror.find(host as u64).is_none() {
         return Err(Error::INVALID_VALUE);
     }
     // With unified addressing the device pointer is the host pointer. Memory kernels
     // cannot reach (no mapping on this transport, or registered memory the library
     // could not share) fails as where CUDA did not map it for the device.
-    let d = shared::device_pointer(host as u64).ok_or(Error::MEMORY_ALLOCATION)?;
-    // SAFETY: output pointer from the caller, checked for null.
-    unsafe { write_out(dev_ptr, d as *mut c_void) }
+    shared::device_pointer(host as u64).ok_or(Error::MEMORY_ALLOCATION)
 }
 
-/// `cudaHostGetFlags`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaHostGetFlags` requires of its caller.
-pub(crate) unsafe fn host_get_flags(flags: *mut u32, host: *mut c_void) -> Result<()> {
+/// `cudaHostGetFlags`.
+pub(crate) fn host_get_flags(host: *mut c_void) -> Result<u32> {
     let c = client::client()?;
     // As NVIDIA's runtime answers (CUDA 13.0, measured): cudaHostAlloc's flags as given,
     // cudaHostRegister's Portable flag alone (not ReadOnly, IoMemory), plus Mapped for
@@ -174,16 +155,11 @@ pub(crate) unsafe fn host_get_flags(flags: *mut u32, host: *mut c_void) -> Resul
         Some(Kind::HostRegistered(f)) => (f & PORTABLE) | mapped(),
         _ => return Err(Error::INVALID_VALUE),
     };
-    // SAFETY: output pointer from the caller, checked for null.
-    unsafe { write_out(flags, f) }
+    Ok(f)
 }
 
-/// `cudaHostRegister`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaHostRegister` requires of its caller.
-pub(crate) unsafe fn host_register(ptr: *mut c_void, size: usize, flags: u32) -> Result<()> {
+/// `cudaHostRegister`.
+pub(crate) fn host_register(ptr: *mut c_void, size: usize, flags: u32) -> Result<()> {
     let c = client::client()?;
     if ptr.is_null() || size == 0 || flags & !HOST_REGISTER_FLAGS != 0 {
         return Err(Error::INVALID_VALUE);
@@ -206,12 +182,8 @@ pub(crate) unsafe fn host_register(ptr: *mut c_void, size: usize, flags: u32) ->
     Ok(())
 }
 
-/// `cudaHostUnregister`: what the runtime's export does, for it and for the calls that share it.
-///
-/// # Safety
-///
-/// The pointer arguments are valid as `cudaHostUnregister` requires of its caller.
-pub(crate) unsafe fn host_unregister(ptr: *mut c_void) -> Result<()> {
+/// `cudaHostUnregister`.
+pub(crate) fn host_unregister(ptr: *mut c_void) -> Result<()> {
     let c = client::client()?;
     let r = c
         .mirror

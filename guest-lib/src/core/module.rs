@@ -4,7 +4,7 @@
 //! loaded again after a device reset. The driver's `cuModule*`/`cuLibrary*` and the
 //! runtime's `cudaLibrary*` are shims over these.
 
-use std::ffi::{CStr, c_char, c_uint, c_void};
+use std::ffi::c_uint;
 use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
@@ -116,32 +116,44 @@ pub(crate) fn session() -> Result<&'static Client, CuError> {
     Ok(c)
 }
 
-/// The size of a module image: a fat binary (header and payload), an ELF cubin (up to its
-/// section headers), or NUL-terminated PTX text.
-///
-/// # Safety
-///
-/// `image` points to a readable image of one of those kinds.
-unsafe fn image_len(image: *const u8) -> Result<usize, CuError> {
-    // SAFETY: every image is at least 16 bytes or NUL-terminated text (the caller's
-    // contract); each read below stays within what the header read so far describes.
-    unsafe {
-        let magic = image.cast::<u32>().read_unaligned();
-        if magic == 0xBA55_ED50 {
-            let size = image.add(8).cast::<u64>().read_unaligned();
-            return usize::try_from(size)
-                .ok()
-                .and_then(|s| s.checked_add(16))
-                .filter(|&s| s <= vcuda_protocol::MAX_SEGMENT_LEN as usize)
-                .ok_or(CuError::INVALID_IMAGE);
+/// The magic of a fat binary and of an ELF file.
+pub(crate) const FATBIN_MAGIC: u32 = 0xBA55_ED50;
+pub(crate) const ELF_MAGIC: u32 = 0x464C_457F;
+
+/// The length of a fat binary whose header gives `size` bytes of payload (the 16-byte header
+/// and that, at most one request's data).
+pub(crate) fn fatbin_len(size: u64) -> Result<usize, CuError> {
+    usize::try_from(size)
+        .ok()
+        .and_then(|s| s.checked_add(16))
+        .filter(|&s| s <= vcuda_protocol::MAX_SEGMENT_LEN as usize)
+        .ok_or(CuError::INVALID_IMAGE)
+}
+
+/// The module image at the start of `bytes` (a file's contents): a fat binary, or PTX text
+/// up to and with its NUL.
+fn image_in(bytes: &[u8]) -> Result<&[u8], CuError> {
+    let word = |at: usize| {
+        bytes
+            .get(at..at + 4)
+            .map(|b| u32::from_le_bytes(b.try_into().unwrap_or_default()))
+    };
+    match word(0) {
+        Some(FATBIN_MAGIC) => {
+            let size = bytes
+                .get(8..16)
+                .map(|b| u64::from_le_bytes(b.try_into().unwrap_or_default()))
+                .ok_or(CuError::INVALID_IMAGE)?;
+            bytes.get(..fatbin_len(size)?).ok_or(CuError::INVALID_IMAGE)
         }
-        if magic == 0x464C_457F {
-            // The CPU executor runs PTX, not machine code.
-            return Err(CuError::NO_BINARY_FOR_GPU);
+        Some(ELF_MAGIC) => Err(CuError::NO_BINARY_FOR_GPU),
+        _ => {
+            let nul = bytes
+                .iter()
+                .position(|&b| b == 0)
+                .ok_or(CuError::INVALID_IMAGE)?;
+            Ok(&bytes[..=nul])
         }
-        Ok(CStr::from_ptr(image.cast::<c_char>())
-            .to_bytes_with_nul()
-            .len())
     }
 }
 
@@ -156,58 +168,13 @@ pub fn ptx_units_fatbin(units: &[&[u8]]) -> Vec<u8> {
     vcuda_fatbin::ptx_fatbin(units, 90)
 }
 
-/// The magic of nvcc's `__fatBinC_Wrapper_t`.
-const FATBIN_WRAPPER_MAGIC: u32 = 0x4662_43B1;
-
-/// Loads a module from a module image (`cuModuleLoadData`): a fat binary, the wrapper nvcc
-/// registers around one, or PTX.
-pub(crate) fn load(image: *const c_void, library: bool) -> Result<*mut Module, CuError> {
-    session()?;
-    if image.is_null() {
-        return Err(CuError::INVALID_VALUE);
-    }
-    // SAFETY: every module image starts with at least 4 readable bytes.
-    if unsafe { image.cast::<u32>().read_unaligned() } == FATBIN_WRAPPER_MAGIC {
-        // What nvcc's host code registers, which the static runtime passes on as is.
-        // SAFETY: a wrapper, by its magic; the driver API's contract keeps it mapped.
-        return unsafe { load_wrapper(image, library) };
-    }
-    // SAFETY: the driver API's contract: `image` is a module image.
-    let len = unsafe { image_len(image.cast()) }?;
-    // SAFETY: `len` bytes of the image are readable (computed from the image itself).
-    let bytes = unsafe { std::slice::from_raw_parts(image.cast::<u8>(), len) };
-    load_bytes(bytes, library)
-}
-
-/// Loads the module of the fat binary a `__fatBinC_Wrapper_t` points to (with the units of
-/// a device-linked program), as the runtime's registration does.
-///
-/// # Safety
-///
-/// `wrapper` is null or a wrapper nvcc's host code made, whose fat binaries stay mapped
-/// while this runs.
-pub(crate) unsafe fn load_wrapper(
-    wrapper: *const c_void,
+/// Loads the module of a fat binary and the units of a device-linked program (nvcc's
+/// wrapper, which `abi` reads), as the runtime's registration does.
+pub(crate) fn load_units(
+    bytes: &[u8],
+    units: &[&[u8]],
     library: bool,
 ) -> Result<*mut Module, CuError> {
-    session()?;
-    if wrapper.is_null() {
-        return Err(CuError::INVALID_VALUE);
-    }
-    // SAFETY: the caller's contract.
-    let (bytes, units) = unsafe {
-        (
-            vcuda_fatbin::fatbin_from_wrapper::<'_>(wrapper),
-            vcuda_fatbin::prelinked_fatbins::<'_>(wrapper),
-        )
-    };
-    let (bytes, units) = match (bytes, units) {
-        (Ok(b), Ok(u)) => (b, u),
-        (Err(e), _) | (_, Err(e)) => {
-            log::error!("cannot read a fat binary the runtime loads: {e}");
-            return Err(CuError::INVALID_IMAGE);
-        }
-    };
     if units.is_empty() {
         return load_bytes(bytes, library);
     }
@@ -221,7 +188,7 @@ pub(crate) unsafe fn load_wrapper(
 
 /// Loads a module from `bytes`: a fat binary, or PTX text (with its NUL); a library keeps
 /// its image (see [`Module::handle`]).
-fn load_bytes(bytes: &[u8], library: bool) -> Result<*mut Module, CuError> {
+pub(crate) fn load_bytes(bytes: &[u8], library: bool) -> Result<*mut Module, CuError> {
     let c = session()?;
     let handle = load_image(c, bytes)?;
     let m = Box::into_raw(Box::new(Module {
@@ -248,7 +215,7 @@ fn load_bytes(bytes: &[u8], library: bool) -> Result<*mut Module, CuError> {
 /// Loads `bytes` (a fat binary, or PTX text) into the backend: its handle.
 fn load_image(c: &Client, bytes: &[u8]) -> Result<u64, CuError> {
     let wrapped;
-    let bytes = if bytes.starts_with(&0xBA55_ED50u32.to_le_bytes()) {
+    let bytes = if bytes.starts_with(&FATBIN_MAGIC.to_le_bytes()) {
         bytes
     } else {
         wrapped = ptx_fatbin(bytes);
@@ -361,27 +328,23 @@ fn kernel_names<'a>(c: &Client, m: &'a Module) -> Result<&'a [String], CuError> 
     Ok(m.names.get_or_init(|| names))
 }
 
-/// `cuModuleEnumerateFunctions`: handles of up to `num` of the module's kernels.
-///
-/// # Safety
-///
-/// `fs` is null or valid for writes of `num` handles.
-pub(crate) unsafe fn enumerate(
-    fs: *mut *const Function,
+/// `cuModuleEnumerateFunctions`: handles of up to `num` of the module's kernels
+/// (`has_out`: whether the caller gave an array for them).
+pub(crate) fn enumerate(
+    has_out: bool,
     num: c_uint,
     mp: *mut Module,
-) -> Result<(), CuError> {
+) -> Result<Vec<*const Function>, CuError> {
     let c = session()?;
     let m = module(mp)?;
-    if fs.is_null() {
+    if !has_out {
         return Err(CuError::INVALID_VALUE);
     }
-    for (i, name) in kernel_names(c, m)?.iter().take(num as usize).enumerate() {
-        let f = get_function(mp, name)?;
-        // SAFETY: the caller's array of `num` handles (i < num).
-        unsafe { fs.add(i).write(f) };
-    }
-    Ok(())
+    kernel_names(c, m)?
+        .iter()
+        .take(num as usize)
+        .map(|name| get_function(mp, name))
+        .collect()
 }
 
 /// `cuModuleGetFunctionCount`: how many kernels the module holds.
@@ -408,44 +371,12 @@ pub(crate) fn function<'a>(f: *const Function) -> Result<&'a Function, CuError> 
     Ok(f)
 }
 
-/// A kernel or variable name the program passes (`CUDA_ERROR_NOT_FOUND` if not UTF-8).
-pub(crate) fn c_name(name: *const c_char) -> Result<&'static str, CuError> {
-    if name.is_null() {
-        return Err(CuError::INVALID_VALUE);
-    }
-    // SAFETY: a NUL-terminated string (the driver API's contract).
-    unsafe { CStr::from_ptr(name) }
-        .to_str()
-        .map_err(|_| CuError::NOT_FOUND)
-}
-
 /// `cuModuleLoad` (and `cuLibraryLoadFromFile`): loads the module image in the file `path`.
-///
-/// # Safety
-///
-/// `path` is null or a NUL-terminated string.
-pub(crate) unsafe fn load_file(path: *const c_char, library: bool) -> Result<*mut Module, CuError> {
-    if path.is_null() {
-        return Err(CuError::INVALID_VALUE);
-    }
-    // SAFETY: a NUL-terminated path (the driver API's contract).
-    let p = unsafe { CStr::from_ptr(path) }
-        .to_string_lossy()
-        .into_owned();
-    let mut bytes = std::fs::read(&p).map_err(|_| CuError(301))?; // CUDA_ERROR_FILE_NOT_FOUND
-    // PTX text must end with its NUL; fat binaries are kept 8-byte aligned.
+pub(crate) fn load_file(path: &std::path::Path, library: bool) -> Result<*mut Module, CuError> {
+    let mut bytes = std::fs::read(path).map_err(|_| CuError(301))?; // CUDA_ERROR_FILE_NOT_FOUND
+    // PTX text must end with its NUL.
     bytes.push(0);
-    let mut aligned = vec![0u64; bytes.len().div_ceil(8)];
-    // SAFETY: `aligned` holds at least `bytes.len()` bytes.
-    unsafe {
-        std::ptr::copy_nonoverlapping(
-            bytes.as_ptr(),
-            aligned.as_mut_ptr().cast::<u8>(),
-            bytes.len(),
-        )
-    };
-    // The same load as cuModuleLoadData's, from a buffer that lives for the call.
-    load(aligned.as_ptr().cast(), library)
+    load_bytes(image_in(&bytes)?, library)
 }
 
 /// `cuModuleUnload`: a module of the current context.

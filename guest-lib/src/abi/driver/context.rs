@@ -47,10 +47,10 @@ fn free_owned(o: Owned) {
         );
     }
     for h in o.host {
-        // SAFETY: host memory this context allocated and nobody freed.
-        logged("host allocation", unsafe {
-            crate::core::host_memory::free_host(h as *mut c_void)
-        });
+        logged(
+            "host allocation",
+            crate::core::host_memory::free_host(h as *mut c_void),
+        );
     }
 }
 

@@ -185,7 +185,7 @@ unsafe extern "C" fn module_from_wrapper(pmod: *mut *mut Module, wrapper: *const
     // SAFETY: the runtime passes the wrapper nvcc's registration code gave it.
     slot("runtime interface: module from wrapper", || {
         // SAFETY: as above.
-        let m = unsafe { crate::core::module::load_wrapper(wrapper, false) }?;
+        let m = unsafe { crate::abi::module_args::load_wrapper(wrapper, false) }?;
         // SAFETY: the runtime's output pointer.
         unsafe { out(pmod, m) }
     })
@@ -214,7 +214,8 @@ unsafe extern "C" fn module_from_fatbin_ext(
 ) -> u32 {
     log::debug!("module from fat binary, options {a:?} {b:?} {n}");
     slot("runtime interface: module from fat binary", || {
-        let m = crate::core::module::load(fatbin, false)?;
+        // SAFETY: the runtime passes a fat binary (its header first).
+        let m = unsafe { crate::abi::module_args::load(fatbin, false) }?;
         // SAFETY: the runtime's output pointer.
         unsafe { out(pmod, m) }
     })

@@ -262,7 +262,7 @@ entry_lib! {
 
     fn cuModuleLoad(m: *mut *mut Module, path: *const c_char) -> Result<(), CuError> {
         // SAFETY: the caller's path, under cuModuleLoad's contract.
-        let module = unsafe { crate::core::module::load_file(path, false) }?;
+        let module = unsafe { crate::abi::module_args::load_file(path, false) }?;
         // SAFETY: the caller's output pointer.
         unsafe { out(m, module) }
     }

@@ -73,11 +73,9 @@ fn ipc_open(
 
 fn host_alloc(pp: *mut *mut c_void, size: usize, flags: c_uint) -> Result<(), CuError> {
     current()?;
-    let mut p: *mut c_void = std::ptr::null_mut();
     // CU_MEMHOSTALLOC_* and cudaHostAlloc* flags have the same values.
-    // SAFETY: a valid output pointer.
-    unsafe { crate::core::host_memory::host_alloc_call(&mut p, size, flags) }
-        .map_err(crate::error::CuError::from)?;
+    let p = crate::core::host_memory::host_alloc_call(true, size, flags)
+        .map_err(crate::error::CuError::from)? as *mut c_void;
     own(|o| o.host.push(p as usize))?;
     // SAFETY: the caller's output pointer.
     unsafe { out(pp, p) }
@@ -310,17 +308,18 @@ entry_lib! {
 
     fn cuMemHostGetDevicePointer_v2(pdptr: *mut CUdeviceptr, p: *mut c_void, flags: c_uint) -> Result<(), CuError> {
         current()?;
-        let mut d: *mut c_void = std::ptr::null_mut();
-        // SAFETY: a valid output pointer; the runtime checks `p` against its host memory.
-        unsafe { crate::core::host_memory::host_get_device_pointer(&mut d, p, flags) }.map_err(crate::error::CuError::from)?;
+        // The runtime checks `p` against its host memory.
+        let d = crate::core::host_memory::host_get_device_pointer(true, p, flags).map_err(crate::error::CuError::from)?;
         // SAFETY: the caller's output pointer (checked).
         unsafe { out(pdptr, d as u64) }
     }
 
     fn cuMemHostGetFlags(pflags: *mut c_uint, p: *mut c_void) -> Result<(), CuError> {
         current()?;
-        // SAFETY: the runtime checks both pointers (CU_MEMHOSTALLOC_* equal cudaHostAlloc*).
-        unsafe { crate::core::host_memory::host_get_flags(pflags, p) }.map_err(crate::error::CuError::from)
+        // CU_MEMHOSTALLOC_* equal cudaHostAlloc*.
+        let f = crate::core::host_memory::host_get_flags(p).map_err(crate::error::CuError::from)?;
+        // SAFETY: the caller's output pointer, checked for null by `write_out`.
+        unsafe { crate::ffi::write_out(pflags, f) }.map_err(crate::error::CuError::from)
     }
 
     fn cuMemAllocManaged(dptr: *mut CUdeviceptr, size: usize, flags: c_uint) -> Result<(), CuError> {
@@ -337,8 +336,7 @@ entry_lib! {
 
     fn cuMemFreeHost(p: *mut c_void) -> Result<(), CuError> {
         current()?;
-        // SAFETY: the runtime checks the pointer against its host allocations.
-        unsafe { crate::core::host_memory::free_host(p) }.map_err(crate::error::CuError::from)?;
+        crate::core::host_memory::free_host(p).map_err(crate::error::CuError::from)?;
         disown(|o| o.host.retain(|&h| h != p as usize));
         Ok(())
     }
@@ -346,14 +344,12 @@ entry_lib! {
     fn cuMemHostRegister_v2(p: *mut c_void, size: usize, flags: c_uint) -> Result<(), CuError> {
         current()?;
         // CU_MEMHOSTREGISTER_* and cudaHostRegister* flags have the same values.
-        // SAFETY: the caller's contract for the range is the runtime's.
-        unsafe { crate::core::host_memory::host_register(p, size, flags) }.map_err(crate::error::CuError::from)
+        crate::core::host_memory::host_register(p, size, flags).map_err(crate::error::CuError::from)
     }
 
     fn cuMemHostUnregister(p: *mut c_void) -> Result<(), CuError> {
         current()?;
-        // SAFETY: as for cuMemHostRegister.
-        unsafe { crate::core::host_memory::host_unregister(p) }.map_err(crate::error::CuError::from)
+        crate::core::host_memory::host_unregister(p).map_err(crate::error::CuError::from)
     }
 
     fn cuMemcpyHtoD_v2(dst: CUdeviceptr, src: *const c_void, n: usize) -> Result<(), CuError> {

@@ -10,10 +10,11 @@
 use std::ffi::{c_char, c_int, c_uint, c_void};
 
 use super::out;
+use crate::abi::module_args::{c_name, enumerate, load, load_file};
 use crate::core::function::Function;
 use crate::core::module::{
-    Module, c_name, check_module, enumerate, function, function_count, get_function, get_global,
-    get_managed, load, load_file, unload_library, unload_module,
+    Module, check_module, function, function_count, get_function, get_global, get_managed,
+    unload_library, unload_module,
 };
 use crate::error::CuError;
 use crate::ffi::CUdeviceptr;
@@ -41,13 +42,15 @@ unsafe fn global_out(
 
 entry_lib! {
     fn cuModuleLoadData(m: *mut *mut Module, image: *const c_void) -> Result<(), CuError> {
-        let module = load(image, false)?;
+        // SAFETY: the caller's module image (the API's contract).
+        let module = unsafe { load(image, false) }?;
         // SAFETY: the caller's output pointer.
         unsafe { out(m, module) }
     }
 
     fn cuModuleLoadFatBinary(m: *mut *mut Module, image: *const c_void) -> Result<(), CuError> {
-        let module = load(image, false)?;
+        // SAFETY: the caller's module image (the API's contract).
+        let module = unsafe { load(image, false) }?;
         // SAFETY: the caller's output pointer.
         unsafe { out(m, module) }
     }
@@ -55,7 +58,8 @@ entry_lib! {
     fn cuModuleLoadDataEx(m: *mut *mut Module, image: *const c_void, _n: c_uint, _opts: *mut c_int, _vals: *mut *mut c_void) -> Result<(), CuError> {
         // JIT options (log buffers, optimization level) ask for nothing the backend needs;
         // its JIT log stays on the backend.
-        let module = load(image, false)?;
+        // SAFETY: the caller's module image (the API's contract).
+        let module = unsafe { load(image, false) }?;
         // SAFETY: the caller's output pointer.
         unsafe { out(m, module) }
     }
@@ -65,19 +69,22 @@ entry_lib! {
     }
 
     fn cuModuleGetFunction(pf: *mut *const Function, mp: *mut Module, name: *const c_char) -> Result<(), CuError> {
-        let f = get_function(mp, c_name(name)?)?;
+        // SAFETY: the caller's NUL-terminated name (the API's contract).
+        let f = get_function(mp, unsafe { c_name(name)? })?;
         // SAFETY: the caller's output pointer; the function lives as long as its module.
         unsafe { out(pf, f) }
     }
 
     fn cuModuleGetGlobal_v2(dptr: *mut CUdeviceptr, bytes: *mut usize, m: *mut Module, name: *const c_char) -> Result<(), CuError> {
-        let g = get_global(m, c_name(name)?)?;
+        // SAFETY: the caller's NUL-terminated name (the API's contract).
+        let g = get_global(m, unsafe { c_name(name)? })?;
         // SAFETY: the caller's output pointers, each optional.
         unsafe { global_out(dptr, bytes, g) }
     }
 
     fn cuLibraryLoadData(lib: *mut *mut Module, code: *const c_void, _jit_opts: *mut c_int, _jit_vals: *mut *mut c_void, _n_jit: c_uint, _lib_opts: *mut c_int, _lib_vals: *mut *mut c_void, _n_lib: c_uint) -> Result<(), CuError> {
-        let module = load(code, true)?;
+        // SAFETY: the caller's module image (the API's contract).
+        let module = unsafe { load(code, true) }?;
         // SAFETY: the caller's output pointer.
         unsafe { out(lib, module) }
     }
@@ -93,7 +100,8 @@ entry_lib! {
     }
 
     fn cuLibraryGetKernel(k: *mut *const Function, lib: *mut Module, name: *const c_char) -> Result<(), CuError> {
-        let f = get_function(lib, c_name(name)?)?;
+        // SAFETY: the caller's NUL-terminated name (the API's contract).
+        let f = get_function(lib, unsafe { c_name(name)? })?;
         // SAFETY: the caller's output pointer; the kernel lives as long as its library.
         unsafe { out(k, f) }
     }
@@ -105,13 +113,15 @@ entry_lib! {
     }
 
     fn cuLibraryGetManaged(dptr: *mut CUdeviceptr, bytes: *mut usize, lib: *mut Module, name: *const c_char) -> Result<(), CuError> {
-        let g = get_managed(lib, c_name(name)?)?;
+        // SAFETY: the caller's NUL-terminated name (the API's contract).
+        let g = get_managed(lib, unsafe { c_name(name)? })?;
         // SAFETY: the caller's output pointers, each optional.
         unsafe { global_out(dptr, bytes, g) }
     }
 
     fn cuLibraryGetGlobal(dptr: *mut CUdeviceptr, bytes: *mut usize, lib: *mut Module, name: *const c_char) -> Result<(), CuError> {
-        let g = get_global(lib, c_name(name)?)?;
+        // SAFETY: the caller's NUL-terminated name (the API's contract).
+        let g = get_global(lib, unsafe { c_name(name)? })?;
         // SAFETY: the caller's output pointers, each optional.
         unsafe { global_out(dptr, bytes, g) }
     }
@@ -131,7 +141,7 @@ entry_lib! {
 
     fn cuLibraryEnumerateKernels(ks: *mut *const Function, num: c_uint, lib: *mut Module) -> Result<(), CuError> {
         // SAFETY: the caller's array of `num` handles (the API's contract).
-        unsafe { enumerate(ks, num, lib) }
+        unsafe { enumerate(ks, num, lib) }.map(drop)
     }
 
     fn cuModuleGetFunctionCount(count: *mut c_uint, m: *mut Module) -> Result<(), CuError> {
@@ -142,7 +152,7 @@ entry_lib! {
 
     fn cuModuleEnumerateFunctions(fs: *mut *const Function, num: c_uint, m: *mut Module) -> Result<(), CuError> {
         // SAFETY: the caller's array of `num` handles (the API's contract).
-        unsafe { enumerate(fs, num, m) }
+        unsafe { enumerate(fs, num, m) }.map(drop)
     }
 
     fn cuFuncGetName(name: *mut *const c_char, f: *const Function) -> Result<(), CuError> {

@@ -9,9 +9,10 @@
 //! keep using the host stub, `__cudaGetKernel`). `cudaLibraryGetManaged` and
 //! `cudaLibraryGetUnifiedFunction` are not supported.
 
+use crate::abi::module_args::c_name;
 use crate::client;
 use crate::core::library::*;
-use crate::core::module::{self, Module, c_name};
+use crate::core::module::{self, Module};
 use crate::error::Error;
 use crate::ffi::write_out;
 use std::ffi::{c_char, c_int, c_uint, c_void};
@@ -19,7 +20,8 @@ use std::ffi::{c_char, c_int, c_uint, c_void};
 entry! {
     fn cudaLibraryLoadData(lib: *mut *mut c_void, code: *const c_void, _jit_opts: *mut c_int, _jit_vals: *mut *mut c_void, _n_jit: c_uint, _lib_opts: *mut c_int, _lib_vals: *mut *mut c_void, _n_lib: c_uint) {
         client::client()?;
-        let m = module::load(code, true).map_err(cu)?;
+        // SAFETY: the caller's module image (the API's contract).
+        let m = unsafe { crate::abi::module_args::load(code, true) }.map_err(cu)?;
         // SAFETY: the caller's output pointer, checked for null.
         unsafe { write_out(lib, m.cast::<c_void>()) }
     }
@@ -27,7 +29,7 @@ entry! {
     fn cudaLibraryLoadFromFile(lib: *mut *mut c_void, file: *const c_char, _jit_opts: *mut c_int, _jit_vals: *mut *mut c_void, _n_jit: c_uint, _lib_opts: *mut c_int, _lib_vals: *mut *mut c_void, _n_lib: c_uint) {
         client::client()?;
         // SAFETY: the caller's path, null or NUL-terminated (the API's contract).
-        let m = unsafe { module::load_file(file, true) }.map_err(cu)?;
+        let m = unsafe { crate::abi::module_args::load_file(file, true) }.map_err(cu)?;
         // SAFETY: the caller's output pointer, checked for null.
         unsafe { write_out(lib, m.cast::<c_void>()) }
     }
@@ -40,7 +42,8 @@ entry! {
 
     fn cudaLibraryGetKernel(k: *mut *const c_void, lib: *mut c_void, name: *const c_char) {
         client::client()?;
-        let f = module::get_function(lib.cast(), c_name(name).map_err(cu)?).map_err(cu)?;
+        // SAFETY: the caller's NUL-terminated name (the API's contract).
+        let f = module::get_function(lib.cast(), unsafe { c_name(name) }.map_err(cu)?).map_err(cu)?;
         kernels(|t| t.insert(f as usize, lib as usize));
         // SAFETY: the caller's output pointer, checked for null.
         unsafe { write_out(k, f.cast::<c_void>()) }
@@ -48,7 +51,8 @@ entry! {
 
     fn cudaLibraryGetGlobal(dptr: *mut *mut c_void, bytes: *mut usize, lib: *mut c_void, name: *const c_char) {
         client::client()?;
-        let (addr, size) = module::get_global(lib.cast(), c_name(name).map_err(cu)?).map_err(cu)?;
+        // SAFETY: the caller's NUL-terminated name (the API's contract).
+        let (addr, size) = module::get_global(lib.cast(), unsafe { c_name(name) }.map_err(cu)?).map_err(cu)?;
         // SAFETY: the caller's output pointers, each optional.
         unsafe {
             if !dptr.is_null() {
@@ -71,11 +75,8 @@ entry! {
     fn cudaLibraryEnumerateKernels(ks: *mut *const c_void, num: c_uint, lib: *mut c_void) {
         client::client()?;
         // SAFETY: the caller's array of `num` handles (the API's contract).
-        unsafe { module::enumerate(ks.cast(), num, lib.cast()) }.map_err(cu)?;
-        let n = module::function_count(lib.cast()).map_err(cu)?;
-        for i in 0..n.min(num) as usize {
-            // SAFETY: `enumerate` wrote the first min(n, num) handles of the caller's array.
-            let f = unsafe { *ks.add(i) };
+        let fs = unsafe { crate::abi::module_args::enumerate(ks.cast(), num, lib.cast()) }.map_err(cu)?;
+        for f in fs {
             kernels(|t| t.insert(f as usize, lib as usize));
         }
         Ok(())

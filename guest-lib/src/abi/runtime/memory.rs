@@ -110,37 +110,39 @@ entry! {
     }
 
     fn cudaMallocHost(ptr: *mut *mut c_void, size: usize) {
-        host_alloc(client::client()?, ptr, size, 0)
+        let p = host_alloc(client::client()?, !ptr.is_null(), size, 0)?;
+        // SAFETY: non-null (refused above otherwise); the caller's output pointer.
+        unsafe { write_out(ptr, p as *mut c_void) }
     }
 
     fn cudaHostAlloc(ptr: *mut *mut c_void, size: usize, flags: u32) {
-        // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { host_alloc_call(ptr, size, flags) }
+        let p = host_alloc_call(!ptr.is_null(), size, flags)?;
+        // SAFETY: non-null (refused above otherwise); the caller's output pointer.
+        unsafe { write_out(ptr, p as *mut c_void) }
     }
 
     fn cudaFreeHost(ptr: *mut c_void) {
-        // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { free_host(ptr) }
+        free_host(ptr)
     }
 
     fn cudaHostRegister(ptr: *mut c_void, size: usize, flags: u32) {
-        // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { host_register(ptr, size, flags) }
+        host_register(ptr, size, flags)
     }
 
     fn cudaHostUnregister(ptr: *mut c_void) {
-        // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { host_unregister(ptr) }
+        host_unregister(ptr)
     }
 
     fn cudaHostGetDevicePointer(dev_ptr: *mut *mut c_void, host: *mut c_void, flags: u32) {
-        // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { host_get_device_pointer(dev_ptr, host, flags) }
+        let d = host_get_device_pointer(!dev_ptr.is_null(), host, flags)?;
+        // SAFETY: non-null (refused above otherwise); the caller's output pointer.
+        unsafe { write_out(dev_ptr, d as *mut c_void) }
     }
 
     fn cudaHostGetFlags(flags: *mut u32, host: *mut c_void) {
-        // SAFETY: the caller's arguments, valid as the API requires.
-        unsafe { host_get_flags(flags, host) }
+        let f = host_get_flags(host)?;
+        // SAFETY: the caller's output pointer, checked for null by `write_out`.
+        unsafe { write_out(flags, f) }
     }
 
     fn cudaPointerGetAttributes(attrs: *mut cudaPointerAttributes, ptr: *const c_void) {

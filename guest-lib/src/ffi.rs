@@ -317,3 +317,91 @@ pub unsafe fn write_c_string(buf: *mut std::ffi::c_char, len: c_int, s: &str) ->
     dst[n] = 0;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A kernel of two parameters: 4 bytes at 0, 8 bytes at 8 (16 bytes in all).
+    const LAYOUT: [(u32, u32); 2] = [(0, 4), (8, 8)];
+
+    #[test]
+    fn kernel_params_are_packed_at_their_offsets() {
+        let (mut a, mut b) = (0x1122_3344u32, 0x5566_7788_99aa_bbccu64);
+        let mut ptrs = [(&raw mut a).cast::<c_void>(), (&raw mut b).cast::<c_void>()];
+        let ptrs = ptrs.as_mut_ptr();
+        // SAFETY: one pointer per parameter, each to a value of the parameter's size.
+        let args = unsafe { KernelArgs::new(ptrs, std::ptr::null_mut()) };
+        let p = args.pack(&LAYOUT, 16).unwrap();
+        assert_eq!(&p[..4], &a.to_ne_bytes());
+        assert_eq!(&p[4..8], &[0; 4]);
+        assert_eq!(&p[8..], &b.to_ne_bytes());
+        // SAFETY: the array's second entry, written through the pointer `args` holds.
+        unsafe { ptrs.add(1).write(std::ptr::null_mut()) };
+        assert_eq!(args.pack(&LAYOUT, 16), Err(Error::INVALID_VALUE));
+    }
+
+    #[test]
+    fn a_launch_param_list_gives_the_buffer() {
+        let mut buf: Vec<u8> = (0..24).collect();
+        let mut size = 24usize;
+        let size = &raw mut size;
+        let mut list = [
+            PARAM_BUFFER_POINTER as *mut c_void,
+            buf.as_mut_ptr().cast(),
+            PARAM_BUFFER_SIZE as *mut c_void,
+            size.cast(),
+            PARAM_END as *mut c_void,
+        ];
+        let list = list.as_mut_ptr();
+        // SAFETY: a list ending with END; its buffer holds `size` bytes.
+        let args = unsafe { KernelArgs::new(std::ptr::null_mut(), list) };
+        // Entry `i` of the list, rewritten through the pointer `args` holds.
+        let set = |i: usize, v: *mut c_void| {
+            // SAFETY: `i` is within the list's five entries.
+            unsafe { list.add(i).write(v) }
+        };
+        assert_eq!(args.pack(&LAYOUT, 16).unwrap(), buf[..16].to_vec());
+        // A buffer smaller than the kernel's parameters, or no size given, is refused.
+        // SAFETY: the size the list points to.
+        unsafe { size.write(8) };
+        assert_eq!(args.pack(&LAYOUT, 16), Err(Error::INVALID_VALUE));
+        set(3, std::ptr::null_mut());
+        assert_eq!(args.pack(&LAYOUT, 16), Err(Error::INVALID_VALUE));
+        set(2, PARAM_END as *mut c_void);
+        assert_eq!(args.pack(&LAYOUT, 16), Err(Error::INVALID_VALUE));
+        set(0, 7 as *mut c_void);
+        assert_eq!(args.pack(&LAYOUT, 16), Err(Error::INVALID_VALUE));
+    }
+
+    #[test]
+    fn without_arguments_only_a_kernel_without_parameters_launches() {
+        assert_eq!(KernelArgs::none().pack(&[], 0), Ok(Vec::new()));
+        assert_eq!(
+            KernelArgs::none().pack(&LAYOUT, 16),
+            Err(Error::INVALID_VALUE)
+        );
+    }
+
+    #[test]
+    fn a_c_string_is_truncated_to_the_buffer_with_its_nul() {
+        let mut buf = [0x55 as std::ffi::c_char; 8];
+        // SAFETY: a buffer of the length given.
+        unsafe { write_c_string(buf.as_mut_ptr(), 8, "0000:01:00.0").unwrap() };
+        assert_eq!(buf.map(|c| c as u8), *b"0000:01\0");
+        // SAFETY: as above.
+        unsafe { write_c_string(buf.as_mut_ptr(), 8, "ab").unwrap() };
+        assert_eq!(&buf.map(|c| c as u8)[..3], b"ab\0");
+        // SAFETY: null and empty buffers are refused before any write.
+        unsafe {
+            assert_eq!(
+                write_c_string(std::ptr::null_mut(), 8, "x"),
+                Err(Error::INVALID_VALUE)
+            );
+            assert_eq!(
+                write_c_string(buf.as_mut_ptr(), 0, "x"),
+                Err(Error::INVALID_VALUE)
+            );
+        }
+    }
+}

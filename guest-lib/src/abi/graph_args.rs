@@ -504,9 +504,10 @@ pub(crate) unsafe fn instantiate_with_params(
     );
     p.err_node_out = std::ptr::null_mut();
     p.result_out = result;
-    let exec = r?;
+    let (exec, uploaded) = r?;
     // SAFETY: non-null (`instantiate` refused a null one); the caller's output pointer.
-    unsafe { write_out(out, exec as cudaGraphExec_t) }
+    unsafe { write_out(out, exec as cudaGraphExec_t)? };
+    uploaded
 }
 
 /// `cudaGraphExecUpdate` (CUDA 12's form; `info` may be null).

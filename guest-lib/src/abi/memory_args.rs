@@ -21,7 +21,8 @@ use std::ffi::c_void;
 ///
 /// # Safety
 ///
-/// `p` is null or readable.
+/// `p` is null or readable, and the host buffers it names are valid for the copy as the
+/// API requires.
 pub(crate) unsafe fn copy_3d(p: *const cudaMemcpy3DParms, on: On) -> Result<()> {
     // SAFETY: the caller's parameter block, checked for null.
     memcpy_3d(unsafe { p.as_ref() }.ok_or(Error::INVALID_VALUE)?, on)
@@ -31,7 +32,7 @@ pub(crate) unsafe fn copy_3d(p: *const cudaMemcpy3DParms, on: On) -> Result<()> 
 ///
 /// # Safety
 ///
-/// `p` is null or readable.
+/// `p` is null or readable (a peer copy names no host memory).
 pub(crate) unsafe fn copy_3d_peer(p: *const cudaMemcpy3DPeerParms, on: On) -> Result<()> {
     // SAFETY: the caller's parameter block, checked for null.
     memcpy_3d_peer(unsafe { p.as_ref() }.ok_or(Error::INVALID_VALUE)?, on)

@@ -100,7 +100,11 @@ impl cudaGraphNodeParams {
 /// How the driver API reads the union members whose layout differs from the runtime's
 /// (`CUDA_KERNEL_NODE_PARAMS_v3` names a `CUfunction`, `CUDA_MEMCPY_NODE_PARAMS` holds a
 /// `CUDA_MEMCPY3D`): the kernel and copy nodes; `None` for the runtime's layouts.
-pub(crate) type Typed<'a> = Option<&'a dyn Fn(&cudaGraphNodeParams) -> Result<Kind>>;
+///
+/// # Safety (of the function)
+///
+/// The pointers in the parameters (a kernel's arguments) are valid as the API requires.
+pub(crate) type Typed = Option<unsafe fn(&cudaGraphNodeParams) -> Result<Kind>>;
 
 /// The node a parameter struct describes, for the types that need no more than their
 /// parameters (not child graphs or allocations, which `add` handles).
@@ -108,14 +112,15 @@ pub(crate) type Typed<'a> = Option<&'a dyn Fn(&cudaGraphNodeParams) -> Result<Ki
 /// # Safety
 ///
 /// The pointers in `p` (a kernel's arguments) are valid as the API requires.
-pub(crate) unsafe fn kind_of(p: &cudaGraphNodeParams, typed: Typed<'_>) -> Result<Kind> {
+pub(crate) unsafe fn kind_of(p: &cudaGraphNodeParams, typed: Typed) -> Result<Kind> {
     if p.reserved0 != [0; 3] || p.reserved2 != 0 {
         return Err(Error::INVALID_VALUE);
     }
     if let Some(f) = typed
         && matches!(p.type_, node_type::KERNEL | node_type::MEMCPY)
     {
-        return f(p);
+        // SAFETY: the caller's contract, which is `f`'s.
+        return unsafe { f(p) };
     }
     Ok(match p.type_ {
         // SAFETY: the caller's contract.
@@ -150,7 +155,8 @@ pub(crate) unsafe fn kind_of(p: &cudaGraphNodeParams, typed: Typed<'_>) -> Resul
 /// # Safety
 ///
 /// `out` is null or writable; `deps` is null or holds `n` handles, `edges` null or `n`
-/// `cudaGraphEdgeData`; `p` is null or readable and writable.
+/// `cudaGraphEdgeData`; `p` is null or readable and writable, and the pointers in it (a
+/// kernel's arguments) are valid as the API requires.
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn add(
     out: *mut cudaGraphNode_t,
@@ -160,7 +166,7 @@ pub(crate) unsafe fn add(
     n: usize,
     p: *mut cudaGraphNodeParams,
     ownership: bool,
-    typed: Typed<'_>,
+    typed: Typed,
 ) -> Result<()> {
     // SAFETY: the caller's edge data.
     unsafe { check_edge_data(edges, n)? };
@@ -209,11 +215,12 @@ pub(crate) unsafe fn add(
 ///
 /// # Safety
 ///
-/// `p` is null or readable.
+/// `p` is null or readable, and the pointers in it (a kernel's arguments) are valid as the
+/// API requires.
 pub(crate) unsafe fn set(
     node: cudaGraphNode_t,
     p: *const cudaGraphNodeParams,
-    typed: Typed<'_>,
+    typed: Typed,
 ) -> Result<()> {
     // SAFETY: the caller's parameters, checked for null.
     let p = unsafe { read(p)? };
@@ -233,12 +240,13 @@ pub(crate) unsafe fn set(
 ///
 /// # Safety
 ///
-/// `p` is null or readable.
+/// `p` is null or readable, and the pointers in it (a kernel's arguments) are valid as the
+/// API requires.
 pub(crate) unsafe fn exec_set_params(
     exec: cudaGraphExec_t,
     node: cudaGraphNode_t,
     p: *const cudaGraphNodeParams,
-    typed: Typed<'_>,
+    typed: Typed,
 ) -> Result<()> {
     // SAFETY: the caller's parameters, checked for null.
     let params = unsafe { read(p)? };
@@ -301,7 +309,8 @@ pub(crate) unsafe fn exec_memset_node_set_params(
 ///
 /// # Safety
 ///
-/// `p` is null or readable.
+/// `p` is null or readable, and its argument pointers (`kernelParams`, `extra`) are valid
+/// as the API requires.
 pub(crate) unsafe fn exec_kernel_node_set_params(
     exec: cudaGraphExec_t,
     node: cudaGraphNode_t,

@@ -679,26 +679,29 @@ pub(crate) fn upload(exec: cudaGraphExec_t, stream: cudaStream_t, ptsz: bool) ->
     Ok(())
 }
 
-/// `cudaGraphInstantiateWithParams`: the executable graph, and what the parameters report
-/// (`result_out`, with `err_node_out` null).
+/// `cudaGraphInstantiateWithParams`: the executable graph and how its upload (if the flags
+/// ask for one) went, and what the parameters report (`result_out`, with `err_node_out`
+/// null). A failed upload leaves the graph instantiated, its handle the caller's.
 pub(crate) fn instantiate_with_params(
     has_out: bool,
     g: cudaGraph_t,
     flags: u64,
     upload_stream: cudaStream_t,
     ptsz: bool,
-) -> (Result<u64>, u32) {
+) -> (Result<(u64, Result<()>)>, u32) {
     let r = instantiate(has_out, g, flags, true);
     let result = match r {
         Ok(_) => 0,
         Err(e) if e == Error::INVALID_VALUE && has_out => INSTANTIATE_INVALID_STRUCTURE,
         Err(_) => 1,
     };
-    let r = r.and_then(|exec| {
-        if flags & FLAG_UPLOAD != 0 {
-            upload(exec as cudaGraphExec_t, upload_stream, ptsz)?;
-        }
-        Ok(exec)
+    let r = r.map(|exec| {
+        let uploaded = if flags & FLAG_UPLOAD != 0 {
+            upload(exec as cudaGraphExec_t, upload_stream, ptsz)
+        } else {
+            Ok(())
+        };
+        (exec, uploaded)
     });
     (r, result)
 }

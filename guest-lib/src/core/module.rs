@@ -374,6 +374,8 @@ pub(crate) fn function<'a>(f: *const Function) -> Result<&'a Function, CuError> 
 /// `cuModuleLoad` (and `cuLibraryLoadFromFile`): loads the module image in the file `path`.
 pub(crate) fn load_file(path: &std::path::Path, library: bool) -> Result<*mut Module, CuError> {
     let mut bytes = std::fs::read(path).map_err(|_| CuError(301))?; // CUDA_ERROR_FILE_NOT_FOUND
+    // As for an image in memory: the context and sticky error before the image's checks.
+    session()?;
     // PTX text must end with its NUL.
     bytes.push(0);
     load_bytes(image_in(&bytes)?, library)
@@ -531,5 +533,35 @@ mod tests {
             ptx_units_fatbin(&units),
             vcuda_fatbin::ptx_fatbin(&units, 90)
         );
+    }
+
+    /// A file's contents: a fat binary up to the size its header gives, PTX up to its NUL,
+    /// and neither an ELF cubin nor a header that claims more than the file holds.
+    #[test]
+    fn an_image_is_found_in_a_files_bytes() {
+        let fat = ptx_fatbin(b".version 8.5\n\0");
+        let mut file = fat.clone();
+        file.extend_from_slice(b"trailing bytes\0");
+        assert_eq!(image_in(&file).unwrap(), &fat[..]);
+        let mut short = fat.clone();
+        short.truncate(fat.len() - 1);
+        assert_eq!(image_in(&short).err(), Some(CuError::INVALID_IMAGE));
+        assert_eq!(
+            image_in(b"\x50\xed\x55\xba\x01\x00").err(),
+            Some(CuError::INVALID_IMAGE)
+        );
+        assert_eq!(image_in(b".version 8.5\0junk").unwrap(), b".version 8.5\0");
+        assert_eq!(image_in(b"no nul").err(), Some(CuError::INVALID_IMAGE));
+        assert_eq!(
+            image_in(b"\x7fELF\x02\x01").err(),
+            Some(CuError::NO_BINARY_FOR_GPU)
+        );
+        let huge = [
+            &FATBIN_MAGIC.to_le_bytes()[..],
+            &[0; 4],
+            &u64::MAX.to_le_bytes(),
+        ]
+        .concat();
+        assert_eq!(image_in(&huge).err(), Some(CuError::INVALID_IMAGE));
     }
 }

@@ -53,13 +53,16 @@ struct MemcpyNodeParams {
 
 /// The kernel and copy nodes of `CUgraphNodeParams`, whose union members differ from the
 /// runtime's: `CUDA_KERNEL_NODE_PARAMS_v3` (laid out as `_v2`) and `CUDA_MEMCPY_NODE_PARAMS`.
-fn typed(p: &gp::cudaGraphNodeParams) -> crate::error::Result<g::Kind> {
+///
+/// # Safety
+///
+/// The kernel parameters' pointers are valid as the API requires (see `gp::Typed`).
+unsafe fn typed(p: &gp::cudaGraphNodeParams) -> crate::error::Result<g::Kind> {
     if p.type_ == g::node_type::KERNEL {
         // SAFETY: the kernel parameters are plain C data (integers and pointers) that fit
         // the union.
         let k = unsafe { p.union_as::<CUDA_KERNEL_NODE_PARAMS_v2>() };
-        // SAFETY: `typed` runs inside `node_args::kind_of`, whose caller vouches for the
-        // parameters' pointers.
+        // SAFETY: the caller's contract.
         return unsafe { kernel_kind(&k.v1, v2_func(k)) }.map_err(|e| crate::error::Error(e.0));
     }
     // SAFETY: as above, for the copy parameters.
@@ -140,25 +143,25 @@ entry_lib! {
     fn cuGraphAddNode(out: *mut cudaGraphNode_t, graph: cudaGraph_t, deps: *const cudaGraphNode_t, n: usize, p: *mut gp::cudaGraphNodeParams) -> Result<(), CuError> {
         current()?;
         // SAFETY: the caller's arguments, valid as the API requires.
-        Ok(unsafe { gp::add(out, graph, deps, std::ptr::null(), n, p, true, Some(&typed)) }?)
+        Ok(unsafe { gp::add(out, graph, deps, std::ptr::null(), n, p, true, Some(typed)) }?)
     }
 
     fn cuGraphAddNode_v2(out: *mut cudaGraphNode_t, graph: cudaGraph_t, deps: *const cudaGraphNode_t, edges: *const u8, n: usize, p: *mut gp::cudaGraphNodeParams) -> Result<(), CuError> {
         current()?;
         // SAFETY: the caller's arguments, valid as the API requires.
-        Ok(unsafe { gp::add(out, graph, deps, edges, n, p, true, Some(&typed)) }?)
+        Ok(unsafe { gp::add(out, graph, deps, edges, n, p, true, Some(typed)) }?)
     }
 
     fn cuGraphNodeSetParams(node: cudaGraphNode_t, p: *mut gp::cudaGraphNodeParams) -> Result<(), CuError> {
         current()?;
         // SAFETY: the caller's arguments, valid as the API requires.
-        Ok(unsafe { gp::set(node, p, Some(&typed)) }?)
+        Ok(unsafe { gp::set(node, p, Some(typed)) }?)
     }
 
     fn cuGraphExecNodeSetParams(exec: cudaGraphExec_t, node: cudaGraphNode_t, p: *mut gp::cudaGraphNodeParams) -> Result<(), CuError> {
         current()?;
         // SAFETY: the caller's arguments, valid as the API requires.
-        Ok(unsafe { gp::exec_set_params(exec, node, p, Some(&typed)) }?)
+        Ok(unsafe { gp::exec_set_params(exec, node, p, Some(typed)) }?)
     }
 
     fn cuGraphDebugDotPrint(graph: cudaGraph_t, path: *const std::ffi::c_char, _flags: c_uint) -> Result<(), CuError> {

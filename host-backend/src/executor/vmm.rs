@@ -281,6 +281,74 @@ impl<P> VmmBook<P> {
         Ok(out)
     }
 
+    /// What a saved state needs: each physical allocation (handle, length, released,
+    /// payload), the reservations, the mappings, and the handle counter.
+    #[allow(clippy::type_complexity)]
+    pub fn snapshot(
+        &self,
+    ) -> (
+        Vec<(u64, u64, bool, &P)>,
+        Vec<(u64, u64)>,
+        Vec<(u64, Mapping)>,
+        u64,
+    ) {
+        let mut phys: Vec<_> = self
+            .phys
+            .iter()
+            .map(|(&h, p)| (h, p.len, p.released, &p.payload))
+            .collect();
+        phys.sort_unstable_by_key(|p| p.0);
+        (
+            phys,
+            self.reserved.iter().map(|(&b, &l)| (b, l)).collect(),
+            self.maps.iter().map(|(&a, &m)| (a, m)).collect(),
+            self.next_handle,
+        )
+    }
+
+    /// Records a saved physical allocation under its handle (loading a migrated session):
+    /// checked as [`VmmBook::check_create`] checks a new one, its handle new, non-zero and
+    /// within `next_handle`, the counter the state gives.
+    pub fn restore_phys(
+        &mut self,
+        handle: u64,
+        len: u64,
+        payload: P,
+        next_handle: u64,
+    ) -> ExecResult<()> {
+        self.check_create(len)?;
+        if handle == 0 || handle > next_handle || self.phys.contains_key(&handle) {
+            return Err(Status::INVALID_VALUE);
+        }
+        self.phys.insert(
+            handle,
+            Phys {
+                payload,
+                len,
+                released: false,
+                maps: 0,
+            },
+        );
+        self.next_handle = self.next_handle.max(next_handle);
+        Ok(())
+    }
+
+    /// Checks a saved reservation at `base` (loading a migrated session): as
+    /// [`VmmBook::check_reserve`], and aligned, overlapping no other.
+    pub fn check_reserve_at(&self, base: u64, size: u64) -> ExecResult<()> {
+        self.check_reserve(size, 0)?;
+        let end = base.checked_add(size).ok_or(Status::INVALID_VALUE)?;
+        let overlaps = self
+            .reserved
+            .range(..end)
+            .next_back()
+            .is_some_and(|(&b, &l)| b + l > base);
+        if !base.is_multiple_of(GRANULARITY) || overlaps {
+            return Err(Status::INVALID_VALUE);
+        }
+        Ok(())
+    }
+
     /// Everything, for the session's end, in the order to undo it: mappings, then
     /// reservations, then allocations.
     pub fn take_all(&mut self) -> Everything<P> {

@@ -165,6 +165,51 @@ pub struct CpuState {
     pub stdout: Vec<u8>,
     /// CUDA arrays, mipmapped arrays, texture and surface objects.
     pub textures: TexturesState,
+    /// The virtual memory management API's objects.
+    pub vmm: VmmState,
+}
+
+/// A session's objects of the virtual memory management API (`cuMemCreate`,
+/// `cuMemAddressReserve`, `cuMemMap`, `cuMemSetAccess`): loading re-makes them through the
+/// same checks as the calls did, under their handles and at their addresses.
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+pub struct VmmState {
+    /// Where the session's allocations' address space ended before its first reservation
+    /// (reservations are taken from the top of it); `None` if it never made one.
+    pub top: Option<u64>,
+    /// Physical allocations.
+    pub phys: Vec<PhysState>,
+    /// Reservations: base and length.
+    pub reserved: Vec<(u64, u64)>,
+    /// Mappings.
+    pub maps: Vec<MapState>,
+    /// The counter behind physical allocations' handles.
+    pub next_handle: u64,
+}
+
+/// A physical allocation (`cuMemCreate`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PhysState {
+    /// Its handle.
+    pub handle: u64,
+    /// Length in bytes.
+    pub len: u64,
+    /// `cuMemRelease` was called: it goes with its last mapping.
+    pub released: bool,
+    /// Its contents, in [`AllocState::data`]'s blocks.
+    pub data: Vec<ByteBuf>,
+}
+
+/// A mapping of a whole physical allocation (`cuMemMap`), and whether kernels and copies
+/// may reach it (`cuMemSetAccess`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MapState {
+    /// Device address.
+    pub addr: u64,
+    /// The physical allocation mapped.
+    pub handle: u64,
+    /// Accessible.
+    pub accessible: bool,
 }
 
 /// A session's CUDA arrays and texture/surface objects, as the requests that made them (so

@@ -77,7 +77,13 @@ struct Built {
     graph: u64,
     array: u64,
     tex: u64,
+    /// A reservation holding two mappings of the VMM API side by side: a physical
+    /// allocation of two granules and one released (it lives on in its mapping).
+    vmm: u64,
 }
+
+/// The VMM API's granularity.
+const G: u64 = crate::executor::vmm::GRANULARITY;
 
 /// Builds state of every kind the CPU executor saves.
 fn build(s: &mut Session) -> Built {
@@ -153,6 +159,33 @@ fn build(s: &mut Session) -> Built {
     encode_node(&mut desc, &tick_node);
     encode_node(&mut desc, &tick_node);
     let graph = s.graphs.create(s.exec.as_mut(), &desc, 2).unwrap();
+    let e = s.exec.as_mut();
+    let phys = e.vmm_create(0, 2 * G).unwrap();
+    let gone = e.vmm_create(0, G).unwrap();
+    let spare = e.vmm_create(0, G).unwrap();
+    let vmm = e.vmm_reserve(4 * G, 0, 0).unwrap();
+    e.vmm_map(vmm, 2 * G, 0, phys).unwrap();
+    e.vmm_map(vmm + 2 * G, G, 0, gone).unwrap();
+    e.vmm_set_access(vmm, 3 * G, 0, 3).unwrap();
+    e.vmm_release(gone).unwrap();
+    // An allocation mapped once, written, unmapped: its contents stay with it.
+    let spare_at = vmm + 3 * G;
+    e.vmm_map(spare_at, G, 0, spare).unwrap();
+    e.vmm_set_access(spare_at, G, 0, 3).unwrap();
+    let mut pattern: Vec<u8> = (0..64u8).map(|i| i ^ 0x5a).collect();
+    for at in [vmm, spare_at] {
+        e.memcpy_htod(
+            &MemcpyHtoDReq {
+                dst: at,
+                width: 64,
+                height: 1,
+                ..Default::default()
+            },
+            &DataSegs::from_slice(&mut pattern),
+        )
+        .unwrap();
+    }
+    e.vmm_unmap(spare_at, G).unwrap();
     let mut b = Built {
         buf,
         bump,
@@ -164,6 +197,7 @@ fn build(s: &mut Session) -> Built {
         graph,
         array,
         tex,
+        vmm,
     };
     // cuBLAS needs OpenBLAS; where it is missing the handle is simply not part of it.
     if let Ok(h) = blas {
@@ -232,11 +266,23 @@ fn step(s: &mut Session, b: &Built, i: u32) -> Vec<u8> {
         })
         .unwrap();
     s.exec.free(from_array).unwrap();
+    // `buf` (which `bump` changes every step) into the released allocation's mapping.
+    s.exec
+        .memcpy_dtod(&vcuda_protocol::MemcpyDtoDReq {
+            dst: b.vmm + 2 * G,
+            src: b.buf,
+            width: 64,
+            height: 1,
+            ..Default::default()
+        })
+        .unwrap();
     s.exec.event_record(b.events[1], b.stream, 0).unwrap();
     assert!(s.exec.event_elapsed(b.events[0], b.events[1]).is_ok());
-    let mut out = vec![0u8; N as usize * 4 + 64];
+    let mut out = vec![0u8; N as usize * 4 + 64 * 3];
     let (a, r) = out.split_at_mut(N as usize * 4);
-    for (src, dst) in [(b.buf, a), (rand_dst, r)] {
+    let (r, v) = r.split_at_mut(64);
+    let (v0, v1) = v.split_at_mut(64);
+    for (src, dst) in [(b.buf, a), (rand_dst, r), (b.vmm, v0), (b.vmm + 2 * G, v1)] {
         s.exec
             .memcpy_dtoh(
                 &MemcpyDtoHReq {
@@ -284,6 +330,35 @@ fn a_loaded_session_goes_on_as_the_saved_one() {
     assert_eq!(fresh, left.exec.stream_create(0, 0, 0).unwrap());
     let p = moved.exec.malloc(0, 4096).unwrap();
     assert_eq!(p, left.exec.malloc(0, 4096).unwrap());
+    // The VMM API's objects: new ones get what they would have got at the source.
+    let h = moved.exec.vmm_create(0, G).unwrap();
+    assert_eq!(h, left.exec.vmm_create(0, G).unwrap());
+    let va = moved.exec.vmm_reserve(G, 0, 0).unwrap();
+    assert_eq!(va, left.exec.vmm_reserve(G, 0, 0).unwrap());
+    // The unmapped allocation (the third) kept its contents: map it again and read them.
+    for x in [&mut left, &mut moved] {
+        x.exec.vmm_map(va, G, 0, h - 1).unwrap();
+        x.exec.vmm_set_access(va, G, 0, 3).unwrap();
+    }
+    let read = |x: &mut Session| {
+        let mut got = vec![0u8; 64];
+        x.exec
+            .memcpy_dtoh(
+                &MemcpyDtoHReq {
+                    src: va,
+                    width: 64,
+                    height: 1,
+                    ..Default::default()
+                },
+                &DataSegs::from_slice(&mut got),
+            )
+            .unwrap();
+        got
+    };
+    assert_eq!(read(&mut moved), read(&mut left));
+    assert_eq!(read(&mut moved)[1], 1 ^ 0x5a);
+    moved.exec.vmm_unmap(va, G).unwrap();
+    moved.exec.vmm_unmap(b.vmm, 3 * G).unwrap();
     if b.blas != 0 {
         moved.exec.blas_destroy(b.blas).unwrap();
     }
@@ -341,7 +416,7 @@ fn inconsistent_states_load_nothing() {
         carry(&mut s).sessions.pop().unwrap().1
     };
     type Damage = fn(&mut crate::migrate::state::CpuState);
-    let damages: [(&str, Damage); 8] = [
+    let damages: [(&str, Damage); 12] = [
         ("overlapping allocations", |c| {
             c.allocs[1].addr = c.allocs[0].addr + 512
         }),
@@ -357,6 +432,18 @@ fn inconsistent_states_load_nothing() {
         }),
         ("handle from the future", |c| {
             c.events[0].handle = c.next_handle + 0x10
+        }),
+        ("VMM mapping outside its reservation", |c| {
+            c.vmm.maps[0].addr += 8 * G
+        }),
+        ("duplicate VMM allocation", |c| {
+            c.vmm.phys[1].handle = c.vmm.phys[0].handle
+        }),
+        ("released VMM allocation without a mapping", |c| {
+            c.vmm.phys[2].released = true
+        }),
+        ("VMM reservation over allocations", |c| {
+            c.vmm.reserved[0].0 = c.allocs[0].addr & !(G - 1)
         }),
     ];
     for (what, damage) in damages {

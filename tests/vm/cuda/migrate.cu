@@ -7,8 +7,9 @@
 // Live migration (issue 39): builds device state of many kinds (device memory, a module
 // variable, a non-blocking stream, events, a captured and instantiated graph, a cuBLAS
 // handle, a cuRAND generator, page-locked, mapped and managed memory, memory from the stream
-// pool, a CUDA array read through a texture object and written through a surface object),
-// then works on it step
+// pool, a CUDA array read through a texture object and written through a surface object,
+// memory of the driver's virtual memory management API mapped into a reserved range, its
+// handle released), then works on it step
 // by step, sleeping between steps, while `vcuda vm run --migrate-after` moves the guest to a
 // second QEMU and backend. Every result is checked against the host's: the kernels' and
 // cuBLAS's arithmetic step by step (kernels writing mapped and managed memory included), and
@@ -27,7 +28,9 @@
 // launch (sleeping), running kernels back to back, and copying back and forth (the
 // migration's switchover, seconds after it starts under TCG, falls inside the phase).
 #include <cublas_v2.h>
+#include <cuda.h>
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 #include <curand.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +51,14 @@
     do {                                                                                      \
         if ((x) != CUBLAS_STATUS_SUCCESS) {                                                   \
             printf("%s:%d: %s failed\n", __FILE__, __LINE__, #x);                             \
+            return 1;                                                                         \
+        }                                                                                     \
+    } while (0)
+#define CKD(x)                                                                                \
+    do {                                                                                      \
+        CUresult e_ = (x);                                                                    \
+        if (e_ != CUDA_SUCCESS) {                                                             \
+            printf("%s:%d: %s: CUresult %d\n", __FILE__, __LINE__, #x, (int)e_);              \
             return 1;                                                                         \
         }                                                                                     \
     } while (0)
@@ -234,6 +245,51 @@ int main(int argc, char **argv) {
     CK(cudaCreateSurfaceObject(&surf, &res));
     float *acc;
     CK(cudaMalloc(&acc, tw * th * sizeof(float)));
+
+    // The driver's virtual memory management API (through libcuda.so.1, as NVIDIA's
+    // vectorAddMMAP sample uses it): a physical allocation mapped into a reserved range,
+    // made accessible, its handle released (the mapping keeps it); `stamp` writes it.
+    void *cu = dlopen("libcuda.so.1", RTLD_NOW);
+    if (!cu) {
+        printf("migrate: dlopen libcuda.so.1: %s\n", dlerror());
+        return 1;
+    }
+#define CU_SYM(f) auto f##_ = (decltype(&f))dlsym(cu, #f)
+    CU_SYM(cuMemGetAllocationGranularity);
+    CU_SYM(cuMemCreate);
+    CU_SYM(cuMemRelease);
+    CU_SYM(cuMemAddressReserve);
+    CU_SYM(cuMemAddressFree);
+    CU_SYM(cuMemMap);
+    CU_SYM(cuMemUnmap);
+    CU_SYM(cuMemSetAccess);
+#undef CU_SYM
+    if (!cuMemGetAllocationGranularity_ || !cuMemCreate_ || !cuMemRelease_ ||
+        !cuMemAddressReserve_ || !cuMemAddressFree_ || !cuMemMap_ || !cuMemUnmap_ ||
+        !cuMemSetAccess_) {
+        printf("migrate: libcuda.so.1 lacks the virtual memory management API\n");
+        return 1;
+    }
+    CUmemAllocationProp prop = {};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = 0;
+    size_t gran = 0;
+    CKD(cuMemGetAllocationGranularity_(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+    CUmemGenericAllocationHandle vh;
+    CKD(cuMemCreate_(&vh, gran, &prop, 0));
+    CUdeviceptr vva = 0;
+    CKD(cuMemAddressReserve_(&vva, gran, 0, 0, 0));
+    CKD(cuMemMap_(vva, gran, 0, vh, 0));
+    CUmemAccessDesc vacc = {};
+    vacc.location = prop.location;
+    vacc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    CKD(cuMemSetAccess_(vva, gran, &vacc, 1));
+    CKD(cuMemRelease_(vh));
+    unsigned *vmm = (unsigned *)vva;
+    std::vector<unsigned> hv(m);
+    for (int i = 0; i < m; i++) hv[i] = 5u * i;
+    CK(cudaMemcpy(vmm, hv.data(), m * sizeof(unsigned), cudaMemcpyHostToDevice));
     CK(cudaMemset(acc, 0, tw * th * sizeof(float)));
 
     // A graph: tick, then a step with k = 1000.
@@ -266,7 +322,9 @@ int main(int argc, char **argv) {
         for (int i = 0; i < nx; i++) hy[i] += alpha * hx[i];
         stamp<<<(m + 255) / 256, 256, 0, s>>>(mapped_d, m, k);
         stamp<<<(m + 255) / 256, 256, 0, s>>>(managed, m, k + 7);
+        stamp<<<(m + 255) / 256, 256, 0, s>>>(vmm, m, k + 13);
         for (int i = 0; i < m; i++) hm[i] = hm[i] * 31u + k + i, hg[i] = hg[i] * 31u + k + 7 + i;
+        for (int i = 0; i < m; i++) hv[i] = hv[i] * 31u + k + 13 + i;
         texels<<<dim3(tw / 32, th), 32, 0, s>>>(tex, surf, acc, tw, th, (float)(k % 7));
         for (int i = 0; i < tw * th; i++) hacc[i] += harr[i], harr[i] += (float)(k % 7);
         CKR(curandGenerate(gen, r, nr));
@@ -315,6 +373,14 @@ int main(int argc, char **argv) {
             bad++;
             break;
         }
+    std::vector<unsigned> dv(m);
+    CK(cudaMemcpy(dv.data(), vmm, m * sizeof(unsigned), cudaMemcpyDeviceToHost));
+    if (dv != hv) {
+        printf("migrate: the virtual memory management API's memory differs\n");
+        bad++;
+    }
+    CKD(cuMemUnmap_(vva, gran));
+    CKD(cuMemAddressFree_(vva, gran));
     std::vector<float> darr(tw * th), dacc(tw * th);
     CK(cudaMemcpy2DFromArray(darr.data(), tw * sizeof(float), arr, 0, 0, tw * sizeof(float), th,
                              cudaMemcpyDeviceToHost));

@@ -22,8 +22,8 @@ use crate::executor::{ExecResult, Status};
 /// buffer, and where the heap's address space ended before the first reservation.
 #[derive(Debug, Default)]
 pub struct Vmm {
-    book: VmmBook<Arc<Allocation>>,
-    top: Option<u64>,
+    pub(super) book: VmmBook<Arc<Allocation>>,
+    pub(super) top: Option<u64>,
 }
 
 impl DeviceHeap {

@@ -4,15 +4,19 @@
 use std::sync::Arc;
 
 use super::{ALIGN, AllocKind, Allocation, DeviceHeap, GUARD, charge};
-use crate::migrate::state::{ALLOC_ARRAY, ALLOC_SYMBOL, ALLOC_USER, AllocState};
+use crate::migrate::state::{
+    ALLOC_ARRAY, ALLOC_SYMBOL, ALLOC_USER, AllocState, MapState, PhysState, VmmState,
+};
 use crate::migrate::{self, MigrateError};
 
-/// What a saved heap holds: `(start, end, next)` and the allocations.
+/// What a saved heap holds: `(start, end, next)` and the allocations (`end`: where the
+/// range ended before the VMM API's reservations took its top).
 pub type HeapState = ((u64, u64), u64, Vec<AllocState>);
 
 impl DeviceHeap {
     /// The heap's range and allocations, contents compressed (not the host memory mapped into
-    /// it). Fails for what cannot move yet: IPC imports and exports, the VMM API's objects.
+    /// it, nor the VMM API's mappings: [`DeviceHeap::save_vmm`]). Fails for what cannot move
+    /// yet: IPC imports and exports.
     pub fn save_state(&self) -> Result<HeapState, MigrateError> {
         let refuse = |what: &str| Err(MigrateError::Unsupported(what.into()));
         if !self.imports.is_empty() {
@@ -23,18 +27,14 @@ impl DeviceHeap {
         }
         // Mapped host memory is the session's to save (it re-maps it where the guest's
         // memory is, on the other side).
-        if !self.vmm_is_empty() {
-            return refuse("objects of the virtual memory management API (cuMemCreate)");
-        }
         let mut allocs = Vec::with_capacity(self.allocs.len());
         for (&addr, a) in &self.allocs {
             let kind = match a.kind {
                 AllocKind::User => ALLOC_USER,
                 AllocKind::Symbol => ALLOC_SYMBOL,
                 AllocKind::Array => ALLOC_ARRAY,
-                AllocKind::Vmm => {
-                    return refuse("objects of the virtual memory management API (cuMemCreate)");
-                }
+                // An accessible VMM mapping: its physical allocation travels in `save_vmm`.
+                AllocKind::Vmm => continue,
             };
             let bytes = self.bytes(addr, a.len).map_err(|_| {
                 MigrateError::invalid(format_args!("allocation at {addr:#x} unreadable"))
@@ -46,7 +46,127 @@ impl DeviceHeap {
                 data: migrate::compress(bytes),
             });
         }
-        Ok(((self.start, self.end), self.next, allocs))
+        Ok(((self.start, self.vmm_top()), self.next, allocs))
+    }
+
+    /// The VMM API's objects: physical allocations with their contents, reservations,
+    /// mappings and their access.
+    pub fn save_vmm(&self) -> VmmState {
+        let (phys, reserved, maps, next_handle) = self.vmm.book.snapshot();
+        VmmState {
+            top: self.vmm.top,
+            phys: phys
+                .into_iter()
+                .map(|(handle, len, released, a)| PhysState {
+                    handle,
+                    len,
+                    released,
+                    data: migrate::compress(a.contents()),
+                })
+                .collect(),
+            reserved,
+            maps: maps
+                .into_iter()
+                .map(|(addr, m)| MapState {
+                    addr,
+                    handle: m.handle,
+                    accessible: m.accessible,
+                })
+                .collect(),
+            next_handle,
+        }
+    }
+
+    /// Re-creates saved VMM objects in this heap, after [`DeviceHeap::load_state`]: each
+    /// physical allocation under its handle with its contents (charged as `cuMemCreate`
+    /// charges it), each reservation at its address (above every allocation, below where
+    /// the range ended), each mapping through the checks `cuMemMap` and `cuMemSetAccess`
+    /// make. On failure the heap is to be dropped.
+    pub fn load_vmm(&mut self, v: VmmState) -> Result<(), MigrateError> {
+        if !self.vmm_is_empty() {
+            return Err(MigrateError::invalid(
+                "loading VMM objects into a heap in use",
+            ));
+        }
+        let top = match v.top {
+            None if v.reserved.is_empty() => None,
+            Some(top) if top == self.end => Some(top),
+            _ => return Err(MigrateError::invalid("the VMM API's address range")),
+        };
+        let mut released = Vec::new();
+        let mut lens = std::collections::HashMap::new();
+        for p in v.phys {
+            let bad = || MigrateError::invalid(format_args!("VMM allocation {:#x}", p.handle));
+            let charge = charge(p.len).ok_or_else(bad)?;
+            if self
+                .charged
+                .checked_add(charge)
+                .is_none_or(|c| c > self.limit)
+            {
+                return Err(MigrateError::NoRoom(format!(
+                    "device memory beyond the session's limit of {} bytes",
+                    self.limit
+                )));
+            }
+            self.vmm.book.check_create(p.len).map_err(|_| bad())?;
+            if !self.budget.reserve(charge) {
+                return Err(MigrateError::NoRoom(
+                    "device memory beyond the backend's".into(),
+                ));
+            }
+            let Some(mut a) = Allocation::new(p.len, AllocKind::Vmm, charge) else {
+                self.budget.release(charge);
+                return Err(MigrateError::NoRoom(format!(
+                    "{} bytes of host memory",
+                    p.len
+                )));
+            };
+            self.charged += charge;
+            migrate::decompress_into(&p.data, a.contents_mut())?;
+            self.vmm
+                .book
+                .restore_phys(p.handle, p.len, Arc::new(a), v.next_handle)
+                .map_err(|_| bad())?;
+            lens.insert(p.handle, p.len);
+            if p.released {
+                released.push(p.handle);
+            }
+        }
+        for &(base, len) in &v.reserved {
+            let bad = || MigrateError::invalid(format_args!("VMM reservation at {base:#x}"));
+            self.vmm
+                .book
+                .check_reserve_at(base, len)
+                .map_err(|_| bad())?;
+            let stop = base.checked_add(len).ok_or_else(bad)?;
+            if base < self.next || base <= self.start || top.is_none_or(|t| stop > t) {
+                return Err(bad());
+            }
+            self.vmm.book.reserve(base, len);
+        }
+        if let Some(top) = top {
+            self.vmm.top = Some(top);
+            self.end = self.vmm.book.lowest_reservation().unwrap_or(top);
+        }
+        let mapped: std::collections::HashSet<u64> = v.maps.iter().map(|m| m.handle).collect();
+        for m in v.maps {
+            let bad = || MigrateError::invalid(format_args!("VMM mapping at {:#x}", m.addr));
+            let len = *lens.get(&m.handle).ok_or_else(bad)?;
+            self.vmm
+                .book
+                .map(m.addr, len, 0, m.handle)
+                .map_err(|_| bad())?;
+            if m.accessible {
+                self.vmm_set_access(m.addr, len, 3).map_err(|_| bad())?;
+            }
+        }
+        for h in released {
+            // A released allocation lives on only in its mappings.
+            if !mapped.contains(&h) || self.vmm_release(h).is_err() {
+                return Err(MigrateError::invalid(format_args!("VMM allocation {h:#x}")));
+            }
+        }
+        Ok(())
     }
 
     /// The allocation at `addr` (its start): its length and kind.
@@ -136,5 +256,22 @@ impl DeviceHeap {
         // Everything at or above `next` must be free (`find_space`'s fast path).
         self.next = next.clamp(floor, self.end.max(floor));
         Ok(())
+    }
+}
+
+impl Allocation {
+    /// Its bytes, for saving (no call of the session runs: `save_state`'s contract, and an
+    /// allocation shared through IPC is refused before).
+    fn contents(&self) -> &[u8] {
+        // SAFETY: the allocation owns `len` bytes at `ptr` (see `Allocation::new`); no
+        // kernel or copy of the session runs while it is saved, so nothing writes them.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len as usize) }
+    }
+
+    /// Its bytes, for loading into a new allocation nothing else refers to yet.
+    fn contents_mut(&mut self) -> &mut [u8] {
+        // SAFETY: the allocation owns `len` bytes at `ptr`; `&mut self` is the only way to
+        // them.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len as usize) }
     }
 }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
 //! The CPU executor's live migration ([`StateOps`]): the session's device memory, modules,
-//! streams, events, limits, arrays and texture/surface objects, cuBLAS handles and cuRAND
-//! generators, saved as plain data
+//! streams, events, limits, arrays and texture/surface objects, the VMM API's objects,
+//! cuBLAS handles and cuRAND generators, saved as plain data
 //! ([`crate::migrate::state::CpuState`]) and re-created under the same handles and at the
 //! same device addresses.
 
@@ -80,6 +80,7 @@ impl StateOps for CpuExecutor {
             rand: self.rand.state(),
             stdout: modules.stdout,
             textures,
+            vmm: self.heap.save_vmm(),
         });
         Ok((state, images))
     }
@@ -147,6 +148,7 @@ impl StateOps for CpuExecutor {
             return Err(MigrateError::invalid("limits"));
         };
         self.heap.load_state((s.range, s.next_addr, s.allocs))?;
+        self.heap.load_vmm(s.vmm)?;
         self.modules.load_state(
             ModulesState {
                 modules: s.modules,

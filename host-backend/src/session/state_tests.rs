@@ -80,6 +80,8 @@ struct Built {
     /// A reservation holding two mappings of the VMM API side by side: a physical
     /// allocation of two granules and one released (it lives on in its mapping).
     vmm: u64,
+    /// The VMM allocations: mapped, mapped and released, unmapped.
+    phys: [u64; 3],
 }
 
 /// The VMM API's granularity.
@@ -198,6 +200,7 @@ fn build(s: &mut Session) -> Built {
         array,
         tex,
         vmm,
+        phys: [phys, gone, spare],
     };
     // cuBLAS needs OpenBLAS; where it is missing the handle is simply not part of it.
     if let Ok(h) = blas {
@@ -337,7 +340,7 @@ fn a_loaded_session_goes_on_as_the_saved_one() {
     assert_eq!(va, left.exec.vmm_reserve(G, 0, 0).unwrap());
     // The unmapped allocation (the third) kept its contents: map it again and read them.
     for x in [&mut left, &mut moved] {
-        x.exec.vmm_map(va, G, 0, h - 1).unwrap();
+        x.exec.vmm_map(va, G, 0, b.phys[2]).unwrap();
         x.exec.vmm_set_access(va, G, 0, 3).unwrap();
     }
     let read = |x: &mut Session| {
@@ -462,22 +465,41 @@ fn inconsistent_states_load_nothing() {
     );
 }
 
-/// Writes the body of a real saved state (a session of every kind above) where
-/// `VCUDA_SEED_OUT` names, as a seed for the `device_state` fuzz target:
+/// Writes the bodies of two real saved states where `VCUDA_SEED_OUT` names, as seeds for the
+/// `device_state` fuzz target: a session of every kind above but the VMM API's, whose 2 MiB
+/// granules would slow every run twentyfold, and (`-vmm`) a session holding one mapped
+/// VMM allocation:
 /// `VCUDA_SEED_OUT=fuzz/corpus/device_state/session cargo test -p vcuda-backend --lib
 /// write_fuzz_seed -- --ignored`.
 #[test]
 #[ignore]
 fn write_fuzz_seed() {
-    let mut s = backend().new_session().unwrap();
-    build(&mut s);
-    let bytes = format::encode(&carry(&mut s)).unwrap();
     let out = std::env::var("VCUDA_SEED_OUT").unwrap();
-    std::fs::write(
-        out,
-        &bytes[format::HEADER_LEN..bytes.len() - format::TRAILER_LEN],
-    )
-    .unwrap();
+    let write = |path: String, s: &mut Session| {
+        let bytes = format::encode(&carry(s)).unwrap();
+        std::fs::write(
+            path,
+            &bytes[format::HEADER_LEN..bytes.len() - format::TRAILER_LEN],
+        )
+        .unwrap();
+    };
+    let mut s = backend().new_session().unwrap();
+    let b = build(&mut s);
+    let e = s.exec.as_mut();
+    e.vmm_unmap(b.vmm, 3 * G).unwrap();
+    e.vmm_release(b.phys[0]).unwrap();
+    e.vmm_release(b.phys[2]).unwrap();
+    e.vmm_free(b.vmm, 4 * G).unwrap();
+    write(out.clone(), &mut s);
+    let mut v = backend().new_session().unwrap();
+    v.hello = true;
+    let e = v.exec.as_mut();
+    let h = e.vmm_create(0, G).unwrap();
+    let va = e.vmm_reserve(G, 0, 0).unwrap();
+    e.vmm_map(va, G, 0, h).unwrap();
+    e.vmm_set_access(va, G, 0, 3).unwrap();
+    e.vmm_release(h).unwrap();
+    write(format!("{out}-vmm"), &mut v);
 }
 
 /// Where the time of moving a session with 256 MiB of device memory that does not compress

@@ -31,7 +31,9 @@ fuzz_target!(|data: &[u8]| {
     }
     let Ok(state) = format::decode(&format::wrap(data)) else { return };
     for (_, s) in state.sessions {
-        if let Ok(mut session) = backend().load_session(s, Cancel::default(), Tenant::unique()) {
+        if let Ok(mut session) = backend().load_session(s, Cancel::default(), Tenant::unique())
+            && session.link_state().is_ok()
+        {
             // What loads is something a session can hold: it saves again.
             if let Err(e) = session.save_state() {
                 panic!("a loaded session does not save: {e}");

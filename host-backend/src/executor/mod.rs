@@ -241,6 +241,10 @@ pub trait StateOps {
     /// address. `images` holds the module images by hash. The state is hostile input: on
     /// any inconsistency this fails, and the executor is then to be dropped.
     fn load_state(&mut self, state: ExecState, images: &Images) -> Result<(), MigrateError>;
+    /// Links what a loaded session shares with other sessions of its VM (device memory
+    /// opened through IPC handles), once every session of the VM is loaded. Fails if what
+    /// it names is not there; the executor is then to be dropped.
+    fn link_state(&mut self) -> Result<(), MigrateError>;
 }
 
 /// Module images by hash (what [`StateOps::load_state`] loads modules from).

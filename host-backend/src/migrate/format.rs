@@ -32,7 +32,7 @@ pub const MAGIC: [u8; 8] = *b"VCUDAST\0";
 /// The format version this backend writes and reads (3: the checksum after the body, XXH3;
 /// device memory in tagged blocks, stored as it is where it does not compress; 4: a
 /// session's held reply records; 5: the CPU executor's objects of the virtual memory
-/// management API).
+/// management API, and device memory shared through IPC handles).
 pub const VERSION: u32 = 5;
 /// Bytes of the header.
 pub const HEADER_LEN: usize = 24;

@@ -167,6 +167,33 @@ pub struct CpuState {
     pub textures: TexturesState,
     /// The virtual memory management API's objects.
     pub vmm: VmmState,
+    /// Device memory shared with other sessions of the VM through IPC handles.
+    pub ipc: IpcState,
+}
+
+/// A session's device memory shared through interprocess handles with the other sessions
+/// of the same VM, which move with it: loading registers its exports again under their
+/// tokens (the handles the guest processes hold), and links each import to the exporting
+/// session's allocation once every session is loaded.
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+pub struct IpcState {
+    /// Allocations of this session exported (`cudaIpcGetMemHandle`): address and token.
+    pub exports: Vec<(u64, [u8; 16])>,
+    /// Allocations of other sessions opened here (`cudaIpcOpenMemHandle`).
+    pub imports: Vec<ImportState>,
+}
+
+/// An allocation of another session opened here through its IPC handle.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ImportState {
+    /// Where it is opened in this session.
+    pub addr: u64,
+    /// The token of the exporter's handle.
+    pub token: [u8; 16],
+    /// Its length.
+    pub len: u64,
+    /// How many opens are not closed yet.
+    pub opens: u32,
 }
 
 /// A session's objects of the virtual memory management API (`cuMemCreate`,

@@ -17,6 +17,12 @@ use crate::migrate::state::{HeldRecord, Image, MappedState, SessionState};
 use crate::shared::ResolvePieces;
 
 impl Session {
+    /// Links what this loaded session shares with the other sessions of its VM (see
+    /// [`crate::executor::StateOps::link_state`]): call it once every session is loaded.
+    pub fn link_state(&mut self) -> Result<(), MigrateError> {
+        self.exec.link_state()
+    }
+
     /// Everything the session built, for [`Backend::load_session`] in another backend.
     /// Call it only while none of the session's calls runs. Fails, naming it, if the
     /// session holds something that cannot move yet (memory the guest shares with the

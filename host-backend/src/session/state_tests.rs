@@ -376,13 +376,112 @@ fn what_cannot_move_is_named_and_leaves_the_session_alone() {
     let mut s = backend().new_session().unwrap();
     let b = build(&mut s);
     let before = step(&mut s, &b, 9);
-    s.exec.ipc_get_mem_handle(b.buf).unwrap();
+    // An interprocess event (cudaEventInterprocess | cudaEventDisableTiming), exported.
+    let ev = s.exec.event_create(0, 0x6).unwrap();
+    s.exec.ipc_get_event_handle(ev).unwrap();
     match s.save_state() {
         Err(MigrateError::Unsupported(what)) => assert!(what.contains("IPC"), "{what}"),
         other => panic!("{other:?}"),
     }
     let again = step(&mut s, &b, 9);
     assert_ne!(before, again, "the session still runs");
+}
+
+/// Two sessions of one VM sharing device memory through IPC handles, each having opened
+/// the other's, move together: the exports keep their handles, the imports are linked to
+/// the exporter's allocation once both are loaded, and writes through one show in the other.
+#[test]
+fn memory_shared_through_ipc_moves_with_both_sessions() {
+    let read = |s: &mut Session, src: u64| {
+        let mut got = vec![0u8; 16];
+        s.exec
+            .memcpy_dtoh(
+                &MemcpyDtoHReq {
+                    src,
+                    width: 16,
+                    height: 1,
+                    ..Default::default()
+                },
+                &DataSegs::from_slice(&mut got),
+            )
+            .unwrap();
+        got
+    };
+    let write = |s: &mut Session, dst: u64, v: u8| {
+        let mut data = vec![v; 16];
+        s.exec
+            .memcpy_htod(
+                &MemcpyHtoDReq {
+                    dst,
+                    width: 16,
+                    height: 1,
+                    ..Default::default()
+                },
+                &DataSegs::from_slice(&mut data),
+            )
+            .unwrap();
+    };
+    let src = backend();
+    let mut a = src.new_session().unwrap();
+    let mut b = src.new_session().unwrap();
+    a.hello = true;
+    b.hello = true;
+    let pa = a.exec.malloc(0, 4096).unwrap();
+    let pb = b.exec.malloc(0, 4096).unwrap();
+    let ha = a.exec.ipc_get_mem_handle(pa).unwrap();
+    let hb = b.exec.ipc_get_mem_handle(pb).unwrap();
+    let (in_b, _) = b.exec.ipc_open_mem_handle(&ha, 1).unwrap();
+    let (in_a, _) = a.exec.ipc_open_mem_handle(&hb, 1).unwrap();
+    write(&mut a, pa, 7);
+    write(&mut b, pb, 9);
+    let state = {
+        let bytes = format::encode(&DeviceState {
+            sessions: vec![(1, a.save_state().unwrap()), (2, b.save_state().unwrap())],
+            next_session: 3,
+        })
+        .unwrap();
+        format::decode(&bytes).unwrap()
+    };
+    drop((a, b));
+    let dst = backend();
+    let mut moved: Vec<Session> = state
+        .sessions
+        .into_iter()
+        .map(|(_, s)| {
+            dst.load_session(s, Cancel::default(), Tenant::unique())
+                .unwrap()
+        })
+        .collect();
+    for s in &mut moved {
+        s.link_state().unwrap();
+    }
+    let [a, b] = &mut moved[..] else { panic!() };
+    assert_eq!(read(b, in_b), vec![7; 16]);
+    assert_eq!(read(a, in_a), vec![9; 16]);
+    write(b, in_b, 3);
+    assert_eq!(read(a, pa), vec![3; 16], "one allocation, shared again");
+    // The handles the guest processes hold still open the same memory.
+    assert_eq!(a.exec.ipc_get_mem_handle(pa).unwrap(), ha);
+    assert_eq!(b.exec.ipc_open_mem_handle(&ha, 1).unwrap().0, in_b);
+    b.exec.ipc_close_mem_handle(in_b).unwrap();
+    b.exec.ipc_close_mem_handle(in_b).unwrap();
+    a.exec.ipc_close_mem_handle(in_a).unwrap();
+
+    // An import whose exporter is not among the loaded sessions does not link.
+    let mut c = backend().new_session().unwrap();
+    let mut d = backend().new_session().unwrap();
+    c.hello = true;
+    d.hello = true;
+    let pc = c.exec.malloc(0, 4096).unwrap();
+    let hc = c.exec.ipc_get_mem_handle(pc).unwrap();
+    d.exec.ipc_open_mem_handle(&hc, 1).unwrap();
+    let saved = d.save_state().unwrap();
+    drop(d);
+    drop(c);
+    let mut lone = backend()
+        .load_session(saved, Cancel::default(), Tenant::unique())
+        .unwrap();
+    assert!(lone.link_state().is_err());
 }
 
 #[test]
@@ -466,9 +565,9 @@ fn inconsistent_states_load_nothing() {
 }
 
 /// Writes the bodies of two real saved states where `VCUDA_SEED_OUT` names, as seeds for the
-/// `device_state` fuzz target: a session of every kind above but the VMM API's, whose 2 MiB
-/// granules would slow every run twentyfold, and (`-vmm`) a session holding one mapped
-/// VMM allocation:
+/// `device_state` fuzz target: a session of every kind above but the VMM API's (with an
+/// IPC export), whose 2 MiB granules would slow every run twentyfold, and (`-vmm`) a
+/// session holding one mapped VMM allocation:
 /// `VCUDA_SEED_OUT=fuzz/corpus/device_state/session cargo test -p vcuda-backend --lib
 /// write_fuzz_seed -- --ignored`.
 #[test]
@@ -490,6 +589,8 @@ fn write_fuzz_seed() {
     e.vmm_release(b.phys[0]).unwrap();
     e.vmm_release(b.phys[2]).unwrap();
     e.vmm_free(b.vmm, 4 * G).unwrap();
+    // An allocation exported through an IPC handle (its token registered again on load).
+    e.ipc_get_mem_handle(b.buf).unwrap();
     write(out.clone(), &mut s);
     let mut v = backend().new_session().unwrap();
     v.hello = true;

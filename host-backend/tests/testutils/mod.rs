@@ -1083,6 +1083,9 @@ impl StateOps for TestExecutor {
     fn load_state(&mut self, state: ExecState, images: &Images) -> Result<(), MigrateError> {
         self.inner.load_state(state, images)
     }
+    fn link_state(&mut self) -> Result<(), MigrateError> {
+        self.inner.link_state()
+    }
 }
 
 // ---------------------------------------------------------------------------------------

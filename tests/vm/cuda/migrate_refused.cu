@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
 // vcuda-vm-test: expect=migrate-refused: PASS
-// vcuda-vm-test: expect_err=cannot migrate device memory exported through an IPC handle
+// vcuda-vm-test: expect_err=cannot migrate events exported through IPC handles
 // vcuda-vm-test: expect_err=the guest runs on where it was
 // vcuda-vm-test: vm=--migrate-after 6
-// A migration that cannot carry a session (memory exported through an IPC handle does not
+// A migration that cannot carry a session (an event exported through an IPC handle does not
 // move yet) fails cleanly:
 // `vcuda vm run --migrate-after` reports why, and the program runs on at the source with
 // its state intact, every result checked.
@@ -29,8 +29,10 @@ int main() {
     const int n = 1024, steps = 80;
     unsigned h[n], *d;
     CK(cudaMalloc(&d, n * sizeof(unsigned)));
-    cudaIpcMemHandle_t ipc;
-    CK(cudaIpcGetMemHandle(&ipc, d));
+    cudaEvent_t ev;
+    CK(cudaEventCreateWithFlags(&ev, cudaEventInterprocess | cudaEventDisableTiming));
+    cudaIpcEventHandle_t ipc;
+    CK(cudaIpcGetEventHandle(&ipc, ev));
     CK(cudaMemset(d, 0, n * sizeof(unsigned)));
     int bad = 0;
     for (int k = 1; k <= steps; k++) {

@@ -27,6 +27,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use crate::executor::{ExecResult, Status};
 
 mod ipc;
+mod ipc_state;
 mod state;
 #[path = "vmm.rs"]
 mod vmm;
@@ -241,6 +242,8 @@ pub struct DeviceHeap {
     /// Allocations of other sessions opened here through IPC handles, by address (their
     /// entries in `allocs` share the exporter's buffer).
     imports: BTreeMap<u64, Import>,
+    /// Imports of a loaded session, linked once every session of its VM is loaded.
+    pending_imports: Vec<crate::migrate::state::ImportState>,
     /// This session's exported allocations: their tokens in `ipc::EXPORTS`, by address.
     exports: HashMap<u64, Token>,
     /// Tells this heap's exports from other sessions' in `ipc::EXPORTS`.
@@ -282,6 +285,7 @@ impl DeviceHeap {
         Self {
             allocs: BTreeMap::new(),
             imports: BTreeMap::new(),
+            pending_imports: Vec::new(),
             exports: HashMap::new(),
             id: NEXT_HEAP.fetch_add(1, Ordering::Relaxed),
             mapped: BTreeMap::new(),

@@ -185,6 +185,17 @@ impl Device {
                 }
             }
         }
+        // What sessions share (memory opened through IPC handles) links once all are here.
+        for (id, (slot, _)) in &mut loaded {
+            if failed.is_some() {
+                break;
+            }
+            if let Some(s) = slot.session.as_mut()
+                && let Err(e) = s.link_state()
+            {
+                failed = Some(MigrateError::invalid(format_args!("session {id:#x}: {e}")));
+            }
+        }
         if let Some(e) = failed {
             // The sessions loaded so far end here, with their memory.
             return Err(e);

@@ -14,14 +14,14 @@ use crate::executor::{ExecResult, Status};
 pub(super) const IPC_MAGIC: &[u8; 8] = b"vcudaIPC";
 /// Most exported allocations in the backend, and per session; most imports per session.
 const MAX_EXPORTS: usize = 65_536;
-const MAX_EXPORTS_PER_SESSION: usize = 4096;
-const MAX_IMPORTS: usize = 4096;
+pub(super) const MAX_EXPORTS_PER_SESSION: usize = 4096;
+pub(super) const MAX_IMPORTS: usize = 4096;
 
 /// An exported allocation (see [`DeviceHeap::ipc_export`]): the registry holds it weakly, so
 /// an export keeps nothing alive; an import holds the buffer.
-struct Export {
-    alloc: Weak<Allocation>,
-    heap: u64,
+pub(super) struct Export {
+    pub(super) alloc: Weak<Allocation>,
+    pub(super) heap: u64,
 }
 
 /// Every session's exports, by token: sessions of one backend process share allocations
@@ -118,7 +118,7 @@ impl Drop for IpcEvents {
     }
 }
 
-fn exports() -> std::sync::MutexGuard<'static, HashMap<Token, Export>> {
+pub(super) fn exports() -> std::sync::MutexGuard<'static, HashMap<Token, Export>> {
     // A panic while holding the lock leaves the map consistent (single inserts/removes).
     EXPORTS.lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -15,20 +15,17 @@ pub type HeapState = ((u64, u64), u64, Vec<AllocState>);
 
 impl DeviceHeap {
     /// The heap's range and allocations, contents compressed (not the host memory mapped into
-    /// it, nor the VMM API's mappings: [`DeviceHeap::save_vmm`]). Fails for what cannot move
-    /// yet: IPC imports and exports.
+    /// it, nor the VMM API's mappings, [`DeviceHeap::save_vmm`], nor allocations opened
+    /// from other sessions, [`DeviceHeap::save_ipc`]).
     pub fn save_state(&self) -> Result<HeapState, MigrateError> {
-        let refuse = |what: &str| Err(MigrateError::Unsupported(what.into()));
-        if !self.imports.is_empty() {
-            return refuse("device memory opened through an IPC handle");
-        }
-        if !self.exports.is_empty() {
-            return refuse("device memory exported through an IPC handle");
-        }
         // Mapped host memory is the session's to save (it re-maps it where the guest's
         // memory is, on the other side).
         let mut allocs = Vec::with_capacity(self.allocs.len());
         for (&addr, a) in &self.allocs {
+            if self.is_import(addr) {
+                // Another session's allocation: it travels with that session.
+                continue;
+            }
             let kind = match a.kind {
                 AllocKind::User => ALLOC_USER,
                 AllocKind::Symbol => ALLOC_SYMBOL,

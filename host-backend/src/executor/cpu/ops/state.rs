@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
 //! The CPU executor's live migration ([`StateOps`]): the session's device memory, modules,
-//! streams, events, limits, arrays and texture/surface objects, the VMM API's objects,
-//! cuBLAS handles and cuRAND generators, saved as plain data
+//! streams, events, limits, arrays and texture/surface objects, the VMM API's objects, IPC
+//! memory handles, cuBLAS handles and cuRAND generators, saved as plain data
 //! ([`crate::migrate::state::CpuState`]) and re-created under the same handles and at the
 //! same device addresses.
 
@@ -24,6 +24,10 @@ const HANDLE_BASE: u64 = 0x5ca1_0000;
 const HANDLE_STEP: u64 = 0x10;
 
 impl StateOps for CpuExecutor {
+    fn link_state(&mut self) -> Result<(), MigrateError> {
+        self.heap.link_imports()
+    }
+
     fn save_state(&mut self) -> Result<(ExecState, Vec<Arc<ModuleImage>>), MigrateError> {
         if !self.ipc_events.is_empty() {
             return Err(MigrateError::Unsupported(
@@ -81,6 +85,7 @@ impl StateOps for CpuExecutor {
             stdout: modules.stdout,
             textures,
             vmm: self.heap.save_vmm(),
+            ipc: self.heap.save_ipc()?,
         });
         Ok((state, images))
     }
@@ -149,6 +154,7 @@ impl StateOps for CpuExecutor {
         };
         self.heap.load_state((s.range, s.next_addr, s.allocs))?;
         self.heap.load_vmm(s.vmm)?;
+        self.heap.load_ipc(s.ipc)?;
         self.modules.load_state(
             ModulesState {
                 modules: s.modules,

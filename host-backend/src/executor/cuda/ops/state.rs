@@ -22,4 +22,8 @@ impl StateOps for CudaExecutor {
     fn load_state(&mut self, _state: ExecState, _images: &Images) -> Result<(), MigrateError> {
         Err(MigrateError::Unsupported(WHY.into()))
     }
+
+    fn link_state(&mut self) -> Result<(), MigrateError> {
+        Err(MigrateError::Unsupported(WHY.into()))
+    }
 }

@@ -82,8 +82,13 @@ impl DeviceHeap {
             );
             self.exports.insert(addr, token);
         }
+        let mut tokens = std::collections::HashSet::new();
         for i in &s.imports {
-            if i.opens == 0 || i.len == 0 || !i.addr.is_multiple_of(ALIGN) {
+            if i.opens == 0
+                || i.len == 0
+                || !i.addr.is_multiple_of(ALIGN)
+                || !tokens.insert(i.token)
+            {
                 return Err(MigrateError::invalid(format_args!(
                     "IPC import at {:#x}",
                     i.addr

@@ -20,7 +20,14 @@ use vcuda_protocol::{HelloReq, MallocReq, MessageBuilder, Opcode, ReplyBuilder, 
 fn backend() -> &'static Arc<Backend> {
     static B: OnceLock<Arc<Backend>> = OnceLock::new();
     B.get_or_init(|| {
-        Backend::new(Arc::new(CpuFactory::new(CpuConfig { memory: 64 << 20, threads: 1, ..Default::default() })))
+        Backend::new(Arc::new(CpuFactory::new(CpuConfig {
+            memory: 64 << 20,
+            threads: 1,
+            // A launch may run as long as a guest likes on a GPU too (until its session is
+            // cancelled); a watchdog keeps one input's launches within libFuzzer's timeout.
+            kernel_timeout: Some(std::time::Duration::from_secs(1)),
+            ..Default::default()
+        })))
     })
 }
 

@@ -44,6 +44,8 @@ fn backend() -> &'static Arc<Backend> {
         Backend::new(Arc::new(CpuFactory::new(CpuConfig {
             memory: 64 << 20,
             threads: 1,
+            // See the `session` target: a watchdog keeps launches within libFuzzer's timeout.
+            kernel_timeout: Some(std::time::Duration::from_secs(1)),
             ..Default::default()
         })))
     })

@@ -5,16 +5,16 @@
 //! What moves is what the guest built through its calls: device memory (every allocation,
 //! with its contents, at the same device address), modules and function handles, module
 //! variables, streams, events, graphs, CUDA arrays and texture objects, the VMM API's
-//! objects, device memory shared between the VM's sessions through IPC handles (linked
-//! again once every session is loaded), cuBLAS handles and cuRAND generators, limits, the
+//! objects, device memory and events shared between the VM's sessions through IPC handles
+//! (imports linked again once every session is loaded), cuBLAS handles and cuRAND generators, limits, the
 //! sticky error and unsent `printf` output. Handles and device addresses the guest holds
 //! stay valid: the loading executor re-creates each object under the handle and at the
 //! address the guest knows.
 //!
 //! A session is saved when it is quiet (no call of it runs: the transport stops taking its
 //! messages first). What cannot move yet makes the save fail with
-//! [`MigrateError::Unsupported`], naming it: events exported through IPC handles, memory
-//! opened through an IPC handle whose exporter freed it, a texture whose memory was freed
+//! [`MigrateError::Unsupported`], naming it: memory opened through an IPC handle whose
+//! exporter freed it, a texture whose memory was freed
 //! before it, memory shared over a Unix socket, and sessions of
 //! the CUDA executor (which needs device allocations re-created at fixed addresses through
 //! the driver's virtual memory calls).

@@ -181,6 +181,9 @@ pub struct IpcState {
     pub exports: Vec<(u64, [u8; 16])>,
     /// Allocations of other sessions opened here (`cudaIpcOpenMemHandle`).
     pub imports: Vec<ImportState>,
+    /// Interprocess events of this session exported (`cudaIpcGetEventHandle`): event handle
+    /// and token.
+    pub events: Vec<(u64, [u8; 16])>,
 }
 
 /// An allocation of another session opened here through its IPC handle.

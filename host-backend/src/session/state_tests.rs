@@ -376,11 +376,23 @@ fn what_cannot_move_is_named_and_leaves_the_session_alone() {
     let mut s = backend().new_session().unwrap();
     let b = build(&mut s);
     let before = step(&mut s, &b, 9);
-    // An interprocess event (cudaEventInterprocess | cudaEventDisableTiming), exported.
-    let ev = s.exec.event_create(0, 0x6).unwrap();
-    s.exec.ipc_get_event_handle(ev).unwrap();
+    // A texture object over linear memory freed since (using it is undefined on a GPU too;
+    // it cannot be made again on the other side).
+    let mem = s.exec.malloc(0, 4096).unwrap();
+    let lin = TexObjectCreateReq {
+        resource: vcuda_protocol::RESOURCE_LINEAR,
+        ptr: mem,
+        format: ChannelFormat {
+            bits: [32, 0, 0, 0],
+            kind: CHANNEL_FLOAT,
+        },
+        size: 4096,
+        ..Default::default()
+    };
+    s.exec.tex_object_create(&lin).unwrap();
+    s.exec.free(mem).unwrap();
     match s.save_state() {
-        Err(MigrateError::Unsupported(what)) => assert!(what.contains("IPC"), "{what}"),
+        Err(MigrateError::Unsupported(what)) => assert!(what.contains("texture"), "{what}"),
         other => panic!("{other:?}"),
     }
     let again = step(&mut s, &b, 9);
@@ -430,6 +442,11 @@ fn memory_shared_through_ipc_moves_with_both_sessions() {
     let pb = b.exec.malloc(0, 4096).unwrap();
     let ha = a.exec.ipc_get_mem_handle(pa).unwrap();
     let hb = b.exec.ipc_get_mem_handle(pb).unwrap();
+    // An interprocess event (cudaEventInterprocess | cudaEventDisableTiming), exported by
+    // `a` and opened by `b`.
+    let ev = a.exec.event_create(0, 0x6).unwrap();
+    let he = a.exec.ipc_get_event_handle(ev).unwrap();
+    b.exec.ipc_open_event_handle(&he).unwrap();
     let (in_b, _) = b.exec.ipc_open_mem_handle(&ha, 1).unwrap();
     let (in_a, _) = a.exec.ipc_open_mem_handle(&hb, 1).unwrap();
     write(&mut a, pa, 7);
@@ -460,8 +477,10 @@ fn memory_shared_through_ipc_moves_with_both_sessions() {
     assert_eq!(read(a, in_a), vec![9; 16]);
     write(b, in_b, 3);
     assert_eq!(read(a, pa), vec![3; 16], "one allocation, shared again");
-    // The handles the guest processes hold still open the same memory.
+    // The handles the guest processes hold still open the same memory, and the event.
     assert_eq!(a.exec.ipc_get_mem_handle(pa).unwrap(), ha);
+    assert_eq!(a.exec.ipc_get_event_handle(ev).unwrap(), he);
+    b.exec.ipc_open_event_handle(&he).unwrap();
     assert_eq!(b.exec.ipc_open_mem_handle(&ha, 1).unwrap().0, in_b);
     b.exec.ipc_close_mem_handle(in_b).unwrap();
     b.exec.ipc_close_mem_handle(in_b).unwrap();
@@ -565,8 +584,8 @@ fn inconsistent_states_load_nothing() {
 }
 
 /// Writes the bodies of two real saved states where `VCUDA_SEED_OUT` names, as seeds for the
-/// `device_state` fuzz target: a session of every kind above but the VMM API's (with an
-/// IPC export), whose 2 MiB granules would slow every run twentyfold, and (`-vmm`) a
+/// `device_state` fuzz target: a session of every kind above but the VMM API's (with IPC
+/// exports), whose 2 MiB granules would slow every run twentyfold, and (`-vmm`) a
 /// session holding one mapped VMM allocation:
 /// `VCUDA_SEED_OUT=fuzz/corpus/device_state/session cargo test -p vcuda-backend --lib
 /// write_fuzz_seed -- --ignored`.
@@ -589,8 +608,11 @@ fn write_fuzz_seed() {
     e.vmm_release(b.phys[0]).unwrap();
     e.vmm_release(b.phys[2]).unwrap();
     e.vmm_free(b.vmm, 4 * G).unwrap();
-    // An allocation exported through an IPC handle (its token registered again on load).
+    // An allocation and an event exported through IPC handles (their tokens registered
+    // again on load).
     e.ipc_get_mem_handle(b.buf).unwrap();
+    let ev = e.event_create(0, 0x6).unwrap();
+    e.ipc_get_event_handle(ev).unwrap();
     write(out.clone(), &mut s);
     let mut v = backend().new_session().unwrap();
     v.hello = true;

@@ -4,8 +4,9 @@
 // vcuda-vm-test: vm=--migrate-after 6
 // vcuda-vm-test: args=60 200
 // Live migration of device memory two processes share through an IPC handle (issue 39):
-// a parent allocates and exports device memory, a forked child opens the handle, and the
-// two take turns adding to it (the parent 1, the child 2 per step) while
+// a parent allocates and exports device memory and an interprocess event, a forked child
+// opens both, and the two take turns adding to the memory (the parent 1, the child 2 per
+// step; the child waits on the parent's event before its turn) while
 // `vcuda vm run --migrate-after` moves the guest. Both sessions move in one device state;
 // the child's import is linked to the parent's allocation again on the other side, so
 // their turns keep landing in one buffer: every word is 3 per step at the end.
@@ -51,14 +52,19 @@ static bool write_all(int fd, const void *buf, size_t len) {
 // Opens the parent's memory and adds 2 to it each time the parent says so.
 static int child(int from_parent, int to_parent) {
     cudaIpcMemHandle_t h;
-    if (!read_all(from_parent, &h, sizeof h)) {
+    cudaIpcEventHandle_t eh;
+    if (!read_all(from_parent, &h, sizeof h) || !read_all(from_parent, &eh, sizeof eh)) {
         printf("migrate-ipc: child: no handle\n");
         return 1;
     }
     unsigned *p;
     CK(cudaIpcOpenMemHandle((void **)&p, h, cudaIpcMemLazyEnablePeerAccess));
+    cudaEvent_t ev;
+    CK(cudaIpcOpenEventHandle(&ev, eh));
     char turn;
     while (read_all(from_parent, &turn, 1) && turn == 'T') {
+        // The parent recorded its event after its turn's kernel.
+        CK(cudaStreamWaitEvent(0, ev, 0));
         add<<<(N + 255) / 256, 256>>>(p, N, 2);
         CK(cudaDeviceSynchronize());
         if (!write_all(to_parent, "D", 1)) return 1;
@@ -93,11 +99,16 @@ int main(int argc, char **argv) {
     CK(cudaMemset(d, 0, N * sizeof(unsigned)));
     cudaIpcMemHandle_t h;
     CK(cudaIpcGetMemHandle(&h, d));
-    if (!write_all(down[1], &h, sizeof h)) return 1;
+    cudaEvent_t ev;
+    CK(cudaEventCreateWithFlags(&ev, cudaEventInterprocess | cudaEventDisableTiming));
+    cudaIpcEventHandle_t eh;
+    CK(cudaIpcGetEventHandle(&eh, ev));
+    if (!write_all(down[1], &h, sizeof h) || !write_all(down[1], &eh, sizeof eh)) return 1;
     unsigned host[N];
     int bad = 0;
     for (int k = 1; k <= steps && !bad; k++) {
         add<<<(N + 255) / 256, 256>>>(d, N, 1);
+        CK(cudaEventRecord(ev, 0));
         CK(cudaDeviceSynchronize());
         char done = 0;
         if (!write_all(down[1], "T", 1) || !read_all(up[0], &done, 1) || done != 'D') {

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
 // vcuda-vm-test: expect=migrate-refused: PASS
-// vcuda-vm-test: expect_err=cannot migrate events exported through IPC handles
+// vcuda-vm-test: expect_err=cannot migrate a texture or surface object whose array or memory is gone
 // vcuda-vm-test: expect_err=the guest runs on where it was
 // vcuda-vm-test: vm=--migrate-after 6
-// A migration that cannot carry a session (an event exported through an IPC handle does not
-// move yet) fails cleanly:
+// A migration that cannot carry a session (a texture object over memory freed since: using
+// it is undefined on a GPU too, and it cannot be made again on the other side) fails
+// cleanly:
 // `vcuda vm run --migrate-after` reports why, and the program runs on at the source with
 // its state intact, every result checked.
 #include <cuda_runtime.h>
@@ -29,10 +30,18 @@ int main() {
     const int n = 1024, steps = 80;
     unsigned h[n], *d;
     CK(cudaMalloc(&d, n * sizeof(unsigned)));
-    cudaEvent_t ev;
-    CK(cudaEventCreateWithFlags(&ev, cudaEventInterprocess | cudaEventDisableTiming));
-    cudaIpcEventHandle_t ipc;
-    CK(cudaIpcGetEventHandle(&ipc, ev));
+    float *gone;
+    CK(cudaMalloc(&gone, 4096));
+    cudaResourceDesc res = {};
+    res.resType = cudaResourceTypeLinear;
+    res.res.linear.devPtr = gone;
+    res.res.linear.desc = cudaCreateChannelDesc<float>();
+    res.res.linear.sizeInBytes = 4096;
+    cudaTextureDesc td = {};
+    td.readMode = cudaReadModeElementType;
+    cudaTextureObject_t tex;
+    CK(cudaCreateTextureObject(&tex, &res, &td, nullptr));
+    CK(cudaFree(gone));
     CK(cudaMemset(d, 0, n * sizeof(unsigned)));
     int bad = 0;
     for (int k = 1; k <= steps; k++) {

@@ -90,6 +90,41 @@ impl IpcEvents {
         }
     }
 
+    /// The exported events and their tokens, for a saved state.
+    pub fn save(&self) -> Vec<(u64, Token)> {
+        let mut v: Vec<_> = self.by_event.iter().map(|(&e, &t)| (e, t)).collect();
+        v.sort_unstable();
+        v
+    }
+
+    /// Registers a loaded session's exported events again under their tokens (the handles
+    /// the guest processes hold): each one of the session's interprocess events
+    /// (`interprocess`), a token no live export holds.
+    pub fn load(
+        &mut self,
+        events: Vec<(u64, Token)>,
+        heap: &DeviceHeap,
+        interprocess: impl Fn(u64) -> bool,
+    ) -> Result<(), crate::migrate::MigrateError> {
+        if !self.by_event.is_empty() || events.len() > MAX_EXPORTS_PER_SESSION {
+            return Err(crate::migrate::MigrateError::invalid("IPC event handles"));
+        }
+        let mut reg = EVENT_EXPORTS.lock().unwrap_or_else(|e| e.into_inner());
+        for (event, token) in events {
+            if !interprocess(event)
+                || reg.contains_key(&token)
+                || self.by_event.contains_key(&event)
+            {
+                return Err(crate::migrate::MigrateError::invalid(format_args!(
+                    "IPC handle of event {event:#x}"
+                )));
+            }
+            reg.insert(token, heap.id);
+            self.by_event.insert(event, token);
+        }
+        Ok(())
+    }
+
     /// Withdraws the handle of `event` (destroyed).
     pub fn remove(&mut self, event: u64) {
         if let Some(t) = self.by_event.remove(&event) {

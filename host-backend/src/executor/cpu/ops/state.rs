@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
 //! The CPU executor's live migration ([`StateOps`]): the session's device memory, modules,
 //! streams, events, limits, arrays and texture/surface objects, the VMM API's objects, IPC
-//! memory handles, cuBLAS handles and cuRAND generators, saved as plain data
+//! memory and event handles, cuBLAS handles and cuRAND generators, saved as plain data
 //! ([`crate::migrate::state::CpuState`]) and re-created under the same handles and at the
 //! same device addresses.
 
@@ -16,7 +16,7 @@ use crate::executor::cpu::{
 };
 use crate::executor::{Images, ModuleImage, StateOps};
 use crate::migrate::MigrateError;
-use crate::migrate::state::{CpuState, EventState, ExecState, StreamState};
+use crate::migrate::state::{CpuState, EventState, ExecState, IpcState, StreamState};
 
 /// The first handle [`CpuExecutor::new_handle`] counts from.
 const HANDLE_BASE: u64 = 0x5ca1_0000;
@@ -29,11 +29,6 @@ impl StateOps for CpuExecutor {
     }
 
     fn save_state(&mut self) -> Result<(ExecState, Vec<Arc<ModuleImage>>), MigrateError> {
-        if !self.ipc_events.is_empty() {
-            return Err(MigrateError::Unsupported(
-                "events exported through IPC handles".into(),
-            ));
-        }
         let (range, next_addr, allocs) = self.heap.save_state()?;
         let textures = self.textures.save_state(&self.heap)?;
         let (modules, images) = self.modules.save_state();
@@ -85,13 +80,16 @@ impl StateOps for CpuExecutor {
             stdout: modules.stdout,
             textures,
             vmm: self.heap.save_vmm(),
-            ipc: self.heap.save_ipc()?,
+            ipc: IpcState {
+                events: self.ipc_events.save(),
+                ..self.heap.save_ipc()?
+            },
         });
         Ok((state, images))
     }
 
     fn load_state(&mut self, state: ExecState, images: &Images) -> Result<(), MigrateError> {
-        let ExecState::Cpu(s) = state;
+        let ExecState::Cpu(mut s) = state;
         if !self.streams.is_empty() || !self.events.is_empty() {
             return Err(MigrateError::invalid("loading into a session in use"));
         }
@@ -154,6 +152,7 @@ impl StateOps for CpuExecutor {
         };
         self.heap.load_state((s.range, s.next_addr, s.allocs))?;
         self.heap.load_vmm(s.vmm)?;
+        let ipc_events = std::mem::take(&mut s.ipc.events);
         self.heap.load_ipc(s.ipc)?;
         self.modules.load_state(
             ModulesState {
@@ -192,6 +191,12 @@ impl StateOps for CpuExecutor {
                 },
             );
         }
+        let events = &self.events;
+        self.ipc_events.load(ipc_events, &self.heap, |e| {
+            events
+                .get(&e)
+                .is_some_and(|x| x.flags & EVENT_INTERPROCESS != 0)
+        })?;
         let l = &mut self.limits;
         (l.stack_size, l.printf_fifo, l.malloc_heap, l.sync_depth) = (stack, fifo, malloc, depth);
         (l.pending_launches, l.l2_fetch, l.l2_persisting) = (pending, l2_fetch, l2_persist);

@@ -136,21 +136,7 @@ impl DeviceHeap {
                 return Err(bad());
             }
             let charge = alloc.charge;
-            if self
-                .charged
-                .checked_add(charge)
-                .is_none_or(|c| c > self.limit)
-            {
-                return Err(MigrateError::NoRoom(format!(
-                    "device memory beyond the session's limit of {} bytes",
-                    self.limit
-                )));
-            }
-            if !self.budget.reserve(charge) {
-                return Err(MigrateError::NoRoom(
-                    "device memory beyond the backend's".into(),
-                ));
-            }
+            self.charge_loaded(charge)?;
             self.allocs.insert(at, alloc);
             self.imports.insert(
                 at,
@@ -160,7 +146,6 @@ impl DeviceHeap {
                     charge,
                 },
             );
-            self.charged += charge;
             self.next = self.next.max(stop);
         }
         Ok(())

@@ -95,30 +95,15 @@ impl DeviceHeap {
         for p in v.phys {
             let bad = || MigrateError::invalid(format_args!("VMM allocation {:#x}", p.handle));
             let charge = charge(p.len).ok_or_else(bad)?;
-            if self
-                .charged
-                .checked_add(charge)
-                .is_none_or(|c| c > self.limit)
-            {
-                return Err(MigrateError::NoRoom(format!(
-                    "device memory beyond the session's limit of {} bytes",
-                    self.limit
-                )));
-            }
             self.vmm.book.check_create(p.len).map_err(|_| bad())?;
-            if !self.budget.reserve(charge) {
-                return Err(MigrateError::NoRoom(
-                    "device memory beyond the backend's".into(),
-                ));
-            }
+            self.charge_loaded(charge)?;
             let Some(mut a) = Allocation::new(p.len, AllocKind::Vmm, charge) else {
-                self.budget.release(charge);
+                self.uncharge_loaded(charge);
                 return Err(MigrateError::NoRoom(format!(
                     "{} bytes of host memory",
                     p.len
                 )));
             };
-            self.charged += charge;
             migrate::decompress_into(&p.data, a.contents_mut())?;
             self.vmm
                 .book
@@ -222,30 +207,15 @@ impl DeviceHeap {
                 return Err(bad());
             }
             let charge = charge(a.len).ok_or_else(bad)?;
-            if self
-                .charged
-                .checked_add(charge)
-                .is_none_or(|c| c > self.limit)
-            {
-                return Err(MigrateError::NoRoom(format!(
-                    "device memory beyond the session's limit of {} bytes",
-                    self.limit
-                )));
-            }
-            if !self.budget.reserve(charge) {
-                return Err(MigrateError::NoRoom(
-                    "device memory beyond the backend's".into(),
-                ));
-            }
+            self.charge_loaded(charge)?;
             let Some(new) = Allocation::new(a.len, kind, charge) else {
-                self.budget.release(charge);
+                self.uncharge_loaded(charge);
                 return Err(MigrateError::NoRoom(format!(
                     "{} bytes of host memory",
                     a.len
                 )));
             };
             self.allocs.insert(at, Arc::new(new));
-            self.charged += charge;
             let dst = self.bytes_mut(at, a.len).map_err(|_| bad())?;
             migrate::decompress_into(&a.data, dst)?;
             floor = stop;
@@ -253,6 +223,36 @@ impl DeviceHeap {
         // Everything at or above `next` must be free (`find_space`'s fast path).
         self.next = next.clamp(floor, self.end.max(floor));
         Ok(())
+    }
+}
+
+impl DeviceHeap {
+    /// Charges `charge` bytes of loaded device memory to the session, within its limit and
+    /// the backend's budget, as an allocation call would.
+    pub(super) fn charge_loaded(&mut self, charge: u64) -> Result<(), MigrateError> {
+        if self
+            .charged
+            .checked_add(charge)
+            .is_none_or(|c| c > self.limit)
+        {
+            return Err(MigrateError::NoRoom(format!(
+                "device memory beyond the session's limit of {} bytes",
+                self.limit
+            )));
+        }
+        if !self.budget.reserve(charge) {
+            return Err(MigrateError::NoRoom(
+                "device memory beyond the backend's".into(),
+            ));
+        }
+        self.charged += charge;
+        Ok(())
+    }
+
+    /// Gives back what [`DeviceHeap::charge_loaded`] charged (the memory could not be made).
+    fn uncharge_loaded(&mut self, charge: u64) {
+        self.budget.release(charge);
+        self.charged -= charge;
     }
 }
 

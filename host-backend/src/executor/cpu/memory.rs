@@ -503,6 +503,7 @@ impl DeviceHeap {
     pub fn clear(&mut self) {
         self.forget_exports();
         self.imports.clear();
+        self.pending_imports.clear();
         self.vmm_clear();
         self.allocs.clear();
         self.budget.release(self.charged);

@@ -9,9 +9,11 @@
 #     baseline every VM pays;
 #   - tests/vm/cuda/migrate.cu (device memory, module variable, stream, events, graph,
 #     cuBLAS, cuRAND, a kernel running every 8th step) with 0, 64 and 256 MiB more device
-#     memory of numbers that do not compress.
+#     memory of numbers that do not compress, each with the backends' pre-copy of device
+#     memory (the default, "pc") and without it (`--no-precopy`, "nopc").
 #
-#   bash bench/migrate.sh [--extra "0 64 256"] [--after SECONDS] [--rounds R] [--vcuda-bin DIR]
+#   bash bench/migrate.sh [--extra "0 64 256"] [--precopy "on off"] [--after SECONDS]
+#                         [--rounds R] [--vcuda-bin DIR]
 #
 # Prints one line per run and a table; the goal (issue 39) is a downtime of at most 1 s plus
 # the device bytes at 10 GB/s. The CPU executor holds device memory in host memory, so this
@@ -25,13 +27,15 @@ EXTRA="0 64 256"
 AFTER=8
 ROUNDS=1
 BIN=
+PRECOPY="on off"
 while [ $# -gt 0 ]; do
     case "$1" in
         --extra) EXTRA=$2; shift ;;
         --after) AFTER=$2; shift ;;
         --rounds) ROUNDS=$2; shift ;;
+        --precopy) PRECOPY=$2; shift ;;
         --vcuda-bin) BIN=$2; shift ;;
-        *) echo "usage: bash bench/migrate.sh [--extra \"MIB ...\"] [--after S] [--rounds R] [--vcuda-bin DIR]" >&2; exit 2 ;;
+        *) echo "usage: bash bench/migrate.sh [--extra \"MIB ...\"] [--precopy \"on off\"] [--after S] [--rounds R] [--vcuda-bin DIR]" >&2; exit 2 ;;
     esac
     shift
 done
@@ -47,12 +51,15 @@ trap 'rm -rf "$work"' EXIT
 "$ROOT/bin/nvcc" -cudart=shared -O2 -gencode 'arch=compute_90,code=[sm_90,compute_90]' \
     -L"$ROOT/lib" tests/vm/cuda/migrate.cu -lcublas -lcurand -o "$work/migrate"
 
-# run NAME ARGS...: one migration; prints "NAME downtime_ms total_ms bytes state_bytes
-# save_ms load_ms".
+# run NAME PRECOPY MIB ARGS...: one migration (PRECOPY on or off, MIB of device memory
+# beyond the program's own); prints "NAME mib downtime_ms total_ms bytes state_bytes
+# ahead_bytes save_ms load_ms".
 run() {
-    local name=$1
-    shift
-    if ! "$BIN/vcuda" vm run --executor cpu --timeout 600 --migrate-after "$AFTER" -- "$@" \
+    local name=$1 pc=$2 mib=$3
+    shift 3
+    local flags=()
+    [ "$pc" = on ] || flags=(--no-precopy)
+    if ! "$BIN/vcuda" vm run --executor cpu --timeout 600 --migrate-after "$AFTER" "${flags[@]}" -- "$@" \
         >"$work/out" 2>"$work/err"; then
         echo "FAIL $name: exit status $? (stderr below)" >&2
         tail -20 "$work/err" >&2
@@ -63,32 +70,36 @@ run() {
         echo "FAIL $name: no migration (the program ended first? raise its length)" >&2
         return 1
     }
-    local down total bytes state save load
+    local down total bytes state save load ahead
     down=$(sed -n 's/.*downtime \([0-9]*\) ms.*/\1/p' <<<"$line")
     total=$(sed -n 's/.*total \([0-9]*\) ms.*/\1/p' <<<"$line")
     bytes=$(sed -n 's/.*, \([0-9]*\) bytes moved.*/\1/p' <<<"$line")
     state=$(sed -n 's/.*device state saved: \([0-9]*\) bytes.*/\1/p' "$work/err" | head -1)
     save=$(sed -n 's/.*device state saved: [0-9]* bytes in \([0-9.]*\) ms.*/\1/p' "$work/err" | head -1)
     load=$(sed -n 's/.*device state loaded: [0-9]* sessions in \([0-9.]*\) ms.*/\1/p' "$work/err" | head -1)
-    echo "$name ${down:-?} ${total:-?} ${bytes:-?} ${state:-0} ${save:-0} ${load:-0}"
+    ahead=$(sed -n 's/.*pre-copy: \([0-9]*\) bytes of device memory held by the destination.*/\1/p' "$work/err" | head -1)
+    echo "$name $mib ${down:-?} ${total:-?} ${bytes:-?} ${state:-0} ${ahead:-0} ${save:-0} ${load:-0}"
 }
 
 results=()
 for r in $(seq "$ROUNDS"); do
-    results+=("$(run "no-cuda" /bin/sleep $((AFTER + 8)))")
+    results+=("$(run "no-cuda" off 0 /bin/sleep $((AFTER + 8)))")
     for mib in $EXTRA; do
-        # 60 steps of 250 ms: the program is mid-run when the migration comes.
-        results+=("$(run "cuda+${mib}MiB" "$work/migrate" 60 250 20000000 "$mib")")
+        for pc in $PRECOPY; do
+            # 60 steps of 250 ms: the program is mid-run when the migration comes.
+            results+=("$(run "cuda+${mib}MiB-$([ "$pc" = on ] && echo pc || echo nopc)" "$pc" \
+                "$mib" "$work/migrate" 60 250 20000000 "$mib")")
+        done
     done
     echo "round $r done" >&2
 done
-printf '\n%-14s %12s %10s %14s %14s %9s %9s %12s\n' run downtime_ms total_ms stream_bytes \
-    state_bytes save_ms load_ms "goal_ms"
+printf '\n%-19s %12s %10s %14s %14s %14s %9s %9s %8s\n' run downtime_ms total_ms stream_bytes \
+    state_bytes ahead_bytes save_ms load_ms goal_ms
 for l in "${results[@]}"; do
-    read -r name down total bytes state save load <<<"$l"
-    # Goal: 1 s plus the device bytes at 10 GB/s (the state is compressed; its share of the
-    # device memory is what the CUDA program allocated).
-    goal=$(awk -v s="$state" 'BEGIN { printf "%.0f", 1000 + s / 1e7 }')
-    printf '%-14s %12s %10s %14s %14s %9s %9s %12s\n' "$name" "$down" "$total" "$bytes" \
-        "$state" "$save" "$load" "$goal"
+    read -r name mib down total bytes state ahead save load <<<"$l"
+    # Goal: 1 s plus the device bytes at 10 GB/s (the extra memory; the program's own is
+    # under 1 MiB).
+    goal=$(awk -v m="$mib" 'BEGIN { printf "%.0f", 1000 + m * 1048576 / 1e7 }')
+    printf '%-19s %12s %10s %14s %14s %14s %9s %9s %8s\n' "$name" "$down" "$total" "$bytes" \
+        "$state" "$ahead" "$save" "$load" "$goal"
 done

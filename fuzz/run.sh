@@ -42,7 +42,7 @@ seeds() {
 }
 
 status=0
-for t in fatbin protocol session vhost_queue call_ring device_state; do
+for t in fatbin protocol session vhost_queue call_ring device_state precopy; do
     mkdir -p "$work/$t" "$work/crashes"
     # shellcheck disable=SC2046 # seeds prints zero or one directory
     if ! "$bin/$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \

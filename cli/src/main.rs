@@ -138,6 +138,11 @@ enum VmCommand {
         /// contains TEXT, to a new QEMU and backend each time (as --migrate-after does).
         #[arg(long, value_name = "TEXT")]
         migrate_on: Option<String>,
+        /// With --migrate-after or --migrate-on: move device memory only inside the
+        /// downtime, with no copy ahead of it (the backends' pre-copy, MIGRATION.md; on the
+        /// CPU executor it is on by default).
+        #[arg(long)]
+        no_precopy: bool,
         /// The program and its arguments.
         #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
         program: Vec<String>,
@@ -197,6 +202,7 @@ fn main() -> ExitCode {
                     add,
                     migrate_after,
                     migrate_on,
+                    no_precopy,
                     program,
                 },
         } => match migrate_after.map(std::time::Duration::try_from_secs_f64) {
@@ -219,6 +225,7 @@ fn main() -> ExitCode {
                 add,
                 migrate_after: after.and_then(Result::ok),
                 migrate_on,
+                precopy: !no_precopy,
                 program,
             }),
         },

@@ -72,6 +72,17 @@ enum Command {
         #[arg(long, default_value_t = 0,
               value_parser = clap::value_parser!(u32).range(0..=1_000_000))]
         poll_us: u32,
+        /// Live migration, source side: serve the VM's device memory on this Unix socket
+        /// (made with mode 0600), so that a destination backend started with
+        /// --precopy-from copies it while the VM still runs and only what changed since
+        /// moves inside the downtime (MIGRATION.md). Whoever can connect reads the VM's
+        /// device memory. Needs --isolation thread (the CPU executor's default).
+        #[arg(long, value_name = "PATH")]
+        precopy_listen: Option<std::path::PathBuf>,
+        /// Live migration, destination side: copy the incoming VM's device memory ahead
+        /// of the migration from the source backend's --precopy-listen socket.
+        #[arg(long, value_name = "PATH")]
+        precopy_from: Option<std::path::PathBuf>,
     },
     /// A per-tenant worker process (started by the backend itself; see --isolation).
     #[command(hide = true)]
@@ -586,6 +597,7 @@ fn worker_main(
             max_sessions,
             queue_thread_calls,
             poll_us,
+            ..
         } => (
             exec,
             None,
@@ -837,19 +849,29 @@ fn main() -> ExitCode {
             max_sessions,
             queue_thread_calls,
             poll_us,
+            precopy_listen,
+            precopy_from,
         } => {
             let config = vcuda_backend::vhost_user::VhostUserConfig {
                 max_sessions,
                 queue_thread_calls: queue_thread_calls.into(),
                 poll: std::time::Duration::from_micros(u64::from(poll_us)),
+                precopy: vcuda_backend::vhost_user::PrecopyConfig {
+                    listen: precopy_listen,
+                    from: precopy_from,
+                },
                 ..vcuda_backend::vhost_user::VhostUserConfig::new(socket, queues)
             };
+            let precopy = config.precopy.listen.is_some() || config.precopy.from.is_some();
             let plan = plan(&exec, 2).and_then(|p| start_metrics(&exec, &p).map(|()| p));
             let r = match plan {
                 Ok(Plan::InProcess(f)) => {
                     vcuda_backend::vhost_user::start_backend(config, Backend::new(f))
                         .map_err(|e| e.to_string())
                 }
+                Ok(Plan::Workers(_)) if precopy => Err("--precopy-listen and --precopy-from \
+                    need --isolation thread: a VM's worker process serves no other socket"
+                    .into()),
                 Ok(Plan::Workers(w)) => {
                     protect_backend();
                     vcuda_backend::vhost_user::start_workers(config, w).map_err(|e| e.to_string())

@@ -37,6 +37,9 @@ pub struct VmOptions {
     pub migrate_after: Option<Duration>,
     /// Migrate the guest each time a line of the program's stdout contains this text.
     pub migrate_on: Option<String>,
+    /// When migrating on the CPU executor, have the destination's backend copy device
+    /// memory ahead of the stop (`--precopy-listen`, `--precopy-from`).
+    pub precopy: bool,
     /// The program and its arguments.
     pub program: Vec<String>,
 }
@@ -60,6 +63,7 @@ impl Default for VmOptions {
             add: Vec::new(),
             migrate_after: None,
             migrate_on: None,
+            precopy: true,
             program: Vec::new(),
         }
     }

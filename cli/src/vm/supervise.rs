@@ -39,8 +39,8 @@ pub fn run(opts: &VmOptions) -> io::Result<u8> {
 
     // The backend.
     let queues = opts.queues.unwrap_or(opts.smp.clamp(1, 16));
-    let socket = tmp.path().join("vhost-user.sock");
-    let Some(mut backend) = start_backend(opts, &socket, queues)? else {
+    let socket = backend_socket(tmp.path(), 0);
+    let Some(mut backend) = start_backend(opts, tmp.path(), 0, queues)? else {
         return Ok(130);
     };
 
@@ -187,17 +187,41 @@ pub fn run(opts: &VmOptions) -> io::Result<u8> {
     Ok(u8::try_from(code).unwrap_or(1))
 }
 
-/// Starts a private backend listening on `socket`; `None` if a signal asked us to stop
-/// meanwhile.
-fn start_backend(opts: &VmOptions, socket: &Path, queues: u32) -> io::Result<Option<Guard>> {
+/// The vhost-user socket of the `n`th backend (0: the first; a migration's `n`th move
+/// starts the next) in `dir`.
+fn backend_socket(dir: &Path, n: usize) -> PathBuf {
+    if n == 0 {
+        dir.join("vhost-user.sock")
+    } else {
+        dir.join(format!("vhost-user-{n}.sock"))
+    }
+}
+
+/// Starts the `n`th private backend, listening on [`backend_socket`] in `dir`; `None` if
+/// a signal asked us to stop meanwhile. When the guest is to migrate on the CPU executor,
+/// each backend serves its device memory ahead of a migration and each destination copies
+/// it from the one before (the pre-copy; the CUDA executor's sessions do not move, and its
+/// worker processes take no pre-copy).
+fn start_backend(opts: &VmOptions, dir: &Path, n: usize, queues: u32) -> io::Result<Option<Guard>> {
+    let socket = &backend_socket(dir, n);
     let mut backend_cmd = Command::new(backend_exe()?);
+    let migrating = opts.migrate_after.is_some() || opts.migrate_on.is_some();
+    let mut precopy: Vec<std::ffi::OsString> = Vec::new();
+    if migrating && opts.precopy && opts.executor == "cpu" {
+        precopy.push("--precopy-listen".into());
+        precopy.push(dir.join(format!("precopy-{n}.sock")).into());
+        if n > 0 {
+            precopy.push("--precopy-from".into());
+            precopy.push(dir.join(format!("precopy-{}.sock", n - 1)).into());
+        }
+    }
     // SAFETY: Between fork and exec the closure only calls prctl (async-signal-safe).
     unsafe {
         backend_cmd.pre_exec(die_with_parent);
     }
     // A migration's backends report the device state they move.
-    let log = if opts.migrate_after.is_some() || opts.migrate_on.is_some() {
-        "warn,vcuda_backend::vhost_user::migrate=info"
+    let log = if migrating {
+        "warn,vcuda_backend::vhost_user::migrate=info,vcuda_backend::vhost_user::precopy=info"
     } else {
         "warn"
     };
@@ -217,6 +241,7 @@ fn start_backend(opts: &VmOptions, socket: &Path, queues: u32) -> io::Result<Opt
                 "--session-mem-limit",
                 "100%",
             ])
+            .args(precopy)
             .env(
                 "RUST_LOG",
                 std::env::var("VCUDA_BACKEND_LOG").unwrap_or_else(|_| log.into()),
@@ -352,8 +377,8 @@ impl Machine<'_> {
         started: Instant,
         timeout: Duration,
     ) -> io::Result<(Guard, Guard, PathBuf)> {
-        let socket = dir.join(format!("vhost-user-{n}.sock"));
-        let backend = start_backend(self.opts, &socket, self.queues)?
+        let socket = backend_socket(dir, n);
+        let backend = start_backend(self.opts, dir, n, self.queues)?
             .ok_or_else(|| io::Error::other("interrupted"))?;
         let to = dir.join(format!("qmp-{n}.sock"));
         let qemu = self.start_qemu(&socket, Some(&to), true)?;

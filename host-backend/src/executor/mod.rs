@@ -31,8 +31,9 @@ use vcuda_protocol::{
 pub use vcuda_protocol::graph::Node as GraphNode;
 
 use crate::data::DataSegs;
-use crate::migrate::MigrateError;
+use crate::migrate::precopy::ChunkRead;
 use crate::migrate::state::ExecState;
+use crate::migrate::{Known, MigrateError};
 
 pub mod array;
 pub mod cpu;
@@ -234,8 +235,12 @@ pub trait StateOps {
     /// Everything the session built on the device, device memory's contents included, and
     /// the module images its modules came from. Called only while no call of the session
     /// runs. Fails with [`MigrateError::Unsupported`] when the session holds something
-    /// that cannot be saved.
-    fn save_state(&mut self) -> Result<(ExecState, Vec<Arc<ModuleImage>>), MigrateError>;
+    /// that cannot be saved. Device memory `known` names (the destination holds it from a
+    /// pre-copy, [`crate::migrate::precopy`]) is saved as a reference to it.
+    fn save_state(
+        &mut self,
+        known: Option<Known<'_>>,
+    ) -> Result<(ExecState, Vec<Arc<ModuleImage>>), MigrateError>;
     /// Re-creates `state` (saved by an executor of the same kind) in this executor, which
     /// has run no call yet: every object under its old handle, every allocation at its old
     /// address. `images` holds the module images by hash. The state is hostile input: on
@@ -245,6 +250,12 @@ pub trait StateOps {
     /// opened through IPC handles), once every session of the VM is loaded. Fails if what
     /// it names is not there; the executor is then to be dropped.
     fn link_state(&mut self) -> Result<(), MigrateError>;
+    /// The chunk of device memory after `after` (`(address, index)`; `None`: the first)
+    /// of those [`StateOps::save_state`] saves, for a migration's pre-copy
+    /// ([`crate::migrate::precopy`]): its checksum, and the chunk packed as the state
+    /// packs it unless `known` says the destination holds it. Called between calls while
+    /// the session runs. `None` at the end, and from an executor that saves no state.
+    fn precopy_block(&mut self, after: Option<(u64, u32)>, known: Known<'_>) -> Option<ChunkRead>;
 }
 
 /// Module images by hash (what [`StateOps::load_state`] loads modules from).

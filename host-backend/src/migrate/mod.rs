@@ -19,12 +19,17 @@
 //! the CUDA executor (which needs device allocations re-created at fixed addresses through
 //! the driver's virtual memory calls).
 //!
+//! Device memory may travel ahead of the stop: [`precopy`] sends it from the source's
+//! backend to the destination's while the guest runs, and the state then names the blocks
+//! the destination holds by checksum.
+//!
 //! The saved bytes ([`mod@format`]) are hostile input to the loader, like a guest's messages:
 //! every length is bounded, every allocation is charged to the session's limit, and every
 //! address and handle is checked for overlap and duplicates before use. A state that fails a
 //! check loads nothing.
 
 pub mod format;
+pub mod precopy;
 pub mod state;
 
 use serde_bytes::ByteBuf;
@@ -74,6 +79,9 @@ pub const CHUNK: usize = 4 << 20;
 const BLOCK_LZ4: u8 = 0;
 /// First byte of a block of device memory: the bytes follow as they are.
 const BLOCK_RAW: u8 = 1;
+/// First byte of a block of device memory the destination received ahead of the stop
+/// ([`precopy`]): the block's checksum ([`block_hash`]) follows.
+const BLOCK_REF: u8 = 2;
 /// Samples of a chunk compressed to decide whether compressing it is worth the time.
 const SAMPLES: usize = 4;
 /// Bytes of each sample.
@@ -96,8 +104,48 @@ fn worth_compressing(p: &[u8]) -> bool {
     packed < raw - raw / 8
 }
 
+/// The checksum a chunk of device memory is named by when the destination holds it
+/// ([`precopy`]): XXH3-128 of its bytes (not of its packed block).
+pub fn block_hash(chunk: &[u8]) -> [u8; 16] {
+    twox_hash::XxHash3_128::oneshot(chunk).to_le_bytes()
+}
+
+/// Which chunks of device memory the destination already holds ([`precopy`]): called with
+/// an allocation's address, a chunk's index and the chunk's checksum ([`block_hash`]).
+pub type Known<'a> = &'a (dyn Fn(u64, u32, &[u8; 16]) -> bool + Sync);
+
+/// A block naming a chunk the destination holds, by its checksum.
+pub fn ref_block(sum: &[u8; 16]) -> ByteBuf {
+    let mut b = Vec::with_capacity(17);
+    b.push(BLOCK_REF);
+    b.extend_from_slice(sum);
+    ByteBuf::from(b)
+}
+
+/// A packed block unpacked into a block holding the chunk as it is, and the chunk's
+/// checksum; `None` if it does not unpack (or is no packed block).
+pub fn unpack_to_raw(block: &[u8]) -> Option<(ByteBuf, [u8; 16])> {
+    match block.split_first()? {
+        (&BLOCK_LZ4, c) => {
+            let mut out = vec![0u8; 1 + CHUNK];
+            out[0] = BLOCK_RAW;
+            let n = lz4_flex::block::decompress_into(c, &mut out[1..]).ok()?;
+            out.truncate(1 + n);
+            let sum = block_hash(&out[1..]);
+            Some((ByteBuf::from(out), sum))
+        }
+        (&BLOCK_RAW, c) if c.len() <= CHUNK => Some((ByteBuf::from(block.to_vec()), block_hash(c))),
+        _ => None,
+    }
+}
+
+/// The most bytes a packed block of [`CHUNK`] bytes takes.
+pub fn max_packed() -> usize {
+    1 + lz4_flex::block::get_maximum_output_size(CHUNK).max(CHUNK)
+}
+
 /// One chunk of device memory as a block: a tag byte, then an LZ4 block or the bytes.
-fn pack(p: &[u8]) -> ByteBuf {
+pub fn pack(p: &[u8]) -> ByteBuf {
     if worth_compressing(p) {
         let mut out = vec![0u8; 1 + lz4_flex::block::get_maximum_output_size(p.len())];
         if let Ok(n) = lz4_flex::block::compress_into(p, &mut out[1..])
@@ -117,9 +165,22 @@ fn pack(p: &[u8]) -> ByteBuf {
 /// Device memory for the state: one block per [`CHUNK`] bytes, LZ4-compressed where that
 /// pays, several at once.
 pub fn compress(bytes: &[u8]) -> Vec<ByteBuf> {
-    let pieces: Vec<&[u8]> = bytes.chunks(CHUNK).collect();
+    compress_known(bytes, 0, None)
+}
+
+/// [`compress`] for the allocation at `addr`, naming by checksum ([`ref_block`]) the
+/// chunks `known` says the destination holds.
+pub fn compress_known(bytes: &[u8], addr: u64, known: Option<Known<'_>>) -> Vec<ByteBuf> {
+    let pieces: Vec<(usize, &[u8])> = bytes.chunks(CHUNK).enumerate().collect();
     let mut out: Vec<ByteBuf> = (0..pieces.len()).map(|_| ByteBuf::new()).collect();
-    in_parallel(out.iter_mut().zip(pieces), |(o, p)| {
+    in_parallel(out.iter_mut().zip(pieces), |(o, (i, p))| {
+        if let (Some(known), Ok(i)) = (known, u32::try_from(i)) {
+            let sum = block_hash(p);
+            if known(addr, i, &sum) {
+                *o = ref_block(&sum);
+                return Ok(());
+            }
+        }
         *o = pack(p);
         Ok(())
     })
@@ -143,6 +204,9 @@ fn unpack(c: &[u8], d: &mut [u8]) -> Result<(), MigrateError> {
         }
         Some((&BLOCK_RAW, _)) => Err(MigrateError::invalid(
             "device memory block of the wrong length",
+        )),
+        Some((&BLOCK_REF, _)) => Err(MigrateError::invalid(
+            "device memory block copied ahead but not received",
         )),
         _ => Err(MigrateError::invalid(
             "device memory block of no known kind",

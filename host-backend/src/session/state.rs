@@ -28,6 +28,15 @@ impl Session {
     /// session holds something that cannot move yet (memory the guest shares with the
     /// host, among others: see [`crate::migrate`]); the session is unchanged then.
     pub fn save_state(&mut self) -> Result<SessionState, MigrateError> {
+        self.save_state_known(None)
+    }
+
+    /// [`Session::save_state`], saving the device memory `known` names (the destination
+    /// holds it from a pre-copy, [`crate::migrate::precopy`]) as references to it.
+    pub fn save_state_known(
+        &mut self,
+        known: Option<crate::migrate::Known<'_>>,
+    ) -> Result<SessionState, MigrateError> {
         if self.pending.is_some() {
             return Err(MigrateError::Unsupported(
                 "a session loaded here whose guest memory was never mapped".into(),
@@ -48,7 +57,7 @@ impl Session {
                 len: m.len,
             })
             .collect();
-        let (exec, images) = self.exec.save_state()?;
+        let (exec, images) = self.exec.save_state(known)?;
         self.collect_stdout();
         Ok(SessionState {
             executor: self.backend.kind() as u32,
@@ -69,6 +78,16 @@ impl Session {
             mapped,
             exec,
         })
+    }
+
+    /// The chunk of device memory after `after`, for a migration's pre-copy (see
+    /// [`crate::executor::StateOps::precopy_block`]).
+    pub fn precopy_block(
+        &mut self,
+        after: Option<(u64, u32)>,
+        known: crate::migrate::Known<'_>,
+    ) -> Option<crate::migrate::precopy::ChunkRead> {
+        self.exec.precopy_block(after, known)
     }
 
     /// The guest-physical extents `(address, length)` of every guest page the session

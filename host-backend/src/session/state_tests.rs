@@ -371,6 +371,124 @@ fn a_loaded_session_goes_on_as_the_saved_one() {
     moved.graphs.destroy(moved.exec.as_mut(), b.graph).unwrap();
 }
 
+/// A migration's pre-copy: the blocks read while the session runs are the blocks its
+/// state packs, so a destination that received them ahead gets a state naming them
+/// (`migrate::precopy`) and loads the same session.
+#[test]
+fn blocks_copied_ahead_load_the_same_session() {
+    use crate::migrate::precopy::{Received, Sent};
+    let a = backend();
+    let mut left = a.new_session().unwrap();
+    let b = build(&mut left);
+    // A block that does not change after the pre-copy (4 MiB) and one that does (1 MiB).
+    let big = left.exec.malloc(0, 5 << 20).unwrap();
+    // Numbers that do not compress, so each block is as long as it is.
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let mut fill: Vec<u8> = (0..5 << 17)
+        .flat_map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x.to_le_bytes()
+        })
+        .collect();
+    let copy = |s: &mut Session, at: u64, data: &mut [u8]| {
+        s.exec
+            .memcpy_htod(
+                &MemcpyHtoDReq {
+                    dst: at,
+                    width: data.len() as u64,
+                    height: 1,
+                    ..Default::default()
+                },
+                &DataSegs::from_slice(data),
+            )
+            .unwrap();
+    };
+    copy(&mut left, big, &mut fill);
+    let (mut sent, mut received) = (Sent::default(), Received::default());
+    let mut blocks = Vec::new();
+    let mut after = None;
+    while let Some(c) = left.precopy_block(after, &|_, _, _| false) {
+        after = Some((c.addr, c.index));
+        sent.0.insert((1, c.addr, c.index), c.sum);
+        blocks.push(((1, c.addr, c.index), c.packed.unwrap()));
+    }
+    assert!(blocks.iter().any(|(p, _)| *p == (1, big, 1)));
+    // What the destination holds is not packed again.
+    let holds = |a: u64, i: u32, sum: &[u8; 16]| sent.holds(1, a, i, sum);
+    let c = left.precopy_block(None, &holds).unwrap();
+    assert!(c.packed.is_none());
+    let mut stream = Vec::new();
+    crate::migrate::precopy::write_hello(&mut stream).unwrap();
+    for (place, bytes) in blocks {
+        crate::migrate::precopy::write_block(
+            &mut stream,
+            &crate::migrate::precopy::Block { place, bytes },
+        )
+        .unwrap();
+    }
+    stream.push(2);
+    struct Duplex(std::io::Cursor<Vec<u8>>, Vec<u8>);
+    impl std::io::Read for Duplex {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            self.0.read(buf)
+        }
+    }
+    impl std::io::Write for Duplex {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.1.write(buf)
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let into = std::sync::Mutex::new(Received::default());
+    let mut d = Duplex(std::io::Cursor::new(stream), Vec::new());
+    crate::migrate::precopy::receive(&mut d, &into, u64::MAX).unwrap();
+    assert_eq!(d.1, [1]);
+    std::mem::swap(&mut received, &mut into.lock().unwrap());
+    // The second 4 MiB block changes after the pre-copy.
+    copy(&mut left, big + (4 << 20) + 10, &mut [1, 2, 3]);
+    let full = format::body_len(&carry(&mut left)).unwrap();
+    let mut state = DeviceState {
+        sessions: vec![(1, left.save_state_known(Some(&holds)).unwrap())],
+        next_session: 2,
+    };
+    let held = crate::migrate::precopy::referenced_bytes(&state);
+    let short = format::body_len(&state).unwrap();
+    assert!(
+        held >= 4 << 20 && full - short >= 4 << 20,
+        "{held} {full} {short}"
+    );
+    let bytes = format::encode(&state).unwrap();
+    state = format::decode(&bytes).unwrap();
+    received.resolve(&mut state).unwrap();
+    let (_, one) = state.sessions.pop().unwrap();
+    let mut moved = backend()
+        .load_session(one, Cancel::default(), Tenant::unique())
+        .unwrap();
+    for i in 1..3 {
+        assert_eq!(step(&mut left, &b, i), step(&mut moved, &b, i), "step {i}");
+    }
+    let read = |s: &mut Session| {
+        let mut got = vec![0u8; 5 << 20];
+        s.exec
+            .memcpy_dtoh(
+                &MemcpyDtoHReq {
+                    src: big,
+                    width: 5 << 20,
+                    height: 1,
+                    ..Default::default()
+                },
+                &DataSegs::from_slice(&mut got),
+            )
+            .unwrap();
+        got
+    };
+    assert!(read(&mut moved) == read(&mut left));
+}
+
 #[test]
 fn what_cannot_move_is_named_and_leaves_the_session_alone() {
     let mut s = backend().new_session().unwrap();

@@ -234,6 +234,8 @@ pub struct VhostUserCuda {
     poll: Duration,
     /// The device state transfer under way, if any (a migration).
     transfer: Mutex<Option<super::migrate::Transfer>>,
+    /// The migration pre-copy of device memory, if configured.
+    precopy: Option<Arc<super::Precopy>>,
 }
 
 impl std::fmt::Debug for VhostUserCuda {
@@ -266,7 +268,14 @@ impl VhostUserCuda {
             config: config_space(queues),
             poll: Duration::ZERO,
             transfer: Mutex::new(None),
+            precopy: None,
         }
+    }
+
+    /// Takes part in a migration's pre-copy of device memory through `precopy`.
+    pub fn with_precopy(mut self, precopy: Option<Arc<super::Precopy>>) -> Self {
+        self.precopy = precopy;
+        self
     }
 
     /// Makes queue threads poll their ring for `poll` after the last chain before they wait
@@ -541,7 +550,13 @@ impl VhostUserBackend for VhostUserCuda {
         if t.is_some() {
             return Err(io::Error::other("a device state transfer is under way"));
         }
-        *t = Some(super::migrate::start(&self.device, direction, phase, file)?);
+        *t = Some(super::migrate::start(
+            &self.device,
+            self.precopy.clone(),
+            direction,
+            phase,
+            file,
+        )?);
         Ok(None)
     }
 
@@ -549,7 +564,7 @@ impl VhostUserBackend for VhostUserCuda {
         let t = lock(&self.transfer)
             .take()
             .ok_or_else(|| io::Error::other("no device state transfer"))?;
-        super::migrate::finish(&self.device, t)
+        super::migrate::finish(&self.device, self.precopy.as_deref(), t)
     }
 
     fn handle_event(

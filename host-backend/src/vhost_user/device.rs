@@ -49,6 +49,8 @@ use crate::session::{Backend, SEQ_MALFORMED, Session};
 
 mod state;
 
+pub use self::state::WeakDevice;
+
 /// Where completed chains go: a queue's used ring.
 pub trait UsedRing: Send + Sync {
     /// Puts chain `head` in the used ring with `len` bytes written and notifies the driver

@@ -14,6 +14,7 @@
 
 use std::fs::File;
 use std::io;
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Instant;
 
@@ -22,8 +23,9 @@ use nix::fcntl::{FcntlArg, fcntl};
 use vhost::vhost_user::message::{VhostTransferStateDirection, VhostTransferStatePhase};
 
 use super::device::Device;
-use crate::migrate::format;
+use super::precopy::Precopy;
 use crate::migrate::state::DeviceState;
+use crate::migrate::{format, precopy};
 
 /// The pipe buffer asked for: QEMU moves what the pipe holds at each wake-up, and with the
 /// default 64 KiB the state of 256 MiB of device memory took 1.2 s to cross.
@@ -43,6 +45,7 @@ pub struct Transfer(JoinHandle<io::Result<Option<DeviceState>>>);
 /// Starts a transfer in `direction` through `file`.
 pub fn start(
     device: &Device,
+    precopy: Option<Arc<Precopy>>,
     direction: VhostTransferStateDirection,
     phase: VhostTransferStatePhase,
     file: File,
@@ -66,7 +69,15 @@ pub fn start(
             // session that cannot move fails the migration here; encoded into the pipe as
             // QEMU reads it.
             let t = Instant::now();
-            let saved = device.save_state().and_then(|state| {
+            // What the destination holds from the pre-copy is saved as references to it.
+            let sent = precopy.as_ref().and_then(|p| p.finish());
+            let saved = device.save_state(sent.as_ref()).and_then(|state| {
+                if sent.is_some() {
+                    info!(
+                        "pre-copy: {} bytes of device memory held by the destination",
+                        precopy::referenced_bytes(&state)
+                    );
+                }
                 let len = format::body_len(&state)?;
                 Ok((state, len))
             });
@@ -104,14 +115,18 @@ pub fn start(
 }
 
 /// Ends transfer `t`: waits for its thread and, on the destination, loads the sessions.
-pub fn finish(device: &Device, t: Transfer) -> io::Result<()> {
+pub fn finish(device: &Device, precopy: Option<&Precopy>, t: Transfer) -> io::Result<()> {
     let r = match t.0.join() {
         Ok(r) => r,
         Err(_) => Err(io::Error::other("the device state transfer failed")),
     };
     let r = r.and_then(|state| match state {
-        Some(state) => {
+        Some(mut state) => {
             let t = Instant::now();
+            if let Some(p) = precopy {
+                p.resolve(&mut state)
+                    .map_err(|e| io::Error::other(e.to_string()))?;
+            }
             let n = device
                 .load_state(state)
                 .map_err(|e| io::Error::other(e.to_string()))?;

@@ -19,6 +19,7 @@ pub mod chain;
 pub mod device;
 pub mod migrate;
 pub mod pages;
+pub mod precopy;
 pub mod short;
 
 use std::path::PathBuf;
@@ -34,6 +35,7 @@ use vm_memory::{GuestMemoryAtomic, GuestMemoryMmap};
 
 pub use self::backend::VhostUserCuda;
 pub use self::device::{Device, DeviceConfig, QueueThreadCalls, Threading};
+pub use self::precopy::{Precopy, PrecopyConfig};
 use crate::session::Backend;
 use crate::worker::{ParentLink, Role, Workers};
 
@@ -49,6 +51,9 @@ pub enum Error {
     /// The daemon cannot be created.
     #[error("Cannot create the vhost-user daemon: {0}")]
     Daemon(String),
+    /// The migration pre-copy's socket cannot be made.
+    #[error("Cannot start the migration pre-copy: {0}")]
+    Precopy(#[source] std::io::Error),
 }
 
 /// Settings of the vhost-user transport.
@@ -67,6 +72,9 @@ pub struct VhostUserConfig {
     /// after the last chain it found, before it sleeps again; zero: it never polls. While
     /// the guest keeps posting chains a polling queue thread takes a whole core.
     pub poll: Duration,
+    /// A migration's pre-copy of device memory ([`precopy`]); only a backend that serves
+    /// VMs in its own process ([`start_backend`]) has one.
+    pub precopy: PrecopyConfig,
 }
 
 impl VhostUserConfig {
@@ -78,6 +86,7 @@ impl VhostUserConfig {
             max_sessions: 256,
             queue_thread_calls: QueueThreadCalls::default(),
             poll: Duration::ZERO,
+            precopy: PrecopyConfig::default(),
         }
     }
 }
@@ -99,6 +108,8 @@ pub struct Server {
     once: bool,
     config: VhostUserConfig,
     backend: Arc<Backend>,
+    /// The migration pre-copy, if configured.
+    precopy: Option<Arc<Precopy>>,
 }
 
 impl std::fmt::Debug for Server {
@@ -117,11 +128,18 @@ impl Server {
             return Err(Error::BadQueueCount(config.queues));
         }
         let listener = Listener::new(&config.socket, true).map_err(Error::Listen)?;
+        let p = &config.precopy;
+        let precopy = if p.listen.is_some() || p.from.is_some() {
+            Some(Precopy::start(p).map_err(Error::Precopy)?)
+        } else {
+            None
+        };
         Ok(Self {
             listener: Some(listener),
             once: false,
             backend,
             config,
+            precopy,
         })
     }
 
@@ -142,6 +160,7 @@ impl Server {
             once: true,
             backend,
             config,
+            precopy: None,
         })
     }
 
@@ -166,7 +185,8 @@ impl Server {
                 },
                 mem.clone(),
             )
-            .with_poll(self.config.poll),
+            .with_poll(self.config.poll)
+            .with_precopy(self.precopy.clone()),
         );
         let mut daemon = VhostUserDaemon::new("vcuda-vhost".into(), cuda.clone(), mem)
             .map_err(|e| Error::Daemon(e.to_string()))?;
@@ -182,6 +202,9 @@ impl Server {
         let end = match started {
             Ok(()) => {
                 info!("vhost-user frontend connected");
+                if let Some(p) = &self.precopy {
+                    p.attach(cuda.device());
+                }
                 let error = match daemon.wait() {
                     Ok(())
                     | Err(vhost_user_backend::Error::HandleRequest(
@@ -200,6 +223,9 @@ impl Server {
             },
         };
         disconnected();
+        if let Some(p) = &self.precopy {
+            p.detach();
+        }
         for h in daemon.get_epoll_handlers() {
             h.send_exit_event();
         }

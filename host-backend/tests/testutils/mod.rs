@@ -1077,14 +1077,24 @@ impl RandOps for TestExecutor {
 }
 
 impl StateOps for TestExecutor {
-    fn save_state(&mut self) -> Result<(ExecState, Vec<Arc<ModuleImage>>), MigrateError> {
-        self.inner.save_state()
+    fn save_state(
+        &mut self,
+        known: Option<vcuda_backend::migrate::Known<'_>>,
+    ) -> Result<(ExecState, Vec<Arc<ModuleImage>>), MigrateError> {
+        self.inner.save_state(known)
     }
     fn load_state(&mut self, state: ExecState, images: &Images) -> Result<(), MigrateError> {
         self.inner.load_state(state, images)
     }
     fn link_state(&mut self) -> Result<(), MigrateError> {
         self.inner.link_state()
+    }
+    fn precopy_block(
+        &mut self,
+        after: Option<(u64, u32)>,
+        known: vcuda_backend::migrate::Known<'_>,
+    ) -> Option<vcuda_backend::migrate::precopy::ChunkRead> {
+        self.inner.precopy_block(after, known)
     }
 }
 

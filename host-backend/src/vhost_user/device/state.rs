@@ -10,6 +10,7 @@
 //! not move yet).
 
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use log::{info, warn};
@@ -18,21 +19,32 @@ use vm_memory::GuestAddress;
 
 use super::super::chain::{self, Mem};
 use super::super::pages;
-use super::{Device, Entry, Slot, Threading, Worker, start_worker};
+use super::{Device, Entry, Inner, Slot, Threading, Worker, start_worker};
 use crate::executor::Cancel;
-use crate::migrate::MigrateError;
+use crate::migrate::precopy::{ChunkRead, Sent};
 use crate::migrate::state::{DeviceState, SessionState};
+use crate::migrate::{Known, MigrateError};
 use crate::session::Session;
 
 impl Device {
-    /// Every session's state. Call it only while no chain can run (the rings stopped).
-    pub fn save_state(&self) -> Result<DeviceState, MigrateError> {
+    /// Every session's state, the device memory `sent` says the destination holds (a
+    /// pre-copy's) as references to it. Call it only while no chain can run (the rings
+    /// stopped).
+    pub fn save_state(&self, sent: Option<&Sent>) -> Result<DeviceState, MigrateError> {
         let mut t = self.inner.table();
         let mut sessions: Vec<(u64, SessionState)> = Vec::with_capacity(t.sessions.len());
         for (&id, e) in &mut t.sessions {
+            let holds = |addr: u64, index: u32, sum: &[u8; 16]| {
+                sent.is_some_and(|s| s.holds(id, addr, index, sum))
+            };
+            let known: Option<Known<'_>> = sent.map(|_| &holds as Known<'_>);
             let saved = match &mut e.worker {
-                Worker::Thread(_, shared) => shared.slot().session.as_mut().map(|s| s.save_state()),
-                Worker::Inline(slot) => slot.session.as_mut().map(|s| s.save_state()),
+                Worker::Thread(_, shared) => shared
+                    .slot()
+                    .session
+                    .as_mut()
+                    .map(|s| s.save_state_known(known)),
+                Worker::Inline(slot) => slot.session.as_mut().map(|s| s.save_state_known(known)),
             };
             match saved {
                 Some(Ok(state)) => sessions.push((id, state)),
@@ -55,6 +67,11 @@ impl Device {
             sessions,
             next_session: 0,
         })
+    }
+
+    /// A handle on this device that does not keep it (nor end its sessions when dropped).
+    pub fn downgrade(&self) -> WeakDevice {
+        WeakDevice(Arc::downgrade(&self.inner))
     }
 
     /// Shares again, in `mem` (the guest's memory as this backend now maps it), the guest
@@ -220,5 +237,46 @@ impl Device {
         }
         info!("loaded {n} sessions");
         Ok(n)
+    }
+}
+
+/// A handle on a [`Device`] that does not keep it: what a migration's pre-copy reads the
+/// sessions through ([`super::super::precopy`]). Dropping it ends nothing.
+#[derive(Clone)]
+pub struct WeakDevice(Weak<Inner>);
+
+impl WeakDevice {
+    /// The ids of the sessions open now.
+    pub fn session_ids(&self) -> Vec<u64> {
+        let Some(inner) = self.0.upgrade() else {
+            return Vec::new();
+        };
+        let mut ids: Vec<u64> = inner.table().sessions.keys().copied().collect();
+        ids.sort_unstable();
+        ids
+    }
+
+    /// The chunk of session `id`'s device memory after `after`, for a migration's
+    /// pre-copy (see [`crate::executor::StateOps::precopy_block`]), read between the
+    /// session's calls. `None` at the end, for a session or device that is gone, and when a
+    /// call of the session still runs at `deadline`.
+    pub fn precopy_block(
+        &self,
+        id: u64,
+        after: Option<(u64, u32)>,
+        known: Known<'_>,
+        deadline: Instant,
+    ) -> Option<ChunkRead> {
+        let inner = self.0.upgrade()?;
+        // Not under the table's lock, which new chains need.
+        let shared = match &inner.table().sessions.get(&id)?.worker {
+            Worker::Thread(_, shared) => shared.clone(),
+            Worker::Inline(_) => return None,
+        };
+        shared
+            .slot_until(deadline)?
+            .session
+            .as_mut()?
+            .precopy_block(after, known)
     }
 }

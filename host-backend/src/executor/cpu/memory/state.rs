@@ -4,10 +4,11 @@
 use std::sync::Arc;
 
 use super::{ALIGN, AllocKind, Allocation, DeviceHeap, GUARD, charge};
+use crate::migrate::precopy::ChunkRead;
 use crate::migrate::state::{
     ALLOC_ARRAY, ALLOC_SYMBOL, ALLOC_USER, AllocState, MapState, PhysState, VmmState,
 };
-use crate::migrate::{self, MigrateError};
+use crate::migrate::{self, Known, MigrateError};
 
 /// What a saved heap holds: `(start, end, next)` and the allocations (`end`: where the
 /// range ended before the VMM API's reservations took its top).
@@ -17,7 +18,7 @@ impl DeviceHeap {
     /// The heap's range and allocations, contents compressed (not the host memory mapped into
     /// it, nor the VMM API's mappings, [`DeviceHeap::save_vmm`], nor allocations opened
     /// from other sessions, [`DeviceHeap::save_ipc`]).
-    pub fn save_state(&self) -> Result<HeapState, MigrateError> {
+    pub fn save_state(&self, known: Option<Known<'_>>) -> Result<HeapState, MigrateError> {
         // Mapped host memory is the session's to save (it re-maps it where the guest's
         // memory is, on the other side).
         let mut allocs = Vec::with_capacity(self.allocs.len());
@@ -40,10 +41,47 @@ impl DeviceHeap {
                 addr,
                 len: a.len,
                 kind,
-                data: migrate::compress(bytes),
+                data: migrate::compress_known(bytes, addr, known),
             });
         }
         Ok(((self.start, self.vmm_top()), self.next, allocs))
+    }
+
+    /// The chunk of device memory after `after` (`(address, index)`; `None`: the first)
+    /// of the allocations [`DeviceHeap::save_state`] saves, in the order of addresses and
+    /// then indices: its checksum, and the chunk packed as the state packs it unless
+    /// `known` says the destination holds it. What a migration's pre-copy reads a chunk at
+    /// a time while the session runs ([`crate::migrate::precopy`]).
+    pub fn precopy_block(&self, after: Option<(u64, u32)>, known: Known<'_>) -> Option<ChunkRead> {
+        let (from, mut next) = match after {
+            Some((addr, index)) => (addr, index.checked_add(1)?),
+            None => (self.start, 0),
+        };
+        for (&addr, a) in self.allocs.range(from..) {
+            if addr != from {
+                next = 0;
+            }
+            if matches!(a.kind, AllocKind::Vmm) || self.is_import(addr) {
+                continue;
+            }
+            let Ok(bytes) = self.bytes(addr, a.len) else {
+                continue;
+            };
+            let start = usize::try_from(next).ok()?.checked_mul(migrate::CHUNK)?;
+            if start >= bytes.len() {
+                continue;
+            }
+            let chunk = &bytes[start..(start + migrate::CHUNK).min(bytes.len())];
+            let sum = migrate::block_hash(chunk);
+            let packed = (!known(addr, next, &sum)).then(|| migrate::pack(chunk));
+            return Some(ChunkRead {
+                addr,
+                index: next,
+                sum,
+                packed,
+            });
+        }
+        None
     }
 
     /// The VMM API's objects: physical allocations with their contents, reservations,

@@ -7,6 +7,7 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
+
 use std::time::{Duration, Instant};
 
 use crate::executor::cpu::module::ModulesState;
@@ -15,8 +16,9 @@ use crate::executor::cpu::{
     MAX_STREAMS_OR_EVENTS, STREAM_NON_BLOCKING, Stream,
 };
 use crate::executor::{Images, ModuleImage, StateOps};
-use crate::migrate::MigrateError;
+use crate::migrate::precopy::ChunkRead;
 use crate::migrate::state::{CpuState, EventState, ExecState, IpcState, StreamState};
+use crate::migrate::{Known, MigrateError};
 
 /// The first handle [`CpuExecutor::new_handle`] counts from.
 const HANDLE_BASE: u64 = 0x5ca1_0000;
@@ -28,8 +30,15 @@ impl StateOps for CpuExecutor {
         self.heap.link_imports()
     }
 
-    fn save_state(&mut self) -> Result<(ExecState, Vec<Arc<ModuleImage>>), MigrateError> {
-        let (range, next_addr, allocs) = self.heap.save_state()?;
+    fn precopy_block(&mut self, after: Option<(u64, u32)>, known: Known<'_>) -> Option<ChunkRead> {
+        self.heap.precopy_block(after, known)
+    }
+
+    fn save_state(
+        &mut self,
+        known: Option<Known<'_>>,
+    ) -> Result<(ExecState, Vec<Arc<ModuleImage>>), MigrateError> {
+        let (range, next_addr, allocs) = self.heap.save_state(known)?;
         let textures = self.textures.save_state(&self.heap)?;
         let (modules, images) = self.modules.save_state();
         let now = Instant::now();

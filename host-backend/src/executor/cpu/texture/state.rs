@@ -247,7 +247,7 @@ mod tests {
         let mut st = t.save_state(h)?;
         damage(&mut st);
         let mut h2 = heap();
-        h2.load_state(h.save_state()?)?;
+        h2.load_state(h.save_state(None)?)?;
         let mut t2 = Textures::default();
         t2.load_state(st, &h2)?;
         Ok((h2, t2))

@@ -8,14 +8,18 @@ use crate::executor::cuda::CudaExecutor;
 use std::sync::Arc;
 
 use crate::executor::{Images, ModuleImage, StateOps};
-use crate::migrate::MigrateError;
+use crate::migrate::precopy::ChunkRead;
 use crate::migrate::state::ExecState;
+use crate::migrate::{Known, MigrateError};
 
 /// What the refusal names.
 const WHY: &str = "a session of the CUDA executor (only the CPU executor's sessions move)";
 
 impl StateOps for CudaExecutor {
-    fn save_state(&mut self) -> Result<(ExecState, Vec<Arc<ModuleImage>>), MigrateError> {
+    fn save_state(
+        &mut self,
+        _: Option<Known<'_>>,
+    ) -> Result<(ExecState, Vec<Arc<ModuleImage>>), MigrateError> {
         Err(MigrateError::Unsupported(WHY.into()))
     }
 
@@ -25,5 +29,9 @@ impl StateOps for CudaExecutor {
 
     fn link_state(&mut self) -> Result<(), MigrateError> {
         Err(MigrateError::Unsupported(WHY.into()))
+    }
+
+    fn precopy_block(&mut self, _: Option<(u64, u32)>, _: Known<'_>) -> Option<ChunkRead> {
+        None
     }
 }

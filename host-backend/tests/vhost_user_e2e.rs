@@ -28,6 +28,7 @@ struct Rig {
     _dir: tempfile::TempDir,
     path: PathBuf,
     server: Option<JoinHandle<Vec<ConnectionEnd>>>,
+    precopy: Option<Arc<vcuda_backend::vhost_user::Precopy>>,
 }
 
 impl Rig {
@@ -51,6 +52,7 @@ impl Rig {
         };
         config(&mut c);
         let mut server = Server::new(c, Backend::new(factory)).unwrap();
+        let precopy = server.precopy();
         let server = std::thread::spawn(move || {
             (0..connections)
                 .map(|_| server.serve_one().unwrap())
@@ -60,6 +62,7 @@ impl Rig {
             _dir: dir,
             path,
             server: Some(server),
+            precopy,
         }
     }
 
@@ -774,9 +777,16 @@ fn device_memory_copied_ahead_stays_out_of_the_state() {
             .ok();
     }
     let b = Rig::with(cpu_factory(), 1, 1, |c| c.precopy.from = Some(sock.clone()));
-    // The first round sends the three blocks; give it time, then change the middle block
-    // (a later round may or may not send it again: either way the data must arrive).
-    std::thread::sleep(Duration::from_millis(1500));
+    // The first round sends the three blocks; then the middle block changes (a later round
+    // may or may not send it again: either way the data must arrive).
+    let t = Instant::now();
+    while b.precopy.as_ref().unwrap().received_blocks() < 3 {
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "the pre-copy did not come"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
     data[5 << 20..(5 << 20) + 4].copy_from_slice(&[1, 2, 3, 4]);
     c.send(0, 7, Msg::new().htod(ptr + (5 << 20), &[1, 2, 3, 4]))
         .ok();

@@ -131,6 +131,8 @@ pub fn unpack_to_raw(block: &[u8]) -> Option<(ByteBuf, [u8; 16])> {
             out[0] = BLOCK_RAW;
             let n = lz4_flex::block::decompress_into(c, &mut out[1..]).ok()?;
             out.truncate(1 + n);
+            // Held until the migration: no more memory than the bytes.
+            out.shrink_to_fit();
             let sum = block_hash(&out[1..]);
             Some((ByteBuf::from(out), sum))
         }

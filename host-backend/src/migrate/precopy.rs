@@ -9,6 +9,8 @@
 //! ```text
 //! hello   "VCUDAPC\0", version u32                                  (source, once)
 //! block   1u8, session u64, address u64, index u32, length u32, the block
+//! forget  3u8, session u64, address u64, index u32    (a chunk freed since it was sent)
+//! gone    4u8, session u64                   (every chunk of a session that ended)
 //! end     2u8                                                       (source, at the stop)
 //! answer  1u8: every block kept; 0u8: some were not                 (destination)
 //! ```
@@ -43,6 +45,13 @@ pub const VERSION: u32 = 1;
 const TAG_BLOCK: u8 = 1;
 /// Tag of the end.
 const TAG_END: u8 = 2;
+/// Tag of a chunk to forget.
+const TAG_FORGET: u8 = 3;
+/// Tag of a session to forget.
+const TAG_GONE: u8 = 4;
+/// What each block held costs beyond its bytes (the map's entry, allocator overhead), as
+/// charged against the destination's cap.
+const ENTRY_COST: u64 = 256;
 /// The destination's answer to the end: every block kept.
 pub const KEPT: u8 = 1;
 /// The destination's answer to the end: some blocks were dropped (over its cap).
@@ -94,6 +103,25 @@ pub fn write_block(out: &mut impl Write, b: &Block) -> io::Result<()> {
     out.write_all(&b.bytes)
 }
 
+/// Writes that the destination is to forget the chunk at `place`.
+pub fn write_forget(out: &mut impl Write, place: Place) -> io::Result<()> {
+    let (session, addr, index) = place;
+    let mut m = [0u8; 21];
+    m[0] = TAG_FORGET;
+    m[1..9].copy_from_slice(&session.to_le_bytes());
+    m[9..17].copy_from_slice(&addr.to_le_bytes());
+    m[17..21].copy_from_slice(&index.to_le_bytes());
+    out.write_all(&m)
+}
+
+/// Writes that the destination is to forget every chunk of `session`.
+pub fn write_gone(out: &mut impl Write, session: u64) -> io::Result<()> {
+    let mut m = [0u8; 9];
+    m[0] = TAG_GONE;
+    m[1..9].copy_from_slice(&session.to_le_bytes());
+    out.write_all(&m)
+}
+
 /// Writes the end and reads the destination's answer: whether it kept every block.
 pub fn finish<S: Read + Write>(stream: &mut S) -> io::Result<bool> {
     stream.write_all(&[TAG_END])?;
@@ -103,15 +131,22 @@ pub fn finish<S: Read + Write>(stream: &mut S) -> io::Result<bool> {
     Ok(answer[0] == KEPT)
 }
 
-/// The chunks the destination confirmed it holds, by place: the checksum of each.
+/// The chunks sent to the destination, by place: the checksum of each; and which session
+/// (the device's token for it) each session id's chunks came from, since guests reuse ids.
 #[derive(Debug, Default)]
-pub struct Sent(pub HashMap<Place, [u8; 16]>);
+pub struct Sent {
+    /// The checksum of each chunk sent, by place.
+    pub places: HashMap<Place, [u8; 16]>,
+    /// The token of the session each session id's places belong to.
+    pub tokens: HashMap<u64, u64>,
+}
 
 impl Sent {
-    /// Whether the destination holds the chunk of `session` at `(addr, index)` with
-    /// checksum `sum`.
-    pub fn holds(&self, session: u64, addr: u64, index: u32, sum: &[u8; 16]) -> bool {
-        self.0.get(&(session, addr, index)) == Some(sum)
+    /// Whether the destination holds the chunk at `(addr, index)` of session `session`
+    /// (with token `token`) with checksum `sum`.
+    pub fn holds(&self, session: u64, token: u64, addr: u64, index: u32, sum: &[u8; 16]) -> bool {
+        self.tokens.get(&session) == Some(&token)
+            && self.places.get(&(session, addr, index)) == Some(sum)
     }
 }
 
@@ -155,23 +190,51 @@ impl Received {
         self.blocks.is_empty()
     }
 
-    /// Bytes of the blocks held.
+    /// Bytes charged for the blocks held (their bytes and [`ENTRY_COST`] each).
     pub fn bytes(&self) -> u64 {
         self.bytes
+    }
+
+    /// Forgets every block.
+    pub fn clear(&mut self) {
+        *self = Self::default();
     }
 
     /// Keeps the unpacked block `raw`, whose bytes have checksum `sum`, for `place`
     /// (replacing what it held there) unless that would take the blocks past `cap` bytes;
     /// whether it kept it.
     fn keep(&mut self, place: Place, sum: [u8; 16], raw: ByteBuf, cap: u64) -> bool {
-        let old = self.blocks.get(&place).map_or(0, |(_, b)| b.len() as u64);
-        let new = self.bytes - old + raw.len() as u64;
+        let old = self
+            .blocks
+            .get(&place)
+            .map_or(0, |(_, b)| b.len() as u64 + ENTRY_COST);
+        let new = self.bytes - old + raw.len() as u64 + ENTRY_COST;
         if new > cap {
             return false;
         }
         self.bytes = new;
         self.blocks.insert(place, (sum, raw));
         true
+    }
+
+    /// Forgets the block held for `place`, if any.
+    fn forget(&mut self, place: &Place) {
+        if let Some((_, b)) = self.blocks.remove(place) {
+            self.bytes -= b.len() as u64 + ENTRY_COST;
+        }
+    }
+
+    /// Forgets every block of `session`.
+    fn gone(&mut self, session: u64) {
+        let mut freed = 0;
+        self.blocks.retain(|p, (_, b)| {
+            let keep = p.0 != session;
+            if !keep {
+                freed += b.len() as u64 + ENTRY_COST;
+            }
+            keep
+        });
+        self.bytes -= freed;
     }
 
     /// Puts back, in `state`, every block named by checksum: the block held for its place,
@@ -199,7 +262,7 @@ impl Received {
                         return Err(missing());
                     }
                     let (_, held) = self.blocks.remove(&place).unwrap_or_default();
-                    self.bytes -= held.len() as u64;
+                    self.bytes -= held.len() as u64 + ENTRY_COST;
                     used += held.len() as u64;
                     *block = held;
                 }
@@ -262,6 +325,19 @@ pub fn receive<S: Read + Write>(
                 if !r.keep(place, sum, raw, cap) {
                     r.dropped = true;
                 }
+            }
+            TAG_FORGET => {
+                let mut m = [0u8; 20];
+                stream.read_exact(&mut m)?;
+                let u64_at =
+                    |i: usize| u64::from_le_bytes(m[i..i + 8].try_into().unwrap_or_default());
+                let index = u32::from_le_bytes(m[16..20].try_into().unwrap_or_default());
+                lock().forget(&(u64_at(0), u64_at(8), index));
+            }
+            TAG_GONE => {
+                let mut m = [0u8; 8];
+                stream.read_exact(&mut m)?;
+                lock().gone(u64::from_le_bytes(m));
             }
             TAG_END => {
                 let kept = {
@@ -345,7 +421,7 @@ mod tests {
     /// The state of session `id` with one allocation at `addr` holding `mem`, naming by
     /// checksum the chunks `sent` says the destination holds.
     fn saved(id: u64, addr: u64, mem: &[u8], sent: &Sent) -> DeviceState {
-        let known = |a: u64, i: u32, sum: &[u8; 16]| sent.holds(id, a, i, sum);
+        let known = |a: u64, i: u32, sum: &[u8; 16]| sent.holds(id, 0, a, i, sum);
         let mut s = session(addr, mem);
         let ExecState::Cpu(c) = &mut s.exec;
         c.allocs[0].data = compress_known(mem, addr, Some(&known));
@@ -363,11 +439,12 @@ mod tests {
         let mut stream = Vec::new();
         write_hello(&mut stream).unwrap();
         let mut sent = Sent::default();
+        sent.tokens.insert(5, 0);
         for (i, chunk) in mem.chunks(CHUNK).enumerate() {
             let place = (5, addr, i as u32);
             let bytes = crate::migrate::pack(chunk);
             write_block(&mut stream, &Block { place, bytes }).unwrap();
-            sent.0.insert(place, block_hash(chunk));
+            sent.places.insert(place, block_hash(chunk));
         }
         stream.push(TAG_END);
         let mut dest = Duplex {
@@ -403,7 +480,10 @@ mod tests {
     #[test]
     fn a_reference_to_what_is_not_held_fails_the_load() {
         let mem = noise(1000, 3);
-        let sent = Sent([((1, 0x1000, 0), block_hash(&mem))].into_iter().collect());
+        let sent = Sent {
+            places: [((1, 0x1000, 0), block_hash(&mem))].into_iter().collect(),
+            tokens: [(1, 0)].into_iter().collect(),
+        };
         let mut state = saved(1, 0x1000, &mem, &sent);
         // Nothing received; then a block held for the place, but another one.
         assert!(Received::default().resolve(&mut state).is_err());
@@ -475,11 +555,34 @@ mod tests {
         }
         over.push(TAG_END);
         *received.lock().unwrap() = Received::default();
-        let (r, answer) = run(over, 250);
+        let (r, answer) = run(over, 2 * (100 + ENTRY_COST) + 50);
         r.unwrap();
         assert_eq!(answer, [DROPPED]);
         let r = received.lock().unwrap();
         assert!(!r.complete && r.dropped);
-        assert_eq!((r.len(), r.bytes()), (2, 200));
+        assert_eq!((r.len(), r.bytes()), (2, 200 + 2 * ENTRY_COST));
+    }
+
+    #[test]
+    fn freed_chunks_and_ended_sessions_are_forgotten() {
+        let mut s = Vec::new();
+        write_hello(&mut s).unwrap();
+        for place in [(1, 0x10, 0), (1, 0x10, 1), (2, 0x10, 0)] {
+            let bytes = crate::migrate::pack(&[7u8; 100]);
+            write_block(&mut s, &Block { place, bytes }).unwrap();
+        }
+        write_forget(&mut s, (1, 0x10, 1)).unwrap();
+        write_forget(&mut s, (9, 9, 9)).unwrap();
+        write_gone(&mut s, 2).unwrap();
+        s.push(TAG_END);
+        let received = Mutex::new(Received::default());
+        let mut d = Duplex {
+            input: io::Cursor::new(s),
+            out: Vec::new(),
+        };
+        receive(&mut d, &received, u64::MAX).unwrap();
+        let r = received.into_inner().unwrap();
+        assert_eq!((r.len(), r.bytes()), (1, 101 + ENTRY_COST));
+        assert!(r.blocks.contains_key(&(1, 0x10, 0)));
     }
 }

@@ -411,12 +411,13 @@ fn blocks_copied_ahead_load_the_same_session() {
     let mut after = None;
     while let Some(c) = left.precopy_block(after, &|_, _, _| false) {
         after = Some((c.addr, c.index));
-        sent.0.insert((1, c.addr, c.index), c.sum);
+        sent.places.insert((1, c.addr, c.index), c.sum);
         blocks.push(((1, c.addr, c.index), c.packed.unwrap()));
     }
     assert!(blocks.iter().any(|(p, _)| *p == (1, big, 1)));
     // What the destination holds is not packed again.
-    let holds = |a: u64, i: u32, sum: &[u8; 16]| sent.holds(1, a, i, sum);
+    sent.tokens.insert(1, 0);
+    let holds = |a: u64, i: u32, sum: &[u8; 16]| sent.holds(1, 0, a, i, sum);
     let c = left.precopy_block(None, &holds).unwrap();
     assert!(c.packed.is_none());
     let mut stream = Vec::new();

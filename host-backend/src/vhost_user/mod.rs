@@ -164,6 +164,11 @@ impl Server {
         })
     }
 
+    /// The migration pre-copy, if configured.
+    pub fn precopy(&self) -> Option<Arc<Precopy>> {
+        self.precopy.clone()
+    }
+
     /// Waits for a frontend, serves it until it disconnects and cleans up after it: every
     /// session of the connection is destroyed.
     pub fn serve_one(&mut self) -> Result<ConnectionEnd, Error> {

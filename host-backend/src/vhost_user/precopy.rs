@@ -11,36 +11,49 @@
 //! those blocks by checksum instead of carrying them. Without a pre-copy, or when it broke,
 //! the state carries every block, as before.
 //!
+//! The destination connected must be the migration's destination: a state whose blocks
+//! are named by checksum loads only where they were received.
+//!
 //! The socket is the operator's: it gives whoever connects the VM's device memory. It is
-//! made with mode 0600 in a directory the operator chooses; between two hosts it is
+//! made with mode 0600 (bound under a umask that allows no one else) at a path the
+//! operator chooses, and a peer of another user is refused; between two hosts it is
 //! forwarded through an authenticated channel (`ssh -L`, MIGRATION.md).
 
+use std::collections::{HashMap, HashSet};
 use std::io;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
 use log::{info, warn};
 
 use super::device::{Device, WeakDevice};
 use crate::migrate::MigrateError;
-use crate::migrate::precopy::{self, Block, Received, Sent};
+use crate::migrate::precopy::{self, Block, Place, Received, Sent};
 use crate::migrate::state::DeviceState;
 
-/// How long a round may wait for a session's running call before it moves on.
+/// How long a round may wait for a session's running call before it moves on (and takes
+/// the session up where it stopped in the next round).
 const SLOT_WAIT: Duration = Duration::from_millis(20);
 /// Pause after a round that found nothing to send; it doubles after each such round, up
-/// to [`MAX_IDLE_PAUSE`] (a round re-reads all device memory), and starts again after a
-/// round that sent something.
+/// to [`MAX_IDLE_PAUSE`]. After a round that sent something the pause is as long as the
+/// round took (at least this), so the rounds take at most about half a core.
 const IDLE_PAUSE: Duration = Duration::from_millis(100);
 /// The longest pause between rounds.
 const MAX_IDLE_PAUSE: Duration = Duration::from_millis(800);
-/// How long a write to, or the answer of, the destination may take.
-const IO_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long one write to, or the answer of, the destination may take; past it the
+/// pre-copy is given up (at the stop: everything travels in the state).
+const IO_TIMEOUT: Duration = Duration::from_secs(2);
 /// How long a destination keeps trying to reach its source.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a destination may stay connected without a migration coming: the rounds
+/// re-read all device memory, so a forgotten destination must not keep them going.
+const MAX_CONNECTED: Duration = Duration::from_secs(30 * 60);
+/// The destination's cap when the host's memory cannot be read.
+const FALLBACK_CAP: u64 = 4 << 30;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -70,6 +83,8 @@ pub struct Precopy {
     device: Mutex<Option<WeakDevice>>,
     /// The destination connected now (source).
     link: Mutex<Option<Link>>,
+    /// The stop came (source): the sender packs and sends nothing more.
+    stopping: AtomicBool,
     /// What was received (destination).
     received: Option<Arc<Mutex<Received>>>,
 }
@@ -98,7 +113,7 @@ impl Precopy {
             let listener = listen(path)?;
             info!("pre-copy: serving device memory on {}", path.display());
             let weak = Arc::downgrade(&p);
-            spawn("vcuda-precopy", move || accept_loop(listener, weak))?;
+            spawn("vcuda-precopy", move || accept_loop(&listener, &weak))?;
         }
         if let (Some(path), Some(into)) = (config.from.clone(), received) {
             spawn("vcuda-precopy-in", move || receive_from(&path, &into))?;
@@ -109,6 +124,7 @@ impl Precopy {
     /// The VM connected: its device is what the source serves.
     pub fn attach(&self, device: &Device) {
         *lock(&self.device) = Some(device.downgrade());
+        self.stopping.store(false, Ordering::SeqCst);
     }
 
     /// The VM disconnected.
@@ -117,9 +133,17 @@ impl Precopy {
         *lock(&self.link) = None;
     }
 
+    /// Blocks the destination holds (destination; 0 on a source).
+    pub fn received_blocks(&self) -> usize {
+        self.received.as_ref().map_or(0, |r| lock(r).len())
+    }
+
     /// At the stop, on the source: ends the stream; what the destination holds, if it
-    /// answered that it kept every block.
+    /// answered that it kept every block. Waits for a block being written (at most
+    /// [`IO_TIMEOUT`]) and for the answer (as long).
     pub fn finish(&self) -> Option<Sent> {
+        // The sender packs nothing more and ends after the block it may be writing.
+        self.stopping.store(true, Ordering::SeqCst);
         let mut link = lock(&self.link).take()?;
         match precopy::finish(&mut link.stream) {
             Ok(true) => Some(link.sent),
@@ -134,30 +158,36 @@ impl Precopy {
         }
     }
 
-    /// On the destination: puts the blocks the state names by checksum back into it.
+    /// On the destination: puts the blocks the state names by checksum back into it. What
+    /// was received is forgotten either way (one migration).
     pub fn resolve(&self, state: &mut DeviceState) -> Result<(), MigrateError> {
         let Some(received) = &self.received else {
             return Ok(());
         };
         let mut r = lock(received);
-        let used = r.resolve(state)?;
+        let used = r.resolve(state);
+        r.clear();
+        let used = used?;
         if used > 0 {
             info!("pre-copy: {used} bytes of device memory received ahead");
         }
-        // One migration: what is left is stale.
-        *r = Received::default();
         Ok(())
     }
 }
 
-/// Binds `path` (replacing a stale socket file), readable by this user only.
+/// Binds `path` (replacing a stale socket file) under a umask that leaves it to this
+/// user only, so that no one else can connect between the bind and the chmod.
 fn listen(path: &Path) -> io::Result<UnixListener> {
+    use nix::sys::stat::{Mode, umask};
     if let Ok(m) = std::fs::symlink_metadata(path)
         && m.file_type().is_socket()
     {
         std::fs::remove_file(path)?;
     }
-    let l = UnixListener::bind(path).map_err(|e| {
+    let old = umask(Mode::from_bits_truncate(0o077));
+    let l = UnixListener::bind(path);
+    umask(old);
+    let l = l.map_err(|e| {
         io::Error::new(e.kind(), format!("pre-copy socket {}: {e}", path.display()))
     })?;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
@@ -171,9 +201,15 @@ fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> io::Result<()> {
         .map(drop)
 }
 
+/// Whether the peer of `s` runs as this process's user.
+fn same_user(s: &UnixStream) -> bool {
+    use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
+    getsockopt(s, PeerCredentials).is_ok_and(|c| c.uid() == nix::unistd::geteuid().as_raw())
+}
+
 /// Source: takes destinations as they connect (a new one replaces the last), each served
 /// by a sender thread of its own.
-fn accept_loop(listener: UnixListener, p: std::sync::Weak<Precopy>) {
+fn accept_loop(listener: &UnixListener, p: &Weak<Precopy>) {
     let mut id = 0;
     for stream in listener.incoming() {
         let Some(pre) = p.upgrade() else { return };
@@ -185,6 +221,10 @@ fn accept_loop(listener: UnixListener, p: std::sync::Weak<Precopy>) {
                 continue;
             }
         };
+        if !same_user(&stream) {
+            warn!("pre-copy: refused a peer of another user");
+            continue;
+        }
         let hello = stream
             .set_write_timeout(Some(IO_TIMEOUT))
             .and_then(|()| stream.set_read_timeout(Some(IO_TIMEOUT)))
@@ -194,12 +234,18 @@ fn accept_loop(listener: UnixListener, p: std::sync::Weak<Precopy>) {
             continue;
         }
         id += 1;
-        info!("pre-copy: a destination connected");
-        *lock(&pre.link) = Some(Link {
+        let mut link = lock(&pre.link);
+        if link.is_some() {
+            warn!("pre-copy: a new destination connected; the last one is dropped");
+        } else {
+            info!("pre-copy: a destination connected");
+        }
+        *link = Some(Link {
             stream,
             sent: Sent::default(),
             id,
         });
+        drop(link);
         let weak = p.clone();
         if let Err(e) = spawn("vcuda-precopy-out", move || send_rounds(&weak, id)) {
             warn!("pre-copy: no sender thread: {e}");
@@ -208,75 +254,192 @@ fn accept_loop(listener: UnixListener, p: std::sync::Weak<Precopy>) {
     }
 }
 
+/// A sender's progress through one session's chunks, across rounds.
+#[derive(Default)]
+struct Walk {
+    /// The device's token for the session.
+    token: u64,
+    /// Where the walk stopped (a call of the session ran too long): it goes on from there.
+    after: Option<(u64, u32)>,
+    /// The chunks seen since the walk began at the first chunk.
+    seen: HashSet<(u64, u32)>,
+}
+
+/// What one round did.
+enum Round {
+    /// It sent this many blocks and bytes.
+    Sent(u64, u64),
+    /// The connection is gone, replaced or stopping: the sender ends.
+    Over,
+}
+
 /// Source: sends the device's blocks to connection `id`, round after round, until the
 /// connection is ended or replaced.
-fn send_rounds(p: &std::sync::Weak<Precopy>, id: u64) {
+fn send_rounds(p: &Weak<Precopy>, id: u64) {
     let (mut blocks, mut bytes) = (0u64, 0u64);
     let t = Instant::now();
     let mut pause = IDLE_PAUSE;
+    let mut walks: HashMap<u64, Walk> = HashMap::new();
     loop {
         let Some(pre) = p.upgrade() else { return };
-        let device = lock(&pre.device).clone();
-        let mut sent_any = false;
-        for session in device
-            .as_ref()
-            .map(WeakDevice::session_ids)
-            .unwrap_or_default()
-        {
-            let Some(device) = &device else { break };
-            let mut after = None;
-            // A chunk the destination holds unchanged is not even packed.
-            let holds = |addr: u64, index: u32, sum: &[u8; 16]| {
-                lock(&pre.link)
-                    .as_ref()
-                    .is_some_and(|l| l.sent.holds(session, addr, index, sum))
-            };
-            while let Some(c) =
-                device.precopy_block(session, after, &holds, Instant::now() + SLOT_WAIT)
-            {
-                after = Some((c.addr, c.index));
-                let Some(block) = c.packed else { continue };
-                let place = (session, c.addr, c.index);
-                let mut l = lock(&pre.link);
-                let Some(link) = l.as_mut().filter(|l| l.id == id) else {
-                    return;
-                };
-                let n = block.len() as u64;
-                if let Err(e) = precopy::write_block(
-                    &mut link.stream,
-                    &Block {
-                        place,
-                        bytes: block,
-                    },
-                ) {
-                    warn!("pre-copy: the destination went away ({e})");
-                    *l = None;
-                    return;
-                }
-                link.sent.0.insert(place, c.sum);
-                sent_any = true;
-                blocks += 1;
-                bytes += n;
+        if t.elapsed() > MAX_CONNECTED {
+            warn!("pre-copy: no migration came in {MAX_CONNECTED:?}; the destination is dropped");
+            let mut l = lock(&pre.link);
+            if l.as_ref().is_some_and(|l| l.id == id) {
+                *l = None;
             }
+            return;
         }
-        if !sent_any {
-            if lock(&pre.link).as_ref().is_none_or(|l| l.id != id) {
+        let started = Instant::now();
+        match round(&pre, id, &mut walks) {
+            Round::Over => {
                 info!(
                     "pre-copy: sent {blocks} blocks, {bytes} bytes, in {:.1} s",
                     t.elapsed().as_secs_f64()
                 );
                 return;
             }
-            drop(pre);
-            std::thread::sleep(pause);
-            pause = (pause * 2).min(MAX_IDLE_PAUSE);
-        } else {
-            pause = IDLE_PAUSE;
+            Round::Sent(0, _) => {
+                drop(pre);
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(MAX_IDLE_PAUSE);
+            }
+            Round::Sent(n, b) => {
+                blocks += n;
+                bytes += b;
+                drop(pre);
+                pause = IDLE_PAUSE;
+                std::thread::sleep(started.elapsed().clamp(IDLE_PAUSE, MAX_IDLE_PAUSE));
+            }
         }
     }
 }
 
-/// Destination: connects to the source at `path` and receives its blocks.
+/// Runs `f` on connection `id`'s link; [`Round::Over`] if it is gone, replaced or
+/// stopping, or `f` fails to write (the link is then dropped).
+fn with_link(pre: &Precopy, id: u64, f: impl FnOnce(&mut Link) -> io::Result<()>) -> Option<()> {
+    let mut l = lock(&pre.link);
+    let link = l.as_mut().filter(|l| l.id == id)?;
+    if pre.stopping.load(Ordering::SeqCst) {
+        return None;
+    }
+    if let Err(e) = f(link) {
+        warn!("pre-copy: the destination went away ({e})");
+        *l = None;
+        return None;
+    }
+    Some(())
+}
+
+/// One round over the device's sessions.
+fn round(pre: &Precopy, id: u64, walks: &mut HashMap<u64, Walk>) -> Round {
+    let device = lock(&pre.device).clone();
+    let sessions = device
+        .as_ref()
+        .map(WeakDevice::sessions)
+        .unwrap_or_default();
+    // Sessions that ended, or whose id the guest reused: the destination forgets them.
+    let live: HashMap<u64, u64> = sessions.iter().copied().collect();
+    let ended: Vec<u64> = walks
+        .iter()
+        .filter(|(s, w)| live.get(s) != Some(&w.token))
+        .map(|(&s, _)| s)
+        .collect();
+    for s in ended {
+        walks.remove(&s);
+        let ok = with_link(pre, id, |l| {
+            l.sent.places.retain(|p, _| p.0 != s);
+            l.sent.tokens.remove(&s);
+            precopy::write_gone(&mut l.stream, s)
+        });
+        if ok.is_none() {
+            return Round::Over;
+        }
+    }
+    let (mut blocks, mut bytes) = (0, 0);
+    let Some(device) = device else {
+        return Round::Sent(0, 0);
+    };
+    for (session, token) in sessions {
+        let walk = walks.entry(session).or_insert_with(|| Walk {
+            token,
+            ..Walk::default()
+        });
+        if with_link(pre, id, |l| {
+            l.sent.tokens.insert(session, token);
+            Ok(())
+        })
+        .is_none()
+        {
+            return Round::Over;
+        }
+        // A chunk the destination holds unchanged is not even packed; at the stop nothing
+        // more is.
+        let holds = |addr: u64, index: u32, sum: &[u8; 16]| {
+            pre.stopping.load(Ordering::SeqCst)
+                || lock(&pre.link)
+                    .as_ref()
+                    .is_some_and(|l| l.sent.holds(session, token, addr, index, sum))
+        };
+        let end = loop {
+            let c =
+                match device.precopy_block(session, walk.after, &holds, Instant::now() + SLOT_WAIT)
+                {
+                    Some(Some(c)) => c,
+                    Some(None) => break true,
+                    // Busy (or gone): the walk goes on where it stopped next round.
+                    None => break false,
+                };
+            walk.after = Some((c.addr, c.index));
+            walk.seen.insert((c.addr, c.index));
+            let Some(block) = c.packed else { continue };
+            let place = (session, c.addr, c.index);
+            let n = block.len() as u64;
+            let ok = with_link(pre, id, |l| {
+                precopy::write_block(
+                    &mut l.stream,
+                    &Block {
+                        place,
+                        bytes: block,
+                    },
+                )?;
+                l.sent.places.insert(place, c.sum);
+                Ok(())
+            });
+            if ok.is_none() {
+                return Round::Over;
+            }
+            blocks += 1;
+            bytes += n;
+        };
+        if end {
+            // The walk covered every chunk: what it did not see was freed.
+            let seen = std::mem::take(&mut walk.seen);
+            walk.after = None;
+            let ok = with_link(pre, id, |l| {
+                let gone: Vec<Place> = l
+                    .sent
+                    .places
+                    .keys()
+                    .filter(|p| p.0 == session && !seen.contains(&(p.1, p.2)))
+                    .copied()
+                    .collect();
+                for p in gone {
+                    l.sent.places.remove(&p);
+                    precopy::write_forget(&mut l.stream, p)?;
+                }
+                Ok(())
+            });
+            if ok.is_none() {
+                return Round::Over;
+            }
+        }
+    }
+    Round::Sent(blocks, bytes)
+}
+
+/// Destination: connects to the source at `path` and receives its blocks; forgets them if
+/// the stream breaks or some were dropped (they can no longer be used).
 fn receive_from(path: &Path, into: &Mutex<Received>) {
     let t = Instant::now();
     let mut stream = loop {
@@ -290,11 +453,11 @@ fn receive_from(path: &Path, into: &Mutex<Received>) {
         }
     };
     info!("pre-copy: receiving from {}", path.display());
-    let cap = crate::memsize::host_memory().map_or(u64::MAX, |m| m / 2);
+    let cap = crate::memsize::host_memory().map_or(FALLBACK_CAP, |m| m / 2);
     let t = Instant::now();
     match precopy::receive(&mut stream, into, cap) {
         Ok(()) => {
-            let r = lock(into);
+            let mut r = lock(into);
             info!(
                 "pre-copy: received {} blocks, {} bytes, in {:.1} s{}",
                 r.len(),
@@ -302,7 +465,13 @@ fn receive_from(path: &Path, into: &Mutex<Received>) {
                 t.elapsed().as_secs_f64(),
                 if r.dropped { " (some dropped)" } else { "" }
             );
+            if r.dropped {
+                r.clear();
+            }
         }
-        Err(e) => warn!("pre-copy: the stream from the source ended: {e}"),
+        Err(e) => {
+            warn!("pre-copy: the stream from the source ended: {e}");
+            lock(into).clear();
+        }
     }
 }

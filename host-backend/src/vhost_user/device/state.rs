@@ -34,8 +34,9 @@ impl Device {
         let mut t = self.inner.table();
         let mut sessions: Vec<(u64, SessionState)> = Vec::with_capacity(t.sessions.len());
         for (&id, e) in &mut t.sessions {
+            let token = e.token;
             let holds = |addr: u64, index: u32, sum: &[u8; 16]| {
-                sent.is_some_and(|s| s.holds(id, addr, index, sum))
+                sent.is_some_and(|s| s.holds(id, token, addr, index, sum))
             };
             let known: Option<Known<'_>> = sent.map(|_| &holds as Known<'_>);
             let saved = match &mut e.worker {
@@ -246,27 +247,33 @@ impl Device {
 pub struct WeakDevice(Weak<Inner>);
 
 impl WeakDevice {
-    /// The ids of the sessions open now.
-    pub fn session_ids(&self) -> Vec<u64> {
+    /// The sessions open now: each id, and the token of the session that holds it (an id
+    /// the guest reuses gets a new token).
+    pub fn sessions(&self) -> Vec<(u64, u64)> {
         let Some(inner) = self.0.upgrade() else {
             return Vec::new();
         };
-        let mut ids: Vec<u64> = inner.table().sessions.keys().copied().collect();
+        let mut ids: Vec<(u64, u64)> = inner
+            .table()
+            .sessions
+            .iter()
+            .map(|(&id, e)| (id, e.token))
+            .collect();
         ids.sort_unstable();
         ids
     }
 
     /// The chunk of session `id`'s device memory after `after`, for a migration's
     /// pre-copy (see [`crate::executor::StateOps::precopy_block`]), read between the
-    /// session's calls. `None` at the end, for a session or device that is gone, and when a
-    /// call of the session still runs at `deadline`.
+    /// session's calls: `Some(None)` at the end; `None` for a session or device that is
+    /// gone, and when a call of the session still runs at `deadline`.
     pub fn precopy_block(
         &self,
         id: u64,
         after: Option<(u64, u32)>,
         known: Known<'_>,
         deadline: Instant,
-    ) -> Option<ChunkRead> {
+    ) -> Option<Option<ChunkRead>> {
         let inner = self.0.upgrade()?;
         // Not under the table's lock, which new chains need.
         let shared = match &inner.table().sessions.get(&id)?.worker {
@@ -276,7 +283,7 @@ impl WeakDevice {
         shared
             .slot_until(deadline)?
             .session
-            .as_mut()?
-            .precopy_block(after, known)
+            .as_mut()
+            .map(|s| s.precopy_block(after, known))
     }
 }

@@ -2,6 +2,7 @@
 // vcuda-vm-test: libs=cublas,curand
 // vcuda-vm-test: expect=migrate: PASS
 // vcuda-vm-test: expect_err=(move 3)
+// vcuda-vm-test: expect_err=bytes of device memory received ahead
 // vcuda-vm-test: vm=--migrate-on migrate-at:
 // vcuda-vm-test: args=100 250 20000000 0 8000
 // Live migration (issue 39): builds device state of many kinds (device memory, a module

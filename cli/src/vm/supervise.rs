@@ -388,11 +388,14 @@ impl Machine<'_> {
         let left = timeout.saturating_sub(started.elapsed());
         let stream = dir.join(format!("migrate-{n}.sock"));
         let m = migrate(&mut source, &mut dest, &stream, left)?;
-        eprintln!(
+        // One write: the backends log to the same stderr, and a line written in pieces
+        // can be split by theirs.
+        let line = format!(
             "vcuda vm: migrated at {at:.1} s (move {n}): downtime {} ms, total {} ms (setup {} \
-             ms, {} rounds), {} bytes moved (the backends' lines give the device state's share)",
+             ms, {} rounds), {} bytes moved (the backends' lines give the device state's share)\n",
             m.downtime_ms, m.total_ms, m.setup_ms, m.rounds, m.bytes
         );
+        let _ = io::Write::write_all(&mut io::stderr(), line.as_bytes());
         // The source is paused for good (`postmigrate`); it may close QMP before answering.
         let _ = source.execute("quit", serde_json::json!({}));
         Ok((qemu, backend, to))

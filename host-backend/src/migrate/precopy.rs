@@ -190,7 +190,7 @@ impl Received {
         self.blocks.is_empty()
     }
 
-    /// Bytes charged for the blocks held (their bytes and [`ENTRY_COST`] each).
+    /// Bytes charged for the blocks held (their bytes and 256 more each, for their entries).
     pub fn bytes(&self) -> u64 {
         self.bytes
     }

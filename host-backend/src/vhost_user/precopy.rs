@@ -140,7 +140,7 @@ impl Precopy {
 
     /// At the stop, on the source: ends the stream; what the destination holds, if it
     /// answered that it kept every block. Waits for a block being written (at most
-    /// [`IO_TIMEOUT`]) and for the answer (as long).
+    /// 2 s) and for the answer (as long).
     pub fn finish(&self) -> Option<Sent> {
         // The sender packs nothing more and ends after the block it may be writing.
         self.stopping.store(true, Ordering::SeqCst);

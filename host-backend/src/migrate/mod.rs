@@ -259,12 +259,14 @@ fn in_parallel<T: Send>(
     })
 }
 
+/// What the migration tests share.
 #[cfg(test)]
-mod tests {
-    use super::*;
+pub(crate) mod testing {
+    use std::io::{self, Cursor, Read, Write};
 
-    fn noise(n: usize) -> Vec<u8> {
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    /// `n` bytes that do not compress, from `seed`.
+    pub fn noise(n: usize, seed: u64) -> Vec<u8> {
+        let mut x = seed | 1;
         (0..n)
             .map(|_| {
                 x ^= x << 13;
@@ -273,6 +275,48 @@ mod tests {
                 x as u8
             })
             .collect()
+    }
+
+    /// A stream that reads `input` and collects what is written into `out`.
+    pub struct Duplex {
+        /// What reads return.
+        pub input: Cursor<Vec<u8>>,
+        /// What was written.
+        pub out: Vec<u8>,
+    }
+
+    impl Duplex {
+        /// A stream reading `input`.
+        pub fn new(input: Vec<u8>) -> Self {
+            Self {
+                input: Cursor::new(input),
+                out: Vec::new(),
+            }
+        }
+    }
+
+    impl Read for Duplex {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            self.input.read(buf)
+        }
+    }
+
+    impl Write for Duplex {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.out.write(buf)
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn noise(n: usize) -> Vec<u8> {
+        testing::noise(n, 0x9e37_79b9_7f4a_7c15)
     }
 
     #[test]

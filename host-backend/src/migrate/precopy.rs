@@ -358,29 +358,9 @@ pub fn receive<S: Read + Write>(
 mod tests {
     use super::*;
     use crate::migrate::state::{AllocState, CpuState, SessionState};
+    use crate::migrate::testing::{Duplex, noise};
     use crate::migrate::{CHUNK, block_hash, compress, compress_known, decompress_into};
     use std::sync::Mutex;
-
-    /// Bytes written into `out`, answers read from `answers`.
-    struct Duplex {
-        input: io::Cursor<Vec<u8>>,
-        out: Vec<u8>,
-    }
-
-    impl Read for Duplex {
-        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-            self.input.read(buf)
-        }
-    }
-
-    impl Write for Duplex {
-        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-            self.out.write(buf)
-        }
-        fn flush(&mut self) -> io::Result<()> {
-            Ok(())
-        }
-    }
 
     fn session(addr: u64, mem: &[u8]) -> SessionState {
         SessionState {
@@ -404,18 +384,6 @@ mod tests {
                 ..CpuState::default()
             }),
         }
-    }
-
-    fn noise(n: usize, seed: u64) -> Vec<u8> {
-        let mut x = seed | 1;
-        (0..n)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x as u8
-            })
-            .collect()
     }
 
     /// The state of session `id` with one allocation at `addr` holding `mem`, naming by
@@ -447,10 +415,7 @@ mod tests {
             sent.places.insert(place, block_hash(chunk));
         }
         stream.push(TAG_END);
-        let mut dest = Duplex {
-            input: io::Cursor::new(stream),
-            out: Vec::new(),
-        };
+        let mut dest = Duplex::new(stream);
         let received = Mutex::new(Received::default());
         receive(&mut dest, &received, u64::MAX).unwrap();
         assert_eq!(dest.out, [KEPT]);
@@ -500,10 +465,7 @@ mod tests {
     fn hostile_streams_are_refused_and_bounded() {
         let received = Mutex::new(Received::default());
         let run = |bytes: Vec<u8>, cap| {
-            let mut d = Duplex {
-                input: io::Cursor::new(bytes),
-                out: Vec::new(),
-            };
+            let mut d = Duplex::new(bytes);
             (receive(&mut d, &received, cap), d.out)
         };
         let mut hello = Vec::new();
@@ -576,10 +538,7 @@ mod tests {
         write_gone(&mut s, 2).unwrap();
         s.push(TAG_END);
         let received = Mutex::new(Received::default());
-        let mut d = Duplex {
-            input: io::Cursor::new(s),
-            out: Vec::new(),
-        };
+        let mut d = Duplex::new(s);
         receive(&mut d, &received, u64::MAX).unwrap();
         let r = received.into_inner().unwrap();
         assert_eq!((r.len(), r.bytes()), (1, 101 + ENTRY_COST));

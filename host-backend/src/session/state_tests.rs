@@ -383,15 +383,7 @@ fn blocks_copied_ahead_load_the_same_session() {
     // A block that does not change after the pre-copy (4 MiB) and one that does (1 MiB).
     let big = left.exec.malloc(0, 5 << 20).unwrap();
     // Numbers that do not compress, so each block is as long as it is.
-    let mut x = 0x9e37_79b9_7f4a_7c15u64;
-    let mut fill: Vec<u8> = (0..5 << 17)
-        .flat_map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x.to_le_bytes()
-        })
-        .collect();
+    let mut fill = crate::migrate::testing::noise(5 << 20, 7);
     let copy = |s: &mut Session, at: u64, data: &mut [u8]| {
         s.exec
             .memcpy_htod(
@@ -430,24 +422,10 @@ fn blocks_copied_ahead_load_the_same_session() {
         .unwrap();
     }
     stream.push(2);
-    struct Duplex(std::io::Cursor<Vec<u8>>, Vec<u8>);
-    impl std::io::Read for Duplex {
-        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-            self.0.read(buf)
-        }
-    }
-    impl std::io::Write for Duplex {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.1.write(buf)
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
     let into = std::sync::Mutex::new(Received::default());
-    let mut d = Duplex(std::io::Cursor::new(stream), Vec::new());
+    let mut d = crate::migrate::testing::Duplex::new(stream);
     crate::migrate::precopy::receive(&mut d, &into, u64::MAX).unwrap();
-    assert_eq!(d.1, [1]);
+    assert_eq!(d.out, [1]);
     std::mem::swap(&mut received, &mut into.lock().unwrap());
     // The second 4 MiB block changes after the pre-copy.
     copy(&mut left, big + (4 << 20) + 10, &mut [1, 2, 3]);

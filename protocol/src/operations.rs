@@ -190,6 +190,12 @@ macro_rules! operation_table {
             /// a module has and the name of one (`cuModuleEnumerateFunctions`,
             /// `cudaLibraryEnumerateKernels`).
             ModuleFunction = 0x050B, ModuleFunctionReq => ModuleFunctionResp;
+            /// [`TensorMapEncodeReq`] -> [`TensorMapResp`]: a tiled tensor map for bulk tensor
+            /// copies (`cuTensorMapEncodeTiled`), encoded by the executor.
+            TensorMapEncode = 0x050C, TensorMapEncodeReq => TensorMapResp, serve ModuleOps::tensor_map_encode(&);
+            /// [`TensorMapReplaceReq`] -> [`TensorMapResp`]: the map with another global
+            /// address (`cuTensorMapReplaceAddress`).
+            TensorMapReplaceAddress = 0x050D, TensorMapReplaceReq => TensorMapResp, serve ModuleOps::tensor_map_replace_address(map, address);
 
             /// [`BlasCreateReq`] -> [`HandleResp`]: a cuBLAS handle. Library requests answer with
             /// a library status (see [`lib`]).

@@ -67,6 +67,14 @@ pub enum KernelError {
         instruction: String,
         loc: Location,
     },
+    /// A bulk tensor copy read a tensor map no `cuTensorMapEncodeTiled` would make (or one
+    /// `tensormap.replace` made invalid), or one of another rank than the instruction's.
+    #[error("Invalid tensor map at {addr:#x} ({why}) at {loc}")]
+    InvalidTensorMap {
+        addr: u64,
+        why: &'static str,
+        loc: Location,
+    },
     /// An access not aligned to its size.
     #[error("Misaligned address {addr:#x} ({size}-byte access) at {loc}")]
     MisalignedAddress { addr: u64, size: u32, loc: Location },
@@ -116,7 +124,9 @@ impl KernelError {
     /// The `cudaError_t` a CUDA runtime reports for this failure.
     pub fn cuda_status(&self) -> u32 {
         match self {
-            KernelError::IllegalAddress { .. } | KernelError::InvalidHandle { .. } => 700,
+            KernelError::IllegalAddress { .. }
+            | KernelError::InvalidHandle { .. }
+            | KernelError::InvalidTensorMap { .. } => 700,
             KernelError::MisalignedAddress { .. } => 716,
             // vcuda cannot run the instruction (a GPU would): `cudaErrorNotSupported`, which
             // does not end the context the way a fault in the kernel does.

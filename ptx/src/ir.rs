@@ -108,6 +108,14 @@ pub(crate) enum MbarOp {
     PendingCount,
     /// `mbarrier.inval`.
     Inval,
+    /// `mbarrier.expect_tx`: the current phase also waits for `a` more bytes of transactions.
+    ExpectTx,
+    /// `mbarrier.complete_tx` (and the bytes a bulk copy lands): `a` bytes of the phase's
+    /// transactions are done.
+    CompleteTx,
+    /// `mbarrier.arrive.expect_tx`: `ExpectTx` of `a` bytes, then one arrival; `d` gets the
+    /// state token.
+    ArriveExpectTx,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -520,6 +528,17 @@ pub(crate) enum Op {
         addr: Addr,
         a: Src,
     },
+    /// `cp.async.bulk` and `cp.async.bulk.tensor`, performed at once (see [`BulkOp`]).
+    Bulk(Box<BulkOp>),
+    /// `tensormap.replace`: stores `a` into `field` (of dimension `ord`) of the tensor map at
+    /// `addr` (see [`crate::tensormap::replace_slot`]).
+    TensormapReplace {
+        field: crate::tensormap::Field,
+        space: Space,
+        addr: Addr,
+        ord: Src,
+        a: Src,
+    },
     Fence,
     Nop,
     /// `nanosleep`: the thread waits a little; here it gives its core to another thread
@@ -537,6 +556,36 @@ pub(crate) enum Op {
         handle: Src,
     },
     Unsupported(Box<str>),
+}
+
+/// A bulk copy. The copy is done when the instruction completes: an mbarrier named by the
+/// instruction gets its bytes as completed transactions at once, and `commit_group` and
+/// `wait_group` have nothing to wait for.
+#[derive(Debug, Clone)]
+pub(crate) enum BulkOp {
+    /// `cp.async.bulk`: `size` bytes (a multiple of 16, both addresses 16-byte aligned) from
+    /// `src` to `dst`.
+    Copy {
+        dst: (Space, Addr),
+        src: (Space, Addr),
+        size: Src,
+        mbar: Option<Addr>,
+    },
+    /// `cp.async.bulk.tensor` from global to shared memory: the box at `coords` of the tensor
+    /// the map at `map` describes, to `smem`; its bytes complete transactions on `mbar`.
+    TensorLoad {
+        smem: Addr,
+        map: (Space, Addr),
+        coords: Box<[Src]>,
+        mbar: Addr,
+    },
+    /// `cp.async.bulk.tensor` from shared to global memory: the box at `smem` to the
+    /// in-bounds elements of the box at `coords`.
+    TensorStore {
+        map: (Space, Addr),
+        coords: Box<[Src]>,
+        smem: Addr,
+    },
 }
 
 #[derive(Debug, Clone)]

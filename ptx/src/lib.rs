@@ -50,6 +50,7 @@ mod module;
 mod parser;
 mod printf;
 mod sampler;
+pub mod tensormap;
 pub mod testing;
 mod texture;
 mod types;

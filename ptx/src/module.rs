@@ -7,6 +7,7 @@
 //! instructions decoded in [`decode`] (texture and surface forms in [`texture`], warp matrix
 //! ones in [`wmma`]).
 
+mod bulk;
 mod contract;
 mod decode;
 mod defs;

@@ -142,9 +142,9 @@ done
 [ ${#SOURCES[@]} -gt 0 ] || die "no programs match '$ONLY'"
 
 # Reads a program's `// vcuda-test: KEY=VALUE` header lines (as tests/src/lib.rs does):
-# SPEC_LIBS, SPEC_NVCC, SPEC_ARGS, SPEC_EXPECT.
+# SPEC_LIBS, SPEC_NVCC, SPEC_ARGS, SPEC_EXPECT, SPEC_ARCH.
 spec() {
-    SPEC_LIBS=() SPEC_NVCC=() SPEC_ARGS=() SPEC_EXPECT=()
+    SPEC_LIBS=() SPEC_NVCC=() SPEC_ARGS=() SPEC_EXPECT=() SPEC_ARCH=90
     local line kv k v parts
     while IFS= read -r line; do
         [[ $line == //* ]] || break
@@ -159,6 +159,7 @@ spec() {
             nvcc) read -ra parts <<<"$v"; SPEC_NVCC+=("${parts[@]}") ;;
             args) read -ra parts <<<"$v"; SPEC_ARGS+=("${parts[@]}") ;;
             expect) SPEC_EXPECT+=("$v") ;;
+            arch) SPEC_ARCH=${v//[[:space:]]/} ;;
         esac
     done <"$1"
 }
@@ -168,7 +169,7 @@ build_one() {
     name=$(basename "$src" .cu)
     spec "$src"
     "$NVCC" -cudart="$CUDART" -O2 -std=c++17 \
-        -gencode 'arch=compute_90,code=[sm_90,compute_90]' \
+        -gencode "arch=compute_$SPEC_ARCH,code=[sm_$SPEC_ARCH,compute_$SPEC_ARCH]" \
         -Itests/cuda -Itests/gpu/bench ${CUDA_LIB:+-L"$CUDA_LIB"} "${SPEC_NVCC[@]}" \
         -o "$WORK/bin/$name" "$src" "${SPEC_LIBS[@]/#/-l}" >"$WORK/log/$name.build" 2>&1
 }

@@ -11,7 +11,8 @@
 //! `expect=TEXT` (a line the output must contain), `args=A B` (arguments),
 //! `libs=cublas,curand` (extra libraries to link), `nvcc=FLAGS` (extra nvcc flags),
 //! `srcs=DIR/FILE.cu,...` (more translation units, relative to `tests/cuda/`; kept in
-//! subdirectories so they are not programs themselves).
+//! subdirectories so they are not programs themselves), `arch=90a` (the GPU architecture
+//! to build for instead of `90`: `90a` for sm_90a's arch-specific instructions).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -121,12 +122,17 @@ pub struct Spec {
     /// the CUDA 12.4 toolkit here lacks (its `cuda_fp16.h` includes `nv/target`, which is
     /// not in its PyPI wheels).
     pub cuda13_only: bool,
+    /// The architecture (`90` unless `arch=`): the build's one `-gencode`.
+    pub arch: String,
 }
 
 /// Reads a program's `// vcuda-test:` header lines.
 pub fn spec(src: &Path) -> Spec {
     let text = std::fs::read_to_string(src).unwrap_or_else(|e| panic!("{}: {e}", src.display()));
-    let mut s = Spec::default();
+    let mut s = Spec {
+        arch: "90".into(),
+        ..Spec::default()
+    };
     for line in text.lines().take_while(|l| l.starts_with("//")) {
         let Some(kv) = line.strip_prefix("// vcuda-test:") else {
             continue;
@@ -143,6 +149,7 @@ pub fn spec(src: &Path) -> Spec {
             ),
             "nvcc" => s.nvcc.extend(v.split_whitespace().map(str::to_owned)),
             "toolkit" if v.trim() == "13" => s.cuda13_only = true,
+            "arch" => s.arch = v.trim().to_owned(),
             "srcs" => s.srcs.extend(
                 v.split(',')
                     .map(|l| l.trim().to_owned())
@@ -240,20 +247,18 @@ pub fn build_source_linked(src: &Path, v: Cuda, link: Link) -> Option<PathBuf> {
         let n = BUILDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let tmp = out_dir.join(format!(".{name}.{}.{n}", std::process::id()));
         let mut cmd = Command::new(root.join("bin/nvcc"));
-        cmd.args([
-            cudart,
-            "-O2",
-            "-std=c++17",
-            "-gencode",
-            "arch=compute_90,code=[sm_90,compute_90]",
-        ])
-        .arg(format!("-I{}", repo_root().join("tests/cuda").display()))
-        .arg(format!("-L{}", root.join("lib").display()))
-        .args(&s.nvcc)
-        .arg(&src)
-        .args(&extra)
-        .arg("-o")
-        .arg(&tmp);
+        let arch = &s.arch;
+        cmd.args([cudart, "-O2", "-std=c++17", "-gencode"])
+            .arg(format!(
+                "arch=compute_{arch},code=[sm_{arch},compute_{arch}]"
+            ))
+            .arg(format!("-I{}", repo_root().join("tests/cuda").display()))
+            .arg(format!("-L{}", root.join("lib").display()))
+            .args(&s.nvcc)
+            .arg(&src)
+            .args(&extra)
+            .arg("-o")
+            .arg(&tmp);
         for l in &s.libs {
             cmd.arg(format!("-l{l}"));
         }

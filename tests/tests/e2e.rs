@@ -79,6 +79,7 @@ programs!(
     matmul,
     mipmap,
     mbarrier,
+    tma,
     mempool,
     mempool_ipc,
     neighbours,

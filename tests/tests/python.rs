@@ -117,10 +117,8 @@ fn cupy_suite_ranges_pass() {
 }
 
 /// A fixed part of numba-cuda's own tests (its driver-level package, `cudadrv`: contexts,
-/// memory, streams, events, linking, modules, graphs, about 240 tests) passes through
-/// `tests/python/numba-suite.sh`, the script users run for the rest. Left out: the one test
-/// of `tensormap.replace` (Hopper's tensor-memory-accelerator descriptors), which the CPU
-/// executor does not run (it fails that launch with `cudaErrorNotSupported`).
+/// memory, streams, events, linking, modules, graphs, tensor maps, about 240 tests) passes
+/// through `tests/python/numba-suite.sh`, the script users run for the rest.
 #[test]
 fn numba_suite_cudadrv_passes() {
     if venv_python("numba-venv.sh").is_none() {
@@ -128,7 +126,7 @@ fn numba_suite_cudadrv_passes() {
     }
     let o = Command::new("bash")
         .arg(repo_root().join("tests/python/numba-suite.sh"))
-        .args(["numba.cuda.tests.cudadrv", "-k", "not device_arch_specific"])
+        .arg("numba.cuda.tests.cudadrv")
         .env_remove("VCUDA_SOCKET")
         .env("VCUDA", bin("vcuda"))
         .env("VCUDA_BACKEND", bin("vcuda-backend"))

@@ -16,7 +16,7 @@
 # images/cuda12-toolkit.sh for a libcudart.so.12 subset; cached next to the cargo outputs).
 #
 # Programs: every tests/cuda/*.cu (their `// vcuda-test:` headers: expect=, args=, libs=,
-# nvcc=, srcs=) and every tests/vm/cuda/*.cu (`// vcuda-vm-test:` headers: the same keys plus
+# nvcc=, srcs=, arch=) and every tests/vm/cuda/*.cu (`// vcuda-vm-test:` headers: the same keys plus
 # vm=FLAGS for `vcuda vm run` and expect_err= for lines it prints on stderr). A program passes
 # if it exits 0 and prints every expect= line (and expect_err= line).
 #
@@ -79,7 +79,7 @@ values() { sed -n "s/^$1=//p"; }
 # sources (the program, the shared headers and the files it includes).
 build() {
     local src=$1 root=$2 exe=$3 tag=$4 cudart=${5:-shared}
-    local h libs nvcc_flags srcs
+    local h libs nvcc_flags srcs arch
     h=$(header "$src" "$tag")
     srcs=()
     while read -r f; do
@@ -100,9 +100,11 @@ build() {
     fi
     libs=$(values libs <<<"$h" | tr ',' '\n' | sed 's/^ *//; s/ *$//; /^$/d; s/^/-l/' | tr '\n' ' ')
     nvcc_flags=$(values nvcc <<<"$h" | tr '\n' ' ')
+    arch=$(values arch <<<"$h" | tail -n 1)
+    arch=${arch:-90}
     mkdir -p "$(dirname "$exe")"
     # shellcheck disable=SC2086
-    "$root/bin/nvcc" -cudart="$cudart" -O2 -std=c++17 -gencode 'arch=compute_90,code=[sm_90,compute_90]' \
+    "$root/bin/nvcc" -cudart="$cudart" -O2 -std=c++17 -gencode "arch=compute_$arch,code=[sm_$arch,compute_$arch]" \
         -I"$repo/tests/cuda" -L"$root/lib" $nvcc_flags "$src" "${srcs[@]}" -o "$exe.tmp" $libs &&
         mv "$exe.tmp" "$exe"
 }

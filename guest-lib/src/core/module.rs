@@ -10,7 +10,8 @@ use std::sync::Arc;
 use sha2::{Digest, Sha256};
 use vcuda_protocol::{
     FunctionGetReq, FunctionGetResp, HandleReq, MODULE_HAS_DATA, ModuleFunctionReq,
-    ModuleFunctionResp, ModuleLoadReq, PARAMS_UNKNOWN, ParamInfo, ops,
+    ModuleFunctionResp, ModuleLoadReq, PARAMS_UNKNOWN, ParamInfo, TensorMapEncodeReq,
+    TensorMapReplaceReq, ops,
 };
 use zerocopy::FromBytes;
 
@@ -503,6 +504,19 @@ pub(crate) fn get_managed(lib: *mut Module, name: &str) -> Result<(u64, u64), Cu
     let c = session()?;
     let m = module(lib)?;
     managed_var(c, m, name)
+}
+
+/// `cuTensorMapEncodeTiled`: the backend's executor encodes the map, in the layout its
+/// kernels read (the driver's on a GPU, the interpreter's on the CPU executor), and checks
+/// the arguments as the driver does.
+pub fn tensor_map_encode(req: &TensorMapEncodeReq) -> Result<[u64; 16], CuError> {
+    Ok(session()?.call::<ops::TensorMapEncode>(req)?.map)
+}
+
+/// `cuTensorMapReplaceAddress`.
+pub fn tensor_map_replace_address(map: [u64; 16], address: u64) -> Result<[u64; 16], CuError> {
+    let req = TensorMapReplaceReq { map, address };
+    Ok(session()?.call::<ops::TensorMapReplaceAddress>(&req)?.map)
 }
 
 #[cfg(test)]

@@ -318,29 +318,38 @@ impl FuncReg {
             &mut [],
         )?;
         let (resp, tail) = FunctionGetResp::read_from_prefix(&p).map_err(|_| Error::UNKNOWN)?;
-        let guest = self
-            .fatbin
-            .image()
-            .ok()
-            .and_then(|i| i.layouts.get(&self.name));
-        let (params, param_size) = match guest {
-            Some(l) => (
-                l.params.iter().map(|p| (p.offset, p.size)).collect(),
-                l.size,
-            ),
-            None if resp.n_params != PARAMS_UNKNOWN => {
+        // The backend's layout is the one it unpacks the buffer with (the PTX's on the CPU
+        // executor, the driver's on a GPU); the fat binary's cubin layout differs from the
+        // PTX's for parameters aligned to more than 16 bytes (a `__grid_constant__`
+        // `CUtensorMap` sits at offset 112 in an sm_90 cubin's, at 0 in the PTX's). The
+        // cubin's serves where the backend cannot tell (a driver without
+        // `cuFuncGetParamInfo`), as the driver then reads the buffer that way.
+        let guest = || {
+            self.fatbin
+                .image()
+                .ok()
+                .and_then(|i| i.layouts.get(&self.name).cloned())
+        };
+        let (params, param_size) = match resp.n_params {
+            PARAMS_UNKNOWN => match guest() {
+                Some(l) => (
+                    l.params.iter().map(|p| (p.offset, p.size)).collect(),
+                    l.size,
+                ),
+                None => {
+                    log::error!("no parameter layout for kernel {}", self.name);
+                    return Err(Error::INVALID_DEVICE_FUNCTION);
+                }
+            },
+            n => {
                 let infos = <[ParamInfo]>::ref_from_bytes(tail).map_err(|_| Error::UNKNOWN)?;
-                if infos.len() != resp.n_params as usize {
+                if infos.len() != n as usize {
                     return Err(Error::UNKNOWN);
                 }
                 (
                     infos.iter().map(|p| (p.offset, p.size)).collect(),
                     resp.param_size,
                 )
-            }
-            None => {
-                log::error!("no parameter layout for kernel {}", self.name);
-                return Err(Error::INVALID_DEVICE_FUNCTION);
             }
         };
         let f = LoadedFunc {

@@ -25,7 +25,8 @@ use vcuda_protocol::status::{self, CudaStatus};
 use vcuda_protocol::{
     ArrayCreateReq, BlasCallReq, DeviceInfo, EventElapsedResp, ExecutorKind, FuncAttrs, LaunchReq,
     MemcpyArrayReq, MemcpyDtoDReq, MemcpyDtoHReq, MemcpyHtoDReq, MemsetReq,
-    MipmappedArrayCreateReq, ParamInfo, RandGenerateReq, RandSetReq, TexObjectCreateReq,
+    MipmappedArrayCreateReq, ParamInfo, RandGenerateReq, RandSetReq, TensorMapEncodeReq,
+    TensorMapResp, TexObjectCreateReq,
 };
 
 pub use vcuda_protocol::graph::Node as GraphNode;
@@ -437,6 +438,14 @@ pub trait ModuleOps {
     fn launch_cooperative(&mut self, req: &LaunchReq, params: &[u8]) -> ExecResult<()>;
     /// `cudaFuncSetAttribute`.
     fn func_set_attribute(&mut self, function: u64, attr: u32, value: i32) -> ExecResult<()>;
+    /// `cuTensorMapEncodeTiled`: a tensor map in the layout this executor's kernels read.
+    fn tensor_map_encode(&mut self, req: &TensorMapEncodeReq) -> ExecResult<TensorMapResp>;
+    /// `cuTensorMapReplaceAddress` on a map [`ModuleOps::tensor_map_encode`] made.
+    fn tensor_map_replace_address(
+        &mut self,
+        map: [u64; 16],
+        address: u64,
+    ) -> ExecResult<TensorMapResp>;
 }
 
 /// Graphs the device runs whole (the session keeps every graph; see [`crate::graphs`]).

@@ -987,6 +987,16 @@ impl ModuleOps for TestExecutor {
     fn func_set_attribute(&mut self, function: u64, attr: u32, value: i32) -> ExecResult<()> {
         self.inner.func_set_attribute(function, attr, value)
     }
+    fn tensor_map_encode(&mut self, req: &TensorMapEncodeReq) -> ExecResult<TensorMapResp> {
+        self.inner.tensor_map_encode(req)
+    }
+    fn tensor_map_replace_address(
+        &mut self,
+        map: [u64; 16],
+        address: u64,
+    ) -> ExecResult<TensorMapResp> {
+        self.inner.tensor_map_replace_address(map, address)
+    }
 }
 
 impl GraphOps for TestExecutor {

@@ -162,3 +162,51 @@ wire_struct!(
         value: i32,
     }
 );
+
+wire_struct!(
+    /// `TensorMapEncode` request: `cuTensorMapEncodeTiled`'s arguments (enumerations as
+    /// `cuda.h` numbers them; entries past `rank` are zero).
+    TensorMapEncodeReq, 144 {
+        /// `CUtensorMapDataType`.
+        data_type: u32,
+        /// Dimensions, 1 to 5.
+        rank: u32,
+        /// Device address of the tensor's first element.
+        address: u64,
+        /// Elements in each dimension.
+        global_dim: [u64; 5],
+        /// Bytes between elements of dimensions 1 to `rank - 1`.
+        global_strides: [u64; 4],
+        /// The box's elements in each dimension.
+        box_dim: [u32; 5],
+        /// Traversal strides.
+        element_strides: [u32; 5],
+        /// `CUtensorMapInterleave`.
+        interleave: u32,
+        /// `CUtensorMapSwizzle`.
+        swizzle: u32,
+        /// `CUtensorMapL2promotion`.
+        l2_promotion: u32,
+        /// `CUtensorMapFloatOOBfill`.
+        oob_fill: u32,
+    }
+);
+
+wire_struct!(
+    /// A tensor map (`CUtensorMap`): the reply of `TensorMapEncode` and
+    /// `TensorMapReplaceAddress`. Its layout is the executor's (the driver's on a GPU).
+    TensorMapResp, 128 {
+        /// The map's 128 bytes.
+        map: [u64; 16],
+    }
+);
+
+wire_struct!(
+    /// `TensorMapReplaceAddress` request: `cuTensorMapReplaceAddress`.
+    TensorMapReplaceReq, 136 {
+        /// The map, as an earlier reply gave it.
+        map: [u64; 16],
+        /// The new global address.
+        address: u64,
+    }
+);

@@ -34,6 +34,7 @@ pub(crate) fn worker(l: &Launch<'_>) {
 
 mod access;
 mod block;
+mod bulk;
 mod call;
 mod ctx;
 mod operand;

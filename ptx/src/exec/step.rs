@@ -20,18 +20,44 @@ use crate::{
 };
 
 /// An mbarrier object (64 bits): the pending arrival count in bits 0..21, the expected count
-/// in bits 21..42, the current phase's parity in bit 63. A state token (what `arrive`
+/// in bits 21..42, the transaction count in bits 42..63 (signed, 21 bits: copies may complete
+/// bytes before they are expected), the current phase's parity in bit 63. The phase
+/// completes when both counts are zero. A state token (what `arrive`
 /// returns) holds the parity of the phase it arrived in (bit 63) and the pending count
 /// before the arrival (bits 0..21): the PTX ISA's "state prior to the arrive-on operation",
 /// and what `mbarrier.pending_count` reads on an H100 (4 after three of four arrivals).
 const MBAR_COUNT: u64 = (1 << 21) - 1;
 const MBAR_EXPECTED: u32 = 21;
+const MBAR_TX: u32 = 42;
+
+/// The transaction count of mbarrier word `word`.
+fn mbar_tx(word: u64) -> i64 {
+    // Sign-extend the 21-bit field.
+    (((word >> MBAR_TX) & MBAR_COUNT) as i64) << 43 >> 43
+}
+
+/// `word` with transaction count `tx` (wrapping in 21 bits, as the hardware's range is).
+fn with_tx(word: u64, tx: i64) -> u64 {
+    (word & !(MBAR_COUNT << MBAR_TX)) | (((tx as u64) & MBAR_COUNT) << MBAR_TX)
+}
+
+/// `word` after its phase completed, if both its counts are zero: the next phase waits for
+/// the expected arrivals again.
+fn mbar_settle(word: u64) -> u64 {
+    let pending = word & MBAR_COUNT;
+    if pending != 0 || mbar_tx(word) != 0 {
+        return word;
+    }
+    let expected = (word >> MBAR_EXPECTED) & MBAR_COUNT;
+    let phase = (word >> 63) ^ 1;
+    expected | (expected << MBAR_EXPECTED) | (phase << 63)
+}
 
 impl<'a> Ctx<'a> {
     /// One lane's `mbarrier` operation on the object at `at` (`av`: the count, state token or
     /// parity operand): what it writes to its destination, if anything. The block's warps
     /// run on one thread, so the read and the write need no atomicity between them.
-    fn mbarrier(
+    pub(super) fn mbarrier(
         &mut self,
         w: &mut Warp,
         lane: usize,
@@ -68,19 +94,16 @@ impl<'a> Ctx<'a> {
                 .map(drop)
         };
         let arrive = |word: u64, n: u64, drop: bool| {
-            let mut pending = word & MBAR_COUNT;
+            let pending = word & MBAR_COUNT;
             let mut expected = (word >> MBAR_EXPECTED) & MBAR_COUNT;
-            let mut phase = word >> 63;
             if drop {
                 expected = expected.saturating_sub(n);
             }
-            let state = (phase << 63) | pending;
-            pending = pending.saturating_sub(n);
-            if pending == 0 {
-                phase ^= 1;
-                pending = expected;
-            }
-            (pending | (expected << MBAR_EXPECTED) | (phase << 63), state)
+            let state = (word & (1 << 63)) | pending;
+            let word = (word & !((MBAR_COUNT << MBAR_EXPECTED) | MBAR_COUNT))
+                | pending.saturating_sub(n)
+                | (expected << MBAR_EXPECTED);
+            (mbar_settle(word), state)
         };
         Ok(match op {
             MbarOp::Init => {
@@ -97,6 +120,20 @@ impl<'a> Ctx<'a> {
                 let (new, state) = arrive(word, av & 0xffff_ffff, drop);
                 wr(self, w, new)?;
                 Some(state)
+            }
+            MbarOp::ArriveExpectTx => {
+                let word = rd(self, w)?;
+                let word = with_tx(word, mbar_tx(word) + i64::from(av as u32));
+                let (new, state) = arrive(word, 1, false);
+                wr(self, w, new)?;
+                Some(state)
+            }
+            MbarOp::ExpectTx | MbarOp::CompleteTx => {
+                let word = rd(self, w)?;
+                let n = i64::from(av as u32);
+                let tx = if op == MbarOp::ExpectTx { n } else { -n };
+                wr(self, w, mbar_settle(with_tx(word, mbar_tx(word) + tx)))?;
+                None
             }
             MbarOp::CpAsyncArrive { noinc } => {
                 if noinc {
@@ -738,6 +775,24 @@ impl<'a> Ctx<'a> {
                                 return Err(self.fault(f, w, lane, inst.line));
                             }
                         }
+                    }
+                    w.pc += 1;
+                }
+                Op::Bulk(b) => {
+                    for lane in lanes(mask) {
+                        self.bulk(w, lane, b, inst.line)?;
+                    }
+                    w.pc += 1;
+                }
+                Op::TensormapReplace {
+                    field,
+                    space,
+                    addr,
+                    ord,
+                    a,
+                } => {
+                    for lane in lanes(mask) {
+                        self.tensormap_replace(w, lane, *field, *space, addr, ord, a, inst.line)?;
                     }
                     w.pc += 1;
                 }

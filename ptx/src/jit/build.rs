@@ -168,6 +168,8 @@ fn op_name(op: &Op) -> &'static str {
         Op::CpAsync { .. } => "cp.async",
         Op::Elect { .. } => "elect",
         Op::Mbar { .. } => "mbarrier",
+        Op::Bulk(_) => "cp.async.bulk",
+        Op::TensormapReplace { .. } => "tensormap.replace",
         Op::Isspacep { .. } => "isspacep",
         Op::Tex(_) | Op::Surf(_) | Op::TexQuery { .. } => "texture and surface instructions",
         Op::Wmma(_) => "wmma",

@@ -463,6 +463,10 @@ impl<'a> Lower<'a> {
                     a: Src::Imm(1),
                 }
             }
+            "cp" if mods.first() == Some(&"async") && mods.get(1) == Some(&"bulk") => {
+                self.bulk(st, &mods[2..], args)?
+            }
+            "tensormap" => self.tensormap(st, mods, args)?,
             "cp" if mods.first() == Some(&"async") => {
                 if has(mods, "commit_group") || has(mods, "wait_group") || has(mods, "wait_all") {
                     return Ok(Op::Nop);
@@ -790,20 +794,22 @@ impl<'a> Lower<'a> {
     }
 
     /// `mbarrier.*` (the object in shared memory; the cluster scope is the CTA's, one CTA per
-    /// cluster here). The transaction-count forms (`expect_tx`, `complete_tx`), which only
-    /// bulk copies complete, are not supported.
+    /// cluster here), with the transaction counts bulk copies complete.
     fn mbarrier(
         &mut self,
         st: &mut FnState<'a>,
         mods: &[&str],
         args: &[Operand<'a>],
     ) -> DResult<Op> {
-        if mods.iter().any(|m| m.contains("tx")) {
-            return unsup("mbarrier transaction counts");
-        }
         let space = space_of(mods).unwrap_or(Space::Generic);
         let op = match mods.first().copied() {
             Some("init") => MbarOp::Init,
+            Some("arrive") if has(mods, "expect_tx") => MbarOp::ArriveExpectTx,
+            Some("arrive_drop") if has(mods, "expect_tx") => {
+                return unsup("mbarrier.arrive_drop.expect_tx");
+            }
+            Some("expect_tx") => MbarOp::ExpectTx,
+            Some("complete_tx") => MbarOp::CompleteTx,
             Some("arrive") => MbarOp::Arrive { drop: false },
             Some("arrive_drop") => MbarOp::Arrive { drop: true },
             Some("test_wait" | "try_wait") => MbarOp::Wait {
@@ -825,6 +831,29 @@ impl<'a> Lower<'a> {
                     op,
                     space,
                     d: SINK,
+                    addr,
+                    a,
+                }
+            }
+            MbarOp::ExpectTx | MbarOp::CompleteTx => {
+                let (space, addr) = self.addr(st, arg(args, 0)?, space)?;
+                let a = self.src(st, arg(args, 1)?, Ty::U32)?;
+                Op::Mbar {
+                    op,
+                    space,
+                    d: SINK,
+                    addr,
+                    a,
+                }
+            }
+            MbarOp::ArriveExpectTx => {
+                let d = self.dst(st, arg(args, 0)?)?;
+                let (space, addr) = self.addr(st, arg(args, 1)?, space)?;
+                let a = self.src(st, arg(args, 2)?, Ty::U32)?;
+                Op::Mbar {
+                    op,
+                    space,
+                    d,
                     addr,
                     a,
                 }

@@ -14,7 +14,7 @@ use crate::abi::module_args::{c_name, enumerate, load, load_file};
 use crate::core::function::Function;
 use crate::core::module::{
     Module, check_module, function, function_count, get_function, get_global, get_managed,
-    unload_library, unload_module,
+    tensor_map_encode, tensor_map_replace_address, unload_library, unload_module,
 };
 use crate::error::CuError;
 use crate::ffi::CUdeviceptr;
@@ -40,7 +40,76 @@ unsafe fn global_out(
     Ok(())
 }
 
+/// `CUtensorMap`: 128 bytes, 64-byte aligned (128 from CUDA 13's headers on).
+type TensorMap = [u64; 16];
+
+/// Copies the first `n` (at most `N`) entries of a C array into a zeroed `[T; N]`.
+///
+/// # Safety
+///
+/// `p` is null or valid for reads of `n` entries.
+unsafe fn array<T: Copy + Default, const N: usize>(
+    p: *const T,
+    n: usize,
+) -> Result<[T; N], CuError> {
+    let mut a = [T::default(); N];
+    if n == 0 {
+        return Ok(a);
+    }
+    if p.is_null() || n > N {
+        return Err(CuError::INVALID_VALUE);
+    }
+    // SAFETY: non-null (checked) and valid for `n` reads (the caller's guarantee).
+    a[..n].copy_from_slice(unsafe { std::slice::from_raw_parts(p, n) });
+    Ok(a)
+}
+
+/// Checks a tensor map pointer as the driver does (non-null, 64-byte aligned).
+fn map_ptr(m: *mut TensorMap) -> Result<*mut TensorMap, CuError> {
+    if m.is_null() || !(m as usize).is_multiple_of(64) {
+        return Err(CuError::INVALID_VALUE);
+    }
+    Ok(m)
+}
+
 entry_lib! {
+    fn cuTensorMapEncodeTiled(m: *mut TensorMap, data_type: c_uint, rank: c_uint, address: *mut c_void, global_dim: *const u64, global_strides: *const u64, box_dim: *const u32, element_strides: *const u32, interleave: c_uint, swizzle: c_uint, l2_promotion: c_uint, oob_fill: c_uint) -> Result<(), CuError> {
+        let m = map_ptr(m)?;
+        if !(1..=5).contains(&rank) {
+            return Err(CuError::INVALID_VALUE);
+        }
+        let n = rank as usize;
+        // SAFETY: the caller's arrays of `rank` (strides: `rank - 1`) entries (the API's
+        // contract); `rank` is at most 5 (checked).
+        let req = unsafe {
+            vcuda_protocol::TensorMapEncodeReq {
+                data_type,
+                rank,
+                address: address as u64,
+                global_dim: array(global_dim, n)?,
+                global_strides: array(global_strides, n - 1)?,
+                box_dim: array(box_dim, n)?,
+                element_strides: array(element_strides, n)?,
+                interleave,
+                swizzle,
+                l2_promotion,
+                oob_fill,
+            }
+        };
+        let map = tensor_map_encode(&req)?;
+        // SAFETY: the caller's output tensor map (non-null and aligned, checked).
+        unsafe { out(m, map) }
+    }
+
+    fn cuTensorMapReplaceAddress(m: *mut TensorMap, address: *mut c_void) -> Result<(), CuError> {
+        let m = map_ptr(m)?;
+        // SAFETY: the caller's tensor map (non-null and aligned, checked; the API's contract
+        // makes it readable).
+        let map = tensor_map_replace_address(unsafe { m.read() }, address as u64)?;
+        // SAFETY: as above, writable.
+        unsafe { out(m, map) }
+    }
+
     fn cuModuleLoadData(m: *mut *mut Module, image: *const c_void) -> Result<(), CuError> {
         // SAFETY: the caller's module image (the API's contract).
         let module = unsafe { load(image, false) }?;

@@ -91,6 +91,10 @@ cu_fns! {
     fn cuFuncGetName(name: *mut *const ::core::ffi::c_char, hfunc: CUfunction);
     fn cuFuncGetParamInfo(func: CUfunction, param_index: usize, param_offset: *mut usize, param_size: *mut usize);
     fn cuFuncSetAttribute(hfunc: CUfunction, attrib: CUfunction_attribute, value: ::core::ffi::c_int);
+    // The enumerations as `u32`: they are the guest's values, which a Rust enum could not
+    // hold if out of range (the driver checks them).
+    fn cuTensorMapEncodeTiled(tensor_map: *mut CUtensorMap, tensor_data_type: u32, tensor_rank: cuuint32_t, global_address: *mut ::core::ffi::c_void, global_dim: *const cuuint64_t, global_strides: *const cuuint64_t, box_dim: *const cuuint32_t, element_strides: *const cuuint32_t, interleave: u32, swizzle: u32, l2_promotion: u32, oob_fill: u32);
+    fn cuTensorMapReplaceAddress(tensor_map: *mut CUtensorMap, global_address: *mut ::core::ffi::c_void);
     fn cuGetErrorName(error: CUresult, p_str: *mut *const ::core::ffi::c_char);
     fn cuGraphAddEmptyNode(ph_graph_node: *mut CUgraphNode, h_graph: CUgraph, dependencies: *const CUgraphNode, num_dependencies: usize);
     fn cuGraphAddKernelNode_v2(ph_graph_node: *mut CUgraphNode, h_graph: CUgraph, dependencies: *const CUgraphNode, num_dependencies: usize, node_params: *const CUDA_KERNEL_NODE_PARAMS);

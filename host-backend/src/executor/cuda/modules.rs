@@ -455,4 +455,23 @@ impl CudaExecutor {
         f.info.attrs = function_attrs(&f.kernel);
         Ok(())
     }
+
+    pub(super) fn tensor_map_encode_impl(
+        &mut self,
+        req: &vcuda_protocol::TensorMapEncodeReq,
+    ) -> ExecResult<vcuda_protocol::TensorMapResp> {
+        context_of(&self.ctx)?.bind().map_err(to_status)?;
+        let map = driver::tensor_map_encode_tiled(req).map_err(to_status)?;
+        Ok(vcuda_protocol::TensorMapResp { map })
+    }
+
+    pub(super) fn tensor_map_replace_address_impl(
+        &mut self,
+        map: [u64; 16],
+        address: u64,
+    ) -> ExecResult<vcuda_protocol::TensorMapResp> {
+        context_of(&self.ctx)?.bind().map_err(to_status)?;
+        let map = driver::tensor_map_replace_address(map, address).map_err(to_status)?;
+        Ok(vcuda_protocol::TensorMapResp { map })
+    }
 }

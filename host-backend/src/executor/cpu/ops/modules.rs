@@ -3,7 +3,8 @@
 
 use std::sync::Arc;
 
-use vcuda_protocol::LaunchReq;
+use vcuda_protocol::{LaunchReq, TensorMapEncodeReq, TensorMapResp};
+use vcuda_ptx::tensormap::{self, TENSOR_MAP_SIZE, TensorMapError, TiledParams};
 
 use crate::executor::cpu::{CpuExecutor, memory};
 use crate::executor::{ExecResult, FunctionInfo, ModuleImage, ModuleOps, Status};
@@ -73,5 +74,54 @@ impl ModuleOps for CpuExecutor {
 
     fn func_set_attribute(&mut self, function: u64, attr: u32, value: i32) -> ExecResult<()> {
         self.modules.set_attribute(function, attr, value)
+    }
+
+    fn tensor_map_encode(&mut self, req: &TensorMapEncodeReq) -> ExecResult<TensorMapResp> {
+        let p = TiledParams {
+            data_type: req.data_type,
+            rank: req.rank,
+            address: req.address,
+            global_dim: req.global_dim,
+            global_strides: req.global_strides,
+            box_dim: req.box_dim,
+            element_strides: req.element_strides,
+            interleave: req.interleave,
+            swizzle: req.swizzle,
+            l2_promotion: req.l2_promotion,
+            oob_fill: req.oob_fill,
+        };
+        tensormap::encode_tiled(&p).map(map_resp).map_err(map_error)
+    }
+
+    fn tensor_map_replace_address(
+        &mut self,
+        map: [u64; 16],
+        address: u64,
+    ) -> ExecResult<TensorMapResp> {
+        let mut bytes = [0u8; TENSOR_MAP_SIZE];
+        for (b, w) in bytes.chunks_exact_mut(8).zip(map) {
+            b.copy_from_slice(&w.to_le_bytes());
+        }
+        tensormap::replace_address(&bytes, address)
+            .map(map_resp)
+            .map_err(map_error)
+    }
+}
+
+fn map_resp(bytes: [u8; TENSOR_MAP_SIZE]) -> TensorMapResp {
+    let mut r = TensorMapResp::default();
+    for (w, b) in r.map.iter_mut().zip(bytes.chunks_exact(8)) {
+        *w = u64::from_le_bytes(b.try_into().unwrap_or_default());
+    }
+    r
+}
+
+fn map_error(e: TensorMapError) -> Status {
+    match e {
+        TensorMapError::Invalid(_) => Status::INVALID_VALUE,
+        TensorMapError::Unsupported(what) => {
+            log::warn!("tensor map refused: {what} (the CPU executor copies tiled tensors only)");
+            Status::NOT_SUPPORTED
+        }
     }
 }

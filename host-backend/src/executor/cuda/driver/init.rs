@@ -75,7 +75,8 @@ pub const REQUIRED: &[&str] = &[
 /// Entry points used when present: `cuFuncGetParamInfo` (driver 12.4+) gives kernel
 /// parameter layouts (without it the guest's own layout is used), and the JIT linker links
 /// the PTX units of a device-linked program whose linked image the device cannot run;
-/// without the module enumeration calls (driver 12.4+) modules cannot list their kernels.
+/// without the module enumeration calls (driver 12.4+) modules cannot list their kernels;
+/// without the tensor map calls (driver 12.0+) `cuTensorMapEncodeTiled` fails.
 pub const OPTIONAL: &[&str] = &[
     "cuFuncGetParamInfo",
     "cuLinkCreate_v2",
@@ -113,6 +114,8 @@ pub const OPTIONAL: &[&str] = &[
     "cuMipmappedArrayCreate",
     "cuMipmappedArrayGetLevel",
     "cuMipmappedArrayDestroy",
+    "cuTensorMapEncodeTiled",
+    "cuTensorMapReplaceAddress",
 ];
 
 /// Where the mipmapped array calls are in [`OPTIONAL`].

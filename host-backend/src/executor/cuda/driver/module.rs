@@ -225,3 +225,42 @@ pub unsafe fn func_param_info(f: CUfunction, index: usize) -> DrvResult<(usize, 
     ok(unsafe { ffi::cuFuncGetParamInfo(f, index, &mut off, &mut size) })?;
     Ok((off, size))
 }
+
+/// `cuTensorMapEncodeTiled` of `req` (whose arrays hold the five entries the driver may
+/// read): the map's 128 bytes. The driver checks every value.
+pub fn tensor_map_encode_tiled(req: &vcuda_protocol::TensorMapEncodeReq) -> DrvResult<[u64; 16]> {
+    if !(1..=5).contains(&req.rank) {
+        return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+    }
+    let mut m = sys::CUtensorMap { opaque: [0; 16] };
+    // SAFETY: `m` is a writable, suitably aligned tensor map; the arrays hold 5 (dimensions,
+    // boxes, element strides) and 4 (strides) entries and the driver reads `rank` (at most
+    // 5, checked) and `rank - 1` of them; the address is only encoded, never dereferenced
+    // here; the enumerations are plain `u32`s the driver checks.
+    ok(unsafe {
+        ffi::cuTensorMapEncodeTiled(
+            &mut m,
+            req.data_type,
+            req.rank,
+            req.address as *mut c_void,
+            req.global_dim.as_ptr(),
+            req.global_strides.as_ptr(),
+            req.box_dim.as_ptr(),
+            req.element_strides.as_ptr(),
+            req.interleave,
+            req.swizzle,
+            req.l2_promotion,
+            req.oob_fill,
+        )
+    })?;
+    Ok(m.opaque)
+}
+
+/// `cuTensorMapReplaceAddress` on a copy of `map`.
+pub fn tensor_map_replace_address(map: [u64; 16], address: u64) -> DrvResult<[u64; 16]> {
+    let mut m = sys::CUtensorMap { opaque: map };
+    // SAFETY: `m` is a writable, suitably aligned tensor map (its contents are the guest's,
+    // which the driver checks); the address is only encoded.
+    ok(unsafe { ffi::cuTensorMapReplaceAddress(&mut m, address as *mut c_void) })?;
+    Ok(m.opaque)
+}

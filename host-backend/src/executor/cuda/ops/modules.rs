@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use vcuda_protocol::LaunchReq;
+use vcuda_protocol::{LaunchReq, TensorMapEncodeReq, TensorMapResp};
 
 use crate::executor::cuda::CudaExecutor;
 use crate::executor::{ExecResult, FunctionInfo, ModuleImage, ModuleOps, Status};
@@ -44,5 +44,17 @@ impl ModuleOps for CudaExecutor {
 
     fn func_set_attribute(&mut self, function: u64, attr: u32, value: i32) -> ExecResult<()> {
         self.func_set_attribute_impl(function, attr, value)
+    }
+
+    fn tensor_map_encode(&mut self, req: &TensorMapEncodeReq) -> ExecResult<TensorMapResp> {
+        self.tensor_map_encode_impl(req)
+    }
+
+    fn tensor_map_replace_address(
+        &mut self,
+        map: [u64; 16],
+        address: u64,
+    ) -> ExecResult<TensorMapResp> {
+        self.tensor_map_replace_address_impl(map, address)
     }
 }

@@ -16,8 +16,8 @@ use std::ffi::{CStr, c_char, c_void};
 /// The magic of nvcc's `__fatBinC_Wrapper_t`.
 const FATBIN_WRAPPER_MAGIC: u32 = 0x4662_43B1;
 
-/// The size of a module image: a fat binary (header and payload), an ELF cubin (refused:
-/// the CPU executor runs PTX, not machine code), or NUL-terminated PTX text.
+/// The size of a module image: a fat binary (header and payload), a bare ELF cubin (to the
+/// end of its last table, section or segment), or NUL-terminated PTX text.
 ///
 /// # Safety
 ///
@@ -32,7 +32,10 @@ unsafe fn image_len(image: *const u8) -> Result<usize, CuError> {
             return crate::core::module::fatbin_len(size);
         }
         if magic == crate::core::module::ELF_MAGIC {
-            return Err(CuError::NO_BINARY_FOR_GPU);
+            // The 64-byte header, then the tables it places: both inside the cubin.
+            let header = std::slice::from_raw_parts(image, 64);
+            let tables = crate::core::module::elf_tables_end(header)?;
+            return crate::core::module::elf_len(std::slice::from_raw_parts(image, tables));
         }
         Ok(CStr::from_ptr(image.cast::<c_char>())
             .to_bytes_with_nul()

@@ -147,7 +147,7 @@ fn image_in(bytes: &[u8]) -> Result<&[u8], CuError> {
                 .ok_or(CuError::INVALID_IMAGE)?;
             bytes.get(..fatbin_len(size)?).ok_or(CuError::INVALID_IMAGE)
         }
-        Some(ELF_MAGIC) => Err(CuError::NO_BINARY_FOR_GPU),
+        Some(ELF_MAGIC) => bytes.get(..elf_len(bytes)?).ok_or(CuError::INVALID_IMAGE),
         _ => {
             let nul = bytes
                 .iter()
@@ -156,6 +156,75 @@ fn image_in(bytes: &[u8]) -> Result<&[u8], CuError> {
             Ok(&bytes[..=nul])
         }
     }
+}
+
+/// Largest bare cubin the library takes (NVRTC's and nvcc's are kilobytes to megabytes).
+const MAX_CUBIN: u64 = 1 << 30;
+
+/// `len` little-endian bytes of `b` at `at`.
+fn le(b: &[u8], at: u64, len: usize) -> Result<u64, CuError> {
+    let at = usize::try_from(at).map_err(|_| CuError::INVALID_IMAGE)?;
+    let f = b
+        .get(at..at.checked_add(len).ok_or(CuError::INVALID_IMAGE)?)
+        .ok_or(CuError::INVALID_IMAGE)?;
+    Ok(f.iter().rev().fold(0, |v, &x| v << 8 | u64::from(x)))
+}
+
+/// The header fields of an ELF64 cubin that place its tables:
+/// `(phoff, phentsize, phnum, shoff, shentsize, shnum)`.
+fn elf_tables(h: &[u8]) -> Result<[u64; 6], CuError> {
+    if h.len() < 64 || h[4] != 2 || h[5] != 1 {
+        // Not 64-bit little-endian: no cubin.
+        return Err(CuError::INVALID_IMAGE);
+    }
+    Ok([
+        le(h, 0x20, 8)?,
+        le(h, 0x36, 2)?,
+        le(h, 0x38, 2)?,
+        le(h, 0x28, 8)?,
+        le(h, 0x3a, 2)?,
+        le(h, 0x3c, 2)?,
+    ])
+}
+
+/// Where the header tables of the ELF64 cubin whose 64-byte header is `h` end: a bare
+/// cubin (`cuModuleLoadData` of NVRTC's or `nvcc -cubin`'s output) carries no size, so
+/// its length is found from its tables ([`elf_len`]), which lie inside it.
+pub(crate) fn elf_tables_end(h: &[u8]) -> Result<usize, CuError> {
+    let [phoff, phentsize, phnum, shoff, shentsize, shnum] = elf_tables(h)?;
+    let table = |off: u64, size: u64, n: u64| off.checked_add(size.checked_mul(n)?);
+    let end = table(phoff, phentsize, phnum)
+        .zip(table(shoff, shentsize, shnum))
+        .map(|(a, b)| a.max(b).max(64))
+        .filter(|&e| e <= MAX_CUBIN)
+        .ok_or(CuError::INVALID_IMAGE)?;
+    usize::try_from(end).map_err(|_| CuError::INVALID_IMAGE)
+}
+
+/// The length of the ELF64 cubin `b` starts with (`b` holds at least its header tables,
+/// [`elf_tables_end`]): the end of its last table, section or segment.
+pub(crate) fn elf_len(b: &[u8]) -> Result<usize, CuError> {
+    let mut end = elf_tables_end(b)? as u64;
+    let [phoff, phentsize, phnum, shoff, shentsize, shnum] = elf_tables(b)?;
+    if (shnum > 0 && shentsize < 64) || (phnum > 0 && phentsize < 56) {
+        return Err(CuError::INVALID_IMAGE);
+    }
+    let extent = |off: u64, size: u64| off.checked_add(size).ok_or(CuError::INVALID_IMAGE);
+    for i in 0..shnum {
+        let sh = shoff + i * shentsize;
+        // SHT_NOBITS (8) sections take no room in the file.
+        if le(b, sh + 4, 4)? != 8 {
+            end = end.max(extent(le(b, sh + 0x18, 8)?, le(b, sh + 0x20, 8)?)?);
+        }
+    }
+    for i in 0..phnum {
+        let ph = phoff + i * phentsize;
+        end = end.max(extent(le(b, ph + 8, 8)?, le(b, ph + 0x20, 8)?)?);
+    }
+    if end > MAX_CUBIN {
+        return Err(CuError::INVALID_IMAGE);
+    }
+    usize::try_from(end).map_err(|_| CuError::INVALID_IMAGE)
 }
 
 /// A fat binary holding `ptx` (text with its NUL) as its one PTX entry.
@@ -213,10 +282,14 @@ pub(crate) fn load_bytes(bytes: &[u8], library: bool) -> Result<*mut Module, CuE
     Ok(m)
 }
 
-/// Loads `bytes` (a fat binary, or PTX text) into the backend: its handle.
+/// Loads `bytes` (a fat binary, a bare cubin, or PTX text) into the backend: its handle.
+/// A cubin goes as it is (a GPU's driver loads it; the CPU executor, which runs PTX,
+/// refuses it with `CUDA_ERROR_NO_BINARY_FOR_GPU`).
 fn load_image(c: &Client, bytes: &[u8]) -> Result<u64, CuError> {
     let wrapped;
-    let bytes = if bytes.starts_with(&FATBIN_MAGIC.to_le_bytes()) {
+    let bytes = if bytes.starts_with(&FATBIN_MAGIC.to_le_bytes())
+        || bytes.starts_with(&ELF_MAGIC.to_le_bytes())
+    {
         bytes
     } else {
         wrapped = ptx_fatbin(bytes);
@@ -552,6 +625,45 @@ mod tests {
     /// A file's contents: a fat binary up to the size its header gives, PTX up to its NUL,
     /// and neither an ELF cubin nor a header that claims more than the file holds.
     #[test]
+    fn a_bare_cubins_length_is_its_last_table_section_or_segment() {
+        // Header, a 100-byte section at 64, a NOBITS section claiming 4 KiB at 164, the
+        // section table (3 entries) at 200, one segment reaching 520.
+        let mut b = vec![0u8; 200 + 3 * 64 + 56];
+        b[..4].copy_from_slice(b"\x7fELF");
+        b[4] = 2;
+        b[5] = 1;
+        let put = |b: &mut Vec<u8>, at: usize, v: u64, n: usize| {
+            b[at..at + n].copy_from_slice(&v.to_le_bytes()[..n]);
+        };
+        put(&mut b, 0x28, 200, 8);
+        put(&mut b, 0x3a, 64, 2);
+        put(&mut b, 0x3c, 3, 2);
+        put(&mut b, 0x20, 392, 8);
+        put(&mut b, 0x36, 56, 2);
+        put(&mut b, 0x38, 1, 2);
+        put(&mut b, 200 + 64 + 4, 1, 4);
+        put(&mut b, 200 + 64 + 0x18, 64, 8);
+        put(&mut b, 200 + 64 + 0x20, 100, 8);
+        put(&mut b, 200 + 128 + 4, 8, 4);
+        put(&mut b, 200 + 128 + 0x18, 164, 8);
+        put(&mut b, 200 + 128 + 0x20, 4096, 8);
+        put(&mut b, 392 + 8, 400, 8);
+        put(&mut b, 392 + 0x20, 120, 8);
+        assert_eq!(elf_tables_end(&b[..64]), Ok(448));
+        assert_eq!(elf_len(&b), Ok(520));
+        b.resize(520, 0);
+        let mut file = b.clone();
+        file.extend_from_slice(b"trailing bytes");
+        assert_eq!(image_in(&file).unwrap(), &b[..]);
+        // A section past the largest cubin taken, and tables that overflow.
+        let mut huge = b.clone();
+        put(&mut huge, 200 + 64 + 0x20, 1 << 31, 8);
+        assert_eq!(elf_len(&huge), Err(CuError::INVALID_IMAGE));
+        put(&mut huge, 0x28, u64::MAX - 8, 8);
+        assert_eq!(elf_tables_end(&huge), Err(CuError::INVALID_IMAGE));
+    }
+
+    #[test]
     fn an_image_is_found_in_a_files_bytes() {
         let fat = ptx_fatbin(b".version 8.5\n\0");
         let mut file = fat.clone();
@@ -568,7 +680,7 @@ mod tests {
         assert_eq!(image_in(b"no nul").err(), Some(CuError::INVALID_IMAGE));
         assert_eq!(
             image_in(b"\x7fELF\x02\x01").err(),
-            Some(CuError::NO_BINARY_FOR_GPU)
+            Some(CuError::INVALID_IMAGE)
         );
         let huge = [
             &FATBIN_MAGIC.to_le_bytes()[..],

@@ -346,6 +346,13 @@ impl Modules {
             );
             return Err(Status::MEMORY_ALLOCATION);
         }
+        if image.bytes.starts_with(b"\x7fELF") {
+            warn!(
+                "a module does not load: it is a bare cubin (machine code for one GPU \
+                 architecture, no PTX), and the CPU executor runs PTX"
+            );
+            return Err(Status::NO_KERNEL_IMAGE);
+        }
         let ptx = self.cache.get(self.tenant, image).map_err(|e| {
             warn!("cannot load a module: {e}");
             Status::NO_KERNEL_IMAGE

@@ -10,7 +10,8 @@
 //! the driver reads; the driver's own parsers still see guest-chosen content (see the
 //! executor's security notes). A device-linked (`-rdc`) program's image is several fat
 //! binaries: the driver gets the first (the linked image), or the PTX units of the rest
-//! through the JIT linker; each one is checked the same way.
+//! through the JIT linker; each one is checked the same way. A bare cubin (no fat binary
+//! around it) is checked as a cubin entry is, and loaded as it is.
 
 use thiserror::Error;
 use vcuda_fatbin::{EntryKind, FatbinError};
@@ -58,8 +59,17 @@ pub struct ImageInfo {
     pub ptx_units: usize,
 }
 
-/// Checks `image` (see the module documentation).
+/// Checks `image` (see the module documentation). A bare cubin (what `nvcc -cubin` and
+/// NVRTC's `nvrtcGetCUBIN` make, and `cuModuleLoadData` takes as it is) is checked as a
+/// cubin entry would be.
 pub fn check(image: &[u8]) -> Result<ImageInfo, ImageError> {
+    if image.starts_with(b"\x7fELF") {
+        check_elf(image).map_err(|what| ImageError::Elf { entry: 0, what })?;
+        return Ok(ImageInfo {
+            uses_printf: image.windows(7).any(|w| w == b"vprintf"),
+            ..Default::default()
+        });
+    }
     let fb = vcuda_fatbin::parse(image)?;
     if fb.containers.is_empty()
         || fb.containers.len() > MAX_CONTAINERS
@@ -439,6 +449,19 @@ mod tests {
         assert!(!info.uses_printf);
         let printf = b".extern .func (.param .b32 r) vprintf (.param .b64 f, .param .b64 a);\0\0";
         assert!(check(&fatbin(&[(1, printf)])).unwrap().uses_printf);
+    }
+
+    #[test]
+    fn a_bare_cubin_is_checked_and_taken() {
+        let e = elf();
+        assert_eq!(check(&e).unwrap(), ImageInfo::default());
+        let mut lying = e.clone();
+        let at = shdr(&lying, 4) + 0x18;
+        lying[at..at + 8].copy_from_slice(&u64::MAX.to_le_bytes());
+        assert!(matches!(
+            check(&lying),
+            Err(ImageError::Elf { entry: 0, .. })
+        ));
     }
 
     #[test]

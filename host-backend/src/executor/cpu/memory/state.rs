@@ -72,6 +72,16 @@ impl DeviceHeap {
                 continue;
             }
             let chunk = &bytes[start..(start + migrate::CHUNK).min(bytes.len())];
+            // Memory exported through an IPC handle may be written meanwhile by an importing
+            // session's kernel (only this session's slot is held): checksum and pack one
+            // copy of it, so the block sent is the one its checksum names.
+            let copy;
+            let chunk = if self.exports.contains_key(&addr) {
+                copy = chunk.to_vec();
+                &copy[..]
+            } else {
+                chunk
+            };
             let sum = migrate::block_hash(chunk);
             let packed = (!known(addr, next, &sum)).then(|| migrate::pack(chunk));
             return Some(ChunkRead {

@@ -54,13 +54,17 @@ pub(crate) struct Session {
     #[pin]
     pub(super) regions: Mutex<Regions>,
     /// Reply areas of the session's finished chains, for its next ones (see
-    /// [`Session::reply_area`]); at most `KEPT_REPLY_AREAS`.
+    /// [`Session::reply_area`]); at most `KEPT_REPLY_AREAS` large and
+    /// `KEPT_SMALL_REPLY_AREAS` small ones.
     #[pin]
     replies: Mutex<KVec<KVVec<u8>>>,
 }
 
-/// Most reply areas a session keeps for reuse.
+/// Most reply areas a session keeps for reuse: larger ones (up to the device's largest
+/// control area each), and detached chains' 4 KiB ones (a stream of posted calls keeps a
+/// few of them in flight).
 const KEPT_REPLY_AREAS: usize = 2;
+const KEPT_SMALL_REPLY_AREAS: usize = 8;
 
 impl Session {
     /// Creates a session on `dev` and queues its `OpenSession` (without waiting).
@@ -195,14 +199,24 @@ impl Session {
         Ok(KVVec::from_elem(0u8, len, GFP_KERNEL_ACCOUNT)?)
     }
 
-    /// Keeps a finished chain's reply area for [`Session::reply_area`] (process context).
-    /// Small ones (a detached chain's) are cheap to make and not kept.
+    /// Keeps a finished chain's reply area for [`Session::reply_area`] (process context):
+    /// up to `KEPT_SMALL_REPLY_AREAS` of the smallest size (a detached chain's; a stream of
+    /// posted calls takes one each) and `KEPT_REPLY_AREAS` larger ones, so that neither
+    /// kind pushes the other out. A reused area is not zeroed again: only what the device
+    /// writes of it is ever read (`Request::reply`), and a detached chain's is never read.
     pub(crate) fn keep_reply_area(&self, area: KVVec<u8>) {
-        if area.len() <= MIN_REPLY_CAPACITY as usize {
-            return;
-        }
+        let small = area.len() <= MIN_REPLY_CAPACITY as usize;
         let mut kept = self.replies.lock();
-        if kept.len() < KEPT_REPLY_AREAS {
+        let same = kept
+            .iter()
+            .filter(|r| (r.len() <= MIN_REPLY_CAPACITY as usize) == small)
+            .count();
+        let most = if small {
+            KEPT_SMALL_REPLY_AREAS
+        } else {
+            KEPT_REPLY_AREAS
+        };
+        if same < most {
             let _ = kept.push(area, GFP_KERNEL);
         }
     }

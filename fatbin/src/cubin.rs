@@ -275,6 +275,83 @@ impl<'a> Elf<'a> {
     }
 }
 
+/// Largest bare cubin [`elf_len`] sizes (NVRTC's and nvcc's are kilobytes to megabytes).
+pub const MAX_CUBIN_LEN: u64 = 1 << 30;
+
+/// Where the header tables of the ELF64 cubin whose 64-byte header is `h` end. A bare cubin
+/// (`cuModuleLoadData` of NVRTC's or `nvcc -cubin`'s output) carries no size: its length
+/// is found from its tables ([`elf_len`]), which lie inside it.
+///
+/// # Errors
+///
+/// Not a 64-bit little-endian ELF header, or tables that overflow or end past
+/// [`MAX_CUBIN_LEN`].
+pub fn elf_tables_end(h: &[u8]) -> Result<usize> {
+    if h.get(..4) != Some(b"\x7fELF") {
+        return Err(CubinError::NotElf);
+    }
+    if h.get(4) != Some(&2) || h.get(5) != Some(&1) {
+        return Err(CubinError::Unsupported("not ELF64 little-endian"));
+    }
+    let field = |off, f: fn(&[u8], usize) -> Option<u64>| {
+        f(h, off).ok_or(CubinError::Truncated("ELF header"))
+    };
+    let at16 = |b: &[u8], o| u16_at(b, o).map(u64::from);
+    let table = |off: u64, size: u64, n: u64| off.checked_add(size.checked_mul(n)?);
+    let ph = table(field(0x20, u64_at)?, field(0x36, at16)?, field(0x38, at16)?);
+    let sh = table(field(0x28, u64_at)?, field(0x3a, at16)?, field(0x3c, at16)?);
+    ph.zip(sh)
+        .map(|(a, b)| a.max(b).max(64))
+        .filter(|&e| e <= MAX_CUBIN_LEN)
+        .and_then(|e| usize::try_from(e).ok())
+        .ok_or(CubinError::Unsupported(
+            "tables past the largest cubin taken",
+        ))
+}
+
+/// The length of the ELF64 cubin `b` starts with (`b` holds at least its header tables,
+/// [`elf_tables_end`]): the end of its last table, section (but `SHT_NOBITS`) or segment.
+///
+/// # Errors
+///
+/// As [`elf_tables_end`], malformed section or program headers, or an end past
+/// [`MAX_CUBIN_LEN`].
+pub fn elf_len(b: &[u8]) -> Result<usize> {
+    let mut end = elf_tables_end(b)? as u64;
+    let elf = Elf::parse(b)?;
+    let extent = |off: u64, size: u64| {
+        off.checked_add(size)
+            .ok_or(CubinError::Truncated("section"))
+    };
+    for s in elf.sections.iter().filter(|s| s.kind != SHT_NOBITS) {
+        end = end.max(extent(s.offset, s.size)?);
+    }
+    let phdr = |at: u64| {
+        usize::try_from(at)
+            .ok()
+            .and_then(|at| u64_at(b, at))
+            .ok_or(CubinError::Truncated("program headers"))
+    };
+    let (phoff, phentsize, phnum) = (
+        phdr(0x20)?,
+        u16_at(b, 0x36).map_or(0, u64::from),
+        u16_at(b, 0x38).map_or(0, u64::from),
+    );
+    if phnum > 0 && phentsize < 56 {
+        return Err(CubinError::Unsupported("program header size"));
+    }
+    for i in 0..phnum {
+        let ph = phoff + i * phentsize;
+        end = end.max(extent(phdr(ph + 8)?, phdr(ph + 0x20)?)?);
+    }
+    if end > MAX_CUBIN_LEN {
+        return Err(CubinError::Unsupported(
+            "larger than the largest cubin taken",
+        ));
+    }
+    usize::try_from(end).map_err(|_| CubinError::Unsupported("larger than the largest cubin taken"))
+}
+
 /// The NUL-terminated UTF-8 string at `off` of a string table.
 fn cstr(table: &[u8], off: u32) -> Result<&str> {
     let rest = table.get(off as usize..).ok_or(CubinError::BadName(off))?;

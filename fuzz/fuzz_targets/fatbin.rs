@@ -42,5 +42,14 @@ fuzz_target!(|data: &[u8]| {
             assert!(k.param_bytes() <= 64 * 1024);
         }
     }
+    // A bare cubin's length, as the guest library finds it: never past the input's tables
+    // and sections' claims, never past the largest cubin taken.
+    if let Ok(tables) = cubin::elf_tables_end(data) {
+        if let Some(head) = data.get(..tables)
+            && let Ok(len) = cubin::elf_len(head)
+        {
+            assert!(len >= tables && len as u64 <= cubin::MAX_CUBIN_LEN);
+        }
+    }
     let _ = ptx::scan(&String::from_utf8_lossy(data));
 });

@@ -158,73 +158,16 @@ fn image_in(bytes: &[u8]) -> Result<&[u8], CuError> {
     }
 }
 
-/// Largest bare cubin the library takes (NVRTC's and nvcc's are kilobytes to megabytes).
-const MAX_CUBIN: u64 = 1 << 30;
-
-/// `len` little-endian bytes of `b` at `at`.
-fn le(b: &[u8], at: u64, len: usize) -> Result<u64, CuError> {
-    let at = usize::try_from(at).map_err(|_| CuError::INVALID_IMAGE)?;
-    let f = b
-        .get(at..at.checked_add(len).ok_or(CuError::INVALID_IMAGE)?)
-        .ok_or(CuError::INVALID_IMAGE)?;
-    Ok(f.iter().rev().fold(0, |v, &x| v << 8 | u64::from(x)))
-}
-
-/// The header fields of an ELF64 cubin that place its tables:
-/// `(phoff, phentsize, phnum, shoff, shentsize, shnum)`.
-fn elf_tables(h: &[u8]) -> Result<[u64; 6], CuError> {
-    if h.len() < 64 || h[4] != 2 || h[5] != 1 {
-        // Not 64-bit little-endian: no cubin.
-        return Err(CuError::INVALID_IMAGE);
-    }
-    Ok([
-        le(h, 0x20, 8)?,
-        le(h, 0x36, 2)?,
-        le(h, 0x38, 2)?,
-        le(h, 0x28, 8)?,
-        le(h, 0x3a, 2)?,
-        le(h, 0x3c, 2)?,
-    ])
-}
-
-/// Where the header tables of the ELF64 cubin whose 64-byte header is `h` end: a bare
-/// cubin (`cuModuleLoadData` of NVRTC's or `nvcc -cubin`'s output) carries no size, so
-/// its length is found from its tables ([`elf_len`]), which lie inside it.
+/// [`vcuda_fatbin::cubin::elf_tables_end`]: where a bare cubin's header tables end, from
+/// its 64-byte header (a cubin carries no size; its tables lie inside it).
 pub(crate) fn elf_tables_end(h: &[u8]) -> Result<usize, CuError> {
-    let [phoff, phentsize, phnum, shoff, shentsize, shnum] = elf_tables(h)?;
-    let table = |off: u64, size: u64, n: u64| off.checked_add(size.checked_mul(n)?);
-    let end = table(phoff, phentsize, phnum)
-        .zip(table(shoff, shentsize, shnum))
-        .map(|(a, b)| a.max(b).max(64))
-        .filter(|&e| e <= MAX_CUBIN)
-        .ok_or(CuError::INVALID_IMAGE)?;
-    usize::try_from(end).map_err(|_| CuError::INVALID_IMAGE)
+    vcuda_fatbin::cubin::elf_tables_end(h).map_err(|_| CuError::INVALID_IMAGE)
 }
 
-/// The length of the ELF64 cubin `b` starts with (`b` holds at least its header tables,
-/// [`elf_tables_end`]): the end of its last table, section or segment.
+/// [`vcuda_fatbin::cubin::elf_len`]: the length of the bare cubin `b` starts with (`b`
+/// holds at least its header tables).
 pub(crate) fn elf_len(b: &[u8]) -> Result<usize, CuError> {
-    let mut end = elf_tables_end(b)? as u64;
-    let [phoff, phentsize, phnum, shoff, shentsize, shnum] = elf_tables(b)?;
-    if (shnum > 0 && shentsize < 64) || (phnum > 0 && phentsize < 56) {
-        return Err(CuError::INVALID_IMAGE);
-    }
-    let extent = |off: u64, size: u64| off.checked_add(size).ok_or(CuError::INVALID_IMAGE);
-    for i in 0..shnum {
-        let sh = shoff + i * shentsize;
-        // SHT_NOBITS (8) sections take no room in the file.
-        if le(b, sh + 4, 4)? != 8 {
-            end = end.max(extent(le(b, sh + 0x18, 8)?, le(b, sh + 0x20, 8)?)?);
-        }
-    }
-    for i in 0..phnum {
-        let ph = phoff + i * phentsize;
-        end = end.max(extent(le(b, ph + 8, 8)?, le(b, ph + 0x20, 8)?)?);
-    }
-    if end > MAX_CUBIN {
-        return Err(CuError::INVALID_IMAGE);
-    }
-    usize::try_from(end).map_err(|_| CuError::INVALID_IMAGE)
+    vcuda_fatbin::cubin::elf_len(b).map_err(|_| CuError::INVALID_IMAGE)
 }
 
 /// A fat binary holding `ptx` (text with its NUL) as its one PTX entry.

@@ -16,10 +16,6 @@ use crate::{
 };
 
 impl<'a> Ctx<'a> {
-    fn addr_of(&self, w: &Warp, a: &Addr, lane: usize) -> u64 {
-        self.val(w, &a.base, lane).wrapping_add(a.off as u64)
-    }
-
     /// Reads and checks the tensor map at `at`.
     fn tensor_map(
         &mut self,

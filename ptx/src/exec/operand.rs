@@ -5,7 +5,7 @@
 use super::{ctx::Ctx, warp::Warp};
 use crate::{
     alu::Lanes,
-    ir::{Src, Sreg},
+    ir::{Addr, Src, Sreg},
 };
 
 impl<'a> Ctx<'a> {
@@ -43,6 +43,11 @@ impl<'a> Ctx<'a> {
     }
 
     #[inline(always)]
+    /// Lane `lane`'s address of memory operand `a` (base plus offset).
+    pub(super) fn addr_of(&self, w: &Warp, a: &Addr, lane: usize) -> u64 {
+        self.val(w, &a.base, lane).wrapping_add(a.off as u64)
+    }
+
     pub(super) fn val(&self, w: &Warp, s: &Src, lane: usize) -> u64 {
         match *s {
             Src::Reg(r) => w.get(r, lane),

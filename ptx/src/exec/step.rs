@@ -414,7 +414,7 @@ impl<'a> Ctx<'a> {
                 } => {
                     let sz = *size as u32;
                     for lane in lanes(mask) {
-                        let a = self.val(w, &addr.base, lane).wrapping_add(addr.off as u64);
+                        let a = self.addr_of(w, addr, lane);
                         if !a.is_multiple_of(sz as u64) {
                             return Err(self.fault(
                                 Fault::Misaligned { addr: a, size: sz },
@@ -719,7 +719,7 @@ impl<'a> Ctx<'a> {
                 } => {
                     let mut waiting = false;
                     for lane in lanes(mask) {
-                        let at = self.val(w, &addr.base, lane).wrapping_add(addr.off as u64);
+                        let at = self.addr_of(w, addr, lane);
                         let av = self.val(w, a, lane);
                         match self.mbarrier(w, lane, *op, *space, at, av) {
                             Ok(Some(v)) => {
@@ -747,8 +747,8 @@ impl<'a> Ctx<'a> {
                 } => {
                     let sz = *size as u64;
                     for lane in lanes(mask) {
-                        let da = self.val(w, &dst.base, lane).wrapping_add(dst.off as u64);
-                        let sa = self.val(w, &src.base, lane).wrapping_add(src.off as u64);
+                        let da = self.addr_of(w, dst, lane);
+                        let sa = self.addr_of(w, src, lane);
                         let n = src_size
                             .as_ref()
                             .map_or(sz, |s| (self.val(w, s, lane) as u32 as u64).min(sz));

@@ -824,36 +824,13 @@ impl<'a> Lower<'a> {
             off: 0,
         };
         Ok(match op {
-            MbarOp::Init => {
+            MbarOp::Init | MbarOp::ExpectTx | MbarOp::CompleteTx => {
                 let (space, addr) = self.addr(st, arg(args, 0)?, space)?;
                 let a = self.src(st, arg(args, 1)?, Ty::U32)?;
                 Op::Mbar {
                     op,
                     space,
                     d: SINK,
-                    addr,
-                    a,
-                }
-            }
-            MbarOp::ExpectTx | MbarOp::CompleteTx => {
-                let (space, addr) = self.addr(st, arg(args, 0)?, space)?;
-                let a = self.src(st, arg(args, 1)?, Ty::U32)?;
-                Op::Mbar {
-                    op,
-                    space,
-                    d: SINK,
-                    addr,
-                    a,
-                }
-            }
-            MbarOp::ArriveExpectTx => {
-                let d = self.dst(st, arg(args, 0)?)?;
-                let (space, addr) = self.addr(st, arg(args, 1)?, space)?;
-                let a = self.src(st, arg(args, 2)?, Ty::U32)?;
-                Op::Mbar {
-                    op,
-                    space,
-                    d,
                     addr,
                     a,
                 }
@@ -868,11 +845,13 @@ impl<'a> Lower<'a> {
                     a: Src::Imm(0),
                 }
             }
-            MbarOp::Arrive { .. } => {
+            MbarOp::Arrive { .. } | MbarOp::ArriveExpectTx => {
                 let d = self.dst(st, arg(args, 0)?)?;
                 let (space, addr) = self.addr(st, arg(args, 1)?, space)?;
+                // The arrival count (one if absent), or the transaction bytes (required).
                 let a = match args.get(2) {
                     Some(o) => self.src(st, o, Ty::U32)?,
+                    None if op == MbarOp::ArriveExpectTx => return unsup("missing operand 3"),
                     None => Src::Imm(1),
                 };
                 Op::Mbar {

@@ -98,10 +98,7 @@ impl ModuleOps for CpuExecutor {
         map: [u64; 16],
         address: u64,
     ) -> ExecResult<TensorMapResp> {
-        let mut bytes = [0u8; TENSOR_MAP_SIZE];
-        for (b, w) in bytes.chunks_exact_mut(8).zip(map) {
-            b.copy_from_slice(&w.to_le_bytes());
-        }
+        let bytes: [u8; TENSOR_MAP_SIZE] = zerocopy::transmute!(map);
         tensormap::replace_address(&bytes, address)
             .map(map_resp)
             .map_err(map_error)
@@ -109,11 +106,9 @@ impl ModuleOps for CpuExecutor {
 }
 
 fn map_resp(bytes: [u8; TENSOR_MAP_SIZE]) -> TensorMapResp {
-    let mut r = TensorMapResp::default();
-    for (w, b) in r.map.iter_mut().zip(bytes.chunks_exact(8)) {
-        *w = u64::from_le_bytes(b.try_into().unwrap_or_default());
+    TensorMapResp {
+        map: zerocopy::transmute!(bytes),
     }
-    r
 }
 
 fn map_error(e: TensorMapError) -> Status {

@@ -61,6 +61,7 @@ const STO_CUDA_ENTRY: u8 = 0x10;
 const SHT_SYMTAB: u32 = 2;
 const SHT_NOBITS: u32 = 8;
 const STT_FUNC: u8 = 2;
+const STT_OBJECT: u8 = 1;
 
 /// Errors from reading a cubin.
 #[derive(Debug, thiserror::Error)]
@@ -273,6 +274,45 @@ impl<'a> Elf<'a> {
             .ok_or(CubinError::Truncated("shstrtab"))?;
         cstr(self.bytes(strtab)?, s.name)
     }
+}
+
+/// The names of a cubin's module variables: its object symbols in the sections of
+/// `__device__` (`.nv.global`, `.nv.global.init`) and `__constant__` (`.nv.constant1` and
+/// up; bank 0 holds kernel parameters) memory.
+///
+/// # Errors
+///
+/// Not an ELF64 little-endian file, or tables out of bounds.
+pub fn variables(elf: &[u8]) -> Result<Vec<String>> {
+    let elf = Elf::parse(elf)?;
+    let mut out = Vec::new();
+    for s in elf.sections.iter().filter(|s| s.kind == SHT_SYMTAB) {
+        let strtab = elf
+            .sections
+            .get(s.link as usize)
+            .ok_or(CubinError::Truncated("symbol string table"))?;
+        let strtab = elf.bytes(strtab)?;
+        for sym in elf.bytes(s)?.chunks_exact(24) {
+            let shndx = u16_at(sym, 6).unwrap_or(0) as usize;
+            if sym[4] & 0xf != STT_OBJECT {
+                continue;
+            }
+            let Some(section) = elf.sections.get(shndx) else {
+                continue;
+            };
+            let sname = elf.section_name(section)?;
+            let data = sname == ".nv.global"
+                || sname == ".nv.global.init"
+                || sname.strip_prefix(".nv.constant").is_some_and(|b| {
+                    b != "0" && !b.is_empty() && b.bytes().all(|c| c.is_ascii_digit())
+                });
+            let name = cstr(strtab, u32_at(sym, 0).unwrap_or(0))?;
+            if data && !name.is_empty() {
+                out.push(name.to_owned());
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// Largest bare cubin [`elf_len`] sizes (NVRTC's and nvcc's are kilobytes to megabytes).

@@ -169,6 +169,36 @@ pub fn kernel_layouts(fatbin: &Fatbin<'_>) -> HashMap<String, ParamLayout> {
     out
 }
 
+/// The names of the module variables (`__device__`, `__constant__`) a fat binary
+/// defines, from its cubins' symbol tables and its PTX, each once (sorted). Entries that
+/// fail to decompress or parse are skipped.
+pub fn module_variables(fatbin: &Fatbin<'_>) -> Vec<String> {
+    let mut out = std::collections::BTreeSet::new();
+    for e in fatbin.entries() {
+        match e.kind {
+            EntryKind::Cubin => {
+                if let Ok(data) = e.data()
+                    && let Ok(names) = crate::cubin::variables(&data)
+                {
+                    out.extend(names);
+                }
+            }
+            EntryKind::Ptx => {
+                if let Ok(text) = e.ptx_text() {
+                    out.extend(
+                        crate::ptx::variables(&text)
+                            .into_iter()
+                            .filter(|v| !v.external && v.size.is_some_and(|s| s > 0))
+                            .map(|v| v.name),
+                    );
+                }
+            }
+            _ => {}
+        }
+    }
+    out.into_iter().collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -51,7 +51,7 @@ pub use container::{
     Compression, Container, Entry, EntryFlags, EntryKind, FATBIN_MAGIC, Fatbin, FatbinError,
     MAX_DECOMPRESSED_SIZE, MAX_FATBIN_SIZE, MAX_LINK_UNITS, fatbin_len, parse,
 };
-pub use layout::{LayoutError, LayoutSource, Param, ParamLayout, kernel_layouts};
+pub use layout::{LayoutError, LayoutSource, Param, ParamLayout, kernel_layouts, module_variables};
 pub use wrapper::{
     MAX_PRELINKED, WRAPPER_LINK_VERSION, WRAPPER_MAGIC, WRAPPER_VERSION, fatbin_from_wrapper,
     prelinked_fatbins,

@@ -200,7 +200,48 @@ const DEVICE_VA_ALIGN: u64 = 0x10000;
 /// program's own memory (the backend places CPU-executor allocations there). The range
 /// starts on a 64 KiB boundary: the kernel gives only page alignment, so the reservation
 /// is that much longer.
+///
+/// `VCUDA_DEVICE_VA` (a hexadecimal address, 64 KiB aligned) asks for the range at that
+/// address instead: processes that must see the same device addresses (the CUDA executor
+/// of migrating backends chained over vcuda's own `libcuda.so.1`) set the same one. Where
+/// it is taken, the library says so and lets the kernel choose.
 fn reserve_device_va() -> (u64, u64) {
+    let fixed = std::env::var("VCUDA_DEVICE_VA").ok().and_then(|v| {
+        let v = v.trim();
+        let n = u64::from_str_radix(v.strip_prefix("0x").unwrap_or(v), 16).ok();
+        if n.is_none_or(|n| n == 0 || !n.is_multiple_of(DEVICE_VA_ALIGN)) {
+            log::warn!("VCUDA_DEVICE_VA={v}: not a 64 KiB aligned hexadecimal address");
+            return None;
+        }
+        n
+    });
+    if let Some(at) = fixed {
+        // SAFETY: an anonymous PROT_NONE, MAP_NORESERVE mapping at `at`, where
+        // MAP_FIXED_NOREPLACE makes the kernel refuse rather than replace a mapping; it is
+        // never unmapped.
+        let p = unsafe {
+            libc::mmap(
+                at as *mut libc::c_void,
+                DEVICE_VA_LEN as usize,
+                libc::PROT_NONE,
+                libc::MAP_PRIVATE
+                    | libc::MAP_ANONYMOUS
+                    | libc::MAP_NORESERVE
+                    | libc::MAP_FIXED_NOREPLACE,
+                -1,
+                0,
+            )
+        };
+        if p as u64 == at {
+            return (at, DEVICE_VA_LEN);
+        }
+        if p != libc::MAP_FAILED {
+            // An old kernel took the address as a hint only: give the range back.
+            // SAFETY: the mapping made just above, used by nothing.
+            unsafe { libc::munmap(p, DEVICE_VA_LEN as usize) };
+        }
+        log::warn!("VCUDA_DEVICE_VA={at:#x}: that range is taken; the kernel chooses one");
+    }
     let len = DEVICE_VA_LEN + DEVICE_VA_ALIGN;
     // SAFETY: an anonymous PROT_NONE, MAP_NORESERVE mapping at an address the kernel
     // chooses; it touches no existing mapping and is never unmapped.

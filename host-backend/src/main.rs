@@ -239,6 +239,12 @@ struct ExecArgs {
     /// handles of its own, always on).
     #[arg(long)]
     cuda_ipc: bool,
+    /// CUDA executor: make sessions migratable (`vcuda vm run --migrate-after` sets it):
+    /// device memory is mapped at addresses the session chooses (the driver's virtual
+    /// memory calls, 2 MiB pages), so a loaded session gets its allocations back at the same
+    /// addresses. Costs a few driver calls per new 2 MiB page of a cudaMalloc.
+    #[arg(long, env = "VCUDA_CUDA_MIGRATABLE", value_parser = clap::builder::FalseyValueParser::new())]
+    cuda_migratable: bool,
     /// CUDA executor in worker processes: let the workers share the driver's JIT cache (on
     /// disk, per user), so that PTX one session loaded loads faster in the next. Without it
     /// each worker runs with CUDA_CACHE_DISABLE=1: a tenant cannot tell from a fast load
@@ -425,6 +431,7 @@ fn make_factory_for(
             register_guest_memory: args.register_guest_memory,
             tenant_process,
             ipc: args.cuda_ipc,
+            migratable: args.cuda_migratable,
             warm: match args.warm_context {
                 Warm::Off => WarmMode::Off,
                 Warm::First => WarmMode::First,

@@ -17,8 +17,11 @@
 #
 # Programs: every tests/cuda/*.cu (their `// vcuda-test:` headers: expect=, args=, libs=,
 # nvcc=, srcs=, arch=) and every tests/vm/cuda/*.cu (`// vcuda-vm-test:` headers: the same keys plus
-# vm=FLAGS for `vcuda vm run` and expect_err= for lines it prints on stderr). A program passes
-# if it exits 0 and prints every expect= line (and expect_err= line).
+# vm=FLAGS for `vcuda vm run`, expect_err= for lines it prints on stderr, and executor=chain:
+# run the guest's backend with `--executor cuda` over vcuda's own libcuda.so.1 and a CPU
+# backend on a Unix socket, the driver-API chain, for what must be tested on the CUDA
+# executor without a GPU). A program passes if it exits 0 and prints every expect= line
+# (and expect_err= line).
 #
 # Environment: VCUDA_VM_TESTS (a grep -E pattern selecting programs by name, e.g.
 # VCUDA_VM_TESTS='^module_unbind$' for one test), VCUDA_VM_TIMEOUT (per program, default
@@ -143,6 +146,25 @@ done
 
 timeout_s=${VCUDA_VM_TIMEOUT:-300}
 pass=() fail=()
+
+# The CPU backend behind executor=chain programs, started for the first of them.
+chain_pid=
+chain_sock=$work/chain-cpu.sock
+stop_chain() { [ -z "$chain_pid" ] || kill "$chain_pid" 2>/dev/null || true; }
+trap 'stop_chain; cleanup' EXIT
+start_chain() {
+    [ -n "$chain_pid" ] && return 0
+    "$target/$profile/vcuda-backend" serve --socket "$chain_sock" --executor cpu \
+        >"$work/chain-cpu.log" 2>&1 &
+    chain_pid=$!
+    for _ in $(seq 100); do
+        [ -S "$chain_sock" ] && return 0
+        sleep 0.1
+    done
+    log "the chain's CPU backend did not start:"
+    sed 's/^/    | /' "$work/chain-cpu.log" >&2
+    return 1
+}
 for c in "${cases[@]}"; do
     IFS='|' read -r name src root tag cudart <<<"$c"
     if [ -n "${VCUDA_VM_TESTS:-}" ] && ! grep -qE "$VCUDA_VM_TESTS" <<<"$name"; then
@@ -161,10 +183,18 @@ for c in "${cases[@]}"; do
     mapfile -t expects_err < <(values expect_err <<<"$h")
     read -r -a args <<<"$(values args <<<"$h" | tr '\n' ' ')"
     read -r -a vmflags <<<"$(values vm <<<"$h" | tr '\n' ' ')"
+    run_env=() executor=cpu
+    if [ "$(values executor <<<"$h")" = chain ]; then
+        start_chain || { fail+=("$name"); continue; }
+        # Every backend of a migration sees the same device addresses from the CPU backend.
+        run_env=(LD_LIBRARY_PATH="$lib_dir" VCUDA_SOCKET="$chain_sock" VCUDA_DEVICE_VA=0x7e0000000000)
+        executor=cuda
+    fi
     t=$SECONDS
     set +e
-    "$vcuda" vm run --executor cpu --timeout "$timeout_s" --console-log "$work/$name.console" \
-        "${vmflags[@]}" -- "$exe" "${args[@]}" >"$work/$name.out" 2>"$work/$name.err"
+    env "${run_env[@]}" "$vcuda" vm run --executor "$executor" --timeout "$timeout_s" \
+        --console-log "$work/$name.console" "${vmflags[@]}" -- "$exe" "${args[@]}" \
+        >"$work/$name.out" 2>"$work/$name.err"
     rc=$?
     set -e
     why=

@@ -200,8 +200,9 @@ fn backend_socket(dir: &Path, n: usize) -> PathBuf {
 /// Starts the `n`th private backend, listening on [`backend_socket`] in `dir`; `None` if
 /// a signal asked us to stop meanwhile. When the guest is to migrate on the CPU executor,
 /// each backend serves its device memory ahead of a migration and each destination copies
-/// it from the one before (the pre-copy; the CUDA executor's sessions do not move, and its
-/// worker processes take no pre-copy).
+/// it from the one before (the pre-copy; the CUDA executor takes none). On the CUDA
+/// executor its sessions are made migratable (`--cuda-migratable`: device memory at
+/// addresses a destination can have again).
 fn start_backend(opts: &VmOptions, dir: &Path, n: usize, queues: u32) -> io::Result<Option<Guard>> {
     let socket = &backend_socket(dir, n);
     let mut backend_cmd = Command::new(backend_exe()?);
@@ -242,6 +243,11 @@ fn start_backend(opts: &VmOptions, dir: &Path, n: usize, queues: u32) -> io::Res
                 "100%",
             ])
             .args(precopy)
+            .args(if migrating && opts.executor != "cpu" {
+                &["--cuda-migratable"][..]
+            } else {
+                &[]
+            })
             .env(
                 "RUST_LOG",
                 std::env::var("VCUDA_BACKEND_LOG").unwrap_or_else(|_| log.into()),

@@ -33,8 +33,9 @@ pub const MAGIC: [u8; 8] = *b"VCUDAST\0";
 /// device memory in tagged blocks, stored as it is where it does not compress; 4: a
 /// session's held reply records; 5: the CPU executor's objects of the virtual memory
 /// management API, and device memory shared through IPC handles; 6: blocks of device
-/// memory named by checksum, received ahead of the stop, `super::precopy`).
-pub const VERSION: u32 = 6;
+/// memory named by checksum, received ahead of the stop, `super::precopy`; 7: sessions of
+/// the CUDA executor).
+pub const VERSION: u32 = 7;
 /// Bytes of the header.
 pub const HEADER_LEN: usize = 24;
 /// Bytes of the checksum after the body.

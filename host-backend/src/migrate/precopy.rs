@@ -34,7 +34,7 @@ use std::io::{self, Read, Write};
 
 use serde_bytes::ByteBuf;
 
-use super::state::{DeviceState, ExecState};
+use super::state::DeviceState;
 use super::{BLOCK_REF, MigrateError, max_packed, unpack_to_raw};
 
 /// First bytes of a pre-copy stream.
@@ -154,8 +154,7 @@ impl Sent {
 pub fn referenced_bytes(state: &DeviceState) -> u64 {
     let mut n = 0;
     for (_, s) in &state.sessions {
-        let ExecState::Cpu(c) = &s.exec;
-        for a in &c.allocs {
+        for a in s.exec.allocs() {
             for (i, block) in a.data.iter().enumerate() {
                 if block.first() == Some(&BLOCK_REF) {
                     let start = (i as u64).saturating_mul(super::CHUNK as u64);
@@ -242,8 +241,7 @@ impl Received {
     pub fn resolve(&mut self, state: &mut DeviceState) -> Result<u64, MigrateError> {
         let mut used = 0;
         for (id, s) in &mut state.sessions {
-            let ExecState::Cpu(c) = &mut s.exec;
-            for a in &mut c.allocs {
+            for a in s.exec.allocs_mut() {
                 for (i, block) in a.data.iter_mut().enumerate() {
                     if block.first() != Some(&BLOCK_REF) {
                         continue;
@@ -357,7 +355,7 @@ pub fn receive<S: Read + Write>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::migrate::state::{AllocState, CpuState, SessionState};
+    use crate::migrate::state::{AllocState, CpuState, ExecState, SessionState};
     use crate::migrate::testing::{Duplex, noise};
     use crate::migrate::{CHUNK, block_hash, compress, compress_known, decompress_into};
     use std::sync::Mutex;
@@ -391,7 +389,9 @@ mod tests {
     fn saved(id: u64, addr: u64, mem: &[u8], sent: &Sent) -> DeviceState {
         let known = |a: u64, i: u32, sum: &[u8; 16]| sent.holds(id, 0, a, i, sum);
         let mut s = session(addr, mem);
-        let ExecState::Cpu(c) = &mut s.exec;
+        let ExecState::Cpu(c) = &mut s.exec else {
+            unreachable!()
+        };
         c.allocs[0].data = compress_known(mem, addr, Some(&known));
         DeviceState {
             sessions: vec![(id, s)],
@@ -426,7 +426,9 @@ mod tests {
         let mut now = mem.clone();
         now[CHUNK + 5] ^= 1;
         let mut state = saved(5, addr, &now, &sent);
-        let ExecState::Cpu(c) = &state.sessions[0].1.exec;
+        let ExecState::Cpu(c) = &state.sessions[0].1.exec else {
+            unreachable!()
+        };
         let lens: Vec<usize> = c.allocs[0].data.iter().map(|b| b.len()).collect();
         assert_eq!(lens, [17, CHUNK + 1, 17]);
 
@@ -436,7 +438,9 @@ mod tests {
             (CHUNK + 101) as u64 + 1
         );
         assert_eq!(received.len(), 1, "the block that changed stays unused");
-        let ExecState::Cpu(c) = &state.sessions[0].1.exec;
+        let ExecState::Cpu(c) = &state.sessions[0].1.exec else {
+            unreachable!()
+        };
         let mut back = vec![0u8; now.len()];
         decompress_into(&c.allocs[0].data, &mut back).unwrap();
         assert!(back == now);
@@ -457,7 +461,9 @@ mod tests {
         assert!(other.keep((1, 0x1000, 0), sum, raw, u64::MAX));
         assert!(other.resolve(&mut state).is_err());
         // Left as a reference, the block fails to unpack, naming why.
-        let ExecState::Cpu(c) = &state.sessions[0].1.exec;
+        let ExecState::Cpu(c) = &state.sessions[0].1.exec else {
+            unreachable!()
+        };
         assert!(decompress_into(&c.allocs[0].data, &mut vec![0u8; 1000]).is_err());
     }
 

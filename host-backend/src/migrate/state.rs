@@ -82,16 +82,28 @@ pub struct MappedState {
 impl SessionState {
     /// About how many bytes it encodes to (for one allocation of the right size).
     pub fn size_hint(&self) -> usize {
-        let ExecState::Cpu(c) = &self.exec;
-        let memory: usize = c
-            .allocs
+        let memory: usize = self
+            .exec
+            .allocs()
             .iter()
             .flat_map(|a| &a.data)
             .map(|d| d.len() + 8)
             .sum();
+        let (stdout, globals) = match &self.exec {
+            ExecState::Cpu(c) => (c.stdout.len(), 0),
+            ExecState::Cuda(c) => (
+                0,
+                c.modules
+                    .iter()
+                    .flat_map(|m| &m.globals)
+                    .flat_map(|g| &g.data)
+                    .map(|d| d.len() + 64)
+                    .sum(),
+            ),
+        };
         let images: usize = self.images.iter().map(|i| i.bytes.len() + 40).sum();
         let graphs: usize = self.graphs.graphs.iter().map(|g| g.desc.len() + 16).sum();
-        memory + images + graphs + self.stdout.len() + c.stdout.len() + (64 << 10)
+        memory + globals + images + graphs + self.stdout.len() + stdout + (64 << 10)
     }
 }
 
@@ -127,10 +139,97 @@ pub struct GraphState {
 }
 
 /// An executor's state, by kind.
+// One per session, made once per migration: the size difference costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Serialize, Deserialize)]
 pub enum ExecState {
     /// The CPU executor.
     Cpu(CpuState),
+    /// The CUDA executor.
+    Cuda(CudaState),
+}
+
+impl ExecState {
+    /// The device memory allocations it carries.
+    pub fn allocs(&self) -> &[AllocState] {
+        match self {
+            Self::Cpu(c) => &c.allocs,
+            Self::Cuda(c) => &c.allocs,
+        }
+    }
+
+    /// The same, to change.
+    pub fn allocs_mut(&mut self) -> &mut Vec<AllocState> {
+        match self {
+            Self::Cpu(c) => &mut c.allocs,
+            Self::Cuda(c) => &mut c.allocs,
+        }
+    }
+}
+
+/// The CUDA executor's state (a session of `--cuda-migratable`, whose device memory lies
+/// in one range it reserved).
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct CudaState {
+    /// The range its device memory lies in: base and length.
+    pub range: (u64, u64),
+    /// Device memory: every `cudaMalloc` allocation ([`ALLOC_USER`]), with its contents.
+    pub allocs: Vec<AllocState>,
+    /// Streams.
+    pub streams: Vec<StreamState>,
+    /// Events (their recordings do not move: each is recorded once more as it loads).
+    pub events: Vec<EventState>,
+    /// Module handles, each with the image it refers to; the first handle of each image
+    /// carries the image's variables.
+    pub modules: Vec<CudaModuleState>,
+    /// Function handles.
+    pub functions: Vec<CudaFunctionState>,
+    /// The counters behind stream, event, module and function handles, in that order.
+    pub next: [u64; 4],
+    /// cuBLAS handles, and the counter behind the next.
+    pub blas: (Vec<u64>, u64),
+}
+
+/// A module handle of the CUDA executor.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct CudaModuleState {
+    /// Handle.
+    pub handle: u64,
+    /// SHA-256 of its image (one of [`SessionState::images`]).
+    pub image: [u8; 32],
+    /// The image's variables (`__device__`, `__constant__`), with their contents.
+    pub globals: Vec<GlobalState>,
+}
+
+/// A module variable.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct GlobalState {
+    /// Its name.
+    pub name: String,
+    /// Its device address on the source.
+    pub addr: u64,
+    /// Its length.
+    pub len: u64,
+    /// The guest asked for its address (`cudaGetSymbolAddress`, the symbol copies): it must
+    /// load at the same one.
+    pub seen: bool,
+    /// Its contents, in [`AllocState::data`]'s blocks.
+    pub data: Vec<ByteBuf>,
+}
+
+/// A function handle of the CUDA executor.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct CudaFunctionState {
+    /// Handle.
+    pub handle: u64,
+    /// The module handle it was looked up through.
+    pub module: u64,
+    /// The kernel's name.
+    pub name: String,
+    /// `cudaFuncAttributeMaxDynamicSharedMemorySize`.
+    pub max_dynamic_shared: i32,
+    /// `cudaFuncAttributePreferredSharedMemoryCarveout`.
+    pub carveout: i32,
 }
 
 /// The CPU executor's state.

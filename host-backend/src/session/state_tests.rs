@@ -666,7 +666,9 @@ fn inconsistent_states_load_nothing() {
     ];
     for (what, damage) in damages {
         let mut st = fresh();
-        let ExecState::Cpu(c) = &mut st.exec;
+        let ExecState::Cpu(c) = &mut st.exec else {
+            unreachable!()
+        };
         damage(c);
         let r = backend().load_session(st, Cancel::default(), Tenant::unique());
         assert!(r.is_err(), "{what} loaded");

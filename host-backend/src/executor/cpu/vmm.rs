@@ -65,14 +65,22 @@ impl DeviceHeap {
     /// `cuMemAddressReserve`: address space taken from the top of the session's range
     /// (allocations never go there). The address hint is not followed (CUDA treats it as
     /// a hint too).
-    pub fn vmm_reserve(&mut self, size: u64, align: u64) -> ExecResult<u64> {
+    pub fn vmm_reserve(&mut self, size: u64, align: u64, hint: u64) -> ExecResult<u64> {
         self.vmm.book.check_reserve(size, align)?;
         let align = align.max(super::GRANULARITY);
-        let base = self
-            .end
-            .checked_sub(size)
-            .map(|b| b / align * align)
+        // The address asked for, where it is free: between the allocations and the lowest
+        // reservation (which then becomes it, like any reservation). Otherwise the top.
+        let hinted = (hint != 0 && hint.is_multiple_of(align))
+            .then_some(hint)
             .filter(|&b| b >= self.next && b > self.start)
+            .filter(|&b| b.checked_add(size).is_some_and(|e| e <= self.end));
+        let base = hinted
+            .or_else(|| {
+                self.end
+                    .checked_sub(size)
+                    .map(|b| b / align * align)
+                    .filter(|&b| b >= self.next && b > self.start)
+            })
             .ok_or(Status::MEMORY_ALLOCATION)?;
         self.vmm.top.get_or_insert(self.end);
         self.vmm.book.reserve(base, size);
@@ -151,13 +159,28 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_free_address_asked_for_is_given() {
+        let budget = MemoryBudget::new(1 << 30);
+        let mut h = DeviceHeap::new(budget.clone(), u64::MAX);
+        let top = h.vmm_reserve(GRANULARITY, 0, 0).unwrap();
+        let want = top - 16 * GRANULARITY;
+        assert_eq!(h.vmm_reserve(GRANULARITY, 0, want).unwrap(), want);
+        // Taken, misaligned or past the space for them: placed as without a hint.
+        for hint in [want, want + 4096, top + GRANULARITY] {
+            let got = h.vmm_reserve(GRANULARITY, 0, hint).unwrap();
+            assert_eq!(got, want - GRANULARITY);
+            h.vmm_free(got, GRANULARITY).unwrap();
+        }
+    }
+
+    #[test]
     fn reserve_map_access_unmap_release() {
         let budget = MemoryBudget::new(1 << 30);
         let mut h = DeviceHeap::new(budget.clone(), u64::MAX);
         let p1 = h.vmm_create(GRANULARITY).unwrap();
         let p2 = h.vmm_create(2 * GRANULARITY).unwrap();
         assert_eq!(h.vmm_create(100).unwrap_err(), Status::INVALID_VALUE);
-        let va = h.vmm_reserve(4 * GRANULARITY, 0).unwrap();
+        let va = h.vmm_reserve(4 * GRANULARITY, 0, 0).unwrap();
         assert!(va.is_multiple_of(GRANULARITY));
         // Allocations never land in a reservation, nor does mapped host memory.
         let a = h.alloc(1 << 20, AllocKind::User).unwrap();
@@ -192,7 +215,7 @@ mod tests {
         h.copy(va + GRANULARITY - 8, va, 16).unwrap();
         assert!(h.spans(va + 3 * GRANULARITY - 8, 16).is_err());
         // One buffer, two addresses: a second mapping of p1 elsewhere sees the same bytes.
-        let va2 = h.vmm_reserve(GRANULARITY, 0).unwrap();
+        let va2 = h.vmm_reserve(GRANULARITY, 0, 0).unwrap();
         h.vmm_map(va2, GRANULARITY, 0, p1).unwrap();
         h.vmm_set_access(va2, GRANULARITY, 3).unwrap();
         h.bytes_mut(va + 8, 4)

@@ -85,6 +85,19 @@ impl Allocations {
         self.map.retain(|_, a| a.owner != Owner::Module(*hash));
     }
 
+    /// The user allocations: base and length, in address order.
+    pub fn users(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.map
+            .iter()
+            .filter(|(_, a)| a.owner == Owner::User)
+            .map(|(&b, a)| (b, a.len))
+    }
+
+    /// Whether any range has owner `owner`.
+    pub fn any_of(&self, owner: Owner) -> bool {
+        self.map.values().any(|a| a.owner == owner)
+    }
+
     /// Forgets everything.
     pub fn clear(&mut self) {
         self.map.clear();

@@ -166,13 +166,20 @@ impl CudaExecutor {
     }
 
     pub(super) fn blas_create_impl(&mut self) -> ExecResult<u64> {
+        let id = 0xb1a5_0000_0000 | (self.blas.next + 1);
+        self.blas_create_at(id)?;
+        self.blas.next += 1;
+        Ok(id)
+    }
+
+    /// Creates a cuBLAS handle known to the guest as `id` (a new one, or one of a loaded
+    /// session).
+    pub(super) fn blas_create_at(&mut self, id: u64) -> ExecResult<()> {
         if !cublas::present() {
             return Err(UNSUPPORTED);
         }
         self.cu_context()?;
         let h = cublas::create().map_err(|s| Status(s as u32))?;
-        self.blas.next += 1;
-        let id = 0xb1a5_0000_0000 | self.blas.next;
         self.blas.map.insert(
             id,
             Handle {
@@ -180,7 +187,7 @@ impl CudaExecutor {
                 stream: None,
             },
         );
-        Ok(id)
+        Ok(())
     }
 
     pub(super) fn blas_destroy_impl(&mut self, handle: u64) -> ExecResult<()> {

@@ -46,6 +46,10 @@ pub struct CudaConfig {
     /// driver's handle is then the only check on which memory a session opens, and handles
     /// of the sessions of one process (one VM) do not open in each other.
     pub ipc: bool,
+    /// Sessions may migrate (`--cuda-migratable`): `cudaMalloc` memory is placed by the
+    /// session in a range it reserves, page by page through the driver's virtual memory
+    /// calls (`fixed`), so a loaded session re-creates it at the same addresses.
+    pub migratable: bool,
     /// Make contexts ahead of sessions (`--warm-context`; see [`WarmMode`]).
     pub warm: WarmMode,
 }
@@ -97,6 +101,7 @@ impl Default for CudaConfig {
             register_guest_memory: false,
             tenant_process: false,
             ipc: false,
+            migratable: false,
             warm: WarmMode::Off,
         }
     }

@@ -64,6 +64,38 @@ impl<T> HandleTable<T> {
     }
 
     /// The object behind `handle`.
+    /// The counter behind the next handle (saved with a migrated session).
+    pub fn next_counter(&self) -> u64 {
+        self.next
+    }
+
+    /// Makes the next [`HandleTable::insert`] return `handle`, for a loaded session whose
+    /// guest holds it: `false` (nothing changed) unless it is a handle of this table's kind,
+    /// below `limit` (the saved counter) and not taken.
+    pub fn expect(&mut self, handle: u64, limit: u64) -> bool {
+        let n = handle & ((1 << COUNTER_BITS) - 1);
+        let ok = handle >> COUNTER_BITS == self.kind as u64
+            && n >= 1
+            && n < limit.min(1 << COUNTER_BITS)
+            && !self.map.contains_key(&handle);
+        if ok {
+            self.next = n;
+        }
+        ok
+    }
+
+    /// Sets the counter to a loaded session's `next`: `false` (nothing changed) where a
+    /// handle already given out is not below it, or it is out of range.
+    pub fn restore_next(&mut self, next: u64) -> bool {
+        let mask = (1 << COUNTER_BITS) - 1;
+        let ok =
+            (1..=1 << COUNTER_BITS).contains(&next) && self.map.keys().all(|h| h & mask < next);
+        if ok {
+            self.next = next;
+        }
+        ok
+    }
+
     pub fn get(&self, handle: u64) -> ExecResult<&T> {
         self.map.get(&handle).ok_or(Status::INVALID_HANDLE)
     }
@@ -141,6 +173,24 @@ mod tests {
         for v in [0, 1, 2, u64::MAX, 0x7f00_dead_beef, s + 1, s ^ (1 << 47)] {
             assert_eq!(streams.get(v), Err(Status::INVALID_HANDLE), "{v:#x}");
         }
+    }
+
+    #[test]
+    fn loaded_handles_come_back_under_their_numbers() {
+        let mut t = HandleTable::new(Kind::Event);
+        let (a, b) = (t.insert(1).unwrap(), t.insert(2).unwrap());
+        let next = t.next_counter();
+        let mut u = HandleTable::new(Kind::Event);
+        assert!(u.expect(b, next));
+        assert_eq!(u.insert(2).unwrap(), b);
+        assert!(!u.expect(b, next), "taken");
+        assert!(!u.expect(a | 1 << 47, next), "another kind's tag");
+        assert!(!u.expect(a, 1), "past the counter");
+        assert!(u.expect(a, next));
+        assert_eq!(u.insert(1).unwrap(), a);
+        assert!(!u.restore_next(b & 0xffff), "below a handle given out");
+        assert!(u.restore_next(next));
+        assert!(u.insert(3).unwrap() > b);
     }
 
     #[test]

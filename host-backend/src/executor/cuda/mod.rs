@@ -30,10 +30,10 @@
 //! process all contexts share a unified address space, so the driver alone would copy from
 //! another session's memory. Pointers inside kernel parameters cannot be checked; the
 //! per-session context is what keeps a kernel from reaching other sessions' memory.
-//! `set_address_range` is ignored: the driver picks device addresses, and placing them at a
-//! guest-chosen address would need the virtual memory management API with 2 MiB
-//! granularity and a sub-allocator, for a guarantee (device pointers never alias guest
-//! pointers) the guest library does not depend on for correctness.
+//! `set_address_range` is ignored: the driver picks device addresses (or, with
+//! `--cuda-migratable`, the session does, in a range it reserves: `fixed`, so a migrated
+//! session gets them back), for a guarantee (device pointers never alias guest pointers)
+//! the guest library does not depend on for correctness.
 //!
 //! # Mapped host memory
 //!
@@ -155,8 +155,9 @@
 //! trait, handing streams and events to `streams`, modules and launches to `modules`,
 //! arrays and textures to `texture`, graphs to `graphs`, the VMM API to `vmm`, the libraries
 //! to `blas` and `rand`, and copies to `transfer` (with `plan`, `staging` and
-//! `guest_mem`). `driver` wraps every driver call; `owned` gives the handle-bearing ones
-//! safe, owning types.
+//! `guest_mem`); `fixed` (its book in `pages`) places a migratable session's memory.
+//! `driver` wraps every driver call; `owned` gives the handle-bearing ones safe, owning
+//! types.
 
 mod allocs;
 mod blas;
@@ -170,6 +171,7 @@ mod driver;
 mod error;
 mod factory;
 mod ffi;
+mod fixed;
 mod graphs;
 mod guest_mem;
 mod handles;
@@ -178,6 +180,7 @@ mod lib_ffi;
 mod modules;
 mod ops;
 mod owned;
+mod pages;
 mod plan;
 mod printf;
 mod rand;
@@ -265,6 +268,11 @@ pub struct CudaExecutor {
     non_blocking: std::collections::HashSet<u64>,
     /// CUDA graphs (`graphs.rs`).
     graphs: HandleTable<state::NativeGraph>,
+    /// A migratable session's device memory (`fixed.rs`), once it allocated some.
+    fixed: Option<pages::FixedBook>,
+    /// Priorities of streams created with one other than 0 (a migrated session makes
+    /// them again).
+    stream_priorities: HashMap<u64, i32>,
 }
 
 impl std::fmt::Debug for CudaExecutor {
@@ -315,6 +323,7 @@ impl Drop for CudaExecutor {
                 self.unpin_host();
                 // The VMM objects are the process's: the context does not take them.
                 self.vmm_teardown();
+                self.fixed_teardown();
             }
             if let Err(e) = ctx.destroy() {
                 warn!("destroying a session's context: {}", driver::error_name(e));
@@ -393,6 +402,8 @@ impl CudaExecutor {
             textures: state::Textures::default(),
             non_blocking: std::collections::HashSet::new(),
             graphs: HandleTable::new(Kind::Graph),
+            fixed: None,
+            stream_priorities: HashMap::new(),
         })
     }
 
@@ -545,6 +556,7 @@ impl CudaExecutor {
             }
             // The VMM objects outlive contexts: freed here, with their charges.
             self.vmm_teardown();
+            self.fixed_teardown();
             let _ = ctx.destroy();
         }
         self.pool.forget();
@@ -560,6 +572,7 @@ impl CudaExecutor {
         self.textures.clear();
         self.non_blocking.clear();
         self.graphs.clear();
+        self.stream_priorities.clear();
         self.params_dirty = PARAM_BUF_LEN;
         let ctx = Context::create(self.shared.device).map_err(to_status)?;
         self.ctx = Some(ctx);

@@ -271,6 +271,8 @@ impl CudaExecutor {
                 module: Rc::new(module),
                 refs: 1,
                 names: None,
+                image,
+                seen: Default::default(),
             },
         );
         self.uses_printf |= info.uses_printf;
@@ -363,15 +365,18 @@ impl CudaExecutor {
 
     pub(super) fn symbol_get_impl(&mut self, module: u64, name: &str) -> ExecResult<(u64, u64)> {
         let hash = *self.modules.get(module)?;
-        let m = &self.loaded.get(&hash).ok_or(Status::INVALID_HANDLE)?.module;
+        let m = self.loaded.get_mut(&hash).ok_or(Status::INVALID_HANDLE)?;
         let cname = CString::new(name).map_err(|_| Status::INVALID_SYMBOL)?;
-        self.bind()?;
-        let (ptr, size) = m.global(&cname).map_err(|e| match e {
+        context_of(&self.ctx)?.bind().map_err(to_status)?;
+        let (ptr, size) = m.module.global(&cname).map_err(|e| match e {
             CUresult::CUDA_ERROR_NOT_FOUND => Status::INVALID_SYMBOL,
             e => to_status(e),
         })?;
         if size > 0 {
             self.allocs.insert(ptr, size as u64, Owner::Module(hash))?;
+        }
+        if !m.seen.contains(name) {
+            m.seen.insert(name.to_owned());
         }
         Ok((ptr, size as u64))
     }

@@ -80,6 +80,10 @@ pub(super) struct LoadedModule {
     pub(super) refs: usize,
     /// Its kernels' names, once asked for (`ModuleFunction` asks once per kernel).
     pub(super) names: Option<Vec<String>>,
+    /// The image it was loaded from (a migrated session loads it again).
+    pub(super) image: std::sync::Arc<crate::executor::ModuleImage>,
+    /// The variables whose address the guest asked for (`SymbolGet`).
+    pub(super) seen: std::collections::BTreeSet<String>,
 }
 
 /// The stream behind a guest stream handle (`STREAM_LEGACY`: the legacy default stream).

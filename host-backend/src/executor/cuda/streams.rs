@@ -45,12 +45,16 @@ impl CudaExecutor {
         if flags & STREAM_NON_BLOCKING != 0 {
             self.non_blocking.insert(h);
         }
+        if priority != 0 {
+            self.stream_priorities.insert(h, priority);
+        }
         Ok(h)
     }
 
     pub(super) fn stream_destroy_impl(&mut self, stream: u64) -> ExecResult<()> {
         let s = self.streams.remove(stream)?;
         self.non_blocking.remove(&stream);
+        self.stream_priorities.remove(&stream);
         self.bind()?;
         s.destroy().map_err(to_status)
     }

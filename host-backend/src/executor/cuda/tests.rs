@@ -13,7 +13,7 @@ use super::*;
 use crate::data::DataSegs;
 use crate::executor::testing::ptx_fatbin;
 use crate::executor::{
-    ExecutorFactory, GraphOps, HostMemoryOps, MemoryOps, ModuleOps, StreamOps, VmmOps,
+    ExecutorFactory, GraphOps, HostMemoryOps, MemoryOps, ModuleOps, StateOps, StreamOps, VmmOps,
 };
 
 fn factory() -> Option<CudaFactory> {
@@ -1336,4 +1336,144 @@ fn sessions_take_warm_contexts() {
         }
         assert_eq!(f.warm_hits(), hits, "{mode:?}");
     }
+}
+
+/// A module variable and a kernel that counts in it.
+const COUNTER_PTX: &str = r#"
+.version 7.0
+.target sm_50
+.address_size 64
+
+.visible .global .align 4 .u32 counter = 7;
+
+.visible .entry tick()
+{
+    .reg .b32 %r<2>;
+    ld.global.u32 %r1, [counter];
+    add.u32 %r1, %r1, 1;
+    st.global.u32 [counter], %r1;
+    ret;
+}
+"#;
+
+/// A session of `--cuda-migratable` saved and loaded into a new one (as a migration's
+/// destination would): device memory at the same addresses with the same contents (holes
+/// left by frees included), the module variable with its address and value, function,
+/// stream and event handles usable under their numbers, new allocations placed around the
+/// loaded ones.
+#[test]
+fn a_migratable_session_moves_with_its_state() {
+    let _turn = GPU_TURN.lock().unwrap_or_else(|e| e.into_inner());
+    let Ok(f) = CudaFactory::new(CudaConfig {
+        migratable: true,
+        ..CudaConfig::default()
+    }) else {
+        eprintln!("skipping: no GPU");
+        return;
+    };
+    let mut e = f.new_executor().unwrap();
+    let a = e.malloc(0, 1000).unwrap();
+    let hole = e.malloc(0, 3 << 20).unwrap();
+    let b = e.malloc(0, (5 << 20) + 3).unwrap();
+    e.free(hole).unwrap();
+    let (mut da, mut db) = (pattern(1000, 1), pattern((5 << 20) + 3, 2));
+    e.memcpy_htod(&htod(a, 1000, 1, 0, 0), &DataSegs::from_slice(&mut da))
+        .unwrap();
+    e.memcpy_htod(
+        &htod(b, db.len() as u64, 1, 0, 0),
+        &DataSegs::from_slice(&mut db),
+    )
+    .unwrap();
+    let m = e.module_load(ptx_fatbin(COUNTER_PTX)).unwrap();
+    let k = e.function_get(m, "tick").unwrap().handle;
+    let tick = LaunchReq {
+        function: k,
+        stream: 0,
+        grid: [1, 1, 1],
+        block: [1, 1, 1],
+        shared_mem: 0,
+        param_len: 0,
+    };
+    e.launch(&tick, &[]).unwrap();
+    let s = e.stream_create(0, 1, 0).unwrap();
+    let ev = e.event_create(0, 0).unwrap();
+    let (state, images) = e.save_state(None).unwrap();
+    let images = images.into_iter().map(|i| (i.hash, i)).collect();
+    drop(e);
+
+    let mut e = f.new_executor().unwrap();
+    e.load_state(state, &images).unwrap();
+    let mut back = vec![0u8; 1000];
+    e.memcpy_dtoh(&dtoh(a, 1000, 1, 0), &DataSegs::from_slice(&mut back))
+        .unwrap();
+    assert!(back == da);
+    let mut back = vec![0u8; db.len()];
+    e.memcpy_dtoh(
+        &dtoh(b, db.len() as u64, 1, 0),
+        &DataSegs::from_slice(&mut back),
+    )
+    .unwrap();
+    assert!(back == db);
+    // The guest never asked where the variable is: it may be anywhere now, with its value.
+    let (counter, len) = e.symbol_get(m, "counter").unwrap();
+    assert_eq!(len, 4);
+    e.launch(&tick, &[]).unwrap();
+    let mut c = [0u8; 4];
+    e.memcpy_dtoh(&dtoh(counter, 4, 1, 0), &DataSegs::from_slice(&mut c))
+        .unwrap();
+    assert_eq!(
+        u32::from_le_bytes(c),
+        9,
+        "7, a tick before the move and one after"
+    );
+    e.stream_synchronize(s).unwrap();
+    e.event_query(ev).unwrap();
+    // The hole is free again, the loaded allocations are not.
+    let n = e.malloc(0, 3 << 20).unwrap();
+    assert!(n + (3 << 20) <= b || n >= b + db.len() as u64);
+    assert!(n >= a + 1000 || n + (3 << 20) <= a);
+    e.free(a).unwrap();
+    e.free(b).unwrap();
+}
+
+/// A module variable whose address the guest knows loads at that address, or the load
+/// fails naming it (the driver places module variables; on vcuda's own driver, in one
+/// process, it places them anew).
+#[test]
+fn a_known_module_variable_keeps_its_address_or_the_load_fails() {
+    let _turn = GPU_TURN.lock().unwrap_or_else(|e| e.into_inner());
+    let Ok(f) = CudaFactory::new(CudaConfig {
+        migratable: true,
+        ..CudaConfig::default()
+    }) else {
+        eprintln!("skipping: no GPU");
+        return;
+    };
+    let mut e = f.new_executor().unwrap();
+    let m = e.module_load(ptx_fatbin(COUNTER_PTX)).unwrap();
+    let (counter, _) = e.symbol_get(m, "counter").unwrap();
+    let (state, images) = e.save_state(None).unwrap();
+    let images = images.into_iter().map(|i| (i.hash, i)).collect();
+    drop(e);
+    let mut e = f.new_executor().unwrap();
+    match e.load_state(state, &images) {
+        Ok(()) => assert_eq!(e.symbol_get(m, "counter").unwrap(), (counter, 4)),
+        Err(err) => {
+            let err = err.to_string();
+            assert!(err.contains("module variable counter loads at"), "{err}");
+            eprintln!("loaded elsewhere: {err}");
+        }
+    }
+}
+
+/// Without `--cuda-migratable`, a session holding device memory refuses to save, naming
+/// why.
+#[test]
+fn device_memory_of_a_plain_session_does_not_move() {
+    gpu!(f);
+    let mut e = f.new_executor().unwrap();
+    let p = e.malloc(0, 4096).unwrap();
+    let err = e.save_state(None).unwrap_err().to_string();
+    assert!(err.contains("--cuda-migratable"), "{err}");
+    e.free(p).unwrap();
 }

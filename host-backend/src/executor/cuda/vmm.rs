@@ -52,13 +52,18 @@ impl CudaExecutor {
         Ok(())
     }
 
-    pub(super) fn vmm_reserve_impl(&mut self, size: u64, alignment: u64) -> ExecResult<u64> {
+    pub(super) fn vmm_reserve_impl(
+        &mut self,
+        size: u64,
+        alignment: u64,
+        hint: u64,
+    ) -> ExecResult<u64> {
         self.vmm.check_reserve(size, alignment)?;
         let n = usize::try_from(size).map_err(|_| Status::MEMORY_ALLOCATION)?;
         let a = usize::try_from(alignment).map_err(|_| Status::INVALID_VALUE)?;
         self.bind()?;
-        // The guest's address hint is not passed on: CUDA may ignore it anyway.
-        let ptr = driver::mem_address_reserve(n, a).map_err(optional_to_status)?;
+        // The guest's address is a hint the driver takes where that range is free.
+        let ptr = driver::mem_address_reserve(n, a, hint).map_err(optional_to_status)?;
         self.vmm.reserve(ptr, size);
         Ok(ptr)
     }

@@ -98,7 +98,9 @@ impl StateOps for CpuExecutor {
     }
 
     fn load_state(&mut self, state: ExecState, images: &Images) -> Result<(), MigrateError> {
-        let ExecState::Cpu(mut s) = state;
+        let ExecState::Cpu(mut s) = state else {
+            return Err(MigrateError::invalid("a session of another executor"));
+        };
         if !self.streams.is_empty() || !self.events.is_empty() {
             return Err(MigrateError::invalid("loading into a session in use"));
         }

@@ -15,8 +15,8 @@ impl VmmOps for CpuExecutor {
         self.heap.vmm_release(handle)
     }
 
-    fn vmm_reserve(&mut self, size: u64, alignment: u64, _addr: u64) -> ExecResult<u64> {
-        self.heap.vmm_reserve(size, alignment)
+    fn vmm_reserve(&mut self, size: u64, alignment: u64, addr: u64) -> ExecResult<u64> {
+        self.heap.vmm_reserve(size, alignment, addr)
     }
 
     fn vmm_free(&mut self, ptr: u64, size: u64) -> ExecResult<()> {

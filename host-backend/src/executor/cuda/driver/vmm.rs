@@ -60,11 +60,12 @@ pub unsafe fn mem_release(h: u64) -> DrvResult<()> {
     ok(unsafe { ffi::cuMemRelease(h) })
 }
 
-/// `cuMemAddressReserve`: `size` bytes aligned to `align` (0: the granularity).
-pub fn mem_address_reserve(size: usize, align: usize) -> DrvResult<CUdeviceptr> {
+/// `cuMemAddressReserve`: `size` bytes aligned to `align` (0: the granularity), at `addr`
+/// if that range is free (0: anywhere; the driver takes the address as a hint only).
+pub fn mem_address_reserve(size: usize, align: usize, addr: CUdeviceptr) -> DrvResult<CUdeviceptr> {
     let mut p = 0;
-    // SAFETY: a valid out pointer; no address hint.
-    ok(unsafe { ffi::cuMemAddressReserve(&mut p, size, align, 0, 0) })?;
+    // SAFETY: a valid out pointer; the hint is a plain number the driver checks.
+    ok(unsafe { ffi::cuMemAddressReserve(&mut p, size, align, addr, 0) })?;
     Ok(p)
 }
 

@@ -23,17 +23,29 @@ impl MemoryOps for CudaExecutor {
             .filter(|&c| c <= self.shared.session_limit)
             .ok_or(Status::MEMORY_ALLOCATION)?;
         self.bind()?;
-        let ptr = driver::mem_alloc(n).map_err(|e| match e {
-            // A size no device has (1 << 50, say): the runtime's answer is an allocation
-            // failure (H100, driver 580, measured), the driver's an invalid value.
-            cudarc::driver::sys::CUresult::CUDA_ERROR_INVALID_VALUE => Status::MEMORY_ALLOCATION,
-            e => to_status(e),
-        })?;
+        let migratable = self.shared.config.migratable;
+        let ptr = if migratable {
+            self.fixed_alloc(size, None)?
+        } else {
+            driver::mem_alloc(n).map_err(|e| match e {
+                // A size no device has (1 << 50, say): the runtime's answer is an
+                // allocation failure (H100, driver 580, measured), the driver's an invalid
+                // value.
+                cudarc::driver::sys::CUresult::CUDA_ERROR_INVALID_VALUE => {
+                    Status::MEMORY_ALLOCATION
+                }
+                e => to_status(e),
+            })?
+        };
         if let Err(e) = self.allocs.insert(ptr, size, Owner::User) {
             // The driver never hands out overlapping ranges; if it did, refuse the memory.
-            // SAFETY: `ptr` was allocated just above in the session's context, which is
-            // still current, and was never given out, so nothing else frees or uses it.
-            let _ = unsafe { driver::mem_free(ptr) };
+            if migratable {
+                self.fixed_free(ptr);
+            } else {
+                // SAFETY: `ptr` was allocated just above in the session's context, which is
+                // still current, and was never given out, so nothing else frees or uses it.
+                let _ = unsafe { driver::mem_free(ptr) };
+            }
             return Err(e);
         }
         self.charged = charged;
@@ -52,11 +64,15 @@ impl MemoryOps for CudaExecutor {
         self.may_print = true;
         let r = self.wait_device();
         self.settle(r)?;
-        // SAFETY: `ptr` is the base of a live user allocation of this session's context
-        // (checked above; the context, current since `bind`, is the one it was allocated
-        // in); it leaves the table right after, so it is freed once, and the device is idle
-        // (synchronized above), so no work still uses it.
-        unsafe { driver::mem_free(ptr) }.map_err(to_status)?;
+        if self.shared.config.migratable {
+            self.fixed_free(ptr).ok_or(Status::INVALID_VALUE)?;
+        } else {
+            // SAFETY: `ptr` is the base of a live user allocation of this session's
+            // context (checked above; the context, current since `bind`, is the one it was
+            // allocated in); it leaves the table right after, so it is freed once, and the
+            // device is idle (synchronized above), so no work still uses it.
+            unsafe { driver::mem_free(ptr) }.map_err(to_status)?;
+        }
         let len = self.allocs.remove_user(ptr)?;
         self.charged = self.charged.saturating_sub(charge(len).unwrap_or(0));
         Ok(())

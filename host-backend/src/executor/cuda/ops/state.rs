@@ -1,34 +1,493 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
-//! The CUDA executor's live migration ([`StateOps`]): not built yet. Loading a session on
-//! a GPU needs every allocation re-created at its old device address (reserving and mapping
-//! the same ranges with the driver's virtual memory calls) and modules reloaded from their
-//! images; until then both directions refuse, naming why.
+//! The CUDA executor's live migration ([`StateOps`]): a session of a backend started with
+//! `--cuda-migratable`, whose `cudaMalloc` memory lies at addresses it chose (`fixed`),
+//! saves its device memory, module handles (with the variables of their images), function
+//! handles, streams, events and cuBLAS handles as plain data
+//! ([`crate::migrate::state::CudaState`]); loading reserves the same address range, puts
+//! every allocation back at its address and makes every object again under its handle.
+//! Graphs are the session's descriptions, instantiated again by the session.
+//!
+//! Module variables are placed by the driver: a variable whose address the guest asked for
+//! must land at the same address on the destination (checked; the load fails otherwise),
+//! the others get their contents back wherever they land. What does not move yet fails the
+//! save, naming it: cuRAND generators, CUDA arrays and texture objects, the VMM API's
+//! objects, IPC, host memory mapped for kernels, and sessions of a backend without
+//! `--cuda-migratable` that hold device memory.
 
-use crate::executor::cuda::CudaExecutor;
+use std::collections::HashSet;
+use std::ffi::CString;
 use std::sync::Arc;
 
-use crate::executor::{Images, ModuleImage, StateOps};
-use crate::migrate::precopy::ChunkRead;
-use crate::migrate::state::ExecState;
-use crate::migrate::{Known, MigrateError};
+use vcuda_protocol::STREAM_LEGACY;
 
-/// What the refusal names.
-const WHY: &str = "a session of the CUDA executor (only the CPU executor's sessions move)";
+use crate::executor::cuda::allocs::Owner;
+use crate::executor::cuda::error::to_status;
+use crate::executor::cuda::{CudaExecutor, charge, driver, pages};
+use crate::executor::{Images, ModuleImage, StateOps, Status};
+use crate::migrate::precopy::ChunkRead;
+use crate::migrate::state::{
+    ALLOC_USER, AllocState, CudaFunctionState, CudaModuleState, CudaState, EventState, ExecState,
+    GlobalState, StreamState,
+};
+use crate::migrate::{Known, MigrateError, compress, compress_known, decompress_into};
+
+/// `cudaStreamNonBlocking`.
+const STREAM_NON_BLOCKING: u32 = 1;
+/// Event flags the guest may have given (blocking sync, disable timing, interprocess).
+const EVENT_FLAGS: u32 = 0x7;
+/// `cudaEventInterprocess`.
+const EVENT_INTERPROCESS: u32 = 0x4;
+/// Kept with an event's flags: the driver could not make it interprocess (`streams.rs`).
+const NO_IPC: u32 = 1 << 31;
+/// The tag of cuBLAS handles (`blas.rs`).
+const BLAS_TAG: u64 = 0xb1a5_0000_0000;
+/// How long a save waits for the session's GPU work to finish.
+const QUIESCE: std::time::Duration = std::time::Duration::from_secs(10);
+/// Most bytes of one module variable carried.
+const MAX_GLOBAL: u64 = 1 << 32;
+
+fn unsupported(what: &str) -> MigrateError {
+    MigrateError::Unsupported(format!("{what} on the CUDA executor"))
+}
+
+fn failed(what: &str, st: Status) -> MigrateError {
+    MigrateError::invalid(format_args!("{what}: {st}"))
+}
+
+impl CudaExecutor {
+    /// Copies `[addr, addr + len)` of device memory to the host (the device idle).
+    fn read_device(&self, addr: u64, len: u64) -> Result<Vec<u8>, MigrateError> {
+        let n = usize::try_from(len).map_err(|_| MigrateError::NoRoom("device memory".into()))?;
+        let mut buf = vec![0u8; n];
+        // SAFETY: `buf` is writable for `n` bytes and only this copy touches it; pageable
+        // memory makes the copy complete before the call returns; `[addr, addr + len)` is
+        // device memory of the session's context (an allocation or a module variable of
+        // it), current since the caller's `bind`; the legacy stream is always live.
+        unsafe { driver::memcpy_dtoh(buf.as_mut_ptr(), addr, n, std::ptr::null_mut()) }
+            .map_err(|e| failed("reading device memory", to_status(e)))?;
+        Ok(buf)
+    }
+
+    /// Writes `bytes` to device memory at `addr` (the caller waits for the device after).
+    fn write_device(&self, addr: u64, bytes: &[u8]) -> Result<(), MigrateError> {
+        // SAFETY: `bytes` is pageable memory, consumed before the call returns;
+        // `[addr, addr + len)` is device memory of the session's context (checked by the
+        // caller: an allocation it placed, or a module variable the driver sized), current
+        // since the caller's `bind`; the legacy stream is always live.
+        unsafe { driver::memcpy_htod(addr, bytes.as_ptr(), bytes.len(), std::ptr::null_mut()) }
+            .map_err(|e| failed("writing device memory", to_status(e)))
+    }
+
+    /// What cannot move yet, if the session holds any of it.
+    fn refuse_unmovable(&self) -> Result<(), MigrateError> {
+        if self.ctx.is_none() {
+            return Err(unsupported("a session whose context was lost"));
+        }
+        if !self.rand.map.is_empty() {
+            return Err(unsupported("cuRAND generators"));
+        }
+        let t = &self.textures;
+        if t.arrays.count() > 0 || t.mipmapped.count() > 0 || !t.objects.is_empty() {
+            return Err(unsupported("CUDA arrays and texture or surface objects"));
+        }
+        if !self.vmm.is_empty() {
+            return Err(unsupported("memory of the virtual memory management API"));
+        }
+        if !self.ipc_opens.is_empty() || self.allocs.any_of(Owner::Ipc) {
+            return Err(unsupported("memory opened through an IPC handle"));
+        }
+        if !self.host_mapped.is_empty() {
+            return Err(unsupported("host memory mapped for kernels"));
+        }
+        if self
+            .events
+            .values()
+            .any(|(_, f)| f & EVENT_INTERPROCESS != 0 && f & NO_IPC == 0)
+        {
+            return Err(unsupported("interprocess events"));
+        }
+        if !self.shared.config.migratable && self.allocs.users().next().is_some() {
+            return Err(MigrateError::Unsupported(
+                "device memory of a CUDA backend not started with --cuda-migratable (its \
+                 addresses cannot be had again elsewhere)"
+                    .into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The module handles, the first of each image with the image's variables.
+    fn save_modules(&self) -> Result<(Vec<CudaModuleState>, Vec<Arc<ModuleImage>>), MigrateError> {
+        let mut handles: Vec<(u64, [u8; 32])> =
+            self.modules.iter().map(|(&h, &hash)| (h, hash)).collect();
+        handles.sort_unstable();
+        let mut done = HashSet::new();
+        let (mut modules, mut images) = (Vec::new(), Vec::new());
+        for (handle, hash) in handles {
+            let mut globals = Vec::new();
+            if done.insert(hash) {
+                let m = self
+                    .loaded
+                    .get(&hash)
+                    .ok_or_else(|| MigrateError::invalid("a module handle without its module"))?;
+                images.push(m.image.clone());
+                let mut names: Vec<String> = vcuda_fatbin::parse(&m.image.bytes)
+                    .map(|fb| vcuda_fatbin::module_variables(&fb))
+                    .unwrap_or_default();
+                names.extend(m.seen.iter().cloned());
+                names.sort_unstable();
+                names.dedup();
+                for name in names {
+                    let Ok(cname) = CString::new(name.as_str()) else {
+                        continue;
+                    };
+                    // Names the driver does not know (PTX-only names, a variable the
+                    // compiler dropped) have nothing to carry.
+                    let Ok((addr, len)) = m.module.global(&cname) else {
+                        continue;
+                    };
+                    let len = len as u64;
+                    if len == 0 {
+                        continue;
+                    }
+                    let bytes = self.read_device(addr, len)?;
+                    globals.push(GlobalState {
+                        seen: m.seen.contains(&name),
+                        name,
+                        addr,
+                        len,
+                        data: compress(&bytes),
+                    });
+                }
+            }
+            modules.push(CudaModuleState {
+                handle,
+                image: hash,
+                globals,
+            });
+        }
+        Ok((modules, images))
+    }
+
+    /// Loads the module handles of a saved session, in handle order.
+    fn load_modules(
+        &mut self,
+        modules: Vec<CudaModuleState>,
+        next: u64,
+        images: &Images,
+    ) -> Result<(), MigrateError> {
+        let mut carried = HashSet::new();
+        for m in modules {
+            if !self.modules.expect(m.handle, next) {
+                return Err(MigrateError::invalid(format_args!(
+                    "module {:#x}",
+                    m.handle
+                )));
+            }
+            let image = images
+                .get(&m.image)
+                .ok_or_else(|| MigrateError::invalid("a module of an image not carried"))?
+                .clone();
+            let h = self
+                .module_load_impl(image)
+                .map_err(|st| failed("loading a module again", st))?;
+            if h != m.handle {
+                return Err(MigrateError::invalid(format_args!(
+                    "module {:#x}",
+                    m.handle
+                )));
+            }
+            if m.globals.is_empty() {
+                continue;
+            }
+            if !carried.insert(m.image) {
+                return Err(MigrateError::invalid("an image's variables carried twice"));
+            }
+            for g in m.globals {
+                self.load_global(m.image, g)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Puts a module variable's contents back; one the guest knows the address of must be
+    /// where it was.
+    fn load_global(&mut self, hash: [u8; 32], g: GlobalState) -> Result<(), MigrateError> {
+        let bad = || MigrateError::invalid(format_args!("module variable {}", g.name));
+        let cname = CString::new(g.name.as_str()).map_err(|_| bad())?;
+        let m = self.loaded.get_mut(&hash).ok_or_else(bad)?;
+        let (addr, len) = m.module.global(&cname).map_err(|_| bad())?;
+        if len as u64 != g.len || g.len > MAX_GLOBAL {
+            return Err(bad());
+        }
+        if g.seen {
+            if addr != g.addr {
+                return Err(MigrateError::NoRoom(format!(
+                    "module variable {} loads at {addr:#x} here, not at {:#x} where the guest \
+                     knows it",
+                    g.name, g.addr
+                )));
+            }
+            m.seen.insert(g.name.clone());
+        }
+        let mut bytes = vec![0u8; len];
+        decompress_into(&g.data, &mut bytes)?;
+        self.write_device(addr, &bytes)?;
+        if g.seen {
+            self.allocs
+                .insert(addr, g.len, Owner::Module(hash))
+                .map_err(|_| bad())?;
+        }
+        Ok(())
+    }
+
+    /// Puts the saved allocations back at their addresses, with their contents.
+    fn load_allocs(
+        &mut self,
+        range: (u64, u64),
+        allocs: Vec<AllocState>,
+    ) -> Result<(), MigrateError> {
+        if allocs.is_empty() {
+            return Ok(());
+        }
+        if !self.shared.config.migratable {
+            return Err(MigrateError::NoRoom(
+                "this CUDA backend was not started with --cuda-migratable".into(),
+            ));
+        }
+        let (base, len) = range;
+        if !base.is_multiple_of(pages::PAGE)
+            || !len.is_multiple_of(pages::PAGE)
+            || len == 0
+            || len > pages::range_len(u64::MAX)
+        {
+            return Err(MigrateError::invalid("device address range"));
+        }
+        self.fixed_book(base, len).map_err(|_| {
+            MigrateError::NoRoom(format!(
+                "device addresses {base:#x}..{:#x} are taken on this host",
+                base.saturating_add(len)
+            ))
+        })?;
+        for a in allocs {
+            let at = a.addr;
+            let bad = || MigrateError::invalid(format_args!("allocation at {at:#x}"));
+            if a.kind != ALLOC_USER || a.len == 0 {
+                return Err(bad());
+            }
+            let charged = charge(a.len)
+                .and_then(|c| self.charged.checked_add(c))
+                .filter(|&c| c <= self.shared.session_limit)
+                .ok_or_else(|| MigrateError::NoRoom("the session's device memory limit".into()))?;
+            let addr = self.fixed_alloc(a.len, Some(at)).map_err(|st| match st {
+                Status::MEMORY_ALLOCATION => bad(),
+                st => failed("device memory", st),
+            })?;
+            self.charged = charged;
+            self.allocs
+                .insert(addr, a.len, Owner::User)
+                .map_err(|_| bad())?;
+            let n = usize::try_from(a.len).map_err(|_| bad())?;
+            let mut bytes = vec![0u8; n];
+            decompress_into(&a.data, &mut bytes)?;
+            self.write_device(addr, &bytes)?;
+        }
+        Ok(())
+    }
+}
 
 impl StateOps for CudaExecutor {
     fn save_state(
         &mut self,
-        _: Option<Known<'_>>,
+        known: Option<Known<'_>>,
     ) -> Result<(ExecState, Vec<Arc<ModuleImage>>), MigrateError> {
-        Err(MigrateError::Unsupported(WHY.into()))
+        self.refuse_unmovable()?;
+        self.bind()
+            .map_err(|st| failed("the session's context", st))?;
+        // Work still queued finishes first (the session takes no calls meanwhile), within a
+        // bound: past it the save fails and the session runs on at the source, its work
+        // untouched.
+        let start = std::time::Instant::now();
+        while !self.idle() {
+            if start.elapsed() > QUIESCE {
+                return Err(MigrateError::Unsupported(format!(
+                    "a session whose GPU work still runs after {} s",
+                    QUIESCE.as_secs()
+                )));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        self.may_print = true;
+        let r = self.wait_device();
+        self.settle(r)
+            .map_err(|st| failed("waiting for the session's GPU work", st))?;
+        let mut allocs = Vec::new();
+        for (addr, len) in self.allocs.users().collect::<Vec<_>>() {
+            let bytes = self.read_device(addr, len)?;
+            allocs.push(AllocState {
+                addr,
+                len,
+                kind: ALLOC_USER,
+                data: compress_known(&bytes, addr, known),
+            });
+        }
+        let (modules, images) = self.save_modules()?;
+        let mut functions: Vec<CudaFunctionState> = self
+            .function_names
+            .iter()
+            .filter_map(|((module, name), &handle)| {
+                let f = self.functions.get(handle).ok()?;
+                Some(CudaFunctionState {
+                    handle,
+                    module: *module,
+                    name: name.clone(),
+                    max_dynamic_shared: f.info.attrs.max_dynamic_shared_size_bytes,
+                    carveout: f.info.attrs.preferred_shmem_carveout,
+                })
+            })
+            .collect();
+        functions.sort_unstable_by_key(|f| f.handle);
+        let mut streams: Vec<StreamState> = self
+            .streams
+            .iter()
+            .map(|(&handle, _)| StreamState {
+                handle,
+                flags: if self.non_blocking.contains(&handle) {
+                    STREAM_NON_BLOCKING
+                } else {
+                    0
+                },
+                priority: self.stream_priorities.get(&handle).copied().unwrap_or(0),
+            })
+            .collect();
+        streams.sort_unstable_by_key(|s| s.handle);
+        let mut events: Vec<EventState> = self
+            .events
+            .iter()
+            .map(|(&handle, (_, flags))| EventState {
+                handle,
+                flags: flags & EVENT_FLAGS,
+                recorded_ago_ns: None,
+            })
+            .collect();
+        events.sort_unstable_by_key(|e| e.handle);
+        let mut blas: Vec<u64> = self.blas.map.keys().copied().collect();
+        blas.sort_unstable();
+        let state = CudaState {
+            range: self.fixed.as_ref().map_or((0, 0), |f| f.range()),
+            allocs,
+            streams,
+            events,
+            modules,
+            functions,
+            next: [
+                self.streams.next_counter(),
+                self.events.next_counter(),
+                self.modules.next_counter(),
+                self.functions.next_counter(),
+            ],
+            blas: (blas, self.blas.next),
+        };
+        Ok((ExecState::Cuda(state), images))
     }
 
-    fn load_state(&mut self, _state: ExecState, _images: &Images) -> Result<(), MigrateError> {
-        Err(MigrateError::Unsupported(WHY.into()))
+    fn load_state(&mut self, state: ExecState, images: &Images) -> Result<(), MigrateError> {
+        let ExecState::Cuda(s) = state else {
+            return Err(MigrateError::invalid("a session of another executor"));
+        };
+        if self.streams.count() > 0 || self.modules.count() > 0 || self.allocs.count() > 0 {
+            return Err(MigrateError::invalid("loading into a session in use"));
+        }
+        self.bind()
+            .map_err(|st| failed("the session's context", st))?;
+        let [next_stream, next_event, next_module, next_function] = s.next;
+        self.load_allocs(s.range, s.allocs)?;
+        self.load_modules(s.modules, next_module, images)?;
+        for f in s.functions {
+            let bad = || MigrateError::invalid(format_args!("function {:#x}", f.handle));
+            if !self.functions.expect(f.handle, next_function) {
+                return Err(bad());
+            }
+            let info = self
+                .function_get_impl(f.module, &f.name)
+                .map_err(|st| failed("looking a kernel up again", st))?;
+            if info.handle != f.handle {
+                return Err(bad());
+            }
+            let a = &info.attrs;
+            if f.max_dynamic_shared != a.max_dynamic_shared_size_bytes {
+                self.func_set_attribute_impl(f.handle, 8, f.max_dynamic_shared)
+                    .map_err(|st| failed("a kernel's attribute", st))?;
+            }
+            if f.carveout != a.preferred_shmem_carveout {
+                self.func_set_attribute_impl(f.handle, 9, f.carveout)
+                    .map_err(|st| failed("a kernel's attribute", st))?;
+            }
+        }
+        for st in s.streams {
+            if !self.streams.expect(st.handle, next_stream) || st.flags & !STREAM_NON_BLOCKING != 0
+            {
+                return Err(MigrateError::invalid(format_args!(
+                    "stream {:#x}",
+                    st.handle
+                )));
+            }
+            let h = self
+                .stream_create_impl(0, st.flags, st.priority)
+                .map_err(|e| failed("a stream", e))?;
+            if h != st.handle {
+                return Err(MigrateError::invalid(format_args!(
+                    "stream {:#x}",
+                    st.handle
+                )));
+            }
+        }
+        for e in s.events {
+            if !self.events.expect(e.handle, next_event) {
+                return Err(MigrateError::invalid(format_args!("event {:#x}", e.handle)));
+            }
+            let h = self
+                .event_create_impl(0, e.flags)
+                .map_err(|st| failed("an event", st))?;
+            if h != e.handle {
+                return Err(MigrateError::invalid(format_args!("event {:#x}", e.handle)));
+            }
+            // Recorded now, so waits for it and timings against it work (a timing that
+            // spans the move reads about 0).
+            self.event_record_impl(h, STREAM_LEGACY, 0)
+                .map_err(|st| failed("an event", st))?;
+        }
+        let (handles, next_blas) = s.blas;
+        let mut seen = HashSet::new();
+        for h in handles {
+            let n = h ^ BLAS_TAG;
+            if h & BLAS_TAG != BLAS_TAG
+                || n == 0
+                || n > next_blas
+                || n >= 1 << 32
+                || !seen.insert(h)
+            {
+                return Err(MigrateError::invalid(format_args!("cuBLAS handle {h:#x}")));
+            }
+            self.blas_create_at(h)
+                .map_err(|st| failed("a cuBLAS handle", st))?;
+        }
+        self.blas.next = next_blas;
+        let restored = self.streams.restore_next(next_stream)
+            && self.events.restore_next(next_event)
+            && self.modules.restore_next(next_module)
+            && self.functions.restore_next(next_function);
+        if !restored {
+            return Err(MigrateError::invalid("handle counters"));
+        }
+        // The copies above read pageable memory, maybe not all on the device yet.
+        let r = self.wait_device();
+        self.settle(r)
+            .map_err(|st| failed("loading device memory", st))
     }
 
     fn link_state(&mut self) -> Result<(), MigrateError> {
-        Err(MigrateError::Unsupported(WHY.into()))
+        Ok(())
     }
 
     fn precopy_block(&mut self, _: Option<(u64, u32)>, _: Known<'_>) -> Option<ChunkRead> {

@@ -13,8 +13,8 @@ impl VmmOps for CudaExecutor {
         self.vmm_release_impl(handle)
     }
 
-    fn vmm_reserve(&mut self, size: u64, alignment: u64, _addr: u64) -> ExecResult<u64> {
-        self.vmm_reserve_impl(size, alignment)
+    fn vmm_reserve(&mut self, size: u64, alignment: u64, addr: u64) -> ExecResult<u64> {
+        self.vmm_reserve_impl(size, alignment, addr)
     }
 
     fn vmm_free(&mut self, ptr: u64, size: u64) -> ExecResult<()> {

@@ -20,7 +20,8 @@
 # vm=FLAGS for `vcuda vm run`, expect_err= for lines it prints on stderr, and executor=chain:
 # run the guest's backend with `--executor cuda` over vcuda's own libcuda.so.1 and a CPU
 # backend on a Unix socket, the driver-API chain, for what must be tested on the CUDA
-# executor without a GPU). A program passes if it exits 0 and prints every expect= line
+# executor without a GPU; every backend sees one device range, VCUDA_DEVICE_VA, which
+# executor=chain-unpinned leaves out). A program passes if it exits 0 and prints every expect= line
 # (and expect_err= line).
 #
 # Environment: VCUDA_VM_TESTS (a grep -E pattern selecting programs by name, e.g.
@@ -184,12 +185,16 @@ for c in "${cases[@]}"; do
     read -r -a args <<<"$(values args <<<"$h" | tr '\n' ' ')"
     read -r -a vmflags <<<"$(values vm <<<"$h" | tr '\n' ' ')"
     run_env=() executor=cpu
-    if [ "$(values executor <<<"$h")" = chain ]; then
+    case "$(values executor <<<"$h")" in
+    chain | chain-unpinned)
         start_chain || { fail+=("$name"); continue; }
-        # Every backend of a migration sees the same device addresses from the CPU backend.
-        run_env=(LD_LIBRARY_PATH="$lib_dir" VCUDA_SOCKET="$chain_sock" VCUDA_DEVICE_VA=0x7e0000000000)
+        run_env=(LD_LIBRARY_PATH="$lib_dir" VCUDA_SOCKET="$chain_sock")
+        # Every backend of a migration sees the same device addresses from the CPU backend
+        # (chain-unpinned: each its own, so a session's addresses are taken elsewhere).
+        [ "$(values executor <<<"$h")" = chain ] && run_env+=(VCUDA_DEVICE_VA=0x200000000000)
         executor=cuda
-    fi
+        ;;
+    esac
     t=$SECONDS
     set +e
     env "${run_env[@]}" "$vcuda" vm run --executor "$executor" --timeout "$timeout_s" \

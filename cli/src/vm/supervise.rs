@@ -187,6 +187,10 @@ pub fn run(opts: &VmOptions) -> io::Result<u8> {
     Ok(u8::try_from(code).unwrap_or(1))
 }
 
+/// How long a migration's destination has to run the guest once the source is done (it
+/// loads the devices' state then).
+const DEST_START_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// The vhost-user socket of the `n`th backend (0: the first; a migration's `n`th move
 /// starts the next) in `dir`.
 fn backend_socket(dir: &Path, n: usize) -> PathBuf {
@@ -394,6 +398,30 @@ impl Machine<'_> {
         let left = timeout.saturating_sub(started.elapsed());
         let stream = dir.join(format!("migrate-{n}.sock"));
         let m = migrate(&mut source, &mut dest, &stream, left)?;
+        // The source is done, but the destination loads the devices' state last: where that
+        // fails (a backend that cannot load a session here), it exits, and the source,
+        // paused but whole, takes the guest back.
+        let mut qemu = qemu;
+        let t = Instant::now();
+        loop {
+            let running = dest
+                .execute("query-status", serde_json::json!({}))
+                .ok()
+                .is_some_and(|s| s.get("status").and_then(|v| v.as_str()) == Some("running"));
+            if running {
+                break;
+            }
+            let exited = qemu.child().try_wait()?.is_some();
+            if exited || t.elapsed() > DEST_START_TIMEOUT {
+                let _ = source.execute("cont", serde_json::json!({}));
+                return Err(io::Error::other(if exited {
+                    "the destination could not load the guest (its backend's lines say why)"
+                } else {
+                    "the destination did not start the guest in time"
+                }));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
         // One write: the backends log to the same stderr, and a line written in pieces
         // can be split by theirs.
         let line = format!(

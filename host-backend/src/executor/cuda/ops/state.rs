@@ -41,6 +41,11 @@ const EVENT_INTERPROCESS: u32 = 0x4;
 const NO_IPC: u32 = 1 << 31;
 /// The tag of cuBLAS handles (`blas.rs`).
 const BLAS_TAG: u64 = 0xb1a5_0000_0000;
+/// Most streams, events, module handles and function handles a loaded session makes,
+/// each.
+const MAX_OBJECTS: usize = 1 << 16;
+/// Most cuBLAS handles a loaded session makes (each holds device memory).
+const MAX_BLAS: usize = 1024;
 /// How long a save waits for the session's GPU work to finish.
 const QUIESCE: std::time::Duration = std::time::Duration::from_secs(10);
 /// Most bytes of one module variable carried.
@@ -401,6 +406,14 @@ impl StateOps for CudaExecutor {
         self.bind()
             .map_err(|st| failed("the session's context", st))?;
         let [next_stream, next_event, next_module, next_function] = s.next;
+        if s.streams.len() > MAX_OBJECTS
+            || s.events.len() > MAX_OBJECTS
+            || s.functions.len() > MAX_OBJECTS
+            || s.modules.len() > MAX_OBJECTS
+            || s.blas.0.len() > MAX_BLAS
+        {
+            return Err(MigrateError::invalid("too many objects"));
+        }
         self.load_allocs(s.range, s.allocs)?;
         self.load_modules(s.modules, next_module, images)?;
         for f in s.functions {

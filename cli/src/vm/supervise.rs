@@ -187,8 +187,8 @@ pub fn run(opts: &VmOptions) -> io::Result<u8> {
     Ok(u8::try_from(code).unwrap_or(1))
 }
 
-/// How long a migration's destination has to run the guest once the source is done (it
-/// loads the devices' state then).
+/// How long a migration's destination has at least to run the guest once the source is
+/// done (it loads the devices' state then; the rest of `--timeout` if that is longer).
 const DEST_START_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The vhost-user socket of the `n`th backend (0: the first; a migration's `n`th move
@@ -412,7 +412,11 @@ impl Machine<'_> {
                 break;
             }
             let exited = qemu.child().try_wait()?.is_some();
-            if exited || t.elapsed() > DEST_START_TIMEOUT {
+            if exited
+                || t.elapsed() > DEST_START_TIMEOUT.max(timeout.saturating_sub(started.elapsed()))
+            {
+                // The destination goes first: never two guests running.
+                qemu.stop();
                 let _ = source.execute("cont", serde_json::json!({}));
                 return Err(io::Error::other(if exited {
                     "the destination could not load the guest (its backend's lines say why)"

@@ -166,9 +166,15 @@ impl CudaExecutor {
     }
 
     pub(super) fn blas_create_impl(&mut self) -> ExecResult<u64> {
-        let id = 0xb1a5_0000_0000 | (self.blas.next + 1);
+        let n = self
+            .blas
+            .next
+            .checked_add(1)
+            .filter(|&n| n < 1 << 32)
+            .ok_or(Status::MEMORY_ALLOCATION)?;
+        let id = 0xb1a5_0000_0000 | n;
         self.blas_create_at(id)?;
-        self.blas.next += 1;
+        self.blas.next = n;
         Ok(id)
     }
 
@@ -177,6 +183,9 @@ impl CudaExecutor {
     pub(super) fn blas_create_at(&mut self, id: u64) -> ExecResult<()> {
         if !cublas::present() {
             return Err(UNSUPPORTED);
+        }
+        if self.blas.map.contains_key(&id) {
+            return Err(Status::INVALID_VALUE);
         }
         self.cu_context()?;
         let h = cublas::create().map_err(|s| Status(s as u32))?;

@@ -24,6 +24,13 @@ impl CudaExecutor {
     /// The session's book, its range reserved first (at `at`, a loaded session's saved
     /// range, or where the driver likes: `at` 0).
     pub(super) fn fixed_book(&mut self, at: u64, len: u64) -> ExecResult<&mut FixedBook> {
+        if let Some(book) = &self.fixed
+            && at != 0
+            && book.range() != (at, len)
+        {
+            // A loaded session's range, but another one is reserved already.
+            return Err(Status::INVALID_VALUE);
+        }
         if self.fixed.is_none() {
             let len = if len == 0 {
                 range_len(self.shared.session_limit)
@@ -45,32 +52,47 @@ impl CudaExecutor {
     }
 
     /// `cudaMalloc` of a migratable session: `len` bytes placed in the session's range (at
-    /// `at`, for a loaded allocation), their pages mapped.
+    /// `at`, for a loaded allocation: `Status::INVALID_VALUE` where that is not free), their
+    /// pages mapped. The session is charged for the pages it maps, 2 MiB each (what the
+    /// device gives), not for the bytes asked for.
     pub(super) fn fixed_alloc(&mut self, len: u64, at: Option<u64>) -> ExecResult<u64> {
         let book = self.fixed_book(0, 0)?;
         let addr = match at {
-            Some(a) => book.place_at(a, len).then_some(a),
-            None => book.place(len),
-        }
-        .ok_or(Status::MEMORY_ALLOCATION)?;
+            Some(a) => book
+                .place_at(a, len)
+                .then_some(a)
+                .ok_or(Status::INVALID_VALUE)?,
+            None => book.place(len).ok_or(Status::MEMORY_ALLOCATION)?,
+        };
         let missing = book.missing_pages(addr, len);
+        // Held before anything can fail, so `fixed_free` undoes exactly this call.
+        book.hold_pages(addr);
+        let fits = (missing.len() as u64)
+            .checked_mul(PAGE)
+            .and_then(|c| self.charged.checked_add(c))
+            .is_some_and(|c| c <= self.shared.session_limit);
+        if !fits {
+            self.fixed_free(addr);
+            return Err(Status::MEMORY_ALLOCATION);
+        }
         let ordinal = self.shared.config.device as i32;
-        let mut made = Vec::with_capacity(missing.len());
         let mut failed = None;
+        let mut made = 0;
         for p in missing {
             match map_page(p, ordinal) {
-                Ok(raw) => made.push((p, raw)),
+                Ok(raw) => {
+                    if let Some(book) = self.fixed.as_mut() {
+                        book.add_page(p, raw, 1);
+                    }
+                    made += 1;
+                }
                 Err(e) => {
                     failed = Some(e);
                     break;
                 }
             }
         }
-        let book = self.fixed.as_mut().ok_or(Status::MEMORY_ALLOCATION)?;
-        for &(p, raw) in &made {
-            book.add_page(p, raw);
-        }
-        book.hold_pages(addr);
+        self.charged = self.charged.saturating_add(made * PAGE);
         if let Some(e) = failed {
             // Give back what this call mapped and the range.
             self.fixed_free(addr);
@@ -80,13 +102,22 @@ impl CudaExecutor {
     }
 
     /// Frees a migratable session's allocation at `addr` (the device idle: no work uses
-    /// it) and unmaps the pages nothing else lies on; its length.
+    /// it) and unmaps the pages nothing else lies on, uncharging them; its length.
     pub(super) fn fixed_free(&mut self, addr: u64) -> Option<u64> {
         let (len, gone) = self.fixed.as_mut()?.remove(addr)?;
-        for (p, raw) in gone {
+        for &(p, raw) in &gone {
             unmap_page(p, raw);
         }
+        self.charged = self.charged.saturating_sub(gone.len() as u64 * PAGE);
         Some(len)
+    }
+
+    /// Forgets the session's range and pages without unmapping them: work the session
+    /// abandoned may still use them (they go with the process).
+    pub(super) fn fixed_forget(&mut self) {
+        if self.fixed.take().is_some() {
+            log::warn!("a migratable session's device memory stays mapped: its work may run on");
+        }
     }
 
     /// Unmaps every page and frees the range (the context's work is done or gone).

@@ -63,7 +63,6 @@ impl<T> HandleTable<T> {
         Ok(h)
     }
 
-    /// The object behind `handle`.
     /// The counter behind the next handle (saved with a migrated session).
     pub fn next_counter(&self) -> u64 {
         self.next
@@ -96,6 +95,7 @@ impl<T> HandleTable<T> {
         ok
     }
 
+    /// The object behind `handle`.
     pub fn get(&self, handle: u64) -> ExecResult<&T> {
         self.map.get(&handle).ok_or(Status::INVALID_HANDLE)
     }

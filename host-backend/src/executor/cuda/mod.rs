@@ -323,7 +323,11 @@ impl Drop for CudaExecutor {
                 self.unpin_host();
                 // The VMM objects are the process's: the context does not take them.
                 self.vmm_teardown();
-                self.fixed_teardown();
+                if self.idle() {
+                    self.fixed_teardown();
+                } else {
+                    self.fixed_forget();
+                }
             }
             if let Err(e) = ctx.destroy() {
                 warn!("destroying a session's context: {}", driver::error_name(e));
@@ -534,6 +538,8 @@ impl CudaExecutor {
             // Not destroyed: the driver would wait for its kernels first (forever, for an
             // endless one), and the session must answer now.
             ctx.abandon();
+            // Nor is the memory its work may still use.
+            self.fixed_forget();
         }
         self.pool.forget();
         // With no context, these forget their handles instead of destroying them.
@@ -543,6 +549,11 @@ impl CudaExecutor {
 
     /// Destroys the context and everything in it, then makes a fresh one.
     fn reset_context(&mut self) -> ExecResult<()> {
+        // A migratable session's pages outlive the context: unmapped only once no work
+        // uses them (what cannot be waited for keeps them).
+        if self.fixed.is_some() && !self.idle() && (self.wait_device().is_err() && !self.idle()) {
+            self.fixed_forget();
+        }
         // Library handles hold resources in the context: release them while it lives.
         self.blas_release();
         self.rand_release();

@@ -123,12 +123,13 @@ impl FixedBook {
             .collect()
     }
 
-    /// Page `at` is mapped now, backed by `raw`.
-    pub(super) fn add_page(&mut self, at: u64, raw: u64) {
-        self.pages.insert(at, Page { raw, users: 0 });
+    /// Page `at` is mapped now, backed by `raw`, with `users` allocations on it.
+    pub(super) fn add_page(&mut self, at: u64, raw: u64, users: u32) {
+        self.pages.insert(at, Page { raw, users });
     }
 
-    /// The allocation at `addr` (placed, its pages mapped) holds its pages.
+    /// The allocation at `addr` (just placed) holds those of its pages that are mapped
+    /// (the others are added held, [`FixedBook::add_page`]).
     pub(super) fn hold_pages(&mut self, addr: u64) {
         let Some(&len) = self.allocs.get(&addr) else {
             return;
@@ -187,10 +188,11 @@ mod tests {
     /// Places and maps like the executor, with made-up physical handles.
     fn alloc(b: &mut FixedBook, len: u64) -> u64 {
         let a = b.place(len).unwrap();
-        for p in b.missing_pages(a, len) {
-            b.add_page(p, p ^ 1);
-        }
+        let missing = b.missing_pages(a, len);
         b.hold_pages(a);
+        for p in missing {
+            b.add_page(p, p ^ 1, 1);
+        }
         a
     }
 

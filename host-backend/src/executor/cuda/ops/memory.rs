@@ -25,7 +25,13 @@ impl MemoryOps for CudaExecutor {
         self.bind()?;
         let migratable = self.shared.config.migratable;
         let ptr = if migratable {
-            self.fixed_alloc(size, None)?
+            // Charges the pages it maps itself.
+            let ptr = self.fixed_alloc(size, None)?;
+            if let Err(e) = self.allocs.insert(ptr, size, Owner::User) {
+                self.fixed_free(ptr);
+                return Err(e);
+            }
+            return Ok(ptr);
         } else {
             driver::mem_alloc(n).map_err(|e| match e {
                 // A size no device has (1 << 50, say): the runtime's answer is an
@@ -39,13 +45,9 @@ impl MemoryOps for CudaExecutor {
         };
         if let Err(e) = self.allocs.insert(ptr, size, Owner::User) {
             // The driver never hands out overlapping ranges; if it did, refuse the memory.
-            if migratable {
-                self.fixed_free(ptr);
-            } else {
-                // SAFETY: `ptr` was allocated just above in the session's context, which is
-                // still current, and was never given out, so nothing else frees or uses it.
-                let _ = unsafe { driver::mem_free(ptr) };
-            }
+            // SAFETY: `ptr` was allocated just above in the session's context, which is
+            // still current, and was never given out, so nothing else frees or uses it.
+            let _ = unsafe { driver::mem_free(ptr) };
             return Err(e);
         }
         self.charged = charged;
@@ -65,14 +67,15 @@ impl MemoryOps for CudaExecutor {
         let r = self.wait_device();
         self.settle(r)?;
         if self.shared.config.migratable {
+            // Uncharges the pages it unmaps.
             self.fixed_free(ptr).ok_or(Status::INVALID_VALUE)?;
-        } else {
-            // SAFETY: `ptr` is the base of a live user allocation of this session's
-            // context (checked above; the context, current since `bind`, is the one it was
-            // allocated in); it leaves the table right after, so it is freed once, and the
-            // device is idle (synchronized above), so no work still uses it.
-            unsafe { driver::mem_free(ptr) }.map_err(to_status)?;
+            return self.allocs.remove_user(ptr).map(drop);
         }
+        // SAFETY: `ptr` is the base of a live user allocation of this session's context
+        // (checked above; the context, current since `bind`, is the one it was allocated
+        // in); it leaves the table right after, so it is freed once, and the device is idle
+        // (synchronized above), so no work still uses it.
+        unsafe { driver::mem_free(ptr) }.map_err(to_status)?;
         let len = self.allocs.remove_user(ptr)?;
         self.charged = self.charged.saturating_sub(charge(len).unwrap_or(0));
         Ok(())

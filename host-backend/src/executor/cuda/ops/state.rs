@@ -22,14 +22,14 @@ use vcuda_protocol::STREAM_LEGACY;
 
 use crate::executor::cuda::allocs::Owner;
 use crate::executor::cuda::error::to_status;
-use crate::executor::cuda::{CudaExecutor, charge, driver, pages};
+use crate::executor::cuda::{CudaExecutor, driver, pages};
 use crate::executor::{Images, ModuleImage, StateOps, Status};
 use crate::migrate::precopy::ChunkRead;
 use crate::migrate::state::{
     ALLOC_USER, AllocState, CudaFunctionState, CudaModuleState, CudaState, EventState, ExecState,
     GlobalState, StreamState,
 };
-use crate::migrate::{Known, MigrateError, compress, compress_known, decompress_into};
+use crate::migrate::{CHUNK, Known, MigrateError, compress, compress_known, decompress_into};
 
 /// `cudaStreamNonBlocking`.
 const STREAM_NON_BLOCKING: u32 = 1;
@@ -46,6 +46,8 @@ const BLAS_TAG: u64 = 0xb1a5_0000_0000;
 const MAX_OBJECTS: usize = 1 << 16;
 /// Most cuBLAS handles a loaded session makes (each holds device memory).
 const MAX_BLAS: usize = 1024;
+/// Blocks of device memory a load decompresses and copies at a time (64 MiB).
+const LOAD_GROUP: usize = 16;
 /// How long a save waits for the session's GPU work to finish.
 const QUIESCE: std::time::Duration = std::time::Duration::from_secs(10);
 /// Most bytes of one module variable carried.
@@ -155,6 +157,11 @@ impl CudaExecutor {
                     if len == 0 {
                         continue;
                     }
+                    if len > MAX_GLOBAL {
+                        return Err(MigrateError::Unsupported(format!(
+                            "module variable {name} of {len} bytes"
+                        )));
+                    }
                     let bytes = self.read_device(addr, len)?;
                     globals.push(GlobalState {
                         seen: m.seen.contains(&name),
@@ -260,6 +267,9 @@ impl CudaExecutor {
                 "this CUDA backend was not started with --cuda-migratable".into(),
             ));
         }
+        if self.fixed.is_some() {
+            return Err(MigrateError::invalid("loading into a session in use"));
+        }
         let (base, len) = range;
         if !base.is_multiple_of(pages::PAGE)
             || !len.is_multiple_of(pages::PAGE)
@@ -277,25 +287,31 @@ impl CudaExecutor {
         for a in allocs {
             let at = a.addr;
             let bad = || MigrateError::invalid(format_args!("allocation at {at:#x}"));
-            if a.kind != ALLOC_USER || a.len == 0 {
+            let blocks = usize::try_from(a.len.div_ceil(CHUNK as u64)).map_err(|_| bad())?;
+            if a.kind != ALLOC_USER || a.len == 0 || a.data.len() != blocks {
                 return Err(bad());
             }
-            let charged = charge(a.len)
-                .and_then(|c| self.charged.checked_add(c))
-                .filter(|&c| c <= self.shared.session_limit)
-                .ok_or_else(|| MigrateError::NoRoom("the session's device memory limit".into()))?;
             let addr = self.fixed_alloc(a.len, Some(at)).map_err(|st| match st {
-                Status::MEMORY_ALLOCATION => bad(),
+                Status::INVALID_VALUE => bad(),
+                Status::MEMORY_ALLOCATION => MigrateError::NoRoom(format!(
+                    "device memory for the allocation at {at:#x} ({} bytes)",
+                    a.len
+                )),
                 st => failed("device memory", st),
             })?;
-            self.charged = charged;
             self.allocs
                 .insert(addr, a.len, Owner::User)
                 .map_err(|_| bad())?;
-            let n = usize::try_from(a.len).map_err(|_| bad())?;
-            let mut bytes = vec![0u8; n];
-            decompress_into(&a.data, &mut bytes)?;
-            self.write_device(addr, &bytes)?;
+            // A group of blocks at a time: the host holds at most that much.
+            let mut buf = Vec::new();
+            for (g, group) in a.data.chunks(LOAD_GROUP).enumerate() {
+                let start = (g * LOAD_GROUP * CHUNK) as u64;
+                let n = (a.len - start).min((LOAD_GROUP * CHUNK) as u64) as usize;
+                buf.resize(n, 0);
+                decompress_into(group, &mut buf)?;
+                self.write_device(addr + start, &buf)?;
+                // The copy consumed `buf` (pageable) before returning.
+            }
         }
         Ok(())
     }
@@ -471,6 +487,9 @@ impl StateOps for CudaExecutor {
                 .map_err(|st| failed("an event", st))?;
         }
         let (handles, next_blas) = s.blas;
+        if next_blas >= 1 << 32 {
+            return Err(MigrateError::invalid("cuBLAS handle counter"));
+        }
         let mut seen = HashSet::new();
         for h in handles {
             let n = h ^ BLAS_TAG;

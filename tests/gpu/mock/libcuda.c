@@ -13,7 +13,13 @@
 //    driver's rules (host to device: copied before returning; device to host: synchronous);
 //  - kernels: "add1(float *p, int n)" adds 1 to n floats; "crash" makes the context's next
 //    synchronization fail with CUDA_ERROR_ILLEGAL_ADDRESS (sticky); other names do nothing;
-//    "nope" does not exist. Module variables: any name but "nope", 4 bytes each.
+//    "nope" does not exist; "tick" adds 1 to its module's u32 variable "counter". Module
+//    variables: any name but "nope", 4 bytes each, one per name and module, starting at the
+//    value the image's PTX gives ("name = 7") or 0;
+//  - virtual memory management (cuMemAddressReserve, cuMemCreate, cuMemMap, cuMemSetAccess
+//    and their undoing) on mmap: a reservation is inaccessible host address space (taken at
+//    the hint if free), a physical allocation a memfd, a mapping the memfd mapped there;
+//    mapped ranges are device memory once made read-write, reached across mappings.
 // Environment: VCUDA_MOCK_INIT=<CUresult> makes cuInit fail; VCUDA_MOCK_VERSION=<n> sets
 // cuDriverGetVersion; VCUDA_MOCK_HMM=1 reports pageable memory access (HMM). A kernel named
 // `crash` fails its context with a sticky error, `endless` never ends; vcuda_mock_dma_copies()
@@ -27,22 +33,26 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #define EXPORT __attribute__((visibility("default")))
 
 static pthread_mutex_t L = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 
-enum { A_DEV, A_HOST, A_REG };
+enum { A_DEV, A_HOST, A_REG, A_VMM };
+typedef struct Phys Phys;
 typedef struct Alloc {
     uintptr_t base;
     size_t len;
     CUcontext ctx;
     int kind;
+    Phys *phys;    // A_VMM: the physical allocation mapped here
+    int access;    // A_VMM: made read-write with cuMemSetAccess
     struct Alloc *next;
 } Alloc;
 
-enum { OP_COPY, OP_MEMSET, OP_EVENT, OP_ADD1, OP_ENDLESS };
+enum { OP_COPY, OP_MEMSET, OP_EVENT, OP_ADD1, OP_ENDLESS, OP_TICK };
 typedef struct Op {
     int kind;
     unsigned char *dst;
@@ -64,8 +74,9 @@ struct CUctx_st {
 };
 struct CUstream_st { CUcontext ctx; };
 struct CUevent_st { CUcontext ctx; int pending; int done; double ms; unsigned flags; };
-struct CUmod_st { CUcontext ctx; };
-struct CUfunc_st { CUcontext ctx; char name[64]; };
+typedef struct Global { char name[64]; uintptr_t addr; struct Global *next; } Global;
+struct CUmod_st { CUcontext ctx; unsigned char *image; size_t image_len; Global *globals; };
+struct CUfunc_st { CUcontext ctx; CUmodule mod; char name[64]; };
 
 static Alloc *allocs;
 static __thread CUcontext cur;
@@ -85,6 +96,19 @@ static Alloc *find(uintptr_t p, size_t n, int kind, CUcontext ctx) {
     return NULL;
 }
 
+// Whether [p, p + n) lies in read-write mappings of physical allocations, one after another.
+static int vmm_covers(uintptr_t p, size_t n) {
+    while (n) {
+        Alloc *a = find(p, 1, A_VMM, NULL);
+        if (!a || !a->access) return 0;
+        size_t here = a->base + a->len - p;
+        if (here >= n) return 1;
+        p += here;
+        n -= here;
+    }
+    return 1;
+}
+
 static int pinned(const void *p, size_t n) {
     return find((uintptr_t)p, n, A_HOST, NULL) || find((uintptr_t)p, n, A_REG, NULL);
 }
@@ -93,7 +117,7 @@ static int pinned(const void *p, size_t n) {
 static int dev_ok(CUdeviceptr p, size_t pitch, size_t width, size_t height) {
     if (width == 0 || height == 0) return 1;
     size_t span = (height - 1) * pitch + width;
-    if (find(p, span, A_DEV, cur)) return 1;
+    if (find(p, span, A_DEV, cur) || vmm_covers(p, span)) return 1;
     // Host memory registered for the device is reached in place (unified addressing).
     if (find(p, span, A_REG, NULL)) return 1;
     complain("device range outside the context's allocations", p, span);
@@ -132,6 +156,9 @@ static void run(Op *o) {
         break;
     case OP_ADD1:
         for (size_t i = 0; i < o->width; i++) ((float *)o->dst)[i] += 1.0f;
+        break;
+    case OP_TICK:
+        (*(uint32_t *)o->dst)++;
         break;
     }
     free(o->owned);
@@ -348,7 +375,7 @@ EXPORT CUresult cuMemGetInfo_v2(size_t *free_, size_t *total) {
     ENTER
     size_t used = 0;
     for (Alloc *a = allocs; a; a = a->next)
-        if (a->kind == A_DEV) used += a->len;
+        if (a->kind == A_DEV || a->kind == A_VMM) used += a->len;
     *total = (size_t)16 << 30;
     *free_ = *total - used;
     LEAVE
@@ -665,9 +692,15 @@ EXPORT CUresult cuModuleLoadData(CUmodule *m, const void *image) {
     if ((uintptr_t)image % 8) FAIL(CUDA_ERROR_INVALID_VALUE);
     memcpy(&magic, image, 4);
     if (magic != 0xBA55ED50u) FAIL(CUDA_ERROR_INVALID_IMAGE);
+    uint64_t len = 0; // a fat binary: 16-byte header, then `len` bytes
+    memcpy(&len, (const char *)image + 8, 8);
+    if (len > (1u << 30)) FAIL(CUDA_ERROR_INVALID_IMAGE);
     flush(cur, NULL);
     *m = calloc(1, sizeof **m);
     (*m)->ctx = cur;
+    (*m)->image_len = 16 + len;
+    (*m)->image = malloc(16 + len);
+    memcpy((*m)->image, image, 16 + len);
     LEAVE
 }
 
@@ -696,6 +729,12 @@ EXPORT CUresult cuModuleUnload(CUmodule m) {
     ENTER
     if (!m || m->ctx != cur) FAIL(CUDA_ERROR_INVALID_HANDLE);
     flush(cur, NULL);
+    for (Global *g = m->globals, *next; g; g = next) {
+        next = g->next;
+        remove_alloc(g->addr, A_DEV);
+        free(g);
+    }
+    free(m->image);
     free(m);
     LEAVE
 }
@@ -706,18 +745,40 @@ EXPORT CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name)
     if (!strcmp(name, "nope")) FAIL(CUDA_ERROR_NOT_FOUND);
     *f = calloc(1, sizeof **f);
     (*f)->ctx = cur;
+    (*f)->mod = m;
     snprintf((*f)->name, sizeof (*f)->name, "%s", name);
     LEAVE
+}
+
+// The module's 4-byte variable `name`, made at first use with the value the PTX gives it.
+static uintptr_t global_of(CUmodule m, const char *name) {
+    for (Global *g = m->globals; g; g = g->next)
+        if (!strcmp(g->name, name)) return g->addr;
+    Global *g = calloc(1, sizeof *g);
+    snprintf(g->name, sizeof g->name, "%s", name);
+    uint32_t *v = aligned_alloc(256, 256);
+    *v = 0;
+    char pat[80];
+    int pl = snprintf(pat, sizeof pat, " %s = ", g->name);
+    const char *at = memmem(m->image, m->image_len, pat, (size_t)pl);
+    if (at && (size_t)(at - (const char *)m->image) + pl + 12 <= m->image_len) {
+        char num[12];
+        memcpy(num, at + pl, 11);
+        num[11] = 0;
+        *v = (uint32_t)strtoul(num, NULL, 10);
+    }
+    add_alloc(v, 4, A_DEV);
+    g->addr = (uintptr_t)v;
+    g->next = m->globals;
+    m->globals = g;
+    return g->addr;
 }
 
 EXPORT CUresult cuModuleGetGlobal_v2(CUdeviceptr *p, size_t *n, CUmodule m, const char *name) {
     ENTER
     if (!m || m->ctx != cur) FAIL(CUDA_ERROR_INVALID_HANDLE);
     if (!strcmp(name, "nope")) FAIL(CUDA_ERROR_NOT_FOUND);
-    void *g = aligned_alloc(256, 256);
-    memset(g, 0, 4);
-    add_alloc(g, 4, A_DEV);
-    *p = (CUdeviceptr)g;
+    *p = global_of(m, name);
     *n = 4;
     LEAVE
 }
@@ -756,6 +817,9 @@ EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned 
         FAIL(CUDA_ERROR_INVALID_VALUE);
     if (!strcmp(f->name, "crash")) {
         cur->sticky = CUDA_ERROR_ILLEGAL_ADDRESS;
+    } else if (!strcmp(f->name, "tick")) {
+        Op o = {.kind = OP_TICK, .dst = (unsigned char *)global_of(f->mod, "counter")};
+        push(o);
     } else if (!strcmp(f->name, "endless")) {
         Op o = {.kind = OP_ENDLESS};
         push(o);
@@ -781,3 +845,5 @@ EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned 
     }
     LEAVE
 }
+
+#include "vmm.c"

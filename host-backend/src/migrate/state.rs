@@ -188,6 +188,8 @@ pub struct CudaState {
     pub next: [u64; 4],
     /// cuBLAS handles, and the counter behind the next.
     pub blas: (Vec<u64>, u64),
+    /// cuRAND generators, and the counter behind the next handle.
+    pub rand: (Vec<GeneratorState>, u64),
 }
 
 /// A module handle of the CUDA executor.

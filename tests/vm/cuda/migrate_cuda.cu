@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
 // vcuda-vm-test: executor=chain
-// vcuda-vm-test: libs=cublas
+// vcuda-vm-test: libs=cublas,curand
 // vcuda-vm-test: expect=migrate-cuda: PASS
 // vcuda-vm-test: expect_err=(move 2)
 // vcuda-vm-test: vm=--migrate-on migrate-at:
@@ -8,10 +8,13 @@
 // Live migration on the CUDA executor (issue 39): the guest moves twice while a session of
 // `--executor cuda` (a backend started with --cuda-migratable) holds device memory with
 // holes between allocations, a module variable whose address it asked for, a non-blocking
-// stream, events, an instantiated graph and a cuBLAS handle, and works on them step by step.
-// Every result is checked against the host's. The VM test runs the CUDA executor over
-// vcuda's own libcuda.so.1 and a CPU backend (the driver-API chain): the migration moves
-// the CUDA executor's session, whose driver is vcuda's.
+// stream, events, an instantiated graph, a cuBLAS handle and three cuRAND generators (a
+// device XORWOW, a host Philox with an offset, a device Sobol in four dimensions), and works
+// on them step by step. Every result is checked against the host's, and what the generators
+// drew step by step across the moves against fresh generators drawing it all at once. The
+// VM test runs the CUDA executor over vcuda's own libcuda.so.1 and a CPU backend (the
+// driver-API chain): the migration moves the CUDA executor's session, whose driver is
+// vcuda's (and whose cuRAND is vcuda's libcurand, so the offsets are the CPU executor's).
 //
 //   migrate_cuda [STEPS [SLEEP_MS [HOLD_MS]]]
 //
@@ -20,6 +23,7 @@
 // while kernels run back to back.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
+#include <curand.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -32,6 +36,13 @@
         cudaError_t e_ = (x);                                                                 \
         if (e_ != cudaSuccess) {                                                              \
             printf("%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));        \
+            return 1;                                                                         \
+        }                                                                                     \
+    } while (0)
+#define CKR(x)                                                                                \
+    do {                                                                                      \
+        if ((x) != CURAND_STATUS_SUCCESS) {                                                   \
+            printf("%s:%d: %s failed\n", __FILE__, __LINE__, #x);                             \
             return 1;                                                                         \
         }                                                                                     \
     } while (0)
@@ -62,10 +73,70 @@ static void host_step(std::vector<unsigned> &a, unsigned k, unsigned c) {
     for (auto &v : a) v = v * 2654435761u + k + c;
 }
 
+// The generators of the test, set up alike for the stepwise draws and the fresh ones.
+static int make_generators(curandGenerator_t g[3]) {
+    CKR(curandCreateGenerator(&g[0], CURAND_RNG_PSEUDO_XORWOW));
+    CKR(curandSetPseudoRandomGeneratorSeed(g[0], 1234));
+    CKR(curandCreateGeneratorHost(&g[1], CURAND_RNG_PSEUDO_PHILOX4_32_10));
+    CKR(curandSetPseudoRandomGeneratorSeed(g[1], 99));
+    CKR(curandSetGeneratorOffset(g[1], 7));
+    CKR(curandCreateGenerator(&g[2], CURAND_RNG_QUASI_SOBOL32));
+    CKR(curandSetQuasiRandomGeneratorDimensions(g[2], 4));
+    return 0;
+}
+
 static double now_ms() {
     timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+// What the generators drew step by step against fresh ones drawing it all in one go.
+static int check_generators(curandGenerator_t gen[3], unsigned *words,
+                            const std::vector<float> &normals, float *points, int steps, int nw,
+                            int nn, int np, int dims) {
+    size_t tw = (size_t)steps * nw, tn = (size_t)steps * nn, tp = (size_t)steps * np * dims;
+    curandGenerator_t fresh[3];
+    if (make_generators(fresh)) return 1;
+    unsigned *all_w;
+    float *all_p;
+    CK(cudaMalloc(&all_w, tw * sizeof(unsigned)));
+    CK(cudaMalloc(&all_p, tp * sizeof(float)));
+    std::vector<float> want_n(tn);
+    CKR(curandGenerate(fresh[0], all_w, tw));
+    CKR(curandGenerateNormal(fresh[1], want_n.data(), tn, 1.0f, 2.0f));
+    CKR(curandGenerateUniform(fresh[2], all_p, tp));
+    std::vector<unsigned> got_w(tw), want_w(tw);
+    std::vector<float> got_p(tp), want_p(tp);
+    CK(cudaMemcpy(got_w.data(), words, tw * sizeof(unsigned), cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(want_w.data(), all_w, tw * sizeof(unsigned), cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(got_p.data(), points, tp * sizeof(float), cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(want_p.data(), all_p, tp * sizeof(float), cudaMemcpyDeviceToHost));
+    size_t wrong_w = 0, wrong_n = 0, wrong_p = 0;
+    for (size_t i = 0; i < tw; i++) wrong_w += got_w[i] != want_w[i];
+    for (size_t i = 0; i < tn; i++) wrong_n += normals[i] != want_n[i];
+    // Step k drew points [k * np, (k + 1) * np) of every dimension, dimension-major; the
+    // single draw holds dimension d's points at [d * steps * np, (d + 1) * steps * np).
+    for (int k = 0; k < steps; k++)
+        for (int d = 0; d < dims; d++)
+            for (int j = 0; j < np; j++)
+                wrong_p += got_p[((size_t)k * dims + d) * np + j] !=
+                           want_p[(size_t)d * steps * np + (size_t)k * np + j];
+    if (wrong_w || wrong_n || wrong_p) {
+        printf("migrate-cuda: generators differ from fresh ones: %zu words, %zu normals, %zu "
+               "points\n",
+               wrong_w, wrong_n, wrong_p);
+        return 1;
+    }
+    for (int i = 0; i < 3; i++) {
+        CKR(curandDestroyGenerator(gen[i]));
+        CKR(curandDestroyGenerator(fresh[i]));
+    }
+    CK(cudaFree(all_w));
+    CK(cudaFree(all_p));
+    CK(cudaFree(words));
+    CK(cudaFree(points));
+    return 0;
 }
 
 int main(int argc, char **argv) {
@@ -117,6 +188,19 @@ int main(int argc, char **argv) {
         return 1;
     }
 
+    // Per step: 512 words (XORWOW), 512 normal floats (Philox, host), 64 points of 4
+    // dimensions (Sobol, dimension-major within each draw).
+    const int nw = 512, nn = 512, np = 64, dims = 4;
+    curandGenerator_t gen[3];
+    if (make_generators(gen)) return 1;
+    CKR(curandSetStream(gen[0], s));
+    CKR(curandSetStream(gen[2], s));
+    unsigned *words;
+    float *points;
+    CK(cudaMalloc(&words, (size_t)steps * nw * sizeof(unsigned)));
+    CK(cudaMalloc(&points, (size_t)steps * np * dims * sizeof(float)));
+    std::vector<float> normals((size_t)steps * nn);
+
     cudaGraph_t graph;
     cudaGraphExec_t exec;
     CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
@@ -141,6 +225,9 @@ int main(int argc, char **argv) {
         hcounter++;
         host_step(ha, 1000, hcounter);
         CKB(cublasSaxpy(blas, nx, &alpha, x, 1, y, 1));
+        CKR(curandGenerate(gen[0], words + (size_t)k * nw, nw));
+        CKR(curandGenerateNormal(gen[1], normals.data() + (size_t)k * nn, nn, 1.0f, 2.0f));
+        CKR(curandGenerateUniform(gen[2], points + (size_t)k * np * dims, np * dims));
         for (int i = 0; i < nx; i++) hy[i] += alpha * hx[i];
         if (hold_ms && k == steps / 2) {
             printf("migrate-at: kernels\n");
@@ -181,6 +268,7 @@ int main(int argc, char **argv) {
                wrong, ms);
         return 1;
     }
+    if (check_generators(gen, words, normals, points, steps, nw, nn, np, dims)) return 1;
     CK(cudaGraphExecDestroy(exec));
     CK(cudaGraphDestroy(graph));
     CKB(cublasDestroy(blas));

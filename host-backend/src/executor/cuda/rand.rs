@@ -15,15 +15,19 @@
 use cudarc::curand::sys as cr;
 use log::warn;
 use vcuda_protocol::lib::{
-    RAND_INITIALIZATION_FAILED, RAND_NOT_INITIALIZED, RAND_OUT_OF_RANGE, RAND_TO_HOST,
-    RAND_TYPE_ERROR, dist, set,
+    RAND_ALLOCATION_FAILED, RAND_INITIALIZATION_FAILED, RAND_NOT_INITIALIZED, RAND_OUT_OF_RANGE,
+    RAND_TO_HOST, RAND_TYPE_ERROR, dist, set,
 };
 use vcuda_protocol::{RandGenerateReq, RandSetReq, status};
 
 use super::CudaExecutor;
 use super::curand_result::{self as curand, Distribution};
+use super::state::Generator;
 use crate::data::DataSegs;
 use crate::executor::{ExecResult, Status};
+
+/// The tag of generator handles.
+pub(super) const RAND_TAG: u64 = 0x7a4d_0000_0000;
 
 /// A cuRAND status as the session's error.
 fn status_of(s: cr::curandStatus_t) -> Status {
@@ -48,6 +52,18 @@ fn rng_type(v: u32) -> ExecResult<cr::curandRngType_t> {
     })
 }
 
+/// Whether a `curandRngType_t` is quasi-random (Sobol): dimensions instead of a seed, and
+/// an offset in points.
+pub(super) fn quasi(rng: u32) -> bool {
+    rng >= 200
+}
+
+/// Whether a `curandRngType_t` is a Mersenne Twister (MTGP32, MT19937): cuRAND takes no
+/// offset for those.
+pub(super) fn mersenne(rng: u32) -> bool {
+    matches!(rng, 141 | 142)
+}
+
 fn ordering(v: u64) -> ExecResult<cr::curandOrdering_t> {
     use cr::curandOrdering_t::*;
     Ok(match v {
@@ -66,21 +82,48 @@ impl CudaExecutor {
         self.rand
             .map
             .get(&handle)
-            .map(|&(g, host)| (g as cr::curandGenerator_t, host))
+            .map(|g| (g.raw as cr::curandGenerator_t, g.host))
             .ok_or(Status(RAND_NOT_INITIALIZED))
     }
 
     pub(super) fn rand_create_impl(&mut self, rng: u32, host: bool) -> ExecResult<u64> {
+        let n = self
+            .rand
+            .next
+            .checked_add(1)
+            .filter(|&n| n < 1 << 32)
+            .ok_or(Status(RAND_ALLOCATION_FAILED))?;
+        let id = RAND_TAG | n;
+        self.rand_create_at(id, rng, host)?;
+        self.rand.next = n;
+        Ok(id)
+    }
+
+    /// Creates a generator known to the guest as `id` (a new one, or one of a loaded
+    /// session), with cuRAND's defaults: seed 0, offset 0, one dimension, the default
+    /// ordering.
+    pub(super) fn rand_create_at(&mut self, id: u64, rng: u32, host: bool) -> ExecResult<()> {
         if !curand::present() {
             return Err(Status(RAND_INITIALIZATION_FAILED));
         }
         let t = rng_type(rng)?;
+        if self.rand.map.contains_key(&id) {
+            return Err(Status::INVALID_VALUE);
+        }
         self.cu_context()?;
         let g = curand::create_generator(t, host).map_err(status_of)?;
-        self.rand.next += 1;
-        let id = 0x7a4d_0000_0000 | self.rand.next;
-        self.rand.map.insert(id, (g as usize, host));
-        Ok(id)
+        let generator = Generator {
+            raw: g as usize,
+            host,
+            rng_type: rng,
+            seed: 0,
+            offset: 0,
+            dims: 1,
+            // CURAND_ORDERING_QUASI_DEFAULT, CURAND_ORDERING_PSEUDO_DEFAULT.
+            ordering: if quasi(rng) { 201 } else { 101 },
+        };
+        self.rand.map.insert(id, generator);
+        Ok(())
     }
 
     pub(super) fn rand_destroy_impl(&mut self, handle: u64) -> ExecResult<()> {
@@ -97,10 +140,11 @@ impl CudaExecutor {
             return;
         }
         let bound = self.cu_context().is_ok();
-        for (_, (g, _)) in self.rand.map.drain() {
+        for (_, g) in self.rand.map.drain() {
             if bound {
                 // SAFETY: our generator, destroyed once, with its context current.
-                if let Err(s) = unsafe { curand::destroy_generator(g as cr::curandGenerator_t) } {
+                if let Err(s) = unsafe { curand::destroy_generator(g.raw as cr::curandGenerator_t) }
+                {
                     warn!("curandDestroyGenerator: {s:?}");
                 }
             }
@@ -123,7 +167,17 @@ impl CudaExecutor {
                 _ => return Err(Status(RAND_OUT_OF_RANGE)),
             }
         }
-        .map_err(status_of)
+        .map_err(status_of)?;
+        // What the generator is now, for a migration to make it again.
+        if let Some(g) = self.rand.map.get_mut(&r.handle) {
+            match r.what {
+                set::SEED => g.seed = r.value,
+                set::OFFSET => g.offset = r.value,
+                set::ORDERING => g.ordering = r.value as u32,
+                _ => g.dims = r.value as u32,
+            }
+        }
+        Ok(())
     }
 
     pub(super) fn rand_generate_impl(
@@ -182,6 +236,17 @@ impl CudaExecutor {
         // the distribution's size (our buffer, or device memory the session owns, checked
         // above).
         unsafe { curand::generate(g, d, dst, n) }.map_err(status_of)?;
+        // cuRAND moves a pseudo-random generator on by the outputs drawn, a quasi-random one
+        // by the points (the CPU executor's generators, measured against cuRAND, do the
+        // same).
+        if let Some(g) = self.rand.map.get_mut(&r.handle) {
+            let step = if quasi(g.rng_type) {
+                r.n / u64::from(g.dims.max(1))
+            } else {
+                r.n
+            };
+            g.offset = g.offset.wrapping_add(step);
+        }
         if !host {
             return Ok(0);
         }

@@ -32,12 +32,27 @@ pub(super) struct Handle {
     pub(super) stream: Option<usize>,
 }
 
-/// The session's generators: raw `curandGenerator_t`s (owned here) and whether each is a
-/// host generator.
+/// The session's generators (`rand.rs`), and the counter behind the next handle.
 #[derive(Debug, Default)]
 pub(super) struct Generators {
-    pub(super) map: HashMap<u64, (usize, bool)>,
+    pub(super) map: HashMap<u64, Generator>,
     pub(super) next: u64,
+}
+
+/// A cuRAND generator: the raw `curandGenerator_t` (owned here) and what was set on it and
+/// drawn from it, which is what a migrated session makes it again from.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Generator {
+    pub(super) raw: usize,
+    /// A host generator (`curandCreateGeneratorHost`).
+    pub(super) host: bool,
+    /// Its `curandRngType_t`, as the guest gave it.
+    pub(super) rng_type: u32,
+    pub(super) seed: u64,
+    /// Outputs (pseudo-random) or points (quasi-random) skipped or generated so far.
+    pub(super) offset: u64,
+    pub(super) dims: u32,
+    pub(super) ordering: u32,
 }
 
 /// A CUDA graph of the session and the device memory its copies and memsets reach.

@@ -1477,3 +1477,128 @@ fn device_memory_of_a_plain_session_does_not_move() {
     assert!(err.contains("--cuda-migratable"), "{err}");
     e.free(p).unwrap();
 }
+
+/// cuRAND generators move with a session: a device XORWOW, a host Philox with an offset and
+/// a Sobol generator in four dimensions go on after the move where they were, drawing what
+/// fresh generators draw in one go; a Mersenne Twister that has drawn numbers (cuRAND takes
+/// no offset for it) refuses the save, naming it. This is what checks, on a GPU, that the
+/// offsets the executor counts are cuRAND's.
+#[test]
+fn curand_generators_move_with_the_session() {
+    use vcuda_protocol::RandGenerateReq;
+    use vcuda_protocol::lib::{RAND_TO_HOST, dist, set};
+
+    let _turn = GPU_TURN.lock().unwrap_or_else(|e| e.into_inner());
+    let Ok(f) = CudaFactory::new(CudaConfig {
+        migratable: true,
+        ..CudaConfig::default()
+    }) else {
+        eprintln!("skipping: no GPU");
+        return;
+    };
+    if !super::curand_result::present() {
+        eprintln!("skipping: no libcurand.so.10");
+        return;
+    }
+    const N: u64 = 1000;
+    const DIMS: u64 = 4;
+    const POINTS: u64 = 64;
+    let set_ = |e: &mut CudaExecutor, handle, what, value| {
+        e.rand_set_impl(&vcuda_protocol::RandSetReq {
+            handle,
+            what,
+            reserved: 0,
+            value,
+        })
+        .unwrap()
+    };
+    let draw = |e: &mut CudaExecutor, handle, dist, n: u64, dst: u64| -> Vec<u8> {
+        let host = dst == 0;
+        let req = RandGenerateReq {
+            handle,
+            stream: 0,
+            dst,
+            n,
+            dist,
+            flags: if host { RAND_TO_HOST } else { 0 },
+            mean: 1.0,
+            stddev: 2.0,
+        };
+        let mut out = vec![0u8; (n * 4) as usize];
+        let wrote = e
+            .rand_generate_impl(&req, &DataSegs::from_slice(&mut out))
+            .unwrap();
+        if !host {
+            assert_eq!(wrote, 0);
+            e.memcpy_dtoh(&dtoh(dst, n * 4, 1, 0), &DataSegs::from_slice(&mut out))
+                .unwrap();
+        }
+        out
+    };
+    // The generators (0: XORWOW, 1: Philox on the host, 2: Sobol32) as a session makes them.
+    let make = |e: &mut CudaExecutor| -> [u64; 3] {
+        let x = e.rand_create_impl(100, false).unwrap();
+        set_(e, x, set::SEED, 1234);
+        let p = e.rand_create_impl(161, true).unwrap();
+        set_(e, p, set::SEED, 99);
+        set_(e, p, set::OFFSET, 7);
+        let s = e.rand_create_impl(201, false).unwrap();
+        set_(e, s, set::DIMENSIONS, DIMS);
+        [x, p, s]
+    };
+
+    let mut e = f.new_executor().unwrap();
+    let buf = e.malloc(0, N * 8).unwrap();
+    let g = make(&mut e);
+    let mut before = [
+        draw(&mut e, g[0], dist::BITS32, N, buf),
+        draw(&mut e, g[1], dist::NORMAL_F32, N, 0),
+        draw(&mut e, g[2], dist::UNIFORM_F32, POINTS * DIMS, buf),
+    ];
+    let mt = e.rand_create_impl(141, false).unwrap();
+    let (state, images) = e.save_state(None).unwrap();
+    draw(&mut e, mt, dist::BITS32, 16, buf);
+    let err = e.save_state(None).unwrap_err().to_string();
+    assert!(err.contains("Mersenne Twister"), "{err}");
+    let images = images.into_iter().map(|i| (i.hash, i)).collect();
+    drop(e);
+
+    let mut e = f.new_executor().unwrap();
+    e.load_state(state, &images).unwrap();
+    let after = [
+        draw(&mut e, g[0], dist::BITS32, N, buf),
+        draw(&mut e, g[1], dist::NORMAL_F32, N, 0),
+        draw(&mut e, g[2], dist::UNIFORM_F32, POINTS * DIMS, buf),
+    ];
+    // A new generator gets a handle of its own.
+    let next = e.rand_create_impl(100, false).unwrap();
+    assert!(!g.contains(&next) && next != mt);
+    for (b, a) in before.iter_mut().zip(&after) {
+        b.extend_from_slice(a);
+    }
+    let big = e.malloc(0, 2 * N * 8).unwrap();
+    let fresh = make(&mut e);
+    let all_x = draw(&mut e, fresh[0], dist::BITS32, 2 * N, big);
+    let all_p = draw(&mut e, fresh[1], dist::NORMAL_F32, 2 * N, 0);
+    let all_s = draw(&mut e, fresh[2], dist::UNIFORM_F32, 2 * POINTS * DIMS, big);
+    assert!(before[0] == all_x, "XORWOW goes on where it was");
+    assert!(before[1] == all_p, "Philox goes on where it was");
+    // Sobol output is dimension-major: draw k's dimension d lies at d * POINTS, the whole
+    // draw's at d * 2 * POINTS, and the second draw's points after the first's.
+    let word = |v: &[u8], i: u64| v[(i * 4) as usize..(i * 4 + 4) as usize].to_vec();
+    for d in 0..DIMS {
+        for i in 0..2 * POINTS {
+            let moved = word(
+                &before[2],
+                (i / POINTS) * POINTS * DIMS + d * POINTS + i % POINTS,
+            );
+            assert_eq!(
+                moved,
+                word(&all_s, d * 2 * POINTS + i),
+                "Sobol dim {d} point {i}"
+            );
+        }
+    }
+    e.free(buf).unwrap();
+    e.free(big).unwrap();
+}

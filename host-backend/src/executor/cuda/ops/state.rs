@@ -2,32 +2,36 @@
 //! The CUDA executor's live migration ([`StateOps`]): a session of a backend started with
 //! `--cuda-migratable`, whose `cudaMalloc` memory lies at addresses it chose (`fixed`),
 //! saves its device memory, module handles (with the variables of their images), function
-//! handles, streams, events and cuBLAS handles as plain data
+//! handles, streams, events, cuBLAS handles and cuRAND generators as plain data
 //! ([`crate::migrate::state::CudaState`]); loading reserves the same address range, puts
 //! every allocation back at its address and makes every object again under its handle.
 //! Graphs are the session's descriptions, instantiated again by the session.
 //!
 //! Module variables are placed by the driver: a variable whose address the guest asked for
 //! must land at the same address on the destination (checked; the load fails otherwise),
-//! the others get their contents back wherever they land. What does not move yet fails the
-//! save, naming it: cuRAND generators, CUDA arrays and texture objects, the VMM API's
-//! objects, IPC, host memory mapped for kernels, and sessions of a backend without
-//! `--cuda-migratable` that hold device memory.
+//! the others get their contents back wherever they land. A generator is made again from
+//! its type, seed, ordering, dimensions and offset (the outputs drawn so far), which puts
+//! it where it was; a Mersenne Twister takes no offset, so one that has drawn numbers does
+//! not move. What does not move yet fails the save, naming it: those Mersenne Twisters,
+//! CUDA arrays and texture objects, the VMM API's objects, IPC, host memory mapped for
+//! kernels, and sessions of a backend without `--cuda-migratable` that hold device memory.
 
 use std::collections::HashSet;
 use std::ffi::CString;
 use std::sync::Arc;
 
-use vcuda_protocol::STREAM_LEGACY;
+use vcuda_protocol::lib::set;
+use vcuda_protocol::{RandSetReq, STREAM_LEGACY};
 
 use crate::executor::cuda::allocs::Owner;
 use crate::executor::cuda::error::to_status;
+use crate::executor::cuda::rand::{self, RAND_TAG};
 use crate::executor::cuda::{CudaExecutor, driver, pages};
 use crate::executor::{Images, ModuleImage, StateOps, Status};
 use crate::migrate::precopy::ChunkRead;
 use crate::migrate::state::{
     ALLOC_USER, AllocState, CudaFunctionState, CudaModuleState, CudaState, EventState, ExecState,
-    GlobalState, StreamState,
+    GeneratorState, GlobalState, StreamState,
 };
 use crate::migrate::{CHUNK, Known, MigrateError, compress, compress_known, decompress_into};
 
@@ -90,8 +94,15 @@ impl CudaExecutor {
         if self.ctx.is_none() {
             return Err(unsupported("a session whose context was lost"));
         }
-        if !self.rand.map.is_empty() {
-            return Err(unsupported("cuRAND generators"));
+        if self
+            .rand
+            .map
+            .values()
+            .any(|g| rand::mersenne(g.rng_type) && g.offset != 0)
+        {
+            return Err(unsupported(
+                "cuRAND Mersenne Twister generators that have drawn numbers",
+            ));
         }
         let t = &self.textures;
         if t.arrays.count() > 0 || t.mipmapped.count() > 0 || !t.objects.is_empty() {
@@ -317,6 +328,54 @@ impl CudaExecutor {
     }
 }
 
+impl CudaExecutor {
+    /// Makes the saved generators again under their handles, each set as it was: ordering,
+    /// seed (pseudo-random) or dimensions (quasi-random), then the offset, through the
+    /// checks cuRAND makes.
+    fn load_generators(
+        &mut self,
+        (gens, next): (Vec<GeneratorState>, u64),
+    ) -> Result<(), MigrateError> {
+        if next >= 1 << 32 || gens.len() as u64 > next {
+            return Err(MigrateError::invalid("cuRAND generator counter"));
+        }
+        for g in gens {
+            let h = g.handle;
+            let bad = || MigrateError::invalid(format_args!("cuRAND generator {h:#x}"));
+            let n = h ^ RAND_TAG;
+            if h & RAND_TAG != RAND_TAG || n == 0 || n > next {
+                return Err(bad());
+            }
+            if rand::mersenne(g.rng_type) && g.offset != 0 {
+                return Err(bad());
+            }
+            self.rand_create_at(h, g.rng_type, g.host)
+                .map_err(|st| failed("a cuRAND generator", st))?;
+            let mut sets = vec![(set::ORDERING, u64::from(g.ordering))];
+            if rand::quasi(g.rng_type) {
+                sets.push((set::DIMENSIONS, u64::from(g.dims)));
+            } else {
+                sets.push((set::SEED, g.seed));
+            }
+            if !rand::mersenne(g.rng_type) {
+                sets.push((set::OFFSET, g.offset));
+            }
+            for (what, value) in sets {
+                let req = RandSetReq {
+                    handle: h,
+                    what,
+                    reserved: 0,
+                    value,
+                };
+                self.rand_set_impl(&req)
+                    .map_err(|st| failed("a cuRAND generator's setting", st))?;
+            }
+        }
+        self.rand.next = next;
+        Ok(())
+    }
+}
+
 impl StateOps for CudaExecutor {
     fn save_state(
         &mut self,
@@ -394,6 +453,21 @@ impl StateOps for CudaExecutor {
         events.sort_unstable_by_key(|e| e.handle);
         let mut blas: Vec<u64> = self.blas.map.keys().copied().collect();
         blas.sort_unstable();
+        let mut gens: Vec<GeneratorState> = self
+            .rand
+            .map
+            .iter()
+            .map(|(&handle, g)| GeneratorState {
+                handle,
+                rng_type: g.rng_type,
+                host: g.host,
+                seed: g.seed,
+                offset: g.offset,
+                dims: g.dims,
+                ordering: g.ordering,
+            })
+            .collect();
+        gens.sort_unstable_by_key(|g| g.handle);
         let state = CudaState {
             range: self.fixed.as_ref().map_or((0, 0), |f| f.range()),
             allocs,
@@ -408,6 +482,7 @@ impl StateOps for CudaExecutor {
                 self.functions.next_counter(),
             ],
             blas: (blas, self.blas.next),
+            rand: (gens, self.rand.next),
         };
         Ok((ExecState::Cuda(state), images))
     }
@@ -416,7 +491,11 @@ impl StateOps for CudaExecutor {
         let ExecState::Cuda(s) = state else {
             return Err(MigrateError::invalid("a session of another executor"));
         };
-        if self.streams.count() > 0 || self.modules.count() > 0 || self.allocs.count() > 0 {
+        if self.streams.count() > 0
+            || self.modules.count() > 0
+            || self.allocs.count() > 0
+            || !self.rand.map.is_empty()
+        {
             return Err(MigrateError::invalid("loading into a session in use"));
         }
         self.bind()
@@ -427,6 +506,7 @@ impl StateOps for CudaExecutor {
             || s.functions.len() > MAX_OBJECTS
             || s.modules.len() > MAX_OBJECTS
             || s.blas.0.len() > MAX_BLAS
+            || s.rand.0.len() > MAX_OBJECTS
         {
             return Err(MigrateError::invalid("too many objects"));
         }
@@ -505,6 +585,7 @@ impl StateOps for CudaExecutor {
                 .map_err(|st| failed("a cuBLAS handle", st))?;
         }
         self.blas.next = next_blas;
+        self.load_generators(s.rand)?;
         let restored = self.streams.restore_next(next_stream)
             && self.events.restore_next(next_event)
             && self.modules.restore_next(next_module)

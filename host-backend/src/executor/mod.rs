@@ -78,6 +78,8 @@ impl Status {
     pub const INVALID_KERNEL_IMAGE: Status = Status(status::INVALID_KERNEL_IMAGE);
     /// `cudaErrorNoKernelImageForDevice`.
     pub const NO_KERNEL_IMAGE: Status = Status(status::NO_KERNEL_IMAGE_FOR_DEVICE);
+    /// `cudaErrorInvalidPtx`.
+    pub const INVALID_PTX: Status = Status(status::INVALID_PTX);
     /// `cudaErrorUnsupportedLimit`.
     pub const UNSUPPORTED_LIMIT: Status = Status(status::UNSUPPORTED_LIMIT);
     /// `cudaErrorInvalidMemcpyDirection`.

@@ -50,7 +50,32 @@ const ATTR_MAX_DYNAMIC_SHARED: u32 = 8;
 /// `cudaFuncAttributePreferredSharedMemoryCarveout`.
 const ATTR_CARVEOUT: u32 = 9;
 
-type Parsed = Result<Arc<vcuda_ptx::Module>, String>;
+type Parsed = Result<Arc<vcuda_ptx::Module>, Unloadable>;
+
+/// Why an image does not load, and the status the driver gives for it: an image that is
+/// not a fat binary is invalid (`cudaErrorInvalidKernelImage`), one without PTX has no
+/// image this device runs (`cudaErrorNoKernelImageForDevice`), PTX that does not parse is
+/// what the driver's JIT refuses (`cudaErrorInvalidPtx`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Unloadable {
+    status: Status,
+    why: String,
+}
+
+impl Unloadable {
+    fn new(status: Status, why: impl Into<String>) -> Self {
+        Self {
+            status,
+            why: why.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for Unloadable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.why)
+    }
+}
 
 /// The parse of one image for one tenant, made once (see [`PtxCache`]), and the image's
 /// length.
@@ -115,28 +140,34 @@ impl PtxCache {
 /// Finds the best PTX in a fat binary and parses it; several translation units (a
 /// device-linked `-rdc` program, or a JIT link of several PTX inputs) are linked.
 fn parse_image(bytes: &[u8]) -> Parsed {
-    let fatbin = vcuda_fatbin::parse(bytes).map_err(|e| format!("not a fat binary: {e}"))?;
+    let fatbin = vcuda_fatbin::parse(bytes).map_err(|e| {
+        Unloadable::new(
+            Status::INVALID_KERNEL_IMAGE,
+            format!("not a fat binary: {e}"),
+        )
+    })?;
     let units = fatbin
         .ptx_units(u32::MAX)
-        .map_err(|e| format!("too much PTX to link: {e}"))?;
+        .map_err(|e| Unloadable::new(Status::INVALID_PTX, format!("too much PTX to link: {e}")))?;
     if units.is_empty() {
-        return Err(
+        return Err(Unloadable::new(
+            Status::NO_KERNEL_IMAGE,
             "the fat binary has no PTX; the CPU executor interprets PTX, so build with \
-             -gencode arch=compute_XX,code=[sm_XX,compute_XX]"
-                .to_owned(),
-        );
+             -gencode arch=compute_XX,code=[sm_XX,compute_XX]",
+        ));
     }
     let texts = units
         .iter()
         .map(|e| e.ptx_text())
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| format!("cannot read its PTX: {e}"))?;
+        .map_err(|e| Unloadable::new(Status::INVALID_PTX, format!("cannot read its PTX: {e}")))?;
+    let invalid = |why: String| Unloadable::new(Status::INVALID_PTX, why);
     let m = if let [text] = texts.as_slice() {
-        vcuda_ptx::Module::parse(text).map_err(|e| format!("cannot parse its PTX: {e}"))?
+        vcuda_ptx::Module::parse(text).map_err(|e| invalid(format!("cannot parse its PTX: {e}")))?
     } else {
         let texts: Vec<&str> = texts.iter().map(|t| t.as_ref()).collect();
         vcuda_ptx::Module::link(&texts)
-            .map_err(|e| format!("cannot link its {} PTX units: {e}", texts.len()))?
+            .map_err(|e| invalid(format!("cannot link its {} PTX units: {e}", texts.len())))?
     };
     debug!(
         "parsed PTX ({} units, sm_{}): {} kernels, {} globals",
@@ -355,7 +386,7 @@ impl Modules {
         }
         let ptx = self.cache.get(self.tenant, image).map_err(|e| {
             warn!("cannot load a module: {e}");
-            Status::NO_KERNEL_IMAGE
+            e.status
         })?;
         let globals = ptx.globals();
         let mut addrs = vec![0u64; globals.len()];
@@ -425,7 +456,7 @@ impl Modules {
         }
         let p = self.cache.get(self.tenant, &m.image).map_err(|e| {
             warn!("cannot parse a loaded module again: {e}");
-            Status::NO_KERNEL_IMAGE
+            e.status
         })?;
         debug!("module {module:#x} parsed again");
         m.ptx = Some(p.clone());
@@ -477,7 +508,7 @@ impl Modules {
             None => self
                 .cache
                 .get(self.tenant, &m.image)
-                .map_err(|_| Status::NO_KERNEL_IMAGE)?,
+                .map_err(|e| e.status)?,
         };
         let k = ptx.kernels();
         let count = u32::try_from(k.len()).map_err(|_| Status::NOT_SUPPORTED)?;
@@ -777,13 +808,29 @@ mod tests {
         assert!(Arc::ptr_eq(&a, &b));
         assert_eq!(cache.len(), 1);
         let bad = ptx_fatbin(".version 7.0\n.target sm_50\nnot ptx at all");
-        assert!(
-            cache
-                .get(me, &bad)
-                .unwrap_err()
-                .contains("cannot parse its PTX")
-        );
+        let err = cache.get(me, &bad).unwrap_err();
+        assert!(err.why.contains("cannot parse its PTX"), "{err}");
         assert_eq!(cache.len(), 1);
+    }
+
+    /// The status of an image that does not load is the driver's: invalid PTX
+    /// (`cudaErrorInvalidPtx`, what an H100 gives for this module, see the CUDA executor's
+    /// `a_module_that_does_not_compile_fails_to_load`), an image that is no fat binary
+    /// (`cudaErrorInvalidKernelImage`).
+    #[test]
+    fn an_image_that_does_not_load_fails_with_the_drivers_status() {
+        let cache = PtxCache::default();
+        let me = Tenant::unique();
+        let bad = ptx_fatbin(".version 7.0\n.target sm_50\n.address_size 64\ndoes_not_compile\n");
+        assert_eq!(cache.get(me, &bad).unwrap_err().status, Status::INVALID_PTX);
+        let junk = ModuleImage {
+            hash: [7; 32],
+            bytes: vec![0x55; 64],
+        };
+        assert_eq!(
+            cache.get(me, &junk).unwrap_err().status,
+            Status::INVALID_KERNEL_IMAGE
+        );
     }
 
     #[test]

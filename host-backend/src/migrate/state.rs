@@ -190,6 +190,26 @@ pub struct CudaState {
     pub blas: (Vec<u64>, u64),
     /// cuRAND generators, and the counter behind the next handle.
     pub rand: (Vec<GeneratorState>, u64),
+    /// The calls each Mersenne Twister among them took (by handle), which a load repeats.
+    pub rand_logs: Vec<(u64, Vec<RandStep>)>,
+}
+
+/// A call a Mersenne Twister generator of the CUDA executor took: cuRAND takes no offset
+/// for these, so a load makes the generator again and repeats its calls.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub enum RandStep {
+    /// `curandSetPseudoRandomGeneratorSeed` or `curandSetGeneratorOrdering`: what (a
+    /// `set::` value) and the value.
+    Set { what: u32, value: u64 },
+    /// `times` draws in a row of `n` numbers of distribution `dist` (a `dist::` value) with
+    /// these parameters.
+    Draw {
+        dist: u32,
+        n: u64,
+        mean: f64,
+        stddev: f64,
+        times: u64,
+    },
 }
 
 /// A module handle of the CUDA executor.

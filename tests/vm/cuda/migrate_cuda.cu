@@ -8,10 +8,11 @@
 // Live migration on the CUDA executor (issue 39): the guest moves twice while a session of
 // `--executor cuda` (a backend started with --cuda-migratable) holds device memory with
 // holes between allocations, a module variable whose address it asked for, a non-blocking
-// stream, events, an instantiated graph, a cuBLAS handle and three cuRAND generators (a
-// device XORWOW, a host Philox with an offset, a device Sobol in four dimensions), and works
-// on them step by step. Every result is checked against the host's, and what the generators
-// drew step by step across the moves against fresh generators drawing it all at once. The
+// stream, events, an instantiated graph, a cuBLAS handle and four cuRAND generators (a
+// device XORWOW, a host Philox with an offset, a device Sobol in four dimensions, a device
+// MTGP32), and works on them step by step. Every result is checked against the host's, and
+// what the generators drew step by step across the moves against fresh generators drawing
+// it all at once (the MTGP32, which cuRAND cannot skip ahead, in the same steps). The
 // VM test runs the CUDA executor over vcuda's own libcuda.so.1 and a CPU backend (the
 // driver-API chain): the migration moves the CUDA executor's session, whose driver is
 // vcuda's (and whose cuRAND is vcuda's libcurand, so the offsets are the CPU executor's).
@@ -74,7 +75,7 @@ static void host_step(std::vector<unsigned> &a, unsigned k, unsigned c) {
 }
 
 // The generators of the test, set up alike for the stepwise draws and the fresh ones.
-static int make_generators(curandGenerator_t g[3]) {
+static int make_generators(curandGenerator_t g[4]) {
     CKR(curandCreateGenerator(&g[0], CURAND_RNG_PSEUDO_XORWOW));
     CKR(curandSetPseudoRandomGeneratorSeed(g[0], 1234));
     CKR(curandCreateGeneratorHost(&g[1], CURAND_RNG_PSEUDO_PHILOX4_32_10));
@@ -82,6 +83,8 @@ static int make_generators(curandGenerator_t g[3]) {
     CKR(curandSetGeneratorOffset(g[1], 7));
     CKR(curandCreateGenerator(&g[2], CURAND_RNG_QUASI_SOBOL32));
     CKR(curandSetQuasiRandomGeneratorDimensions(g[2], 4));
+    CKR(curandCreateGenerator(&g[3], CURAND_RNG_PSEUDO_MTGP32));
+    CKR(curandSetPseudoRandomGeneratorSeed(g[3], 42));
     return 0;
 }
 
@@ -92,11 +95,11 @@ static double now_ms() {
 }
 
 // What the generators drew step by step against fresh ones drawing it all in one go.
-static int check_generators(curandGenerator_t gen[3], unsigned *words,
-                            const std::vector<float> &normals, float *points, int steps, int nw,
-                            int nn, int np, int dims) {
+static int check_generators(curandGenerator_t gen[4], unsigned *words,
+                            const std::vector<float> &normals, float *points, unsigned *mt,
+                            int steps, int nw, int nn, int np, int dims, int nm) {
     size_t tw = (size_t)steps * nw, tn = (size_t)steps * nn, tp = (size_t)steps * np * dims;
-    curandGenerator_t fresh[3];
+    curandGenerator_t fresh[4];
     if (make_generators(fresh)) return 1;
     unsigned *all_w;
     float *all_p;
@@ -106,14 +109,22 @@ static int check_generators(curandGenerator_t gen[3], unsigned *words,
     CKR(curandGenerate(fresh[0], all_w, tw));
     CKR(curandGenerateNormal(fresh[1], want_n.data(), tn, 1.0f, 2.0f));
     CKR(curandGenerateUniform(fresh[2], all_p, tp));
+    size_t tm = (size_t)steps * nm;
+    unsigned *all_m;
+    CK(cudaMalloc(&all_m, tm * sizeof(unsigned)));
+    for (int k = 0; k < steps; k++) CKR(curandGenerate(fresh[3], all_m + (size_t)k * nm, nm));
+    std::vector<unsigned> got_m(tm), want_m(tm);
+    CK(cudaMemcpy(got_m.data(), mt, tm * sizeof(unsigned), cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(want_m.data(), all_m, tm * sizeof(unsigned), cudaMemcpyDeviceToHost));
     std::vector<unsigned> got_w(tw), want_w(tw);
     std::vector<float> got_p(tp), want_p(tp);
     CK(cudaMemcpy(got_w.data(), words, tw * sizeof(unsigned), cudaMemcpyDeviceToHost));
     CK(cudaMemcpy(want_w.data(), all_w, tw * sizeof(unsigned), cudaMemcpyDeviceToHost));
     CK(cudaMemcpy(got_p.data(), points, tp * sizeof(float), cudaMemcpyDeviceToHost));
     CK(cudaMemcpy(want_p.data(), all_p, tp * sizeof(float), cudaMemcpyDeviceToHost));
-    size_t wrong_w = 0, wrong_n = 0, wrong_p = 0;
+    size_t wrong_w = 0, wrong_n = 0, wrong_p = 0, wrong_m = 0;
     for (size_t i = 0; i < tw; i++) wrong_w += got_w[i] != want_w[i];
+    for (size_t i = 0; i < tm; i++) wrong_m += got_m[i] != want_m[i];
     for (size_t i = 0; i < tn; i++) wrong_n += normals[i] != want_n[i];
     // Step k drew points [k * np, (k + 1) * np) of every dimension, dimension-major; the
     // single draw holds dimension d's points at [d * steps * np, (d + 1) * steps * np).
@@ -122,13 +133,13 @@ static int check_generators(curandGenerator_t gen[3], unsigned *words,
             for (int j = 0; j < np; j++)
                 wrong_p += got_p[((size_t)k * dims + d) * np + j] !=
                            want_p[(size_t)d * steps * np + (size_t)k * np + j];
-    if (wrong_w || wrong_n || wrong_p) {
+    if (wrong_w || wrong_n || wrong_p || wrong_m) {
         printf("migrate-cuda: generators differ from fresh ones: %zu words, %zu normals, %zu "
-               "points\n",
-               wrong_w, wrong_n, wrong_p);
+               "points, %zu MTGP32 words\n",
+               wrong_w, wrong_n, wrong_p, wrong_m);
         return 1;
     }
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         CKR(curandDestroyGenerator(gen[i]));
         CKR(curandDestroyGenerator(fresh[i]));
     }
@@ -136,6 +147,8 @@ static int check_generators(curandGenerator_t gen[3], unsigned *words,
     CK(cudaFree(all_p));
     CK(cudaFree(words));
     CK(cudaFree(points));
+    CK(cudaFree(all_m));
+    CK(cudaFree(mt));
     return 0;
 }
 
@@ -189,12 +202,15 @@ int main(int argc, char **argv) {
     }
 
     // Per step: 512 words (XORWOW), 512 normal floats (Philox, host), 64 points of 4
-    // dimensions (Sobol, dimension-major within each draw).
-    const int nw = 512, nn = 512, np = 64, dims = 4;
-    curandGenerator_t gen[3];
+    // dimensions (Sobol, dimension-major within each draw), 256 words (MTGP32).
+    const int nw = 512, nn = 512, np = 64, dims = 4, nm = 256;
+    curandGenerator_t gen[4];
     if (make_generators(gen)) return 1;
     CKR(curandSetStream(gen[0], s));
     CKR(curandSetStream(gen[2], s));
+    CKR(curandSetStream(gen[3], s));
+    unsigned *mt;
+    CK(cudaMalloc(&mt, (size_t)steps * nm * sizeof(unsigned)));
     unsigned *words;
     float *points;
     CK(cudaMalloc(&words, (size_t)steps * nw * sizeof(unsigned)));
@@ -228,6 +244,7 @@ int main(int argc, char **argv) {
         CKR(curandGenerate(gen[0], words + (size_t)k * nw, nw));
         CKR(curandGenerateNormal(gen[1], normals.data() + (size_t)k * nn, nn, 1.0f, 2.0f));
         CKR(curandGenerateUniform(gen[2], points + (size_t)k * np * dims, np * dims));
+        CKR(curandGenerate(gen[3], mt + (size_t)k * nm, nm));
         for (int i = 0; i < nx; i++) hy[i] += alpha * hx[i];
         if (hold_ms && k == steps / 2) {
             printf("migrate-at: kernels\n");
@@ -268,7 +285,7 @@ int main(int argc, char **argv) {
                wrong, ms);
         return 1;
     }
-    if (check_generators(gen, words, normals, points, steps, nw, nn, np, dims)) return 1;
+    if (check_generators(gen, words, normals, points, mt, steps, nw, nn, np, dims, nm)) return 1;
     CK(cudaGraphExecDestroy(exec));
     CK(cudaGraphDestroy(graph));
     CKB(cublasDestroy(blas));

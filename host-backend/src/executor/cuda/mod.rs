@@ -184,6 +184,7 @@ mod pages;
 mod plan;
 mod printf;
 mod rand;
+mod rand_log;
 mod staging;
 mod state;
 mod streams;

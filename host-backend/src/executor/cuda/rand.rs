@@ -25,12 +25,13 @@ use super::curand_result::{self as curand, Distribution};
 use super::state::Generator;
 use crate::data::DataSegs;
 use crate::executor::{ExecResult, Status};
+use crate::migrate::state::RandStep;
 
 /// The tag of generator handles.
 pub(super) const RAND_TAG: u64 = 0x7a4d_0000_0000;
 
 /// A cuRAND status as the session's error.
-fn status_of(s: cr::curandStatus_t) -> Status {
+pub(super) fn status_of(s: cr::curandStatus_t) -> Status {
     Status(s as u32)
 }
 
@@ -64,6 +65,28 @@ pub(super) fn mersenne(rng: u32) -> bool {
     matches!(rng, 141 | 142)
 }
 
+/// The distribution of a guest's `dist::` value, with its parameters.
+pub(super) fn distribution(d: u32, mean: f64, sd: f64) -> ExecResult<Distribution> {
+    Ok(match d {
+        dist::BITS32 => Distribution::Bits32,
+        dist::BITS64 => Distribution::Bits64,
+        dist::UNIFORM_F32 => Distribution::UniformF32,
+        dist::UNIFORM_F64 => Distribution::UniformF64,
+        dist::NORMAL_F32 => Distribution::NormalF32 {
+            mean: mean as f32,
+            stddev: sd as f32,
+        },
+        dist::NORMAL_F64 => Distribution::NormalF64 { mean, stddev: sd },
+        dist::LOG_NORMAL_F32 => Distribution::LogNormalF32 {
+            mean: mean as f32,
+            stddev: sd as f32,
+        },
+        dist::LOG_NORMAL_F64 => Distribution::LogNormalF64 { mean, stddev: sd },
+        dist::POISSON => Distribution::Poisson { lambda: mean },
+        _ => return Err(Status(RAND_TYPE_ERROR)),
+    })
+}
+
 fn ordering(v: u64) -> ExecResult<cr::curandOrdering_t> {
     use cr::curandOrdering_t::*;
     Ok(match v {
@@ -78,7 +101,7 @@ fn ordering(v: u64) -> ExecResult<cr::curandOrdering_t> {
 }
 
 impl CudaExecutor {
-    fn generator(&self, handle: u64) -> ExecResult<(cr::curandGenerator_t, bool)> {
+    pub(super) fn generator(&self, handle: u64) -> ExecResult<(cr::curandGenerator_t, bool)> {
         self.rand
             .map
             .get(&handle)
@@ -121,6 +144,8 @@ impl CudaExecutor {
             dims: 1,
             // CURAND_ORDERING_QUASI_DEFAULT, CURAND_ORDERING_PSEUDO_DEFAULT.
             ordering: if quasi(rng) { 201 } else { 101 },
+            log: Some(Vec::new()),
+            log_drawn: (0, 0),
         };
         self.rand.map.insert(id, generator);
         Ok(())
@@ -176,6 +201,12 @@ impl CudaExecutor {
                 set::ORDERING => g.ordering = r.value as u32,
                 _ => g.dims = r.value as u32,
             }
+            if mersenne(g.rng_type) {
+                g.record(RandStep::Set {
+                    what: r.what,
+                    value: r.value,
+                });
+            }
         }
         Ok(())
     }
@@ -208,44 +239,27 @@ impl CudaExecutor {
         };
         let stream = self.cu_stream(r.stream)?;
         self.cu_context()?;
-        let (mean, sd) = (r.mean, r.stddev);
         if !host {
             // SAFETY: our generator with its context current; the stream belongs to the
             // session.
             unsafe { curand::set_stream(g, stream.cast()) }.map_err(status_of)?;
         }
-        let d = match r.dist {
-            dist::BITS32 => Distribution::Bits32,
-            dist::BITS64 => Distribution::Bits64,
-            dist::UNIFORM_F32 => Distribution::UniformF32,
-            dist::UNIFORM_F64 => Distribution::UniformF64,
-            dist::NORMAL_F32 => Distribution::NormalF32 {
-                mean: mean as f32,
-                stddev: sd as f32,
-            },
-            dist::NORMAL_F64 => Distribution::NormalF64 { mean, stddev: sd },
-            dist::LOG_NORMAL_F32 => Distribution::LogNormalF32 {
-                mean: mean as f32,
-                stddev: sd as f32,
-            },
-            dist::LOG_NORMAL_F64 => Distribution::LogNormalF64 { mean, stddev: sd },
-            dist::POISSON => Distribution::Poisson { lambda: mean },
-            _ => return Err(Status(RAND_TYPE_ERROR)),
-        };
+        let d = distribution(r.dist, r.mean, r.stddev)?;
         // SAFETY: our generator with its context current; `dst` covers `n` elements of
         // the distribution's size (our buffer, or device memory the session owns, checked
         // above).
         unsafe { curand::generate(g, d, dst, n) }.map_err(status_of)?;
         // cuRAND moves a pseudo-random generator on by the outputs drawn, a quasi-random one
         // by the points (the CPU executor's generators, measured against cuRAND, do the
-        // same).
+        // same); a Mersenne Twister's draws are kept instead (`rand_log.rs`).
         if let Some(g) = self.rand.map.get_mut(&r.handle) {
-            let step = if quasi(g.rng_type) {
-                r.n / u64::from(g.dims.max(1))
+            if mersenne(g.rng_type) {
+                g.record_draw(r, bytes);
+            } else if quasi(g.rng_type) {
+                g.offset = g.offset.wrapping_add(r.n / u64::from(g.dims.max(1)));
             } else {
-                r.n
-            };
-            g.offset = g.offset.wrapping_add(step);
+                g.offset = g.offset.wrapping_add(r.n);
+            }
         }
         if !host {
             return Ok(0);

@@ -16,6 +16,7 @@ use super::handles::{HandleTable, Kind};
 use super::owned::{Graph, Kernel, Module, Stream, StreamRef};
 use crate::executor::array::{ArrayShape, MipShape};
 use crate::executor::{ExecResult, FunctionInfo};
+use crate::migrate::state::RandStep;
 
 /// The session's cuBLAS handles (raw `cublasHandle_t`s, owned here).
 #[derive(Debug, Default)]
@@ -41,7 +42,7 @@ pub(super) struct Generators {
 
 /// A cuRAND generator: the raw `curandGenerator_t` (owned here) and what was set on it and
 /// drawn from it, which is what a migrated session makes it again from.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(super) struct Generator {
     pub(super) raw: usize,
     /// A host generator (`curandCreateGeneratorHost`).
@@ -53,6 +54,11 @@ pub(super) struct Generator {
     pub(super) offset: u64,
     pub(super) dims: u32,
     pub(super) ordering: u32,
+    /// A Mersenne Twister's calls since it was made, which a migration repeats (`rand.rs`);
+    /// `None` once they exceed what a load repeats, and empty for the other generators.
+    pub(super) log: Option<Vec<RandStep>>,
+    /// The numbers the draws of `log` made, and the draws.
+    pub(super) log_drawn: (u64, u64),
 }
 
 /// A CUDA graph of the session and the device memory its copies and memsets reach.

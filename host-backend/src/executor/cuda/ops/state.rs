@@ -11,12 +11,13 @@
 //! must land at the same address on the destination (checked; the load fails otherwise),
 //! the others get their contents back wherever they land. A generator is made again from
 //! its type, seed, ordering, dimensions and offset (the outputs drawn so far), which puts
-//! it where it was; a Mersenne Twister takes no offset, so one that has drawn numbers does
-//! not move. What does not move yet fails the save, naming it: those Mersenne Twisters,
-//! CUDA arrays and texture objects, the VMM API's objects, IPC, host memory mapped for
-//! kernels, and sessions of a backend without `--cuda-migratable` that hold device memory.
+//! it where it was; a Mersenne Twister takes no offset, so it repeats the calls it took
+//! (`rand_log.rs`). What does not move yet fails the save, naming it: Mersenne Twisters
+//! that took more calls than a load repeats, CUDA arrays and texture objects, the VMM
+//! API's objects, IPC, host memory mapped for kernels, and sessions of a backend without
+//! `--cuda-migratable` that hold device memory.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::ffi::CString;
 use std::sync::Arc;
 
@@ -26,12 +27,13 @@ use vcuda_protocol::{RandSetReq, STREAM_LEGACY};
 use crate::executor::cuda::allocs::Owner;
 use crate::executor::cuda::error::to_status;
 use crate::executor::cuda::rand::{self, RAND_TAG};
+use crate::executor::cuda::rand_log;
 use crate::executor::cuda::{CudaExecutor, driver, pages};
 use crate::executor::{Images, ModuleImage, StateOps, Status};
 use crate::migrate::precopy::ChunkRead;
 use crate::migrate::state::{
     ALLOC_USER, AllocState, CudaFunctionState, CudaModuleState, CudaState, EventState, ExecState,
-    GeneratorState, GlobalState, StreamState,
+    GeneratorState, GlobalState, RandStep, StreamState,
 };
 use crate::migrate::{CHUNK, Known, MigrateError, compress, compress_known, decompress_into};
 
@@ -94,15 +96,14 @@ impl CudaExecutor {
         if self.ctx.is_none() {
             return Err(unsupported("a session whose context was lost"));
         }
-        if self
-            .rand
-            .map
-            .values()
-            .any(|g| rand::mersenne(g.rng_type) && g.offset != 0)
-        {
-            return Err(unsupported(
-                "cuRAND Mersenne Twister generators that have drawn numbers",
-            ));
+        if self.rand.map.values().any(|g| g.log.is_none()) {
+            return Err(unsupported(&format!(
+                "cuRAND Mersenne Twister generators that drew more than a move repeats \
+                 (at most {} draws, {} numbers in all, {} MiB in one)",
+                rand_log::MAX_DRAWS,
+                rand_log::MAX_OUTPUTS,
+                rand_log::MAX_DRAW_BYTES >> 20
+            )));
         }
         let t = &self.textures;
         if t.arrays.count() > 0 || t.mipmapped.count() > 0 || !t.objects.is_empty() {
@@ -331,14 +332,16 @@ impl CudaExecutor {
 impl CudaExecutor {
     /// Makes the saved generators again under their handles, each set as it was: ordering,
     /// seed (pseudo-random) or dimensions (quasi-random), then the offset, through the
-    /// checks cuRAND makes.
+    /// checks cuRAND makes; a Mersenne Twister repeats the calls it took (`rand_log.rs`).
     fn load_generators(
         &mut self,
         (gens, next): (Vec<GeneratorState>, u64),
+        logs: Vec<(u64, Vec<RandStep>)>,
     ) -> Result<(), MigrateError> {
-        if next >= 1 << 32 || gens.len() as u64 > next {
+        if next >= 1 << 32 || gens.len() as u64 > next || logs.len() > gens.len() {
             return Err(MigrateError::invalid("cuRAND generator counter"));
         }
+        let mut logs: HashMap<u64, Vec<RandStep>> = logs.into_iter().collect();
         for g in gens {
             let h = g.handle;
             let bad = || MigrateError::invalid(format_args!("cuRAND generator {h:#x}"));
@@ -351,6 +354,12 @@ impl CudaExecutor {
             }
             self.rand_create_at(h, g.rng_type, g.host)
                 .map_err(|st| failed("a cuRAND generator", st))?;
+            if rand::mersenne(g.rng_type) {
+                let steps = logs.remove(&h).unwrap_or_default();
+                self.rand_replay(h, &steps)
+                    .map_err(|st| failed("repeating a cuRAND Mersenne Twister's calls", st))?;
+                continue;
+            }
             let mut sets = vec![(set::ORDERING, u64::from(g.ordering))];
             if rand::quasi(g.rng_type) {
                 sets.push((set::DIMENSIONS, u64::from(g.dims)));
@@ -370,6 +379,11 @@ impl CudaExecutor {
                 self.rand_set_impl(&req)
                     .map_err(|st| failed("a cuRAND generator's setting", st))?;
             }
+        }
+        if !logs.is_empty() {
+            return Err(MigrateError::invalid(
+                "calls of a cuRAND generator that is no Mersenne Twister",
+            ));
         }
         self.rand.next = next;
         Ok(())
@@ -468,6 +482,14 @@ impl StateOps for CudaExecutor {
             })
             .collect();
         gens.sort_unstable_by_key(|g| g.handle);
+        let mut rand_logs: Vec<(u64, Vec<RandStep>)> = self
+            .rand
+            .map
+            .iter()
+            .filter_map(|(&h, g)| Some((h, g.log.clone()?)))
+            .filter(|(_, log)| !log.is_empty())
+            .collect();
+        rand_logs.sort_unstable_by_key(|(h, _)| *h);
         let state = CudaState {
             range: self.fixed.as_ref().map_or((0, 0), |f| f.range()),
             allocs,
@@ -483,6 +505,7 @@ impl StateOps for CudaExecutor {
             ],
             blas: (blas, self.blas.next),
             rand: (gens, self.rand.next),
+            rand_logs,
         };
         Ok((ExecState::Cuda(state), images))
     }
@@ -585,7 +608,7 @@ impl StateOps for CudaExecutor {
                 .map_err(|st| failed("a cuBLAS handle", st))?;
         }
         self.blas.next = next_blas;
-        self.load_generators(s.rand)?;
+        self.load_generators(s.rand, s.rand_logs)?;
         let restored = self.streams.restore_next(next_stream)
             && self.events.restore_next(next_event)
             && self.modules.restore_next(next_module)

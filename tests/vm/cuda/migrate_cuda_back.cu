@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
 // vcuda-vm-test: executor=chain-unpinned
-// vcuda-vm-test: libs=cublas
+// vcuda-vm-test: libs=cublas,curand
 // vcuda-vm-test: expect=migrate-cuda: PASS
 // vcuda-vm-test: expect_err=the destination could not load the guest
 // vcuda-vm-test: vm=--migrate-on migrate-at:

@@ -4,7 +4,7 @@
 // vcuda-vm-test: expect=migrate-cuda: PASS
 // vcuda-vm-test: expect_err=(move 2)
 // vcuda-vm-test: vm=--migrate-on migrate-at:
-// vcuda-vm-test: args=24 150 8000
+// vcuda-vm-test: args=24 150 20000
 // Live migration on the CUDA executor (issue 39): the guest moves twice while a session of
 // `--executor cuda` (a backend started with --cuda-migratable) holds device memory with
 // holes between allocations, a module variable whose address it asked for, a non-blocking

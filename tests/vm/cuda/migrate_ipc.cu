@@ -2,7 +2,7 @@
 // vcuda-vm-test: expect=migrate-ipc: PASS
 // vcuda-vm-test: expect_err=(move 1)
 // vcuda-vm-test: vm=--migrate-after 6
-// vcuda-vm-test: args=60 200
+// vcuda-vm-test: args=150 200
 // Live migration of device memory two processes share through an IPC handle (issue 39):
 // a parent allocates and exports device memory and an interprocess event, a forked child
 // opens both, and the two take turns adding to the memory (the parent 1, the child 2 per

@@ -1356,6 +1356,18 @@ const COUNTER_PTX: &str = r#"
 }
 "#;
 
+/// A factory of a backend started with `--cuda-migratable`, or `None` (said) without a GPU.
+fn migratable_factory() -> Option<CudaFactory> {
+    let f = CudaFactory::new(CudaConfig {
+        migratable: true,
+        ..CudaConfig::default()
+    });
+    if f.is_err() {
+        eprintln!("skipping: no GPU");
+    }
+    f.ok()
+}
+
 /// A session of `--cuda-migratable` saved and loaded into a new one (as a migration's
 /// destination would): device memory at the same addresses with the same contents (holes
 /// left by frees included), the module variable with its address and value, function,
@@ -1364,11 +1376,7 @@ const COUNTER_PTX: &str = r#"
 #[test]
 fn a_migratable_session_moves_with_its_state() {
     let _turn = GPU_TURN.lock().unwrap_or_else(|e| e.into_inner());
-    let Ok(f) = CudaFactory::new(CudaConfig {
-        migratable: true,
-        ..CudaConfig::default()
-    }) else {
-        eprintln!("skipping: no GPU");
+    let Some(f) = migratable_factory() else {
         return;
     };
     let mut e = f.new_executor().unwrap();
@@ -1442,11 +1450,7 @@ fn a_migratable_session_moves_with_its_state() {
 #[test]
 fn a_known_module_variable_keeps_its_address_or_the_load_fails() {
     let _turn = GPU_TURN.lock().unwrap_or_else(|e| e.into_inner());
-    let Ok(f) = CudaFactory::new(CudaConfig {
-        migratable: true,
-        ..CudaConfig::default()
-    }) else {
-        eprintln!("skipping: no GPU");
+    let Some(f) = migratable_factory() else {
         return;
     };
     let mut e = f.new_executor().unwrap();
@@ -1489,11 +1493,7 @@ fn curand_generators_move_with_the_session() {
     use vcuda_protocol::lib::{RAND_TO_HOST, dist, set};
 
     let _turn = GPU_TURN.lock().unwrap_or_else(|e| e.into_inner());
-    let Ok(f) = CudaFactory::new(CudaConfig {
-        migratable: true,
-        ..CudaConfig::default()
-    }) else {
-        eprintln!("skipping: no GPU");
+    let Some(f) = migratable_factory() else {
         return;
     };
     if !super::curand_result::present() {

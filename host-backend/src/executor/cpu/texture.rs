@@ -8,10 +8,15 @@
 //! A mipmapped array is one allocation holding its levels packed one after another (where
 //! the PTX engines look for them); a level's array handle, made on first request, views its
 //! part and dies with the mipmapped array.
+//!
+//! Object handles are small numbers, the lowest free first (texture and surface objects
+//! share them), as the driver's are: what a kernel holds is the number itself, so a session
+//! that moves to a CUDA executor gets the same numbers back by making its objects again in
+//! their order (see `executor::cuda::texture_state`).
 
 mod state;
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 use vcuda_protocol::{
     ARRAY_COPY_TO_ARRAY, ARRAY_CUBEMAP, ARRAY_LAYERED, ARRAY_SURFACE_LOAD_STORE, ArrayCreateReq,
@@ -66,6 +71,10 @@ pub struct Textures {
     pub objects: HashMap<u64, TexObject>,
     /// The request that made each object.
     object_reqs: HashMap<u64, TexObjectCreateReq>,
+    /// Object handles below `top` not in use, which the next objects take, lowest first.
+    free_handles: BTreeSet<u64>,
+    /// The highest object handle given out so far (0: none).
+    top: u64,
 }
 
 impl Textures {
@@ -200,7 +209,14 @@ impl Textures {
         Ok(())
     }
 
-    /// Creates a texture or surface object with handle `handle`.
+    /// The handle the next object takes: the lowest not in use, from 1 (at most
+    /// [`MAX_OBJECTS`], which [`Textures::object_create`] checks).
+    pub fn object_handle(&self) -> u64 {
+        self.free_handles.first().copied().unwrap_or(self.top + 1)
+    }
+
+    /// Creates a texture or surface object with handle `handle` (one of
+    /// `1..=`[`MAX_OBJECTS`] not in use: [`Textures::object_handle`], or a loaded one).
     pub fn object_create(
         &mut self,
         heap: &DeviceHeap,
@@ -210,6 +226,9 @@ impl Textures {
         let s = Sampler::check(r)?;
         if self.objects.len() >= MAX_OBJECTS {
             return Err(Status::MEMORY_ALLOCATION);
+        }
+        if handle == 0 || handle > MAX_OBJECTS as u64 || self.objects.contains_key(&handle) {
+            return Err(Status::INVALID_VALUE);
         }
         let mut mip = Mipmap::NONE;
         // `shape` is level `v.first_level`'s, which lies at `addr`.
@@ -292,6 +311,13 @@ impl Textures {
             },
         );
         self.object_reqs.insert(handle, *r);
+        if handle > self.top {
+            // (At most `MAX_OBJECTS` numbers, checked above.)
+            self.free_handles.extend(self.top + 1..handle);
+            self.top = handle;
+        } else {
+            self.free_handles.remove(&handle);
+        }
         Ok(())
     }
 
@@ -301,6 +327,7 @@ impl Textures {
             Some(o) if o.surface == surface => {
                 self.objects.remove(&handle);
                 self.object_reqs.remove(&handle);
+                self.free_handles.insert(handle);
                 Ok(())
             }
             _ => Err(Status::INVALID_VALUE),
@@ -338,6 +365,51 @@ mod tests {
 
     pub(super) fn heap() -> DeviceHeap {
         DeviceHeap::new(MemoryBudget::new(1 << 24), u64::MAX)
+    }
+
+    /// Object handles are numbers from 1, the lowest free first (texture and surface
+    /// objects alike), as the driver's: a session moving to a GPU makes its objects again
+    /// and gets the same numbers.
+    #[test]
+    fn objects_take_the_lowest_free_number() {
+        let mut h = heap();
+        let mut t = Textures::default();
+        let array = ArrayCreateReq {
+            format: float(),
+            width: 4,
+            height: 3,
+            flags: vcuda_protocol::ARRAY_SURFACE_LOAD_STORE,
+            ..Default::default()
+        };
+        t.array_create(&mut h, &array, 0x10).unwrap();
+        let tex = TexObjectCreateReq {
+            resource: RESOURCE_ARRAY,
+            array: 0x10,
+            ..Default::default()
+        };
+        let surf = TexObjectCreateReq {
+            flags: vcuda_protocol::TEX_SURFACE,
+            ..tex
+        };
+        let make = |t: &mut Textures, r: &TexObjectCreateReq| {
+            let n = t.object_handle();
+            t.object_create(&h, r, n).map(|()| n)
+        };
+        assert_eq!(make(&mut t, &tex), Ok(1));
+        assert_eq!(make(&mut t, &surf), Ok(2));
+        assert_eq!(make(&mut t, &tex), Ok(3));
+        t.object_destroy(2, true).unwrap();
+        t.object_destroy(1, false).unwrap();
+        assert_eq!(make(&mut t, &tex), Ok(1));
+        assert_eq!(make(&mut t, &surf), Ok(2));
+        assert_eq!(make(&mut t, &tex), Ok(4));
+        // A number in use, 0, or past the most a session holds is refused.
+        for n in [3, 0, MAX_OBJECTS as u64 + 1] {
+            assert_eq!(t.object_create(&h, &tex, n), Err(Status::INVALID_VALUE));
+        }
+        // A loaded number above the highest leaves the numbers below it free.
+        t.object_create(&h, &tex, 9).unwrap();
+        assert_eq!(make(&mut t, &tex), Ok(5));
     }
 
     #[test]

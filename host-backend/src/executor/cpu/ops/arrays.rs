@@ -43,7 +43,7 @@ impl ArrayOps for CpuExecutor {
 
     fn tex_object_create(&mut self, r: &TexObjectCreateReq) -> ExecResult<u64> {
         self.check_device(r.device)?;
-        let h = self.new_handle();
+        let h = self.textures.object_handle();
         self.textures.object_create(&self.heap, r, h)?;
         Ok(h)
     }

@@ -155,9 +155,7 @@ impl StateOps for CpuExecutor {
                 handle(h, "array")?;
             }
         }
-        for h in t.objects.iter().map(|o| o.handle) {
-            handle(h, "texture object")?;
-        }
+        // (Object handles are numbers of their own, checked as they load.)
         let [stack, fifo, malloc, depth, pending, l2_fetch, l2_persist] = s.limits[..] else {
             return Err(MigrateError::invalid("limits"));
         };

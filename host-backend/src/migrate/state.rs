@@ -192,6 +192,25 @@ pub struct CudaState {
     pub rand: (Vec<GeneratorState>, u64),
     /// The calls each Mersenne Twister among them took (by handle), which a load repeats.
     pub rand_logs: Vec<(u64, Vec<RandStep>)>,
+    /// CUDA arrays, mipmapped arrays, texture and surface objects (the driver's numbers,
+    /// which kernels hold: a load makes the objects again in their order and checks it
+    /// gets the same numbers).
+    pub textures: TexturesState,
+    /// The contents of the arrays and of every level of the mipmapped arrays.
+    pub texels: Vec<TexelsState>,
+    /// The counters behind array and mipmapped array handles.
+    pub texture_next: [u64; 2],
+}
+
+/// The contents of a CUDA array, or of one level of a mipmapped array (CUDA executor).
+#[derive(Debug, Serialize, Deserialize)]
+pub struct TexelsState {
+    /// The array's handle, or the mipmapped array's.
+    pub handle: u64,
+    /// The level (0 for an array).
+    pub level: u32,
+    /// Its texels, rows packed, in [`AllocState::data`]'s blocks.
+    pub data: Vec<ByteBuf>,
 }
 
 /// A call a Mersenne Twister generator of the CUDA executor took: cuRAND takes no offset

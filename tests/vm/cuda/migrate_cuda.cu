@@ -8,9 +8,11 @@
 // Live migration on the CUDA executor (issue 39): the guest moves twice while a session of
 // `--executor cuda` (a backend started with --cuda-migratable) holds device memory with
 // holes between allocations, a module variable whose address it asked for, a non-blocking
-// stream, events, an instantiated graph, a cuBLAS handle and four cuRAND generators (a
+// stream, events, an instantiated graph, a cuBLAS handle, four cuRAND generators (a
 // device XORWOW, a host Philox with an offset, a device Sobol in four dimensions, a device
-// MTGP32), and works on them step by step. Every result is checked against the host's, and
+// MTGP32), a CUDA array with a texture and a surface object over it (numbered past a hole a
+// destroyed object left: kernels hold the numbers, which the move keeps), and works on
+// them step by step. Every result is checked against the host's, and
 // what the generators drew step by step across the moves against fresh generators drawing
 // it all at once (the MTGP32, which cuRAND cannot skip ahead, in the same steps). The
 // VM test runs the CUDA executor over vcuda's own libcuda.so.1 and a CPU backend (the
@@ -63,6 +65,18 @@ __global__ void step(unsigned *a, int n, unsigned k) {
 }
 
 __global__ void tick() { counter += 1; }
+
+// Adds each texel of the array (through a texture object) to `acc` and writes it back
+// plus k (through a surface object).
+__global__ void texels(cudaTextureObject_t t, cudaSurfaceObject_t sf, float *acc, int w, int h,
+                       float k) {
+    int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y;
+    if (x < w && y < h) {
+        float v = tex2D<float>(t, x + 0.5f, y + 0.5f);
+        acc[y * w + x] += v;
+        surf2Dwrite(v + k, sf, x * (int)sizeof(float), y);
+    }
+}
 
 __global__ void spin(unsigned long long iters, unsigned *out) {
     unsigned x = 1;
@@ -193,6 +207,33 @@ int main(int argc, char **argv) {
     CKB(cublasCreate(&blas));
     CKB(cublasSetStream(blas, s));
 
+    // A CUDA array, a texture object and a surface object over it, made after an object
+    // destroyed since (a hole in the driver's numbers).
+    const int tw = 64, th = 16;
+    std::vector<float> harr(tw * th), hacc(tw * th, 0.0f);
+    for (int i = 0; i < tw * th; i++) harr[i] = (float)(i % tw + 100 * (i / tw));
+    cudaChannelFormatDesc fdesc = cudaCreateChannelDesc<float>();
+    cudaArray_t arr;
+    CK(cudaMallocArray(&arr, &fdesc, tw, th, cudaArraySurfaceLoadStore));
+    CK(cudaMemcpy2DToArray(arr, 0, 0, harr.data(), tw * sizeof(float), tw * sizeof(float), th,
+                           cudaMemcpyHostToDevice));
+    cudaResourceDesc res = {};
+    res.resType = cudaResourceTypeArray;
+    res.res.array.array = arr;
+    cudaTextureDesc td = {};
+    td.addressMode[0] = td.addressMode[1] = cudaAddressModeClamp;
+    td.filterMode = cudaFilterModePoint;
+    td.readMode = cudaReadModeElementType;
+    cudaTextureObject_t gone, tex;
+    cudaSurfaceObject_t surf;
+    CK(cudaCreateTextureObject(&gone, &res, &td, nullptr));
+    CK(cudaCreateTextureObject(&tex, &res, &td, nullptr));
+    CK(cudaCreateSurfaceObject(&surf, &res));
+    CK(cudaDestroyTextureObject(gone));
+    float *acc;
+    CK(cudaMalloc(&acc, tw * th * sizeof(float)));
+    CK(cudaMemset(acc, 0, tw * th * sizeof(float)));
+
     // The module variable, read through its symbol before the moves (its address known).
     unsigned c0 = 0;
     CK(cudaMemcpyFromSymbol(&c0, counter, sizeof(c0)));
@@ -246,6 +287,11 @@ int main(int argc, char **argv) {
         CKR(curandGenerateUniform(gen[2], points + (size_t)k * np * dims, np * dims));
         CKR(curandGenerate(gen[3], mt + (size_t)k * nm, nm));
         for (int i = 0; i < nx; i++) hy[i] += alpha * hx[i];
+        texels<<<dim3(tw / 32, th), 32, 0, s>>>(tex, surf, acc, tw, th, (float)(k % 7));
+        for (int i = 0; i < tw * th; i++) {
+            hacc[i] += harr[i];
+            harr[i] += (float)(k % 7);
+        }
         if (hold_ms && k == steps / 2) {
             printf("migrate-at: kernels\n");
             fflush(stdout);
@@ -286,6 +332,18 @@ int main(int argc, char **argv) {
         return 1;
     }
     if (check_generators(gen, words, normals, points, mt, steps, nw, nn, np, dims, nm)) return 1;
+    std::vector<float> darr(tw * th), dacc(tw * th);
+    CK(cudaMemcpy2DFromArray(darr.data(), tw * sizeof(float), arr, 0, 0, tw * sizeof(float), th,
+                             cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(dacc.data(), acc, tw * th * sizeof(float), cudaMemcpyDeviceToHost));
+    if (darr != harr || dacc != hacc) {
+        printf("migrate-cuda: the CUDA array or what its texture read differs\n");
+        return 1;
+    }
+    CK(cudaDestroyTextureObject(tex));
+    CK(cudaDestroySurfaceObject(surf));
+    CK(cudaFreeArray(arr));
+    CK(cudaFree(acc));
     CK(cudaGraphExecDestroy(exec));
     CK(cudaGraphDestroy(graph));
     CKB(cublasDestroy(blas));

@@ -325,6 +325,7 @@ impl Drop for CudaExecutor {
                 // The VMM objects are the process's: the context does not take them.
                 self.vmm_teardown();
                 if self.idle() {
+                    self.textures_release();
                     self.fixed_teardown();
                 } else {
                     self.fixed_forget();
@@ -565,6 +566,9 @@ impl CudaExecutor {
             if ctx.bind().is_ok() {
                 self.pool.release(&self.wait);
                 self.unpin_host();
+                if self.idle() {
+                    self.textures_release();
+                }
             }
             // The VMM objects outlive contexts: freed here, with their charges.
             self.vmm_teardown();

@@ -5,12 +5,14 @@
 //! generators (`rand`), graphs (`graphs`), VMM allocations (`vmm`), loaded modules and
 //! kernels (`modules`), streams (`streams`), arrays and texture objects (`texture`).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::rc::Rc;
 
 use cudarc::driver::sys;
 use vcuda_protocol::region::Region;
-use vcuda_protocol::{MAX_PARAM_LEN, STREAM_LEGACY};
+use vcuda_protocol::{
+    ArrayCreateReq, MAX_PARAM_LEN, MipmappedArrayCreateReq, STREAM_LEGACY, TexObjectCreateReq,
+};
 
 use super::handles::{HandleTable, Kind};
 use super::owned::{Graph, Kernel, Module, Stream, StreamRef};
@@ -127,6 +129,8 @@ pub(super) struct Array {
     pub(super) charged: u64,
     /// The mipmapped array this is a level of (which owns it).
     pub(super) level_of: Option<u64>,
+    /// The request that made it (none for a level), which live migration carries.
+    pub(super) req: Option<ArrayCreateReq>,
 }
 
 /// One mipmapped array.
@@ -138,6 +142,8 @@ pub(super) struct Mipmapped {
     pub(super) charged: u64,
     /// The array handles given out for its levels, by level.
     pub(super) levels: HashMap<u32, u64>,
+    /// The request that made it.
+    pub(super) req: MipmappedArrayCreateReq,
 }
 
 /// A session's arrays and objects.
@@ -145,8 +151,9 @@ pub(super) struct Mipmapped {
 pub(super) struct Textures {
     pub(super) arrays: HandleTable<Array>,
     pub(super) mipmapped: HandleTable<Mipmapped>,
-    /// The objects by (is a surface, handle): the driver numbers the two kinds apart.
-    pub(super) objects: HashSet<(bool, u64)>,
+    /// The objects by (is a surface, handle), with the request that made each: the driver
+    /// numbers the two kinds apart.
+    pub(super) objects: HashMap<(bool, u64), TexObjectCreateReq>,
 }
 
 impl Default for Textures {
@@ -154,7 +161,7 @@ impl Default for Textures {
         Self {
             arrays: HandleTable::new(Kind::Array),
             mipmapped: HandleTable::new(Kind::Mipmapped),
-            objects: HashSet::new(),
+            objects: HashMap::new(),
         }
     }
 }

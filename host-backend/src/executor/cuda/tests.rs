@@ -1611,3 +1611,154 @@ fn curand_generators_move_with_the_session() {
     e.free(buf).unwrap();
     e.free(big).unwrap();
 }
+
+/// A session's arrays move with their texels and handles, a mipmapped array with every
+/// level (a level given out keeps its handle), and texture and surface objects with their
+/// numbers (a hole a destroyed object left included) over arrays, a mipmapped array and
+/// linear memory; an object over memory freed since stops the save, named.
+#[test]
+fn arrays_and_texture_objects_move_with_the_session() {
+    use vcuda_protocol::{
+        ARRAY_COPY_TO_ARRAY, ARRAY_SURFACE_LOAD_STORE, ArrayCreateReq, CHANNEL_FLOAT,
+        ChannelFormat, MemcpyArrayReq, MipmappedArrayCreateReq, RESOURCE_ARRAY, RESOURCE_LINEAR,
+        RESOURCE_MIPMAPPED_ARRAY, TEX_SURFACE, TexObjectCreateReq,
+    };
+
+    use crate::migrate::MigrateError;
+
+    let _turn = GPU_TURN.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(f) = migratable_factory() else {
+        return;
+    };
+    let mut e = f.new_executor().unwrap();
+    let format = ChannelFormat {
+        bits: [32, 0, 0, 0],
+        kind: CHANNEL_FLOAT,
+    };
+    let array = ArrayCreateReq {
+        format,
+        width: 8,
+        height: 4,
+        flags: ARRAY_SURFACE_LOAD_STORE,
+        ..Default::default()
+    };
+    let a = match e.array_create_impl(&array) {
+        Err(Status::NOT_SUPPORTED) => {
+            eprintln!("skipping: the driver has no arrays");
+            return;
+        }
+        r => r.unwrap(),
+    };
+    let lin = e.malloc(0, 128).unwrap();
+    let scratch = e.malloc(0, 128).unwrap();
+    let mut texels = pattern(128, 3);
+    e.memcpy_htod(
+        &htod(lin, 128, 1, 128, 0),
+        &DataSegs::from_slice(&mut texels),
+    )
+    .unwrap();
+    // Copies a box of `w` bytes by `h` rows between an array and `ptr`.
+    let copy = |e: &mut CudaExecutor, array, ptr, w, h, to_array: bool| {
+        e.memcpy_array_impl(&MemcpyArrayReq {
+            array,
+            ptr,
+            pitch: w,
+            width: w,
+            height: h,
+            depth: 1,
+            flags: if to_array { ARRAY_COPY_TO_ARRAY } else { 0 },
+            ..Default::default()
+        })
+        .unwrap()
+    };
+    let read = |e: &mut CudaExecutor, ptr, n| {
+        let mut out = vec![0u8; n as usize];
+        e.memcpy_dtoh(&dtoh(ptr, n, 1, n), &DataSegs::from_slice(&mut out))
+            .unwrap();
+        out
+    };
+    copy(&mut e, a, lin, 32, 4, true);
+    let mip = MipmappedArrayCreateReq {
+        array: ArrayCreateReq {
+            width: 8,
+            height: 8,
+            ..array
+        },
+        levels: 3,
+        reserved: 0,
+    };
+    let m = e.mipmapped_create_impl(&mip).unwrap();
+    let level = e.mipmapped_level_impl(m, 1).unwrap();
+    copy(&mut e, level, lin, 16, 4, true);
+    let tex = TexObjectCreateReq {
+        resource: RESOURCE_ARRAY,
+        array: a,
+        ..Default::default()
+    };
+    let t = e.tex_object_create_impl(&tex).unwrap();
+    let gone = e.tex_object_create_impl(&tex).unwrap();
+    let surf = TexObjectCreateReq {
+        flags: TEX_SURFACE,
+        ..tex
+    };
+    let s = e.tex_object_create_impl(&surf).unwrap();
+    let mtex = TexObjectCreateReq {
+        resource: RESOURCE_MIPMAPPED_ARRAY,
+        array: m,
+        mip_max_clamp: 2.0,
+        ..Default::default()
+    };
+    let tm = e.tex_object_create_impl(&mtex).unwrap();
+    let ltex = TexObjectCreateReq {
+        resource: RESOURCE_LINEAR,
+        ptr: lin,
+        format,
+        size: 128,
+        ..Default::default()
+    };
+    let tl = e.tex_object_create_impl(&ltex).unwrap();
+    e.tex_object_destroy_impl(gone, false).unwrap();
+    let mut objects: Vec<(bool, u64)> = e.textures.objects.keys().copied().collect();
+    objects.sort_unstable();
+    let (state, images) = e.save_state(None).unwrap();
+    let images = images.into_iter().map(|i| (i.hash, i)).collect();
+    drop(e);
+
+    let mut e = f.new_executor().unwrap();
+    e.load_state(state, &images).unwrap();
+    let mut loaded: Vec<(bool, u64)> = e.textures.objects.keys().copied().collect();
+    loaded.sort_unstable();
+    assert_eq!(
+        loaded, objects,
+        "the objects keep their numbers, the hole stays"
+    );
+    copy(&mut e, a, scratch, 32, 4, false);
+    assert!(read(&mut e, scratch, 128) == texels, "the array's texels");
+    assert_eq!(
+        e.mipmapped_level_impl(m, 1),
+        Ok(level),
+        "a level keeps its handle"
+    );
+    copy(&mut e, level, scratch, 16, 4, false);
+    assert!(
+        read(&mut e, scratch, 64) == texels[..64],
+        "the level's texels"
+    );
+    let other = e.mipmapped_level_impl(m, 2).unwrap();
+    let b = e.array_create_impl(&array).unwrap();
+    assert!(
+        ![a, level, other].contains(&b),
+        "a new array gets a handle of its own"
+    );
+    for (surface, h) in [(false, t), (true, s), (false, tm), (false, tl)] {
+        assert!(e.textures.objects.contains_key(&(surface, h)));
+    }
+    // An object over memory freed since cannot be made again: the save names it.
+    e.free(lin).unwrap();
+    match e.save_state(None) {
+        Err(MigrateError::Unsupported(what)) => assert!(what.contains("texture"), "{what}"),
+        other => panic!("{:?}", other.map(|_| ())),
+    }
+    e.tex_object_destroy_impl(tl, false).unwrap();
+    assert!(e.save_state(None).is_ok());
+}

@@ -194,6 +194,7 @@ impl CudaExecutor {
             shape,
             charged: cost,
             level_of: None,
+            req: Some(*r),
         });
         match h {
             Ok(_) => self.charged = charged,
@@ -228,6 +229,7 @@ impl CudaExecutor {
             shape,
             charged: cost,
             levels: HashMap::new(),
+            req: *r,
         });
         match h {
             Ok(_) => self.charged = charged,
@@ -255,6 +257,7 @@ impl CudaExecutor {
             shape,
             charged: 0,
             level_of: Some(h),
+            req: None,
         })?;
         self.textures.mipmapped.get_mut(h)?.levels.insert(level, a);
         Ok(a)
@@ -462,12 +465,36 @@ impl CudaExecutor {
             unsafe { driver::tex_object_create(&res, &t, view.as_ref()) }
         }
         .map_err(to_status)?;
-        self.textures.objects.insert((s.surface, h));
+        self.textures.objects.insert((s.surface, h), *r);
         Ok(h)
     }
 
+    /// Destroys every object and array of the session, in its current context with no work
+    /// running (as destroying the context would: done first so a driver whose numbering
+    /// outlives a context, vcuda's own, frees the objects' numbers too).
+    pub(super) fn textures_release(&mut self) {
+        for (surface, h) in std::mem::take(&mut self.textures.objects).into_keys() {
+            // SAFETY: an object this session created in its context (it left the set above,
+            // so it is destroyed once).
+            let _ = unsafe { driver::tex_object_destroy(h, surface) };
+        }
+        self.textures.arrays.retain(|_, a| {
+            if a.level_of.is_none() {
+                // SAFETY: a live array of this session's context, destroyed once (it leaves
+                // the table); the caller's device is idle.
+                let _ = unsafe { driver::array_destroy(a.raw) };
+            }
+            false
+        });
+        self.textures.mipmapped.retain(|_, m| {
+            // SAFETY: as above, for a mipmapped array (its levels left with the arrays).
+            let _ = unsafe { driver::mipmapped_destroy(m.raw) };
+            false
+        });
+    }
+
     pub(super) fn tex_object_destroy_impl(&mut self, h: u64, surface: bool) -> ExecResult<()> {
-        if !self.textures.objects.contains(&(surface, h)) {
+        if !self.textures.objects.contains_key(&(surface, h)) {
             return Err(Status::INVALID_VALUE);
         }
         self.bind()?;

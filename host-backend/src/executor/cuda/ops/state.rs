@@ -12,10 +12,13 @@
 //! the others get their contents back wherever they land. A generator is made again from
 //! its type, seed, ordering, dimensions and offset (the outputs drawn so far), which puts
 //! it where it was; a Mersenne Twister takes no offset, so it repeats the calls it took
-//! (`rand_log.rs`). What does not move yet fails the save, naming it: Mersenne Twisters
-//! that took more calls than a load repeats, CUDA arrays and texture objects, the VMM
-//! API's objects, IPC, host memory mapped for kernels, and sessions of a backend without
-//! `--cuda-migratable` that hold device memory.
+//! (`rand_log.rs`). Arrays move with their texels, texture and surface objects with their
+//! numbers (`textures.rs`). What does not move yet fails the save, naming it: Mersenne
+//! Twisters that took more calls than a load repeats, the VMM API's objects, IPC, host
+//! memory mapped for kernels, and sessions of a backend without `--cuda-migratable` that
+//! hold device memory.
+
+mod textures;
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::CString;
@@ -104,10 +107,6 @@ impl CudaExecutor {
                 rand_log::MAX_OUTPUTS,
                 rand_log::MAX_DRAW_BYTES >> 20
             )));
-        }
-        let t = &self.textures;
-        if t.arrays.count() > 0 || t.mipmapped.count() > 0 || !t.objects.is_empty() {
-            return Err(unsupported("CUDA arrays and texture or surface objects"));
         }
         if !self.vmm.is_empty() {
             return Err(unsupported("memory of the virtual memory management API"));
@@ -490,6 +489,7 @@ impl StateOps for CudaExecutor {
             .filter(|(_, log)| !log.is_empty())
             .collect();
         rand_logs.sort_unstable_by_key(|(h, _)| *h);
+        let (textures, texels, texture_next) = self.save_textures()?;
         let state = CudaState {
             range: self.fixed.as_ref().map_or((0, 0), |f| f.range()),
             allocs,
@@ -506,6 +506,9 @@ impl StateOps for CudaExecutor {
             blas: (blas, self.blas.next),
             rand: (gens, self.rand.next),
             rand_logs,
+            textures,
+            texels,
+            texture_next,
         };
         Ok((ExecState::Cuda(state), images))
     }
@@ -518,6 +521,9 @@ impl StateOps for CudaExecutor {
             || self.modules.count() > 0
             || self.allocs.count() > 0
             || !self.rand.map.is_empty()
+            || self.textures.arrays.count() > 0
+            || self.textures.mipmapped.count() > 0
+            || !self.textures.objects.is_empty()
         {
             return Err(MigrateError::invalid("loading into a session in use"));
         }
@@ -609,6 +615,7 @@ impl StateOps for CudaExecutor {
         }
         self.blas.next = next_blas;
         self.load_generators(s.rand, s.rand_logs)?;
+        self.load_textures((s.textures, s.texels, s.texture_next))?;
         let restored = self.streams.restore_next(next_stream)
             && self.events.restore_next(next_event)
             && self.modules.restore_next(next_module)

@@ -1,0 +1,387 @@
+// SPDX-License-Identifier: Apache-2.0 OR MIT
+//! Live migration of a CUDA session's arrays, mipmapped arrays, texture and surface objects.
+//!
+//! Arrays are the session's handles over `CUarray`s: a save reads their texels (every level
+//! of a mipmapped array) to the host; a load makes each again from the request that made it,
+//! under its handle, and writes the texels back.
+//!
+//! Texture and surface objects are the driver's own numbers, which kernels take as
+//! parameters and may keep in device memory, so they cannot be renamed. A load makes them
+//! again lowest number first, keeping any object the driver numbers below the one wanted
+//! until it gets that one (so the holes destroyed objects left come back: a driver that
+//! reuses the lowest free number, or one that only counts up, gives the same numbers in a
+//! fresh context), then destroys those spares. A driver that answers with a higher number
+//! than the one wanted fails the load, naming both, and the guest stays on its source. The
+//! numbering is the driver's: vcuda's own `libcuda.so.1` (the CPU executor's numbers) gives
+//! the lowest free one; NVIDIA's is to be confirmed on a GPU.
+
+use std::collections::HashMap;
+
+use cudarc::driver::sys::{self, CUmemorytype};
+use serde_bytes::ByteBuf;
+use vcuda_protocol::region::Region;
+use vcuda_protocol::{
+    ArrayCreateReq, MipmappedArrayCreateReq, RESOURCE_ARRAY, RESOURCE_MIPMAPPED_ARRAY,
+    TexObjectCreateReq,
+};
+use zerocopy::{FromBytes, IntoBytes};
+
+use super::failed;
+use crate::executor::array::{ArrayShape, Format, Sampler, linear_extent};
+use crate::executor::cuda::texture::MAX_OBJECTS;
+use crate::executor::cuda::{CudaExecutor, driver, to_status};
+use crate::executor::{ExecResult, Status};
+use crate::migrate::state::{
+    ArrayState, MipmappedState, TexObjectState, TexelsState, TexturesState,
+};
+use crate::migrate::{MigrateError, compress, decompress_into};
+
+/// A session's arrays and objects as plain data, the texels of every array and level, and
+/// the counters behind array and mipmapped array handles.
+pub(in crate::executor::cuda::ops) type Saved = (TexturesState, Vec<TexelsState>, [u64; 2]);
+
+impl CudaExecutor {
+    /// Copies an array's texels, rows packed, from the array to `host` or (`to_array`) back;
+    /// the copy is complete when this returns.
+    ///
+    /// # Safety
+    ///
+    /// `raw` is a live array of the session's context (current), of `shape`; `host` is
+    /// valid for `shape.bytes()` bytes, writable unless `to_array`, and nothing else touches
+    /// it meanwhile.
+    unsafe fn array_io(
+        &self,
+        raw: sys::CUarray,
+        shape: &ArrayShape,
+        host: *mut u8,
+        to_array: bool,
+    ) -> ExecResult<()> {
+        let row = shape.row_bytes() as usize;
+        let (array, mem) = (
+            CUmemorytype::CU_MEMORYTYPE_ARRAY,
+            CUmemorytype::CU_MEMORYTYPE_HOST,
+        );
+        let (null, none) = (std::ptr::null_mut(), std::ptr::null_mut());
+        // Every field spelled out: cudarc's `CUmemorytype` has no 0 value.
+        let p = sys::CUDA_MEMCPY3D {
+            srcXInBytes: 0,
+            srcY: 0,
+            srcZ: 0,
+            srcLOD: 0,
+            srcMemoryType: if to_array { mem } else { array },
+            srcHost: if to_array {
+                host.cast()
+            } else {
+                std::ptr::null()
+            },
+            srcDevice: 0,
+            srcArray: if to_array { null } else { raw },
+            reserved0: none,
+            srcPitch: if to_array { row } else { 0 },
+            srcHeight: if to_array { shape.height as usize } else { 0 },
+            dstXInBytes: 0,
+            dstY: 0,
+            dstZ: 0,
+            dstLOD: 0,
+            dstMemoryType: if to_array { array } else { mem },
+            dstHost: if to_array { none } else { host.cast() },
+            dstDevice: 0,
+            dstArray: if to_array { raw } else { null },
+            reserved1: none,
+            dstPitch: if to_array { 0 } else { row },
+            dstHeight: if to_array { 0 } else { shape.height as usize },
+            WidthInBytes: row,
+            Height: shape.height as usize,
+            Depth: shape.depth as usize,
+        };
+        // SAFETY: the caller's contract: a live array of the current context, of this
+        // shape (so the box is the whole array), and host memory of its packed size; the
+        // legacy stream is always live. The synchronize below ends the copy before the
+        // caller's buffer may change or go.
+        unsafe { driver::memcpy_3d(&p, std::ptr::null_mut()) }.map_err(to_status)?;
+        driver::ctx_synchronize().map_err(to_status)
+    }
+
+    /// An array's texels, compressed.
+    fn read_array(
+        &self,
+        raw: sys::CUarray,
+        shape: &ArrayShape,
+    ) -> Result<Vec<ByteBuf>, MigrateError> {
+        let n = usize::try_from(shape.bytes())
+            .map_err(|_| MigrateError::NoRoom("a CUDA array".into()))?;
+        let mut buf = vec![0u8; n];
+        // SAFETY: `raw` is a live array of the session's context (the caller's table entry),
+        // of `shape`; `buf` is this function's, of the array's packed size.
+        unsafe { self.array_io(raw, shape, buf.as_mut_ptr(), false) }
+            .map_err(|st| failed("reading a CUDA array", st))?;
+        Ok(compress(&buf))
+    }
+
+    /// Writes saved texels into an array just made.
+    fn write_array(
+        &self,
+        raw: sys::CUarray,
+        shape: &ArrayShape,
+        data: &[ByteBuf],
+    ) -> Result<(), MigrateError> {
+        let n = usize::try_from(shape.bytes())
+            .map_err(|_| MigrateError::NoRoom("a CUDA array".into()))?;
+        let mut buf = vec![0u8; n];
+        decompress_into(data, &mut buf)?;
+        // SAFETY: as in `read_array`; the copy only reads `buf`.
+        unsafe { self.array_io(raw, shape, buf.as_mut_ptr(), true) }
+            .map_err(|st| failed("writing a CUDA array", st))
+    }
+
+    /// Whether what an object views is still there: an object over an array or memory
+    /// freed since cannot be made again (and using it is undefined on a GPU).
+    fn resource_live(&self, r: &TexObjectCreateReq) -> bool {
+        let t = &self.textures;
+        match r.resource {
+            RESOURCE_ARRAY => t.arrays.get(r.array).is_ok(),
+            RESOURCE_MIPMAPPED_ARRAY => t.mipmapped.get(r.array).is_ok(),
+            _ => {
+                let linear = || -> ExecResult<()> {
+                    let f = Format::check(&r.format)?;
+                    let (.., span) = linear_extent(r, &f)?;
+                    let region =
+                        Region::new(r.ptr, span, span, 1).map_err(|_| Status::INVALID_VALUE)?;
+                    self.allocs.check_region(&region)
+                };
+                linear().is_ok()
+            }
+        }
+    }
+
+    /// The session's arrays and objects as plain data, with the texels of every array.
+    pub(in crate::executor::cuda::ops) fn save_textures(&self) -> Result<Saved, MigrateError> {
+        let t = &self.textures;
+        let (mut arrays, mut texels) = (Vec::new(), Vec::new());
+        let mut made: Vec<u64> = t
+            .arrays
+            .iter()
+            .filter(|(_, a)| a.level_of.is_none())
+            .map(|(&h, _)| h)
+            .collect();
+        made.sort_unstable();
+        for handle in made {
+            let a = t
+                .arrays
+                .get(handle)
+                .map_err(|_| MigrateError::invalid("an array"))?;
+            let req = a
+                .req
+                .ok_or_else(|| MigrateError::invalid("an array without its request"))?;
+            arrays.push(ArrayState {
+                handle,
+                addr: 0,
+                req: req.as_bytes().to_vec(),
+            });
+            texels.push(TexelsState {
+                handle,
+                level: 0,
+                data: self.read_array(a.raw, &a.shape)?,
+            });
+        }
+        let mut handles: Vec<u64> = t.mipmapped.iter().map(|(&h, _)| h).collect();
+        handles.sort_unstable();
+        let mut mipmapped = Vec::new();
+        for handle in handles {
+            let m = t
+                .mipmapped
+                .get(handle)
+                .map_err(|_| MigrateError::invalid("a mipmapped array"))?;
+            for level in 0..m.shape.levels {
+                // SAFETY: a live mipmapped array of the session's context (in the table);
+                // the driver checks `level`.
+                let raw = unsafe { driver::mipmapped_level(m.raw, level) }
+                    .map_err(|e| failed("a mipmap level", to_status(e)))?;
+                texels.push(TexelsState {
+                    handle,
+                    level,
+                    data: self.read_array(raw, &m.shape.level(level))?,
+                });
+            }
+            let mut levels: Vec<(u32, u64)> = m.levels.iter().map(|(&l, &h)| (l, h)).collect();
+            levels.sort_unstable();
+            mipmapped.push(MipmappedState {
+                handle,
+                addr: 0,
+                req: m.req.as_bytes().to_vec(),
+                levels,
+            });
+        }
+        let mut objects = Vec::new();
+        let mut keys: Vec<(u64, bool)> = t.objects.keys().map(|&(s, h)| (h, s)).collect();
+        keys.sort_unstable();
+        for (handle, surface) in keys {
+            let Some(req) = t.objects.get(&(surface, handle)) else {
+                continue;
+            };
+            if !self.resource_live(req) {
+                return Err(MigrateError::Unsupported(format!(
+                    "a texture or surface object whose array or memory is gone (object \
+                     {handle:#x})"
+                )));
+            }
+            objects.push(TexObjectState {
+                handle,
+                req: req.as_bytes().to_vec(),
+            });
+        }
+        let state = TexturesState {
+            arrays,
+            mipmapped,
+            objects,
+        };
+        let next = [t.arrays.next_counter(), t.mipmapped.next_counter()];
+        Ok((state, texels, next))
+    }
+
+    /// Makes a saved session's arrays (with their texels) and objects again, under their
+    /// handles, in this session whose allocations are loaded already.
+    pub(in crate::executor::cuda::ops) fn load_textures(
+        &mut self,
+        (s, texels, [next_array, next_mipmapped]): Saved,
+    ) -> Result<(), MigrateError> {
+        let levels: usize = s.mipmapped.iter().map(|m| m.levels.len()).sum();
+        if s.arrays.len() + s.mipmapped.len() + levels > MAX_OBJECTS
+            || s.objects.len() > MAX_OBJECTS
+        {
+            return Err(MigrateError::invalid("too many arrays or texture objects"));
+        }
+        let mut contents: HashMap<(u64, u32), Vec<ByteBuf>> = HashMap::new();
+        for t in texels {
+            if contents.insert((t.handle, t.level), t.data).is_some() {
+                return Err(MigrateError::invalid("an array's texels twice"));
+            }
+        }
+        for a in s.arrays {
+            let bad = || MigrateError::invalid(format_args!("array {:#x}", a.handle));
+            let req = ArrayCreateReq::read_from_bytes(&a.req).map_err(|_| bad())?;
+            if !self.textures.arrays.expect(a.handle, next_array) {
+                return Err(bad());
+            }
+            let h = self.array_create_impl(&req).map_err(|st| match st {
+                Status::MEMORY_ALLOCATION => MigrateError::NoRoom(format!(
+                    "device memory for the CUDA array {:#x}",
+                    a.handle
+                )),
+                Status::INVALID_VALUE | Status::NOT_SUPPORTED => bad(),
+                st => failed("a CUDA array", st),
+            })?;
+            if h != a.handle {
+                return Err(bad());
+            }
+            let data = contents.remove(&(h, 0)).ok_or_else(bad)?;
+            let (raw, shape) = {
+                let a = self.textures.arrays.get(h).map_err(|_| bad())?;
+                (a.raw, a.shape)
+            };
+            self.write_array(raw, &shape, &data)?;
+        }
+        for m in s.mipmapped {
+            let bad = || MigrateError::invalid(format_args!("mipmapped array {:#x}", m.handle));
+            let req = MipmappedArrayCreateReq::read_from_bytes(&m.req).map_err(|_| bad())?;
+            if !self.textures.mipmapped.expect(m.handle, next_mipmapped) {
+                return Err(bad());
+            }
+            let h = self.mipmapped_create_impl(&req).map_err(|st| match st {
+                Status::MEMORY_ALLOCATION => MigrateError::NoRoom(format!(
+                    "device memory for the mipmapped array {:#x}",
+                    m.handle
+                )),
+                Status::INVALID_VALUE | Status::NOT_SUPPORTED => bad(),
+                st => failed("a mipmapped array", st),
+            })?;
+            if h != m.handle {
+                return Err(bad());
+            }
+            let (raw, shape) = {
+                let m = self.textures.mipmapped.get(h).map_err(|_| bad())?;
+                (m.raw, m.shape)
+            };
+            for level in 0..shape.levels {
+                let data = contents.remove(&(h, level)).ok_or_else(bad)?;
+                // SAFETY: the live mipmapped array just made, in the current context;
+                // `level` is one of its levels.
+                let raw = unsafe { driver::mipmapped_level(raw, level) }
+                    .map_err(|e| failed("a mipmap level", to_status(e)))?;
+                self.write_array(raw, &shape.level(level), &data)?;
+            }
+            for (level, handle) in m.levels {
+                // A level asked for twice would give the first handle back.
+                if !self.textures.arrays.expect(handle, next_array)
+                    || self.mipmapped_level_impl(h, level) != Ok(handle)
+                {
+                    return Err(bad());
+                }
+            }
+        }
+        if !contents.is_empty() {
+            return Err(MigrateError::invalid("the texels of no array"));
+        }
+        self.load_objects(s.objects)?;
+        let t = &mut self.textures;
+        if !(t.arrays.restore_next(next_array) && t.mipmapped.restore_next(next_mipmapped)) {
+            return Err(MigrateError::invalid("array handle counters"));
+        }
+        Ok(())
+    }
+
+    /// Makes the saved objects again, lowest number first, until the driver gives each
+    /// its number (see the module's text).
+    fn load_objects(&mut self, objects: Vec<TexObjectState>) -> Result<(), MigrateError> {
+        let mut wanted = Vec::with_capacity(objects.len());
+        for o in objects {
+            let bad = || MigrateError::invalid(format_args!("texture object {:#x}", o.handle));
+            let req = TexObjectCreateReq::read_from_bytes(&o.req).map_err(|_| bad())?;
+            let surface = Sampler::check(&req).map_err(|_| bad())?.surface;
+            wanted.push((o.handle, surface, req));
+        }
+        wanted.sort_unstable_by_key(|&(h, surface, _)| (h, surface));
+        if wanted
+            .windows(2)
+            .any(|w| (w[0].0, w[0].1) == (w[1].0, w[1].1))
+        {
+            return Err(MigrateError::invalid("a texture object twice"));
+        }
+        let mut spares = Vec::new();
+        let mut make = |this: &mut Self| -> Result<(), MigrateError> {
+            for (handle, surface, req) in &wanted {
+                loop {
+                    // At most `MAX_OBJECTS` objects at once: past that this fails.
+                    let got = this.tex_object_create_impl(req).map_err(|st| match st {
+                        Status::MEMORY_ALLOCATION => MigrateError::NoRoom(format!(
+                            "texture object {handle:#x}: the driver did not number one so \
+                             within {MAX_OBJECTS} objects"
+                        )),
+                        Status::INVALID_VALUE | Status::INVALID_HANDLE => {
+                            MigrateError::invalid(format_args!("texture object {handle:#x}"))
+                        }
+                        st => failed("a texture or surface object", st),
+                    })?;
+                    if got == *handle {
+                        break;
+                    }
+                    spares.push((*surface, got));
+                    if got > *handle {
+                        return Err(MigrateError::NoRoom(format!(
+                            "the driver here numbers texture object {handle:#x} {got:#x} (a \
+                             kernel holds its number)"
+                        )));
+                    }
+                }
+            }
+            Ok(())
+        };
+        let made = make(self);
+        for (surface, h) in spares {
+            // A spare this session made just now; failing to destroy one leaves it to the
+            // context (a failed load drops the session).
+            let _ = self.tex_object_destroy_impl(h, surface);
+        }
+        made
+    }
+}

@@ -1762,3 +1762,87 @@ fn arrays_and_texture_objects_move_with_the_session() {
     e.tex_object_destroy_impl(tl, false).unwrap();
     assert!(e.save_state(None).is_ok());
 }
+
+/// A saved state is hostile input: arrays and objects that do not add up load nothing
+/// (an error, never a panic), and an intact copy of the same state still loads.
+#[test]
+fn damaged_arrays_and_texture_objects_do_not_load() {
+    use vcuda_protocol::{
+        ArrayCreateReq, CHANNEL_FLOAT, ChannelFormat, RESOURCE_ARRAY, TexObjectCreateReq,
+    };
+
+    use crate::migrate::state::{ExecState, TexelsState};
+
+    let _turn = GPU_TURN.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(f) = migratable_factory() else {
+        return;
+    };
+    let mut e = f.new_executor().unwrap();
+    let array = ArrayCreateReq {
+        format: ChannelFormat {
+            bits: [32, 0, 0, 0],
+            kind: CHANNEL_FLOAT,
+        },
+        width: 16,
+        height: 2,
+        ..Default::default()
+    };
+    let a = match e.array_create_impl(&array) {
+        Err(Status::NOT_SUPPORTED) => {
+            eprintln!("skipping: the driver has no arrays");
+            return;
+        }
+        r => r.unwrap(),
+    };
+    let tex = TexObjectCreateReq {
+        resource: RESOURCE_ARRAY,
+        array: a,
+        ..Default::default()
+    };
+    e.tex_object_create_impl(&tex).unwrap();
+    let (saved, _) = e.save_state(None).unwrap();
+    drop(e);
+    let ExecState::Cuda(saved) = saved else {
+        panic!("a CUDA executor saves a CUDA state");
+    };
+    type Damage = fn(&mut crate::migrate::state::CudaState);
+    let damages: [(&str, Damage); 8] = [
+        ("no texels", |s| s.texels.clear()),
+        ("short texels", |s| s.texels[0].data.clear()),
+        ("texels of no array", |s| {
+            let data = s.texels[0].data.clone();
+            s.texels.push(TexelsState {
+                handle: 7,
+                level: 0,
+                data,
+            })
+        }),
+        ("array handle past the counter", |s| {
+            s.textures.arrays[0].handle += 5
+        }),
+        ("short array request", |s| {
+            s.textures.arrays[0].req.truncate(4)
+        }),
+        ("object twice", |s| {
+            let o = s.textures.objects[0].clone();
+            s.textures.objects.push(o)
+        }),
+        ("object over no array", |s| {
+            // `array`, at offset 8 of the request.
+            s.textures.objects[0].req[8..16].copy_from_slice(&0x11u64.to_le_bytes())
+        }),
+        ("array counter", |s| s.texture_next = [0, 0]),
+    ];
+    let reload = |s: crate::migrate::state::CudaState| {
+        let mut e = f.new_executor().unwrap();
+        e.load_state(ExecState::Cuda(s), &Default::default())
+    };
+    let encoded = postcard::to_allocvec(&saved).unwrap();
+    for (what, damage) in damages {
+        let mut s: crate::migrate::state::CudaState = postcard::from_bytes(&encoded).unwrap();
+        damage(&mut s);
+        let r = reload(s);
+        assert!(r.is_err(), "{what} loaded");
+    }
+    reload(postcard::from_bytes(&encoded).unwrap()).unwrap();
+}

@@ -1612,6 +1612,23 @@ fn curand_generators_move_with_the_session() {
     e.free(big).unwrap();
 }
 
+/// One 32-bit float channel.
+const FLOAT: vcuda_protocol::ChannelFormat = vcuda_protocol::ChannelFormat {
+    bits: [32, 0, 0, 0],
+    kind: vcuda_protocol::CHANNEL_FLOAT,
+};
+
+/// Makes an array, or `None` (with a message) where the driver has no arrays (the mock).
+fn array_or_skip(e: &mut CudaExecutor, r: &vcuda_protocol::ArrayCreateReq) -> Option<u64> {
+    match e.array_create_impl(r) {
+        Err(Status::NOT_SUPPORTED) => {
+            eprintln!("skipping: the driver has no arrays");
+            None
+        }
+        r => Some(r.unwrap()),
+    }
+}
+
 /// A session's arrays move with their texels and handles, a mipmapped array with every
 /// level (a level given out keeps its handle), and texture and surface objects with their
 /// numbers (a hole a destroyed object left included) over arrays, a mipmapped array and
@@ -1619,9 +1636,9 @@ fn curand_generators_move_with_the_session() {
 #[test]
 fn arrays_and_texture_objects_move_with_the_session() {
     use vcuda_protocol::{
-        ARRAY_COPY_TO_ARRAY, ARRAY_SURFACE_LOAD_STORE, ArrayCreateReq, CHANNEL_FLOAT,
-        ChannelFormat, MemcpyArrayReq, MipmappedArrayCreateReq, RESOURCE_ARRAY, RESOURCE_LINEAR,
-        RESOURCE_MIPMAPPED_ARRAY, TEX_SURFACE, TexObjectCreateReq,
+        ARRAY_COPY_TO_ARRAY, ARRAY_SURFACE_LOAD_STORE, ArrayCreateReq, MemcpyArrayReq,
+        MipmappedArrayCreateReq, RESOURCE_ARRAY, RESOURCE_LINEAR, RESOURCE_MIPMAPPED_ARRAY,
+        TEX_SURFACE, TexObjectCreateReq,
     };
 
     use crate::migrate::MigrateError;
@@ -1631,10 +1648,7 @@ fn arrays_and_texture_objects_move_with_the_session() {
         return;
     };
     let mut e = f.new_executor().unwrap();
-    let format = ChannelFormat {
-        bits: [32, 0, 0, 0],
-        kind: CHANNEL_FLOAT,
-    };
+    let format = FLOAT;
     let array = ArrayCreateReq {
         format,
         width: 8,
@@ -1642,12 +1656,8 @@ fn arrays_and_texture_objects_move_with_the_session() {
         flags: ARRAY_SURFACE_LOAD_STORE,
         ..Default::default()
     };
-    let a = match e.array_create_impl(&array) {
-        Err(Status::NOT_SUPPORTED) => {
-            eprintln!("skipping: the driver has no arrays");
-            return;
-        }
-        r => r.unwrap(),
+    let Some(a) = array_or_skip(&mut e, &array) else {
+        return;
     };
     let lin = e.malloc(0, 128).unwrap();
     let scratch = e.malloc(0, 128).unwrap();
@@ -1767,9 +1777,7 @@ fn arrays_and_texture_objects_move_with_the_session() {
 /// (an error, never a panic), and an intact copy of the same state still loads.
 #[test]
 fn damaged_arrays_and_texture_objects_do_not_load() {
-    use vcuda_protocol::{
-        ArrayCreateReq, CHANNEL_FLOAT, ChannelFormat, RESOURCE_ARRAY, TexObjectCreateReq,
-    };
+    use vcuda_protocol::{ArrayCreateReq, RESOURCE_ARRAY, TexObjectCreateReq};
 
     use crate::migrate::state::{ExecState, TexelsState};
 
@@ -1779,20 +1787,13 @@ fn damaged_arrays_and_texture_objects_do_not_load() {
     };
     let mut e = f.new_executor().unwrap();
     let array = ArrayCreateReq {
-        format: ChannelFormat {
-            bits: [32, 0, 0, 0],
-            kind: CHANNEL_FLOAT,
-        },
+        format: FLOAT,
         width: 16,
         height: 2,
         ..Default::default()
     };
-    let a = match e.array_create_impl(&array) {
-        Err(Status::NOT_SUPPORTED) => {
-            eprintln!("skipping: the driver has no arrays");
-            return;
-        }
-        r => r.unwrap(),
+    let Some(a) = array_or_skip(&mut e, &array) else {
+        return;
     };
     let tex = TexObjectCreateReq {
         resource: RESOURCE_ARRAY,

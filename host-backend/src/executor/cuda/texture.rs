@@ -359,6 +359,20 @@ impl CudaExecutor {
         unsafe { driver::memcpy_3d(&p, s) }.map_err(to_status)
     }
 
+    /// The format and extent (`linear_extent`) of an object over linear memory, which must
+    /// lie in the session's allocations.
+    pub(super) fn linear_resource(
+        &self,
+        r: &TexObjectCreateReq,
+    ) -> ExecResult<(Format, (u64, u64, u64, u64))> {
+        let f = Format::check(&r.format)?;
+        let extent = linear_extent(r, &f)?;
+        let span = extent.3;
+        self.allocs
+            .check_region(&Region::new(r.ptr, span, span, 1)?)?;
+        Ok((f, extent))
+    }
+
     pub(super) fn tex_object_create_impl(&mut self, r: &TexObjectCreateReq) -> ExecResult<u64> {
         self.check_device(r.device)?;
         self.check_textures()?;
@@ -404,10 +418,7 @@ impl CudaExecutor {
             if s.surface {
                 return Err(Status::INVALID_VALUE);
             }
-            let f = Format::check(&r.format)?;
-            let (width, height, pitch, span) = linear_extent(r, &f)?;
-            self.allocs
-                .check_region(&Region::new(r.ptr, span, span, 1)?)?;
+            let (f, (width, height, pitch, span)) = self.linear_resource(r)?;
             if f.kind == ChannelKind::Float {
                 read_as_integer = false;
             }

@@ -19,7 +19,6 @@ use std::collections::HashMap;
 
 use cudarc::driver::sys::{self, CUmemorytype};
 use serde_bytes::ByteBuf;
-use vcuda_protocol::region::Region;
 use vcuda_protocol::{
     ArrayCreateReq, MipmappedArrayCreateReq, RESOURCE_ARRAY, RESOURCE_MIPMAPPED_ARRAY,
     TexObjectCreateReq,
@@ -27,14 +26,33 @@ use vcuda_protocol::{
 use zerocopy::{FromBytes, IntoBytes};
 
 use super::failed;
-use crate::executor::array::{ArrayShape, Format, Sampler, linear_extent};
+use crate::executor::array::{ArrayShape, Sampler};
 use crate::executor::cuda::texture::MAX_OBJECTS;
 use crate::executor::cuda::{CudaExecutor, driver, to_status};
 use crate::executor::{ExecResult, Status};
+
+/// Why making an array of a loaded state failed: no room for it, a request the call would
+/// refuse (a damaged state), or the driver's error.
+fn not_made(what: &str, handle: u64, st: Status) -> MigrateError {
+    match st {
+        Status::MEMORY_ALLOCATION => {
+            MigrateError::NoRoom(format!("device memory for the {what} {handle:#x}"))
+        }
+        Status::INVALID_VALUE | Status::NOT_SUPPORTED => {
+            MigrateError::invalid(format_args!("{what} {handle:#x}"))
+        }
+        st => failed(what, st),
+    }
+}
 use crate::migrate::state::{
     ArrayState, MipmappedState, TexObjectState, TexelsState, TexturesState,
 };
 use crate::migrate::{MigrateError, compress, decompress_into};
+
+/// Bytes of an array's texels, rows packed, in host memory.
+fn packed_len(shape: &ArrayShape) -> Result<usize, MigrateError> {
+    usize::try_from(shape.bytes()).map_err(|_| MigrateError::NoRoom("a CUDA array".into()))
+}
 
 /// A session's arrays and objects as plain data, the texels of every array and level, and
 /// the counters behind array and mipmapped array handles.
@@ -108,9 +126,7 @@ impl CudaExecutor {
         raw: sys::CUarray,
         shape: &ArrayShape,
     ) -> Result<Vec<ByteBuf>, MigrateError> {
-        let n = usize::try_from(shape.bytes())
-            .map_err(|_| MigrateError::NoRoom("a CUDA array".into()))?;
-        let mut buf = vec![0u8; n];
+        let mut buf = vec![0u8; packed_len(shape)?];
         // SAFETY: `raw` is a live array of the session's context (the caller's table entry),
         // of `shape`; `buf` is this function's, of the array's packed size.
         unsafe { self.array_io(raw, shape, buf.as_mut_ptr(), false) }
@@ -125,9 +141,7 @@ impl CudaExecutor {
         shape: &ArrayShape,
         data: &[ByteBuf],
     ) -> Result<(), MigrateError> {
-        let n = usize::try_from(shape.bytes())
-            .map_err(|_| MigrateError::NoRoom("a CUDA array".into()))?;
-        let mut buf = vec![0u8; n];
+        let mut buf = vec![0u8; packed_len(shape)?];
         decompress_into(data, &mut buf)?;
         // SAFETY: as in `read_array`; the copy only reads `buf`.
         unsafe { self.array_io(raw, shape, buf.as_mut_ptr(), true) }
@@ -141,16 +155,7 @@ impl CudaExecutor {
         match r.resource {
             RESOURCE_ARRAY => t.arrays.get(r.array).is_ok(),
             RESOURCE_MIPMAPPED_ARRAY => t.mipmapped.get(r.array).is_ok(),
-            _ => {
-                let linear = || -> ExecResult<()> {
-                    let f = Format::check(&r.format)?;
-                    let (.., span) = linear_extent(r, &f)?;
-                    let region =
-                        Region::new(r.ptr, span, span, 1).map_err(|_| Status::INVALID_VALUE)?;
-                    self.allocs.check_region(&region)
-                };
-                linear().is_ok()
-            }
+            _ => self.linear_resource(r).is_ok(),
         }
     }
 
@@ -263,14 +268,9 @@ impl CudaExecutor {
             if !self.textures.arrays.expect(a.handle, next_array) {
                 return Err(bad());
             }
-            let h = self.array_create_impl(&req).map_err(|st| match st {
-                Status::MEMORY_ALLOCATION => MigrateError::NoRoom(format!(
-                    "device memory for the CUDA array {:#x}",
-                    a.handle
-                )),
-                Status::INVALID_VALUE | Status::NOT_SUPPORTED => bad(),
-                st => failed("a CUDA array", st),
-            })?;
+            let h = self
+                .array_create_impl(&req)
+                .map_err(|st| not_made("CUDA array", a.handle, st))?;
             if h != a.handle {
                 return Err(bad());
             }
@@ -287,14 +287,9 @@ impl CudaExecutor {
             if !self.textures.mipmapped.expect(m.handle, next_mipmapped) {
                 return Err(bad());
             }
-            let h = self.mipmapped_create_impl(&req).map_err(|st| match st {
-                Status::MEMORY_ALLOCATION => MigrateError::NoRoom(format!(
-                    "device memory for the mipmapped array {:#x}",
-                    m.handle
-                )),
-                Status::INVALID_VALUE | Status::NOT_SUPPORTED => bad(),
-                st => failed("a mipmapped array", st),
-            })?;
+            let h = self
+                .mipmapped_create_impl(&req)
+                .map_err(|st| not_made("mipmapped array", m.handle, st))?;
             if h != m.handle {
                 return Err(bad());
             }

@@ -21,6 +21,9 @@ use super::{ExecResult, Status};
 pub const GRANULARITY: u64 = 2 << 20;
 /// Most physical allocations, reservations and mappings of one session, each.
 pub const MAX_VMM: usize = 4096;
+/// The highest handle counter a loaded session may bring (no session counts that far:
+/// the bound keeps the counter from overflowing).
+pub const MAX_HANDLE: u64 = 1 << 48;
 /// Most bytes of address space one session may hold reserved (the device's address space
 /// is every session's).
 pub const MAX_RESERVED: u64 = 1 << 40;
@@ -306,9 +309,23 @@ impl<P> VmmBook<P> {
         )
     }
 
-    /// Records a saved physical allocation under its handle (loading a migrated session):
-    /// checked as [`VmmBook::check_create`] checks a new one, its handle new, non-zero and
-    /// within `next_handle`, the counter the state gives.
+    /// Checks a saved physical allocation before it is made again (loading a migrated
+    /// session): as [`VmmBook::check_create`] checks a new one, its handle new, non-zero
+    /// and within `next_handle`, the counter the state gives (at most [`MAX_HANDLE`]).
+    pub fn check_restore(&self, handle: u64, len: u64, next_handle: u64) -> ExecResult<()> {
+        self.check_create(len)?;
+        if handle == 0
+            || handle > next_handle
+            || next_handle > MAX_HANDLE
+            || self.phys.contains_key(&handle)
+        {
+            return Err(Status::INVALID_VALUE);
+        }
+        Ok(())
+    }
+
+    /// Records a saved physical allocation under its handle, checked as
+    /// [`VmmBook::check_restore`] checks it.
     pub fn restore_phys(
         &mut self,
         handle: u64,
@@ -316,10 +333,8 @@ impl<P> VmmBook<P> {
         payload: P,
         next_handle: u64,
     ) -> ExecResult<()> {
-        self.check_create(len)?;
-        if handle == 0 || handle > next_handle || self.phys.contains_key(&handle) {
-            return Err(Status::INVALID_VALUE);
-        }
+        self.check_restore(handle, len, next_handle)?;
+        self.next_handle = self.next_handle.max(next_handle);
         self.phys.insert(
             handle,
             Phys {
@@ -329,23 +344,38 @@ impl<P> VmmBook<P> {
                 maps: 0,
             },
         );
-        self.next_handle = self.next_handle.max(next_handle);
         Ok(())
+    }
+
+    /// Whether `[base, base + size)` overlaps a reservation (or wraps around).
+    pub fn overlaps_reservation(&self, base: u64, size: u64) -> bool {
+        let Some(end) = base.checked_add(size) else {
+            return true;
+        };
+        self.reserved
+            .range(..end)
+            .next_back()
+            .is_some_and(|(&b, &l)| b + l > base)
     }
 
     /// Checks a saved reservation at `base` (loading a migrated session): as
     /// [`VmmBook::check_reserve`], and aligned, overlapping no other.
     pub fn check_reserve_at(&self, base: u64, size: u64) -> ExecResult<()> {
         self.check_reserve(size, 0)?;
-        let end = base.checked_add(size).ok_or(Status::INVALID_VALUE)?;
-        let overlaps = self
-            .reserved
-            .range(..end)
-            .next_back()
-            .is_some_and(|(&b, &l)| b + l > base);
-        if !base.is_multiple_of(GRANULARITY) || overlaps {
+        if !base.is_multiple_of(GRANULARITY) || self.overlaps_reservation(base, size) {
             return Err(Status::INVALID_VALUE);
         }
+        Ok(())
+    }
+
+    /// Restores the counter behind physical allocations' handles (loading a migrated
+    /// session, whose guest may still hold handles of allocations gone since): at most
+    /// [`MAX_HANDLE`].
+    pub fn restore_next(&mut self, next_handle: u64) -> ExecResult<()> {
+        if next_handle > MAX_HANDLE {
+            return Err(Status::INVALID_VALUE);
+        }
+        self.next_handle = self.next_handle.max(next_handle);
         Ok(())
     }
 

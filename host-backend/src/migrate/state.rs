@@ -200,6 +200,9 @@ pub struct CudaState {
     pub texels: Vec<TexelsState>,
     /// The counters behind array and mipmapped array handles.
     pub texture_next: [u64; 2],
+    /// The virtual memory management API's objects (`top` is `None`: the driver places
+    /// reservations, at the addresses asked for).
+    pub vmm: VmmState,
 }
 
 /// The contents of a CUDA array, or of one level of a mipmapped array (CUDA executor).

@@ -11,7 +11,9 @@
 // stream, events, an instantiated graph, a cuBLAS handle, four cuRAND generators (a
 // device XORWOW, a host Philox with an offset, a device Sobol in four dimensions, a device
 // MTGP32), a CUDA array with a texture and a surface object over it (numbered past a hole a
-// destroyed object left: kernels hold the numbers, which the move keeps), and works on
+// destroyed object left: kernels hold the numbers, which the move keeps), objects of the
+// driver's virtual memory management API (a physical allocation mapped, accessible and
+// released, written every step; another mapped nowhere across the moves), and works on
 // them step by step. Every result is checked against the host's, and
 // what the generators drew step by step across the moves against fresh generators drawing
 // it all at once (the MTGP32, which cuRAND cannot skip ahead, in the same steps). The
@@ -25,8 +27,10 @@
 // `vcuda vm run --migrate-on migrate-at:` to move the guest: before the first launch and
 // while kernels run back to back.
 #include <cublas_v2.h>
+#include <cuda.h>
 #include <cuda_runtime.h>
 #include <curand.h>
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -49,6 +53,14 @@
             return 1;                                                                         \
         }                                                                                     \
     } while (0)
+#define CKD(x)                                                                                \
+    do {                                                                                      \
+        CUresult r_ = (x);                                                                    \
+        if (r_ != CUDA_SUCCESS) {                                                             \
+            printf("%s:%d: %s: CUresult %d\n", __FILE__, __LINE__, #x, (int)r_);              \
+            return 1;                                                                         \
+        }                                                                                     \
+    } while (0)
 #define CKB(x)                                                                                \
     do {                                                                                      \
         if ((x) != CUBLAS_STATUS_SUCCESS) {                                                   \
@@ -65,6 +77,11 @@ __global__ void step(unsigned *a, int n, unsigned k) {
 }
 
 __global__ void tick() { counter += 1; }
+
+__global__ void stamp(unsigned *p, int n, unsigned k) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) p[i] = p[i] * 31u + k + i;
+}
 
 // Adds each texel of the array (through a texture object) to `acc` and writes it back
 // plus k (through a surface object).
@@ -245,6 +262,60 @@ int main(int argc, char **argv) {
     CK(cudaMalloc(&acc, tw * th * sizeof(float)));
     CK(cudaMemset(acc, 0, tw * th * sizeof(float)));
 
+    // The driver's virtual memory management API (through libcuda.so.1, as NVIDIA's
+    // vectorAddMMAP sample uses it): one physical allocation mapped into a reserved range,
+    // accessible, its handle released (the mapping keeps it), which `stamp` writes every
+    // step; another written through a mapping unmapped before the moves, so it is mapped
+    // nowhere while they happen, and mapped again at the end.
+    void *cu = dlopen("libcuda.so.1", RTLD_NOW);
+    if (!cu) {
+        printf("migrate-cuda: dlopen libcuda.so.1: %s\n", dlerror());
+        return 1;
+    }
+#define CU_SYM(f) auto f##_ = (decltype(&f))dlsym(cu, #f)
+    CU_SYM(cuMemGetAllocationGranularity);
+    CU_SYM(cuMemCreate);
+    CU_SYM(cuMemRelease);
+    CU_SYM(cuMemAddressReserve);
+    CU_SYM(cuMemAddressFree);
+    CU_SYM(cuMemMap);
+    CU_SYM(cuMemUnmap);
+    CU_SYM(cuMemSetAccess);
+#undef CU_SYM
+    if (!cuMemGetAllocationGranularity_ || !cuMemCreate_ || !cuMemRelease_ ||
+        !cuMemAddressReserve_ || !cuMemAddressFree_ || !cuMemMap_ || !cuMemUnmap_ ||
+        !cuMemSetAccess_) {
+        printf("migrate-cuda: libcuda.so.1 lacks the virtual memory management API\n");
+        return 1;
+    }
+    CUmemAllocationProp prop = {};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = 0;
+    size_t gran = 0;
+    CKD(cuMemGetAllocationGranularity_(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+    CUmemAccessDesc vacc = {};
+    vacc.location = prop.location;
+    vacc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    CUmemGenericAllocationHandle vh, vh2;
+    CKD(cuMemCreate_(&vh, gran, &prop, 0));
+    CKD(cuMemCreate_(&vh2, gran, &prop, 0));
+    CUdeviceptr vva = 0, vvb = 0;
+    CKD(cuMemAddressReserve_(&vva, gran, 0, 0, 0));
+    CKD(cuMemAddressReserve_(&vvb, gran, 0, 0, 0));
+    CKD(cuMemMap_(vva, gran, 0, vh, 0));
+    CKD(cuMemSetAccess_(vva, gran, &vacc, 1));
+    CKD(cuMemRelease_(vh));
+    const int m = 2048;
+    unsigned *vmm = (unsigned *)vva;
+    std::vector<unsigned> hv(m), hv2(m);
+    for (int i = 0; i < m; i++) hv[i] = 5u * i, hv2[i] = 0x9e3779b9u * i;
+    CK(cudaMemcpy(vmm, hv.data(), m * sizeof(unsigned), cudaMemcpyHostToDevice));
+    CKD(cuMemMap_(vvb, gran, 0, vh2, 0));
+    CKD(cuMemSetAccess_(vvb, gran, &vacc, 1));
+    CK(cudaMemcpy((void *)vvb, hv2.data(), m * sizeof(unsigned), cudaMemcpyHostToDevice));
+    CKD(cuMemUnmap_(vvb, gran));
+
     // Per step: 512 words (XORWOW), 512 normal floats (Philox, host), 64 points of 4
     // dimensions (Sobol, dimension-major within each draw), 256 words (MTGP32).
     const int nw = 512, nn = 512, np = 64, dims = 4, nm = 256;
@@ -291,6 +362,8 @@ int main(int argc, char **argv) {
         CKR(curandGenerate(gen[3], mt + (size_t)k * nm, nm));
         for (int i = 0; i < nx; i++) hy[i] += alpha * hx[i];
         texels<<<dim3(tw / 32, th), 32, 0, s>>>(tex, surf, acc, tw, th, (float)(k % 7));
+        stamp<<<(m + 255) / 256, 256, 0, s>>>(vmm, m, k + 13);
+        for (int i = 0; i < m; i++) hv[i] = hv[i] * 31u + k + 13 + i;
         for (int i = 0; i < tw * th; i++) {
             hacc[i] += harr[i];
             harr[i] += (float)(k % 7);
@@ -343,6 +416,20 @@ int main(int argc, char **argv) {
         printf("migrate-cuda: the CUDA array or what its texture read differs\n");
         return 1;
     }
+    std::vector<unsigned> dv(m), dv2(m);
+    CK(cudaMemcpy(dv.data(), vmm, m * sizeof(unsigned), cudaMemcpyDeviceToHost));
+    CKD(cuMemMap_(vvb, gran, 0, vh2, 0));
+    CKD(cuMemSetAccess_(vvb, gran, &vacc, 1));
+    CK(cudaMemcpy(dv2.data(), (void *)vvb, m * sizeof(unsigned), cudaMemcpyDeviceToHost));
+    if (dv != hv || dv2 != hv2) {
+        printf("migrate-cuda: the virtual memory management API's memory differs\n");
+        return 1;
+    }
+    CKD(cuMemUnmap_(vva, gran));
+    CKD(cuMemUnmap_(vvb, gran));
+    CKD(cuMemRelease_(vh2));
+    CKD(cuMemAddressFree_(vva, gran));
+    CKD(cuMemAddressFree_(vvb, gran));
     CK(cudaDestroyTextureObject(tex));
     CK(cudaDestroySurfaceObject(surf));
     CK(cudaFreeArray(arr));

@@ -63,17 +63,20 @@ impl DeviceHeap {
     }
 
     /// `cuMemAddressReserve`: address space taken from the top of the session's range
-    /// (allocations never go there). The address hint is not followed (CUDA treats it as
-    /// a hint too).
+    /// (allocations never go there), or where the hint asks if that is free (CUDA treats
+    /// the address as a hint too).
     pub fn vmm_reserve(&mut self, size: u64, align: u64, hint: u64) -> ExecResult<u64> {
         self.vmm.book.check_reserve(size, align)?;
         let align = align.max(super::GRANULARITY);
-        // The address asked for, where it is free: between the allocations and the lowest
-        // reservation (which then becomes it, like any reservation). Otherwise the top.
+        // The address asked for, where it is free: above the allocations, below the top of
+        // the range, clear of every reservation (the lowest reservation bounds the
+        // allocations, as always). Otherwise below the lowest reservation.
+        let top = self.vmm_top();
         let hinted = (hint != 0 && hint.is_multiple_of(align))
             .then_some(hint)
             .filter(|&b| b >= self.next && b > self.start)
-            .filter(|&b| b.checked_add(size).is_some_and(|e| e <= self.end));
+            .filter(|&b| b.checked_add(size).is_some_and(|e| e <= top))
+            .filter(|&b| !self.vmm.book.overlaps_reservation(b, size));
         let base = hinted
             .or_else(|| {
                 self.end
@@ -84,7 +87,7 @@ impl DeviceHeap {
             .ok_or(Status::MEMORY_ALLOCATION)?;
         self.vmm.top.get_or_insert(self.end);
         self.vmm.book.reserve(base, size);
-        self.end = base;
+        self.end = self.end.min(base);
         Ok(base)
     }
 
@@ -166,11 +169,20 @@ mod tests {
         let want = top - 16 * GRANULARITY;
         assert_eq!(h.vmm_reserve(GRANULARITY, 0, want).unwrap(), want);
         // Taken, misaligned or past the space for them: placed as without a hint.
-        for hint in [want, want + 4096, top + GRANULARITY] {
-            let got = h.vmm_reserve(GRANULARITY, 0, hint).unwrap();
-            assert_eq!(got, want - GRANULARITY);
-            h.vmm_free(got, GRANULARITY).unwrap();
+        for hint in [want, want + 4096, top + GRANULARITY, top - GRANULARITY] {
+            let got = h.vmm_reserve(2 * GRANULARITY, 0, hint).unwrap();
+            assert_eq!(got, want - 2 * GRANULARITY);
+            h.vmm_free(got, 2 * GRANULARITY).unwrap();
         }
+        // A free gap above the lowest reservation (as a migrated session asks for the
+        // addresses its reservations had, in any order).
+        let gap = want + 4 * GRANULARITY;
+        assert_eq!(h.vmm_reserve(GRANULARITY, 0, gap).unwrap(), gap);
+        assert_eq!(
+            h.vmm_reserve(GRANULARITY, 0, 0).unwrap(),
+            want - GRANULARITY,
+            "the allocations still end at the lowest reservation"
+        );
     }
 
     #[test]

@@ -1847,3 +1847,194 @@ fn damaged_arrays_and_texture_objects_do_not_load() {
     }
     reload(postcard::from_bytes(&encoded).unwrap()).unwrap();
 }
+
+/// A session's VMM objects with their contents, for the two tests below: an allocation
+/// mapped and accessible, then released (it lives on in its mapping); one mapped without
+/// access; one mapped nowhere (written through a mapping since unmapped); a handle gone
+/// before the move; two reservations. `None` (said) where the driver has no VMM API.
+fn vmm_session(e: &mut CudaExecutor) -> Option<VmmSession> {
+    use crate::executor::vmm::GRANULARITY as G;
+    let h1 = match e.vmm_create(0, G) {
+        Ok(h) => h,
+        Err(Status::NOT_SUPPORTED) => {
+            eprintln!("skipping: the driver has no cuMemCreate");
+            return None;
+        }
+        Err(s) => panic!("cuMemCreate: {s:?}"),
+    };
+    let h2 = e.vmm_create(0, 2 * G).unwrap();
+    let h3 = e.vmm_create(0, G).unwrap();
+    let gone = e.vmm_create(0, G).unwrap();
+    e.vmm_release(gone).unwrap();
+    let va = e.vmm_reserve(4 * G, 0, 0).unwrap();
+    let vb = e.vmm_reserve(G, 0, 0).unwrap();
+    let data = [
+        pattern(G as usize, 11),
+        pattern(2 * G as usize, 12),
+        pattern(G as usize, 13),
+    ];
+    for (at, h, d) in [
+        (va, h1, &data[0]),
+        (va + 2 * G, h2, &data[1]),
+        (vb, h3, &data[2]),
+    ] {
+        let len = d.len() as u64;
+        e.vmm_map(at, len, 0, h).unwrap();
+        e.vmm_set_access(at, len, 0, 3).unwrap();
+        let mut d = d.clone();
+        e.memcpy_htod(&htod(at, len, 1, 0, 0), &DataSegs::from_slice(&mut d))
+            .unwrap();
+    }
+    e.vmm_release(h1).unwrap();
+    e.vmm_set_access(va + 2 * G, 2 * G, 0, 0).unwrap();
+    e.vmm_unmap(vb, G).unwrap();
+    Some(VmmSession {
+        va,
+        vb,
+        handles: [h1, h2, h3, gone],
+        data,
+    })
+}
+
+/// What [`vmm_session`] made.
+struct VmmSession {
+    va: u64,
+    vb: u64,
+    /// Released and mapped, mapped without access, mapped nowhere, gone.
+    handles: [u64; 4],
+    data: [Vec<u8>; 3],
+}
+
+/// The VMM API's objects move with a session (on a backend started with
+/// `--cuda-migratable`): after the load the reservations lie at their addresses, every
+/// allocation answers to its handle with its contents and its mappings' access as it was,
+/// a released one lives on only in its mapping, a handle gone before the move stays gone,
+/// and new objects get new handles and addresses.
+#[test]
+fn vmm_objects_move_with_the_session() {
+    use crate::executor::vmm::GRANULARITY as G;
+
+    let _turn = GPU_TURN.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(f) = migratable_factory() else {
+        return;
+    };
+    let mut e = f.new_executor().unwrap();
+    let Some(v) = vmm_session(&mut e) else {
+        return;
+    };
+    let (state, _) = e.save_state(None).unwrap();
+    drop(e);
+    let mut e = f.new_executor().unwrap();
+    e.load_state(state, &Default::default()).unwrap();
+    let [h1, h2, h3, gone] = v.handles;
+    let read = |e: &mut CudaExecutor, at: u64, len: usize| {
+        let mut b = vec![0u8; len];
+        e.memcpy_dtoh(&dtoh(at, len as u64, 1, 0), &DataSegs::from_slice(&mut b))
+            .map(|()| b)
+    };
+    assert!(read(&mut e, v.va, G as usize).unwrap() == v.data[0]);
+    // Released before the move: its mapping holds it, its handle is gone.
+    assert_eq!(e.vmm_release(h1).unwrap_err(), Status::INVALID_VALUE);
+    // Mapped without access: not device memory until the guest sets it.
+    assert!(read(&mut e, v.va + 2 * G, 4096).is_err());
+    e.vmm_set_access(v.va + 2 * G, 2 * G, 0, 3).unwrap();
+    assert!(read(&mut e, v.va + 2 * G, 2 * G as usize).unwrap() == v.data[1]);
+    // Mapped nowhere: its contents come back where the guest maps it.
+    e.vmm_map(v.vb, G, 0, h3).unwrap();
+    e.vmm_set_access(v.vb, G, 0, 3).unwrap();
+    assert!(read(&mut e, v.vb, G as usize).unwrap() == v.data[2]);
+    assert_eq!(
+        e.vmm_map(v.va + G, G, 0, gone).unwrap_err(),
+        Status::INVALID_VALUE
+    );
+    let h4 = e.vmm_create(0, G).unwrap();
+    assert!(h4 > gone, "a new handle, {h4} after {gone}");
+    let vc = e.vmm_reserve(G, 0, 0).unwrap();
+    assert!(vc + G <= v.vb || vc >= v.vb + G);
+    assert!(vc + G <= v.va || vc >= v.va + 4 * G);
+    // All of it goes as the guest lets it go.
+    e.vmm_unmap(v.va, G).unwrap();
+    e.vmm_unmap(v.va + 2 * G, 2 * G).unwrap();
+    e.vmm_unmap(v.vb, G).unwrap();
+    for h in [h2, h3, h4] {
+        e.vmm_release(h).unwrap();
+    }
+    for (at, len) in [(v.va, 4 * G), (v.vb, G), (vc, G)] {
+        e.vmm_free(at, len).unwrap();
+    }
+}
+
+/// A saved state is hostile input: VMM objects that do not add up load nothing (an error,
+/// never a panic), and an intact copy of the same state still loads.
+#[test]
+fn damaged_vmm_objects_do_not_load() {
+    use crate::executor::vmm::{GRANULARITY as G, MAX_HANDLE};
+    use crate::migrate::state::{CudaState, ExecState, MapState};
+
+    let _turn = GPU_TURN.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(f) = migratable_factory() else {
+        return;
+    };
+    let mut e = f.new_executor().unwrap();
+    if vmm_session(&mut e).is_none() {
+        return;
+    }
+    let (saved, _) = e.save_state(None).unwrap();
+    drop(e);
+    let ExecState::Cuda(saved) = saved else {
+        panic!("a CUDA executor saves a CUDA state");
+    };
+    type Damage = fn(&mut CudaState);
+    let damages: [(&str, Damage); 11] = [
+        ("short contents", |s| {
+            s.vmm.phys[0].data.pop();
+        }),
+        ("handle 0", |s| s.vmm.phys[0].handle = 0),
+        ("handle past the counter", |s| s.vmm.phys[0].handle += 9),
+        ("counter past its bound", |s| {
+            s.vmm.next_handle = MAX_HANDLE + 1
+        }),
+        ("an allocation twice", |s| {
+            let p = s.vmm.phys[1].clone();
+            s.vmm.phys.push(p)
+        }),
+        ("not granular", |s| s.vmm.phys[2].len = G + 4096),
+        ("a mapping of no allocation", |s| {
+            s.vmm.maps[0].handle = 3 << 20
+        }),
+        ("a mapping in no reservation", |s| {
+            let h = s.vmm.maps[0].handle;
+            s.vmm.maps.push(MapState {
+                addr: 1 << 40,
+                handle: h,
+                accessible: true,
+            })
+        }),
+        ("overlapping reservations", |s| {
+            // Inside the reservation of four granules.
+            let &(b, l) = s.vmm.reserved.iter().max_by_key(|r| r.1).unwrap();
+            s.vmm.reserved.push((b + G, l))
+        }),
+        ("released and mapped nowhere", |s| {
+            s.vmm.maps.retain(|m| {
+                !s.vmm
+                    .phys
+                    .iter()
+                    .any(|p| p.released && p.handle == m.handle)
+            })
+        }),
+        ("a CPU session's range", |s| s.vmm.top = Some(1 << 40)),
+    ];
+    let reload = |s: CudaState| {
+        let mut e = f.new_executor().unwrap();
+        e.load_state(ExecState::Cuda(s), &Default::default())
+    };
+    let encoded = postcard::to_allocvec(&saved).unwrap();
+    for (what, damage) in damages {
+        let mut s: CudaState = postcard::from_bytes(&encoded).unwrap();
+        damage(&mut s);
+        let r = reload(s);
+        assert!(r.is_err(), "{what} loaded");
+    }
+    reload(postcard::from_bytes(&encoded).unwrap()).unwrap();
+}

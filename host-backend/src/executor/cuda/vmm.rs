@@ -14,13 +14,20 @@ use super::{CudaExecutor, charge};
 use crate::executor::{ExecResult, Status};
 
 impl CudaExecutor {
-    fn ordinal(&self) -> i32 {
+    pub(super) fn ordinal(&self) -> i32 {
         self.shared.config.device as i32
     }
 
     pub(super) fn vmm_create_impl(&mut self, device: u32, size: u64) -> ExecResult<u64> {
         self.check_device(device)?;
         self.vmm.check_create(size)?;
+        let p = self.vmm_make(size)?;
+        Ok(self.vmm.create(size, p))
+    }
+
+    /// A physical allocation of `size` bytes (checked by the book), charged to the session,
+    /// for the book to keep.
+    pub(super) fn vmm_make(&mut self, size: u64) -> ExecResult<Phys> {
         let n = usize::try_from(size).map_err(|_| Status::MEMORY_ALLOCATION)?;
         let c = charge(size).ok_or(Status::MEMORY_ALLOCATION)?;
         let charged = self
@@ -31,11 +38,11 @@ impl CudaExecutor {
         self.bind()?;
         let raw = driver::mem_create(n, self.ordinal()).map_err(optional_to_status)?;
         self.charged = charged;
-        Ok(self.vmm.create(size, Phys { raw, charge: c }))
+        Ok(Phys { raw, charge: c })
     }
 
     /// Frees a physical allocation that left the book.
-    fn vmm_drop(&mut self, p: Phys) {
+    pub(super) fn vmm_drop(&mut self, p: Phys) {
         // SAFETY: `raw` came from `mem_create` and left the book just now, so it is
         // released once.
         if let Err(e) = unsafe { driver::mem_release(p.raw) } {

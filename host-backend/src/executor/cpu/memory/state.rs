@@ -140,6 +140,10 @@ impl DeviceHeap {
         };
         let mut released = Vec::new();
         let mut lens = std::collections::HashMap::new();
+        self.vmm
+            .book
+            .restore_next(v.next_handle)
+            .map_err(|_| MigrateError::invalid("the VMM handle counter"))?;
         for p in v.phys {
             let bad = || MigrateError::invalid(format_args!("VMM allocation {:#x}", p.handle));
             let charge = charge(p.len).ok_or_else(bad)?;

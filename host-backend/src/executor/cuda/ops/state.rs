@@ -13,17 +13,20 @@
 //! its type, seed, ordering, dimensions and offset (the outputs drawn so far), which puts
 //! it where it was; a Mersenne Twister takes no offset, so it repeats the calls it took
 //! (`rand_log.rs`). Arrays move with their texels, texture and surface objects with their
-//! numbers (`textures.rs`). What does not move yet fails the save, naming it: Mersenne
-//! Twisters that took more calls than a load repeats, the VMM API's objects, IPC, host
-//! memory mapped for kernels, and sessions of a backend without `--cuda-migratable` that
-//! hold device memory.
+//! numbers (`textures.rs`), the VMM API's reservations at their addresses and physical
+//! allocations under their handles with their contents (`vmm.rs`). What does not move yet
+//! fails the save, naming it: Mersenne Twisters that took more calls than a load repeats,
+//! IPC, host memory mapped for kernels, and sessions of a backend without
+//! `--cuda-migratable` that hold device memory.
 
 mod textures;
+mod vmm;
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::CString;
 use std::sync::Arc;
 
+use serde_bytes::ByteBuf;
 use vcuda_protocol::lib::set;
 use vcuda_protocol::{RandSetReq, STREAM_LEGACY};
 
@@ -70,6 +73,20 @@ fn failed(what: &str, st: Status) -> MigrateError {
     MigrateError::invalid(format_args!("{what}: {st}"))
 }
 
+/// Why making an object of a loaded state failed: no room for it, a request the call would
+/// refuse (a damaged state), or the driver's error.
+fn not_made(what: &str, handle: u64, st: Status) -> MigrateError {
+    match st {
+        Status::MEMORY_ALLOCATION => {
+            MigrateError::NoRoom(format!("device memory for the {what} {handle:#x}"))
+        }
+        Status::INVALID_VALUE | Status::NOT_SUPPORTED => {
+            MigrateError::invalid(format_args!("{what} {handle:#x}"))
+        }
+        st => failed(what, st),
+    }
+}
+
 impl CudaExecutor {
     /// Copies `[addr, addr + len)` of device memory to the host (the device idle).
     fn read_device(&self, addr: u64, len: u64) -> Result<Vec<u8>, MigrateError> {
@@ -107,9 +124,6 @@ impl CudaExecutor {
                 rand_log::MAX_OUTPUTS,
                 rand_log::MAX_DRAW_BYTES >> 20
             )));
-        }
-        if !self.vmm.is_empty() {
-            return Err(unsupported("memory of the virtual memory management API"));
         }
         if !self.ipc_opens.is_empty() || self.allocs.any_of(Owner::Ipc) {
             return Err(unsupported("memory opened through an IPC handle"));
@@ -313,16 +327,28 @@ impl CudaExecutor {
             self.allocs
                 .insert(addr, a.len, Owner::User)
                 .map_err(|_| bad())?;
-            // A group of blocks at a time: the host holds at most that much.
-            let mut buf = Vec::new();
-            for (g, group) in a.data.chunks(LOAD_GROUP).enumerate() {
-                let start = (g * LOAD_GROUP * CHUNK) as u64;
-                let n = (a.len - start).min((LOAD_GROUP * CHUNK) as u64) as usize;
-                buf.resize(n, 0);
-                decompress_into(group, &mut buf)?;
-                self.write_device(addr + start, &buf)?;
-                // The copy consumed `buf` (pageable) before returning.
-            }
+            self.write_blocks(addr, a.len, &a.data)?;
+        }
+        Ok(())
+    }
+
+    /// Writes `len` bytes saved in blocks (`compress`'s) to device memory at `addr`, a
+    /// group of blocks at a time: the host holds at most that much. The caller waits for
+    /// the device after.
+    fn write_blocks(&self, addr: u64, len: u64, data: &[ByteBuf]) -> Result<(), MigrateError> {
+        if usize::try_from(len.div_ceil(CHUNK as u64)).ok() != Some(data.len()) {
+            return Err(MigrateError::invalid(
+                "device memory in the wrong number of blocks",
+            ));
+        }
+        let mut buf = Vec::new();
+        for (g, group) in data.chunks(LOAD_GROUP).enumerate() {
+            let start = (g * LOAD_GROUP * CHUNK) as u64;
+            let n = (len - start).min((LOAD_GROUP * CHUNK) as u64) as usize;
+            buf.resize(n, 0);
+            decompress_into(group, &mut buf)?;
+            self.write_device(addr + start, &buf)?;
+            // The copy consumed `buf` (pageable) before returning.
         }
         Ok(())
     }
@@ -490,6 +516,7 @@ impl StateOps for CudaExecutor {
             .collect();
         rand_logs.sort_unstable_by_key(|(h, _)| *h);
         let (textures, texels, texture_next) = self.save_textures()?;
+        let vmm = self.save_vmm()?;
         let state = CudaState {
             range: self.fixed.as_ref().map_or((0, 0), |f| f.range()),
             allocs,
@@ -509,6 +536,7 @@ impl StateOps for CudaExecutor {
             textures,
             texels,
             texture_next,
+            vmm,
         };
         Ok((ExecState::Cuda(state), images))
     }
@@ -524,6 +552,7 @@ impl StateOps for CudaExecutor {
             || self.textures.arrays.count() > 0
             || self.textures.mipmapped.count() > 0
             || !self.textures.objects.is_empty()
+            || !self.vmm.is_empty()
         {
             return Err(MigrateError::invalid("loading into a session in use"));
         }
@@ -540,6 +569,7 @@ impl StateOps for CudaExecutor {
             return Err(MigrateError::invalid("too many objects"));
         }
         self.load_allocs(s.range, s.allocs)?;
+        self.load_vmm(s.vmm)?;
         self.load_modules(s.modules, next_module, images)?;
         for f in s.functions {
             let bad = || MigrateError::invalid(format_args!("function {:#x}", f.handle));

@@ -25,25 +25,11 @@ use vcuda_protocol::{
 };
 use zerocopy::{FromBytes, IntoBytes};
 
-use super::failed;
+use super::{failed, not_made};
 use crate::executor::array::{ArrayShape, Sampler};
 use crate::executor::cuda::texture::MAX_OBJECTS;
 use crate::executor::cuda::{CudaExecutor, driver, to_status};
 use crate::executor::{ExecResult, Status};
-
-/// Why making an array of a loaded state failed: no room for it, a request the call would
-/// refuse (a damaged state), or the driver's error.
-fn not_made(what: &str, handle: u64, st: Status) -> MigrateError {
-    match st {
-        Status::MEMORY_ALLOCATION => {
-            MigrateError::NoRoom(format!("device memory for the {what} {handle:#x}"))
-        }
-        Status::INVALID_VALUE | Status::NOT_SUPPORTED => {
-            MigrateError::invalid(format_args!("{what} {handle:#x}"))
-        }
-        st => failed(what, st),
-    }
-}
 use crate::migrate::state::{
     ArrayState, MipmappedState, TexObjectState, TexelsState, TexturesState,
 };

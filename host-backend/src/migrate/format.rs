@@ -36,8 +36,8 @@ pub const MAGIC: [u8; 8] = *b"VCUDAST\0";
 /// memory named by checksum, received ahead of the stop, `super::precopy`; 7: sessions of
 /// the CUDA executor; 8: their cuRAND generators; 9: their arrays and texture objects, the
 /// CPU executor's texture objects numbered as the driver's; 10: their objects of the
-/// virtual memory management API).
-pub const VERSION: u32 = 10;
+/// virtual memory management API; 11: the order their arrays and modules were made in).
+pub const VERSION: u32 = 11;
 /// Bytes of the header.
 pub const HEADER_LEN: usize = 24;
 /// Bytes of the checksum after the body.
@@ -229,7 +229,7 @@ mod tests {
         longer.push(0);
         assert!(matches!(decode(&longer), Err(MigrateError::Format(_))));
         // A state of an earlier format (2: SHA-256 in the header) or of a later one.
-        for v in [1, 2, 3, 4, 5, 6, 7, 8, 9, VERSION + 1] {
+        for v in [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, VERSION + 1] {
             let mut b = bytes.clone();
             b[8..12].copy_from_slice(&v.to_le_bytes());
             assert!(matches!(decode(&b), Err(MigrateError::Version(f, VERSION)) if f == v));

@@ -200,6 +200,10 @@ pub struct CudaState {
     pub texels: Vec<TexelsState>,
     /// The counters behind array and mipmapped array handles.
     pub texture_next: [u64; 2],
+    /// For each array and mipmapped array (by handle), the module handle counter when it
+    /// was made: a load makes arrays and modules again in the order they were made, since
+    /// the driver may take their memory from the same place.
+    pub modules_before: Vec<(u64, u64)>,
     /// The virtual memory management API's objects (`top` is `None`: the driver places
     /// reservations, at the addresses asked for).
     pub vmm: VmmState,

@@ -224,19 +224,11 @@ int main(int argc, char **argv) {
     CKB(cublasCreate(&blas));
     CKB(cublasSetStream(blas, s));
 
-    // The module variable, read through its symbol before the moves (its address known).
-    unsigned c0 = 0;
-    CK(cudaMemcpyFromSymbol(&c0, counter, sizeof(c0)));
-    if (c0 != 7) {
-        printf("migrate-cuda: counter starts at %u\n", c0);
-        return 1;
-    }
-
     // A CUDA array, a texture object and a surface object over it, made after an object
-    // destroyed since (a hole in the driver's numbers). Made once the module is loaded: a
-    // load makes modules before arrays, and over vcuda's libcuda.so.1 an array made first
-    // would take the device addresses where the module's variable, whose address the guest
-    // knows, lies on the source (MIGRATION.md).
+    // destroyed since (a hole in the driver's numbers). Made before the module loads (at
+    // its first use, below): over vcuda's libcuda.so.1 the array takes device addresses
+    // from where the module's variable, whose address the guest knows, then goes, so the
+    // move must make the two again in this order (MIGRATION.md).
     const int tw = 64, th = 16;
     std::vector<float> harr(tw * th), hacc(tw * th, 0.0f);
     for (int i = 0; i < tw * th; i++) harr[i] = (float)(i % tw + 100 * (i / tw));
@@ -261,6 +253,14 @@ int main(int argc, char **argv) {
     float *acc;
     CK(cudaMalloc(&acc, tw * th * sizeof(float)));
     CK(cudaMemset(acc, 0, tw * th * sizeof(float)));
+
+    // The module variable, read through its symbol before the moves (its address known).
+    unsigned c0 = 0;
+    CK(cudaMemcpyFromSymbol(&c0, counter, sizeof(c0)));
+    if (c0 != 7) {
+        printf("migrate-cuda: counter starts at %u\n", c0);
+        return 1;
+    }
 
     // The driver's virtual memory management API (through libcuda.so.1, as NVIDIA's
     // vectorAddMMAP sample uses it): one physical allocation mapped into a reserved range,

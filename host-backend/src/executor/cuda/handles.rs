@@ -34,6 +34,11 @@ pub enum Kind {
 /// Bits of a handle below the tag.
 const COUNTER_BITS: u32 = 48;
 
+/// The counter value `handle` was given out at (its kind's tag taken off).
+pub fn counter(handle: u64) -> u64 {
+    handle & ((1 << COUNTER_BITS) - 1)
+}
+
 /// Maps guest handles to host objects of one kind.
 #[derive(Debug)]
 pub struct HandleTable<T> {
@@ -72,7 +77,7 @@ impl<T> HandleTable<T> {
     /// guest holds it: `false` (nothing changed) unless it is a handle of this table's kind,
     /// below `limit` (the saved counter) and not taken.
     pub fn expect(&mut self, handle: u64, limit: u64) -> bool {
-        let n = handle & ((1 << COUNTER_BITS) - 1);
+        let n = counter(handle);
         let ok = handle >> COUNTER_BITS == self.kind as u64
             && n >= 1
             && n < limit.min(1 << COUNTER_BITS)

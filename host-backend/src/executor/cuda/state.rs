@@ -131,6 +131,9 @@ pub(super) struct Array {
     pub(super) level_of: Option<u64>,
     /// The request that made it (none for a level), which live migration carries.
     pub(super) req: Option<ArrayCreateReq>,
+    /// The module handle counter when it was made: a migrated session makes its arrays
+    /// and modules again in the order they were made (see `ops/state/textures.rs`).
+    pub(super) modules_before: u64,
 }
 
 /// One mipmapped array.
@@ -144,6 +147,8 @@ pub(super) struct Mipmapped {
     pub(super) levels: HashMap<u32, u64>,
     /// The request that made it.
     pub(super) req: MipmappedArrayCreateReq,
+    /// The module handle counter when it was made (as [`Array::modules_before`]).
+    pub(super) modules_before: u64,
 }
 
 /// A session's arrays and objects.

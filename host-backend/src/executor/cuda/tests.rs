@@ -1807,7 +1807,7 @@ fn damaged_arrays_and_texture_objects_do_not_load() {
         panic!("a CUDA executor saves a CUDA state");
     };
     type Damage = fn(&mut crate::migrate::state::CudaState);
-    let damages: [(&str, Damage); 8] = [
+    let damages: [(&str, Damage); 10] = [
         ("no texels", |s| s.texels.clear()),
         ("short texels", |s| s.texels[0].data.clear()),
         ("texels of no array", |s| {
@@ -1833,6 +1833,10 @@ fn damaged_arrays_and_texture_objects_do_not_load() {
             s.textures.objects[0].req[8..16].copy_from_slice(&0x11u64.to_le_bytes())
         }),
         ("array counter", |s| s.texture_next = [0, 0]),
+        ("no order", |s| s.modules_before.clear()),
+        ("made after the last module", |s| {
+            s.modules_before[0].1 = 1 << 40
+        }),
     ];
     let reload = |s: crate::migrate::state::CudaState| {
         let mut e = f.new_executor().unwrap();
@@ -2037,4 +2041,53 @@ fn damaged_vmm_objects_do_not_load() {
         assert!(r.is_err(), "{what} loaded");
     }
     reload(postcard::from_bytes(&encoded).unwrap()).unwrap();
+}
+
+/// An array made before its program's module loaded (lazily, at its first use) is made
+/// before it again: over vcuda's own driver the two take device addresses from one place,
+/// so otherwise a module variable whose address the guest knows would land elsewhere (on a
+/// GPU the driver places both; the load either keeps the variable's address or fails
+/// naming it).
+#[test]
+fn arrays_and_modules_load_in_the_order_they_were_made() {
+    use vcuda_protocol::ArrayCreateReq;
+
+    use crate::migrate::state::ExecState;
+
+    let _turn = GPU_TURN.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(f) = migratable_factory() else {
+        return;
+    };
+    let mut e = f.new_executor().unwrap();
+    let req = ArrayCreateReq {
+        format: FLOAT,
+        width: 64,
+        height: 4,
+        ..Default::default()
+    };
+    let Some(before) = array_or_skip(&mut e, &req) else {
+        return;
+    };
+    let m = e.module_load(ptx_fatbin(COUNTER_PTX)).unwrap();
+    let (counter, _) = e.symbol_get(m, "counter").unwrap();
+    let after = e.array_create_impl(&req).unwrap();
+    let (state, images) = e.save_state(None).unwrap();
+    let images = images.into_iter().map(|i| (i.hash, i)).collect();
+    drop(e);
+    let ExecState::Cuda(s) = &state else {
+        panic!("a CUDA executor saves a CUDA state");
+    };
+    let module = super::handles::counter(m);
+    let mut order = s.modules_before.clone();
+    order.sort_unstable();
+    assert_eq!(order, [(before, module), (after, module + 1)]);
+    let mut e = f.new_executor().unwrap();
+    match e.load_state(state, &images) {
+        Ok(()) => assert_eq!(e.symbol_get(m, "counter").unwrap(), (counter, 4)),
+        Err(err) => {
+            let err = err.to_string();
+            assert!(err.contains("module variable counter loads at"), "{err}");
+            eprintln!("loaded elsewhere: {err}");
+        }
+    }
 }

@@ -195,6 +195,7 @@ impl CudaExecutor {
             charged: cost,
             level_of: None,
             req: Some(*r),
+            modules_before: self.modules.next_counter(),
         });
         match h {
             Ok(_) => self.charged = charged,
@@ -230,6 +231,7 @@ impl CudaExecutor {
             charged: cost,
             levels: HashMap::new(),
             req: *r,
+            modules_before: self.modules.next_counter(),
         });
         match h {
             Ok(_) => self.charged = charged,
@@ -258,6 +260,7 @@ impl CudaExecutor {
             charged: 0,
             level_of: Some(h),
             req: None,
+            modules_before: 0,
         })?;
         self.textures.mipmapped.get_mut(h)?.levels.insert(level, a);
         Ok(a)

@@ -19,8 +19,12 @@
 //! IPC, host memory mapped for kernels, and sessions of a backend without
 //! `--cuda-migratable` that hold device memory.
 
+mod errors;
 mod textures;
 mod vmm;
+
+use errors::failed;
+use textures::ArraysToLoad;
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::CString;
@@ -32,6 +36,7 @@ use vcuda_protocol::{RandSetReq, STREAM_LEGACY};
 
 use crate::executor::cuda::allocs::Owner;
 use crate::executor::cuda::error::to_status;
+use crate::executor::cuda::handles;
 use crate::executor::cuda::rand::{self, RAND_TAG};
 use crate::executor::cuda::rand_log;
 use crate::executor::cuda::{CudaExecutor, driver, pages};
@@ -67,24 +72,6 @@ const MAX_GLOBAL: u64 = 1 << 32;
 
 fn unsupported(what: &str) -> MigrateError {
     MigrateError::Unsupported(format!("{what} on the CUDA executor"))
-}
-
-fn failed(what: &str, st: Status) -> MigrateError {
-    MigrateError::invalid(format_args!("{what}: {st}"))
-}
-
-/// Why making an object of a loaded state failed: no room for it, a request the call would
-/// refuse (a damaged state), or the driver's error.
-fn not_made(what: &str, handle: u64, st: Status) -> MigrateError {
-    match st {
-        Status::MEMORY_ALLOCATION => {
-            MigrateError::NoRoom(format!("device memory for the {what} {handle:#x}"))
-        }
-        Status::INVALID_VALUE | Status::NOT_SUPPORTED => {
-            MigrateError::invalid(format_args!("{what} {handle:#x}"))
-        }
-        st => failed(what, st),
-    }
 }
 
 impl CudaExecutor {
@@ -206,15 +193,20 @@ impl CudaExecutor {
         Ok((modules, images))
     }
 
-    /// Loads the module handles of a saved session, in handle order.
+    /// Loads the module handles of a saved session, in handle order, and before each the
+    /// arrays made before it (in `vcuda`'s own driver an array takes device addresses from
+    /// where module variables go, so a variable whose address the guest knows lands where
+    /// it was only if what was made before it is made before it again).
     fn load_modules(
         &mut self,
         modules: Vec<CudaModuleState>,
         next: u64,
         images: &Images,
+        arrays: &mut ArraysToLoad,
     ) -> Result<(), MigrateError> {
         let mut carried = HashSet::new();
         for m in modules {
+            self.load_arrays(arrays, Some(handles::counter(m.handle)))?;
             if !self.modules.expect(m.handle, next) {
                 return Err(MigrateError::invalid(format_args!(
                     "module {:#x}",
@@ -515,7 +507,7 @@ impl StateOps for CudaExecutor {
             .filter(|(_, log)| !log.is_empty())
             .collect();
         rand_logs.sort_unstable_by_key(|(h, _)| *h);
-        let (textures, texels, texture_next) = self.save_textures()?;
+        let (textures, texels, texture_next, modules_before) = self.save_textures()?;
         let vmm = self.save_vmm()?;
         let state = CudaState {
             range: self.fixed.as_ref().map_or((0, 0), |f| f.range()),
@@ -536,6 +528,7 @@ impl StateOps for CudaExecutor {
             textures,
             texels,
             texture_next,
+            modules_before,
             vmm,
         };
         Ok((ExecState::Cuda(state), images))
@@ -570,7 +563,11 @@ impl StateOps for CudaExecutor {
         }
         self.load_allocs(s.range, s.allocs)?;
         self.load_vmm(s.vmm)?;
-        self.load_modules(s.modules, next_module, images)?;
+        let mut arrays = Self::arrays_to_load(
+            (s.textures, s.texels, s.texture_next, s.modules_before),
+            next_module,
+        )?;
+        self.load_modules(s.modules, next_module, images, &mut arrays)?;
         for f in s.functions {
             let bad = || MigrateError::invalid(format_args!("function {:#x}", f.handle));
             if !self.functions.expect(f.handle, next_function) {
@@ -645,7 +642,7 @@ impl StateOps for CudaExecutor {
         }
         self.blas.next = next_blas;
         self.load_generators(s.rand, s.rand_logs)?;
-        self.load_textures((s.textures, s.texels, s.texture_next))?;
+        self.finish_textures(arrays)?;
         let restored = self.streams.restore_next(next_stream)
             && self.events.restore_next(next_event)
             && self.modules.restore_next(next_module)

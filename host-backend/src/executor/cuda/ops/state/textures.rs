@@ -15,7 +15,7 @@
 //! numbering is the driver's: vcuda's own `libcuda.so.1` (the CPU executor's numbers) gives
 //! the lowest free one; NVIDIA's is to be confirmed on a GPU.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 
 use cudarc::driver::sys::{self, CUmemorytype};
 use serde_bytes::ByteBuf;
@@ -25,7 +25,7 @@ use vcuda_protocol::{
 };
 use zerocopy::{FromBytes, IntoBytes};
 
-use super::{failed, not_made};
+use super::errors::{failed, not_made};
 use crate::executor::array::{ArrayShape, Sampler};
 use crate::executor::cuda::texture::MAX_OBJECTS;
 use crate::executor::cuda::{CudaExecutor, driver, to_status};
@@ -40,9 +40,31 @@ fn packed_len(shape: &ArrayShape) -> Result<usize, MigrateError> {
     usize::try_from(shape.bytes()).map_err(|_| MigrateError::NoRoom("a CUDA array".into()))
 }
 
-/// A session's arrays and objects as plain data, the texels of every array and level, and
-/// the counters behind array and mipmapped array handles.
-pub(in crate::executor::cuda::ops) type Saved = (TexturesState, Vec<TexelsState>, [u64; 2]);
+/// A session's arrays and objects as plain data, the texels of every array and level, the
+/// counters behind array and mipmapped array handles, and the module handle counter when
+/// each array and mipmapped array was made.
+pub(in crate::executor::cuda::ops) type Saved =
+    (TexturesState, Vec<TexelsState>, [u64; 2], Vec<(u64, u64)>);
+
+/// A loaded state's arrays not made yet, in the order to make them, with what goes with
+/// them.
+pub(in crate::executor::cuda::ops) struct ArraysToLoad {
+    /// Each with the module handle counter when it was made.
+    queue: VecDeque<(u64, ToLoad)>,
+    /// Texels by array (or mipmapped array) and level.
+    contents: HashMap<(u64, u32), Vec<ByteBuf>>,
+    /// The counters behind array and mipmapped array handles.
+    next: [u64; 2],
+    objects: Vec<TexObjectState>,
+    /// Arrays made, and levels of mipmapped arrays made, whose texels are written once
+    /// every array and module is made (a copy may take memory of its own for a while).
+    writes: Vec<(sys::CUarray, ArrayShape, Vec<ByteBuf>)>,
+}
+
+enum ToLoad {
+    Array(ArrayState),
+    Mipmapped(MipmappedState),
+}
 
 impl CudaExecutor {
     /// Copies an array's texels, rows packed, from the array to `host` or (`to_array`) back;
@@ -148,7 +170,7 @@ impl CudaExecutor {
     /// The session's arrays and objects as plain data, with the texels of every array.
     pub(in crate::executor::cuda::ops) fn save_textures(&self) -> Result<Saved, MigrateError> {
         let t = &self.textures;
-        let (mut arrays, mut texels) = (Vec::new(), Vec::new());
+        let (mut arrays, mut texels, mut before) = (Vec::new(), Vec::new(), Vec::new());
         let mut made: Vec<u64> = t
             .arrays
             .iter()
@@ -169,6 +191,7 @@ impl CudaExecutor {
                 addr: 0,
                 req: req.as_bytes().to_vec(),
             });
+            before.push((handle, a.modules_before));
             texels.push(TexelsState {
                 handle,
                 level: 0,
@@ -196,6 +219,7 @@ impl CudaExecutor {
             }
             let mut levels: Vec<(u32, u64)> = m.levels.iter().map(|(&l, &h)| (l, h)).collect();
             levels.sort_unstable();
+            before.push((handle, m.modules_before));
             mipmapped.push(MipmappedState {
                 handle,
                 addr: 0,
@@ -227,15 +251,16 @@ impl CudaExecutor {
             objects,
         };
         let next = [t.arrays.next_counter(), t.mipmapped.next_counter()];
-        Ok((state, texels, next))
+        Ok((state, texels, next, before))
     }
 
-    /// Makes a saved session's arrays (with their texels) and objects again, under their
-    /// handles, in this session whose allocations are loaded already.
-    pub(in crate::executor::cuda::ops) fn load_textures(
-        &mut self,
-        (s, texels, [next_array, next_mipmapped]): Saved,
-    ) -> Result<(), MigrateError> {
+    /// Checks a saved session's arrays, mipmapped arrays and objects before any is made, and
+    /// puts the arrays in the order they were made relative to the modules (module handle
+    /// counters below `next_module`, the saved counter).
+    pub(in crate::executor::cuda::ops) fn arrays_to_load(
+        (s, texels, next, modules_before): Saved,
+        next_module: u64,
+    ) -> Result<ArraysToLoad, MigrateError> {
         let levels: usize = s.mipmapped.iter().map(|m| m.levels.len()).sum();
         if s.arrays.len() + s.mipmapped.len() + levels > MAX_OBJECTS
             || s.objects.len() > MAX_OBJECTS
@@ -248,62 +273,142 @@ impl CudaExecutor {
                 return Err(MigrateError::invalid("an array's texels twice"));
             }
         }
+        let mut before = HashMap::new();
+        for (handle, n) in modules_before {
+            if n > next_module || before.insert(handle, n).is_some() {
+                return Err(MigrateError::invalid(format_args!(
+                    "the order of array {handle:#x}"
+                )));
+            }
+        }
+        let mut order = |handle: u64| {
+            before.remove(&handle).ok_or_else(|| {
+                MigrateError::invalid(format_args!("the order of array {handle:#x}"))
+            })
+        };
+        let mut queue = Vec::with_capacity(s.arrays.len() + s.mipmapped.len());
         for a in s.arrays {
-            let bad = || MigrateError::invalid(format_args!("array {:#x}", a.handle));
-            let req = ArrayCreateReq::read_from_bytes(&a.req).map_err(|_| bad())?;
-            if !self.textures.arrays.expect(a.handle, next_array) {
-                return Err(bad());
-            }
-            let h = self
-                .array_create_impl(&req)
-                .map_err(|st| not_made("CUDA array", a.handle, st))?;
-            if h != a.handle {
-                return Err(bad());
-            }
-            let data = contents.remove(&(h, 0)).ok_or_else(bad)?;
-            let (raw, shape) = {
-                let a = self.textures.arrays.get(h).map_err(|_| bad())?;
-                (a.raw, a.shape)
-            };
-            self.write_array(raw, &shape, &data)?;
+            queue.push((order(a.handle)?, ToLoad::Array(a)));
         }
         for m in s.mipmapped {
-            let bad = || MigrateError::invalid(format_args!("mipmapped array {:#x}", m.handle));
-            let req = MipmappedArrayCreateReq::read_from_bytes(&m.req).map_err(|_| bad())?;
-            if !self.textures.mipmapped.expect(m.handle, next_mipmapped) {
-                return Err(bad());
-            }
-            let h = self
-                .mipmapped_create_impl(&req)
-                .map_err(|st| not_made("mipmapped array", m.handle, st))?;
-            if h != m.handle {
-                return Err(bad());
-            }
-            let (raw, shape) = {
-                let m = self.textures.mipmapped.get(h).map_err(|_| bad())?;
-                (m.raw, m.shape)
+            queue.push((order(m.handle)?, ToLoad::Mipmapped(m)));
+        }
+        if !before.is_empty() {
+            return Err(MigrateError::invalid("the order of no array"));
+        }
+        // Stable: arrays by handle, then mipmapped arrays by handle, where made between the
+        // same two modules.
+        queue.sort_by_key(|(n, _)| *n);
+        Ok(ArraysToLoad {
+            queue: queue.into(),
+            contents,
+            next,
+            objects: s.objects,
+            writes: Vec::new(),
+        })
+    }
+
+    /// Makes again, under their handles and with their texels, the arrays of `l` made
+    /// before the module of handle counter `module` (all of them: `None`).
+    pub(in crate::executor::cuda::ops) fn load_arrays(
+        &mut self,
+        l: &mut ArraysToLoad,
+        module: Option<u64>,
+    ) -> Result<(), MigrateError> {
+        while let Some((before, _)) = l.queue.front()
+            && module.is_none_or(|n| *before <= n)
+        {
+            let Some((before, item)) = l.queue.pop_front() else {
+                break;
             };
-            for level in 0..shape.levels {
-                let data = contents.remove(&(h, level)).ok_or_else(bad)?;
-                // SAFETY: the live mipmapped array just made, in the current context;
-                // `level` is one of its levels.
-                let raw = unsafe { driver::mipmapped_level(raw, level) }
-                    .map_err(|e| failed("a mipmap level", to_status(e)))?;
-                self.write_array(raw, &shape.level(level), &data)?;
-            }
-            for (level, handle) in m.levels {
-                // A level asked for twice would give the first handle back.
-                if !self.textures.arrays.expect(handle, next_array)
-                    || self.mipmapped_level_impl(h, level) != Ok(handle)
-                {
-                    return Err(bad());
-                }
+            match item {
+                ToLoad::Array(a) => self.load_array(a, before, l)?,
+                ToLoad::Mipmapped(m) => self.load_mipmapped(m, before, l)?,
             }
         }
-        if !contents.is_empty() {
+        Ok(())
+    }
+
+    fn load_array(
+        &mut self,
+        a: ArrayState,
+        before: u64,
+        l: &mut ArraysToLoad,
+    ) -> Result<(), MigrateError> {
+        let bad = || MigrateError::invalid(format_args!("array {:#x}", a.handle));
+        let req = ArrayCreateReq::read_from_bytes(&a.req).map_err(|_| bad())?;
+        if !self.textures.arrays.expect(a.handle, l.next[0]) {
+            return Err(bad());
+        }
+        let h = self
+            .array_create_impl(&req)
+            .map_err(|st| not_made("CUDA array", a.handle, st))?;
+        if h != a.handle {
+            return Err(bad());
+        }
+        let data = l.contents.remove(&(h, 0)).ok_or_else(bad)?;
+        let a = self.textures.arrays.get_mut(h).map_err(|_| bad())?;
+        a.modules_before = before;
+        l.writes.push((a.raw, a.shape, data));
+        Ok(())
+    }
+
+    fn load_mipmapped(
+        &mut self,
+        m: MipmappedState,
+        before: u64,
+        l: &mut ArraysToLoad,
+    ) -> Result<(), MigrateError> {
+        let bad = || MigrateError::invalid(format_args!("mipmapped array {:#x}", m.handle));
+        let req = MipmappedArrayCreateReq::read_from_bytes(&m.req).map_err(|_| bad())?;
+        if !self.textures.mipmapped.expect(m.handle, l.next[1]) {
+            return Err(bad());
+        }
+        let h = self
+            .mipmapped_create_impl(&req)
+            .map_err(|st| not_made("mipmapped array", m.handle, st))?;
+        if h != m.handle {
+            return Err(bad());
+        }
+        let (raw, shape) = {
+            let m = self.textures.mipmapped.get_mut(h).map_err(|_| bad())?;
+            m.modules_before = before;
+            (m.raw, m.shape)
+        };
+        for level in 0..shape.levels {
+            let data = l.contents.remove(&(h, level)).ok_or_else(bad)?;
+            // SAFETY: the live mipmapped array just made, in the current context; `level` is
+            // one of its levels.
+            let raw = unsafe { driver::mipmapped_level(raw, level) }
+                .map_err(|e| failed("a mipmap level", to_status(e)))?;
+            l.writes.push((raw, shape.level(level), data));
+        }
+        for (level, handle) in m.levels {
+            // A level asked for twice would give the first handle back.
+            if !self.textures.arrays.expect(handle, l.next[0])
+                || self.mipmapped_level_impl(h, level) != Ok(handle)
+            {
+                return Err(bad());
+            }
+        }
+        Ok(())
+    }
+
+    /// Once every module is made: the arrays left, every array's texels, the texture and
+    /// surface objects, and the handle counters.
+    pub(in crate::executor::cuda::ops) fn finish_textures(
+        &mut self,
+        mut l: ArraysToLoad,
+    ) -> Result<(), MigrateError> {
+        self.load_arrays(&mut l, None)?;
+        if !l.contents.is_empty() {
             return Err(MigrateError::invalid("the texels of no array"));
         }
-        self.load_objects(s.objects)?;
+        for (raw, shape, data) in std::mem::take(&mut l.writes) {
+            self.write_array(raw, &shape, &data)?;
+        }
+        self.load_objects(l.objects)?;
+        let [next_array, next_mipmapped] = l.next;
         let t = &mut self.textures;
         if !(t.arrays.restore_next(next_array) && t.mipmapped.restore_next(next_mipmapped)) {
             return Err(MigrateError::invalid("array handle counters"));

@@ -13,7 +13,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::{failed, not_made};
+use super::errors::{failed, not_made};
 use crate::executor::Status;
 use crate::executor::cuda::{CudaExecutor, driver, to_status};
 use crate::executor::vmm::GRANULARITY;

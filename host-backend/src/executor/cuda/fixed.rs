@@ -145,13 +145,7 @@ fn map_page(at: u64, ordinal: i32) -> ExecResult<u64> {
     })?;
     // SAFETY: `at` is a page of the session's reservation with nothing mapped (the book
     // says so), and `raw` a fresh allocation of exactly one page.
-    let mapped = unsafe { driver::mem_map(at, PAGE as usize, raw) }.and_then(|()| {
-        // SAFETY: `[at, at + PAGE)` is exactly the mapping made above.
-        unsafe { driver::mem_set_access(at, PAGE as usize, ordinal, 3) }.inspect_err(|_| {
-            // SAFETY: the mapping made above, not used.
-            let _ = unsafe { driver::mem_unmap(at, PAGE as usize) };
-        })
-    });
+    let mapped = unsafe { driver::mem_map_rw(at, PAGE as usize, raw, ordinal) };
     if let Err(e) = mapped {
         // SAFETY: `raw` was made above and is mapped nowhere.
         let _ = unsafe { driver::mem_release(raw) };

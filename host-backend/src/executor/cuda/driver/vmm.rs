@@ -121,3 +121,19 @@ pub unsafe fn mem_set_access(
     // SAFETY: the caller's guarantee; one descriptor laid out as CUDA's.
     ok(unsafe { ffi::cuMemSetAccess(ptr, size, (&raw const d).cast(), 1) })
 }
+
+/// Maps `h` at `ptr` ([`mem_map`]) and makes it readable and writable by device `ordinal`
+/// ([`mem_set_access`]); where access cannot be set, unmaps it again.
+///
+/// # Safety
+///
+/// As [`mem_map`]'s.
+pub unsafe fn mem_map_rw(ptr: CUdeviceptr, size: usize, h: u64, ordinal: i32) -> DrvResult<()> {
+    // SAFETY: the caller's guarantee.
+    unsafe { mem_map(ptr, size, h) }?;
+    // SAFETY: `[ptr, ptr + size)` is exactly the mapping made above.
+    unsafe { mem_set_access(ptr, size, ordinal, 3) }.inspect_err(|_| {
+        // SAFETY: the mapping made above, which nothing uses.
+        let _ = unsafe { mem_unmap(ptr, size) };
+    })
+}

@@ -53,12 +53,9 @@ impl Scratch {
         // SAFETY: the scratch range is reserved and nothing is mapped in it (every `with`
         // unmaps what it mapped), `n` fits in it, and `raw` is a live physical allocation of
         // the session of exactly `n` bytes (the book's).
-        unsafe { driver::mem_map(self.base, n, raw) }
+        unsafe { driver::mem_map_rw(self.base, n, raw, self.ordinal) }
             .map_err(|e| failed("mapping device memory", to_status(e)))?;
-        // SAFETY: exactly the mapping made above.
-        let r = unsafe { driver::mem_set_access(self.base, n, self.ordinal, 3) }
-            .map_err(|e| failed("mapping device memory", to_status(e)))
-            .and_then(|()| f(self.base));
+        let r = f(self.base);
         // SAFETY: exactly the mapping made above; `f` waited for its copies, so no work
         // uses it.
         let unmapped = unsafe { driver::mem_unmap(self.base, n) };

@@ -1806,7 +1806,6 @@ fn damaged_arrays_and_texture_objects_do_not_load() {
     let ExecState::Cuda(saved) = saved else {
         panic!("a CUDA executor saves a CUDA state");
     };
-    type Damage = fn(&mut crate::migrate::state::CudaState);
     let damages: [(&str, Damage); 10] = [
         ("no texels", |s| s.texels.clear()),
         ("short texels", |s| s.texels[0].data.clear()),
@@ -1838,18 +1837,7 @@ fn damaged_arrays_and_texture_objects_do_not_load() {
             s.modules_before[0].1 = 1 << 40
         }),
     ];
-    let reload = |s: crate::migrate::state::CudaState| {
-        let mut e = f.new_executor().unwrap();
-        e.load_state(ExecState::Cuda(s), &Default::default())
-    };
-    let encoded = postcard::to_allocvec(&saved).unwrap();
-    for (what, damage) in damages {
-        let mut s: crate::migrate::state::CudaState = postcard::from_bytes(&encoded).unwrap();
-        damage(&mut s);
-        let r = reload(s);
-        assert!(r.is_err(), "{what} loaded");
-    }
-    reload(postcard::from_bytes(&encoded).unwrap()).unwrap();
+    refuses_every_damage(&f, &saved, &damages);
 }
 
 /// A session's VMM objects with their contents, for the two tests below: an allocation
@@ -1973,7 +1961,7 @@ fn vmm_objects_move_with_the_session() {
 #[test]
 fn damaged_vmm_objects_do_not_load() {
     use crate::executor::vmm::{GRANULARITY as G, MAX_HANDLE};
-    use crate::migrate::state::{CudaState, ExecState, MapState};
+    use crate::migrate::state::{ExecState, MapState};
 
     let _turn = GPU_TURN.lock().unwrap_or_else(|e| e.into_inner());
     let Some(f) = migratable_factory() else {
@@ -1988,7 +1976,6 @@ fn damaged_vmm_objects_do_not_load() {
     let ExecState::Cuda(saved) = saved else {
         panic!("a CUDA executor saves a CUDA state");
     };
-    type Damage = fn(&mut CudaState);
     let damages: [(&str, Damage); 11] = [
         ("short contents", |s| {
             s.vmm.phys[0].data.pop();
@@ -2029,18 +2016,7 @@ fn damaged_vmm_objects_do_not_load() {
         }),
         ("a CPU session's range", |s| s.vmm.top = Some(1 << 40)),
     ];
-    let reload = |s: CudaState| {
-        let mut e = f.new_executor().unwrap();
-        e.load_state(ExecState::Cuda(s), &Default::default())
-    };
-    let encoded = postcard::to_allocvec(&saved).unwrap();
-    for (what, damage) in damages {
-        let mut s: CudaState = postcard::from_bytes(&encoded).unwrap();
-        damage(&mut s);
-        let r = reload(s);
-        assert!(r.is_err(), "{what} loaded");
-    }
-    reload(postcard::from_bytes(&encoded).unwrap()).unwrap();
+    refuses_every_damage(&f, &saved, &damages);
 }
 
 /// An array made before its program's module loaded (lazily, at its first use) is made
@@ -2090,4 +2066,27 @@ fn arrays_and_modules_load_in_the_order_they_were_made() {
             eprintln!("loaded elsewhere: {err}");
         }
     }
+}
+
+/// A way a saved state is damaged.
+type Damage = fn(&mut crate::migrate::state::CudaState);
+
+/// Loads `saved` once per damage, each into a new session: none loads; an intact copy does.
+fn refuses_every_damage(
+    f: &CudaFactory,
+    saved: &crate::migrate::state::CudaState,
+    damages: &[(&str, Damage)],
+) {
+    use crate::migrate::state::{CudaState, ExecState};
+    let reload = |s: CudaState| {
+        let mut e = f.new_executor().unwrap();
+        e.load_state(ExecState::Cuda(s), &Default::default())
+    };
+    let encoded = postcard::to_allocvec(saved).unwrap();
+    for (what, damage) in damages {
+        let mut s: CudaState = postcard::from_bytes(&encoded).unwrap();
+        damage(&mut s);
+        assert!(reload(s).is_err(), "{what} loaded");
+    }
+    reload(postcard::from_bytes(&encoded).unwrap()).unwrap();
 }

@@ -19,6 +19,9 @@ key=$(printf '%s\n' "${PKGS[@]}" | short_hash)
 dir=$VCUDA_CACHE/cuda-13.0-$key
 PY=${VCUDA_PYTHON:-/usr/bin/python3}
 
+# One installer at a time (setup.sh, the Caffe and image builders and the VM tests may all
+# ask at once): a second one would delete the first's half-made tree under it.
+cache_lock cuda13
 if [ ! -x "$dir/root/bin/nvcc" ]; then
     log "installing CUDA 13.0 toolkit into $dir"
     rm -rf "$dir.tmp"

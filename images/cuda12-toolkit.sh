@@ -19,6 +19,9 @@ key=$(printf '%s\n' "$DEB_SHA" "${WHEELS[@]}" | short_hash)
 dir=$VCUDA_CACHE/cuda-12.4-$key
 root=$dir/root
 
+# One installer at a time (setup.sh, the Caffe and image builders and the VM tests may all
+# ask at once): a second one would delete the first's half-made tree under it.
+cache_lock cuda12
 if [ ! -x "$root/bin/nvcc" ]; then
     log "assembling CUDA 12.4 into $dir"
     rm -rf "$dir.tmp" && mkdir -p "$dir.tmp"

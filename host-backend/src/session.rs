@@ -31,6 +31,9 @@ use crate::shared::{Alias, SharedRegions};
 mod pending;
 mod state;
 
+#[cfg(test)]
+pub(crate) use state::mapped_tests::mapped_memory_moves;
+
 /// What every session of one backend shares.
 pub struct Backend {
     factory: Arc<dyn ExecutorFactory>,
@@ -421,8 +424,16 @@ impl Session {
     }
 
     /// `MapHostMemory`: exposes `len` bytes at `offset` of shared region `region` to kernels
-    /// at device address `addr`.
-    fn map_host(&mut self, region: u64, offset: u64, len: u64, addr: u64) -> ExecResult<()> {
+    /// at device address `addr`; `held` is the address space held for it where it moved
+    /// here in a migration (see `session/pending.rs`).
+    fn map_host(
+        &mut self,
+        region: u64,
+        offset: u64,
+        len: u64,
+        addr: u64,
+        held: Option<crate::shared::AddressHold>,
+    ) -> ExecResult<()> {
         let e = &mut self.exec;
         if !(self.passes_fds || self.guest_pages) || !e.can_map_host_memory() {
             return Err(Status::NOT_SUPPORTED);
@@ -438,7 +449,7 @@ impl Session {
         // `alias` where the executor's device needs the pages at the guest's own address
         // here (dropped, so unmapped, if the executor refuses them).
         let (host, alias) = if e.maps_host_memory_in_place() {
-            let a = self.shared.alias(region, offset, len, addr)?;
+            let a = self.shared.alias(region, offset, len, addr, held)?;
             (addr as usize, Some(a))
         } else {
             (self.shared.host_range(region, offset, len)?, None)
@@ -656,7 +667,7 @@ impl Session {
             }
             Request::UnshareMemory(h) => done::<ops::UnshareMemory>(self.unshare_region(h.handle)),
             Request::MapHostMemory(r) => {
-                done::<ops::MapHostMemory>(self.map_host(r.region, r.offset, r.len, r.addr))
+                done::<ops::MapHostMemory>(self.map_host(r.region, r.offset, r.len, r.addr, None))
             }
             Request::UnmapHostMemory(p) => {
                 let mapped = self.mapped.remove(&p.ptr).ok_or(Status::INVALID_VALUE)?;

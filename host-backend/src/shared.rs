@@ -93,6 +93,7 @@ impl Drop for Mapping {
 
 /// A number of mappings counted process-wide ([`GUEST_PIECES`] or [`FILE_REGIONS`]), given
 /// back on drop.
+#[derive(Debug)]
 struct Claim(usize, &'static AtomicUsize);
 
 impl Claim {
@@ -156,39 +157,74 @@ fn reserve(at: Option<u64>, len: usize) -> Option<NonNull<libc::c_void>> {
     }
 }
 
-/// A second mapping of part of a shared region, at the guest's address of it
-/// ([`SharedRegions::alias`]); unmapped on drop.
-pub struct Alias {
+/// Address space held, inaccessible, for an alias not made yet: a loaded session's ranges
+/// mapped for kernels, from the load until this backend maps the guest's memory
+/// ([`hold_alias_span`]), so that nothing else of this process takes them meanwhile.
+/// Unmapped on drop, unless an alias took it over ([`SharedRegions::alias`]).
+pub struct AddressHold {
     ptr: NonNull<libc::c_void>,
     len: usize,
-    /// Guest RAM pieces it maps (counted in [`MAX_GUEST_PIECES`]).
-    _pieces: Claim,
 }
 
-// SAFETY: plain shared memory owned by this struct, usable and unmapped from any thread.
-unsafe impl Send for Alias {}
+// SAFETY: an inaccessible reservation (or the alias that replaced it) owned by this
+// struct, unmapped from any thread.
+unsafe impl Send for AddressHold {}
 
-impl Alias {
-    /// Where it starts (the guest's address of the region's first byte it maps, rounded
-    /// down to a page).
-    pub fn addr(&self) -> u64 {
-        self.ptr.as_ptr() as u64
-    }
-}
-
-impl std::fmt::Debug for Alias {
+impl std::fmt::Debug for AddressHold {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Alias")
+        f.debug_struct("AddressHold")
             .field("at", &self.ptr)
             .field("len", &self.len)
             .finish()
     }
 }
 
-impl Drop for Alias {
+impl Drop for AddressHold {
     fn drop(&mut self) {
-        // SAFETY: exactly the reservation `alias` made (and filled), unmapped only here.
+        // SAFETY: exactly the reservation `reserve` made (perhaps filled by an alias),
+        // unmapped only here.
         unsafe { libc::munmap(self.ptr.as_ptr(), self.len) };
+    }
+}
+
+/// The whole pages `(at, len)` an alias of `len` bytes at `offset` of a region, to `addr`,
+/// maps: `addr` and `offset` must lie the same distance past a page boundary.
+fn alias_span(offset: u64, len: u64, addr: u64) -> ExecResult<(u64, usize)> {
+    let page = page_size() as u64;
+    if offset % page != addr % page || len == 0 || len > MAX_SHARED_BYTES {
+        return Err(Status::INVALID_VALUE);
+    }
+    let n = (addr % page + len).next_multiple_of(page);
+    let at = addr - addr % page;
+    at.checked_add(n).ok_or(Status::INVALID_VALUE)?;
+    Ok((at, usize::try_from(n).map_err(|_| Status::INVALID_VALUE)?))
+}
+
+/// Holds the address space [`SharedRegions::alias`] would map for `len` bytes at `offset`
+/// of a region to `addr`, for an alias made later with the hold. Fails with
+/// `cudaErrorInvalidValue` for a span `alias` would refuse, and with
+/// `cudaErrorNotSupported` where anything of this process is mapped there already.
+pub fn hold_alias_span(offset: u64, len: u64, addr: u64) -> ExecResult<AddressHold> {
+    let (at, n) = alias_span(offset, len, addr)?;
+    reserve(Some(at), n)
+        .map(|ptr| AddressHold { ptr, len: n })
+        .ok_or(Status::NOT_SUPPORTED)
+}
+
+/// A second mapping of part of a shared region, at the guest's address of it
+/// ([`SharedRegions::alias`]); unmapped on drop.
+#[derive(Debug)]
+pub struct Alias {
+    span: AddressHold,
+    /// Guest RAM pieces it maps (counted in [`MAX_GUEST_PIECES`]).
+    _pieces: Claim,
+}
+
+impl Alias {
+    /// Where it starts (the guest's address of the region's first byte it maps, rounded
+    /// down to a page).
+    pub fn addr(&self) -> u64 {
+        self.span.ptr.as_ptr() as u64
     }
 }
 
@@ -402,35 +438,46 @@ impl SharedRegions {
     /// process's addresses to its device needs: kernels then reach the guest's memory at
     /// the guest's pointers). `addr` and `offset` must lie the same distance past a page
     /// boundary. Fails with `cudaErrorNotSupported` where anything of this process is
-    /// mapped there already (nothing is ever replaced), or where the kernel cannot
-    /// duplicate the mapping. Every page must be populated, as for
-    /// [`SharedRegions::host_range`]. The alias goes when dropped.
-    pub fn alias(&self, handle: u64, offset: u64, len: u64, addr: u64) -> ExecResult<Alias> {
+    /// mapped there already (nothing is ever replaced but `held`, the span
+    /// [`hold_alias_span`] held for this alias), or where the kernel cannot duplicate the
+    /// mapping. Every page must be populated, as for [`SharedRegions::host_range`]. The
+    /// alias goes when dropped.
+    pub fn alias(
+        &self,
+        handle: u64,
+        offset: u64,
+        len: u64,
+        addr: u64,
+        held: Option<AddressHold>,
+    ) -> ExecResult<Alias> {
         self.host_range(handle, offset, len)?;
         let m = &self.regions[&handle];
-        let page = page_size() as u64;
-        if offset % page != addr % page {
-            return Err(Status::INVALID_VALUE);
-        }
-        let start = offset - offset % page;
-        let stop = (offset + len).next_multiple_of(page);
-        let n = usize::try_from(stop - start).map_err(|_| Status::INVALID_VALUE)?;
-        let at = addr - addr % page;
-        at.checked_add(n as u64).ok_or(Status::INVALID_VALUE)?;
+        let (at, n) = alias_span(offset, len, addr)?;
+        let start = offset - addr % page_size() as u64;
+        let stop = start + n as u64;
         let pieces = if m.pieces.0 == 0 {
             0
         } else {
             spans_within(&m.spans, start as usize, stop as usize).count()
         };
         let claim = Claim::new(pieces, "MapHostMemory")?;
-        let Some(ptr) = reserve(Some(at), n) else {
-            debug!("MapHostMemory at {at:#x}+{n:#x} not in place: the address is taken");
-            return Err(Status::NOT_SUPPORTED);
+        let span = match held {
+            Some(h) if h.ptr.as_ptr() as u64 == at && h.len == n => h,
+            Some(h) => {
+                debug!("MapHostMemory at {at:#x}+{n:#x}: the span held is {h:?}");
+                return Err(Status::INVALID_VALUE);
+            }
+            None => {
+                let Some(ptr) = reserve(Some(at), n) else {
+                    debug!("MapHostMemory at {at:#x}+{n:#x} not in place: the address is taken");
+                    return Err(Status::NOT_SUPPORTED);
+                };
+                AddressHold { ptr, len: n }
+            }
         };
         // From here the alias is unmapped (and its pieces given back) on every path.
         let alias = Alias {
-            ptr,
-            len: n,
+            span,
             _pieces: claim,
         };
         for (lo, hi) in spans_within(&m.spans, start as usize, stop as usize) {
@@ -691,7 +738,7 @@ mod tests {
         let (base, _) = s.range(h).unwrap();
         let at = free_address(3 * 4096);
         // The last two pages, at the same distance past a page boundary.
-        let a = s.alias(h, 4096 + 8, 2 * 4096 - 200, at + 8).unwrap();
+        let a = s.alias(h, 4096 + 8, 2 * 4096 - 200, at + 8, None).unwrap();
         assert_eq!(a.addr(), at);
         // SAFETY: both map the region's second page, alive here.
         unsafe {
@@ -702,23 +749,61 @@ mod tests {
         }
         // Nothing is replaced: not the alias, not the region.
         let taken = Err(Status::NOT_SUPPORTED);
-        assert_eq!(s.alias(h, 0, 4096, at).map(|_| ()), taken);
-        assert_eq!(s.alias(h, 0, 4096, base as u64).map(|_| ()), taken);
+        assert_eq!(s.alias(h, 0, 4096, at, None).map(|_| ()), taken);
+        assert_eq!(s.alias(h, 0, 4096, base as u64, None).map(|_| ()), taken);
         assert_eq!(
-            s.alias(h, 8, 4096, at + 4096).map(|_| ()),
+            s.alias(h, 8, 4096, at + 4096, None).map(|_| ()),
             Err(Status::INVALID_VALUE),
             "another offset into the page"
         );
-        assert!(s.alias(h, 0, 3 * 4096, at).is_err(), "past the region");
-        assert!(s.alias(h + 1, 0, 1, at).is_err(), "no such region");
         assert!(
-            s.alias(h, 0, 1, u64::MAX - 4095).is_err(),
+            s.alias(h, 0, 3 * 4096, at, None).is_err(),
+            "past the region"
+        );
+        assert!(s.alias(h + 1, 0, 1, at, None).is_err(), "no such region");
+        assert!(
+            s.alias(h, 0, 1, u64::MAX - 4095, None).is_err(),
             "past the address space"
         );
         drop(a);
         // Gone: the address is free again.
-        let again = s.alias(h, 0, 4096, at).unwrap();
+        let again = s.alias(h, 0, 4096, at, None).unwrap();
         assert_eq!(again.addr(), at);
+    }
+
+    /// A span held ahead (a loaded session's range mapped for kernels) keeps the address
+    /// from anything else, and becomes the alias made with it; only the span it holds.
+    #[test]
+    fn held_spans_become_aliases() {
+        let fd = memfd(2 * 4096, libc::F_SEAL_SHRINK);
+        std::fs::File::from(fd.try_clone().unwrap())
+            .write_all(&[3u8; 2 * 4096])
+            .unwrap();
+        let mut s = SharedRegions::default();
+        s.offer(vec![fd]);
+        let h = s.share(2 * 4096).unwrap();
+        let at = free_address(2 * 4096);
+        let held = hold_alias_span(16, 4096, at + 16).unwrap();
+        let taken = Err(Status::NOT_SUPPORTED);
+        assert_eq!(hold_alias_span(0, 4096, at).map(|_| ()), taken);
+        assert_eq!(s.alias(h, 0, 4096, at, None).map(|_| ()), taken);
+        let bad = Err(Status::INVALID_VALUE);
+        assert_eq!(
+            hold_alias_span(8, 4096, at + 16).map(|_| ()),
+            bad,
+            "offsets differ"
+        );
+        assert_eq!(hold_alias_span(0, 0, at).map(|_| ()), bad, "empty");
+        assert_eq!(hold_alias_span(0, 1, u64::MAX - 4095).map(|_| ()), bad);
+        // Another span than the one held is refused, and the hold given back with it.
+        assert_eq!(s.alias(h, 16, 8, at + 16, Some(held)).map(|_| ()), bad);
+        let held = hold_alias_span(16, 4096, at + 16).unwrap();
+        let a = s.alias(h, 16, 4096, at + 16, Some(held)).unwrap();
+        assert_eq!(a.addr(), at);
+        // SAFETY: the alias's second page, alive here.
+        assert_eq!(unsafe { ((at + 4096) as *const u8).read_volatile() }, 3);
+        drop(a);
+        assert!(hold_alias_span(0, 2 * 4096, at).is_ok(), "free again");
     }
 
     /// A memory file of `n` pages, page `i` filled with `i` (a stand-in for guest RAM).
@@ -779,7 +864,7 @@ mod tests {
             .unwrap();
         let at = free_address(3 * 4096);
         let before = GUEST_PIECES.load(Ordering::Relaxed);
-        let a = s.alias(h, 4096, 2 * 4096, at).unwrap();
+        let a = s.alias(h, 4096, 2 * 4096, at, None).unwrap();
         assert_eq!(GUEST_PIECES.load(Ordering::Relaxed), before + 2);
         // SAFETY: the alias's two pages, alive here.
         let got = unsafe { [(at as *const u8).read(), ((at + 4096) as *const u8).read()] };

@@ -16,9 +16,8 @@
 //! [`MigrateError::Unsupported`], naming it: memory opened through an IPC handle whose
 //! exporter freed it, a texture whose memory was freed
 //! before it, memory shared over a Unix socket, and on the CUDA executor what its
-//! `StateOps` names (cuRAND generators, arrays and textures, the VMM API's objects, IPC,
-//! mapped host memory, and device memory of a backend without `--cuda-migratable`, whose
-//! addresses the driver chose).
+//! `StateOps` names (cuRAND Mersenne Twisters that took too many calls, IPC, and device
+//! memory of a backend without `--cuda-migratable`, whose addresses the driver chose).
 //!
 //! Device memory may travel ahead of the stop: [`precopy`] sends it from the source's
 //! backend to the destination's while the guest runs, and the state then names the blocks

@@ -109,7 +109,7 @@ impl Session {
     /// pieces of that memory. Their ranges exposed to kernels are exposed again at the same
     /// device addresses. Nothing to do for a session that shares none.
     pub fn restore_guest_pages<'m>(&mut self, resolve: &ResolvePieces<'m>) -> Result<(), String> {
-        let Some(p) = self.pending.take() else {
+        let Some(mut p) = self.pending.take() else {
             return Ok(());
         };
         for (h, extents) in &p.shared {
@@ -122,7 +122,8 @@ impl Session {
             }
         }
         for m in &p.mapped {
-            self.map_host(m.region, m.offset, m.len, m.addr)
+            let held = p.holds.remove(&m.addr);
+            self.map_host(m.region, m.offset, m.len, m.addr, held)
                 .map_err(|s| format!("range at {:#x}: {s}", m.addr))?;
         }
         Ok(())
@@ -157,10 +158,21 @@ impl Backend {
             }
             images.insert(hash, Arc::new(ModuleImage { hash, bytes }));
         }
-        let pending = Pending::check(state.shared, state.shared_next, state.mapped)?;
+        let mut pending = Pending::check(state.shared, state.shared_next, state.mapped)?;
         let mut session = self
             .new_session_with(cancel, tenant)
             .map_err(|s| MigrateError::NoRoom(format!("no session: {s}")))?;
+        if let Some(p) = pending.as_mut().filter(|p| !p.mapped.is_empty()) {
+            if !session.exec.can_map_host_memory() {
+                return Err(MigrateError::NoRoom(
+                    "memory mapped for kernels: this host's device does not map host memory".into(),
+                ));
+            }
+            // Before the executor's state, which must not take these addresses either.
+            if session.exec.maps_host_memory_in_place() {
+                p.hold_addresses()?;
+            }
+        }
         session.pending = pending;
         session.exec.load_state(state.exec, &images)?;
         session
@@ -215,3 +227,7 @@ fn held_records(held: &mut ReplyBuilder) -> Result<Vec<HeldRecord>, MigrateError
 #[cfg(test)]
 #[path = "state_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "mapped_tests.rs"]
+pub(crate) mod mapped_tests;

@@ -56,7 +56,9 @@
 //! maps guest pages never leaves its context while work runs (`holds_guest_pages`): a
 //! cancelled or timed-out wait fails but the context stays, and unsharing the pages, a
 //! reset or the session's end waits for the work (forever, behind an endless kernel), so
-//! the guest keeps those pages pinned meanwhile.
+//! the guest keeps those pages pinned meanwhile. In a live migration the pages travel as
+//! guest RAM; the destination's session holds their addresses from the load and maps them
+//! again once QEMU hands it the guest's memory (`session/pending.rs`).
 //!
 //! # Copies
 //!

@@ -796,7 +796,7 @@ fn shared_memory_is_mapped_for_kernels_in_place() {
     let addr = (free.as_mut_ptr() as u64).next_multiple_of(1 << 20);
     drop(free);
     let alias = regions
-        .alias(h, 0, len as u64, addr)
+        .alias(h, 0, len as u64, addr, None)
         .or_else(|_| {
             // The allocator kept that memory: any free address will do.
             // SAFETY: a reservation at an address the kernel chooses, unmapped at once.
@@ -812,7 +812,7 @@ fn shared_memory_is_mapped_for_kernels_in_place() {
             };
             // SAFETY: the reservation just made.
             unsafe { libc::munmap(p, len) };
-            regions.alias(h, 0, len as u64, p as u64)
+            regions.alias(h, 0, len as u64, p as u64, None)
         })
         .unwrap();
     let addr = alias.addr();
@@ -864,6 +864,16 @@ fn shared_memory_is_mapped_for_kernels_in_place() {
     assert_eq!(e.host_memory_unmap(addr), Err(Status::INVALID_VALUE));
     drop(alias);
     e.host_memory_unshared(base);
+}
+
+/// Host memory mapped for kernels in a VM's session moves with it: the load holds the
+/// guest's address of it until the destination maps the guest's memory, where it is mapped
+/// and registered again, and kernels reach the same pages there (see
+/// `crate::session::mapped_memory_moves`).
+#[test]
+fn host_memory_mapped_for_kernels_moves_with_the_session() {
+    gpu!(f);
+    crate::session::mapped_memory_moves(&crate::Backend::new(std::sync::Arc::new(f)));
 }
 
 /// A session whose context maps the guest's own pages (a VM) never lets go of it while a

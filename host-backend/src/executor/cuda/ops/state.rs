@@ -14,9 +14,12 @@
 //! it where it was; a Mersenne Twister takes no offset, so it repeats the calls it took
 //! (`rand_log.rs`). Arrays move with their texels, texture and surface objects with their
 //! numbers (`textures.rs`), the VMM API's reservations at their addresses and physical
-//! allocations under their handles with their contents (`vmm.rs`). What does not move yet
-//! fails the save, naming it: Mersenne Twisters that took more calls than a load repeats,
-//! IPC, host memory mapped for kernels, and sessions of a backend without
+//! allocations under their handles with their contents (`vmm.rs`). Host memory mapped for
+//! kernels is the guest's own pages: the session maps it again, at the same addresses
+//! (held since the load), once the destination maps the guest's memory
+//! (`session/pending.rs`), and this executor registers it again as `MapHostMemory` did.
+//! What does not move yet fails the save, naming it: Mersenne Twisters that took more
+//! calls than a load repeats, IPC, and sessions of a backend without
 //! `--cuda-migratable` that hold device memory.
 
 mod errors;
@@ -114,9 +117,6 @@ impl CudaExecutor {
         }
         if !self.ipc_opens.is_empty() || self.allocs.any_of(Owner::Ipc) {
             return Err(unsupported("memory opened through an IPC handle"));
-        }
-        if !self.host_mapped.is_empty() {
-            return Err(unsupported("host memory mapped for kernels"));
         }
         if self
             .events

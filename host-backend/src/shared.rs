@@ -672,6 +672,7 @@ mod tests {
     use std::os::fd::AsFd;
 
     use super::*;
+    use crate::executor::testing::free_address;
 
     fn memfd(len: u64, seals: i32) -> OwnedFd {
         let fd = nix::sys::memfd::memfd_create(
@@ -706,24 +707,6 @@ mod tests {
         s.unshare(h).unwrap();
         assert!(s.segs(h, 0, 1).is_err());
         assert!(s.unshare(h).is_err());
-    }
-
-    /// A free address `len` bytes long (reserved, then given back).
-    fn free_address(len: usize) -> u64 {
-        // SAFETY: a reservation at an address the kernel chooses, unmapped at once.
-        unsafe {
-            let p = libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_NONE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            );
-            assert_ne!(p, libc::MAP_FAILED);
-            libc::munmap(p, len);
-            p as u64
-        }
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use vcuda_protocol::LaunchReq;
 
 use crate::executor::cpu::{CpuConfig, CpuFactory};
-use crate::executor::testing::ptx_fatbin;
+use crate::executor::testing::{free_address, ptx_fatbin};
 use crate::executor::{Cancel, Tenant};
 use crate::migrate::state::DeviceState;
 use crate::migrate::{MigrateError, format};
@@ -73,25 +73,6 @@ fn floats(ram: &OwnedFd) -> Vec<f32> {
         .chunks_exact(4)
         .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
         .collect()
-}
-
-/// An address of this process where `len` bytes are free now.
-fn free_address(len: usize) -> u64 {
-    // SAFETY: a reservation where the kernel chooses, unmapped at once.
-    let p = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            libc::PROT_NONE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
-    };
-    assert_ne!(p, libc::MAP_FAILED);
-    // SAFETY: the reservation just made.
-    unsafe { libc::munmap(p, len) };
-    p as u64
 }
 
 /// Runs `add1` over the mapped memory at `addr` (function handle `k`) and waits for it.

@@ -799,20 +799,13 @@ fn shared_memory_is_mapped_for_kernels_in_place() {
         .alias(h, 0, len as u64, addr, None)
         .or_else(|_| {
             // The allocator kept that memory: any free address will do.
-            // SAFETY: a reservation at an address the kernel chooses, unmapped at once.
-            let p = unsafe {
-                libc::mmap(
-                    std::ptr::null_mut(),
-                    len,
-                    libc::PROT_NONE,
-                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                    -1,
-                    0,
-                )
-            };
-            // SAFETY: the reservation just made.
-            unsafe { libc::munmap(p, len) };
-            regions.alias(h, 0, len as u64, p as u64, None)
+            regions.alias(
+                h,
+                0,
+                len as u64,
+                crate::executor::testing::free_address(len),
+                None,
+            )
         })
         .unwrap();
     let addr = alias.addr();

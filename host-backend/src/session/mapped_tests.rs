@@ -10,43 +10,12 @@ use std::sync::Arc;
 use vcuda_protocol::LaunchReq;
 
 use crate::executor::cpu::{CpuConfig, CpuFactory};
-use crate::executor::testing::{free_address, ptx_fatbin};
+use crate::executor::testing::{PTX, free_address, ptx_fatbin};
 use crate::executor::{Cancel, Tenant};
 use crate::migrate::state::DeviceState;
 use crate::migrate::{MigrateError, format};
 use crate::shared::{Piece, hold_alias_span};
 use crate::{Backend, Session};
-
-/// `add1(float *p, int n)`: adds 1 to `n` floats (the mock driver runs a kernel of that
-/// name the same way).
-const PTX: &str = r#"
-.version 7.0
-.target sm_50
-.address_size 64
-.visible .entry add1(.param .u64 p, .param .u32 n)
-{
-    .reg .pred %p<2>;
-    .reg .b32 %r<6>;
-    .reg .b64 %rd<5>;
-    .reg .f32 %f<3>;
-    ld.param.u64 %rd1, [p];
-    ld.param.u32 %r2, [n];
-    mov.u32 %r3, %ctaid.x;
-    mov.u32 %r4, %ntid.x;
-    mov.u32 %r5, %tid.x;
-    mad.lo.s32 %r1, %r3, %r4, %r5;
-    setp.ge.s32 %p1, %r1, %r2;
-    @%p1 bra DONE;
-    cvta.to.global.u64 %rd2, %rd1;
-    mul.wide.s32 %rd3, %r1, 4;
-    add.s64 %rd4, %rd2, %rd3;
-    ld.global.f32 %f1, [%rd4];
-    add.f32 %f2, %f1, 0f3F800000;
-    st.global.f32 [%rd4], %f2;
-DONE:
-    ret;
-}
-"#;
 
 /// Floats the guest's mapped memory holds: two pages.
 const N: u32 = 2048;

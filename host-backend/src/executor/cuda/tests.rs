@@ -11,7 +11,7 @@ use vm_memory::VolatileSlice;
 
 use super::*;
 use crate::data::DataSegs;
-use crate::executor::testing::ptx_fatbin;
+use crate::executor::testing::{PTX, ptx_fatbin};
 use crate::executor::{
     ExecutorFactory, GraphOps, HostMemoryOps, MemoryOps, ModuleOps, StateOps, StreamOps, VmmOps,
 };
@@ -422,53 +422,6 @@ fn streams_and_events() {
     e.event_synchronize(untimed).unwrap();
     assert!(e.event_elapsed(t0, untimed).is_err());
 }
-
-/// A fat binary holding one PTX entry.
-const PTX: &str = r#"
-.version 7.0
-.target sm_50
-.address_size 64
-
-.visible .global .align 4 .u32 counter;
-
-.visible .entry add1(.param .u64 p, .param .u32 n)
-{
-    .reg .pred %p<2>;
-    .reg .b32 %r<6>;
-    .reg .b64 %rd<5>;
-    .reg .f32 %f<3>;
-    ld.param.u64 %rd1, [p];
-    ld.param.u32 %r2, [n];
-    mov.u32 %r3, %ctaid.x;
-    mov.u32 %r4, %ntid.x;
-    mov.u32 %r5, %tid.x;
-    mad.lo.s32 %r1, %r3, %r4, %r5;
-    setp.ge.s32 %p1, %r1, %r2;
-    @%p1 bra DONE;
-    cvta.to.global.u64 %rd2, %rd1;
-    mul.wide.s32 %rd3, %r1, 4;
-    add.s64 %rd4, %rd2, %rd3;
-    ld.global.f32 %f1, [%rd4];
-    add.f32 %f2, %f1, 0f3F800000;
-    st.global.f32 [%rd4], %f2;
-DONE:
-    ret;
-}
-
-.visible .entry crash()
-{
-    .reg .b64 %rd<2>;
-    mov.u64 %rd1, 0;
-    st.global.u32 [%rd1], 1;
-    ret;
-}
-
-.visible .entry endless()
-{
-LOOP:
-    bra.uni LOOP;
-}
-"#;
 
 #[test]
 fn modules_launches_and_sticky_errors() {

@@ -5,9 +5,10 @@
 // cuGraphInstantiateWithFlags, cuGraphUpload, cuGraphLaunch replayed three times,
 // cuMemFreeAsync, and the pool's release threshold and trim. Then a graph built node by
 // node: memset, kernel (both CUDA_KERNEL_NODE_PARAMS layouts; parameters read, set and set
-// in an executable graph), memcpy and host nodes,
+// in an executable graph), memcpy (parameters read back) and host nodes,
 // dependencies added afterwards, edges, root nodes and node types, cloned, instantiated
-// and launched twice.
+// and launched twice; instantiated and updated again through the forms of
+// cuGraphInstantiate and cuGraphExecUpdate that CUDA 11 and 10.2 declared.
 #include <cuda.h>
 #include <dlfcn.h>
 #include "common.h"
@@ -149,6 +150,17 @@ static void explicit_graph(CUfunction f, CUstream s) {
     CU(cuGraphMemsetNodeGetParams_(set, &msg));
     EXPECT(msg.dst == y && msg.value == 0x3f800000u && msg.width == (size_t)n);
     EXPECT(cuGraphKernelNodeGetParams_(set, &got) == CUDA_ERROR_INVALID_VALUE);
+    // A copy node's parameters: the memory types as declared.
+    SYM(cuGraphMemcpyNodeGetParams, "cuGraphMemcpyNodeGetParams");
+    CUDA_MEMCPY3D cpg;
+    memset(&cpg, 0xff, sizeof cpg);
+    CU(cuGraphMemcpyNodeGetParams_(copy, &cpg));
+    EXPECT(cpg.srcMemoryType == CU_MEMORYTYPE_DEVICE && cpg.srcDevice == y);
+    EXPECT(cpg.dstMemoryType == CU_MEMORYTYPE_HOST && cpg.dstHost == hy);
+    EXPECT(cpg.WidthInBytes == n * sizeof(float) && cpg.Height == 1 && cpg.Depth == 1);
+    EXPECT(cpg.srcXInBytes == 0 && cpg.srcY == 0 && cpg.dstZ == 0 && cpg.srcLOD == 0);
+    EXPECT(cpg.srcArray == nullptr && cpg.dstArray == nullptr);
+    EXPECT(cuGraphMemcpyNodeGetParams_(set, &cpg) == CUDA_ERROR_INVALID_VALUE);
 
     CUgraph c;
     CU(cuGraphClone_(&c, g));
@@ -174,6 +186,33 @@ static void explicit_graph(CUfunction f, CUstream s) {
     CU(cuStreamSynchronize_(s));
     for (int i = 0; i < n; i++) EXPECT(hy[i] == 2.5f);
     EXPECT(host_calls == 3);
+
+    // CUDA 11's cuGraphInstantiate (an error node and a log) and CUDA 10.2's
+    // cuGraphExecUpdate (an error node and a result), as cuGetProcAddress hands them out to
+    // programs built for those versions.
+    typedef CUresult (*GetProc)(const char *, void **, int, cuuint64_t,
+                                CUdriverProcAddressQueryResult *);
+    typedef CUresult (*InstantiateV11)(CUgraphExec *, CUgraph, CUgraphNode *, char *, size_t);
+    typedef CUresult (*UpdateV10)(CUgraphExec, CUgraph, CUgraphNode *, CUgraphExecUpdateResult *);
+    auto get_proc = sym<GetProc>("cuGetProcAddress_v2");
+    void *inst = nullptr, *upd = nullptr;
+    CUdriverProcAddressQueryResult q;
+    CU(get_proc("cuGraphInstantiate", &inst, 11000, CU_GET_PROC_ADDRESS_DEFAULT, &q));
+    CU(get_proc("cuGraphExecUpdate", &upd, 10020, CU_GET_PROC_ADDRESS_DEFAULT, &q));
+    EXPECT(inst && upd);
+    CUgraphExec old;
+    CUgraphNode err_node;
+    char log[64];
+    CU(((InstantiateV11)inst)(&old, c, &err_node, log, sizeof log));
+    CUgraphExecUpdateResult res = (CUgraphExecUpdateResult)99;
+    CU(((UpdateV10)upd)(old, c, &err_node, &res));
+    EXPECT(res == CU_GRAPH_EXEC_UPDATE_SUCCESS);
+    memset(hy, 0, sizeof hy);
+    CU(cuGraphLaunch_(old, s));
+    CU(cuStreamSynchronize_(s));
+    for (int i = 0; i < n; i++) EXPECT(hy[i] == 1.5f);
+    EXPECT(host_calls == 4);
+    CU(cuGraphExecDestroy_(old));
     CU(cuGraphExecDestroy_(e));
     CU(cuGraphDestroy_(c));
     CU(cuMemFree_(y));

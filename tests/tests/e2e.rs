@@ -65,6 +65,7 @@ programs!(
     graph_launch,
     graph_memory,
     graph_nodes,
+    graph_queries,
     ipc,
     launch_ex,
     layered,

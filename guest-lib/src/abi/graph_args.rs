@@ -528,3 +528,51 @@ pub(crate) unsafe fn exec_update(
     }
     status
 }
+
+/// `cudaGraphEventRecordNodeGetEvent`, or with `wait` `cudaGraphEventWaitNodeGetEvent`: a
+/// node of the other kind is `INVALID_VALUE`.
+///
+/// # Safety
+///
+/// `out` is null or writable.
+pub(crate) unsafe fn graph_event_node_get_event(
+    node: cudaGraphNode_t,
+    out: *mut cudaEvent_t,
+    wait: bool,
+) -> Result<()> {
+    use crate::core::graph::Kind;
+    let e = crate::core::graph::get_kind(node, |k| match (k, wait) {
+        (Kind::EventRecord(e), false) | (Kind::EventWait(e), true) => Some(*e),
+        _ => None,
+    })?;
+    // SAFETY: the caller's output pointer, checked for null.
+    unsafe { write_out(out, e as cudaEvent_t) }
+}
+
+/// `cudaGraphEventRecordNodeSetEvent`, or with `wait` `cudaGraphEventWaitNodeSetEvent`.
+pub(crate) fn graph_event_node_set_event(
+    node: cudaGraphNode_t,
+    e: cudaEvent_t,
+    wait: bool,
+) -> Result<()> {
+    use crate::core::graph::{Kind, event, set_kind};
+    let e = event(e)?;
+    let kind = if wait {
+        Kind::EventWait(e)
+    } else {
+        Kind::EventRecord(e)
+    };
+    set_kind(node, kind)
+}
+
+/// `cudaGraphExecGetFlags`: the flags the executable graph was instantiated with.
+///
+/// # Safety
+///
+/// `flags` is null or writable.
+pub(crate) unsafe fn exec_get_flags(exec: cudaGraphExec_t, flags: *mut u64) -> Result<()> {
+    let f = crate::core::graph::with(|r| r.execs.get(&(exec as u64)).map(|e| e.flags))
+        .ok_or(Error::INVALID_VALUE)?;
+    // SAFETY: the caller's output pointer, checked for null.
+    unsafe { write_out(flags, f) }
+}

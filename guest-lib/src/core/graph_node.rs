@@ -212,6 +212,10 @@ pub(crate) struct Copy3D {
     pub dst: Side,
     pub extent: [u64; 3],
     pub kind: c_int,
+    /// The memory types (`CUmemorytype`) of the source and destination as a driver call
+    /// declared them, given back by `cuGraphMemcpyNodeGetParams`; 0 where the runtime made
+    /// the copy.
+    pub declared: [u32; 2],
 }
 
 impl Copy3D {
@@ -232,6 +236,7 @@ impl Copy3D {
             dst: side(dst, dpitch),
             extent: [width, height, 1],
             kind,
+            declared: [0; 2],
         })
     }
 
@@ -242,6 +247,7 @@ impl Copy3D {
             dst: Side::linear(dst, count),
             extent: [count, 1, 1],
             kind,
+            declared: [0; 2],
         })
     }
 
@@ -264,6 +270,7 @@ impl Copy3D {
             dst: side(&p.dst_ptr, &p.dst_pos),
             extent: [e.width as u64, e.height as u64, e.depth as u64],
             kind: p.kind,
+            declared: [0; 2],
         };
         if cp.extent.contains(&0) {
             return Err(Error::INVALID_VALUE);

@@ -319,6 +319,39 @@ pub(crate) fn device_set_mem_pool(device: c_int, pool: cudaMemPool_t) -> Result<
     Ok(())
 }
 
+/// CUDA 13's `cudaMemGetDefaultMemPool` (`default`) and `cudaMemGetMemPool`: the default
+/// or current pool of a location for allocations of type `ty`. Only the device's pinned
+/// allocations have pools here.
+pub(crate) fn location_pool(
+    location: Option<&cudaMemLocation>,
+    ty: c_int,
+    default: bool,
+) -> Result<cudaMemPool_t> {
+    check_location_type(location, ty)?;
+    Ok(with(|p| if default { p.default } else { p.current }) as cudaMemPool_t)
+}
+
+/// CUDA 13's `cudaMemSetMemPool`: the location's current pool.
+pub(crate) fn location_set_pool(
+    location: Option<&cudaMemLocation>,
+    ty: c_int,
+    pool: cudaMemPool_t,
+) -> Result<()> {
+    check_location_type(location, ty)?;
+    let h = pool_of(pool)?;
+    with(|p| p.current = h);
+    Ok(())
+}
+
+fn check_location_type(location: Option<&cudaMemLocation>, ty: c_int) -> Result<()> {
+    let c = client::client()?;
+    check_location(c, location.ok_or(Error::INVALID_VALUE)?)?;
+    if ty != ALLOCATION_PINNED {
+        return Err(Error::NOT_SUPPORTED);
+    }
+    Ok(())
+}
+
 /// `cudaFreeAsync` of the device address `ptr`.
 pub(crate) fn free_async(ptr: u64, stream: cudaStream_t) -> Result<()> {
     let c = client::client()?;

@@ -37,6 +37,7 @@ pub mod module;
 pub mod procs;
 mod procs_gen;
 pub mod ptsz;
+pub mod queries;
 pub mod stream;
 pub mod texture;
 pub mod vmm;

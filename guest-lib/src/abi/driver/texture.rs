@@ -402,7 +402,62 @@ pub(super) fn graph_copy(p: *const CUDA_MEMCPY3D) -> Result<crate::core::graph::
     if p.src_lod != 0 || p.dst_lod != 0 || is_array_copy(p.src_memory_type, p.dst_memory_type) {
         return Err(CuError::NOT_SUPPORTED);
     }
-    Ok(crate::core::graph::Copy3D::from_c(&linear_params(p)?)?)
+    let mut cp = crate::core::graph::Copy3D::from_c(&linear_params(p)?)?;
+    cp.declared = [p.src_memory_type, p.dst_memory_type];
+    Ok(cp)
+}
+
+/// A copy node's copy as the driver gives it out (`cuGraphMemcpyNodeGetParams`): each side's
+/// memory type as a driver call declared it, else from the copy's direction
+/// (`cudaMemcpyDefault`: unified, the address in the device field, as the driver takes
+/// it); its pitch and rows, its position, and the extent.
+pub(super) fn graph_copy_params(cp: &crate::core::graph::Copy3D) -> CUDA_MEMCPY3D {
+    let (src_dir, dst_dir) = match cp.kind {
+        memcpy_kind::H2H => (MEMORYTYPE_HOST, MEMORYTYPE_HOST),
+        memcpy_kind::H2D => (MEMORYTYPE_HOST, MEMORYTYPE_DEVICE),
+        memcpy_kind::D2H => (MEMORYTYPE_DEVICE, MEMORYTYPE_HOST),
+        memcpy_kind::D2D => (MEMORYTYPE_DEVICE, MEMORYTYPE_DEVICE),
+        _ => (MEMORYTYPE_UNIFIED, MEMORYTYPE_UNIFIED),
+    };
+    let ty = |declared: u32, dir: u32| if declared == 0 { dir } else { declared };
+    let (src_ty, dst_ty) = (ty(cp.declared[0], src_dir), ty(cp.declared[1], dst_dir));
+    let at = |ty: u32, ptr: u64| {
+        if ty == MEMORYTYPE_HOST {
+            (ptr as usize as *mut c_void, 0)
+        } else {
+            (std::ptr::null_mut(), ptr)
+        }
+    };
+    let (s, d) = (&cp.src, &cp.dst);
+    let (src_h, src_d) = at(src_ty, s.ptr);
+    let (dst_h, dst_d) = at(dst_ty, d.ptr);
+    CUDA_MEMCPY3D {
+        src_x_in_bytes: s.pos[0] as usize,
+        src_y: s.pos[1] as usize,
+        src_z: s.pos[2] as usize,
+        src_lod: 0,
+        src_memory_type: src_ty,
+        src_host: src_h,
+        src_device: src_d,
+        src_array: std::ptr::null_mut(),
+        reserved0: std::ptr::null_mut(),
+        src_pitch: s.pitch as usize,
+        src_height: s.ysize as usize,
+        dst_x_in_bytes: d.pos[0] as usize,
+        dst_y: d.pos[1] as usize,
+        dst_z: d.pos[2] as usize,
+        dst_lod: 0,
+        dst_memory_type: dst_ty,
+        dst_host: dst_h,
+        dst_device: dst_d,
+        dst_array: std::ptr::null_mut(),
+        reserved1: std::ptr::null_mut(),
+        dst_pitch: d.pitch as usize,
+        dst_height: d.ysize as usize,
+        width_in_bytes: cp.extent[0] as usize,
+        height: cp.extent[1] as usize,
+        depth: cp.extent[2] as usize,
+    }
 }
 
 /// A `CUDA_MEMCPY3D` between linear memory as the runtime's `cudaMemcpy3DParms`

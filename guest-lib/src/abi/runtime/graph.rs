@@ -117,23 +117,21 @@ entry! {
     }
 
     fn cudaGraphEventRecordNodeGetEvent(node: cudaGraphNode_t, out: *mut cudaEvent_t) {
-        let e = get_kind(node, |k| match k { Kind::EventRecord(e) => Some(*e), _ => None })?;
-        // SAFETY: the caller's output pointer, checked for null.
-        unsafe { write_out(out, e as cudaEvent_t) }
+        // SAFETY: the caller's output pointer (checked for null).
+        unsafe { graph_event_node_get_event(node, out, false) }
     }
 
     fn cudaGraphEventWaitNodeGetEvent(node: cudaGraphNode_t, out: *mut cudaEvent_t) {
-        let e = get_kind(node, |k| match k { Kind::EventWait(e) => Some(*e), _ => None })?;
-        // SAFETY: the caller's output pointer, checked for null.
-        unsafe { write_out(out, e as cudaEvent_t) }
+        // SAFETY: as above.
+        unsafe { graph_event_node_get_event(node, out, true) }
     }
 
     fn cudaGraphEventRecordNodeSetEvent(node: cudaGraphNode_t, e: cudaEvent_t) {
-        set_kind(node, Kind::EventRecord(event(e)?))
+        graph_event_node_set_event(node, e, false)
     }
 
     fn cudaGraphEventWaitNodeSetEvent(node: cudaGraphNode_t, e: cudaEvent_t) {
-        set_kind(node, Kind::EventWait(event(e)?))
+        graph_event_node_set_event(node, e, true)
     }
 
     fn cudaGraphKernelNodeGetParams(node: cudaGraphNode_t, out: *mut cudaKernelNodeParams) {

@@ -23,7 +23,7 @@
 //! takes its parameters; anything else fails with `cudaErrorGraphExecUpdateFailure` and the
 //! reason in `cudaGraphExecUpdateResultInfo`.
 
-use crate::abi::graph_args::{exec_update, instantiate, instantiate_with_params};
+use crate::abi::graph_args::{exec_get_flags, exec_update, instantiate, instantiate_with_params};
 use crate::abi::node_args::{
     exec_host_node_set_params, exec_kernel_node_set_params, exec_memcpy_node_set_params,
     exec_memset_node_set_params,
@@ -31,7 +31,7 @@ use crate::abi::node_args::{
 use crate::client::{self};
 use crate::core::graph::{
     Kind, cudaGraph_t, cudaGraphExec_t, cudaGraphNode_t, cudaHostNodeParams, cudaKernelNodeParams,
-    cudaMemcpy3DParms, cudaMemsetParams, with,
+    cudaMemcpy3DParms, cudaMemsetParams,
 };
 use crate::core::graph_exec::*;
 use crate::error::Error;
@@ -60,9 +60,8 @@ entry! {
     }
 
     fn cudaGraphExecGetFlags(exec: cudaGraphExec_t, flags: *mut u64) {
-        let f = with(|r| r.execs.get(&(exec as u64)).map(|e| e.flags)).ok_or(Error::INVALID_VALUE)?;
-        // SAFETY: the caller's output pointer, checked for null.
-        unsafe { write_out(flags, f) }
+        // SAFETY: the caller's output pointer (checked for null).
+        unsafe { exec_get_flags(exec, flags) }
     }
 
     fn cudaGraphExecDestroy(exec: cudaGraphExec_t) {

@@ -63,40 +63,22 @@ entry! {
     }
 
     fn cudaMemGetDefaultMemPool(pool: *mut cudaMemPool_t, location: *mut cudaMemLocation, ty: c_int) {
-        let c = client::client()?;
         // SAFETY: the caller's location, checked for null.
-        let l = unsafe { location.as_ref() }.ok_or(Error::INVALID_VALUE)?;
-        check_location(c, l)?;
-        if ty != ALLOCATION_PINNED {
-            return Err(Error::NOT_SUPPORTED);
-        }
+        let p = location_pool(unsafe { location.as_ref() }, ty, true)?;
         // SAFETY: the caller's output pointer, checked for null.
-        unsafe { write_out(pool, with(|p| p.default) as cudaMemPool_t) }
+        unsafe { write_out(pool, p) }
     }
 
     fn cudaMemGetMemPool(pool: *mut cudaMemPool_t, location: *mut cudaMemLocation, ty: c_int) {
-        let c = client::client()?;
         // SAFETY: the caller's location, checked for null.
-        let l = unsafe { location.as_ref() }.ok_or(Error::INVALID_VALUE)?;
-        check_location(c, l)?;
-        if ty != ALLOCATION_PINNED {
-            return Err(Error::NOT_SUPPORTED);
-        }
+        let p = location_pool(unsafe { location.as_ref() }, ty, false)?;
         // SAFETY: the caller's output pointer, checked for null.
-        unsafe { write_out(pool, with(|p| p.current) as cudaMemPool_t) }
+        unsafe { write_out(pool, p) }
     }
 
     fn cudaMemSetMemPool(location: *mut cudaMemLocation, ty: c_int, pool: cudaMemPool_t) {
-        let c = client::client()?;
         // SAFETY: the caller's location, checked for null.
-        let l = unsafe { location.as_ref() }.ok_or(Error::INVALID_VALUE)?;
-        check_location(c, l)?;
-        if ty != ALLOCATION_PINNED {
-            return Err(Error::NOT_SUPPORTED);
-        }
-        let h = pool_of(pool)?;
-        with(|p| p.current = h);
-        Ok(())
+        location_set_pool(unsafe { location.as_ref() }, ty, pool)
     }
 
     fn cudaMemPoolCreate(pool: *mut cudaMemPool_t, props: *const cudaMemPoolProps) {

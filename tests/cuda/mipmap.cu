@@ -95,6 +95,10 @@ int main() {
     // 16 x 8 asks for 9 levels and gets 1 + floor(log2 16) = 5: 16x8, 8x4, 4x2, 2x1, 1x1.
     cudaMipmappedArray_t m;
     CHECK(cudaMallocMipmappedArray(&m, &f, make_cudaExtent(16, 8, 0), 9, 0));
+    // Only mipmapped arrays made with cudaArrayDeferredMapping have requirements (as for
+    // arrays; plain nvcc output asks libcuda.so.1).
+    cudaArrayMemoryRequirements req = {};
+    EXPECT_ERR(cudaMipmappedArrayGetMemoryRequirements(&req, m, 0), cudaErrorInvalidValue);
     const int L = 5;
     for (int k = 0; k < L; k++) {
         cudaArray_t a;

@@ -726,3 +726,19 @@ pub(crate) fn array_get_memory_requirements(
     // vcuda makes none (that flag is refused as not supported).
     Err(Error::INVALID_VALUE)
 }
+
+/// `cudaMipmappedArrayGetMemoryRequirements`: as for arrays, only deferred-mapping ones
+/// have requirements, and vcuda makes none.
+pub(crate) fn mipmapped_get_memory_requirements(
+    req: *mut c_void,
+    m: u64,
+    device: c_int,
+) -> Result<()> {
+    let c = client::client()?;
+    if req.is_null() {
+        return Err(Error::INVALID_VALUE);
+    }
+    mipmapped_info(m)?;
+    c.check_device(device)?;
+    Err(Error::INVALID_VALUE)
+}

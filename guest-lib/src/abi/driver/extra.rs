@@ -368,4 +368,9 @@ entry_lib! {
         crate::core::context::check_device(dev)?;
         crate::core::array::array_get_memory_requirements(req, array.cast(), dev).map_err(crate::error::CuError::from)
     }
+
+    fn cuMipmappedArrayGetMemoryRequirements(req: *mut c_void, m: *mut c_void, dev: c_int) -> Result<(), CuError> {
+        crate::core::context::check_device(dev)?;
+        crate::core::array::mipmapped_get_memory_requirements(req, m as u64, dev).map_err(crate::error::CuError::from)
+    }
 }

@@ -77,14 +77,7 @@ entry! {
     }
 
     fn cudaMipmappedArrayGetMemoryRequirements(req: *mut c_void, m: cudaMipmappedArray_t, device: c_int) {
-        let c = client::client()?;
-        if req.is_null() {
-            return Err(Error::INVALID_VALUE);
-        }
-        mipmapped_info(m as u64)?;
-        c.check_device(device)?;
-        // As for arrays: only deferred-mapping ones have requirements, and vcuda makes none.
-        Err(Error::INVALID_VALUE)
+        mipmapped_get_memory_requirements(req, m as u64, device)
     }
 
     fn cudaArrayGetInfo(desc: *mut cudaChannelFormatDesc, extent: *mut cudaExtent, flags: *mut c_uint, a: cudaArray_t) {

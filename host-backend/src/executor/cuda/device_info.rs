@@ -178,7 +178,8 @@ pub const CU_ATTRS: [CUdevice_attribute; 147] = [
 
 /// Capabilities a guest cannot use through vcuda, reported as 0: mapped or managed host
 /// memory (the GPU cannot reach guest memory), shareable memory-pool
-/// handles and host memory pools, IPC and GPUDirect RDMA (no protocol operations for them).
+/// handles and host memory pools, IPC, GPUDirect RDMA and stream memory operations (no
+/// protocol operations for them).
 /// Stream-ordered memory pools themselves are the guest library's, so the device's answer
 /// stands.
 pub const NOT_FORWARDED: &[u32] = &[
@@ -201,6 +202,13 @@ pub const NOT_FORWARDED: &[u32] = &[
     attr::GPUDIRECT_RDMAFLUSH_WRITES_OPTIONS,
     attr::GPUDIRECT_RDMAWRITES_ORDERING,
     attr::TIMELINE_SEMAPHORE_INTEROP_SUPPORTED,
+    // Stream memory operations (`cuStreamWaitValue32` and the like; the runtime's numbers
+    // for them are reserved): vcuda does not carry them, they answer not supported.
+    attr::RESERVED92,
+    attr::RESERVED93,
+    attr::RESERVED94,
+    attr::RESERVED122,
+    attr::RESERVED123,
     // The VMM calls vcuda carries map whole allocations only: no shareable handles, no
     // compression, no RDMA on them.
     attr::HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED,

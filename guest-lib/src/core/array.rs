@@ -715,30 +715,32 @@ pub(crate) fn array_get_memory_requirements(
     a: cudaArray_t,
     device: c_int,
 ) -> Result<()> {
-    let c = client::client()?;
-    if req.is_null() {
-        return Err(Error::INVALID_VALUE);
-    }
-    info(a)?;
-    c.check_device(device)?;
-    // Only arrays made with cudaArrayDeferredMapping have memory requirements (NVIDIA's
-    // runtime answers cudaErrorInvalidValue for the others, measured on an H100), and
-    // vcuda makes none (that flag is refused as not supported).
-    Err(Error::INVALID_VALUE)
+    no_memory_requirements(req, device, || info(a).map(drop))
 }
 
-/// `cudaMipmappedArrayGetMemoryRequirements`: as for arrays, only deferred-mapping ones
-/// have requirements, and vcuda makes none.
+/// `cudaMipmappedArrayGetMemoryRequirements`, as for arrays.
 pub(crate) fn mipmapped_get_memory_requirements(
     req: *mut c_void,
     m: u64,
     device: c_int,
 ) -> Result<()> {
+    no_memory_requirements(req, device, || mipmapped_info(m).map(drop))
+}
+
+/// The memory requirements of an array that `exists` checks: only arrays made with
+/// cudaArrayDeferredMapping have them (NVIDIA's runtime answers cudaErrorInvalidValue for
+/// the others, measured on an H100), and vcuda makes none (that flag is refused as not
+/// supported).
+fn no_memory_requirements(
+    req: *mut c_void,
+    device: c_int,
+    exists: impl FnOnce() -> Result<()>,
+) -> Result<()> {
     let c = client::client()?;
     if req.is_null() {
         return Err(Error::INVALID_VALUE);
     }
-    mipmapped_info(m)?;
+    exists()?;
     c.check_device(device)?;
     Err(Error::INVALID_VALUE)
 }

@@ -97,6 +97,7 @@ programs!(
     symbols,
     templates,
     textures,
+    thrust,
     driver_graphs,
     driver_textures,
     threads,

@@ -80,6 +80,16 @@ int main() {
     EXPECT(cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost) == cudaErrorIllegalAddress);
     void *p;
     EXPECT(cudaMalloc(&p, 16) == cudaErrorIllegalAddress);
+    // The driver API sees the same fault: a new context is refused (NVIDIA's driver fails
+    // the reset of another context so; vcuda's libcuda.so.1 answers with the fault).
+    if (void *lib = dlopen("libcuda.so.1", RTLD_NOW)) {
+        typedef int (*CtxCreate)(void **, unsigned, int);
+        auto create = (CtxCreate)dlsym(lib, "cuCtxCreate_v2");
+        void *ctx = nullptr;
+        int r = create ? create(&ctx, 0, 0) : -1;
+        EXPECT(r != 0);
+        if (getenv("VCUDA_SOCKET")) EXPECT(r == 700);
+    }
 
     // CUDA documents such an error as leaving the process unusable ("the process must be
     // terminated and relaunched"). vcuda's CUDA executor fails the reset with the same error;

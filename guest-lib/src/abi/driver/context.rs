@@ -76,6 +76,11 @@ pub struct CUctxCreateParams {
 
 pub(super) fn create(pctx: *mut CUcontext, flags: c_uint, dev: c_int) -> Result<(), CuError> {
     check_device(dev)?;
+    // A fault is the whole process's on a GPU: NVIDIA's driver fails the reset of another
+    // context with it too (H100, driver 580: the CUDA executor's `a_fault_is_sticky`). Here
+    // the session is reset once the last created context is destroyed (`cuCtxDestroy`);
+    // until then a new context would be broken from its start, so it is refused.
+    connected()?.check_sticky().map_err(CuError::from)?;
     let h = Box::into_raw(Box::new(0u8)) as usize;
     with(|m| {
         m.insert(

@@ -14,8 +14,9 @@
 //! calling thread; memory, streams, events and modules made while it is current belong to
 //! it and are freed when it is destroyed, as the driver does. Unlike separate contexts on a
 //! GPU, contexts here share one address space (a pointer from one works in another) and one
-//! sticky-error state: a fault in one fails the others too, until the last created context
-//! is destroyed, which resets the session. The primary context is a context like the others that is never
+//! sticky-error state: a fault in one fails the others too (and a new context, as NVIDIA's
+//! driver fails a context's reset), until the last created context is destroyed, which
+//! resets the session. The primary context is a context like the others that is never
 //! destroyed; the runtime's calls use the session directly, so a context from
 //! `cuCtxGetCurrent` works with the runtime, as in CUDA.
 //!

@@ -49,6 +49,7 @@ programs!(
     api_memory,
     api_misc,
     api_streams,
+    api_sweep,
     cooperative,
     cublas_basic,
     cublas_extra,

@@ -131,7 +131,9 @@ entry! {
     fn cudaDeviceDisablePeerAccess(peer: c_int) {
         let c = client::client()?;
         c.check_device(peer)?;
-        Err(Error::INVALID_DEVICE)
+        // It never was enabled (see above), as the driver's cuCtxDisablePeerAccess answers
+        // (which NVIDIA's static runtime calls).
+        Err(Error(vcuda_protocol::status::PEER_ACCESS_NOT_ENABLED))
     }
 
     fn cudaDeviceGetP2PAttribute(value: *mut c_int, _attr: c_int, src: c_int, dst: c_int) {

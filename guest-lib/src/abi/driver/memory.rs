@@ -90,18 +90,15 @@ fn copy(
     stream: Option<cudaStream_t>,
 ) -> Result<(), CuError> {
     current()?;
-    // The synchronous calls are the legacy stream's, completed before returning.
-    let (s, sync) = match stream {
-        Some(s) => (s, false),
-        None => (std::ptr::null_mut(), true),
-    };
-    crate::core::memory::memcpy_async(dst as *mut c_void, src as *const c_void, n, kind, s)
-        .map_err(crate::error::CuError::from)?;
-    if sync {
-        crate::core::stream::stream_synchronize(std::ptr::null_mut())
-            .map_err(crate::error::CuError::from)?;
+    match stream {
+        Some(s) => {
+            crate::core::memory::memcpy_async(dst as *mut c_void, src as *const c_void, n, kind, s)
+        }
+        // The synchronous calls are cudaMemcpy's: on the legacy stream, a copy to the host
+        // complete on return, in one round trip (the reply carries the bytes).
+        None => crate::core::memory::memcpy_call(dst as *mut c_void, src as *const c_void, n, kind),
     }
-    Ok(())
+    .map_err(crate::error::CuError::from)
 }
 
 fn copy_2d(p: *const CUDA_MEMCPY2D, stream: Option<cudaStream_t>) -> Result<(), CuError> {
@@ -174,26 +171,31 @@ fn copy_2d(p: *const CUDA_MEMCPY2D, stream: Option<cudaStream_t>) -> Result<(), 
         (false, true) => memcpy_kind::D2H,
         (false, false) => memcpy_kind::D2D,
     };
-    let (s, sync) = match stream {
-        Some(s) => (s, false),
-        None => (std::ptr::null_mut(), true),
-    };
-    crate::core::memory::memcpy_2d_async(
-        dst as *mut c_void,
-        p.dst_pitch,
-        src as *const c_void,
-        p.src_pitch,
-        p.width_in_bytes,
-        p.height,
-        kind,
-        s,
-    )
-    .map_err(crate::error::CuError::from)?;
-    if sync {
-        crate::core::stream::stream_synchronize(std::ptr::null_mut())
-            .map_err(crate::error::CuError::from)?;
+    match stream {
+        Some(s) => crate::core::memory::memcpy_2d_async(
+            dst as *mut c_void,
+            p.dst_pitch,
+            src as *const c_void,
+            p.src_pitch,
+            p.width_in_bytes,
+            p.height,
+            kind,
+            s,
+        ),
+        // Synchronous: cudaMemcpy2D's one round trip.
+        None => {
+            let cp = crate::core::memory::Copy2D {
+                dst,
+                dpitch: p.dst_pitch as u64,
+                src,
+                spitch: p.src_pitch as u64,
+                width: p.width_in_bytes as u64,
+                height: p.height as u64,
+            };
+            crate::core::memory::memcpy(client::client()?, cp, kind, None)
+        }
     }
-    Ok(())
+    .map_err(crate::error::CuError::from)
 }
 
 /// `cuMemsetD{8,16,32}[2D][Async]`: `height` rows of `width` elements of `elem` bytes.

@@ -9,6 +9,7 @@ use std::io::Write;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
+use rustc_hash::FxHashMap;
 use vcuda_protocol::status;
 use vcuda_protocol::{
     DeviceInfo, DeviceReq, ExecutorKind, HelloReq, HelloResp, MSG_NO_WAIT, MessageBuilder, Op,
@@ -75,9 +76,9 @@ pub struct Client {
     /// Bumped by `cudaDeviceReset`: handles cached under an older generation are stale.
     pub generation: AtomicU64,
     /// Streams this process created.
-    pub streams: Mutex<HashMap<u64, StreamInfo>>,
+    pub streams: Mutex<FxHashMap<u64, StreamInfo>>,
     /// Events this process created.
-    pub events: Mutex<HashMap<u64, EventInfo>>,
+    pub events: Mutex<FxHashMap<u64, EventInfo>>,
     /// Device and host allocations.
     pub mirror: Mirror,
     /// Device flags set by `cudaSetDeviceFlags`, per device.

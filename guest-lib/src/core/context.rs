@@ -5,9 +5,11 @@
 //! needs a context asks [`current`].
 
 use std::cell::Cell;
-use std::collections::HashMap;
 use std::ffi::{c_int, c_uint, c_void};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use rustc_hash::FxHashMap;
 
 use crate::client;
 use crate::error::CuError;
@@ -46,7 +48,7 @@ pub(crate) struct Ctx {
     pub(crate) owned: Owned,
     pub(crate) flags: c_uint,
     /// Context-local storage (the static runtime keeps its per-context state here), by key.
-    pub(crate) storage: HashMap<usize, Stored>,
+    pub(crate) storage: FxHashMap<usize, Stored>,
 }
 
 /// The primary context's handle (never freed).
@@ -56,7 +58,7 @@ pub(crate) fn primary() -> usize {
     &raw const PRIMARY as usize
 }
 
-pub(crate) static CONTEXTS: Mutex<Option<HashMap<usize, Ctx>>> = Mutex::new(None);
+pub(crate) static CONTEXTS: Mutex<Option<FxHashMap<usize, Ctx>>> = Mutex::new(None);
 
 thread_local! {
     /// The calling thread's current context: 0 when the thread never chose one (it then
@@ -69,10 +71,26 @@ thread_local! {
 /// "No context is current on this thread", chosen by the thread (see [`CURRENT`]).
 pub(crate) const NONE: usize = usize::MAX;
 
-pub(crate) fn with<R>(f: impl FnOnce(&mut HashMap<usize, Ctx>) -> R) -> R {
+/// How many contexts have been destroyed: a context a thread found live stays live while
+/// this has not moved.
+static DESTROYED: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    /// The last context this thread found live, and [`DESTROYED`] before it looked: the
+    /// static runtime asks for the current context on every call, and the answer then
+    /// costs no lock.
+    static LIVE: Cell<(usize, u64)> = const { Cell::new((0, u64::MAX)) };
+}
+
+/// Records that a context left the table (call after removing it).
+pub(crate) fn destroyed() {
+    DESTROYED.fetch_add(1, Ordering::Release);
+}
+
+pub(crate) fn with<R>(f: impl FnOnce(&mut FxHashMap<usize, Ctx>) -> R) -> R {
     let mut g = CONTEXTS.lock().unwrap_or_else(|e| e.into_inner());
     let map = g.get_or_insert_with(|| {
-        let mut m = HashMap::new();
+        let mut m = FxHashMap::default();
         m.insert(primary(), Ctx::default());
         m
     });
@@ -97,7 +115,7 @@ pub fn current() -> Result<usize, CuError> {
         return Err(CuError::NOT_INITIALIZED);
     }
     let c = current_raw();
-    if c != 0 && with(|m| m.contains_key(&c)) {
+    if is_context(c) {
         Ok(c)
     } else {
         Err(CuError::INVALID_CONTEXT)
@@ -116,9 +134,25 @@ pub fn stream_context(s: usize) -> Result<usize, CuError> {
     }))
 }
 
-/// Whether `ctx` is a live context.
+/// Whether `ctx` is a live context. The primary context always is; another is looked up
+/// unless this thread found it live since the last destruction.
 pub fn is_context(ctx: usize) -> bool {
-    ctx != 0 && with(|m| m.contains_key(&ctx))
+    if ctx == 0 || ctx == NONE {
+        return false;
+    }
+    if ctx == primary() {
+        return true;
+    }
+    // Read before the lookup: a destruction after it moves the count past what is kept.
+    let generation = DESTROYED.load(Ordering::Acquire);
+    if LIVE.get() == (ctx, generation) {
+        return true;
+    }
+    let live = with(|m| m.contains_key(&ctx));
+    if live {
+        LIVE.set((ctx, generation));
+    }
+    live
 }
 
 /// Records something the current context now owns.

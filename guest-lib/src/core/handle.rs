@@ -81,7 +81,7 @@ pub(crate) fn event_handle(c: &Client, e: cudaEvent_t) -> Result<u64> {
 }
 
 /// `h` if the session's table `table` holds it, else `cudaErrorInvalidResourceHandle`.
-fn known<V>(table: &std::sync::Mutex<std::collections::HashMap<u64, V>>, h: u64) -> Result<u64> {
+fn known<V>(table: &std::sync::Mutex<rustc_hash::FxHashMap<u64, V>>, h: u64) -> Result<u64> {
     if table
         .lock()
         .unwrap_or_else(|e| e.into_inner())

@@ -11,7 +11,8 @@ use super::out;
 use crate::client;
 pub use crate::core::context::CUcontext;
 use crate::core::context::{
-    CURRENT, Ctx, NONE, Owned, check_device, connected, current, current_raw, primary, with,
+    CURRENT, Ctx, NONE, Owned, check_device, connected, current, current_raw, is_context, primary,
+    with,
 };
 use crate::error::CuError;
 use crate::ffi::{cudaEvent_t, cudaStream_t};
@@ -232,6 +233,7 @@ entry_lib! {
         // What the runtime kept in the context goes first, while the context still works.
         crate::core::context::release_storage(h).ok_or(CuError::INVALID_CONTEXT)?;
         let gone = with(|m| m.remove(&h)).ok_or(CuError::INVALID_CONTEXT)?;
+        crate::core::context::destroyed();
         if CURRENT.get() == h {
             CURRENT.set(0);
         }
@@ -251,7 +253,7 @@ entry_lib! {
 
     fn cuCtxSetCurrent(ctx: CUcontext) -> Result<(), CuError> {
         let h = ctx as usize;
-        if h != 0 && !with(|m| m.contains_key(&h)) {
+        if h != 0 && !is_context(h) {
             return Err(CuError::INVALID_CONTEXT);
         }
         // NULL: no context current on this thread (cuCtxGetCurrent then says NULL).
@@ -266,7 +268,7 @@ entry_lib! {
 
     fn cuCtxPushCurrent_v2(ctx: CUcontext) -> Result<(), CuError> {
         let h = ctx as usize;
-        if !with(|m| m.contains_key(&h)) {
+        if !is_context(h) {
             return Err(CuError::INVALID_CONTEXT);
         }
         STACK.with_borrow_mut(|s| s.push(current_raw()));
@@ -295,7 +297,7 @@ entry_lib! {
 
     fn cuCtxGetDevice_v2(device: *mut c_int, ctx: CUcontext) -> Result<(), CuError> {
         let h = if ctx.is_null() { current()? } else { ctx as usize };
-        if !with(|m| m.contains_key(&h)) {
+        if !is_context(h) {
             return Err(CuError::INVALID_CONTEXT);
         }
         // SAFETY: the caller's output pointer.
@@ -331,7 +333,7 @@ entry_lib! {
 
     fn cuCtxEnablePeerAccess(peer: CUcontext, flags: c_uint) -> Result<(), CuError> {
         current()?;
-        if !with(|m| m.contains_key(&(peer as usize))) {
+        if !is_context(peer as usize) {
             return Err(CuError::INVALID_CONTEXT);
         }
         if flags != 0 {
@@ -343,7 +345,7 @@ entry_lib! {
 
     fn cuCtxDisablePeerAccess(peer: CUcontext) -> Result<(), CuError> {
         current()?;
-        if !with(|m| m.contains_key(&(peer as usize))) {
+        if !is_context(peer as usize) {
             return Err(CuError::INVALID_CONTEXT);
         }
         // CUDA_ERROR_PEER_ACCESS_NOT_ENABLED: it never was.
@@ -367,7 +369,7 @@ entry_lib! {
 
     fn cuCtxGetApiVersion(ctx: CUcontext, version: *mut c_uint) -> Result<(), CuError> {
         let h = if ctx.is_null() { current()? } else { ctx as usize };
-        if !with(|m| m.contains_key(&h)) {
+        if !is_context(h) {
             return Err(CuError::INVALID_CONTEXT);
         }
         // SAFETY: the caller's output pointer.
@@ -389,7 +391,7 @@ entry_lib! {
     fn cuCtxSynchronize_v2(ctx: CUcontext) -> Result<(), CuError> {
         // Contexts share the session: synchronizing one waits for all of them.
         let h = if ctx.is_null() { current()? } else { ctx as usize };
-        if !with(|m| m.contains_key(&h)) {
+        if !is_context(h) {
             return Err(CuError::INVALID_CONTEXT);
         }
         crate::core::device::device_synchronize().map_err(crate::error::CuError::from)

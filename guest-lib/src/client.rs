@@ -444,6 +444,22 @@ impl Client {
         self.seq.fetch_add(1, Ordering::Relaxed)
     }
 
+    /// Answers a synchronize or query of stream `handle` without a request when this
+    /// thread's last call left it idle and no thread made a request since (see
+    /// [`crate::state::settled`]); `None` when the backend must answer. A pending error is
+    /// reported as the call's would be.
+    pub fn settled_sync(&self, handle: u64) -> Option<Result<()>> {
+        if !crate::state::still_settled(handle, self.seq.load(Ordering::Acquire)) {
+            return None;
+        }
+        let req = vcuda_protocol::HandleReq { handle };
+        Some(self.check_sticky().and_then(|()| {
+            self.take_async_error().map_or(Ok(()), Err)?;
+            self.before(ops::StreamSynchronize::CODE, Some(req.as_bytes()))
+                .map(drop)
+        }))
+    }
+
     fn segments(out: &[&[u8]], inp: &[&mut [u8]]) -> Vec<SegmentDesc> {
         out.iter()
             .map(|b| SegmentDesc::out(b.len() as u64))
@@ -578,7 +594,9 @@ impl Client {
                     .map_err(|e| self.lost(e))?
             }
         };
-        self.finish_call(&recs, seq)
+        let reply = self.finish_call(&recs, seq)?;
+        crate::state::called(seq);
+        Ok(reply)
     }
 
     /// Whether a request's host buffers overlap managed memory the library keeps coherent

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
 //! Per-thread state, as the CUDA runtime keeps it: the current device, the last error,
-//! pushed launch configurations, and the per-thread default stream.
+//! pushed launch configurations, the per-thread default stream, and which stream the
+//! thread last saw idle.
 
 use std::cell::{Cell, RefCell};
 
@@ -24,6 +25,8 @@ thread_local! {
     static LAST_ERROR: Cell<u32> = const { Cell::new(0) };
     static CONFIGS: RefCell<Vec<CallConfig>> = const { RefCell::new(Vec::new()) };
     static PER_THREAD_STREAM: Cell<Option<(u64, u64)>> = const { Cell::new(None) };
+    static LAST_CALL: Cell<u64> = const { Cell::new(0) };
+    static SETTLED: Cell<Option<(u64, u64)>> = const { Cell::new(None) };
 }
 
 /// The thread's current device.
@@ -64,4 +67,21 @@ pub fn per_thread_stream(generation: u64) -> Option<u64> {
 /// Remembers the thread's per-thread default stream.
 pub fn set_per_thread_stream(generation: u64, handle: u64) {
     PER_THREAD_STREAM.with(|c| c.set(Some((generation, handle))));
+}
+
+/// Remembers the sequence number of the thread's last call answered with success.
+pub fn called(seq: u64) {
+    LAST_CALL.set(seq);
+}
+
+/// Records that stream `handle` had finished all its work when the reply to the thread's
+/// last call came (a synchronize of it, or a copy from it to the host).
+pub fn settled(handle: u64) {
+    SETTLED.set(Some((handle, LAST_CALL.get().wrapping_add(1))));
+}
+
+/// Whether stream `handle` is still known idle: [`settled`] by this thread, and `next_seq`,
+/// the sequence number the next request of the process will take, shows no request since.
+pub fn still_settled(handle: u64, next_seq: u64) -> bool {
+    SETTLED.get() == Some((handle, next_seq))
 }

@@ -93,6 +93,7 @@ programs!(
     reduce,
     saxpy,
     scan_hist,
+    settled_sync,
     stream_attrs,
     sumArray,
     symbols,

@@ -334,6 +334,8 @@ pub(crate) fn memcpy(c: &Client, cp: Copy2D, kind: c_int, stream: Option<u64>) -
                     }
                 }
             }
+            // The bytes came back: the stream had done everything before the copy.
+            crate::state::settled(sh);
             Ok(())
         }
         Dir::D2D => {

@@ -72,14 +72,25 @@ pub(crate) fn stream_info(c: &Client, s: cudaStream_t) -> Result<StreamInfo> {
 pub(crate) fn sync_stream(s: cudaStream_t, ptsz: bool) -> Result<()> {
     let c = client::client()?;
     let handle = stream_handle(c, s, ptsz)?;
-    c.call::<ops::StreamSynchronize>(&HandleReq { handle })?;
+    match c.settled_sync(handle) {
+        Some(r) => r?,
+        None => {
+            c.call::<ops::StreamSynchronize>(&HandleReq { handle })?;
+            crate::state::settled(handle);
+        }
+    }
     crate::core::pool::on_sync(c, Some(handle))
 }
 
 pub(crate) fn query_stream(s: cudaStream_t, ptsz: bool) -> Result<()> {
     let c = client::client()?;
     let handle = stream_handle(c, s, ptsz)?;
-    c.call::<ops::StreamQuery>(&HandleReq { handle })
+    if let Some(r) = c.settled_sync(handle) {
+        return r;
+    }
+    c.call::<ops::StreamQuery>(&HandleReq { handle })?;
+    crate::state::settled(handle);
+    Ok(())
 }
 
 pub(crate) fn wait_event(s: cudaStream_t, e: cudaEvent_t, flags: u32, ptsz: bool) -> Result<()> {

@@ -90,6 +90,10 @@ int main(int argc, char **argv) {
     spin_pingpong_us = pingpong(n);
     spinning = false;
     bench("lat_unix_pingpong_64B_spinning", spin_pingpong_us, "us");
+    // Calls that wait for a reply before any is measured: on a small VM, cores that slept
+    // through the first ping-pong stay slow to wake for ~15 ms, which the first measured
+    // round trips would otherwise pay (30 us a call where 2 us is usual, measured).
+    for (int i = 0; i < n; i++) CHECK(cudaEventQuery(ev));
 
     measure("lat_cudaGetDevice", n, [&] { CHECK(cudaGetDevice(&dev)); });
     measure("lat_cudaStreamQuery", n, [&] { CHECK(cudaStreamQuery(s)); });
@@ -103,6 +107,11 @@ int main(int argc, char **argv) {
     });
     measure("lat_cudaMemcpy_h2d_4B", n, [&] { CHECK(cudaMemcpy(d, &h, 4, cudaMemcpyHostToDevice)); });
     measure("lat_cudaMemcpy_d2h_4B", n, [&] { CHECK(cudaMemcpy(&h, d, 4, cudaMemcpyDeviceToHost)); });
+    // A value read back in stream order (PyTorch's .item()).
+    measure("lat_cudaMemcpyAsync_d2h_4B_sync", n, [&] {
+        CHECK(cudaMemcpyAsync(&h, d, 4, cudaMemcpyDeviceToHost, s));
+        CHECK(cudaStreamSynchronize(s));
+    });
     measure("lat_launch_sync", n, [&] {
         empty<<<1, 1, 0, s>>>();
         CHECK(cudaStreamSynchronize(s));

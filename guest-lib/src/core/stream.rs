@@ -72,25 +72,25 @@ pub(crate) fn stream_info(c: &Client, s: cudaStream_t) -> Result<StreamInfo> {
 pub(crate) fn sync_stream(s: cudaStream_t, ptsz: bool) -> Result<()> {
     let c = client::client()?;
     let handle = stream_handle(c, s, ptsz)?;
-    match c.settled_sync(handle) {
-        Some(r) => r?,
-        None => {
-            c.call::<ops::StreamSynchronize>(&HandleReq { handle })?;
-            crate::state::settled(handle);
-        }
-    }
+    unless_idle::<ops::StreamSynchronize>(c, handle)?;
     crate::core::pool::on_sync(c, Some(handle))
+}
+
+/// Asks the backend `O` (a synchronize or a query) of stream `handle`, unless this thread
+/// knows the stream idle (see [`Client::settled_sync`]); a success leaves it known idle.
+fn unless_idle<O: vcuda_protocol::Op<Req = HandleReq>>(c: &Client, handle: u64) -> Result<()> {
+    if let Some(r) = c.settled_sync(handle) {
+        return r;
+    }
+    c.call::<O>(&HandleReq { handle })?;
+    state::settled(handle);
+    Ok(())
 }
 
 pub(crate) fn query_stream(s: cudaStream_t, ptsz: bool) -> Result<()> {
     let c = client::client()?;
     let handle = stream_handle(c, s, ptsz)?;
-    if let Some(r) = c.settled_sync(handle) {
-        return r;
-    }
-    c.call::<ops::StreamQuery>(&HandleReq { handle })?;
-    crate::state::settled(handle);
-    Ok(())
+    unless_idle::<ops::StreamQuery>(c, handle)
 }
 
 pub(crate) fn wait_event(s: cudaStream_t, e: cudaEvent_t, flags: u32, ptsz: bool) -> Result<()> {

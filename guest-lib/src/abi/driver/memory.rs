@@ -171,31 +171,21 @@ fn copy_2d(p: *const CUDA_MEMCPY2D, stream: Option<cudaStream_t>) -> Result<(), 
         (false, true) => memcpy_kind::D2H,
         (false, false) => memcpy_kind::D2D,
     };
-    match stream {
-        Some(s) => crate::core::memory::memcpy_2d_async(
-            dst as *mut c_void,
-            p.dst_pitch,
-            src as *const c_void,
-            p.src_pitch,
-            p.width_in_bytes,
-            p.height,
-            kind,
-            s,
-        ),
-        // Synchronous: cudaMemcpy2D's one round trip.
-        None => {
-            let cp = crate::core::memory::Copy2D {
-                dst,
-                dpitch: p.dst_pitch as u64,
-                src,
-                spitch: p.src_pitch as u64,
-                width: p.width_in_bytes as u64,
-                height: p.height as u64,
-            };
-            crate::core::memory::memcpy(client::client()?, cp, kind, None)
-        }
-    }
-    .map_err(crate::error::CuError::from)
+    let cp = crate::core::memory::Copy2D {
+        dst,
+        dpitch: p.dst_pitch as u64,
+        src,
+        spitch: p.src_pitch as u64,
+        width: p.width_in_bytes as u64,
+        height: p.height as u64,
+    };
+    let c = client::client().map_err(CuError::from)?;
+    // No stream: cudaMemcpy2D's synchronous copy, one request.
+    let sh = match stream {
+        Some(s) => Some(crate::core::capture::capture_stream_handle(c, s, false)?),
+        None => None,
+    };
+    Ok(crate::core::memory::memcpy(c, cp, kind, sh)?)
 }
 
 /// `cuMemsetD{8,16,32}[2D][Async]`: `height` rows of `width` elements of `elem` bytes.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0 OR MIT
 # Assembles a CUDA 12.4 nvcc (never installed into the system) to build test programs
-# against the libcudart.so.12 ABI. Prints the toolkit root.
+# against the libcudart.so.12, libcublas.so.12 and libcurand.so.10 ABIs. Prints the
+# toolkit root.
 #
 # From Debian trixie non-free's nvidia-cuda-toolkit .deb (nvcc, cicc, ptxas, fatbinary,
 # nvlink, cudafe++) and the headers/libcudart/libdevice of PyPI's cu12 wheels.
@@ -71,6 +72,34 @@ if [ ! -f "$root/lib/libcudart_static.a" ]; then
     python3 -m zipfile -e "$f" "$t/w/"
     cp "$t/w/nvidia/cuda_runtime/lib/libcudart_static.a" "$root/lib/.libcudart_static.a.$$"
     mv "$root/lib/.libcudart_static.a.$$" "$root/lib/libcudart_static.a"
+    rm -rf "$t"
+fi
+# CCCL (Thrust, CUB, libcu++, and the `nv/target` header cuda_fp16.h needs), cuBLAS 12 and
+# cuRAND 10 of the same CUDA 12.4 release: their headers, and NVIDIA's libraries to link
+# against (programs built here load vcuda's in their place). 12.4.127's CCCL wheel was
+# yanked as broken; .post1 replaces it. Added to a toolkit assembled before it was needed.
+LIB_WHEELS=(
+    "nvidia-cuda-cccl-cu12==12.4.127.post1 2027fa5fc75fbee703bf24e8275a40a605cf94a3e8fef8a7187897d49b34facb"
+    "nvidia-cublas-cu12==12.4.5.8 2fc8da60df463fdefa81e323eef2e36489e1c94335b5358bcb38360adf75ac9b"
+    "nvidia-curand-cu12==10.3.5.147 a88f583d4e0bb643c49743469964103aa59f7f708d862c3ddb0fc07f851e3b8b"
+)
+if [ ! -f "$root/lib/libcurand.so" ]; then
+    log "adding CCCL, cuBLAS 12 and cuRAND 10 to $root"
+    t=$(mktemp -d "$dir.libs.XXXXXX")
+    for w in "${LIB_WHEELS[@]}"; do
+        spec=${w% *} sha=${w#* }
+        python3 -m pip download -q --no-deps --disable-pip-version-check -d "$t/whl" "$spec" >&2
+        f=$(ls "$t"/whl/"$(echo "${spec%%==*}" | tr - _)"-*.whl)
+        echo "$sha  $f" | sha256sum -c --quiet || die "checksum mismatch: $spec"
+        python3 -m zipfile -e "$f" "$t/w/"
+    done
+    w=$t/w/nvidia
+    cp -rn "$w"/cuda_cccl/include/* "$w"/cublas/include/* "$w"/curand/include/* "$root/include/"
+    cp "$w"/cublas/lib/libcublas{,Lt}.so.12 "$w/curand/lib/libcurand.so.10" "$root/lib/"
+    ln -sf libcublas.so.12 "$root/lib/libcublas.so"
+    ln -sf libcublasLt.so.12 "$root/lib/libcublasLt.so"
+    # Last: its presence marks the step done.
+    ln -sf libcurand.so.10 "$root/lib/libcurand.so"
     rm -rf "$t"
 fi
 echo "$root"

@@ -9,41 +9,8 @@
 #include <cuda.h>
 #include "common.h"
 
-#if CUDART_VERSION >= 13000
 #include <cooperative_groups.h>
 namespace cg = cooperative_groups;
-#else
-// The CUDA 12.4 toolkit assembled for the tests has no libcu++ headers, which
-// <cooperative_groups.h> needs: the same grid barrier, written as that header writes it
-// (the driver's grid workspace from %envreg1/%envreg2, a counter whose top bit flips).
-namespace cg {
-struct grid_group {
-    __device__ unsigned long long thread_rank() const {
-        return (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
-    }
-    __device__ unsigned long long size() const {
-        return (unsigned long long)gridDim.x * blockDim.x;
-    }
-    __device__ void sync() const {
-        unsigned hi, lo;
-        asm volatile("mov.u32 %0, %%envreg1;" : "=r"(hi));
-        asm volatile("mov.u32 %0, %%envreg2;" : "=r"(lo));
-        unsigned *bar = (unsigned *)(((unsigned long long)hi << 32 | lo) + 4);
-        __syncthreads();
-        if (threadIdx.x == 0) {
-            unsigned nb = blockIdx.x == 0 ? 0x80000000u - (gridDim.x - 1) : 1u;
-            unsigned old, cur;
-            asm volatile("atom.add.release.gpu.u32 %0,[%1],%2;" : "=r"(old) : "l"(bar), "r"(nb) : "memory");
-            do {
-                asm volatile("ld.acquire.gpu.u32 %0,[%1];" : "=r"(cur) : "l"(bar) : "memory");
-            } while (((old ^ cur) & 0x80000000u) == 0);
-        }
-        __syncthreads();
-    }
-};
-__device__ grid_group this_grid() { return grid_group(); }
-}  // namespace cg
-#endif
 
 static const int BINS = 64;
 

@@ -1,5 +1,4 @@
 // vcuda-test: libs=cublas
-// vcuda-test: toolkit=13
 // Half precision in cuBLAS: cublasHgemm, cublasHgemmStridedBatched and cublasHgemmBatched
 // (__half operands and scalars, CUBLAS_COMPUTE_16F), and cublasGemmEx /
 // cublasGemmStridedBatchedEx with CUDA_R_16F and CUDA_R_16BF inputs and outputs of the same

@@ -3,8 +3,6 @@
 // sort of 100,000 keys, sort by key, reduce, transform, inclusive and exclusive scans
 // (CUB's decoupled look-back across blocks), copy_if, unique, count_if and min_element,
 // on the default stream and on a stream of the program's own (thrust::cuda::par.on).
-// The CUDA 12.4 toolkit here has no Thrust headers (it is pieced together without CCCL).
-// vcuda-test: toolkit=13
 #include <thrust/copy.h>
 #include <thrust/count.h>
 #include <thrust/device_vector.h>

@@ -5,7 +5,6 @@
 // and stored in both layouts. Checked against host products (integer and double results
 // exactly; half, bf16 and tf32 inputs are exact in float here, so float sums agree to
 // rounding).
-// vcuda-test: toolkit = 13
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <mma.h>

@@ -118,10 +118,6 @@ pub struct Spec {
     pub nvcc: Vec<String>,
     /// More sources (relative to `tests/cuda/`).
     pub srcs: Vec<String>,
-    /// Built with the CUDA 13.0 toolkit only (`toolkit = 13`): the program needs headers
-    /// the CUDA 12.4 toolkit here lacks (its `cuda_fp16.h` includes `nv/target`, which is
-    /// not in its PyPI wheels).
-    pub cuda13_only: bool,
     /// The architecture (`90` unless `arch=`): the build's one `-gencode`.
     pub arch: String,
 }
@@ -148,7 +144,6 @@ pub fn spec(src: &Path) -> Spec {
                     .filter(|l| !l.is_empty()),
             ),
             "nvcc" => s.nvcc.extend(v.split_whitespace().map(str::to_owned)),
-            "toolkit" if v.trim() == "13" => s.cuda13_only = true,
             "arch" => s.arch = v.trim().to_owned(),
             "srcs" => s.srcs.extend(
                 v.split(',')
@@ -288,7 +283,7 @@ pub fn vcuda_run(executor: &str, program: &Path, args: &[String]) -> Output {
 
 /// Builds test program `name` with toolkit `v` and runs it on `executor`, checking its exit
 /// status, its `PASS` line and its expected output. Skips (returns) when the toolkit is
-/// unavailable, or for CUDA 12 when the program needs libraries that toolkit lacks.
+/// unavailable.
 pub fn check_program(name: &str, v: Cuda, executor: &str) {
     check_program_linked(name, v, executor, Link::Shared);
 }
@@ -296,17 +291,6 @@ pub fn check_program(name: &str, v: Cuda, executor: &str) {
 /// As [`check_program`], with the program linking the runtime as `link` says.
 pub fn check_program_linked(name: &str, v: Cuda, executor: &str, link: Link) {
     let s = spec(&source(name));
-    if v == Cuda::V12 && !s.libs.is_empty() {
-        eprintln!(
-            "skipping: {name} links {:?}, which the CUDA 12.4 toolkit here lacks",
-            s.libs
-        );
-        return;
-    }
-    if v == Cuda::V12 && s.cuda13_only {
-        eprintln!("skipping: {name} needs headers the CUDA 12.4 toolkit here lacks");
-        return;
-    }
     let Some(exe) = build_linked(name, v, link) else {
         return;
     };

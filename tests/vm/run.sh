@@ -134,9 +134,10 @@ done
 for n in vectorAdd api_memory graphs cublas_basic driver_api; do
     [ -f "tests/cuda/$n.cu" ] && cases+=("$n-static|tests/cuda/$n.cu|$cuda13|vcuda-test|static")
 done
-# A libcudart.so.12 subset (the soname link in the guest, CUDA 12 structure layouts).
+# A CUDA 12 subset (the guest's libcudart.so.12, libcublas.so.12 and libcurand.so.10
+# sonames, CUDA 12 structure layouts, CUDA 12.4's Thrust).
 if [ -n "$cuda12" ]; then
-    for n in vectorAdd api_memory api_streams; do
+    for n in vectorAdd api_memory api_streams cublas_basic thrust; do
         [ -f "tests/cuda/$n.cu" ] && cases+=("$n-cuda12|tests/cuda/$n.cu|$cuda12|vcuda-test|shared")
     done
     cases+=("vectorAdd-cuda12-static|tests/cuda/vectorAdd.cu|$cuda12|vcuda-test|static")

@@ -9,7 +9,7 @@
 #
 # Paths are relative to CuPy's tests/ directory. Environment: VCUDA (the vcuda binary;
 # default target/debug/vcuda, built by `cargo build`), VCUDA_SUITE_TIMEOUT (seconds, default
-# 3600).
+# 3600), VCUDA_CUPY_CUDA (12: cupy-cuda12x instead of cupy-cuda13x).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 source "$repo/images/lib.sh"
@@ -18,7 +18,7 @@ URL=https://files.pythonhosted.org/packages/dc/10/059a92d40b161ea24607c9e41a7509
 SHA=cfed725e612178cfbdbf62f4a3a598b60edecbbca718c0d4580c21a16ae4a62c
 dir=$VCUDA_CACHE/cupy-tests-${SHA:0:16}
 
-py=$(bash "$repo/images/cupy-venv.sh")
+py=$(bash "$repo/images/cupy-venv.sh" "${VCUDA_CUPY_CUDA:-13}")
 # The lock covers the fetch only (a subshell): a suite running holds no lock, so several
 # can run at once.
 (

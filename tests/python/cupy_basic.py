@@ -17,6 +17,8 @@ def check(what, ok):
 
 
 check("a device", cp.cuda.runtime.getDeviceCount() == 1)
+# The runtime CuPy carries: 13xxx for cupy-cuda13x, 12xxx for cupy-cuda12x.
+print(f"CUDA runtime {cp.cuda.runtime.runtimeGetVersion()}")
 
 # Creation, elementwise kernels, reductions (CUB's device reduce for full reductions).
 a = cp.arange(1000, dtype=cp.float32)

@@ -1,18 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
 //! Python GPU programs run unchanged through `vcuda run`: Numba's CUDA target (numba-cuda
 //! from PyPI, in a cached virtualenv made by `images/numba-venv.sh`) JIT-compiles kernels
-//! with NVVM and drives them through vcuda's `libcuda.so.1`; CuPy (`cupy-cuda13x` from PyPI,
-//! `images/cupy-venv.sh`) carries NVIDIA's static runtime, which drives the same library.
+//! with NVVM and drives them through vcuda's `libcuda.so.1`; CuPy (`cupy-cuda13x` and
+//! `cupy-cuda12x` from PyPI, `images/cupy-venv.sh`) carries NVIDIA's static runtime, which
+//! drives the same library.
 
 use std::process::Command;
 
 use vcuda_tests::{bin, bin_dir, repo_root};
 
-/// The python of the virtualenv `images/SCRIPT` makes, or `None` (skip) when it cannot be
+/// The python of the virtualenv `images/SCRIPT ARGS` makes, or `None` (skip) when it cannot be
 /// made and the tests do not require it (`VCUDA_REQUIRE_CUDA`, which `tests/run.sh` sets).
-fn venv_python(script: &str) -> Option<String> {
+fn venv_python(script: &str, args: &[&str]) -> Option<String> {
     let o = Command::new("bash")
         .arg(repo_root().join("images").join(script))
+        .args(args)
         .output()
         .expect("run the virtualenv script");
     if o.status.success() {
@@ -28,7 +30,7 @@ fn venv_python(script: &str) -> Option<String> {
 }
 
 fn numba_python() -> Option<String> {
-    venv_python("numba-venv.sh")
+    venv_python("numba-venv.sh", &[])
 }
 
 #[test]
@@ -65,7 +67,19 @@ fn numba_kernels_run_on_the_cpu_executor() {
 /// vcuda's cuBLAS, `cupy.random` through vcuda's cuRAND, and cuFFT's clear absence.
 #[test]
 fn cupy_runs_on_the_cpu_executor() {
-    let Some(py) = venv_python("cupy-venv.sh") else {
+    cupy_basic(13);
+}
+
+/// The same with `cupy-cuda12x`: CUDA 12's static runtime, `libcublas.so.12` and
+/// `libcurand.so.10`, which most CuPy installs use.
+#[test]
+fn cupy_for_cuda12_runs_on_the_cpu_executor() {
+    cupy_basic(12);
+}
+
+/// Runs `tests/python/cupy_basic.py` with the CuPy built for CUDA `major`.
+fn cupy_basic(major: u32) {
+    let Some(py) = venv_python("cupy-venv.sh", &[&major.to_string()]) else {
         return;
     };
     let o = Command::new(bin("vcuda"))
@@ -79,8 +93,11 @@ fn cupy_runs_on_the_cpu_executor() {
         .expect("run vcuda");
     let stdout = String::from_utf8_lossy(&o.stdout);
     let stderr = String::from_utf8_lossy(&o.stderr);
+    let runtime = format!("CUDA runtime {major}");
     assert!(
-        o.status.success() && stdout.lines().any(|l| l == "PASS"),
+        o.status.success()
+            && stdout.lines().any(|l| l == "PASS")
+            && stdout.lines().any(|l| l.starts_with(&runtime)),
         "{}\n--- stdout\n{stdout}--- stderr\n{stderr}",
         o.status
     );
@@ -91,7 +108,7 @@ fn cupy_runs_on_the_cpu_executor() {
 /// for the rest.
 #[test]
 fn cupy_suite_ranges_pass() {
-    if venv_python("cupy-venv.sh").is_none() {
+    if venv_python("cupy-venv.sh", &[]).is_none() {
         return;
     }
     let o = Command::new("bash")
@@ -121,7 +138,7 @@ fn cupy_suite_ranges_pass() {
 /// through `tests/python/numba-suite.sh`, the script users run for the rest.
 #[test]
 fn numba_suite_cudadrv_passes() {
-    if venv_python("numba-venv.sh").is_none() {
+    if venv_python("numba-venv.sh", &[]).is_none() {
         return;
     }
     let o = Command::new("bash")

@@ -10,12 +10,13 @@
 # Arguments are pytest's, with test packages or modules named as Python modules (--pyargs).
 # Environment: VCUDA (the vcuda binary; default target/debug/vcuda, built by `cargo
 # build`), VCUDA_SUITE_TIMEOUT (seconds for the whole run, default 7200),
-# VCUDA_TEST_TIMEOUT (seconds per test, default 300: a test that hangs fails).
+# VCUDA_TEST_TIMEOUT (seconds per test, default 300: a test that hangs fails),
+# VCUDA_NUMBA_CUDA (12: numba-cuda[cu12] instead of numba-cuda[cu13]).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 source "$repo/images/lib.sh"
 
-py=$(bash "$repo/images/numba-venv.sh" --tests)
+py=$(bash "$repo/images/numba-venv.sh" --tests "${VCUDA_NUMBA_CUDA:-13}")
 vcuda=${VCUDA:-$repo/target/debug/vcuda}
 [ -x "$vcuda" ] || die "$vcuda is missing: run cargo build (or set VCUDA)"
 if [ $# -eq 0 ]; then

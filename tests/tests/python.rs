@@ -29,13 +29,23 @@ fn venv_python(script: &str, args: &[&str]) -> Option<String> {
     None
 }
 
-fn numba_python() -> Option<String> {
-    venv_python("numba-venv.sh", &[])
-}
-
 #[test]
 fn numba_kernels_run_on_the_cpu_executor() {
-    let Some(py) = numba_python() else { return };
+    numba_basic(13);
+}
+
+/// The same with `numba-cuda[cu12]`, whose wheels keep NVVM and nvJitLink in directories
+/// of their own.
+#[test]
+fn numba_for_cuda12_kernels_run_on_the_cpu_executor() {
+    numba_basic(12);
+}
+
+/// Runs `tests/python/numba_basic.py` with numba-cuda for CUDA `major`.
+fn numba_basic(major: u32) {
+    let Some(py) = venv_python("numba-venv.sh", &[&major.to_string()]) else {
+        return;
+    };
     let o = Command::new(bin("vcuda"))
         .args(["run", "--executor", "cpu", "--", &py])
         .arg(repo_root().join("tests/python/numba_basic.py"))

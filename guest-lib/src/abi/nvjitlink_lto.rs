@@ -5,9 +5,11 @@
 //! the CPU (no GPU or driver involved) with `-lto -ptx`, which turns LTO-IR into PTX; that
 //! PTX then links like any other input, so the image still keeps PTX.
 //!
-//! Where: `$VCUDA_NVJITLINK` if set, else a `libnvJitLink.so.13` beside a loaded NVIDIA
-//! compiler library (libnvvm, libnvrtc, as Numba and CuPy load them from their wheels), found
-//! in `/proc/self/maps`. It is loaded with `RTLD_LOCAL` (vcuda's preloaded names keep
+//! Where: `$VCUDA_NVJITLINK` if set, else the nvJitLink of the wheels a loaded NVIDIA
+//! compiler library (libnvvm, libnvrtc, as Numba and CuPy load them) came from, found in
+//! `/proc/self/maps`: `libnvJitLink.so.13` beside it (CUDA 13's wheels share one
+//! `nvidia/cu13/lib`), or `nvidia/nvjitlink/lib/libnvJitLink.so.12` (CUDA 12's wheels
+//! each have their own directory under `nvidia/`). It is loaded with `RTLD_LOCAL` (vcuda's preloaded names keep
 //! serving everyone else) and must export `__nvJitLinkAPI`, which vcuda's does not, so
 //! vcuda never calls itself.
 
@@ -52,6 +54,16 @@ fn wheel_dirs() -> Vec<PathBuf> {
         }
     }
     dirs
+}
+
+/// Where NVIDIA's nvJitLink would be, given the directory `d` of a loaded compiler library.
+fn candidates(d: &Path) -> Vec<PathBuf> {
+    let mut c = vec![d.join("libnvJitLink.so.13"), d.join("libnvJitLink.so.12")];
+    // CUDA 12's wheels: `.../nvidia/cuda_nvcc/nvvm/lib64`, `.../nvidia/cuda_nvrtc/lib`.
+    if let Some(nvidia) = d.ancestors().find(|a| a.file_name().is_some_and(|n| n == "nvidia")) {
+        c.push(nvidia.join("nvjitlink/lib/libnvJitLink.so.12"));
+    }
+    c
 }
 
 /// NVIDIA's nvJitLink at `path`, if it is one.
@@ -100,8 +112,7 @@ fn real() -> Result<&'static Real, String> {
             return open(Path::new(&p)).inspect(|_| found(Path::new(&p)));
         }
         let mut why = Vec::new();
-        for d in wheel_dirs() {
-            let p = d.join("libnvJitLink.so.13");
+        for p in wheel_dirs().iter().flat_map(|d| candidates(d)) {
             if p.exists() {
                 match open(&p) {
                     Ok(r) => {

@@ -42,6 +42,38 @@ pub fn ptx_fatbin(units: &[&[u8]], arch: u32) -> Vec<u8> {
     f
 }
 
+/// The fat binary `bytes` (one or more concatenated containers) without the cubins that no
+/// device of compute capability major versions `majors` runs (SASS runs only within its own
+/// major version); PTX, LTO-IR and every other entry stay, in order, with their headers as
+/// they were. `None` when nothing would be dropped, or when `bytes` is not a well-formed fat
+/// binary (whoever reads it then sees it as it is).
+///
+/// A fat binary carries a cubin per architecture it was built for: CuPy 14's Thrust module
+/// for CUDA 12 holds twelve (72 MB), of which an H100 runs one.
+pub fn without_foreign_cubins(bytes: &[u8], majors: &[u32]) -> Option<Vec<u8>> {
+    let f = crate::parse(bytes).ok()?;
+    let foreign = |e: &crate::Entry<'_>| {
+        e.kind == crate::EntryKind::Cubin && !majors.contains(&(e.arch / 10))
+    };
+    if !f.entries().any(foreign) {
+        return None;
+    }
+    let mut out = Vec::with_capacity(bytes.len());
+    for c in &f.containers {
+        // parse checked the header and its size.
+        let header_size = usize::from(u16::from_le_bytes([c.bytes[6], c.bytes[7]]));
+        let start = out.len();
+        out.extend_from_slice(&c.bytes[..header_size]);
+        for e in c.entries.iter().filter(|e| !foreign(e)) {
+            out.extend_from_slice(e.header);
+            out.extend_from_slice(e.payload);
+        }
+        let fat_size = (out.len() - start - header_size) as u64;
+        out[start + 8..start + 16].copy_from_slice(&fat_size.to_le_bytes());
+    }
+    Some(out)
+}
+
 /// The `.version MAJOR.MINOR` a PTX text declares (9.0 if it says none).
 fn ptx_isa_version(ptx: &[u8]) -> (u16, u16) {
     let text = String::from_utf8_lossy(&ptx[..ptx.len().min(64 << 10)]);
@@ -80,5 +112,70 @@ mod tests {
         let e = parsed.entries().next().unwrap();
         assert_eq!(&e.payload[..14], b".version 7.0\n\0");
         assert_eq!((e.major, e.minor, e.arch), (7, 0, 50));
+    }
+
+    /// A cubin entry for `arch` whose payload is `fill` repeated (not a real ELF: only the
+    /// container is read here).
+    fn cubin(arch: u32, fill: u8) -> Vec<u8> {
+        let mut e = vec![0u8; 64];
+        e[0..2].copy_from_slice(&2u16.to_le_bytes());
+        e[4..8].copy_from_slice(&64u32.to_le_bytes());
+        e[8..16].copy_from_slice(&16u64.to_le_bytes());
+        e[0x1c..0x20].copy_from_slice(&arch.to_le_bytes());
+        e.extend([fill; 16]);
+        e
+    }
+
+    /// `ptx_fatbin(ptx)` with `cubins` added to its container.
+    fn with_cubins(ptx: &[u8], cubins: &[Vec<u8>]) -> Vec<u8> {
+        let mut f = ptx_fatbin(&[ptx], 90);
+        for c in cubins {
+            f.extend_from_slice(c);
+        }
+        let fat = (f.len() - 16) as u64;
+        f[8..16].copy_from_slice(&fat.to_le_bytes());
+        f
+    }
+
+    #[test]
+    fn cubins_for_other_majors_are_dropped() {
+        let ptx = b".version 8.5\n.target sm_90\n\0";
+        let a = with_cubins(
+            ptx,
+            &[cubin(80, 1), cubin(90, 2), cubin(86, 3), cubin(100, 4)],
+        );
+        let b = with_cubins(ptx, &[cubin(120, 5)]);
+        // Two containers, as a device-linked program's image and its units arrive.
+        let both = [a.clone(), b.clone()].concat();
+        let kept = without_foreign_cubins(&both, &[9]).unwrap();
+        let f = crate::parse(&kept).unwrap();
+        assert_eq!(f.containers.len(), 2);
+        let kinds: Vec<_> = f
+            .containers
+            .iter()
+            .map(|c| {
+                c.entries
+                    .iter()
+                    .map(|e| (e.kind, e.arch))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        use crate::EntryKind::{Cubin, Ptx};
+        assert_eq!(kinds, [vec![(Ptx, 90), (Cubin, 90)], vec![(Ptx, 90)]]);
+        let sm90 = &f.containers[0].entries[1];
+        assert_eq!(sm90.payload, &[2; 16]);
+        assert_eq!(
+            f.containers[0].entries[0].ptx_text().unwrap(),
+            ".version 8.5\n.target sm_90\n"
+        );
+        // Two majors: sm_80, sm_86, sm_90 stay.
+        let kept = without_foreign_cubins(&a, &[8, 9]).unwrap();
+        let f = crate::parse(&kept).unwrap();
+        let archs: Vec<_> = f.entries().map(|e| e.arch).collect();
+        assert_eq!(archs, [90, 80, 90, 86]);
+        // Nothing to drop, or not a fat binary: None.
+        assert!(without_foreign_cubins(&a, &[8, 9, 10]).is_none());
+        assert!(without_foreign_cubins(b"not a fat binary", &[9]).is_none());
+        assert!(without_foreign_cubins(&a[..a.len() - 8], &[9]).is_none());
     }
 }

@@ -46,7 +46,7 @@ mod layout;
 pub mod ptx;
 mod wrapper;
 
-pub use build::ptx_fatbin;
+pub use build::{ptx_fatbin, without_foreign_cubins};
 pub use container::{
     Compression, Container, Entry, EntryFlags, EntryKind, FATBIN_MAGIC, Fatbin, FatbinError,
     MAX_DECOMPRESSED_SIZE, MAX_FATBIN_SIZE, MAX_LINK_UNITS, fatbin_len, parse,

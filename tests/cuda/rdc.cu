@@ -1,4 +1,4 @@
-// vcuda-test: nvcc=-rdc=true
+// vcuda-test: nvcc=-rdc=true -gencode arch=compute_80,code=sm_80
 // vcuda-test: srcs=rdc/scale.cu,rdc/stats.cu
 // vcuda-test: expect=PASS
 // SPDX-License-Identifier: Apache-2.0 OR MIT
@@ -7,7 +7,9 @@
 // read and write extern __device__ variables defined there (also through
 // cudaMemcpyTo/FromSymbol and cudaGetSymbolAddress from this unit), and each unit has its
 // own static helper of the same name and an inline function all of them use. The program
-// registers one device-linked image (its units' PTX is what the CPU executor links).
+// registers one device-linked image (its units' PTX is what the CPU executor links). Built
+// for sm_80 too: the library sends the image and units without the sm_80 cubins, which no
+// device of the session runs, and the rest must still load and link.
 #include "common.h"
 #include "rdc/rdc.h"
 

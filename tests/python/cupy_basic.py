@@ -45,6 +45,12 @@ y = cp.ones(1000, dtype=cp.float32)
 raw((4,), (256,), (cp.float32(3.0), a, y, cp.int32(1000)))
 check("RawKernel", np.allclose(y.get(), 1 + 3 * h))
 
+# Sorting: CuPy's Thrust module, whose fat binary in cupy-cuda12x holds cubins for twelve
+# GPU generations (72 MB; vcuda sends the device's and the PTX).
+perm = np.random.default_rng(2).permutation(5000).astype(np.int32)
+check("sort", np.array_equal(cp.sort(cp.asarray(perm)).get(), np.arange(5000, dtype=np.int32)))
+check("argsort", np.array_equal(cp.argsort(cp.asarray(perm)).get(), np.argsort(perm)))
+
 # cuBLAS (vcuda's) and cuRAND (vcuda's).
 x = cp.asarray(np.random.default_rng(0).standard_normal((64, 48)), dtype=cp.float32)
 w = cp.asarray(np.random.default_rng(1).standard_normal((48, 32)), dtype=cp.float32)

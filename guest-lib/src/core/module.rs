@@ -122,12 +122,12 @@ pub(crate) const FATBIN_MAGIC: u32 = 0xBA55_ED50;
 pub(crate) const ELF_MAGIC: u32 = 0x464C_457F;
 
 /// The length of a fat binary whose header gives `size` bytes of payload (the 16-byte header
-/// and that, at most one request's data).
+/// and that, at most [`vcuda_fatbin::MAX_FATBIN_SIZE`]; what is sent, less the cubins for
+/// other GPUs, must also fit in one request: [`crate::core::registry::image_fits`]).
 pub(crate) fn fatbin_len(size: u64) -> Result<usize, CuError> {
-    usize::try_from(size)
-        .ok()
-        .and_then(|s| s.checked_add(16))
-        .filter(|&s| s <= vcuda_protocol::MAX_SEGMENT_LEN as usize)
+    size.checked_add(16)
+        .filter(|&s| s <= vcuda_fatbin::MAX_FATBIN_SIZE)
+        .and_then(|s| usize::try_from(s).ok())
         .ok_or(CuError::INVALID_IMAGE)
 }
 
@@ -230,14 +230,23 @@ pub(crate) fn load_bytes(bytes: &[u8], library: bool) -> Result<*mut Module, CuE
 /// refuses it with `CUDA_ERROR_NO_BINARY_FOR_GPU`).
 fn load_image(c: &Client, bytes: &[u8]) -> Result<u64, CuError> {
     let wrapped;
-    let bytes = if bytes.starts_with(&FATBIN_MAGIC.to_le_bytes())
-        || bytes.starts_with(&ELF_MAGIC.to_le_bytes())
-    {
+    let bytes = if bytes.starts_with(&ELF_MAGIC.to_le_bytes()) {
         bytes
+    } else if bytes.starts_with(&FATBIN_MAGIC.to_le_bytes()) {
+        match crate::core::registry::for_devices(c, bytes) {
+            Some(kept) => {
+                wrapped = kept;
+                &wrapped
+            }
+            None => bytes,
+        }
     } else {
         wrapped = ptx_fatbin(bytes);
         &wrapped
     };
+    if !crate::core::registry::image_fits(bytes.len()) {
+        return Err(CuError::INVALID_IMAGE);
+    }
     let req = ModuleLoadReq {
         hash: Sha256::digest(bytes).into(),
         size: bytes.len() as u64,

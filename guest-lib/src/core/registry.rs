@@ -92,6 +92,46 @@ pub(crate) fn adopt_in_place(c: &Client, spans: &[(u64, u64)]) -> Result<()> {
     Ok(())
 }
 
+/// The image to send for fat binary `bytes`: without the cubins no device of the session
+/// runs (those of other compute capability major versions; PTX and the rest stay), so a
+/// module built for many GPUs travels with what this one can use. `None`: send `bytes`.
+pub(crate) fn for_devices(c: &Client, bytes: &[u8]) -> Option<Vec<u8>> {
+    if !bytes.starts_with(&vcuda_fatbin::FATBIN_MAGIC.to_le_bytes()) {
+        return None;
+    }
+    let mut majors = Vec::new();
+    for d in 0..c.device_count() {
+        // A device not described keeps every cubin.
+        let info = c.device_info(d).ok()?;
+        let major = *info
+            .attrs
+            .get(vcuda_protocol::attr::COMPUTE_CAPABILITY_MAJOR as usize)?;
+        majors.push(u32::try_from(major).ok()?);
+    }
+    let kept = vcuda_fatbin::without_foreign_cubins(bytes, &majors)?;
+    log::debug!(
+        "module image: {} of {} bytes sent (cubins for compute capability {majors:?})",
+        kept.len(),
+        bytes.len()
+    );
+    Some(kept)
+}
+
+/// Whether a module image of `len` bytes (as sent: less the cubins for other GPUs) fits in
+/// one request, which carries at most [`vcuda_protocol::MAX_SEGMENT_LEN`] bytes; logs why
+/// not. A larger one would cost the session (the backend closes it).
+pub(crate) fn image_fits(len: usize) -> bool {
+    let limit = vcuda_protocol::MAX_SEGMENT_LEN;
+    let fits = u64::try_from(len).is_ok_and(|l| l <= limit);
+    if !fits {
+        log::error!(
+            "a module image of {len} bytes (without the cubins for other GPUs) is over the \
+             {limit} bytes vcuda sends in one request; it is not loaded"
+        );
+    }
+    fits
+}
+
 /// A fat binary's bytes and what the library computed from them.
 pub struct Image {
     /// The fat binary (in the program's image, alive until it unloads); for a device-linked
@@ -103,6 +143,26 @@ pub struct Image {
     pub hash: [u8; 32],
     /// Parameter layouts of its kernels.
     pub layouts: HashMap<String, ParamLayout>,
+    /// What goes to the backend, with its SHA-256, where that is less than `bytes` (see
+    /// [`Image::sent`]).
+    sent: OnceLock<Option<(Vec<u8>, [u8; 32])>>,
+}
+
+impl Image {
+    /// The bytes to send to the backend and their SHA-256: `bytes` less the cubins no
+    /// device of the session runs ([`for_devices`]).
+    fn sent(&self, c: &Client) -> (&[u8], [u8; 32]) {
+        let sent = self.sent.get_or_init(|| {
+            for_devices(c, &self.bytes).map(|b| {
+                let h = Sha256::digest(&b).into();
+                (b, h)
+            })
+        });
+        match sent {
+            Some((b, h)) => (b, *h),
+            None => (&self.bytes, self.hash),
+        }
+    }
 }
 
 impl FatbinReg {
@@ -152,6 +212,7 @@ impl FatbinReg {
                     hash: Sha256::digest(&bytes).into(),
                     bytes,
                     layouts,
+                    sent: OnceLock::new(),
                 })
             })
             .as_ref()
@@ -177,10 +238,13 @@ impl FatbinReg {
         {
             return Err(e);
         }
-        let img = self.image()?;
+        let (bytes, hash) = self.image()?.sent(c);
+        if !image_fits(bytes.len()) {
+            return Err(Error(vcuda_protocol::status::INVALID_KERNEL_IMAGE));
+        }
         let mut req = ModuleLoadReq {
-            hash: img.hash,
-            size: img.bytes.len() as u64,
+            hash,
+            size: bytes.len() as u64,
             flags: MODULE_HAS_DATA,
             reserved: 0,
         };
@@ -197,7 +261,7 @@ impl FatbinReg {
         };
         if resp.need_data != 0 {
             req.flags = MODULE_HAS_DATA;
-            resp = c.call_with::<ops::ModuleLoad>(&req, &[], &[&img.bytes], &mut [])?;
+            resp = c.call_with::<ops::ModuleLoad>(&req, &[], &[bytes], &mut [])?;
         }
         if let Err(e) = self.bind_managed(c, resp.handle) {
             log::error!(

@@ -17,6 +17,20 @@ WHEELS=(
     "nvidia-cuda-nvcc-cu12==12.4.131 e4c9a35435c3b0e36c6397c5696334c9ea6650e524736cbd1c5d345ea099bb04"
 )
 key=$(printf '%s\n' "$DEB_SHA" "${WHEELS[@]}" | short_hash)
+
+# Downloads each "NAME==VERSION SHA256" wheel into $1/whl, checks its sha256 and unpacks it
+# into $1/w.
+fetch_wheels() {
+    local t=$1 w spec sha f
+    shift
+    for w in "$@"; do
+        spec=${w% *} sha=${w#* }
+        python3 -m pip download -q --no-deps --disable-pip-version-check -d "$t/whl" "$spec" >&2
+        f=$(ls "$t"/whl/"$(echo "${spec%%==*}" | tr - _)"-*.whl)
+        echo "$sha  $f" | sha256sum -c --quiet || die "checksum mismatch: $spec"
+        python3 -m zipfile -e "$f" "$t/w/"
+    done
+}
 dir=$VCUDA_CACHE/cuda-12.4-$key
 root=$dir/root
 
@@ -30,13 +44,7 @@ if [ ! -x "$root/bin/nvcc" ]; then
     curl -fsSL --retry 3 -o "$t/tk.deb" "$DEB_URL"
     echo "$DEB_SHA  $t/tk.deb" | sha256sum -c --quiet || die "checksum mismatch: $DEB_URL"
     dpkg-deb -x "$t/tk.deb" "$t/deb"
-    for w in "${WHEELS[@]}"; do
-        spec=${w% *} sha=${w#* }
-        python3 -m pip download -q --no-deps --disable-pip-version-check -d "$t/whl" "$spec" >&2
-        f=$(ls "$t"/whl/"$(echo "${spec%%==*}" | tr - _)"-*.whl)
-        echo "$sha  $f" | sha256sum -c --quiet || die "checksum mismatch: $spec"
-        python3 -m zipfile -e "$f" "$t/w/"
-    done
+    fetch_wheels "$t" "${WHEELS[@]}"
     x=$t/deb/usr r=$t/root
     mkdir -p "$r"/{bin,include,lib,nvvm/bin,nvvm/libdevice}
     cp "$x/lib/nvidia-cuda-toolkit/bin/nvcc" "$x"/bin/{cudafe++,ptxas,fatbinary,nvlink,bin2c} "$r/bin/"
@@ -65,11 +73,7 @@ STATIC_WHEEL="nvidia-cuda-runtime-cu12==12.9.79 25bba2dfb01d48a9b59ca474a1ac43c6
 if [ ! -f "$root/lib/libcudart_static.a" ]; then
     log "adding the CUDA 12 static runtime to $root"
     t=$(mktemp -d "$dir.static.XXXXXX")
-    spec=${STATIC_WHEEL% *} sha=${STATIC_WHEEL#* }
-    python3 -m pip download -q --no-deps --disable-pip-version-check -d "$t/whl" "$spec" >&2
-    f=$(ls "$t"/whl/nvidia_cuda_runtime_cu12-*.whl)
-    echo "$sha  $f" | sha256sum -c --quiet || die "checksum mismatch: $spec"
-    python3 -m zipfile -e "$f" "$t/w/"
+    fetch_wheels "$t" "$STATIC_WHEEL"
     cp "$t/w/nvidia/cuda_runtime/lib/libcudart_static.a" "$root/lib/.libcudart_static.a.$$"
     mv "$root/lib/.libcudart_static.a.$$" "$root/lib/libcudart_static.a"
     rm -rf "$t"
@@ -86,13 +90,7 @@ LIB_WHEELS=(
 if [ ! -f "$root/lib/libcurand.so" ]; then
     log "adding CCCL, cuBLAS 12 and cuRAND 10 to $root"
     t=$(mktemp -d "$dir.libs.XXXXXX")
-    for w in "${LIB_WHEELS[@]}"; do
-        spec=${w% *} sha=${w#* }
-        python3 -m pip download -q --no-deps --disable-pip-version-check -d "$t/whl" "$spec" >&2
-        f=$(ls "$t"/whl/"$(echo "${spec%%==*}" | tr - _)"-*.whl)
-        echo "$sha  $f" | sha256sum -c --quiet || die "checksum mismatch: $spec"
-        python3 -m zipfile -e "$f" "$t/w/"
-    done
+    fetch_wheels "$t" "${LIB_WHEELS[@]}"
     w=$t/w/nvidia
     cp -rn "$w"/cuda_cccl/include/* "$w"/cublas/include/* "$w"/curand/include/* "$root/include/"
     cp "$w"/cublas/lib/libcublas{,Lt}.so.12 "$w/curand/lib/libcurand.so.10" "$root/lib/"

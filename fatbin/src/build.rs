@@ -45,8 +45,9 @@ pub fn ptx_fatbin(units: &[&[u8]], arch: u32) -> Vec<u8> {
 /// The fat binary `bytes` (one or more concatenated containers) without the cubins that no
 /// device of compute capability major versions `majors` runs (SASS runs only within its own
 /// major version); PTX, LTO-IR and every other entry stay, in order, with their headers as
-/// they were. `None` when nothing would be dropped, or when `bytes` is not a well-formed fat
-/// binary (whoever reads it then sees it as it is).
+/// they were. A container with nothing else stays whole, so a driver still says why none
+/// of it runs (`CUDA_ERROR_NO_BINARY_FOR_GPU`). `None` when nothing would be dropped, or
+/// when `bytes` is not a well-formed fat binary (whoever reads it then sees it as it is).
 ///
 /// A fat binary carries a cubin per architecture it was built for: CuPy 14's Thrust module
 /// for CUDA 12 holds twelve (72 MB), of which an H100 runs one.
@@ -55,11 +56,17 @@ pub fn without_foreign_cubins(bytes: &[u8], majors: &[u32]) -> Option<Vec<u8>> {
     let foreign = |e: &crate::Entry<'_>| {
         e.kind == crate::EntryKind::Cubin && !majors.contains(&(e.arch / 10))
     };
-    if !f.entries().any(foreign) {
+    let trimmed =
+        |c: &crate::Container<'_>| c.entries.iter().any(foreign) && !c.entries.iter().all(foreign);
+    if !f.containers.iter().any(trimmed) {
         return None;
     }
     let mut out = Vec::with_capacity(bytes.len());
     for c in &f.containers {
+        if !trimmed(c) {
+            out.extend_from_slice(c.bytes);
+            continue;
+        }
         // parse checked the header and its size.
         let header_size = usize::from(u16::from_le_bytes([c.bytes[6], c.bytes[7]]));
         let start = out.len();
@@ -126,6 +133,17 @@ mod tests {
         e
     }
 
+    /// A container of `cubins` alone.
+    fn cubin_only(cubins: &[Vec<u8>]) -> Vec<u8> {
+        let body = cubins.concat();
+        let mut f = 0xBA55_ED50u32.to_le_bytes().to_vec();
+        f.extend_from_slice(&1u16.to_le_bytes());
+        f.extend_from_slice(&16u16.to_le_bytes());
+        f.extend_from_slice(&(body.len() as u64).to_le_bytes());
+        f.extend(body);
+        f
+    }
+
     /// `ptx_fatbin(ptx)` with `cubins` added to its container.
     fn with_cubins(ptx: &[u8], cubins: &[Vec<u8>]) -> Vec<u8> {
         let mut f = ptx_fatbin(&[ptx], 90);
@@ -173,6 +191,21 @@ mod tests {
         let f = crate::parse(&kept).unwrap();
         let archs: Vec<_> = f.entries().map(|e| e.arch).collect();
         assert_eq!(archs, [90, 80, 90, 86]);
+        // A container of foreign cubins only stays whole; alone, nothing changes.
+        let c = [
+            with_cubins(ptx, &[cubin(90, 6), cubin(75, 9)]),
+            cubin_only(&[cubin(80, 7), cubin(86, 8)]),
+        ]
+        .concat();
+        let kept = without_foreign_cubins(&c, &[9]).unwrap();
+        let f = crate::parse(&kept).unwrap();
+        let archs: Vec<Vec<u32>> = f
+            .containers
+            .iter()
+            .map(|c| c.entries.iter().map(|e| e.arch).collect())
+            .collect();
+        assert_eq!(archs, [vec![90, 90], vec![80, 86]]);
+        assert!(without_foreign_cubins(&cubin_only(&[cubin(80, 7)]), &[9]).is_none());
         // Nothing to drop, or not a fat binary: None.
         assert!(without_foreign_cubins(&a, &[8, 9, 10]).is_none());
         assert!(without_foreign_cubins(b"not a fat binary", &[9]).is_none());

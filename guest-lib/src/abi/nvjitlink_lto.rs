@@ -60,7 +60,10 @@ fn wheel_dirs() -> Vec<PathBuf> {
 fn candidates(d: &Path) -> Vec<PathBuf> {
     let mut c = vec![d.join("libnvJitLink.so.13"), d.join("libnvJitLink.so.12")];
     // CUDA 12's wheels: `.../nvidia/cuda_nvcc/nvvm/lib64`, `.../nvidia/cuda_nvrtc/lib`.
-    if let Some(nvidia) = d.ancestors().find(|a| a.file_name().is_some_and(|n| n == "nvidia")) {
+    if let Some(nvidia) = d
+        .ancestors()
+        .find(|a| a.file_name().is_some_and(|n| n == "nvidia"))
+    {
         c.push(nvidia.join("nvjitlink/lib/libnvJitLink.so.12"));
     }
     c

@@ -506,6 +506,48 @@ int main() {
     CU(cuModuleUnload_(mod));
     CHECK(cudaStreamDestroy(s));
 
+    // A fat binary larger than one vcuda request carries (64 MiB: here 65 MiB of PTX, one
+    // empty kernel and blanks), in the wrapper nvcc's host code registers, as NVIDIA's
+    // static runtime passes it on: a GPU's driver may load it; vcuda refuses it with
+    // CUDA_ERROR_INVALID_IMAGE. Either way the program goes on (vcuda used to send it, and
+    // the backend closed the session).
+    {
+        const size_t text = (size_t)65 << 20, at = 16 + 80;
+        unsigned char *fb = (unsigned char *)calloc(1, at + text);
+        EXPECT(fb != nullptr);
+        auto put = [](unsigned char *p, uint64_t v, int n) { memcpy(p, &v, n); };
+        put(fb, 0xBA55ED50u, 4);          // fat binary: magic, version 1, header 16 bytes
+        put(fb + 4, 1, 2);
+        put(fb + 6, 16, 2);
+        put(fb + 8, 80 + text, 8);
+        unsigned char *e = fb + 16;       // one PTX entry for sm_90, as nvcc writes it
+        put(e, 1, 2);
+        put(e + 4, 80, 4);
+        put(e + 8, text, 8);
+        put(e + 0x14, 64, 4);
+        put(e + 0x1a, 8, 2);
+        put(e + 0x1c, 90, 4);
+        put(e + 0x28, 0x11, 8);
+        put(e + 64, 72, 4);
+        char *ptx = (char *)fb + at;
+        const char *head = ".version 8.0\n.target sm_90\n.address_size 64\n"
+                           ".visible .entry big_noop() { ret; }\n";
+        memcpy(ptx, head, strlen(head));
+        memset(ptx + strlen(head), ' ', text - strlen(head) - 2);
+        ptx[text - 2] = '\n';
+        struct { int magic, version; const void *data; void *file; } wrapper = {0x466243B1, 1, fb, nullptr};
+        CUmodule big = nullptr;
+        CUresult r = cuModuleLoadData_(&big, &wrapper);
+        if (getenv("VCUDA_SOCKET")) EXPECT(r == CUDA_ERROR_INVALID_IMAGE);  // vcuda run
+        if (r == CUDA_SUCCESS) CU(cuModuleUnload_(big));
+        free(fb);
+        int *after;
+        CHECK(cudaMalloc(&after, 64));
+        CHECK(cudaMemset(after, 0, 64));
+        CHECK(cudaDeviceSynchronize());
+        CHECK(cudaFree(after));
+    }
+
     // Popping the current context leaves none current (Numba's reset pops until
     // cuCtxGetCurrent says NULL); setting it again brings it back.
     auto cuCtxPopCurrent_ = sym<decltype(&cuCtxPopCurrent)>("cuCtxPopCurrent");

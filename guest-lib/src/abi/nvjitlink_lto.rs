@@ -9,9 +9,9 @@
 //! compiler library (libnvvm, libnvrtc, as Numba and CuPy load them) came from, found in
 //! `/proc/self/maps`: `libnvJitLink.so.13` beside it (CUDA 13's wheels share one
 //! `nvidia/cu13/lib`), or `nvidia/nvjitlink/lib/libnvJitLink.so.12` (CUDA 12's wheels
-//! each have their own directory under `nvidia/`). It is loaded with `RTLD_LOCAL` (vcuda's preloaded names keep
-//! serving everyone else) and must export `__nvJitLinkAPI`, which vcuda's does not, so
-//! vcuda never calls itself.
+//! each have their own directory under `nvidia/`). It is loaded with `RTLD_LOCAL`
+//! (vcuda's preloaded names keep serving everyone else) and must export `__nvJitLinkAPI`,
+//! which vcuda's does not, so vcuda never calls itself.
 
 use std::ffi::{CString, c_char, c_uint, c_void};
 use std::path::{Path, PathBuf};

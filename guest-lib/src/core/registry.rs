@@ -240,7 +240,9 @@ impl FatbinReg {
         }
         let (bytes, hash) = self.image()?.sent(c);
         if !image_fits(bytes.len()) {
-            return Err(Error(vcuda_protocol::status::INVALID_KERNEL_IMAGE));
+            let e = Error(vcuda_protocol::status::INVALID_KERNEL_IMAGE);
+            *failed = Some((generation, e));
+            return Err(e);
         }
         let mut req = ModuleLoadReq {
             hash,

@@ -163,6 +163,7 @@ fn main() {
         block,
         dynamic_shared,
         grid_workspace: 0,
+        cluster: [0; 3],
     };
     type Case<'a> = (&'a str, &'a str, &'a Module, &'a str, LaunchConfig, Vec<u8>);
     let cases: Vec<Case<'_>> = vec![

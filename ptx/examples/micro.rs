@@ -60,6 +60,7 @@ fn main() {
             block: [256, 1, 1],
             dynamic_shared: 0,
             grid_workspace: 0,
+            cluster: [0; 3],
         };
         let opts = LaunchOptions {
             threads: 1,

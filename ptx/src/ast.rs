@@ -80,6 +80,12 @@ pub(crate) struct Perf {
     pub reqntid: Option<[u32; 3]>,
     pub minnctapersm: Option<u32>,
     pub maxnreg: Option<u32>,
+    /// `.reqnctapercluster`: the kernel's compile-time cluster shape.
+    pub reqnctapercluster: Option<[u32; 3]>,
+    /// `.explicitcluster`: the kernel must be launched with a cluster shape.
+    pub explicitcluster: bool,
+    /// `.maxclusterrank`: most blocks in a cluster.
+    pub maxclusterrank: Option<u32>,
 }
 
 #[derive(Debug, Clone)]

@@ -109,6 +109,9 @@ pub enum KernelError {
     /// Bad grid or block dimensions for this kernel.
     #[error("Invalid launch configuration: {0}")]
     InvalidConfig(String),
+    /// A cluster shape the grid does not divide into, too large, or other than the kernel's.
+    #[error("Invalid cluster shape: {0}")]
+    InvalidCluster(String),
     /// The parameter buffer is smaller than the kernel's parameter block.
     #[error("Parameter buffer has {got} bytes, the kernel needs {expected}")]
     InvalidParams { expected: u32, got: usize },
@@ -140,6 +143,7 @@ impl KernelError {
             | KernelError::Timeout { .. } => 702,
             KernelError::Cancelled => 719,
             KernelError::InvalidConfig(_) => 9,
+            KernelError::InvalidCluster(_) => 912,
             KernelError::OutOfResources(_) => 701,
             KernelError::InvalidParams { .. } | KernelError::SharedMemoryTooLarge { .. } => 1,
         }

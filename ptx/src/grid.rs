@@ -32,6 +32,11 @@ pub struct LaunchConfig {
     /// at once, on a thread of its own, so blocks can wait for each other; such a grid may
     /// have at most [`MAX_COOPERATIVE_BLOCKS`] blocks.
     pub grid_workspace: u64,
+    /// Blocks per cluster in each dimension (sm_90's thread-block clusters); `[0, 0, 0]`:
+    /// the kernel's own (`.reqnctapercluster`), else none (every block a cluster of one).
+    /// A cluster's blocks run at once, each on a thread of its own, and share the cluster
+    /// barrier and each other's shared memory (at most [`crate::MAX_CLUSTER_SIZE`] blocks).
+    pub cluster: [u32; 3],
 }
 
 /// Bytes of a cooperative launch's grid workspace (`{u32 size; u32 barrier;}`).
@@ -200,6 +205,10 @@ pub(crate) struct Launch<'a> {
     pub(crate) total_regs: u32,
     pub(crate) nthreads: u32,
     pub(crate) nblocks: u64,
+    /// Blocks per cluster in each dimension (`[1, 1, 1]`: no clusters).
+    pub(crate) cluster: [u32; 3],
+    /// `%is_explicit_cluster`: launched with a cluster shape.
+    pub(crate) explicit_cluster: bool,
     pub(crate) shared_size: u32,
     pub(crate) mem: &'a dyn DeviceMemory,
     pub(crate) out: &'a dyn PrintfSink,
@@ -227,6 +236,11 @@ impl Launch<'_> {
         self.shared_size.next_multiple_of(SHARED_UNIT) as usize
     }
 
+    /// Blocks per cluster.
+    pub(crate) fn cluster_size(&self) -> u32 {
+        self.cluster.iter().product()
+    }
+
     /// A cooperative launch: each worker runs one block (the blocks wait for each other).
     pub(crate) fn cooperative(&self) -> bool {
         self.cfg.grid_workspace != 0
@@ -244,6 +258,26 @@ impl Launch<'_> {
         }
         let id = self.next_block.fetch_add(1, Ordering::Relaxed);
         (id < self.nblocks).then_some(id)
+    }
+
+    /// The next cluster for a worker to run (in a launch with clusters; as
+    /// [`Launch::claim_block`]).
+    pub(crate) fn claim_cluster(&self) -> Option<u64> {
+        let n = self.nblocks / u64::from(self.cluster_size().max(1));
+        self.claim_block().filter(|&c| c < n)
+    }
+
+    /// The block (linear id) of rank `rank` in cluster `c` (clusters in the grid's order,
+    /// ranks x-major within a cluster, as `%cluster_ctarank` counts them).
+    pub(crate) fn cluster_block_id(&self, c: u64, rank: u32) -> u64 {
+        let [cx, cy, _] = self.cluster.map(u64::from);
+        let [gx, gy, _] = self.cfg.grid.map(u64::from);
+        let (nx, ny) = (gx / cx.max(1), gy / cy.max(1));
+        let r = u64::from(rank);
+        let x = (c % nx) * cx + r % cx;
+        let y = (c / nx % ny) * cy + r / cx % cy;
+        let z = c / (nx * ny) * self.cluster[2] as u64 + r / (cx * cy);
+        x + y * gx + z * gx * gy
     }
 
     /// Counts what block `id` executed and records its failure; `false` if it failed (the

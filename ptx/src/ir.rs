@@ -54,6 +54,20 @@ pub(crate) enum Sreg {
     /// workspace (what cooperative groups' `grid.sync()` reads).
     GridWorkspaceHi,
     GridWorkspaceLo,
+    /// `%cluster_ctaid`: the block's position in its cluster.
+    ClusterCtaid(u8),
+    /// `%cluster_nctaid`: the cluster's shape.
+    ClusterNctaid(u8),
+    /// `%cluster_ctarank`: the block's rank in its cluster.
+    ClusterCtarank,
+    /// `%cluster_nctarank`: blocks per cluster.
+    ClusterNctarank,
+    /// `%clusterid`: the cluster's position in the grid.
+    Clusterid(u8),
+    /// `%nclusterid`: the grid's shape in clusters.
+    Nclusterid(u8),
+    /// `%is_explicit_cluster`: launched with a cluster shape.
+    IsExplicitCluster,
     Const(u32),
 }
 
@@ -518,6 +532,25 @@ pub(crate) enum Op {
     Elect {
         d: Reg,
         p: Reg,
+    },
+    /// `barrier.cluster.arrive` (`wait: false`) or `barrier.cluster.wait`: every thread of
+    /// the cluster (see `crate::cluster`).
+    ClusterBar {
+        wait: bool,
+    },
+    /// `mapa`: the address of `a`'s offset in the shared memory of the cluster's block
+    /// `rank` (a generic address when `generic`, else a `.shared::cluster` one).
+    Mapa {
+        d: Reg,
+        a: Src,
+        rank: Src,
+        generic: bool,
+    },
+    /// `getctarank`: the rank of the cluster's block whose shared memory `a` is in.
+    GetCtaRank {
+        d: Reg,
+        a: Src,
+        generic: bool,
     },
     /// An `mbarrier` operation on the 64-bit barrier object at `addr` (see
     /// [`MbarOp`] and `exec::step`'s `mbarrier` for the object's layout).

@@ -13,10 +13,11 @@ use std::{
 };
 
 use crate::{
+    cluster::{Cluster, MAX_CLUSTER_SIZE},
     error::KernelError,
     grid::{Launch, LaunchConfig, LaunchOptions, LaunchStats, MAX_COOPERATIVE_BLOCKS, PrintfSink},
     memory::DeviceMemory,
-    module::{FUNC_WINDOW, GlobalId, KernelId, Module, Sym},
+    module::{FUNC_WINDOW, GlobalId, KernelId, KernelInfo, Module, Sym},
 };
 
 mod pool;
@@ -156,6 +157,7 @@ pub fn launch(
             )));
         }
     }
+    let (cluster, explicit_cluster) = cluster_shape(k, cfg)?;
     let l = Launch {
         module,
         kernel: k,
@@ -166,6 +168,8 @@ pub fn launch(
         total_regs,
         nthreads: nthreads as u32,
         nblocks,
+        cluster,
+        explicit_cluster,
         shared_size: shared as u32,
         mem,
         out,
@@ -186,7 +190,9 @@ pub fn launch(
         opts.threads
     };
     let workers = (cores as u64).min(nblocks).max(1) as usize;
-    let compiled = if opts.jit {
+    let clustered = l.cluster_size() > 1 || explicit_cluster;
+    // Compiled code runs blocks that are clusters of one; clusters run interpreted.
+    let compiled = if opts.jit && !clustered {
         crate::jit::cache::get(module, kernel.0, &l)?
     } else {
         None
@@ -195,7 +201,29 @@ pub fn launch(
         Some(c) => crate::jit::worker(&l, c),
         None => crate::exec::worker(&l),
     };
-    if cfg.grid_workspace != 0 {
+    if l.cluster_size() > 1 {
+        // Clusters: each worker runs one cluster at a time, its blocks at once.
+        let size = l.cluster_size();
+        let nclusters = nblocks / u64::from(size);
+        let workers = (cores as u64).min(nclusters).max(1) as usize;
+        pool::run(workers, &|| {
+            while let Some(c) = l.claim_cluster() {
+                let cl = Cluster::new(size, l.nthreads);
+                pool::run_dedicated(
+                    size as usize,
+                    &|| crate::exec::cluster_block(&l, &cl, c),
+                    &|| {
+                        l.fail(
+                            0,
+                            KernelError::OutOfResources(
+                                "a thread for every block of a cluster".into(),
+                            ),
+                        )
+                    },
+                );
+            }
+        });
+    } else if cfg.grid_workspace != 0 {
         // Cooperative: every block at once (each worker takes one block and finishes).
         pool::run_dedicated(nblocks as usize, &work, &|| {
             l.fail(
@@ -218,4 +246,48 @@ pub fn launch(
         elapsed: start.elapsed(),
         compiled: compiled.is_some(),
     })
+}
+
+/// A launch's cluster shape (`[1, 1, 1]`: none) and whether it is explicit (given by the
+/// launch or the kernel): the launch's, else the kernel's `.reqnctapercluster`; the grid
+/// divides into it, it has at most [`MAX_CLUSTER_SIZE`] blocks (and at most the kernel's
+/// `.maxclusterrank`), and a kernel with a shape of its own takes no other.
+fn cluster_shape(k: &KernelInfo, cfg: &LaunchConfig) -> Result<([u32; 3], bool), KernelError> {
+    let given = (cfg.cluster != [0, 0, 0]).then_some(cfg.cluster);
+    let shape = match (given, k.reqnctapercluster) {
+        (Some(g), Some(r)) if g != r => {
+            return Err(KernelError::InvalidCluster(format!(
+                "cluster {}x{}x{} for a kernel of .reqnctapercluster {}x{}x{}",
+                g[0], g[1], g[2], r[0], r[1], r[2]
+            )));
+        }
+        (Some(s), _) | (None, Some(s)) => s,
+        (None, None) => {
+            if k.explicit_cluster {
+                return Err(KernelError::InvalidCluster(
+                    "a kernel of .explicitcluster launched without a cluster shape".into(),
+                ));
+            }
+            return Ok(([1, 1, 1], false));
+        }
+    };
+    let size = shape.iter().fold(1u64, |a, &d| a * u64::from(d));
+    let limit = k
+        .maxclusterrank
+        .map_or(MAX_CLUSTER_SIZE, |m| m.min(MAX_CLUSTER_SIZE));
+    if shape.contains(&0)
+        || size > u64::from(limit)
+        || cfg.grid.iter().zip(shape).any(|(g, s)| g % s != 0)
+    {
+        return Err(KernelError::InvalidCluster(format!(
+            "cluster {}x{}x{} for grid {}x{}x{} (at most {limit} blocks, dividing the grid)",
+            shape[0], shape[1], shape[2], cfg.grid[0], cfg.grid[1], cfg.grid[2]
+        )));
+    }
+    if size > 1 && cfg.grid_workspace != 0 {
+        return Err(KernelError::InvalidCluster(
+            "a cooperative launch with clusters".into(),
+        ));
+    }
+    Ok((shape, true))
 }

@@ -37,6 +37,7 @@
 mod access;
 mod alu;
 mod ast;
+mod cluster;
 mod error;
 mod exec;
 mod float;
@@ -55,6 +56,7 @@ pub mod testing;
 mod texture;
 mod types;
 
+pub use cluster::MAX_CLUSTER_SIZE;
 pub use error::{KernelError, Location, ParseError};
 pub use grid::{
     Cancel, CompileMemory, GRID_WORKSPACE_SIZE, LaunchConfig, LaunchOptions, LaunchStats,

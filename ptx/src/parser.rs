@@ -633,6 +633,9 @@ impl<'a> Parser<'a> {
                         "reqntid" => perf.reqntid = Some(dim3(&vals)),
                         "minnctapersm" => perf.minnctapersm = vals.first().copied(),
                         "maxnreg" => perf.maxnreg = vals.first().copied(),
+                        "reqnctapercluster" => perf.reqnctapercluster = Some(dim3(&vals)),
+                        "explicitcluster" => perf.explicitcluster = true,
+                        "maxclusterrank" => perf.maxclusterrank = vals.first().copied(),
                         _ => {}
                     }
                 }

@@ -196,6 +196,7 @@ fn try_all_kernels(m: &Module) {
             block,
             dynamic_shared: 256,
             grid_workspace: 0,
+            cluster: [0; 3],
         };
         // Interpreted, then compiled from the same memory: neither may panic or crash on
         // mutated PTX. (Their memory is not compared: garbage parameters make threads race on

@@ -10,6 +10,7 @@ use super::{
 use crate::{
     access::{classify, window_addr},
     alu::Lanes,
+    cluster,
     error::KernelError,
     ir::{AtomOp, Space},
     memory::{MemFault, atomic_apply},
@@ -121,6 +122,56 @@ pub(super) fn sext(v: u64, bytes: u8) -> u64 {
 }
 
 impl<'a> Ctx<'a> {
+    /// Loads `size` bytes at shared address `a` (32 bits): from the block's own shared
+    /// memory, or from a cluster peer's for an address `mapa` made (see `crate::cluster`).
+    pub(super) fn shared_load(&self, a: u64, size: u32) -> Option<u64> {
+        match cluster::split(a) {
+            (None, off) => rd(&self.shared, off, size),
+            (Some(r), off) if r == self.rank => rd(&self.shared, off, size),
+            (Some(r), off) => self.cluster()?.load(r, off, size),
+        }
+    }
+
+    /// Stores `size` bytes at shared address `a` (as [`Ctx::shared_load`]).
+    pub(super) fn shared_store(&mut self, a: u64, size: u32, v: u64) -> Option<()> {
+        match cluster::split(a) {
+            (None, off) => wr(&mut self.shared, off, size, v),
+            (Some(r), off) if r == self.rank => wr(&mut self.shared, off, size, v),
+            (Some(r), off) => self.cluster()?.store(r, off, size, v),
+        }
+    }
+
+    /// An atomic operation at shared address `a` (as [`Ctx::shared_load`]): the old value. In
+    /// a launch with clusters the block's own atomics are atomic too, since its peers may
+    /// update the same memory at once.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn shared_atomic(
+        &mut self,
+        a: u64,
+        size: u32,
+        op: AtomOp,
+        signed: bool,
+        b: u64,
+        c: u64,
+    ) -> Option<u64> {
+        let (r, off) = cluster::split(a);
+        let r = r.unwrap_or(self.rank);
+        if let Some(cl) = self.cl {
+            return cl.atomic(r, off, size, op, signed, b, c);
+        }
+        if r != self.rank {
+            return None;
+        }
+        let old = rd(&self.shared, off, size)?;
+        wr(
+            &mut self.shared,
+            off,
+            size,
+            atomic_apply(op, size, signed, old, b, c),
+        )?;
+        Some(old)
+    }
+
     pub(super) fn fault(&self, f: Fault, w: &Warp, lane: usize, line: u32) -> KernelError {
         let loc = self.loc(w, lane, line);
         match f {
@@ -157,7 +208,7 @@ impl<'a> Ctx<'a> {
                 Ok(v) => Ok(v),
                 Err(_) => Err(ill),
             },
-            Space::Shared => rd(&self.shared, a, size).ok_or(ill),
+            Space::Shared => self.shared_load(a, size).ok_or(ill),
             Space::Local => rd(&w.local[lane], a, size).ok_or(ill),
             Space::Param if a >= PARAM_WINDOW => {
                 rd(self.l.params, a.wrapping_sub(PARAM_WINDOW), size).ok_or(ill)
@@ -187,7 +238,7 @@ impl<'a> Ctx<'a> {
         };
         match space {
             Space::Global | Space::Generic => self.gmem.store(a, size, v).map_err(|_| ill),
-            Space::Shared => wr(&mut self.shared, a, size, v).ok_or(ill),
+            Space::Shared => self.shared_store(a, size, v).ok_or(ill),
             Space::Local => wr(&mut w.local[lane], a, size, v).ok_or(ill),
             Space::Param if a < PARAM_WINDOW => wr(&mut w.local[lane], a, size, v).ok_or(ill),
             Space::Const | Space::Param => Err(ill),
@@ -227,7 +278,7 @@ impl<'a> Ctx<'a> {
                 Err(MemFault::HostMisaligned) => Err(Fault::Misaligned { addr, size }),
                 Err(MemFault::Illegal) => Err(ill),
             },
-            Space::Shared => rmw(&mut self.shared).ok_or(ill),
+            Space::Shared => self.shared_atomic(a, size, op, signed, b, c).ok_or(ill),
             Space::Local => rmw(&mut w.local[lane]).ok_or(ill),
             Space::Const | Space::Param => Err(ill),
         }

@@ -6,9 +6,9 @@ use std::sync::atomic::Ordering;
 
 use super::{
     ctx::{Bar, Ctx, Scratch},
-    warp::{Warp, lanes},
+    warp::{CLUSTER_BAR, NO_PHASE, Warp, lanes},
 };
-use crate::{error::KernelError, grid::Launch, memory::GlobalMem};
+use crate::{cluster::Cluster, error::KernelError, grid::Launch, memory::GlobalMem};
 
 /// A block being run: the state its warps share, and the warps.
 pub(super) struct Block<'a> {
@@ -31,6 +31,9 @@ impl<'a> Block<'a> {
                 live: 0,
                 insts: 0,
                 winsts: 0,
+                cl: None,
+                solo: None,
+                rank: 0,
             },
             warps: (0..nwarps).map(|_| Warp::new()).collect(),
             sc: Box::new(Scratch {
@@ -54,6 +57,7 @@ impl<'a> Block<'a> {
         self.ctx.shared.fill(0);
         self.ctx.bars = [Bar::default(); 16];
         self.ctx.live = l.nthreads;
+        self.ctx.solo = None;
         for (i, w) in self.warps.iter_mut().enumerate() {
             w.reset(l, i as u32);
         }
@@ -65,14 +69,26 @@ impl<'a> Block<'a> {
                     self.ctx.run_warp(w, &mut self.sc)?;
                 }
             }
-            let released = self.release_barriers();
+            let mut released = self.release_barriers();
+            if let Some(cl) = self.ctx.cluster() {
+                released |= cluster_round(cl, &mut self.warps);
+            }
             if self.warps.iter().all(|w| w.exited == w.full) {
                 return Ok(());
             }
+            let cluster_wait = || {
+                self.warps
+                    .iter()
+                    .any(|w| lanes(w.blocked).any(|lane| w.bar_wait[lane].id == CLUSTER_BAR))
+            };
             if !ran && !released {
-                return Err(KernelError::Deadlock {
-                    block: self.ctx.ctaid,
-                });
+                if !cluster_wait() {
+                    return Err(KernelError::Deadlock {
+                        block: self.ctx.ctaid,
+                    });
+                }
+                // Waiting for the cluster's other blocks (on threads of their own).
+                std::thread::yield_now();
             }
             if l.abort.load(Ordering::Relaxed) {
                 return Ok(());
@@ -132,4 +148,40 @@ impl<'a> Block<'a> {
         }
         released
     }
+}
+
+/// Tells the cluster barrier which of the block's threads exited since the last round, and
+/// lets the lanes waiting for a phase that completed go on: whether any did.
+fn cluster_round(cl: &Cluster, warps: &mut [Warp]) -> bool {
+    let mut pending = Vec::new();
+    let mut others = 0u32;
+    for w in warps.iter_mut() {
+        let new = w.exited & !w.cluster_exits;
+        if new == 0 {
+            continue;
+        }
+        w.cluster_exits |= new;
+        for lane in lanes(new) {
+            match std::mem::replace(&mut w.cluster_phase[lane], NO_PHASE) {
+                NO_PHASE => others += 1,
+                p => pending.push(p),
+            }
+        }
+    }
+    if !pending.is_empty() || others != 0 {
+        cl.exit(&pending, others);
+    }
+    let phase = cl.phase();
+    let mut released = false;
+    for w in warps.iter_mut() {
+        for lane in lanes(w.blocked) {
+            if w.bar_wait[lane].id == CLUSTER_BAR && w.cluster_phase[lane] < phase {
+                w.blocked &= !(1 << lane);
+                w.cluster_phase[lane] = NO_PHASE;
+                w.dirty = true;
+                released = true;
+            }
+        }
+    }
+    released
 }

@@ -2,7 +2,7 @@
 //! The interpreter's per-block state: [`Ctx`], what a block's warps share (shared memory,
 //! barriers, counters), the operand [`Scratch`] arrays, and a barrier's state ([`Bar`]).
 
-use crate::{alu::Lanes, error::Location, grid::Launch, memory::GlobalMem};
+use crate::{alu::Lanes, cluster::Cluster, error::Location, grid::Launch, memory::GlobalMem};
 
 use super::warp::Warp;
 
@@ -20,6 +20,14 @@ pub(super) struct Ctx<'a> {
     pub(super) live: u32,
     pub(super) insts: u64,
     pub(super) winsts: u64,
+    /// The block's cluster, in a launch with clusters of more than one block.
+    pub(super) cl: Option<&'a Cluster>,
+    /// The cluster of this block alone, made when a block that is no cluster's (a launch
+    /// without clusters) reaches the cluster barrier: then the block's threads are the
+    /// cluster's.
+    pub(super) solo: Option<Box<Cluster>>,
+    /// The block's rank in its cluster.
+    pub(super) rank: u32,
 }
 
 /// Lane arrays for operands and results, reused across instructions.
@@ -31,6 +39,11 @@ pub(super) struct Scratch {
 }
 
 impl Ctx<'_> {
+    /// The block's cluster, if it has one (a launch with clusters) or made one (see `solo`).
+    pub(super) fn cluster(&self) -> Option<&Cluster> {
+        self.cl.or(self.solo.as_deref())
+    }
+
     pub(super) fn loc(&self, w: &Warp, lane: usize, line: u32) -> Location {
         Location {
             block: self.ctaid,

@@ -12,10 +12,10 @@
 //! [`step`] interprets instructions, [`access`] reads and writes the memory spaces,
 //! [`operand`] reads source operands and special registers, [`call`] handles calls, returns
 //! and the `vprintf` / `__assertfail` intrinsics, [`texture`] the texture and surface
-//! instructions and [`wmma`] the warp matrix ones.
+//! instructions, [`wmma`] the warp matrix ones and [`cluster`] the thread-block cluster ones.
 
 use self::block::Block;
-use crate::grid::Launch;
+use crate::{cluster::Cluster, grid::Launch};
 
 /// A launch worker running interpreted blocks until the grid is done.
 pub(crate) fn worker(l: &Launch<'_>) {
@@ -32,10 +32,27 @@ pub(crate) fn worker(l: &Launch<'_>) {
     }
 }
 
+/// Runs one block of cluster `c` on this thread (the cluster's other blocks run on threads
+/// of their own at the same time): the next rank of `cl` not yet taken.
+pub(crate) fn cluster_block(l: &Launch<'_>, cl: &Cluster, c: u64) {
+    let rank = cl.take_rank();
+    let id = l.cluster_block_id(c, rank);
+    let mut b = Block::new(l);
+    b.ctx.cl = Some(cl);
+    b.ctx.rank = rank;
+    cl.publish(rank, &mut b.ctx.shared);
+    let r = b.run(id);
+    // The peers may still reach this block's shared memory: it lives as long as `cl`.
+    cl.keep(std::mem::take(&mut b.ctx.shared));
+    let (insts, winsts) = (b.ctx.insts, b.ctx.winsts);
+    l.block_done(id, r, insts, winsts);
+}
+
 mod access;
 mod block;
 mod bulk;
 mod call;
+mod cluster;
 mod ctx;
 mod operand;
 mod step;

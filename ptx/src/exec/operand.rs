@@ -38,6 +38,15 @@ impl<'a> Ctx<'a> {
             Sreg::TotalSmem => l.shared_size as u64,
             Sreg::GridWorkspaceHi => l.cfg.grid_workspace >> 32,
             Sreg::GridWorkspaceLo => l.cfg.grid_workspace & 0xffff_ffff,
+            Sreg::ClusterCtaid(d) => {
+                (self.ctaid[d as usize % 3] % l.cluster[d as usize % 3]) as u64
+            }
+            Sreg::ClusterNctaid(d) => l.cluster[d as usize % 3] as u64,
+            Sreg::ClusterCtarank => self.rank as u64,
+            Sreg::ClusterNctarank => l.cluster_size() as u64,
+            Sreg::Clusterid(d) => (self.ctaid[d as usize % 3] / l.cluster[d as usize % 3]) as u64,
+            Sreg::Nclusterid(d) => (l.cfg.grid[d as usize % 3] / l.cluster[d as usize % 3]) as u64,
+            Sreg::IsExplicitCluster => l.explicit_cluster as u64,
             Sreg::Const(v) => v as u64,
         }
     }

@@ -7,7 +7,8 @@
 use std::sync::atomic::Ordering;
 
 use super::{
-    access::{Fault, ld_fixed, rd, sext, st_fixed, wr},
+    access::{Fault, ld_fixed, sext, st_fixed},
+    cluster::{mapa, names_rank},
     ctx::{Ctx, SLICE, Scratch},
     warp::{BarWait, Warp, ZERO, lanes},
 };
@@ -295,12 +296,17 @@ impl<'a> Ctx<'a> {
                                 4 => ld_fixed::<4>(&self.shared, base, off, mask, *sx, out),
                                 _ => ld_fixed::<8>(&self.shared, base, off, mask, *sx, out),
                             };
-                            if let Err((lane, f)) = r {
-                                return Err(self.fault(f, w, lane, inst.line));
+                            match r {
+                                Ok(()) => {
+                                    w.write(d[0], mask, &sc.vals[0]);
+                                    w.pc += 1;
+                                    continue;
+                                }
+                                // An address of a cluster peer's shared memory (`mapa`):
+                                // the general path below reaches it.
+                                Err((_, Fault::Illegal { addr, .. })) if names_rank(addr) => {}
+                                Err((lane, f)) => return Err(self.fault(f, w, lane, inst.line)),
                             }
-                            w.write(d[0], mask, &sc.vals[0]);
-                            w.pc += 1;
-                            continue;
                         }
                         for lane in lanes(mask) {
                             let a = window_addr(*space, base[lane].wrapping_add(addr.off as u64));
@@ -319,7 +325,7 @@ impl<'a> Ctx<'a> {
                                 let ea = a.wrapping_add((k as u32 * sz) as u64);
                                 let v = match *space {
                                     Space::Shared => {
-                                        rd(&self.shared, ea, sz).ok_or(Fault::Illegal {
+                                        self.shared_load(ea, sz).ok_or(Fault::Illegal {
                                             addr: ea,
                                             size: sz,
                                             write: false,
@@ -361,11 +367,16 @@ impl<'a> Ctx<'a> {
                                 4 => st_fixed::<4>(&mut self.shared, base, off, mask, vals),
                                 _ => st_fixed::<8>(&mut self.shared, base, off, mask, vals),
                             };
-                            if let Err((lane, f)) = r {
-                                return Err(self.fault(f, w, lane, inst.line));
+                            match r {
+                                Ok(()) => {
+                                    w.pc += 1;
+                                    continue;
+                                }
+                                // As for loads: a cluster peer's, stored below (again for
+                                // the lanes stored already, with the same values).
+                                Err((_, Fault::Illegal { addr, .. })) if names_rank(addr) => {}
+                                Err((lane, f)) => return Err(self.fault(f, w, lane, inst.line)),
                             }
-                            w.pc += 1;
-                            continue;
                         }
                         for lane in lanes(mask) {
                             let a =
@@ -386,7 +397,7 @@ impl<'a> Ctx<'a> {
                                 let x = sc.vals[k][lane];
                                 let r = match *space {
                                     Space::Shared => {
-                                        wr(&mut self.shared, ea, sz, x).ok_or(Fault::Illegal {
+                                        self.shared_store(ea, sz, x).ok_or(Fault::Illegal {
                                             addr: ea,
                                             size: sz,
                                             write: true,
@@ -584,6 +595,26 @@ impl<'a> Ctx<'a> {
                     if w.group == 0 {
                         w.schedule(l);
                     }
+                }
+                Op::ClusterBar { wait } => self.cluster_bar(w, mask, *wait),
+                Op::Mapa {
+                    d,
+                    a,
+                    rank,
+                    generic,
+                } => {
+                    for lane in lanes(mask) {
+                        let (av, r) = (self.val(w, a, lane), self.val(w, rank, lane) as u32);
+                        w.set(*d, lane, mapa(av, r, *generic));
+                    }
+                    w.pc += 1;
+                }
+                Op::GetCtaRank { d, a, generic } => {
+                    for lane in lanes(mask) {
+                        let r = self.cta_rank(self.val(w, a, lane), *generic);
+                        w.set(*d, lane, u64::from(r));
+                    }
+                    w.pc += 1;
                 }
                 Op::Shfl {
                     mode,

@@ -51,7 +51,18 @@ pub(super) struct Warp {
     /// Lanes that found an mbarrier phase open: the next schedule prefers the warp's other
     /// lanes, which may be the ones that still have to arrive.
     pub(super) yielded: u32,
+    /// Per lane, the cluster barrier phase it arrived in and has not yet waited for
+    /// ([`NO_PHASE`]: none).
+    pub(super) cluster_phase: [u64; 32],
+    /// Lanes whose exit the cluster barrier has counted.
+    pub(super) cluster_exits: u32,
 }
+
+/// No cluster barrier phase (see [`Warp::cluster_phase`]).
+pub(super) const NO_PHASE: u64 = u64::MAX;
+
+/// The barrier id lanes waiting at the cluster barrier record (see [`BarWait::id`]).
+pub(super) const CLUSTER_BAR: u8 = 16;
 
 #[inline]
 pub(super) fn lanes(mask: u32) -> impl Iterator<Item = usize> {
@@ -89,6 +100,8 @@ impl Warp {
             any_frames: false,
             dirty: false,
             yielded: 0,
+            cluster_phase: [NO_PHASE; 32],
+            cluster_exits: 0,
         }
     }
 
@@ -126,6 +139,8 @@ impl Warp {
         self.lane_pc = [func.entry; 32];
         self.exited = 0;
         self.blocked = 0;
+        self.cluster_phase = [NO_PHASE; 32];
+        self.cluster_exits = 0;
         for f in &mut self.frames {
             f.clear();
         }

@@ -167,6 +167,7 @@ fn op_name(op: &Op) -> &'static str {
         Op::Activemask { .. } => "activemask",
         Op::CpAsync { .. } => "cp.async",
         Op::Elect { .. } => "elect",
+        Op::ClusterBar { .. } | Op::Mapa { .. } | Op::GetCtaRank { .. } => "cluster instructions",
         Op::Mbar { .. } => "mbarrier",
         Op::Bulk(_) => "cp.async.bulk",
         Op::TensormapReplace { .. } => "tensormap.replace",

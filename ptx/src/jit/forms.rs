@@ -263,6 +263,13 @@ pub(super) fn sreg(s: Sreg) -> (bool, bool) {
         | Sreg::Gridid
         | Sreg::DynamicSmem
         | Sreg::TotalSmem
+        | Sreg::Clusterid(_)
+        | Sreg::Nclusterid(_)
+        | Sreg::ClusterCtaid(_)
+        | Sreg::ClusterNctaid(_)
+        | Sreg::ClusterCtarank
+        | Sreg::ClusterNctarank
+        | Sreg::IsExplicitCluster
         | Sreg::Const(_) => (true, true),
         _ => (false, false),
     }

@@ -46,6 +46,14 @@ impl Lower<'_, '_> {
             Sreg::Ntid(x) => self.tc_u32(off::NTID + d(x)),
             Sreg::Ctaid(x) => self.tc_u32(off::CTAID + d(x)),
             Sreg::Nctaid(x) => self.tc_u32(off::NCTAID + d(x)),
+            // Compiled code runs only launches without clusters (each block a cluster of
+            // one): see `launch`.
+            Sreg::Clusterid(x) => self.tc_u32(off::CTAID + d(x)),
+            Sreg::Nclusterid(x) => self.tc_u32(off::NCTAID + d(x)),
+            Sreg::ClusterCtaid(_) | Sreg::ClusterCtarank | Sreg::IsExplicitCluster => {
+                self.b.ins().iconst(I64, 0)
+            }
+            Sreg::ClusterNctaid(_) | Sreg::ClusterNctarank => self.b.ins().iconst(I64, 1),
             Sreg::Laneid => {
                 let l = self.b.use_var(self.t);
                 self.b.ins().band_imm_u(l, 31)

@@ -500,6 +500,17 @@ impl<'a> Lower<'a> {
             "activemask" => Op::Activemask {
                 d: self.dst(st, arg(args, 0)?)?,
             },
+            "mapa" => Op::Mapa {
+                d: self.dst(st, arg(args, 0)?)?,
+                a: self.src(st, arg(args, 1)?, ty_of(mods).unwrap_or(Ty::U64))?,
+                rank: self.src(st, arg(args, 2)?, Ty::U32)?,
+                generic: space_of(mods).is_none(),
+            },
+            "getctarank" => Op::GetCtaRank {
+                d: self.dst(st, arg(args, 0)?)?,
+                a: self.src(st, arg(args, 1)?, ty_of(mods).unwrap_or(Ty::U64))?,
+                generic: space_of(mods).is_none(),
+            },
             "elect" => {
                 let (d, p) = self.dst_pair(st, arg(args, 0)?)?;
                 Op::Elect { d, p }
@@ -893,7 +904,13 @@ impl<'a> Lower<'a> {
             return Ok(Op::Nop);
         }
         if has(mods, "cluster") {
-            return unsup("cluster barrier");
+            return if has(mods, "arrive") {
+                Ok(Op::ClusterBar { wait: false })
+            } else if has(mods, "wait") {
+                Ok(Op::ClusterBar { wait: true })
+            } else {
+                unsup("cluster barrier form")
+            };
         }
         let kind = if has(mods, "red") {
             if has(mods, "popc") {

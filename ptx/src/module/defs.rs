@@ -62,6 +62,12 @@ pub struct KernelInfo {
     pub maxntid: Option<[u32; 3]>,
     pub minnctapersm: Option<u32>,
     pub maxnreg: Option<u32>,
+    /// `.reqnctapercluster`: the cluster shape every launch of the kernel has (`__cluster_dims__`).
+    pub reqnctapercluster: Option<[u32; 3]>,
+    /// `.explicitcluster`: launches need a cluster shape (from the kernel or the launch).
+    pub explicit_cluster: bool,
+    /// `.maxclusterrank`: most blocks in one of the kernel's clusters.
+    pub maxclusterrank: Option<u32>,
     pub(crate) func: u32,
     pub(crate) shared_base: u32,
     pub(crate) dyn_align: u32,

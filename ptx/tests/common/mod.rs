@@ -192,6 +192,8 @@ pub struct Gpu {
     pub compiled: std::sync::atomic::AtomicU32,
     /// Set to make launches cooperative, with this grid workspace.
     pub grid_workspace: std::sync::atomic::AtomicU64,
+    /// Set to launch with this cluster shape.
+    pub cluster: Mutex<[u32; 3]>,
 }
 
 impl Gpu {
@@ -219,6 +221,7 @@ impl Gpu {
             differential: true,
             compiled: Default::default(),
             grid_workspace: Default::default(),
+            cluster: Mutex::new([0; 3]),
         }
     }
 
@@ -267,6 +270,7 @@ impl Gpu {
             grid_workspace: self
                 .grid_workspace
                 .load(std::sync::atomic::Ordering::Relaxed),
+            cluster: *self.cluster.lock().unwrap(),
         };
         let go = |opts: &LaunchOptions| {
             launch(

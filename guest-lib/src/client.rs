@@ -909,10 +909,6 @@ impl Client {
                 vcuda_protocol::attr::MEMORY_POOL_SUPPORTED_HANDLE_TYPES,
                 crate::ffi::HANDLE_POSIX_FD,
             ),
-            // Thread-block clusters are not carried to any executor (a launch with a cluster
-            // shape fails with cudaErrorNotSupported), so no device offers them, even an
-            // H100 that could.
-            (vcuda_protocol::attr::CLUSTER_LAUNCH, 0),
         ] {
             if let Some(slot) = info.attrs.get_mut(a as usize) {
                 *slot = v;

@@ -264,6 +264,7 @@ fn writes(code: Opcode, req: Option<&[u8]>) -> Writes {
     match code {
         Opcode::Launch
         | Opcode::LaunchCooperative
+        | Opcode::LaunchCluster
         | Opcode::GraphLaunch
         | Opcode::MemcpyArray
         | Opcode::SymbolBind

@@ -748,6 +748,9 @@ impl Session {
             Request::LaunchCooperative(ref l, params) => {
                 done::<ops::LaunchCooperative>(e.launch_cooperative(l, params))
             }
+            Request::LaunchCluster(ref l, params) => {
+                done::<ops::LaunchCluster>(e.launch_cluster(&l.launch, l.cluster, params))
+            }
             Request::GraphCreate(ref g) => {
                 let mut desc = vec![0u8; raw.out_len as usize];
                 if !desc.is_empty() {

@@ -113,6 +113,15 @@ pub(crate) fn launch_params(
     Ok(())
 }
 
+/// As [`launch_params`], for a launch in clusters.
+pub(crate) fn launch_cluster_params(
+    r: &LaunchClusterReq,
+    params: &[u8],
+    raw: &RawRequest<'_>,
+) -> Result<(), DecodeError> {
+    launch_params(&r.launch, params, raw)
+}
+
 /// A host generator's output fills in segments only (`n * element size` bytes in
 /// all); a device generator carries no data.
 pub(crate) fn rand_output(

@@ -179,6 +179,9 @@ macro_rules! operation_table {
             /// [`LaunchReq`] + the parameter buffer: a cooperative launch (every block resident at
             /// once, with a grid workspace for cooperative groups' grid barrier).
             LaunchCooperative = 0x0506, LaunchReq => (), tail Params, check checks::launch_params;
+            /// [`LaunchClusterReq`] + the parameter buffer: a launch in thread-block clusters
+            /// (the blocks of a cluster run at once and share their shared memory).
+            LaunchCluster = 0x050E, LaunchClusterReq => (), tail Params, check checks::launch_cluster_params;
             /// [`GraphCreateReq`] + one out segment with the nodes ([`crate::graph`]) ->
             /// [`HandleResp`]: a graph of device work, launched whole with `GraphLaunch`.
             GraphCreate = 0x0508, GraphCreateReq => HandleResp, check checks::graph_nodes;

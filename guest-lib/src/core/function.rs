@@ -3,7 +3,19 @@
 //! `cudaGetFuncBySymbol` and library kernels hand out too) and the launch attributes both APIs
 //! share (`CUlaunchAttribute`, laid out like `cudaLaunchAttribute`).
 
+use crate::error::{Error, Result};
 use vcuda_protocol::FuncAttrs;
+
+/// How a launch runs its blocks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Shape {
+    /// As the device schedules them.
+    Plain,
+    /// Every block resident at once (cooperative groups' grid barrier).
+    Cooperative,
+    /// In thread-block clusters of this many blocks per dimension (sm_90).
+    Cluster([u32; 3]),
+}
 
 /// What the runtime needs of a driver function `f` to launch it (a library's kernel).
 ///
@@ -72,19 +84,32 @@ pub struct CUlaunchAttribute {
 }
 
 /// Whether a launch handles `a`: hints (access policy, priority, memory synchronization
-/// domains, carveout, scheduling), the cooperative flag (see [`cooperative_requested`]),
-/// clusters of one block, and programmatic dependent launch: the stream serialization a
-/// kernel may relax (kept: every launch waits for the one before it, which the
-/// programmatic waits then find complete) and the programmatic and launch-completion events
-/// (recorded after the kernel, see [`launch_events`]). Clusters are not supported.
+/// domains, carveout, scheduling, a preferred cluster shape), the cooperative flag and the
+/// cluster shape (see [`launch_shape`]), and programmatic dependent launch: the stream
+/// serialization a kernel may relax (kept: every launch waits for the one before it, which
+/// the programmatic waits then find complete) and the programmatic and launch-completion
+/// events (recorded after the kernel, see [`launch_events`]).
 pub(crate) fn plain_launch_attribute(a: &CUlaunchAttribute) -> bool {
-    let word =
-        |i: usize| u32::from_le_bytes(a.value[i * 4..i * 4 + 4].try_into().unwrap_or_default());
-    match a.id {
-        0..=3 | 5..=10 | 12 | 14 | 16 => true,
-        // Cluster dimensions: 1x1x1 (or unset) only.
-        4 | 11 => (0..3).all(|i| word(i) <= 1),
-        _ => false,
+    matches!(a.id, 0..=12 | 14 | 16)
+}
+
+/// How the attributes ask a launch to run its blocks: cooperatively
+/// (`CU_LAUNCH_ATTRIBUTE_COOPERATIVE` with a non-zero value), in clusters
+/// (`CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION` other than 0x0x0 or 1x1x1; a preferred shape,
+/// attribute 11, is a hint the launch may ignore and does), or plainly. Both at once is
+/// not supported.
+pub(crate) fn launch_shape(attrs: &[CUlaunchAttribute]) -> Result<Shape> {
+    let cluster = attrs.iter().rev().find(|a| a.id == 4).map(|a| {
+        let word =
+            |i: usize| u32::from_le_bytes(a.value[i * 4..i * 4 + 4].try_into().unwrap_or_default());
+        [word(0), word(1), word(2)]
+    });
+    let cluster = cluster.filter(|d| d.iter().any(|&v| v > 1));
+    match (cooperative_requested(attrs), cluster) {
+        (true, Some(_)) => Err(Error::NOT_SUPPORTED),
+        (true, None) => Ok(Shape::Cooperative),
+        (false, Some(d)) => Ok(Shape::Cluster(d)),
+        (false, None) => Ok(Shape::Plain),
     }
 }
 

@@ -10,6 +10,7 @@
 
 use crate::client::{self, Client};
 use crate::core::capture::capture_stream_handle;
+pub(crate) use crate::core::function::Shape;
 use crate::core::graph::{Kernel, Kind};
 use crate::core::graph_node::cudaKernelNodeParams;
 use crate::core::registry;
@@ -17,7 +18,7 @@ use crate::error::{Error, Result};
 use crate::ffi::{KernelArgs, cudaFuncAttributes, cudaStream_t, dim3};
 use crate::state;
 use std::ffi::{c_int, c_void};
-use vcuda_protocol::{FuncSetAttributeReq, LaunchReq, MAX_PARAM_LEN, attr, ops};
+use vcuda_protocol::{FuncSetAttributeReq, LaunchClusterReq, LaunchReq, MAX_PARAM_LEN, attr, ops};
 
 pub(crate) fn func(host_fun: *const c_void) -> Result<std::sync::Arc<registry::FuncReg>> {
     registry::function(host_fun as usize).ok_or(Error::INVALID_DEVICE_FUNCTION)
@@ -226,10 +227,36 @@ pub(crate) fn launch(
     stream: cudaStream_t,
     ptsz: bool,
 ) -> Result<()> {
-    launch_as(host_fun, grid, block, args, shmem, stream, ptsz, false)
+    launch_as(
+        host_fun,
+        grid,
+        block,
+        args,
+        shmem,
+        stream,
+        ptsz,
+        Shape::Plain,
+    )
 }
 
-/// [`launch`], cooperatively if `cooperative` (every block resident at once).
+/// Posts launch `req` (its parameters `params`) in `shape`.
+pub(crate) fn post_shaped(c: &Client, req: &LaunchReq, params: &[u8], shape: Shape) -> Result<()> {
+    match shape {
+        Shape::Plain => c.post_with::<ops::Launch>(req, params, &[]),
+        Shape::Cooperative => c.post_with::<ops::LaunchCooperative>(req, params, &[]),
+        Shape::Cluster(cluster) => {
+            let r = LaunchClusterReq {
+                launch: *req,
+                cluster,
+                reserved: 0,
+            };
+            c.post_with::<ops::LaunchCluster>(&r, params, &[])
+        }
+    }
+}
+
+/// [`launch`] in `shape`: cooperatively (every block resident at once), in thread-block
+/// clusters, or plainly.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn launch_as(
     host_fun: *const c_void,
@@ -239,8 +266,9 @@ pub(crate) fn launch_as(
     shmem: usize,
     stream: cudaStream_t,
     ptsz: bool,
-    cooperative: bool,
+    shape: Shape,
 ) -> Result<()> {
+    let cooperative = shape == Shape::Cooperative;
     let c = client::client()?;
     c.check_sticky()?;
     let shmem = u32::try_from(shmem).map_err(|_| Error::INVALID_VALUE)?;
@@ -250,6 +278,15 @@ pub(crate) fn launch_as(
     let params = pack(&loaded, args)?;
     if cooperative {
         crate::core::misc::check_cooperative(c, &loaded.attrs, grid.arr(), block.arr(), shmem)?;
+    }
+    let given = match shape {
+        Shape::Cluster(d) => Some(d),
+        _ => None,
+    };
+    crate::core::misc::check_cluster(c, &loaded.attrs, grid.arr(), given)?;
+    if given.is_some() {
+        // Graphs have no cluster kernel nodes here: such a launch is not captured.
+        crate::core::capture::check_uncaptured(c, stream)?;
     }
     let captured = crate::core::capture::add(stream, || {
         // A cooperative launch becomes a cooperative kernel node (as NVIDIA's runtime
@@ -269,11 +306,7 @@ pub(crate) fn launch_as(
         shared_mem: shmem,
         param_len: params.len() as u32,
     };
-    if cooperative {
-        c.post_with::<ops::LaunchCooperative>(&req, &params, &[])
-    } else {
-        c.post_with::<ops::Launch>(&req, &params, &[])
-    }
+    post_shaped(c, &req, &params, shape)
 }
 
 /// Attributes set on kernels (`cudaFuncSetAttribute`, `cudaKernelSetAttributeForDevice`,
@@ -336,6 +369,10 @@ pub(crate) fn to_cuda(a: &vcuda_protocol::FuncAttrs) -> cudaFuncAttributes {
         cacheModeCA: a.cache_mode_ca,
         maxDynamicSharedSizeBytes: a.max_dynamic_shared_size_bytes,
         preferredShmemCarveout: a.preferred_shmem_carveout,
+        clusterDimMustBeSet: c_int::from(a.required_cluster[3] & 1),
+        requiredClusterWidth: c_int::from(a.required_cluster[0]),
+        requiredClusterHeight: c_int::from(a.required_cluster[1]),
+        requiredClusterDepth: c_int::from(a.required_cluster[2]),
         ..Default::default()
     }
 }
@@ -369,7 +406,7 @@ pub(crate) fn launch_ex(
         );
         return Err(Error::NOT_SUPPORTED);
     }
-    let cooperative = crate::core::function::cooperative_requested(attrs);
+    let shape = crate::core::function::launch_shape(attrs)?;
     launch_as(
         func,
         cfg.grid,
@@ -378,7 +415,7 @@ pub(crate) fn launch_ex(
         cfg.dynamic_smem,
         cfg.stream,
         ptsz,
-        cooperative,
+        shape,
     )?;
     for e in crate::core::function::launch_events(attrs) {
         crate::core::stream::record_event(e as crate::ffi::cudaEvent_t, cfg.stream, ptsz)?;

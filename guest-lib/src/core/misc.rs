@@ -129,6 +129,44 @@ pub(crate) fn check_cooperative(
     Ok(())
 }
 
+/// Most blocks in a thread-block cluster (CUDA's portable limit).
+const MAX_CLUSTER_SIZE: u32 = 8;
+
+/// Checks a launch's cluster shape before it is sent, as the driver checks it at launch:
+/// the launch's shape (`Some` for a launch in clusters) or the kernel's compile-time one
+/// (`__cluster_dims__`), not both unless equal, the grid divisible into it, at most eight
+/// blocks; a kernel that must have one gets one. `cudaErrorInvalidClusterSize` otherwise,
+/// `cudaErrorNotSupported` where the device runs no clusters.
+pub(crate) fn check_cluster(
+    c: &Client,
+    attrs: &vcuda_protocol::FuncAttrs,
+    grid: [u32; 3],
+    given: Option<[u32; 3]>,
+) -> Result<()> {
+    let r = attrs.required_cluster;
+    let required = [r[0], r[1], r[2]].map(u32::from);
+    let required = (required != [0, 0, 0]).then_some(required);
+    let invalid = Error(vcuda_protocol::status::INVALID_CLUSTER_SIZE);
+    let shape = match (given, required) {
+        (None, None) if r[3] & 1 == 0 => return Ok(()),
+        (None, None) => return Err(invalid),
+        (Some(g), Some(k)) if g != k => return Err(invalid),
+        (Some(s), _) | (None, Some(s)) => s,
+    };
+    let info = c.device_info(state::device())?;
+    if info.attr(attr::CLUSTER_LAUNCH).unwrap_or(0) == 0 {
+        return Err(Error::NOT_SUPPORTED);
+    }
+    let size = shape.iter().fold(1u64, |a, &d| a * u64::from(d));
+    if shape.contains(&0)
+        || size > u64::from(MAX_CLUSTER_SIZE)
+        || grid.iter().zip(shape).any(|(g, s)| g % s != 0)
+    {
+        return Err(invalid);
+    }
+    Ok(())
+}
+
 /// `cudaDeviceGetPCIBusId`: the device's PCI address, `domain:bus:device.0`.
 pub(crate) fn pci_bus_id(device: c_int) -> Result<String> {
     let info = client::client()?.device_info(device)?;

@@ -438,6 +438,15 @@ pub trait ModuleOps {
     /// each other (cooperative groups' grid barrier); a grid larger than the device can hold
     /// at once fails with `cudaErrorCooperativeLaunchTooLarge`.
     fn launch_cooperative(&mut self, req: &LaunchReq, params: &[u8]) -> ExecResult<()>;
+    /// Launches a kernel in thread-block clusters of `cluster` blocks (sm_90): a cluster's
+    /// blocks run at once and share their shared memory; a shape the grid does not divide
+    /// into, or one the device cannot run, fails with `cudaErrorInvalidClusterSize`.
+    fn launch_cluster(
+        &mut self,
+        req: &LaunchReq,
+        cluster: [u32; 3],
+        params: &[u8],
+    ) -> ExecResult<()>;
     /// `cudaFuncSetAttribute`.
     fn func_set_attribute(&mut self, function: u64, attr: u32, value: i32) -> ExecResult<()>;
     /// `cuTensorMapEncodeTiled`: a tensor map in the layout this executor's kernels read.

@@ -255,6 +255,7 @@ fn ops(w: &mut String, sum: &Sum<'_>) {
     for (op, kind) in [
         (Opcode::Launch, "kernel"),
         (Opcode::LaunchCooperative, "cooperative"),
+        (Opcode::LaunchCluster, "cluster"),
         (Opcode::GraphLaunch, "graph"),
     ] {
         let i = block::op_index(Some(op));

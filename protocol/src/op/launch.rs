@@ -26,6 +26,19 @@ wire_struct!(
 );
 
 wire_struct!(
+    /// `LaunchCluster` request: a launch in thread-block clusters (sm_90); tail: the
+    /// parameter buffer.
+    LaunchClusterReq, 64 {
+        /// The launch.
+        launch: LaunchReq,
+        /// Blocks per cluster in each dimension.
+        cluster: [u32; 3],
+        /// Zero.
+        reserved: u32,
+    }
+);
+
+wire_struct!(
     /// `GraphCreate` request, with one out segment of `size` bytes: the nodes (see
     /// [`crate::graph`]).
     GraphCreateReq, 16 {

@@ -65,8 +65,11 @@ wire_struct!(
         max_dynamic_shared_size_bytes: i32,
         /// Preferred shared memory carve-out, percent or -1.
         preferred_shmem_carveout: i32,
+        /// The kernel's compile-time cluster shape (`__cluster_dims__`: blocks in x, y and z;
+        /// zeros: none) and, in the last byte, 1 if a launch must give a cluster shape.
+        required_cluster: [u8; 4],
         /// Zero.
-        reserved: [i32; 3],
+        reserved: [i32; 2],
     }
 );
 

@@ -23,7 +23,8 @@
 // Environment: VCUDA_MOCK_INIT=<CUresult> makes cuInit fail; VCUDA_MOCK_VERSION=<n> sets
 // cuDriverGetVersion; VCUDA_MOCK_HMM=1 reports pageable memory access (HMM). A kernel named
 // `crash` fails its context with a sticky error, `endless` never ends; vcuda_mock_dma_copies()
-// counts copies from or to page-locked memory (one DMA each on a GPU). Built with
+// counts copies from or to page-locked memory (one DMA each on a GPU),
+// vcuda_mock_last_cluster() gives the cluster shape of the last cuLaunchKernelEx. Built with
 // -DVCUDA_MOCK_OLD it lacks cuEventElapsedTime_v2.
 #define _GNU_SOURCE
 #include <cuda.h>
@@ -844,6 +845,42 @@ EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned 
         }
     }
     LEAVE
+}
+
+// The cluster shape of the last successful cuLaunchKernelEx (zeros: none).
+static unsigned last_cluster[3];
+
+// Not a driver entry point: the cluster shape of the last cuLaunchKernelEx (tests read it).
+EXPORT void vcuda_mock_last_cluster(unsigned *out) {
+    pthread_mutex_lock(&L);
+    memcpy(out, last_cluster, sizeof(last_cluster));
+    pthread_mutex_unlock(&L);
+}
+
+// cuLaunchKernel with attributes: a cluster shape must divide the grid and have at most
+// eight blocks (CUDA_ERROR_INVALID_CLUSTER_SIZE); the other attributes are hints here.
+EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **params,
+                                 void **extra) {
+    if (!c || (c->numAttrs && !c->attrs)) return CUDA_ERROR_INVALID_VALUE;
+    unsigned cl[3] = {0, 0, 0};
+    for (unsigned i = 0; i < c->numAttrs; i++) {
+        if (c->attrs[i].id != CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) continue;
+        cl[0] = c->attrs[i].value.clusterDim.x;
+        cl[1] = c->attrs[i].value.clusterDim.y;
+        cl[2] = c->attrs[i].value.clusterDim.z;
+        if (!cl[0] || !cl[1] || !cl[2] || (size_t)cl[0] * cl[1] * cl[2] > 8 ||
+            c->gridDimX % cl[0] || c->gridDimY % cl[1] || c->gridDimZ % cl[2])
+            return CUDA_ERROR_INVALID_CLUSTER_SIZE;
+    }
+    CUresult r = cuLaunchKernel(f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX,
+                                c->blockDimY, c->blockDimZ, c->sharedMemBytes, c->hStream,
+                                params, extra);
+    if (r == CUDA_SUCCESS) {
+        pthread_mutex_lock(&L);
+        memcpy(last_cluster, cl, sizeof(cl));
+        pthread_mutex_unlock(&L);
+    }
+    return r;
 }
 
 #include "vmm.c"

@@ -2,11 +2,11 @@
 //! Functions (attributes, occupancy) and launches.
 
 use crate::core::function::{
-    CUlaunchAttribute, Function, cooperative_requested, launch_events, plain_launch_attribute,
+    CUlaunchAttribute, Function, Shape, launch_events, launch_shape, plain_launch_attribute,
 };
 use std::ffi::{c_int, c_uint, c_void};
 
-use vcuda_protocol::{LaunchReq, MAX_PARAM_LEN, ops};
+use vcuda_protocol::{LaunchReq, MAX_PARAM_LEN};
 
 use super::out;
 use crate::client::Client;
@@ -189,16 +189,26 @@ fn launch(
     shmem: c_uint,
     stream: cudaStream_t,
     args: KernelArgs,
-    cooperative: bool,
+    shape: Shape,
 ) -> Result<(), CuError> {
     let c = session()?;
     let f = function(f)?;
     check_config(c, f, grid, block, shmem)?;
+    let cooperative = shape == Shape::Cooperative;
     if cooperative {
         crate::core::misc::check_cooperative(c, &f.attrs, grid, block, shmem)?;
     }
     let params = pack_params(f, args)?;
     let stream = crate::core::capture::capture_stream_handle(c, stream, false)?;
+    let given = match shape {
+        Shape::Cluster(d) => Some(d),
+        _ => None,
+    };
+    crate::core::misc::check_cluster(c, &f.attrs, grid, given)?;
+    if given.is_some() {
+        // Graphs have no cluster kernel nodes here: such a launch is not captured.
+        crate::core::capture::check_uncaptured(c, stream)?;
+    }
     let captured = crate::core::capture::add(stream, || {
         // A cooperative launch becomes a cooperative kernel node, as the runtime's does.
         let mut node = graph_kernel(f, grid, block, shmem, params.clone());
@@ -218,11 +228,7 @@ fn launch(
         shared_mem: shmem,
         param_len: params.len() as u32,
     };
-    if cooperative {
-        c.post_with::<ops::LaunchCooperative>(&req, &params, &[])?;
-    } else {
-        c.post_with::<ops::Launch>(&req, &params, &[])?;
-    }
+    crate::core::launch::post_shaped(c, &req, &params, shape)?;
     Ok(())
 }
 
@@ -302,7 +308,11 @@ entry_lib! {
             7 => a.cache_mode_ca,
             8 => a.max_dynamic_shared_size_bytes,
             9 => a.preferred_shmem_carveout,
-            10..=19 => 0,
+            // The compile-time cluster shape (`__cluster_dims__`) and whether a launch must
+            // give one.
+            10 => i32::from(a.required_cluster[3] & 1),
+            11..=13 => i32::from(a.required_cluster[(attrib - 11) as usize]),
+            14..=19 => 0,
             _ => return Err(CuError::INVALID_VALUE),
         };
         // SAFETY: the caller's output pointer.
@@ -328,13 +338,13 @@ entry_lib! {
     fn cuLaunchKernel(f: *const Function, gx: c_uint, gy: c_uint, gz: c_uint, bx: c_uint, by: c_uint, bz: c_uint, shmem: c_uint, s: cudaStream_t, args: *mut *mut c_void, extra: *mut *mut c_void) -> Result<(), CuError> {
         // SAFETY: the caller's kernel arguments (the API's contract).
         let args = unsafe { KernelArgs::new(args, extra) };
-        launch(f, [gx, gy, gz], [bx, by, bz], shmem, s, args, false)
+        launch(f, [gx, gy, gz], [bx, by, bz], shmem, s, args, Shape::Plain)
     }
 
     fn cuLaunchCooperativeKernel(f: *const Function, gx: c_uint, gy: c_uint, gz: c_uint, bx: c_uint, by: c_uint, bz: c_uint, shmem: c_uint, s: cudaStream_t, args: *mut *mut c_void) -> Result<(), CuError> {
         // SAFETY: the caller's kernel arguments (the API's contract).
         let args = unsafe { KernelArgs::new(args, std::ptr::null_mut()) };
-        launch(f, [gx, gy, gz], [bx, by, bz], shmem, s, args, true)
+        launch(f, [gx, gy, gz], [bx, by, bz], shmem, s, args, Shape::Cooperative)
     }
 }
 
@@ -399,10 +409,10 @@ entry_lib! {
         } else {
             &[]
         };
-        let cooperative = cooperative_requested(attrs);
+        let shape = launch_shape(attrs)?;
         // SAFETY: the caller's kernel arguments (the API's contract).
         let args = unsafe { KernelArgs::new(args, extra) };
-        launch(f, cfg.grid, cfg.block, cfg.shared_mem, cfg.stream, args, cooperative)?;
+        launch(f, cfg.grid, cfg.block, cfg.shared_mem, cfg.stream, args, shape)?;
         for e in launch_events(attrs) {
             crate::core::stream::event_record_call(e as cudaEvent_t, cfg.stream).map_err(crate::error::CuError::from)?;
         }

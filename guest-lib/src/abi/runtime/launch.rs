@@ -177,25 +177,25 @@ entry! {
     fn __v12_cudaLaunchCooperativeKernel(func: *const c_void, grid: dim3, block: dim3, args: *mut *mut c_void, shmem: usize, stream: cudaStream_t) {
         // SAFETY: the caller's kernel arguments (the API's contract).
         let args = unsafe { KernelArgs::new(args, std::ptr::null_mut()) };
-        as_v12(|| launch_as(func, grid, block, args, shmem, stream, false, true))
+        as_v12(|| launch_as(func, grid, block, args, shmem, stream, false, Shape::Cooperative))
     }
 
     fn __v12_cudaLaunchCooperativeKernel_ptsz(func: *const c_void, grid: dim3, block: dim3, args: *mut *mut c_void, shmem: usize, stream: cudaStream_t) {
         // SAFETY: the caller's kernel arguments (the API's contract).
         let args = unsafe { KernelArgs::new(args, std::ptr::null_mut()) };
-        as_v12(|| launch_as(func, grid, block, args, shmem, stream, true, true))
+        as_v12(|| launch_as(func, grid, block, args, shmem, stream, true, Shape::Cooperative))
     }
 
     fn cudaLaunchCooperativeKernel(func: *const c_void, grid: dim3, block: dim3, args: *mut *mut c_void, shmem: usize, stream: cudaStream_t) {
         // SAFETY: the caller's kernel arguments (the API's contract).
         let args = unsafe { KernelArgs::new(args, std::ptr::null_mut()) };
-        launch_as(func, grid, block, args, shmem, stream, false, true)
+        launch_as(func, grid, block, args, shmem, stream, false, Shape::Cooperative)
     }
 
     fn cudaLaunchCooperativeKernel_ptsz(func: *const c_void, grid: dim3, block: dim3, args: *mut *mut c_void, shmem: usize, stream: cudaStream_t) {
         // SAFETY: the caller's kernel arguments (the API's contract).
         let args = unsafe { KernelArgs::new(args, std::ptr::null_mut()) };
-        launch_as(func, grid, block, args, shmem, stream, true, true)
+        launch_as(func, grid, block, args, shmem, stream, true, Shape::Cooperative)
     }
 
     fn cudaFuncGetParamInfo(host_fun: *const c_void, index: usize, offset: *mut usize, size: *mut usize) {

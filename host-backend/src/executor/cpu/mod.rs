@@ -366,7 +366,8 @@ impl CpuExecutor {
         set(HOST_REGISTER_READ_ONLY_SUPPORTED, 0);
         set(MEMORY_POOLS_SUPPORTED, 1);
         set(GPUDIRECT_RDMASUPPORTED, 0);
-        set(CLUSTER_LAUNCH, 0);
+        // Thread-block clusters run with their blocks at once (`vcuda_ptx::MAX_CLUSTER_SIZE`).
+        set(CLUSTER_LAUNCH, 1);
         set(DEFERRED_MAPPING_CUDA_ARRAY_SUPPORTED, 0);
         set(NUMA_CONFIG, 0);
         set(NUMA_ID, -1);

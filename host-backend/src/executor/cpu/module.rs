@@ -562,7 +562,16 @@ impl Modules {
                 cache_mode_ca: 0,
                 max_dynamic_shared_size_bytes: f.max_dynamic_shared as i32,
                 preferred_shmem_carveout: f.carveout,
-                reserved: [0; 3],
+                required_cluster: match k.reqnctapercluster {
+                    Some(d) => [
+                        d[0].min(255) as u8,
+                        d[1].min(255) as u8,
+                        d[2].min(255) as u8,
+                        u8::from(k.explicit_cluster),
+                    ],
+                    None => [0, 0, 0, u8::from(k.explicit_cluster)],
+                },
+                reserved: [0; 2],
             },
             params: Some(
                 k.params
@@ -645,14 +654,15 @@ impl Modules {
     }
 
     /// Runs a kernel to completion; a non-zero `grid_workspace` makes it a cooperative
-    /// launch (every block at once) with that workspace.
+    /// launch (every block at once) with that workspace, a `cluster` shape other than zeros
+    /// a launch in clusters of that shape.
     pub fn launch(
         &mut self,
         req: &LaunchReq,
         params: &[u8],
         heap: &DeviceHeap,
         textures: &HashMap<u64, vcuda_ptx::TexObject>,
-        grid_workspace: u64,
+        (grid_workspace, cluster): (u64, [u32; 3]),
     ) -> ExecResult<()> {
         let f = *self
             .functions
@@ -695,6 +705,7 @@ impl Modules {
             block: req.block,
             dynamic_shared: req.shared_mem,
             grid_workspace,
+            cluster,
         };
         let opts = LaunchOptions {
             threads: self.threads,

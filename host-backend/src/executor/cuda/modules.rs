@@ -36,6 +36,17 @@ fn cu_func_attr(attr: u32) -> ExecResult<CUfunction_attribute> {
     })
 }
 
+/// How a launch runs its blocks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Shape {
+    /// As the driver schedules them.
+    Plain,
+    /// Every block resident at once (`cuLaunchCooperativeKernel`).
+    Cooperative,
+    /// In thread-block clusters of this many blocks per dimension (`cuLaunchKernelEx`).
+    Cluster([u32; 3]),
+}
+
 /// A kernel's attributes (0 where the driver does not say).
 fn function_attrs(k: &Kernel) -> FuncAttrs {
     use CUfunction_attribute::*;
@@ -51,7 +62,13 @@ fn function_attrs(k: &Kernel) -> FuncAttrs {
         cache_mode_ca: get(CU_FUNC_ATTRIBUTE_CACHE_MODE_CA),
         max_dynamic_shared_size_bytes: get(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES),
         preferred_shmem_carveout: get(CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT),
-        reserved: [0; 3],
+        required_cluster: [
+            get(CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH).clamp(0, 255) as u8,
+            get(CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT).clamp(0, 255) as u8,
+            get(CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH).clamp(0, 255) as u8,
+            u8::from(get(CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET) != 0),
+        ],
+        reserved: [0; 2],
     }
 }
 
@@ -381,11 +398,12 @@ impl CudaExecutor {
         Ok((ptr, size as u64))
     }
 
+    /// Launches a kernel on the stream `req` names, in the `shape` of launch asked.
     pub(super) fn launch_impl(
         &mut self,
         req: &LaunchReq,
         params: &[u8],
-        cooperative: bool,
+        shape: Shape,
     ) -> ExecResult<()> {
         let stream = stream_ref(&self.streams, req.stream)?;
         self.check_launch_config(req)?;
@@ -410,7 +428,16 @@ impl CudaExecutor {
             }
         }
         let (cfg, driver) = ((req.grid, req.block, req.shared_mem), &self.shared.driver);
+        let cooperative = shape == Shape::Cooperative;
         let launch = |kernel_params: *mut *mut c_void, extra: *mut *mut c_void| {
+            if let Shape::Cluster(cluster) = shape {
+                // SAFETY: our context is current (bound above); the pointers are as
+                // `with_params` says.
+                return unsafe {
+                    f.kernel
+                        .launch_cluster(driver, cfg, cluster, stream, kernel_params, extra)
+                };
+            }
             if cooperative {
                 if !extra.is_null() {
                     // cuLaunchCooperativeKernel takes kernelParams only, which need the

@@ -624,6 +624,32 @@ impl Kernel {
         unsafe { driver::launch_kernel(self.raw, grid, block, shared, stream.raw(), params, extra) }
     }
 
+    /// Launches this kernel in thread-block clusters of `cluster` blocks.
+    ///
+    /// # Safety
+    ///
+    /// As [`Kernel::launch`].
+    pub unsafe fn launch_cluster(
+        &self,
+        loaded: &Loaded,
+        cfg: ([u32; 3], [u32; 3], u32),
+        cluster: [u32; 3],
+        stream: StreamRef<'_>,
+        params: *mut *mut c_void,
+        extra: *mut *mut c_void,
+    ) -> DrvResult<()> {
+        if !loaded.clusters {
+            return Err(CUresult::CUDA_ERROR_NOT_SUPPORTED);
+        }
+        self.check()?;
+        stream.check()?;
+        // SAFETY: the function and stream are live (checked, and borrowed); the entry point
+        // exists (checked above); the caller vouches for `params` and `extra`.
+        unsafe {
+            driver::launch_kernel_cluster(self.raw, cfg, cluster, stream.raw(), params, extra)
+        }
+    }
+
     /// Launches this kernel cooperatively (`params` only, no `extra` list).
     ///
     /// # Safety

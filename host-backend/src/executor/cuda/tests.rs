@@ -881,6 +881,64 @@ fn a_session_mapping_guest_pages_waits_for_its_kernels_at_its_end() {
     );
 }
 
+/// With the mock driver (tests/gpu/mock), the cluster shape of its last `cuLaunchKernelEx`.
+fn mock_last_cluster() -> Option<[u32; 3]> {
+    // SAFETY: the driver library is already loaded (RTLD_NOLOAD); the mock's function
+    // writes three unsigned ints. A real driver lacks the symbol.
+    unsafe {
+        let lib = libloading::os::unix::Library::open(
+            Some("libcuda.so.1"),
+            libc::RTLD_NOLOAD | libloading::os::unix::RTLD_NOW,
+        )
+        .ok()?;
+        let f = lib
+            .get::<unsafe extern "C" fn(*mut u32)>(b"vcuda_mock_last_cluster\0")
+            .ok()?;
+        let mut out = [0u32; 3];
+        f(out.as_mut_ptr());
+        Some(out)
+    }
+}
+
+#[test]
+fn launches_in_clusters_carry_their_shape() {
+    gpu!(f);
+    let mut e = f.new_executor().unwrap();
+    let m = e.module_load(ptx_fatbin(PTX)).unwrap();
+    let k = e.function_get(m, "add1").unwrap();
+    let n = 1024u32;
+    let p = e.malloc(0, u64::from(n) * 4).unwrap();
+    let mut data: Vec<u8> = (0..n).flat_map(|i| (i as f32).to_le_bytes()).collect();
+    e.memcpy_htod(
+        &htod(p, data.len() as u64, 1, 0, 0),
+        &DataSegs::from_slice(&mut data),
+    )
+    .unwrap();
+    // Eight blocks in clusters of two, on a GPU that has them (the mock does).
+    let (launch, params) = add1_launch(k.handle, p, n);
+    e.launch_cluster(&launch, [2, 1, 1], &params).unwrap();
+    e.device_synchronize(0).unwrap();
+    if let Some(shape) = mock_last_cluster() {
+        assert_eq!(shape, [2, 1, 1]);
+    }
+    let mut back = vec![0u8; data.len()];
+    e.memcpy_dtoh(
+        &dtoh(p, back.len() as u64, 1, 0),
+        &DataSegs::from_slice(&mut back),
+    )
+    .unwrap();
+    for (i, c) in back.chunks(4).enumerate() {
+        assert_eq!(f32::from_le_bytes(c.try_into().unwrap()), i as f32 + 1.0);
+    }
+    // A shape the grid does not divide into is the driver's error, the context lives on.
+    assert_eq!(
+        e.launch_cluster(&launch, [3, 1, 1], &params),
+        Err(Status(vcuda_protocol::status::INVALID_CLUSTER_SIZE))
+    );
+    e.launch(&launch, &params).unwrap();
+    e.device_synchronize(0).unwrap();
+}
+
 /// With the mock driver (tests/gpu/mock), how many DMA copies it has seen.
 fn mock_dma_copies() -> Option<u64> {
     // SAFETY: the driver library is already loaded (RTLD_NOLOAD); the mock's counter takes

@@ -41,7 +41,24 @@ impl ModuleOps for CpuExecutor {
         self.check_stream(req.stream)?;
         self.ensure_malloc_heap(req.function)?;
         self.modules
-            .launch(req, params, &self.heap, &self.textures.objects, 0)
+            .launch(req, params, &self.heap, &self.textures.objects, (0, [0; 3]))
+    }
+
+    fn launch_cluster(
+        &mut self,
+        req: &LaunchReq,
+        cluster: [u32; 3],
+        params: &[u8],
+    ) -> ExecResult<()> {
+        self.check_stream(req.stream)?;
+        self.ensure_malloc_heap(req.function)?;
+        self.modules.launch(
+            req,
+            params,
+            &self.heap,
+            &self.textures.objects,
+            (0, cluster),
+        )
     }
 
     fn launch_cooperative(&mut self, req: &LaunchReq, params: &[u8]) -> ExecResult<()> {
@@ -61,8 +78,13 @@ impl ModuleOps for CpuExecutor {
         let r = match self.heap.bytes_mut(ws, size) {
             Ok(b) => {
                 b.fill(0);
-                self.modules
-                    .launch(req, params, &self.heap, &self.textures.objects, ws)
+                self.modules.launch(
+                    req,
+                    params,
+                    &self.heap,
+                    &self.textures.objects,
+                    (ws, [0; 3]),
+                )
             }
             Err(e) => Err(e),
         };

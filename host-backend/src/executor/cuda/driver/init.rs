@@ -116,6 +116,7 @@ pub const OPTIONAL: &[&str] = &[
     "cuMipmappedArrayDestroy",
     "cuTensorMapEncodeTiled",
     "cuTensorMapReplaceAddress",
+    "cuLaunchKernelEx",
 ];
 
 /// Where the mipmapped array calls are in [`OPTIONAL`].
@@ -142,6 +143,8 @@ pub struct Loaded {
     pub maps_host: bool,
     /// Whether the mipmapped array calls exist.
     pub mipmaps: bool,
+    /// Whether `cuLaunchKernelEx` exists (launches in thread-block clusters).
+    pub clusters: bool,
 }
 
 fn has_symbol(name: &str) -> bool {
@@ -244,5 +247,6 @@ pub fn load() -> Result<Loaded, InitError> {
         graphs: OPTIONAL[13..22].iter().all(|s| has_symbol(s)),
         maps_host: has_symbol("cuMemHostGetDevicePointer_v2"),
         mipmaps: OPTIONAL[MIPMAP_CALLS].iter().all(|s| has_symbol(s)),
+        clusters: has_symbol("cuLaunchKernelEx"),
     })
 }

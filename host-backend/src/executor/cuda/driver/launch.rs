@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0 OR MIT
-//! Kernel launches (`cuLaunchKernel`, `cuLaunchCooperativeKernel`).
+//! Kernel launches (`cuLaunchKernel`, `cuLaunchCooperativeKernel`, `cuLaunchKernelEx` for
+//! thread-block clusters).
 
 use std::ffi::c_void;
 
@@ -66,4 +67,46 @@ pub unsafe fn launch_cooperative_kernel(
             f, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared, s, params,
         )
     })
+}
+
+/// `cuLaunchKernelEx` with a cluster shape (`CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION`): the
+/// blocks of each cluster of `cluster` blocks run at once on one GPU processing cluster.
+///
+/// # Safety
+///
+/// As [`launch_kernel`], and [`Loaded::clusters`](super::Loaded::clusters) said the entry
+/// point exists.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn launch_kernel_cluster(
+    f: CUfunction,
+    (grid, block, shared): ([u32; 3], [u32; 3], u32),
+    cluster: [u32; 3],
+    s: CUstream,
+    params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+) -> DrvResult<()> {
+    // SAFETY: an all-zero attribute is a valid value of this plain C struct (its value a
+    // union of integer fields).
+    let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+    attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attr.value.clusterDim = sys::CUlaunchAttributeValue_union__bindgen_ty_1 {
+        x: cluster[0],
+        y: cluster[1],
+        z: cluster[2],
+    };
+    let config = sys::CUlaunchConfig {
+        gridDimX: grid[0],
+        gridDimY: grid[1],
+        gridDimZ: grid[2],
+        blockDimX: block[0],
+        blockDimY: block[1],
+        blockDimZ: block[2],
+        sharedMemBytes: shared,
+        hStream: s,
+        attrs: &mut attr,
+        numAttrs: 1,
+    };
+    // SAFETY: `config` and the attribute it points to live across the call; `f`, `s`,
+    // `params` and `extra` are as the caller guarantees.
+    ok(unsafe { ffi::cuLaunchKernelEx(&config, f, params, extra) })
 }

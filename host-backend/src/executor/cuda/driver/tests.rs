@@ -119,10 +119,15 @@ fn optional_groups_are_where_load_looks() {
             "cuMipmappedArrayDestroy"
         ]
     );
-    // Only looked up when called (no group depends on them).
+    // Only looked up when called (no group depends on them), and `cuLaunchKernelEx` (looked
+    // up by name: launches in clusters).
     assert_eq!(
         OPTIONAL[MIPMAP_CALLS.end..],
-        ["cuTensorMapEncodeTiled", "cuTensorMapReplaceAddress"]
+        [
+            "cuTensorMapEncodeTiled",
+            "cuTensorMapReplaceAddress",
+            "cuLaunchKernelEx"
+        ]
     );
 }
 

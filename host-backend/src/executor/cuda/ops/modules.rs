@@ -6,6 +6,7 @@ use std::sync::Arc;
 use vcuda_protocol::{LaunchReq, TensorMapEncodeReq, TensorMapResp};
 
 use crate::executor::cuda::CudaExecutor;
+use crate::executor::cuda::modules::Shape;
 use crate::executor::{ExecResult, FunctionInfo, ModuleImage, ModuleOps, Status};
 
 impl ModuleOps for CudaExecutor {
@@ -35,11 +36,20 @@ impl ModuleOps for CudaExecutor {
     }
 
     fn launch(&mut self, req: &LaunchReq, params: &[u8]) -> ExecResult<()> {
-        self.launch_impl(req, params, false)
+        self.launch_impl(req, params, Shape::Plain)
     }
 
     fn launch_cooperative(&mut self, req: &LaunchReq, params: &[u8]) -> ExecResult<()> {
-        self.launch_impl(req, params, true)
+        self.launch_impl(req, params, Shape::Cooperative)
+    }
+
+    fn launch_cluster(
+        &mut self,
+        req: &LaunchReq,
+        cluster: [u32; 3],
+        params: &[u8],
+    ) -> ExecResult<()> {
+        self.launch_impl(req, params, Shape::Cluster(cluster))
     }
 
     fn func_set_attribute(&mut self, function: u64, attr: u32, value: i32) -> ExecResult<()> {

@@ -52,7 +52,7 @@ int main() {
     CHECK(cudaDeviceSynchronize());
     EXPECT(all_equal(d, n, 5));
     // A cooperative launch where the device supports them (tests/cuda/cooperative.cu
-    // covers grid-wide synchronization); clusters are not available: said, not faked.
+    // covers grid-wide synchronization).
     int coop = 0;
     CHECK(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, 0));
     attr[0].id = cudaLaunchAttributeCooperative;
@@ -65,7 +65,8 @@ int main() {
     } else {
         EXPECT_ERR(cudaLaunchKernelEx(&cfg, add_k, d, n, 1), cudaErrorNotSupported);
     }
-    // Clusters where the device offers them (NVIDIA's H100 does; vcuda's devices do not).
+    // Clusters where the device offers them (NVIDIA's H100 does, and so do vcuda's;
+    // tests/cuda/cluster.cu covers what a cluster's blocks share).
     int clusters = 0;
     CHECK(cudaDeviceGetAttribute(&clusters, cudaDevAttrClusterLaunch, 0));
     attr[0].id = cudaLaunchAttributeClusterDimension;
@@ -74,6 +75,8 @@ int main() {
     attr[0].val.clusterDim.z = 1;
     if (clusters) {
         CHECK(cudaLaunchKernelEx(&cfg, add_k, d, n, 1));
+        CHECK(cudaDeviceSynchronize());
+        EXPECT(all_equal(d, n, 6));
         CHECK(cudaLaunchKernelEx(&cfg, add_k, d, n, -1));
     } else {
         EXPECT_ERR(cudaLaunchKernelEx(&cfg, add_k, d, n, 1), cudaErrorNotSupported);

@@ -50,6 +50,7 @@ programs!(
     api_misc,
     api_streams,
     api_sweep,
+    cluster,
     cooperative,
     cublas_basic,
     cublas_extra,

@@ -271,7 +271,9 @@ fn cluster_shape(k: &KernelInfo, cfg: &LaunchConfig) -> Result<([u32; 3], bool),
             return Ok(([1, 1, 1], false));
         }
     };
-    let size = shape.iter().fold(1u64, |a, &d| a * u64::from(d));
+    let size = shape
+        .iter()
+        .fold(1u64, |a, &d| a.saturating_mul(u64::from(d)));
     let limit = k
         .maxclusterrank
         .map_or(MAX_CLUSTER_SIZE, |m| m.min(MAX_CLUSTER_SIZE));

@@ -179,6 +179,8 @@ fn shapes_the_grid_does_not_divide_or_too_large_are_refused() {
         ([16, 1, 1], [16, 1, 1]),
         ([2, 2, 3], [4, 4, 3]),
         ([0, 1, 1], [4, 1, 1]),
+        // A product past u64 (a hostile request's shape).
+        ([u32::MAX, u32::MAX, u32::MAX], [4, 1, 1]),
     ] {
         *g.cluster.lock().unwrap() = shape;
         let r = run(&g, grid, 1);

@@ -157,7 +157,9 @@ pub(crate) fn check_cluster(
     if info.attr(attr::CLUSTER_LAUNCH).unwrap_or(0) == 0 {
         return Err(Error::NOT_SUPPORTED);
     }
-    let size = shape.iter().fold(1u64, |a, &d| a * u64::from(d));
+    let size = shape
+        .iter()
+        .fold(1u64, |a, &d| a.saturating_mul(u64::from(d)));
     if shape.contains(&0)
         || size > u64::from(MAX_CLUSTER_SIZE)
         || grid.iter().zip(shape).any(|(g, s)| g % s != 0)

@@ -39,15 +39,14 @@ impl Ctx<'_> {
                             continue;
                         }
                         waiting |= 1 << lane;
-                        w.bar_wait[lane] = BarWait {
+                        let b = BarWait {
                             id: CLUSTER_BAR,
                             kind: 0,
                             dst: u32::MAX,
                         };
-                        w.lane_pc[lane] = w.pc + 1;
+                        w.wait_at(lane, b);
                     }
-                    w.blocked |= waiting;
-                    w.group &= !waiting;
+                    w.block(waiting);
                 }
             }
         }

@@ -576,19 +576,21 @@ impl<'a> Ctx<'a> {
                                     bar.and &= p;
                                     bar.or |= p;
                                 }
-                                w.bar_wait[lane] = BarWait {
-                                    id: bid as u8,
-                                    kind: k,
-                                    dst: if *d == SINK {
-                                        u32::MAX
-                                    } else {
-                                        (w.rb + *d as usize) as u32
-                                    },
+                                let dst = if *d == SINK {
+                                    u32::MAX
+                                } else {
+                                    (w.rb + *d as usize) as u32
                                 };
-                                w.lane_pc[lane] = w.pc + 1;
+                                w.wait_at(
+                                    lane,
+                                    BarWait {
+                                        id: bid as u8,
+                                        kind: k,
+                                        dst,
+                                    },
+                                );
                             }
-                            w.blocked |= mask;
-                            w.group &= !mask;
+                            w.block(mask);
                         }
                     }
                     w.pc += 1;

@@ -79,6 +79,18 @@ pub(super) fn lanes(mask: u32) -> impl Iterator<Item = usize> {
 }
 
 impl Warp {
+    /// Makes `lane` wait at barrier `b`; released, it resumes after the current instruction.
+    pub(super) fn wait_at(&mut self, lane: usize, b: BarWait) {
+        self.bar_wait[lane] = b;
+        self.lane_pc[lane] = self.pc + 1;
+    }
+
+    /// Takes the lanes of `mask`, waiting at barriers, out of the running group.
+    pub(super) fn block(&mut self, mask: u32) {
+        self.blocked |= mask;
+        self.group &= !mask;
+    }
+
     pub(super) fn new() -> Warp {
         Warp {
             idx: 0,

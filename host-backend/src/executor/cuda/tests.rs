@@ -473,13 +473,7 @@ fn modules_launches_and_sticky_errors() {
     assert_eq!(e.free(sym), Err(Status::INVALID_VALUE));
 
     let n = 1000u32;
-    let p = e.malloc(0, u64::from(n) * 4).unwrap();
-    let mut data: Vec<u8> = (0..n).flat_map(|i| (i as f32).to_le_bytes()).collect();
-    e.memcpy_htod(
-        &htod(p, data.len() as u64, 1, 0, 0),
-        &DataSegs::from_slice(&mut data),
-    )
-    .unwrap();
+    let p = upload_ramp(&mut e, n);
     let (launch, params) = add1_launch(k.handle, p, n);
     e.launch(&launch, &params).unwrap();
     // Too short a parameter buffer, zero-sized grid, unknown function.
@@ -513,15 +507,7 @@ fn modules_launches_and_sticky_errors() {
         ),
         Err(Status::INVALID_DEVICE_FUNCTION)
     );
-    let mut back = vec![0u8; data.len()];
-    e.memcpy_dtoh(
-        &dtoh(p, back.len() as u64, 1, 0),
-        &DataSegs::from_slice(&mut back),
-    )
-    .unwrap();
-    for (i, c) in back.chunks(4).enumerate() {
-        assert_eq!(f32::from_le_bytes(c.try_into().unwrap()), i as f32 + 1.0);
-    }
+    assert_ramp_plus_one(&mut e, p, n);
     e.module_unload(m2).unwrap();
     // Still loaded through `m`.
     e.launch(&launch, &params).unwrap();
@@ -699,6 +685,31 @@ fn shared_host_memory_is_pinned_in_the_session_context() {
 /// Shared memory mapped for kernels at the guest's address (`MapHostMemory`): the session
 /// maps the region there a second time, the executor registers it, and a kernel then
 /// reads and writes the region's pages in place, again after a reset.
+/// `n` floats 0, 1, 2, ... in new device memory (for `add1`): its address.
+fn upload_ramp(e: &mut CudaExecutor, n: u32) -> u64 {
+    let p = e.malloc(0, u64::from(n) * 4).unwrap();
+    let mut data: Vec<u8> = (0..n).flat_map(|i| (i as f32).to_le_bytes()).collect();
+    e.memcpy_htod(
+        &htod(p, data.len() as u64, 1, 0, 0),
+        &DataSegs::from_slice(&mut data),
+    )
+    .unwrap();
+    p
+}
+
+/// Checks that the `n` floats at `p` are [`upload_ramp`]'s plus one (one `add1`).
+fn assert_ramp_plus_one(e: &mut CudaExecutor, p: u64, n: u32) {
+    let mut back = vec![0u8; n as usize * 4];
+    e.memcpy_dtoh(
+        &dtoh(p, back.len() as u64, 1, 0),
+        &DataSegs::from_slice(&mut back),
+    )
+    .unwrap();
+    for (i, c) in back.chunks(4).enumerate() {
+        assert_eq!(f32::from_le_bytes(c.try_into().unwrap()), i as f32 + 1.0);
+    }
+}
+
 /// A launch of the test module's `add1` (kernel `k`) over `n` floats at `p`, a thread each:
 /// the request and its parameters.
 fn add1_launch(k: u64, p: u64, n: u32) -> (LaunchReq, Vec<u8>) {
@@ -907,13 +918,7 @@ fn launches_in_clusters_carry_their_shape() {
     let m = e.module_load(ptx_fatbin(PTX)).unwrap();
     let k = e.function_get(m, "add1").unwrap();
     let n = 1024u32;
-    let p = e.malloc(0, u64::from(n) * 4).unwrap();
-    let mut data: Vec<u8> = (0..n).flat_map(|i| (i as f32).to_le_bytes()).collect();
-    e.memcpy_htod(
-        &htod(p, data.len() as u64, 1, 0, 0),
-        &DataSegs::from_slice(&mut data),
-    )
-    .unwrap();
+    let p = upload_ramp(&mut e, n);
     // Eight blocks in clusters of two, on a GPU that has them (the mock does).
     let (launch, params) = add1_launch(k.handle, p, n);
     e.launch_cluster(&launch, [2, 1, 1], &params).unwrap();
@@ -921,15 +926,7 @@ fn launches_in_clusters_carry_their_shape() {
     if let Some(shape) = mock_last_cluster() {
         assert_eq!(shape, [2, 1, 1]);
     }
-    let mut back = vec![0u8; data.len()];
-    e.memcpy_dtoh(
-        &dtoh(p, back.len() as u64, 1, 0),
-        &DataSegs::from_slice(&mut back),
-    )
-    .unwrap();
-    for (i, c) in back.chunks(4).enumerate() {
-        assert_eq!(f32::from_le_bytes(c.try_into().unwrap()), i as f32 + 1.0);
-    }
+    assert_ramp_plus_one(&mut e, p, n);
     // A shape the grid does not divide into is the driver's error, the context lives on.
     assert_eq!(
         e.launch_cluster(&launch, [3, 1, 1], &params),

@@ -252,6 +252,13 @@ pub(crate) enum WmmaTy {
     S8,
     U8,
     S32,
+    /// FP8 inputs of `mma.sync` (sm_89).
+    E4m3,
+    E5m2,
+    /// 4-bit integers and single bits (`mma.sync` only).
+    S4,
+    U4,
+    B1,
 }
 
 impl WmmaTy {
@@ -265,14 +272,20 @@ impl WmmaTy {
             "s8" => WmmaTy::S8,
             "u8" => WmmaTy::U8,
             "s32" => WmmaTy::S32,
+            "e4m3" => WmmaTy::E4m3,
+            "e5m2" => WmmaTy::E5m2,
+            "s4" => WmmaTy::S4,
+            "u4" => WmmaTy::U4,
+            "b1" => WmmaTy::B1,
             _ => return None,
         })
     }
 
-    /// Bytes of one element in memory.
+    /// Bytes of one element in memory (sub-byte types: 1; `wmma` does not take them).
     pub(crate) fn bytes(self) -> u32 {
         match self {
-            WmmaTy::S8 | WmmaTy::U8 => 1,
+            WmmaTy::S8 | WmmaTy::U8 | WmmaTy::E4m3 | WmmaTy::E5m2 => 1,
+            WmmaTy::S4 | WmmaTy::U4 | WmmaTy::B1 => 1,
             WmmaTy::F16 | WmmaTy::Bf16 => 2,
             WmmaTy::F64 => 8,
             _ => 4,
@@ -282,7 +295,9 @@ impl WmmaTy {
     /// Elements one fragment register holds.
     pub(crate) fn per_reg(self) -> u32 {
         match self {
-            WmmaTy::S8 | WmmaTy::U8 => 4,
+            WmmaTy::B1 => 32,
+            WmmaTy::S4 | WmmaTy::U4 => 8,
+            WmmaTy::S8 | WmmaTy::U8 | WmmaTy::E4m3 | WmmaTy::E5m2 => 4,
             WmmaTy::F16 | WmmaTy::Bf16 => 2,
             _ => 1,
         }
@@ -338,6 +353,50 @@ pub(crate) enum WmmaOp {
         b: Vec<Src>,
         c: Vec<Src>,
     },
+}
+
+/// The warp-level matrix instructions whose fragment layouts the PTX ISA fixes (section
+/// 9.7.14.5): `mma.sync`, `ldmatrix`, `stmatrix` and `movmatrix`. Unlike `wmma`'s, code
+/// knows which lane holds which element and computes on the registers directly (CUTLASS's
+/// sm_80 GEMMs, flash attention), so the interpreter keeps NVIDIA's layouts exactly.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum MmaOp {
+    /// `mma.sync.aligned.shape.alayout.blayout[.satfinite].dtype.atype.btype.ctype`.
+    Mma {
+        shape: [u32; 3],
+        /// Types of d, a, b and c.
+        tys: [WmmaTy; 4],
+        /// `.col` for A and `.row` for B: only the m8n8k4 `.f16` shape takes them.
+        a_col: bool,
+        b_row: bool,
+        satfinite: bool,
+        /// `.b1`: `.and.popc` (true) or `.xor.popc` (false).
+        bit_and: bool,
+        d: Vec<Reg>,
+        a: Vec<Src>,
+        b: Vec<Src>,
+        c: Vec<Src>,
+    },
+    /// `ldmatrix.sync.aligned.m8n8.xN[.trans].b16`: `num` 8x8 matrices of 16-bit elements,
+    /// lane `8j + r` giving the address of row `r` of matrix `j`.
+    Ldmatrix {
+        num: u32,
+        trans: bool,
+        space: Space,
+        addr: Addr,
+        d: Vec<Reg>,
+    },
+    /// `stmatrix.sync.aligned.m8n8.xN[.trans].b16`: the reverse.
+    Stmatrix {
+        num: u32,
+        trans: bool,
+        space: Space,
+        addr: Addr,
+        v: Vec<Src>,
+    },
+    /// `movmatrix.sync.aligned.m8n8.trans.b16`: transposes an 8x8 matrix held as
+    /// `ldmatrix` leaves it.
+    Movmatrix { d: Reg, a: Src },
 }
 
 /// An unformatted surface load or store: `suld.b` / `sust.b`.
@@ -580,6 +639,8 @@ pub(crate) enum Op {
     Tex(Box<TexOp>),
     /// Warp matrix multiply-accumulate (interpreted).
     Wmma(Box<WmmaOp>),
+    /// `mma.sync`, `ldmatrix`, `stmatrix`, `movmatrix` (interpreted).
+    Mma(Box<MmaOp>),
     Surf(Box<SurfOp>),
     /// `txq` (`surface` false) or `suq`.
     TexQuery {

@@ -13,6 +13,7 @@ mod decode;
 mod defs;
 mod layout;
 mod lower;
+mod mma;
 mod parse;
 mod scope;
 mod texture;

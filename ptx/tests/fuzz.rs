@@ -61,6 +61,12 @@ const TOKENS: &[&str] = &[
     "suld.b.2d.v4.b8.clamp",
     "sust.b.3d.b64.zero",
     "txq.width.b32",
+    "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
+    "mma.sync.aligned.m8n8k4.col.row.f32.f16.f16.f16",
+    "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16",
+    "stmatrix.sync.aligned.m8n8.x2.shared.b16",
+    "movmatrix.sync.aligned.m8n8.trans.b16",
+    "{%r1, %r2}",
     "suq.depth.b32",
     "$L__BB0_1",
     "$L__BB0_1:",
@@ -79,7 +85,7 @@ const TOKENS: &[&str] = &[
 
 fn sources() -> Vec<String> {
     let mut v: Vec<String> = [
-        "basic", "reduce", "warp", "atomics", "params", "printf", "textures",
+        "basic", "reduce", "warp", "atomics", "params", "printf", "textures", "tensor",
     ]
     .iter()
     .map(|f| fixture(f))

@@ -80,6 +80,7 @@ programs!(
     memcpy_batch,
     memory3d,
     matmul,
+    mma,
     mipmap,
     mbarrier,
     tma,

@@ -53,6 +53,11 @@ pub(super) fn is_f8x2(w: &str) -> bool {
     w == "e4m3x2" || w == "e5m2x2"
 }
 
+/// The value of an E5M2 (`e5m2`) or E4M3 code.
+pub(crate) fn f8_value(b: u8, e5m2: bool) -> f64 {
+    decode(b, if e5m2 { E5M2 } else { E4M3 })
+}
+
 /// The value of FP8 code `b`.
 fn decode(b: u8, f: Fmt) -> f64 {
     let sign = if b & 0x80 != 0 { -1.0 } else { 1.0 };

@@ -355,3 +355,4 @@ mod tests;
 
 pub(crate) use decode::lookup;
 pub(crate) use fp::{FMS, FNMA};
+pub(crate) use fp8::f8_value;

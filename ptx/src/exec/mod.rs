@@ -54,6 +54,7 @@ mod bulk;
 mod call;
 mod cluster;
 mod ctx;
+mod mma;
 mod operand;
 mod step;
 mod texture;

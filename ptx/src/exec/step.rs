@@ -862,6 +862,10 @@ impl<'a> Ctx<'a> {
                     self.exec_wmma(w, mask, op, inst.line)?;
                     w.pc += 1;
                 }
+                Op::Mma(op) => {
+                    self.exec_mma(w, mask, op, inst.line)?;
+                    w.pc += 1;
+                }
                 Op::Surf(op) => {
                     self.exec_surf(w, mask, op, inst.line)?;
                     w.pc += 1;

@@ -17,6 +17,7 @@ use super::{
     warp::{Warp, lanes},
 };
 use crate::{
+    alu::f8_value,
     error::KernelError,
     float::{f16_to_f32, f32_to_f16},
     ir::{Src, WmmaFrag, WmmaMem, WmmaOp, WmmaTy},
@@ -34,7 +35,7 @@ fn dims([m, n, k]: [u32; 3], frag: WmmaFrag) -> (u64, u64) {
 }
 
 /// Element `s` of a lane's fragment registers, as raw bits.
-fn slot_get(regs: &[u64], ety: WmmaTy, s: usize) -> u64 {
+pub(super) fn slot_get(regs: &[u64], ety: WmmaTy, s: usize) -> u64 {
     let per = ety.per_reg() as usize;
     if per == 1 {
         let v = regs.get(s).copied().unwrap_or(0);
@@ -48,7 +49,7 @@ fn slot_get(regs: &[u64], ety: WmmaTy, s: usize) -> u64 {
     (regs.get(s / per).copied().unwrap_or(0) >> ((s % per) * bits)) & ((1 << bits) - 1)
 }
 
-fn slot_put(regs: &mut [u64], ety: WmmaTy, s: usize, raw: u64) {
+pub(super) fn slot_put(regs: &mut [u64], ety: WmmaTy, s: usize, raw: u64) {
     let per = ety.per_reg() as usize;
     let Some(r) = regs.get_mut(s / per) else {
         return;
@@ -74,28 +75,33 @@ fn slot_fill(regs: &mut [u64], ety: WmmaTy, s: usize, per_lane: usize, raw: u64)
 }
 
 /// A float element's value.
-fn float(ety: WmmaTy, raw: u64) -> f64 {
+pub(super) fn float(ety: WmmaTy, raw: u64) -> f64 {
     match ety {
         WmmaTy::F16 => f64::from(f16_to_f32(raw as u16)),
         WmmaTy::Bf16 => f64::from(f32::from_bits((raw as u32) << 16)),
         // The tensor cores read a tf32's sign, exponent and top 10 mantissa bits.
         WmmaTy::Tf32 => f64::from(f32::from_bits(raw as u32 & 0xffff_e000)),
         WmmaTy::F64 => f64::from_bits(raw),
+        WmmaTy::E4m3 => f8_value(raw as u8, false),
+        WmmaTy::E5m2 => f8_value(raw as u8, true),
         _ => f64::from(f32::from_bits(raw as u32)),
     }
 }
 
 /// An integer element's value.
-fn int(ety: WmmaTy, raw: u64) -> i64 {
+pub(super) fn int(ety: WmmaTy, raw: u64) -> i64 {
     match ety {
         WmmaTy::S8 => i64::from(raw as u8 as i8),
         WmmaTy::U8 => i64::from(raw as u8),
+        WmmaTy::S4 => i64::from(((raw as u8) << 4) as i8 >> 4),
+        WmmaTy::U4 => i64::from(raw as u8 & 0xf),
+        WmmaTy::B1 => i64::from(raw as u8 & 1),
         _ => i64::from(raw as u32 as i32),
     }
 }
 
 /// A float result as `ety`'s raw bits.
-fn float_bits(ety: WmmaTy, v: f64, satfinite: bool) -> u64 {
+pub(super) fn float_bits(ety: WmmaTy, v: f64, satfinite: bool) -> u64 {
     match ety {
         WmmaTy::F64 => v.to_bits(),
         WmmaTy::F16 => {

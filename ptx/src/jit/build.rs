@@ -174,6 +174,7 @@ fn op_name(op: &Op) -> &'static str {
         Op::Isspacep { .. } => "isspacep",
         Op::Tex(_) | Op::Surf(_) | Op::TexQuery { .. } => "texture and surface instructions",
         Op::Wmma(_) => "wmma",
+        Op::Mma(_) => "mma.sync, ldmatrix, stmatrix and movmatrix",
         Op::Unsupported(_) => "an unsupported instruction",
         _ => "instruction",
     }

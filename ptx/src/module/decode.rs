@@ -517,6 +517,9 @@ impl<'a> Lower<'a> {
             }
             "tex" | "tld4" => self.tex(st, i.op == "tld4", mods, args)?,
             "wmma" => self.wmma(st, mods, args)?,
+            "mma" => self.mma(st, mods, args)?,
+            "ldmatrix" | "stmatrix" => self.ldst_matrix(st, i.op == "stmatrix", mods, args)?,
+            "movmatrix" => self.movmatrix(st, mods, args)?,
             "suld" | "sust" => self.surf(st, i.op == "sust", mods, args)?,
             "txq" | "suq" => self.tex_query(st, i.op == "suq", mods, args)?,
             _ => return unsup(""),

@@ -16,7 +16,7 @@ fn has(mods: &[&str], w: &str) -> bool {
 }
 
 /// `mMnNkK`.
-fn shape(mods: &[&str]) -> DResult<[u32; 3]> {
+pub(super) fn shape(mods: &[&str]) -> DResult<[u32; 3]> {
     for m in mods {
         let Some(rest) = m.strip_prefix('m') else {
             continue;
@@ -65,14 +65,19 @@ pub(crate) fn elements(shape: [u32; 3], frag: WmmaFrag) -> u32 {
 }
 
 impl<'a> Lower<'a> {
-    fn regs(&mut self, st: &mut FnState<'a>, o: &Operand<'a>) -> DResult<Vec<Reg>> {
+    pub(super) fn regs(&mut self, st: &mut FnState<'a>, o: &Operand<'a>) -> DResult<Vec<Reg>> {
         let Operand::Vec(v) = o else {
             return unsup("wmma fragment operand");
         };
         v.iter().map(|o| self.dst(st, o)).collect()
     }
 
-    fn srcs(&mut self, st: &mut FnState<'a>, o: &Operand<'a>, ty: Ty) -> DResult<Vec<Src>> {
+    pub(super) fn srcs(
+        &mut self,
+        st: &mut FnState<'a>,
+        o: &Operand<'a>,
+        ty: Ty,
+    ) -> DResult<Vec<Src>> {
         let Operand::Vec(v) = o else {
             return unsup("wmma fragment operand");
         };

@@ -199,6 +199,10 @@ macro_rules! operation_table {
             /// [`TensorMapReplaceReq`] -> [`TensorMapResp`]: the map with another global
             /// address (`cuTensorMapReplaceAddress`).
             TensorMapReplaceAddress = 0x050D, TensorMapReplaceReq => TensorMapResp, serve ModuleOps::tensor_map_replace_address(map, address);
+            /// [`OccupancyClusterReq`] -> [`OccupancyClusterResp`]: the occupancy of a launch
+            /// in clusters (`cudaOccupancyMaxActiveClusters`,
+            /// `cudaOccupancyMaxPotentialClusterSize`).
+            OccupancyCluster = 0x050F, OccupancyClusterReq => OccupancyClusterResp, serve ModuleOps::occupancy_cluster(&);
 
             /// [`BlasCreateReq`] -> [`HandleResp`]: a cuBLAS handle. Library requests answer with
             /// a library status (see [`lib`]).

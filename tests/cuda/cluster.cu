@@ -4,8 +4,8 @@
 // cluster.sync(); a distributed shared-memory histogram (the CUDA programming guide's
 // pattern: each block of a cluster owns a slice of the bins, every thread adds into the
 // owning block's shared memory) launched with cudaLaunchKernelEx's cluster dimension; the
-// cluster registers; the kernel attributes that report a compile-time shape; and the
-// shapes a launch may not have (cudaErrorInvalidClusterSize).
+// cluster registers; the kernel attributes that report a compile-time shape; the
+// occupancy of clusters; and the shapes a launch may not have (cudaErrorInvalidClusterSize).
 #include <cooperative_groups.h>
 #include "common.h"
 
@@ -122,6 +122,47 @@ int main() {
         EXPECT_ERR(cudaLaunchKernelEx(&cfg, shape, out), cudaErrorInvalidClusterSize);
         ring<<<3, N>>>(out);
         EXPECT_ERR(cudaGetLastError(), cudaErrorInvalidClusterSize);
+    }
+
+    // How many clusters fit at once, and the largest: at most what the occupancy calculator
+    // puts on the device's multiprocessors (a GPU's clusters also stay within a GPC); on
+    // vcuda's CPU device exactly that.
+    {
+        int per_sm = 0, sms = 0, n = 0, largest = 0;
+        cudaDeviceProp prop;
+        CHECK(cudaGetDeviceProperties(&prop, 0));
+        CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, shape, 32, 0));
+        CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+        bool cpu = strcmp(prop.name, "vcuda CPU reference device") == 0;
+        cudaLaunchConfig_t cfg = {};
+        cfg.gridDim = dim3(4, 2);
+        cfg.blockDim = dim3(32);
+        cudaLaunchAttribute a[1];
+        a[0].id = cudaLaunchAttributeClusterDimension;
+        a[0].val.clusterDim.x = 2;
+        a[0].val.clusterDim.y = 2;
+        a[0].val.clusterDim.z = 1;
+        cfg.attrs = a;
+        cfg.numAttrs = 1;
+        CHECK(cudaOccupancyMaxActiveClusters(&n, shape, &cfg));
+        EXPECT(n >= 1 && n <= per_sm * sms / 4);
+        if (cpu) EXPECT(n == per_sm * sms / 4);
+        CHECK(cudaOccupancyMaxPotentialClusterSize(&largest, shape, &cfg));
+        EXPECT(largest >= 4 && largest <= 16);
+        if (cpu) EXPECT(largest == 8);
+        // The kernel's compile-time shape serves when the configuration gives none; a
+        // kernel without one needs one given, and a shape other than the kernel's or of
+        // more than eight blocks is refused (NVIDIA's error codes here are not yet
+        // compared on a GPU).
+        cfg.numAttrs = 0;
+        CHECK(cudaOccupancyMaxActiveClusters(&n, ring, &cfg));
+        EXPECT(n >= 1);
+        EXPECT_ERR(cudaOccupancyMaxActiveClusters(&n, shape, &cfg), cudaErrorInvalidClusterSize);
+        cfg.numAttrs = 1;
+        EXPECT_ERR(cudaOccupancyMaxActiveClusters(&n, ring, &cfg), cudaErrorInvalidClusterSize);
+        a[0].val.clusterDim.x = 16;
+        a[0].val.clusterDim.y = 1;
+        EXPECT_ERR(cudaOccupancyMaxActiveClusters(&n, shape, &cfg), cudaErrorInvalidClusterSize);
     }
 
     // The histogram: 4-block clusters, 1024 bins (256 per block), 100000 values.

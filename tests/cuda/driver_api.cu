@@ -433,6 +433,23 @@ int main() {
     attr.value.cooperative = 1;
     CUresult cr = cuLaunchKernelEx_(&cfg, (CUfunction)kernel, params2, nullptr);
     EXPECT(coop ? cr == CUDA_SUCCESS : cr == CUDA_ERROR_NOT_SUPPORTED);
+    // Cluster occupancy of the kernel in clusters of two, where the device has clusters.
+    int has_clusters = 0;
+    CU(cuDeviceGetAttribute_(&has_clusters, CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH, dev));
+    if (has_clusters) {
+        auto cuOccupancyMaxActiveClusters_ =
+            sym<decltype(&cuOccupancyMaxActiveClusters)>("cuOccupancyMaxActiveClusters");
+        auto cuOccupancyMaxPotentialClusterSize_ = sym<decltype(&cuOccupancyMaxPotentialClusterSize)>(
+            "cuOccupancyMaxPotentialClusterSize");
+        attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+        attr.value.clusterDim.x = 2;
+        attr.value.clusterDim.y = attr.value.clusterDim.z = 1;
+        int active = 0, largest = 0;
+        CU(cuOccupancyMaxActiveClusters_(&active, (CUfunction)kernel, &cfg));
+        CU(cuOccupancyMaxPotentialClusterSize_(&largest, (CUfunction)kernel, &cfg));
+        EXPECT(active >= 1);
+        EXPECT(largest >= 2 && largest <= 16);
+    }
     CU(cuLibraryUnload_(library));
 
     // A module from a file.

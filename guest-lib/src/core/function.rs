@@ -99,18 +99,23 @@ pub(crate) fn plain_launch_attribute(a: &CUlaunchAttribute) -> bool {
 /// attribute 11, is a hint the launch may ignore and does), or plainly. Both at once is
 /// not supported.
 pub(crate) fn launch_shape(attrs: &[CUlaunchAttribute]) -> Result<Shape> {
-    let cluster = attrs.iter().rev().find(|a| a.id == 4).map(|a| {
-        let word =
-            |i: usize| u32::from_le_bytes(a.value[i * 4..i * 4 + 4].try_into().unwrap_or_default());
-        [word(0), word(1), word(2)]
-    });
-    let cluster = cluster.filter(|d| d.iter().any(|&v| v > 1));
+    let cluster = cluster_attribute(attrs).filter(|d| d.iter().any(|&v| v > 1));
     match (cooperative_requested(attrs), cluster) {
         (true, Some(_)) => Err(Error::NOT_SUPPORTED),
         (true, None) => Ok(Shape::Cooperative),
         (false, Some(d)) => Ok(Shape::Cluster(d)),
         (false, None) => Ok(Shape::Plain),
     }
+}
+
+/// The cluster shape the attributes give (`CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION`, the
+/// last one if several do).
+pub(crate) fn cluster_attribute(attrs: &[CUlaunchAttribute]) -> Option<[u32; 3]> {
+    attrs.iter().rev().find(|a| a.id == 4).map(|a| {
+        let word =
+            |i: usize| u32::from_le_bytes(a.value[i * 4..i * 4 + 4].try_into().unwrap_or_default());
+        [word(0), word(1), word(2)]
+    })
 }
 
 /// The events a launch records when it is done: `CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT`

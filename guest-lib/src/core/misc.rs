@@ -169,6 +169,46 @@ pub(crate) fn check_cluster(
     Ok(())
 }
 
+/// `cudaOccupancyMaxActiveClusters` (`size` false) or `cudaOccupancyMaxPotentialClusterSize`
+/// of a launch of the kernel `f` with `cfg`, in clusters of `given` (the configuration's
+/// cluster attribute) or of the kernel's own shape. The executor answers (on a GPU, the
+/// driver), given what the occupancy calculator puts on one multiprocessor.
+pub(crate) fn occupancy_cluster(
+    c: &Client,
+    f: &registry::LoadedFunc,
+    (grid, block, smem): ([u32; 3], [u32; 3], usize),
+    given: Option<[u32; 3]>,
+    size: bool,
+) -> Result<c_int> {
+    let info = c.device_info(state::device())?;
+    if info.attr(attr::CLUSTER_LAUNCH).unwrap_or(0) == 0 {
+        return Err(Error::NOT_SUPPORTED);
+    }
+    let threads = block
+        .iter()
+        .fold(1i64, |a, &b| a.saturating_mul(i64::from(b)));
+    let shared_mem = u32::try_from(smem).map_err(|_| Error::INVALID_VALUE)?;
+    if threads == 0 {
+        return Err(Error::INVALID_VALUE);
+    }
+    let per_sm = max_active_blocks(c, &f.attrs, threads, i64::from(shared_mem))?;
+    let req = vcuda_protocol::OccupancyClusterReq {
+        function: f.handle,
+        grid,
+        block,
+        cluster: given.unwrap_or([0; 3]),
+        shared_mem,
+        query: if size {
+            vcuda_protocol::OCCUPANCY_MAX_CLUSTER_SIZE
+        } else {
+            vcuda_protocol::OCCUPANCY_MAX_ACTIVE_CLUSTERS
+        },
+        blocks_per_sm: per_sm.clamp(0, i64::from(u32::MAX)) as u32,
+    };
+    let r = c.call::<ops::OccupancyCluster>(&req)?;
+    Ok(r.value.min(i32::MAX as u32) as c_int)
+}
+
 /// `cudaDeviceGetPCIBusId`: the device's PCI address, `domain:bus:device.0`.
 pub(crate) fn pci_bus_id(device: c_int) -> Result<String> {
     let info = client::client()?.device_info(device)?;

@@ -25,8 +25,8 @@ use vcuda_protocol::status::{self, CudaStatus};
 use vcuda_protocol::{
     ArrayCreateReq, BlasCallReq, DeviceInfo, EventElapsedResp, ExecutorKind, FuncAttrs, LaunchReq,
     MemcpyArrayReq, MemcpyDtoDReq, MemcpyDtoHReq, MemcpyHtoDReq, MemsetReq,
-    MipmappedArrayCreateReq, ParamInfo, RandGenerateReq, RandSetReq, TensorMapEncodeReq,
-    TensorMapResp, TexObjectCreateReq,
+    MipmappedArrayCreateReq, OccupancyClusterReq, OccupancyClusterResp, ParamInfo, RandGenerateReq,
+    RandSetReq, TensorMapEncodeReq, TensorMapResp, TexObjectCreateReq,
 };
 
 pub use vcuda_protocol::graph::Node as GraphNode;
@@ -449,6 +449,11 @@ pub trait ModuleOps {
     ) -> ExecResult<()>;
     /// `cudaFuncSetAttribute`.
     fn func_set_attribute(&mut self, function: u64, attr: u32, value: i32) -> ExecResult<()>;
+    /// `cudaOccupancyMaxActiveClusters` or `cudaOccupancyMaxPotentialClusterSize` of a
+    /// launch configuration: a shape other than the kernel's own, none at all where the
+    /// kernel has none, or one larger than the device runs fails with
+    /// `cudaErrorInvalidClusterSize`.
+    fn occupancy_cluster(&mut self, req: &OccupancyClusterReq) -> ExecResult<OccupancyClusterResp>;
     /// `cuTensorMapEncodeTiled`: a tensor map in the layout this executor's kernels read.
     fn tensor_map_encode(&mut self, req: &TensorMapEncodeReq) -> ExecResult<TensorMapResp>;
     /// `cuTensorMapReplaceAddress` on a map [`ModuleOps::tensor_map_encode`] made.

@@ -987,6 +987,9 @@ impl ModuleOps for TestExecutor {
     fn launch_cluster(&mut self, _req: &LaunchReq, _c: [u32; 3], _params: &[u8]) -> ExecResult<()> {
         Err(Status::NOT_SUPPORTED)
     }
+    fn occupancy_cluster(&mut self, req: &OccupancyClusterReq) -> ExecResult<OccupancyClusterResp> {
+        self.inner.occupancy_cluster(req)
+    }
     fn func_set_attribute(&mut self, function: u64, attr: u32, value: i32) -> ExecResult<()> {
         self.inner.func_set_attribute(function, attr, value)
     }

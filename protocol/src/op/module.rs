@@ -213,3 +213,41 @@ wire_struct!(
         address: u64,
     }
 );
+
+/// [`OccupancyClusterReq::query`]: `cudaOccupancyMaxActiveClusters`.
+pub const OCCUPANCY_MAX_ACTIVE_CLUSTERS: u32 = 0;
+/// [`OccupancyClusterReq::query`]: `cudaOccupancyMaxPotentialClusterSize`.
+pub const OCCUPANCY_MAX_CLUSTER_SIZE: u32 = 1;
+
+wire_struct!(
+    /// `OccupancyCluster` request: how many clusters of a launch configuration the device
+    /// holds at once, or the largest cluster it can launch with it.
+    OccupancyClusterReq, 56 {
+        /// Function handle.
+        function: u64,
+        /// The configuration's grid.
+        grid: [u32; 3],
+        /// The configuration's block.
+        block: [u32; 3],
+        /// The configuration's cluster shape; zeros: none given (the kernel's own).
+        cluster: [u32; 3],
+        /// Dynamic shared memory per block.
+        shared_mem: u32,
+        /// [`OCCUPANCY_MAX_ACTIVE_CLUSTERS`] or [`OCCUPANCY_MAX_CLUSTER_SIZE`].
+        query: u32,
+        /// Blocks of this configuration one multiprocessor holds by the library's occupancy
+        /// calculator. An executor that computes no occupancy of its own (the CPU executor)
+        /// answers from it; a GPU's driver answers itself.
+        blocks_per_sm: u32,
+    }
+);
+
+wire_struct!(
+    /// `OccupancyCluster` reply.
+    OccupancyClusterResp, 8 {
+        /// Clusters, or blocks in the largest cluster.
+        value: u32,
+        /// Zero.
+        reserved: u32,
+    }
+);

@@ -24,7 +24,8 @@
 // cuDriverGetVersion; VCUDA_MOCK_HMM=1 reports pageable memory access (HMM). A kernel named
 // `crash` fails its context with a sticky error, `endless` never ends; vcuda_mock_dma_copies()
 // counts copies from or to page-locked memory (one DMA each on a GPU),
-// vcuda_mock_last_cluster() gives the cluster shape of the last cuLaunchKernelEx. Built with
+// vcuda_mock_last_cluster() gives the cluster shape of the last cuLaunchKernelEx; the
+// cluster occupancy calls answer for a 132-multiprocessor device. Built with
 // -DVCUDA_MOCK_OLD it lacks cuEventElapsedTime_v2.
 #define _GNU_SOURCE
 #include <cuda.h>
@@ -855,6 +856,36 @@ EXPORT void vcuda_mock_last_cluster(unsigned *out) {
     pthread_mutex_lock(&L);
     memcpy(out, last_cluster, sizeof(last_cluster));
     pthread_mutex_unlock(&L);
+}
+
+// The cluster occupancy calls answer as a 132-multiprocessor device holding one block of a
+// cluster per multiprocessor would: 132 / size clusters; clusters of up to eight blocks. A
+// configuration without a cluster dimension fails (the mock's kernels have no
+// compile-time shape), as does one of more than eight blocks.
+static CUresult cluster_size_of(const CUlaunchConfig *c, unsigned *size) {
+    if (!c || (c->numAttrs && !c->attrs)) return CUDA_ERROR_INVALID_VALUE;
+    *size = 0;
+    for (unsigned i = 0; i < c->numAttrs; i++) {
+        if (c->attrs[i].id != CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) continue;
+        *size = c->attrs[i].value.clusterDim.x * c->attrs[i].value.clusterDim.y *
+                c->attrs[i].value.clusterDim.z;
+    }
+    return *size == 0 || *size > 8 ? CUDA_ERROR_INVALID_CLUSTER_SIZE : CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuOccupancyMaxActiveClusters(int *n, CUfunction f, const CUlaunchConfig *c) {
+    unsigned size;
+    CUresult r = cluster_size_of(c, &size);
+    if (!n || !f) return CUDA_ERROR_INVALID_VALUE;
+    if (r == CUDA_SUCCESS) *n = 132 / size;
+    return r;
+}
+
+EXPORT CUresult cuOccupancyMaxPotentialClusterSize(int *n, CUfunction f,
+                                                   const CUlaunchConfig *c) {
+    if (!n || !f || !c) return CUDA_ERROR_INVALID_VALUE;
+    *n = 8;
+    return CUDA_SUCCESS;
 }
 
 // cuLaunchKernel with attributes: a cluster shape must divide the grid and have at most

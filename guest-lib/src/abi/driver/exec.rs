@@ -388,27 +388,68 @@ pub struct CUlaunchConfig {
     num_attrs: c_uint,
 }
 
+/// The attributes of a `CUlaunchConfig`.
+///
+/// # Safety
+///
+/// `cfg.attrs` is null or points to `cfg.num_attrs` attributes that outlive the slice.
+unsafe fn config_attrs<'a>(cfg: &CUlaunchConfig) -> Result<&'a [CUlaunchAttribute], CuError> {
+    if cfg.num_attrs == 0 {
+        return Ok(&[]);
+    }
+    if cfg.attrs.is_null() {
+        return Err(CuError::INVALID_VALUE);
+    }
+    // SAFETY: the caller's guarantee.
+    Ok(unsafe { std::slice::from_raw_parts(cfg.attrs, cfg.num_attrs as usize) })
+}
+
+/// `cuOccupancyMaxActiveClusters` (`size` false) and `cuOccupancyMaxPotentialClusterSize`.
+///
+/// # Safety
+///
+/// `config` is null or readable, with its attributes as [`config_attrs`] needs.
+unsafe fn occupancy_clusters(
+    out_value: *mut c_int,
+    f: *const Function,
+    config: *const CUlaunchConfig,
+    size: bool,
+) -> Result<(), CuError> {
+    let c = session()?;
+    let func = function(f)?;
+    // SAFETY: the caller's configuration, checked for null.
+    let cfg = unsafe { config.as_ref() }.ok_or(CuError::INVALID_VALUE)?;
+    // SAFETY: the caller's guarantee.
+    let attrs = unsafe { config_attrs(cfg)? };
+    let given = crate::core::function::cluster_attribute(attrs);
+    // SAFETY: `func` is a live function (checked by `function`).
+    let loaded = unsafe { crate::core::function::loaded_of(func) };
+    let shape = (cfg.grid, cfg.block, cfg.shared_mem as usize);
+    let n = crate::core::misc::occupancy_cluster(c, &loaded, shape, given, size)?;
+    // SAFETY: the caller's output pointer.
+    unsafe { out(out_value, n) }
+}
+
 entry_lib! {
+    fn cuOccupancyMaxActiveClusters(clusters: *mut c_int, f: *const Function, config: *const CUlaunchConfig) -> Result<(), CuError> {
+        // SAFETY: the caller's configuration (the driver API's contract).
+        unsafe { occupancy_clusters(clusters, f, config, false) }
+    }
+
+    fn cuOccupancyMaxPotentialClusterSize(size: *mut c_int, f: *const Function, config: *const CUlaunchConfig) -> Result<(), CuError> {
+        // SAFETY: as above.
+        unsafe { occupancy_clusters(size, f, config, true) }
+    }
+
     fn cuLaunchKernelEx(config: *const CUlaunchConfig, f: *const Function, args: *mut *mut c_void, extra: *mut *mut c_void) -> Result<(), CuError> {
         // SAFETY: the caller's launch configuration, checked for null.
         let cfg = unsafe { config.as_ref() }.ok_or(CuError::INVALID_VALUE)?;
-        if cfg.num_attrs > 0 {
-            if cfg.attrs.is_null() {
-                return Err(CuError::INVALID_VALUE);
-            }
-            // SAFETY: `num_attrs` attributes at `attrs` (the driver API's contract).
-            let attrs = unsafe { std::slice::from_raw_parts(cfg.attrs, cfg.num_attrs as usize) };
-            if let Some(a) = attrs.iter().find(|a| !plain_launch_attribute(a)) {
-                log::warn!("cuLaunchKernelEx: launch attribute {} is not supported", a.id);
-                return Err(CuError::NOT_SUPPORTED);
-            }
+        // SAFETY: `num_attrs` attributes at `attrs` (the driver API's contract).
+        let attrs = unsafe { config_attrs(cfg)? };
+        if let Some(a) = attrs.iter().find(|a| !plain_launch_attribute(a)) {
+            log::warn!("cuLaunchKernelEx: launch attribute {} is not supported", a.id);
+            return Err(CuError::NOT_SUPPORTED);
         }
-        let attrs: &[CUlaunchAttribute] = if cfg.num_attrs > 0 {
-            // SAFETY: as above.
-            unsafe { std::slice::from_raw_parts(cfg.attrs, cfg.num_attrs as usize) }
-        } else {
-            &[]
-        };
         let shape = launch_shape(attrs)?;
         // SAFETY: the caller's kernel arguments (the API's contract).
         let args = unsafe { KernelArgs::new(args, extra) };

@@ -3,12 +3,34 @@
 //! peer copies, device selection and the profiler markers.
 
 use crate::client::{self};
+use crate::core::launch::cudaLaunchConfig_t;
 use crate::core::misc::*;
 use crate::error::Error;
 use crate::ffi::{cudaStream_t, write_out};
 use crate::props_gen::cudaDeviceProp13;
 use std::ffi::{c_char, c_int, c_void};
 use vcuda_protocol::attr;
+
+/// The cluster occupancy calls: the configuration read from C.
+///
+/// # Safety
+///
+/// `config` is null or readable, and its `attrs` null or `num_attrs` attributes.
+unsafe fn occupancy_clusters(
+    func: *const c_void,
+    config: *const cudaLaunchConfig_t,
+    size: bool,
+) -> crate::error::Result<c_int> {
+    let c = client::client()?;
+    let f = crate::core::launch::loaded(c, func)?;
+    // SAFETY: the caller's configuration, checked for null.
+    let cfg = unsafe { config.as_ref() }.ok_or(Error::INVALID_VALUE)?;
+    // SAFETY: `num_attrs` attributes at `attrs` (the API's contract).
+    let attrs = unsafe { crate::ffi::slice_in(cfg.attrs, cfg.num_attrs as usize)? };
+    let given = crate::core::function::cluster_attribute(attrs);
+    let shape = (cfg.grid.arr(), cfg.block.arr(), cfg.dynamic_smem);
+    occupancy_cluster(c, &f, shape, given, size)
+}
 
 entry! {
     fn cudaLaunchHostFunc(stream: cudaStream_t, func: Option<HostFn>, user_data: *mut c_void) {
@@ -33,6 +55,20 @@ entry! {
         let n = occupancy(func, block, smem)?;
         // SAFETY: the caller's output pointer, checked for null by `write_out`.
         unsafe { crate::ffi::write_out(num_blocks, n) }
+    }
+
+    fn cudaOccupancyMaxActiveClusters(clusters: *mut c_int, func: *const c_void, config: *const cudaLaunchConfig_t) {
+        // SAFETY: the caller's configuration and its attributes (the API's contract).
+        let n = unsafe { occupancy_clusters(func, config, false) }?;
+        // SAFETY: the caller's output pointer, checked for null by `write_out`.
+        unsafe { crate::ffi::write_out(clusters, n) }
+    }
+
+    fn cudaOccupancyMaxPotentialClusterSize(size: *mut c_int, func: *const c_void, config: *const cudaLaunchConfig_t) {
+        // SAFETY: as above.
+        let n = unsafe { occupancy_clusters(func, config, true) }?;
+        // SAFETY: the caller's output pointer, checked for null by `write_out`.
+        unsafe { crate::ffi::write_out(size, n) }
     }
 
     fn cudaMemcpyPeer(dst: *mut c_void, dst_dev: c_int, src: *const c_void, src_dev: c_int, count: usize) {

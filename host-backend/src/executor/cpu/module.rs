@@ -586,6 +586,19 @@ impl Modules {
         })
     }
 
+    /// A kernel's compile-time cluster shape (`.reqnctapercluster`), if it has one.
+    pub fn required_cluster(&mut self, function: u64) -> ExecResult<Option<[u32; 3]>> {
+        let f = *self
+            .functions
+            .get(&function)
+            .ok_or(Status::INVALID_DEVICE_FUNCTION)?;
+        let ptx = self.parse_of(f.module)?;
+        let k = ptx
+            .kernel_info(f.kernel)
+            .ok_or(Status::INVALID_DEVICE_FUNCTION)?;
+        Ok(k.reqnctapercluster)
+    }
+
     /// A module variable's address and size.
     pub fn symbol(&mut self, module: u64, name: &str) -> ExecResult<(u64, u64)> {
         let ptx = self.parse_of(module)?;

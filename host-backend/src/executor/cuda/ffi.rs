@@ -114,6 +114,8 @@ cu_fns! {
     fn cuMemGetAddressRange_v2(pbase: *mut CUdeviceptr, psize: *mut usize, dptr: CUdeviceptr);
     fn cuLaunchCooperativeKernel(f: CUfunction, grid_dim_x: ::core::ffi::c_uint, grid_dim_y: ::core::ffi::c_uint, grid_dim_z: ::core::ffi::c_uint, block_dim_x: ::core::ffi::c_uint, block_dim_y: ::core::ffi::c_uint, block_dim_z: ::core::ffi::c_uint, shared_mem_bytes: ::core::ffi::c_uint, h_stream: CUstream, kernel_params: *mut *mut ::core::ffi::c_void);
     fn cuLaunchKernelEx(config: *const CUlaunchConfig, f: CUfunction, kernel_params: *mut *mut ::core::ffi::c_void, extra: *mut *mut ::core::ffi::c_void);
+    fn cuOccupancyMaxActiveClusters(num_clusters: *mut ::core::ffi::c_int, func: CUfunction, config: *const CUlaunchConfig);
+    fn cuOccupancyMaxPotentialClusterSize(cluster_size: *mut ::core::ffi::c_int, func: CUfunction, config: *const CUlaunchConfig);
     fn cuLaunchKernel(f: CUfunction, grid_dim_x: ::core::ffi::c_uint, grid_dim_y: ::core::ffi::c_uint, grid_dim_z: ::core::ffi::c_uint, block_dim_x: ::core::ffi::c_uint, block_dim_y: ::core::ffi::c_uint, block_dim_z: ::core::ffi::c_uint, shared_mem_bytes: ::core::ffi::c_uint, h_stream: CUstream, kernel_params: *mut *mut ::core::ffi::c_void, extra: *mut *mut ::core::ffi::c_void);
     fn cuLinkAddData_v2(state: CUlinkState, type_: CUjitInputType, data: *mut ::core::ffi::c_void, size: usize, name: *const ::core::ffi::c_char, num_options: ::core::ffi::c_uint, options: *mut CUjit_option, option_values: *mut *mut ::core::ffi::c_void);
     fn cuLinkComplete(state: CUlinkState, cubin_out: *mut *mut ::core::ffi::c_void, size_out: *mut usize);

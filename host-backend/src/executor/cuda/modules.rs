@@ -488,6 +488,33 @@ impl CudaExecutor {
         Ok(())
     }
 
+    pub(super) fn occupancy_cluster_impl(
+        &mut self,
+        req: &vcuda_protocol::OccupancyClusterReq,
+    ) -> ExecResult<vcuda_protocol::OccupancyClusterResp> {
+        let size = match req.query {
+            vcuda_protocol::OCCUPANCY_MAX_ACTIVE_CLUSTERS => false,
+            vcuda_protocol::OCCUPANCY_MAX_CLUSTER_SIZE => true,
+            _ => return Err(Status::INVALID_VALUE),
+        };
+        let f = self
+            .functions
+            .get(req.function)
+            .map_err(|_| Status::INVALID_DEVICE_FUNCTION)?;
+        let cluster = (req.cluster != [0; 3]).then_some(req.cluster);
+        context_of(&self.ctx)?.bind().map_err(to_status)?;
+        let cfg = (req.grid, req.block, req.shared_mem);
+        match f.kernel.occupancy_cluster(cfg, cluster, size) {
+            Ok(v) => Ok(vcuda_protocol::OccupancyClusterResp {
+                value: v.max(0) as u32,
+                reserved: 0,
+            }),
+            // A driver without the entry points (before 11.8).
+            Err(CUresult::CUDA_ERROR_NOT_FOUND) => Err(Status::NOT_SUPPORTED),
+            Err(e) => Err(to_status(e)),
+        }
+    }
+
     pub(super) fn tensor_map_encode_impl(
         &mut self,
         req: &vcuda_protocol::TensorMapEncodeReq,

@@ -588,6 +588,19 @@ impl Kernel {
         unsafe { driver::func_set_attribute(self.raw, a, v) }
     }
 
+    /// The driver's cluster occupancy of a launch configuration (`size`: the largest
+    /// cluster, else how many clusters fit at once); `cluster` `None`: the kernel's shape.
+    pub fn occupancy_cluster(
+        &self,
+        cfg: ([u32; 3], [u32; 3], u32),
+        cluster: Option<[u32; 3]>,
+        size: bool,
+    ) -> DrvResult<i32> {
+        self.check()?;
+        // SAFETY: a live function, as for `attribute`.
+        unsafe { driver::occupancy_cluster(self.raw, cfg, cluster, size) }
+    }
+
     /// `(offset, size)` of parameter `index`; `Err(CUDA_ERROR_INVALID_VALUE)` past the last,
     /// `Err(CUDA_ERROR_NOT_SUPPORTED)` when the driver lacks `cuFuncGetParamInfo`.
     pub fn param_info(&self, loaded: &Loaded, index: usize) -> DrvResult<(usize, usize)> {

@@ -936,6 +936,51 @@ fn launches_in_clusters_carry_their_shape() {
     e.device_synchronize(0).unwrap();
 }
 
+#[test]
+fn cluster_occupancy_is_the_drivers() {
+    gpu!(f);
+    let mut e = f.new_executor().unwrap();
+    let m = e.module_load(ptx_fatbin(PTX)).unwrap();
+    let k = e.function_get(m, "add1").unwrap();
+    let mut req = vcuda_protocol::OccupancyClusterReq {
+        function: k.handle,
+        grid: [8, 1, 1],
+        block: [128, 1, 1],
+        cluster: [2, 1, 1],
+        shared_mem: 0,
+        query: vcuda_protocol::OCCUPANCY_MAX_ACTIVE_CLUSTERS,
+        // Not the driver's input: it computes its own.
+        blocks_per_sm: 1_000_000,
+    };
+    let mock = mock_last_cluster().is_some();
+    let active = e.occupancy_cluster(&req).unwrap().value;
+    assert!(active > 0);
+    req.query = vcuda_protocol::OCCUPANCY_MAX_CLUSTER_SIZE;
+    let size = e.occupancy_cluster(&req).unwrap().value;
+    assert!((1..=16).contains(&size), "{size}");
+    if mock {
+        // The mock's figures for its 132 multiprocessors, not a formula of the executor's.
+        assert_eq!((active, size), (66, 8));
+        req.query = vcuda_protocol::OCCUPANCY_MAX_ACTIVE_CLUSTERS;
+        req.cluster = [0; 3];
+        assert_eq!(
+            e.occupancy_cluster(&req).map(|r| r.value),
+            Err(Status(vcuda_protocol::status::INVALID_CLUSTER_SIZE))
+        );
+    }
+    req.query = 7;
+    assert_eq!(
+        e.occupancy_cluster(&req).map(|r| r.value),
+        Err(Status::INVALID_VALUE)
+    );
+    req.query = vcuda_protocol::OCCUPANCY_MAX_ACTIVE_CLUSTERS;
+    req.function = 12345;
+    assert_eq!(
+        e.occupancy_cluster(&req).map(|r| r.value),
+        Err(Status::INVALID_DEVICE_FUNCTION)
+    );
+}
+
 /// With the mock driver (tests/gpu/mock), how many DMA copies it has seen.
 fn mock_dma_copies() -> Option<u64> {
     // SAFETY: the driver library is already loaded (RTLD_NOLOAD); the mock's counter takes

@@ -3,7 +3,10 @@
 
 use std::sync::Arc;
 
-use vcuda_protocol::{LaunchReq, TensorMapEncodeReq, TensorMapResp};
+use vcuda_protocol::{
+    LaunchReq, OCCUPANCY_MAX_ACTIVE_CLUSTERS, OCCUPANCY_MAX_CLUSTER_SIZE, OccupancyClusterReq,
+    OccupancyClusterResp, TensorMapEncodeReq, TensorMapResp,
+};
 use vcuda_ptx::tensormap::{self, TENSOR_MAP_SIZE, TensorMapError, TiledParams};
 
 use crate::executor::cpu::{CpuExecutor, memory};
@@ -96,6 +99,40 @@ impl ModuleOps for CpuExecutor {
 
     fn func_set_attribute(&mut self, function: u64, attr: u32, value: i32) -> ExecResult<()> {
         self.modules.set_attribute(function, attr, value)
+    }
+
+    /// The CPU executor runs any number of clusters at once; it answers for the device it
+    /// describes, whose multiprocessors hold `blocks_per_sm` blocks each (the library's
+    /// occupancy calculator), clusters of up to eight blocks.
+    fn occupancy_cluster(&mut self, req: &OccupancyClusterReq) -> ExecResult<OccupancyClusterResp> {
+        let required = self.modules.required_cluster(req.function)?;
+        let sms = self.threads.clamp(1, 1024) as u64;
+        let resident = u64::from(req.blocks_per_sm).saturating_mul(sms);
+        let max = u64::from(vcuda_ptx::MAX_CLUSTER_SIZE);
+        let invalid = Status(vcuda_protocol::status::INVALID_CLUSTER_SIZE);
+        let value = match req.query {
+            OCCUPANCY_MAX_CLUSTER_SIZE => resident.min(max),
+            OCCUPANCY_MAX_ACTIVE_CLUSTERS => {
+                let given = (req.cluster != [0; 3]).then_some(req.cluster);
+                let shape = match (given, required) {
+                    (Some(g), Some(r)) if g != r => return Err(invalid),
+                    (Some(s), _) | (None, Some(s)) => s,
+                    (None, None) => return Err(invalid),
+                };
+                let size = shape
+                    .iter()
+                    .fold(1u64, |a, &d| a.saturating_mul(u64::from(d)));
+                if size == 0 || size > max {
+                    return Err(invalid);
+                }
+                resident / size
+            }
+            _ => return Err(Status::INVALID_VALUE),
+        };
+        Ok(OccupancyClusterResp {
+            value: value.min(u64::from(u32::MAX)) as u32,
+            reserved: 0,
+        })
     }
 
     fn tensor_map_encode(&mut self, req: &TensorMapEncodeReq) -> ExecResult<TensorMapResp> {

@@ -117,6 +117,8 @@ pub const OPTIONAL: &[&str] = &[
     "cuTensorMapEncodeTiled",
     "cuTensorMapReplaceAddress",
     "cuLaunchKernelEx",
+    "cuOccupancyMaxActiveClusters",
+    "cuOccupancyMaxPotentialClusterSize",
 ];
 
 /// Where the mipmapped array calls are in [`OPTIONAL`].

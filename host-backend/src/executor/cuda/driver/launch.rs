@@ -110,3 +110,45 @@ pub unsafe fn launch_kernel_cluster(
     // `params` and `extra` are as the caller guarantees.
     ok(unsafe { ffi::cuLaunchKernelEx(&config, f, params, extra) })
 }
+
+/// `cuOccupancyMaxActiveClusters` (`size` false) or `cuOccupancyMaxPotentialClusterSize` of
+/// a launch of `f` with `cfg`, in clusters of `cluster` (`None`: the kernel's own shape).
+///
+/// # Safety
+///
+/// `f` is live.
+pub unsafe fn occupancy_cluster(
+    f: CUfunction,
+    (grid, block, shared): ([u32; 3], [u32; 3], u32),
+    cluster: Option<[u32; 3]>,
+    size: bool,
+) -> DrvResult<i32> {
+    // SAFETY: as in `launch_kernel_cluster`.
+    let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+    attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    let [x, y, z] = cluster.unwrap_or([1; 3]);
+    attr.value.clusterDim = sys::CUlaunchAttributeValue_union__bindgen_ty_1 { x, y, z };
+    let config = sys::CUlaunchConfig {
+        gridDimX: grid[0],
+        gridDimY: grid[1],
+        gridDimZ: grid[2],
+        blockDimX: block[0],
+        blockDimY: block[1],
+        blockDimZ: block[2],
+        sharedMemBytes: shared,
+        hStream: std::ptr::null_mut(),
+        attrs: &mut attr,
+        numAttrs: u32::from(cluster.is_some()),
+    };
+    let mut v = 0;
+    // SAFETY: `config` and its attribute live across the call, `v` is a valid out pointer,
+    // `f` is live (the caller's guarantee).
+    ok(unsafe {
+        if size {
+            ffi::cuOccupancyMaxPotentialClusterSize(&mut v, f, &config)
+        } else {
+            ffi::cuOccupancyMaxActiveClusters(&mut v, f, &config)
+        }
+    })?;
+    Ok(v)
+}

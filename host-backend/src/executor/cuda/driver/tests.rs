@@ -120,13 +120,16 @@ fn optional_groups_are_where_load_looks() {
         ]
     );
     // Only looked up when called (no group depends on them), and `cuLaunchKernelEx` (looked
-    // up by name: launches in clusters).
+    // up by name: launches in clusters); the cluster occupancy calls answer
+    // `CUDA_ERROR_NOT_FOUND` where they are missing.
     assert_eq!(
         OPTIONAL[MIPMAP_CALLS.end..],
         [
             "cuTensorMapEncodeTiled",
             "cuTensorMapReplaceAddress",
-            "cuLaunchKernelEx"
+            "cuLaunchKernelEx",
+            "cuOccupancyMaxActiveClusters",
+            "cuOccupancyMaxPotentialClusterSize"
         ]
     );
 }

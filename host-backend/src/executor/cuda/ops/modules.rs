@@ -3,7 +3,9 @@
 
 use std::sync::Arc;
 
-use vcuda_protocol::{LaunchReq, TensorMapEncodeReq, TensorMapResp};
+use vcuda_protocol::{
+    LaunchReq, OccupancyClusterReq, OccupancyClusterResp, TensorMapEncodeReq, TensorMapResp,
+};
 
 use crate::executor::cuda::CudaExecutor;
 use crate::executor::cuda::modules::Shape;
@@ -54,6 +56,10 @@ impl ModuleOps for CudaExecutor {
 
     fn func_set_attribute(&mut self, function: u64, attr: u32, value: i32) -> ExecResult<()> {
         self.func_set_attribute_impl(function, attr, value)
+    }
+
+    fn occupancy_cluster(&mut self, req: &OccupancyClusterReq) -> ExecResult<OccupancyClusterResp> {
+        self.occupancy_cluster_impl(req)
     }
 
     fn tensor_map_encode(&mut self, req: &TensorMapEncodeReq) -> ExecResult<TensorMapResp> {

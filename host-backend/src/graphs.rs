@@ -203,6 +203,9 @@ fn replay(
                 e.launch(&l, params)
             }
         }
+        NodeWork::KernelCluster(l, params, cluster) => {
+            e.launch_cluster(&LaunchReq { stream, ..*l }, *cluster, params)
+        }
         NodeWork::Copy(c) => e.memcpy_dtod(&MemcpyDtoDReq {
             stream,
             flags: c.flags | COPY_ASYNC,

@@ -18,6 +18,7 @@
 //! | [`NODE_EVENT_WAIT`] | [`StreamWaitEventReq`] |
 //! | [`NODE_COPY_TO_DEVICE_SHARED`] | [`MemcpyHtoDSharedReq`] (from memory shared with the host) |
 //! | [`NODE_COPY_TO_HOST_SHARED`] | [`MemcpyDtoHSharedReq`] (to memory shared with the host) |
+//! | [`NODE_KERNEL_CLUSTER`] | [`LaunchClusterReq`] + its `param_len` parameter bytes |
 //!
 //! [`decode`] checks every length, kind, index and reserved field; it allocates only in
 //! proportion to the bytes it was given.
@@ -52,6 +53,8 @@ pub const NODE_EVENT_WAIT: u32 = 6;
 pub const NODE_COPY_TO_DEVICE_SHARED: u32 = 7;
 /// A copy from device memory to a region of memory the guest shares with the host.
 pub const NODE_COPY_TO_HOST_SHARED: u32 = 8;
+/// A kernel launch in thread-block clusters.
+pub const NODE_KERNEL_CLUSTER: u32 = 9;
 
 /// What one node does.
 #[derive(Clone, Debug, PartialEq)]
@@ -60,6 +63,8 @@ pub enum NodeWork {
     Empty,
     /// A kernel launch (cooperative if the flag is set) and its parameter bytes.
     Kernel(LaunchReq, Vec<u8>, bool),
+    /// A kernel launch in clusters of this shape, and its parameter bytes.
+    KernelCluster(LaunchReq, Vec<u8>, [u32; 3]),
     /// A device-to-device copy.
     Copy(MemcpyDtoDReq),
     /// A memset.
@@ -96,6 +101,16 @@ pub fn encode_node(out: &mut Vec<u8>, node: &Node) {
                 NODE_KERNEL
             };
             (kind, b)
+        }
+        NodeWork::KernelCluster(l, p, cluster) => {
+            let r = LaunchClusterReq {
+                launch: *l,
+                cluster: *cluster,
+                reserved: 0,
+            };
+            let mut b = r.as_bytes().to_vec();
+            b.extend_from_slice(p);
+            (NODE_KERNEL_CLUSTER, b)
         }
         NodeWork::Copy(c) => (NODE_COPY, c.as_bytes().to_vec()),
         NodeWork::Memset(m) => (NODE_MEMSET, m.as_bytes().to_vec()),
@@ -196,6 +211,22 @@ pub fn decode(mut bytes: &[u8], node_count: u32) -> Result<Vec<Node>, DecodeErro
                     return Err(DecodeError::Inconsistent("parameter length"));
                 }
                 NodeWork::Kernel(l, params.to_vec(), h.kind == NODE_KERNEL_COOPERATIVE)
+            }
+            NODE_KERNEL_CLUSTER => {
+                let (r, params) = take::<LaunchClusterReq>("cluster kernel graph node", b)?;
+                stream_zero("kernel graph node stream", r.launch.stream)?;
+                if r.reserved != 0 {
+                    return Err(DecodeError::Inconsistent("cluster kernel graph node"));
+                }
+                limit(
+                    "parameter length",
+                    params.len() as u64,
+                    u64::from(MAX_PARAM_LEN),
+                )?;
+                if params.len() != r.launch.param_len as usize {
+                    return Err(DecodeError::Inconsistent("parameter length"));
+                }
+                NodeWork::KernelCluster(r.launch, params.to_vec(), r.cluster)
             }
             NODE_COPY => NodeWork::Copy(body("copy graph node", b, |r: &MemcpyDtoDReq| r.stream)?),
             NODE_MEMSET => {
@@ -325,6 +356,10 @@ mod tests {
                 }),
                 deps: vec![0, 7],
             },
+            Node {
+                work: NodeWork::KernelCluster(launch, vec![3; 8], [2, 1, 1]),
+                deps: vec![1],
+            },
         ]
     }
 
@@ -374,6 +409,20 @@ mod tests {
             l.param_len = 9;
         }
         assert!(decode(&encode(&bad), n).is_err());
+        let mut bad = nodes.clone();
+        if let NodeWork::KernelCluster(l, _, _) = &mut bad[9].work {
+            l.stream = 4;
+        }
+        assert!(decode(&encode(&bad), n).is_err());
+        // A cluster node's reserved word (after its launch and shape).
+        let lone = [Node {
+            deps: vec![],
+            ..nodes[9].clone()
+        }];
+        let mut raw = encode(&lone);
+        assert_eq!(decode(&raw, 1), Ok(lone.to_vec()));
+        raw[16 + 60] = 1;
+        assert!(decode(&raw, 1).is_err());
         let mut raw = bytes.clone();
         raw[0] = 99;
         assert!(decode(&raw, n).is_err());

@@ -4,8 +4,9 @@
 // cluster.sync(); a distributed shared-memory histogram (the CUDA programming guide's
 // pattern: each block of a cluster owns a slice of the bins, every thread adds into the
 // owning block's shared memory) launched with cudaLaunchKernelEx's cluster dimension; the
-// cluster registers; the kernel attributes that report a compile-time shape; the
-// occupancy of clusters; and the shapes a launch may not have (cudaErrorInvalidClusterSize).
+// cluster registers; the kernel attributes that report a compile-time shape; launches in
+// clusters captured into graphs and graph nodes given a shape; the occupancy of clusters;
+// and the shapes a launch may not have (cudaErrorInvalidClusterSize).
 #include <cooperative_groups.h>
 #include "common.h"
 
@@ -122,6 +123,69 @@ int main() {
         EXPECT_ERR(cudaLaunchKernelEx(&cfg, shape, out), cudaErrorInvalidClusterSize);
         ring<<<3, N>>>(out);
         EXPECT_ERR(cudaGetLastError(), cudaErrorInvalidClusterSize);
+    }
+
+    // Captured into a graph: a launch in clusters becomes a kernel node with the shape as
+    // its cluster attribute, and the graph's launches keep it; a node given another shape
+    // launches in that one.
+    {
+        cudaStream_t st;
+        CHECK(cudaStreamCreate(&st));
+        int *o;
+        CHECK(cudaMalloc(&o, 8 * 4 * sizeof(int)));
+        cudaLaunchConfig_t cfg = {};
+        cfg.gridDim = dim3(4, 2);
+        cfg.blockDim = dim3(32);
+        cfg.stream = st;
+        cudaLaunchAttribute a[1];
+        a[0].id = cudaLaunchAttributeClusterDimension;
+        a[0].val.clusterDim.x = 2;
+        a[0].val.clusterDim.y = 2;
+        a[0].val.clusterDim.z = 1;
+        cfg.attrs = a;
+        cfg.numAttrs = 1;
+        cudaGraph_t g;
+        CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
+        CHECK(cudaLaunchKernelEx(&cfg, shape, o));
+        CHECK(cudaStreamEndCapture(st, &g));
+        cudaGraphNode_t node;
+        size_t count = 1;
+        CHECK(cudaGraphGetNodes(g, &node, &count));
+        EXPECT(count == 1);
+        cudaLaunchAttributeValue v;
+        CHECK(cudaGraphKernelNodeGetAttribute(node, cudaLaunchAttributeClusterDimension, &v));
+        EXPECT(v.clusterDim.x == 2 && v.clusterDim.y == 2 && v.clusterDim.z == 1);
+        cudaGraphExec_t ge;
+        for (int round = 0; round < 2; round++) {
+            // Round 1: the node in clusters of four blocks along x.
+            if (round == 1) {
+                v.clusterDim.x = 4;
+                v.clusterDim.y = 1;
+                CHECK(cudaGraphKernelNodeSetAttribute(node, cudaLaunchAttributeClusterDimension,
+                                                      &v));
+                v.clusterDim.x = 3;
+                EXPECT_ERR(cudaGraphKernelNodeSetAttribute(
+                               node, cudaLaunchAttributeClusterDimension, &v),
+                           cudaErrorInvalidClusterSize);
+            }
+            CHECK(cudaGraphInstantiate(&ge, g, 0));
+            CHECK(cudaMemsetAsync(o, 0xff, 8 * 4 * sizeof(int), st));
+            CHECK(cudaGraphLaunch(ge, st));
+            CHECK(cudaStreamSynchronize(st));
+            int r[8 * 4];
+            CHECK(cudaMemcpy(r, o, sizeof(r), cudaMemcpyDeviceToHost));
+            int cx = round ? 4 : 2, cy = round ? 1 : 2;
+            for (int y = 0; y < 2; y++)
+                for (int x = 0; x < 4; x++) {
+                    int *q = &r[(y * 4 + x) * 4], ix = x % cx, iy = y % cy;
+                    EXPECT(q[0] == ix + cx * iy && q[1] == cx * cy && q[2] == ix + 10 * iy &&
+                           q[3] == cx + 10 * cy);
+                }
+            CHECK(cudaGraphExecDestroy(ge));
+        }
+        CHECK(cudaGraphDestroy(g));
+        CHECK(cudaFree(o));
+        CHECK(cudaStreamDestroy(st));
     }
 
     // How many clusters fit at once, and the largest: at most what the occupancy calculator

@@ -174,6 +174,10 @@ pub(crate) fn node_get(node: *mut c_void, id: c_int) -> Result<cudaLaunchAttribu
             node_cooperative(n)?,
         )]));
     }
+    if id == CLUSTER_DIMENSION {
+        let d = crate::core::graph::with_kernel(n, |k| k.cluster.unwrap_or([0; 3]))?;
+        return Ok(cudaLaunchAttributeValue::from_u32s(&d));
+    }
     let stored = node_table()
         .lock()
         .unwrap_or_else(|e| e.into_inner())
@@ -187,9 +191,9 @@ pub(crate) fn node_get(node: *mut c_void, id: c_int) -> Result<cudaLaunchAttribu
 
 /// `cudaGraphKernelNodeSetAttribute`: the hints streams take (access policy window,
 /// priority, memory synchronization domains) are checked and kept; a cooperative node
-/// launches cooperatively; a cluster shape the grid does not divide into is
-/// `cudaErrorInvalidClusterSize` (as NVIDIA's runtime answers), any other but none (0x0x0 or
-/// 1x1x1) not supported (there are no clusters).
+/// launches cooperatively; a node given a cluster shape launches in clusters of it (none:
+/// 0x0x0 or 1x1x1), and a shape the grid does not divide into, or of more than eight
+/// blocks, is `cudaErrorInvalidClusterSize` (as NVIDIA's runtime answers).
 pub(crate) fn node_set(
     node: *mut c_void,
     id: c_int,
@@ -204,15 +208,20 @@ pub(crate) fn node_set(
         }
         CLUSTER_DIMENSION => {
             let dims = [v.u32_at(0), v.u32_at(4), v.u32_at(8)];
-            if dims != [0, 0, 0] && dims != [1, 1, 1] {
+            let shape = (dims != [0, 0, 0] && dims != [1, 1, 1]).then_some(dims);
+            if let Some(d) = shape {
                 let grid = crate::core::graph::with_kernel(n, |k| k.grid.arr())?;
-                let divides = dims.iter().zip(grid).all(|(&d, g)| d != 0 && g % d == 0);
-                return Err(if divides {
-                    Error::NOT_SUPPORTED
-                } else {
-                    Error(vcuda_protocol::status::INVALID_CLUSTER_SIZE)
-                });
+                let size = d.iter().fold(1u64, |a, &x| a.saturating_mul(u64::from(x)));
+                let divides = d.iter().zip(grid).all(|(&x, g)| x != 0 && g % x == 0);
+                if !divides || size > 8 {
+                    return Err(Error(vcuda_protocol::status::INVALID_CLUSTER_SIZE));
+                }
+                let info = c.device_info(crate::state::device())?;
+                if info.attr(vcuda_protocol::attr::CLUSTER_LAUNCH).unwrap_or(0) == 0 {
+                    return Err(Error::NOT_SUPPORTED);
+                }
             }
+            return crate::core::graph::with_kernel(n, |k| k.cluster = shape);
         }
         SYNCHRONIZATION_POLICY => return Err(Error::INVALID_VALUE),
         _ => check_value(c, id, &v)?,
@@ -229,8 +238,12 @@ pub(crate) fn node_set(
 /// `cudaGraphKernelNodeCopyAttributes`.
 pub(crate) fn node_copy(dst: *mut c_void, src: *mut c_void) -> Result<()> {
     let (d, s) = (kernel_node(dst)?, kernel_node(src)?);
-    let cooperative = node_cooperative(s)?;
-    crate::core::graph::with_kernel(d, |k| k.cooperative = cooperative)?;
+    let (cooperative, cluster) =
+        crate::core::graph::with_kernel(s, |k| (k.cooperative, k.cluster))?;
+    crate::core::graph::with_kernel(d, |k| {
+        k.cooperative = cooperative;
+        k.cluster = cluster;
+    })?;
     let mut t = node_table().lock().unwrap_or_else(|e| e.into_inner());
     match t.get(&s).cloned() {
         Some(a) => t.insert(d, a),

@@ -321,8 +321,8 @@ pub(crate) fn run(c: &Client, s: u64, kind: &Kind) -> Result<()> {
         Kind::Kernel(k) => {
             let cfg = (k.grid, k.block, k.shmem);
             match k.backend {
-                Some(h) => crate::core::launch::post_handle(c, h, cfg, s, &k.params, k.cooperative),
-                None => crate::core::launch::post(c, k.func, cfg, s, &k.params, k.cooperative),
+                Some(h) => crate::core::launch::post_handle(c, h, cfg, s, &k.params, k.shape()),
+                None => crate::core::launch::post(c, k.func, cfg, s, &k.params, k.shape()),
             }
         }
         Kind::Memcpy(cp) => {
@@ -381,7 +381,16 @@ pub(crate) fn describe(c: &Client, steps: &[Step]) -> Option<Vec<u8>> {
             _ if !step.enabled => NodeWork::Empty,
             Kind::Kernel(k) => {
                 let req = crate::core::launch::graph_node(c, k).ok()?;
-                NodeWork::Kernel(req, k.params.to_vec(), k.cooperative)
+                match k.shape() {
+                    crate::core::function::Shape::Cluster(d) => {
+                        NodeWork::KernelCluster(req, k.params.to_vec(), d)
+                    }
+                    s => NodeWork::Kernel(
+                        req,
+                        k.params.to_vec(),
+                        s == crate::core::function::Shape::Cooperative,
+                    ),
+                }
             }
             Kind::Memcpy(cp) if cp.extent.contains(&0) => NodeWork::Empty,
             Kind::Memcpy(cp) if cp.extent[2] == 1 => {

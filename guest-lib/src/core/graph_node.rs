@@ -98,6 +98,9 @@ pub(crate) struct Kernel {
     /// Launched cooperatively (`cudaLaunchAttributeCooperative`, or a captured
     /// `cudaLaunchCooperativeKernel`): every block resident at once.
     pub cooperative: bool,
+    /// Launched in thread-block clusters of this shape (a captured launch in clusters, or
+    /// `cudaLaunchAttributeClusterDimension` set on the node).
+    pub cluster: Option<[u32; 3]>,
     /// A driver kernel's name (`cudaGraphDebugDotPrint`; the runtime's come from the
     /// registry).
     pub(crate) name: Option<String>,
@@ -123,6 +126,7 @@ impl Kernel {
             layout,
             argv,
             cooperative: false,
+            cluster: None,
             name: None,
         }
     }
@@ -139,6 +143,16 @@ impl Kernel {
         Self {
             backend: Some(handle),
             ..Self::new(func, cfg, params, layout)
+        }
+    }
+
+    /// How the node launches.
+    pub(crate) fn shape(&self) -> crate::core::function::Shape {
+        use crate::core::function::Shape;
+        match (self.cooperative, self.cluster) {
+            (true, _) => Shape::Cooperative,
+            (false, Some(d)) => Shape::Cluster(d),
+            (false, None) => Shape::Plain,
         }
     }
 
@@ -163,6 +177,7 @@ impl Clone for Kernel {
         Self {
             backend: self.backend,
             cooperative: self.cooperative,
+            cluster: self.cluster,
             name: self.name.clone(),
             ..Self::new(
                 self.func,
@@ -440,11 +455,12 @@ pub(crate) enum Kind {
 }
 
 impl Kind {
-    /// New parameters for a node that was `old`: a kernel keeps its cooperative attribute,
-    /// which is not one of its parameters.
+    /// New parameters for a node that was `old`: a kernel keeps its cooperative attribute
+    /// and cluster shape, which are not among its parameters.
     pub(crate) fn keep_attributes_of(&mut self, old: &Kind) {
         if let (Kind::Kernel(new), Kind::Kernel(old)) = (self, old) {
             new.cooperative = old.cooperative;
+            new.cluster = old.cluster;
         }
     }
 

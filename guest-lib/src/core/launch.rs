@@ -145,23 +145,38 @@ pub(crate) fn post(
     (grid, block, shmem): (dim3, dim3, u32),
     stream: u64,
     params: &[u8],
-    cooperative: bool,
+    shape: Shape,
 ) -> Result<()> {
     let loaded = func(host_fun as *const c_void)?.load(c)?;
     if params.len() != loaded.param_size as usize {
         return Err(Error::INVALID_VALUE);
     }
-    if cooperative {
-        crate::core::misc::check_cooperative(c, &loaded.attrs, grid.arr(), block.arr(), shmem)?;
-    }
+    check_shape(c, &loaded.attrs, (grid, block, shmem), shape)?;
     post_handle(
         c,
         loaded.handle,
         (grid, block, shmem),
         stream,
         params,
-        cooperative,
+        shape,
     )
+}
+
+/// Checks a launch of a kernel with `attrs` in `shape` as the device would refuse it.
+fn check_shape(
+    c: &Client,
+    attrs: &vcuda_protocol::FuncAttrs,
+    (grid, block, shmem): (dim3, dim3, u32),
+    shape: Shape,
+) -> Result<()> {
+    if shape == Shape::Cooperative {
+        crate::core::misc::check_cooperative(c, attrs, grid.arr(), block.arr(), shmem)?;
+    }
+    let given = match shape {
+        Shape::Cluster(d) => Some(d),
+        _ => None,
+    };
+    crate::core::misc::check_cluster(c, attrs, grid.arr(), given)
 }
 
 /// The launch a graph's kernel node stands for, stream 0 (the launch names the stream),
@@ -174,10 +189,7 @@ pub(crate) fn graph_node(c: &Client, k: &Kernel) -> Result<LaunchReq> {
             if k.params.len() != loaded.param_size as usize {
                 return Err(Error::INVALID_VALUE);
             }
-            if k.cooperative {
-                let (g, b) = (k.grid.arr(), k.block.arr());
-                crate::core::misc::check_cooperative(c, &loaded.attrs, g, b, k.shmem)?;
-            }
+            check_shape(c, &loaded.attrs, (k.grid, k.block, k.shmem), k.shape())?;
             loaded.handle
         }
     };
@@ -191,15 +203,15 @@ pub(crate) fn graph_node(c: &Client, k: &Kernel) -> Result<LaunchReq> {
     })
 }
 
-/// Posts a launch of the backend's function `handle` (a graph's driver-API kernel node),
-/// cooperatively if `cooperative`.
+/// Posts a launch of the backend's function `handle` (a graph's driver-API kernel node) in
+/// `shape`.
 pub(crate) fn post_handle(
     c: &Client,
     handle: u64,
     (grid, block, shmem): (dim3, dim3, u32),
     stream: u64,
     params: &[u8],
-    cooperative: bool,
+    shape: Shape,
 ) -> Result<()> {
     let req = LaunchReq {
         function: handle,
@@ -209,11 +221,7 @@ pub(crate) fn post_handle(
         shared_mem: shmem,
         param_len: params.len() as u32,
     };
-    if cooperative {
-        c.post_with::<ops::LaunchCooperative>(&req, params, &[])
-    } else {
-        c.post_with::<ops::Launch>(&req, params, &[])
-    }
+    post_shaped(c, &req, params, shape)
 }
 
 /// Launches `host_fun` with arguments `args` (one pointer per parameter), or adds it to the
@@ -284,15 +292,12 @@ pub(crate) fn launch_as(
         _ => None,
     };
     crate::core::misc::check_cluster(c, &loaded.attrs, grid.arr(), given)?;
-    if given.is_some() {
-        // Graphs have no cluster kernel nodes here: such a launch is not captured.
-        crate::core::capture::check_uncaptured(c, stream)?;
-    }
     let captured = crate::core::capture::add(stream, || {
-        // A cooperative launch becomes a cooperative kernel node (as NVIDIA's runtime
-        // captures it).
+        // A cooperative launch becomes a cooperative kernel node, one in clusters a node
+        // with the cluster shape (as NVIDIA's runtime captures them).
         let mut k = kernel_node(host_fun, &loaded, cfg, params.clone());
         k.cooperative = cooperative;
+        k.cluster = given;
         Ok(Kind::Kernel(k))
     })?;
     if captured {

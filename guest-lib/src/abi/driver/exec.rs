@@ -205,15 +205,13 @@ fn launch(
         _ => None,
     };
     crate::core::misc::check_cluster(c, &f.attrs, grid, given)?;
-    if given.is_some() {
-        // Graphs have no cluster kernel nodes here: such a launch is not captured.
-        crate::core::capture::check_uncaptured(c, stream)?;
-    }
     let captured = crate::core::capture::add(stream, || {
-        // A cooperative launch becomes a cooperative kernel node, as the runtime's does.
+        // A cooperative launch becomes a cooperative kernel node, one in clusters a node
+        // with the cluster shape, as the runtime's do.
         let mut node = graph_kernel(f, grid, block, shmem, params.clone());
         if let crate::core::graph::Kind::Kernel(k) = &mut node {
             k.cooperative = cooperative;
+            k.cluster = given;
         }
         Ok(node)
     })?;

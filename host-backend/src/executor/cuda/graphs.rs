@@ -6,10 +6,10 @@
 //! Every node is checked when the graph is made, as the call it stands for checks it
 //! (functions of the session, launch shapes, parameter sizes, copy and memset ranges inside
 //! the session's allocations). The ranges are checked again at every launch, since the
-//! program may free memory between launches. Graphs with event nodes, cooperative kernels
-//! or copies from or to shared host memory, and any graph where the driver lacks the graph
-//! calls, are left to the session's replay (`crate::graphs`), which runs each node through
-//! its call.
+//! program may free memory between launches. Graphs with event nodes, cooperative kernels,
+//! kernels in clusters or copies from or to shared host memory, and any graph where the
+//! driver lacks the graph calls, are left to the session's replay (`crate::graphs`), which
+//! runs each node through its call.
 
 use std::ffi::c_void;
 
@@ -91,6 +91,7 @@ impl CudaExecutor {
                     NodeWork::EventRecord(_)
                         | NodeWork::EventWait(_)
                         | NodeWork::Kernel(_, _, true)
+                        | NodeWork::KernelCluster(..)
                         | NodeWork::CopyToDeviceShared(_)
                         | NodeWork::CopyToHostShared(_)
                 )
@@ -110,6 +111,8 @@ impl CudaExecutor {
             // SAFETY (each arm): the context is current (the builder bound it and nothing
             // else runs on this thread meanwhile); ranges and functions are checked first.
             let r = match &n.work {
+                // Replayed node by node (the check above).
+                NodeWork::KernelCluster(..) => return Ok(None),
                 NodeWork::Kernel(l, params, _) => {
                     self.check_launch_config(l)?;
                     if params.len() > PARAM_BUF_LEN || params.len() != l.param_len as usize {

@@ -560,7 +560,7 @@ fn double_shapes() {
             c16,
         ),
         (
-            "mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64",
+            "mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64.rn",
             [16, 8, 8],
             a16k8,
             b8,
@@ -708,6 +708,8 @@ fn matrix_rows_must_be_aligned_and_odd_forms_are_refused() {
         "mma.sync.aligned.m16n8k16.col.row.f32.f16.f16.f32 {%r1,%r2,%r3,%r4}, {%r5,%r6,%r7,%r8}, {%r9,%r10}, {%r13,%r14,%r15,%r16};",
         "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%r1,%r2,%r3,%r4}, {%r5,%r6,%r7}, {%r9,%r10}, {%r13,%r14,%r15,%r16};",
         "ldmatrix.sync.aligned.m16n16.x1.trans.shared.b8 {%r1, %r2}, [%r5];",
+        "mma.sync.aligned.m16n8k8.row.col.satfinite.f32.f16.f16.f32 {%r1,%r2,%r3,%r4}, {%r5,%r6}, {%r9}, {%r13,%r14,%r15,%r16};",
+        "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32.rn {%r1,%r2,%r3,%r4}, {%r5,%r6}, {%r9}, {%r13,%r14,%r15,%r16};",
     ] {
         match run_matrix(body) {
             Err(KernelError::Unsupported { instruction, .. }) => {
@@ -844,14 +846,16 @@ fn quad_pairs_compute_four_products() {
     assert!(matches!(e, KernelError::Unsupported { .. }), "{e}");
 }
 
-/// In a block of 16 threads, the lanes that do not exist give no addresses (their
-/// registers read as zero): matrices 0 and 1 still load from lanes 0-15's rows, and
-/// nothing faults.
+/// In a block of 16 threads, the lanes that do not exist give no rows: matrices 0 and 1
+/// load from lanes 0-15's rows, matrices 2 and 3 read as zeros, and a store of four
+/// matrices writes only the rows lanes 0-15 address (nothing lands at address 0).
 #[test]
-fn a_partial_warp_loads_what_its_lanes_address() {
+fn a_partial_warp_moves_only_the_rows_its_lanes_address() {
     let gpu = Gpu::new(&matrix_kernel(&format!(
         "{ROW_ADDR}ldmatrix.sync.aligned.m8n8.x4.shared.b16 {{%r10, %r11, %r12, %r13}}, [%r20];\n\
-         movmatrix.sync.aligned.m8n8.trans.b16 %r13, %r10;"
+         add.s32 %r21, %r20, 256;\n\
+         stmatrix.sync.aligned.m8n8.x4.shared.b16 [%r21], {{%r11, %r11, %r11, %r11}};\n\
+         bar.sync 0;\nld.shared.u32 %r13, [%r5];"
     )));
     let out = gpu.zeros(32 * 16);
     gpu.try_launch("k", [1, 1, 1], [16, 1, 1], 0, &[Arg::Ptr(out)])
@@ -862,7 +866,19 @@ fn a_partial_warp_loads_what_its_lanes_address() {
         let l = lane as usize * 4;
         assert_eq!(w[l], el(0, r, c) | el(0, r, c + 1) << 16, "lane {lane}");
         assert_eq!(w[l + 1], el(1, r, c) | el(1, r, c + 1) << 16, "lane {lane}");
+        assert_eq!(w[l + 2], 0, "lane {lane}");
+        assert_eq!(w[l + 3], el(0, 0, 0) | el(0, 0, 1) << 16, "lane {lane}");
     }
+}
+
+/// A generic address outside shared memory is an illegal address for these instructions.
+#[test]
+fn matrix_rows_live_in_shared_memory() {
+    let e = run_matrix("ldmatrix.sync.aligned.m8n8.x1.b16 {%r10}, [%rd1];").unwrap_err();
+    assert!(
+        matches!(e, KernelError::IllegalAddress { size: 16, .. }),
+        "{e}"
+    );
 }
 
 /// nvcc's own output for such code (`fixtures/tensor.cu`): ldmatrix, mma.sync, movmatrix

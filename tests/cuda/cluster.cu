@@ -167,6 +167,13 @@ int main() {
                 EXPECT_ERR(cudaGraphKernelNodeSetAttribute(
                                node, cudaLaunchAttributeClusterDimension, &v),
                            cudaErrorInvalidClusterSize);
+                // Cooperative and in clusters at once is not a launch CUDA makes.
+                cudaLaunchAttributeValue coop;
+                memset(&coop, 0, sizeof coop);
+                coop.cooperative = 1;
+                EXPECT_ERR(cudaGraphKernelNodeSetAttribute(node, cudaLaunchAttributeCooperative,
+                                                           &coop),
+                           cudaErrorNotSupported);
             }
             CHECK(cudaGraphInstantiate(&ge, g, 0));
             CHECK(cudaMemsetAsync(o, 0xff, 8 * 4 * sizeof(int), st));
@@ -221,6 +228,9 @@ int main() {
         cfg.numAttrs = 0;
         CHECK(cudaOccupancyMaxActiveClusters(&n, ring, &cfg));
         EXPECT(n >= 1);
+        CHECK(cudaOccupancyMaxPotentialClusterSize(&largest, ring, &cfg));
+        EXPECT(largest >= 2);
+        if (cpu) EXPECT(largest == 2); // the kernel's own shape is its only one
         EXPECT_ERR(cudaOccupancyMaxActiveClusters(&n, shape, &cfg), cudaErrorInvalidClusterSize);
         cfg.numAttrs = 1;
         EXPECT_ERR(cudaOccupancyMaxActiveClusters(&n, ring, &cfg), cudaErrorInvalidClusterSize);

@@ -204,21 +204,42 @@ pub(crate) fn node_set(
     let v = value.copied().ok_or(Error::INVALID_VALUE)?;
     match id {
         COOPERATIVE => {
-            return crate::core::graph::with_kernel(n, |k| k.cooperative = v.u32_at(0) != 0);
+            let on = v.u32_at(0) != 0;
+            // A launch is cooperative or in clusters, never both (as `cudaLaunchKernelEx`).
+            if on && crate::core::graph::with_kernel(n, |k| k.cluster.is_some())? {
+                return Err(Error::NOT_SUPPORTED);
+            }
+            return crate::core::graph::with_kernel(n, |k| k.cooperative = on);
         }
         CLUSTER_DIMENSION => {
             let dims = [v.u32_at(0), v.u32_at(4), v.u32_at(8)];
             let shape = (dims != [0, 0, 0] && dims != [1, 1, 1]).then_some(dims);
+            let (grid, func, backend, cooperative) = crate::core::graph::with_kernel(n, |k| {
+                (k.grid.arr(), k.func, k.backend, k.cooperative)
+            })?;
             if let Some(d) = shape {
-                let grid = crate::core::graph::with_kernel(n, |k| k.grid.arr())?;
-                let size = d.iter().fold(1u64, |a, &x| a.saturating_mul(u64::from(x)));
-                let divides = d.iter().zip(grid).all(|(&x, g)| x != 0 && g % x == 0);
-                if !divides || size > 8 {
-                    return Err(Error(vcuda_protocol::status::INVALID_CLUSTER_SIZE));
-                }
-                let info = c.device_info(crate::state::device())?;
-                if info.attr(vcuda_protocol::attr::CLUSTER_LAUNCH).unwrap_or(0) == 0 {
+                if cooperative {
                     return Err(Error::NOT_SUPPORTED);
+                }
+                match backend {
+                    // The launch's own checks: the device has clusters, the kernel's
+                    // compile-time shape, the grid, the size.
+                    None => {
+                        let f = crate::core::launch::loaded(c, func as *const c_void)?;
+                        crate::core::misc::check_cluster(c, &f.attrs, grid, Some(d))?;
+                    }
+                    // A driver kernel's node: its attributes stay with the driver's function.
+                    Some(_) => {
+                        let info = c.device_info(crate::state::device())?;
+                        if info.attr(vcuda_protocol::attr::CLUSTER_LAUNCH).unwrap_or(0) == 0 {
+                            return Err(Error::NOT_SUPPORTED);
+                        }
+                        let size = d.iter().fold(1u64, |a, &x| a.saturating_mul(u64::from(x)));
+                        let divides = d.iter().zip(grid).all(|(&x, g)| x != 0 && g % x == 0);
+                        if !divides || size > 8 {
+                            return Err(Error(vcuda_protocol::status::INVALID_CLUSTER_SIZE));
+                        }
+                    }
                 }
             }
             return crate::core::graph::with_kernel(n, |k| k.cluster = shape);

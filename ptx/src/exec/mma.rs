@@ -27,8 +27,9 @@ use super::{
     wmma::{float, float_bits, int, slot_get, slot_put},
 };
 use crate::{
+    access::classify,
     error::KernelError,
-    ir::{MmaOp, Src, WmmaFrag, WmmaTy},
+    ir::{MmaOp, Space, Src, WmmaFrag, WmmaTy},
 };
 
 /// Rows and columns of a part's matrix.
@@ -215,14 +216,24 @@ impl Ctx<'_> {
         }
     }
 
-    /// The address lane `lane` gives for a matrix row, checked to be 16-byte aligned.
+    /// The address lane `lane` gives for a matrix row, checked to be 16-byte aligned and,
+    /// when generic, to fall in shared memory (the only space these instructions reach).
     fn row_addr(&self, w: &Warp, lane: usize, op: &MmaOp) -> Result<u64, Fault> {
-        let (MmaOp::Ldmatrix { addr, .. } | MmaOp::Stmatrix { addr, .. }) = op else {
-            return Ok(0);
+        let (space, addr, write) = match op {
+            MmaOp::Ldmatrix { space, addr, .. } => (*space, addr, false),
+            MmaOp::Stmatrix { space, addr, .. } => (*space, addr, true),
+            _ => return Ok(0),
         };
         let a = self.val(w, &addr.base, lane).wrapping_add(addr.off as u64);
         if !a.is_multiple_of(16) {
             return Err(Fault::Misaligned { addr: a, size: 16 });
+        }
+        if space == Space::Generic && classify(a).0 != Space::Shared {
+            return Err(Fault::Illegal {
+                addr: a,
+                size: 16,
+                write,
+            });
         }
         Ok(a)
     }
@@ -243,9 +254,13 @@ impl Ctx<'_> {
                 d,
                 ..
             } => {
-                // Row `8j + r` of the matrices, eight 16-bit elements, low first.
+                // Row `8j + r` of the matrices, eight 16-bit elements, low first; a lane that
+                // is not running gives no row (it reads as zeros).
                 let mut rows = vec![0u128; *num as usize * 8];
                 for (lane, row) in rows.iter_mut().enumerate() {
+                    if mask & (1 << lane) == 0 {
+                        continue;
+                    }
                     let mut word = |o: u64| {
                         let a = self.row_addr(w, lane, op)?;
                         self.load(w, lane, *space, a + o, 8)
@@ -289,7 +304,11 @@ impl Ctx<'_> {
                         }
                     }
                 }
+                // A lane that is not running stores no row.
                 for (lane, row) in rows.iter().enumerate() {
+                    if mask & (1 << lane) == 0 {
+                        continue;
+                    }
                     let a = self
                         .row_addr(w, lane, op)
                         .map_err(|f| self.fault(f, w, lane, line))?;

@@ -19,7 +19,7 @@ use super::{
 use crate::{
     alu::f8_value,
     error::KernelError,
-    float::{f16_to_f32, f32_to_f16},
+    float::{Rnd, f16_to_f32, f64_to_small},
     ir::{Src, WmmaFrag, WmmaMem, WmmaOp, WmmaTy},
     module::wmma_elements,
 };
@@ -105,7 +105,8 @@ pub(super) fn float_bits(ety: WmmaTy, v: f64, satfinite: bool) -> u64 {
     match ety {
         WmmaTy::F64 => v.to_bits(),
         WmmaTy::F16 => {
-            let h = f32_to_f16(v as f32);
+            // Straight from the double: one rounding.
+            let h = f64_to_small(v, Rnd::Rn, 5, 10);
             // An infinity (overflowing or not) becomes the largest finite half.
             let h = if satfinite && h & 0x7fff == 0x7c00 {
                 h - 1
@@ -275,5 +276,9 @@ mod tests {
         assert_eq!(int(WmmaTy::S8, 0xff), -1);
         assert_eq!(float(WmmaTy::Tf32, 0x3f80_1fff), 1.0);
         assert_eq!(float_bits(WmmaTy::F16, 1e9, true), 0x7bff);
+        // Rounded once, from the double: just above the halfway point between 1 and the
+        // next half rounds up (through a float it would tie to even, down to 1).
+        let v = 1.0 + 2f64.powi(-11) + 2f64.powi(-40);
+        assert_eq!(float_bits(WmmaTy::F16, v, false), 0x3c01);
     }
 }

@@ -78,9 +78,16 @@ impl<'a> Lower<'a> {
         if !supported(shape, tys) {
             return unsup("mma shape and types");
         }
-        // `.f64` takes a rounding mode; `.rn`, the default, is the one run here.
-        if ["rz", "rm", "rp"].iter().any(|r| mods.contains(r)) {
-            return unsup("mma rounding mode");
+        // `.f64` takes a rounding mode; `.rn`, the default, is the one run here. Other
+        // forms take none, and only integer ones `.satfinite`.
+        let rounding = ["rn", "rz", "rm", "rp"].iter().find(|r| mods.contains(r));
+        match rounding {
+            Some(&"rn") if tys[0] == WmmaTy::F64 => {}
+            Some(_) => return unsup("mma rounding mode"),
+            None => {}
+        }
+        if mods.contains(&"satfinite") && tys[0] != WmmaTy::S32 {
+            return unsup("mma .satfinite");
         }
         let [dty, aty, bty, cty] = tys;
         let has = |w: &str| mods.contains(&w);

@@ -586,8 +586,9 @@ impl Modules {
         })
     }
 
-    /// A kernel's compile-time cluster shape (`.reqnctapercluster`), if it has one.
-    pub fn required_cluster(&mut self, function: u64) -> ExecResult<Option<[u32; 3]>> {
+    /// A kernel's compile-time cluster shape (`.reqnctapercluster`) and most blocks in a
+    /// cluster (`.maxclusterrank`), where it has them.
+    pub fn cluster_limits(&mut self, function: u64) -> ExecResult<(Option<[u32; 3]>, Option<u32>)> {
         let f = *self
             .functions
             .get(&function)
@@ -596,7 +597,7 @@ impl Modules {
         let k = ptx
             .kernel_info(f.kernel)
             .ok_or(Status::INVALID_DEVICE_FUNCTION)?;
-        Ok(k.reqnctapercluster)
+        Ok((k.reqnctapercluster, k.maxclusterrank))
     }
 
     /// A module variable's address and size.

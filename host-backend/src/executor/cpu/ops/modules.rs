@@ -103,25 +103,29 @@ impl ModuleOps for CpuExecutor {
 
     /// The CPU executor runs any number of clusters at once; it answers for the device it
     /// describes, whose multiprocessors hold `blocks_per_sm` blocks each (the library's
-    /// occupancy calculator), clusters of up to eight blocks.
+    /// occupancy calculator), clusters of up to eight blocks (fewer where the kernel's
+    /// `.maxclusterrank` says so; a kernel's compile-time shape is its only size).
     fn occupancy_cluster(&mut self, req: &OccupancyClusterReq) -> ExecResult<OccupancyClusterResp> {
-        let required = self.modules.required_cluster(req.function)?;
+        let (required, rank) = self.modules.cluster_limits(req.function)?;
         let sms = self.threads.clamp(1, 1024) as u64;
         let resident = u64::from(req.blocks_per_sm).saturating_mul(sms);
-        let max = u64::from(vcuda_ptx::MAX_CLUSTER_SIZE);
+        let max = u64::from(rank.unwrap_or(u32::MAX).min(vcuda_ptx::MAX_CLUSTER_SIZE));
         let invalid = Status(vcuda_protocol::status::INVALID_CLUSTER_SIZE);
-        let value = match req.query {
-            OCCUPANCY_MAX_CLUSTER_SIZE => resident.min(max),
-            OCCUPANCY_MAX_ACTIVE_CLUSTERS => {
+        let size_of = |s: [u32; 3]| s.iter().fold(1u64, |a, &d| a.saturating_mul(u64::from(d)));
+        let value = match (req.query, required) {
+            (OCCUPANCY_MAX_CLUSTER_SIZE, Some(r)) => {
+                let size = size_of(r);
+                if size <= resident.min(max) { size } else { 0 }
+            }
+            (OCCUPANCY_MAX_CLUSTER_SIZE, None) => resident.min(max),
+            (OCCUPANCY_MAX_ACTIVE_CLUSTERS, _) => {
                 let given = (req.cluster != [0; 3]).then_some(req.cluster);
                 let shape = match (given, required) {
                     (Some(g), Some(r)) if g != r => return Err(invalid),
                     (Some(s), _) | (None, Some(s)) => s,
                     (None, None) => return Err(invalid),
                 };
-                let size = shape
-                    .iter()
-                    .fold(1u64, |a, &d| a.saturating_mul(u64::from(d)));
+                let size = size_of(shape);
                 if size == 0 || size > max {
                     return Err(invalid);
                 }

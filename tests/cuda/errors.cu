@@ -4,15 +4,12 @@
 
 __global__ void ok(int *p) { p[threadIdx.x] = threadIdx.x; }
 __global__ void oob(int *p, long long off) { p[off] = 1; }
-// An instruction vcuda's CPU executor does not run (a GPU does): there the launch fails
-// asynchronously with cudaErrorNotSupported, which is not sticky.
-__global__ void unsupported(int *p) {
-    __shared__ unsigned short s[64];
-    unsigned r = 0;
-    asm volatile("ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%0}, [%1];"
-                 : "=r"(r)
-                 : "r"((unsigned)__cvta_generic_to_shared(s)));
-    p[threadIdx.x] = r;
+// An instruction vcuda's CPU executor does not run (a GPU does: a surface reduction):
+// there the launch fails asynchronously with cudaErrorNotSupported, which is not sticky.
+__global__ void unsupported(int *p, unsigned long long surface) {
+    asm volatile("sured.b.add.1d.u32.trap [%0, {%1}], %2;" ::"l"(surface), "r"(0), "r"(1)
+                 : "memory");
+    p[threadIdx.x] = 1;
 }
 
 // The first pageable copy big enough for vcuda's staging region, right after a kernel failed
@@ -28,7 +25,7 @@ static void async_error_survives_staging(int *d) {
     CHECK(cudaMalloc(&dev, n));
     static char src[64 << 10], back[64 << 10];
     for (size_t i = 0; i < n; i++) src[i] = (char)(i * 7);
-    unsupported<<<1, 32>>>(d);
+    unsupported<<<1, 32>>>(d, 0);
     EXPECT(cudaGetLastError() == cudaSuccess);
     EXPECT(cudaMemcpy(dev, src, n, cudaMemcpyHostToDevice) == cudaErrorNotSupported);
     EXPECT(cudaGetLastError() == cudaErrorNotSupported);

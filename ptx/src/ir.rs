@@ -377,10 +377,9 @@ pub(crate) enum MmaOp {
         b: Vec<Src>,
         c: Vec<Src>,
     },
-    /// `ldmatrix.sync.aligned.m8n8.xN[.trans].b16`: `num` 8x8 matrices of 16-bit elements,
-    /// lane `8j + r` giving the address of row `r` of matrix `j`.
+    /// `ldmatrix.sync.aligned.m8n8.xN[.trans].b16`: `d.len()` 8x8 matrices of 16-bit
+    /// elements, lane `8j + r` giving the address of row `r` of matrix `j`.
     Ldmatrix {
-        num: u32,
         trans: bool,
         space: Space,
         addr: Addr,
@@ -388,7 +387,6 @@ pub(crate) enum MmaOp {
     },
     /// `stmatrix.sync.aligned.m8n8.xN[.trans].b16`: the reverse.
     Stmatrix {
-        num: u32,
         trans: bool,
         space: Space,
         addr: Addr,

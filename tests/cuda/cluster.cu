@@ -62,6 +62,22 @@ __global__ void histogram(const int *v, int n, int bins, int *hist) {
 
 __global__ void plain(int *out) { out[blockIdx.x] = blockIdx.x; }
 
+// A launch of `grid` blocks of `block` threads in clusters of x by y blocks, its one
+// attribute (the shape) in `a`.
+static cudaLaunchConfig_t in_clusters(dim3 grid, dim3 block, unsigned x, unsigned y,
+                                      cudaLaunchAttribute *a) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    a->id = cudaLaunchAttributeClusterDimension;
+    a->val.clusterDim.x = x;
+    a->val.clusterDim.y = y;
+    a->val.clusterDim.z = 1;
+    cfg.attrs = a;
+    cfg.numAttrs = 1;
+    return cfg;
+}
+
 int main() {
     int clusters = 0;
     CHECK(cudaDeviceGetAttribute(&clusters, cudaDevAttrClusterLaunch, 0));
@@ -94,16 +110,8 @@ int main() {
 
     // A 4x2 grid in 2x2 clusters, shaped at launch.
     {
-        cudaLaunchConfig_t cfg = {};
-        cfg.gridDim = dim3(4, 2);
-        cfg.blockDim = dim3(32);
         cudaLaunchAttribute a[1];
-        a[0].id = cudaLaunchAttributeClusterDimension;
-        a[0].val.clusterDim.x = 2;
-        a[0].val.clusterDim.y = 2;
-        a[0].val.clusterDim.z = 1;
-        cfg.attrs = a;
-        cfg.numAttrs = 1;
+        cudaLaunchConfig_t cfg = in_clusters(dim3(4, 2), dim3(32), 2, 2, a);
         CHECK(cudaLaunchKernelEx(&cfg, shape, out));
         int s[8 * 4];
         CHECK(cudaMemcpy(s, out, sizeof(s), cudaMemcpyDeviceToHost));
@@ -133,17 +141,9 @@ int main() {
         CHECK(cudaStreamCreate(&st));
         int *o;
         CHECK(cudaMalloc(&o, 8 * 4 * sizeof(int)));
-        cudaLaunchConfig_t cfg = {};
-        cfg.gridDim = dim3(4, 2);
-        cfg.blockDim = dim3(32);
-        cfg.stream = st;
         cudaLaunchAttribute a[1];
-        a[0].id = cudaLaunchAttributeClusterDimension;
-        a[0].val.clusterDim.x = 2;
-        a[0].val.clusterDim.y = 2;
-        a[0].val.clusterDim.z = 1;
-        cfg.attrs = a;
-        cfg.numAttrs = 1;
+        cudaLaunchConfig_t cfg = in_clusters(dim3(4, 2), dim3(32), 2, 2, a);
+        cfg.stream = st;
         cudaGraph_t g;
         CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
         CHECK(cudaLaunchKernelEx(&cfg, shape, o));
@@ -205,16 +205,8 @@ int main() {
         CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, shape, 32, 0));
         CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
         bool cpu = strcmp(prop.name, "vcuda CPU reference device") == 0;
-        cudaLaunchConfig_t cfg = {};
-        cfg.gridDim = dim3(4, 2);
-        cfg.blockDim = dim3(32);
         cudaLaunchAttribute a[1];
-        a[0].id = cudaLaunchAttributeClusterDimension;
-        a[0].val.clusterDim.x = 2;
-        a[0].val.clusterDim.y = 2;
-        a[0].val.clusterDim.z = 1;
-        cfg.attrs = a;
-        cfg.numAttrs = 1;
+        cudaLaunchConfig_t cfg = in_clusters(dim3(4, 2), dim3(32), 2, 2, a);
         CHECK(cudaOccupancyMaxActiveClusters(&n, shape, &cfg));
         EXPECT(n >= 1 && n <= per_sm * sms / 4);
         if (cpu) EXPECT(n == per_sm * sms / 4);
@@ -255,17 +247,9 @@ int main() {
         CHECK(cudaMalloc(&dh, bins * sizeof(int)));
         CHECK(cudaMemcpy(dv, hv, n * sizeof(int), cudaMemcpyHostToDevice));
         CHECK(cudaMemset(dh, 0, bins * sizeof(int)));
-        cudaLaunchConfig_t cfg = {};
-        cfg.gridDim = dim3(16);
-        cfg.blockDim = dim3(128);
-        cfg.dynamicSmemBytes = bins / size * sizeof(int);
         cudaLaunchAttribute a[1];
-        a[0].id = cudaLaunchAttributeClusterDimension;
-        a[0].val.clusterDim.x = size;
-        a[0].val.clusterDim.y = 1;
-        a[0].val.clusterDim.z = 1;
-        cfg.attrs = a;
-        cfg.numAttrs = 1;
+        cudaLaunchConfig_t cfg = in_clusters(dim3(16), dim3(128), size, 1, a);
+        cfg.dynamicSmemBytes = bins / size * sizeof(int);
         CHECK(cudaLaunchKernelEx(&cfg, histogram, (const int *)dv, n, bins, dh));
         int got[bins];
         CHECK(cudaMemcpy(got, dh, sizeof(got), cudaMemcpyDeviceToHost));

@@ -229,17 +229,7 @@ pub(crate) fn node_set(
                         crate::core::misc::check_cluster(c, &f.attrs, grid, Some(d))?;
                     }
                     // A driver kernel's node: its attributes stay with the driver's function.
-                    Some(_) => {
-                        let info = c.device_info(crate::state::device())?;
-                        if info.attr(vcuda_protocol::attr::CLUSTER_LAUNCH).unwrap_or(0) == 0 {
-                            return Err(Error::NOT_SUPPORTED);
-                        }
-                        let size = d.iter().fold(1u64, |a, &x| a.saturating_mul(u64::from(x)));
-                        let divides = d.iter().zip(grid).all(|(&x, g)| x != 0 && g % x == 0);
-                        if !divides || size > 8 {
-                            return Err(Error(vcuda_protocol::status::INVALID_CLUSTER_SIZE));
-                        }
-                    }
+                    Some(_) => crate::core::misc::check_cluster_fits(c, grid, d)?,
                 }
             }
             return crate::core::graph::with_kernel(n, |k| k.cluster = shape);

@@ -153,6 +153,12 @@ pub(crate) fn check_cluster(
         (Some(g), Some(k)) if g != k => return Err(invalid),
         (Some(s), _) | (None, Some(s)) => s,
     };
+    check_cluster_fits(c, grid, shape)
+}
+
+/// Checks that the device runs clusters (`cudaErrorNotSupported`) and that `grid` divides
+/// into clusters of `shape` of at most eight blocks (`cudaErrorInvalidClusterSize`).
+pub(crate) fn check_cluster_fits(c: &Client, grid: [u32; 3], shape: [u32; 3]) -> Result<()> {
     let info = c.device_info(state::device())?;
     if info.attr(attr::CLUSTER_LAUNCH).unwrap_or(0) == 0 {
         return Err(Error::NOT_SUPPORTED);
@@ -164,7 +170,7 @@ pub(crate) fn check_cluster(
         || size > u64::from(MAX_CLUSTER_SIZE)
         || grid.iter().zip(shape).any(|(g, s)| g % s != 0)
     {
-        return Err(invalid);
+        return Err(Error(vcuda_protocol::status::INVALID_CLUSTER_SIZE));
     }
     Ok(())
 }

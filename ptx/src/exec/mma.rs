@@ -248,15 +248,11 @@ impl Ctx<'_> {
         match op {
             MmaOp::Mma { .. } => self.mma(w, mask, op),
             MmaOp::Ldmatrix {
-                num,
-                trans,
-                space,
-                d,
-                ..
+                trans, space, d, ..
             } => {
                 // Row `8j + r` of the matrices, eight 16-bit elements, low first; a lane that
                 // is not running gives no row (it reads as zeros).
-                let mut rows = vec![0u128; *num as usize * 8];
+                let mut rows = vec![0u128; d.len() * 8];
                 for (lane, row) in rows.iter_mut().enumerate() {
                     if mask & (1 << lane) == 0 {
                         continue;
@@ -286,13 +282,9 @@ impl Ctx<'_> {
                 }
             }
             MmaOp::Stmatrix {
-                num,
-                trans,
-                space,
-                v,
-                ..
+                trans, space, v, ..
             } => {
-                let mut rows = vec![0u128; *num as usize * 8];
+                let mut rows = vec![0u128; v.len() * 8];
                 for lane in lanes(mask) {
                     let (r, c) = (lane / 4, 2 * (lane % 4));
                     for (j, s) in v.iter().enumerate() {

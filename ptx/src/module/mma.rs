@@ -178,7 +178,6 @@ impl<'a> Lower<'a> {
                 return unsup("matrix fragment size");
             }
             MmaOp::Stmatrix {
-                num,
                 trans,
                 space,
                 addr,
@@ -193,7 +192,6 @@ impl<'a> Lower<'a> {
                 return unsup("matrix fragment size");
             }
             MmaOp::Ldmatrix {
-                num,
                 trans,
                 space,
                 addr,

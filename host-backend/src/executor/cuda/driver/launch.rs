@@ -69,6 +69,38 @@ pub unsafe fn launch_cooperative_kernel(
     })
 }
 
+/// A `CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION` attribute of `cluster`.
+fn cluster_attribute([x, y, z]: [u32; 3]) -> sys::CUlaunchAttribute {
+    // SAFETY: an all-zero attribute is a valid value of this plain C struct (its value a
+    // union of integer fields).
+    let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+    attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attr.value.clusterDim = sys::CUlaunchAttributeValue_union__bindgen_ty_1 { x, y, z };
+    attr
+}
+
+/// A `CUlaunchConfig` of `cfg` on stream `s`, with the one attribute `attr` if given (it
+/// must outlive the configuration's use).
+fn launch_config(
+    (grid, block, shared): ([u32; 3], [u32; 3], u32),
+    s: CUstream,
+    attr: Option<&mut sys::CUlaunchAttribute>,
+) -> sys::CUlaunchConfig {
+    let n = u32::from(attr.is_some());
+    sys::CUlaunchConfig {
+        gridDimX: grid[0],
+        gridDimY: grid[1],
+        gridDimZ: grid[2],
+        blockDimX: block[0],
+        blockDimY: block[1],
+        blockDimZ: block[2],
+        sharedMemBytes: shared,
+        hStream: s,
+        attrs: attr.map_or(std::ptr::null_mut(), |a| a as *mut _),
+        numAttrs: n,
+    }
+}
+
 /// `cuLaunchKernelEx` with a cluster shape (`CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION`): the
 /// blocks of each cluster of `cluster` blocks run at once on one GPU processing cluster.
 ///
@@ -85,27 +117,8 @@ pub unsafe fn launch_kernel_cluster(
     params: *mut *mut c_void,
     extra: *mut *mut c_void,
 ) -> DrvResult<()> {
-    // SAFETY: an all-zero attribute is a valid value of this plain C struct (its value a
-    // union of integer fields).
-    let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
-    attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    attr.value.clusterDim = sys::CUlaunchAttributeValue_union__bindgen_ty_1 {
-        x: cluster[0],
-        y: cluster[1],
-        z: cluster[2],
-    };
-    let config = sys::CUlaunchConfig {
-        gridDimX: grid[0],
-        gridDimY: grid[1],
-        gridDimZ: grid[2],
-        blockDimX: block[0],
-        blockDimY: block[1],
-        blockDimZ: block[2],
-        sharedMemBytes: shared,
-        hStream: s,
-        attrs: &mut attr,
-        numAttrs: 1,
-    };
+    let mut attr = cluster_attribute(cluster);
+    let config = launch_config((grid, block, shared), s, Some(&mut attr));
     // SAFETY: `config` and the attribute it points to live across the call; `f`, `s`,
     // `params` and `extra` are as the caller guarantees.
     ok(unsafe { ffi::cuLaunchKernelEx(&config, f, params, extra) })
@@ -123,23 +136,9 @@ pub unsafe fn occupancy_cluster(
     cluster: Option<[u32; 3]>,
     size: bool,
 ) -> DrvResult<i32> {
-    // SAFETY: as in `launch_kernel_cluster`.
-    let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
-    attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    let [x, y, z] = cluster.unwrap_or([1; 3]);
-    attr.value.clusterDim = sys::CUlaunchAttributeValue_union__bindgen_ty_1 { x, y, z };
-    let config = sys::CUlaunchConfig {
-        gridDimX: grid[0],
-        gridDimY: grid[1],
-        gridDimZ: grid[2],
-        blockDimX: block[0],
-        blockDimY: block[1],
-        blockDimZ: block[2],
-        sharedMemBytes: shared,
-        hStream: std::ptr::null_mut(),
-        attrs: &mut attr,
-        numAttrs: u32::from(cluster.is_some()),
-    };
+    let mut attr = cluster_attribute(cluster.unwrap_or([1; 3]));
+    let attr = cluster.is_some().then_some(&mut attr);
+    let config = launch_config((grid, block, shared), std::ptr::null_mut(), attr);
     let mut v = 0;
     // SAFETY: `config` and its attribute live across the call, `v` is a valid out pointer,
     // `f` is live (the caller's guarantee).
